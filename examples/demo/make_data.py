@@ -1,0 +1,506 @@
+"""Synthetic parallel data for the no-download demo: an English-like source with gold constituency trees and a
+head-final target that is a deterministic function of the source *tree* (not of its word sequence).
+
+Usage: ``python3 examples/demo/make_data.py --out DIR --train 8000 --valid 500 --test 500 --seed 1`` writes
+``{train,valid,test}.{en,de,tree}`` to DIR: tokenized source, tokenized target, and one single-line PTB bracketed
+tree per line whose leaves are exactly the source tokens. The same seed gives the same files.
+
+Source grammar (a PCFG; each right-hand side is drawn with the probability given)::
+
+    ROOT  -> S_clause .                                         0.85
+           | S_clause CC S_clause .    (one S over all four)      0.15
+    S     -> NP VP                     (the verb agrees with the subject)
+    NP    -> base 0.57 | PRP 0.10 | NP PP 0.15 | NP SBAR 0.09 | NP CC NP 0.09
+             (below MAX_DEPTH; at MAX_DEPTH only base 0.87 | PRP 0.13)
+    base  -> [DT] [JJ | ADJP] NN|NNS   (plural 0.35; a bare plural drops DT 0.3; an adjective 0.35; "a" -> "an"
+                                        before a vowel)
+    ADJP  -> JJ CC JJ                  (0.2 of the adjectives)
+    VP    -> V NP PP*   (transitive 0.6) | V PP* (intransitive 0.25) | V SBAR (clausal 0.15, below MAX_DEPTH)
+             with 0 / 1 / 2 PPs at 0.65 / 0.30 / 0.05; V is VBD (past, 0.5), else VBZ (singular subject) or VBP
+    PP    -> IN NP
+    SBAR  -> IN(that) S                       (complement of say/think/...)
+           | WHNP(WDT) S(VP)                   (subject relative, 0.7: "the dog that saw the cat")
+           | WHNP(WDT) S(NP VP-without-object) (object relative, 0.3: "the dog that the cat saw")
+
+Every NP PP, NP SBAR, NP CC NP, PP object and embedded clause is one level deeper; MAX_DEPTH bounds recursion.
+Sentences outside MIN_TOKENS..MAX_TOKENS tokens (with the final ".") are redrawn, and so is any source sentence
+already drawn, so no sentence occurs twice in or across the splits. Labels: S NP VP PP SBAR WHNP ADJP DT JJ NN NNS
+VBD VBZ VBP IN PRP CC WDT and ".". The vocabulary has 517 source words, among them compounds that BPE splits
+(firefighter, watermelon, extraordinary, ...) and words whose translation depends on their syntactic role: noun vs
+verb (watch/watches, saw, flies, ducks, parks, books, trains, rings, lights, ...), light as NN / VB / JJ, that as
+DT / WDT / IN, read as VBP / VBD, and fish / sheep as NN or NNS (the number is in the tree, not in the word).
+
+Transfer rules (``translate``), applied recursively to the tree:
+
+* S -> subject, then VP; S CC S -> each clause in order; the final "." stays.
+* VP -> [object NP + OBJECT_MARKER] [complement clause] [PPs as NP + postposition] verb  (verb-final, SOV).
+  The verb is its stem + PRESENT or PAST (from VBZ/VBP vs VBD) + PLURAL_AGREEMENT when the subject is plural.
+  The subject of a subject-relative clause is the noun phrase the clause modifies.
+* NP -> [relative clauses] [NP-attached PPs] DT noun adjectives: a PP attached to an NP becomes a genitive-like
+  prefix ``NP postposition GENITIVE_MARKER`` before that NP, a relative clause becomes ``clause relativizer``
+  before it, adjectives follow the noun, plural nouns take NOUN_PLURAL.
+* PP -> NP postposition; SBAR complement -> clause complementizer.
+* NP number: NNS or a plural pronoun -> plural; "X and Y" -> plural; "X or Y" -> number of Y; NP PP / NP SBAR ->
+  number of the inner NP.
+* Every word is relexicalised by (POS, word) with the tables below: target words are made-up strings, distinct
+  per source entry and from every source word.
+
+So "the man saw the dog with the telescope ." has two targets: with the PP on the VP
+``ja fome ja lemo wo <telescope> wa lofizu .``, with the PP on "the dog" ``ja fome <telescope> wa nu ja lemo wo
+lofizu .``. The target is a function of the tree; the word sequence alone does not decide attachment, verb
+agreement under "saw"/"ran" (past tense has no number in the source), the number of "fish", or a/an noun/verb role
+when it comes from the tree alone, so a model that sees the tree can reach BLEU 100 and one that does not cannot.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import sys
+from typing import Sequence
+
+from fairseq_syntax.trees import Tree, to_bracketed
+
+# ---------------------------------------------------------------------------------------------------- lexicon
+
+# "singular plural target-stem"; entries separated by "|".
+NOUNS = """
+dog dogs lemo | cat cats bame | horse horses lubo | bird birds gadi | cow cows mage | goat goats robo
+sheep sheep devo | pig pigs tato | mouse mice reki | rabbit rabbits fudo | fox foxes kuve | wolf wolves duto
+bear bears gido | lion lions zate | tiger tigers tepo | monkey monkeys roli | snake snakes toli
+frog frogs geze | owl owls duko | duck ducks pizi | fish fish kude | fly flies rofi | man men fome
+woman women varo | child children lizi | boy boys toti | girl girls daki | teacher teachers zabo
+farmer farmers zivo | doctor doctors voko | baker bakers mibi | student students lete | king kings pagi
+queen queens femi | soldier soldiers pafi | sailor sailors muke | pilot pilots muko | artist artists mivi
+singer singers gede | neighbour neighbours feve | friend friends bote | guide guides kibe | cook cooks mulo
+book books tifo | table tables ruvo | chair chairs zapo | box boxes romi | ball balls mapo | hat hats gofe
+coat coats lube | key keys bufo | cup cups dite | bottle bottles deti | knife knives filo | spoon spoons lode
+watch watches popi | saw saws kafe | ring rings zizi | lamp lamps pere | light lights gule | clock clocks zubo
+letter letters kazi | picture pictures rifi | window windows guro | door doors goze | bag bags gupi
+basket baskets zabi | rope ropes pigo | stick sticks tipo | stone stones lide | apple apples depe
+cake cakes lepo | flower flowers tapo | tree trees lave | plant plants mepe | ship ships mido
+train trains momo | car cars defe | boat boats beti | bicycle bicycles veto | drum drums pifo | bell bells rebe
+map maps zaro | house houses foge | garden gardens bigi | park parks reti | river rivers kume
+forest forests bipo | hill hills tumo | road roads fufo | bridge bridges rafo | village villages tafe
+city cities foto | market markets dubi | school schools vuro | kitchen kitchens pare | field fields geke
+lake lakes dupo | island islands bapi | tower towers tuto | castle castles gipo | station stations rore
+farm farms zuko | paint paints gofi | drink drinks dopi | smile smiles deme | call calls gide | kick kicks zifi
+telescope telescopes vizeko
+firefighter firefighters pezami | grandmother grandmothers vefori | schoolteacher schoolteachers melidibi
+lighthouse lighthouses pamiruko | toothbrush toothbrushes dedaki | bookshelf bookshelves fifovi
+watchtower watchtowers furupidi | skyscraper skyscrapers zemake | thunderstorm thunderstorms katedi
+wheelbarrow wheelbarrows palumi | motorcycle motorcycles buzede | newspaper newspapers begivire
+blackboard blackboards puvekibi | watermelon watermelons bazure | basketball basketballs godovori
+raincoat raincoats zegigemi | sunflower sunflowers fadime | butterfly butterflies dorite
+snowman snowmen bofekobi | fisherman fishermen lulebigi | policeman policemen bimapi
+shopkeeper shopkeepers gubake | storyteller storytellers mubobi | typewriter typewriters vedurevo
+"""
+
+# "class base(VBP) 3sg(VBZ) past(VBD) target-stem"; class T transitive, I intransitive, C takes a that-clause.
+VERBS = """
+T see sees saw lofiz | T watch watches watched buv | T chase chases chased zufur | T find finds found vuz
+T like likes liked dab | T help helps helped vid | T follow follows followed pubav | T carry carries carried pib
+T push pushes pushed durav | T pull pulls pulled zok | T build builds built kez | T break breaks broke gop
+T open opens opened dovib | T read reads read duf | T write writes wrote kituf | T buy buys bought pap
+T sell sells sold vazev | T bring brings brought kukop | T take takes took dugid | T hold holds held bipar
+T meet meets met koged | T catch catches caught fuk | T feed feeds fed fuvuk | T wash washes washed zig
+T visit visits visited pobeb | T call calls called vomiz | T kick kicks kicked mim | T throw throws threw dibil
+T eat eats ate dezaz | T book books booked kidom | T train trains trained lok | T plant plants planted kab
+T ship ships shipped vegim | T paint paints painted gimav | T cook cooks cooked rugab
+T guide guides guided pufip | T drink drinks drank ref | T ring rings rang mikik | T light lights lit mekor
+T water waters watered deved | T draw draws drew ror | T hide hides hid pip | T lose loses lost fuged
+I run runs ran lud | I sleep sleeps slept gikug | I sit sits sat zom | I smile smiles smiled zugok
+I laugh laughs laughed bokul | I fly flies flew vur | I duck ducks ducked dig | I fish fishes fished momib
+I swim swims swam boz | I dance dances danced tobam | I sing sings sang pedef | I wait waits waited raz
+I fall falls fell dubaf | I arrive arrives arrived tav | I park parks parked firoz | I jump jumps jumped dak
+I cry cries cried mig | I rest rests rested buk | C say says said kivep | C think thinks thought reb
+C know knows knew zibag | C believe believes believed vodig | C hope hopes hoped lepaz
+C notice notices noticed zolog | C claim claims claimed kud
+"""
+
+# "word target"
+ADJECTIVES = """
+big egigem | small ekatot | old epol | young umar | red amal | green epizal | blue egevum | yellow avolim
+happy ebak | sad amarem | tall imabor | short igilol | quiet ovol | loud opal | clever izat | lazy ikitak
+brave ikazul | angry adom | hungry omofor | tired azetek | busy iludur | bright ogol | dark arulem | heavy akul
+light emom | warm efom | cold uzul | famous ikukik | strange iper | gentle efit | wild edoket | friendly uvam
+noisy abor | beautiful obigal | careful edit | wooden etival | golden ugalir | ancient akat | tiny elok
+huge edebot | rich omam | poor uvul | empty ezimik | clean okuk | dirty obivem | wet obor | dry odot
+soft ifebat | fast edutit | extraordinary elir | waterproof udam | trustworthy okel | homesick obuvol
+overgrown uvet | handmade opet
+"""
+
+SINGULAR, PLURAL = "sg", "pl"
+SUBJECT, OBJECT = "subject", "object"
+# word -> (number, case, target); "it" serves both cases.
+PRONOUNS = {
+    "he": (SINGULAR, SUBJECT, "hu"), "him": (SINGULAR, OBJECT, "hu"),
+    "she": (SINGULAR, SUBJECT, "hi"), "her": (SINGULAR, OBJECT, "hi"),
+    "it": (SINGULAR, SUBJECT, "ha"),
+    "they": (PLURAL, SUBJECT, "hasa"), "them": (PLURAL, OBJECT, "hasa"),
+    "we": (PLURAL, SUBJECT, "nesa"), "us": (PLURAL, OBJECT, "nesa"),
+}
+DETERMINERS = {"the": "ja", "a": "ny", "an": "ny", "this": "se", "that": "so", "every": "yeso", "some": "sam",
+               "these": "sese", "those": "soso"}
+DETERMINERS_BY_NUMBER = {SINGULAR: ("the", "a", "this", "that", "every"), PLURAL: ("the", "some", "these", "those")}
+POSTPOSITIONS = {"with": "wa", "in": "ni", "on": "su", "near": "jen", "under": "shu", "behind": "wusi",
+                 "beside": "yan", "from": "nos", "for": "hes", "without": "wani", "above": "jus", "across": "yosa"}
+RELATIVIZERS = {"which": "ya", "that": "yo"}
+COMPLEMENTIZER = ("that", "swe")
+CONJUNCTIONS = {"and": "ne", "or": "hoy"}
+OBJECT_MARKER = "wo"
+GENITIVE_MARKER = "nu"
+NOUN_PLURAL = "ri"
+PRESENT, PAST = "a", "u"
+PLURAL_AGREEMENT = "n"
+PERIOD = "."
+
+
+def _entries(table: str) -> list[list[str]]:
+    return [entry.split() for line in table.strip().splitlines() for entry in line.split("|")]
+
+
+NOUN_ENTRIES = _entries(NOUNS)  # [singular, plural, stem]
+VERB_ENTRIES = _entries(VERBS)  # [class, base, 3sg, past, stem]
+ADJECTIVE_ENTRIES = _entries(ADJECTIVES)  # [word, target]
+VERB_TAGS = ("VBP", "VBZ", "VBD")
+
+
+def _build_targets() -> tuple[dict[tuple[str, str], str], dict[tuple[str, str], str]]:
+    """(POS, word) -> target word for all but verbs, and (verb POS, word) -> verb stem; a clash is a table bug."""
+    words: dict[tuple[str, str], str] = {}
+    verbs: dict[tuple[str, str], str] = {}
+
+    def add(table: dict, tag: str, word: str, target: str) -> None:
+        if table.setdefault((tag, word), target) != target:
+            raise ValueError(f"lexicon: ({tag} {word}) has two targets, {table[tag, word]!r} and {target!r}")
+
+    for singular, plural, stem in NOUN_ENTRIES:
+        add(words, "NN", singular, stem)
+        add(words, "NNS", plural, stem + NOUN_PLURAL)
+    for _, base, third_singular, past, stem in VERB_ENTRIES:
+        for tag, form in zip(VERB_TAGS, (base, third_singular, past)):
+            add(verbs, tag, form, stem)
+    for word, target in ADJECTIVE_ENTRIES:
+        add(words, "JJ", word, target)
+    for word, (_, _, target) in PRONOUNS.items():
+        add(words, "PRP", word, target)
+    for tag, table in (("DT", DETERMINERS), ("IN", POSTPOSITIONS), ("WDT", RELATIVIZERS), ("CC", CONJUNCTIONS)):
+        for word, target in table.items():
+            add(words, tag, word, target)
+    add(words, "IN", *COMPLEMENTIZER)
+    add(words, ".", PERIOD, PERIOD)
+    return words, verbs
+
+
+WORD_TARGETS, VERB_STEMS = _build_targets()
+
+# ---------------------------------------------------------------------------------------------------- transfer
+
+
+class TransferError(ValueError):
+    """A tree outside the demo grammar (unknown word or shape); the message shows the offending subtree."""
+
+
+def _labels(node: Tree) -> str:
+    return " ".join(child.label for child in node.children)
+
+
+def _fail(node: Tree, expected: str) -> TransferError:
+    return TransferError(f"cannot translate {to_bracketed(node)}: expected {expected}")
+
+
+def _word(node: Tree) -> str:
+    """Target of a preterminal ``(TAG word)`` other than a verb."""
+    if len(node.children) != 1 or not node.children[0].is_leaf:
+        raise _fail(node, "a preterminal over one word")
+    target = WORD_TARGETS.get((node.label, node.children[0].label))
+    if target is None:
+        raise _fail(node, f"a word of the demo lexicon for {node.label}")
+    return target
+
+
+def number(noun_phrase: Tree) -> str:
+    """SINGULAR or PLURAL: the grammatical number of an NP, which the verb of its clause agrees with."""
+    labels = _labels(noun_phrase)
+    if labels == "PRP":
+        return PRONOUNS[noun_phrase.children[0].children[0].label][0]
+    if labels in ("NP PP", "NP SBAR"):
+        return number(noun_phrase.children[0])
+    if labels == "NP CC NP":
+        conjunction = noun_phrase.children[1].children[0].label
+        return PLURAL if conjunction == "and" else number(noun_phrase.children[2])
+    if _BASE_NP.fullmatch(labels):
+        return PLURAL if noun_phrase.children[-1].label == "NNS" else SINGULAR
+    raise _fail(noun_phrase, "an NP of the demo grammar")
+
+
+_BASE_NP = re.compile(r"(DT )?((JJ|ADJP) )?(NN|NNS)")
+_VP = re.compile(r"(VBP|VBZ|VBD)( NP| SBAR)?( PP)*")
+
+
+def _noun_phrase(node: Tree) -> list[str]:
+    labels = _labels(node)
+    if labels == "PRP":
+        return [_word(node.children[0])]
+    if labels == "NP PP":
+        return _prepositional_phrase(node.children[1]) + [GENITIVE_MARKER] + _noun_phrase(node.children[0])
+    if labels == "NP SBAR":
+        return _relative_clause(node.children[1], number(node.children[0])) + _noun_phrase(node.children[0])
+    if labels == "NP CC NP":
+        first, conjunction, second = node.children
+        return _noun_phrase(first) + [_word(conjunction)] + _noun_phrase(second)
+    if _BASE_NP.fullmatch(labels):
+        *modifiers, noun = node.children
+        determiners = [_word(child) for child in modifiers if child.label == "DT"]
+        adjectives = [target for child in modifiers if child.label != "DT" for target in _adjective(child)]
+        return determiners + [_word(noun)] + adjectives
+    raise _fail(node, "PRP | NP PP | NP SBAR | NP CC NP | [DT] [JJ|ADJP] NN|NNS")
+
+
+def _adjective(node: Tree) -> list[str]:
+    if node.label == "JJ":
+        return [_word(node)]
+    if _labels(node) == "JJ CC JJ":
+        return [_word(child) for child in node.children]
+    raise _fail(node, "JJ or (ADJP JJ CC JJ)")
+
+
+def _prepositional_phrase(node: Tree) -> list[str]:
+    if _labels(node) != "IN NP":
+        raise _fail(node, "(PP IN NP)")
+    preposition, object_phrase = node.children
+    return _noun_phrase(object_phrase) + [_word(preposition)]
+
+
+def _verb(node: Tree, subject_number: str) -> str:
+    word = node.children[0].label
+    stem = VERB_STEMS.get((node.label, word))
+    if stem is None:
+        raise _fail(node, f"a verb of the demo lexicon for {node.label}")
+    agreeing_tag = {SINGULAR: "VBZ", PLURAL: "VBP"}[subject_number]
+    if node.label != "VBD" and node.label != agreeing_tag:
+        raise _fail(node, f"{agreeing_tag}: the subject is {subject_number}")
+    tense = PAST if node.label == "VBD" else PRESENT
+    return stem + tense + (PLURAL_AGREEMENT if subject_number == PLURAL else "")
+
+
+def _verb_phrase(node: Tree, subject_number: str) -> list[str]:
+    if node.label != "VP" or not _VP.fullmatch(_labels(node)):
+        raise _fail(node, "(VP V [NP | SBAR] PP*)")
+    verb, *dependents = node.children
+    targets: list[str] = []
+    for dependent in dependents:
+        if dependent.label == "NP":
+            targets += _noun_phrase(dependent) + [OBJECT_MARKER]
+        elif dependent.label == "SBAR":
+            targets += _complement_clause(dependent)
+        else:
+            targets += _prepositional_phrase(dependent)
+    return targets + [_verb(verb, subject_number)]
+
+
+def _clause(node: Tree) -> list[str]:
+    if node.label != "S" or _labels(node) != "NP VP":
+        raise _fail(node, "(S NP VP)")
+    subject, predicate = node.children
+    return _noun_phrase(subject) + _verb_phrase(predicate, number(subject))
+
+
+def _complement_clause(node: Tree) -> list[str]:
+    if _labels(node) != "IN S":
+        raise _fail(node, "(SBAR (IN that) S)")
+    complementizer, clause = node.children
+    return _clause(clause) + [_word(complementizer)]
+
+
+def _relative_clause(node: Tree, head_number: str) -> list[str]:
+    """``(SBAR (WHNP (WDT w)) (S ...))`` -> clause + relativizer; a subject gap takes the head's number."""
+    if _labels(node) != "WHNP S" or _labels(node.children[0]) != "WDT":
+        raise _fail(node, "(SBAR (WHNP WDT) S)")
+    relativizer = _word(node.children[0].children[0])
+    clause = node.children[1]
+    if _labels(clause) == "VP":
+        return _verb_phrase(clause.children[0], head_number) + [relativizer]
+    return _clause(clause) + [relativizer]
+
+
+def translate(tree: Tree) -> list[str]:
+    """Target tokens of a source tree of the demo grammar (rules in the module docstring)."""
+    labels = _labels(tree)
+    if tree.label != "S" or labels not in ("NP VP .", "S CC S ."):
+        raise _fail(tree, "(S NP VP .) or (S S CC S .)")
+    if labels == "NP VP .":
+        return _clause(Tree("S", tree.children[:2])) + [PERIOD]
+    first, conjunction, second, _ = tree.children
+    return _clause(first) + [_word(conjunction)] + _clause(second) + [PERIOD]
+
+
+# ---------------------------------------------------------------------------------------------------- grammar
+
+MAX_DEPTH = 3
+MIN_TOKENS, MAX_TOKENS = 5, 25
+VERB_CLASSES = ("T", "I", "C")
+NOUNS_BY_NUMBER = {SINGULAR: [entry[0] for entry in NOUN_ENTRIES], PLURAL: [entry[1] for entry in NOUN_ENTRIES]}
+VERBS_BY_CLASS = {verb_class: [entry[1:4] for entry in VERB_ENTRIES if entry[0] == verb_class]
+                  for verb_class in VERB_CLASSES}
+ADJECTIVE_WORDS = [entry[0] for entry in ADJECTIVE_ENTRIES]
+PRONOUNS_BY_NUMBER_AND_CASE = {
+    (number_, case): [word for word, (n, c, _) in PRONOUNS.items() if n == number_ and (c == case or word == "it")]
+    for number_ in (SINGULAR, PLURAL) for case in (SUBJECT, OBJECT)
+}
+
+
+def _preterminal(tag: str, word: str) -> Tree:
+    return Tree(tag, [Tree(word)])
+
+
+class _Generator:
+    """Draws source trees from the PCFG in the module docstring with one ``random.Random``."""
+
+    def __init__(self, rng: random.Random, max_depth: int = MAX_DEPTH):
+        self.rng = rng
+        self.max_depth = max_depth
+
+    def pick(self, weighted: dict) -> object:
+        return self.rng.choices(list(weighted), weights=list(weighted.values()))[0]
+
+    def sentence(self) -> Tree:
+        period = _preterminal(".", PERIOD)
+        if self.rng.random() < 0.15:
+            conjunction = _preterminal("CC", self.rng.choice(list(CONJUNCTIONS)))
+            return Tree("S", [self.clause(1), conjunction, self.clause(1), period])
+        return Tree("S", self.clause(0).children + [period])
+
+    def clause(self, depth: int) -> Tree:
+        subject = self.noun_phrase(depth, SUBJECT)
+        return Tree("S", [subject, self.verb_phrase(depth, number(subject))])
+
+    def noun_phrase(self, depth: int, case: str) -> Tree:
+        if depth >= self.max_depth:
+            kind = self.pick({"base": 0.87, "pronoun": 0.13})
+        else:
+            kind = self.pick({"base": 0.57, "pronoun": 0.10, "pp": 0.15, "relative": 0.09, "coordination": 0.09})
+        if kind == "pronoun":
+            number_ = self.pick({SINGULAR: 0.6, PLURAL: 0.4})
+            return Tree("NP", [_preterminal("PRP", self.rng.choice(PRONOUNS_BY_NUMBER_AND_CASE[number_, case]))])
+        if kind == "pp":
+            return Tree("NP", [self.noun_phrase(depth + 1, case), self.prepositional_phrase(depth + 1)])
+        if kind == "relative":
+            head = self.noun_phrase(depth + 1, case)
+            return Tree("NP", [head, self.relative_clause(depth + 1, number(head))])
+        if kind == "coordination":
+            conjunction = _preterminal("CC", self.rng.choice(list(CONJUNCTIONS)))
+            return Tree("NP", [self.noun_phrase(depth + 1, case), conjunction, self.noun_phrase(depth + 1, case)])
+        return self.base_noun_phrase()
+
+    def base_noun_phrase(self) -> Tree:
+        number_ = PLURAL if self.rng.random() < 0.35 else SINGULAR
+        children = []
+        if not (number_ == PLURAL and self.rng.random() < 0.3):
+            children.append(_preterminal("DT", self.rng.choice(DETERMINERS_BY_NUMBER[number_])))
+        if self.rng.random() < 0.35:
+            if self.rng.random() < 0.2:
+                first, second = self.rng.sample(ADJECTIVE_WORDS, 2)
+                conjunction = self.rng.choice(list(CONJUNCTIONS))
+                children.append(Tree("ADJP", [_preterminal("JJ", first), _preterminal("CC", conjunction),
+                                              _preterminal("JJ", second)]))
+            else:
+                children.append(_preterminal("JJ", self.rng.choice(ADJECTIVE_WORDS)))
+        children.append(_preterminal("NNS" if number_ == PLURAL else "NN", self.rng.choice(NOUNS_BY_NUMBER[number_])))
+        article = children[0].children[0]
+        if article.label == "a" and len(children) > 1 and children[1].leaves()[0][0] in "aeiou":
+            article.label = "an"
+        return Tree("NP", children)
+
+    def verb_phrase(self, depth: int, subject_number: str, with_object: bool = True) -> Tree:
+        classes = {"T": 0.6, "I": 0.25, "C": 0.15} if depth < self.max_depth and with_object else {"T": 0.7, "I": 0.3}
+        verb_class = self.pick(classes) if with_object else "T"
+        base, third_singular, past = self.rng.choice(VERBS_BY_CLASS[verb_class])
+        if self.rng.random() < 0.5:
+            verb = _preterminal("VBD", past)
+        else:
+            verb = _preterminal("VBZ", third_singular) if subject_number == SINGULAR else _preterminal("VBP", base)
+        children = [verb]
+        if verb_class == "C":
+            clause = self.clause(depth + 1)
+            return Tree("VP", [verb, Tree("SBAR", [_preterminal("IN", COMPLEMENTIZER[0]), clause])])
+        if verb_class == "T" and with_object:
+            children.append(self.noun_phrase(depth, OBJECT))
+        prepositional_phrases = self.pick({0: 0.65, 1: 0.30, 2: 0.05})
+        children += [self.prepositional_phrase(depth + 1) for _ in range(prepositional_phrases)]
+        return Tree("VP", children)
+
+    def prepositional_phrase(self, depth: int) -> Tree:
+        preposition = _preterminal("IN", self.rng.choice(list(POSTPOSITIONS)))
+        return Tree("PP", [preposition, self.noun_phrase(depth, OBJECT)])
+
+    def relative_clause(self, depth: int, head_number: str) -> Tree:
+        relativizer = Tree("WHNP", [_preterminal("WDT", self.rng.choice(list(RELATIVIZERS)))])
+        if self.rng.random() < 0.7:
+            clause = Tree("S", [self.verb_phrase(depth, head_number)])
+        else:
+            subject = self.noun_phrase(depth, SUBJECT)
+            clause = Tree("S", [subject, self.verb_phrase(depth, number(subject), with_object=False)])
+        return Tree("SBAR", [relativizer, clause])
+
+
+def generate_corpus(sizes: dict[str, int], seed: int) -> dict[str, list[Tree]]:
+    """``sizes`` maps split name -> number of trees; source sentences are distinct within and across splits."""
+    rng = random.Random(seed)
+    generator = _Generator(rng)
+    seen: set[str] = set()
+    corpus: dict[str, list[Tree]] = {}
+    budget = 100 + 50 * sum(sizes.values())
+    for split, size in sizes.items():
+        trees: list[Tree] = []
+        while len(trees) < size:
+            budget -= 1
+            if budget < 0:
+                raise ValueError(f"could not draw {size} distinct sentences for {split!r}: the grammar ran dry")
+            tree = generator.sentence()
+            words = tree.leaves()
+            sentence = " ".join(words)
+            if MIN_TOKENS <= len(words) <= MAX_TOKENS and sentence not in seen:
+                seen.add(sentence)
+                trees.append(tree)
+        corpus[split] = trees
+    return corpus
+
+
+def write_corpus(corpus: dict[str, list[Tree]], out_dir: str) -> None:
+    """``{split}.en`` source tokens, ``{split}.de`` target tokens, ``{split}.tree`` bracketed source trees."""
+    os.makedirs(out_dir, exist_ok=True)
+    for split, trees in corpus.items():
+        with open(os.path.join(out_dir, f"{split}.en"), "w", encoding="utf-8") as source, \
+                open(os.path.join(out_dir, f"{split}.de"), "w", encoding="utf-8") as target, \
+                open(os.path.join(out_dir, f"{split}.tree"), "w", encoding="utf-8") as bracketed:
+            for tree in trees:
+                source.write(" ".join(tree.leaves()) + "\n")
+                target.write(" ".join(translate(tree)) + "\n")
+                bracketed.write(to_bracketed(tree) + "\n")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True, help="output directory")
+    parser.add_argument("--train", type=int, default=8000, help="training sentences")
+    parser.add_argument("--valid", type=int, default=500, help="validation sentences")
+    parser.add_argument("--test", type=int, default=500, help="test sentences")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    sizes = {"train": args.train, "valid": args.valid, "test": args.test}
+    for split, size in sizes.items():
+        if size < 0:
+            parser.error(f"--{split} must be >= 0, got {size}")
+    corpus = generate_corpus(sizes, args.seed)
+    write_corpus(corpus, args.out)
+    for split, trees in corpus.items():
+        lengths = [len(tree.leaves()) for tree in trees]
+        mean = sum(lengths) / max(len(lengths), 1)
+        print(f"{split}: {len(trees)} sentences, {mean:.1f} source tokens on average, written to {args.out}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,140 @@
+"""fairseq-syntax-score: BLEU-4/BLEU-1/chrF/TER/RIBES of fairseq-generate output, with paired bootstrap p-values.
+
+    fairseq-syntax-score HYP REF [BASELINE] [--tok] [--lang de] [--json OUT] [--bootstrap N]
+                         [--by-length 10,20,30,40,50]
+                         [--record RUN.run.json --dataset D --system S --arch A --train-log LOG
+                          --train-command CMD [--baseline-name NAME]]
+
+HYP and BASELINE are fairseq-generate stdout (D- lines, or H- lines with --tok / --lang) or plain text, one
+hypothesis per line; REF is plain text (or generate output, whose T- lines are then the references). Every
+reference needs a hypothesis: missing ids are named and nothing is scored. See fairseq_syntax.scoring.
+"""
+import argparse
+import json
+import sys
+from typing import List, Optional
+
+from fairseq_syntax.results import RecordError, record_run
+from fairseq_syntax.scoring import (
+    ScoringInputError,
+    bleu_by_length,
+    check_length_edges,
+    corpus_scores,
+    detokenize,
+    paired_bootstrap,
+    read_generate_output,
+)
+
+TABLE_METRICS = ("BLEU", "BLEU-1", "chrF", "TER", "RIBES")
+RECORD_OPTIONS = ("dataset", "system", "arch", "train_log", "train_command")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fairseq-syntax-score", description=__doc__.split("\n\n")[0])
+    parser.add_argument("hyp", help="system output: fairseq-generate stdout or plain text")
+    parser.add_argument("ref", help="references: plain text, or fairseq-generate stdout (its T- lines)")
+    parser.add_argument("baseline", nargs="?",
+                        help="a second system (e.g. the baseline); p-values are of HYP against it")
+    parser.add_argument("--tok", action="store_true",
+                        help="tokenized BLEU: take H- lines (tokenized, BPE removed) and score with sacrebleu's "
+                             "'none' tokenizer against an already tokenized REF")
+    parser.add_argument("--lang", help="Moses-detokenize the hypotheses (H- lines or plain text) in this language "
+                                       "first, for output generated without --tokenizer moses")
+    parser.add_argument("--json", dest="json_out", help="write all scores (and p-values) to this JSON file")
+    parser.add_argument("--bootstrap", type=int, default=1000, metavar="N",
+                        help="paired bootstrap resamples when BASELINE is given (default 1000)")
+    parser.add_argument("--seed", type=int, default=12345, help="bootstrap seed (default 12345)")
+    parser.add_argument("--by-length", metavar="EDGES",
+                        help="also BLEU per reference-length interval, e.g. 10,20,30,40,50 for "
+                             "(0,10], ..., (50,inf)")
+    record = parser.add_argument_group("run record (see fairseq_syntax.results)")
+    record.add_argument("--record", metavar="RUN_JSON", help="write a run record for HYP to this file")
+    record.add_argument("--dataset")
+    record.add_argument("--system", help="name of HYP's system in the results table")
+    record.add_argument("--arch")
+    record.add_argument("--train-log", help="fairseq-train log of HYP's system (updates, wall time)")
+    record.add_argument("--train-command", help="the training command, as it was run")
+    record.add_argument("--baseline-name", help="name of BASELINE's system (default: its path)")
+    return parser
+
+
+def _read_system(path: str, n_refs: int, ref_path: str, args) -> List[str]:
+    field = "H" if (args.tok or args.lang) else "D"
+    hyps = read_generate_output(path, expected_ids=n_refs, field=field, expected_from=ref_path)
+    return detokenize(hyps, args.lang) if args.lang else hyps
+
+
+def _print_table(rows, significance: Optional[dict], by_length) -> None:
+    width = max(len(name) for name, _ in rows)
+    print(" " * width + "".join(f"{name:>9}" for name in TABLE_METRICS))
+    for name, scores in rows:
+        print(f"{name:<{width}}" + "".join(f"{scores[m]:9.2f}" for m in TABLE_METRICS))
+    first = rows[0][1]
+    print(f"tokenize: {first['tokenize']}, {first['n_sentences']} sentences")
+    if significance:
+        print(f"p-value of {rows[0][0]} vs {rows[1][0]} ({significance['test']}, {significance['n_samples']} "
+              f"samples): BLEU {significance['BLEU']['p_value']:.4f}, chrF {significance['chrF']['p_value']:.4f}")
+    if by_length:
+        print("BLEU by reference length: " + ", ".join(
+            f"{row['bucket']} {'-' if row['BLEU'] is None else format(row['BLEU'], '.2f')} (n={row['n_sentences']})"
+            for row in by_length["hyp"]))
+
+
+def main(argv: Optional[List[str]] = None) -> dict:
+    """Score, print the table, write --json / --record; returns the JSON report."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.tok and args.lang:
+        parser.error("--tok scores tokenized text; --lang detokenizes it: use one")
+    if args.record and not all(getattr(args, option) for option in RECORD_OPTIONS):
+        parser.error("--record needs " + ", ".join("--" + o.replace("_", "-") for o in RECORD_OPTIONS))
+    if args.baseline is not None and args.bootstrap <= 0:
+        parser.error("--bootstrap must be a positive number of resamples")
+    edges = None
+    if args.by_length:
+        try:
+            edges = [int(edge) for edge in args.by_length.split(",")]
+            check_length_edges(edges)
+        except ValueError:
+            parser.error(f"--by-length takes increasing positive integers like 10,20,30, got {args.by_length!r}")
+
+    refs = read_generate_output(args.ref, field="T")
+    tokenize = "none" if args.tok else "13a"
+    hyps = _read_system(args.hyp, len(refs), args.ref, args)
+    report = {"hyp": args.hyp, "ref": args.ref, "metrics": corpus_scores(hyps, refs, tokenize)}
+    rows = [(args.system or args.hyp, report["metrics"])]
+    significance = None
+    if args.baseline is not None:
+        baseline_hyps = _read_system(args.baseline, len(refs), args.ref, args)
+        report["baseline"] = {"hyp": args.baseline, "metrics": corpus_scores(baseline_hyps, refs, tokenize)}
+        rows.append((args.baseline_name or args.baseline, report["baseline"]["metrics"]))
+        significance = paired_bootstrap(baseline_hyps, hyps, refs, n_samples=args.bootstrap, seed=args.seed,
+                                        tokenize=tokenize)
+        report["significance"] = significance
+    if edges:
+        report["by_length"] = {"hyp": bleu_by_length(hyps, refs, edges, tokenize)}
+        if args.baseline is not None:
+            report["by_length"]["baseline"] = bleu_by_length(baseline_hyps, refs, edges, tokenize)
+
+    _print_table(rows, significance, report.get("by_length"))
+    if args.json_out:
+        with open(args.json_out, "w", encoding="utf-8") as handle:
+            json.dump(report, handle, indent=2, ensure_ascii=False)
+            handle.write("\n")
+    if args.record:
+        baseline_name = args.baseline_name or args.baseline
+        record_run(args.record, dataset=args.dataset, system=args.system, arch=args.arch,
+                   command=args.train_command, train_log=args.train_log, metrics=report["metrics"],
+                   significance={baseline_name: significance} if significance else {})
+    return report
+
+
+def cli_main() -> None:
+    try:
+        main()
+    except (ScoringInputError, RecordError, OSError) as error:
+        sys.exit(f"fairseq-syntax-score: error: {error}")
+
+
+if __name__ == "__main__":
+    cli_main()

@@ -1,0 +1,2 @@
+"""Registered models; fairseq's --user-dir also imports every module here, under these same names."""
+from fairseq_syntax.models import transformer_syntax_mask  # noqa: F401

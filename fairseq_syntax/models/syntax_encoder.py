@@ -1,0 +1,92 @@
+"""The encoder every syntax model shares: fairseq's Transformer encoder with syntax-aware self-attention.
+
+Embeddings, positions, dropout, final LayerNorm and the output dict are fairseq's ``TransformerEncoderBase``; what a
+method changes is (1) which attention module each layer gets (:meth:`build_self_attention`) and (2) the per-batch
+``structure`` dict those modules read, built once per batch from the side inputs the task collates
+(:meth:`build_structure`, e.g. ``src_parents`` ``B x T`` -> ``relations`` ``B x T x T``).
+"""
+from typing import Dict, List, Optional
+
+import torch
+from fairseq.models.transformer import TransformerEncoderBase
+from torch import Tensor, nn
+
+from fairseq_syntax.modules.structured_attention import Structure, StructuredSelfAttention
+from fairseq_syntax.modules.syntax_encoder_layer import SyntaxEncoderLayer
+
+
+class SyntaxTransformerEncoder(TransformerEncoderBase):
+    """Subclasses override :meth:`build_self_attention` and :meth:`build_structure`.
+
+    ``side_inputs`` names the ``net_input`` entries (beyond tokens and lengths) the encoder reads; the task collates
+    exactly those.
+    """
+
+    side_inputs: tuple = ()
+
+    def __init__(self, cfg, options, dictionary, embed_tokens):
+        self.options = options  # method-specific options, read while the layers are built
+        self._layers_built = 0
+        super().__init__(cfg, dictionary, embed_tokens)
+
+    def build_encoder_layer(self, cfg):
+        layer_index = self._layers_built
+        self._layers_built += 1
+        return SyntaxEncoderLayer(
+            cfg, lambda dim, heads, dropout: self.build_self_attention(layer_index, dim, heads, dropout)
+        )
+
+    def build_self_attention(self, layer_index: int, embed_dim: int, num_heads: int, dropout: float) -> nn.Module:
+        return StructuredSelfAttention(embed_dim, num_heads, dropout=dropout)
+
+    def build_structure(self, src_tokens: Tensor, side_inputs: Dict[str, Tensor]) -> Structure:
+        return {}
+
+    def forward(
+        self,
+        src_tokens: Tensor,
+        src_lengths: Optional[Tensor] = None,
+        return_all_hiddens: bool = False,
+        token_embeddings: Optional[Tensor] = None,
+        return_attention: bool = False,
+        **side_inputs: Tensor,
+    ) -> Dict[str, List[Tensor]]:
+        missing = [name for name in self.side_inputs if name not in side_inputs]
+        if missing:
+            raise ValueError(
+                f"{type(self).__name__} needs the side inputs {missing}: train and decode with "
+                "--task syntax_translation on data made by fairseq-syntax-preprocess with the matching --form"
+            )
+        structure = self.build_structure(src_tokens, side_inputs)
+        padding_mask = src_tokens.eq(self.padding_idx)
+        has_pads = bool(padding_mask.any())
+
+        x, encoder_embedding = self.forward_embedding(src_tokens, token_embeddings)
+        if has_pads:
+            x = x * (1 - padding_mask.unsqueeze(-1).type_as(x))
+        x = x.transpose(0, 1)  # B x T x C -> T x B x C
+
+        encoder_states, attention = [], []
+        if return_all_hiddens:
+            encoder_states.append(x)
+        for layer in self.layers:
+            x, weights = layer(x, padding_mask if has_pads else None, structure, need_weights=return_attention)
+            if return_all_hiddens:
+                encoder_states.append(x)
+            if return_attention:
+                attention.append(weights)
+        if self.layer_norm is not None:
+            x = self.layer_norm(x)
+
+        out = {
+            "encoder_out": [x],  # T x B x C
+            "encoder_padding_mask": [padding_mask],  # B x T
+            "encoder_embedding": [encoder_embedding],  # B x T x C
+            "encoder_states": encoder_states,  # List[T x B x C]
+            "fc_results": [],
+            "src_tokens": [],
+            "src_lengths": [src_tokens.ne(self.padding_idx).sum(dim=1, dtype=torch.int32).reshape(-1, 1)],
+        }
+        if return_attention:
+            out["encoder_attention"] = attention  # List[B x H x T x T], one per layer
+        return out

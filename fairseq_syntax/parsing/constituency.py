@@ -1,0 +1,206 @@
+"""Constituency parsing of tokenized sentences into one PTB-bracketed tree per line.
+
+Backends (both parse pre-tokenized sentences, on CUDA when available):
+  * ``benepar``: the Berkeley Neural Parser (Kitaev & Klein, 2018), a model name (``benepar_en3``, downloaded
+    with ``benepar.download`` where the network allows) or a local model file/directory, loaded with
+    ``benepar.Parser``. It predicts POS tags when its model was trained to.
+  * ``crf-con``: SuPar's CRF constituency parser (Zhang et al., 2020), a SuPar model name or local file, loaded
+    with ``supar.Parser.load`` (see ``torch_load``). It predicts no POS tags: its preterminals are written ``XX``.
+
+``parse_sentences`` contract: one result per input sentence, in input order. The leaves of every tree are the
+input tokens, PTB-escaped (``text.ptb_escape_token``). A sentence the parser cannot handle (empty, longer than
+the parser's limit, one the parser raises on, or one whose words come back changed) gets the flat fallback tree
+``(S (XX w1) (XX w2) ...)`` (``(S )`` for an empty line) and the reason; nothing is dropped. Single-child
+``TOP``/``ROOT`` wrappers are removed, so a tree reads ``(S ...)``.
+"""
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from itertools import islice
+from typing import Iterable, Iterator
+
+import nltk
+from tqdm import tqdm
+
+from fairseq_syntax.parsing.report import ParseReport
+from fairseq_syntax.parsing.text import ptb_escape_token, ptb_unescape_token, read_sentences
+from fairseq_syntax.trees import WRAPPER_LABELS, Tree, to_bracketed
+
+FALLBACK_ROOT = "S"
+FALLBACK_PRETERMINAL = "XX"
+DEFAULT_MAX_LENGTH = 300  # words; the CRF's inside pass is cubic in length
+
+
+def flat_tree(tokens: list[str]) -> str:
+    """The fallback ``(S (XX w1) (XX w2) ...)`` with escaped words."""
+    leaves = " ".join(f"({FALLBACK_PRETERMINAL} {ptb_escape_token(token)})" for token in tokens)
+    return f"({FALLBACK_ROOT} {leaves})"
+
+
+def tree_from_nltk(node: nltk.Tree | str, preterminal_label: str | None = None) -> Tree:
+    """Convert an ``nltk.Tree``; ``preterminal_label`` replaces every POS label when given."""
+    if isinstance(node, str):
+        return Tree(node)
+    children = [tree_from_nltk(child, preterminal_label) for child in node]
+    is_preterminal = all(isinstance(child, str) for child in node)
+    label = preterminal_label if is_preterminal and preterminal_label is not None else node.label()
+    return Tree(label, children)
+
+
+def unwrap(tree: Tree) -> Tree:
+    """Remove single-child ``TOP``/``ROOT``/empty wrappers above the real root."""
+    while tree.label in WRAPPER_LABELS and len(tree.children) == 1 and not tree.children[0].is_leaf:
+        tree = tree.children[0]
+    return tree
+
+
+class ConstituencyParser(ABC):
+    """A backend: parses a batch of token lists, or raises."""
+
+    max_length: int
+
+    @abstractmethod
+    def parse_batch(self, sentences: list[list[str]]) -> list[Tree]:
+        """Trees whose leaves should be the escaped tokens (checked by ``parse_sentences``)."""
+
+
+class BeneparParser(ConstituencyParser):
+    def __init__(self, name_or_path: str, batch_size: int = 64, max_length: int = DEFAULT_MAX_LENGTH):
+        import benepar
+
+        self.parser = benepar.Parser(_locate_benepar_model(name_or_path), batch_size=batch_size)
+        self.max_length = max_length
+        chart_parser = self.parser._parser
+        if chart_parser.encoder is not None:  # its position table covers the words plus start and stop
+            self.max_length = min(max_length, chart_parser.add_timing.timing_table.shape[0] - 2)
+
+    def parse_batch(self, sentences: list[list[str]]) -> list[Tree]:
+        import benepar
+
+        # The network reads unescaped words (benepar trains on ptb_unescape'd PTB leaves); the tree gets escapes.
+        inputs = [
+            benepar.InputSentence(
+                words=[ptb_unescape_token(token) for token in tokens],
+                escaped_words=[ptb_escape_token(token) for token in tokens],
+            )
+            for tokens in sentences
+        ]
+        return [tree_from_nltk(tree) for tree in self.parser.parse_sents(inputs)]
+
+
+class SuparCrfParser(ConstituencyParser):
+    def __init__(self, name_or_path: str, batch_tokens: int = 5000, max_length: int = DEFAULT_MAX_LENGTH):
+        from fairseq_syntax.parsing.torch_load import load_supar_parser
+
+        self.parser = load_supar_parser(name_or_path)
+        if self.parser.NAME != "crf-constituency":
+            raise ValueError(f"{name_or_path} is a SuPar {self.parser.NAME!r} parser, not 'crf-constituency'")
+        self.batch_tokens = batch_tokens
+        self.max_length = max_length
+
+    def parse_batch(self, sentences: list[list[str]]) -> list[Tree]:
+        # The PTB the parser learned from has escaped brackets; SuPar also builds an nltk tree from the words.
+        escaped = [[ptb_escape_token(token) for token in tokens] for tokens in sentences]
+        dataset = self.parser.predict(escaped, lang=None, batch_size=self.batch_tokens, verbose=False)
+        return [tree_from_nltk(tree, FALLBACK_PRETERMINAL) for tree in dataset.trees]
+
+
+def _locate_benepar_model(name_or_path: str) -> str:
+    """A local path as is; a model name from nltk's data dir, downloading it once if missing."""
+    import benepar
+    from benepar.integrations.downloader import locate_model
+
+    try:
+        return locate_model(name_or_path)
+    except LookupError:
+        pass
+    if benepar.download(name_or_path, quiet=True, raise_on_error=False):
+        return locate_model(name_or_path)
+    raise LookupError(
+        f"benepar model {name_or_path!r} is not a local path and could not be downloaded (no network?); "
+        f"train one with preprocess/train_parser.py benepar and pass its path"
+    )
+
+
+def load_parser(backend: str, model: str, max_length: int = DEFAULT_MAX_LENGTH) -> ConstituencyParser:
+    """``backend`` is ``benepar`` or ``crf-con``; ``model`` a model name or local path."""
+    if backend == "benepar":
+        return BeneparParser(model, max_length=max_length)
+    if backend == "crf-con":
+        return SuparCrfParser(model, max_length=max_length)
+    raise ValueError(f"unknown constituency backend {backend!r}: expected 'benepar' or 'crf-con'")
+
+
+@dataclass
+class ParsedSentence:
+    tree: str  # bracketed, one line
+    fallback: str | None = None  # why the flat tree was written instead of the parser's
+
+
+def _checked(tree: Tree, tokens: list[str]) -> ParsedSentence:
+    tree = unwrap(tree)
+    expected = [ptb_escape_token(token) for token in tokens]
+    if tree.leaves() != expected:
+        return ParsedSentence(flat_tree(tokens), f"parser changed the words to {' '.join(tree.leaves())!r}")
+    return ParsedSentence(to_bracketed(tree))
+
+
+def _parse_or_retry(parser: ConstituencyParser, sentences: list[list[str]]) -> list[ParsedSentence]:
+    """Parse a batch; if the parser raises, parse its sentences one by one so only the culprit falls back."""
+    try:
+        trees = parser.parse_batch(sentences)
+    except Exception as error:  # the backends raise many kinds (ValueError, RuntimeError, IndexError, ...)
+        if len(sentences) == 1:
+            return [ParsedSentence(flat_tree(sentences[0]), f"parser error: {type(error).__name__}: {error}")]
+        return [result for sentence in sentences for result in _parse_or_retry(parser, [sentence])]
+    return [_checked(tree, tokens) for tree, tokens in zip(trees, sentences)]
+
+
+def _parse_batch(parser: ConstituencyParser, batch: list[list[str]]) -> list[ParsedSentence]:
+    results: list[ParsedSentence | None] = [None] * len(batch)
+    parseable = []
+    for index, tokens in enumerate(batch):
+        if not tokens:
+            results[index] = ParsedSentence(flat_tree(tokens), "empty line")
+        elif len(tokens) > parser.max_length:
+            results[index] = ParsedSentence(
+                flat_tree(tokens), f"too long: {len(tokens)} words > {parser.max_length}"
+            )
+        else:
+            parseable.append(index)
+    for index, result in zip(parseable, _parse_or_retry(parser, [batch[index] for index in parseable])):
+        results[index] = result
+    return results
+
+
+def parse_sentences(
+    parser: ConstituencyParser, sentences: Iterable[list[str]], batch_size: int = 256
+) -> Iterator[ParsedSentence]:
+    """One ``ParsedSentence`` per input sentence, in order (see the module docstring)."""
+    sentences = iter(sentences)
+    while batch := list(islice(sentences, batch_size)):
+        yield from _parse_batch(parser, batch)
+
+
+def parse_file(
+    parser: ConstituencyParser,
+    input_path: str,
+    output_path: str,
+    tokenize_lang: str | None = None,
+    batch_size: int = 256,
+) -> ParseReport:
+    """Parse ``input_path`` (one sentence per line) into ``output_path`` (one tree per line), with a progress bar."""
+    sentences = list(read_sentences(input_path, tokenize_lang))
+    report = ParseReport()
+    start = time.perf_counter()
+    with open(output_path, "w", encoding="utf-8") as out, tqdm(total=len(sentences), unit="sent") as progress:
+        for line, parsed in enumerate(parse_sentences(parser, sentences, batch_size), 1):
+            out.write(parsed.tree + "\n")
+            if parsed.fallback is not None:
+                report.fallbacks.append((line, parsed.fallback))
+            progress.update()
+    report.sentences = len(sentences)
+    report.seconds = time.perf_counter() - start
+    return report

@@ -1,0 +1,38 @@
+"""What a parsing run reports: sentences, speed, and every sentence that got a fallback structure.
+
+A fallback is never silent: each one is listed with its 1-based input line and the reason, on the console and in
+a ``.skipped`` file (``LINE<TAB>REASON`` per line; the file is written even when empty, so a stale list from an
+earlier run never survives).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SHOWN_LINES = 20  # line numbers printed on the console; the .skipped file has all of them
+
+
+@dataclass
+class ParseReport:
+    sentences: int = 0
+    seconds: float = 0.0
+    fallbacks: list[tuple[int, str]] = field(default_factory=list)  # (1-based line, reason)
+
+    @property
+    def sentences_per_second(self) -> float:
+        return self.sentences / self.seconds if self.seconds > 0 else float("inf")
+
+    def summary(self) -> str:
+        text = (
+            f"parsed {self.sentences} sentences in {self.seconds:.1f} s ({self.sentences_per_second:.1f} sentences/s); "
+            f"{len(self.fallbacks)} got the flat fallback structure"
+        )
+        if self.fallbacks:
+            shown = ", ".join(str(line) for line, _ in self.fallbacks[:SHOWN_LINES])
+            more = f" and {len(self.fallbacks) - SHOWN_LINES} more" if len(self.fallbacks) > SHOWN_LINES else ""
+            text += f" (lines {shown}{more})"
+        return text
+
+    def write_skipped(self, path: str) -> None:
+        with open(path, "w", encoding="utf-8") as out:
+            for line, reason in self.fallbacks:
+                out.write(f"{line}\t{' '.join(reason.split())}\n")  # error messages may span lines

@@ -1,0 +1,51 @@
+"""Parser input: one sentence per line, tokenized here or already tokenized, and PTB bracket escaping.
+
+A line is split on whitespace (``str.split()``, as fairseq splits lines). Raw text is tokenized with sacremoses
+(``-l LANG -a``, escaping off), the settings of ``examples/multi30k/prepare.sh``. An empty line stays an empty
+sentence, so output line i always belongs to input line i.
+
+Bracketed trees cannot hold ``(`` or ``)`` in a leaf, so tree leaves carry the PTB escapes: every bracket
+character inside a token is replaced (``(`` -> ``-LRB-``, ``a(b`` -> ``a-LRB-b``), as benepar does.
+``ptb_unescape_token`` inverts it.
+"""
+from __future__ import annotations
+
+import gzip
+from typing import Iterator
+
+PTB_ESCAPES = {"(": "-LRB-", ")": "-RRB-", "[": "-LSB-", "]": "-RSB-", "{": "-LCB-", "}": "-RCB-"}
+
+
+def ptb_escape_token(token: str) -> str:
+    """``(`` -> ``-LRB-``, ``)`` -> ``-RRB-``, ``[`` -> ``-LSB-``, ``]`` -> ``-RSB-``, ``{`` -> ``-LCB-``,
+    ``}`` -> ``-RCB-``, wherever they occur in the token."""
+    return "".join(PTB_ESCAPES.get(char, char) for char in token)
+
+
+def ptb_unescape_token(token: str) -> str:
+    """Inverse of ``ptb_escape_token`` (a token that held a literal ``-LRB-`` comes back as ``(``)."""
+    for char, escape in PTB_ESCAPES.items():
+        token = token.replace(escape, char)
+    return token
+
+
+def open_text(path: str):
+    """Read a UTF-8 text file, gzipped when the name ends in ``.gz``."""
+    if str(path).endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def read_sentences(path: str, tokenize_lang: str | None = None) -> Iterator[list[str]]:
+    """Tokens of each line of ``path``; with ``tokenize_lang``, Moses-tokenize the raw line first."""
+    tokenizer = None
+    if tokenize_lang is not None:
+        from sacremoses import MosesTokenizer
+
+        tokenizer = MosesTokenizer(lang=tokenize_lang)
+    with open_text(path) as lines:
+        for line in lines:
+            if tokenizer is None:
+                yield line.split()
+            else:
+                yield tokenizer.tokenize(line.strip(), aggressive_dash_splits=True, escape=False)

@@ -1,0 +1,116 @@
+"""Loading SuPar parsers under torch >= 2.6 without turning off the weights-only unpickler.
+
+SuPar 1.1.4 saves a parser with ``torch.save(state, path, pickle_module=dill)``. Besides tensors the file holds
+SuPar objects (``Config``, the ``CoNLL``/``Tree`` transform, ``Field``s, ``Vocab``s, training metrics) and, because
+``Field('arcs', fn=CoNLL.get_arcs)`` keeps a classmethod as a hook, dill stores that method *by value*: as bytecode,
+rebuilt on load by ``dill._dill._create_code`` / ``_create_function``. torch >= 2.6 loads with ``weights_only=True``
+and refuses all of it (first on ``supar.utils.config.Config``); allowing dill's rebuilders would let a file run any
+code it carries.
+
+So, scoped to one load (``supar_safe_globals``), we allow:
+  * exactly the SuPar classes a parser file contains (they only store attributes);
+  * stand-ins for dill's rebuilders that never build code: the stored bytecode is discarded, and a method is
+    looked up by its name on its class, which must be one of the allowed SuPar classes. What runs is the
+    installed SuPar's own method, never code from the file;
+  * a function stored by value that is not such a method loads as an inert ``StoredFunction`` that raises
+    when called.
+"""
+from __future__ import annotations
+
+import datetime
+import pickle
+from contextlib import contextmanager
+from typing import Iterator
+
+import torch
+from supar.parsers.parser import Parser
+from supar.utils import config, field, metric, transform, vocab
+
+SUPAR_CLASSES = (
+    config.Config,
+    transform.CoNLL,
+    transform.Tree,
+    field.RawField,
+    field.Field,
+    field.SubwordField,
+    field.ChartField,
+    vocab.Vocab,
+    metric.AttachmentMetric,
+    metric.SpanMetric,
+)
+# dill refers to a method's globals as the module dict, e.g. GLOBAL 'supar.utils.transform __dict__'.
+SUPAR_MODULES = sorted({cls.__module__ for cls in SUPAR_CLASSES})
+
+
+class StoredFunction:
+    """A function dill stored by value, kept by name only; its bytecode is never loaded."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.qualname = name
+
+    def __setstate__(self, state: tuple[dict, dict]) -> None:
+        # dill's BUILD for a function: (func.__dict__, {'__qualname__': ..., '__annotations__': ...}).
+        _, attributes = state
+        self.qualname = attributes.get("__qualname__", self.name)
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(
+            f"{self.qualname} was stored as bytecode in a checkpoint and is not loaded: only methods of "
+            f"SuPar's own classes are restored (by name) from such files"
+        )
+
+
+def _discard_code(*args) -> None:
+    """Stand-in for ``dill._dill._create_code``: the bytecode is dropped unread."""
+    return None
+
+
+def _function_by_name(code: None, module_name: str, name: str, *rest) -> StoredFunction:
+    """Stand-in for ``dill._dill._create_function(code, globals, name, defaults, closure, ...)``."""
+    return StoredFunction(name)
+
+
+def _bind_by_name(function: StoredFunction, owner: type):
+    """Stand-in for ``MethodType(function, owner)``: the installed method of an allowed SuPar class."""
+    if not isinstance(function, StoredFunction) or owner not in SUPAR_CLASSES:
+        raise pickle.UnpicklingError(f"refusing to bind {function!r} to {owner!r}: not a method of a SuPar class")
+    method = getattr(owner, function.name, None)
+    if getattr(method, "__self__", None) is not owner or method.__func__.__qualname__ != function.qualname:
+        raise pickle.UnpicklingError(f"{owner.__name__} has no classmethod {function.qualname!r}")
+    return method
+
+
+def _dill_type(name: str):
+    """Stand-in for ``dill._dill._load_type``: only the two types a SuPar parser file uses."""
+    types = {"MethodType": _bind_by_name, "bytes": bytes}
+    if name not in types:
+        raise pickle.UnpicklingError(f"refusing to load the type {name!r} stored by dill")
+    return types[name]
+
+
+def _allowed_globals() -> list:
+    return [
+        *SUPAR_CLASSES,
+        datetime.timedelta,  # training time in SuPar's checkpoints
+        StoredFunction,
+        _bind_by_name,
+        (bytes, "builtins.bytes"),
+        (_dill_type, "dill._dill._load_type"),
+        (_discard_code, "dill._dill._create_code"),
+        (_function_by_name, "dill._dill._create_function"),
+        *[(module, f"{module}.__dict__") for module in SUPAR_MODULES],
+    ]
+
+
+@contextmanager
+def supar_safe_globals() -> Iterator[None]:
+    """Within this block, ``torch.load`` (weights-only) accepts SuPar parser files, and nothing else more."""
+    with torch.serialization.safe_globals(_allowed_globals()):
+        yield
+
+
+def load_supar_parser(name_or_path: str, **kwargs) -> Parser:
+    """``supar.Parser.load`` (a local file, or a model name SuPar downloads) under ``supar_safe_globals``."""
+    with supar_safe_globals():
+        return Parser.load(name_or_path, **kwargs)

@@ -1,0 +1,2 @@
+"""Registered tasks; fairseq's --user-dir also imports every module here, under these same names."""
+from fairseq_syntax.tasks import syntax_translation  # noqa: F401

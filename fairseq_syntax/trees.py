@@ -1,0 +1,420 @@
+"""Constituency trees in PTB bracket notation: reading, cleaning, BPE and the linearizations the models consume.
+
+Pure functions over a small ``Tree`` dataclass; numpy is the only dependency.
+
+* Reading: ``parse_tree`` (one bracketed tree), ``read_trees`` (one tree per line, e.g. parser output or SST),
+  ``read_ptb`` (pretty-printed multi-line ``.mrg`` files). Malformed input raises ``TreeError`` naming the
+  file, the line and the problem.
+* ``clean_ptb``: the usual Penn Treebank cleanup (remove ``-NONE-`` empty elements and the constituents they
+  leave empty, strip function tags and co-indices).
+* ``collapse_unary``: collapse unary chains (the public code of Nguyen et al., 2020, paper 004, does; so does the
+  grammar-induction F1 convention for gold trees, see DESIGN.md).
+* ``apply_bpe``: a word split into subwords becomes several leaves under its preterminal, so the subwords form
+  a subtree (McDonald & Chiang, 2021, paper 001, Figure 1b; Nguyen et al., 2020, Appendix 7.4 / Figure 7).
+* ``preorder``: the canonical stored form of a tree (see DESIGN.md), McDonald & Chiang's "Mask" input: a preorder
+  traversal with interior node ``X`` written as the token ``(X``, leaves as themselves and no closing brackets
+  (paper 001, Section 2), together with the parent array that carries the structure.
+  Out: tokens ``list[str]`` of length n, parents ``np.int16[n]`` with ``parents[k] < k`` and ``-1`` for the root.
+* ``linearize``: paper 001's "Linearized" baseline (Section 3.2): interior ``X`` -> ``(X``, children, ``)``.
+* ``words``: paper 001's "Sequence" baseline input (the leaves).
+* ``tree_from_preorder`` / ``check_parents``: the inverse of ``preorder`` and the validation of parent arrays.
+
+Preterminals (POS nodes, all of whose children are leaves) can be kept, dropped, or kept only over BPE-split
+words: McDonald & Chiang count POS nodes as tree nodes (their Table 1 has more interior nodes than words);
+Nguyen et al. omit them (paper 004, footnote 2) except as the root of a split word's subwords (Appendix 7.4).
+"""
+from __future__ import annotations
+
+import gzip
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator, Sequence
+
+import numpy as np
+
+PRETERMINAL_MODES = ("keep", "split", "drop")
+# Single-child wrappers around the real tree: the PTB's empty-label "( (S ...) )" and the ROOT/TOP of parsers.
+WRAPPER_LABELS = frozenset({"", "ROOT", "TOP"})
+EMPTY_ELEMENT = "-NONE-"
+MAX_TOKENS = int(np.iinfo(np.int16).max)  # parent arrays are stored as int16
+
+_TOKEN = re.compile(r"\(|\)|[^\s()]+")
+_WORD = re.compile(r"[^\s()]+")  # what a label or a word may be, so that the bracketed form parses back
+_FUNCTION_TAG = re.compile(r"[-=]")
+
+
+class TreeError(ValueError):
+    """Malformed tree. ``str()`` is ``'FILE:LINE: problem'`` (source and line given by the caller)."""
+
+    def __init__(self, problem: str, source: str = "<string>", line: int | None = None):
+        super().__init__(problem, source, line)  # args must rebuild the error when it is pickled
+        self.problem = problem
+        self.source = source
+        self.line = line
+
+    def __str__(self) -> str:
+        where = self.source if self.line is None else f"{self.source}:{self.line}"
+        return f"{where}: {self.problem}"
+
+
+@dataclass
+class Tree:
+    """A node: ``label`` is the nonterminal for interior nodes and the word (or subword) for leaves."""
+
+    label: str
+    children: list["Tree"] = field(default_factory=list)
+
+    @property
+    def is_leaf(self) -> bool:
+        return not self.children
+
+    @property
+    def is_preterminal(self) -> bool:
+        """An interior node whose children are all leaves: a POS node, over several subwords after BPE."""
+        return bool(self.children) and all(child.is_leaf for child in self.children)
+
+    def leaves(self) -> list[str]:
+        found = []
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            if node.is_leaf:
+                found.append(node.label)
+            else:
+                stack.extend(reversed(node.children))
+        return found
+
+    def __str__(self) -> str:
+        return to_bracketed(self)
+
+
+# ---------------------------------------------------------------------------------------------------- reading
+
+
+def _tokenize(text: str, first_line: int) -> list[tuple[str, int]]:
+    """Brackets and words of ``text``, each with the line it is on (``first_line`` is the line of text[0])."""
+    return [
+        (match.group(), line)
+        for line, line_text in enumerate(text.split("\n"), first_line)
+        for match in _TOKEN.finditer(line_text)
+    ]
+
+
+def _build_tree(tokens: list[tuple[str, int]], source: str, start_line: int | None, unwrap: bool) -> Tree:
+    """Build the single tree that ``tokens`` must spell; TreeError points at the line of the offending token."""
+
+    def fail(problem: str, line: int | None) -> TreeError:
+        return TreeError(problem, source, line if start_line is not None else None)
+
+    if not tokens:
+        raise fail("empty input: expected a bracketed tree", start_line)
+    tree_line = tokens[0][1]
+    open_nodes: list[Tree] = []
+    root: Tree | None = None
+    position = 0
+    while position < len(tokens):
+        token, line = tokens[position]
+        position += 1
+        if root is not None:
+            if token == ")":
+                raise fail("unbalanced brackets: ')' after the tree is complete", line)
+            raise fail(f"text after the tree: {token!r}", line)
+        if token == "(":
+            label = ""
+            if position < len(tokens) and tokens[position][0] not in ("(", ")"):
+                label = tokens[position][0]
+                position += 1
+            elif position < len(tokens) and tokens[position][0] == ")":
+                raise fail("empty brackets '()'", line)
+            if not label and open_nodes:
+                raise fail("node without a label inside the tree (only the outer wrapper may lack one)", line)
+            open_nodes.append(Tree(label))
+        elif token == ")":
+            if not open_nodes:
+                raise fail("unbalanced brackets: ')' without a matching '('", line)
+            node = open_nodes.pop()
+            if not node.children:
+                raise fail(f"node ({node.label} has no children", line)
+            if open_nodes:
+                open_nodes[-1].children.append(node)
+            else:
+                root = node
+        elif not open_nodes:
+            raise fail(f"bare word {token!r} outside brackets: a tree must start with '('", line)
+        else:
+            open_nodes[-1].children.append(Tree(token))
+    if root is None:
+        raise fail(f"unbalanced brackets: {len(open_nodes)} '(' not closed in the tree starting here", tree_line)
+    if unwrap:
+        while root.label in WRAPPER_LABELS and len(root.children) == 1 and not root.children[0].is_leaf:
+            root = root.children[0]
+        if root.label == "":
+            raise fail(
+                f"outer wrapper '( ... )' holds {len(root.children)} items; expected exactly one tree", tree_line
+            )
+    return root
+
+
+def parse_tree(text: str, source: str = "<string>", line: int | None = None, unwrap: bool = True) -> Tree:
+    """Parse one bracketed tree, e.g. ``(S (NP (PRP He)) (VP (VBZ is)))``.
+
+    ``line`` is the line number of the text's first line (errors then point to the line of the problem).
+    ``unwrap`` removes single-child wrappers: the PTB's empty-label ``( (S ...) )`` / ``((S ...))`` and the
+    ``ROOT`` / ``TOP`` node parsers add. Unary chains, escaped brackets (``-LRB-``) and numeric labels (SST)
+    are kept as they are.
+    """
+    return _build_tree(_tokenize(text, line if line is not None else 1), source, line, unwrap)
+
+
+def _open_text(path: str):
+    if str(path).endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def read_trees(path: str) -> Iterator[Tree]:
+    """One bracketed tree per line (plain or .gz); a blank line is an error, never skipped."""
+    with _open_text(path) as lines:
+        for line_number, text in enumerate(lines, 1):
+            if not text.strip():
+                raise TreeError("blank line: expected one tree per line", str(path), line_number)
+            yield parse_tree(text, str(path), line_number)
+
+
+def _split_trees(tokens: Iterable[tuple[str, int]], source: str) -> Iterator[list[tuple[str, int]]]:
+    """Group a token stream into top-level bracketed trees by bracket depth."""
+    depth = 0
+    current: list[tuple[str, int]] = []
+    for token, line in tokens:
+        if depth == 0 and token != "(":
+            if token == ")":
+                raise TreeError("unbalanced brackets: ')' without a matching '('", source, line)
+            raise TreeError(f"bare word {token!r} outside brackets", source, line)
+        current.append((token, line))
+        depth += {"(": 1, ")": -1}.get(token, 0)
+        if depth == 0:
+            yield current
+            current = []
+    if current:
+        raise TreeError(f"unbalanced brackets: {depth} '(' not closed in the tree starting here", source, current[0][1])
+
+
+def read_ptb(path: str) -> Iterator[Tree]:
+    """Trees of a Penn Treebank ``.mrg`` file (plain or .gz), pretty-printed over several lines.
+
+    Trees are found by bracket matching; blank lines between them are allowed. Empty-label wrappers are removed.
+    """
+    with _open_text(path) as lines:
+        tokens = ((match.group(), number) for number, text in enumerate(lines, 1) for match in _TOKEN.finditer(text))
+        for tree_tokens in _split_trees(tokens, str(path)):
+            yield _build_tree(tree_tokens, str(path), tree_tokens[0][1], unwrap=True)
+
+
+# ---------------------------------------------------------------------------------------------------- writing
+
+
+def to_bracketed(tree: Tree) -> str:
+    """Single-line bracketed form, e.g. ``(S (NP (PRP He)) (VP (VBZ is)))``; the inverse of ``parse_tree``."""
+    if tree.is_leaf:
+        if _WORD.fullmatch(tree.label) is None:
+            raise TreeError(f"cannot write word {tree.label!r}: it is empty or holds whitespace or brackets")
+        return tree.label
+    if tree.label and _WORD.fullmatch(tree.label) is None:
+        raise TreeError(f"cannot write label {tree.label!r}: it holds whitespace or brackets")
+    return f"({tree.label} {' '.join(to_bracketed(child) for child in tree.children)})"
+
+
+# ---------------------------------------------------------------------------------------------------- transforms
+
+
+def _strip_function_tags(label: str) -> str:
+    """``NP-SBJ-1`` -> ``NP``, ``NP=2`` -> ``NP``; labels starting with '-' (``-NONE-``, ``-LRB-``) stay intact."""
+    if label.startswith("-"):
+        return label
+    return _FUNCTION_TAG.split(label, 1)[0]
+
+
+def clean_ptb(tree: Tree, strip_function_tags: bool = True, remove_empty: bool = True) -> Tree:
+    """PTB cleanup before parsing or evaluation; returns a new tree.
+
+    ``remove_empty``: drop ``-NONE-`` subtrees, then every constituent left without children.
+    ``strip_function_tags``: ``NP-SBJ-1`` -> ``NP``, ``PP-CLR`` -> ``PP``, ``WHNP-2`` -> ``WHNP``, ``NP=2`` -> ``NP``.
+    Words are never changed.
+    """
+
+    def clean(node: Tree) -> Tree | None:
+        if node.is_leaf:
+            return Tree(node.label)
+        if remove_empty and node.label == EMPTY_ELEMENT:
+            return None
+        children = [cleaned for cleaned in map(clean, node.children) if cleaned is not None]
+        if not children:
+            return None
+        return Tree(_strip_function_tags(node.label) if strip_function_tags else node.label, children)
+
+    cleaned = clean(tree)
+    if cleaned is None:
+        raise TreeError(f"no words left after removing {EMPTY_ELEMENT} elements from {to_bracketed(tree)}")
+    return cleaned
+
+
+def collapse_unary(tree: Tree) -> Tree:
+    """Collapse unary chains of interior nodes, keeping the top label: ``(S (VP (NP ...)))`` -> ``(S ...)``.
+
+    A preterminal is never merged: ``(S (VP (VB Go)))`` -> ``(S (VB Go))``. Returns a new tree.
+    """
+    if tree.is_leaf or tree.is_preterminal:
+        return Tree(tree.label, [Tree(child.label) for child in tree.children])
+    children = tree.children
+    while len(children) == 1 and not children[0].is_preterminal:
+        children = children[0].children
+    return Tree(tree.label, [collapse_unary(child) for child in children])
+
+
+def apply_bpe(tree: Tree, segment: Callable[[str], list[str]]) -> Tree:
+    """Replace every word by its subwords ``segment(word)``, as sibling leaves under the word's parent.
+
+    ``(NN father)`` -> ``(NN fa@@ ther)``: the POS node becomes the root of the word's subtree. A word whose
+    parent also has interior children gets its pieces as leaves of that parent. Returns a new tree.
+    """
+    if tree.is_leaf:
+        raise TreeError(f"apply_bpe needs a bracketed tree, got the bare word {tree.label!r}")
+
+    def pieces(word: str) -> list[Tree]:
+        subwords = segment(word)
+        if not subwords:
+            raise TreeError(f"segmenting the word {word!r} gave no subwords")
+        return [Tree(subword) for subword in subwords]
+
+    def split(node: Tree) -> Tree:
+        children = []
+        for child in node.children:
+            children.extend(pieces(child.label) if child.is_leaf else [split(child)])
+        return Tree(node.label, children)
+
+    return split(tree)
+
+
+# ---------------------------------------------------------------------------------------------------- linearizations
+
+
+def _check_linearizable(tree: Tree, preterminals: str) -> None:
+    if preterminals not in PRETERMINAL_MODES:
+        raise ValueError(f"preterminals must be one of {PRETERMINAL_MODES}, got {preterminals!r}")
+    if tree.is_leaf:
+        raise TreeError(f"a bracketed tree is needed, got the bare word {tree.label!r}")
+
+
+def _is_node_token(node: Tree, is_root: bool, preterminals: str) -> bool:
+    """Whether interior ``node`` becomes a token under the ``preterminals`` option (see ``preorder``)."""
+    if not node.is_preterminal or preterminals == "keep":
+        return True
+    # A preterminal over several subwords is the root of that word's subtree ("split" keeps it); at the root
+    # of the tree it must stay even under "drop", or its subwords would be several roots.
+    return len(node.children) > 1 and (preterminals == "split" or is_root)
+
+
+def preorder(tree: Tree, preterminals: str = "keep") -> tuple[list[str], np.ndarray]:
+    """Preorder tokens without closing brackets, and the parent of each (paper 001, Section 2).
+
+    Interior node ``X`` -> ``(X``; leaves as themselves. ``parents[k]`` is the index of token k's parent,
+    ``-1`` for the root. ``preterminals``:
+      ``"keep"``  every POS node is a token;
+      ``"split"`` only POS nodes over a BPE-split word (more than one leaf) are tokens; other words attach to
+                  the POS node's parent;
+      ``"drop"``  no POS node is a token; words and subwords attach to the POS node's parent. A one-word tree
+                  then has the word as its root (a split one-word tree keeps its POS node as the single root).
+    Out: (tokens ``list[str]`` length n, parents ``np.int16[n]``).
+    """
+    _check_linearizable(tree, preterminals)
+    tokens: list[str] = []
+    parents: list[int] = []
+    stack: list[tuple[Tree, int]] = [(tree, -1)]
+    while stack:
+        node, parent = stack.pop()
+        if node.is_leaf:
+            tokens.append(node.label)
+            parents.append(parent)
+            continue
+        if _is_node_token(node, node is tree, preterminals):
+            tokens.append("(" + node.label)
+            parents.append(parent)
+            parent = len(tokens) - 1
+        stack.extend((child, parent) for child in reversed(node.children))
+    if len(tokens) > MAX_TOKENS:
+        raise TreeError(f"tree has {len(tokens)} tokens; the int16 parent array holds at most {MAX_TOKENS}")
+    return tokens, np.array(parents, dtype=np.int16)
+
+
+def linearize(tree: Tree, preterminals: str = "keep") -> list[str]:
+    """Paper 001's "Linearized" baseline: interior ``X`` -> ``(X``, its children, ``)``; leaves as themselves.
+
+    ``preterminals`` chooses the interior nodes exactly as in ``preorder``, so removing the ``)`` tokens gives
+    the preorder tokens.
+    """
+    _check_linearizable(tree, preterminals)
+
+    def emit(node: Tree, is_root: bool) -> list[str]:
+        if node.is_leaf:
+            return [node.label]
+        inside = [token for child in node.children for token in emit(child, False)]
+        if _is_node_token(node, is_root, preterminals):
+            return ["(" + node.label, *inside, ")"]
+        return inside
+
+    return emit(tree, True)
+
+
+def words(tree: Tree) -> list[str]:
+    """The leaves: paper 001's "Sequence" baseline input."""
+    return tree.leaves()
+
+
+# ---------------------------------------------------------------------------------------------------- parent arrays
+
+
+def check_parents(parents: Sequence[int], source: str = "<string>", line: int | None = None) -> None:
+    """Raise TreeError unless ``parents`` is the parent array of a preorder traversal of one tree.
+
+    That is: a single root at index 0 (``-1``), and the parent of token k is token k-1 or one of its ancestors
+    (which implies ``parents[k] < k``, so there are no cycles).
+    """
+    if len(parents) == 0:
+        raise TreeError("empty parent array", source, line)
+    if int(parents[0]) != -1:
+        raise TreeError(f"token 0 must be the root (parent -1), has parent {int(parents[0])}", source, line)
+    open_path = [0]  # the path from the root to the previous token
+    for index in range(1, len(parents)):
+        parent = int(parents[index])
+        if parent == -1:
+            raise TreeError(f"second root at token {index}: a tree has exactly one token with parent -1", source, line)
+        if not 0 <= parent < index:
+            raise TreeError(
+                f"token {index} has parent {parent}; a preorder parent comes before its child", source, line
+            )
+        while open_path and open_path[-1] != parent:
+            open_path.pop()
+        if not open_path:
+            raise TreeError(
+                f"token {index} has parent {parent}, whose subtree already ended: not a preorder", source, line
+            )
+        open_path.append(index)
+
+
+def tree_from_preorder(
+    tokens: Sequence[str], parents: Sequence[int], source: str = "<string>", line: int | None = None
+) -> Tree:
+    """Inverse of ``preorder``: tokens ``(X`` become interior nodes labelled X, other tokens leaves."""
+    if len(tokens) != len(parents):
+        raise TreeError(f"{len(tokens)} tokens but {len(parents)} parents", source, line)
+    check_parents(parents, source, line)
+    nodes = [Tree(token[1:] if token.startswith("(") else token) for token in tokens]
+    for index in range(1, len(tokens)):
+        parent = int(parents[index])
+        if not tokens[parent].startswith("("):
+            raise TreeError(f"token {index} has the word {tokens[parent]!r} as its parent", source, line)
+        nodes[parent].children.append(nodes[index])
+    for token, node in zip(tokens, nodes):
+        if token.startswith("(") and not node.children:
+            raise TreeError(f"node {token} has no children", source, line)
+    return nodes[0]

@@ -1,0 +1,35 @@
+"""fairseq-syntax: source-side syntax for fairseq Transformers (a fairseq --user-dir plugin)."""
+from setuptools import find_packages, setup
+
+setup(
+    name="fairseq-syntax",
+    version="0.1.0",
+    description="Syntax-aware Transformers for fairseq: syntax attention masks, labeled dependency "
+    "distributions, Tree Transformer, hierarchical accumulation",
+    packages=find_packages(include=["fairseq_syntax", "fairseq_syntax.*"]),
+    python_requires=">=3.9",
+    install_requires=[
+        # fairseq-fixed provides the `fairseq` module (fairseq main branch) and imports on Python 3.11;
+        # fairseq 0.12.2 from PyPI does not. Install torch first so pip keeps the torch you have.
+        "fairseq-fixed==0.12.3.1",
+        "torch>=2.0",
+        "numpy",
+        "sacrebleu>=2.0",
+        "subword-nmt",
+        "sacremoses",
+        "nltk",
+        "tqdm",
+    ],
+    extras_require={
+        "parsers": ["benepar==0.2.0", "supar==1.1.4"],
+        "plot": ["matplotlib"],
+        "test": ["pytest"],
+    },
+    entry_points={
+        "console_scripts": [
+            "fairseq-syntax-preprocess = fairseq_syntax.cli.preprocess:cli_main",
+            "fairseq-syntax-score = fairseq_syntax.cli.score:cli_main",
+            "fairseq-syntax-results = fairseq_syntax.cli.results:cli_main",
+        ],
+    },
+)
