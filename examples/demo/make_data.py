@@ -11,7 +11,7 @@ Source grammar (a PCFG; each right-hand side is drawn with the probability given
            | S_clause CC S_clause .    (one S over all four)      0.15
     S     -> NP VP                     (the verb agrees with the subject)
     NP    -> base 0.57 | PRP 0.10 | NP PP 0.15 | NP SBAR 0.09 | NP CC NP 0.09
-             (below MAX_DEPTH; at MAX_DEPTH only base 0.87 | PRP 0.13)
+             (below MAX_DEPTH; at MAX_DEPTH only base 0.87 | PRP 0.13; the NP of NP PP / NP SBAR is no PRP)
     base  -> [DT] [JJ | ADJP] NN|NNS   (plural 0.35; a bare plural drops DT 0.3; an adjective 0.35; "a" -> "an"
                                         before a vowel)
     ADJP  -> JJ CC JJ                  (0.2 of the adjectives)
@@ -25,10 +25,11 @@ Source grammar (a PCFG; each right-hand side is drawn with the probability given
 Every NP PP, NP SBAR, NP CC NP, PP object and embedded clause is one level deeper; MAX_DEPTH bounds recursion.
 Sentences outside MIN_TOKENS..MAX_TOKENS tokens (with the final ".") are redrawn, and so is any source sentence
 already drawn, so no sentence occurs twice in or across the splits. Labels: S NP VP PP SBAR WHNP ADJP DT JJ NN NNS
-VBD VBZ VBP IN PRP CC WDT and ".". The vocabulary has 517 source words, among them compounds that BPE splits
-(firefighter, watermelon, extraordinary, ...) and words whose translation depends on their syntactic role: noun vs
-verb (watch/watches, saw, flies, ducks, parks, books, trains, rings, lights, ...), light as NN / VB / JJ, that as
-DT / WDT / IN, read as VBP / VBD, and fish / sheep as NN or NNS (the number is in the tree, not in the word).
+VBD VBZ VBP IN PRP CC WDT and ".". The vocabulary has 519 source words, among them compounds that BPE splits
+(firefighter, watermelon, extraordinary, ...) and words whose translation depends on their syntactic role: noun
+vs verb (watch/watches, saw, flies, ducks, parks, books, trains, rings, lights, ...), light as noun / verb /
+adjective, that as DT / WDT / IN, read as VBP / VBD, and fish / sheep as NN or NNS (the number is in the tree, not
+in the word).
 
 Transfer rules (``translate``), applied recursively to the tree:
 
@@ -43,13 +44,14 @@ Transfer rules (``translate``), applied recursively to the tree:
 * NP number: NNS or a plural pronoun -> plural; "X and Y" -> plural; "X or Y" -> number of Y; NP PP / NP SBAR ->
   number of the inner NP.
 * Every word is relexicalised by (POS, word) with the tables below: target words are made-up strings, distinct
-  per source entry and from every source word.
+  per lexicon entry (he/him, she/her, they/them, we/us and a/an share one) and from every source word.
 
 So "the man saw the dog with the telescope ." has two targets: with the PP on the VP
-``ja fome ja lemo wo <telescope> wa lofizu .``, with the PP on "the dog" ``ja fome <telescope> wa nu ja lemo wo
-lofizu .``. The target is a function of the tree; the word sequence alone does not decide attachment, verb
-agreement under "saw"/"ran" (past tense has no number in the source), the number of "fish", or a/an noun/verb role
-when it comes from the tree alone, so a model that sees the tree can reach BLEU 100 and one that does not cannot.
+``ja fome ja lemo wo ja vizeko wa lofizu .``, with the PP on "the dog" ``ja fome ja vizeko wa nu ja lemo wo
+lofizu .``. The target is a function of the tree, but the word sequence alone decides neither where a PP or a
+relative clause attaches (which moves words and, for "the dog near the cats that ran", sets the relative verb's
+agreement), nor the number of "fish" and "sheep": a model that reads the tree can reach BLEU 100, one that reads
+only the words cannot.
 """
 from __future__ import annotations
 
@@ -58,9 +60,34 @@ import os
 import random
 import re
 import sys
+from dataclasses import dataclass, field
 from typing import Sequence
 
-from fairseq_syntax.trees import Tree, to_bracketed
+
+@dataclass
+class Tree:
+    """A node: interior nodes carry a label and children, leaves (words) no children.
+
+    The same shape as ``fairseq_syntax.trees.Tree``, which ``translate`` accepts as well. A local class keeps this
+    script on the standard library: importing ``fairseq_syntax`` loads fairseq and torch, seconds for no use here.
+    """
+
+    label: str
+    children: list["Tree"] = field(default_factory=list)
+
+
+def leaves(tree) -> list[str]:
+    if not tree.children:
+        return [tree.label]
+    return [word for child in tree.children for word in leaves(child)]
+
+
+def to_bracketed(tree) -> str:
+    """Single-line PTB brackets, e.g. ``(S (NP (DT the) (NN dog)) (VP (VBD ran)) (. .))``."""
+    if not tree.children:
+        return tree.label
+    return f"({tree.label} {' '.join(to_bracketed(child) for child in tree.children)})"
+
 
 # ---------------------------------------------------------------------------------------------------- lexicon
 
@@ -133,13 +160,13 @@ overgrown uvet | handmade opet
 
 SINGULAR, PLURAL = "sg", "pl"
 SUBJECT, OBJECT = "subject", "object"
-# word -> (number, case, target); "it" serves both cases.
+# word -> (number, the cases it is used in, target)
 PRONOUNS = {
-    "he": (SINGULAR, SUBJECT, "hu"), "him": (SINGULAR, OBJECT, "hu"),
-    "she": (SINGULAR, SUBJECT, "hi"), "her": (SINGULAR, OBJECT, "hi"),
-    "it": (SINGULAR, SUBJECT, "ha"),
-    "they": (PLURAL, SUBJECT, "hasa"), "them": (PLURAL, OBJECT, "hasa"),
-    "we": (PLURAL, SUBJECT, "nesa"), "us": (PLURAL, OBJECT, "nesa"),
+    "he": (SINGULAR, (SUBJECT,), "hu"), "him": (SINGULAR, (OBJECT,), "hu"),
+    "she": (SINGULAR, (SUBJECT,), "hi"), "her": (SINGULAR, (OBJECT,), "hi"),
+    "it": (SINGULAR, (SUBJECT, OBJECT), "ha"),
+    "they": (PLURAL, (SUBJECT,), "hasa"), "them": (PLURAL, (OBJECT,), "hasa"),
+    "we": (PLURAL, (SUBJECT,), "nesa"), "us": (PLURAL, (OBJECT,), "nesa"),
 }
 DETERMINERS = {"the": "ja", "a": "ny", "an": "ny", "this": "se", "that": "so", "every": "yeso", "some": "sam",
                "these": "sese", "those": "soso"}
@@ -199,6 +226,11 @@ WORD_TARGETS, VERB_STEMS = _build_targets()
 # ---------------------------------------------------------------------------------------------------- transfer
 
 
+# Child-label sequences of a base NP and of a VP, matched against ``_labels(node)``.
+_BASE_NP = re.compile(r"(DT )?((JJ|ADJP) )?(NN|NNS)")
+_VP = re.compile(r"(VBP|VBZ|VBD)( NP| SBAR)?( PP)*")
+
+
 class TransferError(ValueError):
     """A tree outside the demo grammar (unknown word or shape); the message shows the offending subtree."""
 
@@ -213,7 +245,7 @@ def _fail(node: Tree, expected: str) -> TransferError:
 
 def _word(node: Tree) -> str:
     """Target of a preterminal ``(TAG word)`` other than a verb."""
-    if len(node.children) != 1 or not node.children[0].is_leaf:
+    if len(node.children) != 1 or node.children[0].children:
         raise _fail(node, "a preterminal over one word")
     target = WORD_TARGETS.get((node.label, node.children[0].label))
     if target is None:
@@ -221,23 +253,20 @@ def _word(node: Tree) -> str:
     return target
 
 
-def number(noun_phrase: Tree) -> str:
+def noun_phrase_number(noun_phrase: Tree) -> str:
     """SINGULAR or PLURAL: the grammatical number of an NP, which the verb of its clause agrees with."""
     labels = _labels(noun_phrase)
     if labels == "PRP":
+        _word(noun_phrase.children[0])  # rejects a pronoun outside the lexicon
         return PRONOUNS[noun_phrase.children[0].children[0].label][0]
     if labels in ("NP PP", "NP SBAR"):
-        return number(noun_phrase.children[0])
+        return noun_phrase_number(noun_phrase.children[0])
     if labels == "NP CC NP":
         conjunction = noun_phrase.children[1].children[0].label
-        return PLURAL if conjunction == "and" else number(noun_phrase.children[2])
+        return PLURAL if conjunction == "and" else noun_phrase_number(noun_phrase.children[2])
     if _BASE_NP.fullmatch(labels):
         return PLURAL if noun_phrase.children[-1].label == "NNS" else SINGULAR
     raise _fail(noun_phrase, "an NP of the demo grammar")
-
-
-_BASE_NP = re.compile(r"(DT )?((JJ|ADJP) )?(NN|NNS)")
-_VP = re.compile(r"(VBP|VBZ|VBD)( NP| SBAR)?( PP)*")
 
 
 def _noun_phrase(node: Tree) -> list[str]:
@@ -247,7 +276,8 @@ def _noun_phrase(node: Tree) -> list[str]:
     if labels == "NP PP":
         return _prepositional_phrase(node.children[1]) + [GENITIVE_MARKER] + _noun_phrase(node.children[0])
     if labels == "NP SBAR":
-        return _relative_clause(node.children[1], number(node.children[0])) + _noun_phrase(node.children[0])
+        head, relative = node.children
+        return _relative_clause(relative, noun_phrase_number(head)) + _noun_phrase(head)
     if labels == "NP CC NP":
         first, conjunction, second = node.children
         return _noun_phrase(first) + [_word(conjunction)] + _noun_phrase(second)
@@ -305,7 +335,7 @@ def _clause(node: Tree) -> list[str]:
     if node.label != "S" or _labels(node) != "NP VP":
         raise _fail(node, "(S NP VP)")
     subject, predicate = node.children
-    return _noun_phrase(subject) + _verb_phrase(predicate, number(subject))
+    return _noun_phrase(subject) + _verb_phrase(predicate, noun_phrase_number(subject))
 
 
 def _complement_clause(node: Tree) -> list[str]:
@@ -347,8 +377,8 @@ VERBS_BY_CLASS = {verb_class: [entry[1:4] for entry in VERB_ENTRIES if entry[0] 
                   for verb_class in VERB_CLASSES}
 ADJECTIVE_WORDS = [entry[0] for entry in ADJECTIVE_ENTRIES]
 PRONOUNS_BY_NUMBER_AND_CASE = {
-    (number_, case): [word for word, (n, c, _) in PRONOUNS.items() if n == number_ and (c == case or word == "it")]
-    for number_ in (SINGULAR, PLURAL) for case in (SUBJECT, OBJECT)
+    (number, case): [word for word, (n, cases, _) in PRONOUNS.items() if n == number and case in cases]
+    for number in (SINGULAR, PLURAL) for case in (SUBJECT, OBJECT)
 }
 
 
@@ -375,31 +405,36 @@ class _Generator:
 
     def clause(self, depth: int) -> Tree:
         subject = self.noun_phrase(depth, SUBJECT)
-        return Tree("S", [subject, self.verb_phrase(depth, number(subject))])
+        return Tree("S", [subject, self.verb_phrase(depth, noun_phrase_number(subject))])
 
-    def noun_phrase(self, depth: int, case: str) -> Tree:
+    def noun_phrase(self, depth: int, case: str, pronoun_allowed: bool = True) -> Tree:
+        """Pronouns are not heads of NP PP / NP SBAR ("him with the hat" is not English-like)."""
         if depth >= self.max_depth:
-            kind = self.pick({"base": 0.87, "pronoun": 0.13})
+            kinds = {"base": 0.87, "pronoun": 0.13}
         else:
-            kind = self.pick({"base": 0.57, "pronoun": 0.10, "pp": 0.15, "relative": 0.09, "coordination": 0.09})
+            kinds = {"base": 0.57, "pronoun": 0.10, "pp": 0.15, "relative": 0.09, "coordination": 0.09}
+        if not pronoun_allowed:
+            del kinds["pronoun"]
+        kind = self.pick(kinds)
         if kind == "pronoun":
-            number_ = self.pick({SINGULAR: 0.6, PLURAL: 0.4})
-            return Tree("NP", [_preterminal("PRP", self.rng.choice(PRONOUNS_BY_NUMBER_AND_CASE[number_, case]))])
+            number = self.pick({SINGULAR: 0.6, PLURAL: 0.4})
+            return Tree("NP", [_preterminal("PRP", self.rng.choice(PRONOUNS_BY_NUMBER_AND_CASE[number, case]))])
         if kind == "pp":
-            return Tree("NP", [self.noun_phrase(depth + 1, case), self.prepositional_phrase(depth + 1)])
+            head = self.noun_phrase(depth + 1, case, pronoun_allowed=False)
+            return Tree("NP", [head, self.prepositional_phrase(depth + 1)])
         if kind == "relative":
-            head = self.noun_phrase(depth + 1, case)
-            return Tree("NP", [head, self.relative_clause(depth + 1, number(head))])
+            head = self.noun_phrase(depth + 1, case, pronoun_allowed=False)
+            return Tree("NP", [head, self.relative_clause(depth + 1, noun_phrase_number(head))])
         if kind == "coordination":
             conjunction = _preterminal("CC", self.rng.choice(list(CONJUNCTIONS)))
             return Tree("NP", [self.noun_phrase(depth + 1, case), conjunction, self.noun_phrase(depth + 1, case)])
         return self.base_noun_phrase()
 
     def base_noun_phrase(self) -> Tree:
-        number_ = PLURAL if self.rng.random() < 0.35 else SINGULAR
+        number = PLURAL if self.rng.random() < 0.35 else SINGULAR
         children = []
-        if not (number_ == PLURAL and self.rng.random() < 0.3):
-            children.append(_preterminal("DT", self.rng.choice(DETERMINERS_BY_NUMBER[number_])))
+        if not (number == PLURAL and self.rng.random() < 0.3):
+            children.append(_preterminal("DT", self.rng.choice(DETERMINERS_BY_NUMBER[number])))
         if self.rng.random() < 0.35:
             if self.rng.random() < 0.2:
                 first, second = self.rng.sample(ADJECTIVE_WORDS, 2)
@@ -408,24 +443,29 @@ class _Generator:
                                               _preterminal("JJ", second)]))
             else:
                 children.append(_preterminal("JJ", self.rng.choice(ADJECTIVE_WORDS)))
-        children.append(_preterminal("NNS" if number_ == PLURAL else "NN", self.rng.choice(NOUNS_BY_NUMBER[number_])))
-        article = children[0].children[0]
-        if article.label == "a" and len(children) > 1 and children[1].leaves()[0][0] in "aeiou":
-            article.label = "an"
+        noun_tag = "NNS" if number == PLURAL else "NN"
+        children.append(_preterminal(noun_tag, self.rng.choice(NOUNS_BY_NUMBER[number])))
+        if leaves(children[0]) == ["a"] and leaves(children[1])[0][0] in "aeiou":
+            children[0] = _preterminal("DT", "an")
         return Tree("NP", children)
 
     def verb_phrase(self, depth: int, subject_number: str, with_object: bool = True) -> Tree:
-        classes = {"T": 0.6, "I": 0.25, "C": 0.15} if depth < self.max_depth and with_object else {"T": 0.7, "I": 0.3}
-        verb_class = self.pick(classes) if with_object else "T"
+        """``with_object=False``: the transitive VP of an object relative, whose object is the gap."""
+        if not with_object:
+            verb_class = "T"
+        elif depth < self.max_depth:
+            verb_class = self.pick({"T": 0.6, "I": 0.25, "C": 0.15})
+        else:
+            verb_class = self.pick({"T": 0.7, "I": 0.3})
         base, third_singular, past = self.rng.choice(VERBS_BY_CLASS[verb_class])
         if self.rng.random() < 0.5:
             verb = _preterminal("VBD", past)
         else:
             verb = _preterminal("VBZ", third_singular) if subject_number == SINGULAR else _preterminal("VBP", base)
-        children = [verb]
         if verb_class == "C":
-            clause = self.clause(depth + 1)
-            return Tree("VP", [verb, Tree("SBAR", [_preterminal("IN", COMPLEMENTIZER[0]), clause])])
+            complement = Tree("SBAR", [_preterminal("IN", COMPLEMENTIZER[0]), self.clause(depth + 1)])
+            return Tree("VP", [verb, complement])
+        children = [verb]
         if verb_class == "T" and with_object:
             children.append(self.noun_phrase(depth, OBJECT))
         prepositional_phrases = self.pick({0: 0.65, 1: 0.30, 2: 0.05})
@@ -442,29 +482,34 @@ class _Generator:
             clause = Tree("S", [self.verb_phrase(depth, head_number)])
         else:
             subject = self.noun_phrase(depth, SUBJECT)
-            clause = Tree("S", [subject, self.verb_phrase(depth, number(subject), with_object=False)])
+            clause = Tree("S", [subject, self.verb_phrase(depth, noun_phrase_number(subject), with_object=False)])
         return Tree("SBAR", [relativizer, clause])
 
 
 def generate_corpus(sizes: dict[str, int], seed: int) -> dict[str, list[Tree]]:
-    """``sizes`` maps split name -> number of trees; source sentences are distinct within and across splits."""
-    rng = random.Random(seed)
-    generator = _Generator(rng)
+    """``sizes`` maps split name -> number of trees; source sentences are distinct within and across splits.
+
+    Raises ValueError when repeats outnumber the sentences asked for: the grammar cannot give that many.
+    """
+    generator = _Generator(random.Random(seed))
     seen: set[str] = set()
+    repeats_allowed = max(1000, sum(sizes.values()))
     corpus: dict[str, list[Tree]] = {}
-    budget = 100 + 50 * sum(sizes.values())
     for split, size in sizes.items():
         trees: list[Tree] = []
         while len(trees) < size:
-            budget -= 1
-            if budget < 0:
-                raise ValueError(f"could not draw {size} distinct sentences for {split!r}: the grammar ran dry")
             tree = generator.sentence()
-            words = tree.leaves()
+            words = leaves(tree)
+            if not MIN_TOKENS <= len(words) <= MAX_TOKENS:
+                continue
             sentence = " ".join(words)
-            if MIN_TOKENS <= len(words) <= MAX_TOKENS and sentence not in seen:
-                seen.add(sentence)
-                trees.append(tree)
+            if sentence in seen:
+                repeats_allowed -= 1
+                if repeats_allowed < 0:
+                    raise ValueError(f"could not draw {size} distinct sentences for {split!r}: the grammar ran dry")
+                continue
+            seen.add(sentence)
+            trees.append(tree)
         corpus[split] = trees
     return corpus
 
@@ -477,7 +522,7 @@ def write_corpus(corpus: dict[str, list[Tree]], out_dir: str) -> None:
                 open(os.path.join(out_dir, f"{split}.de"), "w", encoding="utf-8") as target, \
                 open(os.path.join(out_dir, f"{split}.tree"), "w", encoding="utf-8") as bracketed:
             for tree in trees:
-                source.write(" ".join(tree.leaves()) + "\n")
+                source.write(" ".join(leaves(tree)) + "\n")
                 target.write(" ".join(translate(tree)) + "\n")
                 bracketed.write(to_bracketed(tree) + "\n")
 
@@ -497,7 +542,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     corpus = generate_corpus(sizes, args.seed)
     write_corpus(corpus, args.out)
     for split, trees in corpus.items():
-        lengths = [len(tree.leaves()) for tree in trees]
+        lengths = [len(leaves(tree)) for tree in trees]
         mean = sum(lengths) / max(len(lengths), 1)
         print(f"{split}: {len(trees)} sentences, {mean:.1f} source tokens on average, written to {args.out}")
 

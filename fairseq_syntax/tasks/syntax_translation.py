@@ -49,6 +49,7 @@ class SyntaxTranslationTask(TranslationTask):
         self.meta = read_meta(utils_first_path(cfg.data))
         self._interactive_side: Dict[Tuple[int, ...], Dict[str, torch.Tensor]] = {}
         self._parser = None
+        self._interactive_lines = 0  # fairseq-interactive sends lines in chunks; number them across chunks
 
     # ------------------------------------------------------------------ data
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
@@ -100,7 +101,9 @@ class SyntaxTranslationTask(TranslationTask):
     # ----------------------------------------------------------- interactive
     def get_interactive_tokens_and_lengths(self, lines, encode_fn):
         tokens = []
-        for number, line in enumerate(lines, start=1):
+        for line in lines:
+            self._interactive_lines += 1
+            number = self._interactive_lines
             tree = self._interactive_tree(line, number)
             tree = trees.apply_bpe(tree, lambda word: encode_fn(word).split())
             form = source_form(tree, self.meta["form"], self.meta["preterminals"])
