@@ -25,6 +25,7 @@ REQUIRED_FIELDS = ("dataset", "system", "arch", "command", "updates", "epochs", 
 # Columns in this order when present; any other numeric metric follows alphabetically.
 PREFERRED_METRICS = ("BLEU", "BLEU-1", "chrF", "TER", "RIBES")
 SIGNIFICANCE_METRICS = ("BLEU", "chrF")
+COLUMN_NAMES = {"n_sentences": "Sentences"}
 
 # fairseq's logging prefix on stdout, "2024-01-01 12:00:00 | INFO | train | <message>"; a --log-file has the
 # bare message.
@@ -178,7 +179,8 @@ def _table(records: Sequence[dict]) -> List[str]:
     metrics = _metric_columns(records)
     baselines = _baseline_names(records)
     show_tokenize = any("tokenize" in record["metrics"] for record in records)
-    header = (["System", "Arch"] + (["BLEU tok."] if show_tokenize else []) + metrics
+    header = (["System", "Arch"] + (["BLEU tok."] if show_tokenize else [])
+              + [COLUMN_NAMES.get(name, name) for name in metrics]
               + [f"p vs {name} (BLEU / chrF)" for name in baselines]
               + ["Updates", "Epochs", "Wall time", "Command"])
     lines = ["| " + " | ".join(_cell(h) for h in header) + " |", "|" + "---|" * len(header)]

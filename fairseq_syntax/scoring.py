@@ -10,7 +10,10 @@ are on a 0-100 scale (RIBES is nltk's 0-1 value times 100, as paper 002 reports 
 
 Reading fairseq-generate output checks that every input id has exactly one hypothesis: fairseq-generate has
 been seen to drop hypotheses without a warning (Multi30k test_2017_mscoco: 456 of 461), and scoring a shorter
-file, or a file shifted by one line, gives a wrong score that looks plausible.
+file, or a file shifted by one line, gives a wrong score that looks plausible. The cause is fairseq's
+``data_utils.batch_by_size``: it discards the last batch when its size is not a multiple of
+``--required-batch-size-multiple`` (default 8; fairseq issue #5036), so fairseq-generate needs
+``--required-batch-size-multiple 1``.
 """
 import contextlib
 import os
@@ -59,6 +62,8 @@ def _parse_generate_lines(path, lines: List[str], field: str, expected_ids: Opti
     by_id: Dict[int, str] = {}
     line_of_id: Dict[int, int] = {}
     largest_id = -1
+    n_columns = 3 if field in FIELDS_WITH_SCORE else 2
+    column_names = "an id, a score and a text" if field in FIELDS_WITH_SCORE else "an id and a text"
     for line_number, line in enumerate(lines, 1):
         match = GENERATE_LINE.match(line)
         if not match:
@@ -67,13 +72,10 @@ def _parse_generate_lines(path, lines: List[str], field: str, expected_ids: Opti
         largest_id = max(largest_id, sample_id)
         if kind != field:
             continue
-        parts = line.split("\t", 2 if field in FIELDS_WITH_SCORE else 1)
-        if len(parts) != (3 if field in FIELDS_WITH_SCORE else 2):
-            raise ScoringInputError(
-                f"{path}:{line_number}: a {field}- line needs "
-                f"{'an id, a score and a text' if field in FIELDS_WITH_SCORE else 'an id and a text'} "
-                f"separated by tabs, got {line!r}"
-            )
+        parts = line.split("\t", n_columns - 1)
+        if len(parts) != n_columns:
+            raise ScoringInputError(f"{path}:{line_number}: a {field}- line needs {column_names} separated by "
+                                    f"tabs, got {line!r}")
         if sample_id in by_id:
             raise ScoringInputError(
                 f"{path}:{line_number}: second {field}- line for id {sample_id} (first on line "
@@ -92,7 +94,8 @@ def _parse_generate_lines(path, lines: List[str], field: str, expected_ids: Opti
     if missing:
         raise ScoringInputError(
             f"{path}: no {field}- line for {len(missing)} of the {expected}: {format_ids(missing)} "
-            f"(fairseq-generate dropped these inputs; nothing was scored)"
+            f"(nothing was scored; fairseq drops a final batch whose size is not a multiple of "
+            f"--required-batch-size-multiple, default 8: rerun fairseq-generate with --required-batch-size-multiple 1)"
         )
     return [by_id[i] for i in range(n_ids)]
 

@@ -11,6 +11,7 @@ reference needs a hypothesis: missing ids are named and nothing is scored. See f
 """
 import argparse
 import json
+import logging
 import sys
 from typing import List, Optional
 
@@ -84,12 +85,14 @@ def main(argv: Optional[List[str]] = None) -> dict:
     """Score, print the table, write --json / --record; returns the JSON report."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    # sacrebleu logs every bootstrap step at INFO; the table below reports the result.
+    logging.getLogger("sacrebleu").setLevel(logging.WARNING)
     if args.tok and args.lang:
         parser.error("--tok scores tokenized text; --lang detokenizes it: use one")
     if args.record and not all(getattr(args, option) for option in RECORD_OPTIONS):
         parser.error("--record needs " + ", ".join("--" + o.replace("_", "-") for o in RECORD_OPTIONS))
-    if args.baseline is not None and args.bootstrap <= 0:
-        parser.error("--bootstrap must be a positive number of resamples")
+    if args.baseline is not None and (args.bootstrap <= 0 or args.seed <= 0):
+        parser.error("--bootstrap and --seed must be positive (sacrebleu treats seed 0 as unseeded)")
     edges = None
     if args.by_length:
         try:

@@ -1,0 +1,163 @@
+"""Tests for fairseq_syntax.results and the fairseq-syntax-results command.
+
+The fairseq logs are written by hand in the formats fairseq 0.12's train.py and progress_bar.py print (copied
+from a real two-epoch run's output, numbers changed), and the expected table rows are written out in full.
+"""
+import json
+
+import pytest
+
+from fairseq_syntax.cli import results as results_cli
+from fairseq_syntax.results import (
+    RecordError,
+    find_record_files,
+    format_wall_time,
+    load_record,
+    parse_train_log,
+    record_run,
+    render_markdown,
+)
+
+# fairseq-train stdout with the default (simple/tqdm) log format: two epochs, 3 updates each, a resumed run's
+# wall meter already at 90 s; the last end-of-epoch "train" line says 6 updates and 3725 s.
+STDOUT_LOG = """\
+2024-05-01 10:00:00 | INFO | fairseq_cli.train | task: TranslationTask
+2024-05-01 10:00:01 | INFO | fairseq.trainer | begin training epoch 1
+2024-05-01 10:00:02 | INFO | train_inner | epoch 001:      2 / 3 loss=4.616, ppl=24.52, wps=27679.5, ups=159.9, \
+wpb=115, bsz=16, num_updates=2, lr=0.001, gnorm=1.814, train_wall=0, wall=91
+2024-05-01 10:00:02 | INFO | valid | epoch 001 | valid on 'valid' subset | loss 4.509 | ppl 22.77 | wps 0 | \
+wpb 44 | bsz 8 | num_updates 3
+2024-05-01 10:00:02 | INFO | fairseq_cli.train | end of epoch 1 (average epoch stats below)
+2024-05-01 10:00:02 | INFO | train | epoch 001 | loss 4.591 | ppl 24.1 | wps 14174.7 | ups 87.59 | wpb 128 | \
+bsz 21.3 | num_updates 3 | lr 0.001 | gnorm 1.926 | train_wall 0 | wall 1862
+2024-05-01 10:00:03 | INFO | train_inner | epoch 002:      3 / 3 loss=4.257, ppl=19.12, wps=23282.3, ups=213.58, \
+wpb=109, bsz=20, num_updates=6, lr=0.001, gnorm=1.641, train_wall=0, wall=3724
+2024-05-01 10:00:03 | INFO | valid | epoch 002 | valid on 'valid' subset | loss 4.228 | ppl 18.74 | wps 0 | \
+wpb 44 | bsz 8 | num_updates 6 | best_loss 4.228 | wall 9999
+2024-05-01 10:00:03 | INFO | train | epoch 002 | loss 4.396 | ppl 21.05 | wps 13224.6 | ups 103.31 | wpb 128 | \
+bsz 21.3 | num_updates 6 | lr 0.001 | gnorm 1.687 | train_wall 0 | wall 3725
+2024-05-01 10:00:03 | INFO | fairseq_cli.train | done training in 3634.1 seconds
+"""
+
+# The same run logged with --log-format json (stdout).
+JSON_LOG = """\
+2024-05-01 10:00:02 | INFO | train_inner | {"epoch": 1, "update": 0.667, "loss": "4.616", "num_updates": "2", \
+"train_wall": "0", "wall": "91"}
+2024-05-01 10:00:02 | INFO | valid | {"epoch": 1, "valid_loss": "4.509", "valid_num_updates": "3"}
+2024-05-01 10:00:02 | INFO | train | {"epoch": 1, "train_loss": "4.591", "train_num_updates": "3", \
+"train_train_wall": "0", "train_wall": "1862"}
+2024-05-01 10:00:03 | INFO | train | {"epoch": 2, "train_loss": "4.396", "train_num_updates": "6", \
+"train_train_wall": "0", "train_wall": "3725"}
+"""
+
+# What --log-file writes: the bare messages, without timestamp and logger name.
+LOG_FILE = """\
+{'_name': None, 'common': {'log_format': 'simple'}}
+epoch 001:      2 / 3 loss=4.616, ppl=24.52, num_updates=2, train_wall=0, wall=91
+epoch 001 | valid on 'valid' subset | loss 4.509 | ppl 22.77 | num_updates 3
+epoch 001 | loss 4.591 | ppl 24.1 | num_updates 3 | lr 0.001 | train_wall 0 | wall 1862
+epoch 002 | loss 4.396 | ppl 21.05 | num_updates 6 | lr 0.001 | train_wall 0 | wall 3725
+epoch 002 | valid on 'valid' subset | loss 4.228 | ppl 18.74 | num_updates 6 | best_loss 4.228
+done training in 3634.1 seconds
+"""
+
+EXPECTED_PROGRESS = {"updates": 6, "epochs": 2, "wall_time_s": 3725.0}
+
+
+@pytest.mark.parametrize("text", [STDOUT_LOG, JSON_LOG, LOG_FILE], ids=["simple", "json", "log-file"])
+def test_parse_train_log_takes_the_last_end_of_epoch_line(tmp_path, text):
+    log = tmp_path / "train.log"
+    log.write_text(text)
+    assert parse_train_log(log) == EXPECTED_PROGRESS
+
+
+def test_parse_train_log_without_train_statistics_is_an_error(tmp_path):
+    log = tmp_path / "crashed.log"
+    log.write_text(STDOUT_LOG.split("2024-05-01 10:00:02 | INFO | fairseq_cli.train | end of epoch")[0])
+    with pytest.raises(RecordError, match=r"crashed.log: no end-of-epoch 'train' statistics line"):
+        parse_train_log(log)
+
+
+def write_records(directory):
+    """Two hand-written records of one dataset: a baseline and a syntax system compared with it."""
+    (directory / "logs").mkdir(parents=True)
+    log = directory / "logs" / "train.log"
+    log.write_text(STDOUT_LOG)
+    baseline = record_run(
+        directory / "baseline.run.json", dataset="multi30k", system="transformer", arch="transformer",
+        command="fairseq-train data --arch transformer", train_log=log,
+        metrics={"BLEU": 38.123, "chrF": 62.3, "TER": 45.0, "tokenize": "13a",
+                 "signatures": {"BLEU": "nrefs:1|tok:13a"}})
+    masks = record_run(
+        directory / "masks.run.json", dataset="multi30k", system="syntax masks", arch="transformer_syntax_mask",
+        command="fairseq-train data --arch transformer_syntax_mask | tee log", train_log=log,
+        metrics={"BLEU": 39.0, "chrF": 63.456, "TER": 44.2, "RIBES": 80.0, "tokenize": "13a",
+                 "signatures": {"BLEU": "nrefs:1|tok:13a"}},
+        significance={"transformer": {"test": "paired bootstrap resampling (sacrebleu)", "n_samples": 1000,
+                                      "seed": 12345, "BLEU": {"p_value": 0.0123}, "chrF": {"p_value": 0.5}}})
+    return baseline, masks
+
+
+def test_record_run_fills_training_budget_from_the_log(tmp_path):
+    baseline, _ = write_records(tmp_path)
+    stored = json.loads((tmp_path / "baseline.run.json").read_text())
+    assert stored == baseline
+    assert (stored["updates"], stored["epochs"], stored["wall_time_s"]) == (6, 2, 3725.0)
+    assert stored["train_log"] == str(tmp_path / "logs" / "train.log") and stored["significance"] == {}
+
+
+EXPECTED_TABLE = [
+    "| System | Arch | BLEU tok. | BLEU | chrF | TER | RIBES | p vs transformer (BLEU / chrF) | Updates | Epochs "
+    "| Wall time | Command |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    "| transformer | transformer | 13a | 38.12 | 62.30 | 45.00 | – | – | 6 | 2 | 1:02:05 "
+    "| `fairseq-train data --arch transformer` |",
+    "| syntax masks | transformer_syntax_mask | 13a | 39.00 | 63.46 | 44.20 | 80.00 | 0.012 / 0.500 | 6 | 2 "
+    "| 1:02:05 | `fairseq-train data --arch transformer_syntax_mask \\| tee log` |",
+]
+
+
+def test_render_markdown_table_from_records(tmp_path):
+    records = write_records(tmp_path)
+    markdown = render_markdown(records)
+    lines = markdown.splitlines()
+    start = lines.index("## multi30k") + 2
+    assert lines[start:start + 4] == EXPECTED_TABLE
+    assert "- p: two-sided p-value of the row's system against the named baseline (paired bootstrap resampling " \
+           "(sacrebleu), 1000 samples, seed 12345)." in lines
+    assert "- BLEU signature: `nrefs:1|tok:13a`" in lines
+
+
+def test_render_markdown_one_table_per_dataset(tmp_path):
+    baseline, masks = write_records(tmp_path)
+    sst = dict(baseline, dataset="sst", system="tree classifier", metrics={"accuracy": 0.8125}, significance={})
+    markdown = render_markdown([baseline, sst, masks])
+    assert markdown.index("## multi30k") < markdown.index("## sst")
+    assert "| System | Arch | accuracy | Updates | Epochs | Wall time | Command |" in markdown
+    assert "| tree classifier | transformer | 0.81 | 6 | 2 | 1:02:05 |" in markdown
+
+
+def test_format_wall_time():
+    assert format_wall_time(3725.4) == "1:02:05" and format_wall_time(59) == "0:00:59"
+
+
+def test_results_command_writes_markdown_from_a_directory(tmp_path):
+    records = write_records(tmp_path / "runs")
+    out = tmp_path / "examples" / "multi30k" / "RESULTS.md"
+    results_cli.main([str(tmp_path / "runs"), "--out", str(out)])
+    sources = [str(tmp_path / "runs" / name) for name in ("baseline.run.json", "masks.run.json")]
+    assert out.read_text() == render_markdown(records, sources=sources)
+    assert f"Run records: `{sources[0]}`, `{sources[1]}`" in out.read_text()
+
+
+def test_bad_record_inputs_are_named(tmp_path):
+    with pytest.raises(RecordError, match="no \\*.run.json run records"):
+        find_record_files([tmp_path])
+    incomplete = tmp_path / "x.run.json"
+    incomplete.write_text(json.dumps({"dataset": "multi30k", "system": "s"}))
+    with pytest.raises(RecordError, match="x.run.json: run record lacks arch, command, updates"):
+        load_record(incomplete)
+    broken = tmp_path / "y.run.json"
+    broken.write_text('{"dataset":\n')
+    with pytest.raises(RecordError, match=r"y.run.json:2: not valid JSON"):
+        load_record(broken)
