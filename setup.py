@@ -30,6 +30,8 @@ setup(
             "fairseq-syntax-preprocess = fairseq_syntax.cli.preprocess:cli_main",
             "fairseq-syntax-score = fairseq_syntax.cli.score:cli_main",
             "fairseq-syntax-results = fairseq_syntax.cli.results:cli_main",
+            "fairseq-syntax-preprocess-dependencies = fairseq_syntax.cli.preprocess_dependencies:cli_main",
+            "fairseq-syntax-plot = fairseq_syntax.cli.plot:cli_main",
         ],
     },
 )

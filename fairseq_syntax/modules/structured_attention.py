@@ -5,8 +5,8 @@ this package differ only in how the attention weights are formed (see ``../../DE
 
 * an additive score bias (syntax masks, McDonald & Chiang 2021): override :meth:`score_bias`; the fused
   ``scaled_dot_product_attention`` kernel is used whenever the weights themselves are not requested;
-* anything else (LDD scales the scores, constituent attention rescales the probabilities): set ``fused = False``
-  and override :meth:`attention_weights`.
+* anything else: set ``fused = False`` and override :meth:`attention_scores` (LDD scales the scores) or
+  :meth:`attention_weights` (constituent attention rescales the probabilities).
 
 Shapes: ``x`` is ``T x B x C`` (fairseq's time-major layout), ``key_padding_mask`` is ``B x T`` (True at padding),
 ``structure`` is the per-batch dict the encoder builds (method specific). Output is ``T x B x C`` and, when asked
@@ -55,14 +55,17 @@ class StructuredSelfAttention(nn.Module):
         """Additive bias on the scaled scores, broadcastable to ``B x H x T x T``; None for plain attention."""
         return None
 
+    def attention_scores(self, q: Tensor, k: Tensor, structure: Structure) -> Tensor:
+        """``B x H x T x T`` scores before the softmax from ``q, k`` of shape ``B x H x T x d``."""
+        scores = torch.matmul(q, k.transpose(-1, -2)) * self.scaling
+        bias = self.score_bias(structure)
+        return scores if bias is None else scores + bias.to(scores.dtype)
+
     def attention_weights(
         self, q: Tensor, k: Tensor, key_padding_mask: Optional[Tensor], structure: Structure
     ) -> Tensor:
-        """``B x H x T x T`` attention probabilities from ``q, k`` of shape ``B x H x T x d``."""
-        scores = torch.matmul(q, k.transpose(-1, -2)) * self.scaling
-        bias = self.score_bias(structure)
-        if bias is not None:
-            scores = scores + bias.to(scores.dtype)
+        """``B x H x T x T`` attention probabilities: the softmax of :meth:`attention_scores` over unpadded keys."""
+        scores = self.attention_scores(q, k, structure)
         if key_padding_mask is not None:
             scores = scores.masked_fill(key_padding_mask[:, None, None, :], float("-inf"))
         return torch.softmax(scores, dim=-1, dtype=torch.float32).type_as(q)

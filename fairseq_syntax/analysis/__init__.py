@@ -1,0 +1,1 @@
+"""Analysis of trained models: figures of what the syntax-aware attention learned."""

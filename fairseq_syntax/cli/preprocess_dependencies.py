@@ -1,0 +1,195 @@
+"""``fairseq-syntax-preprocess-dependencies``: add the labeled dependency distributions (Pu & Sima'an 2022,
+section 3.1) of each source sentence to an existing data directory of the ``sequence`` form.
+
+Inputs per split prefix ``P``: ``P.SRC``, the BPE'd source file the data directory was made from, and
+``P.ARCS_SUFFIX``, the parser's side data (one JSON object per line, ``fairseq_syntax.parsing.dependency``). For
+each sentence the words of the arcs file must equal the source tokens with BPE pieces merged, and the number of
+BPE tokens must equal the binarized sentence's. Labels are summed into the 16 groups of Appendix A (``--labels
+stanford``, as in the paper, or ``universal``, our UD adaptation); labeled pairs ``(dependent, head, group)`` below
+``--floor`` are dropped. Output: ``{split}.SRC-TGT.SRC.ldd.{bin,idx}`` (format in
+``fairseq_syntax.data.ldd_side_input``), and per split a report of the probability mass: in the arcs file,
+outside the 16 groups (by label) and retained after the floor and quantisation.
+
+Every problem stops with ``FILE:LINE: problem``.
+"""
+import argparse
+import logging
+import os
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+import numpy as np
+import torch
+
+from fairseq_syntax import dependency
+from fairseq_syntax.cli.preprocess import group_bpe_words, merge_pieces, read_lines
+from fairseq_syntax.data.ldd_side_input import QUANTISATION, STORAGE_DTYPE, decode_sentence, encode_sentence
+from fairseq_syntax.parsing.dependency import read_arc_distributions
+from fairseq_syntax.tasks.syntax_translation import read_meta
+
+logger = logging.getLogger("fairseq_syntax.preprocess_dependencies")
+
+SUFFIX = "ldd"
+
+
+def get_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fairseq-syntax-preprocess-dependencies", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--destdir", required=True,
+                        help="data directory made by fairseq-syntax-preprocess --form sequence")
+    parser.add_argument("-s", "--source-lang", required=True)
+    parser.add_argument("-t", "--target-lang", required=True)
+    parser.add_argument("--trainpref")
+    parser.add_argument("--validpref", help="comma-separated prefixes for several validation sets")
+    parser.add_argument("--testpref", help="comma-separated prefixes for several test sets")
+    parser.add_argument("--arcs-suffix", default="arcs.jsonl", help="the parser's side data is PREFIX.ARCS_SUFFIX")
+    parser.add_argument("--labels", choices=sorted(dependency.LABEL_TABLES), required=True,
+                        help="label-group table: stanford (the paper's Appendix A) or universal (UD v2)")
+    parser.add_argument("--floor", type=float, default=1e-3,
+                        help="drop labeled pairs (dependent, head, group) with a smaller probability")
+    return parser
+
+
+@dataclass
+class MassReport:
+    """Probability mass summed over dependents; each dependent's full distribution has mass 1."""
+
+    sentences: int = 0
+    dependents: int = 0
+    in_file: float = 0.0
+    outside: float = 0.0
+    stored: float = 0.0
+    stored_in_groups: float = 0.0
+    entries: int = 0
+    outside_by_label: Counter = field(default_factory=Counter)
+
+    def lines(self, split: str) -> List[str]:
+        def share(mass: float) -> float:
+            return 100 * mass / max(self.dependents, 1)
+
+        top = ", ".join(f"{label} {share(mass):.2f}%" for label, mass in self.outside_by_label.most_common(8))
+        return [
+            f"{split}: {self.sentences} sentences, {self.dependents} words, {self.entries} entries "
+            f"({self.entries / max(self.dependents, 1):.2f} per word)",
+            f"{split}: mass in the arcs file {share(self.in_file):.2f}%; outside the 16 groups "
+            f"{share(self.outside):.2f}% ({top or 'none'})",
+            f"{split}: retained after floor and quantisation {share(self.stored):.2f}% "
+            f"(in the 16 groups {share(self.stored_in_groups):.2f}%)",
+        ]
+
+
+def convert_sentence(
+    record: dict, source_line: str, index: dict, floor: float, report: MassReport, arcs_file: str, line: int
+) -> np.ndarray:
+    """One parser record and its BPE'd source line -> the stored array; adds to ``report``."""
+    pieces = group_bpe_words(source_line.split())
+    merged = [merge_pieces(p) for p in pieces]
+    words = record["words"]
+    if merged != words:
+        k = next((i for i, (a, b) in enumerate(zip(merged, words)) if a != b), min(len(merged), len(words)))
+        raise SystemExit(
+            f"error: {arcs_file}:{line}: the parsed words differ from the source at word {k + 1}: "
+            f"parsed {words[k] if k < len(words) else '<end>'!r}, "
+            f"source {merged[k] if k < len(merged) else '<end>'!r} ({len(words)} parsed, {len(merged)} source words)"
+        )
+    dependents = {arc[0] for arc in record["arcs"]}
+    missing = sorted(set(range(1, len(words) + 1)) - dependents)
+    if missing:
+        raise SystemExit(f"error: {arcs_file}:{line}: words {missing} have no head at all")
+    labeled = dependency.labeled_arcs(record)
+    grouped = dependency.group_arcs(labeled, index)
+    item = encode_sentence(dependency.subword_word_index([len(p) for p in pieces]), grouped, floor)
+
+    stored = decode_sentence(item).entries
+    report.sentences += 1
+    report.dependents += len(words)
+    report.in_file += sum(arc.probability for arc in labeled)
+    for arc in labeled:
+        if dependency.label_group(arc.label, index) == dependency.OUTSIDE:
+            report.outside += arc.probability
+            report.outside_by_label[arc.label] += arc.probability
+    report.stored += stored[:, 3].sum() / QUANTISATION
+    report.stored_in_groups += stored[stored[:, 2] != dependency.OUTSIDE, 3].sum() / QUANTISATION
+    report.entries += len(stored)
+    return item
+
+
+def convert_split(prefix: str, tokens_prefix: str, args, index: dict) -> MassReport:
+    from fairseq.data.indexed_dataset import MMapIndexedDataset, MMapIndexedDatasetBuilder
+
+    source_file, arcs_file = f"{prefix}.{args.source_lang}", f"{prefix}.{args.arcs_suffix}"
+    if not MMapIndexedDataset.exists(tokens_prefix):
+        raise SystemExit(f"error: {tokens_prefix}.{{bin,idx}}: no binarized source (run fairseq-syntax-preprocess)")
+    binarized = MMapIndexedDataset(tokens_prefix)
+    token_sizes = np.array(binarized.sizes)  # a copy: .sizes is a view into the dataset's mmap
+    del binarized
+    source = read_lines(source_file)
+    if not os.path.exists(arcs_file):
+        raise SystemExit(f"error: {arcs_file}: no such file")
+    try:
+        records = list(read_arc_distributions(arcs_file))
+    except ValueError as error:  # the reader's message names file and line
+        raise SystemExit(f"error: {error}") from None
+    if not len(source) == len(records) == len(token_sizes):
+        raise SystemExit(
+            f"error: line-count mismatch: {source_file} has {len(source)} lines, {arcs_file} {len(records)}, "
+            f"{tokens_prefix}.bin {len(token_sizes)} sentences"
+        )
+    report = MassReport()
+    out_prefix = f"{tokens_prefix}.{SUFFIX}"
+    builder = MMapIndexedDatasetBuilder(f"{out_prefix}.bin.partial", dtype=STORAGE_DTYPE)
+    try:
+        for number, (record, line, size) in enumerate(zip(records, source, token_sizes), start=1):
+            n_tokens = len(line.split())
+            if n_tokens + 1 != size:
+                raise SystemExit(
+                    f"error: {source_file}:{number}: {n_tokens} tokens, but sentence {number} of {tokens_prefix}.bin "
+                    f"has {size - 1} (+ EOS): the data directory was not made from this file"
+                )
+            item = convert_sentence(record, line, index, args.floor, report, arcs_file, number)
+            builder.add_item(torch.from_numpy(item))
+        builder.finalize(f"{out_prefix}.idx.partial")
+    except BaseException:
+        for partial in (f"{out_prefix}.bin.partial", f"{out_prefix}.idx.partial"):
+            if os.path.exists(partial):
+                os.remove(partial)
+        raise
+    # only a complete split replaces what was there
+    os.replace(f"{out_prefix}.bin.partial", f"{out_prefix}.bin")
+    os.replace(f"{out_prefix}.idx.partial", f"{out_prefix}.idx")
+    return report
+
+
+def main(argv: Optional[List[str]] = None) -> Dict[str, MassReport]:
+    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO)
+    args = get_parser().parse_args(argv)
+    form = read_meta(args.destdir)["form"]
+    if form != "sequence":
+        raise SystemExit(f"error: {args.destdir} holds the {form!r} form; dependency side data needs 'sequence'")
+    splits = [("train", args.trainpref)] if args.trainpref else []
+    for kind in ("valid", "test"):
+        prefixes = getattr(args, f"{kind}pref")
+        for k, prefix in enumerate(prefixes.split(",") if prefixes else []):
+            splits.append((kind if k == 0 else f"{kind}{k}", prefix))
+    if not splits:
+        raise SystemExit("error: give at least one of --trainpref, --validpref, --testpref")
+    index = dependency.label_index(dependency.LABEL_TABLES[args.labels])
+    lang_pair = f"{args.source_lang}-{args.target_lang}"
+    reports = {}
+    for split, prefix in splits:
+        tokens_prefix = os.path.join(args.destdir, f"{split}.{lang_pair}.{args.source_lang}")
+        reports[split] = convert_split(prefix, tokens_prefix, args, index)
+        for line in reports[split].lines(split):
+            logger.info(line)
+    return reports
+
+
+def cli_main() -> None:
+    main(sys.argv[1:])
+
+
+if __name__ == "__main__":
+    cli_main()
