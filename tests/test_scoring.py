@@ -228,8 +228,10 @@ def test_score_command_writes_json_with_p_values(tmp_path, files, capsys):
                     "--by-length", "7,11"])
     report = json.loads(out.read_text())
     assert report["metrics"]["BLEU"] == pytest.approx(corpus_scores(HYPOTHESES, REFERENCES)["BLEU"])
-    assert report["baseline"]["metrics"]["BLEU"] < report["metrics"]["BLEU"]
-    assert report["significance"]["n_samples"] == 100 and 0 < report["significance"]["BLEU"]["p_value"] <= 1
+    (name, baseline), = report["baselines"].items()
+    assert baseline["metrics"]["BLEU"] < report["metrics"]["BLEU"]
+    test = report["significance"][name]
+    assert test["n_samples"] == 100 and 0 < test["BLEU"]["p_value"] <= 1
     assert [row["n_sentences"] for row in report["by_length"]["hyp"]] == [2, 3, 1]
     printed = capsys.readouterr().out
     assert re.search(r"gen.out\s+" + r"\s+".join(f"{report['metrics'][m]:.2f}"
@@ -280,3 +282,16 @@ def test_score_command_fails_naming_missing_ids(tmp_path, files, monkeypatch):
     message = str(exit_info.value.code)
     assert message.startswith("fairseq-syntax-score: error: ")
     assert "no D- line for 2 of the 6 expected ids 0-5" in message and ": 3, 5 " in message
+
+
+def test_score_command_tests_against_every_baseline(tmp_path, files):
+    ref, hyp = files
+    weak = write_lines(tmp_path / "weak.txt", ["A man."] * 6)
+    same = write_lines(tmp_path / "same.txt", HYPOTHESES)
+    report = score_cli.main([str(hyp), str(ref), str(weak), str(same), "--bootstrap", "100",
+                             "--baseline-name", "sequence", "--baseline-name", "linearized"])
+    assert list(report["significance"]) == ["sequence", "linearized"]
+    assert report["significance"]["sequence"]["BLEU"]["p_value"] < 0.05
+    assert report["significance"]["linearized"]["BLEU"]["p_value"] == 1.0  # identical outputs
+    with pytest.raises(SystemExit):
+        score_cli.main([str(hyp), str(ref), str(weak), "--baseline-name", "a", "--baseline-name", "b"])

@@ -19,7 +19,7 @@ mkdir -p "$WORK"
 START=$(date +%s)
 
 echo "== data: synthetic grammar with gold trees"
-python3 "$HERE/make_data.py" --out "$WORK/raw" --train 8000 --valid 500 --test 500 --seed 1
+python3 "$HERE/make_data.py" --out "$WORK/raw" --train "${TRAIN_SENTENCES:-6000}" --valid 400 --test 500 --seed 1
 
 echo "== joint BPE ($BPE_MERGES merges)"
 subword-nmt learn-joint-bpe-and-vocab --input "$WORK/raw/train.en" "$WORK/raw/train.de" -s "$BPE_MERGES" \
@@ -42,30 +42,18 @@ for form in $forms; do
     > "$WORK/preprocess-$form.log" 2>&1 || { tail -20 "$WORK/preprocess-$form.log"; exit 1; }
 done
 
-mkdir -p "$WORK/runs"
+# identical settings for every system; only the input form and the encoder differ
+MODEL=(--encoder-layers 2 --decoder-layers 2 --encoder-embed-dim 128 --decoder-embed-dim 128
+  --encoder-ffn-embed-dim 256 --decoder-ffn-embed-dim 256 --encoder-attention-heads 4 --decoder-attention-heads 4
+  --share-all-embeddings --dropout 0.1 --criterion label_smoothed_cross_entropy --label-smoothing 0.1
+  --optimizer adam --adam-betas "(0.9, 0.98)" --lr 2e-3 --lr-scheduler inverse_sqrt --warmup-updates 300
+  --clip-norm 1.0 --max-tokens 4096 --max-epoch "$EPOCHS" --cpu --seed 1 --no-last-checkpoints --num-workers 0)
+source "$REPO/examples/common.sh"
+DATASET=demo BASELINES="sequence linearized"
+rm -rf "$WORK/runs"
 for s in $SYSTEMS; do
   IFS=: read -r name arch form <<< "$s"
-  echo "== train $name ($arch on $form input, $EPOCHS epochs)"
-  rm -rf "$WORK/ckpt-$name"
-  train_cmd=(fairseq-train "$WORK/data-$form" --user-dir fairseq_syntax --task syntax_translation --arch "$arch"
-    --encoder-layers 2 --decoder-layers 2 --encoder-embed-dim 128 --decoder-embed-dim 128
-    --encoder-ffn-embed-dim 256 --decoder-ffn-embed-dim 256 --encoder-attention-heads 4 --decoder-attention-heads 4
-    --share-all-embeddings --dropout 0.1 --criterion label_smoothed_cross_entropy --label-smoothing 0.1
-    --optimizer adam --adam-betas "(0.9, 0.98)" --lr 2e-3 --lr-scheduler inverse_sqrt --warmup-updates 300
-    --clip-norm 1.0 --max-tokens 4096 --max-epoch "$EPOCHS" --cpu --seed 1 --save-dir "$WORK/ckpt-$name"
-    --no-epoch-checkpoints --no-last-checkpoints --log-format simple --log-interval 50 --num-workers 0)
-  "${train_cmd[@]}" > "$WORK/runs/$name.train.log" 2>&1 || { tail -30 "$WORK/runs/$name.train.log"; exit 1; }
-  grep -E "\| valid on" "$WORK/runs/$name.train.log" | tail -1
-
-  fairseq-generate "$WORK/data-$form" --user-dir fairseq_syntax --task syntax_translation \
-    --path "$WORK/ckpt-$name/checkpoint_best.pt" --gen-subset test --beam 5 --remove-bpe --cpu --batch-size 128 \
-    > "$WORK/runs/$name.gen" 2> "$WORK/runs/$name.gen.log" || { tail -30 "$WORK/runs/$name.gen.log"; exit 1; }
-
-  baseline=()
-  [ "$name" != sequence ] && [ -f "$WORK/runs/sequence.gen" ] && baseline=("$WORK/runs/sequence.gen" --baseline-name sequence)
-  fairseq-syntax-score "$WORK/runs/$name.gen" "$WORK/raw/test.de" "${baseline[@]}" --bootstrap 1000 \
-    --record "$WORK/runs/$name.run.json" --dataset demo --system "$name" --arch "$arch" \
-    --train-log "$WORK/runs/$name.train.log" --train-command "${train_cmd[*]}"
+  run_system "$name" "$arch" "$WORK/data-$form" "$WORK/raw/test.de" "$WORK/runs" -- "${MODEL[@]}"
 done
 
 fairseq-syntax-results "$WORK/runs" --out "$HERE/RESULTS.md"

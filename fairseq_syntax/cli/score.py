@@ -1,9 +1,9 @@
 """fairseq-syntax-score: BLEU-4/BLEU-1/chrF/TER/RIBES of fairseq-generate output, with paired bootstrap p-values.
 
-    fairseq-syntax-score HYP REF [BASELINE] [--tok] [--lang de] [--json OUT] [--bootstrap N]
+    fairseq-syntax-score HYP REF [BASELINE ...] [--tok] [--lang de] [--json OUT] [--bootstrap N]
                          [--by-length 10,20,30,40,50]
                          [--record RUN.run.json --dataset D --system S --arch A --train-log LOG
-                          --train-command CMD [--baseline-name NAME]]
+                          --train-command CMD [--baseline-name NAME ...]]
 
 HYP and BASELINE are fairseq-generate stdout (D- lines, or H- lines with --tok / --lang) or plain text, one
 hypothesis per line; REF is plain text (or generate output, whose T- lines are then the references). Every
@@ -34,8 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fairseq-syntax-score", description=__doc__.split("\n\n")[0])
     parser.add_argument("hyp", help="system output: fairseq-generate stdout or plain text")
     parser.add_argument("ref", help="references: plain text, or fairseq-generate stdout (its T- lines)")
-    parser.add_argument("baseline", nargs="?",
-                        help="a second system (e.g. the baseline); p-values are of HYP against it")
+    parser.add_argument("baselines", nargs="*", metavar="BASELINE",
+                        help="other systems (e.g. the baselines); p-values are of HYP against each")
     parser.add_argument("--tok", action="store_true",
                         help="tokenized BLEU: take H- lines (tokenized, BPE removed) and score with sacrebleu's "
                              "'none' tokenizer against an already tokenized REF")
@@ -55,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--arch")
     record.add_argument("--train-log", help="fairseq-train log of HYP's system (updates, wall time)")
     record.add_argument("--train-command", help="the training command, as it was run")
-    record.add_argument("--baseline-name", help="name of BASELINE's system (default: its path)")
+    record.add_argument("--baseline-name", dest="baseline_names", action="append", default=[],
+                        help="name of each BASELINE's system, in order (default: its path)")
     return parser
 
 
@@ -65,16 +66,16 @@ def _read_system(path: str, n_refs: int, ref_path: str, args) -> List[str]:
     return detokenize(hyps, args.lang) if args.lang else hyps
 
 
-def _print_table(rows, significance: Optional[dict], by_length) -> None:
+def _print_table(rows, significance: dict, by_length) -> None:
     width = max(len(name) for name, _ in rows)
     print(" " * width + "".join(f"{name:>9}" for name in TABLE_METRICS))
     for name, scores in rows:
         print(f"{name:<{width}}" + "".join(f"{scores[m]:9.2f}" for m in TABLE_METRICS))
     first = rows[0][1]
     print(f"tokenize: {first['tokenize']}, {first['n_sentences']} sentences")
-    if significance:
-        print(f"p-value of {rows[0][0]} vs {rows[1][0]} ({significance['test']}, {significance['n_samples']} "
-              f"samples): BLEU {significance['BLEU']['p_value']:.4f}, chrF {significance['chrF']['p_value']:.4f}")
+    for baseline, test in significance.items():
+        print(f"p-value of {rows[0][0]} vs {baseline} ({test['test']}, {test['n_samples']} "
+              f"samples): BLEU {test['BLEU']['p_value']:.4f}, chrF {test['chrF']['p_value']:.4f}")
     if by_length:
         print("BLEU by reference length: " + ", ".join(
             f"{row['bucket']} {'-' if row['BLEU'] is None else format(row['BLEU'], '.2f')} (n={row['n_sentences']})"
@@ -91,7 +92,9 @@ def main(argv: Optional[List[str]] = None) -> dict:
         parser.error("--tok scores tokenized text; --lang detokenizes it: use one")
     if args.record and not all(getattr(args, option) for option in RECORD_OPTIONS):
         parser.error("--record needs " + ", ".join("--" + o.replace("_", "-") for o in RECORD_OPTIONS))
-    if args.baseline is not None and (args.bootstrap <= 0 or args.seed <= 0):
+    if len(args.baseline_names) > len(args.baselines):
+        parser.error("more --baseline-name than BASELINE files")
+    if args.baselines and (args.bootstrap <= 0 or args.seed <= 0):
         parser.error("--bootstrap and --seed must be positive (sacrebleu treats seed 0 as unseeded)")
     edges = None
     if args.by_length:
@@ -106,18 +109,19 @@ def main(argv: Optional[List[str]] = None) -> dict:
     hyps = _read_system(args.hyp, len(refs), args.ref, args)
     report = {"hyp": args.hyp, "ref": args.ref, "metrics": corpus_scores(hyps, refs, tokenize)}
     rows = [(args.system or args.hyp, report["metrics"])]
-    significance = None
-    if args.baseline is not None:
-        baseline_hyps = _read_system(args.baseline, len(refs), args.ref, args)
-        report["baseline"] = {"hyp": args.baseline, "metrics": corpus_scores(baseline_hyps, refs, tokenize)}
-        rows.append((args.baseline_name or args.baseline, report["baseline"]["metrics"]))
-        significance = paired_bootstrap(baseline_hyps, hyps, refs, n_samples=args.bootstrap, seed=args.seed,
-                                        tokenize=tokenize)
-        report["significance"] = significance
+    names = args.baseline_names + args.baselines[len(args.baseline_names):]
+    significance, report["baselines"] = {}, {}
     if edges:
         report["by_length"] = {"hyp": bleu_by_length(hyps, refs, edges, tokenize)}
-        if args.baseline is not None:
-            report["by_length"]["baseline"] = bleu_by_length(baseline_hyps, refs, edges, tokenize)
+    for name, path in zip(names, args.baselines):
+        baseline_hyps = _read_system(path, len(refs), args.ref, args)
+        report["baselines"][name] = {"hyp": path, "metrics": corpus_scores(baseline_hyps, refs, tokenize)}
+        rows.append((name, report["baselines"][name]["metrics"]))
+        significance[name] = paired_bootstrap(baseline_hyps, hyps, refs, n_samples=args.bootstrap, seed=args.seed,
+                                              tokenize=tokenize)
+        if edges:
+            report["by_length"][name] = bleu_by_length(baseline_hyps, refs, edges, tokenize)
+    report["significance"] = significance
 
     _print_table(rows, significance, report.get("by_length"))
     if args.json_out:
@@ -125,10 +129,9 @@ def main(argv: Optional[List[str]] = None) -> dict:
             json.dump(report, handle, indent=2, ensure_ascii=False)
             handle.write("\n")
     if args.record:
-        baseline_name = args.baseline_name or args.baseline
         record_run(args.record, dataset=args.dataset, system=args.system, arch=args.arch,
                    command=args.train_command, train_log=args.train_log, metrics=report["metrics"],
-                   significance={baseline_name: significance} if significance else {})
+                   significance=significance)
     return report
 
 

@@ -1,0 +1,35 @@
+# Shared steps of the recipes (sourced, not run): train one system, decode the test set, score it, record it.
+#
+#   run_system NAME ARCH DATA_DIR REF RUN_DIR [-- extra fairseq-train args]
+#
+# Uses: $DATASET (results table section), $SCORE_ARGS (e.g. "--lang de" to detokenize), $GEN_ARGS, $BASELINES
+# (names of systems already in RUN_DIR that the new one is tested against with paired bootstrap).
+# Writes RUN_DIR/NAME.{train.log,gen,gen.log,run.json}; checkpoints go to RUN_DIR/ckpt-NAME.
+
+run_system() {
+  local name=$1 arch=$2 data=$3 ref=$4 runs=$5
+  shift 5
+  [ "${1:-}" = "--" ] && shift
+  mkdir -p "$runs"
+  local ckpt="$runs/ckpt-$name"
+  rm -rf "$ckpt"
+  local train_cmd=(fairseq-train "$data" --user-dir fairseq_syntax --task syntax_translation --arch "$arch"
+    --save-dir "$ckpt" --no-epoch-checkpoints --log-format simple --log-interval 50 "$@")
+  echo "== train $name: ${train_cmd[*]}"
+  "${train_cmd[@]}" > "$runs/$name.train.log" 2>&1 || { tail -30 "$runs/$name.train.log"; return 1; }
+  grep -E "\| valid on" "$runs/$name.train.log" | tail -1 || true
+
+  fairseq-generate "$data" --user-dir fairseq_syntax --task syntax_translation --path "$ckpt/checkpoint_best.pt" \
+    --gen-subset test --remove-bpe ${GEN_ARGS:-"--beam 5 --batch-size 128"} --cpu \
+    > "$runs/$name.gen" 2> "$runs/$name.gen.log" || { tail -30 "$runs/$name.gen.log"; return 1; }
+
+  local base significance=()
+  for base in ${BASELINES:-}; do
+    if [ "$base" != "$name" ] && [ -f "$runs/$base.gen" ]; then
+      significance+=("$runs/$base.gen" --baseline-name "$base")
+    fi
+  done
+  fairseq-syntax-score "$runs/$name.gen" "$ref" "${significance[@]}" ${SCORE_ARGS:-} --bootstrap 1000 \
+    --record "$runs/$name.run.json" --dataset "${DATASET:-unnamed}" --system "$name" --arch "$arch" \
+    --train-log "$runs/$name.train.log" --train-command "${train_cmd[*]}"
+}
