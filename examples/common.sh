@@ -4,14 +4,14 @@
 #
 # Uses: $DATASET (results table section), $SCORE_ARGS (e.g. "--lang de" to detokenize), $GEN_ARGS, $BASELINES
 # (names of systems already in RUN_DIR that the new one is tested against with paired bootstrap).
-# Writes RUN_DIR/NAME.{train.log,gen,gen.log,run.json}; checkpoints go to RUN_DIR/ckpt-NAME.
+# Writes RUN_DIR/NAME.{train.log,gen,gen.log,run.json}; checkpoints go to ${CKPT_ROOT:-RUN_DIR}/ckpt-NAME.
 
 run_system() {
   local name=$1 arch=$2 data=$3 ref=$4 runs=$5
   shift 5
   [ "${1:-}" = "--" ] && shift
   mkdir -p "$runs"
-  local ckpt="$runs/ckpt-$name"
+  local ckpt="${CKPT_ROOT:-$runs}/ckpt-$name"
   rm -rf "$ckpt"
   local train_cmd=(fairseq-train "$data" --user-dir fairseq_syntax --task syntax_translation --arch "$arch"
     --save-dir "$ckpt" --no-epoch-checkpoints --log-format simple --log-interval 50 "$@")

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Multi30k En->De: train every system with the reference baseline's settings (DESIGN.md: 3+3 layers, d=256,
+# ffn 1024, 4 heads, 20 epochs, beam 5), decode test2016, score detokenized cased sacreBLEU/chrF/TER/RIBES with
+# paired bootstrap against the baselines, and write examples/multi30k/RESULTS.md from the run records.
+#
+#   examples/multi30k/run.sh [OUT_DIR]      (OUT_DIR as given to prepare.sh; default examples/multi30k/work)
+#
+# Run prepare.sh first. SYSTEMS picks systems (name:arch:form[:extra fairseq-train args]); EPOCHS the budget.
+# One system takes ~80 min (sequence) to ~3 h (tree inputs) on 2 CPU cores: run them one at a time, e.g.
+#   SYSTEMS="sequence:transformer:sequence" examples/multi30k/run.sh
+# Run records, training logs and decodes accumulate in examples/multi30k/runs (committed; checkpoints stay in
+# OUT_DIR/ckpt); the table is regenerated from all records after each system.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+OUT="${1:-$HERE/work}"
+RAW="${RAW:-/work/shared/data/multi30k}"
+EPOCHS="${EPOCHS:-20}"
+SYSTEMS="${SYSTEMS:-sequence:transformer:sequence linearized:transformer:linearized mask:transformer_syntax_mask:preorder}"
+cd "$REPO"
+
+ref="$OUT/test.de.ref"
+if [ -f "$RAW/test_2016_flickr.de.gz" ]; then zcat "$RAW/test_2016_flickr.de.gz" > "$ref"; else cp "$RAW/test_2016_flickr.de" "$ref"; fi
+
+MODEL=(--encoder-layers 3 --decoder-layers 3 --encoder-embed-dim 256 --decoder-embed-dim 256
+  --encoder-ffn-embed-dim 1024 --decoder-ffn-embed-dim 1024 --encoder-attention-heads 4 --decoder-attention-heads 4
+  --share-all-embeddings --dropout 0.3 --weight-decay 0.0001 --criterion label_smoothed_cross_entropy
+  --label-smoothing 0.1 --optimizer adam --adam-betas "(0.9, 0.98)" --lr 1e-3 --lr-scheduler inverse_sqrt
+  --warmup-updates 1000 --clip-norm 1.0 --max-tokens 4096 --max-epoch "$EPOCHS" --cpu --seed 1
+  --no-last-checkpoints --max-source-positions 1024)
+source "$REPO/examples/common.sh"
+DATASET=multi30k BASELINES="sequence linearized" SCORE_ARGS="--lang de" CKPT_ROOT="$OUT/ckpt"
+for s in $SYSTEMS; do
+  IFS=: read -r name arch form extra <<< "$s"
+  run_system "$name" "$arch" "$OUT/data-bin/$form" "$ref" "$HERE/runs" -- "${MODEL[@]}" $extra
+  fairseq-syntax-results "$HERE/runs" --out "$HERE/RESULTS.md"
+done
+cat "$HERE/RESULTS.md"
