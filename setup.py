@@ -32,6 +32,8 @@ setup(
             "fairseq-syntax-results = fairseq_syntax.cli.results:cli_main",
             "fairseq-syntax-preprocess-dependencies = fairseq_syntax.cli.preprocess_dependencies:cli_main",
             "fairseq-syntax-plot = fairseq_syntax.cli.plot:cli_main",
+            "fairseq-syntax-induce = fairseq_syntax.cli.induce:cli_main",
+            "fairseq-syntax-masked-ppl = fairseq_syntax.evaluation.masked_lm:cli_main",
         ],
     },
 )

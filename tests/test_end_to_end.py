@@ -91,3 +91,11 @@ def test_distributed_data_parallel_on_cpu_with_gloo(data_dirs, tmp_path):
     assert [p.returncode for p in procs] == [0, 0], logs[0][-3000:] + logs[1][-3000:]
     assert "distributed init (rank 1)" in logs[0] + logs[1]
     assert "done training" in logs[0] and os.path.exists(tmp_path / "checkpoint_last.pt")
+
+
+def test_plot_mask_strengths_of_a_checkpoint(mask_checkpoint, tmp_path):
+    out = run(["fairseq-syntax-plot", "mask-strengths", mask_checkpoint, "--tree",
+               "(S (NP (DT the) (NN cat)) (VP (VBZ sees)) (. .))", "--output", str(tmp_path / "m")]).stdout
+    assert out.splitlines()[0].split() == ["layer", "head", "min", "max", "range"]
+    assert len(out.splitlines()) == 1 + 2 * 2  # transformer_syntax_mask_tiny: 2 layers x 2 heads
+    assert (tmp_path / "m.strengths.png").stat().st_size > 0 and (tmp_path / "m.sentence.png").stat().st_size > 0

@@ -1,6 +1,7 @@
 """transformer_syntax_mask (McDonald & Chiang 2021, section 2): bias, zero-init equivalence, gradients, options."""
 import argparse
 
+import numpy as np
 import pytest
 import torch
 from fairseq.data import Dictionary
@@ -136,3 +137,21 @@ def test_model_registers_options_as_flags():
     args = parser.parse_args(["--mask-layers", "0", "--share-mask-strengths"])
     options = SyntaxMaskTransformerModel.options_from_args(args)
     assert options.mask_layers == "0" and options.share_mask_strengths and options.mask_relations == "all"
+
+
+def test_analysis_strengths_ranges_and_sentence_masks():
+    from fairseq_syntax import trees
+    from fairseq_syntax.analysis.mask_strengths import mask_strengths, sentence_masks, strength_ranges
+
+    syntax, *_ = make_encoders()
+    with torch.no_grad():
+        syntax.layers[1].self_attn.strengths[1] = torch.arange(9, dtype=torch.float) / 4  # head 2 of layer 1
+    strengths = mask_strengths(syntax)
+    assert strengths.shape == (2, 2, 9)
+    row = strength_ranges(strengths)[3]  # layer 1, head 2
+    assert (row["layer"], row["head"], row["min"], row["max"], row["range"]) == (1, 1, 0.0, 2.0, 2.0)
+    masks, tokens = sentence_masks(syntax, trees.parse_tree("(S (NP He) (VP is))"), layer=1)
+    assert tokens == ["(S", "(NP", "He", "(VP", "is"]
+    # head 2: query (S to key He is ANC (id 5): -exp(5/4); head 1 keeps strength 0: -1 everywhere
+    assert masks[1, 0, 2] == pytest.approx(-np.exp(5 / 4), rel=1e-6)
+    assert np.allclose(masks[0], -1.0)

@@ -2,6 +2,11 @@
 
 * ``ldd-attention``: the 16 label-group heads of a ``transformer_ldd`` model's first encoder layer for one source
   sentence of a data directory (Pu & Sima'an 2022, Figures 5-6); see :mod:`fairseq_syntax.analysis.ldd_attention`.
+* ``mask-strengths``: a ``transformer_syntax_mask`` model's strengths per layer, head and relation (McDonald &
+  Chiang 2021, Figure 3), their min/max/range per head as text (Figure 4), and with ``--tree`` the summed mask of
+  each head for that sentence (Figure 2); see :mod:`fairseq_syntax.analysis.mask_strengths`.
+* ``constituent-prior``: a Tree Transformer's constituent prior of every layer for one sentence (Wang, Lee & Chen
+  2019, Figure 5); see :mod:`fairseq_syntax.analysis.constituent_prior`.
 """
 import argparse
 import logging
@@ -21,6 +26,39 @@ def ldd_attention(args) -> None:
     logger.info(f"wrote {args.output}: LDD-layer attention of {args.split} sentence {args.index}: {' '.join(tokens)}")
 
 
+def mask_strengths(args) -> None:
+    from fairseq_syntax import structure, trees
+    from fairseq_syntax.analysis.heatmaps import plot_heatmap_grid
+    from fairseq_syntax.analysis.mask_strengths import mask_strengths, sentence_masks, strength_ranges
+    from fairseq_syntax.evaluation.model_inputs import load_model
+
+    model, task = load_model(args.checkpoint, args.data)
+    strengths = mask_strengths(model)  # L x H x 9
+    layers = model.encoder.masked_layers
+    plot_heatmap_grid(strengths, [f"layer {layer}" for layer in layers],
+                      [f"head {h + 1}" for h in range(strengths.shape[1])], structure.RELATION_NAMES,
+                      f"{args.output}.strengths.png", cmap="coolwarm")
+    print("layer head      min      max    range")
+    for row in strength_ranges(strengths):
+        print(f"{layers[row['layer']]:5d} {row['head'] + 1:4d} {row['min']:8.3f} {row['max']:8.3f} {row['range']:8.3f}")
+    if args.tree:
+        preterminals = getattr(task, "meta", {}).get("preterminals", "keep")
+        masks, tokens = sentence_masks(model, trees.parse_tree(args.tree, source="--tree"), args.layer, preterminals)
+        plot_heatmap_grid(masks, [f"head {h + 1}" for h in range(masks.shape[0])], tokens, tokens,
+                          f"{args.output}.sentence.png")
+    logger.info(f"wrote {args.output}.strengths.png" + (f" and {args.output}.sentence.png" if args.tree else ""))
+
+
+def constituent_prior(args) -> None:
+    from fairseq_syntax.analysis.constituent_prior import plot_constituent_priors, sentence_priors
+    from fairseq_syntax.evaluation.model_inputs import load_model
+
+    model, task = load_model(args.checkpoint, args.data)
+    words = args.sentence.split()
+    plot_constituent_priors(sentence_priors(model, task, words), words, args.output, layers=args.layers)
+    logger.info(f"wrote {args.output}")
+
+
 def get_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fairseq-syntax-plot", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -33,11 +71,28 @@ def get_parser() -> argparse.ArgumentParser:
                      help="comma-separated heads to draw, 1..16 (default all)")
     ldd.add_argument("--output", required=True, help="PNG file")
     ldd.set_defaults(run=ldd_attention)
+
+    mask = commands.add_parser("mask-strengths", help="strengths of a transformer_syntax_mask checkpoint")
+    mask.add_argument("checkpoint")
+    mask.add_argument("--data", help="data directory (default: the one it was trained on)")
+    mask.add_argument("--tree", help="a bracketed tree (word level) whose summed masks to draw, one panel a head")
+    mask.add_argument("--layer", type=int, default=0, help="encoder layer of the summed masks (default 0)")
+    mask.add_argument("--output", required=True, help="prefix: writes PREFIX.strengths.png [PREFIX.sentence.png]")
+    mask.set_defaults(run=mask_strengths)
+
+    prior = commands.add_parser("constituent-prior", help="per-layer constituent priors of a Tree Transformer")
+    prior.add_argument("checkpoint")
+    prior.add_argument("sentence", help="the words of one sentence, space-separated")
+    prior.add_argument("--data", help="data directory (default: the one it was trained on)")
+    prior.add_argument("--layers", type=lambda s: [int(x) for x in s.split(",")], help="layers to draw (default all)")
+    prior.add_argument("--output", required=True, help="PNG file")
+    prior.set_defaults(run=constituent_prior)
     return parser
 
 
 def main(argv: Optional[List[str]] = None) -> None:
     logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO)
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
     args = get_parser().parse_args(argv)
     args.run(args)
 

@@ -1,0 +1,115 @@
+"""Raw English text for masked-LM training of a Tree Transformer, and the PTB sample's words for evaluation.
+
+    python3 examples/ptb_induction/make_corpus.py --data /work/shared/data --out DIR
+
+Writes to DIR:
+* ``train.txt``: Multi30k train.en + UD EWT train + SST train, one sentence per line;
+* ``valid.txt``: Multi30k val.en + UD EWT dev + SST dev;
+* ``ptb.txt``: the words of every tree of ``ptb-sample/wsj_0001-0159.mrg.gz`` that count in the grammar-induction
+  F1 convention (``fairseq_syntax.evaluation.parseval``), aligned line by line with the trees;
+* ``corpus_stats.json``: sentences and words per source.
+
+Only words are used, never trees: from SST the leaves of its (sentiment) trees, from UD EWT the word forms.
+Every sentence is written the way the PTB evaluation sentences are (ON-LSTM's preprocessing, which the paper's
+evaluation follows): punctuation removed, lowercased, digit runs replaced by ``N``. Punctuation is removed by POS
+tag where there is one (UD EWT's PTB tags, the PTB), else by form (Multi30k after Treebank tokenization, SST):
+tokens without a letter or digit, except ``%`` and ``&`` (which the PTB tags NN and CC), and bracket escapes.
+Sentences left without words are not written; their number is in the stats.
+"""
+import argparse
+import gzip
+import json
+import os
+import re
+from typing import Iterator, List
+
+from nltk.tokenize import TreebankWordTokenizer
+
+from fairseq_syntax.evaluation.parseval import WORD_TAGS, gold_sentence
+from fairseq_syntax.trees import read_ptb, read_trees
+
+BRACKET_ESCAPES = {"-LRB-", "-RRB-", "-LCB-", "-RCB-", "-LSB-", "-RSB-"}
+WORD_SYMBOLS = {"%", "&"}
+DIGITS = re.compile(r"[0-9]+")
+
+
+def normalise(words: List[str]) -> List[str]:
+    return [DIGITS.sub("N", word.lower()) for word in words]
+
+
+def is_word(token: str) -> bool:
+    """Whether an untagged token is a word rather than punctuation."""
+    return token not in BRACKET_ESCAPES and (any(c.isalnum() for c in token) or token in WORD_SYMBOLS)
+
+
+def multi30k(path: str) -> Iterator[List[str]]:
+    tokenizer = TreebankWordTokenizer()
+    with gzip.open(path, "rt", encoding="utf-8") as lines:
+        for line in lines:
+            yield [token for token in tokenizer.tokenize(line.strip()) if is_word(token)]
+
+
+def ud_ewt(path: str) -> Iterator[List[str]]:
+    words: List[str] = []
+    with gzip.open(path, "rt", encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            line = line.rstrip("\n")
+            if not line:
+                yield words
+                words = []
+            elif not line.startswith("#"):
+                columns = line.split("\t")
+                if len(columns) != 10:
+                    raise ValueError(f"{path}:{number}: {len(columns)} columns, CoNLL-U has 10")
+                if columns[0].isdigit() and columns[4] in WORD_TAGS:  # not a multiword range or empty node
+                    words.append(columns[1])
+    if words:
+        raise ValueError(f"{path}: the last sentence is not followed by a blank line")
+
+
+def sst(path: str) -> Iterator[List[str]]:
+    for tree in read_trees(path):
+        yield [token for token in tree.leaves() if is_word(token)]
+
+
+def write(sentences, path: str, stats: dict, name: str) -> None:
+    written = empty = words = 0
+    with open(path, "a", encoding="utf-8") as out:
+        for sentence in sentences:
+            if not sentence:
+                empty += 1
+                continue
+            out.write(" ".join(normalise(sentence)) + "\n")
+            written += 1
+            words += len(sentence)
+    stats[name] = {"sentences": written, "words": words, "sentences_without_words": empty}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", required=True, help="the shared data folder (multi30k/, ud-ewt/, sst/, ptb-sample/)")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    for name in ("train.txt", "valid.txt", "ptb.txt"):
+        open(os.path.join(args.out, name), "w").close()
+    data = lambda *parts: os.path.join(args.data, *parts)  # noqa: E731
+    stats: dict = {}
+    train, valid = os.path.join(args.out, "train.txt"), os.path.join(args.out, "valid.txt")
+    write(multi30k(data("multi30k", "train.en.gz")), train, stats, "train/multi30k")
+    write(ud_ewt(data("ud-ewt", "en_ewt-ud-train.conllu.gz")), train, stats, "train/ud-ewt")
+    write(sst(data("sst", "train.txt.gz")), train, stats, "train/sst")
+    write(multi30k(data("multi30k", "val.en.gz")), valid, stats, "valid/multi30k")
+    write(ud_ewt(data("ud-ewt", "en_ewt-ud-dev.conllu.gz")), valid, stats, "valid/ud-ewt")
+    write(sst(data("sst", "dev.txt.gz")), valid, stats, "valid/sst")
+    gold = [list(gold_sentence(tree).words) for tree in read_ptb(data("ptb-sample", "wsj_0001-0159.mrg.gz"))]
+    if not all(gold):
+        raise ValueError("a PTB tree has no word that counts; the evaluation needs one line per tree")
+    write(gold, os.path.join(args.out, "ptb.txt"), stats, "eval/ptb-sample")
+    with open(os.path.join(args.out, "corpus_stats.json"), "w", encoding="utf-8") as out:
+        json.dump(stats, out, indent=2)
+    print(json.dumps(stats, indent=2))
+
+
+if __name__ == "__main__":
+    main()

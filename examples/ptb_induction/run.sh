@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Tree Transformer (Wang, Lee & Chen 2019) trained as a masked LM on raw English text (Multi30k train.en, the
+# words of UD EWT train and SST train; never their trees), then: grammar induction (Algorithm 1) scored against
+# the PTB sample wsj_0001-0159 (all sentences and those of <= 10 words), and masked-word perplexity (section 7.5)
+# on the same sentences against a plain Transformer encoder (roberta_prenorm) of the same size, trained the same way.
+#
+#   examples/ptb_induction/run.sh [DATA_DIR]      # DATA_DIR defaults to /work/shared/data (see its SOURCES.md)
+#
+# Environment: UPDATES (training updates per model, default 450), CPU only, one thread per process.
+# Outputs: examples/ptb_induction/work/ (corpus, binarized data, checkpoints, induced trees),
+#          examples/ptb_induction/logs/ (every command's log and JSON scores), RESULTS.md (from the logs).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+DATA=${1:-/work/shared/data}
+WORK=$HERE/work
+LOGS=$HERE/logs
+UPDATES=${UPDATES:-450}
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1  # torch.set_num_threads(1) for fairseq's own commands
+export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
+mkdir -p "$WORK" "$LOGS"
+
+# run LOG COMMAND...: writes the command as the log's first line, then its output
+run() {
+  local log=$1
+  shift
+  echo "# command: $*" > "$log"
+  nice -n 10 "$@" >> "$log" 2>&1
+}
+
+run "$LOGS/make_corpus.log" python3 "$HERE/make_corpus.py" --data "$DATA" --out "$WORK/corpus"
+rm -rf "$WORK/bin"
+run "$LOGS/preprocess.log" fairseq-preprocess --only-source --trainpref "$WORK/corpus/train.txt" \
+  --validpref "$WORK/corpus/valid.txt" --testpref "$WORK/corpus/ptb.txt" --destdir "$WORK/bin" \
+  --thresholdsrc 3 --workers 1
+
+LAYERS=6
+SIZE=(--encoder-layers "$LAYERS" --encoder-embed-dim 128 --encoder-ffn-embed-dim 512 --encoder-attention-heads 4)
+TRAINING=(--task sentence_masked_lm --criterion masked_lm --tokens-per-sample 256
+  --optimizer adam --adam-betas "(0.9,0.98)" --lr 1e-3 --lr-scheduler inverse_sqrt --warmup-updates 100
+  --clip-norm 1.0 --dropout 0.1 --attention-dropout 0.1 --max-tokens 4096 --max-update "$UPDATES"
+  --cpu --seed 1 --log-format simple --log-interval 25 --no-epoch-checkpoints)
+for arch in tree_transformer_lm roberta_prenorm; do
+  rm -rf "$WORK/checkpoints/$arch"
+  run "$LOGS/train_$arch.log" fairseq-train "$WORK/bin" --user-dir "$ROOT/fairseq_syntax" --arch "$arch" \
+    "${SIZE[@]}" "${TRAINING[@]}" --save-dir "$WORK/checkpoints/$arch"
+done
+
+TREE_CKPT=$WORK/checkpoints/tree_transformer_lm/checkpoint_best.pt
+GOLD=$DATA/ptb-sample/wsj_0001-0159.mrg.gz
+run "$LOGS/induce_paper.log" python3 -m fairseq_syntax.cli.induce "$TREE_CKPT" --input "$WORK/corpus/ptb.txt" \
+  --gold "$GOLD" --min-layer 2 --threshold 0.8 --output "$WORK/induced_paper.txt" --json "$LOGS/induce_paper.json"
+run "$LOGS/induce_released.log" python3 -m fairseq_syntax.cli.induce "$TREE_CKPT" --input "$WORK/corpus/ptb.txt" \
+  --gold "$GOLD" --min-layer 2 --threshold 0.8 --descend-above 0.7 --output "$WORK/induced_released.txt" \
+  --json "$LOGS/induce_released.json"
+# the paper's Figure 4: Algorithm 1 with other minimum layers, and top-down greedy parsing from one layer alone
+for m in 1 3; do
+  run "$LOGS/induce_min$m.log" python3 -m fairseq_syntax.cli.induce "$TREE_CKPT" --input "$WORK/corpus/ptb.txt" \
+    --gold "$GOLD" --min-layer "$m" --threshold 0.8 --json "$LOGS/induce_min$m.json"
+done
+for layer in $(seq 0 $((LAYERS - 1))); do
+  run "$LOGS/induce_layer$layer.log" python3 -m fairseq_syntax.cli.induce "$TREE_CKPT" --input "$WORK/corpus/ptb.txt" \
+    --gold "$GOLD" --layer "$layer" --json "$LOGS/induce_layer$layer.json"
+done
+for arch in tree_transformer_lm roberta_prenorm; do
+  run "$LOGS/perplexity_$arch.log" python3 -m fairseq_syntax.evaluation.masked_lm \
+    "$WORK/checkpoints/$arch/checkpoint_best.pt" --input "$WORK/corpus/ptb.txt" --json "$LOGS/perplexity_$arch.json"
+done
+
+python3 "$HERE/make_results.py" --logs "$LOGS" --out "$HERE/RESULTS.md"

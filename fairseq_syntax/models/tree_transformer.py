@@ -1,0 +1,135 @@
+"""Tree Transformer (Wang, Lee & Chen 2019): an encoder whose every layer uses constituent attention.
+
+* ``TreeTransformerEncoder``: the shared syntax encoder with
+  :class:`~fairseq_syntax.modules.constituent_attention.ConstituentAttention` in every layer. It needs no side
+  inputs: the tree is induced from the text. Its output dict also holds ``link_probabilities``, a list of one
+  ``B x (T-1)`` tensor per layer (``a^l`` of section 5, the input of Algorithm 1).
+* ``tree_transformer_lm``: encoder-only masked language model (the paper's training, BERT masking), fairseq's
+  ``roberta`` model with this encoder; train it with fairseq's own ``--task masked_lm --criterion masked_lm``.
+  Archs ``tree_transformer_lm`` (the paper's L=10, d_model 512, 8 heads, FFN 2048, dropout 0.1) and
+  ``tree_transformer_lm_tiny``; both are ``roberta_prenorm`` otherwise (pre-norm layers like the authors' code),
+  so ``--arch roberta_prenorm`` with the same sizes is the plain Transformer encoder to compare with.
+* ``transformer_constituent``: the same encoder in fairseq's encoder-decoder ``transformer`` for translation, on
+  plain source text. Archs ``transformer_constituent`` and ``transformer_constituent_tiny``.
+"""
+from typing import Dict, List, Optional
+
+import torch
+from fairseq.models import register_model, register_model_architecture
+from fairseq.models.roberta.model import RobertaEncoder, RobertaModel, roberta_prenorm_architecture
+from fairseq.models.transformer import TransformerConfig
+from fairseq.models.transformer.transformer_legacy import base_architecture, tiny_architecture
+from fairseq.utils import safe_getattr, safe_hasattr
+from torch import Tensor, nn
+
+from fairseq_syntax.models.syntax_encoder import SyntaxTransformerEncoder
+from fairseq_syntax.models.syntax_model import SyntaxTransformerModel
+from fairseq_syntax.modules.constituent_attention import LINK_HISTORY, ConstituentAttention
+from fairseq_syntax.modules.structured_attention import Structure
+
+
+class TreeTransformerEncoder(SyntaxTransformerEncoder):
+    def build_self_attention(self, layer_index: int, embed_dim: int, num_heads: int, dropout: float) -> nn.Module:
+        return ConstituentAttention(embed_dim, num_heads, dropout=dropout)
+
+    def build_structure(self, src_tokens: Tensor, side_inputs: Dict[str, Tensor]) -> Structure:
+        return {LINK_HISTORY: side_inputs[LINK_HISTORY]}
+
+    def forward(
+        self,
+        src_tokens: Tensor,
+        src_lengths: Optional[Tensor] = None,
+        return_all_hiddens: bool = False,
+        token_embeddings: Optional[Tensor] = None,
+        return_attention: bool = False,
+        **side_inputs: Tensor,
+    ) -> Dict[str, List[Tensor]]:
+        # The layers append their links to this list (see ConstituentAttention); it goes through the base class's
+        # forward the way side inputs do, into the structure dict every layer receives.
+        link_history: List[Tensor] = []
+        side_inputs[LINK_HISTORY] = link_history
+        out = super().forward(src_tokens, src_lengths, return_all_hiddens, token_embeddings, return_attention,
+                              **side_inputs)
+        out["link_probabilities"] = link_history  # List[B x (T-1)], one per layer
+        return out
+
+    @torch.no_grad()
+    def link_probabilities(self, src_tokens: Tensor) -> Tensor:
+        """``L x B x (T-1)`` link probabilities of every layer for a batch of (padded) token ids ``B x T``, without
+        gradients (call ``eval()`` first for the deterministic values)."""
+        return torch.stack(self.forward(src_tokens)["link_probabilities"])
+
+
+def tree_encoder(model: nn.Module) -> TreeTransformerEncoder:
+    """The Tree Transformer encoder of a ``tree_transformer_lm`` or ``transformer_constituent`` model."""
+    encoder = getattr(model, "encoder", None)
+    encoder = getattr(encoder, "sentence_encoder", encoder)  # the roberta wrapper keeps it one level down
+    if not isinstance(encoder, TreeTransformerEncoder):
+        raise ValueError(
+            f"{type(model).__name__} has no Tree Transformer encoder: use a checkpoint of --arch "
+            "tree_transformer_lm* or transformer_constituent*"
+        )
+    return encoder
+
+
+# ------------------------------------------------------------------------------------------ masked language model
+
+
+class TreeTransformerLMEncoder(RobertaEncoder):
+    """RoBERTa's embeddings + LM head around a :class:`TreeTransformerEncoder`."""
+
+    def build_encoder(self, args, dictionary, embed_tokens):
+        return TreeTransformerEncoder(TransformerConfig.from_namespace(args), None, dictionary, embed_tokens)
+
+
+@register_model("tree_transformer_lm")
+class TreeTransformerLMModel(RobertaModel):
+    @classmethod
+    def build_model(cls, args, task):
+        from omegaconf import OmegaConf
+
+        if OmegaConf.is_config(args):
+            OmegaConf.set_struct(args, False)
+        tree_transformer_lm_architecture(args)
+        if not safe_hasattr(args, "max_positions"):
+            args.max_positions = safe_getattr(args, "tokens_per_sample", task.max_positions())
+        encoder = TreeTransformerLMEncoder(args, task.source_dictionary)
+        if OmegaConf.is_config(args):
+            OmegaConf.set_struct(args, True)
+        return cls(args, encoder)
+
+
+@register_model_architecture("tree_transformer_lm", "tree_transformer_lm")
+def tree_transformer_lm_architecture(args):
+    args.encoder_layers = safe_getattr(args, "encoder_layers", 10)
+    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 512)
+    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 2048)
+    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 8)
+    roberta_prenorm_architecture(args)
+
+
+@register_model_architecture("tree_transformer_lm", "tree_transformer_lm_tiny")
+def tree_transformer_lm_tiny_architecture(args):
+    args.encoder_layers = safe_getattr(args, "encoder_layers", 3)
+    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 32)
+    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 64)
+    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 2)
+    tree_transformer_lm_architecture(args)
+
+
+# ------------------------------------------------------------------------------------------ translation
+
+
+@register_model("transformer_constituent")
+class ConstituentTransformerModel(SyntaxTransformerModel):
+    encoder_class = TreeTransformerEncoder
+
+
+@register_model_architecture("transformer_constituent", "transformer_constituent")
+def transformer_constituent_architecture(args):
+    base_architecture(args)
+
+
+@register_model_architecture("transformer_constituent", "transformer_constituent_tiny")
+def transformer_constituent_tiny_architecture(args):
+    tiny_architecture(args)
