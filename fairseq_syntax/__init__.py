@@ -7,4 +7,4 @@ from fairseq_syntax import checkpoints
 
 checkpoints.allow_fairseq_checkpoints()
 
-from fairseq_syntax import models, tasks  # noqa: E402,F401  (registers with fairseq)
+from fairseq_syntax import criterions, models, tasks  # noqa: E402,F401  (registers with fairseq)

@@ -99,3 +99,10 @@ def test_plot_mask_strengths_of_a_checkpoint(mask_checkpoint, tmp_path):
     assert out.splitlines()[0].split() == ["layer", "head", "min", "max", "range"]
     assert len(out.splitlines()) == 1 + 2 * 2  # transformer_syntax_mask_tiny: 2 layers x 2 heads
     assert (tmp_path / "m.strengths.png").stat().st_size > 0 and (tmp_path / "m.sentence.png").stat().st_size > 0
+
+
+def test_plot_cross_attention_share_over_the_test_set(mask_checkpoint):
+    out = run(["fairseq-syntax-plot", "cross-attention-share", mask_checkpoint]).stdout
+    shares = [float(x) for x in re.findall(r"(?:nodes|leaves|EOS) ([\d.]+)%", out.splitlines()[0])]
+    assert len(shares) == 3 and sum(shares) == pytest.approx(100.0, abs=0.2)
+    assert len(out.splitlines()[1].split("%")) == 3  # two decoder layers in the tiny arch

@@ -5,6 +5,8 @@
 * ``mask-strengths``: a ``transformer_syntax_mask`` model's strengths per layer, head and relation (McDonald &
   Chiang 2021, Figure 3), their min/max/range per head as text (Figure 4), and with ``--tree`` the summed mask of
   each head for that sentence (Figure 2); see :mod:`fairseq_syntax.analysis.mask_strengths`.
+* ``cross-attention-share``: the share of the decoder's cross-attention on source nodes vs leaves over a test set
+  (Nguyen et al. 2020, Table 4); see :mod:`fairseq_syntax.analysis.cross_attention_share`. Prints a table.
 * ``constituent-prior``: a Tree Transformer's constituent prior of every layer for one sentence (Wang, Lee & Chen
   2019, Figure 5); see :mod:`fairseq_syntax.analysis.constituent_prior`.
 """
@@ -59,6 +61,22 @@ def constituent_prior(args) -> None:
     logger.info(f"wrote {args.output}")
 
 
+def cross_attention_share(args) -> None:
+    from fairseq_syntax.analysis.cross_attention_share import cross_attention_share as share
+    from fairseq_syntax.evaluation.model_inputs import load_model
+
+    model, task = load_model(args.checkpoint, args.data)
+    task.requested_side_inputs.add("src_parents")
+    task.load_dataset(args.split)
+    batches = task.get_batch_iterator(task.dataset(args.split), max_tokens=args.max_tokens).next_epoch_itr(
+        shuffle=False)
+    result = share(model, batches)
+    print(f"{args.split}: {result.target_tokens} target tokens; cross-attention on nodes {100 * result.node_share:.1f}%"
+          f", leaves {100 * result.leaf_share:.1f}%, EOS {100 * result.eos_share:.1f}%; nodes are "
+          f"{100 * result.node_fraction:.1f}% of the source positions")
+    print("per decoder layer, share on nodes: " + " ".join(f"{100 * s:.1f}%" for s in result.layer_node_shares))
+
+
 def get_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fairseq-syntax-plot", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -79,6 +97,13 @@ def get_parser() -> argparse.ArgumentParser:
     mask.add_argument("--layer", type=int, default=0, help="encoder layer of the summed masks (default 0)")
     mask.add_argument("--output", required=True, help="prefix: writes PREFIX.strengths.png [PREFIX.sentence.png]")
     mask.set_defaults(run=mask_strengths)
+
+    cross = commands.add_parser("cross-attention-share", help="cross-attention on source nodes vs leaves")
+    cross.add_argument("checkpoint")
+    cross.add_argument("--data", help="a --form preorder data directory (default: the one it was trained on)")
+    cross.add_argument("--split", default="test")
+    cross.add_argument("--max-tokens", type=int, default=4096)
+    cross.set_defaults(run=cross_attention_share)
 
     prior = commands.add_parser("constituent-prior", help="per-layer constituent priors of a Tree Transformer")
     prior.add_argument("checkpoint")

@@ -1,2 +1,2 @@
 """Registered tasks; fairseq's --user-dir also imports every module here, under these same names."""
-from fairseq_syntax.tasks import sentence_masked_lm, syntax_translation  # noqa: F401
+from fairseq_syntax.tasks import sentence_masked_lm, syntax_translation, tree_classification  # noqa: F401

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Stanford Sentiment Treebank (SST-5 and SST-2): the tiny hierarchical-accumulation classifier of Nguyen et al.
+# (2020, paper 004, Section 5.2: 2 layers, d = 64, 4 heads) against a plain Transformer classifier of the same size.
+#
+# Usage: examples/sst/run.sh [SST_DIR]    (SST_DIR holds train.txt(.gz) and dev.txt(.gz); default: the shared copy)
+#
+# Every run trains on CPU for at most --max-update updates or STOP_HOURS hours, one thread, niced, and logs to
+# examples/sst/logs/NAME.log; a run whose log says it finished is skipped. RESULTS.md is then written from the logs
+# by results.py. Settings follow the paper's Appendix 7.4 (Adam, lr 7e-4, dropout 0.5, 2048-token batches) except
+# the length of training: the paper trains 15k updates with 8000 warm-up updates, which is hours on this CPU.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+SST=${1:-/work/shared/data/sst}
+WORK=$HERE/work
+LOGS=$HERE/logs
+MAX_UPDATE=${MAX_UPDATE:-3000}
+STOP_HOURS=${STOP_HOURS:-0.22}
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+
+mkdir -p "$WORK" "$LOGS"
+[ -f "$WORK/data/sst2/dict.txt" ] || python3 "$HERE/prepare.py" --sst "$SST" --out "$WORK/data"
+
+COMMON=(
+  --user-dir "$ROOT/fairseq_syntax" --task tree_classification --criterion tree_cross_entropy --cpu
+  --optimizer adam --adam-betas "(0.9, 0.98)" --lr 7e-4 --lr-scheduler inverse_sqrt --warmup-updates 1000
+  --dropout 0.5 --max-tokens 2048 --max-update "$MAX_UPDATE" --stop-time-hours "$STOP_HOURS"
+  --no-save --log-format simple --log-interval 100 --seed 1 --num-workers 0
+)
+TRANSFORMER=(--arch transformer_classifier_tiny --input-form sequence --classifier-pooling mean)
+HIER=(--arch transformer_hier_accum_classifier_tiny --input-form preorder --preterminals drop --classifier-pooling first)
+
+run() {  # run NAME DATASET ARGS...
+  local name=$1 dataset=$2
+  shift 2
+  local log="$LOGS/$name.log"
+  if [ -f "$log" ] && grep -q "done training" "$log"; then
+    echo "$name: done already ($log)"
+    return
+  fi
+  echo "$name: training, log in $log"
+  nice -n 10 fairseq-train "$WORK/data/$dataset" "${COMMON[@]}" "$@" > "$log" 2>&1
+}
+
+run sst5.transformer sst5 "${TRANSFORMER[@]}"
+run sst5.hier sst5 "${HIER[@]}"
+run sst5.hier-nodes sst5 "${HIER[@]}" --node-labels
+run sst5.hier-nodes-no-hier-embed sst5 "${HIER[@]}" --node-labels --no-hier-embed
+run sst5.hier-nodes-no-subtree-mask sst5 "${HIER[@]}" --node-labels --no-subtree-mask
+run sst2.transformer sst2 "${TRANSFORMER[@]}"
+run sst2.hier sst2 "${HIER[@]}"
+run sst2.hier-nodes sst2 "${HIER[@]}" --node-labels
+
+python3 "$HERE/results.py" "$LOGS" > "$HERE/RESULTS.md"
+echo "wrote $HERE/RESULTS.md"

@@ -1,0 +1,199 @@
+"""``transformer_hier_accum``: Nguyen et al. (2020), "Tree-structured attention with hierarchical accumulation"
+(paper 004), Section 4.4: fairseq's Transformer with tree-based encoder self-attention (eqs. 12-20) and decoder
+cross-attention (eqs. 21-24).
+
+Input: the preorder form of the source tree (``fairseq-syntax-preprocess --form preorder``), one token per leaf
+(subword) and per nonterminal node, and the side input ``src_parents`` ``B x T``. Nguyen et al. drop POS nodes
+except over BPE-split words (their footnote 2 and Appendix 7.4): that is ``--preterminals split``. fairseq's EOS is
+a leaf of its own (a second root), so node queries never see it and leaf queries do.
+
+* Encoder: every layer's self-attention is :class:`~fairseq_syntax.modules.hierarchical_accumulation.
+  HierarchicalSelfAttention`; leaves and nodes share the LayerNorms and FFN (they are positions of one sequence).
+  Only the leaves get positional embeddings, numbered left to right (the paper's footnote 4).
+* Decoder: fairseq's decoder whose cross-attention is :class:`~fairseq_syntax.modules.hierarchical_cross_attention.
+  HierarchicalCrossAttention`. The encoder output carries ``src_parents`` (reordered with the beams); the decoder
+  builds the source structure once per forward, and under incremental decoding only at the first step.
+* Ablations (paper Table 3): ``--no-hier-embed`` (encoder and decoder), ``--no-subtree-mask`` (encoder).
+"""
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Optional
+
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.distributed import fsdp_wrap
+from fairseq.models import register_model, register_model_architecture
+from fairseq.models.transformer import TransformerConfig, TransformerDecoderBase
+from fairseq.models.transformer.transformer_legacy import base_architecture, tiny_architecture
+from fairseq.modules.checkpoint_activations import checkpoint_wrapper
+from fairseq.modules.transformer_layer import TransformerDecoderLayerBase
+from torch import Tensor
+
+from fairseq_syntax import structure as st
+from fairseq_syntax.models.syntax_encoder import SyntaxTransformerEncoder
+from fairseq_syntax.models.syntax_model import SyntaxTransformerModel
+from fairseq_syntax.models.tree_classifier import register_classifier
+from fairseq_syntax.modules.hierarchical_accumulation import (
+    AVERAGES,
+    HierarchicalSelfAttention,
+    accumulation_structure,
+)
+from fairseq_syntax.modules.hierarchical_cross_attention import HierarchicalCrossAttention
+
+
+@dataclass
+class HierAccumOptions(FairseqDataclass):
+    no_hier_embed: bool = field(
+        default=False, metadata={"help": "ablation -HierEmb (paper 004, Table 3): no hierarchical embeddings"}
+    )
+    no_subtree_mask: bool = field(
+        default=False,
+        metadata={"help": "ablation -SubMask (paper 004, Table 3): every encoder query attends to all leaves and "
+                  "nodes"},
+    )
+    hier_embed_size: int = field(
+        default=100,
+        metadata={"help": "|E|, rows of the vertical and of the horizontal embedding table (paper 004, Appendix 7.4); "
+                  "larger indices share the last row"},
+    )
+    cumulative_average: ChoiceEnum(AVERAGES) = field(
+        default="paper",
+        metadata={"help": "upward cumulative average over a branch from node i to leaf j: 'paper' divides by its "
+                  "nodes + the leaf (eq. 6), 'official' by its nodes only, as the authors' public code does"},
+    )
+
+    def embedding_size(self) -> int:
+        return 0 if self.no_hier_embed else self.hier_embed_size
+
+
+class HierAccumEncoder(SyntaxTransformerEncoder):
+    side_inputs = ("src_parents",)
+
+    def __init__(self, cfg, options: HierAccumOptions, dictionary, embed_tokens):
+        super().__init__(cfg, options, dictionary, embed_tokens)
+        # fairseq would number every position; here only leaves get positions (see forward)
+        self.leaf_positions, self.embed_positions = self.embed_positions, None
+
+    def build_self_attention(self, layer_index, embed_dim, num_heads, dropout):
+        return HierarchicalSelfAttention(embed_dim, num_heads, dropout, self.options.embedding_size())
+
+    def build_structure(self, src_tokens, side_inputs):
+        return accumulation_structure(
+            side_inputs["src_parents"],
+            self.options.embedding_size(),
+            self.options.cumulative_average,
+            subtree_mask=not self.options.no_subtree_mask,
+        )
+
+    def forward(
+        self,
+        src_tokens: Tensor,
+        src_lengths: Optional[Tensor] = None,
+        return_all_hiddens: bool = False,
+        token_embeddings: Optional[Tensor] = None,
+        return_attention: bool = False,
+        **side_inputs: Tensor,
+    ):
+        """fairseq's encoder forward; the output also holds ``src_parents`` for the decoder's cross-attention.
+
+        ``encoder_embedding`` then includes the leaf positional embeddings.
+        """
+        parents = side_inputs.get("src_parents")
+        if parents is not None and self.leaf_positions is not None:
+            if token_embeddings is None:
+                token_embeddings = self.embed_tokens(src_tokens)
+            # the positional module numbers non-padding tokens, so nodes are passed as padding (zero embedding);
+            # forward_embedding multiplies token embeddings by embed_scale, hence the division
+            leaves_only = src_tokens.masked_fill(~st.is_leaf(parents), self.padding_idx)
+            token_embeddings = token_embeddings + self.leaf_positions(leaves_only) / self.embed_scale
+        out = super().forward(
+            src_tokens, src_lengths, return_all_hiddens, token_embeddings, return_attention, **side_inputs
+        )
+        out["src_parents"] = [parents]
+        return out
+
+    def reorder_encoder_out(self, encoder_out, new_order):
+        reordered = super().reorder_encoder_out(encoder_out, new_order)
+        reordered["src_parents"] = [parents.index_select(0, new_order) for parents in encoder_out["src_parents"]]
+        return reordered
+
+
+class HierAccumDecoderLayer(TransformerDecoderLayerBase):
+    """fairseq's decoder layer with :class:`HierarchicalCrossAttention` as ``encoder_attn``."""
+
+    def __init__(self, cfg, options: HierAccumOptions, no_encoder_attn: bool = False):
+        self.options = options  # read by build_encoder_attention, which fairseq's __init__ calls
+        super().__init__(cfg, no_encoder_attn)
+
+    def build_encoder_attention(self, embed_dim, cfg):
+        if cfg.encoder.embed_dim != embed_dim:
+            raise ValueError(
+                f"transformer_hier_accum needs equal encoder and decoder dimensions, got {cfg.encoder.embed_dim} "
+                f"and {embed_dim}"
+            )
+        return HierarchicalCrossAttention(
+            embed_dim, cfg.decoder.attention_heads, cfg.attention_dropout, self.options.embedding_size()
+        )
+
+
+class HierAccumDecoder(TransformerDecoderBase):
+    def __init__(self, cfg, options: HierAccumOptions, dictionary, embed_tokens, no_encoder_attn=False):
+        self.options = options
+        super().__init__(cfg, dictionary, embed_tokens, no_encoder_attn=no_encoder_attn)
+
+    def build_decoder_layer(self, cfg, no_encoder_attn=False):
+        layer = HierAccumDecoderLayer(cfg, self.options, no_encoder_attn)
+        if cfg.checkpoint_activations:
+            layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
+        return fsdp_wrap(layer, min_num_params=0 if cfg.checkpoint_activations else cfg.min_params_to_wrap)
+
+    def extract_features(self, prev_output_tokens, encoder_out, incremental_state=None, **kwargs):
+        cross_attentions = [layer.encoder_attn for layer in self.layers if layer.encoder_attn is not None]
+        needs_source = encoder_out is not None and any(
+            not attention.has_cached_source(incremental_state) for attention in cross_attentions
+        )
+        structure = None
+        if needs_source:
+            structure = accumulation_structure(
+                encoder_out["src_parents"][0], self.options.embedding_size(), self.options.cumulative_average
+            )
+        with _source_structure(cross_attentions, structure):
+            return super().extract_features(prev_output_tokens, encoder_out, incremental_state, **kwargs)
+
+
+@contextmanager
+def _source_structure(cross_attentions, structure):
+    """fairseq's decoder layers pass only the encoder states to ``encoder_attn``: hand them the tree for one call."""
+    for attention in cross_attentions:
+        attention.source_structure = structure
+    try:
+        yield
+    finally:
+        for attention in cross_attentions:
+            attention.source_structure = None
+
+
+@register_model("transformer_hier_accum")
+class HierAccumTransformerModel(SyntaxTransformerModel):
+    encoder_class = HierAccumEncoder
+    options_class = HierAccumOptions
+
+    @classmethod
+    def build_decoder(cls, args, tgt_dict, embed_tokens):
+        cfg = TransformerConfig.from_namespace(args)
+        return HierAccumDecoder(
+            cfg, cls.options_from_args(args), tgt_dict, embed_tokens, no_encoder_attn=cfg.no_cross_attention
+        )
+
+
+@register_model_architecture("transformer_hier_accum", "transformer_hier_accum")
+def hier_accum_base(args):
+    base_architecture(args)
+
+
+@register_model_architecture("transformer_hier_accum", "transformer_hier_accum_tiny")
+def hier_accum_tiny(args):
+    tiny_architecture(args)
+
+
+#: ``transformer_hier_accum_classifier`` (+ ``_tiny``: 2 layers, d 64, 4 heads) for ``--task tree_classification``
+HierAccumClassifier = register_classifier("transformer_hier_accum_classifier", HierAccumTransformerModel)
