@@ -18,12 +18,14 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from functools import partial
 from itertools import islice
 from typing import Iterable, Iterator
 
 import nltk
 from tqdm import tqdm
 
+from fairseq_syntax.parsing.fallbacks import parse_with_fallbacks
 from fairseq_syntax.parsing.report import ParseReport
 from fairseq_syntax.parsing.text import ptb_escape_token, ptb_unescape_token, read_sentences
 from fairseq_syntax.trees import WRAPPER_LABELS, Tree, to_bracketed
@@ -143,36 +145,16 @@ def _checked(tree: Tree, tokens: list[str]) -> ParsedSentence:
     tree = unwrap(tree)
     expected = [ptb_escape_token(token) for token in tokens]
     if tree.leaves() != expected:
-        return ParsedSentence(flat_tree(tokens), f"parser changed the words to {' '.join(tree.leaves())!r}")
+        return _fallback(tokens, f"parser changed the words to {' '.join(tree.leaves())!r}")
     return ParsedSentence(to_bracketed(tree))
 
 
-def _parse_or_retry(parser: ConstituencyParser, sentences: list[list[str]]) -> list[ParsedSentence]:
-    """Parse a batch; if the parser raises, parse its sentences one by one so only the culprit falls back."""
-    try:
-        trees = parser.parse_batch(sentences)
-    except Exception as error:  # the backends raise many kinds (ValueError, RuntimeError, IndexError, ...)
-        if len(sentences) == 1:
-            return [ParsedSentence(flat_tree(sentences[0]), f"parser error: {type(error).__name__}: {error}")]
-        return [result for sentence in sentences for result in _parse_or_retry(parser, [sentence])]
-    return [_checked(tree, tokens) for tree, tokens in zip(trees, sentences)]
+def _parse_checked(parser: ConstituencyParser, sentences: list[list[str]]) -> list[ParsedSentence]:
+    return [_checked(tree, tokens) for tree, tokens in zip(parser.parse_batch(sentences), sentences)]
 
 
-def _parse_batch(parser: ConstituencyParser, batch: list[list[str]]) -> list[ParsedSentence]:
-    results: list[ParsedSentence | None] = [None] * len(batch)
-    parseable = []
-    for index, tokens in enumerate(batch):
-        if not tokens:
-            results[index] = ParsedSentence(flat_tree(tokens), "empty line")
-        elif len(tokens) > parser.max_length:
-            results[index] = ParsedSentence(
-                flat_tree(tokens), f"too long: {len(tokens)} words > {parser.max_length}"
-            )
-        else:
-            parseable.append(index)
-    for index, result in zip(parseable, _parse_or_retry(parser, [batch[index] for index in parseable])):
-        results[index] = result
-    return results
+def _fallback(tokens: list[str], reason: str) -> ParsedSentence:
+    return ParsedSentence(flat_tree(tokens), reason)
 
 
 def parse_sentences(
@@ -181,7 +163,7 @@ def parse_sentences(
     """One ``ParsedSentence`` per input sentence, in order (see the module docstring)."""
     sentences = iter(sentences)
     while batch := list(islice(sentences, batch_size)):
-        yield from _parse_batch(parser, batch)
+        yield from parse_with_fallbacks(partial(_parse_checked, parser), batch, parser.max_length, _fallback)
 
 
 def parse_file(

@@ -29,11 +29,11 @@ def ptb_unescape_token(token: str) -> str:
     return token
 
 
-def open_text(path: str):
-    """Read a UTF-8 text file, gzipped when the name ends in ``.gz``."""
+def open_text(path: str, mode: str = "r"):
+    """Open a UTF-8 text file for reading (``"r"``) or writing (``"w"``), gzipped when the name ends in ``.gz``."""
     if str(path).endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
+        return gzip.open(path, mode + "t", encoding="utf-8")
+    return open(path, mode, encoding="utf-8")
 
 
 def read_sentences(path: str, tokenize_lang: str | None = None) -> Iterator[list[str]]:

@@ -82,8 +82,9 @@ def _bind_by_name(function: StoredFunction, owner: type):
 
 
 def _dill_type(name: str):
-    """Stand-in for ``dill._dill._load_type``: only the two types a SuPar parser file uses."""
-    types = {"MethodType": _bind_by_name, "bytes": bytes}
+    """Stand-in for ``dill._dill._load_type``: only the types SuPar parser files use (a ``set`` holds the
+    constituency parser's evaluation labels)."""
+    types = {"MethodType": _bind_by_name, "bytes": bytes, "set": set}
     if name not in types:
         raise pickle.UnpicklingError(f"refusing to load the type {name!r} stored by dill")
     return types[name]
@@ -96,6 +97,7 @@ def _allowed_globals() -> list:
         StoredFunction,
         _bind_by_name,
         (bytes, "builtins.bytes"),
+        (set, "builtins.set"),
         (_dill_type, "dill._dill._load_type"),
         (_discard_code, "dill._dill._create_code"),
         (_function_by_name, "dill._dill._create_function"),

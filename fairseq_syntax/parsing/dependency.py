@@ -1,0 +1,283 @@
+"""Dependency parsing with SuPar's biaffine parser (Dozat & Manning, 2017), keeping the full distributions.
+
+The labeled dependency distributions of Pu & Sima'an (paper 002, LDD) come from the parser's scores.
+``model(words, feats)`` gives ``s_arc [B, L, L]`` (dependent, head) and ``s_rel [B, L, L, R]``, with
+``L = 1 + longest sentence`` and position 0 the root. For a sentence of n words we keep
+
+    P(head j | dependent i) = softmax_j s_arc[i, j]      arc_probs   [n, n+1]    (row i-1 = word i, column 0 = root)
+    P(label r | i, j)       = softmax_r s_rel[i, j, r]   label_probs [n, n+1, R]
+
+A word cannot head itself, so ``j = i`` is left out of the arc softmax; SuPar's ``<bos>`` placeholder label
+(never a training target) is left out of the label softmax. The 1-best tree is the parser's own prediction:
+its decoder (``model.decode``: argmax, then MST when the argmax is not a tree; Eisner with ``proj``), as
+``parser.predict`` does by default (``tree=True, proj=False``). SuPar sorts sentences into length buckets;
+results are put back in input order. Words reach the network PTB-unescaped (``-LRB-`` -> ``(``, as in UD), so
+raw and escaped input parse alike; the output keeps the words exactly as given.
+
+Side-data format (``*.arcs.jsonl``, word level, one JSON object per input line, the same line order)::
+
+    {"words": ["A", "dog", "runs"],
+     "arcs": [[1, 2, 0.98, {"det": 0.99}], [2, 3, 0.95, {"nsubj": 0.97, "obj": 0.02}], [3, 0, 0.99, {"root": 1.0}]]}
+
+``arcs`` lists ``[dependent, head, P(head | dependent), {label: P(label | dependent, head)}]`` with 1-based
+word indices and head 0 for the root. Kept are the pairs with ``P(head | dependent) >= arc_floor`` and, for
+each, the labels with ``P(label | dependent, head) >= label_floor``; numbers have 4 significant digits. So a
+dependent's arc probabilities sum to at most 1, and so do an arc's label probabilities; what the floors drop is
+reported as retained probability mass. A sentence the parser cannot handle (empty line, over ``max_length``
+words, an error) gets the flat structure (every word on the root, label ``dep``, probability 1) and a key
+``"fallback"`` with the reason; ``read_arc_distributions`` reads and checks the format.
+
+The 1-best labeled tree is written as CoNLL-U (``# sent_id`` = input line; HEAD and DEPREL filled, other
+columns ``_``; fallbacks carry a ``# fallback`` comment; an empty line gives a sentence with comments only).
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass
+from itertools import islice
+from typing import Iterable, Iterator
+
+import torch
+from tqdm import tqdm
+
+from fairseq_syntax.parsing.fallbacks import parse_with_fallbacks
+from fairseq_syntax.parsing.report import ParseReport
+from fairseq_syntax.parsing.text import open_text, ptb_unescape_token, read_sentences
+
+DEFAULT_MAX_LENGTH = 300
+DEFAULT_ARC_FLOOR = 1e-3
+# Labels are many (UD EWT: 50) and mostly improbable; at 1e-2 the side data is half the size of 1e-3 and keeps
+# about 99% of the labeled mass (Multi30k, README).
+DEFAULT_LABEL_FLOOR = 1e-2
+FALLBACK_LABEL = "dep"  # UD's and Stanford's "unspecified dependency"
+SIGNIFICANT_DIGITS = 4
+ROUNDING_SLACK = 1e-3  # rounding to 4 digits moves a sum of probabilities by at most 5e-4
+
+
+@dataclass
+class DependencyParse:
+    """One sentence: the full distributions (shapes in the module docstring) and the 1-best tree."""
+
+    words: list[str]
+    arc_probs: torch.Tensor  # [n, n+1]
+    label_probs: torch.Tensor  # [n, n+1, R]
+    heads: list[int]
+    labels: list[str]
+    fallback: str | None = None
+
+
+class DependencyParser:
+    """A SuPar biaffine dependency parser (model name or local file) run on pre-tokenized sentences."""
+
+    def __init__(
+        self,
+        name_or_path: str,
+        batch_tokens: int = 5000,
+        buckets: int = 8,
+        max_length: int = DEFAULT_MAX_LENGTH,
+        proj: bool = False,
+    ):
+        from fairseq_syntax.parsing.torch_load import load_supar_parser
+
+        self.parser = load_supar_parser(name_or_path)
+        if self.parser.NAME != "biaffine-dependency":
+            raise ValueError(f"{name_or_path} is a SuPar {self.parser.NAME!r} parser, not 'biaffine-dependency'")
+        self.batch_tokens = batch_tokens
+        self.buckets = buckets
+        self.max_length = max_length
+        self.proj = proj
+        relations = self.parser.transform.DEPREL
+        self.label_names: list[str] = list(relations.vocab.itos)
+        self.special_labels = torch.tensor([label in relations.specials for label in self.label_names])
+
+    def parse(self, sentences: Iterable[list[str]], chunk_size: int = 1000) -> Iterator[DependencyParse]:
+        """One ``DependencyParse`` per sentence, in input order; ``chunk_size`` sentences are bucketed together."""
+        sentences = iter(sentences)
+        while chunk := list(islice(sentences, chunk_size)):
+            yield from parse_with_fallbacks(self._parse_chunk, chunk, self.max_length, self._fallback)
+
+    def _fallback(self, words: list[str], reason: str) -> DependencyParse:
+        """Every word on the root; no label distribution (``dep`` need not be one of the parser's labels)."""
+        n = len(words)
+        arc_probs = torch.zeros(n, n + 1)
+        arc_probs[:, 0] = 1.0
+        label_probs = torch.zeros(n, n + 1, len(self.label_names))
+        return DependencyParse(words, arc_probs, label_probs, [0] * n, [FALLBACK_LABEL] * n, reason)
+
+    def _parse_chunk(self, sentences: list[list[str]]) -> list[DependencyParse]:
+        from supar.utils import Dataset
+
+        transform = self.parser.transform
+        transform.eval()  # as parser.predict does: the dataset then holds no gold heads/labels
+        # The network reads raw words (UD writes brackets as such); the output keeps the words as given.
+        dataset = Dataset(transform, [[ptb_unescape_token(word) for word in words] for words in sentences])
+        dataset.build(self.batch_tokens, self.buckets)
+        results: list[DependencyParse | None] = [None] * len(sentences)
+        for indices in dataset.loader.batch_sampler:  # bucketed, out of input order
+            batch = dataset.loader.collate_fn([dataset[index] for index in indices])
+            for index, parse in zip(indices, self._parse_batch(batch, [sentences[index] for index in indices])):
+                results[index] = parse
+        return results
+
+    @torch.no_grad()
+    def _parse_batch(self, batch, sentences: list[list[str]]) -> list[DependencyParse]:
+        model = self.parser.model
+        model.eval()
+        words, _texts, *feats = batch
+        mask = words.ne(self.parser.args.pad_index)
+        if words.dim() == 3:  # subword-level input (BERT encoders)
+            mask = mask.any(-1)
+        mask[:, 0] = False  # the root is no dependent
+        s_arc, s_rel = model(words, feats)  # [B, L, L], [B, L, L, R]
+        arc_preds, rel_preds = model.decode(s_arc, s_rel, mask, True, self.proj)  # [B, L], [B, L]
+
+        length = s_arc.shape[1]
+        self_loops = torch.eye(length, dtype=torch.bool, device=s_arc.device)
+        arc_probs = s_arc.masked_fill(self_loops, -math.inf).softmax(-1)  # padded heads already hold SuPar's MIN
+        special = self.special_labels.to(s_rel.device)
+        label_probs = s_rel.masked_fill(special, -math.inf).softmax(-1)
+
+        parses = []
+        for row, words_of_sentence in enumerate(sentences):
+            n = len(words_of_sentence)
+            parses.append(
+                DependencyParse(
+                    words=words_of_sentence,
+                    arc_probs=arc_probs[row, 1 : n + 1, : n + 1].float().cpu(),
+                    label_probs=label_probs[row, 1 : n + 1, : n + 1].float().cpu(),
+                    heads=arc_preds[row, 1 : n + 1].tolist(),
+                    labels=[self.label_names[label] for label in rel_preds[row, 1 : n + 1].tolist()],
+                )
+            )
+        return parses
+
+
+@dataclass
+class RetainedMass:
+    """How much probability the floors keep, summed over the words the parser parsed (fallbacks left out)."""
+
+    dependents: int = 0
+    arc_mass: float = 0.0  # sum over dependents of the kept P(head | dependent)
+    labeled_mass: float = 0.0  # ... of the kept P(head | dependent) * P(label | dependent, head)
+    arcs: int = 0
+    labels: int = 0
+
+    def __str__(self) -> str:
+        if not self.dependents:
+            return "no words parsed"
+        return (
+            f"kept {100 * self.arc_mass / self.dependents:.2f}% of the arc probability mass and "
+            f"{100 * self.labeled_mass / self.dependents:.2f}% of the labeled-arc mass; "
+            f"{self.arcs / self.dependents:.2f} heads per word, {self.labels / max(self.arcs, 1):.2f} labels per arc"
+        )
+
+
+def _rounded(probability: float) -> float:
+    return float(f"{probability:.{SIGNIFICANT_DIGITS}g}")
+
+
+def sparse_record(
+    parse: DependencyParse, label_names: list[str], arc_floor: float, label_floor: float, mass: RetainedMass
+) -> dict:
+    """The JSON object of one sentence (module docstring); adds what it keeps to ``mass`` (parsed words only)."""
+    if parse.fallback is not None:
+        arcs = [[dependent, 0, 1.0, {FALLBACK_LABEL: 1.0}] for dependent in range(1, len(parse.words) + 1)]
+        return {"words": parse.words, "arcs": arcs, "fallback": parse.fallback}
+    mass.dependents += len(parse.words)
+    arcs = []
+    arc_probs, label_probs = parse.arc_probs.tolist(), parse.label_probs
+    for dependent, head in (parse.arc_probs >= arc_floor).nonzero().tolist():
+        p_arc = arc_probs[dependent][head]
+        kept_labels = (label_probs[dependent, head] >= label_floor).nonzero().flatten().tolist()
+        label_row = label_probs[dependent, head].tolist()
+        labels = {label_names[label]: _rounded(label_row[label]) for label in kept_labels}
+        arcs.append([dependent + 1, head, _rounded(p_arc), labels])
+        mass.arc_mass += p_arc
+        mass.labeled_mass += p_arc * sum(label_row[label] for label in kept_labels)
+        mass.arcs += 1
+        mass.labels += len(kept_labels)
+    return {"words": parse.words, "arcs": arcs}
+
+
+def conllu_block(parse: DependencyParse, sent_id: int) -> str:
+    """The 1-best tree as one CoNLL-U sentence, ending with its blank line."""
+    lines = [f"# sent_id = {sent_id}", f"# text = {' '.join(parse.words)}"]
+    if parse.fallback is not None:
+        lines.append(f"# fallback = {' '.join(parse.fallback.split())}")
+    for index, (word, head, label) in enumerate(zip(parse.words, parse.heads, parse.labels), 1):
+        lines.append(f"{index}\t{word}\t_\t_\t_\t_\t{head}\t{label}\t_\t_")
+    return "\n".join(lines) + "\n\n"
+
+
+def parse_file(
+    parser: DependencyParser,
+    input_path: str,
+    arcs_path: str,
+    conllu_path: str,
+    tokenize_lang: str | None = None,
+    arc_floor: float = DEFAULT_ARC_FLOOR,
+    label_floor: float = DEFAULT_LABEL_FLOOR,
+) -> tuple[ParseReport, RetainedMass]:
+    """Parse ``input_path`` (one sentence per line) into the side-data file and the CoNLL-U file (each gzipped
+    when its name ends in ``.gz``)."""
+    sentences = list(read_sentences(input_path, tokenize_lang))
+    report, mass = ParseReport(), RetainedMass()
+    start = time.perf_counter()
+    with open_text(arcs_path, "w") as arcs_out, open_text(conllu_path, "w") as conllu_out:
+        with tqdm(total=len(sentences), unit="sent") as progress:
+            for line, parse in enumerate(parser.parse(sentences), 1):
+                record = sparse_record(parse, parser.label_names, arc_floor, label_floor, mass)
+                arcs_out.write(json.dumps(record, ensure_ascii=False) + "\n")
+                conllu_out.write(conllu_block(parse, line))
+                if parse.fallback is not None:
+                    report.fallbacks.append((line, parse.fallback))
+                progress.update()
+    report.sentences = len(sentences)
+    report.seconds = time.perf_counter() - start
+    return report, mass
+
+
+def _check_record(record, source: str, line: int) -> None:
+    def fail(problem: str):
+        raise ValueError(f"{source}:{line}: {problem}")
+
+    if not isinstance(record, dict) or not isinstance(record.get("words"), list) or not isinstance(
+        record.get("arcs"), list
+    ):
+        fail('expected an object with the lists "words" and "arcs"')
+    n = len(record["words"])
+    if not all(isinstance(word, str) and word for word in record["words"]):
+        fail('"words" must be non-empty strings')
+    head_mass = [0.0] * (n + 1)
+    for arc in record["arcs"]:
+        if not (isinstance(arc, list) and len(arc) == 4 and isinstance(arc[3], dict)):
+            fail(f"arc {arc!r} is not [dependent, head, probability, {{label: probability}}]")
+        dependent, head, probability, labels = arc
+        if not (isinstance(dependent, int) and 1 <= dependent <= n):
+            fail(f"arc {arc!r}: dependent must be a word index 1..{n}")
+        if not (isinstance(head, int) and 0 <= head <= n and head != dependent):
+            fail(f"arc {arc!r}: head must be 0 (root) or another word index 1..{n}")
+        if not (isinstance(probability, (int, float)) and 0 < probability <= 1):
+            fail(f"arc {arc!r}: probability must be in (0, 1]")
+        if not all(isinstance(p, (int, float)) and 0 < p <= 1 for p in labels.values()):
+            fail(f"arc {arc!r}: label probabilities must be in (0, 1]")
+        if sum(labels.values()) > 1 + ROUNDING_SLACK:
+            fail(f"arc {arc!r}: label probabilities sum to {sum(labels.values()):.6f} > 1")
+        head_mass[dependent] += probability
+    for dependent, total in enumerate(head_mass):
+        if total > 1 + ROUNDING_SLACK:
+            fail(f"word {dependent}: head probabilities sum to {total:.6f} > 1")
+
+
+def read_arc_distributions(path: str) -> Iterator[dict]:
+    """The records of a side-data file (plain or .gz), checked; a malformed line raises naming file and line."""
+    with open_text(path) as lines:
+        for number, line in enumerate(lines, 1):
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}:{number}: not a JSON object: {error}") from None
+            _check_record(record, str(path), number)
+            yield record

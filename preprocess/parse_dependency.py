@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Parse sentences (one per line) with a SuPar biaffine dependency parser into labeled arc distributions.
+
+Thin command line over ``fairseq_syntax.parsing.dependency`` (its docstring documents the formats). Writes
+``--arcs`` (one JSON object per input line: the sparse P(head | dependent) and P(label | dependent, head))
+and ``--conllu`` (the parser's 1-best labeled tree), prints the retained probability mass, and lists the
+sentences that got the flat fallback structure in ``ARCS.skipped``.
+
+  python3 preprocess/parse_dependency.py --model /work/models/biaffine-dep-ud-ewt.pt \\
+      --input train.tok.en --arcs train.arcs.jsonl --conllu train.conllu
+"""
+import argparse
+import sys
+
+import torch
+
+from fairseq_syntax.parsing.dependency import (DEFAULT_ARC_FLOOR, DEFAULT_LABEL_FLOOR, DEFAULT_MAX_LENGTH,
+                                               DependencyParser, parse_file)
+
+
+def get_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", required=True,
+                        help="SuPar model name (e.g. biaffine-dep-en, downloaded where the network allows) "
+                             "or local path")
+    parser.add_argument("--input", required=True, help="one sentence per line (plain or .gz)")
+    parser.add_argument("--arcs", required=True,
+                        help="output: sparse arc distributions, one JSON line each (gzipped if it ends in .gz)")
+    parser.add_argument("--conllu", required=True, help="output: the 1-best labeled trees (gzipped if .gz)")
+    parser.add_argument("--tokenize", metavar="LANG",
+                        help="the input is raw text: tokenize it with sacremoses (-l LANG -a, no escaping); "
+                             "by default lines are already tokenized (split on whitespace)")
+    parser.add_argument("--arc-floor", type=float, default=DEFAULT_ARC_FLOOR,
+                        help="keep (dependent, head) pairs with P(head | dependent) >= this")
+    parser.add_argument("--label-floor", type=float, default=DEFAULT_LABEL_FLOOR,
+                        help="keep labels with P(label | dependent, head) >= this")
+    parser.add_argument("--proj", action="store_true", help="1-best tree projective (Eisner) instead of MST")
+    parser.add_argument("--batch-tokens", type=int, default=5000, help="words per batch")
+    parser.add_argument("--max-length", type=int, default=DEFAULT_MAX_LENGTH,
+                        help="longer sentences get the flat fallback structure")
+    parser.add_argument("--skipped", help="where to list fallback lines (default: ARCS.skipped)")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    return parser
+
+
+def main(argv=None) -> None:
+    args = get_parser().parse_args(argv)
+    torch.set_num_threads(args.threads)
+    parser = DependencyParser(args.model, batch_tokens=args.batch_tokens, max_length=args.max_length, proj=args.proj)
+    report, mass = parse_file(parser, args.input, args.arcs, args.conllu, args.tokenize,
+                              args.arc_floor, args.label_floor)
+    skipped = args.skipped or args.arcs + ".skipped"
+    report.write_skipped(skipped)
+    print(f"{args.arcs}: {report.summary()}; fallbacks listed in {skipped}", file=sys.stderr)
+    print(f"{args.arcs}: {mass} (floors: arc {args.arc_floor:g}, label {args.label_floor:g})", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
