@@ -19,8 +19,9 @@ run_system() {
   "${train_cmd[@]}" > "$runs/$name.train.log" 2>&1 || { tail -30 "$runs/$name.train.log"; return 1; }
   grep -E "\| valid on" "$runs/$name.train.log" | tail -1 || true
 
+  local gen_args=(${GEN_ARGS:---beam 5 --batch-size 128})
   fairseq-generate "$data" --user-dir fairseq_syntax --task syntax_translation --path "$ckpt/checkpoint_best.pt" \
-    --gen-subset test --remove-bpe ${GEN_ARGS:-"--beam 5 --batch-size 128"} --cpu \
+    --gen-subset test --post-process subword_nmt "${gen_args[@]}" --cpu \
     > "$runs/$name.gen" 2> "$runs/$name.gen.log" || { tail -30 "$runs/$name.gen.log"; return 1; }
 
   local base significance=()

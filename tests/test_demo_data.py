@@ -83,8 +83,7 @@ def test_no_sentence_repeats_within_or_across_splits(demo_dir):
 def test_duplicates_are_redrawn_when_the_grammar_repeats_itself(monkeypatch):
     # Only three-token sentences ("they ran ."): a few thousand exist, and the likeliest recur within 300 draws.
     monkeypatch.setattr(make_data, "MIN_TOKENS", 3)
-    monkeypatch.setattr(make_data, "MAX_TOKENS", 3)
-    corpus = make_data.generate_corpus({"train": 200, "test": 100}, seed=0)
+    corpus = make_data.generate_corpus({"train": 200, "test": 100}, seed=0, max_tokens=3)
     sentences = [" ".join(make_data.leaves(tree)) for trees in corpus.values() for tree in trees]
     assert len(sentences) == 300
     assert all(len(sentence.split()) == 3 for sentence in sentences)

@@ -486,8 +486,9 @@ class _Generator:
         return Tree("SBAR", [relativizer, clause])
 
 
-def generate_corpus(sizes: dict[str, int], seed: int) -> dict[str, list[Tree]]:
-    """``sizes`` maps split name -> number of trees; source sentences are distinct within and across splits.
+def generate_corpus(sizes: dict[str, int], seed: int, max_tokens: int = MAX_TOKENS) -> dict[str, list[Tree]]:
+    """``sizes`` maps split name -> number of trees; source sentences are distinct within and across splits and
+    have MIN_TOKENS..``max_tokens`` tokens.
 
     Raises ValueError when repeats outnumber the sentences asked for: the grammar cannot give that many.
     """
@@ -500,7 +501,7 @@ def generate_corpus(sizes: dict[str, int], seed: int) -> dict[str, list[Tree]]:
         while len(trees) < size:
             tree = generator.sentence()
             words = leaves(tree)
-            if not MIN_TOKENS <= len(words) <= MAX_TOKENS:
+            if not MIN_TOKENS <= len(words) <= max_tokens:
                 continue
             sentence = " ".join(words)
             if sentence in seen:
@@ -534,12 +535,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--valid", type=int, default=500, help="validation sentences")
     parser.add_argument("--test", type=int, default=500, help="test sentences")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--max-tokens", type=int, default=MAX_TOKENS,
+                        help=f"longest source sentence, final '.' included (default {MAX_TOKENS})")
     args = parser.parse_args(argv)
+    if args.max_tokens < MIN_TOKENS:
+        parser.error(f"--max-tokens must be >= {MIN_TOKENS}")
     sizes = {"train": args.train, "valid": args.valid, "test": args.test}
     for split, size in sizes.items():
         if size < 0:
             parser.error(f"--{split} must be >= 0, got {size}")
-    corpus = generate_corpus(sizes, args.seed)
+    corpus = generate_corpus(sizes, args.seed, args.max_tokens)
     write_corpus(corpus, args.out)
     for split, trees in corpus.items():
         lengths = [len(leaves(tree)) for tree in trees]

@@ -19,7 +19,8 @@ mkdir -p "$WORK"
 START=$(date +%s)
 
 echo "== data: synthetic grammar with gold trees"
-python3 "$HERE/make_data.py" --out "$WORK/raw" --train "${TRAIN_SENTENCES:-6000}" --valid 400 --test 500 --seed 1
+python3 "$HERE/make_data.py" --out "$WORK/raw" --train "${TRAIN_SENTENCES:-4000}" --valid 400 --test 500 --seed 1 \
+  --max-tokens "${MAX_SOURCE_TOKENS:-14}"
 
 echo "== joint BPE ($BPE_MERGES merges)"
 subword-nmt learn-joint-bpe-and-vocab --input "$WORK/raw/train.en" "$WORK/raw/train.de" -s "$BPE_MERGES" \
@@ -43,11 +44,11 @@ for form in $forms; do
 done
 
 # identical settings for every system; only the input form and the encoder differ
-MODEL=(--encoder-layers 2 --decoder-layers 2 --encoder-embed-dim 128 --decoder-embed-dim 128
+MODEL=(--encoder-layers 2 --decoder-layers 2 --encoder-embed-dim 64 --decoder-embed-dim 64
   --encoder-ffn-embed-dim 256 --decoder-ffn-embed-dim 256 --encoder-attention-heads 4 --decoder-attention-heads 4
   --share-all-embeddings --dropout 0.1 --criterion label_smoothed_cross_entropy --label-smoothing 0.1
-  --optimizer adam --adam-betas "(0.9, 0.98)" --lr 2e-3 --lr-scheduler inverse_sqrt --warmup-updates 300
-  --clip-norm 1.0 --max-tokens 4096 --max-epoch "$EPOCHS" --cpu --seed 1 --no-last-checkpoints --num-workers 0)
+  --optimizer adam --adam-betas "(0.9, 0.98)" --lr 3e-3 --lr-scheduler inverse_sqrt --warmup-updates 150
+  --clip-norm 1.0 --max-tokens 1024 --max-epoch "$EPOCHS" --cpu --seed 1 --no-last-checkpoints --num-workers 0)
 source "$REPO/examples/common.sh"
 DATASET=demo BASELINES="sequence linearized"
 rm -rf "$WORK/runs"
