@@ -24,13 +24,15 @@ run_system() {
     --gen-subset test --post-process subword_nmt "${gen_args[@]}" --cpu \
     > "$runs/$name.gen" 2> "$runs/$name.gen.log" || { tail -30 "$runs/$name.gen.log"; return 1; }
 
-  local base significance=()
+  local base baseline_files=() baseline_names=()
   for base in ${BASELINES:-}; do
     if [ "$base" != "$name" ] && [ -f "$runs/$base.gen" ]; then
-      significance+=("$runs/$base.gen" --baseline-name "$base")
+      baseline_files+=("$runs/$base.gen")
+      baseline_names+=(--baseline-name "$base")
     fi
   done
-  fairseq-syntax-score "$runs/$name.gen" "$ref" "${significance[@]}" ${SCORE_ARGS:-} --bootstrap 1000 \
+  fairseq-syntax-score "$runs/$name.gen" "$ref" "${baseline_files[@]}" "${baseline_names[@]}" ${SCORE_ARGS:-} \
+    --bootstrap 1000 \
     --record "$runs/$name.run.json" --dataset "${DATASET:-unnamed}" --system "$name" --arch "$arch" \
     --train-log "$runs/$name.train.log" --train-command "${train_cmd[*]}"
 }

@@ -57,6 +57,6 @@ for s in $SYSTEMS; do
   run_system "$name" "$arch" "$WORK/data-$form" "$WORK/raw/test.de" "$WORK/runs" -- "${MODEL[@]}"
 done
 
-fairseq-syntax-results "$WORK/runs" --out "$HERE/RESULTS.md"
-cat "$HERE/RESULTS.md"
+fairseq-syntax-results "$WORK/runs" --out "$WORK/RESULTS.md"
+cat "$WORK/RESULTS.md"
 echo "== demo finished in $(( $(date +%s) - START )) s"
