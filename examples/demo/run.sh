@@ -12,7 +12,8 @@ WORK="${1:-$HERE/work}"
 EPOCHS="${EPOCHS:-12}"
 BPE_MERGES="${BPE_MERGES:-1500}"
 # system:arch:input form (Sequence and Linearized are McDonald & Chiang's baselines: fairseq's transformer)
-SYSTEMS="${SYSTEMS:-sequence:transformer:sequence linearized:transformer:linearized mask:transformer_syntax_mask:preorder}"
+SYSTEMS="${SYSTEMS:-sequence:transformer:sequence linearized:transformer:linearized mask:transformer_syntax_mask:preorder
+  hier_accum:transformer_hier_accum:preorder constituent:transformer_constituent:sequence}"
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}"
 cd "$REPO"
 mkdir -p "$WORK"
