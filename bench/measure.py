@@ -1,0 +1,157 @@
+"""One training-speed measurement in a fresh process: fairseq's own task, model, criterion and ``Trainer.train_step``
+on a fixed list of batches, reporting tokens per second and the peak memory that training adds.
+
+Usage: ``python3 bench/measure.py`` first prints ``ARCHS [names]`` (every arch fairseq knows once
+``--user-dir fairseq_syntax`` is imported, as fairseq-train does), then reads one JSON spec per stdin line and answers
+each with one stdout line ``RESULT {json}`` (or ``ERROR {json}``). It imports torch, fairseq and ``fairseq_syntax``
+once and forks a fresh child process per spec, so every measurement starts from the same state without paying the
+imports again. A spec::
+
+    {"data": DATA_DIR, "train_args": [fairseq-train options after DATA], "batches": [[sentence ids], ...],
+     "warmup": 2, "precision": "fp32", "threads": 1}
+
+The first ``warmup`` batches are trained on and not timed (oneDNN primitive caches, Adam state allocation); each
+later batch is collated from the dataset (side inputs included: collating them is part of what a model costs) and
+trained on, timed both as wall-clock and as CPU time of this process. With one thread the CPU time is the time
+the process computed, not the time it waited for the shared cores, so it is the steadier of the two.
+
+Memory: the resident set (RSS) after the task, data, model and trainer are built is the baseline; Linux's peak-RSS
+counter is then reset (``/proc/self/clear_refs``) and ``peak_mem_mb`` is the peak RSS during training minus the
+baseline: activations, gradients, optimizer state and collated batches, as the OS sees them.
+
+``precision``: one of :data:`precision.PRECISIONS` (fp32 and the CPU bf16 variants).
+"""
+import json
+import os
+import sys
+import time
+import traceback
+from argparse import Namespace
+from typing import Dict, List
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import precision as precisions  # noqa: E402
+
+USER_DIR = os.path.join(os.path.dirname(HERE), "fairseq_syntax")
+
+
+def memory_status(field: str) -> int:
+    """A ``/proc/self/status`` memory field (``VmRSS``, ``VmHWM``) in kB."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"/proc/self/status has no {field}")
+
+
+def reset_peak_rss() -> None:
+    with open("/proc/self/clear_refs", "w") as clear_refs:
+        clear_refs.write("5")  # "reset the peak resident set size" (Linux >= 4.0, proc(5))
+
+
+def build_trainer(data: str, train_args: List[str], precision: str):
+    """fairseq_cli.train's setup: options -> cfg -> task, dataset, model, criterion, Trainer."""
+    from fairseq import options, tasks, utils
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+    from fairseq.trainer import Trainer
+
+    utils.import_user_module(Namespace(user_dir=USER_DIR))
+    parser = options.get_training_parser()
+    cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(parser, [data] + train_args))
+    precisions.configure(cfg, precision)
+    utils.set_torch_seed(cfg.common.seed)
+    task = tasks.setup_task(cfg.task)
+    task.load_dataset("train")
+    model = task.build_model(cfg.model)
+    precisions.wrap_model(model, precision)
+    criterion = task.build_criterion(cfg.criterion)
+    return task, Trainer(cfg, task, model, criterion)
+
+
+def run(spec: Dict) -> Dict:
+    precision = spec.get("precision", "fp32")
+    torch.set_num_threads(spec.get("threads", 1))
+    task, trainer = build_trainer(spec["data"], spec["train_args"], precision)
+    dataset = task.dataset("train")
+    batches, warmup = spec["batches"], spec.get("warmup", 2)
+    if len(batches) <= warmup:
+        raise ValueError(f"{len(batches)} batches leave none to time after {warmup} warm-up batches")
+
+    def collate(ids):
+        return dataset.collater([dataset[i] for i in ids])
+
+    baseline_kb = memory_status("VmRSS")
+    reset_peak_rss()
+    for ids in batches[:warmup]:
+        logging_output = trainer.train_step([collate(ids)])
+    wall = cpu = 0.0
+    target_tokens = source_tokens = sentences = 0
+    pad = task.source_dictionary.pad()
+    for ids in batches[warmup:]:
+        wall_start, cpu_start = time.perf_counter(), time.process_time()
+        sample = collate(ids)
+        logging_output = trainer.train_step([sample])
+        wall += time.perf_counter() - wall_start
+        cpu += time.process_time() - cpu_start
+        target_tokens += sample["ntokens"]
+        source_tokens += int(sample["net_input"]["src_tokens"].ne(pad).sum())
+        sentences += sample["nsentences"]
+    peak_kb = memory_status("VmHWM")
+    return {
+        "updates": len(batches) - warmup,
+        "sentences": sentences,
+        "target_tokens": target_tokens,
+        "source_tokens": source_tokens,
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "tokens_per_s": target_tokens / cpu,
+        "wall_tokens_per_s": target_tokens / wall,
+        "peak_mem_mb": (peak_kb - baseline_kb) / 1024,
+        "baseline_rss_mb": baseline_kb / 1024,
+        "parameters": sum(p.numel() for p in trainer.model.parameters()),
+        "last_loss": float(logging_output["loss"]),  # a finite loss shows the step trained
+    }
+
+
+def measure_in_child(spec: Dict) -> Dict:
+    """Runs ``run(spec)`` in a forked child; returns its result or ``{"error": traceback}``."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        try:
+            answer = {"result": run(spec)}
+        except BaseException:  # the parent reports it; the child must not return into the serving loop
+            answer = {"error": traceback.format_exc()}
+        with os.fdopen(write_end, "w") as pipe:
+            json.dump(answer, pipe)
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as pipe:
+        text = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    if not text:
+        return {"error": f"the measuring process died (wait status {status})"}
+    return json.loads(text)
+
+
+def serve() -> None:
+    from fairseq import utils
+
+    # before any torch operation: the children then start their own thread pools
+    utils.import_user_module(Namespace(user_dir=USER_DIR))
+    from fairseq.models import ARCH_MODEL_REGISTRY
+
+    print("ARCHS", json.dumps(sorted(ARCH_MODEL_REGISTRY)), flush=True)
+    for line in sys.stdin:
+        if line.strip():
+            answer = measure_in_child(json.loads(line))
+            tag = "RESULT" if "result" in answer else "ERROR"
+            print(tag, json.dumps(answer.get("result", answer.get("error"))), flush=True)
+
+
+if __name__ == "__main__":
+    serve()

@@ -1,0 +1,14 @@
+"""The fairseq-train flags of the Multi30k recipe (DESIGN.md, "Reference baseline") that the benchmark and the bf16
+parity check train with: model size, regularisation, criterion and optimizer. Batches are chosen by the callers."""
+
+MODEL_SIZE = [
+    "--encoder-layers", "3", "--decoder-layers", "3", "--encoder-embed-dim", "256", "--decoder-embed-dim", "256",
+    "--encoder-ffn-embed-dim", "1024", "--decoder-ffn-embed-dim", "1024", "--encoder-attention-heads", "4",
+    "--decoder-attention-heads", "4", "--share-all-embeddings",
+]
+REGULARISATION = ["--dropout", "0.3", "--weight-decay", "0.0001"]
+TRAINING = [
+    "--task", "syntax_translation", "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1",
+    "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--lr", "1e-3", "--lr-scheduler", "inverse_sqrt",
+    "--warmup-updates", "1000", "--clip-norm", "1.0", "--cpu", "--seed", "1",
+]

@@ -1,0 +1,53 @@
+"""Ratios from interleaved measurements, and the tables of ``bench/RESULTS.md``.
+
+A measurement is one fresh training process (``bench/measure.py``): ``tokens_per_s`` (target tokens per CPU
+second), ``wall_tokens_per_s`` and ``peak_mem_mb``. Measurements are grouped by repeat (round): within a round a
+system and its baseline ran back to back on the same batches, so each round gives one ratio (system / baseline)
+and the reported ratio is the median over rounds. Pairing within rounds cancels the slow drift of the load that
+other workers put on the shared cores; the median discards a round that one burst of load spoiled.
+"""
+import statistics
+from typing import Dict, List, Sequence
+
+RATIO_FIELDS = {  # row field -> measurement field
+    "tokens_per_s_ratio": "tokens_per_s",
+    "wall_tokens_per_s_ratio": "wall_tokens_per_s",
+    "peak_mem_ratio": "peak_mem_mb",
+}
+
+
+def median_ratio(system: Sequence[Dict], baseline: Sequence[Dict], field: str) -> float:
+    """Median over rounds of ``system[r][field] / baseline[r][field]``; the two lists are aligned by round."""
+    if len(system) != len(baseline) or not system:
+        raise ValueError(f"need the same number (> 0) of rounds for system and baseline, got {len(system)} "
+                         f"and {len(baseline)}")
+    return statistics.median(s[field] / b[field] for s, b in zip(system, baseline))
+
+
+def ratio_row(system_runs: Sequence[Dict], baseline_runs: Sequence[Dict], **keys) -> Dict:
+    """One result row: ``keys`` (arch, src_words, ...), the median ratios, ``repeats`` and the medians of the
+    absolute numbers of both sides (for reading the ratios, not for comparing across runs)."""
+    row = dict(keys)
+    for name, field in RATIO_FIELDS.items():
+        row[name] = round(median_ratio(system_runs, baseline_runs, field), 3)
+    row["repeats"] = len(system_runs)
+    for side, runs in (("", system_runs), ("baseline_", baseline_runs)):
+        row[f"{side}tokens_per_s"] = round(statistics.median(m["tokens_per_s"] for m in runs), 1)
+        row[f"{side}peak_mem_mb"] = round(statistics.median(m["peak_mem_mb"] for m in runs), 1)
+    first = system_runs[0]
+    row["source_tokens_per_sentence"] = round(first["source_tokens"] / first["sentences"], 1)
+    row["sentences_per_batch"] = round(first["sentences"] / first["updates"], 1)
+    return row
+
+
+def markdown_table(rows: List[Dict], columns: Sequence[str]) -> List[str]:
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for row in rows:
+        lines.append("| " + " | ".join(_cell(row.get(column, "")) for column in columns) + " |")
+    return lines
+
+
+def _cell(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.2f}" if abs(value) < 100 else f"{value:.0f}"
+    return str(value)

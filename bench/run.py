@@ -1,0 +1,525 @@
+"""``python3 bench/run.py [--quick]``: training speed and memory of every registered syntax architecture as ratios
+to fairseq's ``transformer`` trained on the same batches in the same run, at several source lengths; the
+throughput of ``fairseq-syntax-preprocess`` and the bytes of side data per sentence; and CPU speed options
+(bf16, threads, batch size) against fp32. Writes ``RESULTS.md`` and ``RESULTS.json`` (a list of rows
+``{"arch", "src_words", "tokens_per_s_ratio", "peak_mem_ratio", "repeats", ...}``) and ``RESULTS.details.json``
+(everything else, with every raw measurement) to ``--out`` (default: this folder).
+
+Method:
+* Data: per source length, a synthetic corpus (:mod:`synthetic`: random PTB-style trees of exactly that many
+  words, BPE-split words, parser side data for dependencies), preprocessed by ``fairseq-syntax-preprocess`` into
+  every input form an architecture in ``ARCHS`` reads, all sharing one dictionary (``--srcdict``), so that the
+  output layer is the same size for every form.
+* Batches: fairseq's ``batch_by_size`` with ``--max-tokens`` over the longest form (preorder, POS nodes kept) gives
+  lists of sentence ids; every system trains on those same sentences, whatever its input form.
+* Systems: each architecture, and fairseq's ``transformer`` on each input form used (its baseline: same token
+  batches). The transformer on the sequence form (not with ``--quick``) and on other forms is also reported
+  against the transformer on the preorder form, for context. Model sizes are the Multi30k recipe's (3+3 layers,
+  d=256, FFN 1024, 4 heads, shared embeddings, dropout 0.3, label-smoothed cross-entropy, Adam; :mod:`recipe`).
+* Measurement: each run is a fresh (forked) process (``measure.py``) through fairseq's ``Trainer.train_step``, one
+  torch thread; tokens/s are target tokens per CPU second of that process (the time it computed, not the time it
+  waited for the shared cores); peak memory is the peak RSS training added. Rounds run every system once, in
+  alternating order (A B C, C B A, ...); ratios are taken within a round and the median over rounds is reported.
+* Speed options (:data:`SPEED_OPTIONS`: bf16 variants of :mod:`precision`, two threads, doubled batches) run right
+  after the fp32 run of the same system in the same round, at one length, and are reported as ratios to it.
+
+Adding an architecture is one line in ``ARCHS``; architectures fairseq does not know (not registered yet) are
+skipped, and the skip is printed and recorded.
+"""
+import argparse
+import json
+import logging
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+os.environ.setdefault("TQDM_DISABLE", "1")  # before fairseq imports tqdm: no progress bars from preprocessing
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import recipe  # noqa: E402
+import report  # noqa: E402
+import synthetic  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Form:
+    """One data directory: an input form of ``fairseq-syntax-preprocess`` and its POS-node option."""
+
+    form: str
+    preterminals: str = "keep"
+
+    @property
+    def name(self) -> str:
+        return self.form if self.preterminals == "keep" else f"{self.form}-{self.preterminals}"
+
+
+@dataclass(frozen=True)
+class Arch:
+    name: str
+    input_form: Form
+    extra_preprocessing: Optional[str] = None  # "dependencies": fairseq-syntax-preprocess-dependencies
+
+    def __post_init__(self):
+        if self.extra_preprocessing not in (None, "dependencies"):
+            raise ValueError(f"{self.name}: unknown extra preprocessing {self.extra_preprocessing!r}")
+
+
+ARCHS = (
+    # arch                        input form (preterminals)     extra preprocessing
+    Arch("transformer_syntax_mask", Form("preorder")),
+    Arch("transformer_ldd",         Form("sequence"),           "dependencies"),
+    Arch("transformer_constituent", Form("sequence")),
+    Arch("transformer_hier_accum",  Form("preorder", "split")),
+)
+BASELINE = "transformer"
+REFERENCE_FORM = Form("preorder")  # the longest form: it sets the batches and is the transformer context reference
+CONTEXT_FORMS = (Form("sequence"),)  # the transformer on these is always reported against REFERENCE_FORM
+
+RECIPE = recipe.MODEL_SIZE + recipe.REGULARISATION
+
+# CPU speed options, each measured right after the fp32 run of the same system in the same round.
+# name -> (spec overrides, systems it is tried on: "archs" = every architecture and the reference transformer,
+#          "reference" = the transformer on the reference form only, compared by wall-clock when threads change)
+SPEED_THRESHOLD = 1.3  # an option is worth proposing from this speed-up on (if BLEU holds: bench/parity.py)
+SPEED_OPTIONS = {
+    "bf16_autocast": ({"precision": "bf16_autocast"}, "archs"),
+    "bf16_weights": ({"precision": "bf16_weights"}, "archs"),
+    "bf16_autocast_layers": ({"precision": "bf16_autocast_layers"}, "reference"),
+    "threads_2": ({"threads": 2}, "reference"),
+    "bf16_autocast_threads_2": ({"precision": "bf16_autocast", "threads": 2}, "reference"),
+    "max_tokens_x2": ({"max_tokens_factor": 2}, "reference"),
+}
+
+
+@dataclass
+class Settings:
+    lengths: Tuple[int, ...] = (16, 32, 64)
+    repeats: int = 3
+    warmup: int = 1
+    updates: int = 2  # timed updates per run
+    max_tokens: int = 4096
+    speed_length: Optional[int] = 32  # where the speed options are measured (None: not measured)
+    speed_options: Tuple[str, ...] = tuple(SPEED_OPTIONS)
+    preprocess_sentences: int = 2000  # corpus size for the preprocessing throughput (0: not measured)
+    tiny: bool = False  # *_tiny archs and fairseq's transformer_tiny (for --quick)
+
+
+QUICK = Settings(lengths=(8,), repeats=1, warmup=1, updates=1, max_tokens=1024, speed_length=8,
+                 speed_options=("bf16_autocast", "bf16_weights", "bf16_autocast_layers"), preprocess_sentences=0,
+                 tiny=True)
+
+
+# ---------------------------------------------------------------------------------------------------- helpers
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def arch_name(name: str, settings: Settings) -> str:
+    return f"{name}_tiny" if settings.tiny else name
+
+
+def model_args(arch: str, settings: Settings) -> List[str]:
+    return ["--arch", arch_name(arch, settings)] + ([] if settings.tiny else RECIPE) + recipe.TRAINING
+
+
+# ---------------------------------------------------------------------------------------------------- data
+
+
+def write_dictionary(path: str) -> None:
+    """Every token any form can hold (source and target pieces, ``(LABEL`` nodes), count 1: one shared dictionary
+    of the same size (about 10k, like Multi30k's joint BPE) for every form and corpus size."""
+    vocab = synthetic.vocabulary()
+    tokens = set()
+    for index, word in enumerate(vocab):
+        tokens.update(synthetic.bpe_pieces(word, index))
+        tokens.update(synthetic.bpe_pieces(word[::-1], index))
+    tokens.update("(" + label for label in synthetic.PHRASE_LABELS + synthetic.POS_TAGS)
+    with open(path, "w") as f:
+        f.writelines(f"{token} 1\n" for token in sorted(tokens))
+
+
+def preprocess(raw_prefix: str, form: Form, dest: str, dictionary: str, dependencies: bool) -> Dict[str, float]:
+    """fairseq-syntax-preprocess (and the dependency side data), in this process; returns the CPU and wall
+    seconds of the first."""
+    from fairseq_syntax.cli import preprocess as syntax_preprocess
+    from fairseq_syntax.cli import preprocess_dependencies
+
+    shutil.rmtree(dest, ignore_errors=True)  # fairseq-preprocess will not overwrite a dictionary
+    cpu_start, wall_start = time.process_time(), time.perf_counter()
+    syntax_preprocess.main(["-s", "en", "-t", "de", "--trainpref", raw_prefix, "--form", form.form,
+                            "--preterminals", form.preterminals, "--destdir", dest, "--srcdict", dictionary,
+                            "--joined-dictionary", "--workers", "1"])
+    seconds = {"cpu_s": time.process_time() - cpu_start, "wall_s": time.perf_counter() - wall_start}
+    if dependencies:
+        preprocess_dependencies.main(["-s", "en", "-t", "de", "--trainpref", raw_prefix, "--destdir", dest,
+                                      "--labels", "universal"])
+    return seconds
+
+
+def side_data_bytes(dest: str) -> Dict[str, float]:
+    """Bytes per sentence on disk (``.bin`` + ``.idx``) of the binarized source tokens and of each side input."""
+    from fairseq.data.indexed_dataset import MMapIndexedDataset
+
+    prefix = os.path.join(dest, "train.en-de.en")
+    sentences = len(MMapIndexedDataset(prefix))
+    stems = {"source tokens": prefix}
+    for name in os.listdir(dest):
+        if name.startswith("train.en-de.en.") and name.endswith(".bin") and name != "train.en-de.en.bin":
+            stems[name[len("train.en-de.en."):-len(".bin")]] = os.path.join(dest, name[:-len(".bin")])
+    return {kind: round((os.path.getsize(stem + ".bin") + os.path.getsize(stem + ".idx")) / sentences, 1)
+            for kind, stem in sorted(stems.items())}
+
+
+def token_sizes(dest: str) -> np.ndarray:
+    """fairseq's ``num_tokens`` of each training pair: max(source, target) length, EOS included."""
+    from fairseq.data.indexed_dataset import MMapIndexedDataset
+
+    source = MMapIndexedDataset(os.path.join(dest, "train.en-de.en"))
+    target = MMapIndexedDataset(os.path.join(dest, "train.en-de.de"))
+    return np.maximum(np.array(source.sizes), np.array(target.sizes))
+
+
+def make_batches(sizes: np.ndarray, max_tokens: int, count: int) -> List[List[int]]:
+    """The first ``count`` batches fairseq's ``batch_by_size`` makes from the length-sorted ids."""
+    from fairseq.data import data_utils
+
+    order = np.argsort(sizes, kind="stable")
+    batches = data_utils.batch_by_size(order, lambda i: int(sizes[i]), max_tokens=max_tokens)
+    if len(batches) < count:
+        raise SystemExit(f"internal error: the corpus gives {len(batches)} batches of {max_tokens} tokens, "
+                         f"{count} are needed")
+    return [b.tolist() for b in batches[:count]]
+
+
+# ---------------------------------------------------------------------------------------------------- measuring
+
+
+@dataclass(frozen=True)
+class System:
+    arch: str  # registered name without _tiny
+    form: Form
+
+    @property
+    def label(self) -> str:
+        return f"{self.arch} ({self.form.name})"
+
+
+class Measurer:
+    """Sends specs to one ``measure.py`` server, which forks a fresh process per measurement."""
+
+    def __init__(self, log_path: str):
+        self.log_path = log_path
+        self.stderr = open(log_path, "w")
+        self.server = subprocess.Popen([sys.executable, os.path.join(HERE, "measure.py")], cwd=REPO, text=True,
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr)
+        #: every arch fairseq knows with --user-dir fairseq_syntax (the server's first line)
+        self.registered = set(json.loads(self._answer("ARCHS", "starting the measuring server")))
+
+    def _answer(self, expected: str, doing: str) -> str:
+        for line in self.server.stdout:
+            tag, _, payload = line.partition(" ")
+            if tag == expected:
+                return payload
+            if tag == "ERROR":
+                raise SystemExit(f"error: {doing} failed:\n{json.loads(payload)}")
+        raise SystemExit(f"error: the measuring server stopped while {doing}; see {self.log_path}")
+
+    def measure(self, system: System, data: str, batches: List[List[int]], settings: Settings,
+                options: Dict) -> Dict:
+        spec = {"data": data, "train_args": model_args(system.arch, settings), "batches": batches,
+                "warmup": settings.warmup, "precision": options.get("precision", "fp32"),
+                "threads": options.get("threads", 1)}
+        self.server.stdin.write(json.dumps(spec) + "\n")
+        self.server.stdin.flush()
+        return json.loads(self._answer("RESULT", f"measuring {system.label} {options}"))
+
+    def close(self) -> None:
+        self.server.stdin.close()
+        self.server.wait()
+        self.stderr.close()
+
+
+# ---------------------------------------------------------------------------------------------------- main
+
+
+def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke test: the first architecture's *_tiny arch, one short length, one round, the "
+                        "bf16 variants")
+    parser.add_argument("--archs", help="comma-separated subset of the ARCHS table (default: all; --quick: the first)")
+    parser.add_argument("--out", default=HERE, help="where RESULTS.md / RESULTS.json / RESULTS.details.json go")
+    parser.add_argument("--work", help="keep corpora and data directories here (default: a temporary folder)")
+    parser.add_argument("--lengths", help="comma-separated source lengths in words (default 16,32,64)")
+    parser.add_argument("--repeats", type=int, help="rounds (default 3)")
+    parser.add_argument("--no-speed-options", action="store_true", help="skip the bf16 / threads / batch options")
+    parser.add_argument("--no-preprocess-throughput", action="store_true")
+    return parser.parse_args(argv)
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    settings = QUICK if args.quick else Settings()
+    changes = {}
+    if args.lengths:
+        changes["lengths"] = tuple(int(x) for x in args.lengths.split(","))
+    if args.repeats:
+        changes["repeats"] = args.repeats
+    if args.no_speed_options:
+        changes["speed_length"] = None
+    if args.no_preprocess_throughput:
+        changes["preprocess_sentences"] = 0
+    settings = Settings(**{**asdict(settings), **changes})
+    if settings.speed_length is not None and settings.speed_length not in settings.lengths:
+        settings.speed_length = settings.lengths[len(settings.lengths) // 2]
+    return settings
+
+
+def choose_archs(args: argparse.Namespace, registered: set, settings: Settings) -> Tuple[List[Arch], List[str]]:
+    table = {a.name: a for a in ARCHS}
+    if args.archs:
+        unknown = [name for name in args.archs.split(",") if name not in table]
+        if unknown:
+            raise SystemExit(f"error: --archs {unknown} are not in the ARCHS table of bench/run.py: {sorted(table)}")
+        wanted = [table[name] for name in args.archs.split(",")]
+    else:
+        wanted = list(ARCHS[:1] if args.quick else ARCHS)
+    skipped = [a.name for a in wanted if arch_name(a.name, settings) not in registered]
+    for name in skipped:
+        log(f"skipped {name}: fairseq has no arch {arch_name(name, settings)} registered (yet)")
+    return [a for a in wanted if a.name not in skipped], skipped
+
+
+def corpus_size(n_words: int, batches: int, max_tokens: int) -> int:
+    # each sentence is at least n_words + 1 tokens long in every form, so this is always enough sentences
+    return batches * (max_tokens // (n_words + 1) + 1)
+
+
+def prepare_data(work: str, archs: List[Arch], forms: List[Form], settings: Settings) -> Dict:
+    """Per length: raw corpus and one data directory per form. Returns {length: {form name: dest}}."""
+    dictionary = os.path.join(work, "dict.txt")
+    write_dictionary(dictionary)
+    with_dependencies = {a.input_form for a in archs if a.extra_preprocessing == "dependencies"}
+    needed = 2 * (settings.warmup + settings.updates)  # room for the doubled batches of max_tokens_x2
+    dirs = {}
+    for n_words in settings.lengths:
+        raw = os.path.join(work, f"raw{n_words}", "train")
+        os.makedirs(os.path.dirname(raw), exist_ok=True)
+        synthetic.write_corpus(raw, [n_words] * corpus_size(n_words, needed, settings.max_tokens), seed=n_words)
+        dirs[n_words] = {}
+        for form in forms:
+            dest = os.path.join(work, f"data{n_words}-{form.name}")
+            preprocess(raw, form, dest, dictionary, form in with_dependencies)
+            dirs[n_words][form.name] = dest
+        log(f"data for {n_words} words: {', '.join(f.name for f in forms)}")
+    return dirs
+
+
+def preprocess_throughput(work: str, settings: Settings) -> Dict:
+    """Sentences per CPU second (and per wall second) of fairseq-syntax-preprocess --form preorder on one corpus,
+    the tool's own set-up included, its imports not."""
+    n_words, count = settings.speed_length or settings.lengths[0], settings.preprocess_sentences
+    raw = os.path.join(work, "preprocess", "train")
+    os.makedirs(os.path.dirname(raw), exist_ok=True)
+    synthetic.write_corpus(raw, [n_words] * count, seed=1)
+    seconds = preprocess(raw, REFERENCE_FORM, raw + "-data", os.path.join(work, "dict.txt"), dependencies=False)
+    return {"form": REFERENCE_FORM.name, "src_words": n_words, "sentences": count,
+            "sentences_per_cpu_s": round(count / seconds["cpu_s"], 1),
+            "sentences_per_wall_s": round(count / seconds["wall_s"], 1)}
+
+
+def main(argv: Optional[Sequence[str]] = None) -> List[Dict]:
+    args = parse_args(argv)
+    settings = settings_from(args)
+    started = time.time()
+    # the preprocessing tools run in this process: keep their warnings, not their progress reports
+    logging.getLogger().setLevel(logging.WARNING)
+    with tempfile.TemporaryDirectory(prefix="bench-") as scratch:
+        work = args.work or scratch
+        os.makedirs(work, exist_ok=True)
+        measurer = Measurer(os.path.join(work, "measure.log"))
+        try:
+            details = benchmark(args, settings, work, measurer)
+        finally:
+            measurer.close()
+    details["minutes"] = round((time.time() - started) / 60, 1)
+    rows = details.pop("rows")
+    write_results(args.out, rows, details)
+    log(f"wrote {args.out}/RESULTS.md, RESULTS.json, RESULTS.details.json in {details['minutes']} min")
+    return rows
+
+
+def benchmark(args: argparse.Namespace, settings: Settings, work: str, measurer: "Measurer") -> Dict:
+    archs, skipped = choose_archs(args, measurer.registered, settings)
+    context = [] if args.quick else list(CONTEXT_FORMS)
+    forms = [REFERENCE_FORM] + [f for f in dict.fromkeys([a.input_form for a in archs] + context)
+                                if f != REFERENCE_FORM]
+    arch_systems = [System(a.name, a.input_form) for a in archs]
+    systems = arch_systems + [System(BASELINE, form) for form in forms]
+    log(f"systems: {', '.join(s.label for s in systems)}; lengths {settings.lengths}; {settings.repeats} rounds")
+
+    dirs = prepare_data(work, archs, forms, settings)
+    throughput = None
+    if settings.preprocess_sentences:
+        throughput = preprocess_throughput(work, settings)
+        log(f"preprocessing: {throughput}")
+    batches = {n: make_batches(token_sizes(by_form[REFERENCE_FORM.name]), settings.max_tokens,
+                               settings.warmup + settings.updates) for n, by_form in dirs.items()}
+    measurements = run_rounds(measurer, systems, dirs, batches, settings)
+    return {
+        "rows": result_rows(arch_systems, forms, measurements, settings),
+        "settings": {**asdict(settings), "training_args": " ".join(recipe.TRAINING),
+                     "model_args": "the *_tiny archs" if settings.tiny else " ".join(RECIPE)},
+        "skipped_archs": skipped,
+        "preprocessing_throughput": throughput,
+        "side_data_bytes_per_sentence": {n: {form: side_data_bytes(dest) for form, dest in by_form.items()}
+                                         for n, by_form in dirs.items()},
+        "speed_options": speed_rows(systems, measurements, settings),
+        "load_average_at_end": os.getloadavg(),
+        "measurements": [{"system": k[0].label, "src_words": k[1], "option": k[2], "runs": v}
+                         for k, v in measurements.items()],
+    }
+
+
+def run_rounds(measurer: Measurer, systems: List[System], dirs: Dict, batches: Dict, settings: Settings) -> Dict:
+    """{(system, length, option): [measurement per round]}; option "fp32" is the plain run."""
+    measurements: Dict[Tuple[System, int, str], List[Dict]] = {}
+    for round_index in range(settings.repeats):
+        order = systems if round_index % 2 == 0 else systems[::-1]
+        for n_words in settings.lengths:
+            for system in order:
+                runs = [("fp32", {})]
+                if n_words == settings.speed_length:
+                    runs += [(name, SPEED_OPTIONS[name][0]) for name in settings.speed_options
+                             if speed_option_applies(system, SPEED_OPTIONS[name][1])]
+                for option, overrides in runs:
+                    factor = overrides.get("max_tokens_factor", 1)
+                    run_batches = batches[n_words] if factor == 1 else make_batches(
+                        token_sizes(dirs[n_words][REFERENCE_FORM.name]), settings.max_tokens * factor,
+                        settings.warmup + settings.updates)
+                    result = measurer.measure(system, dirs[n_words][system.form.name], run_batches, settings, overrides)
+                    measurements.setdefault((system, n_words, option), []).append(result)
+                    log(f"round {round_index + 1}/{settings.repeats} {n_words:>3} words {system.label:<45} "
+                        f"{option:<24} {result['tokens_per_s']:7.0f} tok/cpu-s {result['wall_tokens_per_s']:7.0f} "
+                        f"tok/s {result['peak_mem_mb']:6.0f} MB")
+    return measurements
+
+
+def speed_option_applies(system: System, applies: str) -> bool:
+    if applies == "reference":
+        return system == System(BASELINE, REFERENCE_FORM)
+    return system.arch != BASELINE or system.form == REFERENCE_FORM
+
+
+def result_rows(arch_systems: List[System], forms: List[Form], measurements: Dict, settings: Settings) -> List[Dict]:
+    """Each architecture against the transformer on its own form; the transformer on other forms against the
+    transformer on the reference form (context)."""
+    pairs = [(s, System(BASELINE, s.form)) for s in arch_systems]
+    pairs += [(System(BASELINE, f), System(BASELINE, REFERENCE_FORM)) for f in forms if f != REFERENCE_FORM]
+    rows = []
+    for system, baseline in pairs:
+        for n_words in settings.lengths:
+            rows.append(report.ratio_row(
+                measurements[(system, n_words, "fp32")], measurements[(baseline, n_words, "fp32")],
+                arch=arch_name(system.arch, settings), src_words=n_words, form=system.form.name,
+                baseline=f"{arch_name(BASELINE, settings)} ({baseline.form.name})"))
+    return rows
+
+
+def speed_rows(systems: List[System], measurements: Dict, settings: Settings) -> List[Dict]:
+    """Each speed option against fp32 (1 thread, --max-tokens as set) on the same system, same rounds."""
+    rows = []
+    for system in systems:
+        for option in SPEED_OPTIONS:
+            key = (system, settings.speed_length, option)
+            if key in measurements:
+                row = report.ratio_row(measurements[key], measurements[(system, settings.speed_length, "fp32")],
+                                       arch=arch_name(system.arch, settings), form=system.form.name,
+                                       src_words=settings.speed_length, option=option, baseline="fp32")
+                row["last_loss"] = statistics.median(m["last_loss"] for m in measurements[key])
+                rows.append(row)
+    return rows
+
+
+def write_results(out: str, rows: List[Dict], details: Dict) -> None:
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "RESULTS.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    with open(os.path.join(out, "RESULTS.details.json"), "w") as f:
+        json.dump(details, f, indent=1)
+    with open(os.path.join(out, "RESULTS.md"), "w") as f:
+        f.write("\n".join(results_markdown(rows, details)) + "\n")
+
+
+def results_markdown(rows: List[Dict], details: Dict) -> List[str]:
+    settings = details["settings"]
+    lines = [
+        "# Training cost against fairseq's transformer (generated by `python3 bench/run.py`)",
+        "",
+        f"Model: {settings['model_args']}.",
+        f"Batches: fairseq's batch_by_size, --max-tokens {settings['max_tokens']} over the preorder form; every "
+        f"system trains on the same sentences. {settings['warmup']} warm-up + {settings['updates']} timed updates "
+        f"per run, one torch thread, {settings['repeats']} rounds in alternating order; ratio = system / baseline "
+        "within a round, median over rounds.",
+        "tok/s = target tokens per CPU second of the training process; peak mem = peak RSS added by training. "
+        "Absolute numbers vary with the load on the shared cores; compare the ratios.",
+        "",
+    ]
+    if details["skipped_archs"]:
+        lines += [f"Skipped (not registered when this ran): {', '.join(details['skipped_archs'])}.", ""]
+    lines += report.markdown_table(rows, ("arch", "form", "src_words", "baseline", "tokens_per_s_ratio",
+                                          "peak_mem_ratio", "wall_tokens_per_s_ratio", "tokens_per_s",
+                                          "baseline_tokens_per_s", "peak_mem_mb", "baseline_peak_mem_mb",
+                                          "source_tokens_per_sentence", "sentences_per_batch", "repeats"))
+    lines += ["", "## Preprocessing", ""]
+    throughput = details["preprocessing_throughput"]
+    if throughput:
+        lines.append(f"`fairseq-syntax-preprocess --form {throughput['form']}` on {throughput['sentences']} sentences "
+                     f"of {throughput['src_words']} words: {throughput['sentences_per_cpu_s']} sentences per CPU "
+                     f"second ({throughput['sentences_per_wall_s']} per wall second), one worker, imports excluded.")
+    lines += ["", "Bytes per sentence on disk (.bin + .idx):", ""]
+    side_rows = [{"src_words": n, "form": form, **sizes}
+                 for n, by_form in details["side_data_bytes_per_sentence"].items() for form, sizes in by_form.items()]
+    columns = ["src_words", "form"] + sorted({k for r in side_rows for k in r} - {"src_words", "form"})
+    lines += report.markdown_table(side_rows, columns)
+    if details["speed_options"]:
+        lines += ["", "## CPU speed options against fp32 (same system, same round)", "",
+                  "bf16 variants: see bench/precision.py. *threads_2: two torch threads instead of one (compare the "
+                  "wall-clock ratio: CPU time adds up both threads). max_tokens_x2: batches of twice the tokens.", ""]
+        lines += report.markdown_table(details["speed_options"], (
+            "arch", "form", "src_words", "option", "tokens_per_s_ratio", "wall_tokens_per_s_ratio",
+            "peak_mem_ratio", "tokens_per_s", "baseline_tokens_per_s", "last_loss", "repeats"))
+        lines += ["", speed_summary(details["speed_options"])]
+    load = ", ".join(f"{x:.1f}" for x in details["load_average_at_end"])
+    lines += ["", f"Load average (1, 5, 15 min) at the end: {load}; the run took {details['minutes']} minutes."]
+    return lines
+
+
+def speed_summary(speed: List[Dict]) -> str:
+    """Which options reach SPEED_THRESHOLD on every system they were tried on (by the clock that applies)."""
+    by_option: Dict[str, List[float]] = {}
+    for row in speed:
+        ratio = row["wall_tokens_per_s_ratio"] if "threads" in row["option"] else row["tokens_per_s_ratio"]
+        by_option.setdefault(row["option"], []).append(ratio)
+    def described(option: str, ratios: List[float]) -> str:
+        low, high = min(ratios), max(ratios)
+        return f"{option} ({low:.2f}x)" if low == high else f"{option} ({low:.2f}-{high:.2f}x)"
+
+    passing = [described(option, r) for option, r in by_option.items() if min(r) >= SPEED_THRESHOLD]
+    failing = [described(option, r) for option, r in by_option.items() if min(r) < SPEED_THRESHOLD]
+    return (f"At least {SPEED_THRESHOLD}x faster than fp32 on every system tried: {', '.join(passing) or 'none'}. "
+            f"Not: {', '.join(failing) or 'none'}.")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
