@@ -22,8 +22,7 @@ Shapes: ``x`` ``T x B x C``; ``structure["ldd"]`` ``B x 16 x T x T`` (see
 from typing import Optional, Tuple
 
 import torch
-import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
 from fairseq_syntax.dependency import NUM_GROUPS
 from fairseq_syntax.modules.structured_attention import Structure, StructuredSelfAttention
@@ -41,35 +40,20 @@ class LabeledDependencyAttention(StructuredSelfAttention):
         return torch.matmul(q, k.transpose(-1, -2)) * self.scaling * structure["ldd"].to(q.dtype)
 
 
-class DependencyAttentionOnly(nn.Module):
+class DependencyAttentionOnly(StructuredSelfAttention):
     """LDA: ``M_h = LDD_h V_h``; only value and output projections (initialised like fairseq's)."""
 
-    def __init__(self, embed_dim: int, dropout: float = 0.0, bias: bool = True):
-        super().__init__()
-        if embed_dim % NUM_GROUPS != 0:
-            raise ValueError(f"embed_dim {embed_dim} is not divisible by the {NUM_GROUPS} LDD heads")
-        self.embed_dim = embed_dim
-        self.num_heads = NUM_GROUPS
-        self.head_dim = embed_dim // NUM_GROUPS
-        self.dropout = dropout
-        self.v_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
-        self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
-        nn.init.xavier_uniform_(self.v_proj.weight, gain=1 / 2**0.5)
-        nn.init.xavier_uniform_(self.out_proj.weight)
-        if self.out_proj.bias is not None:
-            nn.init.constant_(self.out_proj.bias, 0.0)
+    fused = False
 
-    def forward(
-        self,
-        x: Tensor,
-        key_padding_mask: Optional[Tensor] = None,
-        structure: Optional[Structure] = None,
-        need_weights: bool = False,
-    ) -> Tuple[Tensor, Optional[Tensor]]:
-        tgt_len, bsz, _ = x.shape
-        v = self.v_proj(x).view(tgt_len, bsz, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
+    def __init__(self, embed_dim: int, dropout: float = 0.0, bias: bool = True):
+        super().__init__(embed_dim, NUM_GROUPS, dropout=dropout, bias=bias)
+        del self.q_proj, self.k_proj  # the weights come from the parser, not from queries and keys
+
+    def project(self, x: Tensor) -> Tuple[None, None, Tensor]:
+        return None, None, self._split_heads(self.v_proj(x))
+
+    def attention_weights(
+        self, q: None, k: None, key_padding_mask: Optional[Tensor], structure: Structure
+    ) -> Tensor:
         # padding keys already have zero columns in every variant's tensor
-        weights = structure["ldd"].to(v.dtype)
-        out = torch.matmul(F.dropout(weights, p=self.dropout, training=self.training), v)
-        out = out.permute(2, 0, 1, 3).reshape(tgt_len, bsz, self.embed_dim)
-        return self.out_proj(out), weights if need_weights else None
+        return structure["ldd"]

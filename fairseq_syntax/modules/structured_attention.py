@@ -79,7 +79,7 @@ class StructuredSelfAttention(nn.Module):
     ) -> Tuple[Tensor, Optional[Tensor]]:
         tgt_len, bsz, _ = x.shape
         structure = structure if structure is not None else {}
-        q, k, v = (self._split_heads(proj(x)) for proj in (self.q_proj, self.k_proj, self.v_proj))
+        q, k, v = self.project(x)
         dropout_p = self.dropout if self.training else 0.0
         weights = None
         if self.fused and not need_weights:
@@ -87,9 +87,13 @@ class StructuredSelfAttention(nn.Module):
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
         else:
             weights = self.attention_weights(q, k, key_padding_mask, structure)
-            out = torch.matmul(F.dropout(weights, p=dropout_p, training=self.training), v)
+            out = torch.matmul(F.dropout(weights, p=dropout_p, training=self.training).to(v.dtype), v)
         out = out.permute(2, 0, 1, 3).reshape(tgt_len, bsz, self.embed_dim)
         return self.out_proj(out), weights
+
+    def project(self, x: Tensor) -> Tuple[Optional[Tensor], Optional[Tensor], Tensor]:
+        """Queries, keys and values ``B x H x T x d`` of ``x`` (``T x B x C``)."""
+        return self._split_heads(self.q_proj(x)), self._split_heads(self.k_proj(x)), self._split_heads(self.v_proj(x))
 
     def _split_heads(self, x: Tensor) -> Tensor:
         """``T x B x C`` -> ``B x H x T x d``."""
