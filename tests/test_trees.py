@@ -28,7 +28,8 @@ from fairseq_syntax.trees import (
 )
 
 FATHER = "(S (NP (PRP He)) (VP (VBZ is) (NP (PRP$ my) (NN father))) (. .))"
-PTB_SAMPLE = Path("/work/shared/data/ptb-sample/wsj_0001-0159.mrg.gz")
+# shared/ lies beside the repository (as in CI)
+PTB_SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "data" / "ptb-sample" / "wsj_0001-0159.mrg.gz"
 
 
 def split_father(word):

@@ -4,7 +4,7 @@
 #
 #   examples/multi30k/prepare.sh [RAW_DIR] [OUT_DIR]
 #
-# RAW_DIR holds {train,val,test_2016_flickr}.{en,de}[.gz] (default: /work/shared/data/multi30k); OUT_DIR gets
+# RAW_DIR holds {train,val,test_2016_flickr}.{en,de}[.gz] (default: ../shared/data/multi30k beside the repository); OUT_DIR gets
 # tok/ (tokens, trees, arcs), bpe/ and data-bin/{sequence,linearized,preorder} (default: examples/multi30k/work);
 # data-bin/sequence also gets the LDD side data.
 # Settings from the environment:
@@ -19,13 +19,13 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
-RAW="${1:-/work/shared/data/multi30k}"
+RAW="${1:-$REPO/../shared/data/multi30k}"
 OUT="${2:-$HERE/work}"
 BPE_SIZE="${BPE_SIZE:-10000}"
 CON_BACKEND="${CON_BACKEND:-crf-con}"
 MODELS="${MODELS:-$OUT/models}"
 THREADS="${THREADS:-1}"
-TREEBANKS="${TREEBANKS:-/work/shared/data}"
+TREEBANKS="${TREEBANKS:-$REPO/../shared/data}"
 case "$CON_BACKEND" in
   benepar) CON_MODEL="${CON_MODEL:-$MODELS/benepar-ptb-sample.pt}" ;;
   crf-con) CON_MODEL="${CON_MODEL:-$MODELS/crf-con-ptb-sample.pt}" ;;

@@ -15,7 +15,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 OUT="${1:-$HERE/work}"
-RAW="${RAW:-/work/shared/data/multi30k}"
+RAW="${RAW:-$REPO/../shared/data/multi30k}"
 EPOCHS="${EPOCHS:-20}"
 SYSTEMS="${SYSTEMS:-sequence:transformer:sequence linearized:transformer:linearized mask:transformer_syntax_mask:preorder}"
 cd "$REPO"

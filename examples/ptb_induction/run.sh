@@ -4,7 +4,7 @@
 # the PTB sample wsj_0001-0159 (all sentences and those of <= 10 words), and masked-word perplexity (section 7.5)
 # on the same sentences against a plain Transformer encoder (roberta_prenorm) of the same size, trained the same way.
 #
-#   examples/ptb_induction/run.sh [DATA_DIR]      # DATA_DIR defaults to /work/shared/data (see its SOURCES.md)
+#   examples/ptb_induction/run.sh [DATA_DIR]      # DATA_DIR defaults to ../shared/data beside the repository (see its SOURCES.md)
 #
 # Environment: UPDATES (training updates per model, default 450), CPU only, one thread per process.
 # Outputs: examples/ptb_induction/work/ (corpus, binarized data, checkpoints, induced trees),
@@ -13,7 +13,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-DATA=${1:-/work/shared/data}
+DATA=${1:-$ROOT/../shared/data}
 WORK=$HERE/work
 LOGS=$HERE/logs
 UPDATES=${UPDATES:-450}

@@ -12,7 +12,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-SST=${1:-/work/shared/data/sst}
+SST=${1:-$ROOT/../shared/data/sst}
 WORK=$HERE/work
 LOGS=$HERE/logs
 MAX_UPDATE=${MAX_UPDATE:-3000}
