@@ -325,14 +325,14 @@ def test_train_and_generate_end_to_end(ldd_data, ldd_checkpoint):
     assert sorted(int(i) for i in re.findall(r"^H-(\d+)\t", out, re.M)) == list(range(21))
 
 
-def test_ldd_attention_maps_and_plot_of_a_trained_model(ldd_data, ldd_checkpoint, tmp_path):
+def test_ldd_attention_maps_and_plot_of_a_trained_model(raw_corpus, ldd_data, ldd_checkpoint, tmp_path):
     from fairseq_syntax.analysis.ldd_attention import sentence_ldd_attention
     from fairseq_syntax.cli import plot
     from fairseq_syntax.evaluation.model_inputs import load_model
 
     model, task = load_model(ldd_checkpoint, ldd_data[0])
     maps, tokens = sentence_ldd_attention(model, task, "test", 0)
-    with open(os.path.join(os.path.dirname(ldd_data[0]), "raw0", "test.en")) as f:
+    with open(os.path.join(raw_corpus, "test.en")) as f:
         first = f.readline().split()
     assert tokens == first + ["</s>"] and maps.shape == (16, len(tokens), len(tokens))
     np.testing.assert_allclose(maps.sum(-1), 1.0, rtol=1e-5)  # softmax rows
