@@ -42,6 +42,16 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
     def build_structure(self, src_tokens: Tensor, side_inputs: Dict[str, Tensor]) -> Structure:
         return {}
 
+    def input_embeddings(
+        self, src_tokens: Tensor, side_inputs: Dict[str, Tensor], token_embeddings: Optional[Tensor]
+    ) -> Optional[Tensor]:
+        """Token embeddings ``B x T x C`` (before fairseq's scaling and positions), or None for the plain lookup."""
+        return token_embeddings
+
+    def extra_outputs(self, structure: Structure, side_inputs: Dict[str, Tensor]) -> Dict[str, List[Tensor]]:
+        """Entries added to the encoder output (e.g. for the decoder); reorder them in ``reorder_encoder_out``."""
+        return {}
+
     def forward(
         self,
         src_tokens: Tensor,
@@ -61,6 +71,7 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
         padding_mask = src_tokens.eq(self.padding_idx)
         has_pads = bool(padding_mask.any())
 
+        token_embeddings = self.input_embeddings(src_tokens, side_inputs, token_embeddings)
         x, encoder_embedding = self.forward_embedding(src_tokens, token_embeddings)
         if has_pads:
             x = x * (1 - padding_mask.unsqueeze(-1).type_as(x))
@@ -89,4 +100,5 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
         }
         if return_attention:
             out["encoder_attention"] = attention  # List[B x H x T x T], one per layer
+        out.update(self.extra_outputs(structure, side_inputs))
         return out

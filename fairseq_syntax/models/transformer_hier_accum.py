@@ -17,7 +17,6 @@ a leaf of its own (a second root), so node queries never see it and leaf queries
 """
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Optional
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.distributed import fsdp_wrap
@@ -26,7 +25,6 @@ from fairseq.models.transformer import TransformerConfig, TransformerDecoderBase
 from fairseq.models.transformer.transformer_legacy import base_architecture, tiny_architecture
 from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase
-from torch import Tensor
 
 from fairseq_syntax import structure as st
 from fairseq_syntax.models.syntax_encoder import SyntaxTransformerEncoder
@@ -84,32 +82,20 @@ class HierAccumEncoder(SyntaxTransformerEncoder):
             subtree_mask=not self.options.no_subtree_mask,
         )
 
-    def forward(
-        self,
-        src_tokens: Tensor,
-        src_lengths: Optional[Tensor] = None,
-        return_all_hiddens: bool = False,
-        token_embeddings: Optional[Tensor] = None,
-        return_attention: bool = False,
-        **side_inputs: Tensor,
-    ):
-        """fairseq's encoder forward; the output also holds ``src_parents`` for the decoder's cross-attention.
+    def input_embeddings(self, src_tokens, side_inputs, token_embeddings):
+        """Token embeddings plus positions of the leaves only (paper footnote 4); ``encoder_embedding`` then
+        includes them."""
+        if self.leaf_positions is None:
+            return token_embeddings
+        if token_embeddings is None:
+            token_embeddings = self.embed_tokens(src_tokens)
+        # the positional module numbers non-padding tokens, so nodes are passed as padding (zero embedding);
+        # forward_embedding multiplies token embeddings by embed_scale, hence the division
+        leaves_only = src_tokens.masked_fill(~st.is_leaf(side_inputs["src_parents"]), self.padding_idx)
+        return token_embeddings + self.leaf_positions(leaves_only) / self.embed_scale
 
-        ``encoder_embedding`` then includes the leaf positional embeddings.
-        """
-        parents = side_inputs.get("src_parents")
-        if parents is not None and self.leaf_positions is not None:
-            if token_embeddings is None:
-                token_embeddings = self.embed_tokens(src_tokens)
-            # the positional module numbers non-padding tokens, so nodes are passed as padding (zero embedding);
-            # forward_embedding multiplies token embeddings by embed_scale, hence the division
-            leaves_only = src_tokens.masked_fill(~st.is_leaf(parents), self.padding_idx)
-            token_embeddings = token_embeddings + self.leaf_positions(leaves_only) / self.embed_scale
-        out = super().forward(
-            src_tokens, src_lengths, return_all_hiddens, token_embeddings, return_attention, **side_inputs
-        )
-        out["src_parents"] = [parents]
-        return out
+    def extra_outputs(self, structure, side_inputs):
+        return {"src_parents": [side_inputs["src_parents"]]}  # for the decoder's cross-attention
 
     def reorder_encoder_out(self, encoder_out, new_order):
         reordered = super().reorder_encoder_out(encoder_out, new_order)

@@ -12,7 +12,7 @@
 * ``transformer_constituent``: the same encoder in fairseq's encoder-decoder ``transformer`` for translation, on
   plain source text. Archs ``transformer_constituent`` and ``transformer_constituent_tiny``.
 """
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 import torch
 from fairseq.models import register_model, register_model_architecture
@@ -33,25 +33,11 @@ class TreeTransformerEncoder(SyntaxTransformerEncoder):
         return ConstituentAttention(embed_dim, num_heads, dropout=dropout)
 
     def build_structure(self, src_tokens: Tensor, side_inputs: Dict[str, Tensor]) -> Structure:
-        return {LINK_HISTORY: side_inputs[LINK_HISTORY]}
+        # the layers append their links to this list (see ConstituentAttention), one per layer, B x (T-1) each
+        return {LINK_HISTORY: []}
 
-    def forward(
-        self,
-        src_tokens: Tensor,
-        src_lengths: Optional[Tensor] = None,
-        return_all_hiddens: bool = False,
-        token_embeddings: Optional[Tensor] = None,
-        return_attention: bool = False,
-        **side_inputs: Tensor,
-    ) -> Dict[str, List[Tensor]]:
-        # The layers append their links to this list (see ConstituentAttention); it goes through the base class's
-        # forward the way side inputs do, into the structure dict every layer receives.
-        link_history: List[Tensor] = []
-        side_inputs[LINK_HISTORY] = link_history
-        out = super().forward(src_tokens, src_lengths, return_all_hiddens, token_embeddings, return_attention,
-                              **side_inputs)
-        out["link_probabilities"] = link_history  # List[B x (T-1)], one per layer
-        return out
+    def extra_outputs(self, structure: Structure, side_inputs: Dict[str, Tensor]) -> Dict[str, List[Tensor]]:
+        return {"link_probabilities": structure[LINK_HISTORY]}
 
     @torch.no_grad()
     def link_probabilities(self, src_tokens: Tensor) -> Tensor:
