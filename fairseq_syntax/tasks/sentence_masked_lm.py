@@ -8,6 +8,7 @@ options and the ``masked_lm`` criterion are fairseq's. A sentence longer than ``
 refused by fairseq's size check (or skipped with ``--skip-invalid-size-inputs-valid-test``), never cut.
 """
 import os
+from dataclasses import dataclass
 
 from fairseq import utils
 from fairseq.data import PrependTokenDataset, data_utils
@@ -15,9 +16,16 @@ from fairseq.data.shorten_dataset import maybe_shorten_dataset
 from fairseq.tasks import register_task
 from fairseq.tasks.masked_lm import MaskedLMConfig, MaskedLMTask
 
+from fairseq_syntax.tasks.cpu_autocast import CpuAutocastConfig, CpuAutocastMixin
 
-@register_task("sentence_masked_lm", dataclass=MaskedLMConfig)
-class SentenceMaskedLMTask(MaskedLMTask):
+
+@dataclass
+class SentenceMaskedLMConfig(MaskedLMConfig, CpuAutocastConfig):
+    pass
+
+
+@register_task("sentence_masked_lm", dataclass=SentenceMaskedLMConfig)
+class SentenceMaskedLMTask(CpuAutocastMixin, MaskedLMTask):
     def _load_dataset_split(self, split, epoch, combine):
         paths = utils.split_paths(self.cfg.data)
         split_path = os.path.join(paths[(epoch - 1) % len(paths)], split)

@@ -24,6 +24,7 @@ from fairseq_syntax import trees
 from fairseq_syntax.data.side_inputs import SIDE_INPUTS
 from fairseq_syntax.data.syntax_pair_dataset import SyntaxLanguagePairDataset
 from fairseq_syntax.input_forms import source_form
+from fairseq_syntax.tasks.cpu_autocast import CpuAutocastConfig, CpuAutocastMixin
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +32,7 @@ META_FILE = "syntax.json"
 
 
 @dataclass
-class SyntaxTranslationConfig(TranslationConfig):
+class SyntaxTranslationConfig(TranslationConfig, CpuAutocastConfig):
     source_parser: Optional[str] = field(
         default=None,
         metadata={"help": "fairseq-interactive only: parse raw input lines with this constituency parser "
@@ -40,7 +41,7 @@ class SyntaxTranslationConfig(TranslationConfig):
 
 
 @register_task("syntax_translation", dataclass=SyntaxTranslationConfig)
-class SyntaxTranslationTask(TranslationTask):
+class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
     cfg: SyntaxTranslationConfig
 
     def __init__(self, cfg: SyntaxTranslationConfig, src_dict, tgt_dict):

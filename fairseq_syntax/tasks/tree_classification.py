@@ -25,13 +25,14 @@ from typing import Dict, Iterable, List, MutableSet, Optional, Tuple
 import numpy as np
 import torch
 from fairseq.data import Dictionary, FairseqDataset, data_utils
-from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import FairseqTask, register_task
 
 import fairseq_syntax.criterions  # noqa: F401  (registers tree_cross_entropy, this task's criterion)
 from fairseq_syntax import trees
 from fairseq_syntax.data.side_inputs import SIDE_INPUTS
 from fairseq_syntax.input_forms import FORMS, PRETERMINALS, source_form
+from fairseq_syntax.tasks.cpu_autocast import CpuAutocastConfig, CpuAutocastMixin
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +99,7 @@ def build_dictionary(tree_list: Iterable[trees.Tree]) -> Dictionary:
 
 
 @dataclass
-class TreeClassificationConfig(FairseqDataclass):
+class TreeClassificationConfig(CpuAutocastConfig):
     data: Optional[str] = field(default=None, metadata={"help": "data directory ({split}.tree, labels.txt, dict.txt)"})
     input_form: ChoiceEnum(FORMS) = field(
         default="preorder", metadata={"help": "how a tree becomes the input sequence (see fairseq_syntax.input_forms)"}
@@ -169,7 +170,7 @@ class TreeClassificationDataset(FairseqDataset):
 
 
 @register_task("tree_classification", dataclass=TreeClassificationConfig)
-class TreeClassificationTask(FairseqTask):
+class TreeClassificationTask(CpuAutocastMixin, FairseqTask):
     cfg: TreeClassificationConfig
 
     def __init__(self, cfg: TreeClassificationConfig, dictionary: Dictionary, label_names: List[str]):
