@@ -6,17 +6,31 @@
 # (names of systems already in RUN_DIR that the new one is tested against with paired bootstrap).
 # Writes RUN_DIR/NAME.{train.log,gen,gen.log,run.json}; checkpoints go to ${CKPT_ROOT:-RUN_DIR}/ckpt-NAME.
 
+# oneDNN keeps one kernel per batch shape; with --cpu-bf16-autocast that grows to GBs unless capped.
+export ONEDNN_PRIMITIVE_CACHE_CAPACITY="${ONEDNN_PRIMITIVE_CACHE_CAPACITY:-64}" LRU_CACHE_CAPACITY="${LRU_CACHE_CAPACITY:-64}"
+
 run_system() {
   local name=$1 arch=$2 data=$3 ref=$4 runs=$5
   shift 5
   [ "${1:-}" = "--" ] && shift
   mkdir -p "$runs"
-  local ckpt="${CKPT_ROOT:-$runs}/ckpt-$name"
-  rm -rf "$ckpt"
+  local ckpt="${CKPT_ROOT:-$runs}/ckpt-$name" log_mode=">"
+  # A run cut short (a session that ends, a crash) goes on from its checkpoint_last.pt, as fairseq-train does
+  # by default, and its log continues; RESTART=1 starts it afresh.
+  if [ -f "$ckpt/checkpoint_last.pt" ] && [ -z "${RESTART:-}" ]; then
+    log_mode=">>"
+    echo "== resume $name from $ckpt/checkpoint_last.pt"
+  else
+    rm -rf "$ckpt"
+  fi
   local train_cmd=(fairseq-train "$data" --user-dir fairseq_syntax --task syntax_translation --arch "$arch"
     --save-dir "$ckpt" --no-epoch-checkpoints --log-format simple --log-interval 50 "$@")
   echo "== train $name: ${train_cmd[*]}"
-  "${train_cmd[@]}" > "$runs/$name.train.log" 2>&1 || { tail -30 "$runs/$name.train.log"; return 1; }
+  if [ "$log_mode" = ">>" ]; then
+    "${train_cmd[@]}" >> "$runs/$name.train.log" 2>&1 || { tail -30 "$runs/$name.train.log"; return 1; }
+  else
+    "${train_cmd[@]}" > "$runs/$name.train.log" 2>&1 || { tail -30 "$runs/$name.train.log"; return 1; }
+  fi
   grep -E "\| valid on" "$runs/$name.train.log" | tail -1 || true
 
   local gen_args=(${GEN_ARGS:---beam 5 --batch-size 128})
@@ -24,6 +38,13 @@ run_system() {
     --gen-subset test --post-process subword_nmt "${gen_args[@]}" --cpu \
     > "$runs/$name.gen" 2> "$runs/$name.gen.log" || { tail -30 "$runs/$name.gen.log"; return 1; }
 
+  score_system "$name" "$arch" "$ref" "$runs" "${train_cmd[*]}"
+}
+
+# score_system NAME ARCH REF RUN_DIR TRAIN_COMMAND: (re)score RUN_DIR/NAME.gen against REF and the $BASELINES
+# decoded so far, and write its run record. Run it again once systems trained in parallel have all finished.
+score_system() {
+  local name=$1 arch=$2 ref=$3 runs=$4 train_command=$5
   local base baseline_files=() baseline_names=()
   for base in ${BASELINES:-}; do
     if [ "$base" != "$name" ] && [ -f "$runs/$base.gen" ]; then
@@ -34,5 +55,5 @@ run_system() {
   fairseq-syntax-score "$runs/$name.gen" "$ref" "${baseline_files[@]}" "${baseline_names[@]}" ${SCORE_ARGS:-} \
     --bootstrap 1000 \
     --record "$runs/$name.run.json" --dataset "${DATASET:-unnamed}" --system "$name" --arch "$arch" \
-    --train-log "$runs/$name.train.log" --train-command "${train_cmd[*]}"
+    --train-log "$runs/$name.train.log" --train-command "$train_command"
 }
