@@ -46,7 +46,8 @@ def training_summary(log: str) -> dict:
     return {
         "params": one(r"num\. shared model params: ([\d,]+)", log, "parameter count").group(1),
         "updates": one(r"num_updates (\d+)", log, "update count").group(1),
-        "seconds": float(one(r"done training in ([\d.]+) seconds", log, "training time").group(1)),
+        # fairseq's "wall" meter is saved in the checkpoints, so it also counts the parts of a resumed run
+        "seconds": float(one(r"\| train \| epoch .*?\| wall (\d+)", log, "end-of-epoch wall time").group(1)),
         "best_valid_loss": best["loss"], "best_valid_ppl": best["ppl"], "best_at": best["updates"],
     }
 

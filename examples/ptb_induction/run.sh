@@ -6,7 +6,9 @@
 #
 #   examples/ptb_induction/run.sh [DATA_DIR]      # DATA_DIR defaults to ../shared/data beside the repository (see its SOURCES.md)
 #
-# Environment: UPDATES (training updates per model, default 450), CPU only, one thread per process.
+# Environment: UPDATES (training updates per model, default 450), PRECISION (bf16, the default: --cpu-bf16-autocast;
+# or fp32), CPU only, one thread per process. A training run cut short goes on from its checkpoint_last.pt when the
+# script is run again (also with a larger UPDATES, to train longer); RESTART=1 starts afresh.
 # Outputs: examples/ptb_induction/work/ (corpus, binarized data, checkpoints, induced trees),
 #          examples/ptb_induction/logs/ (every command's log and JSON scores), RESULTS.md (from the logs).
 set -euo pipefail
@@ -17,6 +19,7 @@ DATA=${1:-$ROOT/../shared/data}
 WORK=$HERE/work
 LOGS=$HERE/logs
 UPDATES=${UPDATES:-450}
+PRECISION=${PRECISION:-bf16}
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1  # torch.set_num_threads(1) for fairseq's own commands
 export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
 mkdir -p "$WORK" "$LOGS"
@@ -26,6 +29,13 @@ run() {
   local log=$1
   shift
   echo "# command: $*" > "$log"
+  nice -n 10 "$@" >> "$log" 2>&1
+}
+# resume LOG COMMAND...: like run, but the log goes on (one "# command:" line per part) when the run resumes
+resume() {
+  local log=$1
+  shift
+  echo "# command: $*" >> "$log"
   nice -n 10 "$@" >> "$log" 2>&1
 }
 
@@ -41,9 +51,16 @@ TRAINING=(--task sentence_masked_lm --criterion masked_lm --tokens-per-sample 25
   --optimizer adam --adam-betas "(0.9,0.98)" --lr 1e-3 --lr-scheduler inverse_sqrt --warmup-updates 100
   --clip-norm 1.0 --dropout 0.1 --attention-dropout 0.1 --max-tokens 4096 --max-update "$UPDATES"
   --cpu --seed 1 --log-format simple --log-interval 25 --no-epoch-checkpoints)
+case "$PRECISION" in
+  bf16) TRAINING+=(--cpu-bf16-autocast) ;;
+  fp32) ;;
+  *) echo "PRECISION must be bf16 or fp32, not '$PRECISION'" >&2; exit 1 ;;
+esac
 for arch in tree_transformer_lm roberta_prenorm; do
-  rm -rf "$WORK/checkpoints/$arch"
-  run "$LOGS/train_$arch.log" fairseq-train "$WORK/bin" --user-dir "$ROOT/fairseq_syntax" --arch "$arch" \
+  if [ -n "${RESTART:-}" ] || [ ! -f "$WORK/checkpoints/$arch/checkpoint_last.pt" ]; then
+    rm -rf "$WORK/checkpoints/$arch" "$LOGS/train_$arch.log"
+  fi
+  resume "$LOGS/train_$arch.log" fairseq-train "$WORK/bin" --user-dir "$ROOT/fairseq_syntax" --arch "$arch" \
     "${SIZE[@]}" "${TRAINING[@]}" --save-dir "$WORK/checkpoints/$arch"
 done
 
