@@ -24,7 +24,10 @@ Method:
   after the fp32 run of the same system in the same round, at one length, and are reported as ratios to it.
 
 Adding an architecture is one line in ``ARCHS``; architectures fairseq does not know (not registered yet) are
-skipped, and the skip is printed and recorded.
+skipped, and the skip is printed and recorded. A :class:`Variant` trains an architecture with extra model options
+(``transformer_hier_accum`` with ``--hier-accum-implementation dense``, the naive accumulation) and is reported as a
+row of its own, ``ARCH (LABEL)``, against the same baseline on the same batches; variants are measured in fp32 only
+(no speed options).
 """
 import argparse
 import json
@@ -63,22 +66,39 @@ class Form:
 
 
 @dataclass(frozen=True)
+class Variant:
+    """An architecture trained with extra model options: ``--archs ARCH:KEY``, reported as ``ARCH (LABEL)``."""
+
+    key: str
+    label: str
+    model_options: Tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Arch:
     name: str
     input_form: Form
     extra_preprocessing: Optional[str] = None  # "dependencies": fairseq-syntax-preprocess-dependencies
+    variant: Optional[Variant] = None
 
     def __post_init__(self):
         if self.extra_preprocessing not in (None, "dependencies"):
             raise ValueError(f"{self.name}: unknown extra preprocessing {self.extra_preprocessing!r}")
 
+    @property
+    def key(self) -> str:
+        """Its name in ``--archs``."""
+        return self.name if self.variant is None else f"{self.name}:{self.variant.key}"
 
+
+NAIVE_HIER_ACCUM = Variant("dense", "dense, naive", ("--hier-accum-implementation", "dense"))
 ARCHS = (
-    # arch                        input form (preterminals)     extra preprocessing
+    # arch                        input form (preterminals)     extra preprocessing, variant
     Arch("transformer_syntax_mask", Form("preorder")),
     Arch("transformer_ldd",         Form("sequence"),           "dependencies"),
     Arch("transformer_constituent", Form("sequence")),
     Arch("transformer_hier_accum",  Form("preorder", "split")),
+    Arch("transformer_hier_accum",  Form("preorder", "split"),  variant=NAIVE_HIER_ACCUM),
 )
 BASELINE = "transformer"
 REFERENCE_FORM = Form("preorder")  # the longest form: it sets the batches and is the transformer context reference
@@ -129,8 +149,9 @@ def arch_name(name: str, settings: Settings) -> str:
     return f"{name}_tiny" if settings.tiny else name
 
 
-def model_args(arch: str, settings: Settings) -> List[str]:
-    return ["--arch", arch_name(arch, settings)] + ([] if settings.tiny else RECIPE) + recipe.TRAINING
+def model_args(arch: str, settings: Settings, variant: Optional[Variant] = None) -> List[str]:
+    options = list(variant.model_options) if variant else []
+    return ["--arch", arch_name(arch, settings)] + options + ([] if settings.tiny else RECIPE) + recipe.TRAINING
 
 
 # ---------------------------------------------------------------------------------------------------- data
@@ -209,10 +230,17 @@ def make_batches(sizes: np.ndarray, max_tokens: int, count: int) -> List[List[in
 class System:
     arch: str  # registered name without _tiny
     form: Form
+    variant: Optional[Variant] = None
 
     @property
     def label(self) -> str:
-        return f"{self.arch} ({self.form.name})"
+        variant = "" if self.variant is None else f" ({self.variant.label})"
+        return f"{self.arch}{variant} ({self.form.name})"
+
+    def row_name(self, settings: Settings) -> str:
+        """The ``arch`` of its result rows: the registered arch, and the variant's label."""
+        name = arch_name(self.arch, settings)
+        return name if self.variant is None else f"{name} ({self.variant.label})"
 
 
 class Measurer:
@@ -237,7 +265,7 @@ class Measurer:
 
     def measure(self, system: System, data: str, batches: List[List[int]], settings: Settings,
                 options: Dict) -> Dict:
-        spec = {"data": data, "train_args": model_args(system.arch, settings), "batches": batches,
+        spec = {"data": data, "train_args": model_args(system.arch, settings, system.variant), "batches": batches,
                 "warmup": settings.warmup, "precision": options.get("precision", "fp32"),
                 "threads": options.get("threads", 1)}
         self.server.stdin.write(json.dumps(spec) + "\n")
@@ -258,7 +286,8 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true",
                         help="smoke test: the first architecture's *_tiny arch, one short length, one round, the "
                         "bf16 variants")
-    parser.add_argument("--archs", help="comma-separated subset of the ARCHS table (default: all; --quick: the first)")
+    parser.add_argument("--archs", help="comma-separated subset of the ARCHS table, by name or name:variant "
+                        "(transformer_hier_accum:dense); default: all; --quick: the first")
     parser.add_argument("--out", default=HERE, help="where RESULTS.md / RESULTS.json / RESULTS.details.json go")
     parser.add_argument("--work", help="keep corpora and data directories here (default: a temporary folder)")
     parser.add_argument("--lengths", help="comma-separated source lengths in words (default 16,32,64)")
@@ -286,7 +315,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
 
 
 def choose_archs(args: argparse.Namespace, registered: set, settings: Settings) -> Tuple[List[Arch], List[str]]:
-    table = {a.name: a for a in ARCHS}
+    table = {a.key: a for a in ARCHS}
     if args.archs:
         unknown = [name for name in args.archs.split(",") if name not in table]
         if unknown:
@@ -294,10 +323,10 @@ def choose_archs(args: argparse.Namespace, registered: set, settings: Settings) 
         wanted = [table[name] for name in args.archs.split(",")]
     else:
         wanted = list(ARCHS[:1] if args.quick else ARCHS)
-    skipped = [a.name for a in wanted if arch_name(a.name, settings) not in registered]
-    for name in skipped:
-        log(f"skipped {name}: fairseq has no arch {arch_name(name, settings)} registered (yet)")
-    return [a for a in wanted if a.name not in skipped], skipped
+    unregistered = [a for a in wanted if arch_name(a.name, settings) not in registered]
+    for arch in unregistered:
+        log(f"skipped {arch.key}: fairseq has no arch {arch_name(arch.name, settings)} registered (yet)")
+    return [a for a in wanted if a not in unregistered], [a.key for a in unregistered]
 
 
 def corpus_size(n_words: int, batches: int, max_tokens: int) -> int:
@@ -364,7 +393,7 @@ def benchmark(args: argparse.Namespace, settings: Settings, work: str, measurer:
     context = [] if args.quick else list(CONTEXT_FORMS)
     forms = [REFERENCE_FORM] + [f for f in dict.fromkeys([a.input_form for a in archs] + context)
                                 if f != REFERENCE_FORM]
-    arch_systems = [System(a.name, a.input_form) for a in archs]
+    arch_systems = [System(a.name, a.input_form, a.variant) for a in archs]
     systems = arch_systems + [System(BASELINE, form) for form in forms]
     log(f"systems: {', '.join(s.label for s in systems)}; lengths {settings.lengths}; {settings.repeats} rounds")
 
@@ -381,6 +410,7 @@ def benchmark(args: argparse.Namespace, settings: Settings, work: str, measurer:
         "settings": {**asdict(settings), "training_args": " ".join(recipe.TRAINING),
                      "model_args": "the *_tiny archs" if settings.tiny else " ".join(RECIPE)},
         "skipped_archs": skipped,
+        "variants": {s.row_name(settings): " ".join(s.variant.model_options) for s in arch_systems if s.variant},
         "preprocessing_throughput": throughput,
         "side_data_bytes_per_sentence": {n: {form: side_data_bytes(dest) for form, dest in by_form.items()}
                                          for n, by_form in dirs.items()},
@@ -409,13 +439,15 @@ def run_rounds(measurer: Measurer, systems: List[System], dirs: Dict, batches: D
                         settings.warmup + settings.updates)
                     result = measurer.measure(system, dirs[n_words][system.form.name], run_batches, settings, overrides)
                     measurements.setdefault((system, n_words, option), []).append(result)
-                    log(f"round {round_index + 1}/{settings.repeats} {n_words:>3} words {system.label:<45} "
+                    log(f"round {round_index + 1}/{settings.repeats} {n_words:>3} words {system.label:<56} "
                         f"{option:<24} {result['tokens_per_s']:7.0f} tok/cpu-s {result['wall_tokens_per_s']:7.0f} "
                         f"tok/s {result['peak_mem_mb']:6.0f} MB")
     return measurements
 
 
 def speed_option_applies(system: System, applies: str) -> bool:
+    if system.variant is not None:
+        return False
     if applies == "reference":
         return system == System(BASELINE, REFERENCE_FORM)
     return system.arch != BASELINE or system.form == REFERENCE_FORM
@@ -431,7 +463,7 @@ def result_rows(arch_systems: List[System], forms: List[Form], measurements: Dic
         for n_words in settings.lengths:
             rows.append(report.ratio_row(
                 measurements[(system, n_words, "fp32")], measurements[(baseline, n_words, "fp32")],
-                arch=arch_name(system.arch, settings), src_words=n_words, form=system.form.name,
+                arch=system.row_name(settings), src_words=n_words, form=system.form.name,
                 baseline=f"{arch_name(BASELINE, settings)} ({baseline.form.name})"))
     return rows
 
@@ -444,7 +476,7 @@ def speed_rows(systems: List[System], measurements: Dict, settings: Settings) ->
             key = (system, settings.speed_length, option)
             if key in measurements:
                 row = report.ratio_row(measurements[key], measurements[(system, settings.speed_length, "fp32")],
-                                       arch=arch_name(system.arch, settings), form=system.form.name,
+                                       arch=system.row_name(settings), form=system.form.name,
                                        src_words=settings.speed_length, option=option, baseline="fp32")
                 row["last_loss"] = statistics.median(m["last_loss"] for m in measurements[key])
                 rows.append(row)
@@ -475,6 +507,9 @@ def results_markdown(rows: List[Dict], details: Dict) -> List[str]:
         "Absolute numbers vary with the load on the shared cores; compare the ratios.",
         "",
     ]
+    if details["variants"]:
+        described = "; ".join(f"{name}: `{options}`" for name, options in details["variants"].items())
+        lines += [f"Variants (the same arch with extra model options, same baseline and batches): {described}.", ""]
     if details["skipped_archs"]:
         lines += [f"Skipped (not registered when this ran): {', '.join(details['skipped_archs'])}.", ""]
     lines += report.markdown_table(rows, ("arch", "form", "src_words", "baseline", "tokens_per_s_ratio",

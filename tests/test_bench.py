@@ -79,6 +79,22 @@ def test_archs_fairseq_does_not_know_are_skipped_and_reported(capsys):
         run.choose_archs(run.parse_args(["--archs", "transformer_nope"]), set(), run.Settings())
 
 
+def test_a_variant_trains_with_its_model_options_against_the_same_baseline():
+    import run
+
+    args = run.parse_args(["--archs", "transformer_hier_accum,transformer_hier_accum:dense"])
+    archs, skipped = run.choose_archs(args, {"transformer_hier_accum_tiny"}, run.QUICK)
+    fast, dense = (run.System(a.name, a.input_form, a.variant) for a in archs)
+    assert skipped == [] and fast.form == dense.form == run.Form("preorder", "split")
+    assert fast.row_name(run.QUICK) == "transformer_hier_accum_tiny"
+    assert dense.row_name(run.QUICK) == "transformer_hier_accum_tiny (dense, naive)"
+    assert run.model_args(dense.arch, run.QUICK, dense.variant)[:4] == [
+        "--arch", "transformer_hier_accum_tiny", "--hier-accum-implementation", "dense"]
+    assert "--hier-accum-implementation" not in run.model_args(fast.arch, run.QUICK, fast.variant)
+    # fp32 only: the bf16 options are tried on the plain arch, not on its variant
+    assert run.speed_option_applies(fast, "archs") and not run.speed_option_applies(dense, "archs")
+
+
 @pytest.mark.parametrize("n_words", [1, 2, 7, 30])
 def test_random_trees_have_exactly_the_words_each_under_its_own_preterminal(n_words):
     rng = random.Random(n_words)

@@ -1,8 +1,8 @@
 """Tests for hierarchical accumulation (Nguyen et al. 2020, paper 004) and the ``transformer_hier_accum`` model.
 
-The fast accumulation is checked against a literal implementation of the paper's equations (5)-(10), which builds
-the tensor S of every sentence; the rest against values derived by hand on small trees and against fairseq's own
-full-sequence decoding.
+The fast and the dense (naive, vectorised) accumulations are checked against a literal implementation of the
+paper's equations (5)-(10), which builds the tensor S of every sentence in Python loops; the rest against values
+derived by hand on small trees and against fairseq's own full-sequence decoding.
 """
 import os
 import random
@@ -16,10 +16,12 @@ from fairseq import options, tasks
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
 import fairseq_syntax.models.transformer_hier_accum as hier_model
+import fairseq_syntax.modules.hierarchical_accumulation as accumulation_module
 import fairseq_syntax.modules.hierarchical_cross_attention as cross_module
 import fairseq_syntax.tasks.syntax_translation  # noqa: F401  (registers the task)
 from fairseq_syntax import structure as st
 from fairseq_syntax.modules.hierarchical_accumulation import (
+    IMPLEMENTATIONS,
     HierarchicalEmbeddings,
     HierarchicalSelfAttention,
     accumulation_structure,
@@ -95,11 +97,13 @@ def random_preorder_tree(rng, size):
     return parents
 
 
+@pytest.mark.parametrize("implementation", IMPLEMENTATIONS)
 @pytest.mark.parametrize("average", ["paper", "official"])
 @pytest.mark.parametrize("embedding_size", [0, 3])
 @pytest.mark.parametrize("left_pad", [False, True])
-def test_fast_accumulation_matches_the_papers_equations(average, embedding_size, left_pad):
-    rng = random.Random(hash((average, embedding_size, left_pad)) % 1000)
+def test_accumulation_matches_the_papers_equations(implementation, average, embedding_size, left_pad):
+    # "fast" (factored) and "dense" (the naive tensors S and E) against the per-sentence loop over eqs. 5-10
+    rng = random.Random(f"{average}-{embedding_size}-{left_pad}")  # str seeds are stable, hash() of str is not
     torch.manual_seed(rng.randrange(1000))
     for _ in range(3):
         parents = batch(*[random_preorder_tree(rng, rng.randint(1, 11)) for _ in range(3)], left_pad=left_pad)
@@ -108,19 +112,20 @@ def test_fast_accumulation_matches_the_papers_equations(average, embedding_size,
         values = torch.randn(size, 2, length, 4, dtype=torch.float64, requires_grad=True)
         weights = torch.randn(size, length, dtype=torch.float64, requires_grad=True)
         structure = accumulation_structure(parents, embedding_size, average)
-        fast = hierarchical_accumulation(values, weights, structure, embeddings)
+        accumulated = hierarchical_accumulation(values, weights, structure, embeddings, implementation)
         reference = torch.stack([
             reference_accumulation(parents[b].tolist(), values[b], weights[b], embeddings, average)
             for b in range(size)
         ])
         # the structure is float32, hence the tolerance
-        torch.testing.assert_close(fast, reference, rtol=1e-6, atol=1e-6)
-        upstream = torch.randn_like(fast)
+        torch.testing.assert_close(accumulated, reference, rtol=1e-6, atol=1e-6)
+        upstream = torch.randn_like(accumulated)
         inputs = [values, weights] + ([embeddings.vertical, embeddings.horizontal] if embeddings else [])
-        fast_grads = torch.autograd.grad((fast * upstream).sum(), inputs)
-        reference_grads = torch.autograd.grad((reference * upstream).sum(), inputs)
-        for fast_grad, reference_grad in zip(fast_grads, reference_grads):
-            torch.testing.assert_close(fast_grad, reference_grad, rtol=1e-6, atol=1e-6)
+        # a batch of one-word trees has no node, so no leaf weight is used: its gradient is zero in both
+        grads = torch.autograd.grad((accumulated * upstream).sum(), inputs, materialize_grads=True)
+        reference_grads = torch.autograd.grad((reference * upstream).sum(), inputs, materialize_grads=True)
+        for grad, reference_grad in zip(grads, reference_grads):
+            torch.testing.assert_close(grad, reference_grad, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("embedding_size", [2, 50])
@@ -352,6 +357,26 @@ def test_ablation_switches(data_dir):
     parents = sample["net_input"]["src_parents"]
     structure = plain.encoder.build_structure(sample["net_input"]["src_tokens"], {"src_parents": parents})
     assert "embedding_bins" not in structure and structure["attention_mask"].shape[2] == 1
+
+
+def test_dense_implementation_gives_the_fast_models_outputs(data_dir):
+    _, fast, sample, _ = build(data_dir)
+    _, dense, _, _ = build(data_dir, "--hier-accum-implementation", "dense")  # same seed: same parameters
+    fast.eval()
+    dense.eval()
+    net_input = sample["net_input"]
+    encoder_input = {name: value for name, value in net_input.items() if name != "prev_output_tokens"}
+    dense_calls = mock.Mock(wraps=accumulation_module.dense_node_accumulation)
+    with torch.no_grad(), mock.patch.dict(accumulation_module.NODE_ACCUMULATIONS, dense=dense_calls):
+        fast_states = fast.encoder(**encoder_input)["encoder_out"][0]
+        dense_states = dense.encoder(**encoder_input)["encoder_out"][0]
+        assert dense_calls.call_count == len(dense.encoder.layers)  # the fast model never calls it
+        fast_logits, _ = fast(**net_input)
+        dense_logits, _ = dense(**net_input)
+    # then once per encoder layer and once per decoder cross-attention
+    assert dense_calls.call_count == 2 * len(dense.encoder.layers) + len(dense.decoder.layers)
+    torch.testing.assert_close(dense_states, fast_states, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(dense_logits, fast_logits, rtol=1e-5, atol=1e-5)
 
 
 def test_incremental_decoding_equals_full_decoding_and_accumulates_once(data_dir):

@@ -14,6 +14,8 @@ a leaf of its own (a second root), so node queries never see it and leaf queries
   HierarchicalCrossAttention`. The encoder output carries ``src_parents`` (reordered with the beams); the decoder
   builds the source structure once per forward, and under incremental decoding only at the first step.
 * Ablations (paper Table 3): ``--no-hier-embed`` (encoder and decoder), ``--no-subtree-mask`` (encoder).
+* ``--hier-accum-implementation dense``: the naive accumulation with the paper's dense tensors (encoder and
+  decoder), same values at a higher cost; for the benchmark.
 """
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -32,6 +34,7 @@ from fairseq_syntax.models.syntax_model import SyntaxTransformerModel
 from fairseq_syntax.models.tree_classifier import register_classifier
 from fairseq_syntax.modules.hierarchical_accumulation import (
     AVERAGES,
+    IMPLEMENTATIONS,
     HierarchicalSelfAttention,
     accumulation_structure,
 )
@@ -58,6 +61,12 @@ class HierAccumOptions(FairseqDataclass):
         metadata={"help": "upward cumulative average over a branch from node i to leaf j: 'paper' divides by its "
                   "nodes + the leaf (eq. 6), 'official' by its nodes only, as the authors' public code does"},
     )
+    hier_accum_implementation: ChoiceEnum(IMPLEMENTATIONS) = field(
+        default="fast",
+        metadata={"help": "how node values are accumulated (same values, different cost): 'fast' never forms the "
+                  "paper's m x n x d tensor S (DESIGN.md), 'dense' builds S and E as the authors' code does (the "
+                  "naive baseline of bench/run.py)"},
+    )
 
     def embedding_size(self) -> int:
         return 0 if self.no_hier_embed else self.hier_embed_size
@@ -72,7 +81,9 @@ class HierAccumEncoder(SyntaxTransformerEncoder):
         self.leaf_positions, self.embed_positions = self.embed_positions, None
 
     def build_self_attention(self, layer_index, embed_dim, num_heads, dropout):
-        return HierarchicalSelfAttention(embed_dim, num_heads, dropout, self.options.embedding_size())
+        return HierarchicalSelfAttention(
+            embed_dim, num_heads, dropout, self.options.embedding_size(), self.options.hier_accum_implementation
+        )
 
     def build_structure(self, src_tokens, side_inputs):
         return accumulation_structure(
@@ -117,7 +128,8 @@ class HierAccumDecoderLayer(TransformerDecoderLayerBase):
                 f"and {embed_dim}"
             )
         return HierarchicalCrossAttention(
-            embed_dim, cfg.decoder.attention_heads, cfg.attention_dropout, self.options.embedding_size()
+            embed_dim, cfg.decoder.attention_heads, cfg.attention_dropout, self.options.embedding_size(),
+            self.options.hier_accum_implementation,
         )
 
 

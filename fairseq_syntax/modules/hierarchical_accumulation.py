@@ -29,7 +29,9 @@ leaves only.
   per-batch tensors below, built once per batch and shared by all layers.
 * :class:`HierarchicalEmbeddings`: coefficients ``B x m x n`` -> embedding term ``B x m x d_head``.
 * :func:`hierarchical_accumulation`: values ``B x H x T x d_head``, leaf weights ``B x T`` -> values with the node
-  rows replaced by their accumulation, ``B x H x T x d_head``.
+  rows replaced by their accumulation, ``B x H x T x d_head``; ``implementation="dense"`` computes the same with the
+  naive dense tensors S and E (:mod:`~fairseq_syntax.modules.hierarchical_accumulation_dense`), for benchmarks.
+* :func:`factored_node_accumulation`: the fast accumulation above, ``B x H x m x d_head`` for the m nodes.
 * :func:`attend`: scaled dot-product attention with a boolean mask, optionally returning the weights.
 * :class:`HierarchicalSelfAttention`: the encoder self-attention of eqs. 12-18, ``T x B x C`` -> ``T x B x C``.
 """
@@ -40,6 +42,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from fairseq_syntax import structure as st
+from fairseq_syntax.modules.hierarchical_accumulation_dense import dense_node_accumulation
 from fairseq_syntax.modules.structured_attention import Structure, StructuredSelfAttention
 
 AVERAGES = ("paper", "official")
@@ -162,17 +165,35 @@ class HierarchicalEmbeddings(nn.Module):
 
 
 def hierarchical_accumulation(
-    values: Tensor, leaf_weights: Tensor, structure: Structure, embeddings: Optional[HierarchicalEmbeddings] = None
+    values: Tensor,
+    leaf_weights: Tensor,
+    structure: Structure,
+    embeddings: Optional[HierarchicalEmbeddings] = None,
+    implementation: str = "fast",
 ) -> Tensor:
     """Replace the node rows of ``values`` (``B x H x T x d``) by ``V(U(S + E), w)`` (paper eq. 10).
 
     ``leaf_weights`` ``B x T`` is ``w`` (read at the leaves only). Leaf and padding rows are returned unchanged.
+    ``implementation`` (:data:`IMPLEMENTATIONS`) only changes the cost: "fast" is :func:`factored_node_accumulation`,
+    "dense" the naive :func:`~fairseq_syntax.modules.hierarchical_accumulation_dense.dense_node_accumulation`.
     """
+    if implementation not in NODE_ACCUMULATIONS:
+        raise ValueError(f"implementation must be one of {IMPLEMENTATIONS}, got {implementation!r}")
     batch, heads, length, dim = values.shape
+    if structure["node_pos"].size(1) == 0:
+        return values
+    accumulated = NODE_ACCUMULATIONS[implementation](values, leaf_weights, structure, embeddings)  # B x H x m x d
+    placed = accumulated.gather(2, structure["node_ordinal"][:, None, :, None].expand(batch, heads, length, dim))
+    return torch.where(structure["is_node"][:, None, :, None], placed, values)
+
+
+def factored_node_accumulation(
+    values: Tensor, leaf_weights: Tensor, structure: Structure, embeddings: Optional[HierarchicalEmbeddings] = None
+) -> Tensor:
+    """``V(U(S + E), w)`` of the ``m`` nodes, ``B x H x m x d``, by the factorisation of the module docstring."""
+    batch, _, length, _ = values.shape
     leaf_pos, node_pos = structure["leaf_pos"], structure["node_pos"]
     nodes = node_pos.size(1)
-    if nodes == 0:
-        return values
     dtype = values.dtype
     c = leaf_weights.gather(1, leaf_pos).to(dtype).unsqueeze(1) * structure["inverse_branch_size"].to(dtype)
     g = structure["node_over_node"].to(dtype) * torch.matmul(c, structure["node_over_leaf"].to(dtype).transpose(1, 2))
@@ -183,8 +204,11 @@ def hierarchical_accumulation(
     accumulated = torch.matmul(coefficients.unsqueeze(1), values)  # B x H x m x d
     if embeddings is not None:
         accumulated = accumulated + embeddings(c, structure).unsqueeze(1)
-    placed = accumulated.gather(2, structure["node_ordinal"][:, None, :, None].expand(batch, heads, length, dim))
-    return torch.where(structure["is_node"][:, None, :, None], placed, values)
+    return accumulated
+
+
+NODE_ACCUMULATIONS = {"fast": factored_node_accumulation, "dense": dense_node_accumulation}
+IMPLEMENTATIONS = tuple(NODE_ACCUMULATIONS)
 
 
 def attend(
@@ -210,12 +234,17 @@ class HierarchicalSelfAttention(StructuredSelfAttention):
     One attention over all ``T`` positions computes the four affinity blocks ``A_NL, A_LL, A_NN, A_LN`` at once;
     ``structure["attention_mask"]`` applies subtree masking (or only hides padding, for the -SubMask ablation).
     Values: ``L W_V`` at the leaves, the accumulated ``N'`` (eq. 16) at the nodes, with ``w = L u_s``.
-    ``embedding_size`` 0 turns the hierarchical embeddings off (the -HierEmb ablation). ``key_padding_mask`` is
-    accepted for the layer's call and not needed: the structure's mask already hides padding.
+    ``embedding_size`` 0 turns the hierarchical embeddings off (the -HierEmb ablation); ``implementation`` is
+    :func:`hierarchical_accumulation`'s. ``key_padding_mask`` is accepted for the layer's call and not needed: the
+    structure's mask already hides padding.
     """
 
-    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, embedding_size: int = 100):
+    def __init__(
+        self, embed_dim: int, num_heads: int, dropout: float = 0.0, embedding_size: int = 100,
+        implementation: str = "fast",
+    ):
         super().__init__(embed_dim, num_heads, dropout=dropout)
+        self.implementation = implementation
         self.leaf_weight = nn.Linear(embed_dim, 1, bias=False)  # u_s
         self.embeddings = HierarchicalEmbeddings(embedding_size, self.head_dim) if embedding_size else None
 
@@ -230,7 +259,8 @@ class HierarchicalSelfAttention(StructuredSelfAttention):
             raise ValueError("HierarchicalSelfAttention needs accumulation_structure(..., subtree_mask=True/False)")
         length, batch, _ = x.shape
         q, k, v = (self._split_heads(proj(x)) for proj in (self.q_proj, self.k_proj, self.v_proj))
-        v = hierarchical_accumulation(v, self.leaf_weight(x).squeeze(-1).t(), structure, self.embeddings)
+        leaf_weights = self.leaf_weight(x).squeeze(-1).t()
+        v = hierarchical_accumulation(v, leaf_weights, structure, self.embeddings, self.implementation)
         dropout_p = self.dropout if self.training else 0.0
         out, weights = attend(q, k, v, structure["attention_mask"], dropout_p, need_weights)
         out = out.permute(2, 0, 1, 3).reshape(length, batch, self.embed_dim)

@@ -31,10 +31,15 @@ IncrementalState = Dict[str, Dict[str, Optional[Tensor]]]
 
 @with_incremental_state
 class HierarchicalCrossAttention(StructuredSelfAttention):
-    """Shares the base's projections and initialisation; ``embedding_size`` 0 disables hierarchical embeddings."""
+    """Shares the base's projections and initialisation; ``embedding_size`` 0 disables hierarchical embeddings;
+    ``implementation`` is :func:`hierarchical_accumulation`'s."""
 
-    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, embedding_size: int = 100):
+    def __init__(
+        self, embed_dim: int, num_heads: int, dropout: float = 0.0, embedding_size: int = 100,
+        implementation: str = "fast",
+    ):
         super().__init__(embed_dim, num_heads, dropout=dropout)
+        self.implementation = implementation
         self.leaf_weight = nn.Linear(embed_dim, 1, bias=False)  # u_c
         self.embeddings = HierarchicalEmbeddings(embedding_size, self.head_dim) if embedding_size else None
         self.source_structure: Optional[Structure] = None
@@ -44,7 +49,7 @@ class HierarchicalCrossAttention(StructuredSelfAttention):
         keys = self._split_heads(self.k_proj(source))
         values = self._split_heads(self.v_proj(source))
         leaf_weights = self.leaf_weight(source).squeeze(-1).t()
-        return keys, hierarchical_accumulation(values, leaf_weights, structure, self.embeddings)
+        return keys, hierarchical_accumulation(values, leaf_weights, structure, self.embeddings, self.implementation)
 
     def has_cached_source(self, incremental_state: Optional[IncrementalState]) -> bool:
         return "prev_key" in self._get_input_buffer(incremental_state)
