@@ -1,0 +1,27 @@
+#!/bin/bash
+# Multi30k training speed of fp32 against --cpu-bf16-autocast, with 1 or 2 torch threads: 40 updates of the
+# reference model (3+3 layers, d=256) on the data dirs of examples/multi30k/prepare.sh, each run alone.
+#   bench/multi30k_precision/measure.sh DATA_BIN   (e.g. examples/multi30k/work/data-bin)
+# then: python3 bench/multi30k_precision/summarize.py > bench/multi30k_precision/RESULTS.md
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+DATA_BIN=$1
+cd "$HERE/../.."
+export ONEDNN_PRIMITIVE_CACHE_CAPACITY=64 LRU_CACHE_CAPACITY=64
+measure() {  # measure NAME THREADS BF16(0/1) ARCH FORM
+  local name=$1 threads=$2 bf16=$3 arch=$4 form=$5 extra=()
+  [ "$bf16" = 1 ] && extra=(--cpu-bf16-autocast)
+  OMP_NUM_THREADS=$threads MKL_NUM_THREADS=$threads fairseq-train "$DATA_BIN/$form" --user-dir fairseq_syntax \
+    --task syntax_translation --arch "$arch" --encoder-layers 3 --decoder-layers 3 --encoder-embed-dim 256 \
+    --decoder-embed-dim 256 --encoder-ffn-embed-dim 1024 --decoder-ffn-embed-dim 1024 --encoder-attention-heads 4 \
+    --decoder-attention-heads 4 --share-all-embeddings --dropout 0.3 --weight-decay 0.0001 \
+    --criterion label_smoothed_cross_entropy --label-smoothing 0.1 --optimizer adam --adam-betas "(0.9, 0.98)" \
+    --lr 1e-3 --lr-scheduler inverse_sqrt --warmup-updates 1000 --clip-norm 1.0 --max-tokens 4096 --max-update 40 \
+    --cpu --seed 1 --max-source-positions 1024 --no-save --log-format simple --log-interval 10 \
+    --disable-validation "${extra[@]}" 2>&1 | grep -v "fairseq_cli.train | {" > "$HERE/$name.log"
+}
+measure seqfp32t2 2 0 transformer sequence
+measure seqbf16t1 1 1 transformer sequence
+measure seqbf16t2 2 1 transformer sequence
+measure maskbf16t2 2 1 transformer_syntax_mask preorder
+measure linbf16t2 2 1 transformer linearized
