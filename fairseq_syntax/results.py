@@ -89,14 +89,17 @@ def parse_train_log(path) -> Dict[str, float]:
 
 
 def record_run(path, *, dataset: str, system: str, arch: str, command: str, train_log, metrics: dict,
-               significance: Optional[dict] = None) -> dict:
+               significance: Optional[dict] = None, by_length: Optional[List[dict]] = None) -> dict:
     """Write the run record of one system to `path` (by convention `<name>.run.json`) and return it.
 
-    updates, epochs and wall_time_s come from `train_log` (see parse_train_log).
+    updates, epochs and wall_time_s come from `train_log` (see parse_train_log); `by_length` is the system's
+    `scoring.bleu_by_length` rows, if scored.
     """
     record = {"dataset": dataset, "system": system, "arch": arch, "command": command,
               **parse_train_log(train_log), "train_log": str(train_log), "metrics": metrics,
               "significance": significance or {}}
+    if by_length:
+        record["by_length"] = by_length
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(record, handle, indent=2, ensure_ascii=False)
@@ -196,6 +199,21 @@ def _table(records: Sequence[dict]) -> List[str]:
     return lines
 
 
+def _by_length_table(records: Sequence[dict]) -> List[str]:
+    """Systems x reference-length intervals, for the records scored with the same intervals as the first one."""
+    scored = [record for record in records if record.get("by_length")]
+    if not scored:
+        return []
+    buckets = [(row["bucket"], row["n_sentences"]) for row in scored[0]["by_length"]]
+    same = [r for r in scored if [(row["bucket"], row["n_sentences"]) for row in r["by_length"]] == buckets]
+    header = ["System"] + [f"{bucket} (n={count})" for bucket, count in buckets]
+    lines = ["| " + " | ".join(_cell(h) for h in header) + " |", "|" + "---|" * len(header)]
+    for record in same:
+        lines.append("| " + " | ".join([_cell(record["system"])]
+                                       + [_format_metric(row["BLEU"]) for row in record["by_length"]]) + " |")
+    return lines
+
+
 def _notes(records: Sequence[dict]) -> List[str]:
     """Test settings and sacrebleu signatures: what a reader needs to reproduce or compare the numbers."""
     notes = []
@@ -231,6 +249,10 @@ def render_markdown(records: Sequence[dict], sources: Sequence = ()) -> str:
         notes = _notes(rows)
         if notes:
             lines += notes + [""]
+        by_length = _by_length_table(rows)
+        if by_length:
+            lines += ["BLEU by reference length (tokens of the reference, sentences per interval in the header):",
+                      ""] + by_length + [""]
     if sources:
         lines += ["Run records: " + ", ".join(f"`{source}`" for source in sources), ""]
     return "\n".join(lines)

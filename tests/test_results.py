@@ -161,3 +161,17 @@ def test_bad_record_inputs_are_named(tmp_path):
     broken.write_text('{"dataset":\n')
     with pytest.raises(RecordError, match=r"y.run.json:2: not valid JSON"):
         load_record(broken)
+
+
+def test_bleu_by_length_is_recorded_and_rendered_per_system(tmp_path):
+    baseline, masks = write_records(tmp_path)
+    rows = [{"bucket": "(0,10]", "low": 0, "high": 10, "n_sentences": 3, "BLEU": 41.5},
+            {"bucket": "(10,inf)", "low": 10, "high": None, "n_sentences": 0, "BLEU": None}]
+    masks = record_run(tmp_path / "masks.run.json", dataset="multi30k", system="syntax masks",
+                       arch=masks["arch"], command=masks["command"], train_log=masks["train_log"],
+                       metrics=masks["metrics"], by_length=rows)
+    assert json.loads((tmp_path / "masks.run.json").read_text())["by_length"] == rows
+    lines = render_markdown([baseline, masks]).splitlines()
+    start = lines.index("| System | (0,10] (n=3) | (10,inf) (n=0) |")
+    assert lines[start + 2] == "| syntax masks | 41.50 | – |"
+    assert "| transformer |" not in "\n".join(lines[start:])  # the baseline was not scored by length

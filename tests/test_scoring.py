@@ -256,9 +256,11 @@ def test_score_command_writes_a_run_record(tmp_path, files):
     record_path = tmp_path / "runs" / "masks.run.json"
     score_cli.main([str(hyp), str(ref), str(baseline), "--bootstrap", "50", "--record", str(record_path),
                     "--dataset", "multi30k", "--system", "masks", "--arch", "transformer_syntax_mask",
-                    "--train-log", str(log), "--train-command", "fairseq-train data", "--baseline-name", "base"])
+                    "--train-log", str(log), "--train-command", "fairseq-train data", "--baseline-name", "base",
+                    "--by-length", "7,11"])
     record = json.loads(record_path.read_text())
     assert (record["system"], record["updates"], record["epochs"], record["wall_time_s"]) == ("masks", 120, 4, 61)
+    assert record["by_length"] == bleu_by_length(HYPOTHESES, REFERENCES, (7, 11))
     assert record["metrics"]["BLEU"] == pytest.approx(corpus_scores(HYPOTHESES, REFERENCES)["BLEU"])
     assert list(record["significance"]) == ["base"] and record["significance"]["base"]["n_samples"] == 50
     with pytest.raises(SystemExit):

@@ -40,7 +40,7 @@ case "$PRECISION" in
   *) echo "PRECISION must be bf16 or fp32, not '$PRECISION'" >&2; exit 1 ;;
 esac
 source "$REPO/examples/common.sh"
-DATASET=multi30k BASELINES="sequence linearized udp" SCORE_ARGS="--lang de" CKPT_ROOT="$OUT/ckpt"
+DATASET=multi30k BASELINES="sequence linearized udp" SCORE_ARGS="--lang de --by-length 10,15,20" CKPT_ROOT="$OUT/ckpt"
 if [ -n "${RESCORE:-}" ]; then  # every recorded system, against every baseline decoded by now
   for record in "$HERE"/runs/*.run.json; do
     read -r name arch command < <(python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))

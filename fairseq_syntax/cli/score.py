@@ -131,7 +131,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
     if args.record:
         record_run(args.record, dataset=args.dataset, system=args.system, arch=args.arch,
                    command=args.train_command, train_log=args.train_log, metrics=report["metrics"],
-                   significance=significance)
+                   significance=significance, by_length=report.get("by_length", {}).get("hyp"))
     return report
 
 
