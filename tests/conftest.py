@@ -1,8 +1,10 @@
-"""Shared fixtures: a tiny parallel corpus with gold trees, written by the tests themselves.
+"""Shared fixtures: a tiny parallel corpus with gold trees, written by the tests themselves, and a tiny dependency
+parser trained on the same kind of sentences.
 
 Source sentences are ``the N V the N .`` with gold trees; one noun (``father``) is BPE-split into ``fa@@ ther`` so
 split words are exercised; the target reorders subject/object, so a model must read the source.
 """
+import itertools
 import os
 import random
 import subprocess
@@ -14,6 +16,13 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOUNS = ["cat", "dog", "father", "man"]
 VERBS = ["sees", "likes"]
 BPE = {"father": ["fa@@", "ther"]}
+#: the dependency treebank: every ``the N V the N .`` with two different nouns, in CoNLL-U by :func:`conllu`
+TREEBANK_NOUNS = ["cat", "dog", "man", "father"]
+TREEBANK = [(subject, verb, obj) for subject, verb, obj in itertools.product(TREEBANK_NOUNS, VERBS, TREEBANK_NOUNS)
+            if subject != obj]
+#: fairseq_syntax.parsing.training.SuparSize of the tiny parsers (trained in seconds)
+TINY_SUPAR_SIZES = dict(n_embed=16, n_char_embed=8, n_char_hidden=16, n_feat_embed=16, n_lstm_hidden=16,
+                        n_lstm_layers=1, n_mlp=16, n_label_mlp=8)
 
 
 def tiny_corpus(prefix: str, n: int, seed: int) -> None:
@@ -59,3 +68,25 @@ def data_dirs(raw_corpus, tmp_path_factory):
         preprocess(raw_corpus, dest, form)
         out[form] = dest
     return out
+
+
+def conllu(subject, verb, obj):
+    """One treebank sentence with UD labels (det, nsubj, root, det, obj, punct)."""
+    rows = [("the", 2, "det"), (subject, 3, "nsubj"), (verb, 0, "root"), ("the", 5, "det"), (obj, 3, "obj"),
+            (".", 3, "punct")]
+    return "".join(f"{i}\t{w}\t_\t_\t_\t_\t{h}\t{r}\t_\t_\n" for i, (w, h, r) in enumerate(rows, 1)) + "\n"
+
+
+@pytest.fixture(scope="session")
+def dependency_model(tmp_path_factory):
+    """Path of a tiny SuPar biaffine dependency parser trained (2 epochs) on TREEBANK."""
+    from fairseq_syntax.parsing import training
+
+    root = tmp_path_factory.mktemp("dependency_parser")
+    train = root / "train.conllu"
+    train.write_text("".join(conllu(*sentence) for sentence in TREEBANK))
+    path = str(root / "dep.pt")
+    training.train_supar_dependency(str(train), str(train), path, epochs=2,
+                                    size=training.SuparSize(**TINY_SUPAR_SIZES), batch_tokens=8, learning_rate=1e-2,
+                                    verbose=False)
+    return path

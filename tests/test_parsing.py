@@ -15,6 +15,7 @@ import dill
 import pytest
 import torch
 
+from conftest import TINY_SUPAR_SIZES, TREEBANK, conllu
 from fairseq_syntax.parsing import training
 from fairseq_syntax.parsing.constituency import ConstituencyParser, flat_tree, load_parser, parse_file, parse_sentences
 from fairseq_syntax.parsing.dependency import DependencyParser, RetainedMass, read_arc_distributions
@@ -26,11 +27,7 @@ from fairseq_syntax.trees import Tree, parse_tree
 
 torch.set_num_threads(1)
 REPO = Path(__file__).resolve().parent.parent
-NOUNS = ["cat", "dog", "man", "father"]
-VERBS = ["sees", "likes"]
-SENTENCES = [(subject, verb, obj) for subject, verb, obj in itertools.product(NOUNS, VERBS, NOUNS) if subject != obj]
-TINY_SUPAR = training.SuparSize(n_embed=16, n_char_embed=8, n_char_hidden=16, n_feat_embed=16, n_lstm_hidden=16,
-                                n_lstm_layers=1, n_mlp=16, n_label_mlp=8)
+TINY_SUPAR = training.SuparSize(**TINY_SUPAR_SIZES)
 TINY_BENEPAR = training.BeneparSize(d_model=32, num_layers=1, num_heads=2, d_kv=8, d_ff=32, d_char_emb=8,
                                     d_label_hidden=16, d_tag_hidden=16)
 MAX_LENGTH = 18
@@ -45,12 +42,6 @@ INPUT_LINES = [
 EXPECTED_FALLBACKS = [(2, "empty line"), (4, f"too long: 20 words > {MAX_LENGTH}")]
 
 
-def conllu(subject, verb, obj):
-    rows = [("the", 2, "det"), (subject, 3, "nsubj"), (verb, 0, "root"), ("the", 5, "det"), (obj, 3, "obj"),
-            (".", 3, "punct")]
-    return "".join(f"{i}\t{w}\t_\t_\t_\t_\t{h}\t{r}\t_\t_\n" for i, (w, h, r) in enumerate(rows, 1)) + "\n"
-
-
 def bracketed(subject, verb, obj):
     return f"(TOP (S (NP (DT the) (NN {subject})) (VP (VBZ {verb}) (NP (DT the) (NN {obj}))) (. .)))\n"
 
@@ -58,18 +49,10 @@ def bracketed(subject, verb, obj):
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     root = tmp_path_factory.mktemp("parsing")
-    (root / "train.conllu").write_text("".join(conllu(*sentence) for sentence in SENTENCES))
-    (root / "train.pid").write_text("".join(bracketed(*sentence) for sentence in SENTENCES))
+    (root / "train.conllu").write_text("".join(conllu(*sentence) for sentence in TREEBANK))
+    (root / "train.pid").write_text("".join(bracketed(*sentence) for sentence in TREEBANK))
     (root / "input.txt").write_text("\n".join(INPUT_LINES) + "\n", encoding="utf-8")
     return root
-
-
-@pytest.fixture(scope="module")
-def dependency_model(corpus):
-    path = str(corpus / "dep.pt")
-    training.train_supar_dependency(str(corpus / "train.conllu"), str(corpus / "train.conllu"), path, epochs=2,
-                                    size=TINY_SUPAR, batch_tokens=8, learning_rate=1e-2, verbose=False)
-    return path
 
 
 @pytest.fixture(scope="module")

@@ -8,11 +8,14 @@ BPE tokens must equal the binarized sentence's. Labels are summed into the 16 gr
 stanford``, as in the paper, or ``universal``, our UD adaptation); labeled pairs ``(dependent, head, group)`` below
 ``--floor`` are dropped. Output: ``{split}.SRC-TGT.SRC.ldd.{bin,idx}`` (format in
 ``fairseq_syntax.data.ldd_side_input``), and per split a report of the probability mass: in the arcs file,
-outside the 16 groups (by label) and retained after the floor and quantisation.
+outside the 16 groups (by label) and retained after the floor and quantisation. ``--labels`` and ``--floor`` are
+recorded in the directory's ``syntax.json`` (``"ldd": {"labels": ..., "floor": ...}``), where ``fairseq-interactive``
+reads them to convert its own parses alike; a later run on the same directory must use the same settings.
 
 Every problem stops with ``FILE:LINE: problem``.
 """
 import argparse
+import json
 import logging
 import os
 import sys
@@ -25,13 +28,14 @@ import torch
 
 from fairseq_syntax import dependency
 from fairseq_syntax.cli.preprocess import group_bpe_words, merge_pieces, read_lines
-from fairseq_syntax.data.ldd_side_input import QUANTISATION, STORAGE_DTYPE, decode_sentence, encode_sentence
+from fairseq_syntax.data.ldd_side_input import QUANTISATION, STORAGE_DTYPE, decode_sentence, record_item
 from fairseq_syntax.parsing.dependency import read_arc_distributions
-from fairseq_syntax.tasks.syntax_translation import read_meta
+from fairseq_syntax.tasks.syntax_translation import LDD_META_KEY, META_FILE, read_meta
 
 logger = logging.getLogger("fairseq_syntax.preprocess_dependencies")
 
 SUFFIX = "ldd"
+DEFAULT_FLOOR = 1e-3
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -48,7 +52,7 @@ def get_parser() -> argparse.ArgumentParser:
     parser.add_argument("--arcs-suffix", default="arcs.jsonl", help="the parser's side data is PREFIX.ARCS_SUFFIX")
     parser.add_argument("--labels", choices=sorted(dependency.LABEL_TABLES), required=True,
                         help="label-group table: stanford (the paper's Appendix A) or universal (UD v2)")
-    parser.add_argument("--floor", type=float, default=1e-3,
+    parser.add_argument("--floor", type=float, default=DEFAULT_FLOOR,
                         help="drop labeled pairs (dependent, head, group) with a smaller probability")
     return parser
 
@@ -95,14 +99,12 @@ def convert_sentence(
             f"parsed {words[k] if k < len(words) else '<end>'!r}, "
             f"source {merged[k] if k < len(merged) else '<end>'!r} ({len(words)} parsed, {len(merged)} source words)"
         )
-    dependents = {arc[0] for arc in record["arcs"]}
-    missing = sorted(set(range(1, len(words) + 1)) - dependents)
-    if missing:
-        raise SystemExit(f"error: {arcs_file}:{line}: words {missing} have no head at all")
-    labeled = dependency.labeled_arcs(record)
-    grouped = dependency.group_arcs(labeled, index)
-    item = encode_sentence(dependency.subword_word_index([len(p) for p in pieces]), grouped, floor)
+    try:
+        item = record_item(record, [len(p) for p in pieces], index, floor)
+    except ValueError as error:
+        raise SystemExit(f"error: {arcs_file}:{line}: {error}") from None
 
+    labeled = dependency.labeled_arcs(record)
     stored = decode_sentence(item).entries
     report.sentences += 1
     report.dependents += len(words)
@@ -163,12 +165,35 @@ def convert_split(prefix: str, tokens_prefix: str, args, index: dict) -> MassRep
     return report
 
 
+def record_settings(meta: dict, settings: dict, destdir: str) -> None:
+    """Adds ``"ldd": settings`` to syntax.json (keeping what fairseq-syntax-preprocess wrote), before any split is
+    converted, so side data never exists without its settings; refuses settings other than those recorded."""
+    path = os.path.join(destdir, META_FILE)
+    recorded = meta.get(LDD_META_KEY)
+    if recorded is not None and recorded != settings:
+        raise SystemExit(
+            f"error: {path}: the side data there was made with --labels {recorded['labels']} --floor "
+            f"{recorded['floor']:g}, this run asks for --labels {settings['labels']} --floor {settings['floor']:g}: "
+            f"use the same, or to start over remove the {LDD_META_KEY!r} entry and run again for every split"
+        )
+    with open(path + ".partial", "w") as f:
+        json.dump({**meta, LDD_META_KEY: settings}, f, indent=1)
+    os.replace(path + ".partial", path)
+
+
 def main(argv: Optional[List[str]] = None) -> Dict[str, MassReport]:
     logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO)
     args = get_parser().parse_args(argv)
-    form = read_meta(args.destdir)["form"]
-    if form != "sequence":
-        raise SystemExit(f"error: {args.destdir} holds the {form!r} form; dependency side data needs 'sequence'")
+    if not os.path.isdir(args.destdir):
+        raise SystemExit(f"error: {args.destdir}: no such directory (run fairseq-syntax-preprocess first)")
+    if args.floor < 1 / QUANTISATION:
+        raise SystemExit(f"error: --floor {args.floor:g} is below one quantisation step (1/{QUANTISATION})")
+    meta = read_meta(args.destdir)
+    if meta["form"] != "sequence":
+        raise SystemExit(
+            f"error: {args.destdir} holds the {meta['form']!r} form; dependency side data needs 'sequence'"
+        )
+    settings = {"labels": args.labels, "floor": args.floor}  # what fairseq-interactive needs to convert alike
     splits = [("train", args.trainpref)] if args.trainpref else []
     for kind in ("valid", "test"):
         prefixes = getattr(args, f"{kind}pref")
@@ -176,6 +201,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, MassReport]:
             splits.append((kind if k == 0 else f"{kind}{k}", prefix))
     if not splits:
         raise SystemExit("error: give at least one of --trainpref, --validpref, --testpref")
+    record_settings(meta, settings, args.destdir)
     index = dependency.label_index(dependency.LABEL_TABLES[args.labels])
     lang_pair = f"{args.source_lang}-{args.target_lang}"
     reports = {}

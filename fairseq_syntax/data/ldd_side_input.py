@@ -10,16 +10,21 @@ On disk (``{split}.{src}-{tgt}.{src}.ldd.{bin,idx}``, fairseq mmap, uint16) each
 groups) and the probability quantised as ``q = round(p * 65535)`` (step 1.5e-5; entries below the preprocessing
 floor are not stored). 8 bytes per entry; all values must fit 16 bits (at most 65535 tokens).
 
+:func:`record_item` makes that array from one parser record (:mod:`fairseq_syntax.parsing.dependency`) and the
+number of BPE pieces of each word; ``fairseq-syntax-preprocess-dependencies`` and ``fairseq-interactive`` (task
+``syntax_translation``) both call it, so a sentence gets the same array on either path.
+
 The collater (:func:`collate_ldd`) gives ``B x 17 x T x T`` float32 aligned with ``src_tokens``: token rows and
 columns take their word's, the EOS column holds the root, EOS and padding rows (and padding columns) are zero.
 """
-from typing import List, NamedTuple
+from typing import Dict, List, NamedTuple, Sequence
 
 import numpy as np
 import torch
 
 from fairseq_syntax.data.side_inputs import SideInput, register_side_input
-from fairseq_syntax.dependency import NUM_CHANNELS, ROOT, GroupedArcs, expand_to_tokens
+from fairseq_syntax.dependency import (NUM_CHANNELS, ROOT, GroupedArcs, expand_to_tokens, group_arcs, labeled_arcs,
+                                       subword_word_index)
 
 STORAGE_DTYPE = np.uint16
 QUANTISATION = 65535  # largest uint16: p = q / QUANTISATION
@@ -52,6 +57,24 @@ def encode_sentence(token_words: np.ndarray, arcs: GroupedArcs, floor: float) ->
     if item.size and (item.max() > np.iinfo(STORAGE_DTYPE).max or item.min() < 0):
         raise ValueError(f"a value does not fit {np.dtype(STORAGE_DTYPE).name}: {len(token_words)} tokens")
     return item.astype(np.int32)
+
+
+def record_item(
+    record: dict, pieces_per_word: Sequence[int], label_index: Dict[str, int], floor: float
+) -> np.ndarray:
+    """One parser record and the BPE piece count of each of its words -> the stored array (:func:`encode_sentence`).
+
+    Raises ``ValueError`` (the caller adds file and line) when the counts do not match the record's words or a
+    word has no head.
+    """
+    words = record["words"]
+    if len(pieces_per_word) != len(words):
+        raise ValueError(f"{len(words)} parsed words, but BPE pieces for {len(pieces_per_word)} words")
+    missing = sorted(set(range(1, len(words) + 1)) - {arc[0] for arc in record["arcs"]})
+    if missing:
+        raise ValueError(f"words {missing} have no head at all")
+    grouped = group_arcs(labeled_arcs(record), label_index)
+    return encode_sentence(subword_word_index(pieces_per_word), grouped, floor)
 
 
 def decode_sentence(item) -> StoredSentence:
