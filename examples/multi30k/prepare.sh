@@ -5,7 +5,7 @@
 #   examples/multi30k/prepare.sh [RAW_DIR] [OUT_DIR]
 #
 # RAW_DIR holds {train,val,test_2016_flickr}.{en,de}[.gz] (default: ../shared/data/multi30k beside the repository); OUT_DIR gets
-# tok/ (tokens, trees, arcs), bpe/ and data-bin/{sequence,linearized,preorder} (default: examples/multi30k/work);
+# tok/ (tokens, trees, arcs), bpe/ and data-bin/{sequence,linearized,preorder,preorder-split} (default: examples/multi30k/work);
 # data-bin/sequence also gets the LDD side data.
 # Settings from the environment:
 #   BPE_SIZE     joint BPE merges (default 10000)
@@ -116,9 +116,14 @@ for form in sequence linearized preorder; do
     --trees-suffix tree --form "$form" --preterminals "$PRETERMINALS" --destdir "$OUT/data-bin/$form" \
     --joined-dictionary
 done
+# Hierarchical accumulation's convention (Nguyen et al.): preterminals only above the pieces of a BPE-split word
+fairseq-syntax-preprocess --source-lang en --target-lang de \
+  --trainpref "$OUT/bpe/train" --validpref "$OUT/bpe/valid" --testpref "$OUT/bpe/test" \
+  --trees-suffix tree --form preorder --preterminals split --destdir "$OUT/data-bin/preorder-split" \
+  --joined-dictionary
 # 6. The labeled dependency distributions (UD labels grouped into Pu & Sima'an's 16 groups) for the LDD models,
 #    added to the sequence-form data directory.
 fairseq-syntax-preprocess-dependencies --source-lang en --target-lang de \
   --trainpref "$OUT/bpe/train" --validpref "$OUT/bpe/valid" --testpref "$OUT/bpe/test" \
   --arcs-suffix arcs.jsonl.gz --labels universal --destdir "$OUT/data-bin/sequence"
-echo "done: $OUT/data-bin/{sequence,linearized,preorder}"
+echo "done: $OUT/data-bin/{sequence,linearized,preorder,preorder-split}"

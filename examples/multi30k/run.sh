@@ -22,7 +22,12 @@ OUT="${1:-$HERE/work}"
 RAW="${RAW:-$REPO/../shared/data/multi30k}"
 EPOCHS="${EPOCHS:-20}"
 PRECISION="${PRECISION:-bf16}"
+# Every system of the tables (the default is the first three: McDonald & Chiang's comparison); SYSTEMS=all runs all.
+ALL_SYSTEMS="sequence:transformer:sequence linearized:transformer:linearized mask:transformer_syntax_mask:preorder
+  udp:transformer_ldd:sequence:--syntax-variant=udp ldd:transformer_ldd:sequence
+  hier_accum:transformer_hier_accum:preorder-split constituent:transformer_constituent:sequence"
 SYSTEMS="${SYSTEMS:-sequence:transformer:sequence linearized:transformer:linearized mask:transformer_syntax_mask:preorder}"
+[ "$SYSTEMS" = all ] && SYSTEMS=$ALL_SYSTEMS
 cd "$REPO"
 
 ref="$OUT/test.de.ref"
