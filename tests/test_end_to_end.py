@@ -6,7 +6,9 @@ import socket
 import subprocess
 import sys
 
+import numpy as np
 import pytest
+import torch
 
 from conftest import REPO, run
 
@@ -50,6 +52,29 @@ def test_restore_file_continues_training(data_dirs, mask_checkpoint, tmp_path):
     log = train(data_dirs["preorder"], str(tmp_path), "transformer_syntax_mask_tiny", 4,
                 "--restore-file", mask_checkpoint).stdout
     assert "Loaded checkpoint" in log and "epoch 004" in log
+
+
+def test_checkpoints_of_training_with_eval_bleu_load_for_generation(data_dirs, tmp_path):
+    # --eval-bleu puts numpy arrays (BLEU n-gram counts) into the checkpoint; torch's weights-only loader must
+    # still accept it (fairseq_syntax.checkpoints allow-lists numpy's array reconstructors)
+    train(data_dirs["sequence"], str(tmp_path), "transformer_tiny", 1, "--eval-bleu",
+          "--eval-bleu-args", '{"beam": 1}', "--best-checkpoint-metric", "bleu", "--maximize-best-checkpoint-metric")
+    import fairseq_syntax  # noqa: F401  (installs the allow-list, as --user-dir does)
+
+    state = torch.load(tmp_path / "checkpoint_best.pt", map_location="cpu")  # weights_only, torch's default
+    assert any(isinstance(v, np.ndarray) for v in _leaves(state["extra_state"]))
+    assert sorted(generate(data_dirs["sequence"], str(tmp_path / "checkpoint_best.pt"))) == list(range(21))
+
+
+def _leaves(tree):
+    if isinstance(tree, dict):
+        for value in tree.values():
+            yield from _leaves(value)
+    elif isinstance(tree, (list, tuple)):
+        for value in tree:
+            yield from _leaves(value)
+    else:
+        yield tree
 
 
 def test_interactive_reads_one_tree_per_line(data_dirs, mask_checkpoint):
