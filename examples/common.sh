@@ -9,22 +9,33 @@
 # oneDNN keeps one kernel per batch shape; with --cpu-bf16-autocast that grows to GBs unless capped.
 export ONEDNN_PRIMITIVE_CACHE_CAPACITY="${ONEDNN_PRIMITIVE_CACHE_CAPACITY:-64}" LRU_CACHE_CAPACITY="${LRU_CACHE_CAPACITY:-64}"
 
+without_budget() {  # a training command without its --max-epoch / --max-update values
+  sed -E 's/--max-(epoch|update) [0-9]+//g' <<< "$1"
+}
+
 run_system() {
   local name=$1 arch=$2 data=$3 ref=$4 runs=$5
   shift 5
   [ "${1:-}" = "--" ] && shift
   mkdir -p "$runs"
   local ckpt="${CKPT_ROOT:-$runs}/ckpt-$name" log_mode=">"
+  local train_cmd=(fairseq-train "$data" --user-dir fairseq_syntax --task syntax_translation --arch "$arch"
+    --save-dir "$ckpt" --no-epoch-checkpoints --log-format simple --log-interval 50 "$@")
   # A run cut short (a session that ends, a crash) goes on from its checkpoint_last.pt, as fairseq-train does
-  # by default, and its log continues; RESTART=1 starts it afresh.
+  # by default, and its log continues - if it was started with the same command up to its budget (--max-epoch /
+  # --max-update may grow); RESTART=1 starts it afresh.
   if [ -f "$ckpt/checkpoint_last.pt" ] && [ -z "${RESTART:-}" ]; then
+    if [ "$(without_budget "$(cat "$ckpt/train_command.txt" 2>/dev/null)")" != "$(without_budget "${train_cmd[*]}")" ]; then
+      echo "$ckpt holds a run of another command ($ckpt/train_command.txt); RESTART=1 starts $name afresh" >&2
+      return 1
+    fi
     log_mode=">>"
     echo "== resume $name from $ckpt/checkpoint_last.pt"
   else
     rm -rf "$ckpt"
+    mkdir -p "$ckpt"
   fi
-  local train_cmd=(fairseq-train "$data" --user-dir fairseq_syntax --task syntax_translation --arch "$arch"
-    --save-dir "$ckpt" --no-epoch-checkpoints --log-format simple --log-interval 50 "$@")
+  echo "${train_cmd[*]}" > "$ckpt/train_command.txt"
   echo "== train $name: ${train_cmd[*]}"
   if [ "$log_mode" = ">>" ]; then
     "${train_cmd[@]}" >> "$runs/$name.train.log" 2>&1 || { tail -30 "$runs/$name.train.log"; return 1; }
