@@ -166,6 +166,8 @@ def test_induce_command_reports_f1_and_writes_trees(trained, capsys):
     assert right["sentence_f1"] == pytest.approx((2 / 3 + 2 / 3 + 4 / 7) / 3)
     assert right["corpus_precision"] == pytest.approx(6 / 10) and right["corpus_recall"] == pytest.approx(6 / 9)
     assert scores["layers"] == 3
+    assert len(scores["link_agreement"]) == 3 and all(-1 <= rho <= 1 for rho in scores["link_agreement"])
+    assert "links vs gold, per layer" in printed
 
     (trained / "bad.txt").write_text("the cat saw a dog\na man liked the bird\nthe dog chased a woman , zebra\n")
     argv[argv.index("--input") + 1] = str(trained / "bad.txt")

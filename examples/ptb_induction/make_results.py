@@ -148,6 +148,19 @@ def main() -> None:
         result = induction["paper"] if name == "induce_min2.json" else json.loads(read(logs, name))
         lines.append(f"| {label} | " + " | ".join(
             f"{100 * result['subsets'][subset]['Tree Transformer']['sentence_f1']:.1f}" for subset in subsets) + " |")
+    agreement = induction["paper"].get("link_agreement")
+    if agreement:
+        lines += [
+            "",
+            "What the links learnt, before any parsing rule: per layer, Spearman's rho (all sentences, every pair of",
+            "adjacent words) between the link a_k and minus the size of the smallest gold constituent holding both",
+            "words (`fairseq_syntax/evaluation/link_agreement.py`): +1 = the gold ranking, 0 = none, < 0 = links",
+            "that cut the gold constituents.",
+            "",
+            "| layer | " + " | ".join(str(layer) for layer in range(len(agreement))) + " |",
+            "|---|" + "---:|" * len(agreement),
+            "| rho | " + " | ".join(f"{rho:+.3f}" for rho in agreement) + " |",
+        ]
     lines += [
         "",
         "For scale, the paper (WSJ-test / WSJ-10, sentence F1): Tree Transformer L=10 trained on WSJ-train 49.5 /",

@@ -34,6 +34,7 @@ from fairseq_syntax.evaluation.model_inputs import (
     padded_batches,
     read_sentences,
 )
+from fairseq_syntax.evaluation.link_agreement import link_agreement
 from fairseq_syntax.evaluation.parseval import (
     REPORTED_LABELS,
     GoldSentence,
@@ -198,6 +199,9 @@ def cli_main(argv=None) -> None:
              + (f", descend above {args.descend_above})" if args.descend_above is not None else ")")))
     print("F1 in %; sent-F1 = mean sentence-level F1, corpus-F1 = corpus-level F1 (trivial spans discarded)")
     print_report(subsets)
+    agreement = link_agreement(links, gold)
+    print("links vs gold, per layer (Spearman's rho of a_k and minus the smallest gold constituent holding words "
+          "k, k+1): " + ", ".join(f"{layer}: {rho:+.3f}" for layer, rho in enumerate(agreement)))
 
     if args.output:
         with open(args.output, "w", encoding="utf-8") as out:
@@ -211,6 +215,7 @@ def cli_main(argv=None) -> None:
                              if key in ("min_layer", "threshold", "descend_above", "layer", "short")},
                 "subsets": {subset: {name: s.as_dict() for name, s in scores.items()}
                             for subset, scores in subsets.items()},
+                "link_agreement": agreement,
             }, out, indent=2)
 
 
