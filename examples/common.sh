@@ -1,6 +1,7 @@
 # Shared steps of the recipes (sourced, not run): train one system, decode the test set, score it, record it.
 #
 #   run_system NAME ARCH DATA_DIR REF RUN_DIR [-- extra fairseq-train args]
+#   run_systems DATA_BIN REF RUN_DIR RESULTS [fairseq-train args]   (every system of $SYSTEMS; see below)
 #
 # Uses: $DATASET (results table section), $SCORE_ARGS (e.g. "--lang de" to detokenize), $GEN_ARGS, $BASELINES
 # (names of systems already in RUN_DIR that the new one is tested against with paired bootstrap).
@@ -67,4 +68,28 @@ score_system() {
     --bootstrap 1000 \
     --record "$runs/$name.run.json" --dataset "${DATASET:-unnamed}" --system "$name" --arch "$arch" \
     --train-log "$runs/$name.train.log" --train-command "$train_command"
+}
+
+# run_systems DATA_BIN REF RUN_DIR RESULTS [fairseq-train args]: train, decode and score each NAME:ARCH:FORM[:EXTRA]
+# of $SYSTEMS on DATA_BIN/FORM (EXTRA: more fairseq-train args, no spaces), regenerating RESULTS after each; with
+# RESCORE set, score every system recorded in RUN_DIR again instead (against every baseline decoded by now).
+run_systems() {
+  local data_bin=$1 ref=$2 runs=$3 results=$4
+  shift 4
+  local record system name arch form extra command
+  if [ -n "${RESCORE:-}" ]; then
+    for record in "$runs"/*.run.json; do
+      read -r name arch command < <(python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))
+print(r["system"], r["arch"], r["command"])' "$record")
+      score_system "$name" "$arch" "$ref" "$runs" "$command"
+    done
+  else
+    for system in $SYSTEMS; do
+      IFS=: read -r name arch form extra <<< "$system"
+      run_system "$name" "$arch" "$data_bin/$form" "$ref" "$runs" -- "$@" $extra
+      fairseq-syntax-results "$runs" --out "$results"
+    done
+  fi
+  fairseq-syntax-results "$runs" --out "$results"
+  cat "$results"
 }

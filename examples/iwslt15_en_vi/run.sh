@@ -62,18 +62,4 @@ MODEL+=("${extra_train_args[@]}")
 source "$REPO/examples/common.sh"
 DATASET=iwslt15_en_vi BASELINES="sequence linearized" CKPT_ROOT="$OUT/ckpt"
 GEN_ARGS="${GEN_ARGS:---beam 4 --lenpen 0.6 --batch-size 64}" SCORE_ARGS="${SCORE_ARGS:---by-length 10,20,30,40,50}"
-if [ -n "${RESCORE:-}" ]; then  # every recorded system, against every baseline decoded by now
-  for record in "$HERE"/runs/*.run.json; do
-    read -r name arch command < <(python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))
-print(r["system"], r["arch"], r["command"])' "$record")
-    score_system "$name" "$arch" "$ref" "$HERE/runs" "$command"
-  done
-  SYSTEMS=""
-fi
-for s in $SYSTEMS; do
-  IFS=: read -r name arch form extra <<< "$s"
-  run_system "$name" "$arch" "$OUT/data-bin/$form" "$ref" "$HERE/runs" -- "${MODEL[@]}" $extra
-  fairseq-syntax-results "$HERE/runs" --out "$HERE/RESULTS.md"
-done
-fairseq-syntax-results "$HERE/runs" --out "$HERE/RESULTS.md"
-cat "$HERE/RESULTS.md"
+run_systems "$OUT/data-bin" "$ref" "$HERE/runs" "$HERE/RESULTS.md" "${MODEL[@]}"

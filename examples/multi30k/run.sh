@@ -46,18 +46,4 @@ case "$PRECISION" in
 esac
 source "$REPO/examples/common.sh"
 DATASET=multi30k BASELINES="sequence linearized udp" SCORE_ARGS="--lang de --by-length 10,15,20" CKPT_ROOT="$OUT/ckpt"
-if [ -n "${RESCORE:-}" ]; then  # every recorded system, against every baseline decoded by now
-  for record in "$HERE"/runs/*.run.json; do
-    read -r name arch command < <(python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))
-print(r["system"], r["arch"], r["command"])' "$record")
-    score_system "$name" "$arch" "$ref" "$HERE/runs" "$command"
-  done
-  SYSTEMS=""
-fi
-for s in $SYSTEMS; do
-  IFS=: read -r name arch form extra <<< "$s"
-  run_system "$name" "$arch" "$OUT/data-bin/$form" "$ref" "$HERE/runs" -- "${MODEL[@]}" $extra
-  fairseq-syntax-results "$HERE/runs" --out "$HERE/RESULTS.md"
-done
-fairseq-syntax-results "$HERE/runs" --out "$HERE/RESULTS.md"
-cat "$HERE/RESULTS.md"
+run_systems "$OUT/data-bin" "$ref" "$HERE/runs" "$HERE/RESULTS.md" "${MODEL[@]}"
