@@ -5,6 +5,7 @@
 Every number in the output is read from a log or JSON file named next to it; a missing file is an error.
 """
 import argparse
+import datetime
 import json
 import os
 import re
@@ -23,10 +24,12 @@ def read(logs: str, name: str) -> str:
 
 
 def command(log: str) -> str:
+    """The log's command; for a run resumed from its checkpoint, the last part's (the one that set --max-update)."""
     first = log.splitlines()[0]
     if not first.startswith("# command: "):
         raise ValueError(f"the log does not start with '# command: ': {first[:80]!r}")
-    return first[len("# command: "):]
+    parts = [line[len("# command: "):] for line in log.splitlines() if line.startswith("# command: ")]
+    return parts[-1] + (f"   # the last of {len(parts)} parts (resumed)" if len(parts) > 1 else "")
 
 
 def one(pattern: str, text: str, what: str) -> re.Match:
@@ -34,6 +37,22 @@ def one(pattern: str, text: str, what: str) -> re.Match:
     if not matches:
         raise ValueError(f"no {what} in the log (pattern {pattern!r})")
     return matches[-1]
+
+
+def wall_seconds(log: str) -> float:
+    """Wall-clock time of a training log: first to last timestamp of each part (one per "# command:" line), summed.
+
+    fairseq's own "wall" meter restarts at 0 when a run resumes from its checkpoint, so it cannot be used.
+    """
+    total = 0.0
+    for part in log.split("# command: ")[1:]:
+        stamps = re.findall(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \|", part, flags=re.MULTILINE)
+        if stamps:
+            first, last = (datetime.datetime.fromisoformat(stamp) for stamp in (stamps[0], stamps[-1]))
+            total += (last - first).total_seconds()
+    if total == 0:
+        raise ValueError("no timestamped lines in the training log")
+    return total
 
 
 def training_summary(log: str) -> dict:
@@ -46,8 +65,7 @@ def training_summary(log: str) -> dict:
     return {
         "params": one(r"num\. shared model params: ([\d,]+)", log, "parameter count").group(1),
         "updates": one(r"num_updates (\d+)", log, "update count").group(1),
-        # fairseq's "wall" meter is saved in the checkpoints, so it also counts the parts of a resumed run
-        "seconds": float(one(r"\| train \| epoch .*?\| wall (\d+)", log, "end-of-epoch wall time").group(1)),
+        "seconds": wall_seconds(log),
         "best_valid_loss": best["loss"], "best_valid_ppl": best["ppl"], "best_at": best["updates"],
     }
 

@@ -56,12 +56,18 @@ case "$PRECISION" in
   fp32) ;;
   *) echo "PRECISION must be bf16 or fp32, not '$PRECISION'" >&2; exit 1 ;;
 esac
+# the two models train at the same time, one thread each (one per core of the 2-core machine this was made on)
+training=()
 for arch in tree_transformer_lm roberta_prenorm; do
   if [ -n "${RESTART:-}" ] || [ ! -f "$WORK/checkpoints/$arch/checkpoint_last.pt" ]; then
     rm -rf "$WORK/checkpoints/$arch" "$LOGS/train_$arch.log"
   fi
   resume "$LOGS/train_$arch.log" fairseq-train "$WORK/bin" --user-dir "$ROOT/fairseq_syntax" --arch "$arch" \
-    "${SIZE[@]}" "${TRAINING[@]}" --save-dir "$WORK/checkpoints/$arch"
+    "${SIZE[@]}" "${TRAINING[@]}" --save-dir "$WORK/checkpoints/$arch" &
+  training+=($!)
+done
+for pid in "${training[@]}"; do
+  wait "$pid" || { echo "training failed: see $LOGS/train_*.log" >&2; exit 1; }
 done
 
 TREE_CKPT=$WORK/checkpoints/tree_transformer_lm/checkpoint_best.pt
