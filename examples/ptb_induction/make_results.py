@@ -193,6 +193,12 @@ def main() -> None:
         result = perplexity[arch]
         lines.append(f"| {name} | {training[arch]['params']} | {result['perplexity']:.1f} | "
                      f"{result['scored_words']:,} | {result['unknown_words']:,} |")
+    tree, plain = (perplexity[arch]["perplexity"] for arch in SYSTEMS)
+    lines += [
+        "",
+        f"Tree Transformer / Transformer perplexity: {tree / plain:.3f}. For scale, the paper's Table 4 (WSJ, trained",
+        "on WSJ-train, 10 layers): Tree-T 45.7 vs Transformer 48.5, a ratio of 0.942.",
+    ]
 
     lines += [
         "",
