@@ -184,6 +184,9 @@ def main() -> None:
         "For scale, the paper (WSJ-test / WSJ-10, sentence F1): Tree Transformer L=10 trained on WSJ-train 49.5 /",
         "66.2 (median of runs), right-branching 39.8 / 56.6, left-branching 9.0 / 19.6, random 21.6 / 31.9.",
         "",
+        "The constituent prior C of every layer for the first PTB sentence, as in the paper's Figure 5:",
+        "[`constituent_prior.png`](constituent_prior.png).",
+        "",
         "## Masked-word perplexity (section 7.5: every word masked once, one at a time)",
         "",
         "| system | parameters | perplexity | words scored | `<unk>` words not scored |",
@@ -221,7 +224,8 @@ def main() -> None:
     sweep = [f"induce_min{m}.log" for m in (1, 3)] + [
         f"induce_layer{layer}.log" for layer in range(induction["paper"]["layers"])]
     for log in ("make_corpus.log", "preprocess.log", *(f"train_{arch}.log" for arch in SYSTEMS),
-                "induce_paper.log", "induce_released.log", *sweep, *(f"perplexity_{arch}.log" for arch in SYSTEMS)):
+                "induce_paper.log", "induce_released.log", *sweep, "constituent_prior.log",
+                *(f"perplexity_{arch}.log" for arch in SYSTEMS)):
         lines += [f"`logs/{log}`:", "```", command(read(logs, log)), "```"]
     with open(args.out, "w", encoding="utf-8") as out:
         out.write("\n".join(lines) + "\n")

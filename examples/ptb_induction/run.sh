@@ -10,7 +10,8 @@
 # or fp32), CPU only, one thread per process. A training run cut short goes on from its checkpoint_last.pt when the
 # script is run again (also with a larger UPDATES, to train longer); RESTART=1 starts afresh.
 # Outputs: examples/ptb_induction/work/ (corpus, binarized data, checkpoints, induced trees),
-#          examples/ptb_induction/logs/ (every command's log and JSON scores), RESULTS.md (from the logs).
+#          examples/ptb_induction/logs/ (every command's log and JSON scores), RESULTS.md (from the logs),
+#          constituent_prior.png (the paper's Figure 5 for the first PTB sentence).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -86,6 +87,9 @@ for layer in $(seq 0 $((LAYERS - 1))); do
   run "$LOGS/induce_layer$layer.log" python3 -m fairseq_syntax.cli.induce "$TREE_CKPT" --input "$WORK/corpus/ptb.txt" \
     --gold "$GOLD" --layer "$layer" --json "$LOGS/induce_layer$layer.json"
 done
+# the paper's Figure 5: the constituent prior of every layer for one sentence (the first of the PTB sample)
+run "$LOGS/constituent_prior.log" python3 -m fairseq_syntax.cli.plot constituent-prior "$TREE_CKPT" \
+  "$(head -n 1 "$WORK/corpus/ptb.txt")" --output "$HERE/constituent_prior.png"
 for arch in tree_transformer_lm roberta_prenorm; do
   run "$LOGS/perplexity_$arch.log" python3 -m fairseq_syntax.evaluation.masked_lm \
     "$WORK/checkpoints/$arch/checkpoint_best.pt" --input "$WORK/corpus/ptb.txt" --json "$LOGS/perplexity_$arch.json"
