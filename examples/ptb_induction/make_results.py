@@ -9,6 +9,7 @@ import datetime
 import json
 import os
 import re
+import statistics
 
 SYSTEMS = {"tree_transformer_lm": "Tree Transformer", "roberta_prenorm": "Transformer (roberta_prenorm)"}
 BASELINES = ("left-branching", "right-branching")
@@ -55,6 +56,16 @@ def wall_seconds(log: str) -> float:
     return total
 
 
+def median_words_per_second(log: str) -> float:
+    """fairseq's logged training tokens/s, median over the longest part of a resumed run (parts may differ in
+    precision or load, so they are not pooled)."""
+    parts = [re.findall(r"train_inner .*? wps=([\d.]+)", part) for part in log.split("# command: ")[1:]]
+    longest = max(parts, key=len)
+    if not longest:
+        raise ValueError("no train_inner lines in the training log")
+    return statistics.median(float(wps) for wps in longest)
+
+
 def training_summary(log: str) -> dict:
     pattern = (r"valid on 'valid' subset \| loss (?P<loss>[\d.]+) \| ppl (?P<ppl>[\d.]+) "
                r".*?\| num_updates (?P<updates>\d+)")
@@ -66,6 +77,7 @@ def training_summary(log: str) -> dict:
         "params": one(r"num\. shared model params: ([\d,]+)", log, "parameter count").group(1),
         "updates": one(r"num_updates (\d+)", log, "update count").group(1),
         "seconds": wall_seconds(log),
+        "words_per_second": median_words_per_second(log),
         "best_valid_loss": best["loss"], "best_valid_ppl": best["ppl"], "best_at": best["updates"],
     }
 
@@ -106,13 +118,19 @@ def main() -> None:
         "",
         "## Training (masked LM, `sentence_masked_lm`, BERT masking 15% / 80-10-10)",
         "",
-        "| system | parameters | updates | wall time | best valid loss (bits) | at update |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| system | parameters | updates | wall time | tokens/s (median) | best valid loss (bits) | at update |",
+        "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for arch, name in SYSTEMS.items():
         row = training[arch]
         lines.append(f"| {name} | {row['params']} | {row['updates']} | {row['seconds'] / 60:.1f} min | "
-                     f"{row['best_valid_loss']} | {row['best_at']} |")
+                     f"{row['words_per_second']:.0f} | {row['best_valid_loss']} | {row['best_at']} |")
+    tree, plain = (training[arch]["words_per_second"] for arch in SYSTEMS)
+    lines += [
+        "",
+        f"Training throughput, Tree Transformer / Transformer: {tree / plain:.2f} (median of fairseq's logged tokens/s;",
+        "the two trained side by side on the same data, so both saw the same load).",
+    ]
 
     subsets = list(induction["paper"]["subsets"])
     paper_systems = induction["paper"]["subsets"][subsets[0]]
