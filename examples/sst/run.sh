@@ -57,7 +57,7 @@ run sst2.transformer sst2 "${TRANSFORMER[@]}"
 run sst2.hier sst2 "${HIER[@]}"
 run sst2.hier-nodes sst2 "${HIER[@]}" --node-labels
 if [ -n "${LONG:-}" ]; then
-  PAPER_LENGTH=(--max-update 15000 --warmup-updates 8000 --stop-time-hours 1)  # later options override COMMON's
+  PAPER_LENGTH=(--max-update 15000 --warmup-updates 8000 --stop-time-hours 1.5)  # later options override COMMON's
   run sst5.transformer.15k sst5 "${TRANSFORMER[@]}" "${PAPER_LENGTH[@]}"
   run sst5.hier-nodes.15k sst5 "${HIER[@]}" --node-labels "${PAPER_LENGTH[@]}"
   run sst2.transformer.15k sst2 "${TRANSFORMER[@]}" "${PAPER_LENGTH[@]}"
