@@ -33,6 +33,16 @@ def test_prior_is_the_product_of_the_links_between_two_words():
     assert torch.allclose(constituent_prior(links)[0], expected, atol=1e-6)
 
 
+def test_prior_without_the_diagonal_keeps_every_other_product():
+    links = torch.tensor([[0.5, 0.25]])
+    expected = torch.tensor([
+        [0.0, 0.5, 0.125],
+        [0.5, 0.0, 0.25],
+        [0.125, 0.25, 0.0],
+    ])
+    assert torch.allclose(constituent_prior(links, diagonal=0.0)[0], expected, atol=1e-6)
+
+
 def test_prior_of_a_zero_link_is_tiny_and_finite_with_finite_gradients():
     links = torch.tensor([[0.0, 0.5]], requires_grad=True)
     prior = constituent_prior(links)[0]
@@ -191,3 +201,19 @@ def test_lm_and_translation_models_run_and_share_the_encoder():
     out, _ = translation(tokens, torch.tensor([5, 4]), tokens)
     assert out.shape == (2, 5, len(_tiny_dictionary()))
     assert len(translation.encoder(tokens)["link_probabilities"]) == args.encoder_layers
+
+
+def test_constituent_diagonal_option_reaches_every_layer_of_both_models():
+    parser = argparse.ArgumentParser()
+    tree_transformer.TreeTransformerLMModel.add_args(parser)
+    assert parser.parse_args(["--constituent-diagonal", "zero"]).constituent_diagonal == "zero"
+    assert parser.parse_args([]).constituent_diagonal == "one"
+    args = argparse.Namespace(constituent_diagonal="zero")
+    tree_transformer.tree_transformer_lm_tiny_architecture(args)
+    lm = tree_transformer.TreeTransformerLMModel.build_model(args, _Task())
+    args = argparse.Namespace(constituent_diagonal="zero")
+    tree_transformer.transformer_constituent_tiny_architecture(args)
+    translation = tree_transformer.ConstituentTransformerModel.build_model(args, _Task())
+    for model in (lm, translation, _tiny_lm(layers=2)):
+        diagonals = {m.diagonal for m in model.modules() if isinstance(m, ConstituentAttention)}
+        assert diagonals == ({1.0} if model is not lm and model is not translation else {0.0})

@@ -14,6 +14,16 @@ from fairseq.models.transformer import TransformerConfig, TransformerModel
 from fairseq_syntax.models.syntax_encoder import SyntaxTransformerEncoder
 
 
+def options_from_args(options_class: Optional[type], args):
+    """The ``options_class`` dataclass filled from ``args`` (its defaults where a checkpoint predates an option)."""
+    if options_class is None:
+        return None
+    defaults = options_class()
+    return options_class(
+        **{f.name: getattr(args, f.name, getattr(defaults, f.name)) for f in dataclasses.fields(defaults)}
+    )
+
+
 class SyntaxTransformerModel(TransformerModel):
     encoder_class: Type[SyntaxTransformerEncoder] = SyntaxTransformerEncoder
     options_class: Optional[type] = None  # a dataclass; its fields become command-line options
@@ -26,12 +36,7 @@ class SyntaxTransformerModel(TransformerModel):
 
     @classmethod
     def options_from_args(cls, args):
-        if cls.options_class is None:
-            return None
-        defaults = cls.options_class()
-        return cls.options_class(
-            **{f.name: getattr(args, f.name, getattr(defaults, f.name)) for f in dataclasses.fields(defaults)}
-        )
+        return options_from_args(cls.options_class, args)
 
     @classmethod
     def build_encoder(cls, args, src_dict, embed_tokens):

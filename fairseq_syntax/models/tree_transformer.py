@@ -12,9 +12,12 @@
 * ``transformer_constituent``: the same encoder in fairseq's encoder-decoder ``transformer`` for translation, on
   plain source text. Archs ``transformer_constituent`` and ``transformer_constituent_tiny``.
 """
+from dataclasses import dataclass, field
 from typing import Dict, List
 
 import torch
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.dataclass.utils import gen_parser_from_dataclass
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.roberta.model import RobertaEncoder, RobertaModel, roberta_prenorm_architecture
 from fairseq.models.transformer import TransformerConfig
@@ -23,14 +26,24 @@ from fairseq.utils import safe_getattr, safe_hasattr
 from torch import Tensor, nn
 
 from fairseq_syntax.models.syntax_encoder import SyntaxTransformerEncoder
-from fairseq_syntax.models.syntax_model import SyntaxTransformerModel
+from fairseq_syntax.models.syntax_model import SyntaxTransformerModel, options_from_args
 from fairseq_syntax.modules.constituent_attention import LINK_HISTORY, ConstituentAttention
 from fairseq_syntax.modules.structured_attention import Structure
 
 
+@dataclass
+class ConstituentOptions(FairseqDataclass):
+    constituent_diagonal: ChoiceEnum(["one", "zero"]) = field(
+        default="one",
+        metadata={"help": "C_ii of the constituent prior: one (the paper, eq. 3: a word may attend to itself) or "
+                          "zero (the authors' code, where C_ii is about 3e-5: a word attends only to the others)"},
+    )
+
+
 class TreeTransformerEncoder(SyntaxTransformerEncoder):
     def build_self_attention(self, layer_index: int, embed_dim: int, num_heads: int, dropout: float) -> nn.Module:
-        return ConstituentAttention(embed_dim, num_heads, dropout=dropout)
+        diagonal = 1.0 if self.options is None or self.options.constituent_diagonal == "one" else 0.0
+        return ConstituentAttention(embed_dim, num_heads, dropout=dropout, diagonal=diagonal)
 
     def build_structure(self, src_tokens: Tensor, side_inputs: Dict[str, Tensor]) -> Structure:
         # the layers append their links to this list (see ConstituentAttention), one per layer, B x (T-1) each
@@ -65,11 +78,17 @@ class TreeTransformerLMEncoder(RobertaEncoder):
     """RoBERTa's embeddings + LM head around a :class:`TreeTransformerEncoder`."""
 
     def build_encoder(self, args, dictionary, embed_tokens):
-        return TreeTransformerEncoder(TransformerConfig.from_namespace(args), None, dictionary, embed_tokens)
+        return TreeTransformerEncoder(TransformerConfig.from_namespace(args),
+                                      options_from_args(ConstituentOptions, args), dictionary, embed_tokens)
 
 
 @register_model("tree_transformer_lm")
 class TreeTransformerLMModel(RobertaModel):
+    @classmethod
+    def add_args(cls, parser):
+        super().add_args(parser)
+        gen_parser_from_dataclass(parser, ConstituentOptions(), delete_default=False, with_prefix="")
+
     @classmethod
     def build_model(cls, args, task):
         from omegaconf import OmegaConf
@@ -109,6 +128,7 @@ def tree_transformer_lm_tiny_architecture(args):
 @register_model("transformer_constituent")
 class ConstituentTransformerModel(SyntaxTransformerModel):
     encoder_class = TreeTransformerEncoder
+    options_class = ConstituentOptions
 
 
 @register_model_architecture("transformer_constituent", "transformer_constituent")

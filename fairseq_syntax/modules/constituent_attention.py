@@ -10,8 +10,8 @@ constituent prior ``C^l`` that scales the self-attention probabilities of all it
 * hierarchical constraint (eq. 8): ``a^l = a^{l-1} + (1 - a^{l-1}) a_hat^l`` with ``a^{-1} = 0``, so links only
   grow from layer to layer;
 * constituent prior (eqs. 3-4): ``C_ij = prod_{k=i}^{j-1} a_k = exp(sum_{k=i}^{j-1} log a_k)``, symmetric,
-  ``C_ii = 1``. With ``S_j = sum_{k<j} log a_k`` (one cumulative sum) ``C_ij = exp(-|S_j - S_i|)``: O(T^2), not
-  the O(T^3) of summing every span;
+  ``C_ii = 1`` (the authors' code has ``C_ii`` near 0: ``diagonal=0`` does that). With ``S_j = sum_{k<j} log a_k``
+  (one cumulative sum) ``C_ij = exp(-|S_j - S_i|)``: O(T^2), not the O(T^3) of summing every span;
 * attention (eq. 2): ``E = C * softmax(Q K^T / sqrt(d_k))``, the same ``C`` for every head, not renormalised (as in
   the authors' code).
 
@@ -83,8 +83,11 @@ def hierarchical_links(a_hat: Tensor, previous: Optional[Tensor]) -> Tensor:
     return previous + (1.0 - previous) * a_hat
 
 
-def constituent_prior(links: Tensor, token_mask: Optional[Tensor] = None) -> Tensor:
-    """Eqs. 3-4: ``C`` ``B x T x T`` from link probabilities ``B x (T-1)``; zero in rows/columns of padding."""
+def constituent_prior(links: Tensor, token_mask: Optional[Tensor] = None, diagonal: float = 1.0) -> Tensor:
+    """Eqs. 3-4: ``C`` ``B x T x T`` from link probabilities ``B x (T-1)``; zero in rows/columns of padding.
+
+    ``diagonal`` is ``C_ii``: 1 in the paper (an empty product), 0 in the authors' code (about 3e-5 there).
+    """
     batch, num_links = links.shape
     length = num_links + 1
     log_links = torch.log(links.float().clamp_min(MIN_LINK))
@@ -92,6 +95,8 @@ def constituent_prior(links: Tensor, token_mask: Optional[Tensor] = None) -> Ten
     log_links = log_links.masked_fill(~valid, 0.0)  # a link into padding must not make the cumulative sum huge
     prefix = torch.cat([log_links.new_zeros(batch, 1), log_links.cumsum(dim=1)], dim=1)  # S_j, B x T
     prior = torch.exp(-(prefix[:, :, None] - prefix[:, None, :]).abs())
+    if diagonal != 1.0:
+        prior = prior - (1.0 - diagonal) * torch.eye(length, device=prior.device, dtype=prior.dtype)
     if token_mask is not None:
         prior = prior * (token_mask[:, :, None] & token_mask[:, None, :])
     return prior
@@ -106,8 +111,10 @@ class ConstituentAttention(StructuredSelfAttention):
 
     fused = False
 
-    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True):
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+                 diagonal: float = 1.0):
         super().__init__(embed_dim, num_heads, dropout=dropout, bias=bias)
+        self.diagonal = diagonal  # C_ii (see constituent_prior)
         self.link_query = nn.Linear(embed_dim, embed_dim, bias=bias)
         self.link_key = nn.Linear(embed_dim, embed_dim, bias=bias)
         self.link_scale = embed_dim / 2  # the paper's d = d_model / 2 (256 at d_model 512, as in the authors' code)
@@ -122,7 +129,7 @@ class ConstituentAttention(StructuredSelfAttention):
             self.link_query(batch_major), self.link_key(batch_major), token_mask, self.link_scale
         )
         links = hierarchical_links(a_hat, previous)
-        return links, constituent_prior(links, token_mask)
+        return links, constituent_prior(links, token_mask, self.diagonal)
 
     def forward(
         self,
