@@ -7,6 +7,7 @@ import pytest
 from fairseq_syntax.evaluation.link_agreement import (
     average_ranks,
     link_agreement,
+    links_by_tag_pair,
     smallest_common_constituent,
     spearman,
 )
@@ -41,5 +42,28 @@ def test_link_agreement_per_layer():
     following = 1.0 / sizes  # strongest inside the smallest constituents: the gold ranking exactly
     links = [np.stack([following, 1.0 - following])]
     assert link_agreement(links, gold) == pytest.approx([1.0, -1.0])
-    with pytest.raises(ValueError, match="adjacent word pairs"):
+    with pytest.raises(ValueError, match="sentence 0: 3 links but 5 adjacent word pairs"):
         link_agreement([np.zeros((2, 3))], gold)
+
+
+def test_link_agreement_of_links_one_pair_to_the_right():
+    gold = [gold_sentence(parse_tree(TREE))]
+    sizes = np.array([2, 6, 4, 3, 2])
+    # link k+1 carries the gold strength of pair k: offset +1 compares pairs 0..3 with links 1..4, exactly
+    shifted = np.concatenate([[0.9], 1.0 / sizes[:-1]])[None]
+    assert link_agreement([shifted], gold, offset=1) == pytest.approx([1.0])
+    # offset -1 compares pairs 1..4 (minus sizes -6 -4 -3 -2: ranks 0 1 2 3) with links 0..3 (0.9 1/2 1/6 1/4:
+    # ranks 3 2 0 1); centred: (-1.5 -0.5 0.5 1.5) . (1.5 0.5 -1.5 -0.5) = -4, over sqrt(5 * 5)
+    assert link_agreement([shifted], gold, offset=-1) == pytest.approx([-0.8])
+
+
+def test_links_by_tag_pair_by_hand():
+    gold = gold_sentence(parse_tree(TREE))
+    assert gold.tags == ("DT", "NN", "VBD", "IN", "DT", "NN")
+    # pairs: DT NN (sizes 2, 2), NN VBD (6), VBD IN (4), IN DT (3); two layers
+    links = [np.array([[0.2, 0.1, 0.3, 0.4, 0.6], [0.9, 0.2, 0.5, 0.6, 0.7]])]
+    rows = links_by_tag_pair(links, [gold], top=2)
+    # the two most frequent pairs: DT NN (2) then, among the pairs seen once, IN DT (alphabetical); by mean link
+    assert [(row.tags, row.count) for row in rows] == [(("DT", "NN"), 2), (("IN", "DT"), 1)]
+    assert rows[0].mean_links == pytest.approx((0.4, 0.8)) and rows[0].median_gold_size == 2
+    assert rows[1].mean_links == pytest.approx((0.4, 0.6)) and rows[1].median_gold_size == 3

@@ -197,6 +197,28 @@ def main() -> None:
             "|---|" + "---:|" * len(agreement),
             "| rho | " + " | ".join(f"{rho:+.3f}" for rho in agreement) + " |",
         ]
+        shifted = induction["paper"].get("link_agreement_shifted", {})
+        for offset, label in (("-1", "rho of a_{k-1} (one pair left)"), ("+1", "rho of a_{k+1} (one pair right)")):
+            if offset in shifted:
+                lines.append(f"| {label} | " + " | ".join(f"{rho:+.3f}" for rho in shifted[offset]) + " |")
+        if shifted:
+            lines += ["", "The last two rows compare the pair k, k+1 with the link next to it: a model whose "
+                      "links were aligned with", "the gold trees would score highest in the first row."]
+    tag_pairs = induction["paper"].get("links_by_tag_pair")
+    if tag_pairs:
+        layers = len(tag_pairs[0]["mean_links"])
+        lines += [
+            "",
+            "Which words the links join: the mean link a_k per layer of the most frequent POS tag pairs of adjacent",
+            "words (by their mean over layers), beside the median size of the smallest gold constituent holding both words",
+            "(2 = a two-word constituent such as `the board`).",
+            "",
+            "| tags | pairs | " + " | ".join(f"layer {layer}" for layer in range(layers)) + " | gold size |",
+            "|---|---:|" + "---:|" * layers + "---:|",
+        ] + [
+            f"| {' '.join(row['tags'])} | {row['count']} | " + " | ".join(f"{v:.2f}" for v in row["mean_links"])
+            + f" | {row['median_gold_size']:g} |" for row in tag_pairs
+        ]
     lines += [
         "",
         "For scale, the paper (WSJ-test / WSJ-10, sentence F1): Tree Transformer L=10 trained on WSJ-train 49.5 /",

@@ -20,6 +20,7 @@ over ``--random-seeds`` seeds), scored by the same rules, and recall per gold la
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from typing import Dict, List, Sequence, Tuple
 
@@ -34,7 +35,7 @@ from fairseq_syntax.evaluation.model_inputs import (
     padded_batches,
     read_sentences,
 )
-from fairseq_syntax.evaluation.link_agreement import link_agreement
+from fairseq_syntax.evaluation.link_agreement import link_agreement, links_by_tag_pair
 from fairseq_syntax.evaluation.parseval import (
     REPORTED_LABELS,
     GoldSentence,
@@ -199,9 +200,18 @@ def cli_main(argv=None) -> None:
              + (f", descend above {args.descend_above})" if args.descend_above is not None else ")")))
     print("F1 in %; sent-F1 = mean sentence-level F1, corpus-F1 = corpus-level F1 (trivial spans discarded)")
     print_report(subsets)
-    agreement = link_agreement(links, gold)
+    agreement = {offset: link_agreement(links, gold, offset) for offset in (0, -1, 1)}
     print("links vs gold, per layer (Spearman's rho of a_k and minus the smallest gold constituent holding words "
-          "k, k+1): " + ", ".join(f"{layer}: {rho:+.3f}" for layer, rho in enumerate(agreement)))
+          "k, k+1): " + ", ".join(f"{layer}: {rho:+.3f}" for layer, rho in enumerate(agreement[0])))
+    for offset, side in ((-1, "left"), (1, "right")):
+        print(f"the same with the link one pair to the {side} (a_{{k{offset:+d}}}): "
+              + ", ".join(f"{layer}: {rho:+.3f}" for layer, rho in enumerate(agreement[offset])))
+    tag_pairs = links_by_tag_pair(links, gold)
+    print("mean link per layer of the most frequent POS tag pairs of adjacent words, and the median size of their "
+          "smallest gold constituent:")
+    for row in tag_pairs:
+        print(f"  {' '.join(row.tags):10} {row.count:6d} pairs  links " + " ".join(f"{v:.2f}" for v in row.mean_links)
+              + f"  gold size {row.median_gold_size:g}")
 
     if args.output:
         with open(args.output, "w", encoding="utf-8") as out:
@@ -215,7 +225,9 @@ def cli_main(argv=None) -> None:
                              if key in ("min_layer", "threshold", "descend_above", "layer", "short")},
                 "subsets": {subset: {name: s.as_dict() for name, s in scores.items()}
                             for subset, scores in subsets.items()},
-                "link_agreement": agreement,
+                "link_agreement": agreement[0],
+                "link_agreement_shifted": {f"{offset:+d}": agreement[offset] for offset in (-1, 1)},
+                "links_by_tag_pair": [dataclasses.asdict(row) for row in tag_pairs],
             }, out, indent=2)
 
 

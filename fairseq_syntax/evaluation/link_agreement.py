@@ -7,12 +7,17 @@ smallest gold constituent holding both words: +1 means the links rank the pairs 
 no relation, and a negative value links that cut the gold constituents. F1 of Algorithm 1 mixes this with the
 algorithm's thresholds and layer schedule; this number isolates what the model has learnt.
 
+:func:`links_by_tag_pair` says which word pairs the links join: the mean link of each pair of POS tags (``DT NN``,
+``NN IN``, ...) per layer, beside the median size of their smallest gold constituent.
+
 Inputs: per sentence, links ``L x (n-1)`` (as :mod:`fairseq_syntax.induction` reads them) and a
 :class:`~fairseq_syntax.evaluation.parseval.GoldSentence` (non-trivial spans; the whole sentence is the fallback).
 """
 from __future__ import annotations
 
-from typing import Iterable, List, Sequence, Tuple
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Dict, Iterable, List, Sequence, Tuple
 
 import numpy as np
 
@@ -48,12 +53,51 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
     return float((rank_x * rank_y).sum() / denominator) if denominator > 0 else float("nan")
 
 
-def link_agreement(links: Sequence[np.ndarray], gold: Sequence[GoldSentence]) -> List[float]:
-    """Per layer, Spearman's correlation between the links and minus the smallest gold constituent sizes."""
+def link_agreement(links: Sequence[np.ndarray], gold: Sequence[GoldSentence], offset: int = 0) -> List[float]:
+    """Per layer, Spearman's correlation between the links and minus the smallest gold constituent sizes.
+
+    ``offset`` compares the pair of words ``k, k+1`` with the link ``a_{k+offset}`` instead (pairs without such a
+    link are left out): a model whose links are high one pair away from the gold constituents (+1: to the right)
+    scores low at offset 0 and high there, which a misaligned input or a learnt shift would show.
+    """
     if len(links) != len(gold):
         raise ValueError(f"{len(links)} sentences of links but {len(gold)} gold trees")
-    sizes = np.concatenate([smallest_common_constituent(g.spans, len(g.words)) for g in gold])
-    layers = np.concatenate([np.asarray(sentence) for sentence in links], axis=1)  # L x all pairs
-    if layers.shape[1] != len(sizes):
-        raise ValueError(f"{layers.shape[1]} links but {len(sizes)} adjacent word pairs in the gold trees")
+    all_sizes, all_links = [], []
+    for number, (sentence, reference) in enumerate(zip(links, gold)):
+        sentence = np.asarray(sentence)
+        sizes = smallest_common_constituent(reference.spans, len(reference.words))
+        if sentence.shape[1] != len(sizes):
+            raise ValueError(f"sentence {number}: {sentence.shape[1]} links but {len(sizes)} adjacent word pairs "
+                             "in its gold tree")
+        pairs = np.arange(max(0, -offset), len(sizes) - max(0, offset))
+        all_sizes.append(sizes[pairs])
+        all_links.append(sentence[:, pairs + offset])
+    sizes = np.concatenate(all_sizes)
+    layers = np.concatenate(all_links, axis=1)  # L x all pairs
     return [spearman(layer, -sizes) for layer in layers]
+
+
+@dataclass(frozen=True)
+class TagPairLinks:
+    tags: Tuple[str, str]  # POS tags of words k and k+1
+    count: int  # adjacent word pairs with these tags
+    mean_links: Tuple[float, ...]  # mean a_k per layer
+    median_gold_size: float  # median size of the smallest gold constituent holding both words
+
+
+def links_by_tag_pair(links: Sequence[np.ndarray], gold: Sequence[GoldSentence], top: int = 12) -> List[TagPairLinks]:
+    """The ``top`` most frequent POS tag pairs of adjacent words, by decreasing mean link over all layers."""
+    found: Dict[Tuple[str, str], list] = defaultdict(list)
+    for number, (sentence, reference) in enumerate(zip(links, gold)):
+        if len(reference.tags) != len(reference.words):
+            raise ValueError(f"sentence {number}: the gold tree has no POS tags")
+        sizes = smallest_common_constituent(reference.spans, len(reference.words))
+        for k, size in enumerate(sizes):
+            found[reference.tags[k], reference.tags[k + 1]].append((np.asarray(sentence)[:, k], size))
+    frequent = sorted(found.items(), key=lambda item: (-len(item[1]), item[0]))[:top]
+    rows = [
+        TagPairLinks(tags, len(pairs), tuple(float(v) for v in np.mean([a for a, _ in pairs], axis=0)),
+                     float(np.median([size for _, size in pairs])))
+        for tags, pairs in frequent
+    ]
+    return sorted(rows, key=lambda row: -float(np.mean(row.mean_links)))

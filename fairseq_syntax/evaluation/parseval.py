@@ -43,6 +43,7 @@ class GoldSentence:
     words: Tuple[str, ...]  # the words that count, in order
     spans: FrozenSet[Span]  # non-trivial gold spans
     labeled_spans: FrozenSet[LabeledSpan]  # non-trivial gold constituents with their labels
+    tags: Tuple[str, ...] = ()  # the POS tag of each word
 
 
 def nontrivial(spans: Iterable[Span], num_words: int) -> FrozenSet[Span]:
@@ -54,6 +55,7 @@ def gold_sentence(tree: Tree, word_tags: FrozenSet[str] = WORD_TAGS) -> GoldSent
     """Words and non-trivial spans of a PTB tree under the convention above (``tree`` may still hold traces)."""
     tree = clean_ptb(tree)
     words: list = []
+    tags: list = []
     labeled: set = set()
 
     def visit(node: Tree) -> None:
@@ -63,6 +65,7 @@ def gold_sentence(tree: Tree, word_tags: FrozenSet[str] = WORD_TAGS) -> GoldSent
                                 f"{len(node.children)} words; the gold tree needs one tag per word")
             if node.label in word_tags:
                 words.extend(leaf.label for leaf in node.children)
+                tags.append(node.label)
             return
         start = len(words)
         for child in node.children:
@@ -76,7 +79,7 @@ def gold_sentence(tree: Tree, word_tags: FrozenSet[str] = WORD_TAGS) -> GoldSent
     labeled_spans = frozenset(
         (start, end, label) for start, end, label in labeled if (start, end) != (0, len(words))
     )
-    return GoldSentence(tuple(words), frozenset((s, e) for s, e, _ in labeled_spans), labeled_spans)
+    return GoldSentence(tuple(words), frozenset((s, e) for s, e, _ in labeled_spans), labeled_spans, tuple(tags))
 
 
 def sentence_scores(predicted: FrozenSet[Span], gold: FrozenSet[Span]) -> Tuple[float, float, float]:
