@@ -82,6 +82,12 @@ def training_summary(log: str) -> dict:
     }
 
 
+def tree_to_plain(values: dict) -> float:
+    """Ratio of the Tree Transformer's value to the plain Transformer's (``values`` keyed by arch)."""
+    tree, plain = (values[arch] for arch in SYSTEMS)
+    return tree / plain
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--logs", required=True)
@@ -125,10 +131,10 @@ def main() -> None:
         row = training[arch]
         lines.append(f"| {name} | {row['params']} | {row['updates']} | {row['seconds'] / 60:.1f} min | "
                      f"{row['words_per_second']:.0f} | {row['best_valid_loss']} | {row['best_at']} |")
-    tree, plain = (training[arch]["words_per_second"] for arch in SYSTEMS)
+    speed = tree_to_plain({arch: row["words_per_second"] for arch, row in training.items()})
     lines += [
         "",
-        f"Training throughput, Tree Transformer / Transformer: {tree / plain:.2f} (median of fairseq's logged tokens/s;",
+        f"Training throughput, Tree Transformer / Transformer: {speed:.2f} (median of fairseq's logged tokens/s;",
         "the two trained side by side on the same data, so both saw the same load).",
     ]
 
@@ -236,10 +242,10 @@ def main() -> None:
         result = perplexity[arch]
         lines.append(f"| {name} | {training[arch]['params']} | {result['perplexity']:.1f} | "
                      f"{result['scored_words']:,} | {result['unknown_words']:,} |")
-    tree, plain = (perplexity[arch]["perplexity"] for arch in SYSTEMS)
+    ratio = tree_to_plain({arch: result["perplexity"] for arch, result in perplexity.items()})
     lines += [
         "",
-        f"Tree Transformer / Transformer perplexity: {tree / plain:.3f}. For scale, the paper's Table 4 (WSJ, trained",
+        f"Tree Transformer / Transformer perplexity: {ratio:.3f}. For scale, the paper's Table 4 (WSJ, trained",
         "on WSJ-train, 10 layers): Tree-T 45.7 vs Transformer 48.5, a ratio of 0.942.",
     ]
 
