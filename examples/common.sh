@@ -7,6 +7,10 @@
 # (names of systems already in RUN_DIR that the new one is tested against with paired bootstrap).
 # Writes RUN_DIR/NAME.{train.log,gen,gen.log,run.json}; checkpoints go to ${CKPT_ROOT:-RUN_DIR}/ckpt-NAME.
 
+# The package of this checkout, whatever an older `pip install -e` of another checkout left in site-packages (the
+# console scripts fairseq-syntax-* import it from the first entry of sys.path that has it).
+export PYTHONPATH="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)${PYTHONPATH:+:$PYTHONPATH}"
+
 # oneDNN keeps one kernel per batch shape; with --cpu-bf16-autocast that grows to GBs unless capped.
 export ONEDNN_PRIMITIVE_CACHE_CAPACITY="${ONEDNN_PRIMITIVE_CACHE_CAPACITY:-64}" LRU_CACHE_CAPACITY="${LRU_CACHE_CAPACITY:-64}"
 
