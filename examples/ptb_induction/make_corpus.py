@@ -1,9 +1,11 @@
 """Raw English text for masked-LM training of a Tree Transformer, and the PTB sample's words for evaluation.
 
-    python3 examples/ptb_induction/make_corpus.py --data /work/shared/data --out DIR
+    python3 examples/ptb_induction/make_corpus.py --data /work/shared/data --out DIR [--train-on-eval-text]
 
 Writes to DIR:
-* ``train.txt``: Multi30k train.en + UD EWT train + SST train, one sentence per line;
+* ``train.txt``: Multi30k train.en + UD EWT train + SST train, one sentence per line; with
+  ``--train-on-eval-text`` also the words of the PTB sample (the evaluation sentences, never their trees: the
+  transductive setting of unsupervised parsing, where the parser learns from the raw text it will parse);
 * ``valid.txt``: Multi30k val.en + UD EWT dev + SST dev;
 * ``ptb.txt``: the words of every tree of ``ptb-sample/wsj_0001-0159.mrg.gz`` that count in the grammar-induction
   F1 convention (``fairseq_syntax.evaluation.parseval``), aligned line by line with the trees;
@@ -89,6 +91,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, help="the shared data folder (multi30k/, ud-ewt/, sst/, ptb-sample/)")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--train-on-eval-text", action="store_true",
+                        help="add the words of the PTB sample (not its trees) to train.txt: in-domain text")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     for name in ("train.txt", "valid.txt", "ptb.txt"):
@@ -106,6 +110,8 @@ def main() -> None:
     if not all(gold):
         raise ValueError("a PTB tree has no word that counts; the evaluation needs one line per tree")
     write(gold, os.path.join(args.out, "ptb.txt"), stats, "eval/ptb-sample")
+    if args.train_on_eval_text:
+        write(gold, train, stats, "train/ptb-sample")
     with open(os.path.join(args.out, "corpus_stats.json"), "w", encoding="utf-8") as out:
         json.dump(stats, out, indent=2)
     print(json.dumps(stats, indent=2))

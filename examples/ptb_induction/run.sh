@@ -9,6 +9,8 @@
 # Environment: UPDATES (training updates per model, default 450), PRECISION (bf16, the default: --cpu-bf16-autocast;
 # or fp32), CPU only, one thread per process. A training run cut short goes on from its checkpoint_last.pt when the
 # script is run again (also with a larger UPDATES, to train longer); RESTART=1 starts afresh.
+# EVAL_TEXT=1 adds the words of the PTB sample (never its trees) to the training text: the transductive setting,
+# in-domain text for the parser; its files get the suffix -eval-text (work-eval-text/, logs-eval-text/, ...).
 # Outputs: examples/ptb_induction/work/ (corpus, binarized data, checkpoints, induced trees),
 #          examples/ptb_induction/logs/ (every command's log and JSON scores), RESULTS.md (from the logs),
 #          constituent_prior.png (the paper's Figure 5 for the first PTB sentence).
@@ -17,8 +19,9 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 DATA=${1:-$ROOT/../shared/data}
-WORK=$HERE/work
-LOGS=$HERE/logs
+SUFFIX=${EVAL_TEXT:+-eval-text}
+WORK=$HERE/work$SUFFIX
+LOGS=$HERE/logs$SUFFIX
 UPDATES=${UPDATES:-450}
 PRECISION=${PRECISION:-bf16}
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1  # torch.set_num_threads(1) for fairseq's own commands
@@ -40,7 +43,8 @@ resume() {
   nice -n 10 "$@" >> "$log" 2>&1
 }
 
-run "$LOGS/make_corpus.log" python3 "$HERE/make_corpus.py" --data "$DATA" --out "$WORK/corpus"
+run "$LOGS/make_corpus.log" python3 "$HERE/make_corpus.py" --data "$DATA" --out "$WORK/corpus" \
+  ${EVAL_TEXT:+--train-on-eval-text}
 rm -rf "$WORK/bin"
 run "$LOGS/preprocess.log" fairseq-preprocess --only-source --trainpref "$WORK/corpus/train.txt" \
   --validpref "$WORK/corpus/valid.txt" --testpref "$WORK/corpus/ptb.txt" --destdir "$WORK/bin" \
@@ -89,10 +93,10 @@ for layer in $(seq 0 $((LAYERS - 1))); do
 done
 # the paper's Figure 5: the constituent prior of every layer for one sentence (the first of the PTB sample)
 run "$LOGS/constituent_prior.log" python3 -m fairseq_syntax.cli.plot constituent-prior "$TREE_CKPT" \
-  "$(head -n 1 "$WORK/corpus/ptb.txt")" --output "$HERE/constituent_prior.png"
+  "$(head -n 1 "$WORK/corpus/ptb.txt")" --output "$HERE/constituent_prior$SUFFIX.png"
 for arch in tree_transformer_lm roberta_prenorm; do
   run "$LOGS/perplexity_$arch.log" python3 -m fairseq_syntax.evaluation.masked_lm \
     "$WORK/checkpoints/$arch/checkpoint_best.pt" --input "$WORK/corpus/ptb.txt" --json "$LOGS/perplexity_$arch.json"
 done
 
-python3 "$HERE/make_results.py" --logs "$LOGS" --out "$HERE/RESULTS.md"
+python3 "$HERE/make_results.py" --logs "$LOGS" --out "$HERE/RESULTS$SUFFIX.md"
