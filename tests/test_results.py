@@ -150,6 +150,14 @@ def test_results_command_writes_markdown_from_a_directory(tmp_path):
     assert f"Run records: `{sources[0]}`, `{sources[1]}`" in out.read_text()
 
 
+def test_results_command_names_records_under_the_working_directory_relatively(tmp_path, monkeypatch):
+    write_records(tmp_path / "examples" / "multi30k" / "runs")
+    monkeypatch.chdir(tmp_path)
+    markdown = results_cli.main([str(tmp_path / "examples" / "multi30k" / "runs")])
+    assert ("Run records: `examples/multi30k/runs/baseline.run.json`, `examples/multi30k/runs/masks.run.json`"
+            in markdown)
+
+
 def test_bad_record_inputs_are_named(tmp_path):
     with pytest.raises(RecordError, match="no \\*.run.json run records"):
         find_record_files([tmp_path])
