@@ -11,6 +11,8 @@
 # script is run again (also with a larger UPDATES, to train longer); RESTART=1 starts afresh.
 # EVAL_TEXT=1 adds the words of the PTB sample (never its trees) to the training text: the transductive setting,
 # in-domain text for the parser; its files get the suffix -eval-text (work-eval-text/, logs-eval-text/, ...).
+# DIAGONAL=zero trains the Tree Transformer with C_ii = 0 (--constituent-diagonal zero: a word cannot attend to
+# itself, as in the authors' code) instead of eq. 3's C_ii = 1; its files get the suffix -diagonal-zero.
 # Outputs: examples/ptb_induction/work/ (corpus, binarized data, checkpoints, induced trees),
 #          examples/ptb_induction/logs/ (every command's log and JSON scores), RESULTS.md (from the logs),
 #          constituent_prior.png (the paper's Figure 5 for the first PTB sentence).
@@ -19,7 +21,12 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 DATA=${1:-$ROOT/../shared/data}
-SUFFIX=${EVAL_TEXT:+-eval-text}
+DIAGONAL=${DIAGONAL:-one}
+case "$DIAGONAL" in
+  one) SUFFIX=${EVAL_TEXT:+-eval-text} ;;
+  zero) SUFFIX=${EVAL_TEXT:+-eval-text}-diagonal-zero ;;
+  *) echo "DIAGONAL must be one or zero, not '$DIAGONAL'" >&2; exit 1 ;;
+esac
 WORK=$HERE/work$SUFFIX
 LOGS=$HERE/logs$SUFFIX
 UPDATES=${UPDATES:-450}
@@ -67,8 +74,10 @@ for arch in tree_transformer_lm roberta_prenorm; do
   if [ -n "${RESTART:-}" ] || [ ! -f "$WORK/checkpoints/$arch/checkpoint_last.pt" ]; then
     rm -rf "$WORK/checkpoints/$arch" "$LOGS/train_$arch.log"
   fi
+  extra=()
+  [ "$arch" = tree_transformer_lm ] && extra=(--constituent-diagonal "$DIAGONAL")
   resume "$LOGS/train_$arch.log" fairseq-train "$WORK/bin" --user-dir "$ROOT/fairseq_syntax" --arch "$arch" \
-    "${SIZE[@]}" "${TRAINING[@]}" --save-dir "$WORK/checkpoints/$arch" &
+    "${SIZE[@]}" "${TRAINING[@]}" "${extra[@]}" --save-dir "$WORK/checkpoints/$arch" &
   training+=($!)
 done
 for pid in "${training[@]}"; do
