@@ -14,6 +14,13 @@ export PYTHONPATH="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)${PYTHONPATH:
 # oneDNN keeps one kernel per batch shape; with --cpu-bf16-autocast that grows to GBs unless capped.
 export ONEDNN_PRIMITIVE_CACHE_CAPACITY="${ONEDNN_PRIMITIVE_CACHE_CAPACITY:-64}" LRU_CACHE_CAPACITY="${LRU_CACHE_CAPACITY:-64}"
 
+# The PRECISION the recipes use by default: bf16 (--cpu-bf16-autocast) on a CPU with bf16 instructions, else fp32,
+# because oneDNN emulates bf16 elsewhere, many times slower (fairseq_syntax/tasks/cpu_autocast.py).
+default_precision() {
+  python3 -c 'from fairseq_syntax.tasks.cpu_autocast import default_cpu_precision; print(default_cpu_precision())' \
+    2> /dev/null
+}
+
 without_budget() {  # a training command without its --max-epoch / --max-update values
   sed -E 's/--max-(epoch|update) [0-9]+//g' <<< "$1"
 }

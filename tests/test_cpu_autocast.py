@@ -3,6 +3,7 @@ fp32; without the flag nothing changes; fairseq-train accepts it and writes an f
 import torch
 from torch import nn
 
+from fairseq_syntax.tasks import cpu_autocast
 from fairseq_syntax.tasks.cpu_autocast import CpuAutocastConfig, CpuAutocastMixin
 from test_end_to_end import train
 
@@ -56,3 +57,34 @@ def test_fairseq_train_with_the_flag_writes_an_fp32_checkpoint(data_dirs, tmp_pa
     assert "cpu_bf16_autocast': True" in log or "cpu_bf16_autocast=True" in log
     state = torch.load(tmp_path / "checkpoint_last.pt", map_location="cpu", weights_only=False)
     assert {tensor.dtype for tensor in state["model"].values() if tensor.is_floating_point()} == {torch.float32}
+
+
+class Base:
+    def __init__(self, cfg):
+        self.cfg = cfg
+
+
+class TaskOnABase(CpuAutocastMixin, Base):
+    pass
+
+
+def test_the_option_warns_on_a_cpu_without_bf16_instructions(monkeypatch, caplog):
+    monkeypatch.setattr(cpu_autocast, "cpu_has_bf16", lambda: False)
+    TaskOnABase(CpuAutocastConfig(cpu_bf16_autocast=False))
+    assert not caplog.records
+    task = TaskOnABase(CpuAutocastConfig(cpu_bf16_autocast=True))
+    assert task.cfg.cpu_bf16_autocast  # the base class got the config
+    assert "without bf16 instructions" in caplog.text
+
+
+def test_no_warning_where_the_cpu_has_bf16_instructions(monkeypatch, caplog):
+    monkeypatch.setattr(cpu_autocast, "cpu_has_bf16", lambda: True)
+    TaskOnABase(CpuAutocastConfig(cpu_bf16_autocast=True))
+    assert not caplog.records
+
+
+def test_recipes_default_to_bf16_only_where_it_pays(monkeypatch):
+    monkeypatch.setattr(cpu_autocast, "cpu_has_bf16", lambda: True)
+    assert cpu_autocast.default_cpu_precision() == "bf16"
+    monkeypatch.setattr(cpu_autocast, "cpu_has_bf16", lambda: False)
+    assert cpu_autocast.default_cpu_precision() == "fp32"

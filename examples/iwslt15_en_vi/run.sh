@@ -9,8 +9,9 @@
 # Run prepare.sh first. Environment:
 #   SYSTEMS        name:arch:form[:extra fairseq-train args] ... (default: the three systems of the paper)
 #   EPOCHS         training budget (default 100, the paper's toolkit's default)
-#   PRECISION      bf16 (default) | fp32; DEVICE cpu (default) | cuda. bf16 is --cpu-bf16-autocast on the CPU and
-#                  fairseq's --bf16 on CUDA. Decoding runs on the CPU either way (examples/common.sh).
+#   PRECISION      bf16 | fp32 (default: bf16, or fp32 on a CPU without bf16 instructions); DEVICE cpu (default) |
+#                  cuda. bf16 is --cpu-bf16-autocast on the CPU and fairseq's --bf16 on CUDA. Decoding runs on the
+#                  CPU either way (examples/common.sh).
 #   TRAIN_ARGS     more fairseq-train arguments for every system, after the settings below (later ones win),
 #                  e.g. --update-freq 2, or a small model to try the recipe out
 #   MAX_POSITIONS  as given to prepare.sh (default 1024)
@@ -24,8 +25,9 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 OUT="$(realpath -m "${1:-$HERE/work}")"
 EPOCHS="${EPOCHS:-100}"
-PRECISION="${PRECISION:-bf16}"
+source "$REPO/examples/common.sh"
 DEVICE="${DEVICE:-cpu}"
+if [ "$DEVICE" = cpu ]; then PRECISION="${PRECISION:-$(default_precision)}"; else PRECISION="${PRECISION:-bf16}"; fi
 MAX_POSITIONS="${MAX_POSITIONS:-1024}"
 SYSTEMS="${SYSTEMS:-sequence:transformer:sequence linearized:transformer:linearized mask:transformer_syntax_mask:preorder}"
 cd "$REPO"
@@ -59,7 +61,6 @@ case "$DEVICE:$PRECISION" in
 esac
 read -r -a extra_train_args <<< "${TRAIN_ARGS:-}"
 MODEL+=("${extra_train_args[@]}")
-source "$REPO/examples/common.sh"
 DATASET=iwslt15_en_vi BASELINES="sequence linearized" CKPT_ROOT="$OUT/ckpt"
 GEN_ARGS="${GEN_ARGS:---beam 4 --lenpen 0.6 --batch-size 64}" SCORE_ARGS="${SCORE_ARGS:---by-length 10,20,30,40,50}"
 run_systems "$OUT/data-bin" "$ref" "$HERE/runs" "$HERE/RESULTS.md" "${MODEL[@]}"

@@ -6,7 +6,8 @@
 #   examples/multi30k/run.sh [OUT_DIR]      (OUT_DIR as given to prepare.sh; default examples/multi30k/work)
 #
 # Run prepare.sh first. SYSTEMS picks systems (name:arch:form[:extra fairseq-train args]); EPOCHS the budget;
-# PRECISION=bf16 (default: --cpu-bf16-autocast, 1.8x faster than fp32 on a CPU with bf16 matrix units) or fp32.
+# PRECISION=bf16 (--cpu-bf16-autocast, 1.8x faster than fp32 on a CPU with bf16 matrix units; the default there) or
+# fp32 (the default on a CPU without bf16 instructions, where bf16 is emulated and many times slower).
 # On 2 CPU cores with bf16 one system takes ~30 min (sequence) to ~60 min (linearized). Systems can be trained
 # in parallel (one process per SYSTEMS value, e.g. with OMP_NUM_THREADS=1 each); then score every system again
 # against all baselines once they are all decoded:
@@ -21,7 +22,8 @@ REPO="$(cd "$HERE/../.." && pwd)"
 OUT="${1:-$HERE/work}"
 RAW="${RAW:-$REPO/../shared/data/multi30k}"
 EPOCHS="${EPOCHS:-20}"
-PRECISION="${PRECISION:-bf16}"
+source "$REPO/examples/common.sh"
+PRECISION="${PRECISION:-$(default_precision)}"
 # Every system of the tables (the default is the first three: McDonald & Chiang's comparison); SYSTEMS=all runs all.
 ALL_SYSTEMS="sequence:transformer:sequence linearized:transformer:linearized mask:transformer_syntax_mask:preorder
   udp:transformer_ldd:sequence:--syntax-variant=udp ldd:transformer_ldd:sequence
@@ -44,6 +46,5 @@ case "$PRECISION" in
   fp32) ;;
   *) echo "PRECISION must be bf16 or fp32, not '$PRECISION'" >&2; exit 1 ;;
 esac
-source "$REPO/examples/common.sh"
 DATASET=multi30k BASELINES="sequence linearized udp" SCORE_ARGS="--lang de --by-length 10,15,20" CKPT_ROOT="$OUT/ckpt"
 run_systems "$OUT/data-bin" "$ref" "$HERE/runs" "$HERE/RESULTS.md" "${MODEL[@]}"

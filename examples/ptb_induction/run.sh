@@ -6,9 +6,10 @@
 #
 #   examples/ptb_induction/run.sh [DATA_DIR]      # DATA_DIR defaults to ../shared/data beside the repository (see its SOURCES.md)
 #
-# Environment: UPDATES (training updates per model, default 450), PRECISION (bf16, the default: --cpu-bf16-autocast;
-# or fp32), CPU only, one thread per process. A training run cut short goes on from its checkpoint_last.pt when the
-# script is run again (also with a larger UPDATES, to train longer); RESTART=1 starts afresh.
+# Environment: UPDATES (training updates per model, default 450), PRECISION (bf16: --cpu-bf16-autocast, the default
+# on a CPU with bf16 instructions; or fp32, the default elsewhere), CPU only, one thread per process. A training run
+# cut short goes on from its checkpoint_last.pt when the script is run again (also with a larger UPDATES, to train
+# longer); RESTART=1 starts afresh.
 # EVAL_TEXT=1 adds the words of the PTB sample (never its trees) to the training text: the transductive setting,
 # in-domain text for the parser; its files get the suffix -eval-text (work-eval-text/, logs-eval-text/, ...).
 # DIAGONAL=zero trains the Tree Transformer with C_ii = 0 (--constituent-diagonal zero: a word cannot attend to
@@ -30,9 +31,9 @@ esac
 WORK=$HERE/work$SUFFIX
 LOGS=$HERE/logs$SUFFIX
 UPDATES=${UPDATES:-450}
-PRECISION=${PRECISION:-bf16}
+source "$ROOT/examples/common.sh"  # PYTHONPATH, oneDNN cache caps, default_precision
+PRECISION=${PRECISION:-$(default_precision)}
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1  # torch.set_num_threads(1) for fairseq's own commands
-export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
 mkdir -p "$WORK" "$LOGS"
 
 # run LOG COMMAND...: writes the command as the log's first line, then its output
