@@ -88,6 +88,37 @@ def tree_to_plain(values: dict) -> float:
     return tree / plain
 
 
+def variant_summary(logs: str) -> dict:
+    """The settings and headline numbers of one run of the recipe (one logs directory)."""
+    corpus_log = read(logs, "make_corpus.log")
+    tree_command = command(read(logs, "train_tree_transformer_lm.log"))
+    induction = json.loads(read(logs, "induce_paper.json"))["subsets"]
+    perplexity = {arch: json.loads(read(logs, f"perplexity_{arch}.json"))["perplexity"] for arch in SYSTEMS}
+    return {
+        "logs": os.path.basename(os.path.normpath(logs)),
+        "text": "+ PTB sample words" if "train/ptb-sample" in corpus_log else "without the PTB sample",
+        "diagonal": "0" if "--constituent-diagonal zero" in tree_command else "1",
+        "precision": "bf16" if "--cpu-bf16-autocast" in tree_command else "fp32",
+        "updates": one(r"--max-update (\d+)", tree_command, "update budget").group(1),
+        "sentence_f1": [100 * scores["Tree Transformer"]["sentence_f1"] for scores in induction.values()],
+        "perplexity_ratio": tree_to_plain(perplexity),
+    }
+
+
+def variants_table(logs: str) -> list:
+    """Markdown rows comparing every complete run of the recipe beside ``logs`` (directories ``logs*``)."""
+    parent = os.path.dirname(os.path.abspath(logs))
+    runs = [os.path.join(parent, name) for name in sorted(os.listdir(parent))
+            if name.startswith("logs") and os.path.exists(os.path.join(parent, name, "perplexity_roberta_prenorm.json"))]
+    lines = ["| logs | training text | C_ii | precision | updates | sentence F1 all | sentence F1 <=10 words "
+             "| perplexity ratio |", "|---|---|---:|---|---:|---:|---:|---:|"]
+    for run in runs:
+        row = variant_summary(run)
+        lines.append(f"| `{row['logs']}/` | {row['text']} | {row['diagonal']} | {row['precision']} | {row['updates']} | "
+                     + " | ".join(f"{f1:.1f}" for f1 in row["sentence_f1"]) + f" | {row['perplexity_ratio']:.3f} |")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--logs", required=True)
@@ -100,7 +131,11 @@ def main() -> None:
     transductive = "train/ptb-sample" in corpus  # trained on the evaluation sentences' words (EVAL_TEXT=1)
     tree_command = command(read(logs, "train_tree_transformer_lm.log"))
     diagonal_zero = "--constituent-diagonal zero" in tree_command  # C_ii = 0 as in the authors' code (DIAGONAL=zero)
-    settings = ("EVAL_TEXT=1 " if transductive else "") + ("DIAGONAL=zero " if diagonal_zero else "")
+    bf16 = "--cpu-bf16-autocast" in tree_command
+    updates = one(r"--max-update (\d+)", tree_command, "update budget").group(1)
+    settings = (("EVAL_TEXT=1 " if transductive else "") + ("DIAGONAL=zero " if diagonal_zero else "")
+                + f"PRECISION={'bf16' if bf16 else 'fp32'} "
+                + f"UPDATES={updates} ")
     logs_name = os.path.basename(os.path.normpath(logs))
     preprocess = read(logs, "preprocess.log")
     vocabulary = one(r"Dictionary: (\d+) types", preprocess, "dictionary size").group(1)
@@ -126,9 +161,13 @@ def main() -> None:
         f"Validation: the Multi30k val, UD EWT dev and SST dev words. Vocabulary: {vocabulary} types (words seen",
         f"at least 3 times). Evaluation: the {corpus['eval/ptb-sample']['sentences']:,} trees of the PTB sample",
         f"wsj_0001-0159 ({corpus['eval/ptb-sample']['words']:,} words after removing punctuation and traces by POS "
-        f"tag); {ptb_unk}% of its words are `<unk>` to the model (out-of-domain text).",
+        f"tag); {ptb_unk}% of its words are `<unk>` to the model"
+        + (" (rare words: its text is in the training text)." if transductive else " (out-of-domain text)."),
         "",
         "## Training (masked LM, `sentence_masked_lm`, BERT masking 15% / 80-10-10)",
+        "",
+        ("Precision: bf16 autocast (`--cpu-bf16-autocast`, fp32 weights) for both systems." if bf16 else
+         "Precision: fp32 for both systems."),
         "",
         "| system | parameters | updates | wall time | tokens/s (median) | best valid loss (bits) | at update |",
         "|---|---:|---:|---:|---:|---:|---:|",
@@ -256,6 +295,16 @@ def main() -> None:
         "on WSJ-train, 10 layers): Tree-T 45.7 vs Transformer 48.5, a ratio of 0.942.",
     ]
 
+    lines += [
+        "",
+        "## Every run of this recipe kept here",
+        "",
+        "Algorithm 1 (m=2, threshold 0.8) and Tree Transformer / Transformer masked-word perplexity of each",
+        "`logs*` directory beside this one (each has its own RESULTS file); right-branching trees score "
+        + " / ".join(f"{100 * induction['paper']['subsets'][subset]['right-branching']['sentence_f1']:.1f}"
+                     for subset in subsets) + ":",
+        "",
+    ] + variants_table(logs)
     lines += [
         "",
         "## How this differs from the paper",
