@@ -98,6 +98,7 @@ def variant_summary(logs: str) -> dict:
         "logs": os.path.basename(os.path.normpath(logs)),
         "text": "+ PTB sample words" if "train/ptb-sample" in corpus_log else "without the PTB sample",
         "diagonal": "0" if "--constituent-diagonal zero" in tree_command else "1",
+        "optimiser": "authors'" if "--lr-scheduler fixed" in tree_command else "recipe",
         "precision": "bf16" if "--cpu-bf16-autocast" in tree_command else "fp32",
         "updates": one(r"--max-update (\d+)", tree_command, "update budget").group(1),
         "sentence_f1": [100 * scores["Tree Transformer"]["sentence_f1"] for scores in induction.values()],
@@ -110,11 +111,12 @@ def variants_table(logs: str) -> list:
     parent = os.path.dirname(os.path.abspath(logs))
     runs = [os.path.join(parent, name) for name in sorted(os.listdir(parent))
             if name.startswith("logs") and os.path.exists(os.path.join(parent, name, "perplexity_roberta_prenorm.json"))]
-    lines = ["| logs | training text | C_ii | precision | updates | sentence F1 all | sentence F1 <=10 words "
-             "| perplexity ratio |", "|---|---|---:|---|---:|---:|---:|---:|"]
+    lines = ["| logs | training text | C_ii | optimiser | precision | updates | sentence F1 all "
+             "| sentence F1 <=10 words | perplexity ratio |", "|---|---|---:|---|---|---:|---:|---:|---:|"]
     for run in runs:
         row = variant_summary(run)
-        lines.append(f"| `{row['logs']}/` | {row['text']} | {row['diagonal']} | {row['precision']} | {row['updates']} | "
+        lines.append(f"| `{row['logs']}/` | {row['text']} | {row['diagonal']} | {row['optimiser']} | {row['precision']} "
+                     f"| {row['updates']} | "
                      + " | ".join(f"{f1:.1f}" for f1 in row["sentence_f1"]) + f" | {row['perplexity_ratio']:.3f} |")
     return lines
 
@@ -133,7 +135,9 @@ def main() -> None:
     diagonal_zero = "--constituent-diagonal zero" in tree_command  # C_ii = 0 as in the authors' code (DIAGONAL=zero)
     bf16 = "--cpu-bf16-autocast" in tree_command
     updates = one(r"--max-update (\d+)", tree_command, "update budget").group(1)
+    authors_optimiser = "--lr-scheduler fixed" in tree_command  # OPTIMISER=authors
     settings = (("EVAL_TEXT=1 " if transductive else "") + ("DIAGONAL=zero " if diagonal_zero else "")
+                + ("OPTIMISER=authors " if authors_optimiser else "")
                 + f"PRECISION={'bf16' if bf16 else 'fp32'} "
                 + f"UPDATES={updates} ")
     logs_name = os.path.basename(os.path.normpath(logs))

@@ -14,6 +14,8 @@
 # in-domain text for the parser; its files get the suffix -eval-text (work-eval-text/, logs-eval-text/, ...).
 # DIAGONAL=zero trains the Tree Transformer with C_ii = 0 (--constituent-diagonal zero: a word cannot attend to
 # itself, as in the authors' code) instead of eq. 3's C_ii = 1; its files get the suffix -diagonal-zero.
+# OPTIMISER=authors trains both models with the optimisation of the authors' code (Adam lr 1e-4 constant, eps 1e-9,
+# 64-sentence batches, clipping 1.5) instead of lr 1e-3 with warm-up and 4096-token batches; suffix -authors-optimiser.
 # Outputs: examples/ptb_induction/work/ (corpus, binarized data, checkpoints, induced trees),
 #          examples/ptb_induction/logs/ (every command's log and JSON scores), RESULTS.md (from the logs),
 #          constituent_prior.png (the paper's Figure 5 for the first PTB sentence).
@@ -27,6 +29,13 @@ case "$DIAGONAL" in
   one) SUFFIX=${EVAL_TEXT:+-eval-text} ;;
   zero) SUFFIX=${EVAL_TEXT:+-eval-text}-diagonal-zero ;;
   *) echo "DIAGONAL must be one or zero, not '$DIAGONAL'" >&2; exit 1 ;;
+esac
+OPTIMISER=${OPTIMISER:-recipe}
+case "$OPTIMISER" in
+  recipe) OPTIMISATION=(--lr 1e-3 --lr-scheduler inverse_sqrt --warmup-updates 100 --clip-norm 1.0 --max-tokens 4096) ;;
+  authors) OPTIMISATION=(--adam-eps 1e-9 --lr 1e-4 --lr-scheduler fixed --clip-norm 1.5 --batch-size 64 --max-tokens 4096)
+           SUFFIX=$SUFFIX-authors-optimiser ;;
+  *) echo "OPTIMISER must be recipe or authors, not '$OPTIMISER'" >&2; exit 1 ;;
 esac
 WORK=$HERE/work$SUFFIX
 LOGS=$HERE/logs$SUFFIX
@@ -61,8 +70,8 @@ run "$LOGS/preprocess.log" fairseq-preprocess --only-source --trainpref "$WORK/c
 LAYERS=6
 SIZE=(--encoder-layers "$LAYERS" --encoder-embed-dim 128 --encoder-ffn-embed-dim 512 --encoder-attention-heads 4)
 TRAINING=(--task sentence_masked_lm --criterion masked_lm --tokens-per-sample 256
-  --optimizer adam --adam-betas "(0.9,0.98)" --lr 1e-3 --lr-scheduler inverse_sqrt --warmup-updates 100
-  --clip-norm 1.0 --dropout 0.1 --attention-dropout 0.1 --max-tokens 4096 --max-update "$UPDATES"
+  --optimizer adam --adam-betas "(0.9,0.98)" "${OPTIMISATION[@]}" --dropout 0.1 --attention-dropout 0.1
+  --max-update "$UPDATES"
   --cpu --seed 1 --log-format simple --log-interval 25 --no-epoch-checkpoints)
 case "$PRECISION" in
   bf16) TRAINING+=(--cpu-bf16-autocast) ;;
