@@ -96,27 +96,30 @@ def variant_summary(logs: str) -> dict:
     perplexity = {arch: json.loads(read(logs, f"perplexity_{arch}.json"))["perplexity"] for arch in SYSTEMS}
     return {
         "logs": os.path.basename(os.path.normpath(logs)),
-        "text": "+ PTB sample words" if "train/ptb-sample" in corpus_log else "without the PTB sample",
-        "diagonal": "0" if "--constituent-diagonal zero" in tree_command else "1",
-        "optimiser": "authors'" if "--lr-scheduler fixed" in tree_command else "recipe",
-        "precision": "bf16" if "--cpu-bf16-autocast" in tree_command else "fp32",
+        "transductive": "train/ptb-sample" in corpus_log,  # trained on the evaluation sentences' words (EVAL_TEXT=1)
+        "diagonal_zero": "--constituent-diagonal zero" in tree_command,  # C_ii = 0 as in the authors' code
+        "authors_optimiser": "--lr-scheduler fixed" in tree_command,  # OPTIMISER=authors
+        "bf16": "--cpu-bf16-autocast" in tree_command,
         "updates": one(r"--max-update (\d+)", tree_command, "update budget").group(1),
         "sentence_f1": [100 * scores["Tree Transformer"]["sentence_f1"] for scores in induction.values()],
         "perplexity_ratio": tree_to_plain(perplexity),
     }
 
 
-def variants_table(logs: str) -> list:
-    """Markdown rows comparing every complete run of the recipe beside ``logs`` (directories ``logs*``)."""
+def variants_table(logs: str, current: dict) -> list:
+    """Markdown rows comparing every complete run of the recipe beside ``logs`` (directories ``logs*``);
+    ``current`` is the summary of ``logs`` itself."""
     parent = os.path.dirname(os.path.abspath(logs))
-    runs = [os.path.join(parent, name) for name in sorted(os.listdir(parent))
+    runs = [name for name in sorted(os.listdir(parent))
             if name.startswith("logs") and os.path.exists(os.path.join(parent, name, "perplexity_roberta_prenorm.json"))]
     lines = ["| logs | training text | C_ii | optimiser | precision | updates | sentence F1 all "
              "| sentence F1 <=10 words | perplexity ratio |", "|---|---|---:|---|---|---:|---:|---:|---:|"]
-    for run in runs:
-        row = variant_summary(run)
-        lines.append(f"| `{row['logs']}/` | {row['text']} | {row['diagonal']} | {row['optimiser']} | {row['precision']} "
-                     f"| {row['updates']} | "
+    for name in runs:
+        row = current if name == current["logs"] else variant_summary(os.path.join(parent, name))
+        text = "+ PTB sample words" if row["transductive"] else "without the PTB sample"
+        optimiser = "authors'" if row["authors_optimiser"] else "recipe"
+        lines.append(f"| `{name}/` | {text} | {0 if row['diagonal_zero'] else 1} | {optimiser} "
+                     f"| {'bf16' if row['bf16'] else 'fp32'} | {row['updates']} | "
                      + " | ".join(f"{f1:.1f}" for f1 in row["sentence_f1"]) + f" | {row['perplexity_ratio']:.3f} |")
     return lines
 
@@ -130,16 +133,11 @@ def main() -> None:
 
     corpus_log = read(logs, "make_corpus.log")
     corpus = json.loads(corpus_log[corpus_log.index("{"): corpus_log.rindex("}") + 1])
-    transductive = "train/ptb-sample" in corpus  # trained on the evaluation sentences' words (EVAL_TEXT=1)
-    tree_command = command(read(logs, "train_tree_transformer_lm.log"))
-    diagonal_zero = "--constituent-diagonal zero" in tree_command  # C_ii = 0 as in the authors' code (DIAGONAL=zero)
-    bf16 = "--cpu-bf16-autocast" in tree_command
-    updates = one(r"--max-update (\d+)", tree_command, "update budget").group(1)
-    authors_optimiser = "--lr-scheduler fixed" in tree_command  # OPTIMISER=authors
+    summary = variant_summary(logs)
+    transductive, diagonal_zero, bf16 = summary["transductive"], summary["diagonal_zero"], summary["bf16"]
     settings = (("EVAL_TEXT=1 " if transductive else "") + ("DIAGONAL=zero " if diagonal_zero else "")
-                + ("OPTIMISER=authors " if authors_optimiser else "")
-                + f"PRECISION={'bf16' if bf16 else 'fp32'} "
-                + f"UPDATES={updates} ")
+                + ("OPTIMISER=authors " if summary["authors_optimiser"] else "")
+                + f"PRECISION={'bf16' if bf16 else 'fp32'} UPDATES={summary['updates']} ")
     logs_name = os.path.basename(os.path.normpath(logs))
     preprocess = read(logs, "preprocess.log")
     vocabulary = one(r"Dictionary: (\d+) types", preprocess, "dictionary size").group(1)
@@ -308,7 +306,7 @@ def main() -> None:
         + " / ".join(f"{100 * induction['paper']['subsets'][subset]['right-branching']['sentence_f1']:.1f}"
                      for subset in subsets) + ":",
         "",
-    ] + variants_table(logs)
+    ] + variants_table(logs, summary)
     lines += [
         "",
         "## How this differs from the paper",

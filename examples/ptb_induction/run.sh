@@ -24,10 +24,11 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 DATA=${1:-$ROOT/../shared/data}
+SUFFIX=${EVAL_TEXT:+-eval-text}
 DIAGONAL=${DIAGONAL:-one}
 case "$DIAGONAL" in
-  one) SUFFIX=${EVAL_TEXT:+-eval-text} ;;
-  zero) SUFFIX=${EVAL_TEXT:+-eval-text}-diagonal-zero ;;
+  one) ;;
+  zero) SUFFIX=$SUFFIX-diagonal-zero ;;
   *) echo "DIAGONAL must be one or zero, not '$DIAGONAL'" >&2; exit 1 ;;
 esac
 OPTIMISER=${OPTIMISER:-recipe}
