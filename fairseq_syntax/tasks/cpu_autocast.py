@@ -11,9 +11,9 @@ unless ``ONEDNN_PRIMITIVE_CACHE_CAPACITY`` and ``LRU_CACHE_CAPACITY`` are small 
 option has no effect on CUDA tensors (use fairseq's ``--fp16`` / ``--bf16`` / ``--amp`` there). Generation is fp32.
 
 It pays only on a CPU with bf16 instructions (AVX512-BF16 or AMX, what oneDNN reports): elsewhere oneDNN emulates
-bf16 and training is far slower than fp32 (measured 25x on an AVX2-only AMD EPYC: 400 vs 3,900 tokens/s for the
-ptb_induction masked LM). The task warns when the option is on and the CPU has no such instructions, and the recipes
-default to fp32 there (:func:`default_cpu_precision`).
+bf16 and training is far slower than fp32 (about 10x on an AVX2-only AMD EPYC: 359 vs 3,925 tokens/s over the
+first 25 updates of the ptb_induction masked LM; see README). The task warns when the option is on and the CPU
+has no such instructions, and the recipes default to fp32 there (:func:`default_cpu_precision`).
 """
 import contextlib
 import logging
@@ -59,7 +59,7 @@ class CpuAutocastMixin:
         if cfg.cpu_bf16_autocast and not cpu_has_bf16():
             logger.warning(
                 "--cpu-bf16-autocast on a CPU without bf16 instructions (no AVX512-BF16 or AMX): oneDNN emulates "
-                "bf16 and training runs many times slower than fp32 (25x measured on an AVX2 CPU); leave the "
+                "bf16 and training runs many times slower than fp32 (about 10x measured on an AVX2 CPU); leave the "
                 "option out here"
             )
 
