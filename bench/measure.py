@@ -8,7 +8,7 @@ once and forks a fresh child process per spec, so every measurement starts from 
 imports again. A spec::
 
     {"data": DATA_DIR, "train_args": [fairseq-train options after DATA], "batches": [[sentence ids], ...],
-     "warmup": 2, "precision": "fp32", "threads": 1}
+     "warmup": 2, "precision": "fp32", "threads": 1, "device": "cpu"}
 
 The first ``warmup`` batches are trained on and not timed (oneDNN primitive caches, Adam state allocation); each
 later batch is collated from the dataset (side inputs included: collating them is part of what a model costs) and
@@ -20,6 +20,11 @@ counter is then reset (``/proc/self/clear_refs``) and ``peak_mem_mb`` is the pea
 baseline: activations, gradients, optimizer state and collated batches, as the OS sees them.
 
 ``precision``: one of :data:`precision.PRECISIONS` (fp32 and the CPU bf16 variants).
+
+``device: "cuda"`` (``train_args`` without ``--cpu``): fairseq's Trainer puts the model on the GPU; each timed step
+ends with ``torch.cuda.synchronize()``, so ``tokens_per_s`` is target tokens per wall-clock second of the GPU work
+(CPU time says nothing there), and ``peak_mem_mb`` is the peak of ``torch.cuda.max_memory_allocated`` during training
+minus the memory allocated before it (the model's weights): activations, gradients, optimizer state and batches.
 """
 import json
 import os
@@ -71,10 +76,49 @@ def build_trainer(data: str, train_args: List[str], precision: str):
     return task, Trainer(cfg, task, model, criterion)
 
 
+class HostMemory:
+    """Peak resident set added by training, as the OS sees it (CPU runs)."""
+
+    def start(self) -> None:
+        self.baseline_kb = memory_status("VmRSS")
+        reset_peak_rss()
+
+    def peak_mb(self) -> float:
+        return (memory_status("VmHWM") - self.baseline_kb) / 1024
+
+    def baseline_mb(self) -> float:
+        return self.baseline_kb / 1024
+
+    def synchronize(self) -> None:
+        pass
+
+
+class GpuMemory:
+    """Peak CUDA memory added by training (GPU runs); synchronizing makes the wall clock cover the GPU's work."""
+
+    def start(self) -> None:
+        torch.cuda.synchronize()
+        self.baseline = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+
+    def peak_mb(self) -> float:
+        return (torch.cuda.max_memory_allocated() - self.baseline) / 2**20
+
+    def baseline_mb(self) -> float:
+        return self.baseline / 2**20
+
+    def synchronize(self) -> None:
+        torch.cuda.synchronize()
+
+
 def run(spec: Dict) -> Dict:
     precision = spec.get("precision", "fp32")
+    device = spec.get("device", "cpu")
+    if (device == "cuda") == ("--cpu" in spec["train_args"]):
+        raise ValueError(f"device {device!r} with train_args {'with' if device == 'cuda' else 'without'} --cpu")
     torch.set_num_threads(spec.get("threads", 1))
     task, trainer = build_trainer(spec["data"], spec["train_args"], precision)
+    memory = GpuMemory() if device == "cuda" else HostMemory()
     dataset = task.dataset("train")
     batches, warmup = spec["batches"], spec.get("warmup", 2)
     if len(batches) <= warmup:
@@ -83,23 +127,23 @@ def run(spec: Dict) -> Dict:
     def collate(ids):
         return dataset.collater([dataset[i] for i in ids])
 
-    baseline_kb = memory_status("VmRSS")
-    reset_peak_rss()
+    memory.start()
     for ids in batches[:warmup]:
         logging_output = trainer.train_step([collate(ids)])
     wall = cpu = 0.0
     target_tokens = source_tokens = sentences = 0
     pad = task.source_dictionary.pad()
+    memory.synchronize()
     for ids in batches[warmup:]:
         wall_start, cpu_start = time.perf_counter(), time.process_time()
         sample = collate(ids)
         logging_output = trainer.train_step([sample])
+        memory.synchronize()
         wall += time.perf_counter() - wall_start
         cpu += time.process_time() - cpu_start
         target_tokens += sample["ntokens"]
         source_tokens += int(sample["net_input"]["src_tokens"].ne(pad).sum())
         sentences += sample["nsentences"]
-    peak_kb = memory_status("VmHWM")
     return {
         "updates": len(batches) - warmup,
         "sentences": sentences,
@@ -107,10 +151,11 @@ def run(spec: Dict) -> Dict:
         "source_tokens": source_tokens,
         "wall_s": wall,
         "cpu_s": cpu,
-        "tokens_per_s": target_tokens / cpu,
+        "tokens_per_s": target_tokens / (wall if device == "cuda" else cpu),
         "wall_tokens_per_s": target_tokens / wall,
-        "peak_mem_mb": (peak_kb - baseline_kb) / 1024,
-        "baseline_rss_mb": baseline_kb / 1024,
+        "peak_mem_mb": memory.peak_mb(),
+        "baseline_mem_mb": memory.baseline_mb(),
+        "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
         "parameters": sum(p.numel() for p in trainer.model.parameters()),
         "last_loss": float(logging_output["loss"]),  # a finite loss shows the step trained
     }

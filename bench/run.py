@@ -23,6 +23,11 @@ Method:
 * Speed options (:data:`SPEED_OPTIONS`: bf16 variants of :mod:`precision`, two threads, doubled batches) run right
   after the fp32 run of the same system in the same round, at one length, and are reported as ratios to it.
 
+``--device cuda --out bench/cuda``: the same systems and batches trained on a GPU (fairseq-train without ``--cpu``),
+timed by the wall clock after ``torch.cuda.synchronize()`` with more updates per run (GPU steps take milliseconds),
+peak memory from ``torch.cuda.max_memory_allocated``; the CPU speed options and the preprocessing throughput are
+not measured there.
+
 Adding an architecture is one line in ``ARCHS``; architectures fairseq does not know (not registered yet) are
 skipped, and the skip is printed and recorded. A :class:`Variant` trains an architecture with extra model options
 (``transformer_hier_accum`` with ``--hier-accum-implementation dense``, the naive accumulation) and is reported as a
@@ -131,8 +136,12 @@ class Settings:
     speed_options: Tuple[str, ...] = tuple(SPEED_OPTIONS)
     preprocess_sentences: int = 2000  # corpus size for the preprocessing throughput (0: not measured)
     tiny: bool = False  # *_tiny archs and fairseq's transformer_tiny (for --quick)
+    device: str = "cpu"  # or "cuda"
 
 
+#: what --device cuda changes: CUDA warm-up (kernel selection, allocator), steps of milliseconds need more of them to
+#: time, and the CPU-only measurements are left out
+ON_CUDA = dict(device="cuda", warmup=3, updates=20, speed_length=None, preprocess_sentences=0)
 QUICK = Settings(lengths=(8,), repeats=1, warmup=1, updates=1, max_tokens=1024, speed_length=8,
                  speed_options=("bf16_autocast", "bf16_weights", "bf16_autocast_layers"), preprocess_sentences=0,
                  tiny=True)
@@ -151,7 +160,8 @@ def arch_name(name: str, settings: Settings) -> str:
 
 def model_args(arch: str, settings: Settings, variant: Optional[Variant] = None) -> List[str]:
     options = list(variant.model_options) if variant else []
-    return ["--arch", arch_name(arch, settings)] + options + ([] if settings.tiny else RECIPE) + recipe.TRAINING
+    training = recipe.TRAINING if settings.device == "cpu" else [a for a in recipe.TRAINING if a != "--cpu"]
+    return ["--arch", arch_name(arch, settings)] + options + ([] if settings.tiny else RECIPE) + training
 
 
 # ---------------------------------------------------------------------------------------------------- data
@@ -267,7 +277,7 @@ class Measurer:
                 options: Dict) -> Dict:
         spec = {"data": data, "train_args": model_args(system.arch, settings, system.variant), "batches": batches,
                 "warmup": settings.warmup, "precision": options.get("precision", "fp32"),
-                "threads": options.get("threads", 1)}
+                "threads": options.get("threads", 1), "device": settings.device}
         self.server.stdin.write(json.dumps(spec) + "\n")
         self.server.stdin.flush()
         return json.loads(self._answer("RESULT", f"measuring {system.label} {options}"))
@@ -294,6 +304,8 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, help="rounds (default 3)")
     parser.add_argument("--no-speed-options", action="store_true", help="skip the bf16 / threads / batch options")
     parser.add_argument("--no-preprocess-throughput", action="store_true")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="cuda: train on the GPU (wall-clock throughput, CUDA memory; no CPU speed options)")
     return parser.parse_args(argv)
 
 
@@ -308,6 +320,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
         changes["speed_length"] = None
     if args.no_preprocess_throughput:
         changes["preprocess_sentences"] = 0
+    if args.device == "cuda":
+        changes.update(ON_CUDA)
     settings = Settings(**{**asdict(settings), **changes})
     if settings.speed_length is not None and settings.speed_length not in settings.lengths:
         settings.speed_length = settings.lengths[len(settings.lengths) // 2]
@@ -416,6 +430,7 @@ def benchmark(args: argparse.Namespace, settings: Settings, work: str, measurer:
                                          for n, by_form in dirs.items()},
         "speed_options": speed_rows(systems, measurements, settings),
         "load_average_at_end": os.getloadavg(),
+        "devices": sorted({m["device"] for runs in measurements.values() for m in runs}),
         "measurements": [{"system": k[0].label, "src_words": k[1], "option": k[2], "runs": v}
                          for k, v in measurements.items()],
     }
@@ -440,8 +455,8 @@ def run_rounds(measurer: Measurer, systems: List[System], dirs: Dict, batches: D
                     result = measurer.measure(system, dirs[n_words][system.form.name], run_batches, settings, overrides)
                     measurements.setdefault((system, n_words, option), []).append(result)
                     log(f"round {round_index + 1}/{settings.repeats} {n_words:>3} words {system.label:<56} "
-                        f"{option:<24} {result['tokens_per_s']:7.0f} tok/cpu-s {result['wall_tokens_per_s']:7.0f} "
-                        f"tok/s {result['peak_mem_mb']:6.0f} MB")
+                        f"{option:<24} {result['tokens_per_s']:7.0f} tok/s {result['wall_tokens_per_s']:7.0f} "
+                        f"tok/wall-s {result['peak_mem_mb']:6.0f} MB")
     return measurements
 
 
@@ -495,14 +510,18 @@ def write_results(out: str, rows: List[Dict], details: Dict) -> None:
 
 def results_markdown(rows: List[Dict], details: Dict) -> List[str]:
     settings = details["settings"]
+    on_cuda = settings["device"] == "cuda"
+    command = "python3 bench/run.py --device cuda --out bench/cuda" if on_cuda else "python3 bench/run.py"
     lines = [
-        "# Training cost against fairseq's transformer (generated by `python3 bench/run.py`)",
+        f"# Training cost against fairseq's transformer (generated by `{command}`)",
         "",
-        f"Model: {settings['model_args']}.",
+        f"Device: {', '.join(details['devices'])}. Model: {settings['model_args']}.",
         f"Batches: fairseq's batch_by_size, --max-tokens {settings['max_tokens']} over the preorder form; every "
         f"system trains on the same sentences. {settings['warmup']} warm-up + {settings['updates']} timed updates "
-        f"per run, one torch thread, {settings['repeats']} rounds in alternating order; ratio = system / baseline "
-        "within a round, median over rounds.",
+        f"per run, {'' if on_cuda else 'one torch thread, '}{settings['repeats']} rounds in alternating order; "
+        "ratio = system / baseline within a round, median over rounds.",
+        "tok/s = target tokens per wall-clock second of GPU training (each step synchronized); peak mem = peak CUDA "
+        "memory allocated by training beyond the model's weights. Compare the ratios." if on_cuda else
         "tok/s = target tokens per CPU second of the training process; peak mem = peak RSS added by training. "
         "Absolute numbers vary with the load on the shared cores; compare the ratios.",
         "",
@@ -516,13 +535,13 @@ def results_markdown(rows: List[Dict], details: Dict) -> List[str]:
                                           "peak_mem_ratio", "wall_tokens_per_s_ratio", "tokens_per_s",
                                           "baseline_tokens_per_s", "peak_mem_mb", "baseline_peak_mem_mb",
                                           "source_tokens_per_sentence", "sentences_per_batch", "repeats"))
-    lines += ["", "## Preprocessing", ""]
     throughput = details["preprocessing_throughput"]
     if throughput:
+        lines += ["", "## Preprocessing", ""]
         lines.append(f"`fairseq-syntax-preprocess --form {throughput['form']}` on {throughput['sentences']} sentences "
                      f"of {throughput['src_words']} words: {throughput['sentences_per_cpu_s']} sentences per CPU "
                      f"second ({throughput['sentences_per_wall_s']} per wall second), one worker, imports excluded.")
-    lines += ["", "Bytes per sentence on disk (.bin + .idx):", ""]
+    lines += ["", "## Data", "", "Bytes per sentence on disk (.bin + .idx):", ""]
     side_rows = [{"src_words": n, "form": form, **sizes}
                  for n, by_form in details["side_data_bytes_per_sentence"].items() for form, sizes in by_form.items()]
     columns = ["src_words", "form"] + sorted({k for r in side_rows for k in r} - {"src_words", "form"})

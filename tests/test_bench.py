@@ -145,3 +145,31 @@ def test_layer_outputs_leave_autocast_as_fp32_and_keep_other_values():
     out = precision.to_float32((bf16, {"attn": [bf16]}, None, torch.tensor([3])))
     assert out[0].dtype == torch.float32 and out[1]["attn"][0].dtype == torch.float32
     assert out[2] is None and out[3].dtype == torch.int64
+
+
+def test_ratio_table_from_logs_pairs_each_system_with_its_baseline_within_a_log_and_round(tmp_path):
+    import from_logs
+
+    def line(round_index, words, system, tokens, mem=100.0):
+        return (f"[bench 06:49:26] round {round_index}/3 {words:>3} words {system:<56} fp32{'':<20} "
+                f"{tokens:7.0f} tok/s {tokens:7.0f} tok/wall-s {mem:6.0f} MB\n")
+
+    mask, baseline = "transformer_syntax_mask (preorder)", "transformer (preorder)"
+    naive = "transformer_hier_accum (dense, naive) (preorder-split)"
+    first, second = tmp_path / "a.log", tmp_path / "b.log"
+    first.write_text("noise\n" + line(1, 16, mask, 500) + line(1, 16, baseline, 1000, 50) + line(2, 16, mask, 900)
+                     + line(2, 16, baseline, 1000) + line(3, 16, mask, 50))  # round 3: no baseline, not counted
+    second.write_text(line(1, 16, baseline, 1000) + line(1, 16, mask, 800)
+                      + line(1, 16, naive, 300) + line(1, 16, "transformer (preorder-split)", 600))
+    table = from_logs.rows(from_logs.read_measurements([str(first), str(second)]))
+    by_arch = {row["arch"]: row for row in table}
+    # ratios 0.5, 0.9, 0.8 -> median 0.8; memory 100/50, 100/100, 100/100 -> 1.0
+    assert by_arch["transformer_syntax_mask"]["rounds"] == 3
+    assert by_arch["transformer_syntax_mask"]["tokens_per_s_ratio"] == 0.8
+    assert by_arch["transformer_syntax_mask"]["peak_mem_ratio"] == 1.0
+    assert by_arch["transformer_hier_accum (dense, naive)"]["tokens_per_s_ratio"] == 0.5
+    assert by_arch["transformer_hier_accum (dense, naive)"]["baseline"] == "transformer (preorder-split)"
+    assert by_arch["transformer"]["form"] == "preorder-split" and by_arch["transformer"]["tokens_per_s_ratio"] == 0.6
+    (tmp_path / "empty.log").write_text("nothing\n")
+    with pytest.raises(SystemExit, match="no fp32 measurement"):
+        from_logs.read_measurements([str(tmp_path / "empty.log")])
