@@ -1,0 +1,30 @@
+# How fairseq reached the GPU machine of bench/cuda/README.md (no network there; its image has torch, numpy,
+# Cython, sacrebleu but not fairseq). Made on the development machine, into .devpkgs/ (ignored via .git/info/exclude):
+#   sdist of fairseq-fixed 0.12.3.1 from PyPI, unpacked: cp -r fairseq fairseq_cli .devpkgs/site/ (without *.so, *.cu,
+#     and the non-Python files of fairseq/examples; keep fairseq/clib/libbleu/*.cpp and fairseq/data/*.pyx)
+#   cp -r hydra omegaconf antlr4 sacremoses subword_nmt (pure Python, from site-packages) .devpkgs/site/
+#   pip download --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux_2_17_x86_64 \
+#     -d .devpkgs/whl bitarray==3.12.3
+# and carried with the working tree; on the GPU machine, from the repository root: source bench/cuda/device_setup.sh
+set -e
+ROOT=$PWD
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .devpkgs/whl/*.whl
+cp -r .devpkgs/site/* /tmp/site/
+(cd /tmp/site && python3 - <<'PY'
+import numpy
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+names = ["fairseq.data.data_utils_fast", "fairseq.data.token_block_utils_fast"]
+extensions = [Extension(n, [n.replace(".", "/") + ".pyx"], include_dirs=[numpy.get_include()], language="c++",
+                        extra_compile_args=["-std=c++11", "-O3"]) for n in names]
+extensions.append(Extension("fairseq.libbleu", ["fairseq/clib/libbleu/libbleu.cpp", "fairseq/clib/libbleu/module.cpp"],
+                            extra_compile_args=["-std=c++11"]))
+setup(script_args=["build_ext", "--inplace", "-q"], ext_modules=cythonize(extensions, quiet=True))
+PY
+) > /tmp/cython.log 2>&1 || { tail -30 /tmp/cython.log; exit 1; }
+mkdir -p /tmp/bin
+for c in train generate preprocess interactive validate; do
+  printf '#!/bin/sh\nexec python3 -m fairseq_cli.%s "$@"\n' $c > /tmp/bin/fairseq-$c; chmod +x /tmp/bin/fairseq-$c
+done
+export PATH=/tmp/bin:$PATH PYTHONPATH=/tmp/site:$ROOT
+set +e
