@@ -15,17 +15,15 @@ from fairseq import options, tasks, utils
 
 import fairseq_syntax.tasks  # noqa: F401  (registers the tasks, models and criterion)
 from conftest import REPO, run
-from fairseq_syntax.cli import preprocess_dependencies
-from fairseq_syntax.tasks.tree_classification import build_dictionary
-from fairseq_syntax import trees
-from test_ldd import write_arcs
-from test_tree_classification import TREES as SST_TREES
+from test_ldd import make_ldd_data
+from test_tree_classification import write_sst_data
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 
 
 def build(argv):
-    """(task, model, criterion, sample): the model in eval mode (no dropout), the first split's whole test set."""
+    """(task, model, criterion, sample, args): the model in eval mode (no dropout); the sample holds the first 8
+    sentences of the test split (valid for tree classification)."""
     args = options.parse_args_and_arch(options.get_training_parser(), [*argv, "--cpu", "--dropout", "0"])
     task = tasks.setup_task(args)
     torch.manual_seed(1)
@@ -84,15 +82,8 @@ def test_translation_models_agree_on_cuda(data_dirs, arch, form, extra):
 
 @pytest.fixture(scope="module")
 def ldd_dir(raw_corpus, tmp_path_factory):
-    from conftest import preprocess
-
-    for split in ("train", "valid", "test"):
-        write_arcs(os.path.join(raw_corpus, split))
     dest = str(tmp_path_factory.mktemp("ldd_cuda"))
-    preprocess(raw_corpus, dest, "sequence")
-    preprocess_dependencies.main(["--destdir", dest, "-s", "en", "-t", "de", "--labels", "stanford",
-                                  "--trainpref", f"{raw_corpus}/train", "--validpref", f"{raw_corpus}/valid",
-                                  "--testpref", f"{raw_corpus}/test"])
+    make_ldd_data(raw_corpus, dest)
     return dest
 
 
@@ -103,12 +94,7 @@ def test_ldd_models_agree_on_cuda(ldd_dir, variant):
 
 @pytest.fixture(scope="module")
 def sst_dir(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("sst_cuda")
-    for split in ("train", "valid"):
-        (directory / f"{split}.tree").write_text("\n".join(SST_TREES) + "\n")
-    (directory / "labels.txt").write_text("0\n1\n2\n3\n4\n")
-    build_dictionary(trees.parse_tree(tree) for tree in SST_TREES).save(str(directory / "dict.txt"))
-    return str(directory)
+    return write_sst_data(tmp_path_factory.mktemp("sst_cuda"))
 
 
 @pytest.mark.parametrize("arch", ["transformer_hier_accum_classifier_tiny", "transformer_classifier_tiny"])

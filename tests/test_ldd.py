@@ -235,16 +235,20 @@ def write_arcs(prefix):
             out.write(json.dumps(arcs_record(words)) + "\n")
 
 
-@pytest.fixture(scope="module")
-def ldd_data(raw_corpus, tmp_path_factory):
+def make_ldd_data(raw_corpus, dest):
+    """The sequence form of the tiny corpus plus LDD side data from :func:`arcs_record` parses; the reports."""
     for split in ("train", "valid", "test"):
         write_arcs(os.path.join(raw_corpus, split))
-    dest = str(tmp_path_factory.mktemp("ldd"))
     preprocess(raw_corpus, dest, "sequence")
-    reports = preprocess_dependencies.main(
+    return preprocess_dependencies.main(
         ["--destdir", dest, "-s", "en", "-t", "de", "--labels", "stanford", "--trainpref", f"{raw_corpus}/train",
          "--validpref", f"{raw_corpus}/valid", "--testpref", f"{raw_corpus}/test"])
-    return dest, reports
+
+
+@pytest.fixture(scope="module")
+def ldd_data(raw_corpus, tmp_path_factory):
+    dest = str(tmp_path_factory.mktemp("ldd"))
+    return dest, make_ldd_data(raw_corpus, dest)
 
 
 def test_preprocessing_reports_mass_outside_groups_and_retained(ldd_data):

@@ -66,14 +66,18 @@ TREES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("sst")
+def write_sst_data(directory) -> str:
+    """A tree_classification data directory: TREES as train and valid, labels 0-4, their dictionary."""
     for split in ("train", "valid"):
         (directory / f"{split}.tree").write_text("\n".join(TREES) + "\n")
     (directory / "labels.txt").write_text("0\n1\n2\n3\n4\n")
     build_dictionary(trees.parse_tree(tree) for tree in TREES).save(str(directory / "dict.txt"))
     return str(directory)
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    return write_sst_data(tmp_path_factory.mktemp("sst"))
 
 
 def setup(data_dir, arch, *extra):
