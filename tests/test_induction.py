@@ -204,6 +204,7 @@ def test_constituent_prior_heatmaps(trained):
     pytest.importorskip("matplotlib")
     from fairseq_syntax.analysis.constituent_prior import plot_constituent_priors, sentence_priors
     from fairseq_syntax.evaluation.model_inputs import load_model
+    from fairseq_syntax.models.tree_transformer import tree_encoder
 
     model, task = load_model(str(trained / "checkpoints" / "checkpoint_best.pt"))
     words = SENTENCES[0].split()
@@ -217,3 +218,11 @@ def test_constituent_prior_heatmaps(trained):
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(ValueError, match="layers \\[3\\] do not exist"):
         plot_constituent_priors(priors, words, str(path), layers=[3])
+    # a model with C_ii = 0 (--constituent-diagonal zero) is drawn with its own diagonal; layer 0's links come
+    # from the embeddings, before any attention, so its prior is otherwise the same
+    for layer in tree_encoder(model).layers:
+        layer.self_attn.diagonal = 0.0
+    without_self = sentence_priors(model, task, words)
+    off_diagonal = ~np.eye(5, dtype=bool)
+    assert np.allclose(np.diagonal(without_self, axis1=1, axis2=2), 0.0)
+    assert np.allclose(without_self[0][off_diagonal], priors[0][off_diagonal])

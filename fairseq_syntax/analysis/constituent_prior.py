@@ -19,14 +19,16 @@ from fairseq_syntax.modules.constituent_attention import constituent_prior
 
 
 def sentence_priors(model, task, words: Sequence[str]) -> np.ndarray:
-    """``L x n x n`` constituent priors of a Tree Transformer checkpoint over the ``n`` words of one sentence."""
+    """``L x n x n`` constituent priors of a Tree Transformer checkpoint over the ``n`` words of one sentence, with
+    the model's own ``C_ii`` (0 for a model trained with ``--constituent-diagonal zero``)."""
     if not words:
         raise ValueError("the sentence has no words")
     tokens = encode(task, words)
-    links = tree_encoder(model).link_probabilities(tokens[None])[:, 0]  # L x (T-1)
+    encoder = tree_encoder(model)
+    links = encoder.link_probabilities(tokens[None])[:, 0]  # L x (T-1)
     offset = first_word_position(task)
     word_links = links[:, offset: offset + len(words) - 1]
-    return constituent_prior(word_links).cpu().numpy()
+    return constituent_prior(word_links, diagonal=encoder.layers[0].self_attn.diagonal).cpu().numpy()
 
 
 def plot_constituent_priors(
