@@ -16,6 +16,8 @@
 # itself, as in the authors' code) instead of eq. 3's C_ii = 1; its files get the suffix -diagonal-zero.
 # OPTIMISER=authors trains both models with the optimisation of the authors' code (Adam lr 1e-4 constant, eps 1e-9,
 # 64-sentence batches, clipping 1.5) instead of lr 1e-3 with warm-up and 4096-token batches; suffix -authors-optimiser.
+# The setting under which the links learned PTB phrases here (RESULTS-eval-text-diagonal-zero-authors-optimiser.md):
+#   EVAL_TEXT=1 DIAGONAL=zero OPTIMISER=authors UPDATES=16000 examples/ptb_induction/run.sh   (~95 min per model, fp32)
 # Outputs: examples/ptb_induction/work/ (corpus, binarized data, checkpoints, induced trees),
 #          examples/ptb_induction/logs/ (every command's log and JSON scores), RESULTS.md (from the logs),
 #          constituent_prior.png (the paper's Figure 5 for the first PTB sentence).
