@@ -2,24 +2,19 @@
 ``bench/run.py`` rebuilt from the progress lines of one or more of its runs, for runs that a time limit stopped before
 they wrote RESULTS.md (the GPU runs of ``bench/cuda/``, whose device sessions allow 10 minutes a command).
 
-Each progress line is one measurement (``round R/N  W words SYSTEM  OPTION  tok/s  tok/wall-s  MB``). A (log,
-round) in which both a system and its baseline were measured at a length gives one ratio, as in ``run.py`` (they ran
-in the same round, on the same batches); the table reports the median over those ratios and how many there were.
+Each progress line (:data:`report.PROGRESS_LINE`) is one measurement. A (log, round) in which both a system and its
+baseline were measured at a length gives one ratio, as in ``run.py`` (they ran in the same round, on the same
+batches); the table reports the median over those ratios and how many there were.
 Pairs follow ``run.result_rows``: each architecture against fairseq's transformer on its own input form, and the
 transformer on other forms against the transformer on the preorder form.
 """
 import argparse
-import re
 import statistics
 import sys
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import report
-
-LINE = re.compile(r"^\[bench [\d:]+\] round (?P<round>\d+)/\d+\s+(?P<words>\d+) words (?P<system>.+\))\s+"
-                  r"(?P<option>\S+)\s+(?P<tokens>[\d.]+) tok/s\s+(?P<wall>[\d.]+) tok/wall-s\s+(?P<mem>[\d.]+) MB$")
-BASELINE = "transformer"
-REFERENCE_FORM = "preorder"
+from report import BASELINE, PROGRESS_LINE, REFERENCE_FORM
 
 
 def read_measurements(paths: Sequence[str]) -> Dict[Tuple[str, int], Dict[Tuple[str, int], Dict]]:
@@ -28,7 +23,7 @@ def read_measurements(paths: Sequence[str]) -> Dict[Tuple[str, int], Dict[Tuple[
     for path in paths:
         with open(path) as log:
             for line in log:
-                match = LINE.match(line.rstrip("\n"))
+                match = PROGRESS_LINE.search(line.rstrip("\n"))
                 if match and match["option"] == "fp32":
                     by_round = measurements.setdefault((match["system"], int(match["words"])), {})
                     by_round[(path, int(match["round"]))] = {

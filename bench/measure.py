@@ -76,8 +76,8 @@ def build_trainer(data: str, train_args: List[str], precision: str):
     return task, Trainer(cfg, task, model, criterion)
 
 
-class HostMemory:
-    """Peak resident set added by training, as the OS sees it (CPU runs)."""
+class HostMeter:
+    """CPU runs: the peak resident set added by training, as the OS sees it; nothing to wait for."""
 
     def start(self) -> None:
         self.baseline_kb = memory_status("VmRSS")
@@ -93,8 +93,8 @@ class HostMemory:
         pass
 
 
-class GpuMemory:
-    """Peak CUDA memory added by training (GPU runs); synchronizing makes the wall clock cover the GPU's work."""
+class CudaMeter:
+    """GPU runs: the peak CUDA memory added by training; synchronizing makes the wall clock cover the GPU's work."""
 
     def start(self) -> None:
         torch.cuda.synchronize()
@@ -118,7 +118,7 @@ def run(spec: Dict) -> Dict:
         raise ValueError(f"device {device!r} with train_args {'with' if device == 'cuda' else 'without'} --cpu")
     torch.set_num_threads(spec.get("threads", 1))
     task, trainer = build_trainer(spec["data"], spec["train_args"], precision)
-    memory = GpuMemory() if device == "cuda" else HostMemory()
+    meter = CudaMeter() if device == "cuda" else HostMeter()
     dataset = task.dataset("train")
     batches, warmup = spec["batches"], spec.get("warmup", 2)
     if len(batches) <= warmup:
@@ -127,18 +127,18 @@ def run(spec: Dict) -> Dict:
     def collate(ids):
         return dataset.collater([dataset[i] for i in ids])
 
-    memory.start()
+    meter.start()
     for ids in batches[:warmup]:
         logging_output = trainer.train_step([collate(ids)])
     wall = cpu = 0.0
     target_tokens = source_tokens = sentences = 0
     pad = task.source_dictionary.pad()
-    memory.synchronize()
+    meter.synchronize()
     for ids in batches[warmup:]:
         wall_start, cpu_start = time.perf_counter(), time.process_time()
         sample = collate(ids)
         logging_output = trainer.train_step([sample])
-        memory.synchronize()
+        meter.synchronize()
         wall += time.perf_counter() - wall_start
         cpu += time.process_time() - cpu_start
         target_tokens += sample["ntokens"]
@@ -153,8 +153,8 @@ def run(spec: Dict) -> Dict:
         "cpu_s": cpu,
         "tokens_per_s": target_tokens / (wall if device == "cuda" else cpu),
         "wall_tokens_per_s": target_tokens / wall,
-        "peak_mem_mb": memory.peak_mb(),
-        "baseline_mem_mb": memory.baseline_mb(),
+        "peak_mem_mb": meter.peak_mb(),
+        "baseline_mem_mb": meter.baseline_mb(),
         "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
         "parameters": sum(p.numel() for p in trainer.model.parameters()),
         "last_loss": float(logging_output["loss"]),  # a finite loss shows the step trained

@@ -6,8 +6,23 @@ system and its baseline ran back to back on the same batches, so each round give
 and the reported ratio is the median over rounds. Pairing within rounds cancels the slow drift of the load that
 other workers put on the shared cores; the median discards a round that one burst of load spoiled.
 """
+import re
 import statistics
 from typing import Dict, List, Sequence
+
+BASELINE = "transformer"  # fairseq's arch every system is compared with
+REFERENCE_FORM = "preorder"  # the longest input form: the transformer on other forms is reported against it here
+
+#: one measurement as ``run.py`` logs it (after the ``[bench HH:MM:SS]`` prefix) and ``from_logs.py`` reads it back
+PROGRESS_LINE = re.compile(r"round (?P<round>\d+)/\d+\s+(?P<words>\d+) words (?P<system>.+\))\s+(?P<option>\S+)\s+"
+                           r"(?P<tokens>[\d.]+) tok/s\s+(?P<wall>[\d.]+) tok/wall-s\s+(?P<mem>[\d.]+) MB$")
+
+
+def progress_line(round_index: int, repeats: int, n_words: int, system: str, option: str, result: Dict) -> str:
+    """The log line of one measurement (``round_index`` from 1); :data:`PROGRESS_LINE` parses it."""
+    return (f"round {round_index}/{repeats} {n_words:>3} words {system:<56} {option:<24} "
+            f"{result['tokens_per_s']:7.0f} tok/s {result['wall_tokens_per_s']:7.0f} tok/wall-s "
+            f"{result['peak_mem_mb']:6.0f} MB")
 
 RATIO_FIELDS = {  # row field -> measurement field
     "tokens_per_s_ratio": "tokens_per_s",

@@ -105,8 +105,8 @@ ARCHS = (
     Arch("transformer_hier_accum",  Form("preorder", "split")),
     Arch("transformer_hier_accum",  Form("preorder", "split"),  variant=NAIVE_HIER_ACCUM),
 )
-BASELINE = "transformer"
-REFERENCE_FORM = Form("preorder")  # the longest form: it sets the batches and is the transformer context reference
+BASELINE = report.BASELINE
+REFERENCE_FORM = Form(report.REFERENCE_FORM)  # the longest form: it sets the batches and is the context reference
 CONTEXT_FORMS = (Form("sequence"),)  # the transformer on these is always reported against REFERENCE_FORM
 
 RECIPE = recipe.MODEL_SIZE + recipe.REGULARISATION
@@ -454,9 +454,8 @@ def run_rounds(measurer: Measurer, systems: List[System], dirs: Dict, batches: D
                         settings.warmup + settings.updates)
                     result = measurer.measure(system, dirs[n_words][system.form.name], run_batches, settings, overrides)
                     measurements.setdefault((system, n_words, option), []).append(result)
-                    log(f"round {round_index + 1}/{settings.repeats} {n_words:>3} words {system.label:<56} "
-                        f"{option:<24} {result['tokens_per_s']:7.0f} tok/s {result['wall_tokens_per_s']:7.0f} "
-                        f"tok/wall-s {result['peak_mem_mb']:6.0f} MB")
+                    log(report.progress_line(round_index + 1, settings.repeats, n_words, system.label, option,
+                                             result))
     return measurements
 
 
