@@ -2,8 +2,9 @@
 on a fixed list of batches, reporting tokens per second and the peak memory that training adds.
 
 Usage: ``python3 bench/measure.py`` first prints ``ARCHS [names]`` (every arch fairseq knows once
-``--user-dir fairseq_syntax`` is imported, as fairseq-train does), then reads one JSON spec per stdin line and answers
-each with one stdout line ``RESULT {json}`` (or ``ERROR {json}``). It imports torch, fairseq and ``fairseq_syntax``
+``--user-dir fairseq_syntax`` is imported, as fairseq-train does, and once the benchmark's own models of
+:mod:`hier_accum_dense.dense` are registered), then reads one JSON spec per stdin line and answers each with one
+stdout line ``RESULT {json}`` (or ``ERROR {json}``). It imports torch, fairseq and ``fairseq_syntax``
 once and forks a fresh child process per spec, so every measurement starts from the same state without paying the
 imports again. A spec::
 
@@ -57,13 +58,22 @@ def reset_peak_rss() -> None:
         clear_refs.write("5")  # "reset the peak resident set size" (Linux >= 4.0, proc(5))
 
 
+def import_models() -> None:
+    """What fairseq-train's ``--user-dir fairseq_syntax`` registers, and the benchmark's own models (the dense
+    hierarchical accumulation, ``bench/hier_accum_dense``)."""
+    from fairseq import utils
+
+    utils.import_user_module(Namespace(user_dir=USER_DIR))
+    import hier_accum_dense.dense  # noqa: F401  (registers transformer_hier_accum_dense)
+
+
 def build_trainer(data: str, train_args: List[str], precision: str):
     """fairseq_cli.train's setup: options -> cfg -> task, dataset, model, criterion, Trainer."""
     from fairseq import options, tasks, utils
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
     from fairseq.trainer import Trainer
 
-    utils.import_user_module(Namespace(user_dir=USER_DIR))
+    import_models()
     parser = options.get_training_parser()
     cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(parser, [data] + train_args))
     precisions.configure(cfg, precision)
@@ -120,6 +130,9 @@ def run(spec: Dict) -> Dict:
     task, trainer = build_trainer(spec["data"], spec["train_args"], precision)
     meter = CudaMeter() if device == "cuda" else HostMeter()
     dataset = task.dataset("train")
+    side_inputs = getattr(task, "model_side_inputs", ())  # what the model reads (syntax_translation's task)
+    if side_inputs:  # the view of the dataset that the task's batch iterator batches for the model
+        dataset = dataset.batching(side_inputs)
     batches, warmup = spec["batches"], spec.get("warmup", 2)
     if len(batches) <= warmup:
         raise ValueError(f"{len(batches)} batches leave none to time after {warmup} warm-up batches")
@@ -184,10 +197,8 @@ def measure_in_child(spec: Dict) -> Dict:
 
 
 def serve() -> None:
-    from fairseq import utils
-
     # before any torch operation: the children then start their own thread pools
-    utils.import_user_module(Namespace(user_dir=USER_DIR))
+    import_models()
     from fairseq.models import ARCH_MODEL_REGISTRY
 
     print("ARCHS", json.dumps(sorted(ARCH_MODEL_REGISTRY)), flush=True)

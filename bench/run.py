@@ -1,5 +1,5 @@
-"""``python3 bench/run.py [--quick]``: training speed and memory of every registered syntax architecture as ratios
-to fairseq's ``transformer`` trained on the same batches in the same run, at several source lengths; the
+"""``python3 bench/run.py [--quick]``: training speed and memory of every syntax architecture of the method registry
+as ratios to fairseq's ``transformer`` trained on the same batches in the same run, at several source lengths; the
 throughput of ``fairseq-syntax-preprocess`` and the bytes of side data per sentence; and CPU speed options
 (bf16, threads, batch size) against fp32. Writes ``RESULTS.md`` and ``RESULTS.json`` (a list of rows
 ``{"arch", "src_words", "tokens_per_s_ratio", "peak_mem_ratio", "repeats", ...}``) and ``RESULTS.details.json``
@@ -8,7 +8,7 @@ throughput of ``fairseq-syntax-preprocess`` and the bytes of side data per sente
 Method:
 * Data: per source length, a synthetic corpus (:mod:`synthetic`: random PTB-style trees of exactly that many
   words, BPE-split words, parser side data for dependencies), preprocessed by ``fairseq-syntax-preprocess`` into
-  every input form an architecture in ``ARCHS`` reads, all sharing one dictionary (``--srcdict``), so that the
+  every input form a benchmarked architecture reads, all sharing one dictionary (``--srcdict``), so that the
   output layer is the same size for every form.
 * Batches: fairseq's ``batch_by_size`` with ``--max-tokens`` over the longest form (preorder, POS nodes kept) gives
   lists of sentence ids; every system trains on those same sentences, whatever its input form.
@@ -28,11 +28,15 @@ timed by the wall clock after ``torch.cuda.synchronize()`` with more updates per
 peak memory from ``torch.cuda.max_memory_allocated``; the CPU speed options and the preprocessing throughput are
 not measured there.
 
-Adding an architecture is one line in ``ARCHS``; architectures fairseq does not know (not registered yet) are
-skipped, and the skip is printed and recorded. A :class:`Variant` trains an architecture with extra model options
-(``transformer_hier_accum`` with ``--hier-accum-implementation dense``, the naive accumulation) and is reported as a
-row of its own, ``ARCH (LABEL)``, against the same baseline on the same batches; variants are measured in fp32 only
-(no speed options).
+The architectures come from the method descriptions (:mod:`fairseq_syntax.methods`, see
+:func:`benchmark_archs`): one per translation system that is neither a baseline nor an ablation, on that system's
+data directory (``System.form`` / ``System.preterminals``), with the dependency side data of
+``fairseq-syntax-preprocess-dependencies`` when its encoder reads ``src_ldd``; a method added to the registry is
+benchmarked without a change here (``--list`` prints them). Architectures fairseq does not know (not registered
+yet) are skipped, and the skip is printed and recorded. A :class:`Variant` is the benchmark's own: an architecture
+computed another way (:data:`VARIANTS`: ``transformer_hier_accum:dense`` trains ``transformer_hier_accum_dense`` of
+``hier_accum_dense/dense.py``, the naive accumulation), reported as a row of its own, ``ARCH (LABEL)``, against the
+same baseline on the same batches; variants are measured in fp32 only (no speed options).
 """
 import argparse
 import json
@@ -45,6 +49,7 @@ import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -72,19 +77,25 @@ class Form:
 
 @dataclass(frozen=True)
 class Variant:
-    """An architecture trained with extra model options: ``--archs ARCH:KEY``, reported as ``ARCH (LABEL)``."""
+    """An architecture computed another way, the benchmark's own: ``--archs ARCH:KEY``, reported as
+    ``ARCH (LABEL)``. It trains ``arch`` (an arch bench/ registers, without ``_tiny``) instead of the architecture,
+    with its ``model_options`` added."""
 
     key: str
     label: str
-    model_options: Tuple[str, ...]
+    arch: Optional[str] = None
+    model_options: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class Arch:
-    name: str
+    """One benchmarked architecture: a system of the method registry, or a :class:`Variant` of one."""
+
+    name: str  # registered arch (base size)
     input_form: Form
     extra_preprocessing: Optional[str] = None  # "dependencies": fairseq-syntax-preprocess-dependencies
     variant: Optional[Variant] = None
+    model_options: Tuple[str, ...] = ()  # the system's own model options (System.model_args)
 
     def __post_init__(self):
         if self.extra_preprocessing not in (None, "dependencies"):
@@ -96,15 +107,36 @@ class Arch:
         return self.name if self.variant is None else f"{self.name}:{self.variant.key}"
 
 
-NAIVE_HIER_ACCUM = Variant("dense", "dense, naive", ("--hier-accum-implementation", "dense"))
-ARCHS = (
-    # arch                        input form (preterminals)     extra preprocessing, variant
-    Arch("transformer_syntax_mask", Form("preorder")),
-    Arch("transformer_ldd",         Form("sequence"),           "dependencies"),
-    Arch("transformer_constituent", Form("sequence")),
-    Arch("transformer_hier_accum",  Form("preorder", "split")),
-    Arch("transformer_hier_accum",  Form("preorder", "split"),  variant=NAIVE_HIER_ACCUM),
-)
+#: bench/'s own variants, by the architecture they apply to; each is benchmarked right after that architecture
+NAIVE_HIER_ACCUM = Variant("dense", "dense, naive", arch="transformer_hier_accum_dense")
+VARIANTS: Dict[str, Tuple[Variant, ...]] = {"transformer_hier_accum": (NAIVE_HIER_ACCUM,)}
+
+
+def registry_archs(systems) -> Tuple[Arch, ...]:
+    """One :class:`Arch` per :class:`fairseq_syntax.core.method.System`: its arch and data directory, the dependency
+    side data when its encoder reads ``src_ldd``, its model options; then the :data:`VARIANTS` of that arch."""
+    archs: List[Arch] = []
+    for system in systems:
+        dependencies = "dependencies" if "src_ldd" in system.side_inputs else None
+        arch = Arch(system.arch, Form(system.form, system.preterminals), dependencies,
+                    model_options=tuple(system.model_args))
+        if any(a.key == arch.key for a in archs):
+            raise ValueError(f"two benchmarked systems train {arch.key}: the benchmark tells systems by arch")
+        archs.append(arch)
+        archs += [Arch(arch.name, arch.input_form, dependencies, variant, arch.model_options)
+                  for variant in VARIANTS.get(arch.name, ())]
+    return tuple(archs)
+
+
+@lru_cache(maxsize=None)
+def benchmark_archs() -> Tuple[Arch, ...]:
+    """The benchmarked architectures, from the method registry: every translation system that is neither a baseline
+    nor an ablation (registry order), and the :data:`VARIANTS`."""
+    from fairseq_syntax import methods
+
+    return registry_archs(methods.systems(task="translation", baselines=False, ablations=False))
+
+
 BASELINE = report.BASELINE
 REFERENCE_FORM = Form(report.REFERENCE_FORM)  # the longest form: it sets the batches and is the context reference
 CONTEXT_FORMS = (Form("sequence"),)  # the transformer on these is always reported against REFERENCE_FORM
@@ -158,10 +190,12 @@ def arch_name(name: str, settings: Settings) -> str:
     return f"{name}_tiny" if settings.tiny else name
 
 
-def model_args(arch: str, settings: Settings, variant: Optional[Variant] = None) -> List[str]:
-    options = list(variant.model_options) if variant else []
+def model_args(system: "System", settings: Settings) -> List[str]:
+    """fairseq-train's options after DATA for ``system``: its arch (the variant's, if it has one), its model
+    options, the recipe's sizes (not for the *_tiny archs) and the training options."""
     training = recipe.TRAINING if settings.device == "cpu" else [a for a in recipe.TRAINING if a != "--cpu"]
-    return ["--arch", arch_name(arch, settings)] + options + ([] if settings.tiny else RECIPE) + training
+    return (["--arch", arch_name(system.trained_arch, settings)] + list(system.model_options)
+            + ([] if settings.tiny else RECIPE) + training)
 
 
 # ---------------------------------------------------------------------------------------------------- data
@@ -184,7 +218,7 @@ def preprocess(raw_prefix: str, form: Form, dest: str, dictionary: str, dependen
     """fairseq-syntax-preprocess (and the dependency side data), in this process; returns the CPU and wall
     seconds of the first."""
     from fairseq_syntax.cli import preprocess as syntax_preprocess
-    from fairseq_syntax.cli import preprocess_dependencies
+    from fairseq_syntax.methods.ldd import preprocess as preprocess_dependencies
 
     shutil.rmtree(dest, ignore_errors=True)  # fairseq-preprocess will not overwrite a dictionary
     cpu_start, wall_start = time.process_time(), time.perf_counter()
@@ -238,9 +272,30 @@ def make_batches(sizes: np.ndarray, max_tokens: int, count: int) -> List[List[in
 
 @dataclass(frozen=True)
 class System:
+    """What one measurement trains: an architecture (or fairseq's transformer) on a data directory."""
+
     arch: str  # registered name without _tiny
     form: Form
     variant: Optional[Variant] = None
+    arch_options: Tuple[str, ...] = ()  # the method's own model options for this system (System.model_args)
+
+    @classmethod
+    def of(cls, arch: Arch) -> "System":
+        return cls(arch.name, arch.input_form, arch.variant, arch.model_options)
+
+    @property
+    def trained_arch(self) -> str:
+        """The arch fairseq trains (without ``_tiny``): the variant's own, if it has one."""
+        return self.variant.arch if self.variant is not None and self.variant.arch else self.arch
+
+    @property
+    def model_options(self) -> Tuple[str, ...]:
+        return self.arch_options + (self.variant.model_options if self.variant else ())
+
+    def variant_options(self, settings: Settings) -> str:
+        """What the variant changes, as fairseq-train options (recorded with the results)."""
+        arch = ["--arch", arch_name(self.variant.arch, settings)] if self.variant.arch else []
+        return " ".join(arch + list(self.variant.model_options))
 
     @property
     def label(self) -> str:
@@ -275,7 +330,7 @@ class Measurer:
 
     def measure(self, system: System, data: str, batches: List[List[int]], settings: Settings,
                 options: Dict) -> Dict:
-        spec = {"data": data, "train_args": model_args(system.arch, settings, system.variant), "batches": batches,
+        spec = {"data": data, "train_args": model_args(system, settings), "batches": batches,
                 "warmup": settings.warmup, "precision": options.get("precision", "fp32"),
                 "threads": options.get("threads", 1), "device": settings.device}
         self.server.stdin.write(json.dumps(spec) + "\n")
@@ -296,8 +351,12 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true",
                         help="smoke test: the first architecture's *_tiny arch, one short length, one round, the "
                         "bf16 variants")
-    parser.add_argument("--archs", help="comma-separated subset of the ARCHS table, by name or name:variant "
-                        "(transformer_hier_accum:dense); default: all; --quick: the first")
+    parser.add_argument("--archs", help="comma-separated subset of the benchmarked architectures (from the "
+                        "method registry, see --list), by name or name:variant (transformer_hier_accum:dense); "
+                        "default: all; --quick: the first")
+    parser.add_argument("--list", action="store_true",
+                        help="print the benchmarked architectures (input form, extra preprocessing, what fairseq "
+                        "trains) and exit")
     parser.add_argument("--out", default=HERE, help="where RESULTS.md / RESULTS.json / RESULTS.details.json go")
     parser.add_argument("--work", help="keep corpora and data directories here (default: a temporary folder)")
     parser.add_argument("--lengths", help="comma-separated source lengths in words (default 16,32,64)")
@@ -329,18 +388,31 @@ def settings_from(args: argparse.Namespace) -> Settings:
 
 
 def choose_archs(args: argparse.Namespace, registered: set, settings: Settings) -> Tuple[List[Arch], List[str]]:
-    table = {a.key: a for a in ARCHS}
+    archs = benchmark_archs()
+    table = {a.key: a for a in archs}
     if args.archs:
         unknown = [name for name in args.archs.split(",") if name not in table]
         if unknown:
-            raise SystemExit(f"error: --archs {unknown} are not in the ARCHS table of bench/run.py: {sorted(table)}")
+            raise SystemExit(f"error: --archs {unknown} are not benchmarked architectures (see --list): "
+                             f"{list(table)}")
         wanted = [table[name] for name in args.archs.split(",")]
     else:
-        wanted = list(ARCHS[:1] if args.quick else ARCHS)
-    unregistered = [a for a in wanted if arch_name(a.name, settings) not in registered]
+        wanted = list(archs[:1] if args.quick else archs)
+    unregistered = [a for a in wanted if arch_name(System.of(a).trained_arch, settings) not in registered]
     for arch in unregistered:
-        log(f"skipped {arch.key}: fairseq has no arch {arch_name(arch.name, settings)} registered (yet)")
+        log(f"skipped {arch.key}: fairseq has no arch {arch_name(System.of(arch).trained_arch, settings)} "
+            "registered (yet)")
     return [a for a in wanted if a not in unregistered], [a.key for a in unregistered]
+
+
+def arch_listing(archs: Sequence[Arch]) -> List[str]:
+    """``--list``: one line per benchmarked architecture."""
+    lines = []
+    for arch in archs:
+        system = System.of(arch)
+        trains = " ".join(["--arch", system.trained_arch] + list(system.model_options))
+        lines.append(f"{arch.key:<32} {arch.input_form.name:<16} {arch.extra_preprocessing or '-':<14} {trains}")
+    return [f"{'--archs':<32} {'data':<16} {'extra':<14} fairseq-train"] + lines
 
 
 def corpus_size(n_words: int, batches: int, max_tokens: int) -> int:
@@ -383,6 +455,9 @@ def preprocess_throughput(work: str, settings: Settings) -> Dict:
 
 def main(argv: Optional[Sequence[str]] = None) -> List[Dict]:
     args = parse_args(argv)
+    if args.list:
+        print("\n".join(arch_listing(benchmark_archs())))
+        return []
     settings = settings_from(args)
     started = time.time()
     # the preprocessing tools run in this process: keep their warnings, not their progress reports
@@ -407,7 +482,7 @@ def benchmark(args: argparse.Namespace, settings: Settings, work: str, measurer:
     context = [] if args.quick else list(CONTEXT_FORMS)
     forms = [REFERENCE_FORM] + [f for f in dict.fromkeys([a.input_form for a in archs] + context)
                                 if f != REFERENCE_FORM]
-    arch_systems = [System(a.name, a.input_form, a.variant) for a in archs]
+    arch_systems = [System.of(a) for a in archs]
     systems = arch_systems + [System(BASELINE, form) for form in forms]
     log(f"systems: {', '.join(s.label for s in systems)}; lengths {settings.lengths}; {settings.repeats} rounds")
 
@@ -424,7 +499,7 @@ def benchmark(args: argparse.Namespace, settings: Settings, work: str, measurer:
         "settings": {**asdict(settings), "training_args": " ".join(recipe.TRAINING),
                      "model_args": "the *_tiny archs" if settings.tiny else " ".join(RECIPE)},
         "skipped_archs": skipped,
-        "variants": {s.row_name(settings): " ".join(s.variant.model_options) for s in arch_systems if s.variant},
+        "variants": {s.row_name(settings): s.variant_options(settings) for s in arch_systems if s.variant},
         "preprocessing_throughput": throughput,
         "side_data_bytes_per_sentence": {n: {form: side_data_bytes(dest) for form, dest in by_form.items()}
                                          for n, by_form in dirs.items()},
@@ -527,7 +602,8 @@ def results_markdown(rows: List[Dict], details: Dict) -> List[str]:
     ]
     if details["variants"]:
         described = "; ".join(f"{name}: `{options}`" for name, options in details["variants"].items())
-        lines += [f"Variants (the same arch with extra model options, same baseline and batches): {described}.", ""]
+        lines += [f"Variants (the same model computed another way, by bench/'s own arch or extra model options; same "
+                  f"baseline and batches): {described}.", ""]
     if details["skipped_archs"]:
         lines += [f"Skipped (not registered when this ran): {', '.join(details['skipped_archs'])}.", ""]
     lines += report.markdown_table(rows, ("arch", "form", "src_words", "baseline", "tokens_per_s_ratio",

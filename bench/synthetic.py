@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import List, Sequence
 
 from fairseq_syntax.cli.preprocess import BPE_JOINER
-from fairseq_syntax.dependency import UNIVERSAL_GROUPS
-from fairseq_syntax.trees import Tree, to_bracketed
+from fairseq_syntax.core.trees import Tree, to_bracketed
+from fairseq_syntax.methods.ldd.distributions import UNIVERSAL_GROUPS
 
 PHRASE_LABELS = ("NP", "VP", "PP", "S", "SBAR", "ADJP", "ADVP")
 POS_TAGS = ("DT", "NN", "NNS", "VBZ", "VBD", "IN", "JJ", "RB", "PRP", "CC")

@@ -5,7 +5,8 @@
 #
 # Uses: $DATASET (results table section), $SCORE_ARGS (e.g. "--lang de" to detokenize), $GEN_ARGS, $BASELINES
 # (names of systems already in RUN_DIR that the new one is tested against with paired bootstrap).
-# Writes RUN_DIR/NAME.{train.log,gen,gen.log,run.json}; checkpoints go to ${CKPT_ROOT:-RUN_DIR}/ckpt-NAME.
+# Writes RUN_DIR/NAME.{train.log,gen,gen.log}.gz (the training log, the decode without its P- lines and its log,
+# gzipped once the system is decoded) and RUN_DIR/NAME.run.json; checkpoints go to ${CKPT_ROOT:-RUN_DIR}/ckpt-NAME.
 
 # The package of this checkout, whatever an older `pip install -e` of another checkout left in site-packages (the
 # console scripts fairseq-syntax-* import it from the first entry of sys.path that has it).
@@ -15,10 +16,16 @@ export PYTHONPATH="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)${PYTHONPATH:
 export ONEDNN_PRIMITIVE_CACHE_CAPACITY="${ONEDNN_PRIMITIVE_CACHE_CAPACITY:-64}" LRU_CACHE_CAPACITY="${LRU_CACHE_CAPACITY:-64}"
 
 # The PRECISION the recipes use by default: bf16 (--cpu-bf16-autocast) on a CPU with bf16 instructions, else fp32,
-# because oneDNN emulates bf16 elsewhere, many times slower (fairseq_syntax/tasks/cpu_autocast.py).
+# because oneDNN emulates bf16 elsewhere, many times slower (fairseq_syntax/core/cpu_autocast.py).
 default_precision() {
-  python3 -c 'from fairseq_syntax.tasks.cpu_autocast import default_cpu_precision; print(default_cpu_precision())' \
+  python3 -c 'from fairseq_syntax.core.cpu_autocast import default_cpu_precision; print(default_cpu_precision())' \
     2> /dev/null
+}
+
+# kept FILE: the name FILE is kept under in a run directory: FILE.gz once compressed (or when neither exists yet), else
+# FILE (a run scored before its files were compressed). fairseq-syntax-score reads either.
+kept() {
+  if [ -f "$1.gz" ] || [ ! -f "$1" ]; then echo "$1.gz"; else echo "$1"; fi
 }
 
 without_budget() {  # a training command without its --max-epoch / --max-update values
@@ -43,10 +50,13 @@ run_system() {
     fi
     log_mode=">>"
     echo "== resume $name from $ckpt/checkpoint_last.pt"
+    # the log goes on: uncompress the one a finished run left
+    if [ -f "$runs/$name.train.log.gz" ] && [ ! -f "$runs/$name.train.log" ]; then gunzip "$runs/$name.train.log.gz"; fi
   else
     rm -rf "$ckpt"
     mkdir -p "$ckpt"
   fi
+  rm -f "$runs/$name".{train.log,gen,gen.log}.gz  # the files of an earlier run of NAME, if any, are replaced
   echo "${train_cmd[*]}" > "$ckpt/train_command.txt"
   echo "== train $name: ${train_cmd[*]}"
   if [ "$log_mode" = ">>" ]; then
@@ -60,29 +70,34 @@ run_system() {
   fairseq-generate "$data" --user-dir fairseq_syntax --task syntax_translation --path "$ckpt/checkpoint_best.pt" \
     --gen-subset test --post-process subword_nmt "${gen_args[@]}" --cpu \
     > "$runs/$name.gen" 2> "$runs/$name.gen.log" || { tail -30 "$runs/$name.gen.log"; return 1; }
+  # kept gzipped, the decode without its per-token scores (P- lines: nothing reads them, a third of its size)
+  grep -v '^P-' "$runs/$name.gen" | gzip -n > "$runs/$name.gen.gz"
+  rm "$runs/$name.gen"
+  gzip -n -f "$runs/$name.train.log" "$runs/$name.gen.log"
 
   score_system "$name" "$arch" "$ref" "$runs" "${train_cmd[*]}"
 }
 
-# score_system NAME ARCH REF RUN_DIR TRAIN_COMMAND: (re)score RUN_DIR/NAME.gen against REF and the $BASELINES
+# score_system NAME ARCH REF RUN_DIR TRAIN_COMMAND: (re)score RUN_DIR/NAME.gen.gz against REF and the $BASELINES
 # decoded so far, and write its run record. Run it again once systems trained in parallel have all finished.
 score_system() {
   local name=$1 arch=$2 ref=$3 runs=$4 train_command=$5
   local base baseline_files=() baseline_names=()
   for base in ${BASELINES:-}; do
-    if [ "$base" != "$name" ] && [ -f "$runs/$base.gen" ]; then
-      baseline_files+=("$runs/$base.gen")
+    if [ "$base" != "$name" ] && { [ -f "$runs/$base.gen.gz" ] || [ -f "$runs/$base.gen" ]; }; then
+      baseline_files+=("$(kept "$runs/$base.gen")")
       baseline_names+=(--baseline-name "$base")
     fi
   done
-  fairseq-syntax-score "$runs/$name.gen" "$ref" "${baseline_files[@]}" "${baseline_names[@]}" ${SCORE_ARGS:-} \
-    --bootstrap 1000 \
+  fairseq-syntax-score "$(kept "$runs/$name.gen")" "$ref" "${baseline_files[@]}" "${baseline_names[@]}" \
+    ${SCORE_ARGS:-} --bootstrap 1000 \
     --record "$runs/$name.run.json" --dataset "${DATASET:-unnamed}" --system "$name" --arch "$arch" \
-    --train-log "$runs/$name.train.log" --train-command "$train_command"
+    --train-log "$(kept "$runs/$name.train.log")" --train-command "$train_command"
 }
 
-# run_systems DATA_BIN REF RUN_DIR RESULTS [fairseq-train args]: train, decode and score each NAME:ARCH:FORM[:EXTRA]
-# of $SYSTEMS on DATA_BIN/FORM (EXTRA: more fairseq-train args, no spaces), regenerating RESULTS after each; with
+# run_systems DATA_BIN REF RUN_DIR RESULTS [fairseq-train args]: train, decode and score each NAME:ARCH:DATA[:EXTRA]
+# of $SYSTEMS on DATA_BIN/DATA (EXTRA: more fairseq-train args, comma-separated, no spaces: the specs of
+# `python3 -m fairseq_syntax.methods systems`), regenerating RESULTS after each; with
 # RESCORE set, score every system recorded in RUN_DIR again instead (against every baseline decoded by now).
 run_systems() {
   local data_bin=$1 ref=$2 runs=$3 results=$4
@@ -97,7 +112,7 @@ print(r["system"], r["arch"], r["command"])' "$record")
   else
     for system in $SYSTEMS; do
       IFS=: read -r name arch form extra <<< "$system"
-      run_system "$name" "$arch" "$data_bin/$form" "$ref" "$runs" -- "$@" $extra
+      run_system "$name" "$arch" "$data_bin/$form" "$ref" "$runs" -- "$@" ${extra//,/ }
       fairseq-syntax-results "$runs" --out "$results"
     done
   fi

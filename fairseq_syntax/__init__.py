@@ -1,10 +1,29 @@
-"""fairseq-syntax: source-side syntax for fairseq Transformers.
+"""fairseq-syntax: source-side syntax for fairseq Transformers (``fairseq-train --user-dir fairseq_syntax``).
 
-Importing the package (which ``--user-dir fairseq_syntax`` does) registers the tasks, models and criterions
-and makes fairseq's own command-line tools load fairseq checkpoints under torch >= 2.6 (see ``checkpoints``).
+Layout: :mod:`fairseq_syntax.core` holds what every method shares (trees, structure tensors, the attention base,
+the encoder and model bases, side inputs, the data directory format, the tasks); each paper is one folder under
+:mod:`fairseq_syntax.methods` with its model, attention (the equations), structure, side input, preprocessing and
+analysis, described by one :class:`~fairseq_syntax.core.method.Method`. :mod:`fairseq_syntax.parsing` trains and
+runs the parsers; :mod:`fairseq_syntax.evaluation` scores translations and writes the results tables.
+
+Importing the package registers every task, model and criterion with fairseq (methods first: their side inputs
+and interactive options are part of the translation task's configuration) and lets fairseq's own command-line
+tools load fairseq checkpoints under torch >= 2.6 (:mod:`fairseq_syntax.core.checkpoints`).
+
+Papers (the docstrings cite them by author and year):
+
+* Vaswani et al. 2017. Attention Is All You Need. NeurIPS.
+* McDonald & Chiang 2021. Syntax-Based Attention Masking for Neural Machine Translation. NAACL SRW.
+* Pu & Sima'an 2022. Passing Parser Uncertainty to the Transformer: Labeled Dependency Distributions for Neural
+  Machine Translation. EAMT.
+* Wang, Lee & Chen 2019. Tree Transformer: Integrating Tree Structures into Self-Attention. EMNLP.
+* Nguyen, Joty, Hoi & Socher 2020. Tree-Structured Attention with Hierarchical Accumulation. ICLR.
+* Kim et al. 2019; Shen et al. 2019 (ON-LSTM): the unsupervised-parsing F1 conventions the Tree Transformer
+  evaluation follows.
 """
-from fairseq_syntax import checkpoints
+from fairseq_syntax.core import checkpoints
 
 checkpoints.allow_fairseq_checkpoints()
 
-from fairseq_syntax import criterions, models, tasks  # noqa: E402,F401  (registers with fairseq)
+from fairseq_syntax import methods  # noqa: E402,F401  (registers the models and side inputs)
+from fairseq_syntax.core import tasks  # noqa: E402,F401  (registers the tasks and the criterion)

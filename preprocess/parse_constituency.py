@@ -13,7 +13,11 @@ import sys
 
 import torch
 
-from fairseq_syntax.parsing.constituency import DEFAULT_MAX_LENGTH, load_parser, parse_file
+from fairseq_syntax.parsing.constituency import (
+    DEFAULT_MAX_LENGTH,
+    load_parser,
+    parse_file,
+)
 
 
 def get_parser() -> argparse.ArgumentParser:

@@ -14,8 +14,13 @@ import sys
 
 import torch
 
-from fairseq_syntax.parsing.dependency import (DEFAULT_ARC_FLOOR, DEFAULT_LABEL_FLOOR, DEFAULT_MAX_LENGTH,
-                                               DependencyParser, parse_file)
+from fairseq_syntax.parsing.dependency import (
+    DEFAULT_ARC_FLOOR,
+    DEFAULT_LABEL_FLOOR,
+    DEFAULT_MAX_LENGTH,
+    DependencyParser,
+    parse_file,
+)
 
 
 def get_parser() -> argparse.ArgumentParser:

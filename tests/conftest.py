@@ -5,6 +5,7 @@ Source sentences are ``the N V the N .`` with gold trees; one noun (``father``) 
 split words are exercised; the target reorders subject/object, so a model must read the source.
 """
 import itertools
+import json
 import os
 import random
 import subprocess
@@ -90,3 +91,76 @@ def dependency_model(tmp_path_factory):
                                     size=training.SuparSize(**TINY_SUPAR_SIZES), batch_tokens=8, learning_rate=1e-2,
                                     verbose=False)
     return path
+
+
+# --------------------------------------------------------------------- helpers several test folders share
+
+#: the tiny models of fairseq-train runs in the tests
+TINY = ["--optimizer", "adam", "--lr", "0.005", "--max-tokens", "1000", "--cpu", "--seed", "1",
+        "--no-epoch-checkpoints", "--log-format", "simple", "--log-interval", "1", "--num-workers", "0",
+        "--encoder-embed-dim", "32", "--decoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64",
+        "--decoder-ffn-embed-dim", "64"]
+
+
+def train(data, save_dir, arch, epochs, *extra):
+    return run(["fairseq-train", data, "--user-dir", "fairseq_syntax", "--task", "syntax_translation",
+                "--arch", arch, "--max-epoch", str(epochs), "--save-dir", save_dir, *TINY, *extra])
+
+
+
+def arcs_record(words):
+    """An uncertain parse of "the N V the N ." in Stanford labels; 0.3 of word 5's mass is on "prep" (outside)."""
+    return {"words": words, "arcs": [
+        [1, 2, 0.9, {"det": 0.95, "amod": 0.05}], [1, 5, 0.1, {"det": 1.0}],
+        [2, 3, 1.0, {"nsubj": 0.8, "dobj": 0.2}],
+        [3, 0, 1.0, {"root": 1.0}],
+        [4, 5, 1.0, {"det": 1.0}],
+        [5, 3, 0.7, {"dobj": 0.9, "nsubj": 0.1}], [5, 2, 0.3, {"prep": 1.0}],
+        [6, 3, 1.0, {"punct": 1.0}],
+    ]}
+
+
+def write_arcs(prefix):
+    with open(prefix + ".en") as source, open(prefix + ".arcs.jsonl", "w") as out:
+        for line in source:
+            words = line.replace("@@ ", "").split()
+            out.write(json.dumps(arcs_record(words)) + "\n")
+
+
+def make_ldd_data(raw_corpus, dest):
+    """The sequence form of the tiny corpus plus LDD side data from :func:`arcs_record` parses; the reports."""
+    for split in ("train", "valid", "test"):
+        write_arcs(os.path.join(raw_corpus, split))
+    preprocess(raw_corpus, dest, "sequence")
+    from fairseq_syntax.methods.ldd import preprocess as preprocess_dependencies
+
+    return preprocess_dependencies.main(
+        ["--destdir", dest, "-s", "en", "-t", "de", "--labels", "stanford", "--trainpref", f"{raw_corpus}/train",
+         "--validpref", f"{raw_corpus}/valid", "--testpref", f"{raw_corpus}/test"])
+
+
+
+LOVELY = "(3 (2 It) (4 (4 (2 's) (4 lovely)) (2 .)))"
+
+TREES = [
+    LOVELY,
+    "(1 (2 The) (1 (1 plot) (1 (2 is) (1 thin))))",
+    "(4 (4 Wow))",
+    "(0 (0 (2 a) (0 disaster)) (2 .))",
+    "(4 (2 I) (4 (4 loved) (2 it)))",
+    "(1 (2 It) (1 (2 is) (1 dull)))",
+    "(3 (2 The) (3 (3 acting) (2 (2 is) (3 good))))",
+    "(0 (0 awful) (2 .))",
+]
+
+
+def write_sst_data(directory) -> str:
+    """A tree_classification data directory: TREES as train and valid, labels 0-4, their dictionary."""
+    for split in ("train", "valid"):
+        (directory / f"{split}.tree").write_text("\n".join(TREES) + "\n")
+    (directory / "labels.txt").write_text("0\n1\n2\n3\n4\n")
+    from fairseq_syntax.core import trees
+    from fairseq_syntax.core.classification_task import build_dictionary
+
+    build_dictionary(trees.parse_tree(tree) for tree in TREES).save(str(directory / "dict.txt"))
+    return str(directory)

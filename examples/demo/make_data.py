@@ -2,8 +2,10 @@
 head-final target that is a deterministic function of the source *tree* (not of its word sequence).
 
 Usage: ``python3 examples/demo/make_data.py --out DIR --train 8000 --valid 500 --test 500 --seed 1`` writes
-``{train,valid,test}.{en,de,tree}`` to DIR: tokenized source, tokenized target, and one single-line PTB bracketed
-tree per line whose leaves are exactly the source tokens. The same seed gives the same files.
+``{train,valid,test}.{en,de,tree,arcs.jsonl}`` to DIR: tokenized source, tokenized target, one single-line PTB
+bracketed tree per line whose leaves are exactly the source tokens, and per line the labeled dependency
+distributions of the source sentence (the parser side data of ``fairseq-syntax-preprocess-dependencies``, see
+"Dependency side data" below). The same seed gives the same files.
 
 Source grammar (a PCFG; each right-hand side is drawn with the probability given)::
 
@@ -52,10 +54,34 @@ lofizu .``. The target is a function of the tree, but the word sequence alone de
 relative clause attaches (which moves words and, for "the dog near the cats that ran", sets the relative verb's
 agreement), nor the number of "fish" and "sheep": a model that reads the tree can reach BLEU 100, one that reads
 only the words cannot.
+
+Dependency side data (``{split}.arcs.jsonl``, the format of ``fairseq_syntax.parsing.dependency``: one JSON object
+``{"words": [...], "arcs": [[dependent, head, P(head | dependent), {label: P(label | dependent, head)}], ...]}``
+per line), for the labeled-dependency model (``transformer_ldd``, ``--labels universal``), made without a parser:
+
+* Gold dependencies from the gold tree by head rules (``HEAD_CHILDREN``: the head child of a phrase is its first
+  child with a label listed, in order): S -> VP, else the first S (S CC S); VP -> the verb; NP -> NN | NNS | PRP,
+  else the first NP (NP PP, NP SBAR, NP CC NP); PP -> its NP (UD's content head: the noun, not the preposition);
+  SBAR -> its S; WHNP -> WDT; ADJP -> the first JJ. Every other child's head word depends on the head child's head
+  word with the UD v2 label ``DEPENDENCY_LABELS[phrase, child]``: in S nsubj (NP), conj (the second S), punct (.);
+  in VP obj (NP), ccomp (SBAR), obl (PP); in NP det, amod (JJ, ADJP), nmod (PP), acl:relcl (SBAR), conj (NP); in PP
+  case (IN); in SBAR mark (IN that), nsubj / obj (WHNP: subject / object relative, by whether the relative S has a
+  subject); in ADJP conj (JJ). A CC is cc of the conjunct after it (UD v2). The sentence's head word is the root.
+  So "the man saw the dog with the telescope ." has telescope -> saw (obl) with the PP on the VP and telescope ->
+  dog (nmod) with the PP on "the dog"; with ``--labels universal`` obl is in the paper's object group, and nmod,
+  acl:relcl, case and mark are outside the 16 groups (as SD's prep, rcmod and mark were in the paper).
+* Noise, as a parser's distributions would have it (``noisy_arcs``, its own generator per split seeded by --seed
+  and the split name, so the other files do not depend on it): per word the gold head gets a mass drawn uniformly
+  from GOLD_HEAD_MASS (0.80-0.95); the rest goes to 1 or 2 other heads (other words or the root, uniformly), two
+  shares split at a cut in the middle half. Each arc to the root is labeled ``root`` (1.0); each arc to a word
+  puts a mass drawn per word from GOLD_LABEL_MASS (0.85-0.97) on the word's gold label (``parataxis`` for the root
+  word) and the rest on one confusable label (LABEL_CONFUSIONS: nsubj <-> obj, obl <-> nmod, det -> amod, ...).
+  Probabilities are multiples of 1e-4, so each word's head mass sums to exactly 1.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import re
@@ -68,7 +94,7 @@ from typing import Sequence
 class Tree:
     """A node: interior nodes carry a label and children, leaves (words) no children.
 
-    The same shape as ``fairseq_syntax.trees.Tree``, which ``translate`` accepts as well. A local class keeps this
+    The same shape as ``fairseq_syntax.core.trees.Tree``, which ``translate`` accepts as well. A local class keeps this
     script on the standard library: importing ``fairseq_syntax`` loads fairseq and torch, seconds for no use here.
     """
 
@@ -367,6 +393,145 @@ def translate(tree: Tree) -> list[str]:
     return _clause(first) + [_word(conjunction)] + _clause(second) + [PERIOD]
 
 
+# ---------------------------------------------------------------------------------------------------- dependencies
+
+#: Head rules: the head child of a phrase is its first child whose label is in the phrase's entry, tried in this
+#: order; a preterminal's head is its word. The clause's head is its verb; PP follows UD (content head: the noun).
+HEAD_CHILDREN: dict[str, tuple[str, ...]] = {
+    "S": ("VP", "S"),  # a clause: its VP; the top-level S CC S .: the first clause
+    "VP": VERB_TAGS,  # the verb
+    "NP": ("NN", "NNS", "PRP", "NP"),  # a base NP: its noun; NP PP, NP SBAR, NP CC NP: the first NP
+    "PP": ("NP",),  # the noun; the preposition is its case marker
+    "SBAR": ("S",),  # the verb of the clause; "that" and the relativizer depend on it
+    "WHNP": ("WDT",),
+    "ADJP": ("JJ",),  # the first adjective
+}
+
+#: UD v2 label of the head word of a non-head child, by (phrase, child label). Two exceptions (``gold_dependencies``):
+#: a CC depends on the conjunct after it (UD v2), not on the phrase's head; a relative clause's WHNP is the verb's
+#: nsubj when the clause has no subject (subject relative), else its obj (object relative).
+DEPENDENCY_LABELS: dict[tuple[str, str], str] = {
+    ("S", "NP"): "nsubj", ("S", "S"): "conj", ("S", "CC"): "cc", ("S", "."): "punct",
+    ("VP", "NP"): "obj", ("VP", "SBAR"): "ccomp", ("VP", "PP"): "obl",
+    ("NP", "DT"): "det", ("NP", "JJ"): "amod", ("NP", "ADJP"): "amod", ("NP", "PP"): "nmod",
+    ("NP", "SBAR"): "acl:relcl", ("NP", "NP"): "conj", ("NP", "CC"): "cc",
+    ("PP", "IN"): "case", ("SBAR", "IN"): "mark", ("SBAR", "WHNP"): "nsubj",  # obj in object relatives
+    ("ADJP", "JJ"): "conj", ("ADJP", "CC"): "cc",
+}
+ROOT_LABEL = "root"
+
+# The noise model of ``noisy_arcs`` (module docstring, "Dependency side data").
+GOLD_HEAD_MASS = (0.80, 0.95)  # P(gold head | word), drawn uniformly per word
+GOLD_LABEL_MASS = (0.85, 0.97)  # P(main label | word, head), drawn uniformly per word
+ALTERNATIVE_HEADS = (1, 2)  # the rest of the head mass goes to this many other heads (the root included)
+#: the label that takes the rest of an arc's label mass: one a parser might give instead
+LABEL_CONFUSIONS: dict[str, str] = {
+    "nsubj": "obj", "obj": "nsubj", "obl": "nmod", "nmod": "obl", "det": "amod", "amod": "compound", "case": "mark",
+    "mark": "case", "cc": "advmod", "conj": "appos", "ccomp": "xcomp", "acl:relcl": "advcl", "punct": "dep",
+    "parataxis": "conj",
+}
+ROOT_ELSEWHERE_LABEL = "parataxis"  # the main label of the root word's arcs to a word (its gold arc is the root)
+PROBABILITY_UNIT = 10_000  # every probability is a multiple of 1e-4 (4 digits, as the parser writes them)
+ARCS_SUFFIX = "arcs.jsonl"  # fairseq-syntax-preprocess-dependencies' default --arcs-suffix
+
+
+class HeadRuleError(ValueError):
+    """A tree the head rules do not cover (a phrase without a head child, or an unknown phrase/child pair)."""
+
+
+def gold_dependencies(tree) -> list[tuple[int, str]]:
+    """The UD-style dependency tree of a constituency tree by ``HEAD_CHILDREN`` and ``DEPENDENCY_LABELS``: per word
+    (in order) its head (1-based word index, 0 = the root) and label."""
+    arcs: dict[int, tuple[int, str]] = {}
+    position = 0
+
+    def visit(node) -> int:
+        """Head word (1-based) of ``node``; records the arc of every other word's maximal projection below it."""
+        nonlocal position
+        if not node.children:
+            position += 1
+            return position
+        heads = [visit(child) for child in node.children]
+        if len(node.children) == 1 and node.label not in HEAD_CHILDREN:  # a preterminal
+            return heads[0]
+        labels = [child.label for child in node.children]
+        head_child = next((labels.index(label) for label in HEAD_CHILDREN.get(node.label, ()) if label in labels),
+                          None)
+        if head_child is None:
+            raise HeadRuleError(f"no head rule for {to_bracketed(node)}")
+        for k, (child, head) in enumerate(zip(node.children, heads)):
+            if k == head_child:
+                continue
+            label = DEPENDENCY_LABELS.get((node.label, child.label))
+            if label is None:
+                raise HeadRuleError(f"no dependency label for {child.label} in {node.label}: {to_bracketed(node)}")
+            governor = heads[head_child]
+            if child.label == "CC":
+                if k + 1 >= len(node.children):
+                    raise HeadRuleError(f"a conjunction without a conjunct after it: {to_bracketed(node)}")
+                governor = heads[k + 1]
+            if (node.label, child.label) == ("SBAR", "WHNP"):
+                clause = node.children[head_child]
+                label = "nsubj" if [c.label for c in clause.children] == ["VP"] else "obj"
+            arcs[head] = (governor, label)
+        return heads[head_child]
+
+    arcs[visit(tree)] = (0, ROOT_LABEL)
+    if sorted(arcs) != list(range(1, position + 1)):  # the head rules give every word exactly one arc
+        raise HeadRuleError(f"words without a head in {to_bracketed(tree)}")
+    return [arcs[word] for word in range(1, position + 1)]
+
+
+def _label_distribution(head: int, gold_label: str, main_mass: int) -> dict[str, float]:
+    """P(label | word, head): the root takes only "root"; another head mostly the word's gold label (the root
+    word: ROOT_ELSEWHERE_LABEL), the rest its LABEL_CONFUSIONS entry."""
+    if head == 0:
+        return {ROOT_LABEL: 1.0}
+    main = ROOT_ELSEWHERE_LABEL if gold_label == ROOT_LABEL else gold_label
+    if main_mass >= PROBABILITY_UNIT:
+        return {main: 1.0}
+    confused = PROBABILITY_UNIT - main_mass
+    return {main: main_mass / PROBABILITY_UNIT, LABEL_CONFUSIONS[main]: confused / PROBABILITY_UNIT}
+
+
+def _units(bounds: tuple[float, float]) -> tuple[int, int]:
+    return round(bounds[0] * PROBABILITY_UNIT), round(bounds[1] * PROBABILITY_UNIT)
+
+
+def noisy_arcs(words: list[str], gold: list[tuple[int, str]], rng: random.Random) -> dict:
+    """A parser-like record (``fairseq_syntax.parsing.dependency`` side-data format) around the gold tree ``gold``.
+
+    Per word: the gold head gets a mass drawn from GOLD_HEAD_MASS, the rest is split over 1 or 2
+    (ALTERNATIVE_HEADS) other heads drawn uniformly from the other words and the root (two shares: a cut drawn
+    in the middle half); every arc's labels are ``_label_distribution`` with a main-label mass drawn once per word
+    from GOLD_LABEL_MASS. Masses are multiples of 1/PROBABILITY_UNIT, so each word's heads sum to exactly 1.
+    """
+    if len(words) != len(gold):
+        raise ValueError(f"{len(words)} words but {len(gold)} gold arcs")
+    arcs = []
+    for dependent, (gold_head, gold_label) in enumerate(gold, start=1):
+        gold_mass = rng.randint(*_units(GOLD_HEAD_MASS))
+        label_mass = rng.randint(*_units(GOLD_LABEL_MASS))
+        candidates = [head for head in range(len(words) + 1) if head not in (dependent, gold_head)]
+        alternatives = rng.sample(candidates, min(rng.choice(ALTERNATIVE_HEADS), len(candidates)))
+        rest = PROBABILITY_UNIT - gold_mass
+        if not alternatives or rest <= 0:
+            alternatives, gold_mass, shares = [], PROBABILITY_UNIT, []
+        elif len(alternatives) == 1 or rest < 4:
+            alternatives, shares = alternatives[:1], [rest]
+        else:
+            cut = rng.randint(rest // 4, rest - rest // 4)
+            shares = [cut, rest - cut]
+        for head, mass in sorted([(gold_head, gold_mass), *zip(alternatives, shares)]):
+            arcs.append([dependent, head, mass / PROBABILITY_UNIT, _label_distribution(head, gold_label, label_mass)])
+    return {"words": list(words), "arcs": arcs}
+
+
+def dependency_rng(seed: int, split: str) -> random.Random:
+    """The noise of one split: its own generator, so the trees (and .en/.de/.tree) do not depend on it."""
+    return random.Random(f"demo-dependencies:{seed}:{split}")
+
+
 # ---------------------------------------------------------------------------------------------------- grammar
 
 MAX_DEPTH = 3
@@ -515,17 +680,23 @@ def generate_corpus(sizes: dict[str, int], seed: int, max_tokens: int = MAX_TOKE
     return corpus
 
 
-def write_corpus(corpus: dict[str, list[Tree]], out_dir: str) -> None:
-    """``{split}.en`` source tokens, ``{split}.de`` target tokens, ``{split}.tree`` bracketed source trees."""
+def write_corpus(corpus: dict[str, list[Tree]], out_dir: str, seed: int) -> None:
+    """``{split}.en`` source tokens, ``{split}.de`` target tokens, ``{split}.tree`` bracketed source trees,
+    ``{split}.arcs.jsonl`` noisy dependency distributions around the trees' head-rule dependencies (``seed``)."""
     os.makedirs(out_dir, exist_ok=True)
     for split, trees in corpus.items():
+        rng = dependency_rng(seed, split)
         with open(os.path.join(out_dir, f"{split}.en"), "w", encoding="utf-8") as source, \
                 open(os.path.join(out_dir, f"{split}.de"), "w", encoding="utf-8") as target, \
-                open(os.path.join(out_dir, f"{split}.tree"), "w", encoding="utf-8") as bracketed:
+                open(os.path.join(out_dir, f"{split}.tree"), "w", encoding="utf-8") as bracketed, \
+                open(os.path.join(out_dir, f"{split}.{ARCS_SUFFIX}"), "w", encoding="utf-8") as arcs:
             for tree in trees:
-                source.write(" ".join(leaves(tree)) + "\n")
+                words = leaves(tree)
+                source.write(" ".join(words) + "\n")
                 target.write(" ".join(translate(tree)) + "\n")
                 bracketed.write(to_bracketed(tree) + "\n")
+                record = noisy_arcs(words, gold_dependencies(tree), rng)
+                arcs.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -545,7 +716,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         if size < 0:
             parser.error(f"--{split} must be >= 0, got {size}")
     corpus = generate_corpus(sizes, args.seed, args.max_tokens)
-    write_corpus(corpus, args.out)
+    write_corpus(corpus, args.out, args.seed)
     for split, trees in corpus.items():
         lengths = [len(leaves(tree)) for tree in trees]
         mean = sum(lengths) / max(len(lengths), 1)

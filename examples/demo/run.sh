@@ -11,11 +11,12 @@ REPO="$(cd "$HERE/../.." && pwd)"
 WORK="${1:-$HERE/work}"
 EPOCHS="${EPOCHS:-12}"
 BPE_MERGES="${BPE_MERGES:-1500}"
-# system:arch:input form (Sequence and Linearized are McDonald & Chiang's baselines: fairseq's transformer)
-SYSTEMS="${SYSTEMS:-sequence:transformer:sequence linearized:transformer:linearized mask:transformer_syntax_mask:preorder
-  hier_accum:transformer_hier_accum:preorder constituent:transformer_constituent:sequence}"
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-2}"
 cd "$REPO"
+export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"  # this checkout's package
+# NAME:ARCH:DATA[:EXTRA] of every method's systems, baselines included, ablations left out (the method descriptions:
+# python3 -m fairseq_syntax.methods systems); SYSTEMS="..." picks others
+SYSTEMS="${SYSTEMS:-$(python3 -m fairseq_syntax.methods systems --no-ablations 2> /dev/null)}"
 mkdir -p "$WORK"
 START=$(date +%s)
 
@@ -33,16 +34,25 @@ for split in train valid test; do
       < "$WORK/raw/$split.$lang" > "$WORK/bpe/$split.$lang"
   done
   cp "$WORK/raw/$split.tree" "$WORK/bpe/$split.tree"  # trees stay word level; preprocessing carries the BPE over
+  cp "$WORK/raw/$split.arcs.jsonl" "$WORK/bpe/$split.arcs.jsonl"  # so are the dependency distributions
 done
 
-forms=$(for s in $SYSTEMS; do echo "${s##*:}"; done | sort -u)
-for form in $forms; do
-  echo "== fairseq-syntax-preprocess --form $form"
-  rm -rf "$WORK/data-$form"
-  fairseq-syntax-preprocess -s en -t de --trainpref "$WORK/bpe/train" --validpref "$WORK/bpe/valid" \
-    --testpref "$WORK/bpe/test" --form "$form" --destdir "$WORK/data-$form" --joined-dictionary --workers 2 \
-    > "$WORK/preprocess-$form.log" 2>&1 || { tail -20 "$WORK/preprocess-$form.log"; exit 1; }
-done
+# one data directory per DATA the systems read (form and POS-node convention), plus the side inputs that need a step
+# of their own: src_ldd, the labeled dependency distributions make_data.py derived from the gold trees (word level;
+# BPE pieces are grouped back into words). python3 -m: the modules of this checkout, whatever is installed.
+while read -r data form preterminals side_inputs; do
+  echo "== fairseq-syntax-preprocess --form $form --preterminals $preterminals (data-$data)"
+  rm -rf "$WORK/data-$data"
+  python3 -m fairseq_syntax.cli.preprocess -s en -t de --trainpref "$WORK/bpe/train" --validpref "$WORK/bpe/valid" \
+    --testpref "$WORK/bpe/test" --form "$form" --preterminals "$preterminals" --destdir "$WORK/data-$data" \
+    --joined-dictionary --workers 2 > "$WORK/preprocess-$data.log" 2>&1 || { tail -20 "$WORK/preprocess-$data.log"; exit 1; }
+  if [[ " $side_inputs " == *" src_ldd "* ]]; then
+    echo "== fairseq-syntax-preprocess-dependencies --labels universal (data-$data)"
+    python3 -m fairseq_syntax.methods.ldd.preprocess -s en -t de --trainpref "$WORK/bpe/train" \
+      --validpref "$WORK/bpe/valid" --testpref "$WORK/bpe/test" --labels universal --destdir "$WORK/data-$data" \
+      > "$WORK/preprocess-ldd-$data.log" 2>&1 || { tail -20 "$WORK/preprocess-ldd-$data.log"; exit 1; }
+  fi
+done < <(python3 -m fairseq_syntax.methods data-dirs $SYSTEMS 2> /dev/null)
 
 # identical settings for every system; only the input form and the encoder differ
 MODEL=(--encoder-layers 2 --decoder-layers 2 --encoder-embed-dim 64 --decoder-embed-dim 64
@@ -54,10 +64,10 @@ source "$REPO/examples/common.sh"
 DATASET=demo BASELINES="sequence linearized"
 rm -rf "$WORK/runs"
 for s in $SYSTEMS; do
-  IFS=: read -r name arch form <<< "$s"
-  run_system "$name" "$arch" "$WORK/data-$form" "$WORK/raw/test.de" "$WORK/runs" -- "${MODEL[@]}"
+  IFS=: read -r name arch data extra <<< "$s"
+  run_system "$name" "$arch" "$WORK/data-$data" "$WORK/raw/test.de" "$WORK/runs" -- "${MODEL[@]}" ${extra//,/ }
 done
 
-fairseq-syntax-results "$WORK/runs" --out "$WORK/RESULTS.md"
+python3 -m fairseq_syntax.cli.results "$WORK/runs" --out "$WORK/RESULTS.md"
 cat "$WORK/RESULTS.md"
 echo "== demo finished in $(( $(date +%s) - START )) s"

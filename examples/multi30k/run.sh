@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Multi30k En->De: train every system with the reference baseline's settings (DESIGN.md: 3+3 layers, d=256,
 # ffn 1024, 4 heads, 20 epochs, beam 5), decode test2016, score detokenized cased sacreBLEU/chrF/TER/RIBES with
-# paired bootstrap against the baselines, and write examples/multi30k/RESULTS.md from the run records.
+# paired bootstrap against the baselines, and write examples/multi30k/RESULTS.md (and RESULTS.json) from the run
+# records.
 #
 #   examples/multi30k/run.sh [OUT_DIR]      (OUT_DIR as given to prepare.sh; default examples/multi30k/work)
 #
@@ -13,8 +14,8 @@
 # against all baselines once they are all decoded:
 #   SYSTEMS="sequence:transformer:sequence" examples/multi30k/run.sh
 #   RESCORE=1 examples/multi30k/run.sh
-# Run records, training logs and decodes accumulate in examples/multi30k/runs (committed; checkpoints stay in
-# OUT_DIR/ckpt); the table is regenerated from all records after each system.
+# Run records, training logs and decodes (the logs and decodes gzipped) accumulate in examples/multi30k/runs
+# (committed; checkpoints stay in OUT_DIR/ckpt); the table is regenerated from all records after each system.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -24,12 +25,13 @@ RAW="${RAW:-$REPO/../shared/data/multi30k}"
 EPOCHS="${EPOCHS:-20}"
 source "$REPO/examples/common.sh"
 PRECISION="${PRECISION:-$(default_precision)}"
-# Every system of the tables (the default is the first three: McDonald & Chiang's comparison); SYSTEMS=all runs all.
-ALL_SYSTEMS="sequence:transformer:sequence linearized:transformer:linearized mask:transformer_syntax_mask:preorder
-  udp:transformer_ldd:sequence:--syntax-variant=udp ldd:transformer_ldd:sequence
-  hier_accum:transformer_hier_accum:preorder-split constituent:transformer_constituent:sequence"
-SYSTEMS="${SYSTEMS:-sequence:transformer:sequence linearized:transformer:linearized mask:transformer_syntax_mask:preorder}"
-[ "$SYSTEMS" = all ] && SYSTEMS=$ALL_SYSTEMS
+# The systems come from the method descriptions (python3 -m fairseq_syntax.methods systems): the default is
+# McDonald & Chiang's comparison (method syntax_mask: Sequence, Linearized, Mask); SYSTEMS=all runs every system.
+if [ -z "${SYSTEMS:-}" ]; then
+  SYSTEMS=$(python3 -m fairseq_syntax.methods systems --method syntax_mask 2> /dev/null)
+elif [ "$SYSTEMS" = all ]; then
+  SYSTEMS=$(python3 -m fairseq_syntax.methods systems 2> /dev/null)
+fi
 cd "$REPO"
 
 ref="$OUT/test.de.ref"

@@ -8,7 +8,7 @@ Writes to DIR:
   transductive setting of unsupervised parsing, where the parser learns from the raw text it will parse);
 * ``valid.txt``: Multi30k val.en + UD EWT dev + SST dev;
 * ``ptb.txt``: the words of every tree of ``ptb-sample/wsj_0001-0159.mrg.gz`` that count in the grammar-induction
-  F1 convention (``fairseq_syntax.evaluation.parseval``), aligned line by line with the trees;
+  F1 convention (``fairseq_syntax.methods.tree_transformer.parseval``), aligned line by line with the trees;
 * ``corpus_stats.json``: sentences and words per source.
 
 Only words are used, never trees: from SST the leaves of its (sentiment) trees, from UD EWT the word forms.
@@ -27,8 +27,8 @@ from typing import Iterator, List
 
 from nltk.tokenize import TreebankWordTokenizer
 
-from fairseq_syntax.evaluation.parseval import WORD_TAGS, gold_sentence
-from fairseq_syntax.trees import read_ptb, read_trees
+from fairseq_syntax.core.trees import read_ptb, read_trees
+from fairseq_syntax.methods.tree_transformer.parseval import WORD_TAGS, gold_sentence
 
 BRACKET_ESCAPES = {"-LRB-", "-RRB-", "-LCB-", "-RCB-", "-LSB-", "-RSB-"}
 WORD_SYMBOLS = {"%", "&"}

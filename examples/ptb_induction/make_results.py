@@ -1,27 +1,93 @@
-"""Write examples/ptb_induction/RESULTS.md from the logs and JSON scores that run.sh leaves in logs/.
+"""Write examples/ptb_induction/RESULTS.md and RESULTS.json: every run of the recipe kept here, in one table.
 
-    python3 examples/ptb_induction/make_results.py --logs examples/ptb_induction/logs --out RESULTS.md
+    python3 examples/ptb_induction/make_results.py                   # RESULTS.md + RESULTS.json from the runs
+    python3 examples/ptb_induction/make_results.py --compress LOGS   # run.sh, after a run: compress its folder
 
-Every number in the output is read from a log or JSON file named next to it; a missing file is an error.
+A run of ``run.sh`` leaves one folder ``logs<SUFFIX>/`` beside this script (the suffix names its settings: see
+run.sh). Kept, a folder holds every step's log gzipped (``NAME.log.gz``, the command on its first line) and the
+steps' JSON scores in one ``scores.json.gz`` (``{"induce_paper.json": {...}, ...}``); a run not yet compressed
+has them as plain ``NAME.log`` / ``NAME.json``, which are read the same way (a plain file first). Exploratory
+runs made by hand are rows of the same table (``EXPLORATORY``; their folder's README.md says how they were run).
+Every number in the output is read from a log or JSON score file named next to it; a missing file is an error.
+The tables are rendered, and RESULTS.md / RESULTS.json written, by the shared results library
+(``fairseq_syntax.evaluation.results``).
 """
 import argparse
 import datetime
+import glob
 import json
 import os
 import re
 import statistics
+import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))  # this checkout's package
+from fairseq_syntax.evaluation.results import (  # noqa: E402
+    Cell,
+    Table,
+    compress,
+    existing_path,
+    open_text,
+    read_text,
+    write_results,
+)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 SYSTEMS = {"tree_transformer_lm": "Tree Transformer", "roberta_prenorm": "Transformer (roberta_prenorm)"}
 BASELINES = ("left-branching", "right-branching")
 LABELS = ("NP", "VP", "PP", "ADJP", "SBAR", "ADVP")
+SCORES = "scores.json.gz"
+# The run this file leads with: the setting under which the links learned PTB phrases (EVAL_TEXT=1 DIAGONAL=zero
+# OPTIMISER=authors UPDATES=16000 run.sh); its figure is the one kept (constituent_prior.png, copied there by run.sh).
+HEADLINE = "logs-eval-text-diagonal-zero-authors-optimiser"
+FIGURE = "constituent_prior.png"
+# Runs made by hand beside run.sh's (README.md in the folder: their commands): Tree Transformers only, no plain
+# Transformer trained beside them, so no perplexity or throughput ratio. Per run: its training log and the
+# parses scored (Algorithm 1 with minimum layer m, or greedy from one layer: see PARSES).
+EXPLORATORY = {
+    "logs-authors-optimiser": [
+        {"train": "train_tree_transformer_lm_diagonal_one.log", "parses": {"m=2": "induce_diagonal_one.json"}},
+        {"train": "train_tree_transformer_lm_diagonal_zero.log",
+         "parses": {"m=2": "induce_diagonal_zero.json", "m=1": "induce_diagonal_zero_minlayer1.json",
+                    "layer 1": "induce_diagonal_zero_layer1.json"}},
+    ],
+}
+# The parses of a run.sh run: label -> the JSON score file of fairseq_syntax.methods.tree_transformer.induce.
+PARSES = {"m=1": "induce_min1.json", "m=2": "induce_paper.json", "m=3": "induce_min3.json",
+          "released": "induce_released.json", **{f"layer {layer}": f"induce_layer{layer}.json" for layer in range(6)}}
+# Modules the logged commands ran that have moved since (the package was reorganised after these runs).
+MOVED_MODULES = {"fairseq_syntax.cli.induce": "fairseq_syntax.methods.tree_transformer.induce",
+                 "fairseq_syntax.evaluation.masked_lm": "fairseq_syntax.methods.tree_transformer.masked_lm"}
 
+
+# ---- reading a run folder -------------------------------------------------------------------------------------
 
 def read(logs: str, name: str) -> str:
-    path = os.path.join(logs, name)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"{path} is missing: run examples/ptb_induction/run.sh first")
-    with open(path, encoding="utf-8") as text:
-        return text.read()
+    """The text of ``logs/name`` or of ``logs/name.gz``."""
+    path = existing_path(os.path.join(logs, name))
+    if not path.exists():
+        raise FileNotFoundError(f"{path} (or .gz) is missing: run examples/ptb_induction/run.sh first")
+    return read_text(path)
+
+
+def scores(logs: str) -> dict:
+    """Every JSON score file of a run folder by name: those in ``scores.json.gz``, then the plain ``*.json`` (a run
+    not yet compressed), which take precedence."""
+    found = {}
+    bundle = os.path.join(logs, SCORES)
+    if os.path.exists(bundle):
+        found.update(json.loads(read_text(bundle)))
+    for path in sorted(glob.glob(os.path.join(logs, "*.json"))):
+        with open(path, encoding="utf-8") as handle:
+            found[os.path.basename(path)] = json.load(handle)
+    return found
+
+
+def score(run_scores: dict, logs: str, name: str) -> dict:
+    if name not in run_scores:
+        raise FileNotFoundError(f"{os.path.join(logs, name)} (or in {SCORES}) is missing: run "
+                                "examples/ptb_induction/run.sh first")
+    return run_scores[name]
 
 
 def command(log: str) -> str:
@@ -33,11 +99,24 @@ def command(log: str) -> str:
     return parts[-1] + (f"   # the last of {len(parts)} parts (resumed)" if len(parts) > 1 else "")
 
 
+def current(command_line: str) -> str:
+    """A logged command with the modules that have moved since renamed (MOVED_MODULES)."""
+    for old, new in MOVED_MODULES.items():
+        command_line = re.sub(rf"-m {re.escape(old)}\b", f"-m {new}", command_line)
+    return command_line
+
+
 def one(pattern: str, text: str, what: str) -> re.Match:
     matches = list(re.finditer(pattern, text))
     if not matches:
         raise ValueError(f"no {what} in the log (pattern {pattern!r})")
     return matches[-1]
+
+
+def log_parts(log: str) -> list:
+    """The parts of a log, one per "# command:" line (a run resumed from its checkpoint has several); a log
+    written without one (the exploratory runs) is one part."""
+    return log.split("# command: ")[1:] or [log]
 
 
 def wall_seconds(log: str) -> float:
@@ -46,7 +125,7 @@ def wall_seconds(log: str) -> float:
     fairseq's own "wall" meter restarts at 0 when a run resumes from its checkpoint, so it cannot be used.
     """
     total = 0.0
-    for part in log.split("# command: ")[1:]:
+    for part in log_parts(log):
         stamps = re.findall(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \|", part, flags=re.MULTILINE)
         if stamps:
             first, last = (datetime.datetime.fromisoformat(stamp) for stamp in (stamps[0], stamps[-1]))
@@ -59,11 +138,20 @@ def wall_seconds(log: str) -> float:
 def median_words_per_second(log: str) -> float:
     """fairseq's logged training tokens/s, median over the longest part of a resumed run (parts may differ in
     precision or load, so they are not pooled)."""
-    parts = [re.findall(r"train_inner .*? wps=([\d.]+)", part) for part in log.split("# command: ")[1:]]
+    parts = [re.findall(r"train_inner .*? wps=([\d.]+)", part) for part in log_parts(log)]
     longest = max(parts, key=len)
     if not longest:
         raise ValueError("no train_inner lines in the training log")
     return statistics.median(float(wps) for wps in longest)
+
+
+def config_setting(log: str, name: str) -> str:
+    """A value of fairseq's logged configuration, written ``name='value'`` (the model's Namespace) or
+    ``'name': 'value'`` (a dict), for the runs whose log has no command."""
+    match = re.search(rf"(?:\b{name}=|'{name}': )('[^']*'|[\w.\-]+)", log)
+    if not match:
+        raise ValueError(f"no '{name}' in the training log's configuration")
+    return match.group(1).strip("'")
 
 
 def training_summary(log: str) -> dict:
@@ -88,248 +176,349 @@ def tree_to_plain(values: dict) -> float:
     return tree / plain
 
 
-def variant_summary(logs: str) -> dict:
-    """The settings and headline numbers of one run of the recipe (one logs directory)."""
+def recipe_run(logs: str) -> dict:
+    """One run of run.sh (one logs folder): its settings, logs' numbers and scores."""
+    name = os.path.basename(os.path.normpath(logs))
+    run_scores = scores(logs)
     corpus_log = read(logs, "make_corpus.log")
-    tree_command = command(read(logs, "train_tree_transformer_lm.log"))
-    induction = json.loads(read(logs, "induce_paper.json"))["subsets"]
-    perplexity = {arch: json.loads(read(logs, f"perplexity_{arch}.json"))["perplexity"] for arch in SYSTEMS}
-    return {
-        "logs": os.path.basename(os.path.normpath(logs)),
+    tree_log = read(logs, "train_tree_transformer_lm.log")
+    tree_command = command(tree_log)
+    bf16 = "--cpu-bf16-autocast" in tree_command
+    settings = {
         "transductive": "train/ptb-sample" in corpus_log,  # trained on the evaluation sentences' words (EVAL_TEXT=1)
         "diagonal_zero": "--constituent-diagonal zero" in tree_command,  # C_ii = 0 as in the authors' code
         "authors_optimiser": "--lr-scheduler fixed" in tree_command,  # OPTIMISER=authors
-        "bf16": "--cpu-bf16-autocast" in tree_command,
-        "updates": one(r"--max-update (\d+)", tree_command, "update budget").group(1),
-        "sentence_f1": [100 * scores["Tree Transformer"]["sentence_f1"] for scores in induction.values()],
-        "perplexity_ratio": tree_to_plain(perplexity),
+        "precision": "bf16" if bf16 else "fp32",
+        "updates": int(one(r"--max-update (\d+)", tree_command, "update budget").group(1)),
+    }
+    reproduce = (("EVAL_TEXT=1 " if settings["transductive"] else "")
+                 + ("DIAGONAL=zero " if settings["diagonal_zero"] else "")
+                 + ("OPTIMISER=authors " if settings["authors_optimiser"] else "")
+                 + f"PRECISION={settings['precision']} UPDATES={settings['updates']} examples/ptb_induction/run.sh")
+    preprocess = read(logs, "preprocess.log")
+    parses = {label: score(run_scores, logs, file) for label, file in PARSES.items()}
+    commands = [(log, current(command(read(logs, log)))) for log in (
+        "make_corpus.log", "preprocess.log", *(f"train_{arch}.log" for arch in SYSTEMS), "induce_paper.log",
+        "induce_released.log", *(f"induce_min{m}.log" for m in (1, 3)),
+        *(f"induce_layer{layer}.log" for layer in range(parses["m=2"]["layers"])), "constituent_prior.log",
+        *(f"perplexity_{arch}.log" for arch in SYSTEMS))]
+    return {
+        "name": name, "label": f"`{name}/`", "by_hand": False, "settings": settings, "reproduce": reproduce,
+        "corpus": json.loads(corpus_log[corpus_log.index("{"): corpus_log.rindex("}") + 1]),
+        "vocabulary": int(one(r"Dictionary: (\d+) types", preprocess, "dictionary size").group(1)),
+        "ptb_unk": one(r"ptb\.txt: \d+ sents, \d+ tokens, ([\d.]+)% replaced", preprocess, "PTB <unk> rate").group(1),
+        "training": {arch: training_summary(tree_log if arch == "tree_transformer_lm"
+                                            else read(logs, f"train_{arch}.log")) for arch in SYSTEMS},
+        "parses": parses,
+        "perplexity": {arch: score(run_scores, logs, f"perplexity_{arch}.json") for arch in SYSTEMS},
+        "commands": commands,
     }
 
 
-def variants_table(logs: str, current: dict) -> list:
-    """Markdown rows comparing every complete run of the recipe beside ``logs`` (directories ``logs*``);
-    ``current`` is the summary of ``logs`` itself."""
-    parent = os.path.dirname(os.path.abspath(logs))
-    runs = [name for name in sorted(os.listdir(parent))
-            if name.startswith("logs") and os.path.exists(os.path.join(parent, name, "perplexity_roberta_prenorm.json"))]
-    lines = ["| logs | training text | C_ii | optimiser | precision | updates | sentence F1 all "
-             "| sentence F1 <=10 words | perplexity ratio |", "|---|---|---:|---|---|---:|---:|---:|---:|"]
-    for name in runs:
-        row = current if name == current["logs"] else variant_summary(os.path.join(parent, name))
-        text = "+ PTB sample words" if row["transductive"] else "without the PTB sample"
-        optimiser = "authors'" if row["authors_optimiser"] else "recipe"
-        lines.append(f"| `{name}/` | {text} | {0 if row['diagonal_zero'] else 1} | {optimiser} "
-                     f"| {'bf16' if row['bf16'] else 'fp32'} | {row['updates']} | "
-                     + " | ".join(f"{f1:.1f}" for f1 in row["sentence_f1"]) + f" | {row['perplexity_ratio']:.3f} |")
-    return lines
+def exploratory_runs(logs: str, specs: list) -> list:
+    """The runs made by hand in one folder (EXPLORATORY): settings read from fairseq's logged configuration."""
+    name = os.path.basename(os.path.normpath(logs))
+    run_scores = scores(logs)
+    runs = []
+    for spec in specs:
+        log = read(logs, spec["train"])
+        diagonal = config_setting(log, "constituent_diagonal")
+        training = training_summary(log)
+        settings = {
+            # the binarized corpus of EVAL_TEXT=1 run.sh (work-eval-text*/bin) holds the PTB sample's words
+            "transductive": "work-eval-text" in config_setting(log, "data"),
+            "diagonal_zero": diagonal == "zero",
+            "authors_optimiser": config_setting(log, "lr_scheduler") == "fixed",
+            "precision": "bf16" if config_setting(log, "cpu_bf16_autocast") == "True" else "fp32",
+            "updates": int(training["updates"]),  # a time limit (--stop-time-hours) ended these runs
+        }
+        runs.append({
+            "name": f"{name}#{spec['train'][len('train_'):-len('.log')]}", "by_hand": True,
+            "label": f"`{name}/` C_ii = {0 if settings['diagonal_zero'] else 1} (by hand)", "settings": settings,
+            "reproduce": f"by hand: `{name}/README.md`", "folder": name,
+            "training": {"tree_transformer_lm": training},
+            "parses": {label: score(run_scores, logs, file) for label, file in spec["parses"].items()},
+            "perplexity": None, "train_log": spec["train"], "readme_command": readme_command(logs),
+            "commands": [(file[:-len(".json")] + ".log", current(command(read(logs, file[:-len(".json")] + ".log"))))
+                         for file in spec["parses"].values()],
+        })
+    return runs
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--logs", required=True)
-    parser.add_argument("--out", required=True)
-    args = parser.parse_args()
-    logs = args.logs
+def readme_command(logs: str) -> str:
+    """The training command of the exploratory runs: the first fenced block of their folder's README.md."""
+    text = read(logs, "README.md")
+    match = re.search(r"^```\n(.*?)\n```", text, flags=re.MULTILINE | re.DOTALL)
+    if not match:
+        raise ValueError(f"{logs}/README.md has no fenced command block")
+    return match.group(1)
 
-    corpus_log = read(logs, "make_corpus.log")
-    corpus = json.loads(corpus_log[corpus_log.index("{"): corpus_log.rindex("}") + 1])
-    summary = variant_summary(logs)
-    transductive, diagonal_zero, bf16 = summary["transductive"], summary["diagonal_zero"], summary["bf16"]
-    settings = (("EVAL_TEXT=1 " if transductive else "") + ("DIAGONAL=zero " if diagonal_zero else "")
-                + ("OPTIMISER=authors " if summary["authors_optimiser"] else "")
-                + f"PRECISION={'bf16' if bf16 else 'fp32'} UPDATES={summary['updates']} ")
-    logs_name = os.path.basename(os.path.normpath(logs))
-    preprocess = read(logs, "preprocess.log")
-    vocabulary = one(r"Dictionary: (\d+) types", preprocess, "dictionary size").group(1)
-    ptb_unk = one(r"ptb\.txt: \d+ sents, \d+ tokens, ([\d.]+)% replaced", preprocess, "PTB <unk> rate").group(1)
-    training = {arch: training_summary(read(logs, f"train_{arch}.log")) for arch in SYSTEMS}
-    induction = {variant: json.loads(read(logs, f"induce_{variant}.json")) for variant in ("paper", "released")}
-    perplexity = {arch: json.loads(read(logs, f"perplexity_{arch}.json")) for arch in SYSTEMS}
 
+# ---- cells ----------------------------------------------------------------------------------------------------
+
+def f1_cell(parse: dict, key: str = "sentence_f1", system: str = "Tree Transformer") -> Cell:
+    """"all / <=10 words" F1 in % of one parse (``parse`` an induce JSON, or None: "–")."""
+    if parse is None:
+        return Cell(None, "–")
+    values = [100 * subset[system][key] for subset in parse["subsets"].values()]
+    return Cell(values, " / ".join(f"{value:.1f}" for value in values))
+
+
+def params_cell(params: str) -> Cell:
+    """fairseq's logged parameter count ("3,221,249")."""
+    return Cell(int(params.replace(",", "")), params)
+
+
+def number_cell(value, spec: str) -> Cell:
+    return Cell(None, "–") if value is None else Cell(value, format(value, spec))
+
+
+def settings_cells(run: dict) -> list:
+    s = run["settings"]
+    return ["+ PTB sample words" if s["transductive"] else "without the PTB sample",
+            0 if s["diagonal_zero"] else 1, "authors'" if s["authors_optimiser"] else "recipe", s["precision"],
+            s["updates"]]
+
+
+def perplexity_ratio(run: dict):
+    if not run["perplexity"]:
+        return None
+    return tree_to_plain({arch: result["perplexity"] for arch, result in run["perplexity"].items()})
+
+
+def throughput_ratio(run: dict):
+    if len(run["training"]) < len(SYSTEMS):
+        return None
+    return tree_to_plain({arch: row["words_per_second"] for arch, row in run["training"].items()})
+
+
+# ---- the document ---------------------------------------------------------------------------------------------
+
+def runs_table(runs: list) -> Table:
+    table = Table(["run", "training text", "C_ii", "optimiser", "precision", "updates", "Algorithm 1, m=2",
+                   "Algorithm 1, m=1", "greedy from layer 1", "rho of layer 1", "perplexity ratio",
+                   "throughput ratio", "reproduce"], "llrllrrrrrrrl")
+    for run in runs:
+        agreement = run["parses"]["m=2"].get("link_agreement")
+        label = f"**{run['label']} (headline)**" if run["name"] == HEADLINE else run["label"]
+        reproduce = run["reproduce"] if run["by_hand"] else f"`{run['reproduce']}`"
+        table.add(Cell(run["name"], label), *settings_cells(run), f1_cell(run["parses"]["m=2"]),
+                  f1_cell(run["parses"].get("m=1")), f1_cell(run["parses"].get("layer 1")),
+                  number_cell(agreement[1] if agreement else None, "+.3f"),
+                  number_cell(perplexity_ratio(run), ".3f"), number_cell(throughput_ratio(run), ".2f"),
+                  Cell(run["reproduce"], reproduce))
+    return table
+
+
+def training_table(runs: list) -> Table:
+    table = Table(["run", "system", "parameters", "updates", "wall time", "tokens/s (median)",
+                   "best valid loss (bits)", "at update"], "llrrrrrr")
+    for run in runs:
+        for arch, row in run["training"].items():
+            table.add(Cell(run["name"], run["label"]), SYSTEMS[arch], params_cell(row["params"]), int(row["updates"]),
+                      Cell(row["seconds"], f"{row['seconds'] / 60:.1f} min"),
+                      Cell(row["words_per_second"], f"{row['words_per_second']:.0f}"),
+                      Cell(float(row["best_valid_loss"]), row["best_valid_loss"]), int(row["best_at"]))
+    return table
+
+
+def layers_table(runs: list) -> Table:
+    table = Table(["run"] + list(PARSES), "l" + "r" * len(PARSES))
+    for run in runs:
+        table.add(Cell(run["name"], run["label"]), *(f1_cell(run["parses"].get(label)) for label in PARSES))
+    return table
+
+
+def agreement_table(runs: list) -> Table:
+    layers = len(runs[0]["parses"]["m=2"]["link_agreement"])
+    table = Table(["run", "links"] + [f"layer {layer}" for layer in range(layers)], "ll" + "r" * layers)
+    for run in runs:
+        paper = run["parses"]["m=2"]
+        shifted = paper.get("link_agreement_shifted", {})
+        rows = [("a_k", paper["link_agreement"])]
+        for offset, label in (("-1", "a_{k-1} (one pair left)"), ("+1", "a_{k+1} (one pair right)")):
+            if offset in shifted:
+                rows.append((label, shifted[offset]))
+        for label, values in rows:
+            table.add(Cell(run["name"], run["label"]), label, *(Cell(rho, f"{rho:+.3f}") for rho in values))
+    return table
+
+
+def perplexity_table(runs: list) -> Table:
+    table = Table(["run", "system", "parameters", "perplexity", "words scored", "`<unk>` words not scored"],
+                  "llrrrr")
+    for run in runs:
+        for arch, name in SYSTEMS.items():
+            result = run["perplexity"][arch]
+            table.add(Cell(run["name"], run["label"]), name, params_cell(run["training"][arch]["params"]),
+                      Cell(result["perplexity"], f"{result['perplexity']:.1f}"),
+                      Cell(result["scored_words"], f"{result['scored_words']:,}"),
+                      Cell(result["unknown_words"], f"{result['unknown_words']:,}"))
+    return table
+
+
+def data_table(runs: list) -> Table:
+    table = Table(["run", "training sentences", "training words", "vocabulary (types seen 3 times or more)",
+                   "PTB sample words `<unk>` to the model"], "lrrrr")
+    for run in runs:
+        train = [stats for name, stats in run["corpus"].items() if name.startswith("train/")]
+        sentences, words = sum(s["sentences"] for s in train), sum(s["words"] for s in train)
+        table.add(Cell(run["name"], run["label"]), Cell(sentences, f"{sentences:,}"), Cell(words, f"{words:,}"),
+                  run["vocabulary"], Cell(float(run["ptb_unk"]), f"{run['ptb_unk']}%"))
+    return table
+
+
+def headline_sections(run: dict, tables: dict) -> list:
+    """The headline run in detail: its data, training, trees (F1 and recall by label), links and perplexity."""
+    corpus, s, training = run["corpus"], run["settings"], run["training"]
+    paper, released = run["parses"]["m=2"], run["parses"]["released"]
     lines = [
-        "# Tree Transformer: grammar induction on the PTB sample and masked-word perplexity",
+        f"## The headline run in detail (`{run['name']}/`)",
         "",
-        f"Generated by `examples/ptb_induction/make_results.py` from `examples/ptb_induction/{logs_name}/`; do not",
-        f"edit by hand. Reproduce with `{settings}examples/ptb_induction/run.sh` "
-        "(commands below). CPU only, one thread per process, on",
-        "a machine whose 2 cores were shared with other jobs, so wall times are only indicative.",
-        "",
-        "## Data",
+        "### Data",
         "",
         "Training text (words only, never trees; punctuation removed, lowercased, digits -> `N`, as the PTB",
         "evaluation sentences): " + ", ".join(
             f"{name.split('/')[1]} {stats['sentences']:,} sentences / {stats['words']:,} words"
             for name, stats in corpus.items() if name.startswith("train/")) + ".",
-        f"Validation: the Multi30k val, UD EWT dev and SST dev words. Vocabulary: {vocabulary} types (words seen",
+        f"Validation: the Multi30k val, UD EWT dev and SST dev words. Vocabulary: {run['vocabulary']} types (words "
+        "seen",
         f"at least 3 times). Evaluation: the {corpus['eval/ptb-sample']['sentences']:,} trees of the PTB sample",
         f"wsj_0001-0159 ({corpus['eval/ptb-sample']['words']:,} words after removing punctuation and traces by POS "
-        f"tag); {ptb_unk}% of its words are `<unk>` to the model"
-        + (" (rare words: its text is in the training text)." if transductive else " (out-of-domain text)."),
+        f"tag); {run['ptb_unk']}% of its words are `<unk>` to the model"
+        + (" (rare words: its text is in the training text)." if s["transductive"] else " (out-of-domain text)."),
         "",
-        "## Training (masked LM, `sentence_masked_lm`, BERT masking 15% / 80-10-10)",
+        "### Training (masked LM, `sentence_masked_lm`, BERT masking 15% / 80-10-10)",
         "",
-        ("Precision: bf16 autocast (`--cpu-bf16-autocast`, fp32 weights) for both systems." if bf16 else
-         "Precision: fp32 for both systems."),
+        ("Precision: bf16 autocast (`--cpu-bf16-autocast`, fp32 weights) for both systems."
+         if s["precision"] == "bf16" else "Precision: fp32 for both systems."),
         "",
-        "| system | parameters | updates | wall time | tokens/s (median) | best valid loss (bits) | at update |",
-        "|---|---:|---:|---:|---:|---:|---:|",
     ]
+    table = Table(["system", "parameters", "updates", "wall time", "tokens/s (median)", "best valid loss (bits)",
+                   "at update"], "lrrrrrr")
     for arch, name in SYSTEMS.items():
         row = training[arch]
-        lines.append(f"| {name} | {row['params']} | {row['updates']} | {row['seconds'] / 60:.1f} min | "
-                     f"{row['words_per_second']:.0f} | {row['best_valid_loss']} | {row['best_at']} |")
-    speed = tree_to_plain({arch: row["words_per_second"] for arch, row in training.items()})
-    lines += [
+        table.add(name, params_cell(row["params"]), int(row["updates"]), Cell(row["seconds"], f"{row['seconds'] / 60:.1f} min"),
+                  Cell(row["words_per_second"], f"{row['words_per_second']:.0f}"),
+                  Cell(float(row["best_valid_loss"]), row["best_valid_loss"]), int(row["best_at"]))
+    tables["headline_training"] = table.json()
+    lines += table.lines() + [
         "",
-        f"Training throughput, Tree Transformer / Transformer: {speed:.2f} (median of fairseq's logged tokens/s;",
+        f"Training throughput, Tree Transformer / Transformer: {throughput_ratio(run):.2f} (median of fairseq's "
+        "logged tokens/s;",
         "the two trained side by side on the same data, so both saw the same load).",
     ]
 
-    subsets = list(induction["paper"]["subsets"])
-    paper_systems = induction["paper"]["subsets"][subsets[0]]
-    random_name = next(name for name in paper_systems if name.startswith("random"))
-    rows = [("Tree Transformer, Algorithm 1 (m=2, threshold 0.8)", induction["paper"], "Tree Transformer"),
-            ("Tree Transformer, released variant (descend above 0.7)", induction["released"], "Tree Transformer")]
-    rows += [(name, induction["paper"], name) for name in (*BASELINES, random_name)]
+    subsets = list(paper["subsets"])
+    random_name = next(name for name in paper["subsets"][subsets[0]] if name.startswith("random"))
+    rows = [("Tree Transformer, Algorithm 1 (m=2, threshold 0.8)", paper, "Tree Transformer"),
+            ("Tree Transformer, released variant (descend above 0.7)", released, "Tree Transformer")]
+    rows += [(name, paper, name) for name in (*BASELINES, random_name)]
     lines += [
         "",
-        "## Grammar induction (unlabeled F1, %)",
+        "### Grammar induction (unlabeled F1, %)",
         "",
-        "Convention of `fairseq_syntax.evaluation.parseval` (PRPN / ON-LSTM): punctuation and traces removed by POS",
+        "Convention of `fairseq_syntax.methods.tree_transformer.parseval` (PRPN / ON-LSTM): punctuation and traces "
+        "removed by POS",
         "tag, single-word and whole-sentence spans discarded; *sentence F1* is the mean over sentences (the",
         "paper's number), *corpus F1* the micro average. All rows are scored by the same code.",
         "",
-        "| trees | " + " | ".join(
-            f"{subset} ({induction['paper']['subsets'][subset][random_name]['sentences']} sent.) sentence F1 | "
-            f"{subset} corpus F1" for subset in subsets) + " |",
-        "|---|" + "---:|---:|" * len(subsets),
     ]
+    header = ["trees"]
+    for subset in subsets:
+        header += [f"{subset} ({paper['subsets'][subset][random_name]['sentences']} sent.) sentence F1",
+                   f"{subset} corpus F1"]
+    table = Table(header, "l" + "r" * (len(header) - 1))
     for label, result, system in rows:
-        cells = " | ".join(
-            f"{100 * result['subsets'][subset][system]['sentence_f1']:.1f} | "
-            f"{100 * result['subsets'][subset][system]['corpus_f1']:.1f}" for subset in subsets)
-        lines.append(f"| {label} | {cells} |")
-    lines += [
+        cells = []
+        for subset in subsets:
+            scores_ = result["subsets"][subset][system]
+            cells += [Cell(100 * scores_[key], f"{100 * scores_[key]:.1f}") for key in ("sentence_f1", "corpus_f1")]
+        table.add(label, *cells)
+    tables["headline_induction"] = table.json()
+    lines += table.lines() + [
         "",
         f"Recall by gold label (%, {subsets[0]} sentences; the paper's Table 3):",
         "",
-        "| trees | " + " | ".join(LABELS) + " |",
-        "|---|" + "---:|" * len(LABELS),
     ]
+    table = Table(["trees", *LABELS], "l" + "r" * len(LABELS))
     for label, result, system in rows:
         recall = result["subsets"][subsets[0]][system]["label_recall"]
-        cells = " | ".join(f"{100 * recall[l][0] / recall[l][1]:.1f}" if l in recall and recall[l][1] else "-"
-                           for l in LABELS)
-        lines.append(f"| {label} | {cells} |")
-
-    analysis = [(f"Algorithm 1, minimum layer {m}", f"induce_min{m}.json") for m in (1, 2, 3)]
-    analysis += [(f"greedy from layer {layer} alone", f"induce_layer{layer}.json")
-                 for layer in range(induction["paper"]["layers"])]
-    lines += [
-        "",
-        "Which layers hold the structure (the paper's Figure 4): Algorithm 1 with other minimum layers m, and",
-        "top-down greedy parsing (split at the weakest link, no threshold) from one layer's links alone.",
-        "",
-        "| trees | " + " | ".join(f"{subset} sentence F1" for subset in subsets) + " |",
-        "|---|" + "---:|" * len(subsets),
-    ]
-    for label, name in analysis:
-        result = induction["paper"] if name == "induce_min2.json" else json.loads(read(logs, name))
-        lines.append(f"| {label} | " + " | ".join(
-            f"{100 * result['subsets'][subset]['Tree Transformer']['sentence_f1']:.1f}" for subset in subsets) + " |")
-    agreement = induction["paper"].get("link_agreement")
-    if agreement:
-        lines += [
-            "",
-            "What the links learnt, before any parsing rule: per layer, Spearman's rho (all sentences, every pair of",
-            "adjacent words) between the link a_k and minus the size of the smallest gold constituent holding both",
-            "words (`fairseq_syntax/evaluation/link_agreement.py`): +1 = the gold ranking, 0 = none, < 0 = links",
-            "that cut the gold constituents.",
-            "",
-            "| layer | " + " | ".join(str(layer) for layer in range(len(agreement))) + " |",
-            "|---|" + "---:|" * len(agreement),
-            "| rho | " + " | ".join(f"{rho:+.3f}" for rho in agreement) + " |",
-        ]
-        shifted = induction["paper"].get("link_agreement_shifted", {})
-        for offset, label in (("-1", "rho of a_{k-1} (one pair left)"), ("+1", "rho of a_{k+1} (one pair right)")):
-            if offset in shifted:
-                lines.append(f"| {label} | " + " | ".join(f"{rho:+.3f}" for rho in shifted[offset]) + " |")
-        if shifted:
-            lines += ["", "The last two rows compare the pair k, k+1 with the link next to it: a model whose "
-                      "links were aligned with", "the gold trees would score highest in the first row."]
-    tag_pairs = induction["paper"].get("links_by_tag_pair")
+        shares = [100 * recall[tag][0] / recall[tag][1] if tag in recall and recall[tag][1] else None
+                  for tag in LABELS]
+        table.add(label, *(Cell(share, f"{share:.1f}") if share is not None else Cell(None, "-") for share in shares))
+    tables["headline_recall"] = table.json()
+    lines += table.lines()
+    tag_pairs = paper.get("links_by_tag_pair")
     if tag_pairs:
         layers = len(tag_pairs[0]["mean_links"])
         lines += [
             "",
             "Which words the links join: the mean link a_k per layer of the most frequent POS tag pairs of adjacent",
-            "words (by their mean over layers), beside the median size of the smallest gold constituent holding both words",
+            "words (by their mean over layers), beside the median size of the smallest gold constituent holding both "
+            "words",
             "(2 = a two-word constituent such as `the board`).",
             "",
-            "| tags | pairs | " + " | ".join(f"layer {layer}" for layer in range(layers)) + " | gold size |",
-            "|---|---:|" + "---:|" * layers + "---:|",
-        ] + [
-            f"| {' '.join(row['tags'])} | {row['count']} | " + " | ".join(f"{v:.2f}" for v in row["mean_links"])
-            + f" | {row['median_gold_size']:g} |" for row in tag_pairs
         ]
-    figure = os.path.basename(one(r"--output (\S+\.png)", read(logs, "constituent_prior.log"), "figure path").group(1))
+        table = Table(["tags", "pairs", *(f"layer {layer}" for layer in range(layers)), "gold size"],
+                      "lr" + "r" * layers + "r")
+        for row in tag_pairs:
+            table.add(" ".join(row["tags"]), row["count"], *(Cell(v, f"{v:.2f}") for v in row["mean_links"]),
+                      Cell(row["median_gold_size"], f"{row['median_gold_size']:g}"))
+        tables["headline_tag_pairs"] = table.json()
+        lines += table.lines()
     lines += [
         "",
         "For scale, the paper (WSJ-test / WSJ-10, sentence F1): Tree Transformer L=10 trained on WSJ-train 49.5 /",
         "66.2 (median of runs), right-branching 39.8 / 56.6, left-branching 9.0 / 19.6, random 21.6 / 31.9.",
         "",
         "The constituent prior C of every layer for the first PTB sentence, as in the paper's Figure 5:",
-        f"[`{figure}`]({figure}).",
+        f"[`{FIGURE}`]({FIGURE}) (drawn by the command of `{run['name']}/constituent_prior.log.gz`).",
         "",
-        "## Masked-word perplexity (section 7.5: every word masked once, one at a time)",
+        "### Masked-word perplexity (section 7.5: every word masked once, one at a time)",
         "",
-        "| system | parameters | perplexity | words scored | `<unk>` words not scored |",
-        "|---|---:|---:|---:|---:|",
     ]
+    table = Table(["system", "parameters", "perplexity", "words scored", "`<unk>` words not scored"], "lrrrr")
     for arch, name in SYSTEMS.items():
-        result = perplexity[arch]
-        lines.append(f"| {name} | {training[arch]['params']} | {result['perplexity']:.1f} | "
-                     f"{result['scored_words']:,} | {result['unknown_words']:,} |")
-    ratio = tree_to_plain({arch: result["perplexity"] for arch, result in perplexity.items()})
-    lines += [
+        result = run["perplexity"][arch]
+        table.add(name, params_cell(training[arch]["params"]), Cell(result["perplexity"], f"{result['perplexity']:.1f}"),
+                  Cell(result["scored_words"], f"{result['scored_words']:,}"),
+                  Cell(result["unknown_words"], f"{result['unknown_words']:,}"))
+    tables["headline_perplexity"] = table.json()
+    lines += table.lines() + [
         "",
-        f"Tree Transformer / Transformer perplexity: {ratio:.3f}. For scale, the paper's Table 4 (WSJ, trained",
+        f"Tree Transformer / Transformer perplexity: {perplexity_ratio(run):.3f}. For scale, the paper's Table 4 "
+        "(WSJ, trained",
         "on WSJ-train, 10 layers): Tree-T 45.7 vs Transformer 48.5, a ratio of 0.942.",
     ]
+    return lines
 
-    lines += [
-        "",
-        "## Every run of this recipe kept here",
-        "",
-        "Algorithm 1 (m=2, threshold 0.8) and Tree Transformer / Transformer masked-word perplexity of each",
-        "`logs*` directory beside this one (each has its own RESULTS file); right-branching trees score "
-        + " / ".join(f"{100 * induction['paper']['subsets'][subset]['right-branching']['sentence_f1']:.1f}"
-                     for subset in subsets) + ":",
-        "",
-    ] + variants_table(logs, summary)
-    lines += [
-        "",
+
+def differences(headline: dict) -> list:
+    s = headline["settings"]
+    return [
         "## How this differs from the paper",
         "",
     ] + ([
         "- Training text: Multi30k captions, UD EWT web text and SST movie reviews, plus the raw words of the PTB",
         "  sample itself (never its trees): the transductive setting, since WSJ-train is not at hand. The paper",
-        "  trains on WSJ-train and parses WSJ-test, sentences it has not read.",
-    ] if transductive else [
+        "  trains on WSJ-train and parses WSJ-test, sentences it has not read. (`logs/` trains without them: the",
+        "  PTB sentences are then out of domain.)",
+    ] if s["transductive"] else [
         "- Training text: Multi30k captions, UD EWT web text and SST movie reviews (raw words), not WSJ, because",
         "  only the PTB sample is at hand and it is the evaluation set; so the PTB sentences are out of domain",
-        "  (`EVAL_TEXT=1 run.sh` adds their words to the training text: RESULTS-eval-text.md).",
+        "  (`EVAL_TEXT=1 run.sh` adds their words to the training text).",
     ]) + [
         "- Size and budget: 6 layers, d_model 128, 4 heads, FFN 512, word-level vocabulary, trained for the",
         "  number of updates above on a shared CPU (the paper: 10 layers, d_model 512, 8 heads, WordPiece 16k,",
-        "  trained to convergence on a GPU). Both systems here have the same size, data, schedule and seed.",
+        "  trained to convergence on a GPU). Both systems of a run have the same size, data, schedule and seed.",
         "- Evaluation set: the PTB sample (WSJ files 0001-0159, from sections 00-01), not WSJ-test (section 23);",
         "  the sentence-level mean F1 and its rules are the paper's (ON-LSTM's evaluation).",
     ] + ([
         "- The constituent prior has C_ii = 0, as in the authors' code (about 3e-5 there): a word attends only to",
-        "  the others. Eq. 3 gives C_ii = 1 (an empty product), this recipe's default. The link scores are scaled",
-        "  by d_model / 2 as in the paper.",
-    ] if diagonal_zero else [
+        "  the others. Eq. 3 gives C_ii = 1 (an empty product), this recipe's default (the runs with C_ii = 1",
+        "  above). The link scores are scaled by d_model / 2 as in the paper.",
+    ] if s["diagonal_zero"] else [
         "- The constituent prior has C_ii = 1 (eq. 3, an empty product); the authors' code leaves the diagonal",
         "  near 0 (`DIAGONAL=zero run.sh`). The link scores are scaled by d_model / 2 as in the paper.",
     ]) + [
@@ -337,15 +526,174 @@ def main() -> None:
         "  share the dictionary, so they are scored on the same words.",
     ]
 
-    lines += ["", "## Commands", ""]
-    sweep = [f"induce_min{m}.log" for m in (1, 3)] + [
-        f"induce_layer{layer}.log" for layer in range(induction["paper"]["layers"])]
-    for log in ("make_corpus.log", "preprocess.log", *(f"train_{arch}.log" for arch in SYSTEMS),
-                "induce_paper.log", "induce_released.log", *sweep, "constituent_prior.log",
-                *(f"perplexity_{arch}.log" for arch in SYSTEMS)):
-        lines += [f"`{logs_name}/{log}`:", "```", command(read(logs, log)), "```"]
-    with open(args.out, "w", encoding="utf-8") as out:
-        out.write("\n".join(lines) + "\n")
+
+def commands_section(headline: dict, runs: list) -> list:
+    lines = [
+        "## Commands",
+        "",
+        "Each run's commands are the first lines of its logs (`NAME.log.gz`); "
+        + ", ".join(f"`{old}` is now `{new}`" for old, new in MOVED_MODULES.items())
+        + " (the package was reorganised after these runs; the commands below use the new names). The headline run's:",
+        "",
+    ]
+    for log, line in headline["commands"]:
+        lines += [f"`{headline['name']}/{log}.gz`:", "```", line, "```"]
+    by_hand = [run for run in runs if run["by_hand"]]
+    for folder in dict.fromkeys(run["folder"] for run in by_hand):
+        in_folder = [run for run in by_hand if run["folder"] == folder]
+        lines += ["", f"The runs made by hand in `{folder}/` (from its README.md): training, with `DIAG` = `one` or "
+                  "`zero`,", "```", in_folder[0]["readme_command"], "```", "and the scoring of their trees:", "```"]
+        lines += [line for run in in_folder for _, line in run["commands"]] + ["```"]
+    return lines
+
+
+def runs_of(here: str) -> list:
+    """Every run kept beside this script, the headline first, then run.sh's others by folder, then the ones made by
+    hand."""
+    folders = sorted(path for path in glob.glob(os.path.join(here, "logs*"))
+                     if os.path.isdir(path) and os.path.basename(path) not in EXPLORATORY)
+    complete = [path for path in folders if "perplexity_roberta_prenorm.json" in scores(path)]
+    for path in sorted(set(folders) - set(complete)):
+        print(f"make_results.py: {path} left out: no perplexity_roberta_prenorm.json (a run not finished)",
+              file=sys.stderr)
+    recipe = [recipe_run(path) for path in complete]
+    recipe.sort(key=lambda run: (run["name"] != HEADLINE, run["name"]))
+    if not recipe or recipe[0]["name"] != HEADLINE:
+        raise FileNotFoundError(f"{os.path.join(here, HEADLINE)} is missing: the headline run")
+    by_hand = [run for folder, specs in EXPLORATORY.items()
+               for run in exploratory_runs(os.path.join(here, folder), specs)]
+    return recipe + by_hand
+
+
+def render(runs: list) -> tuple:
+    headline = runs[0]
+    recipe = [run for run in runs if not run["by_hand"]]
+    tables = {}
+    paper = headline["parses"]["m=2"]
+    subsets = list(paper["subsets"])
+    random_name = next(name for name in paper["subsets"][subsets[0]] if name.startswith("random"))
+    baseline_scores = " / ".join(f"{100 * paper['subsets'][subset]['right-branching']['sentence_f1']:.1f}"
+                                 for subset in subsets)
+    random_scores = " / ".join(f"{100 * paper['subsets'][subset][random_name]['sentence_f1']:.1f}"
+                               for subset in subsets)
+    lines = [
+        "# Tree Transformer: grammar induction on the PTB sample and masked-word perplexity",
+        "",
+        "Generated by `python3 examples/ptb_induction/make_results.py` from the runs kept in",
+        "`examples/ptb_induction/logs*/` (gzipped logs `*.log.gz` and scores `scores.json.gz`); RESULTS.json holds "
+        "the same",
+        "tables, numbers unrounded. Do not edit by hand. CPU only, one thread per process, on a machine whose 2 cores",
+        "were shared with other jobs, so wall times are only indicative.",
+        "",
+        "## Every run of this recipe",
+        "",
+        "One row per run kept here, the headline first: a Tree Transformer (6 layers, d_model 128) trained as a "
+        "masked LM on",
+        "raw text, its induced trees scored against the PTB sample. Sentence F1 (%, all / <=10-word sentences) of "
+        "its trees by",
+        "Algorithm 1 (threshold 0.8) from minimum layer m, and by top-down greedy parsing from layer 1's links alone;",
+        "rho: Spearman's rho of layer 1's links with the gold trees (see *What the links learnt*); perplexity and",
+        "throughput: Tree Transformer / plain Transformer of the same size trained beside it. For comparison, "
+        f"right-branching trees score {baseline_scores}, random trees {random_scores}.",
+        "",
+    ]
+    table = runs_table(runs)
+    tables["runs"] = table.json()
+    lines += table.lines() + [""] + headline_sections(headline, tables)
+
+    lines += [
+        "",
+        "## Every run in detail",
+        "",
+        "### Training",
+        "",
+    ]
+    table = training_table(runs)
+    tables["training"] = table.json()
+    lines += table.lines() + [
+        "",
+        "### Which layers hold the structure (the paper's Figure 4)",
+        "",
+        "Sentence F1 (%, all / <=10 words) of Algorithm 1 with minimum layer m (threshold 0.8; m=2 is the paper's),",
+        "the released variant, and top-down greedy parsing (split at the weakest link, no threshold) from one "
+        "layer's links",
+        "alone; – where the run was not scored so.",
+        "",
+    ]
+    table = layers_table(runs)
+    tables["parses"] = table.json()
+    lines += table.lines() + [
+        "",
+        "### What the links learnt",
+        "",
+        "Before any parsing rule: per layer, Spearman's rho (all sentences, every pair of adjacent words) between the",
+        "link a_k and minus the size of the smallest gold constituent holding both words",
+        "(`fairseq_syntax/methods/tree_transformer/link_agreement.py`): +1 = the gold ranking, 0 = none, < 0 = links",
+        "that cut the gold constituents. The rows a_{k-1} and a_{k+1} compare the pair k, k+1 with the link next to "
+        "it: a",
+        "model whose links were aligned with the gold trees would score highest in the row a_k.",
+        "",
+    ]
+    table = agreement_table(runs)
+    tables["link_agreement"] = table.json()
+    lines += table.lines() + [
+        "",
+        "### Masked-word perplexity",
+        "",
+    ]
+    table = perplexity_table(recipe)
+    tables["perplexity"] = table.json()
+    lines += table.lines() + [
+        "",
+        "### Data",
+        "",
+        "Training text: Multi30k, UD EWT and SST words, and with `EVAL_TEXT=1` the PTB sample's words (see the "
+        "headline's",
+        "data above); the runs made by hand used the binarized data of `EVAL_TEXT=1 DIAGONAL=zero run.sh`.",
+        "",
+    ]
+    table = data_table(recipe)
+    tables["data"] = table.json()
+    lines += table.lines() + [""] + differences(headline) + [""] + commands_section(headline, runs)
+    data = {
+        "generated_by": "examples/ptb_induction/make_results.py (tables by fairseq_syntax.evaluation.results)",
+        "units": "as in RESULTS.md, unrounded, except: wall time in seconds; an \"a / b\" F1 cell is [all, <=10 words]",
+        "headline": HEADLINE,
+        "figure": FIGURE,
+        "tables": tables,
+        "runs": {run["name"]: {"settings": run["settings"], "reproduce": run["reproduce"]} for run in runs},
+    }
+    return "\n".join(lines) + "\n", data
+
+
+# ---- compressing a run folder ---------------------------------------------------------------------------------
+
+def compress_run(logs: str) -> None:
+    """What run.sh does once a run is scored: gzip every ``*.log`` of ``logs`` (``NAME.log.gz``) and move every
+    ``*.json`` into ``scores.json.gz`` (``{file name: content}``, merged with the scores already there)."""
+    bundle = os.path.join(logs, SCORES)
+    found = scores(logs)
+    if found:
+        with open_text(bundle, "w") as handle:
+            json.dump(dict(sorted(found.items())), handle, indent=1, ensure_ascii=False)
+            handle.write("\n")
+    for path in glob.glob(os.path.join(logs, "*.json")):
+        os.remove(path)
+    for path in glob.glob(os.path.join(logs, "*.log")):
+        compress(path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--here", default=HERE, help="the folder of the runs (logs*/) and of RESULTS.md")
+    parser.add_argument("--out", help="RESULTS.md to write, RESULTS.json beside it (default: HERE/RESULTS.md)")
+    parser.add_argument("--compress", metavar="LOGS", help="only compress the run folder LOGS (see compress_run)")
+    args = parser.parse_args()
+    if args.compress:
+        compress_run(args.compress)
+        return
+    markdown, data = render(runs_of(args.here))
+    write_results(args.out or os.path.join(args.here, "RESULTS.md"), markdown, data)
 
 
 if __name__ == "__main__":

@@ -16,11 +16,13 @@
 # itself, as in the authors' code) instead of eq. 3's C_ii = 1; its files get the suffix -diagonal-zero.
 # OPTIMISER=authors trains both models with the optimisation of the authors' code (Adam lr 1e-4 constant, eps 1e-9,
 # 64-sentence batches, clipping 1.5) instead of lr 1e-3 with warm-up and 4096-token batches; suffix -authors-optimiser.
-# The setting under which the links learned PTB phrases here (RESULTS-eval-text-diagonal-zero-authors-optimiser.md):
+# The setting under which the links learned PTB phrases here (the headline run of RESULTS.md):
 #   EVAL_TEXT=1 DIAGONAL=zero OPTIMISER=authors UPDATES=16000 examples/ptb_induction/run.sh   (~95 min per model, fp32)
-# Outputs: examples/ptb_induction/work/ (corpus, binarized data, checkpoints, induced trees),
-#          examples/ptb_induction/logs/ (every command's log and JSON scores), RESULTS.md (from the logs),
-#          constituent_prior.png (the paper's Figure 5 for the first PTB sentence).
+# Outputs: examples/ptb_induction/work$SUFFIX/ (corpus, binarized data, checkpoints, induced trees, the figure),
+#          examples/ptb_induction/logs$SUFFIX/ (every command's log, gzipped once the run is done: NAME.log.gz; the
+#          JSON scores in one scores.json.gz), RESULTS.md and RESULTS.json (one table of every run kept here,
+#          rewritten from all the logs* folders by make_results.py), constituent_prior.png (the paper's Figure 5
+#          for the first PTB sentence; only the headline setting's is kept there, the others stay in work$SUFFIX/).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -42,11 +44,13 @@ case "$OPTIMISER" in
 esac
 WORK=$HERE/work$SUFFIX
 LOGS=$HERE/logs$SUFFIX
+HEADLINE=-eval-text-diagonal-zero-authors-optimiser  # the settings of make_results.py's HEADLINE run
 UPDATES=${UPDATES:-450}
 source "$ROOT/examples/common.sh"  # PYTHONPATH, oneDNN cache caps, default_precision
 PRECISION=${PRECISION:-$(default_precision)}
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1  # torch.set_num_threads(1) for fairseq's own commands
 mkdir -p "$WORK" "$LOGS"
+rm -f "$LOGS/scores.json.gz"  # the scores of an earlier run of these settings; every step below writes its own again
 
 # run LOG COMMAND...: writes the command as the log's first line, then its output
 run() {
@@ -85,7 +89,9 @@ esac
 training=()
 for arch in tree_transformer_lm roberta_prenorm; do
   if [ -n "${RESTART:-}" ] || [ ! -f "$WORK/checkpoints/$arch/checkpoint_last.pt" ]; then
-    rm -rf "$WORK/checkpoints/$arch" "$LOGS/train_$arch.log"
+    rm -rf "$WORK/checkpoints/$arch" "$LOGS/train_$arch.log" "$LOGS/train_$arch.log.gz"
+  elif [ -f "$LOGS/train_$arch.log.gz" ] && [ ! -f "$LOGS/train_$arch.log" ]; then
+    gunzip "$LOGS/train_$arch.log.gz"  # the log of the run that goes on, compressed when it last ended
   fi
   extra=()
   [ "$arch" = tree_transformer_lm ] && extra=(--constituent-diagonal "$DIAGONAL")
@@ -99,26 +105,28 @@ done
 
 TREE_CKPT=$WORK/checkpoints/tree_transformer_lm/checkpoint_best.pt
 GOLD=$DATA/ptb-sample/wsj_0001-0159.mrg.gz
-run "$LOGS/induce_paper.log" python3 -m fairseq_syntax.cli.induce "$TREE_CKPT" --input "$WORK/corpus/ptb.txt" \
+run "$LOGS/induce_paper.log" python3 -m fairseq_syntax.methods.tree_transformer.induce "$TREE_CKPT" --input "$WORK/corpus/ptb.txt" \
   --gold "$GOLD" --min-layer 2 --threshold 0.8 --output "$WORK/induced_paper.txt" --json "$LOGS/induce_paper.json"
-run "$LOGS/induce_released.log" python3 -m fairseq_syntax.cli.induce "$TREE_CKPT" --input "$WORK/corpus/ptb.txt" \
+run "$LOGS/induce_released.log" python3 -m fairseq_syntax.methods.tree_transformer.induce "$TREE_CKPT" --input "$WORK/corpus/ptb.txt" \
   --gold "$GOLD" --min-layer 2 --threshold 0.8 --descend-above 0.7 --output "$WORK/induced_released.txt" \
   --json "$LOGS/induce_released.json"
 # the paper's Figure 4: Algorithm 1 with other minimum layers, and top-down greedy parsing from one layer alone
 for m in 1 3; do
-  run "$LOGS/induce_min$m.log" python3 -m fairseq_syntax.cli.induce "$TREE_CKPT" --input "$WORK/corpus/ptb.txt" \
+  run "$LOGS/induce_min$m.log" python3 -m fairseq_syntax.methods.tree_transformer.induce "$TREE_CKPT" --input "$WORK/corpus/ptb.txt" \
     --gold "$GOLD" --min-layer "$m" --threshold 0.8 --json "$LOGS/induce_min$m.json"
 done
 for layer in $(seq 0 $((LAYERS - 1))); do
-  run "$LOGS/induce_layer$layer.log" python3 -m fairseq_syntax.cli.induce "$TREE_CKPT" --input "$WORK/corpus/ptb.txt" \
+  run "$LOGS/induce_layer$layer.log" python3 -m fairseq_syntax.methods.tree_transformer.induce "$TREE_CKPT" --input "$WORK/corpus/ptb.txt" \
     --gold "$GOLD" --layer "$layer" --json "$LOGS/induce_layer$layer.json"
 done
 # the paper's Figure 5: the constituent prior of every layer for one sentence (the first of the PTB sample)
 run "$LOGS/constituent_prior.log" python3 -m fairseq_syntax.cli.plot constituent-prior "$TREE_CKPT" \
-  "$(head -n 1 "$WORK/corpus/ptb.txt")" --output "$HERE/constituent_prior$SUFFIX.png"
+  "$(head -n 1 "$WORK/corpus/ptb.txt")" --output "$WORK/constituent_prior.png"
+if [ "$SUFFIX" = "$HEADLINE" ]; then cp "$WORK/constituent_prior.png" "$HERE/constituent_prior.png"; fi
 for arch in tree_transformer_lm roberta_prenorm; do
-  run "$LOGS/perplexity_$arch.log" python3 -m fairseq_syntax.evaluation.masked_lm \
+  run "$LOGS/perplexity_$arch.log" python3 -m fairseq_syntax.methods.tree_transformer.masked_lm \
     "$WORK/checkpoints/$arch/checkpoint_best.pt" --input "$WORK/corpus/ptb.txt" --json "$LOGS/perplexity_$arch.json"
 done
 
-python3 "$HERE/make_results.py" --logs "$LOGS" --out "$HERE/RESULTS$SUFFIX.md"
+python3 "$HERE/make_results.py" --compress "$LOGS"  # NAME.log -> NAME.log.gz, *.json -> scores.json.gz
+python3 "$HERE/make_results.py"  # RESULTS.md and RESULTS.json, from every logs* folder

@@ -15,8 +15,12 @@ import argparse
 import os
 from typing import Dict, List, Optional
 
-from fairseq_syntax import trees
-from fairseq_syntax.tasks.tree_classification import DICT_FILE, LABELS_FILE, build_dictionary
+from fairseq_syntax.core import trees
+from fairseq_syntax.core.classification_task import (
+    DICT_FILE,
+    LABELS_FILE,
+    build_dictionary,
+)
 
 FINE = ["0", "1", "2", "3", "4"]
 BINARY = {"0": "negative", "1": "negative", "2": "neutral", "3": "positive", "4": "positive"}

@@ -1,15 +1,25 @@
-"""RESULTS.md for the SST recipe, written from the fairseq-train logs of ``run.sh`` (nothing is typed by hand).
+"""RESULTS.md and RESULTS.json for the SST recipe, written from the fairseq-train logs of ``run.sh`` (nothing is
+typed by hand).
 
-Usage: ``python3 examples/sst/results.py examples/sst/logs > examples/sst/RESULTS.md``. Each ``DATASET.RUN.log`` gives
-its model settings (from fairseq's logged configuration), its size, how long it trained and why it stopped, and the
-dev accuracy after every epoch. A log without "done training" is reported as unfinished, never skipped.
+Usage: ``python3 examples/sst/results.py examples/sst/logs --out examples/sst/RESULTS.md`` (RESULTS.json is written
+beside it; without --out the Markdown goes to standard output). Each ``DATASET.RUN.log.gz`` (or ``.log``, a run not
+yet compressed) gives its model settings (from fairseq's logged configuration), its size, how long it trained and
+why it stopped, and the dev accuracy after every epoch. A log without "done training" is reported as unfinished,
+never skipped. The tables are rendered, and the files written, by the shared results library
+(``fairseq_syntax.evaluation.results``).
 """
 import argparse
 import glob
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))  # this checkout's package
+from fairseq_syntax.evaluation.results import markdown_table, read_text, table_json, write_results  # noqa: E402
+
+LOG_SUFFIXES = (".log.gz", ".log")
 
 # the paper's test accuracies (Nguyen et al. 2020, Tables 2 and 3), for orientation only: different split (test vs
 # our dev), 15k updates vs ours, and their tree model trained on every node label
@@ -38,8 +48,9 @@ def setting(config: str, name: str) -> Optional[str]:
 
 
 def read_run(path: str) -> Run:
-    name = os.path.basename(path)[: -len(".log")]
-    text = open(path, encoding="utf-8").read()
+    name = os.path.basename(path)
+    name = next(name[: -len(suffix)] for suffix in LOG_SUFFIXES if name.endswith(suffix))
+    text = read_text(path)
     config = next((line for line in text.splitlines() if "fairseq_cli.train | {" in line), "")
     keys = ("arch", "input_form", "preterminals", "classifier_pooling", "node_labels", "no_hier_embed",
             "no_subtree_mask", "max_update", "warmup_updates", "max_tokens", "lr", "dropout", "seed")
@@ -80,12 +91,15 @@ def describe(run: Run) -> Tuple[str, str]:
     return model, labels
 
 
-def table(runs: List[Run]) -> List[str]:
-    lines = [
-        "| run | model | input (pooling) | trained on | params | updates (warm-up) | epochs | minutes | stopped by "
-        "| dev acc. best (epoch) | dev acc. last | dev token-label acc. last |",
-        "|---|---|---|---|---:|---:|---:|---:|---|---:|---:|---:|",
-    ]
+HEADER = ["run", "model", "input (pooling)", "trained on", "params", "updates (warm-up)", "epochs", "minutes",
+          "stopped by", "dev acc. best (epoch)", "dev acc. last", "dev token-label acc. last"]
+ALIGN = "llllrrrrlrrr"
+
+
+def table(runs: List[Run]) -> Tuple[List[str], dict]:
+    """The Markdown lines of one dataset's table and the same table for RESULTS.json (numbers unrounded; a cell
+    "a (b)" is the list [a, b]; None where the Markdown has "-")."""
+    cells, values = [], []
     for run in runs:
         model, labels = describe(run)
         s = run.settings
@@ -99,25 +113,51 @@ def table(runs: List[Run]) -> List[str]:
         else:
             best_text = last_text = node_text = updates = epochs = "-"
         minutes = f"{run.seconds / 60:.1f}" if run.seconds is not None else "-"
-        lines.append(
-            f"| {run.name} | {model} | {source} ({s['classifier_pooling']}) | {labels} | {run.params or '-':,} "
-            f"| {updates} ({s['warmup_updates']}) | {epochs} | {minutes} | {run.stopped_by} | {best_text} | {last_text} | {node_text} |"
-        )
-    return lines
+        params = f"{run.params:,}" if run.params else "-"
+        cells.append([run.name, model, f"{source} ({s['classifier_pooling']})", labels, params,
+                      f"{updates} ({s['warmup_updates']})", epochs, minutes, run.stopped_by, best_text, last_text,
+                      node_text])
+        best = max(run.valid, key=lambda v: v[2]) if run.valid else None
+        last = run.valid[-1] if run.valid else None
+        values.append([run.name, model, f"{source} ({s['classifier_pooling']})", labels, run.params,
+                       [last[1] if last else None, number(s["warmup_updates"])], last[0] if last else None,
+                       run.seconds / 60 if run.seconds is not None else None, run.stopped_by,
+                       [best[2], best[0]] if best else None, last[2] if last else None,
+                       last[3] if last else None])
+    return markdown_table(HEADER, cells, ALIGN), table_json(HEADER, values)
+
+
+def number(text: Optional[str]):
+    """A setting's value as logged ("1000", "0.0007") as a number, else as given."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except (TypeError, ValueError):
+            pass
+    return text
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("logs", help="folder of DATASET.RUN.log files")
+    parser.add_argument("logs", help="folder of DATASET.RUN.log.gz (or .log) files")
+    parser.add_argument("--out", help="write RESULTS.md here and RESULTS.json beside it (default: the Markdown to "
+                        "standard output)")
     args = parser.parse_args()
-    runs = [read_run(path) for path in sorted(glob.glob(os.path.join(args.logs, "*.log")))]
+    paths = sorted(path for suffix in LOG_SUFFIXES for path in glob.glob(os.path.join(args.logs, "*" + suffix)))
+    runs = [read_run(path) for path in paths]
     if not runs:
-        raise SystemExit(f"{args.logs}: no .log files")
+        raise SystemExit(f"{args.logs}: no .log.gz or .log files")
+    duplicates = sorted({run.name for run in runs if [other.name for other in runs].count(run.name) > 1})
+    if duplicates:
+        raise SystemExit(f"{args.logs}: both NAME.log and NAME.log.gz for {', '.join(duplicates)}")
+    data = {"generated_by": "examples/sst/results.py (tables by fairseq_syntax.evaluation.results)",
+            "logs": sorted(os.path.basename(path) for path in paths), "datasets": {}}
     out = [
         "# SST: hierarchical accumulation vs a Transformer of the same size",
         "",
-        "Generated by `python3 examples/sst/results.py examples/sst/logs` from the logs of `examples/sst/run.sh`; "
-        "do not edit by hand.",
+        "Generated by `python3 examples/sst/results.py examples/sst/logs --out examples/sst/RESULTS.md` from the "
+        "gzipped logs of `examples/sst/run.sh` (`logs/*.log.gz`), with RESULTS.json beside it (the same tables, "
+        "numbers unrounded); do not edit by hand.",
         "",
         "All runs: tiny models (2 layers, d = 64, 4 heads, FFN 512), Adam lr 7e-4 with the warm-up shown "
         "(inverse square root), dropout 0.5, 2048-token batches, one seed, CPU, one thread, each run capped at "
@@ -137,7 +177,11 @@ def main() -> None:
         sizes = {(run.train_trees, run.valid_trees) for run in chosen}
         out += [f"## {dataset.upper()}", ""]
         out += [f"Trees: {', '.join(f'{train} train / {valid} dev' for train, valid in sorted(sizes, key=str))}.", ""]
-        out += table(chosen) + [""]
+        lines, values = table(chosen)
+        out += lines + [""]
+        entry = data["datasets"][dataset] = {
+            "trees": [{"train": train, "dev": valid} for train, valid in sorted(sizes, key=str)],
+            "table": values, "last_minus_baseline": []}
         # each tree model against the Transformer trained for as long
         for budget in sorted({run.settings["max_update"] for run in chosen}, key=lambda value: int(value or 0)):
             same = [run for run in chosen if run.settings["max_update"] == budget and run.valid]
@@ -148,15 +192,23 @@ def main() -> None:
             out += [f"- {run.name} minus {baseline.name}: {run.valid[-1][2] - reference:+.2f} points "
                     "(last evaluations)" for run in same if run is not baseline]
             out.append("")
+            entry["last_minus_baseline"] += [{"run": run.name, "baseline": baseline.name,
+                                              "points": round(run.valid[-1][2] - reference, 2)}  # logged to 0.01
+                                             for run in same if run is not baseline]
         if any("-SubMask" in describe(run)[0] for run in chosen):
             out += ["-SubMask: every SST node is the token `(X` and, as in the paper (footnote 4), only leaves have "
                     "positions, so without subtree masks all node queries of a sentence are equal and so are all "
-                    "node states (tests/test_hier_accum.py::test_without_subtree_masks_equal_nodes_stay_equal): "
+                    "node states (tests/methods/hier_accum/test_hier_accum.py::"
+                    "test_without_subtree_masks_equal_nodes_stay_equal): "
                     "the model cannot tell its nodes apart, and the root is read from a node.", ""]
         paper = ", ".join(f"{name} {value}" for name, value in PAPER.get(dataset, {}).items())
         out += [f"For orientation, the paper's test accuracies (15k updates, tree model trained on every label): "
                 f"{paper}.", ""]
-    print("\n".join(out))
+        entry["paper_test_accuracy"] = PAPER.get(dataset, {})
+    if args.out:
+        write_results(args.out, "\n".join(out), data)
+    else:
+        print("\n".join(out))
 
 
 if __name__ == "__main__":

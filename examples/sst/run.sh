@@ -5,9 +5,10 @@
 # Usage: examples/sst/run.sh [SST_DIR]    (SST_DIR holds train.txt(.gz) and dev.txt(.gz); default: the shared copy)
 #
 # Every run trains on CPU for at most --max-update updates or STOP_HOURS hours, one thread, niced, and logs to
-# examples/sst/logs/NAME.log; a run whose log says it finished is skipped. RESULTS.md is then written from the logs
-# by results.py. Settings follow the paper's Appendix 7.4 (Adam, lr 7e-4, dropout 0.5, 2048-token batches) except
-# the length of training: the paper trains 15k updates with 8000 warm-up updates (about 25 minutes a run here).
+# examples/sst/logs/NAME.log, gzipped (NAME.log.gz) once the run ends; a run whose log says it finished is skipped.
+# RESULTS.md and RESULTS.json are then written from the logs by results.py. Settings follow the paper's Appendix 7.4
+# (Adam, lr 7e-4, dropout 0.5, 2048-token batches) except the length of training: the paper trains 15k updates with
+# 8000 warm-up updates (about 25 minutes a run here).
 # LONG=1 adds the main comparison (Transformer vs the tree model trained on every node label) at that length, as
 # runs NAME.15k. RUNS="NAME ..." does only the runs named (to train two at a time, one per core, from two shells).
 set -euo pipefail
@@ -40,12 +41,14 @@ run() {  # run NAME DATASET ARGS...
   if [ -n "${RUNS:-}" ] && [[ " $RUNS " != *" $name "* ]]; then
     return
   fi
-  if [ -f "$log" ] && grep -q "done training" "$log"; then
-    echo "$name: done already ($log)"
+  if [ -f "$log.gz" ] && zgrep -q "done training" "$log.gz"; then
+    echo "$name: done already ($log.gz)"
     return
   fi
   echo "$name: training, log in $log"
+  rm -f "$log.gz"
   nice -n 10 fairseq-train "$WORK/data/$dataset" "${COMMON[@]}" "$@" > "$log" 2>&1
+  gzip -n -f "$log"
 }
 
 run sst5.transformer sst5 "${TRANSFORMER[@]}"
@@ -64,5 +67,5 @@ if [ -n "${LONG:-}" ]; then
   run sst2.hier-nodes.15k sst2 "${HIER[@]}" --node-labels "${PAPER_LENGTH[@]}"
 fi
 
-python3 "$HERE/results.py" "$LOGS" > "$HERE/RESULTS.md"
-echo "wrote $HERE/RESULTS.md"
+python3 "$HERE/results.py" "$LOGS" --out "$HERE/RESULTS.md"
+echo "wrote $HERE/RESULTS.md and RESULTS.json"

@@ -23,9 +23,9 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from fairseq_syntax import trees
-from fairseq_syntax.input_forms import FORMS, PRETERMINALS, source_form
-from fairseq_syntax.tasks.syntax_translation import META_FILE
+from fairseq_syntax.core import trees
+from fairseq_syntax.core.data_dir import META_FILE
+from fairseq_syntax.core.input_forms import FORMS, PRETERMINALS, source_form
 
 logger = logging.getLogger("fairseq_syntax.preprocess")
 

@@ -7,7 +7,7 @@
 
 HYP and BASELINE are fairseq-generate stdout (D- lines, or H- lines with --tok / --lang) or plain text, one
 hypothesis per line; REF is plain text (or generate output, whose T- lines are then the references). Every
-reference needs a hypothesis: missing ids are named and nothing is scored. See fairseq_syntax.scoring.
+reference needs a hypothesis: missing ids are named and nothing is scored. See fairseq_syntax.evaluation.scoring.
 """
 import argparse
 import json
@@ -15,8 +15,8 @@ import logging
 import sys
 from typing import List, Optional
 
-from fairseq_syntax.results import RecordError, record_run
-from fairseq_syntax.scoring import (
+from fairseq_syntax.evaluation.results import RecordError, record_run
+from fairseq_syntax.evaluation.scoring import (
     ScoringInputError,
     bleu_by_length,
     check_length_edges,
@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--by-length", metavar="EDGES",
                         help="also BLEU per reference-length interval, e.g. 10,20,30,40,50 for "
                              "(0,10], ..., (50,inf)")
-    record = parser.add_argument_group("run record (see fairseq_syntax.results)")
+    record = parser.add_argument_group("run record (see fairseq_syntax.evaluation.results)")
     record.add_argument("--record", metavar="RUN_JSON", help="write a run record for HYP to this file")
     record.add_argument("--dataset")
     record.add_argument("--system", help="name of HYP's system in the results table")

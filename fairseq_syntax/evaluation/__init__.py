@@ -1,1 +1,2 @@
-"""Evaluation of induced trees and masked language models (grammar-induction F1, masked-word perplexity)."""
+"""Scoring of translations (BLEU, chrF, TER, RIBES, paired bootstrap) and the results library every recipe's
+``RESULTS.md`` / ``RESULTS.json`` is generated with."""

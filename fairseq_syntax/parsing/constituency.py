@@ -25,10 +25,14 @@ from typing import Iterable, Iterator
 import nltk
 from tqdm import tqdm
 
+from fairseq_syntax.core.trees import WRAPPER_LABELS, Tree, to_bracketed
 from fairseq_syntax.parsing.fallbacks import parse_with_fallbacks
 from fairseq_syntax.parsing.report import ParseReport
-from fairseq_syntax.parsing.text import ptb_escape_token, ptb_unescape_token, read_sentences
-from fairseq_syntax.trees import WRAPPER_LABELS, Tree, to_bracketed
+from fairseq_syntax.parsing.text import (
+    ptb_escape_token,
+    ptb_unescape_token,
+    read_sentences,
+)
 
 FALLBACK_ROOT = "S"
 FALLBACK_PRETERMINAL = "XX"

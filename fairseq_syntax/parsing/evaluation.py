@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from fairseq_syntax.trees import Tree
+from fairseq_syntax.core.trees import Tree
 
 PUNCTUATION_TAGS = frozenset({",", ":", "``", "''", "."})
 EQUAL_LABELS = {"PRT": "ADVP"}

@@ -28,11 +28,22 @@ from typing import Optional
 import nltk
 import torch
 
-from fairseq_syntax.parsing.constituency import ConstituencyParser, parse_sentences, tree_from_nltk, unwrap
+from fairseq_syntax.core.trees import (
+    Tree,
+    clean_ptb,
+    parse_tree,
+    read_ptb,
+    to_bracketed,
+)
+from fairseq_syntax.parsing.constituency import (
+    ConstituencyParser,
+    parse_sentences,
+    tree_from_nltk,
+    unwrap,
+)
 from fairseq_syntax.parsing.evaluation import BracketScore, bracket_score
 from fairseq_syntax.parsing.text import open_text, ptb_unescape_token
 from fairseq_syntax.parsing.torch_load import load_supar_parser, supar_safe_globals
-from fairseq_syntax.trees import Tree, clean_ptb, parse_tree, read_ptb, to_bracketed
 
 BENEPAR_LEARNING_RATE = 8e-4  # Adam, as for benepar's non-pretrained (char-LSTM) models
 SUPAR_OPTIMIZER = dict(lr=2e-3, mu=0.9, nu=0.9, eps=1e-12, weight_decay=0.0, clip=5.0, decay=0.75, decay_steps=5000)

@@ -1,1 +1,0 @@
-"""Analysis of trained models: figures of what the syntax-aware attention learned."""

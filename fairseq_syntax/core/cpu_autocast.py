@@ -1,0 +1,72 @@
+"""``--cpu-bf16-autocast``: a task's train and valid steps under ``torch.autocast("cpu", torch.bfloat16)``.
+
+Why a task option: fairseq's ``--bf16`` casts the model's weights (its ``FP16Optimizer`` path) and its ``--amp`` is
+CUDA-only, while CPUs with bf16 matrix units gain most from autocast with fp32 weights: matmuls run in bf16, softmax,
+layer norm and the loss stay fp32 as autocast decides, the optimizer and checkpoints are fp32. Measured in
+``bench/RESULTS.md`` ("CPU speed options": 1.7-2.2x less CPU time per target token than fp32 on the benchmark's
+Multi30k-sized models, one torch thread) with BLEU parity in ``bench/PARITY.md``.
+
+oneDNN keeps a bf16 kernel per batch shape: with fairseq's variable batch shapes the process grows to several GB
+unless ``ONEDNN_PRIMITIVE_CACHE_CAPACITY`` and ``LRU_CACHE_CAPACITY`` are small (the recipes set both to 64). The
+option has no effect on CUDA tensors (use fairseq's ``--fp16`` / ``--bf16`` / ``--amp`` there). Generation is fp32.
+
+It pays only on a CPU with bf16 instructions (AVX512-BF16 or AMX, what oneDNN reports): elsewhere oneDNN emulates
+bf16 and training is far slower than fp32 (about 10x on an AVX2-only AMD EPYC: 359 vs 3,925 tokens/s over the
+first 25 updates of the ptb_induction masked LM; see README). The task warns when the option is on and the CPU
+has no such instructions, and the recipes default to fp32 there (:func:`default_cpu_precision`).
+"""
+import contextlib
+import logging
+from dataclasses import dataclass, field
+
+import torch
+from fairseq.dataclass import FairseqDataclass
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class CpuAutocastConfig(FairseqDataclass):
+    cpu_bf16_autocast: bool = field(
+        default=False,
+        metadata={"help": "run training and validation steps under torch.autocast('cpu', torch.bfloat16): "
+                  "fp32 weights and optimizer, bf16 matmuls (CPU only; see fairseq_syntax/core/cpu_autocast.py)"},
+    )
+
+
+def cpu_has_bf16() -> bool:
+    """Whether oneDNN runs bf16 matmuls natively on this CPU (AVX512-BF16 or AMX) rather than emulating them."""
+    return torch.backends.mkldnn.is_available() and bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+
+
+def default_cpu_precision() -> str:
+    """``bf16`` (train with ``--cpu-bf16-autocast``) where the CPU has bf16 instructions, else ``fp32``."""
+    return "bf16" if cpu_has_bf16() else "fp32"
+
+
+def cpu_bf16_autocast(enabled: bool):
+    """The autocast context when ``enabled``, else a no-op context."""
+    if not enabled:
+        return contextlib.nullcontext()
+    return torch.autocast("cpu", dtype=torch.bfloat16)
+
+
+class CpuAutocastMixin:
+    """Put before a fairseq task class in the bases; its config must have ``cpu_bf16_autocast``."""
+
+    def __init__(self, cfg, *args, **kwargs):
+        super().__init__(cfg, *args, **kwargs)
+        if cfg.cpu_bf16_autocast and not cpu_has_bf16():
+            logger.warning(
+                "--cpu-bf16-autocast on a CPU without bf16 instructions (no AVX512-BF16 or AMX): oneDNN emulates "
+                "bf16 and training runs many times slower than fp32 (about 10x measured on an AVX2 CPU); leave the "
+                "option out here"
+            )
+
+    def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
+        with cpu_bf16_autocast(self.cfg.cpu_bf16_autocast):
+            return super().train_step(sample, model, criterion, optimizer, update_num, ignore_grad=ignore_grad)
+
+    def valid_step(self, sample, model, criterion):
+        with cpu_bf16_autocast(self.cfg.cpu_bf16_autocast):
+            return super().valid_step(sample, model, criterion)

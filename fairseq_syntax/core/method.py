@@ -1,0 +1,84 @@
+"""One description per paper: what a method registers and what it needs, read by everything that lists methods.
+
+A method folder (``fairseq_syntax/methods/<name>/``) ends its ``__init__.py`` with one :class:`Method`. The
+benchmark's system list (``bench/run.py``), the recipes' system lists (``python -m fairseq_syntax.methods``), the
+CUDA test parameters (``tests/core/test_cuda.py``), the subcommands of ``fairseq-syntax-plot`` and the README's
+method table are derived from these descriptions; nothing lists the methods by hand a second time.
+
+A :class:`System` is one row of a results table: a name, a registered fairseq architecture (its ``_tiny`` sibling
+is registered with it, see :func:`fairseq_syntax.core.model.register_architectures`), the data directory it reads
+(input form and POS-node convention, :mod:`fairseq_syntax.core.input_forms`), the side inputs its encoder reads
+(:mod:`fairseq_syntax.core.side_inputs`) and extra model options. Baselines are systems too (fairseq's
+``transformer`` on the sequence and linearized forms belong to McDonald & Chiang 2021).
+"""
+import argparse
+from dataclasses import dataclass
+from typing import Callable, Tuple
+
+TASKS = ("translation", "classification", "masked_lm")
+
+
+@dataclass(frozen=True)
+class System:
+    name: str  # row name in the recipes' tables, e.g. "mask", "udp"
+    arch: str  # registered fairseq architecture (base size); ARCH_tiny is the test size
+    form: str = "sequence"  # input form of fairseq-syntax-preprocess: sequence, linearized, preorder
+    preterminals: str = "keep"  # which POS nodes are tree nodes: keep, split, drop
+    model_args: Tuple[str, ...] = ()  # extra fairseq-train options, e.g. ("--syntax-variant", "udp")
+    task: str = "translation"  # one of TASKS
+    baseline: bool = False  # a comparison system (fairseq's own transformer), not the method itself
+    ablation: bool = False  # an ablation of the paper (reported in full recipes, not in the demo)
+
+    def __post_init__(self):
+        if self.task not in TASKS:
+            raise ValueError(f"system {self.name}: task {self.task!r} is not one of {TASKS}")
+
+    @property
+    def data(self) -> str:
+        """Name of its data directory: the form, suffixed with the POS-node convention unless it is ``keep``."""
+        return self.form if self.preterminals == "keep" else f"{self.form}-{self.preterminals}"
+
+    @property
+    def side_inputs(self) -> Tuple[str, ...]:
+        """The ``net_input`` entries beyond tokens and lengths its encoder reads (its model class says)."""
+        from fairseq.models import ARCH_MODEL_REGISTRY
+
+        model = ARCH_MODEL_REGISTRY[self.arch]
+        encoder = getattr(model, "encoder_class", None) or getattr(getattr(model, "encoder_model", None),
+                                                                   "encoder_class", None)
+        return tuple(getattr(encoder, "side_inputs", ()))
+
+    @property
+    def tiny_arch(self) -> str:
+        return f"{self.arch}_tiny"
+
+    def spec(self) -> str:
+        """``NAME:ARCH:DATA[:EXTRA]`` as the recipes' ``SYSTEMS`` take it (EXTRA: options joined with ``=``)."""
+        extra = ":" + ",".join(f"{k}={v}" for k, v in zip(self.model_args[::2], self.model_args[1::2]))
+        return f"{self.name}:{self.arch}:{self.data}" + (extra if self.model_args else "")
+
+
+@dataclass(frozen=True)
+class PlotCommand:
+    """A subcommand of ``fairseq-syntax-plot``: ``add_arguments(parser)`` then ``run(args)``."""
+
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], None]
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str  # its folder under fairseq_syntax/methods/
+    title: str  # e.g. "Syntax attention masks"
+    citation: str  # authors and year, e.g. "McDonald & Chiang 2021"
+    systems: Tuple[System, ...]
+    plots: Tuple[PlotCommand, ...] = ()
+    #: model options whose code paths the CUDA equality test must also cover (one test per entry)
+    cuda_variants: Tuple[Tuple[str, ...], ...] = ()
+    notes: str = ""  # one line for the README table
+
+    @property
+    def archs(self) -> Tuple[str, ...]:
+        return tuple(dict.fromkeys(s.arch for s in self.systems if not s.baseline))

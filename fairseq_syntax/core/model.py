@@ -1,0 +1,83 @@
+"""Base class of the encoder-decoder syntax models: fairseq's ``transformer`` with a syntax encoder.
+
+A model subclass names its encoder class and a dataclass of its own options; everything else (decoder, embeddings,
+``--share-all-embeddings``, checkpoints, ``fairseq-generate``) is fairseq's ``TransformerModel``. Side inputs the
+task collates (``src_parents``, ...) pass through ``forward`` to the encoder; during generation fairseq hands the
+whole ``net_input`` to the encoder, so they arrive there too.
+"""
+import dataclasses
+from typing import Optional, Type
+
+from fairseq.dataclass.utils import gen_parser_from_dataclass
+from fairseq.models import register_model_architecture
+from fairseq.models.transformer import TransformerConfig, TransformerModel
+from fairseq.models.transformer.transformer_legacy import (
+    base_architecture,
+    tiny_architecture,
+)
+
+from fairseq_syntax.core.encoder import SyntaxTransformerEncoder
+
+
+def options_from_args(options_class: Optional[type], args):
+    """The ``options_class`` dataclass filled from ``args`` (its defaults where a checkpoint predates an option)."""
+    if options_class is None:
+        return None
+    defaults = options_class()
+    return options_class(
+        **{f.name: getattr(args, f.name, getattr(defaults, f.name)) for f in dataclasses.fields(defaults)}
+    )
+
+
+class SyntaxTransformerModel(TransformerModel):
+    encoder_class: Type[SyntaxTransformerEncoder] = SyntaxTransformerEncoder
+    options_class: Optional[type] = None  # a dataclass; its fields become command-line options
+
+    @classmethod
+    def add_args(cls, parser):
+        super().add_args(parser)
+        if cls.options_class is not None:
+            gen_parser_from_dataclass(parser, cls.options_class(), delete_default=False, with_prefix="")
+
+    @classmethod
+    def options_from_args(cls, args):
+        return options_from_args(cls.options_class, args)
+
+    @classmethod
+    def build_encoder(cls, args, src_dict, embed_tokens):
+        cfg = TransformerConfig.from_namespace(args)
+        return cls.encoder_class(cfg, cls.options_from_args(args), src_dict, embed_tokens)
+
+    @property
+    def side_inputs(self) -> tuple:
+        return self.encoder.side_inputs
+
+    def forward(
+        self,
+        src_tokens,
+        src_lengths,
+        prev_output_tokens,
+        return_all_hiddens: bool = True,
+        features_only: bool = False,
+        alignment_layer: Optional[int] = None,
+        alignment_heads: Optional[int] = None,
+        **side_inputs,
+    ):
+        encoder_out = self.encoder(
+            src_tokens, src_lengths=src_lengths, return_all_hiddens=return_all_hiddens, **side_inputs
+        )
+        return self.decoder(
+            prev_output_tokens,
+            encoder_out=encoder_out,
+            features_only=features_only,
+            alignment_layer=alignment_layer,
+            alignment_heads=alignment_heads,
+            src_lengths=src_lengths,
+            return_all_hiddens=return_all_hiddens,
+        )
+
+
+def register_architectures(model_name: str, base=base_architecture, tiny=tiny_architecture) -> None:
+    """Register ``model_name`` (fairseq's base sizes) and ``model_name_tiny`` (fairseq's tiny sizes: the tests')."""
+    register_model_architecture(model_name, model_name)(base)
+    register_model_architecture(model_name, f"{model_name}_tiny")(tiny)

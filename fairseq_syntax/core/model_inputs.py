@@ -1,0 +1,70 @@
+"""A trained checkpoint and plain sentences in the form its task feeds the model (for evaluation commands).
+
+``masked_lm`` checkpoints read ``<s> w_1 .. w_n </s>`` (fairseq's masked LM prepends ``<s>``), translation
+checkpoints ``w_1 .. w_n </s>``; words outside the dictionary become ``<unk>``. Shapes: one sentence is a 1-D
+LongTensor; a batch is ``B x T``, right-padded with the dictionary's pad index.
+"""
+from __future__ import annotations
+
+from typing import Iterator, List, Optional, Sequence, Tuple
+
+import torch
+from fairseq import checkpoint_utils
+from fairseq.data import data_utils
+from fairseq.tasks.masked_lm import MaskedLMTask
+from torch import Tensor, nn
+
+
+def load_model(checkpoint: str, data: Optional[str] = None) -> Tuple[nn.Module, object]:
+    """(model in eval mode on CPU, task) of a fairseq checkpoint; ``data`` replaces the data dir it was trained on
+    (the task reads its dictionary there)."""
+    import fairseq_syntax  # noqa: F401  (registers every task and model, lets torch load fairseq checkpoints)
+
+    overrides = {"data": data} if data else None
+    try:
+        models, _, task = checkpoint_utils.load_model_ensemble_and_task([checkpoint], arg_overrides=overrides)
+    except FileNotFoundError as error:
+        raise FileNotFoundError(f"loading {checkpoint}: {error}; if the data dir it was trained on moved (or was "
+                                "given as a relative path), pass it with --data") from error
+    return models[0].eval(), task
+
+
+def read_sentences(path: str) -> List[List[str]]:
+    """One sentence of space-separated words per line; an empty line is an error."""
+    sentences = []
+    with open(path, encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            words = line.split()
+            if not words:
+                raise ValueError(f"{path}:{number}: empty line; expected one sentence per line")
+            sentences.append(words)
+    return sentences
+
+
+def first_word_position(task) -> int:
+    """Position of the first word in the token sequence (1 after the ``<s>`` of a masked LM)."""
+    return 1 if isinstance(task, MaskedLMTask) else 0
+
+
+def encode(task, words: Sequence[str]) -> Tensor:
+    """Token ids of one sentence as the task's model reads it."""
+    dictionary = task.source_dictionary
+    ids = dictionary.encode_line(" ".join(words), add_if_not_exist=False, append_eos=True).long()
+    if first_word_position(task):
+        ids = torch.cat([ids.new_tensor([dictionary.bos()]), ids])
+    return ids
+
+
+def check_fits(model: nn.Module, tokens: Tensor, where: str) -> None:
+    """Raise a clear error when a sentence is longer than the model's positions (``where`` names the line)."""
+    limit = model.encoder.max_positions()
+    if len(tokens) > limit:
+        raise ValueError(f"{where}: {len(tokens)} tokens with the special ones; the model takes at most {limit}")
+
+
+def padded_batches(sequences: Sequence[Tensor], pad: int, batch_size: int) -> Iterator[Tuple[List[int], Tensor]]:
+    """(indices, ``B x T`` batch) over ``sequences``, grouped by length so batches carry little padding."""
+    order = sorted(range(len(sequences)), key=lambda index: len(sequences[index]))
+    for start in range(0, len(order), batch_size):
+        indices = order[start: start + batch_size]
+        yield indices, data_utils.collate_tokens([sequences[i] for i in indices], pad)

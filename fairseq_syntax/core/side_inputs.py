@@ -1,0 +1,94 @@
+"""Per-sentence side data stored beside fairseq's binarized source: the contract every side input fulfils.
+
+A side input is one binarized indexed dataset ``{split}.{src}-{tgt}.{src}.{suffix}.{bin,idx}`` (fairseq mmap) with
+one item per source sentence (O(n) per sentence on disk), and a :class:`SideInput` that says
+
+* ``name``: its key in ``net_input`` (what an encoder lists in ``side_inputs``);
+* ``suffix`` and ``dtype``: its files and the integer type the items are stored in;
+* ``collate(items, left_pad, T)``: the items of a batch, in batch order -> the tensor the encoder reads, aligned with
+  ``src_tokens`` (same padding side and length ``T``, fairseq's appended EOS included). One collation path serves
+  training, validation, ``tree_classification`` and ``fairseq-interactive``;
+* ``from_form(form)``: the item built from a sentence's input form (:class:`~fairseq_syntax.core.input_forms.
+  SourceForm`), for side data that comes with the tree (``src_parents``); None where it does not;
+* ``made_by``: the command that writes it, for error messages and the recipes;
+* ``interactive``: for side data that does not come with the tree, ``interactive(cfg, meta, data_path)`` returns a
+  converter ``(lines, line_numbers, encode_fn) -> [(source tokens, {name: item})]`` that ``fairseq-interactive``
+  uses instead of reading trees (e.g. a dependency parser, :mod:`fairseq_syntax.methods.ldd.side_input`);
+  ``options`` is the dataclass of task options it reads (they become options of ``syntax_translation``).
+
+Methods register their side inputs when they are imported; :mod:`fairseq_syntax` imports the methods before the
+tasks, whose configuration collects the ``options`` (:func:`task_options`).
+"""
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+
+from fairseq_syntax.core import structure
+from fairseq_syntax.core.input_forms import SourceForm
+
+# (items of the batch in batch order, left_pad, T) -> batch tensor
+Collate = Callable[[List[torch.Tensor], bool, int], torch.Tensor]
+# (lines, their 1-based numbers, BPE encode function) -> per line: (source tokens, {side input name: item})
+InteractiveConverter = Callable[[List[str], Sequence[int], Callable[[str], str]],
+                                List[Tuple[List[str], Dict[str, torch.Tensor]]]]
+
+
+@dataclass(frozen=True)
+class SideInput:
+    name: str
+    suffix: str
+    dtype: type
+    collate: Collate
+    made_by: str
+    from_form: Optional[Callable[[SourceForm], Optional[np.ndarray]]] = None
+    interactive: Optional[Callable[[object, dict, str], InteractiveConverter]] = None
+    options: Optional[type] = None
+
+
+SIDE_INPUTS: Dict[str, SideInput] = {}
+_OPTIONS_READ = False  # set once the task configuration has collected the options
+
+
+def register_side_input(side_input: SideInput) -> SideInput:
+    if side_input.name in SIDE_INPUTS:
+        raise ValueError(f"side input {side_input.name} registered twice")
+    if side_input.options is not None and _OPTIONS_READ:
+        raise RuntimeError(f"side input {side_input.name} registered after the task options were collected: import "
+                           "its method before fairseq_syntax.core.translation_task (fairseq_syntax does)")
+    SIDE_INPUTS[side_input.name] = side_input
+    return side_input
+
+
+def task_options() -> Tuple[type, ...]:
+    """The option dataclasses of the registered side inputs (bases of the translation task's configuration)."""
+    global _OPTIONS_READ
+    _OPTIONS_READ = True
+    return tuple(side.options for side in SIDE_INPUTS.values() if side.options is not None)
+
+
+def collate_side_inputs(names: Sequence[str], items: List[Dict[str, torch.Tensor]], left_pad: bool, length: int,
+                        where: str) -> Dict[str, torch.Tensor]:
+    """``{name: batch tensor}`` for each of ``names`` from the per-sentence ``items`` (batch order); a clear error
+    naming ``where`` and the command that makes the data when a sentence lacks one."""
+    batch = {}
+    for name in names:
+        missing = [row for row, item in enumerate(items) if name not in item]
+        if missing:
+            side = SIDE_INPUTS[name]
+            raise KeyError(f"{where}: the model reads side input {name} ({side.suffix} files, made by "
+                           f"{side.made_by}), which {len(missing)} sentences of the batch lack")
+        batch[name] = SIDE_INPUTS[name].collate([item[name] for item in items], left_pad, length)
+    return batch
+
+
+def _collate_parents(items, left_pad, length):
+    return structure.collate_parents(items, left_pad=left_pad, append_eos=True, pad_to_length=length)
+
+
+#: preorder parent array of each source sentence (int16, -1 at the root), see fairseq_syntax.core.trees.preorder
+PARENTS = register_side_input(SideInput(
+    "src_parents", "parents", np.int16, _collate_parents, "fairseq-syntax-preprocess --form preorder",
+    from_form=lambda form: form.parents,
+))

@@ -1,0 +1,180 @@
+"""Task ``syntax_translation``: fairseq's ``translation`` plus per-sentence source syntax.
+
+Loads what ``fairseq-syntax-preprocess`` wrote: the token stream of the chosen input form (``sequence``,
+``linearized`` or ``preorder``) through fairseq's own loader, and every side input found beside it
+(``{split}.{src}-{tgt}.{src}.{suffix}``, :mod:`fairseq_syntax.core.side_inputs`). Which side inputs reach
+``net_input`` is decided by the model (``model.encoder.side_inputs``, recorded when the task builds it), so the
+baselines (fairseq's ``transformer``) run on the same data directories.
+
+``fairseq-interactive`` takes one bracketed tree per line (or raw tokenized text with ``--source-parser``); BPE
+(``--bpe subword_nmt --bpe-codes ...``) is applied to the leaves and the tree is turned into the input form the
+data directory was made with (``syntax.json``). A side input that does not come with the tree (e.g. ``src_ldd``)
+brings its own conversion of the lines (``SideInput.interactive``) and its options, which are options of this task.
+"""
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import torch
+from fairseq.data import data_utils, indexed_dataset
+from fairseq.tasks import register_task
+from fairseq.tasks.translation import TranslationConfig, TranslationTask
+
+from fairseq_syntax.core import trees
+from fairseq_syntax.core.cpu_autocast import CpuAutocastConfig, CpuAutocastMixin
+from fairseq_syntax.core.data_dir import first_data_path, read_meta
+from fairseq_syntax.core.input_forms import source_form
+from fairseq_syntax.core.pair_dataset import SyntaxLanguagePairDataset
+from fairseq_syntax.core.side_inputs import (
+    SIDE_INPUTS,
+    collate_side_inputs,
+    task_options,
+)
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class SyntaxTranslationConfig(TranslationConfig, CpuAutocastConfig, *task_options()):
+    source_parser: Optional[str] = field(
+        default=None,
+        metadata={"help": "fairseq-interactive only: parse raw input lines with this constituency parser "
+                  "(see fairseq_syntax.parsing.constituency.load_parser), instead of reading one tree per line"},
+    )
+
+
+@register_task("syntax_translation", dataclass=SyntaxTranslationConfig)
+class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
+    cfg: SyntaxTranslationConfig
+
+    def __init__(self, cfg: SyntaxTranslationConfig, src_dict, tgt_dict):
+        super().__init__(cfg, src_dict, tgt_dict)
+        self.meta = read_meta(first_data_path(cfg.data))
+        self.model_side_inputs: Tuple[str, ...] = ()  # what the models built by this task read
+        self._interactive_side: Dict[Tuple[int, ...], Dict[str, torch.Tensor]] = {}  # current buffer, by tokens
+        self._interactive_converter = None
+        self._parser = None
+        self._interactive_lines = 0  # fairseq-interactive sends lines in chunks; number them across chunks
+
+    # ------------------------------------------------------------------ data
+    def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        if self.cfg.num_batch_buckets:
+            raise ValueError("syntax_translation does not support --num-batch-buckets")
+        super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
+        pair = self.datasets[split]
+        data_path = first_data_path(self.cfg.data)
+        src, tgt = self.cfg.source_lang, self.cfg.target_lang
+        side_data = {}
+        for name, side in SIDE_INPUTS.items():
+            prefix = os.path.join(data_path, f"{split}.{src}-{tgt}.{src}.{side.suffix}")
+            if indexed_dataset.dataset_exists(prefix, impl="mmap"):
+                side_data[name] = data_utils.load_indexed_dataset(prefix, None, "mmap")
+        if side_data:
+            logger.info(f"{split}: side inputs {sorted(side_data)}")
+        self.datasets[split] = SyntaxLanguagePairDataset(
+            pair.src,
+            pair.src_sizes,
+            pair.src_dict,
+            pair.tgt,
+            pair.tgt_sizes,
+            pair.tgt_dict,
+            left_pad_source=pair.left_pad_source,
+            left_pad_target=pair.left_pad_target,
+            align_dataset=pair.align_dataset,
+            eos=pair.eos,
+            shuffle=pair.shuffle,
+            pad_to_multiple=pair.pad_to_multiple,
+            side_data=side_data,
+            where=os.path.join(data_path, split),
+        )
+
+    def get_batch_iterator(self, dataset, *args, **kwargs):
+        if isinstance(dataset, SyntaxLanguagePairDataset):
+            dataset = dataset.batching(tuple(dict.fromkeys(dataset.side_inputs + self.model_side_inputs)))
+        # fairseq's batch_by_size drops the last batch when its size is not a multiple of
+        # --required-batch-size-multiple (default 8): fairseq-generate then silently skips up to 7 test sentences
+        # and training never sees the same few pairs. Batches of any size are fine on CPU and GPU alike.
+        if len(args) > 4:  # positional: max_tokens, max_sentences, max_positions, ignore_invalid, multiple, ...
+            args = args[:4] + (1,) + args[5:]
+        else:
+            kwargs["required_batch_size_multiple"] = 1
+        return super().get_batch_iterator(dataset, *args, **kwargs)
+
+    def build_model(self, cfg, from_checkpoint=False):
+        model = super().build_model(cfg, from_checkpoint)
+        read = tuple(getattr(model.encoder, "side_inputs", ()))
+        self.model_side_inputs = tuple(dict.fromkeys(self.model_side_inputs + read))  # an ensemble reads the union
+        return model
+
+    # ----------------------------------------------------------- interactive
+    def get_interactive_tokens_and_lengths(self, lines, encode_fn):
+        numbers = range(self._interactive_lines + 1, self._interactive_lines + 1 + len(lines))
+        self._interactive_lines += len(lines)
+        converter = self._converter()
+        if converter is not None:
+            sources = converter(lines, numbers, encode_fn)
+        else:
+            sources = [self._interactive_tree_source(line, number, encode_fn) for line, number in zip(lines, numbers)]
+        # fairseq-interactive translates all batches of a buffer before it reads the next buffer
+        self._interactive_side = {}
+        tokens = []
+        for number, (source_tokens, side) in zip(numbers, sources):
+            ids = self.source_dictionary.encode_line(" ".join(source_tokens), add_if_not_exist=False).long()
+            key = tuple(ids.tolist())
+            if key in self._interactive_side and not _same_side(self._interactive_side[key], side):
+                raise ValueError(f"<input>:{number}: a line of the same buffer has the same source tokens but "
+                                 "other syntax (words outside the dictionary are all <unk>); use --buffer-size 1")
+            self._interactive_side[key] = side
+            tokens.append(ids)
+        return tokens, [t.numel() for t in tokens]
+
+    def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
+        net_input = sample["net_input"]
+        missing = [name for name in self.model_side_inputs if name not in net_input]
+        if missing:
+            # fairseq-interactive batches only tokens and lengths: find each row's side data by its tokens
+            net_input.update(self._interactive_batch(net_input["src_tokens"], missing))
+        return super().inference_step(generator, models, sample, prefix_tokens, constraints)
+
+    def _converter(self):
+        """The line conversion of the side input the models read that does not come with the tree, if any."""
+        if self._interactive_converter is None:
+            hooks = [SIDE_INPUTS[name] for name in self.model_side_inputs if SIDE_INPUTS[name].interactive]
+            if hooks:
+                self._interactive_converter = hooks[0].interactive(self.cfg, self.meta, first_data_path(self.cfg.data))
+        return self._interactive_converter
+
+    def _interactive_tree_source(self, line: str, number: int, encode_fn) -> Tuple[List[str], Dict[str, torch.Tensor]]:
+        tree = trees.apply_bpe(self._interactive_tree(line, number), lambda word: encode_fn(word).split())
+        form = source_form(tree, self.meta["form"], self.meta["preterminals"])
+        side = {}
+        for name in self.model_side_inputs:
+            item = SIDE_INPUTS[name].from_form(form) if SIDE_INPUTS[name].from_form else None
+            if item is not None:
+                side[name] = torch.from_numpy(item)
+        return form.tokens, side
+
+    def _interactive_tree(self, line: str, number: int) -> trees.Tree:
+        line = line.strip()
+        if line.startswith("("):
+            return trees.parse_tree(line, source="<input>", line=number)
+        if self.cfg.source_parser is None:
+            raise trees.TreeError(
+                "expected a bracketed tree; give --source-parser to parse raw text", "<input>", number
+            )
+        if self._parser is None:
+            from fairseq_syntax.parsing.constituency import load_parser
+
+            self._parser = load_parser(self.cfg.source_parser)
+        return self._parser.parse([line.split()])[0]
+
+    def _interactive_batch(self, src_tokens: torch.Tensor, names: Sequence[str]) -> Dict[str, torch.Tensor]:
+        pad = self.source_dictionary.pad()
+        sides = [self._interactive_side[tuple(t for t in row if t != pad)] for row in src_tokens.tolist()]
+        batch = collate_side_inputs(names, sides, bool(self.cfg.left_pad_source), src_tokens.size(1), "<input>")
+        return {name: tensor.to(src_tokens.device) for name, tensor in batch.items()}
+
+
+def _same_side(a: Dict[str, torch.Tensor], b: Dict[str, torch.Tensor]) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)

@@ -1,0 +1,272 @@
+"""Translation scores and paired significance, computed by sacrebleu and nltk (no metric is re-implemented).
+
+Metrics are those the four papers report: BLEU-4 and BLEU-1 (Papineni et al. 2002; paper 002 Tables 3-6),
+chrF and TER (sacrebleu), RIBES (Isozaki et al. 2010, nltk's ``corpus_ribes``; paper 002), BLEU per
+reference-length interval (paper 002 Fig. 4: intervals (0,10], (10,20], ..., (50, inf)), and sacrebleu's paired
+bootstrap resampling test (Koehn 2004) between two systems.
+
+Inputs are lists of strings, one segment per sentence, hypotheses and references in the same order. All scores
+are on a 0-100 scale (RIBES is nltk's 0-1 value times 100, as paper 002 reports it).
+
+Reading fairseq-generate output checks that every input id has exactly one hypothesis: fairseq-generate has
+been seen to drop hypotheses without a warning (Multi30k test_2017_mscoco: 456 of 461), and scoring a shorter
+file, or a file shifted by one line, gives a wrong score that looks plausible. The cause is fairseq's
+``data_utils.batch_by_size``: it discards the last batch when its size is not a multiple of
+``--required-batch-size-multiple`` (default 8; fairseq issue #5036), so fairseq-generate needs
+``--required-batch-size-multiple 1``.
+"""
+import contextlib
+import os
+import re
+from typing import Dict, Iterable, List, Optional, Sequence
+
+from nltk.translate.ribes_score import corpus_ribes
+from sacrebleu.metrics import BLEU, CHRF, TER
+from sacrebleu.significance import PairedTest
+from sacremoses import MosesDetokenizer
+
+from fairseq_syntax.evaluation.results import open_text
+
+# `S-12\t...`, `T-12\t...`, `H-12\t<score>\t...`, `D-12\t<score>\t...`, `P-12\t...` as printed by
+# fairseq_cli/generate.py; other lines (logging, the final "Generate test with beam=5" line) are not data.
+GENERATE_LINE = re.compile(r"^([STHDP])-(\d+)\t")
+FIELDS_WITH_SCORE = ("H", "D")
+DEFAULT_LENGTH_EDGES = (10, 20, 30, 40, 50)
+
+
+class ScoringInputError(ValueError):
+    """An input file cannot be scored as it is (missing ids, wrong line count, malformed line)."""
+
+
+def read_lines(path) -> List[str]:
+    """One segment per line; only the line break is removed (a blank line is an empty segment). A gzipped file
+    (``.gz``, as the recipes keep their decodes) is read the same way; ``path`` may also name the file without
+    its ``.gz`` (see ``results.open_text``)."""
+    with open_text(path, newline="\n") as handle:
+        return [line.rstrip("\r\n") for line in handle]
+
+
+def is_generate_output(lines: Iterable[str]) -> bool:
+    return any(GENERATE_LINE.match(line) for line in lines)
+
+
+def format_ids(ids: Sequence[int]) -> str:
+    """`[3, 4, 5, 9]` -> `"3-5, 9"`: names every id while keeping long runs short."""
+    runs = []
+    for index in sorted(ids):
+        if runs and index == runs[-1][1] + 1:
+            runs[-1][1] = index
+        else:
+            runs.append([index, index])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def _parse_generate_lines(path, lines: List[str], field: str, expected_ids: Optional[int],
+                          expected_from: str) -> List[str]:
+    by_id: Dict[int, str] = {}
+    line_of_id: Dict[int, int] = {}
+    largest_id = -1
+    n_columns = 3 if field in FIELDS_WITH_SCORE else 2
+    column_names = "an id, a score and a text" if field in FIELDS_WITH_SCORE else "an id and a text"
+    for line_number, line in enumerate(lines, 1):
+        match = GENERATE_LINE.match(line)
+        if not match:
+            continue
+        kind, sample_id = match.group(1), int(match.group(2))
+        largest_id = max(largest_id, sample_id)
+        if kind != field:
+            continue
+        parts = line.split("\t", n_columns - 1)
+        if len(parts) != n_columns:
+            raise ScoringInputError(f"{path}:{line_number}: a {field}- line needs {column_names} separated by "
+                                    f"tabs, got {line!r}")
+        if sample_id in by_id:
+            raise ScoringInputError(
+                f"{path}:{line_number}: second {field}- line for id {sample_id} (first on line "
+                f"{line_of_id[sample_id]}); score output generated with --nbest 1"
+            )
+        by_id[sample_id] = parts[-1]
+        line_of_id[sample_id] = line_number
+    if not by_id:
+        raise ScoringInputError(f"{path}: fairseq-generate output without any {field}- line")
+    n_ids = expected_ids if expected_ids is not None else largest_id + 1
+    expected = f"{n_ids} expected ids 0-{n_ids - 1}{expected_from}"
+    extra = [i for i in by_id if i >= n_ids]
+    if extra:
+        raise ScoringInputError(f"{path}: {field}- lines for ids {format_ids(extra)} beyond the {expected}")
+    missing = [i for i in range(n_ids) if i not in by_id]
+    if missing:
+        raise ScoringInputError(
+            f"{path}: no {field}- line for {len(missing)} of the {expected}: {format_ids(missing)} "
+            f"(nothing was scored; fairseq drops a final batch whose size is not a multiple of "
+            f"--required-batch-size-multiple, default 8: rerun fairseq-generate with --required-batch-size-multiple 1)"
+        )
+    return [by_id[i] for i in range(n_ids)]
+
+
+def read_generate_output(path, expected_ids: Optional[int] = None, field: str = "D",
+                         expected_from: Optional[str] = None) -> List[str]:
+    """Segments ordered by input id, from fairseq-generate stdout or from plain text (one segment a line).
+
+    field: which generate line to take: "D" (detokenized hypothesis), "H" (hypothesis after --remove-bpe,
+    still tokenized), "T" (reference as fairseq saw it) or "S" (source).
+    expected_ids: the number of inputs N; every id 0..N-1 must be present. Without it N is one more than the
+    largest id on any S/T/H/D/P line, so ids missing from the end are only caught when N is given.
+    Raises ScoringInputError naming the file and the missing, duplicated or surplus ids (or the line count of
+    a plain text file that differs from N); expected_from (e.g. the reference file) says where N came from.
+    """
+    if field not in ("S", "T", "H", "D"):
+        raise ValueError(f"field must be one of S, T, H, D; got {field!r}")
+    source = f" (as in {expected_from})" if expected_from else ""
+    lines = read_lines(path)
+    if is_generate_output(lines):
+        return _parse_generate_lines(path, lines, field, expected_ids, source)
+    if expected_ids is not None and len(lines) != expected_ids:
+        raise ScoringInputError(f"{path}: {len(lines)} lines of plain text, expected {expected_ids}{source}")
+    return lines
+
+
+def detokenize(lines: Iterable[str], lang: str) -> List[str]:
+    """Moses-detokenize whitespace-tokenized segments, as fairseq-generate's D- lines would be had it been run
+    with `--tokenizer moses` (undoes `@-@` aggressive hyphen splits and Moses escapes)."""
+    detokenizer = MosesDetokenizer(lang=lang)
+    return [detokenizer.detokenize(line.split()) for line in lines]
+
+
+def check_same_length(hyps: Sequence[str], refs: Sequence[str], hyp_name: str = "hypotheses",
+                      ref_name: str = "references") -> None:
+    if len(hyps) != len(refs):
+        raise ScoringInputError(
+            f"{hyp_name} has {len(hyps)} segments but {ref_name} has {len(refs)}; nothing was scored"
+        )
+
+
+def ribes(hyps: Sequence[str], refs: Sequence[str], tokenize: str = "13a") -> float:
+    """nltk's corpus RIBES x 100 on the tokens BLEU sees: sacrebleu's `tokenize` tokenizer, then whitespace
+    (with 'none' that is the whitespace tokens of already tokenized text)."""
+    tokenizer = BLEU(tokenize=tokenize).tokenizer
+    hyp_tokens = [tokenizer(h.rstrip()).split() for h in hyps]
+    ref_tokens = [[tokenizer(r.rstrip()).split()] for r in refs]
+    return 100.0 * corpus_ribes(ref_tokens, hyp_tokens)
+
+
+def corpus_scores(hyps: Sequence[str], refs: Sequence[str], tokenize: str = "13a") -> dict:
+    """BLEU (= BLEU-4), BLEU-1, chrF, TER (sacrebleu) and RIBES (nltk) of one system against one reference.
+
+    tokenize: sacrebleu's BLEU tokenizer; "13a" for detokenized text (sacreBLEU), "none" for tokenized BLEU on
+    already tokenized text (what multi-bleu.perl reports in several papers). chrF and TER use their own
+    sacrebleu defaults. Returns the scores plus "tokenize", "n_sentences" and the sacrebleu "signatures".
+    """
+    check_same_length(hyps, refs)
+    bleu = BLEU(tokenize=tokenize)
+    bleu_1 = BLEU(tokenize=tokenize, max_ngram_order=1)
+    chrf = CHRF()
+    ter = TER()
+    references = [list(refs)]
+    scores = {
+        "BLEU": bleu.corpus_score(hyps, references).score,
+        "BLEU-1": bleu_1.corpus_score(hyps, references).score,
+        "chrF": chrf.corpus_score(hyps, references).score,
+        "TER": ter.corpus_score(hyps, references).score,
+        "RIBES": ribes(hyps, refs, tokenize),
+        "tokenize": tokenize,
+        "n_sentences": len(hyps),
+    }
+    # sacrebleu's signature has no field for the n-gram order, so BLEU-1's says it here.
+    scores["signatures"] = {
+        "BLEU": str(bleu.get_signature()),
+        "BLEU-1": f"{bleu_1.get_signature()}|max_ngram_order:1",
+        "chrF": str(chrf.get_signature()),
+        "TER": str(ter.get_signature()),
+    }
+    return scores
+
+
+@contextlib.contextmanager
+def _sacrebleu_seed(seed: int):
+    """sacrebleu's PairedTest takes its seed only from the SACREBLEU_SEED environment variable."""
+    previous = os.environ.get("SACREBLEU_SEED")
+    os.environ["SACREBLEU_SEED"] = str(seed)
+    try:
+        yield
+    finally:
+        if previous is None:
+            del os.environ["SACREBLEU_SEED"]
+        else:
+            os.environ["SACREBLEU_SEED"] = previous
+
+
+def paired_bootstrap(hyps_a: Sequence[str], hyps_b: Sequence[str], refs: Sequence[str], n_samples: int = 1000,
+                     seed: int = 12345, tokenize: str = "13a") -> dict:
+    """sacrebleu's paired bootstrap resampling test of system B against baseline A, for BLEU and chrF.
+
+    Returns {"BLEU": {...}, "chrF": {...}, "test", "n_samples", "seed"}, each metric with "p_value" (two-sided:
+    how likely a difference this large is by chance), the scores "a" and "b", and the bootstrap means
+    "a_mean"/"b_mean" with 95% half-widths "a_ci"/"b_ci".
+    """
+    check_same_length(hyps_a, refs, "system A", "references")
+    check_same_length(hyps_b, refs, "system B", "references")
+    if seed == 0:
+        # PairedTest treats a seed of 0 as "no seed" and would draw from the OS.
+        raise ValueError("seed must be a positive integer (sacrebleu treats 0 as unseeded)")
+    metrics = {"BLEU": BLEU(tokenize=tokenize), "chrF": CHRF()}
+    with _sacrebleu_seed(seed):
+        test = PairedTest([("A", list(hyps_a)), ("B", list(hyps_b))], metrics, references=[list(refs)],
+                          test_type="bs", n_samples=n_samples)
+        _, results = test()
+    # PairedTest keys results by sacrebleu's score names ("BLEU", "chrF2") in the order of `metrics`.
+    result_columns = [name for name in results if name != "System"]
+    report = {"test": "paired bootstrap resampling (sacrebleu)", "n_samples": n_samples, "seed": seed}
+    identical_outputs = list(hyps_a) == list(hyps_b)
+    for name, column in zip(metrics, result_columns):
+        baseline, system = results[column]
+        p_value = float(system.p_value)
+        if identical_outputs:
+            # Identical outputs give a zero difference in every resample; sacrebleu counts resampled
+            # differences strictly above the observed one and reports its minimum, 1/(n+1), which would
+            # call a system significantly different from itself.
+            p_value = 1.0
+        report[name] = {
+            "p_value": p_value,
+            "a": float(baseline.score), "a_mean": float(baseline.mean), "a_ci": float(baseline.ci),
+            "b": float(system.score), "b_mean": float(system.mean), "b_ci": float(system.ci),
+        }
+    return report
+
+
+def _length_bucket_name(low: int, high: Optional[int]) -> str:
+    return f"({low},{high}]" if high is not None else f"({low},inf)"
+
+
+def check_length_edges(edges: Sequence[int]) -> None:
+    if not edges or list(edges) != sorted(set(edges)) or edges[0] <= 0:
+        raise ValueError(f"length edges must be positive and strictly increasing, got {list(edges)}")
+
+
+def bleu_by_length(hyps: Sequence[str], refs: Sequence[str], edges: Sequence[int] = DEFAULT_LENGTH_EDGES,
+                   tokenize: str = "13a") -> List[dict]:
+    """Corpus BLEU of the sentences in each reference-length interval (paper 002 Fig. 4).
+
+    Length is the number of whitespace-separated tokens of the reference. edges (10, 20) give the intervals
+    (0,10], (10,20], (20,inf); a reference of length 0 falls in the first. Returns one dict per interval:
+    "bucket", "low", "high" (None for the last), "n_sentences" and "BLEU" (None when the interval is empty).
+    """
+    check_same_length(hyps, refs)
+    check_length_edges(edges)
+    bounds = [0, *edges]
+    intervals = [(bounds[i], bounds[i + 1]) for i in range(len(edges))] + [(edges[-1], None)]
+    members = {interval: [] for interval in intervals}
+    for index, ref in enumerate(refs):
+        length = len(ref.split())
+        interval = next(iv for iv in intervals if iv[1] is None or length <= iv[1])
+        members[interval].append(index)
+    rows = []
+    for low, high in intervals:
+        chosen = members[(low, high)]
+        score = None
+        if chosen:
+            score = BLEU(tokenize=tokenize).corpus_score([hyps[i] for i in chosen],
+                                                         [[refs[i] for i in chosen]]).score
+        rows.append({"bucket": _length_bucket_name(low, high), "low": low, "high": high,
+                     "n_sentences": len(chosen), "BLEU": score})
+    return rows

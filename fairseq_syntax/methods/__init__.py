@@ -1,0 +1,33 @@
+"""The methods, one folder per paper. ``METHODS`` is the registry: adding a method is a new folder whose
+``__init__.py`` defines ``METHOD`` (a :class:`~fairseq_syntax.core.method.Method`) plus one line here.
+
+``python -m fairseq_syntax.methods`` prints what the recipes, the benchmark and the README read from it.
+"""
+from typing import Iterator, Optional
+
+from fairseq_syntax.core.method import Method, System
+from fairseq_syntax.methods import hier_accum, ldd, syntax_mask, tree_transformer
+
+METHODS = (
+    syntax_mask.METHOD,
+    ldd.METHOD,
+    tree_transformer.METHOD,
+    hier_accum.METHOD,
+)
+
+
+def systems(task: Optional[str] = "translation", baselines: bool = True, ablations: bool = True) -> Iterator[System]:
+    """Every system of every method, in registry order (baselines first within a method); filtered by task
+    (None: all tasks), without baselines or ablations when asked."""
+    for method in METHODS:
+        for system in method.systems:
+            if (task is None or system.task == task) and (baselines or not system.baseline) and (
+                    ablations or not system.ablation):
+                yield system
+
+
+def method_of(arch: str) -> Method:
+    for method in METHODS:
+        if any(system.arch == arch and not system.baseline for system in method.systems):
+            return method
+    raise KeyError(f"no method registers the architecture {arch!r}")

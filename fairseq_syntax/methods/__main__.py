@@ -1,0 +1,67 @@
+"""``python -m fairseq_syntax.methods COMMAND``: what the recipes, the benchmark and the README read from the method
+descriptions (:data:`fairseq_syntax.methods.METHODS`).
+
+* ``systems [--task translation] [--method NAME] [--no-baselines] [--no-ablations]``: one ``NAME:ARCH:DATA[:EXTRA]`` per line, the
+  recipes' ``SYSTEMS`` format;
+* ``data-dirs SPEC...``: for the given system specs, one line per data directory they read: ``DATA FORM
+  PRETERMINALS SIDE_INPUT...`` (the recipes make each with ``fairseq-syntax-preprocess`` and add the side inputs
+  that need a step of their own, e.g. ``src_ldd``);
+* ``readme-table``: the README's method table (markdown).
+"""
+import argparse
+import sys
+from typing import List, Optional
+
+from fairseq_syntax.core.side_inputs import SIDE_INPUTS
+from fairseq_syntax.methods import METHODS, systems
+
+
+def readme_table() -> str:
+    rows = ["| method | paper | registered archs (+ `_tiny`) | systems (`NAME:ARCH:DATA`) | side inputs | notes |",
+            "|---|---|---|---|---|---|"]
+    for method in METHODS:
+        side = sorted({name for system in method.systems for name in system.side_inputs})
+        specs = "<br>".join(f"`{s.spec()}`" + (" (baseline)" if s.baseline else "") +
+                            (" (ablation)" if s.ablation else "") + ("" if s.task == "translation" else f" ({s.task})")
+                            for s in method.systems)
+        archs = ", ".join(f"`{arch}`" for arch in method.archs)
+        side_text = ", ".join(f"`{name}` ({SIDE_INPUTS[name].made_by})" for name in side) or "none"
+        rows.append(f"| {method.title} (`methods/{method.name}`) | {method.citation} | {archs} | {specs} | "
+                    f"{side_text} | {method.notes} |")
+    return "\n".join(rows)
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m fairseq_syntax.methods", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    listing = commands.add_parser("systems", help="system specs, one per line")
+    listing.add_argument("--task", default="translation", help="translation, classification or masked_lm")
+    listing.add_argument("--method", choices=[method.name for method in METHODS], help="only this method's")
+    listing.add_argument("--no-baselines", action="store_true")
+    listing.add_argument("--no-ablations", action="store_true")
+    data = commands.add_parser("data-dirs", help="the data directories the given systems read")
+    data.add_argument("specs", nargs="*")
+    commands.add_parser("readme-table", help="the README's method table")
+    args = parser.parse_args(argv)
+    if args.command == "systems":
+        for system in systems(args.task, baselines=not args.no_baselines, ablations=not args.no_ablations):
+            if args.method is None or system in next(m for m in METHODS if m.name == args.method).systems:
+                print(system.spec())
+    elif args.command == "data-dirs":
+        by_spec = {system.spec(): system for system in systems(task=None)}
+        unknown = [spec for spec in args.specs if spec not in by_spec]
+        if unknown:
+            raise SystemExit(f"error: unknown systems {unknown}; see python -m fairseq_syntax.methods systems")
+        dirs = {}
+        for spec in args.specs:
+            system = by_spec[spec]
+            entry = dirs.setdefault(system.data, [system.form, system.preterminals, []])
+            entry[2] += [name for name in system.side_inputs if name not in entry[2]]
+        for name, (form, preterminals, side) in dirs.items():
+            print(" ".join([name, form, preterminals, *side]))
+    else:
+        print(readme_table())
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,30 @@
+"""Hierarchical accumulation: Nguyen, Joty, Hoi & Socher (2020), "Tree-Structured Attention with Hierarchical
+Accumulation", sections 4.1-4.4 and 5.
+
+* :mod:`.accumulation`: the per-batch structure (leaves, nodes, subtree masks, branch sizes, embedding bins) and the
+  accumulation of node values from their subtrees without the paper's ``m x n x d`` tensor;
+* :mod:`.attention`: the encoder self-attention (eqs. 12-18) and the decoder cross-attention (eqs. 21-24);
+* :mod:`.model`: ``transformer_hier_accum`` (+ ``_tiny``) and the SST classifier
+  ``transformer_hier_accum_classifier`` (task ``tree_classification``);
+* :mod:`.analysis`: the share of cross-attention on nodes vs leaves (Table 4),
+  ``fairseq-syntax-plot cross-attention-share``.
+"""
+from fairseq_syntax.core.method import Method, System
+from fairseq_syntax.methods.hier_accum import analysis, model  # noqa: F401  (registers the models)
+
+METHOD = Method(
+    name="hier_accum",
+    title="Hierarchical accumulation",
+    citation="Nguyen et al. 2020",
+    systems=(
+        System("hier_accum", "transformer_hier_accum", "preorder", "split"),
+        System("transformer_classifier", "transformer_classifier", "sequence", task="classification",
+               baseline=True),
+        System("hier_accum_classifier", "transformer_hier_accum_classifier", "preorder", "drop",
+               task="classification"),
+    ),
+    plots=(analysis.PLOT,),
+    cuda_variants=(("--no-hier-embed",), ("--no-subtree-mask",)),
+    notes="node values accumulated from their subtrees, subtree-masked self-attention, tree-aware cross-attention "
+          "(translation and SST classification)",
+)

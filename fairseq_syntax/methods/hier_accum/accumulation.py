@@ -1,0 +1,226 @@
+"""Hierarchical accumulation: Nguyen et al. (2020), "Tree-structured attention with hierarchical accumulation"
+Sections 4.1-4.4.
+
+A sentence is its preorder sequence of ``T`` positions: leaves L (subwords, and fairseq's EOS as a root of its
+own) and nonterminal nodes N. The value of a node is accumulated from its subtree (eqs. 5-10, 16):
+
+    n'_i = 1/|L(i)| * sum_{j in L(i)} w_j * (x_j + sum_{t on P(i,j)} (N_t + E_tj)) / (|P(i,j)| + 1)
+
+with ``L(i)`` the leaves under node i, ``P(i,j)`` the nodes on the branch from i down to leaf j (i included),
+``x`` / ``N`` the leaf / node values, ``w = L u`` one scalar weight per leaf (eq. 16; ``u_s`` in the encoder, ``u_c``
+in the cross-attention, eq. 23) and ``E_tj = [e^v_|V_t^j|; e^h_|H_t^j|]`` the hierarchical embedding of node t and
+leaf j (eq. 9). ``average="official"`` divides by ``|P(i,j)|`` instead, as the authors' public code does.
+
+The sum is linear in the values, so it is computed without ever forming the paper's ``m x n x d`` tensor S. With the ``n`` leaves and ``m`` nodes of each
+row gathered by :func:`fairseq_syntax.core.structure.leaf_node_split`:
+
+    c = w[None, :] * inverse_branch_size                # c_ij = w_j / (|L(i)| (|P(i,j)| + 1)),  B x m x n
+    g = node_over_node * (c @ node_over_leaf^T)         # g_it = D_it sum_j c_ij A_tj,           B x m x m
+    n' = [c | g] @ v  +  histogram(c) @ [E^v | E^h]     # B x H x m x d, written back at the node positions
+
+The embedding term sums ``c_ij`` over the triples (i, t, j) with t on P(i, j), binned by the embedding index of
+(t, j): a ``B x m x 2|E|`` histogram times the tables, shared by all heads (Section 4.2).
+
+Subtree masking (eq. 11): a node query attends to the nodes and leaves of its own subtree, a leaf query to the
+leaves only.
+
+* :func:`accumulation_structure`: ``parents`` ``B x T`` (see :mod:`fairseq_syntax.core.structure`) -> dict of the
+  per-batch tensors below, built once per batch and shared by all layers.
+* :class:`HierarchicalEmbeddings`: coefficients ``B x m x n`` -> embedding term ``B x m x d_head``.
+* :func:`hierarchical_accumulation`: values ``B x H x T x d_head``, leaf weights ``B x T`` -> values with the node
+  rows replaced by their accumulation, ``B x H x T x d_head`` (``bench/hier_accum_dense`` computes the same with
+  the naive dense tensors S and E, for the benchmark).
+* :func:`factored_node_accumulation`: the fast accumulation above, ``B x H x m x d_head`` for the m nodes.
+* :func:`reorder_structure`: the structure of a reordered batch (beam search).
+"""
+from typing import Callable, Dict, Optional
+
+import torch
+from torch import Tensor, nn
+
+from fairseq_syntax.core import structure as st
+from fairseq_syntax.core.attention import Structure
+
+AVERAGES = ("paper", "official")
+#: (values B x H x T x d, leaf weights B x T, structure, embeddings) -> node values B x H x m x d
+NodeAccumulation = Callable[..., Tensor]
+
+
+def accumulation_structure(
+    parents: Tensor, embedding_size: int = 0, average: str = "paper", subtree_mask: Optional[bool] = None
+) -> Structure:
+    """Per-batch tensors of hierarchical accumulation, from a ``B x T`` parent batch.
+
+    Returns a dict with (``n`` / ``m`` = most leaves / nodes in a row; float tensors are float32):
+
+    * ``leaf_pos`` ``B x n``, ``node_pos`` ``B x m``: positions of the leaves and nodes (0 where padded);
+    * ``is_node`` ``B x T`` bool and ``node_ordinal`` ``B x T``: nonterminal positions and their index in ``node_pos``;
+    * ``node_over_leaf`` ``B x m x n`` (``A``) and ``node_over_node`` ``B x m x m`` (``D``, the diagonal included),
+      float: 1 when the leaf / node is in the subtree of the row's node;
+    * ``inverse_branch_size`` ``B x m x n``: ``1 / (|L(i)| (|P(i,j)| + 1))`` for leaf j under node i (``|P(i,j)|``
+      with ``average="official"``), else 0;
+    * with ``embedding_size`` > 0 (``|E|``, the rows of each embedding table; larger indices use the last row):
+      ``embedding_batch``, ``embedding_source`` (``K`` each) and ``embedding_bins`` (``2K``): for each triple
+      (i, t, j) with node t on the branch from node i to leaf j, its batch row b, the entry ``i * n + j`` of that
+      row's ``m x n`` coefficients, and the bins ``i * 2|E| + vertical index - 1`` and ``i * 2|E| + |E| + horizontal
+      index - 1`` of that row's ``m x 2|E|`` histogram (row-relative, so :func:`reorder_structure` can follow beams);
+    * with ``subtree_mask`` not None, ``attention_mask`` bool, True where a query may attend to a key: ``B x 1 x T x T``
+      under the subtree rule of eq. 11 when True, ``B x 1 x 1 x T`` (every non-padding key) when False. A padding
+      query attends to itself, so no row of the softmax is empty.
+    """
+    if average not in AVERAGES:
+        raise ValueError(f"average must be one of {AVERAGES}, got {average!r}")
+    if embedding_size < 0:
+        raise ValueError(f"embedding_size must be >= 0, got {embedding_size}")
+    parents = parents.long()
+    split = st.leaf_node_split(parents)
+    node_over_node, node_over_leaf = st.dominance_blocks(parents, split)
+    # |P(i, j)| = depth(j) - depth(i) for leaf j under node i: structure.node_leaf_path_length, here derived from the
+    # blocks (as are the embedding indices) because each of those functions repeats the ancestor walk
+    node_depth = node_over_node.sum(1) - 1  # B x m: proper node ancestors of each node
+    leaf_depth = node_over_leaf.sum(1)  # B x n: node ancestors of each leaf
+    path_length = (leaf_depth.unsqueeze(1) - node_depth.unsqueeze(2)) * node_over_leaf
+    branch = path_length + 1 if average == "paper" else path_length
+    leaves_under = node_over_leaf.sum(-1, keepdim=True)
+    is_leaf = st.is_leaf(parents)
+    is_padding = parents == st.PAD
+    is_node = ~is_leaf & ~is_padding
+    out = {
+        "leaf_pos": split["leaf_pos"],
+        "node_pos": split["node_pos"],
+        "is_node": is_node,
+        "node_ordinal": (is_node.cumsum(-1) - 1).clamp(min=0),
+        "node_over_leaf": node_over_leaf.float(),
+        "node_over_node": node_over_node.float(),
+        "inverse_branch_size": node_over_leaf / (leaves_under * branch).clamp(min=1),
+    }
+    if embedding_size > 0:
+        out.update(_embedding_bins(node_over_leaf, node_depth, leaf_depth, embedding_size))
+    if subtree_mask is not None:
+        if subtree_mask:
+            dominance = st.ancestor_or_self(parents)
+            allowed = (dominance & is_node.unsqueeze(2)) | (is_leaf.unsqueeze(2) & is_leaf.unsqueeze(1))
+            out["attention_mask"] = (allowed | torch.diag_embed(is_padding)).unsqueeze(1)
+        else:
+            out["attention_mask"] = ~is_padding[:, None, None, :]
+    return out
+
+
+def _embedding_bins(
+    node_over_leaf: Tensor, node_depth: Tensor, leaf_depth: Tensor, embedding_size: int
+) -> Dict[str, Tensor]:
+    """``embedding_source`` and ``embedding_bins`` of :func:`accumulation_structure`.
+
+    The triples (i, t, j) are, for each leaf j with node ancestors ``a_0`` (the root) ... ``a_{d-1}`` (its parent),
+    the ``d (d + 1) / 2`` pairs ``i = a_k``, ``t = a_r``, ``k <= r``; then ``|V_t^j| = d - r`` and ``|H_t^j|`` is j's
+    rank among the leaves of t (``structure.hierarchical_embedding_indices``, capped at ``embedding_size``).
+    """
+    batch, nodes, leaves = node_over_leaf.shape
+    device = node_over_leaf.device
+    b, i, j = node_over_leaf.nonzero(as_tuple=True)
+    ancestors = torch.zeros(batch, leaves, max(int(leaf_depth.max()) if leaves else 0, 1), dtype=torch.long,
+                            device=device)
+    ancestors[b, j, node_depth[b, i]] = i  # ancestors[b, j, r]: the node at depth r above leaf j
+    pairs = (leaf_depth * (leaf_depth + 1) // 2).reshape(-1)
+    leaf = torch.repeat_interleave(torch.arange(batch * leaves, device=device), pairs)
+    pair = torch.arange(leaf.numel(), device=device) - torch.repeat_interleave(pairs.cumsum(0) - pairs, pairs)
+    # pair p = r (r + 1) / 2 + k with 0 <= k <= r
+    r = ((torch.sqrt(8 * pair.double() + 1) - 1) / 2).floor().long()
+    k = pair - r * (r + 1) // 2
+    b, j = leaf // leaves, leaf % leaves
+    i, t = ancestors[b, j, k], ancestors[b, j, r]
+    first_leaf = torch.where(node_over_leaf, torch.arange(leaves, device=device), leaves).amin(-1)  # B x m
+    vertical = (leaf_depth[b, j] - r).clamp(max=embedding_size)
+    horizontal = (j - first_leaf[b, t] + 1).clamp(max=embedding_size)
+    vertical_bin = i * (2 * embedding_size) + vertical - 1
+    horizontal_bin = i * (2 * embedding_size) + embedding_size + horizontal - 1
+    return {"embedding_batch": b, "embedding_source": i * leaves + j,
+            "embedding_bins": torch.cat([vertical_bin, horizontal_bin])}
+
+
+def reorder_structure(structure: Structure, new_order: Tensor) -> Structure:
+    """The structure of the batch whose row ``r`` is row ``new_order[r]`` of ``structure``'s batch (fairseq's
+    ``reorder_encoder_out``: beam expansion and reordering). Batch-major tensors are indexed; the embedding triples,
+    grouped by batch row, are gathered row by row."""
+    out = {name: tensor.index_select(0, new_order) for name, tensor in structure.items()
+           if not name.startswith("embedding_")}
+    if "embedding_batch" in structure:
+        row, count = structure["embedding_batch"], structure["embedding_batch"].numel()
+        per_row = torch.bincount(row, minlength=structure["is_node"].size(0))
+        starts = per_row.cumsum(0) - per_row
+        new_per_row = per_row[new_order]
+        new_row = torch.repeat_interleave(torch.arange(len(new_order), device=row.device), new_per_row)
+        within = torch.arange(new_row.numel(), device=row.device) - (new_per_row.cumsum(0) - new_per_row)[new_row]
+        taken = starts[new_order][new_row] + within
+        bins = structure["embedding_bins"]
+        out.update(embedding_batch=new_row, embedding_source=structure["embedding_source"][taken],
+                   embedding_bins=torch.cat([bins[:count][taken], bins[count:][taken]]))
+    return out
+
+
+class HierarchicalEmbeddings(nn.Module):
+    """Vertical and horizontal embedding tables ``E^v, E^h`` (``|E| x d/2`` each, paper eq. 9), shared by heads."""
+
+    def __init__(self, size: int, dim: int):
+        super().__init__()
+        if size < 1 or dim % 2 != 0:
+            raise ValueError(f"hierarchical embeddings need size >= 1 and an even dimension, got {size}, {dim}")
+        self.size = size
+        self.vertical = nn.Parameter(torch.empty(size, dim // 2))
+        self.horizontal = nn.Parameter(torch.empty(size, dim // 2))
+        nn.init.normal_(self.vertical, std=dim**-0.5)
+        nn.init.normal_(self.horizontal, std=dim**-0.5)
+
+    def forward(self, coefficients: Tensor, structure: Structure) -> Tensor:
+        """``sum_{t,j} c_ij D_it A_tj E_tj`` for every node i: ``B x m x n`` coefficients -> ``B x m x dim``."""
+        if "embedding_bins" not in structure:
+            raise ValueError("the structure has no embedding bins: build it with embedding_size > 0")
+        batch, nodes, leaves = coefficients.shape
+        row = structure["embedding_batch"]
+        values = coefficients.reshape(-1)[row * (nodes * leaves) + structure["embedding_source"]]
+        bins = torch.cat([row, row]) * (nodes * 2 * self.size) + structure["embedding_bins"]
+        histogram = coefficients.new_zeros(batch * nodes * 2 * self.size)
+        histogram = histogram.index_add(0, bins, torch.cat([values, values]))
+        histogram = histogram.view(batch, nodes, 2, self.size)
+        return torch.cat([histogram[:, :, 0] @ self.vertical, histogram[:, :, 1] @ self.horizontal], dim=-1)
+
+
+def hierarchical_accumulation(
+    values: Tensor,
+    leaf_weights: Tensor,
+    structure: Structure,
+    embeddings: Optional[HierarchicalEmbeddings] = None,
+    node_accumulation: Optional[NodeAccumulation] = None,
+) -> Tensor:
+    """Replace the node rows of ``values`` (``B x H x T x d``) by ``V(U(S + E), w)`` (paper eq. 10).
+
+    ``leaf_weights`` ``B x T`` is ``w`` (read at the leaves only). Leaf and padding rows are returned unchanged.
+    ``node_accumulation`` computes the node rows (default :func:`factored_node_accumulation`; the benchmark passes
+    the naive dense one of ``bench/hier_accum_dense``, which gives the same values).
+    """
+    batch, heads, length, dim = values.shape
+    if structure["node_pos"].size(1) == 0:
+        return values
+    accumulated = (node_accumulation or factored_node_accumulation)(values, leaf_weights, structure, embeddings)  # B x H x m x d
+    placed = accumulated.gather(2, structure["node_ordinal"][:, None, :, None].expand(batch, heads, length, dim))
+    return torch.where(structure["is_node"][:, None, :, None], placed, values)
+
+
+def factored_node_accumulation(
+    values: Tensor, leaf_weights: Tensor, structure: Structure, embeddings: Optional[HierarchicalEmbeddings] = None
+) -> Tensor:
+    """``V(U(S + E), w)`` of the ``m`` nodes, ``B x H x m x d``, by the factorisation of the module docstring."""
+    batch, _, length, _ = values.shape
+    leaf_pos, node_pos = structure["leaf_pos"], structure["node_pos"]
+    nodes = node_pos.size(1)
+    dtype = values.dtype
+    c = leaf_weights.gather(1, leaf_pos).to(dtype).unsqueeze(1) * structure["inverse_branch_size"].to(dtype)
+    g = structure["node_over_node"].to(dtype) * torch.matmul(c, structure["node_over_leaf"].to(dtype).transpose(1, 2))
+    # [c | g] as B x m x T coefficients on the positions (padded entries are 0, added at position 0)
+    coefficients = c.new_zeros(batch, nodes, length)
+    coefficients = coefficients.scatter_add(2, leaf_pos.unsqueeze(1).expand_as(c), c)
+    coefficients = coefficients.scatter_add(2, node_pos.unsqueeze(1).expand_as(g), g)
+    accumulated = torch.matmul(coefficients.unsqueeze(1), values)  # B x H x m x d
+    if embeddings is not None:
+        accumulated = accumulated + embeddings(c, structure).unsqueeze(1)
+    return accumulated

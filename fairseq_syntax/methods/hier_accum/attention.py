@@ -1,0 +1,171 @@
+"""The attention modules of hierarchical accumulation: Nguyen et al. (2020), "Tree-Structured Attention with
+Hierarchical Accumulation", eqs. 12-18 (encoder) and 21-24 (decoder cross-attention).
+
+* :class:`HierarchicalSelfAttention`: one attention over all ``T`` source positions (leaves and nodes) with
+  subtree masking (eq. 11); values ``L W_V`` at the leaves and the accumulated ``N'`` (eq. 16) at the nodes, with
+  ``w = L u_s``. ``x`` ``T x B x C`` -> ``T x B x C`` (and weights ``B x H x T x T``).
+* :class:`HierarchicalCrossAttention`: target queries attend to all source positions ``[N'; L]`` without subtree
+  masking; the node values are accumulated as in the encoder with ``w = L u_c``, ``L`` the encoder's output at the
+  leaves. It follows the call fairseq's ``TransformerDecoderLayerBase`` makes to its ``encoder_attn`` (query
+  ``Tq x B x C``, key = value = the encoder states ``S x B x C``, and as ``key_padding_mask`` what the decoder got
+  as ``encoder_out["encoder_padding_mask"][0]``): :class:`~fairseq_syntax.methods.hier_accum.model.HierAccumDecoder`
+  hands it a :class:`SourceTree`, the source's padding mask ``B x S`` with the structure the encoder built (no
+  gradient flows through either, so fairseq's activation checkpointing of the layer passes it through as is). Keys and accumulated values depend only on
+  the source, so during incremental decoding they are computed at the first step, kept in the incremental state
+  (``B x H x S x d`` each) and reordered with the beams; the original implementation recomputed the accumulation
+  at every step. Returns ``(Tq x B x C, weights)``; weights, when asked for, are ``B x Tq x S`` (mean over heads) or
+  ``H x B x Tq x S`` with ``need_head_weights``, as fairseq's ``MultiheadAttention`` returns them.
+* :func:`attend`: scaled dot-product attention with a boolean mask, optionally returning the weights.
+"""
+from typing import Dict, NamedTuple, Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+from fairseq.incremental_decoding_utils import with_incremental_state
+from torch import Tensor, nn
+
+from fairseq_syntax.core.attention import Structure, StructuredSelfAttention
+from fairseq_syntax.methods.hier_accum.accumulation import (
+    HierarchicalEmbeddings,
+    factored_node_accumulation,
+    hierarchical_accumulation,
+)
+
+IncrementalState = Dict[str, Dict[str, Optional[Tensor]]]
+
+
+class SourceTree(NamedTuple):
+    """The cross-attention's ``key_padding_mask``: the source padding ``B x S`` and its ``accumulation_structure``."""
+
+    padding_mask: Tensor
+    structure: Structure
+
+
+def attend(
+    q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], dropout_p: float, need_weights: bool
+) -> Tuple[Tensor, Optional[Tensor]]:
+    """Scaled dot-product attention, ``B x H x Tq x d`` queries over ``B x H x Tk x d`` keys and values.
+
+    ``mask`` (broadcastable to ``B x H x Tq x Tk``) is True where a query may attend to a key; every row needs one.
+    Returns the output ``B x H x Tq x d`` and, when ``need_weights``, the probabilities ``B x H x Tq x Tk``.
+    """
+    if not need_weights:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p), None
+    scores = torch.matmul(q, k.transpose(-1, -2)) * q.size(-1) ** -0.5
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1, dtype=torch.float32).type_as(q)
+    return torch.matmul(F.dropout(weights, p=dropout_p, training=dropout_p > 0), v), weights
+
+
+class HierarchicalSelfAttention(StructuredSelfAttention):
+    """Encoder self-attention over leaves and nodes (paper eqs. 12-18).
+
+    One attention over all ``T`` positions computes the four affinity blocks ``A_NL, A_LL, A_NN, A_LN`` at once;
+    ``structure["attention_mask"]`` applies subtree masking (or only hides padding, for the -SubMask ablation).
+    Values: ``L W_V`` at the leaves, the accumulated ``N'`` (eq. 16) at the nodes, with ``w = L u_s``.
+    ``embedding_size`` 0 turns the hierarchical embeddings off (the -HierEmb ablation). ``key_padding_mask`` is
+    accepted for the layer's call and not needed: the structure's mask already hides padding.
+    """
+
+    #: computes the node values; the benchmark's naive variant (``bench/hier_accum_dense``) overrides it
+    node_accumulation = staticmethod(factored_node_accumulation)
+
+    def __init__(
+        self, embed_dim: int, num_heads: int, dropout: float = 0.0, embedding_size: int = 100
+    ):
+        super().__init__(embed_dim, num_heads, dropout=dropout)
+        self.leaf_weight = nn.Linear(embed_dim, 1, bias=False)  # u_s
+        self.embeddings = HierarchicalEmbeddings(embedding_size, self.head_dim) if embedding_size else None
+
+    def forward(
+        self,
+        x: Tensor,
+        key_padding_mask: Optional[Tensor] = None,
+        structure: Optional[Structure] = None,
+        need_weights: bool = False,
+        carry: Optional[Tensor] = None,
+    ) -> Tuple[Tensor, Optional[Tensor], None]:
+        if structure is None or "attention_mask" not in structure:
+            raise ValueError("HierarchicalSelfAttention needs accumulation_structure(..., subtree_mask=True/False)")
+        length, batch, _ = x.shape
+        q, k, v = (self._split_heads(proj(x)) for proj in (self.q_proj, self.k_proj, self.v_proj))
+        leaf_weights = self.leaf_weight(x).squeeze(-1).t()
+        v = hierarchical_accumulation(v, leaf_weights, structure, self.embeddings, self.node_accumulation)
+        dropout_p = self.dropout if self.training else 0.0
+        out, weights = attend(q, k, v, structure["attention_mask"], dropout_p, need_weights)
+        out = out.permute(2, 0, 1, 3).reshape(length, batch, self.embed_dim)
+        return self.out_proj(out), weights, None
+
+
+@with_incremental_state
+class HierarchicalCrossAttention(StructuredSelfAttention):
+    """Shares the base's projections and initialisation; ``embedding_size`` 0 disables hierarchical embeddings."""
+
+    node_accumulation = staticmethod(factored_node_accumulation)
+
+    def __init__(
+        self, embed_dim: int, num_heads: int, dropout: float = 0.0, embedding_size: int = 100
+    ):
+        super().__init__(embed_dim, num_heads, dropout=dropout)
+        self.leaf_weight = nn.Linear(embed_dim, 1, bias=False)  # u_c
+        self.embeddings = HierarchicalEmbeddings(embedding_size, self.head_dim) if embedding_size else None
+
+    def source_keys_values(self, source: Tensor, structure: Structure) -> Tuple[Tensor, Tensor]:
+        """Keys ``L W_K; N W_K`` and values ``L W_V; N'`` (eq. 23) of the source ``S x B x C``: ``B x H x S x d``."""
+        keys = self._split_heads(self.k_proj(source))
+        values = self._split_heads(self.v_proj(source))
+        leaf_weights = self.leaf_weight(source).squeeze(-1).t()
+        return keys, hierarchical_accumulation(values, leaf_weights, structure, self.embeddings, self.node_accumulation)
+
+    def has_cached_source(self, incremental_state: Optional[IncrementalState]) -> bool:
+        return "prev_key" in self._get_input_buffer(incremental_state)
+
+    def forward(
+        self,
+        query: Tensor,
+        key: Tensor,
+        value: Tensor,
+        key_padding_mask: Optional[SourceTree] = None,
+        incremental_state: Optional[IncrementalState] = None,
+        static_kv: bool = True,
+        need_weights: bool = False,
+        need_head_weights: bool = False,
+    ) -> Tuple[Tensor, Optional[Tensor]]:
+        if not static_kv:
+            raise ValueError("HierarchicalCrossAttention attends to a fixed source (static_kv=True)")
+        if self.has_cached_source(incremental_state):
+            cache = self._get_input_buffer(incremental_state)
+            keys, values = cache["prev_key"], cache["prev_value"]
+        else:
+            if not isinstance(key_padding_mask, SourceTree):
+                raise TypeError("HierarchicalCrossAttention needs the source tree with its padding (a SourceTree as "
+                                f"key_padding_mask), got {type(key_padding_mask).__name__}: use it in HierAccumDecoder")
+            keys, values = self.source_keys_values(value, key_padding_mask.structure)
+            if incremental_state is not None:
+                self._set_input_buffer(incremental_state, {"prev_key": keys, "prev_value": values})
+        length, batch, _ = query.shape
+        q = self._split_heads(self.q_proj(query))
+        mask = ~key_padding_mask.padding_mask[:, None, None, :]
+        dropout_p = self.dropout if self.training else 0.0
+        out, weights = attend(q, keys, values, mask, dropout_p, need_weights or need_head_weights)
+        out = out.permute(2, 0, 1, 3).reshape(length, batch, self.embed_dim)
+        if weights is not None:
+            weights = weights.transpose(0, 1)  # H x B x Tq x S
+            if not need_head_weights:
+                weights = weights.mean(dim=0)
+        return self.out_proj(out), weights
+
+    def reorder_incremental_state(self, incremental_state: IncrementalState, new_order: Tensor) -> IncrementalState:
+        """Follow the beam search: row b of the cache becomes row ``new_order[b]``."""
+        cache = self._get_input_buffer(incremental_state)
+        if cache:
+            reordered = {name: tensor.index_select(0, new_order) for name, tensor in cache.items()}
+            incremental_state = self._set_input_buffer(incremental_state, reordered)
+        return incremental_state
+
+    def _get_input_buffer(self, incremental_state: Optional[IncrementalState]) -> Dict[str, Optional[Tensor]]:
+        return self.get_incremental_state(incremental_state, "attn_state") or {}
+
+    def _set_input_buffer(self, incremental_state: IncrementalState, buffer: Dict[str, Optional[Tensor]]):
+        return self.set_incremental_state(incremental_state, "attn_state", buffer)

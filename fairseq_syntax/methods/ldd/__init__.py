@@ -1,0 +1,27 @@
+"""Labeled dependency distributions: Pu & Sima'an (2022), "Passing Parser Uncertainty to the Transformer: Labeled
+Dependency Distributions for Neural Machine Translation", sections 3.1-3.2, Table 1 and Appendix A.
+
+* :mod:`.distributions`: the 16 label groups, ``p(i, j, l)`` summed into them, the variants of Table 1;
+* :mod:`.side_input`: the side input ``src_ldd`` (stored sparse per word, expanded over BPE tokens per batch), and
+  its conversion of ``fairseq-interactive`` lines with a dependency parser;
+* :mod:`.preprocess`: ``fairseq-syntax-preprocess-dependencies`` (parser output -> ``.ldd`` side data);
+* :mod:`.attention`: ``softmax((Q K^T / sqrt(d)) * LDD_h)``, one head per label group, and LDA;
+* :mod:`.model`: ``transformer_ldd`` (+ ``_tiny``) with ``--syntax-variant``;
+* :mod:`.analysis`: the LDD layer's heads for one sentence (Figures 5-6), ``fairseq-syntax-plot ldd-attention``.
+"""
+from fairseq_syntax.core.method import Method, System
+from fairseq_syntax.methods.ldd import analysis, model, side_input  # noqa: F401  (registers model and side input)
+
+METHOD = Method(
+    name="ldd",
+    title="Labeled dependency distributions",
+    citation="Pu & Sima'an 2022",
+    systems=(
+        System("ldd", "transformer_ldd", "sequence"),
+        System("udp", "transformer_ldd", "sequence", model_args=("--syntax-variant", "udp"), ablation=True),
+    ),
+    plots=(analysis.PLOT,),
+    cuda_variants=(("--syntax-variant", "lda"),),
+    notes="the parser's arc x label probabilities in 16 label groups, one per head of the first encoder layer; "
+          "--syntax-variant ldd, udd, ldp, udp, uldd, uudd, lda",
+)

@@ -1,0 +1,111 @@
+"""Attention maps of the LDD layer (Pu & Sima'an 2022, Figures 5-6): what each of the 16 label-group heads of the
+first encoder layer attends to, for one source sentence of a data directory.
+
+* :func:`ldd_attention_maps` (model, net_input) -> ``B x 16 x T x T`` weights of the LDD layer (query i, key j);
+* :func:`sentence_ldd_attention` (model, task, split, index) -> (``16 x n x n`` array, the n source tokens with
+  EOS), read from the split's binarized data and side data;
+* :func:`plot_ldd_attention` (maps ``16 x n x n``, tokens, path) -> writes a PNG, one panel per head.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from fairseq_syntax.core.method import PlotCommand
+from fairseq_syntax.methods.ldd.distributions import GROUP_NAMES, NUM_GROUPS
+from fairseq_syntax.methods.ldd.model import LDD_LAYER, LDDEncoder
+
+logger = logging.getLogger(__name__)
+
+
+def ldd_attention_maps(model, net_input: Dict[str, Tensor]) -> Tensor:
+    """``B x 16 x T x T`` attention weights of the first encoder layer of a ``transformer_ldd`` model."""
+    if not isinstance(model.encoder, LDDEncoder):
+        raise ValueError(f"{type(model).__name__} is not a transformer_ldd model")
+    encoder_input = {name: value for name, value in net_input.items() if name != "prev_output_tokens"}
+    with torch.no_grad():
+        out = model.encoder(**encoder_input, return_attention=True)
+    return out["encoder_attention"][LDD_LAYER]
+
+
+def sentence_ldd_attention(model, task, split: str, index: int) -> Tuple[np.ndarray, List[str]]:
+    """(``16 x n x n`` LDD-layer weights, the n source tokens ending in ``</s>``) of sentence ``index``
+    (0-based, the line number minus one) of ``split``."""
+    if split not in task.datasets:
+        task.load_dataset(split)
+    dataset = task.dataset(split)
+    if not 0 <= index < len(dataset):
+        raise ValueError(f"{split} has {len(dataset)} sentences; there is no sentence {index}")
+    sample = dataset.collater([dataset[index]])
+    device = next(model.parameters()).device
+    net_input = {name: value.to(device) for name, value in sample["net_input"].items()}
+    maps = ldd_attention_maps(model, net_input)[0]
+    tokens = sample["net_input"]["src_tokens"][0]
+    keep = tokens.ne(task.source_dictionary.pad()).to(maps.device)  # --required-seq-len-multiple pads even one
+    maps = maps[:, keep][:, :, keep]
+    words = [task.source_dictionary[t] for t in tokens[keep.cpu()].tolist()]
+    return maps.float().cpu().numpy(), words
+
+
+def plot_ldd_attention(
+    maps: np.ndarray, tokens: Sequence[str], path: str, heads: Optional[Sequence[int]] = None, columns: int = 4
+):
+    """Write a PNG of ``maps`` (``16 x n x n``, rows = queries), one heatmap per head in ``heads`` (default all),
+    titled with its label group; returns the matplotlib figure."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    maps = np.asarray(maps)
+    n = len(tokens)
+    if maps.shape != (NUM_GROUPS, n, n):
+        raise ValueError(f"maps must be {NUM_GROUPS} x {n} x {n} for {n} tokens, got shape {maps.shape}")
+    heads = list(range(NUM_GROUPS)) if heads is None else list(heads)
+    bad = [head for head in heads if not 0 <= head < NUM_GROUPS]
+    if bad:
+        raise ValueError(f"heads {bad} do not exist (the LDD layer has {NUM_GROUPS})")
+    columns = min(columns, len(heads))
+    rows = math.ceil(len(heads) / columns)
+    size = 1.0 + 0.28 * n
+    figure, axes = plt.subplots(rows, columns, figsize=(size * columns, size * rows), squeeze=False)
+    for axis in axes.flat[len(heads):]:
+        axis.set_visible(False)
+    for axis, head in zip(axes.flat, heads):
+        image = axis.imshow(maps[head], vmin=0.0, vmax=1.0, cmap="viridis")
+        axis.set_title(f"head {head + 1}: {GROUP_NAMES[head]}")
+        axis.set_xticks(range(n), tokens, rotation=90, fontsize=8)
+        axis.set_yticks(range(n), tokens, fontsize=8)
+    figure.colorbar(image, ax=axes.ravel().tolist(), shrink=0.6)
+    figure.savefig(path, dpi=100, bbox_inches="tight")
+    plt.close(figure)
+    return figure
+
+
+def _add_plot_arguments(parser) -> None:
+    parser.add_argument("--path", required=True, help="checkpoint (.pt)")
+    parser.add_argument("--data", help="data directory with the ldd side data (default: the one it was trained on)")
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--index", type=int, default=0, help="sentence index in the split (0-based)")
+    parser.add_argument("--heads", type=lambda s: [int(h) - 1 for h in s.split(",")],
+                        help="comma-separated heads to draw, 1..16 (default all)")
+    parser.add_argument("--output", required=True, help="PNG file")
+
+
+def _plot(args) -> None:
+    from fairseq_syntax.core.model_inputs import load_model
+
+    model, task = load_model(args.path, args.data)
+    maps, tokens = sentence_ldd_attention(model, task, args.split, args.index)
+    plot_ldd_attention(maps, tokens, args.output, heads=args.heads)
+    logger.info(f"wrote {args.output}: LDD-layer attention of {args.split} sentence {args.index}: {' '.join(tokens)}")
+
+
+#: ``fairseq-syntax-plot ldd-attention``: Pu & Sima'an (2022), Figures 5-6
+PLOT = PlotCommand("ldd-attention", "heads of the LDD layer of a transformer_ldd checkpoint",
+                   _add_plot_arguments, _plot)

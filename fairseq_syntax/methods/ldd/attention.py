@@ -1,0 +1,59 @@
+"""The LDD sub-layer of Pu & Sima'an (2022), section 3.2: one attention head per dependency label group.
+
+Head h (of 16, one per group of Appendix A) scales its scaled dot-product scores element-wise by the parser's
+matrix ``LDD_h`` before the softmax:
+
+    S_h = Q_h K_h^T / sqrt(d)          (eq. 3)
+    N_h = softmax(S_h * LDD_h)         (eqs. 4-5)
+    M_h = N_h V_h                      (eq. 6),   MultiHead = Concat(M_1 .. M_16) W_o   (eq. 7)
+
+``LDD_h[i, j]`` is the probability that token i's word depends on token j's word with a label of group h (the
+EOS column holds the root). A pair the parser gives probability 0 keeps score 0, so the head still attends there;
+the distributions nudge the scores rather than mask them. Padding keys are masked as usual.
+
+:class:`DependencyAttentionOnly` is Table 1's LDA: "attention weights fixed equal to LDD (not learned)", so there
+are no query and key projections and ``N_h = LDD_h`` itself (no softmax: a softmax over probabilities in [0, 1]
+would be nearly uniform, and "replace S with the distributions" names the weights, eq. 5's output).
+A row of ``LDD_h`` sums to P(group h | i) <= 1, so a token that rarely takes a group-h head gets little from head h.
+
+Shapes: ``x`` ``T x B x C``; ``structure["ldd"]`` ``B x 16 x T x T`` (see
+:func:`fairseq_syntax.methods.ldd.distributions.variant_distribution`); output ``T x B x C`` and weights ``B x 16 x T x T``.
+"""
+from typing import Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from fairseq_syntax.core.attention import Structure, StructuredSelfAttention
+from fairseq_syntax.methods.ldd.distributions import NUM_GROUPS
+
+
+class LabeledDependencyAttention(StructuredSelfAttention):
+    """Eqs. 3-7 with ``NUM_GROUPS`` heads; ``embed_dim`` must be divisible by 16."""
+
+    fused = False  # a multiplicative change of the scores has no fused kernel
+
+    def __init__(self, embed_dim: int, dropout: float = 0.0):
+        super().__init__(embed_dim, NUM_GROUPS, dropout=dropout)
+
+    def attention_scores(self, q: Tensor, k: Tensor, structure: Structure) -> Tensor:
+        return torch.matmul(q, k.transpose(-1, -2)) * self.scaling * structure["ldd"].to(q.dtype)
+
+
+class DependencyAttentionOnly(StructuredSelfAttention):
+    """LDA: ``M_h = LDD_h V_h``; only value and output projections (initialised like fairseq's)."""
+
+    fused = False
+
+    def __init__(self, embed_dim: int, dropout: float = 0.0, bias: bool = True):
+        super().__init__(embed_dim, NUM_GROUPS, dropout=dropout, bias=bias)
+        del self.q_proj, self.k_proj  # the weights come from the parser, not from queries and keys
+
+    def project(self, x: Tensor) -> Tuple[None, None, Tensor]:
+        return None, None, self._split_heads(self.v_proj(x))
+
+    def attention_weights(
+        self, q: None, k: None, key_padding_mask: Optional[Tensor], structure: Structure
+    ) -> Tensor:
+        # padding keys already have zero columns in every variant's tensor
+        return structure["ldd"]

@@ -1,0 +1,210 @@
+"""Labeled dependency distributions (LDD): Pu & Sima'an (2022), "Passing Parser Uncertainty to the Transformer:
+Labeled Dependency Distributions for Neural Machine Translation", section 3.1, Table 1 and Appendix A.
+
+From a biaffine parser's output (one record per sentence, see :mod:`fairseq_syntax.parsing.dependency`) we form
+
+    p(i, j, l) = P(head j, label l | dependent i) = P(head j | i) * P(label l | i, j)        (section 3.1)
+
+and sum it into the 16 label groups of Appendix A (``LDD_l``, one matrix per attention head). Labels outside the
+groups keep their mass in one extra channel, ``OUTSIDE``: the unlabeled variants (UDD, UDP) need the whole arc
+probability, and the LDD layer reads only the 16 groups.
+
+Positions: word ``i`` (1-based) is every BPE token of that word; the root (head 0) is fairseq's EOS token, the
+one sentinel a fairseq source has (the paper's ``<bos>`` plays that part), so ``p(i, root, l)`` sits in the EOS
+column. EOS and padding rows are zero (they are no dependents).
+
+Shapes: word level, one sentence: ``C x (W+1) x (W+1)`` (row/column 0 = root); batch, token level:
+``B x C x T x T`` with ``C = NUM_CHANNELS = 17`` (16 groups + OUTSIDE); a syntax variant (Table 1) turns that into
+the ``B x 16 x T x T`` tensor the 16 heads of the LDD layer read (:func:`variant_distribution`).
+"""
+from typing import Dict, List, NamedTuple, Sequence, Tuple
+
+import numpy as np
+from torch import Tensor
+
+NUM_GROUPS = 16
+OUTSIDE = NUM_GROUPS  # channel of the labels no group covers
+NUM_CHANNELS = NUM_GROUPS + 1
+ROOT = 0  # word index of the root (head 0 in the parser output)
+
+#: short names of the paper's l1..l16, for plots and logs
+GROUP_NAMES = (
+    "root", "aux", "comp", "obj", "csubj", "nsubj", "cc", "conj",
+    "advcl", "amod", "advmod", "npadvmod", "det", "num", "appos", "punct",
+)
+
+#: Appendix A, Table A: Stanford (basic) dependencies, as written in the paper.
+STANFORD_GROUPS: Tuple[Tuple[str, ...], ...] = (
+    ("root",),
+    ("aux", "auxpass", "cop"),
+    ("acomp", "ccomp", "pcomp", "xcomp"),
+    ("dobj", "iobj", "pobj"),
+    ("csubj", "csubjpass"),
+    ("nsubj", "nsubjpass"),
+    ("cc",),
+    ("conj", "preconj"),
+    ("advcl",),
+    ("amod",),
+    ("advmod",),
+    ("npadvmod", "tmod"),
+    ("det", "predet"),
+    ("num", "number", "quantmod"),
+    ("appos",),
+    ("punct",),
+)
+
+#: Our adaptation of Appendix A to Universal Dependencies v2 (e.g. UD English EWT 2.16). A label ``a:b`` not listed
+#: falls back to ``a`` (``nsubj:outer`` -> nsubj, ``obl:arg`` -> obl). SD -> UD: auxpass -> aux:pass; acomp became
+#: xcomp, pcomp has no UD counterpart; dobj -> obj; pobj, the noun of a prepositional phrase, is in UD that noun
+#: attached to the phrase's head, as ``obl`` when the head is a predicate (the preposition becomes its ``case``):
+#: obl joins the objects. ``nmod`` (the same for a noun head) stays outside, since with the fallback it would also
+#: bring in nmod:poss (SD poss, outside). npadvmod/tmod -> obl:npmod, obl:tmod, nmod:npmod, nmod:tmod (UD <= 2.13)
+#: and obl:unmarked, nmod:unmarked (UD 2.14+); predet -> det:predet; preconj -> cc:preconj; num -> nummod (SD
+#: number and quantmod became compound and advmod, which are not moved). Outside, as their SD counterparts (prep,
+#: poss, nn, mark, prt, rcmod, partmod, ...) are: case, mark, nmod, compound, flat, fixed, acl, expl, parataxis,
+#: discourse, list, vocative, dep, ...
+UNIVERSAL_GROUPS: Tuple[Tuple[str, ...], ...] = (
+    ("root",),
+    ("aux", "aux:pass", "cop"),
+    ("ccomp", "xcomp"),
+    ("obj", "iobj", "obl", "obl:agent"),
+    ("csubj", "csubj:pass"),
+    ("nsubj", "nsubj:pass"),
+    ("cc",),
+    ("conj", "cc:preconj"),
+    ("advcl",),
+    ("amod",),
+    ("advmod",),
+    ("obl:npmod", "obl:tmod", "obl:unmarked", "nmod:npmod", "nmod:tmod", "nmod:unmarked"),
+    ("det", "det:predet"),
+    ("nummod",),
+    ("appos",),
+    ("punct",),
+)
+
+LABEL_TABLES: Dict[str, Tuple[Tuple[str, ...], ...]] = {"stanford": STANFORD_GROUPS, "universal": UNIVERSAL_GROUPS}
+
+#: Table 1 of the paper; see variant_distribution for what each gives the 16 heads
+SYNTAX_VARIANTS = ("ldd", "udd", "ldp", "udp", "uldd", "uudd", "lda")
+
+
+def label_index(table: Sequence[Sequence[str]]) -> Dict[str, int]:
+    """label -> group (0-based: the paper's l1 is 0); raises if a label is in two groups."""
+    if len(table) != NUM_GROUPS:
+        raise ValueError(f"a label table has {NUM_GROUPS} groups, this one {len(table)}")
+    index: Dict[str, int] = {}
+    for group, labels in enumerate(table):
+        for label in labels:
+            if label in index:
+                raise ValueError(f"label {label!r} is in groups {index[label] + 1} and {group + 1}")
+            index[label] = group
+    return index
+
+
+def label_group(label: str, index: Dict[str, int]) -> int:
+    """Group of ``label`` (exact name first, then the part before ``:``), or ``OUTSIDE``."""
+    if label in index:
+        return index[label]
+    return index.get(label.split(":", 1)[0], OUTSIDE)
+
+
+class LabeledArc(NamedTuple):
+    dependent: int  # 1-based word index
+    head: int  # 0 = root
+    label: str
+    probability: float  # p(i, j, l) = P(head | dependent) * P(label | dependent, head)
+
+
+def labeled_arcs(record: dict) -> List[LabeledArc]:
+    """p(i, j, l) of one parser record ``{"words": [...], "arcs": [[dep, head, p_arc, {label: p}], ...]}``."""
+    return [
+        LabeledArc(dependent, head, label, p_arc * p_label)
+        for dependent, head, p_arc, labels in record["arcs"]
+        for label, p_label in labels.items()
+    ]
+
+
+class GroupedArcs(NamedTuple):
+    """Sparse ``NUM_CHANNELS x (W+1) x (W+1)`` word-level tensor: entry k is ``(group, dependent, head)``."""
+
+    dependents: np.ndarray  # K, int64
+    heads: np.ndarray  # K, int64
+    groups: np.ndarray  # K, int64 in 0..OUTSIDE
+    probabilities: np.ndarray  # K, float64
+
+
+def group_arcs(arcs: Sequence[LabeledArc], index: Dict[str, int]) -> GroupedArcs:
+    """Sum p(i, j, l) over the labels of each group (Appendix A); one entry per (dependent, head, group)."""
+    summed: Dict[Tuple[int, int, int], float] = {}
+    for arc in arcs:
+        key = (arc.dependent, arc.head, label_group(arc.label, index))
+        summed[key] = summed.get(key, 0.0) + arc.probability
+    keys = sorted(summed)
+    columns = np.array(keys, dtype=np.int64).reshape(-1, 3)
+    return GroupedArcs(
+        columns[:, 0], columns[:, 1], columns[:, 2], np.array([summed[k] for k in keys], dtype=np.float64)
+    )
+
+
+def subword_word_index(pieces_per_word: Sequence[int]) -> np.ndarray:
+    """1-based word index of each subword token: ``[1, 3, 1]`` pieces -> ``[1, 2, 2, 2, 3]``."""
+    counts = np.asarray(pieces_per_word, dtype=np.int64)
+    if (counts < 1).any():
+        raise ValueError(f"every word has at least one subword, got {list(pieces_per_word)}")
+    return np.repeat(np.arange(1, len(counts) + 1), counts)
+
+
+def expand_to_tokens(word_pairs: Tensor, token_words: Tensor) -> Tensor:
+    """Word-level pair tensor -> token level, every token taking its word's row and column.
+
+    ``word_pairs``: ``B x C x S x S``; ``token_words``: ``B x T`` word index (0..S-1) of each token (the root's index
+    for EOS, an all-zero row/column's index for padding). Returns ``B x C x T x T`` with
+    ``out[b, c, t, u] = word_pairs[b, c, token_words[b, t], token_words[b, u]]``.
+    """
+    bsz, channels, size, _ = word_pairs.shape
+    length = token_words.size(1)
+    pair_index = (token_words[:, :, None] * size + token_words[:, None, :]).reshape(bsz, 1, length * length)
+    flat = word_pairs.reshape(bsz, channels, size * size)
+    return flat.gather(2, pair_index.expand(bsz, channels, length * length)).view(bsz, channels, length, length)
+
+
+def variant_distribution(ldd: Tensor, variant: str, padding_mask: Tensor, eos_mask: Tensor) -> Tensor:
+    """The ``B x 16 x T x T`` tensor head h of the LDD layer reads, for one row of the paper's Table 1.
+
+    ``ldd``: ``B x NUM_CHANNELS x T x T`` token-level p(i, j, group) (rows: dependents = queries, columns: heads
+    = keys); ``padding_mask`` and ``eos_mask``: ``B x T``, True at padding / at EOS. Heads of the 1-best variants
+    are the parser's most probable head per dependent (a local argmax, not a tree decode); every token of the head
+    word is marked, and ties of equal probability mark all tied heads.
+
+    * ``ldd``, ``lda``: the 16 label groups, head h gets group h.
+    * ``udd``: the arc distribution P(head j | i), all labels summed (OUTSIDE included), the same for all heads.
+    * ``ldp``: 1-best labeled: 1 at (best head, the group with the most mass on that arc), else 0; a dependent
+      whose best arc has more mass outside the groups than in any one group gets no entry.
+    * ``udp``: 1-best unlabeled: 1 at the best head, for all heads.
+    * ``uudd``: uniform unlabeled: every dependent token gives each key (all tokens and EOS, itself included)
+      1/n, n = non-padding tokens with EOS; ``uldd``: uniform over heads and the 16 groups, 1/(16 n). Footnote 2
+      of the paper: every value of the tensor is identical. Neither reads the parser.
+    """
+    if variant not in SYNTAX_VARIANTS:
+        raise ValueError(f"unknown syntax variant {variant!r}; choose from {SYNTAX_VARIANTS}")
+    bsz, channels, length, _ = ldd.shape
+    if channels != NUM_CHANNELS:
+        raise ValueError(f"expected {NUM_CHANNELS} channels (16 groups + outside), got {channels}")
+    if variant in ("ldd", "lda"):
+        return ldd[:, :NUM_GROUPS]
+    if variant in ("uldd", "uudd"):
+        dependents = ~(padding_mask | eos_mask)
+        keys = ~padding_mask
+        n = keys.sum(dim=1).to(ldd.dtype)
+        if variant == "uldd":
+            n = n * NUM_GROUPS
+        uniform = (dependents[:, :, None] & keys[:, None, :]).to(ldd.dtype) / n[:, None, None]
+        return uniform[:, None].expand(bsz, NUM_GROUPS, length, length)
+    arcs = ldd.sum(dim=1)  # B x T x T: P(head j | dependent i)
+    if variant == "udd":
+        return arcs[:, None].expand(bsz, NUM_GROUPS, length, length)
+    best_head = (arcs == arcs.amax(dim=-1, keepdim=True)) & (arcs > 0)
+    if variant == "udp":
+        return best_head[:, None].expand(bsz, NUM_GROUPS, length, length).to(ldd.dtype)
+    best_group = (ldd == ldd.amax(dim=1, keepdim=True)) & (ldd > 0)
+    return (best_head[:, None] & best_group)[:, :NUM_GROUPS].to(ldd.dtype)

@@ -1,0 +1,71 @@
+"""``transformer_ldd``: Pu & Sima'an (2022), labeled dependency distributions in the first encoder layer (section 3.2).
+
+The first encoder self-attention has one head per label group (16, whatever ``--encoder-attention-heads`` says)
+and computes ``softmax((Q K^T / sqrt(d)) * LDD_h)`` (:mod:`fairseq_syntax.methods.ldd.attention`); the other
+layers, the decoder and everything else are fairseq's ``transformer``. ``--syntax-variant`` picks the row of the
+paper's Table 1 (:func:`fairseq_syntax.methods.ldd.distributions.variant_distribution`): ldd, udd, ldp, udp, uldd, uudd, or lda
+(the first layer's weights are the distributions, no queries and keys). BL is fairseq's ``transformer`` on the
+same data directory.
+
+Side input: ``src_ldd`` ``B x 17 x T x T`` (:mod:`fairseq_syntax.methods.ldd.side_input`); structure: ``ldd``
+``B x 16 x T x T``.
+"""
+from dataclasses import dataclass, field
+
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.models import register_model
+
+from fairseq_syntax.core.attention import StructuredSelfAttention
+from fairseq_syntax.core.encoder import SyntaxTransformerEncoder
+from fairseq_syntax.core.model import SyntaxTransformerModel, register_architectures
+from fairseq_syntax.methods.ldd import distributions as dependency
+from fairseq_syntax.methods.ldd import side_input as ldd_side_input  # noqa: F401  (registers the side input src_ldd)
+from fairseq_syntax.methods.ldd.attention import (
+    DependencyAttentionOnly,
+    LabeledDependencyAttention,
+)
+
+LDD_LAYER = 0  # the paper infuses the distributions into the first encoder layer only
+
+
+@dataclass
+class LDDOptions(FairseqDataclass):
+    syntax_variant: ChoiceEnum(dependency.SYNTAX_VARIANTS) = field(
+        default="ldd",
+        metadata={"help": "Table 1 of Pu & Sima'an: ldd (labeled distributions), udd (labels summed), ldp / udp "
+                  "(1-best labeled / unlabeled head), uldd / uudd (uniform), lda (weights = distributions)"},
+    )
+
+
+class LDDEncoder(SyntaxTransformerEncoder):
+    side_inputs = ("src_ldd",)
+
+    def build_self_attention(self, layer_index, embed_dim, num_heads, dropout):
+        if layer_index != LDD_LAYER:
+            return StructuredSelfAttention(embed_dim, num_heads, dropout=dropout)
+        if embed_dim % dependency.NUM_GROUPS != 0:
+            raise ValueError(
+                f"--encoder-embed-dim {embed_dim} is not divisible by the {dependency.NUM_GROUPS} heads of the "
+                "LDD layer (one per label group)"
+            )
+        if self.options.syntax_variant == "lda":
+            return DependencyAttentionOnly(embed_dim, dropout=dropout)
+        return LabeledDependencyAttention(embed_dim, dropout=dropout)
+
+    def build_structure(self, src_tokens, side_inputs):
+        ldd = dependency.variant_distribution(
+            side_inputs["src_ldd"],
+            self.options.syntax_variant,
+            padding_mask=src_tokens.eq(self.padding_idx),
+            eos_mask=src_tokens.eq(self.dictionary.eos()),
+        )
+        return {"ldd": ldd}
+
+
+@register_model("transformer_ldd")
+class LDDTransformerModel(SyntaxTransformerModel):
+    encoder_class = LDDEncoder
+    options_class = LDDOptions
+
+
+register_architectures("transformer_ldd")

@@ -1,0 +1,230 @@
+"""``fairseq-syntax-preprocess-dependencies``: add the labeled dependency distributions (Pu & Sima'an 2022,
+section 3.1) of each source sentence to an existing data directory of the ``sequence`` form.
+
+Inputs per split prefix ``P``: ``P.SRC``, the BPE'd source file the data directory was made from, and
+``P.ARCS_SUFFIX``, the parser's side data (one JSON object per line, ``fairseq_syntax.parsing.dependency``). For
+each sentence the words of the arcs file must equal the source tokens with BPE pieces merged, and the number of
+BPE tokens must equal the binarized sentence's. Labels are summed into the 16 groups of Appendix A (``--labels
+stanford``, as in the paper, or ``universal``, our UD adaptation); labeled pairs ``(dependent, head, group)`` below
+``--floor`` are dropped. Output: ``{split}.SRC-TGT.SRC.ldd.{bin,idx}`` (format in
+``fairseq_syntax.methods.ldd.side_input``), and per split a report of the probability mass: in the arcs file,
+outside the 16 groups (by label) and retained after the floor and quantisation. ``--labels`` and ``--floor`` are
+recorded in the directory's ``syntax.json`` (``"ldd": {"labels": ..., "floor": ...}``), where ``fairseq-interactive``
+reads them to convert its own parses alike; a later run on the same directory must use the same settings.
+
+Every problem stops with ``FILE:LINE: problem``.
+"""
+import argparse
+import json
+import logging
+import os
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+import numpy as np
+import torch
+
+from fairseq_syntax.cli.preprocess import group_bpe_words, merge_pieces, read_lines
+from fairseq_syntax.core.data_dir import META_FILE, read_meta
+from fairseq_syntax.methods.ldd import distributions as dependency
+from fairseq_syntax.methods.ldd.side_input import (
+    LDD_META_KEY,
+    QUANTISATION,
+    STORAGE_DTYPE,
+    decode_sentence,
+    record_item,
+)
+from fairseq_syntax.parsing.dependency import read_arc_distributions
+
+logger = logging.getLogger("fairseq_syntax.preprocess_dependencies")
+
+SUFFIX = "ldd"
+DEFAULT_FLOOR = 1e-3
+
+
+def get_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fairseq-syntax-preprocess-dependencies", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--destdir", required=True,
+                        help="data directory made by fairseq-syntax-preprocess --form sequence")
+    parser.add_argument("-s", "--source-lang", required=True)
+    parser.add_argument("-t", "--target-lang", required=True)
+    parser.add_argument("--trainpref")
+    parser.add_argument("--validpref", help="comma-separated prefixes for several validation sets")
+    parser.add_argument("--testpref", help="comma-separated prefixes for several test sets")
+    parser.add_argument("--arcs-suffix", default="arcs.jsonl", help="the parser's side data is PREFIX.ARCS_SUFFIX")
+    parser.add_argument("--labels", choices=sorted(dependency.LABEL_TABLES), required=True,
+                        help="label-group table: stanford (the paper's Appendix A) or universal (UD v2)")
+    parser.add_argument("--floor", type=float, default=DEFAULT_FLOOR,
+                        help="drop labeled pairs (dependent, head, group) with a smaller probability")
+    return parser
+
+
+@dataclass
+class MassReport:
+    """Probability mass summed over dependents; each dependent's full distribution has mass 1."""
+
+    sentences: int = 0
+    dependents: int = 0
+    in_file: float = 0.0
+    outside: float = 0.0
+    stored: float = 0.0
+    stored_in_groups: float = 0.0
+    entries: int = 0
+    outside_by_label: Counter = field(default_factory=Counter)
+
+    def lines(self, split: str) -> List[str]:
+        def share(mass: float) -> float:
+            return 100 * mass / max(self.dependents, 1)
+
+        top = ", ".join(f"{label} {share(mass):.2f}%" for label, mass in self.outside_by_label.most_common(8))
+        return [
+            f"{split}: {self.sentences} sentences, {self.dependents} words, {self.entries} entries "
+            f"({self.entries / max(self.dependents, 1):.2f} per word)",
+            f"{split}: mass in the arcs file {share(self.in_file):.2f}%; outside the 16 groups "
+            f"{share(self.outside):.2f}% ({top or 'none'})",
+            f"{split}: retained after floor and quantisation {share(self.stored):.2f}% "
+            f"(in the 16 groups {share(self.stored_in_groups):.2f}%)",
+        ]
+
+
+def convert_sentence(
+    record: dict, source_line: str, index: dict, floor: float, report: MassReport, arcs_file: str, line: int
+) -> np.ndarray:
+    """One parser record and its BPE'd source line -> the stored array; adds to ``report``."""
+    pieces = group_bpe_words(source_line.split())
+    merged = [merge_pieces(p) for p in pieces]
+    words = record["words"]
+    if merged != words:
+        k = next((i for i, (a, b) in enumerate(zip(merged, words)) if a != b), min(len(merged), len(words)))
+        raise SystemExit(
+            f"error: {arcs_file}:{line}: the parsed words differ from the source at word {k + 1}: "
+            f"parsed {words[k] if k < len(words) else '<end>'!r}, "
+            f"source {merged[k] if k < len(merged) else '<end>'!r} ({len(words)} parsed, {len(merged)} source words)"
+        )
+    try:
+        item = record_item(record, [len(p) for p in pieces], index, floor)
+    except ValueError as error:
+        raise SystemExit(f"error: {arcs_file}:{line}: {error}") from None
+
+    labeled = dependency.labeled_arcs(record)
+    stored = decode_sentence(item).entries
+    report.sentences += 1
+    report.dependents += len(words)
+    report.in_file += sum(arc.probability for arc in labeled)
+    for arc in labeled:
+        if dependency.label_group(arc.label, index) == dependency.OUTSIDE:
+            report.outside += arc.probability
+            report.outside_by_label[arc.label] += arc.probability
+    report.stored += stored[:, 3].sum() / QUANTISATION
+    report.stored_in_groups += stored[stored[:, 2] != dependency.OUTSIDE, 3].sum() / QUANTISATION
+    report.entries += len(stored)
+    return item
+
+
+def convert_split(prefix: str, tokens_prefix: str, args, index: dict) -> MassReport:
+    from fairseq.data.indexed_dataset import (
+        MMapIndexedDataset,
+        MMapIndexedDatasetBuilder,
+    )
+
+    source_file, arcs_file = f"{prefix}.{args.source_lang}", f"{prefix}.{args.arcs_suffix}"
+    if not MMapIndexedDataset.exists(tokens_prefix):
+        raise SystemExit(f"error: {tokens_prefix}.{{bin,idx}}: no binarized source (run fairseq-syntax-preprocess)")
+    binarized = MMapIndexedDataset(tokens_prefix)
+    token_sizes = np.array(binarized.sizes)  # a copy: .sizes is a view into the dataset's mmap
+    del binarized
+    source = read_lines(source_file)
+    if not os.path.exists(arcs_file):
+        raise SystemExit(f"error: {arcs_file}: no such file")
+    try:
+        records = list(read_arc_distributions(arcs_file))
+    except ValueError as error:  # the reader's message names file and line
+        raise SystemExit(f"error: {error}") from None
+    if not len(source) == len(records) == len(token_sizes):
+        raise SystemExit(
+            f"error: line-count mismatch: {source_file} has {len(source)} lines, {arcs_file} {len(records)}, "
+            f"{tokens_prefix}.bin {len(token_sizes)} sentences"
+        )
+    report = MassReport()
+    out_prefix = f"{tokens_prefix}.{SUFFIX}"
+    builder = MMapIndexedDatasetBuilder(f"{out_prefix}.bin.partial", dtype=STORAGE_DTYPE)
+    try:
+        for number, (record, line, size) in enumerate(zip(records, source, token_sizes), start=1):
+            n_tokens = len(line.split())
+            if n_tokens + 1 != size:
+                raise SystemExit(
+                    f"error: {source_file}:{number}: {n_tokens} tokens, but sentence {number} of {tokens_prefix}.bin "
+                    f"has {size - 1} (+ EOS): the data directory was not made from this file"
+                )
+            item = convert_sentence(record, line, index, args.floor, report, arcs_file, number)
+            builder.add_item(torch.from_numpy(item))
+        builder.finalize(f"{out_prefix}.idx.partial")
+    except BaseException:
+        for partial in (f"{out_prefix}.bin.partial", f"{out_prefix}.idx.partial"):
+            if os.path.exists(partial):
+                os.remove(partial)
+        raise
+    # only a complete split replaces what was there
+    os.replace(f"{out_prefix}.bin.partial", f"{out_prefix}.bin")
+    os.replace(f"{out_prefix}.idx.partial", f"{out_prefix}.idx")
+    return report
+
+
+def record_settings(meta: dict, settings: dict, destdir: str) -> None:
+    """Adds ``"ldd": settings`` to syntax.json (keeping what fairseq-syntax-preprocess wrote), before any split is
+    converted, so side data never exists without its settings; refuses settings other than those recorded."""
+    path = os.path.join(destdir, META_FILE)
+    recorded = meta.get(LDD_META_KEY)
+    if recorded is not None and recorded != settings:
+        raise SystemExit(
+            f"error: {path}: the side data there was made with --labels {recorded['labels']} --floor "
+            f"{recorded['floor']:g}, this run asks for --labels {settings['labels']} --floor {settings['floor']:g}: "
+            f"use the same, or to start over remove the {LDD_META_KEY!r} entry and run again for every split"
+        )
+    with open(path + ".partial", "w") as f:
+        json.dump({**meta, LDD_META_KEY: settings}, f, indent=1)
+    os.replace(path + ".partial", path)
+
+
+def main(argv: Optional[List[str]] = None) -> Dict[str, MassReport]:
+    logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO)
+    args = get_parser().parse_args(argv)
+    if not os.path.isdir(args.destdir):
+        raise SystemExit(f"error: {args.destdir}: no such directory (run fairseq-syntax-preprocess first)")
+    if args.floor < 1 / QUANTISATION:
+        raise SystemExit(f"error: --floor {args.floor:g} is below one quantisation step (1/{QUANTISATION})")
+    meta = read_meta(args.destdir)
+    if meta["form"] != "sequence":
+        raise SystemExit(
+            f"error: {args.destdir} holds the {meta['form']!r} form; dependency side data needs 'sequence'"
+        )
+    settings = {"labels": args.labels, "floor": args.floor}  # what fairseq-interactive needs to convert alike
+    splits = [("train", args.trainpref)] if args.trainpref else []
+    for kind in ("valid", "test"):
+        prefixes = getattr(args, f"{kind}pref")
+        for k, prefix in enumerate(prefixes.split(",") if prefixes else []):
+            splits.append((kind if k == 0 else f"{kind}{k}", prefix))
+    if not splits:
+        raise SystemExit("error: give at least one of --trainpref, --validpref, --testpref")
+    record_settings(meta, settings, args.destdir)
+    index = dependency.label_index(dependency.LABEL_TABLES[args.labels])
+    lang_pair = f"{args.source_lang}-{args.target_lang}"
+    reports = {}
+    for split, prefix in splits:
+        tokens_prefix = os.path.join(args.destdir, f"{split}.{lang_pair}.{args.source_lang}")
+        reports[split] = convert_split(prefix, tokens_prefix, args, index)
+        for line in reports[split].lines(split):
+            logger.info(line)
+    return reports
+
+
+def cli_main() -> None:
+    main(sys.argv[1:])
+
+
+if __name__ == "__main__":
+    cli_main()

@@ -1,0 +1,238 @@
+"""Side input ``src_ldd``: the labeled dependency distributions of Pu & Sima'an (2022) (section 3.1), stored per
+source sentence at word level and expanded to BPE tokens per batch.
+
+On disk (``{split}.{src}-{tgt}.{src}.ldd.{bin,idx}``, fairseq mmap, uint16) each sentence is one flat array::
+
+    [n, w_1 .. w_n, (dependent, head, group, q) * K]
+
+``n`` BPE tokens, ``w_t`` the 1-based word of token t, then K sparse entries of the word-level tensor of
+:mod:`fairseq_syntax.methods.ldd.distributions`: dependent 1..W, head 0..W (0 = root), group 0..16 (16 = labels outside the 16
+groups) and the probability quantised as ``q = round(p * 65535)`` (step 1.5e-5; entries below the preprocessing
+floor are not stored). 8 bytes per entry; all values must fit 16 bits (at most 65535 tokens).
+
+:func:`record_item` makes that array from one parser record (:mod:`fairseq_syntax.parsing.dependency`) and the
+number of BPE pieces of each word; ``fairseq-syntax-preprocess-dependencies`` and ``fairseq-interactive`` (:class:`InteractiveDependencies`) both
+call it, so a sentence gets the same array on either path.
+
+The collater (:func:`collate_ldd`) gives ``B x 17 x T x T`` float32 aligned with ``src_tokens``: token rows and
+columns take their word's, the EOS column holds the root, EOS and padding rows (and padding columns) are zero.
+"""
+import os
+from dataclasses import dataclass, field
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+
+from fairseq_syntax.core import trees
+from fairseq_syntax.core.data_dir import META_FILE
+from fairseq_syntax.core.side_inputs import SideInput, register_side_input
+from fairseq_syntax.methods.ldd.distributions import (
+    LABEL_TABLES,
+    NUM_CHANNELS,
+    ROOT,
+    GroupedArcs,
+    expand_to_tokens,
+    group_arcs,
+    label_index,
+    labeled_arcs,
+    subword_word_index,
+)
+from fairseq_syntax.parsing.dependency import (
+    DEFAULT_ARC_FLOOR,
+    DEFAULT_LABEL_FLOOR,
+    RetainedMass,
+    sparse_record,
+)
+
+STORAGE_DTYPE = np.uint16
+QUANTISATION = 65535  # largest uint16: p = q / QUANTISATION
+ENTRY_WIDTH = 4  # dependent, head, group, q
+
+
+class StoredSentence(NamedTuple):
+    token_words: np.ndarray  # n, 1-based word of each BPE token
+    entries: np.ndarray  # K x 4: dependent, head, group, q
+
+
+def quantise(probabilities: np.ndarray) -> np.ndarray:
+    # a group's sum may exceed 1 by the parser file's rounding (6 significant digits): clip to q = 65535
+    return np.rint(np.clip(probabilities, 0.0, 1.0) * QUANTISATION).astype(np.int64)
+
+
+def encode_sentence(token_words: np.ndarray, arcs: GroupedArcs, floor: float) -> np.ndarray:
+    """The stored array (int32 values, written as uint16) of one sentence; drops entries below ``floor``.
+
+    ``floor`` must be at least one quantisation step, so no stored entry is zero.
+    """
+    if floor < 1 / QUANTISATION:
+        raise ValueError(f"the floor {floor} is below one quantisation step (1/{QUANTISATION})")
+    token_words = np.asarray(token_words, dtype=np.int64)
+    kept = arcs.probabilities >= floor
+    entries = np.stack(
+        [arcs.dependents[kept], arcs.heads[kept], arcs.groups[kept], quantise(arcs.probabilities[kept])], axis=1
+    )
+    item = np.concatenate([[len(token_words)], token_words, entries.reshape(-1)])
+    if item.size and (item.max() > np.iinfo(STORAGE_DTYPE).max or item.min() < 0):
+        raise ValueError(f"a value does not fit {np.dtype(STORAGE_DTYPE).name}: {len(token_words)} tokens")
+    return item.astype(np.int32)
+
+
+def record_item(
+    record: dict, pieces_per_word: Sequence[int], label_index: Dict[str, int], floor: float
+) -> np.ndarray:
+    """One parser record and the BPE piece count of each of its words -> the stored array (:func:`encode_sentence`).
+
+    Raises ``ValueError`` (the caller adds file and line) when the counts do not match the record's words or a
+    word has no head.
+    """
+    words = record["words"]
+    if len(pieces_per_word) != len(words):
+        raise ValueError(f"{len(words)} parsed words, but BPE pieces for {len(pieces_per_word)} words")
+    missing = sorted(set(range(1, len(words) + 1)) - {arc[0] for arc in record["arcs"]})
+    if missing:
+        raise ValueError(f"words {missing} have no head at all")
+    grouped = group_arcs(labeled_arcs(record), label_index)
+    return encode_sentence(subword_word_index(pieces_per_word), grouped, floor)
+
+
+def decode_sentence(item) -> StoredSentence:
+    item = np.asarray(item, dtype=np.int64)
+    n = int(item[0]) if item.size else -1
+    if n < 0 or (item.size - 1 - n) % ENTRY_WIDTH:
+        raise ValueError(f"corrupt ldd item of {item.size} values (n = {n}): not [n, n words, 4 x K entries]")
+    token_words, entries = item[1 : 1 + n], item[1 + n :].reshape(-1, ENTRY_WIDTH)
+    num_words = int(token_words.max(initial=0))
+    dependents, heads, groups = entries[:, 0], entries[:, 1], entries[:, 2]
+    if ((dependents < 1) | (dependents > num_words) | (heads > num_words) | (groups >= NUM_CHANNELS)).any():
+        raise ValueError(f"corrupt ldd item: an entry names a word beyond the {num_words} words or a bad group")
+    return StoredSentence(token_words, entries)
+
+
+def collate_ldd(items: List[torch.Tensor], left_pad: bool, length: int) -> torch.Tensor:
+    """Stored sentences in batch order -> ``B x 17 x T x T`` float32 token-level p(i, j, group)."""
+    sentences = [decode_sentence(item) for item in items]
+    num_words = max(int(s.token_words.max(initial=0)) for s in sentences)
+    null_word = num_words + 1  # index of an all-zero row and column, for padding
+    size = num_words + 2
+    token_words = np.full((len(sentences), length), null_word, dtype=np.int64)
+    batch_entries = []
+    for row, sentence in enumerate(sentences):
+        n = len(sentence.token_words)
+        if n + 1 > length:
+            raise ValueError(f"ldd side data has {n} tokens + EOS, the batch only {length} positions")
+        start = length - n - 1 if left_pad else 0
+        token_words[row, start : start + n] = sentence.token_words
+        token_words[row, start + n] = ROOT  # fairseq's EOS stands for the root
+        batch_entries.append(np.concatenate([np.full((len(sentence.entries), 1), row), sentence.entries], 1))
+    entries = torch.from_numpy(np.concatenate(batch_entries))
+    word_pairs = torch.zeros(len(sentences), NUM_CHANNELS, size * size)
+    batch, dependent, head, group, q = entries.unbind(1)
+    word_pairs[batch, group, dependent * size + head] = q.float() / QUANTISATION
+    return expand_to_tokens(word_pairs.view(len(sentences), NUM_CHANNELS, size, size), torch.from_numpy(token_words))
+
+
+LDD_META_KEY = "ldd"  # syntax.json entry: {"labels": ..., "floor": ...} of fairseq-syntax-preprocess-dependencies
+
+
+@dataclass
+class InteractiveDependencyConfig:
+    """Options of ``--task syntax_translation`` for ``fairseq-interactive`` with a model reading ``src_ldd``."""
+
+    source_dependency_parser: Optional[str] = field(
+        default=None,
+        metadata={"help": "fairseq-interactive only, for models reading src_ldd (transformer_ldd): parse the input "
+                  "lines (tokenized words) with this SuPar biaffine dependency parser (local path or model name), "
+                  "the one that made the data directory's side data"},
+    )
+    source_dependency_arc_floor: float = field(
+        default=DEFAULT_ARC_FLOOR,
+        metadata={"help": "with --source-dependency-parser: the --arc-floor preprocess/parse_dependency.py used"},
+    )
+    source_dependency_label_floor: float = field(
+        default=DEFAULT_LABEL_FLOOR,
+        metadata={"help": "with --source-dependency-parser: the --label-floor preprocess/parse_dependency.py used"},
+    )
+    source_dependency_labels: Optional[str] = field(
+        default=None,
+        metadata={"help": "with --source-dependency-parser, for a data directory whose syntax.json does not record "
+                  "it: the --labels (stanford, universal) given to fairseq-syntax-preprocess-dependencies"},
+    )
+    source_dependency_floor: Optional[float] = field(
+        default=None,
+        metadata={"help": "with --source-dependency-parser, for a data directory whose syntax.json does not record "
+                  "it: the --floor given to fairseq-syntax-preprocess-dependencies (its default: 0.001)"},
+    )
+
+
+def ldd_settings(cfg, meta: dict, data_path: str) -> Tuple[str, float]:
+    """(label table, floor) the data directory's ``src_ldd`` was made with: recorded in syntax.json by
+    fairseq-syntax-preprocess-dependencies, or for an older directory given as task options."""
+    path = os.path.join(data_path, META_FILE)
+    given = {"labels": cfg.source_dependency_labels, "floor": cfg.source_dependency_floor}
+    recorded = meta.get(LDD_META_KEY)
+    if recorded is None:
+        missing = [f"--source-dependency-{key} (the --{key} given to fairseq-syntax-preprocess-dependencies)"
+                   for key, value in given.items() if value is None]
+        if missing:
+            raise ValueError(f"{path} does not record how the src_ldd side data was made: pass {' and '.join(missing)}")
+        settings = given
+    else:
+        settings = recorded
+        conflicts = [f"--source-dependency-{key} {value} (recorded: {recorded[key]})"
+                     for key, value in given.items() if value is not None and value != recorded[key]]
+        if conflicts:
+            raise ValueError(f"{path} records other settings than {', '.join(conflicts)}: the model was trained on "
+                             "the recorded ones; leave the option out")
+    if settings["labels"] not in LABEL_TABLES:
+        raise ValueError(f"label table {settings['labels']!r}: choose from {sorted(LABEL_TABLES)}")
+    return settings["labels"], settings["floor"]
+
+
+class InteractiveDependencies:
+    """``fairseq-interactive`` lines of tokenized words (or bracketed trees, whose leaves are taken) -> the source
+    tokens and the ``src_ldd`` item each sentence has in the data directory.
+
+    The lines of a buffer are parsed together by ``--source-dependency-parser``; each word is BPE'd on its own (the
+    ``sequence`` form), and each parse goes through the offline code: :func:`sparse_record` (the floors of
+    ``preprocess/parse_dependency.py``: ``--source-dependency-arc-floor`` / ``--source-dependency-label-floor``),
+    then :func:`record_item` with the label table and floor ``fairseq-syntax-preprocess-dependencies`` recorded in
+    syntax.json. A line the parser cannot parse (empty, too long, a parser error) stops with its line number.
+    """
+
+    def __init__(self, cfg, meta: dict, data_path: str):
+        if cfg.source_dependency_parser is None:
+            raise ValueError(
+                "the model reads labeled dependency distributions (src_ldd): give --source-dependency-parser, "
+                "the SuPar biaffine dependency parser that made the data directory's side data, to parse the "
+                "input lines (tokenized words)"
+            )
+        labels, self.floor = ldd_settings(cfg, meta, data_path)
+        self.label_index = label_index(LABEL_TABLES[labels])
+        self.arc_floor, self.label_floor = cfg.source_dependency_arc_floor, cfg.source_dependency_label_floor
+        from fairseq_syntax.parsing.dependency import DependencyParser
+
+        self.parser = DependencyParser(cfg.source_dependency_parser)
+
+    def __call__(self, lines: List[str], numbers: Sequence[int], encode_fn):
+        sentences = [trees.words(trees.parse_tree(line.strip(), source="<input>", line=number))
+                     if line.lstrip().startswith("(") else line.split() for line, number in zip(lines, numbers)]
+        sources = []
+        for number, words, parse in zip(numbers, sentences, self.parser.parse(sentences)):
+            if parse.fallback is not None:
+                raise ValueError(f"<input>:{number}: the dependency parser gave no parse of {' '.join(words)!r}: "
+                                 f"{parse.fallback}")
+            record = sparse_record(parse, self.parser.label_names, self.arc_floor, self.label_floor, RetainedMass())
+            pieces = [encode_fn(word).split() for word in words]
+            try:
+                item = record_item(record, [len(p) for p in pieces], self.label_index, self.floor)
+            except ValueError as error:
+                raise ValueError(f"<input>:{number}: {error}") from None
+            sources.append(([piece for word in pieces for piece in word], {LDD.name: torch.from_numpy(item)}))
+        return sources
+
+
+LDD = register_side_input(SideInput(
+    "src_ldd", "ldd", STORAGE_DTYPE, collate_ldd, "fairseq-syntax-preprocess-dependencies",
+    interactive=InteractiveDependencies, options=InteractiveDependencyConfig,
+))

@@ -1,0 +1,25 @@
+"""Syntax attention masks: McDonald & Chiang (2021), "Syntax-Based Attention Masking for Neural Machine
+Translation", section 2, with their two baselines (fairseq's Transformer on the words, *Sequence*, and on the
+bracketed tree, *Linearized*).
+
+* :mod:`.relations`: the nine tree relations of a preorder-linearized tree (the masks ``M^m``);
+* :mod:`.attention`: ``softmax(Q K^T / sqrt(d) - exp(sum_m s_m M_m))`` with a learnable strength per relation
+  and head;
+* :mod:`.model`: ``transformer_syntax_mask`` (+ ``_tiny``), side input ``src_parents``;
+* :mod:`.analysis`: the learned strengths and masks (Figures 2-4), ``fairseq-syntax-plot mask-strengths``.
+"""
+from fairseq_syntax.core.method import Method, System
+from fairseq_syntax.methods.syntax_mask import analysis, model  # noqa: F401  (registers the model)
+
+METHOD = Method(
+    name="syntax_mask",
+    title="Syntax attention masks",
+    citation="McDonald & Chiang 2021",
+    systems=(
+        System("sequence", "transformer", "sequence", baseline=True),
+        System("linearized", "transformer", "linearized", baseline=True),
+        System("mask", "transformer_syntax_mask", "preorder"),
+    ),
+    plots=(analysis.PLOT,),
+    notes="preorder tree without closing brackets; 9 relation masks, a learnable strength per relation and head",
+)

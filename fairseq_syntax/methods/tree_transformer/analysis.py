@@ -1,0 +1,91 @@
+"""Heatmaps of the constituent prior of every layer (Wang, Lee & Chen 2019, Figure 5).
+
+``C^l_ij`` (eqs. 3-4) is the probability that words ``i`` and ``j`` are in one constituent at layer ``l``; blocks
+on the diagonal that grow from layer to layer are the induced constituents.
+
+* :func:`sentence_priors` (model, task, words) -> ``L x n x n`` priors over the words (special tokens dropped);
+* :func:`plot_constituent_priors` (priors ``L x n x n``, words, path) -> writes a PNG, one panel per layer.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from typing import Optional, Sequence
+
+import numpy as np
+
+from fairseq_syntax.core.method import PlotCommand
+from fairseq_syntax.core.model_inputs import encode, first_word_position
+from fairseq_syntax.methods.tree_transformer.attention import constituent_prior
+from fairseq_syntax.methods.tree_transformer.model import tree_encoder
+
+logger = logging.getLogger(__name__)
+
+
+def sentence_priors(model, task, words: Sequence[str]) -> np.ndarray:
+    """``L x n x n`` constituent priors of a Tree Transformer checkpoint over the ``n`` words of one sentence, with
+    the model's own ``C_ii`` (0 for a model trained with ``--constituent-diagonal zero``)."""
+    if not words:
+        raise ValueError("the sentence has no words")
+    tokens = encode(task, words)
+    encoder = tree_encoder(model)
+    links = encoder.link_probabilities(tokens[None])[:, 0]  # L x (T-1)
+    offset = first_word_position(task)
+    word_links = links[:, offset: offset + len(words) - 1]
+    return constituent_prior(word_links, diagonal=encoder.layers[0].self_attn.diagonal).cpu().numpy()
+
+
+def plot_constituent_priors(
+    priors: np.ndarray, words: Sequence[str], path: str, layers: Optional[Sequence[int]] = None, columns: int = 4
+) -> None:
+    """Write a PNG of ``priors`` (``L x n x n``), one heatmap per layer in ``layers`` (default: all)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    priors = np.asarray(priors)
+    if priors.ndim != 3 or priors.shape[1:] != (len(words), len(words)):
+        raise ValueError(f"priors must be layers x {len(words)} x {len(words)} for {len(words)} words, "
+                         f"got shape {priors.shape}")
+    layers = list(range(priors.shape[0])) if layers is None else list(layers)
+    bad = [layer for layer in layers if not 0 <= layer < priors.shape[0]]
+    if bad:
+        raise ValueError(f"layers {bad} do not exist (the model has {priors.shape[0]})")
+    columns = min(columns, len(layers))
+    rows = math.ceil(len(layers) / columns)
+    size = 1.0 + 0.28 * len(words)
+    figure, axes = plt.subplots(rows, columns, figsize=(size * columns, size * rows), squeeze=False)
+    for axis in axes.flat[len(layers):]:
+        axis.set_visible(False)
+    for axis, layer in zip(axes.flat, layers):
+        image = axis.imshow(priors[layer], vmin=0.0, vmax=1.0, cmap="viridis")
+        axis.set_title(f"layer {layer}")
+        axis.set_xticks(range(len(words)), words, rotation=90, fontsize=8)
+        axis.set_yticks(range(len(words)), words, fontsize=8)
+    figure.colorbar(image, ax=axes.ravel().tolist(), shrink=0.6)
+    figure.savefig(path, dpi=100, bbox_inches="tight")
+    plt.close(figure)
+
+
+def _add_plot_arguments(parser) -> None:
+    parser.add_argument("checkpoint")
+    parser.add_argument("sentence", help="the words of one sentence, space-separated")
+    parser.add_argument("--data", help="data directory (default: the one it was trained on)")
+    parser.add_argument("--layers", type=lambda s: [int(x) for x in s.split(",")],
+                        help="layers to draw (default all)")
+    parser.add_argument("--output", required=True, help="PNG file")
+
+
+def _plot(args) -> None:
+    from fairseq_syntax.core.model_inputs import load_model
+
+    model, task = load_model(args.checkpoint, args.data)
+    words = args.sentence.split()
+    plot_constituent_priors(sentence_priors(model, task, words), words, args.output, layers=args.layers)
+    logger.info(f"wrote {args.output}")
+
+
+#: ``fairseq-syntax-plot constituent-prior``: Wang, Lee & Chen (2019), Figure 5
+PLOT = PlotCommand("constituent-prior", "per-layer constituent priors of a Tree Transformer",
+                   _add_plot_arguments, _plot)

@@ -1,0 +1,149 @@
+"""Constituent attention: Wang, Lee & Chen (2019), "Tree Transformer: Integrating Tree Structures into
+Self-Attention", sections 4-5.
+
+Every layer ``l`` turns its input ``x`` (``B x T x C``) into link probabilities ``a^l`` between neighbours and a
+constituent prior ``C^l`` that scales the self-attention probabilities of all its heads:
+
+* neighbouring attention (eqs. 5-7): ``s_{i,j} = q_i . k_j / (d_model / 2)`` with link query/key projections of
+  their own, for ``j = i +- 1``; ``p_{i,i+1}, p_{i,i-1} = softmax(s_{i,i+1}, s_{i,i-1})`` (a word with one
+  neighbour, e.g. the first or last, links to it with probability 1); ``a_hat_i = sqrt(p_{i,i+1} p_{i+1,i})``;
+* hierarchical constraint (eq. 8): ``a^l = a^{l-1} + (1 - a^{l-1}) a_hat^l`` with ``a^{-1} = 0``, so links only
+  grow from layer to layer;
+* constituent prior (eqs. 3-4): ``C_ij = prod_{k=i}^{j-1} a_k = exp(sum_{k=i}^{j-1} log a_k)``, symmetric,
+  ``C_ii = 1`` (the authors' code has ``C_ii`` near 0: ``diagonal=0`` does that). With ``S_j = sum_{k<j} log a_k``
+  (one cumulative sum) ``C_ij = exp(-|S_j - S_i|)``: O(T^2), not the O(T^3) of summing every span;
+* attention (eq. 2): ``E = C * softmax(Q K^T / sqrt(d_k))``, the same ``C`` for every head, not renormalised (as in
+  the authors' code).
+
+Everything is computed in log space and in float32: ``log p`` is ``-softplus`` of a score difference, and ``log a``
+is taken of ``max(a, MIN_LINK)``, so no ``log(0)`` reaches the forward or the backward pass. Padding may be on
+either side: a link exists only between two real tokens, and ``C`` is zero wherever a padding position is involved.
+
+Shapes: ``query``/``key`` ``B x T x C``; ``token_mask`` ``B x T`` (True at real tokens) or None; link
+probabilities ``B x (T-1)`` (entry ``k`` links positions ``k`` and ``k+1``; 0 where either is padding); prior
+``B x T x T``. The attention module takes ``x`` ``T x B x C`` like every
+:class:`~fairseq_syntax.core.attention.StructuredSelfAttention`.
+"""
+from typing import Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from fairseq_syntax.core.attention import Structure, StructuredSelfAttention
+
+#: Floor under a link probability before its log: keeps ``log a`` and its gradient ``1 / a`` finite in float32
+#: (the authors add 1e-9 instead); a prior of 1e-9 is no attention at all.
+MIN_LINK = 1e-9
+
+
+def _link_mask(token_mask: Optional[Tensor], batch: int, length: int, device: torch.device) -> Tensor:
+    """``B x (T-1)``: True where positions ``k`` and ``k+1`` are both real tokens."""
+    if token_mask is None:
+        return torch.ones(batch, max(length - 1, 0), dtype=torch.bool, device=device)
+    return token_mask[:, :-1] & token_mask[:, 1:]
+
+
+def _shift(x: Tensor, step: int, fill) -> Tensor:
+    """``x`` (``B x N``) moved ``step`` places along the last dim (+1: ``out[k] = x[k-1]``), ``fill`` at the gap."""
+    gap = torch.full_like(x[:, :1], fill)
+    return torch.cat([gap, x[:, :-1]], dim=1) if step > 0 else torch.cat([x[:, 1:], gap], dim=1)
+
+
+def neighbour_link_probabilities(
+    query: Tensor, key: Tensor, token_mask: Optional[Tensor], scale: float
+) -> Tensor:
+    """Eqs. 5-7: ``a_hat`` ``B x (T-1)`` from link queries and keys ``B x T x C``.
+
+    ``scale`` is the paper's ``d`` (``d_model / 2``). Zero at links that touch padding.
+    """
+    batch, length, _ = query.shape
+    links = _link_mask(token_mask, batch, length, query.device)
+    if length < 2:
+        return query.new_zeros(batch, 0, dtype=torch.float32)
+    query, key = query.float(), key.float()
+    right = (query[:, :-1] * key[:, 1:]).sum(-1) / scale  # s_{k,k+1}
+    left = (query[:, 1:] * key[:, :-1]).sum(-1) / scale  # s_{k+1,k}
+    # log p_{k,k+1}: word k chooses its right neighbour over its left one (s_{k,k-1} = left[k-1]), if it has one
+    has_left = _shift(links, +1, False)
+    log_p_right = torch.where(has_left, -F.softplus(_shift(left, +1, 0.0) - right), 0.0)
+    # log p_{k+1,k}: word k+1 chooses its left neighbour over its right one (s_{k+1,k+2} = right[k+1]), if any
+    has_right = _shift(links, -1, False)
+    log_p_left = torch.where(has_right, -F.softplus(_shift(right, -1, 0.0) - left), 0.0)
+    a_hat = torch.exp(0.5 * (log_p_right + log_p_left))
+    return a_hat.masked_fill(~links, 0.0)
+
+
+def hierarchical_links(a_hat: Tensor, previous: Optional[Tensor]) -> Tensor:
+    """Eq. 8: ``a^l = a^{l-1} + (1 - a^{l-1}) a_hat^l``; ``previous=None`` is layer 0 (``a^{-1} = 0``)."""
+    if previous is None:
+        return a_hat
+    return previous + (1.0 - previous) * a_hat
+
+
+def constituent_prior(links: Tensor, token_mask: Optional[Tensor] = None, diagonal: float = 1.0) -> Tensor:
+    """Eqs. 3-4: ``C`` ``B x T x T`` from link probabilities ``B x (T-1)``; zero in rows/columns of padding.
+
+    ``diagonal`` is ``C_ii``: 1 in the paper (an empty product), 0 in the authors' code (about 3e-5 there).
+    """
+    batch, num_links = links.shape
+    length = num_links + 1
+    log_links = torch.log(links.float().clamp_min(MIN_LINK))
+    valid = _link_mask(token_mask, batch, length, links.device)
+    log_links = log_links.masked_fill(~valid, 0.0)  # a link into padding must not make the cumulative sum huge
+    prefix = torch.cat([log_links.new_zeros(batch, 1), log_links.cumsum(dim=1)], dim=1)  # S_j, B x T
+    prior = torch.exp(-(prefix[:, :, None] - prefix[:, None, :]).abs())
+    if diagonal != 1.0:
+        prior = prior - (1.0 - diagonal) * torch.eye(length, device=prior.device, dtype=prior.dtype)
+    if token_mask is not None:
+        prior = prior * (token_mask[:, :, None] & token_mask[:, None, :])
+    return prior
+
+
+class ConstituentAttention(StructuredSelfAttention):
+    """Self-attention constrained by a constituent prior (Tree Transformer, eq. 2), one per encoder layer.
+
+    The layers of one encoder pass their links on as the attention's ``carry``: this layer takes ``a^{l-1}``
+    (None in the first layer) and returns its own ``a^l`` (``B x (T-1)``) with its output.
+    """
+
+    fused = False
+
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+                 diagonal: float = 1.0):
+        super().__init__(embed_dim, num_heads, dropout=dropout, bias=bias)
+        self.diagonal = diagonal  # C_ii (see constituent_prior)
+        self.link_query = nn.Linear(embed_dim, embed_dim, bias=bias)
+        self.link_key = nn.Linear(embed_dim, embed_dim, bias=bias)
+        self.link_scale = embed_dim / 2  # the paper's d = d_model / 2 (256 at d_model 512, as in the authors' code)
+
+    def links_and_prior(
+        self, x: Tensor, key_padding_mask: Optional[Tensor], previous: Optional[Tensor]
+    ) -> Tuple[Tensor, Tensor]:
+        """Link probabilities ``a^l`` ``B x (T-1)`` and prior ``C^l`` ``B x T x T`` for ``x`` ``T x B x C``."""
+        token_mask = None if key_padding_mask is None else ~key_padding_mask
+        batch_major = x.transpose(0, 1)
+        a_hat = neighbour_link_probabilities(
+            self.link_query(batch_major), self.link_key(batch_major), token_mask, self.link_scale
+        )
+        links = hierarchical_links(a_hat, previous)
+        return links, constituent_prior(links, token_mask, self.diagonal)
+
+    def forward(
+        self,
+        x: Tensor,
+        key_padding_mask: Optional[Tensor] = None,
+        structure: Optional[Structure] = None,
+        need_weights: bool = False,
+        carry: Optional[Tensor] = None,
+    ) -> Tuple[Tensor, Optional[Tensor], Tensor]:
+        links, prior = self.links_and_prior(x, key_padding_mask, carry)
+        out, weights, _ = super().forward(x, key_padding_mask, {**(structure or {}), "constituent_prior": prior},
+                                          need_weights)
+        return out, weights, links
+
+    def attention_weights(
+        self, q: Tensor, k: Tensor, key_padding_mask: Optional[Tensor], structure: Structure
+    ) -> Tensor:
+        probabilities = super().attention_weights(q, k, key_padding_mask, structure)
+        return probabilities * structure["constituent_prior"][:, None].to(probabilities.dtype)

@@ -1,0 +1,238 @@
+"""fairseq-syntax-induce: unsupervised constituency parsing with a Tree Transformer (Wang, Lee & Chen 2019,
+section 6, Algorithm 1) and its grammar-induction F1 against gold trees, with trivial baselines.
+
+    fairseq-syntax-induce CKPT --input SENTENCES --gold TREES [--output INDUCED] [--json OUT]
+                          [--min-layer 2] [--threshold 0.8] [--descend-above 0.7] [--layer L]
+                          [--short 10] [--random-seeds 5] [--data DIR] [--batch-size 32]
+
+CKPT is a ``tree_transformer_lm*`` (masked LM) or ``transformer_constituent*`` (translation) checkpoint. SENTENCES
+has one sentence per line: the words the model reads, normalised as in training (e.g. lowercased), optionally
+split by subword-nmt BPE (``@@ `` joins pieces; a word's link to the next word is the link after its last piece).
+Line i must hold the words of gold tree i that count under the F1 convention of
+:mod:`fairseq_syntax.methods.tree_transformer.parseval` (punctuation and traces removed by POS tag), the same number of them.
+TREES is PTB bracketed trees (``.mrg``, multi-line or one per line, ``.gz`` allowed).
+
+Reports, for all sentences and for those of at most ``--short`` words: sentence-level mean F1 (the paper's
+number) and corpus-level F1 of the induced trees and of left-branching, right-branching and random trees (mean
+over ``--random-seeds`` seeds), scored by the same rules, and recall per gold label (NP VP PP ADJP SBAR ADVP).
+``--output`` writes the induced trees, one bracketed tree per line, every constituent labelled ``X``.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from typing import Dict, List, Sequence, Tuple
+
+import numpy as np
+import torch
+
+from fairseq_syntax.core.model_inputs import (
+    check_fits,
+    encode,
+    first_word_position,
+    load_model,
+    padded_batches,
+    read_sentences,
+)
+from fairseq_syntax.core.trees import read_ptb, to_bracketed
+from fairseq_syntax.methods.tree_transformer.induction import (
+    Node,
+    induce_tree,
+    left_branching,
+    random_tree,
+    right_branching,
+    to_tree,
+    tree_spans,
+)
+from fairseq_syntax.methods.tree_transformer.link_agreement import (
+    link_agreement,
+    links_by_tag_pair,
+)
+from fairseq_syntax.methods.tree_transformer.model import tree_encoder
+from fairseq_syntax.methods.tree_transformer.parseval import (
+    REPORTED_LABELS,
+    GoldSentence,
+    InductionScores,
+    average_scores,
+    gold_sentence,
+    score_trees,
+)
+
+BPE_CONTINUATION = "@@"
+
+
+def merge_bpe(tokens: Sequence[str]) -> Tuple[List[str], List[int]]:
+    """(words, index of each word's last token) of subword-nmt output (``pie@@ ce`` -> ``piece``)."""
+    words: List[str] = []
+    last_pieces: List[int] = []
+    current = ""
+    for index, token in enumerate(tokens):
+        if token.endswith(BPE_CONTINUATION):
+            current += token[: -len(BPE_CONTINUATION)]
+            continue
+        words.append(current + token)
+        last_pieces.append(index)
+        current = ""
+    if current:
+        raise ValueError(f"the last token {tokens[-1]!r} continues a word ('@@') but nothing follows it")
+    return words, last_pieces
+
+
+def sentence_links(model, task, token_lines: Sequence[Sequence[str]], batch_size: int,
+                   source: str = "<input>") -> List[np.ndarray]:
+    """Word-level link probabilities ``L x (n-1)`` of every sentence (token links at word boundaries)."""
+    encoder = tree_encoder(model)
+    offset = first_word_position(task)
+    sequences = [encode(task, tokens) for tokens in token_lines]
+    for line, sequence in enumerate(sequences, 1):
+        check_fits(model, sequence, f"{source}:{line}")
+    result: List[np.ndarray] = [np.empty(0)] * len(sequences)
+    for indices, batch in padded_batches(sequences, task.source_dictionary.pad(), batch_size):
+        links = encoder.link_probabilities(batch).float().cpu().numpy()  # L x B x (T-1)
+        for row, index in enumerate(indices):
+            _, last_pieces = merge_bpe(token_lines[index])
+            result[index] = links[:, row, [offset + piece for piece in last_pieces[:-1]]]
+    return result
+
+
+def check_alignment(words: Sequence[Sequence[str]], gold: Sequence[GoldSentence], input_path: str,
+                    gold_path: str) -> None:
+    """Raise unless sentence i has as many words as gold tree i has words that count."""
+    if len(words) != len(gold):
+        raise ValueError(f"{input_path} has {len(words)} sentences but {gold_path} has {len(gold)} trees")
+    for line, (sentence, reference) in enumerate(zip(words, gold), 1):
+        if len(sentence) != len(reference.words):
+            raise ValueError(
+                f"{input_path}:{line}: {len(sentence)} words, but gold tree {line} of {gold_path} has "
+                f"{len(reference.words)} words that count ({' '.join(reference.words)}); write the sentences "
+                "without punctuation (see fairseq_syntax.methods.tree_transformer.parseval.WORD_TAGS)"
+            )
+
+
+def score_systems(systems: Dict[str, List[List[Node]]], gold: Sequence[GoldSentence],
+                  keep: Sequence[int]) -> Dict[str, InductionScores]:
+    """Scores of every system (a list of runs, each a tree per sentence) on the sentences ``keep``."""
+    subset = [gold[i] for i in keep]
+    return {
+        name: average_scores([score_trees([tree_spans(run[i]) for i in keep], subset) for run in runs])
+        for name, runs in systems.items()
+    }
+
+
+def print_report(subsets: Dict[str, Dict[str, InductionScores]]) -> None:
+    """One row per system: sentence-level and corpus-level F1 (%) on each subset; then recall by gold label."""
+    names = list(next(iter(subsets.values())))
+    width = max(len(name) for name in names) + 2
+    column = 26
+    print(" " * width + "".join(f"{subset} ({next(iter(scores.values())).sentences} sent.)".ljust(column)
+                                for subset, scores in subsets.items()))
+    print(" " * width + "sent-F1  corpus-F1".ljust(column) * len(subsets))
+    for name in names:
+        cells = "".join(f"{100 * scores[name].sentence_f1:7.1f}{100 * scores[name].corpus_f1:11.1f}".ljust(column)
+                        for scores in subsets.values())
+        print(name.ljust(width) + cells)
+    subset, scores = next(iter(subsets.items()))
+    print(f"recall by gold label, %, {subset} sentences:")
+    for name in names:
+        recalls = scores[name].label_recall
+        cells = "  ".join(
+            f"{label} {100 * recalls[label][0] / recalls[label][1]:.1f}" if recalls.get(label, (0, 0))[1]
+            else f"{label} -" for label in REPORTED_LABELS
+        )
+        print(name.ljust(width) + cells)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fairseq-syntax-induce", description=__doc__.split("\n\n")[0])
+    parser.add_argument("checkpoint", help="tree_transformer_lm* or transformer_constituent* checkpoint")
+    parser.add_argument("--input", required=True, help="sentences the model reads, one per line (BPE allowed)")
+    parser.add_argument("--gold", required=True, help="gold PTB trees, aligned with --input")
+    parser.add_argument("--output", help="write the induced trees here, one bracketed tree per line")
+    parser.add_argument("--json", dest="json_out", help="write all scores to this JSON file")
+    parser.add_argument("--min-layer", type=int, default=2, help="Algorithm 1's minimum layer m (default 2)")
+    parser.add_argument("--threshold", type=float, default=0.8, help="breakpoint threshold (default 0.8)")
+    parser.add_argument("--descend-above", type=float, default=None, metavar="P",
+                        help="the authors' released variant: a half moves one layer down only when its weakest "
+                             "link is above P (they use 0.7); default: always, as in the paper's Algorithm 1")
+    parser.add_argument("--layer", type=int, default=None,
+                        help="parse from this layer's links alone, top-down greedy (the paper's Figure 4b); "
+                             "ignores --min-layer and --threshold")
+    parser.add_argument("--short", type=int, default=10, help="also score sentences of at most this many words")
+    parser.add_argument("--random-seeds", type=int, default=5, help="random-tree baseline: mean over this many seeds")
+    parser.add_argument("--data", help="data dir with the model's dictionary, if it moved since training")
+    parser.add_argument("--batch-size", type=int, default=32)
+    return parser
+
+
+def cli_main(argv=None) -> None:
+    args = build_parser().parse_args(argv)
+    torch.set_num_threads(1)
+
+    token_lines = read_sentences(args.input)
+    words = [merge_bpe(tokens)[0] for tokens in token_lines]
+    gold = [gold_sentence(tree) for tree in read_ptb(args.gold)]
+    check_alignment(words, gold, args.input, args.gold)
+
+    model, task = load_model(args.checkpoint, args.data)
+    links = sentence_links(model, task, token_lines, args.batch_size, args.input)
+    num_layers = links[0].shape[0]
+    if args.layer is not None:
+        settings = dict(min_layer=args.layer, top_layer=args.layer, threshold=float("inf"))
+    else:
+        settings = dict(min_layer=args.min_layer, threshold=args.threshold, descend_above=args.descend_above)
+    induced = [induce_tree(sentence, **settings) for sentence in links]
+
+    lengths = [len(sentence) for sentence in words]
+    systems = {
+        "Tree Transformer": [induced],
+        "left-branching": [[left_branching(n) for n in lengths]],
+        "right-branching": [[right_branching(n) for n in lengths]],
+        f"random ({args.random_seeds} seeds)": [
+            [random_tree(n, rng) for n in lengths]
+            for rng in (np.random.default_rng(seed) for seed in range(1, args.random_seeds + 1))
+        ],
+    }
+    subsets = {"all": score_systems(systems, gold, range(len(gold)))}
+    short = [index for index, n in enumerate(lengths) if n <= args.short]
+    if short:
+        subsets[f"<={args.short} words"] = score_systems(systems, gold, short)
+    print(f"{args.checkpoint}: {num_layers} layers, "
+          + (f"greedy from layer {args.layer}" if args.layer is not None else
+             f"Algorithm 1 (min layer {args.min_layer}, threshold {args.threshold}"
+             + (f", descend above {args.descend_above})" if args.descend_above is not None else ")")))
+    print("F1 in %; sent-F1 = mean sentence-level F1, corpus-F1 = corpus-level F1 (trivial spans discarded)")
+    print_report(subsets)
+    agreement = {offset: link_agreement(links, gold, offset) for offset in (0, -1, 1)}
+    print("links vs gold, per layer (Spearman's rho of a_k and minus the smallest gold constituent holding words "
+          "k, k+1): " + ", ".join(f"{layer}: {rho:+.3f}" for layer, rho in enumerate(agreement[0])))
+    for offset, side in ((-1, "left"), (1, "right")):
+        print(f"the same with the link one pair to the {side} (a_{{k{offset:+d}}}): "
+              + ", ".join(f"{layer}: {rho:+.3f}" for layer, rho in enumerate(agreement[offset])))
+    tag_pairs = links_by_tag_pair(links, gold)
+    print("mean link per layer of the most frequent POS tag pairs of adjacent words, and the median size of their "
+          "smallest gold constituent:")
+    for row in tag_pairs:
+        print(f"  {' '.join(row.tags):10} {row.count:6d} pairs  links " + " ".join(f"{v:.2f}" for v in row.mean_links)
+              + f"  gold size {row.median_gold_size:g}")
+
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as out:
+            for tree, sentence in zip(induced, words):
+                out.write(to_bracketed(to_tree(tree, sentence)) + "\n")
+    if args.json_out:
+        with open(args.json_out, "w", encoding="utf-8") as out:
+            json.dump({
+                "checkpoint": args.checkpoint, "input": args.input, "gold": args.gold, "layers": num_layers,
+                "settings": {key: value for key, value in vars(args).items()
+                             if key in ("min_layer", "threshold", "descend_above", "layer", "short")},
+                "subsets": {subset: {name: s.as_dict() for name, s in scores.items()}
+                            for subset, scores in subsets.items()},
+                "link_agreement": agreement[0],
+                "link_agreement_shifted": {f"{offset:+d}": agreement[offset] for offset in (-1, 1)},
+                "links_by_tag_pair": [dataclasses.asdict(row) for row in tag_pairs],
+            }, out, indent=2)
+
+
+if __name__ == "__main__":
+    cli_main()

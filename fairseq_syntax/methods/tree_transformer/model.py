@@ -1,0 +1,139 @@
+"""Tree Transformer (Wang, Lee & Chen 2019): an encoder whose every layer uses constituent attention.
+
+* ``TreeTransformerEncoder``: the shared syntax encoder with
+  :class:`~fairseq_syntax.methods.tree_transformer.attention.ConstituentAttention` in every layer. It needs no side
+  inputs: the tree is induced from the text. Its output dict also holds ``link_probabilities``, a list of one
+  ``B x (T-1)`` tensor per layer (``a^l`` of section 5, the input of Algorithm 1).
+* ``tree_transformer_lm``: encoder-only masked language model (the paper's training, BERT masking), fairseq's
+  ``roberta`` model with this encoder; train it with fairseq's own ``--task masked_lm --criterion masked_lm``.
+  Archs ``tree_transformer_lm`` (the paper's L=10, d_model 512, 8 heads, FFN 2048, dropout 0.1) and
+  ``tree_transformer_lm_tiny``; both are ``roberta_prenorm`` otherwise (pre-norm layers like the authors' code),
+  so ``--arch roberta_prenorm`` with the same sizes is the plain Transformer encoder to compare with.
+* ``transformer_constituent``: the same encoder in fairseq's encoder-decoder ``transformer`` for translation, on
+  plain source text. Archs ``transformer_constituent`` and ``transformer_constituent_tiny``.
+"""
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+import torch
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.dataclass.utils import gen_parser_from_dataclass
+from fairseq.models import register_model
+from fairseq.models.roberta.model import (
+    RobertaEncoder,
+    RobertaModel,
+    roberta_prenorm_architecture,
+)
+from fairseq.models.transformer import TransformerConfig
+from fairseq.utils import safe_getattr, safe_hasattr
+from torch import Tensor, nn
+
+from fairseq_syntax.core.attention import Structure
+from fairseq_syntax.core.encoder import SyntaxTransformerEncoder
+from fairseq_syntax.core.model import (
+    SyntaxTransformerModel,
+    options_from_args,
+    register_architectures,
+)
+from fairseq_syntax.methods.tree_transformer.attention import ConstituentAttention
+
+
+@dataclass
+class ConstituentOptions(FairseqDataclass):
+    constituent_diagonal: ChoiceEnum(["one", "zero"]) = field(
+        default="one",
+        metadata={"help": "C_ii of the constituent prior: one (the paper, eq. 3: a word may attend to itself) or "
+                          "zero (the authors' code, where C_ii is about 3e-5: a word attends only to the others)"},
+    )
+
+
+class TreeTransformerEncoder(SyntaxTransformerEncoder):
+    def build_self_attention(self, layer_index: int, embed_dim: int, num_heads: int, dropout: float) -> nn.Module:
+        diagonal = 1.0 if self.options is None or self.options.constituent_diagonal == "one" else 0.0
+        return ConstituentAttention(embed_dim, num_heads, dropout=dropout, diagonal=diagonal)
+
+    def extra_outputs(self, structure: Structure, side_inputs: Dict[str, Tensor],
+                      carries: List[Optional[Tensor]]) -> Dict[str, List[Tensor]]:
+        return {"link_probabilities": carries}  # each layer's attention passes its links a^l on to the next
+
+    @torch.no_grad()
+    def link_probabilities(self, src_tokens: Tensor) -> Tensor:
+        """``L x B x (T-1)`` link probabilities of every layer for a batch of (padded) token ids ``B x T``, without
+        gradients (call ``eval()`` first for the deterministic values)."""
+        return torch.stack(self.forward(src_tokens)["link_probabilities"])
+
+
+def tree_encoder(model: nn.Module) -> TreeTransformerEncoder:
+    """The Tree Transformer encoder of a ``tree_transformer_lm`` or ``transformer_constituent`` model."""
+    encoder = getattr(model, "encoder", None)
+    encoder = getattr(encoder, "sentence_encoder", encoder)  # the roberta wrapper keeps it one level down
+    if not isinstance(encoder, TreeTransformerEncoder):
+        raise ValueError(
+            f"{type(model).__name__} has no Tree Transformer encoder: use a checkpoint of --arch "
+            "tree_transformer_lm* or transformer_constituent*"
+        )
+    return encoder
+
+
+# ------------------------------------------------------------------------------------------ masked language model
+
+
+class TreeTransformerLMEncoder(RobertaEncoder):
+    """RoBERTa's embeddings + LM head around a :class:`TreeTransformerEncoder`."""
+
+    def build_encoder(self, args, dictionary, embed_tokens):
+        return TreeTransformerEncoder(TransformerConfig.from_namespace(args),
+                                      options_from_args(ConstituentOptions, args), dictionary, embed_tokens)
+
+
+@register_model("tree_transformer_lm")
+class TreeTransformerLMModel(RobertaModel):
+    @classmethod
+    def add_args(cls, parser):
+        super().add_args(parser)
+        gen_parser_from_dataclass(parser, ConstituentOptions(), delete_default=False, with_prefix="")
+
+    @classmethod
+    def build_model(cls, args, task):
+        from omegaconf import OmegaConf
+
+        if OmegaConf.is_config(args):
+            OmegaConf.set_struct(args, False)
+        tree_transformer_lm_architecture(args)
+        if not safe_hasattr(args, "max_positions"):
+            args.max_positions = safe_getattr(args, "tokens_per_sample", task.max_positions())
+        encoder = TreeTransformerLMEncoder(args, task.source_dictionary)
+        if OmegaConf.is_config(args):
+            OmegaConf.set_struct(args, True)
+        return cls(args, encoder)
+
+
+def tree_transformer_lm_architecture(args):
+    args.encoder_layers = safe_getattr(args, "encoder_layers", 10)
+    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 512)
+    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 2048)
+    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 8)
+    roberta_prenorm_architecture(args)
+
+
+def tree_transformer_lm_tiny_architecture(args):
+    args.encoder_layers = safe_getattr(args, "encoder_layers", 3)
+    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 32)
+    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 64)
+    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 2)
+    tree_transformer_lm_architecture(args)
+
+
+register_architectures("tree_transformer_lm", tree_transformer_lm_architecture, tree_transformer_lm_tiny_architecture)
+
+
+# ------------------------------------------------------------------------------------------ translation
+
+
+@register_model("transformer_constituent")
+class ConstituentTransformerModel(SyntaxTransformerModel):
+    encoder_class = TreeTransformerEncoder
+    options_class = ConstituentOptions
+
+
+register_architectures("transformer_constituent")

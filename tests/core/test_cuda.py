@@ -1,0 +1,162 @@
+"""Every model of the package computes on CUDA what it computes on CPU, and trains and decodes there through fairseq's
+own CLIs. Skipped without a GPU (CI has none): run ``python -m pytest tests/test_cuda.py`` on a machine with one.
+
+The models are every system of the method descriptions (:data:`fairseq_syntax.methods.METHODS`, at their tiny
+size) and each method's ``cuda_variants``. Each model is built once on CPU with dropout off; a copy is moved to the GPU and both get the same batch: the loss,
+every parameter's gradient and (for translation) the beam-search hypotheses and their scores must agree.
+"""
+import copy
+import json
+import os
+import sys
+
+import pytest
+import torch
+from conftest import REPO, make_ldd_data, preprocess, run, write_sst_data
+from fairseq import options, tasks, utils
+
+import fairseq_syntax  # noqa: F401  (registers the tasks, models and criterion)
+from fairseq_syntax.methods import METHODS
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+
+
+def build(argv):
+    """(task, model, criterion, sample, args): the model in eval mode (no dropout); the sample holds the first 8
+    sentences of the test split (valid for tree classification)."""
+    args = options.parse_args_and_arch(options.get_training_parser(), [*argv, "--cpu", "--dropout", "0"])
+    task = tasks.setup_task(args)
+    torch.manual_seed(1)
+    model = task.build_model(args).eval()
+    split = "valid" if args.task == "tree_classification" else "test"
+    task.load_dataset(split)
+    dataset = task.dataset(split).batching(task.model_side_inputs)
+    sample = dataset.collater([dataset[i] for i in range(min(len(dataset), 8))])
+    return task, model, task.build_criterion(args), sample, args
+
+
+def loss_and_gradients(model, criterion, sample):
+    model.zero_grad()
+    loss, _, _ = criterion(model, sample)
+    loss.backward()
+    gradients = {name: p.grad.detach().cpu() for name, p in model.named_parameters() if p.grad is not None}
+    return loss.detach().cpu(), gradients
+
+
+def assert_same_on_cuda(task, model, criterion, sample, args, translation=True):
+    on_gpu = copy.deepcopy(model).cuda()
+    sample_gpu = utils.move_to_cuda(sample)
+    assert all(p.is_cuda for p in on_gpu.parameters())
+    loss, gradients = loss_and_gradients(model, criterion, sample)
+    loss_gpu, gradients_gpu = loss_and_gradients(on_gpu, criterion, sample_gpu)
+    torch.testing.assert_close(loss_gpu, loss, rtol=1e-4, atol=1e-4)
+    assert gradients and gradients_gpu.keys() == gradients.keys()
+    for name, gradient in gradients.items():
+        torch.testing.assert_close(gradients_gpu[name], gradient, rtol=1e-3, atol=1e-5, msg=lambda m: f"{name}: {m}")
+    if not translation:
+        return
+    args.beam, args.max_len_a, args.max_len_b = 2, 0, 12
+    with torch.no_grad():
+        hypotheses = task.inference_step(task.build_generator([model], args), [model], sample)
+        hypotheses_gpu = task.inference_step(task.build_generator([on_gpu], args), [on_gpu], sample_gpu)
+    for row, (want, got) in enumerate(zip(hypotheses, hypotheses_gpu)):
+        assert got[0]["tokens"].is_cuda
+        assert got[0]["tokens"].tolist() == want[0]["tokens"].tolist(), f"sentence {row}"
+        torch.testing.assert_close(got[0]["positional_scores"].cpu(), want[0]["positional_scores"],
+                                   rtol=1e-4, atol=1e-4)
+
+
+TRANSLATION = ["--task", "syntax_translation", "--user-dir", os.path.join(REPO, "fairseq_syntax")]
+
+
+def method_cases(task):
+    """Every system of the method descriptions for ``task`` (baselines too), and for translation each method's
+    ``cuda_variants`` on its first translation system: (system, extra model options)."""
+    for method in METHODS:
+        own = [system for system in method.systems if system.task == task]
+        for system in own:
+            yield pytest.param(system, system.model_args, id=system.name)
+        if task == "translation" and own:
+            main = next(system for system in own if not system.baseline)
+            for variant in method.cuda_variants:
+                yield pytest.param(main, variant, id=f"{main.name}{''.join(variant)}")
+
+
+@pytest.fixture(scope="module")
+def translation_data(data_dirs, raw_corpus, tmp_path_factory):
+    """(data directory name, side inputs) -> directory of the tiny corpus."""
+    made = {}
+
+    def directory(system):
+        key = (system.data, "src_ldd" in system.side_inputs)
+        if key not in made:
+            dest = str(tmp_path_factory.mktemp(system.data))
+            if key[1]:
+                make_ldd_data(raw_corpus, dest)
+            elif system.data in data_dirs:
+                dest = data_dirs[system.data]
+            else:
+                preprocess(raw_corpus, dest, system.form, "--preterminals", system.preterminals)
+            made[key] = dest
+        return made[key]
+
+    return directory
+
+
+@pytest.mark.parametrize("system, extra", list(method_cases("translation")))
+def test_translation_models_agree_on_cuda(translation_data, system, extra):
+    assert_same_on_cuda(*build([translation_data(system), *TRANSLATION, "--arch", system.tiny_arch, *extra]))
+
+
+@pytest.fixture(scope="module")
+def sst_dir(tmp_path_factory):
+    return write_sst_data(tmp_path_factory.mktemp("sst_cuda"))
+
+
+@pytest.mark.parametrize("system, extra", list(method_cases("classification")))
+def test_tree_classifiers_agree_on_cuda(sst_dir, system, extra):
+    task, model, criterion, sample, args = build([sst_dir, "--task", "tree_classification", "--arch",
+                                                  system.tiny_arch, "--criterion", "tree_cross_entropy",
+                                                  "--input-form", system.form, "--preterminals", system.preterminals,
+                                                  *extra])
+    assert_same_on_cuda(task, model, criterion, sample, args, translation=False)
+
+
+@pytest.fixture(scope="module")
+def masked_lm_dir(raw_corpus, tmp_path_factory):
+    dest = str(tmp_path_factory.mktemp("masked_lm_cuda"))
+    run([sys.executable, "-m", "fairseq_cli.preprocess", "--only-source", "--trainpref", f"{raw_corpus}/train.de",
+         "--validpref", f"{raw_corpus}/valid.de", "--testpref", f"{raw_corpus}/test.de", "--destdir", dest,
+         "--workers", "1"])
+    return dest
+
+
+@pytest.mark.parametrize("system, extra", list(method_cases("masked_lm")))
+def test_masked_language_models_agree_on_cuda(masked_lm_dir, system, extra):
+    task, model, criterion, sample, args = build([
+        masked_lm_dir, "--user-dir", os.path.join(REPO, "fairseq_syntax"), "--task", "sentence_masked_lm",
+        "--criterion", "masked_lm", "--arch", system.tiny_arch, "--tokens-per-sample", "32", *extra])
+    assert sample["net_input"]["src_tokens"].eq(task.mask_idx).any()
+    assert_same_on_cuda(task, model, criterion, sample, args, translation=False)
+
+
+def test_fairseq_train_and_generate_run_on_the_gpu(data_dirs, tmp_path):
+    """fairseq's own CLIs without --cpu: training steps and beam search on CUDA, the checkpoint loads for decoding."""
+    save = str(tmp_path / "checkpoints")
+    log = run(["fairseq-train", data_dirs["preorder"], *TRANSLATION, "--arch", "transformer_syntax_mask_tiny",
+               "--optimizer", "adam", "--lr", "0.005", "--max-tokens", "1000", "--max-update", "20", "--seed", "1",
+               "--no-epoch-checkpoints", "--log-format", "simple", "--save-dir", save]).stdout
+    assert "num_updates 20" in log and "cuda" in log.lower()
+    out = run(["fairseq-generate", data_dirs["preorder"], *TRANSLATION, "--path", f"{save}/checkpoint_last.pt",
+               "--beam", "2", "--gen-subset", "test"]).stdout
+    assert out.count("\nH-") == 21
+
+
+def test_benchmark_trains_on_the_gpu(tmp_path):
+    out = tmp_path / "bench"
+    run([sys.executable, "bench/run.py", "--quick", "--device", "cuda", "--out", str(out)])
+    details = json.loads((out / "RESULTS.details.json").read_text())
+    assert details["devices"] == [torch.cuda.get_device_name()]
+    runs = [run for measurement in details["measurements"] for run in measurement["runs"]]
+    assert runs and all(r["updates"] == 20 and r["peak_mem_mb"] > 0 for r in runs)
+    assert "wall-clock second of GPU training" in (out / "RESULTS.md").read_text()

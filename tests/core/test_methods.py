@@ -1,0 +1,42 @@
+"""The method descriptions: the registry's systems, the recipes' specs derived from them, and the README table."""
+import os
+
+from conftest import REPO
+
+from fairseq_syntax.cli.plot import get_parser
+from fairseq_syntax.methods import METHODS, systems
+from fairseq_syntax.methods.__main__ import readme_table
+
+
+def test_translation_systems_of_the_registry_in_order():
+    assert [s.spec() for s in systems()] == [
+        "sequence:transformer:sequence", "linearized:transformer:linearized", "mask:transformer_syntax_mask:preorder",
+        "ldd:transformer_ldd:sequence", "udp:transformer_ldd:sequence:--syntax-variant=udp",
+        "constituent:transformer_constituent:sequence", "hier_accum:transformer_hier_accum:preorder-split"]
+    assert [s.name for s in systems(baselines=False, ablations=False)] == ["mask", "ldd", "constituent", "hier_accum"]
+
+
+def test_side_inputs_come_from_the_model_classes():
+    by_name = {s.name: s for s in systems(task=None)}
+    assert by_name["mask"].side_inputs == ("src_parents",)
+    assert by_name["ldd"].side_inputs == by_name["udp"].side_inputs == ("src_ldd",)
+    assert by_name["constituent"].side_inputs == by_name["sequence"].side_inputs == ()
+    assert by_name["hier_accum_classifier"].side_inputs == ("src_parents",)
+
+
+def test_every_arch_and_tiny_arch_is_registered():
+    from fairseq.models import ARCH_MODEL_REGISTRY
+
+    for system in systems(task=None):
+        assert system.arch in ARCH_MODEL_REGISTRY and system.tiny_arch in ARCH_MODEL_REGISTRY
+
+
+def test_plot_subcommands_are_the_methods_plots():
+    commands = get_parser()._subparsers._group_actions[0].choices
+    assert sorted(commands) == sorted(plot.name for method in METHODS for plot in method.plots) == [
+        "constituent-prior", "cross-attention-share", "ldd-attention", "mask-strengths"]
+
+
+def test_readme_method_table_is_the_generated_one():
+    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+        assert readme_table() in f.read(), "regenerate it: python -m fairseq_syntax.methods readme-table"

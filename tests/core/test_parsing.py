@@ -1,0 +1,368 @@
+"""Tests for fairseq_syntax.parsing: tiny parsers trained in seconds on sentences the tests write themselves.
+
+The treebank is ``the N V the N .`` in CoNLL-U (det, nsubj, root, det, obj, punct) and as PTB trees. Expected
+values are derived by hand (bracket counts, escapes, fallback lines) or from the parser's own scores and
+decoder (distributions, 1-best trees).
+"""
+import itertools
+import pickle
+import re
+import runpy
+import types
+from pathlib import Path
+
+import dill
+import pytest
+import torch
+from conftest import TINY_SUPAR_SIZES, TREEBANK, conllu
+
+from fairseq_syntax.core.trees import Tree, parse_tree
+from fairseq_syntax.parsing import training
+from fairseq_syntax.parsing.constituency import (
+    ConstituencyParser,
+    flat_tree,
+    load_parser,
+    parse_file,
+    parse_sentences,
+)
+from fairseq_syntax.parsing.dependency import (
+    DependencyParser,
+    RetainedMass,
+    read_arc_distributions,
+)
+from fairseq_syntax.parsing.dependency import parse_file as parse_dependency_file
+from fairseq_syntax.parsing.evaluation import bracket_score
+from fairseq_syntax.parsing.text import ptb_escape_token, ptb_unescape_token
+from fairseq_syntax.parsing.torch_load import StoredFunction, supar_safe_globals
+
+torch.set_num_threads(1)
+REPO = Path(__file__).resolve().parent.parent
+TINY_SUPAR = training.SuparSize(**TINY_SUPAR_SIZES)
+TINY_BENEPAR = training.BeneparSize(d_model=32, num_layers=1, num_heads=2, d_kv=8, d_ff=32, d_char_emb=8,
+                                    d_label_hidden=16, d_tag_hidden=16)
+MAX_LENGTH = 18
+# Line 2 is empty, line 4 is too long; line 3 holds brackets, non-ASCII letters and CoNLL-U/JSON-sensitive marks.
+INPUT_LINES = [
+    "the cat sees the dog .",
+    "",
+    "the dog sees ( the cat ) [ naïve ] { x } _ # a(b .",
+    " ".join(["the", "cat"] * 10),
+    "the man likes the father .",
+]
+EXPECTED_FALLBACKS = [(2, "empty line"), (4, f"too long: 20 words > {MAX_LENGTH}")]
+
+
+def bracketed(subject, verb, obj):
+    return f"(TOP (S (NP (DT the) (NN {subject})) (VP (VBZ {verb}) (NP (DT the) (NN {obj}))) (. .)))\n"
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    root = tmp_path_factory.mktemp("parsing")
+    (root / "train.conllu").write_text("".join(conllu(*sentence) for sentence in TREEBANK))
+    (root / "train.pid").write_text("".join(bracketed(*sentence) for sentence in TREEBANK))
+    (root / "input.txt").write_text("\n".join(INPUT_LINES) + "\n", encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def dependency_parser(dependency_model):
+    return DependencyParser(dependency_model, max_length=MAX_LENGTH)
+
+
+@pytest.fixture(scope="module")
+def constituency_models(corpus):
+    train = str(corpus / "train.pid")
+    paths = {"crf-con": str(corpus / "crf.pt"), "benepar": str(corpus / "benepar.pt")}
+    training.train_supar_constituency(train, train, paths["crf-con"], epochs=2, size=TINY_SUPAR, batch_tokens=8,
+                                      learning_rate=1e-2, verbose=False)
+    training.train_benepar(train, train, paths["benepar"], epochs=2, size=TINY_BENEPAR, batch_size=8,
+                           log=lambda message: None)
+    return paths
+
+
+def input_tokens():
+    return [line.split() for line in INPUT_LINES]
+
+
+# ------------------------------------------------------------------------------------------------ text and trees
+
+
+def test_ptb_escapes_every_bracket_inside_tokens():
+    assert ptb_escape_token("(") == "-LRB-"
+    assert ptb_escape_token("a(b)") == "a-LRB-b-RRB-"
+    assert [ptb_escape_token(t) for t in "[ ] { }".split()] == ["-LSB-", "-RSB-", "-LCB-", "-RCB-"]
+    assert ptb_escape_token("naïve") == "naïve"
+    assert ptb_unescape_token("a-LRB-b-RRB-") == "a(b)"
+    assert ptb_unescape_token(ptb_escape_token("{x}")) == "{x}"
+
+
+def test_flat_fallback_tree():
+    assert flat_tree(["a", "(", "b)"]) == "(S (XX a) (XX -LRB-) (XX b-RRB-))"
+    assert flat_tree([]) == "(S )"
+
+
+# ------------------------------------------------------------------------------------------------ bracketing F1
+
+GOLD = "(S (NP (DT The) (NN cat)) (VP (VBZ sits) (PP (IN on) (NP (DT the) (NN mat)))) (. .))"
+
+
+def test_bracket_score_counts_brackets_by_hand():
+    # Gold brackets: S(0,6) NP(0,2) VP(2,6) PP(3,6) NP(4,6); the final '.' is deleted, so S ends at 6.
+    # The prediction attaches the PP low wrongly: PP(3,4) is wrong, the other four match.
+    predicted = "(S (NP (DT The) (NN cat)) (VP (VBZ sits) (PP (IN on)) (NP (DT the) (NN mat))) (. .))"
+    score = bracket_score([parse_tree(GOLD)], [parse_tree(predicted)])
+    assert (score.matched, score.gold, score.predicted) == (4, 5, 5)
+    assert score.f1 == pytest.approx(0.8)
+
+
+def test_bracket_score_deletes_punctuation_by_gold_tag_and_equates_prt_advp():
+    # Predicted S covers only the words before '.', which EVALB's deletion of '.' makes equal to the gold S;
+    # its POS tags are all XX (as SuPar's), so deletion must use the gold tags.
+    gold = parse_tree("(S (NP (PRP He)) (VP (VBD gave) (PRT (RP up))) (. .))")
+    predicted = parse_tree("(S (S (XX He) (VP (XX gave) (ADVP (XX up)))) (XX .))")
+    score = bracket_score([gold], [predicted])
+    # gold: S(0,3) NP(0,1) VP(1,3) ADVP(2,3); predicted: S(0,3) S(0,3) VP(1,3) ADVP(2,3)
+    assert (score.matched, score.gold, score.predicted) == (3, 4, 4)
+
+
+def test_bracket_score_rejects_different_words():
+    with pytest.raises(ValueError, match="tree 1"):
+        bracket_score([parse_tree(GOLD)], [parse_tree("(S (NP (DT A) (NN cat)))")])
+
+
+# ------------------------------------------------------------------------------------------------ constituency
+
+
+class ScriptedParser(ConstituencyParser):
+    """Parses by a script: raises on the word 'boom', drops the word 'lost', else a right-branching tree."""
+
+    max_length = 5
+
+    def __init__(self):
+        self.batches = []
+
+    def parse_batch(self, sentences):
+        self.batches.append(len(sentences))
+        if any("boom" in tokens for tokens in sentences):
+            raise RuntimeError("cannot parse boom")
+        return [Tree("TOP", [Tree("S", [Tree("XX", [Tree(ptb_escape_token(t))]) for t in tokens if t != "lost"])])
+                for tokens in sentences]
+
+
+def test_parser_errors_and_changed_words_fall_back_alone_in_order():
+    parser = ScriptedParser()
+    sentences = [["a", "b"], ["boom"], [], ["c", "lost"], ["d", "(", "e", "f", "g", "h"], ["x", ")"]]
+    results = list(parse_sentences(parser, sentences, batch_size=10))
+    assert [r.tree for r in results] == [
+        "(S (XX a) (XX b))", "(S (XX boom))", "(S )", "(S (XX c) (XX lost))",
+        "(S (XX d) (XX -LRB-) (XX e) (XX f) (XX g) (XX h))", "(S (XX x) (XX -RRB-))",
+    ]
+    assert [r.fallback for r in results] == [
+        None, "parser error: RuntimeError: cannot parse boom", "empty line", "parser changed the words to 'c'",
+        "too long: 6 words > 5", None,
+    ]
+    # One batch of the four parseable sentences, which raised; then each of them alone.
+    assert parser.batches == [4, 1, 1, 1, 1]
+
+
+@pytest.mark.parametrize("backend", ["crf-con", "benepar"])
+def test_constituency_file_keeps_lines_words_and_lists_fallbacks(corpus, constituency_models, backend):
+    parser = load_parser(backend, constituency_models[backend], max_length=MAX_LENGTH)
+    output = corpus / f"{backend}.tree"
+    report = parse_file(parser, str(corpus / "input.txt"), str(output))
+    lines = output.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == len(INPUT_LINES)
+    assert report.fallbacks == EXPECTED_FALLBACKS and report.sentences == len(INPUT_LINES)
+    for number, (line, tokens) in enumerate(zip(lines, input_tokens()), 1):
+        if number == 2:
+            assert line == "(S )"
+            continue
+        tree = parse_tree(line)
+        assert tree.leaves() == [ptb_escape_token(token) for token in tokens]
+        if number == 4:
+            assert line == flat_tree(tokens)
+        else:
+            assert tree.label not in ("TOP", "ROOT")
+    assert "-LRB-" in lines[2] and "a-LRB-b" in lines[2] and "naïve" in lines[2]
+
+
+def test_parse_constituency_command_writes_skipped_file(corpus, constituency_models):
+    output = corpus / "cli.tree"
+    main = runpy.run_path(str(REPO / "preprocess" / "parse_constituency.py"))["main"]
+    main(["--backend", "crf-con", "--model", constituency_models["crf-con"], "--input", str(corpus / "input.txt"),
+          "--output", str(output), "--max-length", str(MAX_LENGTH)])
+    assert len(output.read_text().splitlines()) == len(INPUT_LINES)
+    assert Path(str(output) + ".skipped").read_text() == "".join(f"{n}\t{r}\n" for n, r in EXPECTED_FALLBACKS)
+
+
+class FlatParser(ConstituencyParser):
+    """Puts every sentence under one S: of the gold brackets S NP VP NP, only S is found."""
+
+    max_length = 100
+
+    def parse_batch(self, sentences):
+        return [Tree("S", [Tree("XX", [Tree(ptb_escape_token(t))]) for t in tokens]) for tokens in sentences]
+
+
+def test_evaluate_constituency_parses_the_gold_words(tmp_path):
+    gold = tmp_path / "gold.pid"
+    gold.write_text(bracketed("cat", "sees", "dog") + "(TOP (S (NP (NN -LRB-)) (VP (VBZ is)) (. .)))\n")
+    score = training.evaluate_constituency(FlatParser(), str(gold))
+    # Gold: S NP VP NP in the first tree, S NP VP in the second; predicted: one S each, all matched.
+    assert (score.sentences, score.matched, score.gold, score.predicted) == (2, 2, 7, 2)
+    assert (score.precision, score.recall) == (1.0, pytest.approx(2 / 7))
+
+
+# ------------------------------------------------------------------------------------------------ dependency
+
+
+def test_dependency_distributions_are_proper(dependency_parser):
+    sentences = [tokens for tokens in input_tokens() if 0 < len(tokens) <= MAX_LENGTH]
+    parses = list(dependency_parser.parse(sentences))
+    for parse, tokens in zip(parses, sentences):
+        n = len(tokens)
+        assert parse.fallback is None and parse.words == tokens
+        assert parse.arc_probs.shape == (n, n + 1)
+        assert parse.label_probs.shape == (n, n + 1, len(dependency_parser.label_names))
+        assert torch.allclose(parse.arc_probs.sum(-1), torch.ones(n), atol=1e-5)
+        assert torch.all(parse.arc_probs[torch.arange(n), torch.arange(1, n + 1)] == 0)  # no word heads itself
+        assert torch.allclose(parse.label_probs.sum(-1), torch.ones(n, n + 1), atol=1e-5)
+        assert torch.all(parse.label_probs[..., dependency_parser.label_names.index("<bos>")] == 0)
+
+
+def test_one_best_tree_is_the_parsers_own_prediction(dependency_parser):
+    sentences = [tokens for tokens in input_tokens() if 0 < len(tokens) <= MAX_LENGTH]
+    parses = list(dependency_parser.parse(sentences, chunk_size=2))
+    predicted = dependency_parser.parser.predict([[ptb_unescape_token(t) for t in s] for s in sentences],
+                                                 tree=True, proj=False, verbose=False)
+    assert [parse.heads for parse in parses] == [list(map(int, arcs)) for arcs in predicted.arcs]
+    assert [parse.labels for parse in parses] == [list(rels) for rels in predicted.rels]
+
+
+def test_sparse_side_data_keeps_exactly_the_pairs_above_the_floors(corpus, dependency_parser):
+    arc_floor, label_floor = 0.05, 0.1
+    arcs_path, conllu_path = corpus / "input.arcs.jsonl", corpus / "input.conllu"
+    report, mass = parse_dependency_file(dependency_parser, str(corpus / "input.txt"), str(arcs_path),
+                                         str(conllu_path), arc_floor=arc_floor, label_floor=label_floor)
+    records = list(read_arc_distributions(str(arcs_path)))
+    full = list(dependency_parser.parse(input_tokens()))
+    assert len(records) == len(INPUT_LINES) and report.fallbacks == EXPECTED_FALLBACKS
+    expected_mass = RetainedMass()
+    for record, parse, tokens in zip(records, full, input_tokens()):
+        assert record["words"] == tokens
+        if parse.fallback is not None:
+            continue
+        expected = {}
+        for dependent, head in itertools.product(range(len(tokens)), range(len(tokens) + 1)):
+            p_arc = parse.arc_probs[dependent, head].item()
+            if p_arc >= arc_floor:
+                labels = {name: p.item() for name, p in zip(dependency_parser.label_names,
+                                                             parse.label_probs[dependent, head]) if p >= label_floor}
+                expected[dependent + 1, head] = (p_arc, labels)
+                expected_mass.arc_mass += p_arc
+                expected_mass.labeled_mass += p_arc * sum(labels.values())
+        found = {(d, h): (p, labels) for d, h, p, labels in record["arcs"]}
+        assert found.keys() == expected.keys()
+        for key, (p_arc, labels) in expected.items():
+            assert found[key][0] == pytest.approx(p_arc, rel=5e-4)  # 4 significant digits
+            assert found[key][1].keys() == labels.keys()
+    assert mass.dependents == sum(len(input_tokens()[line - 1]) for line in (1, 3, 5))  # fallbacks left out
+    assert mass.arc_mass == pytest.approx(expected_mass.arc_mass, rel=1e-6)
+    assert mass.labeled_mass == pytest.approx(expected_mass.labeled_mass, rel=1e-6)
+    # Fallbacks: every word on the root with label dep; the empty line has no words.
+    assert records[1] == {"words": [], "arcs": [], "fallback": "empty line"}
+    assert records[3]["arcs"] == [[i, 0, 1.0, {"dep": 1.0}] for i in range(1, 21)]
+    assert records[3]["fallback"] == EXPECTED_FALLBACKS[1][1]
+
+
+def test_conllu_holds_the_one_best_tree_per_input_line(corpus, dependency_parser):
+    arcs_path, conllu_path = corpus / "again.arcs.jsonl", corpus / "again.conllu"
+    parse_dependency_file(dependency_parser, str(corpus / "input.txt"), str(arcs_path), str(conllu_path))
+    blocks = conllu_path.read_text(encoding="utf-8").split("\n\n")[:-1]
+    assert len(blocks) == len(INPUT_LINES)
+    parses = list(dependency_parser.parse(input_tokens()))
+    for number, (block, parse) in enumerate(zip(blocks, parses), 1):
+        lines = block.split("\n")
+        assert lines[0] == f"# sent_id = {number}"
+        rows = [line.split("\t") for line in lines if not line.startswith("#")]
+        assert [row[1] for row in rows] == parse.words
+        assert [int(row[6]) for row in rows] == parse.heads and [row[7] for row in rows] == parse.labels
+    assert blocks[1] == "# sent_id = 2\n# text = \n# fallback = empty line"
+
+
+def test_parse_dependency_command(corpus, dependency_model):
+    main = runpy.run_path(str(REPO / "preprocess" / "parse_dependency.py"))["main"]
+    arcs = corpus / "cli.arcs.jsonl.gz"  # gzipped on request
+    main(["--model", dependency_model, "--input", str(corpus / "input.txt"), "--arcs", str(arcs),
+          "--conllu", str(corpus / "cli.conllu"), "--max-length", str(MAX_LENGTH)])
+    assert len(list(read_arc_distributions(str(arcs)))) == len(INPUT_LINES)
+    assert Path(str(arcs) + ".skipped").read_text() == "".join(f"{n}\t{r}\n" for n, r in EXPECTED_FALLBACKS)
+
+
+@pytest.mark.parametrize("line, problem", [
+    ('{"words": ["a"], "arcs": [[1, 1, 0.5, {}]]}', "head must be 0 (root) or another word"),
+    ('{"words": ["a"], "arcs": [[2, 0, 0.5, {}]]}', "dependent must be a word index 1..1"),
+    ('{"words": ["a", "b"], "arcs": [[1, 0, 0.7, {}], [1, 2, 0.302, {}]]}', "word 1: head probabilities sum"),
+    ('{"words": ["a"], "arcs": [[1, 0, 1.0, {"x": 0.8, "y": 0.202}]]}', "label probabilities sum"),
+    ('{"words": ["a"]', "not a JSON object"),
+])
+def test_reader_names_file_line_and_problem(tmp_path, line, problem):
+    path = tmp_path / "bad.arcs.jsonl"
+    path.write_text('{"words": ["a"], "arcs": [[1, 0, 1.0, {"root": 1.0}]]}\n' + line + "\n")
+    with pytest.raises(ValueError, match=rf"bad\.arcs\.jsonl:2: .*{re.escape(problem)}"):
+        list(read_arc_distributions(str(path)))
+
+
+def test_dependency_evaluation_reports_attachment_scores(corpus, dependency_parser):
+    uas, las = training.evaluate_dependency(dependency_parser.parser, str(corpus / "train.conllu"))
+    assert 0 < las <= uas <= 1  # SuPar saved the epoch with the best LAS, which beat 0
+
+
+# ------------------------------------------------------------------------------------------------ loading
+
+
+def test_supar_files_load_only_inside_the_scoped_allowlist(dependency_model):
+    with pytest.raises(pickle.UnpicklingError, match="supar.utils.config.Config"):
+        torch.load(dependency_model)
+    with supar_safe_globals():
+        state = torch.load(dependency_model)
+    # CoNLL.get_arcs was stored as bytecode; what comes back is the installed SuPar method.
+    from supar.utils.transform import CoNLL
+    assert state["transform"].HEAD.fn == CoNLL.get_arcs and state["transform"].HEAD.fn(["2", "_"]) == [2, -1]
+
+
+def test_functions_stored_as_bytecode_are_never_rebuilt(tmp_path):
+    from supar.utils import transform
+
+    path = tmp_path / "function.pt"
+    # A function from any other module is refused outright (its module namespace is not allowed).
+    torch.save({"hook": lambda x: x + 1}, path, pickle_module=dill)
+    with supar_safe_globals(), pytest.raises(pickle.UnpicklingError, match="test_parsing.__dict__"):
+        torch.load(path)
+    # One that claims SuPar's namespace loads as an inert placeholder: its bytecode is never rebuilt.
+    hook = types.FunctionType((lambda x: x + 1).__code__, vars(transform), "hook")
+    torch.save({"hook": hook}, path, pickle_module=dill)
+    with supar_safe_globals():
+        loaded = torch.load(path)["hook"]
+    assert isinstance(loaded, StoredFunction) and loaded.name == "hook"
+    with pytest.raises(RuntimeError, match="not loaded"):
+        loaded(1)
+    # As a method of an allowed SuPar class it must be one the class really has.
+    torch.save({"hook": types.MethodType(hook, transform.CoNLL)}, path, pickle_module=dill)
+    with supar_safe_globals(), pytest.raises(pickle.UnpicklingError, match="CoNLL has no classmethod"):
+        torch.load(path)
+
+
+# ------------------------------------------------------------------------------------------------ PTB preparation
+
+
+def test_prepare_ptb_cleans_wraps_and_splits_in_order(tmp_path):
+    trees = [f"( (S (NP-SBJ-1 (NNP W{i})) (VP (VBD ran) (NP (-NONE- *T*-1))) (. .)) )" for i in range(10)]
+    mrg = tmp_path / "sample.mrg"
+    mrg.write_text("\n\n".join(trees) + "\n")
+    paths = training.prepare_ptb(str(mrg), str(tmp_path / "split"), heldout_fraction=0.1, dev_fraction=0.2)
+    lines = {split: Path(path).read_text().splitlines() for split, path in paths.items()}
+    assert [len(lines[split]) for split in ("train", "dev", "test")] == [7, 2, 1]
+    assert lines["test"] == ["(TOP (S (NP (NNP W9)) (VP (VBD ran)) (. .)))"]
+    assert lines["dev"][0] == "(TOP (S (NP (NNP W7)) (VP (VBD ran)) (. .)))"

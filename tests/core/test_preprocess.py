@@ -1,0 +1,119 @@
+"""fairseq-syntax-preprocess: outputs on the tiny corpus and every documented error."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+from conftest import REPO, preprocess
+from fairseq.data import Dictionary
+from fairseq.data.indexed_dataset import MMapIndexedDataset
+
+from fairseq_syntax.cli.preprocess import group_bpe_words, merge_pieces
+
+
+def decode(data_dir, split, index):
+    d = Dictionary.load(os.path.join(data_dir, "dict.en.txt"))
+    ids = MMapIndexedDataset(os.path.join(data_dir, f"{split}.en-de.en"))[index]
+    return [d[i] for i in ids.tolist()]
+
+
+def first_line(path):
+    with open(path) as f:
+        return f.readline().split()
+
+
+def test_group_bpe_words():
+    assert group_bpe_words("the fa@@ th@@ er sees .".split()) == [["the"], ["fa@@", "th@@", "er"], ["sees"], ["."]]
+    assert merge_pieces(["fa@@", "th@@", "er"]) == "father"
+
+
+def test_sequence_form_is_the_bpe_source(data_dirs, raw_corpus):
+    assert decode(data_dirs["sequence"], "train", 0) == first_line(f"{raw_corpus}/train.en") + ["</s>"]
+
+
+def test_preorder_form_and_parents(data_dirs, raw_corpus):
+    words = first_line(f"{raw_corpus}/train.en")  # the N V the N .
+    tokens = decode(data_dirs["preorder"], "train", 0)[:-1]
+    subj = words[1:words.index("sees" if "sees" in words else "likes")]
+    expected = ["(S", "(NP", "(DT", "the", "(NN", *subj]
+    assert tokens[: len(expected)] == expected
+    parents = MMapIndexedDataset(os.path.join(data_dirs["preorder"], "train.en-de.en.parents"))
+    assert parents._index.dtype == np.int16  # O(n) storage, two bytes a token
+    p = parents[0].tolist()
+    assert len(p) == len(tokens)
+    assert p[:5] == [-1, 0, 1, 2, 1]  # (S root, (NP under S, (DT under NP, the under DT, (NN under NP
+    # every subword of the subject noun hangs from (NN
+    assert all(p[k] == 4 for k in range(5, 5 + len(subj)))
+    meta = json.load(open(os.path.join(data_dirs["preorder"], "syntax.json")))
+    assert meta["form"] == "preorder" and meta["preterminals"] == "keep"
+
+
+def test_linearized_form(data_dirs):
+    tokens = decode(data_dirs["linearized"], "train", 0)[:-1]
+    assert tokens[:3] == ["(S", "(NP", "(DT"] and tokens[-3:] == [".", ")", ")"]
+    assert tokens.count(")") == sum(t.startswith("(") for t in tokens)
+
+
+def test_no_side_data_for_token_only_forms(data_dirs):
+    for form in ("sequence", "linearized"):
+        assert not os.path.exists(os.path.join(data_dirs[form], "train.en-de.en.parents.bin"))
+
+
+def corrupt(raw_corpus, tmp_path, split_file, line_no, new_line):
+    raw = tmp_path / "raw"
+    shutil.copytree(raw_corpus, raw)
+    path = raw / split_file
+    lines = path.read_text().splitlines()
+    if new_line is None:
+        del lines[line_no - 1]
+    else:
+        lines[line_no - 1] = new_line
+    path.write_text("\n".join(lines) + "\n")
+    return str(raw)
+
+
+def preprocess_fails(raw, tmp_path, *extra):
+    cmd = [sys.executable, "-m", "fairseq_syntax.cli.preprocess", "-s", "en", "-t", "de", "--trainpref",
+           f"{raw}/train", "--validpref", f"{raw}/valid", "--form", "preorder", "--destdir", str(tmp_path / "out"),
+           "--joined-dictionary", "--workers", "1", *extra]
+    result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+    assert result.returncode != 0, result.stdout
+    return result.stderr
+
+
+def test_line_count_mismatch(raw_corpus, tmp_path):
+    raw = corrupt(raw_corpus, tmp_path, "valid.de", 3, None)
+    err = preprocess_fails(raw, tmp_path)
+    assert "line-count mismatch" in err
+    assert "valid.en has 20 lines" in err and "valid.de 19" in err and "valid.tree 20" in err
+
+
+def test_malformed_tree_names_file_and_line(raw_corpus, tmp_path):
+    raw = corrupt(raw_corpus, tmp_path, "train.tree", 7, "(S (NP (DT the) (NN cat)) (VP (VBZ sees)")
+    err = preprocess_fails(raw, tmp_path)
+    assert "train.tree:7:" in err
+
+
+def test_leaf_token_mismatch_names_file_line_and_word(raw_corpus, tmp_path):
+    raw = corrupt(raw_corpus, tmp_path, "valid.tree", 5,
+                  "(S (NP (DT the) (NN cow)) (VP (VBZ sees) (NP (DT the) (NN cat))) (. .))")
+    err = preprocess_fails(raw, tmp_path)
+    assert "valid.tree:5:" in err and "'cow'" in err and "word 2" in err
+
+
+def test_overlong_sentence_is_an_error_and_can_be_skipped_with_a_count(raw_corpus, tmp_path):
+    err = preprocess_fails(raw_corpus, tmp_path, "--max-source-positions", "16")
+    assert "train.tree:1:" in err and "exceed --max-source-positions 16" in err
+    # longest preorder here: (S (NP (DT the (NN fa@@ ther (VP (VBZ v (NP (DT the (NN fa@@ ther (. . = 18 tokens
+    out = tmp_path / "skip"
+    result = preprocess(raw_corpus, str(out), "preorder", "--max-source-positions", "18", "--skip-invalid")
+    meta = json.load(open(out / "syntax.json"))
+    skipped = meta["splits"]["train"]["skipped"].get("over-long source", 0)
+    listing = (out / "train.skipped.tsv").read_text().splitlines()
+    assert skipped == len(listing) > 0
+    kept = MMapIndexedDataset(str(out / "train.en-de.en"))
+    target = MMapIndexedDataset(str(out / "train.en-de.de"))
+    assert len(kept) == len(target) == 200 - skipped
+    assert "skipped" in result.stderr + result.stdout

@@ -1,0 +1,321 @@
+"""Tests for fairseq_syntax.evaluation.results and the fairseq-syntax-results command.
+
+The fairseq logs are written by hand in the formats fairseq 0.12's train.py and progress_bar.py print (copied
+from a real two-epoch run's output, numbers changed), and the expected table rows are written out in full.
+"""
+import gzip
+import json
+
+import pytest
+
+from fairseq_syntax.cli import results as results_cli
+from fairseq_syntax.evaluation.results import (
+    Cell,
+    RecordError,
+    Table,
+    compress,
+    existing_path,
+    find_record_files,
+    format_wall_time,
+    load_record,
+    markdown_table,
+    open_text,
+    parse_train_log,
+    read_text,
+    record_run,
+    render_json,
+    render_markdown,
+    table_json,
+    write_results,
+)
+from fairseq_syntax.evaluation.scoring import read_generate_output
+
+# fairseq-train stdout with the default (simple/tqdm) log format: two epochs, 3 updates each, a resumed run's
+# wall meter already at 90 s; the last end-of-epoch "train" line says 6 updates and 3725 s.
+STDOUT_LOG = """\
+2024-05-01 10:00:00 | INFO | fairseq_cli.train | task: TranslationTask
+2024-05-01 10:00:01 | INFO | fairseq.trainer | begin training epoch 1
+2024-05-01 10:00:02 | INFO | train_inner | epoch 001:      2 / 3 loss=4.616, ppl=24.52, wps=27679.5, ups=159.9, \
+wpb=115, bsz=16, num_updates=2, lr=0.001, gnorm=1.814, train_wall=0, wall=91
+2024-05-01 10:00:02 | INFO | valid | epoch 001 | valid on 'valid' subset | loss 4.509 | ppl 22.77 | wps 0 | \
+wpb 44 | bsz 8 | num_updates 3
+2024-05-01 10:00:02 | INFO | fairseq_cli.train | end of epoch 1 (average epoch stats below)
+2024-05-01 10:00:02 | INFO | train | epoch 001 | loss 4.591 | ppl 24.1 | wps 14174.7 | ups 87.59 | wpb 128 | \
+bsz 21.3 | num_updates 3 | lr 0.001 | gnorm 1.926 | train_wall 0 | wall 1862
+2024-05-01 10:00:03 | INFO | train_inner | epoch 002:      3 / 3 loss=4.257, ppl=19.12, wps=23282.3, ups=213.58, \
+wpb=109, bsz=20, num_updates=6, lr=0.001, gnorm=1.641, train_wall=0, wall=3724
+2024-05-01 10:00:03 | INFO | valid | epoch 002 | valid on 'valid' subset | loss 4.228 | ppl 18.74 | wps 0 | \
+wpb 44 | bsz 8 | num_updates 6 | best_loss 4.228 | wall 9999
+2024-05-01 10:00:03 | INFO | train | epoch 002 | loss 4.396 | ppl 21.05 | wps 13224.6 | ups 103.31 | wpb 128 | \
+bsz 21.3 | num_updates 6 | lr 0.001 | gnorm 1.687 | train_wall 0 | wall 3725
+2024-05-01 10:00:03 | INFO | fairseq_cli.train | done training in 3634.1 seconds
+"""
+
+# The same run logged with --log-format json (stdout).
+JSON_LOG = """\
+2024-05-01 10:00:02 | INFO | train_inner | {"epoch": 1, "update": 0.667, "loss": "4.616", "num_updates": "2", \
+"train_wall": "0", "wall": "91"}
+2024-05-01 10:00:02 | INFO | valid | {"epoch": 1, "valid_loss": "4.509", "valid_num_updates": "3"}
+2024-05-01 10:00:02 | INFO | train | {"epoch": 1, "train_loss": "4.591", "train_num_updates": "3", \
+"train_train_wall": "0", "train_wall": "1862"}
+2024-05-01 10:00:03 | INFO | train | {"epoch": 2, "train_loss": "4.396", "train_num_updates": "6", \
+"train_train_wall": "0", "train_wall": "3725"}
+"""
+
+# What --log-file writes: the bare messages, without timestamp and logger name.
+LOG_FILE = """\
+{'_name': None, 'common': {'log_format': 'simple'}}
+epoch 001:      2 / 3 loss=4.616, ppl=24.52, num_updates=2, train_wall=0, wall=91
+epoch 001 | valid on 'valid' subset | loss 4.509 | ppl 22.77 | num_updates 3
+epoch 001 | loss 4.591 | ppl 24.1 | num_updates 3 | lr 0.001 | train_wall 0 | wall 1862
+epoch 002 | loss 4.396 | ppl 21.05 | num_updates 6 | lr 0.001 | train_wall 0 | wall 3725
+epoch 002 | valid on 'valid' subset | loss 4.228 | ppl 18.74 | num_updates 6 | best_loss 4.228
+done training in 3634.1 seconds
+"""
+
+EXPECTED_PROGRESS = {"updates": 6, "epochs": 2, "wall_time_s": 3725.0}
+
+
+@pytest.mark.parametrize("text", [STDOUT_LOG, JSON_LOG, LOG_FILE], ids=["simple", "json", "log-file"])
+def test_parse_train_log_takes_the_last_end_of_epoch_line(tmp_path, text):
+    log = tmp_path / "train.log"
+    log.write_text(text)
+    assert parse_train_log(log) == EXPECTED_PROGRESS
+
+
+def test_parse_train_log_without_train_statistics_is_an_error(tmp_path):
+    log = tmp_path / "crashed.log"
+    log.write_text(STDOUT_LOG.split("2024-05-01 10:00:02 | INFO | fairseq_cli.train | end of epoch")[0])
+    with pytest.raises(RecordError, match=r"crashed.log: no end-of-epoch 'train' statistics line"):
+        parse_train_log(log)
+
+
+def write_records(directory):
+    """Two hand-written records of one dataset: a baseline and a syntax system compared with it."""
+    (directory / "logs").mkdir(parents=True)
+    log = directory / "logs" / "train.log"
+    log.write_text(STDOUT_LOG)
+    baseline = record_run(
+        directory / "baseline.run.json", dataset="multi30k", system="transformer", arch="transformer",
+        command="fairseq-train data --arch transformer", train_log=log,
+        metrics={"BLEU": 38.123, "chrF": 62.3, "TER": 45.0, "tokenize": "13a",
+                 "signatures": {"BLEU": "nrefs:1|tok:13a"}})
+    masks = record_run(
+        directory / "masks.run.json", dataset="multi30k", system="syntax masks", arch="transformer_syntax_mask",
+        command="fairseq-train data --arch transformer_syntax_mask | tee log", train_log=log,
+        metrics={"BLEU": 39.0, "chrF": 63.456, "TER": 44.2, "RIBES": 80.0, "tokenize": "13a",
+                 "signatures": {"BLEU": "nrefs:1|tok:13a"}},
+        significance={"transformer": {"test": "paired bootstrap resampling (sacrebleu)", "n_samples": 1000,
+                                      "seed": 12345, "BLEU": {"p_value": 0.0123}, "chrF": {"p_value": 0.5}}})
+    return baseline, masks
+
+
+def test_record_run_fills_training_budget_from_the_log(tmp_path):
+    baseline, _ = write_records(tmp_path)
+    stored = json.loads((tmp_path / "baseline.run.json").read_text())
+    assert stored == baseline
+    assert (stored["updates"], stored["epochs"], stored["wall_time_s"]) == (6, 2, 3725.0)
+    assert stored["train_log"] == str(tmp_path / "logs" / "train.log") and stored["significance"] == {}
+
+
+EXPECTED_TABLE = [
+    "| System | Arch | BLEU tok. | BLEU | chrF | TER | RIBES | p vs transformer (BLEU / chrF) | Updates | Epochs "
+    "| Wall time | Command |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    "| transformer | transformer | 13a | 38.12 | 62.30 | 45.00 | – | – | 6 | 2 | 1:02:05 "
+    "| `fairseq-train data --arch transformer` |",
+    "| syntax masks | transformer_syntax_mask | 13a | 39.00 | 63.46 | 44.20 | 80.00 | 0.012 / 0.500 | 6 | 2 "
+    "| 1:02:05 | `fairseq-train data --arch transformer_syntax_mask \\| tee log` |",
+]
+
+
+def test_render_markdown_table_from_records(tmp_path):
+    records = write_records(tmp_path)
+    markdown = render_markdown(records)
+    lines = markdown.splitlines()
+    start = lines.index("## multi30k") + 2
+    assert lines[start:start + 4] == EXPECTED_TABLE
+    assert "- p: two-sided p-value of the row's system against the named baseline (paired bootstrap resampling " \
+           "(sacrebleu), 1000 samples, seed 12345)." in lines
+    assert "- BLEU signature: `nrefs:1|tok:13a`" in lines
+
+
+def test_render_markdown_one_table_per_dataset(tmp_path):
+    baseline, masks = write_records(tmp_path)
+    sst = dict(baseline, dataset="sst", system="tree classifier", metrics={"accuracy": 0.8125}, significance={})
+    markdown = render_markdown([baseline, sst, masks])
+    assert markdown.index("## multi30k") < markdown.index("## sst")
+    assert "| System | Arch | accuracy | Updates | Epochs | Wall time | Command |" in markdown
+    assert "| tree classifier | transformer | 0.81 | 6 | 2 | 1:02:05 |" in markdown
+
+
+def test_format_wall_time():
+    assert format_wall_time(3725.4) == "1:02:05" and format_wall_time(59) == "0:00:59"
+
+
+def test_results_command_writes_markdown_from_a_directory(tmp_path):
+    records = write_records(tmp_path / "runs")
+    out = tmp_path / "examples" / "multi30k" / "RESULTS.md"
+    results_cli.main([str(tmp_path / "runs"), "--out", str(out)])
+    sources = [str(tmp_path / "runs" / name) for name in ("baseline.run.json", "masks.run.json")]
+    assert out.read_text() == render_markdown(records, sources=sources)
+    assert f"Run records: `{sources[0]}`, `{sources[1]}`" in out.read_text()
+    # RESULTS.json beside it: the same table, one row per system
+    assert json.loads((out.parent / "RESULTS.json").read_text()) == render_json(records, sources=sources)
+
+
+def test_results_command_without_out_prints_markdown_only(tmp_path, monkeypatch, capsys):
+    records = write_records(tmp_path / "runs")
+    monkeypatch.chdir(tmp_path)
+    results_cli.main([str(tmp_path / "runs")])
+    assert capsys.readouterr().out == render_markdown(
+        records, sources=["runs/baseline.run.json", "runs/masks.run.json"])
+    assert not list(tmp_path.rglob("RESULTS.json"))
+
+
+def test_render_json_has_the_rows_and_columns_of_the_table(tmp_path):
+    baseline, masks = write_records(tmp_path)
+    data = render_json([baseline, masks], sources=["runs/baseline.run.json", "runs/masks.run.json"])
+    table = data["datasets"]["multi30k"]["table"]
+    assert table["columns"] == [cell.strip() for cell in EXPECTED_TABLE[0].strip("|").split(" | ")]
+    assert table["rows"] == [
+        {"System": "transformer", "Arch": "transformer", "BLEU tok.": "13a", "BLEU": 38.123, "chrF": 62.3,
+         "TER": 45.0, "RIBES": None, "p vs transformer (BLEU / chrF)": None, "Updates": 6, "Epochs": 2,
+         "Wall time": 3725.0, "Command": "fairseq-train data --arch transformer"},
+        {"System": "syntax masks", "Arch": "transformer_syntax_mask", "BLEU tok.": "13a", "BLEU": 39.0,
+         "chrF": 63.456, "TER": 44.2, "RIBES": 80.0, "p vs transformer (BLEU / chrF)": {"BLEU": 0.0123, "chrF": 0.5},
+         "Updates": 6, "Epochs": 2, "Wall time": 3725.0,
+         "Command": "fairseq-train data --arch transformer_syntax_mask | tee log"},
+    ]
+    assert data["datasets"]["multi30k"]["notes"] == [
+        "p: two-sided p-value of the row's system against the named baseline (paired bootstrap resampling "
+        "(sacrebleu), 1000 samples, seed 12345).", "BLEU signature: `nrefs:1|tok:13a`"]
+    assert "bleu_by_length" not in data["datasets"]["multi30k"]
+    assert data["run_records"] == ["runs/baseline.run.json", "runs/masks.run.json"]
+
+
+def test_results_command_names_records_under_the_working_directory_relatively(tmp_path, monkeypatch):
+    write_records(tmp_path / "examples" / "multi30k" / "runs")
+    monkeypatch.chdir(tmp_path)
+    markdown = results_cli.main([str(tmp_path / "examples" / "multi30k" / "runs")])
+    assert ("Run records: `examples/multi30k/runs/baseline.run.json`, `examples/multi30k/runs/masks.run.json`"
+            in markdown)
+
+
+def test_bad_record_inputs_are_named(tmp_path):
+    with pytest.raises(RecordError, match="no \\*.run.json run records"):
+        find_record_files([tmp_path])
+    incomplete = tmp_path / "x.run.json"
+    incomplete.write_text(json.dumps({"dataset": "multi30k", "system": "s"}))
+    with pytest.raises(RecordError, match="x.run.json: run record lacks arch, command, updates"):
+        load_record(incomplete)
+    broken = tmp_path / "y.run.json"
+    broken.write_text('{"dataset":\n')
+    with pytest.raises(RecordError, match=r"y.run.json:2: not valid JSON"):
+        load_record(broken)
+
+
+def test_bleu_by_length_is_recorded_and_rendered_per_system(tmp_path):
+    baseline, masks = write_records(tmp_path)
+    rows = [{"bucket": "(0,10]", "low": 0, "high": 10, "n_sentences": 3, "BLEU": 41.5},
+            {"bucket": "(10,inf)", "low": 10, "high": None, "n_sentences": 0, "BLEU": None}]
+    masks = record_run(tmp_path / "masks.run.json", dataset="multi30k", system="syntax masks",
+                       arch=masks["arch"], command=masks["command"], train_log=masks["train_log"],
+                       metrics=masks["metrics"], by_length=rows)
+    assert json.loads((tmp_path / "masks.run.json").read_text())["by_length"] == rows
+    lines = render_markdown([baseline, masks]).splitlines()
+    start = lines.index("| System | (0,10] (n=3) | (10,inf) (n=0) |")
+    assert lines[start + 2] == "| syntax masks | 41.50 | – |"
+    assert "| transformer |" not in "\n".join(lines[start:])  # the baseline was not scored by length
+
+
+# ---- the helpers every recipe's RESULTS.md / RESULTS.json is written with --------------------------------------
+
+def test_markdown_table_two_rows_exactly():
+    lines = markdown_table(["run", "F1 (all / short)", "n"], [["a|b", "12.6 / 24.5", 3], ["c", "–", 10]], "lrr")
+    assert lines == [
+        "| run | F1 (all / short) | n |",
+        "|---|---:|---:|",
+        "| a\\|b | 12.6 / 24.5 | 3 |",
+        "| c | – | 10 |",
+    ]
+    assert markdown_table(["x", "y"], [])[1] == "|---|---|"  # left-aligned unless told
+
+
+def test_markdown_table_checks_its_shape():
+    with pytest.raises(ValueError, match="one of 'l' or 'r' per column"):
+        markdown_table(["x", "y"], [], "l")
+    with pytest.raises(ValueError, match="a row of 1 cells in a table of 2 columns"):
+        markdown_table(["x", "y"], [["only"]])
+
+
+def test_table_renders_markdown_and_json_from_the_same_rows():
+    table = Table(["system", "F1", "ratio"], "lrr")
+    table.add("Tree Transformer", Cell([17.187, 28.83], "17.2 / 28.8"), Cell(0.9674, "0.967"))
+    table.add("random", Cell(None, "–"), 1)
+    assert table.lines() == ["| system | F1 | ratio |", "|---|---:|---:|",
+                             "| Tree Transformer | 17.2 / 28.8 | 0.967 |", "| random | – | 1 |"]
+    assert table.json() == {"columns": ["system", "F1", "ratio"], "rows": [
+        {"system": "Tree Transformer", "F1": [17.187, 28.83], "ratio": 0.9674},
+        {"system": "random", "F1": None, "ratio": 1}]}
+    assert table_json(["a"], [[1], [2]]) == {"columns": ["a"], "rows": [{"a": 1}, {"a": 2}]}
+    with pytest.raises(ValueError, match="a row of 1 cells in a table of 3 columns"):
+        table.add("short")
+
+
+def test_write_results_puts_results_json_beside_results_md(tmp_path):
+    markdown, json_path = write_results(tmp_path / "recipe" / "RESULTS.md", "# Title\n\n| a |\n|---|\n| 1 |",
+                                        {"tables": {"t": {"columns": ["a"], "rows": [{"a": 1}]}}, "name": "ü"})
+    assert markdown.read_text() == "# Title\n\n| a |\n|---|\n| 1 |\n"
+    assert json_path == tmp_path / "recipe" / "RESULTS.json"
+    assert json_path.read_text(encoding="utf-8") == (
+        '{\n  "tables": {\n    "t": {\n      "columns": [\n        "a"\n      ],\n      "rows": [\n        {\n'
+        '          "a": 1\n        }\n      ]\n    }\n  },\n  "name": "ü"\n}\n')
+
+
+def test_gzipped_logs_are_read_by_either_name(tmp_path):
+    log = tmp_path / "sequence.train.log.gz"
+    log.write_bytes(gzip.compress(STDOUT_LOG.encode("utf-8")))
+    assert read_text(log) == STDOUT_LOG
+    assert read_text(tmp_path / "sequence.train.log") == STDOUT_LOG  # the name before it was compressed
+    assert parse_train_log(log) == EXPECTED_PROGRESS
+    assert parse_train_log(tmp_path / "sequence.train.log") == EXPECTED_PROGRESS
+    plain = tmp_path / "plain.log"
+    plain.write_text("x\n")
+    assert existing_path(tmp_path / "plain.log.gz") == plain  # a record that names the .gz of a log not compressed
+    assert existing_path(tmp_path / "missing.log") == tmp_path / "missing.log"
+    with pytest.raises(FileNotFoundError, match="missing.log"):
+        read_text(tmp_path / "missing.log")
+
+
+def test_compress_replaces_a_file_by_a_reproducible_gzip(tmp_path):
+    first, second = tmp_path / "a" / "x.log", tmp_path / "b" / "x.log"
+    for path in (first, second):
+        path.parent.mkdir()
+        path.write_text(STDOUT_LOG)
+    assert compress(first) == tmp_path / "a" / "x.log.gz" and not first.exists()
+    compress(second)
+    data = (tmp_path / "a" / "x.log.gz").read_bytes()
+    assert data == (tmp_path / "b" / "x.log.gz").read_bytes()  # no time stamp or file name in the header
+    assert data[3] == 0 and data[4:8] == b"\0\0\0\0"  # FLG: no FNAME; MTIME 0
+    assert gzip.decompress(data).decode("utf-8") == STDOUT_LOG
+
+
+def test_open_text_writes_gzip_when_the_name_ends_in_gz(tmp_path):
+    path = tmp_path / "scores.json.gz"
+    with open_text(path, "w") as handle:
+        handle.write('{"ü": 1}\n')
+    assert gzip.decompress(path.read_bytes()).decode("utf-8") == '{"ü": 1}\n'
+    with open_text(path) as handle:
+        assert json.load(handle) == {"ü": 1}
+    with pytest.raises(ValueError, match="mode must be"):
+        open_text(path, "r+")
+
+
+def test_scoring_reads_a_gzipped_decode(tmp_path):
+    decode = "S-1\tein Hund\nH-1\t-0.2\ta dog\nD-1\t-0.2\ta dog\nP-1\t-0.1 -0.3\nS-0\tx\nH-0\t-0.1\ty\nD-0\t-0.1\ty\n"
+    (tmp_path / "mask.gen").write_text(decode)
+    (tmp_path / "sequence.gen.gz").write_bytes(gzip.compress(decode.encode("utf-8")))
+    assert read_generate_output(tmp_path / "sequence.gen.gz") == read_generate_output(tmp_path / "mask.gen") \
+        == ["y", "a dog"]
+    assert read_generate_output(tmp_path / "sequence.gen", field="H") == ["y", "a dog"]

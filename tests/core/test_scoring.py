@@ -1,0 +1,299 @@
+"""Tests for fairseq_syntax.evaluation.scoring and the fairseq-syntax-score command.
+
+Scores are checked against sacrebleu's own command line on the same files, and BLEU-1 / RIBES / length buckets
+against values worked out by hand in the comments.
+"""
+import json
+import math
+import re
+import subprocess
+import sys
+
+import pytest
+from nltk.translate.ribes_score import corpus_ribes
+from sacrebleu.metrics import BLEU
+
+from fairseq_syntax.cli import score as score_cli
+from fairseq_syntax.evaluation.scoring import (
+    ScoringInputError,
+    bleu_by_length,
+    check_same_length,
+    corpus_scores,
+    detokenize,
+    format_ids,
+    paired_bootstrap,
+    read_generate_output,
+    ribes,
+)
+
+REFERENCES = [
+    "A man in a blue shirt is standing on a ladder.",
+    "Two dogs run across the grassy field.",
+    "A little girl climbs into a wooden playhouse.",
+    "The woman, who is wearing a hat, sells fruit at the market.",
+    "People are walking down a busy city street at night.",
+    "A boy jumps into the lake.",
+]
+HYPOTHESES = [
+    "A man in a blue shirt is standing on a ladder.",  # perfect
+    "Two dogs are running across a grassy field.",
+    "A girl climbs into a wooden house.",
+    "The woman with a hat sells fruits on the market.",
+    "People walk on a street.",
+    "A boy jumps into the lake.",  # perfect
+]
+
+
+def write_lines(path, lines):
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def sacrebleu_cli(*args):
+    """sacrebleu's own command line (the reference the scores must match)."""
+    result = subprocess.run([sys.executable, "-m", "sacrebleu", *map(str, args)], capture_output=True, text=True,
+                            check=True)
+    return result.stdout
+
+
+def generate_output(hypotheses, ids, sources=None):
+    """fairseq-generate stdout for the given ids, in a shuffled order with the log lines fairseq prints."""
+    lines = ["2024-01-01 12:00:00 | INFO | fairseq_cli.generate | loading model(s) from checkpoint_best.pt"]
+    for sample_id in ids:
+        source = sources[sample_id] if sources else f"source {sample_id}"
+        lines += [f"S-{sample_id}\t{source}", f"T-{sample_id}\t{REFERENCES[sample_id]}",
+                  f"H-{sample_id}\t-0.{sample_id}1\t{hypotheses[sample_id]}",
+                  f"D-{sample_id}\t-0.{sample_id}1\t{hypotheses[sample_id]}",
+                  f"P-{sample_id}\t-0.1 -0.2"]
+    lines.append("Generate test with beam=5: BLEU4 = 51.20, 70.0/55.0/45.0/40.0 (BP=1.000)")
+    return lines
+
+
+@pytest.fixture
+def files(tmp_path):
+    return write_lines(tmp_path / "ref.txt", REFERENCES), write_lines(tmp_path / "hyp.txt", HYPOTHESES)
+
+
+def test_scores_match_sacrebleu_command_line(files):
+    ref, hyp = files
+    expected = json.loads(sacrebleu_cli(ref, "-i", hyp, "-m", "bleu", "chrf", "ter", "-b", "-w", "4"))
+    scores = corpus_scores(HYPOTHESES, REFERENCES)
+    assert [round(scores[m], 4) for m in ("BLEU", "chrF", "TER")] == expected
+    assert 0 < scores["BLEU"] < 100 and scores["n_sentences"] == 6 and scores["tokenize"] == "13a"
+    assert "tok:13a" in scores["signatures"]["BLEU"]
+
+
+def test_tokenized_bleu_matches_sacrebleu_with_no_tokenizer(tmp_path):
+    tokenized_refs = ["a man in a blue shirt .", "two dogs run across the field ."]
+    tokenized_hyps = ["a man in a blue shirt .", "two dogs are running across a field ."]
+    ref = write_lines(tmp_path / "ref.tok", tokenized_refs)
+    hyp = write_lines(tmp_path / "hyp.tok", tokenized_hyps)
+    expected = json.loads(sacrebleu_cli(ref, "-i", hyp, "-m", "bleu", "--tokenize", "none", "-b", "-w", "4"))
+    assert round(corpus_scores(tokenized_hyps, tokenized_refs, tokenize="none")["BLEU"], 4) == expected
+
+
+def test_bleu_1_by_hand():
+    # Sentence 1: 3 of 3 unigrams match; sentence 2: "the" x4 against one "the" clips to 1 of 4.
+    # Corpus: 4 matches / 7 hypothesis words; lengths 7 vs 8 give BP = exp(1 - 8/7).
+    hyps = ["the cat sat", "the the the the"]
+    refs = ["the cat sat on the mat", "the cat"]
+    expected = 100 * (4 / 7) * math.exp(1 - 8 / 7)
+    assert corpus_scores(hyps, refs)["BLEU-1"] == pytest.approx(expected)
+
+
+def test_ribes_by_hand_and_against_nltk():
+    # "b a c" against "a b c": word ranks [1, 0, 2], 2 of 3 pairs ascending, Kendall tau 1/3, normalised 2/3;
+    # all words matched (p1 = 1) and no brevity penalty.
+    assert ribes(["b a c"], ["a b c"]) == pytest.approx(100 * 2 / 3)
+    # The 13a tokenizer splits "mat." into "mat ." before RIBES sees the words.
+    hyps, refs = ["the cat sat on the mat.", "a dog runs"], ["the cat sat on a mat.", "a big dog runs fast"]
+    hand_tokens_hyps = [["the", "cat", "sat", "on", "the", "mat", "."], ["a", "dog", "runs"]]
+    hand_tokens_refs = [[["the", "cat", "sat", "on", "a", "mat", "."]], [["a", "big", "dog", "runs", "fast"]]]
+    assert corpus_scores(hyps, refs)["RIBES"] == pytest.approx(100 * corpus_ribes(hand_tokens_refs,
+                                                                                  hand_tokens_hyps))
+
+
+def test_read_generate_output_orders_by_id_and_picks_the_field(tmp_path):
+    hyps = ["first", "", "third with\ta tab"]  # an empty hypothesis is still a hypothesis
+    path = write_lines(tmp_path / "gen.out", generate_output(hyps, [2, 0, 1]))
+    assert read_generate_output(path) == hyps
+    assert read_generate_output(path, expected_ids=3, field="H") == hyps
+    assert read_generate_output(path, field="T") == REFERENCES[:3]
+    assert read_generate_output(path, field="S") == ["source 0", "source 1", "source 2"]
+
+
+def test_missing_ids_are_named(tmp_path):
+    path = write_lines(tmp_path / "gen.out", generate_output(HYPOTHESES, [0, 2, 4]))
+    with pytest.raises(ScoringInputError, match=r"gen.out: no D- line for 3 of the 6 expected ids 0-5 "
+                                                r"\(as in ref.txt\): 1, 3, 5"):
+        read_generate_output(path, expected_ids=6, expected_from="ref.txt")
+    # Without a count only gaps below the largest id can be seen.
+    with pytest.raises(ScoringInputError, match=r"no D- line for 2 of the 5 expected ids 0-4: 1, 3 "):
+        read_generate_output(path)
+
+
+def test_surplus_duplicate_and_malformed_lines_are_errors(tmp_path):
+    path = write_lines(tmp_path / "gen.out", generate_output(HYPOTHESES, [0, 1, 2]))
+    with pytest.raises(ScoringInputError, match=r"ids 2 beyond the 2 expected ids 0-1"):
+        read_generate_output(path, expected_ids=2)
+    duplicated = write_lines(tmp_path / "dup.out", generate_output(HYPOTHESES, [0, 1, 1]))
+    with pytest.raises(ScoringInputError, match=r"dup.out:15: second D- line for id 1 \(first on line 10\)"):
+        read_generate_output(duplicated)
+    malformed = write_lines(tmp_path / "bad.out", ["S-0\tsource", "D-0\tno score column"])
+    with pytest.raises(ScoringInputError, match=r"bad.out:2: a D- line needs an id, a score and a text"):
+        read_generate_output(malformed)
+
+
+def test_plain_text_hypotheses_and_line_count(files):
+    ref, hyp = files
+    assert read_generate_output(hyp, expected_ids=6) == HYPOTHESES
+    with pytest.raises(ScoringInputError, match=r"hyp.txt: 6 lines of plain text, expected 7 \(as in ref.txt\)"):
+        read_generate_output(hyp, expected_ids=7, expected_from="ref.txt")
+
+
+def test_length_mismatch_names_both_sides():
+    with pytest.raises(ScoringInputError, match="hyp.txt has 2 segments but ref.txt has 3"):
+        check_same_length(["a", "b"], ["a", "b", "c"], "hyp.txt", "ref.txt")
+    with pytest.raises(ScoringInputError, match="has 1 segments but references has 2"):
+        corpus_scores(["a"], ["a", "b"])
+
+
+def test_format_ids_compresses_runs():
+    assert format_ids([9, 3, 4, 5, 11, 12]) == "3-5, 9, 11-12"
+
+
+def test_detokenize_undoes_moses_tokenization():
+    tokenized = ["Ein Mann , der ein blau @-@ weißes T @-@ Shirt trägt , lacht ."]
+    assert detokenize(tokenized, "de") == ["Ein Mann, der ein blau-weißes T-Shirt trägt, lacht."]
+
+
+def _bootstrap_corpus():
+    refs = [f"sentence number {i} says that the {w} is on the table today" for i, w in
+            enumerate(["cat", "dog", "cup", "book", "pen", "key", "hat", "box", "map", "toy"] * 3)]
+    good = list(refs)
+    bad = [" ".join(ref.split()[:4]) + " something else entirely" for ref in refs]
+    return refs, good, bad
+
+
+def test_paired_bootstrap_identical_systems_are_not_significant():
+    refs, good, bad = _bootstrap_corpus()
+    half = good[:15] + bad[15:]
+    report = paired_bootstrap(half, list(half), refs, n_samples=200)
+    assert report["BLEU"]["p_value"] == 1.0 and report["chrF"]["p_value"] == 1.0
+    assert report["BLEU"]["a"] == report["BLEU"]["b"]
+
+
+def test_paired_bootstrap_much_better_system_is_significant():
+    refs, good, bad = _bootstrap_corpus()
+    report = paired_bootstrap(bad, good, refs, n_samples=1000)
+    assert report["BLEU"]["p_value"] < 0.05 and report["chrF"]["p_value"] < 0.05
+    assert report["BLEU"]["b"] == pytest.approx(100.0) and report["BLEU"]["a"] < 50
+    assert (report["n_samples"], report["seed"]) == (1000, 12345)
+
+
+def test_paired_bootstrap_p_values_equal_sacrebleu_command_line(tmp_path):
+    # Two systems one sentence apart: a small difference, so an intermediate p-value that must be sacrebleu's.
+    refs, good, bad = _bootstrap_corpus()
+    system_a = good[:20] + bad[20:]
+    system_b = good[:21] + bad[21:]
+    ref = write_lines(tmp_path / "ref.txt", refs)
+    file_a = write_lines(tmp_path / "a.txt", system_a)
+    file_b = write_lines(tmp_path / "b.txt", system_b)
+    text = sacrebleu_cli(ref, "-i", file_a, file_b, "-m", "bleu", "chrf", "--paired-bs", "-f", "text")
+    cli_p_values = [float(p) for p in re.findall(r"\(p = ([0-9.]+)\)", text)]
+    report = paired_bootstrap(system_a, system_b, refs)
+    assert [round(report[m]["p_value"], 4) for m in ("BLEU", "chrF")] == cli_p_values
+    assert report["BLEU"]["p_value"] > 0.05
+
+
+def test_bleu_by_length_buckets():
+    refs = ["one two three", "a b c d e", "w " * 11 + "end", "x " * 24 + "end"]  # lengths 3, 5, 12, 25
+    hyps = ["", "a b c d e", "w " * 11 + "end", "y " * 25]
+    rows = bleu_by_length(hyps, refs, edges=(4, 10, 11))
+    assert [(r["bucket"], r["n_sentences"]) for r in rows] == [("(0,4]", 1), ("(4,10]", 1), ("(10,11]", 0),
+                                                               ("(11,inf)", 2)]
+    assert rows[0]["BLEU"] == 0.0 and rows[1]["BLEU"] == pytest.approx(100.0) and rows[2]["BLEU"] is None
+    assert rows[3]["BLEU"] == pytest.approx(BLEU().corpus_score(hyps[2:], [refs[2:]]).score)
+    with pytest.raises(ValueError, match="strictly increasing"):
+        bleu_by_length(hyps, refs, edges=(10, 5))
+
+
+def test_score_command_writes_json_with_p_values(tmp_path, files, capsys):
+    ref, _ = files
+    generated = write_lines(tmp_path / "gen.out", generate_output(HYPOTHESES, [5, 3, 1, 0, 2, 4]))
+    baseline = write_lines(tmp_path / "base.txt", ["A man."] * 6)
+    out = tmp_path / "scores.json"
+    # Reference lengths 11, 7, 8, 12, 10, 6: (0,7] holds 2, (7,11] holds 3, (11,inf) holds 1.
+    score_cli.main([str(generated), str(ref), str(baseline), "--json", str(out), "--bootstrap", "100",
+                    "--by-length", "7,11"])
+    report = json.loads(out.read_text())
+    assert report["metrics"]["BLEU"] == pytest.approx(corpus_scores(HYPOTHESES, REFERENCES)["BLEU"])
+    (name, baseline), = report["baselines"].items()
+    assert baseline["metrics"]["BLEU"] < report["metrics"]["BLEU"]
+    test = report["significance"][name]
+    assert test["n_samples"] == 100 and 0 < test["BLEU"]["p_value"] <= 1
+    assert [row["n_sentences"] for row in report["by_length"]["hyp"]] == [2, 3, 1]
+    printed = capsys.readouterr().out
+    assert re.search(r"gen.out\s+" + r"\s+".join(f"{report['metrics'][m]:.2f}"
+                                                 for m in ("BLEU", "BLEU-1", "chrF", "TER", "RIBES")), printed)
+
+
+def test_score_command_tokenized_mode_scores_h_against_t_lines(tmp_path):
+    generated = write_lines(tmp_path / "gen.out", generate_output(HYPOTHESES, range(6)))
+    report = score_cli.main([str(generated), str(generated), "--tok"])
+    expected = corpus_scores(HYPOTHESES, REFERENCES, tokenize="none")
+    assert report["metrics"]["tokenize"] == "none"
+    assert report["metrics"]["BLEU"] == pytest.approx(expected["BLEU"])
+    assert report["metrics"]["BLEU"] != pytest.approx(corpus_scores(HYPOTHESES, REFERENCES)["BLEU"])
+
+
+def test_score_command_writes_a_run_record(tmp_path, files):
+    ref, hyp = files
+    log = tmp_path / "train.log"
+    log.write_text("2024-05-01 10:00:03 | INFO | train | epoch 004 | loss 4.396 | num_updates 120 | lr 0.001 "
+                   "| train_wall 50 | wall 61\n")
+    baseline = write_lines(tmp_path / "base.txt", ["A man."] * 6)
+    record_path = tmp_path / "runs" / "masks.run.json"
+    score_cli.main([str(hyp), str(ref), str(baseline), "--bootstrap", "50", "--record", str(record_path),
+                    "--dataset", "multi30k", "--system", "masks", "--arch", "transformer_syntax_mask",
+                    "--train-log", str(log), "--train-command", "fairseq-train data", "--baseline-name", "base",
+                    "--by-length", "7,11"])
+    record = json.loads(record_path.read_text())
+    assert (record["system"], record["updates"], record["epochs"], record["wall_time_s"]) == ("masks", 120, 4, 61)
+    assert record["by_length"] == bleu_by_length(HYPOTHESES, REFERENCES, (7, 11))
+    assert record["metrics"]["BLEU"] == pytest.approx(corpus_scores(HYPOTHESES, REFERENCES)["BLEU"])
+    assert list(record["significance"]) == ["base"] and record["significance"]["base"]["n_samples"] == 50
+    with pytest.raises(SystemExit):
+        score_cli.main([str(hyp), str(ref), "--record", str(record_path), "--system", "masks"])
+
+
+def test_score_command_detokenizes_h_lines_with_lang(tmp_path):
+    tokenized = ["A man in a blue shirt is standing on a ladder ."] + HYPOTHESES[1:]
+    generated = write_lines(tmp_path / "gen.out", generate_output(tokenized, range(6)))
+    ref = write_lines(tmp_path / "ref.txt", REFERENCES)
+    report = score_cli.main([str(generated), str(ref), "--lang", "en"])
+    assert report["metrics"]["BLEU"] == pytest.approx(corpus_scores(HYPOTHESES, REFERENCES)["BLEU"])
+
+
+def test_score_command_fails_naming_missing_ids(tmp_path, files, monkeypatch):
+    ref, _ = files
+    generated = write_lines(tmp_path / "gen.out", generate_output(HYPOTHESES, [0, 1, 2, 4]))
+    monkeypatch.setattr(sys, "argv", ["fairseq-syntax-score", str(generated), str(ref)])
+    with pytest.raises(SystemExit) as exit_info:
+        score_cli.cli_main()
+    message = str(exit_info.value.code)
+    assert message.startswith("fairseq-syntax-score: error: ")
+    assert "no D- line for 2 of the 6 expected ids 0-5" in message and ": 3, 5 " in message
+
+
+def test_score_command_tests_against_every_baseline(tmp_path, files):
+    ref, hyp = files
+    weak = write_lines(tmp_path / "weak.txt", ["A man."] * 6)
+    same = write_lines(tmp_path / "same.txt", HYPOTHESES)
+    report = score_cli.main([str(hyp), str(ref), str(weak), str(same), "--bootstrap", "100",
+                             "--baseline-name", "sequence", "--baseline-name", "linearized"])
+    assert list(report["significance"]) == ["sequence", "linearized"]
+    assert report["significance"]["sequence"]["BLEU"]["p_value"] < 0.05
+    assert report["significance"]["linearized"]["BLEU"]["p_value"] == 1.0  # identical outputs
+    with pytest.raises(SystemExit):
+        score_cli.main([str(hyp), str(ref), str(weak), "--baseline-name", "a", "--baseline-name", "b"])

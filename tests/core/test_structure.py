@@ -1,0 +1,442 @@
+"""Tests for fairseq_syntax.core.structure against hand-derived matrices and a slow pure-Python reference."""
+import numpy as np
+import pytest
+import torch
+
+from fairseq_syntax.core import structure as st
+from fairseq_syntax.core.structure import PAD
+from fairseq_syntax.methods.syntax_mask import relations
+from fairseq_syntax.methods.syntax_mask.relations import (
+    ANC as A,
+)
+from fairseq_syntax.methods.syntax_mask.relations import (
+    CHILD as C,
+)
+from fairseq_syntax.methods.syntax_mask.relations import (
+    DESC as D,
+)
+from fairseq_syntax.methods.syntax_mask.relations import (
+    LEFT_OTHER as LO,
+)
+from fairseq_syntax.methods.syntax_mask.relations import (
+    LEFT_SIB as LS,
+)
+from fairseq_syntax.methods.syntax_mask.relations import (
+    PAD_RELATION as X,
+)
+from fairseq_syntax.methods.syntax_mask.relations import (
+    PARENT as P,
+)
+from fairseq_syntax.methods.syntax_mask.relations import (
+    RIGHT_OTHER as RO,
+)
+from fairseq_syntax.methods.syntax_mask.relations import (
+    RIGHT_SIB as RS,
+)
+from fairseq_syntax.methods.syntax_mask.relations import (
+    SELF as S,
+)
+
+# McDonald & Chiang (paper 001), Figure 1a in preorder with preterminals kept.
+FATHER_TOKENS = ["(S", "(NP", "(PRP", "He", "(VP", "(VBZ", "is", "(NP", "(PRP$", "my", "(NN", "father", "(.", "."]
+FATHER = [-1, 0, 1, 2, 0, 4, 5, 4, 7, 8, 7, 10, 0, 12]
+# Relation of row i to column j, derived by hand from the tree; position 14 is the EOS root.
+FATHER_RELATIONS = [
+    # S  NP PRP He VP VBZ is NP PRP$ my NN fa (.  .   EOS
+    [S, P, A, A, P, A, A, A, A, A, A, A, P, A, LO],  # (S
+    [C, S, P, A, LS, LO, LO, LO, LO, LO, LO, LO, LS, LO, LO],  # (NP
+    [D, C, S, P, LO, LO, LO, LO, LO, LO, LO, LO, LO, LO, LO],  # (PRP
+    [D, D, C, S, LO, LO, LO, LO, LO, LO, LO, LO, LO, LO, LO],  # He
+    [C, RS, RO, RO, S, P, A, P, A, A, A, A, LS, LO, LO],  # (VP
+    [D, RO, RO, RO, C, S, P, LS, LO, LO, LO, LO, LO, LO, LO],  # (VBZ
+    [D, RO, RO, RO, D, C, S, LO, LO, LO, LO, LO, LO, LO, LO],  # is
+    [D, RO, RO, RO, C, RS, RO, S, P, A, P, A, LO, LO, LO],  # (NP
+    [D, RO, RO, RO, D, RO, RO, C, S, P, LS, LO, LO, LO, LO],  # (PRP$
+    [D, RO, RO, RO, D, RO, RO, D, C, S, LO, LO, LO, LO, LO],  # my
+    [D, RO, RO, RO, D, RO, RO, C, RS, RO, S, P, LO, LO, LO],  # (NN
+    [D, RO, RO, RO, D, RO, RO, D, RO, RO, C, S, LO, LO, LO],  # father
+    [C, RS, RO, RO, RS, RO, RO, RO, RO, RO, RO, RO, S, P, LO],  # (.
+    [D, RO, RO, RO, RO, RO, RO, RO, RO, RO, RO, RO, C, S, LO],  # .
+    [RO, RO, RO, RO, RO, RO, RO, RO, RO, RO, RO, RO, RO, RO, S],  # EOS
+]
+
+
+def batch(*trees, **options):
+    return st.collate_parents([np.array(tree, dtype=np.int16) for tree in trees], **options)
+
+
+# --- collation -----------------------------------------------------------------------------------------------
+
+
+def test_collate_right_padding_appends_eos_root():
+    parents = batch([-1, 0, 1, 2], [-1], [-1, 0, 0])
+    assert parents.tolist() == [
+        [-1, 0, 1, 2, -1],
+        [-1, -1, PAD, PAD, PAD],
+        [-1, 0, 0, -1, PAD],
+    ]
+
+
+def test_collate_left_padding_shifts_parents_to_absolute_positions():
+    parents = batch([-1, 0, 1, 2], [-1], [-1, 0, 0], left_pad=True)
+    assert parents.tolist() == [
+        [-1, 0, 1, 2, -1],
+        [PAD, PAD, PAD, -1, -1],
+        [PAD, -1, 1, 1, -1],
+    ]
+
+
+def test_collate_without_eos_and_with_fixed_width():
+    parents = batch([-1, 0, 1], [-1, 0], append_eos=False, pad_to_length=4, left_pad=True)
+    assert parents.tolist() == [[PAD, -1, 1, 2], [PAD, PAD, -1, 2]]
+    assert parents.dtype == torch.long
+
+
+def test_collate_accepts_torch_tensors_and_empty_sentences():
+    parents = st.collate_parents([torch.tensor([-1, 0]), torch.tensor([], dtype=torch.long)])
+    assert parents.tolist() == [[-1, 0, -1], [-1, PAD, PAD]]
+
+
+@pytest.mark.parametrize(
+    "arrays, message",
+    [
+        ([[-1, 0], [-1, 0, 2]], "sentence 1 of the batch, node 2: parent 2"),
+        ([[-1, 0, -3]], "sentence 0 of the batch, node 2: parent -3"),
+        # node 3's parent is 1, but node 2 (child of 0) sits between 1 and 3: not a preorder.
+        ([[-1, 0, 1], [-1, 0, 0, 1]], "sentence 1 of the batch is not a preorder: node 3 has parent 1"),
+        ([[-1, 0, 0], [-1, 0, 0.5]], "sentence 1 of the batch: parent array must hold integers"),
+        ([[[-1, 0]]], "sentence 0 of the batch: parent array must be 1-D"),
+        ([], "no sentences"),
+    ],
+)
+def test_collate_rejects_bad_parent_arrays(arrays, message):
+    with pytest.raises(ValueError, match=message):
+        st.collate_parents([np.array(array) for array in arrays])
+
+
+def test_collate_preorder_error_names_sentence_positions_under_left_padding():
+    with pytest.raises(ValueError, match="node 3 has parent 1, but node 2 between them"):
+        st.collate_parents([np.array([-1, 0, 1, 2, 3, 4]), np.array([-1, 0, 0, 1])], left_pad=True)
+
+
+def test_collate_rejects_too_short_pad_length():
+    with pytest.raises(ValueError, match="pad_to_length=3 is shorter than the longest row \\(4\\)"):
+        batch([-1, 0, 0], pad_to_length=3)
+
+
+@pytest.mark.parametrize(
+    "parents, message",
+    [
+        ([[-1, 1]], r"parents\[0, 1\] = 1"),  # not an earlier position
+        ([[-1, 0], [PAD, 0]], r"parents\[1, 1\] = 0"),  # parent is padding
+        ([[-1, -3]], r"parents\[0, 1\] = -3"),
+    ],
+)
+def test_batch_functions_reject_malformed_parents(parents, message):
+    with pytest.raises(ValueError, match=message):
+        relations.relation_ids(torch.tensor(parents))
+
+
+def test_batch_functions_reject_non_integer_and_wrong_rank():
+    with pytest.raises(ValueError, match="integers"):
+        st.depths(torch.tensor([[-1.0, 0.0]]))
+    with pytest.raises(ValueError, match="B x T"):
+        st.depths(torch.tensor([-1, 0]))
+
+
+# --- McDonald & Chiang relations (paper 001, Section 2) -----------------------------------------------------
+
+
+def test_relations_he_is_my_father_with_eos():
+    assert relations.relation_ids(batch(FATHER)).tolist() == [FATHER_RELATIONS]
+
+
+def test_relations_figure_1c_all_nodes_to_second_np():
+    second_np = FATHER_TOKENS.index("(NP", 2)
+    assert second_np == 7
+    column = relations.relation_ids(batch(FATHER, append_eos=False))[0, :, second_np]
+    named = [(token, relations.RELATION_NAMES[int(rel)]) for token, rel in zip(FATHER_TOKENS, column)]
+    assert named == [
+        ("(S", "anc"), ("(NP", "left-other"), ("(PRP", "left-other"), ("He", "left-other"), ("(VP", "parent"),
+        ("(VBZ", "left-sib"), ("is", "left-other"), ("(NP", "self"), ("(PRP$", "child"), ("my", "desc"),
+        ("(NN", "child"), ("father", "desc"), ("(.", "right-other"), (".", "right-other"),
+    ]  # fmt: skip
+
+
+def test_relations_bpe_split_word_makes_subword_siblings():
+    # (NN fa@@ ther): the preterminal NN (10) has two subword leaves, 11 and 12; "." moves to 14.
+    tree = [-1, 0, 1, 2, 0, 4, 5, 4, 7, 8, 7, 10, 10, 0, 13]
+    rel = relations.relation_ids(batch(tree, append_eos=False))[0]
+    #                        S  NP PRP He VP VBZ is NP PRP$ my NN fa ther (.  .
+    assert rel[11].tolist() == [D, RO, RO, RO, D, RO, RO, D, RO, RO, C, S, LS, LO, LO]  # fa@@
+    assert rel[12].tolist() == [D, RO, RO, RO, D, RO, RO, D, RO, RO, C, RS, S, LO, LO]  # ther
+    assert rel[:, 12].tolist() == [A, LO, LO, LO, A, LO, LO, A, LO, LO, P, LS, S, RO, RO]
+
+
+def test_unary_chain():
+    parents = batch([-1, 0, 1, 2])  # (S (VP (VB go))) + EOS
+    assert relations.relation_ids(parents).tolist() == [
+        [
+            [S, P, A, A, LO],
+            [C, S, P, A, LO],
+            [D, C, S, P, LO],
+            [D, D, C, S, LO],
+            [RO, RO, RO, RO, S],
+        ]
+    ]
+    assert st.depths(parents).tolist() == [[0, 1, 2, 3, 0]]
+    assert st.is_leaf(parents).tolist() == [[False, False, False, True, True]]
+    assert st.leaf_index(parents).tolist() == [[-1, -1, -1, 0, 1]]
+    first, last = st.leaf_spans(parents)
+    assert first.tolist() == [[0, 0, 0, 0, 1]]
+    assert last.tolist() == [[0, 0, 0, 0, 1]]
+
+
+def test_one_word_sentence_and_eos_are_two_unrelated_roots():
+    parents = batch([-1])
+    assert relations.relation_ids(parents).tolist() == [[[S, LO], [RO, S]]]
+    assert st.depths(parents).tolist() == [[0, 0]]
+    assert st.num_leaves(parents).tolist() == [2]
+    assert st.ancestor_or_self(parents).tolist() == [[[True, False], [False, True]]]
+
+
+def test_two_roots_are_not_siblings_but_their_children_are():
+    rel = relations.relation_ids(batch([-1, 0, 0]))[0]
+    assert rel[1, 2] == LS and rel[2, 1] == RS
+    assert rel[0, 3] == LO and rel[3, 0] == RO
+
+
+def test_padding_relation_mask_and_dominance():
+    parents = batch([-1, 0], [-1])
+    assert st.padding_mask(parents).tolist() == [[False, False, False], [False, False, True]]
+    assert relations.relation_ids(parents)[1].tolist() == [[S, LO, X], [RO, S, X], [X, X, X]]
+    assert st.ancestor_or_self(parents).tolist() == [
+        [[True, True, False], [False, True, False], [False, False, True]],
+        [[True, False, False], [False, True, False], [False, False, False]],
+    ]
+
+
+# --- per-position structure ------------------------------------------------------------------------------------
+
+
+def test_depths_leaves_and_spans_he_is_my_father():
+    parents = batch(FATHER)
+    #                                      S NP PRP He VP VBZ is NP PRP$ my NN fa (. . EOS
+    assert st.depths(parents).tolist() == [[0, 1, 2, 3, 1, 2, 3, 2, 3, 4, 3, 4, 1, 2, 0]]
+    assert st.leaf_index(parents).tolist() == [[-1, -1, -1, 0, -1, -1, 1, -1, -1, 2, -1, 3, -1, 4, 5]]
+    assert st.num_leaves(parents).tolist() == [6]
+    first, last = st.leaf_spans(parents)
+    assert first.tolist() == [[0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 4, 4, 5]]
+    assert last.tolist() == [[4, 0, 0, 0, 3, 1, 1, 3, 2, 2, 3, 3, 4, 4, 5]]
+
+
+def test_left_and_right_padding_agree_up_to_the_shift():
+    trees = [FATHER, [-1, 0, 1, 2], [-1], [-1, 0, 0, 2, 2, 0]]
+    right, left = batch(*trees), batch(*trees, left_pad=True)
+    width = right.size(1)
+    rel_right, rel_left = relations.relation_ids(right), relations.relation_ids(left)
+    dom_right, dom_left = st.ancestor_or_self(right), st.ancestor_or_self(left)
+    spans_right, spans_left = st.leaf_spans(right), st.leaf_spans(left)
+    for row, tree in enumerate(trees):
+        size = len(tree) + 1
+        shift = width - size
+        assert torch.equal(rel_left[row, shift:, shift:], rel_right[row, :size, :size])
+        assert (rel_left[row, :shift] == X).all() and (rel_left[row, :, :shift] == X).all()
+        assert torch.equal(dom_left[row, shift:, shift:], dom_right[row, :size, :size])
+        for per_position in (st.depths, st.leaf_index, st.is_leaf, st.padding_mask):
+            assert torch.equal(per_position(left)[row, shift:], per_position(right)[row, :size])
+        for span_left, span_right in zip(spans_left, spans_right):
+            assert torch.equal(span_left[row, shift:], span_right[row, :size])
+    split_right, split_left = st.leaf_node_split(right), st.leaf_node_split(left)
+    shifts = (width - torch.tensor([len(tree) + 1 for tree in trees])).unsqueeze(1)
+    for kind in ("leaf", "node"):
+        mask = split_right[f"{kind}_mask"]
+        assert torch.equal(split_left[f"{kind}_mask"], mask)
+        assert torch.equal(split_left[f"{kind}_pos"][mask], (split_right[f"{kind}_pos"] + shifts)[mask])
+    assert torch.equal(
+        st.node_leaf_path_length(left, split_left), st.node_leaf_path_length(right, split_right)
+    )
+    for index_left, index_right in zip(
+        st.hierarchical_embedding_indices(left, split_left), st.hierarchical_embedding_indices(right, split_right)
+    ):
+        assert torch.equal(index_left, index_right)
+
+
+# --- hierarchical accumulation (paper 004, Sections 4.1-4.2, eq. 9) ----------------------------------------
+
+# (S (NP a b) (VP c (NP d e))) without preterminals, as Nguyen et al. build it, followed by EOS:
+# positions 0 S, 1 NP, 2 a, 3 b, 4 VP, 5 c, 6 NP, 7 d, 8 e, 9 EOS.
+HIER = [-1, 0, 1, 1, 0, 4, 4, 6, 6]
+
+
+def test_leaf_node_split_pads_rows_to_the_batch_maximum():
+    split = st.leaf_node_split(batch(HIER, [-1, 0, 0]))
+    assert split["leaf_pos"].tolist() == [[2, 3, 5, 7, 8, 9], [1, 2, 3, 0, 0, 0]]
+    assert split["leaf_mask"].tolist() == [[True] * 6, [True] * 3 + [False] * 3]
+    assert split["node_pos"].tolist() == [[0, 1, 4, 6], [0, 0, 0, 0]]
+    assert split["node_mask"].tolist() == [[True] * 4, [True, False, False, False]]
+
+
+def test_dominance_blocks():
+    parents = batch(HIER)
+    node_over_node, node_over_leaf = st.dominance_blocks(parents, st.leaf_node_split(parents))
+    #                           S  NP VP NP
+    assert node_over_node.int().tolist() == [[
+        [1, 1, 1, 1],  # S
+        [0, 1, 0, 0],  # NP(a b)
+        [0, 0, 1, 1],  # VP
+        [0, 0, 0, 1],  # NP(d e)
+    ]]  # fmt: skip
+    #                           a  b  c  d  e  EOS
+    assert node_over_leaf.int().tolist() == [[
+        [1, 1, 1, 1, 1, 0],
+        [1, 1, 0, 0, 0, 0],
+        [0, 0, 1, 1, 1, 0],
+        [0, 0, 0, 1, 1, 0],
+    ]]  # fmt: skip
+
+
+def test_path_length_and_hierarchical_embedding_indices():
+    parents = batch(HIER)
+    split = st.leaf_node_split(parents)
+    # |V_i^j|: nodes on the path from node i down to leaf j (i included); e.g. S -> d passes S, VP, NP.
+    expected_vertical = [
+        # a  b  c  d  e  EOS
+        [2, 2, 2, 3, 3, 0],  # S
+        [1, 1, 0, 0, 0, 0],  # NP(a b)
+        [0, 0, 1, 2, 2, 0],  # VP
+        [0, 0, 0, 1, 1, 0],  # NP(d e)
+    ]
+    # |H_i^j|: leaves of i's subtree from its leftmost leaf up to and including j.
+    expected_horizontal = [
+        [1, 2, 3, 4, 5, 0],
+        [1, 2, 0, 0, 0, 0],
+        [0, 0, 1, 2, 3, 0],
+        [0, 0, 0, 1, 2, 0],
+    ]
+    assert st.node_leaf_path_length(parents, split).tolist() == [expected_vertical]
+    vertical, horizontal = st.hierarchical_embedding_indices(parents, split)
+    assert vertical.tolist() == [expected_vertical]
+    assert horizontal.tolist() == [expected_horizontal]
+
+    vertical, horizontal = st.hierarchical_embedding_indices(parents, split, max_vertical=2, max_horizontal=3)
+    assert vertical.tolist() == [[[2, 2, 2, 2, 2, 0], [1, 1, 0, 0, 0, 0], [0, 0, 1, 2, 2, 0], [0, 0, 0, 1, 1, 0]]]
+    assert horizontal.tolist() == [[[1, 2, 3, 3, 3, 0], [1, 2, 0, 0, 0, 0], [0, 0, 1, 2, 3, 0], [0, 0, 0, 1, 2, 0]]]
+
+
+def test_hierarchical_indices_are_zero_for_padded_nodes_and_leaves():
+    parents = batch(HIER, [-1, 0, 0])  # second row: node 0 over leaves 1, 2 and the EOS at 3
+    split = st.leaf_node_split(parents)
+    vertical, horizontal = st.hierarchical_embedding_indices(parents, split)
+    assert vertical[1].tolist() == [[1, 1, 0, 0, 0, 0]] + [[0] * 6] * 3
+    assert horizontal[1].tolist() == [[1, 2, 0, 0, 0, 0]] + [[0] * 6] * 3
+
+
+def test_hierarchical_indices_reject_non_positive_caps():
+    parents = batch(HIER)
+    with pytest.raises(ValueError, match="must be >= 1"):
+        st.hierarchical_embedding_indices(parents, st.leaf_node_split(parents), max_vertical=0)
+
+
+# --- agreement with a slow reference on random trees --------------------------------------------------------
+
+
+def random_preorder_tree(rng, size):
+    """A uniformly chosen parent for each node among the ancestors-or-self of the previous node: a preorder."""
+    parents = [-1]
+    for node in range(1, size):
+        chain = [node - 1]
+        while parents[chain[-1]] != -1:
+            chain.append(parents[chain[-1]])
+        parents.append(int(rng.choice(chain)))
+    return parents
+
+
+def strict_ancestors(parents, node):
+    found = set()
+    while parents[node] != -1:
+        node = parents[node]
+        found.add(node)
+    return found
+
+
+def reference_relation(parents, i, j):
+    """Paper 001, Section 2, read literally."""
+    if i == j:
+        return S
+    if parents[j] == i:
+        return P
+    if parents[i] == j:
+        return C
+    if parents[i] == parents[j] != -1:
+        return LS if i < j else RS
+    if i in strict_ancestors(parents, j):
+        return A
+    if j in strict_ancestors(parents, i):
+        return D
+    return LO if i < j else RO
+
+
+def reference_hierarchical(parents):
+    """Paper 004, eq. 9, read literally: (vertical, horizontal) as nested lists over nodes x leaves."""
+    size = len(parents)
+    ancestors_or_self = [strict_ancestors(parents, k) | {k} for k in range(size)]
+    leaves = [k for k in range(size) if k not in parents]
+    nodes = [k for k in range(size) if k in parents]
+    vertical = [
+        [sum(1 for t in nodes if i in ancestors_or_self[t] and t in ancestors_or_self[j]) for j in leaves]
+        for i in nodes
+    ]
+    horizontal = [
+        [
+            sum(1 for t in leaves if t <= j and i in ancestors_or_self[t]) if i in ancestors_or_self[j] else 0
+            for j in leaves
+        ]
+        for i in nodes
+    ]
+    return vertical, horizontal
+
+
+@pytest.mark.parametrize("left_pad", [False, True])
+def test_vectorised_structure_matches_reference_on_random_trees(left_pad):
+    rng = np.random.default_rng(7)
+    trees = [random_preorder_tree(rng, int(rng.integers(1, 26))) for _ in range(50)]
+    for start in range(0, len(trees), 10):
+        chunk = trees[start : start + 10]
+        parents = batch(*chunk, left_pad=left_pad)
+        relation_matrix = relations.relation_ids(parents)
+        depth = st.depths(parents)
+        split = st.leaf_node_split(parents)
+        vertical, horizontal = st.hierarchical_embedding_indices(parents, split)
+        width = parents.size(1)
+        for row, tree in enumerate(chunk):
+            full = tree + [-1]  # with the EOS root
+            shift = width - len(full) if left_pad else 0
+            block = relation_matrix[row, shift : shift + len(full), shift : shift + len(full)]
+            expected = [[reference_relation(full, i, j) for j in range(len(full))] for i in range(len(full))]
+            assert block.tolist() == expected, f"tree {start + row}: {tree}"
+            assert int((relation_matrix[row] == X).sum()) == width**2 - len(full) ** 2
+            expected_depth = [len(strict_ancestors(full, k)) for k in range(len(full))]
+            assert depth[row, shift : shift + len(full)].tolist() == expected_depth
+            expected_vertical, expected_horizontal = reference_hierarchical(full)
+            rows, columns = len(expected_vertical), len(expected_vertical[0]) if expected_vertical else 0
+            assert vertical[row, :rows, :columns].tolist() == expected_vertical
+            assert horizontal[row, :rows, :columns].tolist() == expected_horizontal
+            assert vertical[row].sum() == sum(map(sum, expected_vertical))  # nothing outside the block
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_gives_the_same_results_as_cpu():
+    parents = batch(FATHER, [-1, 0, 1, 2], [-1], HIER, left_pad=True)
+    on_gpu = parents.cuda()
+    assert torch.equal(relations.relation_ids(on_gpu).cpu(), relations.relation_ids(parents))
+    assert torch.equal(st.depths(on_gpu).cpu(), st.depths(parents))
+    for got, want in zip(st.leaf_spans(on_gpu), st.leaf_spans(parents)):
+        assert torch.equal(got.cpu(), want)
+    split_gpu, split_cpu = st.leaf_node_split(on_gpu), st.leaf_node_split(parents)
+    for key in split_cpu:
+        assert torch.equal(split_gpu[key].cpu(), split_cpu[key])
+    for got, want in zip(
+        st.hierarchical_embedding_indices(on_gpu, split_gpu), st.hierarchical_embedding_indices(parents, split_cpu)
+    ):
+        assert got.is_cuda and torch.equal(got.cpu(), want)

@@ -1,0 +1,453 @@
+"""Tests for fairseq_syntax.core.trees. Expected token lists and parent arrays are written out by hand.
+
+The running example is McDonald & Chiang's (paper 001) Figure 1 sentence "He is my father ." with
+"father" split by BPE into "fa@@ ther".
+"""
+import gzip
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fairseq_syntax.core.trees import (
+    Tree,
+    TreeError,
+    apply_bpe,
+    check_parents,
+    clean_ptb,
+    collapse_unary,
+    linearize,
+    parse_tree,
+    preorder,
+    read_ptb,
+    read_trees,
+    to_bracketed,
+    tree_from_preorder,
+    words,
+)
+
+FATHER = "(S (NP (PRP He)) (VP (VBZ is) (NP (PRP$ my) (NN father))) (. .))"
+# shared/ lies beside the repository (as in CI)
+PTB_SAMPLE = Path(__file__).resolve().parents[3] / "shared" / "data" / "ptb-sample" / "wsj_0001-0159.mrg.gz"
+
+
+def split_father(word):
+    return {"father": ["fa@@", "ther"]}.get(word, [word])
+
+
+@pytest.fixture
+def father():
+    return parse_tree(FATHER)
+
+
+@pytest.fixture
+def father_bpe(father):
+    return apply_bpe(father, split_father)
+
+
+# ------------------------------------------------------------------------------------------------ the Tree class
+
+
+def test_tree_structure_and_leaves(father):
+    assert father.label == "S"
+    assert [child.label for child in father.children] == ["NP", "VP", "."]
+    assert father.leaves() == ["He", "is", "my", "father", "."]
+    assert words(father) == ["He", "is", "my", "father", "."]
+    noun_phrase = father.children[0]
+    assert not noun_phrase.is_preterminal and not noun_phrase.is_leaf
+    assert noun_phrase.children[0].is_preterminal
+    assert noun_phrase.children[0].children[0].is_leaf
+    assert not noun_phrase.children[0].children[0].is_preterminal
+
+
+def test_bracketed_output_round_trips(father):
+    assert to_bracketed(father) == FATHER
+    assert str(father) == FATHER
+    assert parse_tree(str(father)) == father
+
+
+def test_bracketed_output_rejects_unwritable_words():
+    with pytest.raises(TreeError, match="'a b'"):
+        to_bracketed(Tree("NP", [Tree("NN", [Tree("a b")])]))
+    with pytest.raises(TreeError, match="brackets"):
+        to_bracketed(Tree("NP", [Tree("NN", [Tree(":)")])]))
+
+
+def test_tree_error_message_and_pickling():
+    error = TreeError("unbalanced brackets", "train.tree", 7)
+    assert str(error) == "train.tree:7: unbalanced brackets"
+    assert (error.problem, error.source, error.line) == ("unbalanced brackets", "train.tree", 7)
+    assert str(TreeError("bad", "x.mrg")) == "x.mrg: bad"
+    assert isinstance(error, ValueError)
+    copy = pickle.loads(pickle.dumps(error))
+    assert str(copy) == str(error) and copy.line == 7
+
+
+# ------------------------------------------------------------------------------------------------ parsing
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "( (S (NP (PRP He)) (VP (VBZ left))) )",
+        "((S (NP (PRP He)) (VP (VBZ left))))",
+        "(ROOT (S (NP (PRP He)) (VP (VBZ left))))",
+        "(TOP (S (NP (PRP He)) (VP (VBZ left))))",
+        "( (ROOT (S (NP (PRP He)) (VP (VBZ left)))) )",
+    ],
+)
+def test_wrappers_are_removed(text):
+    assert to_bracketed(parse_tree(text)) == "(S (NP (PRP He)) (VP (VBZ left)))"
+
+
+def test_wrappers_kept_when_asked_or_not_single():
+    assert parse_tree("(ROOT (S (NP (PRP He)) (VP (VBZ left))))", unwrap=False).label == "ROOT"
+    wrapped = parse_tree("( (S (NP (PRP He)) (VP (VBZ left))) )", unwrap=False)
+    assert wrapped.label == "" and wrapped.children[0].label == "S"
+    # ROOT over two constituents is a real node, not a wrapper.
+    assert parse_tree("(ROOT (NP (PRP He)) (VP (VBZ left)))").label == "ROOT"
+    # A one-word tree under ROOT is unwrapped down to the preterminal, not further.
+    assert to_bracketed(parse_tree("(ROOT (UH Hello))")) == "(UH Hello)"
+
+
+def test_unary_chains_escapes_and_numeric_labels_kept():
+    assert to_bracketed(parse_tree("(S (VP (VB Go)))")) == "(S (VP (VB Go)))"
+    brackets = parse_tree("(NP (-LRB- -LRB-) (NN aside) (-RRB- -RRB-) (-LCB- -LCB-) (-RCB- -RCB-))")
+    assert [child.label for child in brackets.children] == ["-LRB-", "NN", "-RRB-", "-LCB-", "-RCB-"]
+    assert brackets.leaves() == ["-LRB-", "aside", "-RRB-", "-LCB-", "-RCB-"]
+    sst = parse_tree("(3 (2 good) (2 film))")
+    assert sst.label == "3" and [child.label for child in sst.children] == ["2", "2"]
+    assert sst.leaves() == ["good", "film"]
+
+
+def test_parse_over_several_lines_and_spacing():
+    tree = parse_tree("(S\n  (NP (PRP He) )\n  (VP (VBZ left) ))\n")
+    assert to_bracketed(tree) == "(S (NP (PRP He)) (VP (VBZ left)))"
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("(S (NP (PRP He)) (VP (VBZ left))", "1 '(' not closed"),
+        ("(S (NP (PRP He))) )", "')' after the tree"),
+        ("(S (NN a)) (S (NN b))", "text after the tree: '('"),
+        ("(S (NN a)) leftover", "text after the tree: 'leftover'"),
+        ("", "empty input"),
+        ("   \t ", "empty input"),
+        ("He left", "bare word 'He'"),
+        (")", "')' without a matching '('"),
+        ("(S () (NN a))", "empty brackets"),
+        ("()", "empty brackets"),
+        ("(S (NP ) (NN a))", "node (NP has no children"),
+        ("(S (NP (PRP He)) ( (VBZ left)))", "node without a label"),
+        ("( (S (NN a)) (S (NN b)) )", "outer wrapper '( ... )' holds 2 items"),
+    ],
+)
+def test_malformed_trees_name_source_and_line(text, problem):
+    with pytest.raises(TreeError) as caught:
+        parse_tree(text, source="train.en.tree", line=42)
+    assert str(caught.value).startswith("train.en.tree:42: ")
+    assert problem in str(caught.value)
+    assert caught.value.line == 42
+
+
+def test_error_line_is_the_line_of_the_problem():
+    with pytest.raises(TreeError) as caught:
+        parse_tree("(S\n  (NP (PRP He))\n  (VP ))", source="a.mrg", line=10)
+    assert str(caught.value) == "a.mrg:12: node (VP has no children"
+    # Without a line from the caller, no line is invented.
+    with pytest.raises(TreeError) as caught:
+        parse_tree("(S (VP ))")
+    assert str(caught.value) == "<string>: node (VP has no children"
+
+
+# ------------------------------------------------------------------------------------------------ reading files
+
+
+def test_read_trees_plain_and_gzip(tmp_path):
+    lines = ["(S (NP (PRP He)) (VP (VBZ left)))", "(ROOT (UH Hello))", "(3 (2 good) (2 film))"]
+    plain = tmp_path / "trees.txt"
+    plain.write_text("\n".join(lines) + "\n")
+    packed = tmp_path / "trees.txt.gz"
+    with gzip.open(packed, "wt") as out:
+        out.write("\n".join(lines) + "\n")
+    expected = ["(S (NP (PRP He)) (VP (VBZ left)))", "(UH Hello)", "(3 (2 good) (2 film))"]
+    assert [to_bracketed(tree) for tree in read_trees(str(plain))] == expected
+    assert [to_bracketed(tree) for tree in read_trees(str(packed))] == expected
+
+
+def test_read_trees_errors_give_line(tmp_path):
+    blank = tmp_path / "blank.txt"
+    blank.write_text("(S (NN a))\n(S (NN b))\n\n(S (NN c))\n")
+    with pytest.raises(TreeError) as caught:
+        list(read_trees(str(blank)))
+    assert str(caught.value) == f"{blank}:3: blank line: expected one tree per line"
+    broken = tmp_path / "broken.txt"
+    broken.write_text("(S (NN a))\n(S (NN b)\n")
+    with pytest.raises(TreeError) as caught:
+        list(read_trees(str(broken)))
+    assert str(caught.value).startswith(f"{broken}:2: unbalanced brackets")
+
+
+MRG = """
+( (S
+    (NP-SBJ-1 (NNP Rudolph) )
+    (VP (VBD was)
+      (VP (VBN named)
+        (S
+          (NP-SBJ (-NONE- *-1) )
+          (NP-PRD (DT a) (NN director) ))))
+    (. .) ))
+
+((NP (NN Yes) (. .) ))
+"""
+
+
+def test_read_ptb_multiline(tmp_path):
+    path = tmp_path / "wsj_0003.mrg"
+    path.write_text(MRG)
+    trees = list(read_ptb(str(path)))
+    assert [to_bracketed(tree) for tree in trees] == [
+        "(S (NP-SBJ-1 (NNP Rudolph)) (VP (VBD was) (VP (VBN named) (S (NP-SBJ (-NONE- *-1)) "
+        "(NP-PRD (DT a) (NN director))))) (. .))",
+        "(NP (NN Yes) (. .))",
+    ]
+    packed = tmp_path / "wsj_0003.mrg.gz"
+    with gzip.open(packed, "wt") as out:
+        out.write(MRG)
+    assert list(read_ptb(str(packed))) == trees
+
+
+@pytest.mark.parametrize(
+    "text, line, problem",
+    [
+        ("(S (NN a))\n\n( (S\n  (NN b)\n", 3, "2 '(' not closed in the tree starting here"),
+        ("(S (NN a))\nstray words\n(S (NN b))\n", 2, "bare word 'stray'"),
+        ("(S (NN a)))\n", 1, "')' without a matching '('"),
+        ("(S (NN a))\n( (S\n   (NP )\n   (NN b)))\n", 3, "node (NP has no children"),
+    ],
+)
+def test_read_ptb_errors_give_line(tmp_path, text, line, problem):
+    path = tmp_path / "bad.mrg"
+    path.write_text(text)
+    with pytest.raises(TreeError) as caught:
+        list(read_ptb(str(path)))
+    assert str(caught.value).startswith(f"{path}:{line}: ")
+    assert problem in str(caught.value)
+
+
+@pytest.mark.skipif(not PTB_SAMPLE.exists(), reason="shared PTB sample not present")
+def test_ptb_sample_counts_and_round_trips():
+    trees = list(read_ptb(str(PTB_SAMPLE)))
+    assert len(trees) == 3396  # SOURCES.md
+    assert sum(len(tree.leaves()) for tree in trees) == 87514  # leaves incl. -NONE-
+    cleaned = [clean_ptb(tree) for tree in trees]
+    assert sum(len(tree.leaves()) for tree in cleaned) == 81793  # words excl. -NONE-
+    assert not any("-NONE-" in to_bracketed(tree) for tree in cleaned)
+    assert not any("-SBJ" in to_bracketed(tree) for tree in cleaned)
+    for tree in cleaned:
+        tokens, parents = preorder(tree)
+        assert tree_from_preorder(tokens, parents) == tree
+        assert parse_tree(to_bracketed(tree)) == tree
+
+
+# ------------------------------------------------------------------------------------------------ transforms
+
+
+def test_clean_ptb():
+    tree = parse_tree(MRG.split("\n\n")[0])
+    assert to_bracketed(clean_ptb(tree)) == (
+        "(S (NP (NNP Rudolph)) (VP (VBD was) (VP (VBN named) (S (NP (DT a) (NN director))))) (. .))"
+    )
+    assert to_bracketed(clean_ptb(tree, strip_function_tags=False)) == (
+        "(S (NP-SBJ-1 (NNP Rudolph)) (VP (VBD was) (VP (VBN named) (S (NP-PRD (DT a) (NN director))))) (. .))"
+    )
+    assert to_bracketed(clean_ptb(tree, remove_empty=False)) == (
+        "(S (NP (NNP Rudolph)) (VP (VBD was) (VP (VBN named) (S (NP (-NONE- *-1)) (NP (DT a) (NN director))))) (. .))"
+    )
+    # The input tree is not changed.
+    assert tree.children[0].label == "NP-SBJ-1"
+
+
+def test_clean_ptb_labels_and_nested_empties():
+    tree = parse_tree(
+        "(S (NP-SBJ=2 (NP (-NONE- *)) (SBAR (-NONE- 0) (S (-NONE- *T*-1)))) (PP-CLR (IN of) (WHNP-2 (WDT which)))"
+        " (PRN (-LRB- -LRB-) (NP=2 (CD 61-year-old)) (-RRB- -RRB-)))"
+    )
+    assert to_bracketed(clean_ptb(tree)) == (
+        "(S (PP (IN of) (WHNP (WDT which))) (PRN (-LRB- -LRB-) (NP (CD 61-year-old)) (-RRB- -RRB-)))"
+    )
+    with pytest.raises(TreeError, match="no words left"):
+        clean_ptb(parse_tree("(S (NP-SBJ (-NONE- *)))"))
+
+
+def test_collapse_unary():
+    assert to_bracketed(collapse_unary(parse_tree("(S (VP (VB Go)))"))) == "(S (VB Go))"
+    assert to_bracketed(collapse_unary(parse_tree("(S (S (NP (PRP He)) (VP (VBD left))))"))) == (
+        "(S (NP (PRP He)) (VP (VBD left)))"
+    )
+    assert to_bracketed(collapse_unary(parse_tree("(S (ADVP (RB here)) (VP (VP (VP (VB go)))))"))) == (
+        "(S (ADVP (RB here)) (VP (VB go)))"
+    )
+    assert to_bracketed(collapse_unary(parse_tree("(NN Hello)"))) == "(NN Hello)"
+    original = parse_tree("(S (VP (VB Go)))")
+    collapse_unary(original)
+    assert to_bracketed(original) == "(S (VP (VB Go)))"
+
+
+def test_apply_bpe(father, father_bpe):
+    assert to_bracketed(father_bpe) == "(S (NP (PRP He)) (VP (VBZ is) (NP (PRP$ my) (NN fa@@ ther))) (. .))"
+    assert father_bpe.children[1].children[1].children[1].is_preterminal
+    assert to_bracketed(father) == FATHER  # input unchanged
+    # A word whose parent also has interior children: the pieces become leaves of that parent.
+    mixed = apply_bpe(parse_tree("(S (NP (PRP He)) father)"), split_father)
+    assert to_bracketed(mixed) == "(S (NP (PRP He)) fa@@ ther)"
+    with pytest.raises(TreeError, match="'father' gave no subwords"):
+        apply_bpe(father, lambda word: [] if word == "father" else [word])
+
+
+# ------------------------------------------------------------------------------------------------ preorder
+
+
+def test_preorder_keep(father):
+    tokens, parents = preorder(father)
+    assert tokens == ["(S", "(NP", "(PRP", "He", "(VP", "(VBZ", "is", "(NP", "(PRP$", "my", "(NN", "father", "(.", "."]
+    assert parents.tolist() == [-1, 0, 1, 2, 0, 4, 5, 4, 7, 8, 7, 10, 0, 12]
+    assert parents.dtype == np.int16
+
+
+@pytest.mark.parametrize("mode", ["split", "drop"])
+def test_preorder_without_preterminals(father, mode):
+    # No word is split, so "split" drops every POS node, like "drop".
+    tokens, parents = preorder(father, mode)
+    assert tokens == ["(S", "(NP", "He", "(VP", "is", "(NP", "my", "father", "."]
+    assert parents.tolist() == [-1, 0, 1, 0, 3, 3, 5, 5, 0]
+
+
+def test_preorder_bpe(father_bpe):
+    tokens, parents = preorder(father_bpe, "keep")
+    assert tokens == [
+        "(S", "(NP", "(PRP", "He", "(VP", "(VBZ", "is", "(NP", "(PRP$", "my", "(NN", "fa@@", "ther", "(.", ".",
+    ]  # fmt: skip
+    assert parents.tolist() == [-1, 0, 1, 2, 0, 4, 5, 4, 7, 8, 7, 10, 10, 0, 13]
+    tokens, parents = preorder(father_bpe, "split")
+    assert tokens == ["(S", "(NP", "He", "(VP", "is", "(NP", "my", "(NN", "fa@@", "ther", "."]
+    assert parents.tolist() == [-1, 0, 1, 0, 3, 3, 5, 5, 7, 7, 0]
+    tokens, parents = preorder(father_bpe, "drop")
+    assert tokens == ["(S", "(NP", "He", "(VP", "is", "(NP", "my", "fa@@", "ther", "."]
+    assert parents.tolist() == [-1, 0, 1, 0, 3, 3, 5, 5, 5, 0]
+
+
+def test_preorder_unary_chain():
+    tree = parse_tree("(S (VP (VB Go)))")
+    tokens, parents = preorder(tree)
+    assert (tokens, parents.tolist()) == (["(S", "(VP", "(VB", "Go"], [-1, 0, 1, 2])
+    tokens, parents = preorder(tree, "drop")
+    assert (tokens, parents.tolist()) == (["(S", "(VP", "Go"], [-1, 0, 1])
+
+
+def test_preorder_one_word_sentence():
+    tree = parse_tree("(UH Hello)")
+    assert [(t, p.tolist()) for t, p in [preorder(tree, mode) for mode in ("keep", "split", "drop")]] == [
+        (["(UH", "Hello"], [-1, 0]),
+        (["Hello"], [-1]),
+        (["Hello"], [-1]),
+    ]
+    # A split one-word sentence keeps its POS node as the one root, whatever the mode.
+    split = parse_tree("(UH Hel@@ lo)")
+    for mode in ("keep", "split", "drop"):
+        tokens, parents = preorder(split, mode)
+        assert (tokens, parents.tolist()) == (["(UH", "Hel@@", "lo"], [-1, 0, 0])
+
+
+def test_preorder_rejects_bad_mode_and_bare_words(father):
+    with pytest.raises(ValueError, match="preterminals must be one of"):
+        preorder(father, "remove")
+    with pytest.raises(TreeError, match="bare word 'Hello'"):
+        preorder(Tree("Hello"))
+
+
+def test_preorder_refuses_trees_too_long_for_int16():
+    wide = Tree("S", [Tree("x") for _ in range(32767)])  # 32768 tokens with the root
+    with pytest.raises(TreeError, match="32768 tokens"):
+        preorder(wide)
+    tokens, parents = preorder(Tree("S", [Tree("x") for _ in range(32766)]))
+    assert len(tokens) == 32767 and parents[-1] == 0
+
+
+# ------------------------------------------------------------------------------------------------ linearize
+
+
+def test_linearize(father, father_bpe):
+    assert linearize(father) == [
+        "(S", "(NP", "(PRP", "He", ")", ")", "(VP", "(VBZ", "is", ")", "(NP", "(PRP$", "my", ")", "(NN", "father",
+        ")", ")", ")", "(.", ".", ")", ")",
+    ]  # fmt: skip
+    assert linearize(father, "drop") == ["(S", "(NP", "He", ")", "(VP", "is", "(NP", "my", "father", ")", ")", ".", ")"]
+    assert linearize(father_bpe, "split") == [
+        "(S", "(NP", "He", ")", "(VP", "is", "(NP", "my", "(NN", "fa@@", "ther", ")", ")", ")", ".", ")",
+    ]  # fmt: skip
+    assert linearize(parse_tree("(UH Hello)"), "drop") == ["Hello"]
+
+
+@pytest.mark.parametrize("mode", ["keep", "split", "drop"])
+def test_linearize_without_closing_brackets_is_preorder(father_bpe, mode):
+    assert [token for token in linearize(father_bpe, mode) if token != ")"] == preorder(father_bpe, mode)[0]
+
+
+# ------------------------------------------------------------------------------------------------ parent arrays
+
+
+@pytest.mark.parametrize("tree_text", [FATHER, "(UH Hello)", "(S (VP (VB Go)))", "(3 (2 good) (2 film))"])
+def test_tree_from_preorder_inverts_preorder(tree_text):
+    tree = parse_tree(tree_text)
+    assert tree_from_preorder(*preorder(tree)) == tree
+    bpe = apply_bpe(tree, split_father)
+    assert tree_from_preorder(*preorder(bpe)) == bpe
+
+
+def test_tree_from_preorder_of_dropped_preterminals(father_bpe):
+    rebuilt = tree_from_preorder(*preorder(father_bpe, "split"))
+    assert to_bracketed(rebuilt) == "(S (NP He) (VP is (NP my (NN fa@@ ther))) .)"
+
+
+@pytest.mark.parametrize(
+    "parents, problem",
+    [
+        ([], "empty parent array"),
+        ([0, 0], "token 0 must be the root"),
+        ([-1, 0, -1], "second root at token 2"),
+        ([-1, 2, 0], "token 1 has parent 2; a preorder parent comes before its child"),
+        ([-1, 1], "token 1 has parent 1"),
+        ([-1, -2], "token 1 has parent -2"),
+        ([-1, 0, 1, 0, 2], "token 4 has parent 2, whose subtree already ended"),
+    ],
+)
+def test_check_parents_rejects(parents, problem):
+    with pytest.raises(TreeError) as caught:
+        check_parents(np.array(parents, dtype=np.int16), source="train.en.parents", line=5)
+    assert str(caught.value).startswith("train.en.parents:5: ")
+    assert problem in str(caught.value)
+
+
+def test_check_parents_accepts_preorders(father_bpe):
+    check_parents([-1, 0, 1, 1, 0, 4])
+    for mode in ("keep", "split", "drop"):
+        check_parents(preorder(father_bpe, mode)[1])
+
+
+@pytest.mark.parametrize(
+    "tokens, parents, problem",
+    [
+        (["(S", "He", "left"], [-1, 0, 1], "token 2 has the word 'He' as its parent"),
+        (["(S", "(NP", "(VP", "left"], [-1, 0, 0, 2], "node (NP has no children"),
+        (["(S", "He"], [-1, 0, 0], "2 tokens but 3 parents"),
+        (["(S", "He", "left"], [-1, 0, 3], "token 2 has parent 3"),
+    ],
+)
+def test_tree_from_preorder_rejects(tokens, parents, problem):
+    with pytest.raises(TreeError) as caught:
+        tree_from_preorder(tokens, parents, source="x.parents", line=2)
+    assert str(caught.value).startswith("x.parents:2: ")
+    assert problem in str(caught.value)

@@ -1,0 +1,450 @@
+"""Tests for hierarchical accumulation (Nguyen et al. 2020, paper 004) and the ``transformer_hier_accum`` model.
+
+The (factored) accumulation is checked against a literal implementation of the paper's equations (5)-(10), which
+builds the tensor S of every sentence in Python loops; the rest against values derived by hand on small trees and
+against fairseq's own full-sequence decoding.
+"""
+import os
+import random
+import re
+from unittest import mock
+
+import numpy as np
+import pytest
+import torch
+from fairseq import options, tasks
+from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+
+import fairseq_syntax.core.translation_task  # noqa: F401  (registers the task)
+import fairseq_syntax.methods.hier_accum.attention as cross_module
+import fairseq_syntax
+import fairseq_syntax.methods.hier_accum.model as hier_model
+from fairseq_syntax.core import structure as st
+from fairseq_syntax.methods.hier_accum.accumulation import (
+    HierarchicalEmbeddings,
+    accumulation_structure,
+    hierarchical_accumulation,
+)
+from fairseq_syntax.methods.hier_accum.attention import HierarchicalSelfAttention
+
+torch.set_num_threads(1)
+USER_DIR = os.path.dirname(os.path.abspath(fairseq_syntax.__file__))
+
+
+def batch(*trees, **options):
+    return st.collate_parents([np.array(tree, dtype=np.int16) for tree in trees], **options)
+
+
+# --- the paper's equations, literally ---------------------------------------------------------------------------
+
+
+def reference_accumulation(parents, values, leaf_weights, embeddings, average):
+    """Eqs. (5)-(10) for one sentence: ``parents`` list (absolute positions, PAD allowed), ``values`` ``H x T x d``,
+    ``leaf_weights`` ``T``. Returns ``values`` with every node row replaced by ``V(U(S + E), w)``."""
+    valid = [p for p in range(len(parents)) if parents[p] != st.PAD]
+    children = {p: [c for c in valid if parents[c] == p] for p in valid}
+
+    def subtree(p):  # R(x_p)
+        found = {p}
+        for child in children[p]:
+            found |= subtree(child)
+        return found
+
+    R = {p: subtree(p) for p in valid}
+    leaves = [p for p in valid if not children[p]]  # L, left to right
+    nodes = [p for p in valid if children[p]]  # N
+    heads, _, dim = values.shape
+    zero = values.new_zeros(dim)
+    out = values.clone()
+    for h in range(heads):
+        # eq. 5: S has the leaves in row 0 and node i's value in row i+1 at every leaf column under it
+        S = [[values[h, j] for j in leaves]] + [[values[h, i] if j in R[i] else zero for j in leaves] for i in nodes]
+        # eq. 9: E_{i+1, j} = [e^v_|V_i^j|; e^h_|H_i^j|] where leaf j is under node i; row 0 has none
+        E = [[zero] * len(leaves)]
+        for i in nodes:
+            row = []
+            for j in leaves:
+                if j not in R[i] or embeddings is None:
+                    row.append(zero)
+                    continue
+                vertical = len([t for t in nodes if t in R[i] and j in R[t]])
+                horizontal = len([leaf for leaf in leaves if leaf in R[i] and leaf <= j])
+                size = embeddings.size
+                row.append(torch.cat([embeddings.vertical[min(vertical, size) - 1],
+                                      embeddings.horizontal[min(horizontal, size) - 1]]))
+            E.append(row)
+        S = [[S[r][c] + E[r][c] for c in range(len(leaves))] for r in range(len(S))]
+        for row, i in enumerate(nodes, start=1):
+            under = [c for c, j in enumerate(leaves) if j in R[i]]
+            total = zero
+            for c in under:
+                # eq. 6: average over the branch C_j^i, the leaf and the nodes from node i down to leaf j
+                branch = [S[0][c]] + [S[r][c] for r, t in enumerate(nodes, start=1) if t in R[i] and leaves[c] in R[t]]
+                divisor = len(branch) if average == "paper" else len(branch) - 1
+                total = total + leaf_weights[leaves[c]] * sum(branch) / divisor  # eq. 7
+            out[h, i] = total / len(under)
+    return out
+
+
+def random_preorder_tree(rng, size):
+    parents = [-1]
+    for node in range(1, size):
+        chain = [node - 1]
+        while parents[chain[-1]] != -1:
+            chain.append(parents[chain[-1]])
+        parents.append(rng.choice(chain))
+    return parents
+
+
+@pytest.mark.parametrize("average", ["paper", "official"])
+@pytest.mark.parametrize("embedding_size", [0, 3])
+@pytest.mark.parametrize("left_pad", [False, True])
+def test_accumulation_matches_the_papers_equations(average, embedding_size, left_pad):
+    # the factored accumulation against the per-sentence loop over eqs. 5-10 (the naive dense one of
+    # bench/hier_accum_dense: tests/recipes/test_hier_accum_dense.py)
+    rng = random.Random(f"{average}-{embedding_size}-{left_pad}")  # str seeds are stable, hash() of str is not
+    torch.manual_seed(rng.randrange(1000))
+    for _ in range(3):
+        parents = batch(*[random_preorder_tree(rng, rng.randint(1, 11)) for _ in range(3)], left_pad=left_pad)
+        size, length = parents.shape
+        embeddings = HierarchicalEmbeddings(embedding_size, 4).double() if embedding_size else None
+        values = torch.randn(size, 2, length, 4, dtype=torch.float64, requires_grad=True)
+        weights = torch.randn(size, length, dtype=torch.float64, requires_grad=True)
+        structure = accumulation_structure(parents, embedding_size, average)
+        accumulated = hierarchical_accumulation(values, weights, structure, embeddings)
+        reference = torch.stack([
+            reference_accumulation(parents[b].tolist(), values[b], weights[b], embeddings, average)
+            for b in range(size)
+        ])
+        # the structure is float32, hence the tolerance
+        torch.testing.assert_close(accumulated, reference, rtol=1e-6, atol=1e-6)
+        upstream = torch.randn_like(accumulated)
+        inputs = [values, weights] + ([embeddings.vertical, embeddings.horizontal] if embeddings else [])
+        # a batch of one-word trees has no node, so no leaf weight is used: its gradient is zero in both
+        grads = torch.autograd.grad((accumulated * upstream).sum(), inputs, materialize_grads=True)
+        reference_grads = torch.autograd.grad((reference * upstream).sum(), inputs, materialize_grads=True)
+        for grad, reference_grad in zip(grads, reference_grads):
+            torch.testing.assert_close(grad, reference_grad, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("embedding_size", [2, 50])
+def test_structure_agrees_with_the_tested_tree_utilities(embedding_size):
+    rng = random.Random(embedding_size)
+    parents = batch(*[random_preorder_tree(rng, rng.randint(1, 30)) for _ in range(6)])
+    structure = accumulation_structure(parents, embedding_size)
+    split = st.leaf_node_split(parents)
+    path_length = st.node_leaf_path_length(parents, split)
+    under = path_length > 0
+    expected_inverse = under / (under.sum(-1, keepdim=True) * (path_length + 1)).clamp(min=1)
+    torch.testing.assert_close(structure["inverse_branch_size"], expected_inverse)
+    # the triples (i, t, j) enumerated from the 4-D dominance product, with structure's embedding indices
+    node_over_node, node_over_leaf = st.dominance_blocks(parents, split)
+    vertical, horizontal = st.hierarchical_embedding_indices(parents, split, embedding_size, embedding_size)
+    b, i, t, j = (node_over_node.unsqueeze(3) & node_over_leaf.unsqueeze(1)).nonzero(as_tuple=True)
+    expected = sorted(zip(b.tolist(), (i * node_over_leaf.size(2) + j).tolist(),
+                          (i * 2 * embedding_size + vertical[b, t, j] - 1).tolist(),
+                          (i * 2 * embedding_size + embedding_size + horizontal[b, t, j] - 1).tolist()))
+    row, source, bins = structure["embedding_batch"], structure["embedding_source"], structure["embedding_bins"]
+    assert sorted(zip(row.tolist(), source.tolist(), bins[: len(source)].tolist(), bins[len(source):].tolist())) == (
+        expected)
+
+
+# --- hand-derived values ------------------------------------------------------------------------------------------
+
+# (S a (NP b c)): positions 0 S, 1 a, 2 NP, 3 b, 4 c, 5 EOS
+SMALL = [-1, 0, 0, 2, 2]
+# positions 0 S, 1 NP, 2 a, 3 b, 4 VP, 5 c, 6 NP, 7 d, 8 e, 9 EOS (as in test_structure.py)
+HIER = [-1, 0, 1, 1, 0, 4, 4, 6, 6]
+
+
+def test_accumulated_values_by_hand():
+    # values a=1, b=2, c=4, S=10, NP=20; EOS 7 is a leaf of its own and stays out of every node
+    values = torch.tensor([10.0, 1.0, 20.0, 2.0, 4.0, 7.0]).view(1, 1, 6, 1)
+    weights = torch.tensor([[0.0, 2.0, 0.0, 1.0, 1.0, 1.0]])  # w_a = 2
+    out = hierarchical_accumulation(values, weights, accumulation_structure(batch(SMALL)))
+    # NP: ((2 + 20) / 2 + (4 + 20) / 2) / 2;  S: (2 (1 + 10) / 2 + (2 + 20 + 10) / 3 + (4 + 20 + 10) / 3) / 3
+    assert out.flatten().tolist() == pytest.approx([11.0, 1.0, 11.5, 2.0, 4.0, 7.0])
+    official = hierarchical_accumulation(values, weights, accumulation_structure(batch(SMALL), average="official"))
+    # divided by the nodes of the branch only: NP ((22) + (24)) / 2; S (2 * 11 + 32 / 2 + 34 / 2) / 3
+    assert official.flatten().tolist() == pytest.approx([55 / 3, 1.0, 23.0, 2.0, 4.0, 7.0])
+
+
+def test_inverse_branch_sizes_by_hand():
+    inverse = accumulation_structure(batch(HIER))["inverse_branch_size"][0]
+    # 1 / (|L(i)| (|P(i, j)| + 1)); e.g. S -> d passes S, VP, NP: 1 / (5 * 4)
+    expected = torch.tensor([
+        # a     b       c       d       e      EOS
+        [1 / 15, 1 / 15, 1 / 15, 1 / 20, 1 / 20, 0],  # S
+        [1 / 4, 1 / 4, 0, 0, 0, 0],  # NP(a b)
+        [0, 0, 1 / 6, 1 / 9, 1 / 9, 0],  # VP
+        [0, 0, 0, 1 / 4, 1 / 4, 0],  # NP(d e)
+    ])
+    torch.testing.assert_close(inverse, expected)
+
+
+def test_hierarchical_embedding_term_counts_each_index_by_hand():
+    # With identity tables the embedding term of node i is its histogram [vertical | horizontal] of
+    # sum_j c_ij sum_{t on the branch i -> j} (index of (t, j)); zero values isolate it.
+    embeddings = HierarchicalEmbeddings(3, 6)
+    with torch.no_grad():
+        embeddings.vertical.copy_(torch.eye(3))
+        embeddings.horizontal.copy_(torch.eye(3))
+    structure = accumulation_structure(batch(SMALL), embedding_size=3)
+    out = hierarchical_accumulation(torch.zeros(1, 1, 6, 6), torch.ones(1, 6), structure, embeddings)[0, 0]
+    # S: c = 1/6 for a (branch S), 1/9 for b and c (branch S, NP). (t, j) indices: vertical (S,a) 1, (S,b) 2,
+    # (S,c) 2, (NP,b) 1, (NP,c) 1; horizontal (S,a) 1, (S,b) 2, (S,c) 3, (NP,b) 1, (NP,c) 2.
+    assert out[0].tolist() == pytest.approx([1 / 6 + 2 / 9, 2 / 9, 0, 1 / 6 + 1 / 9, 2 / 9, 1 / 9])
+    # NP: c = 1/4 for b and c; (NP,b) = (1; 1), (NP,c) = (1; 2)
+    assert out[2].tolist() == pytest.approx([1 / 2, 0, 0, 1 / 4, 1 / 4, 0])
+    assert out[[1, 3, 4, 5]].abs().sum() == 0
+    # |E| = 1: every index uses the one row
+    capped = HierarchicalEmbeddings(1, 2)
+    with torch.no_grad():
+        capped.vertical.fill_(1.0)
+        capped.horizontal.fill_(1.0)
+    structure = accumulation_structure(batch(SMALL), embedding_size=1)
+    out = hierarchical_accumulation(torch.zeros(1, 1, 6, 2), torch.ones(1, 6), structure, capped)[0, 0]
+    assert out[0].tolist() == pytest.approx([1 / 6 + 4 / 9] * 2)
+
+
+def test_subtree_mask_by_hand():
+    mask = accumulation_structure(batch(HIER, SMALL), subtree_mask=True)["attention_mask"]
+    assert mask.shape == (2, 1, 10, 10)
+    # node queries see their subtree, leaf queries (EOS included) see the leaves
+    #          S  NP a  b  VP c  NP d  e  EOS
+    expected = [
+        [1, 1, 1, 1, 1, 1, 1, 1, 1, 0],  # S
+        [0, 1, 1, 1, 0, 0, 0, 0, 0, 0],  # NP(a b)
+        [0, 0, 1, 1, 0, 1, 0, 1, 1, 1],  # a
+        [0, 0, 1, 1, 0, 1, 0, 1, 1, 1],  # b
+        [0, 0, 0, 0, 1, 1, 1, 1, 1, 0],  # VP
+        [0, 0, 1, 1, 0, 1, 0, 1, 1, 1],  # c
+        [0, 0, 0, 0, 0, 0, 1, 1, 1, 0],  # NP(d e)
+        [0, 0, 1, 1, 0, 1, 0, 1, 1, 1],  # d
+        [0, 0, 1, 1, 0, 1, 0, 1, 1, 1],  # e
+        [0, 0, 1, 1, 0, 1, 0, 1, 1, 1],  # EOS
+    ]
+    assert mask[0, 0].int().tolist() == expected
+    # the second row is padded after its EOS (position 5): padding queries see only themselves
+    assert mask[1, 0, 6:].int().tolist() == [[int(k == q) for k in range(10)] for q in range(6, 10)]
+    no_mask = accumulation_structure(batch(HIER, SMALL), subtree_mask=False)["attention_mask"]
+    assert no_mask.shape == (2, 1, 1, 10) and no_mask[:, 0, 0].int().tolist() == [[1] * 10, [1] * 6 + [0] * 4]
+
+
+def test_node_output_depends_only_on_its_subtree():
+    torch.manual_seed(0)
+    attention = HierarchicalSelfAttention(8, 2, embedding_size=4).eval()
+    structure = accumulation_structure(batch(HIER), embedding_size=4, subtree_mask=True)
+    x = torch.randn(10, 1, 8)
+    changed = x.clone()
+    changed[2] += 1.0  # leaf a, outside VP's subtree
+    out, _ = attention(x, None, structure)
+    out_changed, _ = attention(changed, None, structure)
+    moved = (out - out_changed).abs().amax(dim=(1, 2)) > 1e-6
+    #                          S     NP    a     b     VP     c     NP     d     e     EOS
+    assert moved.tolist() == [True, True, True, True, False, True, False, True, True, True]
+
+
+def test_without_subtree_masks_equal_nodes_stay_equal():
+    # nodes with the same input (an unlabelled tree's "(X" tokens carry no position) get the same query; without
+    # subtree masks they attend to the same keys, so their outputs are equal: the -SubMask ablation on SST
+    torch.manual_seed(0)
+    attention = HierarchicalSelfAttention(8, 2, embedding_size=4).eval()
+    x = torch.randn(10, 1, 8)
+    nodes = [0, 1, 4, 6]
+    x[nodes] = x[0].clone()
+    for subtree_mask, equal in ((False, True), (True, False)):
+        structure = accumulation_structure(batch(HIER), embedding_size=4, subtree_mask=subtree_mask)
+        out, _ = attention(x, None, structure)
+        assert torch.allclose(out[nodes], out[0].expand(4, 1, 8), atol=1e-6) == equal
+
+
+def test_attention_weights_follow_the_subtree_mask():
+    torch.manual_seed(0)
+    attention = HierarchicalSelfAttention(8, 2, embedding_size=0).eval()
+    structure = accumulation_structure(batch(HIER), subtree_mask=True)
+    x = torch.randn(10, 1, 8)
+    out, weights = attention(x, None, structure, need_weights=True)
+    fused, _ = attention(x, None, structure)
+    torch.testing.assert_close(out, fused)
+    assert weights.shape == (1, 2, 10, 10)
+    assert ((weights > 0) <= structure["attention_mask"]).all()
+    torch.testing.assert_close(weights.sum(-1), torch.ones(1, 2, 10))
+
+
+def test_empty_rows_and_sentences_without_nodes():
+    # a one-word sentence with its POS node dropped is a leaf plus the EOS: no node anywhere in the batch
+    structure = accumulation_structure(batch([-1], [-1]), embedding_size=2, subtree_mask=True)
+    values = torch.randn(2, 1, 2, 4)
+    out = hierarchical_accumulation(values, torch.randn(2, 2), structure, HierarchicalEmbeddings(2, 4))
+    torch.testing.assert_close(out, values)
+
+
+# --- the fairseq model --------------------------------------------------------------------------------------------
+
+TREES = [
+    "(S (NP (DT the) (NN man)) (VP (VBD saw) (NP (DT a) (NN dog))) (. .))",
+    "(S (NP (PRP he)) (VP (VBZ runs)) (. .))",
+    "(S (NP (DT the) (NNS dogs)) (VP (VBD ran) (PP (IN to) (NP (DT the) (NN park)))) (. .))",
+    "(S (NP (DT a) (NN firefighter)) (VP (VBZ sleeps) (ADVP (RB now))) (. .))",
+    "(S (NP (DT the) (NN dog)) (VP (VBD saw) (NP (DT the) (NN man))) (. .))",
+]
+SOURCES = [
+    "the man saw a dog .",
+    "he runs .",
+    "the dogs ran to the park .",
+    "a fire@@ fighter sleeps now .",
+    "the dog saw the man .",
+]
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    """A data directory made by fairseq-syntax-preprocess (preorder, --preterminals split); target = reversed source."""
+    from fairseq_syntax.cli import preprocess
+
+    raw = tmp_path_factory.mktemp("raw")
+    (raw / "train.en").write_text("\n".join(SOURCES) + "\n")
+    (raw / "train.de").write_text("\n".join(" ".join(reversed(s.replace("@@ ", "").split())) for s in SOURCES) + "\n")
+    (raw / "train.tree").write_text("\n".join(TREES) + "\n")
+    dest = tmp_path_factory.mktemp("data")
+    prefix = str(raw / "train")
+    preprocess.main(["-s", "en", "-t", "de", "--trainpref", prefix, "--validpref", prefix, "--testpref", prefix,
+                     "--destdir", str(dest), "--form", "preorder", "--preterminals", "split", "--joined-dictionary"])
+    return str(dest)
+
+
+def build(data_dir, *extra):
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(parser, [
+        data_dir, "--task", "syntax_translation", "--arch", "transformer_hier_accum_tiny", "--cpu",
+        "--hier-embed-size", "4", "--dropout", "0", *extra,
+    ])
+    task = tasks.setup_task(args)
+    torch.manual_seed(1)
+    model = task.build_model(args)
+    task.load_dataset("test")
+    dataset = task.dataset("test").batching(task.model_side_inputs)
+    return task, model, dataset.collater([dataset[i] for i in range(len(dataset))]), args
+
+
+def test_leaves_alone_get_positions_numbered_left_to_right(data_dir):
+    task, model, sample, _ = build(data_dir)
+    model.eval()
+    net_input = sample["net_input"]
+    encoder = model.encoder
+    states = encoder(**{k: v for k, v in net_input.items() if k != "prev_output_tokens"}, return_all_hiddens=True)
+    embedded = states["encoder_states"][0].transpose(0, 1)  # B x T x C, before the first layer
+    tokens, parents = net_input["src_tokens"], net_input["src_parents"]
+    leaf_ordinal = st.leaf_index(parents)
+    table = encoder.leaf_positions.weights  # sinusoidal; row padding_idx is zero
+    positions = torch.where(leaf_ordinal >= 0, encoder.padding_idx + 1 + leaf_ordinal, encoder.padding_idx)
+    expected = encoder.embed_scale * encoder.embed_tokens(tokens) + table[positions]
+    keep = tokens.ne(encoder.padding_idx)
+    torch.testing.assert_close(embedded[keep], expected[keep])
+    # node tokens ("(S", "(NP", ...) carry no position
+    is_node = ~st.is_leaf(parents) & parents.ne(st.PAD)
+    torch.testing.assert_close(embedded[is_node], (encoder.embed_scale * encoder.embed_tokens(tokens))[is_node])
+
+
+def test_ablation_switches(data_dir):
+    _, full, _, _ = build(data_dir)
+    _, plain, sample, _ = build(data_dir, "--no-hier-embed", "--no-subtree-mask")
+    names = {name for name, _ in full.named_parameters()} - {name for name, _ in plain.named_parameters()}
+    # one vertical and one horizontal table per encoder layer and per decoder cross-attention (2 + 2 layers)
+    assert len(names) == 8 and all(name.endswith(("vertical", "horizontal")) for name in names)
+    parents = sample["net_input"]["src_parents"]
+    structure = plain.encoder.build_structure(sample["net_input"]["src_tokens"], {"src_parents": parents})
+    assert "embedding_bins" not in structure and structure["attention_mask"].shape[2] == 1
+
+
+def test_incremental_decoding_equals_full_decoding_and_accumulates_once(data_dir):
+    _, model, sample, _ = build(data_dir)
+    model.eval()
+    net_input = sample["net_input"]
+    prev = net_input["prev_output_tokens"]
+    with torch.no_grad():
+        full, _ = model(**net_input)
+        encoder_out = model.encoder(net_input["src_tokens"], net_input["src_lengths"],
+                                    src_parents=net_input["src_parents"])
+        # beam search reorders rows: decode a permuted batch after step 2 and compare with the permuted full pass
+        order = torch.tensor([2, 0, 3, 1, 4])
+        state, steps = {}, []
+        counting = mock.patch.object(cross_module, "hierarchical_accumulation",
+                                     wraps=cross_module.hierarchical_accumulation)
+        with counting as accumulations:
+            for t in range(prev.size(1)):
+                if t == 2:
+                    model.decoder.reorder_incremental_state_scripting(state, order)
+                    encoder_out = model.encoder.reorder_encoder_out(encoder_out, order)
+                    prev, steps = prev[order], [step[order] for step in steps]
+                out, _ = model.decoder(prev[:, : t + 1], encoder_out, incremental_state=state)
+                steps.append(out)
+        assert accumulations.call_count == len(model.decoder.layers)  # once per layer, at the first step
+    incremental = torch.cat(steps, dim=1)
+    real = prev.ne(model.decoder.padding_idx)  # the full pass masks target padding, one step at a time cannot
+    torch.testing.assert_close(incremental[real], full[order][real], rtol=1e-5, atol=1e-5)
+
+
+def test_beam_search_scores_match_a_full_forward_pass(data_dir):
+    task, model, sample, args = build(data_dir)
+    model.eval()
+    args.beam = 3
+    generator = task.build_generator([model], args)
+    hypotheses = task.inference_step(generator, [model], sample)
+    net_input = sample["net_input"]
+    eos = task.target_dictionary.eos()
+    for row, hypos in enumerate(hypotheses):
+        best = hypos[0]["tokens"]
+        prev = torch.cat([torch.tensor([eos]), best[:-1]]).unsqueeze(0)
+        with torch.no_grad():
+            logits, _ = model(net_input["src_tokens"][row : row + 1], net_input["src_lengths"][row : row + 1], prev,
+                              src_parents=net_input["src_parents"][row : row + 1])
+        scores = torch.log_softmax(logits.float(), -1)[0].gather(1, best.unsqueeze(1)).squeeze(1)
+        torch.testing.assert_close(hypos[0]["positional_scores"], scores, rtol=1e-4, atol=1e-4)
+
+
+def test_train_and_generate_end_to_end(data_dir, tmp_path):
+    from fairseq_cli import generate, train
+
+    save_dir, results = str(tmp_path / "ck"), str(tmp_path / "out")
+    train_args = options.parse_args_and_arch(options.get_training_parser(), [
+        data_dir, "--user-dir", USER_DIR, "--task", "syntax_translation", "--arch", "transformer_hier_accum_tiny",
+        "--cpu", "--optimizer", "adam", "--lr", "0.005", "--max-tokens", "500", "--max-update", "30",
+        "--save-dir", save_dir, "--no-epoch-checkpoints", "--no-progress-bar", "--seed", "1",
+        "--hier-embed-size", "8",
+    ])
+    train.main(convert_namespace_to_omegaconf(train_args))
+    generate_args = options.parse_args_and_arch(options.get_generation_parser(), [
+        data_dir, "--user-dir", USER_DIR, "--task", "syntax_translation", "--path", f"{save_dir}/checkpoint_last.pt",
+        "--cpu", "--beam", "3", "--gen-subset", "test", "--results-path", results,
+    ])
+    generate.main(convert_namespace_to_omegaconf(generate_args))
+    output = open(f"{results}/generate-test.txt").read()
+    ids = sorted(int(i) for i in re.findall(r"^H-(\d+)\t", output, re.M))
+    assert ids == list(range(len(SOURCES)))
+    # 30 updates on 5 pairs: the reversed sentences are mostly learned (a model that ignores the source is not)
+    assert float(re.search(r"BLEU4 = ([\d.]+)", output).group(1)) > 30
+
+
+def test_cross_attention_share_matches_fairseqs_alignment_output(data_dir):
+    from fairseq_syntax.methods.hier_accum.analysis import cross_attention_share
+
+    _, model, sample, _ = build(data_dir)
+    share = cross_attention_share(model, [sample])
+    assert share.node_share + share.leaf_share + share.eos_share == pytest.approx(1.0)
+    net_input = sample["net_input"]
+    parents = net_input["src_parents"]
+    is_node = ~st.is_leaf(parents) & parents.ne(st.PAD)
+    real = sample["target"].ne(model.decoder.padding_idx)
+    # fairseq's decoder returns one layer's cross-attention (mean over heads) as its alignment: layer by layer
+    model.eval()
+    with torch.no_grad():
+        encoder_out = model.encoder(net_input["src_tokens"], net_input["src_lengths"], src_parents=parents)
+        for layer, expected in enumerate(share.layer_node_shares):
+            _, extra = model.decoder(net_input["prev_output_tokens"], encoder_out, alignment_layer=layer)
+            on_nodes = (extra["attn"][0] * is_node.unsqueeze(1)).sum(-1)[real]
+            assert on_nodes.mean().item() == pytest.approx(expected, rel=1e-5)
+    # the 5 trees have 4 + 3 + 5 + 5 + 4 nodes (POS nodes dropped, except (NN fire@@ fighter)) and 6 + 3 + 7 + 6 + 6
+    # subword leaves
+    assert share.node_fraction == pytest.approx(21 / 49) and share.target_tokens == int(real.sum())

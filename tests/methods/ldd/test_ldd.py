@@ -1,0 +1,325 @@
+"""transformer_ldd (Pu & Sima'an 2022, section 3.2): side-data storage and collation, the LDD layer against a hand
+computation, the LDA layer, the model's 16-head first layer, the preprocessing command and a tiny
+preprocess -> train -> generate run."""
+import argparse
+import json
+import math
+import os
+import re
+import shutil
+import sys
+
+import numpy as np
+import pytest
+import torch
+from conftest import arcs_record, make_ldd_data, run
+from fairseq.data import Dictionary
+from fairseq.data.indexed_dataset import MMapIndexedDataset, MMapIndexedDatasetBuilder
+from fairseq.models.transformer import TransformerConfig
+
+from fairseq_syntax.methods.ldd import distributions as dep
+from fairseq_syntax.methods.ldd import preprocess as preprocess_dependencies
+from fairseq_syntax.methods.ldd.attention import (
+    DependencyAttentionOnly,
+    LabeledDependencyAttention,
+)
+from fairseq_syntax.methods.ldd.model import LDDEncoder, LDDOptions
+from fairseq_syntax.methods.ldd.side_input import (
+    QUANTISATION,
+    STORAGE_DTYPE,
+    collate_ldd,
+    decode_sentence,
+    encode_sentence,
+)
+
+STANFORD = dep.label_index(dep.STANFORD_GROUPS)
+ROOT_G, DET_G = 0, 12
+
+# "a bc" with bc split as b@@ c; "x" alone
+RECORD_A = {"words": ["a", "bc"], "arcs": [[1, 2, 1.0, {"det": 1.0}], [2, 0, 1.0, {"root": 0.75, "dep": 0.25}]]}
+RECORD_B = {"words": ["x"], "arcs": [[1, 0, 1.0, {"root": 1.0}]]}
+
+
+def stored(record, pieces, floor=1e-3):
+    grouped = dep.group_arcs(dep.labeled_arcs(record), STANFORD)
+    return torch.from_numpy(encode_sentence(dep.subword_word_index(pieces), grouped, floor))
+
+
+def test_encoding_layout_and_quantisation():
+    item = stored(RECORD_A, [1, 2])
+    q75 = round(0.75 * QUANTISATION)
+    # n, word of each token, then (dependent, head, group, q) sorted
+    assert item.tolist() == [3, 1, 2, 2,
+                             1, 2, DET_G, QUANTISATION,
+                             2, 0, ROOT_G, q75,
+                             2, 0, dep.OUTSIDE, round(0.25 * QUANTISATION)]
+    sentence = decode_sentence(item)
+    assert sentence.token_words.tolist() == [1, 2, 2] and sentence.entries.shape == (3, 4)
+
+
+def test_floor_drops_small_pairs_and_must_exceed_a_quantisation_step():
+    record = {"words": ["a", "b"], "arcs": [[1, 2, 0.9995, {"det": 1.0}], [1, 0, 0.0005, {"root": 1.0}],
+                                            [2, 0, 1.0, {"root": 1.0}]]}
+    assert decode_sentence(stored(record, [1, 1], floor=1e-3)).entries[:, :3].tolist() == [[1, 2, DET_G],
+                                                                                            [2, 0, ROOT_G]]
+    assert len(decode_sentence(stored(record, [1, 1], floor=1e-4)).entries) == 3
+    with pytest.raises(ValueError, match="quantisation step"):
+        stored(record, [1, 1], floor=1e-6)
+
+
+def test_corrupt_items_are_refused():
+    with pytest.raises(ValueError, match="corrupt"):
+        decode_sentence(torch.tensor([2, 1, 1, 1, 0]))  # 2 tokens, then 2 values: not 4 x K
+    with pytest.raises(ValueError, match="beyond the 1 words"):
+        decode_sentence(torch.tensor([1, 1, 2, 0, 0, 100]))  # dependent 2 in a one-word sentence
+
+
+def test_storage_round_trip_through_fairseq_mmap(tmp_path):
+    prefix = str(tmp_path / "x")
+    builder = MMapIndexedDatasetBuilder(prefix + ".bin", dtype=STORAGE_DTYPE)
+    items = [stored(RECORD_A, [1, 2]), stored(RECORD_B, [1])]
+    for item in items:
+        builder.add_item(item)
+    builder.finalize(prefix + ".idx")
+    data = MMapIndexedDataset(prefix)
+    assert [data[i].tolist() for i in range(2)] == [item.tolist() for item in items]
+    assert os.path.getsize(prefix + ".bin") == 2 * (16 + 6)  # uint16: 16 + 6 values
+
+
+@pytest.mark.parametrize("left_pad", [True, False])
+def test_collate_expands_to_tokens_with_root_at_eos(left_pad):
+    batch = collate_ldd([stored(RECORD_A, [1, 2]), stored(RECORD_B, [1])], left_pad, 5)
+    assert batch.shape == (2, dep.NUM_CHANNELS, 5, 5) and batch.dtype == torch.float32
+    expected = torch.zeros(2, dep.NUM_CHANNELS, 5, 5)
+    q75 = round(0.75 * QUANTISATION) / QUANTISATION
+    # sentence A: a b@@ c EOS (+1 pad); B: x EOS (+3 pads)
+    a, b_, c, eos_a = (1, 2, 3, 4) if left_pad else (0, 1, 2, 3)
+    x, eos_b = (3, 4) if left_pad else (0, 1)
+    expected[0, DET_G, a, b_] = expected[0, DET_G, a, c] = 1.0
+    expected[0, ROOT_G, b_, eos_a] = expected[0, ROOT_G, c, eos_a] = q75
+    expected[0, dep.OUTSIDE, b_, eos_a] = expected[0, dep.OUTSIDE, c, eos_a] = 1 - q75
+    expected[1, ROOT_G, x, eos_b] = 1.0
+    torch.testing.assert_close(batch, expected)
+
+
+def test_collate_refuses_a_batch_shorter_than_the_sentence():
+    with pytest.raises(ValueError, match="3 tokens \\+ EOS, the batch only 3"):
+        collate_ldd([stored(RECORD_A, [1, 2])], True, 3)
+
+
+def identity_ldd_layer():
+    layer = LabeledDependencyAttention(16)  # 16 heads of dimension 1: head h sees feature h only
+    with torch.no_grad():
+        for proj in (layer.q_proj, layer.k_proj, layer.v_proj, layer.out_proj):
+            proj.weight.copy_(torch.eye(16))
+            proj.bias.zero_()
+    return layer.eval()
+
+
+def test_ldd_layer_equals_a_hand_computation_on_three_tokens():
+    layer = identity_ldd_layer()
+    x = torch.zeros(3, 1, 16)  # T x B x C: tokens a, b, EOS
+    x[:, 0, 0] = torch.tensor([1.0, 2.0, 0.0])
+    x[:, 0, 1] = torch.tensor([0.5, -1.0, 1.0])
+    ldd = torch.zeros(1, 16, 3, 3)
+    ldd[0, 0, 0, 1], ldd[0, 0, 1, 2] = 1.0, 0.5  # head 0: a -> b (p 1), b -> EOS/root (p .5)
+    ldd[0, 1, 0, 2] = 0.25  # head 1: a -> EOS (p .25)
+    out, weights, _ = layer(x, None, {"ldd": ldd}, need_weights=True)
+    # head 0, query a: scores [1*1, 1*2, 0] * [0, 1, 0] = [0, 2, 0]
+    z = 2 + math.exp(2)
+    assert weights[0, 0, 0].tolist() == pytest.approx([1 / z, math.exp(2) / z, 1 / z])
+    assert out[0, 0, 0].item() == pytest.approx((1 * 1 + math.exp(2) * 2 + 1 * 0) / z)
+    # head 0, query b: scores [2, 4, 0] * [0, 0, .5] = 0: uniform
+    assert out[1, 0, 0].item() == pytest.approx((1 + 2 + 0) / 3)
+    # head 1, query a: scores [.25, -.5, .5] * [0, 0, .25] = [0, 0, .125]
+    z1 = 2 + math.exp(0.125)
+    assert out[0, 0, 1].item() == pytest.approx((0.5 - 1.0 + math.exp(0.125) * 1.0) / z1)
+    # head 2 reads an all-zero feature: output 0
+    assert out[:, 0, 2].abs().max().item() == 0
+
+
+def test_ldd_layer_equals_a_scalar_reference_with_padding():
+    torch.manual_seed(0)
+    layer = LabeledDependencyAttention(32).eval()  # head dimension 2
+    x = torch.randn(4, 2, 32)
+    ldd = torch.rand(2, 16, 4, 4)
+    padding = torch.tensor([[False] * 4, [True, False, False, False]])
+    out, _, _ = layer(x, padding, {"ldd": ldd})
+    q, k, v = (p(x).view(4, 2, 16, 2) for p in (layer.q_proj, layer.k_proj, layer.v_proj))
+    concat = torch.zeros(4, 2, 32)
+    for b in range(2):
+        for h in range(16):
+            for i in range(4):
+                keys = [j for j in range(4) if not padding[b, j]]
+                logits = [float((q[i, b, h] @ k[j, b, h]).detach()) / math.sqrt(2) * float(ldd[b, h, i, j])
+                          for j in keys]
+                top = max(logits)
+                exps = [math.exp(s - top) for s in logits]
+                concat[i, b, 2 * h : 2 * h + 2] = sum(e * v[j, b, h] for e, j in zip(exps, keys)) / sum(exps)
+    torch.testing.assert_close(out, layer.out_proj(concat), atol=1e-5, rtol=1e-5)
+
+
+def test_lda_weights_are_the_distributions_and_there_are_no_queries_or_keys():
+    layer = DependencyAttentionOnly(16).eval()
+    assert not hasattr(layer, "q_proj") and not hasattr(layer, "k_proj")
+    with torch.no_grad():
+        layer.v_proj.weight.copy_(torch.eye(16))
+        layer.v_proj.bias.zero_()
+        layer.out_proj.weight.copy_(torch.eye(16))
+        layer.out_proj.bias.zero_()
+    x = torch.zeros(3, 1, 16)
+    x[:, 0, 0] = torch.tensor([1.0, 2.0, 3.0])
+    ldd = torch.zeros(1, 16, 3, 3)
+    ldd[0, 0, 0, 1], ldd[0, 0, 0, 2], ldd[0, 0, 1, 2] = 0.5, 0.25, 1.0
+    out, weights, _ = layer(x, None, {"ldd": ldd}, need_weights=True)
+    assert torch.equal(weights, ldd)
+    assert out[:, 0, 0].tolist() == pytest.approx([0.5 * 2 + 0.25 * 3, 3.0, 0.0])
+
+
+def make_encoder(variant="ldd", heads=2, dim=32):
+    torch.manual_seed(0)
+    d = Dictionary()
+    for w in ["a", "b@@", "c", "x"]:
+        d.add_symbol(w)
+    args = argparse.Namespace(encoder_layers=2, encoder_attention_heads=heads, encoder_embed_dim=dim,
+                              encoder_ffn_embed_dim=16, dropout=0.0, attention_dropout=0.0)
+    embed = torch.nn.Embedding(len(d), dim, padding_idx=d.pad())
+    encoder = LDDEncoder(TransformerConfig.from_namespace(args), LDDOptions(syntax_variant=variant), d, embed)
+    tokens = torch.tensor([[4, 5, 6, d.eos()], [d.pad(), d.pad(), 7, d.eos()]])
+    side = collate_ldd([stored(RECORD_A, [1, 2]), stored(RECORD_B, [1])], True, 4)
+    return encoder, tokens, side
+
+
+@pytest.mark.parametrize("variant", dep.SYNTAX_VARIANTS)
+def test_first_layer_has_16_heads_whatever_encoder_attention_heads_says(variant):
+    encoder, tokens, side = make_encoder(variant)
+    first, second = encoder.layers[0].self_attn, encoder.layers[1].self_attn
+    assert first.num_heads == 16 and first.head_dim == 2 and second.num_heads == 2
+    assert isinstance(first, DependencyAttentionOnly if variant == "lda" else LabeledDependencyAttention)
+    out = encoder(tokens, return_attention=True, src_ldd=side)
+    assert out["encoder_attention"][0].shape == (2, 16, 4, 4)
+    out["encoder_out"][0].pow(2).sum().backward()  # a plain sum of a LayerNorm output has zero gradient
+    assert encoder.layers[0].self_attn.v_proj.weight.grad.abs().sum() > 0
+
+
+def test_the_distributions_change_the_encoder_output():
+    encoder, tokens, side = make_encoder("ldd")
+    encoder.eval()
+    with_syntax = encoder(tokens, src_ldd=side)["encoder_out"][0]
+    without = encoder(tokens, src_ldd=torch.zeros_like(side))["encoder_out"][0]
+    assert (with_syntax - without)[:, 0].abs().max() > 1e-4
+
+
+def test_embed_dim_must_split_into_16_heads():
+    with pytest.raises(ValueError, match="not divisible by the 16 heads of the LDD layer"):
+        make_encoder(dim=24, heads=2)
+
+
+def test_missing_side_input_is_explained():
+    encoder, tokens, _ = make_encoder()
+    with pytest.raises(ValueError, match="needs the side inputs \\['src_ldd'\\]"):
+        encoder(tokens)
+
+
+# ---------------------------------------------------------------- preprocessing command and end to end
+
+@pytest.fixture(scope="module")
+def ldd_data(raw_corpus, tmp_path_factory):
+    dest = str(tmp_path_factory.mktemp("ldd"))
+    return dest, make_ldd_data(raw_corpus, dest)
+
+
+def test_preprocessing_reports_mass_outside_groups_and_retained(ldd_data):
+    dest, reports = ldd_data
+    log = reports["train"].lines("train")
+    # per sentence 8 arcs; word 1 -> 2 (det, amod), 2 -> 3 (nsubj, dobj), 5 -> 3 (dobj, nsubj) each split into two
+    # groups: 11 (dependent, head, group) entries
+    assert log[0] == "train: 200 sentences, 1200 words, 2200 entries (1.83 per word)"
+    # per sentence 0.3 of 6 words' mass is "prep": 5%
+    assert log[1] == "train: mass in the arcs file 100.00%; outside the 16 groups 5.00% (prep 5.00%)"
+    assert log[2] == "train: retained after floor and quantisation 100.00% (in the 16 groups 95.00%)"
+    data = MMapIndexedDataset(os.path.join(dest, "test.en-de.en.ldd"))
+    tokens = MMapIndexedDataset(os.path.join(dest, "test.en-de.en"))
+    assert len(data) == len(tokens) == 21
+    assert all(int(data[i][0]) == tokens.sizes[i] - 1 for i in range(21))
+
+
+def cli_error(raw, dest, *extra):
+    with pytest.raises(SystemExit) as error:
+        preprocess_dependencies.main(["--destdir", dest, "-s", "en", "-t", "de", "--labels", "stanford",
+                                      "--testpref", raw, *extra])
+    return str(error.value)
+
+
+def test_preprocessing_errors_name_file_and_line(ldd_data, raw_corpus, tmp_path):
+    dest = str(tmp_path / "data")
+    shutil.copytree(ldd_data[0], dest)
+    written = open(os.path.join(dest, "test.en-de.en.ldd.bin"), "rb").read()
+    raw = str(tmp_path / "test")
+    with open(f"{raw_corpus}/test.en") as f:
+        lines = f.read().splitlines()
+    records = [arcs_record(line.replace("@@ ", "").split()) for line in lines]
+    records[2]["words"][1] = "horse"
+
+    def write(source_lines, arc_records):
+        with open(raw + ".en", "w") as f:
+            f.write("".join(line + "\n" for line in source_lines))
+        with open(raw + ".arcs.jsonl", "w") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in arc_records))
+
+    write(lines, records)
+    message = cli_error(raw, dest)
+    assert f"{raw}.arcs.jsonl:3: the parsed words differ from the source at word 2: parsed 'horse'" in message
+    write(lines, records[:5])
+    assert "line-count mismatch" in cli_error(raw, dest) and "arcs.jsonl 5" in cli_error(raw, dest)
+    lines[3] = lines[3] + " extra"
+    records = [arcs_record(line.replace("@@ ", "").split()) for line in lines]
+    write(lines, records)
+    assert f"{raw}.en:4: 7 tokens, but sentence 4" in cli_error(raw, dest)
+    with open(raw + ".arcs.jsonl", "a") as f:
+        f.write("not json\n")
+    assert f"{raw}.arcs.jsonl:22: not a JSON object" in cli_error(raw, dest)
+    # a failed run leaves the side data it found untouched and no partial files
+    assert open(os.path.join(dest, "test.en-de.en.ldd.bin"), "rb").read() == written
+    assert not [name for name in os.listdir(dest) if name.endswith(".partial")]
+
+
+ONE_THREAD = dict(os.environ, OMP_NUM_THREADS="1")
+
+
+@pytest.fixture(scope="module")
+def ldd_checkpoint(ldd_data, tmp_path_factory):
+    save = str(tmp_path_factory.mktemp("ldd_model"))
+    train_log = run([sys.executable, "-m", "fairseq_cli.train", ldd_data[0], "--user-dir", "fairseq_syntax",
+                     "--task", "syntax_translation", "--arch", "transformer_ldd_tiny", "--syntax-variant", "ldd",
+                     "--encoder-embed-dim", "32", "--decoder-embed-dim", "32", "--optimizer", "adam", "--lr", "0.005",
+                     "--max-tokens", "1000", "--max-update", "2", "--cpu", "--seed", "1", "--num-workers", "0",
+                     "--disable-validation", "--no-epoch-checkpoints", "--log-format", "simple",
+                     "--save-dir", save], env=ONE_THREAD).stdout
+    assert re.search(r"\| train \| epoch 001 \| loss [\d.]+ .*\| num_updates 2 ", train_log), train_log[-2000:]
+    return os.path.join(save, "checkpoint_last.pt")
+
+
+def test_train_and_generate_end_to_end(ldd_data, ldd_checkpoint):
+    out = run([sys.executable, "-m", "fairseq_cli.generate", ldd_data[0], "--user-dir", "fairseq_syntax",
+               "--task", "syntax_translation", "--path", ldd_checkpoint, "--beam", "2",
+               "--cpu", "--gen-subset", "test"], env=ONE_THREAD).stdout
+    assert sorted(int(i) for i in re.findall(r"^H-(\d+)\t", out, re.M)) == list(range(21))
+
+
+def test_ldd_attention_maps_and_plot_of_a_trained_model(raw_corpus, ldd_data, ldd_checkpoint, tmp_path):
+    from fairseq_syntax.cli import plot
+    from fairseq_syntax.core.model_inputs import load_model
+    from fairseq_syntax.methods.ldd.analysis import sentence_ldd_attention
+
+    model, task = load_model(ldd_checkpoint, ldd_data[0])
+    maps, tokens = sentence_ldd_attention(model, task, "test", 0)
+    with open(os.path.join(raw_corpus, "test.en")) as f:
+        first = f.readline().split()
+    assert tokens == first + ["</s>"] and maps.shape == (16, len(tokens), len(tokens))
+    np.testing.assert_allclose(maps.sum(-1), 1.0, rtol=1e-5)  # softmax rows
+    output = str(tmp_path / "ldd.png")
+    plot.main(["ldd-attention", "--path", ldd_checkpoint, "--data", ldd_data[0], "--split", "test", "--index", "0",
+               "--output", output])
+    with open(output, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"

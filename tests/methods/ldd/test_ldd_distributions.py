@@ -1,0 +1,188 @@
+"""fairseq_syntax.methods.ldd.distributions (Pu & Sima'an 2022, section 3.1, Table 1, Appendix A): extraction of p(i, j, l) from
+a parser record, the label-group tables, word -> subword expansion and each Table 1 variant, against values worked
+out by hand."""
+import numpy as np
+import pytest
+import torch
+
+from fairseq_syntax.methods.ldd import distributions as dep
+from fairseq_syntax.methods.ldd.distributions import OUTSIDE
+
+# "the father sees ." ; father is BPE-split: tokens the fa@@ ther sees . (+ EOS)
+# A tiny parser output: every dependent's arc probabilities and each arc's label probabilities sum to 1.
+RECORD = {
+    "words": ["the", "father", "sees", "."],
+    "arcs": [
+        [1, 2, 0.9, {"det": 1.0}],
+        [1, 3, 0.1, {"det": 0.5, "dep": 0.5}],
+        [2, 3, 0.8, {"nsubj": 0.75, "dobj": 0.25}],
+        [2, 0, 0.2, {"root": 1.0}],
+        [3, 0, 1.0, {"root": 0.9, "dep": 0.1}],
+        [4, 3, 1.0, {"punct": 0.4, "dep": 0.6}],
+    ],
+}
+ROOT_G, OBJ_G, NSUBJ_G, DET_G, PUNCT_G = 0, 3, 5, 12, 15  # the paper's l1, l4, l6, l13, l16, 0-based
+# (dependent, head, group) -> p(i, j, group), summed by hand from RECORD with the Stanford table
+GROUPED = {
+    (1, 2, DET_G): 0.9, (1, 3, DET_G): 0.05, (1, 3, OUTSIDE): 0.05,
+    (2, 3, NSUBJ_G): 0.6, (2, 3, OBJ_G): 0.2, (2, 0, ROOT_G): 0.2,
+    (3, 0, ROOT_G): 0.9, (3, 0, OUTSIDE): 0.1,
+    (4, 3, PUNCT_G): 0.4, (4, 3, OUTSIDE): 0.6,
+}
+# left-padded batch row: pad the fa@@ ther sees . EOS -> word of each position (EOS = root 0, pad = 5: zero row)
+TOKEN_WORDS = [5, 1, 2, 2, 3, 4, 0]
+PAD, EOS = 0, 6
+POSITIONS = {1: [1], 2: [2, 3], 3: [4], 4: [5], 0: [EOS]}  # word -> token positions
+
+
+def token_level_ldd():
+    """``1 x 17 x 7 x 7`` expected token-level tensor of GROUPED, written out position by position."""
+    ldd = torch.zeros(1, dep.NUM_CHANNELS, 7, 7)
+    for (dependent, head, group), p in GROUPED.items():
+        for row in POSITIONS[dependent]:
+            for column in POSITIONS[head]:
+                ldd[0, group, row, column] = p
+    return ldd
+
+
+def test_extraction_is_arc_times_label_probability_and_sums_to_one_per_dependent():
+    arcs = dep.labeled_arcs(RECORD)
+    assert dep.LabeledArc(2, 3, "dobj", 0.8 * 0.25) in arcs
+    totals = {}
+    for arc in arcs:
+        totals[arc.dependent] = totals.get(arc.dependent, 0.0) + arc.probability
+    assert totals == pytest.approx({1: 1.0, 2: 1.0, 3: 1.0, 4: 1.0})
+
+
+def test_grouping_sums_labels_of_a_group_and_keeps_the_rest_outside():
+    grouped = dep.group_arcs(dep.labeled_arcs(RECORD), dep.label_index(dep.STANFORD_GROUPS))
+    got = {(int(d), int(h), int(g)): p for d, h, g, p in zip(*grouped)}
+    assert got == pytest.approx(GROUPED)
+
+
+def test_stanford_table_is_appendix_a():
+    index = dep.label_index(dep.STANFORD_GROUPS)
+    assert len(index) == 30  # the labels named in Table A
+    # one label of each group, l1 .. l16
+    for group, label in enumerate(["root", "cop", "pcomp", "pobj", "csubjpass", "nsubjpass", "cc", "preconj",
+                                   "advcl", "amod", "advmod", "tmod", "predet", "quantmod", "appos", "punct"]):
+        assert dep.label_group(label, index) == group, label
+    for label in ["prep", "nn", "poss", "mark", "dep", "rcmod"]:
+        assert dep.label_group(label, index) == OUTSIDE
+
+
+def test_universal_table_maps_subtypes_exactly_then_by_base_label():
+    index = dep.label_index(dep.UNIVERSAL_GROUPS)
+    assert dep.label_group("nsubj:pass", index) == NSUBJ_G
+    assert dep.label_group("nsubj:outer", index) == NSUBJ_G  # unlisted subtype -> base label
+    assert dep.label_group("cc:preconj", index) == 7  # conj group, not cc's
+    assert dep.label_group("obl:unmarked", index) == 11  # npadvmod/tmod group, not obl's
+    assert dep.label_group("obl", index) == OBJ_G
+    assert dep.label_group("nmod:poss", index) == OUTSIDE  # base nmod is outside too
+    for label in ["case", "mark", "compound", "acl:relcl", "flat"]:
+        assert dep.label_group(label, index) == OUTSIDE
+
+
+def test_a_label_in_two_groups_or_a_wrong_group_count_is_refused():
+    with pytest.raises(ValueError, match="'det' is in groups 1 and 2"):
+        dep.label_index((("det",), ("det",)) + ((),) * 14)
+    with pytest.raises(ValueError, match="16 groups"):
+        dep.label_index((("root",),))
+
+
+def test_subword_word_index():
+    assert dep.subword_word_index([1, 2, 1, 1]).tolist() == [1, 2, 2, 3, 4]
+    with pytest.raises(ValueError):
+        dep.subword_word_index([1, 0])
+
+
+def test_expansion_copies_the_word_row_and_column_to_each_subword():
+    size = 6  # root, 4 words, zero row for padding
+    words = torch.zeros(1, dep.NUM_CHANNELS, size, size)
+    for (dependent, head, group), p in GROUPED.items():
+        words[0, group, dependent, head] = p
+    expanded = dep.expand_to_tokens(words, torch.tensor([TOKEN_WORDS]))
+    torch.testing.assert_close(expanded, token_level_ldd())
+    # spot checks by hand: both pieces of "father" depend on "sees" (nsubj) and on the root (EOS column)
+    assert expanded[0, NSUBJ_G, 2, 4] == expanded[0, NSUBJ_G, 3, 4] == pytest.approx(0.6)
+    assert expanded[0, ROOT_G, 3, EOS] == pytest.approx(0.2)
+    # "the" depends on both pieces of "father"
+    assert expanded[0, DET_G, 1, 2] == expanded[0, DET_G, 1, 3] == pytest.approx(0.9)
+    assert expanded[0, :, EOS].abs().sum() == 0 and expanded[0, :, PAD].abs().sum() == 0
+    assert expanded[0, :, :, PAD].abs().sum() == 0
+
+
+def variant(name):
+    tokens_pad = torch.zeros(1, 7, dtype=torch.bool)
+    tokens_pad[0, PAD] = True
+    eos = torch.zeros(1, 7, dtype=torch.bool)
+    eos[0, EOS] = True
+    out = dep.variant_distribution(token_level_ldd(), name, tokens_pad, eos)
+    assert out.shape == (1, 16, 7, 7)
+    return out[0]
+
+
+def matrix(entries):
+    m = torch.zeros(7, 7)
+    for (row, column), value in entries.items():
+        m[row, column] = value
+    return m
+
+
+# arc distribution P(head | dependent) by hand, token positions; row 1 = "the", rows 2-3 = "father", ...
+ARCS = {(1, 2): 0.9, (1, 3): 0.9, (1, 4): 0.1, (2, 4): 0.8, (3, 4): 0.8, (2, EOS): 0.2, (3, EOS): 0.2,
+        (4, EOS): 1.0, (5, 4): 1.0}
+BEST = {(1, 2): 1, (1, 3): 1, (2, 4): 1, (3, 4): 1, (4, EOS): 1, (5, 4): 1}
+
+
+def test_ldd_and_lda_give_head_h_its_label_group():
+    expected = token_level_ldd()[0, :16]
+    torch.testing.assert_close(variant("ldd"), expected)
+    torch.testing.assert_close(variant("lda"), expected)
+    assert variant("ldd")[DET_G, 1, 4] == pytest.approx(0.05)
+
+
+def test_udd_sums_all_labels_including_outside_ones_for_every_head():
+    out = variant("udd")
+    for head in range(16):
+        torch.testing.assert_close(out[head], matrix(ARCS))
+
+
+def test_udp_marks_the_best_head_of_each_dependent():
+    out = variant("udp")
+    for head in range(16):
+        torch.testing.assert_close(out[head], matrix(BEST))
+
+
+def test_ldp_marks_the_best_head_in_its_best_group_only():
+    out = variant("ldp")
+    expected = torch.zeros(16, 7, 7)
+    expected[DET_G] = matrix({(1, 2): 1, (1, 3): 1})
+    expected[NSUBJ_G] = matrix({(2, 4): 1, (3, 4): 1})
+    expected[ROOT_G] = matrix({(4, EOS): 1})
+    # "." -> sees: dep (outside, 0.6) beats punct (0.4), so no group marks it
+    torch.testing.assert_close(out, expected)
+
+
+def test_uniform_variants_are_constant_over_dependents_and_keys():
+    # 6 non-padding keys (5 tokens + EOS); dependents are the 5 tokens
+    uniform = matrix({(row, column): 1.0 for row in range(1, 6) for column in range(1, 7)})
+    uudd, uldd = variant("uudd"), variant("uldd")
+    for head in range(16):
+        torch.testing.assert_close(uudd[head], uniform / 6)
+        torch.testing.assert_close(uldd[head], uniform / 96)
+
+
+def test_unknown_variant_is_refused():
+    with pytest.raises(ValueError, match="unknown syntax variant 'xdd'"):
+        dep.variant_distribution(token_level_ldd(), "xdd", torch.zeros(1, 7, dtype=torch.bool),
+                                 torch.zeros(1, 7, dtype=torch.bool))
+
+
+def test_sparse_arrays_are_consistent():
+    grouped = dep.group_arcs(dep.labeled_arcs(RECORD), dep.label_index(dep.UNIVERSAL_GROUPS))
+    assert all(isinstance(a, np.ndarray) for a in grouped)
+    assert len({len(a) for a in grouped}) == 1
+    # "dobj" is no UD label: its mass moves to OUTSIDE under the UD table
+    got = {(int(d), int(h), int(g)): p for d, h, g, p in zip(*grouped)}
+    assert got[(2, 3, OUTSIDE)] == pytest.approx(0.2)

@@ -1,0 +1,187 @@
+"""fairseq-interactive with a transformer_ldd checkpoint (Pu & Sima'an 2022): lines of tokenized words are parsed
+with --source-dependency-parser and converted as the offline path (preprocess/parse_dependency.py ->
+fairseq-syntax-preprocess-dependencies -> collater) converts them, so a sentence gets the same source tokens and
+the same ``src_ldd`` tensor; the settings that conversion needs come from the data directory's syntax.json."""
+import argparse
+import json
+import os
+import re
+import runpy
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+from conftest import REPO, preprocess, run, tiny_corpus
+from fairseq import checkpoint_utils
+from fairseq.data import encoders
+
+import fairseq_syntax  # noqa: F401  (registers the task and models; lets torch load fairseq checkpoints)
+from fairseq_syntax.core.translation_task import SyntaxTranslationConfig
+from fairseq_syntax.methods.ldd.side_input import ldd_settings
+from fairseq_syntax.methods.ldd import preprocess as preprocess_dependencies
+from fairseq_syntax.parsing.dependency import DependencyParser
+
+ONE_THREAD = dict(os.environ, OMP_NUM_THREADS="1")
+# subword-nmt merges that rebuild every word of conftest's corpus whole, except father -> fa@@ ther (conftest.BPE)
+BPE_MERGES = ["f a", "t h", "th e", "the r</w>", "th e</w>", "c a", "ca t</w>", "d o", "do g</w>", "m a", "ma n</w>",
+              "s e", "se e", "see s</w>", "l i", "li k", "lik e", "like s</w>"]
+
+
+@pytest.fixture(scope="module")
+def offline(dependency_model, tmp_path_factory):
+    """(data directory, raw directory): the corpus parsed by the tiny parser, with the offline commands."""
+    raw = tmp_path_factory.mktemp("ldd_interactive_raw")
+    parse = runpy.run_path(os.path.join(REPO, "preprocess", "parse_dependency.py"))["main"]
+    for split, n, seed in (("train", 60, 1), ("valid", 8, 2), ("test", 12, 3)):
+        prefix = str(raw / split)
+        tiny_corpus(prefix, n, seed)
+        with open(prefix + ".en") as bpe_lines, open(prefix + ".tok.en", "w") as words:
+            words.writelines(line.replace("@@ ", "") for line in bpe_lines)
+        parse(["--model", dependency_model, "--input", prefix + ".tok.en", "--arcs", prefix + ".arcs.jsonl",
+               "--conllu", prefix + ".conllu"])
+    (raw / "codes").write_text("#version: 0.2\n" + "\n".join(BPE_MERGES) + "\n")
+    dest = str(tmp_path_factory.mktemp("ldd_interactive_data"))
+    preprocess(str(raw), dest, "sequence")
+    preprocess_dependencies.main(["--destdir", dest, "-s", "en", "-t", "de", "--labels", "universal",
+                                  "--trainpref", f"{raw}/train", "--validpref", f"{raw}/valid",
+                                  "--testpref", f"{raw}/test"])
+    return dest, str(raw)
+
+
+@pytest.fixture(scope="module")
+def checkpoint(offline, tmp_path_factory):
+    save = str(tmp_path_factory.mktemp("ldd_interactive_model"))
+    run([sys.executable, "-m", "fairseq_cli.train", offline[0], "--user-dir", "fairseq_syntax", "--task",
+         "syntax_translation", "--arch", "transformer_ldd_tiny", "--encoder-embed-dim", "32", "--decoder-embed-dim",
+         "32", "--optimizer", "adam", "--lr", "0.005", "--max-tokens", "1000", "--max-epoch", "1", "--cpu",
+         "--seed", "1", "--num-workers", "0", "--disable-validation", "--no-epoch-checkpoints", "--save-dir", save],
+        env=ONE_THREAD)
+    return os.path.join(save, "checkpoint_last.pt")
+
+
+def load(checkpoint, data, **overrides):
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([checkpoint],
+                                                                    arg_overrides={"data": data, **overrides})
+    return models, task
+
+
+def words_of(raw, split):
+    with open(os.path.join(raw, f"{split}.tok.en")) as f:
+        return [line.strip() for line in f]
+
+
+class SideInputOf:
+    """A generator that returns the ``src_ldd`` the task put into the batch."""
+
+    def generate(self, models, sample, **kwargs):
+        return sample["net_input"]["src_ldd"]
+
+
+def rows_by_id(batch_tensor, ids):
+    return batch_tensor[ids.argsort()]
+
+
+def interactive_batch(task, models, lines, encode_fn):
+    """(source tokens, ``src_ldd`` in line order) as fairseq-interactive gets them for one buffer of lines."""
+    tokens, lengths = task.get_interactive_tokens_and_lengths(lines, encode_fn)
+    inputs = task.build_dataset_for_inference(tokens, lengths)
+    sample = inputs.collater([inputs[i] for i in range(len(inputs))])
+    return tokens, rows_by_id(task.inference_step(SideInputOf(), models, sample), sample["id"])
+
+
+def offline_batch(dataset, indices):
+    stored = dataset.collater([dataset[i] for i in indices])
+    return rows_by_id(stored["net_input"]["src_ldd"], stored["id"])
+
+
+def test_preprocessing_records_the_conversion_settings(offline):
+    with open(os.path.join(offline[0], "syntax.json")) as f:
+        meta = json.load(f)
+    assert meta["form"] == "sequence" and meta["ldd"] == {"labels": "universal", "floor": 0.001}
+
+
+def test_interactive_tokens_and_side_input_equal_the_offline_ones(offline, checkpoint, dependency_model):
+    dest, raw = offline
+    models, task = load(checkpoint, dest, source_dependency_parser=dependency_model)
+    task.load_dataset("test")
+    dataset = task.datasets["test"]
+    bpe = encoders.build_bpe(argparse.Namespace(bpe="subword_nmt", bpe_codes=os.path.join(raw, "codes")))
+    lines = words_of(raw, "test")
+    assert any("father" in line for line in lines)  # a word split into two BPE tokens is exercised
+
+    # one buffer of all lines: the parser sees the batch the offline parse saw
+    tokens, ldd = interactive_batch(task, models, lines, bpe.encode)
+    assert [t.tolist() for t in tokens] == [dataset[i]["source"].tolist() for i in range(len(dataset))]
+    expected = offline_batch(dataset, range(len(dataset)))
+    assert expected.shape[:2] == (12, 17) and expected.sum() > 0
+    assert torch.equal(ldd, expected)
+    # one line per buffer (fairseq-interactive's default): each sentence parsed alone
+    for index, line in enumerate(lines):
+        assert torch.equal(interactive_batch(task, models, [line], bpe.encode)[1], offline_batch(dataset, [index]))
+    # a bracketed tree stands for its words
+    tree = "(S " + " ".join(f"(X {word})" for word in lines[0].split()) + ")"
+    assert torch.equal(interactive_batch(task, models, [tree], bpe.encode)[1], offline_batch(dataset, [0]))
+
+
+def test_fairseq_interactive_prints_one_hypothesis_per_line(offline, checkpoint, dependency_model):
+    dest, raw = offline
+    lines = ["the father sees the cat .", "the dog likes the man .", "the cat sees the father ."]
+    out = run(["fairseq-interactive", dest, "--user-dir", "fairseq_syntax", "--task", "syntax_translation",
+               "--path", checkpoint, "--source-dependency-parser", dependency_model, "--bpe", "subword_nmt",
+               "--bpe-codes", os.path.join(raw, "codes"), "-s", "en", "-t", "de", "--beam", "2", "--cpu"],
+              input="".join(line + "\n" for line in lines), env=ONE_THREAD).stdout
+    assert re.findall(r"^S-(\d+)\t(.*)$", out, re.M) == [
+        ("0", "the fa@@ ther sees the cat ."), ("1", "the dog likes the man ."), ("2", "the cat sees the fa@@ ther ."),
+    ]
+    assert [int(i) for i in re.findall(r"^H-(\d+)\t", out, re.M)] == [0, 1, 2]
+
+
+def test_interactive_errors_say_what_to_pass_and_name_the_line(offline, checkpoint, dependency_model, monkeypatch):
+    dest, raw = offline
+    without_parser = subprocess.run(
+        ["fairseq-interactive", dest, "--user-dir", "fairseq_syntax", "--task", "syntax_translation", "--path",
+         checkpoint, "-s", "en", "-t", "de", "--cpu"],
+        input="the cat sees the dog .\n", cwd=REPO, capture_output=True, text=True, env=ONE_THREAD)
+    assert without_parser.returncode != 0 and "give --source-dependency-parser" in without_parser.stderr
+
+    _, task = load(checkpoint, dest, source_dependency_parser=dependency_model)
+    with pytest.raises(ValueError, match=r"<input>:2: the dependency parser gave no parse of '': empty line"):
+        task.get_interactive_tokens_and_lengths(["the cat sees the dog .", ""], str)
+
+    def parser_fails(self, sentences):
+        raise RuntimeError("out of memory")
+
+    monkeypatch.setattr(DependencyParser, "_parse_chunk", parser_fails)
+    with pytest.raises(ValueError, match=r"<input>:3: .*'the dog sees the man \.': parser error: RuntimeError"):
+        task.get_interactive_tokens_and_lengths(["the dog sees the man ."], str)  # lines count on across calls
+
+
+def test_settings_come_from_syntax_json_or_options_for_older_directories(tmp_path):
+    def settings(meta, **options):
+        return ldd_settings(SyntaxTranslationConfig(**options), meta, str(tmp_path))
+
+    recorded = {"form": "sequence", "ldd": {"labels": "stanford", "floor": 0.01}}
+    assert settings(recorded) == ("stanford", 0.01)
+    assert settings(recorded, source_dependency_labels="stanford") == ("stanford", 0.01)
+    with pytest.raises(ValueError, match=r"records other settings than --source-dependency-floor 0.001 "
+                                         r"\(recorded: 0.01\)"):
+        settings(recorded, source_dependency_floor=0.001)
+    old = {"form": "sequence"}
+    with pytest.raises(ValueError, match=r"syntax.json does not record how the src_ldd side data was made: pass "
+                                         r"--source-dependency-labels .* and --source-dependency-floor"):
+        settings(old)
+    assert settings(old, source_dependency_labels="universal", source_dependency_floor=0.002) == ("universal", 0.002)
+    with pytest.raises(ValueError, match="label table 'ud'"):
+        settings(old, source_dependency_labels="ud", source_dependency_floor=0.002)
+
+
+def test_preprocessing_refuses_settings_other_than_those_recorded(offline, tmp_path):
+    dest, raw = offline
+    copy = str(tmp_path / "data")
+    shutil.copytree(dest, copy)
+    with pytest.raises(SystemExit, match=r"made with --labels universal --floor 0.001, this run asks for --labels "
+                                         r"stanford --floor 0.001"):
+        preprocess_dependencies.main(["--destdir", copy, "-s", "en", "-t", "de", "--labels", "stanford",
+                                      "--testpref", f"{raw}/test"])

@@ -1,0 +1,217 @@
+"""Constituent attention (Tree Transformer, eqs. 2-8) and the two models built on it."""
+import argparse
+import math
+
+import pytest
+import torch
+from fairseq.data import Dictionary
+
+import fairseq_syntax.methods.tree_transformer.model as tree_transformer
+from fairseq_syntax.methods.tree_transformer.attention import (
+    MIN_LINK,
+    ConstituentAttention,
+    constituent_prior,
+    hierarchical_links,
+    neighbour_link_probabilities,
+)
+
+torch.set_num_threads(1)
+
+
+# ---------------------------------------------------------------------------------------------- prior (eqs. 3-4)
+
+
+def test_prior_is_the_product_of_the_links_between_two_words():
+    links = torch.tensor([[0.5, 0.25, 1.0]])
+    expected = torch.tensor([
+        [1.0, 0.5, 0.125, 0.125],
+        [0.5, 1.0, 0.25, 0.25],
+        [0.125, 0.25, 1.0, 1.0],
+        [0.125, 0.25, 1.0, 1.0],
+    ])
+    assert torch.allclose(constituent_prior(links)[0], expected, atol=1e-6)
+
+
+def test_prior_without_the_diagonal_keeps_every_other_product():
+    links = torch.tensor([[0.5, 0.25]])
+    expected = torch.tensor([
+        [0.0, 0.5, 0.125],
+        [0.5, 0.0, 0.25],
+        [0.125, 0.25, 0.0],
+    ])
+    assert torch.allclose(constituent_prior(links, diagonal=0.0)[0], expected, atol=1e-6)
+
+
+def test_prior_of_a_zero_link_is_tiny_and_finite_with_finite_gradients():
+    links = torch.tensor([[0.0, 0.5]], requires_grad=True)
+    prior = constituent_prior(links)[0]
+    prior.sum().backward()
+    prior = prior.detach()
+    assert prior[0, 1] <= MIN_LINK and prior[0, 2] <= MIN_LINK and float(prior[1, 2]) == pytest.approx(0.5)
+    assert torch.isfinite(links.grad).all()
+
+
+def test_prior_is_zero_at_padding_and_unchanged_for_the_real_words():
+    links = torch.tensor([[0.5, 0.25, 0.0], [0.5, 0.25, 0.8]])  # sentence 0 has 3 words and one padding position
+    token_mask = torch.tensor([[True, True, True, False], [True, True, True, True]])
+    prior = constituent_prior(links, token_mask)
+    assert torch.equal(prior[0, 3], torch.zeros(4)) and torch.equal(prior[0, :, 3], torch.zeros(4))
+    assert torch.allclose(prior[0, :3, :3], constituent_prior(links[:1, :2])[0])
+
+
+def test_prior_of_one_token_is_one():
+    assert torch.equal(constituent_prior(torch.zeros(2, 0)), torch.ones(2, 1, 1))
+
+
+# ---------------------------------------------------------------------------------------- neighbours (eqs. 5-7)
+
+
+def test_neighbour_links_from_hand_set_scores():
+    # d = 1 and scale 1, so s_{i,j} = q_i k_j. Word 1: s_{1,2} = ln 3, s_{1,0} = 0, so p_{1,2} = 3/4, p_{1,0} = 1/4.
+    # Words 0 and 2 have one neighbour each: p_{0,1} = p_{2,1} = 1.
+    query = torch.tensor([[[5.0], [1.0], [-2.0]]])
+    key = torch.tensor([[[0.0], [7.0], [math.log(3.0)]]])
+    a_hat = neighbour_link_probabilities(query, key, None, scale=1.0)
+    assert torch.allclose(a_hat, torch.tensor([[math.sqrt(0.25), math.sqrt(0.75)]]))
+
+
+def test_neighbour_links_match_the_equations_in_a_loop():
+    torch.manual_seed(0)
+    query, key = torch.randn(1, 6, 4), torch.randn(1, 6, 4)
+    scale = 2.0
+    score = lambda i, j: float(query[0, i] @ key[0, j]) / scale  # noqa: E731
+
+    def p(i, j):  # eq. 6: softmax over the existing neighbours of word i
+        neighbours = [n for n in (i - 1, i + 1) if 0 <= n < 6]
+        return math.exp(score(i, j)) / sum(math.exp(score(i, n)) for n in neighbours)
+
+    expected = [math.sqrt(p(k, k + 1) * p(k + 1, k)) for k in range(5)]
+    assert torch.allclose(neighbour_link_probabilities(query, key, None, scale)[0], torch.tensor(expected), atol=1e-6)
+
+
+def test_neighbour_links_of_a_padded_sentence_equal_those_of_the_sentence_alone():
+    torch.manual_seed(0)
+    query, key = torch.randn(1, 4, 3), torch.randn(1, 4, 3)
+    alone = neighbour_link_probabilities(query, key, None, 1.5)
+    pad = torch.randn(1, 2, 3) * 100  # whatever padding positions hold must not matter
+    for padded_q, padded_k, mask, real in (
+        (torch.cat([query, pad], 1), torch.cat([key, pad], 1), torch.tensor([[1, 1, 1, 1, 0, 0]]).bool(), slice(0, 3)),
+        (torch.cat([pad, query], 1), torch.cat([pad, key], 1), torch.tensor([[0, 0, 1, 1, 1, 1]]).bool(), slice(2, 5)),
+    ):
+        links = neighbour_link_probabilities(padded_q, padded_k, mask, 1.5)
+        assert torch.allclose(links[:, real], alone, atol=1e-6)
+        outside = torch.ones(5, dtype=torch.bool)
+        outside[real] = False
+        assert torch.equal(links[0, outside], torch.zeros(2))
+
+
+def test_two_words_link_with_probability_one():
+    query, key = torch.randn(1, 2, 3), torch.randn(1, 2, 3)
+    assert torch.allclose(neighbour_link_probabilities(query, key, None, 1.0), torch.ones(1, 1))
+
+
+# ---------------------------------------------------------------------------------------------- hierarchy (eq. 8)
+
+
+def test_hierarchical_constraint_by_hand():
+    assert hierarchical_links(torch.tensor([0.3]), None).tolist() == pytest.approx([0.3])
+    assert hierarchical_links(torch.tensor([0.5, 0.0, 1.0]), torch.tensor([0.5, 0.4, 0.2])).tolist() == \
+        pytest.approx([0.75, 0.4, 1.0])
+
+
+def _tiny_dictionary() -> Dictionary:
+    dictionary = Dictionary()
+    for word in "the cat sat on a mat dog ran".split():
+        dictionary.add_symbol(word)
+    dictionary.add_symbol("<mask>")
+    return dictionary
+
+
+class _Task:
+    def __init__(self):
+        self.source_dictionary = self.target_dictionary = _tiny_dictionary()
+
+    def max_positions(self):
+        return 64
+
+
+def _tiny_lm(layers: int = 4) -> torch.nn.Module:
+    args = argparse.Namespace(encoder_layers=layers)
+    tree_transformer.tree_transformer_lm_tiny_architecture(args)
+    torch.manual_seed(1)
+    return tree_transformer.TreeTransformerLMModel.build_model(args, _Task()).eval()
+
+
+def test_links_grow_from_layer_to_layer_and_are_zero_at_padding():
+    model = _tiny_lm(layers=4)
+    tokens = torch.tensor([[0, 4, 5, 6, 7, 8, 2], [0, 9, 5, 2, 1, 1, 1]])  # 1 = padding
+    links = tree_transformer.tree_encoder(model).link_probabilities(tokens)  # L x B x (T-1)
+    assert links.shape == (4, 2, 6)
+    assert (links[1:] >= links[:-1]).all() and (links[1:, 0] > links[:-1, 0]).all()
+    assert ((links >= 0) & (links <= 1)).all()
+    assert torch.equal(links[:, 1, 3:], torch.zeros(4, 3))
+    # padding does not change the links of the shorter sentence
+    alone = tree_transformer.tree_encoder(model).link_probabilities(tokens[1:, :4])
+    assert torch.allclose(links[:, 1, :3], alone[:, 0], atol=1e-5)
+
+
+def test_attention_is_the_prior_times_the_softmax_shared_by_all_heads():
+    torch.manual_seed(0)
+    attention = ConstituentAttention(embed_dim=8, num_heads=2).eval()
+    x = torch.randn(5, 1, 8)  # T x B x C
+    previous = torch.full((1, 4), 0.5)
+    _, weights, passed_on = attention(x, None, {}, need_weights=True, carry=previous)
+    links, prior = attention.links_and_prior(x, None, previous)
+    assert torch.equal(passed_on, links)  # the next layer's a^{l-1}
+    q = attention.q_proj(x[:, 0]).view(5, 2, 4).transpose(0, 1)
+    k = attention.k_proj(x[:, 0]).view(5, 2, 4).transpose(0, 1)
+    softmax = torch.softmax(q @ k.transpose(1, 2) / 2.0, dim=-1)  # sqrt(d_k) = 2
+    assert torch.allclose(weights[0], prior[0] * softmax, atol=1e-6)
+    assert (links >= previous).all()
+
+
+def test_attention_without_link_history_says_what_is_missing():
+    with pytest.raises(ValueError, match="link_probabilities"):
+        ConstituentAttention(8, 2)(torch.randn(3, 1, 8), None, {})
+
+
+def test_gradients_stay_finite_when_links_saturate():
+    model = _tiny_lm(layers=3).train()
+    for module in model.modules():
+        if isinstance(module, ConstituentAttention):
+            module.link_query.weight.data.mul_(1000.0)  # scores in the thousands: p in {0, 1}, links 0 or 1
+            module.link_key.weight.data.mul_(1000.0)
+    tokens = torch.tensor([[0, 4, 5, 6, 7, 8, 9, 2]])
+    links = torch.stack(tree_transformer.tree_encoder(model)(tokens)["link_probabilities"])
+    assert (links < 1e-6).any() and (links > 1 - 1e-6).any()
+    model(tokens)[0].sum().backward()
+    assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+
+
+def test_lm_and_translation_models_run_and_share_the_encoder():
+    tokens = torch.tensor([[0, 4, 5, 6, 2], [0, 7, 8, 2, 1]])
+    lm = _tiny_lm(layers=2)
+    assert lm(tokens)[0].shape == (2, 5, len(lm.encoder.dictionary))
+    args = argparse.Namespace()
+    tree_transformer.transformer_constituent_tiny_architecture(args)
+    translation = tree_transformer.ConstituentTransformerModel.build_model(args, _Task())
+    assert tree_transformer.tree_encoder(translation) is translation.encoder
+    out, _ = translation(tokens, torch.tensor([5, 4]), tokens)
+    assert out.shape == (2, 5, len(_tiny_dictionary()))
+    assert len(translation.encoder(tokens)["link_probabilities"]) == args.encoder_layers
+
+
+def test_constituent_diagonal_option_reaches_every_layer_of_both_models():
+    parser = argparse.ArgumentParser()
+    tree_transformer.TreeTransformerLMModel.add_args(parser)
+    assert parser.parse_args(["--constituent-diagonal", "zero"]).constituent_diagonal == "zero"
+    assert parser.parse_args([]).constituent_diagonal == "one"
+    args = argparse.Namespace(constituent_diagonal="zero")
+    tree_transformer.tree_transformer_lm_tiny_architecture(args)
+    lm = tree_transformer.TreeTransformerLMModel.build_model(args, _Task())
+    args = argparse.Namespace(constituent_diagonal="zero")
+    tree_transformer.transformer_constituent_tiny_architecture(args)
+    translation = tree_transformer.ConstituentTransformerModel.build_model(args, _Task())
+    for model in (lm, translation, _tiny_lm(layers=2)):
+        diagonals = {m.diagonal for m in model.modules() if isinstance(m, ConstituentAttention)}
+        assert diagonals == ({1.0} if model is not lm and model is not translation else {0.0})

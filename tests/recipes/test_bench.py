@@ -1,0 +1,246 @@
+"""bench/: the --quick smoke run writes rows with the agreed schema; the benchmarked systems are those the method
+registry describes (and bench's own dense variant); the pieces it relies on (round-paired median ratios, fairseq
+batching of the same sentences, synthetic trees and parser side data, bf16 output casting) give the values worked out
+by hand. The dense hierarchical accumulation the variant trains: test_hier_accum_dense.py."""
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+import torch
+from conftest import REPO
+
+sys.path.insert(0, os.path.join(REPO, "bench"))
+import precision  # noqa: E402
+import report  # noqa: E402
+import synthetic  # noqa: E402
+
+from fairseq_syntax.core import trees  # noqa: E402
+from fairseq_syntax.parsing.dependency import read_arc_distributions  # noqa: E402
+
+ROW_KEYS = {"arch": str, "src_words": int, "tokens_per_s_ratio": float, "peak_mem_ratio": float, "repeats": int}
+
+
+def test_quick_run_writes_one_row_per_length_with_the_schema(tmp_path):
+    out = tmp_path / "out"
+    result = subprocess.run([sys.executable, "bench/run.py", "--quick", "--out", str(out)], cwd=REPO,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    rows = json.loads((out / "RESULTS.json").read_text())
+    assert isinstance(rows, list) and len(rows) == 1  # one arch (the table's first, tiny), one length, no context
+    row = rows[0]
+    for key, kind in ROW_KEYS.items():
+        assert isinstance(row[key], kind), (key, row)
+    assert (row["arch"], row["src_words"], row["repeats"]) == ("transformer_syntax_mask_tiny", 8, 1)
+    assert row["baseline"] == "transformer_tiny (preorder)"
+    for key in ("tokens_per_s_ratio", "peak_mem_ratio"):
+        assert math.isfinite(row[key]) and row[key] > 0
+    assert "| transformer_syntax_mask_tiny | preorder | 8 |" in (out / "RESULTS.md").read_text()
+    details = json.loads((out / "RESULTS.details.json").read_text())
+    assert details["side_data_bytes_per_sentence"]["8"]["preorder"]["parents"] > 0
+    # every bf16 variant trained: the arch with two, the transformer with three, each a finite loss
+    speed = {(r["arch"], r["option"]): r for r in details["speed_options"]}
+    assert sorted(speed) == [("transformer_syntax_mask_tiny", "bf16_autocast"),
+                             ("transformer_syntax_mask_tiny", "bf16_weights"),
+                             ("transformer_tiny", "bf16_autocast"), ("transformer_tiny", "bf16_autocast_layers"),
+                             ("transformer_tiny", "bf16_weights")]
+    assert all(math.isfinite(r["last_loss"]) and r["tokens_per_s_ratio"] > 0 for r in speed.values())
+
+
+def test_ratios_are_paired_within_rounds_before_the_median():
+    system = [{"speed": 2.0}, {"speed": 3.0}, {"speed": 10.0}]
+    baseline = [{"speed": 1.0}, {"speed": 3.0}, {"speed": 2.0}]
+    # round ratios 2, 1, 5 -> median 2 (the ratio of medians would be 3 / 2)
+    assert report.median_ratio(system, baseline, "speed") == 2.0
+    with pytest.raises(ValueError, match="same number"):
+        report.median_ratio(system, baseline[:2], "speed")
+
+
+def test_batches_are_fairseqs_batch_by_size_over_length_sorted_ids():
+    import run
+
+    sizes = run.np.array([5, 3, 9, 5, 3, 5])
+    # sorted ids 1, 4 (3 tokens), 0, 3, 5 (5), 2 (9); at most 10 tokens = longest x sentences
+    assert run.make_batches(sizes, max_tokens=10, count=3) == [[1, 4], [0, 3], [5]]
+    with pytest.raises(SystemExit, match="gives 4 batches"):
+        run.make_batches(sizes, max_tokens=10, count=5)
+
+
+def test_the_benchmarked_archs_are_the_registrys_translation_systems_and_the_dense_variant(capsys):
+    import run
+
+    archs = run.benchmark_archs()
+    # what the method descriptions say today: no baselines, no ablations, translation only
+    assert [(a.key, a.input_form, a.extra_preprocessing) for a in archs] == [
+        ("transformer_syntax_mask", run.Form("preorder"), None),
+        ("transformer_ldd", run.Form("sequence"), "dependencies"),
+        ("transformer_constituent", run.Form("sequence"), None),
+        ("transformer_hier_accum", run.Form("preorder", "split"), None),
+        ("transformer_hier_accum:dense", run.Form("preorder", "split"), None),
+    ]
+    assert [a.variant for a in archs] == [None] * 4 + [run.NAIVE_HIER_ACCUM]
+    assert all(a.model_options == () for a in archs)
+    assert [run.System.of(a).trained_arch for a in archs] == [
+        "transformer_syntax_mask", "transformer_ldd", "transformer_constituent", "transformer_hier_accum",
+        "transformer_hier_accum_dense"]
+    assert run.main(["--list"]) == []
+    listed = capsys.readouterr().out.splitlines()
+    assert [line.split()[:3] for line in listed[1:]] == [[a.key, a.input_form.name, a.extra_preprocessing or "-"]
+                                                          for a in archs]
+
+
+def test_a_method_added_to_the_registry_is_benchmarked_from_its_description():
+    import run
+
+    def system(arch, form="sequence", preterminals="keep", side_inputs=(), model_args=()):
+        return SimpleNamespace(arch=arch, form=form, preterminals=preterminals, side_inputs=side_inputs,
+                               model_args=model_args)
+
+    archs = run.registry_archs([
+        system("transformer_new", "linearized", side_inputs=("src_ldd", "src_parents"), model_args=("--x", "1")),
+        system("transformer_hier_accum", "preorder", "drop", side_inputs=("src_parents",)),
+    ])
+    assert [(a.key, a.input_form.name, a.extra_preprocessing) for a in archs] == [
+        ("transformer_new", "linearized", "dependencies"),
+        ("transformer_hier_accum", "preorder-drop", None),
+        ("transformer_hier_accum:dense", "preorder-drop", None),  # a bench variant follows its arch
+    ]
+    new = run.System.of(archs[0])
+    assert run.model_args(new, run.QUICK)[:4] == ["--arch", "transformer_new_tiny", "--x", "1"]
+    with pytest.raises(ValueError, match="two benchmarked systems train transformer_new"):
+        run.registry_archs([system("transformer_new"), system("transformer_new", model_args=("--x", "2"))])
+
+
+def test_archs_fairseq_does_not_know_are_skipped_and_reported(capsys):
+    import run
+
+    args = run.parse_args(["--archs", "transformer_ldd,transformer_syntax_mask"])
+    archs, skipped = run.choose_archs(args, {"transformer", "transformer_syntax_mask"}, run.Settings())
+    assert [a.name for a in archs] == ["transformer_syntax_mask"] and skipped == ["transformer_ldd"]
+    assert "skipped transformer_ldd" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="not benchmarked architectures"):
+        run.choose_archs(run.parse_args(["--archs", "transformer_nope"]), set(), run.Settings())
+    # a variant needs its own arch registered
+    args = run.parse_args(["--archs", "transformer_hier_accum,transformer_hier_accum:dense"])
+    archs, skipped = run.choose_archs(args, {"transformer_hier_accum_tiny"}, run.QUICK)
+    assert [a.key for a in archs] == ["transformer_hier_accum"] and skipped == ["transformer_hier_accum:dense"]
+    assert "no arch transformer_hier_accum_dense_tiny registered" in capsys.readouterr().out
+
+
+def test_a_variant_trains_its_own_arch_against_the_same_baseline():
+    import run
+
+    args = run.parse_args(["--archs", "transformer_hier_accum,transformer_hier_accum:dense"])
+    archs, skipped = run.choose_archs(
+        args, {"transformer_hier_accum_tiny", "transformer_hier_accum_dense_tiny"}, run.QUICK)
+    fast, dense = (run.System.of(a) for a in archs)
+    assert skipped == [] and fast.form == dense.form == run.Form("preorder", "split")
+    assert fast.arch == dense.arch == "transformer_hier_accum"
+    assert fast.row_name(run.QUICK) == "transformer_hier_accum_tiny"
+    assert dense.row_name(run.QUICK) == "transformer_hier_accum_tiny (dense, naive)"
+    assert dense.label == "transformer_hier_accum (dense, naive) (preorder-split)"  # what from_logs.py parses
+    assert run.model_args(dense, run.QUICK)[:2] == ["--arch", "transformer_hier_accum_dense_tiny"]
+    assert run.model_args(fast, run.QUICK)[:2] == ["--arch", "transformer_hier_accum_tiny"]
+    assert run.model_args(dense, run.QUICK)[2:] == run.model_args(fast, run.QUICK)[2:]
+    assert dense.variant_options(run.Settings()) == "--arch transformer_hier_accum_dense"
+    # fp32 only: the bf16 options are tried on the plain arch, not on its variant
+    assert run.speed_option_applies(fast, "archs") and not run.speed_option_applies(dense, "archs")
+
+
+def test_the_measuring_server_knows_the_dense_arch(tmp_path):
+    with open(tmp_path / "stderr", "w") as stderr:
+        server = subprocess.Popen([sys.executable, os.path.join(REPO, "bench", "measure.py")], cwd=REPO, text=True,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr)
+        try:
+            first = next((line for line in server.stdout if line.startswith(("ARCHS ", "ERROR "))), "")
+        finally:
+            server.stdin.close()
+            server.wait(timeout=60)
+    tag, _, payload = first.partition(" ")
+    assert tag == "ARCHS", first + (tmp_path / "stderr").read_text()[-3000:]
+    assert {"transformer_hier_accum_dense", "transformer_hier_accum_dense_tiny", "transformer_hier_accum_tiny",
+            "transformer_syntax_mask_tiny"} <= set(json.loads(payload))
+
+
+@pytest.mark.parametrize("n_words", [1, 2, 7, 30])
+def test_random_trees_have_exactly_the_words_each_under_its_own_preterminal(n_words):
+    rng = random.Random(n_words)
+    words = [f"w{i}" for i in range(n_words)]
+    tree = synthetic.random_tree(rng, words)
+    assert tree.label == "S" and tree.leaves() == words
+    assert trees.parse_tree(trees.to_bracketed(tree)) == tree
+
+    def preterminals(node):
+        return [node] if node.is_preterminal else [p for child in node.children for p in preterminals(child)]
+
+    assert [p.children for p in preterminals(tree)] == [[trees.Tree(w)] for w in words]
+    assert all(len(node.children) <= 4 for node in [tree] + [c for c in tree.children])
+
+
+def test_sentence_source_target_and_bpe():
+    vocab = synthetic.vocabulary()
+    assert len(set(vocab)) == synthetic.VOCABULARY_SIZE and vocab == synthetic.vocabulary()
+    assert synthetic.bpe_pieces("karomi", 0) == ["kar@@", "omi"]  # type 0 is split, type 1 is not
+    assert synthetic.bpe_pieces("karomi", 1) == ["karomi"]
+    drawn = synthetic.sentence(random.Random(1), 12, vocab)
+    words = drawn.tree.leaves()
+    assert len(words) == 12 and drawn.arcs["words"] == words
+    assert "".join(drawn.source).replace("@@", "") == "".join(words)
+    assert "".join(drawn.target).replace("@@", "") == "".join(w[::-1] for w in reversed(words))
+
+
+def test_parser_side_data_passes_the_projects_reader_with_full_head_mass(tmp_path):
+    prefix = str(tmp_path / "train")
+    synthetic.write_corpus(prefix, [1, 3, 6], seed=2)
+    records = list(read_arc_distributions(prefix + ".arcs.jsonl"))  # raises on malformed records
+    assert [len(r["words"]) for r in records] == [1, 3, 6]
+    for record in records:
+        n = len(record["words"])
+        heads = {d: {} for d in range(1, n + 1)}
+        for dependent, head, probability, labels in record["arcs"]:
+            heads[dependent][head] = probability
+            assert math.isclose(sum(labels.values()), 1.0)
+        # candidates: the root for the root word, and the other words: 1 word -> 1; 3 words -> 3 for the root
+        # word, 2 for the others; 6 words -> 3 each (the main head and two alternatives)
+        assert sorted(len(h) for h in heads.values()) == {1: [1], 3: [2, 2, 3], 6: [3] * 6}[n]
+        assert all(math.isclose(sum(h.values()), 1.0) for h in heads.values())
+        assert sum(max(h, key=h.get) == 0 for h in heads.values()) == 1  # one word has the root as main head
+
+
+def test_layer_outputs_leave_autocast_as_fp32_and_keep_other_values():
+    bf16 = torch.ones(2, dtype=torch.bfloat16)
+    out = precision.to_float32((bf16, {"attn": [bf16]}, None, torch.tensor([3])))
+    assert out[0].dtype == torch.float32 and out[1]["attn"][0].dtype == torch.float32
+    assert out[2] is None and out[3].dtype == torch.int64
+
+
+def test_ratio_table_from_logs_pairs_each_system_with_its_baseline_within_a_log_and_round(tmp_path):
+    import from_logs
+
+    def line(round_index, words, system, tokens, mem=100.0):
+        return (f"[bench 06:49:26] round {round_index}/3 {words:>3} words {system:<56} fp32{'':<20} "
+                f"{tokens:7.0f} tok/s {tokens:7.0f} tok/wall-s {mem:6.0f} MB\n")
+
+    mask, baseline = "transformer_syntax_mask (preorder)", "transformer (preorder)"
+    naive = "transformer_hier_accum (dense, naive) (preorder-split)"
+    first, second = tmp_path / "a.log", tmp_path / "b.log"
+    first.write_text("noise\n" + line(1, 16, mask, 500) + line(1, 16, baseline, 1000, 50) + line(2, 16, mask, 900)
+                     + line(2, 16, baseline, 1000) + line(3, 16, mask, 50))  # round 3: no baseline, not counted
+    second.write_text(line(1, 16, baseline, 1000) + line(1, 16, mask, 800)
+                      + line(1, 16, naive, 300) + line(1, 16, "transformer (preorder-split)", 600))
+    table = from_logs.rows(from_logs.read_measurements([str(first), str(second)]))
+    by_arch = {row["arch"]: row for row in table}
+    # ratios 0.5, 0.9, 0.8 -> median 0.8; memory 100/50, 100/100, 100/100 -> 1.0
+    assert by_arch["transformer_syntax_mask"]["rounds"] == 3
+    assert by_arch["transformer_syntax_mask"]["tokens_per_s_ratio"] == 0.8
+    assert by_arch["transformer_syntax_mask"]["peak_mem_ratio"] == 1.0
+    assert by_arch["transformer_hier_accum (dense, naive)"]["tokens_per_s_ratio"] == 0.5
+    assert by_arch["transformer_hier_accum (dense, naive)"]["baseline"] == "transformer (preorder-split)"
+    assert by_arch["transformer"]["form"] == "preorder-split" and by_arch["transformer"]["tokens_per_s_ratio"] == 0.6
+    (tmp_path / "empty.log").write_text("nothing\n")
+    with pytest.raises(SystemExit, match="no fp32 measurement"):
+        from_logs.read_measurements([str(tmp_path / "empty.log")])

@@ -1,0 +1,346 @@
+"""The synthetic demo data (examples/demo/make_data.py): files, determinism, the tree-to-target transfer and the
+dependency side data (head rules and noise).
+
+Expected targets and dependencies below are derived by hand from the lexicon tables, transfer rules and head rules in
+make_data's docstring.
+"""
+import importlib.util
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fairseq_syntax.core.trees import parse_tree, read_trees
+from fairseq_syntax.methods.ldd.distributions import (
+    OUTSIDE,
+    UNIVERSAL_GROUPS,
+    label_group,
+    label_index,
+)
+from fairseq_syntax.parsing.dependency import read_arc_distributions
+
+MAKE_DATA = Path(__file__).resolve().parents[2] / "examples" / "demo" / "make_data.py"
+SPLITS = ("train", "valid", "test")
+GRAMMAR_LABELS = {"S", "NP", "VP", "PP", "SBAR", "WHNP", "ADJP", "DT", "JJ", "NN", "NNS", "VBD", "VBZ", "VBP", "IN",
+                  "PRP", "CC", "WDT", "."}
+
+
+def _load_make_data():
+    spec = importlib.util.spec_from_file_location("demo_make_data", MAKE_DATA)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look the module up while building the class
+    spec.loader.exec_module(module)
+    return module
+
+
+make_data = _load_make_data()
+
+
+def _run_cli(out_dir: Path, seed: int, train: int = 50, valid: int = 20, test: int = 20) -> None:
+    command = [sys.executable, str(MAKE_DATA), "--out", str(out_dir), "--train", str(train), "--valid", str(valid),
+               "--test", str(test), "--seed", str(seed)]
+    subprocess.run(command, check=True, capture_output=True, text=True)
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+def _interior_labels(tree) -> set[str]:
+    if not tree.children:
+        return set()
+    return {tree.label}.union(*(_interior_labels(child) for child in tree.children))
+
+
+def _translate(bracketed: str) -> str:
+    return " ".join(make_data.translate(parse_tree(bracketed)))
+
+
+@pytest.fixture(scope="module")
+def demo_dir(tmp_path_factory) -> Path:
+    out_dir = tmp_path_factory.mktemp("demo")
+    _run_cli(out_dir, seed=3)
+    return out_dir
+
+
+# ---------------------------------------------------------------------------------------------------- the files
+
+
+def test_files_are_parallel_and_trees_match_the_source(demo_dir):
+    sizes = {"train": 50, "valid": 20, "test": 20}
+    for split, size in sizes.items():
+        sources = _lines(demo_dir / f"{split}.en")
+        targets = _lines(demo_dir / f"{split}.de")
+        trees = list(read_trees(str(demo_dir / f"{split}.tree")))
+        assert len(sources) == len(targets) == len(trees) == size
+        for source, target, tree in zip(sources, targets, trees):
+            assert tree.leaves() == source.split(" ")
+            assert source.endswith(" .")
+            assert make_data.MIN_TOKENS <= len(tree.leaves()) <= make_data.MAX_TOKENS
+            assert _interior_labels(tree) <= GRAMMAR_LABELS
+            # the .tree file alone determines the .de line
+            assert " ".join(make_data.translate(tree)) == target
+
+
+def test_no_sentence_repeats_within_or_across_splits(demo_dir):
+    sentences = [line for split in SPLITS for line in _lines(demo_dir / f"{split}.en")]
+    assert len(set(sentences)) == len(sentences) == 90
+
+
+def test_duplicates_are_redrawn_when_the_grammar_repeats_itself(monkeypatch):
+    # Only three-token sentences ("they ran ."): a few thousand exist, and the likeliest recur within 300 draws.
+    monkeypatch.setattr(make_data, "MIN_TOKENS", 3)
+    corpus = make_data.generate_corpus({"train": 200, "test": 100}, seed=0, max_tokens=3)
+    sentences = [" ".join(make_data.leaves(tree)) for trees in corpus.values() for tree in trees]
+    assert len(sentences) == 300
+    assert all(len(sentence.split()) == 3 for sentence in sentences)
+    assert len(set(sentences)) == 300
+
+
+def test_a_grammar_that_only_repeats_itself_is_an_error_not_a_hang(monkeypatch):
+    only_tree = parse_tree("(S (NP (PRP they)) (VP (VBD ran) (PP (IN near) (NP (DT the) (NN river)))) (. .))")
+    monkeypatch.setattr(make_data._Generator, "sentence", lambda self: only_tree)
+    with pytest.raises(ValueError, match="could not draw 2 distinct sentences for 'train'"):
+        make_data.generate_corpus({"train": 2}, seed=0)
+
+
+def test_same_seed_same_files_other_seed_other_files(demo_dir, tmp_path):
+    _run_cli(tmp_path / "again", seed=3)
+    _run_cli(tmp_path / "other", seed=4)
+    for split in SPLITS:
+        for suffix in ("en", "de", "tree", "arcs.jsonl"):
+            name = f"{split}.{suffix}"
+            assert (tmp_path / "again" / name).read_bytes() == (demo_dir / name).read_bytes()
+    assert (tmp_path / "other" / "train.en").read_bytes() != (demo_dir / "train.en").read_bytes()
+    assert (tmp_path / "other" / "train.arcs.jsonl").read_bytes() != (demo_dir / "train.arcs.jsonl").read_bytes()
+
+
+def test_negative_size_is_refused(tmp_path):
+    with pytest.raises(SystemExit):
+        make_data.main(["--out", str(tmp_path), "--train", "-1"])
+
+
+# ---------------------------------------------------------------------------------------------------- transfer
+
+
+def test_svo_becomes_sov_with_adjective_after_noun_and_plural_agreement():
+    tree = "(S (NP (DT the) (NNS dogs)) (VP (VBD chased) (NP (DT a) (JJ big) (NN cat))) (. .))"
+    # the -> ja, dogs -> lemo+ri; a -> ny, cat -> bame, big -> egigem, object marker wo;
+    # chase -> zufur + u (past) + n (plural subject)
+    assert _translate(tree) == "ja lemori ny bame egigem wo zufurun ."
+
+
+def test_pp_attachment_decides_the_target_of_one_word_sequence():
+    on_verb = ("(S (NP (DT the) (NN man)) (VP (VBD saw) (NP (DT the) (NN dog)) "
+               "(PP (IN with) (NP (DT the) (NN telescope)))) (. .))")
+    on_noun = ("(S (NP (DT the) (NN man)) (VP (VBD saw) (NP (NP (DT the) (NN dog)) "
+               "(PP (IN with) (NP (DT the) (NN telescope))))) (. .))")
+    assert parse_tree(on_verb).leaves() == parse_tree(on_noun).leaves()
+    # VP-attached: adverbial postposition (with -> wa) after the object, before the verb (see -> lofiz+u)
+    assert _translate(on_verb) == "ja fome ja lemo wo ja vizeko wa lofizu ."
+    # NP-attached: genitive-like prefix "telescope wa nu" before "the dog"
+    assert _translate(on_noun) == "ja fome ja vizeko wa nu ja lemo wo lofizu ."
+
+
+def test_relative_clause_precedes_its_noun_and_agrees_with_it_and_homographs_follow_their_tags():
+    tree = ("(S (NP (NP (DT the) (NNS ducks)) (SBAR (WHNP (WDT that)) (S (VP (VBD saw) (NP (DT the) (NN saw))))))"
+            " (VP (VBP watch) (NP (DT the) (NNS watches))) (. .))")
+    # relative clause first: "the saw"(NN saw -> kafe) wo, saw(VBD see -> lofiz+u) + n because "ducks" is plural,
+    # relativizer that -> yo; then the ducks (duck -> pizi+ri); object watches (NNS -> popi+ri);
+    # watch (VBP -> buv+a+n)
+    assert _translate(tree) == "ja kafe wo lofizun yo ja piziri ja popiri wo buvan ."
+
+
+def test_object_relative_takes_its_own_subject_and_the_main_verb_agrees_with_the_head():
+    tree = ("(S (NP (NP (DT the) (NN dog)) (SBAR (WHNP (WDT which)) (S (NP (DT the) (NNS cats)) "
+            "(VP (VBD chased))))) (VP (VBZ sleeps)) (. .))")
+    # "the cats chased" (bame+ri, zufur+u+n) + which -> ya, before "the dog"; sleeps -> gikug+a (singular)
+    assert _translate(tree) == "ja bameri zufurun ya ja lemo gikuga ."
+
+
+def test_complement_clause_and_coordinated_subject_number():
+    tree = ("(S (NP (PRP she)) (VP (VBZ says) (SBAR (IN that) (S (NP (NP (DT the) (NNS fish)) (CC and) "
+            "(NP (DT the) (NN duck))) (VP (VBD ran))))) (. .))")
+    # embedded clause: fish (NNS: kude+ri) and -> ne duck (pizi), "and" makes it plural: run -> lud+u+n;
+    # complementizer that -> swe after the clause; she -> hi; says -> kivep+a
+    assert _translate(tree) == "hi ja kuderi ne ja pizi ludun swe kivepa ."
+
+
+def test_number_of_fish_comes_from_the_tag_not_the_word():
+    assert _translate("(S (NP (DT the) (NN fish)) (VP (VBD ran)) (. .))") == "ja kude ludu ."
+    assert _translate("(S (NP (DT the) (NNS fish)) (VP (VBD ran)) (. .))") == "ja kuderi ludun ."
+
+
+def test_clause_coordination_adjective_coordination_and_pronoun():
+    tree = ("(S (S (NP (DT an) (ADJP (JJ old) (CC and) (JJ tired)) (NN horse)) (VP (VBZ rests))) (CC or) "
+            "(S (NP (PRP we)) (VP (VBP fly) (PP (IN above) (NP (DT the) (NN lighthouse))))) (. .))")
+    # an -> ny, horse -> lubo, old and tired -> epol ne azetek, rests -> buk+a; or -> hoy;
+    # we -> nesa, above the lighthouse -> ja pamiruko jus, fly -> vur+a+n
+    assert _translate(tree) == "ny lubo epol ne azetek buka hoy nesa ja pamiruko jus vuran ."
+
+
+@pytest.mark.parametrize(
+    "tree, named",
+    [
+        ("(S (NP (DT the) (NN unicorn)) (VP (VBD ran)) (. .))", "unicorn"),
+        ("(S (NP (DT the) (NNS dogs)) (VP (VBZ runs)) (. .))", "VBP"),
+        ("(S (VP (VBD ran)) (. .))", "(S NP VP .)"),
+    ],
+)
+def test_trees_outside_the_grammar_raise_naming_the_problem(tree, named):
+    with pytest.raises(make_data.TransferError, match=re.escape(named)):
+        make_data.translate(parse_tree(tree))
+
+
+# ---------------------------------------------------------------------------------------------------- lexicon
+
+
+def test_target_words_are_distinct_per_entry_and_never_source_words():
+    noun_forms = [form for *_, stem in make_data.NOUN_ENTRIES for form in (stem, stem + make_data.NOUN_PLURAL)]
+    inflections = [tense + agreement for tense in (make_data.PRESENT, make_data.PAST)
+                   for agreement in ("", make_data.PLURAL_AGREEMENT)]
+    verb_forms = [stem + inflection for *_, stem in make_data.VERB_ENTRIES for inflection in inflections]
+    adjective_forms = [target for _, target in make_data.ADJECTIVE_ENTRIES]
+    content = noun_forms + verb_forms + adjective_forms
+    assert len(set(content)) == len(content)
+    function_words = [make_data.OBJECT_MARKER, make_data.GENITIVE_MARKER, make_data.COMPLEMENTIZER[1],
+                      *{target for *_, target in make_data.PRONOUNS.values()}, *set(make_data.DETERMINERS.values()),
+                      *make_data.POSTPOSITIONS.values(), *make_data.RELATIVIZERS.values(),
+                      *make_data.CONJUNCTIONS.values()]
+    assert len(set(function_words)) == len(function_words)
+    assert not set(content) & set(function_words)
+    source_words = {word for tag, word in [*make_data.WORD_TARGETS, *make_data.VERB_STEMS]}
+    assert not (set(content) | set(function_words)) & source_words
+
+
+# ---------------------------------------------------------------------------------------------------- dependencies
+
+PP_ON_VERB = ("(S (NP (DT the) (NN man)) (VP (VBD saw) (NP (DT the) (NN dog)) "
+              "(PP (IN with) (NP (DT the) (NN telescope)))) (. .))")
+PP_ON_NOUN = ("(S (NP (DT the) (NN man)) (VP (VBD saw) (NP (NP (DT the) (NN dog)) "
+              "(PP (IN with) (NP (DT the) (NN telescope))))) (. .))")
+
+
+@pytest.mark.parametrize(
+    "tree, expected",
+    [
+        # the man saw the dog with the telescope .  (PP on the VP: telescope -> saw obl, with -> telescope case)
+        (PP_ON_VERB, [(2, "det"), (3, "nsubj"), (0, "root"), (5, "det"), (3, "obj"), (8, "case"), (8, "det"),
+                      (3, "obl"), (3, "punct")]),
+        # the same words with the PP on "the dog": only telescope's arc differs (-> dog nmod)
+        (PP_ON_NOUN, [(2, "det"), (3, "nsubj"), (0, "root"), (5, "det"), (3, "obj"), (8, "case"), (8, "det"),
+                      (5, "nmod"), (3, "punct")]),
+        # the(1) ducks(2) that(3) saw(4) the(5) saw(6) watch(7) the(8) watches(9) .(10): subject relative, "that"
+        # is the relative verb's nsubj, the relative verb is acl:relcl of "ducks"
+        ("(S (NP (NP (DT the) (NNS ducks)) (SBAR (WHNP (WDT that)) (S (VP (VBD saw) (NP (DT the) (NN saw))))))"
+         " (VP (VBP watch) (NP (DT the) (NNS watches))) (. .))",
+         [(2, "det"), (7, "nsubj"), (4, "nsubj"), (2, "acl:relcl"), (6, "det"), (4, "obj"), (0, "root"), (9, "det"),
+          (7, "obj"), (7, "punct")]),
+        # the(1) dog(2) which(3) the(4) cats(5) chased(6) sleeps(7) .(8): object relative, "which" is obj
+        ("(S (NP (NP (DT the) (NN dog)) (SBAR (WHNP (WDT which)) (S (NP (DT the) (NNS cats)) "
+         "(VP (VBD chased))))) (VP (VBZ sleeps)) (. .))",
+         [(2, "det"), (7, "nsubj"), (6, "obj"), (5, "det"), (6, "nsubj"), (2, "acl:relcl"), (0, "root"),
+          (7, "punct")]),
+        # she(1) says(2) that(3) the(4) fish(5) and(6) the(7) duck(8) ran(9) .(10): complement clause (ccomp, mark),
+        # NP coordination: duck conj of fish, "and" cc of duck (the conjunct after it)
+        ("(S (NP (PRP she)) (VP (VBZ says) (SBAR (IN that) (S (NP (NP (DT the) (NNS fish)) (CC and) "
+         "(NP (DT the) (NN duck))) (VP (VBD ran))))) (. .))",
+         [(2, "nsubj"), (0, "root"), (9, "mark"), (5, "det"), (9, "nsubj"), (8, "cc"), (8, "det"), (5, "conj"),
+          (2, "ccomp"), (2, "punct")]),
+        # an(1) old(2) and(3) tired(4) horse(5) rests(6) or(7) we(8) fly(9) above(10) the(11) lighthouse(12) .(13):
+        # S CC S (the first clause's verb is the root, the second's its conj), ADJP coordination
+        ("(S (S (NP (DT an) (ADJP (JJ old) (CC and) (JJ tired)) (NN horse)) (VP (VBZ rests))) (CC or) "
+         "(S (NP (PRP we)) (VP (VBP fly) (PP (IN above) (NP (DT the) (NN lighthouse))))) (. .))",
+         [(5, "det"), (5, "amod"), (4, "cc"), (2, "conj"), (6, "nsubj"), (0, "root"), (9, "cc"), (9, "nsubj"),
+          (6, "conj"), (12, "case"), (12, "det"), (9, "obl"), (6, "punct")]),
+    ],
+)
+def test_head_rules_give_the_hand_derived_dependencies(tree, expected):
+    assert make_data.gold_dependencies(parse_tree(tree)) == expected
+
+
+def test_a_phrase_without_a_head_rule_is_an_error():
+    with pytest.raises(make_data.HeadRuleError, match="no head rule for \\(NP \\(DT the\\)\\)"):
+        make_data.gold_dependencies(parse_tree("(S (NP (DT the)) (VP (VBD ran)) (. .))"))
+
+
+def test_every_label_has_a_confusion_and_falls_in_the_documented_universal_group():
+    labels = set(make_data.DEPENDENCY_LABELS.values()) | {"obj", make_data.ROOT_ELSEWHERE_LABEL}
+    assert labels <= set(make_data.LABEL_CONFUSIONS)
+    index = label_index(UNIVERSAL_GROUPS)
+    # the docstring: obl joins the object group; nmod, acl:relcl, case and mark are outside the 16 groups
+    assert label_group("obl", index) == label_group("obj", index) != OUTSIDE
+    for label in ("nmod", "acl:relcl", "case", "mark"):
+        assert label_group(label, index) == OUTSIDE
+    for label in ("root", "nsubj", "obj", "ccomp", "cc", "conj", "amod", "det", "punct"):
+        assert label_group(label, index) != OUTSIDE
+
+
+def _heads_of(record, dependent):
+    return {head: (p, labels) for d, head, p, labels in record["arcs"] if d == dependent}
+
+
+def test_noise_puts_the_configured_mass_on_the_gold_arc_and_each_word_sums_to_one(monkeypatch):
+    tree = parse_tree(PP_ON_VERB)
+    words, gold = make_data.leaves(tree), make_data.gold_dependencies(tree)
+    monkeypatch.setattr(make_data, "GOLD_HEAD_MASS", (0.9, 0.9))
+    monkeypatch.setattr(make_data, "GOLD_LABEL_MASS", (0.95, 0.95))
+    record = make_data.noisy_arcs(words, gold, random.Random(0))
+    assert record["words"] == words
+    for dependent, (gold_head, gold_label) in enumerate(gold, start=1):
+        heads = _heads_of(record, dependent)
+        assert sum(p for p, _ in heads.values()) == pytest.approx(1.0, abs=1e-12)
+        assert heads[gold_head][0] == 0.9
+        assert 2 <= len(heads) <= 3  # the gold head and 1 or 2 others
+        assert dependent not in heads
+        for head, (p, labels) in heads.items():
+            if head == 0:
+                assert labels == {"root": 1.0}
+                continue
+            main = "parataxis" if gold_label == "root" else gold_label
+            assert labels == {main: 0.95, make_data.LABEL_CONFUSIONS[main]: pytest.approx(0.05)}
+    # by hand: telescope (8) -> saw (3) obl 0.9, and (the root) saw -> 0 with 0.9, labeled root only
+    assert _heads_of(record, 8)[3] == (0.9, {"obl": 0.95, "nmod": pytest.approx(0.05)})
+    assert _heads_of(record, 3)[0] == (0.9, {"root": 1.0})
+
+
+def test_noise_with_the_default_ranges_keeps_the_gold_arc_the_most_probable():
+    tree = parse_tree(PP_ON_NOUN)
+    words, gold = make_data.leaves(tree), make_data.gold_dependencies(tree)
+    rng = random.Random(1)
+    for _ in range(50):
+        record = make_data.noisy_arcs(words, gold, rng)
+        for dependent, (gold_head, gold_label) in enumerate(gold, start=1):
+            heads = _heads_of(record, dependent)
+            assert sum(p for p, _ in heads.values()) == pytest.approx(1.0, abs=1e-12)
+            low, high = make_data.GOLD_HEAD_MASS
+            assert low <= heads[gold_head][0] <= high
+            assert max(heads, key=lambda head: heads[head][0]) == gold_head
+            assert all(p > 0 for p, _ in heads.values())
+            labels = heads[gold_head][1]
+            assert max(labels, key=labels.get) == gold_label
+            assert sum(labels.values()) == pytest.approx(1.0)
+
+
+def test_a_one_word_sentence_puts_all_its_mass_on_the_root():
+    record = make_data.noisy_arcs(["go"], [(0, "root")], random.Random(0))
+    assert record == {"words": ["go"], "arcs": [[1, 0, 1.0, {"root": 1.0}]]}
+
+
+def test_the_arcs_file_is_read_back_by_the_project_reader_one_record_per_tree(demo_dir):
+    for split in SPLITS:
+        trees = list(read_trees(str(demo_dir / f"{split}.tree")))
+        records = list(read_arc_distributions(str(demo_dir / f"{split}.arcs.jsonl")))
+        assert len(records) == len(trees) == len(_lines(demo_dir / f"{split}.en"))
+        for tree, record in zip(trees, records):
+            assert record["words"] == tree.leaves()
+            # the most probable head and label of each word are the head rules' (the noise keeps the gold on top)
+            for dependent, (gold_head, gold_label) in enumerate(make_data.gold_dependencies(tree), start=1):
+                heads = _heads_of(record, dependent)
+                assert sum(p for p, _ in heads.values()) == pytest.approx(1.0, abs=1e-9)
+                assert max(heads, key=lambda head: heads[head][0]) == gold_head
+                labels = heads[gold_head][1]
+                assert max(labels, key=labels.get) == gold_label

@@ -1,0 +1,156 @@
+"""bench/hier_accum_dense: the naive (dense) hierarchical accumulation gives the values and gradients of the package's
+factored one (itself checked against the paper's equations in tests/methods/hier_accum/test_hier_accum.py), and
+``transformer_hier_accum_dense``, the model the benchmark's ``transformer_hier_accum:dense`` variant trains, is
+``transformer_hier_accum`` with the dense accumulation plugged into its attention hooks: same parameters, same
+outputs, and the dense function called in every encoder layer and cross-attention."""
+import os
+import random
+import sys
+from unittest import mock
+
+import numpy as np
+import pytest
+import torch
+from conftest import REPO
+from fairseq import options, tasks
+from fairseq.models import ARCH_MODEL_REGISTRY
+
+import fairseq_syntax.core.translation_task  # noqa: F401  (registers the task)
+from fairseq_syntax.core import structure as st
+from fairseq_syntax.methods.hier_accum import attention, model
+from fairseq_syntax.methods.hier_accum.accumulation import (
+    HierarchicalEmbeddings,
+    accumulation_structure,
+    factored_node_accumulation,
+    hierarchical_accumulation,
+)
+
+sys.path.insert(0, os.path.join(REPO, "bench"))
+from hier_accum_dense import dense  # noqa: E402  (registers transformer_hier_accum_dense)
+
+torch.set_num_threads(1)
+
+
+def random_preorder_tree(rng, size):
+    parents = [-1]
+    for node in range(1, size):
+        chain = [node - 1]
+        while parents[chain[-1]] != -1:
+            chain.append(parents[chain[-1]])
+        parents.append(rng.choice(chain))
+    return parents
+
+
+def batch(*trees, **options):
+    return st.collate_parents([np.array(tree, dtype=np.int16) for tree in trees], **options)
+
+
+@pytest.mark.parametrize("average", ["paper", "official"])
+@pytest.mark.parametrize("embedding_size", [0, 3])
+@pytest.mark.parametrize("left_pad", [False, True])
+def test_dense_accumulation_equals_the_factored_one(average, embedding_size, left_pad):
+    rng = random.Random(f"dense-{average}-{embedding_size}-{left_pad}")
+    torch.manual_seed(rng.randrange(1000))
+    for _ in range(4):
+        parents = batch(*[random_preorder_tree(rng, rng.randint(1, 12)) for _ in range(3)], left_pad=left_pad)
+        size, length = parents.shape
+        embeddings = HierarchicalEmbeddings(embedding_size, 4).double() if embedding_size else None
+        values = torch.randn(size, 2, length, 4, dtype=torch.float64, requires_grad=True)
+        weights = torch.randn(size, length, dtype=torch.float64, requires_grad=True)
+        structure = accumulation_structure(parents, embedding_size, average)
+        fast = hierarchical_accumulation(values, weights, structure, embeddings)
+        naive = hierarchical_accumulation(values, weights, structure, embeddings, dense.dense_node_accumulation)
+        # the structure is float32, hence the tolerance
+        torch.testing.assert_close(naive, fast, rtol=1e-6, atol=1e-6)
+        if structure["node_pos"].size(1):
+            torch.testing.assert_close(
+                dense.dense_node_accumulation(values, weights, structure, embeddings),
+                factored_node_accumulation(values, weights, structure, embeddings), rtol=1e-6, atol=1e-6)
+        upstream = torch.randn_like(fast)
+        inputs = [values, weights] + ([embeddings.vertical, embeddings.horizontal] if embeddings else [])
+        fast_grads = torch.autograd.grad((fast * upstream).sum(), inputs, materialize_grads=True)
+        naive_grads = torch.autograd.grad((naive * upstream).sum(), inputs, materialize_grads=True)
+        for naive_grad, fast_grad in zip(naive_grads, fast_grads):
+            torch.testing.assert_close(naive_grad, fast_grad, rtol=1e-6, atol=1e-6)
+
+
+def test_dense_embeddings_index_the_tables_by_depth_and_rank_under_each_node():
+    # (root (a b (c d))): leaves a, b, d at positions 1, 2, 4; node c at 3 over d
+    parents = batch([-1, 0, 0, 0, 3], append_eos=False)
+    structure = accumulation_structure(parents, 2)
+    embeddings = HierarchicalEmbeddings(2, 4)
+    rows = dense.dense_embeddings(structure, embeddings, torch.float32)[0]  # m x n x d, nodes root, c
+    v, h = embeddings.vertical.detach(), embeddings.horizontal.detach()
+    # root over a, b, d: vertical 1, 1, 2; horizontal 1, 2, 3 (capped at 2)
+    torch.testing.assert_close(rows[0], torch.stack([torch.cat([v[0], h[0]]), torch.cat([v[0], h[1]]),
+                                                     torch.cat([v[1], h[1]])]))
+    # c over d only: vertical 1, horizontal 1; zero where the leaf is not under it
+    torch.testing.assert_close(rows[1], torch.stack([torch.zeros(4), torch.zeros(4), torch.cat([v[0], h[0]])]))
+
+
+# --- the model ----------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def data_dir(raw_corpus, tmp_path_factory):
+    """conftest's corpus in the form the benchmark trains hierarchical accumulation on (preorder, POS split)."""
+    from fairseq_syntax.cli import preprocess
+
+    dest = str(tmp_path_factory.mktemp("preorder-split"))
+    preprocess.main(["-s", "en", "-t", "de", "--trainpref", f"{raw_corpus}/train", "--validpref",
+                     f"{raw_corpus}/valid", "--testpref", f"{raw_corpus}/test", "--destdir", dest, "--form",
+                     "preorder", "--preterminals", "split", "--joined-dictionary", "--workers", "1"])
+    return dest
+
+
+def build(data_dir, arch, *extra):
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(parser, [
+        data_dir, "--task", "syntax_translation", "--arch", arch, "--cpu", "--hier-embed-size", "4",
+        "--dropout", "0", *extra,
+    ])
+    task = tasks.setup_task(args)
+    torch.manual_seed(1)
+    built = task.build_model(args).eval()
+    task.load_dataset("test")
+    dataset = task.dataset("test").batching(built.encoder.side_inputs)  # the view the task batches for the model
+    return built, dataset.collater([dataset[i] for i in range(8)])
+
+
+def test_the_dense_archs_are_registered_as_the_hier_accum_model_with_the_dense_hooks():
+    for arch in ("transformer_hier_accum_dense", "transformer_hier_accum_dense_tiny"):
+        assert ARCH_MODEL_REGISTRY[arch] is dense.DenseHierAccumTransformerModel
+    assert issubclass(dense.DenseHierAccumTransformerModel, model.HierAccumTransformerModel)
+    encoder = dense.DenseHierAccumTransformerModel.encoder_class
+    decoder = dense.DenseHierAccumTransformerModel.decoder_class
+    assert encoder.self_attention_class.node_accumulation is dense.dense_node_accumulation
+    assert decoder.layer_class.cross_attention_class.node_accumulation is dense.dense_node_accumulation
+    assert encoder.side_inputs == model.HierAccumEncoder.side_inputs
+    # the package's own classes keep the factored accumulation
+    assert attention.HierarchicalSelfAttention.node_accumulation is factored_node_accumulation
+    assert attention.HierarchicalCrossAttention.node_accumulation is factored_node_accumulation
+
+
+@pytest.mark.parametrize("extra", [(), ("--cumulative-average", "official", "--no-subtree-mask")])
+def test_the_dense_model_gives_the_fast_models_outputs(data_dir, extra):
+    fast, sample = build(data_dir, "transformer_hier_accum_tiny", *extra)
+    naive, _ = build(data_dir, "transformer_hier_accum_dense_tiny", *extra)  # same seed: same parameters
+    assert isinstance(naive, dense.DenseHierAccumTransformerModel)
+    fast_parameters, naive_parameters = fast.state_dict(), naive.state_dict()
+    assert fast_parameters.keys() == naive_parameters.keys()
+    assert all(torch.equal(fast_parameters[name], naive_parameters[name]) for name in fast_parameters)
+    net_input = sample["net_input"]
+    encoder_input = {name: value for name, value in net_input.items() if name != "prev_output_tokens"}
+    calls = mock.Mock(wraps=dense.dense_node_accumulation)
+    counting = [mock.patch.object(cls, "node_accumulation", staticmethod(calls))
+                for cls in (dense.DenseHierarchicalSelfAttention, dense.DenseHierarchicalCrossAttention)]
+    with torch.no_grad(), counting[0], counting[1]:
+        fast_states = fast.encoder(**encoder_input)["encoder_out"][0]
+        naive_states = naive.encoder(**encoder_input)["encoder_out"][0]
+        assert calls.call_count == len(naive.encoder.layers)  # the fast model never calls it
+        fast_logits, _ = fast(**net_input)
+        naive_logits, _ = naive(**net_input)
+    # then once per encoder layer and once per decoder cross-attention
+    assert calls.call_count == 2 * len(naive.encoder.layers) + len(naive.decoder.layers)
+    torch.testing.assert_close(naive_states, fast_states, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(naive_logits, fast_logits, rtol=1e-5, atol=1e-5)
