@@ -36,7 +36,7 @@ from fairseq_syntax.parsing.text import ptb_escape_token, ptb_unescape_token
 from fairseq_syntax.parsing.torch_load import StoredFunction, supar_safe_globals
 
 torch.set_num_threads(1)
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 TINY_SUPAR = training.SuparSize(**TINY_SUPAR_SIZES)
 TINY_BENEPAR = training.BeneparSize(d_model=32, num_layers=1, num_heads=2, d_kv=8, d_ff=32, d_char_emb=8,
                                     d_label_hidden=16, d_tag_hidden=16)
