@@ -18,8 +18,12 @@ Papers (the docstrings cite them by author and year):
   Machine Translation. EAMT.
 * Wang, Lee & Chen 2019. Tree Transformer: Integrating Tree Structures into Self-Attention. EMNLP.
 * Nguyen, Joty, Hoi & Socher 2020. Tree-Structured Attention with Hierarchical Accumulation. ICLR.
-* Kim et al. 2019; Shen et al. 2019 (ON-LSTM): the unsupervised-parsing F1 conventions the Tree Transformer
-  evaluation follows.
+* Shen et al. 2018a (PRPN), 2018b (ON-LSTM); Kim et al. 2019b (URNNG): the unsupervised-parsing F1 conventions the
+  Tree Transformer evaluation follows (cited as Wang, Lee & Chen 2019 cite them).
+
+Cited in passing: Papineni et al. 2002 (BLEU), Isozaki et al. 2010 (RIBES), Koehn 2004 (paired bootstrap),
+Dozat & Manning 2017 (biaffine dependency parser), Kitaev & Klein 2018 (benepar), Devlin et al. 2019 (BERT
+masking), Tai et al. 2015 (SST node labels).
 """
 from fairseq_syntax.core import checkpoints
 

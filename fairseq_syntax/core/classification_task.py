@@ -1,6 +1,6 @@
 """Task ``tree_classification``: one class per tree (SST-2 / SST-5), and optionally one per node.
 
-Nguyen et al. (2020, paper 004, Section 5.2) classify SST sentences from their trees and train on "every sentiment
+Nguyen et al. (2020, section 5.2) classify SST sentences from their trees and train on "every sentiment
 label provided in the dataset". The data directory holds
 
 * ``{split}.tree``: one bracketed tree per line whose interior labels are classes (the SST format,

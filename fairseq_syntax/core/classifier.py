@@ -7,7 +7,7 @@ The encoder comes from an encoder-decoder model class (``encoder_model``): its `
     register_classifier("transformer_syntax_mask_classifier", SyntaxMaskTransformerModel)
 
 which registers the model and two architectures, ``NAME`` (fairseq's base sizes) and ``NAME_tiny`` (2 layers,
-d = 64, 4 heads, FFN 512: the "tiny" models of Nguyen et al. 2020, paper 004, Section 5.2 and Appendix 7.4).
+d = 64, 4 heads, FFN 512: the "tiny" models of Nguyen et al. 2020, section 5.2 and Appendix 7.4).
 
 Forward: ``src_tokens`` ``B x T`` (+ the side inputs the encoder lists) -> ``(sentence_logits B x C,
 token_logits B x T x C)``. The sentence is read at its first token (``--classifier-pooling first``: the root node of

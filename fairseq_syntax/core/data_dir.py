@@ -23,8 +23,3 @@ def read_meta(data_path: str) -> dict:
         return {"form": "sequence", "preterminals": "keep"}
     with open(path) as f:
         return json.load(f)
-
-
-def write_meta(data_path: str, meta: dict) -> None:
-    with open(os.path.join(data_path, META_FILE), "w") as f:
-        json.dump(meta, f, indent=1)

@@ -1,9 +1,15 @@
-"""The encoder every syntax model shares: fairseq's Transformer encoder with syntax-aware self-attention.
+"""The encoder every syntax model shares: fairseq's Transformer encoder (Vaswani et al. 2017, section 3.1) with
+syntax-aware self-attention.
 
 Embeddings, positions, dropout, final LayerNorm and the output dict are fairseq's ``TransformerEncoderBase``; what a
 method changes is (1) which attention module each layer gets (:meth:`build_self_attention`) and (2) the per-batch
 ``structure`` dict those modules read, built once per batch from the side inputs the task collates
 (:meth:`build_structure`, e.g. ``src_parents`` ``B x T`` -> ``relations`` ``B x T x T``).
+
+Shapes: ``src_tokens`` ``B x T`` (+ the side inputs named in ``side_inputs``) -> fairseq's encoder output dict:
+``encoder_out`` ``[T x B x C]``, ``encoder_padding_mask`` ``[B x T]``, ``encoder_embedding`` ``[B x T x C]``, with
+``return_attention`` ``encoder_attention`` (one ``B x H x T x T`` per layer), plus the method's
+:meth:`extra_outputs`.
 """
 from typing import Dict, List, Optional
 

@@ -1,6 +1,7 @@
 """The three source input forms every recipe compares, made from one (BPE-applied) constituency tree.
 
-* ``sequence``: the leaves only (McDonald & Chiang's *Sequence* baseline; also the LDD input);
+* ``sequence``: the leaves only (McDonald & Chiang's (2021) *Sequence* baseline; also the LDD input of Pu &
+  Sima'an 2022);
 * ``linearized``: ``(X`` children ``)`` for every interior node (their *Linearized* baseline);
 * ``preorder``: the preorder node sequence without closing brackets, plus its parent array, which the syntax
   models read as the side input ``src_parents`` (their *Mask* input, section 2).

@@ -1,25 +1,26 @@
 """Batched tree structure: from padded parent arrays to the tensors every method needs.
 
-A sentence's tree is stored as its preorder node sequence and a parent array (``-1`` for the root,
-``parents[k] < k``; see DESIGN.md and ``trees.preorder``). A batch is a LongTensor ``parents`` of shape ``B x T``
-whose entries are ABSOLUTE positions in the padded row, ``ROOT = -1`` for roots and ``PAD = -2`` at padding.
-A row may hold several roots: fairseq appends EOS to every source, and ``collate_parents`` makes it a one-node
-tree of its own.
+A sentence's tree (after BPE) is stored as its preorder node sequence plus a parent array (``trees.preorder``):
+interior nodes are label tokens (``(NP``), leaves are subwords, a word split by BPE is a subtree under its POS
+node, and ``parents[k] < k`` is the index of token k's parent (``-1`` for the root; int16 on disk, O(n) per
+sentence). Everything a method needs is derived from that array per batch, never stored per pair. A batch is a
+LongTensor ``parents`` of shape ``B x T`` whose entries are ABSOLUTE positions in the padded row, ``ROOT = -1`` for
+roots and ``PAD = -2`` at padding. A row may hold several roots: fairseq appends EOS to every source, and
+``collate_parents`` makes it a one-node tree of its own.
 
 Everything here is vectorised over the batch and over position pairs; the only Python loops run over tree
 depth (one gather of the parent array per level). Results are created on the input's device, so the same code
 runs on CPU and CUDA. Memory is O(B T^2), held in bool tensors where possible.
 
-* ``collate_parents``: per-sentence parent arrays -> ``B x T`` (left or right padding, optional EOS root).
-* ``padding_mask``, ``depths``, ``is_leaf``, ``num_leaves``, ``leaf_index``, ``leaf_spans``: ``B x T`` / ``B``.
-* ``ancestor_or_self``: ``B x T x T`` dominance (i is j or an ancestor of j).
-* ``relation_ids``: ``B x T x T`` ids of the nine tree relations of McDonald & Chiang (2021, paper 001,
-  Section 2), the masks ``M^m`` of their attention bias.
-* For hierarchical accumulation (Nguyen et al., 2020, paper 004, Sections 4.1-4.2): ``leaf_node_split``
-  (gather positions of the ``n`` leaves L and the ``m`` nonterminal nodes N), ``dominance_blocks`` (the
-  subtree rule R as ``B x m x m`` node-over-node and ``B x m x n`` node-over-leaf masks),
-  ``node_leaf_path_length`` (``|P(i, j)|`` of DESIGN.md's "Hierarchical accumulation without the m x n x d
-  tensor") and ``hierarchical_embedding_indices`` (``|V_i^j|`` and ``|H_i^j|`` of paper 004, eq. 9).
+* ``collate_parents``: per-sentence parent arrays -> ``B x T`` (left or right padding, optional EOS root);
+  ``validate_parents`` checks the ``B x T`` convention (every function below calls it).
+* ``is_leaf``: ``B x T`` bool, True at non-padding positions without children.
+* ``ancestor_or_self``: ``B x T x T`` dominance (i is j or an ancestor of j). The nine tree relations of
+  McDonald & Chiang (2021), section 2, are built on it in :mod:`fairseq_syntax.methods.syntax_mask.relations`.
+* For hierarchical accumulation (Nguyen et al. 2020, sections 4.1-4.2): ``leaf_node_split`` (gather positions of
+  the ``n`` leaves L, ``B x n``, and the ``m`` nonterminal nodes N, ``B x m``) and ``dominance_blocks`` (the subtree
+  rule R as ``B x m x m`` node-over-node and ``B x m x n`` node-over-leaf masks). Branch lengths ``|P(i, j)|`` and
+  the embedding indices of eq. 9 follow from their sums (:mod:`fairseq_syntax.methods.hier_accum.accumulation`).
 
 Leaves are the positions without children (subwords, and the EOS root); nodes are all other non-padding
 positions. Whether POS preterminals are nodes is decided when the tree is built, not here.
@@ -101,7 +102,8 @@ def _check_preorder(parents: torch.Tensor, offsets: torch.Tensor) -> None:
 
     A sequence with ``parents[k] < k`` is a preorder exactly when no two edges cross: there are no nodes y < k
     with ``parents[y] < parents[k] < y`` (a root r counts as the edge (-1, r)). Then every subtree is a
-    contiguous run of positions, which ``leaf_spans`` relies on.
+    contiguous run of positions and the leaves under a node are consecutive leaves, which the horizontal
+    embedding index of hierarchical accumulation (a leaf's rank among the node's leaves) relies on.
     """
     valid = parents != PAD
     positions = torch.arange(parents.size(1), device=parents.device)
@@ -164,20 +166,6 @@ def _index_among(selected: torch.BoolTensor) -> torch.LongTensor:
     return torch.where(selected, selected.long().cumsum(-1) - 1, -1)
 
 
-def padding_mask(parents: torch.Tensor) -> torch.BoolTensor:
-    """``B x T``: True at padding."""
-    return validate_parents(parents) == PAD
-
-
-def depths(parents: torch.Tensor) -> torch.LongTensor:
-    """``B x T``: number of ancestors (0 for a root), 0 at padding."""
-    parents = validate_parents(parents)
-    count = torch.zeros_like(parents)
-    for ancestor in _ancestor_steps(parents):
-        count += ancestor >= 0
-    return (count - 1).clamp(min=0)
-
-
 def ancestor_or_self(parents: torch.Tensor) -> torch.BoolTensor:
     """``B x T x T``: ``dom[b, i, j]`` is True when i is j or an ancestor of j; False where i or j is padding."""
     parents = validate_parents(parents)
@@ -200,30 +188,6 @@ def is_leaf(parents: torch.Tensor) -> torch.BoolTensor:
     return ~has_child[:, :length] & (parents != PAD)
 
 
-def num_leaves(parents: torch.Tensor) -> torch.LongTensor:
-    """``B``: number of leaves per row (the EOS root counts as one)."""
-    return is_leaf(parents).sum(-1)
-
-
-def leaf_index(parents: torch.Tensor) -> torch.LongTensor:
-    """``B x T``: ordinal of each leaf among its row's leaves, left to right; -1 at nodes and padding."""
-    return _index_among(is_leaf(parents))
-
-
-def leaf_spans(parents: torch.Tensor) -> tuple[torch.LongTensor, torch.LongTensor]:
-    """``(first, last)``, ``B x T`` each: leaf ordinals of the leftmost and rightmost leaf under each position.
-
-    Inclusive; a leaf spans itself; -1 at padding. In a preorder (which ``collate_parents`` checks) the leaves
-    under a node are exactly the ordinals ``first..last``.
-    """
-    parents = validate_parents(parents)
-    covered = ancestor_or_self(parents) & is_leaf(parents).unsqueeze(1)
-    ordinal = leaf_index(parents).unsqueeze(1)
-    first = torch.where(covered, ordinal, parents.size(1)).amin(-1)
-    last = torch.where(covered, ordinal, -1).amax(-1)
-    return first.masked_fill(parents == PAD, -1), last
-
-
 def _compact(selected: torch.BoolTensor) -> tuple[torch.LongTensor, torch.BoolTensor]:
     """Positions of the selected entries of each row, left-aligned: ``B x K`` positions (0 where padded) and
     ``B x K`` mask, K = the most selected in a row."""
@@ -239,7 +203,7 @@ def _compact(selected: torch.BoolTensor) -> tuple[torch.LongTensor, torch.BoolTe
 
 
 def leaf_node_split(parents: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Gather positions that split each row into its leaves L and nonterminal nodes N (paper 004, Section 4.1).
+    """Gather positions of each row's leaves L and nonterminal nodes N (Nguyen et al. 2020, section 4.1).
 
     Returns ``leaf_pos`` / ``leaf_mask`` (``B x n``, n = most leaves in a row) and ``node_pos`` / ``node_mask``
     (``B x m``, m = most nodes in a row): positions in left-to-right (preorder) order, padded with position 0
@@ -270,55 +234,14 @@ def _block(
 def dominance_blocks(
     parents: torch.Tensor, split: dict[str, torch.Tensor]
 ) -> tuple[torch.BoolTensor, torch.BoolTensor]:
-    """The subtree rule R of paper 004 (Section 4.1) on the split of ``leaf_node_split``.
+    """The subtree rule R of Nguyen et al. (2020), section 4.1, on the split of ``leaf_node_split``.
 
     Returns ``(node_over_node, node_over_leaf)``: ``B x m x m``, True when node t is node i or in its subtree
-    (DESIGN.md's ``D_it``), and ``B x m x n``, True when leaf j is under node i (``A_ij``). False at padding.
+    (``D_it``), and ``B x m x n``, True when leaf j is under node i (``A_ij``); False at padding. ``D`` and ``A`` are
+    the coefficients of the factored accumulation in :mod:`fairseq_syntax.methods.hier_accum.accumulation`.
     """
     dom = ancestor_or_self(parents)
     node_pos, node_mask = split["node_pos"], split["node_mask"]
     node_over_node = _block(dom, node_pos, node_mask, node_pos, node_mask)
     node_over_leaf = _block(dom, node_pos, node_mask, split["leaf_pos"], split["leaf_mask"])
     return node_over_node, node_over_leaf
-
-
-def _path_length(dom: torch.BoolTensor, split: dict[str, torch.Tensor]) -> torch.LongTensor:
-    """``B x m x n`` path lengths from the ``B x T x T`` dominance matrix (see ``node_leaf_path_length``)."""
-    depth = dom.sum(1) - 1  # ancestors-or-self of each column, minus itself
-    node_pos, node_mask = split["node_pos"], split["node_mask"]
-    leaf_pos, leaf_mask = split["leaf_pos"], split["leaf_mask"]
-    under = _block(dom, node_pos, node_mask, leaf_pos, leaf_mask)
-    difference = depth.gather(1, leaf_pos).unsqueeze(1) - depth.gather(1, node_pos).unsqueeze(2)
-    return difference * under
-
-
-def node_leaf_path_length(parents: torch.Tensor, split: dict[str, torch.Tensor]) -> torch.LongTensor:
-    """``B x m x n``: ``|P(i, j)|``, the number of nodes on the path from node i down to leaf j, counting i and
-    not the leaf (so 1 when j is a child of i); 0 when leaf j is not under node i or either is padding.
-
-    The weight ``c_ij = w_j / (|leaves(i)| * (|P(i, j)| + 1))`` of DESIGN.md's "Hierarchical accumulation without
-    the m x n x d tensor" (paper 004, eqs. 6-7) uses it.
-    """
-    return _path_length(ancestor_or_self(parents), split)
-
-
-def hierarchical_embedding_indices(
-    parents: torch.Tensor,
-    split: dict[str, torch.Tensor],
-    max_vertical: int = 50,
-    max_horizontal: int = 100,
-) -> tuple[torch.LongTensor, torch.LongTensor]:
-    """Indices of the hierarchical embeddings ``[e^v_|V_i^j|; e^h_|H_i^j|]`` of paper 004, eq. 9.
-
-    Returns ``(vertical, horizontal)``, ``B x m x n`` each, for node i (row) and leaf j (column):
-    ``|V_i^j|``, the nodes t in the subtree of i with leaf j under t (j's ancestors up to and including i), and
-    ``|H_i^j|``, the leaves of i's subtree from its leftmost leaf up to and including j. Both are 0 where leaf j
-    is not under node i ("no embedding") and at padding, and are capped at ``max_vertical`` /
-    ``max_horizontal`` as the official implementation does, so the tables need ``max + 1`` rows.
-    """
-    if max_vertical < 1 or max_horizontal < 1:
-        raise ValueError(f"max_vertical and max_horizontal must be >= 1, got {max_vertical}, {max_horizontal}")
-    vertical = _path_length(ancestor_or_self(parents), split)
-    under = (vertical > 0).long()
-    horizontal = under.cumsum(-1) * under
-    return vertical.clamp(max=max_vertical), horizontal.clamp(max=max_horizontal)

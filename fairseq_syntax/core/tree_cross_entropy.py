@@ -1,5 +1,5 @@
 """Criterion ``tree_cross_entropy`` for ``--task tree_classification``: cross-entropy of the root class, plus, with
-``--node-labels``, of every labelled node and word (Nguyen et al. 2020, paper 004, Appendix 7.4: "we optimize every
+``--node-labels``, of every labelled node and word (Nguyen et al. 2020, Appendix 7.4: "we optimize every
 sentiment label provided in the dataset"; Tai et al. 2015 do the same).
 
 Model output: ``(sentence_logits B x C, token_logits B x T x C)``; sample: ``target`` ``B`` and ``token_labels``

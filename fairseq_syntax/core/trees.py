@@ -7,28 +7,27 @@ Pure functions over a small ``Tree`` dataclass; numpy is the only dependency.
   file, the line and the problem.
 * ``clean_ptb``: the usual Penn Treebank cleanup (remove ``-NONE-`` empty elements and the constituents they
   leave empty, strip function tags and co-indices).
-* ``collapse_unary``: collapse unary chains (the public code of Nguyen et al., 2020, paper 004, does; so does the
-  grammar-induction F1 convention for gold trees, see DESIGN.md).
 * ``apply_bpe``: a word split into subwords becomes several leaves under its preterminal, so the subwords form
-  a subtree (McDonald & Chiang, 2021, paper 001, Figure 1b; Nguyen et al., 2020, Appendix 7.4 / Figure 7).
-* ``preorder``: the canonical stored form of a tree (see DESIGN.md), McDonald & Chiang's "Mask" input: a preorder
-  traversal with interior node ``X`` written as the token ``(X``, leaves as themselves and no closing brackets
-  (paper 001, Section 2), together with the parent array that carries the structure.
-  Out: tokens ``list[str]`` of length n, parents ``np.int16[n]`` with ``parents[k] < k`` and ``-1`` for the root.
-* ``linearize``: paper 001's "Linearized" baseline (Section 3.2): interior ``X`` -> ``(X``, children, ``)``.
-* ``words``: paper 001's "Sequence" baseline input (the leaves).
-* ``tree_from_preorder`` / ``check_parents``: the inverse of ``preorder`` and the validation of parent arrays.
+  a subtree (McDonald & Chiang 2021, Figure 1b; Nguyen et al. 2020, Appendix 7.4 / Figure 7).
+* ``preorder``: the one stored form of a tree, McDonald & Chiang's (2021) "Mask" input: a preorder traversal with
+  interior node ``X`` written as the token ``(X``, leaves as themselves and no closing brackets (their section 2),
+  together with the parent array that carries the structure. Out: tokens ``list[str]`` of length n, parents
+  ``np.int16[n]`` with ``parents[k] < k`` and ``-1`` for the root. Everything else the methods need (relations,
+  dominance, leaves and nodes) is derived from the parent array per batch (:mod:`fairseq_syntax.core.structure`).
+* ``linearize``: McDonald & Chiang's (2021) "Linearized" baseline (section 3.2): interior ``X`` -> ``(X``,
+  children, ``)``.
+* ``words``: their "Sequence" baseline input (the leaves).
 
 Preterminals (POS nodes, all of whose children are leaves) can be kept, dropped, or kept only over BPE-split
 words: McDonald & Chiang count POS nodes as tree nodes (their Table 1 has more interior nodes than words);
-Nguyen et al. omit them (paper 004, footnote 2) except as the root of a split word's subwords (Appendix 7.4).
+Nguyen et al. (2020) omit them (footnote 2) except as the root of a split word's subwords (Appendix 7.4).
 """
 from __future__ import annotations
 
 import gzip
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -258,18 +257,6 @@ def clean_ptb(tree: Tree, strip_function_tags: bool = True, remove_empty: bool =
     return cleaned
 
 
-def collapse_unary(tree: Tree) -> Tree:
-    """Collapse unary chains of interior nodes, keeping the top label: ``(S (VP (NP ...)))`` -> ``(S ...)``.
-
-    A preterminal is never merged: ``(S (VP (VB Go)))`` -> ``(S (VB Go))``. Returns a new tree.
-    """
-    if tree.is_leaf or tree.is_preterminal:
-        return Tree(tree.label, [Tree(child.label) for child in tree.children])
-    children = tree.children
-    while len(children) == 1 and not children[0].is_preterminal:
-        children = children[0].children
-    return Tree(tree.label, [collapse_unary(child) for child in children])
-
 
 def apply_bpe(tree: Tree, segment: Callable[[str], list[str]]) -> Tree:
     """Replace every word by its subwords ``segment(word)``, as sibling leaves under the word's parent.
@@ -315,7 +302,7 @@ def _is_node_token(node: Tree, is_root: bool, preterminals: str) -> bool:
 
 
 def preorder(tree: Tree, preterminals: str = "keep") -> tuple[list[str], np.ndarray]:
-    """Preorder tokens without closing brackets, and the parent of each (paper 001, Section 2).
+    """Preorder tokens without closing brackets, and the parent of each (McDonald & Chiang 2021, section 2).
 
     Interior node ``X`` -> ``(X``; leaves as themselves. ``parents[k]`` is the index of token k's parent,
     ``-1`` for the root. ``preterminals``:
@@ -347,7 +334,8 @@ def preorder(tree: Tree, preterminals: str = "keep") -> tuple[list[str], np.ndar
 
 
 def linearize(tree: Tree, preterminals: str = "keep") -> list[str]:
-    """Paper 001's "Linearized" baseline: interior ``X`` -> ``(X``, its children, ``)``; leaves as themselves.
+    """McDonald & Chiang's (2021) "Linearized" baseline: interior ``X`` -> ``(X``, its children, ``)``; leaves as
+    themselves.
 
     ``preterminals`` chooses the interior nodes exactly as in ``preorder``, so removing the ``)`` tokens gives
     the preorder tokens.
@@ -366,55 +354,5 @@ def linearize(tree: Tree, preterminals: str = "keep") -> list[str]:
 
 
 def words(tree: Tree) -> list[str]:
-    """The leaves: paper 001's "Sequence" baseline input."""
+    """The leaves: McDonald & Chiang's (2021) "Sequence" baseline input."""
     return tree.leaves()
-
-
-# ---------------------------------------------------------------------------------------------------- parent arrays
-
-
-def check_parents(parents: Sequence[int], source: str = "<string>", line: int | None = None) -> None:
-    """Raise TreeError unless ``parents`` is the parent array of a preorder traversal of one tree.
-
-    That is: a single root at index 0 (``-1``), and the parent of token k is token k-1 or one of its ancestors
-    (which implies ``parents[k] < k``, so there are no cycles).
-    """
-    if len(parents) == 0:
-        raise TreeError("empty parent array", source, line)
-    if int(parents[0]) != -1:
-        raise TreeError(f"token 0 must be the root (parent -1), has parent {int(parents[0])}", source, line)
-    open_path = [0]  # the path from the root to the previous token
-    for index in range(1, len(parents)):
-        parent = int(parents[index])
-        if parent == -1:
-            raise TreeError(f"second root at token {index}: a tree has exactly one token with parent -1", source, line)
-        if not 0 <= parent < index:
-            raise TreeError(
-                f"token {index} has parent {parent}; a preorder parent comes before its child", source, line
-            )
-        while open_path and open_path[-1] != parent:
-            open_path.pop()
-        if not open_path:
-            raise TreeError(
-                f"token {index} has parent {parent}, whose subtree already ended: not a preorder", source, line
-            )
-        open_path.append(index)
-
-
-def tree_from_preorder(
-    tokens: Sequence[str], parents: Sequence[int], source: str = "<string>", line: int | None = None
-) -> Tree:
-    """Inverse of ``preorder``: tokens ``(X`` become interior nodes labelled X, other tokens leaves."""
-    if len(tokens) != len(parents):
-        raise TreeError(f"{len(tokens)} tokens but {len(parents)} parents", source, line)
-    check_parents(parents, source, line)
-    nodes = [Tree(token[1:] if token.startswith("(") else token) for token in tokens]
-    for index in range(1, len(tokens)):
-        parent = int(parents[index])
-        if not tokens[parent].startswith("("):
-            raise TreeError(f"token {index} has the word {tokens[parent]!r} as its parent", source, line)
-        nodes[parent].children.append(nodes[index])
-    for token, node in zip(tokens, nodes):
-        if token.startswith("(") and not node.children:
-            raise TreeError(f"node {token} has no children", source, line)
-    return nodes[0]

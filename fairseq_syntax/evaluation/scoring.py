@@ -1,12 +1,12 @@
 """Translation scores and paired significance, computed by sacrebleu and nltk (no metric is re-implemented).
 
-Metrics are those the four papers report: BLEU-4 and BLEU-1 (Papineni et al. 2002; paper 002 Tables 3-6),
-chrF and TER (sacrebleu), RIBES (Isozaki et al. 2010, nltk's ``corpus_ribes``; paper 002), BLEU per
-reference-length interval (paper 002 Fig. 4: intervals (0,10], (10,20], ..., (50, inf)), and sacrebleu's paired
-bootstrap resampling test (Koehn 2004) between two systems.
+Metrics are those the four papers report: BLEU-4 and BLEU-1 (Papineni et al. 2002; Pu & Sima'an 2022, Tables
+3-6), chrF and TER (sacrebleu), RIBES (Isozaki et al. 2010, nltk's ``corpus_ribes``; Pu & Sima'an 2022), BLEU per
+reference-length interval (Pu & Sima'an 2022, Figure 4: intervals (0,10], (10,20], ..., (50, inf)), and sacrebleu's
+paired bootstrap resampling test (Koehn 2004) between two systems.
 
 Inputs are lists of strings, one segment per sentence, hypotheses and references in the same order. All scores
-are on a 0-100 scale (RIBES is nltk's 0-1 value times 100, as paper 002 reports it).
+are on a 0-100 scale (RIBES is nltk's 0-1 value times 100, as Pu & Sima'an 2022 report it).
 
 Reading fairseq-generate output checks that every input id has exactly one hypothesis: fairseq-generate has
 been seen to drop hypotheses without a warning (Multi30k test_2017_mscoco: 456 of 461), and scoring a shorter
@@ -245,7 +245,7 @@ def check_length_edges(edges: Sequence[int]) -> None:
 
 def bleu_by_length(hyps: Sequence[str], refs: Sequence[str], edges: Sequence[int] = DEFAULT_LENGTH_EDGES,
                    tokenize: str = "13a") -> List[dict]:
-    """Corpus BLEU of the sentences in each reference-length interval (paper 002 Fig. 4).
+    """Corpus BLEU of the sentences in each reference-length interval (Pu & Sima'an 2022, Figure 4).
 
     Length is the number of whitespace-separated tokens of the reference. edges (10, 20) give the intervals
     (0,10], (10,20], (20,inf); a reference of length 0 falls in the first. Returns one dict per interval:

@@ -1,6 +1,6 @@
 """Dependency parsing with SuPar's biaffine parser (Dozat & Manning, 2017), keeping the full distributions.
 
-The labeled dependency distributions of Pu & Sima'an (paper 002, LDD) come from the parser's scores.
+The labeled dependency distributions (LDD) of Pu & Sima'an (2022) come from the parser's scores.
 ``model(words, feats)`` gives ``s_arc [B, L, L]`` (dependent, head) and ``s_rel [B, L, L, R]``, with
 ``L = 1 + longest sentence`` and position 0 the root. For a sentence of n words we keep
 

@@ -37,7 +37,7 @@ from fairseq_syntax.methods.syntax_mask.relations import (
     SELF as S,
 )
 
-# McDonald & Chiang (paper 001), Figure 1a in preorder with preterminals kept.
+# McDonald & Chiang (2021), Figure 1a in preorder with preterminals kept.
 FATHER_TOKENS = ["(S", "(NP", "(PRP", "He", "(VP", "(VBZ", "is", "(NP", "(PRP$", "my", "(NN", "father", "(.", "."]
 FATHER = [-1, 0, 1, 2, 0, 4, 5, 4, 7, 8, 7, 10, 0, 12]
 # Relation of row i to column j, derived by hand from the tree; position 14 is the EOS root.
@@ -139,12 +139,12 @@ def test_batch_functions_reject_malformed_parents(parents, message):
 
 def test_batch_functions_reject_non_integer_and_wrong_rank():
     with pytest.raises(ValueError, match="integers"):
-        st.depths(torch.tensor([[-1.0, 0.0]]))
+        st.is_leaf(torch.tensor([[-1.0, 0.0]]))
     with pytest.raises(ValueError, match="B x T"):
-        st.depths(torch.tensor([-1, 0]))
+        st.ancestor_or_self(torch.tensor([-1, 0]))
 
 
-# --- McDonald & Chiang relations (paper 001, Section 2) -----------------------------------------------------
+# --- McDonald & Chiang relations (2021, section 2) ----------------------------------------------------------
 
 
 def test_relations_he_is_my_father_with_eos():
@@ -184,19 +184,19 @@ def test_unary_chain():
             [RO, RO, RO, RO, S],
         ]
     ]
-    assert st.depths(parents).tolist() == [[0, 1, 2, 3, 0]]
+    # a position's ancestors-or-self (the column sums of the dominance matrix) are its depth + 1
+    assert (st.ancestor_or_self(parents).sum(1) - 1).tolist() == [[0, 1, 2, 3, 0]]
     assert st.is_leaf(parents).tolist() == [[False, False, False, True, True]]
-    assert st.leaf_index(parents).tolist() == [[-1, -1, -1, 0, 1]]
-    first, last = st.leaf_spans(parents)
-    assert first.tolist() == [[0, 0, 0, 0, 1]]
-    assert last.tolist() == [[0, 0, 0, 0, 1]]
+    split = st.leaf_node_split(parents)
+    assert (split["leaf_pos"].tolist(), split["node_pos"].tolist()) == ([[3, 4]], [[0, 1, 2]])
+    # every node spans the one word "go" (leaf 0), none the EOS (leaf 1)
+    assert st.dominance_blocks(parents, split)[1].tolist() == [[[True, False]] * 3]
 
 
 def test_one_word_sentence_and_eos_are_two_unrelated_roots():
     parents = batch([-1])
     assert relations.relation_ids(parents).tolist() == [[[S, LO], [RO, S]]]
-    assert st.depths(parents).tolist() == [[0, 0]]
-    assert st.num_leaves(parents).tolist() == [2]
+    assert st.is_leaf(parents).tolist() == [[True, True]]
     assert st.ancestor_or_self(parents).tolist() == [[[True, False], [False, True]]]
 
 
@@ -208,7 +208,7 @@ def test_two_roots_are_not_siblings_but_their_children_are():
 
 def test_padding_relation_mask_and_dominance():
     parents = batch([-1, 0], [-1])
-    assert st.padding_mask(parents).tolist() == [[False, False, False], [False, False, True]]
+    assert st.is_leaf(parents).tolist() == [[False, True, True], [True, True, False]]  # padding is no leaf
     assert relations.relation_ids(parents)[1].tolist() == [[S, LO, X], [RO, S, X], [X, X, X]]
     assert st.ancestor_or_self(parents).tolist() == [
         [[True, True, False], [False, True, False], [False, False, True]],
@@ -221,13 +221,16 @@ def test_padding_relation_mask_and_dominance():
 
 def test_depths_leaves_and_spans_he_is_my_father():
     parents = batch(FATHER)
-    #                                      S NP PRP He VP VBZ is NP PRP$ my NN fa (. . EOS
-    assert st.depths(parents).tolist() == [[0, 1, 2, 3, 1, 2, 3, 2, 3, 4, 3, 4, 1, 2, 0]]
-    assert st.leaf_index(parents).tolist() == [[-1, -1, -1, 0, -1, -1, 1, -1, -1, 2, -1, 3, -1, 4, 5]]
-    assert st.num_leaves(parents).tolist() == [6]
-    first, last = st.leaf_spans(parents)
-    assert first.tolist() == [[0, 0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 4, 4, 5]]
-    assert last.tolist() == [[4, 0, 0, 0, 3, 1, 1, 3, 2, 2, 3, 3, 4, 4, 5]]
+    #            S NP PRP He VP VBZ is NP PRP$ my NN fa (. . EOS
+    depths = [[0, 1, 2, 3, 1, 2, 3, 2, 3, 4, 3, 4, 1, 2, 0]]
+    assert (st.ancestor_or_self(parents).sum(1) - 1).tolist() == depths
+    split = st.leaf_node_split(parents)
+    assert split["leaf_pos"].tolist() == [[3, 6, 9, 11, 13, 14]]  # He is my father . EOS: leaves 0-5
+    assert split["node_pos"].tolist() == [[0, 1, 2, 4, 5, 7, 8, 10, 12]]
+    # (first, last) leaf under each node: S 0-4, NP 0, PRP 0, VP 1-3, VBZ 1, NP 2-3, PRP$ 2, NN 3, (. 4
+    spans = [(0, 4), (0, 0), (0, 0), (1, 3), (1, 1), (2, 3), (2, 2), (3, 3), (4, 4)]
+    _, node_over_leaf = st.dominance_blocks(parents, split)
+    assert node_over_leaf.tolist() == [[[first <= leaf <= last for leaf in range(6)] for first, last in spans]]
 
 
 def test_left_and_right_padding_agree_up_to_the_shift():
@@ -236,33 +239,25 @@ def test_left_and_right_padding_agree_up_to_the_shift():
     width = right.size(1)
     rel_right, rel_left = relations.relation_ids(right), relations.relation_ids(left)
     dom_right, dom_left = st.ancestor_or_self(right), st.ancestor_or_self(left)
-    spans_right, spans_left = st.leaf_spans(right), st.leaf_spans(left)
+    leaf_right, leaf_left = st.is_leaf(right), st.is_leaf(left)
     for row, tree in enumerate(trees):
         size = len(tree) + 1
         shift = width - size
         assert torch.equal(rel_left[row, shift:, shift:], rel_right[row, :size, :size])
         assert (rel_left[row, :shift] == X).all() and (rel_left[row, :, :shift] == X).all()
         assert torch.equal(dom_left[row, shift:, shift:], dom_right[row, :size, :size])
-        for per_position in (st.depths, st.leaf_index, st.is_leaf, st.padding_mask):
-            assert torch.equal(per_position(left)[row, shift:], per_position(right)[row, :size])
-        for span_left, span_right in zip(spans_left, spans_right):
-            assert torch.equal(span_left[row, shift:], span_right[row, :size])
+        assert torch.equal(leaf_left[row, shift:], leaf_right[row, :size])
     split_right, split_left = st.leaf_node_split(right), st.leaf_node_split(left)
     shifts = (width - torch.tensor([len(tree) + 1 for tree in trees])).unsqueeze(1)
     for kind in ("leaf", "node"):
         mask = split_right[f"{kind}_mask"]
         assert torch.equal(split_left[f"{kind}_mask"], mask)
         assert torch.equal(split_left[f"{kind}_pos"][mask], (split_right[f"{kind}_pos"] + shifts)[mask])
-    assert torch.equal(
-        st.node_leaf_path_length(left, split_left), st.node_leaf_path_length(right, split_right)
-    )
-    for index_left, index_right in zip(
-        st.hierarchical_embedding_indices(left, split_left), st.hierarchical_embedding_indices(right, split_right)
-    ):
-        assert torch.equal(index_left, index_right)
+    for block_left, block_right in zip(st.dominance_blocks(left, split_left), st.dominance_blocks(right, split_right)):
+        assert torch.equal(block_left, block_right)
 
 
-# --- hierarchical accumulation (paper 004, Sections 4.1-4.2, eq. 9) ----------------------------------------
+# --- hierarchical accumulation (Nguyen et al. 2020, section 4.1) --------------------------------------------
 
 # (S (NP a b) (VP c (NP d e))) without preterminals, as Nguyen et al. build it, followed by EOS:
 # positions 0 S, 1 NP, 2 a, 3 b, 4 VP, 5 c, 6 NP, 7 d, 8 e, 9 EOS.
@@ -296,48 +291,6 @@ def test_dominance_blocks():
     ]]  # fmt: skip
 
 
-def test_path_length_and_hierarchical_embedding_indices():
-    parents = batch(HIER)
-    split = st.leaf_node_split(parents)
-    # |V_i^j|: nodes on the path from node i down to leaf j (i included); e.g. S -> d passes S, VP, NP.
-    expected_vertical = [
-        # a  b  c  d  e  EOS
-        [2, 2, 2, 3, 3, 0],  # S
-        [1, 1, 0, 0, 0, 0],  # NP(a b)
-        [0, 0, 1, 2, 2, 0],  # VP
-        [0, 0, 0, 1, 1, 0],  # NP(d e)
-    ]
-    # |H_i^j|: leaves of i's subtree from its leftmost leaf up to and including j.
-    expected_horizontal = [
-        [1, 2, 3, 4, 5, 0],
-        [1, 2, 0, 0, 0, 0],
-        [0, 0, 1, 2, 3, 0],
-        [0, 0, 0, 1, 2, 0],
-    ]
-    assert st.node_leaf_path_length(parents, split).tolist() == [expected_vertical]
-    vertical, horizontal = st.hierarchical_embedding_indices(parents, split)
-    assert vertical.tolist() == [expected_vertical]
-    assert horizontal.tolist() == [expected_horizontal]
-
-    vertical, horizontal = st.hierarchical_embedding_indices(parents, split, max_vertical=2, max_horizontal=3)
-    assert vertical.tolist() == [[[2, 2, 2, 2, 2, 0], [1, 1, 0, 0, 0, 0], [0, 0, 1, 2, 2, 0], [0, 0, 0, 1, 1, 0]]]
-    assert horizontal.tolist() == [[[1, 2, 3, 3, 3, 0], [1, 2, 0, 0, 0, 0], [0, 0, 1, 2, 3, 0], [0, 0, 0, 1, 2, 0]]]
-
-
-def test_hierarchical_indices_are_zero_for_padded_nodes_and_leaves():
-    parents = batch(HIER, [-1, 0, 0])  # second row: node 0 over leaves 1, 2 and the EOS at 3
-    split = st.leaf_node_split(parents)
-    vertical, horizontal = st.hierarchical_embedding_indices(parents, split)
-    assert vertical[1].tolist() == [[1, 1, 0, 0, 0, 0]] + [[0] * 6] * 3
-    assert horizontal[1].tolist() == [[1, 2, 0, 0, 0, 0]] + [[0] * 6] * 3
-
-
-def test_hierarchical_indices_reject_non_positive_caps():
-    parents = batch(HIER)
-    with pytest.raises(ValueError, match="must be >= 1"):
-        st.hierarchical_embedding_indices(parents, st.leaf_node_split(parents), max_vertical=0)
-
-
 # --- agreement with a slow reference on random trees --------------------------------------------------------
 
 
@@ -361,7 +314,7 @@ def strict_ancestors(parents, node):
 
 
 def reference_relation(parents, i, j):
-    """Paper 001, Section 2, read literally."""
+    """McDonald & Chiang (2021), section 2, read literally."""
     if i == j:
         return S
     if parents[j] == i:
@@ -377,24 +330,16 @@ def reference_relation(parents, i, j):
     return LO if i < j else RO
 
 
-def reference_hierarchical(parents):
-    """Paper 004, eq. 9, read literally: (vertical, horizontal) as nested lists over nodes x leaves."""
+def reference_blocks(parents):
+    """Nguyen et al. (2020), section 4.1, read literally: the leaves and nodes, and the subtree rule R as
+    node-over-node and node-over-leaf nested lists (True when the column is in the row node's subtree)."""
     size = len(parents)
     ancestors_or_self = [strict_ancestors(parents, k) | {k} for k in range(size)]
     leaves = [k for k in range(size) if k not in parents]
     nodes = [k for k in range(size) if k in parents]
-    vertical = [
-        [sum(1 for t in nodes if i in ancestors_or_self[t] and t in ancestors_or_self[j]) for j in leaves]
-        for i in nodes
-    ]
-    horizontal = [
-        [
-            sum(1 for t in leaves if t <= j and i in ancestors_or_self[t]) if i in ancestors_or_self[j] else 0
-            for j in leaves
-        ]
-        for i in nodes
-    ]
-    return vertical, horizontal
+    node_over_node = [[i in ancestors_or_self[t] for t in nodes] for i in nodes]
+    node_over_leaf = [[i in ancestors_or_self[j] for j in leaves] for i in nodes]
+    return leaves, nodes, node_over_node, node_over_leaf
 
 
 @pytest.mark.parametrize("left_pad", [False, True])
@@ -405,9 +350,9 @@ def test_vectorised_structure_matches_reference_on_random_trees(left_pad):
         chunk = trees[start : start + 10]
         parents = batch(*chunk, left_pad=left_pad)
         relation_matrix = relations.relation_ids(parents)
-        depth = st.depths(parents)
+        dominance = st.ancestor_or_self(parents)
         split = st.leaf_node_split(parents)
-        vertical, horizontal = st.hierarchical_embedding_indices(parents, split)
+        node_over_node, node_over_leaf = st.dominance_blocks(parents, split)
         width = parents.size(1)
         for row, tree in enumerate(chunk):
             full = tree + [-1]  # with the EOS root
@@ -416,13 +361,18 @@ def test_vectorised_structure_matches_reference_on_random_trees(left_pad):
             expected = [[reference_relation(full, i, j) for j in range(len(full))] for i in range(len(full))]
             assert block.tolist() == expected, f"tree {start + row}: {tree}"
             assert int((relation_matrix[row] == X).sum()) == width**2 - len(full) ** 2
-            expected_depth = [len(strict_ancestors(full, k)) for k in range(len(full))]
-            assert depth[row, shift : shift + len(full)].tolist() == expected_depth
-            expected_vertical, expected_horizontal = reference_hierarchical(full)
-            rows, columns = len(expected_vertical), len(expected_vertical[0]) if expected_vertical else 0
-            assert vertical[row, :rows, :columns].tolist() == expected_vertical
-            assert horizontal[row, :rows, :columns].tolist() == expected_horizontal
-            assert vertical[row].sum() == sum(map(sum, expected_vertical))  # nothing outside the block
+            expected_dominance = [[i == j or i in strict_ancestors(full, j) for j in range(len(full))]
+                                  for i in range(len(full))]
+            assert dominance[row, shift : shift + len(full), shift : shift + len(full)].tolist() == expected_dominance
+            assert int(dominance[row].sum()) == sum(map(sum, expected_dominance))  # nothing at padding
+            leaves, nodes, expected_over_nodes, expected_over_leaves = reference_blocks(full)
+            assert split["leaf_pos"][row, : len(leaves)].tolist() == [shift + k for k in leaves]
+            assert split["node_pos"][row, : len(nodes)].tolist() == [shift + k for k in nodes]
+            assert node_over_node[row, : len(nodes), : len(nodes)].tolist() == expected_over_nodes
+            assert node_over_leaf[row, : len(nodes), : len(leaves)].tolist() == expected_over_leaves
+            # nothing outside the blocks
+            assert int(node_over_node[row].sum()) == sum(map(sum, expected_over_nodes))
+            assert int(node_over_leaf[row].sum()) == sum(map(sum, expected_over_leaves))
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
@@ -430,13 +380,10 @@ def test_cuda_gives_the_same_results_as_cpu():
     parents = batch(FATHER, [-1, 0, 1, 2], [-1], HIER, left_pad=True)
     on_gpu = parents.cuda()
     assert torch.equal(relations.relation_ids(on_gpu).cpu(), relations.relation_ids(parents))
-    assert torch.equal(st.depths(on_gpu).cpu(), st.depths(parents))
-    for got, want in zip(st.leaf_spans(on_gpu), st.leaf_spans(parents)):
-        assert torch.equal(got.cpu(), want)
+    assert torch.equal(st.ancestor_or_self(on_gpu).cpu(), st.ancestor_or_self(parents))
+    assert torch.equal(st.is_leaf(on_gpu).cpu(), st.is_leaf(parents))
     split_gpu, split_cpu = st.leaf_node_split(on_gpu), st.leaf_node_split(parents)
     for key in split_cpu:
         assert torch.equal(split_gpu[key].cpu(), split_cpu[key])
-    for got, want in zip(
-        st.hierarchical_embedding_indices(on_gpu, split_gpu), st.hierarchical_embedding_indices(parents, split_cpu)
-    ):
+    for got, want in zip(st.dominance_blocks(on_gpu, split_gpu), st.dominance_blocks(parents, split_cpu)):
         assert got.is_cuda and torch.equal(got.cpu(), want)

@@ -11,8 +11,8 @@ with ``L(i)`` the leaves under node i, ``P(i,j)`` the nodes on the branch from i
 in the cross-attention, eq. 23) and ``E_tj = [e^v_|V_t^j|; e^h_|H_t^j|]`` the hierarchical embedding of node t and
 leaf j (eq. 9). ``average="official"`` divides by ``|P(i,j)|`` instead, as the authors' public code does.
 
-The sum is linear in the values, so it is computed without ever forming the paper's ``m x n x d`` tensor S. With the ``n`` leaves and ``m`` nodes of each
-row gathered by :func:`fairseq_syntax.core.structure.leaf_node_split`:
+The sum is linear in the values, so it is computed without ever forming the paper's ``m x n x d`` tensor S. With the
+``n`` leaves and ``m`` nodes of each row gathered by :func:`fairseq_syntax.core.structure.leaf_node_split`:
 
     c = w[None, :] * inverse_branch_size                # c_ij = w_j / (|L(i)| (|P(i,j)| + 1)),  B x m x n
     g = node_over_node * (c @ node_over_leaf^T)         # g_it = D_it sum_j c_ij A_tj,           B x m x m
@@ -75,8 +75,8 @@ def accumulation_structure(
     parents = parents.long()
     split = st.leaf_node_split(parents)
     node_over_node, node_over_leaf = st.dominance_blocks(parents, split)
-    # |P(i, j)| = depth(j) - depth(i) for leaf j under node i: structure.node_leaf_path_length, here derived from the
-    # blocks (as are the embedding indices) because each of those functions repeats the ancestor walk
+    # |P(i, j)| = depth(j) - depth(i) for leaf j under node i, the depths read off the dominance blocks (as are the
+    # embedding indices), so the ancestor walk runs once
     node_depth = node_over_node.sum(1) - 1  # B x m: proper node ancestors of each node
     leaf_depth = node_over_leaf.sum(1)  # B x n: node ancestors of each leaf
     path_length = (leaf_depth.unsqueeze(1) - node_depth.unsqueeze(2)) * node_over_leaf
@@ -112,8 +112,9 @@ def _embedding_bins(
     """``embedding_source`` and ``embedding_bins`` of :func:`accumulation_structure`.
 
     The triples (i, t, j) are, for each leaf j with node ancestors ``a_0`` (the root) ... ``a_{d-1}`` (its parent),
-    the ``d (d + 1) / 2`` pairs ``i = a_k``, ``t = a_r``, ``k <= r``; then ``|V_t^j| = d - r`` and ``|H_t^j|`` is j's
-    rank among the leaves of t (``structure.hierarchical_embedding_indices``, capped at ``embedding_size``).
+    the ``d (d + 1) / 2`` pairs ``i = a_k``, ``t = a_r``, ``k <= r``; then ``|V_t^j| = d - r`` (the nodes from t down to
+    j, t included) and ``|H_t^j|`` is j's rank among the leaves of t (1 for its leftmost leaf), both capped at
+    ``embedding_size``.
     """
     batch, nodes, leaves = node_over_leaf.shape
     device = node_over_leaf.device

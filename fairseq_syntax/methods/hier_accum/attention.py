@@ -1,5 +1,14 @@
 """The attention modules of hierarchical accumulation: Nguyen et al. (2020), "Tree-Structured Attention with
-Hierarchical Accumulation", eqs. 12-18 (encoder) and 21-24 (decoder cross-attention).
+Hierarchical Accumulation", eqs. 12-18 (encoder) and 21-24 (decoder cross-attention). With the leaves ``L``
+(``n x d``) and nodes ``N`` (``m x d``) of a source tree, its subtree rule ``R``, per head:
+
+    A_XY  = (X W_Q)(Y W_K)^T / sqrt(d)  for X, Y in {N, L}                              (eqs. 12-15)
+    N'    = V(U(F(L W_V, N W_V, R) + E), w),  w = L u_s;    L' = L W_V                   (eq. 16)
+    Att_N = softmax(mu([A_NN; A_NL])) [N'; L'],   Att_L = softmax(mu([A_LN; A_LL])) [N'; L']   (eqs. 17-18)
+    Att_Q = softmax([A_QN; A_QL]) [N'; L'],  target queries Q, w = L u_c, no mu            (eqs. 21-24)
+
+``mu`` is subtree masking (eq. 11: a node query sees its own subtree, a leaf query the leaves); ``N'`` is computed
+by :mod:`fairseq_syntax.methods.hier_accum.accumulation` without the ``m x n x d`` tensor ``S = F(...)``.
 
 * :class:`HierarchicalSelfAttention`: one attention over all ``T`` source positions (leaves and nodes) with
   subtree masking (eq. 11); values ``L W_V`` at the leaves and the accumulated ``N'`` (eq. 16) at the nodes, with
@@ -10,11 +19,12 @@ Hierarchical Accumulation", eqs. 12-18 (encoder) and 21-24 (decoder cross-attent
   ``Tq x B x C``, key = value = the encoder states ``S x B x C``, and as ``key_padding_mask`` what the decoder got
   as ``encoder_out["encoder_padding_mask"][0]``): :class:`~fairseq_syntax.methods.hier_accum.model.HierAccumDecoder`
   hands it a :class:`SourceTree`, the source's padding mask ``B x S`` with the structure the encoder built (no
-  gradient flows through either, so fairseq's activation checkpointing of the layer passes it through as is). Keys and accumulated values depend only on
-  the source, so during incremental decoding they are computed at the first step, kept in the incremental state
-  (``B x H x S x d`` each) and reordered with the beams; the original implementation recomputed the accumulation
-  at every step. Returns ``(Tq x B x C, weights)``; weights, when asked for, are ``B x Tq x S`` (mean over heads) or
-  ``H x B x Tq x S`` with ``need_head_weights``, as fairseq's ``MultiheadAttention`` returns them.
+  gradient flows through either, so fairseq's activation checkpointing of the layer passes it through as is).
+  Keys and accumulated values depend only on the source, so during incremental decoding they are computed at the
+  first step, kept in the incremental state (``B x H x S x d`` each) and reordered with the beams; the original
+  implementation recomputed the accumulation at every step. Returns ``(Tq x B x C, weights)``; weights, when asked
+  for, are ``B x Tq x S`` (mean over heads) or ``H x B x Tq x S`` with ``need_head_weights``, as fairseq's
+  ``MultiheadAttention`` returns them.
 * :func:`attend`: scaled dot-product attention with a boolean mask, optionally returning the weights.
 """
 from typing import Dict, NamedTuple, Optional, Tuple

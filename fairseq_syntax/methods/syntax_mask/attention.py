@@ -8,8 +8,9 @@ right-other) and a learnable strength ``s^m`` per head, initialised to zero. The
 sum picks one strength per pair: ``bias[b, h, i, j] = -exp(s[h, rel[b, i, j]])``. A relation left out of the
 chosen subset keeps strength 0, which adds the same constant ``-1`` to every score it covers.
 
-Shapes: ``structure["relations"]`` is ``B x T x T`` (relation ids from :func:`fairseq_syntax.methods.syntax_mask.relations.relation_ids`,
-``PAD_RELATION`` at padding); the bias is ``B x H x T x T``.
+Shapes: ``structure["relations"]`` is ``B x T x T`` (relation ids from
+:func:`fairseq_syntax.methods.syntax_mask.relations.relation_ids`, ``PAD_RELATION`` at padding); the bias is
+``B x H x T x T``.
 """
 from typing import Optional, Sequence
 

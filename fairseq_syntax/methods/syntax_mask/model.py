@@ -5,7 +5,8 @@ chosen encoder layer adds ``-exp(s[h, rel_ij])`` to its attention scores, ``rel_
 ``i`` to key ``j`` and ``s`` a learnable ``H x 9`` strength table initialised to zero, so at step 0 the model is
 exactly fairseq's ``transformer`` on the same tokens.
 
-Side input: ``src_parents`` ``B x T`` (see :mod:`fairseq_syntax.core.structure`); structure: ``relations`` ``B x T x T``.
+Side input: ``src_parents`` ``B x T`` (see :mod:`fairseq_syntax.core.structure`); structure: ``relations``
+``B x T x T``.
 """
 from dataclasses import dataclass, field
 

@@ -2,8 +2,9 @@
 
 * ``TreeTransformerEncoder``: the shared syntax encoder with
   :class:`~fairseq_syntax.methods.tree_transformer.attention.ConstituentAttention` in every layer. It needs no side
-  inputs: the tree is induced from the text. Its output dict also holds ``link_probabilities``, a list of one
-  ``B x (T-1)`` tensor per layer (``a^l`` of section 5, the input of Algorithm 1).
+  inputs: the tree is induced from the text (``src_tokens`` ``B x T`` -> ``encoder_out`` ``[T x B x C]``). Its output
+  dict also holds ``link_probabilities``, a list of one ``B x (T-1)`` tensor per layer (``a^l`` of section 5, eq. 8,
+  the input of Algorithm 1).
 * ``tree_transformer_lm``: encoder-only masked language model (the paper's training, BERT masking), fairseq's
   ``roberta`` model with this encoder; train it with fairseq's own ``--task masked_lm --criterion masked_lm``.
   Archs ``tree_transformer_lm`` (the paper's L=10, d_model 512, 8 heads, FFN 2048, dropout 0.1) and

@@ -1,4 +1,4 @@
-"""Tests for hierarchical accumulation (Nguyen et al. 2020, paper 004) and the ``transformer_hier_accum`` model.
+"""Tests for hierarchical accumulation (Nguyen et al. 2020) and the ``transformer_hier_accum`` model.
 
 The (factored) accumulation is checked against a literal implementation of the paper's equations (5)-(10), which
 builds the tensor S of every sentence in Python loops; the rest against values derived by hand on small trees and
@@ -127,26 +127,87 @@ def test_accumulation_matches_the_papers_equations(average, embedding_size, left
             torch.testing.assert_close(grad, reference_grad, rtol=1e-6, atol=1e-6)
 
 
+def reference_branches(parents):
+    """The branches of one row, by walking up its parent array (absolute positions, PAD allowed).
+
+    Returns ``nodes`` and ``leaves`` (positions, left to right) and ``branch[a][c]``: the nodes P(i, j) on the path
+    from node i = nodes[a] down to leaf j = leaves[c], i first (empty when j is not under i). Eq. 9's indices of
+    (i, j) are ``|V_i^j| = len(branch[a][c])`` and ``|H_i^j|``, j's rank among the leaves under i (1 for the
+    leftmost)."""
+    valid = [p for p in range(len(parents)) if parents[p] != st.PAD]
+    nodes = [p for p in valid if p in parents]
+    leaves = [p for p in valid if p not in parents]
+
+    def ancestors(j):  # parent first
+        chain = []
+        while parents[j] >= 0:
+            j = parents[j]
+            chain.append(j)
+        return chain
+
+    branch = []
+    for i in nodes:
+        branch.append([])
+        for j in leaves:
+            above = ancestors(j)
+            branch[-1].append(above[: above.index(i) + 1][::-1] if i in above else [])
+    return nodes, leaves, branch
+
+
+def eq9_indices(branch, a, c):
+    """``(|V_i^j|, |H_i^j|)`` of node nodes[a] and leaf leaves[c] (see :func:`reference_branches`)."""
+    return len(branch[a][c]), sum(1 for d in range(c + 1) if branch[a][d])
+
+
+def test_reference_branches_by_hand():
+    nodes, leaves, branch = reference_branches(batch(HIER).tolist()[0])
+    assert (nodes, leaves) == ([0, 1, 4, 6], [2, 3, 5, 7, 8, 9])
+    assert branch[0][3] == [0, 4, 6]  # S -> d passes S, VP, NP
+    indices = [[eq9_indices(branch, a, c) if branch[a][c] else (0, 0) for c in range(6)] for a in range(4)]
+    # |V_i^j|: nodes on the path from node i down to leaf j (i included)
+    assert [[vertical for vertical, _ in row] for row in indices] == [
+        # a  b  c  d  e  EOS
+        [2, 2, 2, 3, 3, 0],  # S
+        [1, 1, 0, 0, 0, 0],  # NP(a b)
+        [0, 0, 1, 2, 2, 0],  # VP
+        [0, 0, 0, 1, 1, 0],  # NP(d e)
+    ]
+    # |H_i^j|: leaves of i's subtree from its leftmost leaf up to and including j
+    assert [[horizontal for _, horizontal in row] for row in indices] == [
+        [1, 2, 3, 4, 5, 0],
+        [1, 2, 0, 0, 0, 0],
+        [0, 0, 1, 2, 3, 0],
+        [0, 0, 0, 1, 2, 0],
+    ]
+
+
 @pytest.mark.parametrize("embedding_size", [2, 50])
-def test_structure_agrees_with_the_tested_tree_utilities(embedding_size):
+def test_structure_agrees_with_a_walk_up_the_parent_array(embedding_size):
     rng = random.Random(embedding_size)
     parents = batch(*[random_preorder_tree(rng, rng.randint(1, 30)) for _ in range(6)])
     structure = accumulation_structure(parents, embedding_size)
-    split = st.leaf_node_split(parents)
-    path_length = st.node_leaf_path_length(parents, split)
-    under = path_length > 0
-    expected_inverse = under / (under.sum(-1, keepdim=True) * (path_length + 1)).clamp(min=1)
+    expected_inverse = torch.zeros_like(structure["inverse_branch_size"])  # B x m x n
+    width = expected_inverse.size(2)  # n
+    expected_triples = []
+    for b, row in enumerate(parents.tolist()):
+        nodes, leaves, branch = reference_branches(row)
+        for a in range(len(nodes)):
+            leaves_under = sum(1 for path in branch[a] if path)  # |L(i)|
+            for c in range(len(leaves)):
+                if not branch[a][c]:
+                    continue
+                expected_inverse[b, a, c] = 1 / (leaves_under * (len(branch[a][c]) + 1))
+                # one triple (i, t, j) per node t on the branch, binned by t's eq. 9 indices for leaf j (capped)
+                for t in branch[a][c]:
+                    vertical, horizontal = eq9_indices(branch, nodes.index(t), c)
+                    expected_triples.append((
+                        b, a * width + c, a * 2 * embedding_size + min(vertical, embedding_size) - 1,
+                        a * 2 * embedding_size + embedding_size + min(horizontal, embedding_size) - 1,
+                    ))
     torch.testing.assert_close(structure["inverse_branch_size"], expected_inverse)
-    # the triples (i, t, j) enumerated from the 4-D dominance product, with structure's embedding indices
-    node_over_node, node_over_leaf = st.dominance_blocks(parents, split)
-    vertical, horizontal = st.hierarchical_embedding_indices(parents, split, embedding_size, embedding_size)
-    b, i, t, j = (node_over_node.unsqueeze(3) & node_over_leaf.unsqueeze(1)).nonzero(as_tuple=True)
-    expected = sorted(zip(b.tolist(), (i * node_over_leaf.size(2) + j).tolist(),
-                          (i * 2 * embedding_size + vertical[b, t, j] - 1).tolist(),
-                          (i * 2 * embedding_size + embedding_size + horizontal[b, t, j] - 1).tolist()))
     row, source, bins = structure["embedding_batch"], structure["embedding_source"], structure["embedding_bins"]
     assert sorted(zip(row.tolist(), source.tolist(), bins[: len(source)].tolist(), bins[len(source):].tolist())) == (
-        expected)
+        sorted(expected_triples))
 
 
 # --- hand-derived values ------------------------------------------------------------------------------------------
@@ -238,8 +299,8 @@ def test_node_output_depends_only_on_its_subtree():
     x = torch.randn(10, 1, 8)
     changed = x.clone()
     changed[2] += 1.0  # leaf a, outside VP's subtree
-    out, _ = attention(x, None, structure)
-    out_changed, _ = attention(changed, None, structure)
+    out, _, _ = attention(x, None, structure)
+    out_changed, _, _ = attention(changed, None, structure)
     moved = (out - out_changed).abs().amax(dim=(1, 2)) > 1e-6
     #                          S     NP    a     b     VP     c     NP     d     e     EOS
     assert moved.tolist() == [True, True, True, True, False, True, False, True, True, True]
@@ -255,7 +316,7 @@ def test_without_subtree_masks_equal_nodes_stay_equal():
     x[nodes] = x[0].clone()
     for subtree_mask, equal in ((False, True), (True, False)):
         structure = accumulation_structure(batch(HIER), embedding_size=4, subtree_mask=subtree_mask)
-        out, _ = attention(x, None, structure)
+        out, _, _ = attention(x, None, structure)
         assert torch.allclose(out[nodes], out[0].expand(4, 1, 8), atol=1e-6) == equal
 
 
@@ -264,8 +325,8 @@ def test_attention_weights_follow_the_subtree_mask():
     attention = HierarchicalSelfAttention(8, 2, embedding_size=0).eval()
     structure = accumulation_structure(batch(HIER), subtree_mask=True)
     x = torch.randn(10, 1, 8)
-    out, weights = attention(x, None, structure, need_weights=True)
-    fused, _ = attention(x, None, structure)
+    out, weights, _ = attention(x, None, structure, need_weights=True)
+    fused, _, _ = attention(x, None, structure)
     torch.testing.assert_close(out, fused)
     assert weights.shape == (1, 2, 10, 10)
     assert ((weights > 0) <= structure["attention_mask"]).all()
@@ -336,7 +397,8 @@ def test_leaves_alone_get_positions_numbered_left_to_right(data_dir):
     states = encoder(**{k: v for k, v in net_input.items() if k != "prev_output_tokens"}, return_all_hiddens=True)
     embedded = states["encoder_states"][0].transpose(0, 1)  # B x T x C, before the first layer
     tokens, parents = net_input["src_tokens"], net_input["src_parents"]
-    leaf_ordinal = st.leaf_index(parents)
+    is_leaf = st.is_leaf(parents)
+    leaf_ordinal = torch.where(is_leaf, is_leaf.cumsum(-1) - 1, -1)  # leaves numbered 0, 1, ... left to right
     table = encoder.leaf_positions.weights  # sinusoidal; row padding_idx is zero
     positions = torch.where(leaf_ordinal >= 0, encoder.padding_idx + 1 + leaf_ordinal, encoder.padding_idx)
     expected = encoder.embed_scale * encoder.embed_tokens(tokens) + table[positions]
