@@ -5,7 +5,7 @@
 """
 from typing import Iterator, Optional
 
-from fairseq_syntax.core.method import Method, System
+from fairseq_syntax.core.method import System
 from fairseq_syntax.methods import hier_accum, ldd, syntax_mask, tree_transformer
 
 METHODS = (
@@ -25,9 +25,3 @@ def systems(task: Optional[str] = "translation", baselines: bool = True, ablatio
                     ablations or not system.ablation):
                 yield system
 
-
-def method_of(arch: str) -> Method:
-    for method in METHODS:
-        if any(system.arch == arch and not system.baseline for system in method.systems):
-            return method
-    raise KeyError(f"no method registers the architecture {arch!r}")
