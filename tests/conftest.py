@@ -12,6 +12,8 @@ import subprocess
 import sys
 
 import pytest
+import torch
+from fairseq import options, tasks
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOUNS = ["cat", "dog", "father", "man"]
@@ -42,7 +44,9 @@ def run(cmd, **kwargs):
     """Runs a command from the repository root; fails the test with its output when it fails."""
     result = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, **kwargs)
     if result.returncode != 0:
-        raise AssertionError(f"{' '.join(cmd)} exited {result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}")
+        raise AssertionError(
+            f"{' '.join(cmd)} exited {result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
+        )
     return result
 
 
@@ -164,3 +168,51 @@ def write_sst_data(directory) -> str:
 
     build_dictionary(trees.parse_tree(tree) for tree in TREES).save(str(directory / "dict.txt"))
     return str(directory)
+
+
+# ------------------------------------------------------- one batch through a tiny model built on the CPU
+
+TRANSLATION = ["--task", "syntax_translation", "--user-dir", os.path.join(REPO, "fairseq_syntax")]
+
+
+def build_on_cpu(argv):
+    """(task, model, criterion, sample, args): the model in eval mode (no dropout); the sample holds the first 8
+    sentences of the test split (valid for tree classification)."""
+    args = options.parse_args_and_arch(options.get_training_parser(), [*argv, "--cpu", "--dropout", "0"])
+    task = tasks.setup_task(args)
+    torch.manual_seed(1)
+    model = task.build_model(args).eval()
+    split = "valid" if args.task == "tree_classification" else "test"
+    task.load_dataset(split)
+    dataset = task.dataset(split).batching(task.model_side_inputs)
+    sample = dataset.collater([dataset[i] for i in range(min(len(dataset), 8))])
+    return task, model, task.build_criterion(args), sample, args
+
+
+def loss_and_gradients(model, criterion, sample):
+    model.zero_grad()
+    loss, _, _ = criterion(model, sample)
+    loss.backward()
+    gradients = {name: p.grad.detach().cpu() for name, p in model.named_parameters() if p.grad is not None}
+    return loss.detach().cpu(), gradients
+
+
+@pytest.fixture(scope="session")
+def translation_data(data_dirs, raw_corpus, tmp_path_factory):
+    """(data directory name, side inputs) -> directory of the tiny corpus."""
+    made = {}
+
+    def directory(system):
+        key = (system.data, "src_ldd" in system.side_inputs)
+        if key not in made:
+            dest = str(tmp_path_factory.mktemp(system.data))
+            if key[1]:
+                make_ldd_data(raw_corpus, dest)
+            elif system.data in data_dirs:
+                dest = data_dirs[system.data]
+            else:
+                preprocess(raw_corpus, dest, system.form, "--preterminals", system.preterminals)
+            made[key] = dest
+        return made[key]
+
+    return directory

@@ -1,5 +1,5 @@
 """Hierarchical accumulation the naive way: Nguyen et al. (2020), "Tree-structured attention with hierarchical
-accumulation" (paper 004), eqs. 5-10, on the dense tensors ``S`` and ``E`` as the authors' public code builds them.
+accumulation" (ICLR 2020), eqs. 5-10, on the dense tensors ``S`` and ``E`` as the authors' public code builds them.
 
 This is the baseline that the package's factored accumulation
 (:func:`~fairseq_syntax.methods.hier_accum.accumulation.factored_node_accumulation`) is measured against; both give
@@ -19,8 +19,7 @@ the same values (``tests/recipes/test_hier_accum_dense.py``). This module regist
 
 The nodes are in preorder, so the nodes over leaf j from node i downwards are node i and the later rows over j: the
 branch sums are suffix sums along the node axis (the authors order nodes bottom-up and take a forward cumsum).
-Time and memory are O(B H m n d) per call; the fast version never forms a tensor of that size (DESIGN.md,
-"Hierarchical accumulation without the m x n x d tensor").
+Time and memory are O(B H m n d) per call; the fast version never forms a tensor of that size.
 
 * :func:`dense_node_accumulation`: values ``B x H x T x d``, leaf weights ``B x T`` and an ``accumulation_structure``
   -> the accumulated node values ``B x H x m x d``.

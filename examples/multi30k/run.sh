@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Multi30k En->De: train every system with the reference baseline's settings (DESIGN.md: 3+3 layers, d=256,
+# Multi30k En->De: train every system with the reference baseline's settings (3+3 layers, d=256,
 # ffn 1024, 4 heads, 20 epochs, beam 5), decode test2016, score detokenized cased sacreBLEU/chrF/TER/RIBES with
 # paired bootstrap against the baselines, and write examples/multi30k/RESULTS.md (and RESULTS.json) from the run
 # records.

@@ -17,7 +17,12 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))  # this checkout's package
-from fairseq_syntax.evaluation.results import markdown_table, read_text, table_json, write_results  # noqa: E402
+from fairseq_syntax.evaluation.results import (  # noqa: E402
+    markdown_table,
+    read_text,
+    table_json,
+    write_results,
+)
 
 LOG_SUFFIXES = (".log.gz", ".log")
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Stanford Sentiment Treebank (SST-5 and SST-2): the tiny hierarchical-accumulation classifier of Nguyen et al.
-# (2020, paper 004, Section 5.2: 2 layers, d = 64, 4 heads) against a plain Transformer classifier of the same size.
+# (2020, Section 5.2: 2 layers, d = 64, 4 heads) against a plain Transformer classifier of the same size.
 #
 # Usage: examples/sst/run.sh [SST_DIR]    (SST_DIR holds train.txt(.gz) and dev.txt(.gz); default: the shared copy)
 #

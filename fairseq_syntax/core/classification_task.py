@@ -103,7 +103,8 @@ def build_dictionary(tree_list: Iterable[trees.Tree]) -> Dictionary:
 class TreeClassificationConfig(CpuAutocastConfig):
     data: Optional[str] = field(default=None, metadata={"help": "data directory ({split}.tree, labels.txt, dict.txt)"})
     input_form: ChoiceEnum(FORMS) = field(
-        default="preorder", metadata={"help": "how a tree becomes the input sequence (see fairseq_syntax.core.input_forms)"}
+        default="preorder",
+        metadata={"help": "how a tree becomes the input sequence (see fairseq_syntax.core.input_forms)"},
     )
     preterminals: ChoiceEnum(PRETERMINALS) = field(
         default="drop",

@@ -47,5 +47,6 @@ class SyntaxLanguagePairDataset(LanguagePairDataset):
         by_id = {sample["id"]: sample["side"] for sample in samples}
         items = [by_id[i] for i in batch["id"].tolist()]
         length = batch["net_input"]["src_tokens"].size(1)
-        batch["net_input"].update(collate_side_inputs(self.side_inputs, items, self.left_pad_source, length, self.where))
+        side = collate_side_inputs(self.side_inputs, items, self.left_pad_source, length, self.where)
+        batch["net_input"].update(side)
         return batch

@@ -1,8 +1,8 @@
 """``python -m fairseq_syntax.methods COMMAND``: what the recipes, the benchmark and the README read from the method
 descriptions (:data:`fairseq_syntax.methods.METHODS`).
 
-* ``systems [--task translation] [--method NAME] [--no-baselines] [--no-ablations]``: one ``NAME:ARCH:DATA[:EXTRA]`` per line, the
-  recipes' ``SYSTEMS`` format;
+* ``systems [--task translation] [--method NAME] [--no-baselines] [--no-ablations]``: one
+  ``NAME:ARCH:DATA[:EXTRA]`` per line, the recipes' ``SYSTEMS`` format;
 * ``data-dirs SPEC...``: for the given system specs, one line per data directory they read: ``DATA FORM
   PRETERMINALS SIDE_INPUT...`` (the recipes make each with ``fairseq-syntax-preprocess`` and add the side inputs
   that need a step of their own, e.g. ``src_ldd``);

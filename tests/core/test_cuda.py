@@ -1,9 +1,10 @@
 """Every model of the package computes on CUDA what it computes on CPU, and trains and decodes there through fairseq's
 own CLIs. Skipped without a GPU (CI has none): run ``python -m pytest tests/test_cuda.py`` on a machine with one.
 
-The models are every system of the method descriptions (:data:`fairseq_syntax.methods.METHODS`, at their tiny
-size) and each method's ``cuda_variants``. Each model is built once on CPU with dropout off; a copy is moved to the GPU and both get the same batch: the loss,
-every parameter's gradient and (for translation) the beam-search hypotheses and their scores must agree.
+The models are every system of the method descriptions (:data:`fairseq_syntax.methods.METHODS`, at their tiny size) and
+each method's ``cuda_variants``. Each model is built once on CPU with dropout off; a copy is moved to the GPU and both
+get the same batch: the loss, every parameter's gradient and (for translation) the beam-search hypotheses and their
+scores must agree.
 """
 import copy
 import json
@@ -12,35 +13,20 @@ import sys
 
 import pytest
 import torch
-from conftest import REPO, make_ldd_data, preprocess, run, write_sst_data
-from fairseq import options, tasks, utils
+from conftest import (
+    REPO,
+    TRANSLATION,
+    build_on_cpu,
+    loss_and_gradients,
+    run,
+    write_sst_data,
+)
+from fairseq import utils
 
 import fairseq_syntax  # noqa: F401  (registers the tasks, models and criterion)
 from fairseq_syntax.methods import METHODS
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-
-
-def build(argv):
-    """(task, model, criterion, sample, args): the model in eval mode (no dropout); the sample holds the first 8
-    sentences of the test split (valid for tree classification)."""
-    args = options.parse_args_and_arch(options.get_training_parser(), [*argv, "--cpu", "--dropout", "0"])
-    task = tasks.setup_task(args)
-    torch.manual_seed(1)
-    model = task.build_model(args).eval()
-    split = "valid" if args.task == "tree_classification" else "test"
-    task.load_dataset(split)
-    dataset = task.dataset(split).batching(task.model_side_inputs)
-    sample = dataset.collater([dataset[i] for i in range(min(len(dataset), 8))])
-    return task, model, task.build_criterion(args), sample, args
-
-
-def loss_and_gradients(model, criterion, sample):
-    model.zero_grad()
-    loss, _, _ = criterion(model, sample)
-    loss.backward()
-    gradients = {name: p.grad.detach().cpu() for name, p in model.named_parameters() if p.grad is not None}
-    return loss.detach().cpu(), gradients
 
 
 def assert_same_on_cuda(task, model, criterion, sample, args, translation=True):
@@ -66,9 +52,6 @@ def assert_same_on_cuda(task, model, criterion, sample, args, translation=True):
                                    rtol=1e-4, atol=1e-4)
 
 
-TRANSLATION = ["--task", "syntax_translation", "--user-dir", os.path.join(REPO, "fairseq_syntax")]
-
-
 def method_cases(task):
     """Every system of the method descriptions for ``task`` (baselines too), and for translation each method's
     ``cuda_variants`` on its first translation system: (system, extra model options)."""
@@ -82,30 +65,9 @@ def method_cases(task):
                 yield pytest.param(main, variant, id=f"{main.name}{''.join(variant)}")
 
 
-@pytest.fixture(scope="module")
-def translation_data(data_dirs, raw_corpus, tmp_path_factory):
-    """(data directory name, side inputs) -> directory of the tiny corpus."""
-    made = {}
-
-    def directory(system):
-        key = (system.data, "src_ldd" in system.side_inputs)
-        if key not in made:
-            dest = str(tmp_path_factory.mktemp(system.data))
-            if key[1]:
-                make_ldd_data(raw_corpus, dest)
-            elif system.data in data_dirs:
-                dest = data_dirs[system.data]
-            else:
-                preprocess(raw_corpus, dest, system.form, "--preterminals", system.preterminals)
-            made[key] = dest
-        return made[key]
-
-    return directory
-
-
 @pytest.mark.parametrize("system, extra", list(method_cases("translation")))
 def test_translation_models_agree_on_cuda(translation_data, system, extra):
-    assert_same_on_cuda(*build([translation_data(system), *TRANSLATION, "--arch", system.tiny_arch, *extra]))
+    assert_same_on_cuda(*build_on_cpu([translation_data(system), *TRANSLATION, "--arch", system.tiny_arch, *extra]))
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +77,7 @@ def sst_dir(tmp_path_factory):
 
 @pytest.mark.parametrize("system, extra", list(method_cases("classification")))
 def test_tree_classifiers_agree_on_cuda(sst_dir, system, extra):
-    task, model, criterion, sample, args = build([sst_dir, "--task", "tree_classification", "--arch",
+    task, model, criterion, sample, args = build_on_cpu([sst_dir, "--task", "tree_classification", "--arch",
                                                   system.tiny_arch, "--criterion", "tree_cross_entropy",
                                                   "--input-form", system.form, "--preterminals", system.preterminals,
                                                   *extra])
@@ -133,7 +95,7 @@ def masked_lm_dir(raw_corpus, tmp_path_factory):
 
 @pytest.mark.parametrize("system, extra", list(method_cases("masked_lm")))
 def test_masked_language_models_agree_on_cuda(masked_lm_dir, system, extra):
-    task, model, criterion, sample, args = build([
+    task, model, criterion, sample, args = build_on_cpu([
         masked_lm_dir, "--user-dir", os.path.join(REPO, "fairseq_syntax"), "--task", "sentence_masked_lm",
         "--criterion", "masked_lm", "--arch", system.tiny_arch, "--tokens-per-sample", "32", *extra])
     assert sample["net_input"]["src_tokens"].eq(task.mask_idx).any()

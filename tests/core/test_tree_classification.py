@@ -168,7 +168,7 @@ def test_hier_classifier_learns_the_training_trees_end_to_end(data_dir, tmp_path
         data_dir, "--user-dir", USER_DIR, "--task", "tree_classification",
         "--arch", "transformer_hier_accum_classifier_tiny", "--criterion", "tree_cross_entropy", "--node-labels",
         "--cpu", "--optimizer", "adam", "--lr", "0.005", "--max-tokens", "400", "--max-update", "40",
-        "--save-dir", str(tmp_path), "--no-epoch-checkpoints", "--no-progress-bar", "--seed", "1",
+        "--save-dir", str(tmp_path), "--no-epoch-checkpoints", "--no-progress-bar", "--seed", "1", "--num-workers", "0",
         "--best-checkpoint-metric", "accuracy", "--maximize-best-checkpoint-metric",
     ])
     train.main(convert_namespace_to_omegaconf(args))

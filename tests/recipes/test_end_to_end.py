@@ -90,7 +90,7 @@ def free_port():
 
 
 def test_distributed_data_parallel_on_cpu_with_gloo(data_dirs, tmp_path):
-    """fairseq's legacy DDP, one process per rank (torchrun and pytorch_ddp do not work on CPU; see DESIGN.md)."""
+    """fairseq's legacy DDP, one process per rank (torchrun and pytorch_ddp do not work on CPU with gloo here)."""
     port = free_port()
     procs = []
     for rank in range(2):

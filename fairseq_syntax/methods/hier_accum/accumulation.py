@@ -202,7 +202,8 @@ def hierarchical_accumulation(
     batch, heads, length, dim = values.shape
     if structure["node_pos"].size(1) == 0:
         return values
-    accumulated = (node_accumulation or factored_node_accumulation)(values, leaf_weights, structure, embeddings)  # B x H x m x d
+    accumulate = node_accumulation or factored_node_accumulation
+    accumulated = accumulate(values, leaf_weights, structure, embeddings)  # B x H x m x d
     placed = accumulated.gather(2, structure["node_ordinal"][:, None, :, None].expand(batch, heads, length, dim))
     return torch.where(structure["is_node"][:, None, :, None], placed, values)
 

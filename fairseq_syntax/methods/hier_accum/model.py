@@ -49,13 +49,13 @@ class HierAccumOptions(FairseqDataclass):
     )
     no_subtree_mask: bool = field(
         default=False,
-        metadata={"help": "ablation -SubMask (Nguyen et al. 2020, Table 3): every encoder query attends to all leaves and "
-                  "nodes"},
+        metadata={"help": "ablation -SubMask (Nguyen et al. 2020, Table 3): every encoder query attends to all "
+                  "leaves and nodes"},
     )
     hier_embed_size: int = field(
         default=100,
-        metadata={"help": "|E|, rows of the vertical and of the horizontal embedding table (Nguyen et al. 2020, Appendix 7.4); "
-                  "larger indices share the last row"},
+        metadata={"help": "|E|, rows of the vertical and of the horizontal embedding table (Nguyen et al. 2020, "
+                  "Appendix 7.4); larger indices share the last row"},
     )
     cumulative_average: ChoiceEnum(AVERAGES) = field(
         default="paper",

@@ -38,7 +38,7 @@ def sentence_ldd_attention(model, task, split: str, index: int) -> Tuple[np.ndar
     (0-based, the line number minus one) of ``split``."""
     if split not in task.datasets:
         task.load_dataset(split)
-    dataset = task.dataset(split)
+    dataset = task.dataset(split).batching(model.encoder.side_inputs)  # the view the task batches for the model
     if not 0 <= index < len(dataset):
         raise ValueError(f"{split} has {len(dataset)} sentences; there is no sentence {index}")
     sample = dataset.collater([dataset[index]])

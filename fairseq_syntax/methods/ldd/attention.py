@@ -17,7 +17,8 @@ would be nearly uniform, and "replace S with the distributions" names the weight
 A row of ``LDD_h`` sums to P(group h | i) <= 1, so a token that rarely takes a group-h head gets little from head h.
 
 Shapes: ``x`` ``T x B x C``; ``structure["ldd"]`` ``B x 16 x T x T`` (see
-:func:`fairseq_syntax.methods.ldd.distributions.variant_distribution`); output ``T x B x C`` and weights ``B x 16 x T x T``.
+:func:`fairseq_syntax.methods.ldd.distributions.variant_distribution`); output ``T x B x C`` and weights
+``B x 16 x T x T``.
 """
 from typing import Optional, Tuple
 

@@ -2,10 +2,10 @@
 
 The first encoder self-attention has one head per label group (16, whatever ``--encoder-attention-heads`` says)
 and computes ``softmax((Q K^T / sqrt(d)) * LDD_h)`` (:mod:`fairseq_syntax.methods.ldd.attention`); the other
-layers, the decoder and everything else are fairseq's ``transformer``. ``--syntax-variant`` picks the row of the
-paper's Table 1 (:func:`fairseq_syntax.methods.ldd.distributions.variant_distribution`): ldd, udd, ldp, udp, uldd, uudd, or lda
-(the first layer's weights are the distributions, no queries and keys). BL is fairseq's ``transformer`` on the
-same data directory.
+layers, the decoder and everything else are fairseq's ``transformer``. ``--syntax-variant`` picks the row of the paper's
+Table 1 (:func:`fairseq_syntax.methods.ldd.distributions.variant_distribution`): ldd, udd, ldp, udp, uldd, uudd, or lda
+(the first layer's weights are the distributions, no queries and keys). BL is fairseq's ``transformer`` on the same data
+directory.
 
 Side input: ``src_ldd`` ``B x 17 x T x T`` (:mod:`fairseq_syntax.methods.ldd.side_input`); structure: ``ldd``
 ``B x 16 x T x T``.

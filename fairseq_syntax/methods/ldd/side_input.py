@@ -6,13 +6,13 @@ On disk (``{split}.{src}-{tgt}.{src}.ldd.{bin,idx}``, fairseq mmap, uint16) each
     [n, w_1 .. w_n, (dependent, head, group, q) * K]
 
 ``n`` BPE tokens, ``w_t`` the 1-based word of token t, then K sparse entries of the word-level tensor of
-:mod:`fairseq_syntax.methods.ldd.distributions`: dependent 1..W, head 0..W (0 = root), group 0..16 (16 = labels outside the 16
-groups) and the probability quantised as ``q = round(p * 65535)`` (step 1.5e-5; entries below the preprocessing
+:mod:`fairseq_syntax.methods.ldd.distributions`: dependent 1..W, head 0..W (0 = root), group 0..16 (16 = labels outside
+the 16 groups) and the probability quantised as ``q = round(p * 65535)`` (step 1.5e-5; entries below the preprocessing
 floor are not stored). 8 bytes per entry; all values must fit 16 bits (at most 65535 tokens).
 
 :func:`record_item` makes that array from one parser record (:mod:`fairseq_syntax.parsing.dependency`) and the
-number of BPE pieces of each word; ``fairseq-syntax-preprocess-dependencies`` and ``fairseq-interactive`` (:class:`InteractiveDependencies`) both
-call it, so a sentence gets the same array on either path.
+number of BPE pieces of each word; ``fairseq-syntax-preprocess-dependencies`` and ``fairseq-interactive``
+(:class:`InteractiveDependencies`) both call it, so a sentence gets the same array on either path.
 
 The collater (:func:`collate_ldd`) gives ``B x 17 x T x T`` float32 aligned with ``src_tokens``: token rows and
 columns take their word's, the EOS column holds the root, EOS and padding rows (and padding columns) are zero.

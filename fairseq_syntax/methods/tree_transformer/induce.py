@@ -9,7 +9,8 @@ CKPT is a ``tree_transformer_lm*`` (masked LM) or ``transformer_constituent*`` (
 has one sentence per line: the words the model reads, normalised as in training (e.g. lowercased), optionally
 split by subword-nmt BPE (``@@ `` joins pieces; a word's link to the next word is the link after its last piece).
 Line i must hold the words of gold tree i that count under the F1 convention of
-:mod:`fairseq_syntax.methods.tree_transformer.parseval` (punctuation and traces removed by POS tag), the same number of them.
+:mod:`fairseq_syntax.methods.tree_transformer.parseval` (punctuation and traces removed by POS tag), the same number
+of them.
 TREES is PTB bracketed trees (``.mrg``, multi-line or one per line, ``.gz`` allowed).
 
 Reports, for all sentences and for those of at most ``--short`` words: sentence-level mean F1 (the paper's

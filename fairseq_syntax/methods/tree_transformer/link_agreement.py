@@ -10,8 +10,9 @@ algorithm's thresholds and layer schedule; this number isolates what the model h
 :func:`links_by_tag_pair` says which word pairs the links join: the mean link of each pair of POS tags (``DT NN``,
 ``NN IN``, ...) per layer, beside the median size of their smallest gold constituent.
 
-Inputs: per sentence, links ``L x (n-1)`` (as :mod:`fairseq_syntax.methods.tree_transformer.induction` reads them) and a
-:class:`~fairseq_syntax.methods.tree_transformer.parseval.GoldSentence` (non-trivial spans; the whole sentence is the fallback).
+Inputs: per sentence, links ``L x (n-1)`` (as :mod:`fairseq_syntax.methods.tree_transformer.induction` reads them)
+and a :class:`~fairseq_syntax.methods.tree_transformer.parseval.GoldSentence` (non-trivial spans; the whole sentence
+is the fallback).
 """
 from __future__ import annotations
 

@@ -15,10 +15,9 @@ import torch
 from fairseq import options, tasks
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
+import fairseq_syntax
 import fairseq_syntax.core.translation_task  # noqa: F401  (registers the task)
 import fairseq_syntax.methods.hier_accum.attention as cross_module
-import fairseq_syntax
-import fairseq_syntax.methods.hier_accum.model as hier_model
 from fairseq_syntax.core import structure as st
 from fairseq_syntax.methods.hier_accum.accumulation import (
     HierarchicalEmbeddings,
@@ -473,7 +472,7 @@ def test_train_and_generate_end_to_end(data_dir, tmp_path):
     train_args = options.parse_args_and_arch(options.get_training_parser(), [
         data_dir, "--user-dir", USER_DIR, "--task", "syntax_translation", "--arch", "transformer_hier_accum_tiny",
         "--cpu", "--optimizer", "adam", "--lr", "0.005", "--max-tokens", "500", "--max-update", "30",
-        "--save-dir", save_dir, "--no-epoch-checkpoints", "--no-progress-bar", "--seed", "1",
+        "--save-dir", save_dir, "--no-epoch-checkpoints", "--no-progress-bar", "--seed", "1", "--num-workers", "0",
         "--hier-embed-size", "8",
     ])
     train.main(convert_namespace_to_omegaconf(train_args))

@@ -1,6 +1,6 @@
-"""fairseq_syntax.methods.ldd.distributions (Pu & Sima'an 2022, section 3.1, Table 1, Appendix A): extraction of p(i, j, l) from
-a parser record, the label-group tables, word -> subword expansion and each Table 1 variant, against values worked
-out by hand."""
+"""fairseq_syntax.methods.ldd.distributions (Pu & Sima'an 2022, section 3.1, Table 1, Appendix A): extraction of p(i, j,
+l) from a parser record, the label-group tables, word -> subword expansion and each Table 1 variant, against values
+worked out by hand."""
 import numpy as np
 import pytest
 import torch

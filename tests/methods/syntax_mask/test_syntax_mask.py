@@ -8,6 +8,7 @@ from fairseq.data import Dictionary
 from fairseq.models.transformer import TransformerConfig, TransformerEncoderBase
 
 from fairseq_syntax.core import structure
+from fairseq_syntax.methods.syntax_mask import relations
 from fairseq_syntax.methods.syntax_mask.attention import (
     MAX_LOG_PENALTY,
     RelationMaskAttention,
@@ -47,24 +48,24 @@ def make_encoders(options=SyntaxMaskOptions(), layers=2, heads=2, dim=8):
 def test_bias_is_minus_exp_strength_of_each_pairs_relation():
     strengths = torch.nn.Parameter(torch.arange(18, dtype=torch.float).view(2, 9) / 10)
     attn = RelationMaskAttention(8, 2, strengths)
-    rel = structure.relation_ids(structure.collate_parents([PARENTS]))
+    rel = relations.relation_ids(structure.collate_parents([PARENTS]))
     bias = attn.score_bias({"relations": rel})
     assert bias.shape == (1, 2, 6, 6)
     # hand-derived relations of query (S)=0: self, parent of (NP and (VP, ancestor of He and is, other to EOS
-    expected_rel_row0 = [structure.SELF, structure.PARENT, structure.ANC, structure.PARENT, structure.ANC,
-                         structure.LEFT_OTHER]
+    expected_rel_row0 = [relations.SELF, relations.PARENT, relations.ANC, relations.PARENT, relations.ANC,
+                         relations.LEFT_OTHER]
     assert rel[0, 0].tolist() == expected_rel_row0
     for h in range(2):
         for j, r in enumerate(expected_rel_row0):
             assert bias[0, h, 0, j].item() == pytest.approx(-torch.exp(strengths[h, r]).item())
     # He=2 to is=4: He's parent NP is is's parent VP's left sibling -> left-other
-    assert rel[0, 2, 4].item() == structure.LEFT_OTHER and rel[0, 1, 3].item() == structure.LEFT_SIB
+    assert rel[0, 2, 4].item() == relations.LEFT_OTHER and rel[0, 1, 3].item() == relations.LEFT_SIB
 
 
 def test_relations_outside_the_subset_keep_strength_zero():
     strengths = torch.nn.Parameter(torch.full((2, 9), 2.0))
-    attn = RelationMaskAttention(8, 2, strengths, relations=[structure.PARENT])
-    rel = structure.relation_ids(structure.collate_parents([PARENTS]))
+    attn = RelationMaskAttention(8, 2, strengths, relations=[relations.PARENT])
+    rel = relations.relation_ids(structure.collate_parents([PARENTS]))
     bias = attn.score_bias({"relations": rel})
     assert bias[0, 0, 0, 1].item() == pytest.approx(-torch.exp(torch.tensor(2.0)).item())  # parent
     assert bias[0, 0, 0, 0].item() == pytest.approx(-1.0)  # self: exp(0)
@@ -86,7 +87,7 @@ def test_nonzero_strengths_change_the_output_and_gradients_reach_them():
     grads = [layer.self_attn.strengths.grad for layer in syntax.layers]
     assert all(g is not None and g.abs().sum() > 0 for g in grads)
     with torch.no_grad():
-        syntax.layers[0].self_attn.strengths[:, structure.SELF] = 3.0
+        syntax.layers[0].self_attn.strengths[:, relations.SELF] = 3.0
     syntax.eval()
     changed = syntax(tokens, src_parents=parents)["encoder_out"][0]
     assert not torch.allclose(changed, plain(tokens)["encoder_out"][0], atol=1e-4)

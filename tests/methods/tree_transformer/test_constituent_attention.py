@@ -7,6 +7,7 @@ import torch
 from fairseq.data import Dictionary
 
 import fairseq_syntax.methods.tree_transformer.model as tree_transformer
+from fairseq_syntax.core.model import tiny_architecture
 from fairseq_syntax.methods.tree_transformer.attention import (
     MIN_LINK,
     ConstituentAttention,
@@ -170,9 +171,14 @@ def test_attention_is_the_prior_times_the_softmax_shared_by_all_heads():
     assert (links >= previous).all()
 
 
-def test_attention_without_link_history_says_what_is_missing():
-    with pytest.raises(ValueError, match="link_probabilities"):
-        ConstituentAttention(8, 2)(torch.randn(3, 1, 8), None, {})
+def test_first_layer_without_carry_passes_on_its_own_neighbour_links():
+    attention = ConstituentAttention(8, 2).eval()
+    x = torch.randn(3, 1, 8)
+    _, _, links = attention(x, None, {})
+    batch_major = x.transpose(0, 1)
+    a_hat = neighbour_link_probabilities(attention.link_query(batch_major), attention.link_key(batch_major),
+                                         None, attention.link_scale)
+    assert torch.equal(links, a_hat)  # eq. 8 with a^{-1} = 0
 
 
 def test_gradients_stay_finite_when_links_saturate():
@@ -193,7 +199,7 @@ def test_lm_and_translation_models_run_and_share_the_encoder():
     lm = _tiny_lm(layers=2)
     assert lm(tokens)[0].shape == (2, 5, len(lm.encoder.dictionary))
     args = argparse.Namespace()
-    tree_transformer.transformer_constituent_tiny_architecture(args)
+    tiny_architecture(args)
     translation = tree_transformer.ConstituentTransformerModel.build_model(args, _Task())
     assert tree_transformer.tree_encoder(translation) is translation.encoder
     out, _ = translation(tokens, torch.tensor([5, 4]), tokens)
@@ -210,7 +216,7 @@ def test_constituent_diagonal_option_reaches_every_layer_of_both_models():
     tree_transformer.tree_transformer_lm_tiny_architecture(args)
     lm = tree_transformer.TreeTransformerLMModel.build_model(args, _Task())
     args = argparse.Namespace(constituent_diagonal="zero")
-    tree_transformer.transformer_constituent_tiny_architecture(args)
+    tiny_architecture(args)
     translation = tree_transformer.ConstituentTransformerModel.build_model(args, _Task())
     for model in (lm, translation, _tiny_lm(layers=2)):
         diagonals = {m.diagonal for m in model.modules() if isinstance(m, ConstituentAttention)}

@@ -1,5 +1,5 @@
-"""Algorithm 1 and the trivial trees (fairseq_syntax.methods.tree_transformer.induction) on hand-set link probabilities, and the
-fairseq-syntax-induce command, masked-word perplexity and prior plot on a tiny trained Tree Transformer."""
+"""Algorithm 1 and the trivial trees (fairseq_syntax.methods.tree_transformer.induction) on hand-set link probabilities,
+and the fairseq-syntax-induce command, masked-word perplexity and prior plot on a tiny trained Tree Transformer."""
 import json
 import math
 import subprocess
@@ -96,6 +96,7 @@ def test_sentence_links_of_a_translation_model_on_bpe_input():
     from fairseq.data import Dictionary
 
     import fairseq_syntax.methods.tree_transformer.model as tree_transformer
+    from fairseq_syntax.core.model import tiny_architecture
     from fairseq_syntax.core.model_inputs import encode
     from fairseq_syntax.methods.tree_transformer.induce import sentence_links
 
@@ -105,7 +106,7 @@ def test_sentence_links_of_a_translation_model_on_bpe_input():
     for symbol in "the ca@@ t sa@@ t a dog".split():
         Task.source_dictionary.add_symbol(symbol)
     args = argparse.Namespace()
-    tree_transformer.transformer_constituent_tiny_architecture(args)
+    tiny_architecture(args)
     model = tree_transformer.ConstituentTransformerModel.build_model(args, Task()).eval()
     lines = [["the", "ca@@", "t", "sa@@", "t"], ["a", "dog"]]
     links = sentence_links(model, Task(), lines, batch_size=2)
