@@ -19,6 +19,8 @@ setup(
         "sacremoses",
         "nltk",
         "tqdm",
+        # fairseq's --tensorboard-logdir; without it every fairseq command logs "Please install tensorboardX"
+        "tensorboardX",
     ],
     extras_require={
         "parsers": ["benepar==0.2.0", "supar==1.1.4"],

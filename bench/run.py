@@ -68,11 +68,13 @@ class Form:
     """One data directory: an input form of ``fairseq-syntax-preprocess`` and its POS-node option."""
 
     form: str
-    preterminals: str = "keep"
+    preterminals: str = "auto"
 
     @property
     def name(self) -> str:
-        return self.form if self.preterminals == "keep" else f"{self.form}-{self.preterminals}"
+        from fairseq_syntax.core.method import data_dir_name  # fairseq is imported after TQDM_DISABLE is set
+
+        return data_dir_name(self.form, self.preterminals)
 
 
 @dataclass(frozen=True)

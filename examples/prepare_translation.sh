@@ -28,9 +28,10 @@
 #                    stops the run with its file and line: nothing is skipped, so all forms hold the same pairs.
 #   CON_BACKEND      crf-con | benepar (default crf-con: the better F1 of the two trained here, 82.7 vs 70.6 on
 #                    held-out PTB-sample sentences; benepar adds POS tags)
-#   PRETERMINALS     keep | split | drop: the preterminal nodes in the tree input forms (default: drop for crf-con,
-#                    whose trees carry no POS tags - every preterminal is XX, a token that only lengthens the input;
-#                    keep for benepar)
+#   PRETERMINALS     auto | keep | split | drop: the preterminal nodes in the tree input forms (default auto:
+#                    McDonald & Chiang's trees, whose POS nodes are kept; where a tree has no POS tags - crf-con
+#                    writes every preterminal as XX - a POS node is kept only over a BPE-split word, so the word's
+#                    pieces still form its subtree, Figure 1b; see fairseq_syntax.core.trees.preorder)
 #   MODELS           folder of the parser models (default OUT_DIR/models); a missing model is trained there from
 #                    the local treebanks (UD EWT, PTB sample) with the commands below, so nothing is downloaded
 #   CON_MODEL, DEP_MODEL  explicit model paths or names (e.g. benepar_en3 where the network allows)
@@ -51,12 +52,13 @@ BPE_SIZE="${BPE_SIZE:-10000}"
 MAX_TRAIN_WORDS="${MAX_TRAIN_WORDS:-0}"
 MAX_POSITIONS="${MAX_POSITIONS:-1024}"
 CON_BACKEND="${CON_BACKEND:-crf-con}"
+PRETERMINALS="${PRETERMINALS:-auto}"
 MODELS="$(realpath -m "${MODELS:-$OUT/models}")"  # absolute: the steps below run from the repository root
 THREADS="${THREADS:-1}"
 TREEBANKS="$(realpath -m "${TREEBANKS:-$REPO/../shared/data}")"
 case "$CON_BACKEND" in
-  benepar) CON_MODEL="${CON_MODEL:-$MODELS/benepar-ptb-sample.pt}" PRETERMINALS="${PRETERMINALS:-keep}" ;;
-  crf-con) CON_MODEL="${CON_MODEL:-$MODELS/crf-con-ptb-sample.pt}" PRETERMINALS="${PRETERMINALS:-drop}" ;;
+  benepar) CON_MODEL="${CON_MODEL:-$MODELS/benepar-ptb-sample.pt}" ;;
+  crf-con) CON_MODEL="${CON_MODEL:-$MODELS/crf-con-ptb-sample.pt}" ;;
   *) echo "CON_BACKEND must be benepar or crf-con, not '$CON_BACKEND'" >&2; exit 1 ;;
 esac
 DEP_MODEL="${DEP_MODEL:-$MODELS/biaffine-dep-ud-ewt.pt}"

@@ -11,6 +11,7 @@ import random
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 from fairseq import options, tasks
@@ -113,7 +114,8 @@ def train(data, save_dir, arch, epochs, *extra):
 
 
 def arcs_record(words):
-    """An uncertain parse of "the N V the N ." in Stanford labels; 0.3 of word 5's mass is on "prep" (outside)."""
+    """An uncertain parse of "the N V the N ." in Stanford labels; 0.3 of word 5's mass is on "prep" (outside);
+    the 1-best tree is the most probable head and label of each word."""
     return {"words": words, "arcs": [
         [1, 2, 0.9, {"det": 0.95, "amod": 0.05}], [1, 5, 0.1, {"det": 1.0}],
         [2, 3, 1.0, {"nsubj": 0.8, "dobj": 0.2}],
@@ -121,7 +123,8 @@ def arcs_record(words):
         [4, 5, 1.0, {"det": 1.0}],
         [5, 3, 0.7, {"dobj": 0.9, "nsubj": 0.1}], [5, 2, 0.3, {"prep": 1.0}],
         [6, 3, 1.0, {"punct": 1.0}],
-    ]}
+    ], "best": ([[2, "det"], [3, "nsubj"], [0, "root"], [5, "det"], [3, "dobj"], [3, "punct"]]
+                + [[3, "dep"]] * (len(words) - 6))[:len(words)]}
 
 
 def write_arcs(prefix):
@@ -216,3 +219,40 @@ def translation_data(data_dirs, raw_corpus, tmp_path_factory):
         return made[key]
 
     return directory
+
+
+# ------------------------------------------------- random trees for the hierarchical-accumulation tests
+
+
+def random_preorder_tree(rng, size):
+    """Parent list of a random preorder tree of ``size`` nodes (node k hangs under a node on the path to k - 1)."""
+    parents = [-1]
+    for node in range(1, size):
+        chain = [node - 1]
+        while parents[chain[-1]] != -1:
+            chain.append(parents[chain[-1]])
+        parents.append(rng.choice(chain))
+    return parents
+
+
+def parents_batch(*trees, **options):
+    from fairseq_syntax.core import structure
+
+    return structure.collate_parents([np.array(tree, dtype=np.int16) for tree in trees], **options)
+
+
+def random_accumulation_inputs(rng, max_nodes, embedding_size, average, left_pad):
+    """(parents ``3 x T``, embeddings or None, values ``3 x 2 x T x 4``, leaf weights ``3 x T``, structure) in
+    float64 with gradients: three random trees of 1..max_nodes nodes, as hierarchical_accumulation takes them."""
+    from fairseq_syntax.methods.hier_accum.accumulation import (
+        HierarchicalEmbeddings,
+        accumulation_structure,
+    )
+
+    parents = parents_batch(*[random_preorder_tree(rng, rng.randint(1, max_nodes)) for _ in range(3)],
+                            left_pad=left_pad)
+    size, length = parents.shape
+    embeddings = HierarchicalEmbeddings(embedding_size, 4).double() if embedding_size else None
+    values = torch.randn(size, 2, length, 4, dtype=torch.float64, requires_grad=True)
+    weights = torch.randn(size, length, dtype=torch.float64, requires_grad=True)
+    return parents, embeddings, values, weights, accumulation_structure(parents, embedding_size, average)

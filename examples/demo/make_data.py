@@ -76,7 +76,8 @@ per line), for the labeled-dependency model (``transformer_ldd``, ``--labels uni
   shares split at a cut in the middle half. Each arc to the root is labeled ``root`` (1.0); each arc to a word
   puts a mass drawn per word from GOLD_LABEL_MASS (0.85-0.97) on the word's gold label (``parataxis`` for the root
   word) and the rest on one confusable label (LABEL_CONFUSIONS: nsubj <-> obj, obl <-> nmod, det -> amod, ...).
-  Probabilities are multiples of 1e-4, so each word's head mass sums to exactly 1.
+  Probabilities are multiples of 1e-4, so each word's head mass sums to exactly 1. The parser's 1-best tree
+  (``best``) is the gold tree: the gold head and label have the most mass in every row, and they form a tree.
 """
 from __future__ import annotations
 
@@ -524,7 +525,8 @@ def noisy_arcs(words: list[str], gold: list[tuple[int, str]], rng: random.Random
             shares = [cut, rest - cut]
         for head, mass in sorted([(gold_head, gold_mass), *zip(alternatives, shares)]):
             arcs.append([dependent, head, mass / PROBABILITY_UNIT, _label_distribution(head, gold_label, label_mass)])
-    return {"words": list(words), "arcs": arcs}
+    best = [[head, label] for head, label in gold]  # the gold head and label are each row's most probable
+    return {"words": list(words), "arcs": arcs, "best": best}
 
 
 def dependency_rng(seed: int, split: str) -> random.Random:

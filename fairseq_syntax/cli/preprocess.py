@@ -26,6 +26,8 @@ from tqdm import tqdm
 from fairseq_syntax.core import trees
 from fairseq_syntax.core.data_dir import META_FILE
 from fairseq_syntax.core.input_forms import FORMS, PRETERMINALS, source_form
+from fairseq_syntax.core.text_lines import TextLineError, read_lines_or_errors
+from fairseq_syntax.parsing.text import ptb_escape_token
 
 logger = logging.getLogger("fairseq_syntax.preprocess")
 
@@ -46,7 +48,9 @@ def get_parser() -> argparse.ArgumentParser:
     parser.add_argument("--destdir", required=True)
     parser.add_argument("--trees-suffix", default="tree", help="source trees are PREFIX.TREES_SUFFIX")
     parser.add_argument("--form", choices=FORMS, required=True)
-    parser.add_argument("--preterminals", choices=PRETERMINALS, default="keep")
+    parser.add_argument("--preterminals", choices=PRETERMINALS, default="auto",
+                        help="which POS nodes are tree nodes (see fairseq_syntax.core.trees.preorder): auto (keep "
+                        "real POS tags, else a POS node only over a BPE-split word), keep, split, drop")
     parser.add_argument("--max-source-positions", type=int, default=1024,
                         help="longest source allowed, in tokens of the chosen form, fairseq's EOS included")
     parser.add_argument("--skip-invalid", action="store_true",
@@ -79,8 +83,9 @@ class InvalidPair(Exception):
 
 def convert_line(
     tree_line: str, src_line: str, form: str, preterminals: str, tree_file: str, line: int
-) -> Tuple[List[str], Optional[np.ndarray]]:
-    """One tree line and its BPE'd source line -> (tokens of the input form, parent array or None)."""
+) -> Tuple[List[str], Optional[np.ndarray], str]:
+    """One tree line and its BPE'd source line -> (tokens of the input form, parent array or None, the preterminal
+    mode used for this tree: ``auto`` resolved to ``keep`` or ``split``)."""
     try:
         tree = trees.parse_tree(tree_line, source=tree_file, line=line)
     except trees.TreeError as e:
@@ -92,35 +97,34 @@ def convert_line(
         k = next((i for i, (a, b) in enumerate(zip(merged, leaves)) if a != b), min(len(merged), len(leaves)))
         source_word = merged[k] if k < len(merged) else "<end>"
         tree_word = leaves[k] if k < len(leaves) else "<end>"
+        escaped = ptb_escape_token(source_word) == tree_word
         raise InvalidPair(
             "leaf/token mismatch",
             f"{tree_file}:{line}: tree leaves differ from the source words at word {k + 1}: "
-            f"tree {tree_word!r}, source {source_word!r} ({len(leaves)} leaves, {len(merged)} words)",
+            f"tree {tree_word!r}, source {source_word!r} ({len(leaves)} leaves, {len(merged)} words)"
+            + ("; the tree is PTB-escaped and the source is not: escape brackets in the source the same way "
+               "(( -> -LRB-, ) -> -RRB-, [ -> -LSB-, ...; fairseq_syntax.parsing.text.ptb_escape_token) before BPE"
+               if escaped else ""),
         )
     segments = iter(pieces)
     tree = trees.apply_bpe(tree, lambda word: next(segments))
-    form_out = source_form(tree, form, preterminals)
-    return form_out.tokens, form_out.parents
+    resolved = trees.resolve_preterminals(tree, preterminals)
+    form_out = source_form(tree, form, resolved)
+    return form_out.tokens, form_out.parents, resolved
 
 
-def read_lines(path: str) -> List[str]:
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"{path}: no such file")
-    with open(path, encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f]
-
-
-def convert_split(prefix: str, args, out_prefix: str) -> Tuple[List[np.ndarray], Counter]:
-    """Writes ``out_prefix.{src,tgt}`` in the chosen form; returns parent arrays and skip counts by reason."""
+def convert_split(prefix: str, args, out_prefix: str) -> Tuple[List[np.ndarray], Counter, Counter]:
+    """Writes ``out_prefix.{src,tgt}`` in the chosen form; returns parent arrays, skip counts by reason and the
+    number of trees under each preterminal mode."""
     src_file, tgt_file = f"{prefix}.{args.source_lang}", f"{prefix}.{args.target_lang}"
     tree_file = f"{prefix}.{args.trees_suffix}"
-    src, tgt, tree_lines = read_lines(src_file), read_lines(tgt_file), read_lines(tree_file)
+    src, tgt, tree_lines = (read_lines_or_errors(path) for path in (src_file, tgt_file, tree_file))
     if not len(src) == len(tgt) == len(tree_lines):
         raise SystemExit(
-            f"line-count mismatch: {src_file} has {len(src)} lines, {tgt_file} {len(tgt)}, "
+            f"error: line-count mismatch: {src_file} has {len(src)} lines, {tgt_file} {len(tgt)}, "
             f"{tree_file} {len(tree_lines)}"
         )
-    parents, skipped, skipped_lines = [], Counter(), []
+    parents, skipped, skipped_lines, modes = [], Counter(), [], Counter()
     with open(f"{out_prefix}.{args.source_lang}", "w", encoding="utf-8") as out_src, open(
         f"{out_prefix}.{args.target_lang}", "w", encoding="utf-8"
     ) as out_tgt:
@@ -128,9 +132,12 @@ def convert_split(prefix: str, args, out_prefix: str) -> Tuple[List[np.ndarray],
             tqdm(zip(src, tgt, tree_lines), total=len(src), desc=os.path.basename(prefix), unit="sent"), start=1
         ):
             try:
+                unreadable = next((line for line in (s, t, tr) if isinstance(line, TextLineError)), None)
+                if unreadable is not None:
+                    raise InvalidPair("unreadable line", str(unreadable))
                 if not t.strip():
                     raise InvalidPair("empty target", f"{tgt_file}:{number}: empty target line")
-                tokens, parent_array = convert_line(tr, s, args.form, args.preterminals, tree_file, number)
+                tokens, parent_array, mode = convert_line(tr, s, args.form, args.preterminals, tree_file, number)
                 if len(tokens) + 1 > args.max_source_positions:
                     raise InvalidPair(
                         "over-long source",
@@ -143,6 +150,7 @@ def convert_split(prefix: str, args, out_prefix: str) -> Tuple[List[np.ndarray],
                 skipped[e.reason] += 1
                 skipped_lines.append(f"{number}\t{e.reason}\t{e}")
                 continue
+            modes[mode] += 1
             out_src.write(" ".join(tokens) + "\n")
             out_tgt.write(t.strip() + "\n")
             if parent_array is not None:
@@ -152,7 +160,11 @@ def convert_split(prefix: str, args, out_prefix: str) -> Tuple[List[np.ndarray],
         with open(listing, "w", encoding="utf-8") as f:
             f.write("\n".join(skipped_lines) + "\n")
         logger.warning(f"{prefix}: skipped {sum(skipped.values())} of {len(src)} pairs {dict(skipped)}; see {listing}")
-    return parents, skipped
+    if args.form != "sequence" and args.preterminals == "auto":
+        logger.info(f"{prefix}: --preterminals auto: {modes['keep']} trees with POS tags keep their POS nodes, "
+                    f"{modes['split']} without (placeholder tags {sorted(trees.PLACEHOLDER_TAGS)}) keep a POS node "
+                    "only over a BPE-split word")
+    return parents, skipped, modes
 
 
 def write_parents(parents: List[np.ndarray], dest_prefix: str) -> None:
@@ -190,8 +202,11 @@ def main(argv: Optional[List[str]] = None) -> None:
     with tempfile.TemporaryDirectory(prefix="fairseq-syntax-") as tmp:
         parents, summary = {}, {}
         for split, prefix in splits:
-            parents[split], skipped = convert_split(prefix, args, os.path.join(tmp, split))
-            summary[split] = {"skipped": dict(skipped)}
+            try:
+                parents[split], skipped, modes = convert_split(prefix, args, os.path.join(tmp, split))
+            except FileNotFoundError as error:
+                raise SystemExit(f"error: {error}") from None
+            summary[split] = {"skipped": dict(skipped), "preterminal_modes": dict(modes)}
 
         from fairseq import options
         from fairseq_cli import preprocess as fairseq_preprocess

@@ -1,7 +1,7 @@
 """fairseq-syntax-score: BLEU-4/BLEU-1/chrF/TER/RIBES of fairseq-generate output, with paired bootstrap p-values.
 
     fairseq-syntax-score HYP REF [BASELINE ...] [--tok] [--lang de] [--json OUT] [--bootstrap N]
-                         [--by-length 10,20,30,40,50]
+                         [--by-length 10,20,30,40,50] [--skipped SPLIT.skipped.tsv]
                          [--record RUN.run.json --dataset D --system S --arch A --train-log LOG
                           --train-command CMD [--baseline-name NAME ...]]
 
@@ -22,8 +22,10 @@ from fairseq_syntax.evaluation.scoring import (
     check_length_edges,
     corpus_scores,
     detokenize,
+    drop_skipped,
     paired_bootstrap,
     read_generate_output,
+    skipped_line_numbers,
 )
 
 TABLE_METRICS = ("BLEU", "BLEU-1", "chrF", "TER", "RIBES")
@@ -45,6 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--bootstrap", type=int, default=1000, metavar="N",
                         help="paired bootstrap resamples when BASELINE is given (default 1000)")
     parser.add_argument("--seed", type=int, default=12345, help="bootstrap seed (default 12345)")
+    parser.add_argument("--skipped", metavar="SKIPPED_TSV",
+                        help="the {split}.skipped.tsv fairseq-syntax-preprocess --skip-invalid wrote for this split: "
+                             "its lines are left out of REF, whose other lines then align with the generated ids")
     parser.add_argument("--by-length", metavar="EDGES",
                         help="also BLEU per reference-length interval, e.g. 10,20,30,40,50 for "
                              "(0,10], ..., (50,inf)")
@@ -105,6 +110,11 @@ def main(argv: Optional[List[str]] = None) -> dict:
             parser.error(f"--by-length takes increasing positive integers like 10,20,30, got {args.by_length!r}")
 
     refs = read_generate_output(args.ref, field="T")
+    if args.skipped:
+        skipped = skipped_line_numbers(args.skipped)
+        refs = drop_skipped(refs, skipped, args.skipped)
+        print(f"{len(skipped)} reference lines that fairseq-syntax-preprocess skipped ({args.skipped}) are left out; "
+              f"{len(refs)} scored")
     tokenize = "none" if args.tok else "13a"
     hyps = _read_system(args.hyp, len(refs), args.ref, args)
     report = {"hyp": args.hyp, "ref": args.ref, "metrics": corpus_scores(hyps, refs, tokenize)}

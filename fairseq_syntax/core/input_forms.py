@@ -6,7 +6,7 @@
 * ``preorder``: the preorder node sequence without closing brackets, plus its parent array, which the syntax
   models read as the side input ``src_parents`` (their *Mask* input, section 2).
 
-``preterminals`` (``keep``, ``split``, ``drop``) decides which POS nodes stay tree nodes, see
+``preterminals`` (``auto``, ``keep``, ``split``, ``drop``) decides which POS nodes stay tree nodes, see
 :func:`fairseq_syntax.core.trees.preorder`.
 """
 from dataclasses import dataclass
@@ -17,7 +17,7 @@ import numpy as np
 from fairseq_syntax.core import trees
 
 FORMS = ("sequence", "linearized", "preorder")
-PRETERMINALS = ("keep", "split", "drop")
+PRETERMINALS = trees.PRETERMINAL_MODES
 
 
 @dataclass
@@ -26,7 +26,7 @@ class SourceForm:
     parents: Optional[np.ndarray]  # int16, one per token, -1 at the root; None for forms without side data
 
 
-def source_form(tree: trees.Tree, form: str, preterminals: str = "keep") -> SourceForm:
+def source_form(tree: trees.Tree, form: str, preterminals: str = "auto") -> SourceForm:
     if form == "sequence":
         return SourceForm(trees.words(tree), None)
     if form == "linearized":

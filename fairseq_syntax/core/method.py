@@ -18,12 +18,18 @@ from typing import Callable, Tuple
 TASKS = ("translation", "classification", "masked_lm")
 
 
+def data_dir_name(form: str, preterminals: str) -> str:
+    """A recipe's data directory of an input form: the form, suffixed with the POS-node convention unless it is the
+    default ``auto``."""
+    return form if preterminals == "auto" else f"{form}-{preterminals}"
+
+
 @dataclass(frozen=True)
 class System:
     name: str  # row name in the recipes' tables, e.g. "mask", "udp"
     arch: str  # registered fairseq architecture (base size); ARCH_tiny is the test size
     form: str = "sequence"  # input form of fairseq-syntax-preprocess: sequence, linearized, preorder
-    preterminals: str = "keep"  # which POS nodes are tree nodes: keep, split, drop
+    preterminals: str = "auto"  # which POS nodes are tree nodes: auto, keep, split, drop (core.trees.preorder)
     model_args: Tuple[str, ...] = ()  # extra fairseq-train options, e.g. ("--syntax-variant", "udp")
     task: str = "translation"  # one of TASKS
     baseline: bool = False  # a comparison system (fairseq's own transformer), not the method itself
@@ -35,8 +41,8 @@ class System:
 
     @property
     def data(self) -> str:
-        """Name of its data directory: the form, suffixed with the POS-node convention unless it is ``keep``."""
-        return self.form if self.preterminals == "keep" else f"{self.form}-{self.preterminals}"
+        """Name of its data directory (:func:`data_dir_name`)."""
+        return data_dir_name(self.form, self.preterminals)
 
     @property
     def side_inputs(self) -> Tuple[str, ...]:

@@ -5,22 +5,24 @@ one item per source sentence (O(n) per sentence on disk), and a :class:`SideInpu
 
 * ``name``: its key in ``net_input`` (what an encoder lists in ``side_inputs``);
 * ``suffix`` and ``dtype``: its files and the integer type the items are stored in;
-* ``collate(items, left_pad, T)``: the items of a batch, in batch order -> the tensor the encoder reads, aligned with
-  ``src_tokens`` (same padding side and length ``T``, fairseq's appended EOS included). One collation path serves
-  training, validation, ``tree_classification`` and ``fairseq-interactive``;
+* ``collate(items, left_pad, T)``: the items of a batch, in batch order -> what the encoder reads: a tensor aligned
+  with ``src_tokens`` (same padding side and length ``T``, fairseq's appended EOS included), or a tuple of tensors
+  (fairseq moves tuples between devices as plain tuples, so an encoder reads them by position). One collation path
+  serves training, validation, ``tree_classification`` and ``fairseq-interactive``;
 * ``from_form(form)``: the item built from a sentence's input form (:class:`~fairseq_syntax.core.input_forms.
   SourceForm`), for side data that comes with the tree (``src_parents``); None where it does not;
 * ``made_by``: the command that writes it, for error messages and the recipes;
 * ``interactive``: for side data that does not come with the tree, ``interactive(cfg, meta, data_path)`` returns a
-  converter ``(lines, line_numbers, encode_fn) -> [(source tokens, {name: item})]`` that ``fairseq-interactive``
-  uses instead of reading trees (e.g. a dependency parser, :mod:`fairseq_syntax.methods.ldd.side_input`);
-  ``options`` is the dataclass of task options it reads (they become options of ``syntax_translation``).
+  converter ``(lines, line_numbers, encode_fn) -> [(source tokens, {name: item}) or BadLine]`` that
+  ``fairseq-interactive`` uses instead of reading trees (e.g. a dependency parser,
+  :mod:`fairseq_syntax.methods.ldd.side_input`); ``options`` is the dataclass of task options it reads (they
+  become options of ``syntax_translation``).
 
 Methods register their side inputs when they are imported; :mod:`fairseq_syntax` imports the methods before the
 tasks, whose configuration collects the ``options`` (:func:`task_options`).
 """
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
@@ -28,11 +30,20 @@ import torch
 from fairseq_syntax.core import structure
 from fairseq_syntax.core.input_forms import SourceForm
 
-# (items of the batch in batch order, left_pad, T) -> batch tensor
-Collate = Callable[[List[torch.Tensor], bool, int], torch.Tensor]
-# (lines, their 1-based numbers, BPE encode function) -> per line: (source tokens, {side input name: item})
+# (items of the batch in batch order, left_pad, T) -> batch tensor, or a tuple of them
+Collate = Callable[[List[torch.Tensor], bool, int], Union[torch.Tensor, Tuple[torch.Tensor, ...]]]
+
+
+class BadLine(NamedTuple):
+    """What an interactive converter gives for a line it cannot convert; ``message`` is ``<input>:N: problem``."""
+
+    message: str
+
+
+# (lines, their 1-based numbers, BPE encode function) -> per line: (source tokens, {side input name: item}), or a
+# BadLine (fairseq-interactive then reports the line, prints an empty hypothesis for it and goes on)
 InteractiveConverter = Callable[[List[str], Sequence[int], Callable[[str], str]],
-                                List[Tuple[List[str], Dict[str, torch.Tensor]]]]
+                                List[Union[Tuple[List[str], Dict[str, torch.Tensor]], BadLine]]]
 
 
 @dataclass(frozen=True)

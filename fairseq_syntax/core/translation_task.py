@@ -11,12 +11,15 @@ baselines (fairseq's ``transformer``) run on the same data directories.
 data directory was made with (``syntax.json``). A side input that does not come with the tree (e.g. ``src_ldd``)
 brings its own conversion of the lines (``SideInput.interactive``) and its options, which are options of this task.
 """
+import atexit
 import logging
 import os
+import sys
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
+from fairseq import utils
 from fairseq.data import data_utils, indexed_dataset
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
@@ -28,6 +31,7 @@ from fairseq_syntax.core.input_forms import source_form
 from fairseq_syntax.core.pair_dataset import SyntaxLanguagePairDataset
 from fairseq_syntax.core.side_inputs import (
     SIDE_INPUTS,
+    BadLine,
     collate_side_inputs,
     task_options,
 )
@@ -56,6 +60,7 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
         self._interactive_converter = None
         self._parser = None
         self._interactive_lines = 0  # fairseq-interactive sends lines in chunks; number them across chunks
+        self._bad_lines = 0  # interactive lines that could not be converted (reported, given an empty hypothesis)
 
     # ------------------------------------------------------------------ data
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
@@ -119,23 +124,57 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
         # fairseq-interactive translates all batches of a buffer before it reads the next buffer
         self._interactive_side = {}
         tokens = []
-        for number, (source_tokens, side) in zip(numbers, sources):
-            ids = self.source_dictionary.encode_line(" ".join(source_tokens), add_if_not_exist=False).long()
-            key = tuple(ids.tolist())
-            if key in self._interactive_side and not _same_side(self._interactive_side[key], side):
-                raise ValueError(f"<input>:{number}: a line of the same buffer has the same source tokens but "
+        for number, source in zip(numbers, sources):
+            if not isinstance(source, BadLine):
+                source_tokens, side = source
+                ids = self.source_dictionary.encode_line(" ".join(source_tokens), add_if_not_exist=False).long()
+                key = tuple(ids.tolist())
+                if key not in self._interactive_side or _same_side(self._interactive_side[key], side):
+                    self._interactive_side[key] = side
+                    tokens.append(ids)
+                    continue
+                source = BadLine(f"<input>:{number}: a line of the same buffer has the same source tokens but "
                                  "other syntax (words outside the dictionary are all <unk>); use --buffer-size 1")
-            self._interactive_side[key] = side
-            tokens.append(ids)
+            self._report_bad_line(source.message)
+            tokens.append(torch.LongTensor([self.source_dictionary.eos()]))  # no valid line is this empty source
         return tokens, [t.numel() for t in tokens]
 
     def inference_step(self, generator, models, sample, prefix_tokens=None, constraints=None):
         net_input = sample["net_input"]
         missing = [name for name in self.model_side_inputs if name not in net_input]
-        if missing:
-            # fairseq-interactive batches only tokens and lengths: find each row's side data by its tokens
-            net_input.update(self._interactive_batch(net_input["src_tokens"], missing))
-        return super().inference_step(generator, models, sample, prefix_tokens, constraints)
+        if not missing and not self._bad_lines:
+            return super().inference_step(generator, models, sample, prefix_tokens, constraints)
+        # fairseq-interactive batches only tokens and lengths: find each row's side data by its tokens, and give
+        # the rows of bad lines (an empty source) an empty hypothesis so the output stays aligned with the input
+        src_tokens = net_input["src_tokens"]
+        bad = src_tokens.ne(self.source_dictionary.pad()).sum(dim=1).eq(1)
+        if not bad.any():
+            net_input.update(self._interactive_batch(src_tokens, missing))
+            return super().inference_step(generator, models, sample, prefix_tokens, constraints)
+        good = (~bad).nonzero().squeeze(1)
+        hypotheses = []
+        if len(good):
+            subset = {name: net_input[name].index_select(0, good) for name in ("src_tokens", "src_lengths")}
+            subset.update(self._interactive_batch(subset["src_tokens"], missing))
+            hypotheses = super().inference_step(
+                generator, models, {**sample, "net_input": subset},
+                None if prefix_tokens is None else prefix_tokens.index_select(0, good),
+                None if constraints is None else constraints.index_select(0, good),
+            )
+        translated = iter(hypotheses)
+        return [[self._empty_hypothesis(src_tokens.device)] if is_bad else next(translated) for is_bad in bad.tolist()]
+
+    def _empty_hypothesis(self, device) -> Dict[str, object]:
+        eos = self.target_dictionary.eos()
+        return {"tokens": torch.tensor([eos], device=device), "score": float("-inf"), "attention": None,
+                "alignment": [], "positional_scores": torch.tensor([float("-inf")], device=device)}
+
+    def _report_bad_line(self, message: str) -> None:
+        if not self._bad_lines:  # fairseq-interactive has no end-of-input hook: say the count as the process ends
+            atexit.register(lambda: print(f"fairseq-interactive: {self._bad_lines} bad input lines, listed above; "
+                                          "each has an empty hypothesis with score -inf", file=sys.__stderr__))
+        self._bad_lines += 1
+        logger.error(f"{message}; this line gets an empty hypothesis (score -inf)")
 
     def _converter(self):
         """The line conversion of the side input the models read that does not come with the tree, if any."""
@@ -145,9 +184,18 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
                 self._interactive_converter = hooks[0].interactive(self.cfg, self.meta, first_data_path(self.cfg.data))
         return self._interactive_converter
 
-    def _interactive_tree_source(self, line: str, number: int, encode_fn) -> Tuple[List[str], Dict[str, torch.Tensor]]:
-        tree = trees.apply_bpe(self._interactive_tree(line, number), lambda word: encode_fn(word).split())
-        form = source_form(tree, self.meta["form"], self.meta["preterminals"])
+    def _interactive_tree_source(
+        self, line: str, number: int, encode_fn
+    ) -> Union[Tuple[List[str], Dict[str, torch.Tensor]], BadLine]:
+        if self.meta["form"] == "sequence" and not line.lstrip().startswith("("):
+            if not line.split():
+                return BadLine(f"<input>:{number}: empty line; expected a sentence")
+            return [piece for word in line.split() for piece in encode_fn(word).split()], {}  # no tree needed
+        try:
+            tree = trees.apply_bpe(self._interactive_tree(line, number), lambda word: encode_fn(word).split())
+            form = source_form(tree, self.meta["form"], self.meta["preterminals"])
+        except trees.TreeError as error:
+            return BadLine(str(error) if error.line is not None else f"<input>:{number}: {error.problem}")
         side = {}
         for name in self.model_side_inputs:
             item = SIDE_INPUTS[name].from_form(form) if SIDE_INPUTS[name].from_form else None
@@ -173,7 +221,7 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
         pad = self.source_dictionary.pad()
         sides = [self._interactive_side[tuple(t for t in row if t != pad)] for row in src_tokens.tolist()]
         batch = collate_side_inputs(names, sides, bool(self.cfg.left_pad_source), src_tokens.size(1), "<input>")
-        return {name: tensor.to(src_tokens.device) for name, tensor in batch.items()}
+        return utils.apply_to_sample(lambda tensor: tensor.to(src_tokens.device), batch)  # tensors or tuples of them
 
 
 def _same_side(a: Dict[str, torch.Tensor], b: Dict[str, torch.Tensor]) -> bool:

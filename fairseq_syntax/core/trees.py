@@ -19,8 +19,11 @@ Pure functions over a small ``Tree`` dataclass; numpy is the only dependency.
 * ``words``: their "Sequence" baseline input (the leaves).
 
 Preterminals (POS nodes, all of whose children are leaves) can be kept, dropped, or kept only over BPE-split
-words: McDonald & Chiang count POS nodes as tree nodes (their Table 1 has more interior nodes than words);
-Nguyen et al. (2020) omit them (footnote 2) except as the root of a split word's subwords (Appendix 7.4).
+words: McDonald & Chiang count POS nodes as tree nodes (their Table 1 has more interior nodes than words; their
+Figure 1b keeps a split word's subwords under its POS node); Nguyen et al. (2020) omit them (footnote 2) except as
+the root of a split word's subwords (Appendix 7.4). ``auto`` (the default) is McDonald & Chiang's structure as far as
+a tree allows: ``keep`` when the tree has POS tags, ``split`` when its preterminals are a parser's placeholder (SuPar's
+crf-con writes every one as ``XX``), so a split word still forms a subtree and a whole word attaches to its phrase.
 """
 from __future__ import annotations
 
@@ -31,7 +34,9 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
-PRETERMINAL_MODES = ("keep", "split", "drop")
+PRETERMINAL_MODES = ("auto", "keep", "split", "drop")
+#: preterminal labels that stand for "no POS tag" (a parser that predicts none, the flat fallback trees)
+PLACEHOLDER_TAGS = frozenset({"XX"})
 # Single-child wrappers around the real tree: the PTB's empty-label "( (S ...) )" and the ROOT/TOP of parsers.
 WRAPPER_LABELS = frozenset({"", "ROOT", "TOP"})
 EMPTY_ELEMENT = "-NONE-"
@@ -133,7 +138,9 @@ def _build_tree(tokens: list[tuple[str, int]], source: str, start_line: int | No
                 raise fail("unbalanced brackets: ')' without a matching '('", line)
             node = open_nodes.pop()
             if not node.children:
-                raise fail(f"node ({node.label} has no children", line)
+                # "(NN f(x))" reads as a node "(x" closed at once: a word with a bracket in it
+                raise fail(f"node ({node.label} has no children; a word containing '(' or ')' must be written "
+                           "PTB-escaped, -LRB- and -RRB- (as parsers write it)", line)
             if open_nodes:
                 open_nodes[-1].children.append(node)
             else:
@@ -285,11 +292,31 @@ def apply_bpe(tree: Tree, segment: Callable[[str], list[str]]) -> Tree:
 # ---------------------------------------------------------------------------------------------------- linearizations
 
 
-def _check_linearizable(tree: Tree, preterminals: str) -> None:
+def has_pos_tags(tree: Tree) -> bool:
+    """Whether some preterminal of ``tree`` carries a real tag (a label outside :data:`PLACEHOLDER_TAGS`)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if node.is_preterminal and node.label not in PLACEHOLDER_TAGS:
+            return True
+        stack.extend(child for child in node.children if not child.is_leaf)
+    return False
+
+
+def resolve_preterminals(tree: Tree, preterminals: str) -> str:
+    """The mode ``preterminals`` means for ``tree``: ``auto`` -> ``keep`` with POS tags, else ``split``."""
     if preterminals not in PRETERMINAL_MODES:
         raise ValueError(f"preterminals must be one of {PRETERMINAL_MODES}, got {preterminals!r}")
+    if preterminals != "auto":
+        return preterminals
+    return "keep" if has_pos_tags(tree) else "split"
+
+
+def _check_linearizable(tree: Tree, preterminals: str) -> str:
+    """The resolved preterminal mode of a tree that can be linearized."""
     if tree.is_leaf:
         raise TreeError(f"a bracketed tree is needed, got the bare word {tree.label!r}")
+    return resolve_preterminals(tree, preterminals)
 
 
 def _is_node_token(node: Tree, is_root: bool, preterminals: str) -> bool:
@@ -301,11 +328,12 @@ def _is_node_token(node: Tree, is_root: bool, preterminals: str) -> bool:
     return len(node.children) > 1 and (preterminals == "split" or is_root)
 
 
-def preorder(tree: Tree, preterminals: str = "keep") -> tuple[list[str], np.ndarray]:
+def preorder(tree: Tree, preterminals: str = "auto") -> tuple[list[str], np.ndarray]:
     """Preorder tokens without closing brackets, and the parent of each (McDonald & Chiang 2021, section 2).
 
     Interior node ``X`` -> ``(X``; leaves as themselves. ``parents[k]`` is the index of token k's parent,
     ``-1`` for the root. ``preterminals``:
+      ``"auto"``  ``keep`` if the tree has POS tags, else ``split`` (:func:`resolve_preterminals`);
       ``"keep"``  every POS node is a token;
       ``"split"`` only POS nodes over a BPE-split word (more than one leaf) are tokens; other words attach to
                   the POS node's parent;
@@ -313,7 +341,7 @@ def preorder(tree: Tree, preterminals: str = "keep") -> tuple[list[str], np.ndar
                   then has the word as its root (a split one-word tree keeps its POS node as the single root).
     Out: (tokens ``list[str]`` length n, parents ``np.int16[n]``).
     """
-    _check_linearizable(tree, preterminals)
+    preterminals = _check_linearizable(tree, preterminals)
     tokens: list[str] = []
     parents: list[int] = []
     stack: list[tuple[Tree, int]] = [(tree, -1)]
@@ -333,14 +361,14 @@ def preorder(tree: Tree, preterminals: str = "keep") -> tuple[list[str], np.ndar
     return tokens, np.array(parents, dtype=np.int16)
 
 
-def linearize(tree: Tree, preterminals: str = "keep") -> list[str]:
+def linearize(tree: Tree, preterminals: str = "auto") -> list[str]:
     """McDonald & Chiang's (2021) "Linearized" baseline: interior ``X`` -> ``(X``, its children, ``)``; leaves as
     themselves.
 
     ``preterminals`` chooses the interior nodes exactly as in ``preorder``, so removing the ``)`` tokens gives
     the preorder tokens.
     """
-    _check_linearizable(tree, preterminals)
+    preterminals = _check_linearizable(tree, preterminals)
 
     def emit(node: Tree, is_root: bool) -> list[str]:
         if node.is_leaf:

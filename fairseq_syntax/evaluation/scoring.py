@@ -25,7 +25,8 @@ from sacrebleu.metrics import BLEU, CHRF, TER
 from sacrebleu.significance import PairedTest
 from sacremoses import MosesDetokenizer
 
-from fairseq_syntax.evaluation.results import open_text
+from fairseq_syntax.core import text_lines
+from fairseq_syntax.evaluation.results import existing_path
 
 # `S-12\t...`, `T-12\t...`, `H-12\t<score>\t...`, `D-12\t<score>\t...`, `P-12\t...` as printed by
 # fairseq_cli/generate.py; other lines (logging, the final "Generate test with beam=5" line) are not data.
@@ -41,9 +42,33 @@ class ScoringInputError(ValueError):
 def read_lines(path) -> List[str]:
     """One segment per line; only the line break is removed (a blank line is an empty segment). A gzipped file
     (``.gz``, as the recipes keep their decodes) is read the same way; ``path`` may also name the file without
-    its ``.gz`` (see ``results.open_text``)."""
-    with open_text(path, newline="\n") as handle:
-        return [line.rstrip("\r\n") for line in handle]
+    its ``.gz`` (see ``results.existing_path``). A line that is not UTF-8 raises :class:`ScoringInputError` naming
+    file and line."""
+    try:
+        return text_lines.read_lines(str(existing_path(path)))
+    except text_lines.TextLineError as error:
+        raise ScoringInputError(str(error)) from None
+
+
+def skipped_line_numbers(path: str) -> List[int]:
+    """The 1-based line numbers of a ``{split}.skipped.tsv`` of fairseq-syntax-preprocess (``LINE<TAB>reason<TAB>
+    message``): the pairs it left out, which fairseq-generate's ids do not count."""
+    numbers = []
+    for number, line in enumerate(read_lines(path), 1):
+        field = line.split("\t", 1)[0]
+        if not field.isdigit():
+            raise ScoringInputError(f"{path}:{number}: expected LINE<TAB>reason<TAB>message, got {line[:80]!r}")
+        numbers.append(int(field))
+    return numbers
+
+
+def drop_skipped(references: List[str], skipped: Sequence[int], path: str) -> List[str]:
+    """The references of the pairs fairseq-syntax-preprocess kept, in order: generate's id k is kept line k."""
+    beyond = [number for number in skipped if not 1 <= number <= len(references)]
+    if beyond:
+        raise ScoringInputError(f"{path} names lines {format_ids(beyond)}, beyond the {len(references)} references")
+    left_out = set(skipped)
+    return [reference for number, reference in enumerate(references, 1) if number not in left_out]
 
 
 def is_generate_output(lines: Iterable[str]) -> bool:
@@ -96,10 +121,19 @@ def _parse_generate_lines(path, lines: List[str], field: str, expected_ids: Opti
         raise ScoringInputError(f"{path}: {field}- lines for ids {format_ids(extra)} beyond the {expected}")
     missing = [i for i in range(n_ids) if i not in by_id]
     if missing:
+        # both causes we know lose the last ids: a dropped final batch (fewer than 8), or lines that
+        # preprocessing skipped (the ids count the kept lines, the reference all of them)
+        hints = []
+        if missing == list(range(n_ids - len(missing), n_ids)):
+            if len(missing) < 8:
+                hints.append("fairseq drops a final batch whose size is not a multiple of "
+                             "--required-batch-size-multiple, default 8: rerun fairseq-generate with "
+                             "--required-batch-size-multiple 1")
+            hints.append("if fairseq-syntax-preprocess --skip-invalid left lines of this split out, the ids count "
+                         "the kept lines only: give its {split}.skipped.tsv with --skipped")
         raise ScoringInputError(
             f"{path}: no {field}- line for {len(missing)} of the {expected}: {format_ids(missing)} "
-            f"(nothing was scored; fairseq drops a final batch whose size is not a multiple of "
-            f"--required-batch-size-multiple, default 8: rerun fairseq-generate with --required-batch-size-multiple 1)"
+            f"(nothing was scored{''.join('; ' + hint for hint in hints)})"
         )
     return [by_id[i] for i in range(n_ids)]
 

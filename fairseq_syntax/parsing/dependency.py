@@ -17,15 +17,21 @@ raw and escaped input parse alike; the output keeps the words exactly as given.
 Side-data format (``*.arcs.jsonl``, word level, one JSON object per input line, the same line order)::
 
     {"words": ["A", "dog", "runs"],
-     "arcs": [[1, 2, 0.98, {"det": 0.99}], [2, 3, 0.95, {"nsubj": 0.97, "obj": 0.02}], [3, 0, 0.99, {"root": 1.0}]]}
+     "arcs": [[1, 2, 0.98, {"det": 0.99}], [2, 3, 0.95, {"nsubj": 0.97, "obj": 0.02}], [3, 0, 0.99, {"root": 1.0}]],
+     "best": [[2, "det"], [3, "nsubj"], [0, "root"]]}
 
-``arcs`` lists ``[dependent, head, P(head | dependent), {label: P(label | dependent, head)}]`` with 1-based
-word indices and head 0 for the root. Kept are the pairs with ``P(head | dependent) >= arc_floor`` and, for
+``best`` is the parser's 1-best labeled tree (the one the CoNLL-U file holds): per word in order its head and
+label. Pu & Sima'an's 1-best variants (UDP, LDP) read it; it is a tree, which a per-word argmax of ``arcs`` need
+not be (two words may each take the other as head). Files written before it existed lack the key.
+
+``arcs`` lists ``[dependent, head, P(head | dependent), {label: P(label | dependent, head)}]`` with 1-based word
+indices and head 0 for the root. Kept are the pairs with ``P(head | dependent) >= arc_floor`` and, for
 each, the labels with ``P(label | dependent, head) >= label_floor``; numbers have 4 significant digits. So a
 dependent's arc probabilities sum to at most 1, and so do an arc's label probabilities; what the floors drop is
 reported as retained probability mass. A sentence the parser cannot handle (empty line, over ``max_length``
 words, an error) gets the flat structure (every word on the root, label ``dep``, probability 1) and a key
-``"fallback"`` with the reason; ``read_arc_distributions`` reads and checks the format.
+``"fallback"`` with the reason (its ``best`` is that flat tree); ``read_arc_distributions`` reads and checks the
+format.
 
 The 1-best labeled tree is written as CoNLL-U (``# sent_id`` = input line; HEAD and DEPREL filled, other
 columns ``_``; fallbacks carry a ``# fallback`` comment; an empty line gives a sentence with comments only).
@@ -42,6 +48,7 @@ from typing import Iterable, Iterator
 import torch
 from tqdm import tqdm
 
+from fairseq_syntax.core.text_lines import read_lines
 from fairseq_syntax.parsing.fallbacks import parse_with_fallbacks
 from fairseq_syntax.parsing.report import ParseReport
 from fairseq_syntax.parsing.text import open_text, ptb_unescape_token, read_sentences
@@ -184,7 +191,8 @@ def sparse_record(
     """The JSON object of one sentence (module docstring); adds what it keeps to ``mass`` (parsed words only)."""
     if parse.fallback is not None:
         arcs = [[dependent, 0, 1.0, {FALLBACK_LABEL: 1.0}] for dependent in range(1, len(parse.words) + 1)]
-        return {"words": parse.words, "arcs": arcs, "fallback": parse.fallback}
+        best = [[0, FALLBACK_LABEL] for _ in parse.words]
+        return {"words": parse.words, "arcs": arcs, "best": best, "fallback": parse.fallback}
     mass.dependents += len(parse.words)
     arcs = []
     arc_probs, label_probs = parse.arc_probs.tolist(), parse.label_probs
@@ -198,7 +206,8 @@ def sparse_record(
         mass.labeled_mass += p_arc * sum(label_row[label] for label in kept_labels)
         mass.arcs += 1
         mass.labels += len(kept_labels)
-    return {"words": parse.words, "arcs": arcs}
+    best = [[head, label] for head, label in zip(parse.heads, parse.labels)]
+    return {"words": parse.words, "arcs": arcs, "best": best}
 
 
 def conllu_block(parse: DependencyParse, sent_id: int) -> str:
@@ -269,15 +278,22 @@ def _check_record(record, source: str, line: int) -> None:
     for dependent, total in enumerate(head_mass):
         if total > 1 + ROUNDING_SLACK:
             fail(f"word {dependent}: head probabilities sum to {total:.6f} > 1")
+    best = record.get("best")
+    if best is not None:
+        if not (isinstance(best, list) and len(best) == n):
+            fail(f'"best" must list [head, label] for each of the {n} words')
+        for dependent, arc in enumerate(best, 1):
+            if not (isinstance(arc, list) and len(arc) == 2 and isinstance(arc[0], int) and 0 <= arc[0] <= n
+                    and arc[0] != dependent and isinstance(arc[1], str) and arc[1]):
+                fail(f'"best" of word {dependent}: {arc!r} is not [head (0 = root, or another word 1..{n}), label]')
 
 
 def read_arc_distributions(path: str) -> Iterator[dict]:
     """The records of a side-data file (plain or .gz), checked; a malformed line raises naming file and line."""
-    with open_text(path) as lines:
-        for number, line in enumerate(lines, 1):
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{number}: not a JSON object: {error}") from None
-            _check_record(record, str(path), number)
-            yield record
+    for number, line in enumerate(read_lines(path), 1):  # bad UTF-8 or a stray \r: TextLineError, FILE:LINE
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}:{number}: not a JSON object: {error}") from None
+        _check_record(record, str(path), number)
+        yield record

@@ -262,6 +262,8 @@ def test_sparse_side_data_keeps_exactly_the_pairs_above_the_floors(corpus, depen
                 expected[dependent + 1, head] = (p_arc, labels)
                 expected_mass.arc_mass += p_arc
                 expected_mass.labeled_mass += p_arc * sum(labels.values())
+        # the parser's 1-best tree, the one the CoNLL-U file holds
+        assert record["best"] == [[head, label] for head, label in zip(parse.heads, parse.labels)]
         found = {(d, h): (p, labels) for d, h, p, labels in record["arcs"]}
         assert found.keys() == expected.keys()
         for key, (p_arc, labels) in expected.items():
@@ -271,8 +273,9 @@ def test_sparse_side_data_keeps_exactly_the_pairs_above_the_floors(corpus, depen
     assert mass.arc_mass == pytest.approx(expected_mass.arc_mass, rel=1e-6)
     assert mass.labeled_mass == pytest.approx(expected_mass.labeled_mass, rel=1e-6)
     # Fallbacks: every word on the root with label dep; the empty line has no words.
-    assert records[1] == {"words": [], "arcs": [], "fallback": "empty line"}
+    assert records[1] == {"words": [], "arcs": [], "best": [], "fallback": "empty line"}
     assert records[3]["arcs"] == [[i, 0, 1.0, {"dep": 1.0}] for i in range(1, 21)]
+    assert records[3]["best"] == [[0, "dep"]] * 20
     assert records[3]["fallback"] == EXPECTED_FALLBACKS[1][1]
 
 
@@ -306,6 +309,9 @@ def test_parse_dependency_command(corpus, dependency_model):
     ('{"words": ["a", "b"], "arcs": [[1, 0, 0.7, {}], [1, 2, 0.302, {}]]}', "word 1: head probabilities sum"),
     ('{"words": ["a"], "arcs": [[1, 0, 1.0, {"x": 0.8, "y": 0.202}]]}', "label probabilities sum"),
     ('{"words": ["a"]', "not a JSON object"),
+    ('{"words": ["a"], "arcs": [[1, 0, 1.0, {}]], "best": []}', '"best" must list [head, label] for each of the 1'),
+    ('{"words": ["a", "b"], "arcs": [[1, 0, 1.0, {}]], "best": [[0, "root"], [2, "dep"]]}',
+     '"best" of word 2: [2, \'dep\'] is not [head'),
 ])
 def test_reader_names_file_line_and_problem(tmp_path, line, problem):
     path = tmp_path / "bad.arcs.jsonl"

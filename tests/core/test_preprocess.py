@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 from conftest import REPO, preprocess
 from fairseq.data import Dictionary
 from fairseq.data.indexed_dataset import MMapIndexedDataset
@@ -47,7 +48,7 @@ def test_preorder_form_and_parents(data_dirs, raw_corpus):
     # every subword of the subject noun hangs from (NN
     assert all(p[k] == 4 for k in range(5, 5 + len(subj)))
     meta = json.load(open(os.path.join(data_dirs["preorder"], "syntax.json")))
-    assert meta["form"] == "preorder" and meta["preterminals"] == "keep"
+    assert meta["form"] == "preorder" and meta["preterminals"] == "auto"  # the tiny trees have POS tags: kept
 
 
 def test_linearized_form(data_dirs):
@@ -86,7 +87,7 @@ def preprocess_fails(raw, tmp_path, *extra):
 def test_line_count_mismatch(raw_corpus, tmp_path):
     raw = corrupt(raw_corpus, tmp_path, "valid.de", 3, None)
     err = preprocess_fails(raw, tmp_path)
-    assert "line-count mismatch" in err
+    assert "error: line-count mismatch" in err
     assert "valid.en has 20 lines" in err and "valid.de 19" in err and "valid.tree 20" in err
 
 
@@ -117,3 +118,67 @@ def test_overlong_sentence_is_an_error_and_can_be_skipped_with_a_count(raw_corpu
     target = MMapIndexedDataset(str(out / "train.en-de.de"))
     assert len(kept) == len(target) == 200 - skipped
     assert "skipped" in result.stderr + result.stdout
+
+
+def corrupt_bytes(raw_corpus, tmp_path, split_file, line_no, new_line: bytes):
+    raw = tmp_path / "raw"
+    shutil.copytree(raw_corpus, raw)
+    path = raw / split_file
+    lines = path.read_bytes().split(b"\n")
+    lines[line_no - 1] = new_line
+    path.write_bytes(b"\n".join(lines))
+    return str(raw)
+
+
+@pytest.mark.parametrize("split_file", ["valid.en", "valid.de", "valid.tree"])
+def test_invalid_utf8_names_file_line_and_byte_and_can_be_skipped(raw_corpus, tmp_path, split_file):
+    line = (raw_corpus + "/" + split_file)
+    original = open(line, "rb").read().split(b"\n")[3]
+    raw = corrupt_bytes(raw_corpus, tmp_path, split_file, 4, original[:3] + b"\xff" + original[3:])
+    err = preprocess_fails(raw, tmp_path)
+    assert f"{split_file}:4: not valid UTF-8 (byte 0xff at byte 4 of the line)" in err and "Traceback" not in err
+    out = tmp_path / "skip"
+    result = preprocess(raw, str(out), "preorder", "--skip-invalid")
+    meta = json.load(open(out / "syntax.json"))
+    assert meta["splits"]["valid"]["skipped"] == {"unreadable line": 1}
+    assert (out / "valid.skipped.tsv").read_text().startswith("4\tunreadable line\t")
+    assert len(MMapIndexedDataset(str(out / "valid.en-de.en"))) == 19
+    assert "skipped 1 of 20 pairs" in result.stderr + result.stdout
+
+
+def test_a_carriage_return_inside_a_line_is_named_not_a_line_break(raw_corpus, tmp_path):
+    original = open(raw_corpus + "/valid.de", "rb").read().split(b"\n")[6]
+    raw = corrupt_bytes(raw_corpus, tmp_path, "valid.de", 7, original[:2] + b"\r" + original[2:])
+    err = preprocess_fails(raw, tmp_path)
+    assert "valid.de:7: a carriage return inside the line (byte 3)" in err and "line-count mismatch" not in err
+
+
+def test_crlf_files_read_as_their_lines(raw_corpus, tmp_path):
+    raw = tmp_path / "raw"
+    shutil.copytree(raw_corpus, raw)
+    for name in ("valid.en", "valid.de", "valid.tree"):
+        path = raw / name
+        path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
+    out = tmp_path / "crlf"
+    preprocess(str(raw), str(out), "preorder")
+    assert len(MMapIndexedDataset(str(out / "valid.en-de.en"))) == 20
+
+
+def test_a_missing_input_file_is_one_error_line(raw_corpus, tmp_path):
+    raw = tmp_path / "raw"
+    shutil.copytree(raw_corpus, raw)
+    os.remove(raw / "valid.tree")
+    err = preprocess_fails(str(raw), tmp_path)
+    assert f"error: {raw}/valid.tree: no such file" in err and "Traceback" not in err
+
+
+def test_an_unescaped_bracket_in_the_source_is_told_to_be_escaped(raw_corpus, tmp_path):
+    raw = corrupt(raw_corpus, tmp_path, "valid.tree", 5,
+                  "(S (NP (DT the) (NN cat)) (-LRB- -LRB-) (VP (VBZ sees) (NP (DT the) (NN dog))) (. .))")
+    source = tmp_path / "raw" / "valid.en"
+    lines = source.read_text().splitlines()
+    lines[4] = "the cat ( sees the dog ."
+    source.write_text("\n".join(lines) + "\n")
+    err = preprocess_fails(raw, tmp_path)
+    assert "valid.tree:5: tree leaves differ from the source words at word 3: tree '-LRB-', source '('" in err
+    assert "the tree is PTB-escaped and the source is not" in err

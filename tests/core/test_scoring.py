@@ -297,3 +297,36 @@ def test_score_command_tests_against_every_baseline(tmp_path, files):
     assert report["significance"]["linearized"]["BLEU"]["p_value"] == 1.0  # identical outputs
     with pytest.raises(SystemExit):
         score_cli.main([str(hyp), str(ref), str(weak), "--baseline-name", "a", "--baseline-name", "b"])
+
+
+def test_skipped_lines_of_preprocessing_are_left_out_of_the_references(tmp_path):
+    # fairseq-syntax-preprocess --skip-invalid left out lines 2 and 5 of 6: generate's ids 0-3 are lines 1, 3, 4, 6
+    refs = write_lines(tmp_path / "ref.txt", [f"the reference of line {n} is this sentence" for n in range(1, 7)])
+    skipped = write_lines(tmp_path / "test.skipped.tsv", ["2\tunreadable line\tx", "5\tover-long source\ty"])
+    hyps = [f"the reference of line {n} is this sentence" for n in (1, 3, 4, 6)]
+    gen = write_lines(tmp_path / "gen.out", generate_output(hyps, [0, 1, 2, 3]))
+    with pytest.raises(ScoringInputError, match=r"no D- line for 2 of the 6 expected ids.*give its "
+                                                r"\{split\}.skipped.tsv with --skipped"):
+        score_cli.main([str(gen), str(refs)])
+    report = score_cli.main([str(gen), str(refs), "--skipped", str(skipped)])
+    assert report["metrics"]["n_sentences"] == 4 and report["metrics"]["BLEU"] == pytest.approx(100.0)
+    bad = write_lines(tmp_path / "bad.tsv", ["9\tx\ty"])
+    with pytest.raises(ScoringInputError, match=r"bad.tsv names lines 9, beyond the 6 references"):
+        score_cli.main([str(gen), str(refs), "--skipped", str(bad)])
+
+
+def test_only_a_trailing_block_of_missing_ids_suggests_the_batch_multiple_or_skipped_lines(tmp_path):
+    path = write_lines(tmp_path / "gen.out", generate_output(HYPOTHESES[:4], [0, 1, 2, 3]))
+    with pytest.raises(ScoringInputError, match="--required-batch-size-multiple 1.*--skipped"):
+        read_generate_output(path, expected_ids=6)
+    with pytest.raises(ScoringInputError) as gap:  # a gap in the middle has neither cause
+        read_generate_output(write_lines(tmp_path / "gap.out", generate_output(HYPOTHESES, [0, 1, 3, 4, 5])),
+                             expected_ids=6)
+    assert str(gap.value).endswith("2 (nothing was scored)")
+
+
+def test_invalid_utf8_in_a_reference_names_file_and_line(tmp_path):
+    path = tmp_path / "ref.txt"
+    path.write_bytes(b"fine\nbad \xc3\n")
+    with pytest.raises(ScoringInputError, match=r"ref.txt:2: not valid UTF-8 \(byte 0xc3 at byte 5 of the line\)"):
+        read_generate_output(str(path), field="T")

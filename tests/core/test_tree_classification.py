@@ -181,3 +181,21 @@ def test_hier_classifier_learns_the_training_trees_end_to_end(data_dir, tmp_path
     # 40 updates on 8 trees: a classifier that ignored the input would get at most 2 of 8 (two per class)
     assert (sentence_logits.argmax(-1) == sample["target"]).sum() >= 7
     assert F.cross_entropy(sentence_logits, sample["target"]) < 0.5
+
+
+def test_the_sentence_is_read_at_the_root_whatever_the_padding(data_dir):
+    task, model, _ = setup(data_dir, "transformer_hier_accum_classifier_tiny")
+    model.eval()
+    dataset = task.dataset("valid").batching(task.model_side_inputs)
+    sample = dataset.collater([dataset[i] for i in range(len(dataset))])
+    tokens = sample["net_input"]["src_tokens"]
+    pad = task.source_dictionary.pad()
+    # right padding: position 0 of every row is the preorder root "(X", and the shorter rows end in padding
+    assert {task.source_dictionary[t] for t in tokens[:, 0].tolist()} == {"(X"}
+    assert tokens[:, -1].eq(pad).any() and not tokens[:, 0].eq(pad).any()
+    with torch.no_grad():
+        batch_logits, token_logits = model(**sample["net_input"])
+        torch.testing.assert_close(batch_logits, token_logits[:, 0])  # the root's state is the sentence's
+        for row, index in enumerate(sample["id"].tolist()):  # each sentence alone (no padding) gives the same
+            alone = dataset.collater([dataset[index]])
+            torch.testing.assert_close(model(**alone["net_input"])[0][0], batch_logits[row], atol=1e-5, rtol=1e-5)

@@ -15,11 +15,13 @@ from fairseq_syntax.core.trees import (
     TreeError,
     apply_bpe,
     clean_ptb,
+    has_pos_tags,
     linearize,
     parse_tree,
     preorder,
     read_ptb,
     read_trees,
+    resolve_preterminals,
     to_bracketed,
     words,
 )
@@ -165,11 +167,17 @@ def test_malformed_trees_name_source_and_line(text, problem):
 def test_error_line_is_the_line_of_the_problem():
     with pytest.raises(TreeError) as caught:
         parse_tree("(S\n  (NP (PRP He))\n  (VP ))", source="a.mrg", line=10)
-    assert str(caught.value) == "a.mrg:12: node (VP has no children"
+    assert str(caught.value).startswith("a.mrg:12: node (VP has no children;")
     # Without a line from the caller, no line is invented.
     with pytest.raises(TreeError) as caught:
         parse_tree("(S (VP ))")
-    assert str(caught.value) == "<string>: node (VP has no children"
+    assert str(caught.value).startswith("<string>: node (VP has no children;")
+
+
+def test_a_word_with_a_bracket_is_told_to_be_ptb_escaped():
+    with pytest.raises(TreeError, match=r"node \(x has no children; a word containing '\(' or '\)' must be written "
+                                        r"PTB-escaped, -LRB- and -RRB-"):
+        parse_tree("(S (NN f(x)) (VB runs))")
 
 
 # ------------------------------------------------------------------------------------------------ reading files
@@ -355,6 +363,23 @@ def test_preorder_one_word_sentence():
     for mode in ("keep", "split", "drop"):
         tokens, parents = preorder(split, mode)
         assert (tokens, parents.tolist()) == (["(UH", "Hel@@", "lo"], [-1, 0, 0])
+
+
+def test_auto_keeps_real_pos_tags_and_splits_placeholder_ones():
+    tagged = parse_tree("(S (NP (PRP$ my) (NN fa@@ ther)) (VP (VBZ runs)))")
+    untagged = parse_tree("(S (NP (XX my) (XX fa@@ ther)) (VP (XX runs)))")  # SuPar crf-con output
+    assert has_pos_tags(tagged) and not has_pos_tags(untagged)
+    assert resolve_preterminals(tagged, "auto") == "keep" and resolve_preterminals(untagged, "auto") == "split"
+    assert resolve_preterminals(untagged, "drop") == "drop"  # an explicit mode is taken as given
+    for tree, mode in ((tagged, "keep"), (untagged, "split")):
+        tokens, parents = preorder(tree)
+        expected_tokens, expected_parents = preorder(tree, mode)
+        assert tokens == expected_tokens and parents.tolist() == expected_parents.tolist()
+        assert linearize(tree) == linearize(tree, mode)
+    # by hand: the untagged tree keeps one POS node, over the split word
+    tokens, parents = preorder(untagged)
+    assert tokens == ["(S", "(NP", "my", "(XX", "fa@@", "ther", "(VP", "runs"]
+    assert parents.tolist() == [-1, 0, 1, 1, 3, 3, 0, 6]
 
 
 def test_preorder_rejects_bad_mode_and_bare_words(father):

@@ -96,7 +96,7 @@ def test_the_benchmarked_archs_are_the_registrys_translation_systems_and_the_den
 def test_a_method_added_to_the_registry_is_benchmarked_from_its_description():
     import run
 
-    def system(arch, form="sequence", preterminals="keep", side_inputs=(), model_args=()):
+    def system(arch, form="sequence", preterminals="auto", side_inputs=(), model_args=()):
         return SimpleNamespace(arch=arch, form=form, preterminals=preterminals, side_inputs=side_inputs,
                                model_args=model_args)
 

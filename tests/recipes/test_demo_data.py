@@ -327,7 +327,7 @@ def test_noise_with_the_default_ranges_keeps_the_gold_arc_the_most_probable():
 
 def test_a_one_word_sentence_puts_all_its_mass_on_the_root():
     record = make_data.noisy_arcs(["go"], [(0, "root")], random.Random(0))
-    assert record == {"words": ["go"], "arcs": [[1, 0, 1.0, {"root": 1.0}]]}
+    assert record == {"words": ["go"], "arcs": [[1, 0, 1.0, {"root": 1.0}]], "best": [[0, "root"]]}
 
 
 def test_the_arcs_file_is_read_back_by_the_project_reader_one_record_per_tree(demo_dir):
@@ -344,3 +344,4 @@ def test_the_arcs_file_is_read_back_by_the_project_reader_one_record_per_tree(de
                 assert max(heads, key=lambda head: heads[head][0]) == gold_head
                 labels = heads[gold_head][1]
                 assert max(labels, key=labels.get) == gold_label
+                assert record["best"][dependent - 1] == [gold_head, gold_label]  # the 1-best tree is the gold one

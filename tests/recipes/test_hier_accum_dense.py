@@ -8,15 +8,13 @@ import random
 import sys
 from unittest import mock
 
-import numpy as np
 import pytest
 import torch
-from conftest import REPO
+from conftest import REPO, parents_batch, random_accumulation_inputs
 from fairseq import options, tasks
 from fairseq.models import ARCH_MODEL_REGISTRY
 
 import fairseq_syntax.core.translation_task  # noqa: F401  (registers the task)
-from fairseq_syntax.core import structure as st
 from fairseq_syntax.methods.hier_accum import attention, model
 from fairseq_syntax.methods.hier_accum.accumulation import (
     HierarchicalEmbeddings,
@@ -31,18 +29,8 @@ from hier_accum_dense import dense  # noqa: E402  (registers transformer_hier_ac
 torch.set_num_threads(1)
 
 
-def random_preorder_tree(rng, size):
-    parents = [-1]
-    for node in range(1, size):
-        chain = [node - 1]
-        while parents[chain[-1]] != -1:
-            chain.append(parents[chain[-1]])
-        parents.append(rng.choice(chain))
-    return parents
 
 
-def batch(*trees, **options):
-    return st.collate_parents([np.array(tree, dtype=np.int16) for tree in trees], **options)
 
 
 @pytest.mark.parametrize("average", ["paper", "official"])
@@ -52,12 +40,8 @@ def test_dense_accumulation_equals_the_factored_one(average, embedding_size, lef
     rng = random.Random(f"dense-{average}-{embedding_size}-{left_pad}")
     torch.manual_seed(rng.randrange(1000))
     for _ in range(4):
-        parents = batch(*[random_preorder_tree(rng, rng.randint(1, 12)) for _ in range(3)], left_pad=left_pad)
-        size, length = parents.shape
-        embeddings = HierarchicalEmbeddings(embedding_size, 4).double() if embedding_size else None
-        values = torch.randn(size, 2, length, 4, dtype=torch.float64, requires_grad=True)
-        weights = torch.randn(size, length, dtype=torch.float64, requires_grad=True)
-        structure = accumulation_structure(parents, embedding_size, average)
+        parents, embeddings, values, weights, structure = random_accumulation_inputs(
+            rng, 12, embedding_size, average, left_pad)
         fast = hierarchical_accumulation(values, weights, structure, embeddings)
         naive = hierarchical_accumulation(values, weights, structure, embeddings, dense.dense_node_accumulation)
         # the structure is float32, hence the tolerance
@@ -76,7 +60,7 @@ def test_dense_accumulation_equals_the_factored_one(average, embedding_size, lef
 
 def test_dense_embeddings_index_the_tables_by_depth_and_rank_under_each_node():
     # (root (a b (c d))): leaves a, b, d at positions 1, 2, 4; node c at 3 over d
-    parents = batch([-1, 0, 0, 0, 3], append_eos=False)
+    parents = parents_batch([-1, 0, 0, 0, 3], append_eos=False)
     structure = accumulation_structure(parents, 2)
     embeddings = HierarchicalEmbeddings(2, 4)
     rows = dense.dense_embeddings(structure, embeddings, torch.float32)[0]  # m x n x d, nodes root, c

@@ -74,16 +74,15 @@ class HierarchicalSelfAttention(StructuredSelfAttention):
     One attention over all ``T`` positions computes the four affinity blocks ``A_NL, A_LL, A_NN, A_LN`` at once;
     ``structure["attention_mask"]`` applies subtree masking (or only hides padding, for the -SubMask ablation).
     Values: ``L W_V`` at the leaves, the accumulated ``N'`` (eq. 16) at the nodes, with ``w = L u_s``.
-    ``embedding_size`` 0 turns the hierarchical embeddings off (the -HierEmb ablation). ``key_padding_mask`` is
-    accepted for the layer's call and not needed: the structure's mask already hides padding.
+    ``embedding_size`` is |E| of ``--hier-embed-size`` (its default is the one definition); 0 turns the hierarchical
+    embeddings off (the -HierEmb ablation). ``key_padding_mask`` is accepted for the layer's call and not needed: the
+    structure's mask already hides padding.
     """
 
     #: computes the node values; the benchmark's naive variant (``bench/hier_accum_dense``) overrides it
     node_accumulation = staticmethod(factored_node_accumulation)
 
-    def __init__(
-        self, embed_dim: int, num_heads: int, dropout: float = 0.0, embedding_size: int = 100
-    ):
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float, embedding_size: int):
         super().__init__(embed_dim, num_heads, dropout=dropout)
         self.leaf_weight = nn.Linear(embed_dim, 1, bias=False)  # u_s
         self.embeddings = HierarchicalEmbeddings(embedding_size, self.head_dim) if embedding_size else None
@@ -114,9 +113,7 @@ class HierarchicalCrossAttention(StructuredSelfAttention):
 
     node_accumulation = staticmethod(factored_node_accumulation)
 
-    def __init__(
-        self, embed_dim: int, num_heads: int, dropout: float = 0.0, embedding_size: int = 100
-    ):
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float, embedding_size: int):
         super().__init__(embed_dim, num_heads, dropout=dropout)
         self.leaf_weight = nn.Linear(embed_dim, 1, bias=False)  # u_c
         self.embeddings = HierarchicalEmbeddings(embedding_size, self.head_dim) if embedding_size else None

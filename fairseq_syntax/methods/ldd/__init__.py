@@ -2,8 +2,8 @@
 Dependency Distributions for Neural Machine Translation", sections 3.1-3.2, Table 1 and Appendix A.
 
 * :mod:`.distributions`: the 16 label groups, ``p(i, j, l)`` summed into them, the variants of Table 1;
-* :mod:`.side_input`: the side input ``src_ldd`` (stored sparse per word, expanded over BPE tokens per batch), and
-  its conversion of ``fairseq-interactive`` lines with a dependency parser;
+* :mod:`.side_input`: the side input ``src_ldd`` (stored sparse per word with the 1-best tree, batched at word
+  level), and its conversion of ``fairseq-interactive`` lines with a dependency parser;
 * :mod:`.preprocess`: ``fairseq-syntax-preprocess-dependencies`` (parser output -> ``.ldd`` side data);
 * :mod:`.attention`: ``softmax((Q K^T / sqrt(d)) * LDD_h)``, one head per label group, and LDA;
 * :mod:`.model`: ``transformer_ldd`` (+ ``_tiny``) with ``--syntax-variant``;
@@ -21,7 +21,7 @@ METHOD = Method(
         System("udp", "transformer_ldd", "sequence", model_args=("--syntax-variant", "udp"), ablation=True),
     ),
     plots=(analysis.PLOT,),
-    cuda_variants=(("--syntax-variant", "lda"),),
+    cuda_variants=(("--syntax-variant", "lda"), ("--syntax-variant", "lda_weights"), ("--syntax-variant", "ldp")),
     notes="the parser's arc x label probabilities in 16 label groups, one per head of the first encoder layer; "
-          "--syntax-variant ldd, udd, ldp, udp, uldd, uudd, lda",
+          "--syntax-variant ldd, udd, ldp, udp, uldd, uudd, lda, lda_weights",
 )

@@ -14,6 +14,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
+from fairseq import utils
 from torch import Tensor
 
 from fairseq_syntax.core.method import PlotCommand
@@ -43,7 +44,7 @@ def sentence_ldd_attention(model, task, split: str, index: int) -> Tuple[np.ndar
         raise ValueError(f"{split} has {len(dataset)} sentences; there is no sentence {index}")
     sample = dataset.collater([dataset[index]])
     device = next(model.parameters()).device
-    net_input = {name: value.to(device) for name, value in sample["net_input"].items()}
+    net_input = utils.apply_to_sample(lambda tensor: tensor.to(device), sample["net_input"])  # src_ldd is a tuple
     maps = ldd_attention_maps(model, net_input)[0]
     tokens = sample["net_input"]["src_tokens"][0]
     keep = tokens.ne(task.source_dictionary.pad()).to(maps.device)  # --required-seq-len-multiple pads even one

@@ -12,9 +12,11 @@ EOS column holds the root). A pair the parser gives probability 0 keeps score 0,
 the distributions nudge the scores rather than mask them. Padding keys are masked as usual.
 
 :class:`DependencyAttentionOnly` is Table 1's LDA: "attention weights fixed equal to LDD (not learned)", so there
-are no query and key projections and ``N_h = LDD_h`` itself (no softmax: a softmax over probabilities in [0, 1]
-would be nearly uniform, and "replace S with the distributions" names the weights, eq. 5's output).
-A row of ``LDD_h`` sums to P(group h | i) <= 1, so a token that rarely takes a group-h head gets little from head h.
+are no query and key projections. Table 1 says LDA replaces S (eq. 3's scores) with the distributions, so eqs. 4-5
+give ``N_h = softmax_j(LDD_h)`` (``--syntax-variant lda``, the paper as written; the softmax of probabilities in
+[0, 1] is close to uniform: a probability of 1 weighs e = 2.7 times a 0). ``lda_weights`` reads "weights equal to
+LDD" literally: ``N_h = LDD_h`` itself, whose row sums to P(group h | i) <= 1, so a token that rarely takes a
+group-h head gets little from head h.
 
 Shapes: ``x`` ``T x B x C``; ``structure["ldd"]`` ``B x 16 x T x T`` (see
 :func:`fairseq_syntax.methods.ldd.distributions.variant_distribution`); output ``T x B x C`` and weights
@@ -42,13 +44,15 @@ class LabeledDependencyAttention(StructuredSelfAttention):
 
 
 class DependencyAttentionOnly(StructuredSelfAttention):
-    """LDA: ``M_h = LDD_h V_h``; only value and output projections (initialised like fairseq's)."""
+    """LDA: ``M_h = softmax_j(LDD_h) V_h`` (``normalise``, the paper) or ``M_h = LDD_h V_h``; only value and output
+    projections (initialised like fairseq's)."""
 
     fused = False
 
-    def __init__(self, embed_dim: int, dropout: float = 0.0, bias: bool = True):
+    def __init__(self, embed_dim: int, dropout: float = 0.0, bias: bool = True, normalise: bool = True):
         super().__init__(embed_dim, NUM_GROUPS, dropout=dropout, bias=bias)
         del self.q_proj, self.k_proj  # the weights come from the parser, not from queries and keys
+        self.normalise = normalise
 
     def project(self, x: Tensor) -> Tuple[None, None, Tensor]:
         return None, None, self._split_heads(self.v_proj(x))
@@ -56,5 +60,9 @@ class DependencyAttentionOnly(StructuredSelfAttention):
     def attention_weights(
         self, q: None, k: None, key_padding_mask: Optional[Tensor], structure: Structure
     ) -> Tensor:
-        # padding keys already have zero columns in every variant's tensor
-        return structure["ldd"]
+        ldd = structure["ldd"]
+        if not self.normalise:
+            return ldd  # padding keys already have zero columns in every variant's tensor
+        if key_padding_mask is not None:
+            ldd = ldd.masked_fill(key_padding_mask[:, None, None, :], float("-inf"))
+        return torch.softmax(ldd.float(), dim=-1).to(ldd.dtype)

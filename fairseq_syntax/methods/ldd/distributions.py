@@ -9,23 +9,36 @@ and sum it into the 16 label groups of Appendix A (``LDD_l``, one matrix per att
 groups keep their mass in one extra channel, ``OUTSIDE``: the unlabeled variants (UDD, UDP) need the whole arc
 probability, and the LDD layer reads only the 16 groups.
 
-Positions: word ``i`` (1-based) is every BPE token of that word; the root (head 0) is fairseq's EOS token, the
-one sentinel a fairseq source has (the paper's ``<bos>`` plays that part), so ``p(i, root, l)`` sits in the EOS
-column. EOS and padding rows are zero (they are no dependents).
+The 1-best variants (UDP, LDP) read the parser's 1-best labeled tree, stored beside the distributions as 17 more
+channels (``BEST_OFFSET + group``: 1 at the tree's arc of each dependent, in the group of its label).
 
-Shapes: word level, one sentence: ``C x (W+1) x (W+1)`` (row/column 0 = root); batch, token level:
-``B x C x T x T`` with ``C = NUM_CHANNELS = 17`` (16 groups + OUTSIDE); a syntax variant (Table 1) turns that into
-the ``B x 16 x T x T`` tensor the 16 heads of the LDD layer read (:func:`variant_distribution`).
+Subwords: the paper works on words and says nothing of BPE. Every BPE token of a dependent word takes the word's
+row. A head word's mass is shared evenly among its pieces (``--ldd-subword-heads share``, the default), so each
+token's row sums to its word's distribution (a word's P(group h | i) <= 1) and no piece of a word is preferred;
+``copy`` gives every piece of the head word the whole mass (a row then sums to more than 1 where heads are split:
+"the" over "fa@@ ther" gets 2 x 0.95). The root (head 0) is fairseq's EOS token, the one sentinel a fairseq source
+has (the paper's ``<bos>`` plays that part), so ``p(i, root, l)`` sits in the EOS column. EOS and padding rows are
+zero (they are no dependents).
+
+Shapes: word level: ``B x NUM_STORED_CHANNELS x S x S`` (34 channels: 16 groups, OUTSIDE, then the same 17 for
+the 1-best tree; row/column 0 = root, S = words + 2 with an all-zero word for padding) and ``token_words``
+``B x T`` (the word of each token); a syntax variant (Table 1) turns them into the ``B x 16 x T x T`` tensor the 16
+heads of the LDD layer read (:func:`variant_distribution`).
 """
 from typing import Dict, List, NamedTuple, Sequence, Tuple
 
 import numpy as np
+import torch
 from torch import Tensor
 
 NUM_GROUPS = 16
 OUTSIDE = NUM_GROUPS  # channel of the labels no group covers
 NUM_CHANNELS = NUM_GROUPS + 1
+BEST_OFFSET = NUM_CHANNELS  # channel BEST_OFFSET + g: the 1-best tree's arc, its label in group g
+NUM_STORED_CHANNELS = 2 * NUM_CHANNELS
 ROOT = 0  # word index of the root (head 0 in the parser output)
+#: how a head word's mass reaches its BPE pieces (module docstring)
+SUBWORD_HEAD_RULES = ("share", "copy")
 
 #: short names of the paper's l1..l16, for plots and logs
 GROUP_NAMES = (
@@ -84,8 +97,9 @@ UNIVERSAL_GROUPS: Tuple[Tuple[str, ...], ...] = (
 
 LABEL_TABLES: Dict[str, Tuple[Tuple[str, ...], ...]] = {"stanford": STANFORD_GROUPS, "universal": UNIVERSAL_GROUPS}
 
-#: Table 1 of the paper; see variant_distribution for what each gives the 16 heads
-SYNTAX_VARIANTS = ("ldd", "udd", "ldp", "udp", "uldd", "uudd", "lda")
+#: Table 1 of the paper (and ``lda_weights``, our earlier reading of LDA); see variant_distribution and
+#: fairseq_syntax.methods.ldd.attention for what each gives the 16 heads
+SYNTAX_VARIANTS = ("ldd", "udd", "ldp", "udp", "uldd", "uudd", "lda", "lda_weights")
 
 
 def label_index(table: Sequence[Sequence[str]]) -> Dict[str, int]:
@@ -146,6 +160,14 @@ def group_arcs(arcs: Sequence[LabeledArc], index: Dict[str, int]) -> GroupedArcs
     )
 
 
+def one_best_arcs(best: Sequence[Sequence], index: Dict[str, int]) -> GroupedArcs:
+    """The parser's 1-best tree ``[[head, label], ...]`` (per word in order) as entries of the channels
+    ``BEST_OFFSET + group`` with probability 1."""
+    heads = np.array([int(head) for head, _ in best], dtype=np.int64)
+    groups = np.array([BEST_OFFSET + label_group(label, index) for _, label in best], dtype=np.int64)
+    return GroupedArcs(np.arange(1, len(best) + 1, dtype=np.int64), heads, groups, np.ones(len(best)))
+
+
 def subword_word_index(pieces_per_word: Sequence[int]) -> np.ndarray:
     """1-based word index of each subword token: ``[1, 3, 1]`` pieces -> ``[1, 2, 2, 2, 3]``."""
     counts = np.asarray(pieces_per_word, dtype=np.int64)
@@ -154,57 +176,87 @@ def subword_word_index(pieces_per_word: Sequence[int]) -> np.ndarray:
     return np.repeat(np.arange(1, len(counts) + 1), counts)
 
 
-def expand_to_tokens(word_pairs: Tensor, token_words: Tensor) -> Tensor:
-    """Word-level pair tensor -> token level, every token taking its word's row and column.
+def expand_to_tokens(word_pairs: Tensor, token_words: Tensor, subword_heads: str = "share") -> Tensor:
+    """Word-level pair tensor -> token level: every token takes its word's row; a head word's column is shared by
+    its tokens (``share``: divided by its number of tokens) or copied to each (``copy``).
 
     ``word_pairs``: ``B x C x S x S``; ``token_words``: ``B x T`` word index (0..S-1) of each token (the root's index
     for EOS, an all-zero row/column's index for padding). Returns ``B x C x T x T`` with
-    ``out[b, c, t, u] = word_pairs[b, c, token_words[b, t], token_words[b, u]]``.
+    ``out[b, c, t, u] = word_pairs[b, c, token_words[b, t], token_words[b, u]] / pieces(token_words[b, u])``
+    (``pieces`` = 1 under ``copy``).
     """
+    if subword_heads not in SUBWORD_HEAD_RULES:
+        raise ValueError(f"unknown subword head rule {subword_heads!r}; choose from {SUBWORD_HEAD_RULES}")
     bsz, channels, size, _ = word_pairs.shape
     length = token_words.size(1)
     pair_index = (token_words[:, :, None] * size + token_words[:, None, :]).reshape(bsz, 1, length * length)
     flat = word_pairs.reshape(bsz, channels, size * size)
-    return flat.gather(2, pair_index.expand(bsz, channels, length * length)).view(bsz, channels, length, length)
+    tokens = flat.gather(2, pair_index.expand(bsz, channels, length * length)).view(bsz, channels, length, length)
+    if subword_heads == "copy":
+        return tokens
+    pieces = torch.zeros(bsz, size, dtype=word_pairs.dtype, device=word_pairs.device)
+    pieces.scatter_add_(1, token_words, torch.ones_like(token_words, dtype=word_pairs.dtype))
+    return tokens / pieces.gather(1, token_words)[:, None, None, :]
 
 
-def variant_distribution(ldd: Tensor, variant: str, padding_mask: Tensor, eos_mask: Tensor) -> Tensor:
+def _uniform(variant: str, padding_mask: Tensor, eos_mask: Tensor, dtype: torch.dtype) -> Tensor:
+    """UUDD / ULDD at token level (module docstring of :func:`variant_distribution`)."""
+    dependents = ~(padding_mask | eos_mask)
+    keys = ~padding_mask
+    n = keys.sum(dim=1).to(dtype)
+    if variant == "uldd":
+        n = n * NUM_GROUPS
+    uniform = (dependents[:, :, None] & keys[:, None, :]).to(dtype) / n[:, None, None]
+    bsz, length = padding_mask.shape
+    return uniform[:, None].expand(bsz, NUM_GROUPS, length, length)
+
+
+def variant_distribution(
+    word_pairs: Tensor, token_words: Tensor, variant: str, padding_mask: Tensor, eos_mask: Tensor,
+    subword_heads: str = "share",
+) -> Tensor:
     """The ``B x 16 x T x T`` tensor head h of the LDD layer reads, for one row of the paper's Table 1.
 
-    ``ldd``: ``B x NUM_CHANNELS x T x T`` token-level p(i, j, group) (rows: dependents = queries, columns: heads
-    = keys); ``padding_mask`` and ``eos_mask``: ``B x T``, True at padding / at EOS. Heads of the 1-best variants
-    are the parser's most probable head per dependent (a local argmax, not a tree decode); every token of the head
-    word is marked, and ties of equal probability mark all tied heads.
+    ``word_pairs``: ``B x NUM_STORED_CHANNELS x S x S`` word-level p(i, j, group) and the 1-best tree (rows:
+    dependents = queries, columns: heads = keys); ``token_words`` ``B x T``; ``padding_mask`` and ``eos_mask``:
+    ``B x T``, True at padding / at EOS. Tokens as :func:`expand_to_tokens` with ``subword_heads``.
 
-    * ``ldd``, ``lda``: the 16 label groups, head h gets group h.
+    * ``ldd``, ``lda``, ``lda_weights``: the 16 label groups, head h gets group h.
     * ``udd``: the arc distribution P(head j | i), all labels summed (OUTSIDE included), the same for all heads.
-    * ``ldp``: 1-best labeled: 1 at (best head, the group with the most mass on that arc), else 0; a dependent
-      whose best arc has more mass outside the groups than in any one group gets no entry.
-    * ``udp``: 1-best unlabeled: 1 at the best head, for all heads.
+    * ``ldp``: the parser's 1-best labeled tree: 1 at (1-best head, the group of the 1-best label), else 0; a
+      dependent whose 1-best label is outside the groups marks no head.
+    * ``udp``: the 1-best unlabeled tree: 1 at the 1-best head, for all heads.
     * ``uudd``: uniform unlabeled: every dependent token gives each key (all tokens and EOS, itself included)
       1/n, n = non-padding tokens with EOS; ``uldd``: uniform over heads and the 16 groups, 1/(16 n). Footnote 2
       of the paper: every value of the tensor is identical. Neither reads the parser.
     """
     if variant not in SYNTAX_VARIANTS:
         raise ValueError(f"unknown syntax variant {variant!r}; choose from {SYNTAX_VARIANTS}")
-    bsz, channels, length, _ = ldd.shape
-    if channels != NUM_CHANNELS:
-        raise ValueError(f"expected {NUM_CHANNELS} channels (16 groups + outside), got {channels}")
-    if variant in ("ldd", "lda"):
-        return ldd[:, :NUM_GROUPS]
+    bsz, channels, size, _ = word_pairs.shape
+    if channels != NUM_STORED_CHANNELS:
+        raise ValueError(f"expected {NUM_STORED_CHANNELS} word-level channels (16 groups + outside, twice), got "
+                         f"{channels}")
     if variant in ("uldd", "uudd"):
-        dependents = ~(padding_mask | eos_mask)
-        keys = ~padding_mask
-        n = keys.sum(dim=1).to(ldd.dtype)
-        if variant == "uldd":
-            n = n * NUM_GROUPS
-        uniform = (dependents[:, :, None] & keys[:, None, :]).to(ldd.dtype) / n[:, None, None]
-        return uniform[:, None].expand(bsz, NUM_GROUPS, length, length)
-    arcs = ldd.sum(dim=1)  # B x T x T: P(head j | dependent i)
-    if variant == "udd":
-        return arcs[:, None].expand(bsz, NUM_GROUPS, length, length)
-    best_head = (arcs == arcs.amax(dim=-1, keepdim=True)) & (arcs > 0)
-    if variant == "udp":
-        return best_head[:, None].expand(bsz, NUM_GROUPS, length, length).to(ldd.dtype)
-    best_group = (ldd == ldd.amax(dim=1, keepdim=True)) & (ldd > 0)
-    return (best_head[:, None] & best_group)[:, :NUM_GROUPS].to(ldd.dtype)
+        return _uniform(variant, padding_mask, eos_mask, word_pairs.dtype)
+    if variant in ("ldd", "lda", "lda_weights"):
+        words = word_pairs[:, :NUM_GROUPS]
+    elif variant == "udd":
+        words = word_pairs[:, :NUM_CHANNELS].sum(dim=1, keepdim=True)
+    else:
+        best = word_pairs[:, BEST_OFFSET:]
+        _check_one_best(best, token_words, padding_mask | eos_mask, variant)
+        words = best[:, :NUM_GROUPS] if variant == "ldp" else best.sum(dim=1, keepdim=True)
+    tokens = expand_to_tokens(words, token_words, subword_heads)
+    return tokens.expand(bsz, NUM_GROUPS, *tokens.shape[2:])
+
+
+def _check_one_best(best: Tensor, token_words: Tensor, not_dependent: Tensor, variant: str) -> None:
+    """Every dependent token's word has one 1-best arc: side data made before the 1-best tree was stored has none."""
+    per_word = best.sum(dim=(1, 3))  # B x S: 1-best arcs of each word
+    per_token = per_word.gather(1, token_words).masked_fill(not_dependent, 1.0)
+    if not torch.all(per_token == 1):
+        raise ValueError(
+            f"--syntax-variant {variant} reads the parser's 1-best tree, which this src_ldd side data lacks: make it "
+            "again with fairseq-syntax-preprocess-dependencies from an arcs file that has \"best\" (written by "
+            "preprocess/parse_dependency.py)"
+        )

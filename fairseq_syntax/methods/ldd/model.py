@@ -7,8 +7,8 @@ Table 1 (:func:`fairseq_syntax.methods.ldd.distributions.variant_distribution`):
 (the first layer's weights are the distributions, no queries and keys). BL is fairseq's ``transformer`` on the same data
 directory.
 
-Side input: ``src_ldd`` ``B x 17 x T x T`` (:mod:`fairseq_syntax.methods.ldd.side_input`); structure: ``ldd``
-``B x 16 x T x T``.
+Side input: ``src_ldd`` (word-level ``B x 34 x S x S`` and the word of each token ``B x T``,
+:mod:`fairseq_syntax.methods.ldd.side_input`); structure: ``ldd`` ``B x 16 x T x T``.
 """
 from dataclasses import dataclass, field
 
@@ -33,7 +33,13 @@ class LDDOptions(FairseqDataclass):
     syntax_variant: ChoiceEnum(dependency.SYNTAX_VARIANTS) = field(
         default="ldd",
         metadata={"help": "Table 1 of Pu & Sima'an: ldd (labeled distributions), udd (labels summed), ldp / udp "
-                  "(1-best labeled / unlabeled head), uldd / uudd (uniform), lda (weights = distributions)"},
+                  "(the parser's 1-best labeled / unlabeled tree), uldd / uudd (uniform), lda (attention weights "
+                  "softmax(LDD): LDD in place of the scores S of eq. 3), lda_weights (attention weights = LDD)"},
+    )
+    ldd_subword_heads: ChoiceEnum(dependency.SUBWORD_HEAD_RULES) = field(
+        default="share",
+        metadata={"help": "a head word split into BPE pieces: share its probability evenly among them (each token's "
+                  "row sums to its word's distribution) or copy it to each piece"},
     )
 
 
@@ -48,16 +54,20 @@ class LDDEncoder(SyntaxTransformerEncoder):
                 f"--encoder-embed-dim {embed_dim} is not divisible by the {dependency.NUM_GROUPS} heads of the "
                 "LDD layer (one per label group)"
             )
-        if self.options.syntax_variant == "lda":
-            return DependencyAttentionOnly(embed_dim, dropout=dropout)
+        if self.options.syntax_variant in ("lda", "lda_weights"):
+            return DependencyAttentionOnly(embed_dim, dropout=dropout,
+                                           normalise=self.options.syntax_variant == "lda")
         return LabeledDependencyAttention(embed_dim, dropout=dropout)
 
     def build_structure(self, src_tokens, side_inputs):
+        word_pairs, token_words = side_inputs["src_ldd"]  # WordPairs (a plain tuple after a device move)
         ldd = dependency.variant_distribution(
-            side_inputs["src_ldd"],
+            word_pairs,
+            token_words,
             self.options.syntax_variant,
             padding_mask=src_tokens.eq(self.padding_idx),
             eos_mask=src_tokens.eq(self.dictionary.eos()),
+            subword_heads=self.options.ldd_subword_heads,
         )
         return {"ldd": ldd}
 

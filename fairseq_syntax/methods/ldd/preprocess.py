@@ -6,11 +6,14 @@ Inputs per split prefix ``P``: ``P.SRC``, the BPE'd source file the data directo
 each sentence the words of the arcs file must equal the source tokens with BPE pieces merged, and the number of
 BPE tokens must equal the binarized sentence's. Labels are summed into the 16 groups of Appendix A (``--labels
 stanford``, as in the paper, or ``universal``, our UD adaptation); labeled pairs ``(dependent, head, group)`` below
-``--floor`` are dropped. Output: ``{split}.SRC-TGT.SRC.ldd.{bin,idx}`` (format in
-``fairseq_syntax.methods.ldd.side_input``), and per split a report of the probability mass: in the arcs file,
-outside the 16 groups (by label) and retained after the floor and quantisation. ``--labels`` and ``--floor`` are
-recorded in the directory's ``syntax.json`` (``"ldd": {"labels": ..., "floor": ...}``), where ``fairseq-interactive``
-reads them to convert its own parses alike; a later run on the same directory must use the same settings.
+``--floor`` are dropped; the parser's 1-best tree (``best``), where the file has it, is stored beside them for the
+1-best variants. Output: ``{split}.SRC-TGT.SRC.ldd.{bin,idx}`` (format in ``fairseq_syntax.methods.ldd.side_input``),
+and per split a report of the probability mass: in the arcs file, outside the 16 groups (by label) and retained
+after the floor and quantisation, and the counts of sentences the parser fell back on (a flat tree whose label is
+outside the groups; kept, where the paper drops them from training) and of records without a 1-best tree. ``--labels``
+and ``--floor`` are recorded in the directory's ``syntax.json`` (``"ldd": {"labels": ..., "floor": ...}``), where
+``fairseq-interactive`` reads them to convert its own parses alike; a later run on the same directory must use the
+same settings.
 
 Every problem stops with ``FILE:LINE: problem``.
 """
@@ -26,8 +29,9 @@ from typing import Dict, List, Optional
 import numpy as np
 import torch
 
-from fairseq_syntax.cli.preprocess import group_bpe_words, merge_pieces, read_lines
+from fairseq_syntax.cli.preprocess import group_bpe_words, merge_pieces
 from fairseq_syntax.core.data_dir import META_FILE, read_meta
+from fairseq_syntax.core.text_lines import TextLineError, read_lines
 from fairseq_syntax.methods.ldd import distributions as dependency
 from fairseq_syntax.methods.ldd.side_input import (
     LDD_META_KEY,
@@ -42,6 +46,10 @@ logger = logging.getLogger("fairseq_syntax.preprocess_dependencies")
 
 SUFFIX = "ldd"
 DEFAULT_FLOOR = 1e-3
+#: a word whose head probabilities sum to less than this in the arcs file has lost most of its distribution
+#: (a parser file keeps about 0.99 after its floors): such lines are named, the first few in the log
+LOW_MASS = 0.5
+LOW_MASS_LINES_LOGGED = 10
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -75,6 +83,9 @@ class MassReport:
     stored_in_groups: float = 0.0
     entries: int = 0
     outside_by_label: Counter = field(default_factory=Counter)
+    fallbacks: int = 0  # sentences the parser could not parse: every word on the root, label dep (outside)
+    without_best: int = 0  # records without the parser's 1-best tree (arcs files written before it was kept)
+    low_mass: int = 0  # sentences with a word whose head probabilities sum to less than LOW_MASS
 
     def lines(self, split: str) -> List[str]:
         def share(mass: float) -> float:
@@ -88,7 +99,13 @@ class MassReport:
             f"{share(self.outside):.2f}% ({top or 'none'})",
             f"{split}: retained after floor and quantisation {share(self.stored):.2f}% "
             f"(in the 16 groups {share(self.stored_in_groups):.2f}%)",
-        ]
+            f"{split}: {self.fallbacks} sentences fell back to the flat parse (every word on the root with label "
+            "dep, outside the groups: the 16 heads see zeros for them; kept, so every pair of the data directory "
+            "has its side data)",
+        ] + ([f"{split}: {self.low_mass} sentences have a word whose head probabilities sum to less than "
+              f"{LOW_MASS} (the first {LOW_MASS_LINES_LOGGED} are named above)"] if self.low_mass else []) + (
+            [f"{split}: {self.without_best} records have no 1-best tree (\"best\"): --syntax-variant udp and ldp "
+              "cannot read them; re-parse with preprocess/parse_dependency.py"] if self.without_best else [])
 
 
 def convert_sentence(
@@ -110,18 +127,31 @@ def convert_sentence(
     except ValueError as error:
         raise SystemExit(f"error: {arcs_file}:{line}: {error}") from None
 
+    head_mass = Counter()
+    for dependent, _, probability, _ in record["arcs"]:
+        head_mass[dependent] += probability
+    low = [word for word in range(1, len(words) + 1) if head_mass[word] < LOW_MASS]
+    if low:
+        report.low_mass += 1
+        if report.low_mass <= LOW_MASS_LINES_LOGGED:
+            logger.warning(f"{arcs_file}:{line}: words {low} keep head probability "
+                           f"{', '.join(f'{head_mass[word]:.2f}' for word in low)} (< {LOW_MASS}): was the file "
+                           "cut by a high --arc-floor, or written by another tool?")
     labeled = dependency.labeled_arcs(record)
     stored = decode_sentence(item).entries
     report.sentences += 1
+    report.fallbacks += "fallback" in record
+    report.without_best += "best" not in record
     report.dependents += len(words)
     report.in_file += sum(arc.probability for arc in labeled)
     for arc in labeled:
         if dependency.label_group(arc.label, index) == dependency.OUTSIDE:
             report.outside += arc.probability
             report.outside_by_label[arc.label] += arc.probability
-    report.stored += stored[:, 3].sum() / QUANTISATION
-    report.stored_in_groups += stored[stored[:, 2] != dependency.OUTSIDE, 3].sum() / QUANTISATION
-    report.entries += len(stored)
+    distributions = stored[stored[:, 2] < dependency.BEST_OFFSET]
+    report.stored += distributions[:, 3].sum() / QUANTISATION
+    report.stored_in_groups += distributions[distributions[:, 2] != dependency.OUTSIDE, 3].sum() / QUANTISATION
+    report.entries += len(distributions)
     return item
 
 
@@ -137,7 +167,10 @@ def convert_split(prefix: str, tokens_prefix: str, args, index: dict) -> MassRep
     binarized = MMapIndexedDataset(tokens_prefix)
     token_sizes = np.array(binarized.sizes)  # a copy: .sizes is a view into the dataset's mmap
     del binarized
-    source = read_lines(source_file)
+    try:
+        source = read_lines(source_file)
+    except (FileNotFoundError, TextLineError) as error:
+        raise SystemExit(f"error: {error}") from None
     if not os.path.exists(arcs_file):
         raise SystemExit(f"error: {arcs_file}: no such file")
     try:

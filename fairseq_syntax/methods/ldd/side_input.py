@@ -6,36 +6,41 @@ On disk (``{split}.{src}-{tgt}.{src}.ldd.{bin,idx}``, fairseq mmap, uint16) each
     [n, w_1 .. w_n, (dependent, head, group, q) * K]
 
 ``n`` BPE tokens, ``w_t`` the 1-based word of token t, then K sparse entries of the word-level tensor of
-:mod:`fairseq_syntax.methods.ldd.distributions`: dependent 1..W, head 0..W (0 = root), group 0..16 (16 = labels outside
-the 16 groups) and the probability quantised as ``q = round(p * 65535)`` (step 1.5e-5; entries below the preprocessing
-floor are not stored). 8 bytes per entry; all values must fit 16 bits (at most 65535 tokens).
+:mod:`fairseq_syntax.methods.ldd.distributions`: dependent 1..W, head 0..W (0 = root), channel 0..33 (0..15 the
+label groups, 16 the labels outside them; 17 + g the parser's 1-best arc of the dependent, its label in group g, with
+q = 65535) and the probability quantised as ``q = round(p * 65535)`` (step 1.5e-5; distribution entries below the
+preprocessing floor are not stored). 8 bytes per entry; all values must fit 16 bits (at most 65535 tokens). Side
+data made before the 1-best tree was stored has no channel above 16; the 1-best variants then refuse it.
 
 :func:`record_item` makes that array from one parser record (:mod:`fairseq_syntax.parsing.dependency`) and the
 number of BPE pieces of each word; ``fairseq-syntax-preprocess-dependencies`` and ``fairseq-interactive``
 (:class:`InteractiveDependencies`) both call it, so a sentence gets the same array on either path.
 
-The collater (:func:`collate_ldd`) gives ``B x 17 x T x T`` float32 aligned with ``src_tokens``: token rows and
-columns take their word's, the EOS column holds the root, EOS and padding rows (and padding columns) are zero.
+The collater (:func:`collate_ldd`) gives :class:`WordPairs`: the word-level ``B x 34 x S x S`` float32 tensor (row
+and column 0 the root, which fairseq's EOS stands for; the last word an all-zero one for padding) and the word of
+each token ``B x T`` aligned with ``src_tokens``. The model expands it to tokens
+(:func:`~fairseq_syntax.methods.ldd.distributions.variant_distribution`): at word level a batch is small and the
+``T x T`` tensors are made where the model runs.
 """
 import os
 from dataclasses import dataclass, field
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
 
 from fairseq_syntax.core import trees
 from fairseq_syntax.core.data_dir import META_FILE
-from fairseq_syntax.core.side_inputs import SideInput, register_side_input
+from fairseq_syntax.core.side_inputs import BadLine, SideInput, register_side_input
 from fairseq_syntax.methods.ldd.distributions import (
     LABEL_TABLES,
-    NUM_CHANNELS,
+    NUM_STORED_CHANNELS,
     ROOT,
     GroupedArcs,
-    expand_to_tokens,
     group_arcs,
     label_index,
     labeled_arcs,
+    one_best_arcs,
     subword_word_index,
 )
 from fairseq_syntax.parsing.dependency import (
@@ -81,7 +86,8 @@ def encode_sentence(token_words: np.ndarray, arcs: GroupedArcs, floor: float) ->
 def record_item(
     record: dict, pieces_per_word: Sequence[int], label_index: Dict[str, int], floor: float
 ) -> np.ndarray:
-    """One parser record and the BPE piece count of each of its words -> the stored array (:func:`encode_sentence`).
+    """One parser record and the BPE piece count of each of its words -> the stored array (:func:`encode_sentence`):
+    the grouped distributions and, where the record has it, the 1-best tree (channels ``BEST_OFFSET + group``).
 
     Raises ``ValueError`` (the caller adds file and line) when the counts do not match the record's words or a
     word has no head.
@@ -93,6 +99,9 @@ def record_item(
     if missing:
         raise ValueError(f"words {missing} have no head at all")
     grouped = group_arcs(labeled_arcs(record), label_index)
+    if "best" in record:
+        best = one_best_arcs(record["best"], label_index)
+        grouped = GroupedArcs(*(np.concatenate([a, b]) for a, b in zip(grouped, best)))
     return encode_sentence(subword_word_index(pieces_per_word), grouped, floor)
 
 
@@ -104,13 +113,21 @@ def decode_sentence(item) -> StoredSentence:
     token_words, entries = item[1 : 1 + n], item[1 + n :].reshape(-1, ENTRY_WIDTH)
     num_words = int(token_words.max(initial=0))
     dependents, heads, groups = entries[:, 0], entries[:, 1], entries[:, 2]
-    if ((dependents < 1) | (dependents > num_words) | (heads > num_words) | (groups >= NUM_CHANNELS)).any():
+    if ((dependents < 1) | (dependents > num_words) | (heads > num_words) | (groups >= NUM_STORED_CHANNELS)).any():
         raise ValueError(f"corrupt ldd item: an entry names a word beyond the {num_words} words or a bad group")
     return StoredSentence(token_words, entries)
 
 
-def collate_ldd(items: List[torch.Tensor], left_pad: bool, length: int) -> torch.Tensor:
-    """Stored sentences in batch order -> ``B x 17 x T x T`` float32 token-level p(i, j, group)."""
+class WordPairs(NamedTuple):
+    """A batch of ``src_ldd``: the word-level tensor and the word of each token (the model expands it, with its
+    ``--ldd-subword-heads`` rule; fairseq's device moves turn it into a plain tuple, so read it by position)."""
+
+    word_pairs: torch.Tensor  # B x NUM_STORED_CHANNELS x S x S float32; row/column 0 = root, S - 1 = padding
+    token_words: torch.Tensor  # B x T int64: word of each token, 0 (root) at EOS, S - 1 at padding
+
+
+def collate_ldd(items: List[torch.Tensor], left_pad: bool, length: int) -> WordPairs:
+    """Stored sentences in batch order -> :class:`WordPairs`, tokens aligned with ``src_tokens``."""
     sentences = [decode_sentence(item) for item in items]
     num_words = max(int(s.token_words.max(initial=0)) for s in sentences)
     null_word = num_words + 1  # index of an all-zero row and column, for padding
@@ -126,10 +143,10 @@ def collate_ldd(items: List[torch.Tensor], left_pad: bool, length: int) -> torch
         token_words[row, start + n] = ROOT  # fairseq's EOS stands for the root
         batch_entries.append(np.concatenate([np.full((len(sentence.entries), 1), row), sentence.entries], 1))
     entries = torch.from_numpy(np.concatenate(batch_entries))
-    word_pairs = torch.zeros(len(sentences), NUM_CHANNELS, size * size)
+    word_pairs = torch.zeros(len(sentences), NUM_STORED_CHANNELS, size * size)
     batch, dependent, head, group, q = entries.unbind(1)
     word_pairs[batch, group, dependent * size + head] = q.float() / QUANTISATION
-    return expand_to_tokens(word_pairs.view(len(sentences), NUM_CHANNELS, size, size), torch.from_numpy(token_words))
+    return WordPairs(word_pairs.view(len(sentences), NUM_STORED_CHANNELS, size, size), torch.from_numpy(token_words))
 
 
 LDD_META_KEY = "ldd"  # syntax.json entry: {"labels": ..., "floor": ...} of fairseq-syntax-preprocess-dependencies
@@ -197,7 +214,8 @@ class InteractiveDependencies:
     ``sequence`` form), and each parse goes through the offline code: :func:`sparse_record` (the floors of
     ``preprocess/parse_dependency.py``: ``--source-dependency-arc-floor`` / ``--source-dependency-label-floor``),
     then :func:`record_item` with the label table and floor ``fairseq-syntax-preprocess-dependencies`` recorded in
-    syntax.json. A line the parser cannot parse (empty, too long, a parser error) stops with its line number.
+    syntax.json. A line that cannot be converted (malformed tree, empty, one the parser cannot parse) becomes a
+    :class:`~fairseq_syntax.core.side_inputs.BadLine` naming its number; the other lines are parsed as usual.
     """
 
     def __init__(self, cfg, meta: dict, data_path: str):
@@ -214,22 +232,35 @@ class InteractiveDependencies:
 
         self.parser = DependencyParser(cfg.source_dependency_parser)
 
-    def __call__(self, lines: List[str], numbers: Sequence[int], encode_fn):
-        sentences = [trees.words(trees.parse_tree(line.strip(), source="<input>", line=number))
-                     if line.lstrip().startswith("(") else line.split() for line, number in zip(lines, numbers)]
-        sources = []
-        for number, words, parse in zip(numbers, sentences, self.parser.parse(sentences)):
-            if parse.fallback is not None:
-                raise ValueError(f"<input>:{number}: the dependency parser gave no parse of {' '.join(words)!r}: "
-                                 f"{parse.fallback}")
-            record = sparse_record(parse, self.parser.label_names, self.arc_floor, self.label_floor, RetainedMass())
-            pieces = [encode_fn(word).split() for word in words]
+    def __call__(self, lines: List[str], numbers: Sequence[int], encode_fn) -> List[Union[tuple, BadLine]]:
+        results: Dict[int, Union[tuple, BadLine]] = {}
+        sentences = {}
+        for number, line in zip(numbers, lines):
             try:
-                item = record_item(record, [len(p) for p in pieces], self.label_index, self.floor)
-            except ValueError as error:
-                raise ValueError(f"<input>:{number}: {error}") from None
-            sources.append(([piece for word in pieces for piece in word], {LDD.name: torch.from_numpy(item)}))
-        return sources
+                words = (trees.words(trees.parse_tree(line.strip(), source="<input>", line=number))
+                         if line.lstrip().startswith("(") else line.split())
+            except trees.TreeError as error:
+                results[number] = BadLine(str(error))
+                continue
+            if not words:
+                results[number] = BadLine(f"<input>:{number}: empty line; expected a sentence of tokenized words")
+            else:
+                sentences[number] = words
+        for (number, words), parse in zip(sentences.items(), self.parser.parse(list(sentences.values()))):
+            results[number] = self._convert(number, words, parse, encode_fn)
+        return [results[number] for number in numbers]
+
+    def _convert(self, number: int, words: List[str], parse, encode_fn) -> Union[tuple, BadLine]:
+        if parse.fallback is not None:
+            return BadLine(f"<input>:{number}: the dependency parser gave no parse of {' '.join(words)!r}: "
+                           f"{parse.fallback}")
+        record = sparse_record(parse, self.parser.label_names, self.arc_floor, self.label_floor, RetainedMass())
+        pieces = [encode_fn(word).split() for word in words]
+        try:
+            item = record_item(record, [len(p) for p in pieces], self.label_index, self.floor)
+        except ValueError as error:
+            return BadLine(f"<input>:{number}: {error}")
+        return [piece for word in pieces for piece in word], {LDD.name: torch.from_numpy(item)}
 
 
 LDD = register_side_input(SideInput(

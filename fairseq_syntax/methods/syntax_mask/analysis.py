@@ -42,7 +42,7 @@ def strength_ranges(strengths: np.ndarray) -> List[dict]:
     return rows
 
 
-def sentence_masks(model, tree: trees.Tree, layer: int = 0, preterminals: str = "keep") -> Tuple[np.ndarray, List[str]]:
+def sentence_masks(model, tree: trees.Tree, layer: int = 0, preterminals: str = "auto") -> Tuple[np.ndarray, List[str]]:
     encoder = _encoder(model)
     if layer not in encoder.masked_layers:
         raise ValueError(f"layer {layer} has no masks (masked layers: {encoder.masked_layers})")

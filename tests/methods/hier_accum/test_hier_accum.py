@@ -9,9 +9,9 @@ import random
 import re
 from unittest import mock
 
-import numpy as np
 import pytest
 import torch
+from conftest import parents_batch, random_accumulation_inputs, random_preorder_tree
 from fairseq import options, tasks
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
@@ -30,8 +30,6 @@ torch.set_num_threads(1)
 USER_DIR = os.path.dirname(os.path.abspath(fairseq_syntax.__file__))
 
 
-def batch(*trees, **options):
-    return st.collate_parents([np.array(tree, dtype=np.int16) for tree in trees], **options)
 
 
 # --- the paper's equations, literally ---------------------------------------------------------------------------
@@ -85,14 +83,6 @@ def reference_accumulation(parents, values, leaf_weights, embeddings, average):
     return out
 
 
-def random_preorder_tree(rng, size):
-    parents = [-1]
-    for node in range(1, size):
-        chain = [node - 1]
-        while parents[chain[-1]] != -1:
-            chain.append(parents[chain[-1]])
-        parents.append(rng.choice(chain))
-    return parents
 
 
 @pytest.mark.parametrize("average", ["paper", "official"])
@@ -104,16 +94,12 @@ def test_accumulation_matches_the_papers_equations(average, embedding_size, left
     rng = random.Random(f"{average}-{embedding_size}-{left_pad}")  # str seeds are stable, hash() of str is not
     torch.manual_seed(rng.randrange(1000))
     for _ in range(3):
-        parents = batch(*[random_preorder_tree(rng, rng.randint(1, 11)) for _ in range(3)], left_pad=left_pad)
-        size, length = parents.shape
-        embeddings = HierarchicalEmbeddings(embedding_size, 4).double() if embedding_size else None
-        values = torch.randn(size, 2, length, 4, dtype=torch.float64, requires_grad=True)
-        weights = torch.randn(size, length, dtype=torch.float64, requires_grad=True)
-        structure = accumulation_structure(parents, embedding_size, average)
+        parents, embeddings, values, weights, structure = random_accumulation_inputs(
+            rng, 11, embedding_size, average, left_pad)
         accumulated = hierarchical_accumulation(values, weights, structure, embeddings)
         reference = torch.stack([
             reference_accumulation(parents[b].tolist(), values[b], weights[b], embeddings, average)
-            for b in range(size)
+            for b in range(len(parents))
         ])
         # the structure is float32, hence the tolerance
         torch.testing.assert_close(accumulated, reference, rtol=1e-6, atol=1e-6)
@@ -159,7 +145,7 @@ def eq9_indices(branch, a, c):
 
 
 def test_reference_branches_by_hand():
-    nodes, leaves, branch = reference_branches(batch(HIER).tolist()[0])
+    nodes, leaves, branch = reference_branches(parents_batch(HIER).tolist()[0])
     assert (nodes, leaves) == ([0, 1, 4, 6], [2, 3, 5, 7, 8, 9])
     assert branch[0][3] == [0, 4, 6]  # S -> d passes S, VP, NP
     indices = [[eq9_indices(branch, a, c) if branch[a][c] else (0, 0) for c in range(6)] for a in range(4)]
@@ -183,7 +169,7 @@ def test_reference_branches_by_hand():
 @pytest.mark.parametrize("embedding_size", [2, 50])
 def test_structure_agrees_with_a_walk_up_the_parent_array(embedding_size):
     rng = random.Random(embedding_size)
-    parents = batch(*[random_preorder_tree(rng, rng.randint(1, 30)) for _ in range(6)])
+    parents = parents_batch(*[random_preorder_tree(rng, rng.randint(1, 30)) for _ in range(6)])
     structure = accumulation_structure(parents, embedding_size)
     expected_inverse = torch.zeros_like(structure["inverse_branch_size"])  # B x m x n
     width = expected_inverse.size(2)  # n
@@ -221,16 +207,17 @@ def test_accumulated_values_by_hand():
     # values a=1, b=2, c=4, S=10, NP=20; EOS 7 is a leaf of its own and stays out of every node
     values = torch.tensor([10.0, 1.0, 20.0, 2.0, 4.0, 7.0]).view(1, 1, 6, 1)
     weights = torch.tensor([[0.0, 2.0, 0.0, 1.0, 1.0, 1.0]])  # w_a = 2
-    out = hierarchical_accumulation(values, weights, accumulation_structure(batch(SMALL)))
+    out = hierarchical_accumulation(values, weights, accumulation_structure(parents_batch(SMALL)))
     # NP: ((2 + 20) / 2 + (4 + 20) / 2) / 2;  S: (2 (1 + 10) / 2 + (2 + 20 + 10) / 3 + (4 + 20 + 10) / 3) / 3
     assert out.flatten().tolist() == pytest.approx([11.0, 1.0, 11.5, 2.0, 4.0, 7.0])
-    official = hierarchical_accumulation(values, weights, accumulation_structure(batch(SMALL), average="official"))
+    official_structure = accumulation_structure(parents_batch(SMALL), average="official")
+    official = hierarchical_accumulation(values, weights, official_structure)
     # divided by the nodes of the branch only: NP ((22) + (24)) / 2; S (2 * 11 + 32 / 2 + 34 / 2) / 3
     assert official.flatten().tolist() == pytest.approx([55 / 3, 1.0, 23.0, 2.0, 4.0, 7.0])
 
 
 def test_inverse_branch_sizes_by_hand():
-    inverse = accumulation_structure(batch(HIER))["inverse_branch_size"][0]
+    inverse = accumulation_structure(parents_batch(HIER))["inverse_branch_size"][0]
     # 1 / (|L(i)| (|P(i, j)| + 1)); e.g. S -> d passes S, VP, NP: 1 / (5 * 4)
     expected = torch.tensor([
         # a     b       c       d       e      EOS
@@ -249,7 +236,7 @@ def test_hierarchical_embedding_term_counts_each_index_by_hand():
     with torch.no_grad():
         embeddings.vertical.copy_(torch.eye(3))
         embeddings.horizontal.copy_(torch.eye(3))
-    structure = accumulation_structure(batch(SMALL), embedding_size=3)
+    structure = accumulation_structure(parents_batch(SMALL), embedding_size=3)
     out = hierarchical_accumulation(torch.zeros(1, 1, 6, 6), torch.ones(1, 6), structure, embeddings)[0, 0]
     # S: c = 1/6 for a (branch S), 1/9 for b and c (branch S, NP). (t, j) indices: vertical (S,a) 1, (S,b) 2,
     # (S,c) 2, (NP,b) 1, (NP,c) 1; horizontal (S,a) 1, (S,b) 2, (S,c) 3, (NP,b) 1, (NP,c) 2.
@@ -262,13 +249,13 @@ def test_hierarchical_embedding_term_counts_each_index_by_hand():
     with torch.no_grad():
         capped.vertical.fill_(1.0)
         capped.horizontal.fill_(1.0)
-    structure = accumulation_structure(batch(SMALL), embedding_size=1)
+    structure = accumulation_structure(parents_batch(SMALL), embedding_size=1)
     out = hierarchical_accumulation(torch.zeros(1, 1, 6, 2), torch.ones(1, 6), structure, capped)[0, 0]
     assert out[0].tolist() == pytest.approx([1 / 6 + 4 / 9] * 2)
 
 
 def test_subtree_mask_by_hand():
-    mask = accumulation_structure(batch(HIER, SMALL), subtree_mask=True)["attention_mask"]
+    mask = accumulation_structure(parents_batch(HIER, SMALL), subtree_mask=True)["attention_mask"]
     assert mask.shape == (2, 1, 10, 10)
     # node queries see their subtree, leaf queries (EOS included) see the leaves
     #          S  NP a  b  VP c  NP d  e  EOS
@@ -287,14 +274,14 @@ def test_subtree_mask_by_hand():
     assert mask[0, 0].int().tolist() == expected
     # the second row is padded after its EOS (position 5): padding queries see only themselves
     assert mask[1, 0, 6:].int().tolist() == [[int(k == q) for k in range(10)] for q in range(6, 10)]
-    no_mask = accumulation_structure(batch(HIER, SMALL), subtree_mask=False)["attention_mask"]
+    no_mask = accumulation_structure(parents_batch(HIER, SMALL), subtree_mask=False)["attention_mask"]
     assert no_mask.shape == (2, 1, 1, 10) and no_mask[:, 0, 0].int().tolist() == [[1] * 10, [1] * 6 + [0] * 4]
 
 
 def test_node_output_depends_only_on_its_subtree():
     torch.manual_seed(0)
-    attention = HierarchicalSelfAttention(8, 2, embedding_size=4).eval()
-    structure = accumulation_structure(batch(HIER), embedding_size=4, subtree_mask=True)
+    attention = HierarchicalSelfAttention(8, 2, 0.0, embedding_size=4).eval()
+    structure = accumulation_structure(parents_batch(HIER), embedding_size=4, subtree_mask=True)
     x = torch.randn(10, 1, 8)
     changed = x.clone()
     changed[2] += 1.0  # leaf a, outside VP's subtree
@@ -309,20 +296,20 @@ def test_without_subtree_masks_equal_nodes_stay_equal():
     # nodes with the same input (an unlabelled tree's "(X" tokens carry no position) get the same query; without
     # subtree masks they attend to the same keys, so their outputs are equal: the -SubMask ablation on SST
     torch.manual_seed(0)
-    attention = HierarchicalSelfAttention(8, 2, embedding_size=4).eval()
+    attention = HierarchicalSelfAttention(8, 2, 0.0, embedding_size=4).eval()
     x = torch.randn(10, 1, 8)
     nodes = [0, 1, 4, 6]
     x[nodes] = x[0].clone()
     for subtree_mask, equal in ((False, True), (True, False)):
-        structure = accumulation_structure(batch(HIER), embedding_size=4, subtree_mask=subtree_mask)
+        structure = accumulation_structure(parents_batch(HIER), embedding_size=4, subtree_mask=subtree_mask)
         out, _, _ = attention(x, None, structure)
         assert torch.allclose(out[nodes], out[0].expand(4, 1, 8), atol=1e-6) == equal
 
 
 def test_attention_weights_follow_the_subtree_mask():
     torch.manual_seed(0)
-    attention = HierarchicalSelfAttention(8, 2, embedding_size=0).eval()
-    structure = accumulation_structure(batch(HIER), subtree_mask=True)
+    attention = HierarchicalSelfAttention(8, 2, 0.0, embedding_size=0).eval()
+    structure = accumulation_structure(parents_batch(HIER), subtree_mask=True)
     x = torch.randn(10, 1, 8)
     out, weights, _ = attention(x, None, structure, need_weights=True)
     fused, _, _ = attention(x, None, structure)
@@ -334,7 +321,7 @@ def test_attention_weights_follow_the_subtree_mask():
 
 def test_empty_rows_and_sentences_without_nodes():
     # a one-word sentence with its POS node dropped is a leaf plus the EOS: no node anywhere in the batch
-    structure = accumulation_structure(batch([-1], [-1]), embedding_size=2, subtree_mask=True)
+    structure = accumulation_structure(parents_batch([-1], [-1]), embedding_size=2, subtree_mask=True)
     values = torch.randn(2, 1, 2, 4)
     out = hierarchical_accumulation(values, torch.randn(2, 2), structure, HierarchicalEmbeddings(2, 4))
     torch.testing.assert_close(out, values)
@@ -509,3 +496,28 @@ def test_cross_attention_share_matches_fairseqs_alignment_output(data_dir):
     # the 5 trees have 4 + 3 + 5 + 5 + 4 nodes (POS nodes dropped, except (NN fire@@ fighter)) and 6 + 3 + 7 + 6 + 6
     # subword leaves
     assert share.node_fraction == pytest.approx(21 / 49) and share.target_tokens == int(real.sum())
+
+
+def test_cross_attention_with_zero_queries_is_the_mean_of_leaves_and_accumulated_nodes():
+    # q = 0: every score is 0, so each decoder position averages the source values [L W_V; N'] over the real
+    # positions; N' by the paper's equations (reference_accumulation), padding left out
+    from fairseq_syntax.methods.hier_accum.attention import HierarchicalCrossAttention, SourceTree
+
+    torch.manual_seed(0)
+    attention = HierarchicalCrossAttention(8, 2, 0.0, embedding_size=0).eval()
+    torch.nn.init.zeros_(attention.q_proj.weight)
+    torch.nn.init.zeros_(attention.q_proj.bias)
+    parents = parents_batch(SMALL, [-1, 0, 0], left_pad=True)
+    structure = accumulation_structure(parents)
+    padding = parents.eq(st.PAD)
+    source = torch.randn(parents.size(1), 2, 8)
+    out, _ = attention(torch.randn(3, 2, 8), source, source, key_padding_mask=SourceTree(padding, structure))
+    values = attention.v_proj(source).view(-1, 2, 2, 4).permute(1, 2, 0, 3)  # B x H x S x d
+    leaf_weights = attention.leaf_weight(source).squeeze(-1).t()
+    with torch.no_grad():
+        for b in range(2):
+            accumulated = reference_accumulation(parents[b].tolist(), values[b], leaf_weights[b], None, "paper")
+            mean = accumulated[:, ~padding[b]].mean(dim=1)  # H x d
+            expected = attention.out_proj(mean.reshape(8))
+            for query in range(3):
+                torch.testing.assert_close(out[query, b], expected, atol=1e-5, rtol=1e-5)

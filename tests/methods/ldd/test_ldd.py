@@ -27,39 +27,45 @@ from fairseq_syntax.methods.ldd.model import LDDEncoder, LDDOptions
 from fairseq_syntax.methods.ldd.side_input import (
     QUANTISATION,
     STORAGE_DTYPE,
+    WordPairs,
     collate_ldd,
     decode_sentence,
-    encode_sentence,
+    record_item,
 )
 
 STANFORD = dep.label_index(dep.STANFORD_GROUPS)
 ROOT_G, DET_G = 0, 12
 
 # "a bc" with bc split as b@@ c; "x" alone
-RECORD_A = {"words": ["a", "bc"], "arcs": [[1, 2, 1.0, {"det": 1.0}], [2, 0, 1.0, {"root": 0.75, "dep": 0.25}]]}
-RECORD_B = {"words": ["x"], "arcs": [[1, 0, 1.0, {"root": 1.0}]]}
+RECORD_A = {"words": ["a", "bc"], "arcs": [[1, 2, 1.0, {"det": 1.0}], [2, 0, 1.0, {"root": 0.75, "dep": 0.25}]],
+            "best": [[2, "det"], [0, "root"]]}
+RECORD_B = {"words": ["x"], "arcs": [[1, 0, 1.0, {"root": 1.0}]], "best": [[0, "root"]]}
 
 
 def stored(record, pieces, floor=1e-3):
-    grouped = dep.group_arcs(dep.labeled_arcs(record), STANFORD)
-    return torch.from_numpy(encode_sentence(dep.subword_word_index(pieces), grouped, floor))
+    return torch.from_numpy(record_item(record, pieces, STANFORD, floor))
 
 
 def test_encoding_layout_and_quantisation():
     item = stored(RECORD_A, [1, 2])
     q75 = round(0.75 * QUANTISATION)
-    # n, word of each token, then (dependent, head, group, q) sorted
+    # n, word of each token, then (dependent, head, group, q): the distributions sorted, then the 1-best tree
     assert item.tolist() == [3, 1, 2, 2,
                              1, 2, DET_G, QUANTISATION,
                              2, 0, ROOT_G, q75,
-                             2, 0, dep.OUTSIDE, round(0.25 * QUANTISATION)]
+                             2, 0, dep.OUTSIDE, round(0.25 * QUANTISATION),
+                             1, 2, dep.BEST_OFFSET + DET_G, QUANTISATION,
+                             2, 0, dep.BEST_OFFSET + ROOT_G, QUANTISATION]
     sentence = decode_sentence(item)
-    assert sentence.token_words.tolist() == [1, 2, 2] and sentence.entries.shape == (3, 4)
+    assert sentence.token_words.tolist() == [1, 2, 2] and sentence.entries.shape == (5, 4)
+    # a record without the 1-best tree (an older arcs file) stores the distributions only
+    without = {key: value for key, value in RECORD_A.items() if key != "best"}
+    assert stored(without, [1, 2]).tolist() == item.tolist()[:-8]
 
 
 def test_floor_drops_small_pairs_and_must_exceed_a_quantisation_step():
     record = {"words": ["a", "b"], "arcs": [[1, 2, 0.9995, {"det": 1.0}], [1, 0, 0.0005, {"root": 1.0}],
-                                            [2, 0, 1.0, {"root": 1.0}]]}
+                                            [2, 0, 1.0, {"root": 1.0}]]}  # no 1-best tree: distributions only
     assert decode_sentence(stored(record, [1, 1], floor=1e-3)).entries[:, :3].tolist() == [[1, 2, DET_G],
                                                                                             [2, 0, ROOT_G]]
     assert len(decode_sentence(stored(record, [1, 1], floor=1e-4)).entries) == 3
@@ -83,23 +89,31 @@ def test_storage_round_trip_through_fairseq_mmap(tmp_path):
     builder.finalize(prefix + ".idx")
     data = MMapIndexedDataset(prefix)
     assert [data[i].tolist() for i in range(2)] == [item.tolist() for item in items]
-    assert os.path.getsize(prefix + ".bin") == 2 * (16 + 6)  # uint16: 16 + 6 values
+    assert os.path.getsize(prefix + ".bin") == 2 * (24 + 10)  # uint16: 24 + 10 values
 
 
 @pytest.mark.parametrize("left_pad", [True, False])
-def test_collate_expands_to_tokens_with_root_at_eos(left_pad):
-    batch = collate_ldd([stored(RECORD_A, [1, 2]), stored(RECORD_B, [1])], left_pad, 5)
-    assert batch.shape == (2, dep.NUM_CHANNELS, 5, 5) and batch.dtype == torch.float32
-    expected = torch.zeros(2, dep.NUM_CHANNELS, 5, 5)
+def test_collate_gives_word_pairs_and_the_word_of_each_token(left_pad):
+    word_pairs, token_words = collate_ldd([stored(RECORD_A, [1, 2]), stored(RECORD_B, [1])], left_pad, 5)
+    # words: root 0, 1, 2, and 3 the all-zero word of padding
+    assert word_pairs.shape == (2, dep.NUM_STORED_CHANNELS, 4, 4) and word_pairs.dtype == torch.float32
     q75 = round(0.75 * QUANTISATION) / QUANTISATION
-    # sentence A: a b@@ c EOS (+1 pad); B: x EOS (+3 pads)
-    a, b_, c, eos_a = (1, 2, 3, 4) if left_pad else (0, 1, 2, 3)
-    x, eos_b = (3, 4) if left_pad else (0, 1)
-    expected[0, DET_G, a, b_] = expected[0, DET_G, a, c] = 1.0
-    expected[0, ROOT_G, b_, eos_a] = expected[0, ROOT_G, c, eos_a] = q75
-    expected[0, dep.OUTSIDE, b_, eos_a] = expected[0, dep.OUTSIDE, c, eos_a] = 1 - q75
-    expected[1, ROOT_G, x, eos_b] = 1.0
-    torch.testing.assert_close(batch, expected)
+    expected = torch.zeros(2, dep.NUM_STORED_CHANNELS, 4, 4)
+    expected[0, DET_G, 1, 2] = expected[0, dep.BEST_OFFSET + DET_G, 1, 2] = 1.0
+    expected[0, ROOT_G, 2, 0], expected[0, dep.OUTSIDE, 2, 0] = q75, 1 - q75
+    expected[0, dep.BEST_OFFSET + ROOT_G, 2, 0] = 1.0
+    expected[1, ROOT_G, 1, 0] = expected[1, dep.BEST_OFFSET + ROOT_G, 1, 0] = 1.0
+    torch.testing.assert_close(word_pairs, expected)
+    # A: a b@@ c EOS (+1 pad); B: x EOS (+3 pads); EOS is the root
+    if left_pad:
+        assert token_words.tolist() == [[3, 1, 2, 2, 0], [3, 3, 3, 1, 0]]
+    else:
+        assert token_words.tolist() == [[1, 2, 2, 0, 3], [1, 0, 3, 3, 3]]
+    # at token level "a" depends on each piece of "bc" with 1/2 (shared), both pieces on the root (EOS) with .75
+    tokens = dep.expand_to_tokens(word_pairs, token_words)[0]
+    a, b_, c, eos = (1, 2, 3, 4) if left_pad else (0, 1, 2, 3)
+    assert tokens[DET_G, a, b_] == tokens[DET_G, a, c] == 0.5
+    assert tokens[ROOT_G, b_, eos] == tokens[ROOT_G, c, eos] == pytest.approx(q75)
 
 
 def test_collate_refuses_a_batch_shorter_than_the_sentence():
@@ -159,8 +173,9 @@ def test_ldd_layer_equals_a_scalar_reference_with_padding():
     torch.testing.assert_close(out, layer.out_proj(concat), atol=1e-5, rtol=1e-5)
 
 
-def test_lda_weights_are_the_distributions_and_there_are_no_queries_or_keys():
-    layer = DependencyAttentionOnly(16).eval()
+@pytest.mark.parametrize("normalise", [True, False])
+def test_lda_weights_are_softmax_of_the_distributions_or_the_distributions_without_queries_or_keys(normalise):
+    layer = DependencyAttentionOnly(16, normalise=normalise).eval()
     assert not hasattr(layer, "q_proj") and not hasattr(layer, "k_proj")
     with torch.no_grad():
         layer.v_proj.weight.copy_(torch.eye(16))
@@ -172,8 +187,25 @@ def test_lda_weights_are_the_distributions_and_there_are_no_queries_or_keys():
     ldd = torch.zeros(1, 16, 3, 3)
     ldd[0, 0, 0, 1], ldd[0, 0, 0, 2], ldd[0, 0, 1, 2] = 0.5, 0.25, 1.0
     out, weights, _ = layer(x, None, {"ldd": ldd}, need_weights=True)
-    assert torch.equal(weights, ldd)
-    assert out[:, 0, 0].tolist() == pytest.approx([0.5 * 2 + 0.25 * 3, 3.0, 0.0])
+    if not normalise:  # lda_weights: N = LDD
+        assert torch.equal(weights, ldd)
+        assert out[:, 0, 0].tolist() == pytest.approx([0.5 * 2 + 0.25 * 3, 3.0, 0.0])
+        return
+    # lda, Table 1 as written: LDD replaces the scores S, so N = softmax_j(LDD); row a = softmax(0, .5, .25)
+    z = 1 + math.exp(0.5) + math.exp(0.25)
+    assert weights[0, 0, 0].tolist() == pytest.approx([1 / z, math.exp(0.5) / z, math.exp(0.25) / z])
+    z_b = 2 + math.e  # row b = softmax(0, 0, 1); row EOS is all zero: uniform
+    assert out[:, 0, 0].tolist() == pytest.approx([(1 + 2 * math.exp(0.5) + 3 * math.exp(0.25)) / z,
+                                                   (1 + 2 + 3 * math.e) / z_b, 2.0])
+    torch.testing.assert_close(weights[0, 5], torch.full((3, 3), 1 / 3))  # a head whose distributions are all zero
+
+
+def test_lda_softmax_leaves_padding_keys_out():
+    layer = DependencyAttentionOnly(16).eval()
+    ldd = torch.zeros(1, 16, 3, 3)
+    _, weights, _ = layer(torch.randn(3, 1, 16), torch.tensor([[True, False, False]]), {"ldd": ldd},
+                          need_weights=True)
+    torch.testing.assert_close(weights[0, 0], torch.tensor([[0.0, 0.5, 0.5]] * 3))
 
 
 def make_encoder(variant="ldd", heads=2, dim=32):
@@ -195,7 +227,8 @@ def test_first_layer_has_16_heads_whatever_encoder_attention_heads_says(variant)
     encoder, tokens, side = make_encoder(variant)
     first, second = encoder.layers[0].self_attn, encoder.layers[1].self_attn
     assert first.num_heads == 16 and first.head_dim == 2 and second.num_heads == 2
-    assert isinstance(first, DependencyAttentionOnly if variant == "lda" else LabeledDependencyAttention)
+    lda = variant in ("lda", "lda_weights")
+    assert isinstance(first, DependencyAttentionOnly if lda else LabeledDependencyAttention)
     out = encoder(tokens, return_attention=True, src_ldd=side)
     assert out["encoder_attention"][0].shape == (2, 16, 4, 4)
     out["encoder_out"][0].pow(2).sum().backward()  # a plain sum of a LayerNorm output has zero gradient
@@ -206,7 +239,7 @@ def test_the_distributions_change_the_encoder_output():
     encoder, tokens, side = make_encoder("ldd")
     encoder.eval()
     with_syntax = encoder(tokens, src_ldd=side)["encoder_out"][0]
-    without = encoder(tokens, src_ldd=torch.zeros_like(side))["encoder_out"][0]
+    without = encoder(tokens, src_ldd=WordPairs(torch.zeros_like(side.word_pairs), side.token_words))["encoder_out"][0]
     assert (with_syntax - without)[:, 0].abs().max() > 1e-4
 
 
@@ -238,6 +271,7 @@ def test_preprocessing_reports_mass_outside_groups_and_retained(ldd_data):
     # per sentence 0.3 of 6 words' mass is "prep": 5%
     assert log[1] == "train: mass in the arcs file 100.00%; outside the 16 groups 5.00% (prep 5.00%)"
     assert log[2] == "train: retained after floor and quantisation 100.00% (in the 16 groups 95.00%)"
+    assert log[3].startswith("train: 0 sentences fell back to the flat parse") and len(log) == 4  # all have "best"
     data = MMapIndexedDataset(os.path.join(dest, "test.en-de.en.ldd"))
     tokens = MMapIndexedDataset(os.path.join(dest, "test.en-de.en"))
     assert len(data) == len(tokens) == 21
@@ -323,3 +357,31 @@ def test_ldd_attention_maps_and_plot_of_a_trained_model(raw_corpus, ldd_data, ld
                "--output", output])
     with open(output, "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_fallback_sentences_and_records_without_a_tree_are_counted():
+    report = preprocess_dependencies.MassReport()
+    fallback = {"words": ["a", "bc"], "arcs": [[1, 0, 1.0, {"dep": 1.0}], [2, 0, 1.0, {"dep": 1.0}]],
+                "best": [[0, "dep"], [0, "dep"]], "fallback": "too long"}
+    without_tree = {key: value for key, value in RECORD_A.items() if key != "best"}
+    for record in (fallback, without_tree, RECORD_A):
+        preprocess_dependencies.convert_sentence(record, "a b@@ c", STANFORD, 1e-3, report, "x.arcs.jsonl", 1)
+    assert (report.sentences, report.fallbacks, report.without_best) == (3, 1, 1)
+    lines = report.lines("test")
+    assert lines[3].startswith("test: 1 sentences fell back to the flat parse")
+    assert lines[4].startswith("test: 1 records have no 1-best tree")
+    # outside the groups (label dep): the fallback's 2 words wholly, and .25 of word 2 in each RECORD_A: 2.5 / 6 words
+    assert lines[1] == "test: mass in the arcs file 100.00%; outside the 16 groups 41.67% (dep 41.67%)"
+
+
+def test_a_line_whose_words_keep_little_head_probability_is_named_and_counted(caplog):
+    report = preprocess_dependencies.MassReport()
+    thin = {"words": ["a", "bc"], "arcs": [[1, 2, 0.2, {"det": 1.0}], [2, 0, 1.0, {"root": 1.0}]],
+            "best": [[2, "det"], [0, "root"]]}
+    with caplog.at_level("WARNING"):
+        preprocess_dependencies.convert_sentence(thin, "a b@@ c", STANFORD, 1e-3, report, "x.arcs.jsonl", 7)
+        preprocess_dependencies.convert_sentence(RECORD_A, "a b@@ c", STANFORD, 1e-3, report, "x.arcs.jsonl", 8)
+    assert "x.arcs.jsonl:7: words [1] keep head probability 0.20 (< 0.5)" in caplog.text
+    assert "x.arcs.jsonl:8" not in caplog.text
+    assert report.low_mass == 1
+    assert "test: 1 sentences have a word whose head probabilities sum to less than 0.5" in report.lines("test")[4]

@@ -20,6 +20,7 @@ RECORD = {
         [3, 0, 1.0, {"root": 0.9, "dep": 0.1}],
         [4, 3, 1.0, {"punct": 0.4, "dep": 0.6}],
     ],
+    "best": [[2, "det"], [3, "nsubj"], [0, "root"], [3, "dep"]],  # the parser's 1-best tree
 }
 ROOT_G, OBJ_G, NSUBJ_G, DET_G, PUNCT_G = 0, 3, 5, 12, 15  # the paper's l1, l4, l6, l13, l16, 0-based
 # (dependent, head, group) -> p(i, j, group), summed by hand from RECORD with the Stanford table
@@ -35,13 +36,25 @@ PAD, EOS = 0, 6
 POSITIONS = {1: [1], 2: [2, 3], 3: [4], 4: [5], 0: [EOS]}  # word -> token positions
 
 
-def token_level_ldd():
-    """``1 x 17 x 7 x 7`` expected token-level tensor of GROUPED, written out position by position."""
+def word_level(record=RECORD, table=dep.STANFORD_GROUPS, size=6):
+    """``1 x 34 x size x size`` word-level tensor of a record (distributions and 1-best tree), as the collater
+    builds it (root 0, words 1.., then the zero word of padding)."""
+    index = dep.label_index(table)
+    words = torch.zeros(1, dep.NUM_STORED_CHANNELS, size, size)
+    for grouped in (dep.group_arcs(dep.labeled_arcs(record), index), dep.one_best_arcs(record["best"], index)):
+        for dependent, head, group, p in zip(*grouped):
+            words[0, group, dependent, head] = float(p)
+    return words
+
+
+def token_level_ldd(pieces_share=True):
+    """``1 x 17 x 7 x 7`` expected token-level tensor of GROUPED, written out position by position: a head word's
+    mass is divided among its pieces (``pieces_share``) or copied to each."""
     ldd = torch.zeros(1, dep.NUM_CHANNELS, 7, 7)
     for (dependent, head, group), p in GROUPED.items():
         for row in POSITIONS[dependent]:
             for column in POSITIONS[head]:
-                ldd[0, group, row, column] = p
+                ldd[0, group, row, column] = p / len(POSITIONS[head]) if pieces_share else p
     return ldd
 
 
@@ -96,28 +109,32 @@ def test_subword_word_index():
         dep.subword_word_index([1, 0])
 
 
-def test_expansion_copies_the_word_row_and_column_to_each_subword():
-    size = 6  # root, 4 words, zero row for padding
-    words = torch.zeros(1, dep.NUM_CHANNELS, size, size)
-    for (dependent, head, group), p in GROUPED.items():
-        words[0, group, dependent, head] = p
-    expanded = dep.expand_to_tokens(words, torch.tensor([TOKEN_WORDS]))
-    torch.testing.assert_close(expanded, token_level_ldd())
-    # spot checks by hand: both pieces of "father" depend on "sees" (nsubj) and on the root (EOS column)
-    assert expanded[0, NSUBJ_G, 2, 4] == expanded[0, NSUBJ_G, 3, 4] == pytest.approx(0.6)
-    assert expanded[0, ROOT_G, 3, EOS] == pytest.approx(0.2)
-    # "the" depends on both pieces of "father"
-    assert expanded[0, DET_G, 1, 2] == expanded[0, DET_G, 1, 3] == pytest.approx(0.9)
-    assert expanded[0, :, EOS].abs().sum() == 0 and expanded[0, :, PAD].abs().sum() == 0
-    assert expanded[0, :, :, PAD].abs().sum() == 0
+def test_expansion_shares_a_head_words_mass_among_its_pieces_and_copies_its_row():
+    words = word_level()[:, :dep.NUM_CHANNELS]
+    token_words = torch.tensor([TOKEN_WORDS])
+    shared, copied = dep.expand_to_tokens(words, token_words), dep.expand_to_tokens(words, token_words, "copy")
+    torch.testing.assert_close(shared, token_level_ldd())
+    torch.testing.assert_close(copied, token_level_ldd(pieces_share=False))
+    # by hand: both pieces of "father" depend on "sees" (nsubj) and on the root (EOS column), each with the word's row
+    assert shared[0, NSUBJ_G, 2, 4] == shared[0, NSUBJ_G, 3, 4] == pytest.approx(0.6)
+    assert shared[0, ROOT_G, 3, EOS] == pytest.approx(0.2)
+    # "the" depends on "father" with 0.9: 0.45 on each piece (copy: 0.9 on each)
+    assert shared[0, DET_G, 1, 2] == shared[0, DET_G, 1, 3] == pytest.approx(0.45)
+    assert copied[0, DET_G, 1, 2] == copied[0, DET_G, 1, 3] == pytest.approx(0.9)
+    # the row of "the" sums to its word's distribution, 1 (copy: 0.9 + 0.9 + 0.1 = 1.9)
+    assert shared[0, :, 1].sum() == pytest.approx(1.0) and copied[0, :, 1].sum() == pytest.approx(1.9)
+    for row in range(1, 6):
+        assert shared[0, :, row].sum() == pytest.approx(1.0)
+    assert shared[0, :, EOS].abs().sum() == 0 and shared[0, :, PAD].abs().sum() == 0
+    assert shared[0, :, :, PAD].abs().sum() == 0
 
 
-def variant(name):
+def variant(name, record=RECORD, table=dep.STANFORD_GROUPS):
     tokens_pad = torch.zeros(1, 7, dtype=torch.bool)
     tokens_pad[0, PAD] = True
     eos = torch.zeros(1, 7, dtype=torch.bool)
     eos[0, EOS] = True
-    out = dep.variant_distribution(token_level_ldd(), name, tokens_pad, eos)
+    out = dep.variant_distribution(word_level(record, table), torch.tensor([TOKEN_WORDS]), name, tokens_pad, eos)
     assert out.shape == (1, 16, 7, 7)
     return out[0]
 
@@ -129,17 +146,17 @@ def matrix(entries):
     return m
 
 
-# arc distribution P(head | dependent) by hand, token positions; row 1 = "the", rows 2-3 = "father", ...
-ARCS = {(1, 2): 0.9, (1, 3): 0.9, (1, 4): 0.1, (2, 4): 0.8, (3, 4): 0.8, (2, EOS): 0.2, (3, EOS): 0.2,
+# arc distribution P(head | dependent) by hand, token positions; row 1 = "the", rows 2-3 = "father" (its column
+# mass halved over its two pieces), 4 = "sees", 5 = "."
+ARCS = {(1, 2): 0.45, (1, 3): 0.45, (1, 4): 0.1, (2, 4): 0.8, (3, 4): 0.8, (2, EOS): 0.2, (3, EOS): 0.2,
         (4, EOS): 1.0, (5, 4): 1.0}
-BEST = {(1, 2): 1, (1, 3): 1, (2, 4): 1, (3, 4): 1, (4, EOS): 1, (5, 4): 1}
+BEST = {(1, 2): 0.5, (1, 3): 0.5, (2, 4): 1, (3, 4): 1, (4, EOS): 1, (5, 4): 1}  # RECORD["best"]
 
 
-def test_ldd_and_lda_give_head_h_its_label_group():
-    expected = token_level_ldd()[0, :16]
-    torch.testing.assert_close(variant("ldd"), expected)
-    torch.testing.assert_close(variant("lda"), expected)
-    assert variant("ldd")[DET_G, 1, 4] == pytest.approx(0.05)
+@pytest.mark.parametrize("name", ["ldd", "lda", "lda_weights"])
+def test_ldd_and_lda_give_head_h_its_label_group(name):
+    torch.testing.assert_close(variant(name), token_level_ldd()[0, :16])
+    assert variant(name)[DET_G, 1, 4] == pytest.approx(0.05)
 
 
 def test_udd_sums_all_labels_including_outside_ones_for_every_head():
@@ -148,20 +165,56 @@ def test_udd_sums_all_labels_including_outside_ones_for_every_head():
         torch.testing.assert_close(out[head], matrix(ARCS))
 
 
-def test_udp_marks_the_best_head_of_each_dependent():
+def test_udp_marks_the_parsers_1best_head_of_each_dependent():
     out = variant("udp")
     for head in range(16):
         torch.testing.assert_close(out[head], matrix(BEST))
 
 
-def test_ldp_marks_the_best_head_in_its_best_group_only():
+def test_ldp_marks_the_1best_head_in_the_group_of_the_1best_label_only():
     out = variant("ldp")
     expected = torch.zeros(16, 7, 7)
-    expected[DET_G] = matrix({(1, 2): 1, (1, 3): 1})
+    expected[DET_G] = matrix({(1, 2): 0.5, (1, 3): 0.5})
     expected[NSUBJ_G] = matrix({(2, 4): 1, (3, 4): 1})
     expected[ROOT_G] = matrix({(4, EOS): 1})
-    # "." -> sees: dep (outside, 0.6) beats punct (0.4), so no group marks it
+    # "." -> sees: the 1-best label dep is outside the groups, so no group marks it
     torch.testing.assert_close(out, expected)
+
+
+# "a b": each word's most probable head is the other (.6), the root gets .4 each: a per-word argmax is the 2-cycle
+# a <-> b with nothing on the root. The parser's decoder (MST) gives the tree a -> root, b -> a.
+CYCLE = {"words": ["a", "b"], "arcs": [[1, 2, 0.6, {"dep": 1.0}], [1, 0, 0.4, {"root": 1.0}],
+                                        [2, 1, 0.6, {"dep": 1.0}], [2, 0, 0.4, {"root": 1.0}]],
+         "best": [[0, "root"], [1, "dep"]]}
+
+
+def test_udp_of_a_two_cycle_argmax_is_the_parsers_tree_with_one_root():
+    eos = torch.tensor([[False, False, True]])
+    out = dep.variant_distribution(word_level(CYCLE, size=4), torch.tensor([[1, 2, 0]]), "udp",
+                                   torch.zeros(1, 3, dtype=torch.bool), eos)[0, 0]
+    # rows a, b; columns a, b, EOS (= root): a -> root, b -> a; one root attachment, no cycle
+    assert out.tolist() == [[0, 0, 1], [1, 0, 0], [0, 0, 0]]
+    assert out[:, 2].sum() == 1
+
+
+def test_ldp_gives_no_group_when_the_1best_label_is_outside_them():
+    # one arc "a -> b" with labels nmod .40, obl .35, obj .25 (UD): obl and obj share the object group (.60), but
+    # the 1-best label is nmod, outside the groups: no head marks the arc
+    record = {"words": ["a", "b"], "arcs": [[1, 2, 1.0, {"nmod": 0.40, "obl": 0.35, "obj": 0.25}],
+                                            [2, 0, 1.0, {"root": 1.0}]],
+              "best": [[2, "nmod"], [0, "root"]]}
+    out = dep.variant_distribution(word_level(record, dep.UNIVERSAL_GROUPS, size=4), torch.tensor([[1, 2, 0]]), "ldp",
+                                   torch.zeros(1, 3, dtype=torch.bool), torch.tensor([[False, False, True]]))[0]
+    assert out[:, 0].sum() == 0  # the row of "a": no group
+    assert out[ROOT_G, 1, 2] == 1 and out.sum() == 1  # "b" -> root in the root group
+
+
+def test_1best_variants_refuse_side_data_without_the_tree():
+    old = word_level()
+    old[:, dep.BEST_OFFSET:] = 0  # side data made before the 1-best tree was stored
+    with pytest.raises(ValueError, match="udp reads the parser's 1-best tree"):
+        dep.variant_distribution(old, torch.tensor([TOKEN_WORDS]), "udp", torch.tensor([[True] + [False] * 6]),
+                                 torch.tensor([[False] * 6 + [True]]))
 
 
 def test_uniform_variants_are_constant_over_dependents_and_keys():
@@ -173,10 +226,12 @@ def test_uniform_variants_are_constant_over_dependents_and_keys():
         torch.testing.assert_close(uldd[head], uniform / 96)
 
 
-def test_unknown_variant_is_refused():
+def test_unknown_variant_or_subword_rule_is_refused():
+    masks = torch.zeros(1, 7, dtype=torch.bool), torch.zeros(1, 7, dtype=torch.bool)
     with pytest.raises(ValueError, match="unknown syntax variant 'xdd'"):
-        dep.variant_distribution(token_level_ldd(), "xdd", torch.zeros(1, 7, dtype=torch.bool),
-                                 torch.zeros(1, 7, dtype=torch.bool))
+        dep.variant_distribution(word_level(), torch.tensor([TOKEN_WORDS]), "xdd", *masks)
+    with pytest.raises(ValueError, match="unknown subword head rule 'first'"):
+        dep.variant_distribution(word_level(), torch.tensor([TOKEN_WORDS]), "ldd", *masks, subword_heads="first")
 
 
 def test_sparse_arrays_are_consistent():

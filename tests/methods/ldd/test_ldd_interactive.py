@@ -4,6 +4,7 @@ fairseq-syntax-preprocess-dependencies -> collater) converts them, so a sentence
 the same ``src_ldd`` tensor; the settings that conversion needs come from the data directory's syntax.json."""
 import argparse
 import json
+import logging
 import os
 import re
 import runpy
@@ -20,6 +21,7 @@ from fairseq.data import encoders
 import fairseq_syntax  # noqa: F401  (registers the task and models; lets torch load fairseq checkpoints)
 from fairseq_syntax.core.translation_task import SyntaxTranslationConfig
 from fairseq_syntax.methods.ldd import preprocess as preprocess_dependencies
+from fairseq_syntax.methods.ldd.distributions import BEST_OFFSET, NUM_STORED_CHANNELS, expand_to_tokens
 from fairseq_syntax.methods.ldd.side_input import ldd_settings
 from fairseq_syntax.parsing.dependency import DependencyParser
 
@@ -79,8 +81,10 @@ class SideInputOf:
         return sample["net_input"]["src_ldd"]
 
 
-def rows_by_id(batch_tensor, ids):
-    return batch_tensor[ids.argsort()]
+def rows_by_id(side, ids):
+    """``src_ldd`` at token level (every channel, pieces copied), its rows in id order."""
+    word_pairs, token_words = side
+    return expand_to_tokens(word_pairs, token_words, "copy")[ids.argsort()]
 
 
 def interactive_batch(task, models, lines, encode_fn):
@@ -115,7 +119,8 @@ def test_interactive_tokens_and_side_input_equal_the_offline_ones(offline, check
     tokens, ldd = interactive_batch(task, models, lines, bpe.encode)
     assert [t.tolist() for t in tokens] == [dataset[i]["source"].tolist() for i in range(len(dataset))]
     expected = offline_batch(dataset, range(len(dataset)))
-    assert expected.shape[:2] == (12, 17) and expected.sum() > 0
+    assert expected.shape[:2] == (12, NUM_STORED_CHANNELS) and expected[:, :BEST_OFFSET].sum() > 0
+    assert expected[:, BEST_OFFSET:].sum() > 0  # the parser's 1-best tree travels with the distributions
     assert torch.equal(ldd, expected)
     # one line per buffer (fairseq-interactive's default): each sentence parsed alone. The parser's sums differ in
     # the last float bits between a batch of 1 and of 12: a few 1/65535 storage quanta (side_input.QUANTISATION)
@@ -140,7 +145,8 @@ def test_fairseq_interactive_prints_one_hypothesis_per_line(offline, checkpoint,
     assert [int(i) for i in re.findall(r"^H-(\d+)\t", out, re.M)] == [0, 1, 2]
 
 
-def test_interactive_errors_say_what_to_pass_and_name_the_line(offline, checkpoint, dependency_model, monkeypatch):
+def test_interactive_errors_say_what_to_pass_and_name_the_line(offline, checkpoint, dependency_model, monkeypatch,
+                                                               caplog):
     dest, raw = offline
     without_parser = subprocess.run(
         ["fairseq-interactive", dest, "--user-dir", "fairseq_syntax", "--task", "syntax_translation", "--path",
@@ -149,15 +155,23 @@ def test_interactive_errors_say_what_to_pass_and_name_the_line(offline, checkpoi
     assert without_parser.returncode != 0 and "give --source-dependency-parser" in without_parser.stderr
 
     _, task = load(checkpoint, dest, source_dependency_parser=dependency_model)
-    with pytest.raises(ValueError, match=r"<input>:2: the dependency parser gave no parse of '': empty line"):
-        task.get_interactive_tokens_and_lengths(["the cat sees the dog .", ""], str)
+    eos = task.source_dictionary.eos()
+    # a bad line is reported and becomes an empty source (its hypothesis is empty); the good lines are parsed
+    with caplog.at_level(logging.ERROR):
+        tokens, lengths = task.get_interactive_tokens_and_lengths(["the cat sees the dog .", "", "(S (NP the"], str)
+    assert lengths[0] == 7 and tokens[1].tolist() == tokens[2].tolist() == [eos]
+    assert "<input>:2: empty line; expected a sentence of tokenized words" in caplog.text
+    assert "<input>:3: " in caplog.text and task._bad_lines == 2
 
     def parser_fails(self, sentences):
         raise RuntimeError("out of memory")
 
     monkeypatch.setattr(DependencyParser, "_parse_chunk", parser_fails)
-    with pytest.raises(ValueError, match=r"<input>:3: .*'the dog sees the man \.': parser error: RuntimeError"):
-        task.get_interactive_tokens_and_lengths(["the dog sees the man ."], str)  # lines count on across calls
+    caplog.clear()
+    with caplog.at_level(logging.ERROR):
+        tokens, _ = task.get_interactive_tokens_and_lengths(["the dog sees the man ."], str)  # numbers count on
+    assert tokens[0].tolist() == [eos]
+    assert re.search(r"<input>:4: .*'the dog sees the man \.': parser error: RuntimeError", caplog.text)
 
 
 def test_settings_come_from_syntax_json_or_options_for_older_directories(tmp_path):

@@ -167,3 +167,44 @@ def test_analysis_strengths_ranges_and_sentence_masks():
     # head 2: query (S to key He is ANC (id 5): -exp(5/4); head 1 keeps strength 0: -1 everywhere
     assert masks[1, 0, 2] == pytest.approx(-np.exp(5 / 4), rel=1e-6)
     assert np.allclose(masks[0], -1.0)
+
+
+def test_weights_by_hand_with_zero_queries_and_keys():
+    # (S a b) without EOS; q = k = 0, so only the bias moves the softmax. s_parent = ln 3, every other s = 0:
+    # row (S: self -exp(0) = -1, parent of a and of b -exp(ln 3) = -3 -> softmax(-1, -3, -3) = .7870, .1065, .1065
+    strengths = torch.zeros(1, 9)
+    strengths[0, relations.PARENT] = np.log(3.0)
+    attn = RelationMaskAttention(4, 1, torch.nn.Parameter(strengths)).eval()
+    for projection in (attn.q_proj, attn.k_proj):
+        torch.nn.init.zeros_(projection.weight)
+        torch.nn.init.zeros_(projection.bias)
+    rel = relations.relation_ids(structure.collate_parents([[-1, 0, 0]], append_eos=False))
+    _, weights, _ = attn(torch.randn(3, 1, 4), None, {"relations": rel}, need_weights=True)
+    assert weights[0, 0, 0].tolist() == pytest.approx([0.7870, 0.1065, 0.1065], abs=1e-4)
+    # row a: child of (S (-1), self (-1), left-sib of b (-1): uniform
+    assert weights[0, 0, 1].tolist() == pytest.approx([1 / 3] * 3, abs=1e-6)
+
+
+SPLIT_WORD_TREE = "(S (NP (XX my) (XX fa@@ ther)) (VP (XX runs)))"  # crf-con output, "father" BPE-split
+
+
+@pytest.mark.parametrize("mode, tokens, fa_to_my, fa_to_ther", [
+    # keep: every POS node; fa@@ and ther are siblings under their (XX, which is my's (XX's right sibling
+    ("keep", ["(S", "(NP", "(XX", "my", "(XX", "fa@@", "ther", "(VP", "(XX", "runs"], "right-other", "left-sib"),
+    # split (what auto gives a tree without POS tags): a POS node only over the split word, the paper's Fig. 1b
+    ("auto", ["(S", "(NP", "my", "(XX", "fa@@", "ther", "(VP", "runs"], "right-other", "left-sib"),
+    # drop: the pieces hang under NP beside my, so fa@@ is my's right sibling and no subtree holds the word
+    ("drop", ["(S", "(NP", "my", "fa@@", "ther", "(VP", "runs"], "right-sib", "left-sib"),
+])
+def test_relations_of_a_split_word_under_each_preterminal_mode(mode, tokens, fa_to_my, fa_to_ther):
+    from fairseq_syntax.core.trees import parse_tree, preorder
+
+    got_tokens, parents = preorder(parse_tree(SPLIT_WORD_TREE), mode)
+    assert got_tokens == tokens
+    rel = relations.relation_ids(structure.collate_parents([parents], append_eos=False))[0]
+    fa, my, ther = tokens.index("fa@@"), tokens.index("my"), tokens.index("ther")
+    assert relations.RELATION_NAMES[rel[fa, my]] == fa_to_my
+    assert relations.RELATION_NAMES[rel[fa, ther]] == fa_to_ther
+    if mode != "drop":  # the word's POS node is the parent of both pieces
+        node = tokens.index("fa@@") - 1
+        assert relations.RELATION_NAMES[rel[node, fa]] == relations.RELATION_NAMES[rel[node, ther]] == "parent"

@@ -1,0 +1,61 @@
+"""The text files users give the commands (sources, targets, trees, parser output, references, decodes): UTF-8, one
+item per line, every problem named ``FILE:LINE: problem``.
+
+Lines end at ``\\n`` only (a ``\\r\\n`` ending is a line ending too); a carriage return inside a line is an error at
+that line rather than a silent extra line break, which would shift every later line of the file against the others.
+Bytes that are not UTF-8 are an error at their line and column, never a ``UnicodeDecodeError`` traceback. A name
+ending in ``.gz`` is read through gzip.
+
+* :func:`read_lines` (path) -> the lines; the first bad line raises :class:`TextLineError`;
+* :func:`read_lines_or_errors` (path) -> per line the text or its :class:`TextLineError`, for commands that can
+  leave bad lines out and count them (``--skip-invalid``).
+"""
+import gzip
+import os
+from typing import Iterator, List, Union
+
+
+class TextLineError(ValueError):
+    """A line that cannot be read; ``str()`` is ``FILE:LINE: problem``."""
+
+
+def _raw_lines(path: str) -> Iterator[bytes]:
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path}: no such file")
+    with (gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb")) as handle:
+        data = handle.read()
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()  # the file ends with a line break
+    for raw in lines:
+        yield raw[:-1] if raw.endswith(b"\r") else raw
+
+
+def decode_line(raw: bytes, path: str, number: int) -> str:
+    """One line's bytes (without its ending) -> text; raises :class:`TextLineError` naming file, line and column."""
+    if b"\r" in raw:
+        position = raw.index(b"\r") + 1
+        raise TextLineError(f"{path}:{number}: a carriage return inside the line (byte {position}); lines end with "
+                            "\\n (or \\r\\n)")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise TextLineError(f"{path}:{number}: not valid UTF-8 (byte 0x{raw[error.start]:02x} at byte "
+                            f"{error.start + 1} of the line)") from None
+
+
+def read_lines_or_errors(path: str) -> List[Union[str, TextLineError]]:
+    """Every line of ``path``: its text, or the :class:`TextLineError` that says why it cannot be read."""
+    lines: List[Union[str, TextLineError]] = []
+    for number, raw in enumerate(_raw_lines(path), 1):
+        try:
+            lines.append(decode_line(raw, path, number))
+        except TextLineError as error:
+            lines.append(error)
+    return lines
+
+
+def read_lines(path: str) -> List[str]:
+    """Every line of ``path`` (line break removed); raises :class:`TextLineError` at the first bad line and
+    ``FileNotFoundError`` (``PATH: no such file``) for a missing file."""
+    return [decode_line(raw, path, number) for number, raw in enumerate(_raw_lines(path), 1)]
