@@ -4,9 +4,16 @@
 #   run_systems DATA_BIN REF RUN_DIR RESULTS [fairseq-train args]   (every system of $SYSTEMS; see below)
 #
 # Uses: $DATASET (results table section), $SCORE_ARGS (e.g. "--lang de" to detokenize), $GEN_ARGS, $BASELINES
-# (names of systems already in RUN_DIR that the new one is tested against with paired bootstrap).
-# Writes RUN_DIR/NAME.{train.log,gen,gen.log}.gz (the training log, the decode without its P- lines and its log,
-# gzipped once the system is decoded) and RUN_DIR/NAME.run.json; checkpoints go to ${CKPT_ROOT:-RUN_DIR}/ckpt-NAME.
+# (names of systems already in RUN_DIR that the new one is tested against with paired bootstrap), $DEVICE (cpu, the
+# default, or cuda: decoding without --cpu; the training arguments are the caller's), $SEED (recorded as the run's
+# seed when set) and $RUN_SUFFIX (appended to every file name of a run, e.g. ".seed2": the baselines of a run are
+# those with the same suffix, so seed k is compared with seed k).
+# Writes RUN_DIR/NAME$RUN_SUFFIX.{train.log,gen,gen.log}.gz (the training log, the decode without its P- lines and
+# its log, gzipped once the system is decoded) and RUN_DIR/NAME$RUN_SUFFIX.run.json; checkpoints go to
+# ${CKPT_ROOT:-RUN_DIR}/ckpt-NAME$RUN_SUFFIX.
+#   score_seeds NAME ARCH REF RUN_DIR "SEEDS" TRAIN_COMMAND: the system over its seeds' runs (NAME.seedS), mean and
+# sd per metric and the pooled paired bootstrap against each of $BASELINES over the same seeds, as the record
+# RUN_DIR/NAME.seeds.run.json (dataset "$DATASET, N seeds").
 
 # The package of this checkout, whatever an older `pip install -e` of another checkout left in site-packages (the
 # console scripts fairseq-syntax-* import it from the first entry of sys.path that has it).
@@ -32,9 +39,20 @@ without_budget() {  # a training command without its --max-epoch / --max-update 
   sed -E 's/--max-(epoch|update) [0-9]+//g' <<< "$1"
 }
 
+# the name of the device runs are recorded with
+device_name() {
+  if [ "${DEVICE:-cpu}" = cuda ]; then
+    python3 -c 'import torch; print(torch.cuda.get_device_name())' 2> /dev/null || echo cuda
+  else
+    echo "cpu ($(nproc) cores)"
+  fi
+}
+
 run_system() {
   local name=$1 arch=$2 data=$3 ref=$4 runs=$5
   shift 5
+  local system=$name
+  name="$name${RUN_SUFFIX:-}"
   [ "${1:-}" = "--" ] && shift
   mkdir -p "$runs"
   local ckpt="${CKPT_ROOT:-$runs}/ckpt-$name" log_mode=">"
@@ -68,43 +86,71 @@ run_system() {
 
   local gen_args=(${GEN_ARGS:---beam 5 --batch-size 128})
   fairseq-generate "$data" --user-dir fairseq_syntax --task syntax_translation --path "$ckpt/checkpoint_best.pt" \
-    --gen-subset test --post-process subword_nmt "${gen_args[@]}" --cpu \
+    --gen-subset test --post-process subword_nmt "${gen_args[@]}" $([ "${DEVICE:-cpu}" = cuda ] || echo --cpu) \
     > "$runs/$name.gen" 2> "$runs/$name.gen.log" || { tail -30 "$runs/$name.gen.log"; return 1; }
   # kept gzipped, the decode without its per-token scores (P- lines: nothing reads them, a third of its size)
   grep -v '^P-' "$runs/$name.gen" | gzip -n > "$runs/$name.gen.gz"
   rm "$runs/$name.gen"
   gzip -n -f "$runs/$name.train.log" "$runs/$name.gen.log"
 
-  score_system "$name" "$arch" "$ref" "$runs" "${train_cmd[*]}"
+  score_system "$system" "$arch" "$ref" "$runs" "${train_cmd[*]}"
 }
 
 # score_system NAME ARCH REF RUN_DIR TRAIN_COMMAND: (re)score RUN_DIR/NAME.gen.gz against REF and the $BASELINES
 # decoded so far, and write its run record. Run it again once systems trained in parallel have all finished.
 score_system() {
   local name=$1 arch=$2 ref=$3 runs=$4 train_command=$5
-  local base baseline_files=() baseline_names=()
+  local suffix="${RUN_SUFFIX:-}" base baseline_files=() baseline_names=() seed_args=()
   for base in ${BASELINES:-}; do
-    if [ "$base" != "$name" ] && { [ -f "$runs/$base.gen.gz" ] || [ -f "$runs/$base.gen" ]; }; then
-      baseline_files+=("$(kept "$runs/$base.gen")")
+    if [ "$base" != "$name" ] && { [ -f "$runs/$base$suffix.gen.gz" ] || [ -f "$runs/$base$suffix.gen" ]; }; then
+      baseline_files+=("$(kept "$runs/$base$suffix.gen")")
       baseline_names+=(--baseline-name "$base")
     fi
   done
-  fairseq-syntax-score "$(kept "$runs/$name.gen")" "$ref" "${baseline_files[@]}" "${baseline_names[@]}" \
-    ${SCORE_ARGS:-} --bootstrap 1000 \
-    --record "$runs/$name.run.json" --dataset "${DATASET:-unnamed}" --system "$name" --arch "$arch" \
-    --train-log "$(kept "$runs/$name.train.log")" --train-command "$train_command"
+  [ -n "${SEED:-}" ] && seed_args=(--run-seed "$SEED")
+  fairseq-syntax-score "$(kept "$runs/$name$suffix.gen")" "$ref" "${baseline_files[@]}" "${baseline_names[@]}" \
+    ${SCORE_ARGS:-} --bootstrap 1000 "${seed_args[@]}" --device "$(device_name)" \
+    --record "$runs/$name$suffix.run.json" --dataset "${DATASET:-unnamed}" --system "$name" --arch "$arch" \
+    --train-log "$(kept "$runs/$name$suffix.train.log")" --train-command "$train_command"
+}
+
+score_seeds() {
+  local name=$1 arch=$2 ref=$3 runs=$4 seeds=$5 train_command=$6
+  local seed base hyps=() logs=() baseline_files=() baseline_names=() files
+  for seed in $seeds; do
+    hyps+=("$(kept "$runs/$name.seed$seed.gen")")
+    logs+=("$(kept "$runs/$name.seed$seed.train.log")")
+  done
+  for base in ${BASELINES:-}; do
+    [ "$base" = "$name" ] && continue
+    files=()
+    for seed in $seeds; do files+=("$(kept "$runs/$base.seed$seed.gen")"); done
+    if ls "${files[@]}" > /dev/null 2>&1; then
+      baseline_files+=("$(IFS=,; echo "${files[*]}")")
+      baseline_names+=(--baseline-name "$base")
+    fi
+  done
+  local n_seeds; n_seeds=$(wc -w <<< "$seeds")
+  fairseq-syntax-score "$(IFS=,; echo "${hyps[*]}")" "$ref" "${baseline_files[@]}" "${baseline_names[@]}" \
+    ${SCORE_ARGS//--by-length [0-9,]*/} --bootstrap 1000 --device "$(device_name)" \
+    --record "$runs/$name.seeds.run.json" --dataset "${DATASET:-unnamed}, $n_seeds seeds" --system "$name" \
+    --arch "$arch" --train-log "$(IFS=,; echo "${logs[*]}")" --train-command "$train_command"
 }
 
 # run_systems DATA_BIN REF RUN_DIR RESULTS [fairseq-train args]: train, decode and score each NAME:ARCH:DATA[:EXTRA]
 # of $SYSTEMS on DATA_BIN/DATA (EXTRA: more fairseq-train args, comma-separated, no spaces: the specs of
 # `python3 -m fairseq_syntax.methods systems`), regenerating RESULTS after each; with
-# RESCORE set, score every system recorded in RUN_DIR again instead (against every baseline decoded by now).
+# RESCORE set, score every system recorded in RUN_DIR again instead (against every baseline decoded by now). The
+# table is made from the records of $RESULTS_RUNS (default RUN_DIR).
 run_systems() {
   local data_bin=$1 ref=$2 runs=$3 results=$4
   shift 4
   local record system name arch form extra command
   if [ -n "${RESCORE:-}" ]; then
-    for record in "$runs"/*.run.json; do
+    for record in "$runs"/*"${RUN_SUFFIX:-}".run.json; do
+      case "$record" in *.seeds.run.json) continue ;; esac
+      # a run of another suffix (seed) has its own RESCORE
+      [ -z "${RUN_SUFFIX:-}" ] && [[ "$(basename "$record")" == *.seed[0-9]*.run.json ]] && continue
       read -r name arch command < <(python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))
 print(r["system"], r["arch"], r["command"])' "$record")
       score_system "$name" "$arch" "$ref" "$runs" "$command"
@@ -113,9 +159,9 @@ print(r["system"], r["arch"], r["command"])' "$record")
     for system in $SYSTEMS; do
       IFS=: read -r name arch form extra <<< "$system"
       run_system "$name" "$arch" "$data_bin/$form" "$ref" "$runs" -- "$@" ${extra//,/ }
-      fairseq-syntax-results "$runs" --out "$results"
+      fairseq-syntax-results ${RESULTS_RUNS:-$runs} --out "$results"
     done
   fi
-  fairseq-syntax-results "$runs" --out "$results"
+  fairseq-syntax-results ${RESULTS_RUNS:-$runs} --out "$results"
   cat "$results"
 }

@@ -1,8 +1,10 @@
 # How fairseq reached the GPU machine of bench/cuda/README.md (no network there; its image has torch, numpy,
-# Cython, sacrebleu but not fairseq). Made on the development machine, into .devpkgs/ (ignored via .git/info/exclude):
+# Cython, sacrebleu but not fairseq). Made on the development machine by bench/cuda/make_devpkgs.sh, into .devpkgs/
+# (git-ignored):
 #   sdist of fairseq-fixed 0.12.3.1 from PyPI, unpacked: cp -r fairseq fairseq_cli .devpkgs/site/ (without *.so, *.cu,
 #     and the non-Python files of fairseq/examples; keep fairseq/clib/libbleu/*.cpp and fairseq/data/*.pyx)
-#   cp -r hydra omegaconf antlr4 sacremoses subword_nmt (pure Python, from site-packages) .devpkgs/site/
+#   cp -r hydra omegaconf antlr4 sacremoses subword_nmt nltk click joblib (pure Python, from site-packages)
+#     .devpkgs/site/
 #   pip download --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux_2_17_x86_64 \
 #     -d .devpkgs/whl bitarray==3.12.3
 # and carried with the working tree; on the GPU machine, from the repository root: source bench/cuda/device_setup.sh
@@ -26,5 +28,15 @@ mkdir -p /tmp/bin
 for c in train generate preprocess interactive validate; do
   printf '#!/bin/sh\nexec python3 -m fairseq_cli.%s "$@"\n' $c > /tmp/bin/fairseq-$c; chmod +x /tmp/bin/fairseq-$c
 done
+# the package's own commands (setup.py's console_scripts), run from this checkout
+python3 - <<'PY'
+import os, re
+for name, module, function in re.findall(r'"([\w-]+) = ([\w.]+):(\w+)"', open("setup.py").read()):
+    path = f"/tmp/bin/{name}"
+    with open(path, "w") as script:
+        script.write(f'#!/bin/sh\nexec python3 -c "import sys; sys.argv[0] = \'{name}\'; '
+                     f'from {module} import {function}; {function}()" "$@"\n')
+    os.chmod(path, 0o755)
+PY
 export PATH=/tmp/bin:$PATH PYTHONPATH=/tmp/site:$ROOT
 set +e

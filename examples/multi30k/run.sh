@@ -16,6 +16,9 @@
 #   RESCORE=1 examples/multi30k/run.sh
 # Run records, training logs and decodes (the logs and decodes gzipped) accumulate in examples/multi30k/runs
 # (committed; checkpoints stay in OUT_DIR/ckpt); the table is regenerated from all records after each system.
+# DEVICE=cuda trains and decodes on the GPU (fp32; the dataset is then "multi30k-gpu" and the runs go to RUNS,
+# default examples/multi30k/runs-gpu); SEED (default 1) is the training seed, recorded with the run, and
+# RUN_SUFFIX names a seed's files (replicate_gpu.sh runs every system with SEED=k RUN_SUFFIX=.seedk).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -23,8 +26,15 @@ REPO="$(cd "$HERE/../.." && pwd)"
 OUT="${1:-$HERE/work}"
 RAW="${RAW:-$REPO/../shared/data/multi30k}"
 EPOCHS="${EPOCHS:-20}"
+SEED="${SEED:-1}"
+DEVICE="${DEVICE:-cpu}"
 source "$REPO/examples/common.sh"
-PRECISION="${PRECISION:-$(default_precision)}"
+if [ "$DEVICE" = cuda ]; then
+  PRECISION=gpu-fp32 DATASET_NAME=multi30k-gpu RUNS="${RUNS:-$HERE/runs-gpu}"
+  RESULTS_RUNS="$HERE/runs $RUNS"  # one RESULTS.md: the CPU table and the GPU ones
+else
+  PRECISION="${PRECISION:-$(default_precision)}" DATASET_NAME=multi30k RUNS="${RUNS:-$HERE/runs}"
+fi
 # The systems come from the method descriptions (python3 -m fairseq_syntax.methods systems): the default is
 # McDonald & Chiang's comparison (method syntax_mask: Sequence, Linearized, Mask); SYSTEMS=all runs every system.
 if [ -z "${SYSTEMS:-}" ]; then
@@ -35,18 +45,30 @@ fi
 cd "$REPO"
 
 ref="$OUT/test.de.ref"
-if [ -f "$RAW/test_2016_flickr.de.gz" ]; then zcat "$RAW/test_2016_flickr.de.gz" > "$ref"; else cp "$RAW/test_2016_flickr.de" "$ref"; fi
+if [ ! -s "$ref" ]; then  # written once, atomically: replicate_gpu.sh starts several runs at a time
+  if [ -f "$RAW/test_2016_flickr.de.gz" ]; then zcat "$RAW/test_2016_flickr.de.gz" > "$ref.$$"
+  else cp "$RAW/test_2016_flickr.de" "$ref.$$"; fi
+  mv "$ref.$$" "$ref"
+fi
 
 MODEL=(--encoder-layers 3 --decoder-layers 3 --encoder-embed-dim 256 --decoder-embed-dim 256
   --encoder-ffn-embed-dim 1024 --decoder-ffn-embed-dim 1024 --encoder-attention-heads 4 --decoder-attention-heads 4
   --share-all-embeddings --dropout 0.3 --weight-decay 0.0001 --criterion label_smoothed_cross_entropy
   --label-smoothing 0.1 --optimizer adam --adam-betas "(0.9, 0.98)" --lr 1e-3 --lr-scheduler inverse_sqrt
-  --warmup-updates 1000 --clip-norm 1.0 --max-tokens 4096 --max-epoch "$EPOCHS" --cpu --seed 1
+  --warmup-updates 1000 --clip-norm 1.0 --max-tokens 4096 --max-epoch "$EPOCHS" --seed "$SEED"
   --max-source-positions 1024)
 case "$PRECISION" in
-  bf16) MODEL+=(--cpu-bf16-autocast) ;;
-  fp32) ;;
+  bf16) MODEL+=(--cpu --cpu-bf16-autocast) ;;
+  fp32) MODEL+=(--cpu) ;;
+  gpu-fp32) ;;
   *) echo "PRECISION must be bf16 or fp32, not '$PRECISION'" >&2; exit 1 ;;
 esac
-DATASET=multi30k BASELINES="sequence linearized udp" SCORE_ARGS="--lang de --by-length 10,15,20" CKPT_ROOT="$OUT/ckpt"
-run_systems "$OUT/data-bin" "$ref" "$HERE/runs" "$HERE/RESULTS.md" "${MODEL[@]}"
+DATASET=$DATASET_NAME BASELINES="sequence linearized udp" SCORE_ARGS="--lang de --by-length 10,15,20" CKPT_ROOT="$OUT/ckpt"
+if [ -n "${SEEDS_ONLY:-}" ]; then  # replicate_gpu.sh, once every seed is decoded: each system over its seeds
+  for system in $SYSTEMS; do
+    IFS=: read -r name arch form extra <<< "$system"
+    score_seeds "$name" "$arch" "$ref" "$RUNS" "$SEEDS_ONLY" "$(cat "$OUT/ckpt/ckpt-$name.seed${SEEDS_ONLY%% *}/train_command.txt")"
+  done
+  exit 0
+fi
+run_systems "$OUT/data-bin" "$ref" "$RUNS" "$HERE/RESULTS.md" "${MODEL[@]}"

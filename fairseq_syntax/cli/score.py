@@ -8,6 +8,10 @@
 HYP and BASELINE are fairseq-generate stdout (D- lines, or H- lines with --tok / --lang) or plain text, one
 hypothesis per line; REF is plain text (or generate output, whose T- lines are then the references). Every
 reference needs a hypothesis: missing ids are named and nothing is scored. See fairseq_syntax.evaluation.scoring.
+
+Several seeds: HYP and each BASELINE may be comma-separated files, one per training seed, paired by position. The
+scores are then the mean and standard deviation over seeds, and the p-values those of the paired bootstrap over the
+seeds' pooled outputs (scoring.pooled_paired_bootstrap).
 """
 import argparse
 import json
@@ -24,7 +28,9 @@ from fairseq_syntax.evaluation.scoring import (
     detokenize,
     drop_skipped,
     paired_bootstrap,
+    pooled_paired_bootstrap,
     read_generate_output,
+    seed_scores,
     skipped_line_numbers,
 )
 
@@ -62,6 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--train-command", help="the training command, as it was run")
     record.add_argument("--baseline-name", dest="baseline_names", action="append", default=[],
                         help="name of each BASELINE's system, in order (default: its path)")
+    record.add_argument("--run-seed", type=int, help="the training seed of HYP's run")
+    record.add_argument("--device", help="what HYP's system was trained on, e.g. 'NVIDIA H100' or 'cpu'")
     return parser
 
 
@@ -69,6 +77,32 @@ def _read_system(path: str, n_refs: int, ref_path: str, args) -> List[str]:
     field = "H" if (args.tok or args.lang) else "D"
     hyps = read_generate_output(path, expected_ids=n_refs, field=field, expected_from=ref_path)
     return detokenize(hyps, args.lang) if args.lang else hyps
+
+
+def _read_seeds(paths: str, n_refs: int, ref_path: str, args) -> List[List[str]]:
+    """The outputs of one system, one per seed: ``paths`` is one file or comma-separated files."""
+    return [_read_system(path, n_refs, ref_path, args) for path in paths.split(",")]
+
+
+def _main_over_seeds(args, refs: List[str], tokenize: str, names: List[str]) -> dict:
+    """Mean and sd over seeds; p-values of the pooled paired bootstrap against each baseline's seeds."""
+    hyps = _read_seeds(args.hyp, len(refs), args.ref, args)
+    scores = seed_scores(hyps, refs, tokenize)
+    report = {"hyp": args.hyp, "ref": args.ref, "seeds": len(hyps), "metrics": scores["mean"],
+              "metrics_sd": scores["sd"], "per_seed": scores["per_seed"], "baselines": {}, "significance": {}}
+    rows = [(args.system or args.hyp, scores["mean"])]
+    for name, paths in zip(names, args.baselines):
+        baseline = _read_seeds(paths, len(refs), args.ref, args)
+        baseline_scores = seed_scores(baseline, refs, tokenize)
+        report["baselines"][name] = {"hyp": paths, "metrics": baseline_scores["mean"],
+                                     "metrics_sd": baseline_scores["sd"]}
+        rows.append((name, baseline_scores["mean"]))
+        report["significance"][name] = pooled_paired_bootstrap(baseline, hyps, refs, n_samples=args.bootstrap,
+                                                               seed=args.seed, tokenize=tokenize)
+    print(f"mean over {len(hyps)} seeds (sd: " + ", ".join(f"{m} {scores['sd'][m]:.2f}" for m in TABLE_METRICS)
+          + ")")
+    _print_table(rows, report["significance"], None)
+    return report
 
 
 def _print_table(rows, significance: dict, by_length) -> None:
@@ -110,16 +144,22 @@ def main(argv: Optional[List[str]] = None) -> dict:
             parser.error(f"--by-length takes increasing positive integers like 10,20,30, got {args.by_length!r}")
 
     refs = read_generate_output(args.ref, field="T")
+    names = args.baseline_names + args.baselines[len(args.baseline_names):]
     if args.skipped:
         skipped = skipped_line_numbers(args.skipped)
         refs = drop_skipped(refs, skipped, args.skipped)
         print(f"{len(skipped)} reference lines that fairseq-syntax-preprocess skipped ({args.skipped}) are left out; "
               f"{len(refs)} scored")
     tokenize = "none" if args.tok else "13a"
+    if "," in args.hyp:
+        if edges:
+            parser.error("--by-length scores one run; give one HYP file")
+        report = _main_over_seeds(args, refs, tokenize, names)
+        _write_outputs(args, report)
+        return report
     hyps = _read_system(args.hyp, len(refs), args.ref, args)
     report = {"hyp": args.hyp, "ref": args.ref, "metrics": corpus_scores(hyps, refs, tokenize)}
     rows = [(args.system or args.hyp, report["metrics"])]
-    names = args.baseline_names + args.baselines[len(args.baseline_names):]
     significance, report["baselines"] = {}, {}
     if edges:
         report["by_length"] = {"hyp": bleu_by_length(hyps, refs, edges, tokenize)}
@@ -134,15 +174,23 @@ def main(argv: Optional[List[str]] = None) -> dict:
     report["significance"] = significance
 
     _print_table(rows, significance, report.get("by_length"))
+    _write_outputs(args, report)
+    return report
+
+
+def _write_outputs(args, report: dict) -> None:
+    """--json and --record of a report (one run, or a system over seeds)."""
     if args.json_out:
         with open(args.json_out, "w", encoding="utf-8") as handle:
             json.dump(report, handle, indent=2, ensure_ascii=False)
             handle.write("\n")
     if args.record:
+        extra = {key: value for key, value in (("seed", args.run_seed), ("device", args.device),
+                                                ("seeds", report.get("seeds")),
+                                                ("metrics_sd", report.get("metrics_sd"))) if value is not None}
         record_run(args.record, dataset=args.dataset, system=args.system, arch=args.arch,
                    command=args.train_command, train_log=args.train_log, metrics=report["metrics"],
-                   significance=significance, by_length=report.get("by_length", {}).get("hyp"))
-    return report
+                   significance=report["significance"], by_length=report.get("by_length", {}).get("hyp"), **extra)
 
 
 def cli_main() -> None:

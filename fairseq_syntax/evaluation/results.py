@@ -27,6 +27,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
@@ -148,15 +149,18 @@ def parse_train_log(path) -> Dict[str, float]:
 
 
 def record_run(path, *, dataset: str, system: str, arch: str, command: str, train_log, metrics: dict,
-               significance: Optional[dict] = None, by_length: Optional[List[dict]] = None) -> dict:
+               significance: Optional[dict] = None, by_length: Optional[List[dict]] = None, **extra) -> dict:
     """Write the run record of one system to `path` (by convention `<name>.run.json`) and return it.
 
-    updates, epochs and wall_time_s come from `train_log` (see parse_train_log); `by_length` is the system's
-    `scoring.bleu_by_length` rows, if scored.
+    updates, epochs and wall_time_s come from `train_log` (see parse_train_log; comma-separated logs, one per seed,
+    give the means); `by_length` is the system's `scoring.bleu_by_length` rows, if scored. `extra` fields go into
+    the record as they are: `seed` (of one run), `device`, and for a system over seeds `seeds` (how many) and
+    `metrics_sd` (standard deviation over seeds of each metric in `metrics`, their means).
     """
+    logs = [parse_train_log(log) for log in str(train_log).split(",")]
+    train = {key: type(logs[0][key])(statistics.fmean(log[key] for log in logs)) for key in logs[0]}
     record = {"dataset": dataset, "system": system, "arch": arch, "command": command,
-              **parse_train_log(train_log), "train_log": str(train_log), "metrics": metrics,
-              "significance": significance or {}}
+              **train, "train_log": str(train_log), "metrics": metrics, "significance": significance or {}, **extra}
     if by_length:
         record["by_length"] = by_length
     Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -321,20 +325,28 @@ def _table_data(records: Sequence[dict]) -> Tuple[List[str], List[list], List[li
     metrics = _metric_columns(records)
     baselines = _baseline_names(records)
     show_tokenize = any("tokenize" in record["metrics"] for record in records)
-    header = (["System", "Arch"] + (["BLEU tok."] if show_tokenize else [])
-              + [COLUMN_NAMES.get(name, name) for name in metrics]
+    # runs of several seeds: the seed of a run, the number of seeds of a system scored over seeds, the device
+    run_fields = [(field, title) for field, title in (("seed", "Seed"), ("seeds", "Seeds"), ("device", "Device"))
+                  if any(field in record for record in records)]
+    header = (["System", "Arch"] + [title for _, title in run_fields] + (["BLEU tok."] if show_tokenize else [])
+              + [COLUMN_NAMES.get(name, name) + (" (mean ± sd)" if any(
+                  name in record.get("metrics_sd", {}) for record in records) else "") for name in metrics]
               + [f"p vs {name} (BLEU / chrF)" for name in baselines]
               + ["Updates", "Epochs", "Wall time", "Command"])
     values, cells = [], []
     for record in records:
-        value = [record["system"], record["arch"]]
-        cell = list(value)
+        value = [record["system"], record["arch"]] + [record.get(field) for field, _ in run_fields]
+        cell = [record["system"], record["arch"]] + [record.get(field, "–") for field, _ in run_fields]
         if show_tokenize:
             value.append(record["metrics"].get("tokenize"))
             cell.append(record["metrics"].get("tokenize", "–"))
-        value += [record["metrics"].get(name) if _is_number(record["metrics"].get(name)) else None
-                  for name in metrics]
-        cell += [_format_metric(record["metrics"].get(name)) for name in metrics]
+        sd = record.get("metrics_sd", {})
+        means = [record["metrics"].get(name) if _is_number(record["metrics"].get(name)) else None
+                 for name in metrics]
+        value += [{"mean": mean, "sd": sd[name]} if _is_number(sd.get(name)) else mean
+                  for name, mean in zip(metrics, means)]
+        cell += [_format_metric(record["metrics"].get(name))
+                 + (f" ± {_format_metric(sd[name])}" if _is_number(sd.get(name)) else "") for name in metrics]
         value += [_p_values(record["significance"].get(name)) for name in baselines]
         cell += [_format_p_values(record["significance"].get(name)) for name in baselines]
         value += [record["updates"], record["epochs"], record["wall_time_s"], record["command"]]

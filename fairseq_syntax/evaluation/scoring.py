@@ -18,6 +18,7 @@ file, or a file shifted by one line, gives a wrong score that looks plausible. T
 import contextlib
 import os
 import re
+import statistics
 from typing import Dict, Iterable, List, Optional, Sequence
 
 from nltk.translate.ribes_score import corpus_ribes
@@ -228,6 +229,38 @@ def _sacrebleu_seed(seed: int):
             del os.environ["SACREBLEU_SEED"]
         else:
             os.environ["SACREBLEU_SEED"] = previous
+
+
+def seed_scores(hyps_by_seed: Sequence[Sequence[str]], refs: Sequence[str], tokenize: str = "13a") -> dict:
+    """One system trained with several seeds: every seed's :func:`corpus_scores` (``"per_seed"``), and per metric
+    the mean and the sample standard deviation over seeds (``"mean"``, ``"sd"``; sd 0 for one seed)."""
+    per_seed = [corpus_scores(hyps, refs, tokenize) for hyps in hyps_by_seed]
+    mean, sd = {}, {}
+    for name, value in per_seed[0].items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            values = [scores[name] for scores in per_seed]
+            mean[name] = statistics.fmean(values)
+            sd[name] = statistics.stdev(values) if len(values) > 1 else 0.0
+        else:
+            mean[name] = value  # tokenize, signatures: the same for every seed
+    return {"per_seed": per_seed, "mean": mean, "sd": sd}
+
+
+def pooled_paired_bootstrap(hyps_a_by_seed: Sequence[Sequence[str]], hyps_b_by_seed: Sequence[Sequence[str]],
+                            refs: Sequence[str], **options) -> dict:
+    """Paired bootstrap of system B against baseline A over several seeds: seed k of B is paired with seed k of A
+    and the test set is pooled over the seeds (n seeds x m sentences), so each resample draws sentences of every
+    seed's run and the p-value reflects the variation between training runs as well as between sentences, where a
+    single pair of runs would only see the latter. Options as :func:`paired_bootstrap`; adds ``"seeds"``."""
+    if len(hyps_a_by_seed) != len(hyps_b_by_seed):
+        raise ScoringInputError(f"{len(hyps_b_by_seed)} seeds of the system but {len(hyps_a_by_seed)} of the "
+                                "baseline: seeds are paired one to one")
+    pooled_a = [hyp for hyps in hyps_a_by_seed for hyp in hyps]
+    pooled_b = [hyp for hyps in hyps_b_by_seed for hyp in hyps]
+    report = paired_bootstrap(pooled_a, pooled_b, list(refs) * len(hyps_a_by_seed), **options)
+    report["test"] = f"paired bootstrap resampling (sacrebleu) over the {len(hyps_a_by_seed)} seeds' pooled outputs"
+    report["seeds"] = len(hyps_a_by_seed)
+    return report
 
 
 def paired_bootstrap(hyps_a: Sequence[str], hyps_b: Sequence[str], refs: Sequence[str], n_samples: int = 1000,

@@ -22,8 +22,10 @@ from fairseq_syntax.evaluation.scoring import (
     detokenize,
     format_ids,
     paired_bootstrap,
+    pooled_paired_bootstrap,
     read_generate_output,
     ribes,
+    seed_scores,
 )
 
 REFERENCES = [
@@ -330,3 +332,56 @@ def test_invalid_utf8_in_a_reference_names_file_and_line(tmp_path):
     path.write_bytes(b"fine\nbad \xc3\n")
     with pytest.raises(ScoringInputError, match=r"ref.txt:2: not valid UTF-8 \(byte 0xc3 at byte 5 of the line\)"):
         read_generate_output(str(path), field="T")
+
+
+# ------------------------------------------------------------------------------------------------ several seeds
+
+SEED_2 = HYPOTHESES[:4] + ["People are walking down a street at night.", "A boy jumps into a lake."]
+
+
+def test_seed_scores_are_the_mean_and_sample_sd_of_each_seeds_scores():
+    one, two = corpus_scores(HYPOTHESES, REFERENCES), corpus_scores(SEED_2, REFERENCES)
+    scores = seed_scores([HYPOTHESES, SEED_2], REFERENCES)
+    assert scores["per_seed"] == [one, two]
+    assert scores["mean"]["BLEU"] == pytest.approx((one["BLEU"] + two["BLEU"]) / 2)
+    # the sample sd of two values is |a - b| / sqrt(2)
+    assert scores["sd"]["BLEU"] == pytest.approx(abs(one["BLEU"] - two["BLEU"]) / math.sqrt(2))
+    assert seed_scores([HYPOTHESES], REFERENCES)["sd"]["chrF"] == 0.0
+
+
+def test_pooled_bootstrap_pairs_seed_k_with_seed_k_over_the_pooled_test_set():
+    baseline = [["A man."] * 6, ["A dog."] * 6]
+    pooled = pooled_paired_bootstrap(baseline, [HYPOTHESES, SEED_2], REFERENCES, n_samples=100, seed=3)
+    direct = paired_bootstrap(["A man."] * 6 + ["A dog."] * 6, HYPOTHESES + SEED_2, REFERENCES * 2, n_samples=100,
+                              seed=3)
+    assert pooled["seeds"] == 2 and pooled["BLEU"] == direct["BLEU"] and pooled["chrF"] == direct["chrF"]
+    assert "2 seeds' pooled outputs" in pooled["test"]
+    with pytest.raises(ScoringInputError, match="2 seeds of the system but 1 of the baseline"):
+        pooled_paired_bootstrap(baseline[:1], [HYPOTHESES, SEED_2], REFERENCES)
+
+
+def test_score_command_over_seeds_records_mean_sd_and_pooled_p_values(tmp_path, files):
+    from fairseq_syntax.evaluation.results import render_markdown
+
+    ref, hyp = files
+    hyp_2 = write_lines(tmp_path / "hyp2.txt", SEED_2)
+    base_1 = write_lines(tmp_path / "base1.txt", ["A man."] * 6)
+    base_2 = write_lines(tmp_path / "base2.txt", ["A dog."] * 6)
+    logs = []
+    for seed, wall in ((1, 60), (2, 80)):
+        logs.append(tmp_path / f"train{seed}.log")
+        logs[-1].write_text(f"2024-05-01 10:00:03 | INFO | train | epoch 004 | loss 4.4 | num_updates 120 | wall {wall}\n")
+    record_path = tmp_path / "mask.seeds.run.json"
+    score_cli.main([f"{hyp},{hyp_2}", str(ref), f"{base_1},{base_2}", "--bootstrap", "50", "--record",
+                    str(record_path), "--dataset", "multi30k, 2 seeds", "--system", "mask", "--arch", "a",
+                    "--train-log", f"{logs[0]},{logs[1]}", "--train-command", "fairseq-train data",
+                    "--baseline-name", "sequence", "--device", "cpu"])
+    record = json.loads(record_path.read_text())
+    expected = seed_scores([HYPOTHESES, SEED_2], REFERENCES)
+    assert record["seeds"] == 2 and record["device"] == "cpu" and record["wall_time_s"] == 70
+    assert record["metrics"]["BLEU"] == pytest.approx(expected["mean"]["BLEU"])
+    assert record["metrics_sd"]["BLEU"] == pytest.approx(expected["sd"]["BLEU"])
+    assert record["significance"]["sequence"]["seeds"] == 2
+    table = render_markdown([record])
+    assert "| System | Arch | Seeds | Device | BLEU tok. | BLEU (mean ± sd) |" in table
+    assert f"| mask | a | 2 | cpu | 13a | {expected['mean']['BLEU']:.2f} ± {expected['sd']['BLEU']:.2f} |" in table

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Multi30k over seeds on one GPU: every system of the method registry (python3 -m fairseq_syntax.methods systems)
+# trained with SEEDS (default "1 2 3") at the CPU recipe's settings (run.sh with DEVICE=cuda), JOBS runs sharing the
+# GPU at a time; then each seed's runs are scored against the same seed's baselines, each system over its seeds
+# (mean, sd, pooled paired bootstrap: fairseq-syntax-score with comma-separated outputs), and RESULTS.md/.json
+# regenerated with the CPU table and the GPU tables (one run per row; one system over seeds per row).
+#
+#   bash examples/multi30k/replicate_gpu.sh [OUT_DIR]     (OUT_DIR: prepare.sh's output, default examples/multi30k/work)
+#
+# It detaches itself (setsid) and returns at once with the log's path, so a short-lived shell can poll it:
+#   tail -f examples/multi30k/runs-gpu/replicate.log
+# On the lent GPU machine run `source bench/cuda/device_setup.sh` first (fairseq and the fairseq-syntax commands
+# offline). OUT_DIR/data-bin must exist (prepare.sh on any machine; the parsers run on a CPU in minutes per split).
+# Runs cut short resume from their checkpoints when this is started again (run.sh's resume).
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+OUT="${1:-$HERE/work}"
+SEEDS="${SEEDS:-1 2 3}"
+JOBS="${JOBS:-4}"
+RUNS="${RUNS:-$HERE/runs-gpu}"
+LOG="$RUNS/replicate.log"
+
+if [ -z "${REPLICATE_DETACHED:-}" ]; then
+  mkdir -p "$RUNS"
+  REPLICATE_DETACHED=1 setsid nohup bash "${BASH_SOURCE[0]}" "$@" > "$LOG" 2>&1 < /dev/null &
+  echo "started (pid $!); log: $LOG"
+  exit 0
+fi
+
+[ -d "$OUT/data-bin" ] || { echo "error: $OUT/data-bin: no data (run examples/multi30k/prepare.sh)" >&2; exit 1; }
+SYSTEMS_ALL="${SYSTEMS:-$(python3 -m fairseq_syntax.methods systems 2> /dev/null)}"
+start=$(date +%s)
+echo "== $(date -u) replicate: seeds $SEEDS, $JOBS jobs at a time, systems: $(echo $SYSTEMS_ALL)"
+for seed in $SEEDS; do
+  for system in $SYSTEMS_ALL; do
+    while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do sleep 5; done
+    name="${system%%:*}"
+    echo "== $(date -u) start $name seed $seed"
+    DEVICE=cuda SEED="$seed" RUN_SUFFIX=".seed$seed" RUNS="$RUNS" SYSTEMS="$system" \
+      bash "$HERE/run.sh" "$OUT" > "$RUNS/$name.seed$seed.out" 2>&1 &
+  done
+done
+wait
+echo "== $(date -u) every run trained and decoded; scoring each seed against its own baselines"
+for seed in $SEEDS; do
+  DEVICE=cuda SEED="$seed" RUN_SUFFIX=".seed$seed" RUNS="$RUNS" RESCORE=1 bash "$HERE/run.sh" "$OUT" > /dev/null
+done
+DEVICE=cuda RUNS="$RUNS" SYSTEMS="$SYSTEMS_ALL" SEEDS_ONLY="$SEEDS" bash "$HERE/run.sh" "$OUT"
+fairseq-syntax-results "$HERE/runs" "$RUNS" --out "$HERE/RESULTS.md"
+echo "== $(date -u) done in $(( $(date +%s) - start )) s: $HERE/RESULTS.md"
