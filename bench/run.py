@@ -111,7 +111,10 @@ class Arch:
 
 #: bench/'s own variants, by the architecture they apply to; each is benchmarked right after that architecture
 NAIVE_HIER_ACCUM = Variant("dense", "dense, naive", arch="transformer_hier_accum_dense")
-VARIANTS: Dict[str, Tuple[Variant, ...]] = {"transformer_hier_accum": (NAIVE_HIER_ACCUM,)}
+#: the mask bias as a matrix product (its backward has no scatter-add; issue 20's lead for the GPU)
+ONE_HOT_MASK_BIAS = Variant("one_hot", "one-hot bias", model_options=("--mask-bias", "one_hot"))
+VARIANTS: Dict[str, Tuple[Variant, ...]] = {"transformer_hier_accum": (NAIVE_HIER_ACCUM,),
+                                            "transformer_syntax_mask": (ONE_HOT_MASK_BIAS,)}
 
 
 def registry_archs(systems) -> Tuple[Arch, ...]:
@@ -143,7 +146,6 @@ BASELINE = report.BASELINE
 REFERENCE_FORM = Form(report.REFERENCE_FORM)  # the longest form: it sets the batches and is the context reference
 CONTEXT_FORMS = (Form("sequence"),)  # the transformer on these is always reported against REFERENCE_FORM
 
-RECIPE = recipe.MODEL_SIZE + recipe.REGULARISATION
 
 # CPU speed options, each measured right after the fp32 run of the same system in the same round.
 # name -> (spec overrides, systems it is tried on: "archs" = every architecture and the reference transformer,
@@ -171,6 +173,7 @@ class Settings:
     preprocess_sentences: int = 2000  # corpus size for the preprocessing throughput (0: not measured)
     tiny: bool = False  # *_tiny archs and fairseq's transformer_tiny (for --quick)
     device: str = "cpu"  # or "cuda"
+    model_size: str = "recipe"  # a key of recipe.MODEL_SIZES: the recipe's 3+3 x 256 or the papers' 6+6 x 512
 
 
 #: what --device cuda changes: CUDA warm-up (kernel selection, allocator), steps of milliseconds need more of them to
@@ -197,7 +200,8 @@ def model_args(system: "System", settings: Settings) -> List[str]:
     options, the recipe's sizes (not for the *_tiny archs) and the training options."""
     training = recipe.TRAINING if settings.device == "cpu" else [a for a in recipe.TRAINING if a != "--cpu"]
     return (["--arch", arch_name(system.trained_arch, settings)] + list(system.model_options)
-            + ([] if settings.tiny else RECIPE) + training)
+            + ([] if settings.tiny else recipe.MODEL_SIZES[settings.model_size] + recipe.REGULARISATION)
+            + training)
 
 
 # ---------------------------------------------------------------------------------------------------- data
@@ -365,6 +369,9 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, help="rounds (default 3)")
     parser.add_argument("--no-speed-options", action="store_true", help="skip the bf16 / threads / batch options")
     parser.add_argument("--no-preprocess-throughput", action="store_true")
+    parser.add_argument("--model-size", choices=sorted(recipe.MODEL_SIZES), default="recipe",
+                        help="recipe: 3+3 layers, d=256, 4 heads (the Multi30k recipe); large: 6+6, d=512, 8 heads "
+                             "(the papers' IWSLT/WMT size)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                         help="cuda: train on the GPU (wall-clock throughput, CUDA memory; no CPU speed options)")
     return parser.parse_args(argv)
@@ -383,6 +390,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         changes["preprocess_sentences"] = 0
     if args.device == "cuda":
         changes.update(ON_CUDA)
+    changes["model_size"] = args.model_size
     settings = Settings(**{**asdict(settings), **changes})
     if settings.speed_length is not None and settings.speed_length not in settings.lengths:
         settings.speed_length = settings.lengths[len(settings.lengths) // 2]
@@ -499,7 +507,8 @@ def benchmark(args: argparse.Namespace, settings: Settings, work: str, measurer:
     return {
         "rows": result_rows(arch_systems, forms, measurements, settings),
         "settings": {**asdict(settings), "training_args": " ".join(recipe.TRAINING),
-                     "model_args": "the *_tiny archs" if settings.tiny else " ".join(RECIPE)},
+                     "model_args": "the *_tiny archs" if settings.tiny else " ".join(
+                         recipe.MODEL_SIZES[settings.model_size] + recipe.REGULARISATION)},
         "skipped_archs": skipped,
         "variants": {s.row_name(settings): s.variant_options(settings) for s in arch_systems if s.variant},
         "preprocessing_throughput": throughput,

@@ -12,6 +12,7 @@ import argparse
 import glob
 import os
 import re
+import statistics
 import sys
 from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
@@ -132,6 +133,30 @@ def table(runs: List[Run]) -> Tuple[List[str], dict]:
     return markdown_table(HEADER, cells, ALIGN), table_json(HEADER, values)
 
 
+SEED_SUFFIX = re.compile(r"\.seed(\d+)$")
+SEED_HEADER = ["runs", "seeds", "dev accuracy, best epoch (mean ± sd)", "dev accuracy, last (mean ± sd)"]
+
+
+def seed_table(runs: List[Run]) -> Tuple[List[str], dict]:
+    """Runs named NAME.seedK with two or more seeds: per NAME the mean and sample sd over seeds of the best-epoch
+    and last dev accuracies (the best epoch is chosen on dev, the checkpoint a user would keep)."""
+    groups: dict = {}
+    for run in runs:
+        match = SEED_SUFFIX.search(run.name)
+        if match and run.valid:
+            groups.setdefault(run.name[: match.start()], []).append(run)
+    cells, values = [], []
+    for name, group in sorted(groups.items()):
+        if len(group) < 2:
+            continue
+        best = [max(v[2] for v in run.valid) for run in group]
+        last = [run.valid[-1][2] for run in group]
+        stats = [(statistics.fmean(xs), statistics.stdev(xs)) for xs in (best, last)]
+        cells.append([f"{name}.seed*", len(group)] + [f"{mean:.2f} ± {sd:.2f}" for mean, sd in stats])
+        values.append([name, len(group)] + [{"mean": mean, "sd": sd} for mean, sd in stats])
+    return (markdown_table(SEED_HEADER, cells, "lrrr") if cells else []), table_json(SEED_HEADER, values)
+
+
 def number(text: Optional[str]):
     """A setting's value as logged ("1000", "0.0007") as a number, else as given."""
     for kind in (int, float):
@@ -175,7 +200,7 @@ def main() -> None:
         "",
     ]
     for dataset in sorted({run.dataset for run in runs}, reverse=True):
-        # by length of training; the baseline first, then the tree models in run.sh's order (plain, node labels, ablations)
+        # by training length; the baseline first, then the tree models in run.sh's order (plain, nodes, ablations)
         chosen = sorted((run for run in runs if run.dataset == dataset),
                         key=lambda run: (int(run.settings["max_update"] or 0), describe(run)[0] != "Transformer",
                                          len(run.name), run.name))
@@ -187,6 +212,10 @@ def main() -> None:
         entry = data["datasets"][dataset] = {
             "trees": [{"train": train, "dev": valid} for train, valid in sorted(sizes, key=str)],
             "table": values, "last_minus_baseline": []}
+        seed_lines, seed_values = seed_table(chosen)
+        if seed_lines:
+            out += ["Over seeds (runs NAME.seedK, `SEEDS=... run.sh`):", ""] + seed_lines + [""]
+            entry["over_seeds"] = seed_values
         # each tree model against the Transformer trained for as long
         for budget in sorted({run.settings["max_update"] for run in chosen}, key=lambda value: int(value or 0)):
             same = [run for run in chosen if run.settings["max_update"] == budget and run.valid]

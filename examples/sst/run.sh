@@ -11,6 +11,8 @@
 # 8000 warm-up updates (about 25 minutes a run here).
 # LONG=1 adds the main comparison (Transformer vs the tree model trained on every node label) at that length, as
 # runs NAME.15k. RUNS="NAME ..." does only the runs named (to train two at a time, one per core, from two shells).
+# SEEDS="1 2 3" runs that comparison at that length once per seed instead (NAME.15k.seedK, all at once: meant for
+# a GPU, DEVICE=cuda), and RESULTS.md gains the mean and sd over seeds.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -25,8 +27,10 @@ export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 mkdir -p "$WORK" "$LOGS"
 [ -f "$WORK/data/sst2/dict.txt" ] || python3 "$HERE/prepare.py" --sst "$SST" --out "$WORK/data"
 
+DEVICE=${DEVICE:-cpu}
 COMMON=(
-  --user-dir "$ROOT/fairseq_syntax" --task tree_classification --criterion tree_cross_entropy --cpu
+  --user-dir "$ROOT/fairseq_syntax" --task tree_classification --criterion tree_cross_entropy
+  $([ "$DEVICE" = cuda ] || echo --cpu)
   --optimizer adam --adam-betas "(0.9, 0.98)" --lr 7e-4 --lr-scheduler inverse_sqrt --warmup-updates 1000
   --dropout 0.5 --max-tokens 2048 --max-update "$MAX_UPDATE" --stop-time-hours "$STOP_HOURS"
   --no-save --log-format simple --log-interval 100 --seed 1 --num-workers 0
@@ -50,6 +54,20 @@ run() {  # run NAME DATASET ARGS...
   nice -n 10 fairseq-train "$WORK/data/$dataset" "${COMMON[@]}" "$@" > "$log" 2>&1
   gzip -n -f "$log"
 }
+
+if [ -n "${SEEDS:-}" ]; then
+  PAPER_LENGTH=(--max-update 15000 --warmup-updates 8000 --stop-time-hours 1.5)
+  for seed in $SEEDS; do
+    for dataset in sst5 sst2; do
+      run "$dataset.transformer.15k.seed$seed" "$dataset" "${TRANSFORMER[@]}" "${PAPER_LENGTH[@]}" --seed "$seed" &
+      run "$dataset.hier-nodes.15k.seed$seed" "$dataset" "${HIER[@]}" --node-labels "${PAPER_LENGTH[@]}" \
+        --seed "$seed" &
+    done
+  done
+  wait
+  python3 "$HERE/results.py" "$LOGS" --out "$HERE/RESULTS.md"
+  exit 0
+fi
 
 run sst5.transformer sst5 "${TRANSFORMER[@]}"
 run sst5.hier sst5 "${HIER[@]}"

@@ -46,3 +46,20 @@ fairseq-syntax-results {runs} --out {tmp_path}/RESULTS.md
     table = (tmp_path / "RESULTS.md").read_text()
     assert "## tiny, 2 seeds" in table and "BLEU (mean ± sd)" in table
     assert "| mask | transformer_syntax_mask_tiny | 1 |" in table  # a run per seed, with its seed
+
+
+def test_sst_results_give_mean_and_sd_over_seeds():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sst_results", os.path.join(REPO, "examples", "sst", "results.py"))
+    sst = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sst)
+    # dev accuracies per evaluation (epoch, updates, accuracy, node accuracy); best 42 / 44, last 40 / 44
+    runs = [sst.Run("sst5.hier-nodes.15k.seed1", "sst5", {}, valid=[(1, 10, 42.0, None), (2, 20, 40.0, None)]),
+            sst.Run("sst5.hier-nodes.15k.seed2", "sst5", {}, valid=[(1, 10, 41.0, None), (2, 20, 44.0, None)]),
+            sst.Run("sst5.transformer.15k.seed1", "sst5", {}, valid=[(1, 10, 30.0, None)])]  # one seed: no row
+    lines, values = sst.seed_table(runs)
+    assert "| sst5.hier-nodes.15k.seed* | 2 | 43.00 ± 1.41 | 42.00 ± 2.83 |" in lines
+    assert values["rows"] == [{"runs": "sst5.hier-nodes.15k", "seeds": 2,
+                               "dev accuracy, best epoch (mean ± sd)": {"mean": 43.0, "sd": 2 ** 0.5},
+                               "dev accuracy, last (mean ± sd)": {"mean": 42.0, "sd": 8 ** 0.5}}]

@@ -11,6 +11,11 @@ chosen subset keeps strength 0, which adds the same constant ``-1`` to every sco
 Shapes: ``structure["relations"]`` is ``B x T x T`` (relation ids from
 :func:`fairseq_syntax.methods.syntax_mask.relations.relation_ids`, ``PAD_RELATION`` at padding); the bias is
 ``B x H x T x T``.
+
+Two computations of the same bias (tested equal, values and gradients): ``gather`` looks each pair's penalty up in
+the ``H x 10`` table (its backward scatter-adds ``B·T·T·H`` values into the table's 10·H cells), ``one_hot``
+multiplies the one-hot relations ``B x T x T x 10`` (built once per batch, ``structure["relation_one_hot"]``) by the
+table (its backward is a matrix product, which a GPU does without atomics). ``--mask-bias`` chooses.
 """
 from typing import Optional, Sequence
 
@@ -55,7 +60,9 @@ class RelationMaskAttention(StructuredSelfAttention):
         return torch.exp(strengths.clamp(max=MAX_LOG_PENALTY))
 
     def score_bias(self, structure: Structure) -> Tensor:
-        relations = structure["relations"].long()  # B x T x T
         penalties = self.penalty_table()  # H x R
+        if "relation_one_hot" in structure:  # B x T x T x R
+            return -torch.einsum("bijr,hr->bhij", structure["relation_one_hot"].to(penalties.dtype), penalties)
+        relations = structure["relations"].long()  # B x T x T
         # B x T x T x H -> B x H x T x T
         return -penalties.t()[relations].permute(0, 3, 1, 2)

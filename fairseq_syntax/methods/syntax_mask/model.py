@@ -11,7 +11,8 @@ Side input: ``src_parents`` ``B x T`` (see :mod:`fairseq_syntax.core.structure`)
 from dataclasses import dataclass, field
 
 import torch
-from fairseq.dataclass import FairseqDataclass
+import torch.nn.functional as F
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.models import register_model
 from torch import nn
 
@@ -41,6 +42,11 @@ class SyntaxMaskOptions(FairseqDataclass):
     )
     freeze_mask_strengths: bool = field(
         default=False, metadata={"help": "keep all strengths at 0 (the plain transformer on preorder input)"}
+    )
+    mask_bias: ChoiceEnum(["gather", "one_hot"]) = field(
+        default="gather",
+        metadata={"help": "how the bias -exp(s[h, rel_ij]) is computed: a table lookup per pair, or one-hot "
+                  "relations times the table (the same values; see fairseq_syntax.methods.syntax_mask.attention)"},
     )
 
 
@@ -90,7 +96,10 @@ class SyntaxMaskEncoder(SyntaxTransformerEncoder):
         return strengths
 
     def build_structure(self, src_tokens, side_inputs):
-        return {"relations": relation_ids(side_inputs["src_parents"])}
+        relations = relation_ids(side_inputs["src_parents"])
+        if self.options.mask_bias == "one_hot":  # once per batch, shared by the masked layers
+            return {"relations": relations, "relation_one_hot": F.one_hot(relations, NUM_RELATIONS + 1).bool()}
+        return {"relations": relations}
 
     def mask_strengths(self) -> torch.Tensor:
         """``L x H x 9`` strengths of the masked layers, in layer order (for analysis and plots)."""

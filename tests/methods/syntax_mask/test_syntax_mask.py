@@ -208,3 +208,20 @@ def test_relations_of_a_split_word_under_each_preterminal_mode(mode, tokens, fa_
     if mode != "drop":  # the word's POS node is the parent of both pieces
         node = tokens.index("fa@@") - 1
         assert relations.RELATION_NAMES[rel[node, fa]] == relations.RELATION_NAMES[rel[node, ther]] == "parent"
+
+
+def test_one_hot_bias_equals_the_gathered_one_in_values_and_gradients():
+    # the two computations of -exp(s[h, rel_ij]) (--mask-bias gather / one_hot), on a left-padded batch
+    outputs, gradients = [], []
+    for mask_bias in ("gather", "one_hot"):
+        syntax, _, tokens, parents = make_encoders(SyntaxMaskOptions(mask_bias=mask_bias))
+        with torch.no_grad():
+            for layer in syntax.layers:
+                layer.self_attn.strengths.copy_(torch.linspace(-1.0, 2.0, 18).view(2, 9))
+        out = syntax(tokens, src_parents=parents)["encoder_out"][0]
+        out.pow(2).sum().backward()
+        outputs.append(out.detach())
+        gradients.append(torch.stack([layer.self_attn.strengths.grad for layer in syntax.layers]))
+    torch.testing.assert_close(outputs[1], outputs[0], rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(gradients[1], gradients[0], rtol=1e-6, atol=1e-6)
+    assert gradients[0].abs().sum() > 0
