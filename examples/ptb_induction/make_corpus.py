@@ -1,8 +1,17 @@
 """Raw English text for masked-LM training of a Tree Transformer, and the PTB sample's words for evaluation.
 
-    python3 examples/ptb_induction/make_corpus.py --data /work/shared/data --out DIR [--train-on-eval-text]
+    python3 examples/ptb_induction/make_corpus.py --data /work/shared/data --out DIR [--text ptb|mixed]
+                                                  [--train-on-eval-text]
 
-Writes to DIR:
+``--text ptb`` (the default; the authors trained on WSJ text): ``train.txt`` is ``ptb-lm/`` (WSJ sections 21-24 in
+Mikolov's language-modelling preprocessing: lower case, ``N`` for numbers, no punctuation, ``<unk>`` outside a 10k
+vocabulary) but every 20th line, which is ``valid.txt``, plus the PTB sample's words in the same preprocessing (the
+transductive setting of unsupervised parsing, as the authors' training text contains their evaluation sentences;
+their trees are never read): a word with a digit becomes ``N``, a word the ptb-lm text never uses ``<unk>`` (the
+ptb-lm files hold 7.6k of the 10k vocabulary, so a few rare in-vocabulary words of the sample become ``<unk>``
+too; ``corpus_stats.json`` counts them). ``ptb.txt`` is the PTB sample's words the same way.
+
+``--text mixed`` (the earlier setting, kept as an option):
 * ``train.txt``: Multi30k train.en + UD EWT train + SST train, one sentence per line; with
   ``--train-on-eval-text`` also the words of the PTB sample (the evaluation sentences, never their trees: the
   transductive setting of unsupervised parsing, where the parser learns from the raw text it will parse);
@@ -74,25 +83,49 @@ def sst(path: str) -> Iterator[List[str]]:
         yield [token for token in tree.leaves() if is_word(token)]
 
 
-def write(sentences, path: str, stats: dict, name: str) -> None:
-    written = empty = words = 0
+UNKNOWN = "<unk>"
+
+
+def read_ptb_lm(path: str) -> List[List[str]]:
+    with gzip.open(path, "rt", encoding="utf-8") as lines:
+        return [line.split() for line in lines if line.strip()]
+
+
+def mikolov(words: List[str], vocabulary: set) -> List[str]:
+    """One sentence's (punctuation-free) words in Mikolov's PTB preprocessing: lower case, ``N`` for a word with a
+    digit, ``<unk>`` for a word outside ``vocabulary``."""
+    out = []
+    for word in words:
+        word = "N" if any(c.isdigit() for c in word) else word.lower()
+        out.append(word if word in vocabulary else UNKNOWN)
+    return out
+
+
+def write(sentences, path: str, stats: dict, name: str, convert=normalise) -> None:
+    written = empty = words = unknown = 0
     with open(path, "a", encoding="utf-8") as out:
         for sentence in sentences:
             if not sentence:
                 empty += 1
                 continue
-            out.write(" ".join(normalise(sentence)) + "\n")
+            converted = convert(sentence)
+            out.write(" ".join(converted) + "\n")
             written += 1
             words += len(sentence)
-    stats[name] = {"sentences": written, "words": words, "sentences_without_words": empty}
+            unknown += converted.count(UNKNOWN)
+    stats[name] = {"sentences": written, "words": words, "sentences_without_words": empty, "unk": unknown}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True, help="the shared data folder (multi30k/, ud-ewt/, sst/, ptb-sample/)")
     parser.add_argument("--out", required=True)
+    parser.add_argument("--text", choices=("ptb", "mixed"), default="ptb",
+                        help="ptb: WSJ text (ptb-lm/) and the PTB sample's words in Mikolov's preprocessing; mixed: "
+                             "Multi30k, UD EWT and SST text (the earlier setting)")
     parser.add_argument("--train-on-eval-text", action="store_true",
-                        help="add the words of the PTB sample (not its trees) to train.txt: in-domain text")
+                        help="with --text mixed: add the words of the PTB sample (not its trees) to train.txt "
+                             "(--text ptb always does)")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     for name in ("train.txt", "valid.txt", "ptb.txt"):
@@ -100,15 +133,28 @@ def main() -> None:
     data = lambda *parts: os.path.join(args.data, *parts)  # noqa: E731
     stats: dict = {}
     train, valid = os.path.join(args.out, "train.txt"), os.path.join(args.out, "valid.txt")
+    gold = [list(gold_sentence(tree).words) for tree in read_ptb(data("ptb-sample", "wsj_0001-0159.mrg.gz"))]
+    if not all(gold):
+        raise ValueError("a PTB tree has no word that counts; the evaluation needs one line per tree")
+    if args.text == "ptb":
+        wsj = read_ptb_lm(data("ptb-lm", "ptb.valid.txt.gz")) + read_ptb_lm(data("ptb-lm", "ptb.test.txt.gz"))
+        vocabulary = {word for sentence in wsj for word in sentence}
+        keep = lambda sentence: sentence  # noqa: E731  (already in Mikolov's preprocessing)
+        write((s for i, s in enumerate(wsj) if i % 20), train, stats, "train/ptb-lm", keep)
+        write((s for i, s in enumerate(wsj) if i % 20 == 0), valid, stats, "valid/ptb-lm", keep)
+        in_vocabulary = lambda sentence: mikolov(sentence, vocabulary)  # noqa: E731
+        write(gold, train, stats, "train/ptb-sample", in_vocabulary)
+        write(gold, os.path.join(args.out, "ptb.txt"), stats, "eval/ptb-sample", in_vocabulary)
+        with open(os.path.join(args.out, "corpus_stats.json"), "w", encoding="utf-8") as out:
+            json.dump(stats, out, indent=2)
+        print(json.dumps(stats, indent=2))
+        return
     write(multi30k(data("multi30k", "train.en.gz")), train, stats, "train/multi30k")
     write(ud_ewt(data("ud-ewt", "en_ewt-ud-train.conllu.gz")), train, stats, "train/ud-ewt")
     write(sst(data("sst", "train.txt.gz")), train, stats, "train/sst")
     write(multi30k(data("multi30k", "val.en.gz")), valid, stats, "valid/multi30k")
     write(ud_ewt(data("ud-ewt", "en_ewt-ud-dev.conllu.gz")), valid, stats, "valid/ud-ewt")
     write(sst(data("sst", "dev.txt.gz")), valid, stats, "valid/sst")
-    gold = [list(gold_sentence(tree).words) for tree in read_ptb(data("ptb-sample", "wsj_0001-0159.mrg.gz"))]
-    if not all(gold):
-        raise ValueError("a PTB tree has no word that counts; the evaluation needs one line per tree")
     write(gold, os.path.join(args.out, "ptb.txt"), stats, "eval/ptb-sample")
     if args.train_on_eval_text:
         write(gold, train, stats, "train/ptb-sample")

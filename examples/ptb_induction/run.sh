@@ -16,8 +16,16 @@
 # itself, as in the authors' code) instead of eq. 3's C_ii = 1; its files get the suffix -diagonal-zero.
 # OPTIMISER=authors trains both models with the optimisation of the authors' code (Adam lr 1e-4 constant, eps 1e-9,
 # 64-sentence batches, clipping 1.5) instead of lr 1e-3 with warm-up and 4096-token batches; suffix -authors-optimiser.
+# TEXT=ptb (the default) trains on WSJ text (ptb-lm/, sections 21-24) and the PTB sample's words, all in Mikolov's
+# preprocessing (make_corpus.py; the transductive setting: the sample's words, never its trees), suffix -ptb-text;
+# TEXT=mixed is the earlier text (Multi30k, UD EWT, SST; EVAL_TEXT=1 adds the sample's words).
+# MODEL_SIZE=small (default: 6 layers x 128, 4 heads, FFN 512, for a CPU) or paper (10 layers x 512, 8 heads, FFN
+# 2048, the paper's; suffix -paper); DEVICE=cuda trains on the GPU (fp32); SEED (default 1; suffix -seedN otherwise).
+# Besides the paper's rule (m=2, threshold 0.8), every run also parses with the rule chosen on every 10th PTB sample
+# sentence (induce_dev.json, scored on the other 90%) and without fairseq's final </s> (induce_noeos.json).
 # The setting under which the links learned PTB phrases here (the headline run of RESULTS.md):
-#   EVAL_TEXT=1 DIAGONAL=zero OPTIMISER=authors UPDATES=16000 examples/ptb_induction/run.sh   (~95 min per model, fp32)
+#   TEXT=mixed EVAL_TEXT=1 DIAGONAL=zero OPTIMISER=authors UPDATES=16000 examples/ptb_induction/run.sh
+#   (~95 min per model, fp32); at the paper's scale on the GPU, three seeds: run_gpu.sh
 # Outputs: examples/ptb_induction/work$SUFFIX/ (corpus, binarized data, checkpoints, induced trees, the figure),
 #          examples/ptb_induction/logs$SUFFIX/ (every command's log, gzipped once the run is done: NAME.log.gz; the
 #          JSON scores in one scores.json.gz), RESULTS.md and RESULTS.json (one table of every run kept here,
@@ -28,7 +36,12 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 DATA=${1:-$ROOT/../shared/data}
-SUFFIX=${EVAL_TEXT:+-eval-text}
+TEXT=${TEXT:-ptb}
+case "$TEXT" in
+  ptb) SUFFIX=-ptb-text CORPUS_ARGS=(--text ptb) ;;
+  mixed) SUFFIX=${EVAL_TEXT:+-eval-text} CORPUS_ARGS=(--text mixed ${EVAL_TEXT:+--train-on-eval-text}) ;;
+  *) echo "TEXT must be ptb or mixed, not '$TEXT'" >&2; exit 1 ;;
+esac
 DIAGONAL=${DIAGONAL:-one}
 case "$DIAGONAL" in
   one) ;;
@@ -42,6 +55,16 @@ case "$OPTIMISER" in
            SUFFIX=$SUFFIX-authors-optimiser ;;
   *) echo "OPTIMISER must be recipe or authors, not '$OPTIMISER'" >&2; exit 1 ;;
 esac
+MODEL_SIZE=${MODEL_SIZE:-small}
+case "$MODEL_SIZE" in
+  small) LAYERS=6 SIZE=(--encoder-layers 6 --encoder-embed-dim 128 --encoder-ffn-embed-dim 512 --encoder-attention-heads 4) ;;
+  paper) LAYERS=10 SIZE=(--encoder-layers 10 --encoder-embed-dim 512 --encoder-ffn-embed-dim 2048 --encoder-attention-heads 8)
+         SUFFIX=$SUFFIX-paper ;;
+  *) echo "MODEL_SIZE must be small or paper, not '$MODEL_SIZE'" >&2; exit 1 ;;
+esac
+SEED=${SEED:-1}
+[ "$SEED" = 1 ] || SUFFIX=$SUFFIX-seed$SEED
+DEVICE=${DEVICE:-cpu}
 WORK=$HERE/work$SUFFIX
 LOGS=$HERE/logs$SUFFIX
 HEADLINE=-eval-text-diagonal-zero-authors-optimiser  # the settings of make_results.py's HEADLINE run
@@ -67,22 +90,21 @@ resume() {
   nice -n 10 "$@" >> "$log" 2>&1
 }
 
-run "$LOGS/make_corpus.log" python3 "$HERE/make_corpus.py" --data "$DATA" --out "$WORK/corpus" \
-  ${EVAL_TEXT:+--train-on-eval-text}
+run "$LOGS/make_corpus.log" python3 "$HERE/make_corpus.py" --data "$DATA" --out "$WORK/corpus" "${CORPUS_ARGS[@]}"
 rm -rf "$WORK/bin"
 run "$LOGS/preprocess.log" fairseq-preprocess --only-source --trainpref "$WORK/corpus/train.txt" \
   --validpref "$WORK/corpus/valid.txt" --testpref "$WORK/corpus/ptb.txt" --destdir "$WORK/bin" \
   --thresholdsrc 3 --workers 1
 
-LAYERS=6
-SIZE=(--encoder-layers "$LAYERS" --encoder-embed-dim 128 --encoder-ffn-embed-dim 512 --encoder-attention-heads 4)
 TRAINING=(--task sentence_masked_lm --criterion masked_lm --tokens-per-sample 256
   --optimizer adam --adam-betas "(0.9,0.98)" "${OPTIMISATION[@]}" --dropout 0.1 --attention-dropout 0.1
   --max-update "$UPDATES"
-  --cpu --seed 1 --log-format simple --log-interval 25 --no-epoch-checkpoints)
+  --seed "$SEED" --log-format simple --log-interval 25 --no-epoch-checkpoints ${EXTRA_TRAINING:-})
+[ "$DEVICE" = cuda ] && PRECISION=gpu-fp32
 case "$PRECISION" in
-  bf16) TRAINING+=(--cpu-bf16-autocast) ;;
-  fp32) ;;
+  bf16) TRAINING+=(--cpu --cpu-bf16-autocast) ;;
+  fp32) TRAINING+=(--cpu) ;;
+  gpu-fp32) ;;
   *) echo "PRECISION must be bf16 or fp32, not '$PRECISION'" >&2; exit 1 ;;
 esac
 # the two models train at the same time, one thread each (one per core of the 2-core machine this was made on)
@@ -110,6 +132,12 @@ run "$LOGS/induce_paper.log" python3 -m fairseq_syntax.methods.tree_transformer.
 run "$LOGS/induce_released.log" python3 -m fairseq_syntax.methods.tree_transformer.induce "$TREE_CKPT" --input "$WORK/corpus/ptb.txt" \
   --gold "$GOLD" --min-layer 2 --threshold 0.8 --descend-above 0.7 --output "$WORK/induced_released.txt" \
   --json "$LOGS/induce_released.json"
+# the rule chosen on a dev split (every 10th sentence; scores on the others), and the input without </s>
+run "$LOGS/induce_dev.log" python3 -m fairseq_syntax.methods.tree_transformer.induce "$TREE_CKPT" \
+  --input "$WORK/corpus/ptb.txt" --gold "$GOLD" --select-on-dev 10 --json "$LOGS/induce_dev.json"
+run "$LOGS/induce_noeos.log" python3 -m fairseq_syntax.methods.tree_transformer.induce "$TREE_CKPT" \
+  --input "$WORK/corpus/ptb.txt" --gold "$GOLD" --min-layer 2 --threshold 0.8 --without-eos \
+  --json "$LOGS/induce_noeos.json"
 # the paper's Figure 4: Algorithm 1 with other minimum layers, and top-down greedy parsing from one layer alone
 for m in 1 3; do
   run "$LOGS/induce_min$m.log" python3 -m fairseq_syntax.methods.tree_transformer.induce "$TREE_CKPT" --input "$WORK/corpus/ptb.txt" \

@@ -46,10 +46,10 @@ def first_word_position(task) -> int:
     return 1 if isinstance(task, MaskedLMTask) else 0
 
 
-def encode(task, words: Sequence[str]) -> Tensor:
-    """Token ids of one sentence as the task's model reads it."""
+def encode(task, words: Sequence[str], append_eos: bool = True) -> Tensor:
+    """Token ids of one sentence as the task's model reads it (``append_eos=False``: without the final ``</s>``)."""
     dictionary = task.source_dictionary
-    ids = dictionary.encode_line(" ".join(words), add_if_not_exist=False, append_eos=True).long()
+    ids = dictionary.encode_line(" ".join(words), add_if_not_exist=False, append_eos=append_eos).long()
     if first_word_position(task):
         ids = torch.cat([ids.new_tensor([dictionary.bos()]), ids])
     return ids

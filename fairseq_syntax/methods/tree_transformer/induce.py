@@ -4,6 +4,7 @@ section 6, Algorithm 1) and its grammar-induction F1 against gold trees, with tr
     fairseq-syntax-induce CKPT --input SENTENCES --gold TREES [--output INDUCED] [--json OUT]
                           [--min-layer 2] [--threshold 0.8] [--descend-above 0.7] [--layer L]
                           [--short 10] [--random-seeds 5] [--data DIR] [--batch-size 32]
+                          [--select-on-dev K] [--without-eos]
 
 CKPT is a ``tree_transformer_lm*`` (masked LM) or ``transformer_constituent*`` (translation) checkpoint. SENTENCES
 has one sentence per line: the words the model reads, normalised as in training (e.g. lowercased), optionally
@@ -17,6 +18,7 @@ Reports, for all sentences and for those of at most ``--short`` words: sentence-
 number) and corpus-level F1 of the induced trees and of left-branching, right-branching and random trees (mean
 over ``--random-seeds`` seeds), scored by the same rules, and recall per gold label (NP VP PP ADJP SBAR ADVP).
 ``--output`` writes the induced trees, one bracketed tree per line, every constituent labelled ``X``.
+``--select-on-dev K`` chooses the parsing rule on every K-th sentence (never on the sentences it reports).
 """
 from __future__ import annotations
 
@@ -81,11 +83,12 @@ def merge_bpe(tokens: Sequence[str]) -> Tuple[List[str], List[int]]:
 
 
 def sentence_links(model, task, token_lines: Sequence[Sequence[str]], batch_size: int,
-                   source: str = "<input>") -> List[np.ndarray]:
-    """Word-level link probabilities ``L x (n-1)`` of every sentence (token links at word boundaries)."""
+                   source: str = "<input>", append_eos: bool = True) -> List[np.ndarray]:
+    """Word-level link probabilities ``L x (n-1)`` of every sentence (token links at word boundaries); with
+    ``append_eos=False`` the sentence ends at its last word, as in the authors' input (no ``</s>``)."""
     encoder = tree_encoder(model)
     offset = first_word_position(task)
-    sequences = [encode(task, tokens) for tokens in token_lines]
+    sequences = [encode(task, tokens, append_eos) for tokens in token_lines]
     for line, sequence in enumerate(sequences, 1):
         check_fits(model, sequence, f"{source}:{line}")
     result: List[np.ndarray] = [np.empty(0)] * len(sequences)
@@ -109,6 +112,33 @@ def check_alignment(words: Sequence[Sequence[str]], gold: Sequence[GoldSentence]
                 f"{len(reference.words)} words that count ({' '.join(reference.words)}); write the sentences "
                 "without punctuation (see fairseq_syntax.methods.tree_transformer.parseval.WORD_TAGS)"
             )
+
+
+#: the thresholds tried for Algorithm 1 when a rule is chosen on a dev split (the paper's is 0.8)
+THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9)
+
+
+def candidate_rules(num_layers: int) -> Dict[str, dict]:
+    """Parsing rules from one model's links: Algorithm 1 for every minimum layer and threshold, and top-down greedy
+    parsing from each single layer; name -> ``induce_tree`` settings."""
+    rules = {f"Algorithm 1, m={m}, threshold {t}": dict(min_layer=m, threshold=t)
+             for m in range(num_layers) for t in THRESHOLDS}
+    rules.update({f"greedy from layer {layer}": dict(min_layer=layer, top_layer=layer, threshold=float("inf"))
+                  for layer in range(num_layers)})
+    return rules
+
+
+def select_rule(links: Sequence[np.ndarray], gold: Sequence[GoldSentence],
+                dev: Sequence[int]) -> Tuple[str, dict, Dict[str, float]]:
+    """The rule of :func:`candidate_rules` with the best mean sentence F1 on the sentences ``dev`` (ties: the first
+    in candidate order); returns (name, settings, dev sentence F1 of every rule)."""
+    rules = candidate_rules(links[0].shape[0])
+    dev_f1 = {}
+    for name, settings in rules.items():
+        trees = [tree_spans(induce_tree(links[i], **settings)) for i in dev]
+        dev_f1[name] = score_trees(trees, [gold[i] for i in dev]).sentence_f1
+    best = max(dev_f1, key=dev_f1.get)
+    return best, rules[best], dev_f1
 
 
 def score_systems(systems: Dict[str, List[List[Node]]], gold: Sequence[GoldSentence],
@@ -161,6 +191,12 @@ def build_parser() -> argparse.ArgumentParser:
                              "ignores --min-layer and --threshold")
     parser.add_argument("--short", type=int, default=10, help="also score sentences of at most this many words")
     parser.add_argument("--random-seeds", type=int, default=5, help="random-tree baseline: mean over this many seeds")
+    parser.add_argument("--select-on-dev", type=int, default=None, metavar="K",
+                        help="choose the parsing rule (Algorithm 1's m and threshold, or greedy from one layer) on "
+                             "every K-th sentence (a dev split) by sentence F1, and report every system on the other "
+                             "sentences only, with the paper's rule beside the chosen one")
+    parser.add_argument("--without-eos", action="store_true",
+                        help="read each sentence without fairseq's final </s>, as the authors' input is")
     parser.add_argument("--data", help="data dir with the model's dictionary, if it moved since training")
     parser.add_argument("--batch-size", type=int, default=32)
     return parser
@@ -176,13 +212,21 @@ def cli_main(argv=None) -> None:
     check_alignment(words, gold, args.input, args.gold)
 
     model, task = load_model(args.checkpoint, args.data)
-    links = sentence_links(model, task, token_lines, args.batch_size, args.input)
+    links = sentence_links(model, task, token_lines, args.batch_size, args.input, append_eos=not args.without_eos)
     num_layers = links[0].shape[0]
     if args.layer is not None:
         settings = dict(min_layer=args.layer, top_layer=args.layer, threshold=float("inf"))
     else:
         settings = dict(min_layer=args.min_layer, threshold=args.threshold, descend_above=args.descend_above)
     induced = [induce_tree(sentence, **settings) for sentence in links]
+    evaluated, selection = range(len(gold)), None
+    if args.select_on_dev:
+        dev = [i for i in range(len(gold)) if i % args.select_on_dev == 0]
+        evaluated = [i for i in range(len(gold)) if i % args.select_on_dev != 0]
+        name, chosen, dev_f1 = select_rule(links, gold, dev)
+        selection = {"rule": name, "settings": chosen, "dev_sentences": len(dev), "dev_sentence_f1": dev_f1}
+        print(f"rule chosen on {len(dev)} dev sentences (every {args.select_on_dev}-th): {name}, dev sentence F1 "
+              f"{100 * dev_f1[name]:.1f}%; the scores below are on the other {len(evaluated)} sentences")
 
     lengths = [len(sentence) for sentence in words]
     systems = {
@@ -194,8 +238,11 @@ def cli_main(argv=None) -> None:
             for rng in (np.random.default_rng(seed) for seed in range(1, args.random_seeds + 1))
         ],
     }
-    subsets = {"all": score_systems(systems, gold, range(len(gold)))}
-    short = [index for index, n in enumerate(lengths) if n <= args.short]
+    if selection is not None:
+        systems["Tree Transformer (rule chosen on dev)"] = [  # the rule's name is in the JSON's "selection"
+            [induce_tree(sentence, **selection["settings"]) for sentence in links]]
+    subsets = {"all": score_systems(systems, gold, evaluated)}
+    short = [index for index in evaluated if lengths[index] <= args.short]
     if short:
         subsets[f"<={args.short} words"] = score_systems(systems, gold, short)
     print(f"{args.checkpoint}: {num_layers} layers, "
@@ -226,7 +273,9 @@ def cli_main(argv=None) -> None:
             json.dump({
                 "checkpoint": args.checkpoint, "input": args.input, "gold": args.gold, "layers": num_layers,
                 "settings": {key: value for key, value in vars(args).items()
-                             if key in ("min_layer", "threshold", "descend_above", "layer", "short")},
+                             if key in ("min_layer", "threshold", "descend_above", "layer", "short",
+                                        "select_on_dev", "without_eos")},
+                "selection": selection,
                 "subsets": {subset: {name: s.as_dict() for name, s in scores.items()}
                             for subset, scores in subsets.items()},
                 "link_agreement": agreement[0],

@@ -170,6 +170,14 @@ def test_induce_command_reports_f1_and_writes_trees(trained, capsys):
     assert len(scores["link_agreement"]) == 3 and all(-1 <= rho <= 1 for rho in scores["link_agreement"])
     assert "links vs gold, per layer" in printed
 
+    # the rule chosen on every 3rd sentence (sentence 1) and scored on sentences 2-3; without the final </s>
+    cli_main(argv[:5] + ["--select-on-dev", "3", "--without-eos", "--json", str(trained / "dev.json")])
+    assert "rule chosen on 1 dev sentences (every 3-th)" in capsys.readouterr().out
+    selected = json.loads((trained / "dev.json").read_text())
+    assert selected["selection"]["dev_sentences"] == 1 and len(selected["selection"]["dev_sentence_f1"]) == 3 * 5 + 3
+    assert selected["subsets"]["all"]["right-branching"]["sentences"] == 2
+    assert selected["subsets"]["all"]["right-branching"]["sentence_f1"] == pytest.approx((2 / 3 + 4 / 7) / 2)
+
     (trained / "bad.txt").write_text("the cat saw a dog\na man liked the bird\nthe dog chased a woman , zebra\n")
     argv[argv.index("--input") + 1] = str(trained / "bad.txt")
     with pytest.raises(ValueError, match="bad.txt:3: 7 words, but gold tree 3"):
@@ -230,3 +238,18 @@ def test_constituent_prior_heatmaps(trained):
     off_diagonal = ~np.eye(5, dtype=bool)
     assert np.allclose(np.diagonal(without_self, axis1=1, axis2=2), 0.0)
     assert np.allclose(without_self[0][off_diagonal], priors[0][off_diagonal])
+
+
+def test_the_rule_is_chosen_on_dev_sentences_only():
+    from fairseq_syntax.methods.tree_transformer.induce import candidate_rules, select_rule
+    from fairseq_syntax.methods.tree_transformer.parseval import gold_sentence
+
+    # gold ((a b) c): layer 0 joins a-b (0.9) and cuts b-c (0.1); layer 1 links everything (0.95), so the paper's
+    # Algorithm 1 from m = 1 leaves the sentence flat (F1 0) and a rule that reaches layer 0 gets the span (F1 1)
+    gold = [gold_sentence(parse_tree("(S (NP (DT a) (NN b)) (VP (VBZ c)))"))] * 2
+    links = [np.array([[0.9, 0.1], [0.95, 0.95]])] * 2
+    assert len(candidate_rules(2)) == 2 * 5 + 2  # m in {0, 1} x 5 thresholds, greedy from each layer
+    name, settings, dev_f1 = select_rule(links, gold, dev=[0])
+    assert dev_f1["Algorithm 1, m=1, threshold 0.8"] == 0.0 and dev_f1["greedy from layer 0"] == 1.0
+    assert dev_f1[name] == 1.0 and name == "Algorithm 1, m=0, threshold 0.5"  # the first rule that scores 1
+    assert settings == {"min_layer": 0, "threshold": 0.5}
