@@ -53,6 +53,11 @@ EXPLORATORY = {
     ],
 }
 # The parses of a run.sh run: label -> the JSON score file of fairseq_syntax.methods.tree_transformer.induce.
+#: parses of runs made since the rule could be chosen on a dev split (older runs have "–"): the rule chosen on every
+#: 10th sentence and the paper's rule, both scored on the other 90%; the paper's rule without the final </s>
+LATER_PARSES = {"chosen on dev": ("induce_dev.json", "Tree Transformer (rule chosen on dev)"),
+                "m=2 on the same 90%": ("induce_dev.json", "Tree Transformer"),
+                "m=2 without </s>": ("induce_noeos.json", "Tree Transformer")}
 PARSES = {"m=1": "induce_min1.json", "m=2": "induce_paper.json", "m=3": "induce_min3.json",
           "released": "induce_released.json", **{f"layer {layer}": f"induce_layer{layer}.json" for layer in range(6)}}
 # Modules the logged commands ran that have moved since (the package was reorganised after these runs).
@@ -185,18 +190,23 @@ def recipe_run(logs: str) -> dict:
     tree_command = command(tree_log)
     bf16 = "--cpu-bf16-autocast" in tree_command
     settings = {
+        "text": "ptb" if "train/ptb-lm" in corpus_log else "mixed",  # TEXT=ptb: WSJ text, Mikolov's preprocessing
         "transductive": "train/ptb-sample" in corpus_log,  # trained on the evaluation sentences' words (EVAL_TEXT=1)
         "diagonal_zero": "--constituent-diagonal zero" in tree_command,  # C_ii = 0 as in the authors' code
         "authors_optimiser": "--lr-scheduler fixed" in tree_command,  # OPTIMISER=authors
         "precision": "bf16" if bf16 else "fp32",
         "updates": int(one(r"--max-update (\d+)", tree_command, "update budget").group(1)),
     }
-    reproduce = (("EVAL_TEXT=1 " if settings["transductive"] else "")
+    layers = int(one(r"--encoder-layers (\d+)", tree_command, "encoder layers").group(1))
+    reproduce = (("TEXT=ptb " if settings["text"] == "ptb" else "TEXT=mixed ")
+                 + ("MODEL_SIZE=paper " if layers == 10 else "")
+                 + ("EVAL_TEXT=1 " if settings["transductive"] and settings["text"] == "mixed" else "")
                  + ("DIAGONAL=zero " if settings["diagonal_zero"] else "")
                  + ("OPTIMISER=authors " if settings["authors_optimiser"] else "")
                  + f"PRECISION={settings['precision']} UPDATES={settings['updates']} examples/ptb_induction/run.sh")
     preprocess = read(logs, "preprocess.log")
     parses = {label: score(run_scores, logs, file) for label, file in PARSES.items()}
+    later = {label: run_scores.get(file) for label, (file, _) in LATER_PARSES.items()}
     commands = [(log, current(command(read(logs, log)))) for log in (
         "make_corpus.log", "preprocess.log", *(f"train_{arch}.log" for arch in SYSTEMS), "induce_paper.log",
         "induce_released.log", *(f"induce_min{m}.log" for m in (1, 3)),
@@ -210,6 +220,7 @@ def recipe_run(logs: str) -> dict:
         "training": {arch: training_summary(tree_log if arch == "tree_transformer_lm"
                                             else read(logs, f"train_{arch}.log")) for arch in SYSTEMS},
         "parses": parses,
+        "later_parses": later,
         "perplexity": {arch: score(run_scores, logs, f"perplexity_{arch}.json") for arch in SYSTEMS},
         "commands": commands,
     }
@@ -275,7 +286,8 @@ def number_cell(value, spec: str) -> Cell:
 
 def settings_cells(run: dict) -> list:
     s = run["settings"]
-    return ["+ PTB sample words" if s["transductive"] else "without the PTB sample",
+    text = "WSJ (ptb-lm)" if s.get("text") == "ptb" else "mixed"
+    return [f"{text} " + ("+ PTB sample words" if s["transductive"] else "without the PTB sample"),
             0 if s["diagonal_zero"] else 1, "authors'" if s["authors_optimiser"] else "recipe", s["precision"],
             s["updates"]]
 
@@ -323,9 +335,11 @@ def training_table(runs: list) -> Table:
 
 
 def layers_table(runs: list) -> Table:
-    table = Table(["run"] + list(PARSES), "l" + "r" * len(PARSES))
+    table = Table(["run"] + list(PARSES) + list(LATER_PARSES), "l" + "r" * (len(PARSES) + len(LATER_PARSES)))
     for run in runs:
-        table.add(Cell(run["name"], run["label"]), *(f1_cell(run["parses"].get(label)) for label in PARSES))
+        later = run.get("later_parses", {})
+        table.add(Cell(run["name"], run["label"]), *(f1_cell(run["parses"].get(label)) for label in PARSES),
+                  *(f1_cell(later.get(label), system=system) for label, (_, system) in LATER_PARSES.items()))
     return table
 
 

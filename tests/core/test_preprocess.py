@@ -137,6 +137,8 @@ def test_invalid_utf8_names_file_line_and_byte_and_can_be_skipped(raw_corpus, tm
     raw = corrupt_bytes(raw_corpus, tmp_path, split_file, 4, original[:3] + b"\xff" + original[3:])
     err = preprocess_fails(raw, tmp_path)
     assert f"{split_file}:4: not valid UTF-8 (byte 0xff at byte 4 of the line)" in err and "Traceback" not in err
+    if split_file != "valid.tree":
+        return  # --skip-invalid treats the three files alike: one of them is enough
     out = tmp_path / "skip"
     result = preprocess(raw, str(out), "preorder", "--skip-invalid")
     meta = json.load(open(out / "syntax.json"))

@@ -70,23 +70,24 @@ def test_batches_are_fairseqs_batch_by_size_over_length_sorted_ids():
         run.make_batches(sizes, max_tokens=10, count=5)
 
 
-def test_the_benchmarked_archs_are_the_registrys_translation_systems_and_the_dense_variant(capsys):
+def test_the_benchmarked_archs_are_the_registrys_translation_systems_and_the_bench_variants(capsys):
     import run
 
     archs = run.benchmark_archs()
     # what the method descriptions say today: no baselines, no ablations, translation only
     assert [(a.key, a.input_form, a.extra_preprocessing) for a in archs] == [
         ("transformer_syntax_mask", run.Form("preorder"), None),
+        ("transformer_syntax_mask:one_hot", run.Form("preorder"), None),
         ("transformer_ldd", run.Form("sequence"), "dependencies"),
         ("transformer_constituent", run.Form("sequence"), None),
         ("transformer_hier_accum", run.Form("preorder", "split"), None),
         ("transformer_hier_accum:dense", run.Form("preorder", "split"), None),
     ]
-    assert [a.variant for a in archs] == [None] * 4 + [run.NAIVE_HIER_ACCUM]
+    assert [a.variant for a in archs] == [None, run.ONE_HOT_MASK_BIAS] + [None] * 3 + [run.NAIVE_HIER_ACCUM]
     assert all(a.model_options == () for a in archs)
     assert [run.System.of(a).trained_arch for a in archs] == [
-        "transformer_syntax_mask", "transformer_ldd", "transformer_constituent", "transformer_hier_accum",
-        "transformer_hier_accum_dense"]
+        "transformer_syntax_mask", "transformer_syntax_mask", "transformer_ldd", "transformer_constituent",
+        "transformer_hier_accum", "transformer_hier_accum_dense"]
     assert run.main(["--list"]) == []
     listed = capsys.readouterr().out.splitlines()
     assert [line.split()[:3] for line in listed[1:]] == [[a.key, a.input_form.name, a.extra_preprocessing or "-"]
