@@ -29,6 +29,19 @@ default_precision() {
     2> /dev/null
 }
 
+# detach LOG SCRIPT [ARGS...]: start SCRIPT again in the background, in a session of its own (setsid, nohup: it
+# outlives the shell that started it, as the GPU machine's 10-minute command limit needs), output to LOG, and exit;
+# in that detached run (DETACHED=1) it returns at once and the script goes on.
+detach() {
+  local log=$1
+  shift
+  [ -n "${DETACHED:-}" ] && return 0
+  mkdir -p "$(dirname "$log")"
+  DETACHED=1 setsid nohup bash "$@" > "$log" 2>&1 < /dev/null &
+  echo "started (pid $!); log: $log"
+  exit 0
+}
+
 # kept FILE: the name FILE is kept under in a run directory: FILE.gz once compressed (or when neither exists yet), else
 # FILE (a run scored before its files were compressed). fairseq-syntax-score reads either.
 kept() {

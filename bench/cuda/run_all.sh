@@ -12,12 +12,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT="${1:-bench/cuda/new}"
-if [ -z "${RUN_ALL_DETACHED:-}" ]; then
-  mkdir -p "$OUT"
-  RUN_ALL_DETACHED=1 setsid nohup bash "$0" "$OUT" > "$OUT/run_all.log" 2>&1 < /dev/null &
-  echo "started (pid $!); log: $OUT/run_all.log"
-  exit 0
-fi
+source examples/common.sh
+detach "$OUT/run_all.log" "$0" "$OUT"
 start=$(date +%s)
 echo "== $(date -u) $(python3 -c 'import torch; print(torch.cuda.get_device_name(), torch.__version__)')"
 python3 -m pytest -q tests/core/test_cuda.py > "$OUT/test_cuda.log" 2>&1 || echo "test_cuda failed: $OUT/test_cuda.log"

@@ -21,12 +21,8 @@ JOBS="${JOBS:-4}"
 RUNS="${RUNS:-$HERE/runs-gpu}"
 LOG="$RUNS/replicate.log"
 
-if [ -z "${REPLICATE_DETACHED:-}" ]; then
-  mkdir -p "$RUNS"
-  REPLICATE_DETACHED=1 setsid nohup bash "${BASH_SOURCE[0]}" "$@" > "$LOG" 2>&1 < /dev/null &
-  echo "started (pid $!); log: $LOG"
-  exit 0
-fi
+source "$HERE/../common.sh"
+detach "$LOG" "${BASH_SOURCE[0]}" "$@"
 
 [ -d "$OUT/data-bin" ] || { echo "error: $OUT/data-bin: no data (run examples/multi30k/prepare.sh)" >&2; exit 1; }
 SYSTEMS_ALL="${SYSTEMS:-$(python3 -m fairseq_syntax.methods systems 2> /dev/null)}"

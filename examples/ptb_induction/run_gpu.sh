@@ -11,11 +11,8 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 LOG=${LOG:-$HERE/run_gpu.log}
-if [ -z "${RUN_GPU_DETACHED:-}" ]; then
-  RUN_GPU_DETACHED=1 setsid nohup bash "$0" "$@" > "$LOG" 2>&1 < /dev/null &
-  echo "started (pid $!); log: $LOG"
-  exit 0
-fi
+source "$HERE/../common.sh"
+detach "$LOG" "$0" "$@"
 export TEXT=ptb MODEL_SIZE=paper DIAGONAL=zero OPTIMISER=authors DEVICE=cuda UPDATES=${UPDATES:-60000}
 export EXTRA_TRAINING="--stop-time-hours ${STOP_HOURS:-0.4}"
 start=$(date +%s)
