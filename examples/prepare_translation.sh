@@ -26,18 +26,22 @@
 #   MAX_POSITIONS    the longest source fairseq-syntax-preprocess accepts, in tokens of each input form with EOS
 #                    (default 1024; give the training command the same --max-source-positions). A longer pair
 #                    stops the run with its file and line: nothing is skipped, so all forms hold the same pairs.
-#   CON_BACKEND      crf-con | benepar (default crf-con: the better F1 of the two trained here, 82.7 vs 70.6 on
-#                    held-out PTB-sample sentences; benepar adds POS tags)
+#   CON_BACKEND      crf-con | benepar (default crf-con: the better F1 of the two trained here on held-out
+#                    PTB-sample sentences, preprocess/RESULTS.md; benepar predicts its own POS tags)
+#   TAGGER           POS tagger whose tags label crf-con's preterminals (crf-con writes XX): default
+#                    MODELS/tagger-ptb-sample.pt, trained when missing; none: keep XX
 #   PRETERMINALS     auto | keep | split | drop: the preterminal nodes in the tree input forms (default auto:
 #                    McDonald & Chiang's trees, whose POS nodes are kept; where a tree has no POS tags - crf-con
 #                    writes every preterminal as XX - a POS node is kept only over a BPE-split word, so the word's
 #                    pieces still form its subtree, Figure 1b; see fairseq_syntax.core.trees.preorder)
 #   MODELS           folder of the parser models (default OUT_DIR/models); a missing model is trained there from
 #                    the local treebanks (UD EWT, PTB sample) with the commands below, so nothing is downloaded
+#                    (hours on 2 CPU cores, minutes on a GPU; each command resumes from its last epoch when run
+#                    again, and a run record goes to preprocess/runs/)
 #   CON_MODEL, DEP_MODEL  explicit model paths or names (e.g. benepar_en3 where the network allows)
 #   THREADS          torch threads per parser (default 1)
 #   TREEBANKS        the treebanks for parser training (default ../shared/data beside the repository)
-# Parses in OUT_DIR/tok that are newer than their tokens are kept (delete them to re-parse).
+# Parses in OUT_DIR/tok that are newer than their tokens and models are kept (delete them to re-parse).
 set -euo pipefail
 
 if [ $# -lt 6 ]; then
@@ -57,8 +61,8 @@ MODELS="$(realpath -m "${MODELS:-$OUT/models}")"  # absolute: the steps below ru
 THREADS="${THREADS:-1}"
 TREEBANKS="$(realpath -m "${TREEBANKS:-$REPO/../shared/data}")"
 case "$CON_BACKEND" in
-  benepar) CON_MODEL="${CON_MODEL:-$MODELS/benepar-ptb-sample.pt}" ;;
-  crf-con) CON_MODEL="${CON_MODEL:-$MODELS/crf-con-ptb-sample.pt}" ;;
+  benepar) CON_MODEL="${CON_MODEL:-$MODELS/benepar-ptb-sample.pt}" TAGGER="${TAGGER:-none}" ;;
+  crf-con) CON_MODEL="${CON_MODEL:-$MODELS/crf-con-ptb-sample.pt}" TAGGER="${TAGGER:-$MODELS/tagger-ptb-sample.pt}" ;;
   *) echo "CON_BACKEND must be benepar or crf-con, not '$CON_BACKEND'" >&2; exit 1 ;;
 esac
 DEP_MODEL="${DEP_MODEL:-$MODELS/biaffine-dep-ud-ewt.pt}"
@@ -161,19 +165,31 @@ for pair in "${SPLITS[@]}"; do
   done
 done
 
-# 2. Parsers: trained offline from the local treebanks when missing (2 shared CPU cores: 12-25 min each).
+# 2. Parsers: trained offline from the local treebanks when missing, with the settings of preprocess/RESULTS.md.
+PTB_SAMPLE="$TREEBANKS/ptb-sample/wsj_0001-0159.mrg.gz"
+SUPAR_SIZE=(--n-lstm-hidden 400 --n-lstm-layers 3 --n-mlp 500)  # SuPar's published encoder and MLP sizes
 if [ ! -e "$DEP_MODEL" ]; then
   nice -n 10 python3 preprocess/train_parser.py dependency \
     --train "$TREEBANKS/ud-ewt/en_ewt-ud-train.conllu.gz" --dev "$TREEBANKS/ud-ewt/en_ewt-ud-dev.conllu.gz" \
-    --output "$DEP_MODEL" --work-dir "$MODELS/work/ud-ewt" --epochs 6 --batch-size 1000 --threads "$THREADS"
+    --output "$DEP_MODEL" --work-dir "$MODELS/work/ud-ewt" --epochs 60 --batch-size 1000 "${SUPAR_SIZE[@]}" \
+    --threads "$THREADS"
 fi
 if [ ! -e "$CON_MODEL" ]; then
   case "$CON_BACKEND" in
-    benepar) nice -n 10 python3 preprocess/train_parser.py benepar --ptb "$TREEBANKS/ptb-sample/wsj_0001-0159.mrg.gz" \
+    benepar) nice -n 10 python3 preprocess/train_parser.py benepar --ptb "$PTB_SAMPLE" \
                --output "$CON_MODEL" --work-dir "$MODELS/work/ptb" --epochs 12 --threads "$THREADS" ;;
-    crf-con) nice -n 10 python3 preprocess/train_parser.py crf-con --ptb "$TREEBANKS/ptb-sample/wsj_0001-0159.mrg.gz" \
-               --output "$CON_MODEL" --work-dir "$MODELS/work/ptb" --epochs 15 --batch-size 1000 --threads "$THREADS" ;;
+    crf-con) nice -n 10 python3 preprocess/train_parser.py crf-con --ptb "$PTB_SAMPLE" \
+               --output "$CON_MODEL" --work-dir "$MODELS/work/ptb" --epochs 60 --batch-size 1000 "${SUPAR_SIZE[@]}" \
+               --threads "$THREADS" ;;
   esac
+fi
+tagger_args=()
+if [ "$TAGGER" != none ]; then
+  if [ ! -e "$TAGGER" ]; then
+    nice -n 10 python3 preprocess/train_parser.py tagger --ptb "$PTB_SAMPLE" \
+      --output "$TAGGER" --work-dir "$MODELS/work/ptb-tagger" --epochs 40 --threads "$THREADS"
+  fi
+  tagger_args=(--tagger "$TAGGER")
 fi
 
 # 3. Parse the source side: one tree per line (.tree), and the arc distributions (.arcs.jsonl.gz) with the
@@ -182,11 +198,14 @@ fi
 #    their tokens are kept.
 for pair in "${SPLITS[@]}"; do
   split="${pair##*:}"
-  if [ ! -s "$OUT/tok/$split.tree" ] || [ "$OUT/tok/$split.tree" -ot "$OUT/tok/$split.$SRC" ]; then
-    python3 preprocess/parse_constituency.py --backend "$CON_BACKEND" --model "$CON_MODEL" \
+  tree="$OUT/tok/$split.tree"
+  if [ ! -s "$tree" ] || [ "$tree" -ot "$OUT/tok/$split.$SRC" ] || [ "$tree" -ot "$CON_MODEL" ] \
+     || { [ "$TAGGER" != none ] && [ "$tree" -ot "$TAGGER" ]; }; then
+    python3 preprocess/parse_constituency.py --backend "$CON_BACKEND" --model "$CON_MODEL" "${tagger_args[@]}" \
       --input "$OUT/tok/$split.$SRC" --output "$OUT/tok/$split.tree" --threads "$THREADS"
   fi
-  if [ ! -s "$OUT/tok/$split.arcs.jsonl.gz" ] || [ "$OUT/tok/$split.arcs.jsonl.gz" -ot "$OUT/tok/$split.$SRC" ]; then
+  arcs="$OUT/tok/$split.arcs.jsonl.gz"
+  if [ ! -s "$arcs" ] || [ "$arcs" -ot "$OUT/tok/$split.$SRC" ] || [ "$arcs" -ot "$DEP_MODEL" ]; then
     python3 preprocess/parse_dependency.py --model "$DEP_MODEL" --input "$OUT/tok/$split.$SRC" \
       --arcs "$OUT/tok/$split.arcs.jsonl.gz" --conllu "$OUT/tok/$split.conllu" --threads "$THREADS"
   fi

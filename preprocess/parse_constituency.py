@@ -3,7 +3,8 @@
 
 Thin command line over ``fairseq_syntax.parsing.constituency`` (see its docstring for the output contract).
 Sentences the parser cannot handle get a flat ``(S (XX w1) ...)`` tree; their line numbers and reasons are
-printed and written to ``OUTPUT.skipped``.
+printed and written to ``OUTPUT.skipped``. With ``--tagger``, a POS tagger's tags replace the parser's preterminal
+labels (SuPar's crf-con writes ``XX``), fallback trees included.
 
   python3 preprocess/parse_constituency.py --backend benepar --model /work/models/benepar-ptb.pt \\
       --input train.tok.en --output train.tree
@@ -28,6 +29,8 @@ def get_parser() -> argparse.ArgumentParser:
                              "downloaded where the network allows, or a local model path")
     parser.add_argument("--input", required=True, help="one sentence per line (plain or .gz)")
     parser.add_argument("--output", required=True, help="one bracketed tree per line")
+    parser.add_argument("--tagger", help="POS tagger model (preprocess/train_parser.py tagger) whose tags label the "
+                                         "preterminals: crf-con predicts none (it writes XX)")
     parser.add_argument("--tokenize", metavar="LANG",
                         help="the input is raw text: tokenize it with sacremoses (-l LANG -a, no escaping); "
                              "by default lines are already tokenized (split on whitespace)")
@@ -42,7 +45,7 @@ def get_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> None:
     args = get_parser().parse_args(argv)
     torch.set_num_threads(args.threads)
-    parser = load_parser(args.backend, args.model, args.max_length)
+    parser = load_parser(args.backend, args.model, args.max_length, tagger=args.tagger)
     report = parse_file(parser, args.input, args.output, args.tokenize, args.batch_size)
     skipped = args.skipped or args.output + ".skipped"
     report.write_skipped(skipped)

@@ -313,7 +313,8 @@ def summary_row(run: dict) -> dict:
     tree, right = ({subset: subsets[subset][system] for subset in subsets}
                    for system in ("Tree Transformer", "right-branching"))
     return {
-        "setting": run["name"], "label": run["label"], **run["settings"], "seeds": [run["training"]["tree_transformer_lm"]["seed"]],
+        "setting": run["name"], "label": run["label"], **run["settings"],
+        "seeds": [run["training"]["tree_transformer_lm"]["seed"]],
         "sentence_f1_all": 100 * tree["all"]["sentence_f1"],
         "sentence_f1_le10": 100 * tree["<=10 words"]["sentence_f1"],
         "corpus_f1_all": 100 * tree["all"]["corpus_f1"],

@@ -130,13 +130,49 @@ def _locate_benepar_model(name_or_path: str) -> str:
     )
 
 
-def load_parser(backend: str, model: str, max_length: int = DEFAULT_MAX_LENGTH) -> ConstituencyParser:
-    """``backend`` is ``benepar`` or ``crf-con``; ``model`` a model name or local path."""
+class TaggedParser(ConstituencyParser):
+    """A parser's trees with every preterminal relabelled by a POS tagger (``tagger.Tagger``) that reads the same
+    words: SuPar's CRF parser predicts brackets only (its preterminals are ``XX``), and McDonald & Chiang's trees
+    (2021, Fig. 1b) have POS nodes."""
+
+    def __init__(self, parser: ConstituencyParser, tagger):
+        self.parser, self.tagger = parser, tagger
+        self.max_length = parser.max_length
+
+    def parse_batch(self, sentences: list[list[str]]) -> list[Tree]:
+        return [retag(tree, tags)
+                for tree, tags in zip(self.parser.parse_batch(sentences), self.tagger.tag(sentences))]
+
+
+def retag(tree: Tree, tags: list[str]) -> Tree:
+    """``tree`` with the preterminal above its i-th word labelled ``tags[i]``."""
+    remaining = iter(tags)
+
+    def visit(node: Tree) -> Tree:
+        if node.is_leaf:
+            return node
+        if node.is_preterminal:
+            return Tree(next(remaining), list(node.children))
+        return Tree(node.label, [visit(child) for child in node.children])
+
+    return visit(tree)
+
+
+def load_parser(backend: str, model: str, max_length: int = DEFAULT_MAX_LENGTH,
+                tagger: str | None = None) -> ConstituencyParser:
+    """``backend`` is ``benepar`` or ``crf-con``; ``model`` a model name or local path; ``tagger`` a POS tagger
+    file (``preprocess/train_parser.py tagger``) whose tags replace the parser's."""
     if backend == "benepar":
-        return BeneparParser(model, max_length=max_length)
-    if backend == "crf-con":
-        return SuparCrfParser(model, max_length=max_length)
-    raise ValueError(f"unknown constituency backend {backend!r}: expected 'benepar' or 'crf-con'")
+        parser = BeneparParser(model, max_length=max_length)
+    elif backend == "crf-con":
+        parser = SuparCrfParser(model, max_length=max_length)
+    else:
+        raise ValueError(f"unknown constituency backend {backend!r}: expected 'benepar' or 'crf-con'")
+    if tagger is None:
+        return parser
+    from fairseq_syntax.parsing.tagger import load_tagger
+
+    return TaggedParser(parser, load_tagger(tagger))
 
 
 @dataclass

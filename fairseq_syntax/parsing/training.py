@@ -18,15 +18,19 @@ arguments: the defaults of the command line (``preprocess/train_parser.py``) are
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import gzip
+import inspect
 import math
 import os
 import random
 import shutil
+import time
 from typing import Optional
 
 import nltk
 import torch
+from tqdm import tqdm
 
 from fairseq_syntax.core.trees import (
     Tree,
@@ -41,7 +45,7 @@ from fairseq_syntax.parsing.constituency import (
     tree_from_nltk,
     unwrap,
 )
-from fairseq_syntax.parsing.evaluation import BracketScore, bracket_score
+from fairseq_syntax.parsing.evaluation import BracketScore, bracket_score, word_tags
 from fairseq_syntax.parsing.text import open_text, ptb_unescape_token
 from fairseq_syntax.parsing.torch_load import load_supar_parser, supar_safe_globals
 
@@ -81,37 +85,121 @@ def plain_copy(path: str, work_dir: str) -> str:
     return target
 
 
+def checkpoint_path(path: str) -> str:
+    """Where training keeps its last epoch's full state (model, optimiser, schedule, RNG, best score), so that the
+    same command run again resumes after that epoch; ``path`` itself holds the best epoch's model."""
+    return path + ".checkpoint"
+
+
+class EpochClock:
+    """Seconds per epoch and the time left, for one line of log per epoch (the batches have their own bar)."""
+
+    def __init__(self, first_epoch: int, epochs: int):
+        self.first_epoch, self.epochs, self.start = first_epoch, epochs, time.perf_counter()
+
+    def line(self, epoch: int) -> str:
+        done = epoch - self.first_epoch + 1
+        per_epoch = (time.perf_counter() - self.start) / done
+        return f"{per_epoch:.0f} s/epoch, ETA {(self.epochs - epoch) * per_epoch / 60:.1f} min"
+
+
+@dataclasses.dataclass
+class TrainingState:
+    """What a parser's training checkpoint says of it, over every sitting: for the run records."""
+
+    epochs: int  # trained so far
+    best_epoch: int  # the one saved as the model
+    minutes: float  # training and dev scoring, every sitting summed
+
+    @classmethod
+    def of(cls, path: str) -> "TrainingState":
+        """From ``checkpoint_path(path)`` as SuPar's loop or benepar's loop above left it."""
+        last = checkpoint_path(path)
+        with supar_safe_globals():
+            state = torch.load(last, map_location="cpu", weights_only=False)
+        if "checkpoint_state_dict" in state:  # SuPar's: the epoch that comes next
+            supar_state = state["checkpoint_state_dict"]
+            return cls(supar_state["epoch"] - 1, supar_state["best_e"], supar_state["elapsed"].total_seconds() / 60)
+        return cls(state["epoch"], state["best_epoch"], state["seconds"] / 60)
+
+
 def _train_supar(parser_class, model_arguments: dict, train: str, dev: str, path: str, epochs: int,
-                 batch_tokens: int, learning_rate: float, seed: int, verbose: bool, train_arguments: dict):
-    torch.manual_seed(seed)
+                 batch_tokens: int, learning_rate: float, seed: int, verbose: bool, train_arguments: dict,
+                 log=print):
+    """SuPar's ``Parser.train`` loop (Adam, exponential decay, clip, dev selection) with one difference: every
+    epoch's full state goes to ``checkpoint_path(path)``, and a run that finds that file continues from it (SuPar
+    saves its checkpoint only when the dev score improves, and overwrites it with a plain model at the end)."""
+    from supar.utils import Dataset
+    from supar.utils.fn import set_rng_state
+    from supar.utils.logging import init_logger, logger
+    from supar.utils.metric import Metric
+    from torch.optim import Adam
+    from torch.optim.lr_scheduler import ExponentialLR
+
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    last = checkpoint_path(path)
     with supar_safe_globals():
-        parser = parser_class.build(
-            path, train=train, build=True, checkpoint=False, encoder="lstm", feat=["char"], embed="", unk="unk",
-            min_freq=2, fix_len=20, **dict(SUPAR_OPTIMIZER, lr=learning_rate), **model_arguments,
-        )
-        # SuPar scores a "test" set after every epoch; the dev set stands in (the held-out set stays unseen).
-        try:
-            parser.train(train=train, dev=dev, test=dev, epochs=epochs, batch_size=batch_tokens, patience=epochs,
-                         verbose=verbose, **train_arguments)
-        except ValueError as error:
-            if os.path.exists(path):
-                raise
-            # SuPar saves only an epoch whose dev score beats 0, then reloads the file (as a URL when missing).
-            raise RuntimeError(f"no epoch scored above 0 on {dev}, so SuPar saved no model to {path}: "
-                               f"train longer or with smaller batches") from error
+        if os.path.exists(last):
+            parser = parser_class.load(last, checkpoint=True)
+        else:
+            torch.manual_seed(seed)
+            parser = parser_class.build(
+                path, train=train, build=True, checkpoint=False, encoder="lstm", feat=["char"], embed="", unk="unk",
+                min_freq=2, fix_len=20, **dict(SUPAR_OPTIMIZER, lr=learning_rate), **model_arguments,
+            )
+            parser.checkpoint_state_dict = None
+    init_logger(logger, verbose=verbose)  # SuPar's batch progress bar shows at INFO level
+    # SuPar's train() puts its own keyword defaults into the arguments (the CRF parser's EVALB ``delete`` and
+    # ``equal``, for one) before its loop reads them; so do we.
+    defaults = {name: parameter.default for name, parameter in inspect.signature(parser_class.train).parameters.items()
+                if parameter.default is not inspect.Parameter.empty}
+    args = parser.args.update(dict(defaults, train=train, dev=dev, epochs=epochs, batch_size=batch_tokens,
+                                   update_steps=1, buckets=32, verbose=verbose, **train_arguments))
+    parser.transform.train()
+    train_data = Dataset(parser.transform, train, **args).build(batch_tokens, args.buckets, True, False)
+    dev_data = Dataset(parser.transform, dev).build(batch_tokens, args.buckets)
+    parser.optimizer = Adam(parser.model.parameters(), args.lr, (args.mu, args.nu), args.eps, args.weight_decay)
+    parser.scheduler = ExponentialLR(parser.optimizer, args.decay ** (1 / args.decay_steps))
+    parser.epoch, parser.best_e, parser.best_metric = 1, 0, Metric()
+    parser.patience, parser.elapsed = epochs, datetime.timedelta()  # SuPar's checkpoint carries both
+    state = parser.checkpoint_state_dict
+    if state:
+        parser.optimizer.load_state_dict(state.pop("optimizer_state_dict"))
+        parser.scheduler.load_state_dict(state.pop("scheduler_state_dict"))
+        set_rng_state(state.pop("rng_state"))
+        for name, value in state.items():
+            setattr(parser, name, value)
+        train_data.loader.batch_sampler.epoch = parser.epoch  # the batches of the epoch that comes next
+        log(f"{path}: resuming from {last} at epoch {parser.epoch} (best so far: epoch {parser.best_e}, "
+            f"dev {parser.best_metric})")
+    clock = EpochClock(parser.epoch, epochs)
+    for epoch in range(parser.epoch, epochs + 1):
+        started = time.perf_counter()
+        parser._train(train_data.loader)
+        _, dev_metric = parser._evaluate(dev_data.loader)
+        parser.epoch = epoch + 1
+        parser.elapsed += datetime.timedelta(seconds=time.perf_counter() - started)  # over every sitting
+        improved = dev_metric > parser.best_metric
+        if improved:
+            parser.best_e, parser.best_metric = epoch, dev_metric
+            parser.save(path)
+        parser.save_checkpoint(last)
+        log(f"epoch {epoch}/{epochs}: dev {dev_metric}{' (saved)' if improved else ''}; {clock.line(epoch)}")
+    if not os.path.exists(path):
+        raise RuntimeError(f"no epoch scored above 0 on {dev}, so no model was saved to {path}: "
+                           f"train longer or with smaller batches")
     return load_supar_parser(path)
 
 
 def train_supar_dependency(train: str, dev: str, path: str, epochs: int, size: SuparSize = SuparSize(),
                            batch_tokens: int = 5000, learning_rate: float = SUPAR_OPTIMIZER["lr"], seed: int = 1,
-                           verbose: bool = True):
+                           verbose: bool = True, log=print):
     """Train on CoNLL-U ``train`` (plain text), select on ``dev`` by LAS, save to ``path``; returns the parser."""
     from supar import BiaffineDependencyParser
 
     model_arguments = dict(size.encoder_arguments(), n_arc_mlp=size.n_mlp, n_rel_mlp=size.n_label_mlp)
     return _train_supar(BiaffineDependencyParser, model_arguments, train, dev, path, epochs, batch_tokens,
-                        learning_rate, seed, verbose, dict(punct=False, tree=False, proj=False, partial=False))
+                        learning_rate, seed, verbose, dict(punct=False, tree=False, proj=False, partial=False), log)
 
 
 def evaluate_dependency(parser, conllu: str) -> tuple[float, float]:
@@ -148,21 +236,23 @@ def read_bracketed(path: str) -> list[Tree]:
 
 def train_supar_constituency(train: str, dev: str, path: str, epochs: int, size: SuparSize = SuparSize(),
                              batch_tokens: int = 5000, learning_rate: float = SUPAR_OPTIMIZER["lr"], seed: int = 1,
-                             verbose: bool = True):
+                             verbose: bool = True, log=print):
     """Train on ``(TOP ...)`` trees (``prepare_ptb``), select on ``dev`` by labeled F1, save to ``path``."""
     from supar import CRFConstituencyParser
 
     model_arguments = dict(size.encoder_arguments(), n_span_mlp=size.n_mlp, n_label_mlp=size.n_label_mlp)
     return _train_supar(CRFConstituencyParser, model_arguments, train, dev, path, epochs, batch_tokens,
-                        learning_rate, seed, verbose, dict(mbr=True))
+                        learning_rate, seed, verbose, dict(mbr=True), log)
 
 
-def evaluate_constituency(parser: ConstituencyParser, gold_path: str) -> BracketScore:
-    """Parse the words of the gold trees (unescaped, as raw tokens arrive) and score the trees against them."""
+def evaluate_constituency(parser: ConstituencyParser, gold_path: str) -> tuple[BracketScore, float]:
+    """Parse the words of the gold trees (unescaped, as raw tokens arrive) and score the trees against them:
+    (bracket score, share of words whose preterminal is the gold POS tag)."""
     gold = read_bracketed(gold_path)
     sentences = [[ptb_unescape_token(word) for word in tree.leaves()] for tree in gold]
     predicted = [parse_tree(parsed.tree) for parsed in parse_sentences(parser, sentences)]
-    return bracket_score(gold, predicted)
+    pairs = [pair for gold_tree, tree in zip(gold, predicted) for pair in zip(word_tags(gold_tree), word_tags(tree))]
+    return bracket_score(gold, predicted), sum(a == b for a, b in pairs) / max(1, len(pairs))
 
 
 # ---------------------------------------------------------------------------------------------------- benepar
@@ -248,11 +338,27 @@ def train_benepar(train: str, dev: str, path: str, epochs: int, size: BeneparSiz
     # Linear warm-up, as benepar's own training does.
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / warmup_steps))
     best: Optional[BracketScore] = None
-    for epoch in range(1, epochs + 1):
+    first_epoch, best_epoch, seconds = 1, 0, 0.0
+    last = checkpoint_path(path)
+    if os.path.exists(last):
+        state = torch.load(last, map_location=device, weights_only=False)
+        chart_parser.load_state_dict(state["state_dict"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        random.setstate(state["python_rng"])
+        torch.set_rng_state(state["torch_rng"])
+        examples = [examples[index] for index in state["order"]]  # the shuffled order the next epoch starts from
+        first_epoch, seconds = state["epoch"] + 1, state["seconds"]
+        best, best_epoch = BracketScore(**state["best"]), state["best_epoch"]
+        log(f"{path}: resuming from {last} at epoch {first_epoch} (best so far: dev {best})")
+    order = {id(example): index for index, example in enumerate(examples)}
+    clock = EpochClock(first_epoch, epochs)
+    for epoch in range(first_epoch, epochs + 1):
+        started = time.perf_counter()
         random.shuffle(examples)
         chart_parser.train()
         total_loss = 0.0
-        for start in range(0, len(examples), batch_size):
+        for start in tqdm(range(0, len(examples), batch_size), desc=f"epoch {epoch}", leave=False, unit="batch"):
             optimizer.zero_grad()
             for _, subbatch in chart_parser.encode_and_collate_subbatches(examples[start:start + batch_size], 2000):
                 loss = chart_parser.compute_loss(subbatch)
@@ -262,10 +368,16 @@ def train_benepar(train: str, dev: str, path: str, epochs: int, size: BeneparSiz
             optimizer.step()
             scheduler.step()
         score = _benepar_score(chart_parser, dev_gold)
+        seconds += time.perf_counter() - started
         improved = best is None or score.f1 > best.f1
         if improved:
-            best = score
+            best, best_epoch = score, epoch
             torch.save({"config": chart_parser.config, "state_dict": chart_parser.state_dict()}, path)
+        torch.save({"state_dict": chart_parser.state_dict(), "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(), "python_rng": random.getstate(),
+                    "torch_rng": torch.get_rng_state(), "order": [order[id(example)] for example in examples],
+                    "epoch": epoch, "seconds": seconds, "best": dataclasses.asdict(best), "best_epoch": best_epoch},
+                   last)
         log(f"epoch {epoch}/{epochs}: loss {total_loss / math.ceil(len(examples) / batch_size):.3f}; "
-            f"dev {score}{' (saved)' if improved else ''}")
+            f"dev {score}{' (saved)' if improved else ''}; {clock.line(epoch)}")
     return best

@@ -370,7 +370,8 @@ def test_score_command_over_seeds_records_mean_sd_and_pooled_p_values(tmp_path, 
     logs = []
     for seed, wall in ((1, 60), (2, 80)):
         logs.append(tmp_path / f"train{seed}.log")
-        logs[-1].write_text(f"2024-05-01 10:00:03 | INFO | train | epoch 004 | loss 4.4 | num_updates 120 | wall {wall}\n")
+        logs[-1].write_text("2024-05-01 10:00:03 | INFO | train | epoch 004 | loss 4.4 | num_updates 120 | "
+                            f"wall {wall}\n")
     record_path = tmp_path / "mask.seeds.run.json"
     score_cli.main([f"{hyp},{hyp_2}", str(ref), f"{base_1},{base_2}", "--bootstrap", "50", "--record",
                     str(record_path), "--dataset", "multi30k, 2 seeds", "--system", "mask", "--arch", "a",

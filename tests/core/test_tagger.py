@@ -1,0 +1,105 @@
+"""The POS tagger (fairseq_syntax.parsing.tagger), training that resumes, and the parser run records."""
+import json
+import runpy
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import TINY_SUPAR_SIZES, TREEBANK, conllu
+
+from fairseq_syntax.core.trees import parse_tree
+from fairseq_syntax.parsing import training
+from fairseq_syntax.parsing.tagger import (
+    TaggedSentence,
+    TaggerSize,
+    load_tagger,
+    sentences_from_conllu,
+    sentences_from_trees,
+    train_tagger,
+)
+from fairseq_syntax.parsing.torch_load import load_supar_parser
+
+REPO = Path(__file__).resolve().parents[2]
+TINY_TAGGER = TaggerSize(word_embed=8, char_embed=8, char_hidden=8, hidden=16, layers=1, dropout=0.0,
+                         word_dropout=0.0)
+
+
+def tiny_tagged():
+    """Every word's tag is fixed by the word: DT the, NN noun, VBZ verb, . ."""
+    return [TaggedSentence(["the", s, v, "the", o, "."], ["DT", "NN", "VBZ", "DT", "NN", "."])
+            for s, v, o in TREEBANK]
+
+
+def test_tree_words_are_unescaped_and_tags_read_left_to_right():
+    tree = parse_tree("(S (NP (-LRB- -LRB-) (NN cat)) (VP (VBZ sits)) (. .))")
+    [sentence] = sentences_from_trees([tree])
+    assert sentence.words == ["(", "cat", "sits", "."]
+    assert sentence.tags == ["-LRB-", "NN", "VBZ", "."]
+
+
+def test_conllu_gives_forms_and_xpos_without_multiword_ranges(tmp_path):
+    path = tmp_path / "a.conllu"
+    path.write_text("# text = I can't\n1\tI\tI\tPRON\tPRP\t_\t2\tnsubj\t_\t_\n2-3\tcan't\t_\t_\t_\t_\t_\t_\t_\t_\n"
+                    "2\tca\tcan\tAUX\tMD\t_\t0\troot\t_\t_\n3\tn't\tnot\tPART\tRB\t_\t2\tadvmod\t_\t_\n\n")
+    [sentence] = sentences_from_conllu(str(path))
+    assert (sentence.words, sentence.tags) == (["I", "ca", "n't"], ["PRP", "MD", "RB"])
+    path.write_text("1\tI\tPRP\n")
+    with pytest.raises(ValueError, match=r"a\.conllu, line 1: 3 tab-separated columns"):
+        sentences_from_conllu(str(path))
+
+
+def test_tagger_learns_word_determined_tags_and_resumes_exactly(tmp_path):
+    data = tiny_tagged()
+    log = []
+    straight, split = str(tmp_path / "straight.pt"), str(tmp_path / "split.pt")
+    train_tagger(data, data, straight, epochs=4, size=TINY_TAGGER, batch_size=8, learning_rate=2e-2, log=log.append)
+    train_tagger(data, data, split, epochs=2, size=TINY_TAGGER, batch_size=8, learning_rate=2e-2, log=log.append)
+    train_tagger(data, data, split, epochs=4, size=TINY_TAGGER, batch_size=8, learning_rate=2e-2, log=log.append)
+    assert any("resuming from" in line and "at epoch 3" in line for line in log)
+    state = {name: torch.load(training.checkpoint_path(path), weights_only=False)["tagger"]["state_dict"]
+             for name, path in (("straight", straight), ("split", split))}
+    for name, value in state["straight"].items():
+        assert torch.equal(value, state["split"][name]), name
+    tagger = load_tagger(straight)
+    assert tagger.tag([["the", "dog", "sees", "the", "cat", "."], []]) == [["DT", "NN", "VBZ", "DT", "NN", "."], []]
+    assert training.TrainingState.of(straight).epochs == 4
+
+
+def test_supar_training_resumes_exactly_from_its_last_epoch(tmp_path):
+    train = tmp_path / "train.conllu"
+    train.write_text("".join(conllu(*sentence) for sentence in TREEBANK))
+    size = training.SuparSize(**TINY_SUPAR_SIZES)
+    straight, split = str(tmp_path / "straight.pt"), str(tmp_path / "split.pt")
+    arguments = dict(size=size, batch_tokens=8, learning_rate=1e-2, verbose=False, log=lambda line: None)
+    training.train_supar_dependency(str(train), str(train), straight, epochs=3, **arguments)
+    training.train_supar_dependency(str(train), str(train), split, epochs=2, **arguments)
+    assert training.TrainingState.of(split).epochs == 2
+    training.train_supar_dependency(str(train), str(train), split, epochs=3, **arguments)
+    models = [load_supar_parser(training.checkpoint_path(path)).model.state_dict() for path in (straight, split)]
+    for name, value in models[0].items():
+        assert torch.equal(value, models[1][name]), name
+    state = training.TrainingState.of(split)
+    assert (state.epochs, 1 <= state.best_epoch <= 3) == (3, True)
+
+
+def test_train_parser_tagger_command_skips_foreign_tags_and_writes_its_record(tmp_path, capsys):
+    ptb = tmp_path / "tiny.mrg"
+    ptb.write_text("".join(f"(S (NP (DT the) (NN {s})) (VP (VBZ {v}) (NP (DT the) (NN {o}))) (. .))\n"
+                           for s, v, o in TREEBANK))
+    extra = tmp_path / "extra.conllu"
+    extra.write_text("1\tthe\t_\t_\tDT\t_\t2\tdet\t_\t_\n2\tcat\t_\t_\tNN\t_\t0\troot\t_\t_\n\n"
+                     "1\twww.x.com\t_\t_\tADD\t_\t0\troot\t_\t_\n\n")
+    record = tmp_path / "record.json"
+    main = runpy.run_path(str(REPO / "preprocess" / "train_parser.py"))["main"]
+    main(["tagger", "--ptb", str(ptb), "--extra-conllu", str(extra), "--output", str(tmp_path / "tagger.pt"),
+          "--work-dir", str(tmp_path / "work"), "--epochs", "1", "--hidden", "8", "--layers", "1", "--dropout", "0",
+          "--record", str(record)])
+    assert "1 of 2 sentences added to the training data; 1 skipped" in capsys.readouterr().err
+    row = json.loads(record.read_text())
+    # the held-out part: round(24 trees x 0.1) = 2 sentences
+    assert (row["parser"], row["epochs"], row["best_epoch"], row["evaluated_sentences"]) == ("tagger", 1, 1, 2)
+    assert row["data"] == "tiny.mrg + extra.conllu" and 0 <= row["scores"]["POS accuracy"] <= 100
+    render = runpy.run_path(str(REPO / "preprocess" / "make_results.py"))["render"]
+    markdown, data = render([row])
+    assert data["table"]["rows"][0]["metric"] == "POS accuracy" and data["table"]["rows"][0]["goal"] == 96.0
+    assert "| tagger | tagger.pt | tiny.mrg + extra.conllu |" in markdown
