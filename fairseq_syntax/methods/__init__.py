@@ -6,13 +6,14 @@
 from typing import Iterator, Optional
 
 from fairseq_syntax.core.method import System
-from fairseq_syntax.methods import hier_accum, ldd, syntax_mask, tree_transformer
+from fairseq_syntax.methods import hier_accum, ldd, pascal, syntax_mask, tree_transformer
 
 METHODS = (
     syntax_mask.METHOD,
     ldd.METHOD,
     tree_transformer.METHOD,
     hier_accum.METHOD,
+    pascal.METHOD,
 )
 
 

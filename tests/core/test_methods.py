@@ -12,14 +12,16 @@ def test_translation_systems_of_the_registry_in_order():
     assert [s.spec() for s in systems()] == [
         "sequence:transformer:sequence", "linearized:transformer:linearized", "mask:transformer_syntax_mask:preorder",
         "ldd:transformer_ldd:sequence", "udp:transformer_ldd:sequence:--syntax-variant=udp",
-        "constituent:transformer_constituent:sequence", "hier_accum:transformer_hier_accum:preorder-split"]
-    assert [s.name for s in systems(baselines=False, ablations=False)] == ["mask", "ldd", "constituent", "hier_accum"]
+        "constituent:transformer_constituent:sequence", "hier_accum:transformer_hier_accum:preorder-split",
+        "pascal:transformer_pascal:sequence"]
+    assert [s.name for s in systems(baselines=False, ablations=False)] == ["mask", "ldd", "constituent", "hier_accum",
+                                                                          "pascal"]
 
 
 def test_side_inputs_come_from_the_model_classes():
     by_name = {s.name: s for s in systems(task=None)}
     assert by_name["mask"].side_inputs == ("src_parents",)
-    assert by_name["ldd"].side_inputs == by_name["udp"].side_inputs == ("src_ldd",)
+    assert by_name["ldd"].side_inputs == by_name["udp"].side_inputs == by_name["pascal"].side_inputs == ("src_ldd",)
     assert by_name["constituent"].side_inputs == by_name["sequence"].side_inputs == ()
     assert by_name["hier_accum_classifier"].side_inputs == ("src_parents",)
 

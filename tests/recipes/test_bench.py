@@ -82,12 +82,13 @@ def test_the_benchmarked_archs_are_the_registrys_translation_systems_and_the_ben
         ("transformer_constituent", run.Form("sequence"), None),
         ("transformer_hier_accum", run.Form("preorder", "split"), None),
         ("transformer_hier_accum:dense", run.Form("preorder", "split"), None),
+        ("transformer_pascal", run.Form("sequence"), "dependencies"),
     ]
-    assert [a.variant for a in archs] == [None, run.ONE_HOT_MASK_BIAS] + [None] * 3 + [run.NAIVE_HIER_ACCUM]
+    assert [a.variant for a in archs] == [None, run.ONE_HOT_MASK_BIAS] + [None] * 3 + [run.NAIVE_HIER_ACCUM, None]
     assert all(a.model_options == () for a in archs)
     assert [run.System.of(a).trained_arch for a in archs] == [
         "transformer_syntax_mask", "transformer_syntax_mask", "transformer_ldd", "transformer_constituent",
-        "transformer_hier_accum", "transformer_hier_accum_dense"]
+        "transformer_hier_accum", "transformer_hier_accum_dense", "transformer_pascal"]
     assert run.main(["--list"]) == []
     listed = capsys.readouterr().out.splitlines()
     assert [line.split()[:3] for line in listed[1:]] == [[a.key, a.input_form.name, a.extra_preprocessing or "-"]

@@ -1,0 +1,18 @@
+"""Parent-scaled self-attention (PASCAL): Bugliarello & Okazaki (2020), "Enhancing Machine Translation with
+Dependency-Aware Self-Attention", ACL, section 3.
+
+* :mod:`.parents`: each token's parent position from the parser's 1-best tree, and the Gaussian around it;
+* :mod:`.attention`: the PASCAL heads, ``softmax((Q K^T / sqrt(d)) * dist(p_t, j)) V``;
+* :mod:`.model`: ``transformer_pascal`` (+ ``_tiny``), reading the dependency side data ``src_ldd``.
+"""
+from fairseq_syntax.core.method import Method, System
+from fairseq_syntax.methods.pascal import model  # noqa: F401  (registers the model)
+
+METHOD = Method(
+    name="pascal",
+    title="Parent-scaled self-attention (PASCAL)",
+    citation="Bugliarello & Okazaki 2020",
+    systems=(System("pascal", "transformer_pascal", "sequence"),),
+    notes="first-layer heads whose scores are scaled by a Gaussian centred on each token's dependency parent (the "
+          "parser's 1-best tree, from the LDD side data); --pascal-heads, --pascal-sigma, --pascal-parent-ignoring",
+)

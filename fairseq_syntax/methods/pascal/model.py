@@ -1,0 +1,56 @@
+"""``transformer_pascal``: Bugliarello & Okazaki (2020), parent-scaled self-attention in the first encoder layer.
+
+fairseq's ``transformer`` whose first encoder self-attention is :class:`.attention.ParentScaledSelfAttention`
+(``--pascal-heads`` of its heads, Gaussian of ``--pascal-sigma`` around the parent, ``--pascal-parent-ignoring``);
+everything else is fairseq's. The defaults are the authors' released En-De setting: 2 PASCAL heads, sigma 1,
+parent ignoring 0.4. Side input: ``src_ldd`` (the dependency side data of Pu & Sima'an's method, of which it reads
+the parser's 1-best tree, :mod:`.parents`); structure: ``parent_density`` ``B x T x T``.
+"""
+from dataclasses import dataclass, field
+
+from fairseq.dataclass import FairseqDataclass
+from fairseq.models import register_model
+
+from fairseq_syntax.core.attention import StructuredSelfAttention
+from fairseq_syntax.core.encoder import SyntaxTransformerEncoder
+from fairseq_syntax.core.model import SyntaxTransformerModel, register_architectures
+from fairseq_syntax.methods.ldd import side_input as ldd_side_input  # noqa: F401  (registers the side input src_ldd)
+from fairseq_syntax.methods.pascal.attention import ParentScaledSelfAttention
+from fairseq_syntax.methods.pascal.parents import parent_density, parent_positions
+
+PASCAL_LAYER = 0  # the authors' best systems use PASCAL heads in the first encoder layer only
+
+
+@dataclass
+class PascalOptions(FairseqDataclass):
+    pascal_heads: int = field(default=2, metadata={"help": "heads of the first encoder layer that are parent-scaled "
+                                                           "(the last ones); the authors use 2 of 8"})
+    pascal_sigma: float = field(default=1.0, metadata={"help": "standard deviation of the Gaussian over key "
+                                                               "positions centred on the parent"})
+    pascal_parent_ignoring: float = field(default=0.4, metadata={"help": "probability that a query's row of a "
+                                                                         "PASCAL head ignores its parent in training"})
+
+
+class PascalEncoder(SyntaxTransformerEncoder):
+    side_inputs = ("src_ldd",)
+
+    def build_self_attention(self, layer_index, embed_dim, num_heads, dropout):
+        if layer_index != PASCAL_LAYER:
+            return StructuredSelfAttention(embed_dim, num_heads, dropout=dropout)
+        return ParentScaledSelfAttention(embed_dim, num_heads, self.options.pascal_heads,
+                                         self.options.pascal_parent_ignoring, dropout=dropout)
+
+    def build_structure(self, src_tokens, side_inputs):
+        word_pairs, token_words = side_inputs["src_ldd"]  # WordPairs (a plain tuple after a device move)
+        not_dependent = src_tokens.eq(self.padding_idx) | src_tokens.eq(self.dictionary.eos())
+        positions = parent_positions(word_pairs, token_words, not_dependent)
+        return {"parent_density": parent_density(positions, self.options.pascal_sigma)}
+
+
+@register_model("transformer_pascal")
+class PascalTransformerModel(SyntaxTransformerModel):
+    encoder_class = PascalEncoder
+    options_class = PascalOptions
+
+
+register_architectures("transformer_pascal")

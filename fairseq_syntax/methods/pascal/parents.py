@@ -1,0 +1,56 @@
+"""Where each token's dependency parent is, and the Gaussian over key positions centred there: Bugliarello &
+Okazaki (2020), "Enhancing Machine Translation with Dependency-Aware Self-Attention", section 3 (parent-scaled
+self-attention), as their released code computes it (github.com/e-bug/pascal: ``scripts/bpe_tags_mean.py`` and
+``fairseq/modules/multihead_pascal.py``).
+
+* Parent position: the parser's 1-best head word of token t's word, at the mean position of that word's BPE pieces
+  (the authors' "mean" tags, their setting for the reported systems). A root word is its own parent (the authors
+  map head 0 to the word itself); fairseq's EOS, which is no word, is its own parent as well.
+* Weights: the normal density over key positions j with mean p_t and standard deviation sigma,
+
+      dist(p_t, j) = exp(-(j - p_t)^2 / (2 sigma^2)) / sqrt(2 pi sigma^2)
+
+  (with its normalising constant, as the authors' ``normpdf``).
+
+The 1-best tree comes from the ``src_ldd`` side input of Pu & Sima'an's method (channels ``BEST_OFFSET + group``,
+:mod:`fairseq_syntax.methods.ldd.distributions`), so the two methods share one data path.
+
+Shapes: ``word_pairs`` ``B x C x S x S``, ``token_words`` ``B x T`` -> parent positions ``B x T`` (float);
+``parent_density(positions, sigma)`` -> ``B x T x T`` (query t, key j).
+"""
+import math
+
+import torch
+from torch import Tensor
+
+from fairseq_syntax.methods.ldd.distributions import BEST_OFFSET, ROOT
+
+
+def head_words(word_pairs: Tensor, token_words: Tensor, not_dependent: Tensor) -> Tensor:
+    """``B x T``: the 1-best head word of each token's word (the word itself for a root word and for EOS/padding).
+    Raises when a dependent token's word has no 1-best arc (side data made before the 1-best tree was stored)."""
+    best = word_pairs[:, BEST_OFFSET:].sum(dim=1)  # B x S x S: 1 at each word's 1-best head
+    arcs_per_token = best.sum(dim=2).gather(1, token_words).masked_fill(not_dependent, 1.0)
+    if not torch.all(arcs_per_token == 1):
+        raise ValueError("transformer_pascal reads the parser's 1-best tree, which this src_ldd side data lacks: make "
+                         "it again with fairseq-syntax-preprocess-dependencies from an arcs file that has \"best\"")
+    heads = best.argmax(dim=2).gather(1, token_words)  # B x T
+    return torch.where((heads == ROOT) | not_dependent, token_words, heads)
+
+
+def parent_positions(word_pairs: Tensor, token_words: Tensor, not_dependent: Tensor) -> Tensor:
+    """``B x T`` float: the mean token position of each token's parent word (see the module docstring)."""
+    bsz, length = token_words.shape
+    size = word_pairs.size(-1)
+    positions = torch.arange(length, device=token_words.device, dtype=word_pairs.dtype).expand(bsz, length)
+    position_sum = word_pairs.new_zeros(bsz, size).scatter_add_(1, token_words, positions)
+    pieces = word_pairs.new_zeros(bsz, size).scatter_add_(1, token_words, torch.ones_like(positions))
+    mean_position = position_sum / pieces.clamp(min=1)
+    return mean_position.gather(1, head_words(word_pairs, token_words, not_dependent))
+
+
+def parent_density(positions: Tensor, sigma: float) -> Tensor:
+    """``B x T x T``: ``dist(p_t, j)`` for query t (rows) and key position j (columns)."""
+    keys = torch.arange(positions.size(1), device=positions.device, dtype=positions.dtype)
+    squared = (keys[None, None, :] - positions[:, :, None]) ** 2
+    return torch.exp(-squared / (2 * sigma**2)) / math.sqrt(2 * math.pi * sigma**2)

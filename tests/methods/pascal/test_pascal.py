@@ -1,0 +1,111 @@
+"""PASCAL (Bugliarello & Okazaki 2020): parent positions, the Gaussian, the parent-scaled heads, by hand."""
+import math
+import os
+import re
+
+import pytest
+import torch
+from conftest import TINY, make_ldd_data, run
+
+from fairseq_syntax.methods.ldd import distributions as dep
+from fairseq_syntax.methods.ldd.side_input import collate_ldd, record_item
+from fairseq_syntax.methods.pascal.attention import ParentScaledSelfAttention
+from fairseq_syntax.methods.pascal.parents import parent_density, parent_positions
+
+STANFORD = dep.label_index(dep.STANFORD_GROUPS)
+# "the cat sat": the <- cat (det), cat <- sat (nsubj), sat root
+THE_CAT_SAT = {"words": ["the", "cat", "sat"],
+               "arcs": [[1, 2, 0.9, {"det": 1.0}], [1, 3, 0.1, {"dep": 1.0}], [2, 3, 1.0, {"nsubj": 1.0}],
+                        [3, 0, 1.0, {"root": 1.0}]],
+               "best": [[2, "det"], [3, "nsubj"], [0, "root"]]}
+
+
+def batch(record, pieces, length, left_pad=False):
+    """(word_pairs, token_words, not_dependent) of one sentence as the collater and the encoder see them."""
+    word_pairs, token_words = collate_ldd([torch.from_numpy(record_item(record, pieces, STANFORD, 1e-3))],
+                                          left_pad, length)
+    n = sum(pieces)
+    not_dependent = torch.ones(1, length, dtype=torch.bool)
+    start = length - n - 1 if left_pad else 0
+    not_dependent[0, start:start + n] = False  # the words' tokens; EOS and padding are no dependents
+    return word_pairs, token_words, not_dependent
+
+
+def test_parent_positions_of_words_root_and_eos():
+    # tokens: the(0) cat(1) sat(2) EOS(3): the -> cat at 1, cat -> sat at 2, sat (root) -> itself, EOS -> itself
+    positions = parent_positions(*batch(THE_CAT_SAT, [1, 1, 1], 4))
+    assert positions.tolist() == [[1.0, 2.0, 2.0, 3.0]]
+
+
+def test_a_split_head_word_is_at_the_mean_of_its_pieces():
+    # tokens: the(0) c@@(1) at(2) s@@(3) at(4) EOS(5): "the" depends on cat = pieces 1, 2 -> 1.5; both pieces of cat
+    # depend on sat = pieces 3, 4 -> 3.5; sat is the root: its own mean 3.5; EOS itself (5); padding (6) itself
+    positions = parent_positions(*batch(THE_CAT_SAT, [1, 2, 2], 7))
+    assert positions[0, :6].tolist() == [1.5, 3.5, 3.5, 3.5, 3.5, 5.0]
+
+
+def test_left_padding_moves_the_positions_with_the_tokens():
+    # two padding positions first: the(2) cat(3) sat(4) EOS(5)
+    positions = parent_positions(*batch(THE_CAT_SAT, [1, 1, 1], 6, left_pad=True))
+    assert positions[0, 2:].tolist() == [3.0, 4.0, 4.0, 5.0]
+
+
+def test_gaussian_with_its_normalising_constant():
+    density = parent_density(torch.tensor([[1.0, 2.0, 2.0, 3.0]]), sigma=1.0)
+    c = 1 / math.sqrt(2 * math.pi)  # 0.3989
+    # row of "the" (parent at 1): distances 1, 0, 1, 2
+    assert density[0, 0].tolist() == pytest.approx([c * math.exp(-0.5), c, c * math.exp(-0.5), c * math.exp(-2)])
+    assert density[0, 0].tolist() == pytest.approx([0.2420, 0.3989, 0.2420, 0.0540], abs=1e-4)
+    wide = parent_density(torch.tensor([[1.0, 1.0]]), sigma=2.0)
+    # at the parent itself (key 1): the peak 1 / sqrt(2 pi 4); one position away: e^(-1/8) of it
+    assert wide[0, 0, 1].item() == pytest.approx(1 / math.sqrt(8 * math.pi))
+    assert wide[0, 0, 0].item() == pytest.approx(math.exp(-1 / 8) / math.sqrt(8 * math.pi))
+
+
+def test_pascal_heads_scale_the_scores_and_the_others_do_not():
+    attention = ParentScaledSelfAttention(embed_dim=8, num_heads=4, pascal_heads=2).eval()
+    torch.manual_seed(0)
+    q, k = torch.randn(1, 4, 3, 2), torch.randn(1, 4, 3, 2)
+    density = torch.rand(1, 3, 3)
+    scores = attention.attention_scores(q, k, {"parent_density": density})
+    plain = q @ k.transpose(-1, -2) / math.sqrt(2)
+    assert torch.allclose(scores[:, :2], plain[:, :2])  # heads 0, 1: plain
+    assert torch.allclose(scores[:, 2:], plain[:, 2:] * density[:, None])  # the last two: parent-scaled
+
+
+def test_parent_ignoring_leaves_rows_unscaled_only_in_training():
+    attention = ParentScaledSelfAttention(embed_dim=4, num_heads=2, pascal_heads=1, parent_ignoring=0.999999)
+    q, k = torch.ones(1, 2, 3, 2), torch.ones(1, 2, 3, 2)
+    density = torch.full((1, 3, 3), 0.5)
+    plain = q @ k.transpose(-1, -2) / math.sqrt(2)
+    attention.train()
+    assert torch.allclose(attention.attention_scores(q, k, {"parent_density": density}), plain)  # every row ignored
+    attention.eval()
+    assert torch.allclose(attention.attention_scores(q, k, {"parent_density": density})[:, 1], plain[:, 1] * 0.5)
+
+
+def test_bad_head_counts_are_refused():
+    with pytest.raises(ValueError, match="--pascal-heads 3 must be between 1 and the layer's 2 heads"):
+        ParentScaledSelfAttention(embed_dim=4, num_heads=2, pascal_heads=3)
+
+
+def test_side_data_without_the_1best_tree_is_refused_with_the_fix():
+    without = {key: value for key, value in THE_CAT_SAT.items() if key != "best"}
+    with pytest.raises(ValueError, match="lacks: make it again with fairseq-syntax-preprocess-dependencies"):
+        parent_positions(*batch(without, [1, 1, 1], 4))
+
+
+def test_fairseq_train_and_generate_every_test_sentence(raw_corpus, tmp_path):
+    """fairseq-train and fairseq-generate with --user-dir, on the LDD side data of the tiny corpus (its 1-best
+    trees)."""
+    data = str(tmp_path / "data")
+    make_ldd_data(raw_corpus, data)
+    save = str(tmp_path / "model")
+    log = run(["fairseq-train", data, "--user-dir", "fairseq_syntax", "--task", "syntax_translation",
+               "--arch", "transformer_pascal_tiny", "--max-update", "2", "--save-dir", save, "--disable-validation",
+               *TINY]).stdout
+    assert re.search(r"\| train \| epoch 001 \| loss [\d.]+ .*\| num_updates 2 ", log), log[-2000:]
+    out = run(["fairseq-generate", data, "--user-dir", "fairseq_syntax", "--task", "syntax_translation",
+               "--path", os.path.join(save, "checkpoint_last.pt"), "--beam", "2", "--cpu",
+               "--gen-subset", "test"]).stdout
+    assert sorted(int(i) for i in re.findall(r"^H-(\d+)\t", out, re.M)) == list(range(21))
