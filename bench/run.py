@@ -196,12 +196,13 @@ def arch_name(name: str, settings: Settings) -> str:
 
 
 def model_args(system: "System", settings: Settings) -> List[str]:
-    """fairseq-train's options after DATA for ``system``: its arch (the variant's, if it has one), its model
-    options, the recipe's sizes (not for the *_tiny archs) and the training options."""
+    """fairseq-train's options after DATA for ``system``: its arch (the variant's, if it has one), the recipe's
+    sizes (not for the *_tiny archs), the training options and last its own options (so a system's ``--criterion``,
+    such as the dependency loss, replaces the recipe's)."""
     training = recipe.TRAINING if settings.device == "cpu" else [a for a in recipe.TRAINING if a != "--cpu"]
-    return (["--arch", arch_name(system.trained_arch, settings)] + list(system.model_options)
+    return (["--arch", arch_name(system.trained_arch, settings)]
             + ([] if settings.tiny else recipe.MODEL_SIZES[settings.model_size] + recipe.REGULARISATION)
-            + training)
+            + training + list(system.model_options))
 
 
 # ---------------------------------------------------------------------------------------------------- data

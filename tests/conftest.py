@@ -187,7 +187,9 @@ def build_on_cpu(argv):
     model = task.build_model(args).eval()
     split = "valid" if args.task == "tree_classification" else "test"
     task.load_dataset(split)
-    dataset = task.dataset(split).batching(task.model_side_inputs)
+    dataset = task.dataset(split)
+    targets = tuple(name for name in getattr(task, "model_supervision_inputs", ()) if name in dataset.side_data)
+    dataset = dataset.batching(task.model_side_inputs + targets)
     sample = dataset.collater([dataset[i] for i in range(min(len(dataset), 8))])
     return task, model, task.build_criterion(args), sample, args
 
@@ -256,3 +258,19 @@ def random_accumulation_inputs(rng, max_nodes, embedding_size, average, left_pad
     values = torch.randn(size, 2, length, 4, dtype=torch.float64, requires_grad=True)
     weights = torch.randn(size, length, dtype=torch.float64, requires_grad=True)
     return parents, embeddings, values, weights, accumulation_structure(parents, embedding_size, average)
+
+
+def one_word_batch(record, pieces, length, left_pad=False):
+    """(word_pairs, token_words, not_dependent) of one parser record as the collater and an encoder see them: its
+    words split into ``pieces`` BPE tokens, then EOS, padded to ``length``; ``not_dependent``: True at EOS and
+    padding."""
+    from fairseq_syntax.methods.ldd import distributions
+    from fairseq_syntax.methods.ldd.side_input import collate_ldd, record_item
+
+    item = record_item(record, pieces, distributions.label_index(distributions.STANFORD_GROUPS), 1e-3)
+    word_pairs, token_words = collate_ldd([torch.from_numpy(item)], left_pad, length)
+    n = sum(pieces)
+    not_dependent = torch.ones(1, length, dtype=torch.bool)
+    start = length - n - 1 if left_pad else 0
+    not_dependent[0, start:start + n] = False
+    return word_pairs, token_words, not_dependent

@@ -31,6 +31,8 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
     """
 
     side_inputs: tuple = ()
+    #: side data only a training loss reads (the task batches it where the data directory has it)
+    supervision_inputs: tuple = ()
 
     def __init__(self, cfg, options, dictionary, embed_tokens):
         self.options = options  # method-specific options, read while the layers are built

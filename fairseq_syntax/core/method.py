@@ -46,13 +46,15 @@ class System:
 
     @property
     def side_inputs(self) -> Tuple[str, ...]:
-        """The ``net_input`` entries beyond tokens and lengths its encoder reads (its model class says)."""
+        """The side data its training reads (its model class says): the ``net_input`` entries beyond tokens and
+        lengths its encoder reads, then the targets of its training loss (``supervision_inputs``, e.g. the parses a
+        supervised attention head learns from, which decoding does not need)."""
         from fairseq.models import ARCH_MODEL_REGISTRY
 
         model = ARCH_MODEL_REGISTRY[self.arch]
         encoder = getattr(model, "encoder_class", None) or getattr(getattr(model, "encoder_model", None),
                                                                    "encoder_class", None)
-        return tuple(getattr(encoder, "side_inputs", ()))
+        return tuple(dict.fromkeys(getattr(encoder, "side_inputs", ()) + getattr(encoder, "supervision_inputs", ())))
 
     @property
     def tiny_arch(self) -> str:

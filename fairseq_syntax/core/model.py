@@ -70,7 +70,7 @@ class SyntaxTransformerModel(TransformerModel):
         encoder_out = self.encoder(
             src_tokens, src_lengths=src_lengths, return_all_hiddens=return_all_hiddens, **side_inputs
         )
-        return self.decoder(
+        x, extra = self.decoder(
             prev_output_tokens,
             encoder_out=encoder_out,
             features_only=features_only,
@@ -79,6 +79,8 @@ class SyntaxTransformerModel(TransformerModel):
             src_lengths=src_lengths,
             return_all_hiddens=return_all_hiddens,
         )
+        extra["encoder_out"] = encoder_out  # for criteria that read the encoder's extra outputs (a dependency loss)
+        return x, extra
 
 
 def register_architectures(model_name: str, base=base_architecture, tiny=tiny_architecture) -> None:

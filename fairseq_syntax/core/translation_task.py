@@ -56,6 +56,7 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
         super().__init__(cfg, src_dict, tgt_dict)
         self.meta = read_meta(first_data_path(cfg.data))
         self.model_side_inputs: Tuple[str, ...] = ()  # what the models built by this task read
+        self.model_supervision_inputs: Tuple[str, ...] = ()  # what their training losses read
         self._interactive_side: Dict[Tuple[int, ...], Dict[str, torch.Tensor]] = {}  # current buffer, by tokens
         self._interactive_converter = None
         self._parser = None
@@ -96,7 +97,9 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
 
     def get_batch_iterator(self, dataset, *args, **kwargs):
         if isinstance(dataset, SyntaxLanguagePairDataset):
-            dataset = dataset.batching(tuple(dict.fromkeys(dataset.side_inputs + self.model_side_inputs)))
+            # the targets of a training loss ride along where the data directory has them (decoding needs none)
+            targets = tuple(name for name in self.model_supervision_inputs if name in dataset.side_data)
+            dataset = dataset.batching(tuple(dict.fromkeys(dataset.side_inputs + self.model_side_inputs + targets)))
         # fairseq's batch_by_size drops the last batch when its size is not a multiple of
         # --required-batch-size-multiple (default 8): fairseq-generate then silently skips up to 7 test sentences
         # and training never sees the same few pairs. Batches of any size are fine on CPU and GPU alike.
@@ -110,6 +113,8 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
         model = super().build_model(cfg, from_checkpoint)
         read = tuple(getattr(model.encoder, "side_inputs", ()))
         self.model_side_inputs = tuple(dict.fromkeys(self.model_side_inputs + read))  # an ensemble reads the union
+        targets = tuple(getattr(model.encoder, "supervision_inputs", ()))
+        self.model_supervision_inputs = tuple(dict.fromkeys(self.model_supervision_inputs + targets))
         return model
 
     # ----------------------------------------------------------- interactive

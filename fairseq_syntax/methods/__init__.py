@@ -6,7 +6,7 @@
 from typing import Iterator, Optional
 
 from fairseq_syntax.core.method import System
-from fairseq_syntax.methods import hier_accum, ldd, pascal, syntax_mask, tree_transformer
+from fairseq_syntax.methods import dependency_supervision, hier_accum, ldd, pascal, syntax_mask, tree_transformer
 
 METHODS = (
     syntax_mask.METHOD,
@@ -14,6 +14,7 @@ METHODS = (
     tree_transformer.METHOD,
     hier_accum.METHOD,
     pascal.METHOD,
+    dependency_supervision.METHOD,
 )
 
 

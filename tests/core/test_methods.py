@@ -13,9 +13,10 @@ def test_translation_systems_of_the_registry_in_order():
         "sequence:transformer:sequence", "linearized:transformer:linearized", "mask:transformer_syntax_mask:preorder",
         "ldd:transformer_ldd:sequence", "udp:transformer_ldd:sequence:--syntax-variant=udp",
         "constituent:transformer_constituent:sequence", "hier_accum:transformer_hier_accum:preorder-split",
-        "pascal:transformer_pascal:sequence"]
+        "pascal:transformer_pascal:sequence",
+        "dbsa:transformer_dependency_supervised:sequence:--criterion=label_smoothed_cross_entropy_with_dependency"]
     assert [s.name for s in systems(baselines=False, ablations=False)] == ["mask", "ldd", "constituent", "hier_accum",
-                                                                          "pascal"]
+                                                                          "pascal", "dbsa"]
 
 
 def test_side_inputs_come_from_the_model_classes():
@@ -23,6 +24,7 @@ def test_side_inputs_come_from_the_model_classes():
     assert by_name["mask"].side_inputs == ("src_parents",)
     assert by_name["ldd"].side_inputs == by_name["udp"].side_inputs == by_name["pascal"].side_inputs == ("src_ldd",)
     assert by_name["constituent"].side_inputs == by_name["sequence"].side_inputs == ()
+    assert by_name["dbsa"].side_inputs == ("src_ldd",)  # its training loss reads the parses; its encoder none
     assert by_name["hier_accum_classifier"].side_inputs == ("src_parents",)
 
 

@@ -83,12 +83,15 @@ def test_the_benchmarked_archs_are_the_registrys_translation_systems_and_the_ben
         ("transformer_hier_accum", run.Form("preorder", "split"), None),
         ("transformer_hier_accum:dense", run.Form("preorder", "split"), None),
         ("transformer_pascal", run.Form("sequence"), "dependencies"),
+        ("transformer_dependency_supervised", run.Form("sequence"), "dependencies"),  # its loss reads the parses
     ]
-    assert [a.variant for a in archs] == [None, run.ONE_HOT_MASK_BIAS] + [None] * 3 + [run.NAIVE_HIER_ACCUM, None]
-    assert all(a.model_options == () for a in archs)
+    assert [a.variant for a in archs] == [None, run.ONE_HOT_MASK_BIAS] + [None] * 3 + [run.NAIVE_HIER_ACCUM, None, None]
+    dependency_loss = ("--criterion", "label_smoothed_cross_entropy_with_dependency")
+    assert [a.model_options for a in archs] == [()] * 7 + [dependency_loss]
     assert [run.System.of(a).trained_arch for a in archs] == [
         "transformer_syntax_mask", "transformer_syntax_mask", "transformer_ldd", "transformer_constituent",
-        "transformer_hier_accum", "transformer_hier_accum_dense", "transformer_pascal"]
+        "transformer_hier_accum", "transformer_hier_accum_dense", "transformer_pascal",
+        "transformer_dependency_supervised"]
     assert run.main(["--list"]) == []
     listed = capsys.readouterr().out.splitlines()
     assert [line.split()[:3] for line in listed[1:]] == [[a.key, a.input_form.name, a.extra_preprocessing or "-"]
@@ -112,7 +115,8 @@ def test_a_method_added_to_the_registry_is_benchmarked_from_its_description():
         ("transformer_hier_accum:dense", "preorder-drop", None),  # a bench variant follows its arch
     ]
     new = run.System.of(archs[0])
-    assert run.model_args(new, run.QUICK)[:4] == ["--arch", "transformer_new_tiny", "--x", "1"]
+    options = run.model_args(new, run.QUICK)
+    assert options[:2] == ["--arch", "transformer_new_tiny"] and options[-2:] == ["--x", "1"]  # its own options last
     with pytest.raises(ValueError, match="two benchmarked systems train transformer_new"):
         run.registry_archs([system("transformer_new"), system("transformer_new", model_args=("--x", "2"))])
 

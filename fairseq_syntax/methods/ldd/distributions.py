@@ -244,19 +244,29 @@ def variant_distribution(
         words = word_pairs[:, :NUM_CHANNELS].sum(dim=1, keepdim=True)
     else:
         best = word_pairs[:, BEST_OFFSET:]
-        _check_one_best(best, token_words, padding_mask | eos_mask, variant)
+        _check_one_best(best, token_words, padding_mask | eos_mask, f"--syntax-variant {variant}")
         words = best[:, :NUM_GROUPS] if variant == "ldp" else best.sum(dim=1, keepdim=True)
     tokens = expand_to_tokens(words, token_words, subword_heads)
     return tokens.expand(bsz, NUM_GROUPS, *tokens.shape[2:])
 
 
-def _check_one_best(best: Tensor, token_words: Tensor, not_dependent: Tensor, variant: str) -> None:
+def _check_one_best(best: Tensor, token_words: Tensor, not_dependent: Tensor, reader: str) -> None:
     """Every dependent token's word has one 1-best arc: side data made before the 1-best tree was stored has none."""
     per_word = best.sum(dim=(1, 3))  # B x S: 1-best arcs of each word
     per_token = per_word.gather(1, token_words).masked_fill(not_dependent, 1.0)
     if not torch.all(per_token == 1):
         raise ValueError(
-            f"--syntax-variant {variant} reads the parser's 1-best tree, which this src_ldd side data lacks: make it "
+            f"{reader} reads the parser's 1-best tree, which this src_ldd side data lacks: make it "
             "again with fairseq-syntax-preprocess-dependencies from an arcs file that has \"best\" (written by "
             "preprocess/parse_dependency.py)"
         )
+
+
+def one_best_head_words(word_pairs: Tensor, token_words: Tensor, not_dependent: Tensor, reader: str) -> Tensor:
+    """``B x T``: the word index of the 1-best head of each token's word, the word itself for the root word and at
+    ``not_dependent`` tokens (EOS, padding); for the methods that read the parser's 1-best tree from ``src_ldd``
+    (``reader`` names them in the error raised when the side data has no 1-best tree)."""
+    best = word_pairs[:, BEST_OFFSET:]
+    _check_one_best(best, token_words, not_dependent, reader)
+    heads = best.sum(dim=1).argmax(dim=2).gather(1, token_words)  # the one 1 of each word's row
+    return torch.where((heads == ROOT) | not_dependent, token_words, heads)

@@ -23,19 +23,7 @@ import math
 import torch
 from torch import Tensor
 
-from fairseq_syntax.methods.ldd.distributions import BEST_OFFSET, ROOT
-
-
-def head_words(word_pairs: Tensor, token_words: Tensor, not_dependent: Tensor) -> Tensor:
-    """``B x T``: the 1-best head word of each token's word (the word itself for a root word and for EOS/padding).
-    Raises when a dependent token's word has no 1-best arc (side data made before the 1-best tree was stored)."""
-    best = word_pairs[:, BEST_OFFSET:].sum(dim=1)  # B x S x S: 1 at each word's 1-best head
-    arcs_per_token = best.sum(dim=2).gather(1, token_words).masked_fill(not_dependent, 1.0)
-    if not torch.all(arcs_per_token == 1):
-        raise ValueError("transformer_pascal reads the parser's 1-best tree, which this src_ldd side data lacks: make "
-                         "it again with fairseq-syntax-preprocess-dependencies from an arcs file that has \"best\"")
-    heads = best.argmax(dim=2).gather(1, token_words)  # B x T
-    return torch.where((heads == ROOT) | not_dependent, token_words, heads)
+from fairseq_syntax.methods.ldd.distributions import one_best_head_words
 
 
 def parent_positions(word_pairs: Tensor, token_words: Tensor, not_dependent: Tensor) -> Tensor:
@@ -46,7 +34,7 @@ def parent_positions(word_pairs: Tensor, token_words: Tensor, not_dependent: Ten
     position_sum = word_pairs.new_zeros(bsz, size).scatter_add_(1, token_words, positions)
     pieces = word_pairs.new_zeros(bsz, size).scatter_add_(1, token_words, torch.ones_like(positions))
     mean_position = position_sum / pieces.clamp(min=1)
-    return mean_position.gather(1, head_words(word_pairs, token_words, not_dependent))
+    return mean_position.gather(1, one_best_head_words(word_pairs, token_words, not_dependent, "transformer_pascal"))
 
 
 def parent_density(positions: Tensor, sigma: float) -> Tensor:

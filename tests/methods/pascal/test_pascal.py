@@ -5,14 +5,11 @@ import re
 
 import pytest
 import torch
-from conftest import TINY, make_ldd_data, run
+from conftest import TINY, make_ldd_data, one_word_batch, run
 
-from fairseq_syntax.methods.ldd import distributions as dep
-from fairseq_syntax.methods.ldd.side_input import collate_ldd, record_item
 from fairseq_syntax.methods.pascal.attention import ParentScaledSelfAttention
 from fairseq_syntax.methods.pascal.parents import parent_density, parent_positions
 
-STANFORD = dep.label_index(dep.STANFORD_GROUPS)
 # "the cat sat": the <- cat (det), cat <- sat (nsubj), sat root
 THE_CAT_SAT = {"words": ["the", "cat", "sat"],
                "arcs": [[1, 2, 0.9, {"det": 1.0}], [1, 3, 0.1, {"dep": 1.0}], [2, 3, 1.0, {"nsubj": 1.0}],
@@ -20,33 +17,22 @@ THE_CAT_SAT = {"words": ["the", "cat", "sat"],
                "best": [[2, "det"], [3, "nsubj"], [0, "root"]]}
 
 
-def batch(record, pieces, length, left_pad=False):
-    """(word_pairs, token_words, not_dependent) of one sentence as the collater and the encoder see them."""
-    word_pairs, token_words = collate_ldd([torch.from_numpy(record_item(record, pieces, STANFORD, 1e-3))],
-                                          left_pad, length)
-    n = sum(pieces)
-    not_dependent = torch.ones(1, length, dtype=torch.bool)
-    start = length - n - 1 if left_pad else 0
-    not_dependent[0, start:start + n] = False  # the words' tokens; EOS and padding are no dependents
-    return word_pairs, token_words, not_dependent
-
-
 def test_parent_positions_of_words_root_and_eos():
     # tokens: the(0) cat(1) sat(2) EOS(3): the -> cat at 1, cat -> sat at 2, sat (root) -> itself, EOS -> itself
-    positions = parent_positions(*batch(THE_CAT_SAT, [1, 1, 1], 4))
+    positions = parent_positions(*one_word_batch(THE_CAT_SAT, [1, 1, 1], 4))
     assert positions.tolist() == [[1.0, 2.0, 2.0, 3.0]]
 
 
 def test_a_split_head_word_is_at_the_mean_of_its_pieces():
     # tokens: the(0) c@@(1) at(2) s@@(3) at(4) EOS(5): "the" depends on cat = pieces 1, 2 -> 1.5; both pieces of cat
     # depend on sat = pieces 3, 4 -> 3.5; sat is the root: its own mean 3.5; EOS itself (5); padding (6) itself
-    positions = parent_positions(*batch(THE_CAT_SAT, [1, 2, 2], 7))
+    positions = parent_positions(*one_word_batch(THE_CAT_SAT, [1, 2, 2], 7))
     assert positions[0, :6].tolist() == [1.5, 3.5, 3.5, 3.5, 3.5, 5.0]
 
 
 def test_left_padding_moves_the_positions_with_the_tokens():
     # two padding positions first: the(2) cat(3) sat(4) EOS(5)
-    positions = parent_positions(*batch(THE_CAT_SAT, [1, 1, 1], 6, left_pad=True))
+    positions = parent_positions(*one_word_batch(THE_CAT_SAT, [1, 1, 1], 6, left_pad=True))
     assert positions[0, 2:].tolist() == [3.0, 4.0, 4.0, 5.0]
 
 
@@ -92,7 +78,7 @@ def test_bad_head_counts_are_refused():
 def test_side_data_without_the_1best_tree_is_refused_with_the_fix():
     without = {key: value for key, value in THE_CAT_SAT.items() if key != "best"}
     with pytest.raises(ValueError, match="lacks: make it again with fairseq-syntax-preprocess-dependencies"):
-        parent_positions(*batch(without, [1, 1, 1], 4))
+        parent_positions(*one_word_batch(without, [1, 1, 1], 4))
 
 
 def test_fairseq_train_and_generate_every_test_sentence(raw_corpus, tmp_path):

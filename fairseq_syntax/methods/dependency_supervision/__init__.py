@@ -1,0 +1,22 @@
+"""Dependency-supervised self-attention: Deguchi, Tamura & Ninomiya (2019), "Dependency-Based Self-Attention for
+Transformer NMT", RANLP (the fairseq form of LISA, Strubell et al. 2018, EMNLP).
+
+* :mod:`.attention`: biaffine heads in one encoder layer;
+* :mod:`.targets`: the parent each BPE token attends to, from the parser's 1-best tree (the LDD side data);
+* :mod:`.criterion`: ``label_smoothed_cross_entropy_with_dependency``, the translation loss plus the weighted
+  dependency loss;
+* :mod:`.model`: ``transformer_dependency_supervised`` (+ ``_tiny``), which needs no parse at test time.
+"""
+from fairseq_syntax.core.method import Method, System
+from fairseq_syntax.methods.dependency_supervision import criterion, model  # noqa: F401  (registers both)
+
+METHOD = Method(
+    name="dependency_supervision",
+    title="Dependency-supervised self-attention",
+    citation="Deguchi et al. 2019",
+    # the recipes' --criterion is replaced by the one that adds the dependency loss (the last --criterion wins)
+    systems=(System("dbsa", "transformer_dependency_supervised", "sequence",
+                    model_args=("--criterion", "label_smoothed_cross_entropy_with_dependency")),),
+    notes="one encoder head trained (criterion label_smoothed_cross_entropy_with_dependency, --dependency-weight) to "
+          "attend to each token's parent; no parser at test time; --dependency-heads, --dependency-layer",
+)

@@ -1,0 +1,94 @@
+"""Dependency-supervised self-attention (Deguchi et al. 2019): targets, biaffine scores and the loss, by hand."""
+import math
+import os
+import re
+
+import pytest
+import torch
+from conftest import TINY, TRANSLATION, build_on_cpu, make_ldd_data, one_word_batch, run
+
+from fairseq_syntax.methods.dependency_supervision.attention import DependencyBasedSelfAttention
+from fairseq_syntax.methods.dependency_supervision.criterion import dependency_loss
+from fairseq_syntax.methods.dependency_supervision.targets import IGNORE, parent_targets
+
+THE_CAT_SAT = {"words": ["the", "cat", "sat"],
+               "arcs": [[1, 2, 1.0, {"det": 1.0}], [2, 3, 1.0, {"nsubj": 1.0}], [3, 0, 1.0, {"root": 1.0}]],
+               "best": [[2, "det"], [3, "nsubj"], [0, "root"]]}
+
+
+def targets_of(record, pieces, length, left_pad=False):
+    return parent_targets(*one_word_batch(record, pieces, length, left_pad))[0].tolist()
+
+
+def test_targets_chain_pieces_to_the_last_and_words_to_their_heads_last_piece():
+    # the(0) c@@(1) at(2) sat(3) EOS(4): the -> cat's last piece 2; c@@ -> the next piece 2; at -> sat 3;
+    # sat is the root: itself; EOS: none
+    assert targets_of(THE_CAT_SAT, [1, 2, 1], 5) == [2, 2, 3, 3, IGNORE]
+    # unsplit, with one padding position: the -> 1, cat -> 2, sat -> 2
+    assert targets_of(THE_CAT_SAT, [1, 1, 1], 5) == [1, 2, 2, IGNORE, IGNORE]
+    # left padding: two pads, then the(2) cat(3) sat(4) EOS(5)
+    assert targets_of(THE_CAT_SAT, [1, 1, 1], 6, left_pad=True) == [IGNORE, IGNORE, 3, 4, 4, IGNORE]
+
+
+def test_biaffine_scores_of_the_dependency_head_and_plain_scores_elsewhere():
+    attention = DependencyBasedSelfAttention(embed_dim=4, num_heads=2, dependency_heads=1)
+    with torch.no_grad():
+        attention.biaffine_weight.copy_(torch.tensor([[0.0, 1.0], [1.0, 0.0]]))  # swaps the query's two features
+        attention.biaffine_bias.copy_(torch.tensor([1.0, -1.0]))
+    q = torch.tensor([[1.0, 0.0], [0.0, 2.0]]).expand(1, 2, 2, 2)  # same queries in both heads
+    k = torch.tensor([[3.0, 1.0], [0.0, 1.0]]).expand(1, 2, 2, 2)
+    scores = attention.attention_scores(q, k, {})
+    s = 1 / math.sqrt(2)
+    # head 0: (q W^T) = [[0, 1], [2, 0]]; . k = [[1, 1], [6, 0]] * s; plus b . k = [3 - 1, 0 - 1] = [2, -1] per key
+    assert scores[0, 0].flatten().tolist() == pytest.approx([s + 2, s - 1, 6 * s + 2, -1])
+    # head 1: plain q . k * s = [[3, 0], [2, 2]] * s
+    assert scores[0, 1].flatten().tolist() == pytest.approx([3 * s, 0, 2 * s, 2 * s])
+
+
+def test_dependency_loss_sums_minus_log_attention_at_the_parent():
+    attention = torch.tensor([[[0.2, 0.8], [0.6, 0.4]]])
+    summed, tokens, correct = dependency_loss(attention, torch.tensor([[1, IGNORE]]))
+    assert summed.item() == pytest.approx(-math.log(0.8)) and (tokens.item(), correct.item()) == (1, 1)
+    summed, tokens, correct = dependency_loss(attention, torch.tensor([[0, 1]]))
+    assert summed.item() == pytest.approx(-math.log(0.2) - math.log(0.4)) and (tokens.item(), correct.item()) == (2, 0)
+
+
+@pytest.fixture(scope="module")
+def ldd_dir(raw_corpus, tmp_path_factory):
+    data = str(tmp_path_factory.mktemp("dbsa_data"))
+    make_ldd_data(raw_corpus, data)
+    return data
+
+
+def test_criterion_adds_the_weighted_per_token_dependency_loss(ldd_dir):
+    argv = [ldd_dir, *TRANSLATION, "--arch", "transformer_dependency_supervised_tiny",
+            "--criterion", "label_smoothed_cross_entropy_with_dependency", "--label-smoothing", "0.1",
+            "--dependency-weight", "0.5"]
+    _, model, criterion, sample, _ = build_on_cpu(argv)
+    loss, sample_size, log = criterion(model, sample)
+    translation, _ = criterion.compute_loss(model, model(**sample["net_input"]), sample)
+    assert log["dependency_tokens"].item() == int(sample["net_input"]["src_tokens"].ne(1).sum() - len(sample["id"]))
+    expected = translation + 0.5 * log["dependency_loss"] * sample_size / log["dependency_tokens"]
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-6)
+    assert "src_ldd" in sample["net_input"] and model.encoder.side_inputs == ()
+
+
+def test_train_with_the_loss_then_decode_plain_text_without_a_parser(ldd_dir, tmp_path):
+    save = str(tmp_path / "model")
+    log = run(["fairseq-train", ldd_dir, "--user-dir", "fairseq_syntax", "--task", "syntax_translation",
+               "--arch", "transformer_dependency_supervised_tiny", "--criterion",
+               "label_smoothed_cross_entropy_with_dependency", "--max-update", "2", "--save-dir", save, *TINY]).stdout
+    assert re.search(r"\| train \| .*\| dependency_loss [\d.]+ \| dependency_accuracy [\d.]+ .*num_updates 2 ", log), \
+        log[-2000:]
+    checkpoint = os.path.join(save, "checkpoint_last.pt")
+    out = run(["fairseq-interactive", ldd_dir, "--user-dir", "fairseq_syntax", "--task", "syntax_translation",
+               "--path", checkpoint, "--beam", "2", "--cpu"], input="the cat sees a dog .\nthe dog runs .\n").stdout
+    assert len(re.findall(r"^H-\d+\t", out, re.M)) == 2
+
+
+def test_training_without_the_parses_is_refused_with_the_fix(data_dirs):
+    argv = [data_dirs["sequence"], *TRANSLATION, "--arch", "transformer_dependency_supervised_tiny",
+            "--criterion", "label_smoothed_cross_entropy_with_dependency"]
+    _, model, criterion, sample, _ = build_on_cpu(argv)
+    with pytest.raises(ValueError, match="lacks src_ldd .made by fairseq-syntax-preprocess-dependencies"):
+        criterion(model, sample)
