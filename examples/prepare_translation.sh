@@ -187,7 +187,7 @@ tagger_args=()
 if [ "$TAGGER" != none ]; then
   if [ ! -e "$TAGGER" ]; then
     nice -n 10 python3 preprocess/train_parser.py tagger --ptb "$PTB_SAMPLE" \
-      --output "$TAGGER" --work-dir "$MODELS/work/ptb-tagger" --epochs 40 --threads "$THREADS"
+      --output "$TAGGER" --work-dir "$MODELS/work/ptb-tagger" --epochs 18 --threads "$THREADS"
   fi
   tagger_args=(--tagger "$TAGGER")
 fi
