@@ -130,9 +130,8 @@ def run(spec: Dict) -> Dict:
     task, trainer = build_trainer(spec["data"], spec["train_args"], precision)
     meter = CudaMeter() if device == "cuda" else HostMeter()
     dataset = task.dataset("train")
-    side_inputs = getattr(task, "model_side_inputs", ())  # what the model reads (syntax_translation's task)
-    if side_inputs:  # the view of the dataset that the task's batch iterator batches for the model
-        dataset = dataset.batching(side_inputs)
+    if hasattr(task, "batched_side_inputs"):  # syntax_translation: the view its batch iterator batches
+        dataset = dataset.batching(task.batched_side_inputs(dataset))
     batches, warmup = spec["batches"], spec.get("warmup", 2)
     if len(batches) <= warmup:
         raise ValueError(f"{len(batches)} batches leave none to time after {warmup} warm-up batches")

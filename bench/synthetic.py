@@ -91,7 +91,7 @@ def random_arcs(rng: random.Random, words: List[str]) -> dict:
     """Parser side data for ``words``: three candidate heads per word, two labels per head (module docstring)."""
     n = len(words)
     root_word = rng.randint(1, n)
-    arcs = []
+    arcs, best = [], []
     for dependent in range(1, n + 1):
         others = [h for h in range(0, n + 1) if h != dependent and (h != 0 or dependent == root_word)]
         main = 0 if dependent == root_word else rng.choice(others)
@@ -104,7 +104,9 @@ def random_arcs(rng: random.Random, words: List[str]) -> dict:
             else:
                 labels = dict(zip(rng.sample(DEPENDENCY_LABELS, len(LABEL_PROBABILITIES)), LABEL_PROBABILITIES))
             arcs.append([dependent, head, probability, labels])
-    return {"words": list(words), "arcs": arcs}
+            if head == main:  # the most probable head and its most probable label: the "1-best" arc (for timing
+                best.append([head, max(labels, key=labels.get)])  # only: the main heads need not form a tree)
+    return {"words": list(words), "arcs": arcs, "best": best}
 
 
 def sentence(rng: random.Random, n_words: int, vocab: List[str]) -> Sentence:

@@ -57,7 +57,8 @@ device_name() {
   if [ "${DEVICE:-cpu}" = cuda ]; then
     python3 -c 'import torch; print(torch.cuda.get_device_name())' 2> /dev/null || echo cuda
   else
-    echo "cpu ($(nproc) cores)"
+    # nproc counts OMP_NUM_THREADS, not the machine: say both
+    echo "cpu ($(nproc --all) cores${OMP_NUM_THREADS:+, $OMP_NUM_THREADS thread(s) per run})"
   fi
 }
 

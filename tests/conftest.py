@@ -188,8 +188,8 @@ def build_on_cpu(argv):
     split = "valid" if args.task == "tree_classification" else "test"
     task.load_dataset(split)
     dataset = task.dataset(split)
-    targets = tuple(name for name in getattr(task, "model_supervision_inputs", ()) if name in dataset.side_data)
-    dataset = dataset.batching(task.model_side_inputs + targets)
+    batched = task.batched_side_inputs(dataset) if hasattr(task, "batched_side_inputs") else task.model_side_inputs
+    dataset = dataset.batching(batched)
     sample = dataset.collater([dataset[i] for i in range(min(len(dataset), 8))])
     return task, model, task.build_criterion(args), sample, args
 

@@ -97,9 +97,7 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
 
     def get_batch_iterator(self, dataset, *args, **kwargs):
         if isinstance(dataset, SyntaxLanguagePairDataset):
-            # the targets of a training loss ride along where the data directory has them (decoding needs none)
-            targets = tuple(name for name in self.model_supervision_inputs if name in dataset.side_data)
-            dataset = dataset.batching(tuple(dict.fromkeys(dataset.side_inputs + self.model_side_inputs + targets)))
+            dataset = dataset.batching(self.batched_side_inputs(dataset))
         # fairseq's batch_by_size drops the last batch when its size is not a multiple of
         # --required-batch-size-multiple (default 8): fairseq-generate then silently skips up to 7 test sentences
         # and training never sees the same few pairs. Batches of any size are fine on CPU and GPU alike.
@@ -108,6 +106,12 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
         else:
             kwargs["required_batch_size_multiple"] = 1
         return super().get_batch_iterator(dataset, *args, **kwargs)
+
+    def batched_side_inputs(self, dataset: SyntaxLanguagePairDataset) -> Tuple[str, ...]:
+        """What the batches of ``dataset`` hold: the side inputs the models read, and the targets of their training
+        losses where the data directory has them (decoding needs none)."""
+        targets = tuple(name for name in self.model_supervision_inputs if name in dataset.side_data)
+        return tuple(dict.fromkeys(dataset.side_inputs + self.model_side_inputs + targets))
 
     def build_model(self, cfg, from_checkpoint=False):
         model = super().build_model(cfg, from_checkpoint)
