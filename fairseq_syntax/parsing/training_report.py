@@ -34,10 +34,22 @@ class Measured:
         return f"{scores} on {self.sentences} sentences ({self.sentences_per_second:.1f} sentences/s)"
 
 
+def cpu_name() -> str:
+    """The CPU's model name as Linux reports it (``/proc/cpuinfo``), else what ``platform`` knows."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def device_name() -> str:
     if torch.cuda.is_available():
         return f"{torch.cuda.get_device_name()} (torch {torch.__version__})"
-    return f"CPU {platform.processor() or platform.machine()}, {torch.get_num_threads()} thread(s)"
+    return f"CPU {cpu_name()}, {torch.get_num_threads()} thread(s)"
 
 
 def measure_dependency(model: str, conllu: str) -> Measured:
