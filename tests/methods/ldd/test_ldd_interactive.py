@@ -201,3 +201,19 @@ def test_preprocessing_refuses_settings_other_than_those_recorded(offline, tmp_p
                                          r"stanford --floor 0.001"):
         preprocess_dependencies.main(["--destdir", copy, "-s", "en", "-t", "de", "--labels", "stanford",
                                       "--testpref", f"{raw}/test"])
+
+
+def test_pascal_translates_raw_lines_through_the_same_parser(offline, dependency_model, tmp_path):
+    """PASCAL (methods/pascal) reads the 1-best tree of this side input: fairseq-interactive parses for it too."""
+    dest, raw = offline
+    save = str(tmp_path / "pascal")
+    run([sys.executable, "-m", "fairseq_cli.train", dest, "--user-dir", "fairseq_syntax", "--task",
+         "syntax_translation", "--arch", "transformer_pascal_tiny", "--optimizer", "adam", "--lr", "0.005",
+         "--max-tokens", "1000", "--max-update", "2", "--cpu", "--seed", "1", "--num-workers", "0",
+         "--disable-validation", "--no-epoch-checkpoints", "--save-dir", save], env=ONE_THREAD)
+    out = run(["fairseq-interactive", dest, "--user-dir", "fairseq_syntax", "--task", "syntax_translation",
+               "--path", os.path.join(save, "checkpoint_last.pt"), "--source-dependency-parser", dependency_model,
+               "--bpe", "subword_nmt", "--bpe-codes", os.path.join(raw, "codes"), "-s", "en", "-t", "de",
+               "--beam", "2", "--cpu"], input="the father sees the cat .\nthe dog likes the man .\n",
+              env=ONE_THREAD).stdout
+    assert [int(i) for i in re.findall(r"^H-(\d+)\t", out, re.M)] == [0, 1]
