@@ -1,4 +1,5 @@
-"""Parent-scaled self-attention (PASCAL): Bugliarello & Okazaki (2020), section 3, eqs. of the PASCAL head.
+"""Parent-scaled self-attention (PASCAL): Bugliarello & Okazaki (2020), section 3 (the PASCAL head), as the authors'
+released code computes it (``fairseq/modules/multihead_pascal.py``).
 
 In the first encoder layer, ``pascal_heads`` of the heads (the last ones, as the authors' code) scale their scaled
 dot-product scores element-wise by the Gaussian centred on the query token's parent (:mod:`.parents`) before the
