@@ -25,6 +25,7 @@ import dataclasses
 import random
 import time
 from collections import Counter
+from functools import partial
 from typing import Iterable
 
 import torch
@@ -199,7 +200,7 @@ def train_tagger(train: list[TaggedSentence], dev: list[TaggedSentence], path: s
     epoch saved to ``path``; resumes from ``checkpoint_path(path)``. Returns the best dev accuracy."""
     import os
 
-    from fairseq_syntax.parsing.training import EpochClock, checkpoint_path
+    from fairseq_syntax.parsing.training import EpochClock, checkpoint_path, write_atomically
 
     random.seed(seed)
     torch.manual_seed(seed)
@@ -250,11 +251,11 @@ def train_tagger(train: list[TaggedSentence], dev: list[TaggedSentence], path: s
         improved = accuracy > best
         if improved:
             best, best_epoch = accuracy, epoch
-            torch.save(tagger.state(), path)
-        torch.save({"tagger": tagger.state(), "optimizer": optimizer.state_dict(),
-                    "scheduler": scheduler.state_dict(), "python_rng": random.getstate(),
-                    "torch_rng": torch.get_rng_state(), "epoch": epoch, "best": best, "best_epoch": best_epoch,
-                    "seconds": seconds}, last)
+            write_atomically(path, partial(torch.save, tagger.state()))
+        state = {"tagger": tagger.state(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                 "python_rng": random.getstate(), "torch_rng": torch.get_rng_state(), "epoch": epoch, "best": best,
+                 "best_epoch": best_epoch, "seconds": seconds}
+        write_atomically(last, partial(torch.save, state))
         log(f"epoch {epoch}/{epochs}: loss {total / len(batches):.4f}; dev accuracy {100 * accuracy:.2f}"
             f"{' (saved)' if improved else ''}; {clock.line(epoch)}")
     return best

@@ -26,6 +26,7 @@ import os
 import random
 import shutil
 import time
+from functools import partial
 from typing import Optional
 
 import nltk
@@ -89,6 +90,14 @@ def checkpoint_path(path: str) -> str:
     """Where training keeps its last epoch's full state (model, optimiser, schedule, RNG, best score), so that the
     same command run again resumes after that epoch; ``path`` itself holds the best epoch's model."""
     return path + ".checkpoint"
+
+
+def write_atomically(path: str, write) -> None:
+    """``write(temporary path)``, then rename it to ``path``: a run killed while saving (a session's end) leaves the
+    previous file whole, so the next sitting can resume from it."""
+    temporary = path + ".partial"
+    write(temporary)
+    os.replace(temporary, path)
 
 
 class EpochClock:
@@ -182,8 +191,8 @@ def _train_supar(parser_class, model_arguments: dict, train: str, dev: str, path
         improved = dev_metric > parser.best_metric
         if improved:
             parser.best_e, parser.best_metric = epoch, dev_metric
-            parser.save(path)
-        parser.save_checkpoint(last)
+            write_atomically(path, parser.save)
+        write_atomically(last, parser.save_checkpoint)
         log(f"epoch {epoch}/{epochs}: dev {dev_metric}{' (saved)' if improved else ''}; {clock.line(epoch)}")
     if not os.path.exists(path):
         raise RuntimeError(f"no epoch scored above 0 on {dev}, so no model was saved to {path}: "
@@ -372,12 +381,13 @@ def train_benepar(train: str, dev: str, path: str, epochs: int, size: BeneparSiz
         improved = best is None or score.f1 > best.f1
         if improved:
             best, best_epoch = score, epoch
-            torch.save({"config": chart_parser.config, "state_dict": chart_parser.state_dict()}, path)
-        torch.save({"state_dict": chart_parser.state_dict(), "optimizer": optimizer.state_dict(),
-                    "scheduler": scheduler.state_dict(), "python_rng": random.getstate(),
-                    "torch_rng": torch.get_rng_state(), "order": [order[id(example)] for example in examples],
-                    "epoch": epoch, "seconds": seconds, "best": dataclasses.asdict(best), "best_epoch": best_epoch},
-                   last)
+            model = {"config": chart_parser.config, "state_dict": chart_parser.state_dict()}
+            write_atomically(path, partial(torch.save, model))
+        state = {"state_dict": chart_parser.state_dict(), "optimizer": optimizer.state_dict(),
+                 "scheduler": scheduler.state_dict(), "python_rng": random.getstate(),
+                 "torch_rng": torch.get_rng_state(), "order": [order[id(example)] for example in examples],
+                 "epoch": epoch, "seconds": seconds, "best": dataclasses.asdict(best), "best_epoch": best_epoch}
+        write_atomically(last, partial(torch.save, state))
         log(f"epoch {epoch}/{epochs}: loss {total_loss / math.ceil(len(examples) / batch_size):.3f}; "
             f"dev {score}{' (saved)' if improved else ''}; {clock.line(epoch)}")
     return best
