@@ -2,7 +2,7 @@
 as ratios to fairseq's ``transformer`` trained on the same batches in the same run, at several source lengths; the
 throughput of ``fairseq-syntax-preprocess`` and the bytes of side data per sentence; and CPU speed options
 (bf16, threads, batch size) against fp32. Writes ``RESULTS.md`` and ``RESULTS.json`` (a list of rows
-``{"arch", "src_words", "tokens_per_s_ratio", "peak_mem_ratio", "repeats", ...}``) and ``RESULTS.details.json``
+``{"arch", "src_words", "tokens_per_s_ratio", "peak_mem_ratio", "repeats", ...}``) and ``RESULTS.details.json.gz``
 (everything else, with every raw measurement) to ``--out`` (default: this folder).
 
 Method:
@@ -39,6 +39,7 @@ computed another way (:data:`VARIANTS`: ``transformer_hier_accum:dense`` trains 
 same baseline on the same batches; variants are measured in fp32 only (no speed options).
 """
 import argparse
+import gzip
 import json
 import logging
 import os
@@ -364,7 +365,7 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     parser.add_argument("--list", action="store_true",
                         help="print the benchmarked architectures (input form, extra preprocessing, what fairseq "
                         "trains) and exit")
-    parser.add_argument("--out", default=HERE, help="where RESULTS.md / RESULTS.json / RESULTS.details.json go")
+    parser.add_argument("--out", default=HERE, help="where RESULTS.md / RESULTS.json / RESULTS.details.json.gz go")
     parser.add_argument("--work", help="keep corpora and data directories here (default: a temporary folder)")
     parser.add_argument("--lengths", help="comma-separated source lengths in words (default 16,32,64)")
     parser.add_argument("--repeats", type=int, help="rounds (default 3)")
@@ -484,7 +485,7 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict]:
     details["minutes"] = round((time.time() - started) / 60, 1)
     rows = details.pop("rows")
     write_results(args.out, rows, details)
-    log(f"wrote {args.out}/RESULTS.md, RESULTS.json, RESULTS.details.json in {details['minutes']} min")
+    log(f"wrote {args.out}/RESULTS.md, RESULTS.json, RESULTS.details.json.gz in {details['minutes']} min")
     return rows
 
 
@@ -588,7 +589,7 @@ def write_results(out: str, rows: List[Dict], details: Dict) -> None:
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "RESULTS.json"), "w") as f:
         json.dump(rows, f, indent=1)
-    with open(os.path.join(out, "RESULTS.details.json"), "w") as f:
+    with gzip.open(os.path.join(out, "RESULTS.details.json.gz"), "wt", encoding="utf-8") as f:  # raw measurements
         json.dump(details, f, indent=1)
     with open(os.path.join(out, "RESULTS.md"), "w") as f:
         f.write("\n".join(results_markdown(rows, details)) + "\n")

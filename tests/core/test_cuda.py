@@ -7,6 +7,7 @@ get the same batch: the loss, every parameter's gradient and (for translation) t
 scores must agree.
 """
 import copy
+import gzip
 import json
 import os
 import sys
@@ -117,7 +118,7 @@ def test_fairseq_train_and_generate_run_on_the_gpu(data_dirs, tmp_path):
 def test_benchmark_trains_on_the_gpu(tmp_path):
     out = tmp_path / "bench"
     run([sys.executable, "bench/run.py", "--quick", "--device", "cuda", "--out", str(out)])
-    details = json.loads((out / "RESULTS.details.json").read_text())
+    details = json.loads(gzip.decompress((out / "RESULTS.details.json.gz").read_bytes()))
     assert details["devices"] == [torch.cuda.get_device_name()]
     runs = [run for measurement in details["measurements"] for run in measurement["runs"]]
     assert runs and all(r["updates"] == 20 and r["peak_mem_mb"] > 0 for r in runs)

@@ -2,6 +2,7 @@
 registry describes (and bench's own dense variant); the pieces it relies on (round-paired median ratios, fairseq
 batching of the same sentences, synthetic trees and parser side data, bf16 output casting) give the values worked out
 by hand. The dense hierarchical accumulation the variant trains: test_hier_accum_dense.py."""
+import gzip
 import json
 import math
 import os
@@ -40,7 +41,7 @@ def test_quick_run_writes_one_row_per_length_with_the_schema(tmp_path):
     for key in ("tokens_per_s_ratio", "peak_mem_ratio"):
         assert math.isfinite(row[key]) and row[key] > 0
     assert "| transformer_syntax_mask_tiny | preorder | 8 |" in (out / "RESULTS.md").read_text()
-    details = json.loads((out / "RESULTS.details.json").read_text())
+    details = json.loads(gzip.decompress((out / "RESULTS.details.json.gz").read_bytes()))
     assert details["side_data_bytes_per_sentence"]["8"]["preorder"]["parents"] > 0
     # every bf16 variant trained: the arch with two, the transformer with three, each a finite loss
     speed = {(r["arch"], r["option"]): r for r in details["speed_options"]}
