@@ -204,7 +204,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         for split, prefix in splits:
             try:
                 parents[split], skipped, modes = convert_split(prefix, args, os.path.join(tmp, split))
-            except FileNotFoundError as error:
+            except (FileNotFoundError, TextLineError) as error:  # a missing or cut-short file: nothing to skip
                 raise SystemExit(f"error: {error}") from None
             summary[split] = {"skipped": dict(skipped), "preterminal_modes": dict(modes)}
 

@@ -4,7 +4,7 @@ item per line, every problem named ``FILE:LINE: problem``.
 Lines end at ``\\n`` only (a ``\\r\\n`` ending is a line ending too); a carriage return inside a line is an error at
 that line rather than a silent extra line break, which would shift every later line of the file against the others.
 Bytes that are not UTF-8 are an error at their line and column, never a ``UnicodeDecodeError`` traceback. A name
-ending in ``.gz`` is read through gzip.
+ending in ``.gz`` is read through gzip; one that is cut short or damaged is an error naming the file.
 
 * :func:`read_lines` (path) -> the lines; the first bad line raises :class:`TextLineError`;
 * :func:`read_lines_or_errors` (path) -> per line the text or its :class:`TextLineError`, for commands that can
@@ -12,6 +12,7 @@ ending in ``.gz`` is read through gzip.
 """
 import gzip
 import os
+import zlib
 from typing import Iterator, List, Union
 
 
@@ -23,7 +24,11 @@ def _raw_lines(path: str) -> Iterator[bytes]:
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such file")
     with (gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb")) as handle:
-        data = handle.read()
+        try:
+            data = handle.read()
+        except (EOFError, gzip.BadGzipFile, zlib.error) as error:  # a gzip file cut short or damaged
+            raise TextLineError(f"{path}: not a whole gzip file ({error}); a run killed while writing it leaves it "
+                                "cut short: write it again") from None
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()  # the file ends with a line break
@@ -45,7 +50,8 @@ def decode_line(raw: bytes, path: str, number: int) -> str:
 
 
 def read_lines_or_errors(path: str) -> List[Union[str, TextLineError]]:
-    """Every line of ``path``: its text, or the :class:`TextLineError` that says why it cannot be read."""
+    """Every line of ``path``: its text, or the :class:`TextLineError` that says why it cannot be read (raised, not
+    returned, when the whole file cannot be read: a gzip file cut short)."""
     lines: List[Union[str, TextLineError]] = []
     for number, raw in enumerate(_raw_lines(path), 1):
         try:
@@ -56,6 +62,6 @@ def read_lines_or_errors(path: str) -> List[Union[str, TextLineError]]:
 
 
 def read_lines(path: str) -> List[str]:
-    """Every line of ``path`` (line break removed); raises :class:`TextLineError` at the first bad line and
-    ``FileNotFoundError`` (``PATH: no such file``) for a missing file."""
+    """Every line of ``path`` (line break removed); raises :class:`TextLineError` at the first bad line (or for a
+    gzip file cut short) and ``FileNotFoundError`` (``PATH: no such file``) for a missing file."""
     return [decode_line(raw, path, number) for number, raw in enumerate(_raw_lines(path), 1)]

@@ -29,6 +29,7 @@ from fairseq_syntax.core.trees import WRAPPER_LABELS, Tree, to_bracketed
 from fairseq_syntax.parsing.fallbacks import parse_with_fallbacks
 from fairseq_syntax.parsing.report import ParseReport
 from fairseq_syntax.parsing.text import (
+    open_output,
     ptb_escape_token,
     ptb_unescape_token,
     read_sentences,
@@ -213,11 +214,12 @@ def parse_file(
     tokenize_lang: str | None = None,
     batch_size: int = 256,
 ) -> ParseReport:
-    """Parse ``input_path`` (one sentence per line) into ``output_path`` (one tree per line), with a progress bar."""
+    """Parse ``input_path`` (one sentence per line) into ``output_path`` (one tree per line), with a progress bar;
+    ``output_path`` appears only once whole (``text.open_output``)."""
     sentences = list(read_sentences(input_path, tokenize_lang))
     report = ParseReport()
     start = time.perf_counter()
-    with open(output_path, "w", encoding="utf-8") as out, tqdm(total=len(sentences), unit="sent") as progress:
+    with open_output(output_path) as out, tqdm(total=len(sentences), unit="sent") as progress:
         for line, parsed in enumerate(parse_sentences(parser, sentences, batch_size), 1):
             out.write(parsed.tree + "\n")
             if parsed.fallback is not None:

@@ -51,7 +51,7 @@ from tqdm import tqdm
 from fairseq_syntax.core.text_lines import read_lines
 from fairseq_syntax.parsing.fallbacks import parse_with_fallbacks
 from fairseq_syntax.parsing.report import ParseReport
-from fairseq_syntax.parsing.text import open_text, ptb_unescape_token, read_sentences
+from fairseq_syntax.parsing.text import open_output, ptb_unescape_token, read_sentences
 
 DEFAULT_MAX_LENGTH = 300
 DEFAULT_ARC_FLOOR = 1e-3
@@ -230,11 +230,11 @@ def parse_file(
     label_floor: float = DEFAULT_LABEL_FLOOR,
 ) -> tuple[ParseReport, RetainedMass]:
     """Parse ``input_path`` (one sentence per line) into the side-data file and the CoNLL-U file (each gzipped
-    when its name ends in ``.gz``)."""
+    when its name ends in ``.gz``; each appears only once whole, see ``text.open_output``)."""
     sentences = list(read_sentences(input_path, tokenize_lang))
     report, mass = ParseReport(), RetainedMass()
     start = time.perf_counter()
-    with open_text(arcs_path, "w") as arcs_out, open_text(conllu_path, "w") as conllu_out:
+    with open_output(arcs_path) as arcs_out, open_output(conllu_path) as conllu_out:
         with tqdm(total=len(sentences), unit="sent") as progress:
             for line, parse in enumerate(parser.parse(sentences), 1):
                 record = sparse_record(parse, parser.label_names, arc_floor, label_floor, mass)

@@ -11,6 +11,8 @@ character inside a token is replaced (``(`` -> ``-LRB-``, ``a(b`` -> ``a-LRB-b``
 from __future__ import annotations
 
 import gzip
+import os
+from contextlib import contextmanager
 from typing import Iterator
 
 PTB_ESCAPES = {"(": "-LRB-", ")": "-RRB-", "[": "-LSB-", "]": "-RSB-", "{": "-LCB-", "}": "-RCB-"}
@@ -34,6 +36,33 @@ def open_text(path: str, mode: str = "r"):
     if str(path).endswith(".gz"):
         return gzip.open(path, mode + "t", encoding="utf-8")
     return open(path, mode, encoding="utf-8")
+
+
+@contextmanager
+def atomic_path(path: str) -> Iterator[str]:
+    """Yields ``PATH.partial`` to write; it is renamed to ``path`` when the block ends without error and removed
+    when the block raises. A run killed while writing (a session's end) thus never leaves a cut-short ``path``
+    newer than its input, which the recipes would keep as a finished parse."""
+    temporary = f"{path}.partial"
+    try:
+        yield temporary
+    except BaseException:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+        raise
+    os.replace(temporary, path)
+
+
+@contextmanager
+def open_output(path: str):
+    """``open_text(path, "w")`` through :func:`atomic_path`: ``path`` appears, whole, only when the block ends."""
+    with atomic_path(path) as temporary:
+        if str(path).endswith(".gz"):
+            handle = gzip.open(temporary, "wt", encoding="utf-8")
+        else:
+            handle = open(temporary, "w", encoding="utf-8")
+        with handle:
+            yield handle
 
 
 def read_sentences(path: str, tokenize_lang: str | None = None) -> Iterator[list[str]]:

@@ -47,7 +47,7 @@ from fairseq_syntax.parsing.constituency import (
     unwrap,
 )
 from fairseq_syntax.parsing.evaluation import BracketScore, bracket_score, word_tags
-from fairseq_syntax.parsing.text import open_text, ptb_unescape_token
+from fairseq_syntax.parsing.text import atomic_path, open_text, ptb_unescape_token
 from fairseq_syntax.parsing.torch_load import load_supar_parser, supar_safe_globals
 
 BENEPAR_LEARNING_RATE = 8e-4  # Adam, as for benepar's non-pretrained (char-LSTM) models
@@ -95,9 +95,8 @@ def checkpoint_path(path: str) -> str:
 def write_atomically(path: str, write) -> None:
     """``write(temporary path)``, then rename it to ``path``: a run killed while saving (a session's end) leaves the
     previous file whole, so the next sitting can resume from it."""
-    temporary = path + ".partial"
-    write(temporary)
-    os.replace(temporary, path)
+    with atomic_path(path) as temporary:
+        write(temporary)
 
 
 class EpochClock:

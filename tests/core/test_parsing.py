@@ -4,6 +4,7 @@ The treebank is ``the N V the N .`` in CoNLL-U (det, nsubj, root, det, obj, punc
 values are derived by hand (bracket counts, escapes, fallback lines) or from the parser's own scores and
 decoder (distributions, 1-best trees).
 """
+import gzip
 import itertools
 import pickle
 import re
@@ -16,6 +17,7 @@ import pytest
 import torch
 from conftest import TINY_SUPAR_SIZES, TREEBANK, conllu
 
+from fairseq_syntax.core.text_lines import TextLineError, read_lines
 from fairseq_syntax.core.trees import Tree, parse_tree, to_bracketed
 from fairseq_syntax.parsing import training
 from fairseq_syntax.parsing.constituency import (
@@ -33,7 +35,7 @@ from fairseq_syntax.parsing.dependency import (
 )
 from fairseq_syntax.parsing.dependency import parse_file as parse_dependency_file
 from fairseq_syntax.parsing.evaluation import bracket_score
-from fairseq_syntax.parsing.text import ptb_escape_token, ptb_unescape_token
+from fairseq_syntax.parsing.text import open_text, ptb_escape_token, ptb_unescape_token
 from fairseq_syntax.parsing.torch_load import StoredFunction, supar_safe_globals
 
 torch.set_num_threads(1)
@@ -51,6 +53,16 @@ INPUT_LINES = [
     "the man likes the father .",
 ]
 EXPECTED_FALLBACKS = [(2, "empty line"), (4, f"too long: 20 words > {MAX_LENGTH}")]
+
+
+def write_text(path, text):
+    with open_text(str(path), "w") as handle:
+        handle.write(text)
+
+
+def read_text(path):
+    with open_text(str(path)) as handle:
+        return handle.read()
 
 
 def bracketed(subject, verb, obj):
@@ -165,6 +177,37 @@ def test_parser_errors_and_changed_words_fall_back_alone_in_order():
     ]
     # One batch of the four parseable sentences, which raised; then each of them alone.
     assert parser.batches == [4, 1, 1, 1, 1]
+
+
+class InterruptedParser(ScriptedParser):
+    """Parses its first batch, then is stopped as a session's end stops a run (KeyboardInterrupt, not an error
+    that the fallbacks would catch)."""
+
+    def parse_batch(self, sentences):
+        if self.batches:
+            raise KeyboardInterrupt
+        return super().parse_batch(sentences)
+
+
+@pytest.mark.parametrize("name", ["out.tree", "out.tree.gz"])
+def test_a_parse_cut_short_leaves_the_earlier_output_whole_and_no_partial_file(tmp_path, name):
+    source, output = tmp_path / "input.txt", tmp_path / name
+    source.write_text("a b\nc\nd\n")
+    write_text(output, "old\n")
+    with pytest.raises(KeyboardInterrupt):
+        parse_file(InterruptedParser(), str(source), str(output), batch_size=1)
+    assert read_text(output) == "old\n"  # not a first line newer than the input, which a recipe would keep
+    assert not Path(f"{output}.partial").exists()
+    parse_file(ScriptedParser(), str(source), str(output), batch_size=1)
+    assert read_text(output) == "(S (XX a) (XX b))\n(S (XX c))\n(S (XX d))\n"
+    assert not Path(f"{output}.partial").exists()
+
+
+def test_a_gzip_file_cut_short_is_an_error_naming_the_file(tmp_path):
+    path = tmp_path / "train.arcs.jsonl.gz"
+    path.write_bytes(gzip.compress(b'{"words": ["a"]}\n' * 1000)[:-30])
+    with pytest.raises(TextLineError, match=rf"^{re.escape(str(path))}: not a whole gzip file .*write it again"):
+        read_lines(str(path))
 
 
 @pytest.mark.parametrize("backend", ["crf-con", "benepar"])

@@ -1,4 +1,5 @@
 """fairseq-syntax-preprocess: outputs on the tiny corpus and every documented error."""
+import gzip
 import json
 import os
 import shutil
@@ -172,6 +173,17 @@ def test_a_missing_input_file_is_one_error_line(raw_corpus, tmp_path):
     os.remove(raw / "valid.tree")
     err = preprocess_fails(str(raw), tmp_path)
     assert f"error: {raw}/valid.tree: no such file" in err and "Traceback" not in err
+
+
+def test_a_gzip_file_cut_short_is_one_error_line(raw_corpus, tmp_path):
+    raw = tmp_path / "raw"
+    shutil.copytree(raw_corpus, raw)
+    for split in ("train", "valid"):
+        tree = raw / f"{split}.tree"
+        data = gzip.compress(tree.read_bytes())
+        (raw / f"{split}.tree.gz").write_bytes(data[:-30] if split == "valid" else data)  # valid: a write cut short
+    err = preprocess_fails(str(raw), tmp_path, "--trees-suffix", "tree.gz")
+    assert f"error: {raw}/valid.tree.gz: not a whole gzip file" in err and "Traceback" not in err
 
 
 def test_an_unescaped_bracket_in_the_source_is_told_to_be_escaped(raw_corpus, tmp_path):
