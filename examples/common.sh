@@ -87,9 +87,14 @@ run_system() {
   else
     rm -rf "$ckpt"
     mkdir -p "$ckpt"
+    rm -f "$runs/$name.run.json"  # the record of an earlier run of NAME: its facts (device, parsers) are not this one's
   fi
   rm -f "$runs/$name".{train.log,gen,gen.log}.gz  # the files of an earlier run of NAME, if any, are replaced
   echo "${train_cmd[*]}" > "$ckpt/train_command.txt"
+  # What the run is trained on, kept with its checkpoints when it starts: a rescore later (on another machine, or
+  # after the data were parsed again) records these, not that day's (score_system).
+  [ -f "$ckpt/device.txt" ] || device_name > "$ckpt/device.txt"
+  if [ ! -f "$ckpt/parsers.json" ] && [ -f "$data/parsers.json" ]; then cp "$data/parsers.json" "$ckpt/parsers.json"; fi
   echo "== train $name: ${train_cmd[*]}"
   if [ "$log_mode" = ">>" ]; then
     "${train_cmd[@]}" >> "$runs/$name.train.log" 2>&1 || { tail -30 "$runs/$name.train.log"; return 1; }
@@ -115,6 +120,7 @@ run_system() {
 score_system() {
   local name=$1 arch=$2 ref=$3 runs=$4 train_command=$5
   local suffix="${RUN_SUFFIX:-}" base baseline_files=() baseline_names=() seed_args=()
+  training_facts "${CKPT_ROOT:-$runs}/ckpt-$name$suffix"
   for base in ${BASELINES:-}; do
     if [ "$base" != "$name" ] && { [ -f "$runs/$base$suffix.gen.gz" ] || [ -f "$runs/$base$suffix.gen" ]; }; then
       baseline_files+=("$(kept "$runs/$base$suffix.gen")")
@@ -123,9 +129,17 @@ score_system() {
   done
   [ -n "${SEED:-}" ] && seed_args=(--run-seed "$SEED")
   fairseq-syntax-score "$(kept "$runs/$name$suffix.gen")" "$ref" "${baseline_files[@]}" "${baseline_names[@]}" \
-    ${SCORE_ARGS:-} --bootstrap 1000 "${seed_args[@]}" --device "$(device_name)" \
+    ${SCORE_ARGS:-} --bootstrap 1000 "${seed_args[@]}" "${TRAINING_FACTS[@]}" \
     --record "$runs/$name$suffix.run.json" --dataset "${DATASET:-unnamed}" --system "$name" --arch "$arch" \
     --train-log "$(kept "$runs/$name$suffix.train.log")" --train-command "$train_command"
+}
+
+# training_facts CKPT: TRAINING_FACTS = fairseq-syntax-score's --device / --parsers from what run_system kept in
+# CKPT when the run started; none for a run whose checkpoints are gone (its record keeps what it said).
+training_facts() {
+  TRAINING_FACTS=()
+  if [ -f "$1/device.txt" ]; then TRAINING_FACTS+=(--device "$(cat "$1/device.txt")"); fi
+  if [ -f "$1/parsers.json" ]; then TRAINING_FACTS+=(--parsers "$1/parsers.json"); fi
 }
 
 score_seeds() {
@@ -145,8 +159,9 @@ score_seeds() {
     fi
   done
   local n_seeds; n_seeds=$(wc -w <<< "$seeds")
+  training_facts "${CKPT_ROOT:-$runs}/ckpt-$name.seed${seeds%% *}"  # the seeds' runs share data and device
   fairseq-syntax-score "$(IFS=,; echo "${hyps[*]}")" "$ref" "${baseline_files[@]}" "${baseline_names[@]}" \
-    ${SCORE_ARGS//--by-length [0-9,]*/} --bootstrap 1000 --device "$(device_name)" \
+    ${SCORE_ARGS//--by-length [0-9,]*/} --bootstrap 1000 "${TRAINING_FACTS[@]}" \
     --record "$runs/$name.seeds.run.json" --dataset "${DATASET:-unnamed}, $n_seeds seeds" --system "$name" \
     --arch "$arch" --train-log "$(IFS=,; echo "${logs[*]}")" --train-command "$train_command"
 }

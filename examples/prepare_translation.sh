@@ -16,7 +16,7 @@
 # words must equal the leaves.
 #
 # OUT_DIR gets tok/ (tokens, trees, arcs), bpe/ and data-bin/{sequence,linearized,preorder,preorder-split};
-# data-bin/sequence also gets the LDD side data.
+# data-bin/sequence also gets the LDD side data, and each form a parsers.json naming the parsers of its syntax.
 # Settings from the environment (the dataset scripts set their own defaults for BPE_SIZE and MAX_TRAIN_WORDS):
 #   BPE_SIZE         joint BPE merges (default 10000)
 #   MAX_TRAIN_WORDS  0 (default): keep every training pair. N > 0: leave out the training pairs with more than N
@@ -243,4 +243,11 @@ preprocess_form preorder split "$OUT/data-bin/preorder-split"
 #    added to the sequence-form data directory.
 fairseq-syntax-preprocess-dependencies --source-lang "$SRC" --target-lang "$TGT" "${split_args[@]}" \
   --arcs-suffix arcs.jsonl.gz --labels universal --destdir "$OUT/data-bin/sequence"
+# 7. Which parsers made the parses of each form (fairseq_syntax.parsing.provenance): every run record names them.
+con_models=("constituency=$CON_MODEL")
+if [ "$TAGGER" != none ]; then con_models+=("tagger=$TAGGER"); fi
+for form in linearized preorder preorder-split; do
+  python3 -m fairseq_syntax.parsing.provenance "$OUT/data-bin/$form/parsers.json" "${con_models[@]}"
+done
+python3 -m fairseq_syntax.parsing.provenance "$OUT/data-bin/sequence/parsers.json" "dependency=$DEP_MODEL"
 echo "done: $OUT/data-bin/{sequence,linearized,preorder,preorder-split}"

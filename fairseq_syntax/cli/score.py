@@ -16,10 +16,11 @@ seeds' pooled outputs (scoring.pooled_paired_bootstrap).
 import argparse
 import json
 import logging
+import os
 import sys
 from typing import List, Optional
 
-from fairseq_syntax.evaluation.results import RecordError, record_run
+from fairseq_syntax.evaluation.results import RecordError, load_record, record_run
 from fairseq_syntax.evaluation.scoring import (
     ScoringInputError,
     bleu_by_length,
@@ -70,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="name of each BASELINE's system, in order (default: its path)")
     record.add_argument("--run-seed", type=int, help="the training seed of HYP's run")
     record.add_argument("--device", help="what HYP's system was trained on, e.g. 'NVIDIA H100' or 'cpu'")
+    record.add_argument("--parsers", metavar="PARSERS_JSON",
+                        help="the parsers that made the source-side syntax of HYP's training data (DATA/parsers.json "
+                             "of examples/prepare_translation.sh, see fairseq_syntax.parsing.provenance)")
     return parser
 
 
@@ -178,6 +182,14 @@ def main(argv: Optional[List[str]] = None) -> dict:
     return report
 
 
+def _read_json(path: str):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except json.JSONDecodeError as error:
+        raise RecordError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from None
+
+
 def _write_outputs(args, report: dict) -> None:
     """--json and --record of a report (one run, or a system over seeds)."""
     if args.json_out:
@@ -185,7 +197,11 @@ def _write_outputs(args, report: dict) -> None:
             json.dump(report, handle, indent=2, ensure_ascii=False)
             handle.write("\n")
     if args.record:
-        extra = {key: value for key, value in (("seed", args.run_seed), ("device", args.device),
+        facts = {"device": args.device, "parsers": _read_json(args.parsers) if args.parsers else None}
+        if os.path.exists(args.record):  # a rescore: what the training recorded stays unless given anew
+            previous = load_record(args.record)
+            facts = {key: previous.get(key) if value is None else value for key, value in facts.items()}
+        extra = {key: value for key, value in (("seed", args.run_seed), *facts.items(),
                                                 ("seeds", report.get("seeds")),
                                                 ("metrics_sd", report.get("metrics_sd"))) if value is not None}
         record_run(args.record, dataset=args.dataset, system=args.system, arch=args.arch,

@@ -399,7 +399,24 @@ def _notes(records: Sequence[dict]) -> List[str]:
                 signatures.append((metric, signature))
     for metric, signature in signatures:
         notes.append(f"- {metric} signature: `{signature}`")
+    notes += _parses_notes(records)
     return notes
+
+
+def _parses_notes(records: Sequence[dict]) -> List[str]:
+    """Which parsers made the syntax each row was trained on (a record's ``parsers``), one line per parser set:
+    a table that mixes runs of older and newer parses says which is which. Nothing when no record names any."""
+    if not any("parsers" in record for record in records):
+        return []
+    from fairseq_syntax.parsing.provenance import summary
+
+    systems: Dict[str, List[str]] = {}
+    for record in records:
+        described = summary(record["parsers"]) if record.get("parsers") else None
+        key = f"`{described}`" if described else "not recorded (trained before the data named their parsers)"
+        systems.setdefault(key, []).append(record["system"])
+    return [f"- parses of the training data (systems that read no syntax ignore them): {key}: {', '.join(names)}"
+            for key, names in systems.items()]
 
 
 def _by_dataset(records: Sequence[dict]) -> Dict[str, List[dict]]:

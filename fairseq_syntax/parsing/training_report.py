@@ -16,6 +16,8 @@ import time
 
 import torch
 
+from fairseq_syntax.parsing.provenance import model_digest
+
 
 @dataclasses.dataclass
 class Measured:
@@ -106,9 +108,11 @@ def repository_relative(argument: str) -> str:
 
 
 def training_record(parser: str, model: str, data: str, split: str, measured: Measured, state, argv: list) -> dict:
-    """One run record; ``state`` is a ``training.TrainingState``."""
+    """One run record; ``state`` is a ``training.TrainingState``. ``sha256`` (of the model file) lets the data
+    parsed with the model name this record (``provenance``)."""
     return {
-        "parser": parser, "model": os.path.basename(model), "data": data, "split": split,
+        "parser": parser, "model": os.path.basename(model), "sha256": model_digest(model), "data": data,
+        "split": split,
         "scores": measured.scores, "epochs": state.epochs, "best_epoch": state.best_epoch,
         "minutes": state.minutes, "device": device_name(),
         "sentences_per_second": measured.sentences_per_second, "evaluated_sentences": measured.sentences,

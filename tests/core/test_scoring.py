@@ -269,6 +269,26 @@ def test_score_command_writes_a_run_record(tmp_path, files):
         score_cli.main([str(hyp), str(ref), "--record", str(record_path), "--system", "masks"])
 
 
+def test_a_rescore_keeps_the_device_and_parsers_the_training_recorded(tmp_path, files):
+    ref, hyp = files
+    log = tmp_path / "train.log"
+    log.write_text("2024-05-01 10:00:03 | INFO | train | epoch 004 | loss 4.396 | num_updates 120 | lr 0.001 "
+                   "| train_wall 50 | wall 61\n")
+    parsers = tmp_path / "parsers.json"
+    parsers.write_text('{"dependency": {"model": "biaffine.pt", "sha256": "0123456789abcdef"}}\n')
+    record_path = tmp_path / "ldd.run.json"
+    common = [str(hyp), str(ref), "--bootstrap", "10", "--record", str(record_path), "--dataset", "multi30k",
+              "--system", "ldd", "--arch", "transformer_ldd", "--train-log", str(log), "--train-command", "train"]
+    score_cli.main(common + ["--device", "NVIDIA H100", "--parsers", str(parsers)])
+    recorded = {"device": "NVIDIA H100", "parsers": {"dependency": {"model": "biaffine.pt",
+                                                                    "sha256": "0123456789abcdef"}}}
+    assert {key: json.loads(record_path.read_text())[key] for key in recorded} == recorded
+    score_cli.main(common)  # RESCORE=1 on another machine, the run's checkpoints gone: nothing given anew
+    assert {key: json.loads(record_path.read_text())[key] for key in recorded} == recorded
+    score_cli.main(common + ["--device", "cpu"])
+    assert json.loads(record_path.read_text())["device"] == "cpu"
+
+
 def test_score_command_detokenizes_h_lines_with_lang(tmp_path):
     tokenized = ["A man in a blue shirt is standing on a ladder ."] + HYPOTHESES[1:]
     generated = write_lines(tmp_path / "gen.out", generate_output(tokenized, range(6)))

@@ -1,4 +1,5 @@
 """The POS tagger (fairseq_syntax.parsing.tagger), training that resumes, and the parser run records."""
+import hashlib
 import json
 import runpy
 from pathlib import Path
@@ -99,6 +100,8 @@ def test_train_parser_tagger_command_skips_foreign_tags_and_writes_its_record(tm
     # the held-out part: round(24 trees x 0.1) = 2 sentences
     assert (row["parser"], row["epochs"], row["best_epoch"], row["evaluated_sentences"]) == ("tagger", 1, 1, 2)
     assert row["data"] == "tiny.mrg + extra.conllu" and 0 <= row["scores"]["POS accuracy"] <= 100
+    # the digest of the model file, by which the data it tags name this record (parsing.provenance)
+    assert row["sha256"] == hashlib.sha256((tmp_path / "tagger.pt").read_bytes()).hexdigest()[:16]
     render = runpy.run_path(str(REPO / "preprocess" / "make_results.py"))["render"]
     markdown, data = render([row])
     assert data["table"]["rows"][0]["metric"] == "POS accuracy" and data["table"]["rows"][0]["goal"] == 96.0

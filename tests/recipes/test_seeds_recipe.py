@@ -9,8 +9,16 @@ import subprocess
 from conftest import REPO
 
 
+PARSERS = {"constituency": {"model": "crf-con.pt", "sha256": "0123456789abcdef"}}
+
+
 def fake_run(runs, name, seed, hypotheses, wall):
-    """A decoded run as run_system leaves it: NAME.seedK.gen.gz (fairseq-generate's D- lines) and its train log."""
+    """A decoded run as run_system leaves it: NAME.seedK.gen.gz (fairseq-generate's D- lines), its train log, and
+    what its training ran on, kept with its checkpoints (ckpt-NAME.seedK/device.txt, parsers.json of its data)."""
+    ckpt = runs / f"ckpt-{name}.seed{seed}"
+    ckpt.mkdir()
+    (ckpt / "device.txt").write_text(f"cpu (test machine {seed})\n")
+    (ckpt / "parsers.json").write_text(json.dumps(PARSERS))
     with gzip.open(runs / f"{name}.seed{seed}.gen.gz", "wt") as out:
         out.write("".join(f"D-{i}\t-0.5\t{hypothesis}\n" for i, hypothesis in enumerate(hypotheses)))
     with gzip.open(runs / f"{name}.seed{seed}.train.log.gz", "wt") as out:
@@ -42,7 +50,8 @@ fairseq-syntax-results {runs} --out {tmp_path}/RESULTS.md
     assert sorted(records) == ["mask.seed1.run.json", "mask.seed2.run.json", "mask.seeds.run.json"]
     for seed in (1, 2):
         run = records[f"mask.seed{seed}.run.json"]
-        assert (run["system"], run["seed"], run["device"].startswith("cpu")) == ("mask", seed, True)
+        assert (run["system"], run["seed"], run["device"]) == ("mask", seed, f"cpu (test machine {seed})")
+        assert run["parsers"] == PARSERS
         # seed k against the baseline's seed k: the same baseline output here, so the same baseline score
         assert run["significance"]["sequence"]["BLEU"]["a"] == records["mask.seed1.run.json"]["significance"][
             "sequence"]["BLEU"]["a"]
@@ -53,6 +62,7 @@ fairseq-syntax-results {runs} --out {tmp_path}/RESULTS.md
     assert abs(pooled["metrics"]["BLEU"] - sum(per_seed) / 2) < 1e-9
     assert abs(pooled["metrics_sd"]["BLEU"] - abs(per_seed[0] - per_seed[1]) / 2 ** 0.5) < 1e-9
     assert pooled["significance"]["sequence"]["seeds"] == 2
+    assert (pooled["device"], pooled["parsers"]) == ("cpu (test machine 1)", PARSERS)  # the first seed's
     table = (tmp_path / "RESULTS.md").read_text()
     assert "## tiny, 2 seeds" in table and "BLEU (mean ± sd)" in table
     assert "| mask | transformer_syntax_mask_tiny | 1 |" in table  # a run per seed, with its seed

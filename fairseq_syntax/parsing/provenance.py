@@ -1,0 +1,103 @@
+"""Which parsers made a corpus's source-side syntax, so that every result trained on it can say so.
+
+``examples/prepare_translation.sh`` writes ``DATA/parsers.json`` beside each binarized input form; a recipe's
+``run_system`` keeps a copy with the run's checkpoints when training starts, and the run record takes it from there
+(``fairseq-syntax-score --parsers``), so a table that mixes runs of older and newer parses tells them apart.
+
+    python3 -m fairseq_syntax.parsing.provenance OUT.json ROLE=MODEL [ROLE=MODEL ...] [--records preprocess/runs]
+
+``OUT.json`` maps each ROLE (e.g. ``constituency``, ``tagger``, ``dependency``) to ``{"model": file name,
+"sha256": its first 16 hex digits}``, plus the ``scores``, ``epochs`` and ``data`` of the parser run record in
+``--records`` (``preprocess/train_parser.py`` writes them) whose digest is the same: the record of exactly that
+model file, or none. A MODEL that is not a file (a name SuPar or benepar downloads) is recorded by name.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+
+from fairseq_syntax.parsing.text import open_output
+
+DIGEST_LENGTH = 16
+
+
+def model_digest(path: str) -> str:
+    """The first 16 hex digits of the file's SHA-256: enough to tell two trainings of one model apart."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:DIGEST_LENGTH]
+
+
+def read_parser_records(folder: str) -> list[dict]:
+    """The parser run records (``*.json``) in ``folder``; an unreadable one is an error naming it."""
+    records = []
+    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        if name.endswith(".json"):
+            path = os.path.join(folder, name)
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    records.append(json.load(handle))
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from None
+    return records
+
+
+def describe_parsers(models: dict[str, str], records: list[dict]) -> dict[str, dict]:
+    """ROLE -> MODEL path or name, described as the module docstring says."""
+    described = {}
+    for role, model in models.items():
+        if not os.path.isfile(model):
+            described[role] = {"model": model}
+            continue
+        entry = {"model": os.path.basename(model), "sha256": model_digest(model)}
+        record = next((r for r in records if r.get("sha256") == entry["sha256"]), None)
+        if record is not None:
+            entry.update({key: record[key] for key in ("scores", "epochs", "data") if key in record})
+        described[role] = entry
+    return described
+
+
+def summary(parsers: dict[str, dict]) -> str:
+    """One line for a results table: ``constituency crf-con-ptb-sample.pt (F1 87.12, 60 epochs); ...``."""
+    parts = []
+    for role, entry in parsers.items():
+        facts = [f"{metric} {value:.2f}" for metric, value in entry.get("scores", {}).items()]
+        if "epochs" in entry:
+            facts.append(f"{entry['epochs']} epochs")
+        if not facts and "sha256" in entry:
+            facts.append(f"sha256 {entry['sha256']}, no parser record")
+        parts.append(f"{role} {entry['model']}" + (f" ({', '.join(facts)})" if facts else ""))
+    return "; ".join(parts)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", help="the JSON file to write (DATA/parsers.json)")
+    parser.add_argument("models", nargs="+", metavar="ROLE=MODEL", help="e.g. constituency=models/crf-con.pt")
+    parser.add_argument("--records", default=os.path.join(os.path.dirname(__file__), "..", "..", "preprocess",
+                                                           "runs"),
+                        help="folder of the parser run records (default: the repository's preprocess/runs)")
+    args = parser.parse_args(argv)
+    models = {}
+    for argument in args.models:
+        role, separator, model = argument.partition("=")
+        if not separator or not role or not model:
+            parser.error(f"'{argument}': give ROLE=MODEL, e.g. dependency=models/biaffine-dep-ud-ewt.pt")
+        models[role] = model
+    try:
+        described = describe_parsers(models, read_parser_records(args.records))
+    except ValueError as error:
+        sys.exit(f"error: {error}")
+    with open_output(args.out) as handle:
+        json.dump(described, handle, indent=1)
+        handle.write("\n")
+    print(f"{args.out}: {summary(described)}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
