@@ -8,7 +8,6 @@ import subprocess
 
 from conftest import REPO
 
-
 PARSERS = {"constituency": {"model": "crf-con.pt", "sha256": "0123456789abcdef"}}
 
 
