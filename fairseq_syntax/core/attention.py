@@ -91,7 +91,10 @@ class StructuredSelfAttention(nn.Module):
             weights = self.attention_weights(q, k, key_padding_mask, structure)
             out = torch.matmul(F.dropout(weights, p=dropout_p, training=self.training).to(v.dtype), v)
         out = out.permute(2, 0, 1, 3).reshape(tgt_len, bsz, self.embed_dim)
-        return self.out_proj(out), weights, None
+        # The weights leave only when asked for: LDA's may be the side input itself, and a side input returned from
+        # a layer wrapped by --checkpoint-activations becomes an output of fairseq's checkpoint function, whose
+        # backward then recomputes a graph holding its own node and recurses until memory runs out.
+        return self.out_proj(out), weights if need_weights else None, None
 
     def project(self, x: Tensor) -> Tuple[Optional[Tensor], Optional[Tensor], Tensor]:
         """Queries, keys and values ``B x H x T x d`` of ``x`` (``T x B x C``)."""

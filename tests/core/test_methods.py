@@ -12,6 +12,8 @@ def test_translation_systems_of_the_registry_in_order():
     assert [s.spec() for s in systems()] == [
         "sequence:transformer:sequence", "linearized:transformer:linearized", "mask:transformer_syntax_mask:preorder",
         "ldd:transformer_ldd:sequence", "udp:transformer_ldd:sequence:--syntax-variant=udp",
+        "ldp:transformer_ldd:sequence:--syntax-variant=ldp", "lda:transformer_ldd:sequence:--syntax-variant=lda",
+        "lda_weights:transformer_ldd:sequence:--syntax-variant=lda_weights",
         "constituent:transformer_constituent:sequence", "hier_accum:transformer_hier_accum:preorder-split",
         "pascal:transformer_pascal:sequence",
         "dbsa:transformer_dependency_supervised:sequence:--criterion=label_smoothed_cross_entropy_with_dependency"]

@@ -19,9 +19,13 @@ METHOD = Method(
     systems=(
         System("ldd", "transformer_ldd", "sequence"),
         System("udp", "transformer_ldd", "sequence", model_args=("--syntax-variant", "udp"), ablation=True),
+        System("ldp", "transformer_ldd", "sequence", model_args=("--syntax-variant", "ldp"), ablation=True),
+        # Table 1's LDA (the distributions replace the scores: softmax(LDD)) and the LDD-as-weights reading
+        System("lda", "transformer_ldd", "sequence", model_args=("--syntax-variant", "lda"), ablation=True),
+        System("lda_weights", "transformer_ldd", "sequence", model_args=("--syntax-variant", "lda_weights"),
+               ablation=True),
     ),
     plots=(analysis.PLOT,),
-    cuda_variants=(("--syntax-variant", "lda"), ("--syntax-variant", "lda_weights"), ("--syntax-variant", "ldp")),
     notes="the parser's arc x label probabilities in 16 label groups, one per head of the first encoder layer; "
           "--syntax-variant ldd, udd, ldp, udp, uldd, uudd, lda, lda_weights",
 )
