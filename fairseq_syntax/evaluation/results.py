@@ -10,7 +10,9 @@ A run record is one JSON file per trained-and-scored system, written by the reci
      "significance": {"transformer": {"BLEU": {"p_value": 0.004, ...}, "chrF": {...}, "n_samples": 1000, ...}}}
 
 ``metrics`` is what ``scoring.corpus_scores`` returns (or any dict of numbers, e.g. an accuracy); ``significance``
-maps a baseline's system name to ``scoring.paired_bootstrap``'s report of this system against it. ``updates``,
+maps a baseline's system name to ``scoring.paired_bootstrap``'s report of this system against it. Optional fields:
+``seed``, ``device`` (what it was trained on), ``parsers`` (the ``parsers.json`` of its training data,
+``fairseq_syntax.parsing.provenance``), and for a system over seeds ``seeds`` and ``metrics_sd``. ``updates``,
 ``epochs`` and ``wall_time_s`` are read from the fairseq-train log, so the table shows the budget each number
 cost.
 
