@@ -48,8 +48,10 @@ kept() {
   if [ -f "$1.gz" ] || [ ! -f "$1" ]; then echo "$1.gz"; else echo "$1"; fi
 }
 
-without_budget() {  # a training command without its --max-epoch / --max-update values
-  sed -E 's/--max-(epoch|update) [0-9]+//g' <<< "$1"
+# a training command as a resumed run must match it: without its budget (--max-epoch / --max-update may grow) and its
+# --num-workers (who loads the batches, not which batches)
+without_budget() {
+  sed -E 's/ --(max-epoch|max-update|num-workers) [0-9]+//g' <<< "$1"
 }
 
 # the name of the device runs are recorded with
