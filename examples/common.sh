@@ -109,8 +109,9 @@ run_system() {
   fairseq-generate "$data" --user-dir fairseq_syntax --task syntax_translation --path "$ckpt/checkpoint_best.pt" \
     --gen-subset test --post-process subword_nmt "${gen_args[@]}" $([ "${DEVICE:-cpu}" = cuda ] || echo --cpu) \
     > "$runs/$name.gen" 2> "$runs/$name.gen.log" || { tail -30 "$runs/$name.gen.log"; return 1; }
-  # kept gzipped, the decode without its per-token scores (P- lines: nothing reads them, a third of its size)
-  grep -v '^P-' "$runs/$name.gen" | gzip -n > "$runs/$name.gen.gz"
+  # kept gzipped, the hypotheses only (H- and D- lines, and generate's summary): the per-token scores (P-) are read
+  # by nothing, and the sources (S-) and references (T-) are the test data's; they were 60% of a kept decode
+  grep -v '^[PST]-' "$runs/$name.gen" | gzip -n > "$runs/$name.gen.gz"
   rm "$runs/$name.gen"
   gzip -n -f "$runs/$name.train.log" "$runs/$name.gen.log"
 
