@@ -50,7 +50,7 @@ kept() {
 
 # a training command as a resumed run must match it: without its budget (--max-epoch / --max-update may grow) and its
 # --num-workers (who loads the batches, not which batches)
-without_budget() {
+resume_key() {
   sed -E 's/ --(max-epoch|max-update|num-workers) [0-9]+//g' <<< "$1"
 }
 
@@ -78,7 +78,7 @@ run_system() {
   # by default, and its log continues - if it was started with the same command up to its budget (--max-epoch /
   # --max-update may grow); RESTART=1 starts it afresh.
   if [ -f "$ckpt/checkpoint_last.pt" ] && [ -z "${RESTART:-}" ]; then
-    if [ "$(without_budget "$(cat "$ckpt/train_command.txt" 2>/dev/null)")" != "$(without_budget "${train_cmd[*]}")" ]; then
+    if [ "$(resume_key "$(cat "$ckpt/train_command.txt" 2>/dev/null)")" != "$(resume_key "${train_cmd[*]}")" ]; then
       echo "$ckpt holds a run of another command ($ckpt/train_command.txt); RESTART=1 starts $name afresh" >&2
       return 1
     fi

@@ -86,11 +86,11 @@ def test_sst_results_give_mean_and_sd_over_seeds():
 
 def test_a_run_resumes_under_a_larger_budget_or_other_loader_workers_but_not_other_settings():
     """run_system resumes a checkpoint only for the same command, up to its budget and --num-workers (who loads the
-    batches, not which): what examples/common.sh's without_budget compares."""
+    batches, not which): what examples/common.sh's resume_key compares."""
     started = "fairseq-train data --arch transformer --max-epoch 20 --seed 1 --cpu"
     script = f"""
 source examples/common.sh
-same() {{ [ "$(without_budget "$1")" = "$(without_budget "{started}")" ] && echo same || echo other; }}
+same() {{ [ "$(resume_key "$1")" = "$(resume_key "{started}")" ] && echo same || echo other; }}
 same "fairseq-train data --arch transformer --max-epoch 30 --seed 1 --cpu --num-workers 0"
 same "fairseq-train data --arch transformer --max-epoch 20 --seed 2 --cpu"
 same "fairseq-train data --arch transformer --max-epoch 20 --seed 1 --cpu --max-tokens 10"
