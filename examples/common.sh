@@ -54,6 +54,14 @@ resume_key() {
   sed -E 's/ --(max-epoch|max-update|num-workers) [0-9]+//g' <<< "$1"
 }
 
+# main_process_loader ARGS...: true for a CPU run (--cpu) that does not choose its --num-workers, whose batches
+# run_system then loads in the training process (--num-workers 0): fairseq's loaders keep their worker processes
+# (persistent_workers) and every epoch starts two more that stay, ~1 GB each; over 20 Multi30k epochs two runs at a
+# time filled 24 GB and one was OOM-killed
+main_process_loader() {
+  [[ " $* " == *" --cpu "* && " $* " != *" --num-workers"[\ =]* ]]
+}
+
 # the name of the device runs are recorded with
 device_name() {
   if [ "${DEVICE:-cpu}" = cuda ]; then
@@ -70,6 +78,7 @@ run_system() {
   local system=$name
   name="$name${RUN_SUFFIX:-}"
   [ "${1:-}" = "--" ] && shift
+  if main_process_loader "$@"; then set -- "$@" --num-workers 0; fi
   mkdir -p "$runs"
   local ckpt="${CKPT_ROOT:-$runs}/ckpt-$name" log_mode=">"
   local train_cmd=(fairseq-train "$data" --user-dir fairseq_syntax --task syntax_translation --arch "$arch"

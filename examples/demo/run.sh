@@ -64,7 +64,7 @@ MODEL=(--encoder-layers 2 --decoder-layers 2 --encoder-embed-dim 64 --decoder-em
   --encoder-ffn-embed-dim 256 --decoder-ffn-embed-dim 256 --encoder-attention-heads 4 --decoder-attention-heads 4
   --share-all-embeddings --dropout 0.1 --criterion label_smoothed_cross_entropy --label-smoothing 0.1
   --optimizer adam --adam-betas "(0.9, 0.98)" --lr 3e-3 --lr-scheduler inverse_sqrt --warmup-updates 150
-  --clip-norm 1.0 --max-tokens 1024 --max-epoch "$EPOCHS" --cpu --seed 1 --no-last-checkpoints --num-workers 0)
+  --clip-norm 1.0 --max-tokens 1024 --max-epoch "$EPOCHS" --cpu --seed 1 --no-last-checkpoints)
 source "$REPO/examples/common.sh"
 DATASET=demo BASELINES="sequence linearized"
 rm -rf "$WORK/runs"

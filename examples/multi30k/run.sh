@@ -58,10 +58,8 @@ MODEL=(--encoder-layers 3 --decoder-layers 3 --encoder-embed-dim 256 --decoder-e
   --warmup-updates 1000 --clip-norm 1.0 --max-tokens 4096 --max-epoch "$EPOCHS" --seed "$SEED"
   --max-source-positions 1024)
 case "$PRECISION" in
-  # --num-workers 0: fairseq's loaders keep their worker processes (persistent_workers) and every epoch starts two
-  # more that stay, ~1 GB each; over 20 epochs two runs at a time filled 24 GB and one was OOM-killed
-  bf16) MODEL+=(--cpu --cpu-bf16-autocast --num-workers 0) ;;
-  fp32) MODEL+=(--cpu --num-workers 0) ;;
+  bf16) MODEL+=(--cpu --cpu-bf16-autocast) ;;
+  fp32) MODEL+=(--cpu) ;;
   gpu-fp32) ;;
   *) echo "PRECISION must be bf16 or fp32, not '$PRECISION'" >&2; exit 1 ;;
 esac

@@ -97,3 +97,17 @@ same "fairseq-train data --arch transformer --max-epoch 20 --seed 1 --cpu --max-
 """
     result = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True)
     assert result.stdout.split() == ["same", "other", "other"], result.stderr
+
+
+def test_a_cpu_run_loads_its_batches_in_the_training_process_unless_it_chooses_its_loader_workers():
+    """run_system adds --num-workers 0 to a --cpu run that does not choose its own (fairseq's persistent loader
+    workers pile up, one pair an epoch): what examples/common.sh's main_process_loader decides."""
+    script = """
+source examples/common.sh
+for args in "--arch transformer --cpu --seed 1" "--cpu --num-workers 2" "--cpu --num-workers=2" "--arch transformer" \\
+            "--cpu-bf16-autocast"; do
+  if main_process_loader $args; then echo added; else echo kept; fi
+done
+"""
+    result = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True)
+    assert result.stdout.split() == ["added", "kept", "kept", "kept", "kept"], result.stderr
