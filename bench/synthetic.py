@@ -21,7 +21,7 @@ import random
 from dataclasses import dataclass
 from typing import List, Sequence
 
-from fairseq_syntax.cli.preprocess import BPE_JOINER
+from fairseq_syntax.core.bpe import BPE_JOINER
 from fairseq_syntax.core.trees import Tree, to_bracketed
 from fairseq_syntax.methods.ldd.distributions import UNIVERSAL_GROUPS
 

@@ -24,14 +24,13 @@ import torch
 from tqdm import tqdm
 
 from fairseq_syntax.core import trees
+from fairseq_syntax.core.bpe import group_bpe_words, merge_pieces
 from fairseq_syntax.core.data_dir import META_FILE
 from fairseq_syntax.core.input_forms import FORMS, PRETERMINALS, source_form
 from fairseq_syntax.core.text_lines import TextLineError, read_lines_or_errors
 from fairseq_syntax.parsing.text import ptb_escape_token
 
 logger = logging.getLogger("fairseq_syntax.preprocess")
-
-BPE_JOINER = "@@"
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -56,23 +55,6 @@ def get_parser() -> argparse.ArgumentParser:
     parser.add_argument("--skip-invalid", action="store_true",
                         help="leave out (and count) invalid pairs instead of stopping at the first")
     return parser
-
-
-def group_bpe_words(tokens: List[str]) -> List[List[str]]:
-    """Subword tokens -> the pieces of each word (subword-nmt marks non-final pieces with ``@@``)."""
-    words, current = [], []
-    for token in tokens:
-        current.append(token)
-        if not token.endswith(BPE_JOINER):
-            words.append(current)
-            current = []
-    if current:  # a dangling joiner: keep the pieces as a word so the leaf comparison reports it
-        words.append(current)
-    return words
-
-
-def merge_pieces(pieces: List[str]) -> str:
-    return "".join(p[: -len(BPE_JOINER)] if p.endswith(BPE_JOINER) else p for p in pieces)
 
 
 class InvalidPair(Exception):

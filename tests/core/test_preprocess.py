@@ -12,7 +12,7 @@ from conftest import REPO, preprocess
 from fairseq.data import Dictionary
 from fairseq.data.indexed_dataset import MMapIndexedDataset
 
-from fairseq_syntax.cli.preprocess import group_bpe_words, merge_pieces
+from fairseq_syntax.core.bpe import group_bpe_words, merge_pieces
 
 
 def decode(data_dir, split, index):

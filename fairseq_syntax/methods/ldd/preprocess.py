@@ -29,7 +29,7 @@ from typing import Dict, List, Optional
 import numpy as np
 import torch
 
-from fairseq_syntax.cli.preprocess import group_bpe_words, merge_pieces
+from fairseq_syntax.core.bpe import group_bpe_words, merge_pieces
 from fairseq_syntax.core.data_dir import META_FILE, read_meta
 from fairseq_syntax.core.text_lines import TextLineError, read_lines
 from fairseq_syntax.methods.ldd import distributions as dependency
