@@ -34,6 +34,11 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from tqdm import tqdm
 
 from fairseq_syntax.parsing.evaluation import word_tags
+from fairseq_syntax.parsing.resumable import (
+    EpochClock,
+    checkpoint_path,
+    write_atomically,
+)
 from fairseq_syntax.parsing.text import open_text, ptb_unescape_token
 
 PAD, UNK = "<pad>", "<unk>"
@@ -199,8 +204,6 @@ def train_tagger(train: list[TaggedSentence], dev: list[TaggedSentence], path: s
     """Adam with the learning rate decayed by 0.75 every 5000 steps (SuPar's schedule), the best dev accuracy's
     epoch saved to ``path``; resumes from ``checkpoint_path(path)``. Returns the best dev accuracy."""
     import os
-
-    from fairseq_syntax.parsing.training import EpochClock, checkpoint_path, write_atomically
 
     random.seed(seed)
     torch.manual_seed(seed)

@@ -47,7 +47,12 @@ from fairseq_syntax.parsing.constituency import (
     unwrap,
 )
 from fairseq_syntax.parsing.evaluation import BracketScore, bracket_score, word_tags
-from fairseq_syntax.parsing.text import atomic_path, open_text, ptb_unescape_token
+from fairseq_syntax.parsing.resumable import (
+    EpochClock,
+    checkpoint_path,
+    write_atomically,
+)
+from fairseq_syntax.parsing.text import open_text, ptb_unescape_token
 from fairseq_syntax.parsing.torch_load import load_supar_parser, supar_safe_globals
 
 BENEPAR_LEARNING_RATE = 8e-4  # Adam, as for benepar's non-pretrained (char-LSTM) models
@@ -84,31 +89,6 @@ def plain_copy(path: str, work_dir: str) -> str:
     with gzip.open(path, "rb") as source, open(target, "wb") as out:
         shutil.copyfileobj(source, out)
     return target
-
-
-def checkpoint_path(path: str) -> str:
-    """Where training keeps its last epoch's full state (model, optimiser, schedule, RNG, best score), so that the
-    same command run again resumes after that epoch; ``path`` itself holds the best epoch's model."""
-    return path + ".checkpoint"
-
-
-def write_atomically(path: str, write) -> None:
-    """``write(temporary path)``, then rename it to ``path``: a run killed while saving (a session's end) leaves the
-    previous file whole, so the next sitting can resume from it."""
-    with atomic_path(path) as temporary:
-        write(temporary)
-
-
-class EpochClock:
-    """Seconds per epoch and the time left, for one line of log per epoch (the batches have their own bar)."""
-
-    def __init__(self, first_epoch: int, epochs: int):
-        self.first_epoch, self.epochs, self.start = first_epoch, epochs, time.perf_counter()
-
-    def line(self, epoch: int) -> str:
-        done = epoch - self.first_epoch + 1
-        per_epoch = (time.perf_counter() - self.start) / done
-        return f"{per_epoch:.0f} s/epoch, ETA {(self.epochs - epoch) * per_epoch / 60:.1f} min"
 
 
 @dataclasses.dataclass

@@ -430,3 +430,43 @@ def test_prepare_ptb_cleans_wraps_and_splits_in_order(tmp_path):
     assert [len(lines[split]) for split in ("train", "dev", "test")] == [7, 2, 1]
     assert lines["test"] == ["(TOP (S (NP (NNP W9)) (VP (VBD ran)) (. .)))"]
     assert lines["dev"][0] == "(TOP (S (NP (NNP W7)) (VP (VBD ran)) (. .)))"
+
+
+# ------------------------------------------------------------------------------------------------ module structure
+
+
+def parsing_imports() -> dict:
+    """Module of fairseq_syntax/parsing -> the modules of that package it imports, at the top or in a function."""
+    import ast
+
+    graph = {}
+    for path in (REPO / "fairseq_syntax" / "parsing").glob("*.py"):
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "fairseq_syntax.parsing":
+                imported.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("fairseq_syntax.parsing."):
+                imported.add(node.module.rsplit(".", 1)[1])
+        graph[path.stem] = imported
+    return graph
+
+
+def test_the_parsing_modules_import_each_other_without_a_circle():
+    graph = parsing_imports()
+    # the circle there was: constituency -> tagger -> training -> constituency
+    assert "tagger" in graph["constituency"] and "constituency" in graph["training"]
+    assert "training" not in graph["tagger"]
+    done, path = set(), []
+
+    def visit(module):
+        assert module not in path, f"import circle: {' -> '.join([*path[path.index(module):], module])}"
+        if module in done:
+            return
+        path.append(module)
+        for imported in sorted(graph.get(module, ())):
+            visit(imported)
+        path.pop()
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module)

@@ -1,0 +1,38 @@
+"""What every training loop here shares to survive being killed and to report its pace: SuPar's and benepar's
+loops (``training``) and the POS tagger's (``tagger``).
+
+A module of its own so that the tagger needs nothing of ``training``: ``training`` imports ``constituency`` (to
+score parsers through the path that parses the corpus), and ``constituency`` loads the tagger, so a tagger that
+imported ``training`` closed an import circle.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from fairseq_syntax.parsing.text import atomic_path
+
+
+def checkpoint_path(path: str) -> str:
+    """Where training keeps its last epoch's full state (model, optimiser, schedule, RNG, best score), so that the
+    same command run again resumes after that epoch; ``path`` itself holds the best epoch's model."""
+    return path + ".checkpoint"
+
+
+def write_atomically(path: str, write: Callable[[str], object]) -> None:
+    """``write(temporary path)``, then rename it to ``path``: a run killed while saving (a session's end) leaves the
+    previous file whole, so the next sitting can resume from it."""
+    with atomic_path(path) as temporary:
+        write(temporary)
+
+
+class EpochClock:
+    """Seconds per epoch and the time left, for one line of log per epoch (the batches have their own bar)."""
+
+    def __init__(self, first_epoch: int, epochs: int):
+        self.first_epoch, self.epochs, self.start = first_epoch, epochs, time.perf_counter()
+
+    def line(self, epoch: int) -> str:
+        done = epoch - self.first_epoch + 1
+        per_epoch = (time.perf_counter() - self.start) / done
+        return f"{per_epoch:.0f} s/epoch, ETA {(self.epochs - epoch) * per_epoch / 60:.1f} min"
