@@ -6,7 +6,7 @@ Sentences the parser cannot handle get a flat ``(S (XX w1) ...)`` tree; their li
 printed and written to ``OUTPUT.skipped``. With ``--tagger``, a POS tagger's tags replace the parser's preterminal
 labels (SuPar's crf-con writes ``XX``), fallback trees included.
 
-  python3 preprocess/parse_constituency.py --backend benepar --model /work/models/benepar-ptb.pt \\
+  python3 preprocess/parse_constituency.py --backend benepar --model MODELS/benepar-ptb.pt \\
       --input train.tok.en --output train.tree
 """
 import argparse

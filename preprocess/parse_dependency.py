@@ -6,7 +6,7 @@ Thin command line over ``fairseq_syntax.parsing.dependency`` (its docstring docu
 and ``--conllu`` (the parser's 1-best labeled tree), prints the retained probability mass, and lists the
 sentences that got the flat fallback structure in ``ARCS.skipped``.
 
-  python3 preprocess/parse_dependency.py --model /work/models/biaffine-dep-ud-ewt.pt \\
+  python3 preprocess/parse_dependency.py --model MODELS/biaffine-dep-ud-ewt.pt \\
       --input train.tok.en --arcs train.arcs.jsonl --conllu train.conllu
 """
 import argparse

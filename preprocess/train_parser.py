@@ -9,7 +9,7 @@ Thin command line over ``fairseq_syntax.parsing.training``:
   benepar     benepar char-LSTM ChartParser, same data and report as crf-con; load it with benepar.Parser(path).
 
   python3 preprocess/train_parser.py dependency --train en_ewt-ud-train.conllu.gz --dev en_ewt-ud-dev.conllu.gz \\
-      --output /work/models/biaffine-dep-ud-ewt.pt --work-dir /work/models/work --epochs 4
+      --output MODELS/biaffine-dep-ud-ewt.pt --work-dir MODELS/work --epochs 4
 
 Run again with the same --output, it resumes after the last finished epoch (OUTPUT.checkpoint): --epochs is the
 total. The best epoch on dev is the model; its score on the held-out data, its parsing speed and the training time

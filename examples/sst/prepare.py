@@ -1,6 +1,6 @@
 """Stanford Sentiment Treebank -> two ``tree_classification`` data directories, ``sst5`` and ``sst2``.
 
-Usage: ``python3 examples/sst/prepare.py --sst /work/shared/data/sst --out DIR``. Reads ``{train,dev}.txt(.gz)``
+Usage: ``python3 examples/sst/prepare.py --sst SST_DIR --out DIR``. Reads ``{train,dev}.txt(.gz)``
 (one binarized tree per line, a class 0-4 on every node; SOURCES.md section 4) and writes, for each task,
 ``DIR/TASK/{train,valid}.tree``, ``labels.txt`` and ``dict.txt`` (the words of the training trees, ``(X`` and ``)``).
 
