@@ -1,7 +1,7 @@
 """Raw English text for masked-LM training of a Tree Transformer, and the PTB sample's words for evaluation.
 
     python3 examples/ptb_induction/make_corpus.py --data DATA --out DIR [--text ptb|mixed]
-                                                                        [--train-on-eval-text]
+                                                  [--train-on-eval-text]
 
 ``--text ptb`` (the default; the authors trained on WSJ text): ``train.txt`` is ``ptb-lm/`` (WSJ sections 21-24 in
 Mikolov's language-modelling preprocessing: lower case, ``N`` for numbers, no punctuation, ``<unk>`` outside a 10k
