@@ -1,13 +1,16 @@
 """``transformer_dependency_supervised``: dependency-based self-attention (Deguchi et al. 2019; LISA, Strubell et al.
 2018) in one encoder layer, trained with criterion ``label_smoothed_cross_entropy_with_dependency`` (:mod:`.criterion`).
 
-fairseq's ``transformer`` whose encoder layer ``--dependency-layer`` (default 3, the authors' choice for 6 layers:
-the last layer when the encoder has fewer) has ``--dependency-heads`` (default 1) biaffine heads
-(:mod:`.attention`); its encoder output carries their attention, ``dependency_attention`` ``[B x T x T]``, for the
-criterion. The model reads no side input, so ``fairseq-generate`` and ``fairseq-interactive`` take plain tokenized
-text; training reads the parser's 1-best tree from ``src_ldd`` (``supervision_inputs``: the task adds it to the
-batches where the data directory has it). The authors also supervise a decoder head with the target's parse; this
-package is about source syntax, so only the encoder's is here.
+fairseq's ``transformer`` whose encoder layer ``--dependency-layer`` (0-based; the last layer when the encoder has
+fewer) has ``--dependency-heads`` (default 1) biaffine heads (:mod:`.attention`). The default layer, 0, is the
+authors' choice: their released config (github.com/de9uch1/dbsa) supervises encoder layer 0. Until issue 33 this
+package's default was 3, which a 3-layer encoder clamps to its last layer: the Multi30k ``dbsa`` row of
+``examples/multi30k/RESULTS.md`` supervised layer 2 of 3 (``--dependency-layer 2`` repeats that). The encoder output
+carries the heads' attention, ``dependency_attention`` ``[B x T x T]``, for the criterion. The model reads no side
+input, so ``fairseq-generate`` and ``fairseq-interactive`` take plain tokenized text; training reads the parser's
+1-best tree from ``src_ldd`` (``supervision_inputs``: the task adds it to the batches where the data directory has
+it). The authors also supervise a decoder head with the target's parse; this package is about source syntax, so
+only the encoder's is here.
 """
 from dataclasses import dataclass, field
 
@@ -17,7 +20,9 @@ from fairseq.models import register_model
 from fairseq_syntax.core.attention import StructuredSelfAttention
 from fairseq_syntax.core.encoder import SyntaxTransformerEncoder
 from fairseq_syntax.core.model import SyntaxTransformerModel, register_architectures
-from fairseq_syntax.methods.dependency_supervision.attention import DependencyBasedSelfAttention
+from fairseq_syntax.methods.dependency_supervision.attention import (
+    DependencyBasedSelfAttention,
+)
 from fairseq_syntax.methods.ldd import side_input as ldd_side_input  # noqa: F401  (registers the side input src_ldd)
 
 
@@ -25,8 +30,9 @@ from fairseq_syntax.methods.ldd import side_input as ldd_side_input  # noqa: F40
 class DependencySupervisionOptions(FairseqDataclass):
     dependency_heads: int = field(default=1, metadata={"help": "heads of the supervised layer trained to attend to "
                                                                "each token's dependency parent"})
-    dependency_layer: int = field(default=3, metadata={"help": "0-based encoder layer with those heads (the last "
-                                                               "layer when the encoder has fewer)"})
+    dependency_layer: int = field(default=0, metadata={"help": "0-based encoder layer with those heads (the last "
+                                                               "layer when the encoder has fewer); default 0, the "
+                                                               "authors' released config"})
 
 
 class DependencySupervisedEncoder(SyntaxTransformerEncoder):

@@ -1,10 +1,13 @@
 """The parent each source token is trained to attend to: Deguchi, Tamura & Ninomiya (2019), "Dependency-Based
 Self-Attention for Transformer NMT" (RANLP), section 3.2, as their released code maps words to BPE pieces
-(github.com/de9uch1/dbsa, ``scripts/bpe_dependency.py``):
+(github.com/de9uch1/dbsa, ``scripts/bpe_dependency.py``, both versions in its history):
 
 * a piece that is not its word's last depends on the next piece (so a word's pieces chain to its last piece);
-* a word's last piece depends on the last piece of the word's 1-best head word (the parser's tree);
+* a word's last piece depends on the **first** piece of the word's 1-best head word (the parser's tree);
 * the root word's last piece depends on itself.
+
+(Before issue 33 this module pointed a word's last piece at the head word's last piece and called that the
+authors' rule; the Multi30k ``dbsa`` row of ``examples/multi30k/RESULTS.md`` was trained with that rule.)
 
 EOS and padding have no parent (target ``IGNORE``). The 1-best tree is read from the ``src_ldd`` side input of Pu &
 Sima'an's method (channels ``BEST_OFFSET + group``, :mod:`fairseq_syntax.methods.ldd.distributions`).
@@ -26,9 +29,12 @@ def parent_targets(word_pairs: Tensor, token_words: Tensor, not_dependent: Tenso
     words = token_words.masked_fill(not_dependent, 0)  # EOS and padding out of the way (they get IGNORE below)
     last_piece = torch.full((bsz, word_pairs.size(-1)), -1, dtype=torch.long, device=token_words.device)
     last_piece.scatter_reduce_(1, words, positions.masked_fill(not_dependent, -1), reduce="amax")
-    # the root word is its own head, so its last piece attends to itself
+    first_piece = torch.full((bsz, word_pairs.size(-1)), length, dtype=torch.long, device=token_words.device)
+    first_piece.scatter_reduce_(1, words, positions.masked_fill(not_dependent, length), reduce="amin")
     heads = one_best_head_words(word_pairs, token_words, not_dependent, "the dependency loss").masked_fill(
         not_dependent, 0)
+    # the root word is its own head (one_best_head_words), and its last piece attends to itself
+    head_target = torch.where(heads == words, positions, first_piece.gather(1, heads))
     is_last = last_piece.gather(1, words) == positions
-    targets = torch.where(is_last, last_piece.gather(1, heads), positions + 1)
+    targets = torch.where(is_last, head_target, positions + 1)
     return targets.masked_fill(not_dependent, IGNORE)

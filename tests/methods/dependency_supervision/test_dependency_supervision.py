@@ -7,7 +7,9 @@ import pytest
 import torch
 from conftest import TINY, TRANSLATION, build_on_cpu, make_ldd_data, one_word_batch, run
 
-from fairseq_syntax.methods.dependency_supervision.attention import DependencyBasedSelfAttention
+from fairseq_syntax.methods.dependency_supervision.attention import (
+    DependencyBasedSelfAttention,
+)
 from fairseq_syntax.methods.dependency_supervision.criterion import dependency_loss
 from fairseq_syntax.methods.dependency_supervision.targets import IGNORE, parent_targets
 
@@ -20,10 +22,16 @@ def targets_of(record, pieces, length, left_pad=False):
     return parent_targets(*one_word_batch(record, pieces, length, left_pad))[0].tolist()
 
 
-def test_targets_chain_pieces_to_the_last_and_words_to_their_heads_last_piece():
-    # the(0) c@@(1) at(2) sat(3) EOS(4): the -> cat's last piece 2; c@@ -> the next piece 2; at -> sat 3;
-    # sat is the root: itself; EOS: none
-    assert targets_of(THE_CAT_SAT, [1, 2, 1], 5) == [2, 2, 3, 3, IGNORE]
+def test_targets_chain_pieces_to_the_last_and_words_to_their_heads_first_piece():
+    # the authors' rule (dbsa scripts/bpe_dependency.py): a word's last piece -> its head word's FIRST piece
+    # the(0) c@@(1) at(2) sat(3) EOS(4): the -> cat's first piece 1 (its last is 2); c@@ -> the next piece 2;
+    # at -> sat 3; sat is the root: itself; EOS: none
+    assert targets_of(THE_CAT_SAT, [1, 2, 1], 5) == [1, 2, 3, 3, IGNORE]
+    # the(0) cat(1) s@@(2) at(3) EOS(4): cat -> the root sat's first piece 2; s@@ -> 3; the root's last piece at
+    # stays on itself (3), not on its word's first piece
+    assert targets_of(THE_CAT_SAT, [1, 1, 2], 5) == [1, 2, 3, 3, IGNORE]
+    # left padding, a split head: pads 0-1, t@@(2) he(3) cat(4) sat(5) EOS(6); the -> cat 4, cat -> sat 5
+    assert targets_of(THE_CAT_SAT, [2, 1, 1], 7, left_pad=True) == [IGNORE, IGNORE, 3, 4, 5, 5, IGNORE]
     # unsplit, with one padding position: the -> 1, cat -> 2, sat -> 2
     assert targets_of(THE_CAT_SAT, [1, 1, 1], 5) == [1, 2, 2, IGNORE, IGNORE]
     # left padding: two pads, then the(2) cat(3) sat(4) EOS(5)
@@ -71,6 +79,8 @@ def test_criterion_adds_the_weighted_per_token_dependency_loss(ldd_dir):
     expected = translation + 0.5 * log["dependency_loss"] * sample_size / log["dependency_tokens"]
     assert loss.item() == pytest.approx(expected.item(), rel=1e-6)
     assert "src_ldd" in sample["net_input"] and model.encoder.side_inputs == ()
+    # the supervised layer by default: encoder layer 0, as the authors' released config
+    assert [type(layer.self_attn) is DependencyBasedSelfAttention for layer in model.encoder.layers][:2] == [True, False]
 
 
 def test_train_with_the_loss_then_decode_plain_text_without_a_parser(ldd_dir, tmp_path):
@@ -83,7 +93,7 @@ def test_train_with_the_loss_then_decode_plain_text_without_a_parser(ldd_dir, tm
     checkpoint = os.path.join(save, "checkpoint_last.pt")
     out = run(["fairseq-interactive", ldd_dir, "--user-dir", "fairseq_syntax", "--task", "syntax_translation",
                "--path", checkpoint, "--beam", "2", "--cpu"], input="the cat sees a dog .\nthe dog runs .\n").stdout
-    assert len(re.findall(r"^H-\d+\t", out, re.M)) == 2
+    assert len(re.findall(r"^H-\d+\t", out, re.MULTILINE)) == 2
 
 
 def test_training_without_the_parses_is_refused_with_the_fix(data_dirs):
