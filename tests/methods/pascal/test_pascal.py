@@ -59,6 +59,17 @@ def test_pascal_heads_scale_the_scores_and_the_others_do_not():
     assert torch.allclose(scores[:, 2:], plain[:, 2:] * density[:, None])  # the last two: parent-scaled
 
 
+def test_each_sentence_of_a_batch_scales_its_own_rows():
+    # the released code scales the wrong rows of a batch (issue 33): sentence b's heads take sentence b's density
+    attention = ParentScaledSelfAttention(embed_dim=4, num_heads=2, pascal_heads=1).eval()
+    q, k = torch.ones(2, 2, 2, 2), torch.ones(2, 2, 2, 2)  # every plain score 2 / sqrt(2) = sqrt(2)
+    density = torch.tensor([[[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [7.0, 8.0]]])
+    scores = attention.attention_scores(q, k, {"parent_density": density})
+    s = math.sqrt(2)
+    assert scores[:, 1].flatten().tolist() == pytest.approx([n * s for n in range(1, 9)])
+    assert scores[:, 0].flatten().tolist() == pytest.approx([s] * 8)
+
+
 def test_parent_ignoring_leaves_rows_unscaled_only_in_training():
     attention = ParentScaledSelfAttention(embed_dim=4, num_heads=2, pascal_heads=1, parent_ignoring=0.999999)
     q, k = torch.ones(1, 2, 3, 2), torch.ones(1, 2, 3, 2)
@@ -94,4 +105,4 @@ def test_fairseq_train_and_generate_every_test_sentence(raw_corpus, tmp_path):
     out = run(["fairseq-generate", data, "--user-dir", "fairseq_syntax", "--task", "syntax_translation",
                "--path", os.path.join(save, "checkpoint_last.pt"), "--beam", "2", "--cpu",
                "--gen-subset", "test"]).stdout
-    assert sorted(int(i) for i in re.findall(r"^H-(\d+)\t", out, re.M)) == list(range(21))
+    assert sorted(int(i) for i in re.findall(r"^H-(\d+)\t", out, re.MULTILINE)) == list(range(21))
