@@ -1,6 +1,7 @@
 """Constituency trees in PTB bracket notation: reading, cleaning, BPE and the linearizations the models consume.
 
-Pure functions over a small ``Tree`` dataclass; numpy is the only dependency.
+Pure functions over a small ``Tree`` dataclass; numpy is the only dependency. Every walk over a tree is iterative:
+a parser's long unary chain can be deeper than Python's recursion limit.
 
 * Reading: ``parse_tree`` (one bracketed tree), ``read_trees`` (one tree per line, e.g. parser output or SST),
   ``read_ptb`` (pretty-printed multi-line ``.mrg`` files). Malformed input raises ``TreeError`` naming the
@@ -221,16 +222,49 @@ def read_ptb(path: str) -> Iterator[Tree]:
 
 def to_bracketed(tree: Tree) -> str:
     """Single-line bracketed form, e.g. ``(S (NP (PRP He)) (VP (VBZ is)))``; the inverse of ``parse_tree``."""
-    if tree.is_leaf:
-        if _WORD.fullmatch(tree.label) is None:
-            raise TreeError(f"cannot write word {tree.label!r}: it is empty or holds whitespace or brackets")
-        return tree.label
-    if tree.label and _WORD.fullmatch(tree.label) is None:
-        raise TreeError(f"cannot write label {tree.label!r}: it holds whitespace or brackets")
-    return f"({tree.label} {' '.join(to_bracketed(child) for child in tree.children)})"
+    parts: list[str] = []
+    stack: list[Tree | str] = [tree]  # a node to write, or text to write as it is (a separator, a closing bracket)
+    while stack:  # iterative: a tree may be deeper than Python's recursion limit
+        node = stack.pop()
+        if isinstance(node, str):
+            parts.append(node)
+        elif node.is_leaf:
+            if _WORD.fullmatch(node.label) is None:
+                raise TreeError(f"cannot write word {node.label!r}: it is empty or holds whitespace or brackets")
+            parts.append(node.label)
+        else:
+            if node.label and _WORD.fullmatch(node.label) is None:
+                raise TreeError(f"cannot write label {node.label!r}: it holds whitespace or brackets")
+            parts.append(f"({node.label}")
+            stack.append(")")
+            for child in reversed(node.children):
+                stack.extend((child, " "))
+    return "".join(parts)
 
 
 # ---------------------------------------------------------------------------------------------------- transforms
+
+
+def _rebuild(
+    tree: Tree, on_leaf: Callable[[Tree], list[Tree]], on_node: Callable[[Tree, list[Tree]], list[Tree]]
+) -> list[Tree]:
+    """A new tree, bottom up: each leaf becomes ``on_leaf(leaf)`` and each interior node ``on_node(node, its
+    rebuilt children)`` (each a list: a node may become none or several). Leaves are visited left to right.
+    Iterative, so a tree deeper than Python's recursion limit (a parser's long unary chain) is no error."""
+    built: list[list[Tree]] = [[]]  # per open node (and the top), the rebuilt children so far
+    stack: list[tuple[Tree, bool]] = [(tree, False)]  # (node, its children are rebuilt)
+    while stack:
+        node, children_done = stack.pop()
+        if node.is_leaf:
+            built[-1].extend(on_leaf(node))
+        elif children_done:
+            children = built.pop()
+            built[-1].extend(on_node(node, children))
+        else:
+            stack.append((node, True))
+            built.append([])
+            stack.extend((child, False) for child in reversed(node.children))
+    return built[0]
 
 
 def _strip_function_tags(label: str) -> str:
@@ -248,20 +282,15 @@ def clean_ptb(tree: Tree, strip_function_tags: bool = True, remove_empty: bool =
     Words are never changed.
     """
 
-    def clean(node: Tree) -> Tree | None:
-        if node.is_leaf:
-            return Tree(node.label)
-        if remove_empty and node.label == EMPTY_ELEMENT:
-            return None
-        children = [cleaned for cleaned in map(clean, node.children) if cleaned is not None]
-        if not children:
-            return None
-        return Tree(_strip_function_tags(node.label) if strip_function_tags else node.label, children)
+    def clean(node: Tree, children: list[Tree]) -> list[Tree]:
+        if (remove_empty and node.label == EMPTY_ELEMENT) or not children:
+            return []
+        return [Tree(_strip_function_tags(node.label) if strip_function_tags else node.label, children)]
 
-    cleaned = clean(tree)
-    if cleaned is None:
+    cleaned = _rebuild(tree, lambda leaf: [Tree(leaf.label)], clean)
+    if not cleaned:
         raise TreeError(f"no words left after removing {EMPTY_ELEMENT} elements from {to_bracketed(tree)}")
-    return cleaned
+    return cleaned[0]
 
 
 
@@ -280,13 +309,7 @@ def apply_bpe(tree: Tree, segment: Callable[[str], list[str]]) -> Tree:
             raise TreeError(f"segmenting the word {word!r} gave no subwords")
         return [Tree(subword) for subword in subwords]
 
-    def split(node: Tree) -> Tree:
-        children = []
-        for child in node.children:
-            children.extend(pieces(child.label) if child.is_leaf else [split(child)])
-        return Tree(node.label, children)
-
-    return split(tree)
+    return _rebuild(tree, lambda leaf: pieces(leaf.label), lambda node, children: [Tree(node.label, children)])[0]
 
 
 # ---------------------------------------------------------------------------------------------------- linearizations
@@ -370,15 +393,20 @@ def linearize(tree: Tree, preterminals: str = "auto") -> list[str]:
     """
     preterminals = _check_linearizable(tree, preterminals)
 
-    def emit(node: Tree, is_root: bool) -> list[str]:
-        if node.is_leaf:
-            return [node.label]
-        inside = [token for child in node.children for token in emit(child, False)]
-        if _is_node_token(node, is_root, preterminals):
-            return ["(" + node.label, *inside, ")"]
-        return inside
-
-    return emit(tree, True)
+    tokens: list[str] = []
+    stack: list[Tree | str] = [tree]  # a node, or a closing bracket to write (iterative: trees may be deep)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            tokens.append(node)
+        elif node.is_leaf:
+            tokens.append(node.label)
+        else:
+            if _is_node_token(node, node is tree, preterminals):
+                tokens.append("(" + node.label)
+                stack.append(")")
+            stack.extend(reversed(node.children))
+    return tokens
 
 
 def words(tree: Tree) -> list[str]:

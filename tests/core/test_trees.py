@@ -439,3 +439,32 @@ def test_preorder_parent_arrays_are_preorders(father_bpe, mode):
     tokens, parents = preorder(father_bpe, mode)
     again, again_parents = preorder(rebuild(tokens, parents), "keep")
     assert (again, again_parents.tolist()) == (tokens, parents.tolist())
+
+
+# ------------------------------------------------------------------------------------------------ deep trees
+
+DEPTH = 3000  # far past Python's recursion limit (1000): a parser's long unary chain must not be a RecursionError
+
+
+def deep_chain(inner: str) -> str:
+    return "(X " * DEPTH + inner + ")" * DEPTH
+
+
+@pytest.mark.parametrize("mode", ["keep", "split", "drop"])
+def test_trees_deeper_than_the_recursion_limit_convert_in_every_form(mode):
+    tree = apply_bpe(parse_tree(deep_chain("(NN wx)")), lambda word: ["w@@", "x"])
+    assert words(tree) == ["w@@", "x"]
+    # (NN is over two pieces: a token under keep and split, gone under drop (the pieces hang from the last (X)
+    pos = [] if mode == "drop" else ["(NN"]
+    assert linearize(tree, mode) == ["(X"] * DEPTH + pos + ["w@@", "x"] + [")"] * (len(pos) + DEPTH)
+    tokens, parents = preorder(tree, mode)
+    assert tokens == ["(X"] * DEPTH + pos + ["w@@", "x"]
+    # each (X under the one before; the pieces under the last node token, (NN at index DEPTH or the last (X
+    pieces_parent = DEPTH if pos else DEPTH - 1
+    assert parents.tolist() == [-1, *range(DEPTH - 1), *([DEPTH - 1] if pos else []), pieces_parent, pieces_parent]
+    assert to_bracketed(tree) == deep_chain("(NN w@@ x)")
+
+
+def test_clean_ptb_of_a_deep_tree():
+    cleaned = clean_ptb(parse_tree(deep_chain("(NP-SBJ (NN w)) (-NONE- *T*-1)"), unwrap=False))
+    assert to_bracketed(cleaned) == deep_chain("(NP (NN w))")
