@@ -65,6 +65,18 @@ def raw_corpus(tmp_path_factory):
     return str(raw)
 
 
+@pytest.fixture
+def small_corpus(tmp_path):
+    """A fresh copy per test (edit it freely) of a smaller corpus, with arcs files: train 12, valid 4, test 5 pairs,
+    for tests that preprocess it again and again."""
+    raw = tmp_path / "small"
+    raw.mkdir()
+    for split, n, seed in (("train", 12, 1), ("valid", 4, 2), ("test", 5, 3)):
+        tiny_corpus(str(raw / split), n, seed)
+        write_arcs(str(raw / split))
+    return raw
+
+
 @pytest.fixture(scope="session")
 def data_dirs(raw_corpus, tmp_path_factory):
     """form -> fairseq data directory made by fairseq-syntax-preprocess."""

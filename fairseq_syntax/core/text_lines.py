@@ -3,7 +3,9 @@ item per line, every problem named ``FILE:LINE: problem``.
 
 Lines end at ``\\n`` only (a ``\\r\\n`` ending is a line ending too); a carriage return inside a line is an error at
 that line rather than a silent extra line break, which would shift every later line of the file against the others.
-Bytes that are not UTF-8 are an error at their line and column, never a ``UnicodeDecodeError`` traceback. A name
+Bytes that are not UTF-8 are an error at their line and column, never a ``UnicodeDecodeError`` traceback. A byte
+order mark at the start of a file (Windows editors write one) is removed, in every file alike, so it never becomes
+part of the first word of the first line (a source token, a target token, a tree's bracket). A name
 ending in ``.gz`` is read through gzip; one that is cut short or damaged is an error naming the file.
 
 * :func:`read_lines` (path) -> the lines; the first bad line raises :class:`TextLineError`;
@@ -14,6 +16,8 @@ import gzip
 import os
 import zlib
 from typing import Iterator, List, Union
+
+UTF8_BOM = b"\xef\xbb\xbf"
 
 
 class TextLineError(ValueError):
@@ -29,6 +33,7 @@ def _raw_lines(path: str) -> Iterator[bytes]:
         except (EOFError, gzip.BadGzipFile, zlib.error) as error:  # a gzip file cut short or damaged
             raise TextLineError(f"{path}: not a whole gzip file ({error}); a run killed while writing it leaves it "
                                 "cut short: write it again") from None
+    data = data.removeprefix(UTF8_BOM)  # an editor's marker of the encoding, not text: kept, it joins the first word
     lines = data.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()  # the file ends with a line break

@@ -175,8 +175,8 @@ def parse_tree(text: str, source: str = "<string>", line: int | None = None, unw
 
 def _open_text(path: str):
     if str(path).endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
+        return gzip.open(path, "rt", encoding="utf-8-sig")
+    return open(path, encoding="utf-8-sig")  # -sig: a byte order mark at the start is not part of the first tree
 
 
 def read_trees(path: str) -> Iterator[Tree]:

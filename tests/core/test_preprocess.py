@@ -167,6 +167,32 @@ def test_crlf_files_read_as_their_lines(raw_corpus, tmp_path):
     assert len(MMapIndexedDataset(str(out / "valid.en-de.en"))) == 20
 
 
+def run_preprocess(raw, dest, form, *extra, splits=("train", "valid")):
+    """fairseq-syntax-preprocess in this process (no interpreter start: the new tests run it many times)."""
+    from fairseq_syntax.cli import preprocess as command
+
+    command.main(["-s", "en", "-t", "de", *(f"--{split}pref={raw}/{split}" for split in splits), "--form", form,
+                  "--destdir", str(dest), "--joined-dictionary", "--workers", "1", *extra])
+
+
+def preprocess_error(raw, dest, form, *extra, **options) -> str:
+    with pytest.raises(SystemExit) as error:
+        run_preprocess(raw, dest, form, *extra, **options)
+    return str(error.value)
+
+
+def test_a_byte_order_mark_is_no_part_of_the_first_word(small_corpus, tmp_path):
+    for name in ("valid.en", "valid.de", "valid.tree"):
+        path = small_corpus / name
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    out = tmp_path / "bom"
+    run_preprocess(small_corpus, out, "sequence")
+    first_target = (small_corpus / "valid.de").read_bytes()[3:].decode().splitlines()[0].split()
+    target = MMapIndexedDataset(str(out / "valid.en-de.de"))[0]
+    assert [Dictionary.load(str(out / "dict.de.txt"))[i] for i in target.tolist()] == first_target + ["</s>"]
+    assert first_target[0] == "die" and decode(str(out), "valid", 0)[0] == "the"
+
+
 def test_a_missing_input_file_is_one_error_line(raw_corpus, tmp_path):
     raw = tmp_path / "raw"
     shutil.copytree(raw_corpus, raw)

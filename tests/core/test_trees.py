@@ -193,6 +193,8 @@ def test_read_trees_plain_and_gzip(tmp_path):
     expected = ["(S (NP (PRP He)) (VP (VBZ left)))", "(UH Hello)", "(3 (2 good) (2 film))"]
     assert [to_bracketed(tree) for tree in read_trees(str(plain))] == expected
     assert [to_bracketed(tree) for tree in read_trees(str(packed))] == expected
+    plain.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())  # a byte order mark: not a bare word before the tree
+    assert [to_bracketed(tree) for tree in read_trees(str(plain))] == expected
 
 
 def test_read_trees_errors_give_line(tmp_path):
