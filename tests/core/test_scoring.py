@@ -337,6 +337,19 @@ def test_skipped_lines_of_preprocessing_are_left_out_of_the_references(tmp_path)
         score_cli.main([str(gen), str(refs), "--skipped", str(bad)])
 
 
+def test_no_references_is_one_error_not_an_index_error(tmp_path, monkeypatch):
+    empty = write_lines(tmp_path / "empty.txt", [])
+    monkeypatch.setattr(sys, "argv", ["fairseq-syntax-score", str(empty), str(empty)])
+    with pytest.raises(SystemExit) as error:
+        score_cli.cli_main()
+    assert str(error.value) == f"fairseq-syntax-score: error: {empty}: no references to score (an empty file)"
+    refs = write_lines(tmp_path / "ref.txt", ["a b", "c d"])
+    skipped = write_lines(tmp_path / "test.skipped.tsv", ["1\tover-long source\tx", "2\tover-long source\ty"])
+    with pytest.raises(ScoringInputError, match=r"ref.txt: no references to score: all of them are left out by "
+                                                r"--skipped .*test.skipped.tsv"):
+        score_cli.main([str(empty), str(refs), "--skipped", str(skipped)])
+
+
 def test_only_a_trailing_block_of_missing_ids_suggests_the_batch_multiple_or_skipped_lines(tmp_path):
     path = write_lines(tmp_path / "gen.out", generate_output(HYPOTHESES[:4], [0, 1, 2, 3]))
     with pytest.raises(ScoringInputError, match="--required-batch-size-multiple 1.*--skipped"):
