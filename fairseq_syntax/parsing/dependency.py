@@ -248,6 +248,30 @@ def parse_file(
     return report, mass
 
 
+def _is_index(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)  # JSON true is no word index
+
+
+def _is_probability(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1
+
+
+def _cycle(heads: list[int]) -> list[int]:
+    """Words (1-based) of a cycle of a head list (``heads[k - 1]`` the head of word k, 0 the root), or [] when
+    every word's chain of heads reaches the root."""
+    reaches_root = [True] + [False] * len(heads)
+    for start in range(1, len(heads) + 1):
+        chain, word = [], start
+        while not reaches_root[word]:
+            if word in chain:
+                return chain[chain.index(word):]
+            chain.append(word)
+            word = heads[word - 1]
+        for word in chain:
+            reaches_root[word] = True
+    return []
+
+
 def _check_record(record, source: str, line: int) -> None:
     def fail(problem: str):
         raise ValueError(f"{source}:{line}: {problem}")
@@ -264,14 +288,14 @@ def _check_record(record, source: str, line: int) -> None:
         if not (isinstance(arc, list) and len(arc) == 4 and isinstance(arc[3], dict)):
             fail(f"arc {arc!r} is not [dependent, head, probability, {{label: probability}}]")
         dependent, head, probability, labels = arc
-        if not (isinstance(dependent, int) and 1 <= dependent <= n):
+        if not (_is_index(dependent) and 1 <= dependent <= n):
             fail(f"arc {arc!r}: dependent must be a word index 1..{n}")
-        if not (isinstance(head, int) and 0 <= head <= n and head != dependent):
+        if not (_is_index(head) and 0 <= head <= n and head != dependent):
             fail(f"arc {arc!r}: head must be 0 (root) or another word index 1..{n}")
-        if not (isinstance(probability, (int, float)) and 0 < probability <= 1):
-            fail(f"arc {arc!r}: probability must be in (0, 1]")
-        if not all(isinstance(p, (int, float)) and 0 < p <= 1 for p in labels.values()):
-            fail(f"arc {arc!r}: label probabilities must be in (0, 1]")
+        if not _is_probability(probability):
+            fail(f"arc {arc!r}: probability must be a number in (0, 1]")
+        if not all(_is_probability(p) for p in labels.values()):
+            fail(f"arc {arc!r}: label probabilities must be numbers in (0, 1]")
         if sum(labels.values()) > 1 + ROUNDING_SLACK:
             fail(f"arc {arc!r}: label probabilities sum to {sum(labels.values()):.6f} > 1")
         head_mass[dependent] += probability
@@ -283,9 +307,12 @@ def _check_record(record, source: str, line: int) -> None:
         if not (isinstance(best, list) and len(best) == n):
             fail(f'"best" must list [head, label] for each of the {n} words')
         for dependent, arc in enumerate(best, 1):
-            if not (isinstance(arc, list) and len(arc) == 2 and isinstance(arc[0], int) and 0 <= arc[0] <= n
+            if not (isinstance(arc, list) and len(arc) == 2 and _is_index(arc[0]) and 0 <= arc[0] <= n
                     and arc[0] != dependent and isinstance(arc[1], str) and arc[1]):
                 fail(f'"best" of word {dependent}: {arc!r} is not [head (0 = root, or another word 1..{n}), label]')
+        cycle = _cycle([head for head, _ in best])
+        if cycle:
+            fail(f'"best" is not a tree: words {cycle} head each other in a cycle that never reaches the root (0)')
 
 
 def read_arc_distributions(path: str) -> Iterator[dict]:

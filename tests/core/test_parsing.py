@@ -370,6 +370,14 @@ def test_parse_dependency_command(corpus, dependency_model):
     ('{"words": ["a"], "arcs": [[1, 0, 1.0, {}]], "best": []}', '"best" must list [head, label] for each of the 1'),
     ('{"words": ["a", "b"], "arcs": [[1, 0, 1.0, {}]], "best": [[0, "root"], [2, "dep"]]}',
      '"best" of word 2: [2, \'dep\'] is not [head'),
+    # JSON true is no probability and no word index (Python's bool is an int)
+    ('{"words": ["a"], "arcs": [[1, 0, true, {}]]}', "probability must be a number in (0, 1]"),
+    ('{"words": ["a"], "arcs": [[1, 0, 1.0, {"root": true}]]}', "label probabilities must be numbers in (0, 1]"),
+    ('{"words": ["a", "b"], "arcs": [[true, 0, 1.0, {}]]}', "dependent must be a word index 1..2"),
+    ('{"words": ["a", "b", "c"], "arcs": [[1, 0, 1.0, {}]], "best": [[2, "x"], [3, "y"], [1, "z"]]}',
+     '"best" is not a tree: words [1, 2, 3] head each other in a cycle that never reaches the root'),
+    ('{"words": ["a", "b", "c"], "arcs": [[1, 0, 1.0, {}]], "best": [[0, "root"], [3, "y"], [2, "z"]]}',
+     '"best" is not a tree: words [2, 3] head each other'),
 ])
 def test_reader_names_file_line_and_problem(tmp_path, line, problem):
     path = tmp_path / "bad.arcs.jsonl"

@@ -230,6 +230,8 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, MassReport]:
         raise SystemExit(f"error: {args.destdir}: no such directory (run fairseq-syntax-preprocess first)")
     if args.floor < 1 / QUANTISATION:
         raise SystemExit(f"error: --floor {args.floor:g} is below one quantisation step (1/{QUANTISATION})")
+    if args.floor > 1:
+        raise SystemExit(f"error: --floor {args.floor:g} is above 1: no probability reaches it, so nothing would be kept")
     meta = read_meta(args.destdir)
     if meta["form"] != "sequence":
         raise SystemExit(
