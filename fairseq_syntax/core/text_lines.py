@@ -29,16 +29,16 @@ def _raw_lines(path: str) -> Iterator[bytes]:
         raise FileNotFoundError(f"{path}: no such file")
     with (gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb")) as handle:
         try:
-            data = handle.read()
+            for index, raw in enumerate(handle):  # read as it goes (a corpus is never held whole); splits at \n only
+                if index == 0:  # an editor's marker of the encoding, not text: kept, it joins the first word
+                    raw = raw.removeprefix(UTF8_BOM)
+                    if not raw:  # a file of the marker alone has no line
+                        return
+                raw = raw.removesuffix(b"\n")
+                yield raw.removesuffix(b"\r")
         except (EOFError, gzip.BadGzipFile, zlib.error) as error:  # a gzip file cut short or damaged
             raise TextLineError(f"{path}: not a whole gzip file ({error}); a run killed while writing it leaves it "
                                 "cut short: write it again") from None
-    data = data.removeprefix(UTF8_BOM)  # an editor's marker of the encoding, not text: kept, it joins the first word
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()  # the file ends with a line break
-    for raw in lines:
-        yield raw[:-1] if raw.endswith(b"\r") else raw
 
 
 def decode_line(raw: bytes, path: str, number: int) -> str:
@@ -54,16 +54,20 @@ def decode_line(raw: bytes, path: str, number: int) -> str:
                             f"{error.start + 1} of the line)") from None
 
 
+def iter_lines_or_errors(path: str) -> Iterator[str | TextLineError]:
+    """:func:`read_lines_or_errors` line by line as the file is read, for a corpus too large to hold (the parsers'
+    input); a gzip file cut short raises when the reading gets there."""
+    for number, raw in enumerate(_raw_lines(path), 1):
+        try:
+            yield decode_line(raw, path, number)
+        except TextLineError as error:
+            yield error
+
+
 def read_lines_or_errors(path: str) -> List[Union[str, TextLineError]]:
     """Every line of ``path``: its text, or the :class:`TextLineError` that says why it cannot be read (raised, not
     returned, when the whole file cannot be read: a gzip file cut short)."""
-    lines: List[Union[str, TextLineError]] = []
-    for number, raw in enumerate(_raw_lines(path), 1):
-        try:
-            lines.append(decode_line(raw, path, number))
-        except TextLineError as error:
-            lines.append(error)
-    return lines
+    return list(iter_lines_or_errors(path))
 
 
 def read_lines(path: str) -> List[str]:
