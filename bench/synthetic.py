@@ -11,7 +11,7 @@ For the labeled-dependency model the generator also writes the parser side data 
 ``fairseq-syntax-preprocess-dependencies`` reads (``*.arcs.jsonl``, see :mod:`fairseq_syntax.parsing.dependency`):
 per word a main head (probability 0.9) and two alternatives (0.07, 0.03; renormalised where a short sentence has
 fewer candidates), each with two labels (0.8, 0.2) drawn from the Universal Dependencies labels; one word has the
-root as its main head.
+root as its main head, and the main heads form a random tree (the 1-best tree, "best").
 
 Files per prefix ``P``: ``P.en`` (BPE applied), ``P.de`` (BPE applied), ``P.tree`` (word level),
 ``P.arcs.jsonl``. The same seed gives the same files.
@@ -90,11 +90,15 @@ def random_tree(rng: random.Random, words: List[str]) -> Tree:
 def random_arcs(rng: random.Random, words: List[str]) -> dict:
     """Parser side data for ``words``: three candidate heads per word, two labels per head (module docstring)."""
     n = len(words)
-    root_word = rng.randint(1, n)
+    # the main heads form a tree (as a parser's 1-best arcs do, and as the arcs reader requires of "best"): each word
+    # hangs under a word placed before it in a random order, the first under the root
+    order = rng.sample(range(1, n + 1), n)
+    root_word = order[0]
+    main_heads = {root_word: 0, **{word: rng.choice(order[:k]) for k, word in enumerate(order[1:], 1)}}
     arcs, best = [], []
     for dependent in range(1, n + 1):
         others = [h for h in range(0, n + 1) if h != dependent and (h != 0 or dependent == root_word)]
-        main = 0 if dependent == root_word else rng.choice(others)
+        main = main_heads[dependent]
         alternatives = [h for h in others if h != main]
         heads = [main] + rng.sample(alternatives, min(len(alternatives), len(ARC_PROBABILITIES) - 1))
         kept = ARC_PROBABILITIES[:len(heads)]  # short sentences have fewer candidate heads: renormalise
@@ -104,8 +108,8 @@ def random_arcs(rng: random.Random, words: List[str]) -> dict:
             else:
                 labels = dict(zip(rng.sample(DEPENDENCY_LABELS, len(LABEL_PROBABILITIES)), LABEL_PROBABILITIES))
             arcs.append([dependent, head, probability, labels])
-            if head == main:  # the most probable head and its most probable label: the "1-best" arc (for timing
-                best.append([head, max(labels, key=labels.get)])  # only: the main heads need not form a tree)
+            if head == main:  # the most probable head and its most probable label: the "1-best" arc
+                best.append([head, max(labels, key=labels.get)])
     return {"words": list(words), "arcs": arcs, "best": best}
 
 
