@@ -8,7 +8,8 @@ runs the parsers; :mod:`fairseq_syntax.evaluation` scores translations and write
 
 Importing the package registers every task, model and criterion with fairseq (methods first: their side inputs
 and interactive options are part of the translation task's configuration) and lets fairseq's own command-line
-tools load fairseq checkpoints under torch >= 2.6 (:mod:`fairseq_syntax.core.checkpoints`).
+tools load fairseq checkpoints under torch >= 2.6, and save them so that a run killed while saving leaves every
+checkpoint whole (:mod:`fairseq_syntax.core.checkpoints`).
 
 Papers (the docstrings cite them by author and year):
 
@@ -28,6 +29,7 @@ masking), Tai et al. 2015 (SST node labels).
 from fairseq_syntax.core import checkpoints
 
 checkpoints.allow_fairseq_checkpoints()
+checkpoints.make_checkpoints_crash_safe()
 
 from fairseq_syntax import methods  # noqa: E402,F401  (registers the models and side inputs)
 from fairseq_syntax.core import tasks  # noqa: E402,F401  (registers the tasks and the criterion)

@@ -9,11 +9,32 @@ fairseq checkpoint needs; ``Namespace`` only stores attributes, so allowing it e
 Training with ``--eval-bleu`` also stores numpy arrays and scalars (the BLEU n-gram counts in the meters), which
 need numpy's array and scalar reconstructors and dtype classes; these build arrays from bytes and run no other code
 (torch's documentation lists them for numpy checkpoints).
+
+Saving that a kill cannot break (:func:`make_checkpoints_crash_safe`). fairseq writes the first checkpoint of a save
+(e.g. ``checkpoint_1_40.pt``) to ``NAME.tmp`` and renames it, but then copies it onto the other names
+(``checkpoint_last.pt``, ``checkpoint_best.pt``) in place: a run killed during that copy leaves ``checkpoint_last.pt``
+cut short (often 0 bytes) and the next run dies resuming from it. Long CPU runs are killed mid-run often, so every
+write of fairseq's checkpoint code now goes to ``NAME.tmp`` in the same directory, is flushed to disk and renamed
+over ``NAME`` (:func:`write_atomically`): a kill leaves the previous file or the new one, whole. For checkpoints cut
+short before (or by other tools), resuming from ``checkpoint_last.pt`` falls back to the newest whole checkpoint
+beside it and says so, and loading one by name stops with one line naming it and that whole checkpoint.
 """
 import argparse
+import contextlib
+import copy
+import glob
+import logging
+import os
+import shutil
+import zipfile
+from collections.abc import Iterator
+from typing import BinaryIO
 
 import numpy
 import torch
+from fairseq import checkpoint_utils
+from fairseq.file_io import PathManager
+from omegaconf import DictConfig, open_dict
 
 try:  # numpy >= 2
     from numpy._core import multiarray as _multiarray
@@ -33,3 +54,122 @@ def allow_fairseq_checkpoints() -> None:
     add_safe_globals = getattr(torch.serialization, "add_safe_globals", None)
     if add_safe_globals is not None:  # torch < 2.4 has no weights-only default to fix
         add_safe_globals(list(FAIRSEQ_CHECKPOINT_GLOBALS))
+
+
+logger = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def write_atomically(path: str) -> Iterator[BinaryIO]:
+    """A binary handle on ``path + ".tmp"``; when the block ends without an error the data is flushed to disk and
+    the file renamed over ``path``, else it is removed and ``path`` stays as it was."""
+    partial = path + ".tmp"
+    try:
+        with open(partial, "wb") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(partial)
+        raise
+    os.replace(partial, path)
+
+
+class CrashSafePathManager(PathManager):
+    """fairseq's ``PathManager`` as ``fairseq.checkpoint_utils`` sees it: copies onto other checkpoint names are
+    atomic, and the rename of a freshly written checkpoint comes after its data is on disk. Paths that need
+    fairseq's remote-file handlers are left to it."""
+
+    @staticmethod
+    def copy(src_path: str, dst_path: str, overwrite: bool = False) -> bool:
+        if PathManager.path_requires_pathmanager(dst_path):
+            return PathManager.copy(src_path, dst_path, overwrite=overwrite)
+        with open(src_path, "rb") as source, write_atomically(dst_path) as target:
+            shutil.copyfileobj(source, target)
+        return True
+
+    @staticmethod
+    def rename(src: str, dst: str) -> None:
+        with open(src, "rb") as written:
+            os.fsync(written.fileno())
+        os.replace(src, dst)
+
+
+def cut_short(path: str) -> str | None:
+    """Why the checkpoint file ``path`` cannot be whole (``0 bytes``, ``N bytes, no end of its zip archive``), or
+    None. torch writes zip archives, whose directory sits at the end, so a file cut short lacks it; a file in
+    torch's legacy format (a pickle) is left to torch."""
+    if not os.path.isfile(path):
+        return None
+    size = os.path.getsize(path)
+    if size == 0:
+        return "0 bytes"
+    with open(path, "rb") as handle:
+        legacy = handle.read(1) == b"\x80"  # pickle protocol 2+: torch.save(..., _use_new_zipfile_serialization=0)
+    if legacy or zipfile.is_zipfile(path):
+        return None
+    return f"{size} bytes, no end of its zip archive"
+
+
+def newest_whole_checkpoint(directory: str, suffix: str = "", excluding: str = "") -> str | None:
+    """The most recently written checkpoint ``checkpoint*{suffix}.pt`` of ``directory`` that is not cut short,
+    other than ``excluding``; fairseq writes each save's files at once, so the newest file holds the latest state."""
+    candidates = [path for path in glob.glob(os.path.join(glob.escape(directory), f"checkpoint*{suffix}.pt"))
+                  if os.path.abspath(path) != os.path.abspath(excluding) and cut_short(path) is None]
+    return max(candidates, key=lambda path: (os.path.getmtime(path), path), default=None)
+
+
+def _cut_short_message(path: str, reason: str) -> str:
+    whole = newest_whole_checkpoint(os.path.dirname(path) or ".", excluding=path)
+    remedy = (f"the newest whole checkpoint beside it is {whole}" if whole
+              else "there is no whole checkpoint beside it")
+    return (f"error: {path} is cut short ({reason}): a run killed while writing it leaves it so; {remedy}")
+
+
+def _refuse_cut_short(load_checkpoint_to_cpu):
+    def load(path, *args, **kwargs):
+        reason = cut_short(path)
+        if reason is not None:
+            raise SystemExit(_cut_short_message(path, reason))
+        return load_checkpoint_to_cpu(path, *args, **kwargs)
+
+    return load
+
+
+def _resume_from_a_whole_checkpoint(load_checkpoint):
+    def resume(cfg, trainer, **passthrough_args):
+        suffix = trainer.checkpoint_suffix
+        if cfg.restore_file == "checkpoint_last.pt":  # fairseq's default: resume from the save directory
+            last = os.path.join(cfg.save_dir, f"checkpoint_last{suffix}.pt")
+            reason = cut_short(last)
+            if reason is not None:
+                whole = newest_whole_checkpoint(cfg.save_dir, suffix, excluding=last)
+                if whole is None or cfg.finetune_from_model is not None:
+                    raise SystemExit(_cut_short_message(last, reason) + "; remove it to start afresh")
+                logger.warning(f"{last} is cut short ({reason}): a run killed while writing it leaves it so; "
+                               f"resuming from {whole}, the newest whole checkpoint beside it")
+                cfg = _with_restore_file(cfg, whole[: len(whole) - len(f"{suffix}.pt")] + ".pt")
+        return load_checkpoint(cfg, trainer, **passthrough_args)
+
+    return resume
+
+
+def _with_restore_file(cfg, restore_file: str):
+    cfg = copy.deepcopy(cfg)
+    if isinstance(cfg, DictConfig):
+        with open_dict(cfg):
+            cfg.restore_file = restore_file
+    else:
+        cfg.restore_file = restore_file
+    return cfg
+
+
+def make_checkpoints_crash_safe() -> None:
+    """Route fairseq's checkpoint writes through :class:`CrashSafePathManager`, and its checkpoint loads through
+    the checks for files cut short (once per process)."""
+    if checkpoint_utils.PathManager is CrashSafePathManager:
+        return
+    checkpoint_utils.PathManager = CrashSafePathManager
+    checkpoint_utils.load_checkpoint_to_cpu = _refuse_cut_short(checkpoint_utils.load_checkpoint_to_cpu)
+    checkpoint_utils.load_checkpoint = _resume_from_a_whole_checkpoint(checkpoint_utils.load_checkpoint)

@@ -1,0 +1,143 @@
+"""Checkpoints a kill cannot break (:mod:`fairseq_syntax.core.checkpoints`): every write of fairseq's checkpoint code
+goes to NAME.tmp and is renamed over NAME, so an interrupted write leaves the previous file whole; a checkpoint cut
+short before is found, resuming from it falls back to the newest whole checkpoint beside it, and loading it by name
+stops with one line naming both files. (tests/recipes/test_end_to_end.py resumes a real training run.)"""
+import logging
+import os
+import shutil
+import types
+
+import pytest
+import torch
+from fairseq import checkpoint_utils
+from fairseq.dataclass.configs import CheckpointConfig
+
+import fairseq_syntax  # noqa: F401  (routes fairseq's checkpoint code through the crash-safe writes and checks)
+from fairseq_syntax.core.checkpoints import (
+    CrashSafePathManager,
+    cut_short,
+    write_atomically,
+)
+
+
+class Killed(Exception):
+    """Stands for the kill that interrupts a write."""
+
+
+def test_an_interrupted_write_leaves_the_previous_file_whole(tmp_path):
+    path = str(tmp_path / "checkpoint_last.pt")
+    with write_atomically(path) as out:
+        out.write(b"update 40")
+    with pytest.raises(Killed), write_atomically(path) as out:
+        out.write(b"upd")
+        raise Killed
+    assert (tmp_path / "checkpoint_last.pt").read_bytes() == b"update 40"
+    assert os.listdir(tmp_path) == ["checkpoint_last.pt"]  # no .tmp left behind
+
+
+def test_fairseqs_copy_onto_checkpoint_last_is_atomic(tmp_path, monkeypatch):
+    # fairseq's save_checkpoint writes checkpoint_1_41.pt, then copies it onto checkpoint_last.pt with
+    # checkpoint_utils.PathManager.copy: a kill in the middle of that copy used to leave checkpoint_last.pt cut short
+    assert checkpoint_utils.PathManager is CrashSafePathManager
+    new, last = str(tmp_path / "checkpoint_1_41.pt"), str(tmp_path / "checkpoint_last.pt")
+    torch.save({"num_updates": 41}, new)
+    torch.save({"num_updates": 40}, last)
+
+    def killed_after_a_few_bytes(source, target, *args):
+        target.write(source.read(10))
+        raise Killed
+
+    monkeypatch.setattr(shutil, "copyfileobj", killed_after_a_few_bytes)
+    with pytest.raises(Killed):
+        checkpoint_utils.PathManager.copy(new, last, overwrite=True)
+    assert torch.load(last) == {"num_updates": 40}
+    monkeypatch.undo()
+    assert checkpoint_utils.PathManager.copy(new, last, overwrite=True)
+    assert torch.load(last) == {"num_updates": 41}
+    assert sorted(os.listdir(tmp_path)) == ["checkpoint_1_41.pt", "checkpoint_last.pt"]
+
+
+def test_fairseqs_first_write_of_a_save_is_renamed_only_when_whole(tmp_path, monkeypatch):
+    path = str(tmp_path / "checkpoint_1_41.pt")
+    torch.save({"num_updates": 40}, path)
+
+    def killed(obj, f, *args, **kwargs):
+        f.write(b"PK\x03\x04 partial")
+        raise Killed
+
+    monkeypatch.setattr(checkpoint_utils.time, "sleep", lambda seconds: None)  # fairseq retries a failed save 3x
+    monkeypatch.setattr(torch, "save", killed)
+    with pytest.raises(Killed):
+        checkpoint_utils.torch_persistent_save({"num_updates": 41}, path)
+    monkeypatch.undo()
+    assert torch.load(path) == {"num_updates": 40}
+
+
+def test_cut_short_says_why_a_file_is_not_a_whole_checkpoint(tmp_path):
+    whole = str(tmp_path / "whole.pt")
+    torch.save({"weights": torch.zeros(100)}, whole)
+    data = (tmp_path / "whole.pt").read_bytes()
+    (tmp_path / "empty.pt").write_bytes(b"")
+    (tmp_path / "half.pt").write_bytes(data[: len(data) // 2])
+    torch.save({"weights": torch.zeros(3)}, tmp_path / "legacy.pt", _use_new_zipfile_serialization=False)
+    assert cut_short(whole) is None and cut_short(str(tmp_path / "legacy.pt")) is None
+    assert cut_short(str(tmp_path / "missing.pt")) is None  # fairseq says it is missing
+    assert cut_short(str(tmp_path / "empty.pt")) == "0 bytes"
+    assert cut_short(str(tmp_path / "half.pt")) == f"{len(data) // 2} bytes, no end of its zip archive"
+
+
+def save_dir_killed_while_saving(directory):
+    """A save directory as ``--save-interval-updates 1 --keep-interval-updates 1`` leaves it when killed while
+    copying update 41 onto checkpoint_last.pt: the older best checkpoint, the whole checkpoint_1_41.pt, and
+    checkpoint_last.pt at 0 bytes."""
+    torch.save({"num_updates": 30}, directory / "checkpoint_best.pt")
+    os.utime(directory / "checkpoint_best.pt", (1000, 1000))
+    torch.save({"num_updates": 41}, directory / "checkpoint_1_41.pt")
+    (directory / "checkpoint_last.pt").write_bytes(b"")
+    return str(directory)
+
+
+class RecordingTrainer:
+    """What ``checkpoint_utils.load_checkpoint`` asks of a trainer; records the file it is told to load."""
+
+    checkpoint_suffix = ""
+
+    def __init__(self):
+        self.loaded = []
+
+    def load_checkpoint(self, filename, *args, **kwargs):
+        self.loaded.append(filename)  # and returns no state, as for a missing file: training starts at epoch 1
+
+    def get_train_iterator(self, epoch, **kwargs):
+        return types.SimpleNamespace(epoch=epoch)
+
+    def lr_step(self, epoch):
+        pass
+
+
+def test_resuming_falls_back_to_the_newest_whole_checkpoint_and_says_so(tmp_path, caplog):
+    save_dir = save_dir_killed_while_saving(tmp_path)
+    trainer = RecordingTrainer()
+    with caplog.at_level(logging.WARNING):
+        checkpoint_utils.load_checkpoint(CheckpointConfig(save_dir=save_dir), trainer)
+    assert trainer.loaded == [os.path.join(save_dir, "checkpoint_1_41.pt")]
+    assert (f"{save_dir}/checkpoint_last.pt is cut short (0 bytes): a run killed while writing it leaves it so; "
+            f"resuming from {save_dir}/checkpoint_1_41.pt, the newest whole checkpoint beside it") in caplog.text
+
+
+def test_resuming_without_a_whole_checkpoint_beside_it_stops_naming_the_file(tmp_path):
+    (tmp_path / "checkpoint_last.pt").write_bytes(b"PK\x03\x04")
+    trainer = RecordingTrainer()
+    with pytest.raises(SystemExit, match=rf"^error: {tmp_path}/checkpoint_last.pt is cut short \(4 bytes, no end of "
+                                         r"its zip archive\): .*; there is no whole checkpoint beside it; remove it "
+                                         r"to start afresh$"):
+        checkpoint_utils.load_checkpoint(CheckpointConfig(save_dir=str(tmp_path)), trainer)
+    assert trainer.loaded == []
+
+
+def test_loading_a_cut_short_checkpoint_by_name_names_the_whole_one(tmp_path):
+    # fairseq-generate --path, fairseq-train --restore-file: the file asked for is not swapped for another
+    save_dir = save_dir_killed_while_saving(tmp_path)
+    with pytest.raises(SystemExit, match=rf"^error: {save_dir}/checkpoint_last.pt is cut short \(0 bytes\): .*; the "
+                                         rf"newest whole checkpoint beside it is {save_dir}/checkpoint_1_41.pt$"):
+        checkpoint_utils.load_checkpoint_to_cpu(os.path.join(save_dir, "checkpoint_last.pt"))
