@@ -12,12 +12,16 @@
 # its log, gzipped once the system is decoded) and RUN_DIR/NAME$RUN_SUFFIX.run.json; checkpoints go to
 # ${CKPT_ROOT:-RUN_DIR}/ckpt-NAME$RUN_SUFFIX.
 #   score_seeds NAME ARCH REF RUN_DIR "SEEDS" TRAIN_COMMAND: the system over its seeds' runs (NAME.seedS), mean and
-# sd per metric and the pooled paired bootstrap against each of $BASELINES over the same seeds, as the record
-# RUN_DIR/NAME.seeds.run.json (dataset "$DATASET, N seeds").
+# sd per metric and the paired bootstrap over test sentences and seeds (scoring.seed_bootstrap) against each of
+# $BASELINES and against its control NAME_random (a control: against its system), over the same seeds, as the record
+# RUN_DIR/NAME.seeds.run.json (dataset "$DATASET": fairseq-syntax-results makes one row of it per system).
+# Records hold no path of this machine: $OUT_DIR (the recipe's output folder, exported by the recipe) is written as
+# OUT_DIR, and paths in the repository relative to it.
 
 # The package of this checkout, whatever an older `pip install -e` of another checkout left in site-packages (the
 # console scripts fairseq-syntax-* import it from the first entry of sys.path that has it).
-export PYTHONPATH="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)${PYTHONPATH:+:$PYTHONPATH}"
+SYNTAX_REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export PYTHONPATH="$SYNTAX_REPO${PYTHONPATH:+:$PYTHONPATH}"
 
 # oneDNN keeps one kernel per batch shape; with --cpu-bf16-autocast that grows to GBs unless capped.
 export ONEDNN_PRIMITIVE_CACHE_CAPACITY="${ONEDNN_PRIMITIVE_CACHE_CAPACITY:-64}" LRU_CACHE_CAPACITY="${LRU_CACHE_CAPACITY:-64}"
@@ -115,9 +119,11 @@ run_system() {
   grep -E "\| valid on" "$runs/$name.train.log" | tail -1 || true
 
   local gen_args=(${GEN_ARGS:---beam 5 --batch-size 128})
-  fairseq-generate "$data" --user-dir fairseq_syntax --task syntax_translation --path "$ckpt/checkpoint_best.pt" \
-    --gen-subset test --post-process subword_nmt "${gen_args[@]}" $([ "${DEVICE:-cpu}" = cuda ] || echo --cpu) \
-    > "$runs/$name.gen" 2> "$runs/$name.gen.log" || { tail -30 "$runs/$name.gen.log"; return 1; }
+  local gen_cmd=(fairseq-generate "$data" --user-dir fairseq_syntax --task syntax_translation
+    --path "$ckpt/checkpoint_best.pt" --gen-subset test --post-process subword_nmt "${gen_args[@]}"
+    $([ "${DEVICE:-cpu}" = cuda ] || echo --cpu))
+  echo "${gen_cmd[*]}" > "$ckpt/decode_command.txt"  # the run record shows it (score_system)
+  "${gen_cmd[@]}" > "$runs/$name.gen" 2> "$runs/$name.gen.log" || { tail -30 "$runs/$name.gen.log"; return 1; }
   # kept gzipped, the hypotheses only (H- and D- lines, and generate's summary): the per-token scores (P-) are read
   # by nothing, and the sources (S-) and references (T-) are the test data's; they were 60% of a kept decode
   grep -v '^[PST]-' "$runs/$name.gen" | gzip -n > "$runs/$name.gen.gz"
@@ -133,6 +139,7 @@ score_system() {
   local name=$1 arch=$2 ref=$3 runs=$4 train_command=$5
   local suffix="${RUN_SUFFIX:-}" base baseline_files=() baseline_names=() seed_args=()
   training_facts "${CKPT_ROOT:-$runs}/ckpt-$name$suffix"
+  portable_paths
   for base in ${BASELINES:-}; do
     if [ "$base" != "$name" ] && { [ -f "$runs/$base$suffix.gen.gz" ] || [ -f "$runs/$base$suffix.gen" ]; }; then
       baseline_files+=("$(kept "$runs/$base$suffix.gen")")
@@ -141,17 +148,25 @@ score_system() {
   done
   [ -n "${SEED:-}" ] && seed_args=(--run-seed "$SEED")
   fairseq-syntax-score "$(kept "$runs/$name$suffix.gen")" "$ref" "${baseline_files[@]}" "${baseline_names[@]}" \
-    ${SCORE_ARGS:-} --bootstrap 1000 "${seed_args[@]}" "${TRAINING_FACTS[@]}" \
+    ${SCORE_ARGS:-} --bootstrap 1000 "${seed_args[@]}" "${TRAINING_FACTS[@]}" "${PORTABLE_PATHS[@]}" \
     --record "$runs/$name$suffix.run.json" --dataset "${DATASET:-unnamed}" --system "$name" --arch "$arch" \
     --train-log "$(kept "$runs/$name$suffix.train.log")" --train-command "$train_command"
 }
 
-# training_facts CKPT: TRAINING_FACTS = fairseq-syntax-score's --device / --parsers from what run_system kept in
-# CKPT when the run started; none for a run whose checkpoints are gone (its record keeps what it said).
+# portable_paths: PORTABLE_PATHS = fairseq-syntax-score's options that write a record's paths relative to the
+# repository, and the recipe's output folder $OUT_DIR (where it is set) as the literal OUT_DIR
+portable_paths() {
+  PORTABLE_PATHS=(--repo-root "$SYNTAX_REPO")
+  if [ -n "${OUT_DIR:-}" ]; then PORTABLE_PATHS+=(--out-dir "$OUT_DIR"); fi
+}
+
+# training_facts CKPT: TRAINING_FACTS = fairseq-syntax-score's --device / --parsers / --decode-command from what
+# run_system kept in CKPT; none for a run whose checkpoints are gone (its record keeps what it said).
 training_facts() {
   TRAINING_FACTS=()
   if [ -f "$1/device.txt" ]; then TRAINING_FACTS+=(--device "$(cat "$1/device.txt")"); fi
   if [ -f "$1/parsers.json" ]; then TRAINING_FACTS+=(--parsers "$1/parsers.json"); fi
+  if [ -f "$1/decode_command.txt" ]; then TRAINING_FACTS+=(--decode-command "$(cat "$1/decode_command.txt")"); fi
 }
 
 score_seeds() {
@@ -161,7 +176,11 @@ score_seeds() {
     hyps+=("$(kept "$runs/$name.seed$seed.gen")")
     logs+=("$(kept "$runs/$name.seed$seed.train.log")")
   done
-  for base in ${BASELINES:-}; do
+  # the baselines, then the system's control where it has one; a control (NAME_random) against its system, so that
+  # the pair is compared whichever of the two is scored last
+  local versus="${BASELINES:-} ${name}_random"
+  [[ "$name" == *_random ]] && versus+=" ${name%_random}"
+  for base in $versus; do
     [ "$base" = "$name" ] && continue
     files=()
     for seed in $seeds; do files+=("$(kept "$runs/$base.seed$seed.gen")"); done
@@ -170,12 +189,12 @@ score_seeds() {
       baseline_names+=(--baseline-name "$base")
     fi
   done
-  local n_seeds; n_seeds=$(wc -w <<< "$seeds")
   training_facts "${CKPT_ROOT:-$runs}/ckpt-$name.seed${seeds%% *}"  # the seeds' runs share data and device
+  portable_paths
   fairseq-syntax-score "$(IFS=,; echo "${hyps[*]}")" "$ref" "${baseline_files[@]}" "${baseline_names[@]}" \
-    ${SCORE_ARGS//--by-length [0-9,]*/} --bootstrap 1000 "${TRAINING_FACTS[@]}" \
-    --record "$runs/$name.seeds.run.json" --dataset "${DATASET:-unnamed}, $n_seeds seeds" --system "$name" \
-    --arch "$arch" --train-log "$(IFS=,; echo "${logs[*]}")" --train-command "$train_command"
+    ${SCORE_ARGS//--by-length [0-9,]*/} --bootstrap 1000 "${TRAINING_FACTS[@]}" "${PORTABLE_PATHS[@]}" \
+    --run-seeds "$(echo $seeds | tr ' ' ,)" --record "$runs/$name.seeds.run.json" --dataset "${DATASET:-unnamed}" \
+    --system "$name" --arch "$arch" --train-log "$(IFS=,; echo "${logs[*]}")" --train-command "$train_command"
 }
 
 # run_systems DATA_BIN REF RUN_DIR RESULTS [fairseq-train args]: train, decode and score each NAME:ARCH:DATA[:EXTRA]

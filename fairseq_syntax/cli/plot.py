@@ -1,19 +1,27 @@
 """``fairseq-syntax-plot``: figures (PNG) and tables of what a trained syntax model attends to, one subcommand per
 analysis. The subcommands are the methods' :class:`~fairseq_syntax.core.method.PlotCommand` s (their
 ``analysis`` modules), e.g. ``mask-strengths`` (McDonald & Chiang 2021), ``ldd-attention`` (Pu & Sima'an 2022),
-``constituent-prior`` (Wang, Lee & Chen 2019), ``cross-attention-share`` (Nguyen et al. 2020).
+``constituent-prior`` (Wang, Lee & Chen 2019), ``cross-attention-share`` (Nguyen et al. 2020), and ``seeds``: the
+figure of a results table over seeds (:mod:`fairseq_syntax.evaluation.seeds_figure`).
 """
 import argparse
 import logging
 import sys
-from typing import List, Optional
 
+from fairseq_syntax.evaluation.seeds_figure import plot_seeds
 from fairseq_syntax.methods import METHODS
 
 
 def get_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fairseq-syntax-plot", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
+    seeds = commands.add_parser("seeds", help="a seeds table's metric per system: each seed a point, mean +- sd, "
+                                              "each method's control beside it")
+    seeds.add_argument("results_json", help="RESULTS.json of fairseq-syntax-results")
+    seeds.add_argument("output", help="the PNG to write")
+    seeds.add_argument("--dataset", help="whose table (default: the first of several seeds)")
+    seeds.add_argument("--metric", default="BLEU", help="BLEU (default) or chrF")
+    seeds.set_defaults(run=lambda args: plot_seeds(args.results_json, args.output, args.dataset, args.metric))
     for method in METHODS:
         for plot in method.plots:
             command = commands.add_parser(plot.name, help=f"{plot.help} ({method.citation})")
@@ -22,7 +30,7 @@ def get_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Optional[List[str]] = None) -> None:
+def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO)
     logging.getLogger("matplotlib").setLevel(logging.WARNING)
     args = get_parser().parse_args(argv)

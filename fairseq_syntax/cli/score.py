@@ -3,22 +3,28 @@
     fairseq-syntax-score HYP REF [BASELINE ...] [--tok] [--lang de] [--json OUT] [--bootstrap N]
                          [--by-length 10,20,30,40,50] [--skipped SPLIT.skipped.tsv]
                          [--record RUN.run.json --dataset D --system S --arch A --train-log LOG
-                          --train-command CMD [--baseline-name NAME ...]]
+                          --train-command CMD [--baseline-name NAME ...] [--decode-command CMD]
+                          [--out-dir OUT_DIR] [--repo-root REPO]]
 
 HYP and BASELINE are fairseq-generate stdout (D- lines, or H- lines with --tok / --lang) or plain text, one
 hypothesis per line; REF is plain text (or generate output, whose T- lines are then the references). Every
 reference needs a hypothesis: missing ids are named and nothing is scored. See fairseq_syntax.evaluation.scoring.
 
-Several seeds: HYP and each BASELINE may be comma-separated files, one per training seed, paired by position. The
-scores are then the mean and standard deviation over seeds, and the p-values those of the paired bootstrap over the
-seeds' pooled outputs (scoring.pooled_paired_bootstrap).
+Several seeds: HYP and each BASELINE may be comma-separated files, one per training seed (``--run-seeds`` names
+them). The scores are then the mean and standard deviation over seeds, and the p-values those of the paired
+bootstrap over test sentences and seeds (scoring.seed_bootstrap; a baseline may have another number of seeds).
+
+A record names no folder of this machine: with ``--out-dir`` (the recipe's output folder, exported as OUT_DIR by
+the recipes) and ``--repo-root``, its paths are written as ``OUT_DIR/...`` and relative to the repository
+(results.portable_paths).
 """
 import argparse
 import json
 import logging
 import os
+import re
+import shlex
 import sys
-from typing import List, Optional
 
 from fairseq_syntax.evaluation.results import RecordError, load_record, record_run
 from fairseq_syntax.evaluation.scoring import (
@@ -29,8 +35,8 @@ from fairseq_syntax.evaluation.scoring import (
     detokenize,
     drop_skipped,
     paired_bootstrap,
-    pooled_paired_bootstrap,
     read_generate_output,
+    seed_bootstrap,
     seed_scores,
     skipped_line_numbers,
 )
@@ -70,6 +76,13 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--baseline-name", dest="baseline_names", action="append", default=[],
                         help="name of each BASELINE's system, in order (default: its path)")
     record.add_argument("--run-seed", type=int, help="the training seed of HYP's run")
+    record.add_argument("--run-seeds", help="the training seeds of comma-separated HYP files, in their order, e.g. "
+                                            "1,2,3")
+    record.add_argument("--decode-command", help="the command that decoded HYP (one seed's, for several)")
+    record.add_argument("--out-dir", help="the recipe's output folder (data, checkpoints): written as OUT_DIR in "
+                                          "the record")
+    record.add_argument("--repo-root", help="the repository: paths under it are written relative to it in the "
+                                            "record")
     record.add_argument("--device", help="what HYP's system was trained on, e.g. 'NVIDIA H100' or 'cpu'")
     record.add_argument("--parsers", metavar="PARSERS_JSON",
                         help="the parsers that made the source-side syntax of HYP's training data (DATA/parsers.json "
@@ -77,23 +90,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _read_system(path: str, n_refs: int, ref_path: str, args) -> List[str]:
+def _read_system(path: str, n_refs: int, ref_path: str, args) -> list[str]:
     field = "H" if (args.tok or args.lang) else "D"
     hyps = read_generate_output(path, expected_ids=n_refs, field=field, expected_from=ref_path)
     return detokenize(hyps, args.lang) if args.lang else hyps
 
 
-def _read_seeds(paths: str, n_refs: int, ref_path: str, args) -> List[List[str]]:
+def _read_seeds(paths: str, n_refs: int, ref_path: str, args) -> list[list[str]]:
     """The outputs of one system, one per seed: ``paths`` is one file or comma-separated files."""
     return [_read_system(path, n_refs, ref_path, args) for path in paths.split(",")]
 
 
-def _main_over_seeds(args, refs: List[str], tokenize: str, names: List[str]) -> dict:
-    """Mean and sd over seeds; p-values of the pooled paired bootstrap against each baseline's seeds."""
+def _main_over_seeds(args, refs: list[str], tokenize: str, names: list[str]) -> dict:
+    """Mean and sd over seeds; p-values of the bootstrap over sentences and seeds against each baseline's seeds."""
     hyps = _read_seeds(args.hyp, len(refs), args.ref, args)
     scores = seed_scores(hyps, refs, tokenize)
+    per_seed_metrics = {name: [seed[name] for seed in scores["per_seed"]] for name in scores["sd"]}
     report = {"hyp": args.hyp, "ref": args.ref, "seeds": len(hyps), "metrics": scores["mean"],
-              "metrics_sd": scores["sd"], "per_seed": scores["per_seed"], "baselines": {}, "significance": {}}
+              "metrics_sd": scores["sd"], "per_seed": scores["per_seed"], "per_seed_metrics": per_seed_metrics,
+              "baselines": {}, "significance": {}}
+    if args.run_seeds:
+        report["seed_list"] = [int(seed) for seed in args.run_seeds.split(",")]
     rows = [(args.system or args.hyp, scores["mean"])]
     for name, paths in zip(names, args.baselines):
         baseline = _read_seeds(paths, len(refs), args.ref, args)
@@ -101,8 +118,8 @@ def _main_over_seeds(args, refs: List[str], tokenize: str, names: List[str]) -> 
         report["baselines"][name] = {"hyp": paths, "metrics": baseline_scores["mean"],
                                      "metrics_sd": baseline_scores["sd"]}
         rows.append((name, baseline_scores["mean"]))
-        report["significance"][name] = pooled_paired_bootstrap(baseline, hyps, refs, n_samples=args.bootstrap,
-                                                               seed=args.seed, tokenize=tokenize)
+        report["significance"][name] = seed_bootstrap(baseline, hyps, refs, n_samples=args.bootstrap,
+                                                      seed=args.seed, tokenize=tokenize)
     print(f"mean over {len(hyps)} seeds (sd: " + ", ".join(f"{m} {scores['sd'][m]:.2f}" for m in TABLE_METRICS)
           + ")")
     _print_table(rows, report["significance"], None)
@@ -125,7 +142,7 @@ def _print_table(rows, significance: dict, by_length) -> None:
             for row in by_length["hyp"]))
 
 
-def main(argv: Optional[List[str]] = None) -> dict:
+def main(argv: list[str] | None = None) -> dict:
     """Score, print the table, write --json / --record; returns the JSON report."""
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -137,6 +154,9 @@ def main(argv: Optional[List[str]] = None) -> dict:
         parser.error("--record needs " + ", ".join("--" + o.replace("_", "-") for o in RECORD_OPTIONS))
     if len(args.baseline_names) > len(args.baselines):
         parser.error("more --baseline-name than BASELINE files")
+    if args.run_seeds and (not re.fullmatch(r"\d+(,\d+)*", args.run_seeds)
+                           or args.run_seeds.count(",") != args.hyp.count(",")):
+        parser.error(f"--run-seeds takes one seed per HYP file, comma-separated like HYP, got {args.run_seeds!r}")
     if args.baselines and (args.bootstrap <= 0 or args.seed <= 0):
         parser.error("--bootstrap and --seed must be positive (sacrebleu treats seed 0 as unseeded)")
     edges = None
@@ -205,11 +225,31 @@ def _write_outputs(args, report: dict) -> None:
             previous = load_record(args.record)
             facts = {key: previous.get(key) if value is None else value for key, value in facts.items()}
         extra = {key: value for key, value in (("seed", args.run_seed), *facts.items(),
-                                                ("seeds", report.get("seeds")),
-                                                ("metrics_sd", report.get("metrics_sd"))) if value is not None}
+                                                ("decode_command", args.decode_command),
+                                                ("score_command", score_command(args)),
+                                                ("seeds", report.get("seeds")), ("seed_list", report.get("seed_list")),
+                                                ("metrics_sd", report.get("metrics_sd")),
+                                                ("per_seed_metrics", report.get("per_seed_metrics")))
+                 if value is not None}
         record_run(args.record, dataset=args.dataset, system=args.system, arch=args.arch,
                    command=args.train_command, train_log=args.train_log, metrics=report["metrics"],
-                   significance=report["significance"], by_length=report.get("by_length", {}).get("hyp"), **extra)
+                   significance=report["significance"], by_length=report.get("by_length", {}).get("hyp"),
+                   out_dir=args.out_dir, root=args.repo_root, **extra)
+
+
+def score_command(args) -> str:
+    """The scoring as a command line: the inputs and the options that change a score or a p-value (not the
+    record's own facts)."""
+    words = ["fairseq-syntax-score", args.hyp, args.ref, *args.baselines]
+    words += [option for option, on in (("--tok", args.tok),) if on]
+    for option, value in (("--lang", args.lang), ("--skipped", args.skipped), ("--by-length", args.by_length),
+                          ("--bootstrap", args.bootstrap if args.baselines else None),
+                          ("--seed", args.seed if args.baselines else None)):
+        if value is not None:
+            words += [option, str(value)]
+    for name in args.baseline_names:
+        words += ["--baseline-name", name]
+    return shlex.join(words)
 
 
 def cli_main() -> None:

@@ -23,6 +23,7 @@ the run records' table here, and the recipes whose results are read from logs (`
 records: every reader here (``open_text``, ``read_text``, ``parse_train_log``, and ``scoring.read_lines``) takes
 ``name`` or ``name.gz``, whichever exists.
 """
+import functools
 import gzip
 import io
 import json
@@ -30,8 +31,9 @@ import os
 import re
 import shutil
 import statistics
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, NamedTuple
 
 RECORD_SUFFIX = ".run.json"
 REQUIRED_FIELDS = ("dataset", "system", "arch", "command", "updates", "epochs", "wall_time_s", "train_log",
@@ -77,7 +79,7 @@ def open_text(path, mode: str = "r", encoding: str = "utf-8", **kwargs):
         return open(path, mode, encoding=encoding, **kwargs)
     if mode == "r":
         return gzip.open(path, "rt", encoding=encoding, **kwargs)
-    raw = open(path, mode + "b")
+    raw = open(path, mode + "b")  # noqa: SIM115  (the caller's handle closes it, through the gzip stream)
     compressed = gzip.GzipFile(filename="", mode=mode + "b", fileobj=raw, mtime=0)
     compressed.myfileobj = raw  # closed with the gzip stream
     return io.TextIOWrapper(compressed, encoding=encoding, **kwargs)
@@ -94,14 +96,14 @@ def compress(path) -> Path:
     path. The recipes call this (or ``gzip -n``) on their logs and decodes once a run is scored."""
     path = Path(path)
     target = path.with_name(path.name + ".gz")
-    with open(path, "rb") as source, open(target, "wb") as raw:
-        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as compressed:
-            shutil.copyfileobj(source, compressed)
+    with open(path, "rb") as source, open(target, "wb") as raw, \
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as compressed:
+        shutil.copyfileobj(source, compressed)
     os.remove(path)
     return target
 
 
-def _train_stats_from_message(message: str) -> Optional[Tuple[int, int, float]]:
+def _train_stats_from_message(message: str) -> tuple[int, int, float] | None:
     """(epoch, num_updates, wall seconds) from one end-of-epoch "train" log message, else None."""
     if message.startswith("{"):
         # --log-format json: the "train" tag prefixes every key; "train_wall" is the wall-clock meter.
@@ -122,7 +124,7 @@ def _train_stats_from_message(message: str) -> Optional[Tuple[int, int, float]]:
     return int(match.group("epoch")), int(float(fields["num_updates"])), float(fields["wall"])
 
 
-def parse_train_log(path) -> Dict[str, float]:
+def parse_train_log(path) -> dict[str, float]:
     """Updates, epochs and wall-clock seconds of a fairseq-train run, from its last end-of-epoch statistics line.
 
     Reads fairseq-train's stdout (any --log-format of simple, tqdm, json) or its --log-file, plain or gzipped
@@ -150,14 +152,66 @@ def parse_train_log(path) -> Dict[str, float]:
     return {"updates": updates, "epochs": epochs, "wall_time_s": wall}
 
 
+def mean_and_sd(values: Iterable[float]) -> tuple[float, float]:
+    """The mean and the sample standard deviation (n - 1) of ``values``; sd 0 for one value."""
+    values = list(values)
+    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
+
+
+OUT_DIR = "OUT_DIR"  # how a record writes the recipe's output folder (data, checkpoints: outside the repository)
+# a path starts a token (after a space, '=', ',', a quote or a bracket) and its prefix ends where a '/' or the token does
+_PATH_START = r"(?<![\w.~/-])"
+_PATH_END = r"(?=/|$|[\s,;:='\")\]])"
+
+
+def _path_forms(path: str) -> list[str]:
+    """How ``path`` may be written in a command: absolute (as given and with links resolved) and, when given
+    relative, as given; longest first."""
+    forms = {os.path.abspath(path), os.path.realpath(path)}
+    given = os.path.normpath(path)
+    if not os.path.isabs(given) and given != os.curdir and not given.startswith(os.pardir):
+        forms.add(given)
+    return sorted(forms, key=len, reverse=True)
+
+
+def portable_paths(value, out_dir: str | None = None, root: str | None = None):
+    """``value`` (a string, or dicts and lists of them, e.g. a whole run record) with every path under ``out_dir``
+    written from the literal ``OUT_DIR`` (``/x/work/ckpt`` -> ``OUT_DIR/ckpt``), then every path under ``root`` (the
+    repository) relative to it (``/x/repo/examples/runs`` -> ``examples/runs``; ``root`` itself -> ``.``): a record
+    then names no folder of the machine it ran on. Other text is kept."""
+    rules = []
+    for form in _path_forms(out_dir) if out_dir else ():
+        rules.append((re.compile(_PATH_START + re.escape(form) + _PATH_END), OUT_DIR))
+    for form in _path_forms(root) if root else ():
+        rules += [(re.compile(_PATH_START + re.escape(form) + "/"), ""),
+                  (re.compile(_PATH_START + re.escape(form) + _PATH_END), os.curdir)]
+
+    def convert(item):
+        if isinstance(item, str):
+            for pattern, replacement in rules:
+                item = pattern.sub(replacement, item)
+            return item
+        if isinstance(item, dict):
+            return {key: convert(inner) for key, inner in item.items()}
+        if isinstance(item, list):
+            return [convert(inner) for inner in item]
+        return item
+
+    return convert(value)
+
+
 def record_run(path, *, dataset: str, system: str, arch: str, command: str, train_log, metrics: dict,
-               significance: Optional[dict] = None, by_length: Optional[List[dict]] = None, **extra) -> dict:
+               significance: dict | None = None, by_length: list[dict] | None = None,
+               out_dir: str | None = None, root: str | None = None, **extra) -> dict:
     """Write the run record of one system to `path` (by convention `<name>.run.json`) and return it.
 
     updates, epochs and wall_time_s come from `train_log` (see parse_train_log; comma-separated logs, one per seed,
     give the means); `by_length` is the system's `scoring.bleu_by_length` rows, if scored. `extra` fields go into
-    the record as they are: `seed` (of one run), `device`, and for a system over seeds `seeds` (how many) and
-    `metrics_sd` (standard deviation over seeds of each metric in `metrics`, their means).
+    the record as they are: `seed` (of one run), `device`, `decode_command`, `score_command`, and for a system over
+    seeds `seeds` (how many), `seed_list` (which), `metrics_sd` (standard deviation over seeds of each metric in
+    `metrics`, their means) and `per_seed_metrics` (each numeric metric's value per seed, in `seed_list`'s order).
+    With `out_dir` (the recipe's output folder) or `root` (the repository), the record's paths are written by
+    `portable_paths`.
     """
     logs = [parse_train_log(log) for log in str(train_log).split(",")]
     train = {key: type(logs[0][key])(statistics.fmean(log[key] for log in logs)) for key in logs[0]}
@@ -165,6 +219,8 @@ def record_run(path, *, dataset: str, system: str, arch: str, command: str, trai
               **train, "train_log": str(train_log), "metrics": metrics, "significance": significance or {}, **extra}
     if by_length:
         record["by_length"] = by_length
+    if out_dir or root:
+        record = portable_paths(record, out_dir, root)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(record, handle, indent=2, ensure_ascii=False)
@@ -186,7 +242,7 @@ def load_record(path) -> dict:
     return record
 
 
-def find_record_files(paths: Iterable) -> List[Path]:
+def find_record_files(paths: Iterable) -> list[Path]:
     """Each file as given; each directory contributes its `*.run.json` files (recursively, sorted)."""
     found = []
     for path in map(Path, paths):
@@ -206,13 +262,13 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _metric_columns(records: Sequence[dict]) -> List[str]:
+def _metric_columns(records: Sequence[dict]) -> list[str]:
     present = {key for record in records for key, value in record["metrics"].items() if _is_number(value)}
     preferred = [name for name in PREFERRED_METRICS if name in present]
     return preferred + sorted(present - set(preferred))
 
 
-def _baseline_names(records: Sequence[dict]) -> List[str]:
+def _baseline_names(records: Sequence[dict]) -> list[str]:
     names = []
     for record in records:
         for name in record["significance"]:
@@ -222,7 +278,7 @@ def _baseline_names(records: Sequence[dict]) -> List[str]:
 
 
 def format_wall_time(seconds: float) -> str:
-    seconds = int(round(seconds))
+    seconds = round(seconds)
     return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
@@ -231,7 +287,7 @@ def markdown_cell(text) -> str:
     return str(text).replace("\n", " ").replace("|", "\\|")
 
 
-def markdown_table(header: Sequence, rows: Iterable[Sequence], align: Optional[str] = None) -> List[str]:
+def markdown_table(header: Sequence, rows: Iterable[Sequence], align: str | None = None) -> list[str]:
     """The lines of a Markdown table: ``header``, then one line per row (cells as given, ``str()`` of each, with
     '|' and line breaks escaped). ``align`` has one letter per column: "l" (the default) or "r" (right-aligned,
     for numbers)."""
@@ -248,7 +304,7 @@ def markdown_table(header: Sequence, rows: Iterable[Sequence], align: Optional[s
     return lines
 
 
-def table_json(header: Sequence[str], rows: Iterable[Sequence]) -> Dict[str, Any]:
+def table_json(header: Sequence[str], rows: Iterable[Sequence]) -> dict[str, Any]:
     """A table for RESULTS.json: ``{"columns": header, "rows": [{column: value}, ...]}``, one object per row of
     the Markdown table, with the values unrounded (numbers as numbers, None for an empty cell)."""
     header = list(header)
@@ -271,7 +327,7 @@ class Table:
     """A results table built row by row, rendered to Markdown (``lines``) and to RESULTS.json (``json``) from the
     same rows: a cell is a ``Cell(value, text)``, or a plain value that is its own text."""
 
-    def __init__(self, header: Sequence[str], align: Optional[str] = None):
+    def __init__(self, header: Sequence[str], align: str | None = None):
         self.header, self.align, self.rows = list(header), align, []
 
     def add(self, *cells) -> None:
@@ -279,10 +335,10 @@ class Table:
             raise ValueError(f"a row of {len(cells)} cells in a table of {len(self.header)} columns: {cells!r}")
         self.rows.append([cell if isinstance(cell, Cell) else Cell(cell, str(cell)) for cell in cells])
 
-    def lines(self) -> List[str]:
+    def lines(self) -> list[str]:
         return markdown_table(self.header, ([cell.text for cell in row] for row in self.rows), self.align)
 
-    def json(self) -> Dict[str, Any]:
+    def json(self) -> dict[str, Any]:
         return table_json(self.header, ([cell.value for cell in row] for row in self.rows))
 
 
@@ -291,7 +347,7 @@ def results_json_path(markdown_path) -> Path:
     return Path(markdown_path).with_suffix(".json")
 
 
-def write_results(markdown_path, markdown: str, data: Dict[str, Any]) -> Tuple[Path, Path]:
+def write_results(markdown_path, markdown: str, data: dict[str, Any]) -> tuple[Path, Path]:
     """Write a recipe's results: ``markdown`` to ``markdown_path`` (RESULTS.md) and ``data`` to RESULTS.json
     beside it (indented, UTF-8, keys in the given order). Returns both paths."""
     markdown_path = Path(markdown_path)
@@ -310,29 +366,28 @@ def _format_metric(value) -> str:
     return str(value) if isinstance(value, int) else f"{value:.2f}"
 
 
-def _format_p_values(report: Optional[dict]) -> str:
+def _format_p_values(report: dict | None) -> str:
     if not report:
         return "–"
     return " / ".join(f"{report[m]['p_value']:.3f}" if m in report else "–" for m in SIGNIFICANCE_METRICS)
 
 
-def _p_values(report: Optional[dict]) -> Optional[Dict[str, float]]:
+def _p_values(report: dict | None) -> dict[str, float] | None:
     if not report:
         return None
     return {m: report[m]["p_value"] for m in SIGNIFICANCE_METRICS if m in report}
 
 
-def _table_data(records: Sequence[dict]) -> Tuple[List[str], List[list], List[list]]:
+def _table_data(records: Sequence[dict]) -> tuple[list[str], list[list], list[list]]:
     """The systems table: its header, each row's values (for RESULTS.json) and each row's cells (for RESULTS.md)."""
     metrics = _metric_columns(records)
     baselines = _baseline_names(records)
     show_tokenize = any("tokenize" in record["metrics"] for record in records)
-    # runs of several seeds: the seed of a run, the number of seeds of a system scored over seeds, the device
-    run_fields = [(field, title) for field, title in (("seed", "Seed"), ("seeds", "Seeds"), ("device", "Device"))
+    # the seed of a run and the device (a system over seeds has a table of its own, _seeds_table)
+    run_fields = [(field, title) for field, title in (("seed", "Seed"), ("device", "Device"))
                   if any(field in record for record in records)]
     header = (["System", "Arch"] + [title for _, title in run_fields] + (["BLEU tok."] if show_tokenize else [])
-              + [COLUMN_NAMES.get(name, name) + (" (mean ± sd)" if any(
-                  name in record.get("metrics_sd", {}) for record in records) else "") for name in metrics]
+              + [COLUMN_NAMES.get(name, name) for name in metrics]
               + [f"p vs {name} (BLEU / chrF)" for name in baselines]
               + ["Updates", "Epochs", "Wall time", "Command"])
     values, cells = [], []
@@ -342,13 +397,9 @@ def _table_data(records: Sequence[dict]) -> Tuple[List[str], List[list], List[li
         if show_tokenize:
             value.append(record["metrics"].get("tokenize"))
             cell.append(record["metrics"].get("tokenize", "–"))
-        sd = record.get("metrics_sd", {})
-        means = [record["metrics"].get(name) if _is_number(record["metrics"].get(name)) else None
-                 for name in metrics]
-        value += [{"mean": mean, "sd": sd[name]} if _is_number(sd.get(name)) else mean
-                  for name, mean in zip(metrics, means)]
-        cell += [_format_metric(record["metrics"].get(name))
-                 + (f" ± {_format_metric(sd[name])}" if _is_number(sd.get(name)) else "") for name in metrics]
+        value += [record["metrics"].get(name) if _is_number(record["metrics"].get(name)) else None
+                  for name in metrics]
+        cell += [_format_metric(record["metrics"].get(name)) for name in metrics]
         value += [_p_values(record["significance"].get(name)) for name in baselines]
         cell += [_format_p_values(record["significance"].get(name)) for name in baselines]
         value += [record["updates"], record["epochs"], record["wall_time_s"], record["command"]]
@@ -359,12 +410,12 @@ def _table_data(records: Sequence[dict]) -> Tuple[List[str], List[list], List[li
     return header, values, cells
 
 
-def _table(records: Sequence[dict]) -> List[str]:
+def _table(records: Sequence[dict]) -> list[str]:
     header, _, cells = _table_data(records)
     return markdown_table(header, cells)
 
 
-def _by_length_data(records: Sequence[dict]) -> Tuple[List[str], List[list], List[list]]:
+def _by_length_data(records: Sequence[dict]) -> tuple[list[str], list[list], list[list]]:
     """Systems x reference-length intervals, for the records scored with the same intervals as the first one."""
     scored = [record for record in records if record.get("by_length")]
     if not scored:
@@ -377,14 +428,13 @@ def _by_length_data(records: Sequence[dict]) -> Tuple[List[str], List[list], Lis
     return header, values, cells
 
 
-def _by_length_table(records: Sequence[dict]) -> List[str]:
+def _by_length_table(records: Sequence[dict]) -> list[str]:
     header, _, cells = _by_length_data(records)
     return markdown_table(header, cells) if header else []
 
 
-def _notes(records: Sequence[dict]) -> List[str]:
-    """Test settings and sacrebleu signatures: what a reader needs to reproduce or compare the numbers."""
-    notes = []
+def _test_notes(records: Sequence[dict], against: str = "the named baseline") -> list[str]:
+    """One line per significance-test setting of the records' p-values."""
     tests = []
     for record in records:
         for report in record["significance"].values():
@@ -392,49 +442,245 @@ def _notes(records: Sequence[dict]) -> List[str]:
                       f"seed {report.get('seed', '?')}"
             if setting not in tests:
                 tests.append(setting)
-    for setting in tests:
-        notes.append(f"- p: two-sided p-value of the row's system against the named baseline ({setting}).")
+    return [f"- p: two-sided p-value of the row's system against {against} ({setting})." for setting in tests]
+
+
+def _signature_notes(records: Sequence[dict]) -> list[str]:
     signatures = []
     for record in records:
         for metric, signature in record["metrics"].get("signatures", {}).items():
             if (metric, signature) not in signatures:
                 signatures.append((metric, signature))
-    for metric, signature in signatures:
-        notes.append(f"- {metric} signature: `{signature}`")
-    notes += _parses_notes(records)
-    return notes
+    return [f"- {metric} signature: `{signature}`" for metric, signature in signatures]
 
 
-def _parses_notes(records: Sequence[dict]) -> List[str]:
+def _notes(records: Sequence[dict]) -> list[str]:
+    """Test settings and sacrebleu signatures: what a reader needs to reproduce or compare the numbers."""
+    return _test_notes(records) + _signature_notes(records) + _parses_notes(records)
+
+
+def _parses_notes(records: Sequence[dict]) -> list[str]:
     """Which parsers made the syntax each row was trained on (a record's ``parsers``), one line per parser set:
-    a table that mixes runs of older and newer parses says which is which. Nothing when no record names any."""
+    a table that mixes runs of older and newer parses says which is which; a row trained on control structures
+    (the ``control`` entry, :mod:`fairseq_syntax.core.controls`) says so. Nothing when no record names any."""
     if not any("parsers" in record for record in records):
         return []
     from fairseq_syntax.parsing.provenance import summary
 
-    systems: Dict[str, List[str]] = {}
+    systems: dict[str, list[str]] = {}
     for record in records:
-        described = summary(record["parsers"]) if record.get("parsers") else None
+        parsers = dict(record.get("parsers") or {})
+        control = parsers.pop(CONTROL_KEY, None)
+        described = summary(parsers) if parsers else None
         key = f"`{described}`" if described else "not recorded (trained before the data named their parsers)"
+        if control:
+            key += f" under control {_control_text(control)}"
         systems.setdefault(key, []).append(record["system"])
     return [f"- parses of the training data (systems that read no syntax ignore them): {key}: {', '.join(names)}"
             for key, names in systems.items()]
 
 
-def _by_dataset(records: Sequence[dict]) -> Dict[str, List[dict]]:
-    datasets: Dict[str, List[dict]] = {}
+# ---- a dataset whose systems were trained with several seeds: one row per system ------------------------------
+
+SEQUENCE = "sequence"  # the baseline every row of a seeds table is tested against
+CONTROL_SUFFIX = "_random"  # system X's control is X_random: X on random structures (fairseq_syntax.core.controls)
+CONTROL_KEY = "control"  # the entry of parsers.json that names a control structure: {"structure": ..., "seed": ...}
+SEEDS_METRICS = ("BLEU", "chrF")
+
+
+def _control_text(control: dict) -> str:
+    return f"{control.get('structure', '?')} structures (seed {control.get('seed', '?')})"
+
+
+def is_seeds_dataset(records: Sequence[dict]) -> bool:
+    """Whether a dataset's records are runs of several seeds: one of them is a system scored over its seeds
+    (``seeds``), or a system has runs of two seeds or more. Such a dataset gets one row per system
+    (``SeedSystem``), not one per run."""
+    if any("seeds" in record for record in records):
+        return True
+    seeds: dict[str, set] = {}
+    for record in records:
+        if "seed" in record:
+            seeds.setdefault(record["system"], set()).add(record["seed"])
+    return any(len(found) > 1 for found in seeds.values())
+
+
+class SeedSystem(NamedTuple):
+    """A system of a seeds dataset: its record over the seeds (``fairseq-syntax-score`` with one output per seed,
+    ``score_seeds`` of ``examples/common.sh``: the seed-aware p-values), if scored yet, and its runs' records."""
+    name: str
+    over_seeds: dict | None
+    runs: list[dict]  # by seed
+
+    @property
+    def seeds(self) -> list[int]:
+        if self.over_seeds and "seed_list" in self.over_seeds:
+            return list(self.over_seeds["seed_list"])
+        return [run["seed"] for run in self.runs if "seed" in run]
+
+    @property
+    def facts(self) -> dict:
+        """The record whose device, parsers and commands stand for the system (over seeds, else its first run)."""
+        return self.over_seeds or self.runs[0]
+
+    def per_seed(self, metric: str) -> list[float]:
+        if self.over_seeds and metric in self.over_seeds.get("per_seed_metrics", {}):
+            return list(self.over_seeds["per_seed_metrics"][metric])
+        return [run["metrics"][metric] for run in self.runs if _is_number(run["metrics"].get(metric))]
+
+    def mean_sd(self, metric: str) -> tuple[float, float] | None:
+        if self.over_seeds and _is_number(self.over_seeds["metrics"].get(metric)):
+            return self.over_seeds["metrics"][metric], self.over_seeds.get("metrics_sd", {}).get(metric, 0.0)
+        values = self.per_seed(metric)
+        return mean_and_sd(values) if values else None
+
+    def p_values(self, baseline: str | None) -> dict | None:
+        return (self.over_seeds or {}).get("significance", {}).get(baseline) if baseline else None
+
+
+def seed_systems(records: Sequence[dict]) -> list[SeedSystem]:
+    """The systems of a seeds dataset in table order: Sequence first, then in the records' order with each
+    system's control (``X_random``) right after it."""
+    over_seeds = {record["system"]: record for record in records if "seeds" in record}
+    runs: dict[str, list[dict]] = {}
+    for record in records:
+        if "seeds" not in record:
+            runs.setdefault(record["system"], []).append(record)
+    names = list(dict.fromkeys(record["system"] for record in records))
+    controls = {name[:-len(CONTROL_SUFFIX)]: name for name in names
+                if name.endswith(CONTROL_SUFFIX) and name[:-len(CONTROL_SUFFIX)] in names}
+    ordered = [SEQUENCE] if SEQUENCE in names else []
+    for name in names:
+        if name != SEQUENCE and name not in controls.values():
+            ordered += [name] + ([controls[name]] if name in controls else [])
+    return [SeedSystem(name, over_seeds.get(name), sorted(runs.get(name, []), key=lambda run: run.get("seed", 0)))
+            for name in ordered]
+
+
+@functools.lru_cache(maxsize=1)
+def _registry_systems() -> dict[str, Any]:
+    from fairseq_syntax.methods import systems
+
+    return {system.name: system for system in systems(task=None)}
+
+
+def structure_read(system: SeedSystem) -> str:
+    """What structure the system's training read: a control (its data's ``parsers.json`` says which), the parse,
+    or none (the registry's systems that read the words only)."""
+    parsers = system.facts.get("parsers") or {}
+    if parsers.get(CONTROL_KEY):
+        return f"control: {_control_text(parsers[CONTROL_KEY])}"
+    if system.name.endswith(CONTROL_SUFFIX):
+        return "control (not recorded)"
+    described = _registry_systems().get(system.name)
+    if described is None:
+        return "parse" if parsers else "–"
+    return "parse" if described.form != "sequence" or described.side_inputs else "none (words only)"
+
+
+def _metric_cell(system: SeedSystem, metric: str) -> Cell:
+    found = system.mean_sd(metric)
+    if found is None:
+        return Cell(None, "–")
+    mean, sd = found
+    return Cell({"mean": mean, "sd": sd, "per_seed": system.per_seed(metric)}, f"{mean:.2f} ± {sd:.2f}")
+
+
+def _seeds_table(systems: Sequence[SeedSystem]) -> Table:
+    by_name = {system.name: system for system in systems}
+    table = Table(["System", "Structure read", "Seeds"] + [f"{m} (mean ± sd)" for m in SEEDS_METRICS]
+                  + [f"p vs {SEQUENCE} (BLEU / chrF)", "Control", "p vs control (BLEU / chrF)", "Epochs (mean)"])
+    for system in systems:
+        seeds = system.seeds
+        control = system.name + CONTROL_SUFFIX if system.name + CONTROL_SUFFIX in by_name else None
+        # the pair's test from whichever of the two was scored over its seeds after the other (the p is two-sided)
+        versus = [system.p_values(SEQUENCE if system.name != SEQUENCE else None),
+                  system.p_values(control) or (by_name[control].p_values(system.name) if control else None)]
+        epochs = system.over_seeds["epochs"] if system.over_seeds else statistics.fmean(
+            run["epochs"] for run in system.runs)
+        table.add(system.name, structure_read(system),
+                  Cell(seeds, f"{len(seeds)}: {', '.join(map(str, seeds))}" if seeds else str(
+                      system.over_seeds.get("seeds", "–"))),
+                  *[_metric_cell(system, metric) for metric in SEEDS_METRICS],
+                  *[Cell(_p_values(report), _format_p_values(report)) for report in versus[:1]],
+                  Cell(control, control or "–"),
+                  *[Cell(_p_values(report), _format_p_values(report)) for report in versus[1:]],
+                  Cell(epochs, f"{epochs:.1f}"))
+    return table
+
+
+def with_seed_variable(command: str, seed: int) -> str:
+    """A seed's command with that seed written as ``$SEED`` (``--seed 1``, ``NAME.seed1`` -> ``$SEED``)."""
+    command = re.sub(rf"(--seed[ =]){seed}(?!\d)", r"\g<1>$SEED", command)
+    return re.sub(rf"\.seed{seed}(?!\d)", ".seed$SEED", command)
+
+
+def seed_commands(system: SeedSystem) -> dict[str, Any]:
+    """The commands of a row: its first seed's training and decoding with the seed as ``$SEED``, and the scoring
+    over its seeds (each where recorded)."""
+    first = system.runs[0] if system.runs else system.over_seeds
+    seed = first.get("seed", (system.seeds or [None])[0])
+    train = first["command"] if system.runs else system.over_seeds["command"]
+    commands = {"system": system.name, "seeds": system.seeds,
+                "train": with_seed_variable(train, seed) if seed is not None else train}
+    if first.get("decode_command"):
+        commands["decode"] = with_seed_variable(first["decode_command"], seed)
+    score = (system.over_seeds or {}).get("score_command")
+    if score:
+        commands["score"] = score
+    elif first.get("score_command"):
+        commands["score"] = with_seed_variable(first["score_command"], seed)
+    return commands
+
+
+def _commands_section(systems: Sequence[SeedSystem]) -> list[str]:
+    lines = ["### Commands", "",
+             ("Each row's runs: the training and the decoding of each seed (`$SEED`: each of the row's seeds), and "
+             "the scoring over its seeds. `OUT_DIR` is the recipe's output folder (its data and checkpoints); "
+             "other paths are relative to the repository root."), ""]
+    for system in systems:
+        commands = seed_commands(system)
+        seeds = ", ".join(map(str, commands["seeds"])) or "?"
+        lines += [f"**{system.name}** (seeds {seeds})", ""]
+        lines += [f"- {step}: `{commands[step]}`" for step in ("train", "decode", "score") if step in commands]
+        lines.append("")
+    return lines
+
+
+def _seeds_notes(systems: Sequence[SeedSystem]) -> list[str]:
+    over_seeds = [system.over_seeds for system in systems if system.over_seeds]
+    facts = [system.facts for system in systems]
+    notes = [("- Each row: one training run per seed listed, same data and settings; BLEU and chrF: the mean and "
+             "the sample standard deviation (n - 1) of the runs' test scores.")]
+    notes += _test_notes(over_seeds, f"{SEQUENCE} and against its control, `X{CONTROL_SUFFIX}` for system X, "
+                                     "the same system on random structures")
+    if any(system.over_seeds is None for system in systems):
+        notes.append("- p –: not scored over its seeds yet (`score_seeds` of examples/common.sh, e.g. "
+                     "`SEEDS_ONLY=\"1 2 3\" examples/multi30k/run.sh`).")
+    return notes + _signature_notes(facts) + _parses_notes(facts)
+
+
+def _by_dataset(records: Sequence[dict]) -> dict[str, list[dict]]:
+    """Records by dataset, in order of first appearance, the datasets of several seeds first (the study's)."""
+    datasets: dict[str, list[dict]] = {}
     for record in records:
         datasets.setdefault(record["dataset"], []).append(record)
-    return datasets
+    return dict(sorted(datasets.items(), key=lambda item: not is_seeds_dataset(item[1])))
 
 
 def render_markdown(records: Sequence[dict], sources: Sequence = ()) -> str:
-    """One table per dataset (datasets in order of first appearance, rows in the given order), each followed by
-    the significance-test settings and sacrebleu signatures; `sources` (record paths) are listed at the end."""
-    datasets = _by_dataset(records)
+    """One table per dataset (datasets in order of first appearance, those of several seeds first), each followed
+    by the significance-test settings and sacrebleu signatures; `sources` (record paths) are listed at the end.
+    A dataset of several seeds has one row per system over its seeds and its commands in a section below;
+    other datasets one row per run, rows in the given order."""
     lines = ["<!-- Generated by fairseq-syntax-results from run records; edit the records, not this file. -->",
              ""]
-    for dataset, rows in datasets.items():
+    for dataset, rows in _by_dataset(records).items():
+        if is_seeds_dataset(rows):
+            systems = seed_systems(rows)
+            lines += [f"## {dataset}", ""] + _seeds_table(systems).lines() + [""] + _seeds_notes(systems) + [""]
+            lines += _commands_section(systems)
+            continue
         lines += [f"## {dataset}", ""] + _table(rows) + [""]
         notes = _notes(rows)
         if notes:
@@ -448,12 +694,20 @@ def render_markdown(records: Sequence[dict], sources: Sequence = ()) -> str:
     return "\n".join(lines)
 
 
-def render_json(records: Sequence[dict], sources: Sequence = ()) -> Dict[str, Any]:
+def render_json(records: Sequence[dict], sources: Sequence = ()) -> dict[str, Any]:
     """RESULTS.json of the run records: per dataset, the table of ``render_markdown`` with one row per system and
     the same columns (``table_json``: numbers unrounded, "Wall time" in seconds, each "p vs" cell the p-values
-    by metric), the BLEU-by-length table if any, the significance-test settings and sacrebleu signatures."""
+    by metric), the BLEU-by-length table if any, the significance-test settings and sacrebleu signatures. A
+    dataset of several seeds has ``"seeds": true``, each metric cell ``{"mean", "sd", "per_seed"}`` (the values in
+    the order of the row's "Seeds") and its ``commands``, one entry per row."""
     datasets = {}
     for dataset, rows in _by_dataset(records).items():
+        if is_seeds_dataset(rows):
+            systems = seed_systems(rows)
+            datasets[dataset] = {"seeds": True, "table": _seeds_table(systems).json(),
+                                 "notes": [note[2:] for note in _seeds_notes(systems)],
+                                 "commands": [seed_commands(system) for system in systems]}
+            continue
         header, values, _ = _table_data(rows)
         entry = {"table": table_json(header, values)}
         length_header, length_values, _ = _by_length_data(rows)

@@ -2,8 +2,10 @@
 
 Metrics are those the four papers report: BLEU-4 and BLEU-1 (Papineni et al. 2002; Pu & Sima'an 2022, Tables
 3-6), chrF and TER (sacrebleu), RIBES (Isozaki et al. 2010, nltk's ``corpus_ribes``; Pu & Sima'an 2022), BLEU per
-reference-length interval (Pu & Sima'an 2022, Figure 4: intervals (0,10], (10,20], ..., (50, inf)), and sacrebleu's
-paired bootstrap resampling test (Koehn 2004) between two systems.
+reference-length interval (Pu & Sima'an 2022, Figure 4: intervals (0,10], (10,20], ..., (50, inf)), sacrebleu's
+paired bootstrap resampling test (Koehn 2004) between two runs, and between two systems trained with several seeds
+a paired bootstrap that resamples the test sentences and each system's seeds (:func:`seed_bootstrap`, on sacrebleu's
+per-sentence statistics).
 
 Inputs are lists of strings, one segment per sentence, hypotheses and references in the same order. All scores
 are on a 0-100 scale (RIBES is nltk's 0-1 value times 100, as Pu & Sima'an 2022 report it).
@@ -18,16 +20,17 @@ file, or a file shifted by one line, gives a wrong score that looks plausible. T
 import contextlib
 import os
 import re
-import statistics
-from typing import Dict, Iterable, List, Optional, Sequence
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
+import numpy as np
 from nltk.translate.ribes_score import corpus_ribes
 from sacrebleu.metrics import BLEU, CHRF, TER
 from sacrebleu.significance import PairedTest
 from sacremoses import MosesDetokenizer
 
 from fairseq_syntax.core import text_lines
-from fairseq_syntax.evaluation.results import existing_path
+from fairseq_syntax.evaluation.results import existing_path, mean_and_sd
 
 # `S-12\t...`, `T-12\t...`, `H-12\t<score>\t...`, `D-12\t<score>\t...`, `P-12\t...` as printed by
 # fairseq_cli/generate.py; other lines (logging, the final "Generate test with beam=5" line) are not data.
@@ -40,7 +43,7 @@ class ScoringInputError(ValueError):
     """An input file cannot be scored as it is (missing ids, wrong line count, malformed line)."""
 
 
-def read_lines(path) -> List[str]:
+def read_lines(path) -> list[str]:
     """One segment per line; only the line break is removed (a blank line is an empty segment). A gzipped file
     (``.gz``, as the recipes keep their decodes) is read the same way; ``path`` may also name the file without
     its ``.gz`` (see ``results.existing_path``). A line that is not UTF-8 raises :class:`ScoringInputError` naming
@@ -51,7 +54,7 @@ def read_lines(path) -> List[str]:
         raise ScoringInputError(str(error)) from None
 
 
-def skipped_line_numbers(path: str) -> List[int]:
+def skipped_line_numbers(path: str) -> list[int]:
     """The 1-based line numbers of a ``{split}.skipped.tsv`` of fairseq-syntax-preprocess (``LINE<TAB>reason<TAB>
     message``): the pairs it left out, which fairseq-generate's ids do not count."""
     numbers = []
@@ -63,7 +66,7 @@ def skipped_line_numbers(path: str) -> List[int]:
     return numbers
 
 
-def drop_skipped(references: List[str], skipped: Sequence[int], path: str) -> List[str]:
+def drop_skipped(references: list[str], skipped: Sequence[int], path: str) -> list[str]:
     """The references of the pairs fairseq-syntax-preprocess kept, in order: generate's id k is kept line k."""
     beyond = [number for number in skipped if not 1 <= number <= len(references)]
     if beyond:
@@ -87,10 +90,10 @@ def format_ids(ids: Sequence[int]) -> str:
     return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
-def _parse_generate_lines(path, lines: List[str], field: str, expected_ids: Optional[int],
-                          expected_from: str) -> List[str]:
-    by_id: Dict[int, str] = {}
-    line_of_id: Dict[int, int] = {}
+def _parse_generate_lines(path, lines: list[str], field: str, expected_ids: int | None,
+                          expected_from: str) -> list[str]:
+    by_id: dict[int, str] = {}
+    line_of_id: dict[int, int] = {}
     largest_id = -1
     n_columns = 3 if field in FIELDS_WITH_SCORE else 2
     column_names = "an id, a score and a text" if field in FIELDS_WITH_SCORE else "an id and a text"
@@ -139,8 +142,8 @@ def _parse_generate_lines(path, lines: List[str], field: str, expected_ids: Opti
     return [by_id[i] for i in range(n_ids)]
 
 
-def read_generate_output(path, expected_ids: Optional[int] = None, field: str = "D",
-                         expected_from: Optional[str] = None) -> List[str]:
+def read_generate_output(path, expected_ids: int | None = None, field: str = "D",
+                         expected_from: str | None = None) -> list[str]:
     """Segments ordered by input id, from fairseq-generate stdout or from plain text (one segment a line).
 
     field: which generate line to take: "D" (detokenized hypothesis), "H" (hypothesis after --remove-bpe,
@@ -161,7 +164,7 @@ def read_generate_output(path, expected_ids: Optional[int] = None, field: str = 
     return lines
 
 
-def detokenize(lines: Iterable[str], lang: str) -> List[str]:
+def detokenize(lines: Iterable[str], lang: str) -> list[str]:
     """Moses-detokenize whitespace-tokenized segments, as fairseq-generate's D- lines would be had it been run
     with `--tokenizer moses` (undoes `@-@` aggressive hyphen splits and Moses escapes)."""
     detokenizer = MosesDetokenizer(lang=lang)
@@ -238,29 +241,99 @@ def seed_scores(hyps_by_seed: Sequence[Sequence[str]], refs: Sequence[str], toke
     mean, sd = {}, {}
     for name, value in per_seed[0].items():
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            values = [scores[name] for scores in per_seed]
-            mean[name] = statistics.fmean(values)
-            sd[name] = statistics.stdev(values) if len(values) > 1 else 0.0
+            mean[name], sd[name] = mean_and_sd([scores[name] for scores in per_seed])
         else:
             mean[name] = value  # tokenize, signatures: the same for every seed
     return {"per_seed": per_seed, "mean": mean, "sd": sd}
 
 
-def pooled_paired_bootstrap(hyps_a_by_seed: Sequence[Sequence[str]], hyps_b_by_seed: Sequence[Sequence[str]],
-                            refs: Sequence[str], **options) -> dict:
-    """Paired bootstrap of system B against baseline A over several seeds: seed k of B is paired with seed k of A
-    and the test set is pooled over the seeds (n seeds x m sentences), so each resample draws sentences of every
-    seed's run and the p-value reflects the variation between training runs as well as between sentences, where a
-    single pair of runs would only see the latter. Options as :func:`paired_bootstrap`; adds ``"seeds"``."""
-    if len(hyps_a_by_seed) != len(hyps_b_by_seed):
-        raise ScoringInputError(f"{len(hyps_b_by_seed)} seeds of the system but {len(hyps_a_by_seed)} of the "
-                                "baseline: seeds are paired one to one")
-    pooled_a = [hyp for hyps in hyps_a_by_seed for hyp in hyps]
-    pooled_b = [hyp for hyps in hyps_b_by_seed for hyp in hyps]
-    report = paired_bootstrap(pooled_a, pooled_b, list(refs) * len(hyps_a_by_seed), **options)
-    report["test"] = f"paired bootstrap resampling (sacrebleu) over the {len(hyps_a_by_seed)} seeds' pooled outputs"
-    report["seeds"] = len(hyps_a_by_seed)
+SEED_BOOTSTRAP_TEST = ("paired bootstrap over test sentences and training seeds (each round: the same resampled "
+                       "sentences for both systems, each system's seeds resampled with replacement, mean-over-seeds "
+                       "corpus scores compared)")
+
+
+class SeedDraws(NamedTuple):
+    """What each round of :func:`seed_bootstrap` resamples: ``sentences`` ``n x m`` test sentence ids (one row a
+    round, the same for both systems), ``seeds_a`` ``n x k_a`` and ``seeds_b`` ``n x k_b`` indices into each system's
+    seeds."""
+    sentences: np.ndarray
+    seeds_a: np.ndarray
+    seeds_b: np.ndarray
+
+
+def seed_draws(n_samples: int, n_sentences: int, n_seeds_a: int, n_seeds_b: int, seed: int) -> SeedDraws:
+    """The draws of :func:`seed_bootstrap`, all with replacement, from ``numpy.random.default_rng(seed)``."""
+    rng = np.random.default_rng(seed)
+    return SeedDraws(rng.integers(0, n_sentences, (n_samples, n_sentences)),
+                     rng.integers(0, n_seeds_a, (n_samples, n_seeds_a)),
+                     rng.integers(0, n_seeds_b, (n_samples, n_seeds_b)))
+
+
+def two_sided_bootstrap_p(deltas: Sequence[float]) -> float:
+    """Two-sided p-value of "no difference" from bootstrap differences B - A: twice the smaller tail at zero,
+    ``2 (1 + min(#{delta <= 0}, #{delta >= 0})) / (n + 1)``, at most 1 (the smallest level at which the percentile
+    interval of the difference excludes 0; the +1s keep a Monte Carlo p-value from being 0)."""
+    deltas = np.asarray(deltas, dtype=float)
+    tail = min(int((deltas <= 0).sum()), int((deltas >= 0).sum()))
+    return min(1.0, 2 * (tail + 1) / (len(deltas) + 1))
+
+
+def _seed_round_scores(metric, hyps_by_seed: Sequence[Sequence[str]], refs: Sequence[str],
+                       counts: np.ndarray):
+    """Each seed's corpus score (``k``) and its score in every round (``n x k``; ``counts`` ``n x m``: how often a
+    round drew each sentence), from sacrebleu's per-sentence statistics summed over the drawn sentences."""
+    full, rounds = [], []
+    for hyps in hyps_by_seed:
+        check_same_length(hyps, refs, "a seed's hypotheses", "references")
+        stats = np.array(metric._extract_corpus_statistics(list(hyps), [list(refs)]), dtype=np.float64)
+        full.append(metric._compute_score_from_stats(stats.sum(axis=0)).score)
+        rounds.append([metric._compute_score_from_stats(row).score for row in counts @ stats])
+    return np.array(full), np.array(rounds).T
+
+
+def seed_bootstrap(hyps_a_by_seed: Sequence[Sequence[str]], hyps_b_by_seed: Sequence[Sequence[str]],
+                   refs: Sequence[str], n_samples: int = 1000, seed: int = 12345, tokenize: str = "13a",
+                   draws: SeedDraws | None = None) -> dict:
+    """System B (trained with ``k_b`` seeds) against baseline A (``k_a`` seeds), for BLEU and chrF.
+
+    The statistic is the difference of the systems' mean-over-seeds corpus scores. Each of ``n_samples`` rounds
+    draws m test sentences with replacement (the same ids for both systems: the test is paired over sentences) and,
+    independently for each system, its k seeds with replacement, and computes B's and A's mean over the drawn seeds
+    of the corpus score on the drawn sentences. So the spread of the difference includes both the sentence
+    variance and the variance between training runs (Clark et al. 2011: optimizer instability), which a test of one
+    pair of runs, or of runs pooled seed by seed into a k times larger test set (seeds held fixed), does not see.
+    Seeds are not paired across systems (seed k of A and seed k of B share nothing but the number), so A and B may
+    have different numbers of seeds; with one seed each it is a paired bootstrap over sentences.
+
+    p: two-sided, :func:`two_sided_bootstrap_p` of the rounds' differences. ``draws`` (default
+    :func:`seed_draws` of ``seed``) fixes the resampling. Returns ``{"test", "n_samples", "seed", "seeds_a",
+    "seeds_b", "BLEU": {...}, "chrF": {...}}``, each metric with ``p_value``, the mean-over-seeds scores ``a`` and
+    ``b``, their difference ``delta`` and its 95% percentile interval ``delta_ci`` over the rounds.
+    """
+    n_seeds_a, n_seeds_b = len(hyps_a_by_seed), len(hyps_b_by_seed)
+    if not n_seeds_a or not n_seeds_b:
+        raise ScoringInputError("each system needs the outputs of at least one seed")
+    if draws is None:
+        draws = seed_draws(n_samples, len(refs), n_seeds_a, n_seeds_b, seed)
+    rounds = len(draws.sentences)
+    counts = np.zeros((rounds, len(refs)))
+    np.add.at(counts, (np.arange(rounds)[:, None], draws.sentences), 1)
+    report = {"test": SEED_BOOTSTRAP_TEST, "n_samples": rounds, "seed": seed, "seeds_a": n_seeds_a,
+              "seeds_b": n_seeds_b}
+    for name, metric in _test_metrics(tokenize).items():
+        full_a, rounds_a = _seed_round_scores(metric, hyps_a_by_seed, refs, counts)
+        full_b, rounds_b = _seed_round_scores(metric, hyps_b_by_seed, refs, counts)
+        deltas = (np.take_along_axis(rounds_b, draws.seeds_b, axis=1).mean(axis=1)
+                  - np.take_along_axis(rounds_a, draws.seeds_a, axis=1).mean(axis=1))
+        report[name] = {"p_value": two_sided_bootstrap_p(deltas), "a": float(full_a.mean()),
+                        "b": float(full_b.mean()), "delta": float(full_b.mean() - full_a.mean()),
+                        "delta_ci": [float(q) for q in np.percentile(deltas, [2.5, 97.5])]}
     return report
+
+
+def _test_metrics(tokenize: str) -> dict:
+    """The metrics the significance tests report, by the name the tables use."""
+    return {"BLEU": BLEU(tokenize=tokenize), "chrF": CHRF()}
 
 
 def paired_bootstrap(hyps_a: Sequence[str], hyps_b: Sequence[str], refs: Sequence[str], n_samples: int = 1000,
@@ -276,7 +349,7 @@ def paired_bootstrap(hyps_a: Sequence[str], hyps_b: Sequence[str], refs: Sequenc
     if seed == 0:
         # PairedTest treats a seed of 0 as "no seed" and would draw from the OS.
         raise ValueError("seed must be a positive integer (sacrebleu treats 0 as unseeded)")
-    metrics = {"BLEU": BLEU(tokenize=tokenize), "chrF": CHRF()}
+    metrics = _test_metrics(tokenize)
     with _sacrebleu_seed(seed):
         test = PairedTest([("A", list(hyps_a)), ("B", list(hyps_b))], metrics, references=[list(refs)],
                           test_type="bs", n_samples=n_samples)
@@ -301,7 +374,7 @@ def paired_bootstrap(hyps_a: Sequence[str], hyps_b: Sequence[str], refs: Sequenc
     return report
 
 
-def _length_bucket_name(low: int, high: Optional[int]) -> str:
+def _length_bucket_name(low: int, high: int | None) -> str:
     return f"({low},{high}]" if high is not None else f"({low},inf)"
 
 
@@ -311,7 +384,7 @@ def check_length_edges(edges: Sequence[int]) -> None:
 
 
 def bleu_by_length(hyps: Sequence[str], refs: Sequence[str], edges: Sequence[int] = DEFAULT_LENGTH_EDGES,
-                   tokenize: str = "13a") -> List[dict]:
+                   tokenize: str = "13a") -> list[dict]:
     """Corpus BLEU of the sentences in each reference-length interval (Pu & Sima'an 2022, Figure 4).
 
     Length is the number of whitespace-separated tokens of the reference. edges (10, 20) give the intervals

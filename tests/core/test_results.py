@@ -119,13 +119,13 @@ def test_record_run_fills_training_budget_from_the_log(tmp_path):
 
 
 EXPECTED_TABLE = [
-    "| System | Arch | BLEU tok. | BLEU | chrF | TER | RIBES | p vs transformer (BLEU / chrF) | Updates | Epochs "
-    "| Wall time | Command |",
+    ("| System | Arch | BLEU tok. | BLEU | chrF | TER | RIBES | p vs transformer (BLEU / chrF) | Updates | Epochs "
+    "| Wall time | Command |"),
     "|---|---|---|---|---|---|---|---|---|---|---|---|",
-    "| transformer | transformer | 13a | 38.12 | 62.30 | 45.00 | – | – | 6 | 2 | 1:02:05 "
-    "| `fairseq-train data --arch transformer` |",
-    "| syntax masks | transformer_syntax_mask | 13a | 39.00 | 63.46 | 44.20 | 80.00 | 0.012 / 0.500 | 6 | 2 "
-    "| 1:02:05 | `fairseq-train data --arch transformer_syntax_mask \\| tee log` |",
+    ("| transformer | transformer | 13a | 38.12 | 62.30 | 45.00 | – | – | 6 | 2 | 1:02:05 "
+    "| `fairseq-train data --arch transformer` |"),
+    ("| syntax masks | transformer_syntax_mask | 13a | 39.00 | 63.46 | 44.20 | 80.00 | 0.012 / 0.500 | 6 | 2 "
+    "| 1:02:05 | `fairseq-train data --arch transformer_syntax_mask \\| tee log` |"),
 ]
 
 
@@ -188,8 +188,8 @@ def test_render_json_has_the_rows_and_columns_of_the_table(tmp_path):
          "Command": "fairseq-train data --arch transformer_syntax_mask | tee log"},
     ]
     assert data["datasets"]["multi30k"]["notes"] == [
-        "p: two-sided p-value of the row's system against the named baseline (paired bootstrap resampling "
-        "(sacrebleu), 1000 samples, seed 12345).", "BLEU signature: `nrefs:1|tok:13a`"]
+        ("p: two-sided p-value of the row's system against the named baseline (paired bootstrap resampling "
+        "(sacrebleu), 1000 samples, seed 12345)."), "BLEU signature: `nrefs:1|tok:13a`"]
     assert "bleu_by_length" not in data["datasets"]["multi30k"]
     assert data["run_records"] == ["runs/baseline.run.json", "runs/masks.run.json"]
 
@@ -319,3 +319,165 @@ def test_scoring_reads_a_gzipped_decode(tmp_path):
     assert read_generate_output(tmp_path / "sequence.gen.gz") == read_generate_output(tmp_path / "mask.gen") \
         == ["y", "a dog"]
     assert read_generate_output(tmp_path / "sequence.gen", field="H") == ["y", "a dog"]
+
+
+# ---- records that name no folder of the machine, and the table of a study over seeds --------------------------
+
+def test_a_record_writes_the_output_folder_as_out_dir_and_repository_paths_relative(tmp_path):
+    repo, out = tmp_path / "repo", tmp_path / "work"  # the recipe's output folder lies outside the repository
+    log = repo / "examples" / "runs" / "mask.seed1.train.log"
+    log.parent.mkdir(parents=True)
+    log.write_text(STDOUT_LOG)
+    record = record_run(
+        repo / "examples" / "runs" / "mask.seed1.run.json", dataset="multi30k-10k", system="mask",
+        arch="transformer_syntax_mask", train_log=log, metrics={"BLEU": 30.0},
+        command=f"fairseq-train {out}/data-bin/preorder --save-dir {out}/ckpt/ckpt-mask.seed1 --seed 1",
+        decode_command=f"fairseq-generate {out}/data-bin/preorder --path={out}/ckpt/ckpt-mask.seed1/checkpoint_best.pt",
+        score_command=f"fairseq-syntax-score {repo}/examples/runs/a.gen.gz,{repo}/examples/runs/b.gen.gz "
+                      f"{out}/test.de.ref {tmp_path}/repo-old/c.gen {repo}",
+        out_dir=str(out), root=str(repo))
+    assert json.loads((repo / "examples" / "runs" / "mask.seed1.run.json").read_text()) == record
+    assert record["command"] == ("fairseq-train OUT_DIR/data-bin/preorder --save-dir OUT_DIR/ckpt/ckpt-mask.seed1 "
+                                 "--seed 1")
+    assert record["decode_command"] == ("fairseq-generate OUT_DIR/data-bin/preorder "
+                                        "--path=OUT_DIR/ckpt/ckpt-mask.seed1/checkpoint_best.pt")
+    assert record["train_log"] == "examples/runs/mask.seed1.train.log"
+    # a sibling folder whose name begins like the repository's is not in it; the repository itself is "."
+    assert record["score_command"] == (f"fairseq-syntax-score examples/runs/a.gen.gz,examples/runs/b.gen.gz "
+                                       f"OUT_DIR/test.de.ref {tmp_path}/repo-old/c.gen .")
+    # the default output folder, inside the repository, is still OUT_DIR
+    inside = record_run(tmp_path / "x.run.json", dataset="d", system="s", arch="a", train_log=log, metrics={},
+                        command=f"fairseq-train {repo}/examples/work/data-bin", out_dir=str(repo / "examples" / "work"),
+                        root=str(repo))
+    assert inside["command"] == "fairseq-train OUT_DIR/data-bin"
+
+
+SEEDS_TEST = "paired bootstrap over test sentences and training seeds (...)"
+CONSTITUENCY = {"constituency": {"model": "crf-con.pt", "sha256": "0123456789abcdef", "scores": {"F1": 87.12}}}
+
+
+def seed_run(system, seed, bleu, chrf, epochs, data="preorder", arch="transformer_syntax_mask"):
+    """The record of one seed's run, as run_system writes it (paths already portable)."""
+    return {"dataset": "multi30k-10k", "system": system, "arch": arch, "seed": seed, "updates": 157 * epochs,
+            "epochs": epochs, "wall_time_s": 600.0, "train_log": f"examples/multi30k/runs/{system}.seed{seed}.train.log.gz",
+            "command": f"fairseq-train OUT_DIR/data-bin/{data} --arch {arch} --save-dir "
+                       f"OUT_DIR/ckpt/ckpt-{system}.seed{seed} --seed {seed} --patience 5",
+            "decode_command": f"fairseq-generate OUT_DIR/data-bin/{data} --path "
+                              f"OUT_DIR/ckpt/ckpt-{system}.seed{seed}/checkpoint_best.pt --beam 5",
+            "metrics": {"BLEU": bleu, "chrF": chrf, "tokenize": "13a", "signatures": {"BLEU": "nrefs:1|tok:13a"}},
+            "significance": {"sequence": {"test": "paired bootstrap resampling (sacrebleu)", "n_samples": 1000,
+                                          "seed": 12345, "BLEU": {"p_value": 0.9}, "chrF": {"p_value": 0.9}}},
+            "parsers": CONSTITUENCY}
+
+
+def over_seeds(system, bleu, chrf, epochs, versus, parsers=CONSTITUENCY):
+    """The record of score_seeds (fairseq-syntax-score over the seeds' outputs): means, sds, per-seed values."""
+    runs = seed_run(system, 1, 0, 0, 0)
+    mean = {name: sum(values) / len(values) for name, values in (("BLEU", bleu), ("chrF", chrf))}
+    sd = {name: (sum((v - mean[name]) ** 2 for v in values) / (len(values) - 1)) ** 0.5
+          for name, values in (("BLEU", bleu), ("chrF", chrf))}
+    return dict(runs, seed=None, seeds=len(bleu), seed_list=list(range(1, len(bleu) + 1)), epochs=epochs,
+                metrics={**mean, "tokenize": "13a"}, metrics_sd=sd, per_seed_metrics={"BLEU": bleu, "chrF": chrf},
+                score_command=f"fairseq-syntax-score examples/multi30k/runs/{system}.seed1.gen.gz,"
+                              f"examples/multi30k/runs/{system}.seed2.gen.gz OUT_DIR/test.de.ref --bootstrap 1000",
+                significance={name: {"test": SEEDS_TEST, "n_samples": 1000, "seed": 12345,
+                                     "BLEU": {"p_value": p_bleu}, "chrF": {"p_value": p_chrf}}
+                              for name, (p_bleu, p_chrf) in versus.items()},
+                parsers=parsers)
+
+
+def study_records():
+    """Sequence, Mask and Mask on random trees over seeds 1 and 2, scored over their seeds; UDP's three seeds not
+    yet; and a single run of another dataset. Means and sds by hand in the tests."""
+    control = dict(CONSTITUENCY, control={"structure": "random", "seed": 1})
+    records = [
+        seed_run("sequence", 1, 30.0, 50.0, 19, "sequence", "transformer"),
+        seed_run("sequence", 2, 32.0, 54.0, 21, "sequence", "transformer"),
+        over_seeds("sequence", [30.0, 32.0], [50.0, 54.0], 20, {}),
+        seed_run("mask", 1, 32.0, 55.0, 21), seed_run("mask", 2, 34.0, 55.0, 22),
+        # Mask was scored over its seeds before its control had run; the control's record has the pair's test
+        over_seeds("mask", [32.0, 34.0], [55.0, 55.0], 21.5, {"sequence": (0.012, 0.04)}),
+        over_seeds("mask_random", [31.0, 33.0], [53.0, 55.0], 22, {"sequence": (0.3, 0.2), "mask": (0.5, 0.75)},
+                   control),
+        seed_run("udp", 1, 30.0, 52.0, 18, "sequence", "transformer_ldd"),
+        seed_run("udp", 2, 31.0, 52.0, 19, "sequence", "transformer_ldd"),
+        seed_run("udp", 3, 35.0, 52.0, 23, "sequence", "transformer_ldd"),
+    ]
+    for record in records:
+        if record.get("seed") is None:
+            del record["seed"]
+    single = dict(seed_run("sequence", 1, 38.0, 62.0, 20), dataset="multi30k")
+    # in file-name order (mask.seed1.run.json, mask.seeds.run.json, ...), an earlier dataset's run first
+    return [single] + sorted(records, key=lambda r: (r["system"], "seed" not in r, r.get("seed", 0)))
+
+
+EXPECTED_SEEDS_TABLE = [
+    ("| System | Structure read | Seeds | BLEU (mean ± sd) | chrF (mean ± sd) | p vs sequence (BLEU / chrF) | Control "
+    "| p vs control (BLEU / chrF) | Epochs (mean) |"),
+    "|---|---|---|---|---|---|---|---|---|",
+    # (30 + 32) / 2 = 31, sd |30 - 32| / sqrt(2) = 1.41; chrF (50 + 54) / 2 = 52, sd 4 / sqrt(2) = 2.83
+    "| sequence | none (words only) | 2: 1, 2 | 31.00 ± 1.41 | 52.00 ± 2.83 | – | – | – | 20.0 |",
+    "| mask | parse | 2: 1, 2 | 33.00 ± 1.41 | 55.00 ± 0.00 | 0.012 / 0.040 | mask_random | 0.500 / 0.750 | 21.5 |",
+    ("| mask_random | control: random structures (seed 1) | 2: 1, 2 | 32.00 ± 1.41 | 54.00 ± 1.41 | 0.300 / 0.200 "
+    "| – | – | 22.0 |"),
+    # not scored over its seeds yet: the mean and sd of its runs, (30 + 31 + 35) / 3 = 32, sd sqrt((4 + 1 + 9) / 2);
+    # epochs (18 + 19 + 23) / 3
+    "| udp | parse | 3: 1, 2, 3 | 32.00 ± 2.65 | 52.00 ± 0.00 | – | – | – | 20.0 |",
+]
+
+
+def test_a_study_over_seeds_has_one_row_per_system_and_its_commands_below(tmp_path):
+    records = study_records()
+    lines = render_markdown(records).splitlines()
+    # the study's table first, one row per system, each control after its system
+    assert lines.index("## multi30k-10k") < lines.index("## multi30k")
+    start = lines.index("## multi30k-10k") + 2
+    assert lines[start:start + 6] == EXPECTED_SEEDS_TABLE
+    assert ("- p: two-sided p-value of the row's system against sequence and against its control, `X_random` for "
+            f"system X, the same system on random structures ({SEEDS_TEST}, 1000 samples, seed 12345).") in lines
+    assert any(line.startswith("- p –: not scored over its seeds yet") for line in lines)
+    assert ("- parses of the training data (systems that read no syntax ignore them): `constituency crf-con.pt "
+            "(F1 87.12)` under control random structures (seed 1): mask_random") in lines
+    commands = lines[lines.index("### Commands"):lines.index("## multi30k")]
+    mask = commands.index("**mask** (seeds 1, 2)")
+    assert commands[mask + 2:mask + 5] == [
+        ("- train: `fairseq-train OUT_DIR/data-bin/preorder --arch transformer_syntax_mask --save-dir "
+        "OUT_DIR/ckpt/ckpt-mask.seed$SEED --seed $SEED --patience 5`"),
+        ("- decode: `fairseq-generate OUT_DIR/data-bin/preorder --path OUT_DIR/ckpt/ckpt-mask.seed$SEED/"
+        "checkpoint_best.pt --beam 5`"),
+        ("- score: `fairseq-syntax-score examples/multi30k/runs/mask.seed1.gen.gz,examples/multi30k/runs/"
+        "mask.seed2.gen.gz OUT_DIR/test.de.ref --bootstrap 1000`")]
+    assert "| Command |" not in "\n".join(lines[start:lines.index("## multi30k")])  # commands are not a column
+    # the other dataset keeps its table of runs
+    assert "| System | Arch | Seed | BLEU tok. | BLEU | chrF | p vs sequence (BLEU / chrF) | Updates | Epochs | " \
+           "Wall time | Command |" in lines
+
+
+def test_results_json_of_a_study_holds_each_seeds_score_and_the_figure_draws_them(tmp_path):
+    from fairseq_syntax.cli import plot as plot_cli
+    from fairseq_syntax.evaluation.seeds_figure import positions, seeds_rows
+
+    data = render_json(study_records())
+    study = data["datasets"]["multi30k-10k"]
+    assert list(data["datasets"]) == ["multi30k-10k", "multi30k"] and study["seeds"] is True
+    mask = study["table"]["rows"][1]
+    assert mask["Seeds"] == [1, 2] and mask["Control"] == "mask_random"
+    assert mask["BLEU (mean ± sd)"] == {"mean": 33.0, "sd": pytest.approx(2 ** 0.5), "per_seed": [32.0, 34.0]}
+    assert mask["p vs sequence (BLEU / chrF)"] == {"BLEU": 0.012, "chrF": 0.04}
+    assert study["table"]["rows"][3]["BLEU (mean ± sd)"]["per_seed"] == [30.0, 31.0, 35.0]  # udp, from its runs
+    assert [c["system"] for c in study["commands"]] == ["sequence", "mask", "mask_random", "udp"]
+    assert study["commands"][3]["train"].endswith("--save-dir OUT_DIR/ckpt/ckpt-udp.seed$SEED --seed $SEED "
+                                                  "--patience 5")
+
+    dataset, rows = seeds_rows(data)
+    assert dataset == "multi30k-10k"
+    assert [(row["system"], row["kind"]) for row in rows] == [("sequence", "none"), ("mask", "parse"),
+                                                              ("mask_random", "control"), ("udp", "parse")]
+    assert positions(rows) == [0.0, 1.0, 1.7, 2.7]  # the control beside its system
+    results = tmp_path / "RESULTS.json"
+    results.write_text(json.dumps(data))
+    png = tmp_path / "seeds.png"
+    plot_cli.main(["seeds", str(results), str(png)])  # fairseq-syntax-plot seeds RESULTS.json OUT.png
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size < 60_000
+    with pytest.raises(ValueError, match="no seeds table for dataset 'multi30k'"):
+        seeds_rows(data, "multi30k")

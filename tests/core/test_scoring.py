@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from nltk.translate.ribes_score import corpus_ribes
 from sacrebleu.metrics import BLEU
@@ -16,16 +17,18 @@ from sacrebleu.metrics import BLEU
 from fairseq_syntax.cli import score as score_cli
 from fairseq_syntax.evaluation.scoring import (
     ScoringInputError,
+    SeedDraws,
     bleu_by_length,
     check_same_length,
     corpus_scores,
     detokenize,
     format_ids,
     paired_bootstrap,
-    pooled_paired_bootstrap,
     read_generate_output,
     ribes,
+    seed_bootstrap,
     seed_scores,
+    two_sided_bootstrap_p,
 )
 
 REFERENCES = [
@@ -147,7 +150,7 @@ def test_surplus_duplicate_and_malformed_lines_are_errors(tmp_path):
 
 
 def test_plain_text_hypotheses_and_line_count(files):
-    ref, hyp = files
+    _, hyp = files
     assert read_generate_output(hyp, expected_ids=6) == HYPOTHESES
     with pytest.raises(ScoringInputError, match=r"hyp.txt: 6 lines of plain text, expected 7 \(as in ref.txt\)"):
         read_generate_output(hyp, expected_ids=7, expected_from="ref.txt")
@@ -382,40 +385,96 @@ def test_seed_scores_are_the_mean_and_sample_sd_of_each_seeds_scores():
     assert seed_scores([HYPOTHESES], REFERENCES)["sd"]["chrF"] == 0.0
 
 
-def test_pooled_bootstrap_pairs_seed_k_with_seed_k_over_the_pooled_test_set():
-    baseline = [["A man."] * 6, ["A dog."] * 6]
-    pooled = pooled_paired_bootstrap(baseline, [HYPOTHESES, SEED_2], REFERENCES, n_samples=100, seed=3)
-    direct = paired_bootstrap(["A man."] * 6 + ["A dog."] * 6, HYPOTHESES + SEED_2, REFERENCES * 2, n_samples=100,
-                              seed=3)
-    assert pooled["seeds"] == 2 and pooled["BLEU"] == direct["BLEU"] and pooled["chrF"] == direct["chrF"]
-    assert "2 seeds' pooled outputs" in pooled["test"]
-    with pytest.raises(ScoringInputError, match="2 seeds of the system but 1 of the baseline"):
-        pooled_paired_bootstrap(baseline[:1], [HYPOTHESES, SEED_2], REFERENCES)
+def test_two_sided_bootstrap_p_is_twice_the_smaller_tail_at_zero():
+    # 9 differences: 2 at or below 0, 8 at or above: 2 * (1 + 2) / (9 + 1)
+    assert two_sided_bootstrap_p([1, 2, 3, -1, 0, 4, 5, 6, 7]) == pytest.approx(0.6)
+    assert two_sided_bootstrap_p([5.0] * 99) == pytest.approx(0.02)  # never at or below 0: 2 * 1 / 100
+    assert two_sided_bootstrap_p([-5.0] * 99) == pytest.approx(0.02)  # the same on the other side
+    assert two_sided_bootstrap_p([0.0] * 10) == 1.0  # no difference ever: capped at 1
 
 
-def test_score_command_over_seeds_records_mean_sd_and_pooled_p_values(tmp_path, files):
+# Three 4-word references; a hypothesis that copies j of them and leaves the others empty has every n-gram precision
+# 1 and BLEU = 100 exp(1 - 12 / 4j), the brevity penalty: j = 3: 100, j = 2: 100 e^-0.5 = 60.65, j = 1: 100 e^-2
+# = 13.53, j = 0: 0.
+THREE = ["the cat sat down", "a dog ran off", "two owls flew by"]
+
+
+def bleu_of_copies(j):
+    return 100 * math.exp(1 - 3 / j) if j else 0.0
+
+
+def test_seed_bootstrap_resamples_sentences_and_each_systems_seeds_by_hand():
+    system = [THREE, [THREE[0], THREE[1], ""]]  # seed BLEU 100 and 60.65
+    baseline = [[THREE[0], "", ""], THREE]  # 13.53 and 100
+    # four rounds: (sentence ids, baseline's seeds, system's seeds) -> system - baseline, mean over the drawn seeds
+    draws = SeedDraws(sentences=np.array([[0, 1, 2], [2, 2, 2], [1, 1, 2], [0, 0, 0]]),
+                      seeds_a=np.array([[0, 1], [0, 0], [0, 0], [0, 1]]),
+                      seeds_b=np.array([[0, 1], [0, 0], [0, 1], [1, 0]]))
+    deltas = [(100 + bleu_of_copies(2)) / 2 - (bleu_of_copies(1) + 100) / 2,  # the test set itself: 23.56
+              100 - 0,  # sentence 3 thrice: the system's seed 1 has it, the baseline's seed 1 has not
+              (100 + bleu_of_copies(2)) / 2 - 0,  # sentences 2, 2, 3: seed 2 of the system has two of three
+              100 - 100]  # sentence 1 thrice: everyone has it
+    report = seed_bootstrap(baseline, system, THREE, draws=draws)
+    bleu = report["BLEU"]
+    assert bleu["a"] == pytest.approx((bleu_of_copies(1) + 100) / 2) and bleu["b"] == pytest.approx(80.3265, abs=1e-4)
+    assert bleu["delta"] == pytest.approx(deltas[0])
+    # one of the four differences is at or below 0, all four at or above: p = 2 * (1 + 1) / (4 + 1)
+    assert bleu["p_value"] == pytest.approx(0.8)
+    assert bleu["delta_ci"] == pytest.approx(list(np.percentile(deltas, [2.5, 97.5])))
+    assert (report["n_samples"], report["seeds_a"], report["seeds_b"]) == (4, 2, 2)
+    assert set(report) >= {"BLEU", "chrF", "test"} and "seeds resampled" in report["test"]
+
+
+def test_seed_bootstrap_over_random_draws():
+    empty = [[""] * 3, [""] * 3, [""] * 3]
+    # every round: 100 against 0, so no round is at or below 0: p = 2 / (n + 1), whatever the draws
+    report = seed_bootstrap(empty, [THREE, THREE], THREE, n_samples=99, seed=7)
+    assert report["BLEU"]["p_value"] == pytest.approx(0.02) and report["BLEU"]["delta"] == pytest.approx(100)
+    assert (report["seeds_a"], report["seeds_b"]) == (3, 2)  # another number of seeds: nothing is paired by seed
+    # a system against itself, one seed: every round's difference is 0
+    same = seed_bootstrap([HYPOTHESES], [HYPOTHESES], REFERENCES, n_samples=50)
+    assert same["BLEU"]["p_value"] == 1.0 and same["chrF"]["p_value"] == 1.0
+    # the same seed draws from the same seed
+    again = seed_bootstrap([HYPOTHESES, SEED_2], [SEED_2], REFERENCES, n_samples=50, seed=3)
+    assert again == seed_bootstrap([HYPOTHESES, SEED_2], [SEED_2], REFERENCES, n_samples=50, seed=3)
+
+
+def test_score_command_over_seeds_records_mean_sd_and_seed_aware_p_values(tmp_path, files):
     from fairseq_syntax.evaluation.results import render_markdown
 
     ref, hyp = files
     hyp_2 = write_lines(tmp_path / "hyp2.txt", SEED_2)
     base_1 = write_lines(tmp_path / "base1.txt", ["A man."] * 6)
     base_2 = write_lines(tmp_path / "base2.txt", ["A dog."] * 6)
+    base_3 = write_lines(tmp_path / "base3.txt", ["A boy."] * 6)
     logs = []
     for seed, wall in ((1, 60), (2, 80)):
         logs.append(tmp_path / f"train{seed}.log")
         logs[-1].write_text("2024-05-01 10:00:03 | INFO | train | epoch 004 | loss 4.4 | num_updates 120 | "
                             f"wall {wall}\n")
     record_path = tmp_path / "mask.seeds.run.json"
-    score_cli.main([f"{hyp},{hyp_2}", str(ref), f"{base_1},{base_2}", "--bootstrap", "50", "--record",
-                    str(record_path), "--dataset", "multi30k, 2 seeds", "--system", "mask", "--arch", "a",
-                    "--train-log", f"{logs[0]},{logs[1]}", "--train-command", "fairseq-train data",
-                    "--baseline-name", "sequence", "--device", "cpu"])
+    score_cli.main([f"{hyp},{hyp_2}", str(ref), f"{base_1},{base_2},{base_3}", "--bootstrap", "50", "--record",
+                    str(record_path), "--dataset", "multi30k", "--system", "mask", "--arch", "a",
+                    "--train-log", f"{logs[0]},{logs[1]}", "--train-command", "fairseq-train data --seed 1",
+                    "--baseline-name", "sequence", "--device", "cpu", "--run-seeds", "1,2"])
     record = json.loads(record_path.read_text())
     expected = seed_scores([HYPOTHESES, SEED_2], REFERENCES)
-    assert record["seeds"] == 2 and record["device"] == "cpu" and record["wall_time_s"] == 70
+    assert record["seeds"] == 2 and record["seed_list"] == [1, 2]
+    assert record["device"] == "cpu" and record["wall_time_s"] == 70
     assert record["metrics"]["BLEU"] == pytest.approx(expected["mean"]["BLEU"])
     assert record["metrics_sd"]["BLEU"] == pytest.approx(expected["sd"]["BLEU"])
-    assert record["significance"]["sequence"]["seeds"] == 2
+    assert record["per_seed_metrics"]["BLEU"] == [seed["BLEU"] for seed in expected["per_seed"]]
+    # the baseline's three seeds against the system's two, as seed_bootstrap computes it
+    versus = record["significance"]["sequence"]
+    assert (versus["seeds_a"], versus["seeds_b"]) == (3, 2)
+    bootstrap = seed_bootstrap([["A man."] * 6, ["A dog."] * 6, ["A boy."] * 6], [HYPOTHESES, SEED_2], REFERENCES,
+                               n_samples=50)
+    assert versus["BLEU"] == pytest.approx(bootstrap["BLEU"])
+    assert record["score_command"] == (f"fairseq-syntax-score {hyp},{hyp_2} {ref} {base_1},{base_2},{base_3} "
+                                       "--bootstrap 50 --seed 12345 --baseline-name sequence")
     table = render_markdown([record])
-    assert "| System | Arch | Seeds | Device | BLEU tok. | BLEU (mean ± sd) |" in table
-    assert f"| mask | a | 2 | cpu | 13a | {expected['mean']['BLEU']:.2f} ± {expected['sd']['BLEU']:.2f} |" in table
+    assert (f"| mask | parse | 2: 1, 2 | {expected['mean']['BLEU']:.2f} ± {expected['sd']['BLEU']:.2f} | "
+            f"{expected['mean']['chrF']:.2f} ± {expected['sd']['chrF']:.2f} | {versus['BLEU']['p_value']:.3f} / "
+            f"{versus['chrF']['p_value']:.3f} | – | – | 4.0 |") in table
+    with pytest.raises(SystemExit):  # a seed for each output
+        score_cli.main([f"{hyp},{hyp_2}", str(ref), "--run-seeds", "1"])

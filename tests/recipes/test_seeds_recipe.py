@@ -1,52 +1,66 @@
-"""The recipes' shared steps over seeds (examples/common.sh, as replicate_gpu.sh uses them) on decoded runs laid
-out as run_system leaves them: each seed's run is scored against the same seed's baseline, each system over its seeds
-gets the mean, the sd and the pooled paired bootstrap, and the results table shows both."""
+"""The recipes' shared steps over seeds (examples/common.sh, as run.sh and replicate_gpu.sh use them) on decoded runs
+laid out as run_system leaves them: each seed's run is scored against the same seed's baseline, each system over its
+seeds gets the mean, the sd and the bootstrap over sentences and seeds against Sequence and its control, the records
+name no folder of the machine, and the results table has one row per system."""
 import gzip
 import json
 import os
 import subprocess
+from pathlib import Path
 
 from conftest import REPO
 
 PARSERS = {"constituency": {"model": "crf-con.pt", "sha256": "0123456789abcdef"}}
 
 
-def fake_run(runs, name, seed, hypotheses, wall):
+def fake_run(runs, ckpts, name, seed, hypotheses, wall, control=None):
     """A decoded run as run_system leaves it: NAME.seedK.gen.gz (fairseq-generate's D- lines), its train log, and
-    what its training ran on, kept with its checkpoints (ckpt-NAME.seedK/device.txt, parsers.json of its data)."""
-    ckpt = runs / f"ckpt-{name}.seed{seed}"
-    ckpt.mkdir()
+    what its training ran on and its decode command, kept with its checkpoints (CKPT_ROOT/ckpt-NAME.seedK)."""
+    ckpt = ckpts / f"ckpt-{name}.seed{seed}"
+    ckpt.mkdir(parents=True)
     (ckpt / "device.txt").write_text(f"cpu (test machine {seed})\n")
-    (ckpt / "parsers.json").write_text(json.dumps(PARSERS))
+    (ckpt / "parsers.json").write_text(json.dumps(dict(PARSERS, **({"control": control} if control else {}))))
+    (ckpt / "decode_command.txt").write_text(f"fairseq-generate {ckpts.parent}/data-bin/preorder --path "
+                                             f"{ckpt}/checkpoint_best.pt --beam 5\n")
     with gzip.open(runs / f"{name}.seed{seed}.gen.gz", "wt") as out:
         out.write("".join(f"D-{i}\t-0.5\t{hypothesis}\n" for i, hypothesis in enumerate(hypotheses)))
     with gzip.open(runs / f"{name}.seed{seed}.train.log.gz", "wt") as out:
         out.write(f"2024-05-01 10:00:03 | INFO | train | epoch 001 | loss 4.4 | num_updates 12 | wall {wall}\n")
 
 
-def test_runs_of_several_seeds_are_paired_by_seed_and_pooled(raw_corpus, tmp_path):
-    runs = tmp_path / "runs"
+def test_runs_of_several_seeds_become_one_row_per_system(raw_corpus, tmp_path):
+    runs, out_dir = tmp_path / "runs", tmp_path / "work"  # the recipe's output folder: data, checkpoints, reference
     runs.mkdir()
-    references = open(f"{raw_corpus}/test.de").read().splitlines()
-    # the mask system copies the reference but drops a word on every (seed + 1)-th line; the baseline more often
+    out_dir.mkdir()
+    references = (Path(raw_corpus) / "test.de").read_text().splitlines()
+    (out_dir / "test.de.ref").write_text("".join(line + "\n" for line in references))
+    # the mask system copies the reference but drops a word on every (seed + 1)-th line; its control on every line
+    # of seed 1 and on none of seed 2; the baseline drops two words everywhere
     for seed in (1, 2):
-        fake_run(runs, "mask", seed, [" ".join(r.split()[1:]) if i % (seed + 1) == 0 else r
-                                      for i, r in enumerate(references)], 20 * seed)
-        fake_run(runs, "sequence", seed, [" ".join(r.split()[2:]) for r in references], 10)
+        fake_run(runs, out_dir / "ckpt", "mask", seed, [" ".join(r.split()[1:]) if i % (seed + 1) == 0 else r
+                                                        for i, r in enumerate(references)], 20 * seed)
+        fake_run(runs, out_dir / "ckpt", "mask_random", seed,
+                 [" ".join(r.split()[1:]) if seed == 1 else r for r in references], 10,
+                 control={"structure": "random", "seed": 1})
+        fake_run(runs, out_dir / "ckpt", "sequence", seed, [" ".join(r.split()[2:]) for r in references], 10)
+    train = f"fairseq-train {out_dir}/data-bin/preorder --save-dir {out_dir}/ckpt/ckpt-mask.seed1 --seed 1"
     script = f"""
 set -euo pipefail
 source examples/common.sh
-export DATASET=tiny BASELINES=sequence SCORE_ARGS=
+export DATASET=tiny BASELINES=sequence SCORE_ARGS= OUT_DIR={out_dir} CKPT_ROOT={out_dir}/ckpt
 for seed in 1 2; do
-  SEED=$seed RUN_SUFFIX=.seed$seed score_system mask transformer_syntax_mask_tiny {raw_corpus}/test.de {runs} "train"
+  SEED=$seed RUN_SUFFIX=.seed$seed score_system mask transformer_syntax_mask_tiny $OUT_DIR/test.de.ref {runs} "{train}"
 done
-score_seeds mask transformer_syntax_mask_tiny {raw_corpus}/test.de {runs} "1 2" "train"
+for name in mask mask_random; do
+  score_seeds $name transformer_syntax_mask_tiny $OUT_DIR/test.de.ref {runs} "1 2" "{train}"
+done
 fairseq-syntax-results {runs} --out {tmp_path}/RESULTS.md
 """
-    result = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True)
+    result = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     records = {path.name: json.loads(path.read_text()) for path in runs.glob("*.run.json")}
-    assert sorted(records) == ["mask.seed1.run.json", "mask.seed2.run.json", "mask.seeds.run.json"]
+    assert sorted(records) == ["mask.seed1.run.json", "mask.seed2.run.json", "mask.seeds.run.json",
+                               "mask_random.seeds.run.json"]
     for seed in (1, 2):
         run = records[f"mask.seed{seed}.run.json"]
         assert (run["system"], run["seed"], run["device"]) == ("mask", seed, f"cpu (test machine {seed})")
@@ -54,17 +68,40 @@ fairseq-syntax-results {runs} --out {tmp_path}/RESULTS.md
         # seed k against the baseline's seed k: the same baseline output here, so the same baseline score
         assert run["significance"]["sequence"]["BLEU"]["a"] == records["mask.seed1.run.json"]["significance"][
             "sequence"]["BLEU"]["a"]
-    pooled = records["mask.seeds.run.json"]
+        # no folder of this machine: the output folder is OUT_DIR
+        assert run["command"] == "fairseq-train OUT_DIR/data-bin/preorder --save-dir OUT_DIR/ckpt/ckpt-mask.seed1 " \
+                                 "--seed 1"
+        assert run["decode_command"] == (f"fairseq-generate OUT_DIR/data-bin/preorder --path OUT_DIR/ckpt/"
+                                         f"ckpt-mask.seed{seed}/checkpoint_best.pt --beam 5")
+        assert f" OUT_DIR/test.de.ref {runs}/sequence.seed{seed}.gen.gz " in run["score_command"]
+        assert str(out_dir) not in json.dumps(run)
+    over = records["mask.seeds.run.json"]
     per_seed = [records[f"mask.seed{seed}.run.json"]["metrics"]["BLEU"] for seed in (1, 2)]
     assert per_seed[0] < per_seed[1]  # seed 1 drops a word on every 2nd line, seed 2 on every 3rd
-    assert pooled["seeds"] == 2 and pooled["dataset"] == "tiny, 2 seeds" and pooled["wall_time_s"] == 30
-    assert abs(pooled["metrics"]["BLEU"] - sum(per_seed) / 2) < 1e-9
-    assert abs(pooled["metrics_sd"]["BLEU"] - abs(per_seed[0] - per_seed[1]) / 2 ** 0.5) < 1e-9
-    assert pooled["significance"]["sequence"]["seeds"] == 2
-    assert (pooled["device"], pooled["parsers"]) == ("cpu (test machine 1)", PARSERS)  # the first seed's
+    assert over["seeds"] == 2 and over["seed_list"] == [1, 2] and over["dataset"] == "tiny"
+    assert over["wall_time_s"] == 30 and over["per_seed_metrics"]["BLEU"] == per_seed
+    assert abs(over["metrics"]["BLEU"] - sum(per_seed) / 2) < 1e-9
+    assert abs(over["metrics_sd"]["BLEU"] - abs(per_seed[0] - per_seed[1]) / 2 ** 0.5) < 1e-9
+    # against Sequence and against its control, both over their own two seeds
+    assert sorted(over["significance"]) == ["mask_random", "sequence"]
+    assert {(test["seeds_a"], test["seeds_b"]) for test in over["significance"].values()} == {(2, 2)}
+    assert "seeds resampled" in over["significance"]["sequence"]["test"]
+    assert (over["device"], over["parsers"]) == ("cpu (test machine 1)", PARSERS)  # the first seed's
+    assert list(records["mask_random.seeds.run.json"]["significance"]) == ["sequence", "mask"]  # and its system
+    assert "OUT_DIR/test.de.ref" in over["score_command"] and str(out_dir) not in json.dumps(over)
+
     table = (tmp_path / "RESULTS.md").read_text()
-    assert "## tiny, 2 seeds" in table and "BLEU (mean ± sd)" in table
-    assert "| mask | transformer_syntax_mask_tiny | 1 |" in table  # a run per seed, with its seed
+    lines = table.splitlines()
+    rows = [line for line in lines if line.startswith("| ") and " | 2: 1, 2 | " in line]
+    assert [row.split(" | ")[0] for row in rows] == ["| mask", "| mask_random"]  # one row per system, control after
+    mask = over["significance"]
+    assert (f" | {over['metrics']['BLEU']:.2f} ± {over['metrics_sd']['BLEU']:.2f} | " in rows[0]
+            and f" | mask_random | {mask['mask_random']['BLEU']['p_value']:.3f} / " in rows[0])
+    assert "- train: `fairseq-train OUT_DIR/data-bin/preorder --save-dir OUT_DIR/ckpt/ckpt-mask.seed$SEED " \
+           "--seed $SEED`" in lines
+    assert "- decode: `fairseq-generate OUT_DIR/data-bin/preorder --path OUT_DIR/ckpt/ckpt-mask.seed$SEED/" \
+           "checkpoint_best.pt --beam 5`" in lines
+    assert json.loads((tmp_path / "RESULTS.json").read_text())["datasets"]["tiny"]["seeds"]
 
 
 def test_sst_results_give_mean_and_sd_over_seeds():
@@ -95,7 +132,7 @@ same "fairseq-train data --arch transformer --max-epoch 30 --seed 1 --cpu --num-
 same "fairseq-train data --arch transformer --max-epoch 20 --seed 2 --cpu"
 same "fairseq-train data --arch transformer --max-epoch 20 --seed 1 --cpu --max-tokens 10"
 """
-    result = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True)
+    result = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True, check=False)
     assert result.stdout.split() == ["same", "other", "other"], result.stderr
 
 
@@ -109,5 +146,5 @@ for args in "--arch transformer --cpu --seed 1" "--cpu --num-workers 2" "--cpu -
   if main_process_loader $args; then echo added; else echo kept; fi
 done
 """
-    result = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True)
+    result = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True, check=False)
     assert result.stdout.split() == ["added", "kept", "kept", "kept", "kept"], result.stderr

@@ -1,0 +1,95 @@
+"""The figure of a seeds table (``fairseq-syntax-plot seeds RESULTS.json OUT.png``): one column per system of a
+dataset trained with several seeds, each seed's test score a point (coloured by the structure the system read: the
+parse, a control structure, none), its mean with +-1 sample sd beside them, each method's control (``X_random``)
+right beside it, and Sequence's mean as a dashed line.
+
+It reads what ``fairseq-syntax-results`` wrote to RESULTS.json (:func:`fairseq_syntax.evaluation.results.render_json`:
+a dataset with ``"seeds": true``, whose metric cells hold ``{"mean", "sd", "per_seed"}`` and whose rows are in
+table order: Sequence first, each control after its system), so the figure shows exactly the table's numbers.
+"""
+import json
+
+from fairseq_syntax.evaluation.results import SEQUENCE
+
+COLOURS = {"parse": "tab:blue", "control": "tab:orange", "none": "tab:gray"}
+LABELS = {"parse": "parse", "control": "control", "none": "words only"}
+CONTROL_GAP = 0.7  # a control sits this far from its system; other columns one apart
+
+
+def _kind(structure: str) -> str:
+    if structure.startswith("control"):
+        return "control"
+    return "none" if structure.startswith("none") else "parse"
+
+
+def seeds_rows(results: dict, dataset: str | None = None, metric: str = "BLEU") -> tuple[str, list[dict]]:
+    """(dataset, its rows as ``{"system", "kind", "mean", "sd", "per_seed"}``) of the seeds table of ``results``
+    (RESULTS.json's object): the named dataset, else the first one of several seeds. Rows without ``metric`` are
+    left out."""
+    tables = {name: entry for name, entry in results["datasets"].items() if entry.get("seeds")}
+    if not tables:
+        raise ValueError("no dataset of several seeds in these results")
+    if dataset is None:
+        dataset = next(iter(tables))
+    if dataset not in tables:
+        raise ValueError(f"no seeds table for dataset {dataset!r}; these have one: {', '.join(tables)}")
+    column = f"{metric} (mean ± sd)"
+    rows = []
+    for row in tables[dataset]["table"]["rows"]:
+        cell = row.get(column)
+        if cell:
+            rows.append({"system": row["System"], "kind": _kind(row["Structure read"]), **cell})
+    return dataset, rows
+
+
+def positions(rows: list[dict]) -> list[float]:
+    """x of each column: one apart, a control closer to the system before it."""
+    xs: list[float] = []
+    for index, row in enumerate(rows):
+        after_its_system = index and row["kind"] == "control" and row["system"].startswith(rows[index - 1]["system"])
+        xs.append(0.0 if not xs else xs[-1] + (CONTROL_GAP if after_its_system else 1.0))
+    return xs
+
+
+def plot_seeds(results_json: str, output: str, dataset: str | None = None, metric: str = "BLEU"):
+    """Draw the figure of the module docstring to ``output`` (a PNG at 96 dpi: small enough to commit); returns the
+    matplotlib figure."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    with open(results_json, encoding="utf-8") as handle:
+        dataset, rows = seeds_rows(json.load(handle), dataset, metric)
+    xs = positions(rows)
+    width = max(4.0, 0.55 * len(rows) + 1.6)
+    figure, axes = plt.subplots(figsize=(width, 3.6), dpi=96)
+    sequence = next((row for row in rows if row["system"] == SEQUENCE), None)
+    if sequence:
+        axes.axhline(sequence["mean"], color="gray", linestyle="--", linewidth=0.8, zorder=0)
+    for x, row in zip(xs, rows):
+        seeds = len(row["per_seed"])
+        spread = [x + 0.08 + 0.1 * (i - (seeds - 1) / 2) for i in range(seeds)]
+        axes.scatter(spread, row["per_seed"], s=16, color=COLOURS[row["kind"]], edgecolors="black",
+                     linewidths=0.4, zorder=3)
+        axes.errorbar(x - 0.17, row["mean"], yerr=row["sd"], fmt="_", markersize=9, color="black", capsize=2.5,
+                      linewidth=1, zorder=2)
+    axes.set_xticks(xs)
+    axes.set_xticklabels([row["system"] for row in rows], rotation=35, ha="right", fontsize=8)
+    axes.set_xlim(xs[0] - 0.6, xs[-1] + 0.6)
+    axes.set_ylabel(f"test {metric}", fontsize=9)
+    axes.tick_params(axis="y", labelsize=8)
+    axes.grid(axis="y", linewidth=0.3, alpha=0.5)
+    handles = [Line2D([], [], marker="o", linestyle="", markersize=5, markerfacecolor=COLOURS[kind],
+                      markeredgecolor="black", markeredgewidth=0.4, label=f"seed ({LABELS[kind]})")
+               for kind in COLOURS if any(row["kind"] == kind for row in rows)]
+    handles.append(Line2D([], [], marker="_", color="black", markersize=9, label="mean ± sd"))
+    if sequence:
+        handles.append(Line2D([], [], color="gray", linestyle="--", linewidth=0.8, label=f"{SEQUENCE} mean"))
+    axes.legend(handles=handles, fontsize=7, ncol=3 if width >= 6 else 2, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
+    figure.suptitle(f"{dataset}: {metric} over seeds", fontsize=9, y=0.99)
+    figure.tight_layout()
+    figure.savefig(output, dpi=96)
+    plt.close(figure)
+    return figure
