@@ -2,8 +2,9 @@
 # Multi30k over seeds on one GPU: every system of the method registry (python3 -m fairseq_syntax.methods systems)
 # trained with SEEDS (default "1 2 3") at the CPU recipe's settings (run.sh with DEVICE=cuda), JOBS runs sharing the
 # GPU at a time; then each seed's runs are scored against the same seed's baselines, each system over its seeds
-# (mean, sd, pooled paired bootstrap: fairseq-syntax-score with comma-separated outputs), and RESULTS.md/.json
-# regenerated with the CPU table and the GPU tables (one run per row; one system over seeds per row).
+# (mean, sd, bootstrap over sentences and seeds against the baselines and its control: fairseq-syntax-score with
+# comma-separated outputs), and RESULTS.md/.json regenerated with the CPU tables and the GPU one (one system over
+# its seeds per row).
 #
 #   bash examples/multi30k/replicate_gpu.sh [OUT_DIR]     (OUT_DIR: prepare.sh's output, default examples/multi30k/work)
 #
