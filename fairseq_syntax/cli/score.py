@@ -14,9 +14,9 @@ Several seeds: HYP and each BASELINE may be comma-separated files, one per train
 them). The scores are then the mean and standard deviation over seeds, and the p-values those of the paired
 bootstrap over test sentences and seeds (scoring.seed_bootstrap; a baseline may have another number of seeds).
 
-A record names no folder of this machine: with ``--out-dir`` (the recipe's output folder, exported as OUT_DIR by
-the recipes) and ``--repo-root``, its paths are written as ``OUT_DIR/...`` and relative to the repository
-(results.portable_paths).
+A record names no folder of this machine: its paths under ``--out-dir`` (the recipe's output folder; default: the
+environment's OUT_DIR, which the recipes export) are written as ``OUT_DIR/...``, and those under ``--repo-root``
+(default: the checkout this package runs from, if it runs from one) relative to it (results.portable_paths).
 """
 import argparse
 import json
@@ -25,6 +25,7 @@ import os
 import re
 import shlex
 import sys
+from pathlib import Path
 
 from fairseq_syntax.evaluation.results import RecordError, load_record, record_run
 from fairseq_syntax.evaluation.scoring import (
@@ -43,6 +44,12 @@ from fairseq_syntax.evaluation.scoring import (
 
 TABLE_METRICS = ("BLEU", "BLEU-1", "chrF", "TER", "RIBES")
 RECORD_OPTIONS = ("dataset", "system", "arch", "train_log", "train_command")
+
+
+def source_checkout() -> str | None:
+    """The repository this package runs from (an editable install or the checkout itself), else None."""
+    root = Path(__file__).resolve().parents[2]
+    return str(root) if (root / "setup.py").is_file() and (root / "fairseq_syntax").is_dir() else None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,10 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--run-seeds", help="the training seeds of comma-separated HYP files, in their order, e.g. "
                                             "1,2,3")
     record.add_argument("--decode-command", help="the command that decoded HYP (one seed's, for several)")
-    record.add_argument("--out-dir", help="the recipe's output folder (data, checkpoints): written as OUT_DIR in "
-                                          "the record")
-    record.add_argument("--repo-root", help="the repository: paths under it are written relative to it in the "
-                                            "record")
+    record.add_argument("--out-dir", default=os.environ.get("OUT_DIR") or None,
+                        help="the recipe's output folder (data, checkpoints): written as OUT_DIR in the record "
+                             "(default: $OUT_DIR)")
+    record.add_argument("--repo-root", default=source_checkout(),
+                        help="the repository: paths under it are written relative to it in the record (default: "
+                             "the checkout this package runs from)")
     record.add_argument("--device", help="what HYP's system was trained on, e.g. 'NVIDIA H100' or 'cpu'")
     record.add_argument("--parsers", metavar="PARSERS_JSON",
                         help="the parsers that made the source-side syntax of HYP's training data (DATA/parsers.json "

@@ -272,6 +272,24 @@ def test_score_command_writes_a_run_record(tmp_path, files):
         score_cli.main([str(hyp), str(ref), "--record", str(record_path), "--system", "masks"])
 
 
+def test_a_record_takes_the_output_folder_from_the_environment_and_the_checkout_as_root(tmp_path, files,
+                                                                                       monkeypatch):
+    from conftest import REPO
+
+    ref, hyp = files
+    log = tmp_path / "train.log"
+    log.write_text("2024-05-01 10:00:03 | INFO | train | epoch 004 | loss 4.4 | num_updates 120 | wall 61\n")
+    monkeypatch.setenv("OUT_DIR", str(tmp_path))  # as the recipes export it
+    record_path = tmp_path / "masks.run.json"
+    score_cli.main([str(hyp), str(ref), "--record", str(record_path), "--dataset", "d", "--system", "masks",
+                    "--arch", "a", "--train-log", str(log),
+                    "--train-command", f"fairseq-train {tmp_path}/data-bin --user-dir {REPO}/fairseq_syntax"])
+    record = json.loads(record_path.read_text())
+    assert record["command"] == "fairseq-train OUT_DIR/data-bin --user-dir fairseq_syntax"
+    assert record["train_log"] == "OUT_DIR/train.log"
+    assert record["score_command"] == "fairseq-syntax-score OUT_DIR/hyp.txt OUT_DIR/ref.txt"
+
+
 def test_a_rescore_keeps_the_device_and_parsers_the_training_recorded(tmp_path, files):
     ref, hyp = files
     log = tmp_path / "train.log"
