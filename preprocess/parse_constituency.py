@@ -8,17 +8,24 @@ labels (SuPar's crf-con writes ``XX``), fallback trees included.
 
   python3 preprocess/parse_constituency.py --backend benepar --model MODELS/benepar-ptb.pt \\
       --input train.tok.en --output train.tree
+
+A large corpus: ``--workers W`` parses it in W local processes, resumably; ``--num-shards N --shard-id K`` one
+shard of it (a cluster task), ``--num-shards N --merge`` the whole output from the shards; ``--device cuda`` on a
+GPU (``fairseq_syntax.parsing.shards``; README, "A large corpus").
 """
 import argparse
-import sys
 
 import torch
 
+from fairseq_syntax.parsing import shards
+from fairseq_syntax.parsing.batching import DEFAULT_BATCH_TOKENS
 from fairseq_syntax.parsing.constituency import (
+    DEFAULT_BATCH_SIZE,
     DEFAULT_MAX_LENGTH,
     load_parser,
-    parse_file,
+    tree_writer,
 )
+from fairseq_syntax.parsing.shards import LINES, ParseJob, model_identity
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -34,22 +41,34 @@ def get_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tokenize", metavar="LANG",
                         help="the input is raw text: tokenize it with sacremoses (-l LANG -a, no escaping); "
                              "by default lines are already tokenized (split on whitespace)")
-    parser.add_argument("--batch-size", type=int, default=256, help="sentences per parser call")
+    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE,
+                        help="sentences read and parsed together (the chunks shards are cut in)")
+    parser.add_argument("--batch-tokens", type=int, default=DEFAULT_BATCH_TOKENS,
+                        help="padded words per network batch (parser and tagger): larger on a GPU")
     parser.add_argument("--max-length", type=int, default=DEFAULT_MAX_LENGTH,
                         help="longer sentences get the flat fallback tree")
     parser.add_argument("--skipped", help="where to list fallback lines (default: OUTPUT.skipped)")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (each worker has one)")
+    shards.add_arguments(parser)
     return parser
 
 
-def main(argv=None) -> None:
-    args = get_parser().parse_args(argv)
+def main(argv=None) -> shards.ParseRun:
+    parser = get_parser()
+    args = parser.parse_args(argv)
+    shards.check_arguments(parser, args)
     torch.set_num_threads(args.threads)
-    parser = load_parser(args.backend, args.model, args.max_length, tagger=args.tagger)
-    report = parse_file(parser, args.input, args.output, args.tokenize, args.batch_size)
-    skipped = args.skipped or args.output + ".skipped"
-    report.write_skipped(skipped)
-    print(f"{args.output}: {report.summary()}; fallbacks listed in {skipped}", file=sys.stderr)
+    settings = {"backend": args.backend, "model": model_identity(args.model), "tagger": model_identity(args.tagger),
+                "tokenize": args.tokenize, "batch_tokens": args.batch_tokens, "max_length": args.max_length}
+
+    def load(device: str) -> shards.ParseFunction:
+        parser = load_parser(args.backend, args.model, args.max_length, args.tagger, device, args.batch_tokens)
+        return tree_writer(parser, args.batch_size)
+
+    job = ParseJob(args.input, args.tokenize, [(args.output, LINES)], args.batch_size, settings, load)
+    result = shards.run(job, args, shards.rerun_command(__file__, argv))
+    shards.report_run(result, args, args.output, args.skipped or args.output + ".skipped")
+    return result
 
 
 if __name__ == "__main__":

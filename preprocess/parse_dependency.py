@@ -8,19 +8,29 @@ sentences that got the flat fallback structure in ``ARCS.skipped``.
 
   python3 preprocess/parse_dependency.py --model MODELS/biaffine-dep-ud-ewt.pt \\
       --input train.tok.en --arcs train.arcs.jsonl --conllu train.conllu
+
+A large corpus: ``--workers W`` parses it in W local processes, resumably; ``--num-shards N --shard-id K`` one
+shard of it (a cluster task), ``--num-shards N --merge`` the whole output from the shards; ``--device cuda`` on a
+GPU (``fairseq_syntax.parsing.shards``; README, "A large corpus").
 """
 import argparse
 import sys
 
 import torch
 
+from fairseq_syntax.parsing import shards
 from fairseq_syntax.parsing.dependency import (
     DEFAULT_ARC_FLOOR,
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_BATCH_TOKENS,
     DEFAULT_LABEL_FLOOR,
     DEFAULT_MAX_LENGTH,
     DependencyParser,
-    parse_file,
+    RetainedMass,
+    arcs_job,
+    arcs_writer,
 )
+from fairseq_syntax.parsing.shards import model_identity
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -40,24 +50,38 @@ def get_parser() -> argparse.ArgumentParser:
     parser.add_argument("--label-floor", type=float, default=DEFAULT_LABEL_FLOOR,
                         help="keep labels with P(label | dependent, head) >= this")
     parser.add_argument("--proj", action="store_true", help="1-best tree projective (Eisner) instead of MST")
-    parser.add_argument("--batch-tokens", type=int, default=5000, help="words per batch")
+    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE,
+                        help="sentences read and bucketed by length together (the chunks shards are cut in)")
+    parser.add_argument("--batch-tokens", type=int, default=DEFAULT_BATCH_TOKENS,
+                        help="words per network batch: larger on a GPU")
     parser.add_argument("--max-length", type=int, default=DEFAULT_MAX_LENGTH,
                         help="longer sentences get the flat fallback structure")
     parser.add_argument("--skipped", help="where to list fallback lines (default: ARCS.skipped)")
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (each worker has one)")
+    shards.add_arguments(parser)
     return parser
 
 
-def main(argv=None) -> None:
-    args = get_parser().parse_args(argv)
+def main(argv=None) -> shards.ParseRun:
+    parser = get_parser()
+    args = parser.parse_args(argv)
+    shards.check_arguments(parser, args)
     torch.set_num_threads(args.threads)
-    parser = DependencyParser(args.model, batch_tokens=args.batch_tokens, max_length=args.max_length, proj=args.proj)
-    report, mass = parse_file(parser, args.input, args.arcs, args.conllu, args.tokenize,
-                              args.arc_floor, args.label_floor)
-    skipped = args.skipped or args.arcs + ".skipped"
-    report.write_skipped(skipped)
-    print(f"{args.arcs}: {report.summary()}; fallbacks listed in {skipped}", file=sys.stderr)
-    print(f"{args.arcs}: {mass} (floors: arc {args.arc_floor:g}, label {args.label_floor:g})", file=sys.stderr)
+    settings = {"model": model_identity(args.model), "tokenize": args.tokenize, "arc_floor": args.arc_floor,
+                "label_floor": args.label_floor, "proj": args.proj, "batch_tokens": args.batch_tokens,
+                "max_length": args.max_length}
+
+    def load(device: str) -> shards.ParseFunction:
+        parser = DependencyParser(args.model, batch_tokens=args.batch_tokens, max_length=args.max_length,
+                                  proj=args.proj, device=device)
+        return arcs_writer(parser, args.arc_floor, args.label_floor, args.batch_size)
+
+    job = arcs_job(args.input, args.arcs, args.conllu, args.tokenize, args.batch_size, settings, load)
+    result = shards.run(job, args, shards.rerun_command(__file__, argv))
+    shards.report_run(result, args, args.arcs, args.skipped or args.arcs + ".skipped")
+    print(f"{args.arcs}: {RetainedMass(**result.stats)} (floors: arc {args.arc_floor:g}, label "
+          f"{args.label_floor:g})", file=sys.stderr)
+    return result
 
 
 if __name__ == "__main__":

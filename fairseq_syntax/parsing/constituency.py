@@ -1,6 +1,6 @@
 """Constituency parsing of tokenized sentences into one PTB-bracketed tree per line.
 
-Backends (both parse pre-tokenized sentences, on CUDA when available):
+Backends (both parse pre-tokenized sentences, on ``device``: by default CUDA when available):
   * ``benepar``: the Berkeley Neural Parser (Kitaev & Klein, 2018), a model name (``benepar_en3``, downloaded
     with ``benepar.download`` where the network allows) or a local model file/directory, loaded with
     ``benepar.Parser``. It predicts POS tags when its model was trained to.
@@ -12,32 +12,42 @@ input tokens, PTB-escaped (``text.ptb_escape_token``). A sentence the parser can
 the parser's limit, one the parser raises on, or one whose words come back changed) gets the flat fallback tree
 ``(S (XX w1) (XX w2) ...)`` (``(S )`` for an empty line) and the reason; nothing is dropped. Single-child
 ``TOP``/``ROOT`` wrappers are removed, so a tree reads ``(S ...)``.
+
+Batches: ``parse_sentences`` reads ``batch_size`` sentences at a time (the chunks a sharded run deals out,
+:mod:`fairseq_syntax.parsing.shards`); within them the networks run on batches of at most ``batch_tokens`` padded
+tokens (SuPar's own token batches for crf-con, :mod:`fairseq_syntax.parsing.batching` for benepar and the tagger).
 """
 from __future__ import annotations
 
-import time
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from itertools import islice
-from typing import Iterable, Iterator
+from typing import TextIO
 
 import nltk
-from tqdm import tqdm
+import torch
 
 from fairseq_syntax.core.trees import WRAPPER_LABELS, Tree, to_bracketed
+from fairseq_syntax.parsing.batching import DEFAULT_BATCH_TOKENS, token_batches
 from fairseq_syntax.parsing.fallbacks import parse_with_fallbacks
 from fairseq_syntax.parsing.report import ParseReport
-from fairseq_syntax.parsing.text import (
-    open_output,
-    ptb_escape_token,
-    ptb_unescape_token,
-    read_sentences,
+from fairseq_syntax.parsing.shards import (
+    LINES,
+    InputLine,
+    Outcome,
+    ParseFunction,
+    ParseJob,
+    numbered,
+    parse_whole,
 )
+from fairseq_syntax.parsing.text import ptb_escape_token, ptb_unescape_token
 
 FALLBACK_ROOT = "S"
 FALLBACK_PRETERMINAL = "XX"
 DEFAULT_MAX_LENGTH = 300  # words; the CRF's inside pass is cubic in length
+DEFAULT_BATCH_SIZE = 256  # sentences read and parsed together
 
 
 def flat_tree(tokens: list[str]) -> str:
@@ -74,10 +84,14 @@ class ConstituencyParser(ABC):
 
 
 class BeneparParser(ConstituencyParser):
-    def __init__(self, name_or_path: str, batch_size: int = 64, max_length: int = DEFAULT_MAX_LENGTH):
+    def __init__(self, name_or_path: str, batch_tokens: int = DEFAULT_BATCH_TOKENS,
+                 max_length: int = DEFAULT_MAX_LENGTH, device: str | None = None):
         import benepar
 
-        self.parser = benepar.Parser(_locate_benepar_model(name_or_path), batch_size=batch_size)
+        self.parser = benepar.Parser(_locate_benepar_model(name_or_path))  # on CUDA when available
+        if device is not None:
+            self.parser._parser.to(device)  # benepar runs where its parameters are
+        self.batch_tokens = batch_tokens
         self.max_length = max_length
         chart_parser = self.parser._parser
         if chart_parser.encoder is not None:  # its position table covers the words plus start and stop
@@ -94,23 +108,33 @@ class BeneparParser(ConstituencyParser):
             )
             for tokens in sentences
         ]
-        return [tree_from_nltk(tree) for tree in self.parser.parse_sents(inputs)]
+        trees: list[Tree | None] = [None] * len(sentences)
+        for batch in token_batches([len(tokens) for tokens in sentences], self.batch_tokens):
+            self.parser.batch_size = len(batch)  # benepar's batches are counted in sentences: this one at once
+            for index, tree in zip(batch, self.parser.parse_sents([inputs[index] for index in batch])):
+                trees[index] = tree_from_nltk(tree)
+        return trees
 
 
 class SuparCrfParser(ConstituencyParser):
-    def __init__(self, name_or_path: str, batch_tokens: int = 5000, max_length: int = DEFAULT_MAX_LENGTH):
+    def __init__(self, name_or_path: str, batch_tokens: int = DEFAULT_BATCH_TOKENS,
+                 max_length: int = DEFAULT_MAX_LENGTH, device: str | None = None):
         from fairseq_syntax.parsing.torch_load import load_supar_parser
 
-        self.parser = load_supar_parser(name_or_path)
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.parser = load_supar_parser(name_or_path, device=self.device)
         if self.parser.NAME != "crf-constituency":
             raise ValueError(f"{name_or_path} is a SuPar {self.parser.NAME!r} parser, not 'crf-constituency'")
         self.batch_tokens = batch_tokens
         self.max_length = max_length
 
     def parse_batch(self, sentences: list[list[str]]) -> list[Tree]:
+        from fairseq_syntax.parsing.torch_load import supar_device
+
         # The PTB the parser learned from has escaped brackets; SuPar also builds an nltk tree from the words.
         escaped = [[ptb_escape_token(token) for token in tokens] for tokens in sentences]
-        dataset = self.parser.predict(escaped, lang=None, batch_size=self.batch_tokens, verbose=False)
+        with supar_device(self.device):
+            dataset = self.parser.predict(escaped, lang=None, batch_size=self.batch_tokens, verbose=False)
         return [tree_from_nltk(tree, FALLBACK_PRETERMINAL) for tree in dataset.trees]
 
 
@@ -159,21 +183,22 @@ def retag(tree: Tree, tags: list[str]) -> Tree:
     return visit(tree)
 
 
-def load_parser(backend: str, model: str, max_length: int = DEFAULT_MAX_LENGTH,
-                tagger: str | None = None) -> ConstituencyParser:
+def load_parser(backend: str, model: str, max_length: int = DEFAULT_MAX_LENGTH, tagger: str | None = None,
+                device: str | None = None, batch_tokens: int = DEFAULT_BATCH_TOKENS) -> ConstituencyParser:
     """``backend`` is ``benepar`` or ``crf-con``; ``model`` a model name or local path; ``tagger`` a POS tagger
-    file (``preprocess/train_parser.py tagger``) whose tags replace the parser's."""
+    file (``preprocess/train_parser.py tagger``) whose tags replace the parser's; ``device`` default: cuda when
+    available; ``batch_tokens``: the networks' batches, in padded tokens."""
     if backend == "benepar":
-        parser = BeneparParser(model, max_length=max_length)
+        parser = BeneparParser(model, batch_tokens, max_length, device)
     elif backend == "crf-con":
-        parser = SuparCrfParser(model, max_length=max_length)
+        parser = SuparCrfParser(model, batch_tokens, max_length, device)
     else:
         raise ValueError(f"unknown constituency backend {backend!r}: expected 'benepar' or 'crf-con'")
     if tagger is None:
         return parser
     from fairseq_syntax.parsing.tagger import load_tagger
 
-    return TaggedParser(parser, load_tagger(tagger))
+    return TaggedParser(parser, load_tagger(tagger, device, batch_tokens))
 
 
 @dataclass
@@ -199,7 +224,7 @@ def _fallback(tokens: list[str], reason: str) -> ParsedSentence:
 
 
 def parse_sentences(
-    parser: ConstituencyParser, sentences: Iterable[list[str]], batch_size: int = 256
+    parser: ConstituencyParser, sentences: Iterable[list[str]], batch_size: int = DEFAULT_BATCH_SIZE
 ) -> Iterator[ParsedSentence]:
     """One ``ParsedSentence`` per input sentence, in order (see the module docstring)."""
     sentences = iter(sentences)
@@ -207,24 +232,38 @@ def parse_sentences(
         yield from parse_with_fallbacks(partial(_parse_checked, parser), batch, parser.max_length, _fallback)
 
 
+def write_trees(parser: ConstituencyParser, lines: Iterable[InputLine], out: TextIO,
+                batch_size: int = DEFAULT_BATCH_SIZE, progress: Callable[[int], None] = lambda count: None
+                ) -> list[tuple[int, str]]:
+    """One tree per line into ``out``; returns the fallbacks, (input line, reason), a line that could not be read
+    among them (it gets the empty sentence's tree)."""
+    fallbacks = []
+    for line, parsed in numbered(lines, partial(parse_sentences, parser, batch_size=batch_size)):
+        out.write(parsed.tree + "\n")
+        reason = line.problem or parsed.fallback
+        if reason is not None:
+            fallbacks.append((line.number, reason))
+        progress(1)
+    return fallbacks
+
+
+def tree_writer(parser: ConstituencyParser, batch_size: int = DEFAULT_BATCH_SIZE) -> ParseFunction:
+    """:func:`write_trees` as a job's parse function (:mod:`fairseq_syntax.parsing.shards`)."""
+    def parse(lines: Iterable[InputLine], outputs: list[TextIO], progress: Callable[[int], None]) -> Outcome:
+        return Outcome(write_trees(parser, lines, outputs[0], batch_size, progress))
+
+    return parse
+
+
 def parse_file(
     parser: ConstituencyParser,
     input_path: str,
     output_path: str,
     tokenize_lang: str | None = None,
-    batch_size: int = 256,
+    batch_size: int = DEFAULT_BATCH_SIZE,
 ) -> ParseReport:
     """Parse ``input_path`` (one sentence per line) into ``output_path`` (one tree per line), with a progress bar;
     ``output_path`` appears only once whole (``text.open_output``)."""
-    sentences = list(read_sentences(input_path, tokenize_lang))
-    report = ParseReport()
-    start = time.perf_counter()
-    with open_output(output_path) as out, tqdm(total=len(sentences), unit="sent") as progress:
-        for line, parsed in enumerate(parse_sentences(parser, sentences, batch_size), 1):
-            out.write(parsed.tree + "\n")
-            if parsed.fallback is not None:
-                report.fallbacks.append((line, parsed.fallback))
-            progress.update()
-    report.sentences = len(sentences)
-    report.seconds = time.perf_counter() - start
-    return report
+    job = ParseJob(input_path, tokenize_lang, [(output_path, LINES)], batch_size, {},
+                   lambda device: tree_writer(parser, batch_size))
+    return parse_whole(job, device="").report  # the parser is loaded: the job's load ignores the device

@@ -40,20 +40,31 @@ from __future__ import annotations
 
 import json
 import math
-import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from functools import partial
 from itertools import islice
 from typing import Iterable, Iterator
 
 import torch
-from tqdm import tqdm
 
 from fairseq_syntax.core.text_lines import read_lines
 from fairseq_syntax.parsing.fallbacks import parse_with_fallbacks
 from fairseq_syntax.parsing.report import ParseReport
-from fairseq_syntax.parsing.text import open_output, ptb_unescape_token, read_sentences
+from fairseq_syntax.parsing.shards import (
+    BLOCKS,
+    LINES,
+    InputLine,
+    Outcome,
+    ParseFunction,
+    ParseJob,
+    numbered,
+    parse_whole,
+)
+from fairseq_syntax.parsing.text import ptb_unescape_token
 
 DEFAULT_MAX_LENGTH = 300
+DEFAULT_BATCH_SIZE = 1000  # sentences read and bucketed by length together (the chunks of a sharded run)
+DEFAULT_BATCH_TOKENS = 5000  # words per network batch
 DEFAULT_ARC_FLOOR = 1e-3
 # Labels are many (UD EWT: 50) and mostly improbable; at 1e-2 the side data is half the size of 1e-3 and keeps
 # about 99% of the labeled mass (Multi30k, README).
@@ -81,14 +92,16 @@ class DependencyParser:
     def __init__(
         self,
         name_or_path: str,
-        batch_tokens: int = 5000,
+        batch_tokens: int = DEFAULT_BATCH_TOKENS,
         buckets: int = 8,
         max_length: int = DEFAULT_MAX_LENGTH,
         proj: bool = False,
+        device: str | None = None,
     ):
         from fairseq_syntax.parsing.torch_load import load_supar_parser
 
-        self.parser = load_supar_parser(name_or_path)
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self.parser = load_supar_parser(name_or_path, device=self.device)
         if self.parser.NAME != "biaffine-dependency":
             raise ValueError(f"{name_or_path} is a SuPar {self.parser.NAME!r} parser, not 'biaffine-dependency'")
         self.batch_tokens = batch_tokens
@@ -99,7 +112,7 @@ class DependencyParser:
         self.label_names: list[str] = list(relations.vocab.itos)
         self.special_labels = torch.tensor([label in relations.specials for label in self.label_names])
 
-    def parse(self, sentences: Iterable[list[str]], chunk_size: int = 1000) -> Iterator[DependencyParse]:
+    def parse(self, sentences: Iterable[list[str]], chunk_size: int = DEFAULT_BATCH_SIZE) -> Iterator[DependencyParse]:
         """One ``DependencyParse`` per sentence, in input order; ``chunk_size`` sentences are bucketed together."""
         sentences = iter(sentences)
         while chunk := list(islice(sentences, chunk_size)):
@@ -116,16 +129,19 @@ class DependencyParser:
     def _parse_chunk(self, sentences: list[list[str]]) -> list[DependencyParse]:
         from supar.utils import Dataset
 
+        from fairseq_syntax.parsing.torch_load import supar_device
+
         transform = self.parser.transform
         transform.eval()  # as parser.predict does: the dataset then holds no gold heads/labels
-        # The network reads raw words (UD writes brackets as such); the output keeps the words as given.
-        dataset = Dataset(transform, [[ptb_unescape_token(word) for word in words] for words in sentences])
-        dataset.build(self.batch_tokens, self.buckets)
         results: list[DependencyParse | None] = [None] * len(sentences)
-        for indices in dataset.loader.batch_sampler:  # bucketed, out of input order
-            batch = dataset.loader.collate_fn([dataset[index] for index in indices])
-            for index, parse in zip(indices, self._parse_batch(batch, [sentences[index] for index in indices])):
-                results[index] = parse
+        with supar_device(self.device):
+            # The network reads raw words (UD writes brackets as such); the output keeps the words as given.
+            dataset = Dataset(transform, [[ptb_unescape_token(word) for word in words] for words in sentences])
+            dataset.build(self.batch_tokens, self.buckets)
+            for indices in dataset.loader.batch_sampler:  # bucketed, out of input order
+                batch = dataset.loader.collate_fn([dataset[index] for index in indices])
+                for index, parse in zip(indices, self._parse_batch(batch, [sentences[index] for index in indices])):
+                    results[index] = parse
         return results
 
     @torch.no_grad()
@@ -220,6 +236,34 @@ def conllu_block(parse: DependencyParse, sent_id: int) -> str:
     return "\n".join(lines) + "\n\n"
 
 
+def arcs_writer(parser: DependencyParser, arc_floor: float = DEFAULT_ARC_FLOOR,
+                label_floor: float = DEFAULT_LABEL_FLOOR, batch_size: int = DEFAULT_BATCH_SIZE) -> ParseFunction:
+    """A job's parse function (:mod:`fairseq_syntax.parsing.shards`) writing the side data and the CoNLL-U file
+    (the job's two outputs) of its lines; its stats are the :class:`RetainedMass`. A line that could not be read
+    gets the empty sentence's structure, its reason as the fallback."""
+    def parse(lines: Iterable[InputLine], outputs, progress) -> Outcome:
+        arcs_out, conllu_out = outputs
+        fallbacks, mass = [], RetainedMass()
+        for line, parse in numbered(lines, partial(parser.parse, chunk_size=batch_size)):
+            parse.fallback = line.problem or parse.fallback
+            record = sparse_record(parse, parser.label_names, arc_floor, label_floor, mass)
+            arcs_out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            conllu_out.write(conllu_block(parse, line.number))
+            if parse.fallback is not None:
+                fallbacks.append((line.number, parse.fallback))
+            progress(1)
+        return Outcome(fallbacks, asdict(mass))
+
+    return parse
+
+
+def arcs_job(input_path: str, arcs_path: str, conllu_path: str, tokenize_lang: str | None, batch_size: int,
+             settings: dict, load) -> ParseJob:
+    """The side data (one JSON line per input line) and the CoNLL-U file (one block per input line)."""
+    return ParseJob(input_path, tokenize_lang, [(arcs_path, LINES), (conllu_path, BLOCKS)], batch_size, settings,
+                    load)
+
+
 def parse_file(
     parser: DependencyParser,
     input_path: str,
@@ -231,21 +275,10 @@ def parse_file(
 ) -> tuple[ParseReport, RetainedMass]:
     """Parse ``input_path`` (one sentence per line) into the side-data file and the CoNLL-U file (each gzipped
     when its name ends in ``.gz``; each appears only once whole, see ``text.open_output``)."""
-    sentences = list(read_sentences(input_path, tokenize_lang))
-    report, mass = ParseReport(), RetainedMass()
-    start = time.perf_counter()
-    with open_output(arcs_path) as arcs_out, open_output(conllu_path) as conllu_out:
-        with tqdm(total=len(sentences), unit="sent") as progress:
-            for line, parse in enumerate(parser.parse(sentences), 1):
-                record = sparse_record(parse, parser.label_names, arc_floor, label_floor, mass)
-                arcs_out.write(json.dumps(record, ensure_ascii=False) + "\n")
-                conllu_out.write(conllu_block(parse, line))
-                if parse.fallback is not None:
-                    report.fallbacks.append((line, parse.fallback))
-                progress.update()
-    report.sentences = len(sentences)
-    report.seconds = time.perf_counter() - start
-    return report, mass
+    job = arcs_job(input_path, arcs_path, conllu_path, tokenize_lang, DEFAULT_BATCH_SIZE, {},
+                   lambda device: arcs_writer(parser, arc_floor, label_floor))
+    run = parse_whole(job, device="")  # the parser is loaded: the job's load ignores the device
+    return run.report, RetainedMass(**run.stats)
 
 
 def _is_index(value) -> bool:

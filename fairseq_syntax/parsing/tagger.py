@@ -33,6 +33,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from tqdm import tqdm
 
+from fairseq_syntax.parsing.batching import token_batches
 from fairseq_syntax.parsing.evaluation import word_tags
 from fairseq_syntax.parsing.resumable import (
     EpochClock,
@@ -137,8 +138,9 @@ class Tagger:
     """A trained ``BiLSTMTagger`` with its vocabularies; ``tag`` labels tokenized sentences."""
 
     def __init__(self, model: BiLSTMTagger, words: Vocabulary, chars: Vocabulary, tags: Vocabulary,
-                 batch_size: int = 64):
+                 batch_size: int = 64, batch_tokens: int | None = None):
         self.model, self.words, self.chars, self.tags, self.batch_size = model, words, chars, tags, batch_size
+        self.batch_tokens = batch_tokens  # when given, batches of this padded size (batching) replace batch_size
 
     @classmethod
     def build(cls, sentences: list[TaggedSentence], size: TaggerSize) -> "Tagger":
@@ -167,9 +169,14 @@ class Tagger:
         """Tags of each sentence's tokens (raw, unescaped); an empty sentence gets no tags."""
         self.model.eval()
         result: list[list[str]] = [[] for _ in sentences]
-        order = sorted((index for index, words in enumerate(sentences) if words), key=lambda i: len(sentences[i]))
-        for start in range(0, len(order), self.batch_size):
-            batch = order[start:start + self.batch_size]
+        indices = [index for index, words in enumerate(sentences) if words]
+        if self.batch_tokens is None:
+            order = sorted(indices, key=lambda i: len(sentences[i]))
+            batches = [order[start:start + self.batch_size] for start in range(0, len(order), self.batch_size)]
+        else:
+            lengths = [len(sentences[index]) for index in indices]
+            batches = [[indices[k] for k in batch] for batch in token_batches(lengths, self.batch_tokens)]
+        for batch in batches:
             scores = self.model(*self.tensors([sentences[index] for index in batch]))
             for row, index in enumerate(batch):
                 best = scores[row, :len(sentences[index])].argmax(-1).tolist()
@@ -193,9 +200,13 @@ class Tagger:
         return cls(model.to(device), words, chars, tags)
 
 
-def load_tagger(path: str) -> Tagger:
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    return Tagger.from_state(torch.load(path, map_location=device, weights_only=False), device)
+def load_tagger(path: str, device: str | None = None, batch_tokens: int | None = None) -> Tagger:
+    """The tagger saved at ``path``, on ``device`` (default: cuda when available), tagging in batches of
+    ``batch_tokens`` padded tokens when given (else 64 sentences)."""
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    tagger = Tagger.from_state(torch.load(path, map_location=device, weights_only=False), device)
+    tagger.batch_tokens = batch_tokens
+    return tagger
 
 
 def train_tagger(train: list[TaggedSentence], dev: list[TaggedSentence], path: str, epochs: int,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import gzip
 import os
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Iterator
 
 PTB_ESCAPES = {"(": "-LRB-", ")": "-RRB-", "[": "-LSB-", "]": "-RSB-", "{": "-LCB-", "}": "-RCB-"}
 
@@ -65,16 +65,19 @@ def open_output(path: str):
             yield handle
 
 
+def tokenizer(tokenize_lang: str | None = None) -> Callable[[str], list[str]]:
+    """Line -> tokens: ``str.split``, or with ``tokenize_lang`` sacremoses on the raw line (module docstring)."""
+    if tokenize_lang is None:
+        return str.split
+    from sacremoses import MosesTokenizer
+
+    moses = MosesTokenizer(lang=tokenize_lang)
+    return lambda line: moses.tokenize(line.strip(), aggressive_dash_splits=True, escape=False)
+
+
 def read_sentences(path: str, tokenize_lang: str | None = None) -> Iterator[list[str]]:
     """Tokens of each line of ``path``; with ``tokenize_lang``, Moses-tokenize the raw line first."""
-    tokenizer = None
-    if tokenize_lang is not None:
-        from sacremoses import MosesTokenizer
-
-        tokenizer = MosesTokenizer(lang=tokenize_lang)
+    split = tokenizer(tokenize_lang)
     with open_text(path) as lines:
         for line in lines:
-            if tokenizer is None:
-                yield line.split()
-            else:
-                yield tokenizer.tokenize(line.strip(), aggressive_dash_splits=True, escape=False)
+            yield split(line)

@@ -112,7 +112,34 @@ def supar_safe_globals() -> Iterator[None]:
         yield
 
 
-def load_supar_parser(name_or_path: str, **kwargs) -> Parser:
-    """``supar.Parser.load`` (a local file, or a model name SuPar downloads) under ``supar_safe_globals``."""
+def load_supar_parser(name_or_path: str, device: str | None = None, **kwargs) -> Parser:
+    """``supar.Parser.load`` (a local file, or a model name SuPar downloads) under ``supar_safe_globals``, moved to
+    ``device`` when given (SuPar puts it on CUDA whenever CUDA is available)."""
     with supar_safe_globals():
-        return Parser.load(name_or_path, **kwargs)
+        parser = Parser.load(name_or_path, **kwargs)
+    if device is not None:
+        parser.model.to(device)
+        parser.args.device = device
+    return parser
+
+
+#: the seed of SuPar's length buckets (below)
+BUCKET_SEED = 1
+
+
+@contextmanager
+def supar_device(device: str) -> Iterator[None]:
+    """Within this block SuPar's fields put batches on ``device`` (``Field.device`` says CUDA whenever it is
+    available), and SuPar's k-means length buckets start from a fixed seed, restoring torch's random state after:
+    the batches of a set of sentences then depend on those sentences alone, not on what was parsed before, so a
+    corpus parsed in shards (``shards``) gives what one run gives."""
+    from supar.utils.field import Field
+
+    original = Field.__dict__["device"]
+    Field.device = property(lambda field: device)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.random.default_generator.manual_seed(BUCKET_SEED)  # the CPU generator k-means draws from
+            yield
+    finally:
+        Field.device = original

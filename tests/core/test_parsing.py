@@ -440,6 +440,113 @@ def test_prepare_ptb_cleans_wraps_and_splits_in_order(tmp_path):
     assert lines["dev"][0] == "(TOP (S (NP (NNP W7)) (VP (VBD ran)) (. .)))"
 
 
+# ------------------------------------------------------------------------------------------------ shards and workers
+
+#: INPUT_LINES, a line that is no UTF-8 (line 6) and three more sentences: 9 lines, 5 chunks of --batch-size 2
+SHARD_INPUT = ("\n".join(INPUT_LINES) + "\n").encode() + b"the \xff cat .\n" + (
+    b"the dog likes the cat .\nthe man sees the dog .\nthe cat likes the man .\n")
+
+
+def shard_fallbacks(source):
+    return "".join(f"{n}\t{r}\n" for n, r in EXPECTED_FALLBACKS) + (
+        f"6\tunreadable line: {source}:6: not valid UTF-8 (byte 0xff at byte 5 of the line)\n")
+
+
+@pytest.fixture(scope="module")
+def tagger_model(corpus):
+    """A tiny untrained POS tagger, fixed seed: its tags are arbitrary but the same on every run."""
+    from fairseq_syntax.parsing.tagger import Tagger, TaggerSize, sentences_from_trees
+
+    torch.manual_seed(1)
+    size = TaggerSize(word_embed=8, char_embed=4, char_hidden=8, hidden=8, layers=1, dropout=0.0, word_dropout=0.0)
+    tagger = Tagger.build(sentences_from_trees(training.read_bracketed(str(corpus / "train.pid"))), size)
+    path = corpus / "tagger.pt"
+    torch.save(tagger.state(), path)
+    return str(path)
+
+
+def parse_command(name, models, source, out_dir, *extra):
+    """Runs one parse command in this process; returns its output files (the CoNLL-U one gzipped)."""
+    out_dir.mkdir(exist_ok=True)
+    common = ["--input", str(source), "--max-length", str(MAX_LENGTH), "--batch-size", "2", "--device", "cpu", *extra]
+    if name == "biaffine":
+        outputs = [out_dir / "out.arcs.jsonl", out_dir / "out.conllu.gz", out_dir / "out.arcs.jsonl.skipped"]
+        argv = ["--model", models["biaffine"], "--arcs", str(outputs[0]), "--conllu", str(outputs[1]), *common]
+        script = "parse_dependency.py"
+    else:
+        backend, _, tagger = name.partition("+")
+        outputs = [out_dir / "out.tree", out_dir / "out.tree.skipped"]
+        argv = ["--backend", backend, "--model", models[backend], "--output", str(outputs[0]), *common]
+        argv += ["--tagger", models["tagger"]] if tagger else []
+        script = "parse_constituency.py"
+    runpy.run_path(str(REPO / "preprocess" / script))["main"](argv)
+    return outputs
+
+
+def contents(paths):
+    """Bytes of each file, a gzipped one uncompressed (gzip's header holds the time of writing)."""
+    return [gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else p.read_bytes() if p.exists() else None
+            for p in paths]
+
+
+@pytest.fixture(scope="module")
+def all_models(constituency_models, dependency_model, tagger_model):
+    return {**constituency_models, "biaffine": dependency_model, "tagger": tagger_model}
+
+
+@pytest.mark.parametrize("name", ["crf-con+tagger", "benepar", "biaffine"])
+def test_merged_shards_equal_the_single_run_byte_for_byte(all_models, tmp_path, name):
+    source = tmp_path / "input.txt"
+    source.write_bytes(SHARD_INPUT)
+    single = contents(parse_command(name, all_models, source, tmp_path / "single"))
+    assert single[-1].decode() == shard_fallbacks(source)  # every fallback once, in whole-input line numbers
+    assert len(single[0].splitlines()) == 9  # one tree or JSON record per input line
+    if name == "biaffine":
+        assert single[1].count(b"# sent_id = ") == 9
+    for count in (1, 2, 3):
+        out = tmp_path / f"{count}-shards"
+        for index in range(count):
+            parse_command(name, all_models, source, out, "--num-shards", str(count), "--shard-id", str(index))
+        assert not (out / ("out.arcs.jsonl" if name == "biaffine" else "out.tree")).exists()
+        merged = parse_command(name, all_models, source, out, "--num-shards", str(count), "--merge")
+        assert contents(merged) == single, f"{count} shards"
+        assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in merged), "shard files left"
+
+
+def test_workers_keep_finished_shards_and_parse_the_rest(all_models, tmp_path):
+    import subprocess
+    import sys
+
+    source = tmp_path / "input.txt"
+    source.write_bytes(SHARD_INPUT)
+    single = contents(parse_command("biaffine", all_models, source, tmp_path / "single"))
+    out = tmp_path / "workers"
+    parse_command("biaffine", all_models, source, out, "--num-shards", "3", "--shard-id", "0")  # a run killed after
+    (out / "out.arcs.jsonl.shard1-of-3.partial").write_text("{}\n")  # shard 0, while writing shard 1
+    argv = ["--model", all_models["biaffine"], "--arcs", str(out / "out.arcs.jsonl"), "--conllu",
+            str(out / "out.conllu.gz"), "--input", str(source), "--max-length", str(MAX_LENGTH), "--batch-size", "2",
+            "--device", "cpu", "--workers", "2", "--num-shards", "3"]
+    result = subprocess.run([sys.executable, str(REPO / "preprocess" / "parse_dependency.py"), *argv],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "1 of 3 shards already parsed; parsing 2 with 2 worker(s) on cpu" in result.stderr
+    assert contents([out / "out.arcs.jsonl", out / "out.conllu.gz", out / "out.arcs.jsonl.skipped"]) == single
+    assert sorted(p.name for p in out.iterdir()) == ["out.arcs.jsonl", "out.arcs.jsonl.skipped", "out.conllu.gz"]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_shards_on_cuda_equal_the_single_run_on_cuda(all_models, tmp_path):
+    source = tmp_path / "input.txt"
+    source.write_bytes(SHARD_INPUT)
+    gpu = ["--device", "cuda"]
+    for name in ("crf-con+tagger", "biaffine"):
+        single = contents(parse_command(name, all_models, source, tmp_path / f"{name}-single", *gpu))
+        out = tmp_path / f"{name}-shards"
+        for index in range(2):
+            parse_command(name, all_models, source, out, *gpu, "--num-shards", "2", "--shard-id", str(index))
+        assert contents(parse_command(name, all_models, source, out, *gpu, "--num-shards", "2", "--merge")) == single
+
+
 # ------------------------------------------------------------------------------------------------ module structure
 
 

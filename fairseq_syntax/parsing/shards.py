@@ -1,0 +1,546 @@
+"""Parsing a corpus in shards: on many cores of one machine, on many machines, resumably, on a GPU when present.
+
+Both parse commands (``preprocess/parse_constituency.py``, ``preprocess/parse_dependency.py``) run through
+:func:`run`, with fairseq's option names:
+
+* ``--num-shards N --shard-id K`` parses shard K only, into ``OUTPUT.shardK-of-N`` files (``.gz`` stays last:
+  ``train.arcs.jsonl.shard0-of-4.gz``) and a manifest ``OUTPUT.shardK-of-N.json``, written last: a shard is
+  finished exactly when its manifest is there (every file is written whole, then renamed, ``text.open_output``).
+  One task of a cluster array job.
+* ``--num-shards N --merge`` writes OUTPUT from its N finished shards, only when every one is present, whole and
+  made from the same input with the same settings (else it names the missing and stale ones and writes nothing),
+  then removes the shard files. The fallback listing (``OUTPUT.skipped``) is the union of the shards', in the
+  line numbers of the whole input.
+* ``--workers W`` (with ``--num-shards N``, default W) parses the shards that are not finished yet in W local
+  processes of one torch thread each, under one progress bar with an ETA, then merges them. A run killed and
+  started again keeps the finished shards and parses only the others; ``--workers 1 --num-shards N`` does the same
+  in this process.
+
+Shard layout: the input is cut into chunks of ``--batch-size`` consecutive lines, the sentences a parser reads and
+batches together; shard K holds chunks K, K+N, K+2N, ... (interleaved, so every shard gets a like share of long and
+short sentences). Every chunk is parsed exactly as in a single run, and SuPar's length buckets are drawn under a
+fixed seed per chunk (``torch_load.supar_device``), so the merged files equal a single run's byte for byte on the
+same device with one torch thread (more threads may change the last bits of a float).
+
+``--device cpu|cuda`` (default: cuda when available) is where the parsers run. With ``--workers`` and several
+GPUs, worker k sees GPU k mod (their number).
+
+An input line that cannot be read (bad UTF-8, a carriage return inside it) is parsed as an empty sentence, and
+listed as a fallback with the reason, so every output line still belongs to its input line.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from typing import TextIO, TypeVar
+
+import torch
+from tqdm import tqdm
+
+from fairseq_syntax.core.text_lines import TextLineError, iter_lines_or_errors
+from fairseq_syntax.parsing.provenance import model_digest
+from fairseq_syntax.parsing.report import ParseReport
+from fairseq_syntax.parsing.text import atomic_path, open_output, open_text, tokenizer
+
+LINES, BLOCKS = "lines", "blocks"  # one record per input line: a line, or lines up to a blank one (CoNLL-U)
+POLL_SECONDS = 0.5  # how often the workers' progress is read
+PROGRESS_SECONDS = 1.0  # how often a worker writes its progress
+LOG_LINES_SHOWN = 15  # lines of a failed worker's log printed
+Result = TypeVar("Result")
+
+
+# ------------------------------------------------------------------------------------------------- options
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of the module docstring; the command also has ``--batch-size`` (lines per chunk) and
+    ``--threads``."""
+    group = parser.add_argument_group("shards, workers and device (fairseq_syntax.parsing.shards)")
+    group.add_argument("--num-shards", type=int,
+                       help="cut the input into N shards (chunks of --batch-size lines, dealt in turn); "
+                            "default: --workers")
+    group.add_argument("--shard-id", type=int,
+                       help="parse only shard K (0-based) of --num-shards into OUTPUT.shardK-of-N files: one task of "
+                            "a cluster array job; --merge writes OUTPUT once all are there")
+    group.add_argument("--merge", action="store_true",
+                       help="write OUTPUT from its --num-shards finished shards (nothing when one is missing) and "
+                            "remove them")
+    group.add_argument("--workers", type=int, default=1,
+                       help="parse the unfinished shards in W local processes of one torch thread each, then merge; "
+                            "a run started again keeps the finished shards")
+    group.add_argument("--device", choices=["cpu", "cuda"], help="where the parser runs (default: cuda when available)")
+    group.add_argument("--progress-file", help=argparse.SUPPRESS)  # a worker's count of parsed lines, for the bar
+
+
+def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """``parser.error`` (usage and exit 2) for combinations that mean nothing."""
+    if args.workers < 1:
+        parser.error(f"--workers must be at least 1, not {args.workers}")
+    if args.num_shards is not None and args.num_shards < 1:
+        parser.error(f"--num-shards must be at least 1, not {args.num_shards}")
+    if args.batch_size < 1:
+        parser.error(f"--batch-size must be at least 1, not {args.batch_size}")
+    if (args.shard_id is not None or args.merge) and args.num_shards is None:
+        parser.error("--shard-id and --merge need --num-shards")
+    if args.shard_id is not None and not 0 <= args.shard_id < args.num_shards:
+        parser.error(f"--shard-id must be 0 .. {args.num_shards - 1} for --num-shards {args.num_shards}")
+    if args.shard_id is not None and args.merge:
+        parser.error("--merge writes the whole output: give it no --shard-id")
+
+
+def select_device(requested: str | None) -> str:
+    """``cuda`` when requested or, by default, when available; ``cpu`` otherwise."""
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("error: --device cuda: torch sees no CUDA device here (torch.cuda.is_available() is False)")
+    if requested is None:
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return requested
+
+
+def model_identity(name_or_path: str | None) -> str | None:
+    """What a shard records of a model: a local file's digest (a model retrained at the same path is another), or
+    the name of one a library downloads."""
+    if name_or_path is None or not os.path.isfile(name_or_path):
+        return name_or_path
+    return f"{os.path.basename(name_or_path)} sha256:{model_digest(name_or_path)}"
+
+
+# --------------------------------------------------------------------------------------------- shard layout
+
+
+@dataclass(frozen=True)
+class Shard:
+    index: int  # K, 0-based
+    count: int  # N
+    chunk: int  # lines per chunk
+
+    def holds(self, line: int) -> bool:
+        """Whether 1-based input ``line`` is in this shard."""
+        return (line - 1) // self.chunk % self.count == self.index
+
+    def lines(self, total: int) -> int:
+        """How many of ``total`` input lines this shard holds."""
+        chunks = math.ceil(total / self.chunk)
+        mine = range(self.index, chunks, self.count)
+        return sum(min(self.chunk, total - c * self.chunk) for c in mine)
+
+    def path(self, output: str) -> str:
+        """``train.tree`` -> ``train.tree.shard1-of-3``; ``x.jsonl.gz`` -> ``x.jsonl.shard1-of-3.gz``."""
+        stem, gz = (output[:-3], ".gz") if output.endswith(".gz") else (output, "")
+        return f"{stem}.shard{self.index}-of-{self.count}{gz}"
+
+
+# ----------------------------------------------------------------------------------------------------- input
+
+
+@dataclass(frozen=True)
+class InputLine:
+    number: int  # 1-based line of the whole input
+    tokens: list[str]
+    problem: str | None = None  # why the line could not be read; it is parsed as an empty sentence
+
+
+@dataclass(frozen=True)
+class InputFile:
+    path: str
+    lines: int
+    sha256: str  # of the file's bytes (compressed ones for .gz): shards of one input agree on it
+
+
+def scan_input(path: str) -> InputFile:
+    """Counts the lines (as the parsers read them) and hashes the file; a missing file is ``SystemExit``."""
+    if not os.path.isfile(path):
+        raise SystemExit(f"error: {path}: no such file")
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    try:
+        lines = sum(1 for _ in iter_lines_or_errors(path))
+    except TextLineError as error:  # a gzip file cut short
+        raise SystemExit(f"error: {error}") from None
+    return InputFile(path, lines, digest.hexdigest())
+
+
+def read_input(path: str, tokenize_lang: str | None = None, shard: Shard | None = None) -> Iterator[InputLine]:
+    """The lines of ``path`` (those of ``shard`` only, when given), tokenized as ``text.tokenizer`` says."""
+    split = tokenizer(tokenize_lang)
+    for number, line in enumerate(iter_lines_or_errors(path), 1):
+        if shard is not None and not shard.holds(number):
+            continue
+        if isinstance(line, TextLineError):
+            yield InputLine(number, [], f"unreadable line: {line}")
+        else:
+            yield InputLine(number, split(line))
+
+
+def numbered(lines: Iterable[InputLine], parse: Callable[[Iterator[list[str]]], Iterator[Result]]
+             ) -> Iterator[tuple[InputLine, Result]]:
+    """``parse`` (tokens in, one result per sentence out, in order, reading ahead as it likes) over ``lines``, each
+    result with its line."""
+    pending: deque[InputLine] = deque()
+
+    def tokens() -> Iterator[list[str]]:
+        for line in lines:
+            pending.append(line)
+            yield line.tokens
+
+    for result in parse(tokens()):
+        yield pending.popleft(), result
+
+
+# ------------------------------------------------------------------------------------------------------ jobs
+
+
+@dataclass
+class Outcome:
+    """What parsing some lines gives besides the written records."""
+
+    fallbacks: list[tuple[int, str]]  # (1-based input line, reason)
+    stats: dict = field(default_factory=dict)  # numbers that add up over shards (e.g. retained probability mass)
+
+
+#: lines, the open outputs (in ``ParseJob.outputs`` order), a callback taking a count of lines parsed
+ParseFunction = Callable[[Iterable[InputLine], list[TextIO], Callable[[int], None]], Outcome]
+
+
+@dataclass
+class ParseJob:
+    input: str
+    tokenize: str | None
+    outputs: list[tuple[str, str]]  # (path, LINES or BLOCKS)
+    chunk: int  # lines per chunk
+    settings: dict  # everything the output depends on besides the input (models, options): shards must agree
+    load: Callable[[str], ParseFunction]  # device -> the parse function (loads the models)
+
+
+@dataclass
+class ParseRun:
+    report: ParseReport  # seconds: wall time of the parsing, models loaded
+    stats: dict
+    whole: bool  # the whole output was written (False: one shard of it)
+    shard_seconds: list[float] = field(default_factory=list)  # each shard's own parsing time
+
+
+def _settings(job: ParseJob, source: InputFile) -> dict:
+    return json.loads(json.dumps({"input_sha256": source.sha256, "input_lines": source.lines, "chunk": job.chunk,
+                                  **job.settings}))
+
+
+def _manifest_path(job: ParseJob, shard: Shard) -> str:
+    return shard.path(job.outputs[0][0]).removesuffix(".gz") + ".json"
+
+
+def _write_json(path: str, value: dict) -> None:
+    with open_output(path) as handle:
+        json.dump(value, handle)
+        handle.write("\n")
+
+
+def _finished(job: ParseJob, source: InputFile, shard: Shard) -> tuple[dict | None, str | None]:
+    """(the shard's manifest, None) when it is finished with these settings, else (None, why not)."""
+    path = _manifest_path(job, shard)
+    if not os.path.exists(path):
+        return None, f"shard {shard.index} is missing"
+    try:
+        with open(path, encoding="utf-8") as handle:
+            manifest = json.load(handle)
+    except (OSError, json.JSONDecodeError) as error:
+        return None, f"shard {shard.index}: {path} is unreadable ({error})"
+    recorded = manifest.get("settings", {})
+    expected = _settings(job, source)
+    changed = sorted(key for key in expected.keys() | recorded.keys() if recorded.get(key) != expected.get(key))
+    if changed:
+        return None, f"shard {shard.index} was made with another {', '.join(changed)}"
+    missing = [shard.path(output) for output, _ in job.outputs if not os.path.exists(shard.path(output))]
+    if missing:
+        return None, f"shard {shard.index}: {', '.join(missing)} is missing"
+    return manifest, None
+
+
+def _shard_files(job: ParseJob, shard: Shard) -> list[str]:
+    stem = _manifest_path(job, shard).removesuffix(".json")
+    return [shard.path(output) for output, _ in job.outputs] + [stem + ".json", stem + ".progress", stem + ".log"]
+
+
+# ----------------------------------------------------------------------------------------------------- parsing
+
+
+class ProgressFile:
+    """A worker's count of parsed lines, rewritten whole at most once a second, for the parent's bar. A worker
+    whose parent is gone (killed) stops there, so a run started again never has two processes on one shard."""
+
+    def __init__(self, path: str | None):
+        self.path, self.done, self.written, self.parent = path, 0, 0.0, os.getppid()
+
+    def __call__(self, count: int) -> None:
+        self.done += count
+        if self.path is not None and time.monotonic() - self.written >= PROGRESS_SECONDS:
+            if os.getppid() != self.parent:
+                raise SystemExit(f"{self.path}: the process that started this worker is gone; stopping")
+            self.flush()
+
+    def flush(self) -> None:
+        if self.path is not None:
+            with atomic_path(self.path) as temporary, open(temporary, "w") as handle:
+                handle.write(f"{self.done}\n")
+            self.written = time.monotonic()
+
+
+def _parse_into(parse: ParseFunction, lines: Iterable[InputLine], paths: list[str],
+                progress: Callable[[int], None]) -> tuple[Outcome, float]:
+    with ExitStack() as stack:
+        handles = [stack.enter_context(open_output(path)) for path in paths]
+        start = time.perf_counter()
+        outcome = parse(lines, handles, progress)
+        return outcome, time.perf_counter() - start
+
+
+def parse_whole(job: ParseJob, device: str, bar: bool = True) -> ParseRun:
+    """One process, no shard files: the outputs written directly (whole, then renamed)."""
+    source = scan_input(job.input)
+    parse = job.load(device)
+    with tqdm(total=source.lines, unit="sent", disable=not bar) as progress:
+        outcome, seconds = _parse_into(parse, read_input(job.input, job.tokenize), [p for p, _ in job.outputs],
+                                       progress.update)
+    return ParseRun(ParseReport(source.lines, seconds, outcome.fallbacks), outcome.stats, True, [seconds])
+
+
+def _parse_nothing(lines: Iterable[InputLine], handles: list[TextIO], progress: Callable[[int], None]) -> Outcome:
+    """The parse function of an empty shard (no lines: no model loaded)."""
+    for line in lines:
+        raise AssertionError(f"line {line.number} in a shard counted empty")
+    return Outcome([])
+
+
+def parse_shard(job: ParseJob, source: InputFile, shard: Shard, parse: ParseFunction | None,
+                progress: Callable[[int], None]) -> dict:
+    """Writes one shard's files and, last, its manifest; returns the manifest. An empty shard needs no parser."""
+    manifest_path = _manifest_path(job, shard)
+    if os.path.exists(manifest_path):
+        os.remove(manifest_path)  # the files are replaced next: until the new manifest, the shard is unfinished
+    lines = read_input(job.input, job.tokenize, shard)
+    outcome, seconds = _parse_into(parse or _parse_nothing, lines, [shard.path(p) for p, _ in job.outputs], progress)
+    manifest = {"settings": _settings(job, source), "shard": shard.index, "num_shards": shard.count,
+                "lines": shard.lines(source.lines), "seconds": seconds, "fallbacks": outcome.fallbacks,
+                "stats": outcome.stats}
+    _write_json(manifest_path, manifest)
+    return manifest
+
+
+def _records(handle: TextIO, kind: str) -> Iterator[str]:
+    if kind == LINES:
+        yield from handle
+        return
+    block: list[str] = []
+    for line in handle:
+        block.append(line)
+        if line == "\n":
+            yield "".join(block)
+            block = []
+    if block:
+        yield "".join(block)
+
+
+def _add_stats(total: dict, stats: dict) -> None:
+    for key, value in stats.items():
+        total[key] = total.get(key, 0) + value
+
+
+def merge(job: ParseJob, count: int, source: InputFile | None = None, remove: bool = True) -> ParseRun:
+    """OUTPUT from its ``count`` finished shards (module docstring), or ``SystemExit`` naming what is missing."""
+    source = source or scan_input(job.input)
+    shards = [Shard(index, count, job.chunk) for index in range(count)]
+    manifests, problems = [], []
+    for shard in shards:
+        manifest, problem = _finished(job, source, shard)
+        manifests.append(manifest)
+        if problem is not None:
+            problems.append(problem)
+    if problems:
+        raise SystemExit(
+            f"error: cannot write {', '.join(path for path, _ in job.outputs)} from {count} shards: "
+            + "; ".join(problems) + f" (parse them with --num-shards {count} --shard-id K, or let --workers W parse "
+            "what is missing and merge)")
+    for path, kind in job.outputs:
+        with ExitStack() as stack:
+            readers = [_records(stack.enter_context(open_text(shard.path(path))), kind) for shard in shards]
+            out = stack.enter_context(open_output(path))
+            for chunk in range(math.ceil(source.lines / job.chunk)):
+                shard = shards[chunk % count]
+                for _ in range(min(job.chunk, source.lines - chunk * job.chunk)):
+                    record = next(readers[shard.index], None)
+                    if record is None:
+                        raise SystemExit(f"error: {shard.path(path)} ends before its {manifests[shard.index]['lines']} "
+                                         "records: write the shard again (delete its .json)")
+                    out.write(record)
+            for shard, reader in zip(shards, readers):
+                if next(reader, None) is not None:
+                    raise SystemExit(f"error: {shard.path(path)} holds more than its "
+                                     f"{manifests[shard.index]['lines']} records: write the shard again")
+    stats: dict = {}
+    fallbacks = []
+    for manifest in manifests:
+        _add_stats(stats, manifest["stats"])
+        fallbacks.extend((line, reason) for line, reason in manifest["fallbacks"])
+    seconds = [manifest["seconds"] for manifest in manifests]
+    if remove:
+        for shard in shards:
+            for path in _shard_files(job, shard):
+                if os.path.exists(path):
+                    os.remove(path)
+    return ParseRun(ParseReport(source.lines, sum(seconds), sorted(fallbacks)), stats, True, seconds)
+
+
+# ----------------------------------------------------------------------------------------------------- workers
+
+
+def _worker_environment(index: int, device: str) -> dict:
+    environment = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    if device == "cuda":
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        gpus = visible.split(",") if visible else [str(gpu) for gpu in range(torch.cuda.device_count())]
+        environment["CUDA_VISIBLE_DEVICES"] = gpus[index % len(gpus)]
+    return environment
+
+
+def _read_progress(path: str) -> int:
+    try:
+        with open(path) as handle:
+            return int(handle.read().strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def _log_tail(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return "".join(deque(handle, LOG_LINES_SHOWN))
+    except OSError:
+        return ""
+
+
+def _run_workers(job: ParseJob, source: InputFile, todo: list[Shard], workers: int, device: str,
+                 command: list[str], progress: tqdm) -> None:
+    """Each shard of ``todo`` in a subprocess (``command`` + its shard options), ``workers`` at a time."""
+    waiting, running, failed = deque(todo), {}, []
+    try:
+        while waiting or running:
+            while waiting and len(running) < workers and not failed:
+                shard = waiting.popleft()
+                stem = _manifest_path(job, shard).removesuffix(".json")
+                log = open(stem + ".log", "w", encoding="utf-8")  # noqa: SIM115 (closed when the worker ends)
+                argv = [*command, "--num-shards", str(shard.count), "--shard-id", str(shard.index), "--workers", "1",
+                        "--threads", "1", "--device", device, "--progress-file", stem + ".progress"]
+                running[shard] = (subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                                   env=_worker_environment(shard.index, device)), log, 0)
+            time.sleep(POLL_SECONDS)
+            for shard, (process, log, shown) in list(running.items()):
+                stem = _manifest_path(job, shard).removesuffix(".json")
+                done = process.poll() is not None
+                succeeded = done and process.returncode == 0
+                count = shard.lines(source.lines) if succeeded else _read_progress(stem + ".progress")
+                if count > shown:
+                    progress.update(count - shown)
+                    running[shard] = (process, log, count)
+                if done:
+                    log.close()
+                    del running[shard]
+                    if process.returncode != 0:
+                        failed.append((shard, process.returncode, stem + ".log"))
+    except BaseException:  # a KeyboardInterrupt: the workers started here stop too; finished shards are kept
+        for process, log, _ in running.values():
+            process.terminate()
+        for process, log, _ in running.values():
+            process.wait()
+            log.close()
+        raise
+    if failed:
+        details = "\n".join(f"shard {shard.index} exited with {code}; the end of {log}:\n{_log_tail(log)}"
+                            for shard, code, log in failed)
+        raise SystemExit(f"error: {len(failed)} worker(s) failed; the finished shards are kept, run again to parse "
+                         f"the rest\n{details}")
+
+
+# --------------------------------------------------------------------------------------------------------- run
+
+
+def run(job: ParseJob, args: argparse.Namespace, command: list[str]) -> ParseRun:
+    """What the options say (module docstring). ``command`` runs this command again (``[python, script, *argv]``),
+    for the workers."""
+    if args.merge:
+        return merge(job, args.num_shards)
+    device = select_device(args.device)
+    if args.shard_id is not None:
+        source = scan_input(job.input)
+        shard = Shard(args.shard_id, args.num_shards, job.chunk)
+        progress_file = ProgressFile(args.progress_file)
+        parse = job.load(device) if shard.lines(source.lines) else None
+        with tqdm(total=shard.lines(source.lines), unit="sent", disable=args.progress_file is not None) as bar:
+
+            def progress(count: int) -> None:
+                progress_file(count)
+                bar.update(count)
+
+            manifest = parse_shard(job, source, shard, parse, progress)
+        progress_file.flush()
+        report = ParseReport(manifest["lines"], manifest["seconds"], [tuple(f) for f in manifest["fallbacks"]])
+        return ParseRun(report, manifest["stats"], False, [manifest["seconds"]])
+    count = args.num_shards or args.workers
+    if count == 1:
+        return parse_whole(job, device)
+    source = scan_input(job.input)
+    shards = [Shard(index, count, job.chunk) for index in range(count)]
+    todo, finished_lines = [], 0
+    for shard in shards:
+        manifest, problem = _finished(job, source, shard)
+        if manifest is not None:
+            finished_lines += manifest["lines"]
+        else:
+            todo.append(shard)
+            if os.path.exists(_manifest_path(job, shard)):  # stale: another input or other settings
+                print(f"{job.outputs[0][0]}: {problem}: parsing it again", file=sys.stderr)
+    print(f"{job.outputs[0][0]}: {count - len(todo)} of {count} shards already parsed; parsing "
+          f"{len(todo)} with {min(args.workers, len(todo))} worker(s) on {device}", file=sys.stderr)
+    start = time.perf_counter()
+    empty = [shard for shard in todo if shard.lines(source.lines) == 0]
+    for shard in empty:
+        parse_shard(job, source, shard, None, lambda n: None)
+    todo = [shard for shard in todo if shard not in empty]
+    with tqdm(total=source.lines, initial=finished_lines, unit="sent") as progress:
+        if args.workers == 1 and todo:
+            parse = job.load(device)
+            for shard in todo:
+                parse_shard(job, source, shard, parse, progress.update)
+        elif todo:
+            _run_workers(job, source, todo, args.workers, device, command, progress)
+    seconds = time.perf_counter() - start
+    merged = merge(job, count, source)
+    merged.report.seconds = seconds
+    return merged
+
+
+def report_run(result: ParseRun, args: argparse.Namespace, output: str, skipped: str) -> None:
+    """The command's last words: the whole output's fallbacks go to ``skipped`` and the summary to stderr; one
+    shard says where it is and what comes next."""
+    if result.whole:
+        result.report.write_skipped(skipped)
+        print(f"{output}: {result.report.summary()}; fallbacks listed in {skipped}", file=sys.stderr)
+    else:
+        print(f"{Shard(args.shard_id, args.num_shards, 1).path(output)}: {result.report.summary()}; once all "
+              f"{args.num_shards} shards are parsed, --merge writes {output}", file=sys.stderr)
+
+
+def rerun_command(script: str, argv: list[str] | None) -> list[str]:
+    """This command again, for a worker: the interpreter, the script, the options it was given."""
+    return [sys.executable, os.path.abspath(script), *(sys.argv[1:] if argv is None else argv)]
