@@ -1,47 +1,74 @@
-"""``python3 bench/from_logs.py LOG [LOG ...] --device NAME --command CMD --out FILE``: the ratio table of
-``bench/run.py`` rebuilt from the progress lines of one or more of its runs, for runs that a time limit stopped before
-they wrote RESULTS.md (the GPU runs of ``bench/cuda/``, whose device sessions allow 10 minutes a command).
+"""``python3 bench/from_logs.py LOG [LOG ...] --out FILE [--json FILE] [--device NAME] [--command CMD]``: the ratio
+table of ``bench/run.py`` rebuilt from the progress lines of one or more of its runs, for runs that a time limit
+stopped before they wrote RESULTS.md (a step of ``bench/cuda/window.sh`` cut short, or a command on a GPU machine
+that allows 10 minutes a command).
 
 Each progress line (:data:`report.PROGRESS_LINE`) is one measurement. A (log, round) in which both a system and its
 baseline were measured at a length gives one ratio, as in ``run.py`` (they ran in the same round, on the same
 batches); the table reports the median over those ratios and how many there were.
 Pairs follow ``run.result_rows``: each architecture against fairseq's transformer on its own input form, and the
 transformer on other forms against the transformer on the preorder form.
+The device, the model size and the command are read from the logs where ``run.py`` (and ``window.sh``) wrote them
+(``device: NAME``, ``model size: SIZE``, ``# command: CMD``); the options say them for older logs, which lack them
+(their model size was the recipe's). ``--json`` writes the rows as ``RESULTS.json`` has them.
 """
 import argparse
+import json
+import re
 import statistics
 import sys
-from typing import Dict, List, Optional, Sequence, Tuple
+from collections.abc import Sequence
 
 import report
 from report import BASELINE, PROGRESS_LINE, REFERENCE_FORM
 
+#: what run.py logs besides its progress lines: the device of its first measurement, its model size; window.sh
+#: writes the command as a log's first line
+FACT_LINES = {"device": re.compile(r"\] device: (?P<value>.+)$"),
+              "model": re.compile(r"\] model size: (?P<value>\S+)$"),
+              "command": re.compile(r"^# command: (?P<value>.+)$")}
 
-def read_measurements(paths: Sequence[str]) -> Dict[Tuple[str, int], Dict[Tuple[str, int], Dict]]:
+
+def read_facts(paths: Sequence[str]) -> dict[str, str]:
+    """{"device", "model", "command"}: what the logs say (values of several logs joined by "; ")."""
+    found: dict[str, list[str]] = {}
+    for path in paths:
+        with open(path) as log:
+            for line in log:
+                for fact, pattern in FACT_LINES.items():
+                    match = pattern.search(line.rstrip("\n"))
+                    if match and match["value"] not in found.get(fact, []):
+                        found.setdefault(fact, []).append(match["value"])
+    return {fact: "; ".join(values) for fact, values in found.items()}
+
+
+def read_measurements(paths: Sequence[str]) -> dict[tuple[str, int], dict[tuple[str, int], dict]]:
     """{(system label, words): {(log, round): measurement}} of the fp32 lines of every log."""
-    measurements: Dict[Tuple[str, int], Dict[Tuple[str, int], Dict]] = {}
+    measurements: dict[tuple[str, int], dict[tuple[str, int], dict]] = {}
     for path in paths:
         with open(path) as log:
             for line in log:
                 match = PROGRESS_LINE.search(line.rstrip("\n"))
                 if match and match["option"] == "fp32":
                     by_round = measurements.setdefault((match["system"], int(match["words"])), {})
-                    by_round[(path, int(match["round"]))] = {
-                        "tokens_per_s": float(match["tokens"]), "wall_tokens_per_s": float(match["wall"]),
-                        "peak_mem_mb": float(match["mem"])}
+                    measured = {"tokens_per_s": float(match["tokens"]), "wall_tokens_per_s": float(match["wall"]),
+                                "peak_mem_mb": float(match["mem"])}
+                    if match["gen"] is not None:
+                        measured[report.GENERATE_RATIO[1]] = float(match["gen"])
+                    by_round[(path, int(match["round"]))] = measured
     if not measurements:
         raise SystemExit(f"error: no fp32 measurement lines of bench/run.py in {', '.join(paths)}")
     return measurements
 
 
-def split_label(label: str) -> Tuple[str, str]:
+def split_label(label: str) -> tuple[str, str]:
     """``transformer_hier_accum (dense, naive) (preorder-split)`` -> (``transformer_hier_accum (dense, naive)``,
     ``preorder-split``)."""
     name, _, form = label.rpartition(" (")
     return name, form[:-1]
 
 
-def rows(measurements: Dict) -> List[Dict]:
+def rows(measurements: dict, model: str = "recipe", device: str | None = None) -> list[dict]:
     result = []
     systems = sorted({label for label, _ in measurements}, key=lambda label: (label.startswith(BASELINE + " "), label))
     for label in systems:
@@ -57,48 +84,67 @@ def rows(measurements: Dict) -> List[Dict]:
             rounds = sorted(set(mine) & set(theirs))
             if not rounds:
                 continue
-            row = {"arch": name, "form": form, "src_words": words, "baseline": baseline, "rounds": len(rounds)}
-            for field, measured in report.RATIO_FIELDS.items():
-                if field != "wall_tokens_per_s_ratio":  # the same clock as tokens_per_s on a GPU
-                    row[field] = round(report.median_ratio([mine[r] for r in rounds], [theirs[r] for r in rounds],
-                                                           measured), 2)
+            row = {"arch": name, "form": form, "src_words": words, "model": model, "baseline": baseline,
+                   "rounds": len(rounds)}
+            fields = [(f, m) for f, m in report.RATIO_FIELDS.items() if f != "wall_tokens_per_s_ratio"]  # a GPU's
+            if all(report.GENERATE_RATIO[1] in side[r] for side in (mine, theirs) for r in rounds):
+                fields.append(report.GENERATE_RATIO)
+            for field, measured in fields:
+                row[field] = round(report.median_ratio([mine[r] for r in rounds], [theirs[r] for r in rounds],
+                                                       measured), 2)
             row["tokens_per_s"] = round(statistics.median(mine[r]["tokens_per_s"] for r in rounds))
             row["baseline_tokens_per_s"] = round(statistics.median(theirs[r]["tokens_per_s"] for r in rounds))
             row["peak_mem_mb"] = round(statistics.median(mine[r]["peak_mem_mb"] for r in rounds))
+            if device is not None:
+                row["device"] = device
             result.append(row)
     return result
 
 
-def markdown(table: List[Dict], paths: Sequence[str], device: str, command: str) -> List[str]:
+def markdown(table: list[dict], paths: Sequence[str], device: str, command: str, model: str) -> list[str]:
     logs = ", ".join(f"`{path}`" for path in paths)
+    cuda = device != "cpu"
+    clock = ("wall-clock second of GPU training (each step synchronized)" if cuda else
+             "CPU second of the training process")
+    memory = ("peak CUDA memory allocated by training beyond the model's weights" if cuda else
+              "peak RSS added by training")
     return [
-        "# Training cost on a GPU against fairseq's transformer "
-        f"(generated by `python3 bench/from_logs.py` from {logs})",
+        f"# Training cost against fairseq's transformer (generated by `python3 bench/from_logs.py` from {logs})",
         "",
-        f"Device: {device}. Each log is one run of `{command}` (cut short by the device's 10-minute limit per "
-        "command, so the last round of each is incomplete); everything else as in `bench/RESULTS.md`: the Multi30k "
-        "recipe's model (3+3 layers, d=256, FFN 1024), the same --max-tokens 4096 batches for every system, fp32.",
-        "tok/s = target tokens per wall-clock second of GPU training (each step synchronized, 3 warm-up + 20 timed "
-        "updates per run); peak mem = peak CUDA memory allocated by training beyond the model's weights. "
-        "ratio = system / baseline within one round of one run, median over the rounds in which both were measured "
-        "(`rounds`).",
+        (f"Device: {device}. Model size: {model} (`bench/recipe.py`). Each log is one run of `{command}`, stopped "
+         "before it wrote its own tables (its last round may be incomplete); everything else as in "
+         "`bench/RESULTS.md`: the same --max-tokens batches for every system, fp32."),
+        (f"tok/s = target tokens per {clock}; peak mem = {memory}; generate = beam search (beam 5) as "
+         "fairseq-generate runs it, where the logs have it. ratio = system / baseline within one round of one run, "
+         "median over the rounds in which both were measured (`rounds`)."),
         "",
         *report.markdown_table(table, ("arch", "form", "src_words", "baseline", "tokens_per_s_ratio",
-                                       "peak_mem_ratio", "rounds", "tokens_per_s", "baseline_tokens_per_s",
-                                       "peak_mem_mb")),
+                                       "peak_mem_ratio", "generate_ratio", "rounds", "tokens_per_s",
+                                       "baseline_tokens_per_s", "peak_mem_mb")),
     ]
 
 
-def main(argv: Optional[Sequence[str]] = None) -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("logs", nargs="+")
-    parser.add_argument("--device", required=True, help="what the runs trained on, for the table's header")
-    parser.add_argument("--command", required=True, help="the bench/run.py command that wrote the logs")
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--device", help="what the runs trained on (default: what the logs say)")
+    parser.add_argument("--command", help="the bench/run.py command that wrote the logs (default: what they say)")
+    parser.add_argument("--model", help="the model size (default: what the logs say, else recipe)")
+    parser.add_argument("--out", required=True, help="the table (Markdown)")
+    parser.add_argument("--json", help="the rows, as RESULTS.json has them")
     args = parser.parse_args(argv)
-    table = rows(read_measurements(args.logs))
+    facts = read_facts(args.logs)
+    device = args.device or facts.get("device")
+    if device is None:
+        raise SystemExit("error: the logs do not say their device: give --device")
+    model = args.model or facts.get("model", "recipe")
+    command = args.command or facts.get("command", "python3 bench/run.py")
+    table = rows(read_measurements(args.logs), model, device)
     with open(args.out, "w") as out:
-        out.write("\n".join(markdown(table, args.logs, args.device, args.command)) + "\n")
+        out.write("\n".join(markdown(table, args.logs, device, command, model)) + "\n")
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump(table, out, indent=1)
 
 
 if __name__ == "__main__":

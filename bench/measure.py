@@ -22,6 +22,14 @@ baseline: activations, gradients, optimizer state and collated batches, as the O
 
 ``precision``: one of :data:`precision.PRECISIONS` (fp32 and the CPU bf16 variants).
 
+``"generate": {"batches": [[sentence ids], ...], "warmup": 1, "beam": 5}`` (optional): after training, beam search
+as ``fairseq-generate`` runs it (``task.build_generator`` and ``task.inference_step``, beam 5, the model in eval
+mode) over those batches, the first ``warmup`` of them not timed. Each batch's hypotheses are held at the length of
+its longest reference (``--min-len`` = ``--max-len-b`` = that length, ``--max-len-a 0``), so that every system
+decodes the same number of steps for the same sentences, whatever its few updates of training taught it; timed as
+the training steps are (CPU time on a CPU, synchronized wall clock on a GPU): ``generate_tokens_per_s`` is the
+tokens (EOS included) of each sentence's best hypothesis per second.
+
 ``device: "cuda"`` (``train_args`` without ``--cpu``): fairseq's Trainer puts the model on the GPU; each timed step
 ends with ``torch.cuda.synchronize()``, so ``tokens_per_s`` is target tokens per wall-clock second of the GPU work
 (CPU time says nothing there), and ``peak_mem_mb`` is the peak of ``torch.cuda.max_memory_allocated`` during training
@@ -121,6 +129,53 @@ class CudaMeter:
         torch.cuda.synchronize()
 
 
+def batch_maker(task):
+    """``collate(ids)``: the batch of those training sentences as the task's batch iterator makes it (side inputs
+    included: collating them is part of what a model costs)."""
+    dataset = task.dataset("train")
+    if hasattr(task, "batched_side_inputs"):  # syntax_translation: the view its batch iterator batches
+        dataset = dataset.batching(task.batched_side_inputs(dataset))
+
+    def collate(ids):
+        return dataset.collater([dataset[i] for i in ids])
+
+    return collate
+
+
+def clock(device: str) -> float:
+    """The clock a measurement is timed by: CPU time of this process on a CPU, the wall clock on a GPU."""
+    return time.perf_counter() if device == "cuda" else time.process_time()
+
+
+def generation_speed(task, model, collate, meter, generate: dict, device: str) -> dict:
+    """Beam search over ``generate["batches"]`` (see the module's docstring): tokens per second and what was decoded."""
+    from fairseq import utils
+
+    model.eval()
+    pad = task.target_dictionary.pad()
+    seconds, tokens, sentences = 0.0, 0, 0
+    warmup = generate.get("warmup", 1)
+    for index, ids in enumerate(generate["batches"]):
+        sample = collate(ids)
+        if device == "cuda":
+            sample = utils.move_to_cuda(sample)
+        length = int(sample["target"].ne(pad).sum(dim=1).max()) - 1  # the longest reference, without its EOS
+        options = Namespace(beam=generate.get("beam", 5), max_len_a=0, max_len_b=length, min_len=length)
+        generator = task.build_generator([model], options)
+        meter.synchronize()
+        start = clock(device)
+        hypotheses = task.inference_step(generator, [model], sample)
+        meter.synchronize()
+        if index >= warmup:
+            seconds += clock(device) - start
+            tokens += sum(len(beams[0]["tokens"]) for beams in hypotheses)
+            sentences += len(hypotheses)
+    if not sentences:
+        raise ValueError(f"{len(generate['batches'])} decoding batches leave none to time after {warmup} warm-up")
+    return {"generate_tokens_per_s": tokens / seconds, "generate_sentences": sentences, "generate_tokens": tokens,
+            "generate_s": seconds}
+
+
 def run(spec: Dict) -> Dict:
     precision = spec.get("precision", "fp32")
     device = spec.get("device", "cpu")
@@ -129,15 +184,10 @@ def run(spec: Dict) -> Dict:
     torch.set_num_threads(spec.get("threads", 1))
     task, trainer = build_trainer(spec["data"], spec["train_args"], precision)
     meter = CudaMeter() if device == "cuda" else HostMeter()
-    dataset = task.dataset("train")
-    if hasattr(task, "batched_side_inputs"):  # syntax_translation: the view its batch iterator batches
-        dataset = dataset.batching(task.batched_side_inputs(dataset))
+    collate = batch_maker(task)
     batches, warmup = spec["batches"], spec.get("warmup", 2)
     if len(batches) <= warmup:
         raise ValueError(f"{len(batches)} batches leave none to time after {warmup} warm-up batches")
-
-    def collate(ids):
-        return dataset.collater([dataset[i] for i in ids])
 
     meter.start()
     for ids in batches[:warmup]:
@@ -156,6 +206,9 @@ def run(spec: Dict) -> Dict:
         target_tokens += sample["ntokens"]
         source_tokens += int(sample["net_input"]["src_tokens"].ne(pad).sum())
         sentences += sample["nsentences"]
+    peak_mem_mb = meter.peak_mb()  # training's: decoding below is measured for its speed only
+    decoding = (generation_speed(task, trainer.model, collate, meter, spec["generate"], device)
+                if spec.get("generate") else {})
     return {
         "updates": len(batches) - warmup,
         "sentences": sentences,
@@ -165,22 +218,24 @@ def run(spec: Dict) -> Dict:
         "cpu_s": cpu,
         "tokens_per_s": target_tokens / (wall if device == "cuda" else cpu),
         "wall_tokens_per_s": target_tokens / wall,
-        "peak_mem_mb": meter.peak_mb(),
+        "peak_mem_mb": peak_mem_mb,
         "baseline_mem_mb": meter.baseline_mb(),
         "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
         "parameters": sum(p.numel() for p in trainer.model.parameters()),
         "last_loss": float(logging_output["loss"]),  # a finite loss shows the step trained
+        **decoding,
     }
 
 
-def measure_in_child(spec: Dict) -> Dict:
-    """Runs ``run(spec)`` in a forked child; returns its result or ``{"error": traceback}``."""
+def measure_in_child(spec: Dict, work=run) -> Dict:
+    """Runs ``work(spec)`` (default :func:`run`) in a forked child; returns its result (JSON) or
+    ``{"error": traceback}``."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read_end)
         try:
-            answer = {"result": run(spec)}
+            answer = {"result": work(spec)}
         except BaseException:  # the parent reports it; the child must not return into the serving loop
             answer = {"error": traceback.format_exc()}
         with os.fdopen(write_end, "w") as pipe:

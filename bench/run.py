@@ -175,11 +175,20 @@ class Settings:
     tiny: bool = False  # *_tiny archs and fairseq's transformer_tiny (for --quick)
     device: str = "cpu"  # or "cuda"
     model_size: str = "recipe"  # a key of recipe.MODEL_SIZES: the recipe's 3+3 x 256 or the papers' 6+6 x 512
+    generate_batches: int = 1  # timed beam-search batches per fp32 run, after one untimed (0: decoding not measured)
+    time_budget_min: float | None = None  # no measurement is started that would end after this (None: no limit)
+    deadline: float | None = None  # nor one that would end after this Unix time (None: no limit)
+
+    @property
+    def model(self) -> str:
+        """The model size of the result rows: ``tiny``, or a key of ``recipe.MODEL_SIZES``."""
+        return "tiny" if self.tiny else self.model_size
 
 
 #: what --device cuda changes: CUDA warm-up (kernel selection, allocator), steps of milliseconds need more of them to
 #: time, and the CPU-only measurements are left out
-ON_CUDA = dict(device="cuda", warmup=3, updates=20, speed_length=None, preprocess_sentences=0)
+ON_CUDA = dict(device="cuda", warmup=3, updates=20, speed_length=None, preprocess_sentences=0, generate_batches=3)
+GENERATE_BEAM = 5  # fairseq-generate's default, and the recipes'
 QUICK = Settings(lengths=(8,), repeats=1, warmup=1, updates=1, max_tokens=1024, speed_length=8,
                  speed_options=("bf16_autocast", "bf16_weights", "bf16_autocast_layers"), preprocess_sentences=0,
                  tiny=True)
@@ -341,6 +350,10 @@ class Measurer:
         spec = {"data": data, "train_args": model_args(system, settings), "batches": batches,
                 "warmup": settings.warmup, "precision": options.get("precision", "fp32"),
                 "threads": options.get("threads", 1), "device": settings.device}
+        if settings.generate_batches and not options:  # decoding: the plain (fp32) run of each system only
+            # one untimed batch (the first warm-up batch), then the first timed training batches
+            spec["generate"] = {"batches": batches[:1] + batches[settings.warmup:][:settings.generate_batches],
+                                "warmup": 1, "beam": GENERATE_BEAM}
         self.server.stdin.write(json.dumps(spec) + "\n")
         self.server.stdin.flush()
         return json.loads(self._answer("RESULT", f"measuring {system.label} {options}"))
@@ -376,6 +389,14 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
                              "(the papers' IWSLT/WMT size)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                         help="cuda: train on the GPU (wall-clock throughput, CUDA memory; no CPU speed options)")
+    parser.add_argument("--generate-batches", type=int,
+                        help="timed beam-search (beam 5) batches per system and round, after one untimed; 0: no "
+                             "decoding speed (default 1 on a CPU, 3 on a GPU)")
+    parser.add_argument("--time-budget", type=float, metavar="MINUTES",
+                        help="start no measurement that would end after MINUTES from the start (judged by the "
+                             "longest measurement so far), and write the results of the rounds measured by then")
+    parser.add_argument("--deadline", type=float, metavar="UNIX_SECONDS",
+                        help="the same for a time of day, as `date +%%s` gives it (a caller's own time limit)")
     return parser.parse_args(argv)
 
 
@@ -392,10 +413,17 @@ def settings_from(args: argparse.Namespace) -> Settings:
         changes["preprocess_sentences"] = 0
     if args.device == "cuda":
         changes.update(ON_CUDA)
+    if args.generate_batches is not None:
+        changes["generate_batches"] = args.generate_batches
     changes["model_size"] = args.model_size
+    changes["time_budget_min"] = args.time_budget
+    changes["deadline"] = args.deadline
     settings = Settings(**{**asdict(settings), **changes})
     if settings.speed_length is not None and settings.speed_length not in settings.lengths:
         settings.speed_length = settings.lengths[len(settings.lengths) // 2]
+    if not 0 <= settings.generate_batches <= settings.updates:
+        raise SystemExit(f"error: --generate-batches {settings.generate_batches}: decoding reuses the timed training "
+                         f"batches, {settings.updates} of them")
     return settings
 
 
@@ -479,7 +507,7 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict]:
         os.makedirs(work, exist_ok=True)
         measurer = Measurer(os.path.join(work, "measure.log"))
         try:
-            details = benchmark(args, settings, work, measurer)
+            details = benchmark(args, settings, work, measurer, started)
         finally:
             measurer.close()
     details["minutes"] = round((time.time() - started) / 60, 1)
@@ -489,14 +517,21 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict]:
     return rows
 
 
-def benchmark(args: argparse.Namespace, settings: Settings, work: str, measurer: "Measurer") -> Dict:
+def data_forms(archs: Sequence[Arch], context: Sequence[Form] = ()) -> list[Form]:
+    """The data directories the benchmark makes: the reference form (it sets the batches) first, then each
+    architecture's form and the ``context`` forms."""
+    return [REFERENCE_FORM] + [f for f in dict.fromkeys([a.input_form for a in archs] + list(context))
+                               if f != REFERENCE_FORM]
+
+
+def benchmark(args: argparse.Namespace, settings: Settings, work: str, measurer: "Measurer",
+              started: float) -> Dict:
     archs, skipped = choose_archs(args, measurer.registered, settings)
-    context = [] if args.quick else list(CONTEXT_FORMS)
-    forms = [REFERENCE_FORM] + [f for f in dict.fromkeys([a.input_form for a in archs] + context)
-                                if f != REFERENCE_FORM]
+    forms = data_forms(archs, [] if args.quick else CONTEXT_FORMS)
     arch_systems = [System.of(a) for a in archs]
     systems = arch_systems + [System(BASELINE, form) for form in forms]
     log(f"systems: {', '.join(s.label for s in systems)}; lengths {settings.lengths}; {settings.repeats} rounds")
+    log(f"model size: {settings.model}")
 
     dirs = prepare_data(work, archs, forms, settings)
     throughput = None
@@ -505,13 +540,14 @@ def benchmark(args: argparse.Namespace, settings: Settings, work: str, measurer:
         log(f"preprocessing: {throughput}")
     batches = {n: make_batches(token_sizes(by_form[REFERENCE_FORM.name]), settings.max_tokens,
                                settings.warmup + settings.updates) for n, by_form in dirs.items()}
-    measurements = run_rounds(measurer, systems, dirs, batches, settings)
+    measurements, stopped = run_rounds(measurer, systems, dirs, batches, settings, started)
     return {
         "rows": result_rows(arch_systems, forms, measurements, settings),
         "settings": {**asdict(settings), "training_args": " ".join(recipe.TRAINING),
                      "model_args": "the *_tiny archs" if settings.tiny else " ".join(
                          recipe.MODEL_SIZES[settings.model_size] + recipe.REGULARISATION)},
         "skipped_archs": skipped,
+        "stopped_by_time_budget": stopped,
         "variants": {s.row_name(settings): s.variant_options(settings) for s in arch_systems if s.variant},
         "preprocessing_throughput": throughput,
         "side_data_bytes_per_sentence": {n: {form: side_data_bytes(dest) for form, dest in by_form.items()}
@@ -524,9 +560,16 @@ def benchmark(args: argparse.Namespace, settings: Settings, work: str, measurer:
     }
 
 
-def run_rounds(measurer: Measurer, systems: List[System], dirs: Dict, batches: Dict, settings: Settings) -> Dict:
-    """{(system, length, option): [measurement per round]}; option "fp32" is the plain run."""
+def run_rounds(measurer: Measurer, systems: List[System], dirs: Dict, batches: Dict, settings: Settings,
+               started: float | None = None) -> tuple[dict, bool]:
+    """{(system, length, option): [measurement per round, each with its "round" (from 1)]}; option "fp32" is the
+    plain run. With ``settings.time_budget_min`` (from ``started``) or ``settings.deadline``, no measurement starts
+    that would end after it (judged by the longest so far); the second value says whether that stopped the rounds."""
     measurements: Dict[Tuple[System, int, str], List[Dict]] = {}
+    started = time.time() if started is None else started
+    limits = [started + 60 * settings.time_budget_min] if settings.time_budget_min is not None else []
+    limit = min(limits + ([settings.deadline] if settings.deadline is not None else []), default=None)
+    longest = 0.0
     for round_index in range(settings.repeats):
         order = systems if round_index % 2 == 0 else systems[::-1]
         for n_words in settings.lengths:
@@ -536,15 +579,24 @@ def run_rounds(measurer: Measurer, systems: List[System], dirs: Dict, batches: D
                     runs += [(name, SPEED_OPTIONS[name][0]) for name in settings.speed_options
                              if speed_option_applies(system, SPEED_OPTIONS[name][1])]
                 for option, overrides in runs:
+                    if limit is not None and time.time() + longest > limit:
+                        log(f"time budget reached: stopped in round {round_index + 1}/{settings.repeats}; the "
+                            "results are those of the rounds measured")
+                        return measurements, True
+                    measuring = time.time()
                     factor = overrides.get("max_tokens_factor", 1)
                     run_batches = batches[n_words] if factor == 1 else make_batches(
                         token_sizes(dirs[n_words][REFERENCE_FORM.name]), settings.max_tokens * factor,
                         settings.warmup + settings.updates)
                     result = measurer.measure(system, dirs[n_words][system.form.name], run_batches, settings, overrides)
+                    result["round"] = round_index + 1
+                    if not measurements:
+                        log(f"device: {result['device']}")  # from_logs.py reads it back
                     measurements.setdefault((system, n_words, option), []).append(result)
                     log(report.progress_line(round_index + 1, settings.repeats, n_words, system.label, option,
                                              result))
-    return measurements
+                    longest = max(longest, time.time() - measuring)
+    return measurements, False
 
 
 def speed_option_applies(system: System, applies: str) -> bool:
@@ -563,10 +615,13 @@ def result_rows(arch_systems: List[System], forms: List[Form], measurements: Dic
     rows = []
     for system, baseline in pairs:
         for n_words in settings.lengths:
-            rows.append(report.ratio_row(
-                measurements[(system, n_words, "fp32")], measurements[(baseline, n_words, "fp32")],
-                arch=system.row_name(settings), src_words=n_words, form=system.form.name,
-                baseline=f"{arch_name(BASELINE, settings)} ({baseline.form.name})"))
+            mine, theirs = (measurements.get((s, n_words, "fp32"), []) for s in (system, baseline))
+            if not report.paired_rounds(mine, theirs)[0]:  # a time budget stopped the rounds before both ran
+                continue
+            row = report.ratio_row(mine, theirs, arch=system.row_name(settings), form=system.form.name,
+                                   src_words=n_words, model=settings.model,
+                                   baseline=f"{arch_name(BASELINE, settings)} ({baseline.form.name})")
+            rows.append({**row, "device": mine[0]["device"]})
     return rows
 
 
@@ -576,7 +631,8 @@ def speed_rows(systems: List[System], measurements: Dict, settings: Settings) ->
     for system in systems:
         for option in SPEED_OPTIONS:
             key = (system, settings.speed_length, option)
-            if key in measurements:
+            if key in measurements and report.paired_rounds(
+                    measurements[key], measurements[(system, settings.speed_length, "fp32")])[0]:
                 row = report.ratio_row(measurements[key], measurements[(system, settings.speed_length, "fp32")],
                                        arch=system.row_name(settings), form=system.form.name,
                                        src_words=settings.speed_length, option=option, baseline="fp32")
@@ -611,16 +667,20 @@ def results_markdown(rows: List[Dict], details: Dict) -> List[str]:
         "memory allocated by training beyond the model's weights. Compare the ratios." if on_cuda else
         "tok/s = target tokens per CPU second of the training process; peak mem = peak RSS added by training. "
         "Absolute numbers vary with the load on the shared cores; compare the ratios.",
+        generate_note(settings),
         "",
     ]
+    if details.get("stopped_by_time_budget"):
+        lines += [("Stopped by its time budget in a round: each ratio is over the rounds in which both the system "
+                   "and its baseline were measured (`repeats`)."), ""]
     if details["variants"]:
         described = "; ".join(f"{name}: `{options}`" for name, options in details["variants"].items())
         lines += [f"Variants (the same model computed another way, by bench/'s own arch or extra model options; same "
                   f"baseline and batches): {described}.", ""]
     if details["skipped_archs"]:
         lines += [f"Skipped (not registered when this ran): {', '.join(details['skipped_archs'])}.", ""]
-    lines += report.markdown_table(rows, ("arch", "form", "src_words", "baseline", "tokens_per_s_ratio",
-                                          "peak_mem_ratio", "wall_tokens_per_s_ratio", "tokens_per_s",
+    lines += report.markdown_table(rows, ("arch", "form", "src_words", "model", "baseline", "tokens_per_s_ratio",
+                                          "peak_mem_ratio", "generate_ratio", "wall_tokens_per_s_ratio", "tokens_per_s",
                                           "baseline_tokens_per_s", "peak_mem_mb", "baseline_peak_mem_mb",
                                           "source_tokens_per_sentence", "sentences_per_batch", "repeats"))
     throughput = details["preprocessing_throughput"]
@@ -645,6 +705,15 @@ def results_markdown(rows: List[Dict], details: Dict) -> List[str]:
     load = ", ".join(f"{x:.1f}" for x in details["load_average_at_end"])
     lines += ["", f"Load average (1, 5, 15 min) at the end: {load}; the run took {details['minutes']} minutes."]
     return lines
+
+
+def generate_note(settings: dict) -> str:
+    if not settings.get("generate_batches"):
+        return "Decoding speed not measured."
+    return (f"generate = beam search with beam {GENERATE_BEAM} as fairseq-generate runs it (task.build_generator, "
+            f"task.inference_step) on {settings['generate_batches']} of the timed batches after one untimed, each "
+            "batch held at the length of its longest reference so that every system decodes the same steps; "
+            "generate_ratio = hypothesis tokens per second, system / baseline, timed like training.")
 
 
 def speed_summary(speed: List[Dict]) -> str:

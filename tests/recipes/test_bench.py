@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from conftest import REPO
+from conftest import REPO, TRANSLATION, build_on_cpu
 
 sys.path.insert(0, os.path.join(REPO, "bench"))
 import precision  # noqa: E402
@@ -38,11 +38,14 @@ def test_quick_run_writes_one_row_per_length_with_the_schema(tmp_path):
         assert isinstance(row[key], kind), (key, row)
     assert (row["arch"], row["src_words"], row["repeats"]) == ("transformer_syntax_mask_tiny", 8, 1)
     assert row["baseline"] == "transformer_tiny (preorder)"
-    for key in ("tokens_per_s_ratio", "peak_mem_ratio"):
+    for key in ("tokens_per_s_ratio", "peak_mem_ratio", "generate_ratio"):  # decoding: beam 5, fairseq-generate's
         assert math.isfinite(row[key]) and row[key] > 0
-    assert "| transformer_syntax_mask_tiny | preorder | 8 |" in (out / "RESULTS.md").read_text()
+    assert (row["model"], row["device"]) == ("tiny", "cpu")
+    assert "| transformer_syntax_mask_tiny | preorder | 8 | tiny |" in (out / "RESULTS.md").read_text()
     details = json.loads(gzip.decompress((out / "RESULTS.details.json.gz").read_bytes()))
     assert details["side_data_bytes_per_sentence"]["8"]["preorder"]["parents"] > 0
+    fp32 = [run for m in details["measurements"] if m["option"] == "fp32" for run in m["runs"]]
+    assert len(fp32) == 2 and all(run["generate_tokens_per_s"] > 0 and run["generate_sentences"] > 0 for run in fp32)
     # every bf16 variant trained: the arch with two, the transformer with three, each a finite loss
     speed = {(r["arch"], r["option"]): r for r in details["speed_options"]}
     assert sorted(speed) == [("transformer_syntax_mask_tiny", "bf16_autocast"),
@@ -251,3 +254,84 @@ def test_ratio_table_from_logs_pairs_each_system_with_its_baseline_within_a_log_
     (tmp_path / "empty.log").write_text("nothing\n")
     with pytest.raises(SystemExit, match="no fp32 measurement"):
         from_logs.read_measurements([str(tmp_path / "empty.log")])
+
+
+# ------------------------------------------------------------------ cut short: round pairs, from_logs
+
+
+def test_a_time_budget_stops_the_rounds_and_ratios_pair_only_rounds_both_sides_ran(monkeypatch):
+    import run
+
+    clock = SimpleNamespace(now=1000.0)
+    monkeypatch.setattr(run.time, "time", lambda: clock.now)
+    monkeypatch.setattr(run, "log", lambda message: None)
+
+    class Measurer:
+        def measure(self, system, data, batches, settings, options):
+            clock.now += 10  # every measurement takes 10 s
+            return {"tokens_per_s": 100.0 if system.arch == "mine" else 200.0, "wall_tokens_per_s": 1.0,
+                    "peak_mem_mb": 50.0, "device": "cpu", "generate_tokens_per_s": 30.0, "source_tokens": 10,
+                    "sentences": 2, "updates": 1}
+
+    mine, baseline = run.System("mine", run.Form("preorder")), run.System(run.BASELINE, run.Form("preorder"))
+    settings = run.Settings(lengths=(8,), repeats=3, speed_length=None, time_budget_min=0.5)
+    measurements, stopped = run.run_rounds(Measurer(), [mine, baseline], {8: {"preorder": "data"}}, {8: []},
+                                           settings, started=1000.0)
+    # t = 0: mine, 10: baseline (round 1); round 2 runs backwards: 20: baseline; at 30 s the next would end at 40
+    assert stopped
+    assert [(s.arch, r["round"]) for (s, _, _), runs in measurements.items() for r in runs] == [
+        ("mine", 1), (run.BASELINE, 1), (run.BASELINE, 2)]
+    rows = run.result_rows([mine], [run.Form("preorder")], measurements, settings)
+    assert len(rows) == 1 and rows[0]["repeats"] == 1
+    assert (rows[0]["tokens_per_s_ratio"], rows[0]["generate_ratio"], rows[0]["model"]) == (0.5, 1.0, "recipe")
+
+
+def test_decoding_ratio_only_where_both_sides_decoded():
+    with_decoding = [{"round": 1, "tokens_per_s": 1.0, "wall_tokens_per_s": 1.0, "peak_mem_mb": 1.0,
+                      "generate_tokens_per_s": 4.0, "source_tokens": 1, "sentences": 1, "updates": 1}]
+    without = [{key: value for key, value in with_decoding[0].items() if key != "generate_tokens_per_s"}]
+    assert report.ratio_row(with_decoding, with_decoding)["generate_ratio"] == 1.0
+    assert "generate_ratio" not in report.ratio_row(with_decoding, without)
+
+
+def test_from_logs_reads_device_model_command_and_decoding_from_the_log(tmp_path):
+    import from_logs
+
+    def line(round_index, system, tokens, generated):
+        result = {"tokens_per_s": tokens, "wall_tokens_per_s": tokens, "peak_mem_mb": 10.0,
+                  "generate_tokens_per_s": generated}
+        return f"[bench 06:49:26] {report.progress_line(round_index, 2, 16, system, 'fp32', result)}\n"
+
+    log = tmp_path / "bench.log"
+    log.write_text("# command: python3 bench/run.py --model-size large\n[bench 06:40:00] model size: large\n"
+                   "[bench 06:41:00] device: NVIDIA H100\n"
+                   + line(1, "transformer_pascal (sequence)", 800, 90) + line(1, "transformer (sequence)", 1000, 100)
+                   + line(2, "transformer (sequence)", 1000, 100))  # round 2 cut before transformer_pascal
+    out, rows_json = tmp_path / "RESULTS.md", tmp_path / "RESULTS.json"
+    from_logs.main([str(log), "--out", str(out), "--json", str(rows_json)])
+    rows = json.loads(rows_json.read_text())
+    assert rows == [{"arch": "transformer_pascal", "form": "sequence", "src_words": 16, "model": "large",
+                     "baseline": "transformer (sequence)", "rounds": 1, "tokens_per_s_ratio": 0.8,
+                     "peak_mem_ratio": 1.0, "generate_ratio": 0.9, "tokens_per_s": 800, "baseline_tokens_per_s": 1000,
+                     "peak_mem_mb": 10, "device": "NVIDIA H100"}]
+    text = out.read_text()
+    assert "Device: NVIDIA H100. Model size: large" in text and "`python3 bench/run.py --model-size large`" in text
+
+
+# ------------------------------------------------------------------ decoding at a fixed length
+
+
+def test_decoding_is_held_at_the_longest_references_length(data_dirs):
+    import measure
+
+    task, model, _, _, _ = build_on_cpu([data_dirs["preorder"], *TRANSLATION, "--arch",
+                                         "transformer_syntax_mask_tiny"])
+    task.load_dataset("train")
+    collate = measure.batch_maker(task)
+    batches = [list(range(8)), list(range(8, 20)), list(range(20, 25))]
+    speed = measure.generation_speed(task, model, collate, measure.HostMeter(), {"batches": batches, "warmup": 1},
+                                     "cpu")
+    # every target of the tiny corpus is "die N V-t die N ." (6 tokens): an untrained model's hypotheses are held at
+    # 6 tokens and EOS, over the 17 sentences of the two timed batches
+    assert speed["generate_sentences"] == 17 and speed["generate_tokens"] == 17 * 7
+    assert speed["generate_tokens_per_s"] > 0
