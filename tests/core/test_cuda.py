@@ -1,5 +1,6 @@
 """Every model of the package computes on CUDA what it computes on CPU, and trains and decodes there through fairseq's
-own CLIs. Skipped without a GPU (CI has none): run ``python -m pytest tests/test_cuda.py`` on a machine with one.
+own CLIs. Skipped without a GPU (CI has none): run ``python -m pytest tests/core/test_cuda.py`` on a machine with one
+(step 1 of ``bench/cuda/window.sh`` runs it with the structure test of ``tests/core/test_structure.py``).
 
 The models are every system of the method descriptions (:data:`fairseq_syntax.methods.METHODS`, at their tiny size) and
 each method's ``cuda_variants``. Each model is built once on CPU with dropout off; a copy is moved to the GPU and both

@@ -18,8 +18,10 @@ METHOD = Method(
     systems=(
         System("sequence", "transformer", "sequence", baseline=True),
         System("linearized", "transformer", "linearized", baseline=True),
-        System("mask", "transformer_syntax_mask", "preorder"),
+        System("mask", "transformer_syntax_mask", "preorder", controls=("random",)),
     ),
     plots=(analysis.PLOT,),
+    # the bias as a one-hot product (its backward a matrix product, not a scatter-add): CUDA computes it otherwise
+    cuda_variants=(("--mask-bias", "one_hot"),),
     notes="preorder tree without closing brackets; 9 relation masks, a learnable strength per relation and head",
 )
