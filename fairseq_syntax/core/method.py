@@ -10,18 +10,26 @@ is registered with it, see :func:`fairseq_syntax.core.model.register_architectur
 (input form and POS-node convention, :mod:`fairseq_syntax.core.input_forms`), the side inputs its encoder reads
 (:mod:`fairseq_syntax.core.side_inputs`) and extra model options. Baselines are systems too (fairseq's
 ``transformer`` on the sequence and linearized forms belong to McDonald & Chiang 2021).
+
+A system's ``controls`` name the control structures (:mod:`fairseq_syntax.core.controls`, issue 33) it is also run
+on: :meth:`System.on_control` derives that system, ``NAME_CONTROL`` on the data directory ``DATA.CONTROL`` (e.g.
+``mask_random`` on ``preorder.random``), made from the control parses with the same BPE and dictionary; same
+architecture and options, so the two rows differ in the structure they read only.
 """
 import argparse
-from dataclasses import dataclass
-from typing import Callable, Tuple
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from fairseq_syntax.core.controls import CONTROLS
 
 TASKS = ("translation", "classification", "masked_lm")
 
 
-def data_dir_name(form: str, preterminals: str) -> str:
+def data_dir_name(form: str, preterminals: str, control: str = "") -> str:
     """A recipe's data directory of an input form: the form, suffixed with the POS-node convention unless it is the
-    default ``auto``."""
-    return form if preterminals == "auto" else f"{form}-{preterminals}"
+    default ``auto``, and with ``.CONTROL`` where it holds a control structure instead of the parses."""
+    name = form if preterminals == "auto" else f"{form}-{preterminals}"
+    return f"{name}.{control}" if control else name
 
 
 @dataclass(frozen=True)
@@ -30,22 +38,37 @@ class System:
     arch: str  # registered fairseq architecture (base size); ARCH_tiny is the test size
     form: str = "sequence"  # input form of fairseq-syntax-preprocess: sequence, linearized, preorder
     preterminals: str = "auto"  # which POS nodes are tree nodes: auto, keep, split, drop (core.trees.preorder)
-    model_args: Tuple[str, ...] = ()  # extra fairseq-train options, e.g. ("--syntax-variant", "udp")
+    model_args: tuple[str, ...] = ()  # extra fairseq-train options, e.g. ("--syntax-variant", "udp")
     task: str = "translation"  # one of TASKS
     baseline: bool = False  # a comparison system (fairseq's own transformer), not the method itself
     ablation: bool = False  # an ablation of the paper (reported in full recipes, not in the demo)
+    controls: tuple[str, ...] = ()  # control structures it is also run on (on_control), e.g. ("random",)
+    control: str = ""  # the control structure its data directory holds instead of the parses (on_control sets it)
 
     def __post_init__(self):
         if self.task not in TASKS:
             raise ValueError(f"system {self.name}: task {self.task!r} is not one of {TASKS}")
+        unknown = [control for control in (*self.controls, self.control) if control and control not in CONTROLS]
+        if unknown:
+            raise ValueError(f"system {self.name}: controls {unknown} are not among {CONTROLS}")
 
     @property
     def data(self) -> str:
         """Name of its data directory (:func:`data_dir_name`)."""
-        return data_dir_name(self.form, self.preterminals)
+        return data_dir_name(self.form, self.preterminals, self.control)
+
+    def on_control(self, control: str) -> "System":
+        """The same system on the ``control`` structures: ``NAME_CONTROL`` reading ``DATA.CONTROL``."""
+        if control not in self.controls:
+            raise ValueError(f"system {self.name} is not run on {control!r} controls (its controls: {self.controls})")
+        return replace(self, name=f"{self.name}_{control}", controls=(), control=control)
 
     @property
-    def side_inputs(self) -> Tuple[str, ...]:
+    def control_systems(self) -> tuple["System", ...]:
+        return tuple(self.on_control(control) for control in self.controls)
+
+    @property
+    def side_inputs(self) -> tuple[str, ...]:
         """The side data its training reads (its model class says): the ``net_input`` entries beyond tokens and
         lengths its encoder reads, then the targets of its training loss (``supervision_inputs``, e.g. the parses a
         supervised attention head learns from, which decoding does not need)."""
@@ -81,12 +104,17 @@ class Method:
     name: str  # its folder under fairseq_syntax/methods/
     title: str  # e.g. "Syntax attention masks"
     citation: str  # authors and year, e.g. "McDonald & Chiang 2021"
-    systems: Tuple[System, ...]
-    plots: Tuple[PlotCommand, ...] = ()
+    systems: tuple[System, ...]
+    plots: tuple[PlotCommand, ...] = ()
     #: model options whose code paths the CUDA equality test must also cover (one test per entry)
-    cuda_variants: Tuple[Tuple[str, ...], ...] = ()
+    cuda_variants: tuple[tuple[str, ...], ...] = ()
     notes: str = ""  # one line for the README table
 
     @property
-    def archs(self) -> Tuple[str, ...]:
+    def systems_with_controls(self) -> tuple[System, ...]:
+        """Its systems, each followed by its systems on control structures (:meth:`System.on_control`)."""
+        return tuple(s for system in self.systems for s in (system, *system.control_systems))
+
+    @property
+    def archs(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(s.arch for s in self.systems if not s.baseline))

@@ -1,8 +1,10 @@
 """``python -m fairseq_syntax.methods COMMAND``: what the recipes, the benchmark and the README read from the method
 descriptions (:data:`fairseq_syntax.methods.METHODS`).
 
-* ``systems [--task translation] [--method NAME] [--no-baselines] [--no-ablations]``: one
-  ``NAME:ARCH:DATA[:EXTRA]`` per line, the recipes' ``SYSTEMS`` format;
+* ``systems [--task translation] [--method NAME] [--no-baselines] [--no-ablations] [--controls]``: one
+  ``NAME:ARCH:DATA[:EXTRA]`` per line, the recipes' ``SYSTEMS`` format (``--controls``: with the systems on control
+  structures, e.g. ``mask_random:transformer_syntax_mask:preorder.random``);
+* ``systems --study``: the study grid of issue 33 (:data:`fairseq_syntax.methods.STUDY`) in its priority order;
 * ``data-dirs SPEC...``: for the given system specs, one line per data directory they read: ``DATA FORM
   PRETERMINALS SIDE_INPUT...`` (the recipes make each with ``fairseq-syntax-preprocess`` and add the side inputs
   that need a step of their own, e.g. ``src_ldd``);
@@ -10,10 +12,9 @@ descriptions (:data:`fairseq_syntax.methods.METHODS`).
 """
 import argparse
 import sys
-from typing import List, Optional
 
 from fairseq_syntax.core.side_inputs import SIDE_INPUTS
-from fairseq_syntax.methods import METHODS, systems
+from fairseq_syntax.methods import METHODS, study_systems, systems
 
 
 def readme_table() -> str:
@@ -22,8 +23,9 @@ def readme_table() -> str:
     for method in METHODS:
         side = sorted({name for system in method.systems for name in system.side_inputs})
         specs = "<br>".join(f"`{s.spec()}`" + (" (baseline)" if s.baseline else "") +
-                            (" (ablation)" if s.ablation else "") + ("" if s.task == "translation" else f" ({s.task})")
-                            for s in method.systems)
+                            (" (ablation)" if s.ablation else "") + (f" (control: {s.control})" if s.control else "")
+                            + ("" if s.task == "translation" else f" ({s.task})")
+                            for s in method.systems_with_controls)
         archs = ", ".join(f"`{arch}`" for arch in method.archs)
         side_text = ", ".join(f"`{name}` ({SIDE_INPUTS[name].made_by})" for name in side) or "none"
         rows.append(f"| {method.title} (`methods/{method.name}`) | {method.citation} | {archs} | {specs} | "
@@ -31,7 +33,7 @@ def readme_table() -> str:
     return "\n".join(rows)
 
 
-def main(argv: Optional[List[str]] = None) -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m fairseq_syntax.methods", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     listing = commands.add_parser("systems", help="system specs, one per line")
@@ -39,16 +41,27 @@ def main(argv: Optional[List[str]] = None) -> None:
     listing.add_argument("--method", choices=[method.name for method in METHODS], help="only this method's")
     listing.add_argument("--no-baselines", action="store_true")
     listing.add_argument("--no-ablations", action="store_true")
+    listing.add_argument("--controls", action="store_true", help="with the systems on control structures")
+    listing.add_argument("--study", action="store_true",
+                         help="the study grid of issue 33 in its priority order (no other option)")
     data = commands.add_parser("data-dirs", help="the data directories the given systems read")
     data.add_argument("specs", nargs="*")
     commands.add_parser("readme-table", help="the README's method table")
     args = parser.parse_args(argv)
-    if args.command == "systems":
-        for system in systems(args.task, baselines=not args.no_baselines, ablations=not args.no_ablations):
-            if args.method is None or system in next(m for m in METHODS if m.name == args.method).systems:
+    if args.command == "systems" and args.study:
+        if (args.task, args.method, args.no_baselines, args.no_ablations, args.controls) != (
+                "translation", None, False, False, False):
+            parser.error("--study takes no other option: the grid is fixed")
+        for system in study_systems():
+            print(system.spec())
+    elif args.command == "systems":
+        chosen = next((method for method in METHODS if method.name == args.method), None)
+        for system in systems(args.task, baselines=not args.no_baselines, ablations=not args.no_ablations,
+                              controls=args.controls):
+            if chosen is None or system in chosen.systems_with_controls:
                 print(system.spec())
     elif args.command == "data-dirs":
-        by_spec = {system.spec(): system for system in systems(task=None)}
+        by_spec = {system.spec(): system for system in systems(task=None, controls=True)}
         unknown = [spec for spec in args.specs if spec not in by_spec]
         if unknown:
             raise SystemExit(f"error: unknown systems {unknown}; see python -m fairseq_syntax.methods systems")

@@ -4,8 +4,8 @@ import os
 from conftest import REPO
 
 from fairseq_syntax.cli.plot import get_parser
-from fairseq_syntax.methods import METHODS, systems
-from fairseq_syntax.methods.__main__ import readme_table
+from fairseq_syntax.methods import METHODS, study_systems, systems
+from fairseq_syntax.methods.__main__ import main, readme_table
 
 
 def test_translation_systems_of_the_registry_in_order():
@@ -19,6 +19,24 @@ def test_translation_systems_of_the_registry_in_order():
         "dbsa:transformer_dependency_supervised:sequence:--criterion=label_smoothed_cross_entropy_with_dependency"]
     assert [s.name for s in systems(baselines=False, ablations=False)] == ["mask", "ldd", "constituent", "hier_accum",
                                                                           "pascal", "dbsa"]
+
+
+def test_control_systems_and_the_study_grid_come_from_the_descriptions(capsys):
+    assert [s.spec() for s in systems(controls=True) if s.control] == [
+        "mask_random:transformer_syntax_mask:preorder.random",
+        "udp_random:transformer_ldd:sequence.random:--syntax-variant=udp",
+        "hier_accum_random:transformer_hier_accum:preorder-split.random"]
+    by_name = {s.name: s for s in systems(controls=True)}
+    assert by_name["mask_random"].side_inputs == by_name["mask"].side_inputs  # the same system, other data
+    # issue 33's grid, in the order the budget goes to it
+    study = ["sequence", "mask", "mask_random", "hier_accum", "hier_accum_random", "udp", "udp_random", "ldd",
+             "linearized", "dbsa", "pascal"]
+    assert [s.name for s in study_systems()] == study
+    main(["systems", "--study"])
+    assert capsys.readouterr().out.splitlines() == [by_name[name].spec() for name in study]
+    main(["data-dirs", by_name["hier_accum_random"].spec(), by_name["udp_random"].spec()])
+    assert capsys.readouterr().out.splitlines() == ["preorder-split.random preorder split src_parents",
+                                                    "sequence.random sequence auto src_ldd"]
 
 
 def test_side_inputs_come_from_the_model_classes():

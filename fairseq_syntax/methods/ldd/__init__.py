@@ -18,7 +18,8 @@ METHOD = Method(
     citation="Pu & Sima'an 2022",
     systems=(
         System("ldd", "transformer_ldd", "sequence"),
-        System("udp", "transformer_ldd", "sequence", model_args=("--syntax-variant", "udp"), ablation=True),
+        System("udp", "transformer_ldd", "sequence", model_args=("--syntax-variant", "udp"), ablation=True,
+               controls=("random",)),
         System("ldp", "transformer_ldd", "sequence", model_args=("--syntax-variant", "ldp"), ablation=True),
         # Table 1's LDA (the distributions replace the scores: softmax(LDD)) and the LDD-as-weights reading
         System("lda", "transformer_ldd", "sequence", model_args=("--syntax-variant", "lda"), ablation=True),

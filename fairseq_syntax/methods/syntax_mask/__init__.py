@@ -18,7 +18,7 @@ METHOD = Method(
     systems=(
         System("sequence", "transformer", "sequence", baseline=True),
         System("linearized", "transformer", "linearized", baseline=True),
-        System("mask", "transformer_syntax_mask", "preorder"),
+        System("mask", "transformer_syntax_mask", "preorder", controls=("random",)),
     ),
     plots=(analysis.PLOT,),
     # the bias as a one-hot product (its backward a matrix product, not a scatter-add): CUDA computes it otherwise
