@@ -8,8 +8,13 @@
 #   pip download --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux_2_17_x86_64 \
 #     -d .devpkgs/whl bitarray==3.12.3
 # and carried with the working tree; on the GPU machine, from the repository root: source bench/cuda/device_setup.sh
+# (bench/cuda/window.sh does it when fairseq is missing). The installation and the compiled helpers are made once per
+# machine, into /tmp/site: sourced again (every command of a window), it only sets PATH and PYTHONPATH.
+DEVICE_SETUP_ERREXIT=${-//[^e]/}  # the caller's set -e, restored at the end
 set -e
 ROOT=$PWD
+if ! ls /tmp/site/fairseq/data/data_utils_fast*.so /tmp/site/fairseq/data/token_block_utils_fast*.so \
+    /tmp/site/fairseq/libbleu*.so > /dev/null 2>&1; then
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .devpkgs/whl/*.whl
 cp -r .devpkgs/site/* /tmp/site/
 (cd /tmp/site && python3 - <<'PY'
@@ -24,6 +29,7 @@ extensions.append(Extension("fairseq.libbleu", ["fairseq/clib/libbleu/libbleu.cp
 setup(script_args=["build_ext", "--inplace", "-q"], ext_modules=cythonize(extensions, quiet=True))
 PY
 ) > /tmp/cython.log 2>&1 || { tail -30 /tmp/cython.log; exit 1; }
+fi
 mkdir -p /tmp/bin
 for c in train generate preprocess interactive validate; do
   printf '#!/bin/sh\nexec python3 -m fairseq_cli.%s "$@"\n' $c > /tmp/bin/fairseq-$c; chmod +x /tmp/bin/fairseq-$c
@@ -38,5 +44,6 @@ for name, module, function in re.findall(r'"([\w-]+) = ([\w.]+):(\w+)"', open("s
                      f'from {module} import {function}; {function}()" "$@"\n')
     os.chmod(path, 0o755)
 PY
-export PATH=/tmp/bin:$PATH PYTHONPATH=/tmp/site:$ROOT
-set +e
+case ":$PATH:" in *:/tmp/bin:*) ;; *) export PATH=/tmp/bin:$PATH ;; esac
+export PYTHONPATH=/tmp/site:$ROOT
+[ -n "$DEVICE_SETUP_ERREXIT" ] || set +e

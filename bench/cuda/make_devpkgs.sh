@@ -2,8 +2,8 @@
 # Builds .devpkgs/, what bench/cuda/device_setup.sh installs on the offline GPU machine, from this machine's
 # installation (run after the README's set-up; needs the PyPI registry for fairseq's sdist and one wheel):
 #   bash bench/cuda/make_devpkgs.sh
-# then, with the device tool, carry it: run(command="source bench/cuda/device_setup.sh && ...", carry=[".devpkgs"]).
-# .devpkgs/ is git-ignored; it is about 30 MB (the carry limit is 64 MB).
+# then carry it to the GPU machine with the working tree (bench/cuda/window.sh prepare calls this when .devpkgs/ is
+# missing). .devpkgs/ is git-ignored; it is about 30 MB (a window carries 64 MiB in all).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SITE="$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"

@@ -32,6 +32,11 @@ from fairseq.tasks import FairseqTask, register_task
 import fairseq_syntax.core.tree_cross_entropy  # noqa: F401  (registers tree_cross_entropy, this task's criterion)
 from fairseq_syntax.core import trees
 from fairseq_syntax.core.cpu_autocast import CpuAutocastConfig, CpuAutocastMixin
+from fairseq_syntax.core.data_dir import (
+    CLASSIFICATION_FILES,
+    CLASSIFICATION_TASK,
+    require_data_dir_of,
+)
 from fairseq_syntax.core.input_forms import FORMS, PRETERMINALS, source_form
 from fairseq_syntax.core.side_inputs import collate_side_inputs
 
@@ -39,8 +44,7 @@ logger = logging.getLogger(__name__)
 
 NODE_LABEL = "X"  # every interior node is the input token "(X"
 NO_LABEL = -1
-LABELS_FILE = "labels.txt"
-DICT_FILE = "dict.txt"
+LABELS_FILE, DICT_FILE = CLASSIFICATION_FILES
 
 
 def labelled_example(
@@ -188,6 +192,7 @@ class TreeClassificationTask(CpuAutocastMixin, FairseqTask):
     def setup_task(cls, cfg: TreeClassificationConfig, **kwargs):
         if cfg.data is None:
             raise ValueError("tree_classification needs a data directory")
+        require_data_dir_of(CLASSIFICATION_TASK, cfg.data)
         dictionary = Dictionary.load(os.path.join(cfg.data, DICT_FILE))
         with open(os.path.join(cfg.data, LABELS_FILE), encoding="utf-8") as f:
             label_names = [line.strip() for line in f if line.strip()]

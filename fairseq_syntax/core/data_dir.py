@@ -23,3 +23,34 @@ def read_meta(data_path: str) -> dict:
         return {"form": "sequence", "preterminals": "keep"}
     with open(path) as f:
         return json.load(f)
+
+
+#: the tasks of the plugin that read a data directory, and what their directories hold
+TRANSLATION_TASK, CLASSIFICATION_TASK = "syntax_translation", "tree_classification"
+CLASSIFICATION_FILES = ("labels.txt", "dict.txt")  # plus {split}.tree (fairseq_syntax.core.classification_task)
+DATA_DIR_CONTENTS = {
+    TRANSLATION_TASK: "made by fairseq-syntax-preprocess",
+    CLASSIFICATION_TASK: f"{', '.join(CLASSIFICATION_FILES)} and {{split}}.tree",
+}
+
+
+def data_dir_task(data_path: str) -> str | None:
+    """The task a data directory is made for: ``tree_classification`` (``labels.txt`` and ``dict.txt``),
+    ``syntax_translation`` (fairseq's ``dict.LANG.txt`` of a language pair, or ``syntax.json``), or None."""
+    names = os.listdir(data_path)
+    if all(name in names for name in CLASSIFICATION_FILES):
+        return CLASSIFICATION_TASK
+    if META_FILE in names or any(name.startswith("dict.") and name.count(".") == 2 for name in names):
+        return TRANSLATION_TASK
+    return None
+
+
+def require_data_dir_of(task: str, data_path: str) -> None:
+    """Stop with one line when ``data_path`` is missing or made for the other task of the plugin."""
+    if not os.path.isdir(data_path):
+        raise SystemExit(f"error: {data_path}: no such data directory")
+    made_for = data_dir_task(data_path)
+    if made_for is not None and made_for != task:
+        raise SystemExit(f"error: {data_path} is a {made_for} data directory ({DATA_DIR_CONTENTS[made_for]}), not "
+                         f"one for --task {task} ({DATA_DIR_CONTENTS[task]}): give --task {made_for}, or a data "
+                         "directory of the task")

@@ -15,7 +15,7 @@ ending in ``.gz`` is read through gzip; one that is cut short or damaged is an e
 import gzip
 import os
 import zlib
-from typing import Iterator, List, Union
+from typing import Iterable, Iterator, List, Union
 
 UTF8_BOM = b"\xef\xbb\xbf"
 
@@ -29,16 +29,22 @@ def _raw_lines(path: str) -> Iterator[bytes]:
         raise FileNotFoundError(f"{path}: no such file")
     with (gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb")) as handle:
         try:
-            for index, raw in enumerate(handle):  # read as it goes (a corpus is never held whole); splits at \n only
-                if index == 0:  # an editor's marker of the encoding, not text: kept, it joins the first word
-                    raw = raw.removeprefix(UTF8_BOM)
-                    if not raw:  # a file of the marker alone has no line
-                        return
-                raw = raw.removesuffix(b"\n")
-                yield raw.removesuffix(b"\r")
+            yield from line_bytes(handle)
         except (EOFError, gzip.BadGzipFile, zlib.error) as error:  # a gzip file cut short or damaged
             raise TextLineError(f"{path}: not a whole gzip file ({error}); a run killed while writing it leaves it "
                                 "cut short: write it again") from None
+
+
+def line_bytes(stream: Iterable[bytes]) -> Iterator[bytes]:
+    """Each line of a binary stream without its ending, read as it goes (a corpus is never held whole); lines end at
+    ``\\n`` only (or ``\\r\\n``), and a byte order mark at the start is removed."""
+    for index, raw in enumerate(stream):
+        if index == 0:  # an editor's marker of the encoding, not text: kept, it joins the first word
+            raw = raw.removeprefix(UTF8_BOM)
+            if not raw:  # a file of the marker alone has no line
+                return
+        raw = raw.removesuffix(b"\n")
+        yield raw.removesuffix(b"\r")
 
 
 def decode_line(raw: bytes, path: str, number: int) -> str:
@@ -57,7 +63,13 @@ def decode_line(raw: bytes, path: str, number: int) -> str:
 def iter_lines_or_errors(path: str) -> Iterator[str | TextLineError]:
     """:func:`read_lines_or_errors` line by line as the file is read, for a corpus too large to hold (the parsers'
     input); a gzip file cut short raises when the reading gets there."""
-    for number, raw in enumerate(_raw_lines(path), 1):
+    yield from decoded_or_errors(_raw_lines(path), path)
+
+
+def decoded_or_errors(raw_lines: Iterable[bytes], path: str) -> Iterator[str | TextLineError]:
+    """Per line of ``raw_lines`` (:func:`line_bytes`; ``path`` names them in messages): its text, or its
+    :class:`TextLineError`."""
+    for number, raw in enumerate(raw_lines, 1):
         try:
             yield decode_line(raw, path, number)
         except TextLineError as error:

@@ -24,9 +24,15 @@ from fairseq.data import data_utils, indexed_dataset
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
-from fairseq_syntax.core import trees
+from fairseq_syntax.core import interactive_input, trees
 from fairseq_syntax.core.cpu_autocast import CpuAutocastConfig, CpuAutocastMixin
-from fairseq_syntax.core.data_dir import first_data_path, read_meta
+from fairseq_syntax.core.data_dir import (
+    META_FILE,
+    TRANSLATION_TASK,
+    first_data_path,
+    read_meta,
+    require_data_dir_of,
+)
 from fairseq_syntax.core.input_forms import source_form
 from fairseq_syntax.core.pair_dataset import SyntaxLanguagePairDataset
 from fairseq_syntax.core.side_inputs import (
@@ -37,6 +43,9 @@ from fairseq_syntax.core.side_inputs import (
 )
 
 logger = logging.getLogger(__name__)
+
+#: task state (saved in every checkpoint): the input form of the data directory the model was trained on
+TRAINED_FORM = "syntax_source_form"
 
 
 @dataclass
@@ -62,11 +71,35 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
         self._parser = None
         self._interactive_lines = 0  # fairseq-interactive sends lines in chunks; number them across chunks
         self._bad_lines = 0  # interactive lines that could not be converted (reported, given an empty hypothesis)
+        self._model_max_source_positions: int | None = None  # the shortest limit of the models built
+        self.state.merge_state_dict({TRAINED_FORM: source_form_of(self.meta)})
+
+    @classmethod
+    def setup_task(cls, cfg: SyntaxTranslationConfig, **kwargs):
+        require_data_dir_of(TRANSLATION_TASK, first_data_path(cfg.data))
+        interactive_input.use_in_fairseq_interactive()
+        return super().setup_task(cfg, **kwargs)
+
+    def load_state_dict(self, state_dict):
+        """Called with a checkpoint's task state before its model is built (``checkpoint_utils``): stops when the
+        model was trained on another input form than this data directory holds, which would otherwise be a size
+        mismatch of the embeddings or, with equal dictionary sizes, silently wrong translations."""
+        trained, here = state_dict.get(TRAINED_FORM), source_form_of(self.meta)
+        if trained is not None and trained != here:
+            data_path = first_data_path(self.cfg.data)
+            raise SystemExit(
+                f"error: the model was trained on the {_form_words(trained)}, but {data_path} holds the "
+                f"{_form_words(here)} ({os.path.join(data_path, META_FILE)}): give it a data directory made by "
+                f"fairseq-syntax-preprocess {_form_options(trained)} with --srcdict and --tgtdict of the directory "
+                "it was trained on"
+            )
+        super().load_state_dict({key: value for key, value in state_dict.items() if key != TRAINED_FORM})
 
     # ------------------------------------------------------------------ data
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         if self.cfg.num_batch_buckets:
             raise ValueError("syntax_translation does not support --num-batch-buckets")
+        self._require_split(split, epoch)
         super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
         pair = self.datasets[split]
         data_path = first_data_path(self.cfg.data)
@@ -94,6 +127,28 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
             side_data=side_data,
             where=os.path.join(data_path, split),
         )
+        self._require_side_data(self.datasets[split])
+
+    def _require_split(self, split: str, epoch: int) -> None:
+        """Stop with one line naming the directory and the splits it has when fairseq would not find ``split``."""
+        paths = utils.split_paths(self.cfg.data)
+        data_path = paths[(epoch - 1) % len(paths)] if split == self.cfg.train_subset else paths[0]
+        src, tgt = self.cfg.source_lang, self.cfg.target_lang
+        if any(indexed_dataset.dataset_exists(os.path.join(data_path, f"{split}.{pair}.{src}"), self.cfg.dataset_impl)
+               for pair in (f"{src}-{tgt}", f"{tgt}-{src}")):
+            return
+        index = f".{src}-{tgt}.{src}.idx"
+        splits = sorted(name[: -len(index)] for name in os.listdir(data_path) if name.endswith(index))
+        raise SystemExit(f"error: {data_path} has no {split} split ({split}.{src}-{tgt}.{src}.{{bin,idx}}); its "
+                         f"splits: {', '.join(splits) or 'none'}")
+
+    def _require_side_data(self, dataset) -> None:
+        """Stop with one line when the models built so far read a side input the data directory lacks."""
+        if isinstance(dataset, SyntaxLanguagePairDataset) and self.model_side_inputs:
+            try:
+                dataset.batching(self.model_side_inputs)
+            except KeyError as error:
+                raise SystemExit(f"error: {error.args[0]}") from None
 
     def get_batch_iterator(self, dataset, *args, **kwargs):
         if isinstance(dataset, SyntaxLanguagePairDataset):
@@ -119,31 +174,41 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
         self.model_side_inputs = tuple(dict.fromkeys(self.model_side_inputs + read))  # an ensemble reads the union
         targets = tuple(getattr(model.encoder, "supervision_inputs", ()))
         self.model_supervision_inputs = tuple(dict.fromkeys(self.model_supervision_inputs + targets))
+        limits = [limit for limit in (self._model_max_source_positions, model.encoder.max_positions()) if limit]
+        self._model_max_source_positions = min(limits) if limits else None
+        for dataset in self.datasets.values():
+            self._require_side_data(dataset)
         return model
 
     # ----------------------------------------------------------- interactive
     def get_interactive_tokens_and_lengths(self, lines, encode_fn):
         numbers = range(self._interactive_lines + 1, self._interactive_lines + 1 + len(lines))
         self._interactive_lines += len(lines)
-        converter = self._converter()
-        if converter is not None:
-            sources = converter(lines, numbers, encode_fn)
-        else:
-            sources = [self._interactive_tree_source(line, number, encode_fn) for line, number in zip(lines, numbers)]
+        readable = [(line, number) for line, number in zip(lines, numbers)
+                    if not isinstance(line, interactive_input.UnreadableLine)]
+        converted = iter(self._interactive_sources([line for line, _ in readable], [n for _, n in readable],
+                                                   encode_fn))
+        sources = [BadLine(line.message) if isinstance(line, interactive_input.UnreadableLine) else next(converted)
+                   for line in lines]
         # fairseq-interactive translates all batches of a buffer before it reads the next buffer
         self._interactive_side = {}
         tokens = []
+        limit = min(filter(None, (self.cfg.max_source_positions, self._model_max_source_positions)))
         for number, source in zip(numbers, sources):
             if not isinstance(source, BadLine):
                 source_tokens, side = source
                 ids = self.source_dictionary.encode_line(" ".join(source_tokens), add_if_not_exist=False).long()
                 key = tuple(ids.tolist())
-                if key not in self._interactive_side or _same_side(self._interactive_side[key], side):
+                if len(ids) > limit:  # fairseq would stop at it, or with --skip-invalid-size-... drop it unsaid
+                    source = BadLine(f"<input>:{number}: too long: {len(ids)} source tokens with EOS (the "
+                                     f"{self.meta['form']} form of the line); the model takes at most {limit}")
+                elif key not in self._interactive_side or _same_side(self._interactive_side[key], side):
                     self._interactive_side[key] = side
                     tokens.append(ids)
                     continue
-                source = BadLine(f"<input>:{number}: a line of the same buffer has the same source tokens but "
-                                 "other syntax (words outside the dictionary are all <unk>); use --buffer-size 1")
+                else:
+                    source = BadLine(f"<input>:{number}: a line of the same buffer has the same source tokens but "
+                                     "other syntax (words outside the dictionary are all <unk>); use --buffer-size 1")
             self._report_bad_line(source.message)
             tokens.append(torch.LongTensor([self.source_dictionary.eos()]))  # no valid line is this empty source
         return tokens, [t.numel() for t in tokens]
@@ -185,12 +250,24 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
         self._bad_lines += 1
         logger.error(f"{message}; this line gets an empty hypothesis (score -inf)")
 
+    def _interactive_sources(self, lines: list[str], numbers: Sequence[int], encode_fn) -> list:
+        """Per line: (source tokens, side items), or a :class:`BadLine`."""
+        converter = self._converter()
+        if converter is not None:
+            return converter(lines, numbers, encode_fn) if lines else []
+        return [self._interactive_tree_source(line, number, encode_fn) for line, number in zip(lines, numbers)]
+
     def _converter(self):
-        """The line conversion of the side input the models read that does not come with the tree, if any."""
+        """The line conversion of the side input the models read that does not come with the tree, if any; a
+        conversion that cannot be set up (an option missing, syntax.json lacking its settings) stops the run."""
         if self._interactive_converter is None:
             hooks = [SIDE_INPUTS[name] for name in self.model_side_inputs if SIDE_INPUTS[name].interactive]
             if hooks:
-                self._interactive_converter = hooks[0].interactive(self.cfg, self.meta, first_data_path(self.cfg.data))
+                try:
+                    self._interactive_converter = hooks[0].interactive(self.cfg, self.meta,
+                                                                       first_data_path(self.cfg.data))
+                except ValueError as error:
+                    raise SystemExit(f"error: {error}") from None
         return self._interactive_converter
 
     def _interactive_tree_source(
@@ -235,3 +312,18 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
 
 def _same_side(a: Dict[str, torch.Tensor], b: Dict[str, torch.Tensor]) -> bool:
     return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def source_form_of(meta: dict) -> dict:
+    """What of a data directory's syntax.json decides its source tokens: the input form and, for the tree forms,
+    the POS-node convention (the sequence form is the words whatever the convention)."""
+    form = meta["form"]
+    return {"form": form, "preterminals": None if form == "sequence" else meta.get("preterminals")}
+
+
+def _form_options(form: dict) -> str:
+    return f"--form {form['form']}" + (f" --preterminals {form['preterminals']}" if form["preterminals"] else "")
+
+
+def _form_words(form: dict) -> str:
+    return f"{form['form']} form" + (f" (--preterminals {form['preterminals']})" if form["preterminals"] else "")

@@ -8,7 +8,18 @@ import subprocess
 import numpy as np
 import pytest
 import torch
-from conftest import REPO, TINY, run, train
+from conftest import REPO, TINY, run, train, write_sst_data
+from fairseq import checkpoint_utils
+
+from fairseq_syntax.core.checkpoints import cut_short
+from fairseq_syntax.core.classification_task import (
+    TreeClassificationConfig,
+    TreeClassificationTask,
+)
+from fairseq_syntax.core.translation_task import (
+    SyntaxTranslationConfig,
+    SyntaxTranslationTask,
+)
 
 
 def generate(data, checkpoint, *extra):
@@ -59,6 +70,25 @@ def test_resuming_at_an_epoch_boundary_repeats_the_uninterrupted_run_exactly(dat
     resumed = {**update_losses(first), **update_losses(rest)}
     assert len(update_losses(whole)) > 2 * len(update_losses(first)) > 0
     assert resumed == update_losses(whole)
+
+
+def test_resuming_after_a_kill_while_saving_falls_back_to_the_whole_checkpoint(data_dirs, tmp_path):
+    # a kill while fairseq copied update 3's checkpoint onto checkpoint_last.pt left it at 0 bytes (now the copy is
+    # atomic, so this is what older runs or other tools leave); the interval checkpoint written first is whole
+    save = tmp_path / "save"
+    options = ("--save-interval-updates", "1", "--keep-interval-updates", "1", "--disable-validation")
+    train(data_dirs["sequence"], str(save), "transformer_tiny", 10, "--max-update", "3", *options)
+    # 200 pairs in batches of up to 1000 tokens: 2 updates per epoch, so update 3 is the first of epoch 2
+    assert sorted(os.listdir(save)) == ["checkpoint_2_3.pt", "checkpoint_last.pt"]
+    (save / "checkpoint_last.pt").write_bytes(b"")
+    resumed = train(data_dirs["sequence"], str(save), "transformer_tiny", 10, "--max-update", "4", *options)
+    log = resumed.stdout + resumed.stderr
+    assert (f"{save}/checkpoint_last.pt is cut short (0 bytes): a run killed while writing it leaves it so; "
+            f"resuming from {save}/checkpoint_2_3.pt, the newest whole checkpoint beside it") in log
+    assert f"Loaded checkpoint {save}/checkpoint_2_3.pt (epoch 2 @ 3 updates)" in log
+    assert re.search(r"num_updates=4\b", log) and "done training" in log
+    assert cut_short(str(save / "checkpoint_last.pt")) is None
+    assert torch.load(save / "checkpoint_last.pt")["optimizer_history"][-1]["num_updates"] == 4
 
 
 def test_checkpoints_of_training_with_eval_bleu_load_for_generation(data_dirs, tmp_path):
@@ -117,6 +147,89 @@ def test_interactive_reports_bad_lines_and_translates_the_rest(data_dirs, mask_c
     assert "<input>:6: expected a bracketed tree" in result.stderr
     assert "3 bad input lines" in result.stderr
     assert "Please install tensorboardX" not in result.stderr  # a dependency now: fairseq's note is gone
+
+
+@pytest.mark.parametrize("from_file", [False, True], ids=["stdin", "input-file"])
+def test_interactive_reports_unreadable_and_too_long_lines_and_keeps_the_ids(data_dirs, mask_checkpoint, tmp_path,
+                                                                               from_file):
+    # line 2 holds a Latin-1 byte, line 3 a lone carriage return, line 4 is longer than --max-source-positions 20
+    # (the preorder form: S and 12 x (NN, cat), 25 tokens + EOS; GOOD_TREE has 16 + EOS), line 5 ends with \r\n.
+    # fairseq used to die (--input) or translate <unk> (stdin), split line 3 in two, and stop at line 4 or, with
+    # --skip-invalid-size-inputs-valid-test, print no hypothesis for it
+    too_long = "(S " + " ".join(["(NN cat)"] * 12) + ")"
+    raw = (GOOD_TREE.encode() + b"\n(S (NN caf\xe9))\n(S (NN cat)\r (VBZ sees))\n" + too_long.encode() + b"\n"
+           + GOOD_TREE.encode() + b"\r\n")
+    (tmp_path / "input.txt").write_bytes(raw)
+    result = subprocess.run(["fairseq-interactive", data_dirs["preorder"], "--user-dir", "fairseq_syntax", "--task",
+                             "syntax_translation", "--path", mask_checkpoint, "--cpu", "-s", "en", "-t", "de",
+                             "--beam", "2", "--buffer-size", "2", "--max-source-positions", "20",
+                             "--skip-invalid-size-inputs-valid-test",
+                             *(["--input", str(tmp_path / "input.txt")] if from_file else [])],
+                            input=None if from_file else raw, cwd=REPO, capture_output=True, check=False)
+    stdout, stderr = result.stdout.decode(), result.stderr.decode()
+    assert result.returncode == 0, stderr[-3000:]
+    hypotheses = re.findall(r"^H-(\d+)\t(\S+)\t(.*)$", stdout, re.MULTILINE)
+    assert [(int(id_), score == "-inf") for id_, score, _ in hypotheses] == [
+        (0, False), (1, True), (2, True), (3, True), (4, False)]
+    assert hypotheses[4][2] == hypotheses[0][2] != ""
+    assert "<input>:2: not valid UTF-8 (byte 0xe9 at byte 11 of the line)" in stderr
+    assert "<input>:3: a carriage return inside the line (byte 12)" in stderr
+    assert ("<input>:4: too long: 26 source tokens with EOS (the preorder form of the line); the model takes at "
+            "most 20") in stderr
+    assert "3 bad input lines" in stderr and "Traceback" not in stderr
+
+
+def test_a_model_on_a_data_directory_of_another_form_is_one_line_saying_which_to_make(data_dirs, mask_checkpoint):
+    # the two dictionaries of the tiny corpus have the same size, so the weights loaded and fairseq-generate
+    # translated the sequence form with a preorder model; on real data it said "size mismatch for ..."
+    result = subprocess.run(["fairseq-generate", data_dirs["sequence"], "--user-dir", "fairseq_syntax", "--task",
+                             "syntax_translation", "--path", mask_checkpoint, "--cpu", "--gen-subset", "test"],
+                            cwd=REPO, capture_output=True, text=True, check=False)
+    sequence = data_dirs["sequence"]
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.splitlines()[-1] == (
+        f"error: the model was trained on the preorder form (--preterminals auto), but {sequence} holds the sequence "
+        f"form ({sequence}/syntax.json): give it a data directory made by fairseq-syntax-preprocess --form preorder "
+        "--preterminals auto with --srcdict and --tgtdict of the directory it was trained on")
+
+
+def test_a_checkpoint_that_does_not_record_its_form_is_checked_by_its_side_inputs(data_dirs, mask_checkpoint,
+                                                                                 tmp_path):
+    # checkpoints saved before the task recorded its input form: the preorder model reads src_parents
+    state = torch.load(mask_checkpoint)
+    state["task_state"] = {}
+    torch.save(state, tmp_path / "old.pt")
+    _, _, task = checkpoint_utils.load_model_ensemble_and_task([str(tmp_path / "old.pt")],
+                                                               arg_overrides={"data": data_dirs["sequence"]})
+    with pytest.raises(SystemExit, match=r"^error: .*/test: the model reads side inputs \['src_parents'\], which "
+                                         r"this data directory lacks \(made by src_parents: fairseq-syntax-preprocess "
+                                         r"--form preorder\)$"):
+        task.load_dataset("test")
+
+
+def test_a_missing_gen_subset_names_the_splits_there_are(data_dirs, mask_checkpoint):
+    _, _, task = checkpoint_utils.load_model_ensemble_and_task([mask_checkpoint],
+                                                               arg_overrides={"data": data_dirs["preorder"]})
+    with pytest.raises(SystemExit, match=rf"^error: {data_dirs['preorder']} has no test2 split "
+                                         r"\(test2.en-de.en.\{bin,idx\}\); its splits: test, train, valid$"):
+        task.load_dataset("test2")
+
+
+def test_a_data_directory_of_the_other_task_is_one_line(tmp_path):
+    sst = write_sst_data(tmp_path)
+    translation = tmp_path / "translation"
+    translation.mkdir()
+    for name in ("dict.en.txt", "dict.de.txt"):  # what fairseq-preprocess writes first
+        (translation / name).write_text("the 1\n")
+    with pytest.raises(SystemExit, match=rf"^error: {sst} is a tree_classification data directory \(labels.txt, "
+                                         r"dict.txt and \{split\}.tree\), not one for --task syntax_translation "
+                                         r"\(made by fairseq-syntax-preprocess\): give --task tree_classification"):
+        SyntaxTranslationTask.setup_task(SyntaxTranslationConfig(data=sst))
+    with pytest.raises(SystemExit, match=r"is a syntax_translation data directory \(made by fairseq-syntax-preprocess"
+                                         r"\), not one for --task tree_classification"):
+        TreeClassificationTask.setup_task(TreeClassificationConfig(data=str(translation)))
+    with pytest.raises(SystemExit, match=rf"^error: {tmp_path}/missing: no such data directory$"):
+        SyntaxTranslationTask.setup_task(SyntaxTranslationConfig(data=str(tmp_path / "missing")))
 
 
 def free_port():

@@ -152,7 +152,9 @@ def test_interactive_errors_say_what_to_pass_and_name_the_line(offline, checkpoi
         ["fairseq-interactive", dest, "--user-dir", "fairseq_syntax", "--task", "syntax_translation", "--path",
          checkpoint, "-s", "en", "-t", "de", "--cpu"],
         input="the cat sees the dog .\n", cwd=REPO, capture_output=True, text=True, env=ONE_THREAD)
-    assert without_parser.returncode != 0 and "give --source-dependency-parser" in without_parser.stderr
+    assert without_parser.returncode == 1 and "Traceback" not in without_parser.stderr
+    assert without_parser.stderr.splitlines()[-1].startswith(
+        "error: the model reads labeled dependency distributions (src_ldd): give --source-dependency-parser")
 
     _, task = load(checkpoint, dest, source_dependency_parser=dependency_model)
     eos = task.source_dictionary.eos()
@@ -172,6 +174,24 @@ def test_interactive_errors_say_what_to_pass_and_name_the_line(offline, checkpoi
         tokens, _ = task.get_interactive_tokens_and_lengths(["the dog sees the man ."], str)  # numbers count on
     assert tokens[0].tolist() == [eos]
     assert re.search(r"<input>:4: .*'the dog sees the man \.': parser error: RuntimeError", caplog.text)
+
+
+def test_a_data_directory_without_the_ldd_side_data_is_one_line_naming_the_command(offline, checkpoint, tmp_path):
+    # the sequence form of the same corpus, without what fairseq-syntax-preprocess-dependencies adds
+    dest, _ = offline
+    plain = tmp_path / "sequence"
+    shutil.copytree(dest, plain, ignore=shutil.ignore_patterns("*.ldd.bin", "*.ldd.idx"))
+    meta = json.loads((plain / "syntax.json").read_text())
+    (plain / "syntax.json").write_text(json.dumps({key: meta[key] for key in ("form", "preterminals")}))
+    _, task = load(checkpoint, str(plain))
+    with pytest.raises(SystemExit, match=rf"^error: {plain}/test: the model reads side inputs \['src_ldd'\], which this "
+                                         r"data directory lacks \(made by src_ldd: "
+                                         r"fairseq-syntax-preprocess-dependencies\)$"):
+        task.load_dataset("test")  # fairseq-generate: stopped before any batch, not a KeyError under a traceback
+    _, task = load(checkpoint, str(plain), source_dependency_parser="unused: stopped before it is loaded")
+    with pytest.raises(SystemExit, match=rf"^error: {plain}/syntax.json does not record how the src_ldd side data "
+                                         r"was made: pass --source-dependency-labels"):
+        task.get_interactive_tokens_and_lengths(["the cat sees the dog ."], str)  # fairseq-interactive
 
 
 def test_settings_come_from_syntax_json_or_options_for_older_directories(tmp_path):

@@ -1,0 +1,182 @@
+"""``python3 bench/profile_step.py --out DIR [--device cuda] [--words 64]``: ``torch.profiler`` over one training step
+of every benchmarked architecture (``bench/run.py --list``, its variants too) and of fairseq's transformer on each
+input form they read, on the benchmark's synthetic data and batches, after the benchmark's warm-up steps.
+
+The files are written again after each system, so a run stopped by a time limit leaves the systems done so far.
+Each system runs in a fresh (forked) process, as in ``bench/measure.py``: fairseq's ``Trainer.train_step`` on the
+warm-up batches, then one step timed without the profiler (synchronized on a GPU; CPU time of the process on a CPU,
+one torch thread), then one step (collating its batch included) under the profiler. Writes
+
+* ``DIR/profile.txt``: a summary (each system's unprofiled step time, the kernels it launched on the GPU or the
+  ``aten::`` operator calls on a CPU, both as ratios to fairseq's transformer on the same input form), then per
+  system the profiler's table of the operators that took the most self time;
+* ``DIR/profile.json``: the same numbers, one record per system (``top``: the operators of the table).
+
+``--tiny`` profiles the ``*_tiny`` archs (a dry run of the GPU window's plan on a CPU); ``--time-budget`` and
+``--deadline`` skip the systems that would end after them.
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import measure
+import report
+import run
+
+ROW_LIMIT = 15  # operators per system in the tables and in "top"
+
+
+def self_time_us(average, cuda: bool) -> float:
+    """An operator's self time (microseconds) on the device that matters: the GPU's, or the CPU's."""
+    if not cuda:
+        return average.self_cpu_time_total
+    return getattr(average, "self_device_time_total", None) or getattr(average, "self_cuda_time_total", 0.0)
+
+
+def profile_step(spec: dict) -> dict:
+    """In a forked child: the warm-up steps, one timed step, one profiled step (see the module's docstring)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    cuda = spec["device"] == "cuda"
+    torch.set_num_threads(1)
+    task, trainer = measure.build_trainer(spec["data"], spec["train_args"], "fp32")
+    meter = measure.CudaMeter() if cuda else measure.HostMeter()
+    collate = measure.batch_maker(task)
+    batches, warmup = spec["batches"], spec["warmup"]
+    for ids in batches[:warmup]:
+        trainer.train_step([collate(ids)])
+    meter.synchronize()
+    start = measure.clock(spec["device"])
+    trainer.train_step([collate(batches[warmup])])
+    meter.synchronize()
+    step_ms = 1000 * (measure.clock(spec["device"]) - start)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with profile(activities=activities) as profiler:
+        trainer.train_step([collate(batches[warmup + 1])])
+        meter.synchronize()
+    averages = profiler.key_averages()
+    ranked = sorted(averages, key=lambda a: self_time_us(a, cuda), reverse=True)
+    kernels = sum(1 for event in profiler.events() if event.device_type == torch.autograd.DeviceType.CUDA)
+    return {
+        "device": torch.cuda.get_device_name() if cuda else "cpu",
+        "step_ms": round(step_ms, 3),
+        "profiled_self_ms": round(sum(self_time_us(a, cuda) for a in averages) / 1000, 3),
+        "kernels": kernels if cuda else None,
+        "aten_calls": sum(a.count for a in averages if a.key.startswith("aten::")),
+        "top": [{"name": a.key, "calls": a.count, "self_ms": round(self_time_us(a, cuda) / 1000, 3)}
+                for a in ranked[:ROW_LIMIT]],
+        "table": averages.table(sort_by="self_device_time_total" if cuda else "self_cpu_time_total",
+                                row_limit=ROW_LIMIT, max_name_column_width=70),
+    }
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True, help="where profile.txt and profile.json go")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--words", type=int, default=64, help="source length of the synthetic sentences")
+    parser.add_argument("--archs", help="comma-separated benchmarked architectures (bench/run.py --list); "
+                        "default: all")
+    parser.add_argument("--model-size", choices=sorted(run.recipe.MODEL_SIZES), default="recipe")
+    parser.add_argument("--tiny", action="store_true", help="the *_tiny archs, 1024-token batches (a dry run)")
+    parser.add_argument("--work", help="keep the synthetic data here (default: a temporary folder)")
+    parser.add_argument("--time-budget", type=float, metavar="MINUTES",
+                        help="profile no system that would end after MINUTES from the start")
+    parser.add_argument("--deadline", type=float, metavar="UNIX_SECONDS",
+                        help="nor one that would end after this time, as `date +%%s` gives it")
+    return parser.parse_args(argv)
+
+
+def summary_rows(records: list[dict]) -> list[dict]:
+    """Each system's step time and launches against fairseq's transformer on the same input form."""
+    baselines = {r["form"]: r for r in records if r["baseline"]}
+    rows = []
+    for record in records:
+        row = {key: record[key] for key in ("system", "step_ms", "kernels", "aten_calls")}
+        baseline = baselines.get(record["form"])
+        if baseline is not None and record is not baseline:
+            row["step_time_ratio"] = round(record["step_ms"] / baseline["step_ms"], 2)
+            count = "kernels" if record["kernels"] is not None else "aten_calls"
+            row[f"{count}_ratio"] = round(record[count] / max(baseline[count], 1), 2)
+        rows.append(row)
+    return rows
+
+
+def write_profile(out: str, records: list[dict], skipped: list[str], settings: run.Settings, words: int) -> None:
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "profile.json"), "w") as f:
+        json.dump([{k: v for k, v in r.items() if k != "table"} for r in records], f, indent=1)
+    cuda = settings.device == "cuda"
+    clock = "synchronized wall clock" if cuda else "CPU time, one thread"
+    counted = "kernels: CUDA kernels the profiled step launched" if cuda else "aten_calls: aten:: operator calls"
+    devices = ", ".join(sorted({r["device"] for r in records})) or settings.device
+    lines = ["# One training step under torch.profiler (generated by `python3 bench/profile_step.py`)", "",
+             (f"Device: {devices}. Model: {settings.model}; {words}-word synthetic sentences, --max-tokens "
+              f"{settings.max_tokens} batches over the preorder form, {settings.warmup} warm-up steps; step_ms: one "
+              f"step without the profiler ({clock}); {counted}; ratios to fairseq's transformer on the same input "
+              "form."), ""]
+    columns = ["system", "step_ms", "step_time_ratio", "kernels" if cuda else "aten_calls",
+               "kernels_ratio" if cuda else "aten_calls_ratio"]
+    lines += report.markdown_table(summary_rows(records), columns)
+    if skipped:
+        lines += ["", f"Not profiled (time budget, or not registered): {', '.join(skipped)}."]
+    for record in records:
+        lines += ["", f"## {record['system']}", "", record["table"]]
+    with open(os.path.join(out, "profile.txt"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
+def main(argv: Sequence[str] | None = None) -> list[dict]:
+    args = parse_args(argv)
+    started = time.time()
+    lengths = (args.words,)
+    settings = run.Settings(lengths=lengths, repeats=1, warmup=1 if args.tiny else 3, updates=2, max_tokens=1024
+                            if args.tiny else 4096, speed_length=None, preprocess_sentences=0, tiny=args.tiny,
+                            device=args.device, model_size=args.model_size, generate_batches=0)
+    measure.import_models()  # before the forks; no CUDA in this process
+    from fairseq.models import ARCH_MODEL_REGISTRY
+
+    archs, skipped = run.choose_archs(argparse.Namespace(archs=args.archs, quick=False), set(ARCH_MODEL_REGISTRY),
+                                      settings)
+    forms = run.data_forms(archs)
+    systems = [run.System(run.BASELINE, form) for form in forms] + [run.System.of(a) for a in archs]
+    limits = ([started + 60 * args.time_budget] if args.time_budget is not None else []) + (
+        [args.deadline] if args.deadline is not None else [])
+    records, longest = [], 0.0
+    with tempfile.TemporaryDirectory(prefix="profile-") as scratch:
+        work = args.work or scratch
+        os.makedirs(work, exist_ok=True)
+        dirs = run.prepare_data(work, archs, forms, settings)[args.words]
+        batches = run.make_batches(run.token_sizes(dirs[run.REFERENCE_FORM.name]), settings.max_tokens,
+                                   settings.warmup + 2)
+        for system in systems:
+            if limits and time.time() + longest > min(limits):
+                skipped.append(system.label)
+                continue
+            begun = time.time()
+            spec = {"data": dirs[system.form.name], "train_args": run.model_args(system, settings),
+                    "batches": batches, "warmup": settings.warmup, "device": args.device}
+            answer = measure.measure_in_child(spec, profile_step)
+            if "error" in answer:
+                raise SystemExit(f"error: profiling {system.label} failed:\n{answer['error']}")
+            record = {"system": system.label, "arch": system.row_name(settings), "form": system.form.name,
+                      "baseline": system.arch == run.BASELINE, "src_words": args.words, "model": settings.model,
+                      **answer["result"]}
+            records.append(record)
+            longest = max(longest, time.time() - begun)
+            run.log(f"profiled {system.label}: {record['step_ms']:.1f} ms a step")
+            write_profile(args.out, records, skipped, settings, args.words)  # what a time limit would leave
+    write_profile(args.out, records, skipped, settings, args.words)
+    run.log(f"wrote {args.out}/profile.txt, profile.json in {(time.time() - started) / 60:.1f} min")
+    return records
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
