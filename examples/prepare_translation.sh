@@ -17,6 +17,7 @@
 #
 # OUT_DIR gets tok/ (tokens, trees, arcs), bpe/ and data-bin/{sequence,linearized,preorder,preorder-split};
 # data-bin/sequence also gets the LDD side data, and each form a parsers.json naming the parsers of its syntax.
+# With CONTROLS, also data-bin/FORM.CONTROL for every form and control (e.g. preorder.random, sequence.random).
 # Settings from the environment (the dataset scripts set their own defaults for BPE_SIZE and MAX_TRAIN_WORDS):
 #   BPE_SIZE         joint BPE merges (default 10000)
 #   MAX_TRAIN_WORDS  0 (default): keep every training pair. N > 0: leave out the training pairs with more than N
@@ -40,6 +41,12 @@
 #                    again, and a run record goes to preprocess/runs/)
 #   CON_MODEL, DEP_MODEL  explicit model paths or names (e.g. benepar_en3 where the network allows)
 #   THREADS          torch threads per parser (default 1)
+#   CONTROLS         control structures to make data directories of too (issue 33; fairseq_syntax.core.controls):
+#                    "random" (random binary bracketings over each tree's POS nodes, random projective dependency
+#                    trees with the parser's labels), "left", "right" (branching trees, dependency chains), several
+#                    separated by spaces; default none. Each gives data-bin/FORM.CONTROL for every form, with the
+#                    parses' words, BPE and dictionary, the control recorded in its syntax.json and parsers.json
+#   CONTROL_SEED     the random control's seed (default 1; each line draws from the seed and its line number)
 #   TREEBANKS        the treebanks for parser training (default ../shared/data beside the repository)
 # Parses in OUT_DIR/tok that are newer than their tokens and models are kept (delete them to re-parse).
 set -euo pipefail
@@ -59,6 +66,7 @@ CON_BACKEND="${CON_BACKEND:-crf-con}"
 PRETERMINALS="${PRETERMINALS:-auto}"
 MODELS="$(realpath -m "${MODELS:-$OUT/models}")"  # absolute: the steps below run from the repository root
 THREADS="${THREADS:-1}"
+CONTROLS="${CONTROLS:-}" CONTROL_SEED="${CONTROL_SEED:-1}"
 TREEBANKS="$(realpath -m "${TREEBANKS:-$REPO/../shared/data}")"
 case "$CON_BACKEND" in
   benepar) CON_MODEL="${CON_MODEL:-$MODELS/benepar-ptb-sample.pt}" TAGGER="${TAGGER:-none}" ;;
@@ -94,6 +102,10 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 mkdir -p "$OUT/tok" "$OUT/bpe" "$OUT/data-bin" "$MODELS"
 cd "$REPO"
+for control in $CONTROLS; do  # a misspelt control stops the run now, not after the parsing
+  python3 -c 'import sys; from fairseq_syntax.core.controls import CONTROLS as known
+sys.exit(None if sys.argv[1] in known else f"CONTROLS: {sys.argv[1]!r} is not one of {known}")' "$control"
+done
 
 # 1. Normalize each split's pair of files into tok/SPLIT.{SRC,TGT}: one sentence per line, tokens separated by
 #    one space. The two sides must have the same number of lines; an empty line is an error outside a filtered
@@ -229,11 +241,13 @@ done
 
 # 5. One fairseq data directory per input form, and hierarchical accumulation's convention (Nguyen et al.):
 #    preterminals only above the pieces of a BPE-split word.
-preprocess_form() {  # preprocess_form FORM PRETERMINALS DESTDIR (fairseq-preprocess never overwrites a dictionary)
+# preprocess_form FORM PRETERMINALS DESTDIR [MORE fairseq-syntax-preprocess ARGS]; fairseq-preprocess never
+# overwrites a dictionary, so DESTDIR is made afresh
+preprocess_form() {
   rm -rf "$3"
   fairseq-syntax-preprocess --source-lang "$SRC" --target-lang "$TGT" "${split_args[@]}" \
     --trees-suffix tree --form "$1" --preterminals "$2" --max-source-positions "$MAX_POSITIONS" \
-    --destdir "$3" --joined-dictionary
+    --destdir "$3" --joined-dictionary "${@:4}"
 }
 for form in sequence linearized preorder; do
   preprocess_form "$form" "$PRETERMINALS" "$OUT/data-bin/$form"
@@ -250,4 +264,38 @@ for form in linearized preorder preorder-split; do
   python3 -m fairseq_syntax.parsing.provenance "$OUT/data-bin/$form/parsers.json" "${con_models[@]}"
 done
 python3 -m fairseq_syntax.parsing.provenance "$OUT/data-bin/sequence/parsers.json" "dependency=$DEP_MODEL"
+# 8. Control structures (CONTROLS, fairseq_syntax.core.controls): each parse's structure replaced, line by line
+#    under CONTROL_SEED, in bpe/CONTROL/ beside links to the BPE'd text; data-bin/FORM.CONTROL made from them as
+#    data-bin/FORM from the parses, with the real FORM's dictionary (sequence: the same token data; a tree form's
+#    dictionary also holds "(X", the control's inner-node label, in place of a padding filler, so every other
+#    token keeps its index), its parsers.json, and the control recorded in syntax.json and parsers.json.
+for control in $CONTROLS; do
+  mkdir -p "$OUT/bpe/$control"
+  control_args=()
+  for pair in "${SPLITS[@]}"; do
+    split="${pair##*:}"
+    fairseq-syntax-control make --control "$control" --seed "$CONTROL_SEED" "$OUT/tok/$split" \
+      "$OUT/bpe/$control/$split"
+    for lang in "$SRC" "$TGT"; do ln -sfn "../$split.$lang" "$OUT/bpe/$control/$split.$lang"; done
+    control_args+=("--${split}pref" "$OUT/bpe/$control/$split")
+  done
+  for form in sequence linearized preorder preorder-split; do
+    dict="$OUT/data-bin/$form/dict.$SRC.txt"
+    if [ "$form" != sequence ]; then
+      fairseq-syntax-control dictionary "$dict" "$OUT/bpe/$control/dict.$form.txt"
+      dict="$OUT/bpe/$control/dict.$form.txt"
+    fi
+    preterminals=$PRETERMINALS
+    [ "$form" = preorder-split ] && preterminals=split
+    # the control's prefixes come last, and the last --trainpref (--validpref, --testpref) is the one read
+    preprocess_form "${form%-split}" "$preterminals" "$OUT/data-bin/$form.$control" "${control_args[@]}" \
+      --srcdict "$dict"
+    cp "$OUT/data-bin/$form/parsers.json" "$OUT/data-bin/$form.$control/parsers.json"
+  done
+  fairseq-syntax-preprocess-dependencies --source-lang "$SRC" --target-lang "$TGT" "${control_args[@]}" \
+    --arcs-suffix arcs.jsonl.gz --labels universal --destdir "$OUT/data-bin/sequence.$control"
+  fairseq-syntax-control record --control "$control" --seed "$CONTROL_SEED" \
+    "$OUT"/data-bin/{sequence,linearized,preorder,preorder-split}."$control"
+  echo "control $control (seed $CONTROL_SEED): $OUT/data-bin/{sequence,linearized,preorder,preorder-split}.$control"
+done
 echo "done: $OUT/data-bin/{sequence,linearized,preorder,preorder-split}"
