@@ -6,10 +6,17 @@ Loads what ``fairseq-syntax-preprocess`` wrote: the token stream of the chosen i
 ``net_input`` is decided by the model (``model.encoder.side_inputs``, recorded when the task builds it), so the
 baselines (fairseq's ``transformer``) run on the same data directories.
 
+A checkpoint is checked against the data directory before its weights are loaded: the task state saved with it
+records the input form it was trained on (``syntax.json``'s form and POS-node convention), so a model given another
+form, a directory without a side input the model reads, a missing split or the other task's directory stops with
+one line saying what to make, not with fairseq's size mismatch, wrong translations or a traceback.
+
 ``fairseq-interactive`` takes one bracketed tree per line (or raw tokenized text with ``--source-parser``); BPE
 (``--bpe subword_nmt --bpe-codes ...``) is applied to the leaves and the tree is turned into the input form the
 data directory was made with (``syntax.json``). A side input that does not come with the tree (e.g. ``src_ldd``)
 brings its own conversion of the lines (``SideInput.interactive``) and its options, which are options of this task.
+The lines are read as preprocessing reads files (:mod:`fairseq_syntax.core.interactive_input`); one that cannot be
+read or converted, or is longer than the model takes, is reported and gets an empty hypothesis.
 """
 import atexit
 import logging
