@@ -51,6 +51,14 @@ def run(cmd, **kwargs):
     return result
 
 
+def run_preprocess(raw, dest, form, *extra, splits=("train", "valid")):
+    """fairseq-syntax-preprocess in this process (no interpreter start, for tests that run it many times)."""
+    from fairseq_syntax.cli import preprocess as command
+
+    command.main(["-s", "en", "-t", "de", *(f"--{split}pref={raw}/{split}" for split in splits), "--form", form,
+                  "--destdir", str(dest), "--joined-dictionary", "--workers", "1", *extra])
+
+
 def preprocess(raw_dir: str, dest: str, form: str, *extra: str):
     return run([sys.executable, "-m", "fairseq_syntax.cli.preprocess", "-s", "en", "-t", "de",
                 "--trainpref", f"{raw_dir}/train", "--validpref", f"{raw_dir}/valid", "--testpref", f"{raw_dir}/test",

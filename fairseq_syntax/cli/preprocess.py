@@ -4,16 +4,24 @@ Inputs per split prefix ``P``: ``P.SRC`` and ``P.TGT`` (tokenized, BPE applied: 
 ``P.TREES_SUFFIX`` (one bracketed constituency tree per line over the *words* of ``P.SRC``). The BPE segmentation
 of each source line is carried onto its tree's leaves, so tree and tokens always agree. Output: what
 ``fairseq-preprocess`` writes for the chosen input form (``sequence``, ``linearized``, ``preorder``), the side data
-``{split}.SRC-TGT.SRC.parents.{bin,idx}`` for ``preorder``, and ``syntax.json`` recording the form.
+``{split}.SRC-TGT.SRC.parents.{bin,idx}`` for ``preorder``, and ``syntax.json`` recording the form (and the
+fingerprint of the tokens the side data was made for, :mod:`fairseq_syntax.core.data_dir`).
 
 Every problem stops with ``FILE:LINE: problem`` (malformed tree, tree leaves that differ from the source words,
 line-count mismatch, over-long sentence), unless ``--skip-invalid`` is given: then the pair is left out of both
-sides and each skipped line is counted, by reason, and listed.
+sides and each skipped line is counted, by reason, and listed (``{split}.skipped.tsv``). A split without pairs
+(an empty file, or every pair skipped) stops too: fairseq cannot train or validate on it.
+
+``--destdir`` must not hold a data directory already (files of :data:`~fairseq_syntax.core.data_dir.
+DATA_FILE_PATTERNS`: dictionaries, binarized splits and side data of any form, syntax.json, listings, what a
+stopped run left): the command refuses, naming the files, rather than mixing an earlier run's side data with new
+tokens. ``--overwrite`` removes exactly those files (other files, e.g. ``parsers.json``, stay) once every split has
+been converted, so bad input stops the run before anything is removed. Nothing is written there before that point.
 """
 import argparse
-import json
 import logging
 import os
+import shutil
 import sys
 import tempfile
 from collections import Counter
@@ -25,7 +33,17 @@ from tqdm import tqdm
 
 from fairseq_syntax.core import trees
 from fairseq_syntax.core.bpe import group_bpe_words, merge_pieces
-from fairseq_syntax.core.data_dir import META_FILE
+from fairseq_syntax.core.data_dir import (
+    META_FILE,
+    SIDE_DATA_KEY,
+    SKIPPED_SUFFIX,
+    data_files,
+    skipped_listing,
+    source_prefix,
+    token_fingerprint,
+    with_side_data,
+    write_meta,
+)
 from fairseq_syntax.core.input_forms import FORMS, PRETERMINALS, source_form
 from fairseq_syntax.core.text_lines import TextLineError, read_lines_or_errors
 from fairseq_syntax.parsing.text import ptb_escape_token
@@ -54,6 +72,9 @@ def get_parser() -> argparse.ArgumentParser:
                         help="longest source allowed, in tokens of the chosen form, fairseq's EOS included")
     parser.add_argument("--skip-invalid", action="store_true",
                         help="leave out (and count) invalid pairs instead of stopping at the first")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="--destdir holds an earlier data directory: remove its files (dictionaries, binarized "
+                        "splits, side data, syntax.json, listings; no other file) once every split is converted")
     return parser
 
 
@@ -96,8 +117,9 @@ def convert_line(
 
 
 def convert_split(prefix: str, args, out_prefix: str) -> Tuple[List[np.ndarray], Counter, Counter]:
-    """Writes ``out_prefix.{src,tgt}`` in the chosen form; returns parent arrays, skip counts by reason and the
-    number of trees under each preterminal mode."""
+    """Writes ``out_prefix.{src,tgt}`` in the chosen form (and ``out_prefix.skipped.tsv``, the lines skipped);
+    returns parent arrays, skip counts by reason and the number of trees under each preterminal mode. A split left
+    without pairs stops the run."""
     src_file, tgt_file = f"{prefix}.{args.source_lang}", f"{prefix}.{args.target_lang}"
     tree_file = f"{prefix}.{args.trees_suffix}"
     src, tgt, tree_lines = (read_lines_or_errors(path) for path in (src_file, tgt_file, tree_file))
@@ -137,11 +159,20 @@ def convert_split(prefix: str, args, out_prefix: str) -> Tuple[List[np.ndarray],
             out_tgt.write(t.strip() + "\n")
             if parent_array is not None:
                 parents.append(parent_array)
+    split = os.path.basename(out_prefix)
+    if not src:
+        raise SystemExit(f"error: {src_file}: the {split} split is empty; fairseq cannot train or validate on a split "
+                         "without pairs: give it pairs, or leave the split out")
+    if len(skipped_lines) == len(src):
+        first = skipped_lines[0].split("\t", 2)[2]
+        raise SystemExit(f"error: {prefix}: --skip-invalid left out all {len(src)} pairs of the {split} split "
+                         f"{dict(skipped)}, the first: {first}; fairseq cannot train or validate on a split without "
+                         "pairs")
     if skipped_lines:
-        listing = f"{args.destdir}/{os.path.basename(out_prefix)}.skipped.tsv"
-        with open(listing, "w", encoding="utf-8") as f:
+        with open(out_prefix + SKIPPED_SUFFIX, "w", encoding="utf-8") as f:  # moved to --destdir with the data
             f.write("\n".join(skipped_lines) + "\n")
-        logger.warning(f"{prefix}: skipped {sum(skipped.values())} of {len(src)} pairs {dict(skipped)}; see {listing}")
+        logger.warning(f"{prefix}: skipped {sum(skipped.values())} of {len(src)} pairs {dict(skipped)}; see "
+                       f"{skipped_listing(args.destdir, split)}")
     if args.form != "sequence" and args.preterminals == "auto":
         logger.info(f"{prefix}: --preterminals auto: {modes['keep']} trees with POS tags keep their POS nodes, "
                     f"{modes['split']} without (placeholder tags {sorted(trees.PLACEHOLDER_TAGS)}) keep a POS node "
@@ -170,7 +201,15 @@ def check_alignment(dest_prefix_tokens: str, dest_prefix_parents: str) -> None:
 def main(argv: Optional[List[str]] = None) -> None:
     logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO)
     args, fairseq_extra = get_parser().parse_known_args(argv)
+    if os.path.exists(args.destdir) and not os.path.isdir(args.destdir):
+        raise SystemExit(f"error: --destdir {args.destdir} is a file, not a directory")
     os.makedirs(args.destdir, exist_ok=True)
+    earlier = data_files(args.destdir)
+    if earlier and not args.overwrite:
+        stopped = "" if META_FILE in earlier else ", without syntax.json: a run that was stopped"
+        raise SystemExit(f"error: {args.destdir} already holds a data directory ({len(earlier)} files: "
+                         f"{', '.join(earlier[:4])}{', ...' if len(earlier) > 4 else ''}{stopped}): remove it, "
+                         "or pass --overwrite to replace those files")
     splits = []
     if args.trainpref:
         splits.append(("train", args.trainpref))
@@ -189,6 +228,10 @@ def main(argv: Optional[List[str]] = None) -> None:
             except (FileNotFoundError, TextLineError) as error:  # a missing or cut-short file: nothing to skip
                 raise SystemExit(f"error: {error}") from None
             summary[split] = {"skipped": dict(skipped), "preterminal_modes": dict(modes)}
+        if earlier:  # every split converted: only now is the earlier data directory given up
+            for name in data_files(args.destdir):
+                os.remove(os.path.join(args.destdir, name))
+            logger.info(f"--overwrite: removed the {len(earlier)} files of the data directory in {args.destdir}")
 
         from fairseq import options
         from fairseq_cli import preprocess as fairseq_preprocess
@@ -200,15 +243,19 @@ def main(argv: Optional[List[str]] = None) -> None:
             if names:
                 fairseq_argv += [f"--{kind}pref", ",".join(os.path.join(tmp, s) for s in names)]
         fairseq_preprocess.main(options.get_preprocessing_parser().parse_args(fairseq_argv))
+        for split, _ in splits:
+            if os.path.exists(os.path.join(tmp, split + SKIPPED_SUFFIX)):
+                shutil.move(os.path.join(tmp, split + SKIPPED_SUFFIX), skipped_listing(args.destdir, split))
 
-    lang_pair = f"{args.source_lang}-{args.target_lang}"
+    # an empty side_data entry still says that this directory records its side data: any other is left over
+    meta = {"form": args.form, "preterminals": args.preterminals, "splits": summary, SIDE_DATA_KEY: {}}
     for split, _ in splits:
-        tokens_prefix = os.path.join(args.destdir, f"{split}.{lang_pair}.{args.source_lang}")
+        tokens_prefix = source_prefix(args.destdir, split, args.source_lang, args.target_lang)
         if args.form == "preorder":
             write_parents(parents[split], f"{tokens_prefix}.parents")
             check_alignment(tokens_prefix, f"{tokens_prefix}.parents")
-    with open(os.path.join(args.destdir, META_FILE), "w") as f:
-        json.dump({"form": args.form, "preterminals": args.preterminals, "splits": summary}, f, indent=1)
+            meta = with_side_data(meta, "parents", split, token_fingerprint(tokens_prefix))
+    write_meta(args.destdir, meta)
     total_skipped = sum(sum(v["skipped"].values()) for v in summary.values())
     logger.info(f"wrote {args.destdir} ({args.form}); skipped pairs: {total_skipped} {summary}")
 

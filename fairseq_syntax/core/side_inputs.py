@@ -21,6 +21,8 @@ one item per source sentence (O(n) per sentence on disk), and a :class:`SideInpu
 Methods register their side inputs when they are imported; :mod:`fairseq_syntax` imports the methods before the
 tasks, whose configuration collects the ``options`` (:func:`task_options`).
 """
+import logging
+import os
 from dataclasses import dataclass
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
@@ -28,7 +30,15 @@ import numpy as np
 import torch
 
 from fairseq_syntax.core import structure
+from fairseq_syntax.core.data_dir import (
+    META_FILE,
+    SIDE_DATA_KEY,
+    source_prefix,
+    token_fingerprint,
+)
 from fairseq_syntax.core.input_forms import SourceForm
+
+logger = logging.getLogger(__name__)
 
 # (items of the batch in batch order, left_pad, T) -> batch tensor, or a tuple of them
 Collate = Callable[[List[torch.Tensor], bool, int], Union[torch.Tensor, Tuple[torch.Tensor, ...]]]
@@ -77,6 +87,37 @@ def task_options() -> Tuple[type, ...]:
     global _OPTIONS_READ
     _OPTIONS_READ = True
     return tuple(side.options for side in SIDE_INPUTS.values() if side.options is not None)
+
+
+def load_side_data(data_path: str, split: str, src: str, tgt: str, meta: dict) -> dict[str, object]:
+    """``{name: dataset}`` of every side input found beside ``split``'s source tokens in ``data_path``, each checked
+    against the fingerprint of the tokens it was made for that ``syntax.json`` (``meta``) records
+    (:mod:`fairseq_syntax.core.data_dir`). Side data made for other tokens, or that syntax.json does not record
+    (left from an earlier run, or from a run that was stopped), stops with one line naming it and the command that
+    makes it; a directory made before fingerprints were recorded is loaded unchecked, with a warning."""
+    from fairseq.data import data_utils, indexed_dataset
+
+    tokens = source_prefix(data_path, split, src, tgt)
+    recorded, fingerprint, found = meta.get(SIDE_DATA_KEY), None, {}
+    for name, side in SIDE_INPUTS.items():
+        prefix = f"{tokens}.{side.suffix}"
+        if not indexed_dataset.dataset_exists(prefix, impl="mmap"):
+            continue
+        where, remake = f"{prefix}.{{bin,idx}} (side input {name})", f"remove it, or make it again with {side.made_by}"
+        if recorded is None:
+            logger.warning(f"{where}: {os.path.join(data_path, META_FILE)} records no fingerprint of the tokens it "
+                           f"was made for (a directory made before they were recorded), so it is not checked; "
+                           f"{side.made_by} records one")
+        elif split not in recorded.get(side.suffix, {}):
+            raise SystemExit(f"error: {where} is not recorded in {os.path.join(data_path, META_FILE)}: it is left "
+                             f"from an earlier preprocessing run, or from a run that was stopped; {remake}")
+        else:
+            fingerprint = fingerprint or token_fingerprint(tokens)
+            if recorded[side.suffix][split] != fingerprint:
+                raise SystemExit(f"error: {where} was made for other tokens than {tokens}.{{bin,idx}} holds (the "
+                                 f"fingerprints in {META_FILE} differ): {remake}")
+        found[name] = data_utils.load_indexed_dataset(prefix, None, "mmap")
+    return found
 
 
 def collate_side_inputs(names: Sequence[str], items: List[Dict[str, torch.Tensor]], left_pad: bool, length: int,

@@ -27,7 +27,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 from fairseq import utils
-from fairseq.data import data_utils, indexed_dataset
+from fairseq.data import indexed_dataset
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
@@ -46,6 +46,7 @@ from fairseq_syntax.core.side_inputs import (
     SIDE_INPUTS,
     BadLine,
     collate_side_inputs,
+    load_side_data,
     task_options,
 )
 
@@ -111,11 +112,7 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
         pair = self.datasets[split]
         data_path = first_data_path(self.cfg.data)
         src, tgt = self.cfg.source_lang, self.cfg.target_lang
-        side_data = {}
-        for name, side in SIDE_INPUTS.items():
-            prefix = os.path.join(data_path, f"{split}.{src}-{tgt}.{src}.{side.suffix}")
-            if indexed_dataset.dataset_exists(prefix, impl="mmap"):
-                side_data[name] = data_utils.load_indexed_dataset(prefix, None, "mmap")
+        side_data = load_side_data(data_path, split, src, tgt, self.meta)
         if side_data:
             logger.info(f"{split}: side inputs {sorted(side_data)}")
         self.datasets[split] = SyntaxLanguagePairDataset(

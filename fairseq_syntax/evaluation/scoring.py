@@ -30,6 +30,7 @@ from sacrebleu.significance import PairedTest
 from sacremoses import MosesDetokenizer
 
 from fairseq_syntax.core import text_lines
+from fairseq_syntax.core.data_dir import read_skipped_lines
 from fairseq_syntax.evaluation.results import existing_path, mean_and_sd
 
 # `S-12\t...`, `T-12\t...`, `H-12\t<score>\t...`, `D-12\t<score>\t...`, `P-12\t...` as printed by
@@ -57,13 +58,10 @@ def read_lines(path) -> list[str]:
 def skipped_line_numbers(path: str) -> list[int]:
     """The 1-based line numbers of a ``{split}.skipped.tsv`` of fairseq-syntax-preprocess (``LINE<TAB>reason<TAB>
     message``): the pairs it left out, which fairseq-generate's ids do not count."""
-    numbers = []
-    for number, line in enumerate(read_lines(path), 1):
-        field = line.split("\t", 1)[0]
-        if not field.isdigit():
-            raise ScoringInputError(f"{path}:{number}: expected LINE<TAB>reason<TAB>message, got {line[:80]!r}")
-        numbers.append(int(field))
-    return numbers
+    try:
+        return read_skipped_lines(str(existing_path(path)))
+    except ValueError as error:  # a malformed line or one that is not UTF-8: FILE:LINE
+        raise ScoringInputError(str(error)) from None
 
 
 def drop_skipped(references: list[str], skipped: Sequence[int], path: str) -> list[str]:

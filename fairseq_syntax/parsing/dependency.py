@@ -43,11 +43,11 @@ import math
 from dataclasses import asdict, dataclass
 from functools import partial
 from itertools import islice
-from typing import Iterable, Iterator
+from typing import Container, Iterable, Iterator
 
 import torch
 
-from fairseq_syntax.core.text_lines import read_lines
+from fairseq_syntax.core.text_lines import TextLineError, read_lines_or_errors
 from fairseq_syntax.parsing.fallbacks import parse_with_fallbacks
 from fairseq_syntax.parsing.report import ParseReport
 from fairseq_syntax.parsing.shards import (
@@ -348,9 +348,18 @@ def _check_record(record, source: str, line: int) -> None:
             fail(f'"best" is not a tree: words {cycle} head each other in a cycle that never reaches the root (0)')
 
 
-def read_arc_distributions(path: str) -> Iterator[dict]:
-    """The records of a side-data file (plain or .gz), checked; a malformed line raises naming file and line."""
-    for number, line in enumerate(read_lines(path), 1):  # bad UTF-8 or a stray \r: TextLineError, FILE:LINE
+def read_arc_distributions(path: str, skip: Container[int] = ()) -> Iterator[dict | None]:
+    """The records of a side-data file (plain or .gz), checked; a malformed line raises naming file and line.
+
+    The lines numbered in ``skip`` (1-based) are neither parsed nor checked, and give None, so the records stay
+    aligned with the lines: the pairs ``fairseq-syntax-preprocess --skip-invalid`` left out, which may be the very
+    lines that cannot be read."""
+    for number, line in enumerate(read_lines_or_errors(path), 1):
+        if number in skip:
+            yield None
+            continue
+        if isinstance(line, TextLineError):  # bad UTF-8 or a stray \r: FILE:LINE
+            raise line
         try:
             record = json.loads(line)
         except json.JSONDecodeError as error:

@@ -8,11 +8,12 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import REPO, preprocess
+from conftest import REPO, preprocess, run_preprocess
 from fairseq.data import Dictionary
 from fairseq.data.indexed_dataset import MMapIndexedDataset
 
 from fairseq_syntax.core.bpe import group_bpe_words, merge_pieces
+from fairseq_syntax.core.data_dir import data_files, read_meta
 
 
 def decode(data_dir, split, index):
@@ -167,14 +168,6 @@ def test_crlf_files_read_as_their_lines(raw_corpus, tmp_path):
     assert len(MMapIndexedDataset(str(out / "valid.en-de.en"))) == 20
 
 
-def run_preprocess(raw, dest, form, *extra, splits=("train", "valid")):
-    """fairseq-syntax-preprocess in this process (no interpreter start: the new tests run it many times)."""
-    from fairseq_syntax.cli import preprocess as command
-
-    command.main(["-s", "en", "-t", "de", *(f"--{split}pref={raw}/{split}" for split in splits), "--form", form,
-                  "--destdir", str(dest), "--joined-dictionary", "--workers", "1", *extra])
-
-
 def preprocess_error(raw, dest, form, *extra, **options) -> str:
     with pytest.raises(SystemExit) as error:
         run_preprocess(raw, dest, form, *extra, **options)
@@ -191,6 +184,51 @@ def test_a_byte_order_mark_is_no_part_of_the_first_word(small_corpus, tmp_path):
     target = MMapIndexedDataset(str(out / "valid.en-de.de"))[0]
     assert [Dictionary.load(str(out / "dict.de.txt"))[i] for i in target.tolist()] == first_target + ["</s>"]
     assert first_target[0] == "die" and decode(str(out), "valid", 0)[0] == "the"
+
+
+@pytest.mark.parametrize("form", ["sequence", "preorder"])
+def test_an_empty_split_is_refused_naming_it_and_nothing_is_written(small_corpus, tmp_path, form):
+    for name in ("valid.en", "valid.de", "valid.tree"):
+        (small_corpus / name).write_text("")
+    message = preprocess_error(small_corpus, tmp_path / "out", form)
+    assert message == (f"error: {small_corpus}/valid.en: the valid split is empty; fairseq cannot train or validate "
+                       "on a split without pairs: give it pairs, or leave the split out")
+    assert data_files(tmp_path / "out") == []  # no half-written directory
+
+
+def test_a_split_whose_every_pair_is_skipped_is_refused_naming_it(small_corpus, tmp_path):
+    # every source has at least 6 words: with EOS none fits 6 positions
+    message = preprocess_error(small_corpus, tmp_path / "out", "sequence", "--skip-invalid",
+                               "--max-source-positions", "6")
+    assert message.startswith(f"error: {small_corpus}/train: --skip-invalid left out all 12 pairs of the train split "
+                              f"{{'over-long source': 12}}, the first: {small_corpus}/train.tree:1: ")
+    assert data_files(tmp_path / "out") == []
+
+
+def test_a_data_directory_is_not_written_over_unless_asked(small_corpus, tmp_path):
+    out = tmp_path / "out"
+    run_preprocess(small_corpus, out, "preorder")
+    (out / "notes.txt").write_text("mine")
+    message = preprocess_error(small_corpus, out, "sequence")
+    # 2 dictionaries, preprocess.log, syntax.json; per split source, target and parents, each .bin and .idx
+    assert message == (f"error: {out} already holds a data directory (16 files: dict.de.txt, dict.en.txt, "
+                       "preprocess.log, syntax.json, ...): remove it, or pass --overwrite to replace those files")
+    (out / "syntax.json").unlink()  # what a run stopped before its end leaves
+    assert "(15 files: dict.de.txt, dict.en.txt, preprocess.log, train.en-de.de.bin, ..., without syntax.json: a " \
+           "run that was stopped)" in preprocess_error(small_corpus, out, "sequence")
+    # bad input stops --overwrite before anything is removed
+    (small_corpus / "valid.de").write_text("x\n")
+    assert "line-count mismatch" in preprocess_error(small_corpus, out, "sequence", "--overwrite")
+    assert (out / "train.en-de.en.parents.bin").exists()
+    tiny = small_corpus.parent / "again"
+    shutil.copytree(small_corpus, tiny)
+    (tiny / "valid.de").write_text((tiny / "valid.en").read_text())  # 4 lines again
+    run_preprocess(tiny, out, "sequence", "--overwrite")
+    # the preorder run's parent arrays are gone (the mask model read them with the sequence tokens), the rest is new
+    assert data_files(out) == sorted(["dict.de.txt", "dict.en.txt", "preprocess.log", "syntax.json"] + [
+        f"{split}.en-de.{lang}.{ext}" for split in ("train", "valid") for lang in ("de", "en") for ext in ("bin", "idx")])
+    assert (out / "notes.txt").read_text() == "mine"
+    assert read_meta(str(out))["form"] == "sequence" and read_meta(str(out))["side_data"] == {}
 
 
 def test_a_missing_input_file_is_one_error_line(raw_corpus, tmp_path):

@@ -13,12 +13,16 @@ after the floor and quantisation, and the counts of sentences the parser fell ba
 outside the groups; kept, where the paper drops them from training) and of records without a 1-best tree. ``--labels``
 and ``--floor`` are recorded in the directory's ``syntax.json`` (``"ldd": {"labels": ..., "floor": ...}``), where
 ``fairseq-interactive`` reads them to convert its own parses alike; a later run on the same directory must use the
-same settings.
+same settings. Each split's entry in ``"side_data"`` ties its side data to the binarized source it was made for
+(:mod:`fairseq_syntax.core.data_dir`; loading checks it).
+
+A data directory made with ``--skip-invalid`` lists the source lines left out in ``{split}.skipped.tsv``; the
+command reads it from ``--destdir`` and leaves those lines out of ``P.SRC`` and of the arcs file too (they are
+neither read nor checked), and says how many.
 
 Every problem stops with ``FILE:LINE: problem``.
 """
 import argparse
-import json
 import logging
 import os
 import sys
@@ -30,8 +34,17 @@ import numpy as np
 import torch
 
 from fairseq_syntax.core.bpe import group_bpe_words, merge_pieces
-from fairseq_syntax.core.data_dir import META_FILE, read_meta
-from fairseq_syntax.core.text_lines import TextLineError, read_lines
+from fairseq_syntax.core.data_dir import (
+    META_FILE,
+    read_meta,
+    read_skipped_lines,
+    skipped_listing,
+    source_prefix,
+    token_fingerprint,
+    with_side_data,
+    write_meta,
+)
+from fairseq_syntax.core.text_lines import TextLineError, read_lines_or_errors
 from fairseq_syntax.methods.ldd import distributions as dependency
 from fairseq_syntax.methods.ldd.side_input import (
     LDD_META_KEY,
@@ -86,13 +99,16 @@ class MassReport:
     fallbacks: int = 0  # sentences the parser could not parse: every word on the root, label dep (outside)
     without_best: int = 0  # records without the parser's 1-best tree (arcs files written before it was kept)
     low_mass: int = 0  # sentences with a word whose head probabilities sum to less than LOW_MASS
+    left_out: int = 0  # source lines fairseq-syntax-preprocess --skip-invalid left out ({split}.skipped.tsv)
 
     def lines(self, split: str) -> List[str]:
         def share(mass: float) -> float:
             return 100 * mass / max(self.dependents, 1)
 
         top = ", ".join(f"{label} {share(mass):.2f}%" for label, mass in self.outside_by_label.most_common(8))
-        return [
+        left_out = (f"{split}: {self.left_out} lines that fairseq-syntax-preprocess skipped ({split}.skipped.tsv) are "
+                    "left out of the source and the arcs file")
+        return ([left_out] if self.left_out else []) + [
             f"{split}: {self.sentences} sentences, {self.dependents} words, {self.entries} entries "
             f"({self.entries / max(self.dependents, 1):.2f} per word)",
             f"{split}: mass in the arcs file {share(self.in_file):.2f}%; outside the 16 groups "
@@ -155,7 +171,9 @@ def convert_sentence(
     return item
 
 
-def convert_split(prefix: str, tokens_prefix: str, args, index: dict) -> MassReport:
+def convert_split(prefix: str, tokens_prefix: str, args, index: dict, listing: str) -> MassReport:
+    """One split's side data; the lines ``listing`` (``{split}.skipped.tsv``, where it exists) names are left out of
+    the source and the arcs file, as fairseq-syntax-preprocess left them out of the binarized source."""
     from fairseq.data.indexed_dataset import (
         MMapIndexedDataset,
         MMapIndexedDatasetBuilder,
@@ -168,30 +186,46 @@ def convert_split(prefix: str, tokens_prefix: str, args, index: dict) -> MassRep
     token_sizes = np.array(binarized.sizes)  # a copy: .sizes is a view into the dataset's mmap
     del binarized
     try:
-        source = read_lines(source_file)
-    except (FileNotFoundError, TextLineError) as error:
+        skipped = set(read_skipped_lines(listing)) if os.path.exists(listing) else set()
+        source = read_lines_or_errors(source_file)
+    except (FileNotFoundError, ValueError) as error:  # a malformed listing, a gzip file cut short: FILE(:LINE)
         raise SystemExit(f"error: {error}") from None
+    unreadable = next((line for number, line in enumerate(source, 1)
+                       if isinstance(line, TextLineError) and number not in skipped), None)
+    if unreadable is not None:
+        raise SystemExit(f"error: {unreadable}")
     if not os.path.exists(arcs_file):
         raise SystemExit(f"error: {arcs_file}: no such file")
     try:
-        records = list(read_arc_distributions(arcs_file))
+        records = list(read_arc_distributions(arcs_file, skip=skipped))
     except ValueError as error:  # the reader's message names file and line
         raise SystemExit(f"error: {error}") from None
-    if not len(source) == len(records) == len(token_sizes):
-        raise SystemExit(
-            f"error: line-count mismatch: {source_file} has {len(source)} lines, {arcs_file} {len(records)}, "
-            f"{tokens_prefix}.bin {len(token_sizes)} sentences"
-        )
-    report = MassReport()
+    if len(source) != len(records):
+        raise SystemExit(f"error: line-count mismatch: {source_file} has {len(source)} lines, {arcs_file} "
+                         f"{len(records)}")
+    beyond = sorted(number for number in skipped if number > len(source))
+    if beyond:
+        raise SystemExit(f"error: {listing} names line {beyond[0]}, beyond the {len(source)} lines of {source_file}: "
+                         "the data directory was not made from this file")
+    kept = [number for number in range(1, len(source) + 1) if number not in skipped]
+    if len(kept) != len(token_sizes):
+        left_out = (f", {len(skipped)} of them left out by fairseq-syntax-preprocess ({listing}): {len(kept)}"
+                    if skipped else f" (no {listing} names lines that fairseq-syntax-preprocess left out)")
+        raise SystemExit(f"error: line-count mismatch: {source_file} and {arcs_file} have {len(source)} lines"
+                         f"{left_out}, but {tokens_prefix}.bin has {len(token_sizes)} sentences: the data directory "
+                         "was not made from these files")
+    report = MassReport(left_out=len(skipped))
     out_prefix = f"{tokens_prefix}.{SUFFIX}"
     builder = MMapIndexedDatasetBuilder(f"{out_prefix}.bin.partial", dtype=STORAGE_DTYPE)
     try:
-        for number, (record, line, size) in enumerate(zip(records, source, token_sizes), start=1):
+        for number, size in zip(kept, token_sizes):
+            record, line = records[number - 1], source[number - 1]
             n_tokens = len(line.split())
             if n_tokens + 1 != size:
+                sentence = kept.index(number) + 1
                 raise SystemExit(
-                    f"error: {source_file}:{number}: {n_tokens} tokens, but sentence {number} of {tokens_prefix}.bin "
-                    f"has {size - 1} (+ EOS): the data directory was not made from this file"
+                    f"error: {source_file}:{number}: {n_tokens} tokens, but sentence {sentence} of "
+                    f"{tokens_prefix}.bin has {size - 1} (+ EOS): the data directory was not made from this file"
                 )
             item = convert_sentence(record, line, index, args.floor, report, arcs_file, number)
             builder.add_item(torch.from_numpy(item))
@@ -218,9 +252,7 @@ def record_settings(meta: dict, settings: dict, destdir: str) -> None:
             f"{recorded['floor']:g}, this run asks for --labels {settings['labels']} --floor {settings['floor']:g}: "
             f"use the same, or to start over remove the {LDD_META_KEY!r} entry and run again for every split"
         )
-    with open(path + ".partial", "w") as f:
-        json.dump({**meta, LDD_META_KEY: settings}, f, indent=1)
-    os.replace(path + ".partial", path)
+    write_meta(destdir, {**meta, LDD_META_KEY: settings})
 
 
 def main(argv: Optional[List[str]] = None) -> Dict[str, MassReport]:
@@ -231,7 +263,8 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, MassReport]:
     if args.floor < 1 / QUANTISATION:
         raise SystemExit(f"error: --floor {args.floor:g} is below one quantisation step (1/{QUANTISATION})")
     if args.floor > 1:
-        raise SystemExit(f"error: --floor {args.floor:g} is above 1: no probability reaches it, so nothing would be kept")
+        raise SystemExit(f"error: --floor {args.floor:g} is above 1: no probability reaches it, so nothing would be "
+                         "kept")
     meta = read_meta(args.destdir)
     if meta["form"] != "sequence":
         raise SystemExit(
@@ -247,11 +280,13 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, MassReport]:
         raise SystemExit("error: give at least one of --trainpref, --validpref, --testpref")
     record_settings(meta, settings, args.destdir)
     index = dependency.label_index(dependency.LABEL_TABLES[args.labels])
-    lang_pair = f"{args.source_lang}-{args.target_lang}"
     reports = {}
     for split, prefix in splits:
-        tokens_prefix = os.path.join(args.destdir, f"{split}.{lang_pair}.{args.source_lang}")
-        reports[split] = convert_split(prefix, tokens_prefix, args, index)
+        tokens_prefix = source_prefix(args.destdir, split, args.source_lang, args.target_lang)
+        reports[split] = convert_split(prefix, tokens_prefix, args, index, skipped_listing(args.destdir, split))
+        # recorded once the split's side data is in place: loading refuses side data syntax.json does not record
+        write_meta(args.destdir, with_side_data(read_meta(args.destdir), SUFFIX, split,
+                                                token_fingerprint(tokens_prefix)))
         for line in reports[split].lines(split):
             logger.info(line)
     return reports
