@@ -19,7 +19,8 @@ Method:
 * Measurement: each run is a fresh (forked) process (``measure.py``) through fairseq's ``Trainer.train_step``, one
   torch thread; tokens/s are target tokens per CPU second of that process (the time it computed, not the time it
   waited for the shared cores); peak memory is the peak RSS training added. Rounds run every system once, in
-  alternating order (A B C, C B A, ...); ratios are taken within a round and the median over rounds is reported.
+  alternating order (A B C, C B A, ...; each baseline next to the systems on its input form); ratios are taken within
+  a round and the median over rounds is reported.
 * Speed options (:data:`SPEED_OPTIONS`: bf16 variants of :mod:`precision`, two threads, doubled batches) run right
   after the fp32 run of the same system in the same round, at one length, and are reported as ratios to it.
 
@@ -524,12 +525,18 @@ def data_forms(archs: Sequence[Arch], context: Sequence[Form] = ()) -> list[Form
                                if f != REFERENCE_FORM]
 
 
+def measured_systems(arch_systems: Sequence[System], forms: Sequence[Form]) -> list[System]:
+    """What a round measures, in order: per input form fairseq's transformer, then the systems on that form (each
+    baseline next to its systems, so that a round cut short by a time limit still pairs them)."""
+    return [s for form in forms for s in [System(BASELINE, form)] + [a for a in arch_systems if a.form == form]]
+
+
 def benchmark(args: argparse.Namespace, settings: Settings, work: str, measurer: "Measurer",
               started: float) -> Dict:
     archs, skipped = choose_archs(args, measurer.registered, settings)
     forms = data_forms(archs, [] if args.quick else CONTEXT_FORMS)
     arch_systems = [System.of(a) for a in archs]
-    systems = arch_systems + [System(BASELINE, form) for form in forms]
+    systems = measured_systems(arch_systems, forms)
     log(f"systems: {', '.join(s.label for s in systems)}; lengths {settings.lengths}; {settings.repeats} rounds")
     log(f"model size: {settings.model}")
 

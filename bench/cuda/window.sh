@@ -22,7 +22,8 @@
 #      rounds as fit (its --time-budget: the results are those of the rounds measured)
 #   4  the Multi30k study grid (examples/multi30k/README.md): the data-bins built on this machine from the parses
 #      committed under examples/multi30k/parses/, then JOBS (default 8) pending runs (SYSTEMS x SEEDS without a run
-#      record in examples/multi30k/runs-gpu) trained at once on the GPU, decoded and scored; brings back the
+#      record in examples/multi30k/runs-gpu; SYSTEMS defaults to `python3 -m fairseq_syntax.methods systems
+#      --study`, SEEDS to 1 2 3) trained at once on the GPU, decoded and scored; brings back the
 #      records, training logs and decodes (multi30k-runs.tgz, to unpack in examples/multi30k/ and commit) and
 #      status.txt, never checkpoints: a run cut short starts afresh in a later window
 # A step its timeout cut still leaves what it had; bench/from_logs.py rebuilds RESULTS.* from bench.log (steps 2-3
@@ -190,11 +191,8 @@ step4() {
   mkdir -p "$runs" "$data"
   touch "$WORK/started"
   local seeds=${SEEDS:-1 2 3} jobs=${JOBS:-8} systems=${SYSTEMS:-} epochs=${MAX_EPOCHS:-100}
-  if [ -z "$systems" ]; then  # the study's systems of the method registry, in the study's order
-    systems=$(python3 -m fairseq_syntax.methods systems | awk -F: '{spec[$1] = $0}
-      END {n = split("sequence mask hier_accum udp ldd linearized dbsa pascal", order, " ");
-           for (i = 1; i <= n; i++) if (order[i] in spec) print spec[order[i]]}')
-  fi
+  # the study's systems (controls included) in the study's order, from the method descriptions
+  [ -n "$systems" ] || systems=$(python3 -m fairseq_syntax.methods systems --study) || return 1
   if [ -n "$TINY" ]; then seeds=1 jobs=1 epochs=1 systems=$(head -1 <<< "$systems"); fi
   say "data-bin from the committed parses"
   local prepared=$raw

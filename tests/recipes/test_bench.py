@@ -286,6 +286,16 @@ def test_a_time_budget_stops_the_rounds_and_ratios_pair_only_rounds_both_sides_r
     assert (rows[0]["tokens_per_s_ratio"], rows[0]["generate_ratio"], rows[0]["model"]) == (0.5, 1.0, "recipe")
 
 
+def test_each_baseline_is_measured_next_to_the_systems_on_its_form():
+    import run
+
+    mask, ldd = run.System("transformer_syntax_mask", run.Form("preorder")), run.System("transformer_ldd",
+                                                                                         run.Form("sequence"))
+    systems = run.measured_systems([ldd, mask], [run.Form("preorder"), run.Form("sequence")])
+    assert [s.label for s in systems] == ["transformer (preorder)", "transformer_syntax_mask (preorder)",
+                                          "transformer (sequence)", "transformer_ldd (sequence)"]
+
+
 def test_decoding_ratio_only_where_both_sides_decoded():
     with_decoding = [{"round": 1, "tokens_per_s": 1.0, "wall_tokens_per_s": 1.0, "peak_mem_mb": 1.0,
                       "generate_tokens_per_s": 4.0, "source_tokens": 1, "sentences": 1, "updates": 1}]

@@ -169,6 +169,19 @@ def test_step4_starts_jobs_pending_runs_at_once_and_brings_back_what_they_wrote_
     assert "runs-gpu/b.seed2.run.json" in listed and "runs-gpu/a.seed2.run.json" not in listed
 
 
+def test_step4_grid_is_the_study_systems_in_their_order_over_three_seeds(tmp_path):
+    recipe, window = fake_recipe(tmp_path / "multi30k"), tmp_path / "window"
+    (window / "data" / "multi30k").mkdir(parents=True)
+    env = {**os.environ, "MULTI30K": str(recipe), "RUNS_DIR": str(tmp_path / "runs"), "WINDOW_DIR": str(window),
+           "JOBS": "4", "WORK": str(tmp_path / "work")}
+    result = sh(["bash", WINDOW, "4", str(tmp_path / "out"), "--device", "cpu"], timeout=300, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    study = sh([sys.executable, "-m", "fairseq_syntax.methods", "systems", "--study"], cwd=REPO).stdout.split()
+    first, second = study[:2]  # all three seeds of a system before the next
+    assert (f"{len(study) * 3} runs pending; starting 4 at once: 1:{first} 2:{first} 3:{first} 1:{second}"
+            in result.stdout)
+
+
 def test_step4_says_it_needs_the_committed_parses(tmp_path):
     (tmp_path / "multi30k").mkdir()
     result = sh(["bash", WINDOW, "4", str(tmp_path / "out"), "--device", "cpu", "--tiny"], timeout=300,
