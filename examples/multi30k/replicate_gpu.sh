@@ -10,8 +10,13 @@
 #
 # It detaches itself (setsid) and returns at once with the log's path, so a short-lived shell can poll it:
 #   tail -f examples/multi30k/runs-gpu/replicate.log
-# On the lent GPU machine run `source bench/cuda/device_setup.sh` first (fairseq and the fairseq-syntax commands
-# offline). OUT_DIR/data-bin must exist (prepare.sh on any machine; the parsers run on a CPU in minutes per split).
+# A detached job dies with the machine: this is for a GPU machine held for hours (the whole grid is hours of GPU
+# time). In a short window (a machine with a GPU for a short time, commands of at most 10 minutes) use step 4 of
+# bench/cuda/window.sh instead: it trains the pending runs in the foreground and brings back their records.
+# Run `source bench/cuda/device_setup.sh` first on an offline machine (fairseq and the fairseq-syntax commands).
+# OUT_DIR/data-bin must exist: prepare.sh trains the parsers when their models are missing, 7 CPU hours or more for
+# the three of them (preprocess/RESULTS.md: 211 + 210 + 11 minutes on one thread), then parses the source side
+# (about 15 minutes on one thread for Multi30k: crf-con parses 47 sentences a second), applies BPE and binarizes.
 # Runs cut short resume from their checkpoints when this is started again (run.sh's resume).
 set -euo pipefail
 

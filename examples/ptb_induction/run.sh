@@ -4,7 +4,9 @@
 # the PTB sample wsj_0001-0159 (all sentences and those of <= 10 words), and masked-word perplexity (section 7.5)
 # on the same sentences against a plain Transformer encoder (roberta_prenorm) of the same size, trained the same way.
 #
-#   examples/ptb_induction/run.sh [DATA_DIR]      # DATA_DIR defaults to ../shared/data beside the repository (see its SOURCES.md)
+#   examples/ptb_induction/run.sh [DATA_DIR]      # DATA_DIR defaults to $SHARED_DATA, else ../shared/data beside the
+#                                                 # repository (see its SOURCES.md); on a GPU machine the copy that
+#                                                 # bench/cuda/window.sh prepare makes: SHARED_DATA=.window/data
 #
 # Environment: UPDATES (training updates per model, default 450), PRECISION (bf16: --cpu-bf16-autocast, the default
 # on a CPU with bf16 instructions; or fp32, the default elsewhere), CPU only, one thread per process. A training run
@@ -35,7 +37,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-DATA=${1:-$ROOT/../shared/data}
+DATA=${1:-${SHARED_DATA:-$ROOT/../shared/data}}
 TEXT=${TEXT:-ptb}
 case "$TEXT" in
   ptb) SUFFIX=-ptb-text CORPUS_ARGS=(--text ptb) ;;

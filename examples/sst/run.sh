@@ -2,7 +2,9 @@
 # Stanford Sentiment Treebank (SST-5 and SST-2): the tiny hierarchical-accumulation classifier of Nguyen et al.
 # (2020, Section 5.2: 2 layers, d = 64, 4 heads) against a plain Transformer classifier of the same size.
 #
-# Usage: examples/sst/run.sh [SST_DIR]    (SST_DIR holds train.txt(.gz) and dev.txt(.gz); default: the shared copy)
+# Usage: examples/sst/run.sh [SST_DIR]    (SST_DIR holds train.txt(.gz) and dev.txt(.gz); default: $SHARED_DATA/sst,
+# SHARED_DATA defaulting to ../shared/data beside the repository; on a GPU machine the copy that
+# bench/cuda/window.sh prepare makes: SHARED_DATA=.window/data)
 #
 # Every run trains on CPU for at most --max-update updates or STOP_HOURS hours, one thread, niced, and logs to
 # examples/sst/logs/NAME.log, gzipped (NAME.log.gz) once the run ends; a run whose log says it finished is skipped.
@@ -17,7 +19,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-SST=${1:-$ROOT/../shared/data/sst}
+SST=${1:-${SHARED_DATA:-$ROOT/../shared/data}/sst}
 WORK=$HERE/work
 LOGS=$HERE/logs
 MAX_UPDATE=${MAX_UPDATE:-3000}
