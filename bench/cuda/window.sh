@@ -201,7 +201,9 @@ step4() {
       || { tail -5 "$LOGS/subset.log"; return 1; }
     prepared=$data/raw
   fi
-  within 300 env THREADS="$(nproc)" bash "$recipe/prepare.sh" "$prepared" "$data" > "$LOGS/prepare.log" 2>&1 \
+  # CONTROLS: the data-bins of the control structures the grid's *_random systems read
+  within 300 env THREADS="$(nproc)" CONTROLS="${CONTROLS:-random}" bash "$recipe/prepare.sh" "$prepared" "$data" \
+    > "$LOGS/prepare.log" 2>&1 \
     || { say "prepare.sh failed: logs.tgz"; tail -5 "$LOGS/prepare.log"; return 1; }
   # the pending runs, all three seeds of a system before the next; JOBS of them start now, the rest wait for a
   # later window (a run must end within this step: its checkpoints do not come back)
