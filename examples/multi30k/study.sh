@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# One lane of the Multi30k study (README "The study"): trains, decodes and scores the study's runs one after another,
+# in the study's order (python3 -m fairseq_syntax.methods systems --study: all seeds of a system before the next),
+# each with examples/multi30k/run.sh, and commits each finished run's record, decode and log.
+#
+#   bash examples/multi30k/study.sh OUT_DIR [LANE_NAME]
+#
+# OUT_DIR: prepare.sh's output for the study (TRAIN_PAIRS=10000; data-bin/FORM and data-bin/FORM.random). Start
+# two lanes on two cores, each in a session of its own so that it outlives the shell:
+#   OMP_NUM_THREADS=1 setsid nohup bash examples/multi30k/study.sh OUT_DIR a > lane-a.log 2>&1 < /dev/null &
+#   OMP_NUM_THREADS=1 setsid nohup bash examples/multi30k/study.sh OUT_DIR b > lane-b.log 2>&1 < /dev/null &
+# Lanes never take the same run: a lane claims a run by creating OUT_DIR/claims/NAME.seedK (mkdir is atomic) with
+# its process id; a claim whose process is gone (a lane killed with its session) is taken over, and the run resumes
+# from its checkpoint (run.sh). A run whose data directory does not exist yet (its parses are not made) is passed
+# over and named. When a system has all its seeds, its seed-level record (mean, sd, seed-aware tests) is written.
+# SEEDS (default "1 2 3"), SYSTEMS (default: the study's) and COMMIT=0 (no commits) can be set.
+set -uo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+OUT="$(realpath -m "${1:?usage: study.sh OUT_DIR [LANE_NAME]}")"
+LANE="${2:-$$}"
+SEEDS="${SEEDS:-1 2 3}"
+RUNS="${RUNS:-$HERE/runs}"
+export PRECISION="${PRECISION:-fp32}" DATASET_NAME="${DATASET_NAME:-multi30k-10k}" RUNS
+cd "$REPO"
+# The lanes take the cores before anything else this machine does: nice -10 for this session's processes (Linux
+# schedules each session as one group, so the group's nice is what counts); not permitted without root: ignored.
+echo -10 2> /dev/null > /proc/self/autogroup || true
+
+SYSTEMS="${SYSTEMS:-$(python3 -m fairseq_syntax.methods systems --study)}" || exit 1
+mkdir -p "$OUT/claims"
+
+claim() {  # claim RUN: true when this lane now holds RUN
+  local dir="$OUT/claims/$1" holder
+  if mkdir "$dir" 2> /dev/null; then echo $$ > "$dir/pid"; return 0; fi
+  holder=$(cat "$dir/pid" 2> /dev/null)
+  if [ -n "$holder" ] && kill -0 "$holder" 2> /dev/null; then return 1; fi
+  echo $$ > "$dir/pid"  # the lane that held it is gone
+  return 0
+}
+
+commit_run() {  # commit_run RUN: the run's kept files and the regenerated table, nothing else
+  [ "${COMMIT:-1}" = 0 ] && return 0
+  local files=("$RUNS/$1".* "$HERE/RESULTS.md" "$HERE/RESULTS.json") try
+  for try in 1 2 3 4 5 6; do
+    git add -- "${files[@]}" 2> /dev/null && git commit -q -m "Multi30k study: $1 ($(device_of "$1"))" -- "${files[@]}" \
+      && { echo "== committed $1"; return 0; }
+    sleep 10  # another commit holds the index
+  done
+  echo "== could not commit $1: commit it by hand" >&2
+}
+
+device_of() {
+  python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); print(r.get("device") or "device not recorded")' \
+    "$RUNS/$1.run.json" 2> /dev/null || echo "no record"
+}
+
+missing_data() {  # missing_data SPEC: what of the system's data directory is not made yet (nothing: ready)
+  python3 - "$OUT/data-bin" "$1" <<'EOF'
+import contextlib, glob, io, os, sys
+from fairseq_syntax.core.side_inputs import SIDE_INPUTS
+from fairseq_syntax.methods.__main__ import main
+listing = io.StringIO()
+with contextlib.redirect_stdout(listing):
+    main(["data-dirs", sys.argv[2]])
+for line in listing.getvalue().splitlines():
+    data, _form, _preterminals, *side_inputs = line.split()
+    folder = os.path.join(sys.argv[1], data)
+    if not os.path.isdir(folder):
+        print(folder)
+        continue
+    for name in side_inputs:
+        if not glob.glob(os.path.join(folder, f"train.*.{SIDE_INPUTS[name].suffix}.idx")):
+            print(f"{folder}: {name}")
+EOF
+}
+
+for system in $SYSTEMS; do
+  IFS=: read -r name arch form extra <<< "$system"
+  missing=$(missing_data "$system")
+  if [ -n "$missing" ]; then
+    echo "== lane $LANE: $name passed over, not made yet: $(echo $missing)"
+    continue
+  fi
+  for seed in $SEEDS; do
+    run="$name.seed$seed"
+    [ -f "$RUNS/$run.run.json" ] && continue
+    claim "$run" || continue
+    echo "== lane $LANE: $(date -u +%FT%TZ) $run"
+    if SEED="$seed" RUN_SUFFIX=".seed$seed" SYSTEMS="$system" bash "$HERE/run.sh" "$OUT"; then
+      commit_run "$run"
+    else
+      echo "== lane $LANE: $run failed (log: $RUNS/$run.train.log)" >&2
+    fi
+  done
+  done_seeds=0
+  for seed in $SEEDS; do [ -f "$RUNS/$name.seed$seed.run.json" ] && done_seeds=$((done_seeds + 1)); done
+  if [ "$done_seeds" -eq "$(wc -w <<< "$SEEDS")" ] && [ ! -f "$RUNS/$name.seeds.run.json" ] && claim "$name.seeds"; then
+    SYSTEMS="$system" SEEDS_ONLY="$SEEDS" bash "$HERE/run.sh" "$OUT" && commit_run "$name.seeds"
+  fi
+done
+echo "== lane $LANE: $(date -u +%FT%TZ) nothing left that this lane can run"
