@@ -118,6 +118,20 @@ def test_a_step_leaves_at_most_eight_files_whatever_it_made(tmp_path):
     assert "./file12.txt" in listed and "./logs.tgz" in listed
 
 
+def test_prepare_copies_the_data_beside_the_repository_for_the_window(tmp_path):
+    repo, shared = tmp_path / "repo", tmp_path / "shared"
+    shutil.copytree(os.path.join(REPO, "bench", "cuda"), repo / "bench" / "cuda")
+    (repo / ".devpkgs").mkdir()  # made already (make_devpkgs.sh needs the package registry)
+    (shared / "multi30k").mkdir(parents=True)
+    (shared / "multi30k" / "val.en.gz").write_bytes(b"x")
+    os.chmod(shared / "multi30k" / "val.en.gz", 0o444)  # the shared data are read-only
+    result = sh(["bash", str(repo / "bench" / "cuda" / "window.sh"), "prepare"], timeout=120,
+                env={**os.environ, "SHARED_DATA": str(shared)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (repo / ".window" / "data" / "multi30k" / "val.en.gz").read_bytes() == b"x"
+    assert (repo / ".window" / "commit.txt").exists() and "carry: .devpkgs .window" in result.stdout
+
+
 FAKE_RUN = r"""#!/usr/bin/env bash
 # a stand-in for examples/multi30k/run.sh: the record, log and decode of $SYSTEMS, and a checkpoint in $RUNS
 name=${SYSTEMS%%:*}$RUN_SUFFIX
