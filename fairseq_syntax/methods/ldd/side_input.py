@@ -1,16 +1,24 @@
 """Side input ``src_ldd``: the labeled dependency distributions of Pu & Sima'an (2022) (section 3.1), stored per
 source sentence at word level and expanded to BPE tokens per batch.
 
-On disk (``{split}.{src}-{tgt}.{src}.ldd.{bin,idx}``, fairseq mmap, uint16) each sentence is one flat array::
+On disk (``{split}.{src}-{tgt}.{src}.ldd.{bin,idx}``, fairseq mmap, uint16) each sentence is one flat array, in the
+compact layout (written since issue 36)::
 
-    [n, w_1 .. w_n, (dependent, head, group, q) * K]
+    [65535, n, w_1 .. w_n, c_1 .. c_W, (64 * head + channel, q) * K]
+
+or, for a sentence of more than 1023 words and in side data written before, the long layout::
+
+    [n, w_1 .. w_n, (dependent, head, channel, q) * K]
 
 ``n`` BPE tokens, ``w_t`` the 1-based word of token t, then K sparse entries of the word-level tensor of
 :mod:`fairseq_syntax.methods.ldd.distributions`: dependent 1..W, head 0..W (0 = root), channel 0..33 (0..15 the
 label groups, 16 the labels outside them; 17 + g the parser's 1-best arc of the dependent, its label in group g, with
 q = 65535) and the probability quantised as ``q = round(p * 65535)`` (step 1.5e-5; distribution entries below the
-preprocessing floor are not stored). 8 bytes per entry; all values must fit 16 bits (at most 65535 tokens). Side
-data made before the 1-best tree was stored has no channel above 16; the 1-best variants then refuse it.
+preprocessing floor are not stored). The compact layout lists the entries by dependent, ``c_d`` of dependent d, and
+packs head and channel into one value (head <= 1023, channel < 64): 4 bytes an entry and 2 a word, where the long
+layout takes 8 bytes an entry; both hold the same numbers, so the model's inputs are equal to the bit (a long-layout
+item never starts with 65535: it would be a sentence of 65535 tokens). All values must fit 16 bits. Side data made
+before the 1-best tree was stored has no channel above 16; the 1-best variants then refuse it.
 
 :func:`record_item` makes that array from one parser record (:mod:`fairseq_syntax.parsing.dependency`) and the
 number of BPE pieces of each word; ``fairseq-syntax-preprocess-dependencies`` and ``fairseq-interactive``
@@ -53,6 +61,9 @@ from fairseq_syntax.parsing.dependency import (
 STORAGE_DTYPE = np.uint16
 QUANTISATION = 65535  # largest uint16: p = q / QUANTISATION
 ENTRY_WIDTH = 4  # dependent, head, group, q
+COMPACT = 65535  # first value of a compact-layout item (module docstring)
+CHANNEL_BITS = 6  # compact layout: one value holds head * 64 + channel
+MAX_COMPACT_HEAD = (1 << (16 - CHANNEL_BITS)) - 1  # 1023 words
 
 
 class StoredSentence(NamedTuple):
@@ -65,8 +76,9 @@ def quantise(probabilities: np.ndarray) -> np.ndarray:
     return np.rint(np.clip(probabilities, 0.0, 1.0) * QUANTISATION).astype(np.int64)
 
 
-def encode_sentence(token_words: np.ndarray, arcs: GroupedArcs, floor: float) -> np.ndarray:
-    """The stored array (int32 values, written as uint16) of one sentence; drops entries below ``floor``.
+def encode_sentence(token_words: np.ndarray, arcs: GroupedArcs, floor: float, compact: bool = True) -> np.ndarray:
+    """The stored array (int32 values, written as uint16) of one sentence; drops entries below ``floor``. The
+    compact layout unless ``compact`` is False or the sentence has more than 1023 words (module docstring).
 
     ``floor`` must be at least one quantisation step, so no stored entry is zero.
     """
@@ -74,10 +86,21 @@ def encode_sentence(token_words: np.ndarray, arcs: GroupedArcs, floor: float) ->
         raise ValueError(f"the floor {floor} is below one quantisation step (1/{QUANTISATION})")
     token_words = np.asarray(token_words, dtype=np.int64)
     kept = arcs.probabilities >= floor
-    entries = np.stack(
-        [arcs.dependents[kept], arcs.heads[kept], arcs.groups[kept], quantise(arcs.probabilities[kept])], axis=1
-    )
-    item = np.concatenate([[len(token_words)], token_words, entries.reshape(-1)])
+    dependents, heads, groups = arcs.dependents[kept], arcs.heads[kept], arcs.groups[kept]
+    q = quantise(arcs.probabilities[kept])
+    num_words = int(token_words.max(initial=0))
+    if compact and num_words <= MAX_COMPACT_HEAD and len(token_words) < COMPACT:
+        order = np.lexsort((groups, heads, dependents))  # by dependent, then head, then channel
+        counts = np.bincount(dependents, minlength=num_words + 1)[1:]
+        if len(counts) > num_words:
+            raise ValueError(f"an entry names a word beyond the {num_words} words of the tokens")
+        packed = np.stack([(heads << CHANNEL_BITS) + groups, q], axis=1)[order]
+        item = np.concatenate([[COMPACT, len(token_words)], token_words, counts, packed.reshape(-1)])
+    else:
+        entries = np.stack([dependents, heads, groups, q], axis=1)
+        item = np.concatenate([[len(token_words)], token_words, entries.reshape(-1)])
+        if len(token_words) >= COMPACT:
+            raise ValueError(f"{len(token_words)} tokens: at most {COMPACT - 1} fit the side data")
     if item.size and (item.max() > np.iinfo(STORAGE_DTYPE).max or item.min() < 0):
         raise ValueError(f"a value does not fit {np.dtype(STORAGE_DTYPE).name}: {len(token_words)} tokens")
     return item.astype(np.int32)
@@ -105,12 +128,30 @@ def record_item(
     return encode_sentence(subword_word_index(pieces_per_word), grouped, floor)
 
 
+def _decode_compact(item: np.ndarray) -> StoredSentence:
+    n = int(item[1]) if item.size > 1 else -1
+    token_words = item[2 : 2 + n]
+    num_words = int(token_words.max(initial=0))
+    counts, packed = item[2 + n : 2 + n + num_words], item[2 + n + num_words :]
+    if n < 0 or len(token_words) < n or len(counts) < num_words or len(packed) % 2 or counts.sum() != len(packed) // 2:
+        raise ValueError(f"corrupt compact ldd item of {item.size} values (n = {n}): not [65535, n, n words, "
+                         "an entry count per word, 2 x K entries]")
+    packed = packed.reshape(-1, 2)
+    dependents = np.repeat(np.arange(1, num_words + 1), counts)
+    heads, groups = packed[:, 0] >> CHANNEL_BITS, packed[:, 0] & ((1 << CHANNEL_BITS) - 1)
+    return StoredSentence(token_words, np.stack([dependents, heads, groups, packed[:, 1]], axis=1))
+
+
 def decode_sentence(item) -> StoredSentence:
+    """Either layout (module docstring) -> the tokens' words and the entries (dependent, head, channel, q)."""
     item = np.asarray(item, dtype=np.int64)
-    n = int(item[0]) if item.size else -1
-    if n < 0 or (item.size - 1 - n) % ENTRY_WIDTH:
-        raise ValueError(f"corrupt ldd item of {item.size} values (n = {n}): not [n, n words, 4 x K entries]")
-    token_words, entries = item[1 : 1 + n], item[1 + n :].reshape(-1, ENTRY_WIDTH)
+    if item.size and item[0] == COMPACT:
+        token_words, entries = _decode_compact(item)
+    else:
+        n = int(item[0]) if item.size else -1
+        if n < 0 or (item.size - 1 - n) % ENTRY_WIDTH:
+            raise ValueError(f"corrupt ldd item of {item.size} values (n = {n}): not [n, n words, 4 x K entries]")
+        token_words, entries = item[1 : 1 + n], item[1 + n :].reshape(-1, ENTRY_WIDTH)
     num_words = int(token_words.max(initial=0))
     dependents, heads, groups = entries[:, 0], entries[:, 1], entries[:, 2]
     if ((dependents < 1) | (dependents > num_words) | (heads > num_words) | (groups >= NUM_STORED_CHANNELS)).any():

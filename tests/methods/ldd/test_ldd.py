@@ -25,11 +25,13 @@ from fairseq_syntax.methods.ldd.attention import (
 )
 from fairseq_syntax.methods.ldd.model import LDDEncoder, LDDOptions
 from fairseq_syntax.methods.ldd.side_input import (
+    COMPACT,
     QUANTISATION,
     STORAGE_DTYPE,
     WordPairs,
     collate_ldd,
     decode_sentence,
+    encode_sentence,
     record_item,
 )
 
@@ -46,21 +48,72 @@ def stored(record, pieces, floor=1e-3):
     return torch.from_numpy(record_item(record, pieces, STANFORD, floor))
 
 
+def long_layout(record, pieces, index=STANFORD, floor=1e-3):
+    """The item as side data written before the compact layout holds it."""
+    grouped = dep.group_arcs(dep.labeled_arcs(record), index)
+    best = dep.one_best_arcs(record["best"], index)
+    grouped = dep.GroupedArcs(*(np.concatenate([a, b]) for a, b in zip(grouped, best)))
+    return torch.from_numpy(encode_sentence(dep.subword_word_index(pieces), grouped, floor, compact=False))
+
+
 def test_encoding_layout_and_quantisation():
     item = stored(RECORD_A, [1, 2])
-    q75 = round(0.75 * QUANTISATION)
-    # n, word of each token, then (dependent, head, group, q): the distributions sorted, then the 1-best tree
-    assert item.tolist() == [3, 1, 2, 2,
-                             1, 2, DET_G, QUANTISATION,
-                             2, 0, ROOT_G, q75,
-                             2, 0, dep.OUTSIDE, round(0.25 * QUANTISATION),
-                             1, 2, dep.BEST_OFFSET + DET_G, QUANTISATION,
-                             2, 0, dep.BEST_OFFSET + ROOT_G, QUANTISATION]
+    q75, q25 = round(0.75 * QUANTISATION), round(0.25 * QUANTISATION)
+    # 65535, n, word of each token, entries per word (word 1: det and its 1-best; word 2: root, outside, 1-best),
+    # then (64 * head + channel, q) by dependent, head, channel
+    assert item.tolist() == [COMPACT, 3, 1, 2, 2, 2, 3,
+                             64 * 2 + DET_G, QUANTISATION, 64 * 2 + dep.BEST_OFFSET + DET_G, QUANTISATION,
+                             64 * 0 + ROOT_G, q75, 64 * 0 + dep.OUTSIDE, q25,
+                             64 * 0 + dep.BEST_OFFSET + ROOT_G, QUANTISATION]
     sentence = decode_sentence(item)
-    assert sentence.token_words.tolist() == [1, 2, 2] and sentence.entries.shape == (5, 4)
+    assert sentence.token_words.tolist() == [1, 2, 2]
+    assert sentence.entries.tolist() == [[1, 2, DET_G, QUANTISATION], [1, 2, dep.BEST_OFFSET + DET_G, QUANTISATION],
+                                         [2, 0, ROOT_G, q75], [2, 0, dep.OUTSIDE, q25],
+                                         [2, 0, dep.BEST_OFFSET + ROOT_G, QUANTISATION]]
+    # the long layout (side data written before): n, word of each token, (dependent, head, group, q), the
+    # distributions sorted, then the 1-best tree; the same entries
+    old = long_layout(RECORD_A, [1, 2])
+    assert old.tolist() == [3, 1, 2, 2,
+                            1, 2, DET_G, QUANTISATION,
+                            2, 0, ROOT_G, q75,
+                            2, 0, dep.OUTSIDE, q25,
+                            1, 2, dep.BEST_OFFSET + DET_G, QUANTISATION,
+                            2, 0, dep.BEST_OFFSET + ROOT_G, QUANTISATION]
+    assert sorted(decode_sentence(old).entries.tolist()) == sentence.entries.tolist()
     # a record without the 1-best tree (an older arcs file) stores the distributions only
     without = {key: value for key, value in RECORD_A.items() if key != "best"}
-    assert stored(without, [1, 2]).tolist() == item.tolist()[:-8]
+    assert stored(without, [1, 2]).tolist() == [COMPACT, 3, 1, 2, 2, 1, 2, 64 * 2 + DET_G, QUANTISATION,
+                                                ROOT_G, q75, dep.OUTSIDE, q25]
+
+
+def test_the_compact_layout_gives_the_model_the_same_inputs_in_about_half_the_bytes():
+    import random
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+    from bench import synthetic
+
+    rng, vocabulary = random.Random(1), synthetic.vocabulary()
+    universal = dep.label_index(dep.UNIVERSAL_GROUPS)
+    records = [synthetic.sentence(rng, rng.randint(1, 40), vocabulary).arcs for _ in range(40)]
+    pieces = [[1 + (k % 3 == 0) for k in range(len(record["words"]))] for record in records]
+    compact = [torch.from_numpy(record_item(r, p, universal, 1e-3)) for r, p in zip(records, pieces)]
+    long = [long_layout(record, counts, universal) for record, counts in zip(records, pieces)]
+    for start in range(0, 40, 8):
+        for left_pad in (False, True):
+            new, old = (collate_ldd(items[start:start + 8], left_pad, 100) for items in (compact, long))
+            assert torch.equal(new.word_pairs, old.word_pairs) and torch.equal(new.token_words, old.token_words)
+    words = sum(len(record["words"]) for record in records)
+    new_bytes, old_bytes = (2 * sum(len(item) for item in items) for items in (compact, long))
+    # 3 candidate heads x 2 labels + the 1-best arc a word: 8 bytes an entry in the long layout, 4 in the compact
+    assert old_bytes / words > 50 and new_bytes / old_bytes < 0.6
+
+
+def test_a_sentence_of_more_than_1023_words_keeps_the_long_layout():
+    record = {"words": ["w"] * 1100, "arcs": [[i, i - 1, 1.0, {"dep": 1.0}] for i in range(1, 1101)],
+              "best": [[i - 1, "dep"] for i in range(1, 1101)]}
+    item = stored(record, [1] * 1100)
+    assert item[0] == 1100 and decode_sentence(item).entries[-1].tolist() == [
+        1100, 1099, dep.BEST_OFFSET + dep.label_group("dep", STANFORD), QUANTISATION]
 
 
 def test_floor_drops_small_pairs_and_must_exceed_a_quantisation_step():
@@ -78,6 +131,10 @@ def test_corrupt_items_are_refused():
         decode_sentence(torch.tensor([2, 1, 1, 1, 0]))  # 2 tokens, then 2 values: not 4 x K
     with pytest.raises(ValueError, match="beyond the 1 words"):
         decode_sentence(torch.tensor([1, 1, 2, 0, 0, 100]))  # dependent 2 in a one-word sentence
+    with pytest.raises(ValueError, match="corrupt compact ldd item"):
+        decode_sentence(torch.tensor([COMPACT, 1, 1, 2, 0, 100]))  # 2 entries counted, 1 stored
+    with pytest.raises(ValueError, match="beyond the 1 words"):
+        decode_sentence(torch.tensor([COMPACT, 1, 1, 1, 64 * 2, 100]))  # head 2 in a one-word sentence
 
 
 def test_storage_round_trip_through_fairseq_mmap(tmp_path):
@@ -89,7 +146,7 @@ def test_storage_round_trip_through_fairseq_mmap(tmp_path):
     builder.finalize(prefix + ".idx")
     data = MMapIndexedDataset(prefix)
     assert [data[i].tolist() for i in range(2)] == [item.tolist() for item in items]
-    assert os.path.getsize(prefix + ".bin") == 2 * (24 + 10)  # uint16: 24 + 10 values
+    assert os.path.getsize(prefix + ".bin") == 2 * (17 + 8)  # uint16: 17 + 8 values
 
 
 @pytest.mark.parametrize("left_pad", [True, False])
@@ -275,7 +332,7 @@ def test_preprocessing_reports_mass_outside_groups_and_retained(ldd_data):
     data = MMapIndexedDataset(os.path.join(dest, "test.en-de.en.ldd"))
     tokens = MMapIndexedDataset(os.path.join(dest, "test.en-de.en"))
     assert len(data) == len(tokens) == 21
-    assert all(int(data[i][0]) == tokens.sizes[i] - 1 for i in range(21))
+    assert all(len(decode_sentence(data[i]).token_words) == tokens.sizes[i] - 1 for i in range(21))
 
 
 def cli_error(raw, dest, *extra):
