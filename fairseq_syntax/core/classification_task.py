@@ -59,18 +59,24 @@ def labelled_example(
     interior: List[trees.Tree] = []  # interior nodes in preorder
     word_owner: List[Optional[int]] = []  # for each word, left to right: the number of its own POS node, or None
 
-    def numbered(node: trees.Tree) -> trees.Tree:
-        # the form is built from a copy labelled by preorder number, which maps its node tokens back to nodes
-        interior.append(node)
-        number = len(interior) - 1
-        children = []
-        for child in node.children:
-            if child.is_leaf:
-                word_owner.append(number if len(node.children) == 1 else None)
-                children.append(trees.Tree(child.label))
-            else:
-                children.append(numbered(child))
-        return trees.Tree(str(number), children)
+    def numbered(root: trees.Tree) -> trees.Tree:
+        # the form is built from a copy labelled by preorder number, which maps its node tokens back to nodes;
+        # iterative (a depth-first walk with a stack), so a tree deeper than Python's recursion limit is no error
+        top = trees.Tree("")
+        stack = [(root, top, False, None)]  # (node, its parent's copy, node is a word, the word's own POS node)
+        while stack:
+            node, parent_copy, is_word, owner = stack.pop()
+            if is_word:
+                word_owner.append(owner)
+                parent_copy.children.append(trees.Tree(node.label))
+                continue
+            interior.append(node)
+            number = len(interior) - 1
+            copy = trees.Tree(str(number))
+            parent_copy.children.append(copy)
+            own = number if len(node.children) == 1 else None
+            stack.extend((child, copy, child.is_leaf, own) for child in reversed(node.children))
+        return top.children[0]
 
     form_out = source_form(numbered(tree), form, preterminals)
     emitted = {int(token[1:]) for token in form_out.tokens if token.startswith("(")}

@@ -57,6 +57,20 @@ def test_one_word_tree_keeps_its_word_label():
     assert (tokens, parents.tolist(), labels) == (["Wow"], [-1], ["4"])
 
 
+def test_a_tree_deeper_than_the_recursion_limit_is_an_example_in_every_form():
+    # a chain of 3000 nodes labelled 1 over (3 good) (2 .): the task's walk is iterative, as the tree forms' are
+    depth = 3000
+    tree = trees.parse_tree("(1 " * depth + "(3 good) (2 .)" + ")" * depth)
+    assert labelled_example(tree, "sequence", "keep") == (["good", "."], None, ["3", "2"])
+    tokens, parents, labels = labelled_example(tree, "preorder", "keep")
+    assert tokens == ["(X"] * depth + ["(X", "good", "(X", "."]
+    assert parents.tolist() == [-1, *range(depth - 1), depth - 1, depth, depth - 1, depth + 2]
+    assert labels == [None] + ["1"] * (depth - 1) + ["3", None, "2", None]
+    tokens, _, labels = labelled_example(tree, "linearized", "drop")
+    assert tokens == ["(X"] * depth + ["good", "."] + [")"] * depth
+    assert labels == [None] + ["1"] * (depth - 1) + ["3", "2"] + [None] * depth
+
+
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):
     return write_sst_data(tmp_path_factory.mktemp("sst"))
