@@ -169,14 +169,6 @@ def control_record(record: dict, control: str, rng: random.Random, source: str =
     return out
 
 
-def conllu_of_record(record: dict, sent_id: int) -> str:
-    """A record's 1-best tree as the CoNLL-U block the parser writes (:func:`parsing.dependency.conllu_block`)."""
-    from fairseq_syntax.parsing.dependency import DependencyParse, conllu_block
-
-    heads, labels = [head for head, _ in record["best"]], [label for _, label in record["best"]]
-    return conllu_block(DependencyParse(record["words"], None, None, heads, labels, record.get("fallback")), sent_id)
-
-
 # ---------------------------------------------------------------------------------------------------- files
 
 
@@ -195,7 +187,7 @@ def control_tree_file(in_path: str, out_path: str, control: str, seed: int) -> i
 
 def control_arcs_file(in_path: str, out_arcs: str, out_conllu: str, control: str, seed: int) -> int:
     """The control records of the side-data file ``in_path`` and their CoNLL-U; returns the number of lines."""
-    from fairseq_syntax.parsing.dependency import read_arc_distributions
+    from fairseq_syntax.parsing.dependency import conllu_of_record, read_arc_distributions
 
     records = list(read_arc_distributions(in_path))  # a malformed line stops here, FILE:LINE
     with open_output(out_arcs) as arcs, open_output(out_conllu) as conllu:

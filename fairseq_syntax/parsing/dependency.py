@@ -236,6 +236,13 @@ def conllu_block(parse: DependencyParse, sent_id: int) -> str:
     return "\n".join(lines) + "\n\n"
 
 
+def conllu_of_record(record: dict, sent_id: int) -> str:
+    """A side-data record's 1-best tree (its ``words``, ``best`` and ``fallback``) as the CoNLL-U block
+    :func:`conllu_block` writes for the parse it came from: the CoNLL-U file holds nothing the record lacks."""
+    heads, labels = [head for head, _ in record["best"]], [label for _, label in record["best"]]
+    return conllu_block(DependencyParse(record["words"], None, None, heads, labels, record.get("fallback")), sent_id)
+
+
 def arcs_writer(parser: DependencyParser, arc_floor: float = DEFAULT_ARC_FLOOR,
                 label_floor: float = DEFAULT_LABEL_FLOOR, batch_size: int = DEFAULT_BATCH_SIZE) -> ParseFunction:
     """A job's parse function (:mod:`fairseq_syntax.parsing.shards`) writing the side data and the CoNLL-U file

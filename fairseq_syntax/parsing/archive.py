@@ -1,0 +1,342 @@
+"""Parses kept with a corpus: the source side's constituency trees and dependency side data, compressed and
+checksummed, so that a new machine makes every data directory in minutes instead of training and running parsers
+for hours (``examples/multi30k/parses/``).
+
+    python3 -m fairseq_syntax.parsing.archive pack TOK_DIR ARCHIVE --source en --splits train valid test \\
+        --models constituency=MODELS/crf-con.pt tagger=MODELS/tagger.pt dependency=MODELS/biaffine.pt
+    python3 -m fairseq_syntax.parsing.archive verify ARCHIVE
+    python3 -m fairseq_syntax.parsing.archive unpack ARCHIVE TOK_DIR --source en --splits train valid test
+    python3 -m fairseq_syntax.parsing.archive provenance TOK_DIR/parses.json DATA/parsers.json --without dependency
+
+``pack`` reads what ``examples/prepare_translation.sh`` leaves in ``TOK_DIR`` for each split: the tokens
+``SPLIT.SRC``, one tree a line ``SPLIT.tree``, the side data ``SPLIT.arcs.jsonl.gz`` (the parser's records, its
+probabilities already rounded to 4 significant digits) and the 1-best trees ``SPLIT.conllu``, with the parsers'
+fallback listings ``*.skipped``. ``ARCHIVE`` gets:
+
+- ``SPLIT.tree.xz`` and ``SPLIT.arcs.jsonl.xz``: the files' bytes, xz-compressed, nothing rounded further;
+- no CoNLL-U: each record holds its 1-best tree (``best``), and ``pack`` checks that the CoNLL-U file is exactly
+  what :func:`~fairseq_syntax.parsing.dependency.conllu_of_record` makes of the records, so ``unpack`` rebuilds it;
+- ``MANIFEST.json``: per split the line count, the SHA-256 of the tokens the parses were made from and of each
+  file's uncompressed bytes, the fallback lines; the parsers that made them (:mod:`provenance`: file name, digest,
+  scores and epochs of the run record); ``SHA256SUMS`` (``sha256sum -c`` reads it) of every compressed file.
+
+``unpack`` checks ``SHA256SUMS`` first, then writes ``TOK_DIR/SPLIT.{tree,arcs.jsonl.gz,conllu}`` (and the fallback
+listings) for the tokens now in ``TOK_DIR/SPLIT.SRC``: the parse of a line is found by its tokens, so a subset of the
+corpus (``examples/multi30k/subset.py``) or a training split filtered by length gets its own lines' parses, in its
+order, numbered as a parse of that file would be. A line the archive has no parse for stops the run naming the
+line (tokens made by another tokenizer version, another corpus): nothing is parsed silently in its place. A line
+that occurs twice in the corpus takes the parse at its own line number where the file is the whole split, else the
+first one's. ``TOK_DIR/parses.json`` records the archive and its parsers; ``provenance`` writes a data directory's
+``parsers.json`` from it, as :mod:`fairseq_syntax.parsing.provenance` does from model files.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import lzma
+import os
+import sys
+from dataclasses import dataclass
+
+from fairseq_syntax.parsing.dependency import conllu_of_record
+from fairseq_syntax.parsing.provenance import describe_parsers, read_parser_records
+from fairseq_syntax.parsing.text import atomic_path, open_output
+
+MANIFEST = "MANIFEST.json"
+CHECKSUMS = "SHA256SUMS"
+PROVENANCE = "parses.json"  # written into TOK_DIR by unpack
+FORMAT = 1
+XZ_PRESET = 9 | lzma.PRESET_EXTREME
+# what prepare_translation.sh names each parse file in TOK_DIR, and the file that holds it in the archive
+TREES, ARCS, CONLLU = "tree", "arcs.jsonl.gz", "conllu"
+STORED = {TREES: "tree.xz", ARCS: "arcs.jsonl.xz"}
+
+
+class ArchiveError(Exception):
+    """A problem with a file, named in the message: the command prints it as one line."""
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_bytes(path: str) -> bytes:
+    if not os.path.isfile(path):
+        raise ArchiveError(f"{path}: no such file")
+    with (gzip.open if path.endswith(".gz") else open)(path, "rb") as handle:
+        return handle.read()
+
+
+def lines_of(data: bytes, path: str) -> list[bytes]:
+    """The lines of a file's bytes, each without its newline; a file must end in one (as every parse file does)."""
+    if data and not data.endswith(b"\n"):
+        raise ArchiveError(f"{path}: the last line has no newline (a file cut short?)")
+    return data.split(b"\n")[:-1] if data else []
+
+
+def read_fallbacks(path: str) -> list[list]:
+    """A parser's fallback listing (``LINE<TAB>reason`` a line; none when the file is absent)."""
+    if not os.path.exists(path):
+        return []
+    fallbacks = []
+    for number, line in enumerate(read_bytes(path).decode("utf-8").splitlines(), 1):
+        line_number, _, reason = line.partition("\t")
+        if not line_number.isdigit():
+            raise ArchiveError(f"{path}:{number}: not 'LINE<TAB>reason'")
+        fallbacks.append([int(line_number), reason])
+    return fallbacks
+
+
+def conllu_bytes(arcs_lines: list[bytes], numbers: list[int], path: str) -> bytes:
+    """The CoNLL-U file of the records, record k numbered ``numbers[k]``."""
+    blocks = []
+    for number, line in zip(numbers, arcs_lines):
+        try:
+            blocks.append(conllu_of_record(json.loads(line), number))
+        except (ValueError, KeyError, TypeError) as error:
+            raise ArchiveError(f"{path}:{number}: not a side-data record with its 1-best tree ({error})") from None
+    return "".join(blocks).encode("utf-8")
+
+
+# ---------------------------------------------------------------------------------------------------- pack
+
+
+def pack(tok_dir: str, archive: str, source: str, splits: list[str], models: dict[str, str],
+         records_dir: str) -> dict:
+    """Writes ARCHIVE (module docstring) from TOK_DIR's parses; returns the manifest."""
+    manifest = {"format": FORMAT, "source": source, "splits": {},
+                "parsers": describe_parsers(models, read_parser_records(records_dir))}
+    compressed = {}
+    for split in splits:
+        token_path = os.path.join(tok_dir, f"{split}.{source}")
+        tokens = read_bytes(token_path)
+        count = len(lines_of(tokens, token_path))
+        entry = {"lines": count, "tokens_sha256": sha256(tokens), "files": {}, "fallbacks": {}}
+        for kind in (TREES, ARCS):
+            path = os.path.join(tok_dir, f"{split}.{kind}")
+            data = read_bytes(path)
+            if len(lines_of(data, path)) != count:
+                raise ArchiveError(f"{path}: {len(lines_of(data, path))} lines, but {token_path} has {count}")
+            name = f"{split}.{STORED[kind]}"
+            print(f"compressing {path} ({len(data) / 1e6:.1f} MB) into {name}", file=sys.stderr)
+            compressed[name] = lzma.compress(data, preset=XZ_PRESET)
+            entry["files"][kind] = {"stored": name, "sha256": sha256(data), "bytes": len(data)}
+            entry["fallbacks"][kind] = read_fallbacks(path + ".skipped")
+        arcs_path = os.path.join(tok_dir, f"{split}.{ARCS}")
+        conllu_path = os.path.join(tok_dir, f"{split}.{CONLLU}")
+        conllu = read_bytes(conllu_path)
+        if conllu != conllu_bytes(lines_of(read_bytes(arcs_path), arcs_path), list(range(1, count + 1)), arcs_path):
+            raise ArchiveError(f"{conllu_path} is not the 1-best trees of {arcs_path}: parse both again together "
+                               "(preprocess/parse_dependency.py writes them in one run)")
+        entry["files"][CONLLU] = {"rebuilt_from": ARCS, "sha256": sha256(conllu), "bytes": len(conllu)}
+        manifest["splits"][split] = entry
+    os.makedirs(archive, exist_ok=True)
+    for name, data in compressed.items():
+        with atomic_path(os.path.join(archive, name)) as temporary, open(temporary, "wb") as out:
+            out.write(data)
+    with open_output(os.path.join(archive, MANIFEST)) as out:
+        json.dump(manifest, out, indent=1, ensure_ascii=False)
+        out.write("\n")
+    names = sorted(compressed) + [MANIFEST]
+    with open_output(os.path.join(archive, CHECKSUMS)) as out:
+        for name in names:
+            out.write(f"{sha256(read_bytes(os.path.join(archive, name)))}  {name}\n")
+    return manifest
+
+
+# ---------------------------------------------------------------------------------------------------- verify
+
+
+def verify(archive: str) -> dict:
+    """Checks every file of ``SHA256SUMS`` and that the manifest is listed there; returns the manifest."""
+    checksums_path = os.path.join(archive, CHECKSUMS)
+    listed = {}
+    for number, line in enumerate(read_bytes(checksums_path).decode("utf-8").splitlines(), 1):
+        digest, _, name = line.partition("  ")
+        if len(digest) != 64 or not name:
+            raise ArchiveError(f"{checksums_path}:{number}: not 'SHA256  NAME'")
+        listed[name] = digest
+    if MANIFEST not in listed:
+        raise ArchiveError(f"{checksums_path} does not list {MANIFEST}")
+    for name, digest in listed.items():
+        path = os.path.join(archive, name)
+        if sha256(read_bytes(path)) != digest:
+            raise ArchiveError(f"{path}: its SHA-256 is not the one {checksums_path} lists (a damaged or changed "
+                               "file: take it from the repository again)")
+    manifest = json.loads(read_bytes(os.path.join(archive, MANIFEST)))
+    if manifest.get("format") != FORMAT:
+        raise ArchiveError(f"{archive}/{MANIFEST}: format {manifest.get('format')!r}, this code reads {FORMAT}")
+    return manifest
+
+
+def stored_lines(archive: str, entry: dict, kind: str) -> list[bytes]:
+    """The uncompressed lines of one stored file, checked against the manifest's digest of the original."""
+    path = os.path.join(archive, entry["files"][kind]["stored"])
+    data = lzma.decompress(read_bytes(path))
+    if sha256(data) != entry["files"][kind]["sha256"]:
+        raise ArchiveError(f"{path}: its content is not the file the manifest describes")
+    lines = lines_of(data, path)
+    if len(lines) != entry["lines"]:
+        raise ArchiveError(f"{path}: {len(lines)} lines, but the manifest says {entry['lines']}")
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------------- unpack
+
+
+@dataclass
+class Unpacked:
+    split: str
+    lines: int
+    whole: bool  # the tokens are the whole split the archive was made from
+    fallbacks: int
+
+
+def matching_lines(tokens: list[bytes], archived_words: list[tuple], token_path: str, archive: str,
+                   split: str) -> list[int]:
+    """The 1-based archive line of each token line (module docstring: by its tokens, its own line first)."""
+    first = {}
+    for number, words in enumerate(archived_words, 1):
+        first.setdefault(words, number)
+    chosen = []
+    for number, line in enumerate(tokens, 1):
+        words = tuple(line.decode("utf-8").split())
+        if number <= len(archived_words) and archived_words[number - 1] == words:
+            chosen.append(number)
+        elif words in first:
+            chosen.append(first[words])
+        else:
+            raise ArchiveError(
+                f"{token_path}:{number}: no parse of this line in {archive} (split {split}): the parses were made "
+                "from other tokens (another corpus, or another sacremoses version's tokenization); parse the "
+                "corpus instead (leave PARSES empty)")
+    return chosen
+
+
+def unpack_split(archive: str, manifest: dict, tok_dir: str, source: str, split: str) -> Unpacked:
+    entry = manifest["splits"].get(split)
+    if entry is None:
+        raise ArchiveError(f"{archive}/{MANIFEST} holds no parses of the {split} split (it has: "
+                           f"{', '.join(manifest['splits'])})")
+    token_path = os.path.join(tok_dir, f"{split}.{source}")
+    token_data = read_bytes(token_path)
+    tokens = lines_of(token_data, token_path)
+    arcs = stored_lines(archive, entry, ARCS)
+    archived_words = [tuple(json.loads(line)["words"]) for line in arcs]
+    whole = sha256(token_data) == entry["tokens_sha256"]
+    chosen = list(range(1, len(tokens) + 1)) if whole else \
+        matching_lines(tokens, archived_words, token_path, archive, split)
+    trees = stored_lines(archive, entry, TREES)
+    picked = {TREES: [trees[k - 1] for k in chosen], ARCS: [arcs[k - 1] for k in chosen]}
+    fallbacks = 0
+    for kind, lines in picked.items():
+        path = os.path.join(tok_dir, f"{split}.{kind}")
+        with open_output(path) as out:
+            out.write("".join(line.decode("utf-8") + "\n" for line in lines))
+        reasons = dict(entry["fallbacks"][kind])
+        listing = [(new, reasons[old]) for new, old in enumerate(chosen, 1) if old in reasons]
+        with open_output(path + ".skipped") as out:
+            out.write("".join(f"{line}\t{reason}\n" for line, reason in listing))
+        fallbacks += len(listing)
+    conllu = conllu_bytes(picked[ARCS], list(range(1, len(chosen) + 1)), f"{archive}/{STORED[ARCS]}")
+    if whole and sha256(conllu) != entry["files"][CONLLU]["sha256"]:
+        raise ArchiveError(f"{archive}: the CoNLL-U rebuilt for {split} is not the one packed")
+    with atomic_path(os.path.join(tok_dir, f"{split}.{CONLLU}")) as temporary, open(temporary, "wb") as out:
+        out.write(conllu)
+    return Unpacked(split, len(chosen), whole, fallbacks)
+
+
+def unpack(archive: str, tok_dir: str, source: str, splits: list[str]) -> list[Unpacked]:
+    manifest = verify(archive)
+    if manifest["source"] != source:
+        raise ArchiveError(f"{archive} holds parses of the {manifest['source']} side, not {source}")
+    done = [unpack_split(archive, manifest, tok_dir, source, split) for split in splits]
+    with open_output(os.path.join(tok_dir, PROVENANCE)) as out:
+        json.dump({"archive": os.path.basename(os.path.normpath(archive)),
+                   "manifest_sha256": sha256(read_bytes(os.path.join(archive, MANIFEST))),
+                   "parsers": manifest["parsers"]}, out, indent=1, ensure_ascii=False)
+        out.write("\n")
+    return done
+
+
+def write_provenance(parses_json: str, out_path: str, roles: list[str], without: list[str] = ()) -> dict:
+    """A data directory's ``parsers.json`` (:mod:`provenance`'s format) for ``roles`` (none: every role but those
+    ``without``), from unpack's record."""
+    parsers = json.loads(read_bytes(parses_json))["parsers"]
+    roles = roles or [role for role in parsers if role not in without]
+    missing = [role for role in roles if role not in parsers]
+    if missing:
+        raise ArchiveError(f"{parses_json} names no {', '.join(missing)} parser (it has: {', '.join(parsers)})")
+    described = {role: parsers[role] for role in roles}
+    with open_output(out_path) as out:
+        json.dump(described, out, indent=1)
+        out.write("\n")
+    return described
+
+
+# ---------------------------------------------------------------------------------------------------- command
+
+
+def get_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python3 -m fairseq_syntax.parsing.archive",
+                                     description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    pack_command = commands.add_parser("pack", help="compress TOK_DIR's parses into ARCHIVE")
+    pack_command.add_argument("tok_dir")
+    pack_command.add_argument("archive")
+    pack_command.add_argument("--source", required=True, help="the parsed side's language suffix (e.g. en)")
+    pack_command.add_argument("--splits", nargs="+", required=True)
+    pack_command.add_argument("--models", nargs="*", default=[], metavar="ROLE=MODEL",
+                              help="the parsers that made the parses, recorded in the manifest")
+    pack_command.add_argument("--records", default=os.path.join(os.path.dirname(__file__), "..", "..",
+                                                                "preprocess", "runs"),
+                              help="folder of the parser run records (default: the repository's preprocess/runs)")
+    verify_command = commands.add_parser("verify", help="check ARCHIVE's checksums")
+    verify_command.add_argument("archive")
+    unpack_command = commands.add_parser("unpack", help="write the parses of TOK_DIR's tokens from ARCHIVE")
+    unpack_command.add_argument("archive")
+    unpack_command.add_argument("tok_dir")
+    unpack_command.add_argument("--source", required=True)
+    unpack_command.add_argument("--splits", nargs="+", required=True)
+    provenance_command = commands.add_parser("provenance", help="a data directory's parsers.json from unpack's record")
+    provenance_command.add_argument("parses_json")
+    provenance_command.add_argument("out")
+    provenance_command.add_argument("roles", nargs="*", help="the parsers of the form (default: all but --without)")
+    provenance_command.add_argument("--without", nargs="+", default=[], metavar="ROLE",
+                                    help="e.g. dependency: the tree forms' parsers are the others")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = get_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "pack":
+            models = {}
+            for argument in args.models:
+                role, separator, model = argument.partition("=")
+                if not separator or not role or not model:
+                    parser.error(f"'{argument}': give ROLE=MODEL, e.g. dependency=models/biaffine-dep-ud-ewt.pt")
+                models[role] = model
+            manifest = pack(args.tok_dir, args.archive, args.source, args.splits, models, args.records)
+            total = sum(os.path.getsize(os.path.join(args.archive, name)) for name in os.listdir(args.archive))
+            contents = ", ".join(f"{split} ({entry['lines']} lines)" for split, entry in manifest["splits"].items())
+            print(f"{args.archive}: parses of {contents}; {total / 1e6:.2f} MB", file=sys.stderr)
+        elif args.command == "verify":
+            manifest = verify(args.archive)
+            print(f"{args.archive}: every checksum matches ({', '.join(manifest['splits'])})", file=sys.stderr)
+        elif args.command == "unpack":
+            for done in unpack(args.archive, args.tok_dir, args.source, args.splits):
+                how = "the whole split" if done.whole else "its lines found by their tokens"
+                print(f"{args.tok_dir}: parses of {done.split} from {args.archive}, {done.lines} lines ({how}); "
+                      f"{done.fallbacks} fallback lines listed in {done.split}.*.skipped", file=sys.stderr)
+        else:
+            write_provenance(args.parses_json, args.out, args.roles, args.without)
+    except ArchiveError as error:
+        sys.exit(f"error: {error}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,148 @@
+"""Parse archives (fairseq_syntax.parsing.archive): packed parses come back byte for byte, for the whole split or
+for a subset of its lines found by their tokens; damage and foreign tokens are refused naming the file and line."""
+import gzip
+import json
+import os
+
+import pytest
+
+from fairseq_syntax.parsing import archive
+from fairseq_syntax.parsing.dependency import conllu_of_record
+
+SENTENCES = ["a dog runs", "the cat", "a dog runs", "birds fly high"]
+TREES = ["(S (NP (DT a) (NN dog)) (VP (VBZ runs)))", "(NP (DT the) (NN cat))",
+         "(S (NP (DT a) (NN dog)) (VP (VBZ runs)))", "(S (X birds) (X fly) (X high))"]
+
+
+def record(words, heads, labels, fallback=None):
+    arcs = [[dependent, head, 0.9, {label: 0.99}] for dependent, (head, label) in enumerate(zip(heads, labels), 1)]
+    arcs += [[1, 0, 0.1, {"dep": 1.0}]]
+    out = {"words": words, "arcs": arcs, "best": [[h, lab] for h, lab in zip(heads, labels)]}
+    if fallback:
+        out["fallback"] = fallback
+    return out
+
+
+RECORDS = [record(["a", "dog", "runs"], [2, 3, 0], ["det", "nsubj", "root"]),
+           record(["the", "cat"], [2, 0], ["det", "root"]),
+           record(["a", "dog", "runs"], [2, 3, 0], ["det", "nsubj", "root"]),
+           record(["birds", "fly", "high"], [0, 0, 0], ["_", "_", "_"], fallback="parser error: too\nlong")]
+
+
+def write_tok(folder, split, lines):
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, f"{split}.en"), "w") as out:
+        out.write("".join(line + "\n" for line in lines))
+
+
+def make_parsed(folder):
+    """A TOK_DIR as prepare_translation.sh leaves it: tokens, trees, arcs, CoNLL-U, fallback listings."""
+    write_tok(folder, "train", SENTENCES)
+    with open(os.path.join(folder, "train.tree"), "w") as out:
+        out.write("".join(tree + "\n" for tree in TREES))
+    with gzip.open(os.path.join(folder, "train.arcs.jsonl.gz"), "wt") as out:
+        out.write("".join(json.dumps(r) + "\n" for r in RECORDS))
+    with open(os.path.join(folder, "train.conllu"), "w") as out:
+        out.write("".join(conllu_of_record(r, n) for n, r in enumerate(RECORDS, 1)))
+    with open(os.path.join(folder, "train.tree.skipped"), "w") as out:
+        out.write("4\tover 300 words\n")
+    with open(os.path.join(folder, "train.arcs.jsonl.gz.skipped"), "w") as out:
+        out.write("4\tparser error: too long\n")
+
+
+def read(path):
+    with (gzip.open if path.endswith(".gz") else open)(path, "rb") as handle:
+        return handle.read()
+
+
+@pytest.fixture
+def packed(tmp_path):
+    tok, store = str(tmp_path / "tok"), str(tmp_path / "parses")
+    make_parsed(tok)
+    archive.pack(tok, store, "en", ["train"], {}, str(tmp_path / "no-records"))
+    return tok, store
+
+
+def test_pack_stores_no_conllu_and_unpack_gives_every_file_back(packed, tmp_path):
+    tok, store = packed
+    assert sorted(os.listdir(store)) == ["MANIFEST.json", "SHA256SUMS", "train.arcs.jsonl.xz", "train.tree.xz"]
+    manifest = archive.verify(store)
+    assert manifest["splits"]["train"]["lines"] == 4
+    assert manifest["splits"]["train"]["fallbacks"]["tree"] == [[4, "over 300 words"]]
+    fresh = str(tmp_path / "fresh")
+    write_tok(fresh, "train", SENTENCES)
+    [done] = archive.unpack(store, fresh, "en", ["train"])
+    assert (done.lines, done.whole, done.fallbacks) == (4, True, 2)
+    for name in ("train.tree", "train.arcs.jsonl.gz", "train.conllu", "train.tree.skipped",
+                 "train.arcs.jsonl.gz.skipped"):
+        assert read(os.path.join(fresh, name)) == read(os.path.join(tok, name)), name
+    assert json.loads(read(os.path.join(fresh, "parses.json")))["archive"] == "parses"
+
+
+def test_a_subset_gets_its_own_lines_parses_numbered_as_its_own_file(packed, tmp_path):
+    _, store = packed
+    subset = str(tmp_path / "subset")
+    write_tok(subset, "train", ["birds fly high", "a dog runs", "the cat"])  # lines 4, 1 (or 3), 2
+    [done] = archive.unpack(store, subset, "en", ["train"])
+    assert (done.lines, done.whole, done.fallbacks) == (3, False, 2)
+    assert read(os.path.join(subset, "train.tree")).decode().splitlines() == [TREES[3], TREES[0], TREES[1]]
+    arcs = [json.loads(line) for line in read(os.path.join(subset, "train.arcs.jsonl.gz")).splitlines()]
+    assert arcs == [RECORDS[3], RECORDS[0], RECORDS[1]]
+    conllu = read(os.path.join(subset, "train.conllu")).decode()
+    assert conllu == "".join(conllu_of_record(r, n) for n, r in enumerate([RECORDS[3], RECORDS[0], RECORDS[1]], 1))
+    assert conllu.startswith("# sent_id = 1\n# text = birds fly high\n# fallback = parser error: too long\n")
+    # the fallback of archive line 4 is line 1 of the subset
+    assert read(os.path.join(subset, "train.tree.skipped")) == b"1\tover 300 words\n"
+
+
+def test_a_line_without_a_parse_is_refused_naming_it(packed, tmp_path):
+    _, store = packed
+    other = str(tmp_path / "other")
+    write_tok(other, "train", ["the cat", "a dog  walks"])
+    with pytest.raises(archive.ArchiveError, match=r"other/train.en:2: no parse of this line"):
+        archive.unpack(store, other, "en", ["train"])
+    assert not os.path.exists(os.path.join(other, "train.tree"))
+
+
+def test_damage_is_found_before_anything_is_written(packed, tmp_path):
+    _, store = packed
+    path = os.path.join(store, "train.tree.xz")
+    data = bytearray(read(path))
+    data[-20] ^= 1
+    with open(path, "wb") as out:
+        out.write(bytes(data))
+    with pytest.raises(archive.ArchiveError, match=r"train.tree.xz: its SHA-256 is not the one .*SHA256SUMS lists"):
+        archive.verify(store)
+    fresh = str(tmp_path / "fresh")
+    write_tok(fresh, "train", SENTENCES)
+    with pytest.raises(archive.ArchiveError):
+        archive.unpack(store, fresh, "en", ["train"])
+    assert sorted(os.listdir(fresh)) == ["train.en"]
+
+
+def test_pack_refuses_a_conllu_that_is_not_the_records_trees(tmp_path):
+    tok = str(tmp_path / "tok")
+    make_parsed(tok)
+    with open(os.path.join(tok, "train.conllu"), "a") as out:
+        out.write("# sent_id = 5\n")
+    with pytest.raises(archive.ArchiveError, match=r"train.conllu is not the 1-best trees of .*train.arcs.jsonl.gz"):
+        archive.pack(tok, str(tmp_path / "parses"), "en", ["train"], {}, str(tmp_path))
+
+
+def test_provenance_takes_the_roles_of_a_form(tmp_path):
+    parses = tmp_path / "parses.json"
+    parses.write_text(json.dumps({"parsers": {"constituency": {"model": "c.pt"}, "tagger": {"model": "t.pt"},
+                                              "dependency": {"model": "d.pt"}}}))
+    out = str(tmp_path / "parsers.json")
+    archive.write_provenance(str(parses), out, ["constituency", "tagger"])
+    assert json.loads(read(out)) == {"constituency": {"model": "c.pt"}, "tagger": {"model": "t.pt"}}
+    archive.main(["provenance", str(parses), out, "--without", "dependency"])
+    assert list(json.loads(read(out))) == ["constituency", "tagger"]
+    with pytest.raises(archive.ArchiveError, match="names no benepar parser"):
+        archive.write_provenance(str(parses), out, ["benepar"])
+
+
+def test_the_command_prints_one_line_on_error(packed, tmp_path, capsys):
+    _, store = packed
+    with pytest.raises(SystemExit, match=r"^error: .*nowhere/train.en: no such file"):
+        archive.main(["unpack", store, str(tmp_path / "nowhere"), "--source", "en", "--splits", "train"])
