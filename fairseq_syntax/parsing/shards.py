@@ -22,8 +22,9 @@ short sentences). Every chunk is parsed exactly as in a single run, and SuPar's 
 fixed seed per chunk (``torch_load.supar_device``), so the merged files equal a single run's byte for byte on the
 same device with one torch thread (more threads may change the last bits of a float).
 
-``--device cpu|cuda`` (default: cuda when available) is where the parsers run. With ``--workers`` and several
-GPUs, worker k sees GPU k mod (their number).
+``--device cpu|cuda`` (default: cuda when available) is where the parsers run. With ``--workers W`` and several
+GPUs, the W workers running at a time hold slots 0 .. W-1, and slot k sees GPU k mod (their number): W up to the
+number of GPUs gives each running worker a GPU of its own.
 
 An input line that cannot be read (bad UTF-8, a carriage return inside it) is parsed as an empty sentence, and
 listed as a fallback with the reason, so every output line still belongs to its input line.
@@ -405,12 +406,14 @@ def merge(job: ParseJob, count: int, source: InputFile | None = None, remove: bo
 # ----------------------------------------------------------------------------------------------------- workers
 
 
-def _worker_environment(index: int, device: str) -> dict:
+def _worker_environment(slot: int, device: str) -> dict:
+    """The environment of the worker in ``slot`` (0 .. workers - 1, a slot a running worker holds alone): one
+    thread, and on CUDA the slot's GPU, slot mod (the GPUs visible here)."""
     environment = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     if device == "cuda":
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         gpus = visible.split(",") if visible else [str(gpu) for gpu in range(torch.cuda.device_count())]
-        environment["CUDA_VISIBLE_DEVICES"] = gpus[index % len(gpus)]
+        environment["CUDA_VISIBLE_DEVICES"] = gpus[slot % len(gpus)]
     return environment
 
 
@@ -442,26 +445,27 @@ def _run_workers(job: ParseJob, source: InputFile, todo: list[Shard], workers: i
                 log = open(stem + ".log", "w", encoding="utf-8")  # noqa: SIM115 (closed when the worker ends)
                 argv = [*command, "--num-shards", str(shard.count), "--shard-id", str(shard.index), "--workers", "1",
                         "--threads", "1", "--device", device, "--progress-file", stem + ".progress"]
+                slot = min(set(range(workers)) - {held for *_, held in running.values()})
                 running[shard] = (subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
-                                                   env=_worker_environment(shard.index, device)), log, 0)
+                                                   env=_worker_environment(slot, device)), log, 0, slot)
             time.sleep(POLL_SECONDS)
-            for shard, (process, log, shown) in list(running.items()):
+            for shard, (process, log, shown, slot) in list(running.items()):
                 stem = _manifest_path(job, shard).removesuffix(".json")
                 done = process.poll() is not None
                 succeeded = done and process.returncode == 0
                 count = shard.lines(source.lines) if succeeded else _read_progress(stem + ".progress")
                 if count > shown:
                     progress.update(count - shown)
-                    running[shard] = (process, log, count)
+                    running[shard] = (process, log, count, slot)
                 if done:
                     log.close()
                     del running[shard]
                     if process.returncode != 0:
                         failed.append((shard, process.returncode, stem + ".log"))
     except BaseException:  # a KeyboardInterrupt: the workers started here stop too; finished shards are kept
-        for process, log, _ in running.values():
+        for process, log, *_ in running.values():
             process.terminate()
-        for process, log, _ in running.values():
+        for process, log, *_ in running.values():
             process.wait()
             log.close()
         raise

@@ -175,3 +175,38 @@ def test_device_cuda_without_a_gpu_is_one_error_line():
         pytest.skip("a GPU is here")
     with pytest.raises(SystemExit, match=r"^error: --device cuda: torch sees no CUDA device here"):
         shards.select_device("cuda")
+
+
+def test_running_workers_hold_slots_and_each_slot_its_gpu(corpus, tmp_path, monkeypatch):
+    """A worker that starts takes the lowest slot no running worker holds, and the slot names its GPU: shard 2 starts
+    when shard 1 ends, while shard 0 still runs, so it gets shard 1's GPU, not shard 0's (2 mod 2)."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "7,9")
+    monkeypatch.setattr(shards, "POLL_SECONDS", 0)
+    polls_left = {0: 3, 1: 1, 2: 1, 3: 1}  # polls until each shard's worker has finished
+    gpus = {}
+
+    class FakeWorker:
+        def __init__(self, argv, stdout, stderr, env):
+            self.shard = int(argv[argv.index("--shard-id") + 1])
+            gpus[self.shard] = env["CUDA_VISIBLE_DEVICES"]
+            self.returncode = None
+
+        def poll(self):
+            polls_left[self.shard] -= 1
+            if polls_left[self.shard] == 0:
+                self.returncode = 0
+            return self.returncode
+
+    class Bar:
+        count = 0
+
+        def update(self, count):
+            Bar.count += count
+
+    monkeypatch.setattr(shards.subprocess, "Popen", FakeWorker)
+    job = stand_in_job(corpus, tmp_path)
+    source = shards.scan_input(str(corpus))
+    todo = [Shard(index, 4, 2) for index in range(4)]
+    shards._run_workers(job, source, todo, 2, "cuda", ["parse"], Bar())
+    assert gpus == {0: "7", 1: "9", 2: "9", 3: "9"}
+    assert Bar.count == 7  # every line of the 4 shards (2 + 2 + 2 + 1) counted once on the bar
