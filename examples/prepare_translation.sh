@@ -41,6 +41,10 @@
 #                    again, and a run record goes to preprocess/runs/)
 #   CON_MODEL, DEP_MODEL  explicit model paths or names (e.g. benepar_en3 where the network allows)
 #   THREADS          torch threads per parser (default 1)
+#   WORKERS          parser processes per parse, each on its own core with one torch thread (default 1):
+#                    passed as --workers to both parse commands, which cut the input into WORKERS shards
+#                    and merge them; a parse killed and started again keeps its finished shards (README,
+#                    "A large corpus")
 #   CONTROLS         control structures to make data directories of too (issue 33; fairseq_syntax.core.controls):
 #                    "random" (random binary bracketings over each tree's POS nodes, random projective dependency
 #                    trees with the parser's labels), "left", "right" (branching trees, dependency chains), several
@@ -66,6 +70,7 @@ CON_BACKEND="${CON_BACKEND:-crf-con}"
 PRETERMINALS="${PRETERMINALS:-auto}"
 MODELS="$(realpath -m "${MODELS:-$OUT/models}")"  # absolute: the steps below run from the repository root
 THREADS="${THREADS:-1}"
+WORKERS="${WORKERS:-1}"
 CONTROLS="${CONTROLS:-}" CONTROL_SEED="${CONTROL_SEED:-1}"
 TREEBANKS="$(realpath -m "${TREEBANKS:-$REPO/../shared/data}")"
 case "$CON_BACKEND" in
@@ -214,12 +219,14 @@ for pair in "${SPLITS[@]}"; do
   if [ ! -s "$tree" ] || [ "$tree" -ot "$OUT/tok/$split.$SRC" ] || [ "$tree" -ot "$CON_MODEL" ] \
      || { [ "$TAGGER" != none ] && [ "$tree" -ot "$TAGGER" ]; }; then
     python3 preprocess/parse_constituency.py --backend "$CON_BACKEND" --model "$CON_MODEL" "${tagger_args[@]}" \
-      --input "$OUT/tok/$split.$SRC" --output "$OUT/tok/$split.tree" --threads "$THREADS"
+      --input "$OUT/tok/$split.$SRC" --output "$OUT/tok/$split.tree" --threads "$THREADS" \
+      --workers "$WORKERS"
   fi
   arcs="$OUT/tok/$split.arcs.jsonl.gz"
   if [ ! -s "$arcs" ] || [ "$arcs" -ot "$OUT/tok/$split.$SRC" ] || [ "$arcs" -ot "$DEP_MODEL" ]; then
     python3 preprocess/parse_dependency.py --model "$DEP_MODEL" --input "$OUT/tok/$split.$SRC" \
-      --arcs "$OUT/tok/$split.arcs.jsonl.gz" --conllu "$OUT/tok/$split.conllu" --threads "$THREADS"
+      --arcs "$OUT/tok/$split.arcs.jsonl.gz" --conllu "$OUT/tok/$split.conllu" --threads "$THREADS" \
+      --workers "$WORKERS"
   fi
 done
 
