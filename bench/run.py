@@ -113,7 +113,8 @@ class Arch:
 
 #: bench/'s own variants, by the architecture they apply to; each is benchmarked right after that architecture
 NAIVE_HIER_ACCUM = Variant("dense", "dense, naive", arch="transformer_hier_accum_dense")
-#: the mask bias as a matrix product (its backward has no scatter-add; issue 20's lead for the GPU)
+#: the mask bias as a matrix product (its backward has no scatter-add, the suspected cause of the mask model's
+#: slowness on the GPU: bench/cuda/README.md)
 ONE_HOT_MASK_BIAS = Variant("one_hot", "one-hot bias", model_options=("--mask-bias", "one_hot"))
 VARIANTS: Dict[str, Tuple[Variant, ...]] = {"transformer_hier_accum": (NAIVE_HIER_ACCUM,),
                                             "transformer_syntax_mask": (ONE_HOT_MASK_BIAS,)}

@@ -45,7 +45,7 @@
 #                    passed as --workers to both parse commands, which cut the input into WORKERS shards
 #                    and merge them; a parse killed and started again keeps its finished shards (README,
 #                    "A large corpus")
-#   CONTROLS         control structures to make data directories of too (issue 33; fairseq_syntax.core.controls):
+#   CONTROLS         control structures to make data directories of too (fairseq_syntax.core.controls):
 #                    "random" (random binary bracketings over each tree's POS nodes, random projective dependency
 #                    trees with the parser's labels), "left", "right" (branching trees, dependency chains), several
 #                    separated by spaces; default none. Each gives data-bin/FORM.CONTROL for every form, with the

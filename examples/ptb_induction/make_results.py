@@ -307,7 +307,7 @@ def throughput_ratio(run: dict):
 
 
 def summary_row(run: dict) -> dict:
-    """One run as the machine-readable row the issue tracker asked for: Algorithm 1 (m=2, the paper's rule) for the
+    """One run as a machine-readable row for comparing runs: Algorithm 1 (m=2, the paper's rule) for the
     Tree Transformer and right-branching, both scored by the same code on the same trees; F1 in %."""
     subsets = run["parses"]["m=2"]["subsets"]
     tree, right = ({subset: subsets[subset][system] for subset in subsets}

@@ -1,4 +1,4 @@
-"""Control structures (issue 33): the parses' words and labels under a structure that is not the parse.
+"""Control structures: the parses' words and labels under a structure that is not the parse.
 
 "Does the syntax help, and is it the parse that helps?" Pham, Macháček & Bojar (2019, "Promoting the Knowledge of
 Source Syntax in Transformer NMT Is Not Needed") found that trivial trees give a Transformer the same gains as real

@@ -11,7 +11,7 @@ is registered with it, see :func:`fairseq_syntax.core.model.register_architectur
 (:mod:`fairseq_syntax.core.side_inputs`) and extra model options. Baselines are systems too (fairseq's
 ``transformer`` on the sequence and linearized forms belong to McDonald & Chiang 2021).
 
-A system's ``controls`` name the control structures (:mod:`fairseq_syntax.core.controls`, issue 33) it is also run
+A system's ``controls`` name the control structures (:mod:`fairseq_syntax.core.controls`) it is also run
 on: :meth:`System.on_control` derives that system, ``NAME_CONTROL`` on the data directory ``DATA.CONTROL`` (e.g.
 ``mask_random`` on ``preorder.random``), made from the control parses with the same BPE and dictionary; same
 architecture and options, so the two rows differ in the structure they read only.

@@ -3,11 +3,12 @@
 
 ``python -m fairseq_syntax.methods`` prints what the recipes, the benchmark and the README read from it.
 
-:data:`STUDY` is the study grid of issue 33, "does the syntax help, and is it the parse that helps?" (Pham,
-Macháček & Bojar 2019 found trivial trees give NMT the same gains as real parses): the baselines, each syntax method
-on the parses, and the constituency masks, hierarchical accumulation and UDP also on random structures
-(:mod:`fairseq_syntax.core.controls`), each over seeds 1, 2 and 3. Its order is the order of the budget: where it
-runs short, all three seeds of one system are finished before the next starts.
+:data:`STUDY` is the grid of the Multi30k study (``examples/multi30k/README.md``, "The study"), "does the syntax
+help, and is it the parse that helps?" (Pham, Macháček & Bojar 2019 found trivial trees give NMT the same gains as
+real parses): the baselines, each syntax method on the parses, and the constituency masks, hierarchical
+accumulation and UDP also on random structures (:mod:`fairseq_syntax.core.controls`), each over seeds 1, 2 and 3.
+Its order is the order of the budget: where it runs short, all three seeds of one system are finished before the
+next starts.
 """
 from collections.abc import Iterator
 

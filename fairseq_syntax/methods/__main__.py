@@ -4,7 +4,7 @@ descriptions (:data:`fairseq_syntax.methods.METHODS`).
 * ``systems [--task translation] [--method NAME] [--no-baselines] [--no-ablations] [--controls]``: one
   ``NAME:ARCH:DATA[:EXTRA]`` per line, the recipes' ``SYSTEMS`` format (``--controls``: with the systems on control
   structures, e.g. ``mask_random:transformer_syntax_mask:preorder.random``);
-* ``systems --study``: the study grid of issue 33 (:data:`fairseq_syntax.methods.STUDY`) in its priority order;
+* ``systems --study``: the grid of the Multi30k study (:data:`fairseq_syntax.methods.STUDY`) in its priority order;
 * ``data-dirs SPEC...``: for the given system specs, one line per data directory they read: ``DATA FORM
   PRETERMINALS SIDE_INPUT...`` (the recipes make each with ``fairseq-syntax-preprocess`` and add the side inputs
   that need a step of their own, e.g. ``src_ldd``);
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> None:
     listing.add_argument("--no-ablations", action="store_true")
     listing.add_argument("--controls", action="store_true", help="with the systems on control structures")
     listing.add_argument("--study", action="store_true",
-                         help="the study grid of issue 33 in its priority order (no other option)")
+                         help="the grid of the Multi30k study in its priority order (no other option)")
     data = commands.add_parser("data-dirs", help="the data directories the given systems read")
     data.add_argument("specs", nargs="*")
     commands.add_parser("readme-table", help="the README's method table")

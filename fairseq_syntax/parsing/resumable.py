@@ -20,7 +20,7 @@ def checkpoint_path(path: str) -> str:
 
 
 def write_atomically(path: str, write: Callable[[str], object]) -> None:
-    """``write(temporary path)``, then rename it to ``path``: a run killed while saving (a session's end) leaves the
+    """``write(temporary path)``, then rename it to ``path``: a run killed while saving (a time limit) leaves the
     previous file whole, so the next sitting can resume from it."""
     with atomic_path(path) as temporary:
         write(temporary)

@@ -41,7 +41,7 @@ def open_text(path: str, mode: str = "r"):
 @contextmanager
 def atomic_path(path: str) -> Iterator[str]:
     """Yields ``PATH.partial`` to write; it is renamed to ``path`` when the block ends without error and removed
-    when the block raises. A run killed while writing (a session's end) thus never leaves a cut-short ``path``
+    when the block raises. A run killed while writing (a time limit) thus never leaves a cut-short ``path``
     newer than its input, which the recipes would keep as a finished parse."""
     temporary = f"{path}.partial"
     try:

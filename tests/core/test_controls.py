@@ -1,4 +1,4 @@
-"""fairseq_syntax.core.controls (issue 33): control structures over the parses' words, POS nodes and labels.
+"""fairseq_syntax.core.controls: control structures over the parses' words, POS nodes and labels.
 
 The expected trees are derived by hand from the algorithms of the module docstring and the draws of
 ``random.Random(f"{seed}:{line}")``, which each test asserts first.

@@ -28,7 +28,7 @@ def test_control_systems_and_the_study_grid_come_from_the_descriptions(capsys):
         "hier_accum_random:transformer_hier_accum:preorder-split.random"]
     by_name = {s.name: s for s in systems(controls=True)}
     assert by_name["mask_random"].side_inputs == by_name["mask"].side_inputs  # the same system, other data
-    # issue 33's grid, in the order the budget goes to it
+    # the Multi30k study's grid (examples/multi30k/README.md, "The study"), in the order the budget goes to it
     study = ["sequence", "mask", "mask_random", "hier_accum", "hier_accum_random", "udp", "udp_random", "ldd",
              "linearized", "dbsa", "pascal"]
     assert [s.name for s in study_systems()] == study

@@ -180,8 +180,8 @@ def test_parser_errors_and_changed_words_fall_back_alone_in_order():
 
 
 class InterruptedParser(ScriptedParser):
-    """Parses its first batch, then is stopped as a session's end stops a run (KeyboardInterrupt, not an error
-    that the fallbacks would catch)."""
+    """Parses its first batch, then is stopped as a time limit stops a run (KeyboardInterrupt, not an error that
+    the fallbacks would catch)."""
 
     def parse_batch(self, sentences):
         if self.batches:

@@ -6,8 +6,9 @@ Self-Attention for Transformer NMT" (RANLP), section 3.2, as their released code
 * a word's last piece depends on the **first** piece of the word's 1-best head word (the parser's tree);
 * the root word's last piece depends on itself.
 
-(Before issue 33 this module pointed a word's last piece at the head word's last piece and called that the
-authors' rule; the Multi30k ``dbsa`` row of ``examples/multi30k/RESULTS.md`` was trained with that rule.)
+(Before an audit against the released code this module pointed a word's last piece at the head word's last piece
+and called that the authors' rule; the earlier single-seed Multi30k ``dbsa`` run (``examples/multi30k/RESULTS.md``
+at commit 03d7e4e) was trained with that rule.)
 
 EOS and padding have no parent (target ``IGNORE``). The 1-best tree is read from the ``src_ldd`` side input of Pu &
 Sima'an's method (channels ``BEST_OFFSET + group``, :mod:`fairseq_syntax.methods.ldd.distributions`).

@@ -2,7 +2,7 @@
 source sentence at word level and expanded to BPE tokens per batch.
 
 On disk (``{split}.{src}-{tgt}.{src}.ldd.{bin,idx}``, fairseq mmap, uint16) each sentence is one flat array, in the
-compact layout (written since issue 36)::
+compact layout (written since the side data format change that halved its size)::
 
     [65535, n, w_1 .. w_n, c_1 .. c_W, (64 * head + channel, q) * K]
 

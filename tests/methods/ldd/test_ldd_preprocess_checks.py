@@ -1,6 +1,6 @@
 """fairseq-syntax-preprocess-dependencies on bad settings and on data directories it must not trust: a floor that
 keeps nothing, a directory made with --skip-invalid (its skipped lines are left out of the arcs too), side data
-tied to the token data it was made for and checked where it is loaded (issue 35)."""
+tied to the token data it was made for and checked where it is loaded."""
 import logging
 import shutil
 

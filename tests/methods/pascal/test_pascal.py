@@ -60,7 +60,8 @@ def test_pascal_heads_scale_the_scores_and_the_others_do_not():
 
 
 def test_each_sentence_of_a_batch_scales_its_own_rows():
-    # the released code scales the wrong rows of a batch (issue 33): sentence b's heads take sentence b's density
+    # the released code scales the wrong rows of a batch (see pascal/attention.py): sentence b's heads take sentence
+    # b's density
     attention = ParentScaledSelfAttention(embed_dim=4, num_heads=2, pascal_heads=1).eval()
     q, k = torch.ones(2, 2, 2, 2), torch.ones(2, 2, 2, 2)  # every plain score 2 / sqrt(2) = sqrt(2)
     density = torch.tensor([[[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [7.0, 8.0]]])
