@@ -12,6 +12,7 @@ from fairseq.data.indexed_dataset import MMapIndexedDataset
 from fairseq_syntax.core.data_dir import read_meta, read_skipped_lines
 from fairseq_syntax.core.side_inputs import load_side_data
 from fairseq_syntax.methods.ldd import preprocess as preprocess_dependencies
+from fairseq_syntax.methods.ldd.side_input import decode_sentence
 
 
 def add_dependencies(raw, dest):
@@ -64,7 +65,8 @@ def test_the_lines_preprocessing_skipped_are_left_out_of_the_source_and_the_arcs
                                         "(train.skipped.tsv) are left out of the source and the arcs file")
     stored = MMapIndexedDataset(str(out / "train.en-de.en.ldd"))
     assert len(stored) == 12 - len(skipped)
-    assert [int(stored[k][0]) for k in range(len(stored))] == [6] * len(stored)  # n tokens: the kept 6-word lines
+    # n tokens: the kept 6-word lines (read through decode_sentence, which knows both layouts of an item)
+    assert [len(decode_sentence(stored[k]).token_words) for k in range(len(stored))] == [6] * len(stored)
     listing.write_text(listing.read_text() + "x\tmalformed\n")
     assert dependencies_error(small_corpus, out) == (
         f"error: {listing}:{len(skipped) + 1}: expected LINE<TAB>reason<TAB>message, got 'x\\tmalformed'")
