@@ -20,6 +20,9 @@ one item per source sentence (O(n) per sentence on disk), and a :class:`SideInpu
 
 Methods register their side inputs when they are imported; :mod:`fairseq_syntax` imports the methods before the
 tasks, whose configuration collects the ``options`` (:func:`task_options`).
+
+:func:`load_side_data` is where the translation task loads every side input of a split, each checked against the
+fingerprint of the tokens it was made for that ``syntax.json`` records (:mod:`fairseq_syntax.core.data_dir`).
 """
 import logging
 import os
