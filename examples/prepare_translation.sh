@@ -52,6 +52,10 @@
 #                    parses' words, BPE and dictionary, the control recorded in its syntax.json and parsers.json
 #   CONTROL_SEED     the random control's seed (default 1; each line draws from the seed and its line number)
 #   TREEBANKS        the treebanks for parser training (default ../shared/data beside the repository)
+#   PARSES           a parse archive (fairseq_syntax.parsing.archive, e.g. examples/multi30k/parses): the parses of
+#                    the source lines are taken from it (found by their tokens, so a subset of its corpus works too)
+#                    and no parser is trained or run; a line it has no parse for stops the run naming the line.
+#                    Default: none, parse
 # Parses in OUT_DIR/tok that are newer than their tokens and models are kept (delete them to re-parse).
 set -euo pipefail
 
@@ -72,6 +76,7 @@ MODELS="$(realpath -m "${MODELS:-$OUT/models}")"  # absolute: the steps below ru
 THREADS="${THREADS:-1}"
 WORKERS="${WORKERS:-1}"
 CONTROLS="${CONTROLS:-}" CONTROL_SEED="${CONTROL_SEED:-1}"
+PARSES="${PARSES:+$(realpath -m "$PARSES")}"
 TREEBANKS="$(realpath -m "${TREEBANKS:-$REPO/../shared/data}")"
 case "$CON_BACKEND" in
   benepar) CON_MODEL="${CON_MODEL:-$MODELS/benepar-ptb-sample.pt}" TAGGER="${TAGGER:-none}" ;;
@@ -182,16 +187,21 @@ for pair in "${SPLITS[@]}"; do
   done
 done
 
-# 2. Parsers: trained offline from the local treebanks when missing, with the settings of preprocess/RESULTS.md.
+# 2. Parsers: trained offline from the local treebanks when missing, with the settings of preprocess/RESULTS.md
+#    (not with PARSES: the archive's parses are used).
 PTB_SAMPLE="$TREEBANKS/ptb-sample/wsj_0001-0159.mrg.gz"
 SUPAR_SIZE=(--n-lstm-hidden 400 --n-lstm-layers 3 --n-mlp 500)  # SuPar's published encoder and MLP sizes
-if [ ! -e "$DEP_MODEL" ]; then
+if [ -n "$PARSES" ]; then
+  split_names=()
+  for pair in "${SPLITS[@]}"; do split_names+=("${pair##*:}"); done
+  python3 -m fairseq_syntax.parsing.archive unpack "$PARSES" "$OUT/tok" --source "$SRC" --splits "${split_names[@]}"
+elif [ ! -e "$DEP_MODEL" ]; then
   nice -n 10 python3 preprocess/train_parser.py dependency \
     --train "$TREEBANKS/ud-ewt/en_ewt-ud-train.conllu.gz" --dev "$TREEBANKS/ud-ewt/en_ewt-ud-dev.conllu.gz" \
     --output "$DEP_MODEL" --work-dir "$MODELS/work/ud-ewt" --epochs 60 --batch-size 1000 "${SUPAR_SIZE[@]}" \
     --threads "$THREADS"
 fi
-if [ ! -e "$CON_MODEL" ]; then
+if [ -z "$PARSES" ] && [ ! -e "$CON_MODEL" ]; then
   case "$CON_BACKEND" in
     benepar) nice -n 10 python3 preprocess/train_parser.py benepar --ptb "$PTB_SAMPLE" \
                --output "$CON_MODEL" --work-dir "$MODELS/work/ptb" --epochs 12 --threads "$THREADS" ;;
@@ -201,7 +211,7 @@ if [ ! -e "$CON_MODEL" ]; then
   esac
 fi
 tagger_args=()
-if [ "$TAGGER" != none ]; then
+if [ -z "$PARSES" ] && [ "$TAGGER" != none ]; then
   if [ ! -e "$TAGGER" ]; then
     nice -n 10 python3 preprocess/train_parser.py tagger --ptb "$PTB_SAMPLE" \
       --output "$TAGGER" --work-dir "$MODELS/work/ptb-tagger" --epochs 18 --threads "$THREADS"
@@ -212,8 +222,9 @@ fi
 # 3. Parse the source side: one tree per line (.tree), and the arc distributions (.arcs.jsonl.gz) with the
 #    1-best dependency trees (.conllu). A sentence a parser cannot handle (over its 300-word limit, a parser
 #    error) gets a flat structure; the count is printed and the lines are listed in *.skipped. Parses newer than
-#    their tokens are kept.
+#    their tokens are kept. With PARSES they were unpacked in step 2.
 for pair in "${SPLITS[@]}"; do
+  [ -n "$PARSES" ] && break
   split="${pair##*:}"
   tree="$OUT/tok/$split.tree"
   if [ ! -s "$tree" ] || [ "$tree" -ot "$OUT/tok/$split.$SRC" ] || [ "$tree" -ot "$CON_MODEL" ] \
@@ -265,12 +276,22 @@ preprocess_form preorder split "$OUT/data-bin/preorder-split"
 fairseq-syntax-preprocess-dependencies --source-lang "$SRC" --target-lang "$TGT" "${split_args[@]}" \
   --arcs-suffix arcs.jsonl.gz --labels universal --destdir "$OUT/data-bin/sequence"
 # 7. Which parsers made the parses of each form (fairseq_syntax.parsing.provenance): every run record names them.
-con_models=("constituency=$CON_MODEL")
-if [ "$TAGGER" != none ]; then con_models+=("tagger=$TAGGER"); fi
-for form in linearized preorder preorder-split; do
-  python3 -m fairseq_syntax.parsing.provenance "$OUT/data-bin/$form/parsers.json" "${con_models[@]}"
-done
-python3 -m fairseq_syntax.parsing.provenance "$OUT/data-bin/sequence/parsers.json" "dependency=$DEP_MODEL"
+#    With PARSES, the parsers the archive's manifest names.
+if [ -n "$PARSES" ]; then
+  for form in linearized preorder preorder-split; do
+    python3 -m fairseq_syntax.parsing.archive provenance "$OUT/tok/parses.json" "$OUT/data-bin/$form/parsers.json" \
+      --without dependency
+  done
+  python3 -m fairseq_syntax.parsing.archive provenance "$OUT/tok/parses.json" "$OUT/data-bin/sequence/parsers.json" \
+    dependency
+else
+  con_models=("constituency=$CON_MODEL")
+  if [ "$TAGGER" != none ]; then con_models+=("tagger=$TAGGER"); fi
+  for form in linearized preorder preorder-split; do
+    python3 -m fairseq_syntax.parsing.provenance "$OUT/data-bin/$form/parsers.json" "${con_models[@]}"
+  done
+  python3 -m fairseq_syntax.parsing.provenance "$OUT/data-bin/sequence/parsers.json" "dependency=$DEP_MODEL"
+fi
 # 8. Control structures (CONTROLS, fairseq_syntax.core.controls): each parse's structure replaced, line by line
 #    under CONTROL_SEED, in bpe/CONTROL/ beside links to the BPE'd text; data-bin/FORM.CONTROL made from them as
 #    data-bin/FORM from the parses, with the real FORM's dictionary (sequence: the same token data; a tree form's

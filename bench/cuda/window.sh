@@ -190,19 +190,15 @@ step4() {
   [ -d "$raw" ] || { say "error: $raw: run bench/cuda/window.sh prepare and carry .window"; return 1; }
   mkdir -p "$runs" "$data"
   touch "$WORK/started"
-  local seeds=${SEEDS:-1 2 3} jobs=${JOBS:-8} systems=${SYSTEMS:-} epochs=${MAX_EPOCHS:-100}
+  local seeds=${SEEDS:-1 2 3} jobs=${JOBS:-8} systems=${SYSTEMS:-} epochs=${MAX_EPOCHS:-100} pairs=${PAIRS:-10000}
   # the study's systems (controls included) in the study's order, from the method descriptions
   [ -n "$systems" ] || systems=$(python3 -m fairseq_syntax.methods systems --study) || return 1
-  if [ -n "$TINY" ]; then seeds=1 jobs=1 epochs=1 systems=$(head -1 <<< "$systems"); fi
+  if [ -n "$TINY" ]; then seeds=1 jobs=1 epochs=1 pairs=${PAIRS:-1000} systems=$(head -1 <<< "$systems"); fi
   say "data-bin from the committed parses"
-  local prepared=$raw
-  if [ -f "$recipe/subset.py" ]; then
-    python3 "$recipe/subset.py" "$raw" "$data/raw" --pairs "${PAIRS:-10000}" --seed 1 > "$LOGS/subset.log" 2>&1 \
-      || { tail -5 "$LOGS/subset.log"; return 1; }
-    prepared=$data/raw
-  fi
-  # CONTROLS: the data-bins of the control structures the grid's *_random systems read
-  within 300 env THREADS="$(nproc)" CONTROLS="${CONTROLS:-random}" bash "$recipe/prepare.sh" "$prepared" "$data" \
+  # the study's subset (TRAIN_PAIRS, subset.py) with the parses found in the committed archive; CONTROLS: the
+  # data-bins of the control structures the grid's *_random systems read
+  within 300 env THREADS="$(nproc)" TRAIN_PAIRS="$pairs" CONTROLS="${CONTROLS:-random}" \
+    bash "$recipe/prepare.sh" "$raw" "$data" \
     > "$LOGS/prepare.log" 2>&1 \
     || { say "prepare.sh failed: logs.tgz"; tail -5 "$LOGS/prepare.log"; return 1; }
   # the pending runs, all three seeds of a system before the next; JOBS of them start now, the rest wait for a

@@ -7,13 +7,24 @@
 # RAW_DIR holds {train,val,test_2016_flickr}.{en,de}[.gz], raw text (default: ../shared/data/multi30k beside the
 # repository); OUT_DIR gets tok/ (tokens, trees, arcs), bpe/ and data-bin/{sequence,linearized,preorder,preorder-split}
 # (default: examples/multi30k/work); data-bin/sequence also gets the LDD side data.
-# The steps and their settings (BPE_SIZE, default 10000 here; CON_BACKEND, PRETERMINALS, MODELS, CON_MODEL,
-# DEP_MODEL, THREADS, TREEBANKS, MAX_TRAIN_WORDS: default 0, every training pair is kept) are those of
-# examples/prepare_translation.sh.
+# The parses come from examples/multi30k/parses/ (the committed parses of the English side, checksummed; see its
+# README) when it is there: no parser is trained or run, and a fresh machine has every data directory in minutes.
+# PARSES= (empty) parses instead, with the parsers of preprocess/RESULTS.md (trained when missing: hours).
+# TRAIN_PAIRS=N (default 0: all 29,000) trains on N pairs drawn by subset.py (SUBSET_SEED, default 1) into
+# OUT_DIR/raw; the study uses TRAIN_PAIRS=10000 CONTROLS=random (examples/multi30k/README.md, "The study").
+# The other steps and settings (BPE_SIZE, default 10000 here; CONTROLS, CONTROL_SEED, CON_BACKEND, PRETERMINALS,
+# MODELS, CON_MODEL, DEP_MODEL, THREADS, WORKERS, TREEBANKS, MAX_TRAIN_WORDS: default 0, every training pair is
+# kept) are those of examples/prepare_translation.sh.
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 RAW="${1:-$HERE/../../../shared/data/multi30k}"
 OUT="${2:-$HERE/work}"
-BPE_SIZE="${BPE_SIZE:-10000}" MAX_TRAIN_WORDS="${MAX_TRAIN_WORDS:-0}" \
+TRAIN_PAIRS="${TRAIN_PAIRS:-0}"
+if [ -z "${PARSES+set}" ] && [ -f "$HERE/parses/MANIFEST.json" ]; then PARSES="$HERE/parses"; fi
+if [ "$TRAIN_PAIRS" != 0 ]; then
+  python3 "$HERE/subset.py" "$RAW" "$OUT/raw" --pairs "$TRAIN_PAIRS" --seed "${SUBSET_SEED:-1}"
+  RAW="$OUT/raw"
+fi
+PARSES="${PARSES:-}" BPE_SIZE="${BPE_SIZE:-10000}" MAX_TRAIN_WORDS="${MAX_TRAIN_WORDS:-0}" \
   "$HERE/../prepare_translation.sh" "$RAW" "$OUT" en de raw train:train val:valid test_2016_flickr:test

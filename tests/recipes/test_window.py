@@ -148,7 +148,6 @@ def fake_recipe(folder):
     (folder / "parses").mkdir(parents=True)
     (folder / "run.sh").write_text(FAKE_RUN)
     (folder / "prepare.sh").write_text('mkdir -p "$2/data-bin"; echo "prepared $1 with $THREADS threads"\n')
-    (folder / "subset.py").write_text("import os, sys\nos.makedirs(sys.argv[2], exist_ok=True)\n")
     return folder
 
 
