@@ -201,7 +201,7 @@ def measure_size(lines: int, args, models: dict) -> dict:
             for suffix, made in (("tree", "tree"), ("arcs.jsonl.gz", SYNTHETIC_ARCS)):
                 link = os.path.join(work, "bpe", f"train.{suffix}")
                 if not os.path.lexists(link):
-                    os.symlink(os.path.join(work, "tok", f"train.{made}"), link)
+                    os.symlink(os.path.join("..", "tok", f"train.{made}"), link)  # relative to bpe/
         load = os.getloadavg()[0]
         runs = [timed(command, os.path.join(work, "logs", f"{step}.{k}.log")) for k, command in enumerate(commands)]
         measured[step] = {"seconds": sum(seconds for seconds, _, _ in runs),
