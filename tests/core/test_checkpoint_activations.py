@@ -1,6 +1,7 @@
 """``--checkpoint-activations`` (fairseq's ``checkpoint_wrapper``, as ``TransformerEncoderBase`` applies it) wraps
-every encoder layer of every translation system (and the hier-accum decoder's layers) and changes no number: the
-loss and every gradient of one training batch equal those of the same model built without the flag.
+every encoder layer of every translation system (and the hier-accum decoder's layers) and changes no number beyond
+float rounding: the loss and every gradient of one training batch equal those of the same model built without the
+flag.
 
 Recomputing a layer in the backward pass must not change what it computes, so a layer that reads state it does not
 receive as an argument (a list filled by the forward pass, an attribute set around the call) would fail here.
@@ -38,7 +39,10 @@ def test_checkpointed_layers_compute_the_same_loss_and_gradients(translation_dat
     loss, gradients = loss_and_gradients(plain, criterion, sample)
     torch.manual_seed(1)
     loss_checkpointed, gradients_checkpointed = loss_and_gradients(checkpointed, criterion, sample)
-    torch.testing.assert_close(loss_checkpointed, loss, rtol=0, atol=0)
+    # the checkpointed forward runs without grad, where torch may pick another fused attention kernel for the same
+    # sum (the mask model's learned bias needs grad in the plain run): equal up to float rounding (measured 1 ulp on
+    # an AVX-512 CPU, 0 on AVX2); a layer reading the wrong state differs by far more
+    torch.testing.assert_close(loss_checkpointed, loss, rtol=1e-6, atol=0)
     assert gradients and gradients_checkpointed.keys() == gradients.keys()
     for name, gradient in gradients.items():
         # the recomputed backward pass sums in another order: equal up to float rounding
