@@ -345,3 +345,13 @@ def test_decoding_is_held_at_the_longest_references_length(data_dirs):
     # 6 tokens and EOS, over the 17 sentences of the two timed batches
     assert speed["generate_sentences"] == 17 and speed["generate_tokens"] == 17 * 7
     assert speed["generate_tokens_per_s"] > 0
+
+
+def test_the_table_names_the_command_that_measures_it_without_places_or_time_limits():
+    from run import reproducing_command
+
+    assert (reproducing_command(["--no-speed-options", "--repeats", "2", "--time-budget", "110", "--out", "x",
+                                 "--work=y", "--deadline", "5"])
+            == "python3 bench/run.py --no-speed-options --repeats 2")
+    assert reproducing_command(["--device", "cuda", "--lengths", "16"]) == \
+        "python3 bench/run.py --device cuda --lengths 16 --out bench/cuda"
