@@ -7,9 +7,10 @@
 # RAW_DIR holds {train,val,test_2016_flickr}.{en,de}[.gz], raw text (default: ../shared/data/multi30k beside the
 # repository); OUT_DIR gets tok/ (tokens, trees, arcs), bpe/ and data-bin/{sequence,linearized,preorder,preorder-split}
 # (default: examples/multi30k/work); data-bin/sequence also gets the LDD side data.
-# The parses come from examples/multi30k/parses/ (the committed parses of the English side, checksummed; see its
-# README) when it is there: no parser is trained or run, and a fresh machine has every data directory in minutes.
-# PARSES= (empty) parses instead, with the parsers of preprocess/RESULTS.md (trained when missing: hours).
+# With TRAIN_PAIRS, the parses come from examples/multi30k/parses/ (the committed, checksummed parses of the
+# study's subset, TRAIN_PAIRS=10000 SUBSET_SEED=1, and of valid and test; see its README) when it is there: no
+# parser is trained or run, and a fresh machine has every data directory in minutes. PARSES= (empty) parses
+# instead, with the parsers of preprocess/RESULTS.md (trained when missing: hours), as the whole corpus needs.
 # TRAIN_PAIRS=N (default 0: all 29,000) trains on N pairs drawn by subset.py (SUBSET_SEED, default 1) into
 # OUT_DIR/raw; the study uses TRAIN_PAIRS=10000 CONTROLS=random (examples/multi30k/README.md, "The study").
 # The other steps and settings (BPE_SIZE, default 10000 here; CONTROLS, CONTROL_SEED, CON_BACKEND, PRETERMINALS,
@@ -21,7 +22,9 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 RAW="${1:-$HERE/../../../shared/data/multi30k}"
 OUT="${2:-$HERE/work}"
 TRAIN_PAIRS="${TRAIN_PAIRS:-0}"
-if [ -z "${PARSES+set}" ] && [ -f "$HERE/parses/MANIFEST.json" ]; then PARSES="$HERE/parses"; fi
+if [ -z "${PARSES+set}" ] && [ "$TRAIN_PAIRS" != 0 ] && [ -f "$HERE/parses/MANIFEST.json" ]; then
+  PARSES="$HERE/parses"  # the committed parses hold the study's subset (10,000 pairs, seed 1), valid and test
+fi
 if [ "$TRAIN_PAIRS" != 0 ]; then
   python3 "$HERE/subset.py" "$RAW" "$OUT/raw" --pairs "$TRAIN_PAIRS" --seed "${SUBSET_SEED:-1}"
   RAW="$OUT/raw"
