@@ -27,6 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MEASUREMENTS = os.path.join(HERE, "measurements")
 PARSERS = ("tagger", "crf-con", "biaffine", "benepar")  # measure_throughput.py's, in its order
 LINEAR_TOLERANCE = 0.15  # a step more than 15% slower per line than at the smallest size is not linear
+HOLDING_BYTES = 512  # a step whose peak grows by more than this a line holds the corpus in memory
 WIDTH = 116  # Markdown paragraphs are wrapped at this width
 WMT14_LINES = 4_500_000
 MODELS = "examples/multi30k/work/models"
@@ -249,6 +250,13 @@ def scaling_section(record: dict | None) -> tuple[list[str], dict | None]:
         f"at WMT'14's {WMT14_LINES / 1e6:g}M lines on a straight line (a step that streams its input adds next to "
         "nothing a line; one that holds the corpus in memory adds what a line costs there).")
     lines += [*memory.lines(), ""]
+    holding = [row for row in memory_rows(record)
+               if row["bytes_per_further_line"] is not None and row["bytes_per_further_line"] > HOLDING_BYTES]
+    lines += paragraph(
+        f"Peak memory grows with the corpus by more than {HOLDING_BYTES} bytes a line (the step holds its input in "
+        "memory) in: " + (", ".join(f"{row['step']} ({row['bytes_per_further_line'] / 1024:.1f} kB a line: "
+                                     f"{row['peak_gb_at_wmt14']:.1f} GB at {WMT14_LINES / 1e6:g}M lines)"
+                                     for row in holding) if holding else "no step") + ".")
     lines += paragraph(
         "Side data on disk (`.bin` + `.idx` of the training split), bytes per source word. The LDD step reads "
         "`bench/synthetic.py`'s arc distributions of the same sentences (3 heads a word, 2 labels a head: the "
@@ -259,7 +267,7 @@ def scaling_section(record: dict | None) -> tuple[list[str], dict | None]:
         lines += paragraph(f"Note: {record['note']}")
     lines += ["```", record.get("command", "python3 preprocess/measure_scaling.py"), "```", ""]
     data = {"steps": steps.json(), "memory": memory.json(), "side_data": side.json(), "not_linear": flagged,
-            "record": record}
+            "holds_the_corpus": [row["step"] for row in holding], "record": record}
     return lines, data
 
 

@@ -106,6 +106,10 @@ def test_scaling_memory_growth_per_line_and_at_wmt14_size(make_results):
     # a peak 2 MiB lower at the larger size: the growth is given as measured, the extrapolation stays flat
     assert memory["within"]["bytes_per_further_line"] == pytest.approx(-2 * 2**20 / 1000)
     assert memory["within"]["peak_gb_at_wmt14"] == 50 / 1024
+    markdown, data = make_results["render"]([], None, SCALING)
+    assert ("Peak memory grows with the corpus by more than 512 bytes a line (the step holds its input in memory) in: "
+            "linear (10.2 kB a line: 44.0 GB at 4.5M lines).") in " ".join(markdown.split())
+    assert data["scaling"]["holds_the_corpus"] == ["linear"]
     side = make_results["scaling_tables"](SCALING)[2].json()["rows"]
     assert [(row["lines"], row["LDD side data, bytes per word"]) for row in side] == [(1000, 32.0), (2000, 31.0)]
 
