@@ -216,6 +216,9 @@ def throughput_section(record: dict | None) -> tuple[list[str], dict | None]:
         lines += paragraph("No GPU was here: no GPU row (the same command on a machine with CUDA adds one).")
     if record.get("note"):
         lines += paragraph(f"Note: {record['note']}")
+    lines += ["```", record.get("command", "python3 preprocess/measure_throughput.py"), "```", ""]
+    lines += paragraph("Each measured run (`MODELS/`: the models given, `SAMPLE`: the tokenized sample, `WORK`: a "
+                       "temporary folder):")
     lines += ["```", *(row["command"] for row in record["rows"]), "```", ""]
     return lines, {"table": table.json(), "record": record}
 
