@@ -41,7 +41,7 @@ import sys
 from dataclasses import dataclass
 
 from fairseq_syntax.parsing.dependency import conllu_of_record
-from fairseq_syntax.parsing.provenance import describe_parsers, read_parser_records
+from fairseq_syntax.parsing.provenance import describe_parsers, read_parser_records, role_models
 from fairseq_syntax.parsing.text import atomic_path, open_output
 
 MANIFEST = "MANIFEST.json"
@@ -314,12 +314,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     try:
         if args.command == "pack":
-            models = {}
-            for argument in args.models:
-                role, separator, model = argument.partition("=")
-                if not separator or not role or not model:
-                    parser.error(f"'{argument}': give ROLE=MODEL, e.g. dependency=models/biaffine-dep-ud-ewt.pt")
-                models[role] = model
+            models = role_models(parser, args.models)
             manifest = pack(args.tok_dir, args.archive, args.source, args.splits, models, args.records)
             total = sum(os.path.getsize(os.path.join(args.archive, name)) for name in os.listdir(args.archive))
             contents = ", ".join(f"{split} ({entry['lines']} lines)" for split, entry in manifest["splits"].items())

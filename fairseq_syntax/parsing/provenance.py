@@ -83,6 +83,17 @@ def summary(parsers: dict[str, dict]) -> str:
     return "; ".join(parts)
 
 
+def role_models(parser: argparse.ArgumentParser, arguments: list[str]) -> dict[str, str]:
+    """``ROLE=MODEL`` command-line arguments as ``{role: model}``; a malformed one is the parser's error."""
+    models = {}
+    for argument in arguments:
+        role, separator, model = argument.partition("=")
+        if not separator or not role or not model:
+            parser.error(f"'{argument}': give ROLE=MODEL, e.g. dependency=models/biaffine-dep-ud-ewt.pt")
+        models[role] = model
+    return models
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", help="the JSON file to write (DATA/parsers.json)")
@@ -91,12 +102,7 @@ def main(argv: list[str] | None = None) -> None:
                                                            "runs"),
                         help="folder of the parser run records (default: the repository's preprocess/runs)")
     args = parser.parse_args(argv)
-    models = {}
-    for argument in args.models:
-        role, separator, model = argument.partition("=")
-        if not separator or not role or not model:
-            parser.error(f"'{argument}': give ROLE=MODEL, e.g. dependency=models/biaffine-dep-ud-ewt.pt")
-        models[role] = model
+    models = role_models(parser, args.models)
     try:
         described = describe_parsers(models, read_parser_records(args.records))
     except ValueError as error:
