@@ -47,7 +47,7 @@ from typing import Container, Iterable, Iterator
 
 import torch
 
-from fairseq_syntax.core.text_lines import TextLineError, read_lines_or_errors
+from fairseq_syntax.core.text_lines import TextLineError, iter_lines_or_errors
 from fairseq_syntax.parsing.fallbacks import parse_with_fallbacks
 from fairseq_syntax.parsing.report import ParseReport
 from fairseq_syntax.parsing.shards import (
@@ -361,7 +361,7 @@ def read_arc_distributions(path: str, skip: Container[int] = ()) -> Iterator[dic
     The lines numbered in ``skip`` (1-based) are neither parsed nor checked, and give None, so the records stay
     aligned with the lines: the pairs ``fairseq-syntax-preprocess --skip-invalid`` left out, which may be the very
     lines that cannot be read."""
-    for number, line in enumerate(read_lines_or_errors(path), 1):
+    for number, line in enumerate(iter_lines_or_errors(path), 1):  # streamed: a corpus's file need not fit memory
         if number in skip:
             yield None
             continue

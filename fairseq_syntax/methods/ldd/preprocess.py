@@ -44,7 +44,7 @@ from fairseq_syntax.core.data_dir import (
     with_side_data,
     write_meta,
 )
-from fairseq_syntax.core.text_lines import TextLineError, read_lines_or_errors
+from fairseq_syntax.core.text_lines import TextLineError, iter_lines_or_errors, read_lines_or_errors
 from fairseq_syntax.methods.ldd import distributions as dependency
 from fairseq_syntax.methods.ldd.side_input import (
     LDD_META_KEY,
@@ -196,13 +196,25 @@ def convert_split(prefix: str, tokens_prefix: str, args, index: dict, listing: s
         raise SystemExit(f"error: {unreadable}")
     if not os.path.exists(arcs_file):
         raise SystemExit(f"error: {arcs_file}: no such file")
+    # The records are read as they are converted (a corpus's arcs file holds ~40 kB of parsed JSON a line, too much
+    # to hold); its lines are counted first, so that a file of another length is refused before anything is written.
     try:
-        records = list(read_arc_distributions(arcs_file, skip=skipped))
-    except ValueError as error:  # the reader's message names file and line
+        arcs_lines = sum(1 for _ in iter_lines_or_errors(arcs_file))
+    except ValueError as error:  # a gzip file cut short
         raise SystemExit(f"error: {error}") from None
-    if len(source) != len(records):
+    if len(source) != arcs_lines:
         raise SystemExit(f"error: line-count mismatch: {source_file} has {len(source)} lines, {arcs_file} "
-                         f"{len(records)}")
+                         f"{arcs_lines}")
+    records = enumerate(read_arc_distributions(arcs_file, skip=skipped), 1)
+
+    def record_of(number: int) -> dict:
+        try:
+            for line, record in records:  # lines ascend: the ones between are skipped lines
+                if line == number:
+                    return record
+        except ValueError as error:  # the reader's message names file and line
+            raise SystemExit(f"error: {error}") from None
+        raise SystemExit(f"error: {arcs_file} ends before line {number}")
     beyond = sorted(number for number in skipped if number > len(source))
     if beyond:
         raise SystemExit(f"error: {listing} names line {beyond[0]}, beyond the {len(source)} lines of {source_file}: "
@@ -219,7 +231,7 @@ def convert_split(prefix: str, tokens_prefix: str, args, index: dict, listing: s
     builder = MMapIndexedDatasetBuilder(f"{out_prefix}.bin.partial", dtype=STORAGE_DTYPE)
     try:
         for number, size in zip(kept, token_sizes):
-            record, line = records[number - 1], source[number - 1]
+            record, line = record_of(number), source[number - 1]
             n_tokens = len(line.split())
             if n_tokens + 1 != size:
                 sentence = kept.index(number) + 1

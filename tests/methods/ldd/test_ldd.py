@@ -367,9 +367,16 @@ def test_preprocessing_errors_name_file_and_line(ldd_data, raw_corpus, tmp_path)
     records = [arcs_record(line.replace("@@ ", "").split()) for line in lines]
     write(lines, records)
     assert f"{raw}.en:4: 7 tokens, but sentence 4" in cli_error(raw, dest)
-    with open(raw + ".arcs.jsonl", "a") as f:
+    lines[3] = lines[3][: -len(" extra")]
+    write(lines, [arcs_record(line.replace("@@ ", "").split()) for line in lines])
+    with open(raw + ".arcs.jsonl") as f:
+        arcs_lines = f.read().splitlines()
+    with open(raw + ".arcs.jsonl", "w") as f:  # the last line malformed: found as the records are read
+        f.write("".join(line + "\n" for line in arcs_lines[:-1]) + "not json\n")
+    assert f"{raw}.arcs.jsonl:{len(lines)}: not a JSON object" in cli_error(raw, dest)
+    with open(raw + ".arcs.jsonl", "a") as f:  # one line too many: refused before any record is read
         f.write("not json\n")
-    assert f"{raw}.arcs.jsonl:22: not a JSON object" in cli_error(raw, dest)
+    assert f"has {len(lines)} lines, {raw}.arcs.jsonl {len(lines) + 1}" in cli_error(raw, dest)
     # a failed run leaves the side data it found untouched and no partial files
     assert open(os.path.join(dest, "test.en-de.en.ldd.bin"), "rb").read() == written
     assert not [name for name in os.listdir(dest) if name.endswith(".partial")]
