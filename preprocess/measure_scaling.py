@@ -110,20 +110,6 @@ def train_tiny_parsers(folder: str, seed: int) -> dict:
     training.train_supar_dependency(conllu, conllu, paths["biaffine"], epochs=STAR_EPOCHS, size=size,
                                     batch_tokens=200, learning_rate=1e-2, verbose=False)
     return paths
-    os.makedirs(folder, exist_ok=True)
-    trees, conllu = os.path.join(folder, "train.pid"), os.path.join(folder, "train.conllu")
-    with open(trees, "w", encoding="utf-8") as tree_out, open(conllu, "w", encoding="utf-8") as conllu_out:
-        for drawn, _ in pairs(TRAINING_TREES, seed + 1, 3, 20):
-            tree_out.write(to_bracketed(Tree("TOP", [drawn.tree])) + "\n")
-            rows = enumerate(zip(drawn.arcs["words"], drawn.arcs["best"]), 1)
-            conllu_out.write("".join(f"{i}\t{word}\t_\t_\t_\t_\t{head}\t{label}\t_\t_\n" for i, (word, (head, label)) in rows)
-                             + "\n")
-    size = training.SuparSize(**TINY)
-    training.train_supar_constituency(trees, trees, paths["crf-con"], epochs=2, size=size, batch_tokens=500,
-                                      learning_rate=1e-2, verbose=False)
-    training.train_supar_dependency(conllu, conllu, paths["biaffine"], epochs=2, size=size, batch_tokens=500,
-                                    learning_rate=1e-2, verbose=False)
-    return paths
 
 
 #: Runs ``argv[2:]`` and writes its wall seconds, exit code and ``os.wait4`` usage to ``argv[1]`` as JSON. The step
