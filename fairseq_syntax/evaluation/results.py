@@ -11,7 +11,8 @@ A run record is one JSON file per trained-and-scored system, written by the reci
 
 ``metrics`` is what ``scoring.corpus_scores`` returns (or any dict of numbers, e.g. an accuracy); ``significance``
 maps a baseline's system name to ``scoring.paired_bootstrap``'s report of this system against it. Optional fields:
-``seed``, ``device`` (what it was trained on), ``parsers`` (the ``parsers.json`` of its training data,
+``seed``, ``device`` (what it was trained on), ``valid`` (one run's validation curve: the statistic its best
+checkpoint is chosen by and ``[epoch, value]`` per epoch, ``parse_valid_curve``), ``parsers`` (the ``parsers.json`` of its training data,
 ``fairseq_syntax.parsing.provenance``), and for a system over seeds ``seeds`` and ``metrics_sd``. ``updates``,
 ``epochs`` and ``wall_time_s`` are read from the fairseq-train log, so the table shows the budget each number
 cost.
@@ -152,6 +153,47 @@ def parse_train_log(path) -> dict[str, float]:
     return {"updates": updates, "epochs": epochs, "wall_time_s": wall}
 
 
+# fairseq-train's --best-checkpoint-metric (default "loss"): the validation statistic a run's checkpoint is chosen by
+BEST_METRIC = re.compile(r"--best-checkpoint-metric[ =]['\"]?(?P<metric>[\w.-]+)")
+
+
+def best_checkpoint_metric(command: str) -> str:
+    """The validation statistic that fairseq-train ``command`` chooses its best checkpoint by."""
+    found = BEST_METRIC.search(command)
+    return found.group("metric") if found else "loss"
+
+
+def parse_valid_curve(path, metric: str = "loss") -> list[tuple[int, float]]:
+    """[(epoch, value)] of the validation statistic ``metric`` at the end of each epoch of a fairseq-train log
+    (the formats ``parse_train_log`` reads), in epoch order. A run that was resumed may validate an epoch twice (in
+    the log of the killed process and again after it); the last value of an epoch is the one kept. Empty when the log
+    has no validation line with ``metric``."""
+    curve: dict[int, float] = {}
+    with open_text(path, errors="replace") as handle:
+        for line in handle:
+            line = line.rstrip("\r\n")
+            prefixed = LOG_PREFIX.match(line)
+            if prefixed:
+                if prefixed.group("logger") != "valid":
+                    continue
+                line = prefixed.group("message")
+            if line.startswith("{"):
+                try:
+                    stats = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if f"valid_{metric}" in stats and "epoch" in stats:
+                    curve[int(stats["epoch"])] = float(stats[f"valid_{metric}"])
+                continue
+            match = EPOCH_STATS.match(line)
+            if not match or not match.group("fields").startswith("valid on "):
+                continue
+            fields = dict(field.split(" ", 1) for field in match.group("fields").split(" | ") if " " in field)
+            if metric in fields:
+                curve[int(match.group("epoch"))] = float(fields[metric])
+    return sorted(curve.items())
+
+
 def mean_and_sd(values: Iterable[float]) -> tuple[float, float]:
     """The mean and the sample standard deviation (n - 1) of ``values``; sd 0 for one value."""
     values = list(values)
@@ -211,12 +253,18 @@ def record_run(path, *, dataset: str, system: str, arch: str, command: str, trai
     seeds `seeds` (how many), `seed_list` (which), `metrics_sd` (standard deviation over seeds of each metric in
     `metrics`, their means) and `per_seed_metrics` (each numeric metric's value per seed, in `seed_list`'s order).
     With `out_dir` (the recipe's output folder) or `root` (the repository), the record's paths are written by
-    `portable_paths`.
+    `portable_paths`. A record of one run also holds its validation curve (`valid`) of the statistic `command`
+    chooses the best checkpoint by, so a table can show that training converged.
     """
     logs = [parse_train_log(log) for log in str(train_log).split(",")]
     train = {key: type(logs[0][key])(statistics.fmean(log[key] for log in logs)) for key in logs[0]}
     record = {"dataset": dataset, "system": system, "arch": arch, "command": command,
               **train, "train_log": str(train_log), "metrics": metrics, "significance": significance or {}, **extra}
+    if len(logs) == 1:  # one run: its validation curve (a record over seeds has its runs' records for theirs)
+        metric = best_checkpoint_metric(command)
+        curve = parse_valid_curve(train_log, metric)
+        if curve:
+            record["valid"] = {"metric": metric, "curve": [list(point) for point in curve]}
     if by_length:
         record["by_length"] = by_length
     if out_dir or root:
@@ -660,6 +708,50 @@ def _seeds_notes(systems: Sequence[SeedSystem]) -> list[str]:
     return notes + _signature_notes(facts) + _parses_notes(facts)
 
 
+def _command_option(command: str, option: str) -> int | None:
+    found = re.search(rf"{option}[ =](\d+)", command)
+    return int(found.group(1)) if found else None
+
+
+def convergence_table(systems: Sequence[SeedSystem]) -> Table | None:
+    """One row per run that recorded its validation curve: where it stopped, its best epoch and value, and how far
+    the epochs after the best stayed from it (a curve that has flattened stays close; one still falling has no
+    epochs after its best). *Stopped by*: ``patience`` when the run ended ``--patience`` epochs after its best,
+    ``epoch cap`` when it reached ``--max-epoch`` first. None when no run recorded a curve."""
+    runs = [(system.name, run) for system in systems for run in system.runs if run.get("valid", {}).get("curve")]
+    if not runs:
+        return None
+    metrics = list(dict.fromkeys(run["valid"]["metric"] for _, run in runs))
+    metric = metrics[0] if len(metrics) == 1 else "metric"
+    table = Table(["System", "Seed", "Epochs", "Best epoch", f"Best valid {metric}",
+                   f"Valid {metric} after the best (change from it, min / max)", "Stopped by"])
+    for name, run in runs:
+        curve = run["valid"]["curve"]
+        best_epoch, best = min(curve, key=lambda point: (point[1], point[0]))
+        after = [value - best for epoch, value in curve if epoch > best_epoch]
+        patience = _command_option(run["command"], "--patience")
+        cap = _command_option(run["command"], "--max-epoch")
+        last = curve[-1][0]
+        stopped = ("patience" if patience and last - best_epoch >= patience else
+                   "epoch cap" if cap and last >= cap else "–")
+        name_cell = name if len(metrics) == 1 else f"{name} ({run['valid']['metric']})"
+        table.add(name_cell, run.get("seed", "–"), Cell(last, str(last)), best_epoch, Cell(best, f"{best:.3f}"),
+                  Cell({"min": min(after), "max": max(after)} if after else None,
+                       f"+{min(after):.3f} / +{max(after):.3f} ({len(after)} epochs)" if after else "none"),
+                  stopped)
+    return table
+
+
+def _convergence_section(systems: Sequence[SeedSystem]) -> list[str]:
+    table = convergence_table(systems)
+    if table is None:
+        return []
+    return ["### Convergence", "",
+            ("Each run's validation curve (from its training log; the checkpoint decoded is the best epoch's). A run "
+             "stopped by patience saw no better value in its last epochs: its curve has flattened."), ""] \
+        + table.lines() + [""]
+
+
 def _by_dataset(records: Sequence[dict]) -> dict[str, list[dict]]:
     """Records by dataset, in order of first appearance, the datasets of several seeds first (the study's)."""
     datasets: dict[str, list[dict]] = {}
@@ -679,7 +771,7 @@ def render_markdown(records: Sequence[dict], sources: Sequence = ()) -> str:
         if is_seeds_dataset(rows):
             systems = seed_systems(rows)
             lines += [f"## {dataset}", ""] + _seeds_table(systems).lines() + [""] + _seeds_notes(systems) + [""]
-            lines += _commands_section(systems)
+            lines += _convergence_section(systems) + _commands_section(systems)
             continue
         lines += [f"## {dataset}", ""] + _table(rows) + [""]
         notes = _notes(rows)
@@ -699,7 +791,8 @@ def render_json(records: Sequence[dict], sources: Sequence = ()) -> dict[str, An
     the same columns (``table_json``: numbers unrounded, "Wall time" in seconds, each "p vs" cell the p-values
     by metric), the BLEU-by-length table if any, the significance-test settings and sacrebleu signatures. A
     dataset of several seeds has ``"seeds": true``, each metric cell ``{"mean", "sd", "per_seed"}`` (the values in
-    the order of the row's "Seeds") and its ``commands``, one entry per row."""
+    the order of the row's "Seeds"), its ``commands``, one entry per row, and ``convergence`` (``convergence_table``)
+    when its runs recorded validation curves."""
     datasets = {}
     for dataset, rows in _by_dataset(records).items():
         if is_seeds_dataset(rows):
@@ -707,6 +800,9 @@ def render_json(records: Sequence[dict], sources: Sequence = ()) -> dict[str, An
             datasets[dataset] = {"seeds": True, "table": _seeds_table(systems).json(),
                                  "notes": [note[2:] for note in _seeds_notes(systems)],
                                  "commands": [seed_commands(system) for system in systems]}
+            convergence = convergence_table(systems)
+            if convergence is not None:
+                datasets[dataset]["convergence"] = convergence.json()
             continue
         header, values, _ = _table_data(rows)
         entry = {"table": table_json(header, values)}

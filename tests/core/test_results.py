@@ -13,7 +13,9 @@ from fairseq_syntax.evaluation.results import (
     Cell,
     RecordError,
     Table,
+    best_checkpoint_metric,
     compress,
+    convergence_table,
     existing_path,
     find_record_files,
     format_wall_time,
@@ -21,6 +23,7 @@ from fairseq_syntax.evaluation.results import (
     markdown_table,
     open_text,
     parse_train_log,
+    parse_valid_curve,
     read_text,
     record_run,
     render_json,
@@ -58,6 +61,8 @@ JSON_LOG = """\
 2024-05-01 10:00:02 | INFO | valid | {"epoch": 1, "valid_loss": "4.509", "valid_num_updates": "3"}
 2024-05-01 10:00:02 | INFO | train | {"epoch": 1, "train_loss": "4.591", "train_num_updates": "3", \
 "train_train_wall": "0", "train_wall": "1862"}
+2024-05-01 10:00:03 | INFO | valid | {"epoch": 2, "valid_loss": "4.228", "valid_num_updates": "6", \
+"valid_best_loss": "4.228"}
 2024-05-01 10:00:03 | INFO | train | {"epoch": 2, "train_loss": "4.396", "train_num_updates": "6", \
 "train_train_wall": "0", "train_wall": "3725"}
 """
@@ -90,6 +95,30 @@ def test_parse_train_log_without_train_statistics_is_an_error(tmp_path):
         parse_train_log(log)
 
 
+@pytest.mark.parametrize("text", [STDOUT_LOG, JSON_LOG, LOG_FILE], ids=["simple", "json", "log-file"])
+def test_parse_valid_curve_reads_each_epochs_validation_value(tmp_path, text):
+    log = tmp_path / "train.log"
+    log.write_text(text)
+    assert parse_valid_curve(log, "loss") == [(1, 4.509), (2, 4.228)]
+    assert parse_valid_curve(log, "nll_loss") == []  # not logged in these runs
+
+
+def test_parse_valid_curve_keeps_the_last_value_of_an_epoch_validated_twice(tmp_path):
+    # a run killed after validating epoch 2 and resumed from epoch 1's checkpoint validates epoch 2 again
+    resumed = LOG_FILE.replace("done training", "epoch 002 | valid on 'valid' subset | loss 4.301 | "
+                                                "nll_loss 3.9 | num_updates 6\ndone training")
+    log = tmp_path / "train.log"
+    log.write_text(resumed)
+    assert parse_valid_curve(log, "loss") == [(1, 4.509), (2, 4.301)]
+    assert parse_valid_curve(log, "nll_loss") == [(2, 3.9)]
+
+
+def test_best_checkpoint_metric_is_read_from_the_training_command():
+    assert best_checkpoint_metric("fairseq-train d --patience 5 --best-checkpoint-metric nll_loss --cpu") == "nll_loss"
+    assert best_checkpoint_metric("fairseq-train d --best-checkpoint-metric=accuracy") == "accuracy"
+    assert best_checkpoint_metric("fairseq-train d --patience 5") == "loss"  # fairseq's default
+
+
 def write_records(directory):
     """Two hand-written records of one dataset: a baseline and a syntax system compared with it."""
     (directory / "logs").mkdir(parents=True)
@@ -116,6 +145,8 @@ def test_record_run_fills_training_budget_from_the_log(tmp_path):
     assert stored == baseline
     assert (stored["updates"], stored["epochs"], stored["wall_time_s"]) == (6, 2, 3725.0)
     assert stored["train_log"] == str(tmp_path / "logs" / "train.log") and stored["significance"] == {}
+    # one run's record holds the validation curve of the statistic its checkpoint is chosen by (default loss)
+    assert stored["valid"] == {"metric": "loss", "curve": [[1, 4.509], [2, 4.228]]}
 
 
 EXPECTED_TABLE = [
@@ -451,6 +482,37 @@ def test_a_study_over_seeds_has_one_row_per_system_and_its_commands_below(tmp_pa
     # the other dataset keeps its table of runs
     assert "| System | Arch | Seed | BLEU tok. | BLEU | chrF | p vs sequence (BLEU / chrF) | Updates | Epochs | " \
            "Wall time | Command |" in lines
+
+
+def with_curve(record, curve, command_tail):
+    """``record`` with a validation curve of nll_loss and its command's stopping options."""
+    return dict(record, valid={"metric": "nll_loss", "curve": curve}, command=record["command"] + command_tail)
+
+
+def test_convergence_table_shows_where_each_run_stopped_and_how_flat_its_curve_was():
+    # seed 1: best 3.50 at epoch 3, then 3.60, 3.52, 3.70, 3.55, 3.51: 5 epochs without a better value (patience 5);
+    # seed 2: still improving when the cap of 4 epochs stopped it
+    flat = [[1, 5.0], [2, 4.0], [3, 3.5], [4, 3.6], [5, 3.52], [6, 3.7], [7, 3.55], [8, 3.51]]
+    falling = [[1, 5.0], [2, 4.0], [3, 3.9], [4, 3.8]]
+    records = [with_curve(seed_run("sequence", 1, 30.0, 50.0, 8), flat, " --max-epoch 100"),
+               with_curve(seed_run("sequence", 2, 32.0, 54.0, 4), falling, " --max-epoch 4"),
+               seed_run("mask", 1, 32.0, 55.0, 21), seed_run("mask", 2, 34.0, 55.0, 22)]  # no curve recorded
+    lines = render_markdown(records).splitlines()
+    start = lines.index("### Convergence")
+    assert lines[start + 4:start + 8] == [
+        ("| System | Seed | Epochs | Best epoch | Best valid nll_loss | Valid nll_loss after the best (change from it, "
+         "min / max) | Stopped by |"),
+        "|---|---|---|---|---|---|---|",
+        "| sequence | 1 | 8 | 3 | 3.500 | +0.010 / +0.200 (5 epochs) | patience |",
+        "| sequence | 2 | 4 | 4 | 3.800 | none | epoch cap |",
+    ]
+    assert lines[start + 8] == "" and start < lines.index("### Commands")
+    table = render_json(records)["datasets"]["multi30k-10k"]["convergence"]
+    assert table["rows"][0]["Valid nll_loss after the best (change from it, min / max)"] == {
+        "min": pytest.approx(0.01), "max": pytest.approx(0.2)}
+    assert table["rows"][1]["Stopped by"] == "epoch cap"
+    assert convergence_table([]) is None
+    assert "### Convergence" not in render_markdown(study_records())  # no run recorded a curve
 
 
 def test_results_json_of_a_study_holds_each_seeds_score_and_the_figure_draws_them(tmp_path):
