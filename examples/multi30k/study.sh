@@ -13,7 +13,9 @@
 # its process id; a claim whose process is gone (a lane killed with its session) is taken over, and the run resumes
 # from its checkpoint (run.sh). A run whose data directory does not exist yet (its parses are not made) is passed
 # over and named. When a system has all its seeds, its seed-level record (mean, sd, seed-aware tests) is written.
-# SEEDS (default "1 2 3"), SYSTEMS (default: the study's) and COMMIT=0 (no commits) can be set.
+# Each commit holds the run's record, log and decode, the regenerated RESULTS.md/RESULTS.json and the figure of the
+# table (seeds.png, fairseq-syntax-plot seeds). SEEDS (default "1 2 3"), SYSTEMS (default: the study's) and
+# COMMIT=0 (no commits) can be set.
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -40,9 +42,15 @@ claim() {  # claim RUN: true when this lane now holds RUN
   return 0
 }
 
-commit_run() {  # commit_run RUN: the run's kept files and the regenerated table, nothing else
+commit_run() {  # commit_run RUN: the run's kept files, the regenerated table and its figure, nothing else
   [ "${COMMIT:-1}" = 0 ] && return 0
-  local files=("$RUNS/$1".* "$HERE/RESULTS.md" "$HERE/RESULTS.json") try
+  local files=("$RUNS/$1".* "$HERE/RESULTS.md" "$HERE/RESULTS.json") try why
+  # the figure of the table (each seed's BLEU, each method's control beside it), once a system has two seeds
+  if why=$(fairseq-syntax-plot seeds "$HERE/RESULTS.json" "$HERE/seeds.png" 2>&1 > /dev/null); then
+    files+=("$HERE/seeds.png")
+  else
+    echo "== seeds figure not drawn: ${why##*$'\n'}"
+  fi
   for try in 1 2 3 4 5 6; do
     git add -- "${files[@]}" 2> /dev/null && git commit -q -m "Multi30k study: $1 ($(device_of "$1"))" -- "${files[@]}" \
       && { echo "== committed $1"; return 0; }

@@ -38,7 +38,10 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def cli_main() -> None:
-    main(sys.argv[1:])
+    try:
+        main(sys.argv[1:])
+    except (OSError, ValueError) as error:  # a missing or unreadable input: its message, not a traceback
+        sys.exit(f"fairseq-syntax-plot: error: {error}")
 
 
 if __name__ == "__main__":

@@ -53,7 +53,7 @@ def positions(rows: list[dict]) -> list[float]:
 
 def plot_seeds(results_json: str, output: str, dataset: str | None = None, metric: str = "BLEU"):
     """Draw the figure of the module docstring to ``output`` (a PNG at 96 dpi: small enough to commit); returns the
-    matplotlib figure."""
+    matplotlib figure. A file that is not such a RESULTS.json, or has no seeds table, is a ValueError naming it."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -61,7 +61,16 @@ def plot_seeds(results_json: str, output: str, dataset: str | None = None, metri
     from matplotlib.lines import Line2D
 
     with open(results_json, encoding="utf-8") as handle:
-        dataset, rows = seeds_rows(json.load(handle), dataset, metric)
+        try:
+            results = json.load(handle)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{results_json}:{error.lineno}: not valid JSON ({error.msg})") from error
+    if not isinstance(results, dict) or not isinstance(results.get("datasets"), dict):
+        raise ValueError(f"{results_json}: not a RESULTS.json of fairseq-syntax-results (no 'datasets' object)")
+    try:
+        dataset, rows = seeds_rows(results, dataset, metric)
+    except ValueError as error:
+        raise ValueError(f"{results_json}: {error}") from error
     xs = positions(rows)
     width = max(4.0, 0.55 * len(rows) + 1.6)
     figure, axes = plt.subplots(figsize=(width, 3.6), dpi=96)

@@ -543,3 +543,23 @@ def test_results_json_of_a_study_holds_each_seeds_score_and_the_figure_draws_the
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size < 60_000
     with pytest.raises(ValueError, match="no seeds table for dataset 'multi30k'"):
         seeds_rows(data, "multi30k")
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "No such file or directory"),
+    ('{"datasets": {', "RESULTS.json:1: not valid JSON"),
+    ('{"tables": []}', "RESULTS.json: not a RESULTS.json of fairseq-syntax-results"),
+    ('{"datasets": {"multi30k": {"table": {}}}}', "RESULTS.json: no dataset of several seeds in these results"),
+], ids=["missing", "not-json", "not-results", "no-seeds"])
+def test_plot_seeds_names_the_file_and_its_problem_without_a_traceback(tmp_path, monkeypatch, capsys, content,
+                                                                        message):
+    from fairseq_syntax.cli import plot as plot_cli
+
+    results = tmp_path / "RESULTS.json"
+    if content is not None:
+        results.write_text(content)
+    monkeypatch.setattr("sys.argv", ["fairseq-syntax-plot", "seeds", str(results), str(tmp_path / "seeds.png")])
+    with pytest.raises(SystemExit) as stop:
+        plot_cli.cli_main()
+    assert str(stop.value).startswith("fairseq-syntax-plot: error: ") and message in str(stop.value)
+    assert not (tmp_path / "seeds.png").exists()

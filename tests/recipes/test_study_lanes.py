@@ -1,0 +1,125 @@
+"""examples/multi30k/study.sh, the study's lanes, with run.sh replaced by a stand-in that records what it was asked
+to run: two lanes started together take every run exactly once, all seeds of a system before the next, each system
+scored over its seeds once; a run whose lane is gone is taken over; a system whose data is not made is passed over
+by name; and each finished run is committed with the regenerated table and the seeds figure."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+# The stand-in for run.sh: appends "NAME.seedK" (or "NAME.seeds" for the scoring over seeds) to OUT/asked, writes
+# the run's record where study.sh looks for it, and adds a line to RESULTS.md where run.sh regenerates it (the
+# table's RESULTS.json is the test's).
+FAKE_RUN = """#!/usr/bin/env bash
+set -euo pipefail
+IFS=: read -r name arch form extra <<< "$SYSTEMS"
+if [ -n "${SEEDS_ONLY:-}" ]; then
+  echo "$name.seeds" >> "$1/asked"; echo '{}' > "$RUNS/$name.seeds.run.json"; exit 0
+fi
+echo "$name$RUN_SUFFIX $form $SEED $PRECISION" >> "$1/asked"
+sleep 0.2
+echo '{}' > "$RUNS/$name$RUN_SUFFIX.run.json"
+echo "<!-- $name$RUN_SUFFIX -->" >> "$(dirname "$0")/RESULTS.md"  # as run.sh regenerates the table
+"""
+
+
+def study_specs(*names):
+    listing = subprocess.run([sys.executable, "-m", "fairseq_syntax.methods", "systems", "--study"], cwd=REPO,
+                             capture_output=True, text=True, check=True).stdout.split()
+    by_name = {spec.split(":")[0]: spec for spec in listing}
+    return " ".join(by_name[name] for name in names)
+
+
+def git(repo, *args):
+    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture
+def study_repo(tmp_path):
+    """A repository holding study.sh beside the stand-in run.sh, with a seeds table already in RESULTS.json."""
+    from fairseq_syntax.evaluation.results import render_json, render_markdown
+
+    seeds = [{"dataset": "multi30k-10k", "system": "sequence", "arch": "transformer", "seed": seed,
+              "command": f"fairseq-train --seed {seed}", "updates": 10, "epochs": 1, "wall_time_s": 1.0,
+              "train_log": "log", "metrics": {"BLEU": bleu, "chrF": 50.0}, "significance": {}}
+             for seed, bleu in ((1, 30.0), (2, 31.0))]
+    repo = tmp_path / "repo"
+    recipe = repo / "examples" / "multi30k"
+    recipe.mkdir(parents=True)
+    shutil.copy(Path(REPO) / "examples" / "multi30k" / "study.sh", recipe / "study.sh")
+    (recipe / "run.sh").write_text(FAKE_RUN)
+    (recipe / "runs").mkdir()
+    (recipe / "RESULTS.md").write_text(render_markdown(seeds))
+    (recipe / "RESULTS.json").write_text(json.dumps(render_json(seeds)))
+    git(repo, "init", "-q")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "start")
+    from fairseq_syntax.core.side_inputs import SIDE_INPUTS
+
+    out = tmp_path / "work"
+    for form in ("sequence", "preorder"):  # no sequence.random: udp_random's data is not made
+        (out / "data-bin" / form).mkdir(parents=True)
+    # Mask reads the parents side input: its data directory is made when the side input's index is there
+    (out / "data-bin" / "preorder" / f"train.en-de.{SIDE_INPUTS['src_parents'].suffix}.idx").write_bytes(b"")
+    return repo, recipe, out
+
+
+def start_lane(repo, out, lane, systems):
+    env = dict(os.environ, SYSTEMS=systems, SEEDS="1 2", GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t", PYTHONPATH=str(REPO))
+    # a session of its own, as the README starts it: study.sh sets its session's scheduling priority
+    return subprocess.Popen(["bash", str(repo / "examples" / "multi30k" / "study.sh"), str(out), lane], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def test_two_lanes_take_each_run_once_in_the_study_order_and_commit_it_with_the_table_and_figure(study_repo):
+    repo, recipe, out = study_repo
+    systems = study_specs("sequence", "mask", "udp_random")
+    # a claim left by a lane that is gone (a process id that does not exist) is taken over
+    (out / "claims" / "mask.seed2").mkdir(parents=True)
+    (out / "claims" / "mask.seed2" / "pid").write_text("999999999\n")
+    lanes = [start_lane(repo, out, lane, systems) for lane in ("a", "b")]
+    logs = [lane.communicate(timeout=600)[0] for lane in lanes]
+    assert [lane.returncode for lane in lanes] == [0, 0], logs
+
+    asked = (out / "asked").read_text().splitlines()
+    runs = [line.split()[0] for line in asked]
+    assert sorted(runs) == sorted(["sequence.seed1", "sequence.seed2", "sequence.seeds",
+                                   "mask.seed1", "mask.seed2", "mask.seeds"])  # each exactly once
+    # all seeds of Sequence are asked for before any of Mask; each run on its system's data, fp32 by default
+    assert max(runs.index(f"sequence.seed{k}") for k in (1, 2)) < min(runs.index(f"mask.seed{k}") for k in (1, 2))
+    assert "sequence.seed2 sequence 2 fp32" in asked and "mask.seed1 preorder 1 fp32" in asked
+    assert runs.index("mask.seeds") > max(runs.index(f"mask.seed{k}") for k in (1, 2))
+    for log in logs:
+        assert "udp_random passed over, not made yet:" in log and "sequence.random" in log
+
+    # each run a commit of its own: its record, the table and the figure drawn from RESULTS.json
+    subjects = git(repo, "log", "--format=%s").splitlines()
+    assert sorted(subjects[:-1]) == sorted(f"Multi30k study: {run} (device not recorded)" for run in runs)
+    first = subjects[-2]
+    assert set(git(repo, "show", "--name-only", "--format=", "HEAD~5").split()) == {
+        f"examples/multi30k/runs/{first.split()[2]}.run.json", "examples/multi30k/RESULTS.md",
+        "examples/multi30k/RESULTS.json", "examples/multi30k/seeds.png"}
+    # each run's record in its own commit (the table that changed with it goes into the next commit of either lane)
+    for back, subject in enumerate(subjects[:-1]):
+        assert f"examples/multi30k/runs/{subject.split()[2]}.run.json" in git(
+            repo, "show", "--name-only", "--format=", f"HEAD~{back}").split()
+    assert (recipe / "seeds.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert git(repo, "status", "--porcelain", "--", "examples/multi30k/runs", "examples/multi30k/RESULTS.md") == ""
+
+
+def test_a_table_without_seeds_yet_is_committed_without_a_figure_and_says_why(study_repo):
+    repo, recipe, out = study_repo
+    (recipe / "RESULTS.json").write_text(json.dumps({"datasets": {"multi30k-10k": {"table": {"rows": []}}}}))
+    lane = start_lane(repo, out, "a", study_specs("sequence"))
+    log = lane.communicate(timeout=600)[0]
+    assert lane.returncode == 0, log
+    assert "== seeds figure not drawn: fairseq-syntax-plot: error: " in log
+    assert "no dataset of several seeds in these results" in log
+    assert not (recipe / "seeds.png").exists()
+    assert git(repo, "log", "-1", "--format=%s") == "Multi30k study: sequence.seeds (device not recorded)\n"
