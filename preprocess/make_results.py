@@ -33,7 +33,7 @@ WMT14_LINES = 4_500_000
 MODELS = "examples/multi30k/work/models"
 THROUGHPUT_COMMAND = ("python3 preprocess/measure_throughput.py --input ../shared/data/multi30k/train.en.gz --tokenize en "
                       f"--lines 2000 --tagger {MODELS}/tagger-ptb-sample.pt --crf-con {MODELS}/crf-con-ptb-sample.pt "
-                      f"--biaffine {MODELS}/biaffine-dep-ud-ewt.pt")  # WMT'14 En-De's training pairs, for the memory extrapolation
+                      f"--biaffine {MODELS}/biaffine-dep-ud-ewt.pt --benepar {MODELS}/benepar-ptb-sample.pt")  # WMT'14 En-De's training pairs, for the memory extrapolation
 #: the goal set for each model before it was trained, on its evaluation data
 GOALS = {("tagger", "POS accuracy"): 96.0, ("crf-con", "F1"): 88.0, ("dependency", "UAS"): 88.0,
          ("dependency", "LAS"): 85.0}
@@ -58,6 +58,11 @@ def results_table(records: list) -> Table:
                       record["best_epoch"], Cell(record["minutes"], f"{record['minutes']:.0f}"), record["device"],
                       Cell(record["sentences_per_second"], f"{record['sentences_per_second']:.0f}"))
     return table
+
+
+def record_notes(records: list) -> list[str]:
+    """A line under the parsers table for each record with a ``note`` (``train_parser.py --note``)."""
+    return [f"- `{record['model']}`: {record['note']}" for record in records if record.get("note")]
 
 
 def load_measurement(name: str, folder: str = MEASUREMENTS) -> dict | None:
@@ -290,6 +295,7 @@ def render(records: list, throughput: dict | None = None, scaling: dict | None =
         "",
         *table.lines(),
         "",
+        *([*record_notes(records), ""] if record_notes(records) else []),
         "## Commands",
         "",
         "Each command resumes from its last finished epoch when run again (`--epochs` is the total), and rewrites its",

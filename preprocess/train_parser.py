@@ -76,6 +76,8 @@ def get_parser() -> argparse.ArgumentParser:
         command.add_argument("--threads", type=int, default=1, help="torch CPU threads")
         command.add_argument("--record", help="run record to write (default: preprocess/runs/NAME.json for "
                                               "--output NAME.pt), tabulated by preprocess/make_results.py")
+        command.add_argument("--note", help="what the model is for, kept in the record and shown under the "
+                                            "parsers table (e.g. trained only to measure a parser's speed)")
     return parser
 
 
@@ -132,6 +134,8 @@ def main(argv=None) -> None:
         data, split = os.path.basename(args.ptb), f"held-out last {100 * args.heldout:g}%"
     state = training.TrainingState.of(args.output)
     record = report.training_record(args.command, args.output, data, split, measured, state, sys.argv)
+    if args.note:
+        record["note"] = args.note
     path = args.record or record_path(args.output)
     report.write_record(path, record)
     print(f"{args.output}: {state.epochs} epochs ({state.minutes:.1f} min, best epoch {state.best_epoch}); "

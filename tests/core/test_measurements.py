@@ -205,3 +205,18 @@ def test_the_tag_command_writes_one_line_of_tags_per_line_sharded_or_not(tiny_ta
     tags = (tmp_path / "single").read_text().split("\n")
     assert [len(line.split()) for line in tags] == [4, 4, 0, 2, 0]  # 4 lines and the final newline
     assert (tmp_path / "sharded").read_text() == (tmp_path / "single").read_text()
+
+
+def test_a_parser_records_note_is_shown_under_the_parsers_table(make_results):
+    def record(model, **extra):
+        return {"parser": "benepar", "model": model, "data": "ptb.mrg", "split": "held-out last 10%",
+                "scores": {"F1": 55.6}, "epochs": 4, "best_epoch": 4, "minutes": 12.3, "device": "CPU",
+                "sentences_per_second": 42.0, "command": f"python3 preprocess/train_parser.py benepar {model}",
+                **extra}
+
+    text, _ = make_results["render"]([record("a.pt", note="trained only to measure its speed"), record("b.pt")])
+    lines = text.splitlines()
+    commands = lines.index("## Commands")
+    # the table, a blank line, one line per note (b.pt has none), a blank line
+    assert lines[commands - 4].startswith("| benepar | b.pt |") and lines[commands - 3] == ""
+    assert lines[commands - 2:commands] == ["- `a.pt`: trained only to measure its speed", ""]
