@@ -32,7 +32,7 @@ import os
 import re
 import shutil
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -125,6 +125,20 @@ def _train_stats_from_message(message: str) -> tuple[int, int, float] | None:
     return int(match.group("epoch")), int(float(fields["num_updates"])), float(fields["wall"])
 
 
+def _log_messages(path, logger: str) -> Iterator[str]:
+    """The messages of fairseq-train's ``logger`` ("train", "valid") in a log (``path`` or ``path.gz``): on stdout
+    the lines that logger printed, less the timestamp prefix; in a --log-file, which has no prefix, every line."""
+    with open_text(path, errors="replace") as handle:
+        for line in handle:
+            line = line.rstrip("\r\n")
+            prefixed = LOG_PREFIX.match(line)
+            if prefixed:
+                if prefixed.group("logger") != logger:
+                    continue
+                line = prefixed.group("message")
+            yield line
+
+
 def parse_train_log(path) -> dict[str, float]:
     """Updates, epochs and wall-clock seconds of a fairseq-train run, from its last end-of-epoch statistics line.
 
@@ -133,17 +147,10 @@ def parse_train_log(path) -> dict[str, float]:
     gives the whole run's time. Returns {"updates": int, "epochs": int, "wall_time_s": float}.
     """
     last = None
-    with open_text(path, errors="replace") as handle:
-        for line in handle:
-            line = line.rstrip("\r\n")
-            prefixed = LOG_PREFIX.match(line)
-            if prefixed:
-                if prefixed.group("logger") != "train":
-                    continue
-                line = prefixed.group("message")
-            stats = _train_stats_from_message(line)
-            if stats is not None:
-                last = stats
+    for message in _log_messages(path, "train"):
+        stats = _train_stats_from_message(message)
+        if stats is not None:
+            last = stats
     if last is None:
         raise RecordError(
             f"{path}: no end-of-epoch 'train' statistics line (fairseq prints one per finished epoch, "
@@ -169,28 +176,21 @@ def parse_valid_curve(path, metric: str = "loss") -> list[tuple[int, float]]:
     the log of the killed process and again after it); the last value of an epoch is the one kept. Empty when the log
     has no validation line with ``metric``."""
     curve: dict[int, float] = {}
-    with open_text(path, errors="replace") as handle:
-        for line in handle:
-            line = line.rstrip("\r\n")
-            prefixed = LOG_PREFIX.match(line)
-            if prefixed:
-                if prefixed.group("logger") != "valid":
-                    continue
-                line = prefixed.group("message")
-            if line.startswith("{"):
-                try:
-                    stats = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if f"valid_{metric}" in stats and "epoch" in stats:
-                    curve[int(stats["epoch"])] = float(stats[f"valid_{metric}"])
+    for message in _log_messages(path, "valid"):
+        if message.startswith("{"):
+            try:
+                stats = json.loads(message)
+            except json.JSONDecodeError:
                 continue
-            match = EPOCH_STATS.match(line)
-            if not match or not match.group("fields").startswith("valid on "):
-                continue
-            fields = dict(field.split(" ", 1) for field in match.group("fields").split(" | ") if " " in field)
-            if metric in fields:
-                curve[int(match.group("epoch"))] = float(fields[metric])
+            if f"valid_{metric}" in stats and "epoch" in stats:
+                curve[int(stats["epoch"])] = float(stats[f"valid_{metric}"])
+            continue
+        match = EPOCH_STATS.match(message)
+        if not match or not match.group("fields").startswith("valid on "):
+            continue
+        fields = dict(field.split(" ", 1) for field in match.group("fields").split(" | ") if " " in field)
+        if metric in fields:
+            curve[int(match.group("epoch"))] = float(fields[metric])
     return sorted(curve.items())
 
 
