@@ -15,8 +15,9 @@
 # sd per metric and the paired bootstrap over test sentences and seeds (scoring.seed_bootstrap) against each of
 # $BASELINES and against its control NAME_random (a control: against its system), over the same seeds, as the record
 # RUN_DIR/NAME.seeds.run.json (dataset "$DATASET": fairseq-syntax-results makes one row of it per system).
-# Records hold no path of this machine: $OUT_DIR (the recipe's output folder, exported by the recipe) is written as
-# OUT_DIR, and paths in the repository relative to it.
+# Records and the logs kept beside them hold no path of this machine: $OUT_DIR (the recipe's output folder, exported
+# by the recipe) is written as OUT_DIR, paths in the repository relative to it (and in logs, Python's site-packages
+# as SITE_PACKAGES).
 
 # The package of this checkout, whatever an older `pip install -e` of another checkout left in site-packages (the
 # console scripts fairseq-syntax-* import it from the first entry of sys.path that has it).
@@ -128,6 +129,10 @@ run_system() {
   # by nothing, and the sources (S-) and references (T-) are the test data's; they were 60% of a kept decode
   grep -v '^[PST]-' "$runs/$name.gen" | gzip -n > "$runs/$name.gen.gz"
   rm "$runs/$name.gen"
+  # the logs kept name no folder of this machine: OUT_DIR, repository-relative paths, SITE_PACKAGES (warnings)
+  python3 -c 'import sys; from fairseq_syntax.evaluation.results import make_log_portable
+for log in sys.argv[3:]: make_log_portable(log, sys.argv[1] or None, sys.argv[2])' \
+    "${OUT_DIR:-}" "$SYNTAX_REPO" "$runs/$name.train.log" "$runs/$name.gen.log"
   gzip -n -f "$runs/$name.train.log" "$runs/$name.gen.log"
 
   score_system "$system" "$arch" "$ref" "$runs" "${train_cmd[*]}"

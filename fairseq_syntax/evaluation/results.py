@@ -32,6 +32,7 @@ import os
 import re
 import shutil
 import statistics
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -216,17 +217,36 @@ def _path_forms(path: str) -> list[str]:
     return sorted(forms, key=len, reverse=True)
 
 
-def portable_paths(value, out_dir: str | None = None, root: str | None = None):
-    """``value`` (a string, or dicts and lists of them, e.g. a whole run record) with every path under ``out_dir``
-    written from the literal ``OUT_DIR`` (``/x/work/ckpt`` -> ``OUT_DIR/ckpt``), then every path under ``root`` (the
-    repository) relative to it (``/x/repo/examples/runs`` -> ``examples/runs``; ``root`` itself -> ``.``): a record
-    then names no folder of the machine it ran on. Other text is kept."""
+PYTHON_PATHS = (("SITE_PACKAGES", "purelib"), ("SITE_PACKAGES", "platlib"), ("PYTHON_PREFIX", None))
+
+
+def _path_rules(out_dir: str | None, root: str | None, python: bool = False) -> list:
+    """The (pattern, replacement) pairs of ``portable_paths``, in the order they apply; with ``python``, the Python
+    installation's folders too (site-packages -> ``SITE_PACKAGES``, the prefix -> ``PYTHON_PREFIX``: where a log's
+    warnings name the library file that raised them)."""
     rules = []
     for form in _path_forms(out_dir) if out_dir else ():
         rules.append((re.compile(_PATH_START + re.escape(form) + _PATH_END), OUT_DIR))
     for form in _path_forms(root) if root else ():
         rules += [(re.compile(_PATH_START + re.escape(form) + "/"), ""),
                   (re.compile(_PATH_START + re.escape(form) + _PATH_END), os.curdir)]
+    if python:
+        import sysconfig
+
+        folders = [(name, sysconfig.get_paths()[key] if key else sys.prefix) for name, key in PYTHON_PATHS]
+        for name, folder in folders:
+            for form in _path_forms(folder):
+                rules.append((re.compile(_PATH_START + re.escape(form) + _PATH_END), name))
+    return rules
+
+
+def portable_paths(value, out_dir: str | None = None, root: str | None = None, python: bool = False):
+    """``value`` (a string, or dicts and lists of them, e.g. a whole run record) with every path under ``out_dir``
+    written from the literal ``OUT_DIR`` (``/x/work/ckpt`` -> ``OUT_DIR/ckpt``), then every path under ``root`` (the
+    repository) relative to it (``/x/repo/examples/runs`` -> ``examples/runs``; ``root`` itself -> ``.``): a record
+    then names no folder of the machine it ran on. With ``python``, also the Python installation's folders
+    (``_path_rules``). Other text is kept."""
+    rules = _path_rules(out_dir, root, python)
 
     def convert(item):
         if isinstance(item, str):
@@ -240,6 +260,23 @@ def portable_paths(value, out_dir: str | None = None, root: str | None = None):
         return item
 
     return convert(value)
+
+
+def make_log_portable(path, out_dir: str | None = None, root: str | None = None) -> int:
+    """Rewrite the log ``path`` (plain, or gzipped: ``open_text``) in place with ``portable_paths``, Python's folders
+    included, before the recipes keep it beside a run record: a kept log names no folder of the machine it was
+    written on. Line ends and undecodable bytes are kept as they are. Returns the number of lines changed."""
+    path = Path(path)
+    with open_text(path, errors="surrogateescape", newline="") as handle:
+        lines = handle.read().split("\n")
+    portable = portable_paths(lines, out_dir, root, python=True)
+    changed = sum(old != new for old, new in zip(lines, portable))
+    if changed:
+        temporary = path.with_name(".portable." + path.name)  # the same ending: gzipped where the log is
+        with open_text(temporary, "w", errors="surrogateescape", newline="") as out:
+            out.write("\n".join(portable))
+        os.replace(temporary, path)
+    return changed
 
 
 def record_run(path, *, dataset: str, system: str, arch: str, command: str, train_log, metrics: dict,

@@ -563,3 +563,31 @@ def test_plot_seeds_names_the_file_and_its_problem_without_a_traceback(tmp_path,
         plot_cli.cli_main()
     assert str(stop.value).startswith("fairseq-syntax-plot: error: ") and message in str(stop.value)
     assert not (tmp_path / "seeds.png").exists()
+
+
+@pytest.mark.parametrize("name", ["run.train.log", "run.train.log.gz"])
+def test_a_kept_log_names_no_folder_of_the_machine(tmp_path, name):
+    import sysconfig
+
+    from fairseq_syntax.evaluation.results import make_log_portable
+
+    site = sysconfig.get_paths()["purelib"]
+    repo, out = tmp_path / "repo", tmp_path / "repo" / "examples" / "work"
+    text = (f"fairseq-train {out}/data-bin/sequence --save-dir {out}/ckpt/a\r\n"
+            f"{site}/fairseq/tasks/fairseq_task.py:531: UserWarning: ...\n"
+            f"| INFO | fairseq.checkpoint_utils | saved {out}/ckpt/a/checkpoint_best.pt\n"
+            f"user dir {repo}/fairseq_syntax; epoch 001 | loss 4.2 | wall 12\n"
+            "no path here, /tmp/plasma stays\n")
+    path = tmp_path / name
+    with open_text(path, "w", newline="") as handle:
+        handle.write(text)
+    assert make_log_portable(path, out_dir=str(out), root=str(repo)) == 4
+    with open_text(path, newline="") as handle:
+        assert handle.read() == (
+            "fairseq-train OUT_DIR/data-bin/sequence --save-dir OUT_DIR/ckpt/a\r\n"  # the CR LF line end kept
+            "SITE_PACKAGES/fairseq/tasks/fairseq_task.py:531: UserWarning: ...\n"
+            "| INFO | fairseq.checkpoint_utils | saved OUT_DIR/ckpt/a/checkpoint_best.pt\n"
+            "user dir fairseq_syntax; epoch 001 | loss 4.2 | wall 12\n"
+            "no path here, /tmp/plasma stays\n")
+    assert make_log_portable(path, out_dir=str(out), root=str(repo)) == 0  # nothing left to change
+    assert [p.name for p in tmp_path.iterdir()] == [name]  # no temporary file left
