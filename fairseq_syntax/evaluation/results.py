@@ -161,14 +161,16 @@ def parse_train_log(path) -> dict[str, float]:
     return {"updates": updates, "epochs": epochs, "wall_time_s": wall}
 
 
-# fairseq-train's --best-checkpoint-metric (default "loss"): the validation statistic a run's checkpoint is chosen by
-BEST_METRIC = re.compile(r"--best-checkpoint-metric[ =]['\"]?(?P<metric>[\w.-]+)")
+def command_option(command: str, option: str) -> str | None:
+    """The value ``command`` gives ``option`` (``--patience 5``, ``--patience=5``, quoted or not), else None."""
+    found = re.search(rf"{re.escape(option)}[ =]['\"]?([\w.-]+)", command)
+    return found.group(1) if found else None
 
 
 def best_checkpoint_metric(command: str) -> str:
-    """The validation statistic that fairseq-train ``command`` chooses its best checkpoint by."""
-    found = BEST_METRIC.search(command)
-    return found.group("metric") if found else "loss"
+    """The validation statistic that fairseq-train ``command`` chooses its best checkpoint by (fairseq's default:
+    loss)."""
+    return command_option(command, "--best-checkpoint-metric") or "loss"
 
 
 def parse_valid_curve(path, metric: str = "loss") -> list[tuple[int, float]]:
@@ -745,11 +747,6 @@ def _seeds_notes(systems: Sequence[SeedSystem]) -> list[str]:
     return notes + _signature_notes(facts) + _parses_notes(facts)
 
 
-def _command_option(command: str, option: str) -> int | None:
-    found = re.search(rf"{option}[ =](\d+)", command)
-    return int(found.group(1)) if found else None
-
-
 def convergence_table(systems: Sequence[SeedSystem]) -> Table | None:
     """One row per run that recorded its validation curve: where it stopped, its best epoch and value, and how far
     the epochs after the best stayed from it (a curve that has flattened stays close; one still falling has no
@@ -766,8 +763,7 @@ def convergence_table(systems: Sequence[SeedSystem]) -> Table | None:
         curve = run["valid"]["curve"]
         best_epoch, best = min(curve, key=lambda point: (point[1], point[0]))
         after = [value - best for epoch, value in curve if epoch > best_epoch]
-        patience = _command_option(run["command"], "--patience")
-        cap = _command_option(run["command"], "--max-epoch")
+        patience, cap = (int(command_option(run["command"], option) or 0) for option in ("--patience", "--max-epoch"))
         last = curve[-1][0]
         stopped = ("patience" if patience and last - best_epoch >= patience else
                    "epoch cap" if cap and last >= cap else "–")
