@@ -785,6 +785,13 @@ def _convergence_section(systems: Sequence[SeedSystem]) -> list[str]:
         + table.lines() + [""]
 
 
+def _answer(systems: Sequence[SeedSystem]) -> tuple[list[str], dict[str, Any]]:
+    # study_answer builds on this module's SeedSystem, hence imported here
+    from fairseq_syntax.evaluation.study_answer import expected_systems, study_answer
+
+    return study_answer(systems, expected_systems([system.name for system in systems]))
+
+
 def _by_dataset(records: Sequence[dict]) -> dict[str, list[dict]]:
     """Records by dataset, in order of first appearance, the datasets of several seeds first (the study's)."""
     datasets: dict[str, list[dict]] = {}
@@ -804,7 +811,7 @@ def render_markdown(records: Sequence[dict], sources: Sequence = ()) -> str:
         if is_seeds_dataset(rows):
             systems = seed_systems(rows)
             lines += [f"## {dataset}", ""] + _seeds_table(systems).lines() + [""] + _seeds_notes(systems) + [""]
-            lines += _convergence_section(systems) + _commands_section(systems)
+            lines += _answer(systems)[0] + _convergence_section(systems) + _commands_section(systems)
             continue
         lines += [f"## {dataset}", ""] + _table(rows) + [""]
         notes = _notes(rows)
@@ -824,7 +831,8 @@ def render_json(records: Sequence[dict], sources: Sequence = ()) -> dict[str, An
     the same columns (``table_json``: numbers unrounded, "Wall time" in seconds, each "p vs" cell the p-values
     by metric), the BLEU-by-length table if any, the significance-test settings and sacrebleu signatures. A
     dataset of several seeds has ``"seeds": true``, each metric cell ``{"mean", "sd", "per_seed"}`` (the values in
-    the order of the row's "Seeds"), its ``commands``, one entry per row, and ``convergence`` (``convergence_table``)
+    the order of the row's "Seeds"), its ``commands``, one entry per row, its ``answer`` (``study_answer``:
+    each method against Sequence and against its control, and the paragraph that states it), and ``convergence`` (``convergence_table``)
     when its runs recorded validation curves."""
     datasets = {}
     for dataset, rows in _by_dataset(records).items():
@@ -833,6 +841,7 @@ def render_json(records: Sequence[dict], sources: Sequence = ()) -> dict[str, An
             datasets[dataset] = {"seeds": True, "table": _seeds_table(systems).json(),
                                  "notes": [note[2:] for note in _seeds_notes(systems)],
                                  "commands": [seed_commands(system) for system in systems]}
+            datasets[dataset]["answer"] = _answer(systems)[1]
             convergence = convergence_table(systems)
             if convergence is not None:
                 datasets[dataset]["convergence"] = convergence.json()

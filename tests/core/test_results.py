@@ -591,3 +591,55 @@ def test_a_kept_log_names_no_folder_of_the_machine(tmp_path, name):
             "no path here, /tmp/plasma stays\n")
     assert make_log_portable(path, out_dir=str(out), root=str(repo)) == 0  # nothing left to change
     assert [p.name for p in tmp_path.iterdir()] == [name]  # no temporary file left
+
+
+@pytest.mark.parametrize("deltas, p_values, expected", [
+    ({"BLEU": 0.8, "chrF": 0.5}, {"BLEU": 0.01, "chrF": 0.049}, "better"),
+    ({"BLEU": -0.8, "chrF": -0.5}, {"BLEU": 0.001, "chrF": 0.02}, "worse"),
+    ({"BLEU": 0.8, "chrF": -0.5}, {"BLEU": 0.05, "chrF": 0.9}, "no measurable difference"),  # 0.05 is not below
+    ({"BLEU": 0.8, "chrF": 0.5}, {"BLEU": 0.01, "chrF": 0.2}, "mixed"),  # one metric only
+    ({"BLEU": 0.8, "chrF": -0.5}, {"BLEU": 0.01, "chrF": 0.01}, "mixed"),  # both significant, opposite ways
+])
+def test_a_comparison_verdict_follows_the_stated_rule(deltas, p_values, expected):
+    from fairseq_syntax.evaluation.study_answer import verdict
+
+    assert verdict(deltas, p_values) == expected
+
+
+def test_the_answer_states_each_method_against_sequence_and_its_control():
+    records = study_records()
+    # the test of mask against its control sits in the control's record (scored second), as control minus mask:
+    # its interval [-2.0, 0.5] is mask minus control [-0.5, 2.0]
+    control = next(r for r in records if r["system"] == "mask_random" and "seeds" in r)
+    control["significance"]["mask"]["BLEU"]["delta_ci"] = [-2.0, 0.5]
+    lines = render_markdown(records).splitlines()
+    start = lines.index("### Answer so far")
+    # sequence 31.00 ± 1.41; mask 33 / 55 against sequence 31 / 52 (p 0.012 / 0.04: both below 0.05, both up);
+    # against mask_random 32 / 54: +1 / +1 at p 0.5 / 0.75. udp: three runs, not scored over them; its control
+    # and five methods of the study's grid not started (7 methods in all, the controls not counted)
+    assert lines[start + 2] == (
+        "1 of 7 methods scored over their seeds, against sequence at 31.00 ± 1.41 BLEU. Against the words alone: "
+        "better: mask; no measurable difference: none; worse: none; mixed: none. Is it the parse? Against the same "
+        "method on random trees: the parse is better: none; random trees do as well: mask; random trees do better: "
+        "none; mixed: none. Waiting for their seeds: udp; not started: hier_accum, hier_accum_random, udp_random, "
+        "ldd, linearized, dbsa, pascal. Rule: better (worse): BLEU and chrF both higher (lower) with p < 0.05 each; "
+        "no measurable difference: neither p below 0.05; mixed: the metrics disagree. Two-sided seed-aware paired "
+        "bootstrap, not corrected for the table's several comparisons.")
+    assert lines[start + 4:start + 7] == [
+        ("- **mask**: against sequence, +2.00 BLEU (p 0.012); +3.00 chrF (p 0.040): better; against mask_random, "
+         "+1.00 BLEU (p 0.500, 95% interval -0.50 to +2.00); +1.00 chrF (p 0.750): no measurable difference."),
+        ("- **udp**: waiting (3 of 3 seeds trained, not yet scored over its seeds); its control udp_random: "
+         "waiting (0 of 3 seeds trained)."),
+        ""]
+    assert lines.index("### Answer so far") < lines.index("### Commands")
+    answer = render_json(records)["datasets"]["multi30k-10k"]["answer"]
+    mask = answer["systems"][0]
+    assert mask["vs_sequence"]["verdict"] == "better" and mask["vs_control"]["verdict"] == "no measurable difference"
+    assert mask["vs_control"]["BLEU"] == {"delta": 1.0, "p_value": 0.5, "delta_ci": [-0.5, 2.0]}
+    assert answer["systems"][1]["vs_sequence"] is None and answer["paragraph"] == lines[start + 2]
+    # a table that is not the study's grid lists nothing as not started, and says no control when it has none
+    other = [dict(r, system="other") if r["system"] == "udp" else r for r in records if r["dataset"] == "multi30k-10k"]
+    other_lines = render_markdown(other).splitlines()
+    assert any(line.startswith("- **other**: waiting") and line.endswith("; no control in the study.")
+               for line in other_lines)
+    assert "not started: none" in other_lines[other_lines.index("### Answer so far") + 2]

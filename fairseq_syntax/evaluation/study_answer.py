@@ -1,0 +1,165 @@
+"""The answer of a seeds table, generated: does each method beat Sequence, and does it beat itself on random trees?
+
+A study of several seeds (``examples/multi30k/README.md``, "The study") asks two questions of each method: does it
+translate better than Sequence (the words only), and is it the parse that helps, i.e. does it beat the same
+method trained on control structures (``X_random``, :mod:`fairseq_syntax.core.controls`)? This module states the
+answer from the run records, by a rule fixed before the study's results were seen, so that ``RESULTS.md`` never
+says more or less than the p-values do:
+
+* a comparison is **better** when BLEU and chrF both lie above the other system's with p < :data:`ALPHA` each
+  (the seed-aware paired bootstrap of ``scoring.seed_bootstrap``, two-sided), **worse** when both lie below with
+  p < ALPHA, **no measurable difference** when neither p is below ALPHA, and **mixed** otherwise (the two metrics
+  disagree); the p-values are not corrected for the table's several comparisons, which the text says;
+* a comparison is made only once both systems are scored over their seeds (``SeedSystem.over_seeds``); until
+  then the system is listed as waiting, with its seeds done.
+
+``study_answer(systems)`` returns the section's Markdown lines and its JSON (``{"alpha", "rule", "systems",
+"paragraph"}``, each system with its comparisons' deltas, 95% intervals, p-values and verdicts).
+"""
+from collections.abc import Sequence
+from typing import Any
+
+from fairseq_syntax.evaluation.results import CONTROL_SUFFIX, SEEDS_METRICS, SEQUENCE, SeedSystem
+
+ALPHA = 0.05
+RULE = (f"better (worse): BLEU and chrF both higher (lower) with p < {ALPHA} each; no measurable difference: "
+        f"neither p below {ALPHA}; mixed: the metrics disagree. Two-sided seed-aware paired bootstrap, not corrected "
+        "for the table's several comparisons.")
+
+
+def verdict(deltas: dict[str, float], p_values: dict[str, float], alpha: float = ALPHA) -> str:
+    """The rule of the module docstring over the metrics of ``deltas`` (system minus the one it is tested against)
+    and their two-sided ``p_values``."""
+    significant = {metric: p_values[metric] < alpha for metric in deltas}
+    if not any(significant.values()):
+        return "no measurable difference"
+    if all(significant.values()):
+        if all(delta > 0 for delta in deltas.values()):
+            return "better"
+        if all(delta < 0 for delta in deltas.values()):
+            return "worse"
+    return "mixed"
+
+
+def _report(system: SeedSystem, other: SeedSystem) -> tuple[dict, int] | None:
+    """The test of ``system`` against ``other`` from whichever of the two records holds it, with the sign that
+    turns its deltas into ``system`` minus ``other`` (a test is stored once, in the record scored second)."""
+    if system.p_values(other.name):
+        return system.p_values(other.name), 1
+    if other.p_values(system.name):
+        return other.p_values(system.name), -1
+    return None
+
+
+def comparison(system: SeedSystem, other: SeedSystem) -> dict[str, Any] | None:
+    """``system`` against ``other``: per metric the difference of their means over seeds (system minus other), its
+    95% interval over the bootstrap rounds where recorded, and p; and the verdict. None until both are scored
+    over their seeds and the test is recorded."""
+    if system.over_seeds is None or other.over_seeds is None:
+        return None
+    found = _report(system, other)
+    if found is None:
+        return None
+    report, sign = found
+    metrics = {}
+    for metric in SEEDS_METRICS:
+        mine, theirs = system.mean_sd(metric), other.mean_sd(metric)
+        if metric not in report or mine is None or theirs is None:
+            return None
+        interval = report[metric].get("delta_ci")
+        metrics[metric] = {"delta": mine[0] - theirs[0], "p_value": report[metric]["p_value"],
+                           "delta_ci": sorted(sign * bound for bound in interval) if interval else None}
+    return {"against": other.name, **metrics,
+            "verdict": verdict({m: v["delta"] for m, v in metrics.items()},
+                               {m: v["p_value"] for m, v in metrics.items()})}
+
+
+def _comparison_text(found: dict) -> str:
+    parts = []
+    for metric in SEEDS_METRICS:
+        value = found[metric]
+        interval = value["delta_ci"]
+        spread = f", 95% interval {interval[0]:+.2f} to {interval[1]:+.2f}" if interval else ""
+        parts.append(f"{value['delta']:+.2f} {metric} (p {value['p_value']:.3f}{spread})")
+    return f"{'; '.join(parts)}: {found['verdict']}"
+
+
+def _names(names: Sequence[str]) -> str:
+    return ", ".join(names) if names else "none"
+
+
+def expected_systems(names: Sequence[str]) -> list[str]:
+    """The study's grid (:data:`fairseq_syntax.methods.STUDY`) when ``names`` are all of it (the table is the
+    study's, so the systems it lacks are not started), else nothing: another seeds table has no fixed grid."""
+    from fairseq_syntax.methods import STUDY
+
+    return list(STUDY) if set(names) <= set(STUDY) else []
+
+
+def study_answer(systems: Sequence[SeedSystem], expected: Sequence[str] = (),
+                 seeds: int = 3) -> tuple[list[str], dict[str, Any]]:
+    """The "Answer so far" section of a seeds table (``systems`` in table order) and its JSON. ``expected``: the
+    systems the study will have (those not among ``systems`` are listed as not started); ``seeds``: the seeds each
+    system gets."""
+    by_name = {system.name: system for system in systems}
+    baseline = by_name.get(SEQUENCE)
+    methods = [system for system in systems if system.name != SEQUENCE and not (
+        system.name.endswith(CONTROL_SUFFIX) and system.name[:-len(CONTROL_SUFFIX)] in by_name)]
+    entries, lines = [], []
+    for system in methods:
+        control_name = system.name + CONTROL_SUFFIX
+        control = by_name.get(control_name)
+        versus_sequence = comparison(system, baseline) if baseline else None
+        versus_control = comparison(system, control) if control else None
+        entry = {"system": system.name, "seeds": system.seeds, "vs_sequence": versus_sequence,
+                 "control": control_name if control or control_name in expected else None,
+                 "vs_control": versus_control}
+        entries.append(entry)
+        text = f"- **{system.name}**: "
+        if versus_sequence is None:
+            text += f"waiting ({len(system.runs)} of {seeds} seeds trained, not yet scored over its seeds)"
+        else:
+            text += f"against {SEQUENCE}, {_comparison_text(versus_sequence)}"
+        if entry["control"] is None:
+            text += "; no control in the study"
+        elif versus_control is not None:
+            text += f"; against {control_name}, {_comparison_text(versus_control)}"
+        else:
+            done = len(control.runs) if control else 0
+            text += f"; its control {control_name}: waiting ({done} of {seeds} seeds trained)"
+        lines.append(text + ".")
+
+    answered = [entry for entry in entries if entry["vs_sequence"]]
+    controlled = [entry for entry in entries if entry["vs_control"]]
+    waiting = [entry["system"] for entry in entries if not entry["vs_sequence"]]
+    not_started = [name for name in expected if name not in by_name]
+    total = len(entries) + len([name for name in not_started
+                                if name != SEQUENCE and not name.endswith(CONTROL_SUFFIX)])
+
+    def verdicts(group: list[dict], key: str, labels: dict[str, str]) -> str:
+        return "; ".join(f"{label}: {_names([e['system'] for e in group if e[key]['verdict'] == wanted])}"
+                         for wanted, label in labels.items())
+
+    if baseline is None or baseline.over_seeds is None:
+        done = len(baseline.runs) if baseline else 0
+        paragraph = (f"No answer yet: {SEQUENCE}, the baseline every method is tested against, is not scored over "
+                     f"its seeds ({done} of {seeds} trained).")
+    else:
+        mean, sd = baseline.mean_sd(SEEDS_METRICS[0])
+        paragraph = (f"{len(answered)} of {total} methods scored over their seeds, against {SEQUENCE} at "
+                     f"{mean:.2f} ± {sd:.2f} {SEEDS_METRICS[0]}.")
+        if answered:
+            paragraph += " Against the words alone: " + verdicts(answered, "vs_sequence", {
+                "better": "better", "no measurable difference": "no measurable difference", "worse": "worse",
+                "mixed": "mixed"}) + "."
+        if controlled:
+            paragraph += " Is it the parse? Against the same method on random trees: " + verdicts(
+                controlled, "vs_control", {"better": "the parse is better", "no measurable difference":
+                                           "random trees do as well", "worse": "random trees do better",
+                                           "mixed": "mixed"}) + "."
+    if waiting or not_started:
+        paragraph += f" Waiting for their seeds: {_names(waiting)}; not started: {_names(not_started)}."
+    paragraph += f" Rule: {RULE}"
+    section = ["### Answer so far", "", paragraph, ""] + (lines + [""] if lines else [])
+    return section, {"alpha": ALPHA, "rule": RULE, "systems": entries, "not_started": not_started,
+                     "paragraph": paragraph}
