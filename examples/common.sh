@@ -11,10 +11,12 @@
 # Writes RUN_DIR/NAME$RUN_SUFFIX.{train.log,gen,gen.log}.gz (the training log, the decode without its P- lines and
 # its log, gzipped once the system is decoded) and RUN_DIR/NAME$RUN_SUFFIX.run.json; checkpoints go to
 # ${CKPT_ROOT:-RUN_DIR}/ckpt-NAME$RUN_SUFFIX.
-#   score_seeds NAME ARCH REF RUN_DIR "SEEDS" TRAIN_COMMAND: the system over its seeds' runs (NAME.seedS), mean and
+#   score_seeds NAME ARCH REF RUN_DIR "SEEDS" [TRAIN_COMMAND]: the system over its seeds' runs (NAME.seedS), mean and
 # sd per metric and the paired bootstrap over test sentences and seeds (scoring.seed_bootstrap) against each of
 # $BASELINES and against its control NAME_random (a control: against its system), over the same seeds, as the record
-# RUN_DIR/NAME.seeds.run.json (dataset "$DATASET": fairseq-syntax-results makes one row of it per system).
+# RUN_DIR/NAME.seeds.run.json (dataset "$DATASET": fairseq-syntax-results makes one row of it per system). The
+# training command (unless given), device, parsers and decode command are the first seed's, from its run record:
+# the seeds of a study are trained over several machines, and the first seed's checkpoint folder may be on another.
 # Records and the logs kept beside them hold no path of this machine: $OUT_DIR (the recipe's output folder, exported
 # by the recipe) is written as OUT_DIR, paths in the repository relative to it (and in logs, Python's site-packages
 # as SITE_PACKAGES).
@@ -174,9 +176,31 @@ training_facts() {
   if [ -f "$1/decode_command.txt" ]; then TRAINING_FACTS+=(--decode-command "$(cat "$1/decode_command.txt")"); fi
 }
 
+# recorded_facts RUN_JSON PARSERS_OUT: TRAINING_FACTS as training_facts gives them and RECORDED_COMMAND (the training
+# command), from a kept run record instead of a checkpoint folder; its parsers are written to PARSERS_OUT.
+recorded_facts() {
+  local facts=()
+  mapfile -d '' facts < <(python3 - "$1" "$2" <<'EOF'
+import json, sys
+record = json.load(open(sys.argv[1], encoding="utf-8"))
+if record.get("parsers"):
+    with open(sys.argv[2], "w", encoding="utf-8") as out:
+        json.dump(record["parsers"], out)
+for key in ("command", "device", "decode_command"):
+    sys.stdout.write(f"{record.get(key) or ''}\0")
+EOF
+  )
+  if [ "${#facts[@]}" -ne 3 ]; then echo "$1: not a readable run record" >&2; return 1; fi
+  RECORDED_COMMAND=${facts[0]} TRAINING_FACTS=()
+  if [ -n "${facts[1]}" ]; then TRAINING_FACTS+=(--device "${facts[1]}"); fi
+  if [ -s "$2" ]; then TRAINING_FACTS+=(--parsers "$2"); fi
+  if [ -n "${facts[2]}" ]; then TRAINING_FACTS+=(--decode-command "${facts[2]}"); fi
+}
+
 score_seeds() {
-  local name=$1 arch=$2 ref=$3 runs=$4 seeds=$5 train_command=$6
+  local name=$1 arch=$2 ref=$3 runs=$4 seeds=$5 train_command=${6:-}
   local seed base hyps=() logs=() baseline_files=() baseline_names=() files
+  local first="$runs/$name.seed${seeds%% *}.run.json" parsers status
   for seed in $seeds; do
     hyps+=("$(kept "$runs/$name.seed$seed.gen")")
     logs+=("$(kept "$runs/$name.seed$seed.train.log")")
@@ -194,12 +218,26 @@ score_seeds() {
       baseline_names+=(--baseline-name "$base")
     fi
   done
-  training_facts "${CKPT_ROOT:-$runs}/ckpt-$name.seed${seeds%% *}"  # the seeds' runs share data and device
+  # the seeds' runs share data and device: the first seed's facts stand for them
+  parsers=$(mktemp)
+  if [ -f "$first" ]; then
+    recorded_facts "$first" "$parsers" || { rm -f "$parsers"; return 1; }
+    train_command=${train_command:-$RECORDED_COMMAND}
+  else
+    training_facts "${CKPT_ROOT:-$runs}/ckpt-$name.seed${seeds%% *}"
+  fi
+  if [ -z "$train_command" ]; then
+    echo "score_seeds $name: no training command (none given, and no run record $first)" >&2
+    rm -f "$parsers"; return 1
+  fi
   portable_paths
   fairseq-syntax-score "$(IFS=,; echo "${hyps[*]}")" "$ref" "${baseline_files[@]}" "${baseline_names[@]}" \
     ${SCORE_ARGS//--by-length [0-9,]*/} --bootstrap 1000 "${TRAINING_FACTS[@]}" "${PORTABLE_PATHS[@]}" \
     --run-seeds "$(echo $seeds | tr ' ' ,)" --record "$runs/$name.seeds.run.json" --dataset "${DATASET:-unnamed}" \
     --system "$name" --arch "$arch" --train-log "$(IFS=,; echo "${logs[*]}")" --train-command "$train_command"
+  status=$?
+  rm -f "$parsers"
+  return $status
 }
 
 # run_systems DATA_BIN REF RUN_DIR RESULTS [fairseq-train args]: train, decode and score each NAME:ARCH:DATA[:EXTRA]

@@ -48,6 +48,5 @@ echo "== $(date -u) every run trained and decoded; scoring each seed against its
 for seed in $SEEDS; do
   DEVICE=cuda SEED="$seed" RUN_SUFFIX=".seed$seed" RUNS="$RUNS" RESCORE=1 bash "$HERE/run.sh" "$OUT" > /dev/null
 done
-DEVICE=cuda RUNS="$RUNS" SYSTEMS="$SYSTEMS_ALL" SEEDS_ONLY="$SEEDS" bash "$HERE/run.sh" "$OUT"
-fairseq-syntax-results "$HERE/runs" "$RUNS" --out "$HERE/RESULTS.md"
+DEVICE=cuda RUNS="$RUNS" SYSTEMS="$SYSTEMS_ALL" SEEDS_ONLY="$SEEDS" bash "$HERE/run.sh" "$OUT"  # and RESULTS.md
 echo "== $(date -u) done in $(( $(date +%s) - start )) s: $HERE/RESULTS.md"

@@ -72,8 +72,9 @@ DATASET=$DATASET_NAME BASELINES="sequence linearized udp" SCORE_ARGS="--lang de 
 if [ -n "${SEEDS_ONLY:-}" ]; then  # replicate_gpu.sh, once every seed is decoded: each system over its seeds
   for system in $SYSTEMS; do
     IFS=: read -r name arch form extra <<< "$system"
-    score_seeds "$name" "$arch" "$ref" "$RUNS" "$SEEDS_ONLY" "$(cat "$OUT/ckpt/ckpt-$name.seed${SEEDS_ONLY%% *}/train_command.txt")"
+    score_seeds "$name" "$arch" "$ref" "$RUNS" "$SEEDS_ONLY"  # its first seed's command, from that run's record
   done
+  fairseq-syntax-results ${RESULTS_RUNS:-$RUNS} --out "$HERE/RESULTS.md"  # the rows over seeds, in the table now
   exit 0
 fi
 run_systems "$OUT/data-bin" "$ref" "$RUNS" "$HERE/RESULTS.md" "${MODEL[@]}"

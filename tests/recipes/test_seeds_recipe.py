@@ -5,6 +5,7 @@ name no folder of the machine, and the results table has one row per system."""
 import gzip
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -102,6 +103,27 @@ fairseq-syntax-results {runs} --out {tmp_path}/RESULTS.md
     assert "- decode: `fairseq-generate OUT_DIR/data-bin/preorder --path OUT_DIR/ckpt/ckpt-mask.seed$SEED/" \
            "checkpoint_best.pt --beam 5`" in lines
     assert json.loads((tmp_path / "RESULTS.json").read_text())["datasets"]["tiny"]["seeds"]
+
+    # on a new machine, where no seed's checkpoint folder is: the system is scored over its seeds from the kept run
+    # records alone, without a training command given, and the record says what it said before
+    shutil.rmtree(out_dir / "ckpt")
+    (runs / "mask.seeds.run.json").unlink()
+    again = f"""
+source examples/common.sh
+export DATASET=tiny BASELINES=sequence SCORE_ARGS= OUT_DIR={out_dir}
+score_seeds mask transformer_syntax_mask_tiny $OUT_DIR/test.de.ref {runs} "1 2"
+"""
+    result = subprocess.run(["bash", "-c", again], cwd=REPO, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    rescored = json.loads((runs / "mask.seeds.run.json").read_text())
+    for key in ("command", "device", "parsers", "decode_command", "metrics", "significance", "seed_list"):
+        assert rescored[key] == over[key], key
+    # a system without a record of its first seed and without a checkpoint folder: an error that says so
+    missing = again.replace("score_seeds mask ", "score_seeds mask_random ")
+    result = subprocess.run(["bash", "-c", missing], cwd=REPO, capture_output=True, text=True, check=False)
+    assert result.returncode != 0
+    assert f"score_seeds mask_random: no training command (none given, and no run record {runs}/mask_random.seed1" \
+           ".run.json)" in result.stderr
 
 
 def test_sst_results_give_mean_and_sd_over_seeds():
