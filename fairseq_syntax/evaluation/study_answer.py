@@ -90,7 +90,7 @@ def _names(names: Sequence[str]) -> str:
 
 def expected_systems(names: Sequence[str]) -> list[str]:
     """The study's grid (:data:`fairseq_syntax.methods.STUDY`) when ``names`` are all of it (the table is the
-    study's, so the systems it lacks are not started), else nothing: another seeds table has no fixed grid."""
+    study's, so the systems it lacks have no run finished yet), else nothing: another seeds table has no fixed grid."""
     from fairseq_syntax.methods import STUDY
 
     return list(STUDY) if set(names) <= set(STUDY) else []
@@ -99,7 +99,7 @@ def expected_systems(names: Sequence[str]) -> list[str]:
 def study_answer(systems: Sequence[SeedSystem], expected: Sequence[str] = (),
                  seeds: int = 3) -> tuple[list[str], dict[str, Any]]:
     """The "Answer so far" section of a seeds table (``systems`` in table order) and its JSON. ``expected``: the
-    systems the study will have (those not among ``systems`` are listed as not started); ``seeds``: the seeds each
+    systems the study will have (those not among ``systems``: no run finished yet); ``seeds``: the seeds each
     system gets."""
     by_name = {system.name: system for system in systems}
     baseline = by_name.get(SEQUENCE)
@@ -132,8 +132,8 @@ def study_answer(systems: Sequence[SeedSystem], expected: Sequence[str] = (),
     answered = [entry for entry in entries if entry["vs_sequence"]]
     controlled = [entry for entry in entries if entry["vs_control"]]
     waiting = [entry["system"] for entry in entries if not entry["vs_sequence"]]
-    not_started = [name for name in expected if name not in by_name]
-    total = len(entries) + len([name for name in not_started
+    no_run_finished = [name for name in expected if name not in by_name]
+    total = len(entries) + len([name for name in no_run_finished
                                 if name != SEQUENCE and not name.endswith(CONTROL_SUFFIX)])
 
     def verdicts(group: list[dict], key: str, labels: dict[str, str]) -> str:
@@ -157,9 +157,11 @@ def study_answer(systems: Sequence[SeedSystem], expected: Sequence[str] = (),
                 controlled, "vs_control", {"better": "the parse is better", "no measurable difference":
                                            "random trees do as well", "worse": "random trees do better",
                                            "mixed": "mixed"}) + "."
-    if waiting or not_started:
-        paragraph += f" Waiting for their seeds: {_names(waiting)}; not started: {_names(not_started)}."
+    pending = [f"{label}: {_names(names)}" for label, names in (
+        ("waiting for their seeds", waiting), ("no run finished yet", no_run_finished)) if names]
+    if pending:
+        paragraph += f" {'; '.join(pending).capitalize()}."
     paragraph += f" Rule: {RULE}"
     section = ["### Answer so far", "", paragraph, ""] + (lines + [""] if lines else [])
-    return section, {"alpha": ALPHA, "rule": RULE, "systems": entries, "not_started": not_started,
+    return section, {"alpha": ALPHA, "rule": RULE, "systems": entries, "no_run_finished": no_run_finished,
                      "paragraph": paragraph}

@@ -621,7 +621,7 @@ def test_the_answer_states_each_method_against_sequence_and_its_control():
         "1 of 7 methods scored over their seeds, against sequence at 31.00 ± 1.41 BLEU. Against the words alone: "
         "better: mask; no measurable difference: none; worse: none; mixed: none. Is it the parse? Against the same "
         "method on random trees: the parse is better: none; random trees do as well: mask; random trees do better: "
-        "none; mixed: none. Waiting for their seeds: udp; not started: hier_accum, hier_accum_random, udp_random, "
+        "none; mixed: none. Waiting for their seeds: udp; no run finished yet: hier_accum, hier_accum_random, udp_random, "
         "ldd, linearized, dbsa, pascal. Rule: better (worse): BLEU and chrF both higher (lower) with p < 0.05 each; "
         "no measurable difference: neither p below 0.05; mixed: the metrics disagree. Two-sided seed-aware paired "
         "bootstrap, not corrected for the table's several comparisons.")
@@ -642,4 +642,4 @@ def test_the_answer_states_each_method_against_sequence_and_its_control():
     other_lines = render_markdown(other).splitlines()
     assert any(line.startswith("- **other**: waiting") and line.endswith("; no control in the study.")
                for line in other_lines)
-    assert "not started: none" in other_lines[other_lines.index("### Answer so far") + 2]
+    assert "no run finished yet" not in other_lines[other_lines.index("### Answer so far") + 2]
