@@ -8,7 +8,7 @@
 # default, or cuda: decoding without --cpu; the training arguments are the caller's), $SEED (recorded as the run's
 # seed when set) and $RUN_SUFFIX (appended to every file name of a run, e.g. ".seed2": the baselines of a run are
 # those with the same suffix, so seed k is compared with seed k).
-# Writes RUN_DIR/NAME$RUN_SUFFIX.{train.log,gen,gen.log}.gz (the training log, the decode without its P- lines and
+# Writes RUN_DIR/NAME$RUN_SUFFIX.{train.log,gen,gen.log}.gz (the training log, the decode's hypotheses and
 # its log, gzipped once the system is decoded) and RUN_DIR/NAME$RUN_SUFFIX.run.json; checkpoints go to
 # ${CKPT_ROOT:-RUN_DIR}/ckpt-NAME$RUN_SUFFIX.
 #   score_seeds NAME ARCH REF RUN_DIR "SEEDS" [TRAIN_COMMAND]: the system over its seeds' runs (NAME.seedS), mean and
@@ -127,9 +127,10 @@ run_system() {
     $([ "${DEVICE:-cpu}" = cuda ] || echo --cpu))
   echo "${gen_cmd[*]}" > "$ckpt/decode_command.txt"  # the run record shows it (score_system)
   "${gen_cmd[@]}" > "$runs/$name.gen" 2> "$runs/$name.gen.log" || { tail -30 "$runs/$name.gen.log"; return 1; }
-  # kept gzipped, the hypotheses only (H- and D- lines, and generate's summary): the per-token scores (P-) are read
-  # by nothing, and the sources (S-) and references (T-) are the test data's; they were 60% of a kept decode
-  grep -v '^[PST]-' "$runs/$name.gen" | gzip -n > "$runs/$name.gen.gz"
+  # kept gzipped, the hypotheses only (scoring.kept_decode: H- lines by id, D- lines where they differ, generate's
+  # summary): the per-token scores (P-) are read by nothing, the sources (S-) and references (T-) are the test data's
+  python3 -c 'import sys; from fairseq_syntax.evaluation.scoring import write_kept_decode
+write_kept_decode(sys.argv[1], sys.argv[2])' "$runs/$name.gen" "$runs/$name.gen.gz" || return 1
   rm "$runs/$name.gen"
   # the logs kept name no folder of this machine: OUT_DIR, repository-relative paths, SITE_PACKAGES (warnings)
   python3 -c 'import sys; from fairseq_syntax.evaluation.results import make_log_portable

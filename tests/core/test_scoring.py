@@ -3,6 +3,7 @@
 Scores are checked against sacrebleu's own command line on the same files, and BLEU-1 / RIBES / length buckets
 against values worked out by hand in the comments.
 """
+import gzip
 import json
 import math
 import re
@@ -23,12 +24,14 @@ from fairseq_syntax.evaluation.scoring import (
     corpus_scores,
     detokenize,
     format_ids,
+    kept_decode,
     paired_bootstrap,
     read_generate_output,
     ribes,
     seed_bootstrap,
     seed_scores,
     two_sided_bootstrap_p,
+    write_kept_decode,
 )
 
 REFERENCES = [
@@ -125,6 +128,29 @@ def test_read_generate_output_orders_by_id_and_picks_the_field(tmp_path):
     assert read_generate_output(path, expected_ids=3, field="H") == hyps
     assert read_generate_output(path, field="T") == REFERENCES[:3]
     assert read_generate_output(path, field="S") == ["source 0", "source 1", "source 2"]
+
+
+def test_kept_decode_keeps_the_hypotheses_by_id_and_generates_own_lines(tmp_path):
+    hyps = ["first", "", "third with\ta tab"]
+    output = generate_output(hyps, [2, 0, 1])  # D- lines equal to their H- lines: generate ran without --tokenizer
+    kept = kept_decode(output)
+    # by hand: the H- lines in id order, scores rounded to 4 decimals (-0.01 -> -0.0100), then the two log lines
+    assert kept == ["H-0\t-0.0100\tfirst", "H-1\t-0.1100\t", "H-2\t-0.2100\tthird with\ta tab",
+                    output[0], output[-1]]
+    path = write_lines(tmp_path / "kept.gen", kept)
+    assert read_generate_output(path, expected_ids=3) == hyps  # "D" reads the H- lines where no D- line is kept
+    assert read_generate_output(path, expected_ids=3, field="H") == hyps
+
+    # with a --tokenizer, D- lines differ from H- lines: both are kept, each still read as its own field
+    detokenized = [line.replace("D-1\t-0.11\t", "D-1\t-0.11\tdetok") for line in generate_output(hyps, [1, 0, 2])]
+    kept = kept_decode(detokenized)
+    assert [line.split("\t")[0] for line in kept[:6]] == ["H-0", "D-0", "H-1", "D-1", "H-2", "D-2"]
+    gzipped = tmp_path / "kept.gen.gz"
+    write_kept_decode(write_lines(tmp_path / "full.gen", detokenized), gzipped)
+    assert read_generate_output(gzipped, expected_ids=3) == ["first", "detok", "third with\ta tab"]
+    assert read_generate_output(gzipped, expected_ids=3, field="H") == hyps
+    with gzip.open(gzipped, "rt", encoding="utf-8") as handle:
+        assert handle.read().splitlines() == kept
 
 
 def test_missing_ids_are_named(tmp_path):

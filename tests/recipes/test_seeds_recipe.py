@@ -170,3 +170,36 @@ done
 """
     result = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True, check=False)
     assert result.stdout.split() == ["added", "kept", "kept", "kept", "kept"], result.stderr
+
+
+def test_run_system_keeps_the_decode_hypotheses_and_gzipped_logs(tmp_path):
+    """run_system's files once a run is decoded, with fairseq-train, fairseq-generate and fairseq-syntax-score
+    replaced by scripts that print what the real ones would: the decode keeps its H- lines in id order (its D- lines
+    repeat them; S-, T-, P- are dropped), the logs are gzipped, the plain files are gone."""
+    bin_dir, runs = tmp_path / "bin", tmp_path / "runs"
+    bin_dir.mkdir()
+    stubs = {
+        "fairseq-train": 'echo "epoch 001 | valid on \'valid\' subset | loss 4.1"',
+        "fairseq-generate": "printf 'S-1\\tb\\nT-1\\tB\\nH-1\\t-0.25\\tzwei\\nD-1\\t-0.25\\tzwei\\nP-1\\t-0.2 -0.3\\n"
+                            "S-0\\ta\\nT-0\\tA\\nH-0\\t-0.123456\\teins\\nD-0\\t-0.123456\\teins\\nP-0\\t-0.1\\n"
+                            "Generate test with beam=5: BLEU4 = 50.00\\n'; echo 'generate log' >&2",
+        "fairseq-syntax-score": 'echo "$@" > "$SCORED"',
+    }
+    for name, body in stubs.items():
+        (bin_dir / name).write_text(f"#!/usr/bin/env bash\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    script = f"""
+source examples/common.sh
+run_system mask transformer_syntax_mask {tmp_path}/data {tmp_path}/test.de {runs} -- --seed 1 --cpu
+"""
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", SCORED=str(tmp_path / "scored"))
+    result = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True, check=False, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert sorted(path.name for path in runs.iterdir()) == ["ckpt-mask", "mask.gen.gz", "mask.gen.log.gz",
+                                                             "mask.train.log.gz"]
+    with gzip.open(runs / "mask.gen.gz", "rt", encoding="utf-8") as kept:
+        assert kept.read() == ("H-0\t-0.1235\teins\nH-1\t-0.2500\tzwei\n"
+                               "Generate test with beam=5: BLEU4 = 50.00\n")
+    with gzip.open(runs / "mask.gen.log.gz", "rt", encoding="utf-8") as log:
+        assert log.read() == "generate log\n"
+    assert f"{runs}/mask.gen.gz {tmp_path}/test.de" in (tmp_path / "scored").read_text()
