@@ -160,7 +160,8 @@ def study_answer(systems: Sequence[SeedSystem], expected: Sequence[str] = (),
     pending = [f"{label}: {_names(names)}" for label, names in (
         ("waiting for their seeds", waiting), ("no run finished yet", no_run_finished)) if names]
     if pending:
-        paragraph += f" {'; '.join(pending).capitalize()}."
+        listed = "; ".join(pending)
+        paragraph += f" {listed[0].upper()}{listed[1:]}."  # not str.capitalize: it would lower a system's capitals
     paragraph += f" Rule: {RULE}"
     section = ["### Answer so far", "", paragraph, ""] + (lines + [""] if lines else [])
     return section, {"alpha": ALPHA, "rule": RULE, "systems": entries, "no_run_finished": no_run_finished,

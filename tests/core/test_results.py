@@ -638,8 +638,11 @@ def test_the_answer_states_each_method_against_sequence_and_its_control():
     assert mask["vs_control"]["BLEU"] == {"delta": 1.0, "p_value": 0.5, "delta_ci": [-0.5, 2.0]}
     assert answer["systems"][1]["vs_sequence"] is None and answer["paragraph"] == lines[start + 2]
     # a table that is not the study's grid lists nothing as not started, and says no control when it has none
-    other = [dict(r, system="other") if r["system"] == "udp" else r for r in records if r["dataset"] == "multi30k-10k"]
+    other = [dict(r, system="other-UDP") if r["system"] == "udp" else r for r in records
+             if r["dataset"] == "multi30k-10k"]
     other_lines = render_markdown(other).splitlines()
-    assert any(line.startswith("- **other**: waiting") and line.endswith("; no control in the study.")
+    assert any(line.startswith("- **other-UDP**: waiting") and line.endswith("; no control in the study.")
                for line in other_lines)
-    assert "no run finished yet" not in other_lines[other_lines.index("### Answer so far") + 2]
+    paragraph = other_lines[other_lines.index("### Answer so far") + 2]
+    assert "no run finished yet" not in paragraph
+    assert " Waiting for their seeds: other-UDP. Rule: " in paragraph  # the name as it is, only the first letter raised
