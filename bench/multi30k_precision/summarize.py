@@ -1,6 +1,9 @@
-"""Table of bench/multi30k_precision/*.log (written by measure.sh): target tokens/s of updates 31-40."""
+"""Table of bench/multi30k_precision/*.log (written by measure.sh; kept gzipped, NAME.log.gz): target tokens/s of
+updates 31-40."""
 import pathlib
 import re
+
+from fairseq_syntax.evaluation.results import read_text
 
 HERE = pathlib.Path(__file__).parent
 RUNS = [("seqfp32t2", "transformer", "sequence", "fp32", 2), ("seqbf16t1", "transformer", "sequence", "bf16 autocast", 1),
@@ -15,7 +18,7 @@ print("| arch | form | precision | threads | target tokens/s | vs fp32, 2 thread
 print("|---|---|---|---:|---:|---:|")
 speeds = {}
 for name, arch, form, precision, threads in RUNS:
-    log = (HERE / f"{name}.log").read_text()
+    log = read_text(HERE / f"{name}.log")  # NAME.log or NAME.log.gz
     last = re.findall(r"train_inner.*num_updates=40\b.*", log)
     if not last:
         raise ValueError(f"{name}.log has no train_inner line at update 40: run measure.sh")
