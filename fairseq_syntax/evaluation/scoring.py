@@ -158,25 +158,25 @@ def kept_decode(lines: Sequence[str]) -> list[str]:
     Of a Multi30k test decode (beam 5, 1,000 sentences) it keeps 1,001 of 5,001 lines: 27 KB gzipped, where its
     H- and D- lines with full scores took 42 KB.
     """
-    by_kind: dict[str, dict[int, list[str]]] = {"H": {}, "D": {}}
+    kept_lines: dict[str, dict[int, list[str]]] = {"H": {}, "D": {}}  # kind -> id -> its lines, as kept
+    texts: dict[str, dict[int, list[str]]] = {"H": {}, "D": {}}  # kind -> id -> the hypotheses of those lines
     others = []
     for line in lines:
         match = GENERATE_LINE.match(line)
-        if not match:
+        if match is None:
             others.append(line)
-        elif match.group(1) in by_kind:
-            kind, sample_id = match.group(1), int(match.group(2))
-            parts = line.split("\t", 2)
-            with contextlib.suppress(IndexError, ValueError):  # a malformed score stays as generate wrote it
-                parts[1] = f"{float(parts[1]):.4f}"
-            by_kind[kind].setdefault(sample_id, []).append("\t".join(parts))
-    hypotheses, detokenized = by_kind["H"], by_kind["D"]
-    text = {kind: {i: [line.split("\t", 2)[-1] for line in group] for i, group in by_kind[kind].items()}
-            for kind in by_kind}
-    kinds = ["H"] if hypotheses and text["D"] == text["H"] else ["H", "D"]
-    kept = [line for i in sorted(set(hypotheses) | set(detokenized)) for kind in kinds
-            for line in by_kind[kind].get(i, [])]
-    return kept + others
+            continue
+        kind, sample_id = match.group(1), int(match.group(2))
+        if kind not in kept_lines:
+            continue
+        parts = line.split("\t", 2)
+        with contextlib.suppress(IndexError, ValueError):  # a malformed score stays as generate wrote it
+            parts[1] = f"{float(parts[1]):.4f}"
+        kept_lines[kind].setdefault(sample_id, []).append("\t".join(parts))
+        texts[kind].setdefault(sample_id, []).append(parts[-1])
+    kinds = "H" if kept_lines["H"] and texts["D"] == texts["H"] else "HD"
+    ids = sorted(kept_lines["H"].keys() | kept_lines["D"].keys())
+    return [line for i in ids for kind in kinds for line in kept_lines[kind].get(i, [])] + others
 
 
 def write_kept_decode(generate_output, kept_path) -> None:
