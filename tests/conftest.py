@@ -208,8 +208,9 @@ def build_on_cpu(argv):
     split = "valid" if args.task == "tree_classification" else "test"
     task.load_dataset(split)
     dataset = task.dataset(split)
-    batched = task.batched_side_inputs(dataset) if hasattr(task, "batched_side_inputs") else task.model_side_inputs
-    dataset = dataset.batching(batched)
+    if hasattr(dataset, "batching"):  # the syntax datasets; fairseq's masked-LM dataset batches everything it has
+        batched = task.batched_side_inputs(dataset) if hasattr(task, "batched_side_inputs") else task.model_side_inputs
+        dataset = dataset.batching(batched)
     sample = dataset.collater([dataset[i] for i in range(min(len(dataset), 8))])
     return task, model, task.build_criterion(args), sample, args
 

@@ -10,7 +10,9 @@ SITE="$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 rm -rf .devpkgs /tmp/fairseq-sdist
 mkdir -p .devpkgs/site .devpkgs/whl /tmp/fairseq-sdist
 # fairseq's Python sources and the .pyx/.cpp the machine compiles (no *.so, *.cu, nor examples' data files)
-python3 -m pip download -q --no-deps fairseq-fixed==0.12.3.1 -d /tmp/fairseq-sdist  # an sdist only
+# an sdist only; without build isolation pip prepares its metadata with the torch installed here instead of
+# installing torch again in a throwaway environment (10 minutes and more)
+python3 -m pip download -q --no-deps --no-build-isolation fairseq-fixed==0.12.3.1 -d /tmp/fairseq-sdist
 tar xzf /tmp/fairseq-sdist/fairseq*fixed*.tar.gz -C /tmp/fairseq-sdist
 src="$(find /tmp/fairseq-sdist -maxdepth 1 -mindepth 1 -type d | head -1)"
 cp -r "$src/fairseq" "$src/fairseq_cli" .devpkgs/site/

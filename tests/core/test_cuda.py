@@ -5,7 +5,8 @@ own CLIs. Skipped without a GPU (CI has none): run ``python -m pytest tests/core
 The models are every system of the method descriptions (:data:`fairseq_syntax.methods.METHODS`, at their tiny size) and
 each method's ``cuda_variants``. Each model is built once on CPU with dropout off; a copy is moved to the GPU and both
 get the same batch: the loss, every parameter's gradient and (for translation) the beam-search hypotheses and their
-scores must agree.
+scores must agree. The same comparison with the CPU on both sides runs everywhere (one case per task), so that a
+change that breaks the comparison itself fails in CI, not in a GPU window.
 """
 import copy
 import gzip
@@ -28,13 +29,15 @@ from fairseq import utils
 import fairseq_syntax  # noqa: F401  (registers the tasks, models and criterion)
 from fairseq_syntax.methods import METHODS
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 
 
-def assert_same_on_cuda(task, model, criterion, sample, args, translation=True):
-    on_gpu = copy.deepcopy(model).cuda()
-    sample_gpu = utils.move_to_cuda(sample)
-    assert all(p.is_cuda for p in on_gpu.parameters())
+def assert_same_on(device, task, model, criterion, sample, args, translation=True):
+    """A copy of ``model`` on ``device`` given ``sample`` there gives the loss, gradients and beam search of ``model``
+    on the CPU."""
+    on_gpu = copy.deepcopy(model).to(device)
+    sample_gpu = utils.move_to_cuda(sample) if device == "cuda" else copy.deepcopy(sample)
+    assert all(p.device.type == device for p in on_gpu.parameters())
     loss, gradients = loss_and_gradients(model, criterion, sample)
     loss_gpu, gradients_gpu = loss_and_gradients(on_gpu, criterion, sample_gpu)
     torch.testing.assert_close(loss_gpu, loss, rtol=1e-4, atol=1e-4)
@@ -48,7 +51,7 @@ def assert_same_on_cuda(task, model, criterion, sample, args, translation=True):
         hypotheses = task.inference_step(task.build_generator([model], args), [model], sample)
         hypotheses_gpu = task.inference_step(task.build_generator([on_gpu], args), [on_gpu], sample_gpu)
     for row, (want, got) in enumerate(zip(hypotheses, hypotheses_gpu)):
-        assert got[0]["tokens"].is_cuda
+        assert got[0]["tokens"].device.type == device
         assert got[0]["tokens"].tolist() == want[0]["tokens"].tolist(), f"sentence {row}"
         torch.testing.assert_close(got[0]["positional_scores"].cpu(), want[0]["positional_scores"],
                                    rtol=1e-4, atol=1e-4)
@@ -67,23 +70,32 @@ def method_cases(task):
                 yield pytest.param(main, variant, id=f"{main.name}{''.join(variant)}")
 
 
-@pytest.mark.parametrize("system, extra", list(method_cases("translation")))
-def test_translation_models_agree_on_cuda(translation_data, system, extra):
-    assert_same_on_cuda(*build_on_cpu([translation_data(system), *TRANSLATION, "--arch", system.tiny_arch, *extra]))
+def translation_case(request, system, extra):
+    return build_on_cpu([request.getfixturevalue("translation_data")(system), *TRANSLATION, "--arch",
+                         system.tiny_arch, *extra])
+
+
+def classification_case(request, system, extra):
+    return build_on_cpu([request.getfixturevalue("sst_dir"), "--task", "tree_classification", "--arch",
+                         system.tiny_arch, "--criterion", "tree_cross_entropy", "--input-form", system.form,
+                         "--preterminals", system.preterminals, *extra])
+
+
+def masked_lm_case(request, system, extra):
+    task, model, criterion, sample, args = build_on_cpu([
+        request.getfixturevalue("masked_lm_dir"), "--user-dir", os.path.join(REPO, "fairseq_syntax"), "--task",
+        "sentence_masked_lm", "--criterion", "masked_lm", "--arch", system.tiny_arch, "--tokens-per-sample", "32",
+        *extra])
+    assert sample["net_input"]["src_tokens"].eq(task.mask_idx).any()
+    return task, model, criterion, sample, args
+
+
+CASES = {"translation": translation_case, "classification": classification_case, "masked_lm": masked_lm_case}
 
 
 @pytest.fixture(scope="module")
 def sst_dir(tmp_path_factory):
     return write_sst_data(tmp_path_factory.mktemp("sst_cuda"))
-
-
-@pytest.mark.parametrize("system, extra", list(method_cases("classification")))
-def test_tree_classifiers_agree_on_cuda(sst_dir, system, extra):
-    task, model, criterion, sample, args = build_on_cpu([sst_dir, "--task", "tree_classification", "--arch",
-                                                  system.tiny_arch, "--criterion", "tree_cross_entropy",
-                                                  "--input-form", system.form, "--preterminals", system.preterminals,
-                                                  *extra])
-    assert_same_on_cuda(task, model, criterion, sample, args, translation=False)
 
 
 @pytest.fixture(scope="module")
@@ -95,15 +107,33 @@ def masked_lm_dir(raw_corpus, tmp_path_factory):
     return dest
 
 
+@pytest.mark.parametrize("kind", CASES)
+def test_the_comparison_runs_with_the_cpu_on_both_sides(request, kind):
+    """The first case of each task through the whole comparison, the copy on the CPU (as is, it must agree exactly:
+    the tolerances are the GPU's)."""
+    system, extra = next(method_cases(kind)).values
+    assert_same_on("cpu", *CASES[kind](request, system, extra), translation=kind == "translation")
+
+
+@needs_cuda
+@pytest.mark.parametrize("system, extra", list(method_cases("translation")))
+def test_translation_models_agree_on_cuda(request, system, extra):
+    assert_same_on("cuda", *translation_case(request, system, extra))
+
+
+@needs_cuda
+@pytest.mark.parametrize("system, extra", list(method_cases("classification")))
+def test_tree_classifiers_agree_on_cuda(request, system, extra):
+    assert_same_on("cuda", *classification_case(request, system, extra), translation=False)
+
+
+@needs_cuda
 @pytest.mark.parametrize("system, extra", list(method_cases("masked_lm")))
-def test_masked_language_models_agree_on_cuda(masked_lm_dir, system, extra):
-    task, model, criterion, sample, args = build_on_cpu([
-        masked_lm_dir, "--user-dir", os.path.join(REPO, "fairseq_syntax"), "--task", "sentence_masked_lm",
-        "--criterion", "masked_lm", "--arch", system.tiny_arch, "--tokens-per-sample", "32", *extra])
-    assert sample["net_input"]["src_tokens"].eq(task.mask_idx).any()
-    assert_same_on_cuda(task, model, criterion, sample, args, translation=False)
+def test_masked_language_models_agree_on_cuda(request, system, extra):
+    assert_same_on("cuda", *masked_lm_case(request, system, extra), translation=False)
 
 
+@needs_cuda
 def test_fairseq_train_and_generate_run_on_the_gpu(data_dirs, tmp_path):
     """fairseq's own CLIs without --cpu: training steps and beam search on CUDA, the checkpoint loads for decoding."""
     save = str(tmp_path / "checkpoints")
@@ -116,6 +146,7 @@ def test_fairseq_train_and_generate_run_on_the_gpu(data_dirs, tmp_path):
     assert out.count("\nH-") == 21
 
 
+@needs_cuda
 def test_benchmark_trains_on_the_gpu(tmp_path):
     out = tmp_path / "bench"
     run([sys.executable, "bench/run.py", "--quick", "--device", "cuda", "--out", str(out)])
