@@ -15,7 +15,8 @@ Shapes: ``structure["relations"]`` is ``B x T x T`` (relation ids from
 Two computations of the same bias (tested equal, values and gradients): ``gather`` looks each pair's penalty up in
 the ``H x 10`` table (its backward scatter-adds ``B·T·T·H`` values into the table's 10·H cells), ``one_hot``
 multiplies the one-hot relations ``B x T x T x 10`` (built once per batch, ``structure["relation_one_hot"]``) by the
-table (its backward is a matrix product, which a GPU does without atomics). ``--mask-bias`` chooses.
+table (its backward is a matrix product, which a GPU does without atomics). ``--mask-bias`` chooses; its default,
+``auto``, takes the one-hot product on CUDA and the gather elsewhere.
 """
 from typing import Optional, Sequence
 

@@ -43,11 +43,20 @@ class SyntaxMaskOptions(FairseqDataclass):
     freeze_mask_strengths: bool = field(
         default=False, metadata={"help": "keep all strengths at 0 (the plain transformer on preorder input)"}
     )
-    mask_bias: ChoiceEnum(["gather", "one_hot"]) = field(
-        default="gather",
+    mask_bias: ChoiceEnum(["auto", "gather", "one_hot"]) = field(
+        default="auto",
         metadata={"help": "how the bias -exp(s[h, rel_ij]) is computed: a table lookup per pair, or one-hot "
-                  "relations times the table (the same values; see fairseq_syntax.methods.syntax_mask.attention)"},
+                  "relations times the table (the same values; see fairseq_syntax.methods.syntax_mask.attention); "
+                  "auto: one_hot on CUDA, gather elsewhere"},
     )
+
+
+def uses_one_hot(mask_bias: str, device: torch.device) -> bool:
+    """Whether ``--mask-bias`` computes the bias as a one-hot product on ``device``. ``auto`` takes the one-hot
+    product on CUDA, where the gather's backward (an indexed accumulate of B·T·T·H values into 10·H cells) took 95%
+    of a training step at 64 words on an H100 (``bench/cuda/README.md``), and the gather elsewhere, which on CPU is
+    as fast and needs no ``B x T x T x 10`` one-hot tensor (``bench/RESULTS.md``)."""
+    return mask_bias == "one_hot" or (mask_bias == "auto" and device.type == "cuda")
 
 
 def parse_layers(spec: str, num_layers: int) -> list:
@@ -97,7 +106,7 @@ class SyntaxMaskEncoder(SyntaxTransformerEncoder):
 
     def build_structure(self, src_tokens, side_inputs):
         relations = relation_ids(side_inputs["src_parents"])
-        if self.options.mask_bias == "one_hot":  # once per batch, shared by the masked layers
+        if uses_one_hot(self.options.mask_bias, relations.device):  # once per batch, shared by the masked layers
             return {"relations": relations, "relation_one_hot": F.one_hot(relations, NUM_RELATIONS + 1).bool()}
         return {"relations": relations}
 

@@ -225,3 +225,16 @@ def test_one_hot_bias_equals_the_gathered_one_in_values_and_gradients():
     torch.testing.assert_close(outputs[1], outputs[0], rtol=1e-6, atol=1e-6)
     torch.testing.assert_close(gradients[1], gradients[0], rtol=1e-6, atol=1e-6)
     assert gradients[0].abs().sum() > 0
+
+
+def test_the_default_mask_bias_is_the_one_hot_product_on_cuda_only():
+    from fairseq_syntax.methods.syntax_mask.model import uses_one_hot
+
+    cpu, cuda = torch.device("cpu"), torch.device("cuda", 0)
+    assert SyntaxMaskOptions().mask_bias == "auto"
+    assert [uses_one_hot("auto", cpu), uses_one_hot("auto", cuda)] == [False, True]
+    assert [uses_one_hot("gather", cuda), uses_one_hot("one_hot", cpu)] == [False, True]
+    syntax, _, tokens, parents = make_encoders(SyntaxMaskOptions())  # auto, on the CPU: the gather
+    assert "relation_one_hot" not in syntax.build_structure(tokens, {"src_parents": parents})
+    syntax, _, tokens, parents = make_encoders(SyntaxMaskOptions(mask_bias="one_hot"))
+    assert syntax.build_structure(tokens, {"src_parents": parents})["relation_one_hot"].shape[-1] == 10
