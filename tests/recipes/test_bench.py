@@ -355,3 +355,22 @@ def test_the_table_names_the_command_that_measures_it_without_places_or_time_lim
             == "python3 bench/run.py --no-speed-options --repeats 2")
     assert reproducing_command(["--device", "cuda", "--lengths", "16"]) == \
         "python3 bench/run.py --device cuda --lengths 16 --out bench/cuda"
+
+
+def test_the_profile_summary_sets_each_step_against_the_transformer_on_its_form_with_and_without_collation():
+    import profile_step
+
+    def record(system, form, baseline, step_ms, collate_ms, kernels):
+        return {"system": system, "form": form, "baseline": baseline, "step_ms": step_ms, "collate_ms": collate_ms,
+                "kernels": kernels, "aten_calls": 10 * kernels}
+
+    rows = profile_step.summary_rows([
+        record("transformer (sequence)", "sequence", True, 40.0, 4.0, 100),
+        record("transformer_ldd (sequence)", "sequence", False, 60.0, 15.0, 110),
+        record("transformer_hier_accum (preorder-split)", "preorder-split", False, 50.0, 5.0, 120),  # no baseline
+    ])
+    # 60 / 40 = 1.5 with collation; (60 - 15) / (40 - 4) = 1.25 without; 110 / 100 kernels
+    assert rows[1] == {"system": "transformer_ldd (sequence)", "step_ms": 60.0, "collate_ms": 15.0, "kernels": 110,
+                       "aten_calls": 1100, "step_time_ratio": 1.5, "step_without_collate_ratio": 1.25,
+                       "kernels_ratio": 1.1}
+    assert "step_time_ratio" not in rows[0] and "step_time_ratio" not in rows[2]
