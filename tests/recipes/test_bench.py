@@ -374,3 +374,15 @@ def test_the_profile_summary_sets_each_step_against_the_transformer_on_its_form_
                        "aten_calls": 1100, "step_time_ratio": 1.5, "step_without_collate_ratio": 1.25,
                        "kernels_ratio": 1.1}
     assert "step_time_ratio" not in rows[0] and "step_time_ratio" not in rows[2]
+
+
+def test_the_collation_table_sets_each_system_against_the_transformer_on_its_form(tmp_path):
+    import profile_step
+
+    records = [{"system": "transformer (sequence)", "form": "sequence", "baseline": True, "collate_ms": 1.25},
+               {"system": "transformer_ldd (sequence)", "form": "sequence", "baseline": False, "collate_ms": 10.0}]
+    profile_step.write_collation(str(tmp_path), records, 64)
+    table = (tmp_path / "collate.txt").read_text()
+    assert "| transformer_ldd (sequence) | 10.00 | 8.00 |" in table  # 10 / 1.25
+    assert "| transformer (sequence) | 1.25 |  |" in table
+    assert json.loads((tmp_path / "collate.json").read_text()) == records
