@@ -126,39 +126,55 @@ def _train_stats_from_message(message: str) -> tuple[int, int, float] | None:
     return int(match.group("epoch")), int(float(fields["num_updates"])), float(fields["wall"])
 
 
-def _log_messages(path, logger: str) -> Iterator[str]:
-    """The messages of fairseq-train's ``logger`` ("train", "valid") in a log (``path`` or ``path.gz``): on stdout
-    the lines that logger printed, less the timestamp prefix; in a --log-file, which has no prefix, every line."""
+def _log_messages(path, loggers) -> Iterator[str]:
+    """The messages of fairseq-train's ``loggers`` (a name such as "train" or "valid", or a tuple of names) in a log
+    (``path`` or ``path.gz``): on stdout the lines they printed, less the timestamp prefix; in a --log-file, which has
+    no prefix, every line."""
+    loggers = (loggers,) if isinstance(loggers, str) else tuple(loggers)
     with open_text(path, errors="replace") as handle:
         for line in handle:
             line = line.rstrip("\r\n")
             prefixed = LOG_PREFIX.match(line)
             if prefixed:
-                if prefixed.group("logger") != logger:
+                if prefixed.group("logger") not in loggers:
                     continue
                 line = prefixed.group("message")
             yield line
 
 
+#: how fairseq-train's log opens (its configuration), printed again by each run that resumes a checkpoint
+TRAIN_START = ("{'_name'", "Namespace(")
+
+
 def parse_train_log(path) -> dict[str, float]:
-    """Updates, epochs and wall-clock seconds of a fairseq-train run, from its last end-of-epoch statistics line.
+    """Updates, epochs and wall-clock seconds of a fairseq-train run, from its end-of-epoch statistics lines.
 
     Reads fairseq-train's stdout (any --log-format of simple, tqdm, json) or its --log-file, plain or gzipped
-    (``path`` or ``path.gz``). The "wall" meter is saved in checkpoints, so after a resume the last line still
-    gives the whole run's time. Returns {"updates": int, "epochs": int, "wall_time_s": float}.
+    (``path`` or ``path.gz``). A run resumed from a checkpoint appends a second fairseq-train's output to the same
+    log, and that one's "wall" meter starts again from 0 (fairseq 0.12 restores the meter's sum but not its running
+    start), so the wall time is the sum over the log's fairseq-train runs of each one's last "wall": a run starts
+    at its configuration line, or where "wall" falls below the value before it. The time of an epoch cut short by a
+    stop is not counted (it is trained again). Returns {"updates": int, "epochs": int, "wall_time_s": float}.
     """
     last = None
-    for message in _log_messages(path, "train"):
+    earlier_runs_wall = run_wall = 0.0
+    for message in _log_messages(path, ("train", "fairseq_cli.train")):
+        if message.startswith(TRAIN_START):
+            earlier_runs_wall, run_wall = earlier_runs_wall + run_wall, 0.0
+            continue
         stats = _train_stats_from_message(message)
-        if stats is not None:
-            last = stats
+        if stats is None:
+            continue
+        if stats[2] < run_wall:  # a restart the log does not mark (e.g. a --log-file of another format)
+            earlier_runs_wall += run_wall
+        last, run_wall = stats, stats[2]
     if last is None:
         raise RecordError(
             f"{path}: no end-of-epoch 'train' statistics line (fairseq prints one per finished epoch, "
             f"e.g. 'epoch 001 | loss ... | num_updates 38 | ... | wall 12'); is this a fairseq-train log?"
         )
-    epochs, updates, wall = last
-    return {"updates": updates, "epochs": epochs, "wall_time_s": wall}
+    epochs, updates, _ = last
+    return {"updates": updates, "epochs": epochs, "wall_time_s": earlier_runs_wall + run_wall}
 
 
 def command_option(command: str, option: str) -> str | None:

@@ -88,6 +88,27 @@ def test_parse_train_log_takes_the_last_end_of_epoch_line(tmp_path, text):
     assert parse_train_log(log) == EXPECTED_PROGRESS
 
 
+def test_parse_train_log_adds_up_the_wall_time_of_a_resumed_runs_fairseq_train_runs(tmp_path):
+    # epochs 1-2, then a start killed within epoch 3, then a start that resumes from epoch 2's checkpoint: each
+    # fairseq-train's wall meter starts from 0 again; the run's time is 500 + 510 s (the cut epoch is not counted)
+    def start(minute):
+        return f"2026-11-27 10:{minute:02d}:00 | INFO | fairseq_cli.train | {{'_name': None, 'common': {{}}}}\n"
+
+    def epoch(number, updates, wall):
+        return (f"2026-11-27 10:59:00 | INFO | train | epoch {number:03d} | loss 4.1 | num_updates {updates} | "
+                f"train_wall {wall - 10} | wall {wall}\n")
+
+    inner = "2026-11-27 10:31:00 | INFO | train_inner | epoch 003:     50 / 157 loss=3.3, num_updates=364, wall=40\n"
+    log = tmp_path / "train.log"
+    log.write_text(start(0) + epoch(1, 157, 250) + epoch(2, 314, 500) + start(30) + inner + start(40)
+                   + epoch(3, 471, 260) + epoch(4, 628, 510))
+    assert parse_train_log(log) == {"updates": 628, "epochs": 4, "wall_time_s": 1010.0}
+    # a log that does not mark the second start (a --log-file without its configuration line): the meter's fall
+    log.write_text("epoch 001 | num_updates 157 | wall 250\nepoch 002 | num_updates 314 | wall 500\n"
+                   "epoch 003 | num_updates 471 | wall 240\n")
+    assert parse_train_log(log)["wall_time_s"] == 740.0
+
+
 def test_parse_train_log_without_train_statistics_is_an_error(tmp_path):
     log = tmp_path / "crashed.log"
     log.write_text(STDOUT_LOG.split("2024-05-01 10:00:02 | INFO | fairseq_cli.train | end of epoch")[0])
