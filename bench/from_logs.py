@@ -20,6 +20,7 @@ import sys
 from collections.abc import Sequence
 
 import report
+from fairseq_syntax.evaluation.results import open_text
 from report import BASELINE, PROGRESS_LINE, REFERENCE_FORM
 
 #: what run.py logs besides its progress lines: the device of its first measurement, its model size; window.sh
@@ -33,7 +34,7 @@ def read_facts(paths: Sequence[str]) -> dict[str, str]:
     """{"device", "model", "command"}: what the logs say (values of several logs joined by "; ")."""
     found: dict[str, list[str]] = {}
     for path in paths:
-        with open(path) as log:
+        with open_text(path) as log:  # NAME.log or the kept NAME.log.gz
             for line in log:
                 for fact, pattern in FACT_LINES.items():
                     match = pattern.search(line.rstrip("\n"))
@@ -46,7 +47,7 @@ def read_measurements(paths: Sequence[str]) -> dict[tuple[str, int], dict[tuple[
     """{(system label, words): {(log, round): measurement}} of the fp32 lines of every log."""
     measurements: dict[tuple[str, int], dict[tuple[str, int], dict]] = {}
     for path in paths:
-        with open(path) as log:
+        with open_text(path) as log:  # NAME.log or the kept NAME.log.gz
             for line in log:
                 match = PROGRESS_LINE.search(line.rstrip("\n"))
                 if match and match["option"] == "fp32":
