@@ -83,6 +83,15 @@ def profile_step(spec: dict) -> dict:
     }
 
 
+def with_baselines(records: list[dict]):
+    """(record, the transformer's record on its input form, or None for that transformer itself or a form without
+    one), in the records' order."""
+    baselines = {r["form"]: r for r in records if r["baseline"]}
+    for record in records:
+        baseline = baselines.get(record["form"])
+        yield record, None if baseline is record else baseline
+
+
 def collate_step(spec: dict) -> dict:
     """In a forked child: the host time (CPU time, one thread) to collate each of the batches, side inputs included, as
     the step timed by :func:`profile_step` does before training on it; no training."""
@@ -105,12 +114,10 @@ def write_collation(out: str, records: list[dict], words: int) -> None:
     """``DIR/collate.txt`` and ``DIR/collate.json``: each system's collation time against the transformer's on its
     form."""
     os.makedirs(out, exist_ok=True)
-    baselines = {r["form"]: r for r in records if r["baseline"]}
     rows = []
-    for record in records:
+    for record, baseline in with_baselines(records):
         row = {"system": record["system"], "collate_ms": record["collate_ms"]}
-        baseline = baselines.get(record["form"])
-        if baseline is not None and record is not baseline:
+        if baseline is not None:
             row["collate_ratio"] = round(record["collate_ms"] / max(baseline["collate_ms"], 1e-3), 2)
         rows.append(row)
     with open(os.path.join(out, "collate.json"), "w") as f:
@@ -145,12 +152,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def summary_rows(records: list[dict]) -> list[dict]:
     """Each system's step time and launches against fairseq's transformer on the same input form."""
-    baselines = {r["form"]: r for r in records if r["baseline"]}
     rows = []
-    for record in records:
+    for record, baseline in with_baselines(records):
         row = {key: record[key] for key in ("system", "step_ms", "collate_ms", "kernels", "aten_calls")}
-        baseline = baselines.get(record["form"])
-        if baseline is not None and record is not baseline:
+        if baseline is not None:
             row["step_time_ratio"] = round(record["step_ms"] / baseline["step_ms"], 2)
             # what a run whose data-loader workers collate the batches meanwhile would see
             row["step_without_collate_ratio"] = round(
