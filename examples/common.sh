@@ -10,7 +10,9 @@
 # those with the same suffix, so seed k is compared with seed k).
 # Writes RUN_DIR/NAME$RUN_SUFFIX.{train.log,gen,gen.log}.gz (the training log, the decode's hypotheses and
 # its log, gzipped once the system is decoded) and RUN_DIR/NAME$RUN_SUFFIX.run.json; checkpoints go to
-# ${CKPT_ROOT:-RUN_DIR}/ckpt-NAME$RUN_SUFFIX.
+# ${CKPT_ROOT:-RUN_DIR}/ckpt-NAME$RUN_SUFFIX. Once every seed of a system is scored, examples/multi30k/study.sh packs
+# its runs' gzipped files into RUN_DIR/NAME.tar.xz (fairseq_syntax/evaluation/packed_runs.py); every step here reads
+# them from there.
 #   score_seeds NAME ARCH REF RUN_DIR "SEEDS" [TRAIN_COMMAND]: the system over its seeds' runs (NAME.seedS), mean and
 # sd per metric and the paired bootstrap over test sentences and seeds (scoring.seed_bootstrap) against each of
 # $BASELINES and against its control NAME_random (a control: against its system), over the same seeds, as the record
@@ -53,6 +55,14 @@ detach() {
 # FILE (a run scored before its files were compressed). fairseq-syntax-score reads either.
 kept() {
   if [ -f "$1.gz" ] || [ ! -f "$1" ]; then echo "$1.gz"; else echo "$1"; fi
+}
+
+# have_kept FILE: true when FILE can be read: there, gzipped, or packed with the rest of its finished system into
+# RUN_DIR/SYSTEM.tar.xz (fairseq_syntax/evaluation/packed_runs.py, which every reader of decodes and logs reads from;
+# run as a file, it imports no more than Python's library: a second, where importing the package takes many)
+PACKED_RUNS="$SYNTAX_REPO/fairseq_syntax/evaluation/packed_runs.py"
+have_kept() {
+  [ -f "$1" ] || [ -f "$1.gz" ] || [ -f "${1%.gz}" ] || python3 "$PACKED_RUNS" has "$1"
 }
 
 # a training command as a resumed run must match it: without its budget (--max-epoch / --max-update may grow) and its
@@ -103,6 +113,11 @@ run_system() {
     # the log goes on: uncompress the one a finished run left
     if [ -f "$runs/$name.train.log.gz" ] && [ ! -f "$runs/$name.train.log" ]; then gunzip "$runs/$name.train.log.gz"; fi
   else
+    if python3 "$PACKED_RUNS" has --packed "$runs/$name.gen"; then
+      echo "$name's outputs are packed in its system's archive in $runs: python3 -m" \
+        "fairseq_syntax.evaluation.packed_runs unpack $runs $system (then remove the run's files) to run it again" >&2
+      return 1
+    fi
     rm -rf "$ckpt"
     mkdir -p "$ckpt"
     rm -f "$runs/$name.run.json"  # the record of an earlier run of NAME: its facts (device, parsers) are not this one's
@@ -149,7 +164,7 @@ score_system() {
   training_facts "${CKPT_ROOT:-$runs}/ckpt-$name$suffix"
   portable_paths
   for base in ${BASELINES:-}; do
-    if [ "$base" != "$name" ] && { [ -f "$runs/$base$suffix.gen.gz" ] || [ -f "$runs/$base$suffix.gen" ]; }; then
+    if [ "$base" != "$name" ] && have_kept "$runs/$base$suffix.gen"; then
       baseline_files+=("$(kept "$runs/$base$suffix.gen")")
       baseline_names+=(--baseline-name "$base")
     fi
@@ -213,8 +228,12 @@ score_seeds() {
   for base in $versus; do
     [ "$base" = "$name" ] && continue
     files=()
-    for seed in $seeds; do files+=("$(kept "$runs/$base.seed$seed.gen")"); done
-    if ls "${files[@]}" > /dev/null 2>&1; then
+    local all_kept=1
+    for seed in $seeds; do
+      files+=("$(kept "$runs/$base.seed$seed.gen")")
+      have_kept "${files[-1]}" || all_kept=0
+    done
+    if [ "$all_kept" = 1 ]; then
       baseline_files+=("$(IFS=,; echo "${files[*]}")")
       baseline_names+=(--baseline-name "$base")
     fi

@@ -14,8 +14,9 @@
 # from its checkpoint (run.sh). A run whose data directory does not exist yet (its parses are not made) is passed
 # over and named. When a system has all its seeds, its seed-level record (mean, sd, seed-aware tests) is written.
 # Each commit holds the run's record, log and decode, the regenerated RESULTS.md/RESULTS.json and the figure of the
-# table (seeds.png, fairseq-syntax-plot seeds). SEEDS (default "1 2 3"), SYSTEMS (default: the study's) and
-# COMMIT=0 (no commits) can be set.
+# table (seeds.png, fairseq-syntax-plot seeds). Then the system's runs' logs and decodes are packed into one archive,
+# RUNS/NAME.tar.xz (fairseq_syntax/evaluation/packed_runs.py), and committed. SEEDS (default "1 2 3"), SYSTEMS
+# (default: the study's) and COMMIT=0 (no commits) can be set.
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -57,6 +58,18 @@ commit_run() {  # commit_run RUN: the run's kept files, the regenerated table an
     sleep 10  # another commit holds the index
   done
   echo "== could not commit $1: commit it by hand" >&2
+}
+
+pack_system() {  # pack_system NAME: a system with every seed scored keeps its runs' logs and decodes in one archive
+  python3 -m fairseq_syntax.evaluation.packed_runs pack "$RUNS" "$1" || return 1
+  [ "${COMMIT:-1}" = 0 ] && return 0
+  local try paths=("$RUNS/$1.*" "$RUNS/SHA256SUMS")  # git's patterns: they name the removed files too
+  for try in 1 2 3 4 5 6; do
+    git add -A -- "${paths[@]}" && git commit -q -m "Multi30k study: $1's logs and decodes packed into $1.tar.xz" \
+      -- "${paths[@]}" && { echo "== committed $1.tar.xz"; return 0; }
+    sleep 10  # another commit holds the index
+  done
+  echo "== could not commit $1.tar.xz: commit it by hand" >&2
 }
 
 device_of() {
@@ -106,6 +119,9 @@ for system in $SYSTEMS; do
   for seed in $SEEDS; do [ -f "$RUNS/$name.seed$seed.run.json" ] && done_seeds=$((done_seeds + 1)); done
   if [ "$done_seeds" -eq "$(wc -w <<< "$SEEDS")" ] && [ ! -f "$RUNS/$name.seeds.run.json" ] && claim "$name.seeds"; then
     SYSTEMS="$system" SEEDS_ONLY="$SEEDS" bash "$HERE/run.sh" "$OUT" && commit_run "$name.seeds"
+  fi
+  if [ -f "$RUNS/$name.seeds.run.json" ] && compgen -G "$RUNS/$name.seed*.gen.gz" > /dev/null && claim "$name.pack"; then
+    pack_system "$name"
   fi
 done
 echo "== lane $LANE: $(date -u +%FT%TZ) nothing left that this lane can run"

@@ -86,3 +86,8 @@ def read_lines(path: str) -> List[str]:
     """Every line of ``path`` (line break removed); raises :class:`TextLineError` at the first bad line (or for a
     gzip file cut short) and ``FileNotFoundError`` (``PATH: no such file``) for a missing file."""
     return [decode_line(raw, path, number) for number, raw in enumerate(_raw_lines(path), 1)]
+
+
+def read_stream_lines(stream: Iterable[bytes], name: str) -> List[str]:
+    """:func:`read_lines` of a binary stream (a file held in an archive), named ``name`` in messages."""
+    return [decode_line(raw, name, number) for number, raw in enumerate(line_bytes(stream), 1)]

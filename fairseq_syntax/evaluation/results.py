@@ -21,8 +21,9 @@ This module is also the one place that writes a recipe's ``RESULTS.md`` and ``RE
 the run records' table here, and the recipes whose results are read from logs (``examples/sst/results.py``,
 ``examples/ptb_induction/make_results.py``) render their tables with ``markdown_table`` / ``table_json`` (or a
 ``Table`` of ``Cell``s, which gives both from the same rows). Logs and decodes are kept gzipped beside their
-records: every reader here (``open_text``, ``read_text``, ``parse_train_log``, and ``scoring.read_lines``) takes
-``name`` or ``name.gz``, whichever exists.
+records, and a finished system's are packed into one archive (:mod:`packed_runs`): every reader here (``open_text``,
+``read_text``, ``parse_train_log``, and ``scoring.read_lines``) takes ``name`` or ``name.gz``, whichever exists,
+else the packed copy.
 """
 import functools
 import gzip
@@ -36,6 +37,8 @@ import sys
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from fairseq_syntax.evaluation.packed_runs import find_member
 
 RECORD_SUFFIX = ".run.json"
 REQUIRED_FIELDS = ("dataset", "system", "arch", "command", "updates", "epochs", "wall_time_s", "train_log",
@@ -70,13 +73,16 @@ def existing_path(path) -> Path:
 def open_text(path, mode: str = "r", encoding: str = "utf-8", **kwargs):
     """Open a text file, through gzip when its name ends in ``.gz``; ``mode`` is "r", "w" or "a".
 
-    Reading takes ``path`` or ``path.gz``, whichever exists (``existing_path``). A gzip file written here has no
-    name or time stamp in its header, so the same text always gives the same bytes.
+    Reading takes ``path`` or ``path.gz``, whichever exists (``existing_path``), else its copy in a system's
+    archive (``packed_runs.find_member``). A gzip file written here has no name or time stamp in its header, so the
+    same text always gives the same bytes.
     """
     mode = mode.replace("t", "")
     if mode not in ("r", "w", "a"):
         raise ValueError(f"mode must be 'r', 'w' or 'a', not {mode!r}")
     path = existing_path(path) if mode == "r" else Path(path)
+    if mode == "r" and not path.exists() and (packed := find_member(path)) is not None:
+        return io.TextIOWrapper(io.BytesIO(packed.data), encoding=encoding, **kwargs)
     if not path.name.endswith(".gz"):
         return open(path, mode, encoding=encoding, **kwargs)
     if mode == "r":

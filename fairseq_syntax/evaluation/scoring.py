@@ -18,6 +18,7 @@ file, or a file shifted by one line, gives a wrong score that looks plausible. T
 ``--required-batch-size-multiple 1``.
 """
 import contextlib
+import io
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -31,6 +32,7 @@ from sacremoses import MosesDetokenizer
 
 from fairseq_syntax.core import text_lines
 from fairseq_syntax.core.data_dir import read_skipped_lines
+from fairseq_syntax.evaluation.packed_runs import find_member
 from fairseq_syntax.evaluation.results import existing_path, mean_and_sd, open_text
 
 # `S-12\t...`, `T-12\t...`, `H-12\t<score>\t...`, `D-12\t<score>\t...`, `P-12\t...` as printed by
@@ -47,10 +49,13 @@ class ScoringInputError(ValueError):
 def read_lines(path) -> list[str]:
     """One segment per line; only the line break is removed (a blank line is an empty segment). A gzipped file
     (``.gz``, as the recipes keep their decodes) is read the same way; ``path`` may also name the file without
-    its ``.gz`` (see ``results.existing_path``). A line that is not UTF-8 raises :class:`ScoringInputError` naming
-    file and line."""
+    its ``.gz`` (see ``results.existing_path``), or be packed in its system's archive (``packed_runs``). A line that
+    is not UTF-8 raises :class:`ScoringInputError` naming file and line."""
+    found = existing_path(path)
     try:
-        return text_lines.read_lines(str(existing_path(path)))
+        if not found.exists() and (packed := find_member(found)) is not None:
+            return text_lines.read_stream_lines(io.BytesIO(packed.data), packed.label)
+        return text_lines.read_lines(str(found))
     except text_lines.TextLineError as error:
         raise ScoringInputError(str(error)) from None
 

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from conftest import REPO
@@ -45,11 +46,13 @@ def test_runs_of_several_seeds_become_one_row_per_system(raw_corpus, tmp_path):
                  control={"structure": "random", "seed": 1})
         fake_run(runs, out_dir / "ckpt", "sequence", seed, [" ".join(r.split()[2:]) for r in references], 10)
     train = f"fairseq-train {out_dir}/data-bin/preorder --save-dir {out_dir}/ckpt/ckpt-mask.seed1 --seed 1"
+    train_sequence = f"fairseq-train {out_dir}/data-bin/sequence --seed 1"
     script = f"""
 set -euo pipefail
 source examples/common.sh
 export DATASET=tiny BASELINES=sequence SCORE_ARGS= OUT_DIR={out_dir} CKPT_ROOT={out_dir}/ckpt
 for seed in 1 2; do
+  SEED=$seed RUN_SUFFIX=.seed$seed score_system sequence transformer_tiny $OUT_DIR/test.de.ref {runs} "{train_sequence}"
   SEED=$seed RUN_SUFFIX=.seed$seed score_system mask transformer_syntax_mask_tiny $OUT_DIR/test.de.ref {runs} "{train}"
 done
 for name in mask mask_random; do
@@ -61,7 +64,7 @@ fairseq-syntax-results {runs} --out {tmp_path}/RESULTS.md
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     records = {path.name: json.loads(path.read_text()) for path in runs.glob("*.run.json")}
     assert sorted(records) == ["mask.seed1.run.json", "mask.seed2.run.json", "mask.seeds.run.json",
-                               "mask_random.seeds.run.json"]
+                               "mask_random.seeds.run.json", "sequence.seed1.run.json", "sequence.seed2.run.json"]
     for seed in (1, 2):
         run = records[f"mask.seed{seed}.run.json"]
         assert (run["system"], run["seed"], run["device"]) == ("mask", seed, f"cpu (test machine {seed})")
@@ -94,10 +97,11 @@ fairseq-syntax-results {runs} --out {tmp_path}/RESULTS.md
     table = (tmp_path / "RESULTS.md").read_text()
     lines = table.splitlines()
     rows = [line for line in lines if line.startswith("| ") and " | 2: 1, 2 | " in line]
-    assert [row.split(" | ")[0] for row in rows] == ["| mask", "| mask_random"]  # one row per system, control after
+    # one row per system, the control after its system
+    assert [row.split(" | ")[0] for row in rows] == ["| sequence", "| mask", "| mask_random"]
     mask = over["significance"]
-    assert (f" | {over['metrics']['BLEU']:.2f} ± {over['metrics_sd']['BLEU']:.2f} | " in rows[0]
-            and f" | mask_random | {mask['mask_random']['BLEU']['p_value']:.3f} / " in rows[0])
+    assert (f" | {over['metrics']['BLEU']:.2f} ± {over['metrics_sd']['BLEU']:.2f} | " in rows[1]
+            and f" | mask_random | {mask['mask_random']['BLEU']['p_value']:.3f} / " in rows[1])
     assert "- train: `fairseq-train OUT_DIR/data-bin/preorder --save-dir OUT_DIR/ckpt/ckpt-mask.seed$SEED " \
            "--seed $SEED`" in lines
     assert "- decode: `fairseq-generate OUT_DIR/data-bin/preorder --path OUT_DIR/ckpt/ckpt-mask.seed$SEED/" \
@@ -105,9 +109,14 @@ fairseq-syntax-results {runs} --out {tmp_path}/RESULTS.md
     assert json.loads((tmp_path / "RESULTS.json").read_text())["datasets"]["tiny"]["seeds"]
 
     # on a new machine, where no seed's checkpoint folder is: the system is scored over its seeds from the kept run
-    # records alone, without a training command given, and the record says what it said before
+    # records alone, without a training command given, and the record says what it said before; the decodes and
+    # logs of the system and of its baseline are read from their systems' archives (study.sh packs them)
     shutil.rmtree(out_dir / "ckpt")
     (runs / "mask.seeds.run.json").unlink()
+    packer = os.path.join(REPO, "fairseq_syntax", "evaluation", "packed_runs.py")
+    for name in ("sequence", "mask"):
+        subprocess.run([sys.executable, packer, "pack", runs, name], check=True, capture_output=True)
+    assert not list(runs.glob("sequence.*.gz")) and not list(runs.glob("mask.*.gz"))
     again = f"""
 source examples/common.sh
 export DATASET=tiny BASELINES=sequence SCORE_ARGS= OUT_DIR={out_dir}
