@@ -60,6 +60,12 @@ commit_run() {  # commit_run RUN: the run's kept files, the regenerated table an
   echo "== could not commit $1: commit it by hand" >&2
 }
 
+committed() {  # committed FILE: FILE is there as git's last commit holds it (with COMMIT=0: it is there)
+  [ -f "$1" ] || return 1
+  [ "${COMMIT:-1}" = 0 ] && return 0
+  git ls-files --error-unmatch -- "$1" > /dev/null 2>&1 && git diff --quiet HEAD -- "$1"
+}
+
 pack_system() {  # pack_system NAME: a system with every seed scored keeps its runs' logs and decodes in one archive
   python3 -m fairseq_syntax.evaluation.packed_runs pack "$RUNS" "$1" || return 1
   [ "${COMMIT:-1}" = 0 ] && return 0
@@ -120,7 +126,10 @@ for system in $SYSTEMS; do
   if [ "$done_seeds" -eq "$(wc -w <<< "$SEEDS")" ] && [ ! -f "$RUNS/$name.seeds.run.json" ] && claim "$name.seeds"; then
     SYSTEMS="$system" SEEDS_ONLY="$SEEDS" bash "$HERE/run.sh" "$OUT" && commit_run "$name.seeds"
   fi
-  if [ -f "$RUNS/$name.seeds.run.json" ] && compgen -G "$RUNS/$name.seed*.gen.gz" > /dev/null && claim "$name.pack"; then
+  # packed once the seeds record is committed (by this lane just now, or by another lane or session): a lane that
+  # packed before would commit the record that another lane has written but not yet committed
+  if compgen -G "$RUNS/$name.seed*.gen.gz" > /dev/null && committed "$RUNS/$name.seeds.run.json" \
+      && claim "$name.pack"; then
     pack_system "$name"
   fi
 done

@@ -26,6 +26,8 @@ for the same files: members sorted, no time stamps, owners or modes of this mach
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import functools
 import gzip
 import hashlib
@@ -155,10 +157,28 @@ def _tar_bytes(members: dict[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
+@contextlib.contextmanager
+def _folder_lock(folder: Path):
+    """Holds an exclusive lock on ``folder`` (flock on the folder itself: no lock file joins the runs): two lanes
+    that pack at the same time must not each rewrite ``SHA256SUMS`` from what it held before the other wrote it."""
+    if not folder.is_dir():
+        raise PackedRunsError(f"{folder}: no such folder")
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)  # releases the lock
+
+
 def pack(runs_dir, name: str) -> list[Path]:
     """Move the kept outputs of every finished run ``NAME.*`` of ``runs_dir`` into ``NAME.tar.xz`` (added to the
     archive if there is one) and list it in ``SHA256SUMS``; returns the files it removed."""
-    folder = Path(runs_dir)
+    with _folder_lock(Path(runs_dir)):
+        return _pack(Path(runs_dir), name)
+
+
+def _pack(folder: Path, name: str) -> list[Path]:
     archive = folder / f"{name}{ARCHIVE_SUFFIX}"
     members = dict(archive_members(archive)) if archive.exists() else {}
     sources = []
@@ -198,7 +218,11 @@ def pack(runs_dir, name: str) -> list[Path]:
 def unpack(runs_dir, name: str) -> list[Path]:
     """The inverse of ``pack``: ``NAME.tar.xz``'s members back as gzipped files (a file there already stops it);
     the archive and its checksum line are removed. Returns the files written."""
-    folder = Path(runs_dir)
+    with _folder_lock(Path(runs_dir)):
+        return _unpack(Path(runs_dir), name)
+
+
+def _unpack(folder: Path, name: str) -> list[Path]:
     archive = folder / f"{name}{ARCHIVE_SUFFIX}"
     if not archive.exists():
         raise PackedRunsError(f"{archive}: no such archive")

@@ -2,6 +2,7 @@
 to run: two lanes started together take every run exactly once, all seeds of a system before the next, each system
 scored over its seeds once; a run whose lane is gone is taken over; a system whose data is not made is passed over
 by name; and each finished run is committed with the regenerated table and the seeds figure."""
+import hashlib
 import json
 import os
 import shutil
@@ -25,6 +26,9 @@ fi
 echo "$name$RUN_SUFFIX $form $SEED $PRECISION" >> "$1/asked"
 sleep 0.2
 echo '{}' > "$RUNS/$name$RUN_SUFFIX.run.json"
+for kept in train.log gen gen.log; do  # what run_system keeps of a run, gzipped
+  echo "$name$RUN_SUFFIX $kept" | gzip -n > "$RUNS/$name$RUN_SUFFIX.$kept.gz"
+done
 echo "<!-- $name$RUN_SUFFIX -->" >> "$(dirname "$0")/RESULTS.md"  # as run.sh regenerates the table
 """
 
@@ -98,17 +102,39 @@ def test_two_lanes_take_each_run_once_in_the_study_order_and_commit_it_with_the_
     for log in logs:
         assert "udp_random passed over, not made yet:" in log and "sequence.random" in log
 
-    # each run a commit of its own: its record, the table and the figure drawn from RESULTS.json
+    # each run a commit of its own: its record, its kept files, the table and the figure drawn from RESULTS.json;
+    # then each system, its seeds scored, a commit that packs its runs' files into one archive
     subjects = git(repo, "log", "--format=%s").splitlines()
-    assert sorted(subjects[:-1]) == sorted(f"Multi30k study: {run} (device not recorded)" for run in runs)
-    first = subjects[-2]
-    assert set(git(repo, "show", "--name-only", "--format=", "HEAD~5").split()) == {
-        f"examples/multi30k/runs/{first.split()[2]}.run.json", "examples/multi30k/RESULTS.md",
+    packing = [f"Multi30k study: {name}'s logs and decodes packed into {name}.tar.xz" for name in ("sequence", "mask")]
+    assert sorted(subjects[:-1]) == sorted([f"Multi30k study: {run} (device not recorded)" for run in runs] + packing)
+    first = subjects[-2].split()[2]
+    kept = [f"examples/multi30k/runs/{first}.{suffix}.gz" for suffix in ("gen", "gen.log", "train.log")]
+    assert set(git(repo, "show", "--name-only", "--format=", f"HEAD~{len(subjects) - 2}").split()) == {
+        f"examples/multi30k/runs/{first}.run.json", *kept, "examples/multi30k/RESULTS.md",
         "examples/multi30k/RESULTS.json", "examples/multi30k/seeds.png"}
     # each run's record in its own commit (the table that changed with it goes into the next commit of either lane)
     for back, subject in enumerate(subjects[:-1]):
-        assert f"examples/multi30k/runs/{subject.split()[2]}.run.json" in git(
-            repo, "show", "--name-only", "--format=", f"HEAD~{back}").split()
+        changes = git(repo, "show", "--name-status", "--format=", f"HEAD~{back}").splitlines()
+        if subject in packing:  # after the system's seeds record: the archive in, its runs' six files out
+            name = subject.split()[2][:-len("'s")]
+            sums = [change for change in changes if change.endswith("\texamples/multi30k/runs/SHA256SUMS")]
+            assert len(sums) == 1 and sums[0][0] in "AM"  # added by the first system packed, then changed
+            assert sorted(set(changes) - set(sums)) == sorted([f"A\texamples/multi30k/runs/{name}.tar.xz"] + [
+                f"D\texamples/multi30k/runs/{name}.seed{seed}.{suffix}.gz" for seed in (1, 2)
+                for suffix in ("gen", "gen.log", "train.log")])
+            # packed once the system's seeds record is committed (subjects run newest first)
+            assert back < subjects.index(f"Multi30k study: {name}.seeds (device not recorded)")
+        else:
+            assert f"A\texamples/multi30k/runs/{subject.split()[2]}.run.json" in changes
+    assert sorted(path.name for path in (recipe / "runs").iterdir() if not path.name.endswith(".run.json")) == [
+        "SHA256SUMS", "mask.tar.xz", "sequence.tar.xz"]
+    # both archives listed, whichever lane packed which: their checksums are read before any member is
+    digests = {name: hashlib.sha256((recipe / "runs" / f"{name}.tar.xz").read_bytes()).hexdigest()
+               for name in ("mask", "sequence")}
+    assert (recipe / "runs" / "SHA256SUMS").read_text() == "".join(
+        f"{digest}  {name}.tar.xz\n" for name, digest in digests.items())
+    from fairseq_syntax.evaluation.results import read_text
+    assert read_text(recipe / "runs" / "mask.seed2.gen.gz") == "mask.seed2 gen\n"  # read from the archive
     assert (recipe / "seeds.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert git(repo, "status", "--porcelain", "--", "examples/multi30k/runs", "examples/multi30k/RESULTS.md") == ""
 
@@ -122,4 +148,6 @@ def test_a_table_without_seeds_yet_is_committed_without_a_figure_and_says_why(st
     assert "== seeds figure not drawn: fairseq-syntax-plot: error: " in log
     assert "no dataset of several seeds in these results" in log
     assert not (recipe / "seeds.png").exists()
-    assert git(repo, "log", "-1", "--format=%s") == "Multi30k study: sequence.seeds (device not recorded)\n"
+    assert git(repo, "log", "-2", "--format=%s").splitlines() == [
+        "Multi30k study: sequence's logs and decodes packed into sequence.tar.xz",
+        "Multi30k study: sequence.seeds (device not recorded)"]
