@@ -11,8 +11,8 @@
 # Writes RUN_DIR/NAME$RUN_SUFFIX.{train.log,gen,gen.log}.gz (the training log, the decode's hypotheses and
 # its log, gzipped once the system is decoded) and RUN_DIR/NAME$RUN_SUFFIX.run.json; checkpoints go to
 # ${CKPT_ROOT:-RUN_DIR}/ckpt-NAME$RUN_SUFFIX. Once every seed of a system is scored, examples/multi30k/study.sh packs
-# its runs' gzipped files into RUN_DIR/NAME.tar.xz (fairseq_syntax/evaluation/packed_runs.py); every step here reads
-# them from there.
+# its runs' gzipped files into RUN_DIR/packed.tar.xz (fairseq_syntax/evaluation/packed_runs.py); every step here
+# reads them from there.
 #   score_seeds NAME ARCH REF RUN_DIR "SEEDS" [TRAIN_COMMAND]: the system over its seeds' runs (NAME.seedS), mean and
 # sd per metric and the paired bootstrap over test sentences and seeds (scoring.seed_bootstrap) against each of
 # $BASELINES and against its control NAME_random (a control: against its system), over the same seeds, as the record
@@ -57,8 +57,8 @@ kept() {
   if [ -f "$1.gz" ] || [ ! -f "$1" ]; then echo "$1.gz"; else echo "$1"; fi
 }
 
-# have_kept FILE: true when FILE can be read: there, gzipped, or packed with the rest of its finished system into
-# RUN_DIR/SYSTEM.tar.xz (fairseq_syntax/evaluation/packed_runs.py, which every reader of decodes and logs reads from;
+# have_kept FILE: true when FILE can be read: there, gzipped, or packed with the rest of the finished runs into
+# RUN_DIR/packed.tar.xz (fairseq_syntax/evaluation/packed_runs.py, which every reader of decodes and logs reads from;
 # run as a file, it imports no more than Python's library: a second, where importing the package takes many)
 PACKED_RUNS="$SYNTAX_REPO/fairseq_syntax/evaluation/packed_runs.py"
 have_kept() {
@@ -114,8 +114,8 @@ run_system() {
     if [ -f "$runs/$name.train.log.gz" ] && [ ! -f "$runs/$name.train.log" ]; then gunzip "$runs/$name.train.log.gz"; fi
   else
     if python3 "$PACKED_RUNS" has --packed "$runs/$name.gen"; then
-      echo "$name's outputs are packed in its system's archive in $runs: python3 -m" \
-        "fairseq_syntax.evaluation.packed_runs unpack $runs $system (then remove the run's files) to run it again" >&2
+      echo "$name's outputs are packed in $runs/packed.tar.xz: python3 $PACKED_RUNS unpack $runs $system" \
+        "(then remove the run's files) to run it again" >&2
       return 1
     fi
     rm -rf "$ckpt"

@@ -14,9 +14,9 @@
 # from its checkpoint (run.sh). A run whose data directory does not exist yet (its parses are not made) is passed
 # over and named. When a system has all its seeds, its seed-level record (mean, sd, seed-aware tests) is written.
 # Each commit holds the run's record, log and decode, the regenerated RESULTS.md/RESULTS.json and the figure of the
-# table (seeds.png, fairseq-syntax-plot seeds). Then the system's runs' logs and decodes are packed into one archive,
-# RUNS/NAME.tar.xz (fairseq_syntax/evaluation/packed_runs.py), and committed. SEEDS (default "1 2 3"), SYSTEMS
-# (default: the study's) and COMMIT=0 (no commits) can be set.
+# table (seeds.png, fairseq-syntax-plot seeds). Then the system's runs' logs and decodes are packed into the runs'
+# archive, RUNS/packed.tar.xz (fairseq_syntax/evaluation/packed_runs.py), and committed. SEEDS (default "1 2 3"),
+# SYSTEMS (default: the study's) and COMMIT=0 (no commits) can be set.
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -66,16 +66,18 @@ committed() {  # committed FILE: FILE is there as git's last commit holds it (wi
   git ls-files --error-unmatch -- "$1" > /dev/null 2>&1 && git diff --quiet HEAD -- "$1"
 }
 
-pack_system() {  # pack_system NAME: a system with every seed scored keeps its runs' logs and decodes in one archive
-  python3 -m fairseq_syntax.evaluation.packed_runs pack "$RUNS" "$1" || return 1
+pack_system() {  # pack_system NAME: a system with every seed scored keeps its runs' logs and decodes in the archive
+  python3 "$REPO/fairseq_syntax/evaluation/packed_runs.py" pack "$RUNS" "$1" || return 1
   [ "${COMMIT:-1}" = 0 ] && return 0
-  local try paths=("$RUNS/$1.*" "$RUNS/SHA256SUMS")  # git's patterns: they name the removed files too
+  # git's patterns: they name the removed files too
+  local try paths=("$RUNS/$1.*" "$RUNS/packed.tar.xz" "$RUNS/SHA256SUMS")
   for try in 1 2 3 4 5 6; do
-    git add -A -- "${paths[@]}" && git commit -q -m "Multi30k study: $1's logs and decodes packed into $1.tar.xz" \
-      -- "${paths[@]}" && { echo "== committed $1.tar.xz"; return 0; }
+    git add -A -- "${paths[@]}" \
+      && git commit -q -m "Multi30k study: $1's logs and decodes packed into runs/packed.tar.xz" -- "${paths[@]}" \
+      && { echo "== committed $1's files packed"; return 0; }
     sleep 10  # another commit holds the index
   done
-  echo "== could not commit $1.tar.xz: commit it by hand" >&2
+  echo "== could not commit $1's files packed: commit them by hand" >&2
 }
 
 device_of() {

@@ -1,34 +1,41 @@
-"""A finished system's run outputs packed into one xz archive beside its run records.
+"""Run outputs (logs, decodes, scores) packed into one xz archive per folder, beside the run records.
 
-Each run of a recipe keeps its training log, its decode and the decode's log gzipped beside its run record
-(``NAME.seedK.{train.log,gen,gen.log}.gz``, ``examples/common.sh``). Once every seed of a system is in, ``pack``
-moves them into ``NAME.tar.xz``: the seeds of one system translate the same test set into much the same sentences,
-and xz over all of them keeps about half of what gzip keeps one file at a time (Multi30k study: 127-135 KB gzipped,
-72-74 KB packed, for a system of three seeds). Its SHA-256 goes into ``SHA256SUMS`` beside it (``sha256sum -c``
-reads it). The run records stay plain JSON; nothing in the files changes (the archive holds each file's text as
-gzip held it).
+A run of a recipe keeps its outputs gzipped (the Multi30k study: ``NAME.seedK.{train.log,gen,gen.log}.gz`` beside its
+record, ``examples/common.sh``; the SST and PTB recipes: ``logs*/NAME.log.gz``). Packed, they move into one archive,
+``packed.tar.xz``: runs that translate the same test set, or log the same model's training, are much alike, and one
+xz stream over all of them keeps what gzip keeps one file at a time in a third to a half (Multi30k study, 15 runs:
+687 KB gzipped, 265 KB packed; SST: 167 KB, 80 KB; PTB induction, six run folders: 303 KB, 124 KB). Its SHA-256 goes
+into ``SHA256SUMS`` beside it (``sha256sum -c`` reads it). Run records stay plain JSON; nothing in the files changes
+(the archive holds each file's text as gzip held it).
 
-Every reader of logs and decodes (``results.open_text``, ``results.read_text``, ``results.parse_train_log``,
-``scoring.read_lines``) reads a file that is neither there nor gzipped from ``DIR/PREFIX.tar.xz``, where ``PREFIX`` is
-its name up to one of its dots: ``runs/mask.seed1.gen.gz`` from ``runs/mask.tar.xz`` (member ``mask.seed1.gen``),
-after the archive's SHA-256 is checked against ``SHA256SUMS``. The recipes' shell steps ask ``has``, running this
-file as a script: it imports nothing but Python's library, so it answers in a fraction of the seconds that importing
-the package (torch, fairseq) takes.
+An archive in folder ``A`` holds a file of ``A`` or of a folder below it, under its path relative to ``A`` without
+``.gz``: ``runs/packed.tar.xz`` holds ``runs/mask.seed1.gen.gz`` as ``mask.seed1.gen``,
+``ptb_induction/packed.tar.xz`` holds ``ptb_induction/logs/induce_min1.log.gz`` as ``logs/induce_min1.log``. Every
+reader of logs and decodes (``results.open_text``, ``results.read_text``, ``results.parse_train_log``,
+``scoring.read_lines``) reads a file that is neither there nor gzipped from the archive of its folder or of a folder
+above it, after the archive's SHA-256 is checked against ``SHA256SUMS``; ``glob`` lists packed files with those on
+disk. The recipes' shell steps ask ``has`` and ``cat``, running this file as a script: it imports nothing but Python's
+library, so it answers in a fraction of the seconds that importing the package (torch, fairseq) takes.
 
-    python3 -m fairseq_syntax.evaluation.packed_runs pack RUNS_DIR NAME     # NAME.seed*.{...}.gz -> NAME.tar.xz
-    python3 -m fairseq_syntax.evaluation.packed_runs unpack RUNS_DIR NAME   # and back (to run a seed again)
-    python3 -m fairseq_syntax.evaluation.packed_runs has [--packed] FILE    # exit 0: FILE is there, gzipped or packed
+    python3 fairseq_syntax/evaluation/packed_runs.py pack RUNS_DIR NAME     # NAME.seed*.{...}.gz -> RUNS_DIR's archive
+    python3 fairseq_syntax/evaluation/packed_runs.py unpack RUNS_DIR NAME   # and back (to run a seed again)
+    python3 fairseq_syntax/evaluation/packed_runs.py pack-folder FOLDER [--into ANCESTOR]    # FOLDER's *.gz files
+    python3 fairseq_syntax/evaluation/packed_runs.py unpack-folder FOLDER [--into ANCESTOR]  # and back
+    python3 fairseq_syntax/evaluation/packed_runs.py has [--packed] FILE    # exit 0: FILE is there, gzipped or packed
+    python3 fairseq_syntax/evaluation/packed_runs.py cat FILE               # FILE's text, wherever it is kept
 
-``pack`` takes only finished runs (a kept file whose run has no record stops it, naming the file) and adds to an
-archive already there (a file it holds already stops it: nothing is replaced unseen). The archive is the same bytes
-for the same files: members sorted, no time stamps, owners or modes of this machine.
+``pack`` takes only finished runs (a kept file whose run has no record stops it, naming the file); both packing
+commands add to an archive already there, and a file it holds already stops them: nothing is replaced unseen. The
+archive is the same bytes for the same files: members sorted, no time stamps, owners or modes of this machine.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
 import fcntl
+import fnmatch
 import functools
+import glob as disk_glob
 import gzip
 import hashlib
 import io
@@ -38,9 +45,9 @@ import sys
 import tarfile
 import zlib
 from pathlib import Path
-from typing import NamedTuple
+from typing import Callable, Iterator, NamedTuple
 
-ARCHIVE_SUFFIX = ".tar.xz"
+ARCHIVE_NAME = "packed.tar.xz"
 CHECKSUMS = "SHA256SUMS"
 RECORD_SUFFIX = ".run.json"
 # what run_system keeps of a run, gzipped, beside its record
@@ -53,7 +60,7 @@ class PackedRunsError(ValueError):
 
 
 class Member(NamedTuple):
-    label: str  # "DIR/NAME.tar.xz:MEMBER", for messages (FILE:LINE)
+    label: str  # "DIR/packed.tar.xz:MEMBER", for messages (FILE:LINE)
     data: bytes
 
 
@@ -116,26 +123,91 @@ def member_name(path) -> str:
     return name[:-len(".gz")] if name.endswith(".gz") else name
 
 
-def find_member(path) -> Member | None:
-    """The packed copy of ``path`` (named with or without ``.gz``): the member ``member_name(path)`` of
-    ``DIR/PREFIX.tar.xz`` for the shortest ``PREFIX`` of the name up to a dot whose archive holds it; None when no
-    archive holds it."""
+def existing_path(path) -> Path:
+    """``path`` if it exists; else its gzipped (``path.gz``) or, for a ``.gz`` name, its uncompressed twin if that
+    exists; else ``path`` itself (so that opening it names the file that was asked for)."""
     path = Path(path)
-    name = member_name(path)
-    for end in (index for index, character in enumerate(name) if character == "."):
-        archive = path.parent / (name[:end] + ARCHIVE_SUFFIX)
+    if path.exists():
+        return path
+    twin = path.with_name(member_name(path) if path.name.endswith(".gz") else path.name + ".gz")
+    return twin if twin.exists() else path
+
+
+def _folders_up(folder: Path) -> Iterator[Path]:
+    """``folder``, then each folder above it, as far as the path names them."""
+    while True:
+        yield folder
+        if folder.name in ("", "..") or folder == folder.parent:
+            return
+        folder = folder.parent
+
+
+def _archive_places(path) -> Iterator[tuple[Path, str]]:
+    """(archive, member) where a packed copy of ``path`` would be: its folder's archive, then each folder's above it,
+    the member its path below that folder."""
+    path = Path(os.path.normpath(path))
+    member = member_name(path)
+    for folder in _folders_up(path.parent):
+        yield folder / ARCHIVE_NAME, member
+        member = f"{folder.name}/{member}"
+
+
+def find_member(path) -> Member | None:
+    """The packed copy of ``path`` (named with or without ``.gz``) in the nearest archive that holds it; None when
+    none does."""
+    for archive, member in _archive_places(path):
         if archive.is_file():
-            data = archive_members(archive).get(name)
+            data = archive_members(archive).get(member)
             if data is not None:
-                return Member(f"{archive}:{name}", data)
+                return Member(f"{archive}:{member}", data)
     return None
 
 
 def has(path) -> bool:
     """True when ``path`` can be read: it is there, or gzipped (``path.gz``, or without its ``.gz``), or packed."""
-    path = Path(path)
-    twin = path.with_name(member_name(path)) if path.name.endswith(".gz") else path.with_name(path.name + ".gz")
-    return path.exists() or twin.exists() or find_member(path) is not None
+    return existing_path(path).exists() or find_member(path) is not None
+
+
+def read_bytes(path) -> bytes:
+    """The (uncompressed) content of ``path``: the file, its gzipped twin, or its packed copy."""
+    found = existing_path(path)
+    if found.exists():
+        data = found.read_bytes()
+        return gzip.decompress(data) if found.name.endswith(".gz") else data
+    packed = find_member(path)
+    if packed is None:
+        raise FileNotFoundError(f"{path}: not there, gzipped or packed")
+    return packed.data
+
+
+def _matches(path: Path, pattern_parts: tuple[str, ...]) -> bool:
+    return len(path.parts) == len(pattern_parts) and all(
+        fnmatch.fnmatchcase(part, wanted) for part, wanted in zip(path.parts, pattern_parts))
+
+
+def glob(pattern) -> list[str]:
+    """The paths ``glob.glob(pattern)`` finds on disk, and the packed files (named without ``.gz``) and the folders
+    they lie in that match ``pattern``, from the archives of the pattern's last fixed folder and of the folders above
+    it; sorted. A file both packed and on disk (itself or gzipped) is an error naming both: one of them is stale."""
+    pattern = os.path.normpath(pattern)
+    found = {os.path.normpath(path) for path in disk_glob.glob(pattern)}
+    parts = Path(pattern).parts
+    fixed = next((index for index, part in enumerate(parts) if any(mark in part for mark in "*?[")), len(parts) - 1)
+    folder = Path(*parts[:fixed]) if fixed else Path(".")
+    for archive in (above / ARCHIVE_NAME for above in _folders_up(folder)):
+        if not archive.is_file():
+            continue
+        for member in archive_members(archive):
+            path = archive.parent / member
+            for candidate in (path, *path.parents):
+                if candidate == archive.parent:
+                    break
+                if _matches(candidate, parts):
+                    if candidate == path and existing_path(path).exists():
+                        raise PackedRunsError(f"{existing_path(path)}: on disk and in {archive} as {member}: "
+                                              "remove the stale one")
+                    found.add(str(candidate))
+    return sorted(found)
 
 
 def _run_of(file_name: str) -> str | None:
@@ -160,7 +232,8 @@ def _tar_bytes(members: dict[str, bytes]) -> bytes:
 @contextlib.contextmanager
 def _folder_lock(folder: Path):
     """Holds an exclusive lock on ``folder`` (flock on the folder itself: no lock file joins the runs): two lanes
-    that pack at the same time must not each rewrite ``SHA256SUMS`` from what it held before the other wrote it."""
+    that pack at the same time must not each rewrite the archive and ``SHA256SUMS`` from what they held before the
+    other wrote them."""
     if not folder.is_dir():
         raise PackedRunsError(f"{folder}: no such folder")
     descriptor = os.open(folder, os.O_RDONLY)
@@ -171,98 +244,162 @@ def _folder_lock(folder: Path):
         os.close(descriptor)  # releases the lock
 
 
-def pack(runs_dir, name: str) -> list[Path]:
-    """Move the kept outputs of every finished run ``NAME.*`` of ``runs_dir`` into ``NAME.tar.xz`` (added to the
-    archive if there is one) and list it in ``SHA256SUMS``; returns the files it removed."""
-    with _folder_lock(Path(runs_dir)):
-        return _pack(Path(runs_dir), name)
-
-
-def _pack(folder: Path, name: str) -> list[Path]:
-    archive = folder / f"{name}{ARCHIVE_SUFFIX}"
-    members = dict(archive_members(archive)) if archive.exists() else {}
-    sources = []
-    for path in sorted(folder.glob(f"{name}.*")):
-        if path.name.endswith((RECORD_SUFFIX, ARCHIVE_SUFFIX)):
-            continue
-        run = _run_of(path.name)
-        if run is None:
-            raise PackedRunsError(f"{path}: not a kept output of a finished run (NAME.seedK"
-                                  f"{{{','.join(KEPT_SUFFIXES)}}}); a run still training leaves its log uncompressed")
-        if not (folder / f"{run}{RECORD_SUFFIX}").exists():
-            raise PackedRunsError(f"{path}: its run has no record {run}{RECORD_SUFFIX}: pack a system once every "
-                                  "run of it is scored")
-        if member_name(path) in members:
-            raise PackedRunsError(f"{path}: {archive} holds {member_name(path)} already (unpack it first)")
-        try:
-            members[member_name(path)] = gzip.decompress(path.read_bytes())
-        except (OSError, EOFError, zlib.error) as error:
-            raise PackedRunsError(f"{path}: not a whole gzip file ({error})") from None
-        sources.append(path)
-    if not sources:
-        raise PackedRunsError(f"{folder}: no kept run outputs {name}.*{{{','.join(KEPT_SUFFIXES)}}} to pack")
+def _write_archive(folder: Path, members: dict[str, bytes]) -> None:
+    """``folder``'s archive holds ``members`` (none: no archive), read back before it replaces the one there, and
+    ``SHA256SUMS`` lists it."""
+    archive = folder / ARCHIVE_NAME
+    sums = read_checksums(folder)
+    if not members:
+        archive.unlink(missing_ok=True)
+        sums.pop(archive.name, None)
+        write_checksums(folder, sums)
+        return
     temporary = archive.with_name(archive.name + ".partial")
     temporary.write_bytes(_tar_bytes(members))
     with tarfile.open(temporary, "r:xz") as tar:  # read back before anything is removed
         if {info.name: tar.extractfile(info).read() for info in tar.getmembers()} != members:
             raise PackedRunsError(f"{temporary}: does not read back as written")
-    sums = read_checksums(folder)
     sums[archive.name] = _sha256(temporary)
     os.replace(temporary, archive)
     write_checksums(folder, sums)
+
+
+def _add(folder: Path, sources: list[Path]) -> list[Path]:
+    """Move the gzipped files ``sources`` (in ``folder`` or below it) into ``folder``'s archive."""
+    archive = folder / ARCHIVE_NAME
+    members = dict(archive_members(archive)) if archive.exists() else {}
+    for path in sources:
+        below = os.path.relpath(path.parent, folder)
+        if below.startswith(".."):
+            raise PackedRunsError(f"{path}: not in {folder} or a folder below it")
+        member = member_name(path) if below == "." else f"{Path(below).as_posix()}/{member_name(path)}"
+        if member in members:
+            raise PackedRunsError(f"{path}: {archive} holds {member} already (unpack it first)")
+        try:
+            members[member] = gzip.decompress(path.read_bytes())
+        except (OSError, EOFError, zlib.error) as error:
+            raise PackedRunsError(f"{path}: not a whole gzip file ({error})") from None
+    _write_archive(folder, members)
     for path in sources:
         path.unlink()
     return sources
 
 
-def unpack(runs_dir, name: str) -> list[Path]:
-    """The inverse of ``pack``: ``NAME.tar.xz``'s members back as gzipped files (a file there already stops it);
-    the archive and its checksum line are removed. Returns the files written."""
-    with _folder_lock(Path(runs_dir)):
-        return _unpack(Path(runs_dir), name)
-
-
-def _unpack(folder: Path, name: str) -> list[Path]:
-    archive = folder / f"{name}{ARCHIVE_SUFFIX}"
+def _take(folder: Path, wanted: Callable[[str], bool]) -> list[Path]:
+    """The inverse of ``_add``: the members of ``folder``'s archive that ``wanted`` picks, back as gzipped files (a
+    file there already stops it); the archive keeps the others (none left: it goes, with its checksum line)."""
+    archive = folder / ARCHIVE_NAME
     if not archive.exists():
         raise PackedRunsError(f"{archive}: no such archive")
-    members = archive_members(archive)
-    targets = {folder / f"{member}.gz": data for member, data in members.items()}
+    members = dict(archive_members(archive))
+    targets = {folder / f"{member}.gz": member for member in members if wanted(member)}
+    if not targets:
+        raise PackedRunsError(f"{archive}: holds none of the files asked for")
     present = [str(target) for target in targets if target.exists() or target.with_name(member_name(target)).exists()]
     if present:
         raise PackedRunsError(f"{present[0]}: there already; {archive} holds it too (remove one of them)")
-    for target, data in targets.items():
+    for target, member in targets.items():
+        target.parent.mkdir(parents=True, exist_ok=True)
         with open(target, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as out:
-            out.write(data)
-    sums = read_checksums(folder)
-    sums.pop(archive.name, None)
-    write_checksums(folder, sums)
-    archive.unlink()
+            out.write(members.pop(member))
+    _write_archive(folder, members)
     return sorted(targets)
 
 
+def pack(runs_dir, name: str) -> list[Path]:
+    """Move the kept outputs of every finished run ``NAME.*`` of ``runs_dir`` into its archive (added to the
+    archive if there is one) and list it in ``SHA256SUMS``; returns the files it removed."""
+    folder = Path(runs_dir)
+    with _folder_lock(folder):
+        sources = []
+        for path in sorted(folder.glob(f"{name}.*")):
+            if path.name.endswith(RECORD_SUFFIX) or path.name == ARCHIVE_NAME:
+                continue
+            run = _run_of(path.name)
+            if run is None:
+                raise PackedRunsError(f"{path}: not a kept output of a finished run (NAME.seedK"
+                                      f"{{{','.join(KEPT_SUFFIXES)}}}); a run still training leaves its log "
+                                      "uncompressed")
+            if not (folder / f"{run}{RECORD_SUFFIX}").exists():
+                raise PackedRunsError(f"{path}: its run has no record {run}{RECORD_SUFFIX}: pack a system once every "
+                                      "run of it is scored")
+            sources.append(path)
+        if not sources:
+            raise PackedRunsError(f"{folder}: no kept run outputs {name}.*{{{','.join(KEPT_SUFFIXES)}}} to pack")
+        return _add(folder, sources)
+
+
+def unpack(runs_dir, name: str) -> list[Path]:
+    """The inverse of ``pack``: the archive's ``NAME.*`` members back as gzipped files. Returns the files written."""
+    folder = Path(runs_dir)
+    with _folder_lock(folder):
+        return _take(folder, lambda member: "/" not in member and member.startswith(f"{name}."))
+
+
+def _below(folder, into) -> tuple[Path, Path, str]:
+    """(folder, archive folder, folder's path below it: "" when the same) of pack_folder / unpack_folder."""
+    folder = Path(folder)
+    into = folder if into is None else Path(into)
+    below = os.path.relpath(folder, into)
+    if below.startswith(".."):
+        raise PackedRunsError(f"{into}: not {folder} nor a folder above it")
+    return folder, into, "" if below == "." else Path(below).as_posix() + "/"
+
+
+def pack_folder(folder, into=None) -> list[Path]:
+    """Move the gzipped files of ``folder`` (not of the folders in it) into the archive of ``into`` (``folder`` or a
+    folder above it; default ``folder``); other files (a README) stay. Returns the files it removed."""
+    folder, into, _ = _below(folder, into)
+    with _folder_lock(into):
+        sources = sorted(path for path in folder.glob("*.gz") if path.is_file())
+        if not sources:
+            raise PackedRunsError(f"{folder}: no gzipped files to pack")
+        return _add(into, sources)
+
+
+def unpack_folder(folder, into=None) -> list[Path]:
+    """The inverse of ``pack_folder``: the packed files of ``folder`` back as gzipped files."""
+    folder, into, below = _below(folder, into)
+    with _folder_lock(into):
+        return _take(into, lambda member: member.startswith(below) and "/" not in member[len(below):])
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python3 -m fairseq_syntax.evaluation.packed_runs",
+    parser = argparse.ArgumentParser(prog="python3 fairseq_syntax/evaluation/packed_runs.py",
                                      description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    for command, help_text in (("pack", "move NAME.seed*'s gzipped logs and decodes into RUNS_DIR/NAME.tar.xz"),
-                               ("unpack", "NAME.tar.xz's files back as gzipped files")):
+    for command, help_text in (("pack", "move NAME.seed*'s gzipped logs and decodes into RUNS_DIR's archive"),
+                               ("unpack", "NAME.seed*'s packed files back as gzipped files")):
         sub = commands.add_parser(command, help=help_text)
         sub.add_argument("runs_dir")
         sub.add_argument("name")
-    sub = commands.add_parser("has", help="exit 0 when FILE is there, gzipped or packed; 1 otherwise")
-    sub.add_argument("file")
-    sub.add_argument("--packed", action="store_true", help="only a packed copy counts")
+    for command, help_text in (("pack-folder", "move FOLDER's gzipped files into the archive of FOLDER (or --into)"),
+                               ("unpack-folder", "FOLDER's packed files back as gzipped files")):
+        sub = commands.add_parser(command, help=help_text)
+        sub.add_argument("folder")
+        sub.add_argument("--into", help="the folder of the archive: FOLDER (default) or a folder above it")
+    for command, help_text in (("has", "exit 0 when FILE is there, gzipped or packed; 1 otherwise"),
+                               ("cat", "write FILE's text, wherever it is kept")):
+        sub = commands.add_parser(command, help=help_text)
+        sub.add_argument("file")
+    commands.choices["has"].add_argument("--packed", action="store_true", help="only a packed copy counts")
     args = parser.parse_args(argv)
     try:
         if args.command == "has":
             return 0 if (find_member(args.file) is not None if args.packed else has(args.file)) else 1
-        done = pack(args.runs_dir, args.name) if args.command == "pack" else unpack(args.runs_dir, args.name)
-    except PackedRunsError as error:
+        if args.command == "cat":
+            sys.stdout.buffer.write(read_bytes(args.file))
+            return 0
+        actions = {"pack": lambda: pack(args.runs_dir, args.name), "unpack": lambda: unpack(args.runs_dir, args.name),
+                   "pack-folder": lambda: pack_folder(args.folder, args.into),
+                   "unpack-folder": lambda: unpack_folder(args.folder, args.into)}
+        done = actions[args.command]()
+    except (PackedRunsError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    verb = "packed into" if args.command == "pack" else "unpacked from"
-    print(f"{len(done)} files {verb} {Path(args.runs_dir) / (args.name + ARCHIVE_SUFFIX)}")
+    archive = Path(getattr(args, "runs_dir", None) or args.into or args.folder) / ARCHIVE_NAME
+    verb = "packed into" if args.command.startswith("pack") else "unpacked from"
+    print(f"{len(done)} files {verb} {archive}")
     return 0
 
 

@@ -21,9 +21,9 @@ This module is also the one place that writes a recipe's ``RESULTS.md`` and ``RE
 the run records' table here, and the recipes whose results are read from logs (``examples/sst/results.py``,
 ``examples/ptb_induction/make_results.py``) render their tables with ``markdown_table`` / ``table_json`` (or a
 ``Table`` of ``Cell``s, which gives both from the same rows). Logs and decodes are kept gzipped beside their
-records, and a finished system's are packed into one archive (:mod:`packed_runs`): every reader here (``open_text``,
-``read_text``, ``parse_train_log``, and ``scoring.read_lines``) takes ``name`` or ``name.gz``, whichever exists,
-else the packed copy.
+records, and finished runs' are packed into their folder's archive (:mod:`packed_runs`): every reader here
+(``open_text``, ``read_text``, ``parse_train_log``, and ``scoring.read_lines``) takes ``name`` or ``name.gz``, whichever
+exists, else the packed copy.
 """
 import functools
 import gzip
@@ -38,9 +38,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from fairseq_syntax.evaluation.packed_runs import find_member
+from fairseq_syntax.evaluation.packed_runs import RECORD_SUFFIX, existing_path, find_member
 
-RECORD_SUFFIX = ".run.json"
 REQUIRED_FIELDS = ("dataset", "system", "arch", "command", "updates", "epochs", "wall_time_s", "train_log",
                    "metrics", "significance")
 # Columns in this order when present; any other numeric metric follows alphabetically.
@@ -60,21 +59,11 @@ class RecordError(ValueError):
     """A train log or run record that cannot be used (no statistics, missing fields, unreadable JSON)."""
 
 
-def existing_path(path) -> Path:
-    """``path`` if it exists; else its gzipped (``path.gz``) or, for a ``.gz`` name, its uncompressed twin if that
-    exists; else ``path`` itself (so that opening it names the file that was asked for)."""
-    path = Path(path)
-    if path.exists():
-        return path
-    twin = path.with_name(path.name[:-len(".gz")] if path.name.endswith(".gz") else path.name + ".gz")
-    return twin if twin.exists() else path
-
-
 def open_text(path, mode: str = "r", encoding: str = "utf-8", **kwargs):
     """Open a text file, through gzip when its name ends in ``.gz``; ``mode`` is "r", "w" or "a".
 
-    Reading takes ``path`` or ``path.gz``, whichever exists (``existing_path``), else its copy in a system's
-    archive (``packed_runs.find_member``). A gzip file written here has no name or time stamp in its header, so the
+    Reading takes ``path`` or ``path.gz``, whichever exists (``existing_path``), else its packed copy
+    (``packed_runs.find_member``). A gzip file written here has no name or time stamp in its header, so the
     same text always gives the same bytes.
     """
     mode = mode.replace("t", "")

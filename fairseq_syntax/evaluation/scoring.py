@@ -32,8 +32,8 @@ from sacremoses import MosesDetokenizer
 
 from fairseq_syntax.core import text_lines
 from fairseq_syntax.core.data_dir import read_skipped_lines
-from fairseq_syntax.evaluation.packed_runs import find_member
-from fairseq_syntax.evaluation.results import existing_path, mean_and_sd, open_text
+from fairseq_syntax.evaluation.packed_runs import existing_path, find_member
+from fairseq_syntax.evaluation.results import mean_and_sd, open_text
 
 # `S-12\t...`, `T-12\t...`, `H-12\t<score>\t...`, `D-12\t<score>\t...`, `P-12\t...` as printed by
 # fairseq_cli/generate.py; other lines (logging, the final "Generate test with beam=5" line) are not data.
@@ -49,7 +49,7 @@ class ScoringInputError(ValueError):
 def read_lines(path) -> list[str]:
     """One segment per line; only the line break is removed (a blank line is an empty segment). A gzipped file
     (``.gz``, as the recipes keep their decodes) is read the same way; ``path`` may also name the file without
-    its ``.gz`` (see ``results.existing_path``), or be packed in its system's archive (``packed_runs``). A line that
+    its ``.gz`` (see ``packed_runs.existing_path``), or be packed (``packed_runs``). A line that
     is not UTF-8 raises :class:`ScoringInputError` naming file and line."""
     found = existing_path(path)
     try:

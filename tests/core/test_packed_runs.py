@@ -1,6 +1,7 @@
-"""A finished system's gzipped logs and decodes packed into NAME.tar.xz (fairseq_syntax/evaluation/packed_runs.py):
-every reader gets the same text from the archive, only finished runs are packed, a damaged archive is named, and
-the archive is the same bytes wherever it is made."""
+"""Finished runs' gzipped logs and decodes packed into their folder's packed.tar.xz
+(fairseq_syntax/evaluation/packed_runs.py): every reader gets the same text from the archive, only finished runs are
+packed, a damaged archive is named, the archive is the same bytes wherever it is made, and a recipe's log folders
+packed into the archive of the folder above them are read and listed as before."""
 import gzip
 import hashlib
 import subprocess
@@ -40,11 +41,11 @@ def test_pack_moves_a_systems_outputs_into_one_checksummed_archive_and_every_rea
         "mask.seed1.gen.gz", "mask.seed1.gen.log.gz", "mask.seed1.train.log.gz",
         "mask.seed2.gen.gz", "mask.seed2.gen.log.gz", "mask.seed2.train.log.gz"]
     assert sorted(path.name for path in runs.iterdir()) == [
-        "SHA256SUMS", "mask.seed1.run.json", "mask.seed2.run.json", "mask.tar.xz",
-        "mask_random.seed1.gen.gz", "mask_random.seed1.gen.log.gz", "mask_random.seed1.run.json",
-        "mask_random.seed1.train.log.gz"]
-    digest = hashlib.sha256((runs / "mask.tar.xz").read_bytes()).hexdigest()
-    assert (runs / "SHA256SUMS").read_text() == f"{digest}  mask.tar.xz\n"
+        "SHA256SUMS", "mask.seed1.run.json", "mask.seed2.run.json", "mask_random.seed1.gen.gz",
+        "mask_random.seed1.gen.log.gz", "mask_random.seed1.run.json", "mask_random.seed1.train.log.gz",
+        "packed.tar.xz"]
+    digest = hashlib.sha256((runs / "packed.tar.xz").read_bytes()).hexdigest()
+    assert (runs / "SHA256SUMS").read_text() == f"{digest}  packed.tar.xz\n"
     # named with or without .gz, as the records and recipes name them
     assert scoring.read_lines(runs / "mask.seed2.gen.gz") == ["H-0\t-0.5\tein Hund läuft", "H-1\t-0.5\tKatzen"]
     assert scoring.read_lines(runs / "mask.seed1.gen") == ["H-0\t-0.5\tein Hund", "H-1\t-0.5\tzwei Katzen"]
@@ -54,6 +55,12 @@ def test_pack_moves_a_systems_outputs_into_one_checksummed_archive_and_every_rea
                                                                           "wall_time_s": 61.0}
     assert packed_runs.has(runs / "mask.seed1.gen.log.gz") and packed_runs.has(runs / "mask_random.seed1.gen")
     assert not packed_runs.has(runs / "mask.seed3.gen.gz")
+    # the other system joins the same archive; the first one's files read as before
+    packed_runs.pack(runs, "mask_random")
+    assert sorted(path.name for path in runs.iterdir() if not path.name.endswith(".run.json")) == [
+        "SHA256SUMS", "packed.tar.xz"]
+    assert scoring.read_lines(runs / "mask_random.seed1.gen.gz") == ["H-0\t-0.5\tein", "H-1\t-0.5\tzwei"]
+    assert scoring.read_lines(runs / "mask.seed1.gen") == ["H-0\t-0.5\tein Hund", "H-1\t-0.5\tzwei Katzen"]
 
 
 def test_the_archive_is_the_same_bytes_wherever_it_is_made_and_unpack_gives_the_files_back(runs, tmp_path):
@@ -64,10 +71,14 @@ def test_the_archive_is_the_same_bytes_wherever_it_is_made_and_unpack_gives_the_
     originals = {path.name: gzip.decompress(path.read_bytes()) for path in runs.glob("mask.seed*.gz")}
     packed_runs.pack(runs, "mask")
     packed_runs.pack(other, "mask")
-    assert (runs / "mask.tar.xz").read_bytes() == (other / "mask.tar.xz").read_bytes()
-    written = packed_runs.unpack(runs, "mask")
+    assert (runs / "packed.tar.xz").read_bytes() == (other / "packed.tar.xz").read_bytes()
+    packed_runs.pack(runs, "mask_random")
+    written = packed_runs.unpack(runs, "mask")  # one system out, the other stays packed
     assert {path.name: gzip.decompress(path.read_bytes()) for path in written} == originals
-    assert not (runs / "mask.tar.xz").exists() and not (runs / "SHA256SUMS").exists()
+    assert packed_runs.find_member(runs / "mask_random.seed1.gen") is not None
+    assert packed_runs.find_member(runs / "mask.seed1.gen") is None
+    packed_runs.unpack(runs, "mask_random")  # the last one out: no archive, no checksum file
+    assert not (runs / "packed.tar.xz").exists() and not (runs / "SHA256SUMS").exists()
 
 
 def test_only_finished_runs_are_packed_and_nothing_packed_is_replaced(runs):
@@ -80,7 +91,7 @@ def test_only_finished_runs_are_packed_and_nothing_packed_is_replaced(runs):
     with pytest.raises(packed_runs.PackedRunsError, match=r"mask.seed3.train.log: not a kept output"):
         packed_runs.pack(runs, "mask")
     (runs / "mask.seed3.train.log").unlink()
-    assert not (runs / "mask.tar.xz").exists()  # nothing was packed by the refused calls
+    assert not (runs / "packed.tar.xz").exists()  # nothing was packed by the refused calls
     packed_runs.pack(runs, "mask")
     kept_run(runs, "mask.seed1", ["again"])  # the same run's files again: packed already
     with pytest.raises(packed_runs.PackedRunsError, match=r"holds mask.seed1.gen already"):
@@ -96,14 +107,14 @@ def test_only_finished_runs_are_packed_and_nothing_packed_is_replaced(runs):
 
 def test_a_damaged_or_unlisted_archive_is_named_not_read(runs):
     packed_runs.pack(runs, "mask")
-    archive = runs / "mask.tar.xz"
+    archive = runs / "packed.tar.xz"
     data = bytearray(archive.read_bytes())
     data[len(data) // 2] ^= 0xFF
     archive.write_bytes(bytes(data))
-    with pytest.raises(ValueError, match=r"mask.tar.xz: its SHA-256 is not the one .*SHA256SUMS lists"):
+    with pytest.raises(ValueError, match=r"packed.tar.xz: its SHA-256 is not the one .*SHA256SUMS lists"):
         scoring.read_lines(runs / "mask.seed1.gen.gz")
     (runs / "SHA256SUMS").unlink()
-    with pytest.raises(ValueError, match=r"mask.tar.xz: not listed in .*SHA256SUMS"):
+    with pytest.raises(ValueError, match=r"packed.tar.xz: not listed in .*SHA256SUMS"):
         results.read_text(runs / "mask.seed1.train.log")
 
 
@@ -119,3 +130,47 @@ def test_the_command_line_packs_and_answers_has(runs):
     refused = command("pack", runs, "mask")
     assert refused.returncode == 2 and "no kept run outputs mask.*" in refused.stderr
     assert "Traceback" not in refused.stderr
+    shown = command("cat", runs / "mask.seed2.gen.gz")  # packed: the text, uncompressed
+    assert shown.returncode == 0 and shown.stdout == "H-0\t-0.5\tein Hund läuft\nH-1\t-0.5\tKatzen\n"
+    assert command("cat", runs / "mask_random.seed1.train.log").stdout == LOG  # gzipped beside it
+    missing = command("cat", runs / "mask.seed9.gen")
+    assert missing.returncode == 2 and "mask.seed9.gen: not there, gzipped or packed" in missing.stderr
+
+
+def test_log_folders_packed_into_the_archive_above_them_are_read_and_listed_as_before(tmp_path):
+    recipe = tmp_path / "recipe"
+    for folder, names in (("logs", ("train.log", "induce.log", "scores.json")), ("logs-other", ("train.log",))):
+        (recipe / folder).mkdir(parents=True)
+        for name in names:
+            with gzip.open(recipe / folder / f"{name}.gz", "wt", encoding="utf-8") as out:
+                out.write(f"{folder}/{name}\n")
+    (recipe / "logs-other" / "README.md").write_text("how it was run\n")
+    before = packed_runs.glob(str(recipe / "logs*" / "*.log.gz"))
+    assert [path[len(str(recipe)) + 1:] for path in before] == [
+        "logs-other/train.log.gz", "logs/induce.log.gz", "logs/train.log.gz"]
+    for folder in ("logs", "logs-other"):
+        packed_runs.pack_folder(recipe / folder, into=recipe)
+    assert sorted(str(path.relative_to(recipe)) for path in recipe.rglob("*") if path.is_file()) == [
+        "SHA256SUMS", "logs-other/README.md", "packed.tar.xz"]  # the README stays a file
+    assert sorted(packed_runs.archive_members(recipe / "packed.tar.xz")) == [
+        "logs-other/train.log", "logs/induce.log", "logs/scores.json", "logs/train.log"]
+    # named with or without .gz; the folders are listed though only one of them is still there
+    assert results.read_text(recipe / "logs" / "induce.log.gz") == "logs/induce.log\n"
+    assert results.read_text(recipe / "logs-other" / "train.log") == "logs-other/train.log\n"
+    assert [path[len(str(recipe)) + 1:] for path in packed_runs.glob(str(recipe / "logs*"))] == [
+        "logs", "logs-other"]
+    assert [path[len(str(recipe)) + 1:] for path in packed_runs.glob(str(recipe / "logs" / "*.json"))] == [
+        "logs/scores.json"]
+    # a packed file that is also on disk again: an error naming both, not a silent choice
+    with gzip.open(recipe / "logs" / "induce.log.gz", "wt", encoding="utf-8") as out:
+        out.write("a second run\n")
+    with pytest.raises(packed_runs.PackedRunsError, match=r"logs/induce.log.gz: on disk and in .*packed.tar.xz as "
+                                                          r"logs/induce.log"):
+        packed_runs.glob(str(recipe / "logs" / "*.log"))
+    (recipe / "logs" / "induce.log.gz").unlink()
+    written = packed_runs.unpack_folder(recipe / "logs", into=recipe)  # one folder back; the other stays packed
+    assert sorted(path.name for path in written) == ["induce.log.gz", "scores.json.gz", "train.log.gz"]
+    assert gzip.decompress((recipe / "logs" / "train.log.gz").read_bytes()) == b"logs/train.log\n"
+    assert sorted(packed_runs.archive_members(recipe / "packed.tar.xz")) == ["logs-other/train.log"]
+    with pytest.raises(packed_runs.PackedRunsError, match=r"recipe/logs: not .*recipe/logs-other nor a folder above"):
+        packed_runs.pack_folder(recipe / "logs-other", into=recipe / "logs")

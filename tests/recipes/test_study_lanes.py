@@ -46,7 +46,8 @@ def git(repo, *args):
 
 @pytest.fixture
 def study_repo(tmp_path):
-    """A repository holding study.sh beside the stand-in run.sh, with a seeds table already in RESULTS.json."""
+    """A repository holding study.sh beside the stand-in run.sh, and the packer study.sh runs, with a seeds table
+    already in RESULTS.json."""
     from fairseq_syntax.evaluation.results import render_json, render_markdown
 
     seeds = [{"dataset": "multi30k-10k", "system": "sequence", "arch": "transformer", "seed": seed,
@@ -57,6 +58,8 @@ def study_repo(tmp_path):
     recipe = repo / "examples" / "multi30k"
     recipe.mkdir(parents=True)
     shutil.copy(Path(REPO) / "examples" / "multi30k" / "study.sh", recipe / "study.sh")
+    (repo / "fairseq_syntax" / "evaluation").mkdir(parents=True)
+    shutil.copy(Path(REPO) / "fairseq_syntax" / "evaluation" / "packed_runs.py", repo / "fairseq_syntax" / "evaluation")
     (recipe / "run.sh").write_text(FAKE_RUN)
     (recipe / "runs").mkdir()
     (recipe / "RESULTS.md").write_text(render_markdown(seeds))
@@ -103,9 +106,10 @@ def test_two_lanes_take_each_run_once_in_the_study_order_and_commit_it_with_the_
         assert "udp_random passed over, not made yet:" in log and "sequence.random" in log
 
     # each run a commit of its own: its record, its kept files, the table and the figure drawn from RESULTS.json;
-    # then each system, its seeds scored, a commit that packs its runs' files into one archive
+    # then each system, its seeds scored, a commit that packs its runs' files into the runs' archive
     subjects = git(repo, "log", "--format=%s").splitlines()
-    packing = [f"Multi30k study: {name}'s logs and decodes packed into {name}.tar.xz" for name in ("sequence", "mask")]
+    packing = [f"Multi30k study: {name}'s logs and decodes packed into runs/packed.tar.xz"
+               for name in ("sequence", "mask")]
     assert sorted(subjects[:-1]) == sorted([f"Multi30k study: {run} (device not recorded)" for run in runs] + packing)
     first = subjects[-2].split()[2]
     kept = [f"examples/multi30k/runs/{first}.{suffix}.gz" for suffix in ("gen", "gen.log", "train.log")]
@@ -113,13 +117,16 @@ def test_two_lanes_take_each_run_once_in_the_study_order_and_commit_it_with_the_
         f"examples/multi30k/runs/{first}.run.json", *kept, "examples/multi30k/RESULTS.md",
         "examples/multi30k/RESULTS.json", "examples/multi30k/seeds.png"}
     # each run's record in its own commit (the table that changed with it goes into the next commit of either lane)
+    subjects_packed = [subject.split()[2][:-len("'s")] for subject in subjects if subject in packing]  # newest first
     for back, subject in enumerate(subjects[:-1]):
         changes = git(repo, "show", "--name-status", "--format=", f"HEAD~{back}").splitlines()
-        if subject in packing:  # after the system's seeds record: the archive in, its runs' six files out
+        if subject in packing:  # after the system's seeds record: the archive in or changed, its runs' six files out
             name = subject.split()[2][:-len("'s")]
-            sums = [change for change in changes if change.endswith("\texamples/multi30k/runs/SHA256SUMS")]
-            assert len(sums) == 1 and sums[0][0] in "AM"  # added by the first system packed, then changed
-            assert sorted(set(changes) - set(sums)) == sorted([f"A\texamples/multi30k/runs/{name}.tar.xz"] + [
+            added = [change for change in changes if change.endswith(("\texamples/multi30k/runs/SHA256SUMS",
+                                                                      "\texamples/multi30k/runs/packed.tar.xz"))]
+            # added by the first system packed, then changed by the second
+            assert len(added) == 2 and {change[0] for change in added} == {"A" if name == subjects_packed[-1] else "M"}
+            assert sorted(set(changes) - set(added)) == sorted([
                 f"D\texamples/multi30k/runs/{name}.seed{seed}.{suffix}.gz" for seed in (1, 2)
                 for suffix in ("gen", "gen.log", "train.log")])
             # packed once the system's seeds record is committed (subjects run newest first)
@@ -127,12 +134,15 @@ def test_two_lanes_take_each_run_once_in_the_study_order_and_commit_it_with_the_
         else:
             assert f"A\texamples/multi30k/runs/{subject.split()[2]}.run.json" in changes
     assert sorted(path.name for path in (recipe / "runs").iterdir() if not path.name.endswith(".run.json")) == [
-        "SHA256SUMS", "mask.tar.xz", "sequence.tar.xz"]
-    # both archives listed, whichever lane packed which: their checksums are read before any member is
-    digests = {name: hashlib.sha256((recipe / "runs" / f"{name}.tar.xz").read_bytes()).hexdigest()
-               for name in ("mask", "sequence")}
-    assert (recipe / "runs" / "SHA256SUMS").read_text() == "".join(
-        f"{digest}  {name}.tar.xz\n" for name, digest in digests.items())
+        "SHA256SUMS", "packed.tar.xz"]
+    # both systems in the one archive, whichever lane packed which, and its checksum the one listed (read before any
+    # member is)
+    from fairseq_syntax.evaluation.packed_runs import archive_members
+    assert sorted(archive_members(recipe / "runs" / "packed.tar.xz")) == sorted(
+        f"{name}.seed{seed}.{suffix}" for name in ("mask", "sequence") for seed in (1, 2)
+        for suffix in ("gen", "gen.log", "train.log"))
+    digest = hashlib.sha256((recipe / "runs" / "packed.tar.xz").read_bytes()).hexdigest()
+    assert (recipe / "runs" / "SHA256SUMS").read_text() == f"{digest}  packed.tar.xz\n"
     from fairseq_syntax.evaluation.results import read_text
     assert read_text(recipe / "runs" / "mask.seed2.gen.gz") == "mask.seed2 gen\n"  # read from the archive
     assert (recipe / "seeds.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -149,5 +159,5 @@ def test_a_table_without_seeds_yet_is_committed_without_a_figure_and_says_why(st
     assert "no dataset of several seeds in these results" in log
     assert not (recipe / "seeds.png").exists()
     assert git(repo, "log", "-2", "--format=%s").splitlines() == [
-        "Multi30k study: sequence's logs and decodes packed into sequence.tar.xz",
+        "Multi30k study: sequence's logs and decodes packed into runs/packed.tar.xz",
         "Multi30k study: sequence.seeds (device not recorded)"]
