@@ -7,7 +7,9 @@
 # bench/cuda/window.sh prepare makes: SHARED_DATA=.window/data)
 #
 # Every run trains on CPU for at most --max-update updates or STOP_HOURS hours, one thread, niced, and logs to
-# examples/sst/logs/NAME.log, gzipped (NAME.log.gz) once the run ends; a run whose log says it finished is skipped.
+# examples/sst/logs/NAME.log, gzipped (NAME.log.gz) once the run ends, and packed with the others into
+# examples/sst/logs/packed.tar.xz (fairseq_syntax/evaluation/packed_runs.py); a run whose log says it finished is
+# skipped, and one whose packed log does not (cut short) must be unpacked to run again.
 # RESULTS.md and RESULTS.json are then written from the logs by results.py. Settings follow the paper's Appendix 7.4
 # (Adam, lr 7e-4, dropout 0.5, 2048-token batches) except the length of training: the paper trains 15k updates with
 # 8000 warm-up updates (about 25 minutes a run here).
@@ -22,6 +24,7 @@ ROOT=$(cd "$HERE/../.." && pwd)
 SST=${1:-${SHARED_DATA:-$ROOT/../shared/data}/sst}
 WORK=$HERE/work
 LOGS=$HERE/logs
+PACKED_RUNS=$ROOT/fairseq_syntax/evaluation/packed_runs.py
 MAX_UPDATE=${MAX_UPDATE:-3000}
 STOP_HOURS=${STOP_HOURS:-0.22}
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
@@ -47,14 +50,23 @@ run() {  # run NAME DATASET ARGS...
   if [ -n "${RUNS:-}" ] && [[ " $RUNS " != *" $name "* ]]; then
     return
   fi
-  if [ -f "$log.gz" ] && zgrep -q "done training" "$log.gz"; then
-    echo "$name: done already ($log.gz)"
+  if [[ "$(python3 "$PACKED_RUNS" cat "$log" 2> /dev/null)" == *"done training"* ]]; then
+    echo "$name: done already ($log, gzipped or packed)"
     return
+  fi
+  if python3 "$PACKED_RUNS" has --packed "$log"; then
+    echo "$name: its packed log is of a run cut short; to run it again: python3 $PACKED_RUNS unpack-folder $LOGS," \
+      "then remove $log.gz" >&2
+    return 1
   fi
   echo "$name: training, log in $log"
   rm -f "$log.gz"
   nice -n 10 fairseq-train "$WORK/data/$dataset" "${COMMON[@]}" "$@" > "$log" 2>&1
   gzip -n -f "$log"
+}
+
+pack_logs() {  # the finished runs' gzipped logs into logs/packed.tar.xz, with those packed before
+  if compgen -G "$LOGS/*.log.gz" > /dev/null; then python3 "$PACKED_RUNS" pack-folder "$LOGS"; fi
 }
 
 if [ -n "${SEEDS:-}" ]; then
@@ -67,6 +79,7 @@ if [ -n "${SEEDS:-}" ]; then
     done
   done
   wait
+  pack_logs
   python3 "$HERE/results.py" "$LOGS" --out "$HERE/RESULTS.md"
   exit 0
 fi
@@ -87,5 +100,6 @@ if [ -n "${LONG:-}" ]; then
   run sst2.hier-nodes.15k sst2 "${HIER[@]}" --node-labels "${PAPER_LENGTH[@]}"
 fi
 
+pack_logs
 python3 "$HERE/results.py" "$LOGS" --out "$HERE/RESULTS.md"
 echo "wrote $HERE/RESULTS.md and RESULTS.json"
