@@ -9,6 +9,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from fairseq_syntax.core.figures import save_figure
+
 
 def plot_heatmap_grid(
     matrices,
@@ -46,5 +48,5 @@ def plot_heatmap_grid(
         axis.set_xticks(range(len(column_labels)), column_labels, rotation=90, fontsize=8)
         axis.set_yticks(range(len(row_labels)), row_labels, fontsize=8)
     figure.colorbar(image, ax=axes.ravel().tolist(), shrink=0.6)
-    figure.savefig(path, dpi=100, bbox_inches="tight")
+    save_figure(figure, path, dpi=100, bbox_inches="tight")
     plt.close(figure)

@@ -9,6 +9,7 @@ table order: Sequence first, each control after its system), so the figure shows
 """
 import json
 
+from fairseq_syntax.core.figures import save_figure
 from fairseq_syntax.evaluation.results import SEQUENCE
 
 COLOURS = {"parse": "tab:blue", "control": "tab:orange", "none": "tab:gray"}
@@ -99,6 +100,6 @@ def plot_seeds(results_json: str, output: str, dataset: str | None = None, metri
     axes.legend(handles=handles, fontsize=7, ncol=3 if width >= 6 else 2, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
     figure.suptitle(f"{dataset}: {metric} over seeds", fontsize=9, y=0.99)
     figure.tight_layout()
-    figure.savefig(output, dpi=96)
+    save_figure(figure, output, dpi=96)
     plt.close(figure)
     return figure

@@ -17,6 +17,7 @@ import torch
 from fairseq import utils
 from torch import Tensor
 
+from fairseq_syntax.core.figures import save_figure
 from fairseq_syntax.core.method import PlotCommand
 from fairseq_syntax.methods.ldd.distributions import GROUP_NAMES, NUM_GROUPS
 from fairseq_syntax.methods.ldd.model import LDD_LAYER, LDDEncoder
@@ -83,7 +84,7 @@ def plot_ldd_attention(
         axis.set_xticks(range(n), tokens, rotation=90, fontsize=8)
         axis.set_yticks(range(n), tokens, fontsize=8)
     figure.colorbar(image, ax=axes.ravel().tolist(), shrink=0.6)
-    figure.savefig(path, dpi=100, bbox_inches="tight")
+    save_figure(figure, path, dpi=100, bbox_inches="tight")
     plt.close(figure)
     return figure
 

@@ -14,6 +14,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from fairseq_syntax.core.figures import save_figure
 from fairseq_syntax.core.method import PlotCommand
 from fairseq_syntax.core.model_inputs import encode, first_word_position
 from fairseq_syntax.methods.tree_transformer.attention import constituent_prior
@@ -64,7 +65,7 @@ def plot_constituent_priors(
         axis.set_xticks(range(len(words)), words, rotation=90, fontsize=8)
         axis.set_yticks(range(len(words)), words, fontsize=8)
     figure.colorbar(image, ax=axes.ravel().tolist(), shrink=0.6)
-    figure.savefig(path, dpi=100, bbox_inches="tight")
+    save_figure(figure, path, dpi=100, bbox_inches="tight")
     plt.close(figure)
 
 

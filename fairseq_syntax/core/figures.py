@@ -1,0 +1,44 @@
+"""Figures written small: every PNG of the package saved through a palette of 64 colours.
+
+matplotlib writes a PNG in 32-bit RGBA, most of whose colours are the anti-aliased edges of lines and text. The same
+picture quantised to 64 colours (Pillow's median cut, then its optimising PNG writer) looks the same at the size it
+is shown and takes a third to a quarter of the bytes (the Multi30k study's seeds figure: 24.8 KB -> 7.1 KB; the
+mask analysis figure: 35.8 KB -> 8.2 KB). The repository keeps one figure per analysis and redraws some of them as
+runs land, so the bytes add up. Other formats (``.pdf``, ``.svg``) are written by matplotlib as they are.
+
+    save_figure(figure, "seeds.png", dpi=96)   # figure: a matplotlib Figure; options go to Figure.savefig
+"""
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+PALETTE_COLOURS = 64
+
+
+def save_figure(figure, path, **options) -> Path:
+    """Write ``figure`` to ``path`` (``options``: ``Figure.savefig``'s); a ``.png`` through a 64-colour palette
+    (``write_palette_png``). Returns ``path``."""
+    path = Path(path)
+    if path.suffix.lower() != ".png":
+        figure.savefig(path, **options)
+        return path
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", **options)
+    buffer.seek(0)
+    return write_palette_png(buffer, path)
+
+
+def write_palette_png(source, path) -> Path:
+    """The PNG ``source`` (a path or a binary file) written to ``path`` in ``PALETTE_COLOURS`` colours, on an opaque
+    white background where it was transparent. Returns ``path``."""
+    from PIL import Image  # matplotlib's own dependency
+
+    with Image.open(source) as image:
+        image.load()
+        opaque = Image.new("RGB", image.size, "white")
+        rgba = image.convert("RGBA")
+        opaque.paste(rgba, mask=rgba.getchannel("A"))
+    palette = opaque.quantize(colors=PALETTE_COLOURS, method=Image.Quantize.MEDIANCUT)
+    palette.save(path, "PNG", optimize=True)
+    return Path(path)
