@@ -10,9 +10,8 @@
 # those with the same suffix, so seed k is compared with seed k).
 # Writes RUN_DIR/NAME$RUN_SUFFIX.{train.log,gen,gen.log}.gz (the training log, the decode's hypotheses and
 # its log, gzipped once the system is decoded) and RUN_DIR/NAME$RUN_SUFFIX.run.json; checkpoints go to
-# ${CKPT_ROOT:-RUN_DIR}/ckpt-NAME$RUN_SUFFIX. Once every seed of a system is scored, examples/multi30k/study.sh packs
-# its runs' gzipped files into RUN_DIR/packed.tar.xz (fairseq_syntax/evaluation/packed_runs.py); every step here
-# reads them from there.
+# ${CKPT_ROOT:-RUN_DIR}/ckpt-NAME$RUN_SUFFIX. Once a run is scored, examples/multi30k/study.sh packs its gzipped
+# files into RUN_DIR/packed.tar.xz (fairseq_syntax/evaluation/packed_runs.py); every step here reads them from there.
 #   score_seeds NAME ARCH REF RUN_DIR "SEEDS" [TRAIN_COMMAND]: the system over its seeds' runs (NAME.seedS), mean and
 # sd per metric and the paired bootstrap over test sentences and seeds (scoring.seed_bootstrap) against each of
 # $BASELINES and against its control NAME_random (a control: against its system), over the same seeds, as the record

@@ -13,10 +13,11 @@
 # its process id; a claim whose process is gone (a lane killed with its session) is taken over, and the run resumes
 # from its checkpoint (run.sh). A run whose data directory does not exist yet (its parses are not made) is passed
 # over and named. When a system has all its seeds, its seed-level record (mean, sd, seed-aware tests) is written.
-# Each commit holds the run's record, log and decode, the regenerated RESULTS.md/RESULTS.json and the figure of the
-# table (seeds.png, fairseq-syntax-plot seeds). Then the system's runs' logs and decodes are packed into the runs'
-# archive, RUNS/packed.tar.xz (fairseq_syntax/evaluation/packed_runs.py), and committed. SEEDS (default "1 2 3"),
-# SYSTEMS (default: the study's) and COMMIT=0 (no commits) can be set.
+# Each finished run's log and decode are packed into the runs' archive, RUNS/packed.tar.xz
+# (fairseq_syntax/evaluation/packed_runs.py), with those of any other run finished by then, and one commit holds the
+# run's record, the archive, the regenerated RESULTS.md/RESULTS.json and the figure of the table (seeds.png,
+# fairseq-syntax-plot seeds). SEEDS (default "1 2 3"), SYSTEMS (default: the study's) and COMMIT=0 (no commits) can
+# be set.
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -43,41 +44,31 @@ claim() {  # claim RUN: true when this lane now holds RUN
   return 0
 }
 
-commit_run() {  # commit_run RUN: the run's kept files, the regenerated table and its figure, nothing else
+commit_run() {  # commit_run RUN: the run's record, the runs' archive, the regenerated table and its figure
   [ "${COMMIT:-1}" = 0 ] && return 0
-  local files=("$RUNS/$1".* "$HERE/RESULTS.md" "$HERE/RESULTS.json") try why
+  local files=("$RUNS/$1".* "$HERE/RESULTS.md" "$HERE/RESULTS.json") try why kept
+  for kept in "$RUNS/packed.tar.xz" "$RUNS/SHA256SUMS"; do [ -f "$kept" ] && files+=("$kept"); done
   # the figure of the table (each seed's BLEU, each method's control beside it), once a system has two seeds
   if why=$(fairseq-syntax-plot seeds "$HERE/RESULTS.json" "$HERE/seeds.png" 2>&1 > /dev/null); then
     files+=("$HERE/seeds.png")
   else
     echo "== seeds figure not drawn: ${why##*$'\n'}"
   fi
+  # kept files that git holds and the archive now holds instead (a run committed before it was packed): their removal
+  local packed
+  mapfile -t packed < <(git ls-files --deleted -- "$RUNS")
   for try in 1 2 3 4 5 6; do
-    git add -- "${files[@]}" 2> /dev/null && git commit -q -m "Multi30k study: $1 ($(device_of "$1"))" -- "${files[@]}" \
+    git add -- "${files[@]}" 2> /dev/null \
+      && { [ ${#packed[@]} -eq 0 ] || git rm -q --cached --ignore-unmatch -- "${packed[@]}"; } \
+      && git commit -q -m "Multi30k study: $1 ($(device_of "$1"))" -- "${files[@]}" "${packed[@]}" \
       && { echo "== committed $1"; return 0; }
     sleep 10  # another commit holds the index
   done
   echo "== could not commit $1: commit it by hand" >&2
 }
 
-committed() {  # committed FILE: FILE is there as git's last commit holds it (with COMMIT=0: it is there)
-  [ -f "$1" ] || return 1
-  [ "${COMMIT:-1}" = 0 ] && return 0
-  git ls-files --error-unmatch -- "$1" > /dev/null 2>&1 && git diff --quiet HEAD -- "$1"
-}
-
-pack_system() {  # pack_system NAME: a system with every seed scored keeps its runs' logs and decodes in the archive
-  python3 "$REPO/fairseq_syntax/evaluation/packed_runs.py" pack "$RUNS" "$1" || return 1
-  [ "${COMMIT:-1}" = 0 ] && return 0
-  # git's patterns: they name the removed files too
-  local try paths=("$RUNS/$1.*" "$RUNS/packed.tar.xz" "$RUNS/SHA256SUMS")
-  for try in 1 2 3 4 5 6; do
-    git add -A -- "${paths[@]}" \
-      && git commit -q -m "Multi30k study: $1's logs and decodes packed into runs/packed.tar.xz" -- "${paths[@]}" \
-      && { echo "== committed $1's files packed"; return 0; }
-    sleep 10  # another commit holds the index
-  done
-  echo "== could not commit $1's files packed: commit them by hand" >&2
+pack_runs() {  # every finished run's log and decode into the runs' archive (a run still going keeps its files)
+  python3 "$REPO/fairseq_syntax/evaluation/packed_runs.py" pack "$RUNS"
 }
 
 device_of() {
@@ -118,6 +109,8 @@ for system in $SYSTEMS; do
     claim "$run" || continue
     echo "== lane $LANE: $(date -u +%FT%TZ) $run"
     if SEED="$seed" RUN_SUFFIX=".seed$seed" SYSTEMS="$system" bash "$HERE/run.sh" "$OUT"; then
+      # a packing that fails leaves the run's files gzipped: they are committed as they are (commit_run)
+      pack_runs || echo "== lane $LANE: packing after $run failed; its files are committed gzipped" >&2
       commit_run "$run"
     else
       echo "== lane $LANE: $run failed (log: $RUNS/$run.train.log)" >&2
@@ -127,12 +120,6 @@ for system in $SYSTEMS; do
   for seed in $SEEDS; do [ -f "$RUNS/$name.seed$seed.run.json" ] && done_seeds=$((done_seeds + 1)); done
   if [ "$done_seeds" -eq "$(wc -w <<< "$SEEDS")" ] && [ ! -f "$RUNS/$name.seeds.run.json" ] && claim "$name.seeds"; then
     SYSTEMS="$system" SEEDS_ONLY="$SEEDS" bash "$HERE/run.sh" "$OUT" && commit_run "$name.seeds"
-  fi
-  # packed once the seeds record is committed (by this lane just now, or by another lane or session): a lane that
-  # packed before would commit the record that another lane has written but not yet committed
-  if compgen -G "$RUNS/$name.seed*.gen.gz" > /dev/null && committed "$RUNS/$name.seeds.run.json" \
-      && claim "$name.pack"; then
-    pack_system "$name"
   fi
 done
 echo "== lane $LANE: $(date -u +%FT%TZ) nothing left that this lane can run"

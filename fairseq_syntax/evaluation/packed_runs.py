@@ -17,14 +17,15 @@ above it, after the archive's SHA-256 is checked against ``SHA256SUMS``; ``glob`
 disk. The recipes' shell steps ask ``has`` and ``cat``, running this file as a script: it imports nothing but Python's
 library, so it answers in a fraction of the seconds that importing the package (torch, fairseq) takes.
 
-    python3 fairseq_syntax/evaluation/packed_runs.py pack RUNS_DIR NAME     # NAME.seed*.{...}.gz -> RUNS_DIR's archive
+    python3 fairseq_syntax/evaluation/packed_runs.py pack RUNS_DIR [NAME]   # finished runs' *.{...}.gz -> the archive
     python3 fairseq_syntax/evaluation/packed_runs.py unpack RUNS_DIR NAME   # and back (to run a seed again)
     python3 fairseq_syntax/evaluation/packed_runs.py pack-folder FOLDER [--into ANCESTOR]    # FOLDER's *.gz files
     python3 fairseq_syntax/evaluation/packed_runs.py unpack-folder FOLDER [--into ANCESTOR]  # and back
     python3 fairseq_syntax/evaluation/packed_runs.py has [--packed] FILE    # exit 0: FILE is there, gzipped or packed
     python3 fairseq_syntax/evaluation/packed_runs.py cat FILE               # FILE's text, wherever it is kept
 
-``pack`` takes only finished runs (a kept file whose run has no record stops it, naming the file); both packing
+``pack`` takes only finished runs (named, a kept file whose run has no record stops it, naming the file; without a
+name, every finished run's files are packed and the others left where they are); both packing
 commands add to an archive already there, and a file it holds already stops them: nothing is replaced unseen. The
 archive is the same bytes for the same files: members sorted, no time stamps, owners or modes of this machine.
 """
@@ -306,25 +307,32 @@ def _take(folder: Path, wanted: Callable[[str], bool]) -> list[Path]:
     return sorted(targets)
 
 
-def pack(runs_dir, name: str) -> list[Path]:
-    """Move the kept outputs of every finished run ``NAME.*`` of ``runs_dir`` into its archive (added to the
-    archive if there is one) and list it in ``SHA256SUMS``; returns the files it removed."""
+def pack(runs_dir, name: str | None = None) -> list[Path]:
+    """Move the kept outputs of every finished run ``NAME.*`` of ``runs_dir`` (every finished run, without ``name``)
+    into its archive (added to the archive if there is one) and list it in ``SHA256SUMS``; returns the files it
+    removed. Named, a run not finished is an error; without a name, its files stay where they are (the study's lanes
+    pack after each run while the other lane's run goes on)."""
     folder = Path(runs_dir)
     with _folder_lock(folder):
         sources = []
-        for path in sorted(folder.glob(f"{name}.*")):
-            if path.name.endswith(RECORD_SUFFIX) or path.name == ARCHIVE_NAME:
+        for path in sorted(folder.glob("*" if name is None else f"{name}.*")):
+            if path.name.endswith(RECORD_SUFFIX) or path.name in (ARCHIVE_NAME, CHECKSUMS) or not path.is_file():
                 continue
             run = _run_of(path.name)
+            finished = run is not None and (folder / f"{run}{RECORD_SUFFIX}").exists()
+            if name is None and not finished:
+                continue
             if run is None:
                 raise PackedRunsError(f"{path}: not a kept output of a finished run (NAME.seedK"
                                       f"{{{','.join(KEPT_SUFFIXES)}}}); a run still training leaves its log "
                                       "uncompressed")
-            if not (folder / f"{run}{RECORD_SUFFIX}").exists():
-                raise PackedRunsError(f"{path}: its run has no record {run}{RECORD_SUFFIX}: pack a system once every "
-                                      "run of it is scored")
+            if not finished:
+                raise PackedRunsError(f"{path}: its run has no record {run}{RECORD_SUFFIX}: pack a run once it is "
+                                      "scored")
             sources.append(path)
         if not sources:
+            if name is None:
+                return []
             raise PackedRunsError(f"{folder}: no kept run outputs {name}.*{{{','.join(KEPT_SUFFIXES)}}} to pack")
         return _add(folder, sources)
 
@@ -368,11 +376,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 fairseq_syntax/evaluation/packed_runs.py",
                                      description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    for command, help_text in (("pack", "move NAME.seed*'s gzipped logs and decodes into RUNS_DIR's archive"),
+    for command, help_text in (("pack", "move the gzipped logs and decodes of NAME's finished runs (of every finished "
+                                        "run, without NAME) into RUNS_DIR's archive"),
                                ("unpack", "NAME.seed*'s packed files back as gzipped files")):
         sub = commands.add_parser(command, help=help_text)
         sub.add_argument("runs_dir")
-        sub.add_argument("name")
+        sub.add_argument("name", nargs="?" if command == "pack" else None)
     for command, help_text in (("pack-folder", "move FOLDER's gzipped files into the archive of FOLDER (or --into)"),
                                ("unpack-folder", "FOLDER's packed files back as gzipped files")):
         sub = commands.add_parser(command, help=help_text)
@@ -399,7 +408,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     archive = Path(getattr(args, "runs_dir", None) or args.into or args.folder) / ARCHIVE_NAME
     verb = "packed into" if args.command.startswith("pack") else "unpacked from"
-    print(f"{len(done)} files {verb} {archive}")
+    left = ""
+    if args.command == "pack" and args.name is None:  # what a run still going has written so far
+        others = [path for path in Path(args.runs_dir).iterdir()
+                  if path.is_file() and (_run_of(path.name) or _run_of(path.name + ".gz"))]
+        left = f"; {len(others)} files of runs not finished left as they are"
+    print(f"{len(done)} files {verb} {archive}{left}")
     return 0
 
 

@@ -69,13 +69,22 @@ def open_text(path, mode: str = "r", encoding: str = "utf-8", **kwargs):
     mode = mode.replace("t", "")
     if mode not in ("r", "w", "a"):
         raise ValueError(f"mode must be 'r', 'w' or 'a', not {mode!r}")
-    path = existing_path(path) if mode == "r" else Path(path)
-    if mode == "r" and not path.exists() and (packed := find_member(path)) is not None:
-        return io.TextIOWrapper(io.BytesIO(packed.data), encoding=encoding, **kwargs)
+    if mode == "r":
+        found = existing_path(path)
+        try:
+            if found.name.endswith(".gz"):
+                return gzip.open(found, "rt", encoding=encoding, **kwargs)
+            return open(found, encoding=encoding, **kwargs)
+        except FileNotFoundError:
+            # not on disk, or packed since existing_path looked (a lane packs while another reads: the archive is
+            # written before the file is removed)
+            packed = find_member(path)
+            if packed is None:
+                raise
+            return io.TextIOWrapper(io.BytesIO(packed.data), encoding=encoding, **kwargs)
+    path = Path(path)
     if not path.name.endswith(".gz"):
         return open(path, mode, encoding=encoding, **kwargs)
-    if mode == "r":
-        return gzip.open(path, "rt", encoding=encoding, **kwargs)
     raw = open(path, mode + "b")  # noqa: SIM115  (the caller's handle closes it, through the gzip stream)
     compressed = gzip.GzipFile(filename="", mode=mode + "b", fileobj=raw, mtime=0)
     compressed.myfileobj = raw  # closed with the gzip stream

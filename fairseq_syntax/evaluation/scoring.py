@@ -53,9 +53,13 @@ def read_lines(path) -> list[str]:
     is not UTF-8 raises :class:`ScoringInputError` naming file and line."""
     found = existing_path(path)
     try:
-        if not found.exists() and (packed := find_member(found)) is not None:
+        try:
+            return text_lines.read_lines(str(found))
+        except FileNotFoundError:  # not on disk, or packed since existing_path looked: the archive holds it then
+            packed = find_member(found)
+            if packed is None:
+                raise
             return text_lines.read_stream_lines(io.BytesIO(packed.data), packed.label)
-        return text_lines.read_lines(str(found))
     except text_lines.TextLineError as error:
         raise ScoringInputError(str(error)) from None
 

@@ -174,3 +174,23 @@ def test_log_folders_packed_into_the_archive_above_them_are_read_and_listed_as_b
     assert sorted(packed_runs.archive_members(recipe / "packed.tar.xz")) == ["logs-other/train.log"]
     with pytest.raises(packed_runs.PackedRunsError, match=r"recipe/logs: not .*recipe/logs-other nor a folder above"):
         packed_runs.pack_folder(recipe / "logs-other", into=recipe / "logs")
+
+
+def test_pack_without_a_name_takes_every_finished_run_and_leaves_the_runs_still_going(runs):
+    (runs / "mask.seed3.train.log").write_text(LOG)  # still training
+    kept_run(runs, "mask.seed4", ["vier"], record=False)  # decoded, not scored yet
+    removed = packed_runs.pack(runs)
+    assert sorted(path.name for path in removed) == sorted(
+        f"{run}.{kept}.gz" for run in ("mask.seed1", "mask.seed2", "mask_random.seed1")
+        for kept in ("gen", "gen.log", "train.log"))
+    assert sorted(path.name for path in runs.iterdir() if not path.name.endswith(".run.json")) == [
+        "SHA256SUMS", "mask.seed3.train.log", "mask.seed4.gen.gz", "mask.seed4.gen.log.gz", "mask.seed4.train.log.gz",
+        "packed.tar.xz"]
+    assert packed_runs.pack(runs) == []  # nothing finished is left to pack: not an error
+    (runs / "mask.seed4.run.json").write_text("{}")  # scored: the next sweep takes it
+    done = subprocess.run([sys.executable, packed_runs.__file__, "pack", str(runs)], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0
+    assert done.stdout.strip() == (f"3 files packed into {runs / 'packed.tar.xz'}; 1 files of runs not finished left "
+                                   "as they are")
+    assert scoring.read_lines(runs / "mask.seed4.gen") == ["H-0\t-0.5\tvier"]

@@ -2,12 +2,15 @@
 to run: two lanes started together take every run exactly once, all seeds of a system before the next, each system
 scored over its seeds once; a run whose lane is gone is taken over; a system whose data is not made is passed over
 by name; and each finished run is committed with the regenerated table and the seeds figure."""
+import gzip
 import hashlib
+import io
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -105,34 +108,27 @@ def test_two_lanes_take_each_run_once_in_the_study_order_and_commit_it_with_the_
     for log in logs:
         assert "udp_random passed over, not made yet:" in log and "sequence.random" in log
 
-    # each run a commit of its own: its record, its kept files, the table and the figure drawn from RESULTS.json;
-    # then each system, its seeds scored, a commit that packs its runs' files into the runs' archive
+    # each run a commit of its own: its record, the runs' archive (its log and decode packed into it, with any other
+    # run finished by then), the table and the figure drawn from RESULTS.json; no kept file is committed outside it
     subjects = git(repo, "log", "--format=%s").splitlines()
-    packing = [f"Multi30k study: {name}'s logs and decodes packed into runs/packed.tar.xz"
-               for name in ("sequence", "mask")]
-    assert sorted(subjects[:-1]) == sorted([f"Multi30k study: {run} (device not recorded)" for run in runs] + packing)
+    assert sorted(subjects[:-1]) == sorted(f"Multi30k study: {run} (device not recorded)" for run in runs)
     first = subjects[-2].split()[2]
-    kept = [f"examples/multi30k/runs/{first}.{suffix}.gz" for suffix in ("gen", "gen.log", "train.log")]
     assert set(git(repo, "show", "--name-only", "--format=", f"HEAD~{len(subjects) - 2}").split()) == {
-        f"examples/multi30k/runs/{first}.run.json", *kept, "examples/multi30k/RESULTS.md",
-        "examples/multi30k/RESULTS.json", "examples/multi30k/seeds.png"}
-    # each run's record in its own commit (the table that changed with it goes into the next commit of either lane)
-    subjects_packed = [subject.split()[2][:-len("'s")] for subject in subjects if subject in packing]  # newest first
+        f"examples/multi30k/runs/{first}.run.json", "examples/multi30k/runs/packed.tar.xz",
+        "examples/multi30k/runs/SHA256SUMS", "examples/multi30k/RESULTS.md", "examples/multi30k/RESULTS.json",
+        "examples/multi30k/seeds.png"}
+    # each run's record in its own commit (the table that changed with it goes into the next commit of either lane),
+    # and the archive that commit holds has the run's files
     for back, subject in enumerate(subjects[:-1]):
+        run = subject.split()[2]
         changes = git(repo, "show", "--name-status", "--format=", f"HEAD~{back}").splitlines()
-        if subject in packing:  # after the system's seeds record: the archive in or changed, its runs' six files out
-            name = subject.split()[2][:-len("'s")]
-            added = [change for change in changes if change.endswith(("\texamples/multi30k/runs/SHA256SUMS",
-                                                                      "\texamples/multi30k/runs/packed.tar.xz"))]
-            # added by the first system packed, then changed by the second
-            assert len(added) == 2 and {change[0] for change in added} == {"A" if name == subjects_packed[-1] else "M"}
-            assert sorted(set(changes) - set(added)) == sorted([
-                f"D\texamples/multi30k/runs/{name}.seed{seed}.{suffix}.gz" for seed in (1, 2)
-                for suffix in ("gen", "gen.log", "train.log")])
-            # packed once the system's seeds record is committed (subjects run newest first)
-            assert back < subjects.index(f"Multi30k study: {name}.seeds (device not recorded)")
-        else:
-            assert f"A\texamples/multi30k/runs/{subject.split()[2]}.run.json" in changes
+        assert f"A\texamples/multi30k/runs/{run}.run.json" in changes
+        assert not [change for change in changes if change.endswith(".gz")], changes
+        if not run.endswith(".seeds"):
+            archive = subprocess.run(["git", "show", f"HEAD~{back}:examples/multi30k/runs/packed.tar.xz"], cwd=repo,
+                                     capture_output=True, check=True).stdout
+            with tarfile.open(fileobj=io.BytesIO(archive), mode="r:xz") as tar:
+                assert {f"{run}.{suffix}" for suffix in ("gen", "gen.log", "train.log")} <= set(tar.getnames())
     assert sorted(path.name for path in (recipe / "runs").iterdir() if not path.name.endswith(".run.json")) == [
         "SHA256SUMS", "packed.tar.xz"]
     # both systems in the one archive, whichever lane packed which, and its checksum the one listed (read before any
@@ -159,5 +155,29 @@ def test_a_table_without_seeds_yet_is_committed_without_a_figure_and_says_why(st
     assert "no dataset of several seeds in these results" in log
     assert not (recipe / "seeds.png").exists()
     assert git(repo, "log", "-2", "--format=%s").splitlines() == [
-        "Multi30k study: sequence's logs and decodes packed into runs/packed.tar.xz",
-        "Multi30k study: sequence.seeds (device not recorded)"]
+        "Multi30k study: sequence.seeds (device not recorded)", "Multi30k study: sequence.seed2 (device not recorded)"]
+
+
+def test_a_run_committed_gzipped_before_is_packed_by_the_next_run_and_its_files_leave_git(study_repo):
+    """A run that a lane of an earlier study.sh committed as gzipped files (packed then only with its system): the
+    next run a lane finishes packs it too, and that run's commit removes the gzipped files from git."""
+    repo, recipe, out = study_repo
+    runs = recipe / "runs"
+    (runs / "sequence.seed1.run.json").write_text("{}")
+    for kept in ("train.log", "gen", "gen.log"):
+        (runs / f"sequence.seed1.{kept}.gz").write_bytes(gzip.compress(f"sequence.seed1 {kept}\n".encode(), mtime=0))
+    git(repo, "add", "examples/multi30k/runs")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "sequence.seed1, gzipped")
+    lane = start_lane(repo, out, "a", study_specs("sequence"))
+    log = lane.communicate(timeout=600)[0]
+    assert lane.returncode == 0, log
+    assert (out / "asked").read_text().split("\n")[0].split()[0] == "sequence.seed2"  # seed 1 has its record
+    changes = git(repo, "show", "--name-status", "--format=", "HEAD~1").splitlines()  # sequence.seed2's commit
+    assert sorted(change for change in changes if change.endswith(".gz")) == [
+        f"D\texamples/multi30k/runs/sequence.seed1.{kept}.gz" for kept in ("gen", "gen.log", "train.log")]
+    from fairseq_syntax.evaluation.results import read_text
+    assert read_text(runs / "sequence.seed1.gen.gz") == "sequence.seed1 gen\n"  # from the archive now
+    assert git(repo, "ls-files", "examples/multi30k/runs").split() == [
+        f"examples/multi30k/runs/{name}" for name in ("SHA256SUMS", "packed.tar.xz", "sequence.seed1.run.json",
+                                                        "sequence.seed2.run.json", "sequence.seeds.run.json")]
+    assert git(repo, "status", "--porcelain", "--", "examples/multi30k/runs") == ""
