@@ -192,12 +192,14 @@ training_facts() {
 }
 
 # recorded_facts RUN_JSON PARSERS_OUT: TRAINING_FACTS as training_facts gives them and RECORDED_COMMAND (the training
-# command), from a kept run record instead of a checkpoint folder; its parsers are written to PARSERS_OUT.
+# command), from a kept run record (there or packed) instead of a checkpoint folder; its parsers are written to
+# PARSERS_OUT.
 recorded_facts() {
-  local facts=()
-  mapfile -d '' facts < <(python3 - "$1" "$2" <<'EOF'
+  local facts=() record
+  record=$(python3 "$PACKED_RUNS" cat "$1") || return 1
+  mapfile -d '' facts < <(python3 - "$record" "$2" <<'EOF'
 import json, sys
-record = json.load(open(sys.argv[1], encoding="utf-8"))
+record = json.loads(sys.argv[1])
 if record.get("parsers"):
     with open(sys.argv[2], "w", encoding="utf-8") as out:
         json.dump(record["parsers"], out)
@@ -239,7 +241,7 @@ score_seeds() {
   done
   # the seeds' runs share data and device: the first seed's facts stand for them
   parsers=$(mktemp)
-  if [ -f "$first" ]; then
+  if have_kept "$first"; then
     recorded_facts "$first" "$parsers" || { rm -f "$parsers"; return 1; }
     train_command=${train_command:-$RECORDED_COMMAND}
   else
@@ -269,6 +271,13 @@ run_systems() {
   shift 4
   local record system name arch form extra command
   if [ -n "${RESCORE:-}" ]; then
+    # a packed run is rescored once unpacked (its new record would stand beside the packed one): say how many
+    local packed_records
+    packed_records=$(python3 "$PACKED_RUNS" ls --packed "$runs/*${RUN_SUFFIX:-}.run.json" | wc -l)
+    if [ "$packed_records" -gt 0 ]; then
+      echo "RESCORE: $packed_records packed runs of $runs not rescored; python3 $PACKED_RUNS unpack $runs NAME" \
+        "gives a system's runs back to rescore" >&2
+    fi
     for record in "$runs"/*"${RUN_SUFFIX:-}".run.json; do
       case "$record" in *.seeds.run.json) continue ;; esac
       # a run of another suffix (seed) has its own RESCORE

@@ -13,10 +13,10 @@
 # its process id; a claim whose process is gone (a lane killed with its session) is taken over, and the run resumes
 # from its checkpoint (run.sh). A run whose data directory does not exist yet (its parses are not made) is passed
 # over and named. When a system has all its seeds, its seed-level record (mean, sd, seed-aware tests) is written.
-# Each finished run's log and decode are packed into the runs' archive, RUNS/packed.tar.xz
+# Each finished run's log, decode and record are packed into the runs' archive, RUNS/packed.tar.xz
 # (fairseq_syntax/evaluation/packed_runs.py), with those of any other run finished by then, and one commit holds the
-# run's record, the archive, the regenerated RESULTS.md/RESULTS.json and the figure of the table (seeds.png,
-# fairseq-syntax-plot seeds). SEEDS (default "1 2 3"), SYSTEMS (default: the study's) and COMMIT=0 (no commits) can
+# archive, the regenerated RESULTS.md/RESULTS.json and the figure of the table (seeds.png, fairseq-syntax-plot
+# seeds); a system's record over its seeds stays a file beside the archive. SEEDS (default "1 2 3"), SYSTEMS (default: the study's) and COMMIT=0 (no commits) can
 # be set.
 set -uo pipefail
 
@@ -44,9 +44,12 @@ claim() {  # claim RUN: true when this lane now holds RUN
   return 0
 }
 
-commit_run() {  # commit_run RUN: the run's record, the runs' archive, the regenerated table and its figure
+commit_run() {  # commit_run RUN [RUN...]: the runs' archive (the runs named), the regenerated table and its figure
   [ "${COMMIT:-1}" = 0 ] && return 0
-  local files=("$RUNS/$1".* "$HERE/RESULTS.md" "$HERE/RESULTS.json") try why kept
+  # the runs' own files where they are not packed (a record over seeds; a run whose packing failed)
+  local files=() try why kept run
+  for run in "$@"; do mapfile -t -O "${#files[@]}" files < <(compgen -G "$RUNS/$run.*"); done
+  files+=("$HERE/RESULTS.md" "$HERE/RESULTS.json")
   for kept in "$RUNS/packed.tar.xz" "$RUNS/SHA256SUMS"; do [ -f "$kept" ] && files+=("$kept"); done
   # the figure of the table (each seed's BLEU, each method's control beside it), once a system has two seeds
   if why=$(fairseq-syntax-plot seeds "$HERE/RESULTS.json" "$HERE/seeds.png" 2>&1 > /dev/null); then
@@ -60,20 +63,47 @@ commit_run() {  # commit_run RUN: the run's record, the runs' archive, the regen
   for try in 1 2 3 4 5 6; do
     git add -- "${files[@]}" 2> /dev/null \
       && { [ ${#packed[@]} -eq 0 ] || git rm -q --cached --ignore-unmatch -- "${packed[@]}"; } \
-      && git commit -q -m "Multi30k study: $1 ($(device_of "$1"))" -- "${files[@]}" "${packed[@]}" \
-      && { echo "== committed $1"; return 0; }
+      && git commit -q -m "Multi30k study: $(IFS=,; echo "${*}" | sed 's/,/, /g') ($(device_of "$1"))" \
+        -- "${files[@]}" "${packed[@]}" \
+      && { echo "== committed $*"; return 0; }
     sleep 10  # another commit holds the index
   done
-  echo "== could not commit $1: commit it by hand" >&2
+  echo "== could not commit $*: commit it by hand" >&2
 }
 
-pack_runs() {  # every finished run's log and decode into the runs' archive (a run still going keeps its files)
-  python3 "$REPO/fairseq_syntax/evaluation/packed_runs.py" pack "$RUNS"
+PACKED_RUNS="$REPO/fairseq_syntax/evaluation/packed_runs.py"
+packed_records() {  # the runs whose records the archive holds, one a line
+  python3 "$PACKED_RUNS" ls --packed "$RUNS/*.run.json" | sed 's|.*/||; s|\.run\.json$||'
+}
+
+# finish_run RUN: pack every finished run's log, decode and record into the runs' archive (a run still going keeps its
+# files) and commit it, the other lane waiting meanwhile: a commit names each run it packs, and a run that the other
+# lane's commit packed (it finished while that lane packed) is said to be committed already
+finish_run() {
+  local before newly=()
+  {
+    flock 9
+    before=$(packed_records)
+    # a packing that fails leaves the run's files gzipped: they are committed as they are (commit_run)
+    python3 "$PACKED_RUNS" pack "$RUNS" || echo "== lane $LANE: packing after $1 failed; its files are committed gzipped" >&2
+    mapfile -t newly < <(comm -13 <(echo "$before") <(packed_records) | grep .)
+    if [ ${#newly[@]} -eq 0 ] && [ -n "$before" ] && grep -qx "$1" <<< "$before"; then
+      echo "== $1 committed already, with the other lane's run"
+    else
+      [ ${#newly[@]} -gt 0 ] || newly=("$1")
+      commit_run "${newly[@]}"
+    fi
+  } 9> "$OUT/commit.lock"
+}
+
+have_record() {  # have_record RUN: the run is finished (its record is there, or packed)
+  [ -f "$RUNS/$1.run.json" ] || python3 "$PACKED_RUNS" has --packed "$RUNS/$1.run.json"
 }
 
 device_of() {
-  python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); print(r.get("device") or "device not recorded")' \
-    "$RUNS/$1.run.json" 2> /dev/null || echo "no record"
+  python3 "$PACKED_RUNS" cat "$RUNS/$1.run.json" 2> /dev/null \
+    | python3 -c 'import json, sys; print(json.load(sys.stdin).get("device") or "device not recorded")' 2> /dev/null \
+    || echo "no record"
 }
 
 missing_data() {  # missing_data SPEC: what of the system's data directory is not made yet (nothing: ready)
@@ -105,21 +135,19 @@ for system in $SYSTEMS; do
   fi
   for seed in $SEEDS; do
     run="$name.seed$seed"
-    [ -f "$RUNS/$run.run.json" ] && continue
+    have_record "$run" && continue
     claim "$run" || continue
     echo "== lane $LANE: $(date -u +%FT%TZ) $run"
     if SEED="$seed" RUN_SUFFIX=".seed$seed" SYSTEMS="$system" bash "$HERE/run.sh" "$OUT"; then
-      # a packing that fails leaves the run's files gzipped: they are committed as they are (commit_run)
-      pack_runs || echo "== lane $LANE: packing after $run failed; its files are committed gzipped" >&2
-      commit_run "$run"
+      finish_run "$run"
     else
       echo "== lane $LANE: $run failed (log: $RUNS/$run.train.log)" >&2
     fi
   done
   done_seeds=0
-  for seed in $SEEDS; do [ -f "$RUNS/$name.seed$seed.run.json" ] && done_seeds=$((done_seeds + 1)); done
+  for seed in $SEEDS; do have_record "$name.seed$seed" && done_seeds=$((done_seeds + 1)); done
   if [ "$done_seeds" -eq "$(wc -w <<< "$SEEDS")" ] && [ ! -f "$RUNS/$name.seeds.run.json" ] && claim "$name.seeds"; then
-    SYSTEMS="$system" SEEDS_ONLY="$SEEDS" bash "$HERE/run.sh" "$OUT" && commit_run "$name.seeds"
+    SYSTEMS="$system" SEEDS_ONLY="$SEEDS" bash "$HERE/run.sh" "$OUT" && { flock 9; commit_run "$name.seeds"; } 9> "$OUT/commit.lock"
   fi
 done
 echo "== lane $LANE: $(date -u +%FT%TZ) nothing left that this lane can run"

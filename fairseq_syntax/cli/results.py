@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
+from fairseq_syntax.evaluation.packed_runs import PackedRunsError
 from fairseq_syntax.evaluation.results import (
     RecordError,
     find_record_files,
@@ -55,7 +56,7 @@ def main(argv: Optional[List[str]] = None) -> str:
 def cli_main() -> None:
     try:
         main()
-    except (RecordError, OSError) as error:
+    except (RecordError, PackedRunsError, OSError) as error:
         sys.exit(f"fairseq-syntax-results: error: {error}")
 
 

@@ -27,6 +27,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from fairseq_syntax.evaluation import packed_runs
 from fairseq_syntax.evaluation.results import RecordError, load_record, record_run
 from fairseq_syntax.evaluation.scoring import (
     ScoringInputError,
@@ -161,6 +162,10 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error("--tok scores tokenized text; --lang detokenizes it: use one")
     if args.record and not all(getattr(args, option) for option in RECORD_OPTIONS):
         parser.error("--record needs " + ", ".join("--" + o.replace("_", "-") for o in RECORD_OPTIONS))
+    if args.record and not os.path.exists(args.record) and (packed := packed_runs.find_member(args.record)):
+        # a rescore of a packed run would leave two records of it, the new one beside the stale packed one
+        parser.error(f"--record {args.record}: its run is packed ({packed.label}): unpack it first (python3 "
+                     "fairseq_syntax/evaluation/packed_runs.py unpack RUNS_DIR NAME)")
     if len(args.baseline_names) > len(args.baselines):
         parser.error("more --baseline-name than BASELINE files")
     if args.run_seeds and (not re.fullmatch(r"\d+(,\d+)*", args.run_seeds)
@@ -264,7 +269,7 @@ def score_command(args) -> str:
 def cli_main() -> None:
     try:
         main()
-    except (ScoringInputError, RecordError, OSError) as error:
+    except (ScoringInputError, RecordError, packed_runs.PackedRunsError, OSError) as error:
         sys.exit(f"fairseq-syntax-score: error: {error}")
 
 

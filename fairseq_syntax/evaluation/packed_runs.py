@@ -5,27 +5,31 @@ record, ``examples/common.sh``; the SST and PTB recipes: ``logs*/NAME.log.gz``).
 ``packed.tar.xz``: runs that translate the same test set, or log the same model's training, are much alike, and one
 xz stream over all of them keeps what gzip keeps one file at a time in a third to a half (Multi30k study, 15 runs:
 687 KB gzipped, 265 KB packed; SST: 167 KB, 80 KB; PTB induction, six run folders: 303 KB, 124 KB). Its SHA-256 goes
-into ``SHA256SUMS`` beside it (``sha256sum -c`` reads it). Run records stay plain JSON; nothing in the files changes
+into ``SHA256SUMS`` beside it (``sha256sum -c`` reads it). A run's record goes in with its outputs (as JSON, the bytes
+it had: the Multi30k study's first 21 records took 104 KB as files and take 7 KB packed); a record that no kept outputs belong to (a
+system's record over its seeds, ``NAME.seeds.run.json``, the table's row) stays a file. Nothing in the files changes
 (the archive holds each file's text as gzip held it).
 
 An archive in folder ``A`` holds a file of ``A`` or of a folder below it, under its path relative to ``A`` without
 ``.gz``: ``runs/packed.tar.xz`` holds ``runs/mask.seed1.gen.gz`` as ``mask.seed1.gen``,
 ``ptb_induction/packed.tar.xz`` holds ``ptb_induction/logs/induce_min1.log.gz`` as ``logs/induce_min1.log``. Every
 reader of logs and decodes (``results.open_text``, ``results.read_text``, ``results.parse_train_log``,
-``scoring.read_lines``) reads a file that is neither there nor gzipped from the archive of its folder or of a folder
-above it, after the archive's SHA-256 is checked against ``SHA256SUMS``; ``glob`` lists packed files with those on
-disk. The recipes' shell steps ask ``has`` and ``cat``, running this file as a script: it imports nothing but Python's
+``scoring.read_lines``, and of records, ``results.load_record`` and ``results.find_record_files``) reads a file that
+is neither there nor gzipped from the archive of its folder or of a folder above it, after the archive's SHA-256 is
+checked against ``SHA256SUMS``; ``glob`` lists packed files with those on disk. The recipes' shell steps ask ``has`` and ``cat``, running this file as a script: it imports nothing but Python's
 library, so it answers in a fraction of the seconds that importing the package (torch, fairseq) takes.
 
-    python3 fairseq_syntax/evaluation/packed_runs.py pack RUNS_DIR [NAME]   # finished runs' *.{...}.gz -> the archive
+    python3 fairseq_syntax/evaluation/packed_runs.py pack RUNS_DIR [NAME]   # finished runs' *.{...}.gz and records
     python3 fairseq_syntax/evaluation/packed_runs.py unpack RUNS_DIR NAME   # and back (to run a seed again)
     python3 fairseq_syntax/evaluation/packed_runs.py pack-folder FOLDER [--into ANCESTOR]    # FOLDER's *.gz files
     python3 fairseq_syntax/evaluation/packed_runs.py unpack-folder FOLDER [--into ANCESTOR]  # and back
     python3 fairseq_syntax/evaluation/packed_runs.py has [--packed] FILE    # exit 0: FILE is there, gzipped or packed
     python3 fairseq_syntax/evaluation/packed_runs.py cat FILE               # FILE's text, wherever it is kept
+    python3 fairseq_syntax/evaluation/packed_runs.py ls [--packed] 'PATTERN'  # the files it matches (--packed: those packed)
 
 ``pack`` takes only finished runs (named, a kept file whose run has no record stops it, naming the file; without a
-name, every finished run's files are packed and the others left where they are); both packing
+name, every finished run's files are packed and the others left where they are); ``unpack`` gives the files back as
+they were kept (gzipped; records as JSON), to run a seed again or to rescore it; both packing
 commands add to an archive already there, and a file it holds already stops them: nothing is replaced unseen. The
 archive is the same bytes for the same files: members sorted, no time stamps, owners or modes of this machine.
 """
@@ -211,12 +215,40 @@ def glob(pattern) -> list[str]:
     return sorted(found)
 
 
+def rglob(folder, suffix: str) -> list[Path]:
+    """The files named ``*suffix`` in ``folder`` or below it, on disk and packed (in the archives of ``folder``, of
+    the folders below it and of those above it), sorted; a file both packed and on disk is an error naming both."""
+    folder = Path(os.path.normpath(folder))
+    found = {Path(os.path.normpath(path)) for path in folder.rglob(f"*{suffix}") if path.is_file()}
+    archives = {*folder.rglob(ARCHIVE_NAME), *(above / ARCHIVE_NAME for above in _folders_up(folder))}
+    for archive in sorted(archive for archive in archives if archive.is_file()):
+        for member in archive_members(archive):
+            path = Path(os.path.normpath(archive.parent / member))
+            if not member.endswith(suffix) or os.path.relpath(path, folder).startswith(".."):
+                continue
+            if existing_path(path).exists():
+                raise PackedRunsError(f"{existing_path(path)}: on disk and in {archive} as {member}: remove the "
+                                      "stale one")
+            found.add(path)
+    return sorted(found)
+
+
 def _run_of(file_name: str) -> str | None:
     """``mask.seed1`` of ``mask.seed1.train.log.gz``; None for a file that is not a kept run output."""
     for suffix in KEPT_SUFFIXES:
         if file_name.endswith(suffix):
             return file_name[:-len(suffix)]
     return None
+
+
+def _is_record(name: str) -> bool:
+    return name.endswith(RECORD_SUFFIX)
+
+
+def _kept_file(member: str) -> str:
+    """The file name a member is kept under outside the archive: a run record as it is (plain JSON), every other
+    file gzipped."""
+    return member if _is_record(member) else f"{member}.gz"
 
 
 def _tar_bytes(members: dict[str, bytes]) -> bytes:
@@ -276,6 +308,9 @@ def _add(folder: Path, sources: list[Path]) -> list[Path]:
         member = member_name(path) if below == "." else f"{Path(below).as_posix()}/{member_name(path)}"
         if member in members:
             raise PackedRunsError(f"{path}: {archive} holds {member} already (unpack it first)")
+        if _is_record(path.name):
+            members[member] = path.read_bytes()
+            continue
         try:
             members[member] = gzip.decompress(path.read_bytes())
         except (OSError, EOFError, zlib.error) as error:
@@ -287,20 +322,24 @@ def _add(folder: Path, sources: list[Path]) -> list[Path]:
 
 
 def _take(folder: Path, wanted: Callable[[str], bool]) -> list[Path]:
-    """The inverse of ``_add``: the members of ``folder``'s archive that ``wanted`` picks, back as gzipped files (a
-    file there already stops it); the archive keeps the others (none left: it goes, with its checksum line)."""
+    """The inverse of ``_add``: the members of ``folder``'s archive that ``wanted`` picks, back as gzipped files (run
+    records as plain JSON; a file there already stops it); the archive keeps the others (none left: it goes, with
+    its checksum line)."""
     archive = folder / ARCHIVE_NAME
     if not archive.exists():
         raise PackedRunsError(f"{archive}: no such archive")
     members = dict(archive_members(archive))
-    targets = {folder / f"{member}.gz": member for member in members if wanted(member)}
+    targets = {folder / _kept_file(member): member for member in members if wanted(member)}
     if not targets:
         raise PackedRunsError(f"{archive}: holds none of the files asked for")
-    present = [str(target) for target in targets if target.exists() or target.with_name(member_name(target)).exists()]
+    present = [str(existing_path(target)) for target in targets if existing_path(target).exists()]
     if present:
         raise PackedRunsError(f"{present[0]}: there already; {archive} holds it too (remove one of them)")
     for target, member in targets.items():
         target.parent.mkdir(parents=True, exist_ok=True)
+        if _is_record(member):
+            target.write_bytes(members.pop(member))
+            continue
         with open(target, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as out:
             out.write(members.pop(member))
     _write_archive(folder, members)
@@ -308,18 +347,29 @@ def _take(folder: Path, wanted: Callable[[str], bool]) -> list[Path]:
 
 
 def pack(runs_dir, name: str | None = None) -> list[Path]:
-    """Move the kept outputs of every finished run ``NAME.*`` of ``runs_dir`` (every finished run, without ``name``)
-    into its archive (added to the archive if there is one) and list it in ``SHA256SUMS``; returns the files it
-    removed. Named, a run not finished is an error; without a name, its files stay where they are (the study's lanes
-    pack after each run while the other lane's run goes on)."""
+    """Move the kept outputs and the record of every finished run ``NAME.*`` of ``runs_dir`` (every finished run,
+    without ``name``) into its archive (added to the archive if there is one) and list it in ``SHA256SUMS``; returns
+    the files it removed. A run is finished when it has a record; a record whose run kept no outputs (a system's
+    record over its seeds, ``NAME.seeds.run.json``) stays where it is. Named, a run not finished is an error; without
+    a name, its files stay where they are (the study's lanes pack after each run while the other lane's run goes
+    on)."""
     folder = Path(runs_dir)
     with _folder_lock(folder):
+        archive = folder / ARCHIVE_NAME
+        packed = archive_members(archive) if archive.exists() else {}
+        candidates = [path for path in sorted(folder.glob("*" if name is None else f"{name}.*"))
+                      if path.is_file() and path.name not in (ARCHIVE_NAME, CHECKSUMS)]
+        # the runs that kept outputs, on disk or packed: their records go with them
+        with_outputs = {_run_of(path.name) for path in candidates} | {_run_of(f"{member}.gz") for member in packed}
         sources = []
-        for path in sorted(folder.glob("*" if name is None else f"{name}.*")):
-            if path.name.endswith(RECORD_SUFFIX) or path.name in (ARCHIVE_NAME, CHECKSUMS) or not path.is_file():
+        for path in candidates:
+            if _is_record(path.name):
+                if path.name[:-len(RECORD_SUFFIX)] in with_outputs:
+                    sources.append(path)
                 continue
             run = _run_of(path.name)
-            finished = run is not None and (folder / f"{run}{RECORD_SUFFIX}").exists()
+            record = f"{run}{RECORD_SUFFIX}"
+            finished = run is not None and ((folder / record).exists() or record in packed)
             if name is None and not finished:
                 continue
             if run is None:
@@ -327,8 +377,7 @@ def pack(runs_dir, name: str | None = None) -> list[Path]:
                                       f"{{{','.join(KEPT_SUFFIXES)}}}); a run still training leaves its log "
                                       "uncompressed")
             if not finished:
-                raise PackedRunsError(f"{path}: its run has no record {run}{RECORD_SUFFIX}: pack a run once it is "
-                                      "scored")
+                raise PackedRunsError(f"{path}: its run has no record {record}: pack a run once it is scored")
             sources.append(path)
         if not sources:
             if name is None:
@@ -376,9 +425,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 fairseq_syntax/evaluation/packed_runs.py",
                                      description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    for command, help_text in (("pack", "move the gzipped logs and decodes of NAME's finished runs (of every finished "
-                                        "run, without NAME) into RUNS_DIR's archive"),
-                               ("unpack", "NAME.seed*'s packed files back as gzipped files")):
+    for command, help_text in (("pack", "move the gzipped logs and decodes and the records of NAME's finished runs (of "
+                                        "every finished run, without NAME) into RUNS_DIR's archive"),
+                               ("unpack", "NAME.seed*'s packed files back as they were kept")):
         sub = commands.add_parser(command, help=help_text)
         sub.add_argument("runs_dir")
         sub.add_argument("name", nargs="?" if command == "pack" else None)
@@ -387,6 +436,9 @@ def main(argv: list[str] | None = None) -> int:
         sub = commands.add_parser(command, help=help_text)
         sub.add_argument("folder")
         sub.add_argument("--into", help="the folder of the archive: FOLDER (default) or a folder above it")
+    listing = commands.add_parser("ls", help="the files (on disk and packed) that PATTERN matches, one a line")
+    listing.add_argument("pattern")
+    listing.add_argument("--packed", action="store_true", help="only the packed ones")
     for command, help_text in (("has", "exit 0 when FILE is there, gzipped or packed; 1 otherwise"),
                                ("cat", "write FILE's text, wherever it is kept")):
         sub = commands.add_parser(command, help=help_text)
@@ -396,6 +448,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "has":
             return 0 if (find_member(args.file) is not None if args.packed else has(args.file)) else 1
+        if args.command == "ls":
+            on_disk = {os.path.normpath(path) for path in disk_glob.glob(args.pattern)} if args.packed else set()
+            sys.stdout.writelines(f"{path}\n" for path in glob(args.pattern) if path not in on_disk)
+            return 0
         if args.command == "cat":
             sys.stdout.buffer.write(read_bytes(args.file))
             return 0

@@ -38,6 +38,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from fairseq_syntax.evaluation import packed_runs
 from fairseq_syntax.evaluation.packed_runs import RECORD_SUFFIX, existing_path, find_member
 
 REQUIRED_FIELDS = ("dataset", "system", "arch", "command", "updates", "epochs", "wall_time_s", "train_log",
@@ -336,9 +337,9 @@ def record_run(path, *, dataset: str, system: str, arch: str, command: str, trai
 
 
 def load_record(path) -> dict:
+    """The run record ``path``: the file, or its packed copy (a finished run's record is packed with its outputs)."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            record = json.load(handle)
+        record = json.loads(packed_runs.read_bytes(path).decode("utf-8"))
     except json.JSONDecodeError as error:
         raise RecordError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from error
     if not isinstance(record, dict):
@@ -350,15 +351,16 @@ def load_record(path) -> dict:
 
 
 def find_record_files(paths: Iterable) -> list[Path]:
-    """Each file as given; each directory contributes its `*.run.json` files (recursively, sorted)."""
+    """Each file as given (there, or packed); each directory contributes its `*.run.json` files, those packed
+    included (recursively, sorted)."""
     found = []
     for path in map(Path, paths):
         if path.is_dir():
-            in_dir = sorted(path.rglob(f"*{RECORD_SUFFIX}"))
+            in_dir = packed_runs.rglob(path, RECORD_SUFFIX)
             if not in_dir:
                 raise RecordError(f"{path}: no *{RECORD_SUFFIX} run records in this directory")
             found.extend(in_dir)
-        elif path.is_file():
+        elif path.is_file() or packed_runs.find_member(path) is not None:
             found.append(path)
         else:
             raise RecordError(f"{path}: no such file or directory")
@@ -843,6 +845,10 @@ def render_markdown(records: Sequence[dict], sources: Sequence = ()) -> str:
                       ""] + by_length + [""]
     if sources:
         lines += ["Run records: " + ", ".join(f"`{source}`" for source in sources), ""]
+        packed = [source for source in sources if not os.path.exists(source)]  # listed, so readable: packed
+        if packed:
+            lines += [f"{len(packed)} of them are packed with their runs' logs and decodes (`packed.tar.xz` beside "
+                      "them): `python3 fairseq_syntax/evaluation/packed_runs.py cat RECORD` shows one.", ""]
     return "\n".join(lines)
 
 

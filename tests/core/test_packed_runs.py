@@ -4,11 +4,13 @@ packed, a damaged archive is named, the archive is the same bytes wherever it is
 packed into the archive of the folder above them are read and listed as before."""
 import gzip
 import hashlib
+import json
 import subprocess
 import sys
 
 import pytest
 
+from fairseq_syntax.cli import score
 from fairseq_syntax.evaluation import packed_runs, results, scoring
 
 LOG = ("2024-05-01 10:00:03 | INFO | train | epoch 001 | loss 4.4 | num_updates 12 | wall 30\n"
@@ -16,13 +18,14 @@ LOG = ("2024-05-01 10:00:03 | INFO | train | epoch 001 | loss 4.4 | num_updates 
 
 
 def kept_run(runs, run, hypotheses, record=True):
-    """A run as run_system leaves it: its gzipped decode, train log and decode log, and its record."""
+    """A run as run_system leaves it: its gzipped decode, train log and decode log, and its record (a stand-in
+    naming the run)."""
     for suffix, text in ((".gen.gz", "".join(f"H-{i}\t-0.5\t{h}\n" for i, h in enumerate(hypotheses))),
                          (".train.log.gz", LOG), (".gen.log.gz", "Generate test with beam=5: BLEU4 = 1.00\n")):
         with gzip.open(runs / f"{run}{suffix}", "wt", encoding="utf-8") as out:
             out.write(text)
     if record:
-        (runs / f"{run}.run.json").write_text("{}")
+        (runs / f"{run}.run.json").write_text(f'{{"run": "{run}"}}\n')
 
 
 @pytest.fixture
@@ -36,14 +39,14 @@ def runs(tmp_path):
 
 
 def test_pack_moves_a_systems_outputs_into_one_checksummed_archive_and_every_reader_gets_the_same_text(runs):
+    (runs / "mask.seeds.run.json").write_text('{"run": "mask over seeds"}\n')  # no outputs of its own: stays
     removed = packed_runs.pack(runs, "mask")
     assert sorted(path.name for path in removed) == [
-        "mask.seed1.gen.gz", "mask.seed1.gen.log.gz", "mask.seed1.train.log.gz",
-        "mask.seed2.gen.gz", "mask.seed2.gen.log.gz", "mask.seed2.train.log.gz"]
+        "mask.seed1.gen.gz", "mask.seed1.gen.log.gz", "mask.seed1.run.json", "mask.seed1.train.log.gz",
+        "mask.seed2.gen.gz", "mask.seed2.gen.log.gz", "mask.seed2.run.json", "mask.seed2.train.log.gz"]
     assert sorted(path.name for path in runs.iterdir()) == [
-        "SHA256SUMS", "mask.seed1.run.json", "mask.seed2.run.json", "mask_random.seed1.gen.gz",
-        "mask_random.seed1.gen.log.gz", "mask_random.seed1.run.json", "mask_random.seed1.train.log.gz",
-        "packed.tar.xz"]
+        "SHA256SUMS", "mask.seeds.run.json", "mask_random.seed1.gen.gz", "mask_random.seed1.gen.log.gz",
+        "mask_random.seed1.run.json", "mask_random.seed1.train.log.gz", "packed.tar.xz"]
     digest = hashlib.sha256((runs / "packed.tar.xz").read_bytes()).hexdigest()
     assert (runs / "SHA256SUMS").read_text() == f"{digest}  packed.tar.xz\n"
     # named with or without .gz, as the records and recipes name them
@@ -69,12 +72,14 @@ def test_the_archive_is_the_same_bytes_wherever_it_is_made_and_unpack_gives_the_
     for path in runs.iterdir():
         (other / path.name).write_bytes(path.read_bytes())
     originals = {path.name: gzip.decompress(path.read_bytes()) for path in runs.glob("mask.seed*.gz")}
+    originals.update({path.name: path.read_bytes() for path in runs.glob("mask.seed*.run.json")})
     packed_runs.pack(runs, "mask")
     packed_runs.pack(other, "mask")
     assert (runs / "packed.tar.xz").read_bytes() == (other / "packed.tar.xz").read_bytes()
     packed_runs.pack(runs, "mask_random")
-    written = packed_runs.unpack(runs, "mask")  # one system out, the other stays packed
-    assert {path.name: gzip.decompress(path.read_bytes()) for path in written} == originals
+    written = packed_runs.unpack(runs, "mask")  # one system out, the other stays packed; records as plain JSON
+    assert {path.name: gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+            for path in written} == originals
     assert packed_runs.find_member(runs / "mask_random.seed1.gen") is not None
     assert packed_runs.find_member(runs / "mask.seed1.gen") is None
     packed_runs.unpack(runs, "mask_random")  # the last one out: no archive, no checksum file
@@ -97,7 +102,7 @@ def test_only_finished_runs_are_packed_and_nothing_packed_is_replaced(runs):
     with pytest.raises(packed_runs.PackedRunsError, match=r"holds mask.seed1.gen already"):
         packed_runs.pack(runs, "mask")
     # a fourth seed joins the archive; the other three stay as they were
-    for path in runs.glob("mask.seed1.*.gz"):
+    for path in runs.glob("mask.seed1.*"):
         path.unlink()
     kept_run(runs, "mask.seed4", ["vier"])
     packed_runs.pack(runs, "mask")
@@ -124,7 +129,7 @@ def test_the_command_line_packs_and_answers_has(runs):
                               capture_output=True, text=True, check=False)
     assert command("has", "--packed", runs / "mask.seed1.gen").returncode == 1  # there, gzipped, not packed
     done = command("pack", runs, "mask")
-    assert done.returncode == 0 and "6 files packed into" in done.stdout
+    assert done.returncode == 0 and "8 files packed into" in done.stdout
     assert command("has", "--packed", runs / "mask.seed1.gen").returncode == 0
     assert command("has", runs / "mask.seed9.gen").returncode == 1
     refused = command("pack", runs, "mask")
@@ -181,9 +186,9 @@ def test_pack_without_a_name_takes_every_finished_run_and_leaves_the_runs_still_
     kept_run(runs, "mask.seed4", ["vier"], record=False)  # decoded, not scored yet
     removed = packed_runs.pack(runs)
     assert sorted(path.name for path in removed) == sorted(
-        f"{run}.{kept}.gz" for run in ("mask.seed1", "mask.seed2", "mask_random.seed1")
-        for kept in ("gen", "gen.log", "train.log"))
-    assert sorted(path.name for path in runs.iterdir() if not path.name.endswith(".run.json")) == [
+        f"{run}.{kept}" for run in ("mask.seed1", "mask.seed2", "mask_random.seed1")
+        for kept in ("gen.gz", "gen.log.gz", "train.log.gz", "run.json"))
+    assert sorted(path.name for path in runs.iterdir()) == [
         "SHA256SUMS", "mask.seed3.train.log", "mask.seed4.gen.gz", "mask.seed4.gen.log.gz", "mask.seed4.train.log.gz",
         "packed.tar.xz"]
     assert packed_runs.pack(runs) == []  # nothing finished is left to pack: not an error
@@ -191,6 +196,43 @@ def test_pack_without_a_name_takes_every_finished_run_and_leaves_the_runs_still_
     done = subprocess.run([sys.executable, packed_runs.__file__, "pack", str(runs)], capture_output=True, text=True,
                           check=False)
     assert done.returncode == 0
-    assert done.stdout.strip() == (f"3 files packed into {runs / 'packed.tar.xz'}; 1 files of runs not finished left "
+    assert done.stdout.strip() == (f"4 files packed into {runs / 'packed.tar.xz'}; 1 files of runs not finished left "
                                    "as they are")
     assert scoring.read_lines(runs / "mask.seed4.gen") == ["H-0\t-0.5\tvier"]
+
+
+def test_packed_records_are_found_and_read_like_files_and_a_packed_run_is_not_rescored_in_place(runs, capsys):
+    record = {"dataset": "d", "system": "mask", "arch": "a", "command": "c", "updates": 1, "epochs": 1,
+              "wall_time_s": 1.0, "train_log": "l", "metrics": {"BLEU": 1.0}, "significance": {}}
+    (runs / "mask_random.seed1.run.json").write_text(json.dumps(dict(record, dataset="e", system="mask_random")))
+    packed_runs.pack(runs)  # the three runs, records included
+    (runs / "mask.seeds.run.json").write_text(json.dumps(record))
+    # a directory lists its records on disk and packed; a packed one reads as the file read
+    assert [path.name for path in results.find_record_files([runs])] == [
+        "mask.seed1.run.json", "mask.seed2.run.json", "mask.seeds.run.json", "mask_random.seed1.run.json"]
+    assert results.find_record_files([runs / "mask.seed2.run.json"]) == [runs / "mask.seed2.run.json"]
+    with pytest.raises(results.RecordError, match=r"mask.seed1.run.json: run record lacks dataset"):
+        results.load_record(runs / "mask.seed1.run.json")  # the stand-in {"run": ...}, read from the archive
+    # the table lists both records and says how to read the packed one
+    sources = [str(runs / "mask.seeds.run.json"), str(runs / "mask_random.seed1.run.json")]
+    table = results.render_markdown([results.load_record(source) for source in sources], sources=sources)
+    assert ("1 of them are packed with their runs' logs and decodes (`packed.tar.xz` beside them): `python3 "
+            "fairseq_syntax/evaluation/packed_runs.py cat RECORD` shows one.") in table
+    assert "| mask_random |" in table
+    listed = subprocess.run([sys.executable, packed_runs.__file__, "ls", "--packed", str(runs / "*.run.json")],
+                            capture_output=True, text=True, check=True).stdout.split()
+    assert [path[len(str(runs)) + 1:] for path in listed] == [
+        "mask.seed1.run.json", "mask.seed2.run.json", "mask_random.seed1.run.json"]
+    # a record both packed and on disk again: one of them is stale
+    (runs / "mask.seed2.run.json").write_text("{}")
+    with pytest.raises(packed_runs.PackedRunsError, match=r"mask.seed2.run.json: on disk and in .*packed.tar.xz"):
+        results.find_record_files([runs])
+    (runs / "mask.seed2.run.json").unlink()
+    # rescoring a packed run would write its record beside the packed one: refused before any scoring, named
+    hyp = runs / "hyp.txt"
+    hyp.write_text("ein Hund\n")
+    with pytest.raises(SystemExit):
+        score.main([str(hyp), str(hyp), "--record", str(runs / "mask.seed1.run.json"), "--dataset", "d",
+                    "--system", "mask", "--arch", "a", "--train-log", "l", "--train-command", "c"])
+    refusal = capsys.readouterr().err
+    assert f"its run is packed ({runs / 'packed.tar.xz'}:mask.seed1.run.json): unpack it first" in refusal

@@ -1,7 +1,8 @@
 """examples/multi30k/study.sh, the study's lanes, with run.sh replaced by a stand-in that records what it was asked
 to run: two lanes started together take every run exactly once, all seeds of a system before the next, each system
-scored over its seeds once; a run whose lane is gone is taken over; a system whose data is not made is passed over
-by name; and each finished run is committed with the regenerated table and the seeds figure."""
+scored over its seeds once (a run whose record is packed is not run again); a run whose lane is gone is taken over;
+a system whose data is not made is passed over by name; and each finished run is packed and committed with the
+regenerated table and the seeds figure."""
 import gzip
 import hashlib
 import io
@@ -108,35 +109,40 @@ def test_two_lanes_take_each_run_once_in_the_study_order_and_commit_it_with_the_
     for log in logs:
         assert "udp_random passed over, not made yet:" in log and "sequence.random" in log
 
-    # each run a commit of its own: its record, the runs' archive (its log and decode packed into it, with any other
-    # run finished by then), the table and the figure drawn from RESULTS.json; no kept file is committed outside it
+    # each run a commit of its own: the runs' archive (its record, log and decode packed into it, with those of any
+    # other run finished by then), the table and the figure drawn from RESULTS.json; no kept file is committed
+    # outside it. A run that finishes while the other lane packs is packed and committed with that lane's run, and
+    # the commit names both.
     subjects = git(repo, "log", "--format=%s").splitlines()
-    assert sorted(subjects[:-1]) == sorted(f"Multi30k study: {run} (device not recorded)" for run in runs)
-    first = subjects[-2].split()[2]
+    assert all(subject.startswith("Multi30k study: ") and subject.endswith(" (device not recorded)")
+               for subject in subjects[:-1]), subjects
+    named = [subject[len("Multi30k study: "):-len(" (device not recorded)")].split(", ") for subject in subjects[:-1]]
+    assert sorted(run for runs_named in named for run in runs_named) == sorted(runs), "\n".join(logs)
     assert set(git(repo, "show", "--name-only", "--format=", f"HEAD~{len(subjects) - 2}").split()) == {
-        f"examples/multi30k/runs/{first}.run.json", "examples/multi30k/runs/packed.tar.xz",
-        "examples/multi30k/runs/SHA256SUMS", "examples/multi30k/RESULTS.md", "examples/multi30k/RESULTS.json",
-        "examples/multi30k/seeds.png"}
-    # each run's record in its own commit (the table that changed with it goes into the next commit of either lane),
-    # and the archive that commit holds has the run's files
-    for back, subject in enumerate(subjects[:-1]):
-        run = subject.split()[2]
+        "examples/multi30k/runs/packed.tar.xz", "examples/multi30k/runs/SHA256SUMS", "examples/multi30k/RESULTS.md",
+        "examples/multi30k/RESULTS.json", "examples/multi30k/seeds.png"}
+    # each run in its own commit (the table that changed with it goes into the next commit of either lane): the
+    # archive that commit holds has the run's record and files; a record over seeds is a file of its own
+    for back, runs_named in enumerate(named):
         changes = git(repo, "show", "--name-status", "--format=", f"HEAD~{back}").splitlines()
-        assert f"A\texamples/multi30k/runs/{run}.run.json" in changes
         assert not [change for change in changes if change.endswith(".gz")], changes
-        if not run.endswith(".seeds"):
-            archive = subprocess.run(["git", "show", f"HEAD~{back}:examples/multi30k/runs/packed.tar.xz"], cwd=repo,
-                                     capture_output=True, check=True).stdout
-            with tarfile.open(fileobj=io.BytesIO(archive), mode="r:xz") as tar:
-                assert {f"{run}.{suffix}" for suffix in ("gen", "gen.log", "train.log")} <= set(tar.getnames())
-    assert sorted(path.name for path in (recipe / "runs").iterdir() if not path.name.endswith(".run.json")) == [
-        "SHA256SUMS", "packed.tar.xz"]
+        if runs_named[0].endswith(".seeds"):
+            assert runs_named == runs_named[:1] and f"A\texamples/multi30k/runs/{runs_named[0]}.run.json" in changes
+            continue
+        assert not [change for change in changes if change.endswith(".run.json")], changes
+        archive = subprocess.run(["git", "show", f"HEAD~{back}:examples/multi30k/runs/packed.tar.xz"], cwd=repo,
+                                 capture_output=True, check=True).stdout
+        with tarfile.open(fileobj=io.BytesIO(archive), mode="r:xz") as tar:
+            assert {f"{run}.{suffix}" for run in runs_named
+                    for suffix in ("gen", "gen.log", "train.log", "run.json")} <= set(tar.getnames())
+    assert sorted(path.name for path in (recipe / "runs").iterdir()) == [
+        "SHA256SUMS", "mask.seeds.run.json", "packed.tar.xz", "sequence.seeds.run.json"]
     # both systems in the one archive, whichever lane packed which, and its checksum the one listed (read before any
     # member is)
     from fairseq_syntax.evaluation.packed_runs import archive_members
     assert sorted(archive_members(recipe / "runs" / "packed.tar.xz")) == sorted(
         f"{name}.seed{seed}.{suffix}" for name in ("mask", "sequence") for seed in (1, 2)
-        for suffix in ("gen", "gen.log", "train.log"))
+        for suffix in ("gen", "gen.log", "train.log", "run.json"))
     digest = hashlib.sha256((recipe / "runs" / "packed.tar.xz").read_bytes()).hexdigest()
     assert (recipe / "runs" / "SHA256SUMS").read_text() == f"{digest}  packed.tar.xz\n"
     from fairseq_syntax.evaluation.results import read_text
@@ -159,8 +165,9 @@ def test_a_table_without_seeds_yet_is_committed_without_a_figure_and_says_why(st
 
 
 def test_a_run_committed_gzipped_before_is_packed_by_the_next_run_and_its_files_leave_git(study_repo):
-    """A run that a lane of an earlier study.sh committed as gzipped files (packed then only with its system): the
-    next run a lane finishes packs it too, and that run's commit removes the gzipped files from git."""
+    """A run that a lane of an earlier study.sh committed as gzipped files and a record (packed then only with its
+    system, and without its record): the next run a lane finishes packs it too, and that run's commit removes its
+    files from git."""
     repo, recipe, out = study_repo
     runs = recipe / "runs"
     (runs / "sequence.seed1.run.json").write_text("{}")
@@ -173,11 +180,11 @@ def test_a_run_committed_gzipped_before_is_packed_by_the_next_run_and_its_files_
     assert lane.returncode == 0, log
     assert (out / "asked").read_text().split("\n")[0].split()[0] == "sequence.seed2"  # seed 1 has its record
     changes = git(repo, "show", "--name-status", "--format=", "HEAD~1").splitlines()  # sequence.seed2's commit
-    assert sorted(change for change in changes if change.endswith(".gz")) == [
-        f"D\texamples/multi30k/runs/sequence.seed1.{kept}.gz" for kept in ("gen", "gen.log", "train.log")]
+    assert sorted(change for change in changes if "sequence.seed1" in change) == [
+        f"D\texamples/multi30k/runs/sequence.seed1.{kept}" for kept in ("gen.gz", "gen.log.gz", "run.json",
+                                                                         "train.log.gz")]
     from fairseq_syntax.evaluation.results import read_text
     assert read_text(runs / "sequence.seed1.gen.gz") == "sequence.seed1 gen\n"  # from the archive now
     assert git(repo, "ls-files", "examples/multi30k/runs").split() == [
-        f"examples/multi30k/runs/{name}" for name in ("SHA256SUMS", "packed.tar.xz", "sequence.seed1.run.json",
-                                                        "sequence.seed2.run.json", "sequence.seeds.run.json")]
+        f"examples/multi30k/runs/{name}" for name in ("SHA256SUMS", "packed.tar.xz", "sequence.seeds.run.json")]
     assert git(repo, "status", "--porcelain", "--", "examples/multi30k/runs") == ""
