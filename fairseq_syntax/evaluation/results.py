@@ -845,9 +845,9 @@ def render_markdown(records: Sequence[dict], sources: Sequence = ()) -> str:
                       ""] + by_length + [""]
     if sources:
         lines += ["Run records: " + ", ".join(f"`{source}`" for source in sources), ""]
-        packed = [source for source in sources if not os.path.exists(source)]  # listed, so readable: packed
-        if packed:
-            lines += [f"{len(packed)} of them are packed with their runs' logs and decodes (`packed.tar.xz` beside "
+        # no count: the table is written before its newest run is packed, and must read the same after
+        if any(find_member(source) is not None for source in sources):
+            lines += ["The records of finished runs are packed with their logs and decodes (`packed.tar.xz` beside "
                       "them): `python3 fairseq_syntax/evaluation/packed_runs.py cat RECORD` shows one.", ""]
     return "\n".join(lines)
 

@@ -216,8 +216,9 @@ def test_packed_records_are_found_and_read_like_files_and_a_packed_run_is_not_re
     # the table lists both records and says how to read the packed one
     sources = [str(runs / "mask.seeds.run.json"), str(runs / "mask_random.seed1.run.json")]
     table = results.render_markdown([results.load_record(source) for source in sources], sources=sources)
-    assert ("1 of them are packed with their runs' logs and decodes (`packed.tar.xz` beside them): `python3 "
-            "fairseq_syntax/evaluation/packed_runs.py cat RECORD` shows one.") in table
+    assert ("The records of finished runs are packed with their logs and decodes (`packed.tar.xz` beside them): "
+            "`python3 fairseq_syntax/evaluation/packed_runs.py cat RECORD` shows one.") in table
+    assert "packed with" not in results.render_markdown([record], sources=[str(runs / "mask.seeds.run.json")])
     assert "| mask_random |" in table
     listed = subprocess.run([sys.executable, packed_runs.__file__, "ls", "--packed", str(runs / "*.run.json")],
                             capture_output=True, text=True, check=True).stdout.split()
