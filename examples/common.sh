@@ -142,7 +142,8 @@ run_system() {
   echo "${gen_cmd[*]}" > "$ckpt/decode_command.txt"  # the run record shows it (score_system)
   "${gen_cmd[@]}" > "$runs/$name.gen" 2> "$runs/$name.gen.log" || { tail -30 "$runs/$name.gen.log"; return 1; }
   # kept gzipped, the hypotheses only (scoring.kept_decode: H- lines by id, D- lines where they differ, generate's
-  # summary): the scores (the H- column left empty, P-) are read by nothing, the sources (S-) and references (T-) are the test data's
+  # summary): the scores (H-'s column, left empty; P-) are read by nothing, the sources (S-) and references (T-) are
+  # the test data's
   python3 -c 'import sys; from fairseq_syntax.evaluation.scoring import write_kept_decode
 write_kept_decode(sys.argv[1], sys.argv[2])' "$runs/$name.gen" "$runs/$name.gen.gz" || return 1
   rm "$runs/$name.gen"
