@@ -16,8 +16,8 @@
 # Each finished run's log, decode and record are packed into the runs' archive, RUNS/packed.tar.xz
 # (fairseq_syntax/evaluation/packed_runs.py), with those of any other run finished by then, and one commit holds the
 # archive, the regenerated RESULTS.md/RESULTS.json and the figure of the table (seeds.png, fairseq-syntax-plot
-# seeds); a system's record over its seeds stays a file beside the archive. SEEDS (default "1 2 3"), SYSTEMS (default: the study's) and COMMIT=0 (no commits) can
-# be set.
+# seeds); a system's record over its seeds stays a file beside the archive. SEEDS (default "1 2 3"), SYSTEMS
+# (default: the study's) and COMMIT=0 (no commits) can be set.
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -85,7 +85,8 @@ finish_run() {
     flock 9
     before=$(packed_records)
     # a packing that fails leaves the run's files gzipped: they are committed as they are (commit_run)
-    python3 "$PACKED_RUNS" pack "$RUNS" || echo "== lane $LANE: packing after $1 failed; its files are committed gzipped" >&2
+    python3 "$PACKED_RUNS" pack "$RUNS" \
+      || echo "== lane $LANE: packing after $1 failed; its files are committed gzipped" >&2
     mapfile -t newly < <(comm -13 <(echo "$before") <(packed_records) | grep .)
     if [ ${#newly[@]} -eq 0 ] && [ -n "$before" ] && grep -qx "$1" <<< "$before"; then
       echo "== $1 committed already, with the other lane's run"
@@ -147,7 +148,8 @@ for system in $SYSTEMS; do
   done_seeds=0
   for seed in $SEEDS; do have_record "$name.seed$seed" && done_seeds=$((done_seeds + 1)); done
   if [ "$done_seeds" -eq "$(wc -w <<< "$SEEDS")" ] && [ ! -f "$RUNS/$name.seeds.run.json" ] && claim "$name.seeds"; then
-    SYSTEMS="$system" SEEDS_ONLY="$SEEDS" bash "$HERE/run.sh" "$OUT" && { flock 9; commit_run "$name.seeds"; } 9> "$OUT/commit.lock"
+    SYSTEMS="$system" SEEDS_ONLY="$SEEDS" bash "$HERE/run.sh" "$OUT" \
+      && { flock 9; commit_run "$name.seeds"; } 9> "$OUT/commit.lock"
   fi
 done
 echo "== lane $LANE: $(date -u +%FT%TZ) nothing left that this lane can run"

@@ -6,9 +6,9 @@ record, ``examples/common.sh``; the SST and PTB recipes: ``logs*/NAME.log.gz``).
 xz stream over all of them keeps what gzip keeps one file at a time in a third to a half (Multi30k study, 15 runs:
 687 KB gzipped, 265 KB packed; SST: 167 KB, 80 KB; PTB induction, six run folders: 303 KB, 124 KB). Its SHA-256 goes
 into ``SHA256SUMS`` beside it (``sha256sum -c`` reads it). A run's record goes in with its outputs (as JSON, the bytes
-it had: the Multi30k study's first 21 records took 104 KB as files and take 7 KB packed); a record that no kept outputs belong to (a
-system's record over its seeds, ``NAME.seeds.run.json``, the table's row) stays a file. Nothing in the files changes
-(the archive holds each file's text as gzip held it).
+it had: the Multi30k study's first 21 records took 104 KB as files and take 5 KB packed); a record that no kept
+outputs belong to (a system's record over its seeds, ``NAME.seeds.run.json``, the table's row) stays a file. Nothing
+in the files changes (the archive holds each file's text as gzip held it).
 
 An archive in folder ``A`` holds a file of ``A`` or of a folder below it, under its path relative to ``A`` without
 ``.gz``: ``runs/packed.tar.xz`` holds ``runs/mask.seed1.gen.gz`` as ``mask.seed1.gen``,
@@ -16,8 +16,9 @@ An archive in folder ``A`` holds a file of ``A`` or of a folder below it, under 
 reader of logs and decodes (``results.open_text``, ``results.read_text``, ``results.parse_train_log``,
 ``scoring.read_lines``, and of records, ``results.load_record`` and ``results.find_record_files``) reads a file that
 is neither there nor gzipped from the archive of its folder or of a folder above it, after the archive's SHA-256 is
-checked against ``SHA256SUMS``; ``glob`` lists packed files with those on disk. The recipes' shell steps ask ``has`` and ``cat``, running this file as a script: it imports nothing but Python's
-library, so it answers in a fraction of the seconds that importing the package (torch, fairseq) takes.
+checked against ``SHA256SUMS``; ``glob`` and ``rglob`` list packed files with those on disk. The recipes' shell
+steps ask ``has``, ``cat`` and ``ls``, running this file as a script: it imports nothing but Python's library, so it
+answers in a fraction of the seconds that importing the package (torch, fairseq) takes.
 
     python3 fairseq_syntax/evaluation/packed_runs.py pack RUNS_DIR [NAME]   # finished runs' *.{...}.gz and records
     python3 fairseq_syntax/evaluation/packed_runs.py unpack RUNS_DIR NAME   # and back (to run a seed again)
@@ -25,7 +26,7 @@ library, so it answers in a fraction of the seconds that importing the package (
     python3 fairseq_syntax/evaluation/packed_runs.py unpack-folder FOLDER [--into ANCESTOR]  # and back
     python3 fairseq_syntax/evaluation/packed_runs.py has [--packed] FILE    # exit 0: FILE is there, gzipped or packed
     python3 fairseq_syntax/evaluation/packed_runs.py cat FILE               # FILE's text, wherever it is kept
-    python3 fairseq_syntax/evaluation/packed_runs.py ls [--packed] 'PATTERN'  # the files it matches (--packed: those packed)
+    python3 fairseq_syntax/evaluation/packed_runs.py ls [--packed] 'PATTERN'  # matching files (--packed: packed only)
 
 ``pack`` takes only finished runs (named, a kept file whose run has no record stops it, naming the file; without a
 name, every finished run's files are packed and the others left where they are); ``unpack`` gives the files back as
@@ -190,6 +191,12 @@ def _matches(path: Path, pattern_parts: tuple[str, ...]) -> bool:
         fnmatch.fnmatchcase(part, wanted) for part, wanted in zip(path.parts, pattern_parts))
 
 
+def _refuse_stale(path: Path, archive: Path, member: str) -> None:
+    """A packed file that is on disk too (itself or gzipped) is an error naming both: one of them is stale."""
+    if existing_path(path).exists():
+        raise PackedRunsError(f"{existing_path(path)}: on disk and in {archive} as {member}: remove the stale one")
+
+
 def glob(pattern) -> list[str]:
     """The paths ``glob.glob(pattern)`` finds on disk, and the packed files (named without ``.gz``) and the folders
     they lie in that match ``pattern``, from the archives of the pattern's last fixed folder and of the folders above
@@ -208,9 +215,8 @@ def glob(pattern) -> list[str]:
                 if candidate == archive.parent:
                     break
                 if _matches(candidate, parts):
-                    if candidate == path and existing_path(path).exists():
-                        raise PackedRunsError(f"{existing_path(path)}: on disk and in {archive} as {member}: "
-                                              "remove the stale one")
+                    if candidate == path:
+                        _refuse_stale(path, archive, member)
                     found.add(str(candidate))
     return sorted(found)
 
@@ -226,9 +232,7 @@ def rglob(folder, suffix: str) -> list[Path]:
             path = Path(os.path.normpath(archive.parent / member))
             if not member.endswith(suffix) or os.path.relpath(path, folder).startswith(".."):
                 continue
-            if existing_path(path).exists():
-                raise PackedRunsError(f"{existing_path(path)}: on disk and in {archive} as {member}: remove the "
-                                      "stale one")
+            _refuse_stale(path, archive, member)
             found.add(path)
     return sorted(found)
 
