@@ -15,8 +15,9 @@
 # over and named. When a system has all its seeds, its seed-level record (mean, sd, seed-aware tests) is written.
 # Each finished run's log, decode and record are packed into the runs' archive, RUNS/packed.tar.xz
 # (fairseq_syntax/evaluation/packed_runs.py), with those of any other run finished by then, and one commit holds the
-# archive, the regenerated RESULTS.md/RESULTS.json and the figure of the table (seeds.png, fairseq-syntax-plot
-# seeds); a system's record over its seeds stays a file beside the archive. SEEDS (default "1 2 3"), SYSTEMS
+# archive, the regenerated RESULTS.md/RESULTS.json, the figure of the table (seeds.png, fairseq-syntax-plot
+# seeds) and the README's study answer (python3 -m fairseq_syntax.evaluation.study_answer); a system's record over
+# its seeds stays a file beside the archive. SEEDS (default "1 2 3"), SYSTEMS
 # (default: the study's) and COMMIT=0 (no commits) can be set.
 set -uo pipefail
 
@@ -56,6 +57,14 @@ commit_run() {  # commit_run RUN [RUN...]: the runs' archive (the runs named), t
     files+=("$HERE/seeds.png")
   else
     echo "== seeds figure not drawn: ${why##*$'\n'}"
+  fi
+  # the README's study answer, generated from RESULTS.json; not while README.md has changes that are not committed:
+  # a commit takes the whole file, and must not take someone's edit in progress
+  local answer=(python3 -m fairseq_syntax.evaluation.study_answer --readme "$REPO/README.md" "$HERE/RESULTS.json")
+  if [ -f "$REPO/README.md" ] && ! git diff --quiet -- "$REPO/README.md"; then
+    echo "== README.md has changes not committed: its study answer is not rewritten (${answer[*]/#$REPO\//})"
+  elif [ -f "$REPO/README.md" ] && "${answer[@]}" > /dev/null; then
+    files+=("$REPO/README.md")
   fi
   # kept files that git holds and the archive now holds instead (a run committed before it was packed): their removal
   local packed

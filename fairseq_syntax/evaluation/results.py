@@ -469,6 +469,19 @@ def write_results(markdown_path, markdown: str, data: dict[str, Any]) -> tuple[P
     return markdown_path, json_path
 
 
+def load_results_json(path) -> dict[str, Any]:
+    """RESULTS.json as ``write_results`` wrote it; a file that is not valid JSON, or not such a file, is a
+    ValueError naming it (and the line, for JSON that does not parse)."""
+    with open(path, encoding="utf-8") as handle:
+        try:
+            results = json.load(handle)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from error
+    if not isinstance(results, dict) or not isinstance(results.get("datasets"), dict):
+        raise ValueError(f"{path}: not a RESULTS.json of fairseq-syntax-results (no 'datasets' object)")
+    return results
+
+
 def _format_metric(value) -> str:
     if not _is_number(value):
         return "–"
@@ -595,6 +608,9 @@ SEQUENCE = "sequence"  # the baseline every row of a seeds table is tested again
 CONTROL_SUFFIX = "_random"  # system X's control is X_random: X on random structures (fairseq_syntax.core.controls)
 CONTROL_KEY = "control"  # the entry of parsers.json that names a control structure: {"structure": ..., "seed": ...}
 SEEDS_METRICS = ("BLEU", "chrF")
+# the seeds table's columns of the p-values against Sequence and against the system's control (RESULTS.json keys)
+P_VS_SEQUENCE = f"p vs {SEQUENCE} ({' / '.join(SEEDS_METRICS)})"
+P_VS_CONTROL = f"p vs control ({' / '.join(SEEDS_METRICS)})"
 
 
 def _control_text(control: dict) -> str:
@@ -698,7 +714,7 @@ def _metric_cell(system: SeedSystem, metric: str) -> Cell:
 def _seeds_table(systems: Sequence[SeedSystem]) -> Table:
     by_name = {system.name: system for system in systems}
     table = Table(["System", "Structure read", "Seeds"] + [f"{m} (mean ± sd)" for m in SEEDS_METRICS]
-                  + [f"p vs {SEQUENCE} (BLEU / chrF)", "Control", "p vs control (BLEU / chrF)", "Epochs (mean)"])
+                  + [P_VS_SEQUENCE, "Control", P_VS_CONTROL, "Epochs (mean)"])
     for system in systems:
         seeds = system.seeds
         control = system.name + CONTROL_SUFFIX if system.name + CONTROL_SUFFIX in by_name else None

@@ -7,10 +7,8 @@ It reads what ``fairseq-syntax-results`` wrote to RESULTS.json (:func:`fairseq_s
 a dataset with ``"seeds": true``, whose metric cells hold ``{"mean", "sd", "per_seed"}`` and whose rows are in
 table order: Sequence first, each control after its system), so the figure shows exactly the table's numbers.
 """
-import json
-
 from fairseq_syntax.core.figures import save_figure
-from fairseq_syntax.evaluation.results import SEQUENCE
+from fairseq_syntax.evaluation.results import SEQUENCE, load_results_json
 
 COLOURS = {"parse": "tab:blue", "control": "tab:orange", "none": "tab:gray"}
 LABELS = {"parse": "parse", "control": "control", "none": "words only"}
@@ -23,10 +21,9 @@ def _kind(structure: str) -> str:
     return "none" if structure.startswith("none") else "parse"
 
 
-def seeds_rows(results: dict, dataset: str | None = None, metric: str = "BLEU") -> tuple[str, list[dict]]:
-    """(dataset, its rows as ``{"system", "kind", "mean", "sd", "per_seed"}``) of the seeds table of ``results``
-    (RESULTS.json's object): the named dataset, else the first one of several seeds. Rows without ``metric`` are
-    left out."""
+def seeds_dataset(results: dict, dataset: str | None = None) -> tuple[str, dict]:
+    """(dataset, its entry) of the seeds table of ``results`` (RESULTS.json's object): the named dataset, else the
+    first one of several seeds; ValueError when there is none."""
     tables = {name: entry for name, entry in results["datasets"].items() if entry.get("seeds")}
     if not tables:
         raise ValueError("no dataset of several seeds in these results")
@@ -34,9 +31,16 @@ def seeds_rows(results: dict, dataset: str | None = None, metric: str = "BLEU") 
         dataset = next(iter(tables))
     if dataset not in tables:
         raise ValueError(f"no seeds table for dataset {dataset!r}; these have one: {', '.join(tables)}")
+    return dataset, tables[dataset]
+
+
+def seeds_rows(results: dict, dataset: str | None = None, metric: str = "BLEU") -> tuple[str, list[dict]]:
+    """(dataset, its rows as ``{"system", "kind", "mean", "sd", "per_seed"}``) of the seeds table of ``results``
+    (:func:`seeds_dataset`). Rows without ``metric`` are left out."""
+    dataset, entry = seeds_dataset(results, dataset)
     column = f"{metric} (mean ± sd)"
     rows = []
-    for row in tables[dataset]["table"]["rows"]:
+    for row in entry["table"]["rows"]:
         cell = row.get(column)
         if cell:
             rows.append({"system": row["System"], "kind": _kind(row["Structure read"]), **cell})
@@ -61,13 +65,7 @@ def plot_seeds(results_json: str, output: str, dataset: str | None = None, metri
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    with open(results_json, encoding="utf-8") as handle:
-        try:
-            results = json.load(handle)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{results_json}:{error.lineno}: not valid JSON ({error.msg})") from error
-    if not isinstance(results, dict) or not isinstance(results.get("datasets"), dict):
-        raise ValueError(f"{results_json}: not a RESULTS.json of fairseq-syntax-results (no 'datasets' object)")
+    results = load_results_json(results_json)
     try:
         dataset, rows = seeds_rows(results, dataset, metric)
     except ValueError as error:

@@ -5,6 +5,7 @@ from a real two-epoch run's output, numbers changed), and the expected table row
 """
 import gzip
 import json
+from pathlib import Path
 
 import pytest
 
@@ -667,3 +668,67 @@ def test_the_answer_states_each_method_against_sequence_and_its_control():
     paragraph = other_lines[other_lines.index("### Answer so far") + 2]
     assert "no run finished yet" not in paragraph
     assert " Waiting for their seeds: other-UDP. Rule: " in paragraph  # the name as it is, only the first letter raised
+
+
+STUDY_SOURCES = [f"examples/multi30k/runs/{name}.run.json" for name in (
+    "mask.seed1", "mask.seed2", "mask.seeds", "mask_random.seeds", "sequence.seed1", "sequence.seed2",
+    "sequence.seeds", "udp.seed1", "udp.seed2", "udp.seed3")]
+
+
+def test_the_readme_block_states_each_row_of_the_study_with_its_comparisons():
+    from fairseq_syntax.evaluation.study_answer import README_BEGIN, README_END, readme_block
+
+    records = study_records()
+    results = render_json(records, STUDY_SOURCES)
+    block = readme_block(results, "examples/multi30k/RESULTS.md")
+    assert block[0].startswith(f"{README_BEGIN} examples/multi30k/RESULTS.json`") and block[-1] == README_END
+    # 7 records of one seed's run among the sources (the .seeds records are not runs); the study's grid: 11 x 3
+    assert block[1] == ("**The answer so far**, 7 of the study's 33 runs finished (multi30k-10k; the table, its "
+                        "commands and each run's convergence: `examples/multi30k/RESULTS.md`): "
+                        + results["datasets"]["multi30k-10k"]["answer"]["paragraph"])
+    assert block[3:-1] == [
+        ("| System | Structure read | Seeds | BLEU | chrF | against sequence: BLEU / chrF | against its control: "
+         "BLEU / chrF |"),
+        "|---|---|---|---|---|---|---|",
+        "| sequence | none (words only) | 2 of 3 | 31.00 ± 1.41 | 52.00 ± 2.83 | – | – |",
+        # mask 33 / 55 against sequence 31 / 52: +2 / +3, both p below 0.05 (0.012, 0.040): better; against
+        # mask_random 32 / 54: +1 / +1 at p 0.5 / 0.75 (the control's record holds the test)
+        ("| mask | parse | 2 of 3 | 33.00 ± 1.41 | 55.00 ± 0.00 | +2.00 (p 0.012) / +3.00 (p 0.040): better | "
+         "mask_random: +1.00 (p 0.500) / +1.00 (p 0.750): no measurable difference |"),
+        # the control against sequence: 32 - 31, 54 - 52 at p 0.3 / 0.2
+        ("| mask_random | control: random structures (seed 1) | 2 of 3 | 32.00 ± 1.41 | 54.00 ± 1.41 | "
+         "+1.00 (p 0.300) / +2.00 (p 0.200): no measurable difference | – |"),
+        # three runs, not scored over them: no test yet
+        "| udp | parse | 3 of 3 | 32.00 ± 2.65 | 52.00 ± 0.00 | – | – |"]
+
+
+def test_the_readme_states_the_studys_answer_as_its_results_json_does():
+    from fairseq_syntax.evaluation.results import load_results_json
+    from fairseq_syntax.evaluation.study_answer import readme_block
+
+    repo = Path(__file__).resolve().parents[2]
+    block = readme_block(load_results_json(repo / "examples/multi30k/RESULTS.json"), "examples/multi30k/RESULTS.md")
+    readme = (repo / "README.md").read_text(encoding="utf-8")
+    assert "\n".join(block) in readme, ("regenerate it: python -m fairseq_syntax.evaluation.study_answer --readme "
+                                        "README.md examples/multi30k/RESULTS.json")
+
+
+def test_the_readme_block_is_rewritten_in_place_and_a_readme_without_one_is_named(tmp_path, capsys):
+    from fairseq_syntax.evaluation.study_answer import README_BEGIN, README_END, main
+
+    results = tmp_path / "RESULTS.json"
+    results.write_text(json.dumps(render_json(study_records(), STUDY_SOURCES)))
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# Title\n\nbefore\n{README_BEGIN} old`\nstale row\n{README_END}\nafter\n")
+    assert main(["--readme", str(readme), str(results)]) == 0
+    text = readme.read_text()
+    assert text.startswith("# Title\n\nbefore\n<!-- study answer") and text.endswith(f"{README_END}\nafter\n")
+    assert "stale row" not in text and "| mask | parse | 2 of 3 |" in text
+    assert capsys.readouterr().out.endswith("study answer rewritten from " + str(results) + "\n")
+    main(["--readme", str(readme), str(results)])
+    assert readme.read_text() == text and "study answer unchanged" in capsys.readouterr().out
+    readme.write_text("# Title\n\nno block here\n")
+    with pytest.raises(SystemExit) as stop:
+        main(["--readme", str(readme), str(results)])
+    assert str(stop.value).startswith(f"study_answer: error: {readme}: no study answer to replace")
+    assert readme.read_text() == "# Title\n\nno block here\n"  # left as it was

@@ -68,7 +68,10 @@ def study_repo(tmp_path):
     (recipe / "runs").mkdir()
     (recipe / "RESULTS.md").write_text(render_markdown(seeds))
     (recipe / "RESULTS.json").write_text(json.dumps(render_json(seeds)))
+    from fairseq_syntax.evaluation.study_answer import README_BEGIN, README_END
+    (repo / "README.md").write_text(f"# Project\n\n{README_BEGIN} old`\nan old answer\n{README_END}\n")
     git(repo, "init", "-q")
+    git(repo, "add", "README.md")
     git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "start")
     from fairseq_syntax.core.side_inputs import SIDE_INPUTS
 
@@ -120,7 +123,11 @@ def test_two_lanes_take_each_run_once_in_the_study_order_and_commit_it_with_the_
     assert sorted(run for runs_named in named for run in runs_named) == sorted(runs), "\n".join(logs)
     assert set(git(repo, "show", "--name-only", "--format=", f"HEAD~{len(subjects) - 2}").split()) == {
         "examples/multi30k/runs/packed.tar.xz", "examples/multi30k/runs/SHA256SUMS", "examples/multi30k/RESULTS.md",
-        "examples/multi30k/RESULTS.json", "examples/multi30k/seeds.png"}
+        "examples/multi30k/RESULTS.json", "examples/multi30k/seeds.png", "README.md"}
+    # the README's study answer, rewritten from RESULTS.json (its path as the README reaches it) and committed
+    readme = (repo / "README.md").read_text()
+    assert "an old answer" not in readme and "examples/multi30k/RESULTS.json` from the study's table" in readme
+    assert "| sequence | none (words only) | 2 of 3 | 30.50 ± 0.71 |" in readme and str(repo) not in readme
     # each run in its own commit (the table that changed with it goes into the next commit of either lane): the
     # archive that commit holds has the run's record and files; a record over seeds is a file of its own
     for back, runs_named in enumerate(named):
@@ -148,7 +155,21 @@ def test_two_lanes_take_each_run_once_in_the_study_order_and_commit_it_with_the_
     from fairseq_syntax.evaluation.results import read_text
     assert read_text(recipe / "runs" / "mask.seed2.gen.gz") == "mask.seed2 gen\n"  # read from the archive
     assert (recipe / "seeds.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert git(repo, "status", "--porcelain", "--", "examples/multi30k/runs", "examples/multi30k/RESULTS.md") == ""
+    assert git(repo, "status", "--porcelain", "--", "examples/multi30k/runs", "examples/multi30k/RESULTS.md",
+               "README.md") == ""
+
+
+def test_a_readme_being_edited_is_not_taken_into_a_runs_commit(study_repo):
+    repo, recipe, out = study_repo
+    edited = (repo / "README.md").read_text() + "a paragraph being written\n"
+    (repo / "README.md").write_text(edited)
+    lane = start_lane(repo, out, "a", study_specs("sequence"))
+    log = lane.communicate(timeout=600)[0]
+    assert lane.returncode == 0, log
+    assert ("== README.md has changes not committed: its study answer is not rewritten (python3 -m "
+            "fairseq_syntax.evaluation.study_answer --readme README.md examples/multi30k/RESULTS.json)") in log
+    assert (repo / "README.md").read_text() == edited  # the edit left as it was, and in no commit
+    assert "README.md" not in git(repo, "log", "--name-only", "--format=", "-3")
 
 
 def test_a_table_without_seeds_yet_is_committed_without_a_figure_and_says_why(study_repo):
