@@ -13,8 +13,8 @@
 #   of SHARED_DATA, default ../shared/data, and the commit of this tree); carry both with the working tree.
 # The steps, in order of value (bench/cuda/README.md says what each brings back and how long it takes):
 #   1  set-up check (setup.txt), then the CUDA equality tests (tests.log, tests.xml): tests/core/test_cuda.py, every
-#      system and every `cuda_variants` entry of the method descriptions (the one-hot mask bias among them), and the
-#      structure test of tests/core/test_structure.py
+#      system and every `cuda_variants` entry of the method descriptions (the gathered mask bias among them, one-hot
+#      being the default on CUDA), and the structure test of tests/core/test_structure.py
 #   2  torch.profiler over one training step of every system at 64 words (profile.txt, profile.json), then
 #      bench/run.py at the recipe size for the systems not measured on a GPU since their fixes (STEP2_ARCHS) (RESULTS.md, RESULTS.json, RESULTS.details.json.gz, bench.log)
 #   3  bench/run.py at the papers' size (6+6 layers, d=512, 8 heads) for every system, 16/32/64 words, as many

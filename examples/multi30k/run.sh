@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Multi30k En->De: train every system with the reference baseline's settings (3+3 layers, d=256,
-# ffn 1024, 4 heads, 20 epochs, beam 5), decode test2016, score detokenized cased sacreBLEU/chrF/TER/RIBES with
-# paired bootstrap against the baselines, and write examples/multi30k/RESULTS.md (and RESULTS.json) from the run
-# records.
+# Multi30k En->De: train every system with the reference baseline's settings (3+3 layers, d=256, ffn 1024, 4 heads,
+# until validation nll_loss has not improved for 5 epochs), decode test2016 (beam 5), score detokenized cased
+# sacreBLEU/chrF/TER/RIBES with paired bootstrap against the baselines, and write examples/multi30k/RESULTS.md (and
+# RESULTS.json) from the run records.
 #
 #   examples/multi30k/run.sh [OUT_DIR]      (OUT_DIR as given to prepare.sh; default examples/multi30k/work)
 #

@@ -1,6 +1,6 @@
 """Translation scores and paired significance, computed by sacrebleu and nltk (no metric is re-implemented).
 
-Metrics are those the four papers report: BLEU-4 and BLEU-1 (Papineni et al. 2002; Pu & Sima'an 2022, Tables
+Metrics are those the methods' papers report: BLEU-4 and BLEU-1 (Papineni et al. 2002; Pu & Sima'an 2022, Tables
 3-6), chrF and TER (sacrebleu), RIBES (Isozaki et al. 2010, nltk's ``corpus_ribes``; Pu & Sima'an 2022), BLEU per
 reference-length interval (Pu & Sima'an 2022, Figure 4: intervals (0,10], (10,20], ..., (50, inf)), sacrebleu's
 paired bootstrap resampling test (Koehn 2004) between two runs, and between two systems trained with several seeds

@@ -14,9 +14,9 @@ says more or less than the p-values do:
   then the system is listed as waiting, with its seeds done.
 
 ``study_answer(systems)`` returns the section's Markdown lines and its JSON (``{"alpha", "rule", "systems",
-"paragraph"}``, each system with its comparisons' deltas, 95% intervals, p-values and verdicts).
+"no_run_finished", "paragraph"}``, each system with its comparisons' deltas, 95% intervals, p-values and verdicts).
 
-``readme_block(results)`` is the same answer for the project's README, from the committed RESULTS.json: the runs
+``readme_block(results, results_md)`` is the same answer for the project's README, from RESULTS.json: the runs
 finished, one compact row per system (mean ± sd, and each comparison as "delta (p) / delta (p): verdict"), and the
 paragraph. ``python -m fairseq_syntax.evaluation.study_answer --readme README.md RESULTS.json`` rewrites it between
 the README's markers (:data:`README_BEGIN`, :data:`README_END`); the study's lanes do so with each commit.
