@@ -732,3 +732,27 @@ def test_the_readme_block_is_rewritten_in_place_and_a_readme_without_one_is_name
         main(["--readme", str(readme), str(results)])
     assert str(stop.value).startswith(f"study_answer: error: {readme}: no study answer to replace")
     assert readme.read_text() == "# Title\n\nno block here\n"  # left as it was
+
+
+def test_a_table_with_every_method_scored_gives_the_answer_not_the_answer_so_far():
+    from fairseq_syntax.evaluation.study_answer import readme_block
+
+    # Sequence, and a method and its control over their seeds, in a table that is not the study's grid: nothing is
+    # waiting and nothing is missing, so the answer is complete
+    renamed = {"mask": "tree", "mask_random": "tree_random"}
+    records = []
+    for record in study_records():
+        if record["dataset"] != "multi30k-10k" or record["system"] == "udp":
+            continue
+        record = dict(record, system=renamed.get(record["system"], record["system"]))
+        record["significance"] = {renamed.get(name, name): test for name, test in record["significance"].items()}
+        records.append(record)
+    lines = render_markdown(records).splitlines()
+    assert "### Answer so far" not in lines and lines[lines.index("### Answer") + 2].startswith(
+        "1 of 1 methods scored over their seeds, against sequence at 31.00 ± 1.41 BLEU. Against the words alone: "
+        "better: tree;")
+    results = render_json(records, ["examples/multi30k/runs/sequence.seed1.run.json"])
+    assert results["datasets"]["multi30k-10k"]["answer"]["complete"] is True
+    assert readme_block(results, "RESULTS.md")[1].startswith("**The answer**, 1 run finished (multi30k-10k; ")
+    # the study's table with runs missing is the answer so far
+    assert render_json(study_records())["datasets"]["multi30k-10k"]["answer"]["complete"] is False
