@@ -60,8 +60,18 @@ kept() {
 # RUN_DIR/packed.tar.xz (fairseq_syntax/evaluation/packed_runs.py, which every reader of decodes and logs reads from;
 # run as a file, it imports no more than Python's library: a second, where importing the package takes many)
 PACKED_RUNS="$SYNTAX_REPO/fairseq_syntax/evaluation/packed_runs.py"
+# An archive that cannot be read (damaged, or not the one SHA256SUMS lists) stops the script: a kept file taken for
+# one that is missing would be made again.
 have_kept() {
-  [ -f "$1" ] || [ -f "$1.gz" ] || [ -f "${1%.gz}" ] || python3 "$PACKED_RUNS" has "$1"
+  [ -f "$1" ] || [ -f "$1.gz" ] || [ -f "${1%.gz}" ] && return 0
+  is_packed "$1"
+}
+is_packed() {  # is_packed FILE [--packed]: has (or, with --packed, has packed) FILE; stops the script on an error
+  local found=0
+  python3 "$PACKED_RUNS" has "${@:2}" "$1" || found=$?
+  [ "$found" -le 1 ] && return "$found"
+  echo "error: cannot tell whether $1 is kept (the error above): stopped" >&2
+  exit 2
 }
 
 # a training command as a resumed run must match it: without its budget (--max-epoch / --max-update may grow) and its
@@ -102,6 +112,12 @@ run_system() {
   # A run cut short (a session that ends, a crash) goes on from its checkpoint_last.pt, as fairseq-train does
   # by default, and its log continues - if it was started with the same command up to its budget (--max-epoch /
   # --max-update may grow); RESTART=1 starts it afresh.
+  # a run whose outputs are packed is finished: not run again, nor resumed from a checkpoint it left behind
+  if is_packed "$runs/$name.gen" --packed; then
+    echo "$name's outputs are packed in $runs/packed.tar.xz: python3 $PACKED_RUNS unpack $runs $system" \
+      "(then remove the run's files) to run it again" >&2
+    return 1
+  fi
   if [ -f "$ckpt/checkpoint_last.pt" ] && [ -z "${RESTART:-}" ]; then
     if [ "$(resume_key "$(cat "$ckpt/train_command.txt" 2>/dev/null)")" != "$(resume_key "${train_cmd[*]}")" ]; then
       echo "$ckpt holds a run of another command ($ckpt/train_command.txt); RESTART=1 starts $name afresh" >&2
@@ -112,11 +128,6 @@ run_system() {
     # the log goes on: uncompress the one a finished run left
     if [ -f "$runs/$name.train.log.gz" ] && [ ! -f "$runs/$name.train.log" ]; then gunzip "$runs/$name.train.log.gz"; fi
   else
-    if python3 "$PACKED_RUNS" has --packed "$runs/$name.gen"; then
-      echo "$name's outputs are packed in $runs/packed.tar.xz: python3 $PACKED_RUNS unpack $runs $system" \
-        "(then remove the run's files) to run it again" >&2
-      return 1
-    fi
     rm -rf "$ckpt"
     mkdir -p "$ckpt"
     rm -f "$runs/$name.run.json"  # the record of an earlier run of NAME: its facts (device, parsers) are not this one's

@@ -9,9 +9,9 @@
 # two lanes on two cores, each in a session of its own so that it outlives the shell:
 #   OMP_NUM_THREADS=1 setsid nohup bash examples/multi30k/study.sh OUT_DIR a > lane-a.log 2>&1 < /dev/null &
 #   OMP_NUM_THREADS=1 setsid nohup bash examples/multi30k/study.sh OUT_DIR b > lane-b.log 2>&1 < /dev/null &
-# Lanes never take the same run: a lane claims a run by creating OUT_DIR/claims/NAME.seedK (mkdir is atomic) with
-# its process id; a claim whose process is gone (a lane killed with its session) is taken over, and the run resumes
-# from its checkpoint (run.sh). A run whose data directory does not exist yet (its parses are not made) is passed
+# Lanes never take the same run: a lane claims a run by locking OUT_DIR/claims/NAME.seedK.lock (flock) for as long as
+# it trains it; the lock goes with the lane (a lane killed with its session, and the training it started), so the
+# run is taken over by the next lane that comes to it, and resumes from its checkpoint (run.sh). A run whose data directory does not exist yet (its parses are not made) is passed
 # over and named. When a system has all its seeds, its seed-level record (mean, sd, seed-aware tests) is written.
 # Each finished run's log, decode and record are packed into the runs' archive, RUNS/packed.tar.xz
 # (fairseq_syntax/evaluation/packed_runs.py), with those of any other run finished by then, and one commit holds the
@@ -36,14 +36,16 @@ echo -10 2> /dev/null > /proc/self/autogroup || true
 SYSTEMS="${SYSTEMS:-$(python3 -m fairseq_syntax.methods systems --study)}" || exit 1
 mkdir -p "$OUT/claims"
 
-claim() {  # claim RUN: true when this lane now holds RUN
-  local dir="$OUT/claims/$1" holder
-  if mkdir "$dir" 2> /dev/null; then echo $$ > "$dir/pid"; return 0; fi
-  holder=$(cat "$dir/pid" 2> /dev/null)
-  if [ -n "$holder" ] && kill -0 "$holder" 2> /dev/null; then return 1; fi
-  echo $$ > "$dir/pid"  # the lane that held it is gone
-  return 0
+# claim RUN: true when this lane now holds RUN, until release_claim. A lock, not a process id in a file: two lanes
+# that come to a run at the same moment cannot both take it, and no process that outlived its lane is mistaken for
+# a lane gone (the training a lane started holds the lock too, as it inherits the descriptor)
+claim() {
+  exec {CLAIM_FD}> "$OUT/claims/$1.lock" || return 1
+  flock -n "$CLAIM_FD" && return 0
+  exec {CLAIM_FD}>&-
+  return 1
 }
+release_claim() { exec {CLAIM_FD}>&-; }
 
 commit_run() {  # commit_run RUN [RUN...]: the runs' archive (the runs named), the regenerated table and its figure
   [ "${COMMIT:-1}" = 0 ] && return 0
@@ -58,10 +60,10 @@ commit_run() {  # commit_run RUN [RUN...]: the runs' archive (the runs named), t
   else
     echo "== seeds figure not drawn: ${why##*$'\n'}"
   fi
-  # the README's study answer, generated from RESULTS.json; not while README.md has changes that are not committed:
-  # a commit takes the whole file, and must not take someone's edit in progress
+  # the README's study answer, generated from RESULTS.json; not while README.md has changes that are not committed
+  # (staged or not): a commit takes the whole file, and must not take someone's edit in progress
   local answer=(python3 -m fairseq_syntax.evaluation.study_answer --readme "$REPO/README.md" "$HERE/RESULTS.json")
-  if [ -f "$REPO/README.md" ] && ! git diff --quiet -- "$REPO/README.md"; then
+  if [ -f "$REPO/README.md" ] && ! git diff --quiet HEAD -- "$REPO/README.md"; then
     echo "== README.md has changes not committed: its study answer is not rewritten (${answer[*]/#$REPO\//})"
   elif [ -f "$REPO/README.md" ] && "${answer[@]}" > /dev/null; then
     files+=("$REPO/README.md")
@@ -96,7 +98,7 @@ finish_run() {
     # a packing that fails leaves the run's files gzipped: they are committed as they are (commit_run)
     python3 "$PACKED_RUNS" pack "$RUNS" \
       || echo "== lane $LANE: packing after $1 failed; its files are committed gzipped" >&2
-    mapfile -t newly < <(comm -13 <(echo "$before") <(packed_records) | grep .)
+    mapfile -t newly < <(LC_ALL=C comm -13 <(echo "$before") <(packed_records) | grep .)  # Python's order
     if [ ${#newly[@]} -eq 0 ] && [ -n "$before" ] && grep -qx "$1" <<< "$before"; then
       echo "== $1 committed already, with the other lane's run"
     else
@@ -106,8 +108,15 @@ finish_run() {
   } 9> "$OUT/commit.lock"
 }
 
-have_record() {  # have_record RUN: the run is finished (its record is there, or packed)
-  [ -f "$RUNS/$1.run.json" ] || python3 "$PACKED_RUNS" has --packed "$RUNS/$1.run.json"
+# have_record RUN: the run is finished (its record is there, or packed); an archive that cannot be read stops the lane
+# (a finished run taken for one to train would be trained again)
+have_record() {
+  [ -f "$RUNS/$1.run.json" ] && return 0
+  local found=0
+  python3 "$PACKED_RUNS" has --packed "$RUNS/$1.run.json" || found=$?
+  [ "$found" -le 1 ] && return "$found"
+  echo "== lane $LANE: cannot tell whether $1 is finished (the error above): stopped" >&2
+  exit 2
 }
 
 device_of() {
@@ -153,12 +162,14 @@ for system in $SYSTEMS; do
     else
       echo "== lane $LANE: $run failed (log: $RUNS/$run.train.log)" >&2
     fi
+    release_claim
   done
   done_seeds=0
   for seed in $SEEDS; do have_record "$name.seed$seed" && done_seeds=$((done_seeds + 1)); done
   if [ "$done_seeds" -eq "$(wc -w <<< "$SEEDS")" ] && [ ! -f "$RUNS/$name.seeds.run.json" ] && claim "$name.seeds"; then
     SYSTEMS="$system" SEEDS_ONLY="$SEEDS" bash "$HERE/run.sh" "$OUT" \
       && { flock 9; commit_run "$name.seeds"; } 9> "$OUT/commit.lock"
+    release_claim
   fi
 done
 echo "== lane $LANE: $(date -u +%FT%TZ) nothing left that this lane can run"

@@ -45,13 +45,14 @@ import glob as disk_glob
 import gzip
 import hashlib
 import io
+import json
 import lzma
 import os
 import sys
 import tarfile
 import zlib
 from pathlib import Path
-from typing import Callable, Iterator, NamedTuple
+from typing import Callable, Iterable, Iterator, NamedTuple
 
 ARCHIVE_NAME = "packed.tar.xz"
 CHECKSUMS = "SHA256SUMS"
@@ -88,14 +89,43 @@ def read_checksums(folder: Path) -> dict[str, str]:
     return sums
 
 
+def write_atomically(path, data: bytes | str) -> None:
+    """Write ``data`` (text as UTF-8) to ``path`` through a temporary file beside it that then replaces it: a reader
+    in another process (the other lane) sees the old file or the new one, never a part of it."""
+    path = Path(path)
+    temporary = path.with_name(f"{path.name}.partial.{os.getpid()}")
+    temporary.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+    os.replace(temporary, path)
+
+
 def write_checksums(folder: Path, sums: dict[str, str]) -> None:
     path = folder / CHECKSUMS
     if not sums:
         path.unlink(missing_ok=True)
         return
-    temporary = path.with_name(path.name + ".partial")
-    temporary.write_text("".join(f"{sums[name]}  {name}\n" for name in sorted(sums)), encoding="utf-8")
-    os.replace(temporary, path)
+    write_atomically(path, "".join(f"{sums[name]}  {name}\n" for name in sorted(sums)))
+
+
+_HELD: set[str] = set()  # the folders whose exclusive lock this process holds (_folder_lock)
+
+
+@contextlib.contextmanager
+def _reading(folders: Iterable[Path]):
+    """Shared locks on ``folders`` (those that exist and whose exclusive lock this process does not hold already)
+    while a reader looks at their archives and files: a packer in another process holds a folder's lock exclusively
+    from before it replaces the archive until it has written SHA256SUMS and removed the files it packed, so a reader
+    never sees an archive before its checksum, nor a packed file still on disk beside it."""
+    descriptors = []
+    try:
+        for folder in folders:
+            if os.path.realpath(folder) in _HELD or not os.path.isdir(folder):
+                continue
+            descriptors.append(os.open(folder, os.O_RDONLY))
+            fcntl.flock(descriptors[-1], fcntl.LOCK_SH)
+        yield
+    finally:
+        for descriptor in descriptors:
+            os.close(descriptor)  # releases its lock
 
 
 @functools.lru_cache(maxsize=32)
@@ -118,9 +148,10 @@ def _members(archive: str, _stamp: tuple[int, int]) -> dict[str, bytes]:
 
 
 def archive_members(archive: Path) -> dict[str, bytes]:
-    """Member name -> bytes of ``archive``, checked (see ``_members``)."""
-    stat = archive.stat()
-    return _members(str(archive), (stat.st_mtime_ns, stat.st_size))
+    """Member name -> bytes of ``archive``, checked (see ``_members``); read while no packer rewrites it."""
+    with _reading([archive.parent]):
+        stat = archive.stat()
+        return _members(str(archive), (stat.st_mtime_ns, stat.st_size))
 
 
 def member_name(path) -> str:
@@ -171,16 +202,18 @@ def find_member(path) -> Member | None:
 
 def has(path) -> bool:
     """True when ``path`` can be read: it is there, or gzipped (``path.gz``, or without its ``.gz``), or packed."""
-    return existing_path(path).exists() or find_member(path) is not None
+    with _reading(_folders_up(Path(os.path.normpath(path)).parent)):  # not between a packer's archive and unlink
+        return existing_path(path).exists() or find_member(path) is not None
 
 
 def read_bytes(path) -> bytes:
     """The (uncompressed) content of ``path``: the file, its gzipped twin, or its packed copy."""
-    found = existing_path(path)
-    if found.exists():
-        data = found.read_bytes()
-        return gzip.decompress(data) if found.name.endswith(".gz") else data
-    packed = find_member(path)
+    with _reading(_folders_up(Path(os.path.normpath(path)).parent)):  # not between a packer's archive and unlink
+        found = existing_path(path)
+        if found.exists():
+            data = found.read_bytes()
+            return gzip.decompress(data) if found.name.endswith(".gz") else data
+        packed = find_member(path)
     if packed is None:
         raise FileNotFoundError(f"{path}: not there, gzipped or packed")
     return packed.data
@@ -202,10 +235,15 @@ def glob(pattern) -> list[str]:
     they lie in that match ``pattern``, from the archives of the pattern's last fixed folder and of the folders above
     it; sorted. A file both packed and on disk (itself or gzipped) is an error naming both: one of them is stale."""
     pattern = os.path.normpath(pattern)
-    found = {os.path.normpath(path) for path in disk_glob.glob(pattern)}
     parts = Path(pattern).parts
     fixed = next((index for index, part in enumerate(parts) if any(mark in part for mark in "*?[")), len(parts) - 1)
     folder = Path(*parts[:fixed]) if fixed else Path(".")
+    with _reading(_folders_up(folder)):  # the files on disk and the archives as one packer left them
+        return _glob(pattern, parts, folder)
+
+
+def _glob(pattern: str, parts: tuple[str, ...], folder: Path) -> list[str]:
+    found = {os.path.normpath(path) for path in disk_glob.glob(pattern)}
     for archive in (above / ARCHIVE_NAME for above in _folders_up(folder)):
         if not archive.is_file():
             continue
@@ -225,8 +263,14 @@ def rglob(folder, suffix: str) -> list[Path]:
     """The files named ``*suffix`` in ``folder`` or below it, on disk and packed (in the archives of ``folder``, of
     the folders below it and of those above it), sorted; a file both packed and on disk is an error naming both."""
     folder = Path(os.path.normpath(folder))
-    found = {Path(os.path.normpath(path)) for path in folder.rglob(f"*{suffix}") if path.is_file()}
     archives = {*folder.rglob(ARCHIVE_NAME), *(above / ARCHIVE_NAME for above in _folders_up(folder))}
+    # the files on disk and the archives as one packer left them
+    with _reading(sorted({folder, *(archive.parent for archive in archives)})):
+        return _rglob(folder, suffix, archives)
+
+
+def _rglob(folder: Path, suffix: str, archives: set[Path]) -> list[Path]:
+    found = {Path(os.path.normpath(path)) for path in folder.rglob(f"*{suffix}") if path.is_file()}
     for archive in sorted(archive for archive in archives if archive.is_file()):
         for member in archive_members(archive):
             path = Path(os.path.normpath(archive.parent / member))
@@ -274,10 +318,13 @@ def _folder_lock(folder: Path):
     if not folder.is_dir():
         raise PackedRunsError(f"{folder}: no such folder")
     descriptor = os.open(folder, os.O_RDONLY)
+    held = os.path.realpath(folder)
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX)
+        _HELD.add(held)  # this process's own reads of the folder need no shared lock (they would wait on this one)
         yield
     finally:
+        _HELD.discard(held)
         os.close(descriptor)  # releases the lock
 
 
@@ -314,6 +361,10 @@ def _add(folder: Path, sources: list[Path]) -> list[Path]:
             raise PackedRunsError(f"{path}: {archive} holds {member} already (unpack it first)")
         if _is_record(path.name):
             members[member] = path.read_bytes()
+            try:  # a record is written whole (write_atomically): one that does not parse is not packed
+                json.loads(members[member])
+            except ValueError as error:
+                raise PackedRunsError(f"{path}: not a whole run record ({error})") from None
             continue
         try:
             members[member] = gzip.decompress(path.read_bytes())

@@ -330,9 +330,8 @@ def record_run(path, *, dataset: str, system: str, arch: str, command: str, trai
     if out_dir or root:
         record = portable_paths(record, out_dir, root)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as handle:
-        json.dump(record, handle, indent=2, ensure_ascii=False)
-        handle.write("\n")
+    # whole or not at all: the other lane may pack this folder's finished runs meanwhile
+    packed_runs.write_atomically(path, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
     return record
 
 
@@ -462,10 +461,9 @@ def write_results(markdown_path, markdown: str, data: dict[str, Any]) -> tuple[P
     markdown_path = Path(markdown_path)
     json_path = results_json_path(markdown_path)
     markdown_path.parent.mkdir(parents=True, exist_ok=True)
-    markdown_path.write_text(markdown if markdown.endswith("\n") else markdown + "\n", encoding="utf-8")
-    with open(json_path, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=2, ensure_ascii=False)
-        handle.write("\n")
+    # each whole or not at all: the other lane may read them meanwhile (its commit, its figure)
+    packed_runs.write_atomically(markdown_path, markdown if markdown.endswith("\n") else markdown + "\n")
+    packed_runs.write_atomically(json_path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
     return markdown_path, json_path
 
 

@@ -44,6 +44,9 @@ def seeds_rows(results: dict, dataset: str | None = None, metric: str = "BLEU") 
         cell = row.get(column)
         if cell:
             rows.append({"system": row["System"], "kind": _kind(row["Structure read"]), **cell})
+    if not rows:
+        raise ValueError(f"no {metric} over seeds in the seeds table of {dataset!r} (its columns: "
+                         f"{', '.join(entry['table'].get('columns', []))})")
     return dataset, rows
 
 

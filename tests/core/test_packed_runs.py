@@ -237,3 +237,56 @@ def test_packed_records_are_found_and_read_like_files_and_a_packed_run_is_not_re
                     "--system", "mask", "--arch", "a", "--train-log", "l", "--train-command", "c"])
     refusal = capsys.readouterr().err
     assert f"its run is packed ({runs / 'packed.tar.xz'}:mask.seed1.run.json): unpack it first" in refusal
+
+
+# Another process packing: it holds the folder's lock while it replaces the archive, then (a second later) writes
+# SHA256SUMS and removes the files it packed, as pack does between those steps.
+SLOW_PACKER = """
+import os, sys, time
+from pathlib import Path
+from fairseq_syntax.evaluation import packed_runs
+folder = Path(sys.argv[1])
+with packed_runs._folder_lock(folder):
+    members = dict(packed_runs.archive_members(folder / "packed.tar.xz"))
+    members["mask_random.seed1.gen"] = b"H-0\\t\\tein\\n"
+    (folder / "packed.tar.xz").write_bytes(packed_runs._tar_bytes(members))  # the archive first
+    Path(sys.argv[2]).write_text("replaced")
+    time.sleep(1.5)
+    sums = packed_runs.read_checksums(folder)
+    sums["packed.tar.xz"] = packed_runs._sha256(folder / "packed.tar.xz")
+    packed_runs.write_checksums(folder, sums)  # then its checksum
+    (folder / "mask_random.seed1.gen.gz").unlink()  # then the packed file leaves the disk
+"""
+
+
+def test_a_reader_waits_for_a_packer_in_another_process_and_never_sees_its_steps_half_done(runs, tmp_path):
+    packed_runs.pack(runs, "mask")
+    signal = tmp_path / "replaced"
+    packer = subprocess.Popen([sys.executable, "-c", SLOW_PACKER, str(runs), str(signal)])
+    try:
+        while not signal.exists():
+            assert packer.poll() is None, "the packer stopped before replacing the archive"
+        # read while the archive is new and its checksum old, and while the packed file is still on disk: each
+        # reader waits for the packer's lock instead of calling the archive damaged or the file stale
+        assert packed_runs.read_bytes(runs / "mask_random.seed1.gen") == b"H-0\t\tein\n"
+        assert packed_runs.has(runs / "mask.seed1.gen.gz")
+        assert "mask_random.seed1.gen" in [path.name for path in packed_runs.rglob(runs, ".gen")]
+        assert packed_runs.glob(str(runs / "mask*.seed1.gen")) == [
+            str(runs / "mask.seed1.gen"), str(runs / "mask_random.seed1.gen")]
+    finally:
+        assert packer.wait(timeout=60) == 0
+
+
+def test_a_record_that_does_not_parse_is_not_packed_and_nothing_is_removed(runs):
+    (runs / "mask.seed2.run.json").write_text('{"run": "mask.se')  # cut short
+    before = sorted(path.name for path in runs.iterdir())
+    with pytest.raises(packed_runs.PackedRunsError, match=r"mask\.seed2\.run\.json: not a whole run record"):
+        packed_runs.pack(runs)
+    assert sorted(path.name for path in runs.iterdir()) == before  # no archive, every file where it was
+
+
+def test_a_file_is_written_whole_or_not_at_all(tmp_path):
+    path = tmp_path / "RESULTS.json"
+    path.write_text("old\n")
+    packed_runs.write_atomically(path, "new ü\n")
+    assert path.read_bytes() == "new ü\n".encode() and [p.name for p in tmp_path.iterdir()] == ["RESULTS.json"]

@@ -682,8 +682,9 @@ def test_the_readme_block_states_each_row_of_the_study_with_its_comparisons():
     results = render_json(records, STUDY_SOURCES)
     block = readme_block(results, "examples/multi30k/RESULTS.md")
     assert block[0].startswith(f"{README_BEGIN} examples/multi30k/RESULTS.json`") and block[-1] == README_END
-    # 7 records of one seed's run among the sources (the .seeds records are not runs); the study's grid: 11 x 3
-    assert block[1] == ("**The answer so far**, 7 of the study's 33 runs finished (multi30k-10k; the table, its "
+    # the table's seeds: sequence 2, mask 2, mask_random 2, udp 3 (runs not yet scored over their seeds count);
+    # the study's grid: 11 x 3
+    assert block[1] == ("**The answer so far**, 9 of the study's 33 runs finished (multi30k-10k; the table, its "
                         "commands and each run's convergence: `examples/multi30k/RESULTS.md`): "
                         + results["datasets"]["multi30k-10k"]["answer"]["paragraph"])
     assert block[3:-1] == [
@@ -753,6 +754,38 @@ def test_a_table_with_every_method_scored_gives_the_answer_not_the_answer_so_far
         "better: tree;")
     results = render_json(records, ["examples/multi30k/runs/sequence.seed1.run.json"])
     assert results["datasets"]["multi30k-10k"]["answer"]["complete"] is True
-    assert readme_block(results, "RESULTS.md")[1].startswith("**The answer**, 1 run finished (multi30k-10k; ")
+    # the seeds of the table's rows: sequence, tree and tree_random two each
+    assert readme_block(results, "RESULTS.md")[1].startswith("**The answer**, 6 runs finished (multi30k-10k; ")
     # the study's table with runs missing is the answer so far
     assert render_json(study_records())["datasets"]["multi30k-10k"]["answer"]["complete"] is False
+
+
+def test_the_answer_waits_for_a_control_in_training_and_the_readme_shows_no_test_the_answer_does_not_make():
+    from fairseq_syntax.evaluation.study_answer import readme_block
+
+    # tree and Sequence over their seeds; tree's control has one seed of its runs: the answer is not complete
+    renamed = {"mask": "tree", "mask_random": "tree_random"}
+    records = [dict(r, system=renamed.get(r["system"], r["system"])) for r in study_records()
+               if r["dataset"] == "multi30k-10k" and r["system"] in ("sequence", "mask")]
+    records.append(seed_run("tree_random", 1, 31.0, 53.0, 20))
+    answer = render_json(records)["datasets"]["multi30k-10k"]["answer"]
+    assert answer["complete"] is False and " Waiting for their seeds: tree_random. Rule: " in answer["paragraph"]
+    # Sequence not scored over its seeds: no comparison in the paragraph, none in the README's rows either
+    unscored = [r for r in records if not (r["system"] == "sequence" and "seed" not in r)]
+    results = render_json(unscored)
+    assert results["datasets"]["multi30k-10k"]["answer"]["paragraph"].startswith("No answer yet")
+    tree = next(line for line in readme_block(results, "RESULTS.md") if line.startswith("| tree |"))
+    assert tree == "| tree | parse | 2 of 3 | 33.00 ± 1.41 | 55.00 ± 0.00 | – | tree_random: – |"
+
+
+def test_a_results_json_without_an_answer_is_named_without_a_traceback(tmp_path):
+    from fairseq_syntax.evaluation.study_answer import main
+
+    data = render_json(study_records())
+    del data["datasets"]["multi30k-10k"]["answer"]
+    results = tmp_path / "RESULTS.json"
+    results.write_text(json.dumps(data))
+    with pytest.raises(SystemExit) as stop:
+        main([str(results)])
+    assert str(stop.value) == (f"study_answer: error: {results}: no answer for dataset 'multi30k-10k' (written by "
+                               "fairseq-syntax-results of this version)")

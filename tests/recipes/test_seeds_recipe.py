@@ -212,3 +212,36 @@ run_system mask transformer_syntax_mask {tmp_path}/data {tmp_path}/test.de {runs
     with gzip.open(runs / "mask.gen.log.gz", "rt", encoding="utf-8") as log:
         assert log.read() == "generate log\n"
     assert f"{runs}/mask.gen.gz {tmp_path}/test.de" in (tmp_path / "scored").read_text()
+
+
+def test_a_packed_run_is_not_trained_again_even_with_its_checkpoint_left_and_an_unreadable_archive_stops(tmp_path):
+    """run_system on a finished run (its outputs packed) whose checkpoint is still there: it says so and trains
+    nothing (resuming would train a finished run on); with an archive it cannot read, the script stops."""
+    from fairseq_syntax.evaluation import packed_runs
+
+    runs, bin_dir = tmp_path / "runs", tmp_path / "bin"
+    runs.mkdir()
+    bin_dir.mkdir()
+    for suffix in (".gen.gz", ".gen.log.gz", ".train.log.gz"):
+        (runs / f"mask{suffix}").write_bytes(gzip.compress(b"kept\n"))
+    (runs / "mask.run.json").write_text('{"system": "mask"}\n')
+    packed_runs.pack(runs)
+    (runs / "ckpt-mask").mkdir()
+    (runs / "ckpt-mask" / "checkpoint_last.pt").write_bytes(b"")
+    (bin_dir / "fairseq-train").write_text(f"#!/usr/bin/env bash\ntouch {tmp_path}/trained\n")
+    (bin_dir / "fairseq-train").chmod(0o755)
+    script = f"""
+set -euo pipefail
+source examples/common.sh
+run_system mask transformer_syntax_mask {tmp_path}/data {tmp_path}/test.de {runs} -- --seed 1 --cpu || echo "returned $?"
+"""
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
+    result = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True, check=False, env=env)
+    assert result.stdout.strip() == "returned 1", result.stdout + result.stderr
+    assert f"mask's outputs are packed in {runs}/packed.tar.xz" in result.stderr
+    assert not (tmp_path / "trained").exists()
+    (runs / "SHA256SUMS").write_text(f"{'0' * 64}  packed.tar.xz\n")  # not the archive's checksum
+    result = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True, check=False, env=env)
+    assert result.returncode == 2 and "returned" not in result.stdout, result.stdout + result.stderr
+    assert f"error: cannot tell whether {runs}/mask.gen is kept (the error above): stopped" in result.stderr
+    assert "its SHA-256 is not the one" in result.stderr and not (tmp_path / "trained").exists()

@@ -94,9 +94,9 @@ def start_lane(repo, out, lane, systems):
 def test_two_lanes_take_each_run_once_in_the_study_order_and_commit_it_with_the_table_and_figure(study_repo):
     repo, recipe, out = study_repo
     systems = study_specs("sequence", "mask", "udp_random")
-    # a claim left by a lane that is gone (a process id that does not exist) is taken over
-    (out / "claims" / "mask.seed2").mkdir(parents=True)
-    (out / "claims" / "mask.seed2" / "pid").write_text("999999999\n")
+    # a claim left by a lane that is gone (its lock file, locked by no one) is taken over
+    (out / "claims").mkdir(parents=True)
+    (out / "claims" / "mask.seed2.lock").write_text("")
     lanes = [start_lane(repo, out, lane, systems) for lane in ("a", "b")]
     logs = [lane.communicate(timeout=600)[0] for lane in lanes]
     assert [lane.returncode for lane in lanes] == [0, 0], logs
@@ -159,10 +159,13 @@ def test_two_lanes_take_each_run_once_in_the_study_order_and_commit_it_with_the_
                "README.md") == ""
 
 
-def test_a_readme_being_edited_is_not_taken_into_a_runs_commit(study_repo):
+@pytest.mark.parametrize("staged", [False, True], ids=["edited", "edited-and-staged"])
+def test_a_readme_being_edited_is_not_taken_into_a_runs_commit(study_repo, staged):
     repo, recipe, out = study_repo
     edited = (repo / "README.md").read_text() + "a paragraph being written\n"
     (repo / "README.md").write_text(edited)
+    if staged:  # git add'ed, not committed: still someone's edit
+        git(repo, "add", "README.md")
     lane = start_lane(repo, out, "a", study_specs("sequence"))
     log = lane.communicate(timeout=600)[0]
     assert lane.returncode == 0, log
@@ -209,3 +212,22 @@ def test_a_run_committed_gzipped_before_is_packed_by_the_next_run_and_its_files_
     assert git(repo, "ls-files", "examples/multi30k/runs").split() == [
         f"examples/multi30k/runs/{name}" for name in ("SHA256SUMS", "packed.tar.xz", "sequence.seeds.run.json")]
     assert git(repo, "status", "--porcelain", "--", "examples/multi30k/runs") == ""
+
+
+def test_a_run_another_lane_holds_is_left_to_it(study_repo):
+    """A run whose claim is locked by a live process (the other lane, or the training it started) is not taken:
+    the lane goes on with the next run, and the system is not scored over its seeds without it."""
+    repo, recipe, out = study_repo
+    (out / "claims").mkdir(parents=True)
+    holder = subprocess.Popen(["flock", str(out / "claims" / "sequence.seed1.lock"), "sleep", "600"])
+    try:
+        deadline = 0
+        while subprocess.run(["flock", "-n", str(out / "claims" / "sequence.seed1.lock"), "true"]).returncode == 0:
+            deadline += 1  # until the holder has its lock
+            assert deadline < 1000
+        lane = start_lane(repo, out, "a", study_specs("sequence"))
+        log = lane.communicate(timeout=600)[0]
+    finally:
+        holder.kill()
+    assert lane.returncode == 0, log
+    assert [line.split()[0] for line in (out / "asked").read_text().splitlines()] == ["sequence.seed2"]
