@@ -723,7 +723,7 @@ def _seeds_table(systems: Sequence[SeedSystem]) -> Table:
             run["epochs"] for run in system.runs)
         table.add(system.name, structure_read(system),
                   Cell(seeds, f"{len(seeds)}: {', '.join(map(str, seeds))}" if seeds else str(
-                      system.over_seeds.get("seeds", "–"))),
+                      (system.over_seeds or {}).get("seeds", "–"))),  # a run that recorded no seed: "–"
                   *[_metric_cell(system, metric) for metric in SEEDS_METRICS],
                   *[Cell(_p_values(report), _format_p_values(report)) for report in versus[:1]],
                   Cell(control, control or "–"),

@@ -789,3 +789,13 @@ def test_a_results_json_without_an_answer_is_named_without_a_traceback(tmp_path)
         main([str(results)])
     assert str(stop.value) == (f"study_answer: error: {results}: no answer for dataset 'multi30k-10k' (written by "
                                "fairseq-syntax-results of this version)")
+
+
+def test_a_run_without_a_seed_in_a_seeds_table_is_a_row_with_no_seeds_not_a_traceback():
+    runs = [dict(seed_run("sequence", seed, 30.0 + seed, 50.0, 20, "sequence", "transformer")) for seed in (1, 2)]
+    older = seed_run("linearized", 1, 30.0, 52.0, 20, "linearized", "transformer")
+    del older["seed"]  # a record from before runs recorded their seed
+    lines = render_markdown(runs + [older]).splitlines()
+    # sequence: (31 + 32) / 2 = 31.5, sd 0.71; linearized (its input the linearized parse): one run, no seed to list
+    assert "| sequence | none (words only) | 2: 1, 2 | 31.50 ± 0.71 | 50.00 ± 0.00 | – | – | – | 20.0 |" in lines
+    assert "| linearized | parse | – | 30.00 ± 0.00 | 52.00 ± 0.00 | – | – | – | 20.0 |" in lines
