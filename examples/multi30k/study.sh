@@ -11,14 +11,15 @@
 #   OMP_NUM_THREADS=1 setsid nohup bash examples/multi30k/study.sh OUT_DIR b > lane-b.log 2>&1 < /dev/null &
 # Lanes never take the same run: a lane claims a run by locking OUT_DIR/claims/NAME.seedK.lock (flock) for as long as
 # it trains it; the lock goes with the lane (a lane killed with its session, and the training it started), so the
-# run is taken over by the next lane that comes to it, and resumes from its checkpoint (run.sh). A run whose data directory does not exist yet (its parses are not made) is passed
-# over and named. When a system has all its seeds, its seed-level record (mean, sd, seed-aware tests) is written.
+# run is taken over by the next lane that comes to it, and resumes from its checkpoint (run.sh). A run whose data
+# directory does not exist yet (its parses are not made) is passed over and named. When a system has all its seeds,
+# its seed-level record (mean, sd, seed-aware tests) is written.
 # Each finished run's log, decode and record are packed into the runs' archive, RUNS/packed.tar.xz
 # (fairseq_syntax/evaluation/packed_runs.py), with those of any other run finished by then, and one commit holds the
 # archive, the regenerated RESULTS.md/RESULTS.json, the figure of the table (seeds.png, fairseq-syntax-plot
 # seeds) and the README's study answer (python3 -m fairseq_syntax.evaluation.study_answer); a system's record over
-# its seeds stays a file beside the archive. SEEDS (default "1 2 3"), SYSTEMS
-# (default: the study's) and COMMIT=0 (no commits) can be set.
+# its seeds stays a file beside the archive. SEEDS (default "1 2 3"), SYSTEMS (default: the study's) and COMMIT=0
+# (no commits) can be set.
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
