@@ -216,7 +216,8 @@ def test_a_run_committed_gzipped_before_is_packed_by_the_next_run_and_its_files_
 
 def test_a_run_another_lane_holds_is_left_to_it(study_repo):
     """A run whose claim is locked by a live process (the other lane, or the training it started) is not taken:
-    the lane goes on with the next run, and the system is not scored over its seeds without it."""
+    the lane goes on with the next run, and the system is not scored over its seeds without it; nor is the next
+    system, whose seeds are tested against Sequence's."""
     repo, recipe, out = study_repo
     (out / "claims").mkdir(parents=True)
     holder = subprocess.Popen(["flock", str(out / "claims" / "sequence.seed1.lock"), "sleep", "600"])
@@ -225,9 +226,11 @@ def test_a_run_another_lane_holds_is_left_to_it(study_repo):
         while subprocess.run(["flock", "-n", str(out / "claims" / "sequence.seed1.lock"), "true"]).returncode == 0:
             deadline += 1  # until the holder has its lock
             assert deadline < 1000
-        lane = start_lane(repo, out, "a", study_specs("sequence"))
+        lane = start_lane(repo, out, "a", study_specs("sequence", "mask"))
         log = lane.communicate(timeout=600)[0]
     finally:
         holder.kill()
     assert lane.returncode == 0, log
-    assert [line.split()[0] for line in (out / "asked").read_text().splitlines()] == ["sequence.seed2"]
+    assert [line.split()[0] for line in (out / "asked").read_text().splitlines()] == [
+        "sequence.seed2", "mask.seed1", "mask.seed2"]
+    assert "== lane a: mask's seeds are scored once sequence's are (a later lane does it)" in log
