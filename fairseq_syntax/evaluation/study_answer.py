@@ -220,7 +220,7 @@ def readme_block(results: dict[str, Any], results_md: str, dataset: str | None =
              f"({dataset}; the table, its commands and each run's convergence: `{results_md}`): {answer['paragraph']}",
              "", f"| System | Structure read | Seeds | {' | '.join(SEEDS_METRICS)} | against {SEQUENCE}: "
                  f"{' / '.join(SEEDS_METRICS)} | against its control: {' / '.join(SEEDS_METRICS)} |",
-             "|---|---|---|---|---|---|---|"]
+             "|" + "---|" * (5 + len(SEEDS_METRICS))]
     for row in rows:
         metrics = [f"{cell['mean']:.2f} ± {cell['sd']:.2f}" if (cell := row[f"{m} (mean ± sd)"]) else "–"
                    for m in SEEDS_METRICS]
