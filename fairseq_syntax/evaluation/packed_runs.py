@@ -120,7 +120,10 @@ def _reading(folders: Iterable[Path]):
         for folder in folders:
             if os.path.realpath(folder) in _HELD or not os.path.isdir(folder):
                 continue
-            descriptors.append(os.open(folder, os.O_RDONLY))
+            try:
+                descriptors.append(os.open(folder, os.O_RDONLY))
+            except OSError:  # a folder this user may not open: no packer of this user's writes in it either
+                continue
             fcntl.flock(descriptors[-1], fcntl.LOCK_SH)
         yield
     finally:
@@ -200,15 +203,21 @@ def find_member(path) -> Member | None:
     return None
 
 
+def _packing_folders(path) -> list[Path]:
+    """The folders a packer of ``path`` may hold: its own, and those above it that have an archive."""
+    folder = Path(os.path.normpath(path)).parent
+    return [folder] + [above for above in _folders_up(folder) if above != folder and (above / ARCHIVE_NAME).is_file()]
+
+
 def has(path) -> bool:
     """True when ``path`` can be read: it is there, or gzipped (``path.gz``, or without its ``.gz``), or packed."""
-    with _reading(_folders_up(Path(os.path.normpath(path)).parent)):  # not between a packer's archive and unlink
+    with _reading(_packing_folders(path)):  # not between a packer's archive and its unlink
         return existing_path(path).exists() or find_member(path) is not None
 
 
 def read_bytes(path) -> bytes:
     """The (uncompressed) content of ``path``: the file, its gzipped twin, or its packed copy."""
-    with _reading(_folders_up(Path(os.path.normpath(path)).parent)):  # not between a packer's archive and unlink
+    with _reading(_packing_folders(path)):  # not between a packer's archive and its unlink
         found = existing_path(path)
         if found.exists():
             data = found.read_bytes()
