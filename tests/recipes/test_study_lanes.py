@@ -19,8 +19,8 @@ import pytest
 from conftest import REPO
 
 # The stand-in for run.sh: appends "NAME.seedK" (or "NAME.seeds" for the scoring over seeds) to OUT/asked, writes
-# the run's record where study.sh looks for it, and adds a line to RESULTS.md where run.sh regenerates it (the
-# table's RESULTS.json is the test's).
+# the run's kept files and then its record where study.sh looks for them, and adds a line to RESULTS.md where run.sh
+# regenerates it (the table's RESULTS.json is the test's).
 FAKE_RUN = """#!/usr/bin/env bash
 set -euo pipefail
 IFS=: read -r name arch form extra <<< "$SYSTEMS"
@@ -29,10 +29,13 @@ if [ -n "${SEEDS_ONLY:-}" ]; then
 fi
 echo "$name$RUN_SUFFIX $form $SEED $PRECISION" >> "$1/asked"
 sleep 0.2
-echo '{}' > "$RUNS/$name$RUN_SUFFIX.run.json"
 for kept in train.log gen gen.log; do  # what run_system keeps of a run, gzipped
   echo "$name$RUN_SUFFIX $kept" | gzip -n > "$RUNS/$name$RUN_SUFFIX.$kept.gz"
 done
+# the record last, and whole, as score_system writes it: the other lane's packer takes a run with a record for
+# finished, and packs what it has of it then
+record="$RUNS/$name$RUN_SUFFIX.run.json"
+echo '{}' > "$record.partial.$$" && mv "$record.partial.$$" "$record"
 echo "<!-- $name$RUN_SUFFIX -->" >> "$(dirname "$0")/RESULTS.md"  # as run.sh regenerates the table
 """
 
