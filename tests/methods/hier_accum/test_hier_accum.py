@@ -407,31 +407,41 @@ def test_ablation_switches(data_dir):
 
 
 def test_incremental_decoding_equals_full_decoding_and_accumulates_once(data_dir):
+    """Decoded one step at a time as beam search does, the decoder gives the full pass's outputs: two beams a
+    sentence with different target prefixes; at step 2 hypotheses move among a sentence's beams (the batch keeps its
+    size: the cached source keys and values stay as they are), at step 4 the second sentence finishes and leaves the
+    batch (its rows leave the cache)."""
     _, model, sample, _ = build(data_dir)
     model.eval()
     net_input = sample["net_input"]
+    sentences = net_input["src_tokens"].size(0)
+    beams = torch.arange(sentences).repeat_interleave(2)  # rows 2j and 2j + 1: sentence j
     prev = net_input["prev_output_tokens"]
+    prev = torch.stack([prev[j // 2] if j % 2 == 0 else prev[(j // 2 + 1) % sentences] for j in range(2 * sentences)])
+    moves = {2: torch.tensor([1, 1, 2, 3, 5, 4, 6, 6, 9, 8]),  # within each sentence's two rows
+             4: torch.tensor([0, 1, 5, 4, 6, 7, 8, 9])}  # sentence 1 (rows 2, 3) leaves
     with torch.no_grad():
-        full, _ = model(**net_input)
         encoder_out = model.encoder(net_input["src_tokens"], net_input["src_lengths"],
                                     src_parents=net_input["src_parents"])
-        # beam search reorders rows: decode a permuted batch after step 2 and compare with the permuted full pass
-        order = torch.tensor([2, 0, 3, 1, 4])
+        encoder_out = model.encoder.reorder_encoder_out(encoder_out, beams)
+        full, _ = model.decoder(prev, encoder_out)
         state, steps = {}, []
         counting = mock.patch.object(cross_module, "hierarchical_accumulation",
                                      wraps=cross_module.hierarchical_accumulation)
         with counting as accumulations:
             for t in range(prev.size(1)):
-                if t == 2:
+                if t in moves:
+                    order = moves[t]
                     model.decoder.reorder_incremental_state_scripting(state, order)
                     encoder_out = model.encoder.reorder_encoder_out(encoder_out, order)
-                    prev, steps = prev[order], [step[order] for step in steps]
+                    prev, full, steps = prev[order], full[order], [step[order] for step in steps]
                 out, _ = model.decoder(prev[:, : t + 1], encoder_out, incremental_state=state)
                 steps.append(out)
         assert accumulations.call_count == len(model.decoder.layers)  # once per layer, at the first step
+    assert max(moves) < prev.size(1) and prev.size(0) == 8
     incremental = torch.cat(steps, dim=1)
     real = prev.ne(model.decoder.padding_idx)  # the full pass masks target padding, one step at a time cannot
-    torch.testing.assert_close(incremental[real], full[order][real], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(incremental[real], full[real], rtol=1e-5, atol=1e-5)
 
 
 def test_beam_search_scores_match_a_full_forward_pass(data_dir):
