@@ -72,6 +72,29 @@ def test_resuming_at_an_epoch_boundary_repeats_the_uninterrupted_run_exactly(dat
     assert resumed == update_losses(whole)
 
 
+def valid_losses(log: str) -> dict:
+    """epoch -> validation loss, from a fairseq-train log."""
+    return {int(epoch): loss for epoch, loss in re.findall(r"epoch (\d+) \| valid on 'valid' subset \| loss ([\d.]+)", log)}
+
+
+def test_a_resumed_run_stops_early_where_the_uninterrupted_run_stops(data_dirs, tmp_path):
+    # "better" is a higher validation loss here, so that the epochs after the first (whose losses fall) are the
+    # validations without improvement that --patience 2 counts: the uninterrupted run stops after epoch 3. The
+    # interrupted one saved its count (1, after epoch 2) and resumes it; fairseq alone counted afresh from epoch 3
+    # and stopped after epoch 5.
+    options = ("--dropout", "0", "--patience", "2", "--best-checkpoint-metric", "loss",
+               "--maximize-best-checkpoint-metric")
+    whole = train(data_dirs["sequence"], str(tmp_path / "whole"), "transformer_tiny", 8, *options).stdout
+    first = train(data_dirs["sequence"], str(tmp_path / "parts"), "transformer_tiny", 2, *options).stdout
+    rest = train(data_dirs["sequence"], str(tmp_path / "parts"), "transformer_tiny", 8, *options).stdout
+    losses = valid_losses(whole)
+    assert sorted(losses) == [1, 2, 3] and losses[1] > losses[2] > losses[3]  # the premise of the count above
+    assert "early stop since valid performance hasn't improved for last 2 runs" in whole
+    assert ("early stopping resumes its count: best " in rest
+            and "1 validation(s) without improvement since" in rest)
+    assert {**valid_losses(first), **valid_losses(rest)} == losses and "early stop since" in rest
+
+
 def test_resuming_after_a_kill_while_saving_falls_back_to_the_whole_checkpoint(data_dirs, tmp_path):
     # a kill while fairseq copied update 3's checkpoint onto checkpoint_last.pt left it at 0 bytes (now the copy is
     # atomic, so this is what older runs or other tools leave); the interval checkpoint written first is whole
