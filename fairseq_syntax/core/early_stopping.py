@@ -71,10 +71,11 @@ def _restoring_patience(load_checkpoint):
         extra_state, epoch_itr = load_checkpoint(cfg, trainer, **passthrough_args)
         resets = cfg.reset_optimizer or cfg.reset_meters or cfg.finetune_from_model is not None
         if extra_state is not None and not resets and getattr(cfg, "patience", 0) > 0:
-            if KEY in extra_state:
-                restore_patience(extra_state[KEY])
-                logger.info(f"early stopping resumes its count: best {extra_state[KEY]['best']}, "
-                            f"{extra_state[KEY]['num_runs']} validation(s) without improvement since")
+            state = extra_state.get(KEY)
+            if state is not None:
+                restore_patience(state)
+                logger.info(f"early stopping resumes its count: best {state['best']}, "
+                            f"{state['num_runs']} validation(s) without improvement since")
             else:
                 logger.warning("the checkpoint keeps no early-stopping count (written before it was kept): "
                                f"--patience {cfg.patience} counts afresh from the next validation")

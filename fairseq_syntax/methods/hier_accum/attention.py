@@ -171,7 +171,8 @@ class HierarchicalCrossAttention(StructuredSelfAttention):
         encoder-decoder attention: beam search only moves hypotheses among one sentence's beams, whose source rows
         (and so cached keys and values) are the same. Copying ``2 x B x H x S x d`` per layer and step held
         hierarchical accumulation's beam search at 0.91x the transformer's speed at 64 source words, 1.07x without
-        (``bench/run.py``, CPU). Rows are selected when finished sentences leave the batch (``new_order`` is then
+        (CPU, one thread: ``bench/run.py --archs transformer_hier_accum --lengths 64 --repeats 2
+        --no-speed-options --no-preprocess-throughput --generate-batches 2``, before and after). Rows are selected when finished sentences leave the batch (``new_order`` is then
         shorter than the cache).
         """
         cache = self._get_input_buffer(incremental_state)
