@@ -8,7 +8,8 @@ descriptions (:data:`fairseq_syntax.methods.METHODS`).
 * ``data-dirs SPEC...``: for the given system specs, one line per data directory they read: ``DATA FORM
   PRETERMINALS SIDE_INPUT...`` (the recipes make each with ``fairseq-syntax-preprocess`` and add the side inputs
   that need a step of their own, e.g. ``src_ldd``);
-* ``readme-table``: the README's method table (markdown).
+* ``readme-table``: the README's compact method table (markdown: paper, archs, input, side data);
+* ``docs-table``: the full table of ``docs/methods.md`` (every system spec, with the method's notes).
 """
 import argparse
 import sys
@@ -17,17 +18,34 @@ from fairseq_syntax.core.side_inputs import SIDE_INPUTS
 from fairseq_syntax.methods import METHODS, study_systems, systems
 
 
+def _side_inputs(method) -> list[str]:
+    return sorted({name for system in method.systems for name in system.side_inputs})
+
+
 def readme_table() -> str:
+    """The README's table: one row per method, what a user needs to pick one (the paper, the architecture to train,
+    the data directory it reads and the side data that needs a step of its own)."""
+    rows = ["| method | paper | arch (+ `_tiny`) | input | side data |", "|---|---|---|---|---|"]
+    for method in METHODS:
+        own = [system for system in method.systems if not system.baseline]
+        inputs = ", ".join(dict.fromkeys(f"`{system.data}`" for system in own))
+        side = ", ".join(f"`{name}` ({SIDE_INPUTS[name].made_by})" for name in _side_inputs(method)) or "none"
+        archs = ", ".join(f"`{arch}`" for arch in method.archs)
+        rows.append(f"| {method.title} | {method.citation} | {archs} | {inputs} | {side} |")
+    return "\n".join(rows)
+
+
+def docs_table() -> str:
+    """The table of docs/methods.md: every system of every method, with its role and the method's notes."""
     rows = ["| method | paper | registered archs (+ `_tiny`) | systems (`NAME:ARCH:DATA`) | side inputs | notes |",
             "|---|---|---|---|---|---|"]
     for method in METHODS:
-        side = sorted({name for system in method.systems for name in system.side_inputs})
         specs = "<br>".join(f"`{s.spec()}`" + (" (baseline)" if s.baseline else "") +
                             (" (ablation)" if s.ablation else "") + (f" (control: {s.control})" if s.control else "")
                             + ("" if s.task == "translation" else f" ({s.task})")
                             for s in method.systems_with_controls)
         archs = ", ".join(f"`{arch}`" for arch in method.archs)
-        side_text = ", ".join(f"`{name}` ({SIDE_INPUTS[name].made_by})" for name in side) or "none"
+        side_text = ", ".join(f"`{name}` ({SIDE_INPUTS[name].made_by})" for name in _side_inputs(method)) or "none"
         rows.append(f"| {method.title} (`methods/{method.name}`) | {method.citation} | {archs} | {specs} | "
                     f"{side_text} | {method.notes} |")
     return "\n".join(rows)
@@ -46,7 +64,8 @@ def main(argv: list[str] | None = None) -> None:
                          help="the grid of the Multi30k study in its priority order (no other option)")
     data = commands.add_parser("data-dirs", help="the data directories the given systems read")
     data.add_argument("specs", nargs="*")
-    commands.add_parser("readme-table", help="the README's method table")
+    commands.add_parser("readme-table", help="the README's compact method table")
+    commands.add_parser("docs-table", help="the full method table of docs/methods.md")
     args = parser.parse_args(argv)
     if args.command == "systems" and args.study:
         if (args.task, args.method, args.no_baselines, args.no_ablations, args.controls) != (
@@ -72,6 +91,8 @@ def main(argv: list[str] | None = None) -> None:
             entry[2] += [name for name in system.side_inputs if name not in entry[2]]
         for name, (form, preterminals, side) in dirs.items():
             print(" ".join([name, form, preterminals, *side]))
+    elif args.command == "docs-table":
+        print(docs_table())
     else:
         print(readme_table())
 

@@ -5,7 +5,7 @@ from conftest import REPO
 
 from fairseq_syntax.cli.plot import get_parser
 from fairseq_syntax.methods import METHODS, study_systems, systems
-from fairseq_syntax.methods.__main__ import main, readme_table
+from fairseq_syntax.methods.__main__ import docs_table, main, readme_table
 
 
 def test_translation_systems_of_the_registry_in_order():
@@ -66,3 +66,18 @@ def test_plot_subcommands_are_the_methods_plots():
 def test_readme_method_table_is_the_generated_one():
     with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
         assert readme_table() in f.read(), "regenerate it: python -m fairseq_syntax.methods readme-table"
+    with open(os.path.join(REPO, "docs", "methods.md"), encoding="utf-8") as f:
+        assert docs_table() in f.read(), "regenerate it: python -m fairseq_syntax.methods docs-table"
+
+
+def test_readme_method_table_names_each_methods_arch_input_and_side_data():
+    # one row per method, in the registry's order; the row of the masks written out by hand from their description
+    rows = readme_table().splitlines()
+    assert rows[0] == "| method | paper | arch (+ `_tiny`) | input | side data |"
+    assert [row.split(" | ")[0][2:] for row in rows[2:]] == [method.title for method in METHODS]
+    assert rows[2] == ("| Syntax attention masks | McDonald & Chiang 2021 | `transformer_syntax_mask` | `preorder` | "
+                       "`src_parents` (fairseq-syntax-preprocess --form preorder) |")
+    # a method's own systems only (not the baselines it lists), each data directory once, in the order of its systems
+    hier_accum = next(row for row in rows if row.startswith("| Hierarchical accumulation |"))
+    assert " | `preorder-split`, `preorder-drop` | " in hier_accum
+    assert next(row for row in rows if row.startswith("| Tree Transformer")).endswith(" | `sequence` | none |")
