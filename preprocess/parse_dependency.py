@@ -11,7 +11,7 @@ sentences that got the flat fallback structure in ``ARCS.skipped``.
 
 A large corpus: ``--workers W`` parses it in W local processes, resumably; ``--num-shards N --shard-id K`` one
 shard of it (a cluster task), ``--num-shards N --merge`` the whole output from the shards; ``--device cuda`` on a
-GPU (``fairseq_syntax.parsing.shards``; README, "A large corpus").
+GPU (``fairseq_syntax.parsing.shards``; docs/parsers.md, "A large corpus").
 """
 import argparse
 import sys

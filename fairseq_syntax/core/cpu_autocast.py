@@ -12,7 +12,7 @@ option has no effect on CUDA tensors (use fairseq's ``--fp16`` / ``--bf16`` / ``
 
 It pays only on a CPU with bf16 instructions (AVX512-BF16 or AMX, what oneDNN reports): elsewhere oneDNN emulates
 bf16 and training is far slower than fp32 (about 10x on an AVX2-only AMD EPYC: 359 vs 3,925 tokens/s over the
-first 25 updates of the ptb_induction masked LM; see README). The task warns when the option is on and the CPU
+first 25 updates of the ptb_induction masked LM; see docs/gpu.md). The task warns when the option is on and the CPU
 has no such instructions, and the recipes default to fp32 there (:func:`default_cpu_precision`).
 """
 import contextlib

@@ -61,7 +61,7 @@ def update_losses(log: str) -> dict:
 def test_resuming_at_an_epoch_boundary_repeats_the_uninterrupted_run_exactly(data_dirs, tmp_path):
     # fairseq's own translation task does not (its end-of-epoch checkpoint resumes with batches ordered by the
     # next epoch's seed while the uninterrupted run keeps the first epoch's); the syntax tasks build each epoch's
-    # batches from its own seed in both runs (README, "Resuming")
+    # batches from its own seed in both runs (docs/usage.md, "Resuming")
     options = ("--dropout", "0")
     whole = train(data_dirs["sequence"], str(tmp_path / "whole"), "transformer_tiny", 3, *options).stdout
     first = train(data_dirs["sequence"], str(tmp_path / "parts"), "transformer_tiny", 1, *options).stdout
