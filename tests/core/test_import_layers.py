@@ -1,0 +1,140 @@
+"""The package's imports run one way: core <- parsing <- methods <- evaluation <- cli (each layer imports only those
+below it), with no circle between its files. Read from the code (every import statement, those inside functions
+too), so an import that only a rarely taken path runs is checked as well.
+
+Importing the plugin itself (``import fairseq_syntax``: registers every task and model with fairseq) is the entry
+point, not a layer, and is no edge.
+"""
+import ast
+from pathlib import Path
+
+from conftest import REPO
+
+PACKAGE = "fairseq_syntax"
+#: the layers, lowest first: a module may import its own layer and those before it
+LAYERS = ("core", "parsing", "methods", "evaluation", "cli")
+
+
+def module_files(root: Path, package: str = PACKAGE) -> dict[str, Path]:
+    """Dotted module name -> file, for every ``.py`` of ``root/package`` (a package by its ``__init__.py``)."""
+    files = {}
+    for path in sorted((root / package).rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return files
+
+
+def imported_modules(module: str, path: Path, files: dict[str, Path]) -> set[str]:
+    """The modules of ``files`` that ``path`` (module ``module``) imports; ``from P import name`` is the module
+    ``P.name`` where there is one, else ``P``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: level 1 is this package, each further level one up
+                above = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join(above + ([base] if base else []))
+            found.update(f"{base}.{alias.name}" if f"{base}.{alias.name}" in files else base for alias in node.names)
+    return {name for name in found if name in files and name not in (module, PACKAGE)}
+
+
+def import_graph(root: Path, package: str = PACKAGE) -> dict[str, set[str]]:
+    files = module_files(root, package)
+    return {module: imported_modules(module, path, files) for module, path in files.items()}
+
+
+def layer(module: str) -> int | None:
+    """The index of the module's layer in LAYERS; None for one outside them (the package's entry point)."""
+    parts = module.split(".")
+    return LAYERS.index(parts[1]) if len(parts) > 1 and parts[1] in LAYERS else None
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{importer} -> {imported}" for importer, names in graph.items() for imported in names
+                  if layer(importer) is not None and layer(imported) is not None and layer(imported) > layer(importer))
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iterative): each is a set of
+    files that import one another, directly or through the others; sorted."""
+    index, low, on_stack, stack, components, counter = {}, {}, set(), [], [], 0
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        components.append(sorted(component))
+            elif child not in index:
+                index[child] = low[child] = counter
+                counter += 1
+                stack.append(child)
+                on_stack.add(child)
+                work.append((child, iter(sorted(graph[child]))))
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
+    return sorted(components)
+
+
+def write_package(root: Path, sources: dict[str, str]) -> None:
+    for name, source in sources.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source)
+
+
+def test_the_checker_finds_an_upward_import_and_a_circle(tmp_path):
+    # a package of five files, written to break each rule once:
+    #   core/a imports parsing/p (upward); parsing/p imports core/a (so a circle of two);
+    #   evaluation/x -> evaluation/y -> evaluation/z -> evaluation/x (a circle of three, relative imports);
+    #   cli/main imports evaluation/x and the package (downward; the package is the entry point, no edge)
+    write_package(tmp_path, {
+        "fairseq_syntax/__init__.py": "from fairseq_syntax.cli import main\n",
+        "fairseq_syntax/core/__init__.py": "",
+        "fairseq_syntax/core/a.py": "def f():\n    from fairseq_syntax.parsing import p\n",
+        "fairseq_syntax/parsing/__init__.py": "",
+        "fairseq_syntax/parsing/p.py": "import fairseq_syntax.core.a\n",
+        "fairseq_syntax/evaluation/__init__.py": "",
+        "fairseq_syntax/evaluation/x.py": "from . import y\n",
+        "fairseq_syntax/evaluation/y.py": "from .z import thing\n",
+        "fairseq_syntax/evaluation/z.py": "from fairseq_syntax.evaluation.x import other\n",
+        "fairseq_syntax/cli/__init__.py": "",
+        "fairseq_syntax/cli/main.py": "import fairseq_syntax\nfrom ..evaluation import x\nimport json\n",
+    })
+    graph = import_graph(tmp_path)
+    assert graph["fairseq_syntax.cli.main"] == {"fairseq_syntax.evaluation.x"}
+    assert graph["fairseq_syntax.evaluation.y"] == {"fairseq_syntax.evaluation.z"}
+    assert upward_imports(graph) == ["fairseq_syntax.core.a -> fairseq_syntax.parsing.p"]
+    assert circles(graph) == [
+        ["fairseq_syntax.core.a", "fairseq_syntax.parsing.p"],
+        ["fairseq_syntax.evaluation.x", "fairseq_syntax.evaluation.y", "fairseq_syntax.evaluation.z"]]
+
+
+def test_no_import_runs_upward():
+    assert upward_imports(import_graph(Path(REPO))) == []
+
+
+def test_no_circle_between_the_packages_files():
+    assert circles(import_graph(Path(REPO))) == []
