@@ -15,8 +15,10 @@ of them.
 TREES is PTB bracketed trees (``.mrg``, multi-line or one per line, ``.gz`` allowed).
 
 Reports, for all sentences and for those of at most ``--short`` words: sentence-level mean F1 (the paper's
-number) and corpus-level F1 of the induced trees and of left-branching, right-branching and random trees (mean
-over ``--random-seeds`` seeds), scored by the same rules, and recall per gold label (NP VP PP ADJP SBAR ADVP).
+number) and corpus-level F1 of the induced trees and of left-branching, right-branching and random trees of two
+draws (``RANDOM_DRAWS``: a uniform split point, :func:`.induction.random_tree`; shift-reduce coin flips as in Kim et
+al.'s code, :func:`.induction.random_shift_reduce_tree`), each the mean over ``--random-seeds`` seeds, scored by the
+same rules, and recall per gold label (NP VP PP ADJP SBAR ADVP).
 ``--output`` writes the induced trees, one bracketed tree per line, every constituent labelled ``X``.
 ``--select-on-dev K`` chooses the parsing rule on every K-th sentence (never on the sentences it reports).
 """
@@ -43,6 +45,7 @@ from fairseq_syntax.methods.tree_transformer.induction import (
     Node,
     induce_tree,
     left_branching,
+    random_shift_reduce_tree,
     random_tree,
     right_branching,
     to_tree,
@@ -63,6 +66,8 @@ from fairseq_syntax.methods.tree_transformer.parseval import (
 )
 
 BPE_CONTINUATION = "@@"
+#: the random trees reported, by the name of their draw (published random baselines differ in the draw)
+RANDOM_DRAWS = {"uniform split": random_tree, "shift-reduce": random_shift_reduce_tree}
 
 
 def merge_bpe(tokens: Sequence[str]) -> Tuple[List[str], List[int]]:
@@ -233,10 +238,10 @@ def cli_main(argv=None) -> None:
         "Tree Transformer": [induced],
         "left-branching": [[left_branching(n) for n in lengths]],
         "right-branching": [[right_branching(n) for n in lengths]],
-        f"random ({args.random_seeds} seeds)": [
-            [random_tree(n, rng) for n in lengths]
+        **{f"random, {draw_name} ({args.random_seeds} seeds)": [
+            [draw(n, rng) for n in lengths]
             for rng in (np.random.default_rng(seed) for seed in range(1, args.random_seeds + 1))
-        ],
+        ] for draw_name, draw in RANDOM_DRAWS.items()},
     }
     if selection is not None:
         systems["Tree Transformer (rule chosen on dev)"] = [  # the rule's name is in the JSON's "selection"

@@ -1,5 +1,5 @@
 """Unsupervised parsing from Tree Transformer link probabilities: Wang, Lee & Chen (2019), section 6, Algorithm 1,
-and the trivial trees it is compared with (left-/right-branching, random).
+and the trivial trees it is compared with (left-/right-branching, random by two draws).
 
 Pure functions over numpy arrays. A sentence of ``n`` words has ``links`` of shape ``L x (n-1)``: ``links[l, k]``
 is layer ``l``'s probability ``a^l_k`` that words ``k`` and ``k+1`` are in one constituent (``L x 0`` for one
@@ -85,12 +85,35 @@ def right_branching(num_words: int) -> Node:
 
 
 def random_tree(num_words: int, rng: np.random.Generator) -> Node:
-    """A random binary tree: merge a uniformly chosen pair of adjacent nodes until one is left."""
+    """A random binary tree, the uniform-split draw: merge a uniformly chosen pair of adjacent nodes until one is left.
+
+    The gaps are merged in a uniformly random order, so every node's split point is uniform over its gaps (the same
+    trees as splitting top-down at a uniform point). At n=4: the balanced tree 1/3, each of the other four 1/6.
+    """
     nodes: list = list(range(num_words))
     while len(nodes) > 1:
         merge = int(rng.integers(len(nodes) - 1))
         nodes[merge: merge + 2] = [(nodes[merge], nodes[merge + 1])]
     return nodes[0]
+
+
+def random_shift_reduce_tree(num_words: int, rng: np.random.Generator) -> Node:
+    """A random binary tree, the shift-reduce draw of Kim et al.'s evaluation code (URNNG, compound PCFG: their
+    ``get_random_tree``): shift the first two words, then shift or reduce with probability 1/2 each while both are
+    possible (shift only with fewer than two nodes on the stack, reduce only once every word is shifted). Not the
+    uniform-split draw of :func:`random_tree`: at n=4 the balanced, left- and right-branching trees 1/4 each, the
+    other two 1/8 (a draw per step: SS then R (1/2) gives ((0 1) ..), then S, then R or S; SSS (1/4) gives right-
+    branching)."""
+    stack: list = []
+    shifted = 0
+    while shifted < num_words or len(stack) > 1:
+        if len(stack) < 2 or (shifted < num_words and rng.random() < 0.5):
+            stack.append(shifted)
+            shifted += 1
+        else:
+            right = stack.pop()
+            stack[-1] = (stack[-1], right)
+    return stack[0]
 
 
 def _spans(node: Node, start: int) -> Iterator[Span]:

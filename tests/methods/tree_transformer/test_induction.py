@@ -12,6 +12,7 @@ from fairseq_syntax.core.trees import parse_tree, to_bracketed
 from fairseq_syntax.methods.tree_transformer.induction import (
     induce_tree,
     left_branching,
+    random_shift_reduce_tree,
     random_tree,
     right_branching,
     to_tree,
@@ -80,6 +81,29 @@ def test_trivial_trees_and_spans():
     assert len(spans) == 8 and spans[-1] == (0, 9)  # binary: n - 1 constituents
     assert to_bracketed(to_tree(((0, 1), 2), ["a", "b", "c"])) == "(X (X a b) c)"
     assert to_bracketed(to_tree(0, ["hi"])) == "(X hi)"
+
+
+@pytest.mark.parametrize("draw, expected", [
+    # uniform split: the root splits after word 1, 2 or 3 with 1/3 each; a 3-word side splits either way, 1/2
+    (random_tree, {((0, 1), (2, 3)): 1 / 3, (0, (1, (2, 3))): 1 / 6, (0, ((1, 2), 3)): 1 / 6,
+                   (((0, 1), 2), 3): 1 / 6, ((0, (1, 2)), 3): 1 / 6}),
+    # shift-reduce, the coin flips after "shift shift" (forced moves in brackets): R [S] R [S R] -> left-branching and
+    # R [S] S [R R] -> balanced, 1/4 each; S R R [S R] -> ((0 (1 2)) 3) and S R S [R R] -> (0 ((1 2) 3)), 1/8 each;
+    # S S [R R R] -> right-branching, 1/4
+    (random_shift_reduce_tree, {((0, 1), (2, 3)): 1 / 4, (0, (1, (2, 3))): 1 / 4, (0, ((1, 2), 3)): 1 / 8,
+                                (((0, 1), 2), 3): 1 / 4, ((0, (1, 2)), 3): 1 / 8}),
+])
+def test_random_tree_draws_have_their_distributions(draw, expected):
+    rng = np.random.default_rng(0)
+    draws = 8000
+    counts = {}
+    for _ in range(draws):
+        tree = draw(4, rng)
+        counts[tree] = counts.get(tree, 0) + 1
+    assert set(counts) == set(expected)
+    for tree, probability in expected.items():  # 4 binomial standard deviations at most (about 0.02)
+        assert abs(counts[tree] / draws - probability) < 4 * math.sqrt(probability * (1 - probability) / draws)
+    assert draw(1, rng) == 0 and draw(2, rng) == (0, 1)
 
 
 def test_bpe_pieces_join_and_links_are_taken_at_word_boundaries():
@@ -166,6 +190,9 @@ def test_induce_command_reports_f1_and_writes_trees(trained, capsys):
     # sentence 3 (the comma goes) has gold {(0,2),(2,6),(3,6)} and predicts {(1,6),(2,6),(3,6),(4,6)} -> P 1/2, R 2/3
     assert right["sentence_f1"] == pytest.approx((2 / 3 + 2 / 3 + 4 / 7) / 3)
     assert right["corpus_precision"] == pytest.approx(6 / 10) and right["corpus_recall"] == pytest.approx(6 / 9)
+    assert sorted(name for name in scores["subsets"]["all"] if name.startswith("random")) == [
+        "random, shift-reduce (5 seeds)", "random, uniform split (5 seeds)"]  # each draw named (issue 53)
+    assert "random, shift-reduce (5 seeds)" in printed
     assert scores["layers"] == 3
     assert len(scores["link_agreement"]) == 3 and all(-1 <= rho <= 1 for rho in scores["link_agreement"])
     assert "links vs gold, per layer" in printed
