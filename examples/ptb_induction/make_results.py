@@ -43,8 +43,18 @@ BASELINES = ("left-branching", "right-branching")
 LABELS = ("NP", "VP", "PP", "ADJP", "SBAR", "ADVP")
 SCORES = "scores.json.gz"
 # The run this file leads with: the setting under which the links learned PTB phrases (EVAL_TEXT=1 DIAGONAL=zero
-# OPTIMISER=authors UPDATES=16000 run.sh); its figure is the one kept (constituent_prior.png, copied there by run.sh).
-HEADLINE = "logs-eval-text-diagonal-zero-authors-optimiser"
+# OPTIMISER=authors UPDATES=16000 run.sh), trained before issue 53's fix (repeated masks) until the fresh-mask run
+# of run.sh's WSJ text replaces it; its figure is the one kept (constituent_prior.png, copied there by run.sh).
+HEADLINE = "logs-eval-text-diagonal-zero-authors-optimiser-repeated-masks"
+# The line sentence_masked_lm logs since its masks are fresh every epoch with a kept data-loader worker (issue 53).
+# A run without it that loaded batches in a worker process (fairseq-train's default --num-workers 1) saw epoch 1's
+# masks in every epoch: run.sh's runs made before the fix are kept as logs*-repeated-masks/.
+FRESH_MASKS_LINE = "with the epoch in shared memory: fresh every epoch"
+# The random trees of the induce JSON by the name of their draw (fairseq_syntax.methods.tree_transformer.induce's
+# RANDOM_DRAWS); runs scored before the shift-reduce draw was added named the uniform-split one "random (N seeds)".
+RANDOM_DRAWS = {"uniform split": ("random, uniform split (", "random ("), "shift-reduce": ("random, shift-reduce (",)}
+RANDOM_LABELS = {"uniform split": "random, uniform split point at every node (mean of {seeds} seeds)",
+                 "shift-reduce": "random, shift-reduce coin flips as in Kim et al.'s code (mean of {seeds} seeds)"}
 FIGURE = "constituent_prior.png"
 # Runs made by hand beside run.sh's (README.md in the folder: their commands): Tree Transformers only, no plain
 # Transformer trained beside them, so no perplexity or throughput ratio. Per run: its training log and the
@@ -64,7 +74,7 @@ LATER_PARSES = {"chosen on dev": ("induce_dev.json", "Tree Transformer (rule cho
                 "m=2 on the same 90%": ("induce_dev.json", "Tree Transformer"),
                 "m=2 without </s>": ("induce_noeos.json", "Tree Transformer")}
 PARSES = {"m=1": "induce_min1.json", "m=2": "induce_paper.json", "m=3": "induce_min3.json",
-          "released": "induce_released.json", **{f"layer {layer}": f"induce_layer{layer}.json" for layer in range(6)}}
+          "released": "induce_released.json"}  # and "layer L": induce_layerL.json for every layer of the run
 # Modules the logged commands ran that have moved since (the package was reorganised after these runs).
 MOVED_MODULES = {"fairseq_syntax.cli.induce": "fairseq_syntax.methods.tree_transformer.induce",
                  "fairseq_syntax.evaluation.masked_lm": "fairseq_syntax.methods.tree_transformer.masked_lm"}
@@ -183,6 +193,22 @@ def training_summary(log: str) -> dict:
     }
 
 
+def masks(log: str, num_workers: str) -> str:
+    """"fresh" when the run's masks changed every epoch, "repeated" when it saw epoch 1's in every epoch: trained
+    before the fix (no FRESH_MASKS_LINE in its log) with its batches loaded in a worker process kept across epochs."""
+    return "fresh" if FRESH_MASKS_LINE in log or int(num_workers) == 0 else "repeated"
+
+
+def random_draws(subset_scores: dict) -> dict:
+    """The random trees of one subset of an induce JSON, by draw (RANDOM_DRAWS), those it holds."""
+    found = {}
+    for draw, prefixes in RANDOM_DRAWS.items():
+        names = [name for name in subset_scores if any(name.startswith(prefix) for prefix in prefixes)]
+        if names:
+            found[draw] = names[0]
+    return found
+
+
 def tree_to_plain(values: dict) -> float:
     """Ratio of the Tree Transformer's value to the plain Transformer's (``values`` keyed by arch)."""
     tree, plain = (values[arch] for arch in SYSTEMS)
@@ -206,14 +232,17 @@ def recipe_run(logs: str) -> dict:
         "updates": int(one(r"--max-update (\d+)", tree_command, "update budget").group(1)),
     }
     layers = int(one(r"--encoder-layers (\d+)", tree_command, "encoder layers").group(1))
+    settings["size"] = (layers, int(one(r"--encoder-embed-dim (\d+)", tree_command, "model width").group(1)))
+    settings["masks"] = masks(tree_log, config_setting(tree_log, "num_workers"))
     reproduce = (("TEXT=ptb " if settings["text"] == "ptb" else "TEXT=mixed ")
-                 + ("MODEL_SIZE=paper " if layers == 10 else "")
+                 + ({8: "MODEL_SIZE=medium ", 10: "MODEL_SIZE=paper "}.get(layers, ""))
                  + ("EVAL_TEXT=1 " if settings["transductive"] and settings["text"] == "mixed" else "")
                  + ("DIAGONAL=zero " if settings["diagonal_zero"] else "")
                  + ("OPTIMISER=authors " if settings["authors_optimiser"] else "")
                  + f"PRECISION={settings['precision']} UPDATES={settings['updates']} examples/ptb_induction/run.sh")
     preprocess = read(logs, "preprocess.log")
     parses = {label: score(run_scores, logs, file) for label, file in PARSES.items()}
+    parses.update({f"layer {layer}": score(run_scores, logs, f"induce_layer{layer}.json") for layer in range(layers)})
     later = {label: run_scores.get(file) for label, (file, _) in LATER_PARSES.items()}
     commands = [(log, current(command(read(logs, log)))) for log in (
         "make_corpus.log", "preprocess.log", *(f"train_{arch}.log" for arch in SYSTEMS), "induce_paper.log",
@@ -224,7 +253,8 @@ def recipe_run(logs: str) -> dict:
         "name": name, "label": f"`{name}/`", "by_hand": False, "settings": settings, "reproduce": reproduce,
         "corpus": json.loads(corpus_log[corpus_log.index("{"): corpus_log.rindex("}") + 1]),
         "vocabulary": int(one(r"Dictionary: (\d+) types", preprocess, "dictionary size").group(1)),
-        "ptb_unk": one(r"ptb\.txt: \d+ sents, \d+ tokens, ([\d.]+)% replaced", preprocess, "PTB <unk> rate").group(1),
+        "ptb_unk_replaced": float(one(r"ptb\.txt: \d+ sents, \d+ tokens, ([\d.]+)% replaced", preprocess,
+                                      "PTB <unk> rate").group(1)),
         "training": {arch: training_summary(tree_log if arch == "tree_transformer_lm"
                                             else read(logs, f"train_{arch}.log")) for arch in SYSTEMS},
         "parses": parses,
@@ -250,6 +280,8 @@ def exploratory_runs(logs: str, specs: list) -> list:
             "authors_optimiser": config_setting(log, "lr_scheduler") == "fixed",
             "precision": "bf16" if config_setting(log, "cpu_bf16_autocast") == "True" else "fp32",
             "updates": int(training["updates"]),  # a time limit (--stop-time-hours) ended these runs
+            "size": (int(config_setting(log, "encoder_layers")), int(config_setting(log, "encoder_embed_dim"))),
+            "masks": masks(log, config_setting(log, "num_workers")),
         }
         runs.append({
             "name": f"{name}#{spec['train'][len('train_'):-len('.log')]}", "by_hand": True,
@@ -295,9 +327,11 @@ def number_cell(value, spec: str) -> Cell:
 def settings_cells(run: dict) -> list:
     s = run["settings"]
     text = "WSJ (ptb-lm)" if s.get("text") == "ptb" else "mixed"
+    layers, width = s["size"]
     return [f"{text} " + ("+ PTB sample words" if s["transductive"] else "without the PTB sample"),
-            0 if s["diagonal_zero"] else 1, "authors'" if s["authors_optimiser"] else "recipe", s["precision"],
-            s["updates"]]
+            Cell(layers * 10000 + width, f"{layers} x {width}"), 0 if s["diagonal_zero"] else 1,
+            "authors'" if s["authors_optimiser"] else "recipe", s["precision"], s["updates"],
+            "fresh" if s["masks"] == "fresh" else "**repeated**"]
 
 
 def perplexity_ratio(run: dict):
@@ -334,15 +368,17 @@ def summary_row(run: dict) -> dict:
 # ---- the document ---------------------------------------------------------------------------------------------
 
 def runs_table(runs: list) -> Table:
-    table = Table(["run", "training text", "C_ii", "optimiser", "precision", "updates", "Algorithm 1, m=2",
-                   "Algorithm 1, m=1", "greedy from layer 1", "rho of layer 1", "perplexity ratio",
-                   "throughput ratio", "reproduce"], "llrllrrrrrrrl")
+    table = Table(["run", "training text", "layers x d_model", "C_ii", "optimiser", "precision", "updates", "masks",
+                   "Algorithm 1, m=2", "Algorithm 1, m=1", "greedy from layer 1", "chosen on dev", "rho of layer 1",
+                   "perplexity ratio", "throughput ratio", "reproduce"], "llrrllrlrrrrrrrl")
     for run in runs:
         agreement = run["parses"]["m=2"].get("link_agreement")
         label = f"**{run['label']} (headline)**" if run["name"] == HEADLINE else run["label"]
         reproduce = run["reproduce"] if run["by_hand"] else f"`{run['reproduce']}`"
+        chosen, system = LATER_PARSES["chosen on dev"]
         table.add(Cell(run["name"], label), *settings_cells(run), f1_cell(run["parses"]["m=2"]),
                   f1_cell(run["parses"].get("m=1")), f1_cell(run["parses"].get("layer 1")),
+                  f1_cell(run.get("later_parses", {}).get("chosen on dev"), system=system),
                   number_cell(agreement[1] if agreement else None, "+.3f"),
                   number_cell(perplexity_ratio(run), ".3f"), number_cell(throughput_ratio(run), ".2f"),
                   Cell(run["reproduce"], reproduce))
@@ -362,16 +398,18 @@ def training_table(runs: list) -> Table:
 
 
 def layers_table(runs: list) -> Table:
-    table = Table(["run"] + list(PARSES) + list(LATER_PARSES), "l" + "r" * (len(PARSES) + len(LATER_PARSES)))
+    layers = max(run["settings"]["size"][0] for run in runs)
+    labels = list(PARSES) + [f"layer {layer}" for layer in range(layers)]
+    table = Table(["run"] + labels + list(LATER_PARSES), "l" + "r" * (len(labels) + len(LATER_PARSES)))
     for run in runs:
         later = run.get("later_parses", {})
-        table.add(Cell(run["name"], run["label"]), *(f1_cell(run["parses"].get(label)) for label in PARSES),
+        table.add(Cell(run["name"], run["label"]), *(f1_cell(run["parses"].get(label)) for label in labels),
                   *(f1_cell(later.get(label), system=system) for label, (_, system) in LATER_PARSES.items()))
     return table
 
 
 def agreement_table(runs: list) -> Table:
-    layers = len(runs[0]["parses"]["m=2"]["link_agreement"])
+    layers = max(len(run["parses"]["m=2"]["link_agreement"]) for run in runs)
     table = Table(["run", "links"] + [f"layer {layer}" for layer in range(layers)], "ll" + "r" * layers)
     for run in runs:
         paper = run["parses"]["m=2"]
@@ -381,7 +419,8 @@ def agreement_table(runs: list) -> Table:
             if offset in shifted:
                 rows.append((label, shifted[offset]))
         for label, values in rows:
-            table.add(Cell(run["name"], run["label"]), label, *(Cell(rho, f"{rho:+.3f}") for rho in values))
+            table.add(Cell(run["name"], run["label"]), label, *(Cell(rho, f"{rho:+.3f}") for rho in values),
+                      *[Cell(None, "–")] * (layers - len(values)))
     return table
 
 
@@ -398,14 +437,34 @@ def perplexity_table(runs: list) -> Table:
     return table
 
 
+def unknown_words(run: dict) -> dict:
+    """The PTB sample's words that are ``<unk>`` to the model: every one (the words the masked-LM perplexity leaves
+    out, both systems sharing the dictionary), those the corpus itself writes ``<unk>`` (make_corpus's count: Mikolov's
+    10k vocabulary of the ptb text; the mixed text applies no vocabulary, so none) and those fairseq maps to ``<unk>``
+    as seen under 3 times in the training text (the rest). fairseq-preprocess's "% replaced" counts only the last, of
+    the tokens with </s>; RESULTS.md gave it as the rate before issue 53."""
+    evaluation = run["corpus"]["eval/ptb-sample"]
+    total = run["perplexity"]["tree_transformer_lm"]["unknown_words"]
+    written = evaluation.get("unk", 0 if run["settings"]["text"] == "mixed" else None)
+    if written is None:
+        raise ValueError(f"{run['name']}/make_corpus.log: no <unk> count of eval/ptb-sample for the ptb text")
+    return {"words": evaluation["words"], "total": total, "written": written, "under_threshold": total - written,
+            "rate": 100 * total / evaluation["words"]}
+
+
 def data_table(runs: list) -> Table:
     table = Table(["run", "training sentences", "training words", "vocabulary (types seen 3 times or more)",
-                   "PTB sample words `<unk>` to the model"], "lrrrr")
+                   "PTB sample words `<unk>` to the model", "written `<unk>` in the corpus",
+                   "seen under 3 times in training", "fairseq's \"% replaced\" (the rate given before)"], "lrrrrrrr")
     for run in runs:
         train = [stats for name, stats in run["corpus"].items() if name.startswith("train/")]
         sentences, words = sum(s["sentences"] for s in train), sum(s["words"] for s in train)
+        unknown = unknown_words(run)
         table.add(Cell(run["name"], run["label"]), Cell(sentences, f"{sentences:,}"), Cell(words, f"{words:,}"),
-                  run["vocabulary"], Cell(float(run["ptb_unk"]), f"{run['ptb_unk']}%"))
+                  run["vocabulary"], Cell(unknown["rate"], f"{unknown['rate']:.2f}% ({unknown['total']:,})"),
+                  Cell(unknown["written"], f"{unknown['written']:,}"),
+                  Cell(unknown["under_threshold"], f"{unknown['under_threshold']:,}"),
+                  Cell(run["ptb_unk_replaced"], f"{run['ptb_unk_replaced']:g}%"))
     return table
 
 
@@ -413,6 +472,7 @@ def headline_sections(run: dict, tables: dict) -> list:
     """The headline run in detail: its data, training, trees (F1 and recall by label), links and perplexity."""
     corpus, s, training = run["corpus"], run["settings"], run["training"]
     paper, released = run["parses"]["m=2"], run["parses"]["released"]
+    unknown = unknown_words(run)
     lines = [
         f"## The headline run in detail (`{run['name']}/`)",
         "",
@@ -422,12 +482,16 @@ def headline_sections(run: dict, tables: dict) -> list:
         "evaluation sentences): " + ", ".join(
             f"{name.split('/')[1]} {stats['sentences']:,} sentences / {stats['words']:,} words"
             for name, stats in corpus.items() if name.startswith("train/")) + ".",
-        f"Validation: the Multi30k val, UD EWT dev and SST dev words. Vocabulary: {run['vocabulary']} types (words "
-        "seen",
+        ("Validation: every 20th line of the ptb-lm text." if s["text"] == "ptb" else
+         "Validation: the Multi30k val, UD EWT dev and SST dev words.")
+        + f" Vocabulary: {run['vocabulary']} types (words seen",
         f"at least 3 times). Evaluation: the {corpus['eval/ptb-sample']['sentences']:,} trees of the PTB sample",
-        f"wsj_0001-0159 ({corpus['eval/ptb-sample']['words']:,} words after removing punctuation and traces by POS "
-        f"tag); {run['ptb_unk']}% of its words are `<unk>` to the model"
-        + (" (rare words: its text is in the training text)." if s["transductive"] else " (out-of-domain text)."),
+        f"wsj_0001-0159 ({unknown['words']:,} words after removing punctuation and traces by POS "
+        f"tag); {unknown['rate']:.2f}% of its words ({unknown['total']:,}) are `<unk>` to the model: "
+        f"{unknown['written']:,} written `<unk>` by the corpus itself"
+        + (" (Mikolov's 10k vocabulary)" if s["text"] == "ptb" else "")
+        + f", {unknown['under_threshold']:,} seen under 3 times in the training text"
+        + (" (its text is in the training text)." if s["transductive"] else " (out-of-domain text)."),
         "",
         "### Training (masked LM, `sentence_masked_lm`, BERT masking 15% / 80-10-10)",
         "",
@@ -451,10 +515,13 @@ def headline_sections(run: dict, tables: dict) -> list:
     ]
 
     subsets = list(paper["subsets"])
-    random_name = next(name for name in paper["subsets"][subsets[0]] if name.startswith("random"))
+    draws = random_draws(paper["subsets"][subsets[0]])
+    random_name = draws["uniform split"]
     rows = [("Tree Transformer, Algorithm 1 (m=2, threshold 0.8)", paper, "Tree Transformer"),
             ("Tree Transformer, released variant (descend above 0.7)", released, "Tree Transformer")]
-    rows += [(name, paper, name) for name in (*BASELINES, random_name)]
+    rows += [(name, paper, name) for name in BASELINES]
+    rows += [(RANDOM_LABELS[draw].format(seeds=name[name.index("(") + 1:-len(" seeds)")]), paper, name)
+             for draw, name in draws.items()]
     lines += [
         "",
         "### Grammar induction (unlabeled F1, %)",
@@ -537,20 +604,28 @@ def headline_sections(run: dict, tables: dict) -> list:
 
 def differences(headline: dict) -> list:
     s = headline["settings"]
+    train = [stats for name, stats in headline["corpus"].items() if name.startswith("train/")]
+    train_sentences, train_words = sum(t["sentences"] for t in train), sum(t["words"] for t in train)
     return [
         "## How this differs from the paper",
         "",
     ] + ([
+        "- Training text: the WSJ text at hand (`ptb-lm`, Mikolov's preprocessing) plus the raw words of the PTB",
+        "  sample itself (never its trees): the transductive setting, "
+        f"{train_sentences:,} sentences / {train_words:,} words in all. The paper trains",
+        "  on WSJ-train (about 40k sentences, 900k words) and parses WSJ-test, sentences it has not read.",
+    ] if s["text"] == "ptb" else [
         "- Training text: Multi30k captions, UD EWT web text and SST movie reviews, plus the raw words of the PTB",
         "  sample itself (never its trees): the transductive setting, since WSJ-train is not at hand. The paper",
-        "  trains on WSJ-train and parses WSJ-test, sentences it has not read. (`logs/` trains without them: the",
+        "  trains on WSJ-train and parses WSJ-test, sentences it has not read. (`logs-repeated-masks/` trains without them: the",
         "  PTB sentences are then out of domain.)",
     ] if s["transductive"] else [
         "- Training text: Multi30k captions, UD EWT web text and SST movie reviews (raw words), not WSJ, because",
         "  only the PTB sample is at hand and it is the evaluation set; so the PTB sentences are out of domain",
         "  (`EVAL_TEXT=1 run.sh` adds their words to the training text).",
     ]) + [
-        "- Size and budget: 6 layers, d_model 128, 4 heads, FFN 512, word-level vocabulary, trained for the",
+        f"- Size and budget: {s['size'][0]} layers, d_model {s['size'][1]}, 4 heads, FFN {4 * s['size'][1]}, "
+        "word-level vocabulary, trained for the",
         "  number of updates above on a shared CPU (the paper: 10 layers, d_model 512, 8 heads, WordPiece 16k,",
         "  trained to convergence on a GPU). Both systems of a run have the same size, data, schedule and seed.",
         "- Evaluation set: the PTB sample (WSJ files 0001-0159, from sections 00-01), not WSJ-test (section 23);",
@@ -613,7 +688,7 @@ def render(runs: list) -> tuple:
     tables = {}
     paper = headline["parses"]["m=2"]
     subsets = list(paper["subsets"])
-    random_name = next(name for name in paper["subsets"][subsets[0]] if name.startswith("random"))
+    random_name = random_draws(paper["subsets"][subsets[0]])["uniform split"]
     baseline_scores = " / ".join(f"{100 * paper['subsets'][subset]['right-branching']['sentence_f1']:.1f}"
                                  for subset in subsets)
     random_scores = " / ".join(f"{100 * paper['subsets'][subset][random_name]['sentence_f1']:.1f}"
@@ -630,14 +705,27 @@ def render(runs: list) -> tuple:
         "",
         "## Every run of this recipe",
         "",
-        "One row per run kept here, the headline first: a Tree Transformer (6 layers, d_model 128) trained as a "
-        "masked LM on",
-        "raw text, its induced trees scored against the PTB sample. Sentence F1 (%, all / <=10-word sentences) of "
-        "its trees by",
-        "Algorithm 1 (threshold 0.8) from minimum layer m, and by top-down greedy parsing from layer 1's links alone;",
+        "One row per run kept here, the headline first: a Tree Transformer trained as a masked LM on raw text, its",
+        "induced trees scored against the PTB sample. Sentence F1 (%, all / <=10-word sentences) of its trees by",
+        "Algorithm 1 (threshold 0.8) from minimum layer m, by top-down greedy parsing from layer 1's links alone, and",
+        "by the rule chosen on every 10th sentence (scored on the other 90%; runs made before that option have –);",
         "rho: Spearman's rho of layer 1's links with the gold trees (see *What the links learnt*); perplexity and",
         "throughput: Tree Transformer / plain Transformer of the same size trained beside it. For comparison, "
-        f"right-branching trees score {baseline_scores}, random trees {random_scores}.",
+        f"right-branching trees score {baseline_scores}, random trees {random_scores} (a uniformly random split "
+        "point at every node;",
+        "other random draws score otherwise: see the headline's table).",
+        "",
+        "*Masks*: **repeated** marks the runs made before issue 53's fix, which saw the same masked words in every "
+        "epoch:",
+        "fairseq-train loaded their batches in a worker process it kept across epochs (`--num-workers 1`, its "
+        "default), and the",
+        "epoch number reached only the main process's copy of the masking dataset, so the worker drew epoch 1's "
+        "masks again.",
+        "`sentence_masked_lm` now keeps the epoch in shared memory (*fresh*: new masks every epoch, with or without "
+        "workers).",
+        "The repeated-mask runs are kept, in folders named `*-repeated-masks/`, as they were measured; their "
+        "*reproduce* commands",
+        "now train with fresh masks.",
         "",
     ]
     table = runs_table(runs)
@@ -690,9 +778,18 @@ def render(runs: list) -> tuple:
         "",
         "### Data",
         "",
-        "Training text: Multi30k, UD EWT and SST words, and with `EVAL_TEXT=1` the PTB sample's words (see the "
-        "headline's",
-        "data above); the runs made by hand used the binarized data of `EVAL_TEXT=1 DIAGONAL=zero run.sh`.",
+        "Training text: with `TEXT=ptb` the WSJ text of `ptb-lm` and the PTB sample's words (Mikolov's "
+        "preprocessing);",
+        "with `TEXT=mixed` Multi30k, UD EWT and SST words, and with `EVAL_TEXT=1` the PTB sample's words; the runs "
+        "made by",
+        "hand used the binarized data of `EVAL_TEXT=1 DIAGONAL=zero run.sh`. `<unk>` to the model: the PTB sample's "
+        "words the",
+        "masked-word perplexity leaves out, those the corpus itself writes `<unk>` (Mikolov's 10k vocabulary; the "
+        "mixed text",
+        "applies none) and those fairseq maps to `<unk>` as seen under 3 times in the training text. fairseq-"
+        "preprocess's",
+        "\"% replaced\" counts only the last, over the tokens with `</s>`; RESULTS.md gave it as the rate before "
+        "issue 53.",
         "",
     ]
     table = data_table(recipe)
