@@ -42,10 +42,12 @@ SYSTEMS = {"tree_transformer_lm": "Tree Transformer", "roberta_prenorm": "Transf
 BASELINES = ("left-branching", "right-branching")
 LABELS = ("NP", "VP", "PP", "ADJP", "SBAR", "ADVP")
 SCORES = "scores.json.gz"
-# The run this file leads with: the setting under which the links learned PTB phrases (EVAL_TEXT=1 DIAGONAL=zero
-# OPTIMISER=authors UPDATES=16000 run.sh), trained before issue 53's fix (repeated masks) until the fresh-mask run
-# of run.sh's WSJ text replaces it; its figure is the one kept (constituent_prior.png, copied there by run.sh).
-HEADLINE = "logs-eval-text-diagonal-zero-authors-optimiser-repeated-masks"
+# The run this file leads with, the first of these that is kept: run.sh's WSJ text with the authors' C_ii and
+# optimisation, fresh masks (TEXT=ptb DIAGONAL=zero OPTIMISER=authors UPDATES=6000 run.sh); until that run is kept,
+# the setting under which the links learned PTB phrases before issue 53's fix (repeated masks; EVAL_TEXT=1
+# DIAGONAL=zero OPTIMISER=authors UPDATES=16000). Its figure is the one kept (constituent_prior.png, copied by run.sh).
+HEADLINES = ("logs-ptb-text-diagonal-zero-authors-optimiser",
+             "logs-eval-text-diagonal-zero-authors-optimiser-repeated-masks")
 # The line sentence_masked_lm logs since its masks are fresh every epoch with a kept data-loader worker (issue 53).
 # A run without it that loaded batches in a worker process (fairseq-train's default --num-workers 1) saw epoch 1's
 # masks in every epoch: run.sh's runs made before the fix are kept as logs*-repeated-masks/.
@@ -373,7 +375,7 @@ def runs_table(runs: list) -> Table:
                    "perplexity ratio", "throughput ratio", "reproduce"], "llrrllrlrrrrrrrl")
     for run in runs:
         agreement = run["parses"]["m=2"].get("link_agreement")
-        label = f"**{run['label']} (headline)**" if run["name"] == HEADLINE else run["label"]
+        label = f"**{run['label']} (headline)**" if run is runs[0] else run["label"]
         reproduce = run["reproduce"] if run["by_hand"] else f"`{run['reproduce']}`"
         chosen, system = LATER_PARSES["chosen on dev"]
         table.add(Cell(run["name"], label), *settings_cells(run), f1_cell(run["parses"]["m=2"]),
@@ -674,9 +676,12 @@ def runs_of(here: str) -> list:
         print(f"make_results.py: {path} left out: no perplexity_roberta_prenorm.json (a run not finished)",
               file=sys.stderr)
     recipe = [recipe_run(path) for path in complete]
-    recipe.sort(key=lambda run: (run["name"] != HEADLINE, run["name"]))
-    if not recipe or recipe[0]["name"] != HEADLINE:
-        raise FileNotFoundError(f"{os.path.join(here, HEADLINE)} is missing: the headline run")
+    kept = [name for name in HEADLINES if name in {run["name"] for run in recipe}]
+    if not kept:
+        raise FileNotFoundError(f"none of the headline runs is kept in {here}: {', '.join(HEADLINES)}")
+    if kept[0] != HEADLINES[0]:
+        print(f"make_results.py: {HEADLINES[0]} is not kept (yet): {kept[0]} leads", file=sys.stderr)
+    recipe.sort(key=lambda run: (run["name"] != kept[0], run["name"]))
     by_hand = [run for folder, specs in EXPLORATORY.items()
                for run in exploratory_runs(os.path.join(here, folder), specs)]
     return recipe + by_hand
@@ -798,7 +803,7 @@ def render(runs: list) -> tuple:
     data = {
         "generated_by": "examples/ptb_induction/make_results.py (tables by fairseq_syntax.evaluation.results)",
         "units": "as in RESULTS.md, unrounded, except: wall time in seconds; an \"a / b\" F1 cell is [all, <=10 words]",
-        "headline": HEADLINE,
+        "headline": headline["name"],
         "figure": FIGURE,
         "tables": tables,
         "rows": [summary_row(run) for run in runs],
