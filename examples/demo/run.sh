@@ -4,7 +4,8 @@
 # a BLEU table: a short one printed (system, BLEU, chrF, p against Sequence, training time), the full one, with each
 # system's command, in WORK_DIR/RESULTS.md (examples/demo/RESULTS.md is ours), generated from the run records.
 #
-#   bash examples/demo/run.sh [WORK_DIR]        (default examples/demo/work; EPOCHS=.. SYSTEMS=".." to change)
+#   bash examples/demo/run.sh [WORK_DIR]        (default examples/demo/work; EPOCHS=.. SYSTEMS=".." to change;
+#                                                TRAIN_SENTENCES, VALID_SENTENCES, TEST_SENTENCES: the data's size)
 #
 # JOBS systems train at once (default: the number of cores), one thread each: these models are too small for a
 # second thread to pay, so on 2 cores two runs at a time take about half the time of one run after the other.
@@ -27,7 +28,8 @@ mkdir -p "$WORK"
 START=$(date +%s)
 
 echo "== data: synthetic grammar with gold trees"
-python3 "$HERE/make_data.py" --out "$WORK/raw" --train "${TRAIN_SENTENCES:-4000}" --valid 400 --test 500 --seed 1 \
+python3 "$HERE/make_data.py" --out "$WORK/raw" --train "${TRAIN_SENTENCES:-4000}" --valid "${VALID_SENTENCES:-400}" \
+  --test "${TEST_SENTENCES:-500}" --seed 1 \
   --max-tokens "${MAX_SOURCE_TOKENS:-14}"
 
 echo "== joint BPE ($BPE_MERGES merges)"

@@ -1,0 +1,190 @@
+"""README.md and docs/*.md: every command they show is run by a test, and every link in them resolves.
+
+A command is a line (with its ``\\`` continuations) of a fenced ``bash`` block. Each is one of:
+
+* run here, as shown: the own-data example (README) in a folder holding a tiny corpus as ``mine/``, with the
+  model's size, the training's length and the hypotheses' length cut (``SIZE_CUTS``), and the main job
+  (``bash examples/demo/run.sh``) with a smaller grid (its environment variables) into a temporary folder;
+* run by CI exactly: the README's set-up and test commands are the lines of ``.ci/run``;
+* run by another test (``RUN_ELSEWHERE``): that test file runs the program with every option the page shows;
+* not runnable here (``NOT_RUN_HERE``: a cluster's scheduler, several GPUs): the page says so.
+
+A command that is none of these fails the test: a page cannot show a command no test runs.
+"""
+import ast
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, tiny_corpus
+
+ROOT = Path(REPO)
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+#: the docs/ pages the README links to, one per topic
+TOPICS = ["methods", "data", "parsers", "usage", "gpu", "results", "errors", "adding-a-method"]
+#: the own-data example at the tests' size: the same commands with the tiny arch and one epoch
+SIZE_CUTS = {"--arch transformer_syntax_mask ": "--arch transformer_syntax_mask_tiny ",
+             "--max-epoch 30": "--max-epoch 2", "--beam 5": "--beam 5 --max-len-a 0 --max-len-b 12"}
+#: program -> the test file that runs it, with every option a page shows
+RUN_ELSEWHERE = {
+    "python3 preprocess/parse_constituency.py": "tests/core/test_parsing.py",
+    "python3 preprocess/parse_dependency.py": "tests/core/test_parsing.py",
+    "fairseq-train DATA": "tests/recipes/test_end_to_end.py",  # the distributed loop of docs/gpu.md
+}
+#: program -> why no test here runs it
+NOT_RUN_HERE = {
+    "sbatch": "a SLURM cluster",
+    "job=$(sbatch": "a SLURM cluster",
+    "torchrun": "several machines with GPUs",
+}
+#: shell syntax around the commands (the distributed loop), not a program
+SHELL_WORDS = ("for ", "done")
+
+
+def fenced_blocks(text: str) -> list[tuple[str, list[str]]]:
+    """(language, lines) of every fenced block of a Markdown text."""
+    blocks, language, lines = [], None, []
+    for line in text.splitlines():
+        if line.startswith("```"):
+            if language is None:
+                language, lines = line[3:].strip(), []
+            else:
+                blocks.append((language, lines))
+                language = None
+        elif language is not None:
+            lines.append(line)
+    assert language is None, "a fenced block is not closed"
+    return blocks
+
+
+def shown_commands(text: str) -> list[str]:
+    """The commands of the ``bash`` blocks: continuation lines joined, comment lines and end-of-line comments (two
+    spaces, then ``#``) left out."""
+    commands = []
+    for language, lines in fenced_blocks(text):
+        if language != "bash":
+            continue
+        joined = "\n".join(line for line in lines if not line.lstrip().startswith("#")).replace("\\\n", " ")
+        for line in joined.splitlines():
+            line = re.sub(r"\s{2,}#.*$", "", line).strip()
+            if line:
+                commands.append(re.sub(r"\s+", " ", line))
+    return commands
+
+
+def program(command: str) -> str:
+    """The program a command runs, as the tables above name it."""
+    for name in [*RUN_ELSEWHERE, *NOT_RUN_HERE]:
+        if command.startswith(name):
+            return name
+    return command.split(" ")[0]
+
+
+def options(command: str) -> set[str]:
+    return set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", command))
+
+
+def string_constants(path: Path) -> str:
+    """Every string literal of a Python file, joined: what it can pass on a command line."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return " ".join(node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(
+        node.value, str))
+
+
+def readme_commands() -> list[str]:
+    return shown_commands((ROOT / "README.md").read_text(encoding="utf-8"))
+
+
+QUICKSTART = readme_commands()[:3]
+OWN_DATA = readme_commands()[3:]
+
+
+def test_the_readme_is_a_front_page_with_the_quickstart_first():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 250
+    assert re.findall(r"^## .*", text, re.M)[0] == "## Quickstart"
+    assert QUICKSTART[1] == "bash examples/demo/run.sh"
+    for topic in TOPICS:
+        assert f"](docs/{topic}.md)" in text, f"the README links to no docs/{topic}.md"
+    assert sorted(page.stem for page in PAGES[1:]) == sorted(TOPICS)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_every_link_resolves(page):
+    text = page.read_text(encoding="utf-8")
+    for target in re.findall(r"\]\(([^)\s#]+)(?:#[^)]*)?\)", text):
+        if not re.match(r"[a-z]+://", target):
+            assert (page.parent / target).exists(), f"{page.name}: a link to {target}, which is not there"
+
+
+def test_every_command_shown_is_run_by_a_test():
+    covered_here = set(QUICKSTART + OWN_DATA)
+    for page in PAGES:
+        for command in shown_commands(page.read_text(encoding="utf-8")):
+            name = program(command)
+            if command in covered_here or command.startswith(SHELL_WORDS):
+                continue
+            if name in NOT_RUN_HERE:
+                assert "not run here" in re.sub(r"\s+", " ", page.read_text(encoding="utf-8")).lower(), (
+                    f"{page.name}: `{name}` needs {NOT_RUN_HERE[name]}: the page must say it is not run here")
+                wrapped = re.search(r'--wrap "(.*)"', command)  # a scheduler's command line is run elsewhere
+                if wrapped:
+                    command, name = wrapped.group(1), program(wrapped.group(1))
+                else:
+                    continue
+            assert name in RUN_ELSEWHERE, f"{page.name}: no test runs `{command}`"
+            missing = {option for option in options(command)
+                       if option not in string_constants(ROOT / RUN_ELSEWHERE[name])}
+            assert not missing, f"{page.name}: {RUN_ELSEWHERE[name]} runs `{name}` without {sorted(missing)}"
+
+
+def test_the_quickstarts_set_up_and_tests_are_what_ci_runs():
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line and not line.startswith(
+        ("#", "set ", "cd "))]
+    assert ci == [QUICKSTART[0], QUICKSTART[2]]
+
+
+def test_the_own_data_example_trains_decodes_and_scores(tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    for split, size, seed in (("train", 60, 1), ("valid", 10, 2), ("test", 10, 3)):
+        tiny_corpus(str(mine / split), size, seed)
+    (tmp_path / "fairseq_syntax").symlink_to(ROOT / "fairseq_syntax")  # --user-dir fairseq_syntax, as from the root
+    script = "\n".join(OWN_DATA)
+    for full, cut in SIZE_CUTS.items():
+        assert full in script
+        script = script.replace(full, cut)
+    assert [program(command) for command in OWN_DATA] == [
+        "fairseq-syntax-preprocess", "fairseq-train", "fairseq-generate", "fairseq-syntax-score"]
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    hypotheses = [line for line in (tmp_path / "test.gen").read_text().splitlines() if line.startswith("D-")]
+    assert sorted(int(line.split("\t")[0][2:]) for line in hypotheses) == list(range(10))
+    assert re.search(r"BLEU\S*\s*[:=]?\s*\d", done.stdout + done.stderr)
+
+
+def test_the_main_job_ends_with_a_table_a_terminal_shows(tmp_path):
+    """The Quickstart's main job, as shown, on a smaller grid: two systems, one epoch, 300 training sentences, 30 test
+    sentences."""
+    systems = subprocess.run([sys.executable, "-m", "fairseq_syntax.methods", "systems"], cwd=REPO,
+                             capture_output=True, text=True, check=True).stdout.split()
+    chosen = " ".join(spec for spec in systems if spec.split(":")[0] in ("sequence", "mask"))
+    env = {**os.environ, "EPOCHS": "1", "TRAIN_SENTENCES": "300", "VALID_SENTENCES": "30", "TEST_SENTENCES": "30",
+           "BPE_MERGES": "200", "SYSTEMS": chosen}
+    work = tmp_path / "work"
+    done = subprocess.run([*QUICKSTART[1].split(), str(work)], cwd=REPO, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    printed = done.stdout[done.stdout.index("== results\n") + len("== results\n"):].splitlines()
+    assert printed[0] == "demo: 2 runs"
+    assert printed[1].split() == ["system", "BLEU", "chrF", "p", "vs", "sequence", "(BLEU", "/", "chrF)", "training"]
+    rows = {line.split()[0]: line.split()[1:] for line in printed[3:5]}
+    assert sorted(rows) == ["mask", "sequence"] and rows["sequence"][2] == "–"  # no p-value against itself
+    assert re.fullmatch(r"0\.\d{3} / 0\.\d{3}", " ".join(rows["mask"][2:5]))
+    assert all(len(line) < 100 for line in printed)
+    assert "fairseq-train" not in done.stdout.split("== results")[1]  # the commands are in RESULTS.md
+    assert (work / "RESULTS.md").exists() and "fairseq-train" in (work / "RESULTS.md").read_text()
+    assert printed[-1].startswith("== demo finished in ")
