@@ -84,6 +84,9 @@ def build_trainer(data: str, train_args: List[str], precision: str):
     import_models()
     parser = options.get_training_parser()
     cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(parser, [data] + train_args))
+    from fairseq_syntax.core.mixed_precision import untie_bf16_from_tpu
+
+    untie_bf16_from_tpu(cfg, [data] + train_args)  # as fairseq-train with the plugin does: --bf16 on the GPU
     precisions.configure(cfg, precision)
     utils.set_torch_seed(cfg.common.seed)
     task = tasks.setup_task(cfg.task)

@@ -22,7 +22,8 @@ def configure(cfg, precision: str) -> None:
     """Before the Trainer is built: sets ``cfg.common.bf16`` / wraps ``Trainer.train_step`` in autocast."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision {precision!r}: choose from {PRECISIONS}")
-    cfg.common.bf16 = precision == "bf16_weights"
+    # (fairseq's own --bf16 among the training options stays on: the benchmark's --precision bf16)
+    cfg.common.bf16 = bool(cfg.common.bf16) or precision == "bf16_weights"
     if precision == "bf16_autocast":
         from fairseq.trainer import Trainer
 

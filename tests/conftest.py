@@ -295,3 +295,53 @@ def one_word_batch(record, pieces, length, left_pad=False):
     start = length - n - 1 if left_pad else 0
     not_dependent[0, start:start + n] = False
     return word_pairs, token_words, not_dependent
+
+
+# ------------------------------------------------ half precision: one batch in float16 / bfloat16 against float32
+
+
+def half_precision_errors(task, model, criterion, sample, dtype, device="cpu"):
+    """The loss and gradients of ``model`` (float32, on the CPU) against a copy turned into ``dtype`` on ``device``
+    as fairseq's ``--fp16`` / ``--bf16`` do it (the model, and every float32 tensor of the batch: ``model.to(dtype)``,
+    ``Trainer._prepare_sample``): ``{"loss": relative error, "gradients": relative L2 error of all gradients
+    together, "worst": (relative error, name) of the worst gradient among those above 1e-3 of the largest,
+    "nonfinite": names of gradients with inf/NaN}``."""
+    import copy
+
+    from fairseq import utils
+
+    loss, gradients = loss_and_gradients(model, criterion, sample)
+    half = copy.deepcopy(model).to(device=device, dtype=dtype)
+    half_sample = utils.apply_to_sample(lambda t: t.to(dtype) if t.dtype is torch.float32 else t, sample)
+    if device == "cuda":
+        half_sample = utils.move_to_cuda(half_sample)
+    half_loss, half_gradients = loss_and_gradients(half, criterion, half_sample)
+    largest = max(float(g.norm()) for g in gradients.values())
+    squared_error = squared_norm = 0.0
+    worst, nonfinite = (0.0, ""), []
+    for name, gradient in gradients.items():
+        got = half_gradients.get(name)
+        if got is None or not torch.isfinite(got).all():
+            nonfinite.append(name)
+            continue
+        error = float((got.float() - gradient).norm())
+        squared_error, squared_norm = squared_error + error ** 2, squared_norm + float(gradient.norm()) ** 2
+        if float(gradient.norm()) > 1e-3 * largest:
+            worst = max(worst, (error / float(gradient.norm()), name))
+    return {"loss": abs(float(half_loss) - float(loss)) / abs(float(loss)),
+            "gradients": (squared_error / squared_norm) ** 0.5, "worst": worst, "nonfinite": nonfinite}
+
+
+#: dtype -> (loss, gradients): the largest relative errors of :func:`half_precision_errors` against float32
+#: (tests/core/test_half_precision.py says where they come from)
+HALF_PRECISION_TOLERANCES = {torch.bfloat16: (3e-2, 0.15), torch.float16: (5e-3, 0.03)}
+
+
+def check_half_precision(case, dtype, device="cpu"):
+    """:func:`half_precision_errors` of ``case`` (``build_on_cpu``'s tuple) within HALF_PRECISION_TOLERANCES."""
+    errors = half_precision_errors(*case[:4], dtype, device)
+    loss_tolerance, gradient_tolerance = HALF_PRECISION_TOLERANCES[dtype]
+    assert errors["nonfinite"] == [], f"{dtype}: gradients not finite: {errors['nonfinite']}"
+    assert errors["loss"] <= loss_tolerance, f"{dtype}: loss {errors}"
+    assert errors["gradients"] <= gradient_tolerance, f"{dtype}: gradients {errors}"
+    return errors

@@ -12,13 +12,15 @@
 # prepare: .devpkgs/ (fairseq for the offline machine: bench/cuda/make_devpkgs.sh, when missing) and .window/ (a copy
 #   of SHARED_DATA, default ../shared/data, and the commit of this tree); carry both with the working tree.
 # The steps, in order of value (bench/cuda/README.md says what each brings back and how long it takes):
-#   1  set-up check (setup.txt), then the CUDA equality tests (tests.log, tests.xml): tests/core/test_cuda.py, every
+#   1  set-up check (setup.txt), then the CUDA tests (tests.log, tests.xml): tests/core/test_cuda.py, every
 #      system and every `cuda_variants` entry of the method descriptions (the gathered mask bias among them, one-hot
-#      being the default on CUDA), and the structure test of tests/core/test_structure.py
+#      being the default on CUDA) equal to the CPU in fp32, within tolerance of fp32 in fp16 and bf16, and trained by
+#      fairseq-train --fp16 and --bf16; and the structure test of tests/core/test_structure.py
 #   2  torch.profiler over one training step of every system at 64 words (profile.txt, profile.json), then
-#      bench/run.py at the recipe size for the systems not measured on a GPU since their fixes (STEP2_ARCHS) (RESULTS.md, RESULTS.json, RESULTS.details.json.gz, bench.log)
+#      bench/run.py at the recipe size for the systems not measured on a GPU since their fixes (STEP2_ARCHS) (RESULTS.md, RESULTS.json, RESULTS.details.json.gz, bench.log), in PRECISION too
 #   3  bench/run.py at the papers' size (6+6 layers, d=512, 8 heads) for every system, 16/32/64 words, as many
-#      rounds as fit (its --time-budget: the results are those of the rounds measured)
+#      rounds as fit (its --time-budget: the results are those of the rounds measured), in PRECISION (default fp32;
+#      bf16 or fp16: fairseq's own --bf16 / --fp16, bench/run.py --precision)
 #   4  the Multi30k study grid (examples/multi30k/README.md): the data-bins built on this machine from the parses
 #      committed under examples/multi30k/parses/, then JOBS (default 8) pending runs (SYSTEMS x SEEDS without a run
 #      record in examples/multi30k/runs-gpu; SYSTEMS defaults to `python3 -m fairseq_syntax.methods systems
@@ -148,7 +150,7 @@ step1() {
   grep -E "^(python|device|fairseq |commands)" "$OUTDIR/setup.txt"
   say "CUDA equality tests"
   # on a CPU (the dry run) every one of them is collected and skipped: tests.xml still names them all
-  within 5 python3 -m pytest -q -rs -p no:cacheprovider --junitxml="$OUTDIR/tests.xml" tests/core/test_cuda.py \
+  within 5 python3 -m pytest -q -rs -s -p no:cacheprovider --junitxml="$OUTDIR/tests.xml" tests/core/test_cuda.py \
     "tests/core/test_structure.py::test_cuda_gives_the_same_results_as_cpu" > "$OUTDIR/tests.log" 2>&1
   local rc=$?
   tail -3 "$OUTDIR/tests.log"
@@ -159,7 +161,7 @@ step1() {
 # if it did not write its tables, bench/from_logs.py rebuilds them from its log
 bench() {
   local command=(python3 bench/run.py --device "$DEVICE" --out "$OUTDIR" --work "$WORK/bench" --no-speed-options
-    --no-preprocess-throughput --deadline $((WINDOW_DEADLINE - 45)) "$@")
+    --no-preprocess-throughput --deadline $((WINDOW_DEADLINE - 45)) --precision "${PRECISION:-fp32}" "$@")
   [ -n "$TINY" ] && command+=(--quick --lengths 8 --repeats 1)
   say "benchmark: ${command[*]}"
   echo "# command: ${command[*]}" > "$OUTDIR/bench.log"

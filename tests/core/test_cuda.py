@@ -20,6 +20,7 @@ from conftest import (
     REPO,
     TRANSLATION,
     build_on_cpu,
+    check_half_precision,
     loss_and_gradients,
     run,
     write_sst_data,
@@ -91,6 +92,9 @@ def masked_lm_case(request, system, extra):
 
 
 CASES = {"translation": translation_case, "classification": classification_case, "masked_lm": masked_lm_case}
+#: every case of every task: (kind, system, extra model options)
+ALL_CASES = [pytest.param(kind, *param.values, id=f"{kind}-{param.id}")
+             for kind in CASES for param in method_cases(kind)]
 
 
 @pytest.fixture(scope="module")
@@ -155,3 +159,93 @@ def test_benchmark_trains_on_the_gpu(tmp_path):
     runs = [run for measurement in details["measurements"] for run in measurement["runs"]]
     assert runs and all(r["updates"] == 20 and r["peak_mem_mb"] > 0 for r in runs)
     assert "wall-clock second of GPU training" in (out / "RESULTS.md").read_text()
+
+
+# ------------------------------------------------------------------------------------ mixed precision on CUDA
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("kind, system, extra", ALL_CASES)
+def test_every_model_in_half_precision_on_cuda(request, kind, system, extra, dtype):
+    """The loss and gradients in float16 / bfloat16 on the GPU within the tolerances of
+    tests/core/test_half_precision.py (the same comparison on the CPU) of float32's on the CPU."""
+    errors = check_half_precision(CASES[kind](request, system, extra), dtype, "cuda")
+    print(f"HALF {kind} {system.name}{''.join(extra)} {dtype} loss {errors['loss']:.2e} "
+          f"gradients {errors['gradients']:.2e} worst {errors['worst'][0]:.2e} {errors['worst'][1]}")
+
+
+#: fairseq-train updates of each mixed-precision run (module docstring of tests/core/test_half_precision.py)
+MIXED_PRECISION_UPDATES = 200
+OVERFLOW = "gradient overflow detected"
+
+
+def mixed_precision_commands(request, flag, save_root):
+    """name -> the fairseq-train command of each translation system (baselines included), both tree classifiers
+    and the Tree Transformer LM, trained MIXED_PRECISION_UPDATES updates with ``flag`` (--fp16 or --bf16)."""
+    common = ["--optimizer", "adam", "--lr", "0.002", "--max-update", str(MIXED_PRECISION_UPDATES), "--seed", "1",
+              "--no-save", "--disable-validation", "--log-format", "simple", "--log-interval", "10",
+              "--num-workers", "0", flag]
+    commands = {}
+    for method in METHODS:
+        for system in method.systems:
+            if system.task == "translation":
+                data = request.getfixturevalue("translation_data")(system)
+                commands[system.name] = ["fairseq-train", data, *TRANSLATION, "--arch", system.tiny_arch,
+                                         "--max-tokens", "300", *system.model_args, *common]
+            elif system.task == "classification":
+                commands[system.name] = ["fairseq-train", request.getfixturevalue("sst_dir"), "--user-dir",
+                                         os.path.join(REPO, "fairseq_syntax"), "--task", "tree_classification",
+                                         "--arch", system.tiny_arch, "--criterion", "tree_cross_entropy",
+                                         "--input-form", system.form, "--preterminals", system.preterminals,
+                                         "--batch-size", "4", *system.model_args, *common]
+            else:
+                commands[system.name] = ["fairseq-train", request.getfixturevalue("masked_lm_dir"), "--user-dir",
+                                         os.path.join(REPO, "fairseq_syntax"), "--task", "sentence_masked_lm",
+                                         "--criterion", "masked_lm", "--arch", system.tiny_arch,
+                                         "--tokens-per-sample", "32", "--max-tokens", "300", *system.model_args,
+                                         *common]
+    for name, command in commands.items():
+        command += ["--save-dir", str(save_root / name)]
+    return commands
+
+
+def run_at_once(commands):
+    """Runs every command at once (one GPU, many host cores: the window's time is short); name -> (exit, log)."""
+    import subprocess
+
+    processes = {name: subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        text=True) for name, command in commands.items()}
+    return {name: (process.wait(), process.stdout.read()) for name, process in processes.items()}
+
+
+def train_losses(log):
+    """The ``loss`` of every ``train_inner`` and ``train`` line of a fairseq-train log (``--log-format simple``)."""
+    import re
+
+    return [float(match.group(1)) for match in re.finditer(r"\| train(?:_inner)? \|.*?\bloss[= ]([^,| ]+)", log)]
+
+
+@needs_cuda
+@pytest.mark.parametrize("flag", ["--fp16", "--bf16"])
+def test_fairseq_train_in_mixed_precision_on_the_gpu(request, tmp_path, flag):
+    """fairseq-train with ``--fp16`` (float16, dynamic loss scaling) and ``--bf16`` (bfloat16, untied from fairseq's
+    TPU path by :mod:`fairseq_syntax.core.mixed_precision`) trains every system MIXED_PRECISION_UPDATES updates on
+    the GPU: every logged loss finite and below the uniform distribution's, the loss lower at the end than at the
+    start, and (fp16) no more gradient-overflow skips than fairseq's transformer on the same data plus one (the loss
+    scaler's first skips depend on the gradients at initialisation)."""
+    results = run_at_once(mixed_precision_commands(request, flag, tmp_path))
+    failures, summary = [], []
+    for name, (code, log) in results.items():
+        losses, skips = train_losses(log), log.count(OVERFLOW)
+        summary.append(f"{name}: exit {code}, losses {losses[:1]}..{losses[-1:]}, overflow skips {skips}")
+        if code != 0 or f"num_updates {MIXED_PRECISION_UPDATES}" not in log:
+            failures.append(f"{name} exited {code}:\n{log[-3000:]}")
+        elif not losses or not all(loss == loss and loss < 1e3 for loss in losses) or losses[-1] >= losses[0]:
+            failures.append(f"{name}: losses {losses}")
+    print("MIXED " + flag + "\n" + "\n".join(summary))
+    if flag == "--fp16":
+        baseline = results["sequence"][1].count(OVERFLOW)
+        failures += [f"{name}: {log.count(OVERFLOW)} overflow skips against the transformer's {baseline}"
+                     for name, (_, log) in results.items() if log.count(OVERFLOW) > baseline + 1]
+    assert not failures, "\n".join(failures)
