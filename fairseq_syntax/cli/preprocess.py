@@ -40,7 +40,6 @@ from fairseq_syntax.core.data_dir import (
     data_files,
     skipped_listing,
     source_prefix,
-    token_fingerprint,
     with_side_data,
     write_meta,
 )
@@ -254,7 +253,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         if args.form == "preorder":
             write_parents(parents[split], f"{tokens_prefix}.parents")
             check_alignment(tokens_prefix, f"{tokens_prefix}.parents")
-            meta = with_side_data(meta, "parents", split, token_fingerprint(tokens_prefix))
+            meta = with_side_data(meta, "parents", split, tokens_prefix)
     write_meta(args.destdir, meta)
     total_skipped = sum(sum(v["skipped"].values()) for v in summary.values())
     logger.info(f"wrote {args.destdir} ({args.form}); skipped pairs: {total_skipped} {summary}")

@@ -6,10 +6,12 @@ a later step must reuse (e.g. ``"ldd"``: the label table and floor of the depend
 ``{split}.{src}-{tgt}.{src}.{suffix}.{bin,idx}`` (:mod:`fairseq_syntax.core.side_inputs`).
 
 Side data is tied to the token data it was made for: the command that writes a split's side data records in
-``syntax.json`` the fingerprint (:func:`token_fingerprint`) of that split's binarized source,
-``"side_data": {suffix: {split: "sha256:..."}}``, and loading checks it
-(:func:`fairseq_syntax.core.side_inputs.load_side_data`), so side data left from another preprocessing run is an
-error, not training on arrays made for other tokens. ``{split}.skipped.tsv`` lists the source lines
+``syntax.json`` the fingerprint (:func:`files_fingerprint`) of that split's binarized source and of the side data
+files themselves, ``"side_data": {suffix: {split: {"tokens": "sha256:...", "files": "sha256:..."}}}``
+(:func:`with_side_data`), and loading checks both (:func:`fairseq_syntax.core.side_inputs.load_side_data`), so side
+data left from another preprocessing run, or copied in from another data directory, is an error, not training on
+arrays made for other tokens. (Directories made before the files' own fingerprint was recorded hold the tokens'
+alone, ``{split: "sha256:..."}``.) ``{split}.skipped.tsv`` lists the source lines
 ``fairseq-syntax-preprocess --skip-invalid`` left out (``LINE<TAB>reason<TAB>message``), which the commands that
 add side data from the full corpus files leave out too.
 """
@@ -58,11 +60,11 @@ def source_prefix(data_path: str, split: str, src: str, tgt: str) -> str:
     return os.path.join(data_path, f"{split}.{src}-{tgt}.{src}")
 
 
-def token_fingerprint(prefix: str) -> str:
-    """``sha256:HEX`` of ``PREFIX.idx`` then ``PREFIX.bin``, the binarized tokens side data is made for.
+def files_fingerprint(prefix: str) -> str:
+    """``sha256:HEX`` of ``PREFIX.idx`` then ``PREFIX.bin``: binarized tokens, or the side data made for them.
 
     Both files, not the .idx alone: it holds only the sentence lengths, so side data made for other tokens of the
-    same lengths (another dictionary or BPE model, an edited corpus) would pass. Checking reads the source once per
+    same lengths (another dictionary or BPE model, an edited corpus) would pass. Checking reads the files once per
     load: sha256 hashes about 600 MB/s on one core, one second for 10M sentences of 30 tokens (a 600 MB .bin)."""
     digest = hashlib.sha256()
     for extension in (".idx", ".bin"):
@@ -72,10 +74,12 @@ def token_fingerprint(prefix: str) -> str:
     return "sha256:" + digest.hexdigest()
 
 
-def with_side_data(meta: dict, suffix: str, split: str, fingerprint: str) -> dict:
-    """``meta`` recording that ``split``'s ``suffix`` side data was made for the source tokens of ``fingerprint``."""
+def with_side_data(meta: dict, suffix: str, split: str, tokens_prefix: str) -> dict:
+    """``meta`` recording that ``split``'s ``suffix`` side data (``tokens_prefix.suffix.{bin,idx}``) was made for the
+    source tokens ``tokens_prefix.{bin,idx}``: the fingerprints of both, so that neither can be swapped unseen."""
+    record = {"tokens": files_fingerprint(tokens_prefix), "files": files_fingerprint(f"{tokens_prefix}.{suffix}")}
     side_data = dict(meta.get(SIDE_DATA_KEY, {}))
-    side_data[suffix] = {**side_data.get(suffix, {}), split: fingerprint}
+    side_data[suffix] = {**side_data.get(suffix, {}), split: record}
     return {**meta, SIDE_DATA_KEY: side_data}
 
 

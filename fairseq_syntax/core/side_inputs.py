@@ -12,6 +12,8 @@ one item per source sentence (O(n) per sentence on disk), and a :class:`SideInpu
 * ``from_form(form)``: the item built from a sentence's input form (:class:`~fairseq_syntax.core.input_forms.
   SourceForm`), for side data that comes with the tree (``src_parents``); None where it does not;
 * ``made_by``: the command that writes it, for error messages and the recipes;
+* ``token_counts(dataset)``: the number of source tokens each stored item was made for (EOS excluded), which
+  loading checks against the binarized source; by default the item's size (one entry per token);
 * ``interactive``: for side data that does not come with the tree, ``interactive(cfg, meta, data_path)`` returns a
   converter ``(lines, line_numbers, encode_fn) -> [(source tokens, {name: item}) or BadLine]`` that
   ``fairseq-interactive`` uses instead of reading trees (e.g. a dependency parser,
@@ -37,7 +39,7 @@ from fairseq_syntax.core.data_dir import (
     META_FILE,
     SIDE_DATA_KEY,
     source_prefix,
-    token_fingerprint,
+    files_fingerprint,
 )
 from fairseq_syntax.core.input_forms import SourceForm
 
@@ -69,6 +71,7 @@ class SideInput:
     from_form: Optional[Callable[[SourceForm], Optional[np.ndarray]]] = None
     interactive: Optional[Callable[[object, dict, str], InteractiveConverter]] = None
     options: Optional[type] = None
+    token_counts: Callable[[object], np.ndarray] = lambda dataset: np.asarray(dataset.sizes)
 
 
 SIDE_INPUTS: Dict[str, SideInput] = {}
@@ -94,33 +97,68 @@ def task_options() -> Tuple[type, ...]:
 
 def load_side_data(data_path: str, split: str, src: str, tgt: str, meta: dict) -> dict[str, object]:
     """``{name: dataset}`` of every side input found beside ``split``'s source tokens in ``data_path``, each checked
-    against the fingerprint of the tokens it was made for that ``syntax.json`` (``meta``) records
-    (:mod:`fairseq_syntax.core.data_dir`). Side data made for other tokens, or that syntax.json does not record
-    (left from an earlier run, or from a run that was stopped), stops with one line naming it and the command that
-    makes it; a directory made before fingerprints were recorded is loaded unchecked, with a warning."""
+    against what ``syntax.json`` (``meta``) records of it (:mod:`fairseq_syntax.core.data_dir`): the fingerprint of
+    the tokens it was made for and of its own files, and its sentences' token counts against the tokens'. Side data
+    made for other tokens, copied in from another data directory, or that syntax.json does not record (left from an
+    earlier run, or from a run that was stopped) stops with one line naming it and the command that makes it; a
+    directory made before fingerprints were recorded is loaded with its token counts checked, and a warning."""
     from fairseq.data import data_utils, indexed_dataset
 
     tokens = source_prefix(data_path, split, src, tgt)
     recorded, fingerprint, found = meta.get(SIDE_DATA_KEY), None, {}
+    meta_path = os.path.join(data_path, META_FILE)
     for name, side in SIDE_INPUTS.items():
         prefix = f"{tokens}.{side.suffix}"
         if not indexed_dataset.dataset_exists(prefix, impl="mmap"):
             continue
         where, remake = f"{prefix}.{{bin,idx}} (side input {name})", f"remove it, or make it again with {side.made_by}"
+        entry = None if recorded is None else recorded.get(side.suffix, {}).get(split)
         if recorded is None:
-            logger.warning(f"{where}: {os.path.join(data_path, META_FILE)} records no fingerprint of the tokens it "
-                           f"was made for (a directory made before they were recorded), so it is not checked; "
-                           f"{side.made_by} records one")
-        elif split not in recorded.get(side.suffix, {}):
-            raise SystemExit(f"error: {where} is not recorded in {os.path.join(data_path, META_FILE)}: it is left "
-                             f"from an earlier preprocessing run, or from a run that was stopped; {remake}")
+            logger.warning(f"{where}: {meta_path} records no fingerprint of the tokens it was made for (a directory "
+                           f"made before they were recorded), so only its token counts are checked; {side.made_by} "
+                           "records one")
+        elif entry is None:
+            raise SystemExit(f"error: {where} is not recorded in {meta_path}: it is left from an earlier "
+                             f"preprocessing run, or from a run that was stopped; {remake}")
         else:
-            fingerprint = fingerprint or token_fingerprint(tokens)
-            if recorded[side.suffix][split] != fingerprint:
+            # a string: a directory made before the side data's own fingerprint was recorded beside the tokens'
+            tokens_recorded, files_recorded = (entry, None) if isinstance(entry, str) else (entry["tokens"],
+                                                                                           entry["files"])
+            fingerprint = fingerprint or files_fingerprint(tokens)
+            if tokens_recorded != fingerprint:
                 raise SystemExit(f"error: {where} was made for other tokens than {tokens}.{{bin,idx}} holds (the "
                                  f"fingerprints in {META_FILE} differ): {remake}")
+            if files_recorded is None:
+                logger.warning(f"{where}: {meta_path} records the fingerprint of the tokens it was made for but not "
+                               "its own (a directory made before both were recorded), so only its token counts are "
+                               f"checked; {side.made_by} records both")
+            elif files_fingerprint(prefix) != files_recorded:
+                raise SystemExit(f"error: {where} is not the side data {META_FILE} records for {split} (their "
+                                 "fingerprints differ): copied in from another data directory, or changed since it "
+                                 f"was made; {remake}")
         found[name] = data_utils.load_indexed_dataset(prefix, None, "mmap")
+        _require_token_counts(found[name], side, tokens, where, remake)
     return found
+
+
+def _require_token_counts(dataset, side: SideInput, tokens: str, where: str, remake: str) -> None:
+    """Stop with one line when the side data's sentences are not as many, or not as long, as the source tokens'
+    (EOS excluded): the check that holds for directories whose syntax.json records no fingerprint."""
+    from fairseq.data import indexed_dataset
+
+    source = indexed_dataset.MMapIndexedDataset(tokens)  # held while its sizes (a view of its mmap) are copied
+    expected = np.array(source.sizes) - 1
+    del source
+    if len(dataset) != len(expected):
+        raise SystemExit(f"error: {where} has {len(dataset)} sentences, {tokens}.{{bin,idx}} {len(expected)}: it was "
+                         f"made for other tokens; {remake}")
+    counts = side.token_counts(dataset)
+    differ = np.flatnonzero(counts != expected)
+    if len(differ):
+        first = int(differ[0])
+        raise SystemExit(f"error: {where}: sentence {first + 1} has side data for {int(counts[first])} tokens, "
+                         f"{tokens}.{{bin,idx}} {int(expected[first])} ({len(differ)} sentences differ): it was made "
+                         f"for other tokens; {remake}")
 
 
 def collate_side_inputs(names: Sequence[str], items: List[Dict[str, torch.Tensor]], left_pad: bool, length: int,
@@ -129,12 +167,17 @@ def collate_side_inputs(names: Sequence[str], items: List[Dict[str, torch.Tensor
     naming ``where`` and the command that makes the data when a sentence lacks one."""
     batch = {}
     for name in names:
+        side = SIDE_INPUTS[name]
         missing = [row for row, item in enumerate(items) if name not in item]
         if missing:
-            side = SIDE_INPUTS[name]
             raise KeyError(f"{where}: the model reads side input {name} ({side.suffix} files, made by "
                            f"{side.made_by}), which {len(missing)} sentences of the batch lack")
-        batch[name] = SIDE_INPUTS[name].collate([item[name] for item in items], left_pad, length)
+        try:
+            batch[name] = side.collate([item[name] for item in items], left_pad, length)
+        except ValueError as error:  # loading checks the token counts: this is side data changed since
+            raise ValueError(f"{where}: side input {name} ({side.suffix} files) does not fit the batch's source "
+                             f"tokens ({error}): it was made for other tokens; make it again with {side.made_by}"
+                             ) from None
     return batch
 
 

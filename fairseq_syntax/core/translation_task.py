@@ -110,9 +110,9 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
         self._require_split(split, epoch)
         super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
         pair = self.datasets[split]
-        data_path = first_data_path(self.cfg.data)
+        data_path = self._split_path(split, epoch)  # with data-bin/part0:part1 the part fairseq read the tokens from
         src, tgt = self.cfg.source_lang, self.cfg.target_lang
-        side_data = load_side_data(data_path, split, src, tgt, self.meta)
+        side_data = load_side_data(data_path, split, src, tgt, self._part_meta(data_path))
         if side_data:
             logger.info(f"{split}: side inputs {sorted(side_data)}")
         self.datasets[split] = SyntaxLanguagePairDataset(
@@ -135,8 +135,25 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
 
     def _require_split(self, split: str, epoch: int) -> None:
         """Stop with one line naming the directory and the splits it has when fairseq would not find ``split``."""
+        data_path = self._split_path(split, epoch)
+    def _split_path(self, split: str, epoch: int) -> str:
+        """The data path fairseq's translation task reads ``split`` from in ``epoch``: with several (``--data
+        part0:part1``) the training split cycles through them, one a epoch, the others come from the first."""
         paths = utils.split_paths(self.cfg.data)
-        data_path = paths[(epoch - 1) % len(paths)] if split == self.cfg.train_subset else paths[0]
+        return paths[(epoch - 1) % len(paths)] if split == self.cfg.train_subset else paths[0]
+
+    def _part_meta(self, data_path: str) -> dict:
+        """``syntax.json`` of one part of a sharded data directory; a part of another input form stops the run."""
+        if data_path == first_data_path(self.cfg.data):
+            return self.meta
+        meta = read_meta(data_path)
+        if source_form_of(meta) != source_form_of(self.meta):
+            raise SystemExit(f"error: {data_path} holds the {_form_words(source_form_of(meta))}, but "
+                             f"{first_data_path(self.cfg.data)} the {_form_words(source_form_of(self.meta))}: the "
+                             "parts of one data directory (--data part0:part1) must be made alike, with the same "
+                             "--srcdict and --tgtdict")
+        return meta
+
         src, tgt = self.cfg.source_lang, self.cfg.target_lang
         if any(indexed_dataset.dataset_exists(os.path.join(data_path, f"{split}.{pair}.{src}"), self.cfg.dataset_impl)
                for pair in (f"{src}-{tgt}", f"{tgt}-{src}")):

@@ -40,7 +40,6 @@ from fairseq_syntax.core.data_dir import (
     read_skipped_lines,
     skipped_listing,
     source_prefix,
-    token_fingerprint,
     with_side_data,
     write_meta,
 )
@@ -297,8 +296,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, MassReport]:
         tokens_prefix = source_prefix(args.destdir, split, args.source_lang, args.target_lang)
         reports[split] = convert_split(prefix, tokens_prefix, args, index, skipped_listing(args.destdir, split))
         # recorded once the split's side data is in place: loading refuses side data syntax.json does not record
-        write_meta(args.destdir, with_side_data(read_meta(args.destdir), SUFFIX, split,
-                                                token_fingerprint(tokens_prefix)))
+        write_meta(args.destdir, with_side_data(read_meta(args.destdir), SUFFIX, split, tokens_prefix))
         for line in reports[split].lines(split):
             logger.info(line)
     return reports
