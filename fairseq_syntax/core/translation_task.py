@@ -74,6 +74,7 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
         self.meta = read_meta(first_data_path(cfg.data))
         self.model_side_inputs: Tuple[str, ...] = ()  # what the models built by this task read
         self.model_supervision_inputs: Tuple[str, ...] = ()  # what their training losses read
+        self.criterion_supervision_inputs: Tuple[str, ...] = ()  # what the criterion built for training reads
         self._interactive_side: Dict[Tuple[int, ...], Dict[str, torch.Tensor]] = {}  # current buffer, by tokens
         self._interactive_converter = None
         self._parser = None
@@ -173,6 +174,38 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
 
     def get_batch_iterator(self, dataset, *args, **kwargs):
         if isinstance(dataset, SyntaxLanguagePairDataset):
+        missing = [name for name in self.criterion_supervision_inputs if name not in getattr(dataset, "side_data", {})]
+        if missing:
+            made_by = "; ".join(f"{name}: {SIDE_INPUTS[name].made_by}" for name in missing)
+            raise SystemExit(f"error: {getattr(dataset, 'where', 'the data')}: --criterion {self._criterion_name} "
+                             f"trains on side data {missing}, which this data directory lacks (made by {made_by}): "
+                             "make it, or train another system")
+
+    def build_criterion(self, cfg, from_checkpoint=False):
+        """The criterion, checked against the models built: a model with supervision inputs (its training targets,
+        e.g. the dependency-supervised encoder's parse) must be trained by a criterion that reads them, and such a
+        criterion needs a model that has them; the data directory must then hold them (checked for every split
+        loaded), since without them the model would train unsupervised without a word."""
+        criterion = super().build_criterion(cfg, from_checkpoint)
+        reads = tuple(getattr(criterion, "supervision_inputs", ()))
+        name = getattr(cfg, "_name", None) or getattr(cfg, "criterion", None) or type(criterion).__name__
+        if self.model_supervision_inputs and not set(self.model_supervision_inputs) <= set(reads):
+            from fairseq.criterions import CRITERION_REGISTRY
+
+            fitting = sorted(key for key, criterion_class in CRITERION_REGISTRY.items()
+                             if set(self.model_supervision_inputs) <= set(getattr(criterion_class,
+                                                                                  "supervision_inputs", ())))
+            raise SystemExit(f"error: --arch {self._model_arch} is trained on side data "
+                             f"{list(self.model_supervision_inputs)} by a criterion that reads it (--criterion "
+                             f"{' or '.join(fitting)}); --criterion {name} would train it without that supervision")
+        if reads and not set(reads) <= set(self.model_supervision_inputs):
+            raise SystemExit(f"error: --criterion {name} trains a model on side data {list(reads)}, which --arch "
+                             f"{self._model_arch} does not learn from: give an --arch that does, or another "
+                             "--criterion")
+        self.criterion_supervision_inputs, self._criterion_name = reads, name
+        for dataset in self.datasets.values():
+            self._require_side_data(dataset)
+        return criterion
             dataset = dataset.batching(self.batched_side_inputs(dataset))
         # fairseq's batch_by_size drops the last batch when its size is not a multiple of
         # --required-batch-size-multiple (default 8): fairseq-generate then silently skips up to 7 test sentences
@@ -197,6 +230,7 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
         self.model_supervision_inputs = tuple(dict.fromkeys(self.model_supervision_inputs + targets))
         limits = [limit for limit in (self._model_max_source_positions, model.encoder.max_positions()) if limit]
         self._model_max_source_positions = min(limits) if limits else None
+        self._model_arch = getattr(cfg, "arch", None) or getattr(cfg, "_name", type(model).__name__)
         for dataset in self.datasets.values():
             self._require_side_data(dataset)
         return model

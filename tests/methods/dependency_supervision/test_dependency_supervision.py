@@ -96,9 +96,51 @@ def test_train_with_the_loss_then_decode_plain_text_without_a_parser(ldd_dir, tm
     assert len(re.findall(r"^H-\d+\t", out, re.MULTILINE)) == 2
 
 
-def test_training_without_the_parses_is_refused_with_the_fix(data_dirs):
-    argv = [data_dirs["sequence"], *TRANSLATION, "--arch", "transformer_dependency_supervised_tiny",
+def setup(argv):
+    """The task, model and criterion built in fairseq-train's order (model, criterion, then the datasets)."""
+    from fairseq import options, tasks
+
+    args = options.parse_args_and_arch(options.get_training_parser(), [*argv, "--cpu"])
+    task = tasks.setup_task(args)
+    model = task.build_model(args)
+    return task, model, task.build_criterion(args)
+
+
+def test_training_without_the_parses_is_refused_where_the_data_is_loaded(data_dirs):
+    """Issue 50, item 6: the system on a directory without src_ldd used to be refused only by the criterion's
+    ValueError, a traceback; as fairseq-train orders it, it is one line as the split is loaded."""
+    data = data_dirs["sequence"]
+    argv = [data, *TRANSLATION, "--arch", "transformer_dependency_supervised_tiny",
             "--criterion", "label_smoothed_cross_entropy_with_dependency"]
-    _, model, criterion, sample, _ = build_on_cpu(argv)
-    with pytest.raises(ValueError, match="lacks src_ldd .made by fairseq-syntax-preprocess-dependencies"):
-        criterion(model, sample)
+    task, _, _ = setup(argv)
+    message = ("--criterion label_smoothed_cross_entropy_with_dependency trains on side data ['src_ldd'], which this "
+               "data directory lacks (made by src_ldd: fairseq-syntax-preprocess-dependencies): make it, or train "
+               "another system")
+    with pytest.raises(SystemExit) as error:
+        task.load_dataset("valid")
+    assert str(error.value) == f"error: {data}/valid: {message}"
+    with pytest.raises(SystemExit) as error:  # a split loaded before the criterion is built is checked then
+        build_on_cpu(argv)
+    assert str(error.value) == f"error: {data}/test: {message}"
+
+
+def test_the_supervised_model_and_its_criterion_go_together(ldd_dir):
+    """The model with another criterion would train its dependency heads on nothing; the criterion on another model
+    would look for attention that is not there."""
+    with pytest.raises(SystemExit) as error:
+        setup([ldd_dir, *TRANSLATION, "--arch", "transformer_dependency_supervised_tiny",
+               "--criterion", "label_smoothed_cross_entropy"])
+    assert str(error.value) == (
+        "error: --arch transformer_dependency_supervised_tiny is trained on side data ['src_ldd'] by a criterion "
+        "that reads it (--criterion label_smoothed_cross_entropy_with_dependency); --criterion "
+        "label_smoothed_cross_entropy would train it without that supervision")
+    with pytest.raises(SystemExit) as error:
+        setup([ldd_dir, *TRANSLATION, "--arch", "transformer", "--criterion",
+               "label_smoothed_cross_entropy_with_dependency"])
+    assert str(error.value) == (
+        "error: --criterion label_smoothed_cross_entropy_with_dependency trains a model on side data ['src_ldd'], "
+        "which --arch transformer does not learn from: give an --arch that does, or another --criterion")
+    task, _, _ = setup([ldd_dir, *TRANSLATION, "--arch", "transformer_dependency_supervised_tiny",
+                        "--criterion", "label_smoothed_cross_entropy_with_dependency"])
+    task.load_dataset("train")  # the data directory has src_ldd: accepted
+    assert "src_ldd" in task.dataset("train").side_data
