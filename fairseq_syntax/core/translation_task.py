@@ -134,9 +134,6 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
         )
         self._require_side_data(self.datasets[split])
 
-    def _require_split(self, split: str, epoch: int) -> None:
-        """Stop with one line naming the directory and the splits it has when fairseq would not find ``split``."""
-        data_path = self._split_path(split, epoch)
     def _split_path(self, split: str, epoch: int) -> str:
         """The data path fairseq's translation task reads ``split`` from in ``epoch``: with several (``--data
         part0:part1``) the training split cycles through them, one a epoch, the others come from the first."""
@@ -155,6 +152,9 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
                              "--srcdict and --tgtdict")
         return meta
 
+    def _require_split(self, split: str, epoch: int) -> None:
+        """Stop with one line naming the directory and the splits it has when fairseq would not find ``split``."""
+        data_path = self._split_path(split, epoch)
         src, tgt = self.cfg.source_lang, self.cfg.target_lang
         if any(indexed_dataset.dataset_exists(os.path.join(data_path, f"{split}.{pair}.{src}"), self.cfg.dataset_impl)
                for pair in (f"{src}-{tgt}", f"{tgt}-{src}")):
@@ -171,9 +171,6 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
                 dataset.batching(self.model_side_inputs)
             except KeyError as error:
                 raise SystemExit(f"error: {error.args[0]}") from None
-
-    def get_batch_iterator(self, dataset, *args, **kwargs):
-        if isinstance(dataset, SyntaxLanguagePairDataset):
         missing = [name for name in self.criterion_supervision_inputs if name not in getattr(dataset, "side_data", {})]
         if missing:
             made_by = "; ".join(f"{name}: {SIDE_INPUTS[name].made_by}" for name in missing)
@@ -206,6 +203,9 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
         for dataset in self.datasets.values():
             self._require_side_data(dataset)
         return criterion
+
+    def get_batch_iterator(self, dataset, *args, **kwargs):
+        if isinstance(dataset, SyntaxLanguagePairDataset):
             dataset = dataset.batching(self.batched_side_inputs(dataset))
         # fairseq's batch_by_size drops the last batch when its size is not a multiple of
         # --required-batch-size-multiple (default 8): fairseq-generate then silently skips up to 7 test sentences
@@ -227,10 +227,10 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
         read = tuple(getattr(model.encoder, "side_inputs", ()))
         self.model_side_inputs = tuple(dict.fromkeys(self.model_side_inputs + read))  # an ensemble reads the union
         targets = tuple(getattr(model.encoder, "supervision_inputs", ()))
+        self._model_arch = getattr(cfg, "arch", None) or getattr(cfg, "_name", type(model).__name__)
         self.model_supervision_inputs = tuple(dict.fromkeys(self.model_supervision_inputs + targets))
         limits = [limit for limit in (self._model_max_source_positions, model.encoder.max_positions()) if limit]
         self._model_max_source_positions = min(limits) if limits else None
-        self._model_arch = getattr(cfg, "arch", None) or getattr(cfg, "_name", type(model).__name__)
         for dataset in self.datasets.values():
             self._require_side_data(dataset)
         return model

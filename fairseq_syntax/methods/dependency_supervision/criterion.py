@@ -40,11 +40,11 @@ def dependency_loss(attention: torch.Tensor, targets: torch.Tensor):
 
 @register_criterion("label_smoothed_cross_entropy_with_dependency", dataclass=DependencyLossConfig)
 class LabelSmoothedCrossEntropyWithDependency(LabelSmoothedCrossEntropyCriterion):
-    def __init__(self, task, sentence_avg, label_smoothing, dependency_weight, ignore_prefix_size=0,
-                 report_accuracy=False):
     #: the side data it trains on: syntax_translation refuses a model or data directory without it
     supervision_inputs = ("src_ldd",)
 
+    def __init__(self, task, sentence_avg, label_smoothing, dependency_weight, ignore_prefix_size=0,
+                 report_accuracy=False):
         super().__init__(task, sentence_avg, label_smoothing, ignore_prefix_size, report_accuracy)
         self.dependency_weight = dependency_weight
 

@@ -158,6 +158,7 @@ def decode_sentence(item) -> StoredSentence:
         raise ValueError(f"corrupt ldd item: an entry names a word beyond the {num_words} words or a bad group")
     return StoredSentence(token_words, entries)
 
+
 def token_counts(dataset) -> np.ndarray:
     """The ``n`` of every stored sentence of a binarized ``src_ldd`` dataset (fairseq mmap), read from the items'
     first two values (either layout, module docstring) without decoding them; -1 for an empty item."""
@@ -169,7 +170,6 @@ def token_counts(dataset) -> np.ndarray:
     first = values[np.minimum(starts, len(values) - 1)].astype(np.int64)
     second = values[np.minimum(starts + 1, len(values) - 1)].astype(np.int64)
     return np.where(sizes < 1, -1, np.where((first == COMPACT) & (sizes > 1), second, first))
-
 
 
 class WordPairs(NamedTuple):
