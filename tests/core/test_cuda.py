@@ -210,13 +210,19 @@ def mixed_precision_commands(request, flag, save_root):
     return commands
 
 
-def run_at_once(commands):
-    """Runs every command at once (one GPU, many host cores: the window's time is short); name -> (exit, log)."""
+def run_at_once(commands, log_dir):
+    """Runs every command at once (one GPU, many host cores: the window's time is short), each one's output into a
+    file of ``log_dir`` (a pipe per process would fill and stall the processes while the first is waited for);
+    name -> (exit, log)."""
     import subprocess
 
-    processes = {name: subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                        text=True) for name, command in commands.items()}
-    return {name: (process.wait(), process.stdout.read()) for name, process in processes.items()}
+    processes = {}
+    for name, command in commands.items():
+        with open(os.path.join(log_dir, f"{name}.log"), "w") as log:
+            processes[name] = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, text=True,
+                                               env={**os.environ, "OMP_NUM_THREADS": "1"})
+    codes = {name: process.wait() for name, process in processes.items()}
+    return {name: (code, open(os.path.join(log_dir, f"{name}.log")).read()) for name, code in codes.items()}
 
 
 def train_losses(log):
@@ -234,7 +240,7 @@ def test_fairseq_train_in_mixed_precision_on_the_gpu(request, tmp_path, flag):
     the GPU: every logged loss finite and below the uniform distribution's, the loss lower at the end than at the
     start, and (fp16) no more gradient-overflow skips than fairseq's transformer on the same data plus one (the loss
     scaler's first skips depend on the gradients at initialisation)."""
-    results = run_at_once(mixed_precision_commands(request, flag, tmp_path))
+    results = run_at_once(mixed_precision_commands(request, flag, tmp_path), str(tmp_path))
     failures, summary = [], []
     for name, (code, log) in results.items():
         losses, skips = train_losses(log), log.count(OVERFLOW)

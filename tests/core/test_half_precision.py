@@ -16,7 +16,7 @@ underflowed 0, a cumulative sum that loses a term, a mask that no longer masks.
 import pytest
 import torch
 from conftest import check_half_precision
-from test_cuda import ALL_CASES, CASES, masked_lm_dir, method_cases, sst_dir, train_losses  # noqa: F401  (fixtures)
+from test_cuda import ALL_CASES, CASES, masked_lm_dir, method_cases, run_at_once, sst_dir, train_losses  # noqa: F401  (fixtures)
 
 import fairseq_syntax  # noqa: F401  (registers the tasks, models and criterion)
 from fairseq_syntax.core.mixed_precision import tpu_implied_by_bf16, untie_bf16_from_tpu
@@ -81,3 +81,21 @@ def test_fairseq_train_bf16_trains_on_the_cpu(data_dirs, tmp_path):
     losses = train_losses(text)
     assert losses and all(loss == loss and loss < 100 for loss in losses), losses
     assert "num_updates 4" in text or "num_updates=4" in text
+
+
+def test_commands_run_at_once_with_long_outputs(tmp_path):
+    """The CUDA mixed-precision test runs fairseq-train for every system at once: each process writes more than a
+    pipe holds (fairseq logs its whole configuration), and none may stall while another is waited for."""
+    import sys
+
+    talk = "import sys; sys.stdout.write('x' * 1_000_000 + '\\nloss {}\\n'.format(sys.argv[1]))"
+    commands = {f"p{k}": [sys.executable, "-c", talk, str(k)] for k in range(3)}
+    results = run_at_once(commands, str(tmp_path))
+    assert {name: (code, len(log), log.split()[-1]) for name, (code, log) in results.items()} == {
+        f"p{k}": (0, 1_000_000 + len(f"\nloss {k}\n"), str(k)) for k in range(3)}
+
+
+def test_train_losses_reads_both_of_fairseqs_simple_lines():
+    log = ("2026-11-28 | INFO | train_inner | epoch 001:      1 / 4 loss=5.206, ppl=36.92, wps=0\n"
+           "2026-11-28 | INFO | train | epoch 001 | loss 4.992 | ppl 31.8 | wps 100\n")
+    assert train_losses(log) == [5.206, 4.992]
