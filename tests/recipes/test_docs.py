@@ -34,6 +34,7 @@ RUN_ELSEWHERE = {
     "python3 preprocess/parse_constituency.py": "tests/core/test_parsing.py",
     "python3 preprocess/parse_dependency.py": "tests/core/test_parsing.py",
     "fairseq-train DATA": "tests/recipes/test_end_to_end.py",  # the distributed loop of docs/gpu.md
+    "fairseq-interactive": "tests/recipes/test_interactive_parsing.py",  # raw text in, translation out (usage.md)
 }
 #: program -> why no test here runs it
 NOT_RUN_HERE = {
@@ -41,8 +42,9 @@ NOT_RUN_HERE = {
     "job=$(sbatch": "a SLURM cluster",
     "torchrun": "several machines with GPUs",
 }
-#: shell syntax around the commands (the distributed loop), not a program
+#: shell syntax around the commands (the distributed loop, a variable set for the lines after it), not a program
 SHELL_WORDS = ("for ", "done")
+SHELL_ASSIGNMENT = re.compile(r"[A-Z_]+=\S+")
 
 
 def fenced_blocks(text: str) -> list[tuple[str, list[str]]]:
@@ -88,11 +90,11 @@ def options(command: str) -> set[str]:
     return set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", command))
 
 
-def string_constants(path: Path) -> str:
-    """Every string literal of a Python file, joined: what it can pass on a command line."""
+def options_passed(path: Path) -> set[str]:
+    """Every ``--option`` that a string literal of a Python file holds: what it can pass on a command line."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    return " ".join(node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(
-        node.value, str))
+    return set().union(*(options(node.value) for node in ast.walk(tree)
+                         if isinstance(node, ast.Constant) and isinstance(node.value, str)))
 
 
 def readme_commands() -> list[str]:
@@ -126,7 +128,7 @@ def test_every_command_shown_is_run_by_a_test():
     for page in PAGES:
         for command in shown_commands(page.read_text(encoding="utf-8")):
             name = program(command)
-            if command in covered_here or command.startswith(SHELL_WORDS):
+            if command in covered_here or command.startswith(SHELL_WORDS) or SHELL_ASSIGNMENT.fullmatch(command):
                 continue
             if name in NOT_RUN_HERE:
                 assert "not run here" in re.sub(r"\s+", " ", page.read_text(encoding="utf-8")).lower(), (
@@ -137,8 +139,7 @@ def test_every_command_shown_is_run_by_a_test():
                 else:
                     continue
             assert name in RUN_ELSEWHERE, f"{page.name}: no test runs `{command}`"
-            missing = {option for option in options(command)
-                       if option not in string_constants(ROOT / RUN_ELSEWHERE[name])}
+            missing = options(command) - options_passed(ROOT / RUN_ELSEWHERE[name])
             assert not missing, f"{page.name}: {RUN_ELSEWHERE[name]} runs `{name}` without {sorted(missing)}"
 
 
