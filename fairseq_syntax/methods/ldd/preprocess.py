@@ -24,6 +24,7 @@ Every problem stops with ``FILE:LINE: problem``.
 """
 import argparse
 import logging
+import math
 import os
 import sys
 from collections import Counter
@@ -36,6 +37,7 @@ import torch
 from fairseq_syntax.core.bpe import group_bpe_words, merge_pieces
 from fairseq_syntax.core.data_dir import (
     META_FILE,
+    SIDE_DATA_KEY,
     read_meta,
     read_skipped_lines,
     skipped_listing,
@@ -240,6 +242,10 @@ def convert_split(prefix: str, tokens_prefix: str, args, index: dict, listing: s
                 )
             item = convert_sentence(record, line, index, args.floor, report, arcs_file, number)
             builder.add_item(torch.from_numpy(item))
+        if report.dependents and report.stored <= 0:
+            raise SystemExit(f"error: {arcs_file}: no probability of its {report.dependents} words' distributions "
+                             f"reaches --floor {args.floor:g}, so the side data would be all zeros and the model "
+                             "would learn from no parse: lower --floor, or check the arcs file")
         builder.finalize(f"{out_prefix}.idx.partial")
     except BaseException:
         for partial in (f"{out_prefix}.bin.partial", f"{out_prefix}.idx.partial"):
@@ -252,12 +258,27 @@ def convert_split(prefix: str, tokens_prefix: str, args, index: dict, listing: s
     return report
 
 
+def check_floor(floor: float) -> None:
+    """Stop with one line unless ``floor`` is a probability in [1/QUANTISATION, 1): NaN passes every comparison,
+    and at 1 no distribution of an uncertain parse keeps its mass, so the side data would be all zeros."""
+    if math.isnan(floor):
+        raise SystemExit(f"error: --floor {floor:g} is not a number: give a probability in (0, 1) (default "
+                         f"{DEFAULT_FLOOR:g})")
+    if floor < 1 / QUANTISATION:
+        raise SystemExit(f"error: --floor {floor:g} is below one quantisation step (1/{QUANTISATION})")
+    if floor >= 1:
+        raise SystemExit(f"error: --floor {floor:g} is not below 1: a distribution's probabilities reach it only "
+                         f"where one takes all the mass, so nothing of the parser's uncertainty would be kept: give a "
+                         f"probability in (0, 1) (default {DEFAULT_FLOOR:g})")
+
+
 def record_settings(meta: dict, settings: dict, destdir: str) -> None:
     """Adds ``"ldd": settings`` to syntax.json (keeping what fairseq-syntax-preprocess wrote), before any split is
     converted, so side data never exists without its settings; refuses settings other than those recorded."""
     path = os.path.join(destdir, META_FILE)
     recorded = meta.get(LDD_META_KEY)
-    if recorded is not None and recorded != settings:
+    made = meta.get(SIDE_DATA_KEY, {}).get(SUFFIX)  # settings bind only side data made with them
+    if recorded is not None and recorded != settings and made:
         raise SystemExit(
             f"error: {path}: the side data there was made with --labels {recorded['labels']} --floor "
             f"{recorded['floor']:g}, this run asks for --labels {settings['labels']} --floor {settings['floor']:g}: "
@@ -271,11 +292,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, MassReport]:
     args = get_parser().parse_args(argv)
     if not os.path.isdir(args.destdir):
         raise SystemExit(f"error: {args.destdir}: no such directory (run fairseq-syntax-preprocess first)")
-    if args.floor < 1 / QUANTISATION:
-        raise SystemExit(f"error: --floor {args.floor:g} is below one quantisation step (1/{QUANTISATION})")
-    if args.floor > 1:
-        raise SystemExit(f"error: --floor {args.floor:g} is above 1: no probability reaches it, so nothing would be "
-                         "kept")
+    check_floor(args.floor)
     meta = read_meta(args.destdir)
     if meta["form"] != "sequence":
         raise SystemExit(

@@ -1,6 +1,7 @@
 """fairseq-syntax-preprocess-dependencies on bad settings and on data directories it must not trust: a floor that
 keeps nothing, a directory made with --skip-invalid (its skipped lines are left out of the arcs too), side data
 tied to the token data it was made for and checked where it is loaded."""
+import json
 import logging
 import shutil
 
@@ -33,9 +34,44 @@ def ldd_directory(raw, dest):
     add_dependencies(raw, dest)
 
 
-def test_a_floor_above_one_is_refused(small_corpus, tmp_path):
-    assert dependencies_error(small_corpus, tmp_path, "--floor", "1.5") == (
-        "error: --floor 1.5 is above 1: no probability reaches it, so nothing would be kept")
+@pytest.mark.parametrize("floor, problem", [
+    ("nan", "is not a number: give a probability in (0, 1) (default 0.001)"),
+    ("1", "is not below 1: a distribution's probabilities reach it only where one takes all the mass, so nothing "
+          "of the parser's uncertainty would be kept: give a probability in (0, 1) (default 0.001)"),
+    ("1.5", "is not below 1: a distribution's probabilities reach it only where one takes all the mass, so nothing "
+            "of the parser's uncertainty would be kept: give a probability in (0, 1) (default 0.001)"),
+    ("0", "is below one quantisation step (1/65535)"),
+    ("-inf", "is below one quantisation step (1/65535)"),
+])
+def test_a_floor_that_is_not_a_probability_below_one_is_refused_before_anything_is_written(
+        small_corpus, tmp_path, floor, problem):
+    run_preprocess(small_corpus, tmp_path, "sequence", splits=("train",))
+    meta = (tmp_path / "syntax.json").read_text()
+    assert dependencies_error(small_corpus, tmp_path, f"--floor={floor}") == f"error: --floor {floor} {problem}"
+    assert (tmp_path / "syntax.json").read_text() == meta and not list(tmp_path.glob("*.ldd.*"))
+
+
+def test_side_data_that_keeps_no_probability_mass_is_refused(small_corpus, tmp_path):
+    """Every labeled pair at 0.25 (two heads of 0.5, two labels of other groups of 0.5 each): a floor of 0.3 keeps none of them,
+    where the report used to say "retained 0.00%" and training ran on all-zero side data."""
+    lines = (small_corpus / "train.en").read_text().splitlines()
+    with open(small_corpus / "train.arcs.jsonl", "w") as out:
+        for line in lines:
+            words = line.replace("@@ ", "").split()
+            arcs = [[d, h, 0.5, {"det": 0.5, "nsubj": 0.5}] for d in range(1, len(words) + 1)
+                    for h in (0, d - 1 if d > 1 else 2)]
+            out.write(json.dumps({"words": words, "arcs": arcs}) + "\n")
+    run_preprocess(small_corpus, tmp_path, "sequence", splits=("train",))
+    words = sum(len(line.replace("@@ ", "").split()) for line in lines)
+    assert dependencies_error(small_corpus, tmp_path, "--floor", "0.3") == (
+        f"error: {small_corpus}/train.arcs.jsonl: no probability of its {words} words' distributions reaches --floor "
+        "0.3, so the side data would be all zeros and the model would learn from no parse: lower --floor, or check "
+        "the arcs file")
+    assert not list(tmp_path.glob("*.ldd.*")) and "ldd" not in read_meta(str(tmp_path))["side_data"]
+    # the settings of a run that made nothing bind nothing: the corrected rerun is accepted
+    report = add_dependencies(small_corpus, tmp_path)["train"]
+    assert report.stored == pytest.approx(words, rel=1e-4)  # at 0.001 each word keeps its 4 x 0.25
+    assert read_meta(str(tmp_path))["ldd"] == {"labels": "stanford", "floor": 0.001}
 
 
 def test_the_lines_preprocessing_skipped_are_left_out_of_the_source_and_the_arcs(small_corpus, tmp_path):
