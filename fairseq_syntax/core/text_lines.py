@@ -3,7 +3,11 @@ item per line, every problem named ``FILE:LINE: problem``.
 
 Lines end at ``\\n`` only (a ``\\r\\n`` ending is a line ending too); a carriage return inside a line is an error at
 that line rather than a silent extra line break, which would shift every later line of the file against the others.
-Bytes that are not UTF-8 are an error at their line and column, never a ``UnicodeDecodeError`` traceback. A byte
+Bytes that are not UTF-8 are an error at their line and column, never a ``UnicodeDecodeError`` traceback. A line
+may hold tabs (whitespace, like the space) but no other control character (Unicode category Cc: U+0000-U+001F,
+U+007F-U+009F): a NUL, an escape sequence or a C1 control left by a wrong decoding is no part of a word, and would
+otherwise end up in the tokens and the dictionaries (``w\x00a@@``) or, in ``fairseq-interactive``, as a silent
+``<unk>``; it is an error at its line and byte, as bytes that are not UTF-8 are. A byte
 order mark at the start of a file (Windows editors write one) is removed, in every file alike, so it never becomes
 part of the first word of the first line (a source token, a target token, a tree's bracket). A name
 ending in ``.gz`` is read through gzip; one that is cut short or damaged is an error naming the file.
@@ -14,10 +18,15 @@ ending in ``.gz`` is read through gzip; one that is cut short or damaged is an e
 """
 import gzip
 import os
+import re
 import zlib
 from typing import Iterable, Iterator, List, Union
 
 UTF8_BOM = b"\xef\xbb\xbf"
+#: the control characters a line may not hold: category Cc but the tab (\r and \n end lines, see decode_line)
+CONTROL_CHARACTER = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+CONTROL_NAMES = {0x00: "NUL", 0x08: "backspace", 0x0B: "vertical tab", 0x0C: "form feed", 0x1B: "escape",
+                 0x7F: "DEL"}
 
 
 class TextLineError(ValueError):
@@ -54,10 +63,18 @@ def decode_line(raw: bytes, path: str, number: int) -> str:
         raise TextLineError(f"{path}:{number}: a carriage return inside the line (byte {position}); lines end with "
                             "\\n (or \\r\\n)")
     try:
-        return raw.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         raise TextLineError(f"{path}:{number}: not valid UTF-8 (byte 0x{raw[error.start]:02x} at byte "
                             f"{error.start + 1} of the line)") from None
+    control = CONTROL_CHARACTER.search(text)
+    if control is not None:
+        code = ord(control.group())
+        name = f"U+{code:04X}" + (f" ({CONTROL_NAMES[code]})" if code in CONTROL_NAMES else "")
+        position = len(text[: control.start()].encode("utf-8")) + 1
+        raise TextLineError(f"{path}:{number}: a control character {name} at byte {position} of the line; a line "
+                            "may hold tabs but no other control character: remove it")
+    return text
 
 
 def iter_lines_or_errors(path: str) -> Iterator[str | TextLineError]:
