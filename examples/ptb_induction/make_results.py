@@ -372,19 +372,32 @@ def summary_row(run: dict) -> dict:
 def runs_table(runs: list) -> Table:
     table = Table(["run", "training text", "layers x d_model", "C_ii", "optimiser", "precision", "updates", "masks",
                    "Algorithm 1, m=2", "Algorithm 1, m=1", "greedy from layer 1", "chosen on dev", "rho of layer 1",
-                   "perplexity ratio", "throughput ratio", "reproduce"], "llrrllrlrrrrrrrl")
+                   "perplexity ratio", "throughput ratio"], "llrrllrlrrrrrrr")
     for run in runs:
         agreement = run["parses"]["m=2"].get("link_agreement")
         label = f"**{run['label']} (headline)**" if run is runs[0] else run["label"]
-        reproduce = run["reproduce"] if run["by_hand"] else f"`{run['reproduce']}`"
         chosen, system = LATER_PARSES["chosen on dev"]
         table.add(Cell(run["name"], label), *settings_cells(run), f1_cell(run["parses"]["m=2"]),
                   f1_cell(run["parses"].get("m=1")), f1_cell(run["parses"].get("layer 1")),
                   f1_cell(run.get("later_parses", {}).get("chosen on dev"), system=system),
                   number_cell(agreement[1] if agreement else None, "+.3f"),
-                  number_cell(perplexity_ratio(run), ".3f"), number_cell(throughput_ratio(run), ".2f"),
-                  Cell(run["reproduce"], reproduce))
+                  number_cell(perplexity_ratio(run), ".3f"), number_cell(throughput_ratio(run), ".2f"))
     return table
+
+
+def run_commands_table(runs: list) -> Table:
+    """Each run of the table and the command that made it: a list below the table (a command is too long for a
+    cell), and a table of RESULTS.json."""
+    table = Table(["run", "command"])
+    for run in runs:
+        command = run["reproduce"] if run["by_hand"] else f"`{run['reproduce']}`"
+        table.add(Cell(run["name"], run["label"]), Cell(run["reproduce"], command.removeprefix("by hand: ")))
+    return table
+
+
+def run_commands_section(table: Table) -> list[str]:
+    return ["Each run of the table is made by:", ""] + [f"- {label.text}: {command.text}"
+                                                        for label, command in table.rows] + [""]
 
 
 def training_table(runs: list) -> Table:
@@ -729,13 +742,15 @@ def render(runs: list) -> tuple:
         "`sentence_masked_lm` now keeps the epoch in shared memory (*fresh*: new masks every epoch, with or without "
         "workers).",
         "The repeated-mask runs are kept, in folders named `*-repeated-masks/`, as they were measured; their "
-        "*reproduce* commands",
+        "commands (below)",
         "now train with fresh masks.",
         "",
     ]
     table = runs_table(runs)
     tables["runs"] = table.json()
-    lines += table.lines() + [""] + headline_sections(headline, tables)
+    commands = run_commands_table(runs)
+    tables["run_commands"] = commands.json()
+    lines += table.lines() + [""] + run_commands_section(commands) + headline_sections(headline, tables)
 
     lines += [
         "",
