@@ -11,7 +11,7 @@
 # Writes RUN_DIR/NAME$RUN_SUFFIX.{train.log,gen,gen.log}.gz (the training log, the decode's hypotheses and
 # its log, gzipped once the system is decoded) and RUN_DIR/NAME$RUN_SUFFIX.run.json; checkpoints go to
 # ${CKPT_ROOT:-RUN_DIR}/ckpt-NAME$RUN_SUFFIX. Once a run is scored, examples/multi30k/study.sh packs its gzipped
-# files into RUN_DIR/packed.tar.xz (fairseq_syntax/evaluation/packed_runs.py); every step here reads them from there.
+# files into RUN_DIR/packed.tar.xz (examples/pack_runs.py); every step here reads them from there (packed_runs.py).
 #   score_seeds NAME ARCH REF RUN_DIR "SEEDS" [TRAIN_COMMAND]: the system over its seeds' runs (NAME.seedS), mean and
 # sd per metric and the paired bootstrap over test sentences and seeds (scoring.seed_bootstrap) against each of
 # $BASELINES and against its control NAME_random (a control: against its system), over the same seeds, as the record
@@ -60,6 +60,7 @@ kept() {
 # RUN_DIR/packed.tar.xz (fairseq_syntax/evaluation/packed_runs.py, which every reader of decodes and logs reads from;
 # run as a file, it imports no more than Python's library: a second, where importing the package takes many)
 PACKED_RUNS="$SYNTAX_REPO/fairseq_syntax/evaluation/packed_runs.py"
+PACK_RUNS="$SYNTAX_REPO/examples/pack_runs.py"  # the recipes' packer: pack, unpack (also Python's library only)
 # An archive that cannot be read (damaged, or not the one SHA256SUMS lists) stops the script: a kept file taken for
 # one that is missing would be made again.
 have_kept() {
@@ -114,7 +115,7 @@ run_system() {
   # --max-update may grow); RESTART=1 starts it afresh.
   # a run whose outputs are packed is finished: not run again, nor resumed from a checkpoint it left behind
   if is_packed "$runs/$name.gen" --packed; then
-    echo "$name's outputs are packed in $runs/packed.tar.xz: python3 $PACKED_RUNS unpack $runs $system" \
+    echo "$name's outputs are packed in $runs/packed.tar.xz: python3 $PACK_RUNS unpack $runs $system" \
       "(then remove the run's files) to run it again" >&2
     return 1
   fi
@@ -287,7 +288,7 @@ run_systems() {
     local packed_records
     packed_records=$(python3 "$PACKED_RUNS" ls --packed "$runs/*${RUN_SUFFIX:-}.run.json" | wc -l)
     if [ "$packed_records" -gt 0 ]; then
-      echo "RESCORE: $packed_records packed runs of $runs not rescored; python3 $PACKED_RUNS unpack $runs NAME" \
+      echo "RESCORE: $packed_records packed runs of $runs not rescored; python3 $PACK_RUNS unpack $runs NAME" \
         "gives a system's runs back to rescore" >&2
     fi
     for record in "$runs"/*"${RUN_SUFFIX:-}".run.json; do

@@ -220,7 +220,7 @@ step4() {
   for system in $systems; do
     for seed in $seeds; do
       name=${system%%:*}.seed$seed
-      # finished: its record is there, or packed with its logs and decodes (packed_runs.py pack runs-gpu)
+      # finished: its record is there, or packed with its logs and decodes (examples/pack_runs.py pack runs-gpu)
       [ -f "$runs/$name.run.json" ] || python3 "$ROOT/fairseq_syntax/evaluation/packed_runs.py" has --packed \
         "$runs/$name.run.json" || pending+=("$seed:$system")
     done

@@ -15,7 +15,7 @@
 # directory does not exist yet (its parses are not made) is passed over and named. When a system has all its seeds,
 # its seed-level record (mean, sd, seed-aware tests) is written.
 # Each finished run's log, decode and record are packed into the runs' archive, RUNS/packed.tar.xz
-# (fairseq_syntax/evaluation/packed_runs.py), with those of any other run finished by then, and one commit holds the
+# (examples/pack_runs.py), with those of any other run finished by then, and one commit holds the
 # archive, the regenerated RESULTS.md/RESULTS.json, the figure of the table (seeds.png, fairseq-syntax-plot
 # seeds) and the README's study answer (python3 -m fairseq_syntax.evaluation.study_answer); a system's record over
 # its seeds stays a file beside the archive. SEEDS (default "1 2 3"), SYSTEMS (default: the study's) and COMMIT=0
@@ -85,7 +85,8 @@ commit_run() {  # commit_run RUN [RUN...]: the runs' archive (the runs named), t
   echo "== could not commit $*: commit it by hand" >&2
 }
 
-PACKED_RUNS="$REPO/fairseq_syntax/evaluation/packed_runs.py"
+PACKED_RUNS="$REPO/fairseq_syntax/evaluation/packed_runs.py"  # reads the archive
+PACK_RUNS="$REPO/examples/pack_runs.py"  # packs into it, under the folder's lock
 packed_records() {  # the runs whose records the archive holds, one a line
   python3 "$PACKED_RUNS" ls --packed "$RUNS/*.run.json" | sed 's|.*/||; s|\.run\.json$||'
 }
@@ -99,7 +100,7 @@ finish_run() {
     flock 9
     before=$(packed_records)
     # a packing that fails leaves the run's files gzipped: they are committed as they are (commit_run)
-    python3 "$PACKED_RUNS" pack "$RUNS" \
+    python3 "$PACK_RUNS" pack "$RUNS" \
       || echo "== lane $LANE: packing after $1 failed; its files are committed gzipped" >&2
     mapfile -t newly < <(LC_ALL=C comm -13 <(echo "$before") <(packed_records) | grep .)  # Python's order
     if [ ${#newly[@]} -eq 0 ] && [ -n "$before" ] && grep -qx "$1" <<< "$before"; then

@@ -84,7 +84,7 @@ export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1  # torch.set_num_threads(1) for fairs
 mkdir -p "$WORK" "$LOGS"
 # an earlier run of these settings, packed: its files back in the folder, where this run's replace them as they come
 if python3 "$PACKED_RUNS" has --packed "$LOGS/make_corpus.log"; then
-  python3 "$PACKED_RUNS" unpack-folder "$LOGS" --into "$HERE"
+  python3 "$PACK_RUNS" unpack-folder "$LOGS" --into "$HERE"
 fi
 rm -f "$LOGS/scores.json.gz"  # the scores of an earlier run of these settings; every step below writes its own again
 
@@ -171,5 +171,5 @@ done
 
 python3 "$HERE/make_results.py" --compress "$LOGS"  # NAME.log -> NAME.log.gz, *.json -> scores.json.gz
 # the folder's gzipped files into the archive of every run (packed.tar.xz beside this script), read from there
-python3 "$PACKED_RUNS" pack-folder "$LOGS" --into "$HERE"
+python3 "$PACK_RUNS" pack-folder "$LOGS" --into "$HERE"
 python3 "$HERE/make_results.py"  # RESULTS.md and RESULTS.json, from every logs* folder

@@ -8,7 +8,7 @@
 #
 # Every run trains on CPU for at most --max-update updates or STOP_HOURS hours, one thread, niced, and logs to
 # examples/sst/logs/NAME.log, gzipped (NAME.log.gz) once the run ends, and packed with the others into
-# examples/sst/logs/packed.tar.xz (fairseq_syntax/evaluation/packed_runs.py); a run whose log says it finished is
+# examples/sst/logs/packed.tar.xz (examples/pack_runs.py); a run whose log says it finished is
 # skipped, and one whose packed log does not (cut short) must be unpacked to run again.
 # RESULTS.md and RESULTS.json are then written from the logs by results.py. Settings follow the paper's Appendix 7.4
 # (Adam, lr 7e-4, dropout 0.5, 2048-token batches) except the length of training: the paper trains 15k updates with
@@ -24,7 +24,8 @@ ROOT=$(cd "$HERE/../.." && pwd)
 SST=${1:-${SHARED_DATA:-$ROOT/../shared/data}/sst}
 WORK=$HERE/work
 LOGS=$HERE/logs
-PACKED_RUNS=$ROOT/fairseq_syntax/evaluation/packed_runs.py
+PACKED_RUNS=$ROOT/fairseq_syntax/evaluation/packed_runs.py  # reads the archive
+PACK_RUNS=$ROOT/examples/pack_runs.py  # packs into it
 MAX_UPDATE=${MAX_UPDATE:-3000}
 STOP_HOURS=${STOP_HOURS:-0.22}
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
@@ -55,7 +56,7 @@ run() {  # run NAME DATASET ARGS...
     return
   fi
   if python3 "$PACKED_RUNS" has --packed "$log"; then
-    echo "$name: its packed log is of a run cut short; to run it again: python3 $PACKED_RUNS unpack-folder $LOGS," \
+    echo "$name: its packed log is of a run cut short; to run it again: python3 $PACK_RUNS unpack-folder $LOGS," \
       "then remove $log.gz" >&2
     return 1
   fi
@@ -66,7 +67,7 @@ run() {  # run NAME DATASET ARGS...
 }
 
 pack_logs() {  # the finished runs' gzipped logs into logs/packed.tar.xz, with those packed before
-  if compgen -G "$LOGS/*.log.gz" > /dev/null; then python3 "$PACKED_RUNS" pack-folder "$LOGS"; fi
+  if compgen -G "$LOGS/*.log.gz" > /dev/null; then python3 "$PACK_RUNS" pack-folder "$LOGS"; fi
 }
 
 if [ -n "${SEEDS:-}" ]; then

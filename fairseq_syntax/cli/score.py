@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.record and not os.path.exists(args.record) and (packed := packed_runs.find_member(args.record)):
         # a rescore of a packed run would leave two records of it, the new one beside the stale packed one
         parser.error(f"--record {args.record}: its run is packed ({packed.label}): unpack it first (python3 "
-                     "fairseq_syntax/evaluation/packed_runs.py unpack RUNS_DIR NAME)")
+                     "examples/pack_runs.py unpack RUNS_DIR NAME)")
     if len(args.baseline_names) > len(args.baselines):
         parser.error("more --baseline-name than BASELINE files")
     if args.run_seeds and (not re.fullmatch(r"\d+(,\d+)*", args.run_seeds)

@@ -113,7 +113,7 @@ fairseq-syntax-results {runs} --out {tmp_path}/RESULTS.md
     # logs of the system and of its baseline are read from their systems' archives (study.sh packs them)
     shutil.rmtree(out_dir / "ckpt")
     (runs / "mask.seeds.run.json").unlink()
-    packer = os.path.join(REPO, "fairseq_syntax", "evaluation", "packed_runs.py")
+    packer = os.path.join(REPO, "examples", "pack_runs.py")
     for name in ("sequence", "mask"):
         subprocess.run([sys.executable, packer, "pack", runs, name], check=True, capture_output=True)
     assert not list(runs.glob("sequence.*.gz")) and not list(runs.glob("mask.*.gz"))
@@ -217,15 +217,14 @@ run_system mask transformer_syntax_mask {tmp_path}/data {tmp_path}/test.de {runs
 def test_a_packed_run_is_not_trained_again_even_with_its_checkpoint_left_and_an_unreadable_archive_stops(tmp_path):
     """run_system on a finished run (its outputs packed) whose checkpoint is still there: it says so and trains
     nothing (resuming would train a finished run on); with an archive it cannot read, the script stops."""
-    from fairseq_syntax.evaluation import packed_runs
-
     runs, bin_dir = tmp_path / "runs", tmp_path / "bin"
     runs.mkdir()
     bin_dir.mkdir()
     for suffix in (".gen.gz", ".gen.log.gz", ".train.log.gz"):
         (runs / f"mask{suffix}").write_bytes(gzip.compress(b"kept\n"))
     (runs / "mask.run.json").write_text('{"system": "mask"}\n')
-    packed_runs.pack(runs)
+    subprocess.run([sys.executable, os.path.join(REPO, "examples", "pack_runs.py"), "pack", str(runs)], check=True,
+                   capture_output=True)
     (runs / "ckpt-mask").mkdir()
     (runs / "ckpt-mask" / "checkpoint_last.pt").write_bytes(b"")
     (bin_dir / "fairseq-train").write_text(f"#!/usr/bin/env bash\ntouch {tmp_path}/trained\n")

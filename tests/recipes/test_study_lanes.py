@@ -67,6 +67,7 @@ def study_repo(tmp_path):
     shutil.copy(Path(REPO) / "examples" / "multi30k" / "study.sh", recipe / "study.sh")
     (repo / "fairseq_syntax" / "evaluation").mkdir(parents=True)
     shutil.copy(Path(REPO) / "fairseq_syntax" / "evaluation" / "packed_runs.py", repo / "fairseq_syntax" / "evaluation")
+    shutil.copy(Path(REPO) / "examples" / "pack_runs.py", repo / "examples")  # the packer study.sh runs
     (recipe / "run.sh").write_text(FAKE_RUN)
     (recipe / "runs").mkdir()
     (recipe / "RESULTS.md").write_text(render_markdown(seeds))

@@ -13,7 +13,6 @@ import pytest
 import torch
 from conftest import REPO
 
-from fairseq_syntax.evaluation import packed_runs
 from fairseq_syntax.methods import METHODS
 
 sys.path.insert(0, os.path.join(REPO, "bench"))
@@ -180,7 +179,8 @@ def test_step4_starts_jobs_pending_runs_at_once_and_brings_back_what_they_wrote_
     record = json.loads((runs / "b.seed1.run.json").read_text())
     assert record["device"] == "cpu" and record["raw"] == str(window / "data" / "multi30k")
     # the runs brought back, packed as the study's lanes pack theirs: a packed record still marks its run finished
-    packed_runs.pack(runs)
+    subprocess.run([sys.executable, os.path.join(REPO, "examples", "pack_runs.py"), "pack", str(runs)], check=True,
+                   capture_output=True)
     assert not (runs / "b.seed1.run.json").exists() and (runs / "a.seed1.run.json").exists()  # a.seed1: no outputs
     # the next window: the run left
     stdout, status, listed = step(tmp_path / "out2")
