@@ -189,3 +189,12 @@ def test_the_main_job_ends_with_a_table_a_terminal_shows(tmp_path):
     assert "fairseq-train" not in done.stdout.split("== results")[1]  # the commands are in RESULTS.md
     assert (work / "RESULTS.md").exists() and "fairseq-train" in (work / "RESULTS.md").read_text()
     assert printed[-1].startswith("== demo finished in ")
+
+
+def test_a_virtual_environment_made_in_the_checkout_is_ignored():
+    # the Quickstart's set-up inside the clone (python -m venv .venv, or venv): its thousands of files untracked
+    for path in (".venv/lib/python3.11/site-packages/torch/__init__.py", "venv/bin/python"):
+        ignored = subprocess.run(["git", "check-ignore", "--no-index", "-q", path], cwd=REPO)
+        assert ignored.returncode == 0, f"{path} is not ignored"
+    kept = subprocess.run(["git", "check-ignore", "--no-index", "-q", "examples/venv.md"], cwd=REPO)
+    assert kept.returncode == 1  # a file merely named like one is not
