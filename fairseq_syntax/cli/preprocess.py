@@ -197,13 +197,46 @@ def check_alignment(dest_prefix_tokens: str, dest_prefix_parents: str) -> None:
         raise SystemExit(f"internal error: {dest_prefix_parents} is not aligned with {dest_prefix_tokens}")
 
 
+def fairseq_arguments(args, fairseq_extra: List[str]) -> List[str]:
+    """The arguments of fairseq-preprocess (the splits' prefixes aside), checked before anything is written: fairseq
+    asserts on some only once it has written ``preprocess.log``, which made the corrected rerun refuse the directory
+    as a run that was stopped, and a missing dictionary was a traceback."""
+    from fairseq import options
+    from fairseq.data import Dictionary
+
+    fairseq_argv = ["--source-lang", args.source_lang, "--target-lang", args.target_lang, "--destdir", args.destdir,
+                    "--dataset-impl", "mmap"] + fairseq_extra
+    given = options.get_preprocessing_parser().parse_args(fairseq_argv)  # an unknown option: argparse's one line
+    if given.joined_dictionary and given.srcdict and given.tgtdict:
+        raise SystemExit("error: --joined-dictionary uses one dictionary for both sides: give it as --srcdict alone "
+                         "(or leave --joined-dictionary out to give --srcdict and --tgtdict)")
+    for option in ("srcdict", "tgtdict"):
+        path = getattr(given, option)
+        if path is None:
+            continue
+        if not os.path.isfile(path):
+            raise SystemExit(f"error: --{option} {path}: no such file")
+        try:
+            Dictionary.load(path)
+        except (ValueError, OSError, RuntimeError) as error:
+            raise SystemExit(f"error: --{option} {path}: not a fairseq dictionary (lines 'TOKEN COUNT'): "
+                             f"{error}") from None
+    built = [] if given.srcdict or (given.joined_dictionary and given.tgtdict) else ["source"]
+    if not (given.joined_dictionary or given.tgtdict or given.only_source):
+        built.append("target")
+    if built and not args.trainpref:
+        raise SystemExit(f"error: without --trainpref there is no training data to build the {' and '.join(built)} "
+                         "dictionary from: give the training data directory's, --srcdict and --tgtdict (or --srcdict "
+                         "with --joined-dictionary)")
+    return fairseq_argv
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     logging.basicConfig(format="%(asctime)s | %(levelname)s | %(name)s | %(message)s", level=logging.INFO)
     args, fairseq_extra = get_parser().parse_known_args(argv)
     if os.path.exists(args.destdir) and not os.path.isdir(args.destdir):
         raise SystemExit(f"error: --destdir {args.destdir} is a file, not a directory")
-    os.makedirs(args.destdir, exist_ok=True)
-    earlier = data_files(args.destdir)
+    earlier = data_files(args.destdir) if os.path.isdir(args.destdir) else []
     if earlier and not args.overwrite:
         stopped = "" if META_FILE in earlier else ", without syntax.json: a run that was stopped"
         raise SystemExit(f"error: {args.destdir} already holds a data directory ({len(earlier)} files: "
@@ -218,6 +251,8 @@ def main(argv: Optional[List[str]] = None) -> None:
             splits.append((kind if k == 0 else f"{kind}{k}", prefix))
     if not splits:
         raise SystemExit("give at least one of --trainpref, --validpref, --testpref")
+    fairseq_argv = fairseq_arguments(args, fairseq_extra)  # checked before anything is written
+    os.makedirs(args.destdir, exist_ok=True)
 
     with tempfile.TemporaryDirectory(prefix="fairseq-syntax-") as tmp:
         parents, summary = {}, {}
@@ -235,8 +270,6 @@ def main(argv: Optional[List[str]] = None) -> None:
         from fairseq import options
         from fairseq_cli import preprocess as fairseq_preprocess
 
-        fairseq_argv = ["--source-lang", args.source_lang, "--target-lang", args.target_lang,
-                        "--destdir", args.destdir, "--dataset-impl", "mmap"] + fairseq_extra
         for kind in ("train", "valid", "test"):
             names = [s for s, _ in splits if s.startswith(kind)]
             if names:

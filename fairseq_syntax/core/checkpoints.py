@@ -17,7 +17,10 @@ cut short (often 0 bytes) and the next run dies resuming from it. Long CPU runs 
 write of fairseq's checkpoint code now goes to ``NAME.tmp`` in the same directory, is flushed to disk and renamed
 over ``NAME`` (:func:`write_atomically`): a kill leaves the previous file or the new one, whole. For checkpoints cut
 short before (or by other tools), resuming from ``checkpoint_last.pt`` falls back to the newest whole checkpoint
-beside it and says so, and loading one by name stops with one line naming it and that whole checkpoint.
+beside it and says so, as it does where ``checkpoint_last.pt`` does not exist but other checkpoints of the run do (a
+kill during the first save, after ``checkpoint_1_40.pt`` and ``checkpoint_best.pt`` were written, where fairseq
+would train again from update 1 and write over them); loading one by name stops with one line naming it and that
+whole checkpoint.
 """
 import argparse
 import contextlib
@@ -137,13 +140,29 @@ def _refuse_cut_short(load_checkpoint_to_cpu):
     return load
 
 
+def _require_checkpoint_files(load_model_ensemble_and_task):
+    """fairseq-generate/-interactive ``--path`` (and the plugin's commands that load a checkpoint): a file that is
+    not there is one line, not fairseq's OSError."""
+    def load(filenames, *args, **kwargs):
+        suffix, shards = kwargs.get("suffix", ""), kwargs.get("num_shards", 1)
+        for filename in filenames if suffix == "" and shards == 1 else ():  # sharded models: fairseq's own check
+            if not os.path.isfile(filename):
+                problem = "a directory, not a checkpoint file" if os.path.isdir(filename) else "no such checkpoint"
+                raise SystemExit(f"error: {filename}: {problem}")
+        return load_model_ensemble_and_task(filenames, *args, **kwargs)
+
+    return load
+
+
 def _resume_from_a_whole_checkpoint(load_checkpoint):
     def resume(cfg, trainer, **passthrough_args):
         suffix = trainer.checkpoint_suffix
         if cfg.restore_file == "checkpoint_last.pt":  # fairseq's default: resume from the save directory
             last = os.path.join(cfg.save_dir, f"checkpoint_last{suffix}.pt")
             reason = cut_short(last)
-            if reason is not None:
+            if not os.path.exists(last) and getattr(cfg, "continue_once", None) is None:
+                cfg = _resume_without_last(cfg, last, suffix)
+            elif reason is not None:
                 whole = newest_whole_checkpoint(cfg.save_dir, suffix, excluding=last)
                 if whole is None or cfg.finetune_from_model is not None:
                     raise SystemExit(_cut_short_message(last, reason) + "; remove it to start afresh")
@@ -153,6 +172,24 @@ def _resume_from_a_whole_checkpoint(load_checkpoint):
         return load_checkpoint(cfg, trainer, **passthrough_args)
 
     return resume
+
+
+def _resume_without_last(cfg, last: str, suffix: str):
+    """``cfg`` resuming from the newest whole checkpoint of the save directory when ``checkpoint_last.pt`` is
+    missing there: fairseq would start afresh and write over them. A kill during a run's first save leaves them so
+    (the epoch's checkpoint and ``checkpoint_best.pt`` written, ``checkpoint_last.pt`` not yet), as does a run with
+    ``--no-last-checkpoints``."""
+    whole = newest_whole_checkpoint(cfg.save_dir, suffix, excluding=last)
+    if whole is None:
+        return cfg  # a first run: fairseq starts afresh (or from --finetune-from-model)
+    if cfg.finetune_from_model is not None:
+        raise SystemExit(f"error: {cfg.save_dir} holds checkpoints of a run (the newest {whole}) but no "
+                         f"{os.path.basename(last)}: to go on with it, give --restore-file {whole} without "
+                         "--finetune-from-model; to start afresh, give another --save-dir or remove them")
+    logger.warning(f"{last} does not exist, but {whole} does: a run killed during its first save (or run with "
+                   f"--no-last-checkpoints) leaves them so; resuming from {whole}, the newest whole checkpoint "
+                   "beside it (to start afresh, give another --save-dir or remove them)")
+    return _with_restore_file(cfg, whole[: len(whole) - len(f"{suffix}.pt")] + ".pt")
 
 
 def _with_restore_file(cfg, restore_file: str):
@@ -173,3 +210,5 @@ def make_checkpoints_crash_safe() -> None:
     checkpoint_utils.PathManager = CrashSafePathManager
     checkpoint_utils.load_checkpoint_to_cpu = _refuse_cut_short(checkpoint_utils.load_checkpoint_to_cpu)
     checkpoint_utils.load_checkpoint = _resume_from_a_whole_checkpoint(checkpoint_utils.load_checkpoint)
+    checkpoint_utils.load_model_ensemble_and_task = _require_checkpoint_files(
+        checkpoint_utils.load_model_ensemble_and_task)

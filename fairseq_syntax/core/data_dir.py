@@ -125,6 +125,25 @@ def data_dir_task(data_path: str) -> str | None:
     return None
 
 
+def require_language_pair(data_path: str, source_lang: str | None, target_lang: str | None) -> None:
+    """Stop with one line where fairseq's translation task would fail with a traceback on a data directory made
+    halfway (a preprocessing run stopped, files removed): no binarized split to tell the language pair from, or a
+    dictionary missing."""
+    names = os.listdir(data_path)
+    if source_lang is None or target_lang is None:  # fairseq infers them from a file {split}.SRC-TGT.LANG...
+        pairs = [name.split(".")[1] for name in names if name.count(".") >= 2 and name.split(".")[1].count("-") == 1]
+        if not pairs:
+            raise SystemExit(f"error: {data_path} holds no binarized split ({{split}}.SRC-TGT.SRC.{{bin,idx}}) to tell "
+                             "the language pair from: a data directory made halfway (a preprocessing run that was "
+                             "stopped?): make it again with fairseq-syntax-preprocess")
+        source_lang, target_lang = pairs[0].split("-")
+    for lang in (source_lang, target_lang):
+        if f"dict.{lang}.txt" not in names:
+            raise SystemExit(f"error: {os.path.join(data_path, f'dict.{lang}.txt')}: no such file: {data_path} is a "
+                             "data directory made halfway, or for other languages (-s/-t): make it again with "
+                             "fairseq-syntax-preprocess")
+
+
 def require_data_dir_of(task: str, data_path: str) -> None:
     """Stop with one line when ``data_path`` is missing or made for the other task of the plugin."""
     if not os.path.isdir(data_path):

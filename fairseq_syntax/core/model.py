@@ -52,6 +52,20 @@ class SyntaxTransformerModel(TransformerModel):
         cfg = TransformerConfig.from_namespace(args)
         return cls.encoder_class(cfg, cls.options_from_args(args), src_dict, embed_tokens)
 
+    @classmethod
+    def build_model(cls, args, task):
+        """fairseq's, refused under a task that does not give the encoder its side inputs (fairseq's own
+        ``--task translation``): the model would stop at its first batch with a traceback."""
+        model = super().build_model(args, task)
+        reads = tuple(model.encoder.side_inputs) + tuple(getattr(model.encoder, "supervision_inputs", ()))
+        if reads and not hasattr(task, "batched_side_inputs"):  # what syntax_translation batches side inputs with
+            task_name = (getattr(args, "task", None) if isinstance(getattr(args, "task", None), str) else None) \
+                or getattr(getattr(task, "cfg", None), "_name", None) or type(task).__name__
+            raise SystemExit(f"error: --arch {getattr(args, 'arch', cls.__name__)} reads side data {list(reads)}, "
+                             f"which --task {task_name} does not give it: use --task syntax_translation (and a data "
+                             "directory made by fairseq-syntax-preprocess)")
+        return model
+
     @property
     def side_inputs(self) -> tuple:
         return self.encoder.side_inputs

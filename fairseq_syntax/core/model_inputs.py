@@ -6,7 +6,8 @@ LongTensor; a batch is ``B x T``, right-padded with the dictionary's pad index.
 """
 from __future__ import annotations
 
-from typing import Iterator, List, Optional, Sequence, Tuple
+import os
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 from fairseq import checkpoint_utils
@@ -27,6 +28,14 @@ def load_model(checkpoint: str, data: Optional[str] = None) -> Tuple[nn.Module, 
         raise FileNotFoundError(f"loading {checkpoint}: {error}; if the data dir it was trained on moved (or was "
                                 "given as a relative path), pass it with --data") from error
     return models[0].eval(), task
+
+
+def require_files(named: Dict[str, str]) -> None:
+    """Stop with one line naming the first of ``named`` (how the command calls it -> path) that is not a file."""
+    for name, path in named.items():
+        if path is not None and not os.path.isfile(path):
+            raise SystemExit(f"error: {name} {path}: " + ("a directory, not a file" if os.path.isdir(path)
+                                                           else "no such file"))
 
 
 def read_sentences(path: str) -> List[List[str]]:

@@ -39,6 +39,7 @@ from fairseq_syntax.core.data_dir import (
     first_data_path,
     read_meta,
     require_data_dir_of,
+    require_language_pair,
 )
 from fairseq_syntax.core.input_forms import source_form
 from fairseq_syntax.core.pair_dataset import SyntaxLanguagePairDataset
@@ -86,6 +87,7 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
     @classmethod
     def setup_task(cls, cfg: SyntaxTranslationConfig, **kwargs):
         require_data_dir_of(TRANSLATION_TASK, first_data_path(cfg.data))
+        require_language_pair(first_data_path(cfg.data), cfg.source_lang, cfg.target_lang)
         interactive_input.use_in_fairseq_interactive()
         return super().setup_task(cfg, **kwargs)
 

@@ -141,3 +141,52 @@ def test_loading_a_cut_short_checkpoint_by_name_names_the_whole_one(tmp_path):
     with pytest.raises(SystemExit, match=rf"^error: {save_dir}/checkpoint_last.pt is cut short \(0 bytes\): .*; the "
                                          rf"newest whole checkpoint beside it is {save_dir}/checkpoint_1_41.pt$"):
         checkpoint_utils.load_checkpoint_to_cpu(os.path.join(save_dir, "checkpoint_last.pt"))
+
+
+def test_resuming_without_checkpoint_last_goes_on_from_the_newest_whole_checkpoint(tmp_path, caplog):
+    """Issue 50, item 10: killed during the first save, after checkpoint_1_5.pt and checkpoint_best.pt were written
+    whole but before checkpoint_last.pt was, the rerun trained again from update 1 and wrote over them."""
+    torch.save({"num_updates": 5}, tmp_path / "checkpoint_1_5.pt")
+    os.utime(tmp_path / "checkpoint_1_5.pt", (1000, 1000))
+    torch.save({"num_updates": 5}, tmp_path / "checkpoint_best.pt")  # fairseq copies the first file onto it
+    os.utime(tmp_path / "checkpoint_best.pt", (1001, 1001))
+    (tmp_path / "checkpoint_last.pt.tmp").write_bytes(b"PK\x03\x04")  # the copy a kill cut short
+    trainer = RecordingTrainer()
+    with caplog.at_level(logging.WARNING):
+        checkpoint_utils.load_checkpoint(CheckpointConfig(save_dir=str(tmp_path)), trainer)
+    assert trainer.loaded == [f"{tmp_path}/checkpoint_best.pt"]
+    assert (f"{tmp_path}/checkpoint_last.pt does not exist, but {tmp_path}/checkpoint_best.pt does: a run killed "
+            "during its first save (or run with --no-last-checkpoints) leaves them so; resuming from "
+            f"{tmp_path}/checkpoint_best.pt, the newest whole checkpoint beside it (to start afresh, give another "
+            "--save-dir or remove them)") in caplog.text
+    # a cut-short one is not resumed from
+    (tmp_path / "checkpoint_best.pt").write_bytes(b"")
+    trainer = RecordingTrainer()
+    checkpoint_utils.load_checkpoint(CheckpointConfig(save_dir=str(tmp_path)), trainer)
+    assert trainer.loaded == [f"{tmp_path}/checkpoint_1_5.pt"]
+
+
+def test_a_first_run_and_a_fine_tuning_run_without_checkpoint_last(tmp_path):
+    trainer = RecordingTrainer()
+    checkpoint_utils.load_checkpoint(CheckpointConfig(save_dir=str(tmp_path)), trainer)  # nothing saved yet
+    assert trainer.loaded == [f"{tmp_path}/checkpoint_last.pt"]  # fairseq's own: no such file, a fresh start
+    torch.save({"num_updates": 5}, tmp_path / "checkpoint_1_5.pt")
+    pretrained = tmp_path / "pretrained.pt"
+    torch.save({"num_updates": 100}, pretrained)
+    with pytest.raises(SystemExit) as error:
+        checkpoint_utils.load_checkpoint(CheckpointConfig(save_dir=str(tmp_path),
+                                                          finetune_from_model=str(pretrained)), RecordingTrainer())
+    assert str(error.value) == (
+        f"error: {tmp_path} holds checkpoints of a run (the newest {tmp_path}/checkpoint_1_5.pt) but no "
+        f"checkpoint_last.pt: to go on with it, give --restore-file {tmp_path}/checkpoint_1_5.pt without "
+        "--finetune-from-model; to start afresh, give another --save-dir or remove them")
+
+
+def test_a_missing_checkpoint_to_decode_with_is_one_line(tmp_path):
+    """Issue 50, item 4: fairseq-generate/-interactive --path a missing file (fairseq's OSError before)."""
+    with pytest.raises(SystemExit) as error:
+        checkpoint_utils.load_model_ensemble_and_task([str(tmp_path / "missing.pt")])
+    assert str(error.value) == f"error: {tmp_path}/missing.pt: no such checkpoint"
+    with pytest.raises(SystemExit) as error:
+        checkpoint_utils.load_model_ensemble([str(tmp_path)])  # what fairseq-generate calls
+    assert str(error.value) == f"error: {tmp_path}: a directory, not a checkpoint file"

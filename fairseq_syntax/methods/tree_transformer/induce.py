@@ -39,6 +39,7 @@ from fairseq_syntax.core.model_inputs import (
     load_model,
     padded_batches,
     read_sentences,
+    require_files,
 )
 from fairseq_syntax.core.trees import read_ptb, to_bracketed
 from fairseq_syntax.methods.tree_transformer.induction import (
@@ -209,6 +210,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cli_main(argv=None) -> None:
     args = build_parser().parse_args(argv)
+    require_files({"--input": args.input, "--gold": args.gold, "the checkpoint": args.checkpoint})
+    try:
+        induce_and_report(args)
+    except ValueError as error:  # a malformed tree, input and gold trees that do not line up: FILE:LINE: problem
+        raise SystemExit(f"error: {error}") from None
+
+
+def check_layers(args, num_layers: int) -> None:
+    """Stop with one line before any sentence is read by the model when the layers asked for are not the model's
+    (the default ``--min-layer 2`` is the paper's, for a model of 10 layers)."""
+    option, layer = ("--layer", args.layer) if args.layer is not None else ("--min-layer", args.min_layer)
+    if not 0 <= layer < num_layers:
+        raise SystemExit(f"error: {option} {layer}: {args.checkpoint} has {num_layers} layers, 0 to "
+                         f"{num_layers - 1}: give {option} {min(max(layer, 0), num_layers - 1)} (or another of them)")
+
+
+def induce_and_report(args) -> None:
     torch.set_num_threads(1)
 
     token_lines = read_sentences(args.input)
@@ -217,6 +235,7 @@ def cli_main(argv=None) -> None:
     check_alignment(words, gold, args.input, args.gold)
 
     model, task = load_model(args.checkpoint, args.data)
+    check_layers(args, len(tree_encoder(model).layers))
     links = sentence_links(model, task, token_lines, args.batch_size, args.input, append_eos=not args.without_eos)
     num_layers = links[0].shape[0]
     if args.layer is not None:

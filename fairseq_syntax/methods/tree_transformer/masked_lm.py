@@ -28,6 +28,7 @@ from fairseq_syntax.core.model_inputs import (
     first_word_position,
     load_model,
     read_sentences,
+    require_files,
 )
 
 
@@ -84,9 +85,13 @@ def cli_main(argv=None) -> None:
     parser.add_argument("--data", help="data dir with the model's dict.txt, if it moved since training")
     parser.add_argument("--json", dest="json_out", help="also write the result to this JSON file")
     args = parser.parse_args(argv)
+    require_files({"the checkpoint": args.checkpoint, "--input": args.input})
     torch.set_num_threads(1)
-    model, task = load_model(args.checkpoint, args.data)
-    result = masked_word_perplexity(model, task, read_sentences(args.input))
+    try:
+        model, task = load_model(args.checkpoint, args.data)
+        result = masked_word_perplexity(model, task, read_sentences(args.input))
+    except ValueError as error:  # an empty line, a sentence too long, another task's checkpoint: one line
+        raise SystemExit(f"error: {error}") from None
     print(f"masked-word perplexity {result.perplexity:.2f} over {result.scored_words} words of "
           f"{result.sentences} sentences ({result.unknown_words} <unk> words not scored)")
     if args.json_out:

@@ -207,8 +207,48 @@ def test_induce_command_reports_f1_and_writes_trees(trained, capsys):
 
     (trained / "bad.txt").write_text("the cat saw a dog\na man liked the bird\nthe dog chased a woman , zebra\n")
     argv[argv.index("--input") + 1] = str(trained / "bad.txt")
-    with pytest.raises(ValueError, match="bad.txt:3: 7 words, but gold tree 3"):
+    with pytest.raises(SystemExit) as error:  # one line, not a traceback around it (issue 50, item 11)
         cli_main(argv)
+    assert str(error.value) == (
+        f"error: {trained}/bad.txt:3: 7 words, but gold tree 3 of {trained}/gold.mrg has 6 words that count (the dog "
+        "chased a woman zebra); write the sentences without punctuation (see "
+        "fairseq_syntax.methods.tree_transformer.parseval.WORD_TAGS)")
+
+
+@pytest.mark.parametrize("option, value, fits", [("--min-layer", "3", "2"), ("--layer", "-1", "0")])
+def test_layers_the_model_lacks_are_refused_before_any_link_is_computed(trained, monkeypatch, option, value, fits):
+    """Issue 50, item 11: the default --min-layer 2 on a model of 2 layers computed every sentence's links, then
+    ended in induce_tree's ValueError; the 3-layer model here has layers 0 to 2."""
+    from fairseq_syntax.methods.tree_transformer import induce
+
+    def no_links(*args, **kwargs):
+        raise AssertionError("the links were computed before the layers were checked")
+
+    monkeypatch.setattr(induce, "sentence_links", no_links)
+    checkpoint = str(trained / "checkpoints" / "checkpoint_best.pt")
+    with pytest.raises(SystemExit) as error:
+        induce.cli_main([checkpoint, "--input", str(trained / "input.txt"), "--gold", str(trained / "gold.mrg"),
+                         f"{option}={value}"])
+    assert str(error.value) == (f"error: {option} {value}: {checkpoint} has 3 layers, 0 to 2: give {option} {fits} (or "
+                                "another of them)")
+
+
+def test_missing_files_of_the_evaluation_commands_are_one_line(tmp_path):
+    """Issue 50, item 4: fairseq-syntax-induce with a missing input, fairseq-syntax-masked-ppl with a missing
+    checkpoint (tracebacks before)."""
+    from fairseq_syntax.methods.tree_transformer import induce, masked_lm
+
+    (tmp_path / "input.txt").write_text("the cat saw a dog\n")
+    with pytest.raises(SystemExit) as error:
+        induce.cli_main([str(tmp_path / "model.pt"), "--input", str(tmp_path / "missing.txt"), "--gold",
+                         str(tmp_path / "input.txt")])
+    assert str(error.value) == f"error: --input {tmp_path}/missing.txt: no such file"
+    with pytest.raises(SystemExit) as error:
+        masked_lm.cli_main([str(tmp_path / "missing.pt"), "--input", str(tmp_path / "input.txt")])
+    assert str(error.value) == f"error: the checkpoint {tmp_path}/missing.pt: no such file"
+    with pytest.raises(SystemExit) as error:
+        masked_lm.cli_main([str(tmp_path), "--input", str(tmp_path / "input.txt")])
+    assert str(error.value) == f"error: the checkpoint {tmp_path}: a directory, not a file"
 
 
 def test_masked_word_perplexity_masks_each_word_once(trained):
