@@ -1,0 +1,167 @@
+"""bench/ops: the synchronisation counter counts what hand-made code does (each kind of operator that makes a host
+wait for a GPU, where it comes from, forward and backward; host tensors not), and the table's ratios and differences
+are taken against the transformer on the same form and size."""
+import inspect
+import os
+import sys
+
+import pytest
+import torch
+from conftest import REPO
+
+sys.path[:0] = [os.path.join(REPO, "bench", "ops"), os.path.join(REPO, "bench")]
+import count  # noqa: E402
+import syncs  # noqa: E402
+
+HERE = "recipes/test_ops.py"
+
+
+def line_of(function, text: str) -> int:
+    """The line number of the first line of ``function`` that contains ``text``."""
+    lines, start = inspect.getsourcelines(function)
+    return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+def counted(function, *args):
+    with syncs.SyncCounter() as counter:
+        function(*args)
+    return counter.events
+
+
+def one_item_and_one_mask(x):
+    total = x.sum().item()
+    picked = x[x > 0]
+    return total, picked
+
+
+def test_one_item_and_one_boolean_mask_count_two_at_their_lines():
+    events = counted(one_item_and_one_mask, torch.tensor([1.0, -2.0, 3.0]))
+    assert [(e.operator, e.phase) for e in events] == [("aten::_local_scalar_dense", "forward"),
+                                                       ("aten::index (bool mask)", "forward")]
+    assert events[0].where.endswith(f":{line_of(one_item_and_one_mask, '.item()')} (one_item_and_one_mask)")
+    assert events[1].where.endswith(f":{line_of(one_item_and_one_mask, 'x[x > 0]')} (one_item_and_one_mask)")
+    assert syncs.own_events(events) == []  # a test's lines are not the package's
+
+
+def masked_sum(x):
+    return (x[x > 0] * 2).sum()
+
+
+def test_the_backward_of_a_boolean_mask_is_counted_at_its_forward_line():
+    x = torch.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    events = counted(lambda: masked_sum(x).backward())
+    assert [(e.operator, e.phase) for e in events] == [("aten::index (bool mask)", "forward"),
+                                                       ("aten::index_put (bool mask)", "backward")]
+    line = line_of(masked_sum, "x[x > 0]")
+    assert all(e.where.endswith(f":{line} (masked_sum)") for e in events)
+    assert x.grad.tolist() == [2.0, 0.0, 2.0]
+
+
+def data_dependent_shapes(x, repeats):
+    x.nonzero()
+    torch.repeat_interleave(x, repeats)  # the output's size is the repeats' sum: read back
+    torch.repeat_interleave(x, repeats, output_size=6)  # given: nothing to read
+    torch.bincount(repeats)
+    x.unique()
+    x.tolist()
+    bool(x.any())
+    int(x[0])
+
+
+def test_each_kind_of_synchronising_operator_is_counted_once():
+    events = counted(data_dependent_shapes, torch.tensor([1, 0, 2]), torch.tensor([1, 2, 3]))
+    assert [e.operator for e in events] == [
+        "aten::nonzero", "aten::repeat_interleave (no output_size)", "aten::bincount", "aten::_unique2",
+        "Tensor.tolist", "aten::_local_scalar_dense", "aten::_local_scalar_dense"]
+
+
+def host_only(device_tensor):
+    steps = torch.arange(4)  # no device: a host tensor on a GPU too
+    steps.sum().item()
+    (steps * 2).tolist()
+    torch.tensor([1, 2]).max().item()
+    torch.arange(4, device=device_tensor.device).sum().item()  # on the device: counted
+
+
+def test_values_of_host_tensors_are_not_counted():
+    events = counted(host_only, torch.zeros(2))
+    assert [e.operator for e in events] == ["aten::_local_scalar_dense"]
+    assert events[0].where.endswith(f":{line_of(host_only, 'device=device_tensor.device')} (host_only)")
+
+
+def test_lines_of_the_package_are_its_own_and_a_call_into_fairseq_names_the_line_that_led_there():
+    from fairseq_syntax.core import structure
+
+    events = counted(structure.validate_parents, torch.tensor([[-1, 0, 0]]))
+    assert events and all(e.where.startswith("fairseq_syntax/core/structure.py:") for e in events)
+    assert syncs.own_events(events) == events
+    fairseq_line = os.path.join("site-packages", "fairseq", "utils.py")
+    frames = [(os.path.join(syncs.TORCH, "_tensor.py"), 5, "item"), (fairseq_line, 10, "item"),
+              (os.path.join(syncs.PACKAGE, "core", "model.py"), 73, "forward"), ("train.py", 1, "<module>")]
+    assert syncs._where(frames) == ("fairseq/utils.py:10 (item)", "fairseq_syntax/core/model.py:73 (forward)")
+    assert syncs._where(frames[2:]) == ("fairseq_syntax/core/model.py:73 (forward)", "")
+
+
+def test_places_are_grouped_most_frequent_first():
+    counter = syncs.SyncCounter()
+    counter.events = [syncs.SyncEvent("aten::nonzero", "a.py:1 (f)", "", "forward"),
+                      syncs.SyncEvent("aten::_local_scalar_dense", "b.py:2 (g)", "", "forward"),
+                      syncs.SyncEvent("aten::_local_scalar_dense", "b.py:2 (g)", "", "forward")]
+    assert [(p["where"], p["count"]) for p in counter.by_place()] == [("b.py:2 (g)", 2), ("a.py:1 (f)", 1)]
+
+
+# ------------------------------------------------------------------------------------------- the table
+
+
+def record(system, form, size, aten_ops, syncs_, decode_syncs, decode_ops, baseline=False):
+    return {"system": system, "form": form, "size": size, "baseline": baseline, "aten_ops": aten_ops,
+            "syncs": syncs_, "own_syncs": 0, "sync_places": [], "decode_syncs": decode_syncs,
+            "decode_own_syncs": 0, "decode_ops": decode_ops, "decode_sync_places": []}
+
+
+def test_ratios_and_differences_are_to_the_transformer_on_the_same_form_and_size():
+    rows = count.compared([
+        record("transformer (preorder)", "preorder", "recipe", 1000, 9, 7.0, 300.0, baseline=True),
+        record("transformer (preorder)", "preorder", "large", 2000, 12, 7.0, 500.0, baseline=True),
+        record("transformer (sequence)", "sequence", "recipe", 800, 9, 7.0, 300.0, baseline=True),
+        record("mask (preorder)", "preorder", "recipe", 1150, 7, 7.0, 330.0),
+        record("mask (preorder)", "preorder", "large", 2100, 13, 9.0, 500.0),
+        record("ldd (sequence)", "sequence", "recipe", 1000, 8, 7.0, 315.0),
+    ])
+    by = {(r["system"], r["size"]): r for r in rows}
+    assert "aten_ops_ratio" not in by["transformer (preorder)", "recipe"]
+    assert (by["mask (preorder)", "recipe"]["aten_ops_ratio"], by["mask (preorder)", "recipe"]["syncs_beyond"],
+            by["mask (preorder)", "recipe"]["decode_ops_ratio"]) == (1.15, -2, 1.1)
+    assert (by["mask (preorder)", "large"]["aten_ops_ratio"], by["mask (preorder)", "large"]["syncs_beyond"],
+            by["mask (preorder)", "large"]["decode_syncs_beyond"]) == (1.05, 1, 2.0)
+    assert (by["ldd (sequence)", "recipe"]["aten_ops_ratio"], by["ldd (sequence)", "recipe"]["syncs_beyond"]) == (
+        1.25, -1)
+    table = count.results_markdown(rows, {"words": 32, "max_tokens": 4096, "warmup": 2, "decode_sentences": 4,
+                                          "command": "python3 bench/ops/count.py", "minutes": 1.0})
+    assert "| mask (preorder) | preorder | large | 2100 | 1.05 | 13 | 1 | 0 | 500 | 1.00 | 9.00 | 2.00 | 0 |" in table
+    command = next(i for i, line in enumerate(table) if line.startswith("Command: `python3 bench/ops/count.py`"))
+    assert command > max(i for i, line in enumerate(table) if line.startswith("| "))  # below the table
+
+
+def test_the_command_leaves_out_where_files_go():
+    assert count.reproducing_command(["--out", "x", "--words", "16", "--work=w"]) == (
+        "python3 bench/ops/count.py --words 16")
+
+
+@pytest.mark.parametrize("size", ["recipe", "large", "tiny"])
+def test_the_sizes_are_the_recipe_and_the_papers(size):
+    settings = count.settings_for(size, count.parse_args(["--words", "16"]))
+    assert settings.tiny == (size == "tiny") and settings.lengths == (16,)
+    if size != "tiny":
+        assert settings.model == size
+
+
+def shape_on_the_host(x):
+    import torch.onnx.operators
+
+    rows, columns = torch.onnx.operators.shape_as_tensor(x)  # as fairseq's sinusoidal positions read a length
+    return x.view(rows, columns)
+
+
+def test_a_shape_read_as_a_tensor_is_on_the_host():
+    assert counted(shape_on_the_host, torch.zeros(2, 3)) == []
