@@ -85,13 +85,14 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
                 "--task syntax_translation on data made by fairseq-syntax-preprocess with the matching --form"
             )
         structure = self.build_structure(src_tokens, side_inputs)
+        # Every layer gets the padding mask, as fairseq's encoder gives it when a batch has padding. Asking whether it
+        # has any (fairseq asks once per layer) would make the host wait for the GPU; a batch without padding gets
+        # an all-False mask, which masks nothing.
         padding_mask = src_tokens.eq(self.padding_idx)
-        has_pads = bool(padding_mask.any())
 
         token_embeddings = self.input_embeddings(src_tokens, side_inputs, token_embeddings)
         x, encoder_embedding = self.forward_embedding(src_tokens, token_embeddings)
-        if has_pads:
-            x = x * (1 - padding_mask.unsqueeze(-1).type_as(x))
+        x = x * (1 - padding_mask.unsqueeze(-1).type_as(x))
         x = x.transpose(0, 1)  # B x T x C -> T x B x C
 
         encoder_states, attention, carries = [], [], []
@@ -99,8 +100,7 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
         if return_all_hiddens:
             encoder_states.append(x)
         for layer in self.layers:
-            x, weights, carry = layer(x, padding_mask if has_pads else None, structure, need_weights=return_attention,
-                                      carry=carry)
+            x, weights, carry = layer(x, padding_mask, structure, need_weights=return_attention, carry=carry)
             carries.append(carry)
             if return_all_hiddens:
                 encoder_states.append(x)
