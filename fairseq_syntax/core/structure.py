@@ -8,12 +8,15 @@ LongTensor ``parents`` of shape ``B x T`` whose entries are ABSOLUTE positions i
 roots and ``PAD = -2`` at padding. A row may hold several roots: fairseq appends EOS to every source, and
 ``collate_parents`` makes it a one-node tree of its own.
 
-Everything here is vectorised over the batch and over position pairs; the only Python loops run over tree
-depth (one gather of the parent array per level). Results are created on the input's device, so the same code
-runs on CPU and CUDA. Memory is O(B T^2), held in bool tensors where possible.
+Everything here is vectorised over the batch and over position pairs; the only Python loop runs ``ceil(log2 T)``
+pointer-doubling steps, a number the batch's shape fixes. Results are created on the input's device, so the same
+code runs on CPU and CUDA, and none of them asks the device for a value (which on a GPU makes the host wait for
+it) except where a shape depends on the data (``leaf_node_split``'s widths) and the checks of batches that did not
+come from ``collate_parents``. Memory is O(B T^2), held in bool tensors where possible.
 
-* ``collate_parents``: per-sentence parent arrays -> ``B x T`` (left or right padding, optional EOS root);
-  ``validate_parents`` checks the ``B x T`` convention (every function below calls it).
+* ``collate_parents``: per-sentence parent arrays -> ``B x T`` (left or right padding, optional EOS root), checked
+  on the host; ``validate_parents`` checks the ``B x T`` convention (every function below calls it, and with
+  ``collated=True`` only checks the type and shape of a batch ``collate_parents`` made).
 * ``is_leaf``: ``B x T`` bool, True at non-padding positions without children.
 * ``ancestor_or_self``: ``B x T x T`` dominance (i is j or an ancestor of j). The nine tree relations of
   McDonald & Chiang (2021), section 2, are built on it in :mod:`fairseq_syntax.methods.syntax_mask.relations`.
@@ -27,7 +30,7 @@ positions. Whether POS preterminals are nodes is decided when the tree is built,
 """
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -124,17 +127,21 @@ def _check_preorder(parents: torch.Tensor, offsets: torch.Tensor) -> None:
         )
 
 
-def validate_parents(parents: torch.Tensor) -> torch.LongTensor:
+def validate_parents(parents: torch.Tensor, collated: bool = False) -> torch.LongTensor:
     """Check the ``B x T`` batch convention and return ``parents`` as a LongTensor.
 
     Each entry must be ``PAD``, ``ROOT`` or an earlier non-padding position of the same row; ``parents[k] < k``
-    also guarantees that walking up the parents ends.
+    also guarantees that walking up the parents ends. That check reads its answer back from the tensor's device (on
+    a GPU the host waits for it), so a batch made by :func:`collate_parents`, which checked every sentence on the
+    host, is passed with ``collated=True`` and only its type and shape are checked.
     """
     if not isinstance(parents, torch.Tensor) or parents.dim() != 2:
         raise ValueError(f"parents must be a B x T tensor, got {getattr(parents, 'shape', type(parents))}")
     if parents.dtype == torch.bool or parents.is_floating_point() or parents.is_complex():
         raise ValueError(f"parents must hold integers, got {parents.dtype}")
     parents = parents.long()
+    if collated:
+        return parents
     positions = torch.arange(parents.size(1), device=parents.device)
     is_padding = parents == PAD
     earlier = (parents >= 0) & (parents < positions)
@@ -149,38 +156,35 @@ def validate_parents(parents: torch.Tensor) -> torch.LongTensor:
     return parents
 
 
-def _ancestor_steps(parents: torch.LongTensor) -> Iterator[torch.LongTensor]:
-    """Yield the 0th (self), 1st (parent), 2nd, ... ancestor of every position, ``ROOT`` where it has none.
-
-    ``B x T`` each; padding never has one. Stops after the deepest node's root: max depth + 1 steps.
-    """
-    positions = torch.arange(parents.size(1), device=parents.device).expand_as(parents)
-    current = torch.where(parents == PAD, ROOT, positions)
-    while bool((current >= 0).any()):
-        yield current
-        current = torch.where(current >= 0, parents.gather(1, current.clamp(min=0)), ROOT)
-
-
 def _index_among(selected: torch.BoolTensor) -> torch.LongTensor:
     """``B x T``: ordinal of each selected position among its row's selected positions, -1 elsewhere."""
     return torch.where(selected, selected.long().cumsum(-1) - 1, -1)
 
 
-def ancestor_or_self(parents: torch.Tensor) -> torch.BoolTensor:
-    """``B x T x T``: ``dom[b, i, j]`` is True when i is j or an ancestor of j; False where i or j is padding."""
-    parents = validate_parents(parents)
+def ancestor_or_self(parents: torch.Tensor, collated: bool = False) -> torch.BoolTensor:
+    """``B x T x T``: ``dom[b, i, j]`` is True when i is j or an ancestor of j; False where i or j is padding.
+
+    By pointer doubling, in a number of steps fixed by ``T`` (no loop that asks the device how deep the trees are):
+    ``up`` holds each position's ``2^s``-th ancestor (a root, and padding, its own), and after step s column j of
+    ``dom`` marks j's ancestors less than ``2^(s+1)`` steps up, those of j and those of ``up[j]``; a node is at most
+    ``T - 1`` steps below its root, so ``ceil(log2 T)`` steps mark them all. ``collated``: see
+    :func:`validate_parents`.
+    """
+    parents = validate_parents(parents, collated)
     batch, length = parents.shape
-    # Row `length` collects the writes of positions that have run out of ancestors; it is dropped at the end.
-    dom = torch.zeros(batch, length + 1, length, dtype=torch.bool, device=parents.device)
-    for ancestor in _ancestor_steps(parents):
-        alive = ancestor >= 0
-        dom.scatter_(1, torch.where(alive, ancestor, length).unsqueeze(1), alive.unsqueeze(1))
-    return dom[:, :length].contiguous()
+    positions = torch.arange(length, device=parents.device)
+    up = torch.where(parents >= 0, parents, positions)
+    dom = torch.diag_embed(parents != PAD)
+    for step in range((length - 1).bit_length()):
+        dom = dom | dom.gather(2, up.unsqueeze(1).expand(batch, length, length))
+        if step + 1 < (length - 1).bit_length():
+            up = up.gather(1, up)
+    return dom
 
 
-def is_leaf(parents: torch.Tensor) -> torch.BoolTensor:
-    """``B x T``: True at non-padding positions without children."""
-    parents = validate_parents(parents)
+def is_leaf(parents: torch.Tensor, collated: bool = False) -> torch.BoolTensor:
+    """``B x T``: True at non-padding positions without children. ``collated``: see :func:`validate_parents`."""
+    parents = validate_parents(parents, collated)
     batch, length = parents.shape
     # Column `length` collects the writes of roots and padding; it is dropped.
     has_child = torch.zeros(batch, length + 1, dtype=torch.bool, device=parents.device)

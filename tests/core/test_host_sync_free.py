@@ -40,6 +40,28 @@ def random_parent_row(rng, size):
     return [-1] + [rng.randrange(-1, k) for k in range(1, size)]
 
 
+@pytest.mark.parametrize("size", [1, 2, 3, 4, 5, 8, 9, 16, 17, 30])
+def test_pointer_doubling_finds_every_ancestor_of_a_chain(size):
+    # a chain is as deep as a row of `size` positions can be: the last node is size - 1 steps below the root
+    chain = torch.tensor([[-1] + list(range(size - 1))])
+    dominance = st.ancestor_or_self(chain)
+    assert dominance[0].tolist() == [[i <= j for j in range(size)] for i in range(size)]
+
+
+def test_pointer_doubling_agrees_with_a_walk_up_the_parents():
+    rng = random.Random(3)
+    rows = [random_parent_row(rng, rng.randint(1, 20)) for _ in range(12)]
+    width = max(map(len, rows)) + 2
+    parents = torch.full((len(rows), width), st.PAD)
+    for b, row in enumerate(rows):
+        parents[b, :len(row)] = torch.tensor(row)
+    dominance = st.ancestor_or_self(parents)
+    for b, row in enumerate(rows):
+        expected = [[i < len(row) and j < len(row) and i in walked_ancestors(row, j) for j in range(width)]
+                    for i in range(width)]
+        assert dominance[b].tolist() == expected, row
+
+
 def python_sizes(rows):
     """Most leaves, most nodes in a row and the most node ancestors of a leaf, by walking each row."""
     leaves = nodes = depth = 0
@@ -49,6 +71,12 @@ def python_sizes(rows):
         leaves, nodes = max(leaves, len(row_leaves)), max(nodes, len(valid) - len(row_leaves))
         depth = max([depth] + [len(walked_ancestors(row, k)) - 1 for k in row_leaves])
     return {"leaves": leaves, "nodes": nodes, "depth": depth}
+
+
+def test_one_hot_relations_by_comparison_are_torch_one_hot():
+    relations = relation_ids(parents_batch([-1, 0, 0, 2], [-1]))
+    one_hot = relations.unsqueeze(-1) == torch.arange(NUM_RELATIONS + 1)
+    assert torch.equal(one_hot, F.one_hot(relations, NUM_RELATIONS + 1).bool())
 
 
 @pytest.mark.parametrize("attention", [StructuredSelfAttention(16, 4), ConstituentAttention(16, 4)])

@@ -11,7 +11,6 @@ Side input: ``src_parents`` ``B x T`` (see :mod:`fairseq_syntax.core.structure`)
 from dataclasses import dataclass, field
 
 import torch
-import torch.nn.functional as F
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.models import register_model
 from torch import nn
@@ -105,9 +104,12 @@ class SyntaxMaskEncoder(SyntaxTransformerEncoder):
         return strengths
 
     def build_structure(self, src_tokens, side_inputs):
-        relations = relation_ids(side_inputs["src_parents"])
+        # src_parents is made by collate_parents (the side input's collater), which checked it on the host
+        relations = relation_ids(side_inputs["src_parents"], collated=True)
         if uses_one_hot(self.options.mask_bias, relations.device):  # once per batch, shared by the masked layers
-            return {"relations": relations, "relation_one_hot": F.one_hot(relations, NUM_RELATIONS + 1).bool()}
+            # a comparison, not F.one_hot, which on a CPU reads the ids' minimum and maximum back to check them
+            one_hot = relations.unsqueeze(-1) == torch.arange(NUM_RELATIONS + 1, device=relations.device)
+            return {"relations": relations, "relation_one_hot": one_hot}
         return {"relations": relations}
 
     def mask_strengths(self) -> torch.Tensor:

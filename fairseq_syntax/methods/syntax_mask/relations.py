@@ -19,19 +19,21 @@ RELATION_NAMES = (
 PAD_RELATION = NUM_RELATIONS  # i or j is padding
 
 
-def relation_ids(parents: torch.Tensor) -> torch.LongTensor:
+def relation_ids(parents: torch.Tensor, collated: bool = False) -> torch.LongTensor:
     """``B x T x T``: the McDonald & Chiang relation of query i to key j.
 
     ``SELF`` i == j; ``PARENT`` i is the parent of j; ``CHILD`` i is a child of j; ``LEFT_SIB`` / ``RIGHT_SIB``
     same parent and i < j / i > j; ``ANC`` / ``DESC`` i is an ancestor / descendant of j but not its parent /
     child; ``LEFT_OTHER`` / ``RIGHT_OTHER`` none of these and i < j / i > j; ``PAD_RELATION`` if i or j is
-    padding. Different roots (a tree and the EOS) are not siblings: they are "other".
+    padding. Different roots (a tree and the EOS) are not siblings: they are "other". ``collated``: the batch
+    comes from :func:`~fairseq_syntax.core.structure.collate_parents`, which checked it (see
+    :func:`~fairseq_syntax.core.structure.validate_parents`).
     """
-    parents = validate_parents(parents)
+    parents = validate_parents(parents, collated)
     batch, length = parents.shape
     positions = torch.arange(length, device=parents.device)
     left_of = positions.view(-1, 1) < positions.view(1, -1)
-    dom = ancestor_or_self(parents)
+    dom = ancestor_or_self(parents, collated=True)
     parent_of = parents.unsqueeze(1) == positions.view(1, -1, 1)  # [b, i, j]: parents[b, j] == i
     sibling = (parents.unsqueeze(2) == parents.unsqueeze(1)) & (parents >= 0).unsqueeze(2)
     valid = parents != PAD
