@@ -14,6 +14,9 @@ one item per source sentence (O(n) per sentence on disk), and a :class:`SideInpu
 * ``made_by``: the command that writes it, for error messages and the recipes;
 * ``token_counts(dataset)``: the number of source tokens each stored item was made for (EOS excluded), which
   loading checks against the binarized source; by default the item's size (one entry per token);
+* ``sizes(batch)``: optional, the shapes that depend on the data of the tensors a model makes from the collated
+  batch (``{name: int}``), computed on the host where the batch is collated and passed beside it as
+  ``net_input["NAME_sizes"]`` (``src_parents_sizes``: :func:`fairseq_syntax.core.structure.tree_sizes`);
 * ``interactive``: for side data that does not come with the tree, ``interactive(cfg, meta, data_path)`` returns a
   converter ``(lines, line_numbers, encode_fn) -> [(source tokens, {name: item}) or BadLine]`` that
   ``fairseq-interactive`` uses instead of reading trees (e.g. a dependency parser,
@@ -72,6 +75,8 @@ class SideInput:
     interactive: Optional[Callable[[object, dict, str], InteractiveConverter]] = None
     options: Optional[type] = None
     token_counts: Callable[[object], np.ndarray] = lambda dataset: np.asarray(dataset.sizes)
+    #: computed on the host so that a model on a GPU need not read them back from it (which makes the host wait)
+    sizes: Optional[Callable[[torch.Tensor], Dict[str, int]]] = None
 
 
 SIDE_INPUTS: Dict[str, SideInput] = {}
@@ -178,6 +183,8 @@ def collate_side_inputs(names: Sequence[str], items: List[Dict[str, torch.Tensor
             raise ValueError(f"{where}: side input {name} ({side.suffix} files) does not fit the batch's source "
                              f"tokens ({error}): it was made for other tokens; make it again with {side.made_by}"
                              ) from None
+        if side.sizes is not None:
+            batch[f"{name}_sizes"] = side.sizes(batch[name])
     return batch
 
 
@@ -189,4 +196,5 @@ def _collate_parents(items, left_pad, length):
 PARENTS = register_side_input(SideInput(
     "src_parents", "parents", np.int16, _collate_parents, "fairseq-syntax-preprocess --form preorder",
     from_form=lambda form: form.parents,
+    sizes=lambda parents: structure.tree_sizes(parents, collated=True),
 ))

@@ -11,13 +11,15 @@ roots and ``PAD = -2`` at padding. A row may hold several roots: fairseq appends
 Everything here is vectorised over the batch and over position pairs; the only Python loop runs ``ceil(log2 T)``
 pointer-doubling steps, a number the batch's shape fixes. Results are created on the input's device, so the same
 code runs on CPU and CUDA, and none of them asks the device for a value (which on a GPU makes the host wait for
-it) except where a shape depends on the data (``leaf_node_split``'s widths) and the checks of batches that did not
-come from ``collate_parents``. Memory is O(B T^2), held in bool tensors where possible.
+it) except where a shape depends on the data (:func:`tree_sizes`, which collation computes on the host; a caller
+without them reads them once) and the checks of batches that did not come from ``collate_parents``. Memory is O(B T^2), held in bool tensors where
+possible.
 
 * ``collate_parents``: per-sentence parent arrays -> ``B x T`` (left or right padding, optional EOS root), checked
   on the host; ``validate_parents`` checks the ``B x T`` convention (every function below calls it, and with
   ``collated=True`` only checks the type and shape of a batch ``collate_parents`` made).
-* ``is_leaf``: ``B x T`` bool, True at non-padding positions without children.
+* ``is_leaf``: ``B x T`` bool, True at non-padding positions without children; ``tree_sizes``: the most leaves and
+  nodes in a row and the deepest leaf, the shapes of hierarchical accumulation's tensors.
 * ``ancestor_or_self``: ``B x T x T`` dominance (i is j or an ancestor of j). The nine tree relations of
   McDonald & Chiang (2021), section 2, are built on it in :mod:`fairseq_syntax.methods.syntax_mask.relations`.
 * For hierarchical accumulation (Nguyen et al. 2020, sections 4.1-4.2): ``leaf_node_split`` (gather positions of
@@ -192,12 +194,11 @@ def is_leaf(parents: torch.Tensor, collated: bool = False) -> torch.BoolTensor:
     return ~has_child[:, :length] & (parents != PAD)
 
 
-def _compact(selected: torch.BoolTensor) -> tuple[torch.LongTensor, torch.BoolTensor]:
+def _compact(selected: torch.BoolTensor, width: int) -> tuple[torch.LongTensor, torch.BoolTensor]:
     """Positions of the selected entries of each row, left-aligned: ``B x K`` positions (0 where padded) and
-    ``B x K`` mask, K = the most selected in a row."""
+    ``B x K`` mask, K = ``width``, at least the most selected in a row."""
     batch, length = selected.shape
     count = selected.sum(-1)
-    width = int(count.max()) if batch else 0
     positions = torch.arange(length, device=selected.device).expand(batch, length)
     # Column `width` collects the unselected positions; it is dropped.
     compact = torch.zeros(batch, width + 1, dtype=torch.long, device=selected.device)
@@ -206,17 +207,47 @@ def _compact(selected: torch.BoolTensor) -> tuple[torch.LongTensor, torch.BoolTe
     return compact[:, :width], kept
 
 
-def leaf_node_split(parents: torch.Tensor) -> dict[str, torch.Tensor]:
+def batch_maxima(*per_row: torch.Tensor) -> list[int]:
+    """The maximum over the batch of each ``B`` tensor (a count or a depth per row), read from the device in one go
+    (on a GPU the host waits for it once); 0 for an empty batch. For shapes that depend on the data."""
+    if not per_row[0].numel():
+        return [0] * len(per_row)
+    return torch.stack(per_row).amax(1).tolist()
+
+
+def tree_sizes(parents: torch.Tensor, collated: bool = False,
+               dominance: torch.BoolTensor | None = None) -> dict[str, int]:
+    """The shapes of a batch's structure that depend on its data: ``leaves`` and ``nodes``, the most leaves and
+    nonterminal nodes in a row, and ``depth``, the most node ancestors of a leaf. Read in one go (on a GPU the host
+    waits for it once); the side input ``src_parents`` computes them on the host as it collates the batch
+    (``net_input["src_parents_sizes"]``), so a model there need not. ``dominance``: ``ancestor_or_self(parents)``
+    when the caller has it. ``collated``: see :func:`validate_parents`."""
+    parents = validate_parents(parents, collated)
+    leaves = is_leaf(parents, collated=True)
+    nodes = ~leaves & (parents != PAD)
+    dominance = ancestor_or_self(parents, collated=True) if dominance is None else dominance
+    depth = dominance.sum(1) - 1  # proper ancestors of each position, all of them nodes
+    most = batch_maxima(leaves.sum(-1), nodes.sum(-1), torch.where(leaves, depth, 0).amax(-1))
+    return dict(zip(("leaves", "nodes", "depth"), most))
+
+
+def leaf_node_split(
+    parents: torch.Tensor, collated: bool = False, widths: tuple[int, int] | None = None
+) -> dict[str, torch.Tensor]:
     """Gather positions of each row's leaves L and nonterminal nodes N (Nguyen et al. 2020, section 4.1).
 
     Returns ``leaf_pos`` / ``leaf_mask`` (``B x n``, n = most leaves in a row) and ``node_pos`` / ``node_mask``
     (``B x m``, m = most nodes in a row): positions in left-to-right (preorder) order, padded with position 0
-    and mask False. ``x.gather(1, leaf_pos)`` picks the leaves of a ``B x T`` tensor.
+    and mask False. ``x.gather(1, leaf_pos)`` picks the leaves of a ``B x T`` tensor. ``widths``: ``(n, m)`` when the
+    caller has them (:func:`batch_maxima`), else they are read from the device. ``collated``: see
+    :func:`validate_parents`.
     """
-    parents = validate_parents(parents)
-    leaves = is_leaf(parents)
-    leaf_pos, leaf_mask = _compact(leaves)
-    node_pos, node_mask = _compact(~leaves & (parents != PAD))
+    parents = validate_parents(parents, collated)
+    leaves = is_leaf(parents, collated=True)
+    nodes = ~leaves & (parents != PAD)
+    leaf_width, node_width = widths if widths is not None else batch_maxima(leaves.sum(-1), nodes.sum(-1))
+    leaf_pos, leaf_mask = _compact(leaves, leaf_width)
+    node_pos, node_mask = _compact(nodes, node_width)
     return {"leaf_pos": leaf_pos, "leaf_mask": leaf_mask, "node_pos": node_pos, "node_mask": node_mask}
 
 
@@ -236,15 +267,16 @@ def _block(
 
 
 def dominance_blocks(
-    parents: torch.Tensor, split: dict[str, torch.Tensor]
+    parents: torch.Tensor, split: dict[str, torch.Tensor], dominance: torch.BoolTensor | None = None
 ) -> tuple[torch.BoolTensor, torch.BoolTensor]:
     """The subtree rule R of Nguyen et al. (2020), section 4.1, on the split of ``leaf_node_split``.
 
     Returns ``(node_over_node, node_over_leaf)``: ``B x m x m``, True when node t is node i or in its subtree
     (``D_it``), and ``B x m x n``, True when leaf j is under node i (``A_ij``); False at padding. ``D`` and ``A`` are
     the coefficients of the factored accumulation in :mod:`fairseq_syntax.methods.hier_accum.accumulation`.
+    ``dominance``: ``ancestor_or_self(parents)`` when the caller has it.
     """
-    dom = ancestor_or_self(parents)
+    dom = ancestor_or_self(parents) if dominance is None else dominance
     node_pos, node_mask = split["node_pos"], split["node_mask"]
     node_over_node = _block(dom, node_pos, node_mask, node_pos, node_mask)
     node_over_leaf = _block(dom, node_pos, node_mask, split["leaf_pos"], split["leaf_mask"])

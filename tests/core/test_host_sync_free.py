@@ -73,6 +73,45 @@ def python_sizes(rows):
     return {"leaves": leaves, "nodes": nodes, "depth": depth}
 
 
+@pytest.mark.parametrize("left_pad", [False, True])
+def test_tree_sizes_are_the_batch_maxima(left_pad):
+    rng = random.Random(5)
+    parents = parents_batch(*[random_preorder_tree(rng, rng.randint(1, 25)) for _ in range(7)], left_pad=left_pad)
+    assert st.tree_sizes(parents) == python_sizes(parents.tolist())
+    assert st.tree_sizes(parents[:0]) == {"leaves": 0, "nodes": 0, "depth": 0}
+
+
+def test_collation_passes_the_sizes_of_the_parents_beside_them():
+    items = [{"src_parents": torch.tensor([-1, 0, 1, 1])}, {"src_parents": torch.tensor([-1, 0])}]
+    batch = collate_side_inputs(["src_parents"], items, False, 5, "test")
+    assert batch["src_parents"].tolist() == [[-1, 0, 1, 1, -1], [-1, 0, -1, -2, -2]]
+    # leaves: 2, 3 and EOS in the first row; nodes 0 and 1; leaf 2 is under 1 and 0
+    assert batch["src_parents_sizes"] == {"leaves": 3, "nodes": 2, "depth": 2}
+    assert all(type(value) is int for value in batch["src_parents_sizes"].values())  # host numbers, not tensors
+
+
+@pytest.mark.parametrize("embedding_size", [0, 3])
+def test_the_structure_from_collated_sizes_is_the_structure_read_from_the_device(embedding_size):
+    rng = random.Random(embedding_size)
+    parents = parents_batch(*[random_preorder_tree(rng, rng.randint(1, 25)) for _ in range(6)])
+    read = accumulation_structure(parents, embedding_size, subtree_mask=True)
+    given = accumulation_structure(parents, embedding_size, subtree_mask=True, collated=True,
+                                   sizes=st.tree_sizes(parents))
+    assert read.keys() == given.keys()
+    for name in read:
+        assert torch.equal(read[name], given[name]), name
+
+
+def test_reordering_rows_gives_the_structure_of_the_reordered_batch():
+    rng = random.Random(11)
+    trees = [random_preorder_tree(rng, rng.randint(2, 20)) for _ in range(3)]
+    new_order = torch.tensor([2, 2, 0, 1, 1, 0])  # beam expansion and reordering, every row kept
+    reordered = reorder_structure(accumulation_structure(parents_batch(*trees), 4, subtree_mask=True), new_order)
+    direct = accumulation_structure(parents_batch(*[trees[i] for i in new_order.tolist()]), 4, subtree_mask=True)
+    for name in direct:
+        assert torch.equal(reordered[name], direct[name]), name
+
+
 def test_one_hot_relations_by_comparison_are_torch_one_hot():
     relations = relation_ids(parents_batch([-1, 0, 0, 2], [-1]))
     one_hot = relations.unsqueeze(-1) == torch.arange(NUM_RELATIONS + 1)

@@ -47,7 +47,8 @@ NodeAccumulation = Callable[..., Tensor]
 
 
 def accumulation_structure(
-    parents: Tensor, embedding_size: int = 0, average: str = "paper", subtree_mask: Optional[bool] = None
+    parents: Tensor, embedding_size: int = 0, average: str = "paper", subtree_mask: Optional[bool] = None,
+    collated: bool = False, sizes: Optional[Dict[str, int]] = None,
 ) -> Structure:
     """Per-batch tensors of hierarchical accumulation, from a ``B x T`` parent batch.
 
@@ -60,31 +61,41 @@ def accumulation_structure(
     * ``inverse_branch_size`` ``B x m x n``: ``1 / (|L(i)| (|P(i,j)| + 1))`` for leaf j under node i (``|P(i,j)|``
       with ``average="official"``), else 0;
     * with ``embedding_size`` > 0 (``|E|``, the rows of each embedding table; larger indices use the last row):
-      ``embedding_batch``, ``embedding_source`` (``K`` each) and ``embedding_bins`` (``2K``): for each triple
-      (i, t, j) with node t on the branch from node i to leaf j, its batch row b, the entry ``i * n + j`` of that
-      row's ``m x n`` coefficients, and the bins ``i * 2|E| + vertical index - 1`` and ``i * 2|E| + |E| + horizontal
-      index - 1`` of that row's ``m x 2|E|`` histogram (row-relative, so :func:`reorder_structure` can follow beams);
+      ``embedding_source`` ``B x K`` and ``embedding_bins`` ``B x 2K``: for each triple (i, t, j) with node t on the
+      branch from node i to leaf j, the entry ``i * n + j`` of its row's ``m x n`` coefficients, and the bins
+      ``i * 2|E| + vertical index - 1`` and ``i * 2|E| + |E| + horizontal index - 1`` of its row's ``m x 2|E|``
+      histogram. Each row lists ``K = n d (d + 1) / 2`` candidate triples, d the deepest leaf's node ancestors in
+      the batch: for every leaf all pairs ``k <= r < d`` of its ancestors' depths; a pair beyond the leaf's own depth
+      is no triple and goes to bin ``m * 2|E|``, which the histogram drops. A fixed number per row keeps the layout
+      batch-major, so :func:`reorder_structure` follows beams by indexing rows;
     * with ``subtree_mask`` not None, ``attention_mask`` bool, True where a query may attend to a key: ``B x 1 x T x T``
       under the subtree rule of eq. 11 when True, ``B x 1 x 1 x T`` (every non-padding key) when False. A padding
       query attends to itself, so no row of the softmax is empty.
+
+    The dominance matrix is computed once and shared by the blocks, the depths and the mask. ``sizes``: the batch's
+    shapes ``n``, ``m``, ``d`` (:func:`fairseq_syntax.core.structure.tree_sizes`, which collation computes on the
+    host), else they are read from the device. ``collated``: see
+    :func:`fairseq_syntax.core.structure.validate_parents`.
     """
     if average not in AVERAGES:
         raise ValueError(f"average must be one of {AVERAGES}, got {average!r}")
     if embedding_size < 0:
         raise ValueError(f"embedding_size must be >= 0, got {embedding_size}")
-    parents = parents.long()
-    split = st.leaf_node_split(parents)
-    node_over_node, node_over_leaf = st.dominance_blocks(parents, split)
+    parents = st.validate_parents(parents, collated)
+    is_leaf = st.is_leaf(parents, collated=True)
+    is_padding = parents == st.PAD
+    is_node = ~is_leaf & ~is_padding
+    dominance = st.ancestor_or_self(parents, collated=True)
+    sizes = sizes or st.tree_sizes(parents, collated=True, dominance=dominance)
+    split = st.leaf_node_split(parents, collated=True, widths=(sizes["leaves"], sizes["nodes"]))
+    node_over_node, node_over_leaf = st.dominance_blocks(parents, split, dominance)
     # |P(i, j)| = depth(j) - depth(i) for leaf j under node i, the depths read off the dominance blocks (as are the
-    # embedding indices), so the ancestor walk runs once
+    # embedding indices)
     node_depth = node_over_node.sum(1) - 1  # B x m: proper node ancestors of each node
     leaf_depth = node_over_leaf.sum(1)  # B x n: node ancestors of each leaf
     path_length = (leaf_depth.unsqueeze(1) - node_depth.unsqueeze(2)) * node_over_leaf
     branch = path_length + 1 if average == "paper" else path_length
     leaves_under = node_over_leaf.sum(-1, keepdim=True)
-    is_leaf = st.is_leaf(parents)
-    is_padding = parents == st.PAD
-    is_node = ~is_leaf & ~is_padding
     out = {
         "leaf_pos": split["leaf_pos"],
         "node_pos": split["node_pos"],
@@ -95,10 +106,9 @@ def accumulation_structure(
         "inverse_branch_size": node_over_leaf / (leaves_under * branch).clamp(min=1),
     }
     if embedding_size > 0:
-        out.update(_embedding_bins(node_over_leaf, node_depth, leaf_depth, embedding_size))
+        out.update(_embedding_bins(node_over_leaf, node_depth, leaf_depth, embedding_size, sizes["depth"]))
     if subtree_mask is not None:
         if subtree_mask:
-            dominance = st.ancestor_or_self(parents)
             allowed = (dominance & is_node.unsqueeze(2)) | (is_leaf.unsqueeze(2) & is_leaf.unsqueeze(1))
             out["attention_mask"] = (allowed | torch.diag_embed(is_padding)).unsqueeze(1)
         else:
@@ -107,56 +117,43 @@ def accumulation_structure(
 
 
 def _embedding_bins(
-    node_over_leaf: Tensor, node_depth: Tensor, leaf_depth: Tensor, embedding_size: int
+    node_over_leaf: Tensor, node_depth: Tensor, leaf_depth: Tensor, embedding_size: int, deepest: int
 ) -> Dict[str, Tensor]:
     """``embedding_source`` and ``embedding_bins`` of :func:`accumulation_structure`.
 
     The triples (i, t, j) are, for each leaf j with node ancestors ``a_0`` (the root) ... ``a_{d-1}`` (its parent),
     the ``d (d + 1) / 2`` pairs ``i = a_k``, ``t = a_r``, ``k <= r``; then ``|V_t^j| = d - r`` (the nodes from t down to
     j, t included) and ``|H_t^j|`` is j's rank among the leaves of t (1 for its leftmost leaf), both capped at
-    ``embedding_size``.
+    ``embedding_size``. Every leaf gets the pairs of the deepest leaf, ``deepest`` (the batch's); those with
+    ``r >= d`` go to the dropped bin.
     """
     batch, nodes, leaves = node_over_leaf.shape
     device = node_over_leaf.device
-    b, i, j = node_over_leaf.nonzero(as_tuple=True)
-    ancestors = torch.zeros(batch, leaves, max(int(leaf_depth.max()) if leaves else 0, 1), dtype=torch.long,
-                            device=device)
-    ancestors[b, j, node_depth[b, i]] = i  # ancestors[b, j, r]: the node at depth r above leaf j
-    pairs = (leaf_depth * (leaf_depth + 1) // 2).reshape(-1)
-    leaf = torch.repeat_interleave(torch.arange(batch * leaves, device=device), pairs)
-    pair = torch.arange(leaf.numel(), device=device) - torch.repeat_interleave(pairs.cumsum(0) - pairs, pairs)
-    # pair p = r (r + 1) / 2 + k with 0 <= k <= r
-    r = ((torch.sqrt(8 * pair.double() + 1) - 1) / 2).floor().long()
-    k = pair - r * (r + 1) // 2
-    b, j = leaf // leaves, leaf % leaves
-    i, t = ancestors[b, j, k], ancestors[b, j, r]
+    levels = deepest
+    # ancestors[b, j, r]: the node at depth r above leaf j (0 beyond its depth); column `levels` collects the
+    # (node, leaf) pairs that are no ancestor, and is dropped
+    ancestors = torch.zeros(batch, leaves, levels + 1, dtype=torch.long, device=device)
+    level = torch.where(node_over_leaf.transpose(1, 2), node_depth.unsqueeze(1), levels)  # B x n x m
+    ancestors.scatter_(2, level, torch.arange(nodes, device=device).expand(batch, leaves, nodes))
+    k, r = torch.triu_indices(levels, levels, device=device)  # every pair k <= r < levels
+    i, t = ancestors.index_select(2, k), ancestors.index_select(2, r)  # B x n x P
+    leaf_depth = leaf_depth.unsqueeze(-1)  # B x n x 1
+    j = torch.arange(leaves, device=device).view(1, leaves, 1)
     first_leaf = torch.where(node_over_leaf, torch.arange(leaves, device=device), leaves).amin(-1)  # B x m
-    vertical = (leaf_depth[b, j] - r).clamp(max=embedding_size)
-    horizontal = (j - first_leaf[b, t] + 1).clamp(max=embedding_size)
-    vertical_bin = i * (2 * embedding_size) + vertical - 1
-    horizontal_bin = i * (2 * embedding_size) + embedding_size + horizontal - 1
-    return {"embedding_batch": b, "embedding_source": i * leaves + j,
-            "embedding_bins": torch.cat([vertical_bin, horizontal_bin])}
+    vertical = (leaf_depth - r).clamp(max=embedding_size)
+    horizontal = (j - first_leaf.gather(1, t.flatten(1)).view_as(t) + 1).clamp(max=embedding_size)
+    is_triple = r < leaf_depth
+    dropped = nodes * 2 * embedding_size
+    vertical_bin = torch.where(is_triple, i * (2 * embedding_size) + vertical - 1, dropped)
+    horizontal_bin = torch.where(is_triple, i * (2 * embedding_size) + embedding_size + horizontal - 1, dropped)
+    return {"embedding_source": (i * leaves + j).flatten(1),
+            "embedding_bins": torch.cat([vertical_bin.flatten(1), horizontal_bin.flatten(1)], dim=1)}
 
 
 def reorder_structure(structure: Structure, new_order: Tensor) -> Structure:
     """The structure of the batch whose row ``r`` is row ``new_order[r]`` of ``structure``'s batch (fairseq's
-    ``reorder_encoder_out``: beam expansion and reordering). Batch-major tensors are indexed; the embedding triples,
-    grouped by batch row, are gathered row by row."""
-    out = {name: tensor.index_select(0, new_order) for name, tensor in structure.items()
-           if not name.startswith("embedding_")}
-    if "embedding_batch" in structure:
-        row, count = structure["embedding_batch"], structure["embedding_batch"].numel()
-        per_row = torch.bincount(row, minlength=structure["is_node"].size(0))
-        starts = per_row.cumsum(0) - per_row
-        new_per_row = per_row[new_order]
-        new_row = torch.repeat_interleave(torch.arange(len(new_order), device=row.device), new_per_row)
-        within = torch.arange(new_row.numel(), device=row.device) - (new_per_row.cumsum(0) - new_per_row)[new_row]
-        taken = starts[new_order][new_row] + within
-        bins = structure["embedding_bins"]
-        out.update(embedding_batch=new_row, embedding_source=structure["embedding_source"][taken],
-                   embedding_bins=torch.cat([bins[:count][taken], bins[count:][taken]]))
-    return out
+    ``reorder_encoder_out``: beam expansion and reordering). Every tensor is batch-major."""
+    return {name: tensor.index_select(0, new_order) for name, tensor in structure.items()}
 
 
 class HierarchicalEmbeddings(nn.Module):
@@ -177,12 +174,11 @@ class HierarchicalEmbeddings(nn.Module):
         if "embedding_bins" not in structure:
             raise ValueError("the structure has no embedding bins: build it with embedding_size > 0")
         batch, nodes, leaves = coefficients.shape
-        row = structure["embedding_batch"]
-        values = coefficients.reshape(-1)[row * (nodes * leaves) + structure["embedding_source"]]
-        bins = torch.cat([row, row]) * (nodes * 2 * self.size) + structure["embedding_bins"]
-        histogram = coefficients.new_zeros(batch * nodes * 2 * self.size)
-        histogram = histogram.index_add(0, bins, torch.cat([values, values]))
-        histogram = histogram.view(batch, nodes, 2, self.size)
+        values = coefficients.reshape(batch, nodes * leaves).gather(1, structure["embedding_source"])
+        # the last bin collects the candidate triples that are none (accumulation_structure); it is dropped
+        histogram = coefficients.new_zeros(batch, nodes * 2 * self.size + 1)
+        histogram = histogram.scatter_add(1, structure["embedding_bins"], torch.cat([values, values], dim=1))
+        histogram = histogram[:, :-1].view(batch, nodes, 2, self.size)
         return torch.cat([histogram[:, :, 0] @ self.vertical, histogram[:, :, 1] @ self.horizontal], dim=-1)
 
 

@@ -85,6 +85,8 @@ class HierAccumEncoder(SyntaxTransformerEncoder):
             self.options.embedding_size(),
             self.options.cumulative_average,
             subtree_mask=not self.options.no_subtree_mask,
+            collated=True,  # src_parents is made by collate_parents, which checked it on the host
+            sizes=side_inputs.get("src_parents_sizes"),  # computed there too (none where a caller made the batch)
         )
 
     def input_embeddings(self, src_tokens, side_inputs, token_embeddings):
@@ -96,7 +98,7 @@ class HierAccumEncoder(SyntaxTransformerEncoder):
             token_embeddings = self.embed_tokens(src_tokens)
         # the positional module numbers non-padding tokens, so nodes are passed as padding (zero embedding);
         # forward_embedding multiplies token embeddings by embed_scale, hence the division
-        leaves_only = src_tokens.masked_fill(~st.is_leaf(side_inputs["src_parents"]), self.padding_idx)
+        leaves_only = src_tokens.masked_fill(~st.is_leaf(side_inputs["src_parents"], collated=True), self.padding_idx)
         return token_embeddings + self.leaf_positions(leaves_only) / self.embed_scale
 
     def extra_outputs(self, structure, side_inputs, carries):

@@ -190,9 +190,15 @@ def test_structure_agrees_with_a_walk_up_the_parent_array(embedding_size):
                         a * 2 * embedding_size + embedding_size + min(horizontal, embedding_size) - 1,
                     ))
     torch.testing.assert_close(structure["inverse_branch_size"], expected_inverse)
-    row, source, bins = structure["embedding_batch"], structure["embedding_source"], structure["embedding_bins"]
-    assert sorted(zip(row.tolist(), source.tolist(), bins[: len(source)].tolist(), bins[len(source):].tolist())) == (
-        sorted(expected_triples))
+    # each row lists K candidate triples (source, vertical bin, horizontal bin); those that are none go to the
+    # dropped bin m * 2|E|
+    source, bins = structure["embedding_source"], structure["embedding_bins"]
+    dropped, candidates = expected_inverse.size(1) * 2 * embedding_size, source.size(1)
+    triples = [(b, s, v, h) for b in range(source.size(0))
+               for s, v, h in zip(source[b].tolist(), bins[b, :candidates].tolist(), bins[b, candidates:].tolist())
+               if v != dropped]
+    assert sorted(triples) == sorted(expected_triples)
+    assert int((bins == dropped).sum()) == 2 * (source.numel() - len(triples))  # both bins of every other one
 
 
 # --- hand-derived values ------------------------------------------------------------------------------------------
