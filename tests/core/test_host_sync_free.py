@@ -131,6 +131,36 @@ def test_an_all_false_padding_mask_gives_what_no_mask_gives(attention):
         assert torch.equal(without[0], with_mask[0])
 
 
+def test_the_dependency_loss_with_zeros_is_the_sum_over_the_tokens_with_a_parent():
+    torch.manual_seed(1)
+    attention = torch.softmax(torch.randn(3, 6, 6), dim=-1)
+    targets = torch.tensor([[1, 0, 3, IGNORE, IGNORE, IGNORE], [5, 5, 5, 5, 5, IGNORE], [IGNORE] * 6])
+    summed, tokens, correct = dependency_loss(attention, targets)
+    supervised = targets != IGNORE
+    picked = attention.log().gather(2, targets.clamp(min=0)[:, :, None]).squeeze(2)
+    torch.testing.assert_close(summed, -picked[supervised].sum())
+    assert (int(tokens), int(correct)) == (8, int((attention.argmax(2) == targets)[supervised].sum()))
+
+
+def test_dependency_metrics_are_summed_and_derived_as_fairseq_averages_them():
+    logs = [{"loss": torch.tensor(4.0), "nll_loss": torch.tensor(2.0), "ntokens": 10, "nsentences": 2,
+             "sample_size": 10, "dependency_loss": torch.tensor(6.0), "dependency_tokens": torch.tensor(8),
+             "dependency_correct": torch.tensor(3)},
+            {"loss": torch.tensor(2.0), "nll_loss": torch.tensor(1.0), "ntokens": 6, "nsentences": 1,
+             "sample_size": 6, "dependency_loss": torch.tensor(1.5), "dependency_tokens": torch.tensor(4),
+             "dependency_correct": torch.tensor(3)}]
+    with metrics.aggregate() as aggregate:
+        LabelSmoothedCrossEntropyWithDependency.reduce_metrics(logs)
+        values = aggregate.get_smoothed_values()
+    # fairseq's weighted average of the per-batch values, weighted by each batch's supervised tokens
+    loss = (6.0 / 8 / math.log(2) * 8 + 1.5 / 4 / math.log(2) * 4) / 12
+    assert torch.is_tensor(values["dependency_loss"])  # read back only when printed
+    assert values["dependency_loss"].item() == round(loss, 3)
+    assert values["dependency_accuracy"].item() == round(100 * 6 / 12, 2)
+    assert not any(key.startswith("_") for key in values)  # the sums are not shown
+    assert list(values).index("dependency_loss") < list(values).index("ppl")  # shown beside the loss, as before
+
+
 #: "the cat sat" with the parser's distributions but without its 1-best tree (side data made before it was stored)
 WITHOUT_BEST = {"words": ["the", "cat", "sat"],
                 "arcs": [[1, 2, 1.0, {"det": 1.0}], [2, 3, 1.0, {"nsubj": 1.0}], [3, 0, 1.0, {"root": 1.0}]]}

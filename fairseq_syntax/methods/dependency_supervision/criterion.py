@@ -35,7 +35,8 @@ def dependency_loss(attention: torch.Tensor, targets: torch.Tensor):
     log_attention = attention.float().clamp(min=torch.finfo(torch.float32).tiny).log()
     picked = log_attention.gather(2, targets.clamp(min=0)[:, :, None]).squeeze(2)
     correct = attention.argmax(dim=2).eq(targets) & supervised
-    return -picked[supervised].sum(), supervised.sum(), correct.sum()
+    # zeros where there is no parent, not a boolean selection (whose size the host would read from the device)
+    return -picked.masked_fill(~supervised, 0.0).sum(), supervised.sum(), correct.sum()
 
 
 @register_criterion("label_smoothed_cross_entropy_with_dependency", dataclass=DependencyLossConfig)
@@ -60,7 +61,8 @@ class LabelSmoothedCrossEntropyWithDependency(LabelSmoothedCrossEntropyCriterion
         src_tokens = net_input["src_tokens"]
         not_dependent = src_tokens.eq(self.padding_idx) | src_tokens.eq(model.encoder.dictionary.eos())
         attention = net_output[1]["encoder_out"]["dependency_attention"][0]
-        summed, tokens, correct = dependency_loss(attention, parent_targets(word_pairs, token_words, not_dependent))
+        targets = parent_targets(word_pairs, token_words, not_dependent)
+        summed, tokens, correct = dependency_loss(attention, targets)
         loss = loss + self.dependency_weight * summed * sample_size / tokens.clamp(min=1)
         logging_output = {
             "loss": loss.data, "nll_loss": nll_loss.data, "ntokens": sample["ntokens"],
@@ -74,10 +76,28 @@ class LabelSmoothedCrossEntropyWithDependency(LabelSmoothedCrossEntropyCriterion
 
     @classmethod
     def reduce_metrics(cls, logging_outputs) -> None:
+        """fairseq's metrics, and ``dependency_loss`` and ``dependency_accuracy`` derived from the sums over the
+        logged batches, as tensors: fairseq reads every shown meter of a step back from the device, which on a GPU
+        makes the host wait, and meters whose names start with ``_`` are not shown (fairseq's ``MetersDict``), so
+        the sums are kept there and the averages are only read when the progress bar prints them."""
         super().reduce_metrics(logging_outputs)
-        tokens = sum(log.get("dependency_tokens", 0) for log in logging_outputs)
-        if tokens:
-            summed = sum(log.get("dependency_loss", 0) for log in logging_outputs)
-            correct = sum(log.get("dependency_correct", 0) for log in logging_outputs)
-            metrics.log_scalar("dependency_loss", summed / tokens / math.log(2), tokens, round=3)
-            metrics.log_scalar("dependency_accuracy", 100 * correct / tokens, tokens, round=2)
+        if not any("dependency_tokens" in log for log in logging_outputs):
+            return
+        for key in DEPENDENCY_SUMS:
+            metrics.log_scalar_sum(f"_{key}", sum(log.get(key, 0) for log in logging_outputs))
+        metrics.log_derived("dependency_loss", lambda meters: per_token(meters, "dependency_loss", 1 / math.log(2), 3),
+                            priority=10)
+        metrics.log_derived("dependency_accuracy", lambda meters: per_token(meters, "dependency_correct", 100, 2),
+                            priority=10)
+
+
+#: what each batch logs, summed over the batches of a logging interval
+DEPENDENCY_SUMS = ("dependency_loss", "dependency_tokens", "dependency_correct")
+
+
+def per_token(meters, key: str, scale: float, digits: int) -> torch.Tensor:
+    """The logged sum ``key`` per supervised token, times ``scale``, rounded to ``digits`` (float64, on the device
+    it was logged on; NaN when no token was supervised, as fairseq's accuracy)."""
+    tokens = torch.as_tensor(meters["_dependency_tokens"].sum, dtype=torch.float64)
+    value = torch.as_tensor(meters[f"_{key}"].sum, dtype=torch.float64, device=tokens.device) * scale / tokens
+    return torch.round(value, decimals=digits)
