@@ -164,3 +164,19 @@ def test_dependency_metrics_are_summed_and_derived_as_fairseq_averages_them():
 #: "the cat sat" with the parser's distributions but without its 1-best tree (side data made before it was stored)
 WITHOUT_BEST = {"words": ["the", "cat", "sat"],
                 "arcs": [[1, 2, 1.0, {"det": 1.0}], [2, 3, 1.0, {"nsubj": 1.0}], [3, 0, 1.0, {"root": 1.0}]]}
+
+
+def test_side_data_without_the_1best_tree_is_refused_on_the_first_batch_only():
+    from fairseq_syntax.methods.ldd.distributions import FirstBatchCheck
+    from fairseq_syntax.methods.pascal.model import PascalEncoder
+
+    word_pairs, token_words, _ = one_word_batch(WITHOUT_BEST, [1, 1, 1], 4)
+    eos, pad = 2, 1
+    encoder = SimpleNamespace(padding_idx=pad, dictionary=SimpleNamespace(eos=lambda: eos),
+                              options=SimpleNamespace(pascal_sigma=1.0), one_best_check=FirstBatchCheck())
+    batch = {"src_ldd": (word_pairs, token_words)}
+    src_tokens = torch.tensor([[7, 8, 9, eos]])
+    with pytest.raises(ValueError, match="lacks: make it again with fairseq-syntax-preprocess-dependencies"):
+        PascalEncoder.build_structure(encoder, src_tokens, batch)
+    # later batches are not checked again: nothing is read back from the device at every step
+    assert PascalEncoder.build_structure(encoder, src_tokens, batch)["parent_density"].shape == (1, 4, 4)

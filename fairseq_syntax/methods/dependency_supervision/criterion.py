@@ -21,6 +21,7 @@ from fairseq.criterions.label_smoothed_cross_entropy import (
 )
 
 from fairseq_syntax.methods.dependency_supervision.targets import IGNORE, parent_targets
+from fairseq_syntax.methods.ldd.distributions import FirstBatchCheck
 
 
 @dataclass
@@ -48,6 +49,7 @@ class LabelSmoothedCrossEntropyWithDependency(LabelSmoothedCrossEntropyCriterion
                  report_accuracy=False):
         super().__init__(task, sentence_avg, label_smoothing, ignore_prefix_size, report_accuracy)
         self.dependency_weight = dependency_weight
+        self.one_best_check = FirstBatchCheck()  # the refusal of side data without the parser's 1-best tree
 
     def forward(self, model, sample, reduce=True):
         net_input = sample["net_input"]
@@ -61,7 +63,7 @@ class LabelSmoothedCrossEntropyWithDependency(LabelSmoothedCrossEntropyCriterion
         src_tokens = net_input["src_tokens"]
         not_dependent = src_tokens.eq(self.padding_idx) | src_tokens.eq(model.encoder.dictionary.eos())
         attention = net_output[1]["encoder_out"]["dependency_attention"][0]
-        targets = parent_targets(word_pairs, token_words, not_dependent)
+        targets = parent_targets(word_pairs, token_words, not_dependent, self.one_best_check.due())
         summed, tokens, correct = dependency_loss(attention, targets)
         loss = loss + self.dependency_weight * summed * sample_size / tokens.clamp(min=1)
         logging_output = {

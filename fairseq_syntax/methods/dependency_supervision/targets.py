@@ -24,7 +24,10 @@ from fairseq_syntax.methods.ldd.distributions import one_best_head_words
 IGNORE = -100  # torch's cross-entropy ignore_index
 
 
-def parent_targets(word_pairs: Tensor, token_words: Tensor, not_dependent: Tensor) -> Tensor:
+def parent_targets(word_pairs: Tensor, token_words: Tensor, not_dependent: Tensor,
+                   check_one_best: bool = True) -> Tensor:
+    """The target positions (module docstring); ``check_one_best``: refuse side data without the 1-best tree
+    (:func:`~fairseq_syntax.methods.ldd.distributions.one_best_head_words`)."""
     bsz, length = token_words.shape
     positions = torch.arange(length, device=token_words.device).expand(bsz, length)
     words = token_words.masked_fill(not_dependent, 0)  # EOS and padding out of the way (they get IGNORE below)
@@ -32,8 +35,8 @@ def parent_targets(word_pairs: Tensor, token_words: Tensor, not_dependent: Tenso
     last_piece.scatter_reduce_(1, words, positions.masked_fill(not_dependent, -1), reduce="amax")
     first_piece = torch.full((bsz, word_pairs.size(-1)), length, dtype=torch.long, device=token_words.device)
     first_piece.scatter_reduce_(1, words, positions.masked_fill(not_dependent, length), reduce="amin")
-    heads = one_best_head_words(word_pairs, token_words, not_dependent, "the dependency loss").masked_fill(
-        not_dependent, 0)
+    heads = one_best_head_words(word_pairs, token_words, not_dependent, "the dependency loss",
+                                check_one_best).masked_fill(not_dependent, 0)
     # the root word is its own head (one_best_head_words), and its last piece attends to itself
     head_target = torch.where(heads == words, positions, first_piece.gather(1, heads))
     is_last = last_piece.gather(1, words) == positions

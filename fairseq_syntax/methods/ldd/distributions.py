@@ -213,13 +213,14 @@ def _uniform(variant: str, padding_mask: Tensor, eos_mask: Tensor, dtype: torch.
 
 def variant_distribution(
     word_pairs: Tensor, token_words: Tensor, variant: str, padding_mask: Tensor, eos_mask: Tensor,
-    subword_heads: str = "share",
+    subword_heads: str = "share", check_one_best: bool = True,
 ) -> Tensor:
     """The ``B x 16 x T x T`` tensor head h of the LDD layer reads, for one row of the paper's Table 1.
 
     ``word_pairs``: ``B x NUM_STORED_CHANNELS x S x S`` word-level p(i, j, group) and the 1-best tree (rows:
     dependents = queries, columns: heads = keys); ``token_words`` ``B x T``; ``padding_mask`` and ``eos_mask``:
-    ``B x T``, True at padding / at EOS. Tokens as :func:`expand_to_tokens` with ``subword_heads``.
+    ``B x T``, True at padding / at EOS. Tokens as :func:`expand_to_tokens` with ``subword_heads``. The 1-best
+    variants refuse side data without the 1-best tree unless ``check_one_best`` is False (:class:`FirstBatchCheck`).
 
     * ``ldd``, ``lda``, ``lda_weights``: the 16 label groups, head h gets group h.
     * ``udd``: the arc distribution P(head j | i), all labels summed (OUTSIDE included), the same for all heads.
@@ -244,10 +245,25 @@ def variant_distribution(
         words = word_pairs[:, :NUM_CHANNELS].sum(dim=1, keepdim=True)
     else:
         best = word_pairs[:, BEST_OFFSET:]
-        _check_one_best(best, token_words, padding_mask | eos_mask, f"--syntax-variant {variant}")
+        if check_one_best:
+            _check_one_best(best, token_words, padding_mask | eos_mask, f"--syntax-variant {variant}")
         words = best[:, :NUM_GROUPS] if variant == "ldp" else best.sum(dim=1, keepdim=True)
     tokens = expand_to_tokens(words, token_words, subword_heads)
     return tokens.expand(bsz, NUM_GROUPS, *tokens.shape[2:])
+
+
+class FirstBatchCheck:
+    """Whether the check that side data holds the parser's 1-best tree is due: on a model's (or criterion's) first
+    batch only. Side data made before the 1-best tree was stored lacks it in every sentence (and
+    ``fairseq-syntax-preprocess-dependencies`` counts the parser records without one), so the first batch tells; the
+    check reads its answer back from the device, which on a GPU would make the host wait at every step."""
+
+    def __init__(self):
+        self.done = False
+
+    def due(self) -> bool:
+        due, self.done = not self.done, True
+        return due
 
 
 def _check_one_best(best: Tensor, token_words: Tensor, not_dependent: Tensor, reader: str) -> None:
@@ -262,11 +278,14 @@ def _check_one_best(best: Tensor, token_words: Tensor, not_dependent: Tensor, re
         )
 
 
-def one_best_head_words(word_pairs: Tensor, token_words: Tensor, not_dependent: Tensor, reader: str) -> Tensor:
+def one_best_head_words(word_pairs: Tensor, token_words: Tensor, not_dependent: Tensor, reader: str,
+                        check: bool = True) -> Tensor:
     """``B x T``: the word index of the 1-best head of each token's word, the word itself for the root word and at
     ``not_dependent`` tokens (EOS, padding); for the methods that read the parser's 1-best tree from ``src_ldd``
-    (``reader`` names them in the error raised when the side data has no 1-best tree)."""
+    (``reader`` names them in the error raised when the side data has no 1-best tree, unless ``check`` is False:
+    :class:`FirstBatchCheck`)."""
     best = word_pairs[:, BEST_OFFSET:]
-    _check_one_best(best, token_words, not_dependent, reader)
+    if check:
+        _check_one_best(best, token_words, not_dependent, reader)
     heads = best.sum(dim=1).argmax(dim=2).gather(1, token_words)  # the one 1 of each word's row
     return torch.where((heads == ROOT) | not_dependent, token_words, heads)

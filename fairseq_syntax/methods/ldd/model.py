@@ -46,6 +46,10 @@ class LDDOptions(FairseqDataclass):
 class LDDEncoder(SyntaxTransformerEncoder):
     side_inputs = ("src_ldd",)
 
+    def __init__(self, cfg, options, dictionary, embed_tokens):
+        super().__init__(cfg, options, dictionary, embed_tokens)
+        self.one_best_check = dependency.FirstBatchCheck()  # the 1-best variants' refusal of side data without it
+
     def build_self_attention(self, layer_index, embed_dim, num_heads, dropout):
         if layer_index != LDD_LAYER:
             return StructuredSelfAttention(embed_dim, num_heads, dropout=dropout)
@@ -68,6 +72,7 @@ class LDDEncoder(SyntaxTransformerEncoder):
             padding_mask=src_tokens.eq(self.padding_idx),
             eos_mask=src_tokens.eq(self.dictionary.eos()),
             subword_heads=self.options.ldd_subword_heads,
+            check_one_best=self.one_best_check.due(),
         )
         return {"ldd": ldd}
 

@@ -17,6 +17,7 @@ from fairseq_syntax.core.attention import StructuredSelfAttention
 from fairseq_syntax.core.encoder import SyntaxTransformerEncoder
 from fairseq_syntax.core.model import SyntaxTransformerModel, register_architectures
 from fairseq_syntax.methods.ldd import side_input as ldd_side_input  # noqa: F401  (registers the side input src_ldd)
+from fairseq_syntax.methods.ldd.distributions import FirstBatchCheck
 from fairseq_syntax.methods.pascal.attention import ParentScaledSelfAttention
 from fairseq_syntax.methods.pascal.parents import parent_density, parent_positions
 
@@ -36,6 +37,10 @@ class PascalOptions(FairseqDataclass):
 class PascalEncoder(SyntaxTransformerEncoder):
     side_inputs = ("src_ldd",)
 
+    def __init__(self, cfg, options, dictionary, embed_tokens):
+        super().__init__(cfg, options, dictionary, embed_tokens)
+        self.one_best_check = FirstBatchCheck()  # the refusal of side data without the 1-best tree
+
     def build_self_attention(self, layer_index, embed_dim, num_heads, dropout):
         if layer_index != PASCAL_LAYER:
             return StructuredSelfAttention(embed_dim, num_heads, dropout=dropout)
@@ -45,7 +50,7 @@ class PascalEncoder(SyntaxTransformerEncoder):
     def build_structure(self, src_tokens, side_inputs):
         word_pairs, token_words = side_inputs["src_ldd"]  # WordPairs (a plain tuple after a device move)
         not_dependent = src_tokens.eq(self.padding_idx) | src_tokens.eq(self.dictionary.eos())
-        positions = parent_positions(word_pairs, token_words, not_dependent)
+        positions = parent_positions(word_pairs, token_words, not_dependent, self.one_best_check.due())
         return {"parent_density": parent_density(positions, self.options.pascal_sigma)}
 
 

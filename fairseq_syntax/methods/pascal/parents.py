@@ -26,15 +26,18 @@ from torch import Tensor
 from fairseq_syntax.methods.ldd.distributions import one_best_head_words
 
 
-def parent_positions(word_pairs: Tensor, token_words: Tensor, not_dependent: Tensor) -> Tensor:
-    """``B x T`` float: the mean token position of each token's parent word (see the module docstring)."""
+def parent_positions(word_pairs: Tensor, token_words: Tensor, not_dependent: Tensor,
+                     check_one_best: bool = True) -> Tensor:
+    """``B x T`` float: the mean token position of each token's parent word (see the module docstring);
+    ``check_one_best``: refuse side data without the 1-best tree (:func:`.one_best_head_words`)."""
     bsz, length = token_words.shape
     size = word_pairs.size(-1)
     positions = torch.arange(length, device=token_words.device, dtype=word_pairs.dtype).expand(bsz, length)
     position_sum = word_pairs.new_zeros(bsz, size).scatter_add_(1, token_words, positions)
     pieces = word_pairs.new_zeros(bsz, size).scatter_add_(1, token_words, torch.ones_like(positions))
     mean_position = position_sum / pieces.clamp(min=1)
-    return mean_position.gather(1, one_best_head_words(word_pairs, token_words, not_dependent, "transformer_pascal"))
+    heads = one_best_head_words(word_pairs, token_words, not_dependent, "transformer_pascal", check_one_best)
+    return mean_position.gather(1, heads)
 
 
 def parent_density(positions: Tensor, sigma: float) -> Tensor:
