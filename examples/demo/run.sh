@@ -105,4 +105,5 @@ done
 
 echo "== results"
 python3 -m fairseq_syntax.cli.results "$WORK/runs" --out "$WORK/RESULTS.md" --terminal --against sequence
-echo "== demo finished in $(( $(date +%s) - START )) s; the full table, with each system's command: ${WORK#"$REPO"/}/RESULTS.md"
+echo "== demo finished in $(( $(date +%s) - START )) s"
+echo "the full table, with each system's command: ${WORK#"$REPO"/}/RESULTS.md"

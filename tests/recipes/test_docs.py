@@ -185,10 +185,11 @@ def test_the_main_job_ends_with_a_table_a_terminal_shows(tmp_path):
     rows = {line.split()[0]: line.split()[1:] for line in printed[3:5]}
     assert sorted(rows) == ["mask", "sequence"] and rows["sequence"][2] == "–"  # no p-value against itself
     assert re.fullmatch(r"0\.\d{3} / 0\.\d{3}", " ".join(rows["mask"][2:5]))
-    assert all(len(line) < 100 for line in printed)
-    assert "fairseq-train" not in done.stdout.split("== results")[1]  # the commands are in RESULTS.md
-    assert (work / "RESULTS.md").exists() and "fairseq-train" in (work / "RESULTS.md").read_text()
-    assert printed[-1].startswith("== demo finished in ")
+    assert all(len(line) < 100 for line in printed[:5])
+    # then only where the rest is: the full table, each system's command in it
+    assert re.fullmatch(r"== demo finished in \d+ s", printed[5])
+    assert printed[6:] == [f"the full table, with each system's command: {work}/RESULTS.md"]
+    assert "fairseq-train" in (work / "RESULTS.md").read_text()
 
 
 def test_a_virtual_environment_made_in_the_checkout_is_ignored():
