@@ -16,6 +16,7 @@ class ParseReport:
     sentences: int = 0
     seconds: float = 0.0
     fallbacks: list[tuple[int, str]] = field(default_factory=list)  # (1-based line, reason)
+    earlier: int = 0  # sentences an earlier run parsed (the shards a resumed run kept): not in the rate
 
     @property
     def sentences_per_second(self) -> float:
@@ -23,8 +24,9 @@ class ParseReport:
 
     def summary(self) -> str:
         text = (
-            f"parsed {self.sentences} sentences in {self.seconds:.1f} s ({self.sentences_per_second:.1f} sentences/s); "
-            f"{len(self.fallbacks)} got the flat fallback structure"
+            f"parsed {self.sentences} sentences in {self.seconds:.1f} s ({self.sentences_per_second:.1f} sentences/s)"
+            + (f", {self.earlier} more by an earlier run" if self.earlier else "")
+            + f"; {len(self.fallbacks)} got the flat fallback structure"
         )
         if self.fallbacks:
             shown = ", ".join(str(line) for line, _ in self.fallbacks[:SHOWN_LINES])

@@ -28,16 +28,28 @@ number of GPUs gives each running worker a GPU of its own.
 
 An input line that cannot be read (bad UTF-8, a carriage return inside it) is parsed as an empty sentence, and
 listed as a fallback with the reason, so every output line still belongs to its input line.
+
+One live process at a time parses a shard: it holds ``OUTPUT.shardK-of-N.lock`` (``flock``, released by the
+system when the process ends, however it ends), and another that finds it held stops with one line naming the
+holder's pid; ``--workers`` leaves such a shard to its holder. A worker stops as soon as the process that started
+it is gone, so a killed run leaves no worker parsing on: from its interpreter's first line (:data:`WORKER_PRELUDE`,
+before the script's imports) the kernel signals it when its parent dies, and a watchdog thread
+(:func:`watch_parent`) looks every :data:`PARENT_POLL_SECONDS` where that signal does not exist.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
+import glob
 import hashlib
 import json
 import math
 import os
+import re
 import subprocess
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -57,6 +69,28 @@ LINES, BLOCKS = "lines", "blocks"  # one record per input line: a line, or lines
 POLL_SECONDS = 0.5  # how often the workers' progress is read
 PROGRESS_SECONDS = 1.0  # how often a worker writes its progress
 LOG_LINES_SHOWN = 15  # lines of a failed worker's log printed
+PARENT_POLL_SECONDS = 0.2  # how often a worker looks whether the process that started it is still there
+PARENT_GONE_EXIT = 3  # a worker's exit status when its parent is gone
+#: what a worker's interpreter runs before the command's script (``python -c WORKER_PRELUDE SCRIPT ARGS``): before
+#: the script's imports (torch takes seconds to import, minutes on a loaded machine), the kernel is asked to signal
+#: this process the moment its parent dies (Linux's PR_SET_PDEATHSIG), and a parent gone already ends it at once
+WORKER_PRELUDE = """
+import ctypes, os, runpy, signal, sys
+parent = int(sys.argv[sys.argv.index("--parent-pid") + 1])
+def stop(*_):
+    sys.stderr.write(f"the process that started this worker (pid {parent}) is gone, or stopped it; stopping\\n")
+    sys.stderr.flush()
+    os._exit(%d)
+signal.signal(signal.SIGTERM, stop)
+try:
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
+except (AttributeError, OSError):
+    pass  # not Linux: shards.watch_parent's thread notices once the script runs
+if os.getppid() != parent:
+    stop()
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+""" % PARENT_GONE_EXIT
 Result = TypeVar("Result")
 
 
@@ -81,6 +115,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "a run started again keeps the finished shards")
     group.add_argument("--device", choices=["cpu", "cuda"], help="where the parser runs (default: cuda when available)")
     group.add_argument("--progress-file", help=argparse.SUPPRESS)  # a worker's count of parsed lines, for the bar
+    group.add_argument("--parent-pid", type=int, help=argparse.SUPPRESS)  # a worker stops once this process is gone
 
 
 def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
@@ -97,6 +132,9 @@ def check_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         parser.error(f"--shard-id must be 0 .. {args.num_shards - 1} for --num-shards {args.num_shards}")
     if args.shard_id is not None and args.merge:
         parser.error("--merge writes the whole output: give it no --shard-id")
+    if (args.shard_id is not None or args.merge) and args.workers > 1:
+        parser.error(f"--{'shard-id' if args.shard_id is not None else 'merge'} runs in this one process: give it no "
+                     "--workers (--workers W --num-shards N parses the unfinished shards in W processes, then merges)")
 
 
 def select_device(requested: str | None) -> str:
@@ -248,11 +286,82 @@ def _write_json(path: str, value: dict) -> None:
         handle.write("\n")
 
 
+def _same_setting(recorded, expected) -> bool:
+    """A model file is the same where its digest is (:func:`model_identity`): moved or renamed, it made the same
+    shards."""
+    if isinstance(recorded, str) and isinstance(expected, str) and " sha256:" in recorded and " sha256:" in expected:
+        return recorded.split(" sha256:")[1] == expected.split(" sha256:")[1]
+    return recorded == expected
+
+
+def _short(value) -> str:
+    """A setting as the messages show it: JSON, a long string (a digest) cut to its first 12 characters."""
+    if isinstance(value, str) and len(value) > 40:
+        return json.dumps(value[:12] + "...")
+    return json.dumps(value)
+
+
+def _setting_change(key: str, recorded, expected) -> str:
+    """What differs between a shard's setting and this run's, in words."""
+    if isinstance(recorded, str) and " sha256:" in recorded:
+        name, digest = recorded.split(" sha256:")
+        if isinstance(expected, str) and " sha256:" in expected:
+            return (f"--{key} {name} of another digest (sha256 {digest[:12]}... in the shard, "
+                    f"{expected.split(' sha256:')[1][:12]}... now): another model file")
+        if expected is not None and not os.path.exists(expected):
+            return f"--{key} {expected} is no file here (the shard was made with {name}, sha256 {digest[:12]}...)"
+    return f"{key} {_short(recorded)} (this run: {_short(expected)})"
+
+
+def _lock_path(job: ParseJob, shard: Shard) -> str:
+    return _manifest_path(job, shard).removesuffix(".json") + ".lock"
+
+
+def _holder(lock_path: str) -> int | None:
+    """The pid of the live process holding the shard's lock, or None when none does."""
+    if not os.path.exists(lock_path):
+        return None
+    with open(lock_path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            text = handle.read().strip()
+            return int(text) if text.isdigit() else -1
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return None
+
+
+@contextlib.contextmanager
+def _shard_lock(job: ParseJob, shard: Shard) -> Iterator[None]:
+    """Held while this process parses ``shard``; another live process holding it stops this one with one line."""
+    path = _lock_path(job, shard)
+    with open(path, "a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            raise SystemExit(f"error: shard {shard.index} of {shard.count} ({shard.path(job.outputs[0][0])}) is being "
+                             f"parsed by another process (pid {holder}, holding {path}): let it finish, or stop it "
+                             "and run again") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def _finished(job: ParseJob, source: InputFile, shard: Shard) -> tuple[dict | None, str | None]:
     """(the shard's manifest, None) when it is finished with these settings, else (None, why not)."""
     path = _manifest_path(job, shard)
     if not os.path.exists(path):
-        return None, f"shard {shard.index} is missing"
+        holder = _holder(_lock_path(job, shard))
+        return None, f"shard {shard.index} is " + (f"being parsed by another process (pid {holder})" if holder
+                                                      else "missing")
     try:
         with open(path, encoding="utf-8") as handle:
             manifest = json.load(handle)
@@ -260,9 +369,11 @@ def _finished(job: ParseJob, source: InputFile, shard: Shard) -> tuple[dict | No
         return None, f"shard {shard.index}: {path} is unreadable ({error})"
     recorded = manifest.get("settings", {})
     expected = _settings(job, source)
-    changed = sorted(key for key in expected.keys() | recorded.keys() if recorded.get(key) != expected.get(key))
+    changed = sorted(key for key in expected.keys() | recorded.keys()
+                     if not _same_setting(recorded.get(key), expected.get(key)))
     if changed:
-        return None, f"shard {shard.index} was made with another {', '.join(changed)}"
+        return None, (f"shard {shard.index} was made with other settings: "
+                      + ", ".join(_setting_change(key, recorded.get(key), expected.get(key)) for key in changed))
     missing = [shard.path(output) for output, _ in job.outputs if not os.path.exists(shard.path(output))]
     if missing:
         return None, f"shard {shard.index}: {', '.join(missing)} is missing"
@@ -271,24 +382,33 @@ def _finished(job: ParseJob, source: InputFile, shard: Shard) -> tuple[dict | No
 
 def _shard_files(job: ParseJob, shard: Shard) -> list[str]:
     stem = _manifest_path(job, shard).removesuffix(".json")
-    return [shard.path(output) for output, _ in job.outputs] + [stem + ".json", stem + ".progress", stem + ".log"]
+    return [shard.path(output) for output, _ in job.outputs] + [stem + ".json", stem + ".progress", stem + ".log",
+                                                                   stem + ".lock"]
+
+
+def _other_layouts(job: ParseJob, count: int) -> dict[int, list[str]]:
+    """``{N: manifests}`` of the finished shards of OUTPUT cut into another number of shards than ``count``."""
+    stem = job.outputs[0][0].removesuffix(".gz")
+    layouts: dict[int, list[str]] = {}
+    for path in sorted(glob.glob(glob.escape(stem) + ".shard*-of-*.json")):
+        found = re.fullmatch(r".*\.shard\d+-of-(\d+)\.json", path)
+        if found and int(found.group(1)) != count:
+            layouts.setdefault(int(found.group(1)), []).append(path)
+    return layouts
 
 
 # ----------------------------------------------------------------------------------------------------- parsing
 
 
 class ProgressFile:
-    """A worker's count of parsed lines, rewritten whole at most once a second, for the parent's bar. A worker
-    whose parent is gone (killed) stops there, so a run started again never has two processes on one shard."""
+    """A worker's count of parsed lines, rewritten whole at most once a second, for the parent's bar."""
 
     def __init__(self, path: str | None):
-        self.path, self.done, self.written, self.parent = path, 0, 0.0, os.getppid()
+        self.path, self.done, self.written = path, 0, 0.0
 
     def __call__(self, count: int) -> None:
         self.done += count
         if self.path is not None and time.monotonic() - self.written >= PROGRESS_SECONDS:
-            if os.getppid() != self.parent:
-                raise SystemExit(f"{self.path}: the process that started this worker is gone; stopping")
             self.flush()
 
     def flush(self) -> None:
@@ -296,6 +416,29 @@ class ProgressFile:
             with atomic_path(self.path) as temporary, open(temporary, "w") as handle:
                 handle.write(f"{self.done}\n")
             self.written = time.monotonic()
+
+
+def watch_parent(parent: int, what: str) -> None:
+    """Stop this process (a worker) as soon as ``parent``, the process that started it, is gone: now, if it
+    already is (killed while this one was starting), and from then on by a daemon thread, whatever this process is
+    doing (loading a model, parsing a chunk). Its shard lock goes with it; its files stay ``.partial``."""
+    def gone() -> bool:
+        return os.getppid() != parent
+
+    def stop() -> None:
+        print(f"{what}: the process that started this worker (pid {parent}) is gone; stopping", file=sys.stderr,
+              flush=True)
+        os._exit(PARENT_GONE_EXIT)
+
+    if gone():
+        stop()
+
+    def watch() -> None:
+        while not gone():
+            time.sleep(PARENT_POLL_SECONDS)
+        stop()
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def _parse_into(parse: ParseFunction, lines: Iterable[InputLine], paths: list[str],
@@ -326,12 +469,20 @@ def _parse_nothing(lines: Iterable[InputLine], handles: list[TextIO], progress: 
 
 def parse_shard(job: ParseJob, source: InputFile, shard: Shard, parse: ParseFunction | None,
                 progress: Callable[[int], None]) -> dict:
-    """Writes one shard's files and, last, its manifest; returns the manifest. An empty shard needs no parser."""
+    """Writes one shard's files and, last, its manifest; returns the manifest. An empty shard needs no parser. The
+    shard's lock is held throughout (module docstring)."""
+    with _shard_lock(job, shard):
+        manifest_path = _manifest_path(job, shard)
+        if os.path.exists(manifest_path):
+            os.remove(manifest_path)  # the files are replaced next: until the new manifest, the shard is unfinished
+        lines = read_input(job.input, job.tokenize, shard)
+        outcome, seconds = _parse_into(parse or _parse_nothing, lines, [shard.path(p) for p, _ in job.outputs],
+                                       progress)
+        return _write_manifest(job, source, shard, outcome, seconds)
+
+
+def _write_manifest(job: ParseJob, source: InputFile, shard: Shard, outcome: Outcome, seconds: float) -> dict:
     manifest_path = _manifest_path(job, shard)
-    if os.path.exists(manifest_path):
-        os.remove(manifest_path)  # the files are replaced next: until the new manifest, the shard is unfinished
-    lines = read_input(job.input, job.tokenize, shard)
-    outcome, seconds = _parse_into(parse or _parse_nothing, lines, [shard.path(p) for p, _ in job.outputs], progress)
     manifest = {"settings": _settings(job, source), "shard": shard.index, "num_shards": shard.count,
                 "lines": shard.lines(source.lines), "seconds": seconds, "fallbacks": outcome.fallbacks,
                 "stats": outcome.stats}
@@ -369,10 +520,13 @@ def merge(job: ParseJob, count: int, source: InputFile | None = None, remove: bo
         if problem is not None:
             problems.append(problem)
     if problems:
+        others = "".join(f"; the shards there are of --num-shards {other} ({', '.join(paths[:3])}"
+                         f"{', ...' if len(paths) > 3 else ''}): merge with --num-shards {other}"
+                         for other, paths in _other_layouts(job, count).items())
         raise SystemExit(
             f"error: cannot write {', '.join(path for path, _ in job.outputs)} from {count} shards: "
-            + "; ".join(problems) + f" (parse them with --num-shards {count} --shard-id K, or let --workers W parse "
-            "what is missing and merge)")
+            + "; ".join(problems) + others + f" (parse them with --num-shards {count} --shard-id K, or let --workers W "
+            "parse what is missing and merge)")
     for path, kind in job.outputs:
         with ExitStack() as stack:
             readers = [_records(stack.enter_context(open_text(shard.path(path))), kind) for shard in shards]
@@ -443,8 +597,10 @@ def _run_workers(job: ParseJob, source: InputFile, todo: list[Shard], workers: i
                 shard = waiting.popleft()
                 stem = _manifest_path(job, shard).removesuffix(".json")
                 log = open(stem + ".log", "w", encoding="utf-8")  # noqa: SIM115 (closed when the worker ends)
-                argv = [*command, "--num-shards", str(shard.count), "--shard-id", str(shard.index), "--workers", "1",
-                        "--threads", "1", "--device", device, "--progress-file", stem + ".progress"]
+                argv = [command[0], "-c", WORKER_PRELUDE, *command[1:],  # python -c PRELUDE SCRIPT ARGS
+                        "--num-shards", str(shard.count), "--shard-id", str(shard.index), "--workers", "1",
+                        "--threads", "1", "--device", device, "--progress-file", stem + ".progress",
+                        "--parent-pid", str(os.getpid())]
                 slot = min(set(range(workers)) - {held for *_, held in running.values()})
                 running[shard] = (subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
                                                    env=_worker_environment(slot, device)), log, 0, slot)
@@ -484,6 +640,8 @@ def run(job: ParseJob, args: argparse.Namespace, command: list[str]) -> ParseRun
     for the workers."""
     if args.merge:
         return merge(job, args.num_shards)
+    if getattr(args, "parent_pid", None) is not None:  # a worker: not one instant past its parent
+        watch_parent(args.parent_pid, Shard(args.shard_id or 0, args.num_shards or 1, 1).path(job.outputs[0][0]))
     device = select_device(args.device)
     if args.shard_id is not None:
         source = scan_input(job.input)
@@ -505,16 +663,21 @@ def run(job: ParseJob, args: argparse.Namespace, command: list[str]) -> ParseRun
         return parse_whole(job, device)
     source = scan_input(job.input)
     shards = [Shard(index, count, job.chunk) for index in range(count)]
-    todo, finished_lines = [], 0
+    todo, finished_lines, held = [], 0, []
     for shard in shards:
         manifest, problem = _finished(job, source, shard)
+        holder = _holder(_lock_path(job, shard))
         if manifest is not None:
             finished_lines += manifest["lines"]
+        elif holder:  # another live run parses it: left to that run, never a second process on one shard
+            held.append(shard)
+            print(f"{job.outputs[0][0]}: shard {shard.index} is being parsed by another process (pid {holder}): left "
+                  "to it", file=sys.stderr)
         else:
             todo.append(shard)
             if os.path.exists(_manifest_path(job, shard)):  # stale: another input or other settings
                 print(f"{job.outputs[0][0]}: {problem}: parsing it again", file=sys.stderr)
-    print(f"{job.outputs[0][0]}: {count - len(todo)} of {count} shards already parsed; parsing "
+    print(f"{job.outputs[0][0]}: {count - len(todo) - len(held)} of {count} shards already parsed; parsing "
           f"{len(todo)} with {min(args.workers, len(todo))} worker(s) on {device}", file=sys.stderr)
     start = time.perf_counter()
     empty = [shard for shard in todo if shard.lines(source.lines) == 0]
@@ -530,7 +693,9 @@ def run(job: ParseJob, args: argparse.Namespace, command: list[str]) -> ParseRun
             _run_workers(job, source, todo, args.workers, device, command, progress)
     seconds = time.perf_counter() - start
     merged = merge(job, count, source)
-    merged.report.seconds = seconds
+    # the rate of this run: the lines it parsed, not those of the shards an earlier run left
+    merged.report.seconds, merged.report.sentences = seconds, source.lines - finished_lines
+    merged.report.earlier = finished_lines
     return merged
 
 

@@ -5,6 +5,7 @@ outputs are compared with single runs in test_parsing.py.
 """
 import argparse
 import json
+import os
 
 import pytest
 
@@ -132,10 +133,12 @@ def test_shards_of_another_input_or_settings_are_not_merged(corpus, tmp_path):
     for index in range(2):
         shards.run(job, options(num_shards=2, shard_id=index), [])
     other = stand_in_job(corpus, tmp_path, settings={"model": "lower"})
-    with pytest.raises(SystemExit, match="shard 0 was made with another model; shard 1 was made with another model"):
+    with pytest.raises(SystemExit, match='shard 0 was made with other settings: model "upper" .this run: "lower".; '
+                                         'shard 1 was made with other settings: model "upper" .this run: "lower".'):
         shards.run(other, options(num_shards=2, merge=True), [])
     corpus.write_bytes(INPUT + b"l\n")
-    with pytest.raises(SystemExit, match="shard 0 was made with another input_lines, input_sha256"):
+    with pytest.raises(SystemExit, match=r"shard 0 was made with other settings: input_lines 7 \(this run: 8\), "
+                                         r"input_sha256 \"[0-9a-f]{12}\.\.\.\" \(this run: \"[0-9a-f]{12}\.\.\.\"\)"):
         shards.run(job, options(num_shards=2, merge=True), [])
 
 
@@ -152,7 +155,7 @@ def test_a_run_started_again_parses_only_the_shards_not_finished(corpus, tmp_pat
     counted.load = lambda device: loads.append(device) or job.load(device)
     result = shards.run(counted, options(num_shards=3, workers=1), [])
     err = capsys.readouterr().err
-    assert "shard 1 was made with another model: parsing it again" in err
+    assert 'shard 1 was made with other settings: model "old" (this run: "upper"): parsing it again' in err
     assert "1 of 3 shards already parsed; parsing 2 with 1 worker(s) on cpu" in err
     assert loads == ["cpu"]  # one model for both shards of this process
     assert outputs(tmp_path)[0] == "A B\nC\n\nD E F\n\nI\nJ K\n"
@@ -210,3 +213,161 @@ def test_running_workers_hold_slots_and_each_slot_its_gpu(corpus, tmp_path, monk
     shards._run_workers(job, source, todo, 2, "cuda", ["parse"], Bar())
     assert gpus == {0: "7", 1: "9", 2: "9", 3: "9"}
     assert Bar.count == 7  # every line of the 4 shards (2 + 2 + 2 + 1) counted once on the bar
+
+
+# ------------------------------------------------------------------------------ issue 50, items 7 and 8
+
+
+def model_job(corpus, tmp_path, model):
+    from fairseq_syntax.parsing.shards import model_identity
+
+    return stand_in_job(corpus, tmp_path, settings={"model": model_identity(str(model))})
+
+
+def test_a_model_file_moved_makes_the_same_shards_and_one_changed_or_missing_is_named(corpus, tmp_path):
+    import hashlib
+
+    model = tmp_path / "models" / "parser.pt"
+    model.parent.mkdir()
+    model.write_bytes(b"weights")
+    job = model_job(corpus, tmp_path, model)
+    for index in range(2):
+        shards.run(job, options(num_shards=2, shard_id=index), [])
+    digest = hashlib.sha256(b"weights").hexdigest()
+    renamed = tmp_path / "models" / "renamed.pt"
+    model.rename(renamed)
+    with pytest.raises(SystemExit) as error:  # "shard 0 was made with another model" before
+        shards.run(model_job(corpus, tmp_path, model), options(num_shards=2, merge=True), [])
+    assert str(error.value).startswith(
+        f"error: cannot write {tmp_path}/out.txt, {tmp_path}/out.blocks.gz from 2 shards: shard 0 was made with other "
+        f"settings: --model {model} is no file here (the shard was made with parser.pt, sha256 {digest[:12]}...); ")
+    shards.run(model_job(corpus, tmp_path, renamed), options(num_shards=2, merge=True, batch_size=2), [])  # the same
+    assert outputs(tmp_path)[0] == "A B\nC\n\nD E F\n\nI\nJ K\n"
+    for index in range(2):
+        shards.run(model_job(corpus, tmp_path, renamed), options(num_shards=2, shard_id=index), [])
+    renamed.write_bytes(b"retrained")
+    with pytest.raises(SystemExit) as error:
+        shards.run(model_job(corpus, tmp_path, renamed), options(num_shards=2, merge=True), [])
+    assert (f"shard 1 was made with other settings: --model renamed.pt of another digest (sha256 {digest[:12]}... in "
+            f"the shard, {hashlib.sha256(b'retrained').hexdigest()[:12]}... now): another model file") in str(error.value)
+
+
+def test_a_merge_of_another_number_of_shards_names_the_shards_there(corpus, tmp_path):
+    job = stand_in_job(corpus, tmp_path)
+    for index in range(3):
+        shards.run(job, options(num_shards=3, shard_id=index), [])
+    with pytest.raises(SystemExit) as error:
+        shards.run(job, options(num_shards=2, merge=True), [])
+    assert str(error.value) == (
+        f"error: cannot write {tmp_path}/out.txt, {tmp_path}/out.blocks.gz from 2 shards: shard 0 is missing; shard 1 "
+        f"is missing; the shards there are of --num-shards 3 ({tmp_path}/out.txt.shard0-of-3.json, "
+        f"{tmp_path}/out.txt.shard1-of-3.json, {tmp_path}/out.txt.shard2-of-3.json): merge with --num-shards 3 (parse "
+        "them with --num-shards 2 --shard-id K, or let --workers W parse what is missing and merge)")
+
+
+@pytest.mark.parametrize("given", [["--shard-id", "1"], ["--merge"]])
+def test_workers_with_one_shard_or_a_merge_are_refused(given, capsys):
+    parser = argparse.ArgumentParser(prog="parse")
+    parser.add_argument("--batch-size", type=int, default=2)
+    shards.add_arguments(parser)
+    with pytest.raises(SystemExit):
+        shards.check_arguments(parser, parser.parse_args(["--workers", "2", "--num-shards", "3", *given]))
+    assert f"error: {given[0]} runs in this one process: give it no --workers" in capsys.readouterr().err
+
+
+def test_a_resumed_run_rates_only_the_lines_it_parsed(corpus, tmp_path):
+    job = stand_in_job(corpus, tmp_path)
+    shards.run(job, options(num_shards=3, shard_id=0), [])  # lines 1 2 7: an earlier run's
+    result = shards.run(job, options(num_shards=3, workers=1), [])
+    assert (result.report.sentences, result.report.earlier) == (4, 3)
+    assert result.report.summary().startswith(f"parsed 4 sentences in {result.report.seconds:.1f} s (")
+    assert ", 3 more by an earlier run; 2 got the flat fallback structure" in result.report.summary()
+
+
+def test_a_shard_is_parsed_by_one_live_process_at_a_time(corpus, tmp_path, capsys):
+    job = stand_in_job(corpus, tmp_path)
+    shard = Shard(1, 3, 2)
+    lock = f"{tmp_path}/out.txt.shard1-of-3.lock"
+    with shards._shard_lock(job, shard):  # another process holds it (flock: another open file is another holder)
+        with pytest.raises(SystemExit) as error:
+            shards.run(job, options(num_shards=3, shard_id=1), [])
+        assert str(error.value) == (
+            f"error: shard 1 of 3 ({tmp_path}/out.txt.shard1-of-3) is being parsed by another process (pid "
+            f"{os.getpid()}, holding {lock}): let it finish, or stop it and run again")
+        with pytest.raises(SystemExit) as error:  # --workers leaves it to its holder, parses the others
+            shards.run(job, options(num_shards=3, workers=1), [])
+        assert "shard 1 is being parsed by another process" in str(error.value)
+        assert f"shard 1 is being parsed by another process (pid {os.getpid()}): left to it" in capsys.readouterr().err
+        assert sorted(p.name for p in tmp_path.glob("out.txt.shard*.json")) == ["out.txt.shard0-of-3.json",
+                                                                                 "out.txt.shard2-of-3.json"]
+    shards.run(job, options(num_shards=3, workers=1), [])  # released: parsed and merged
+    assert outputs(tmp_path)[0] == "A B\nC\n\nD E F\n\nI\nJ K\n" and leftovers(tmp_path) == []
+
+
+SLOW_PARSER = """
+import argparse, sys, time
+from fairseq_syntax.parsing import shards
+from fairseq_syntax.parsing.shards import LINES, Outcome, ParseJob
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--batch-size", type=int, default=1)
+parser.add_argument("--threads", type=int)
+shards.add_arguments(parser)
+args = parser.parse_args()
+
+def load(device):
+    time.sleep(2)  # a model loading
+    def parse(lines, outputs, progress):
+        for line in lines:
+            time.sleep(1)
+            outputs[0].write(" ".join(line.tokens) + "\\n")
+            progress(1)
+        return Outcome([])
+    return parse
+
+job = ParseJob(sys.argv[1] if False else "{input}", None, [("{output}", LINES)], 1, {{"model": "slow"}}, load)
+shards.run(job, args, shards.rerun_command(__file__, None))
+"""
+
+
+def test_workers_stop_at_once_when_their_parent_is_killed(tmp_path):
+    """Killed while its workers are still starting (importing torch), the parent used to leave workers that
+    parsed their whole shards; now each stops before parsing a line."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    source = tmp_path / "input.txt"
+    source.write_text("".join(f"w{k}\n" for k in range(12)))
+    script = tmp_path / "slow_parser.py"
+    script.write_text(SLOW_PARSER.format(input=source, output=tmp_path / "out.txt"))
+    log = tmp_path / "parent.log"
+    with open(log, "w") as stderr:
+        parent = subprocess.Popen([sys.executable, str(script), "--workers", "2", "--num-shards", "6"],
+                                  stderr=stderr, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 600  # the parent imports torch first: seconds, minutes on a loaded machine
+    while len(psutil.Process(parent.pid).children()) < 2:  # both workers started
+        assert parent.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, "the workers did not start"
+        time.sleep(0.05)
+    workers = psutil.Process(parent.pid).children()
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+
+    def alive(process):
+        try:
+            return process.status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+
+    deadline = time.monotonic() + 60  # a worker still importing notices once it runs its first line of ours
+    while any(alive(worker) for worker in workers):
+        assert time.monotonic() < deadline, "a worker outlived its parent"
+        time.sleep(0.1)
+    assert not list(tmp_path.glob("out.txt.shard*-of-6.json"))  # no shard was parsed to its end
+    logs = [path.read_text() for path in tmp_path.glob("out.txt.shard*-of-6.log")]
+    assert len(logs) == 2 and all(f"the process that started this worker (pid {parent.pid}) is gone" in log
+                                  for log in logs)
