@@ -75,6 +75,12 @@ is_packed() {  # is_packed FILE [--packed]: has (or, with --packed, has packed) 
   exit 2
 }
 
+has_checkpoint() {  # has_checkpoint DIR: DIR holds a checkpoint of a run to go on from (fairseq-train resumes)
+  # any checkpoint counts, not checkpoint_last.pt alone: a kill during the first save leaves the epoch's checkpoint and
+  # checkpoint_best.pt without it, and fairseq-train (with the plugin) goes on from the newest whole one
+  compgen -G "$1/checkpoint*.pt" > /dev/null
+}
+
 # a training command as a resumed run must match it: without its budget (--max-epoch / --max-update may grow) and its
 # --num-workers (who loads the batches, not which batches)
 resume_key() {
@@ -110,7 +116,7 @@ run_system() {
   local ckpt="${CKPT_ROOT:-$runs}/ckpt-$name" log_mode=">"
   local train_cmd=(fairseq-train "$data" --user-dir fairseq_syntax --task syntax_translation --arch "$arch"
     --save-dir "$ckpt" --no-epoch-checkpoints --log-format simple --log-interval 50 "$@")
-  # A run cut short (a session that ends, a crash) goes on from its checkpoint_last.pt, as fairseq-train does
+  # A run cut short (a session that ends, a crash) goes on from its newest checkpoint, as fairseq-train does
   # by default, and its log continues - if it was started with the same command up to its budget (--max-epoch /
   # --max-update may grow); RESTART=1 starts it afresh.
   # a run whose outputs are packed is finished: not run again, nor resumed from a checkpoint it left behind
@@ -119,13 +125,13 @@ run_system() {
       "(then remove the run's files) to run it again" >&2
     return 1
   fi
-  if [ -f "$ckpt/checkpoint_last.pt" ] && [ -z "${RESTART:-}" ]; then
+  if has_checkpoint "$ckpt" && [ -z "${RESTART:-}" ]; then
     if [ "$(resume_key "$(cat "$ckpt/train_command.txt" 2>/dev/null)")" != "$(resume_key "${train_cmd[*]}")" ]; then
       echo "$ckpt holds a run of another command ($ckpt/train_command.txt); RESTART=1 starts $name afresh" >&2
       return 1
     fi
     log_mode=">>"
-    echo "== resume $name from $ckpt/checkpoint_last.pt"
+    echo "== resume $name from its checkpoints in $ckpt"
     # the log goes on: uncompress the one a finished run left
     if [ -f "$runs/$name.train.log.gz" ] && [ ! -f "$runs/$name.train.log" ]; then gunzip "$runs/$name.train.log.gz"; fi
   else

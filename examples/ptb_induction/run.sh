@@ -10,7 +10,7 @@
 #
 # Environment: UPDATES (training updates per model, default 450), PRECISION (bf16: --cpu-bf16-autocast, the default
 # on a CPU with bf16 instructions; or fp32, the default elsewhere), CPU only, one thread per process. A training run
-# cut short goes on from its checkpoint_last.pt when the script is run again (also with a larger UPDATES, to train
+# cut short goes on from its newest whole checkpoint when the script is run again (also with a larger UPDATES, to train
 # longer); RESTART=1 starts afresh.
 # EVAL_TEXT=1 adds the words of the PTB sample (never its trees) to the training text: the transductive setting,
 # in-domain text for the parser; its files get the suffix -eval-text (work-eval-text/, logs-eval-text/, ...).
@@ -123,7 +123,7 @@ esac
 # the two models train at the same time, one thread each (one per core of the 2-core machine this was made on)
 training=()
 for arch in tree_transformer_lm roberta_prenorm; do
-  if [ -n "${RESTART:-}" ] || [ ! -f "$WORK/checkpoints/$arch/checkpoint_last.pt" ]; then
+  if [ -n "${RESTART:-}" ] || ! has_checkpoint "$WORK/checkpoints/$arch"; then  # examples/common.sh
     rm -rf "$WORK/checkpoints/$arch" "$LOGS/train_$arch.log" "$LOGS/train_$arch.log.gz"
   elif [ -f "$LOGS/train_$arch.log.gz" ] && [ ! -f "$LOGS/train_$arch.log" ]; then
     gunzip "$LOGS/train_$arch.log.gz"  # the log of the run that goes on, compressed when it last ended
