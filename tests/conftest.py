@@ -20,6 +20,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOUNS = ["cat", "dog", "father", "man"]
 VERBS = ["sees", "likes"]
 BPE = {"father": ["fa@@", "ther"]}
+# subword-nmt merges that rebuild every word of the corpus whole, except father -> fa@@ ther (BPE); raw_corpus writes
+# them to CODES, and preprocess records them (fairseq-syntax-preprocess --bpe-codes checks every word against them)
+BPE_MERGES = ["f a", "t h", "th e", "the r</w>", "th e</w>", "c a", "ca t</w>", "d o", "do g</w>", "m a", "ma n</w>",
+              "s e", "se e", "see s</w>", "l i", "li k", "lik e", "like s</w>"]
+CODES = "codes"
 #: the dependency treebank: every ``the N V the N .`` with two different nouns, in CoNLL-U by :func:`conllu`
 TREEBANK_NOUNS = ["cat", "dog", "man", "father"]
 TREEBANK = [(subject, verb, obj) for subject, verb, obj in itertools.product(TREEBANK_NOUNS, VERBS, TREEBANK_NOUNS)
@@ -59,10 +64,21 @@ def run_preprocess(raw, dest, form, *extra, splits=("train", "valid")):
                   "--destdir", str(dest), "--joined-dictionary", "--workers", "1", *extra])
 
 
+def write_codes(raw_dir) -> str:
+    """Writes BPE_MERGES as a subword-nmt codes file ``raw_dir/codes``; returns its path."""
+    path = os.path.join(raw_dir, CODES)
+    with open(path, "w") as codes:
+        codes.write("#version: 0.2\n" + "\n".join(BPE_MERGES) + "\n")
+    return path
+
+
 def preprocess(raw_dir: str, dest: str, form: str, *extra: str):
+    """fairseq-syntax-preprocess of raw_dir's three splits; with the BPE codes of raw_dir recorded where it has them."""
+    codes = os.path.join(raw_dir, CODES)
     return run([sys.executable, "-m", "fairseq_syntax.cli.preprocess", "-s", "en", "-t", "de",
                 "--trainpref", f"{raw_dir}/train", "--validpref", f"{raw_dir}/valid", "--testpref", f"{raw_dir}/test",
-                "--form", form, "--destdir", dest, "--joined-dictionary", "--workers", "1", *extra])
+                "--form", form, "--destdir", dest, "--joined-dictionary", "--workers", "1",
+                *(["--bpe-codes", codes] if os.path.exists(codes) else []), *extra])
 
 
 @pytest.fixture(scope="session")
@@ -70,6 +86,7 @@ def raw_corpus(tmp_path_factory):
     raw = tmp_path_factory.mktemp("raw")
     for split, n, seed in (("train", 200, 1), ("valid", 20, 2), ("test", 21, 3)):
         tiny_corpus(str(raw / split), n, seed)
+    write_codes(str(raw))
     return str(raw)
 
 

@@ -53,7 +53,8 @@ while read -r data form preterminals side_inputs; do
   rm -rf "$WORK/data-$data"
   python3 -m fairseq_syntax.cli.preprocess -s en -t de --trainpref "$WORK/bpe/train" --validpref "$WORK/bpe/valid" \
     --testpref "$WORK/bpe/test" --form "$form" --preterminals "$preterminals" --destdir "$WORK/data-$data" \
-    --joined-dictionary --workers 2 > "$WORK/preprocess-$data.log" 2>&1 || { tail -20 "$WORK/preprocess-$data.log"; exit 1; }
+    --joined-dictionary --workers 2 --bpe-codes "$WORK/raw/codes" --bpe-vocabulary "$WORK/raw/vocab.en" \
+    --bpe-vocabulary-threshold 1 > "$WORK/preprocess-$data.log" 2>&1 || { tail -20 "$WORK/preprocess-$data.log"; exit 1; }
   if [[ " $side_inputs " == *" src_ldd "* ]]; then
     echo "== fairseq-syntax-preprocess-dependencies --labels universal (data-$data)"
     python3 -m fairseq_syntax.methods.ldd.preprocess -s en -t de --trainpref "$WORK/bpe/train" \

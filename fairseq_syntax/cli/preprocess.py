@@ -7,6 +7,13 @@ of each source line is carried onto its tree's leaves, so tree and tokens always
 ``{split}.SRC-TGT.SRC.parents.{bin,idx}`` for ``preorder``, and ``syntax.json`` recording the form (and the
 fingerprint of the tokens the side data was made for, :mod:`fairseq_syntax.core.data_dir`).
 
+What ``fairseq-interactive`` needs to give an input sentence the same tokens is recorded too: the BPE the source
+was segmented with (``--bpe-codes``, ``--bpe-vocabulary``, ``--bpe-vocabulary-threshold``: the arguments of
+``subword-nmt apply-bpe``; the files are copied into ``--destdir``, and every source word is checked to be
+segmented as they segment it, :mod:`fairseq_syntax.core.bpe`), the parser that made the trees (``--parser-backend``,
+``--parser-model``, ``--parser-tagger``) and whether the trees carry POS tags (counted here), which
+:mod:`fairseq_syntax.core.interactive_source` checks ``--source-parser`` against.
+
 Every problem stops with ``FILE:LINE: problem`` (malformed tree, tree leaves that differ from the source words,
 line-count mismatch, over-long sentence), unless ``--skip-invalid`` is given: then the pair is left out of both
 sides and each skipped line is counted, by reason, and listed (``{split}.skipped.tsv``). A split without pairs
@@ -32,7 +39,7 @@ import torch
 from tqdm import tqdm
 
 from fairseq_syntax.core import trees
-from fairseq_syntax.core.bpe import group_bpe_words, merge_pieces
+from fairseq_syntax.core.bpe import BPE_META_KEY, SubwordNmtBpe, group_bpe_words, merge_pieces, record_bpe
 from fairseq_syntax.core.data_dir import (
     META_FILE,
     SIDE_DATA_KEY,
@@ -44,7 +51,16 @@ from fairseq_syntax.core.data_dir import (
     write_meta,
 )
 from fairseq_syntax.core.input_forms import FORMS, PRETERMINALS, source_form
+from fairseq_syntax.core.interactive_source import (
+    MIXED,
+    PARSER_META_KEY,
+    POS_TAGS_META_KEY,
+    TAGGED,
+    UNTAGGED,
+)
+from fairseq_syntax.core.source_parsers import BACKENDS
 from fairseq_syntax.core.text_lines import TextLineError, read_lines_or_errors
+from fairseq_syntax.parsing.provenance import model_digest
 from fairseq_syntax.parsing.text import ptb_escape_token
 
 logger = logging.getLogger("fairseq_syntax.preprocess")
@@ -71,6 +87,18 @@ def get_parser() -> argparse.ArgumentParser:
                         help="longest source allowed, in tokens of the chosen form, fairseq's EOS included")
     parser.add_argument("--skip-invalid", action="store_true",
                         help="leave out (and count) invalid pairs instead of stopping at the first")
+    parser.add_argument("--bpe-codes", metavar="CODES",
+                        help="the subword-nmt BPE codes the source was segmented with (apply-bpe -c CODES): copied "
+                        "into --destdir and recorded for fairseq-interactive, which segments its input alike")
+    parser.add_argument("--bpe-vocabulary", metavar="VOCAB", help="with --bpe-codes: apply-bpe's --vocabulary")
+    parser.add_argument("--bpe-vocabulary-threshold", type=int, metavar="N",
+                        help="with --bpe-vocabulary: apply-bpe's --vocabulary-threshold")
+    parser.add_argument("--parser-backend", choices=BACKENDS,
+                        help="the constituency parser that made the trees (preprocess/parse_constituency.py "
+                        "--backend), recorded for fairseq-interactive --source-parser")
+    parser.add_argument("--parser-model", metavar="MODEL", help="with --parser-backend: its --model")
+    parser.add_argument("--parser-tagger", metavar="MODEL",
+                        help="with --parser-backend: its --tagger, if the trees were tagged by one")
     parser.add_argument("--overwrite", action="store_true",
                         help="--destdir holds an earlier data directory: remove its files (dictionaries, binarized "
                         "splits, side data, syntax.json, listings; no other file) once every split is converted")
@@ -83,11 +111,17 @@ class InvalidPair(Exception):
         self.reason = reason
 
 
+class BpeMismatch(Exception):
+    """A source word segmented otherwise than ``--bpe-codes`` segments it: the run stops (not a pair to skip)."""
+
+
 def convert_line(
-    tree_line: str, src_line: str, form: str, preterminals: str, tree_file: str, line: int
-) -> Tuple[List[str], Optional[np.ndarray], str]:
+    tree_line: str, src_line: str, form: str, preterminals: str, tree_file: str, line: int,
+    bpe: Optional[SubwordNmtBpe] = None, src_file: str = "",
+) -> Tuple[List[str], Optional[np.ndarray], str, bool]:
     """One tree line and its BPE'd source line -> (tokens of the input form, parent array or None, the preterminal
-    mode used for this tree: ``auto`` resolved to ``keep`` or ``split``)."""
+    mode used for this tree: ``auto`` resolved to ``keep`` or ``split``, whether the tree has POS tags). With
+    ``bpe``, each source word must be segmented as ``bpe`` segments it."""
     try:
         tree = trees.parse_tree(tree_line, source=tree_file, line=line)
     except trees.TreeError as e:
@@ -108,17 +142,26 @@ def convert_line(
                "(( -> -LRB-, ) -> -RRB-, [ -> -LSB-, ...; fairseq_syntax.parsing.text.ptb_escape_token) before BPE"
                if escaped else ""),
         )
+    for word, word_pieces in zip(merged, pieces) if bpe is not None else ():
+        if bpe.segment(word) != word_pieces:
+            given = f"--bpe-codes {bpe.codes}" + (f" --bpe-vocabulary {bpe.vocabulary} --bpe-vocabulary-threshold "
+                                                  f"{bpe.threshold}" if bpe.vocabulary else "")
+            raise BpeMismatch(f"{src_file}:{line}: the word {word!r} is segmented {' '.join(word_pieces)!r}, but the "
+                              f"BPE of {given} makes it {' '.join(bpe.segment(word))!r}: give the BPE files and "
+                              "threshold the source was segmented with (subword-nmt apply-bpe's -c, --vocabulary "
+                              "and --vocabulary-threshold)")
     segments = iter(pieces)
     tree = trees.apply_bpe(tree, lambda word: next(segments))
     resolved = trees.resolve_preterminals(tree, preterminals)
     form_out = source_form(tree, form, resolved)
-    return form_out.tokens, form_out.parents, resolved
+    return form_out.tokens, form_out.parents, resolved, trees.has_pos_tags(tree)
 
 
-def convert_split(prefix: str, args, out_prefix: str) -> Tuple[List[np.ndarray], Counter, Counter]:
+def convert_split(prefix: str, args, out_prefix: str,
+                  bpe: Optional[SubwordNmtBpe] = None) -> Tuple[List[np.ndarray], Counter, Counter, Counter]:
     """Writes ``out_prefix.{src,tgt}`` in the chosen form (and ``out_prefix.skipped.tsv``, the lines skipped);
-    returns parent arrays, skip counts by reason and the number of trees under each preterminal mode. A split left
-    without pairs stops the run."""
+    returns parent arrays, skip counts by reason, the number of trees under each preterminal mode and the number
+    with and without POS tags. A split left without pairs stops the run."""
     src_file, tgt_file = f"{prefix}.{args.source_lang}", f"{prefix}.{args.target_lang}"
     tree_file = f"{prefix}.{args.trees_suffix}"
     src, tgt, tree_lines = (read_lines_or_errors(path) for path in (src_file, tgt_file, tree_file))
@@ -127,7 +170,7 @@ def convert_split(prefix: str, args, out_prefix: str) -> Tuple[List[np.ndarray],
             f"error: line-count mismatch: {src_file} has {len(src)} lines, {tgt_file} {len(tgt)}, "
             f"{tree_file} {len(tree_lines)}"
         )
-    parents, skipped, skipped_lines, modes = [], Counter(), [], Counter()
+    parents, skipped, skipped_lines, modes, tagged = [], Counter(), [], Counter(), Counter()
     with open(f"{out_prefix}.{args.source_lang}", "w", encoding="utf-8") as out_src, open(
         f"{out_prefix}.{args.target_lang}", "w", encoding="utf-8"
     ) as out_tgt:
@@ -140,7 +183,8 @@ def convert_split(prefix: str, args, out_prefix: str) -> Tuple[List[np.ndarray],
                     raise InvalidPair("unreadable line", str(unreadable))
                 if not t.strip():
                     raise InvalidPair("empty target", f"{tgt_file}:{number}: empty target line")
-                tokens, parent_array, mode = convert_line(tr, s, args.form, args.preterminals, tree_file, number)
+                tokens, parent_array, mode, has_tags = convert_line(tr, s, args.form, args.preterminals, tree_file,
+                                                                    number, bpe, src_file)
                 if len(tokens) + 1 > args.max_source_positions:
                     raise InvalidPair(
                         "over-long source",
@@ -154,6 +198,7 @@ def convert_split(prefix: str, args, out_prefix: str) -> Tuple[List[np.ndarray],
                 skipped_lines.append(f"{number}\t{e.reason}\t{e}")
                 continue
             modes[mode] += 1
+            tagged[has_tags] += 1
             out_src.write(" ".join(tokens) + "\n")
             out_tgt.write(t.strip() + "\n")
             if parent_array is not None:
@@ -176,7 +221,30 @@ def convert_split(prefix: str, args, out_prefix: str) -> Tuple[List[np.ndarray],
         logger.info(f"{prefix}: --preterminals auto: {modes['keep']} trees with POS tags keep their POS nodes, "
                     f"{modes['split']} without (placeholder tags {sorted(trees.PLACEHOLDER_TAGS)}) keep a POS node "
                     "only over a BPE-split word")
-    return parents, skipped, modes
+    return parents, skipped, modes, tagged
+
+
+def pos_tags(tagged: Counter) -> str:
+    """syntax.json's ``pos_tags`` from the number of trees with POS tags (True) and without (False)."""
+    return MIXED if tagged[True] and tagged[False] else TAGGED if tagged[True] else UNTAGGED
+
+
+def parser_record(args, parser) -> Optional[dict]:
+    """syntax.json's ``parser`` (:mod:`fairseq_syntax.core.interactive_source`) from --parser-*: a local model file
+    by name and digest, a name to download as given."""
+    if args.parser_backend is None:
+        if args.parser_model or args.parser_tagger:
+            parser.error("--parser-model and --parser-tagger describe --parser-backend's parser: give it too")
+        return None
+    if args.parser_model is None:
+        parser.error("--parser-backend: give the parser's --parser-model too")
+
+    def identity(model):
+        if model is None or not os.path.isfile(model):
+            return model
+        return {"name": os.path.basename(model), "sha256": model_digest(model)}
+
+    return {"backend": args.parser_backend, "model": identity(args.parser_model), "tagger": identity(args.parser_tagger)}
 
 
 def write_parents(parents: List[np.ndarray], dest_prefix: str) -> None:
@@ -251,17 +319,27 @@ def main(argv: Optional[List[str]] = None) -> None:
             splits.append((kind if k == 0 else f"{kind}{k}", prefix))
     if not splits:
         raise SystemExit("give at least one of --trainpref, --validpref, --testpref")
+    if args.bpe_codes is None and (args.bpe_vocabulary or args.bpe_vocabulary_threshold is not None):
+        get_parser().error("--bpe-vocabulary and --bpe-vocabulary-threshold go with --bpe-codes")
+    parser_entry = parser_record(args, get_parser())
+    try:
+        bpe = SubwordNmtBpe(args.bpe_codes, args.bpe_vocabulary, args.bpe_vocabulary_threshold) if args.bpe_codes \
+            else None
+    except (OSError, ValueError) as error:
+        raise SystemExit(f"error: {error}") from None
     fairseq_argv = fairseq_arguments(args, fairseq_extra)  # checked before anything is written
     os.makedirs(args.destdir, exist_ok=True)
 
     with tempfile.TemporaryDirectory(prefix="fairseq-syntax-") as tmp:
-        parents, summary = {}, {}
+        parents, summary, tagged = {}, {}, Counter()
         for split, prefix in splits:
             try:
-                parents[split], skipped, modes = convert_split(prefix, args, os.path.join(tmp, split))
-            except (FileNotFoundError, TextLineError) as error:  # a missing or cut-short file: nothing to skip
+                parents[split], skipped, modes, split_tagged = convert_split(prefix, args, os.path.join(tmp, split),
+                                                                             bpe)
+            except (FileNotFoundError, TextLineError, BpeMismatch) as error:  # nothing to skip: stop
                 raise SystemExit(f"error: {error}") from None
             summary[split] = {"skipped": dict(skipped), "preterminal_modes": dict(modes)}
+            tagged.update(split_tagged)
         if earlier:  # every split converted: only now is the earlier data directory given up
             for name in data_files(args.destdir):
                 os.remove(os.path.join(args.destdir, name))
@@ -280,10 +358,14 @@ def main(argv: Optional[List[str]] = None) -> None:
                 shutil.move(os.path.join(tmp, split + SKIPPED_SUFFIX), skipped_listing(args.destdir, split))
 
     # an empty side_data entry still says that this directory records its side data: any other is left over
-    meta = {"form": args.form, "preterminals": args.preterminals, "splits": summary, SIDE_DATA_KEY: {}}
+    meta = {"form": args.form, "preterminals": args.preterminals, "splits": summary, SIDE_DATA_KEY: {},
+            POS_TAGS_META_KEY: pos_tags(tagged), PARSER_META_KEY: parser_entry}
+    if bpe is not None:
+        meta[BPE_META_KEY] = record_bpe(args.destdir, args.source_lang, args.bpe_codes, args.bpe_vocabulary,
+                                        args.bpe_vocabulary_threshold)
     for split, _ in splits:
         tokens_prefix = source_prefix(args.destdir, split, args.source_lang, args.target_lang)
-        if args.form == "preorder":
+        if args.form == "preorder" and "--dict-only" not in fairseq_argv:  # --dict-only: no tokens to tie them to
             write_parents(parents[split], f"{tokens_prefix}.parents")
             check_alignment(tokens_prefix, f"{tokens_prefix}.parents")
             meta = with_side_data(meta, "parents", split, tokens_prefix)

@@ -1,10 +1,29 @@
-"""subword-nmt's BPE word grouping, shared by the commands that carry a word-level analysis (trees, arcs) onto
-BPE'd source tokens: ``fairseq-syntax-preprocess`` and ``fairseq-syntax-preprocess-dependencies``.
+"""subword-nmt's BPE: its word grouping, shared by the commands that carry a word-level analysis (trees, arcs) onto
+BPE'd source tokens (``fairseq-syntax-preprocess``, ``fairseq-syntax-preprocess-dependencies``), and the BPE a data
+directory was made with, which ``fairseq-interactive`` applies to its input in process.
 
 subword-nmt marks every non-final piece of a word with the ``@@`` joiner (``fa@@ th@@ er``); the pieces of a word
 are the tokens up to and including the first one without it.
+
+The recipes segment the source with ``subword-nmt apply-bpe -c CODES --vocabulary VOCAB --vocabulary-threshold 1``:
+with the vocabulary, a merge whose result is rarer in the training text than the threshold is undone, so ``one``
+can become ``o@@ n@@ e`` where the codes alone give ``o@@ ne`` (fairseq's own ``--bpe subword_nmt`` takes no
+vocabulary and would give the latter, a token the dictionary may not hold). ``fairseq-syntax-preprocess
+--bpe-codes CODES [--bpe-vocabulary VOCAB --bpe-vocabulary-threshold N]`` copies the files into the data directory
+(:data:`CODES_FILE`, ``bpe.vocab.SRC``) and records them in ``syntax.json`` (:data:`BPE_META_KEY`:
+``{"codes": "bpe.codes", "vocabulary": "bpe.vocab.en", "vocabulary_threshold": 1}``, names inside the directory);
+:class:`SubwordNmtBpe` applies exactly what ``apply-bpe`` applies (subword-nmt's own ``BPE`` class with the same
+arguments), word by word.
 """
+import os
+import shutil
+from typing import Optional
+
 BPE_JOINER = "@@"
+BPE_META_KEY = "bpe"  # syntax.json entry (module docstring)
+CODES_FILE = "bpe.codes"
+#: the files of a data directory that hold its BPE (data_dir.DATA_FILE_PATTERNS lists them)
+BPE_FILE_PATTERNS = (CODES_FILE, "bpe.vocab.*")
 
 
 def group_bpe_words(tokens: list[str]) -> list[list[str]]:
@@ -23,3 +42,56 @@ def group_bpe_words(tokens: list[str]) -> list[list[str]]:
 def merge_pieces(pieces: list[str]) -> str:
     """The pieces of one word -> the word, joiners removed."""
     return "".join(p.removesuffix(BPE_JOINER) for p in pieces)
+
+
+class SubwordNmtBpe:
+    """``subword-nmt apply-bpe -c codes [--vocabulary vocabulary --vocabulary-threshold threshold]``, one word at a
+    time: :meth:`segment` gives the pieces apply-bpe writes for the word. A file that is not what subword-nmt reads
+    raises ``ValueError`` naming it."""
+
+    def __init__(self, codes: str, vocabulary: Optional[str] = None, threshold: Optional[int] = None):
+        from subword_nmt.apply_bpe import BPE, read_vocabulary
+
+        self.codes, self.vocabulary, self.threshold = codes, vocabulary, threshold
+        words = None
+        if vocabulary is not None:
+            with open(vocabulary, encoding="utf-8") as lines:
+                try:
+                    words = read_vocabulary(lines, threshold)
+                except ValueError:
+                    raise ValueError(f"{vocabulary}: not a subword-nmt vocabulary (one 'WORD COUNT' a line)") from None
+        with open(codes, encoding="utf-8") as lines:
+            try:
+                self._bpe = BPE(lines, -1, BPE_JOINER, words, None)
+            except SystemExit:  # subword-nmt names the bad line on stderr and exits
+                raise ValueError(f"{codes}: not a subword-nmt BPE codes file (the line named above)") from None
+        self._pieces: dict[str, list[str]] = {}
+
+    def segment(self, word: str) -> list[str]:
+        """The BPE pieces of ``word`` (one piece when it stays whole)."""
+        pieces = self._pieces.get(word)
+        if pieces is None:
+            pieces = self._pieces[word] = self._bpe.segment_tokens([word])
+        return pieces
+
+
+def record_bpe(destdir: str, source_lang: str, codes: str, vocabulary: Optional[str] = None,
+               threshold: Optional[int] = None) -> dict:
+    """Copies the BPE files into ``destdir``; returns the ``syntax.json`` entry naming them (module docstring)."""
+    shutil.copyfile(codes, os.path.join(destdir, CODES_FILE))
+    entry = {"codes": CODES_FILE, "vocabulary": None, "vocabulary_threshold": threshold}
+    if vocabulary is not None:
+        entry["vocabulary"] = f"bpe.vocab.{source_lang}"
+        shutil.copyfile(vocabulary, os.path.join(destdir, entry["vocabulary"]))
+    return entry
+
+
+def data_dir_bpe(data_path: str, meta: dict) -> Optional[SubwordNmtBpe]:
+    """The BPE ``syntax.json`` (``meta``) of ``data_path`` records, or None where it records none."""
+    entry = meta.get(BPE_META_KEY)
+    if entry is None:
+        return None
+    vocabulary = entry.get("vocabulary")
+    return SubwordNmtBpe(os.path.join(data_path, entry["codes"]),
+                         None if vocabulary is None else os.path.join(data_path, vocabulary),
+                         entry.get("vocabulary_threshold"))

@@ -1,9 +1,12 @@
 """The data directory format: what ``fairseq-syntax-preprocess`` writes beside fairseq's binarized files.
 
 ``syntax.json`` records how the source side was made: ``{"form": "preorder", "preterminals": "split", ...}`` (the
-input form, :mod:`fairseq_syntax.core.input_forms`), plus one entry per side input whose preprocessing has settings
-a later step must reuse (e.g. ``"ldd"``: the label table and floor of the dependency side data). Side data files are
-``{split}.{src}-{tgt}.{src}.{suffix}.{bin,idx}`` (:mod:`fairseq_syntax.core.side_inputs`).
+input form, :mod:`fairseq_syntax.core.input_forms`), the BPE the source was segmented with (``"bpe"``, its files
+copied beside, :mod:`fairseq_syntax.core.bpe`), the parser that made the trees and whether they carry POS tags
+(``"parser"``, ``"pos_tags"``, :mod:`fairseq_syntax.core.interactive_source`), plus one entry per side input whose
+preprocessing has settings a later step must reuse (e.g. ``"ldd"``: the label table and floor of the dependency
+side data). Side data files are ``{split}.{src}-{tgt}.{src}.{suffix}.{bin,idx}``
+(:mod:`fairseq_syntax.core.side_inputs`).
 
 Side data is tied to the token data it was made for: the command that writes a split's side data records in
 ``syntax.json`` the fingerprint (:func:`files_fingerprint`) of that split's binarized source and of the side data
@@ -20,6 +23,7 @@ import hashlib
 import json
 import os
 
+from fairseq_syntax.core.bpe import BPE_FILE_PATTERNS
 from fairseq_syntax.core.text_lines import read_lines
 
 META_FILE = "syntax.json"
@@ -52,7 +56,8 @@ SIDE_DATA_KEY = "side_data"
 SKIPPED_SUFFIX = ".skipped.tsv"
 #: the files of a data directory, fairseq's and the plugin's: what fairseq-syntax-preprocess will not write among
 #: (nor mix an earlier run's side data with), and what its --overwrite removes
-DATA_FILE_PATTERNS = ("dict.*.txt", "*.bin", "*.idx", META_FILE, "preprocess.log", "*" + SKIPPED_SUFFIX, "*.partial")
+DATA_FILE_PATTERNS = ("dict.*.txt", "*.bin", "*.idx", META_FILE, "preprocess.log", "*" + SKIPPED_SUFFIX, "*.partial",
+                      *BPE_FILE_PATTERNS)
 
 
 def source_prefix(data_path: str, split: str, src: str, tgt: str) -> str:

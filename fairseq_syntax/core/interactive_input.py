@@ -57,11 +57,15 @@ def buffered_read(input: str, buffer_size: int) -> Iterator[list[str]]:
         yield buffer
 
 
-def use_in_fairseq_interactive() -> None:
+def use_in_fairseq_interactive() -> bool:
     """Replace ``buffered_read`` of a running ``fairseq-interactive`` (the console script's module, or the main
-    module of ``python -m fairseq_cli.interactive``); nothing happens in other commands."""
+    module of ``python -m fairseq_cli.interactive``); nothing happens in other commands. Returns whether it did,
+    i.e. whether this process is fairseq-interactive."""
+    replaced = False
     for name in ("fairseq_cli.interactive", "__main__"):
         module = sys.modules.get(name)
         spec = getattr(module, "__spec__", None)
         if module is not None and spec is not None and spec.name == "fairseq_cli.interactive":
             module.buffered_read = buffered_read
+            replaced = True
+    return replaced

@@ -11,19 +11,22 @@ records the input form it was trained on (``syntax.json``'s form and POS-node co
 form, a directory without a side input the model reads, a missing split or the other task's directory stops with
 one line saying what to make, not with fairseq's size mismatch, wrong translations or a traceback.
 
-``fairseq-interactive`` takes one bracketed tree per line (or raw tokenized text with ``--source-parser``); BPE
-(``--bpe subword_nmt --bpe-codes ...``) is applied to the leaves and the tree is turned into the input form the
-data directory was made with (``syntax.json``). A side input that does not come with the tree (e.g. ``src_ldd``)
-brings its own conversion of the lines (``SideInput.interactive``) and its options, which are options of this task.
+``fairseq-interactive`` reads sentences of tokenized words (or, with ``--source-format tree``, one bracketed tree per
+line) and gives each the source tokens and side data it gets offline: parsed by ``--source-parser`` where the model
+reads a constituency tree, segmented with the BPE the data directory records, turned into its input form
+(:mod:`fairseq_syntax.core.interactive_source`). A side input that does not come with the tree (e.g. ``src_ldd``)
+brings its own conversion of the words (``SideInput.interactive``) and its options, which are options of this task.
 The lines are read as preprocessing reads files (:mod:`fairseq_syntax.core.interactive_input`); one that cannot be
-read or converted, or is longer than the model takes, is reported and gets an empty hypothesis.
+read or converted, or is longer than the model takes, is reported and gets an empty hypothesis. The data directory's
+BPE is applied to the words by the task (after parsing), so fairseq's own encode step gets a BPE that leaves the
+line as it is, and its decode step removes the joiners as ``--bpe subword_nmt`` would (:meth:`build_bpe`).
 """
 import atexit
 import logging
 import os
 import sys
-from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple, Union
+from dataclasses import dataclass
+from typing import Dict, Sequence, Tuple
 
 import torch
 from fairseq import utils
@@ -31,7 +34,8 @@ from fairseq.data import indexed_dataset
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
-from fairseq_syntax.core import interactive_input, trees
+from fairseq_syntax.core import interactive_input
+from fairseq_syntax.core.bpe import BPE_JOINER, BPE_META_KEY, data_dir_bpe
 from fairseq_syntax.core.cpu_autocast import CpuAutocastConfig, CpuAutocastMixin
 from fairseq_syntax.core.data_dir import (
     META_FILE,
@@ -41,7 +45,7 @@ from fairseq_syntax.core.data_dir import (
     require_data_dir_of,
     require_language_pair,
 )
-from fairseq_syntax.core.input_forms import source_form
+from fairseq_syntax.core.interactive_source import InteractiveSource, InteractiveSourceConfig
 from fairseq_syntax.core.pair_dataset import SyntaxLanguagePairDataset
 from fairseq_syntax.core.side_inputs import (
     SIDE_INPUTS,
@@ -58,12 +62,8 @@ TRAINED_FORM = "syntax_source_form"
 
 
 @dataclass
-class SyntaxTranslationConfig(TranslationConfig, CpuAutocastConfig, *task_options()):
-    source_parser: Optional[str] = field(
-        default=None,
-        metadata={"help": "fairseq-interactive only: parse raw input lines with this constituency parser "
-                  "(see fairseq_syntax.parsing.constituency.load_parser), instead of reading one tree per line"},
-    )
+class SyntaxTranslationConfig(TranslationConfig, CpuAutocastConfig, InteractiveSourceConfig, *task_options()):
+    pass
 
 
 @register_task("syntax_translation", dataclass=SyntaxTranslationConfig)
@@ -77,8 +77,9 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
         self.model_supervision_inputs: Tuple[str, ...] = ()  # what their training losses read
         self.criterion_supervision_inputs: Tuple[str, ...] = ()  # what the criterion built for training reads
         self._interactive_side: Dict[Tuple[int, ...], Dict[str, torch.Tensor]] = {}  # current buffer, by tokens
-        self._interactive_converter = None
-        self._parser = None
+        self._interactive_source: InteractiveSource | None = None
+        self._fairseq_interactive = False  # set up by fairseq-interactive (setup_task)
+        self._fairseq_bpe = None  # fairseq's --bpe, for a data directory that records no BPE
         self._interactive_lines = 0  # fairseq-interactive sends lines in chunks; number them across chunks
         self._bad_lines = 0  # interactive lines that could not be converted (reported, given an empty hypothesis)
         self._model_max_source_positions: int | None = None  # the shortest limit of the models built
@@ -88,8 +89,10 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
     def setup_task(cls, cfg: SyntaxTranslationConfig, **kwargs):
         require_data_dir_of(TRANSLATION_TASK, first_data_path(cfg.data))
         require_language_pair(first_data_path(cfg.data), cfg.source_lang, cfg.target_lang)
-        interactive_input.use_in_fairseq_interactive()
-        return super().setup_task(cfg, **kwargs)
+        interactive = interactive_input.use_in_fairseq_interactive()
+        task = super().setup_task(cfg, **kwargs)
+        task._fairseq_interactive = interactive
+        return task
 
     def load_state_dict(self, state_dict):
         """Called with a checkpoint's task state before its model is built (``checkpoint_utils``): stops when the
@@ -307,64 +310,68 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
         self._bad_lines += 1
         logger.error(f"{message}; this line gets an empty hypothesis (score -inf)")
 
-    def _interactive_sources(self, lines: list[str], numbers: Sequence[int], encode_fn) -> list:
-        """Per line: (source tokens, side items), or a :class:`BadLine`."""
-        converter = self._converter()
-        if converter is not None:
-            return converter(lines, numbers, encode_fn) if lines else []
-        return [self._interactive_tree_source(line, number, encode_fn) for line, number in zip(lines, numbers)]
+    def build_bpe(self, args):
+        """fairseq's ``--bpe``; in fairseq-interactive a BPE whose encode step leaves the line as it is (the task
+        segments each word after parsing: :meth:`_segmenter`) and whose decode step removes the joiners."""
+        given = super().build_bpe(args)
+        if not self._fairseq_interactive:
+            return given
+        if given is not None and self.meta.get(BPE_META_KEY) is not None:
+            raise SystemExit(f"error: {os.path.join(first_data_path(self.cfg.data), META_FILE)} records the BPE the "
+                             "data directory was made with, which fairseq-interactive applies to every word: leave "
+                             "out --bpe")
+        self._fairseq_bpe = given
+        return JoinerRemoval() if given is not None or self.meta.get(BPE_META_KEY) is not None else None
 
-    def _converter(self):
-        """The line conversion of the side input the models read that does not come with the tree, if any; a
-        conversion that cannot be set up (an option missing, syntax.json lacking its settings) stops the run."""
-        if self._interactive_converter is None:
-            hooks = [SIDE_INPUTS[name] for name in self.model_side_inputs if SIDE_INPUTS[name].interactive]
-            if hooks:
-                try:
-                    self._interactive_converter = hooks[0].interactive(self.cfg, self.meta,
-                                                                       first_data_path(self.cfg.data))
-                except ValueError as error:
-                    raise SystemExit(f"error: {error}") from None
-        return self._interactive_converter
-
-    def _interactive_tree_source(
-        self, line: str, number: int, encode_fn
-    ) -> Union[Tuple[List[str], Dict[str, torch.Tensor]], BadLine]:
-        if self.meta["form"] == "sequence" and not line.lstrip().startswith("("):
-            if not line.split():
-                return BadLine(f"<input>:{number}: empty line; expected a sentence")
-            return [piece for word in line.split() for piece in encode_fn(word).split()], {}  # no tree needed
+    def _segmenter(self):
+        """word -> BPE pieces: the BPE syntax.json records, else fairseq's ``--bpe`` (a data directory made before
+        it was recorded); without either, the words as they are, unless the dictionary holds BPE pieces."""
+        data_path = first_data_path(self.cfg.data)
         try:
-            tree = trees.apply_bpe(self._interactive_tree(line, number), lambda word: encode_fn(word).split())
-            form = source_form(tree, self.meta["form"], self.meta["preterminals"])
-        except trees.TreeError as error:
-            return BadLine(str(error) if error.line is not None else f"<input>:{number}: {error.problem}")
-        side = {}
-        for name in self.model_side_inputs:
-            item = SIDE_INPUTS[name].from_form(form) if SIDE_INPUTS[name].from_form else None
-            if item is not None:
-                side[name] = torch.from_numpy(item)
-        return form.tokens, side
+            recorded = data_dir_bpe(data_path, self.meta)
+        except (OSError, ValueError) as error:
+            raise SystemExit(f"error: the BPE {os.path.join(data_path, META_FILE)} records: {error}") from None
+        if recorded is not None:
+            return recorded.segment
+        if self._fairseq_bpe is not None:
+            return lambda word: self._fairseq_bpe.encode(word).split()
+        pieces = [symbol for symbol in self.source_dictionary.symbols if symbol.endswith(BPE_JOINER)]
+        if pieces:
+            raise SystemExit(
+                f"error: {os.path.join(data_path, META_FILE)} records no BPE (the directory was made without "
+                f"fairseq-syntax-preprocess --bpe-codes), but the source dictionary holds BPE pieces (e.g. "
+                f"{pieces[0]!r}): make the directory again with --bpe-codes CODES [--bpe-vocabulary VOCAB "
+                "--bpe-vocabulary-threshold N] as the source was segmented, or give --bpe subword_nmt --bpe-codes "
+                "CODES (fairseq's BPE takes no vocabulary: words may be split otherwise than offline)")
+        return lambda word: [word]
 
-    def _interactive_tree(self, line: str, number: int) -> trees.Tree:
-        line = line.strip()
-        if line.startswith("("):
-            return trees.parse_tree(line, source="<input>", line=number)
-        if self.cfg.source_parser is None:
-            raise trees.TreeError(
-                "expected a bracketed tree; give --source-parser to parse raw text", "<input>", number
-            )
-        if self._parser is None:
-            from fairseq_syntax.parsing.constituency import load_parser
-
-            self._parser = load_parser(self.cfg.source_parser)
-        return self._parser.parse([line.split()])[0]
+    def _interactive_sources(self, lines: list[str], numbers: Sequence[int], encode_fn) -> list:
+        """Per line: (source tokens, side items), or a :class:`BadLine`; options that do not fit the model or the
+        data directory stop the run at the first buffer."""
+        if self._interactive_source is None:
+            try:
+                self._interactive_source = InteractiveSource(self.cfg, self.meta, first_data_path(self.cfg.data),
+                                                             self.model_side_inputs, self._segmenter())
+            except ValueError as error:
+                raise SystemExit(f"error: {error}") from None
+        return self._interactive_source(lines, numbers, encode_fn)
 
     def _interactive_batch(self, src_tokens: torch.Tensor, names: Sequence[str]) -> Dict[str, torch.Tensor]:
         pad = self.source_dictionary.pad()
         sides = [self._interactive_side[tuple(t for t in row if t != pad)] for row in src_tokens.tolist()]
         batch = collate_side_inputs(names, sides, bool(self.cfg.left_pad_source), src_tokens.size(1), "<input>")
         return utils.apply_to_sample(lambda tensor: tensor.to(src_tokens.device), batch)  # tensors or tuples of them
+
+
+class JoinerRemoval:
+    """The BPE fairseq-interactive gets from :meth:`SyntaxTranslationTask.build_bpe`: encoding is the task's, after
+    parsing; decoding removes subword-nmt's joiners, as fairseq's ``subword_nmt`` BPE does."""
+
+    def encode(self, line: str) -> str:
+        return line
+
+    def decode(self, line: str) -> str:
+        return (line + " ").replace(BPE_JOINER + " ", "").rstrip()
 
 
 def _same_side(a: Dict[str, torch.Tensor], b: Dict[str, torch.Tensor]) -> bool:

@@ -18,6 +18,9 @@ a parser's long unary chain can be deeper than Python's recursion limit.
 * ``linearize``: McDonald & Chiang's (2021) "Linearized" baseline (section 3.2): interior ``X`` -> ``(X``,
   children, ``)``.
 * ``words``: their "Sequence" baseline input (the leaves).
+* ``ptb_escape_token``: a bracket character cannot be a leaf, so tree leaves carry the PTB escapes (``(`` ->
+  ``-LRB-``, ``a(b`` -> ``a-LRB-b``, as benepar writes them); the source words of every data directory are escaped
+  alike, so tree leaves and source words are the same strings. ``ptb_unescape_token`` inverts it.
 
 Preterminals (POS nodes, all of whose children are leaves) can be kept, dropped, or kept only over BPE-split
 words: McDonald & Chiang count POS nodes as tree nodes (their Table 1 has more interior nodes than words; their
@@ -43,9 +46,24 @@ WRAPPER_LABELS = frozenset({"", "ROOT", "TOP"})
 EMPTY_ELEMENT = "-NONE-"
 MAX_TOKENS = int(np.iinfo(np.int16).max)  # parent arrays are stored as int16
 
+PTB_ESCAPES = {"(": "-LRB-", ")": "-RRB-", "[": "-LSB-", "]": "-RSB-", "{": "-LCB-", "}": "-RCB-"}
+
 _TOKEN = re.compile(r"\(|\)|[^\s()]+")
 _WORD = re.compile(r"[^\s()]+")  # what a label or a word may be, so that the bracketed form parses back
 _FUNCTION_TAG = re.compile(r"[-=]")
+
+
+def ptb_escape_token(token: str) -> str:
+    """``(`` -> ``-LRB-``, ``)`` -> ``-RRB-``, ``[`` -> ``-LSB-``, ``]`` -> ``-RSB-``, ``{`` -> ``-LCB-``,
+    ``}`` -> ``-RCB-``, wherever they occur in the token."""
+    return "".join(PTB_ESCAPES.get(char, char) for char in token)
+
+
+def ptb_unescape_token(token: str) -> str:
+    """Inverse of ``ptb_escape_token`` (a token that held a literal ``-LRB-`` comes back as ``(``)."""
+    for char, escape in PTB_ESCAPES.items():
+        token = token.replace(escape, char)
+    return token
 
 
 class TreeError(ValueError):

@@ -183,6 +183,43 @@ def retag(tree: Tree, tags: list[str]) -> Tree:
     return visit(tree)
 
 
+def backend_of_model(name_or_path: str) -> str | None:
+    """The backend of a model, or None where it cannot tell: a SuPar file names its parser (``crf-constituency``)
+    in its pickle, a benepar model is a directory or a file of ``config`` and ``state_dict``
+    (``preprocess/train_parser.py benepar``); a name to download tells by its prefix (``benepar_en3``, ``crf-con-en``).
+    Only the pickle's bytes are read, nothing is unpickled."""
+    import os
+    import zipfile
+
+    if os.path.isdir(name_or_path):
+        return "benepar"
+    if not os.path.isfile(name_or_path):
+        name = os.path.basename(name_or_path)
+        return "benepar" if name.startswith("benepar") else "crf-con" if name.startswith("crf-con") else None
+    if not zipfile.is_zipfile(name_or_path):
+        return None
+    with zipfile.ZipFile(name_or_path) as archive:
+        pickle = next((archive.read(item) for item in archive.namelist() if item.endswith("/data.pkl")), b"")
+    if b"supar" in pickle:
+        return "crf-con" if b"crf-constituency" in pickle else None
+    return "benepar" if b"config" in pickle and b"state_dict" in pickle else None
+
+
+def fairseq_interactive_parser(backend: str, model: str, tagger: str | None) -> Callable[[list[list[str]]], list]:
+    """What ``fairseq-interactive --source-parser`` parses a buffer of lines with
+    (:mod:`fairseq_syntax.core.source_parsers`): :func:`parse_sentences` with ``preprocess/parse_constituency.py``'s
+    defaults, the buffer's sentences read together."""
+    from fairseq_syntax.core.source_parsers import ParsedSentence as Parsed
+
+    parser = load_parser(backend, model, tagger=tagger)
+
+    def parse(sentences: list[list[str]]) -> list[Parsed]:
+        return [Parsed(parsed.tree, parsed.fallback)
+                for parsed in parse_sentences(parser, sentences, batch_size=max(1, len(sentences)))]
+
+    return parse
+
+
 def load_parser(backend: str, model: str, max_length: int = DEFAULT_MAX_LENGTH, tagger: str | None = None,
                 device: str | None = None, batch_tokens: int = DEFAULT_BATCH_TOKENS) -> ConstituencyParser:
     """``backend`` is ``benepar`` or ``crf-con``; ``model`` a model name or local path; ``tagger`` a POS tagger

@@ -5,8 +5,8 @@ A line is split on whitespace (``str.split()``, as fairseq splits lines). Raw te
 sentence, so output line i always belongs to input line i.
 
 Bracketed trees cannot hold ``(`` or ``)`` in a leaf, so tree leaves carry the PTB escapes: every bracket
-character inside a token is replaced (``(`` -> ``-LRB-``, ``a(b`` -> ``a-LRB-b``), as benepar does.
-``ptb_unescape_token`` inverts it.
+character inside a token is replaced (``(`` -> ``-LRB-``, ``a(b`` -> ``a-LRB-b``), as benepar does
+(:func:`fairseq_syntax.core.trees.ptb_escape_token`, imported here too); ``ptb_unescape_token`` inverts it.
 """
 from __future__ import annotations
 
@@ -15,20 +15,11 @@ import os
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
-PTB_ESCAPES = {"(": "-LRB-", ")": "-RRB-", "[": "-LSB-", "]": "-RSB-", "{": "-LCB-", "}": "-RCB-"}
-
-
-def ptb_escape_token(token: str) -> str:
-    """``(`` -> ``-LRB-``, ``)`` -> ``-RRB-``, ``[`` -> ``-LSB-``, ``]`` -> ``-RSB-``, ``{`` -> ``-LCB-``,
-    ``}`` -> ``-RCB-``, wherever they occur in the token."""
-    return "".join(PTB_ESCAPES.get(char, char) for char in token)
-
-
-def ptb_unescape_token(token: str) -> str:
-    """Inverse of ``ptb_escape_token`` (a token that held a literal ``-LRB-`` comes back as ``(``)."""
-    for char, escape in PTB_ESCAPES.items():
-        token = token.replace(escape, char)
-    return token
+from fairseq_syntax.core.trees import (  # noqa: F401  (the escapes live with the trees; imported from here too)
+    PTB_ESCAPES,
+    ptb_escape_token,
+    ptb_unescape_token,
+)
 
 
 def open_text(path: str, mode: str = "r"):

@@ -141,8 +141,8 @@ def test_interactive_reads_one_tree_per_line(data_dirs, mask_checkpoint):
     trees = ("(S (NP (DT the) (NN cat)) (VP (VBZ sees) (NP (DT the) (NN dog))) (. .))\n"
              "(S (NP (DT the) (NN dog)) (VP (VBZ likes) (NP (DT the) (NN man))) (. .))\n")
     out = run(["fairseq-interactive", data_dirs["preorder"], "--user-dir", "fairseq_syntax", "--task",
-               "syntax_translation", "--path", mask_checkpoint, "--beam", "2", "--cpu", "-s", "en", "-t", "de"],
-              input=trees).stdout
+               "syntax_translation", "--path", mask_checkpoint, "--beam", "2", "--cpu", "-s", "en", "-t", "de",
+               "--source-format", "tree"], input=trees).stdout
     sources = re.findall(r"^S-\d+\t(.*)$", out, re.M)
     assert sources[0] == "(S (NP (DT the (NN cat (VP (VBZ sees (NP (DT the (NN dog (. ."
     assert len(re.findall(r"^H-\d+\t", out, re.M)) == 2
@@ -153,12 +153,12 @@ GOOD_TREE = "(S (NP (DT the) (NN cat)) (VP (VBZ sees) (NP (DT the) (NN dog))) (.
 
 @pytest.mark.parametrize("buffer_size", ["1", "4"])
 def test_interactive_reports_bad_lines_and_translates_the_rest(data_dirs, mask_checkpoint, buffer_size):
-    # line 3 is malformed, line 5 blank, line 6 an untreed sentence (no --source-parser): each is reported with its
+    # line 3 is malformed, line 5 blank, line 6 an untreed sentence (--source-format tree): each is reported with its
     # number, gets an empty hypothesis with score -inf, and the lines after it are translated
     lines = [GOOD_TREE, GOOD_TREE, "(S (NP the cat", GOOD_TREE, "", "the cat sees the dog .", GOOD_TREE]
     result = subprocess.run(["fairseq-interactive", data_dirs["preorder"], "--user-dir", "fairseq_syntax", "--task",
                              "syntax_translation", "--path", mask_checkpoint, "--cpu", "-s", "en", "-t", "de",
-                             "--beam", "2", "--buffer-size", buffer_size],
+                             "--beam", "2", "--buffer-size", buffer_size, "--source-format", "tree"],
                             input="".join(line + "\n" for line in lines), cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-3000:]
     hypotheses = dict(re.findall(r"^H-(\d+)\t(\S+)\t.*$", result.stdout, re.M))
@@ -166,7 +166,7 @@ def test_interactive_reports_bad_lines_and_translates_the_rest(data_dirs, mask_c
     assert [id_ for id_, score in hypotheses.items() if score == "-inf"] == ["2", "4", "5"]
     translated = re.findall(r"^H-0\t\S+\t(.*)$", result.stdout, re.M)[0]
     assert translated and re.findall(r"^H-6\t\S+\t(.*)$", result.stdout, re.M)[0] == translated
-    assert "<input>:3:" in result.stderr and "<input>:5: expected a bracketed tree" in result.stderr
+    assert "<input>:3:" in result.stderr and "<input>:5: empty line; expected a bracketed tree" in result.stderr
     assert "<input>:6: expected a bracketed tree" in result.stderr
     assert "3 bad input lines" in result.stderr
     assert "Please install tensorboardX" not in result.stderr  # a dependency now: fairseq's note is gone
@@ -186,7 +186,7 @@ def test_interactive_reports_unreadable_and_too_long_lines_and_keeps_the_ids(dat
     result = subprocess.run(["fairseq-interactive", data_dirs["preorder"], "--user-dir", "fairseq_syntax", "--task",
                              "syntax_translation", "--path", mask_checkpoint, "--cpu", "-s", "en", "-t", "de",
                              "--beam", "2", "--buffer-size", "2", "--max-source-positions", "20",
-                             "--skip-invalid-size-inputs-valid-test",
+                             "--skip-invalid-size-inputs-valid-test", "--source-format", "tree",
                              *(["--input", str(tmp_path / "input.txt")] if from_file else [])],
                             input=None if from_file else raw, cwd=REPO, capture_output=True, check=False)
     stdout, stderr = result.stdout.decode(), result.stderr.decode()

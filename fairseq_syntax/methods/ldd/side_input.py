@@ -32,12 +32,11 @@ each token ``B x T`` aligned with ``src_tokens``. The model expands it to tokens
 """
 import os
 from dataclasses import dataclass, field
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
 
-from fairseq_syntax.core import trees
 from fairseq_syntax.core.data_dir import META_FILE
 from fairseq_syntax.core.side_inputs import BadLine, SideInput, register_side_input
 from fairseq_syntax.methods.ldd.distributions import (
@@ -261,15 +260,15 @@ def ldd_settings(cfg, meta: dict, data_path: str) -> Tuple[str, float]:
 
 
 class InteractiveDependencies:
-    """``fairseq-interactive`` lines of tokenized words (or bracketed trees, whose leaves are taken) -> the source
-    tokens and the ``src_ldd`` item each sentence has in the data directory.
+    """``fairseq-interactive`` sentences (the words :mod:`fairseq_syntax.core.interactive_source` read from a line)
+    -> the source tokens and the ``src_ldd`` item each sentence has in the data directory.
 
-    The lines of a buffer are parsed together by ``--source-dependency-parser``; each word is BPE'd on its own (the
-    ``sequence`` form), and each parse goes through the offline code: :func:`sparse_record` (the floors of
+    The sentences of a buffer are parsed together by ``--source-dependency-parser``; each word is BPE'd on its own
+    (the ``sequence`` form), and each parse goes through the offline code: :func:`sparse_record` (the floors of
     ``preprocess/parse_dependency.py``: ``--source-dependency-arc-floor`` / ``--source-dependency-label-floor``),
     then :func:`record_item` with the label table and floor ``fairseq-syntax-preprocess-dependencies`` recorded in
-    syntax.json. A line that cannot be converted (malformed tree, empty, one the parser cannot parse) becomes a
-    :class:`~fairseq_syntax.core.side_inputs.BadLine` naming its number; the other lines are parsed as usual.
+    syntax.json. A sentence the parser cannot parse becomes a :class:`~fairseq_syntax.core.side_inputs.BadLine`
+    naming its line; the others are parsed as usual.
     """
 
     def __init__(self, cfg, meta: dict, data_path: str):
@@ -286,30 +285,17 @@ class InteractiveDependencies:
 
         self.parser = DependencyParser(cfg.source_dependency_parser)
 
-    def __call__(self, lines: List[str], numbers: Sequence[int], encode_fn) -> List[Union[tuple, BadLine]]:
-        results: Dict[int, Union[tuple, BadLine]] = {}
-        sentences = {}
-        for number, line in zip(numbers, lines):
-            try:
-                words = (trees.words(trees.parse_tree(line.strip(), source="<input>", line=number))
-                         if line.lstrip().startswith("(") else line.split())
-            except trees.TreeError as error:
-                results[number] = BadLine(str(error))
-                continue
-            if not words:
-                results[number] = BadLine(f"<input>:{number}: empty line; expected a sentence of tokenized words")
-            else:
-                sentences[number] = words
-        for (number, words), parse in zip(sentences.items(), self.parser.parse(list(sentences.values()))):
-            results[number] = self._convert(number, words, parse, encode_fn)
-        return [results[number] for number in numbers]
+    def __call__(self, sentences: List[List[str]], numbers: Sequence[int],
+                 segment: Callable[[str], List[str]]) -> List[Union[tuple, BadLine]]:
+        return [self._convert(number, words, parse, segment)
+                for number, words, parse in zip(numbers, sentences, self.parser.parse(sentences))]
 
-    def _convert(self, number: int, words: List[str], parse, encode_fn) -> Union[tuple, BadLine]:
+    def _convert(self, number: int, words: List[str], parse, segment) -> Union[tuple, BadLine]:
         if parse.fallback is not None:
-            return BadLine(f"<input>:{number}: the dependency parser gave no parse of {' '.join(words)!r}: "
+            return BadLine(f"<input>:{number}: the dependency parser gave no parse of {' '.join(words)[:80]!r}: "
                            f"{parse.fallback}")
         record = sparse_record(parse, self.parser.label_names, self.arc_floor, self.label_floor, RetainedMass())
-        pieces = [encode_fn(word).split() for word in words]
+        pieces = [segment(word) for word in words]
         try:
             item = record_item(record, [len(p) for p in pieces], self.label_index, self.floor)
         except ValueError as error:

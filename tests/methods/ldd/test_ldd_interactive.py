@@ -1,8 +1,8 @@
 """fairseq-interactive with a transformer_ldd checkpoint (Pu & Sima'an 2022): lines of tokenized words are parsed
 with --source-dependency-parser and converted as the offline path (preprocess/parse_dependency.py ->
 fairseq-syntax-preprocess-dependencies -> collater) converts them, so a sentence gets the same source tokens and
-the same ``src_ldd`` tensor; the settings that conversion needs come from the data directory's syntax.json."""
-import argparse
+the same ``src_ldd`` tensor; the settings that conversion needs (and the BPE) come from the data directory's
+syntax.json. (tests/recipes/test_interactive_parsing.py compares whole decodes with fairseq-generate's.)"""
 import json
 import logging
 import os
@@ -14,9 +14,8 @@ import sys
 
 import pytest
 import torch
-from conftest import REPO, preprocess, run, tiny_corpus
+from conftest import REPO, preprocess, run, tiny_corpus, write_codes
 from fairseq import checkpoint_utils
-from fairseq.data import encoders
 
 import fairseq_syntax  # noqa: F401  (registers the task and models; lets torch load fairseq checkpoints)
 from fairseq_syntax.core.translation_task import SyntaxTranslationConfig
@@ -26,9 +25,6 @@ from fairseq_syntax.methods.ldd.side_input import ldd_settings
 from fairseq_syntax.parsing.dependency import DependencyParser
 
 ONE_THREAD = dict(os.environ, OMP_NUM_THREADS="1")
-# subword-nmt merges that rebuild every word of conftest's corpus whole, except father -> fa@@ ther (conftest.BPE)
-BPE_MERGES = ["f a", "t h", "th e", "the r</w>", "th e</w>", "c a", "ca t</w>", "d o", "do g</w>", "m a", "ma n</w>",
-              "s e", "se e", "see s</w>", "l i", "li k", "lik e", "like s</w>"]
 
 
 @pytest.fixture(scope="module")
@@ -43,9 +39,9 @@ def offline(dependency_model, tmp_path_factory):
             words.writelines(line.replace("@@ ", "") for line in bpe_lines)
         parse(["--model", dependency_model, "--input", prefix + ".tok.en", "--arcs", prefix + ".arcs.jsonl",
                "--conllu", prefix + ".conllu"])
-    (raw / "codes").write_text("#version: 0.2\n" + "\n".join(BPE_MERGES) + "\n")
+    write_codes(str(raw))
     dest = str(tmp_path_factory.mktemp("ldd_interactive_data"))
-    preprocess(str(raw), dest, "sequence")
+    preprocess(str(raw), dest, "sequence")  # records the codes: fairseq-interactive segments each word with them
     preprocess_dependencies.main(["--destdir", dest, "-s", "en", "-t", "de", "--labels", "universal",
                                   "--trainpref", f"{raw}/train", "--validpref", f"{raw}/valid",
                                   "--testpref", f"{raw}/test"])
@@ -87,9 +83,10 @@ def rows_by_id(side, ids):
     return expand_to_tokens(word_pairs, token_words, "copy")[ids.argsort()]
 
 
-def interactive_batch(task, models, lines, encode_fn):
-    """(source tokens, ``src_ldd`` in line order) as fairseq-interactive gets them for one buffer of lines."""
-    tokens, lengths = task.get_interactive_tokens_and_lengths(lines, encode_fn)
+def interactive_batch(task, models, lines):
+    """(source tokens, ``src_ldd`` in line order) as fairseq-interactive gets them for one buffer of lines (no
+    --tokenizer: its encode function leaves the lines as they are)."""
+    tokens, lengths = task.get_interactive_tokens_and_lengths(lines, str)
     inputs = task.build_dataset_for_inference(tokens, lengths)
     sample = inputs.collater([inputs[i] for i in range(len(inputs))])
     return tokens, rows_by_id(task.inference_step(SideInputOf(), models, sample), sample["id"])
@@ -111,12 +108,11 @@ def test_interactive_tokens_and_side_input_equal_the_offline_ones(offline, check
     models, task = load(checkpoint, dest, source_dependency_parser=dependency_model)
     task.load_dataset("test")
     dataset = task.datasets["test"].batching(task.model_side_inputs)  # the view the task batches for the model
-    bpe = encoders.build_bpe(argparse.Namespace(bpe="subword_nmt", bpe_codes=os.path.join(raw, "codes")))
     lines = words_of(raw, "test")
     assert any("father" in line for line in lines)  # a word split into two BPE tokens is exercised
 
     # one buffer of all lines: the parser sees the batch the offline parse saw
-    tokens, ldd = interactive_batch(task, models, lines, bpe.encode)
+    tokens, ldd = interactive_batch(task, models, lines)
     assert [t.tolist() for t in tokens] == [dataset[i]["source"].tolist() for i in range(len(dataset))]
     expected = offline_batch(dataset, range(len(dataset)))
     assert expected.shape[:2] == (12, NUM_STORED_CHANNELS) and expected[:, :BEST_OFFSET].sum() > 0
@@ -125,29 +121,17 @@ def test_interactive_tokens_and_side_input_equal_the_offline_ones(offline, check
     # one line per buffer (fairseq-interactive's default): each sentence parsed alone. The parser's sums differ in
     # the last float bits between a batch of 1 and of 12: a few 1/65535 storage quanta (side_input.QUANTISATION)
     for index, line in enumerate(lines):
-        torch.testing.assert_close(interactive_batch(task, models, [line], bpe.encode)[1],
+        torch.testing.assert_close(interactive_batch(task, models, [line])[1],
                                    offline_batch(dataset, [index]), rtol=1e-3, atol=1e-4)
-    # a bracketed tree stands for its words
+    # with --source-format tree, a bracketed tree stands for its words
+    models, task = load(checkpoint, dest, source_dependency_parser=dependency_model, source_format="tree")
     tree = "(S " + " ".join(f"(X {word})" for word in lines[0].split()) + ")"
-    assert torch.equal(interactive_batch(task, models, [tree], bpe.encode)[1], offline_batch(dataset, [0]))
-
-
-def test_fairseq_interactive_prints_one_hypothesis_per_line(offline, checkpoint, dependency_model):
-    dest, raw = offline
-    lines = ["the father sees the cat .", "the dog likes the man .", "the cat sees the father ."]
-    out = run(["fairseq-interactive", dest, "--user-dir", "fairseq_syntax", "--task", "syntax_translation",
-               "--path", checkpoint, "--source-dependency-parser", dependency_model, "--bpe", "subword_nmt",
-               "--bpe-codes", os.path.join(raw, "codes"), "-s", "en", "-t", "de", "--beam", "2", "--cpu"],
-              input="".join(line + "\n" for line in lines), env=ONE_THREAD).stdout
-    assert re.findall(r"^S-(\d+)\t(.*)$", out, re.M) == [
-        ("0", "the fa@@ ther sees the cat ."), ("1", "the dog likes the man ."), ("2", "the cat sees the fa@@ ther ."),
-    ]
-    assert [int(i) for i in re.findall(r"^H-(\d+)\t", out, re.M)] == [0, 1, 2]
+    assert torch.equal(interactive_batch(task, models, [tree])[1], offline_batch(dataset, [0]))
 
 
 def test_interactive_errors_say_what_to_pass_and_name_the_line(offline, checkpoint, dependency_model, monkeypatch,
                                                                caplog):
-    dest, raw = offline
+    dest, _ = offline
     without_parser = subprocess.run(
         ["fairseq-interactive", dest, "--user-dir", "fairseq_syntax", "--task", "syntax_translation", "--path",
          checkpoint, "-s", "en", "-t", "de", "--cpu"],
@@ -158,12 +142,14 @@ def test_interactive_errors_say_what_to_pass_and_name_the_line(offline, checkpoi
 
     _, task = load(checkpoint, dest, source_dependency_parser=dependency_model)
     eos = task.source_dictionary.eos()
-    # a bad line is reported and becomes an empty source (its hypothesis is empty); the good lines are parsed
+    # a bad line is reported and becomes an empty source (its hypothesis is empty); the good lines are parsed, one
+    # that starts with a bracket too: a sentence, not a tree, unless --source-format tree. Its words -LRB-S -LRB-NP
+    # the are 6 + 7 + 1 BPE pieces (the codes merge no letter of the escapes), 15 tokens with EOS
     with caplog.at_level(logging.ERROR):
         tokens, lengths = task.get_interactive_tokens_and_lengths(["the cat sees the dog .", "", "(S (NP the"], str)
-    assert lengths[0] == 7 and tokens[1].tolist() == tokens[2].tolist() == [eos]
+    assert lengths[0] == 7 and tokens[1].tolist() == [eos] and lengths[2] == 15
     assert "<input>:2: empty line; expected a sentence of tokenized words" in caplog.text
-    assert "<input>:3: " in caplog.text and task._bad_lines == 2
+    assert "<input>:3: " not in caplog.text and task._bad_lines == 1
 
     def parser_fails(self, sentences):
         raise RuntimeError("out of memory")
@@ -182,7 +168,7 @@ def test_a_data_directory_without_the_ldd_side_data_is_one_line_naming_the_comma
     plain = tmp_path / "sequence"
     shutil.copytree(dest, plain, ignore=shutil.ignore_patterns("*.ldd.bin", "*.ldd.idx"))
     meta = json.loads((plain / "syntax.json").read_text())
-    (plain / "syntax.json").write_text(json.dumps({key: meta[key] for key in ("form", "preterminals")}))
+    (plain / "syntax.json").write_text(json.dumps({key: meta[key] for key in ("form", "preterminals", "bpe")}))
     _, task = load(checkpoint, str(plain))
     with pytest.raises(SystemExit, match=rf"^error: {plain}/test: the model reads side inputs \['src_ldd'\], which this "
                                          r"data directory lacks \(made by src_ldd: "
@@ -221,19 +207,3 @@ def test_preprocessing_refuses_settings_other_than_those_recorded(offline, tmp_p
                                          r"stanford --floor 0.001"):
         preprocess_dependencies.main(["--destdir", copy, "-s", "en", "-t", "de", "--labels", "stanford",
                                       "--testpref", f"{raw}/test"])
-
-
-def test_pascal_translates_raw_lines_through_the_same_parser(offline, dependency_model, tmp_path):
-    """PASCAL (methods/pascal) reads the 1-best tree of this side input: fairseq-interactive parses for it too."""
-    dest, raw = offline
-    save = str(tmp_path / "pascal")
-    run([sys.executable, "-m", "fairseq_cli.train", dest, "--user-dir", "fairseq_syntax", "--task",
-         "syntax_translation", "--arch", "transformer_pascal_tiny", "--optimizer", "adam", "--lr", "0.005",
-         "--max-tokens", "1000", "--max-update", "2", "--cpu", "--seed", "1", "--num-workers", "0",
-         "--disable-validation", "--no-epoch-checkpoints", "--save-dir", save], env=ONE_THREAD)
-    out = run(["fairseq-interactive", dest, "--user-dir", "fairseq_syntax", "--task", "syntax_translation",
-               "--path", os.path.join(save, "checkpoint_last.pt"), "--source-dependency-parser", dependency_model,
-               "--bpe", "subword_nmt", "--bpe-codes", os.path.join(raw, "codes"), "-s", "en", "-t", "de",
-               "--beam", "2", "--cpu"], input="the father sees the cat .\nthe dog likes the man .\n",
-              env=ONE_THREAD).stdout
-    assert [int(i) for i in re.findall(r"^H-(\d+)\t", out, re.M)] == [0, 1]

@@ -1,0 +1,40 @@
+"""``fairseq-train``/``-generate``/``-interactive --user-dir fairseq_syntax --task TASK --help`` lists the task's
+options (``syntax_translation``'s ``--source-parser``, ``--source-format``, ... among them).
+
+fairseq's ``options.parse_args_and_arch`` parses a command line twice: first with the options every command has, to
+learn ``--task`` and ``--arch``, then again after adding the options of the task and model named. ``--help`` is acted
+on by the first parse, which prints the help and exits before any task or model option was added, so fairseq's
+``--help`` never lists them. :func:`list_task_options_in_help` wraps that function (the commands call it through
+the module, after the plugin was imported by ``--user-dir``) so that, when ``-h``/``--help`` is given, its first
+parse passes over it; the second parse, which knows every option, prints the help.
+"""
+import functools
+import sys
+
+HELP_OPTIONS = ("-h", "--help")
+
+
+def list_task_options_in_help() -> None:
+    """Wrap fairseq's ``options.parse_args_and_arch`` (once per process), see the module docstring."""
+    from fairseq import options
+
+    if getattr(options.parse_args_and_arch, "lists_task_options", False):
+        return
+    parse_args_and_arch = options.parse_args_and_arch
+
+    @functools.wraps(parse_args_and_arch)
+    def wrapped(parser, input_args=None, *args, **kwargs):
+        given = sys.argv[1:] if input_args is None else input_args
+        if any(arg in HELP_OPTIONS for arg in given):
+            first_parse = parser.parse_known_args
+
+            def first_parse_without_help(args=None, namespace=None):
+                del parser.parse_known_args  # the later parses are argparse's own, --help included
+                return first_parse([arg for arg in (given if args is None else args) if arg not in HELP_OPTIONS],
+                                   namespace)
+
+            parser.parse_known_args = first_parse_without_help
+        return parse_args_and_arch(parser, input_args, *args, **kwargs)
+
+    wrapped.lists_task_options = True
+    options.parse_args_and_arch = wrapped

@@ -1,0 +1,309 @@
+"""Raw text in, translation out: ``fairseq-interactive`` with the parsers, end to end, for every system that reads a
+parse at decoding time (mask, Linearized, hierarchical accumulation: a constituency tree; LDD, PASCAL: dependency
+distributions; the list comes from the method registry).
+
+The data are made as the recipes make them (``examples/prepare_translation.sh``): words PTB-escaped, parsed by tiny
+parsers (SuPar's crf-con with a POS tagger, SuPar's biaffine dependency parser) through
+``preprocess/parse_constituency.py`` and ``preprocess/parse_dependency.py``, joint BPE learnt and applied with
+``subword-nmt ... --vocabulary ... --vocabulary-threshold 1``, ``fairseq-syntax-preprocess`` recording the BPE and
+the parser. Raw input lines - an empty one, one starting with ``(``, one with a tab, a 300-word one, one with a
+non-ASCII word and an unseen word, whose BPE the vocabulary changes - go through ``fairseq-interactive`` with the
+parsers and no BPE option; the same lines go through the offline path and ``fairseq-generate``. Every line the
+offline path keeps must get the same source tokens, hypothesis and score; every other line (the empty one, a line
+the offline path leaves out as too long for the model) must be reported as ``<input>:N: ...``, with the lines after
+it translated under their own ids. Decoding runs one sentence a batch on both paths and each parser sees the same
+sentences together (one buffer), so the numbers are equal to the bit.
+"""
+import json
+import os
+import re
+import runpy
+import subprocess
+from argparse import Namespace
+
+import pytest
+import torch
+from conftest import REPO, TINY, TINY_SUPAR_SIZES, TREEBANK, run, tiny_corpus
+from fairseq import checkpoint_utils
+from fairseq.models import ARCH_MODEL_REGISTRY
+
+from fairseq_syntax.cli import preprocess as preprocess_command
+from fairseq_syntax.core.trees import ptb_escape_token
+from fairseq_syntax.methods import systems
+from fairseq_syntax.methods.ldd import preprocess as preprocess_dependencies
+
+torch.set_num_threads(1)  # the parsers trained and run here, as the parse commands run them
+ONE_THREAD = dict(os.environ, OMP_NUM_THREADS="1")
+LONG = " ".join((["the", "cat", "sees", "the", "father", "."] * 50))  # 300 words
+LINES = [
+    "the father sees the cat .",
+    "",
+    "( the dog ) likes the man .",
+    "the cat\tsees the dog .",
+    LONG,
+    "the café likes the doggo .",  # a non-ASCII word; "doggo": a word the training text lacks, BPE'd by the vocabulary
+    "the man sees the father .",
+]
+
+
+def decoding_inputs(system) -> tuple:
+    """The side inputs a system's encoder reads at decoding (its training-loss targets left out)."""
+    model = ARCH_MODEL_REGISTRY[system.arch]
+    return tuple(getattr(getattr(model, "encoder_class", None), "side_inputs", ()))
+
+
+#: the systems that read a parse when they decode: a tree form, or a side input parsed at decoding (src_ldd)
+PARSE_READERS = [system for system in systems(baselines=True, ablations=False)
+                 if system.form != "sequence" or decoding_inputs(system)]
+
+
+def apply_bpe(work, name):
+    """subword-nmt apply-bpe as the recipes call it: NAME.words.en -> NAME.en."""
+    with open(work / f"{name}.words.en", "rb") as words, open(work / f"{name}.en", "wb") as out:
+        subprocess.run(["subword-nmt", "apply-bpe", "-c", str(work / "codes"), "--vocabulary", str(work / "vocab.en"),
+                        "--vocabulary-threshold", "1"], stdin=words, stdout=out, check=True)
+
+
+def parse(work, name, models):
+    """The recipes' parse commands (in this process): NAME.tree and NAME.arcs.jsonl from NAME.words.en."""
+    runpy.run_path(os.path.join(REPO, "preprocess", "parse_constituency.py"))["main"](
+        ["--backend", "crf-con", "--model", models["crf-con"], "--tagger", models["tagger"], "--input",
+         str(work / f"{name}.words.en"), "--output", str(work / f"{name}.tree")])
+    runpy.run_path(os.path.join(REPO, "preprocess", "parse_dependency.py"))["main"](
+        ["--model", models["dependency"], "--input", str(work / f"{name}.words.en"), "--arcs",
+         str(work / f"{name}.arcs.jsonl"), "--conllu", str(work / f"{name}.conllu")])
+
+
+@pytest.fixture(scope="module")
+def models(dependency_model, tmp_path_factory):
+    """Tiny parsers of conftest's sentences: crf-con (2 epochs), a POS tagger (4 epochs), the biaffine parser."""
+    from fairseq_syntax.parsing import training
+    from fairseq_syntax.parsing.tagger import TaggedSentence, TaggerSize, train_tagger
+
+    root = tmp_path_factory.mktemp("parsers")
+    trees = root / "train.pid"
+    trees.write_text("".join(f"(TOP (S (NP (DT the) (NN {s})) (VP (VBZ {v}) (NP (DT the) (NN {o}))) (. .)))\n"
+                             for s, v, o in TREEBANK))
+    paths = {"crf-con": str(root / "crf-con.pt"), "tagger": str(root / "tagger.pt"), "dependency": dependency_model}
+    training.train_supar_constituency(str(trees), str(trees), paths["crf-con"], epochs=2,
+                                      size=training.SuparSize(**TINY_SUPAR_SIZES), batch_tokens=8,
+                                      learning_rate=1e-2, verbose=False)
+    tagged = [TaggedSentence(["the", s, v, "the", o, "."], ["DT", "NN", "VBZ", "DT", "NN", "."])
+              for s, v, o in TREEBANK]
+    train_tagger(tagged, tagged, paths["tagger"], epochs=4, batch_size=8, learning_rate=2e-2, log=lambda line: None,
+                 size=TaggerSize(word_embed=8, char_embed=8, char_hidden=8, hidden=16, layers=1, dropout=0.0,
+                                 word_dropout=0.0))
+    return paths
+
+
+@pytest.fixture(scope="module")
+def corpus(models, tmp_path_factory):
+    """The work folder: train/valid (60/8 pairs) and the raw LINES as the recipes prepare them (words, parses, BPE);
+    ``lines.txt`` the raw input, ``kept.txt`` the 0-based numbers of the LINES the offline path holds (the others
+    are empty)."""
+    work = tmp_path_factory.mktemp("interactive_parsing")
+    for split, n, seed in (("train", 60, 1), ("valid", 8, 2)):
+        tiny_corpus(str(work / split), n, seed)
+        words = (work / f"{split}.en").read_text().replace("@@ ", "")
+        (work / f"{split}.words.en").write_text(words)
+    (work / "lines.txt").write_text("".join(line + "\n" for line in LINES), encoding="utf-8")
+    kept = [number for number, line in enumerate(LINES) if line.split()]
+    # the recipes' normalize step: whitespace-separated tokens, brackets PTB-escaped (an empty line is refused there)
+    (work / "lines.words.en").write_text("".join(" ".join(ptb_escape_token(w) for w in LINES[n].split()) + "\n"
+                                                 for n in kept), encoding="utf-8")
+    (work / "lines.de").write_text("die katze .\n" * len(kept))
+    run(["subword-nmt", "learn-joint-bpe-and-vocab", "--input", str(work / "train.words.en"), str(work / "train.de"),
+         "-s", "25", "-o", str(work / "codes"), "--write-vocabulary", str(work / "vocab.en"), str(work / "vocab.de")])
+    for name in ("train", "valid", "lines"):
+        apply_bpe(work, name)
+        parse(work, name, models)
+    return work, kept
+
+
+def preprocess(work, models, system, dest, split_args, *extra):
+    """fairseq-syntax-preprocess of a system's data directory as the recipes run it, recording the BPE and the
+    parser; the sequence form with the LDD side data (fairseq-syntax-preprocess-dependencies), as the recipes'
+    data-bin/sequence has it."""
+    preprocess_command.main(["-s", "en", "-t", "de", *split_args, "--form", system.form, "--preterminals",
+                             system.preterminals, "--destdir", str(dest), "--workers", "1",
+                             "--bpe-codes", str(work / "codes"), "--bpe-vocabulary", str(work / "vocab.en"),
+                             "--bpe-vocabulary-threshold", "1", "--parser-backend", "crf-con",
+                             "--parser-model", models["crf-con"], "--parser-tagger", models["tagger"], *extra])
+    if system.form == "sequence":
+        preprocess_dependencies.main(["-s", "en", "-t", "de", *split_args, "--labels", "universal",
+                                      "--destdir", str(dest)])
+
+
+#: what the tests decode: the systems that read a parse, and fairseq's transformer on the sequence form (docs/usage.md)
+DECODED = [*PARSE_READERS, next(system for system in systems() if system.baseline and system.form == "sequence")]
+
+
+@pytest.fixture(scope="module")
+def trained(corpus, models, tmp_path_factory):
+    """system name -> (data directory, offline directory of LINES, checkpoint): one data directory per DATA of the
+    systems, every system trained 3 updates, the training runs side by side."""
+    work, _ = corpus
+    made, runs, directories = {}, {}, {}
+    for system in DECODED:
+        if system.data not in directories:
+            root = tmp_path_factory.mktemp(system.data)
+            data, offline = root / "data", root / "offline"
+            preprocess(work, models, system, data, [f"--trainpref={work}/train", f"--validpref={work}/valid"],
+                       "--joined-dictionary")
+            preprocess(work, models, system, offline, [f"--testpref={work}/lines"], "--srcdict",
+                       str(data / "dict.en.txt"), "--tgtdict", str(data / "dict.de.txt"), "--skip-invalid")
+            directories[system.data] = data, offline
+        data, offline = directories[system.data]
+        save = tmp_path_factory.mktemp(f"checkpoints-{system.name}")
+        command = ["fairseq-train", str(data), "--user-dir", "fairseq_syntax", "--task", "syntax_translation",
+                   "--arch", system.tiny_arch, "--max-update", "3", "--save-dir", str(save), "--disable-validation",
+                   *TINY, *system.model_args]
+        runs[system.name] = subprocess.Popen(command, cwd=REPO, env=ONE_THREAD, stdout=subprocess.PIPE,
+                                             stderr=subprocess.STDOUT, text=True)
+        made[system.name] = (data, offline, save / "checkpoint_last.pt")
+    for name, process in runs.items():
+        log = process.communicate()[0]
+        assert process.returncode == 0, f"training {name} failed:\n{log[-3000:]}"
+    return made
+
+
+def lines_of(output: str, kind: str) -> dict:
+    """id -> the fields after the id of fairseq's ``KIND-id`` lines."""
+    return {int(match[0]): match[1].split("\t") for match in re.findall(rf"^{kind}-(\d+)\t(.*)$", output, re.M)}
+
+
+@pytest.mark.parametrize("system", PARSE_READERS, ids=[system.name for system in PARSE_READERS])
+def test_raw_lines_decode_through_the_parsers_as_offline(corpus, models, trained, system):
+    work, kept = corpus
+    data, offline, checkpoint = trained[system.name]
+    parsers = (["--source-dependency-parser", models["dependency"]] if "src_ldd" in decoding_inputs(system) else
+               ["--source-parser", models["crf-con"], "--source-tagger", models["tagger"]])
+    common = ["--user-dir", "fairseq_syntax", "--task", "syntax_translation", "--path", str(checkpoint), "--beam",
+              "2", "--batch-size", "1", "--post-process", "subword_nmt", "--cpu", "-s", "en", "-t", "de"]
+    interactive = subprocess.Popen(["fairseq-interactive", str(data), *common, *parsers, "--buffer-size",
+                                    str(len(LINES)), "--input", str(work / "lines.txt")], cwd=REPO, env=ONE_THREAD,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    generate = run(["fairseq-generate", str(offline), *common, "--gen-subset", "test"], env=ONE_THREAD).stdout
+    out, err = interactive.communicate()
+    assert interactive.returncode == 0 and "Traceback" not in err, err[-3000:]
+
+    # the offline path: the lines it kept (fairseq-syntax-preprocess --skip-invalid lists the others), in order
+    skipped_path = offline / "test.skipped.tsv"
+    skipped = {int(row.split("\t")[0]) - 1 for row in skipped_path.read_text().splitlines()} if skipped_path.exists() \
+        else set()
+    offline_lines = [number for index, number in enumerate(kept) if index not in skipped]
+    assert len(offline_lines) >= 5 and 0 in offline_lines and 2 in offline_lines and 5 in offline_lines
+    offline_hypotheses, offline_sources = lines_of(generate, "H"), lines_of(generate, "S")
+    expected = {number: (offline_sources[index], offline_hypotheses[index])
+                for index, number in enumerate(offline_lines)}
+
+    hypotheses, sources = lines_of(out, "H"), lines_of(out, "S")
+    assert sorted(hypotheses) == list(range(len(LINES)))  # one hypothesis per line, under the line's own id
+    for number in expected:
+        assert (sources[number], hypotheses[number]) == expected[number], f"line {number + 1}"
+    bad = sorted(set(range(len(LINES))) - set(expected))
+    assert [hypotheses[number][0] for number in bad] == ["-inf"] * len(bad)
+    reported = sorted(int(n) - 1 for n in re.findall(r"<input>:(\d+): ", err))
+    assert reported == bad and 1 in bad, err[-3000:]
+    assert "<input>:2: empty line; expected a sentence of tokenized words" in err
+    for number in bad:
+        if number != 1:  # a line the model cannot take: offline it is left out for its length
+            assert f"<input>:{number + 1}: too long: " in err
+    assert f"{len(bad)} bad input lines" in err
+    if system.form != "sequence":  # the parser's tree, with the tagger's POS tags (crf-con alone writes XX)
+        assert "(XX" not in sources[0][0] and ("(DT" in sources[0][0]) == (system.preterminals != "split")
+
+
+def test_the_recorded_bpe_is_the_recipes_subword_nmt_apply_bpe(corpus):
+    """The BPE syntax.json records segments every word of the corpus and of LINES as the CLI did, the unseen and the
+    non-ASCII words included (their pieces depend on the vocabulary)."""
+    from fairseq_syntax.core.bpe import SubwordNmtBpe
+
+    work, _ = corpus
+    bpe = SubwordNmtBpe(str(work / "codes"), str(work / "vocab.en"), 1)
+    plain = SubwordNmtBpe(str(work / "codes"))
+    for name in ("train", "lines"):
+        words = (work / f"{name}.words.en").read_text(encoding="utf-8").split()
+        assert " ".join(piece for word in words for piece in bpe.segment(word)) == \
+            " ".join((work / f"{name}.en").read_text(encoding="utf-8").split())
+    assert bpe.segment("doggo") != plain.segment("doggo")  # what fairseq's --bpe subword_nmt would have given
+
+
+def test_the_data_directory_records_the_bpe_and_the_parser(trained, models):
+    data = trained["mask"][0]
+    meta = json.loads((data / "syntax.json").read_text())
+    assert meta["bpe"] == {"codes": "bpe.codes", "vocabulary": "bpe.vocab.en", "vocabulary_threshold": 1}
+    assert (data / "bpe.codes").exists() and (data / "bpe.vocab.en").exists()
+    assert meta["parser"]["backend"] == "crf-con" and meta["pos_tags"] == "tagged"
+    assert meta["parser"]["model"]["name"] == "crf-con.pt" and meta["parser"]["tagger"]["name"] == "tagger.pt"
+
+
+def test_a_tree_model_without_a_parser_is_one_line(trained):
+    data, _, checkpoint = trained["mask"]
+    result = subprocess.run(["fairseq-interactive", str(data), "--user-dir", "fairseq_syntax", "--task",
+                             "syntax_translation", "--path", str(checkpoint), "--cpu"],
+                            input="the cat sees the dog .\n", cwd=REPO, capture_output=True, text=True,
+                            env=ONE_THREAD)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert result.stderr.splitlines()[-1] == (
+        "error: the model reads the preorder form of a constituency tree: give --source-parser MODEL (the parser "
+        "of the data directory's trees) to parse sentences of tokenized words, or --source-format tree to give one "
+        "bracketed tree per line")
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"source_tagger": None}, "{meta} records trees tagged by the POS tagger tagger.pt: give it as --source-tagger"),
+    ({"source_parser_backend": "benepar"}, "{meta} records trees of a crf-con parser (crf-con.pt), "
+                                           "--source-parser-backend is benepar: parse with the parser the model was "
+                                           "trained on"),
+])
+def test_a_parser_other_than_the_data_directorys_is_one_line(trained, models, options, message):
+    data, _, checkpoint = trained["mask"]
+    given = {"source_parser": models["crf-con"], "source_tagger": models["tagger"], **options}
+    _, _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)],
+                                                               arg_overrides={"data": str(data), **given})
+    with pytest.raises(SystemExit, match="^error: " + re.escape(message.format(meta=data / "syntax.json")) + "$"):
+        task.get_interactive_tokens_and_lengths(["the cat sees the dog ."], str)
+
+
+def test_fairseq_bpe_options_are_refused_where_the_data_directory_records_its_bpe(trained):
+    data, _, checkpoint = trained["mask"]
+    _, _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)], arg_overrides={"data": str(data)})
+    task._fairseq_interactive = True  # what setup_task finds in fairseq-interactive
+    with pytest.raises(SystemExit, match=re.escape(f"error: {data / 'syntax.json'} records the BPE the data "
+                                                   "directory was made with, which fairseq-interactive applies to "
+                                                   "every word: leave out --bpe")):
+        task.build_bpe(Namespace(bpe="subword_nmt", bpe_codes=str(data / "bpe.codes"), bpe_separator="@@"))
+    assert task.build_bpe(Namespace(bpe=None)).decode("fa@@ ther") == "father"  # D- lines lose the joiners
+
+
+def docs_recipe() -> str:
+    """The bash block of docs/usage.md's section on fairseq-interactive."""
+    with open(os.path.join(REPO, "docs", "usage.md"), encoding="utf-8") as page:
+        section = page.read().split("## Interactive translation")[1].split("\n## ")[0]
+    return re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+
+
+def test_the_docs_recipe_runs_as_written(trained, models, tmp_path):
+    """Each command of docs/usage.md's recipe, run as written from a folder laid out as the recipes leave it: OUT's
+    data-bin/, models/ and ckpt/ (the tiny systems and parsers), the plugin folder, sentences.txt."""
+    out = tmp_path / "examples" / "multi30k" / "work"
+    for name, system in (("preorder", "mask"), ("sequence", "ldd")):
+        (out / "data-bin").mkdir(parents=True, exist_ok=True)
+        (out / "data-bin" / name).symlink_to(trained[system][0])
+    for name, model in (("crf-con-ptb-sample.pt", "crf-con"), ("tagger-ptb-sample.pt", "tagger"),
+                        ("biaffine-dep-ud-ewt.pt", "dependency")):
+        (out / "models").mkdir(exist_ok=True)
+        (out / "models" / name).symlink_to(models[model])
+    for system in ("mask", "ldd", "sequence"):
+        (out / "ckpt" / f"ckpt-{system}").mkdir(parents=True)
+        (out / "ckpt" / f"ckpt-{system}" / "checkpoint_best.pt").symlink_to(trained[system][2])
+    (tmp_path / "fairseq_syntax").symlink_to(os.path.join(REPO, "fairseq_syntax"))
+    (tmp_path / "sentences.txt").write_text("( the dog ) likes the father .\nthe man sees the cat .\n")
+    result = subprocess.run(["bash", "-euo", "pipefail", "-c", docs_recipe()], cwd=tmp_path, capture_output=True,
+                            text=True, env=ONE_THREAD)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    hypotheses = re.findall(r"^H-(\d+)\t(\S+)\t", result.stdout, re.M)
+    assert [int(id_) for id_, _ in hypotheses] == [0, 1] * 3 and "-inf" not in [score for _, score in hypotheses]
+    assert "bad input lines" not in result.stderr and "may differ from those the model was trained on" not in \
+        result.stderr  # the parsers syntax.json records (same files, another name)
