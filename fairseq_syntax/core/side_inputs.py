@@ -18,7 +18,8 @@ one item per source sentence (O(n) per sentence on disk), and a :class:`SideInpu
   batch (``{name: int}``), computed on the host where the batch is collated and passed beside it as
   ``net_input["NAME_sizes"]`` (``src_parents_sizes``: :func:`fairseq_syntax.core.structure.tree_sizes`);
 * ``interactive``: for side data that does not come with the tree, ``interactive(cfg, meta, data_path)`` returns a
-  converter ``(lines, line_numbers, encode_fn) -> [(source tokens, {name: item}) or BadLine]`` that
+  converter ``(sentences, line_numbers, segment) -> [(source tokens, {name: item}) or BadLine]`` (the words of each
+  line, none empty, and the data directory's BPE of a word, :mod:`fairseq_syntax.core.interactive_source`) that
   ``fairseq-interactive`` uses instead of reading trees (e.g. a dependency parser,
   :mod:`fairseq_syntax.methods.ldd.side_input`); ``options`` is the dataclass of task options it reads (they
   become options of ``syntax_translation``).
@@ -58,9 +59,9 @@ class BadLine(NamedTuple):
     message: str
 
 
-# (lines, their 1-based numbers, BPE encode function) -> per line: (source tokens, {side input name: item}), or a
-# BadLine (fairseq-interactive then reports the line, prints an empty hypothesis for it and goes on)
-InteractiveConverter = Callable[[List[str], Sequence[int], Callable[[str], str]],
+# (the words of each line, their 1-based numbers, word -> BPE pieces) -> per line: (source tokens, {side input name:
+# item}), or a BadLine (fairseq-interactive then reports the line, prints an empty hypothesis for it and goes on)
+InteractiveConverter = Callable[[List[List[str]], Sequence[int], Callable[[str], List[str]]],
                                 List[Union[Tuple[List[str], Dict[str, torch.Tensor]], BadLine]]]
 
 
