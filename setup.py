@@ -33,7 +33,7 @@ setup(
             "fairseq-syntax-score = fairseq_syntax.cli.score:cli_main",
             "fairseq-syntax-results = fairseq_syntax.cli.results:cli_main",
             "fairseq-syntax-preprocess-dependencies = fairseq_syntax.methods.ldd.preprocess:cli_main",
-            "fairseq-syntax-control = fairseq_syntax.core.controls:cli_main",
+            "fairseq-syntax-control = fairseq_syntax.parsing.controls:cli_main",
             "fairseq-syntax-plot = fairseq_syntax.cli.plot:cli_main",
             "fairseq-syntax-induce = fairseq_syntax.methods.tree_transformer.induce:cli_main",
             "fairseq-syntax-masked-ppl = fairseq_syntax.methods.tree_transformer.masked_lm:cli_main",

@@ -11,25 +11,28 @@ is registered with it, see :func:`fairseq_syntax.core.model.register_architectur
 (:mod:`fairseq_syntax.core.side_inputs`) and extra model options. Baselines are systems too (fairseq's
 ``transformer`` on the sequence and linearized forms belong to McDonald & Chiang 2021).
 
-A system's ``controls`` name the control structures (:mod:`fairseq_syntax.core.controls`) it is also run
+A system's ``controls`` name the control structures (:mod:`fairseq_syntax.core.control_kinds`) it is also run
 on: :meth:`System.on_control` derives that system, ``NAME_CONTROL`` on the data directory ``DATA.CONTROL`` (e.g.
 ``mask_random`` on ``preorder.random``), made from the control parses with the same BPE and dictionary; same
-architecture and options, so the two rows differ in the structure they read only.
+architecture and options, so the two rows differ in the structure they read only. A run of training seed K reads
+the structures drawn with control seed K (:meth:`System.for_training_seed`: ``DATA.CONTROL-sK``).
 """
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from fairseq_syntax.core.controls import CONTROLS
+from fairseq_syntax.core.control_kinds import CONTROLS, control_data_name, control_seed_for_run
 
 TASKS = ("translation", "classification", "masked_lm")
 
 
-def data_dir_name(form: str, preterminals: str, control: str = "") -> str:
+def data_dir_name(form: str, preterminals: str, control: str = "", control_seed: int = 1) -> str:
     """A recipe's data directory of an input form: the form, suffixed with the POS-node convention unless it is the
-    default ``auto``, and with ``.CONTROL`` where it holds a control structure instead of the parses."""
+    default ``auto``, and with ``.CONTROL`` (``.CONTROL-sK`` for control seed K > 1,
+    :func:`~fairseq_syntax.core.control_kinds.control_data_name`) where it holds a control structure instead of the
+    parses."""
     name = form if preterminals == "auto" else f"{form}-{preterminals}"
-    return f"{name}.{control}" if control else name
+    return control_data_name(name, control, control_seed) if control else name
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,7 @@ class System:
     ablation: bool = False  # an ablation of the paper (reported in full recipes, not in the demo)
     controls: tuple[str, ...] = ()  # control structures it is also run on (on_control), e.g. ("random",)
     control: str = ""  # the control structure its data directory holds instead of the parses (on_control sets it)
+    control_seed: int = 1  # the seed its control structures were drawn with (for_training_seed sets it)
 
     def __post_init__(self):
         if self.task not in TASKS:
@@ -55,7 +59,15 @@ class System:
     @property
     def data(self) -> str:
         """Name of its data directory (:func:`data_dir_name`)."""
-        return data_dir_name(self.form, self.preterminals, self.control)
+        return data_dir_name(self.form, self.preterminals, self.control, self.control_seed)
+
+    def for_training_seed(self, seed: int) -> "System":
+        """The system as a run of training seed ``seed`` trains it: on a control, on the structures drawn with the
+        control seed of that run (:func:`~fairseq_syntax.core.control_kinds.control_seed_for_run`, the training
+        seed), so its data directory is ``DATA.CONTROL-sSEED`` (seed 1: ``DATA.CONTROL``); other systems as they are."""
+        if not self.control:
+            return self
+        return replace(self, control_seed=control_seed_for_run(self.control, seed))
 
     def on_control(self, control: str) -> "System":
         """The same system on the ``control`` structures: ``NAME_CONTROL`` reading ``DATA.CONTROL``."""

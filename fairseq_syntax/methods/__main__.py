@@ -7,7 +7,10 @@ descriptions (:data:`fairseq_syntax.methods.METHODS`).
 * ``systems --study``: the grid of the Multi30k study (:data:`fairseq_syntax.methods.STUDY`) in its priority order;
 * ``data-dirs SPEC...``: for the given system specs, one line per data directory they read: ``DATA FORM
   PRETERMINALS SIDE_INPUT...`` (the recipes make each with ``fairseq-syntax-preprocess`` and add the side inputs
-  that need a step of their own, e.g. ``src_ldd``);
+  that need a step of their own, e.g. ``src_ldd``); a spec may name a control's data of one control seed
+  (``preorder.struct-s2``);
+* ``for-seed SPEC SEED``: the spec a run of training seed SEED trains (a control on the structures drawn with that
+  seed: ``mask_struct:transformer_syntax_mask:preorder.struct-s2`` for seed 2; other systems as given);
 * ``readme-table``: the README's compact method table (markdown: paper, archs, input, side data);
 * ``docs-table``: the full table of ``docs/methods.md`` (every system spec, with the method's notes).
 """
@@ -15,7 +18,7 @@ import argparse
 import sys
 
 from fairseq_syntax.core.side_inputs import SIDE_INPUTS
-from fairseq_syntax.methods import METHODS, study_systems, systems
+from fairseq_syntax.methods import METHODS, study_systems, system_of_spec, systems
 
 
 def _side_inputs(method) -> list[str]:
@@ -64,6 +67,9 @@ def main(argv: list[str] | None = None) -> None:
                          help="the grid of the Multi30k study in its priority order (no other option)")
     data = commands.add_parser("data-dirs", help="the data directories the given systems read")
     data.add_argument("specs", nargs="*")
+    for_seed = commands.add_parser("for-seed", help="the spec a run of one training seed trains")
+    for_seed.add_argument("spec")
+    for_seed.add_argument("seed", type=int)
     commands.add_parser("readme-table", help="the README's compact method table")
     commands.add_parser("docs-table", help="the full method table of docs/methods.md")
     args = parser.parse_args(argv)
@@ -80,19 +86,23 @@ def main(argv: list[str] | None = None) -> None:
             if chosen is None or system in chosen.systems_with_controls:
                 print(system.spec())
     elif args.command == "data-dirs":
-        by_spec = {system.spec(): system for system in systems(task=None, controls=True)}
-        unknown = [spec for spec in args.specs if spec not in by_spec]
-        if unknown:
-            raise SystemExit(f"error: unknown systems {unknown}; see python -m fairseq_syntax.methods systems")
+        try:
+            described = [system_of_spec(spec) for spec in args.specs]
+        except ValueError as error:
+            raise SystemExit(f"error: {error}") from None
         dirs = {}
-        for spec in args.specs:
-            system = by_spec[spec]
+        for system in described:
             entry = dirs.setdefault(system.data, [system.form, system.preterminals, []])
             entry[2] += [name for name in system.side_inputs if name not in entry[2]]
         for name, (form, preterminals, side) in dirs.items():
             print(" ".join([name, form, preterminals, *side]))
     elif args.command == "docs-table":
         print(docs_table())
+    elif args.command == "for-seed":
+        try:
+            print(system_of_spec(args.spec).for_training_seed(args.seed).spec())
+        except ValueError as error:
+            raise SystemExit(f"error: {error}") from None
     else:
         print(readme_table())
 

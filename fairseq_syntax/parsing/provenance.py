@@ -3,7 +3,7 @@
 ``examples/prepare_translation.sh`` writes ``DATA/parsers.json`` beside each binarized input form; a recipe's
 ``run_system`` keeps a copy with the run's checkpoints when training starts, and the run record takes it from there
 (``fairseq-syntax-score --parsers``), so a table that mixes runs of older and newer parses tells them apart. A data
-directory made from control structures instead of the parses (:mod:`fairseq_syntax.core.controls`) has a
+directory made from control structures instead of the parses (:mod:`fairseq_syntax.parsing.controls`) has a
 ``"control"`` entry there too, so its rows say which structure they read.
 
     python3 -m fairseq_syntax.parsing.provenance OUT.json ROLE=MODEL [ROLE=MODEL ...] [--records preprocess/runs]
@@ -21,7 +21,7 @@ import json
 import os
 import sys
 
-from fairseq_syntax.core.controls import CONTROL_KEY, describe
+from fairseq_syntax.core.control_kinds import CONTROL_KEY, describe
 from fairseq_syntax.parsing.text import open_output
 
 DIGEST_LENGTH = 16
@@ -67,7 +67,7 @@ def describe_parsers(models: dict[str, str], records: list[dict]) -> dict[str, d
 
 def summary(parsers: dict[str, dict]) -> str:
     """One line for a results table: ``constituency crf-con-ptb-sample.pt (F1 87.12, 60 epochs); ...``, ending
-    in ``control random (seed 1)`` for data made from control structures (:mod:`fairseq_syntax.core.controls`)."""
+    in ``control random (seed 1)`` for data made from control structures (:mod:`fairseq_syntax.parsing.controls`)."""
     parts = []
     for role, entry in parsers.items():
         if role == CONTROL_KEY:

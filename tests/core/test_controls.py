@@ -1,8 +1,11 @@
-"""fairseq_syntax.core.controls: control structures over the parses' words, POS nodes and labels.
+"""fairseq_syntax.parsing.controls: control structures over the parses' words, POS nodes and labels.
 
 The expected trees are derived by hand from the algorithms of the module docstring and the draws of
 ``random.Random(f"{seed}:{line}")``, which each test asserts first.
 """
+import itertools
+from collections import Counter
+
 import gzip
 import json
 import os
@@ -11,10 +14,14 @@ import random
 import pytest
 from conftest import tiny_corpus
 
-from fairseq_syntax.core import controls, trees
+from fairseq_syntax.core import trees
+from fairseq_syntax.parsing import controls
 from fairseq_syntax.parsing.dependency import read_arc_distributions
 
 SENTENCE = "(S (NP (DT the) (NN dog)) (VP (VBZ sees) (NP (NNS cats))))"
+#: the controls that draw binary X-labelled trees, and those that make dependency side data
+BINARY = ("random", "left", "right")
+DEPENDENCY = ("random", "left", "right")
 #: a 1-best tree of "the dog sees cats" (UD labels)
 BEST = [[2, "det"], [3, "nsubj"], [0, "root"], [3, "obj"]]
 RECORD = {"words": ["the", "dog", "sees", "cats"],
@@ -42,7 +49,7 @@ def test_right_and_left_branching_keep_the_root_label():
 
 
 def test_one_word_and_bare_words():
-    for kind in controls.CONTROLS:
+    for kind in BINARY:
         assert control("(S (NP (NN dog)))", kind) == "(S (NN dog))"  # one POS node stays under the root
         assert control("(XX dog)", kind) == "(XX dog)"  # a root that is a POS node stays as it is
     # a word attached directly to a phrase (no POS node) is kept as a bare word
@@ -56,7 +63,7 @@ def test_a_control_tree_keeps_the_leaves_and_the_pos_nodes_with_their_tags():
     for text in parses:
         tree = trees.parse_tree(text)
         preterminals = [str(node) for node in controls.pos_nodes(tree)]
-        for kind in controls.CONTROLS:
+        for kind in BINARY:
             for seed in range(1, 20):
                 made = controls.control_tree(tree, kind, controls.line_rng(seed, 3))
                 assert made.leaves() == tree.leaves() and made.label == tree.label
@@ -127,7 +134,7 @@ def test_random_dependency_trees_are_projective_and_use_every_head_position():
 def test_control_side_data_is_a_one_hot_distribution_on_one_tree():
     from fairseq_syntax.parsing.dependency import _check_record
 
-    for kind in controls.CONTROLS:
+    for kind in DEPENDENCY:
         for seed in range(1, 20):
             made = controls.control_record(RECORD, kind, controls.line_rng(seed, 1))
             _check_record(made, "control", 1)  # the reader's checks
@@ -259,6 +266,135 @@ def test_end_to_end_the_preprocess_commands_read_the_controls_unchanged(tmp_path
     with pytest.raises(SystemExit, match="records the control .* not .*'left'"):
         controls.main(["record", "--control", "left", str(data / "preorder.random")])
 
+
+
+# ---------------------------------------------------------------------------------------- the structure-only control
+
+
+def test_a_structure_only_tree_of_four_words_by_hand():
+    rng = random.Random("1:1")
+    # the parse's phrases S, NP, VP, NP have 2, 2, 2, 1 children; with the 4 POS nodes (0 children) shuffled:
+    counts = [2, 2, 2, 1, 0, 0, 0, 0]
+    rng.shuffle(counts)
+    labels = ["NP", "VP", "NP"]  # the phrase labels but the root's, in preorder
+    rng.shuffle(labels)
+    assert (counts, labels) == ([2, 0, 1, 0, 2, 2, 0, 0], ["VP", "NP", "NP"])
+    # count - 1: 1 -1 0 -1 1 1 -1 -1, partial sums 1 0 0 -1 0 1 0 -1: the first minimum is at position 4, so the
+    # tree's preorder counts start after it: 2 2 0 0 | 2 0 1 0, i.e. root(x(DT NN) x(VBZ x(NNS)))
+    assert controls.lukasiewicz_rotation(counts) == [2, 2, 0, 0, 2, 0, 1, 0]
+    assert control(SENTENCE, "struct") == "(S (VP (DT the) (NN dog)) (NP (VBZ sees) (NP (NNS cats))))"
+
+
+def _shape(tree):
+    """(phrase labels, sorted; child counts of the phrases, sorted; units)"""
+    phrases = controls.phrase_nodes(tree)
+    return (sorted(node.label for node in phrases), sorted(len(node.children) for node in phrases),
+            [str(node) for node in controls.pos_nodes(tree)])
+
+
+def test_a_structure_only_tree_keeps_phrases_arities_labels_and_words():
+    longer = ("(S (NP (DT a) (JJ big) (NN dog)) (VP (VBD saw) (NP (DT the) (NN cat)) (PP (IN in) (NP (DT the) "
+              "(NN park)))) (. .))")
+    unary = "(S (NP (NNP John)) (VP (VBZ runs)) (. .))"
+    for text in (SENTENCE, longer, unary, "(S (NP the (NN dog)) (VBZ runs))"):
+        tree = trees.parse_tree(text)
+        seen = set()
+        for seed in range(1, 40):
+            made = controls.control_tree(tree, "struct", controls.line_rng(seed, 2))
+            assert _shape(made) == _shape(tree) and made.label == tree.label and made.leaves() == tree.leaves()
+            seen.add(str(made))
+        assert len(seen) > 1, text  # the structure does change
+    # one phrase over the words, or one word: the parse is its own control
+    for text in ("(S (NP (NN dog)))", "(NP (DT a) (NN dog))", "(XX dog)"):
+        assert control(text, "struct") == text
+
+
+def test_every_arrangement_of_the_counts_rotates_to_one_tree_each_tree_equally_often():
+    # a unary and a binary phrase over two words: three trees, (U (B a b)) = 1 2 0 0, (B (U a) b) = 2 1 0 0 and
+    # (B a (U b)) = 2 0 1 0; each of the 4! / 2! = 12 arrangements rotates to one of them, each 12 / 3 = 4 times
+    arrangements = set(itertools.permutations([2, 1, 0, 0]))
+    rotated = Counter(tuple(controls.lukasiewicz_rotation(list(a))) for a in arrangements)
+    assert rotated == {(1, 2, 0, 0): 4, (2, 1, 0, 0): 4, (2, 0, 1, 0): 4}
+    # the parse's four phrases (2, 2, 2, 1 children) over four words: 8! / (3! 1! 4!) = 280 arrangements, 35 trees
+    rotated = Counter(tuple(controls.lukasiewicz_rotation(list(a))) for a in set(itertools.permutations(
+        [2, 2, 2, 1, 0, 0, 0, 0])))
+    assert len(rotated) == 35 and set(rotated.values()) == {8}
+    with pytest.raises(ValueError, match="sum to 3, a tree of 3 nodes needs 2"):
+        controls.lukasiewicz_rotation([2, 1, 0])
+
+
+def test_the_draws_are_uniform_over_the_three_trees():
+    tree = trees.parse_tree("(S (NP (DT the) (NN dog)))")  # S has 1 child, NP 2: the three trees above
+    drawn = Counter(control(str(tree), "struct", seed=seed) for seed in range(1, 3001))
+    assert set(drawn) == {"(S (NP (DT the) (NN dog)))", "(S (NP (DT the)) (NN dog))", "(S (DT the) (NP (NN dog)))"}
+    # 1,000 each expected, binomial sd 26: within 150 of it
+    assert all(850 <= count <= 1150 for count in drawn.values()), drawn
+
+
+def test_the_structure_only_control_makes_no_dependency_data(tmp_path, capsys):
+    with pytest.raises(ValueError, match="struct control changes the trees only, not the arcs"):
+        controls.control_record(RECORD, "struct", random.Random(1))
+    (tmp_path / "p.tree").write_text(SENTENCE + "\n")
+    with gzip.open(tmp_path / "p.arcs.jsonl.gz", "wt") as out:
+        out.write(json.dumps(RECORD) + "\n")
+    controls.main(["make", "--control", "struct", str(tmp_path / "p"), str(tmp_path / "q")])
+    assert (tmp_path / "q.tree").read_text() == control(SENTENCE, "struct") + "\n"
+    assert not (tmp_path / "q.arcs.jsonl.gz").exists()
+    assert "p.arcs.jsonl.gz: left as it is (the struct control changes the trees only)" in capsys.readouterr().err
+    controls.main(["inputs", "--control", "struct"])
+    controls.main(["inputs", "--control", "random"])
+    assert capsys.readouterr().out == "trees\ntrees\narcs\n"
+
+
+# ---------------------------------------------------------------------------------------- measures
+
+
+def test_tree_and_dependency_shapes_by_hand():
+    # S, NP, VP, NP; the longest path S -> VP -> NP -> (NNS cats) passes 3 phrases
+    assert controls.tree_shape(trees.parse_tree(SENTENCE)) == (4, 3)
+    assert controls.tree_shape(trees.parse_tree("(XX dog)")) == (0, 0)
+    # the dog sees cats: heads 2 3 0 3 -> words 2 and 3 head others; the -> dog -> sees is 3 words deep; every arc
+    # joins neighbours
+    assert controls.dependency_shape([2, 3, 0, 3]) == (2, 3, [1, 1, 1])
+    # the random control of line 1 under seed 10 (test above): heads 0 3 4 1: words 1, 3, 4 head; 1 <- 4 <- 3 <- 2
+    assert controls.dependency_shape([0, 3, 4, 1]) == (3, 4, [1, 1, 3])
+    with pytest.raises(ValueError, match="cycle"):
+        controls.dependency_shape([2, 1])
+
+
+def test_stats_of_the_parse_and_its_controls(tmp_path, capsys):
+    (tmp_path / "test.tree").write_text(SENTENCE + "\n")
+    with gzip.open(tmp_path / "test.arcs.jsonl.gz", "wt") as out:
+        out.write(json.dumps(RECORD) + "\n")
+    rows = controls.structure_stats(str(tmp_path / "test"), ["random", "struct"], [10])
+    shapes = [(row["structure"], row["seed"], row["kind"], row["inner_nodes"], row["depth"], row["arc_length"])
+              for row in rows]
+    # random seed 10 of line 1: (S (X (DT the) (X (NN dog) (VBZ sees))) (NNS cats)), 3 phrases, 3 deep;
+    # struct keeps the 4 phrases; the dependency rows are the shapes of the test above
+    drawn = controls.control_tree(trees.parse_tree(SENTENCE), "struct", controls.line_rng(10, 1))
+    struct = controls.tree_shape(drawn)
+    assert shapes == [("parse", None, "trees", 4, 3, None), ("random", 10, "trees", 3, 3, None),
+                      ("struct", 10, "trees", 4, struct[1], None), ("parse", None, "arcs", 2, 3, 1.0),
+                      ("random", 10, "arcs", 3, 4, 5 / 3)]
+    controls.main(["stats", str(tmp_path / "test"), "--controls", "random", "--seeds", "10", "--out",
+                   str(tmp_path / "structures.md")])
+    table = (tmp_path / "structures.md").read_text()
+    assert "| random | 10 | dependency: words with a dependent | 1 | 3.00 | 4.00 | 1.67 |" in table
+    assert "| parse | – | constituency: phrases above the POS nodes | 1 | 4.00 | 3.00 | – |" in table
+    assert json.loads((tmp_path / "structures.json").read_text())["rows"][1]["inner_nodes"] == 3
+
+
+def test_recorded_says_whether_a_directory_holds_the_control(tmp_path):
+    data = tmp_path / "preorder.struct-s2"
+    data.mkdir()
+    with pytest.raises(SystemExit) as stopped:
+        controls.main(["recorded", "--control", "struct", "--seed", "2", str(data)])
+    assert stopped.value.code == 1
+    (data / "syntax.json").write_text('{"form": "preorder"}\n')
+    controls.main(["record", "--control", "struct", "--seed", "2", str(data)])
+    controls.main(["recorded", "--control", "struct", "--seed", "2", str(data)])  # returns: exit 0
+    with pytest.raises(SystemExit):
+        controls.main(["recorded", "--control", "struct", "--seed", "3", str(data)])
 
 
 def test_the_parsers_summary_of_a_run_record_names_its_control():

@@ -1,10 +1,11 @@
 """The method descriptions: the registry's systems, the recipes' specs derived from them, and the README table."""
 import os
 
+import pytest
 from conftest import REPO
 
 from fairseq_syntax.cli.plot import get_parser
-from fairseq_syntax.methods import METHODS, study_systems, systems
+from fairseq_syntax.methods import METHODS, study_run_spec, study_seeds, study_systems, system_of_spec, systems
 from fairseq_syntax.methods.__main__ import docs_table, main, readme_table
 
 
@@ -23,20 +24,48 @@ def test_translation_systems_of_the_registry_in_order():
 
 def test_control_systems_and_the_study_grid_come_from_the_descriptions(capsys):
     assert [s.spec() for s in systems(controls=True) if s.control] == [
-        "mask_random:transformer_syntax_mask:preorder.random",
+        "mask_random:transformer_syntax_mask:preorder.random", "mask_struct:transformer_syntax_mask:preorder.struct",
         "udp_random:transformer_ldd:sequence.random:--syntax-variant=udp",
-        "hier_accum_random:transformer_hier_accum:preorder-split.random"]
+        "hier_accum_random:transformer_hier_accum:preorder-split.random",
+        "hier_accum_struct:transformer_hier_accum:preorder-split.struct",
+        "dbsa_random:transformer_dependency_supervised:sequence.random:"
+        "--criterion=label_smoothed_cross_entropy_with_dependency"]
     by_name = {s.name: s for s in systems(controls=True)}
     assert by_name["mask_random"].side_inputs == by_name["mask"].side_inputs  # the same system, other data
-    # the Multi30k study's grid (examples/multi30k/README.md, "The study"), in the order the budget goes to it
+    # the Multi30k study's grid (examples/multi30k/README.md, "The study"), in the order the budget goes to it: its
+    # first eleven systems as the study began, the controls of issue 49 after them
     study = ["sequence", "mask", "mask_random", "hier_accum", "hier_accum_random", "udp", "udp_random", "ldd",
-             "linearized", "dbsa", "pascal"]
+             "linearized", "dbsa", "pascal", "dbsa_random", "mask_struct", "hier_accum_struct"]
     assert [s.name for s in study_systems()] == study
+    assert [name for name in study if study_seeds(name) == 5] == ["sequence", "mask", "mask_random", "udp",
+                                                                   "udp_random", "ldd", "dbsa"]
     main(["systems", "--study"])
     assert capsys.readouterr().out.splitlines() == [by_name[name].spec() for name in study]
     main(["data-dirs", by_name["hier_accum_random"].spec(), by_name["udp_random"].spec()])
     assert capsys.readouterr().out.splitlines() == ["preorder-split.random preorder split src_parents",
                                                     "sequence.random sequence auto src_ldd"]
+
+
+def test_a_control_run_reads_the_structures_of_its_training_seed(capsys):
+    by_name = {s.name: s for s in systems(controls=True)}
+    # seed 1 keeps the name the study's first control runs read; seed K reads DATA.CONTROL-sK
+    assert by_name["mask_struct"].for_training_seed(1).data == "preorder.struct"
+    assert by_name["hier_accum_struct"].for_training_seed(2).data == "preorder-split.struct-s2"
+    assert by_name["mask"].for_training_seed(4) == by_name["mask"]  # the parse: no control seed
+    assert study_run_spec("dbsa_random", 3) == ("dbsa_random:transformer_dependency_supervised:sequence.random-s3:"
+                                                "--criterion=label_smoothed_cross_entropy_with_dependency")
+    spec = "udp_random:transformer_ldd:sequence.random:--syntax-variant=udp"
+    main(["for-seed", spec, "4"])
+    main(["for-seed", "udp:transformer_ldd:sequence:--syntax-variant=udp", "4"])
+    assert capsys.readouterr().out.splitlines() == [
+        "udp_random:transformer_ldd:sequence.random-s4:--syntax-variant=udp",
+        "udp:transformer_ldd:sequence:--syntax-variant=udp"]
+    assert system_of_spec("mask_struct:transformer_syntax_mask:preorder.struct-s5").control_seed == 5
+    main(["data-dirs", "mask_struct:transformer_syntax_mask:preorder.struct-s5"])
+    assert capsys.readouterr().out == "preorder.struct-s5 preorder auto src_parents\n"
+    for wrong in ("mask:transformer_syntax_mask:preorder-s2", "nothing:transformer:sequence"):
+        with pytest.raises(SystemExit, match="unknown system"):
+            main(["for-seed", wrong, "2"])
 
 
 def test_side_inputs_come_from_the_model_classes():

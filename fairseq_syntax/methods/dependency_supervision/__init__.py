@@ -15,8 +15,9 @@ METHOD = Method(
     title="Dependency-supervised self-attention",
     citation="Deguchi et al. 2019",
     # the recipes' --criterion is replaced by the one that adds the dependency loss (the last --criterion wins)
+    # its control (dbsa_random) learns to attend to the parents of the random projective trees UDP's control reads
     systems=(System("dbsa", "transformer_dependency_supervised", "sequence",
-                    model_args=("--criterion", "label_smoothed_cross_entropy_with_dependency")),),
+                    model_args=("--criterion", "label_smoothed_cross_entropy_with_dependency"), controls=("random",)),),
     notes="one encoder head trained (criterion label_smoothed_cross_entropy_with_dependency, --dependency-weight) to "
           "attend to each token's parent; no parser at test time; --dependency-heads, --dependency-layer",
 )

@@ -17,7 +17,7 @@ METHOD = Method(
     title="Hierarchical accumulation",
     citation="Nguyen et al. 2020",
     systems=(
-        System("hier_accum", "transformer_hier_accum", "preorder", "split", controls=("random",)),
+        System("hier_accum", "transformer_hier_accum", "preorder", "split", controls=("random", "struct")),
         System("transformer_classifier", "transformer_classifier", "sequence", task="classification",
                baseline=True),
         System("hier_accum_classifier", "transformer_hier_accum_classifier", "preorder", "drop",

@@ -18,7 +18,8 @@ METHOD = Method(
     systems=(
         System("sequence", "transformer", "sequence", baseline=True),
         System("linearized", "transformer", "linearized", baseline=True),
-        System("mask", "transformer_syntax_mask", "preorder", controls=("random",)),
+        System("mask", "transformer_syntax_mask", "preorder",
+               controls=("random", "struct")),
     ),
     plots=(analysis.PLOT,),
     # on CUDA the bias is a one-hot product by default (--mask-bias auto); the gather, the CPU's way, is tested there too
