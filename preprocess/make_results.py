@@ -21,7 +21,7 @@ import json
 import os
 import textwrap
 
-from fairseq_syntax.evaluation.results import Cell, Table, write_results
+from fairseq_syntax.evaluation.tables import Cell, Table, write_results
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MEASUREMENTS = os.path.join(HERE, "measurements")

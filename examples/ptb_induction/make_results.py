@@ -26,15 +26,13 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))  # this checkout's package
 from fairseq_syntax.evaluation import packed_runs  # noqa: E402
 from fairseq_syntax.evaluation.results import (  # noqa: E402
-    Cell,
-    Table,
     compress,
     make_log_portable,
     open_text,
     portable_paths,
     read_text,
-    write_results,
 )
+from fairseq_syntax.evaluation.tables import Cell, Table, write_results  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))

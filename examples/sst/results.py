@@ -18,12 +18,8 @@ from typing import List, Optional, Tuple
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))  # this checkout's package
 from fairseq_syntax.evaluation import packed_runs  # noqa: E402
-from fairseq_syntax.evaluation.results import (  # noqa: E402
-    markdown_table,
-    read_text,
-    table_json,
-    write_results,
-)
+from fairseq_syntax.evaluation.results import read_text  # noqa: E402
+from fairseq_syntax.evaluation.tables import markdown_table, table_json, write_results  # noqa: E402
 
 LOG_SUFFIXES = (".log.gz", ".log")
 

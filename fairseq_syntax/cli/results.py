@@ -25,8 +25,8 @@ from fairseq_syntax.evaluation.results import (
     load_record,
     render_json,
     render_markdown,
-    write_results,
 )
+from fairseq_syntax.evaluation.tables import write_results
 
 
 def build_parser() -> argparse.ArgumentParser:

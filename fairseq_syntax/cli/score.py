@@ -12,7 +12,9 @@ reference needs a hypothesis: missing ids are named and nothing is scored. See f
 
 Several seeds: HYP and each BASELINE may be comma-separated files, one per training seed (``--run-seeds`` names
 them). The scores are then the mean and standard deviation over seeds, and the p-values those of the paired
-bootstrap over test sentences and seeds (scoring.seed_bootstrap; a baseline may have another number of seeds).
+bootstrap over test sentences and seeds (scoring.seed_bootstrap, 10,000 rounds unless --bootstrap says otherwise;
+each p with its Monte-Carlo error and Welch's t-test over the seeds beside it; a baseline may have another number of
+seeds).
 
 A record names no folder of this machine: its paths under ``--out-dir`` (the recipe's output folder; default: the
 environment's OUT_DIR, which the recipes export) are written as ``OUT_DIR/...``, and those under ``--repo-root``
@@ -30,6 +32,7 @@ from pathlib import Path
 from fairseq_syntax.evaluation import packed_runs
 from fairseq_syntax.evaluation.results import RecordError, load_record, record_run
 from fairseq_syntax.evaluation.scoring import (
+    SEED_BOOTSTRAP_ROUNDS,
     ScoringInputError,
     bleu_by_length,
     check_length_edges,
@@ -44,6 +47,7 @@ from fairseq_syntax.evaluation.scoring import (
 )
 
 TABLE_METRICS = ("BLEU", "BLEU-1", "chrF", "TER", "RIBES")
+ONE_RUN_BOOTSTRAP_ROUNDS = 1000  # sacrebleu's paired bootstrap of one run against another
 RECORD_OPTIONS = ("dataset", "system", "arch", "train_log", "train_command")
 
 
@@ -65,8 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--lang", help="Moses-detokenize the hypotheses (H- lines or plain text) in this language "
                                        "first, for output generated without --tokenizer moses")
     parser.add_argument("--json", dest="json_out", help="write all scores (and p-values) to this JSON file")
-    parser.add_argument("--bootstrap", type=int, default=1000, metavar="N",
-                        help="paired bootstrap resamples when BASELINE is given (default 1000)")
+    parser.add_argument("--bootstrap", type=int, metavar="N",
+                        help="paired bootstrap resamples when BASELINE is given (default: 1000 for one run, "
+                             f"{SEED_BOOTSTRAP_ROUNDS} over several seeds: scoring.SEED_BOOTSTRAP_ROUNDS)")
     parser.add_argument("--seed", type=int, default=12345, help="bootstrap seed (default 12345)")
     parser.add_argument("--skipped", metavar="SKIPPED_TSV",
                         help="the {split}.skipped.tsv fairseq-syntax-preprocess --skip-invalid wrote for this split: "
@@ -171,6 +176,8 @@ def main(argv: list[str] | None = None) -> dict:
     if args.run_seeds and (not re.fullmatch(r"\d+(,\d+)*", args.run_seeds)
                            or args.run_seeds.count(",") != args.hyp.count(",")):
         parser.error(f"--run-seeds takes one seed per HYP file, comma-separated like HYP, got {args.run_seeds!r}")
+    if args.bootstrap is None:  # the seed-aware test's p-values need more rounds to hold (mc_standard_error)
+        args.bootstrap = SEED_BOOTSTRAP_ROUNDS if "," in args.hyp else ONE_RUN_BOOTSTRAP_ROUNDS
     if args.baselines and (args.bootstrap <= 0 or args.seed <= 0):
         parser.error("--bootstrap and --seed must be positive (sacrebleu treats seed 0 as unseeded)")
     edges = None

@@ -17,10 +17,11 @@ checkpoint is chosen by and ``[epoch, value]`` per epoch, ``parse_valid_curve``)
 ``epochs`` and ``wall_time_s`` are read from the fairseq-train log, so the table shows the budget each number
 cost.
 
-This module is also the one place that writes a recipe's ``RESULTS.md`` and ``RESULTS.json`` (``write_results``):
-the run records' table here, and the recipes whose results are read from logs (``examples/sst/results.py``,
-``examples/ptb_induction/make_results.py``) render their tables with ``markdown_table`` / ``table_json`` (or a
-``Table`` of ``Cell``s, which gives both from the same rows). Logs and decodes are kept gzipped beside their
+The run records' table is rendered here (``render_markdown``, ``render_json``; written by
+:func:`fairseq_syntax.evaluation.tables.write_results`, which every generated results table goes through). A dataset
+of several seeds gets one row per system (:mod:`fairseq_syntax.evaluation.seed_systems`), its answer
+(:mod:`fairseq_syntax.evaluation.study_answer`) and each run's convergence
+(:mod:`fairseq_syntax.evaluation.convergence`). Logs and decodes are kept gzipped beside their
 records, and finished runs' are packed into their folder's archive (:mod:`packed_runs`): every reader here
 (``open_text``, ``read_text``, ``parse_train_log``, and ``scoring.read_lines``) takes ``name`` or ``name.gz``, whichever
 exists, else the packed copy.
@@ -36,10 +37,24 @@ import statistics
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
+from fairseq_syntax.core.control_kinds import CONTROL_KEY
 from fairseq_syntax.evaluation import packed_runs
+from fairseq_syntax.evaluation.convergence import replay
 from fairseq_syntax.evaluation.packed_runs import RECORD_SUFFIX, existing_path, find_member
+from fairseq_syntax.evaluation.seed_systems import (
+    P_VALUE_READING,
+    SEEDS_METRICS,
+    SEQUENCE,
+    SeedSystem,
+    control_parts,
+    is_seeds_dataset,
+    probability_text,
+    seed_systems,
+)
+from fairseq_syntax.evaluation.study_answer import expected_systems, study_answer
+from fairseq_syntax.evaluation.tables import Cell, Table, markdown_table, table_json
 
 REQUIRED_FIELDS = ("dataset", "system", "arch", "command", "updates", "epochs", "wall_time_s", "train_log",
                    "metrics", "significance")
@@ -218,12 +233,6 @@ def parse_valid_curve(path, metric: str = "loss") -> list[tuple[int, float]]:
     return sorted(curve.items())
 
 
-def mean_and_sd(values: Iterable[float]) -> tuple[float, float]:
-    """The mean and the sample standard deviation (n - 1) of ``values``; sd 0 for one value."""
-    values = list(values)
-    return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
-
-
 OUT_DIR = "OUT_DIR"  # how a record writes the recipe's output folder (data, checkpoints: outside the repository)
 # a path starts a token (after a space, '=', ',', a quote or a bracket) and its prefix ends where a '/' or the token does
 _PATH_START = r"(?<![\w.~/-])"
@@ -390,112 +399,44 @@ def format_wall_time(seconds: float) -> str:
     return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
-def markdown_cell(text) -> str:
-    """Markdown table cells cannot hold a raw '|' or a line break."""
-    return str(text).replace("\n", " ").replace("|", "\\|")
-
-
-def markdown_table(header: Sequence, rows: Iterable[Sequence], align: str | None = None) -> list[str]:
-    """The lines of a Markdown table: ``header``, then one line per row (cells as given, ``str()`` of each, with
-    '|' and line breaks escaped). ``align`` has one letter per column: "l" (the default) or "r" (right-aligned,
-    for numbers)."""
-    align = align or "l" * len(header)
-    if len(align) != len(header) or set(align) - {"l", "r"}:
-        raise ValueError(f"align needs one of 'l' or 'r' per column ({len(header)}), got {align!r}")
-    lines = ["| " + " | ".join(markdown_cell(cell) for cell in header) + " |",
-             "|" + "".join("---:|" if letter == "r" else "---|" for letter in align)]
-    for row in rows:
-        row = list(row)
-        if len(row) != len(header):
-            raise ValueError(f"a row of {len(row)} cells in a table of {len(header)} columns: {row!r}")
-        lines.append("| " + " | ".join(markdown_cell(cell) for cell in row) + " |")
-    return lines
-
-
-def table_json(header: Sequence[str], rows: Iterable[Sequence]) -> dict[str, Any]:
-    """A table for RESULTS.json: ``{"columns": header, "rows": [{column: value}, ...]}``, one object per row of
-    the Markdown table, with the values unrounded (numbers as numbers, None for an empty cell)."""
-    header = list(header)
-    table_rows = []
-    for row in rows:
-        row = list(row)
-        if len(row) != len(header):
-            raise ValueError(f"a row of {len(row)} values in a table of {len(header)} columns: {row!r}")
-        table_rows.append(dict(zip(header, row)))
-    return {"columns": header, "rows": table_rows}
-
-
-class Cell(NamedTuple):
-    """One cell of a ``Table``: its value for RESULTS.json (unrounded; None for none) and its text for RESULTS.md."""
-    value: Any
-    text: str
-
-
-class Table:
-    """A results table built row by row, rendered to Markdown (``lines``) and to RESULTS.json (``json``) from the
-    same rows: a cell is a ``Cell(value, text)``, or a plain value that is its own text."""
-
-    def __init__(self, header: Sequence[str], align: str | None = None):
-        self.header, self.align, self.rows = list(header), align, []
-
-    def add(self, *cells) -> None:
-        if len(cells) != len(self.header):
-            raise ValueError(f"a row of {len(cells)} cells in a table of {len(self.header)} columns: {cells!r}")
-        self.rows.append([cell if isinstance(cell, Cell) else Cell(cell, str(cell)) for cell in cells])
-
-    def lines(self) -> list[str]:
-        return markdown_table(self.header, ([cell.text for cell in row] for row in self.rows), self.align)
-
-    def json(self) -> dict[str, Any]:
-        return table_json(self.header, ([cell.value for cell in row] for row in self.rows))
-
-
-def results_json_path(markdown_path) -> Path:
-    """RESULTS.json beside RESULTS.md (the Markdown file's name with the suffix .json)."""
-    return Path(markdown_path).with_suffix(".json")
-
-
-def write_results(markdown_path, markdown: str, data: dict[str, Any]) -> tuple[Path, Path]:
-    """Write a recipe's results: ``markdown`` to ``markdown_path`` (RESULTS.md) and ``data`` to RESULTS.json
-    beside it (indented, UTF-8, keys in the given order). Returns both paths."""
-    markdown_path = Path(markdown_path)
-    json_path = results_json_path(markdown_path)
-    markdown_path.parent.mkdir(parents=True, exist_ok=True)
-    # each whole or not at all: the other lane may read them meanwhile (its commit, its figure)
-    packed_runs.write_atomically(markdown_path, markdown if markdown.endswith("\n") else markdown + "\n")
-    packed_runs.write_atomically(json_path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-    return markdown_path, json_path
-
-
-def load_results_json(path) -> dict[str, Any]:
-    """RESULTS.json as ``write_results`` wrote it; a file that is not valid JSON, or not such a file, is a
-    ValueError naming it (and the line, for JSON that does not parse)."""
-    with open(path, encoding="utf-8") as handle:
-        try:
-            results = json.load(handle)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from error
-    if not isinstance(results, dict) or not isinstance(results.get("datasets"), dict):
-        raise ValueError(f"{path}: not a RESULTS.json of fairseq-syntax-results (no 'datasets' object)")
-    return results
-
-
 def _format_metric(value) -> str:
     if not _is_number(value):
         return "–"
     return str(value) if isinstance(value, int) else f"{value:.2f}"
 
 
+def format_p(found: dict) -> str:
+    """One metric's p of a test report: ``0.041`` (a test of one run), ``0.041±0.002 (t 0.059)`` (the seed-aware
+    bootstrap: its Monte-Carlo standard error, and Welch's t-test p over the seeds' scores where it is defined)."""
+    text = probability_text(found["p_value"])
+    if found.get("p_mc_se") is not None:
+        text += f"±{probability_text(found['p_mc_se'])}"
+    if (found.get("welch") or {}).get("p_value") is not None:
+        text += f" (t {probability_text(found['welch']['p_value'])})"
+    return text
+
+
 def _format_p_values(report: dict | None) -> str:
     if not report:
         return "–"
-    return " / ".join(f"{report[m]['p_value']:.3f}" if m in report else "–" for m in SIGNIFICANCE_METRICS)
+    return " / ".join(format_p(report[m]) if m in report else "–" for m in SIGNIFICANCE_METRICS)
 
 
-def _p_values(report: dict | None) -> dict[str, float] | None:
+def _p_values(report: dict | None) -> dict[str, Any] | None:
+    """Per metric the p-value, or for a seed-aware test ``{"p_value", "p_mc_se", "welch_p_value"}``."""
     if not report:
         return None
-    return {m: report[m]["p_value"] for m in SIGNIFICANCE_METRICS if m in report}
+    values = {}
+    for metric in SIGNIFICANCE_METRICS:
+        if metric not in report:
+            continue
+        found = report[metric]
+        if "p_mc_se" in found:
+            values[metric] = {"p_value": found["p_value"], "p_mc_se": found["p_mc_se"],
+                              "welch_p_value": (found.get("welch") or {}).get("p_value")}
+        else:
+            values[metric] = found["p_value"]
+    return values
 
 
 def _table_data(records: Sequence[dict]) -> tuple[list[str], list[list], list[list]]:
@@ -602,98 +543,46 @@ def _parses_notes(records: Sequence[dict]) -> list[str]:
 
 # ---- a dataset whose systems were trained with several seeds: one row per system ------------------------------
 
-SEQUENCE = "sequence"  # the baseline every row of a seeds table is tested against
-CONTROL_SUFFIX = "_random"  # system X's control is X_random: X on random structures (fairseq_syntax.core.controls)
-CONTROL_KEY = "control"  # the entry of parsers.json that names a control structure: {"structure": ..., "seed": ...}
-SEEDS_METRICS = ("BLEU", "chrF")
-# the seeds table's columns of the p-values against Sequence and against the system's control (RESULTS.json keys)
+#: the seeds table's columns of the p-values against Sequence and, on a control's row, against its method
 P_VS_SEQUENCE = f"p vs {SEQUENCE} ({' / '.join(SEEDS_METRICS)})"
-P_VS_CONTROL = f"p vs control ({' / '.join(SEEDS_METRICS)})"
+P_VS_METHOD = f"p vs its method ({' / '.join(SEEDS_METRICS)})"
+EPOCHS = "Epochs (mean)"
 
 
 def _control_text(control: dict) -> str:
     return f"{control.get('structure', '?')} structures (seed {control.get('seed', '?')})"
 
 
-def is_seeds_dataset(records: Sequence[dict]) -> bool:
-    """Whether a dataset's records are runs of several seeds: one of them is a system scored over its seeds
-    (``seeds``), or a system has runs of two seeds or more. Such a dataset gets one row per system
-    (``SeedSystem``), not one per run."""
-    if any("seeds" in record for record in records):
-        return True
-    seeds: dict[str, set] = {}
-    for record in records:
-        if "seed" in record:
-            seeds.setdefault(record["system"], set()).add(record["seed"])
-    return any(len(found) > 1 for found in seeds.values())
-
-
-class SeedSystem(NamedTuple):
-    """A system of a seeds dataset: its record over the seeds (``fairseq-syntax-score`` with one output per seed,
-    ``score_seeds`` of ``examples/common.sh``: the seed-aware p-values), if scored yet, and its runs' records."""
-    name: str
-    over_seeds: dict | None
-    runs: list[dict]  # by seed
-
-    @property
-    def seeds(self) -> list[int]:
-        if self.over_seeds and "seed_list" in self.over_seeds:
-            return list(self.over_seeds["seed_list"])
-        return [run["seed"] for run in self.runs if "seed" in run]
-
-    @property
-    def facts(self) -> dict:
-        """The record whose device, parsers and commands stand for the system (over seeds, else its first run)."""
-        return self.over_seeds or self.runs[0]
-
-    def per_seed(self, metric: str) -> list[float]:
-        if self.over_seeds and metric in self.over_seeds.get("per_seed_metrics", {}):
-            return list(self.over_seeds["per_seed_metrics"][metric])
-        return [run["metrics"][metric] for run in self.runs if _is_number(run["metrics"].get(metric))]
-
-    def mean_sd(self, metric: str) -> tuple[float, float] | None:
-        if self.over_seeds and _is_number(self.over_seeds["metrics"].get(metric)):
-            return self.over_seeds["metrics"][metric], self.over_seeds.get("metrics_sd", {}).get(metric, 0.0)
-        values = self.per_seed(metric)
-        return mean_and_sd(values) if values else None
-
-    def p_values(self, baseline: str | None) -> dict | None:
-        return (self.over_seeds or {}).get("significance", {}).get(baseline) if baseline else None
-
-
-def seed_systems(records: Sequence[dict]) -> list[SeedSystem]:
-    """The systems of a seeds dataset in table order: Sequence first, then in the records' order with each
-    system's control (``X_random``) right after it."""
-    over_seeds = {record["system"]: record for record in records if "seeds" in record}
-    runs: dict[str, list[dict]] = {}
-    for record in records:
-        if "seeds" not in record:
-            runs.setdefault(record["system"], []).append(record)
-    names = list(dict.fromkeys(record["system"] for record in records))
-    controls = {name[:-len(CONTROL_SUFFIX)]: name for name in names
-                if name.endswith(CONTROL_SUFFIX) and name[:-len(CONTROL_SUFFIX)] in names}
-    ordered = [SEQUENCE] if SEQUENCE in names else []
-    for name in names:
-        if name != SEQUENCE and name not in controls.values():
-            ordered += [name] + ([controls[name]] if name in controls else [])
-    return [SeedSystem(name, over_seeds.get(name), sorted(runs.get(name, []), key=lambda run: run.get("seed", 0)))
-            for name in ordered]
-
-
 @functools.lru_cache(maxsize=1)
 def _registry_systems() -> dict[str, Any]:
     from fairseq_syntax.methods import systems
 
-    return {system.name: system for system in systems(task=None)}
+    return {system.name: system for system in systems(task=None, controls=True)}
+
+
+def _control_seeds_text(system: SeedSystem) -> str | None:
+    """How a control row's runs drew their structures: one control seed for all, or each its training seed, or the
+    list; None when no run recorded its control."""
+    drawn = [((run.get("parsers") or {}).get(CONTROL_KEY) or {}, run.get("seed")) for run in system.scored_runs]
+    drawn = [(control.get("seed"), seed) for control, seed in drawn if control]
+    if not drawn:
+        return None
+    control_seeds = [control_seed for control_seed, _ in drawn]
+    if len(set(control_seeds)) == 1:
+        return f"seed {control_seeds[0]}"
+    if all(control_seed == seed for control_seed, seed in drawn):
+        return "control seed = training seed"
+    return "control seeds " + ", ".join(f"{control_seed} (run {seed})" for control_seed, seed in drawn)
 
 
 def structure_read(system: SeedSystem) -> str:
-    """What structure the system's training read: a control (its data's ``parsers.json`` says which), the parse,
-    or none (the registry's systems that read the words only)."""
+    """What structure the system's training read: a control (its data's ``parsers.json`` says which; the seeds of
+    its runs' draws), the parse, or none (the registry's systems that read the words only)."""
     parsers = system.facts.get("parsers") or {}
     if parsers.get(CONTROL_KEY):
-        return f"control: {_control_text(parsers[CONTROL_KEY])}"
-    if system.name.endswith(CONTROL_SUFFIX):
+        seeds = _control_seeds_text(system) or f"seed {parsers[CONTROL_KEY].get('seed', '?')}"
+        return f"control: {parsers[CONTROL_KEY].get('structure', '?')} structures ({seeds})"
+    if control_parts(system.name):
         return "control (not recorded)"
     described = _registry_systems().get(system.name)
     if described is None:
@@ -709,32 +598,69 @@ def _metric_cell(system: SeedSystem, metric: str) -> Cell:
     return Cell({"mean": mean, "sd": sd, "per_seed": system.per_seed(metric)}, f"{mean:.2f} ± {sd:.2f}")
 
 
+def _seeds_cell(system: SeedSystem) -> Cell:
+    seeds, later = system.seeds, system.unscored_seeds
+    if not seeds:  # a run that recorded no seed: "–"
+        return Cell(seeds, str((system.over_seeds or {}).get("seeds", "–")))
+    text = f"{len(seeds)}: {', '.join(map(str, seeds))}"
+    if later:
+        text += f" ({', '.join(map(str, later))} trained since, not yet scored over)"
+    return Cell(seeds, text)
+
+
+def run_convergence(run: dict) -> dict | None:
+    """:func:`~fairseq_syntax.evaluation.convergence.replay` of a run record's validation curve under its training
+    command's ``--patience`` (and ``--maximize-best-checkpoint-metric``); None without a curve."""
+    curve = run.get("valid", {}).get("curve")
+    if not curve:
+        return None
+    patience = int(command_option(run["command"], "--patience") or 0)
+    return replay(curve, patience, "--maximize-best-checkpoint-metric" in run["command"])
+
+
+def _epochs_cell(system: SeedSystem) -> Cell:
+    """The mean over the row's runs of the epochs trained up to the patience stop (the protocol's), and, beside it,
+    the mean of those a resumed run trained past it."""
+    runs = system.scored_runs
+    if not runs:
+        epochs = system.over_seeds["epochs"]
+        return Cell({"to_patience_stop": epochs, "past_patience": None}, f"{epochs:.1f}")
+    protocol, past = [], []
+    for run in runs:
+        replayed = run_convergence(run)
+        protocol.append(replayed["protocol_epochs"] if replayed else run["epochs"])
+        past.append(len(replayed["past_patience"]) if replayed else 0)
+    mean, extra = statistics.fmean(protocol), statistics.fmean(past)
+    return Cell({"to_patience_stop": mean, "past_patience": extra},
+                f"{mean:.1f}" + (f" (+{extra:.1f} past patience)" if extra else ""))
+
+
+def _p_cell(report: dict | None) -> Cell:
+    return Cell(_p_values(report), _format_p_values(report))
+
+
 def _seeds_table(systems: Sequence[SeedSystem]) -> Table:
     by_name = {system.name: system for system in systems}
     table = Table(["System", "Structure read", "Seeds"] + [f"{m} (mean ± sd)" for m in SEEDS_METRICS]
-                  + [P_VS_SEQUENCE, "Control", P_VS_CONTROL, "Epochs (mean)"])
+                  + [P_VS_SEQUENCE, "Control of", P_VS_METHOD, EPOCHS])
     for system in systems:
-        seeds = system.seeds
-        control = system.name + CONTROL_SUFFIX if system.name + CONTROL_SUFFIX in by_name else None
-        # the pair's test from whichever of the two was scored over its seeds after the other (the p is two-sided)
-        versus = [system.p_values(SEQUENCE if system.name != SEQUENCE else None),
-                  system.p_values(control) or (by_name[control].p_values(system.name) if control else None)]
-        epochs = system.over_seeds["epochs"] if system.over_seeds else statistics.fmean(
-            run["epochs"] for run in system.runs)
-        table.add(system.name, structure_read(system),
-                  Cell(seeds, f"{len(seeds)}: {', '.join(map(str, seeds))}" if seeds else str(
-                      (system.over_seeds or {}).get("seeds", "–"))),  # a run that recorded no seed: "–"
+        method = (control_parts(system.name) or (None,))[0]
+        method = method if method in by_name else None
+        versus_method = None
+        if method:  # the pair's test as the answer reads it: the method's record's, else the control's (two-sided)
+            versus_method = by_name[method].p_values(system.name) or system.p_values(method)
+        table.add(system.name, structure_read(system), _seeds_cell(system),
                   *[_metric_cell(system, metric) for metric in SEEDS_METRICS],
-                  *[Cell(_p_values(report), _format_p_values(report)) for report in versus[:1]],
-                  Cell(control, control or "–"),
-                  *[Cell(_p_values(report), _format_p_values(report)) for report in versus[1:]],
-                  Cell(epochs, f"{epochs:.1f}"))
+                  _p_cell(system.p_values(SEQUENCE if system.name != SEQUENCE else None)),
+                  Cell(method, method or "–"), _p_cell(versus_method), _epochs_cell(system))
     return table
 
 
 def with_seed_variable(command: str, seed: int) -> str:
-    """A seed's command with that seed written as ``$SEED`` (``--seed 1``, ``NAME.seed1`` -> ``$SEED``)."""
+    """A seed's command with that seed written as ``$SEED`` (``--seed 1``, ``NAME.seed1``, a control's data
+    directory ``DATA.CONTROL-s2`` -> ``$SEED``)."""
     command = re.sub(rf"(--seed[ =]){seed}(?!\d)", r"\g<1>$SEED", command)
+    command = re.sub(rf"(\.[a-z]+)-s{seed}(?![\w.-])", r"\g<1>-s$SEED", command)
     return re.sub(rf"\.seed{seed}(?!\d)", ".seed$SEED", command)
 
 
@@ -759,8 +685,10 @@ def seed_commands(system: SeedSystem) -> dict[str, Any]:
 def _commands_section(systems: Sequence[SeedSystem]) -> list[str]:
     lines = ["### Commands", "",
              ("Each row's runs: the training and the decoding of each seed (`$SEED`: each of the row's seeds), and "
-             "the scoring over its seeds. `OUT_DIR` is the recipe's output folder (its data and checkpoints); "
-             "other paths are relative to the repository root."), ""]
+              "the scoring over its seeds. `OUT_DIR` is the recipe's output folder (its data and checkpoints); "
+              "other paths are relative to the repository root. A control run whose structures were drawn with its "
+              "training seed reads `DATA.CONTROL` for seed 1 and `DATA.CONTROL-s$SEED` for the others "
+              "(`fairseq_syntax.core.control_kinds`); the row's structure says which."), ""]
     for system in systems:
         commands = seed_commands(system)
         seeds = ", ".join(map(str, commands["seeds"])) or "?"
@@ -774,40 +702,58 @@ def _seeds_notes(systems: Sequence[SeedSystem]) -> list[str]:
     over_seeds = [system.over_seeds for system in systems if system.over_seeds]
     facts = [system.facts for system in systems]
     notes = [("- Each row: one training run per seed listed, same data and settings; BLEU and chrF: the mean and "
-             "the sample standard deviation (n - 1) of the runs' test scores.")]
-    notes += _test_notes(over_seeds, f"{SEQUENCE} and against its control, `X{CONTROL_SUFFIX}` for system X, "
-                                     "the same system on random structures")
+              "the sample standard deviation (n - 1) of the runs' test scores. A system is scored over every seed "
+              "it has a run of; its p-values compare it with each other system over that one's seeds.")]
+    notes += _test_notes(over_seeds, f"{SEQUENCE} and, on a control's row (`X_CONTROL`: system X on control "
+                                     "structures), against X")
+    if any("p_mc_se" in report.get(metric, {}) for record in over_seeds
+           for report in record["significance"].values() for metric in SEEDS_METRICS):
+        notes.append(f"- Each p: {P_VALUE_READING}")
     if any(system.over_seeds is None for system in systems):
         notes.append("- p –: not scored over its seeds yet (`score_seeds` of examples/common.sh, e.g. "
-                     "`SEEDS_ONLY=\"1 2 3\" examples/multi30k/run.sh`).")
+                     "`SEEDS_ONLY=\"1 2 3 4 5\" examples/multi30k/run.sh`).")
+    notes.append(f"- {EPOCHS}: the epochs each run trained up to its patience stop (replayed from its validation "
+                 "curve, see Convergence), and beside it those that runs resumed before the patience count was kept "
+                 "trained past that stop.")
     return notes + _signature_notes(facts) + _parses_notes(facts)
 
 
 def convergence_table(systems: Sequence[SeedSystem]) -> Table | None:
-    """One row per run that recorded its validation curve: where it stopped, its best epoch and value, and how far
-    the epochs after the best stayed from it (a curve that has flattened stays close; one still falling has no
-    epochs after its best). *Stopped by*: ``patience`` when the run ended ``--patience`` epochs after its best,
-    ``epoch cap`` when it reached ``--max-epoch`` first. None when no run recorded a curve."""
+    """One row per run that recorded its validation curve (:func:`run_convergence`): the epochs it trained, the
+    epoch at which ``--patience`` stops it and those it trained past that stop (a resume that counted patience
+    afresh), the epoch of the checkpoint fairseq kept and decoded (``checkpoint_best.pt``: on a tie, the last tied
+    epoch) and its value, and how far the epochs after it, up to the stop, stayed from it (a curve that has flattened
+    stays close). None when no run recorded a curve."""
     runs = [(system.name, run) for system in systems for run in system.runs if run.get("valid", {}).get("curve")]
     if not runs:
         return None
     metrics = list(dict.fromkeys(run["valid"]["metric"] for _, run in runs))
     metric = metrics[0] if len(metrics) == 1 else "metric"
-    table = Table(["System", "Seed", "Epochs", "Best epoch", f"Best valid {metric}",
-                   f"Valid {metric} after the best (change from it, min / max)", "Stopped by"])
+    table = Table(["System", "Seed", "Epochs trained", "Stopped by", "Past patience", "Checkpoint kept (epoch)",
+                   f"Valid {metric} kept", f"Valid {metric} after it, to the stop (change, min / max)"])
     for name, run in runs:
         curve = run["valid"]["curve"]
-        best_epoch, best = min(curve, key=lambda point: (point[1], point[0]))
-        after = [value - best for epoch, value in curve if epoch > best_epoch]
-        patience, cap = (int(command_option(run["command"], option) or 0) for option in ("--patience", "--max-epoch"))
+        replayed = run_convergence(run)
+        kept_epoch, kept = replayed["kept"]
+        cap = int(command_option(run["command"], "--max-epoch") or 0)
         last = curve[-1][0]
-        stopped = ("patience" if patience and last - best_epoch >= patience else
+        stopped = (f"patience, epoch {replayed['stop']}" if replayed["stop"] else
                    "epoch cap" if cap and last >= cap else "–")
+        past = replayed["past_patience"]
+        past_text = f"{len(past)} (epochs {past[0]}-{past[-1]})" if len(past) > 1 else (
+            f"1 (epoch {past[0]})" if past else "–")
+        kept_text = str(kept_epoch)
+        if replayed["protocol_kept"] and replayed["protocol_kept"][0] != kept_epoch:
+            kept_text += f" (past patience; to the stop: {replayed['protocol_kept'][0]})"
+        # the epochs after the checkpoint an uninterrupted run keeps (the one kept, unless one past patience tied)
+        protocol_epoch, protocol_value = replayed["protocol_kept"]
+        after = [value - protocol_value for epoch, value in curve
+                 if protocol_epoch < epoch <= replayed["protocol_epochs"]]
         name_cell = name if len(metrics) == 1 else f"{name} ({run['valid']['metric']})"
-        table.add(name_cell, run.get("seed", "–"), Cell(last, str(last)), best_epoch, Cell(best, f"{best:.3f}"),
+        table.add(name_cell, run.get("seed", "–"), Cell(last, str(last)), Cell(replayed["stop"], stopped),
+                  Cell(past, past_text), Cell(kept_epoch, kept_text), Cell(kept, f"{kept:.3f}"),
                   Cell({"min": min(after), "max": max(after)} if after else None,
-                       f"+{min(after):.3f} / +{max(after):.3f} ({len(after)} epochs)" if after else "none"),
-                  stopped)
+                       f"{min(after):+.3f} / {max(after):+.3f} ({len(after)} epochs)" if after else "none"))
     return table
 
 
@@ -816,15 +762,17 @@ def _convergence_section(systems: Sequence[SeedSystem]) -> list[str]:
     if table is None:
         return []
     return ["### Convergence", "",
-            ("Each run's validation curve (from its training log; the checkpoint decoded is the best epoch's). A run "
-             "stopped by patience saw no better value in its last epochs: its curve has flattened."), ""] \
-        + table.lines() + [""]
+            ("Each run's validation curve (from its training log). *Checkpoint kept*: the epoch of "
+             "`checkpoint_best.pt`, the checkpoint decoded: fairseq writes it again when a later epoch ties the best "
+             "value (as logged, rounded to 3 decimals) but counts patience only from a strict improvement, so after "
+             "a tie it is the last tied epoch. *Stopped by*: the epoch at which `--patience` stops the run, replayed "
+             "from the curve; *past patience*: the epochs a run trained after it because a resume counted patience "
+             "afresh (since fixed: `fairseq_syntax/core/early_stopping.py`), left out of the table's epoch means. A "
+             "run stopped by patience saw no better value in its last epochs: its curve has flattened. "
+             "`fairseq_syntax/evaluation/convergence.py` replays both rules."), ""] + table.lines() + [""]
 
 
 def _answer(systems: Sequence[SeedSystem]) -> tuple[list[str], dict[str, Any]]:
-    # study_answer builds on this module's SeedSystem, hence imported here
-    from fairseq_syntax.evaluation.study_answer import expected_systems, study_answer
-
     return study_answer(systems, expected_systems([system.name for system in systems]))
 
 

@@ -18,6 +18,7 @@ file, or a file shifted by one line, gives a wrong score that looks plausible. T
 ``--required-batch-size-multiple 1``.
 """
 import contextlib
+import functools
 import io
 import os
 import re
@@ -33,7 +34,8 @@ from sacremoses import MosesDetokenizer
 from fairseq_syntax.core import text_lines
 from fairseq_syntax.core.data_dir import read_skipped_lines
 from fairseq_syntax.evaluation.packed_runs import existing_path, find_member
-from fairseq_syntax.evaluation.results import mean_and_sd, open_text
+from fairseq_syntax.evaluation.results import open_text
+from fairseq_syntax.evaluation.seed_systems import mean_and_sd
 
 # `S-12\t...`, `T-12\t...`, `H-12\t<score>\t...`, `D-12\t<score>\t...`, `P-12\t...` as printed by
 # fairseq_cli/generate.py; other lines (logging, the final "Generate test with beam=5" line) are not data.
@@ -304,9 +306,14 @@ def seed_scores(hyps_by_seed: Sequence[Sequence[str]], refs: Sequence[str], toke
     return {"per_seed": per_seed, "mean": mean, "sd": sd}
 
 
+#: the seed-aware bootstrap's default number of rounds: its p-values then move by about +-0.003 at 0.05 from one
+#: draw to another (mc_standard_error), where 1,000 rounds moved them by +-0.01 (issue 49: 0.042 to 0.062)
+SEED_BOOTSTRAP_ROUNDS = 10_000
 SEED_BOOTSTRAP_TEST = ("paired bootstrap over test sentences and training seeds (each round: the same resampled "
-                       "sentences for both systems, each system's seeds resampled with replacement, mean-over-seeds "
-                       "corpus scores compared)")
+                       "sentences for both systems, each system's seeds resampled with replacement and their deviations "
+                       "from the round's seed mean scaled by sqrt(k/(k-1)), mean-over-seeds corpus scores compared)")
+#: rounds are drawn and scored this many at a time (a block of sentence counts is rounds x sentences floats)
+ROUND_BLOCK = 1000
 
 
 class SeedDraws(NamedTuple):
@@ -319,11 +326,14 @@ class SeedDraws(NamedTuple):
 
 
 def seed_draws(n_samples: int, n_sentences: int, n_seeds_a: int, n_seeds_b: int, seed: int) -> SeedDraws:
-    """The draws of :func:`seed_bootstrap`, all with replacement, from ``numpy.random.default_rng(seed)``."""
+    """The draws of :func:`seed_bootstrap`, all with replacement, from ``numpy.random.default_rng(seed)``: the
+    seeds of every round first (A's, then B's), then the sentences, :data:`ROUND_BLOCK` rounds at a time."""
     rng = np.random.default_rng(seed)
-    return SeedDraws(rng.integers(0, n_sentences, (n_samples, n_sentences)),
-                     rng.integers(0, n_seeds_a, (n_samples, n_seeds_a)),
-                     rng.integers(0, n_seeds_b, (n_samples, n_seeds_b)))
+    seeds_a = rng.integers(0, n_seeds_a, (n_samples, n_seeds_a))
+    seeds_b = rng.integers(0, n_seeds_b, (n_samples, n_seeds_b))
+    sentences = np.concatenate([rng.integers(0, n_sentences, (min(ROUND_BLOCK, n_samples - start), n_sentences))
+                                for start in range(0, n_samples, ROUND_BLOCK)] or [np.zeros((0, n_sentences), int)])
+    return SeedDraws(sentences, seeds_a, seeds_b)
 
 
 def two_sided_bootstrap_p(deltas: Sequence[float]) -> float:
@@ -335,37 +345,164 @@ def two_sided_bootstrap_p(deltas: Sequence[float]) -> float:
     return min(1.0, 2 * (tail + 1) / (len(deltas) + 1))
 
 
-def _seed_round_scores(metric, hyps_by_seed: Sequence[Sequence[str]], refs: Sequence[str],
-                       counts: np.ndarray):
-    """Each seed's corpus score (``k``) and its score in every round (``n x k``; ``counts`` ``n x m``: how often a
-    round drew each sentence), from sacrebleu's per-sentence statistics summed over the drawn sentences."""
-    full, rounds = [], []
-    for hyps in hyps_by_seed:
-        check_same_length(hyps, refs, "a seed's hypotheses", "references")
-        stats = np.array(metric._extract_corpus_statistics(list(hyps), [list(refs)]), dtype=np.float64)
-        full.append(metric._compute_score_from_stats(stats.sum(axis=0)).score)
-        rounds.append([metric._compute_score_from_stats(row).score for row in counts @ stats])
-    return np.array(full), np.array(rounds).T
+def mc_standard_error(p_value: float, n_samples: int) -> float:
+    """The Monte-Carlo standard error of a two-sided bootstrap p (:func:`two_sided_bootstrap_p`) from ``n_samples``
+    rounds: p is twice q, the share of rounds in the smaller tail, a binomial share with standard error
+    ``sqrt(q (1 - q) / R)``; so ``2 sqrt(q (1 - q) / R)`` with ``q = p / 2`` (``sqrt(p (2 - p) / R)``, a little more
+    than the one-sided ``sqrt(p (1 - p) / R)``). At p = 0.05 and R = 10,000: 0.0031."""
+    share = min(p_value, 1.0) / 2
+    return 2 * float(np.sqrt(share * (1 - share) / n_samples))
+
+
+def seed_scale(n_seeds: int) -> float:
+    """The factor :func:`seed_bootstrap` scales the deviations of a round's resampled seeds by: ``sqrt(k / (k - 1))``.
+
+    The mean of k values resampled with replacement has variance ``(k - 1) / k * s^2 / k`` about their mean (s^2
+    the sample variance, n - 1): the plain bootstrap understates the variance between training runs by the factor
+    (k - 1) / k, a third for three seeds (Efron & Tibshirani 1993, *An Introduction to the Bootstrap*: the
+    bootstrap standard error of a mean is ``sqrt((n - 1) / n) s / sqrt(n)``; Hesterberg 2015, "What teachers should
+    know about the bootstrap", The American Statistician 69(4), on this narrowness for small n). Scaling the resampled
+    mean's deviation from the full mean by ``sqrt(k / (k - 1))`` makes its variance ``s^2 / k``, the unbiased
+    estimate of the variance of a mean of k runs. One seed: no seed variance to scale (1)."""
+    return float(np.sqrt(n_seeds / (n_seeds - 1))) if n_seeds > 1 else 1.0
+
+
+def welch_test(a: Sequence[float], b: Sequence[float]) -> dict | None:
+    """Welch's two-sample t-test of mean(b) - mean(a) over per-seed scores (unequal variances): ``t = (mean_b -
+    mean_a) / sqrt(s_a^2 / k_a + s_b^2 / k_b)``, Welch-Satterthwaite ``df = (v_a + v_b)^2 / (v_a^2 / (k_a - 1) +
+    v_b^2 / (k_b - 1))`` with ``v = s^2 / k``, and the two-sided p of Student's t with df degrees of freedom
+    (scipy.stats.t). None when a system has fewer than two seeds or both sets have no spread (no variance to test
+    against)."""
+    from scipy.stats import t as student_t
+
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(a) < 2 or len(b) < 2:
+        return None
+    var_a, var_b = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    if var_a + var_b == 0:
+        return None
+    t_value = (b.mean() - a.mean()) / np.sqrt(var_a + var_b)
+    df = (var_a + var_b) ** 2 / (var_a ** 2 / (len(a) - 1) + var_b ** 2 / (len(b) - 1))
+    return {"t": float(t_value), "df": float(df), "p_value": float(2 * student_t.sf(abs(t_value), df))}
+
+
+def bleu_from_statistics(stats: np.ndarray, metric: BLEU) -> np.ndarray:
+    """sacrebleu's ``BLEU._compute_score_from_stats`` (``compute_bleu``) of every row of ``stats`` (``n x (2 + 2N)``:
+    hypothesis length, reference length, N n-gram matches, N n-gram totals, as ``_extract_corpus_statistics`` sums
+    them), vectorised: the brevity penalty, each order's precision (with ``exp`` smoothing: the i-th order without a
+    match counts as 1 / 2^i of its n-grams; an order without n-grams ends the product), their geometric mean; 0 for a
+    row without any match. Only the settings sacreBLEU's corpus BLEU uses (``exp`` smoothing, no effective order)."""
+    if metric.smooth_method != "exp" or metric.effective_order:
+        raise ValueError("bleu_from_statistics computes corpus BLEU with exp smoothing and no effective order only")
+    order = metric.max_ngram_order
+    stats = np.asarray(stats, dtype=np.float64)
+    hyp_len, ref_len = stats[:, 0], stats[:, 1]
+    correct, total = stats[:, 2:2 + order], stats[:, 2 + order:2 + 2 * order]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        penalty = np.where(hyp_len < ref_len, np.where(hyp_len > 0, np.exp(1 - ref_len / hyp_len), 0.0), 1.0)
+        alive = np.cumprod(total > 0, axis=1).astype(bool)  # orders before the first without n-grams
+        unmatched = np.cumsum((correct == 0) & alive, axis=1)  # exp smoothing's count so far
+        precision = np.where(correct > 0, 100.0 * correct / total, 100.0 / (2.0 ** unmatched * total))
+        precision = np.where(alive, precision, 0.0)
+        logs = np.where(precision > 0, np.log(np.where(precision > 0, precision, 1.0)), -9999999999.0)  # my_log
+    score = penalty * np.exp(logs.sum(axis=1) / order)
+    return np.where(correct.any(axis=1), score, 0.0)
+
+
+def chrf_from_statistics(stats: np.ndarray, metric: CHRF) -> np.ndarray:
+    """sacrebleu's ``CHRF._compute_f_score`` of every row of ``stats`` (``n x 3 (char order + word order)``: per
+    order hypothesis n-grams, reference n-grams, matches), vectorised: the mean precision and recall over the orders
+    where both sides have n-grams (sacreBLEU 2's default "effective order"), then F-beta x 100; 0 where none has."""
+    if metric.eps_smoothing:
+        raise ValueError("chrf_from_statistics computes chrF without eps smoothing (sacreBLEU's default) only")
+    stats = np.asarray(stats, dtype=np.float64).reshape(len(stats), -1, 3)
+    hyp, ref, match = stats[..., 0], stats[..., 1], stats[..., 2]
+    counted = (hyp > 0) & (ref > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        precision = np.where(counted, match / np.where(hyp > 0, hyp, 1.0), 0.0).sum(axis=1)
+        recall = np.where(counted, match / np.where(ref > 0, ref, 1.0), 0.0).sum(axis=1)
+        orders = counted.sum(axis=1)
+        precision, recall = precision / np.maximum(orders, 1), recall / np.maximum(orders, 1)
+        factor = metric.beta ** 2
+        score = 100 * (1 + factor) * precision * recall / (factor * precision + recall)
+    return np.where((orders > 0) & (precision + recall > 0), score, 0.0)
+
+
+def scores_from_statistics(metric, stats: np.ndarray) -> np.ndarray:
+    """The corpus score of each row of summed sentence statistics: vectorised for BLEU and chrF
+    (:func:`bleu_from_statistics`, :func:`chrf_from_statistics`), sacrebleu's own function row by row otherwise."""
+    if isinstance(metric, BLEU) and metric.smooth_method == "exp" and not metric.effective_order:
+        return bleu_from_statistics(stats, metric)
+    if isinstance(metric, CHRF) and not metric.eps_smoothing:
+        return chrf_from_statistics(stats, metric)
+    return np.array([metric._compute_score_from_stats(list(row)).score for row in stats])
+
+
+@functools.lru_cache(maxsize=4)
+def _metrics_with_references(tokenize: str, refs: tuple[str, ...]) -> dict:
+    """:func:`_test_metrics` with ``refs`` cached in them: sacrebleu reads a reference set once, not per system."""
+    return {name: type(metric)(**({"tokenize": tokenize} if name == "BLEU" else {}), references=[list(refs)])
+            for name, metric in _test_metrics(tokenize).items()}
+
+
+@functools.lru_cache(maxsize=64)
+def _cached_statistics(name: str, tokenize: str, refs: tuple[str, ...], hyps: tuple[str, ...]) -> np.ndarray:
+    metric = _metrics_with_references(tokenize, refs)[name]
+    stats = np.array(metric._extract_corpus_statistics(list(hyps), None), dtype=np.float64)
+    stats.flags.writeable = False  # shared by every comparison of these hypotheses
+    return stats
+
+
+def sentence_statistics(name: str, hyps: Sequence[str], refs: Sequence[str], tokenize: str = "13a") -> np.ndarray:
+    """sacrebleu's per-sentence sufficient statistics (``m x d``) of the test metric ``name`` (BLEU, chrF), kept for
+    the process: a system's seeds are tested against several others, and the statistics of each seed's hypotheses
+    are extracted once."""
+    check_same_length(hyps, refs, "a seed's hypotheses", "references")
+    return _cached_statistics(name, tokenize, tuple(refs), tuple(hyps))
+
+
+def _round_counts(sentences: np.ndarray, n_sentences: int) -> np.ndarray:
+    """How often each round (a row of ``sentences``) drew each sentence: ``rounds x m``."""
+    rounds = len(sentences)
+    flat = (np.arange(rounds)[:, None] * n_sentences + sentences).ravel()
+    return np.bincount(flat, minlength=rounds * n_sentences).reshape(rounds, n_sentences).astype(np.float64)
+
+
+def resampled_seed_means(round_scores: np.ndarray, drawn: np.ndarray) -> np.ndarray:
+    """Each round's mean over its drawn seeds, its deviation from the round's mean over all seeds scaled by
+    :func:`seed_scale`: ``round_scores`` ``n x k`` (each seed's score on the round's sentences), ``drawn`` ``n x k``
+    (the round's seed indices)."""
+    full = round_scores.mean(axis=1)
+    drawn_mean = np.take_along_axis(round_scores, drawn, axis=1).mean(axis=1)
+    return full + seed_scale(round_scores.shape[1]) * (drawn_mean - full)
 
 
 def seed_bootstrap(hyps_a_by_seed: Sequence[Sequence[str]], hyps_b_by_seed: Sequence[Sequence[str]],
-                   refs: Sequence[str], n_samples: int = 1000, seed: int = 12345, tokenize: str = "13a",
-                   draws: SeedDraws | None = None) -> dict:
+                   refs: Sequence[str], n_samples: int = SEED_BOOTSTRAP_ROUNDS, seed: int = 12345,
+                   tokenize: str = "13a", draws: SeedDraws | None = None) -> dict:
     """System B (trained with ``k_b`` seeds) against baseline A (``k_a`` seeds), for BLEU and chrF.
 
     The statistic is the difference of the systems' mean-over-seeds corpus scores. Each of ``n_samples`` rounds
     draws m test sentences with replacement (the same ids for both systems: the test is paired over sentences) and,
-    independently for each system, its k seeds with replacement, and computes B's and A's mean over the drawn seeds
-    of the corpus score on the drawn sentences. So the spread of the difference includes both the sentence
-    variance and the variance between training runs (Clark et al. 2011: optimizer instability), which a test of one
-    pair of runs, or of runs pooled seed by seed into a k times larger test set (seeds held fixed), does not see.
-    Seeds are not paired across systems (seed k of A and seed k of B share nothing but the number), so A and B may
-    have different numbers of seeds; with one seed each it is a paired bootstrap over sentences.
+    independently for each system, its k seeds with replacement; each system's score in the round is the mean over
+    all its seeds of their corpus scores on the drawn sentences, plus ``sqrt(k / (k - 1))`` times the deviation of
+    the drawn seeds' mean from it (:func:`seed_scale`: the plain resampled mean understates the variance between
+    training runs by (k - 1) / k). So the spread of the difference includes both the sentence variance and the
+    variance between training runs (Clark et al. 2011: optimizer instability), which a test of one pair of runs, or of
+    runs pooled seed by seed into a k times larger test set (seeds held fixed), does not see. Seeds are not paired
+    across systems (seed k of A and seed k of B share nothing but the number), so A and B may have different numbers
+    of seeds; with one seed each it is a paired bootstrap over sentences.
 
-    p: two-sided, :func:`two_sided_bootstrap_p` of the rounds' differences. ``draws`` (default
-    :func:`seed_draws` of ``seed``) fixes the resampling. Returns ``{"test", "n_samples", "seed", "seeds_a",
-    "seeds_b", "BLEU": {...}, "chrF": {...}}``, each metric with ``p_value``, the mean-over-seeds scores ``a`` and
-    ``b``, their difference ``delta`` and its 95% percentile interval ``delta_ci`` over the rounds.
+    Each round is scored from sacrebleu's per-sentence statistics, summed with the round's sentence counts (a
+    matrix product) and turned into BLEU and chrF by the vectorised formulas of :func:`scores_from_statistics`, the
+    rounds :data:`ROUND_BLOCK` at a time: 10,000 rounds over 1,000 sentences and 5 + 5 seeds take seconds.
+
+    p: two-sided, :func:`two_sided_bootstrap_p` of the rounds' differences, with its Monte-Carlo standard error
+    (:func:`mc_standard_error`); beside it Welch's t-test over the seeds' corpus scores (:func:`welch_test`).
+    ``draws`` (default :func:`seed_draws` of ``seed``) fixes the resampling. Returns ``{"test", "n_samples", "seed",
+    "seeds_a", "seeds_b", "BLEU": {...}, "chrF": {...}}``, each metric with ``p_value``, ``p_mc_se``, the mean-over-
+    seeds scores ``a`` and ``b``, their difference ``delta``, its 95% percentile interval ``delta_ci`` over the rounds
+    and ``welch`` (None with one seed, or no spread, on a side).
     """
     n_seeds_a, n_seeds_b = len(hyps_a_by_seed), len(hyps_b_by_seed)
     if not n_seeds_a or not n_seeds_b:
@@ -373,18 +510,26 @@ def seed_bootstrap(hyps_a_by_seed: Sequence[Sequence[str]], hyps_b_by_seed: Sequ
     if draws is None:
         draws = seed_draws(n_samples, len(refs), n_seeds_a, n_seeds_b, seed)
     rounds = len(draws.sentences)
-    counts = np.zeros((rounds, len(refs)))
-    np.add.at(counts, (np.arange(rounds)[:, None], draws.sentences), 1)
     report = {"test": SEED_BOOTSTRAP_TEST, "n_samples": rounds, "seed": seed, "seeds_a": n_seeds_a,
               "seeds_b": n_seeds_b}
     for name, metric in _test_metrics(tokenize).items():
-        full_a, rounds_a = _seed_round_scores(metric, hyps_a_by_seed, refs, counts)
-        full_b, rounds_b = _seed_round_scores(metric, hyps_b_by_seed, refs, counts)
-        deltas = (np.take_along_axis(rounds_b, draws.seeds_b, axis=1).mean(axis=1)
-                  - np.take_along_axis(rounds_a, draws.seeds_a, axis=1).mean(axis=1))
-        report[name] = {"p_value": two_sided_bootstrap_p(deltas), "a": float(full_a.mean()),
+        stats_a = [sentence_statistics(name, hyps, refs, tokenize) for hyps in hyps_a_by_seed]
+        stats_b = [sentence_statistics(name, hyps, refs, tokenize) for hyps in hyps_b_by_seed]
+        full_a = scores_from_statistics(metric, np.array([stats.sum(axis=0) for stats in stats_a]))
+        full_b = scores_from_statistics(metric, np.array([stats.sum(axis=0) for stats in stats_b]))
+        deltas = np.empty(rounds)
+        for start in range(0, rounds, ROUND_BLOCK):
+            block = slice(start, min(start + ROUND_BLOCK, rounds))
+            counts = _round_counts(draws.sentences[block], len(refs))
+            round_a = np.stack([scores_from_statistics(metric, counts @ stats) for stats in stats_a], axis=1)
+            round_b = np.stack([scores_from_statistics(metric, counts @ stats) for stats in stats_b], axis=1)
+            deltas[block] = (resampled_seed_means(round_b, draws.seeds_b[block])
+                             - resampled_seed_means(round_a, draws.seeds_a[block]))
+        p_value = two_sided_bootstrap_p(deltas)
+        report[name] = {"p_value": p_value, "p_mc_se": mc_standard_error(p_value, rounds), "a": float(full_a.mean()),
                         "b": float(full_b.mean()), "delta": float(full_b.mean() - full_a.mean()),
-                        "delta_ci": [float(q) for q in np.percentile(deltas, [2.5, 97.5])]}
+                        "delta_ci": [float(q) for q in np.percentile(deltas, [2.5, 97.5])],
+                        "welch": welch_test(full_a, full_b)}
     return report
 
 

@@ -1,14 +1,15 @@
 """The figure of a seeds table (``fairseq-syntax-plot seeds RESULTS.json OUT.png``): one column per system of a
 dataset trained with several seeds, each seed's test score a point (coloured by the structure the system read: the
-parse, a control structure, none), its mean with +-1 sample sd beside them, each method's control (``X_random``)
-right beside it, and Sequence's mean as a dashed line.
+parse, a control structure, none), its mean with +-1 sample sd beside them, each method's controls (``X_random``,
+``X_struct``) right beside it, and Sequence's mean as a dashed line.
 
 It reads what ``fairseq-syntax-results`` wrote to RESULTS.json (:func:`fairseq_syntax.evaluation.results.render_json`:
 a dataset with ``"seeds": true``, whose metric cells hold ``{"mean", "sd", "per_seed"}`` and whose rows are in
 table order: Sequence first, each control after its system), so the figure shows exactly the table's numbers.
 """
 from fairseq_syntax.core.figures import save_figure
-from fairseq_syntax.evaluation.results import SEQUENCE, load_results_json
+from fairseq_syntax.evaluation.seed_systems import SEQUENCE, control_parts, seeds_dataset
+from fairseq_syntax.evaluation.tables import load_results_json
 
 COLOURS = {"parse": "tab:blue", "control": "tab:orange", "none": "tab:gray"}
 LABELS = {"parse": "parse", "control": "control", "none": "words only"}
@@ -19,19 +20,6 @@ def _kind(structure: str) -> str:
     if structure.startswith("control"):
         return "control"
     return "none" if structure.startswith("none") else "parse"
-
-
-def seeds_dataset(results: dict, dataset: str | None = None) -> tuple[str, dict]:
-    """(dataset, its entry) of the seeds table of ``results`` (RESULTS.json's object): the named dataset, else the
-    first one of several seeds; ValueError when there is none."""
-    tables = {name: entry for name, entry in results["datasets"].items() if entry.get("seeds")}
-    if not tables:
-        raise ValueError("no dataset of several seeds in these results")
-    if dataset is None:
-        dataset = next(iter(tables))
-    if dataset not in tables:
-        raise ValueError(f"no seeds table for dataset {dataset!r}; these have one: {', '.join(tables)}")
-    return dataset, tables[dataset]
 
 
 def seeds_rows(results: dict, dataset: str | None = None, metric: str = "BLEU") -> tuple[str, list[dict]]:
@@ -51,10 +39,13 @@ def seeds_rows(results: dict, dataset: str | None = None, metric: str = "BLEU") 
 
 
 def positions(rows: list[dict]) -> list[float]:
-    """x of each column: one apart, a control closer to the system before it."""
+    """x of each column: one apart, a control closer to its system (or to its system's other control) before it."""
     xs: list[float] = []
     for index, row in enumerate(rows):
-        after_its_system = index and row["kind"] == "control" and row["system"].startswith(rows[index - 1]["system"])
+        method = (control_parts(row["system"]) or (None,))[0] if row["kind"] == "control" else None
+        before = rows[index - 1]["system"] if index else None
+        after_its_system = method is not None and before is not None and (
+            before == method or (control_parts(before) or (None,))[0] == method)
         xs.append(0.0 if not xs else xs[-1] + (CONTROL_GAP if after_its_system else 1.0))
     return xs
 

@@ -11,9 +11,7 @@ import pytest
 
 from fairseq_syntax.cli import results as results_cli
 from fairseq_syntax.evaluation.results import (
-    Cell,
     RecordError,
-    Table,
     best_checkpoint_metric,
     compress,
     convergence_table,
@@ -21,7 +19,6 @@ from fairseq_syntax.evaluation.results import (
     find_record_files,
     format_wall_time,
     load_record,
-    markdown_table,
     open_text,
     parse_train_log,
     parse_valid_curve,
@@ -29,9 +26,8 @@ from fairseq_syntax.evaluation.results import (
     record_run,
     render_json,
     render_markdown,
-    table_json,
-    write_results,
 )
+from fairseq_syntax.evaluation.tables import Cell, Table, markdown_table, table_json, write_results
 from fairseq_syntax.evaluation.scoring import read_generate_output
 
 # fairseq-train stdout with the default (simple/tqdm) log format: two epochs, 3 updates each, a resumed run's
@@ -466,13 +462,15 @@ def study_records():
 
 EXPECTED_SEEDS_TABLE = [
     ("| System | Structure read | Seeds | BLEU (mean ± sd) | chrF (mean ± sd) | p vs sequence (BLEU / chrF) | Control "
-    "| p vs control (BLEU / chrF) | Epochs (mean) |"),
+     "of | p vs its method (BLEU / chrF) | Epochs (mean) |"),
     "|---|---|---|---|---|---|---|---|---|",
     # (30 + 32) / 2 = 31, sd |30 - 32| / sqrt(2) = 1.41; chrF (50 + 54) / 2 = 52, sd 4 / sqrt(2) = 2.83
     "| sequence | none (words only) | 2: 1, 2 | 31.00 ± 1.41 | 52.00 ± 2.83 | – | – | – | 20.0 |",
-    "| mask | parse | 2: 1, 2 | 33.00 ± 1.41 | 55.00 ± 0.00 | 0.012 / 0.040 | mask_random | 0.500 / 0.750 | 21.5 |",
+    "| mask | parse | 2: 1, 2 | 33.00 ± 1.41 | 55.00 ± 0.00 | 0.012 / 0.040 | – | – | 21.5 |",
+    # the control's row shows the test of the pair (here only the control's record, scored second, holds it) and
+    # names its method
     ("| mask_random | control: random structures (seed 1) | 2: 1, 2 | 32.00 ± 1.41 | 54.00 ± 1.41 | 0.300 / 0.200 "
-    "| – | – | 22.0 |"),
+     "| mask | 0.500 / 0.750 | 22.0 |"),
     # not scored over its seeds yet: the mean and sd of its runs, (30 + 31 + 35) / 3 = 32, sd sqrt((4 + 1 + 9) / 2);
     # epochs (18 + 19 + 23) / 3
     "| udp | parse | 3: 1, 2, 3 | 32.00 ± 2.65 | 52.00 ± 0.00 | – | – | – | 20.0 |",
@@ -486,8 +484,8 @@ def test_a_study_over_seeds_has_one_row_per_system_and_its_commands_below(tmp_pa
     assert lines.index("## multi30k-10k") < lines.index("## multi30k")
     start = lines.index("## multi30k-10k") + 2
     assert lines[start:start + 6] == EXPECTED_SEEDS_TABLE
-    assert ("- p: two-sided p-value of the row's system against sequence and against its control, `X_random` for "
-            f"system X, the same system on random structures ({SEEDS_TEST}, 1000 samples, seed 12345).") in lines
+    assert ("- p: two-sided p-value of the row's system against sequence and, on a control's row (`X_CONTROL`: system X "
+            f"on control structures), against X ({SEEDS_TEST}, 1000 samples, seed 12345).") in lines
     assert any(line.startswith("- p –: not scored over its seeds yet") for line in lines)
     assert ("- parses of the training data (systems that read no syntax ignore them): `constituency crf-con.pt "
             "(F1 87.12)` under control random structures (seed 1): mask_random") in lines
@@ -511,30 +509,65 @@ def with_curve(record, curve, command_tail):
     return dict(record, valid={"metric": "nll_loss", "curve": curve}, command=record["command"] + command_tail)
 
 
-def test_convergence_table_shows_where_each_run_stopped_and_how_flat_its_curve_was():
-    # seed 1: best 3.50 at epoch 3, then 3.60, 3.52, 3.70, 3.55, 3.51: 5 epochs without a better value (patience 5);
-    # seed 2: still improving when the cap of 4 epochs stopped it
+def test_convergence_table_names_the_checkpoint_fairseq_kept_and_the_epochs_past_patience():
+    # seed 1: best 3.50 at epoch 3, then 3.60, 3.52, 3.70, 3.55, 3.51: 5 epochs without a better value, patience 5
+    # stops it at epoch 8; seed 2: still improving when the cap of 4 epochs stopped it
     flat = [[1, 5.0], [2, 4.0], [3, 3.5], [4, 3.6], [5, 3.52], [6, 3.7], [7, 3.55], [8, 3.51]]
     falling = [[1, 5.0], [2, 4.0], [3, 3.9], [4, 3.8]]
+    # seed 3 (Sequence seed 1 of the study, in small): epoch 4 ties epoch 2's 3.663, so fairseq writes
+    # checkpoint_best.pt again at 4, but patience counts from the strict best at 2: 3, 4, 5, 6, 7 -> stop at 7;
+    # epoch 8 was trained past it (a resume that counted patience afresh)
+    tied = [[1, 4.0], [2, 3.663], [3, 3.7], [4, 3.663], [5, 3.7], [6, 3.68], [7, 3.69], [8, 3.7]]
+    # seed 4: stopped by patience at 7 (best at 2), and the epoch past it ties the best: the checkpoint kept is 8's
+    late = [[1, 4.0], [2, 3.5], [3, 3.6], [4, 3.6], [5, 3.6], [6, 3.6], [7, 3.6], [8, 3.5]]
     records = [with_curve(seed_run("sequence", 1, 30.0, 50.0, 8), flat, " --max-epoch 100"),
                with_curve(seed_run("sequence", 2, 32.0, 54.0, 4), falling, " --max-epoch 4"),
+               with_curve(seed_run("sequence", 3, 31.0, 52.0, 8), tied, " --max-epoch 100"),
+               with_curve(seed_run("sequence", 4, 31.0, 52.0, 8), late, " --max-epoch 100"),
                seed_run("mask", 1, 32.0, 55.0, 21), seed_run("mask", 2, 34.0, 55.0, 22)]  # no curve recorded
     lines = render_markdown(records).splitlines()
     start = lines.index("### Convergence")
-    assert lines[start + 4:start + 8] == [
-        ("| System | Seed | Epochs | Best epoch | Best valid nll_loss | Valid nll_loss after the best (change from it, "
-         "min / max) | Stopped by |"),
-        "|---|---|---|---|---|---|---|",
-        "| sequence | 1 | 8 | 3 | 3.500 | +0.010 / +0.200 (5 epochs) | patience |",
-        "| sequence | 2 | 4 | 4 | 3.800 | none | epoch cap |",
+    assert lines[start + 4:start + 10] == [
+        ("| System | Seed | Epochs trained | Stopped by | Past patience | Checkpoint kept (epoch) | Valid nll_loss kept "
+         "| Valid nll_loss after it, to the stop (change, min / max) |"),
+        "|---|---|---|---|---|---|---|---|",
+        # after epoch 3, to the stop at 8: +0.10, +0.02, +0.20, +0.05, +0.01
+        "| sequence | 1 | 8 | patience, epoch 8 | – | 3 | 3.500 | +0.010 / +0.200 (5 epochs) |",
+        "| sequence | 2 | 4 | epoch cap | – | 4 | 3.800 | none |",
+        # after epoch 4 (the last of the tie), to the stop at 7: +0.037, +0.017, +0.027
+        "| sequence | 3 | 8 | patience, epoch 7 | 1 (epoch 8) | 4 | 3.663 | +0.017 / +0.037 (3 epochs) |",
+        # the checkpoint decoded is epoch 8's, past the stop; an uninterrupted run would have kept epoch 2's
+        ("| sequence | 4 | 8 | patience, epoch 7 | 1 (epoch 8) | 8 (past patience; to the stop: 2) | 3.500 | "
+         "+0.100 / +0.100 (5 epochs) |"),
     ]
-    assert lines[start + 8] == "" and start < lines.index("### Commands")
+    assert lines[start + 10] == "" and start < lines.index("### Commands")
     table = render_json(records)["datasets"]["multi30k-10k"]["convergence"]
-    assert table["rows"][0]["Valid nll_loss after the best (change from it, min / max)"] == {
+    assert table["rows"][0]["Valid nll_loss after it, to the stop (change, min / max)"] == {
         "min": pytest.approx(0.01), "max": pytest.approx(0.2)}
-    assert table["rows"][1]["Stopped by"] == "epoch cap"
+    assert (table["rows"][1]["Stopped by"], table["rows"][2]["Past patience"]) == (None, [8])
+    # the table's epoch mean counts each run to its stop, 8, 4, 7, 7, and the epochs past it beside: 0, 0, 1, 1
+    sequence = next(line for line in lines if line.startswith("| sequence | none"))
+    assert sequence.endswith(" | 6.5 (+0.5 past patience) |")
     assert convergence_table([]) is None
     assert "### Convergence" not in render_markdown(study_records())  # no run recorded a curve
+
+
+def test_the_convergence_replay_follows_fairseqs_two_rules_on_ties():
+    from fairseq_syntax.evaluation.convergence import kept_epoch, patience_stop, replay
+
+    # minimise: 3.0 at 2, tied at 4 and 6: the checkpoint is written at 2, 4 and 6, patience counts from 2 (epochs 3,
+    # 4, 5, 6 are its 1st to 4th validations without a strict improvement)
+    curve = [(1, 4.0), (2, 3.0), (3, 3.5), (4, 3.0), (5, 3.2), (6, 3.0)]
+    assert kept_epoch(curve) == (6, 3.0)
+    assert patience_stop(curve, 3) == 5 and patience_stop(curve, 4) == 6 and patience_stop(curve, 5) is None
+    assert patience_stop(curve, 0) is None  # no early stopping
+    # maximise (--maximize-best-checkpoint-metric, e.g. BLEU): the same rules the other way round
+    assert kept_epoch([(1, 20.0), (2, 25.0), (3, 25.0), (4, 24.0)], maximize=True) == (3, 25.0)
+    assert patience_stop([(1, 20.0), (2, 25.0), (3, 25.0), (4, 24.0)], 2, maximize=True) == 4
+    # a run that trained on to 6 past the stop at 5: fairseq kept 6's checkpoint, an uninterrupted run 4's
+    assert replay(curve, 3) == {"kept": (6, 3.0), "stop": 5, "past_patience": [6], "protocol_epochs": 5,
+                                "protocol_kept": (4, 3.0)}
+    assert kept_epoch([]) is None
 
 
 def test_results_json_of_a_study_holds_each_seeds_score_and_the_figure_draws_them(tmp_path):
@@ -544,8 +577,9 @@ def test_results_json_of_a_study_holds_each_seeds_score_and_the_figure_draws_the
     data = render_json(study_records())
     study = data["datasets"]["multi30k-10k"]
     assert list(data["datasets"]) == ["multi30k-10k", "multi30k"] and study["seeds"] is True
-    mask = study["table"]["rows"][1]
-    assert mask["Seeds"] == [1, 2] and mask["Control"] == "mask_random"
+    mask, control = study["table"]["rows"][1:3]
+    assert mask["Seeds"] == [1, 2] and (mask["Control of"], control["Control of"]) == (None, "mask")
+    assert control["p vs its method (BLEU / chrF)"] == {"BLEU": 0.5, "chrF": 0.75}
     assert mask["BLEU (mean ± sd)"] == {"mean": 33.0, "sd": pytest.approx(2 ** 0.5), "per_seed": [32.0, 34.0]}
     assert mask["p vs sequence (BLEU / chrF)"] == {"BLEU": 0.012, "chrF": 0.04}
     assert study["table"]["rows"][3]["BLEU (mean ± sd)"]["per_seed"] == [30.0, 31.0, 35.0]  # udp, from its runs
@@ -628,7 +662,15 @@ def test_a_comparison_verdict_follows_the_stated_rule(deltas, p_values, expected
     assert verdict(deltas, p_values) == expected
 
 
-def test_the_answer_states_each_method_against_sequence_and_its_control():
+RULE_AND_TEST = (
+    "Rule: better (worse): BLEU and chrF both higher (lower) with p < 0.05 each; no measurable difference: neither p "
+    "below 0.05; mixed: the metrics disagree; borderline: a p within 2 Monte-Carlo standard errors of 0.05, whose "
+    "side of 0.05 another draw of the rounds could change. Test: two-sided seed-aware paired bootstrap (1,000 rounds; "
+    "each p ± its Monte-Carlo standard error), with Welch's t-test over the seeds' scores beside it; not corrected for "
+    "the table's several comparisons.")
+
+
+def test_the_answer_states_each_method_against_sequence_and_its_controls():
     records = study_records()
     # the test of mask against its control sits in the control's record (scored second), as control minus mask:
     # its interval [-2.0, 0.5] is mask minus control [-0.5, 2.0]
@@ -638,36 +680,92 @@ def test_the_answer_states_each_method_against_sequence_and_its_control():
     start = lines.index("### Answer so far")
     # sequence 31.00 ± 1.41; mask 33 / 55 against sequence 31 / 52 (p 0.012 / 0.04: both below 0.05, both up);
     # against mask_random 32 / 54: +1 / +1 at p 0.5 / 0.75. udp: three runs, not scored over them; its control
-    # and five methods of the study's grid not started (7 methods in all, the controls not counted)
+    # and five methods of the study's grid not started (7 methods in all, the controls not counted); the study gives
+    # sequence, mask, its random control and udp five seeds each
     assert lines[start + 2] == (
-        "1 of 7 methods scored over their seeds, against sequence at 31.00 ± 1.41 BLEU. Against the words alone: "
-        "better: mask; no measurable difference: none; worse: none; mixed: none. Is it the parse? Against the same "
-        "method on random trees: the parse is better: none; random trees do as well: mask; random trees do better: "
-        "none; mixed: none. Waiting for their seeds: udp; no run finished yet: hier_accum, hier_accum_random, udp_random, "
-        "ldd, linearized, dbsa, pascal. Rule: better (worse): BLEU and chrF both higher (lower) with p < 0.05 each; "
-        "no measurable difference: neither p below 0.05; mixed: the metrics disagree. Two-sided seed-aware paired "
-        "bootstrap, not corrected for the table's several comparisons.")
-    assert lines[start + 4:start + 7] == [
-        ("- **mask**: against sequence, +2.00 BLEU (p 0.012); +3.00 chrF (p 0.040): better; against mask_random, "
-         "+1.00 BLEU (p 0.500, 95% interval -0.50 to +2.00); +1.00 chrF (p 0.750): no measurable difference."),
-        ("- **udp**: waiting (3 of 3 seeds trained, not yet scored over its seeds); its control udp_random: "
-         "waiting (0 of 3 seeds trained)."),
+        "1 of 7 methods scored over their seeds, against sequence at 31.00 ± 1.41 BLEU (2 seeds). Against the words "
+        "alone: better: mask; no measurable difference: none; worse: none; mixed: none. Is it the parse? Against the "
+        "same method on random trees (random): the parse is better: none; random trees do as well: mask; random "
+        "trees do better: none; mixed: none. Waiting for their seeds: udp; no run finished yet: hier_accum, "
+        "hier_accum_random, udp_random, ldd, linearized, dbsa, pascal, dbsa_random, mask_struct, hier_accum_struct; "
+        "more seeds to come: sequence (2 of 5), mask (2 of 5), mask_random (2 of 5), udp (3 of 5). " + RULE_AND_TEST)
+    assert lines[start + 4:start + 10] == [
+        ("| System | Against | Seeds | BLEU: Δ (95% interval) | BLEU: p ± error (t) | chrF: Δ (95% interval) | "
+         "chrF: p ± error (t) | Verdict |"),
+        "|---|---|---|---|---|---|---|---|",
+        "| mask | sequence | 2 vs 2 | +2.00 | 0.012 | +3.00 | 0.040 | better |",
+        "| mask | mask_random | 2 vs 2 | +1.00 (-0.50 to +2.00) | 0.500 | +1.00 | 0.750 | no measurable difference |",
+        "| mask_random | sequence | 2 vs 2 | +1.00 | 0.300 | +2.00 | 0.200 | no measurable difference |",
         ""]
     assert lines.index("### Answer so far") < lines.index("### Commands")
     answer = render_json(records)["datasets"]["multi30k-10k"]["answer"]
     mask = answer["systems"][0]
-    assert mask["vs_sequence"]["verdict"] == "better" and mask["vs_control"]["verdict"] == "no measurable difference"
-    assert mask["vs_control"]["BLEU"] == {"delta": 1.0, "p_value": 0.5, "delta_ci": [-0.5, 2.0]}
+    assert [control["control"] for control in mask["controls"]] == ["mask_random", "mask_struct"]
+    versus_control = mask["controls"][0]["comparison"]
+    assert mask["vs_sequence"]["verdict"] == "better" and versus_control["verdict"] == "no measurable difference"
+    assert versus_control["BLEU"] == {"delta": 1.0, "p_value": 0.5, "p_mc_se": None, "welch": None,
+                                      "delta_ci": [-0.5, 2.0], "borderline": False}
+    assert mask["controls"][1]["comparison"] is None  # mask_struct: no run yet
     assert answer["systems"][1]["vs_sequence"] is None and answer["paragraph"] == lines[start + 2]
-    # a table that is not the study's grid lists nothing as not started, and says no control when it has none
+    assert answer["planned_seeds"]["udp"] == 5 and answer["planned_seeds"]["pascal"] == 3
+    # a table that is not the study's grid lists nothing as not started, and plans no seeds
     other = [dict(r, system="other-UDP") if r["system"] == "udp" else r for r in records
              if r["dataset"] == "multi30k-10k"]
-    other_lines = render_markdown(other).splitlines()
-    assert any(line.startswith("- **other-UDP**: waiting") and line.endswith("; no control in the study.")
-               for line in other_lines)
-    paragraph = other_lines[other_lines.index("### Answer so far") + 2]
-    assert "no run finished yet" not in paragraph
+    paragraph = render_json(other)["datasets"]["multi30k-10k"]["answer"]["paragraph"]
+    assert "no run finished yet" not in paragraph and "more seeds" not in paragraph
     assert " Waiting for their seeds: other-UDP. Rule: " in paragraph  # the name as it is, only the first letter raised
+
+
+def seeds_report(p_bleu, se_bleu, p_chrf, se_chrf, welch_t=None):
+    """A test of scoring.seed_bootstrap's report format: p-values with their Monte-Carlo errors and Welch's test."""
+    welch = {"t": welch_t, "df": 3.5, "p_value": 0.08} if welch_t is not None else None
+    return {"test": SEEDS_TEST, "n_samples": 10000, "seed": 12345,
+            "BLEU": {"p_value": p_bleu, "p_mc_se": se_bleu, "delta_ci": [0.1, 1.9], "welch": welch},
+            "chrF": {"p_value": p_chrf, "p_mc_se": se_chrf, "delta_ci": [0.2, 1.8], "welch": None}}
+
+
+def test_seeds_that_land_after_a_system_was_scored_are_shown_until_it_is_scored_over_them():
+    from fairseq_syntax.evaluation.study_answer import readme_block
+
+    # Sequence scored over seeds 1 and 2; its seeds 3, 4, 5 finished since (the study gives it five)
+    records = study_records() + [seed_run("sequence", seed, 31.0, 52.0, 20, "sequence", "transformer")
+                                 for seed in (3, 4, 5)]
+    lines = render_markdown(records).splitlines()
+    sequence = next(line for line in lines if line.startswith("| sequence | none"))
+    # the row is still the record's (2 seeds: mean 31.00 ± 1.41); the runs' epochs too: (19 + 21) / 2
+    assert sequence == ("| sequence | none (words only) | 2: 1, 2 (3, 4, 5 trained since, not yet scored over) | "
+                        "31.00 ± 1.41 | 52.00 ± 2.83 | – | – | – | 20.0 |")
+    answer = render_json(records)["datasets"]["multi30k-10k"]["answer"]
+    assert "; seeds trained but not yet scored over: sequence (3, 4, 5); more seeds to come: mask (2 of 5), " \
+           "mask_random (2 of 5), udp (3 of 5). Rule: " in answer["paragraph"]
+    # sequence 5, mask 2, mask_random 2, udp 3 runs finished
+    assert answer["runs_finished"] == 12 and not answer["complete"]
+    block = readme_block(render_json(records), "RESULTS.md")
+    assert block[1].startswith("**The answer so far**, 12 of the study's 56 runs finished")
+    assert "| sequence | none (words only) | 2 of 5 | 31.00 ± 1.41 |" in "\n".join(block)
+
+
+def test_a_p_within_two_monte_carlo_errors_of_005_makes_its_verdict_borderline():
+    from fairseq_syntax.evaluation.study_answer import is_borderline
+
+    # |0.044 - 0.05| = 0.006 <= 2 x 0.0031; |0.043 - 0.05| = 0.007 > 0.0062; no error: never borderline
+    assert is_borderline(0.044, 0.0031) and is_borderline(0.056, 0.0031) and not is_borderline(0.043, 0.0031)
+    assert not is_borderline(0.05, None)
+    records = study_records()
+    mask = next(r for r in records if r["system"] == "mask" and "seeds" in r)
+    mask["significance"]["sequence"] = seeds_report(0.045, 0.003, 0.012, 0.0011, welch_t=-2.5)
+    lines = render_markdown(records).splitlines()
+    paragraph = lines[lines.index("### Answer so far") + 2]
+    # the rounds of every test the answer reads: the older records 1,000, this one 10,000
+    assert "Against the words alone: better: mask (borderline); " in paragraph and "(1,000 / 10,000 rounds;" in paragraph
+    # the p with its Monte-Carlo error and Welch's p, in the table's cell and in the comparisons
+    assert "| mask | parse | 2: 1, 2 | 33.00 ± 1.41 | 55.00 ± 0.00 | 0.045±0.003 (t 0.080) / 0.012±0.001 | " in (
+        "\n".join(lines))
+    assert ("| mask | sequence | 2 vs 2 | +2.00 (+0.10 to +1.90) | 0.045±0.003, t 0.080 | +3.00 (+0.20 to +1.80) | "
+            "0.012±0.001 | better (borderline) |") in lines
+    answer = render_json(records)["datasets"]["multi30k-10k"]["answer"]["systems"][0]["vs_sequence"]
+    assert answer["borderline"] and answer["BLEU"]["borderline"] and not answer["chrF"]["borderline"]
+    assert answer["BLEU"]["welch"]["t"] == -2.5  # stored in mask's own record: mask minus sequence as it is
 
 
 STUDY_SOURCES = [f"examples/multi30k/runs/{name}.run.json" for name in (
@@ -683,29 +781,34 @@ def test_the_readme_block_states_each_row_of_the_study_with_its_comparisons():
     block = readme_block(results, "examples/multi30k/RESULTS.md")
     assert block[0].startswith(f"{README_BEGIN} examples/multi30k/RESULTS.json`") and block[-1] == README_END
     # the table's seeds: sequence 2, mask 2, mask_random 2, udp 3 (runs not yet scored over their seeds count);
-    # the study's grid: 11 x 3
-    assert block[1] == ("**The answer so far**, 9 of the study's 33 runs finished (multi30k-10k; the table, its "
+    # the study's grid: 7 systems x 5 seeds + 7 x 3
+    assert block[1] == ("**The answer so far**, 9 of the study's 56 runs finished (multi30k-10k; the table, its "
                         "commands and each run's convergence: `examples/multi30k/RESULTS.md`): "
                         + results["datasets"]["multi30k-10k"]["answer"]["paragraph"])
     assert block[3:-1] == [
-        ("| System | Structure read | Seeds | BLEU | chrF | against sequence: BLEU / chrF | against its control: "
+        ("| System | Structure read | Seeds | BLEU | chrF | against sequence: BLEU / chrF | against its controls: "
          "BLEU / chrF |"),
         "|---|---|---|---|---|---|---|",
-        "| sequence | none (words only) | 2 of 3 | 31.00 ± 1.41 | 52.00 ± 2.83 | – | – |",
+        "| sequence | none (words only) | 2 of 5 | 31.00 ± 1.41 | 52.00 ± 2.83 | – | – |",
         # mask 33 / 55 against sequence 31 / 52: +2 / +3, both p below 0.05 (0.012, 0.040): better; against
-        # mask_random 32 / 54: +1 / +1 at p 0.5 / 0.75 (the control's record holds the test)
-        ("| mask | parse | 2 of 3 | 33.00 ± 1.41 | 55.00 ± 0.00 | +2.00 (p 0.012) / +3.00 (p 0.040): better | "
-         "mask_random: +1.00 (p 0.500) / +1.00 (p 0.750): no measurable difference |"),
+        # mask_random 32 / 54: +1 / +1 at p 0.5 / 0.75 (the control's record holds the test); mask_struct: no run
+        ("| mask | parse | 2 of 5 | 33.00 ± 1.41 | 55.00 ± 0.00 | +2.00 (p 0.012) / +3.00 (p 0.040): better | "
+         "mask_random: +1.00 (p 0.500) / +1.00 (p 0.750): no measurable difference; mask_struct: – |"),
         # the control against sequence: 32 - 31, 54 - 52 at p 0.3 / 0.2
-        ("| mask_random | control: random structures (seed 1) | 2 of 3 | 32.00 ± 1.41 | 54.00 ± 1.41 | "
+        ("| mask_random | control: random structures (seed 1) | 2 of 5 | 32.00 ± 1.41 | 54.00 ± 1.41 | "
          "+1.00 (p 0.300) / +2.00 (p 0.200): no measurable difference | – |"),
         # three runs, not scored over them: no test yet
-        "| udp | parse | 3 of 3 | 32.00 ± 2.65 | 52.00 ± 0.00 | – | – |"]
+        "| udp | parse | 3 of 5 | 32.00 ± 2.65 | 52.00 ± 0.00 | – | udp_random: – |"]
+    # with the seed-aware test's p-values: each with its Monte-Carlo error and Welch's p
+    mask = next(r for r in records if r["system"] == "mask" and "seeds" in r)
+    mask["significance"]["sequence"] = seeds_report(0.045, 0.003, 0.012, 0.0011, welch_t=2.5)
+    row = next(line for line in readme_block(render_json(records), "RESULTS.md") if line.startswith("| mask |"))
+    assert " | +2.00 (p 0.045±0.003, t 0.080) / +3.00 (p 0.012±0.001): better (borderline) | " in row
 
 
 def test_the_readme_states_the_studys_answer_as_its_results_json_does():
-    from fairseq_syntax.evaluation.results import load_results_json
     from fairseq_syntax.evaluation.study_answer import readme_block
+    from fairseq_syntax.evaluation.tables import load_results_json
 
     repo = Path(__file__).resolve().parents[2]
     block = readme_block(load_results_json(repo / "examples/multi30k/RESULTS.json"), "examples/multi30k/RESULTS.md")
@@ -724,7 +827,7 @@ def test_the_readme_block_is_rewritten_in_place_and_a_readme_without_one_is_name
     assert main(["--readme", str(readme), str(results)]) == 0
     text = readme.read_text()
     assert text.startswith("# Title\n\nbefore\n<!-- study answer") and text.endswith(f"{README_END}\nafter\n")
-    assert "stale row" not in text and "| mask | parse | 2 of 3 |" in text
+    assert "stale row" not in text and "| mask | parse | 2 of 5 |" in text
     assert capsys.readouterr().out.endswith("study answer rewritten from " + str(results) + "\n")
     main(["--readme", str(readme), str(results)])
     assert readme.read_text() == text and "study answer unchanged" in capsys.readouterr().out
@@ -750,8 +853,8 @@ def test_a_table_with_every_method_scored_gives_the_answer_not_the_answer_so_far
         records.append(record)
     lines = render_markdown(records).splitlines()
     assert "### Answer so far" not in lines and lines[lines.index("### Answer") + 2].startswith(
-        "1 of 1 methods scored over their seeds, against sequence at 31.00 ± 1.41 BLEU. Against the words alone: "
-        "better: tree;")
+        "1 of 1 methods scored over their seeds, against sequence at 31.00 ± 1.41 BLEU (2 seeds). Against the words "
+        "alone: better: tree;")
     results = render_json(records, ["examples/multi30k/runs/sequence.seed1.run.json"])
     assert results["datasets"]["multi30k-10k"]["answer"]["complete"] is True
     # the seeds of the table's rows: sequence, tree and tree_random two each
@@ -775,7 +878,7 @@ def test_the_answer_waits_for_a_control_in_training_and_the_readme_shows_no_test
     results = render_json(unscored)
     assert results["datasets"]["multi30k-10k"]["answer"]["paragraph"].startswith("No answer yet")
     tree = next(line for line in readme_block(results, "RESULTS.md") if line.startswith("| tree |"))
-    assert tree == "| tree | parse | 2 of 3 | 33.00 ± 1.41 | 55.00 ± 0.00 | – | tree_random: – |"
+    assert tree == "| tree | parse | 2 | 33.00 ± 1.41 | 55.00 ± 0.00 | – | tree_random: – |"
 
 
 def test_a_results_json_without_an_answer_is_named_without_a_traceback(tmp_path):

@@ -4,6 +4,7 @@ Scores are checked against sacrebleu's own command line on the same files, and B
 against values worked out by hand in the comments.
 """
 import gzip
+import itertools
 import json
 import math
 import re
@@ -25,12 +26,18 @@ from fairseq_syntax.evaluation.scoring import (
     detokenize,
     format_ids,
     kept_decode,
+    mc_standard_error,
     paired_bootstrap,
     read_generate_output,
+    resampled_seed_means,
     ribes,
+    scores_from_statistics,
     seed_bootstrap,
+    seed_scale,
     seed_scores,
+    sentence_statistics,
     two_sided_bootstrap_p,
+    welch_test,
     write_kept_decode,
 )
 
@@ -449,23 +456,84 @@ def bleu_of_copies(j):
 def test_seed_bootstrap_resamples_sentences_and_each_systems_seeds_by_hand():
     system = [THREE, [THREE[0], THREE[1], ""]]  # seed BLEU 100 and 60.65
     baseline = [[THREE[0], "", ""], THREE]  # 13.53 and 100
-    # four rounds: (sentence ids, baseline's seeds, system's seeds) -> system - baseline, mean over the drawn seeds
+    # four rounds: (sentence ids, baseline's seeds, system's seeds). A system's score in a round: the mean m of its
+    # two seeds' scores on the round's sentences, plus sqrt(2 / (2 - 1)) times the drawn seeds' mean minus m
     draws = SeedDraws(sentences=np.array([[0, 1, 2], [2, 2, 2], [1, 1, 2], [0, 0, 0]]),
                       seeds_a=np.array([[0, 1], [0, 0], [0, 0], [0, 1]]),
                       seeds_b=np.array([[0, 1], [0, 0], [0, 1], [1, 0]]))
+    scale = math.sqrt(2)
     deltas = [(100 + bleu_of_copies(2)) / 2 - (bleu_of_copies(1) + 100) / 2,  # the test set itself: 23.56
-              100 - 0,  # sentence 3 thrice: the system's seed 1 has it, the baseline's seed 1 has not
-              (100 + bleu_of_copies(2)) / 2 - 0,  # sentences 2, 2, 3: seed 2 of the system has two of three
+              # sentence 3 thrice: system seeds 100 and 0 (m 50), seed 1 drawn twice: 50 + sqrt(2) 50; the
+              # baseline's 0 and 100 (m 50), its seed 1 (0) drawn twice: 50 - sqrt(2) 50
+              (50 + scale * 50) - (50 - scale * 50),
+              # sentences 2, 2, 3: the system's seeds 100 and 60.65, both drawn; the baseline's 0 and 100, seed 1 twice
+              (100 + bleu_of_copies(2)) / 2 - (50 - scale * 50),
               100 - 100]  # sentence 1 thrice: everyone has it
     report = seed_bootstrap(baseline, system, THREE, draws=draws)
     bleu = report["BLEU"]
     assert bleu["a"] == pytest.approx((bleu_of_copies(1) + 100) / 2) and bleu["b"] == pytest.approx(80.3265, abs=1e-4)
     assert bleu["delta"] == pytest.approx(deltas[0])
-    # one of the four differences is at or below 0, all four at or above: p = 2 * (1 + 1) / (4 + 1)
-    assert bleu["p_value"] == pytest.approx(0.8)
+    # one of the four differences is at or below 0, all four at or above: p = 2 * (1 + 1) / (4 + 1), and its
+    # Monte-Carlo error 2 sqrt(q (1 - q) / 4) with q = 0.4
+    assert bleu["p_value"] == pytest.approx(0.8) and bleu["p_mc_se"] == pytest.approx(2 * math.sqrt(0.4 * 0.6 / 4))
     assert bleu["delta_ci"] == pytest.approx(list(np.percentile(deltas, [2.5, 97.5])))
+    # Welch over the seeds' scores: variances (100 - 13.53)^2 / 2 and (100 - 60.65)^2 / 2, each over 2 seeds
+    var_a, var_b = (100 - bleu_of_copies(1)) ** 2 / 4, (100 - bleu_of_copies(2)) ** 2 / 4
+    assert bleu["welch"]["t"] == pytest.approx(deltas[0] / math.sqrt(var_a + var_b))
+    assert bleu["welch"]["df"] == pytest.approx((var_a + var_b) ** 2 / (var_a ** 2 + var_b ** 2))
     assert (report["n_samples"], report["seeds_a"], report["seeds_b"]) == (4, 2, 2)
     assert set(report) >= {"BLEU", "chrF", "test"} and "seeds resampled" in report["test"]
+
+
+def test_the_scaled_seed_resampling_gives_the_unbiased_variance_of_a_mean_of_seeds():
+    # three seeds scoring 1, 2 and 6 (mean 3, sample variance (4 + 1 + 9) / 2 = 7) in every round; over all 27
+    # equally likely draws of three seeds, the plain resampled mean has variance (2 / 3) 7 / 3 = 14 / 9, the scaled
+    # one (factor sqrt(3 / 2)) 7 / 3 = s^2 / k
+    assert seed_scale(3) == pytest.approx(math.sqrt(1.5)) and seed_scale(1) == 1.0
+    draws = np.array(list(itertools.product(range(3), repeat=3)))
+    scores = np.tile([1.0, 2.0, 6.0], (27, 1))
+    plain = np.take_along_axis(scores, draws, axis=1).mean(axis=1)
+    assert plain.var() == pytest.approx(14 / 9)
+    scaled = resampled_seed_means(scores, draws)
+    assert scaled.mean() == pytest.approx(3.0) and scaled.var() == pytest.approx(7 / 3)
+
+
+def test_welch_test_by_hand():
+    # a = 0, 2 and b = 3, 5: means 1 and 4, variances 2 and 2: t = 3 / sqrt(2 / 2 + 2 / 2) = 2.1213, df = 2, where
+    # Student's t has P(|T| > t) = 1 - t / sqrt(t^2 + 2)
+    test = welch_test([0, 2], [3, 5])
+    t = 3 / math.sqrt(2)
+    assert test["t"] == pytest.approx(t) and test["df"] == pytest.approx(2.0)
+    assert test["p_value"] == pytest.approx(1 - t / math.sqrt(t * t + 2))  # 0.1679
+    # b without spread: df = 1 (Cauchy), t = (2 - 1) / 1: P(|T| > 1) = 1 - 2 atan(1) / pi = 0.5
+    cauchy = welch_test([0, 2], [2, 2])
+    assert (cauchy["t"], cauchy["df"], cauchy["p_value"]) == pytest.approx((1.0, 1.0, 0.5))
+    assert welch_test([0, 2], [5, 3])["t"] == pytest.approx(t)  # the order of the seeds does not matter
+    assert welch_test([1], [2, 3]) is None and welch_test([1, 1], [2, 2]) is None  # one seed; no spread at all
+
+
+def test_the_monte_carlo_error_of_a_two_sided_p():
+    # p = 0.05 is twice a tail share of 0.025: 2 sqrt(0.025 x 0.975 / 10,000) = 0.00312
+    assert mc_standard_error(0.05, 10_000) == pytest.approx(2 * math.sqrt(0.025 * 0.975 / 10_000))
+    assert mc_standard_error(0.05, 10_000) == pytest.approx(0.0031225, abs=1e-7)
+    assert mc_standard_error(1.0, 100) == pytest.approx(2 * 0.5 / 10)  # q = 0.5: the largest error
+
+
+def test_vectorised_bleu_and_chrf_equal_sacrebleus_on_any_sums_of_sentence_statistics():
+    from sacrebleu.metrics import CHRF
+
+    rng = np.random.default_rng(3)
+    hyps = HYPOTHESES + ["", "a", SEED_2[4]]
+    refs = REFERENCES + ["A dog.", "a", "People are walking."]
+    for name, metric in (("BLEU", BLEU()), ("chrF", CHRF())):
+        stats = sentence_statistics(name, hyps, refs)
+        # random resamples, single sentences (zero matches of some order, an empty hypothesis) and all zeros
+        counts = np.vstack([rng.integers(0, 3, (40, len(hyps))), np.eye(len(hyps)), np.zeros((1, len(hyps)))])
+        rows = counts @ stats
+        expected = [metric._compute_score_from_stats(list(row)).score for row in rows]
+        assert scores_from_statistics(metric, rows) == pytest.approx(expected, abs=1e-9)
+        whole = scores_from_statistics(metric, stats.sum(axis=0, keepdims=True))[0]
+        assert whole == pytest.approx(metric.corpus_score(hyps, [refs]).score)
 
 
 def test_seed_bootstrap_over_random_draws():
@@ -483,7 +551,7 @@ def test_seed_bootstrap_over_random_draws():
 
 
 def test_score_command_over_seeds_records_mean_sd_and_seed_aware_p_values(tmp_path, files):
-    from fairseq_syntax.evaluation.results import render_markdown
+    from fairseq_syntax.evaluation.results import format_p, render_markdown
 
     ref, hyp = files
     hyp_2 = write_lines(tmp_path / "hyp2.txt", SEED_2)
@@ -515,12 +583,17 @@ def test_score_command_over_seeds_records_mean_sd_and_seed_aware_p_values(tmp_pa
     # field by field: pytest.approx takes no dict that holds a list (delta_ci) since pytest 9.2
     assert sorted(versus["BLEU"]) == sorted(bootstrap["BLEU"])
     for field, value in bootstrap["BLEU"].items():
-        assert versus["BLEU"][field] == pytest.approx(value), field
+        assert versus["BLEU"][field] == (pytest.approx(value) if value is not None else None), field
     assert record["score_command"] == (f"fairseq-syntax-score {hyp},{hyp_2} {ref} {base_1},{base_2},{base_3} "
                                        "--bootstrap 50 --seed 12345 --baseline-name sequence")
     table = render_markdown([record])
     assert (f"| mask | parse | 2: 1, 2 | {expected['mean']['BLEU']:.2f} ± {expected['sd']['BLEU']:.2f} | "
-            f"{expected['mean']['chrF']:.2f} ± {expected['sd']['chrF']:.2f} | {versus['BLEU']['p_value']:.3f} / "
-            f"{versus['chrF']['p_value']:.3f} | – | – | 4.0 |") in table
+            f"{expected['mean']['chrF']:.2f} ± {expected['sd']['chrF']:.2f} | {format_p(versus['BLEU'])} / "
+            f"{format_p(versus['chrF'])} | – | – | 4.0 |") in table
     with pytest.raises(SystemExit):  # a seed for each output
         score_cli.main([f"{hyp},{hyp_2}", str(ref), "--run-seeds", "1"])
+    # without --bootstrap: 10,000 rounds over seeds (scoring.SEED_BOOTSTRAP_ROUNDS), sacrebleu's 1,000 for one run
+    over = score_cli.main([f"{hyp},{hyp_2}", str(ref), str(base_1)])
+    one = score_cli.main([str(hyp), str(ref), str(base_1)])
+    assert (over["significance"][str(base_1)]["n_samples"], one["significance"][str(base_1)]["n_samples"]) == (
+        10_000, 1000)

@@ -1,0 +1,105 @@
+"""The results tables of the recipes, in Markdown (RESULTS.md) and JSON (RESULTS.json) from the same rows.
+
+Every generated ``RESULTS.md`` / ``RESULTS.json`` is written here (``write_results``): the run records' table of
+:mod:`fairseq_syntax.evaluation.results`, and the recipes whose results are read from logs
+(``examples/sst/results.py``, ``examples/ptb_induction/make_results.py``, ``preprocess/make_results.py``) with
+``markdown_table`` / ``table_json``, or a ``Table`` of ``Cell``s, which gives both from the same rows. It imports no
+other module of the evaluation but :mod:`~fairseq_syntax.evaluation.packed_runs` (for its atomic writes), so every
+module that renders or reads a table can import it.
+"""
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from fairseq_syntax.evaluation import packed_runs
+
+
+def markdown_cell(text) -> str:
+    """Markdown table cells cannot hold a raw '|' or a line break."""
+    return str(text).replace("\n", " ").replace("|", "\\|")
+
+
+def markdown_table(header: Sequence, rows: Iterable[Sequence], align: str | None = None) -> list[str]:
+    """The lines of a Markdown table: ``header``, then one line per row (cells as given, ``str()`` of each, with
+    '|' and line breaks escaped). ``align`` has one letter per column: "l" (the default) or "r" (right-aligned,
+    for numbers)."""
+    align = align or "l" * len(header)
+    if len(align) != len(header) or set(align) - {"l", "r"}:
+        raise ValueError(f"align needs one of 'l' or 'r' per column ({len(header)}), got {align!r}")
+    lines = ["| " + " | ".join(markdown_cell(cell) for cell in header) + " |",
+             "|" + "".join("---:|" if letter == "r" else "---|" for letter in align)]
+    for row in rows:
+        row = list(row)
+        if len(row) != len(header):
+            raise ValueError(f"a row of {len(row)} cells in a table of {len(header)} columns: {row!r}")
+        lines.append("| " + " | ".join(markdown_cell(cell) for cell in row) + " |")
+    return lines
+
+
+def table_json(header: Sequence[str], rows: Iterable[Sequence]) -> dict[str, Any]:
+    """A table for RESULTS.json: ``{"columns": header, "rows": [{column: value}, ...]}``, one object per row of
+    the Markdown table, with the values unrounded (numbers as numbers, None for an empty cell)."""
+    header = list(header)
+    table_rows = []
+    for row in rows:
+        row = list(row)
+        if len(row) != len(header):
+            raise ValueError(f"a row of {len(row)} values in a table of {len(header)} columns: {row!r}")
+        table_rows.append(dict(zip(header, row)))
+    return {"columns": header, "rows": table_rows}
+
+
+class Cell(NamedTuple):
+    """One cell of a ``Table``: its value for RESULTS.json (unrounded; None for none) and its text for RESULTS.md."""
+    value: Any
+    text: str
+
+
+class Table:
+    """A results table built row by row, rendered to Markdown (``lines``) and to RESULTS.json (``json``) from the
+    same rows: a cell is a ``Cell(value, text)``, or a plain value that is its own text."""
+
+    def __init__(self, header: Sequence[str], align: str | None = None):
+        self.header, self.align, self.rows = list(header), align, []
+
+    def add(self, *cells) -> None:
+        if len(cells) != len(self.header):
+            raise ValueError(f"a row of {len(cells)} cells in a table of {len(self.header)} columns: {cells!r}")
+        self.rows.append([cell if isinstance(cell, Cell) else Cell(cell, str(cell)) for cell in cells])
+
+    def lines(self) -> list[str]:
+        return markdown_table(self.header, ([cell.text for cell in row] for row in self.rows), self.align)
+
+    def json(self) -> dict[str, Any]:
+        return table_json(self.header, ([cell.value for cell in row] for row in self.rows))
+
+
+def results_json_path(markdown_path) -> Path:
+    """RESULTS.json beside RESULTS.md (the Markdown file's name with the suffix .json)."""
+    return Path(markdown_path).with_suffix(".json")
+
+
+def write_results(markdown_path, markdown: str, data: dict[str, Any]) -> tuple[Path, Path]:
+    """Write a recipe's results: ``markdown`` to ``markdown_path`` (RESULTS.md) and ``data`` to RESULTS.json
+    beside it (indented, UTF-8, keys in the given order). Returns both paths."""
+    markdown_path = Path(markdown_path)
+    json_path = results_json_path(markdown_path)
+    markdown_path.parent.mkdir(parents=True, exist_ok=True)
+    # each whole or not at all: the other lane may read them meanwhile (its commit, its figure)
+    packed_runs.write_atomically(markdown_path, markdown if markdown.endswith("\n") else markdown + "\n")
+    packed_runs.write_atomically(json_path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    return markdown_path, json_path
+
+
+def load_results_json(path) -> dict[str, Any]:
+    """RESULTS.json as ``write_results`` wrote it; a file that is not valid JSON, or not such a file, is a
+    ValueError naming it (and the line, for JSON that does not parse)."""
+    with open(path, encoding="utf-8") as handle:
+        try:
+            results = json.load(handle)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from error
+    if not isinstance(results, dict) or not isinstance(results.get("datasets"), dict):
+        raise ValueError(f"{path}: not a RESULTS.json of fairseq-syntax-results (no 'datasets' object)")
+    return results
