@@ -132,19 +132,9 @@ def test_the_checker_finds_an_upward_import_and_a_circle(tmp_path):
         ["fairseq_syntax.evaluation.x", "fairseq_syntax.evaluation.y", "fairseq_syntax.evaluation.z"]]
 
 
-#: the edges still there when this test landed, each being removed by open work (issue 51, with 49 and 52): the
-#: translation task loads a parser from core/ (the control structures' reading of parser records moved to
-#: parsing/controls.py, and the study's tables import one another no more: issue 49). Nothing may be added to these
-#: lists; remove an entry with its fix.
-STILL_UPWARD = {
-    "fairseq_syntax.core.translation_task -> fairseq_syntax.parsing.constituency",
-}
-STILL_CIRCLES = []
-
-
 def test_no_import_runs_upward():
-    assert set(upward_imports(import_graph(Path(REPO)))) <= STILL_UPWARD
+    assert upward_imports(import_graph(Path(REPO))) == []
 
 
 def test_no_circle_between_the_packages_files():
-    assert [circle for circle in circles(import_graph(Path(REPO))) if circle not in STILL_CIRCLES] == []
+    assert circles(import_graph(Path(REPO))) == []
