@@ -180,3 +180,17 @@ def test_side_data_without_the_1best_tree_is_refused_on_the_first_batch_only():
         PascalEncoder.build_structure(encoder, src_tokens, batch)
     # later batches are not checked again: nothing is read back from the device at every step
     assert PascalEncoder.build_structure(encoder, src_tokens, batch)["parent_density"].shape == (1, 4, 4)
+
+
+def test_the_link_masks_built_once_per_batch_give_what_each_layer_made_from_the_padding():
+    from fairseq_syntax.methods.tree_transformer.attention import link_masks
+
+    torch.manual_seed(2)
+    attention = ConstituentAttention(16, 4).eval()
+    x, previous = torch.randn(6, 3, 16), torch.rand(3, 5)
+    padding = torch.tensor([[False] * 6, [False] * 4 + [True] * 2, [True] * 3 + [False] * 3])
+    masks = link_masks(~padding, 3, 6, x.device)
+    links, prior = attention.links_and_prior(x, padding, previous)
+    shared_links, shared_prior = attention.links_and_prior(x, padding, previous, masks)
+    assert torch.equal(links, shared_links) and torch.equal(prior, shared_prior)
+    assert torch.equal(attention(x, padding, {"link_masks": masks})[0], attention(x, padding)[0])

@@ -15,16 +15,20 @@ constituent prior ``C^l`` that scales the self-attention probabilities of all it
 * attention (eq. 2): ``E = C * softmax(Q K^T / sqrt(d_k))``, the same ``C`` for every head, not renormalised (as in
   the authors' code).
 
-Everything is computed in log space and in float32: ``log p`` is ``-softplus`` of a score difference, and ``log a``
-is taken of ``max(a, MIN_LINK)``, so no ``log(0)`` reaches the forward or the backward pass. Padding may be on
-either side: a link exists only between two real tokens, and ``C`` is zero wherever a padding position is involved.
+Everything is computed in log space and in float32, whatever the model's dtype (the link queries and keys are cast
+to float32, and so are the links the prior reads): ``log p`` is ``-softplus`` of a score difference, and ``log a``
+is taken of ``max(a, MIN_LINK)``, so no ``log(0)`` reaches the forward or the backward pass. The links stay float32
+from layer to layer: the prior's cumulative sum of their logs reaches about -5 along 512 tokens, where bfloat16's
+spacing (2^-5) exceeds a link's log near 1, and a product of hundreds of links would add up their roundings.
+Padding may be on either side: a link exists only between two real tokens, and ``C`` is zero wherever a padding
+position is involved.
 
 Shapes: ``query``/``key`` ``B x T x C``; ``token_mask`` ``B x T`` (True at real tokens) or None; link
 probabilities ``B x (T-1)`` (entry ``k`` links positions ``k`` and ``k+1``; 0 where either is padding); prior
 ``B x T x T``. The attention module takes ``x`` ``T x B x C`` like every
 :class:`~fairseq_syntax.core.attention.StructuredSelfAttention`.
 """
-from typing import Optional, Tuple
+from typing import NamedTuple, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -37,41 +41,55 @@ from fairseq_syntax.core.attention import Structure, StructuredSelfAttention
 MIN_LINK = 1e-9
 
 
-def _link_mask(token_mask: Optional[Tensor], batch: int, length: int, device: torch.device) -> Tensor:
-    """``B x (T-1)``: True where positions ``k`` and ``k+1`` are both real tokens."""
+class LinkMasks(NamedTuple):
+    """What the padding of a batch says about its links and pairs, the same for every layer: built once per batch
+    (:func:`link_masks`, the encoder's structure) and shared by the layers."""
+
+    links: Tensor  # B x (T-1): positions k and k+1 are both real tokens
+    has_left: Tensor  # B x (T-1): link k has a link k-1 (word k has a left neighbour)
+    has_right: Tensor  # B x (T-1): link k has a link k+1 (word k+1 has a right neighbour)
+    pairs: Optional[Tensor]  # B x T x T: both positions real tokens; None without padding information
+
+
+def link_masks(token_mask: Optional[Tensor], batch: int, length: int, device: torch.device) -> LinkMasks:
+    """The :class:`LinkMasks` of ``token_mask`` (``B x T``, True at real tokens; None: every position is one)."""
     if token_mask is None:
-        return torch.ones(batch, max(length - 1, 0), dtype=torch.bool, device=device)
-    return token_mask[:, :-1] & token_mask[:, 1:]
+        links = torch.ones(batch, max(length - 1, 0), dtype=torch.bool, device=device)
+        pairs = None
+    else:
+        links = token_mask[:, :-1] & token_mask[:, 1:]
+        pairs = token_mask[:, :, None] & token_mask[:, None, :]
+    return LinkMasks(links, _shift(links, +1, False), _shift(links, -1, False), pairs)
 
 
 def _shift(x: Tensor, step: int, fill) -> Tensor:
     """``x`` (``B x N``) moved ``step`` places along the last dim (+1: ``out[k] = x[k-1]``), ``fill`` at the gap."""
-    gap = torch.full_like(x[:, :1], fill)
-    return torch.cat([gap, x[:, :-1]], dim=1) if step > 0 else torch.cat([x[:, 1:], gap], dim=1)
+    if not x.size(-1):  # a one-token batch has no links to move
+        return x
+    return F.pad(x, (1, -1) if step > 0 else (-1, 1), value=fill)
 
 
 def neighbour_link_probabilities(
-    query: Tensor, key: Tensor, token_mask: Optional[Tensor], scale: float
+    query: Tensor, key: Tensor, token_mask: Optional[Tensor], scale: float, masks: Optional[LinkMasks] = None
 ) -> Tensor:
     """Eqs. 5-7: ``a_hat`` ``B x (T-1)`` from link queries and keys ``B x T x C``.
 
-    ``scale`` is the paper's ``d`` (``d_model / 2``). Zero at links that touch padding.
+    ``scale`` is the paper's ``d`` (``d_model / 2``). Zero at links that touch padding. ``masks``: the batch's
+    :func:`link_masks` of ``token_mask``, when the caller has them.
     """
     batch, length, _ = query.shape
-    links = _link_mask(token_mask, batch, length, query.device)
     if length < 2:
         return query.new_zeros(batch, 0, dtype=torch.float32)
+    masks = masks or link_masks(token_mask, batch, length, query.device)
     query, key = query.float(), key.float()
     right = (query[:, :-1] * key[:, 1:]).sum(-1) / scale  # s_{k,k+1}
     left = (query[:, 1:] * key[:, :-1]).sum(-1) / scale  # s_{k+1,k}
     # log p_{k,k+1}: word k chooses its right neighbour over its left one (s_{k,k-1} = left[k-1]), if it has one
-    has_left = _shift(links, +1, False)
-    log_p_right = torch.where(has_left, -F.softplus(_shift(left, +1, 0.0) - right), 0.0)
+    log_p_right = torch.where(masks.has_left, -F.softplus(_shift(left, +1, 0.0) - right), 0.0)
     # log p_{k+1,k}: word k+1 chooses its left neighbour over its right one (s_{k+1,k+2} = right[k+1]), if any
-    has_right = _shift(links, -1, False)
-    log_p_left = torch.where(has_right, -F.softplus(_shift(right, -1, 0.0) - left), 0.0)
+    log_p_left = torch.where(masks.has_right, -F.softplus(_shift(right, -1, 0.0) - left), 0.0)
     a_hat = torch.exp(0.5 * (log_p_right + log_p_left))
-    return a_hat.masked_fill(~links, 0.0)
+    return a_hat.masked_fill(~masks.links, 0.0)
 
 
 def hierarchical_links(a_hat: Tensor, previous: Optional[Tensor]) -> Tensor:
@@ -81,22 +99,24 @@ def hierarchical_links(a_hat: Tensor, previous: Optional[Tensor]) -> Tensor:
     return previous + (1.0 - previous) * a_hat
 
 
-def constituent_prior(links: Tensor, token_mask: Optional[Tensor] = None, diagonal: float = 1.0) -> Tensor:
+def constituent_prior(links: Tensor, token_mask: Optional[Tensor] = None, diagonal: float = 1.0,
+                      masks: Optional[LinkMasks] = None) -> Tensor:
     """Eqs. 3-4: ``C`` ``B x T x T`` from link probabilities ``B x (T-1)``; zero in rows/columns of padding.
 
     ``diagonal`` is ``C_ii``: 1 in the paper (an empty product), 0 in the authors' code (about 3e-5 there).
+    ``masks``: the batch's :func:`link_masks` of ``token_mask``, when the caller has them.
     """
     batch, num_links = links.shape
     length = num_links + 1
+    masks = masks or link_masks(token_mask, batch, length, links.device)
     log_links = torch.log(links.float().clamp_min(MIN_LINK))
-    valid = _link_mask(token_mask, batch, length, links.device)
-    log_links = log_links.masked_fill(~valid, 0.0)  # a link into padding must not make the cumulative sum huge
-    prefix = torch.cat([log_links.new_zeros(batch, 1), log_links.cumsum(dim=1)], dim=1)  # S_j, B x T
+    log_links = log_links.masked_fill(~masks.links, 0.0)  # a link into padding must not make the cumulative sum huge
+    prefix = F.pad(log_links.cumsum(dim=1), (1, 0))  # S_j = sum_{k<j} log a_k, B x T
     prior = torch.exp(-(prefix[:, :, None] - prefix[:, None, :]).abs())
     if diagonal != 1.0:
         prior = prior - (1.0 - diagonal) * torch.eye(length, device=prior.device, dtype=prior.dtype)
-    if token_mask is not None:
-        prior = prior * (token_mask[:, :, None] & token_mask[:, None, :])
+    if masks.pairs is not None:
+        prior = prior * masks.pairs
     return prior
 
 
@@ -118,16 +138,21 @@ class ConstituentAttention(StructuredSelfAttention):
         self.link_scale = embed_dim / 2  # the paper's d = d_model / 2 (256 at d_model 512, as in the authors' code)
 
     def links_and_prior(
-        self, x: Tensor, key_padding_mask: Optional[Tensor], previous: Optional[Tensor]
+        self, x: Tensor, key_padding_mask: Optional[Tensor], previous: Optional[Tensor],
+        masks: Optional[LinkMasks] = None,
     ) -> Tuple[Tensor, Tensor]:
-        """Link probabilities ``a^l`` ``B x (T-1)`` and prior ``C^l`` ``B x T x T`` for ``x`` ``T x B x C``."""
-        token_mask = None if key_padding_mask is None else ~key_padding_mask
+        """Link probabilities ``a^l`` ``B x (T-1)`` and prior ``C^l`` ``B x T x T`` for ``x`` ``T x B x C``;
+        ``masks``: the batch's :func:`link_masks` (``structure["link_masks"]``), else made from the padding."""
+        length, batch, _ = x.shape
+        if masks is None:
+            token_mask = None if key_padding_mask is None else ~key_padding_mask
+            masks = link_masks(token_mask, batch, length, x.device)
         batch_major = x.transpose(0, 1)
         a_hat = neighbour_link_probabilities(
-            self.link_query(batch_major), self.link_key(batch_major), token_mask, self.link_scale
+            self.link_query(batch_major), self.link_key(batch_major), None, self.link_scale, masks
         )
         links = hierarchical_links(a_hat, previous)
-        return links, constituent_prior(links, token_mask, self.diagonal)
+        return links, constituent_prior(links, None, self.diagonal, masks)
 
     def forward(
         self,
@@ -137,7 +162,7 @@ class ConstituentAttention(StructuredSelfAttention):
         need_weights: bool = False,
         carry: Optional[Tensor] = None,
     ) -> Tuple[Tensor, Optional[Tensor], Tensor]:
-        links, prior = self.links_and_prior(x, key_padding_mask, carry)
+        links, prior = self.links_and_prior(x, key_padding_mask, carry, (structure or {}).get("link_masks"))
         out, weights, _ = super().forward(x, key_padding_mask, {**(structure or {}), "constituent_prior": prior},
                                           need_weights)
         return out, weights, links

@@ -36,7 +36,7 @@ from fairseq_syntax.core.model import (
     options_from_args,
     register_architectures,
 )
-from fairseq_syntax.methods.tree_transformer.attention import ConstituentAttention
+from fairseq_syntax.methods.tree_transformer.attention import ConstituentAttention, link_masks
 
 
 @dataclass
@@ -52,6 +52,11 @@ class TreeTransformerEncoder(SyntaxTransformerEncoder):
     def build_self_attention(self, layer_index: int, embed_dim: int, num_heads: int, dropout: float) -> nn.Module:
         diagonal = 1.0 if self.options is None or self.options.constituent_diagonal == "one" else 0.0
         return ConstituentAttention(embed_dim, num_heads, dropout=dropout, diagonal=diagonal)
+
+    def build_structure(self, src_tokens: Tensor, side_inputs: Dict[str, Tensor]) -> Structure:
+        """What the padding says about links and pairs (:func:`link_masks`), once per batch for every layer."""
+        batch, length = src_tokens.shape
+        return {"link_masks": link_masks(src_tokens.ne(self.padding_idx), batch, length, src_tokens.device)}
 
     def extra_outputs(self, structure: Structure, side_inputs: Dict[str, Tensor],
                       carries: List[Optional[Tensor]]) -> Dict[str, List[Tensor]]:
