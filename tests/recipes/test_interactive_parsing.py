@@ -7,7 +7,7 @@ parsers (SuPar's crf-con with a POS tagger, SuPar's biaffine dependency parser) 
 ``preprocess/parse_constituency.py`` and ``preprocess/parse_dependency.py``, joint BPE learnt and applied with
 ``subword-nmt ... --vocabulary ... --vocabulary-threshold 1``, ``fairseq-syntax-preprocess`` recording the BPE and
 the parser. Raw input lines - an empty one, one starting with ``(``, one with a tab, a 300-word one, one with a
-non-ASCII word and an unseen word, whose BPE the vocabulary changes - go through ``fairseq-interactive`` with the
+non-ASCII word and an unseen word whose BPE the vocabulary changes (built from the codes, :func:`vocabulary_split_word`) - go through ``fairseq-interactive`` with the
 parsers and no BPE option; the same lines go through the offline path and ``fairseq-generate``. Every line the
 offline path keeps must get the same source tokens, hypothesis and score; every other line (the empty one, a line
 the offline path leaves out as too long for the model) must be reported as ``<input>:N: ...``, with the lines after
@@ -18,6 +18,7 @@ import json
 import os
 import re
 import runpy
+import string
 import subprocess
 from argparse import Namespace
 
@@ -41,7 +42,7 @@ LINES = [
     "( the dog ) likes the man .",
     "the cat\tsees the dog .",
     LONG,
-    "the café likes the doggo .",  # a non-ASCII word; "doggo": a word the training text lacks, BPE'd by the vocabulary
+    "the café likes the {unseen} .",  # a non-ASCII word; {unseen}: vocabulary_split_word of the corpus's BPE
     "the man sees the father .",
 ]
 
@@ -55,6 +56,23 @@ def decoding_inputs(system) -> tuple:
 #: the systems that read a parse when they decode: a tree form, or a side input parsed at decoding (src_ldd)
 PARSE_READERS = [system for system in systems(baselines=True, ablations=False)
                  if system.form != "sequence" or decoding_inputs(system)]
+
+
+def vocabulary_split_word(codes, vocabulary) -> tuple[str, list[str], list[str]]:
+    """A word whose BPE the vocabulary changes, built from a codes file and a vocabulary (threshold 1): the first
+    merge ``a b`` of two characters whose product is not a non-final token of the vocabulary (``ab@@``), then a
+    letter no merge names, ``c``. The codes alone join a and b and nothing else (no other merge holds c, and ``ab``
+    has no other split): ``ab@@ c``. apply-bpe --vocabulary finds ``ab@@`` missing and undoes that merge, leaving the
+    characters, which no merge made: ``a@@ b@@ c``. Returns the word, its pieces with and without the vocabulary."""
+    merges = [tuple(line.split()) for line in codes.read_text(encoding="utf-8").splitlines()[1:]]
+    known = {word for word, count in (line.split() for line in vocabulary.read_text(encoding="utf-8").splitlines())
+             if int(count) >= 1}
+    pairs = [(a, b) for a, b in merges if len(a) == len(b) == 1 and a + b + "@@" not in known]
+    named = {character for merge in merges for symbol in merge for character in symbol.removesuffix("</w>")}
+    letters = [letter for letter in string.ascii_lowercase if letter not in named]
+    assert pairs and letters, f"{codes}: no merge of two characters the vocabulary lacks, or no letter left"
+    (a, b), c = pairs[0], letters[0]
+    return a + b + c, [a + "@@", b + "@@", c], [a + b + "@@", c]
 
 
 def apply_bpe(work, name):
@@ -106,14 +124,16 @@ def corpus(models, tmp_path_factory):
         tiny_corpus(str(work / split), n, seed)
         words = (work / f"{split}.en").read_text().replace("@@ ", "")
         (work / f"{split}.words.en").write_text(words)
-    (work / "lines.txt").write_text("".join(line + "\n" for line in LINES), encoding="utf-8")
-    kept = [number for number, line in enumerate(LINES) if line.split()]
-    # the recipes' normalize step: whitespace-separated tokens, brackets PTB-escaped (an empty line is refused there)
-    (work / "lines.words.en").write_text("".join(" ".join(ptb_escape_token(w) for w in LINES[n].split()) + "\n"
-                                                 for n in kept), encoding="utf-8")
-    (work / "lines.de").write_text("die katze .\n" * len(kept))
     run(["subword-nmt", "learn-joint-bpe-and-vocab", "--input", str(work / "train.words.en"), str(work / "train.de"),
          "-s", "25", "-o", str(work / "codes"), "--write-vocabulary", str(work / "vocab.en"), str(work / "vocab.de")])
+    unseen = vocabulary_split_word(work / "codes", work / "vocab.en")[0]
+    lines = [line.format(unseen=unseen) for line in LINES]
+    (work / "lines.txt").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    kept = [number for number, line in enumerate(lines) if line.split()]
+    # the recipes' normalize step: whitespace-separated tokens, brackets PTB-escaped (an empty line is refused there)
+    (work / "lines.words.en").write_text("".join(" ".join(ptb_escape_token(w) for w in lines[n].split()) + "\n"
+                                                 for n in kept), encoding="utf-8")
+    (work / "lines.de").write_text("die katze .\n" * len(kept))
     for name in ("train", "valid", "lines"):
         apply_bpe(work, name)
         parse(work, name, models)
@@ -216,17 +236,20 @@ def test_raw_lines_decode_through_the_parsers_as_offline(corpus, models, trained
 
 def test_the_recorded_bpe_is_the_recipes_subword_nmt_apply_bpe(corpus):
     """The BPE syntax.json records segments every word of the corpus and of LINES as the CLI did, the unseen and the
-    non-ASCII words included (their pieces depend on the vocabulary)."""
+    non-ASCII words included, and the unseen word as the vocabulary makes it, not as the codes alone would
+    (fairseq's --bpe subword_nmt)."""
     from fairseq_syntax.core.bpe import SubwordNmtBpe
 
     work, _ = corpus
     bpe = SubwordNmtBpe(str(work / "codes"), str(work / "vocab.en"), 1)
-    plain = SubwordNmtBpe(str(work / "codes"))
     for name in ("train", "lines"):
         words = (work / f"{name}.words.en").read_text(encoding="utf-8").split()
         assert " ".join(piece for word in words for piece in bpe.segment(word)) == \
             " ".join((work / f"{name}.en").read_text(encoding="utf-8").split())
-    assert bpe.segment("doggo") != plain.segment("doggo")  # what fairseq's --bpe subword_nmt would have given
+    unseen, with_vocabulary, codes_alone = vocabulary_split_word(work / "codes", work / "vocab.en")
+    assert unseen in (work / "lines.words.en").read_text(encoding="utf-8").split()
+    assert SubwordNmtBpe(str(work / "codes")).segment(unseen) == codes_alone
+    assert bpe.segment(unseen) == with_vocabulary != codes_alone
 
 
 def test_the_data_directory_records_the_bpe_and_the_parser(trained, models):
