@@ -27,6 +27,9 @@ class StructuredSelfAttention(nn.Module):
 
     #: True when the method only adds :meth:`score_bias`, so the fused kernel computes the same thing.
     fused = True
+    #: True when :meth:`attention_weights` returns the softmax's float32 probabilities rather than casting them to the
+    #: queries' dtype (the values are weighed in their own dtype either way): for a method that takes their log.
+    float32_weights = False
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True):
         super().__init__()
@@ -69,7 +72,8 @@ class StructuredSelfAttention(nn.Module):
         scores = self.attention_scores(q, k, structure)
         if key_padding_mask is not None:
             scores = scores.masked_fill(key_padding_mask[:, None, None, :], float("-inf"))
-        return torch.softmax(scores, dim=-1, dtype=torch.float32).type_as(q)
+        probabilities = torch.softmax(scores, dim=-1, dtype=torch.float32)
+        return probabilities if self.float32_weights else probabilities.type_as(q)
 
     def forward(
         self,

@@ -8,8 +8,9 @@ the criterion, :mod:`.criterion`) to put their attention on each token's depende
 as the authors' code computes it (``dbsa/modules/dbsa.py``: ``W`` and ``b`` of size ``h d``, Xavier-initialised with
 gain 1/sqrt(2), ``b`` zero). At test time nothing else changes: no parse is needed.
 
-Returns as ``carry`` the dependency heads' attention averaged over them, ``B x T x T`` (query t, key j), which the
-encoder hands to the criterion. Shapes: ``x`` ``T x B x C``; output ``T x B x C``; weights ``B x H x T x T``.
+Returns as ``carry`` the dependency heads' attention averaged over them, ``B x T x T`` (query t, key j) in float32,
+which the encoder hands to the criterion. Shapes: ``x`` ``T x B x C``; output ``T x B x C``; weights ``B x H x T x T``
+(float32).
 """
 import math
 from typing import Optional, Tuple
@@ -23,6 +24,9 @@ from fairseq_syntax.core.attention import Structure, StructuredSelfAttention
 
 class DependencyBasedSelfAttention(StructuredSelfAttention):
     fused = False  # the dependency heads' probabilities are an output
+    # The criterion takes the log of those probabilities: float16 would round one below 3e-8 to 0 (its smallest
+    # number is 6e-8), and the gradient 1/p of one below 1.5e-5 overflows its 65504.
+    float32_weights = True
 
     def __init__(self, embed_dim: int, num_heads: int, dependency_heads: int = 1, dropout: float = 0.0):
         super().__init__(embed_dim, num_heads, dropout=dropout)

@@ -174,11 +174,16 @@ class HierarchicalEmbeddings(nn.Module):
         if "embedding_bins" not in structure:
             raise ValueError("the structure has no embedding bins: build it with embedding_size > 0")
         batch, nodes, leaves = coefficients.shape
-        values = coefficients.reshape(batch, nodes * leaves).gather(1, structure["embedding_source"])
+        # The histogram is summed in float32 (float64 stays float64) and then cast to the coefficients' dtype: a bin
+        # adds up to hundreds of terms in a deep or wide subtree (and, in the backward, so does a coefficient), which
+        # a GPU adds one at a time in the tensor's dtype, and a bfloat16 sum stops growing once it is a few hundred
+        # times a term.
+        summed = torch.promote_types(coefficients.dtype, torch.float32)
+        values = coefficients.to(summed).reshape(batch, nodes * leaves).gather(1, structure["embedding_source"])
         # the last bin collects the candidate triples that are none (accumulation_structure); it is dropped
-        histogram = coefficients.new_zeros(batch, nodes * 2 * self.size + 1)
+        histogram = values.new_zeros(batch, nodes * 2 * self.size + 1)
         histogram = histogram.scatter_add(1, structure["embedding_bins"], torch.cat([values, values], dim=1))
-        histogram = histogram[:, :-1].view(batch, nodes, 2, self.size)
+        histogram = histogram[:, :-1].to(coefficients.dtype).view(batch, nodes, 2, self.size)
         return torch.cat([histogram[:, :, 0] @ self.vertical, histogram[:, :, 1] @ self.horizontal], dim=-1)
 
 

@@ -41,7 +41,10 @@ class ParentScaledSelfAttention(StructuredSelfAttention):
 
     def attention_scores(self, q: Tensor, k: Tensor, structure: Structure) -> Tensor:
         scores = torch.matmul(q, k.transpose(-1, -2)) * self.scaling  # B x H x T x T
-        density = structure["parent_density"].to(scores.dtype)[:, None]  # B x 1 x T x T
+        # float32 from here to the softmax (which reads float32 anyway): the density peaks at 1 / (sigma sqrt(2 pi)),
+        # so with a small sigma the scaled scores leave float16's range (65504); the weights come back in q's dtype
+        scores = scores.float()
+        density = structure["parent_density"].float()[:, None]  # B x 1 x T x T
         bsz, _, length, _ = scores.shape
         density = density.expand(bsz, self.pascal_heads, length, length)
         if self.training and self.parent_ignoring > 0:

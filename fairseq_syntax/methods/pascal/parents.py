@@ -15,7 +15,7 @@ self-attention), as their released code computes it (github.com/e-bug/pascal: ``
 The 1-best tree comes from the ``src_ldd`` side input of Pu & Sima'an's method (channels ``BEST_OFFSET + group``,
 :mod:`fairseq_syntax.methods.ldd.distributions`), so the two methods share one data path.
 
-Shapes: ``word_pairs`` ``B x C x S x S``, ``token_words`` ``B x T`` -> parent positions ``B x T`` (float);
+Shapes: ``word_pairs`` ``B x C x S x S``, ``token_words`` ``B x T`` -> parent positions ``B x T`` (float32);
 ``parent_density(positions, sigma)`` -> ``B x T x T`` (query t, key j).
 """
 import math
@@ -28,20 +28,23 @@ from fairseq_syntax.methods.ldd.distributions import one_best_head_words
 
 def parent_positions(word_pairs: Tensor, token_words: Tensor, not_dependent: Tensor,
                      check_one_best: bool = True) -> Tensor:
-    """``B x T`` float: the mean token position of each token's parent word (see the module docstring);
+    """``B x T`` float32: the mean token position of each token's parent word (see the module docstring);
     ``check_one_best``: refuse side data without the 1-best tree (:func:`.one_best_head_words`)."""
     bsz, length = token_words.shape
     size = word_pairs.size(-1)
-    positions = torch.arange(length, device=token_words.device, dtype=word_pairs.dtype).expand(bsz, length)
-    position_sum = word_pairs.new_zeros(bsz, size).scatter_add_(1, token_words, positions)
-    pieces = word_pairs.new_zeros(bsz, size).scatter_add_(1, token_words, torch.ones_like(positions))
+    # float32 whatever the side data's dtype (fairseq's --fp16 / --bf16 make it half): bfloat16 holds the integers
+    # only up to 256, float16 up to 2048, and a sum of a word's pieces' positions goes further
+    positions = torch.arange(length, device=token_words.device, dtype=torch.float32).expand(bsz, length)
+    position_sum = positions.new_zeros(bsz, size).scatter_add_(1, token_words, positions)
+    pieces = positions.new_zeros(bsz, size).scatter_add_(1, token_words, torch.ones_like(positions))
     mean_position = position_sum / pieces.clamp(min=1)
     heads = one_best_head_words(word_pairs, token_words, not_dependent, "transformer_pascal", check_one_best)
     return mean_position.gather(1, heads)
 
 
 def parent_density(positions: Tensor, sigma: float) -> Tensor:
-    """``B x T x T``: ``dist(p_t, j)`` for query t (rows) and key position j (columns)."""
+    """``B x T x T``: ``dist(p_t, j)`` for query t (rows) and key position j (columns), in the dtype of
+    ``positions`` (float32 from :func:`parent_positions`)."""
     keys = torch.arange(positions.size(1), device=positions.device, dtype=positions.dtype)
     squared = (keys[None, None, :] - positions[:, :, None]) ** 2
     return torch.exp(-squared / (2 * sigma**2)) / math.sqrt(2 * math.pi * sigma**2)

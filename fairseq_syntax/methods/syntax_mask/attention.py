@@ -65,5 +65,8 @@ class RelationMaskAttention(StructuredSelfAttention):
         if "relation_one_hot" in structure:  # B x T x T x R
             return -torch.einsum("bijr,hr->bhij", structure["relation_one_hot"].to(penalties.dtype), penalties)
         relations = structure["relations"].long()  # B x T x T
+        # The lookup reads a float32 table: its backward adds B·T·T·H values into 10·H cells, which on a CPU sums in
+        # the table's dtype, and a bfloat16 sum stops growing once it is a few hundred times a term (2^8 to 2^9: 8
+        # significant bits). The bias comes back in the strengths' dtype.
         # B x T x T x H -> B x H x T x T
-        return -penalties.t()[relations].permute(0, 3, 1, 2)
+        return -penalties.float().t()[relations].permute(0, 3, 1, 2).to(penalties.dtype)
