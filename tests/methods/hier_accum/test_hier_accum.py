@@ -222,6 +222,37 @@ def test_accumulated_values_by_hand():
     assert official.flatten().tolist() == pytest.approx([55 / 3, 1.0, 23.0, 2.0, 4.0, 7.0])
 
 
+def test_accumulation_gradients_by_hand():
+    # the values and weights of test_accumulated_values_by_hand; the gradient of the sum of every output row
+    values = torch.tensor([10.0, 1.0, 20.0, 2.0, 4.0, 7.0]).view(1, 1, 6, 1).requires_grad_()
+    weights = torch.tensor([[0.0, 2.0, 0.0, 1.0, 1.0, 1.0]], requires_grad=True)
+    out = hierarchical_accumulation(values, weights, accumulation_structure(parents_batch(SMALL)))
+    out.sum().backward()
+    # w_a is read by S only, over the branch (a, S): (1 + 10) / 2 / 3; w_b by NP, (2 + 20) / 2 / 2, and by S,
+    # (2 + 20 + 10) / 3 / 3; w_c likewise with 4; EOS is under no node, and the nodes' entries are not read
+    assert weights.grad.flatten().tolist() == pytest.approx([0, 11 / 6, 0, 5.5 + 32 / 9, 6 + 34 / 9, 0])
+    # a leaf keeps its own row (1) and adds w_j / (branch length) / |L(i)| for each node i above it; the node rows
+    # are replaced: NP is read by NP, (w_b / 2 + w_c / 2) / 2, and S, (w_b / 3 + w_c / 3) / 3; S by S only,
+    # (w_a / 2 + w_b / 3 + w_c / 3) / 3
+    assert values.grad.flatten().tolist() == pytest.approx(
+        [5 / 9, 1 + 1 / 3, 1 / 2 + 2 / 9, 1 + 1 / 4 + 1 / 9, 1 + 1 / 4 + 1 / 9, 1])
+
+
+def test_a_row_without_nodes_passes_its_values_and_gradient_through():
+    # a one-word sentence with its POS node dropped (a leaf and EOS) beside a tree: its values come back as they are,
+    # its gradient is the upstream one, and its leaf weights, read by no node, get none
+    embeddings = HierarchicalEmbeddings(2, 4).double()
+    structure = accumulation_structure(parents_batch([-1], SMALL), embedding_size=2)
+    values = torch.randn(2, 1, 6, 4, dtype=torch.float64, requires_grad=True)
+    weights = torch.randn(2, 6, dtype=torch.float64, requires_grad=True)
+    out = hierarchical_accumulation(values, weights, structure, embeddings)
+    assert torch.equal(out[0], values[0])
+    upstream = torch.randn_like(out)
+    grad_values, grad_weights = torch.autograd.grad((out * upstream).sum(), (values, weights))
+    assert torch.equal(grad_values[0], upstream[0]) and grad_weights[0].abs().sum() == 0
+    assert grad_weights[1].abs().sum() > 0
+
+
 def test_inverse_branch_sizes_by_hand():
     inverse = accumulation_structure(parents_batch(HIER))["inverse_branch_size"][0]
     # 1 / (|L(i)| (|P(i, j)| + 1)); e.g. S -> d passes S, VP, NP: 1 / (5 * 4)
