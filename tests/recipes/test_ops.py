@@ -165,3 +165,83 @@ def shape_on_the_host(x):
 
 def test_a_shape_read_as_a_tensor_is_on_the_host():
     assert counted(shape_on_the_host, torch.zeros(2, 3)) == []
+
+
+# ------------------------------------------------------------------- every method against fairseq's transformer
+
+
+def method_cases():
+    """Every translation system of the method descriptions that is not a baseline (ablations included: LDD's
+    variants read the side data their own way), with each of the method's ``cuda_variants`` and bench's own variants
+    of its arch that change options only (the mask bias's one-hot product, CUDA's default): (system, extra model
+    options)."""
+    import run
+
+    from fairseq_syntax.methods import METHODS
+
+    for method in METHODS:
+        own = [s for s in method.systems if s.task == "translation" and not s.baseline]
+        for system in own:
+            yield pytest.param(system, (), id=system.name)
+        if own:
+            variants = list(method.cuda_variants) + [v.model_options for v in run.VARIANTS.get(own[0].arch, ())
+                                                     if v.arch is None]
+            for options in variants:
+                yield pytest.param(own[0], tuple(options), id=own[0].name + "".join(options))
+
+
+def counted_step(request, system, arch: str, extra: tuple, length: int = 2, more: int = 2):
+    """(the synchronisations of a training step of ``arch`` on ``system``'s data: forward, backward and the
+    criterion's metrics; those each step of beam search adds, from decodings held at ``length`` and ``length +
+    more`` tokens), counted after a first step (checks made on the first batch only)."""
+    from conftest import TRANSLATION, build_on_cpu
+    from fairseq import metrics
+
+    data = request.getfixturevalue("translation_data")(system)
+    task, model, criterion, sample, _ = build_on_cpu([data, *TRANSLATION, "--arch", arch, "--criterion",
+                                                      "label_smoothed_cross_entropy", *extra])
+    model.train()
+
+    def step():
+        loss, _, logging_output = criterion(model, sample)
+        loss.backward()
+        with metrics.aggregate() as aggregate:
+            type(criterion).reduce_metrics([logging_output])
+            aggregate.get_smoothed_values()
+
+    step()
+    with syncs.SyncCounter() as counter:
+        step()
+    model.eval()
+    decodings = []
+    with torch.no_grad():
+        for tokens in (length, length + more):
+            with syncs.SyncCounter() as decoding:
+                count.decode(task, model, sample, tokens)
+            decodings.append(decoding.events)
+    per_step = [event for event in decodings[1] if event not in decodings[0] or
+                decodings[1].count(event) > decodings[0].count(event)]
+    return counter.events, per_step, (len(decodings[1]) - len(decodings[0])) / more
+
+
+TRANSFORMER_STEPS: dict = {}
+
+
+@pytest.mark.parametrize("system, extra", method_cases())
+def test_no_method_adds_a_synchronisation_to_a_training_or_decoding_step(request, system, extra):
+    """The host waits for the GPU at no line of the package, in training (forward, backward, the criterion's
+    metrics) or at any step of beam search, and at no more places than fairseq's transformer on the same data."""
+    events, decode_events, per_decode_step = counted_step(request, system, system.tiny_arch,
+                                                          (*system.model_args, *extra))
+    data = request.getfixturevalue("translation_data")(system)
+    if data not in TRANSFORMER_STEPS:  # fairseq's transformer on the same data, counted once per data directory
+        TRANSFORMER_STEPS[data] = counted_step(request, system, "transformer_tiny", ())
+    base_events, _, base_per_decode_step = TRANSFORMER_STEPS[data]
+    own = [f"{e.operator} at {e.where} ({e.phase})" for e in syncs.own_events(events)]
+    assert own == [], f"{system.name}{extra}: a training step synchronises at lines of the package: {own}"
+    assert len(events) <= len(base_events), (
+        f"{system.name}{extra}: {len(events)} synchronisations a training step, the transformer "
+        f"{len(base_events)}: {sorted(set(events) - set(base_events))}")
+    own = [f"{e.operator} at {e.where}" for e in syncs.own_events(decode_events)]
+    assert own == [], f"{system.name}{extra}: each decoding step synchronises at lines of the package: {own}"
+    assert per_decode_step <= base_per_decode_step
