@@ -209,10 +209,14 @@ def test_raw_lines_decode_through_the_parsers_as_offline(corpus, models, trained
 
     # the offline path: the lines it kept (fairseq-syntax-preprocess --skip-invalid lists the others), in order
     skipped_path = offline / "test.skipped.tsv"
-    skipped = {int(row.split("\t")[0]) - 1 for row in skipped_path.read_text().splitlines()} if skipped_path.exists() \
-        else set()
+    rows = [row.split("\t") for row in skipped_path.read_text().splitlines()] if skipped_path.exists() else []
+    skipped = {int(row[0]) - 1 for row in rows}
     offline_lines = [number for index, number in enumerate(kept) if index not in skipped]
-    assert len(offline_lines) >= 5 and 0 in offline_lines and 2 in offline_lines and 5 in offline_lines
+    # every line but the empty one is a sentence; only the 300-word one may be too long for a model's input form,
+    # and not in the sequence form (300 words of the training text, each one BPE piece: 301 tokens of 1024)
+    assert kept == [0, 2, 3, 4, 5, 6] and {kept[index] for index in skipped} <= {4}, rows
+    assert [row[1] for row in rows] == ["over-long source"] * len(rows) and (4 in offline_lines or
+                                                                               system.form != "sequence"), rows
     offline_hypotheses, offline_sources = lines_of(generate, "H"), lines_of(generate, "S")
     expected = {number: (offline_sources[index], offline_hypotheses[index])
                 for index, number in enumerate(offline_lines)}
@@ -230,6 +234,9 @@ def test_raw_lines_decode_through_the_parsers_as_offline(corpus, models, trained
         if number != 1:  # a line the model cannot take: offline it is left out for its length
             assert f"<input>:{number + 1}: too long: " in err
     assert f"{len(bad)} bad input lines" in err
+    # a sentence whose first word is a bracket is a sentence, not a tree: translated, its source that of the words
+    # -LRB- the dog -RRB- ... offline (the pieces of -LRB- are <unk> here: the tiny training text has no bracket)
+    assert 2 in expected and sources[2] == expected[2][0]
     if system.form != "sequence":  # the parser's tree, with the tagger's POS tags (crf-con alone writes XX)
         assert "(XX" not in sources[0][0] and ("(DT" in sources[0][0]) == (system.preterminals != "split")
 
