@@ -45,21 +45,24 @@ class LinkMasks(NamedTuple):
     """What the padding of a batch says about its links and pairs, the same for every layer: built once per batch
     (:func:`link_masks`, the encoder's structure) and shared by the layers."""
 
-    links: Tensor  # B x (T-1): positions k and k+1 are both real tokens
-    has_left: Tensor  # B x (T-1): link k has a link k-1 (word k has a left neighbour)
-    has_right: Tensor  # B x (T-1): link k has a link k+1 (word k+1 has a right neighbour)
-    pairs: Optional[Tensor]  # B x T x T: both positions real tokens; None without padding information
+    no_link: Tensor  # B x (T-1), bool: position k or k+1 is padding, so there is no link k
+    no_left: Tensor  # B x (T-1), bool: link k has no link k-1 (word k has no left neighbour)
+    no_right: Tensor  # B x (T-1), bool: link k has no link k+1 (word k+1 has no right neighbour)
+    pairs: Optional[Tensor]  # B x T x T, float32: 1 where both positions are real tokens, else 0; None: no padding
 
 
 def link_masks(token_mask: Optional[Tensor], batch: int, length: int, device: torch.device) -> LinkMasks:
-    """The :class:`LinkMasks` of ``token_mask`` (``B x T``, True at real tokens; None: every position is one)."""
+    """The :class:`LinkMasks` of ``token_mask`` (``B x T``, True at real tokens; None: every position is one).
+
+    The masks say where there is nothing (``masked_fill`` takes them as they are) and the pair mask is float32 (it
+    multiplies the float32 prior): a layer then negates or casts none of them, in its forward or its backward."""
     if token_mask is None:
-        links = torch.ones(batch, max(length - 1, 0), dtype=torch.bool, device=device)
+        no_link = torch.zeros(batch, max(length - 1, 0), dtype=torch.bool, device=device)
         pairs = None
     else:
-        links = token_mask[:, :-1] & token_mask[:, 1:]
-        pairs = token_mask[:, :, None] & token_mask[:, None, :]
-    return LinkMasks(links, _shift(links, +1, False), _shift(links, -1, False), pairs)
+        no_link = ~(token_mask[:, :-1] & token_mask[:, 1:])
+        pairs = (token_mask[:, :, None] & token_mask[:, None, :]).float()
+    return LinkMasks(no_link, _shift(no_link, +1, True), _shift(no_link, -1, True), pairs)
 
 
 def _shift(x: Tensor, step: int, fill) -> Tensor:
@@ -81,15 +84,17 @@ def neighbour_link_probabilities(
     if length < 2:
         return query.new_zeros(batch, 0, dtype=torch.float32)
     masks = masks or link_masks(token_mask, batch, length, query.device)
-    query, key = query.float(), key.float()
-    right = (query[:, :-1] * key[:, 1:]).sum(-1) / scale  # s_{k,k+1}
-    left = (query[:, 1:] * key[:, :-1]).sum(-1) / scale  # s_{k+1,k}
-    # log p_{k,k+1}: word k chooses its right neighbour over its left one (s_{k,k-1} = left[k-1]), if it has one
-    log_p_right = torch.where(masks.has_left, -F.softplus(_shift(left, +1, 0.0) - right), 0.0)
-    # log p_{k+1,k}: word k+1 chooses its left neighbour over its right one (s_{k+1,k+2} = right[k+1]), if any
-    log_p_left = torch.where(masks.has_right, -F.softplus(_shift(right, -1, 0.0) - left), 0.0)
-    a_hat = torch.exp(0.5 * (log_p_right + log_p_left))
-    return a_hat.masked_fill(~masks.links, 0.0)
+    # every pair's score in one product, of which the links read the two diagonals next to the main one (fewer
+    # operators forward and backward than a product and a sum per diagonal; T x T is the attention's size anyway)
+    scores = torch.bmm(query.float() / scale, key.float().transpose(1, 2))  # B x T x T: s_{i,j}
+    right = scores.diagonal(1, 1, 2)  # s_{k,k+1}
+    left = scores.diagonal(-1, 1, 2)  # s_{k+1,k}
+    # -log p_{k,k+1}: word k chooses its right neighbour over its left one (s_{k,k-1} = left[k-1]), if it has one
+    minus_log_p_right = F.softplus(_shift(left, +1, 0.0) - right).masked_fill(masks.no_left, 0.0)
+    # -log p_{k+1,k}: word k+1 chooses its left neighbour over its right one (s_{k+1,k+2} = right[k+1]), if any
+    minus_log_p_left = F.softplus(_shift(right, -1, 0.0) - left).masked_fill(masks.no_right, 0.0)
+    a_hat = torch.exp(-0.5 * (minus_log_p_right + minus_log_p_left))
+    return a_hat.masked_fill(masks.no_link, 0.0)
 
 
 def hierarchical_links(a_hat: Tensor, previous: Optional[Tensor]) -> Tensor:
@@ -110,7 +115,7 @@ def constituent_prior(links: Tensor, token_mask: Optional[Tensor] = None, diagon
     length = num_links + 1
     masks = masks or link_masks(token_mask, batch, length, links.device)
     log_links = torch.log(links.float().clamp_min(MIN_LINK))
-    log_links = log_links.masked_fill(~masks.links, 0.0)  # a link into padding must not make the cumulative sum huge
+    log_links = log_links.masked_fill(masks.no_link, 0.0)  # a link into padding must not make the cumulative sum huge
     prefix = F.pad(log_links.cumsum(dim=1), (1, 0))  # S_j = sum_{k<j} log a_k, B x T
     prior = torch.exp(-(prefix[:, :, None] - prefix[:, None, :]).abs())
     if diagonal != 1.0:
