@@ -12,12 +12,14 @@
 # its log, gzipped once the system is decoded) and RUN_DIR/NAME$RUN_SUFFIX.run.json; checkpoints go to
 # ${CKPT_ROOT:-RUN_DIR}/ckpt-NAME$RUN_SUFFIX. Once a run is scored, examples/multi30k/study.sh packs its gzipped
 # files into RUN_DIR/packed.tar.xz (examples/pack_runs.py); every step here reads them from there (packed_runs.py).
-#   score_seeds NAME ARCH REF RUN_DIR "SEEDS" [TRAIN_COMMAND]: the system over its seeds' runs (NAME.seedS), mean and
-# sd per metric and the paired bootstrap over test sentences and seeds (scoring.seed_bootstrap) against each of
-# $BASELINES and against its control NAME_random (a control: against its system), over the same seeds, as the record
-# RUN_DIR/NAME.seeds.run.json (dataset "$DATASET": fairseq-syntax-results makes one row of it per system). The
-# training command (unless given), device, parsers and decode command are the first seed's, from its run record:
-# the seeds of a study are trained over several machines, and the first seed's checkpoint folder may be on another.
+#   score_seeds NAME ARCH REF RUN_DIR "SEEDS" [TRAIN_COMMAND]: the system over those of SEEDS it has a finished run of
+# (NAME.seedS: its decode is kept), mean and sd per metric and the paired bootstrap over test sentences and seeds
+# (scoring.seed_bootstrap, $SEED_BOOTSTRAP rounds, default 10000) against each of $BASELINES and against its controls
+# NAME_CONTROL (a control: against its system), each over those of SEEDS that one has finished, as the record
+# RUN_DIR/NAME.seeds.run.json (dataset "$DATASET": fairseq-syntax-results makes one row of it per system): five
+# seeds of one system are tested against the three of another as well as against five. The training command (unless
+# given), device, parsers and decode command are the first seed's, from its run record: the seeds of a study are
+# trained over several machines, and the first seed's checkpoint folder may be on another.
 # Records and the logs kept beside them hold no path of this machine: $OUT_DIR (the recipe's output folder, exported
 # by the recipe) is written as OUT_DIR, paths in the repository relative to it (and in logs, Python's site-packages
 # as SITE_PACKAGES).
@@ -233,30 +235,53 @@ EOF
   if [ -n "${facts[2]}" ]; then TRAINING_FACTS+=(--decode-command "${facts[2]}"); fi
 }
 
+# finished_seeds RUN_DIR NAME "SEEDS" [PACKED]: those of SEEDS that NAME has a finished run of, in order: its decode
+# kept, gzipped (RUN_DIR/NAME.seedS.gen.gz; run_system writes it once the decode is whole) or packed; PACKED: the
+# packed files as packed_runs.py ls --packed lists them, if listed already
+finished_seeds() {
+  local runs=$1 name=$2 seeds=$3 packed=${4-} seed found=()
+  [ -n "$packed" ] || packed=$(python3 "$PACKED_RUNS" ls --packed "$runs/*.seed*.gen") || return 1
+  for seed in $seeds; do
+    if [ -f "$runs/$name.seed$seed.gen.gz" ] || grep -qxF "$runs/$name.seed$seed.gen" <<< "$packed"; then
+      found+=("$seed")
+    fi
+  done
+  echo "${found[*]}"
+}
+
 score_seeds() {
   local name=$1 arch=$2 ref=$3 runs=$4 seeds=$5 train_command=${6:-}
-  local seed base hyps=() logs=() baseline_files=() baseline_names=() files
-  local first="$runs/$name.seed${seeds%% *}.run.json" parsers status
-  for seed in $seeds; do
+  local seed base hyps=() logs=() baseline_files=() baseline_names=() files listing own theirs control
+  local parsers status
+  listing=$(python3 "$PACKED_RUNS" ls --packed "$runs/*.seed*.gen") || return 1
+  own=$(finished_seeds "$runs" "$name" "$seeds" "$listing")
+  if [ -z "$own" ]; then
+    echo "score_seeds $name: no finished run of seeds $seeds in $runs" >&2
+    return 1
+  fi
+  local first="$runs/$name.seed${own%% *}.run.json"
+  for seed in $own; do
     hyps+=("$(kept "$runs/$name.seed$seed.gen")")
     logs+=("$(kept "$runs/$name.seed$seed.train.log")")
   done
-  # the baselines, then the system's control where it has one; a control (NAME_random) against its system, so that
+  # the baselines, then the system's controls where it has them; a control (NAME_CONTROL) against its system, so that
   # the pair is compared whichever of the two is scored last
-  local versus="${BASELINES:-} ${name}_random"
-  [[ "$name" == *_random ]] && versus+=" ${name%_random}"
+  local versus="${BASELINES:-}"
+  for control in $(python3 "$SYNTAX_REPO/fairseq_syntax/core/control_kinds.py"); do  # a file: no package import
+    versus+=" ${name}_$control"
+    [[ "$name" == *_"$control" ]] && versus+=" ${name%_"$control"}"
+  done
+  local tested=" "
   for base in $versus; do
-    [ "$base" = "$name" ] && continue
+    # itself, or one named twice (udp_random's method udp is one of the BASELINES too), is not tested against
+    [ "$base" = "$name" ] || [[ "$tested" == *" $base "* ]] && continue
+    tested+="$base "
+    theirs=$(finished_seeds "$runs" "$base" "$seeds" "$listing")
+    [ -n "$theirs" ] || continue
     files=()
-    local all_kept=1
-    for seed in $seeds; do
-      files+=("$(kept "$runs/$base.seed$seed.gen")")
-      have_kept "${files[-1]}" || all_kept=0
-    done
-    if [ "$all_kept" = 1 ]; then
-      baseline_files+=("$(IFS=,; echo "${files[*]}")")
-      baseline_names+=(--baseline-name "$base")
-    fi
+    for seed in $theirs; do files+=("$(kept "$runs/$base.seed$seed.gen")"); done
+    baseline_files+=("$(IFS=,; echo "${files[*]}")")
+    baseline_names+=(--baseline-name "$base")
   done
   # the seeds' runs share data and device: the first seed's facts stand for them
   parsers=$(mktemp)
@@ -264,7 +289,7 @@ score_seeds() {
     recorded_facts "$first" "$parsers" || { rm -f "$parsers"; return 1; }
     train_command=${train_command:-$RECORDED_COMMAND}
   else
-    training_facts "${CKPT_ROOT:-$runs}/ckpt-$name.seed${seeds%% *}"
+    training_facts "${CKPT_ROOT:-$runs}/ckpt-$name.seed${own%% *}"
   fi
   if [ -z "$train_command" ]; then
     echo "score_seeds $name: no training command (none given, and no run record $first)" >&2
@@ -272,9 +297,10 @@ score_seeds() {
   fi
   portable_paths
   fairseq-syntax-score "$(IFS=,; echo "${hyps[*]}")" "$ref" "${baseline_files[@]}" "${baseline_names[@]}" \
-    ${SCORE_ARGS//--by-length [0-9,]*/} --bootstrap 1000 "${TRAINING_FACTS[@]}" "${PORTABLE_PATHS[@]}" \
-    --run-seeds "$(echo $seeds | tr ' ' ,)" --record "$runs/$name.seeds.run.json" --dataset "${DATASET:-unnamed}" \
-    --system "$name" --arch "$arch" --train-log "$(IFS=,; echo "${logs[*]}")" --train-command "$train_command"
+    ${SCORE_ARGS//--by-length [0-9,]*/} --bootstrap "${SEED_BOOTSTRAP:-10000}" "${TRAINING_FACTS[@]}" \
+    "${PORTABLE_PATHS[@]}" --run-seeds "$(echo $own | tr ' ' ,)" --record "$runs/$name.seeds.run.json" \
+    --dataset "${DATASET:-unnamed}" --system "$name" --arch "$arch" --train-log "$(IFS=,; echo "${logs[*]}")" \
+    --train-command "$train_command"
   status=$?
   rm -f "$parsers"
   return $status

@@ -17,7 +17,8 @@
 #
 # OUT_DIR gets tok/ (tokens, trees, arcs), bpe/ and data-bin/{sequence,linearized,preorder,preorder-split};
 # data-bin/sequence also gets the LDD side data, and each form a parsers.json naming the parsers of its syntax.
-# With CONTROLS, also data-bin/FORM.CONTROL for every form and control (e.g. preorder.random, sequence.random).
+# With CONTROLS, also data-bin/FORM.CONTROL for every form and control (e.g. preorder.random, sequence.random);
+# CONTROLS_ONLY=1 makes only those, from an OUT_DIR made before.
 # Settings from the environment (the dataset scripts set their own defaults for BPE_SIZE and MAX_TRAIN_WORDS):
 #   BPE_SIZE         joint BPE merges (default 10000)
 #   MAX_TRAIN_WORDS  0 (default): keep every training pair. N > 0: leave out the training pairs with more than N
@@ -45,12 +46,19 @@
 #                    passed as --workers to both parse commands, which cut the input into WORKERS shards
 #                    and merge them; a parse killed and started again keeps its finished shards (README,
 #                    "A large corpus")
-#   CONTROLS         control structures to make data directories of too (fairseq_syntax.core.controls):
+#   CONTROLS         control structures to make data directories of too (fairseq_syntax/parsing/controls.py):
 #                    "random" (random binary bracketings over each tree's POS nodes, random projective dependency
-#                    trees with the parser's labels), "left", "right" (branching trees, dependency chains), several
-#                    separated by spaces; default none. Each gives data-bin/FORM.CONTROL for every form, with the
+#                    trees with the parser's labels), "struct" (random trees with each parse's number of phrases,
+#                    their numbers of children and their labels: the structure only changes; trees only), "left",
+#                    "right" (branching trees, dependency chains), several separated by spaces; default none. Each
+#                    gives data-bin/FORM.CONTROL for every form it changes (struct: the tree forms), with the
 #                    parses' words, BPE and dictionary, the control recorded in its syntax.json and parsers.json
-#   CONTROL_SEED     the random control's seed (default 1; each line draws from the seed and its line number)
+#   CONTROL_SEEDS    the seeds to draw each random control with (default: CONTROL_SEED, default 1; each line draws
+#                    from the seed and its line number): seed 1 gives data-bin/FORM.CONTROL, seed K
+#                    data-bin/FORM.CONTROL-sK (a study run draws its control with its training seed)
+#   CONTROLS_ONLY    1: make only the control data directories, from OUT_DIR's parses (tok/), BPE'd text (bpe/) and
+#                    dictionaries (data-bin/FORM) that an earlier run made; nothing else is made again, and a control
+#                    directory that records its control and seed already is kept (RAW_DIR is not read)
 #   TREEBANKS        the treebanks for parser training (default ../shared/data beside the repository)
 #   PARSES           a parse archive (fairseq_syntax.parsing.archive, e.g. examples/multi30k/parses): the parses of
 #                    the source lines are taken from it (found by their tokens, so a subset of its corpus works too)
@@ -75,7 +83,7 @@ PRETERMINALS="${PRETERMINALS:-auto}"
 MODELS="$(realpath -m "${MODELS:-$OUT/models}")"  # absolute: the steps below run from the repository root
 THREADS="${THREADS:-1}"
 WORKERS="${WORKERS:-1}"
-CONTROLS="${CONTROLS:-}" CONTROL_SEED="${CONTROL_SEED:-1}"
+CONTROLS="${CONTROLS:-}" CONTROL_SEEDS="${CONTROL_SEEDS:-${CONTROL_SEED:-1}}" CONTROLS_ONLY="${CONTROLS_ONLY:-}"
 PARSES="${PARSES:+$(realpath -m "$PARSES")}"
 TREEBANKS="$(realpath -m "${TREEBANKS:-$REPO/../shared/data}")"
 case "$CON_BACKEND" in
@@ -88,6 +96,97 @@ case "$TEXT" in
   raw|tokenized) ;;
   *) echo "TEXT must be raw or tokenized, not '$TEXT'" >&2; exit 1 ;;
 esac
+
+for control in $CONTROLS; do  # a misspelt control stops the run now, not after the parsing
+  python3 -c 'import sys; from fairseq_syntax.core.control_kinds import CONTROLS as known
+sys.exit(None if sys.argv[1] in known else f"CONTROLS: {sys.argv[1]!r} is not one of {known}")' "$control"
+done
+split_args=()  # fairseq-syntax-preprocess's prefixes of the parses (step 4)
+# preprocess_form FORM PRETERMINALS DESTDIR [MORE fairseq-syntax-preprocess ARGS]; fairseq-preprocess never
+# overwrites a dictionary, so DESTDIR is made afresh
+preprocess_form() {
+  rm -rf "$3"
+  fairseq-syntax-preprocess --source-lang "$SRC" --target-lang "$TGT" "${split_args[@]}" \
+    --trees-suffix tree --form "$1" --preterminals "$2" --max-source-positions "$MAX_POSITIONS" \
+    --destdir "$3" --joined-dictionary --bpe-codes "$OUT/bpe/codes" --bpe-vocabulary "$OUT/bpe/vocab.$SRC" \
+    --bpe-vocabulary-threshold 1 "${@:4}"
+}
+
+# make_controls: step 8. Each control structure (CONTROLS, fairseq_syntax/parsing/controls.py) drawn with each of
+#    CONTROL_SEEDS: each parse's structure replaced, line by line under the seed, in bpe/NAME/ (NAME: CONTROL for seed
+#    1, CONTROL-sK for seed K) beside links to the BPE'd text; data-bin/FORM.NAME made from them as data-bin/FORM from
+#    the parses, for every form whose input the control changes (the tree forms; sequence too for a control of the
+#    dependency data, with the LDD side data), with the real FORM's dictionary (sequence: the same token data; a
+#    tree form's dictionary also holds "(X", the binary controls' inner-node label, in place of a padding filler, so
+#    every other token keeps its index), its parsers.json, and the control recorded in syntax.json and parsers.json.
+#    With CONTROLS_ONLY, a directory that records the same control and seed already is kept.
+make_controls() {
+  local control seed name changes forms form dict preterminals split lang dirs control_args
+  for control in $CONTROLS; do
+    changes=$(fairseq-syntax-control inputs --control "$control")
+    forms="linearized preorder preorder-split"
+    if grep -qx arcs <<< "$changes"; then forms="sequence $forms"; fi
+    for seed in $CONTROL_SEEDS; do
+      name=$(python3 -c 'import sys; from fairseq_syntax.core.control_kinds import control_data_name
+print(control_data_name("", sys.argv[1], int(sys.argv[2]))[1:])' "$control" "$seed")
+      dirs=()
+      for form in $forms; do dirs+=("$OUT/data-bin/$form.$name"); done
+      if [ -n "$CONTROLS_ONLY" ] && fairseq-syntax-control recorded --control "$control" --seed "$seed" "${dirs[@]}" \
+          2> /dev/null; then
+        echo "control $control (seed $seed): made already, kept: ${dirs[*]}"
+        continue
+      fi
+      mkdir -p "$OUT/bpe/$name"
+      control_args=()
+      for pair in "${SPLITS[@]}"; do
+        split="${pair##*:}"
+        fairseq-syntax-control make --control "$control" --seed "$seed" "$OUT/tok/$split" "$OUT/bpe/$name/$split"
+        for lang in "$SRC" "$TGT"; do ln -sfn "../$split.$lang" "$OUT/bpe/$name/$split.$lang"; done
+        control_args+=("--${split}pref" "$OUT/bpe/$name/$split")
+      done
+      for form in $forms; do
+        dict="$OUT/data-bin/$form/dict.$SRC.txt"
+        if [ "$form" != sequence ]; then
+          fairseq-syntax-control dictionary "$dict" "$OUT/bpe/$name/dict.$form.txt"
+          dict="$OUT/bpe/$name/dict.$form.txt"
+        fi
+        preterminals=$PRETERMINALS
+        [ "$form" = preorder-split ] && preterminals=split
+        # the control's prefixes come last, and the last --trainpref (--validpref, --testpref) is the one read
+        preprocess_form "${form%-split}" "$preterminals" "$OUT/data-bin/$form.$name" "${control_args[@]}" \
+          --srcdict "$dict"
+        cp "$OUT/data-bin/$form/parsers.json" "$OUT/data-bin/$form.$name/parsers.json"
+      done
+      if grep -qx arcs <<< "$changes"; then
+        fairseq-syntax-preprocess-dependencies --source-lang "$SRC" --target-lang "$TGT" "${control_args[@]}" \
+          --arcs-suffix arcs.jsonl.gz --labels universal --destdir "$OUT/data-bin/sequence.$name"
+      fi
+      fairseq-syntax-control record --control "$control" --seed "$seed" "${dirs[@]}"
+      echo "control $control (seed $seed): ${dirs[*]}"
+    done
+  done
+}
+if [ -n "$CONTROLS_ONLY" ]; then  # what the controls are made from must be there: all of it named at once
+  cd "$REPO"
+  missing=()
+  for pair in "${SPLITS[@]}"; do
+    split="${pair##*:}"
+    for file in "tok/$split.tree" "tok/$split.arcs.jsonl.gz" "bpe/$split.$SRC" "bpe/$split.$TGT"; do
+      [ -f "$OUT/$file" ] || missing+=("$file")
+    done
+  done
+  for form in sequence linearized preorder preorder-split; do
+    [ -f "$OUT/data-bin/$form/dict.$SRC.txt" ] || missing+=("data-bin/$form/dict.$SRC.txt")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "CONTROLS_ONLY: $OUT lacks what an earlier run of this script makes: ${missing[*]}" >&2
+    exit 1
+  fi
+  [ -n "$CONTROLS" ] || { echo "CONTROLS_ONLY: no CONTROLS given" >&2; exit 1; }
+  make_controls
+  echo "done: the control data directories of $CONTROLS (seeds $CONTROL_SEEDS) in $OUT/data-bin"
+  exit 0
+fi
 
 # 0. Every raw file, gzipped or not; all missing ones are named at once.
 declare -A RAW_FILE
@@ -112,65 +211,15 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 mkdir -p "$OUT/tok" "$OUT/bpe" "$OUT/data-bin" "$MODELS"
 cd "$REPO"
-for control in $CONTROLS; do  # a misspelt control stops the run now, not after the parsing
-  python3 -c 'import sys; from fairseq_syntax.core.controls import CONTROLS as known
-sys.exit(None if sys.argv[1] in known else f"CONTROLS: {sys.argv[1]!r} is not one of {known}")' "$control"
-done
 
-# 1. Normalize each split's pair of files into tok/SPLIT.{SRC,TGT}: one sentence per line, tokens separated by
-#    one space. The two sides must have the same number of lines; an empty line is an error outside a filtered
-#    training split. A file whose content does not change keeps its date, so its parses (step 3) are kept.
+# 1. Normalize each split's pair of files into tok/SPLIT.{SRC,TGT} (fairseq_syntax/parsing/normalize.py): one
+#    sentence per line, tokens separated by one space. The two sides must have the same number of lines; an empty
+#    line is an error outside a filtered training split. A file whose content does not change keeps its date, so
+#    its parses (step 3) are kept: parses made elsewhere from the same tokens (docs/parsers.md, "A large corpus")
+#    and put in tok/ are kept too.
 normalize() {  # normalize TEXT SRC TGT SRC_FILE TGT_FILE OUT_PREFIX MAX_WORDS REMOVED_LISTING
-  python3 - "$@" <<'EOF'
-import html
-import re
-import sys
-from itertools import zip_longest
-
-from fairseq_syntax.parsing.text import ptb_escape_token, read_sentences
-
-text, src, tgt, src_file, tgt_file, out_prefix, max_words, listing_path = sys.argv[1:]
-max_words = int(max_words)
-# Only complete entities (with the ';'): html.unescape alone would also turn a bare "&copy" into a sign.
-ENTITY = re.compile(r"&(?:#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")
-
-
-def tokens_of(path, lang):
-    for number, tokens in enumerate(read_sentences(path, tokenize_lang=lang if text == "raw" else None), 1):
-        if text == "tokenized":
-            plain = [ENTITY.sub(lambda m: html.unescape(m.group(0)), token) for token in tokens]
-            for token, unescaped in zip(tokens, plain):
-                if unescaped.split() != [unescaped]:
-                    sys.exit(f"{path}:{number}: token {token!r} unescapes to whitespace")
-            tokens = plain
-        yield number, tokens
-
-
-removed, number = [], 0
-with open(f"{out_prefix}.{src}", "w", encoding="utf-8") as out_src, \
-        open(f"{out_prefix}.{tgt}", "w", encoding="utf-8") as out_tgt:
-    pairs = zip_longest(tokens_of(src_file, src), tokens_of(tgt_file, tgt))
-    for number, (source, target) in enumerate(pairs, 1):
-        if source is None or target is None:
-            sys.exit(f"{src_file} and {tgt_file} differ in length: line {number} exists only in "
-                     f"{src_file if target is None else tgt_file}")
-        source, target = source[1], target[1]
-        if max_words > 0 and (not source or not target or max(len(source), len(target)) > max_words):
-            reason = "empty side" if not source or not target else f"over {max_words} words"
-            removed.append(f"{number}\t{reason}\t{len(source)}\t{len(target)}")
-            continue
-        for path, tokens in ((src_file, source), (tgt_file, target)):
-            if not tokens:
-                sys.exit(f"{path}:{number}: empty line (a pair needs both sides; only a training split filtered "
-                         "with MAX_TRAIN_WORDS > 0 leaves such pairs out)")
-        out_src.write(" ".join(ptb_escape_token(t) for t in source) + "\n")
-        out_tgt.write(" ".join(target) + "\n")
-if max_words > 0:
-    with open(listing_path, "w", encoding="utf-8") as listing:
-        listing.write("line\treason\tsource_words\ttarget_words\n" + "".join(r + "\n" for r in removed))
-    print(f"{src_file}: left out {len(removed)} of {number} training pairs (empty, or over {max_words} words on a "
-          f"side); listed in {listing_path}")
-EOF
+  python3 -m fairseq_syntax.parsing.normalize --text "$1" -s "$2" -t "$3" --source "$4" --target "$5" --output "$6" \
+    --max-words "$7" --removed "$8"
 }
 replace_if_changed() {  # replace_if_changed NEW OLD
   if cmp -s "$1" "$2"; then rm "$1"; else mv "$1" "$2"; fi
@@ -259,18 +308,17 @@ done
 
 # 5. One fairseq data directory per input form, and hierarchical accumulation's convention (Nguyen et al.):
 #    preterminals only above the pieces of a BPE-split word.
-# preprocess_form FORM PRETERMINALS DESTDIR [MORE fairseq-syntax-preprocess ARGS]; fairseq-preprocess never
-# overwrites a dictionary, so DESTDIR is made afresh
-preprocess_form() {
-  rm -rf "$3"
-  fairseq-syntax-preprocess --source-lang "$SRC" --target-lang "$TGT" "${split_args[@]}" \
-    --trees-suffix tree --form "$1" --preterminals "$2" --max-source-positions "$MAX_POSITIONS" \
-    --destdir "$3" --joined-dictionary "${@:4}"
-}
+#    Each records in its syntax.json the BPE of step 4 (its files copied beside) and the parser of step 3, which
+#    fairseq-interactive applies to its input (none with PARSES: the archive's parses were made elsewhere).
+parser_args=()
+if [ -z "$PARSES" ]; then
+  parser_args=(--parser-backend "$CON_BACKEND" --parser-model "$CON_MODEL")
+  if [ "$TAGGER" != none ]; then parser_args+=(--parser-tagger "$TAGGER"); fi
+fi
 for form in sequence linearized preorder; do
-  preprocess_form "$form" "$PRETERMINALS" "$OUT/data-bin/$form"
+  preprocess_form "$form" "$PRETERMINALS" "$OUT/data-bin/$form" "${parser_args[@]}"
 done
-preprocess_form preorder split "$OUT/data-bin/preorder-split"
+preprocess_form preorder split "$OUT/data-bin/preorder-split" "${parser_args[@]}"
 # 6. The labeled dependency distributions (UD labels grouped into Pu & Sima'an's 16 groups) for the LDD models,
 #    added to the sequence-form data directory.
 fairseq-syntax-preprocess-dependencies --source-lang "$SRC" --target-lang "$TGT" "${split_args[@]}" \
@@ -292,38 +340,6 @@ else
   done
   python3 -m fairseq_syntax.parsing.provenance "$OUT/data-bin/sequence/parsers.json" "dependency=$DEP_MODEL"
 fi
-# 8. Control structures (CONTROLS, fairseq_syntax.core.controls): each parse's structure replaced, line by line
-#    under CONTROL_SEED, in bpe/CONTROL/ beside links to the BPE'd text; data-bin/FORM.CONTROL made from them as
-#    data-bin/FORM from the parses, with the real FORM's dictionary (sequence: the same token data; a tree form's
-#    dictionary also holds "(X", the control's inner-node label, in place of a padding filler, so every other
-#    token keeps its index), its parsers.json, and the control recorded in syntax.json and parsers.json.
-for control in $CONTROLS; do
-  mkdir -p "$OUT/bpe/$control"
-  control_args=()
-  for pair in "${SPLITS[@]}"; do
-    split="${pair##*:}"
-    fairseq-syntax-control make --control "$control" --seed "$CONTROL_SEED" "$OUT/tok/$split" \
-      "$OUT/bpe/$control/$split"
-    for lang in "$SRC" "$TGT"; do ln -sfn "../$split.$lang" "$OUT/bpe/$control/$split.$lang"; done
-    control_args+=("--${split}pref" "$OUT/bpe/$control/$split")
-  done
-  for form in sequence linearized preorder preorder-split; do
-    dict="$OUT/data-bin/$form/dict.$SRC.txt"
-    if [ "$form" != sequence ]; then
-      fairseq-syntax-control dictionary "$dict" "$OUT/bpe/$control/dict.$form.txt"
-      dict="$OUT/bpe/$control/dict.$form.txt"
-    fi
-    preterminals=$PRETERMINALS
-    [ "$form" = preorder-split ] && preterminals=split
-    # the control's prefixes come last, and the last --trainpref (--validpref, --testpref) is the one read
-    preprocess_form "${form%-split}" "$preterminals" "$OUT/data-bin/$form.$control" "${control_args[@]}" \
-      --srcdict "$dict"
-    cp "$OUT/data-bin/$form/parsers.json" "$OUT/data-bin/$form.$control/parsers.json"
-  done
-  fairseq-syntax-preprocess-dependencies --source-lang "$SRC" --target-lang "$TGT" "${control_args[@]}" \
-    --arcs-suffix arcs.jsonl.gz --labels universal --destdir "$OUT/data-bin/sequence.$control"
-  fairseq-syntax-control record --control "$control" --seed "$CONTROL_SEED" \
-    "$OUT"/data-bin/{sequence,linearized,preorder,preorder-split}."$control"
-  echo "control $control (seed $CONTROL_SEED): $OUT/data-bin/{sequence,linearized,preorder,preorder-split}.$control"
-done
+# 8. The control structures (CONTROLS, CONTROL_SEEDS; make_controls above).
+make_controls
 echo "done: $OUT/data-bin/{sequence,linearized,preorder,preorder-split}"

@@ -11,9 +11,11 @@
 #   OMP_NUM_THREADS=1 setsid nohup bash examples/multi30k/study.sh OUT_DIR b > lane-b.log 2>&1 < /dev/null &
 # Lanes never take the same run: a lane claims a run by locking OUT_DIR/claims/NAME.seedK.lock (flock) for as long as
 # it trains it; the lock goes with the lane (a lane killed with its session, and the training it started), so the
-# run is taken over by the next lane that comes to it, and resumes from its checkpoint (run.sh). A run whose data
-# directory does not exist yet (its parses are not made) is passed over and named. When a system has all its seeds,
-# its seed-level record (mean, sd, seed-aware tests) is written.
+# run is taken over by the next lane that comes to it, and resumes from its checkpoint (run.sh). A control run reads
+# the control structures drawn with its training seed (python3 -m fairseq_syntax.methods for-seed: DATA.CONTROL for
+# seed 1, DATA.CONTROL-sK for seed K; prepare.sh CONTROL_SEEDS makes them). A run whose data directory does not exist
+# yet (its parses or controls are not made) is passed over and named. When a system has all its seeds, its
+# seed-level record (mean, sd, seed-aware tests) is written.
 # Each finished run's log, decode and record are packed into the runs' archive, RUNS/packed.tar.xz
 # (examples/pack_runs.py), with those of any other run finished by then, and one commit holds the
 # archive, the regenerated RESULTS.md/RESULTS.json, the figure of the table (seeds.png, fairseq-syntax-plot
@@ -151,17 +153,19 @@ EOF
 
 for system in $SYSTEMS; do
   IFS=: read -r name arch form extra <<< "$system"
-  missing=$(missing_data "$system")
-  if [ -n "$missing" ]; then
-    echo "== lane $LANE: $name passed over, not made yet: $(echo $missing)"
-    continue
-  fi
   for seed in $SEEDS; do
     run="$name.seed$seed"
     have_record "$run" && continue
+    # a control run reads the structures drawn with its training seed (DATA.CONTROL-sSEED; seed 1: DATA.CONTROL)
+    seed_system=$(python3 -m fairseq_syntax.methods for-seed "$system" "$seed") || exit 1
+    missing=$(missing_data "$seed_system")
+    if [ -n "$missing" ]; then
+      echo "== lane $LANE: $run passed over, not made yet: $(echo $missing)"
+      continue
+    fi
     claim "$run" || continue
     echo "== lane $LANE: $(date -u +%FT%TZ) $run"
-    if SEED="$seed" RUN_SUFFIX=".seed$seed" SYSTEMS="$system" bash "$HERE/run.sh" "$OUT"; then
+    if SEED="$seed" RUN_SUFFIX=".seed$seed" SYSTEMS="$seed_system" bash "$HERE/run.sh" "$OUT"; then
       finish_run "$run"
     else
       echo "== lane $LANE: $run failed (log: $RUNS/$run.train.log)" >&2

@@ -403,3 +403,26 @@ def test_the_parsers_summary_of_a_run_record_names_its_control():
     assert summary({"constituency": {"model": "crf-con.pt"}, "control": {"structure": "random", "seed": 2}}) == (
         "constituency crf-con.pt; control random (seed 2)")
     assert summary({"control": {"structure": "left", "seed": 1}}) == "control left"
+
+
+def test_a_control_runs_data_directory_is_named_by_its_training_seed():
+    """A study run draws its control structures with its training seed: seed 1 reads DATA.CONTROL (the name the
+    first control runs read), seed K DATA.CONTROL-sK; the controls that draw nothing have one directory; the spec
+    a lane trains is the system's with that directory (python -m fairseq_syntax.methods for-seed)."""
+    import subprocess
+    import sys
+
+    from fairseq_syntax.core.control_kinds import control_data_name, control_seed_for_run
+
+    assert [control_data_name("sequence", "random", seed) for seed in (1, 2, 5)] == [
+        "sequence.random", "sequence.random-s2", "sequence.random-s5"]
+    assert control_data_name("preorder", "struct", 3) == "preorder.struct-s3"
+    assert control_data_name("preorder", "left", 4) == "preorder.left"
+    assert (control_seed_for_run("random", 4), control_seed_for_run("right", 4)) == (4, 1)
+    with pytest.raises(ValueError, match="positive"):
+        control_data_name("sequence", "random", 0)
+    spec = "dbsa_random:transformer_dependency_supervised:sequence.random:" \
+           "--criterion=label_smoothed_cross_entropy_with_dependency"
+    specs = [subprocess.run([sys.executable, "-m", "fairseq_syntax.methods", "for-seed", spec, str(seed)],
+                            capture_output=True, text=True, check=True).stdout.strip() for seed in (1, 4)]
+    assert specs == [spec, spec.replace("sequence.random:", "sequence.random-s4:")]

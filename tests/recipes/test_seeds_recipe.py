@@ -12,6 +12,8 @@ from pathlib import Path
 
 from conftest import REPO
 
+from fairseq_syntax.evaluation.results import format_p
+
 PARSERS = {"constituency": {"model": "crf-con.pt", "sha256": "0123456789abcdef"}}
 
 
@@ -28,6 +30,14 @@ def fake_run(runs, ckpts, name, seed, hypotheses, wall, control=None):
         out.write("".join(f"D-{i}\t-0.5\t{hypothesis}\n" for i, hypothesis in enumerate(hypotheses)))
     with gzip.open(runs / f"{name}.seed{seed}.train.log.gz", "wt") as out:
         out.write(f"2024-05-01 10:00:03 | INFO | train | epoch 001 | loss 4.4 | num_updates 12 | wall {wall}\n")
+
+
+def run_steps(script: str, runs: Path, pattern: str = "*.run.json") -> dict:
+    """Run the recipe steps of ``script`` (bash, sourcing examples/common.sh) from the repository; the records they
+    left in ``runs`` by file name."""
+    result = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return {path.name: json.loads(path.read_text()) for path in runs.glob(pattern)}
 
 
 def test_runs_of_several_seeds_become_one_row_per_system(raw_corpus, tmp_path):
@@ -60,9 +70,7 @@ for name in mask mask_random; do
 done
 fairseq-syntax-results {runs} --out {tmp_path}/RESULTS.md
 """
-    result = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True, check=False)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    records = {path.name: json.loads(path.read_text()) for path in runs.glob("*.run.json")}
+    records = run_steps(script, runs)
     assert sorted(records) == ["mask.seed1.run.json", "mask.seed2.run.json", "mask.seeds.run.json",
                                "mask_random.seeds.run.json", "sequence.seed1.run.json", "sequence.seed2.run.json"]
     for seed in (1, 2):
@@ -100,8 +108,13 @@ fairseq-syntax-results {runs} --out {tmp_path}/RESULTS.md
     # one row per system, the control after its system
     assert [row.split(" | ")[0] for row in rows] == ["| sequence", "| mask", "| mask_random"]
     mask = over["significance"]
+    # mask's row: its mean ± sd and its p against Sequence (with its Monte-Carlo error); its control's row names mask
+    # and their test
     assert (f" | {over['metrics']['BLEU']:.2f} ± {over['metrics_sd']['BLEU']:.2f} | " in rows[1]
-            and f" | mask_random | {mask['mask_random']['BLEU']['p_value']:.3f} / " in rows[1])
+            and f" | {format_p(mask['sequence']['BLEU'])} / " in rows[1])
+    # the pair's test as the answer reads it, from the method's record (both hold one: each was scored with the
+    # other's runs there)
+    assert f" | mask | {format_p(mask['mask_random']['BLEU'])} / " in rows[2]
     assert "- train: `fairseq-train OUT_DIR/data-bin/preorder --save-dir OUT_DIR/ckpt/ckpt-mask.seed$SEED " \
            "--seed $SEED`" in lines
     assert "- decode: `fairseq-generate OUT_DIR/data-bin/preorder --path OUT_DIR/ckpt/ckpt-mask.seed$SEED/" \
@@ -133,6 +146,55 @@ score_seeds mask transformer_syntax_mask_tiny $OUT_DIR/test.de.ref {runs} "1 2"
     assert result.returncode != 0
     assert f"score_seeds mask_random: no training command (none given, and no run record {runs}/mask_random.seed1" \
            ".run.json)" in result.stderr
+
+
+def test_a_system_is_scored_over_every_seed_it_has_and_tested_against_the_seeds_of_each_other(raw_corpus, tmp_path):
+    """Seeds 4 and 5 land for one system (mask) and not for Sequence or mask's control: ``score_seeds`` with the
+    seeds 1-5 scores mask over its five, Sequence over its three and the control over its two (their decodes kept),
+    each test against the other's own seeds; the table's rows name their seeds."""
+    runs, out_dir = tmp_path / "runs", tmp_path / "work"
+    runs.mkdir()
+    out_dir.mkdir()
+    references = (Path(raw_corpus) / "test.de").read_text().splitlines()
+    (out_dir / "test.de.ref").write_text("".join(line + "\n" for line in references))
+    for seed in (1, 2, 3, 4, 5):  # mask drops the first word on every (seed + 1)-th line
+        fake_run(runs, out_dir / "ckpt", "mask", seed, [" ".join(r.split()[1:]) if i % (seed + 1) == 0 else r
+                                                        for i, r in enumerate(references)], 10)
+    for seed in (1, 2, 3):  # Sequence drops the first two words on every (seed + 1)-th line
+        fake_run(runs, out_dir / "ckpt", "sequence", seed, [" ".join(r.split()[2:]) if i % (seed + 1) == 0 else r
+                                                            for i, r in enumerate(references)], 10)
+    for seed in (1, 2):
+        fake_run(runs, out_dir / "ckpt", "mask_random", seed, [" ".join(r.split()[seed:]) for r in references], 10,
+                 control={"structure": "random", "seed": seed})
+    train = f"fairseq-train {out_dir}/data-bin/preorder --seed 1"
+    script = f"""
+set -euo pipefail
+source examples/common.sh
+export DATASET=tiny BASELINES=sequence SCORE_ARGS= OUT_DIR={out_dir} CKPT_ROOT={out_dir}/ckpt SEED_BOOTSTRAP=300
+for seed in 1 2; do  # the control's runs' records, which name the control seed each drew its structures with
+  SEED=$seed RUN_SUFFIX=.seed$seed score_system mask_random transformer_syntax_mask_tiny $OUT_DIR/test.de.ref {runs} \
+    "{train}"
+done
+for name in sequence mask mask_random; do
+  score_seeds $name transformer_syntax_mask_tiny $OUT_DIR/test.de.ref {runs} "1 2 3 4 5" "{train}"
+done
+fairseq-syntax-results {runs} --out {tmp_path}/RESULTS.md
+"""
+    records = run_steps(script, runs, "*.seeds.run.json")
+    mask, control = records["mask.seeds.run.json"], records["mask_random.seeds.run.json"]
+    assert (records["sequence.seeds.run.json"]["seed_list"], mask["seed_list"], control["seed_list"]) == (
+        [1, 2, 3], [1, 2, 3, 4, 5], [1, 2])
+    # mask (B) over its five seeds against Sequence's three; its control (B) over two against mask's five
+    versus = mask["significance"]["sequence"]
+    assert (versus["seeds_a"], versus["seeds_b"], versus["n_samples"]) == (3, 5, 300)
+    assert (control["significance"]["mask"]["seeds_a"], control["significance"]["mask"]["seeds_b"]) == (5, 2)
+    assert versus["BLEU"]["welch"]["df"] > 0 and 0 < versus["BLEU"]["p_mc_se"] < 0.1
+    assert " --bootstrap 300 " in mask["score_command"] and mask["score_command"].count("mask.seed") == 5
+    rows = [line for line in (tmp_path / "RESULTS.md").read_text().splitlines()
+            if line.startswith(("| sequence |", "| mask |", "| mask_random |"))]
+    assert [row.split(" | ")[2] for row in rows[:3]] == ["3: 1, 2, 3", "5: 1, 2, 3, 4, 5", "2: 1, 2"]
+    # control seed = training seed for each of the control's runs
+    assert rows[2].split(" | ")[1] == "control: random structures (control seed = training seed)"
 
 
 def test_sst_results_give_mean_and_sd_over_seeds():

@@ -113,8 +113,9 @@ def test_two_lanes_take_each_run_once_in_the_study_order_and_commit_it_with_the_
     assert max(runs.index(f"sequence.seed{k}") for k in (1, 2)) < min(runs.index(f"mask.seed{k}") for k in (1, 2))
     assert "sequence.seed2 sequence 2 fp32" in asked and "mask.seed1 preorder 1 fp32" in asked
     assert runs.index("mask.seeds") > max(runs.index(f"mask.seed{k}") for k in (1, 2))
-    for log in logs:
-        assert "udp_random passed over, not made yet:" in log and "sequence.random" in log
+    for log in logs:  # each seed's run on the control structures of its own seed: seed 1 sequence.random, 2 -s2
+        assert f"udp_random.seed1 passed over, not made yet: {out}/data-bin/sequence.random" in log
+        assert f"udp_random.seed2 passed over, not made yet: {out}/data-bin/sequence.random-s2" in log
 
     # each run a commit of its own: the runs' archive (its record, log and decode packed into it, with those of any
     # other run finished by then), the table and the figure drawn from RESULTS.json; no kept file is committed
@@ -131,7 +132,7 @@ def test_two_lanes_take_each_run_once_in_the_study_order_and_commit_it_with_the_
     # the README's study answer, rewritten from RESULTS.json (its path as the README reaches it) and committed
     readme = (repo / "README.md").read_text()
     assert "an old answer" not in readme and "examples/multi30k/RESULTS.json` from the study's table" in readme
-    assert "| sequence | none (words only) | 2 of 3 | 30.50 ± 0.71 |" in readme and str(repo) not in readme
+    assert "| sequence | none (words only) | 2 of 5 | 30.50 ± 0.71 |" in readme and str(repo) not in readme
     # each run in its own commit (the table that changed with it goes into the next commit of either lane): the
     # archive that commit holds has the run's record and files; a record over seeds is a file of its own
     for back, runs_named in enumerate(named):
