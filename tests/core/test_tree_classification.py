@@ -97,7 +97,8 @@ def test_batches_hold_the_side_inputs_the_model_needs_and_aligned_labels(data_di
     task, model, _ = setup(data_dir, "transformer_hier_accum_classifier_tiny")
     sample = whole_split(task)
     net_input = sample["net_input"]
-    assert set(net_input) == {"src_tokens", "src_lengths", "src_parents"}
+    # src_parents_sizes: the batch's tree shapes, computed on the host as it collates (structure.tree_sizes)
+    assert set(net_input) == {"src_tokens", "src_lengths", "src_parents", "src_parents_sizes"}
     assert sample["target"].tolist() == [3, 1, 4, 0, 4, 1, 3, 0]
     row = net_input["src_tokens"][0]
     assert task.source_dictionary.string(row[row.ne(task.source_dictionary.pad())]) == "(X It (X (X 's lovely ."
@@ -105,6 +106,11 @@ def test_batches_hold_the_side_inputs_the_model_needs_and_aligned_labels(data_di
     assert sample["token_labels"][0, :8].tolist() == [-1, 2, 4, 4, 2, 4, 2, -1]
     assert (sample["token_labels"][0, 8:] == -1).all()
     assert net_input["src_parents"][0, :8].tolist() == [-1, 0, 0, 2, 3, 3, 2, -1]
+    # that tree alone: leaves It 's lovely . </s> (5), nodes at 0, 2, 3 (3), and 's under 3, 2 and 0 (depth 3)
+    dataset = task.dataset("valid").batching(task.model_side_inputs)
+    alone = [dataset.collater([dataset[i]])["net_input"] for i in range(len(dataset))]
+    first = next(batch for batch in alone if batch["src_parents"][0].tolist() == [-1, 0, 0, 2, 3, 3, 2, -1])
+    assert first["src_parents_sizes"] == {"leaves": 5, "nodes": 3, "depth": 3}
 
     plain_task, plain, _ = setup(data_dir, "transformer_classifier_tiny", "--input-form", "sequence")
     assert set(whole_split(plain_task)["net_input"]) == {"src_tokens", "src_lengths"}
