@@ -28,7 +28,8 @@ import sys
 from itertools import zip_longest
 from typing import Iterator
 
-from fairseq_syntax.parsing.text import ptb_escape_token, read_sentences
+from fairseq_syntax.core.text_lines import TextLineError, iter_lines_or_errors
+from fairseq_syntax.parsing.text import open_output, ptb_escape_token, tokenizer
 
 #: only complete entities (with the ';'): html.unescape alone would also turn a bare "&copy" into a sign
 ENTITY = re.compile(r"&(?:#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")
@@ -36,15 +37,27 @@ TEXT_KINDS = ("raw", "tokenized")
 
 
 def tokens_of(path: str, lang: str, text: str) -> Iterator[tuple[int, list[str]]]:
-    """(1-based line, tokens) of each line of ``path``, tokenized (``raw``) or unescaped (``tokenized``)."""
-    for number, tokens in enumerate(read_sentences(path, tokenize_lang=lang if text == "raw" else None), 1):
-        if text == "tokenized":
-            plain = [ENTITY.sub(lambda m: html.unescape(m.group(0)), token) for token in tokens]
-            for token, unescaped in zip(tokens, plain):
-                if unescaped.split() != [unescaped]:
-                    raise SystemExit(f"{path}:{number}: token {token!r} unescapes to whitespace")
-            tokens = plain
-        yield number, tokens
+    """(1-based line, tokens) of each line of ``path``, tokenized (``raw``) or unescaped (``tokenized``); a line
+    that is not text (not UTF-8, a control character, a gzip file cut short) stops with ``FILE:LINE: problem``."""
+    split = tokenizer(lang if text == "raw" else None)
+    try:
+        for number, line in enumerate(iter_lines_or_errors(path), 1):
+            if isinstance(line, TextLineError):
+                raise SystemExit(str(line))
+            tokens = split(line)
+            if text == "tokenized":
+                plain = [ENTITY.sub(lambda m: html.unescape(m.group(0)), token) for token in tokens]
+                for token, unescaped in zip(tokens, plain):
+                    if unescaped.split() != [unescaped]:
+                        raise SystemExit(f"{path}:{number}: token {token!r} unescapes to whitespace")
+                tokens = plain
+            yield number, tokens
+    except FileNotFoundError:
+        raise SystemExit(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise SystemExit(f"{path}: a directory, not a text file") from None
+    except TextLineError as error:  # the whole file unreadable: a gzip file cut short
+        raise SystemExit(str(error)) from None
 
 
 def normalize(text: str, src: str, tgt: str, src_file: str, tgt_file: str, out_prefix: str, max_words: int = 0,
@@ -52,8 +65,7 @@ def normalize(text: str, src: str, tgt: str, src_file: str, tgt_file: str, out_p
     """Writes ``out_prefix.{src,tgt}`` (module docstring)."""
     removed, number = [], 0
     os.makedirs(os.path.dirname(out_prefix) or ".", exist_ok=True)
-    with open(f"{out_prefix}.{src}", "w", encoding="utf-8") as out_src, \
-            open(f"{out_prefix}.{tgt}", "w", encoding="utf-8") as out_tgt:
+    with open_output(f"{out_prefix}.{src}") as out_src, open_output(f"{out_prefix}.{tgt}") as out_tgt:
         pairs = zip_longest(tokens_of(src_file, src, text), tokens_of(tgt_file, tgt, text))
         for number, (source, target) in enumerate(pairs, 1):
             if source is None or target is None:

@@ -35,6 +35,11 @@ RUN_ELSEWHERE = {
     "python3 preprocess/parse_dependency.py": "tests/core/test_parsing.py",
     "fairseq-train DATA": "tests/recipes/test_end_to_end.py",  # the distributed loop of docs/gpu.md
     "fairseq-interactive": "tests/recipes/test_interactive_parsing.py",  # raw text in, translation out (usage.md)
+    # parsers.md, "A cluster, step by step": the guide run as written on a small corpus
+    **{program: "tests/recipes/test_large_corpus.py" for program in (
+        "python3 -m fairseq_syntax.parsing.normalize", "python3 -m fairseq_syntax.cli.merge_dictionaries",
+        "fairseq-syntax-preprocess", "fairseq-train data-bin/sequence/part0:data-bin/sequence/part1", "subword-nmt",
+        "split", "zcat", "cp", "mkdir")},
 }
 #: program -> why no test here runs it
 NOT_RUN_HERE = {
@@ -43,7 +48,7 @@ NOT_RUN_HERE = {
     "torchrun": "several machines with GPUs",
 }
 #: shell syntax around the commands (the distributed loop, a variable set for the lines after it), not a program
-SHELL_WORDS = ("for ", "done")
+SHELL_WORDS = ("for ", "done", "set -")
 SHELL_ASSIGNMENT = re.compile(r"[A-Z_]+=\S+")
 
 
