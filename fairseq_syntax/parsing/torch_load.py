@@ -35,6 +35,7 @@ SUPAR_CLASSES = (
     field.SubwordField,
     field.ChartField,
     vocab.Vocab,
+    metric.Metric,  # the metric SuPar saves after an epoch that scored nothing (its base class)
     metric.AttachmentMetric,
     metric.SpanMetric,
 )

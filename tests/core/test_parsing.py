@@ -404,6 +404,20 @@ def test_supar_files_load_only_inside_the_scoped_allowlist(dependency_model):
     assert state["transform"].HEAD.fn == CoNLL.get_arcs and state["transform"].HEAD.fn(["2", "_"]) == [2, -1]
 
 
+
+def test_a_checkpoint_saved_after_an_epoch_that_scored_nothing_loads(tmp_path):
+    """SuPar saves the best metric with a checkpoint; before any epoch scored it is its base class Metric, which a
+    resumed training must load too (it ended in an UnpicklingError traceback)."""
+    from supar.utils import metric
+
+    path = tmp_path / "checkpoint.pt"
+    torch.save({"metric": metric.Metric()}, path, pickle_module=dill)
+    with pytest.raises(pickle.UnpicklingError, match="supar.utils.metric.Metric"):
+        torch.load(path)
+    with supar_safe_globals():
+        assert type(torch.load(path)["metric"]) is metric.Metric
+
+
 def test_functions_stored_as_bytecode_are_never_rebuilt(tmp_path):
     from supar.utils import transform
 
