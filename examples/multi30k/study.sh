@@ -131,34 +131,45 @@ device_of() {
     || echo "no record"
 }
 
-missing_data() {  # missing_data SPEC: what of the system's data directory is not made yet (nothing: ready)
-  python3 - "$OUT/data-bin" "$1" <<'EOF'
+seed_plan() {  # seed_plan SPEC "SEEDS": per seed, a line SEED<TAB>the spec its run trains<TAB>what of that spec's
+  # data is not made yet (empty: ready). A control run reads the structures drawn with its training seed
+  # (DATA.CONTROL-sSEED; seed 1: DATA.CONTROL). One Python start per system: the package takes seconds to import.
+  python3 - "$OUT/data-bin" "$1" $2 <<'EOF'
 import contextlib, glob, io, os, sys
 from fairseq_syntax.core.side_inputs import SIDE_INPUTS
 from fairseq_syntax.methods.__main__ import main
-listing = io.StringIO()
-with contextlib.redirect_stdout(listing):
-    main(["data-dirs", sys.argv[2]])
-for line in listing.getvalue().splitlines():
-    data, _form, _preterminals, *side_inputs = line.split()
-    folder = os.path.join(sys.argv[1], data)
-    if not os.path.isdir(folder):
-        print(folder)
-        continue
-    for name in side_inputs:
-        if not glob.glob(os.path.join(folder, f"train.*.{SIDE_INPUTS[name].suffix}.idx")):
-            print(f"{folder}: {name}")
+data_bin, spec, seeds = sys.argv[1], sys.argv[2], sys.argv[3:]
+for seed in seeds:
+    listing = io.StringIO()
+    with contextlib.redirect_stdout(listing):
+        main(["for-seed", spec, seed])
+    seed_spec = listing.getvalue().strip()
+    listing = io.StringIO()
+    with contextlib.redirect_stdout(listing):
+        main(["data-dirs", seed_spec])
+    missing = []
+    for line in listing.getvalue().splitlines():
+        data, _form, _preterminals, *side_inputs = line.split()
+        folder = os.path.join(data_bin, data)
+        if not os.path.isdir(folder):
+            missing.append(folder)
+            continue
+        missing += [f"{folder}: {name}" for name in side_inputs
+                    if not glob.glob(os.path.join(folder, f"train.*.{SIDE_INPUTS[name].suffix}.idx"))]
+    print(f"{seed}\t{seed_spec}\t{' '.join(missing)}")
 EOF
 }
 
 for system in $SYSTEMS; do
   IFS=: read -r name arch form extra <<< "$system"
-  for seed in $SEEDS; do
+  todo=()
+  for seed in $SEEDS; do have_record "$name.seed$seed" || todo+=("$seed"); done
+  plan=""
+  if [ ${#todo[@]} -gt 0 ]; then plan=$(seed_plan "$system" "${todo[*]}") || exit 1; fi
+  while IFS=$'\t' read -r -u 3 seed seed_system missing; do  # fd 3: what a run reads from stdin is not the plan
+    [ -n "$seed" ] || continue
     run="$name.seed$seed"
-    have_record "$run" && continue
-    # a control run reads the structures drawn with its training seed (DATA.CONTROL-sSEED; seed 1: DATA.CONTROL)
-    seed_system=$(python3 -m fairseq_syntax.methods for-seed "$system" "$seed") || exit 1
-    missing=$(missing_data "$seed_system")
+    have_record "$run" && continue  # the other lane may have finished it meanwhile
     if [ -n "$missing" ]; then
       echo "== lane $LANE: $run passed over, not made yet: $(echo $missing)"
       continue
@@ -171,7 +182,7 @@ for system in $SYSTEMS; do
       echo "== lane $LANE: $run failed (log: $RUNS/$run.train.log)" >&2
     fi
     release_claim
-  done
+  done 3<<< "$plan"
   done_seeds=0
   for seed in $SEEDS; do have_record "$name.seed$seed" && done_seeds=$((done_seeds + 1)); done
   [ "$done_seeds" -eq "$(wc -w <<< "$SEEDS")" ] && [ ! -f "$RUNS/$name.seeds.run.json" ] || continue
