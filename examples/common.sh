@@ -182,7 +182,7 @@ score_system() {
   local name=$1 arch=$2 ref=$3 runs=$4 train_command=$5
   local suffix="${RUN_SUFFIX:-}" base baseline_files=() baseline_names=() seed_args=()
   training_facts "${CKPT_ROOT:-$runs}/ckpt-$name$suffix"
-  portable_paths
+  portable_paths "$runs"
   for base in ${BASELINES:-}; do
     if [ "$base" != "$name" ] && have_kept "$runs/$base$suffix.gen"; then
       baseline_files+=("$(kept "$runs/$base$suffix.gen")")
@@ -197,9 +197,12 @@ score_system() {
 }
 
 # portable_paths: PORTABLE_PATHS = fairseq-syntax-score's options that write a record's paths relative to the
-# repository, and the recipe's output folder $OUT_DIR (where it is set) as the literal OUT_DIR
-portable_paths() {
-  PORTABLE_PATHS=(--repo-root "$SYNTAX_REPO")
+# repository that holds RUN_DIR (a lane run from a worktree may write into another checkout's runs folder), and
+# the recipe's output folder $OUT_DIR (where it is set) as the literal OUT_DIR
+portable_paths() {  # portable_paths RUN_DIR
+  local root
+  root=$(git -C "$1" rev-parse --show-toplevel 2> /dev/null) || root=$SYNTAX_REPO
+  PORTABLE_PATHS=(--repo-root "$root")
   if [ -n "${OUT_DIR:-}" ]; then PORTABLE_PATHS+=(--out-dir "$OUT_DIR"); fi
 }
 
@@ -295,7 +298,7 @@ score_seeds() {
     echo "score_seeds $name: no training command (none given, and no run record $first)" >&2
     rm -f "$parsers"; return 1
   fi
-  portable_paths
+  portable_paths "$runs"
   fairseq-syntax-score "$(IFS=,; echo "${hyps[*]}")" "$ref" "${baseline_files[@]}" "${baseline_names[@]}" \
     ${SCORE_ARGS//--by-length [0-9,]*/} --bootstrap "${SEED_BOOTSTRAP:-10000}" "${TRAINING_FACTS[@]}" \
     "${PORTABLE_PATHS[@]}" --run-seeds "$(echo $own | tr ' ' ,)" --record "$runs/$name.seeds.run.json" \

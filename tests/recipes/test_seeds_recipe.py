@@ -306,3 +306,23 @@ run_system mask transformer_syntax_mask {tmp_path}/data {tmp_path}/test.de {runs
     assert result.returncode == 2 and "returned" not in result.stdout, result.stdout + result.stderr
     assert f"error: cannot tell whether {runs}/mask.gen is kept (the error above): stopped" in result.stderr
     assert "its SHA-256 is not the one" in result.stderr and not (tmp_path / "trained").exists()
+
+
+def test_records_name_paths_relative_to_the_repository_that_holds_the_runs_folder(tmp_path):
+    """A lane run from a worktree writes into another checkout's runs folder: its records' paths are made relative
+    to that checkout (they named the folder by its absolute path); a runs folder outside any repository keeps the
+    recipe's own repository as the root."""
+    checkout = tmp_path / "checkout"
+    runs = checkout / "examples" / "multi30k" / "runs"
+    runs.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(checkout)], check=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    script = f"""
+source examples/common.sh
+portable_paths {runs}; echo "${{PORTABLE_PATHS[@]}}"
+portable_paths {outside}; echo "${{PORTABLE_PATHS[@]}}"
+"""
+    result = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True, check=True,
+                            env={k: v for k, v in os.environ.items() if k != "OUT_DIR"})
+    assert result.stdout.splitlines() == [f"--repo-root {checkout.resolve()}", f"--repo-root {REPO}"]
