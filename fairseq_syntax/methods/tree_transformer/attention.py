@@ -5,8 +5,10 @@ Every layer ``l`` turns its input ``x`` (``B x T x C``) into link probabilities 
 constituent prior ``C^l`` that scales the self-attention probabilities of all its heads:
 
 * neighbouring attention (eqs. 5-7): ``s_{i,j} = q_i . k_j / (d_model / 2)`` with link query/key projections of
-  their own, for ``j = i +- 1``; ``p_{i,i+1}, p_{i,i-1} = softmax(s_{i,i+1}, s_{i,i-1})`` (a word with one
-  neighbour, e.g. the first or last, links to it with probability 1); ``a_hat_i = sqrt(p_{i,i+1} p_{i+1,i})``;
+  their own (one ``C -> 2C`` layer, ``link_proj``, queries first; a checkpoint with the two ``C -> C`` layers
+  ``link_query``/``link_key`` of earlier versions is upgraded on loading), for ``j = i +- 1``;
+  ``p_{i,i+1}, p_{i,i-1} = softmax(s_{i,i+1}, s_{i,i-1})`` (a word with one neighbour, e.g. the first or last, links
+  to it with probability 1); ``a_hat_i = sqrt(p_{i,i+1} p_{i+1,i})``;
 * hierarchical constraint (eq. 8): ``a^l = a^{l-1} + (1 - a^{l-1}) a_hat^l`` with ``a^{-1} = 0``, so links only
   grow from layer to layer;
 * constituent prior (eqs. 3-4): ``C_ij = prod_{k=i}^{j-1} a_k = exp(sum_{k=i}^{j-1} log a_k)``, symmetric,
@@ -28,7 +30,7 @@ probabilities ``B x (T-1)`` (entry ``k`` links positions ``k`` and ``k+1``; 0 wh
 ``B x T x T``. The attention module takes ``x`` ``T x B x C`` like every
 :class:`~fairseq_syntax.core.attention.StructuredSelfAttention`.
 """
-from typing import NamedTuple, Optional, Tuple
+from typing import Dict, NamedTuple, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -125,6 +127,17 @@ def constituent_prior(links: Tensor, token_mask: Optional[Tensor] = None, diagon
     return prior
 
 
+class LinkHalf(NamedTuple):
+    """One half of :class:`ConstituentAttention`'s link projection as a linear map: ``weight`` ``C x C`` and
+    ``bias`` ``C`` (or None) are views of ``link_proj``'s parameters (for reading them, or a test setting them)."""
+
+    weight: Tensor
+    bias: Optional[Tensor]
+
+    def __call__(self, x: Tensor) -> Tensor:
+        return F.linear(x, self.weight, self.bias)
+
+
 class ConstituentAttention(StructuredSelfAttention):
     """Self-attention constrained by a constituent prior (Tree Transformer, eq. 2), one per encoder layer.
 
@@ -138,9 +151,37 @@ class ConstituentAttention(StructuredSelfAttention):
                  diagonal: float = 1.0):
         super().__init__(embed_dim, num_heads, dropout=dropout, bias=bias)
         self.diagonal = diagonal  # C_ii (see constituent_prior)
-        self.link_query = nn.Linear(embed_dim, embed_dim, bias=bias)
-        self.link_key = nn.Linear(embed_dim, embed_dim, bias=bias)
+        # the link queries and keys (eq. 5) in one projection, queries first: one matrix product and two parameters
+        # instead of two and four (each parameter costs the optimizer and the gradient clipping a dozen operators a
+        # step); nn.Linear draws every entry from the same range as two C x C layers would (the fan-in is C either way)
+        self.link_proj = nn.Linear(embed_dim, 2 * embed_dim, bias=bias)
         self.link_scale = embed_dim / 2  # the paper's d = d_model / 2 (256 at d_model 512, as in the authors' code)
+
+    @property
+    def link_query(self) -> "LinkHalf":
+        """The link-query map of eq. 5, the first half of :attr:`link_proj` (views of its parameters)."""
+        return self._link_half(0)
+
+    @property
+    def link_key(self) -> "LinkHalf":
+        """The link-key map of eq. 5, the second half of :attr:`link_proj` (views of its parameters)."""
+        return self._link_half(1)
+
+    def _link_half(self, index: int) -> "LinkHalf":
+        rows = slice(index * self.embed_dim, (index + 1) * self.embed_dim)
+        bias = self.link_proj.bias
+        return LinkHalf(self.link_proj.weight[rows], None if bias is None else bias[rows])
+
+    def upgrade_state_dict_named(self, state_dict: Dict[str, Tensor], name: str) -> None:
+        """Checkpoints written before the merge hold ``link_query.*`` and ``link_key.*`` (two ``C x C`` layers):
+        concatenate them, queries first, into ``link_proj.*``. fairseq's ``load_state_dict`` calls this on every
+        module of the model, with ``name`` the module's prefix in the state dict (as for ``MultiheadAttention``'s
+        old ``in_proj_weight``)."""
+        prefix = name + "." if name else ""
+        for suffix in ("weight", "bias"):
+            query, key = f"{prefix}link_query.{suffix}", f"{prefix}link_key.{suffix}"
+            if query in state_dict and key in state_dict:
+                state_dict[f"{prefix}link_proj.{suffix}"] = torch.cat([state_dict.pop(query), state_dict.pop(key)])
 
     def links_and_prior(
         self, x: Tensor, key_padding_mask: Optional[Tensor], previous: Optional[Tensor],
@@ -152,10 +193,8 @@ class ConstituentAttention(StructuredSelfAttention):
         if masks is None:
             token_mask = None if key_padding_mask is None else ~key_padding_mask
             masks = link_masks(token_mask, batch, length, x.device)
-        batch_major = x.transpose(0, 1)
-        a_hat = neighbour_link_probabilities(
-            self.link_query(batch_major), self.link_key(batch_major), None, self.link_scale, masks
-        )
+        link_query, link_key = self.link_proj(x.transpose(0, 1)).chunk(2, dim=-1)  # B x T x C each
+        a_hat = neighbour_link_probabilities(link_query, link_key, None, self.link_scale, masks)
         links = hierarchical_links(a_hat, previous)
         return links, constituent_prior(links, None, self.diagonal, masks)
 
