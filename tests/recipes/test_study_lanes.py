@@ -3,6 +3,8 @@ to run: two lanes started together take every run exactly once, all seeds of a s
 scored over its seeds once (a run whose record is packed is not run again); a run whose lane is gone is taken over;
 a system whose data is not made is passed over by name; and each finished run is packed and committed with the
 regenerated table and the seeds figure."""
+import contextlib
+import functools
 import gzip
 import hashlib
 import io
@@ -10,7 +12,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tarfile
 from pathlib import Path
 
@@ -40,10 +41,20 @@ echo "<!-- $name$RUN_SUFFIX -->" >> "$(dirname "$0")/RESULTS.md"  # as run.sh re
 """
 
 
+@functools.cache
+def study_listing() -> tuple[str, ...]:
+    """``python3 -m fairseq_syntax.methods systems --study``, the study's specs, run in this process (once: the
+    package is imported here already, where a new interpreter takes seconds to import it)."""
+    from fairseq_syntax.methods.__main__ import main
+
+    listing = io.StringIO()
+    with contextlib.redirect_stdout(listing):
+        main(["systems", "--study"])
+    return tuple(listing.getvalue().split())
+
+
 def study_specs(*names):
-    listing = subprocess.run([sys.executable, "-m", "fairseq_syntax.methods", "systems", "--study"], cwd=REPO,
-                             capture_output=True, text=True, check=True).stdout.split()
-    by_name = {spec.split(":")[0]: spec for spec in listing}
+    by_name = {spec.split(":")[0]: spec for spec in study_listing()}
     return " ".join(by_name[name] for name in names)
 
 
@@ -87,8 +98,10 @@ def study_repo(tmp_path):
     return repo, recipe, out
 
 
-def start_lane(repo, out, lane, systems):
-    env = dict(os.environ, SYSTEMS=systems, SEEDS="1 2", GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
+def start_lane(repo, out, lane, systems, seeds="1 2"):
+    """study.sh OUT LANE over SYSTEMS and SEEDS (one seed where a test needs no second run of a system: each run
+    is a commit, and each commit draws the figure and writes the README's answer, a package import each)."""
+    env = dict(os.environ, SYSTEMS=systems, SEEDS=seeds, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
                GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t", PYTHONPATH=str(REPO))
     # a session of its own, as the README starts it: study.sh sets its session's scheduling priority
     return subprocess.Popen(["bash", str(repo / "examples" / "multi30k" / "study.sh"), str(out), lane], env=env,
@@ -171,26 +184,32 @@ def test_a_readme_being_edited_is_not_taken_into_a_runs_commit(study_repo, stage
     (repo / "README.md").write_text(edited)
     if staged:  # git add'ed, not committed: still someone's edit
         git(repo, "add", "README.md")
-    lane = start_lane(repo, out, "a", study_specs("sequence"))
+    lane = start_lane(repo, out, "a", study_specs("sequence"), seeds="1")
     log = lane.communicate(timeout=600)[0]
     assert lane.returncode == 0, log
     assert ("== README.md has changes not committed: its study answer is not rewritten (python3 -m "
             "fairseq_syntax.evaluation.study_answer --readme README.md examples/multi30k/RESULTS.json)") in log
     assert (repo / "README.md").read_text() == edited  # the edit left as it was, and in no commit
-    assert "README.md" not in git(repo, "log", "--name-only", "--format=", "-3")
+    # the lane's commits (its run's, then its record over seeds'): none holds the README
+    assert git(repo, "log", "--format=%s").splitlines() == [
+        "Multi30k study: sequence.seeds (device not recorded)", "Multi30k study: sequence.seed1 (device not recorded)",
+        "start"]
+    assert "README.md" not in git(repo, "log", "--name-only", "--format=", "HEAD~2..HEAD")
 
 
 def test_a_table_without_seeds_yet_is_committed_without_a_figure_and_says_why(study_repo):
     repo, recipe, out = study_repo
     (recipe / "RESULTS.json").write_text(json.dumps({"datasets": {"multi30k-10k": {"table": {"rows": []}}}}))
-    lane = start_lane(repo, out, "a", study_specs("sequence"))
+    lane = start_lane(repo, out, "a", study_specs("sequence"), seeds="1")
     log = lane.communicate(timeout=600)[0]
     assert lane.returncode == 0, log
     assert "== seeds figure not drawn: fairseq-syntax-plot: error: " in log
     assert "no dataset of several seeds in these results" in log
     assert not (recipe / "seeds.png").exists()
-    assert git(repo, "log", "-2", "--format=%s").splitlines() == [
-        "Multi30k study: sequence.seeds (device not recorded)", "Multi30k study: sequence.seed2 (device not recorded)"]
+    assert git(repo, "log", "--format=%s").splitlines() == [  # each commit of the lane, made without the figure
+        "Multi30k study: sequence.seeds (device not recorded)", "Multi30k study: sequence.seed1 (device not recorded)",
+        "start"]
+    assert log.count("== seeds figure not drawn: ") == 2
 
 
 def test_a_run_committed_gzipped_before_is_packed_by_the_next_run_and_its_files_leave_git(study_repo):
