@@ -21,6 +21,17 @@ The sum is linear in the values, so it is computed without ever forming the pape
 The embedding term sums ``c_ij`` over the triples (i, t, j) with t on P(i, j), binned by the embedding index of
 (t, j): a ``B x m x 2|E|`` histogram times the tables, shared by all heads (Section 4.2).
 
+A layer runs the same sums on the ``T`` positions (:func:`position_accumulation`), so it gathers, scatters and
+places nothing: with ``B x T x T`` blocks built once per batch (``c`` and ``g`` are then zero outside the node rows,
+and ``c`` outside the leaf columns, ``g`` outside the node columns)
+
+    c = w[None, :] * leaf_coefficients                  # inverse_branch_size at (node row, leaf column)
+    M = c + node_over_node_positions * (c @ leaf_under_node) + kept_rows      # kept_rows: 1 at (p, p), p no node
+    v' = M @ v  +  histogram(c) @ [E^v | E^h]           # leaf and padding rows: 1 * v_p, the others' terms 0
+
+one batched matrix product over the un-split values ``B x T x C`` instead of one per head; the number of operators a
+layer dispatches (forward and backward) then does not grow with what the ``m x n`` form gathers and places.
+
 Subtree masking (eq. 11): a node query attends to the nodes and leaves of its own subtree, a leaf query to the
 leaves only.
 
@@ -31,6 +42,9 @@ leaves only.
   rows replaced by their accumulation, ``B x H x T x d_head`` (``bench/hier_accum_dense`` computes the same with
   the naive dense tensors S and E, for the benchmark).
 * :func:`factored_node_accumulation`: the fast accumulation above, ``B x H x m x d_head`` for the m nodes.
+* :func:`position_accumulation`: the same on the positions, what :func:`hierarchical_accumulation` runs when the
+  structure has the position blocks (:func:`accumulation_structure` builds them) and no other accumulation is asked
+  for.
 * :func:`reorder_structure`: the structure of a reordered batch (beam search).
 """
 from typing import Callable, Dict, Optional
@@ -68,6 +82,12 @@ def accumulation_structure(
       the batch: for every leaf all pairs ``k <= r < d`` of its ancestors' depths; a pair beyond the leaf's own depth
       is no triple and goes to bin ``m * 2|E|``, which the histogram drops. A fixed number per row keeps the layout
       batch-major, so :func:`reorder_structure` follows beams by indexing rows;
+    * the same on the ``T`` positions, for :func:`position_accumulation` (``B x T x T`` float32):
+      ``leaf_coefficients`` (``inverse_branch_size`` at node row i, leaf column j), ``leaf_under_node`` (1 at leaf
+      row j, node column t when t is over j), ``node_over_node_positions`` (1 at node row i, node column t when i is
+      over t or is t) and ``kept_rows`` (1 on the diagonal at the leaves and the padding); with embeddings,
+      ``position_embedding_source`` and ``position_embedding_bins``: the triples above with the rows' node and leaf
+      positions (``p_i * T + p_j``; bins ``p_i * 2|E| + ...``, the dropped one ``T * 2|E|``);
     * with ``subtree_mask`` not None, ``attention_mask`` bool, True where a query may attend to a key: ``B x 1 x T x T``
       under the subtree rule of eq. 11 when True, ``B x 1 x 1 x T`` (every non-padding key) when False. A padding
       query attends to itself, so no row of the softmax is empty.
@@ -107,6 +127,7 @@ def accumulation_structure(
     }
     if embedding_size > 0:
         out.update(_embedding_bins(node_over_leaf, node_depth, leaf_depth, embedding_size, sizes["depth"]))
+    out.update(_position_blocks(out, dominance, is_leaf, is_node, average, embedding_size))
     if subtree_mask is not None:
         if subtree_mask:
             allowed = (dominance & is_node.unsqueeze(2)) | (is_leaf.unsqueeze(2) & is_leaf.unsqueeze(1))
@@ -150,6 +171,38 @@ def _embedding_bins(
             "embedding_bins": torch.cat([vertical_bin.flatten(1), horizontal_bin.flatten(1)], dim=1)}
 
 
+def _position_blocks(
+    out: Structure, dominance: Tensor, is_leaf: Tensor, is_node: Tensor, average: str, embedding_size: int
+) -> Dict[str, Tensor]:
+    """The position blocks of :func:`accumulation_structure` (its docstring), from the dominance ``B x T x T``, the
+    leaf and node masks ``B x T`` and the blocks already in ``out``."""
+    batch, length = is_node.shape
+    node_over_position = dominance & is_node.unsqueeze(2)  # B x T x T: node i (row) over or at position j
+    under = node_over_position & is_leaf.unsqueeze(1)  # node i over leaf j
+    depth = dominance.sum(1) - 1  # proper ancestors, all of them nodes: |P(i, j)| = depth(j) - depth(i)
+    path_length = (depth.unsqueeze(1) - depth.unsqueeze(2)) * under
+    branch = path_length + 1 if average == "paper" else path_length
+    # the integers and the division of inverse_branch_size, so the same float32 values at other places
+    blocks = {
+        "leaf_coefficients": under / (under.sum(-1, keepdim=True) * branch).clamp(min=1),
+        # contiguous: a layer's matrix product then copies nothing, forward or backward
+        "leaf_under_node": under.transpose(1, 2).float().contiguous(),
+        "node_over_node_positions": (node_over_position & is_node.unsqueeze(1)).float(),
+        "kept_rows": torch.diag_embed((~is_node).float()),
+    }
+    if embedding_size > 0:
+        leaves, nodes = out["leaf_pos"].size(1), out["node_pos"].size(1)
+        source, bins = out["embedding_source"], out["embedding_bins"]
+        node, leaf = source.div(leaves, rounding_mode="floor"), source.remainder(leaves)
+        blocks["position_embedding_source"] = (out["node_pos"].gather(1, node) * length
+                                               + out["leaf_pos"].gather(1, leaf))
+        width = 2 * embedding_size
+        dropped = bins == nodes * width
+        row = out["node_pos"].gather(1, bins.div(width, rounding_mode="floor").clamp(max=max(nodes - 1, 0)))
+        blocks["position_embedding_bins"] = torch.where(dropped, length * width, row * width + bins.remainder(width))
+    return blocks
+
+
 def reorder_structure(structure: Structure, new_order: Tensor) -> Structure:
     """The structure of the batch whose row ``r`` is row ``new_order[r]`` of ``structure``'s batch (fairseq's
     ``reorder_encoder_out``: beam expansion and reordering). Every tensor is batch-major."""
@@ -179,11 +232,11 @@ class HierarchicalEmbeddings(nn.Module):
         # a GPU adds one at a time in the tensor's dtype, and a bfloat16 sum stops growing once it is a few hundred
         # times a term.
         summed = torch.promote_types(coefficients.dtype, torch.float32)
-        values = coefficients.to(summed).reshape(batch, nodes * leaves).gather(1, structure["embedding_source"])
+        values = _as(coefficients, summed).reshape(batch, nodes * leaves).gather(1, structure["embedding_source"])
         # the last bin collects the candidate triples that are none (accumulation_structure); it is dropped
         histogram = values.new_zeros(batch, nodes * 2 * self.size + 1)
         histogram = histogram.scatter_add(1, structure["embedding_bins"], torch.cat([values, values], dim=1))
-        histogram = histogram[:, :-1].to(coefficients.dtype).view(batch, nodes, 2, self.size)
+        histogram = _as(histogram[:, :-1], coefficients.dtype).view(batch, nodes, 2, self.size)
         return torch.cat([histogram[:, :, 0] @ self.vertical, histogram[:, :, 1] @ self.horizontal], dim=-1)
 
 
@@ -203,6 +256,8 @@ def hierarchical_accumulation(
     batch, heads, length, dim = values.shape
     if structure["node_pos"].size(1) == 0:
         return values
+    if node_accumulation in (None, factored_node_accumulation) and "leaf_coefficients" in structure:
+        return position_accumulation(values, leaf_weights, structure, embeddings)  # the same sums, fewer operators
     accumulate = node_accumulation or factored_node_accumulation
     accumulated = accumulate(values, leaf_weights, structure, embeddings)  # B x H x m x d
     placed = accumulated.gather(2, structure["node_ordinal"][:, None, :, None].expand(batch, heads, length, dim))
@@ -227,3 +282,29 @@ def factored_node_accumulation(
     if embeddings is not None:
         accumulated = accumulated + embeddings(c, structure).unsqueeze(1)
     return accumulated
+
+
+def position_accumulation(
+    values: Tensor, leaf_weights: Tensor, structure: Structure, embeddings: Optional[HierarchicalEmbeddings] = None
+) -> Tensor:
+    """:func:`hierarchical_accumulation` on the ``T`` positions (module docstring): ``values`` ``B x H x T x d``
+    with every node row replaced by its accumulation, the leaf and padding rows as they are (each is ``1 * v_p`` plus
+    zeros), from the position blocks of :func:`accumulation_structure`."""
+    batch, heads, length, dim = values.shape
+    dtype = values.dtype
+    c = _as(structure["leaf_coefficients"], dtype) * _as(leaf_weights, dtype).unsqueeze(1)  # B x T x T
+    branch_sums = torch.bmm(c, _as(structure["leaf_under_node"], dtype))  # sum_j c_ij A_tj at node column t
+    mixing = c + _as(structure["node_over_node_positions"], dtype) * branch_sums + _as(structure["kept_rows"], dtype)
+    # the heads side by side (B x T x H d): one product for all of them; a view of the projection's T x B x C output
+    by_position = values.transpose(1, 2).reshape(batch, length, heads * dim)
+    accumulated = torch.bmm(mixing, by_position).view(batch, length, heads, dim).transpose(1, 2)
+    if embeddings is None:
+        return accumulated
+    triples = {"embedding_source": structure["position_embedding_source"],
+               "embedding_bins": structure["position_embedding_bins"]}
+    return accumulated + embeddings(c, triples).unsqueeze(1)  # zero at the leaf and padding rows
+
+
+def _as(tensor: Tensor, dtype: torch.dtype) -> Tensor:
+    """``tensor`` in ``dtype``; no operator at all when it already is (``Tensor.to`` dispatches one even then)."""
+    return tensor if tensor.dtype == dtype else tensor.to(dtype)

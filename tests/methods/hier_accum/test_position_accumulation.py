@@ -1,0 +1,100 @@
+"""Hierarchical accumulation on the positions (issue 48): :func:`position_accumulation`, which the attention modules
+run with the ``B x T x T`` blocks built once per batch, against the per-layer ``m x n`` form it replaced
+(:func:`factored_node_accumulation`, then the node rows written back at the node positions), and the position blocks
+against the ``m x n`` blocks they were made from."""
+import random
+
+import pytest
+import torch
+from conftest import parents_batch, random_accumulation_inputs
+
+from fairseq_syntax.methods.hier_accum.accumulation import (
+    accumulation_structure,
+    factored_node_accumulation,
+    hierarchical_accumulation,
+    position_accumulation,
+)
+
+torch.set_num_threads(1)
+
+
+def per_layer_accumulation(values, weights, structure, embeddings):
+    """The node rows of the ``m x n`` form placed at the node positions, the other rows as they are: what
+    ``hierarchical_accumulation`` computed in every layer before the position blocks."""
+    batch, heads, length, dim = values.shape
+    accumulated = factored_node_accumulation(values, weights, structure, embeddings)
+    placed = accumulated.gather(2, structure["node_ordinal"][:, None, :, None].expand(batch, heads, length, dim))
+    return torch.where(structure["is_node"][:, None, :, None], placed, values)
+
+
+@pytest.mark.parametrize("average", ["paper", "official"])
+@pytest.mark.parametrize("embedding_size", [0, 3])
+@pytest.mark.parametrize("left_pad", [False, True])
+def test_position_accumulation_equals_the_per_layer_node_form_with_gradients(average, embedding_size, left_pad):
+    rng = random.Random(f"positions-{average}-{embedding_size}-{left_pad}")
+    torch.manual_seed(rng.randrange(1000))
+    for _ in range(4):
+        parents, embeddings, values, weights, structure = random_accumulation_inputs(
+            rng, 12, embedding_size, average, left_pad)
+        if structure["node_pos"].size(1) == 0:
+            continue
+        want = per_layer_accumulation(values, weights, structure, embeddings)
+        got = position_accumulation(values, weights, structure, embeddings)
+        torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
+        assert not torch.equal(want, values)  # nodes there, so the accumulation changed rows
+        # the leaf and padding rows are the values themselves, not merely close
+        keep = ~structure["is_node"][:, None, :, None].expand_as(values)
+        assert torch.equal(got[keep], values[keep])
+        inputs = [values, weights] + ([embeddings.vertical, embeddings.horizontal] if embeddings else [])
+        upstream = torch.randn_like(want)
+        want_grads = torch.autograd.grad((want * upstream).sum(), inputs, materialize_grads=True)
+        got_grads = torch.autograd.grad((got * upstream).sum(), inputs, materialize_grads=True)
+        for got_grad, want_grad in zip(got_grads, want_grads):
+            torch.testing.assert_close(got_grad, want_grad, rtol=1e-6, atol=1e-6)
+
+
+def test_hierarchical_accumulation_runs_the_position_form_unless_another_is_asked_for():
+    rng = random.Random(7)
+    _, embeddings, values, weights, structure = random_accumulation_inputs(rng, 10, 2, "paper", False)
+    calls = []
+
+    def other(*args):
+        calls.append(args)
+        return factored_node_accumulation(*args)
+
+    default = hierarchical_accumulation(values, weights, structure, embeddings)
+    assert torch.equal(default, position_accumulation(values, weights, structure, embeddings))
+    chosen = hierarchical_accumulation(values, weights, structure, embeddings, other)
+    assert len(calls) == 1  # a hook of its own (the benchmark's dense one) still computes the node rows
+    torch.testing.assert_close(chosen, default, rtol=1e-6, atol=1e-6)
+    # a structure without the position blocks (made before them) takes the per-layer form
+    old = {name: tensor for name, tensor in structure.items() if not name.startswith(
+        ("leaf_coefficients", "leaf_under_node", "node_over_node_positions", "kept_rows", "position_embedding"))}
+    torch.testing.assert_close(hierarchical_accumulation(values, weights, old, embeddings), default,
+                               rtol=1e-6, atol=1e-6)
+
+
+def test_position_blocks_are_the_node_and_leaf_blocks_at_their_positions():
+    # S(a, NP(b, c)) and EOS (appended): positions 0 S, 1 a, 2 NP, 3 b, 4 c, 5 EOS, beside a shorter padded tree
+    structure = accumulation_structure(parents_batch([-1, 0, 0, 2, 2], [-1, 0, 0]), embedding_size=2)
+    for b in range(2):
+        nodes, leaves = structure["node_pos"][b], structure["leaf_pos"][b]
+        node_mask = structure["node_over_node"][b].diagonal() > 0
+        leaf_mask = structure["node_over_leaf"][b].sum(0) > 0
+        for i in torch.nonzero(node_mask).flatten().tolist():
+            for j in torch.nonzero(leaf_mask).flatten().tolist():
+                assert structure["leaf_coefficients"][b, nodes[i], leaves[j]] == \
+                    structure["inverse_branch_size"][b, i, j]
+                assert structure["leaf_under_node"][b, leaves[j], nodes[i]] == structure["node_over_leaf"][b, i, j]
+            for t in torch.nonzero(node_mask).flatten().tolist():
+                assert structure["node_over_node_positions"][b, nodes[i], nodes[t]] == \
+                    structure["node_over_node"][b, i, t]
+    # every entry outside those places is zero; the kept rows are the leaves' and padding's
+    # 1 / (|L(i)| (|P(i, j)| + 1)): S over a (branch S) 1 / (3 * 2), over b and c (S, NP) 1 / (3 * 3); NP over b
+    # and c 1 / (2 * 2)
+    assert structure["leaf_coefficients"][0, 0].tolist() == pytest.approx([0, 1 / 6, 0, 1 / 9, 1 / 9, 0])
+    assert structure["leaf_coefficients"][0, 2].tolist() == pytest.approx([0, 0, 0, 1 / 4, 1 / 4, 0])
+    assert structure["leaf_coefficients"][0, [1, 3, 4, 5]].abs().sum() == 0
+    assert structure["kept_rows"][0].diagonal().tolist() == [0, 1, 0, 1, 1, 1]
+    assert structure["kept_rows"][1].diagonal().tolist() == [0, 1, 1, 1, 1, 1]  # two leaves, then padding
+    assert structure["kept_rows"].sum() == structure["kept_rows"].diagonal(dim1=1, dim2=2).sum()
