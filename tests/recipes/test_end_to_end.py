@@ -41,10 +41,30 @@ def test_mask_model_trains_and_generates_every_test_sentence(data_dirs, mask_che
     assert sorted(hyps) == list(range(21))
 
 
+#: --eval-bleu, with the best checkpoint the one of the highest validation BLEU
+EVAL_BLEU = ("--eval-bleu", "--eval-bleu-args", '{"beam": 1}', "--best-checkpoint-metric", "bleu",
+             "--maximize-best-checkpoint-metric")
+
+
+@pytest.fixture(scope="module")
+def baseline(data_dirs, tmp_path_factory):
+    """form -> the save directory of fairseq's transformer trained one epoch on that form, trained when first asked
+    for; the sequence form's run validates with --eval-bleu (the test of its checkpoints reads it too: one run)."""
+    made = {}
+
+    def save_dir(form):
+        if form not in made:
+            save = tmp_path_factory.mktemp(f"baseline-{form}")
+            train(data_dirs[form], str(save), "transformer_tiny", 1, *(EVAL_BLEU if form == "sequence" else ()))
+            made[form] = save
+        return made[form]
+
+    return save_dir
+
+
 @pytest.mark.parametrize("form", ["sequence", "linearized"])
-def test_baselines_are_fairseqs_transformer_on_the_same_task(data_dirs, tmp_path, form):
-    train(data_dirs[form], str(tmp_path), "transformer_tiny", 1)
-    assert sorted(generate(data_dirs[form], str(tmp_path / "checkpoint_last.pt"))) == list(range(21))
+def test_baselines_are_fairseqs_transformer_on_the_same_task(data_dirs, baseline, form):
+    assert sorted(generate(data_dirs[form], str(baseline(form) / "checkpoint_last.pt"))) == list(range(21))
 
 
 def test_restore_file_continues_training(data_dirs, mask_checkpoint, tmp_path):
@@ -58,17 +78,34 @@ def update_losses(log: str) -> dict:
     return {int(update): loss for loss, update in re.findall(r" loss=([\d.]+),.* num_updates=(\d+),", log)}
 
 
-def test_resuming_at_an_epoch_boundary_repeats_the_uninterrupted_run_exactly(data_dirs, tmp_path):
+#: the options of the resumed runs below: no dropout (the losses of a run and its resumed copy must be equal to the
+#: bit), and "better" a higher validation loss, so that the epochs after the first (whose losses fall) are the
+#: validations without improvement that --patience 2 counts: the uninterrupted run stops after epoch 3
+RESUME_OPTIONS = ("--dropout", "0", "--patience", "2", "--best-checkpoint-metric", "loss",
+                  "--maximize-best-checkpoint-metric")
+
+
+@pytest.fixture(scope="module")
+def resumed_runs(data_dirs, tmp_path_factory):
+    """(uninterrupted, [first, second, rest]): the logs of one run of at most 8 epochs that --patience 2 stops after
+    epoch 3, and of the same run cut at two epoch boundaries (after epoch 1, after epoch 2) and resumed each time
+    (fairseq-train again with a larger --max-epoch). The two tests below read them."""
+    root = tmp_path_factory.mktemp("resume")
+    whole = train(data_dirs["sequence"], str(root / "whole"), "transformer_tiny", 8, *RESUME_OPTIONS).stdout
+    parts = [train(data_dirs["sequence"], str(root / "parts"), "transformer_tiny", epochs, *RESUME_OPTIONS).stdout
+             for epochs in (1, 2, 8)]
+    return whole, parts
+
+
+def test_resuming_at_an_epoch_boundary_repeats_the_uninterrupted_run_exactly(resumed_runs):
     # fairseq's own translation task does not (its end-of-epoch checkpoint resumes with batches ordered by the
     # next epoch's seed while the uninterrupted run keeps the first epoch's); the syntax tasks build each epoch's
     # batches from its own seed in both runs (docs/usage.md, "Resuming")
-    options = ("--dropout", "0")
-    whole = train(data_dirs["sequence"], str(tmp_path / "whole"), "transformer_tiny", 3, *options).stdout
-    first = train(data_dirs["sequence"], str(tmp_path / "parts"), "transformer_tiny", 1, *options).stdout
-    rest = train(data_dirs["sequence"], str(tmp_path / "parts"), "transformer_tiny", 3, *options).stdout
-    assert "Loaded checkpoint" in rest
-    resumed = {**update_losses(first), **update_losses(rest)}
+    whole, (first, second, rest) = resumed_runs
+    assert "Loaded checkpoint" in second and "Loaded checkpoint" in rest
+    resumed = {**update_losses(first), **update_losses(second), **update_losses(rest)}
     assert len(update_losses(whole)) > 2 * len(update_losses(first)) > 0
+    assert len(update_losses(second)) > 0 and len(update_losses(rest)) > 0  # each piece trained
     assert resumed == update_losses(whole)
 
 
@@ -77,22 +114,17 @@ def valid_losses(log: str) -> dict:
     return {int(epoch): loss for epoch, loss in re.findall(r"epoch (\d+) \| valid on 'valid' subset \| loss ([\d.]+)", log)}
 
 
-def test_a_resumed_run_stops_early_where_the_uninterrupted_run_stops(data_dirs, tmp_path):
-    # "better" is a higher validation loss here, so that the epochs after the first (whose losses fall) are the
-    # validations without improvement that --patience 2 counts: the uninterrupted run stops after epoch 3. The
-    # interrupted one saved its count (1, after epoch 2) and resumes it; fairseq alone counted afresh from epoch 3
-    # and stopped after epoch 5.
-    options = ("--dropout", "0", "--patience", "2", "--best-checkpoint-metric", "loss",
-               "--maximize-best-checkpoint-metric")
-    whole = train(data_dirs["sequence"], str(tmp_path / "whole"), "transformer_tiny", 8, *options).stdout
-    first = train(data_dirs["sequence"], str(tmp_path / "parts"), "transformer_tiny", 2, *options).stdout
-    rest = train(data_dirs["sequence"], str(tmp_path / "parts"), "transformer_tiny", 8, *options).stdout
+def test_a_resumed_run_stops_early_where_the_uninterrupted_run_stops(resumed_runs):
+    # the uninterrupted run stops after epoch 3 (RESUME_OPTIONS). The run cut after epoch 2 saved its count (1) and
+    # resumes it; fairseq alone counted afresh from epoch 3 and stopped after epoch 5.
+    whole, (first, second, rest) = resumed_runs
     losses = valid_losses(whole)
     assert sorted(losses) == [1, 2, 3] and losses[1] > losses[2] > losses[3]  # the premise of the count above
     assert "early stop since valid performance hasn't improved for last 2 runs" in whole
     assert ("early stopping resumes its count: best " in rest
             and "1 validation(s) without improvement since" in rest)
-    assert {**valid_losses(first), **valid_losses(rest)} == losses and "early stop since" in rest
+    assert {**valid_losses(first), **valid_losses(second), **valid_losses(rest)} == losses
+    assert "early stop since" in rest and "early stop since" not in first + second
 
 
 def test_resuming_after_a_kill_while_saving_falls_back_to_the_whole_checkpoint(data_dirs, tmp_path):
@@ -114,16 +146,15 @@ def test_resuming_after_a_kill_while_saving_falls_back_to_the_whole_checkpoint(d
     assert torch.load(save / "checkpoint_last.pt")["optimizer_history"][-1]["num_updates"] == 4
 
 
-def test_checkpoints_of_training_with_eval_bleu_load_for_generation(data_dirs, tmp_path):
+def test_checkpoints_of_training_with_eval_bleu_load_for_generation(data_dirs, baseline):
     # --eval-bleu puts numpy arrays (BLEU n-gram counts) into the checkpoint; torch's weights-only loader must
     # still accept it (fairseq_syntax.core.checkpoints allow-lists numpy's array reconstructors)
-    train(data_dirs["sequence"], str(tmp_path), "transformer_tiny", 1, "--eval-bleu",
-          "--eval-bleu-args", '{"beam": 1}', "--best-checkpoint-metric", "bleu", "--maximize-best-checkpoint-metric")
+    save = baseline("sequence")  # trained with EVAL_BLEU
     import fairseq_syntax  # noqa: F401  (installs the allow-list, as --user-dir does)
 
-    state = torch.load(tmp_path / "checkpoint_best.pt", map_location="cpu")  # weights_only, torch's default
+    state = torch.load(save / "checkpoint_best.pt", map_location="cpu")  # weights_only, torch's default
     assert any(isinstance(v, np.ndarray) for v in _leaves(state["extra_state"]))
-    assert sorted(generate(data_dirs["sequence"], str(tmp_path / "checkpoint_best.pt"))) == list(range(21))
+    assert sorted(generate(data_dirs["sequence"], str(save / "checkpoint_best.pt"))) == list(range(21))
 
 
 def _leaves(tree):
