@@ -21,6 +21,10 @@ beside it and says so, as it does where ``checkpoint_last.pt`` does not exist bu
 kill during the first save, after ``checkpoint_1_40.pt`` and ``checkpoint_best.pt`` were written, where fairseq
 would train again from update 1 and write over them); loading one by name stops with one line naming it and that
 whole checkpoint.
+
+A finished run is not trained on. fairseq tests ``--max-update`` only after a training step, so resuming a run whose
+checkpoint already has ``--max-update`` updates trained one more and saved it over the finished checkpoints; the
+resume now ends ``fairseq-train`` there, with exit status 0 and a log line saying so.
 """
 import argparse
 import contextlib
@@ -169,9 +173,24 @@ def _resume_from_a_whole_checkpoint(load_checkpoint):
                 logger.warning(f"{last} is cut short ({reason}): a run killed while writing it leaves it so; "
                                f"resuming from {whole}, the newest whole checkpoint beside it")
                 cfg = _with_restore_file(cfg, whole[: len(whole) - len(f"{suffix}.pt")] + ".pt")
-        return load_checkpoint(cfg, trainer, **passthrough_args)
+        loaded = load_checkpoint(cfg, trainer, **passthrough_args)
+        _stop_if_trained_to_max_update(trainer)
+        return loaded
 
     return resume
+
+
+def _stop_if_trained_to_max_update(trainer) -> None:
+    """End ``fairseq-train`` (exit status 0) when the checkpoint it resumed from has ``--max-update`` updates.
+
+    fairseq tests ``num_updates >= max_update`` only after a training step, so the same command run again on a
+    finished run trained one more update and saved it over the finished checkpoints (a recipe run again to go on
+    from where it stopped changed the model it had already evaluated)."""
+    max_update = getattr(getattr(getattr(trainer, "cfg", None), "optimization", None), "max_update", 0)
+    if max_update and trainer.get_num_updates() >= max_update:
+        logger.info(f"the checkpoint resumed from has {trainer.get_num_updates()} updates, --max-update is "
+                    f"{max_update}: nothing left to train (give a larger --max-update to train on)")
+        raise SystemExit(0)
 
 
 def _resume_without_last(cfg, last: str, suffix: str):
