@@ -12,10 +12,11 @@ A command is a line (with its ``\\`` continuations) of a fenced ``bash`` block. 
 A command that is none of these fails the test: a page cannot show a command no test runs.
 """
 import ast
+import contextlib
+import io
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -176,8 +177,12 @@ def test_the_own_data_example_trains_decodes_and_scores(tmp_path):
 def test_the_main_job_ends_with_a_table_a_terminal_shows(tmp_path):
     """The Quickstart's main job, as shown, on a smaller grid: two systems, one epoch, 300 training sentences, 30 test
     sentences."""
-    systems = subprocess.run([sys.executable, "-m", "fairseq_syntax.methods", "systems"], cwd=REPO,
-                             capture_output=True, text=True, check=True).stdout.split()
+    from fairseq_syntax.methods.__main__ import main as methods
+
+    listing = io.StringIO()
+    with contextlib.redirect_stdout(listing):  # python3 -m fairseq_syntax.methods systems, in this process
+        methods(["systems"])
+    systems = listing.getvalue().split()
     chosen = " ".join(spec for spec in systems if spec.split(":")[0] in ("sequence", "mask"))
     env = {**os.environ, "EPOCHS": "1", "TRAIN_SENTENCES": "300", "VALID_SENTENCES": "30", "TEST_SENTENCES": "30",
            "BPE_MERGES": "200", "SYSTEMS": chosen}
