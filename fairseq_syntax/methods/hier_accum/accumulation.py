@@ -86,11 +86,14 @@ def accumulation_structure(
       ``leaf_coefficients`` (``inverse_branch_size`` at node row i, leaf column j), ``leaf_under_node`` (1 at leaf
       row j, node column t when t is over j), ``node_over_node_positions`` (1 at node row i, node column t when i is
       over t or is t) and ``kept_rows`` (1 on the diagonal at the leaves and the padding); with embeddings,
-      ``position_embedding_source`` and ``position_embedding_bins``: the triples above with the rows' node and leaf
-      positions (``p_i * T + p_j``; bins ``p_i * 2|E| + ...``, the dropped one ``T * 2|E|``);
+      ``position_embedding_source`` ``B x 2K`` and ``position_embedding_bins`` ``B x 2K``: the triples above with
+      the rows' node and leaf positions, each twice (``p_i * T + p_j``), and their bins in a ``2 x T x |E|``
+      histogram (``p_i * |E| + vertical index - 1`` and ``T |E| + p_i * |E| + horizontal index - 1``, the dropped
+      one ``2 T |E|``);
     * with ``subtree_mask`` not None, ``attention_mask`` bool, True where a query may attend to a key: ``B x 1 x T x T``
       under the subtree rule of eq. 11 when True, ``B x 1 x 1 x T`` (every non-padding key) when False. A padding
-      query attends to itself, so no row of the softmax is empty.
+      query attends to itself, so no row of the softmax is empty. ``attention_bias``: the same as a float32
+      additive mask (0 where allowed, -inf elsewhere), as the attention kernel takes it.
 
     The dominance matrix is computed once and shared by the blocks, the depths and the mask. ``sizes``: the batch's
     shapes ``n``, ``m``, ``d`` (:func:`fairseq_syntax.core.structure.tree_sizes`, which collation computes on the
@@ -134,7 +137,14 @@ def accumulation_structure(
             out["attention_mask"] = (allowed | torch.diag_embed(is_padding)).unsqueeze(1)
         else:
             out["attention_mask"] = ~is_padding[:, None, None, :]
+        out["attention_bias"] = additive_mask(out["attention_mask"])
     return out
+
+
+def additive_mask(allowed: Tensor) -> Tensor:
+    """A boolean attention mask (True: may attend) as the float32 bias ``scaled_dot_product_attention`` makes of it
+    (0 or -inf), once per batch rather than in every layer's call."""
+    return torch.zeros(allowed.shape, device=allowed.device).masked_fill(~allowed, float("-inf"))
 
 
 def _embedding_bins(
@@ -194,12 +204,16 @@ def _position_blocks(
         leaves, nodes = out["leaf_pos"].size(1), out["node_pos"].size(1)
         source, bins = out["embedding_source"], out["embedding_bins"]
         node, leaf = source.div(leaves, rounding_mode="floor"), source.remainder(leaves)
-        blocks["position_embedding_source"] = (out["node_pos"].gather(1, node) * length
-                                               + out["leaf_pos"].gather(1, leaf))
+        source = out["node_pos"].gather(1, node) * length + out["leaf_pos"].gather(1, leaf)
+        blocks["position_embedding_source"] = torch.cat([source, source], dim=1)  # one entry per bin of bins
+        # the histogram of a row is 2 x T x |E|: vertical bins, then horizontal ones (each T x |E|), so that a view
+        # of it gives each table its T x |E| block; the dropped bin is the last, 2 T |E|
         width = 2 * embedding_size
-        dropped = bins == nodes * width
         row = out["node_pos"].gather(1, bins.div(width, rounding_mode="floor").clamp(max=max(nodes - 1, 0)))
-        blocks["position_embedding_bins"] = torch.where(dropped, length * width, row * width + bins.remainder(width))
+        within = bins.remainder(width)  # index - 1 of the vertical table, or |E| + index - 1 of the horizontal one
+        horizontal = (within >= embedding_size).long()
+        binned = horizontal * (length * embedding_size) + row * embedding_size + within - horizontal * embedding_size
+        blocks["position_embedding_bins"] = torch.where(bins == nodes * width, length * width, binned)
     return blocks
 
 
@@ -232,11 +246,12 @@ class HierarchicalEmbeddings(nn.Module):
         # a GPU adds one at a time in the tensor's dtype, and a bfloat16 sum stops growing once it is a few hundred
         # times a term.
         summed = torch.promote_types(coefficients.dtype, torch.float32)
-        values = _as(coefficients, summed).reshape(batch, nodes * leaves).gather(1, structure["embedding_source"])
+        values = as_dtype(coefficients, summed).reshape(batch, nodes * leaves)
+        values = values.gather(1, structure["embedding_source"])
         # the last bin collects the candidate triples that are none (accumulation_structure); it is dropped
         histogram = values.new_zeros(batch, nodes * 2 * self.size + 1)
         histogram = histogram.scatter_add(1, structure["embedding_bins"], torch.cat([values, values], dim=1))
-        histogram = _as(histogram[:, :-1], coefficients.dtype).view(batch, nodes, 2, self.size)
+        histogram = as_dtype(histogram[:, :-1], coefficients.dtype).view(batch, nodes, 2, self.size)
         return torch.cat([histogram[:, :, 0] @ self.vertical, histogram[:, :, 1] @ self.horizontal], dim=-1)
 
 
@@ -292,19 +307,33 @@ def position_accumulation(
     zeros), from the position blocks of :func:`accumulation_structure`."""
     batch, heads, length, dim = values.shape
     dtype = values.dtype
-    c = _as(structure["leaf_coefficients"], dtype) * _as(leaf_weights, dtype).unsqueeze(1)  # B x T x T
-    branch_sums = torch.bmm(c, _as(structure["leaf_under_node"], dtype))  # sum_j c_ij A_tj at node column t
-    mixing = c + _as(structure["node_over_node_positions"], dtype) * branch_sums + _as(structure["kept_rows"], dtype)
+    c = as_dtype(structure["leaf_coefficients"], dtype) * as_dtype(leaf_weights, dtype).unsqueeze(1)  # B x T x T
+    branch_sums = torch.bmm(c, as_dtype(structure["leaf_under_node"], dtype))  # sum_j c_ij A_tj at node column t
+    node_over_node = as_dtype(structure["node_over_node_positions"], dtype)
+    mixing = c + node_over_node * branch_sums + as_dtype(structure["kept_rows"], dtype)
     # the heads side by side (B x T x H d): one product for all of them; a view of the projection's T x B x C output
     by_position = values.transpose(1, 2).reshape(batch, length, heads * dim)
-    accumulated = torch.bmm(mixing, by_position).view(batch, length, heads, dim).transpose(1, 2)
-    if embeddings is None:
-        return accumulated
-    triples = {"embedding_source": structure["position_embedding_source"],
-               "embedding_bins": structure["position_embedding_bins"]}
-    return accumulated + embeddings(c, triples).unsqueeze(1)  # zero at the leaf and padding rows
+    accumulated = torch.bmm(mixing, by_position).view(batch, length, heads, dim)
+    if embeddings is not None:  # the same term for every head; zero at the leaf and padding rows
+        accumulated = accumulated + _position_embedding_term(c, structure, embeddings).view(batch, length, 1, dim)
+    return accumulated.transpose(1, 2)
 
 
-def _as(tensor: Tensor, dtype: torch.dtype) -> Tensor:
+def _position_embedding_term(c: Tensor, structure: Structure, embeddings: HierarchicalEmbeddings) -> Tensor:
+    """:class:`HierarchicalEmbeddings` of the position coefficients ``c`` ``B x T x T`` (zero outside the node rows):
+    ``B T x d``, the histogram summed in float32 as there. Its bins are laid out vertical table first
+    (``position_embedding_bins``), so each table multiplies one block of it: two products, no per-row selection."""
+    batch, length, _ = c.shape
+    size = embeddings.size
+    summed = torch.promote_types(c.dtype, torch.float32)
+    values = as_dtype(c, summed).reshape(batch, length * length).gather(1, structure["position_embedding_source"])
+    histogram = values.new_zeros(batch, 2 * length * size + 1)
+    histogram = histogram.scatter_add(1, structure["position_embedding_bins"], values)[:, :-1]  # the last: dropped
+    histogram = as_dtype(histogram, c.dtype).view(batch, 2, length * size)
+    histogram = histogram.transpose(0, 1).reshape(2, batch * length, size)  # vertical block, horizontal block
+    return torch.cat([histogram[0] @ embeddings.vertical, histogram[1] @ embeddings.horizontal], dim=-1)
+
+
+def as_dtype(tensor: Tensor, dtype: torch.dtype) -> Tensor:
     """``tensor`` in ``dtype``; no operator at all when it already is (``Tensor.to`` dispatches one even then)."""
     return tensor if tensor.dtype == dtype else tensor.to(dtype)

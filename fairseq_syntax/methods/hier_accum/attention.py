@@ -38,6 +38,7 @@ from torch import Tensor, nn
 from fairseq_syntax.core.attention import Structure, StructuredSelfAttention
 from fairseq_syntax.methods.hier_accum.accumulation import (
     HierarchicalEmbeddings,
+    as_dtype,
     factored_node_accumulation,
     hierarchical_accumulation,
 )
@@ -53,15 +54,19 @@ class SourceTree(NamedTuple):
 
 
 def attend(
-    q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], dropout_p: float, need_weights: bool
+    q: Tensor, k: Tensor, v: Tensor, mask: Optional[Tensor], dropout_p: float, need_weights: bool,
+    bias: Optional[Tensor] = None,
 ) -> Tuple[Tensor, Optional[Tensor]]:
     """Scaled dot-product attention, ``B x H x Tq x d`` queries over ``B x H x Tk x d`` keys and values.
 
     ``mask`` (broadcastable to ``B x H x Tq x Tk``) is True where a query may attend to a key; every row needs one.
+    ``bias``: the same mask as the kernel's additive float mask (0 / -inf), when the caller has it built once per
+    batch (the kernel would otherwise make it from ``mask`` in every call).
     Returns the output ``B x H x Tq x d`` and, when ``need_weights``, the probabilities ``B x H x Tq x Tk``.
     """
     if not need_weights:
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p), None
+        additive = mask if bias is None else as_dtype(bias, q.dtype)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=additive, dropout_p=dropout_p), None
     scores = torch.matmul(q, k.transpose(-1, -2)) * q.size(-1) ** -0.5
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
@@ -103,7 +108,8 @@ class HierarchicalSelfAttention(StructuredSelfAttention):
         leaf_weights = self.leaf_weight(x).squeeze(-1).t()
         v = hierarchical_accumulation(v, leaf_weights, structure, self.embeddings, self.node_accumulation)
         dropout_p = self.dropout if self.training else 0.0
-        out, weights = attend(q, k, v, structure["attention_mask"], dropout_p, need_weights)
+        out, weights = attend(q, k, v, structure["attention_mask"], dropout_p, need_weights,
+                              structure.get("attention_bias"))
         out = out.permute(2, 0, 1, 3).reshape(length, batch, self.embed_dim)
         return self.out_proj(out), weights, None
 
@@ -154,9 +160,12 @@ class HierarchicalCrossAttention(StructuredSelfAttention):
                 self._set_input_buffer(incremental_state, {"prev_key": keys, "prev_value": values})
         length, batch, _ = query.shape
         q = self._split_heads(self.q_proj(query))
-        mask = ~key_padding_mask.padding_mask[:, None, None, :]
+        need_weights = need_weights or need_head_weights
+        bias = key_padding_mask.structure.get("padding_bias")  # built once per batch by the encoder
+        # the boolean mask only where it is read: the weights, or a structure without the bias
+        mask = ~key_padding_mask.padding_mask[:, None, None, :] if need_weights or bias is None else None
         dropout_p = self.dropout if self.training else 0.0
-        out, weights = attend(q, keys, values, mask, dropout_p, need_weights or need_head_weights)
+        out, weights = attend(q, keys, values, mask, dropout_p, need_weights, bias)
         out = out.permute(2, 0, 1, 3).reshape(length, batch, self.embed_dim)
         if weights is not None:
             weights = weights.transpose(0, 1)  # H x B x Tq x S

@@ -32,6 +32,7 @@ from fairseq_syntax.core.encoder import SyntaxTransformerEncoder
 from fairseq_syntax.core.model import SyntaxTransformerModel, register_architectures
 from fairseq_syntax.methods.hier_accum.accumulation import (
     AVERAGES,
+    additive_mask,
     accumulation_structure,
     reorder_structure,
 )
@@ -80,7 +81,7 @@ class HierAccumEncoder(SyntaxTransformerEncoder):
         return self.self_attention_class(embed_dim, num_heads, dropout, self.options.embedding_size())
 
     def build_structure(self, src_tokens, side_inputs):
-        return accumulation_structure(
+        structure = accumulation_structure(
             side_inputs["src_parents"],
             self.options.embedding_size(),
             self.options.cumulative_average,
@@ -88,6 +89,10 @@ class HierAccumEncoder(SyntaxTransformerEncoder):
             collated=True,  # src_parents is made by collate_parents, which checked it on the host
             sizes=side_inputs.get("src_parents_sizes"),  # computed there too (none where a caller made the batch)
         )
+        # the cross-attention's padding mask (the encoder's, src_tokens == pad) as the kernel's additive mask
+        # B x 1 x 1 x S, once per batch for every decoder layer (and reordered with the beams, as the structure is)
+        structure["padding_bias"] = additive_mask(src_tokens.ne(self.padding_idx)[:, None, None, :])
+        return structure
 
     def input_embeddings(self, src_tokens, side_inputs, token_embeddings):
         """Token embeddings plus positions of the leaves only (paper footnote 4); ``encoder_embedding`` then

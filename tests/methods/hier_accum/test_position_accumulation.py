@@ -1,18 +1,26 @@
 """Hierarchical accumulation on the positions (issue 48): :func:`position_accumulation`, which the attention modules
 run with the ``B x T x T`` blocks built once per batch, against the per-layer ``m x n`` form it replaced
-(:func:`factored_node_accumulation`, then the node rows written back at the node positions), and the position blocks
-against the ``m x n`` blocks they were made from."""
+(:func:`factored_node_accumulation`, then the node rows written back at the node positions), the position blocks
+against the ``m x n`` blocks they were made from, and the attention masks built once per batch as the kernel's
+additive masks against the boolean masks each layer passed before."""
 import random
 
 import pytest
 import torch
 from conftest import parents_batch, random_accumulation_inputs
 
+from fairseq_syntax.core import structure as st
 from fairseq_syntax.methods.hier_accum.accumulation import (
     accumulation_structure,
+    additive_mask,
     factored_node_accumulation,
     hierarchical_accumulation,
     position_accumulation,
+)
+from fairseq_syntax.methods.hier_accum.attention import (
+    HierarchicalCrossAttention,
+    HierarchicalSelfAttention,
+    SourceTree,
 )
 
 torch.set_num_threads(1)
@@ -98,3 +106,31 @@ def test_position_blocks_are_the_node_and_leaf_blocks_at_their_positions():
     assert structure["kept_rows"][0].diagonal().tolist() == [0, 1, 0, 1, 1, 1]
     assert structure["kept_rows"][1].diagonal().tolist() == [0, 1, 1, 1, 1, 1]  # two leaves, then padding
     assert structure["kept_rows"].sum() == structure["kept_rows"].diagonal(dim1=1, dim2=2).sum()
+
+
+def test_the_masks_built_once_per_batch_give_what_each_layer_made_from_the_boolean_masks():
+    """``attention_bias`` (encoder) and ``padding_bias`` (cross-attention): the kernel's additive masks, built once
+    per batch; the attention without them (the boolean masks, as every layer passed them before) is the same."""
+    torch.manual_seed(0)
+    parents = parents_batch([-1, 0, 0, 2, 2], [-1, 0, 0], [-1, 0, 1, 1, 0, 4, 4])  # padded rows
+    structure = accumulation_structure(parents, embedding_size=3, subtree_mask=True)
+    allowed = structure["attention_mask"]
+    assert torch.equal(structure["attention_bias"] == 0, allowed)
+    assert torch.isinf(structure["attention_bias"][~allowed]).all() and (structure["attention_bias"] <= 0).all()
+    without = {name: tensor for name, tensor in structure.items() if name != "attention_bias"}
+    encoder = HierarchicalSelfAttention(8, 2, 0.0, 3).eval()
+    x = torch.randn(parents.size(1), 3, 8)
+    torch.testing.assert_close(encoder(x, None, structure)[0], encoder(x, None, without)[0], rtol=0, atol=1e-6)
+
+    padding = parents.eq(st.PAD)
+    structure["padding_bias"] = additive_mask(~padding[:, None, None, :])
+    assert torch.equal(torch.isinf(structure["padding_bias"][:, 0, 0]), padding)
+    without = {name: tensor for name, tensor in structure.items() if name != "padding_bias"}
+    cross = HierarchicalCrossAttention(8, 2, 0.0, 3).eval()
+    query = torch.randn(4, 3, 8)
+    got, _ = cross(query, x, x, SourceTree(padding, structure))
+    want, _ = cross(query, x, x, SourceTree(padding, without))
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-6)
+    # asked for the weights, it reads the boolean mask: none on the padding
+    _, weights = cross(query, x, x, SourceTree(padding, structure), need_weights=True)
+    assert weights[padding[:, None, :].expand_as(weights)].abs().sum() == 0
