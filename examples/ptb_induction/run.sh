@@ -30,9 +30,8 @@
 # sentence (induce_dev.json, scored on the other 90%) and without fairseq's final </s> (induce_noeos.json).
 # The headline setting (its figure is copied beside RESULTS.md): WSJ text, the authors' C_ii and optimisation,
 #   TEXT=ptb DIAGONAL=zero OPTIMISER=authors PRECISION=fp32 UPDATES=6000 examples/ptb_induction/run.sh
-#   (~40 min per model on a free core); until its fresh-mask run is kept, RESULTS.md leads with the setting under
-#   which the links learned PTB phrases before issue 53 (repeated masks): TEXT=mixed EVAL_TEXT=1 DIAGONAL=zero
-#   OPTIMISER=authors UPDATES=16000 (~95 min per model). At the paper's scale on the GPU, three seeds: run_gpu.sh
+#   (~40 min per model on a free core; RESULTS.md leads with its run, made with fresh masks). At the paper's
+#   scale on the GPU, three seeds: run_gpu.sh
 # Outputs: examples/ptb_induction/work$SUFFIX/ (corpus, binarized data, checkpoints, induced trees, the figure),
 #          examples/ptb_induction/logs$SUFFIX/ (every command's log, gzipped once the run is done: NAME.log.gz; the
 #          JSON scores in one scores.json.gz), RESULTS.md and RESULTS.json (one table of every run kept here,
