@@ -72,13 +72,29 @@ def write_codes(raw_dir) -> str:
     return path
 
 
-def preprocess(raw_dir: str, dest: str, form: str, *extra: str):
-    """fairseq-syntax-preprocess of raw_dir's three splits; with the BPE codes of raw_dir recorded where it has them."""
+def preprocess_arguments(raw_dir: str, dest: str, form: str, *extra: str) -> list[str]:
+    """fairseq-syntax-preprocess's arguments for raw_dir's three splits; with the BPE codes of raw_dir recorded where
+    it has them."""
     codes = os.path.join(raw_dir, CODES)
-    return run([sys.executable, "-m", "fairseq_syntax.cli.preprocess", "-s", "en", "-t", "de",
-                "--trainpref", f"{raw_dir}/train", "--validpref", f"{raw_dir}/valid", "--testpref", f"{raw_dir}/test",
-                "--form", form, "--destdir", dest, "--joined-dictionary", "--workers", "1",
-                *(["--bpe-codes", codes] if os.path.exists(codes) else []), *extra])
+    return ["-s", "en", "-t", "de",
+            "--trainpref", f"{raw_dir}/train", "--validpref", f"{raw_dir}/valid", "--testpref", f"{raw_dir}/test",
+            "--form", form, "--destdir", dest, "--joined-dictionary", "--workers", "1",
+            *(["--bpe-codes", codes] if os.path.exists(codes) else []), *extra]
+
+
+def preprocess(raw_dir: str, dest: str, form: str, *extra: str):
+    """fairseq-syntax-preprocess of raw_dir's three splits, the command (a new interpreter), as a user runs it."""
+    return run([sys.executable, "-m", "fairseq_syntax.cli.preprocess", *preprocess_arguments(raw_dir, dest, form,
+                                                                                              *extra)])
+
+
+def preprocess_in_process(raw_dir: str, dest: str, form: str, *extra: str) -> None:
+    """What :func:`preprocess` makes, with the same arguments, made in this process: for the fixtures that only need
+    the data directories (a new interpreter takes seconds to import the package; the command itself is tested by
+    tests/core/test_preprocess.py and the recipes' tests)."""
+    from fairseq_syntax.cli import preprocess as command
+
+    command.main(preprocess_arguments(raw_dir, dest, form, *extra))
 
 
 @pytest.fixture(scope="session")
@@ -108,7 +124,7 @@ def data_dirs(raw_corpus, tmp_path_factory):
     out = {}
     for form in ("sequence", "linearized", "preorder"):
         dest = str(tmp_path_factory.mktemp(form))
-        preprocess(raw_corpus, dest, form)
+        preprocess_in_process(raw_corpus, dest, form)
         out[form] = dest
     return out
 
@@ -175,7 +191,7 @@ def make_ldd_data(raw_corpus, dest):
     """The sequence form of the tiny corpus plus LDD side data from :func:`arcs_record` parses; the reports."""
     for split in ("train", "valid", "test"):
         write_arcs(os.path.join(raw_corpus, split))
-    preprocess(raw_corpus, dest, "sequence")
+    preprocess_in_process(raw_corpus, dest, "sequence")
     from fairseq_syntax.methods.ldd import preprocess as preprocess_dependencies
 
     return preprocess_dependencies.main(
@@ -254,7 +270,7 @@ def translation_data(data_dirs, raw_corpus, tmp_path_factory):
             elif system.data in data_dirs:
                 dest = data_dirs[system.data]
             else:
-                preprocess(raw_corpus, dest, system.form, "--preterminals", system.preterminals)
+                preprocess_in_process(raw_corpus, dest, system.form, "--preterminals", system.preterminals)
             made[key] = dest
         return made[key]
 

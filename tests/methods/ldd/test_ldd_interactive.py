@@ -14,7 +14,7 @@ import sys
 
 import pytest
 import torch
-from conftest import REPO, preprocess, run, tiny_corpus, write_codes
+from conftest import REPO, preprocess_in_process, run, tiny_corpus, write_codes
 from fairseq import checkpoint_utils
 
 import fairseq_syntax  # noqa: F401  (registers the task and models; lets torch load fairseq checkpoints)
@@ -41,7 +41,7 @@ def offline(dependency_model, tmp_path_factory):
                "--conllu", prefix + ".conllu"])
     write_codes(str(raw))
     dest = str(tmp_path_factory.mktemp("ldd_interactive_data"))
-    preprocess(str(raw), dest, "sequence")  # records the codes: fairseq-interactive segments each word with them
+    preprocess_in_process(str(raw), dest, "sequence")  # records the codes: fairseq-interactive segments words with them
     preprocess_dependencies.main(["--destdir", dest, "-s", "en", "-t", "de", "--labels", "universal",
                                   "--trainpref", f"{raw}/train", "--validpref", f"{raw}/valid",
                                   "--testpref", f"{raw}/test"])
