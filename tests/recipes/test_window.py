@@ -1,6 +1,8 @@
 """bench/cuda/window.sh, the plan for a short GPU window: the CPU dry run of each step (``--device cpu --tiny``)
 leaves at most 8 files with what the step promises; step 4 starts the pending runs of the grid and brings back what
 they wrote, never checkpoints. What cuts a step short leaves: tests/recipes/test_bench.py."""
+import contextlib
+import io
 import json
 import os
 import re
@@ -14,6 +16,7 @@ import torch
 from conftest import REPO
 
 from fairseq_syntax.methods import METHODS
+from fairseq_syntax.methods.__main__ import main as methods
 
 sys.path.insert(0, os.path.join(REPO, "bench"))
 import run
@@ -195,7 +198,10 @@ def test_step4_grid_is_the_study_systems_in_their_order_over_three_seeds(tmp_pat
            "JOBS": "4", "WORK": str(tmp_path / "work")}
     result = sh(["bash", WINDOW, "4", str(tmp_path / "out"), "--device", "cpu"], timeout=300, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
-    study = sh([sys.executable, "-m", "fairseq_syntax.methods", "systems", "--study"], cwd=REPO).stdout.split()
+    listing = io.StringIO()
+    with contextlib.redirect_stdout(listing):  # python3 -m fairseq_syntax.methods systems --study, in this process
+        methods(["systems", "--study"])
+    study = listing.getvalue().split()
     first, second = study[:2]  # all three seeds of a system before the next
     assert (f"{len(study) * 3} runs pending; starting 4 at once: 1:{first} 2:{first} 3:{first} 1:{second}"
             in result.stdout)
