@@ -86,10 +86,10 @@ def accumulation_structure(
       ``leaf_coefficients`` (``inverse_branch_size`` at node row i, leaf column j), ``leaf_under_node`` (1 at leaf
       row j, node column t when t is over j), ``node_over_node_positions`` (1 at node row i, node column t when i is
       over t or is t) and ``kept_rows`` (1 on the diagonal at the leaves and the padding); with embeddings,
-      ``position_embedding_source`` ``B x 2K`` and ``position_embedding_bins`` ``B x 2K``: the triples above with
-      the rows' node and leaf positions, each twice (``p_i * T + p_j``), and their bins in a ``2 x T x |E|``
-      histogram (``p_i * |E| + vertical index - 1`` and ``T |E| + p_i * |E| + horizontal index - 1``, the dropped
-      one ``2 T |E|``);
+      ``position_embedding_source`` ``B x K`` and ``position_embedding_bins`` ``B x 2 x K``: the triples above
+      with the rows' node and leaf positions (``p_i * T + p_j``) and their bins in the vertical and in the
+      horizontal table's ``T x |E|`` histogram (``p_i * |E| + index - 1``); a candidate that is no triple reads
+      entry ``(0, 0)``, always 0, into bin 0;
     * with ``subtree_mask`` not None, ``attention_mask`` bool, True where a query may attend to a key: ``B x 1 x T x T``
       under the subtree rule of eq. 11 when True, ``B x 1 x 1 x T`` (every non-padding key) when False. A padding
       query attends to itself, so no row of the softmax is empty. ``attention_bias``: the same as a float32
@@ -202,18 +202,17 @@ def _position_blocks(
     }
     if embedding_size > 0:
         leaves, nodes = out["leaf_pos"].size(1), out["node_pos"].size(1)
-        source, bins = out["embedding_source"], out["embedding_bins"]
+        source, bins = out["embedding_source"], out["embedding_bins"]  # B x K, B x 2K (vertical, horizontal)
+        candidates = source.size(1)
+        none = bins[:, :candidates] == nodes * 2 * embedding_size  # candidate triples that are none
         node, leaf = source.div(leaves, rounding_mode="floor"), source.remainder(leaves)
         source = out["node_pos"].gather(1, node) * length + out["leaf_pos"].gather(1, leaf)
-        blocks["position_embedding_source"] = torch.cat([source, source], dim=1)  # one entry per bin of bins
-        # the histogram of a row is 2 x T x |E|: vertical bins, then horizontal ones (each T x |E|), so that a view
-        # of it gives each table its T x |E| block; the dropped bin is the last, 2 T |E|
-        width = 2 * embedding_size
-        row = out["node_pos"].gather(1, bins.div(width, rounding_mode="floor").clamp(max=max(nodes - 1, 0)))
-        within = bins.remainder(width)  # index - 1 of the vertical table, or |E| + index - 1 of the horizontal one
-        horizontal = (within >= embedding_size).long()
-        binned = horizontal * (length * embedding_size) + row * embedding_size + within - horizontal * embedding_size
-        blocks["position_embedding_bins"] = torch.where(bins == nodes * width, length * width, binned)
+        # a triple that is none reads entry (0, 0) of c, which is 0 (no position is both a node and a leaf), and
+        # adds it to bin 0: nothing to drop, so the histogram is a plain view for the tables' products
+        blocks["position_embedding_source"] = source.masked_fill(none, 0)
+        row = out["node_pos"].gather(1, bins.div(2 * embedding_size, rounding_mode="floor").clamp(max=nodes - 1))
+        binned = row * embedding_size + bins.remainder(embedding_size)  # p_i * |E| + index - 1, in either table
+        blocks["position_embedding_bins"] = binned.masked_fill(none.repeat(1, 2), 0).view(batch, 2, candidates)
     return blocks
 
 
@@ -321,16 +320,16 @@ def position_accumulation(
 
 def _position_embedding_term(c: Tensor, structure: Structure, embeddings: HierarchicalEmbeddings) -> Tensor:
     """:class:`HierarchicalEmbeddings` of the position coefficients ``c`` ``B x T x T`` (zero outside the node rows):
-    ``B T x d``, the histogram summed in float32 as there. Its bins are laid out vertical table first
-    (``position_embedding_bins``), so each table multiplies one block of it: two products, no per-row selection."""
+    ``B T x d``, the histogram summed in float32 as there. The histogram is ``2 x B T x |E|``, a block per table
+    (``position_embedding_bins``), so each table multiplies one contiguous block: no selection, copy or cut per
+    row, forward or backward; both blocks read the same coefficients (an expanded view)."""
     batch, length, _ = c.shape
     size = embeddings.size
     summed = torch.promote_types(c.dtype, torch.float32)
     values = as_dtype(c, summed).reshape(batch, length * length).gather(1, structure["position_embedding_source"])
-    histogram = values.new_zeros(batch, 2 * length * size + 1)
-    histogram = histogram.scatter_add(1, structure["position_embedding_bins"], values)[:, :-1]  # the last: dropped
-    histogram = as_dtype(histogram, c.dtype).view(batch, 2, length * size)
-    histogram = histogram.transpose(0, 1).reshape(2, batch * length, size)  # vertical block, horizontal block
+    bins = structure["position_embedding_bins"].transpose(0, 1)  # 2 x B x K
+    histogram = values.new_zeros(2, batch, length * size).scatter_add(2, bins, values.expand(2, -1, -1))
+    histogram = as_dtype(histogram, c.dtype).view(2, batch * length, size)
     return torch.cat([histogram[0] @ embeddings.vertical, histogram[1] @ embeddings.horizontal], dim=-1)
 
 
