@@ -25,7 +25,7 @@ setup(
     extras_require={
         "parsers": ["benepar==0.2.0", "supar==1.1.4"],
         "plot": ["matplotlib"],
-        "test": ["pytest"],
+        "test": ["pytest", "pytest-xdist"],
     },
     entry_points={
         "console_scripts": [
