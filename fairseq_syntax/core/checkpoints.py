@@ -173,11 +173,28 @@ def _resume_from_a_whole_checkpoint(load_checkpoint):
                 logger.warning(f"{last} is cut short ({reason}): a run killed while writing it leaves it so; "
                                f"resuming from {whole}, the newest whole checkpoint beside it")
                 cfg = _with_restore_file(cfg, whole[: len(whole) - len(f"{suffix}.pt")] + ".pt")
-        loaded = load_checkpoint(cfg, trainer, **passthrough_args)
+        try:
+            loaded = load_checkpoint(cfg, trainer, **passthrough_args)
+        except ValueError as error:
+            if "parameter group that doesn't match the size" not in str(error):
+                raise
+            raise SystemExit(_optimizer_mismatch_message(cfg, trainer)) from None
         _stop_if_trained_to_max_update(trainer)
         return loaded
 
     return resume
+
+
+def _optimizer_mismatch_message(cfg, trainer) -> str:
+    """torch's optimizer refuses a saved state whose parameters are not the model's (a checkpoint written before a
+    model's parameters changed, such as the Tree Transformer's two link projections merged into one): the weights
+    load (the model upgrades them), the optimizer's moments cannot be matched to the new parameters."""
+    restore = cfg.restore_file
+    if restore == "checkpoint_last.pt":
+        restore = os.path.join(cfg.save_dir, f"checkpoint_last{trainer.checkpoint_suffix}.pt")
+    return (f"error: {restore}: its optimizer state is for other parameters than this model's (a checkpoint written "
+            "before the model's parameters changed): its weights load, but training cannot go on with its "
+            "optimizer state; add --reset-optimizer to go on from its weights with a fresh optimizer")
 
 
 def _stop_if_trained_to_max_update(trainer) -> None:
