@@ -231,7 +231,10 @@ def test_structures_are_integers_and_the_accumulation_coefficients_float32():
     assert all(value.dtype in (torch.long, torch.bool) for value in st.leaf_node_split(parents).values())
     structure = accumulation_structure(parents, embedding_size=8, subtree_mask=True)
     floats = {name for name, value in structure.items() if value.is_floating_point()}
-    assert floats == {"node_over_leaf", "node_over_node", "inverse_branch_size"}
+    # the coefficients of eqs. 11-12 (per node, and laid out on the T positions since issue 48's reductions) and the
+    # subtree mask as an additive bias: float32, cast to the activations' dtype where they are used
+    assert floats == {"node_over_leaf", "node_over_node", "inverse_branch_size", "leaf_coefficients",
+                      "leaf_under_node", "node_over_node_positions", "kept_rows", "attention_bias"}
     assert all(structure[name].dtype == torch.float32 for name in floats)
     # the chain: node i (depth i) has the 3 leaves at depth 150 below it, |P(i, j)| = 150 - i nodes on each branch,
     # so 1 / (|L(i)| (|P(i, j)| + 1)) = 1 / (3 (151 - i)), in float32
