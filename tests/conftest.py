@@ -378,3 +378,18 @@ def check_half_precision(case, dtype, device="cpu"):
     assert errors["loss"] <= loss_tolerance, f"{dtype}: loss {errors}"
     assert errors["gradients"] <= gradient_tolerance, f"{dtype}: gradients {errors}"
     return errors
+
+
+class WordTask:
+    """What a model's build_model asks of a task: a dictionary of eight words and <mask>, as source and target."""
+
+    def __init__(self):
+        from fairseq.data import Dictionary
+
+        self.source_dictionary = self.target_dictionary = Dictionary()
+        for word in "the cat sat on a mat dog ran".split():
+            self.source_dictionary.add_symbol(word)
+        self.source_dictionary.add_symbol("<mask>")
+
+    def max_positions(self):
+        return 64

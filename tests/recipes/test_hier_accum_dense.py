@@ -29,10 +29,6 @@ from hier_accum_dense import dense  # noqa: E402  (registers transformer_hier_ac
 torch.set_num_threads(1)
 
 
-
-
-
-
 @pytest.mark.parametrize("average", ["paper", "official"])
 @pytest.mark.parametrize("embedding_size", [0, 3])
 @pytest.mark.parametrize("left_pad", [False, True])

@@ -4,7 +4,6 @@ import math
 
 import pytest
 import torch
-from fairseq.data import Dictionary
 
 import fairseq_syntax.methods.tree_transformer.model as tree_transformer
 from fairseq_syntax.core.model import tiny_architecture
@@ -15,6 +14,7 @@ from fairseq_syntax.methods.tree_transformer.attention import (
     hierarchical_links,
     neighbour_link_probabilities,
 )
+from conftest import WordTask
 
 torch.set_num_threads(1)
 
@@ -120,27 +120,11 @@ def test_hierarchical_constraint_by_hand():
         pytest.approx([0.75, 0.4, 1.0])
 
 
-def _tiny_dictionary() -> Dictionary:
-    dictionary = Dictionary()
-    for word in "the cat sat on a mat dog ran".split():
-        dictionary.add_symbol(word)
-    dictionary.add_symbol("<mask>")
-    return dictionary
-
-
-class _Task:
-    def __init__(self):
-        self.source_dictionary = self.target_dictionary = _tiny_dictionary()
-
-    def max_positions(self):
-        return 64
-
-
 def _tiny_lm(layers: int = 4) -> torch.nn.Module:
     args = argparse.Namespace(encoder_layers=layers)
     tree_transformer.tree_transformer_lm_tiny_architecture(args)
     torch.manual_seed(1)
-    return tree_transformer.TreeTransformerLMModel.build_model(args, _Task()).eval()
+    return tree_transformer.TreeTransformerLMModel.build_model(args, WordTask()).eval()
 
 
 def test_links_grow_from_layer_to_layer_and_are_zero_at_padding():
@@ -200,10 +184,10 @@ def test_lm_and_translation_models_run_and_share_the_encoder():
     assert lm(tokens)[0].shape == (2, 5, len(lm.encoder.dictionary))
     args = argparse.Namespace()
     tiny_architecture(args)
-    translation = tree_transformer.ConstituentTransformerModel.build_model(args, _Task())
+    translation = tree_transformer.ConstituentTransformerModel.build_model(args, WordTask())
     assert tree_transformer.tree_encoder(translation) is translation.encoder
     out, _ = translation(tokens, torch.tensor([5, 4]), tokens)
-    assert out.shape == (2, 5, len(_tiny_dictionary()))
+    assert out.shape == (2, 5, len(WordTask().target_dictionary))
     assert len(translation.encoder(tokens)["link_probabilities"]) == args.encoder_layers
 
 
@@ -214,10 +198,10 @@ def test_constituent_diagonal_option_reaches_every_layer_of_both_models():
     assert parser.parse_args([]).constituent_diagonal == "one"
     args = argparse.Namespace(constituent_diagonal="zero")
     tree_transformer.tree_transformer_lm_tiny_architecture(args)
-    lm = tree_transformer.TreeTransformerLMModel.build_model(args, _Task())
+    lm = tree_transformer.TreeTransformerLMModel.build_model(args, WordTask())
     args = argparse.Namespace(constituent_diagonal="zero")
     tiny_architecture(args)
-    translation = tree_transformer.ConstituentTransformerModel.build_model(args, _Task())
+    translation = tree_transformer.ConstituentTransformerModel.build_model(args, WordTask())
     for model in (lm, translation, _tiny_lm(layers=2)):
         diagonals = {m.diagonal for m in model.modules() if isinstance(m, ConstituentAttention)}
         assert diagonals == ({1.0} if model is not lm and model is not translation else {0.0})

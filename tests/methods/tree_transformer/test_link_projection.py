@@ -12,7 +12,6 @@ import argparse
 
 import pytest
 import torch
-from fairseq.data import Dictionary
 from torch import nn
 
 import fairseq_syntax.methods.tree_transformer.model as tree_transformer
@@ -24,6 +23,7 @@ from fairseq_syntax.methods.tree_transformer.attention import (
     link_masks,
     neighbour_link_probabilities,
 )
+from conftest import WordTask
 
 torch.set_num_threads(1)
 
@@ -114,34 +114,18 @@ def test_link_query_and_key_are_the_halves_of_the_merged_projection():
 # ------------------------------------------------------------------------------------------ old checkpoints
 
 
-def _dictionary() -> Dictionary:
-    dictionary = Dictionary()
-    for word in "the cat sat on a mat dog ran".split():
-        dictionary.add_symbol(word)
-    dictionary.add_symbol("<mask>")
-    return dictionary
-
-
-class _Task:
-    def __init__(self):
-        self.source_dictionary = self.target_dictionary = _dictionary()
-
-    def max_positions(self):
-        return 64
-
-
 def _translation(seed: int) -> torch.nn.Module:
     args = argparse.Namespace()
     tiny_architecture(args)
     torch.manual_seed(seed)
-    return tree_transformer.ConstituentTransformerModel.build_model(args, _Task()).eval()
+    return tree_transformer.ConstituentTransformerModel.build_model(args, WordTask()).eval()
 
 
 def _lm(seed: int) -> torch.nn.Module:
     args = argparse.Namespace(encoder_layers=3)
     tree_transformer.tree_transformer_lm_tiny_architecture(args)
     torch.manual_seed(seed)
-    return tree_transformer.TreeTransformerLMModel.build_model(args, _Task()).eval()
+    return tree_transformer.TreeTransformerLMModel.build_model(args, WordTask()).eval()
 
 
 def old_state_dict(state_dict: dict) -> dict:
