@@ -47,7 +47,7 @@ def test_dense_accumulation_equals_the_factored_one(average, embedding_size, lef
                 dense.dense_node_accumulation(values, weights, structure, embeddings),
                 factored_node_accumulation(values, weights, structure, embeddings), rtol=1e-6, atol=1e-6)
         upstream = torch.randn_like(fast)
-        inputs = [values, weights] + ([embeddings.vertical, embeddings.horizontal] if embeddings else [])
+        inputs = [values, weights] + ([embeddings.tables] if embeddings else [])
         fast_grads = torch.autograd.grad((fast * upstream).sum(), inputs, materialize_grads=True)
         naive_grads = torch.autograd.grad((naive * upstream).sum(), inputs, materialize_grads=True)
         for naive_grad, fast_grad in zip(naive_grads, fast_grads):

@@ -54,6 +54,7 @@ from torch import Tensor, nn
 
 from fairseq_syntax.core import structure as st
 from fairseq_syntax.core.attention import Structure
+from fairseq_syntax.core.fused_linear import merge_checkpoint_entries
 
 AVERAGES = ("paper", "official")
 #: (values B x H x T x d, leaf weights B x T, structure, embeddings) -> node values B x H x m x d
@@ -223,17 +224,37 @@ def reorder_structure(structure: Structure, new_order: Tensor) -> Structure:
 
 
 class HierarchicalEmbeddings(nn.Module):
-    """Vertical and horizontal embedding tables ``E^v, E^h`` (``|E| x d/2`` each, paper eq. 9), shared by heads."""
+    """Vertical and horizontal embedding tables ``E^v, E^h`` (``|E| x d/2`` each, paper eq. 9), shared by heads.
+
+    Both are one parameter, ``tables`` ``2 x |E| x d/2`` (vertical first), so the position path multiplies them in
+    one batched product and the optimizer updates one tensor instead of two; :attr:`vertical` and :attr:`horizontal`
+    are its views. Checkpoints written with the two parameters load through :meth:`upgrade_state_dict_named`.
+    """
 
     def __init__(self, size: int, dim: int):
         super().__init__()
         if size < 1 or dim % 2 != 0:
             raise ValueError(f"hierarchical embeddings need size >= 1 and an even dimension, got {size}, {dim}")
         self.size = size
-        self.vertical = nn.Parameter(torch.empty(size, dim // 2))
-        self.horizontal = nn.Parameter(torch.empty(size, dim // 2))
-        nn.init.normal_(self.vertical, std=dim**-0.5)
-        nn.init.normal_(self.horizontal, std=dim**-0.5)
+        self.tables = nn.Parameter(torch.empty(2, size, dim // 2))
+        nn.init.normal_(self.tables[0], std=dim**-0.5)  # table by table, as the two parameters were drawn
+        nn.init.normal_(self.tables[1], std=dim**-0.5)
+
+    @property
+    def vertical(self) -> Tensor:
+        """``E^v`` ``|E| x d/2``: row ``k - 1`` embeds a branch of ``k`` nodes from t down to the leaf."""
+        return self.tables[0]
+
+    @property
+    def horizontal(self) -> Tensor:
+        """``E^h`` ``|E| x d/2``: row ``k - 1`` embeds the ``k``-th leaf of a subtree, from its left."""
+        return self.tables[1]
+
+    def upgrade_state_dict_named(self, state_dict: Dict[str, Tensor], name: str) -> None:
+        """Checkpoints written before the tables were one parameter hold ``vertical`` and ``horizontal``."""
+        prefix = name + "." if name else ""
+        merge_checkpoint_entries(state_dict, [f"{prefix}vertical", f"{prefix}horizontal"], f"{prefix}tables",
+                                 combine=torch.stack)
 
     def forward(self, coefficients: Tensor, structure: Structure) -> Tensor:
         """``sum_{t,j} c_ij D_it A_tj E_tj`` for every node i: ``B x m x n`` coefficients -> ``B x m x dim``."""
@@ -321,8 +342,9 @@ def position_accumulation(
 def _position_embedding_term(c: Tensor, structure: Structure, embeddings: HierarchicalEmbeddings) -> Tensor:
     """:class:`HierarchicalEmbeddings` of the position coefficients ``c`` ``B x T x T`` (zero outside the node rows):
     ``B T x d``, the histogram summed in float32 as there. The histogram is ``2 x B T x |E|``, a block per table
-    (``position_embedding_bins``), so each table multiplies one contiguous block: no selection, copy or cut per
-    row, forward or backward; both blocks read the same coefficients (an expanded view)."""
+    (``position_embedding_bins``), so the two tables (``embeddings.tables`` ``2 x |E| x d/2``) multiply their blocks
+    in one batched product: no selection, copy or cut per row, forward or backward; both blocks read the same
+    coefficients (an expanded view)."""
     batch, length, _ = c.shape
     size = embeddings.size
     summed = torch.promote_types(c.dtype, torch.float32)
@@ -330,7 +352,8 @@ def _position_embedding_term(c: Tensor, structure: Structure, embeddings: Hierar
     bins = structure["position_embedding_bins"].transpose(0, 1)  # 2 x B x K
     histogram = values.new_zeros(2, batch, length * size).scatter_add(2, bins, values.expand(2, -1, -1))
     histogram = as_dtype(histogram, c.dtype).view(2, batch * length, size)
-    return torch.cat([histogram[0] @ embeddings.vertical, histogram[1] @ embeddings.horizontal], dim=-1)
+    # [histogram_v E^v | histogram_h E^h]: both tables in one product, 2 x BT x d/2, then side by side per row
+    return torch.bmm(histogram, embeddings.tables).transpose(0, 1).reshape(batch * length, -1)
 
 
 def as_dtype(tensor: Tensor, dtype: torch.dtype) -> Tensor:

@@ -36,6 +36,7 @@ from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor, nn
 
 from fairseq_syntax.core.attention import Structure, StructuredSelfAttention
+from fairseq_syntax.core.fused_linear import LinearPart, fused_linear, linear_part, merge_checkpoint_entries
 from fairseq_syntax.methods.hier_accum.accumulation import (
     HierarchicalEmbeddings,
     as_dtype,
@@ -51,6 +52,14 @@ class SourceTree(NamedTuple):
 
     padding_mask: Tensor
     structure: Structure
+
+
+def merge_projections(state_dict: Dict[str, Tensor], name: str, old: Tuple[str, ...], new: str) -> None:
+    """An old checkpoint's separate projections ``old`` of module ``name`` as the fused ``new`` (weights and
+    biases, rows in order), for the modules' ``upgrade_state_dict_named``."""
+    prefix = name + "." if name else ""
+    for suffix in ("weight", "bias"):
+        merge_checkpoint_entries(state_dict, [f"{prefix}{part}.{suffix}" for part in old], f"{prefix}{new}.{suffix}")
 
 
 def attend(
@@ -90,8 +99,36 @@ class HierarchicalSelfAttention(StructuredSelfAttention):
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float, embedding_size: int):
         super().__init__(embed_dim, num_heads, dropout=dropout)
+        # W_Q, W_K, W_V as one C -> 3C map holding the base's three as it initialised them (fused_linear). Until
+        # then the names reach the base's modules: a property whose getter raises AttributeError (no in_proj yet)
+        # hands the lookup to nn.Module.__getattr__.
+        self.in_proj = fused_linear(*(self._modules.pop(name) for name in ("q_proj", "k_proj", "v_proj")))
         self.leaf_weight = nn.Linear(embed_dim, 1, bias=False)  # u_s
         self.embeddings = HierarchicalEmbeddings(embedding_size, self.head_dim) if embedding_size else None
+
+    @property
+    def q_proj(self) -> LinearPart:
+        """``W_Q``: the first third of :attr:`in_proj` (views of its parameters)."""
+        return linear_part(self.in_proj, 0, 3)
+
+    @property
+    def k_proj(self) -> LinearPart:
+        """``W_K``: the second third of :attr:`in_proj`."""
+        return linear_part(self.in_proj, 1, 3)
+
+    @property
+    def v_proj(self) -> LinearPart:
+        """``W_V``: the last third of :attr:`in_proj`."""
+        return linear_part(self.in_proj, 2, 3)
+
+    def upgrade_state_dict_named(self, state_dict: Dict[str, Tensor], name: str) -> None:
+        """Checkpoints written before issue 48 hold ``q_proj``, ``k_proj`` and ``v_proj`` (fairseq's names)."""
+        merge_projections(state_dict, name, ("q_proj", "k_proj", "v_proj"), "in_proj")
+
+    def project(self, x: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        """Queries, keys and values ``B x H x T x d`` of ``x`` ``T x B x C``: one product, then views."""
+        length, batch, _ = x.shape
+        return self.in_proj(x).view(length, batch, 3, self.num_heads, self.head_dim).permute(2, 1, 3, 0, 4).unbind(0)
 
     def forward(
         self,
@@ -104,7 +141,7 @@ class HierarchicalSelfAttention(StructuredSelfAttention):
         if structure is None or "attention_mask" not in structure:
             raise ValueError("HierarchicalSelfAttention needs accumulation_structure(..., subtree_mask=True/False)")
         length, batch, _ = x.shape
-        q, k, v = (self._split_heads(proj(x)) for proj in (self.q_proj, self.k_proj, self.v_proj))
+        q, k, v = self.project(x)
         leaf_weights = self.leaf_weight(x).squeeze(-1).t()
         v = hierarchical_accumulation(v, leaf_weights, structure, self.embeddings, self.node_accumulation)
         dropout_p = self.dropout if self.training else 0.0
@@ -122,13 +159,30 @@ class HierarchicalCrossAttention(StructuredSelfAttention):
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float, embedding_size: int):
         super().__init__(embed_dim, num_heads, dropout=dropout)
+        # W_K and W_V read the same source: one C -> 2C map, initialised as the base's two (fused_linear)
+        self.kv_proj = fused_linear(*(self._modules.pop(name) for name in ("k_proj", "v_proj")))
         self.leaf_weight = nn.Linear(embed_dim, 1, bias=False)  # u_c
         self.embeddings = HierarchicalEmbeddings(embedding_size, self.head_dim) if embedding_size else None
 
+    @property
+    def k_proj(self) -> LinearPart:
+        """``W_K``: the first half of :attr:`kv_proj` (views of its parameters)."""
+        return linear_part(self.kv_proj, 0, 2)
+
+    @property
+    def v_proj(self) -> LinearPart:
+        """``W_V``: the second half of :attr:`kv_proj`."""
+        return linear_part(self.kv_proj, 1, 2)
+
+    def upgrade_state_dict_named(self, state_dict: Dict[str, Tensor], name: str) -> None:
+        """Checkpoints written before issue 48 hold ``k_proj`` and ``v_proj`` (fairseq's names)."""
+        merge_projections(state_dict, name, ("k_proj", "v_proj"), "kv_proj")
+
     def source_keys_values(self, source: Tensor, structure: Structure) -> Tuple[Tensor, Tensor]:
         """Keys ``L W_K; N W_K`` and values ``L W_V; N'`` (eq. 23) of the source ``S x B x C``: ``B x H x S x d``."""
-        keys = self._split_heads(self.k_proj(source))
-        values = self._split_heads(self.v_proj(source))
+        length, batch, _ = source.shape
+        projected = self.kv_proj(source).view(length, batch, 2, self.num_heads, self.head_dim)
+        keys, values = projected.permute(2, 1, 3, 0, 4).unbind(0)
         leaf_weights = self.leaf_weight(source).squeeze(-1).t()
         return keys, hierarchical_accumulation(values, leaf_weights, structure, self.embeddings, self.node_accumulation)
 

@@ -37,6 +37,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from fairseq_syntax.core.attention import Structure, StructuredSelfAttention
+from fairseq_syntax.core.fused_linear import LinearPart, linear_part, merge_checkpoint_entries
 
 #: Floor under a link probability before its log: keeps ``log a`` and its gradient ``1 / a`` finite in float32
 #: (the authors add 1e-9 instead); a prior of 1e-9 is no attention at all.
@@ -127,17 +128,6 @@ def constituent_prior(links: Tensor, token_mask: Optional[Tensor] = None, diagon
     return prior
 
 
-class LinkHalf(NamedTuple):
-    """One half of :class:`ConstituentAttention`'s link projection as a linear map: ``weight`` ``C x C`` and
-    ``bias`` ``C`` (or None) are views of ``link_proj``'s parameters (for reading them, or a test setting them)."""
-
-    weight: Tensor
-    bias: Optional[Tensor]
-
-    def __call__(self, x: Tensor) -> Tensor:
-        return F.linear(x, self.weight, self.bias)
-
-
 class ConstituentAttention(StructuredSelfAttention):
     """Self-attention constrained by a constituent prior (Tree Transformer, eq. 2), one per encoder layer.
 
@@ -158,19 +148,14 @@ class ConstituentAttention(StructuredSelfAttention):
         self.link_scale = embed_dim / 2  # the paper's d = d_model / 2 (256 at d_model 512, as in the authors' code)
 
     @property
-    def link_query(self) -> "LinkHalf":
+    def link_query(self) -> LinearPart:
         """The link-query map of eq. 5, the first half of :attr:`link_proj` (views of its parameters)."""
-        return self._link_half(0)
+        return linear_part(self.link_proj, 0, 2)
 
     @property
-    def link_key(self) -> "LinkHalf":
+    def link_key(self) -> LinearPart:
         """The link-key map of eq. 5, the second half of :attr:`link_proj` (views of its parameters)."""
-        return self._link_half(1)
-
-    def _link_half(self, index: int) -> "LinkHalf":
-        rows = slice(index * self.embed_dim, (index + 1) * self.embed_dim)
-        bias = self.link_proj.bias
-        return LinkHalf(self.link_proj.weight[rows], None if bias is None else bias[rows])
+        return linear_part(self.link_proj, 1, 2)
 
     def upgrade_state_dict_named(self, state_dict: Dict[str, Tensor], name: str) -> None:
         """Checkpoints written before the merge hold ``link_query.*`` and ``link_key.*`` (two ``C x C`` layers):
@@ -179,9 +164,8 @@ class ConstituentAttention(StructuredSelfAttention):
         old ``in_proj_weight``)."""
         prefix = name + "." if name else ""
         for suffix in ("weight", "bias"):
-            query, key = f"{prefix}link_query.{suffix}", f"{prefix}link_key.{suffix}"
-            if query in state_dict and key in state_dict:
-                state_dict[f"{prefix}link_proj.{suffix}"] = torch.cat([state_dict.pop(query), state_dict.pop(key)])
+            merge_checkpoint_entries(state_dict, [f"{prefix}link_query.{suffix}", f"{prefix}link_key.{suffix}"],
+                                     f"{prefix}link_proj.{suffix}")
 
     def links_and_prior(
         self, x: Tensor, key_padding_mask: Optional[Tensor], previous: Optional[Tensor],

@@ -104,7 +104,7 @@ def test_accumulation_matches_the_papers_equations(average, embedding_size, left
         # the structure is float32, hence the tolerance
         torch.testing.assert_close(accumulated, reference, rtol=1e-6, atol=1e-6)
         upstream = torch.randn_like(accumulated)
-        inputs = [values, weights] + ([embeddings.vertical, embeddings.horizontal] if embeddings else [])
+        inputs = [values, weights] + ([embeddings.tables] if embeddings else [])
         # a batch of one-word trees has no node, so no leaf weight is used: its gradient is zero in both
         grads = torch.autograd.grad((accumulated * upstream).sum(), inputs, materialize_grads=True)
         reference_grads = torch.autograd.grad((reference * upstream).sum(), inputs, materialize_grads=True)
@@ -436,8 +436,8 @@ def test_ablation_switches(data_dir):
     _, full, _, _ = build(data_dir)
     _, plain, sample, _ = build(data_dir, "--no-hier-embed", "--no-subtree-mask")
     names = {name for name, _ in full.named_parameters()} - {name for name, _ in plain.named_parameters()}
-    # one vertical and one horizontal table per encoder layer and per decoder cross-attention (2 + 2 layers)
-    assert len(names) == 8 and all(name.endswith(("vertical", "horizontal")) for name in names)
+    # the vertical and horizontal tables (one parameter) of each encoder layer and decoder cross-attention (2 + 2)
+    assert len(names) == 4 and all(name.endswith("embeddings.tables") for name in names)
     parents = sample["net_input"]["src_parents"]
     structure = plain.encoder.build_structure(sample["net_input"]["src_tokens"], {"src_parents": parents})
     assert "embedding_bins" not in structure and structure["attention_mask"].shape[2] == 1

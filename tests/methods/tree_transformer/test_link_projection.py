@@ -23,7 +23,7 @@ from fairseq_syntax.methods.tree_transformer.attention import (
     link_masks,
     neighbour_link_probabilities,
 )
-from conftest import WordTask
+from conftest import WordTask, assert_upgrade_keeps_a_new_state_dict, load_old_state_dict
 
 torch.set_num_threads(1)
 
@@ -153,11 +153,7 @@ def test_old_state_dict_loads_through_the_models_upgrade_and_gives_the_same_outp
     assert layers >= 2 and sum(".link_query." in name for name in old) == 2 * layers  # weight and bias each
     assert not any(".link_proj." in name for name in old)
     loaded = build(seed=1)  # other weights, so only the loading can make the outputs equal
-    with pytest.raises(RuntimeError, match="link_proj"):  # without the upgrade the old names do not load
-        torch.nn.Module.load_state_dict(loaded, old_state_dict(trained.state_dict()))
-    loaded.load_state_dict(old)  # fairseq's BaseFairseqModel.load_state_dict: upgrade_state_dict, then load
-    for name, value in trained.state_dict().items():
-        assert torch.equal(loaded.state_dict()[name], value), name
+    load_old_state_dict(trained, loaded, old, "link_proj")
     links = tree_transformer.tree_encoder(loaded).link_probabilities(TOKENS)
     assert torch.equal(links, tree_transformer.tree_encoder(trained).link_probabilities(TOKENS))
     if build is _translation:
@@ -168,8 +164,4 @@ def test_old_state_dict_loads_through_the_models_upgrade_and_gives_the_same_outp
 
 
 def test_upgrade_leaves_a_new_state_dict_as_it_is():
-    model = _translation(seed=0)
-    state = model.state_dict()
-    upgraded = dict(state)
-    model.upgrade_state_dict(upgraded)
-    assert upgraded.keys() == state.keys() and all(upgraded[k] is state[k] for k in state)
+    assert_upgrade_keeps_a_new_state_dict(_translation(seed=0))
