@@ -1,0 +1,59 @@
+"""The repository stays lean: its tracked files are code, run records, generated tables and figures, at most 3 MB,
+plus data artifacts that save hours, at most 12 MB.
+
+A data artifact is a file named in a ``SHA256SUMS`` beside it (compressed and checksummed): the Multi30k parses
+(``examples/multi30k/parses``, hours of parsing) and the packed logs and decodes of trained runs
+(``examples/*/packed.tar.xz``, ``examples/*/runs/`` and ``logs/``: the Multi30k study's alone are about 70 CPU
+thread-hours). Everything else (the package, tests, bench, recipes, docs, the records over seeds, RESULTS tables
+and figures) counts against the 3 MB. Sizes are those of the files git tracks, as a clone has them.
+"""
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO as REPO_PATH
+
+CODE_RECORDS_TABLES_BYTES = 3 * 1024 * 1024
+DATA_ARTIFACT_BYTES = 12 * 1024 * 1024
+REPO = Path(REPO_PATH)
+
+
+def tracked_files(root: Path) -> list:
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout: the tracked files are git's to list")
+    return [root / name for name in listed.decode("utf-8").split("\0") if name]
+
+
+def data_artifacts(files: list) -> set:
+    """The files named in a tracked ``SHA256SUMS`` (``sha256sum`` lines: digest, two spaces, name) in their folder."""
+    named = set()
+    for sums in (f for f in files if f.name == "SHA256SUMS"):
+        for line in sums.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                named.add(sums.parent / line.split(maxsplit=1)[1].lstrip("*"))
+    return named
+
+
+def test_data_artifacts_are_read_from_each_folders_sha256sums(tmp_path):
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "SHA256SUMS").write_text("ab" * 32 + "  packed.tar.xz\n" + "cd" * 32 + " *b.xz\n\n")
+    files = [tmp_path / "runs" / "SHA256SUMS", tmp_path / "runs" / "packed.tar.xz", tmp_path / "README.md"]
+    assert data_artifacts(files) == {tmp_path / "runs" / "packed.tar.xz", tmp_path / "runs" / "b.xz"}
+
+
+def test_code_records_and_tables_stay_under_3_mb_and_data_artifacts_under_12_mb():
+    files = [f for f in tracked_files(REPO) if f.is_file()]  # a file deleted but not yet committed is no size
+    artifacts = data_artifacts(files)
+    assert {f.relative_to(REPO).as_posix() for f in artifacts} >= {
+        "examples/multi30k/parses/train.tree.xz", "examples/multi30k/runs/packed.tar.xz"}
+    artifact_bytes = sum(f.stat().st_size for f in files if f in artifacts)
+    other = sorted(((f.stat().st_size, f.relative_to(REPO).as_posix()) for f in files if f not in artifacts),
+                   reverse=True)
+    other_bytes = sum(size for size, _ in other)
+    largest = ", ".join(f"{name} {size // 1024} KB" for size, name in other[:5])
+    assert other_bytes <= CODE_RECORDS_TABLES_BYTES, \
+        f"code, records and tables take {other_bytes / 2**20:.2f} MB (at most 3): the largest are {largest}"
+    assert artifact_bytes <= DATA_ARTIFACT_BYTES, f"data artifacts take {artifact_bytes / 2**20:.2f} MB (at most 12)"
