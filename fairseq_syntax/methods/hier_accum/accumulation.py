@@ -47,7 +47,8 @@ leaves only.
   for.
 * :func:`reorder_structure`: the structure of a reordered batch (beam search).
 """
-from typing import Callable, Dict, Optional
+from collections.abc import Mapping
+from typing import Callable, Dict, Iterator, Optional
 
 import torch
 from torch import Tensor, nn
@@ -217,10 +218,39 @@ def _position_blocks(
     return blocks
 
 
+class ReorderedStructure(Mapping):
+    """The structure of a reordered batch: row ``r`` of each tensor is row ``order[r]`` of ``base``'s, selected when
+    first read. Beam search reorders the encoder's output at every step, and after the first step the decoder reads
+    only ``padding_bias`` (the cross-attention keeps its accumulated keys and values in the incremental state), so
+    selecting the twenty tensors of the structure at every step cost about twenty operators a step."""
+
+    def __init__(self, base: Structure, order: Tensor):
+        self.base, self.order = base, order
+        self.selected: Structure = {}
+
+    def __getitem__(self, name: str) -> Tensor:
+        if name not in self.selected:
+            self.selected[name] = self.base[name].index_select(0, self.order)
+        return self.selected[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.base  # without selecting it
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.base)
+
+    def __len__(self) -> int:
+        return len(self.base)
+
+
 def reorder_structure(structure: Structure, new_order: Tensor) -> Structure:
     """The structure of the batch whose row ``r`` is row ``new_order[r]`` of ``structure``'s batch (fairseq's
-    ``reorder_encoder_out``: beam expansion and reordering). Every tensor is batch-major."""
-    return {name: tensor.index_select(0, new_order) for name, tensor in structure.items()}
+    ``reorder_encoder_out``: beam expansion and reordering). Every tensor is batch-major. A
+    :class:`ReorderedStructure`: a reordered structure is reordered by composing the orders (one small selection),
+    and a tensor is selected only when read."""
+    if isinstance(structure, ReorderedStructure):
+        return ReorderedStructure(structure.base, structure.order.index_select(0, new_order))
+    return ReorderedStructure(structure, new_order)
 
 
 class HierarchicalEmbeddings(nn.Module):

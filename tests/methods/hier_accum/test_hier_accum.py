@@ -23,6 +23,7 @@ from fairseq_syntax.methods.hier_accum.accumulation import (
     HierarchicalEmbeddings,
     accumulation_structure,
     hierarchical_accumulation,
+    reorder_structure,
 )
 from fairseq_syntax.methods.hier_accum.attention import HierarchicalSelfAttention
 
@@ -441,6 +442,26 @@ def test_ablation_switches(data_dir):
     parents = sample["net_input"]["src_parents"]
     structure = plain.encoder.build_structure(sample["net_input"]["src_tokens"], {"src_parents": parents})
     assert "embedding_bins" not in structure and structure["attention_mask"].shape[2] == 1
+
+
+def test_a_reordered_structure_selects_a_tensor_only_when_read_and_composes_orders():
+    """Beam search reorders the encoder's output at every step; the decoder reads only what it needs (after the first
+    step, the padding bias). Two reorders in a row equal one by the composed order, and select from the original
+    tensors only what is read, once."""
+    rng = random.Random(5)
+    trees = [random_preorder_tree(rng, rng.randint(3, 12)) for _ in range(3)]
+    structure = accumulation_structure(parents_batch(*trees), 4, subtree_mask=True)
+    first, second = torch.tensor([0, 0, 1, 1, 2, 2]), torch.tensor([1, 0, 0, 3, 5, 5])
+    reordered = reorder_structure(reorder_structure(structure, first), second)
+    assert reordered.selected == {} and set(reordered) == set(structure) and "attention_mask" in reordered
+    assert reordered.selected == {}  # iterating and asking for a name select nothing
+    order = first[second]  # row r: row second[r] of the first reordering, row first[second[r]] of the batch
+    bias = reordered["attention_bias"]
+    assert reordered["attention_bias"] is bias  # read twice, selected once
+    assert set(reordered.selected) == {"attention_bias"}
+    assert reordered.base is structure  # the second reorder composed the orders rather than select from the first
+    for name, tensor in structure.items():
+        assert torch.equal(reordered[name], tensor.index_select(0, order)), name
 
 
 def test_incremental_decoding_equals_full_decoding_and_accumulates_once(data_dir):
