@@ -63,3 +63,18 @@ def merge_checkpoint_entries(
     them by ``combine`` of their values (rows stacked, in order) under ``new_key``; otherwise leave it as it is."""
     if all(key in state_dict for key in old_keys):
         state_dict[new_key] = combine([state_dict.pop(key) for key in old_keys])
+
+
+class FusedPart:
+    """A class attribute naming part ``index`` of ``parts`` of the module's fused linear ``fused`` (an attribute
+    name), read as :func:`linear_part`: ``q_proj = FusedPart("in_proj", 0, 3)``. Before ``fused`` exists (while a
+    base class's ``__init__`` still builds the separate maps), reading it raises AttributeError, which hands the
+    lookup to ``nn.Module.__getattr__`` and so to the module's own submodule of that name."""
+
+    def __init__(self, fused: str, index: int, parts: int):
+        self.fused, self.index, self.parts = fused, index, parts
+
+    def __get__(self, module, owner=None):
+        if module is None:
+            return self
+        return linear_part(getattr(module, self.fused), self.index, self.parts)

@@ -36,7 +36,7 @@ from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor, nn
 
 from fairseq_syntax.core.attention import Structure, StructuredSelfAttention
-from fairseq_syntax.core.fused_linear import LinearPart, fused_linear, linear_part, merge_checkpoint_entries
+from fairseq_syntax.core.fused_linear import FusedPart, fused_linear, merge_checkpoint_entries
 from fairseq_syntax.methods.hier_accum.accumulation import (
     HierarchicalEmbeddings,
     as_dtype,
@@ -100,26 +100,14 @@ class HierarchicalSelfAttention(StructuredSelfAttention):
     def __init__(self, embed_dim: int, num_heads: int, dropout: float, embedding_size: int):
         super().__init__(embed_dim, num_heads, dropout=dropout)
         # W_Q, W_K, W_V as one C -> 3C map holding the base's three as it initialised them (fused_linear). Until
-        # then the names reach the base's modules: a property whose getter raises AttributeError (no in_proj yet)
-        # hands the lookup to nn.Module.__getattr__.
+        # then the names reach the base's modules (FusedPart).
         self.in_proj = fused_linear(*(self._modules.pop(name) for name in ("q_proj", "k_proj", "v_proj")))
         self.leaf_weight = nn.Linear(embed_dim, 1, bias=False)  # u_s
         self.embeddings = HierarchicalEmbeddings(embedding_size, self.head_dim) if embedding_size else None
 
-    @property
-    def q_proj(self) -> LinearPart:
-        """``W_Q``: the first third of :attr:`in_proj` (views of its parameters)."""
-        return linear_part(self.in_proj, 0, 3)
-
-    @property
-    def k_proj(self) -> LinearPart:
-        """``W_K``: the second third of :attr:`in_proj`."""
-        return linear_part(self.in_proj, 1, 3)
-
-    @property
-    def v_proj(self) -> LinearPart:
-        """``W_V``: the last third of :attr:`in_proj`."""
-        return linear_part(self.in_proj, 2, 3)
+    q_proj = FusedPart("in_proj", 0, 3)  # W_Q, the first third of in_proj (views of its parameters)
+    k_proj = FusedPart("in_proj", 1, 3)  # W_K
+    v_proj = FusedPart("in_proj", 2, 3)  # W_V
 
     def upgrade_state_dict_named(self, state_dict: Dict[str, Tensor], name: str) -> None:
         """Checkpoints written before issue 48 hold ``q_proj``, ``k_proj`` and ``v_proj`` (fairseq's names)."""
@@ -164,15 +152,8 @@ class HierarchicalCrossAttention(StructuredSelfAttention):
         self.leaf_weight = nn.Linear(embed_dim, 1, bias=False)  # u_c
         self.embeddings = HierarchicalEmbeddings(embedding_size, self.head_dim) if embedding_size else None
 
-    @property
-    def k_proj(self) -> LinearPart:
-        """``W_K``: the first half of :attr:`kv_proj` (views of its parameters)."""
-        return linear_part(self.kv_proj, 0, 2)
-
-    @property
-    def v_proj(self) -> LinearPart:
-        """``W_V``: the second half of :attr:`kv_proj`."""
-        return linear_part(self.kv_proj, 1, 2)
+    k_proj = FusedPart("kv_proj", 0, 2)  # W_K, the first half of kv_proj (views of its parameters)
+    v_proj = FusedPart("kv_proj", 1, 2)  # W_V
 
     def upgrade_state_dict_named(self, state_dict: Dict[str, Tensor], name: str) -> None:
         """Checkpoints written before issue 48 hold ``k_proj`` and ``v_proj`` (fairseq's names)."""

@@ -37,7 +37,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from fairseq_syntax.core.attention import Structure, StructuredSelfAttention
-from fairseq_syntax.core.fused_linear import LinearPart, linear_part, merge_checkpoint_entries
+from fairseq_syntax.core.fused_linear import FusedPart, merge_checkpoint_entries
 
 #: Floor under a link probability before its log: keeps ``log a`` and its gradient ``1 / a`` finite in float32
 #: (the authors add 1e-9 instead); a prior of 1e-9 is no attention at all.
@@ -147,15 +147,8 @@ class ConstituentAttention(StructuredSelfAttention):
         self.link_proj = nn.Linear(embed_dim, 2 * embed_dim, bias=bias)
         self.link_scale = embed_dim / 2  # the paper's d = d_model / 2 (256 at d_model 512, as in the authors' code)
 
-    @property
-    def link_query(self) -> LinearPart:
-        """The link-query map of eq. 5, the first half of :attr:`link_proj` (views of its parameters)."""
-        return linear_part(self.link_proj, 0, 2)
-
-    @property
-    def link_key(self) -> LinearPart:
-        """The link-key map of eq. 5, the second half of :attr:`link_proj` (views of its parameters)."""
-        return linear_part(self.link_proj, 1, 2)
+    link_query = FusedPart("link_proj", 0, 2)  # the link-query map of eq. 5: the first half of link_proj (views)
+    link_key = FusedPart("link_proj", 1, 2)  # the link-key map of eq. 5: the second half
 
     def upgrade_state_dict_named(self, state_dict: Dict[str, Tensor], name: str) -> None:
         """Checkpoints written before the merge hold ``link_query.*`` and ``link_key.*`` (two ``C x C`` layers):
