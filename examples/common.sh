@@ -16,9 +16,9 @@
 # (NAME.seedS: its decode is kept), mean and sd per metric and the paired bootstrap over test sentences and seeds
 # (scoring.seed_bootstrap, $SEED_BOOTSTRAP rounds, default 10000) against each of $BASELINES and against its controls
 # NAME_CONTROL (a control: against its system), each over those of SEEDS that one has finished, as the record
-# RUN_DIR/NAME.seeds.run.json (dataset "$DATASET": fairseq-syntax-results makes one row of it per system): five
-# seeds of one system are tested against the three of another as well as against five. The training command (unless
-# given), device, parsers and decode command are the first seed's, from its run record: the seeds of a study are
+# RUN_DIR/NAME.seeds.run.json (fairseq-syntax-results makes one row of it per system): five seeds of one system are
+# tested against the three of another as well as against five. The training command (unless given), device, parsers,
+# decode command and dataset (else $DATASET) are the first seed's, from its run record: the seeds of a study are
 # trained over several machines, and the first seed's checkpoint folder may be on another.
 # Records and the logs kept beside them hold no path of this machine: $OUT_DIR (the recipe's output folder, exported
 # by the recipe) is written as OUT_DIR, paths in the repository relative to it (and in logs, Python's site-packages
@@ -215,9 +215,9 @@ training_facts() {
   if [ -f "$1/decode_command.txt" ]; then TRAINING_FACTS+=(--decode-command "$(cat "$1/decode_command.txt")"); fi
 }
 
-# recorded_facts RUN_JSON PARSERS_OUT: TRAINING_FACTS as training_facts gives them and RECORDED_COMMAND (the training
-# command), from a kept run record (there or packed) instead of a checkpoint folder; its parsers are written to
-# PARSERS_OUT.
+# recorded_facts RUN_JSON PARSERS_OUT: TRAINING_FACTS as training_facts gives them, RECORDED_COMMAND (the training
+# command) and RECORDED_DATASET, from a kept run record (there or packed) instead of a checkpoint folder; its parsers
+# are written to PARSERS_OUT.
 recorded_facts() {
   local facts=() record
   record=$(python3 "$PACKED_RUNS" cat "$1") || return 1
@@ -227,12 +227,12 @@ record = json.loads(sys.argv[1])
 if record.get("parsers"):
     with open(sys.argv[2], "w", encoding="utf-8") as out:
         json.dump(record["parsers"], out)
-for key in ("command", "device", "decode_command"):
+for key in ("command", "device", "decode_command", "dataset"):
     sys.stdout.write(f"{record.get(key) or ''}\0")
 EOF
   )
-  if [ "${#facts[@]}" -ne 3 ]; then echo "$1: not a readable run record" >&2; return 1; fi
-  RECORDED_COMMAND=${facts[0]} TRAINING_FACTS=()
+  if [ "${#facts[@]}" -ne 4 ]; then echo "$1: not a readable run record" >&2; return 1; fi
+  RECORDED_COMMAND=${facts[0]} RECORDED_DATASET=${facts[3]} TRAINING_FACTS=()
   if [ -n "${facts[1]}" ]; then TRAINING_FACTS+=(--device "${facts[1]}"); fi
   if [ -s "$2" ]; then TRAINING_FACTS+=(--parsers "$2"); fi
   if [ -n "${facts[2]}" ]; then TRAINING_FACTS+=(--decode-command "${facts[2]}"); fi
@@ -288,9 +288,17 @@ score_seeds() {
   done
   # the seeds' runs share data and device: the first seed's facts stand for them
   parsers=$(mktemp)
+  local dataset=${DATASET:-unnamed}
   if have_kept "$first"; then
     recorded_facts "$first" "$parsers" || { rm -f "$parsers"; return 1; }
     train_command=${train_command:-$RECORDED_COMMAND}
+    # the dataset its runs were recorded under, whatever the caller's environment says: a record over seeds
+    # filed under another name would sit in a table of its own, apart from its runs and those it is tested against
+    if [ -n "$RECORDED_DATASET" ] && [ "$RECORDED_DATASET" != "$dataset" ]; then
+      [ -n "${DATASET:-}" ] && echo "score_seeds $name: dataset $RECORDED_DATASET, as its runs' records say" \
+        "(not DATASET=$DATASET)" >&2
+      dataset=$RECORDED_DATASET
+    fi
   else
     training_facts "${CKPT_ROOT:-$runs}/ckpt-$name.seed${own%% *}"
   fi
@@ -302,7 +310,7 @@ score_seeds() {
   fairseq-syntax-score "$(IFS=,; echo "${hyps[*]}")" "$ref" "${baseline_files[@]}" "${baseline_names[@]}" \
     ${SCORE_ARGS//--by-length [0-9,]*/} --bootstrap "${SEED_BOOTSTRAP:-10000}" "${TRAINING_FACTS[@]}" \
     "${PORTABLE_PATHS[@]}" --run-seeds "$(echo $own | tr ' ' ,)" --record "$runs/$name.seeds.run.json" \
-    --dataset "${DATASET:-unnamed}" --system "$name" --arch "$arch" --train-log "$(IFS=,; echo "${logs[*]}")" \
+    --dataset "$dataset" --system "$name" --arch "$arch" --train-log "$(IFS=,; echo "${logs[*]}")" \
     --train-command "$train_command"
   status=$?
   rm -f "$parsers"
