@@ -340,7 +340,7 @@ def record_run(path, *, dataset: str, system: str, arch: str, command: str, trai
         record = portable_paths(record, out_dir, root)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     # whole or not at all: the other lane may pack this folder's finished runs meanwhile
-    packed_runs.write_atomically(path, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+    packed_runs.write_atomically(path, json.dumps(record, indent=1, ensure_ascii=False) + "\n")
     return record
 
 

@@ -82,13 +82,13 @@ def results_json_path(markdown_path) -> Path:
 
 def write_results(markdown_path, markdown: str, data: dict[str, Any]) -> tuple[Path, Path]:
     """Write a recipe's results: ``markdown`` to ``markdown_path`` (RESULTS.md) and ``data`` to RESULTS.json
-    beside it (indented, UTF-8, keys in the given order). Returns both paths."""
+    beside it (indented by one space to keep the repository lean, UTF-8, keys in the given order). Returns both paths."""
     markdown_path = Path(markdown_path)
     json_path = results_json_path(markdown_path)
     markdown_path.parent.mkdir(parents=True, exist_ok=True)
     # each whole or not at all: the other lane may read them meanwhile (its commit, its figure)
     packed_runs.write_atomically(markdown_path, markdown if markdown.endswith("\n") else markdown + "\n")
-    packed_runs.write_atomically(json_path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    packed_runs.write_atomically(json_path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     return markdown_path, json_path
 
 

@@ -326,8 +326,8 @@ def test_write_results_puts_results_json_beside_results_md(tmp_path):
     assert markdown.read_text() == "# Title\n\n| a |\n|---|\n| 1 |\n"
     assert json_path == tmp_path / "recipe" / "RESULTS.json"
     assert json_path.read_text(encoding="utf-8") == (
-        '{\n  "tables": {\n    "t": {\n      "columns": [\n        "a"\n      ],\n      "rows": [\n        {\n'
-        '          "a": 1\n        }\n      ]\n    }\n  },\n  "name": "ü"\n}\n')
+        '{\n "tables": {\n  "t": {\n   "columns": [\n    "a"\n   ],\n   "rows": [\n    {\n'
+        '     "a": 1\n    }\n   ]\n  }\n },\n "name": "ü"\n}\n')  # one space a level: the repository's tables stay lean
 
 
 def test_gzipped_logs_are_read_by_either_name(tmp_path):
