@@ -658,13 +658,17 @@ def _seeds_table(systems: Sequence[SeedSystem]) -> Table:
     for system in systems:
         method = (control_parts(system.name) or (None,))[0]
         method = method if method in by_name else None
-        versus_method = None
-        if method:  # the pair's test as the answer reads it: the method's record's, else the control's (two-sided)
-            versus_method = by_name[method].p_values(system.name) or system.p_values(method)
+        # each test as the answer reads it (two-sided): over the seeds both rows stand for, from the method's (or
+        # the system's) record, else the other's
+        versus_method = by_name[method].test_against(system) if method else None
+        if SEQUENCE in by_name:
+            versus_sequence = system.test_against(by_name[SEQUENCE]) if system.name != SEQUENCE else None
+        else:  # no row of Sequence's to hold the test's seeds against: the record's test as it is
+            versus_sequence = system.p_values(SEQUENCE), 1
         table.add(system.name, structure_read(system), _seeds_cell(system),
                   *[_metric_cell(system, metric) for metric in SEEDS_METRICS],
-                  _p_cell(system.p_values(SEQUENCE if system.name != SEQUENCE else None)),
-                  Cell(method, method or "–"), _p_cell(versus_method), _epochs_cell(system))
+                  _p_cell(versus_sequence and versus_sequence[0]),
+                  Cell(method, method or "–"), _p_cell(versus_method and versus_method[0]), _epochs_cell(system))
     return table
 
 
@@ -712,6 +716,7 @@ def _commands_section(systems: Sequence[SeedSystem]) -> list[str]:
 
 def _seeds_notes(systems: Sequence[SeedSystem]) -> list[str]:
     over_seeds = [system.over_seeds for system in systems if system.over_seeds]
+    by_name = {system.name: system for system in systems}
     facts = [system.facts for system in systems]
     notes = [("- Each row: one training run per seed listed, same data and settings; BLEU and chrF: the mean and "
               "the sample standard deviation (n - 1) of the runs' test scores. A system is scored over every seed "
@@ -724,6 +729,11 @@ def _seeds_notes(systems: Sequence[SeedSystem]) -> list[str]:
     if any(system.over_seeds is None for system in systems):
         notes.append("- p –: not scored over its seeds yet (`score_seeds` of examples/common.sh, e.g. "
                      "`SEEDS_ONLY=\"1 2 3 4 5\" examples/multi30k/run.sh`).")
+    if any(system.p_values(name) and system.test_against(by_name[name]) is None
+           for system in systems for name in (system.over_seeds or {}).get("significance", {}) if name in by_name):
+        notes.append("- A test made before runs that finished since (over fewer seeds than its rows show) is "
+                     "shown as –: scored again, it is in (`python3 -m fairseq_syntax.evaluation.seed_records stale "
+                     "RUNS` lists such records).")
     notes.append(f"- {EPOCHS}: the epochs each run trained up to its patience stop (replayed from its validation "
                  "curve, see Convergence), and beside it those that runs resumed before the patience count was kept "
                  "trained past that stop.")

@@ -97,6 +97,19 @@ class SeedSystem(NamedTuple):
         """Its record's test against ``baseline`` (scoring.seed_bootstrap's report), if it holds one."""
         return (self.over_seeds or {}).get("significance", {}).get(baseline) if baseline else None
 
+    def test_against(self, other: "SeedSystem") -> tuple[dict, int] | None:
+        """The seed-aware test of this system against ``other`` over the seeds both rows stand for, from whichever
+        record holds one (this system's first), with the sign that turns its deltas into this system minus
+        ``other``: 1 from this system's record (``other`` its baseline ``a``, itself ``b``), -1 from ``other``'s.
+        None when neither holds a test over those seeds: a test made before runs that finished since (a control
+        scored against Sequence's first three seeds of five) is not shown as if it were over them."""
+        for holder, baseline, sign in ((self, other, 1), (other, self, -1)):
+            report = holder.p_values(baseline.name)
+            tested = (report or {}).get("seeds_a"), (report or {}).get("seeds_b")
+            if report and (None in tested or tested == (len(baseline.seeds), len(holder.seeds))):
+                return report, sign
+        return None
+
 
 def seed_systems(records: Sequence[dict]) -> list[SeedSystem]:
     """The systems of a seeds dataset in table order: Sequence first, then in the records' order with each

@@ -77,16 +77,6 @@ def is_borderline(p_value: float, mc_error: float | None, alpha: float = ALPHA) 
     return mc_error is not None and abs(p_value - alpha) <= BORDERLINE_ERRORS * mc_error
 
 
-def _report(system: SeedSystem, other: SeedSystem) -> tuple[dict, int] | None:
-    """The test of ``system`` against ``other`` from whichever of the two records holds it, with the sign that
-    turns its deltas into ``system`` minus ``other`` (a test is stored once, in the record scored second)."""
-    if system.p_values(other.name):
-        return system.p_values(other.name), 1
-    if other.p_values(system.name):
-        return other.p_values(system.name), -1
-    return None
-
-
 def comparison(system: SeedSystem, other: SeedSystem) -> dict[str, Any] | None:
     """``system`` against ``other``: per metric the difference of their means over seeds (system minus other), its
     95% interval over the bootstrap rounds where recorded, p with its Monte-Carlo error, Welch's test (its t with
@@ -94,7 +84,7 @@ def comparison(system: SeedSystem, other: SeedSystem) -> dict[str, Any] | None:
     borderline. None until both are scored over their seeds and the test is recorded."""
     if system.over_seeds is None or other.over_seeds is None:
         return None
-    found = _report(system, other)
+    found = system.test_against(other)
     if found is None:
         return None
     report, sign = found

@@ -753,6 +753,32 @@ def test_seeds_that_land_after_a_system_was_scored_are_shown_until_it_is_scored_
     assert "| sequence | none (words only) | 2 of 5 | 31.00 ± 1.41 |" in "\n".join(block)
 
 
+
+def test_a_test_over_fewer_seeds_than_its_rows_show_is_a_dash_until_scored_again():
+    """Mask's control was scored against Mask's seed 1 alone (a lane of one seed): the pair's test is over 1 and 2
+    seeds where the rows show 2 and 2, so neither the table nor the answer reads it (it would pair a p over fewer
+    seeds with the means over all); once the control's record holds a test over both rows' seeds, both do."""
+    records = study_records()
+    control = next(r for r in records if r["system"] == "mask_random" and "seeds" in r)
+    control["significance"]["mask"].update(seeds_a=1, seeds_b=2)  # a: the baseline (mask), b: the record's system
+    control["significance"]["sequence"].update(seeds_a=2, seeds_b=2)
+    lines = render_markdown(records).splitlines()
+    row = next(line for line in lines if line.startswith("| mask_random |"))
+    assert row.endswith("| 0.300 / 0.200 | mask | – | 22.0 |")  # against Sequence, over 2 and 2 seeds: shown
+    assert ("- A test made before runs that finished since (over fewer seeds than its rows show) is shown as –: "
+            "scored again, it is in (`python3 -m fairseq_syntax.evaluation.seed_records stale RUNS` lists such "
+            "records).") in lines
+    answer = render_json(records)["datasets"]["multi30k-10k"]["answer"]
+    mask = next(entry for entry in answer["systems"] if entry["system"] == "mask")
+    assert mask["controls"][0]["comparison"] is None
+    assert "Waiting for their seeds: udp, mask_random;" in answer["paragraph"]
+    control["significance"]["mask"].update(seeds_a=2)  # scored again over Mask's two seeds
+    lines = render_markdown(records).splitlines()
+    assert next(line for line in lines if line.startswith("| mask_random |")).endswith(
+        "| 0.300 / 0.200 | mask | 0.500 / 0.750 | 22.0 |")
+    assert not [line for line in lines if line.startswith("- A test made before")]
+
+
 def test_a_p_within_two_monte_carlo_errors_of_005_makes_its_verdict_borderline():
     from fairseq_syntax.evaluation.study_answer import is_borderline
 
