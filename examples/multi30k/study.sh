@@ -15,7 +15,9 @@
 # the control structures drawn with its training seed (python3 -m fairseq_syntax.methods for-seed: DATA.CONTROL for
 # seed 1, DATA.CONTROL-sK for seed K; prepare.sh CONTROL_SEEDS makes them). A run whose data directory does not exist
 # yet (its parses or controls are not made) is passed over and named. When a system has all its seeds, its
-# seed-level record (mean, sd, seed-aware tests) is written.
+# seed-level record (mean, sd, seed-aware tests) is written, over every seed finished by then; a record that has
+# not read a run finished since (of its system, or of one it is tested against) is scored again over every finished
+# seed, once no run of those systems is in training (fairseq_syntax/evaluation/seed_records.py).
 # Each finished run's log, decode and record are packed into the runs' archive, RUNS/packed.tar.xz
 # (examples/pack_runs.py), with those of any other run finished by then, and one commit holds the
 # archive, the regenerated RESULTS.md/RESULTS.json, the figure of the table (seeds.png, fairseq-syntax-plot
@@ -38,6 +40,7 @@ echo -10 2> /dev/null > /proc/self/autogroup || true
 
 SYSTEMS="${SYSTEMS:-$(python3 -m fairseq_syntax.methods systems --study)}" || exit 1
 GRID=$(tr -s ' \n' '\n' <<< "$SYSTEMS")  # one system a line
+STUDY_GRID=$(python3 -m fairseq_syntax.methods systems --study | tr -s ' \n' '\n') || exit 1  # every system's spec
 BASELINE=sequence  # every system's seeds are tested against this one's (fairseq_syntax.evaluation.results.SEQUENCE)
 mkdir -p "$OUT/claims"
 
@@ -160,7 +163,52 @@ for seed in seeds:
 EOF
 }
 
+# score_over_seeds SYSTEM SEEDS: SYSTEM's record over its seeds (run.sh SEEDS_ONLY) made anew and committed, unless
+# another lane is making it
+score_over_seeds() {
+  local name=${1%%:*}
+  claim "$name.seeds" || return 0
+  SYSTEMS="$1" SEEDS_ONLY="$2" bash "$HERE/run.sh" "$OUT" \
+    && { flock 9; commit_run "$name.seeds"; } 9> "$OUT/commit.lock"
+  release_claim
+}
+
+# training SYSTEM...: true when a run of one of them is claimed by a lane (in training)
+training() {
+  local system lock
+  for system in "$@"; do
+    for lock in "$OUT/claims/$system".seed*.lock; do
+      [ -f "$lock" ] || continue
+      flock -n "$lock" true || return 0
+    done
+  done
+  return 1
+}
+
+# rescore_stale: every record over seeds that did not read a run finished since (of its system or of one it tests
+# it against: fairseq_syntax/evaluation/seed_records.py), scored again over every finished seed; not while a run of
+# one of those systems is in training (it is scored once that run is in)
+rescore_stale() {
+  local stale name seeds lacks systems spec
+  stale=$(python3 -m fairseq_syntax.evaluation.seed_records stale "$RUNS") || exit 1
+  while IFS=$'\t' read -r -u 3 name seeds lacks systems; do
+    [ -n "$name" ] || continue
+    spec=$(grep -m 1 "^$name:" <<< "$STUDY_GRID") || {
+      echo "== lane $LANE: $name's record over seeds did not read $lacks; $name is not a system of the study"
+      continue
+    }
+    # shellcheck disable=SC2086  # one system a word
+    if training $systems; then
+      echo "== lane $LANE: $name's record over seeds did not read $lacks; scored again once the runs in training are in"
+      continue
+    fi
+    echo "== lane $LANE: $name's record over seeds did not read $lacks: scored again over seeds $seeds"
+    score_over_seeds "$spec" "$seeds"
+  done 3<<< "$stale"
+}
+
 for system in $SYSTEMS; do
+  rescore_stale  # a run the last lane finished, or one finished before this lane started
   IFS=: read -r name arch form extra <<< "$system"
   todo=()
   for seed in $SEEDS; do have_record "$name.seed$seed" || todo+=("$seed"); done
@@ -191,10 +239,10 @@ for system in $SYSTEMS; do
     echo "== lane $LANE: $name's seeds are scored once $BASELINE's are (a later lane does it)"
     continue
   fi
-  if claim "$name.seeds"; then
-    SYSTEMS="$system" SEEDS_ONLY="$SEEDS" bash "$HERE/run.sh" "$OUT" \
-      && { flock 9; commit_run "$name.seeds"; } 9> "$OUT/commit.lock"
-    release_claim
-  fi
+  # over every seed finished by now (score_seeds takes each system's own among them): a lane of seeds 4-5, or of
+  # seeds 1-3 where Sequence has 5, compares each system over all its runs
+  seeds=$(python3 -m fairseq_syntax.evaluation.seed_records seeds "$RUNS") || exit 1
+  score_over_seeds "$system" "$seeds"
 done
+rescore_stale
 echo "== lane $LANE: $(date -u +%FT%TZ) nothing left that this lane can run"

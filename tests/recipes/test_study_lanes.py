@@ -11,6 +11,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tarfile
 from pathlib import Path
@@ -19,14 +20,26 @@ import pytest
 
 from conftest import REPO
 
-# The stand-in for run.sh: appends "NAME.seedK" (or "NAME.seeds" for the scoring over seeds) to OUT/asked, writes
+# The stand-in for run.sh: appends "NAME.seedK" (or "NAME.seeds SEEDS" for the scoring over seeds) to OUT/asked, writes
 # the run's kept files and then its record where study.sh looks for them, and adds a line to RESULTS.md where run.sh
 # regenerates it (the table's RESULTS.json is the test's).
 FAKE_RUN = """#!/usr/bin/env bash
 set -euo pipefail
 IFS=: read -r name arch form extra <<< "$SYSTEMS"
-if [ -n "${SEEDS_ONLY:-}" ]; then
-  echo "$name.seeds" >> "$1/asked"; echo '{}' > "$RUNS/$name.seeds.run.json"; exit 0
+PACKED_RUNS="$(dirname "$0")/../../fairseq_syntax/evaluation/packed_runs.py"
+if [ -n "${SEEDS_ONLY:-}" ]; then  # the record names the decodes it read, its own and Sequence's, and its test
+  echo "$name.seeds $SEEDS_ONLY" >> "$1/asked"
+  systems=$name tests='{}'
+  [ "$name" = sequence ] || systems="$name sequence" tests='{"sequence": {}}'
+  read=()
+  for system in $systems; do
+    for seed in $SEEDS_ONLY; do
+      python3 "$PACKED_RUNS" has "$RUNS/$system.seed$seed.gen" && read+=("$RUNS/$system.seed$seed.gen.gz")
+    done
+  done
+  printf '{"significance": %s, "score_command": "fairseq-syntax-score %s"}' "$tests" "${read[*]}" \\
+    > "$RUNS/$name.seeds.run.json"
+  exit 0
 fi
 echo "$name$RUN_SUFFIX $form $SEED $PRECISION" >> "$1/asked"
 sleep 0.2
@@ -106,6 +119,22 @@ def start_lane(repo, out, lane, systems, seeds="1 2"):
     # a session of its own, as the README starts it: study.sh sets its session's scheduling priority
     return subprocess.Popen(["bash", str(repo / "examples" / "multi30k" / "study.sh"), str(out), lane], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def hold_lock(path: Path) -> subprocess.Popen:
+    """A process that holds ``path``'s lock (as a lane's training holds its run's claim) until its process group is
+    killed (``release_lock``)."""
+    holder = subprocess.Popen(["flock", str(path), "sleep", "600"], start_new_session=True)
+    tries = 0
+    while subprocess.run(["flock", "-n", str(path), "true"]).returncode == 0:  # until the holder has its lock
+        tries += 1
+        assert tries < 1000
+    return holder
+
+
+def release_lock(holder: subprocess.Popen) -> None:
+    os.killpg(holder.pid, signal.SIGKILL)  # flock and the command it runs, which holds the lock too
+    holder.wait()
 
 
 def test_two_lanes_take_each_run_once_in_the_study_order_and_commit_it_with_the_table_and_figure(study_repo):
@@ -244,17 +273,49 @@ def test_a_run_another_lane_holds_is_left_to_it(study_repo):
     system, whose seeds are tested against Sequence's."""
     repo, recipe, out = study_repo
     (out / "claims").mkdir(parents=True)
-    holder = subprocess.Popen(["flock", str(out / "claims" / "sequence.seed1.lock"), "sleep", "600"])
+    holder = hold_lock(out / "claims" / "sequence.seed1.lock")
     try:
-        deadline = 0
-        while subprocess.run(["flock", "-n", str(out / "claims" / "sequence.seed1.lock"), "true"]).returncode == 0:
-            deadline += 1  # until the holder has its lock
-            assert deadline < 1000
         lane = start_lane(repo, out, "a", study_specs("sequence", "mask"))
         log = lane.communicate(timeout=600)[0]
     finally:
-        holder.kill()
+        release_lock(holder)
     assert lane.returncode == 0, log
     assert [line.split()[0] for line in (out / "asked").read_text().splitlines()] == [
         "sequence.seed2", "mask.seed1", "mask.seed2"]
     assert "== lane a: mask's seeds are scored once sequence's are (a later lane does it)" in log
+
+
+def test_a_record_over_seeds_that_missed_a_run_finished_since_is_scored_again_over_every_seed(study_repo):
+    """Sequence's seed 2 lands after Sequence and Mask were scored over seed 1: Sequence's record (which did not
+    read its seed 2) and Mask's (tested against Sequence's seed 1 only) are scored again over seeds 1 and 2, Mask's
+    only once no run of Mask or Sequence is in training; an up-to-date record is not scored again."""
+    repo, recipe, out = study_repo
+    first = start_lane(repo, out, "a", study_specs("sequence", "mask"), seeds="1")
+    log = first.communicate(timeout=600)[0]
+    assert first.returncode == 0, log
+    asked = (out / "asked").read_text().splitlines()
+    assert asked == ["sequence.seed1 sequence 1 fp32", "sequence.seeds 1", "mask.seed1 preorder 1 fp32",
+                     "mask.seeds 1"]
+    (out / "claims").mkdir(exist_ok=True)
+    holder = hold_lock(out / "claims" / "mask.seed3.lock")  # another lane trains Mask's seed 3
+    try:
+        second = start_lane(repo, out, "b", study_specs("sequence"), seeds="1 2")
+        log = second.communicate(timeout=600)[0]
+    finally:
+        release_lock(holder)
+    assert second.returncode == 0, log
+    assert (out / "asked").read_text().splitlines()[len(asked):] == [
+        "sequence.seed2 sequence 2 fp32", "sequence.seeds 1 2"]
+    assert ("== lane b: mask's record over seeds did not read sequence.seed2; scored again once the runs in "
+            "training are in") in log
+    assert "== lane b: sequence's record over seeds did not read sequence.seed2: scored again over seeds 1 2" in log
+    # the next lane, Mask's seed 3 no longer in training: Mask's record is scored again first, and nothing else
+    third = start_lane(repo, out, "c", study_specs("sequence"), seeds="1 2")
+    log = third.communicate(timeout=600)[0]
+    assert third.returncode == 0, log
+    assert (out / "asked").read_text().splitlines()[len(asked) + 2:] == ["mask.seeds 1 2"], log
+    records = {name: json.loads((recipe / "runs" / f"{name}.seeds.run.json").read_text())
+               for name in ("sequence", "mask")}
+    from fairseq_syntax.evaluation.seed_records import runs_read
+    assert runs_read(records["mask"]) == {("mask", 1), ("sequence", 1), ("sequence", 2)}
+    assert git(repo, "log", "-1", "--format=%s").strip() == "Multi30k study: mask.seeds (device not recorded)"
