@@ -158,14 +158,17 @@ def wall_seconds(log: str) -> float:
     return total
 
 
-def median_words_per_second(log: str) -> float:
+def median_words_per_second(log: str) -> float | None:
     """fairseq's logged training tokens/s, median over the longest part of a resumed run (parts may differ in
-    precision or load, so they are not pooled)."""
+    precision or load, so they are not pooled); None for a run shorter than fairseq's --log-interval (no
+    ``train_inner`` line: ``UPDATES=10 run.sh``, a try of the recipe)."""
     parts = [re.findall(r"train_inner .*? wps=([\d.]+)", part) for part in log_parts(log)]
     longest = max(parts, key=len)
-    if not longest:
-        raise ValueError("no train_inner lines in the training log")
-    return statistics.median(float(wps) for wps in longest)
+    return statistics.median(float(wps) for wps in longest) if longest else None
+
+
+def speed_cell(words_per_second: float | None) -> Cell:
+    return Cell(words_per_second, "–" if words_per_second is None else f"{words_per_second:.0f}")
 
 
 def speeds_by_minute(log: str) -> dict:
@@ -259,11 +262,13 @@ def recipe_run(logs: str) -> dict:
     layers = int(one(r"--encoder-layers (\d+)", tree_command, "encoder layers").group(1))
     settings["size"] = (layers, int(one(r"--encoder-embed-dim (\d+)", tree_command, "model width").group(1)))
     settings["masks"] = masks(tree_log, config_setting(tree_log, "num_workers"))
+    seed = int(one(r"'seed': (\d+)", tree_log, "seed").group(1))  # fairseq logs its configuration, the seed in it
     reproduce = (("TEXT=ptb " if settings["text"] == "ptb" else "TEXT=mixed ")
                  + ({8: "MODEL_SIZE=medium ", 10: "MODEL_SIZE=paper "}.get(layers, ""))
                  + ("EVAL_TEXT=1 " if settings["transductive"] and settings["text"] == "mixed" else "")
                  + ("DIAGONAL=zero " if settings["diagonal_zero"] else "")
                  + ("OPTIMISER=authors " if settings["authors_optimiser"] else "")
+                 + (f"SEED={seed} " if seed != 1 else "")
                  + f"PRECISION={settings['precision']} UPDATES={settings['updates']} examples/ptb_induction/run.sh")
     preprocess = read(logs, "preprocess.log")
     parses = {label: score(run_scores, logs, file) for label, file in PARSES.items()}
@@ -441,7 +446,7 @@ def training_table(runs: list) -> Table:
         for arch, row in run["training"].items():
             table.add(Cell(run["name"], run["label"]), SYSTEMS[arch], params_cell(row["params"]), int(row["updates"]),
                       Cell(row["seconds"], f"{row['seconds'] / 60:.1f} min"),
-                      Cell(row["words_per_second"], f"{row['words_per_second']:.0f}"),
+                      speed_cell(row["words_per_second"]),
                       Cell(float(row["best_valid_loss"]), row["best_valid_loss"]), int(row["best_at"]))
     return table
 
@@ -553,7 +558,7 @@ def headline_sections(run: dict, tables: dict) -> list:
     for arch, name in SYSTEMS.items():
         row = training[arch]
         table.add(name, params_cell(row["params"]), int(row["updates"]), Cell(row["seconds"], f"{row['seconds'] / 60:.1f} min"),
-                  Cell(row["words_per_second"], f"{row['words_per_second']:.0f}"),
+                  speed_cell(row["words_per_second"]),
                   Cell(float(row["best_valid_loss"]), row["best_valid_loss"]), int(row["best_at"]))
     tables["headline_training"] = table.json()
     lines += table.lines() + [
@@ -720,7 +725,12 @@ def runs_of(here: str) -> list:
     for path in sorted(set(folders) - set(complete)):
         print(f"make_results.py: {path} left out: no perplexity_roberta_prenorm.json (a run not finished)",
               file=sys.stderr)
-    recipe = [recipe_run(path) for path in complete]
+    recipe = []
+    for path in complete:
+        try:
+            recipe.append(recipe_run(path))
+        except (ValueError, FileNotFoundError) as error:  # a log without what the table reads: name the run
+            raise ValueError(f"{path}: {error}") from None
     kept = [name for name in HEADLINES if name in {run["name"] for run in recipe}]
     if not kept:
         raise FileNotFoundError(f"none of the headline runs is kept in {here}: {', '.join(HEADLINES)}")
@@ -887,7 +897,10 @@ def main() -> None:
     if args.compress:
         compress_run(args.compress)
         return
-    markdown, data = render(runs_of(args.here))
+    try:
+        markdown, data = render(runs_of(args.here))
+    except (ValueError, FileNotFoundError) as error:
+        sys.exit(f"make_results.py: error: {error}")
     write_results(args.out or os.path.join(args.here, "RESULTS.md"), markdown, data)
 
 

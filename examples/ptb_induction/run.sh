@@ -139,34 +139,44 @@ done
 
 TREE_CKPT=$WORK/checkpoints/tree_transformer_lm/checkpoint_best.pt
 GOLD=$DATA/ptb-sample/wsj_0001-0159.mrg.gz
-run "$LOGS/induce_paper.log" python3 -m fairseq_syntax.methods.tree_transformer.induce "$TREE_CKPT" --input "$WORK/corpus/ptb.txt" \
-  --gold "$GOLD" --min-layer 2 --threshold 0.8 --output "$WORK/induced_paper.txt" --json "$LOGS/induce_paper.json"
-run "$LOGS/induce_released.log" python3 -m fairseq_syntax.methods.tree_transformer.induce "$TREE_CKPT" --input "$WORK/corpus/ptb.txt" \
-  --gold "$GOLD" --min-layer 2 --threshold 0.8 --descend-above 0.7 --output "$WORK/induced_released.txt" \
-  --json "$LOGS/induce_released.json"
-# the rule chosen on a dev split (every 10th sentence; scores on the others), and the input without </s>
-run "$LOGS/induce_dev.log" python3 -m fairseq_syntax.methods.tree_transformer.induce "$TREE_CKPT" \
-  --input "$WORK/corpus/ptb.txt" --gold "$GOLD" --select-on-dev 10 --json "$LOGS/induce_dev.json"
-run "$LOGS/induce_noeos.log" python3 -m fairseq_syntax.methods.tree_transformer.induce "$TREE_CKPT" \
-  --input "$WORK/corpus/ptb.txt" --gold "$GOLD" --min-layer 2 --threshold 0.8 --without-eos \
-  --json "$LOGS/induce_noeos.json"
-# the paper's Figure 4: Algorithm 1 with other minimum layers, and top-down greedy parsing from one layer alone
-for m in 1 3; do
-  run "$LOGS/induce_min$m.log" python3 -m fairseq_syntax.methods.tree_transformer.induce "$TREE_CKPT" --input "$WORK/corpus/ptb.txt" \
-    --gold "$GOLD" --min-layer "$m" --threshold 0.8 --json "$LOGS/induce_min$m.json"
-done
-for layer in $(seq 0 $((LAYERS - 1))); do
-  run "$LOGS/induce_layer$layer.log" python3 -m fairseq_syntax.methods.tree_transformer.induce "$TREE_CKPT" --input "$WORK/corpus/ptb.txt" \
-    --gold "$GOLD" --layer "$layer" --json "$LOGS/induce_layer$layer.json"
-done
-# the paper's Figure 5: the constituent prior of every layer for one sentence (the first of the PTB sample)
-run "$LOGS/constituent_prior.log" python3 -m fairseq_syntax.cli.plot constituent-prior "$TREE_CKPT" \
-  "$(head -n 1 "$WORK/corpus/ptb.txt")" --output "$WORK/constituent_prior.png"
-if [ "$SUFFIX" = "$HEADLINE" ]; then cp "$WORK/constituent_prior.png" "$HERE/constituent_prior.png"; fi
-for arch in tree_transformer_lm roberta_prenorm; do
-  run "$LOGS/perplexity_$arch.log" python3 -m fairseq_syntax.methods.tree_transformer.masked_lm \
-    "$WORK/checkpoints/$arch/checkpoint_best.pt" --input "$WORK/corpus/ptb.txt" --json "$LOGS/perplexity_$arch.json"
-done
+# The evaluations, in two streams at once (one per core, as the two trainings): Algorithm 1's variants in one,
+# greedy parsing from each layer, the figure and the perplexities in the other; each step writes its own log and JSON.
+algorithm_one() {
+  run "$LOGS/induce_paper.log" python3 -m fairseq_syntax.methods.tree_transformer.induce "$TREE_CKPT" --input "$WORK/corpus/ptb.txt" \
+    --gold "$GOLD" --min-layer 2 --threshold 0.8 --output "$WORK/induced_paper.txt" --json "$LOGS/induce_paper.json"
+  run "$LOGS/induce_released.log" python3 -m fairseq_syntax.methods.tree_transformer.induce "$TREE_CKPT" --input "$WORK/corpus/ptb.txt" \
+    --gold "$GOLD" --min-layer 2 --threshold 0.8 --descend-above 0.7 --output "$WORK/induced_released.txt" \
+    --json "$LOGS/induce_released.json"
+  # the rule chosen on a dev split (every 10th sentence; scores on the others), and the input without </s>
+  run "$LOGS/induce_dev.log" python3 -m fairseq_syntax.methods.tree_transformer.induce "$TREE_CKPT" \
+    --input "$WORK/corpus/ptb.txt" --gold "$GOLD" --select-on-dev 10 --json "$LOGS/induce_dev.json"
+  run "$LOGS/induce_noeos.log" python3 -m fairseq_syntax.methods.tree_transformer.induce "$TREE_CKPT" \
+    --input "$WORK/corpus/ptb.txt" --gold "$GOLD" --min-layer 2 --threshold 0.8 --without-eos \
+    --json "$LOGS/induce_noeos.json"
+  # the paper's Figure 4: Algorithm 1 with other minimum layers, and top-down greedy parsing from one layer alone
+  for m in 1 3; do
+    run "$LOGS/induce_min$m.log" python3 -m fairseq_syntax.methods.tree_transformer.induce "$TREE_CKPT" --input "$WORK/corpus/ptb.txt" \
+      --gold "$GOLD" --min-layer "$m" --threshold 0.8 --json "$LOGS/induce_min$m.json"
+  done
+}
+layers_figure_perplexity() {
+  for layer in $(seq 0 $((LAYERS - 1))); do
+    run "$LOGS/induce_layer$layer.log" python3 -m fairseq_syntax.methods.tree_transformer.induce "$TREE_CKPT" --input "$WORK/corpus/ptb.txt" \
+      --gold "$GOLD" --layer "$layer" --json "$LOGS/induce_layer$layer.json"
+  done
+  # the paper's Figure 5: the constituent prior of every layer for one sentence (the first of the PTB sample)
+  run "$LOGS/constituent_prior.log" python3 -m fairseq_syntax.cli.plot constituent-prior "$TREE_CKPT" \
+    "$(head -n 1 "$WORK/corpus/ptb.txt")" --output "$WORK/constituent_prior.png"
+  if [ "$SUFFIX" = "$HEADLINE" ]; then cp "$WORK/constituent_prior.png" "$HERE/constituent_prior.png"; fi
+  for arch in tree_transformer_lm roberta_prenorm; do
+    run "$LOGS/perplexity_$arch.log" python3 -m fairseq_syntax.methods.tree_transformer.masked_lm \
+      "$WORK/checkpoints/$arch/checkpoint_best.pt" --input "$WORK/corpus/ptb.txt" --json "$LOGS/perplexity_$arch.json"
+  done
+}
+algorithm_one &
+first_stream=$!
+layers_figure_perplexity
+wait "$first_stream" || { echo "an evaluation failed: see $LOGS/induce_*.log" >&2; exit 1; }
 
 python3 "$HERE/make_results.py" --compress "$LOGS"  # NAME.log -> NAME.log.gz, *.json -> scores.json.gz
 # the folder's gzipped files into the archive of every run (packed.tar.xz beside this script), read from there

@@ -2,6 +2,8 @@
 the minutes in which both models trained (run.sh trains them side by side, one core each); a model that trained on
 alone while the other was paused is not compared with it."""
 import runpy
+import subprocess
+import sys
 
 import pytest
 
@@ -45,3 +47,23 @@ def test_no_ratio_for_models_that_did_not_train_at_the_same_time(make_results):
     # nine shared minutes are too few
     plain = log(*[(f"00:{minute:02d}:20", 2500) for minute in range(9)])
     assert make_results["side_by_side_throughput"](tree, plain) is None
+
+
+def test_a_run_shorter_than_the_log_interval_has_no_speed_and_no_traceback(make_results):
+    # UPDATES=10 run.sh, fairseq's --log-interval 25: no train_inner line, so no logged tokens/s
+    assert make_results["median_words_per_second"]("2026-11-29 00:00:01 | INFO | valid | loss 7.5\n") is None
+    assert make_results["speed_cell"](None).text == "–"
+    # with lines: the median of the logged values, (2000 + 2100) / 2 over an even count
+    assert make_results["median_words_per_second"](log(("00:00:10", 2000), ("00:00:40", 2100))) == 2050
+    assert make_results["speed_cell"](2050.4).text == "2050"
+
+
+def test_a_run_folder_without_its_logs_is_named_not_a_traceback(tmp_path):
+    run = tmp_path / "logs-ptb-text"  # finished by its scores, but its logs are gone
+    run.mkdir()
+    (run / "perplexity_roberta_prenorm.json").write_text("{}")
+    result = subprocess.run([sys.executable, f"{REPO}/examples/ptb_induction/make_results.py", "--here",
+                             str(tmp_path)], capture_output=True, text=True, check=False)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.startswith(f"make_results.py: error: {run}: "), result.stderr
+    assert "make_corpus.log" in result.stderr
