@@ -661,13 +661,13 @@ def _seeds_table(systems: Sequence[SeedSystem]) -> Table:
         # each test as the answer reads it (two-sided): over the seeds both rows stand for, from the method's (or
         # the system's) record, else the other's
         versus_method = by_name[method].test_against(system) if method else None
-        if SEQUENCE in by_name:
-            versus_sequence = system.test_against(by_name[SEQUENCE]) if system.name != SEQUENCE else None
-        else:  # no row of Sequence's to hold the test's seeds against: the record's test as it is
-            versus_sequence = system.p_values(SEQUENCE), 1
+        if SEQUENCE not in by_name:  # no row of Sequence's to hold the test's seeds against: the record's test
+            versus_sequence = system.p_values(SEQUENCE)
+        else:
+            found = system.test_against(by_name[SEQUENCE]) if system.name != SEQUENCE else None
+            versus_sequence = found[0] if found else None
         table.add(system.name, structure_read(system), _seeds_cell(system),
-                  *[_metric_cell(system, metric) for metric in SEEDS_METRICS],
-                  _p_cell(versus_sequence and versus_sequence[0]),
+                  *[_metric_cell(system, metric) for metric in SEEDS_METRICS], _p_cell(versus_sequence),
                   Cell(method, method or "–"), _p_cell(versus_method and versus_method[0]), _epochs_cell(system))
     return table
 

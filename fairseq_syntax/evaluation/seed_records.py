@@ -47,6 +47,11 @@ def finished_runs(runs) -> dict[str, list[int]]:
     return {system: sorted(seeds) for system, seeds in found.items()}
 
 
+def seeds_of(finished: dict[str, list[int]], systems: Iterable[str]) -> list[int]:
+    """Every seed that one of ``systems`` has a finished run of, sorted."""
+    return sorted({seed for system in systems for seed in finished.get(system, [])})
+
+
 def tested_against(record: dict) -> list[str]:
     """The systems whose runs a record over seeds reads: its own, then those it holds a test against."""
     return list(dict.fromkeys([record["system"], *record.get("significance", {})]))
@@ -79,8 +84,7 @@ def stale_records(runs) -> list[tuple[str, list[int], list[str], list[str]]]:
         missing = lacking(record, finished)
         if missing:
             systems = tested_against(record)
-            seeds = sorted({seed for system in systems for seed in finished.get(system, [])})
-            stale.append((record["system"], seeds, missing, systems))
+            stale.append((record["system"], seeds_of(finished, systems), missing, systems))
     return sorted(stale, key=lambda entry: (entry[0] != SEQUENCE, entry[0]))
 
 
@@ -103,8 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "seeds":
             finished = finished_runs(args.runs)
-            wanted = [args.name] if args.name else list(finished)
-            print(_words(sorted({seed for name in wanted for seed in finished.get(name, [])})))
+            print(_words(seeds_of(finished, [args.name] if args.name else finished)))
             return 0
         for name, finished, missing, systems in stale_records(args.runs):
             print(f"{name}\t{_words(finished)}\t{_words(missing)}\t{_words(systems)}")
