@@ -37,6 +37,7 @@ setup(
             "fairseq-syntax-plot = fairseq_syntax.cli.plot:cli_main",
             "fairseq-syntax-induce = fairseq_syntax.methods.tree_transformer.induce:cli_main",
             "fairseq-syntax-masked-ppl = fairseq_syntax.methods.tree_transformer.masked_lm:cli_main",
+            "fairseq-syntax-study = fairseq_syntax.cli.study:cli_main",
         ],
     },
 )

@@ -1,0 +1,105 @@
+"""``fairseq-syntax-study``: the controlled study of source-side syntax (every system against the words alone and
+against itself on control structures, over seeds) on any parallel corpus, from one TOML file.
+
+    fairseq-syntax-study init > STUDY.toml         every key with its default and one comment line each
+    fairseq-syntax-study plan STUDY.toml           the grid: each run's state, the cost of what is left
+    fairseq-syntax-study run STUDY.toml            prepare the data once, then every missing run
+    fairseq-syntax-study status STUDY.toml         what runs where now
+    fairseq-syntax-study report STUDY.toml         the answer: RESULTS.md / RESULTS.json / seeds.png
+
+The steps are in :mod:`fairseq_syntax.study`; this module only reads the command line. A problem of the file, a
+record of another study or a missing file ends the command in one line each (status 2), before anything runs.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from fairseq_syntax.study.config import ConfigError, load_study, template
+from fairseq_syntax.study.runner import StudyError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fairseq-syntax-study", description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Every key of STUDY.toml is documented in the file `fairseq-syntax-study init` prints; docs/study.md "
+               "walks through a study.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    init = commands.add_parser("init", help="print a study file with every key, its default and what it does")
+    init.add_argument("--output", "-o", help="write it to this file (refused if it exists) instead of stdout")
+    for name, text in (("plan", "the grid, one line a run with its state, and the cost of what is left"),
+                       ("status", "what runs where now (this machine's runs in training, the study's Slurm jobs)")):
+        commands.add_parser(name, help=text).add_argument("study", help="the study file (TOML)")
+    run = commands.add_parser("run", help="prepare the data once, then train, decode and score every missing run")
+    run.add_argument("study", help="the study file (TOML)")
+    run.add_argument("--executor", choices=("local", "slurm"), help="where the runs go (default: executor.kind)")
+    run.add_argument("--jobs", type=int, help="local: runs at once, each its own process and cores "
+                     "(default: executor.jobs)")
+    run.add_argument("--only", nargs="+", metavar="RUN", help="only these runs (SYSTEM.seedK, as plan names them)")
+    report = commands.add_parser("report", help="the answer in the study's report folder")
+    report.add_argument("study", help="the study file (TOML)")
+    report.add_argument("--readme", metavar="FILE",
+                        help="also write the short answer between the study-answer markers of FILE (e.g. README.md)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "init":
+        if args.output:
+            path = Path(args.output)
+            if path.exists():
+                print(f"error: {path} exists: not overwritten", file=sys.stderr)
+                return 2
+            path.write_text(template(), encoding="utf-8")
+            print(f"wrote {path}: fill in study.name and corpus.raw, then fairseq-syntax-study plan {path}")
+        else:
+            sys.stdout.write(template())
+        return 0
+    try:
+        config = load_study(args.study)
+        if args.command == "plan":
+            from fairseq_syntax.study.commands import plan_lines
+
+            print("\n".join(plan_lines(config)))
+            return 0
+        if args.command == "status":
+            from fairseq_syntax.study.commands import status_lines
+
+            print("\n".join(status_lines(config)))
+            return 0
+        if args.command == "run":
+            from fairseq_syntax.study.commands import run_study
+
+            if args.jobs is not None and args.jobs < 1:
+                print("error: --jobs must be at least 1", file=sys.stderr)
+                return 2
+            executor = args.executor or config["executor"]["kind"]
+            jobs = args.jobs or config["executor"]["jobs"]
+            return run_study(config, executor, jobs, only=args.only)
+        from fairseq_syntax.study.report import write_report
+
+        for line in write_report(config, readme=args.readme):
+            print(line)
+        return 0
+    except ConfigError as error:
+        for problem in error.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return 2
+    except StudyError as error:
+        for line in str(error).splitlines():
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: fairseq-syntax-study run goes on from here", file=sys.stderr)
+        return 130
+
+
+def cli_main() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    cli_main()

@@ -1,0 +1,174 @@
+"""What ``fairseq-syntax-study`` does: ``plan`` (the grid and each run's state, with a cost estimate), ``run``
+(prepare the data once, then every missing run, on this machine or a Slurm cluster), ``status`` (what runs where now)
+and ``report`` (:mod:`fairseq_syntax.study.report`).
+
+A run's state (:func:`run_state`): **done** (its record and decode are kept), **running** (a process holds its claim),
+**failed** (its last attempt failed: ``WORK/failed/RUN.txt``; the next ``run`` tries it again from its checkpoint),
+**partway** (checkpoints, no record: a run that was stopped), **to do**; a kept record of another study or setting
+makes the command stop before anything runs, naming the record and what differs.
+"""
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from fairseq_syntax.study.config import StudyConfig
+from fairseq_syntax.study.grid import Run, study_runs
+from fairseq_syntax.study.local import current_epoch
+from fairseq_syntax.study.runner import (
+    RunTask,
+    StudyError,
+    finished,
+    is_claimed,
+    read_record,
+    runs_dir,
+    work_dir,
+)
+
+
+@dataclass(frozen=True)
+class RunState:
+    run: Run
+    state: str  # done, running, failed, partway, to do
+    detail: str = ""
+
+
+def run_state(config: StudyConfig, run: Run) -> RunState:
+    """The state of one run (module docstring); StudyError for a kept record of another study."""
+    if finished(config, run):
+        record = read_record(runs_dir(config) / f"{run.name}.run.json") or {}
+        bleu = record.get("metrics", {}).get("BLEU")
+        return RunState(run, "done", f"BLEU {bleu:.2f}" if isinstance(bleu, (int, float)) else "")
+    epoch = current_epoch(runs_dir(config) / f"{run.name}.train.log")
+    if is_claimed(config, run.name):
+        return RunState(run, "running", f"epoch {epoch}" if epoch else "starting")
+    failure = work_dir(config) / "failed" / f"{run.name}.txt"
+    if failure.is_file():
+        return RunState(run, "failed", failure.read_text(encoding="utf-8").splitlines()[0])
+    if any((work_dir(config) / "ckpt" / f"ckpt-{run.name}").glob("checkpoint*.pt")):
+        return RunState(run, "partway", f"epoch {epoch}" if epoch else "")
+    return RunState(run, "to do")
+
+
+def grid_states(config: StudyConfig) -> list[RunState]:
+    """Every run's state; StudyError naming every kept record of another study or setting at once."""
+    states, refused = [], []
+    for run in study_runs(config):
+        try:
+            states.append(run_state(config, run))
+        except StudyError as error:
+            refused.append(str(error))
+    if refused:
+        raise StudyError("\n".join(refused))
+    return states
+
+
+def cost_estimate(config: StudyConfig, states: list[RunState]) -> str:
+    """The remaining runs' cost from the finished ones: wall time per run (each system's mean where it has finished
+    runs, else all finished runs' mean) times the runs left, and the CPU thread-hours or GPU-hours of that."""
+    walls: dict[str, list[float]] = {}
+    for found in states:
+        if found.state == "done":
+            record = read_record(runs_dir(config) / f"{found.run.name}.run.json") or {}
+            if isinstance(record.get("wall_time_s"), (int, float)):
+                walls.setdefault(found.run.system.name, []).append(record["wall_time_s"])
+    left = [found for found in states if found.state != "done"]
+    if not left:
+        return "nothing left to run"
+    if not walls:
+        return f"{len(left)} runs left; no finished run to estimate their cost from yet"
+    overall = statistics.fmean(value for values in walls.values() for value in values)
+    seconds = sum(statistics.fmean(walls[found.run.system.name]) if found.run.system.name in walls else overall
+                  for found in left)
+    training = config["training"]
+    unit = (f"{seconds / 3600 * training['threads']:.1f} CPU thread-hours" if training["device"] == "cpu"
+            else f"{seconds / 3600:.1f} GPU-hours")
+    return (f"{len(left)} runs left: about {seconds / 3600:.1f} h of one run's wall time each summed ({unit}), "
+            f"from {sum(map(len, walls.values()))} finished runs")
+
+
+def plan_lines(config: StudyConfig) -> list[str]:
+    states = grid_states(config)
+    width = max(len(found.run.name) for found in states)
+    lines = [f"study {config.name}: {len(states)} runs ({config.path})"]
+    for found in states:
+        read = found.run.data
+        lines.append(f"  {found.run.name:<{width}}  {found.state:<8} {found.detail:<24} reads data-bin/{read}")
+    counts = {state: sum(1 for found in states if found.state == state)
+              for state in ("done", "running", "partway", "failed", "to do")}
+    lines.append("  " + ", ".join(f"{count} {state}" for state, count in counts.items() if count))
+    lines.append("  cost: " + cost_estimate(config, states))
+    return lines
+
+
+def status_lines(config: StudyConfig) -> list[str]:
+    """What runs where now: the runs in training on this machine's claims (with their epochs), and the study's
+    Slurm jobs in the queue."""
+    lines = []
+    for found in grid_states(config):
+        if found.state == "running":
+            lines.append(f"  {found.run.name}: running, {found.detail}")
+    slurm_folder = work_dir(config) / "slurm"
+    if slurm_folder.is_dir():
+        from fairseq_syntax.study.slurm import study_jobs
+
+        for job in study_jobs(slurm_folder):
+            lines.append(f"  slurm job {job.get('job_id')}: {job.get('state')} {job.get('description', '')}")
+    return [f"study {config.name}: " + (f"{len(lines)} running" if lines else "nothing running"), *lines]
+
+
+def run_study(config: StudyConfig, executor: str, jobs: int, only: list[str] | None = None,
+              progress: Callable[[str], None] = print) -> int:
+    """``run``: refuse another study's records, prepare the data, run every missing run, score every system over
+    its seeds; 0 when every run of the grid is done."""
+    states = grid_states(config)  # another study's records stop it here, before anything is made
+    names = {found.run.name for found in states}
+    for name in only or []:
+        if name not in names:
+            raise StudyError(f"--only {name}: no such run in the study ({config.path}; plan lists them)")
+    from fairseq_syntax.study.prepare import prepare
+
+    prepare(config, progress=progress)
+    to_run = [found.run for found in states if found.state != "done" and (not only or found.run.name in only)]
+    held = [run.name for run in to_run if is_claimed(config, run.name)]
+    tasks = [RunTask(str(config.path.resolve()), run.name) for run in to_run if run.name not in held]
+    progress(f"== {len(states) - len(to_run)} runs done, {len(tasks)} to run"
+             + (f", {len(held)} in training elsewhere ({', '.join(held)})" if held else ""))
+    if tasks and executor == "local":
+        from fairseq_syntax.study.local import run_local
+
+        outcomes = run_local(config, tasks, jobs, progress=progress)
+    elif tasks:
+        outcomes = _run_on_slurm(config, tasks, progress)
+    else:
+        outcomes = []
+    from fairseq_syntax.study.over_seeds import rescore_stale
+
+    rescore_stale(config, progress=progress)
+    failed = [outcome for outcome in outcomes if outcome.state == "failed"]
+    for outcome in failed:
+        progress(f"== failed: {outcome.run_name}: {outcome.detail}")
+    left = [found for found in grid_states(config) if found.state != "done"]
+    progress(f"== {len(states) - len(left)} of {len(states)} runs done" + (f"; {len(left)} not" if left else ""))
+    return 0 if not left else 1
+
+
+def _run_on_slurm(config: StudyConfig, tasks: list[RunTask], progress) -> list:
+    from fairseq_syntax.study.runner import RunOutcome, execute
+    from fairseq_syntax.study.slurm import SlurmSettings, run_jobs
+
+    slurm = config["slurm"]
+    settings = SlurmSettings(partition=slurm["partition"] or None, cpus_per_job=slurm["cpus_per_job"],
+                             gpus_per_job=slurm["gpus_per_job"], mem_gb=float(slurm["mem_gb"]),
+                             time_min=slurm["time_min"], array_parallelism=slurm["array_parallelism"],
+                             extra={key: str(value) for key, value in slurm["extra"].items()})
+    results = run_jobs(execute, tasks, settings, work_dir(config) / "slurm", job_name=f"study-{config.name}",
+                       describe=str, progress=progress)
+    outcomes = []
+    for task, result in results:
+        if isinstance(result, BaseException):
+            outcomes.append(RunOutcome(task.run_name, "failed", f"{type(result).__name__}: {result}".splitlines()[0]))
+        else:
+            outcomes.append(result)
+    return outcomes

@@ -1,0 +1,406 @@
+"""A study's configuration: one TOML file (read with :mod:`tomllib`) that says everything a controlled study of
+source-side syntax needs — the corpus, its parses, BPE, the model, one training protocol for every system, the
+decoding, the systems with their control structures and seeds, and the test — validated before anything runs.
+
+The keys are declared once, in :data:`SECTIONS` (each :class:`Key` with its type, default and one line of
+documentation); :func:`template` prints them as the file ``fairseq-syntax-study init`` writes, and
+:func:`load_study` reads a file into a :class:`StudyConfig`, naming every problem in one line with its key
+(``study.toml: training.patience: must be an integer >= 1, not 'five'``) and raising :class:`ConfigError` with all
+of them. Paths in the file are relative to the file's folder.
+
+A system is a system of the method registry (``python3 -m fairseq_syntax.methods systems --controls``: the baselines,
+each method's systems and ablations) by name; its ``controls`` are control kinds
+(:data:`fairseq_syntax.core.control_kinds.CONTROLS`), each giving the control system ``NAME_KIND`` the registry
+describes (the same system reading control structures instead of the parses). The pairs the report tests come from
+here: every system against ``test.baseline``, every control against its system.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fairseq_syntax.core.control_kinds import CONTROLS
+
+
+class ConfigError(ValueError):
+    """Every problem of a study file, one line each (``problems``)."""
+
+    def __init__(self, problems: Sequence[str]):
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
+@dataclass(frozen=True)
+class Key:
+    """One key of a section: its name, default (None: required), the check its value must pass and one line of
+    documentation (the template's comment)."""
+    name: str
+    default: Any
+    doc: str
+    check: Callable[[Any], str | None] = lambda value: None  # a problem's words, or None
+
+
+def _type_check(expected: type | tuple[type, ...], words: str) -> Callable[[Any], str | None]:
+    def check(value):
+        if isinstance(value, bool) and bool not in (expected if isinstance(expected, tuple) else (expected,)):
+            return f"must be {words}, not {value!r}"
+        return None if isinstance(value, expected) else f"must be {words}, not {value!r}"
+    return check
+
+
+def _integer(minimum: int) -> Callable[[Any], str | None]:
+    def check(value):
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            return f"must be an integer >= {minimum}, not {value!r}"
+        return None
+    return check
+
+
+def _number(minimum: float, maximum: float = math.inf, open_low: bool = False) -> Callable[[Any], str | None]:
+    def check(value):
+        low_ok = lambda v: v > minimum if open_low else v >= minimum  # noqa: E731
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (low_ok(value) and value <= maximum):
+            bounds = f"{'>' if open_low else '>='} {minimum}" + (f" and <= {maximum}" if maximum < math.inf else "")
+            return f"must be a number {bounds}, not {value!r}"
+        return None
+    return check
+
+
+def _one_of(*choices: str) -> Callable[[Any], str | None]:
+    def check(value):
+        return None if value in choices else f"must be one of {', '.join(choices)}, not {value!r}"
+    return check
+
+
+def _strings(value) -> str | None:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        return f"must be a list of strings, not {value!r}"
+    return None
+
+
+_text = _type_check(str, "a string")
+_flag = _type_check(bool, "true or false")
+
+
+def _nonempty(value) -> str | None:
+    return _text(value) or (None if value.strip() else "must not be empty")
+
+
+#: every section of a study file but [[systems]], in the template's order: (section, its one-line doc, its keys)
+SECTIONS: dict[str, tuple[str, list[Key]]] = {
+    "study": ("What the study is called and where its files go (paths relative to this file).", [
+        Key("name", None, "the study's name: its run records' dataset and its table's title", _nonempty),
+        Key("work", "work", "folder of the prepared data and the checkpoints (large; not committed)", _nonempty),
+        Key("runs", "runs", "folder of the run records, kept training logs and decodes (small; commit it)",
+            _nonempty),
+        Key("report", "report", "folder of RESULTS.md, RESULTS.json and seeds.png (fairseq-syntax-study report)",
+            _nonempty),
+    ]),
+    "corpus": ("The parallel text: STEM.LANG or STEM.LANG.gz files in one folder.", [
+        Key("raw", None, "folder of the parallel text files", _nonempty),
+        Key("source", "en", "source language code (the side that is parsed)", _nonempty),
+        Key("target", "de", "target language code", _nonempty),
+        Key("text", "raw", "raw: untokenized (tokenized here with sacremoses); tokenized: Moses-tokenized, escaped",
+            _one_of("raw", "tokenized")),
+        Key("train", "train", "file stem of the training split", _nonempty),
+        Key("valid", "valid", "file stem of the validation split (model selection, early stopping)", _nonempty),
+        Key("test", "test", "file stem of the test split (scored)", _nonempty),
+        Key("subset", 0, "train on this many training pairs drawn at random without replacement (0: all)",
+            _integer(0)),
+        Key("subset_seed", 1, "the seed of that draw", _integer(0)),
+        Key("max_train_words", 0, "leave out training pairs longer than this many words on either side (0: keep all;"
+            " counted and listed)", _integer(0)),
+        Key("reference", "", "the raw test reference scored against (default: RAW/TEST.TARGET[.gz])", _text),
+    ]),
+    "parses": ("The source side's parses: a parse archive, or a parser per kind (a pretrained name or a path).", [
+        Key("archive", "", "a parse archive folder (MANIFEST.json; e.g. examples/multi30k/parses): no parser runs",
+            _text),
+        Key("constituency", "", "constituency parser: a pretrained name (benepar_en3, crf-con-en, ...) or a path",
+            _text),
+        Key("constituency_backend", "crf-con", "benepar, crf-con or stanza", _one_of("benepar", "crf-con", "stanza")),
+        Key("tagger", "", "POS tagger for crf-con's preterminals (a path; empty: none)", _text),
+        Key("dependency", "", "dependency parser: a pretrained name (biaffine-dep-en, ...) or a path", _text),
+        Key("dependency_backend", "biaffine", "biaffine or stanza", _one_of("biaffine", "stanza")),
+        Key("preterminals", "auto", "POS nodes in the tree input forms: auto, keep, split or drop",
+            _one_of("auto", "keep", "split", "drop")),
+        Key("workers", 1, "parser processes, each on its own core", _integer(1)),
+    ]),
+    "bpe": ("Joint BPE over both sides of the training text (subword-nmt).", [
+        Key("merges", 10000, "BPE merges learned", _integer(1)),
+    ]),
+    "model": ("The Transformer every system shares (fairseq's transformer options).", [
+        Key("encoder_layers", 3, "encoder layers", _integer(1)),
+        Key("decoder_layers", 3, "decoder layers", _integer(1)),
+        Key("embed_dim", 256, "model width d (encoder and decoder)", _integer(1)),
+        Key("ffn_dim", 1024, "feed-forward width", _integer(1)),
+        Key("heads", 4, "attention heads (encoder and decoder)", _integer(1)),
+        Key("dropout", 0.3, "dropout", _number(0.0, 1.0)),
+        Key("share_all_embeddings", True, "one embedding table for source, target and output (joint BPE)", _flag),
+        Key("max_source_positions", 1024, "the longest source, in tokens of the longest input form", _integer(1)),
+    ]),
+    "training": ("One protocol for every system: the same sentences per update, trained until validation stops "
+                 "improving.", [
+        Key("batch_sentences", 64, "sentences per update, whatever the input form (--batch-size)", _integer(1)),
+        Key("optimizer", "adam", "fairseq optimizer", _nonempty),
+        Key("adam_betas", "(0.9, 0.98)", "Adam's betas (with optimizer adam)", _text),
+        Key("lr", 1e-3, "peak learning rate", _number(0.0, open_low=True)),
+        Key("lr_scheduler", "inverse_sqrt", "fairseq learning-rate scheduler", _nonempty),
+        Key("warmup_updates", 1000, "warm-up updates", _integer(0)),
+        Key("weight_decay", 0.0001, "weight decay", _number(0.0)),
+        Key("clip_norm", 1.0, "gradient clipping norm", _number(0.0)),
+        Key("label_smoothing", 0.1, "label smoothing of the cross-entropy", _number(0.0, 1.0)),
+        Key("patience", 5, "stop once validation nll_loss has not improved for this many epochs", _integer(1)),
+        Key("max_epoch", 100, "epoch cap (a cap only: patience stops training)", _integer(1)),
+        Key("precision", "fp32", "fp32, bf16 (--bf16 on a GPU, --cpu-bf16-autocast on a CPU) or fp16 (GPU only)",
+            _one_of("fp32", "bf16", "fp16")),
+        Key("device", "cpu", "cpu or cuda (one GPU a run)", _one_of("cpu", "cuda")),
+        Key("threads", 1, "CPU threads per run (OMP_NUM_THREADS; on a CPU the run's cores)", _integer(1)),
+        Key("extra_args", [], "more fairseq-train arguments for every system, e.g. [\"--update-freq\", \"2\"]",
+            _strings),
+    ]),
+    "decoding": ("Decoding the test split with the checkpoint of the best validation nll_loss.", [
+        Key("beam", 5, "beam size", _integer(1)),
+        Key("batch_size", 128, "sentences per decoding batch", _integer(1)),
+        Key("extra_args", [], "more fairseq-generate arguments", _strings),
+    ]),
+    "seeds": ("Training seeds: seeds 1..N for each system unless the system says otherwise.", [
+        Key("count", 3, "seeds per system (N: seeds 1..N)", _integer(1)),
+    ]),
+    "test": ("The comparisons: every system against the baseline, every control against its system.", [
+        Key("baseline", "sequence", "the system every other is tested against (one of [[systems]])", _nonempty),
+        Key("bootstrap_rounds", 10000, "rounds of the seed-aware paired bootstrap over sentences and seeds",
+            _integer(100)),
+        Key("run_bootstrap_rounds", 1000, "rounds of each single run's paired bootstrap against the baseline's "
+            "run of the same seed", _integer(100)),
+        Key("alpha", 0.05, "significance level of the verdict rule", _number(0.0, 1.0, open_low=True)),
+        Key("by_length", [10, 15, 20], "source-length bins of each run's scores by length (empty: none)",
+            lambda value: None if isinstance(value, list) and all(
+                isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
+            else f"must be a list of positive integers, not {value!r}"),
+    ]),
+    "executor": ("Where the runs go: this machine (local) or a Slurm cluster (slurm, through submitit).", [
+        Key("kind", "local", "local or slurm (the --executor option overrides it)", _one_of("local", "slurm")),
+        Key("jobs", 1, "local: runs at once on this machine, each its own process and cores (--jobs overrides)",
+            _integer(1)),
+    ]),
+    "slurm": ("Slurm jobs (executor slurm): one job array a call of run, one job a run.", [
+        Key("partition", "", "partition (empty: the cluster's default)", _text),
+        Key("cpus_per_job", 1, "CPUs per job (give training.threads the same)", _integer(1)),
+        Key("gpus_per_job", 0, "GPUs per job (with training.device cuda)", _integer(0)),
+        Key("mem_gb", 8.0, "memory per job, GB", _number(0.0, open_low=True)),
+        Key("time_min", 240, "time limit per job, minutes (a run that times out resumes on the next run call)",
+            _integer(1)),
+        Key("array_parallelism", 16, "jobs of the array running at once", _integer(1)),
+        Key("extra", {}, "more sbatch parameters, e.g. {account = \"nlp\", qos = \"normal\"}",
+            lambda value: None if isinstance(value, dict) and all(isinstance(v, (str, int)) for v in value.values())
+            else f"must be a table of strings or integers, not {value!r}"),
+    ]),
+}
+
+#: the keys of a [[systems]] entry
+SYSTEM_KEYS: list[Key] = [
+    Key("name", None, "a system of the method registry (python3 -m fairseq_syntax.methods systems --controls)",
+        _nonempty),
+    Key("controls", [], "control kinds it is also trained on (random, struct, left, right), each tested against it",
+        _strings),
+    Key("seeds", 0, "its seeds 1..N (0: seeds.count)", _integer(0)),
+    Key("control_seeds", {}, "seeds of each control, e.g. {random = 5, struct = 3} (default: the system's)",
+        lambda value: None if isinstance(value, dict) and all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value.values())
+        else f"must be a table of integers >= 1, not {value!r}"),
+]
+
+#: the sections whose settings decide what a run trains on and how it is trained and decoded: the study's identity
+#: hashes them (not the paths, the executor or the test, which change no run)
+TRAINING_SECTIONS = ("corpus", "parses", "bpe", "model", "training", "decoding")
+#: keys of those sections that change no run's result: where files are, how many cores parse
+NOT_TRAINING_KEYS = {("corpus", "raw"), ("corpus", "reference"), ("parses", "workers"), ("training", "threads")}
+
+
+@dataclass(frozen=True)
+class SystemEntry:
+    """One ``[[systems]]`` entry, resolved: its seeds and each control's seeds."""
+    name: str
+    seeds: int
+    controls: dict[str, int] = field(default_factory=dict)  # control kind -> its seeds
+
+    def control_name(self, kind: str) -> str:
+        """The registry's name of this system on control structures of ``kind``."""
+        return f"{self.name}_{kind}"
+
+
+@dataclass(frozen=True)
+class StudyConfig:
+    """A validated study file: ``sections[section][key]`` for every key of :data:`SECTIONS` (defaults filled in),
+    the systems in the file's order, the file and its folder."""
+    path: Path
+    sections: dict[str, dict[str, Any]]
+    systems: tuple[SystemEntry, ...]
+
+    def __getitem__(self, section: str) -> dict[str, Any]:
+        return self.sections[section]
+
+    def folder(self, key: str) -> Path:
+        """``study.work`` / ``study.runs`` / ``study.report`` as a path (relative to the file's folder)."""
+        return self.resolve(self.sections["study"][key])
+
+    def resolve(self, value: str) -> Path:
+        """A path of the file, relative to its folder (``~`` expanded)."""
+        path = Path(os.path.expanduser(value))
+        return path if path.is_absolute() else (self.path.parent / path)
+
+    @property
+    def name(self) -> str:
+        return self.sections["study"]["name"]
+
+    @property
+    def baseline(self) -> str:
+        return self.sections["test"]["baseline"]
+
+    def with_changes(self, section: str, **values) -> StudyConfig:
+        """The same study with some keys of one section changed (the command line's --jobs, --executor)."""
+        sections = {name: dict(keys) for name, keys in self.sections.items()}
+        sections[section].update(values)
+        return dataclasses.replace(self, sections=sections)
+
+
+def template() -> str:
+    """The file ``fairseq-syntax-study init`` prints: every key with its default and one comment line each, the
+    required ones commented with what to put there, and two example systems."""
+    lines = ["# A fairseq-syntax study: does source-side syntax help on this corpus?",
+             "# Every key with its default; fairseq-syntax-study plan STUDY.toml checks the file before anything runs.",
+             ""]
+    for section, (doc, keys) in SECTIONS.items():
+        lines += [f"# {doc}", f"[{section}]"]
+        for key in keys:
+            if key.default is None:
+                lines.append(f"{key.name} = \"\"  # REQUIRED: {key.doc}")
+            else:
+                lines.append(f"{key.name} = {_toml_value(key.default)}  # {key.doc}")
+        lines.append("")
+    lines += ["# The systems: [[systems]] entries, one a system, each with these keys:"]
+    lines += [f"#   {key.name}: {key.doc}" for key in SYSTEM_KEYS]
+    lines += ["[[systems]]", "name = \"sequence\"", "",
+              "[[systems]]", "name = \"mask\"", "controls = [\"random\"]", ""]
+    return "\n".join(lines)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
+def load_study(path: str | os.PathLike, known_systems: Sequence[str] | None = None) -> StudyConfig:
+    """Read and validate a study file. ``known_systems``: the registry's system names (default: the method
+    registry's, controls included); a system or control it does not know is a problem of the file."""
+    path = Path(path)
+    where = str(path)
+    try:
+        with open(path, "rb") as handle:
+            raw = tomllib.load(handle)
+    except FileNotFoundError:
+        raise ConfigError([f"{where}: no such file"]) from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError([f"{where}: not a TOML file: {error}"]) from None
+    problems: list[str] = []
+    sections: dict[str, dict[str, Any]] = {}
+    for unknown in sorted(set(raw) - set(SECTIONS) - {"systems"}):
+        problems.append(f"{where}: [{unknown}]: unknown section (known: {', '.join([*SECTIONS, 'systems'])})")
+    for section, (_, keys) in SECTIONS.items():
+        given = raw.get(section, {})
+        if not isinstance(given, dict):
+            problems.append(f"{where}: {section}: must be a table ([{section}]), not {given!r}")
+            given = {}
+        sections[section] = _read_keys(where, section, keys, given, problems)
+    systems = _read_systems(where, raw.get("systems"), sections, problems, known_systems)
+    if problems:
+        raise ConfigError(problems)
+    return StudyConfig(path=path, sections=sections, systems=tuple(systems))
+
+
+def _read_keys(where: str, section: str, keys: list[Key], given: dict, problems: list[str]) -> dict[str, Any]:
+    known = {key.name for key in keys}
+    for unknown in sorted(set(given) - known):
+        problems.append(f"{where}: {section}.{unknown}: unknown key (known: {', '.join(sorted(known))})")
+    values = {}
+    for key in keys:
+        if key.name not in given:
+            if key.default is None:
+                problems.append(f"{where}: {section}.{key.name}: required ({key.doc})")
+                continue
+            values[key.name] = key.default
+            continue
+        problem = key.check(given[key.name])
+        if problem:
+            problems.append(f"{where}: {section}.{key.name}: {problem}")
+        values[key.name] = given[key.name]
+    return values
+
+
+def _registry_systems() -> list[str]:
+    from fairseq_syntax.methods import systems  # the methods layer, below the study's
+
+    return [system.name for system in systems(task=None, controls=True)]
+
+
+def _read_systems(where: str, given, sections: dict, problems: list[str],
+                  known_systems: Sequence[str] | None) -> list[SystemEntry]:
+    if not isinstance(given, list) or not given:
+        problems.append(f"{where}: systems: at least one [[systems]] entry is required")
+        return []
+    known = set(known_systems if known_systems is not None else _registry_systems())
+    default_seeds = sections["seeds"].get("count", 3)
+    entries, seen = [], set()
+    for index, entry in enumerate(given, 1):
+        label = f"systems[{index}]"
+        if not isinstance(entry, dict):
+            problems.append(f"{where}: {label}: must be a table ([[systems]]), not {entry!r}")
+            continue
+        values = _read_keys(where, label, SYSTEM_KEYS, entry, problems)
+        name = values.get("name")
+        if not isinstance(name, str) or not name.strip():
+            continue
+        label = f"systems[{index}] ({name})"
+        if name not in known:
+            problems.append(f"{where}: {label}.name: {name!r} is no system of the method registry "
+                            "(python3 -m fairseq_syntax.methods systems --controls lists them)")
+        if name in seen:
+            problems.append(f"{where}: {label}.name: {name!r} is listed twice")
+        seen.add(name)
+        seeds = values.get("seeds") if isinstance(values.get("seeds"), int) else 0
+        seeds = seeds or default_seeds
+        controls: dict[str, int] = {}
+        kinds = values.get("controls") if isinstance(values.get("controls"), list) else []
+        control_seeds = values.get("control_seeds") if isinstance(values.get("control_seeds"), dict) else {}
+        for kind in kinds:
+            if not isinstance(kind, str):
+                continue
+            if kind not in CONTROLS:
+                problems.append(f"{where}: {label}.controls: {kind!r} is no control kind ({', '.join(CONTROLS)})")
+                continue
+            if f"{name}_{kind}" not in known and name in known:
+                problems.append(f"{where}: {label}.controls: the registry describes no {kind!r} control of {name} "
+                                f"({name}_{kind})")
+                continue
+            controls[kind] = control_seeds.get(kind, seeds)
+        for kind in sorted(set(control_seeds) - set(kinds)):
+            problems.append(f"{where}: {label}.control_seeds.{kind}: not one of its controls ({kinds or 'none'})")
+        entries.append(SystemEntry(name=name, seeds=seeds, controls=controls))
+    baseline = sections["test"].get("baseline")
+    if isinstance(baseline, str) and baseline and baseline not in seen:
+        problems.append(f"{where}: test.baseline: {baseline!r} is not one of the study's systems "
+                        f"({', '.join(entry.name for entry in entries)})")
+    return entries

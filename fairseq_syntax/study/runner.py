@@ -1,0 +1,378 @@
+"""One run of a study, start to end: claim it, train (or resume), decode the best checkpoint, score, record.
+
+:func:`execute` is what every executor calls (the local pool in a process of its own, Slurm through submitit): it
+takes a :class:`RunTask` (the study file and the run's name, so that a job needs nothing else) and returns a
+:class:`RunOutcome`. The steps are those of the project's recipes, so a record made here reads like theirs:
+
+1. **Claim.** ``WORK/claims/RUN.lock`` is locked (``flock``) for as long as the process lives: two ``run`` commands,
+   or two jobs, never train one run; the lock goes with a killed process, and the next ``run`` takes the run over.
+2. **Finished?** A run whose record and decode are kept (``RUNS/RUN.run.json``, ``RUNS/RUN.gen.gz``, or packed) is
+   never trained again; a record of another study or a changed setting is refused, naming what differs.
+3. **Train.** ``fairseq-train`` with the grid's command (:func:`~fairseq_syntax.study.grid.train_arguments`); a run
+   with checkpoints goes on from its newest (fairseq's own resume) if they were made by the same command up to its
+   budget, and its log continues; checkpoints of another command stop the run with the folder named.
+4. **Decode** the checkpoint with the best validation nll_loss (``fairseq-generate``), kept as its hypotheses only
+   (:func:`~fairseq_syntax.evaluation.scoring.write_kept_decode`), logs made portable and gzipped.
+5. **Score** (``fairseq-syntax-score``) against the raw test reference, with the paired bootstrap against the
+   baseline's run of the same seed where it is decoded, into the run record, with the study's identity.
+
+A failure leaves ``WORK/failed/RUN.txt`` (the step and the log's last lines) for ``plan`` to show; the next ``run``
+tries the run again, from its checkpoint.
+"""
+from __future__ import annotations
+
+import fcntl
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import fairseq_syntax
+from fairseq_syntax.evaluation import packed_runs
+from fairseq_syntax.study.config import StudyConfig, load_study
+from fairseq_syntax.study.grid import (
+    Run,
+    command_text,
+    decode_arguments,
+    identity_differences,
+    same_training,
+    study_identity,
+    study_runs,
+    train_arguments,
+    training_differences,
+)
+
+PACKAGE_DIR = os.path.dirname(os.path.abspath(fairseq_syntax.__file__))
+REPO_ROOT = os.path.dirname(PACKAGE_DIR)
+
+
+class StudyError(RuntimeError):
+    """A problem that stops a run or a command, in one line."""
+
+
+@dataclass(frozen=True)
+class RunTask:
+    """What a worker or a Slurm job is given: the study file and a run's name (``SYSTEM.seedK``)."""
+    config_path: str
+    run_name: str
+
+    def __str__(self) -> str:
+        return self.run_name
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run_name: str
+    state: str  # "done" (finished now), "finished" (already), "held" (another process has it), "failed"
+    detail: str = ""
+
+
+def work_dir(config: StudyConfig) -> Path:
+    return config.folder("work").resolve()
+
+
+def runs_dir(config: StudyConfig) -> Path:
+    return config.folder("runs").resolve()
+
+
+def reference_path(config: StudyConfig) -> Path:
+    """The raw test reference the runs are scored against, as the data preparation keeps it in WORK."""
+    return work_dir(config) / f"test.{config['corpus']['target']}.ref"
+
+
+def find_run(config: StudyConfig, name: str) -> Run:
+    for run in study_runs(config):
+        if run.name == name:
+            return run
+    raise StudyError(f"{config.path}: no run {name!r} in the study's grid (fairseq-syntax-study plan lists them)")
+
+
+# -- what is kept of a run ----------------------------------------------------------------------------------------
+
+def kept(path: Path) -> Path | None:
+    """The kept form of a run's file (``FILE.gz``, ``FILE``, or packed in the runs' archive), else None."""
+    for candidate in (Path(f"{path}.gz"), path):
+        if candidate.is_file() or packed_runs.has(candidate):
+            return candidate
+    return None
+
+
+def read_record(path: Path) -> dict | None:
+    if path.is_file() or packed_runs.has(path):
+        return json.loads(packed_runs.read_bytes(path).decode("utf-8"))
+    return None
+
+
+def record_problems(config: StudyConfig, run: Run, record: dict) -> list[str]:
+    """Why a kept record is not this study's run (empty: it is): another study, changed settings, or - for a record
+    made before records carried the study's identity - a training command other than the file's."""
+    problems = identity_differences(record.get("study"), config)
+    if record.get("dataset") != config.name:
+        problems.append(f"dataset {record.get('dataset')!r}, not the study's name {config.name!r}")
+    expected = command_text("fairseq-train", train_arguments(config, run, "OUT_DIR"))
+    problems += training_differences(record.get("command", ""), expected)
+    return problems
+
+
+def finished(config: StudyConfig, run: Run) -> bool:
+    """Whether ``run`` has a kept decode and a record of this study; StudyError for a record of another one."""
+    runs = runs_dir(config)
+    record_path = runs / f"{run.name}.run.json"
+    record = read_record(record_path)
+    if record is None or kept(runs / f"{run.name}.gen") is None:
+        return False
+    problems = record_problems(config, run, record)
+    if problems:
+        raise StudyError(f"{record_path}: not a run of this study ({config.path}): {'; '.join(problems)}")
+    return True
+
+
+# -- claims ---------------------------------------------------------------------------------------------------------
+
+#: the descriptors of the claims this process holds, passed on to the processes it starts
+_CLAIMS: set[int] = set()
+
+
+@contextmanager
+def claim(config: StudyConfig, name: str):
+    """Yield True while this process holds ``name``'s lock, False when another process does."""
+    folder = work_dir(config) / "claims"
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f"{name}.lock", "w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        # the training and decoding this process starts hold the lock too (an inherited descriptor): a run whose
+        # runner was killed is not taken over while its fairseq-train lives on
+        os.set_inheritable(handle.fileno(), True)
+        _CLAIMS.add(handle.fileno())
+        try:
+            yield True
+        finally:
+            _CLAIMS.discard(handle.fileno())
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def is_claimed(config: StudyConfig, name: str) -> bool:
+    """Whether a process holds ``name``'s lock now (it is in training or being decoded)."""
+    path = work_dir(config) / "claims" / f"{name}.lock"
+    if not path.exists():
+        return False
+    with open(path) as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return False
+
+
+# -- the steps ------------------------------------------------------------------------------------------------------
+
+def device_text(config: StudyConfig) -> str:
+    """What a run is recorded as trained on, as the recipes write it."""
+    if config["training"]["device"] == "cuda":
+        import torch
+
+        return torch.cuda.get_device_name() if torch.cuda.is_available() else "cuda"
+    return f"cpu ({os.cpu_count()} cores, {config['training']['threads']} thread(s) per run)"
+
+
+def _environment(config: StudyConfig) -> dict[str, str]:
+    threads = str(config["training"]["threads"])
+    env = dict(os.environ, OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
+    # the package these processes import is this one, whatever an older install left in site-packages
+    env["PYTHONPATH"] = REPO_ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
+
+
+def _resume_key(command: str) -> str:
+    words = command.split()
+    kept_words, skip = [], False
+    for word in words:
+        if skip:
+            skip = False
+            continue
+        if word in ("--max-epoch", "--max-update", "--num-workers"):
+            skip = True
+            continue
+        kept_words.append(word)
+    return " ".join(kept_words)
+
+
+def _executable(program_module: str, args: list[str]) -> list[str]:
+    """The argv that runs a recorded command: fairseq's module by this Python, the plugin by its path."""
+    return [sys.executable, "-m", program_module,
+            *[PACKAGE_DIR if arg == "fairseq_syntax" and previous == "--user-dir" else arg
+              for previous, arg in zip(["", *args], args)]]
+
+
+def _fail(config: StudyConfig, run: Run, step: str, log: Path | None) -> RunOutcome:
+    tail = ""
+    if log is not None and log.is_file():
+        tail = "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-20:])
+    folder = work_dir(config) / "failed"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{run.name}.txt").write_text(f"{step} failed\n{tail}\n", encoding="utf-8")
+    return RunOutcome(run.name, "failed", f"{step} failed; see {log}")
+
+
+def train(config: StudyConfig, run: Run) -> bool:
+    """Train ``run`` (or go on from its checkpoints) to its patience stop; its log in RUNS/RUN.train.log."""
+    work, runs = work_dir(config), runs_dir(config)
+    args = train_arguments(config, run, work)
+    command = command_text("fairseq-train", args)
+    checkpoints = work / "ckpt" / f"ckpt-{run.name}"
+    log = runs / f"{run.name}.train.log"
+    mode = "w"
+    if any(checkpoints.glob("checkpoint*.pt")):
+        recorded = (checkpoints / "train_command.txt").read_text(encoding="utf-8").strip() \
+            if (checkpoints / "train_command.txt").is_file() else ""
+        if _resume_key(recorded) != _resume_key(command):
+            raise StudyError(f"{checkpoints} holds checkpoints of another command ({checkpoints}/train_command.txt): "
+                             "remove the folder to train the run afresh")
+        mode = "a"
+        print(f"== resume {run.name} from its checkpoints", flush=True)
+        packed_gz = Path(f"{log}.gz")
+        if packed_gz.is_file() and not log.is_file():  # the log goes on: the one a finished decode left, unzipped
+            log.write_bytes(gzip.decompress(packed_gz.read_bytes()))
+    else:
+        shutil.rmtree(checkpoints, ignore_errors=True)
+        checkpoints.mkdir(parents=True)
+        (runs / f"{run.name}.run.json").unlink(missing_ok=True)  # an earlier run's record: not this run's facts
+    for stale in (f"{run.name}.train.log.gz", f"{run.name}.gen.gz", f"{run.name}.gen.log.gz"):
+        (runs / stale).unlink(missing_ok=True)
+    (checkpoints / "train_command.txt").write_text(command + "\n", encoding="utf-8")
+    if not (checkpoints / "device.txt").is_file():
+        (checkpoints / "device.txt").write_text(device_text(config) + "\n", encoding="utf-8")
+    parsers = work / "data-bin" / run.data / "parsers.json"
+    if parsers.is_file() and not (checkpoints / "parsers.json").is_file():
+        shutil.copyfile(parsers, checkpoints / "parsers.json")
+    print(f"== train {run.name}: {command}", flush=True)
+    with open(log, mode, encoding="utf-8") as out:
+        status = subprocess.run(_executable("fairseq_cli.train", args), stdout=out, stderr=subprocess.STDOUT,
+                                env=_environment(config), cwd=REPO_ROOT, pass_fds=tuple(_CLAIMS)).returncode
+    return status == 0
+
+
+def decode(config: StudyConfig, run: Run) -> bool:
+    """Decode the test split with the best checkpoint; keep the hypotheses and both logs, portable and gzipped."""
+    from fairseq_syntax.evaluation.results import make_log_portable
+    from fairseq_syntax.evaluation.scoring import write_kept_decode
+
+    work, runs = work_dir(config), runs_dir(config)
+    args = decode_arguments(config, run, work)
+    checkpoints = work / "ckpt" / f"ckpt-{run.name}"
+    (checkpoints / "decode_command.txt").write_text(command_text("fairseq-generate", args) + "\n", encoding="utf-8")
+    output, log = runs / f"{run.name}.gen", runs / f"{run.name}.gen.log"
+    with open(output, "w", encoding="utf-8") as out, open(log, "w", encoding="utf-8") as err:
+        status = subprocess.run(_executable("fairseq_cli.generate", args), stdout=out, stderr=err,
+                                env=_environment(config), cwd=REPO_ROOT, pass_fds=tuple(_CLAIMS)).returncode
+    if status != 0:
+        return False
+    write_kept_decode(str(output), f"{output}.gz")
+    output.unlink()
+    for path in (runs / f"{run.name}.train.log", log):
+        make_log_portable(str(path), str(work), REPO_ROOT)
+        path.with_name(path.name + ".gz").write_bytes(gzip.compress(path.read_bytes(), mtime=0))
+        path.unlink()
+    return True
+
+
+def score_arguments(config: StudyConfig, run: Run) -> list[str]:
+    """fairseq-syntax-score's arguments for one run: its decode, the reference, the baseline's run of the same seed
+    where decoded, and the record's facts."""
+    from fairseq_syntax.study.grid import compared_with  # noqa: F401 (the partners of a single run: the baseline)
+
+    work, runs = work_dir(config), runs_dir(config)
+    checkpoints = work / "ckpt" / f"ckpt-{run.name}"
+    test = config["test"]
+    args = [str(kept(runs / f"{run.name}.gen")), str(reference_path(config))]
+    baseline = config.baseline
+    if run.system.name != baseline:
+        theirs = kept(runs / f"{baseline}.seed{run.seed}.gen")
+        if theirs is not None:
+            args += [str(theirs), "--baseline-name", baseline]
+    args += ["--lang", config["corpus"]["target"], "--bootstrap", str(test["run_bootstrap_rounds"]),
+             "--run-seed", str(run.seed)]
+    if test["by_length"]:
+        args += ["--by-length", ",".join(map(str, test["by_length"]))]
+    for option, fact in (("--device", "device.txt"), ("--decode-command", "decode_command.txt")):
+        if (checkpoints / fact).is_file():
+            args += [option, (checkpoints / fact).read_text(encoding="utf-8").strip()]
+    if (checkpoints / "parsers.json").is_file():
+        args += ["--parsers", str(checkpoints / "parsers.json")]
+    args += ["--repo-root", REPO_ROOT, "--out-dir", str(work), "--record", str(runs / f"{run.name}.run.json"),
+             "--dataset", config.name, "--system", run.system.name, "--arch", run.system.arch,
+             "--train-log", str(kept(runs / f"{run.name}.train.log")),
+             "--train-command", (checkpoints / "train_command.txt").read_text(encoding="utf-8").strip()]
+    return args
+
+
+def add_identity(path: Path, identity: dict) -> None:
+    record = json.loads(path.read_text(encoding="utf-8"))
+    record["study"] = identity
+    packed_runs.write_atomically(path, json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+
+
+def score(config: StudyConfig, run: Run) -> bool:
+    args = score_arguments(config, run)
+    status = subprocess.run([sys.executable, "-m", "fairseq_syntax.cli.score", *args], env=_environment(config),
+                            cwd=REPO_ROOT).returncode
+    if status != 0:
+        return False
+    add_identity(runs_dir(config) / f"{run.name}.run.json", study_identity(config, run.data, work_dir(config)))
+    return True
+
+
+def execute(task: RunTask) -> RunOutcome:
+    """Run one study run to its record (the module docstring's steps); what executors call."""
+    config = load_study(task.config_path)
+    run = find_run(config, task.run_name)
+    runs_dir(config).mkdir(parents=True, exist_ok=True)
+    with claim(config, run.name) as held:
+        if not held:
+            return RunOutcome(run.name, "held", "another process trains it")
+        if finished(config, run):
+            return RunOutcome(run.name, "finished")
+        data = work_dir(config) / "data-bin" / run.data
+        if not (data / "syntax.json").is_file():
+            raise StudyError(f"{data}: the run's data directory is not prepared (fairseq-syntax-study run prepares "
+                             "it first)")
+        started = time.time()
+        (work_dir(config) / "failed" / f"{run.name}.txt").unlink(missing_ok=True)
+        runs = runs_dir(config)
+        if not train(config, run):
+            return _fail(config, run, "training", runs / f"{run.name}.train.log")
+        if not decode(config, run):
+            return _fail(config, run, "decoding", runs / f"{run.name}.gen.log")
+        if not score(config, run):
+            return _fail(config, run, "scoring", None)
+        return RunOutcome(run.name, "done", f"{(time.time() - started) / 60:.0f} min")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m fairseq_syntax.study.runner STUDY.toml RUN``: one run, as the local pool starts it."""
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2:
+        print("usage: python -m fairseq_syntax.study.runner STUDY.toml RUN", file=sys.stderr)
+        return 2
+    try:
+        outcome = execute(RunTask(argv[0], argv[1]))
+    except (StudyError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(f"== {outcome.run_name}: {outcome.state}{': ' + outcome.detail if outcome.detail else ''}", flush=True)
+    return {"done": 0, "finished": 0, "held": 3, "failed": 1}[outcome.state]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,162 @@
+"""The study file (fairseq_syntax/study/config.py) and the grid it gives (fairseq_syntax/study/grid.py): every key
+with its default, one line per problem naming the key, the runs and their commands, the study's identity."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from fairseq_syntax.study.config import SECTIONS, ConfigError, load_study, template
+from fairseq_syntax.study.grid import (
+    command_text,
+    control_pairs,
+    planned_seeds,
+    settings_digest,
+    study_runs,
+    compared_with,
+    train_arguments,
+    training_differences,
+)
+
+MINIMAL = """
+[study]
+name = "tiny"
+[corpus]
+raw = "raw"
+[[systems]]
+name = "sequence"
+[[systems]]
+name = "mask"
+seeds = 2
+controls = ["random", "struct"]
+control_seeds = {struct = 1}
+"""
+
+
+def write(tmp_path, text: str) -> Path:
+    path = tmp_path / "study.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def problems_of(tmp_path, text: str) -> list[str]:
+    with pytest.raises(ConfigError) as raised:
+        load_study(write(tmp_path, text))
+    return raised.value.problems
+
+
+def test_template_holds_every_key_with_its_default(tmp_path):
+    text = template()
+    for section, (_, keys) in SECTIONS.items():
+        assert f"[{section}]" in text
+        for key in keys:
+            assert any(line.startswith(f"{key.name} = ") for line in text.splitlines()), (section, key.name)
+    # filled in where it says REQUIRED, the template is a valid study whose values are the defaults
+    filled = text.replace('name = ""  # REQUIRED', 'name = "mine"  # REQUIRED', 1).replace(
+        'raw = ""  # REQUIRED', 'raw = "data"  # REQUIRED', 1)
+    config = load_study(write(tmp_path, filled))
+    assert config["training"]["patience"] == 5 and config["bpe"]["merges"] == 10000
+    assert [entry.name for entry in config.systems] == ["sequence", "mask"]
+    assert config.systems[1].controls == {"random": 3}
+
+
+def test_init_prints_the_template_and_refuses_to_overwrite(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "fairseq_syntax.cli.study", "init"], capture_output=True, text=True,
+                         cwd=REPO, check=True).stdout
+    assert out == template()
+    target = tmp_path / "mine.toml"
+    target.write_text("kept\n")
+    result = subprocess.run([sys.executable, "-m", "fairseq_syntax.cli.study", "init", "--output", str(target)],
+                            capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 2 and "exists: not overwritten" in result.stderr and target.read_text() == "kept\n"
+
+
+def test_every_problem_is_one_line_naming_its_key(tmp_path):
+    text = MINIMAL.replace('raw = "raw"', 'raw = "raw"\nsubset = -1\nlanguage = "en"').replace(
+        "[[systems]]\nname = \"sequence\"", "[training]\npatience = \"five\"\nprecision = \"fp8\"\n"
+        "[test]\nbaseline = \"words\"\n[[systems]]\nname = \"sequence\"").replace(
+        'controls = ["random", "struct"]', 'controls = ["random", "shuffled"]')
+    text += '[[systems]]\nname = "no_such_method"\n'
+    found = problems_of(tmp_path, text)
+    where = str(tmp_path / "study.toml")
+    expected = [
+        f"{where}: corpus.language: unknown key",
+        f"{where}: corpus.subset: must be an integer >= 0, not -1",
+        f"{where}: training.patience: must be an integer >= 1, not 'five'",
+        f"{where}: training.precision: must be one of fp32, bf16, fp16, not 'fp8'",
+        f"{where}: systems[2] (mask).controls: 'shuffled' is no control kind",
+        f"{where}: systems[2] (mask).control_seeds.struct: not one of its controls",
+        f"{where}: systems[3] (no_such_method).name: 'no_such_method' is no system of the method registry",
+        f"{where}: test.baseline: 'words' is not one of the study's systems",
+    ]
+    for start in expected:
+        assert sum(problem.startswith(start) for problem in found) == 1, (start, found)
+    assert len(found) == len(expected), found
+    assert all("\n" not in problem for problem in found)
+
+
+def test_a_control_the_registry_does_not_describe_is_refused(tmp_path):
+    # the registry runs ldd on no control structure: ldd_random is no system
+    found = problems_of(tmp_path, MINIMAL + '[[systems]]\nname = "ldd"\ncontrols = ["random"]\n')
+    assert found == [f"{tmp_path / 'study.toml'}: systems[3] (ldd).controls: the registry describes no 'random' "
+                     "control of ldd (ldd_random)"]
+
+
+def test_missing_file_and_bad_toml_are_one_line(tmp_path):
+    with pytest.raises(ConfigError) as raised:
+        load_study(tmp_path / "none.toml")
+    assert raised.value.problems == [f"{tmp_path / 'none.toml'}: no such file"]
+    found = problems_of(tmp_path, "[study\nname=")
+    assert len(found) == 1 and found[0].startswith(f"{tmp_path / 'study.toml'}: not a TOML file")
+
+
+def test_the_grid_its_pairs_and_its_commands(tmp_path):
+    config = load_study(write(tmp_path, MINIMAL))
+    names = [run.name for run in study_runs(config)]
+    # sequence: seeds.count (3); mask: 2 seeds, its random control 2 (the system's), its struct control 1
+    assert names == ["sequence.seed1", "sequence.seed2", "sequence.seed3", "mask.seed1", "mask.seed2",
+                     "mask_random.seed1", "mask_random.seed2", "mask_struct.seed1"]
+    assert [run.data for run in study_runs(config)][5:] == ["preorder.random", "preorder.random-s2", "preorder.struct"]
+    assert control_pairs(config) == {"mask_random": ("mask", "random"), "mask_struct": ("mask", "struct")}
+    assert planned_seeds(config) == {"sequence": 3, "mask": 2, "mask_random": 2, "mask_struct": 1}
+    assert compared_with(config, "mask") == ["sequence", "mask_random", "mask_struct"]
+    assert compared_with(config, "mask_random") == ["sequence", "mask"]
+    assert compared_with(config, "sequence") == []
+    run = study_runs(config)[6]
+    args = train_arguments(config, run, "W")
+    assert args[:6] == ["W/data-bin/preorder.random-s2", "--user-dir", "fairseq_syntax", "--task",
+                        "syntax_translation", "--arch"]
+    assert args[args.index("--seed") + 1] == "2" and args[args.index("--save-dir") + 1] == "W/ckpt/ckpt-mask_random.seed2"
+    assert args[-3:] == ["--patience", "5", "--best-checkpoint-metric", "nll_loss", "--cpu", "--num-workers", "0"][-3:]
+
+
+# a Multi30k study record's training command, as the recipes wrote it (examples/multi30k/runs, mask_random.seed2)
+RECORDED = ("fairseq-train OUT_DIR/data-bin/preorder.random --user-dir fairseq_syntax --task syntax_translation "
+            "--arch transformer_syntax_mask --save-dir OUT_DIR/ckpt/ckpt-mask_random.seed2 --no-epoch-checkpoints "
+            "--log-format simple --log-interval 50 --encoder-layers 3 --decoder-layers 3 --encoder-embed-dim 256 "
+            "--decoder-embed-dim 256 --encoder-ffn-embed-dim 1024 --decoder-ffn-embed-dim 1024 "
+            "--encoder-attention-heads 4 --decoder-attention-heads 4 --share-all-embeddings --dropout 0.3 "
+            "--weight-decay 0.0001 --criterion label_smoothed_cross_entropy --label-smoothing 0.1 --optimizer adam "
+            "--adam-betas (0.9, 0.98) --lr 1e-3 --lr-scheduler inverse_sqrt --warmup-updates 1000 --clip-norm 1.0 "
+            "--seed 2 --max-source-positions 1024 --batch-size 64 --max-epoch 100 --patience 5 "
+            "--best-checkpoint-metric nll_loss --cpu --num-workers 0")
+
+
+def test_a_recorded_command_is_compared_option_by_option(tmp_path):
+    config = load_study(write(tmp_path, MINIMAL))
+    run = study_runs(config)[6]  # mask_random.seed2: the record read seed 1's structures, as the first runs did
+    assert training_differences(RECORDED, command_text("fairseq-train", train_arguments(config, run, "OUT_DIR"))) == []
+    changed = load_study(write(tmp_path, MINIMAL + "[training]\nlr = 5e-4\npatience = 10\n"))
+    found = training_differences(RECORDED, command_text("fairseq-train", train_arguments(changed, run, "OUT_DIR")))
+    assert found == ["--lr: 1e-3 (file: 5e-4)", "--patience: 5 (file: 10)"]
+
+
+def test_the_settings_digest_follows_what_changes_a_run(tmp_path):
+    base = settings_digest(load_study(write(tmp_path, MINIMAL)))
+    # where the files are and how many cores a run or a parser gets change no run
+    moved = MINIMAL.replace('raw = "raw"', 'raw = "elsewhere"') + "[training]\nthreads = 4\n[executor]\njobs = 3\n"
+    assert settings_digest(load_study(write(tmp_path, moved))) == base
+    for change in ("[training]\nlr = 5e-4\n", "[bpe]\nmerges = 8000\n", "[decoding]\nbeam = 4\n",
+                   "[parses]\narchive = \"other\"\n"):
+        assert settings_digest(load_study(write(tmp_path, MINIMAL + change))) != base, change
