@@ -1,25 +1,37 @@
 """fairseq-syntax-results: render run records (*.run.json) into a Markdown results table (and RESULTS.json).
 
-    fairseq-syntax-results RUN_DIR_OR_JSON... [--out examples/<dataset>/RESULTS.md] [--terminal [--against NAME]]
+    fairseq-syntax-results RUN_DIR_OR_JSON... [--out RESULTS.md] [--terminal [--against NAME]]
+        [--baseline NAME] [--control CONTROL=SYSTEM:KIND ...] [--plan SYSTEM=SEEDS ...]
 
 A directory contributes every *.run.json below it; files are taken as given. With --terminal it prints, in place of
 the Markdown, a table a terminal shows (:func:`terminal_table`: system, BLEU, chrF, p against a baseline, training
-time; the demo ends with it), and --out still writes the full table, each run's command included. With --out, the same table goes to
-RESULTS.json beside RESULTS.md (one row per system, the same columns; see results.render_json). Records are written by
-`fairseq-syntax-score --record` (or fairseq_syntax.evaluation.results.record_run); see
+time; the demo ends with it), and --out still writes the full table, each run's command included. With --out, the
+same table goes to RESULTS.json beside RESULTS.md (one row per system, the same columns; see results.render_json).
+Records are written by `fairseq-syntax-score --record` (or fairseq_syntax.evaluation.results.record_run); see
 fairseq_syntax.evaluation.results.
+
+A dataset trained with several seeds is tested as its comparisons say
+(:class:`~fairseq_syntax.evaluation.comparisons.Comparisons`, recorded in RESULTS.json): --baseline (default: the
+method registry's words-only baseline, ``sequence``), --control (default: each control system the registry
+describes, with its method and kind: ``python -m fairseq_syntax.methods controls``; any --control replaces them
+all) and --plan (default: none, each row complete with the seeds it has; given, the planned systems are the
+study's, in the order given, and one without a run is listed as such). A study's own command builds them from its
+config and calls :func:`fairseq_syntax.evaluation.results.write_run_results` itself.
+
 The table lists its records by their path relative to the working directory when they lie under it (the recipes
 run from the repository root and pass absolute directories; a committed table must not name one machine's paths).
 """
 import argparse
-import os
+import re
 import sys
-from pathlib import Path
 from typing import List, Optional
 
+from fairseq_syntax.core.control_kinds import CONTROLS
+from fairseq_syntax.evaluation.comparisons import registry_comparisons
 from fairseq_syntax.evaluation.packed_runs import PackedRunsError
 from fairseq_syntax.evaluation.results import (
     RecordError,
+    displayed_path,
     find_record_files,
     format_wall_time,
     load_record,
@@ -27,6 +39,28 @@ from fairseq_syntax.evaluation.results import (
     render_markdown,
 )
 from fairseq_syntax.evaluation.tables import write_results
+
+__all__ = ["build_parser", "displayed_path", "main", "terminal_table"]
+
+_CONTROL = re.compile(r"(?P<control>[^=:\s]+)=(?P<system>[^=:\s]+):(?P<kind>[^=:\s]+)")
+_PLAN = re.compile(r"(?P<system>[^=\s]+)=(?P<seeds>\d+)")
+
+
+def _control(text: str) -> tuple[str, tuple[str, str]]:
+    found = _CONTROL.fullmatch(text)
+    if not found:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected CONTROL=SYSTEM:KIND, e.g. mask_random=mask:random")
+    if found["kind"] not in CONTROLS:
+        raise argparse.ArgumentTypeError(f"{text!r}: kind {found['kind']!r} is not one of {', '.join(CONTROLS)}")
+    return found["control"], (found["system"], found["kind"])
+
+
+def _plan(text: str) -> tuple[str, int]:
+    found = _PLAN.fullmatch(text)
+    if not found or int(found["seeds"]) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected SYSTEM=SEEDS with SEEDS a positive number, e.g. "
+                                         "sequence=5")
+    return found["system"], int(found["seeds"])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,9 +70,35 @@ def build_parser() -> argparse.ArgumentParser:
                         "to standard output)")
     parser.add_argument("--terminal", action="store_true", help="print a short table for the terminal (system, "
                         "BLEU, chrF, p against --against, training time) instead of the Markdown")
-    parser.add_argument("--against", default="sequence", help="the baseline of --terminal's p-values (default: "
-                        "sequence)")
+    parser.add_argument("--against", help="the baseline of --terminal's p-values (default: --baseline)")
+    parser.add_argument("--baseline", help="the system every other of a seeds table is tested against (default: "
+                        "the method registry's words-only baseline, sequence)")
+    parser.add_argument("--control", action="append", type=_control, metavar="CONTROL=SYSTEM:KIND",
+                        help="CONTROL is SYSTEM on control structures of KIND (one of " + ", ".join(CONTROLS) +
+                        "); repeatable; default: every control the method registry describes")
+    parser.add_argument("--plan", action="append", type=_plan, metavar="SYSTEM=SEEDS",
+                        help="the study gives SYSTEM SEEDS seeds; repeatable, the study's systems in order "
+                             "(default: no plan)")
     return parser
+
+
+def comparisons_of(args: argparse.Namespace):
+    """The :class:`~fairseq_syntax.evaluation.comparisons.Comparisons` of the command line's options (each named in
+    a one-line error: a control given twice, a system planned twice, a control of itself ...)."""
+    controls = plan = None
+    if args.control:
+        controls = {}
+        for control, pair in args.control:
+            if control in controls:
+                raise ValueError(f"--control {control}: given twice")
+            controls[control] = pair
+    if args.plan:
+        plan = {}
+        for system, seeds in args.plan:
+            if system in plan:
+                raise ValueError(f"--plan {system}: given twice")
+            plan[system] = seeds
+    return registry_comparisons(args.baseline, controls, plan)
 
 
 #: the metrics of the terminal table, and of its p-values
@@ -56,10 +116,15 @@ def _p_text(report) -> str:
     return " / ".join(f"{report[metric]['p_value']:.3f}" if metric in report else "–" for metric in TERMINAL_METRICS)
 
 
-def terminal_table(records: List[dict], against: str = "sequence") -> str:
+def terminal_table(records: List[dict], against: Optional[str] = None) -> str:
     """The runs of each dataset, best BLEU first, as lines a terminal shows under 100 columns: system, BLEU, chrF,
-    the two-sided p-values (BLEU / chrF) against the run of ``against`` and the training time (H:MM:SS). The commands
-    and the other metrics stay in RESULTS.md, whose path the caller prints."""
+    the two-sided p-values (BLEU / chrF) against the run of ``against`` (default: the registry's words-only
+    baseline) and the training time (H:MM:SS). The commands and the other metrics stay in RESULTS.md, whose path
+    the caller prints."""
+    if against is None:
+        from fairseq_syntax.methods import words_baseline
+
+        against = words_baseline()
     header = ["system", *TERMINAL_METRICS, f"p vs {against} (BLEU / chrF)", "training"]
     blocks = []
     for dataset in dict.fromkeys(record["dataset"] for record in records):
@@ -80,22 +145,21 @@ def terminal_table(records: List[dict], against: str = "sequence") -> str:
     return "\n\n".join(blocks) + "\n"
 
 
-def displayed_path(path: Path) -> str:
-    """``path`` relative to the working directory if it lies under it, else as given."""
-    relative = os.path.relpath(os.path.abspath(path))
-    return str(path) if relative.startswith(os.pardir) else relative
-
-
 def main(argv: Optional[List[str]] = None) -> str:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        comparisons = comparisons_of(args)
+    except ValueError as error:  # one line naming the option and the problem
+        parser.error(str(error))
     paths = find_record_files(args.inputs)
     records = [load_record(path) for path in paths]
     sources = [displayed_path(p) for p in paths]
-    markdown = render_markdown(records, sources=sources)
+    markdown = render_markdown(records, sources=sources, comparisons=comparisons)
     if args.out:
-        write_results(args.out, markdown, render_json(records, sources=sources))
+        write_results(args.out, markdown, render_json(records, sources=sources, comparisons=comparisons))
     if args.terminal:
-        sys.stdout.write(terminal_table(records, args.against))
+        sys.stdout.write(terminal_table(records, args.against or comparisons.baseline))
     elif not args.out:
         sys.stdout.write(markdown)
     return markdown

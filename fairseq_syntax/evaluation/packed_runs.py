@@ -1,10 +1,10 @@
 """Reading run outputs (logs, decodes, records) that are packed into one xz archive per folder, beside the records.
 
-A run of a recipe keeps its outputs gzipped (the Multi30k study: ``NAME.seedK.{train.log,gen,gen.log}.gz`` beside its
-record, ``examples/common.sh``; the SST and PTB recipes: ``logs*/NAME.log.gz``). Packed (by ``examples/pack_runs.py``,
+A run of a recipe keeps its outputs gzipped (a study over seeds: ``NAME.seedK.{train.log,gen,gen.log}.gz`` beside
+its record; the SST and PTB recipes: ``logs*/NAME.log.gz``). Packed (by ``examples/pack_runs.py``,
 the recipes' tool), they move into one archive, ``packed.tar.xz``: runs that translate the same test set, or log the
 same model's training, are much alike, and one xz stream over all of them keeps what gzip keeps one file at a time in
-a third to a half (Multi30k study, 15 runs: 687 KB gzipped, 265 KB packed). Its SHA-256 is listed in ``SHA256SUMS``
+a third to a half (15 translation runs of one test set: 687 KB gzipped, 265 KB packed). Its SHA-256 is listed in ``SHA256SUMS``
 beside it (``sha256sum -c`` reads it). A run's record goes in with its outputs (as JSON, the bytes it had); a record
 that no kept outputs belong to (a system's record over its seeds, ``NAME.seeds.run.json``) stays a file. The archive
 holds each file's text as gzip held it.

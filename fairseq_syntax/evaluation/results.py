@@ -3,7 +3,7 @@
 A run record is one JSON file per trained-and-scored system, written by the recipes (``record_run``) and named
 ``*.run.json``:
 
-    {"dataset": "multi30k", "system": "syntax masks", "arch": "transformer_syntax_mask",
+    {"dataset": "news-de", "system": "syntax masks", "arch": "transformer_syntax_mask",
      "command": "fairseq-train ...", "updates": 4540, "epochs": 20, "wall_time_s": 4812.0,
      "train_log": "work/masks/train.log",
      "metrics": {"BLEU": 38.1, "chrF": 62.3, ..., "tokenize": "13a", "signatures": {...}},
@@ -21,12 +21,15 @@ The run records' table is rendered here (``render_markdown``, ``render_json``; w
 :func:`fairseq_syntax.evaluation.tables.write_results`, which every generated results table goes through). A dataset
 of several seeds gets one row per system (:mod:`fairseq_syntax.evaluation.seed_systems`), its answer
 (:mod:`fairseq_syntax.evaluation.study_answer`) and each run's convergence
-(:mod:`fairseq_syntax.evaluation.convergence`). Logs and decodes are kept gzipped beside their
+(:mod:`fairseq_syntax.evaluation.convergence`); what it compares (the baseline, each control's method and kind,
+the seeds planned) is a :class:`~fairseq_syntax.evaluation.comparisons.Comparisons`, given or, when none is, the
+method registry's (:func:`~fairseq_syntax.evaluation.comparisons.registry_comparisons`), and recorded in
+RESULTS.json. :func:`results_of_runs` and :func:`write_run_results` are the whole of ``fairseq-syntax-results``
+for a caller in Python (the study's report). Logs and decodes are kept gzipped beside their
 records, and finished runs' are packed into their folder's archive (:mod:`packed_runs`): every reader here
 (``open_text``, ``read_text``, ``parse_train_log``, and ``scoring.read_lines``) takes ``name`` or ``name.gz``, whichever
 exists, else the packed copy.
 """
-import functools
 import gzip
 import io
 import json
@@ -41,20 +44,19 @@ from typing import Any
 
 from fairseq_syntax.core.control_kinds import CONTROL_KEY
 from fairseq_syntax.evaluation import packed_runs
+from fairseq_syntax.evaluation.comparisons import Comparisons, registry_comparisons
 from fairseq_syntax.evaluation.convergence import replay
 from fairseq_syntax.evaluation.packed_runs import RECORD_SUFFIX, existing_path, find_member
 from fairseq_syntax.evaluation.seed_systems import (
     P_VALUE_READING,
-    SEEDS_METRICS,
-    SEQUENCE,
     SeedSystem,
-    control_parts,
     is_seeds_dataset,
     probability_text,
     seed_systems,
+    structure_read,
 )
-from fairseq_syntax.evaluation.study_answer import expected_systems, study_answer
-from fairseq_syntax.evaluation.tables import Cell, Table, markdown_table, table_json
+from fairseq_syntax.evaluation.study_answer import study_answer
+from fairseq_syntax.evaluation.tables import Cell, Table, markdown_table, table_json, write_results
 
 REQUIRED_FIELDS = ("dataset", "system", "arch", "command", "updates", "epochs", "wall_time_s", "train_log",
                    "metrics", "significance")
@@ -416,18 +418,18 @@ def format_p(found: dict) -> str:
     return text
 
 
-def _format_p_values(report: dict | None) -> str:
+def _format_p_values(report: dict | None, metrics: Sequence[str] = SIGNIFICANCE_METRICS) -> str:
     if not report:
         return "–"
-    return " / ".join(format_p(report[m]) if m in report else "–" for m in SIGNIFICANCE_METRICS)
+    return " / ".join(format_p(report[m]) if m in report else "–" for m in metrics)
 
 
-def _p_values(report: dict | None) -> dict[str, Any] | None:
+def _p_values(report: dict | None, metrics: Sequence[str] = SIGNIFICANCE_METRICS) -> dict[str, Any] | None:
     """Per metric the p-value, or for a seed-aware test ``{"p_value", "p_mc_se", "welch_p_value"}``."""
     if not report:
         return None
     values = {}
-    for metric in SIGNIFICANCE_METRICS:
+    for metric in metrics:
         if metric not in report:
             continue
         found = report[metric]
@@ -555,51 +557,22 @@ def _parses_notes(records: Sequence[dict]) -> list[str]:
 
 # ---- a dataset whose systems were trained with several seeds: one row per system ------------------------------
 
-#: the seeds table's columns of the p-values against Sequence and, on a control's row, against its method
-P_VS_SEQUENCE = f"p vs {SEQUENCE} ({' / '.join(SEEDS_METRICS)})"
-P_VS_METHOD = f"p vs its method ({' / '.join(SEEDS_METRICS)})"
+#: the seeds table's column of the epochs each row's runs trained
 EPOCHS = "Epochs (mean)"
+
+
+def p_vs_baseline_column(comparisons: Comparisons) -> str:
+    """The seeds table's column of each row's p-values against the baseline (``p vs sequence (BLEU / chrF)``)."""
+    return f"p vs {comparisons.baseline} ({' / '.join(comparisons.metrics)})"
+
+
+def p_vs_method_column(comparisons: Comparisons) -> str:
+    """The seeds table's column of a control row's p-values against its method."""
+    return f"p vs its method ({' / '.join(comparisons.metrics)})"
 
 
 def _control_text(control: dict) -> str:
     return f"{control.get('structure', '?')} structures (seed {control.get('seed', '?')})"
-
-
-@functools.lru_cache(maxsize=1)
-def _registry_systems() -> dict[str, Any]:
-    from fairseq_syntax.methods import systems
-
-    return {system.name: system for system in systems(task=None, controls=True)}
-
-
-def _control_seeds_text(system: SeedSystem) -> str | None:
-    """How a control row's runs drew their structures: one control seed for all, or each its training seed, or the
-    list; None when no run recorded its control."""
-    drawn = [((run.get("parsers") or {}).get(CONTROL_KEY) or {}, run.get("seed")) for run in system.scored_runs]
-    drawn = [(control.get("seed"), seed) for control, seed in drawn if control]
-    if not drawn:
-        return None
-    control_seeds = [control_seed for control_seed, _ in drawn]
-    if len(set(control_seeds)) == 1:
-        return f"seed {control_seeds[0]}"
-    if all(control_seed == seed for control_seed, seed in drawn):
-        return "control seed = training seed"
-    return "control seeds " + ", ".join(f"{control_seed} (run {seed})" for control_seed, seed in drawn)
-
-
-def structure_read(system: SeedSystem) -> str:
-    """What structure the system's training read: a control (its data's ``parsers.json`` says which; the seeds of
-    its runs' draws), the parse, or none (the registry's systems that read the words only)."""
-    parsers = system.facts.get("parsers") or {}
-    if parsers.get(CONTROL_KEY):
-        seeds = _control_seeds_text(system) or f"seed {parsers[CONTROL_KEY].get('seed', '?')}"
-        return f"control: {parsers[CONTROL_KEY].get('structure', '?')} structures ({seeds})"
-    if control_parts(system.name):
-        return "control (not recorded)"
-    described = _registry_systems().get(system.name)
-    if described is None:
-        return "parse" if parsers else "–"
-    return "parse" if described.form != "sequence" or described.side_inputs else "none (words only)"
 
 
 def _metric_cell(system: SeedSystem, metric: str) -> Cell:
@@ -647,28 +620,34 @@ def _epochs_cell(system: SeedSystem) -> Cell:
                 f"{mean:.1f}" + (f" (+{extra:.1f} past patience)" if extra else ""))
 
 
-def _p_cell(report: dict | None) -> Cell:
-    return Cell(_p_values(report), _format_p_values(report))
+def _p_cell(report: dict | None, metrics: Sequence[str]) -> Cell:
+    return Cell(_p_values(report, metrics), _format_p_values(report, metrics))
 
 
-def _seeds_table(systems: Sequence[SeedSystem]) -> Table:
+def _seeds_table(systems: Sequence[SeedSystem], comparisons: Comparisons) -> Table:
+    """The seeds table: a row per system, its p against the baseline (no column without one) and, on a control's
+    row, its method and its p against it."""
     by_name = {system.name: system for system in systems}
-    table = Table(["System", "Structure read", "Seeds"] + [f"{m} (mean ± sd)" for m in SEEDS_METRICS]
-                  + [P_VS_SEQUENCE, "Control of", P_VS_METHOD, EPOCHS])
+    baseline, metrics = comparisons.baseline, comparisons.metrics
+    table = Table(["System", "Structure read", "Seeds"] + [f"{m} (mean ± sd)" for m in metrics]
+                  + ([p_vs_baseline_column(comparisons)] if baseline else [])
+                  + ["Control of", p_vs_method_column(comparisons), EPOCHS])
     for system in systems:
-        method = (control_parts(system.name) or (None,))[0]
+        method = comparisons.method_of(system.name)
         method = method if method in by_name else None
         # each test as the answer reads it (two-sided): over the seeds both rows stand for, from the method's (or
         # the system's) record, else the other's
         versus_method = by_name[method].test_against(system) if method else None
-        if SEQUENCE not in by_name:  # no row of Sequence's to hold the test's seeds against: the record's test
-            versus_sequence = system.p_values(SEQUENCE)
-        else:
-            found = system.test_against(by_name[SEQUENCE]) if system.name != SEQUENCE else None
-            versus_sequence = found[0] if found else None
-        table.add(system.name, structure_read(system), _seeds_cell(system),
-                  *[_metric_cell(system, metric) for metric in SEEDS_METRICS], _p_cell(versus_sequence),
-                  Cell(method, method or "–"), _p_cell(versus_method and versus_method[0]), _epochs_cell(system))
+        versus_baseline = []
+        if baseline and baseline not in by_name:  # no row of the baseline's to hold the test's seeds against
+            versus_baseline = [_p_cell(system.p_values(baseline), metrics)]
+        elif baseline:
+            found = system.test_against(by_name[baseline]) if system.name != baseline else None
+            versus_baseline = [_p_cell(found[0] if found else None, metrics)]
+        table.add(system.name, structure_read(system, comparisons), _seeds_cell(system),
+                  *[_metric_cell(system, metric) for metric in metrics], *versus_baseline,
+                  Cell(method, method or "–"), _p_cell(versus_method and versus_method[0], metrics),
+                  _epochs_cell(system))
     return table
 
 
@@ -714,21 +693,22 @@ def _commands_section(systems: Sequence[SeedSystem]) -> list[str]:
     return lines
 
 
-def _seeds_notes(systems: Sequence[SeedSystem]) -> list[str]:
+def _seeds_notes(systems: Sequence[SeedSystem], comparisons: Comparisons) -> list[str]:
     over_seeds = [system.over_seeds for system in systems if system.over_seeds]
     by_name = {system.name: system for system in systems}
     facts = [system.facts for system in systems]
     notes = [("- Each row: one training run per seed listed, same data and settings; BLEU and chrF: the mean and "
               "the sample standard deviation (n - 1) of the runs' test scores. A system is scored over every seed "
               "it has a run of; its p-values compare it with each other system over that one's seeds.")]
-    notes += _test_notes(over_seeds, f"{SEQUENCE} and, on a control's row (`X_CONTROL`: system X on control "
-                                     "structures), against X")
+    on_control = "on a control's row (system X on control structures, X in its Control of column)"
+    against = f"{comparisons.baseline} and, {on_control}, against X" if comparisons.baseline else f"X, {on_control}"
+    notes += _test_notes(over_seeds, against)
     if any("p_mc_se" in report.get(metric, {}) for record in over_seeds
-           for report in record["significance"].values() for metric in SEEDS_METRICS):
+           for report in record["significance"].values() for metric in comparisons.metrics):
         notes.append(f"- Each p: {P_VALUE_READING}")
     if any(system.over_seeds is None for system in systems):
-        notes.append("- p –: not scored over its seeds yet (`score_seeds` of examples/common.sh, e.g. "
-                     "`SEEDS_ONLY=\"1 2 3 4 5\" examples/multi30k/run.sh`).")
+        notes.append("- p –: not scored over its seeds yet (`fairseq-syntax-score` given one decode per seed "
+                     "writes its record over them).")
     if any(system.p_values(name) and system.test_against(by_name[name]) is None
            for system in systems for name in (system.over_seeds or {}).get("significance", {}) if name in by_name):
         notes.append("- A test made before runs that finished since (over fewer seeds than its rows show) is "
@@ -794,8 +774,6 @@ def _convergence_section(systems: Sequence[SeedSystem]) -> list[str]:
              "`fairseq_syntax/evaluation/convergence.py` replays both rules."), ""] + table.lines() + [""]
 
 
-def _answer(systems: Sequence[SeedSystem]) -> tuple[list[str], dict[str, Any]]:
-    return study_answer(systems, expected_systems([system.name for system in systems]))
 
 
 def _by_dataset(records: Sequence[dict]) -> dict[str, list[dict]]:
@@ -806,18 +784,22 @@ def _by_dataset(records: Sequence[dict]) -> dict[str, list[dict]]:
     return dict(sorted(datasets.items(), key=lambda item: not is_seeds_dataset(item[1])))
 
 
-def render_markdown(records: Sequence[dict], sources: Sequence = ()) -> str:
+def render_markdown(records: Sequence[dict], sources: Sequence = (), comparisons: Comparisons | None = None) -> str:
     """One table per dataset (datasets in order of first appearance, those of several seeds first), each followed
     by the significance-test settings and sacrebleu signatures; `sources` (record paths) are listed at the end.
-    A dataset of several seeds has one row per system over its seeds and its commands in a section below;
-    other datasets one row per run, rows in the given order, and each row's command in a section below."""
+    A dataset of several seeds has one row per system over its seeds, tested as ``comparisons`` say (None: the
+    method registry's, :func:`registry_comparisons`), its answer and its commands in a section below; other
+    datasets one row per run, rows in the given order, and each row's command in a section below."""
+    comparisons = comparisons or registry_comparisons()
     lines = ["<!-- Generated by fairseq-syntax-results from run records; edit the records, not this file. -->",
              ""]
     for dataset, rows in _by_dataset(records).items():
         if is_seeds_dataset(rows):
-            systems = seed_systems(rows)
-            lines += [f"## {dataset}", ""] + _seeds_table(systems).lines() + [""] + _seeds_notes(systems) + [""]
-            lines += _answer(systems)[0] + _convergence_section(systems) + _commands_section(systems)
+            systems = seed_systems(rows, comparisons)
+            lines += [f"## {dataset}", ""] + _seeds_table(systems, comparisons).lines() + [""]
+            lines += _seeds_notes(systems, comparisons) + [""]
+            lines += study_answer(systems, comparisons)[0] + _convergence_section(systems)
+            lines += _commands_section(systems)
             continue
         lines += [f"## {dataset}", ""] + _table(rows) + [""]
         notes = _notes(rows)
@@ -837,22 +819,26 @@ def render_markdown(records: Sequence[dict], sources: Sequence = ()) -> str:
     return "\n".join(lines)
 
 
-def render_json(records: Sequence[dict], sources: Sequence = ()) -> dict[str, Any]:
+def render_json(records: Sequence[dict], sources: Sequence = (), comparisons: Comparisons | None = None
+                ) -> dict[str, Any]:
     """RESULTS.json of the run records: per dataset, the table of ``render_markdown`` with one row per system and
     the same columns (``table_json``: numbers unrounded, "Wall time" in seconds, each "p vs" cell the p-values
     by metric), the BLEU-by-length table if any, the significance-test settings and sacrebleu signatures. A
-    dataset of several seeds has ``"seeds": true``, each metric cell ``{"mean", "sd", "per_seed"}`` (the values in
-    the order of the row's "Seeds"), its ``commands``, one entry per row, its ``answer`` (``study_answer``:
-    each method against Sequence and against its control, and the paragraph that states it), and ``convergence`` (``convergence_table``)
-    when its runs recorded validation curves."""
+    dataset of several seeds has ``"seeds": true``, the ``comparisons`` it was tested by
+    (:meth:`Comparisons.to_json`; None: the registry's), each metric cell ``{"mean", "sd", "per_seed"}`` (the
+    values in the order of the row's "Seeds"), its ``commands``, one entry per row, its ``answer``
+    (``study_answer``: each method against the baseline and against its controls, and the paragraph that states
+    it), and ``convergence`` (``convergence_table``) when its runs recorded validation curves."""
+    comparisons = comparisons or registry_comparisons()
     datasets = {}
     for dataset, rows in _by_dataset(records).items():
         if is_seeds_dataset(rows):
-            systems = seed_systems(rows)
-            datasets[dataset] = {"seeds": True, "table": _seeds_table(systems).json(),
-                                 "notes": [note[2:] for note in _seeds_notes(systems)],
+            systems = seed_systems(rows, comparisons)
+            datasets[dataset] = {"seeds": True, "comparisons": comparisons.to_json(),
+                                 "table": _seeds_table(systems, comparisons).json(),
+                                 "notes": [note[2:] for note in _seeds_notes(systems, comparisons)],
                                  "commands": [seed_commands(system) for system in systems]}
-            datasets[dataset]["answer"] = _answer(systems)[1]
+            datasets[dataset]["answer"] = study_answer(systems, comparisons)[1]
             convergence = convergence_table(systems)
             if convergence is not None:
                 datasets[dataset]["convergence"] = convergence.json()
@@ -866,3 +852,27 @@ def render_json(records: Sequence[dict], sources: Sequence = ()) -> dict[str, An
         datasets[dataset] = entry
     return {"generated_by": "fairseq-syntax-results (fairseq_syntax.evaluation.results.render_json)",
             "datasets": datasets, "run_records": [str(source) for source in sources]}
+
+
+def displayed_path(path) -> str:
+    """``path`` relative to the working directory if it lies under it, else as given: a committed table lists its
+    records without one machine's folders."""
+    relative = os.path.relpath(os.path.abspath(path))
+    return str(path) if relative.startswith(os.pardir) else relative
+
+
+def results_of_runs(inputs: Iterable, comparisons: Comparisons | None = None) -> tuple[str, dict[str, Any]]:
+    """(RESULTS.md's text, RESULTS.json's object) of the run records in ``inputs`` (record files or folders, as
+    :func:`find_record_files` takes them), listed by :func:`displayed_path`, the seeds tables tested as
+    ``comparisons`` say (None: the method registry's)."""
+    paths = find_record_files(inputs)
+    records = [load_record(path) for path in paths]
+    sources = [displayed_path(path) for path in paths]
+    return render_markdown(records, sources, comparisons), render_json(records, sources, comparisons)
+
+
+def write_run_results(inputs: Iterable, out_md, comparisons: Comparisons | None = None) -> tuple[Path, Path]:
+    """Write :func:`results_of_runs` to ``out_md`` (RESULTS.md) and RESULTS.json beside it; returns both paths.
+    RecordError (or PackedRunsError, OSError) names the record or folder that cannot be read."""
+    markdown, data = results_of_runs(inputs, comparisons)
+    return write_results(out_md, markdown, data)

@@ -11,7 +11,7 @@ Inputs are lists of strings, one segment per sentence, hypotheses and references
 are on a 0-100 scale (RIBES is nltk's 0-1 value times 100, as Pu & Sima'an 2022 report it).
 
 Reading fairseq-generate output checks that every input id has exactly one hypothesis: fairseq-generate has
-been seen to drop hypotheses without a warning (Multi30k test_2017_mscoco: 456 of 461), and scoring a shorter
+been seen to drop hypotheses without a warning (456 of a test set's 461), and scoring a shorter
 file, or a file shifted by one line, gives a wrong score that looks plausible. The cause is fairseq's
 ``data_utils.batch_by_size``: it discards the last batch when its size is not a multiple of
 ``--required-batch-size-multiple`` (default 8; fairseq issue #5036), so fairseq-generate needs
@@ -167,7 +167,7 @@ def kept_decode(lines: Sequence[str]) -> list[str]:
     * not S- and T- (the test data's own text), nor P- (per-token scores);
     * every other line, after the hypotheses, in its order.
 
-    Of a Multi30k test decode (beam 5, 1,000 sentences) it keeps 1,001 of 5,001 lines: 23 KB gzipped, where its
+    Of a test decode of 1,000 sentences (beam 5) it keeps 1,001 of 5,001 lines: 23 KB gzipped, where its
     H- and D- lines with full scores took 42 KB.
     """
     kept_lines: dict[str, dict[int, list[str]]] = {"H": {}, "D": {}}  # kind -> id -> its lines, as kept

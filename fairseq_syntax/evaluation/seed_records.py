@@ -1,24 +1,26 @@
 """Whether a system's record over its seeds read every run finished by now, of itself and of each system it tests.
 
-``score_seeds`` of ``examples/common.sh`` writes ``RUNS/NAME.seeds.run.json`` from the runs finished at that moment:
-NAME's, and those of each system it tests NAME against (its ``significance``: the recipe's baselines, NAME's
-controls ``NAME_CONTROL`` or, for a control, its method), each over those of the seeds it is given that the system
-has finished. Its ``score_command`` names each decode it read (``RUNS/SYSTEM.seedK.gen.gz``). A run that finishes
-later (a seed 4 of NAME, of Sequence or of NAME's method) is not in it, nor is a run of a seed the scoring was not
-given (a lane of seeds 1-3 scoring a control against Sequence's seeds 1-3 of 5): the record is stale, and the table
-reads a test over fewer seeds than it shows beside it. The study's lanes (``examples/multi30k/study.sh``) ask this
-module which records are stale, and score them again over every finished seed.
+A system's record over its seeds (``RUNS/NAME.seeds.run.json``, ``fairseq-syntax-score`` given one decode per seed)
+is made from the runs finished at that moment: NAME's, and those of each system it tests NAME against (its
+``significance``: the baseline, NAME's controls or, for a control, its method), each over those of the seeds it is
+given that the system has finished. Its ``score_command`` names each decode it read (``RUNS/SYSTEM.seedK.gen.gz``).
+A run that finishes later (a seed 4 of NAME, of the baseline or of NAME's method) is not in it, nor is a run of a
+seed the scoring was not given (a control scored against the baseline's seeds 1-3 of 5): the record is stale, and
+the table reads a test over fewer seeds than it shows beside it. What runs a study asks this module which records
+are stale, and scores them again over every finished seed.
 
 A finished run is one whose decode is kept: ``RUNS/SYSTEM.seedK.gen.gz`` on disk, or ``SYSTEM.seedK.gen`` in the
 runs' archive (:mod:`fairseq_syntax.evaluation.packed_runs`). A pair tested in one record only (a method scored
 before its control had runs: the control's record holds the pair) is that record's to keep up to date.
 
     python3 -m fairseq_syntax.evaluation.seed_records seeds RUNS [NAME]   # NAME's finished seeds (or any system's)
-    python3 -m fairseq_syntax.evaluation.seed_records stale RUNS          # the stale records, Sequence's first
+    python3 -m fairseq_syntax.evaluation.seed_records stale RUNS [--baseline NAME]  # the stale records
 
 ``stale`` writes one line per stale record, tab-separated: the system; the seeds to score it over again (every seed
-that one of the systems it reads has finished: ``score_seeds`` takes each system's own among them); the finished
-runs the record did not read; the systems whose runs it reads (itself first). The last three are space-separated.
+that one of the systems it reads has finished: each system's own among them are scored); the finished runs the
+record did not read; the systems whose runs it reads (itself first). The last three are space-separated. Its
+``--baseline`` (whose record comes first: every other is tested against it) is by default the method registry's
+words-only baseline (:func:`fairseq_syntax.methods.words_baseline`).
 """
 import argparse
 import json
@@ -28,7 +30,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from fairseq_syntax.evaluation import packed_runs
-from fairseq_syntax.evaluation.results import SEQUENCE
+from fairseq_syntax.evaluation.comparisons import Comparisons
 
 SEEDS_RECORD_SUFFIX = ".seeds.run.json"
 # a run's decode, as kept (gzipped) or packed: SYSTEM.seedK.gen[.gz], not its log SYSTEM.seedK.gen.log
@@ -69,10 +71,10 @@ def lacking(record: dict, finished: dict[str, list[int]]) -> list[str]:
             if (system, seed) not in read]
 
 
-def stale_records(runs) -> list[tuple[str, list[int], list[str], list[str]]]:
+def stale_records(runs, comparisons: Comparisons) -> list[tuple[str, list[int], list[str], list[str]]]:
     """Every record over seeds in ``runs`` that lacks a finished run: (system, the seeds to score it over, the
-    runs it lacks, the systems whose runs it reads), Sequence's first (every other system is tested against it), then by
-    name."""
+    runs it lacks, the systems whose runs it reads), the baseline's of ``comparisons`` first (every other system is
+    tested against it), then by name."""
     finished = finished_runs(runs)
     stale = []
     for path in sorted(Path(runs).glob(f"*{SEEDS_RECORD_SUFFIX}")):
@@ -85,7 +87,7 @@ def stale_records(runs) -> list[tuple[str, list[int], list[str], list[str]]]:
         if missing:
             systems = tested_against(record)
             stale.append((record["system"], seeds_of(finished, systems), missing, systems))
-    return sorted(stale, key=lambda entry: (entry[0] != SEQUENCE, entry[0]))
+    return sorted(stale, key=lambda entry: (entry[0] != comparisons.baseline, entry[0]))
 
 
 def _words(items: Iterable) -> str:
@@ -100,6 +102,8 @@ def main(argv: list[str] | None = None) -> int:
                                ("stale", "the records over seeds that lack a finished run, one a line")):
         commands.add_parser(command, help=help_text).add_argument("runs", help="the folder of the runs")
     commands.choices["seeds"].add_argument("name", nargs="?", help="a system (its records NAME.seedK.run.json)")
+    commands.choices["stale"].add_argument("--baseline", help="the system every other is tested against, whose "
+                                           "record comes first (default: the registry's words-only baseline)")
     args = parser.parse_args(argv)
     if not Path(args.runs).is_dir():
         print(f"error: {args.runs}: no such folder of runs", file=sys.stderr)
@@ -109,7 +113,11 @@ def main(argv: list[str] | None = None) -> int:
             finished = finished_runs(args.runs)
             print(_words(seeds_of(finished, [args.name] if args.name else finished)))
             return 0
-        for name, finished, missing, systems in stale_records(args.runs):
+        if args.baseline is None:
+            from fairseq_syntax.methods import words_baseline
+
+            args.baseline = words_baseline()
+        for name, finished, missing, systems in stale_records(args.runs, Comparisons(args.baseline)):
             print(f"{name}\t{_words(finished)}\t{_words(missing)}\t{_words(systems)}")
         return 0
     except (packed_runs.PackedRunsError, ValueError) as error:  # an unreadable archive or record, named

@@ -1,25 +1,24 @@
-"""The systems of a dataset trained with several seeds: one row each, Sequence first, each method's controls after it.
+"""The systems of a dataset trained with several seeds: a row each, the baseline first, each control after its method.
 
 A seeds dataset's records (:mod:`fairseq_syntax.evaluation.results`) are the runs of each system, one per training
-seed (``NAME.seedK.run.json``), and, once scored over its seeds (``score_seeds`` of ``examples/common.sh``), its
-record over them (``NAME.seeds.run.json``: the means, sds and the seed-aware tests of
+seed (``NAME.seedK.run.json``), and, once scored over its seeds (``fairseq-syntax-score`` given one decode per
+seed), its record over them (``NAME.seeds.run.json``: the means, sds and the seed-aware tests of
 :func:`fairseq_syntax.evaluation.scoring.seed_bootstrap`). :class:`SeedSystem` joins them; :func:`seed_systems` puts
 them in table order. The results table (:mod:`~fairseq_syntax.evaluation.results`), its answer
 (:mod:`~fairseq_syntax.evaluation.study_answer`) and its figure (:mod:`~fairseq_syntax.evaluation.seeds_figure`) all
 read them from here, and RESULTS.json's seeds table through :func:`seeds_dataset`.
 
-A system's controls are ``NAME_CONTROL`` for each control structure of
-:data:`fairseq_syntax.core.control_kinds.CONTROLS` (``mask_random``, ``mask_struct``): the same system on control
-structures instead of the parses (:func:`control_parts`).
+Which system is the baseline and which is a control of which method is the table's
+:class:`~fairseq_syntax.evaluation.comparisons.Comparisons`, never read from the names.
 """
 import statistics
+import functools
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from fairseq_syntax.core.control_kinds import CONTROLS
+from fairseq_syntax.core.control_kinds import CONTROL_KEY
+from fairseq_syntax.evaluation.comparisons import Comparisons
 
-SEQUENCE = "sequence"  # the baseline every row of a seeds table is tested against
-SEEDS_METRICS = ("BLEU", "chrF")
 #: how a table reads each p of the seed-aware test (scoring.seed_bootstrap), for its notes
 P_VALUE_READING = ("the seed-aware paired bootstrap's two-sided p (twice the smaller share of its rounds at or beyond "
                    "a zero difference), ± its Monte-Carlo standard error 2 sqrt(q (1 - q) / R) (q = p / 2, the smaller "
@@ -38,20 +37,13 @@ def mean_and_sd(values: Iterable[float]) -> tuple[float, float]:
     return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
 
 
-def control_parts(name: str) -> tuple[str, str] | None:
-    """(method, control) of a control system's name (``hier_accum_struct`` -> ``("hier_accum", "struct")``), else
-    None."""
-    method, _, control = name.rpartition("_")
-    return (method, control) if method and control in CONTROLS else None
-
-
 def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 class SeedSystem(NamedTuple):
-    """A system of a seeds dataset: its record over the seeds (``fairseq-syntax-score`` with one output per seed,
-    ``score_seeds`` of ``examples/common.sh``: the seed-aware p-values), if scored yet, and its runs' records."""
+    """A system of a seeds dataset: its record over the seeds (``fairseq-syntax-score`` given one decode per seed:
+    the seed-aware p-values), if scored yet, and its runs' records."""
     name: str
     over_seeds: dict | None
     runs: list[dict]  # by seed
@@ -102,7 +94,7 @@ class SeedSystem(NamedTuple):
         record holds one (this system's first), with the sign that turns its deltas into this system minus
         ``other``: 1 from this system's record (``other`` its baseline ``a``, itself ``b``), -1 from ``other``'s.
         None when neither holds a test over those seeds: a test made before runs that finished since (a control
-        scored against Sequence's first three seeds of five) is not shown as if it were over them."""
+        scored against the baseline's first three seeds of five) is not shown as if it were over them."""
         for holder, baseline, sign in ((self, other, 1), (other, self, -1)):
             report = holder.p_values(baseline.name)
             tested = (report or {}).get("seeds_a"), (report or {}).get("seeds_b")
@@ -111,23 +103,63 @@ class SeedSystem(NamedTuple):
         return None
 
 
-def seed_systems(records: Sequence[dict]) -> list[SeedSystem]:
-    """The systems of a seeds dataset in table order: Sequence first, then in the records' order with each
-    system's controls (``X_CONTROL``, in the order of ``CONTROLS``) right after it."""
+def seed_systems(records: Sequence[dict], comparisons: Comparisons) -> list[SeedSystem]:
+    """The systems of a seeds dataset in table order: the baseline of ``comparisons`` first, then in the records'
+    order with each system's controls (``comparisons.controls_of``, in their order) right after it."""
     over_seeds = {record["system"]: record for record in records if "seeds" in record}
     runs: dict[str, list[dict]] = {}
     for record in records:
         if "seeds" not in record:
             runs.setdefault(record["system"], []).append(record)
     names = list(dict.fromkeys(record["system"] for record in records))
-    controls = {name: [f"{name}_{control}" for control in CONTROLS if f"{name}_{control}" in names] for name in names}
+    controls = {name: [control for control, _ in comparisons.controls_of(name) if control in names]
+                for name in names}
     placed = {control for found in controls.values() for control in found}
-    ordered = [SEQUENCE] if SEQUENCE in names else []
+    baseline = comparisons.baseline
+    ordered = [baseline] if baseline in names else []
     for name in names:
-        if name != SEQUENCE and name not in placed:
+        if name != baseline and name not in placed:
             ordered += [name, *controls[name]]
     return [SeedSystem(name, over_seeds.get(name), sorted(runs.get(name, []), key=lambda run: run.get("seed", 0)))
             for name in ordered]
+
+
+@functools.lru_cache(maxsize=1)
+def _registry_systems() -> dict[str, Any]:
+    from fairseq_syntax.methods import systems
+
+    return {system.name: system for system in systems(task=None, controls=True)}
+
+
+def _control_seeds_text(system: SeedSystem) -> str | None:
+    """How a control row's runs drew their structures: one control seed for all, or each its training seed, or the
+    list; None when no run recorded its control."""
+    drawn = [((run.get("parsers") or {}).get(CONTROL_KEY) or {}, run.get("seed")) for run in system.scored_runs]
+    drawn = [(control.get("seed"), seed) for control, seed in drawn if control]
+    if not drawn:
+        return None
+    control_seeds = [control_seed for control_seed, _ in drawn]
+    if len(set(control_seeds)) == 1:
+        return f"seed {control_seeds[0]}"
+    if all(control_seed == seed for control_seed, seed in drawn):
+        return "control seed = training seed"
+    return "control seeds " + ", ".join(f"{control_seed} (run {seed})" for control_seed, seed in drawn)
+
+
+def structure_read(system: SeedSystem, comparisons: Comparisons) -> str:
+    """What structure the system's training read: a control (its data's ``parsers.json`` says which; the seeds of
+    its runs' draws; a control of ``comparisons`` that recorded none: "not recorded"), the parse, or none (the
+    registry's systems that read the words only)."""
+    parsers = system.facts.get("parsers") or {}
+    if parsers.get(CONTROL_KEY):
+        seeds = _control_seeds_text(system) or f"seed {parsers[CONTROL_KEY].get('seed', '?')}"
+        return f"control: {parsers[CONTROL_KEY].get('structure', '?')} structures ({seeds})"
+    if comparisons.method_of(system.name):
+        return "control (not recorded)"
+    described = _registry_systems().get(system.name)
+    if described is None:
+        return "parse" if parsers else "–"
+    return "parse" if described.form != "sequence" or described.side_inputs else "none (words only)"
 
 
 def is_seeds_dataset(records: Sequence[dict]) -> bool:

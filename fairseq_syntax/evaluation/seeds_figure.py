@@ -1,14 +1,16 @@
 """The figure of a seeds table (``fairseq-syntax-plot seeds RESULTS.json OUT.png``): one column per system of a
 dataset trained with several seeds, each seed's test score a point (coloured by the structure the system read: the
-parse, a control structure, none), its mean with +-1 sample sd beside them, each method's controls (``X_random``,
-``X_struct``) right beside it, and Sequence's mean as a dashed line.
+parse, a control structure, none), its mean with +-1 sample sd beside them, each method's controls right beside
+it, and the baseline's mean as a dashed line.
 
 It reads what ``fairseq-syntax-results`` wrote to RESULTS.json (:func:`fairseq_syntax.evaluation.results.render_json`:
-a dataset with ``"seeds": true``, whose metric cells hold ``{"mean", "sd", "per_seed"}`` and whose rows are in
-table order: Sequence first, each control after its system), so the figure shows exactly the table's numbers.
+a dataset with ``"seeds": true``, whose metric cells hold ``{"mean", "sd", "per_seed"}``, whose rows are in table
+order, the baseline first, each control after its system, and whose ``comparisons`` name the baseline and each
+control's method), so the figure shows exactly the table's numbers and needs no configuration.
 """
 from fairseq_syntax.core.figures import save_figure
-from fairseq_syntax.evaluation.seed_systems import SEQUENCE, control_parts, seeds_dataset
+from fairseq_syntax.evaluation.comparisons import Comparisons
+from fairseq_syntax.evaluation.seed_systems import seeds_dataset
 from fairseq_syntax.evaluation.tables import load_results_json
 
 COLOURS = {"parse": "tab:blue", "control": "tab:orange", "none": "tab:gray"}
@@ -20,6 +22,16 @@ def _kind(structure: str) -> str:
     if structure.startswith("control"):
         return "control"
     return "none" if structure.startswith("none") else "parse"
+
+
+def recorded_comparisons(results: dict, dataset: str | None = None) -> Comparisons:
+    """The comparisons the seeds table of ``results`` (:func:`seeds_dataset`) was made with, as RESULTS.json
+    records them; a ValueError for a table written before it recorded them."""
+    dataset, entry = seeds_dataset(results, dataset)
+    if "comparisons" not in entry:
+        raise ValueError(f"the seeds table of {dataset!r} records no comparisons (written by an older "
+                         "fairseq-syntax-results: run it again)")
+    return Comparisons.from_json(entry["comparisons"], f"datasets.{dataset}.comparisons")
 
 
 def seeds_rows(results: dict, dataset: str | None = None, metric: str = "BLEU") -> tuple[str, list[dict]]:
@@ -38,14 +50,15 @@ def seeds_rows(results: dict, dataset: str | None = None, metric: str = "BLEU") 
     return dataset, rows
 
 
-def positions(rows: list[dict]) -> list[float]:
-    """x of each column: one apart, a control closer to its system (or to its system's other control) before it."""
+def positions(rows: list[dict], comparisons: Comparisons) -> list[float]:
+    """x of each column: one apart, a control (of ``comparisons``) closer to its system (or to its system's other
+    control) before it."""
     xs: list[float] = []
     for index, row in enumerate(rows):
-        method = (control_parts(row["system"]) or (None,))[0] if row["kind"] == "control" else None
+        method = comparisons.method_of(row["system"])
         before = rows[index - 1]["system"] if index else None
         after_its_system = method is not None and before is not None and (
-            before == method or (control_parts(before) or (None,))[0] == method)
+            before == method or comparisons.method_of(before) == method)
         xs.append(0.0 if not xs else xs[-1] + (CONTROL_GAP if after_its_system else 1.0))
     return xs
 
@@ -62,14 +75,15 @@ def plot_seeds(results_json: str, output: str, dataset: str | None = None, metri
     results = load_results_json(results_json)
     try:
         dataset, rows = seeds_rows(results, dataset, metric)
+        comparisons = recorded_comparisons(results, dataset)
     except ValueError as error:
         raise ValueError(f"{results_json}: {error}") from error
-    xs = positions(rows)
+    xs = positions(rows, comparisons)
     width = max(4.0, 0.55 * len(rows) + 1.6)
     figure, axes = plt.subplots(figsize=(width, 3.6), dpi=96)
-    sequence = next((row for row in rows if row["system"] == SEQUENCE), None)
-    if sequence:
-        axes.axhline(sequence["mean"], color="gray", linestyle="--", linewidth=0.8, zorder=0)
+    baseline = next((row for row in rows if row["system"] == comparisons.baseline), None)
+    if baseline:
+        axes.axhline(baseline["mean"], color="gray", linestyle="--", linewidth=0.8, zorder=0)
     for x, row in zip(xs, rows):
         seeds = len(row["per_seed"])
         spread = [x + 0.08 + 0.1 * (i - (seeds - 1) / 2) for i in range(seeds)]
@@ -87,8 +101,9 @@ def plot_seeds(results_json: str, output: str, dataset: str | None = None, metri
                       markeredgecolor="black", markeredgewidth=0.4, label=f"seed ({LABELS[kind]})")
                for kind in COLOURS if any(row["kind"] == kind for row in rows)]
     handles.append(Line2D([], [], marker="_", color="black", markersize=9, label="mean ± sd"))
-    if sequence:
-        handles.append(Line2D([], [], color="gray", linestyle="--", linewidth=0.8, label=f"{SEQUENCE} mean"))
+    if baseline:
+        handles.append(Line2D([], [], color="gray", linestyle="--", linewidth=0.8,
+                              label=f"{comparisons.baseline} mean"))
     axes.legend(handles=handles, fontsize=7, ncol=3 if width >= 6 else 2, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
     figure.suptitle(f"{dataset}: {metric} over seeds", fontsize=9, y=0.99)
     figure.tight_layout()

@@ -3,13 +3,9 @@
 
 ``python -m fairseq_syntax.methods`` prints what the recipes, the benchmark and the README read from it.
 
-:data:`STUDY` is the grid of the Multi30k study (``examples/multi30k/README.md``, "The study"), "does the syntax
-help, and is it the parse that helps?" (Pham, Macháček & Bojar 2019 found trivial trees give NMT the same gains as
-real parses): the baselines, each syntax method on the parses, and the constituency masks, hierarchical
-accumulation, UDP and dependency-supervised attention also on control structures
-(:mod:`fairseq_syntax.core.control_kinds`: random trees, and for the tree inputs the structure-only ``struct``
-trees), each over seeds 1, 2 and 3, and seeds 4 and 5 where the answer was close (:data:`STUDY_SEEDS`). Its order is
-the order of the budget: where it runs short, all seeds of one system are finished before the next starts.
+The registry describes methods, not a study: which systems a study trains, with how many seeds, is its config's.
+What a study's comparisons may take from here is what the descriptions say: each control system's method and
+control kind (:func:`control_pairs`) and the baseline that reads the words alone (:func:`words_baseline`).
 """
 import re
 from collections.abc import Iterator
@@ -34,21 +30,6 @@ METHODS = (
 )
 
 
-#: the study grid's systems by name, in the order the budget goes to them (module docstring); the systems added
-#: after its first 33 runs come last, in the order of issue 49: the dependency-supervised method's control, the
-#: structure-only controls of the masks and of hierarchical accumulation
-STUDY = ("sequence", "mask", "mask_random", "hier_accum", "hier_accum_random", "udp", "udp_random", "ldd",
-         "linearized", "dbsa", "pascal", "dbsa_random", "mask_struct", "hier_accum_struct")
-#: the seeds each system of the study gets (STUDY_SEEDS_DEFAULT for one not named): five where the answer was close
-STUDY_SEEDS = {name: 5 for name in ("sequence", "udp", "udp_random", "dbsa", "ldd", "mask", "mask_random")}
-STUDY_SEEDS_DEFAULT = 3
-
-
-def study_seeds(name: str) -> int:
-    """How many seeds (1, 2, ...) the study trains ``name`` with."""
-    return STUDY_SEEDS.get(name, STUDY_SEEDS_DEFAULT)
-
-
 def systems(task: str | None = "translation", baselines: bool = True, ablations: bool = True,
             controls: bool = False) -> Iterator[System]:
     """Every system of every method, in registry order (baselines first within a method; with ``controls``, each
@@ -61,23 +42,23 @@ def systems(task: str | None = "translation", baselines: bool = True, ablations:
                 yield system
 
 
-def study_systems() -> list[System]:
-    """The systems of :data:`STUDY`, in its order."""
-    by_name = {system.name: system for system in systems(task=None, controls=True)}
-    missing = [name for name in STUDY if name not in by_name]
-    if missing:
-        raise ValueError(f"STUDY names {missing}, which no method describes")
-    return [by_name[name] for name in STUDY]
+def control_pairs(task: str | None = None) -> dict[str, tuple[str, str]]:
+    """Each control system of the registry (:meth:`~fairseq_syntax.core.method.System.on_control`) -> (the system
+    it is a control of, its control kind), in registry order: ``{"mask_random": ("mask", "random"), ...}``;
+    filtered by task (None: all tasks)."""
+    return {control.name: (system.name, control.control)
+            for method in METHODS for system in method.systems for control in system.control_systems
+            if task is None or system.task == task}
 
 
-def study_run_spec(name: str, seed: int) -> str:
-    """The ``NAME:ARCH:DATA[:EXTRA]`` spec a study run of ``name`` with training seed ``seed`` is trained by: a
-    control system on the structures drawn with that seed (:meth:`~fairseq_syntax.core.method.System.for_training_seed`,
-    ``DATA.CONTROL-sSEED``; seed 1 ``DATA.CONTROL``)."""
-    by_name = {system.name: system for system in study_systems()}
-    if name not in by_name:
-        raise ValueError(f"{name} is not a system of the study ({', '.join(STUDY)})")
-    return by_name[name].for_training_seed(seed).spec()
+def words_baseline() -> str:
+    """The name of the registry's translation baseline that reads the words alone (fairseq's ``transformer`` on the
+    sequence form, no side input): the baseline a study's methods are tested against unless it names another."""
+    found = [system.name for system in systems(ablations=False) if system.baseline and system.form == "sequence"
+             and not system.model_args and not system.control]
+    if len(found) != 1:
+        raise ValueError(f"the registry describes {len(found)} words-only translation baselines ({found}), not one")
+    return found[0]
 
 
 def system_of_spec(spec: str) -> System:

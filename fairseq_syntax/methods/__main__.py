@@ -4,7 +4,8 @@ descriptions (:data:`fairseq_syntax.methods.METHODS`).
 * ``systems [--task translation] [--method NAME] [--no-baselines] [--no-ablations] [--controls]``: one
   ``NAME:ARCH:DATA[:EXTRA]`` per line, the recipes' ``SYSTEMS`` format (``--controls``: with the systems on control
   structures, e.g. ``mask_random:transformer_syntax_mask:preorder.random``);
-* ``systems --study``: the grid of the Multi30k study (:data:`fairseq_syntax.methods.STUDY`) in its priority order;
+* ``controls``: each control system with the system it is a control of and its control kind, ``CONTROL SYSTEM
+  KIND`` a line (:func:`fairseq_syntax.methods.control_pairs`: the pairs a results table tests by default);
 * ``data-dirs SPEC...``: for the given system specs, one line per data directory they read: ``DATA FORM
   PRETERMINALS SIDE_INPUT...`` (the recipes make each with ``fairseq-syntax-preprocess`` and add the side inputs
   that need a step of their own, e.g. ``src_ldd``); a spec may name a control's data of one control seed
@@ -18,7 +19,7 @@ import argparse
 import sys
 
 from fairseq_syntax.core.side_inputs import SIDE_INPUTS
-from fairseq_syntax.methods import METHODS, study_systems, system_of_spec, systems
+from fairseq_syntax.methods import METHODS, control_pairs, system_of_spec, systems
 
 
 def _side_inputs(method) -> list[str]:
@@ -63,8 +64,7 @@ def main(argv: list[str] | None = None) -> None:
     listing.add_argument("--no-baselines", action="store_true")
     listing.add_argument("--no-ablations", action="store_true")
     listing.add_argument("--controls", action="store_true", help="with the systems on control structures")
-    listing.add_argument("--study", action="store_true",
-                         help="the grid of the Multi30k study in its priority order (no other option)")
+    commands.add_parser("controls", help="each control system, the system it is a control of and its kind")
     data = commands.add_parser("data-dirs", help="the data directories the given systems read")
     data.add_argument("specs", nargs="*")
     for_seed = commands.add_parser("for-seed", help="the spec a run of one training seed trains")
@@ -73,13 +73,7 @@ def main(argv: list[str] | None = None) -> None:
     commands.add_parser("readme-table", help="the README's compact method table")
     commands.add_parser("docs-table", help="the full method table of docs/methods.md")
     args = parser.parse_args(argv)
-    if args.command == "systems" and args.study:
-        if (args.task, args.method, args.no_baselines, args.no_ablations, args.controls) != (
-                "translation", None, False, False, False):
-            parser.error("--study takes no other option: the grid is fixed")
-        for system in study_systems():
-            print(system.spec())
-    elif args.command == "systems":
+    if args.command == "systems":
         chosen = next((method for method in METHODS if method.name == args.method), None)
         for system in systems(args.task, baselines=not args.no_baselines, ablations=not args.no_ablations,
                               controls=args.controls):
@@ -96,6 +90,9 @@ def main(argv: list[str] | None = None) -> None:
             entry[2] += [name for name in system.side_inputs if name not in entry[2]]
         for name, (form, preterminals, side) in dirs.items():
             print(" ".join([name, form, preterminals, *side]))
+    elif args.command == "controls":
+        for control, (system, kind) in control_pairs().items():
+            print(control, system, kind)
     elif args.command == "docs-table":
         print(docs_table())
     elif args.command == "for-seed":

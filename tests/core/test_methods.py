@@ -5,7 +5,7 @@ import pytest
 from conftest import REPO
 
 from fairseq_syntax.cli.plot import get_parser
-from fairseq_syntax.methods import METHODS, study_run_spec, study_seeds, study_systems, system_of_spec, systems
+from fairseq_syntax.methods import METHODS, control_pairs, system_of_spec, systems, words_baseline
 from fairseq_syntax.methods.__main__ import docs_table, main, readme_table
 
 
@@ -22,7 +22,7 @@ def test_translation_systems_of_the_registry_in_order():
                                                                           "pascal", "dbsa"]
 
 
-def test_control_systems_and_the_study_grid_come_from_the_descriptions(capsys):
+def test_control_systems_and_their_pairs_come_from_the_descriptions(capsys):
     assert [s.spec() for s in systems(controls=True) if s.control] == [
         "mask_random:transformer_syntax_mask:preorder.random", "mask_struct:transformer_syntax_mask:preorder.struct",
         "udp_random:transformer_ldd:sequence.random:--syntax-variant=udp",
@@ -32,15 +32,20 @@ def test_control_systems_and_the_study_grid_come_from_the_descriptions(capsys):
         "--criterion=label_smoothed_cross_entropy_with_dependency"]
     by_name = {s.name: s for s in systems(controls=True)}
     assert by_name["mask_random"].side_inputs == by_name["mask"].side_inputs  # the same system, other data
-    # the Multi30k study's grid (examples/multi30k/README.md, "The study"), in the order the budget goes to it: its
-    # first eleven systems as the study began, the controls of issue 49 after them
-    study = ["sequence", "mask", "mask_random", "hier_accum", "hier_accum_random", "udp", "udp_random", "ldd",
-             "linearized", "dbsa", "pascal", "dbsa_random", "mask_struct", "hier_accum_struct"]
-    assert [s.name for s in study_systems()] == study
-    assert [name for name in study if study_seeds(name) == 5] == ["sequence", "mask", "mask_random", "udp",
-                                                                   "udp_random", "ldd", "dbsa"]
-    main(["systems", "--study"])
-    assert capsys.readouterr().out.splitlines() == [by_name[name].spec() for name in study]
+    # each control with the system it is a control of and its kind, in registry order: what a results table tests
+    # by default (fairseq-syntax-results' --control)
+    assert control_pairs() == {"mask_random": ("mask", "random"), "mask_struct": ("mask", "struct"),
+                               "udp_random": ("udp", "random"), "hier_accum_random": ("hier_accum", "random"),
+                               "hier_accum_struct": ("hier_accum", "struct"), "dbsa_random": ("dbsa", "random")}
+    assert control_pairs(task="classification") == {}  # hier_accum_classifier has no control
+    main(["controls"])
+    assert capsys.readouterr().out.splitlines()[:2] == ["mask_random mask random", "mask_struct mask struct"]
+    # the baseline that reads the words alone: fairseq's transformer on the sequence form (not linearized's)
+    assert words_baseline() == "sequence" and by_name["sequence"].baseline and by_name["linearized"].baseline
+    # the registry describes methods, not one study's grid: no --study
+    with pytest.raises(SystemExit):
+        main(["systems", "--study"])
+    assert "unrecognized arguments: --study" in capsys.readouterr().err
     main(["data-dirs", by_name["hier_accum_random"].spec(), by_name["udp_random"].spec()])
     assert capsys.readouterr().out.splitlines() == ["preorder-split.random preorder split src_parents",
                                                     "sequence.random sequence auto src_ldd"]
@@ -52,8 +57,9 @@ def test_a_control_run_reads_the_structures_of_its_training_seed(capsys):
     assert by_name["mask_struct"].for_training_seed(1).data == "preorder.struct"
     assert by_name["hier_accum_struct"].for_training_seed(2).data == "preorder-split.struct-s2"
     assert by_name["mask"].for_training_seed(4) == by_name["mask"]  # the parse: no control seed
-    assert study_run_spec("dbsa_random", 3) == ("dbsa_random:transformer_dependency_supervised:sequence.random-s3:"
-                                                "--criterion=label_smoothed_cross_entropy_with_dependency")
+    assert by_name["dbsa_random"].for_training_seed(3).spec() == (
+        "dbsa_random:transformer_dependency_supervised:sequence.random-s3:"
+        "--criterion=label_smoothed_cross_entropy_with_dependency")
     spec = "udp_random:transformer_ldd:sequence.random:--syntax-variant=udp"
     main(["for-seed", spec, "4"])
     main(["for-seed", "udp:transformer_ldd:sequence:--syntax-variant=udp", "4"])

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from fairseq_syntax.cli import results as results_cli
+from fairseq_syntax.evaluation.comparisons import Comparisons, registry_comparisons
 from fairseq_syntax.evaluation.results import (
     RecordError,
     best_checkpoint_metric,
@@ -443,6 +444,21 @@ def over_seeds(system, bleu, chrf, epochs, versus, parsers=CONSTITUENCY):
                 parsers=parsers)
 
 
+#: the Multi30k study's comparisons (its config's): its 14 systems in the order the budget goes to them, five seeds
+#: for the eight where the answer was close, three for the rest; every method tested against the words alone
+#: (sequence) and against its controls (random trees; struct: random trees with the parse's phrase counts)
+MULTI30K_SYSTEMS = ("sequence", "mask", "mask_random", "hier_accum", "hier_accum_random", "udp", "udp_random", "ldd",
+                    "linearized", "dbsa", "pascal", "dbsa_random", "mask_struct", "hier_accum_struct")
+MULTI30K_FIVE_SEEDS = ("sequence", "udp", "udp_random", "dbsa", "ldd", "mask", "mask_random", "dbsa_random")
+MULTI30K = Comparisons(
+    baseline="sequence",
+    controls={"mask_random": ("mask", "random"), "mask_struct": ("mask", "struct"), "udp_random": ("udp", "random"),
+              "hier_accum_random": ("hier_accum", "random"), "hier_accum_struct": ("hier_accum", "struct"),
+              "dbsa_random": ("dbsa", "random")},
+    planned_seeds={name: 5 if name in MULTI30K_FIVE_SEEDS else 3 for name in MULTI30K_SYSTEMS},
+    expected=MULTI30K_SYSTEMS)
+
+
 def study_records():
     """Sequence, Mask and Mask on random trees over seeds 1 and 2, scored over their seeds; UDP's three seeds not
     yet; and a single run of another dataset. Means and sds by hand in the tests."""
@@ -492,8 +508,8 @@ def test_a_study_over_seeds_has_one_row_per_system_and_its_commands_below(tmp_pa
     assert lines.index("## multi30k-10k") < lines.index("## multi30k")
     start = lines.index("## multi30k-10k") + 2
     assert lines[start:start + 6] == EXPECTED_SEEDS_TABLE
-    assert ("- p: two-sided p-value of the row's system against sequence and, on a control's row (`X_CONTROL`: system X "
-            f"on control structures), against X ({SEEDS_TEST}, 1000 samples, seed 12345).") in lines
+    assert ("- p: two-sided p-value of the row's system against sequence and, on a control's row (system X on control "
+            f"structures, X in its Control of column), against X ({SEEDS_TEST}, 1000 samples, seed 12345).") in lines
     assert any(line.startswith("- p –: not scored over its seeds yet") for line in lines)
     assert ("- parses of the training data (systems that read no syntax ignore them): `constituency crf-con.pt "
             "(F1 87.12)` under control random structures (seed 1): mask_random") in lines
@@ -580,11 +596,13 @@ def test_the_convergence_replay_follows_fairseqs_two_rules_on_ties():
 
 def test_results_json_of_a_study_holds_each_seeds_score_and_the_figure_draws_them(tmp_path):
     from fairseq_syntax.cli import plot as plot_cli
-    from fairseq_syntax.evaluation.seeds_figure import positions, seeds_rows
+    from fairseq_syntax.evaluation.seeds_figure import positions, recorded_comparisons, seeds_rows
 
-    data = render_json(study_records())
+    data = render_json(study_records(), comparisons=MULTI30K)
     study = data["datasets"]["multi30k-10k"]
     assert list(data["datasets"]) == ["multi30k-10k", "multi30k"] and study["seeds"] is True
+    # the comparisons the table was made with, recorded: the figure and the README read them back
+    assert study["comparisons"] == MULTI30K.to_json() and recorded_comparisons(data) == MULTI30K
     mask, control = study["table"]["rows"][1:3]
     assert mask["Seeds"] == [1, 2] and (mask["Control of"], control["Control of"]) == (None, "mask")
     assert control["p vs its method (BLEU / chrF)"] == {"BLEU": 0.5, "chrF": 0.75}
@@ -599,7 +617,9 @@ def test_results_json_of_a_study_holds_each_seeds_score_and_the_figure_draws_the
     assert dataset == "multi30k-10k"
     assert [(row["system"], row["kind"]) for row in rows] == [("sequence", "none"), ("mask", "parse"),
                                                               ("mask_random", "control"), ("udp", "parse")]
-    assert positions(rows) == [0.0, 1.0, 1.7, 2.7]  # the control beside its system
+    assert positions(rows, MULTI30K) == [0.0, 1.0, 1.7, 2.7]  # the control beside its system
+    # mask_random as a method of its own (comparisons without that control): one apart like the others
+    assert positions(rows, Comparisons("sequence")) == [0.0, 1.0, 2.0, 3.0]
     results = tmp_path / "RESULTS.json"
     results.write_text(json.dumps(data))
     png = tmp_path / "seeds.png"
@@ -614,7 +634,11 @@ def test_results_json_of_a_study_holds_each_seeds_score_and_the_figure_draws_the
     ('{"datasets": {', "RESULTS.json:1: not valid JSON"),
     ('{"tables": []}', "RESULTS.json: not a RESULTS.json of fairseq-syntax-results"),
     ('{"datasets": {"multi30k": {"table": {}}}}', "RESULTS.json: no dataset of several seeds in these results"),
-], ids=["missing", "not-json", "not-results", "no-seeds"])
+    ('{"datasets": {"d": {"seeds": true, "table": {"rows": [{"System": "a", "Structure read": "parse", '
+     '"BLEU (mean ± sd)": {"mean": 1, "sd": 0, "per_seed": [1]}}]}}}}',
+     "RESULTS.json: the seeds table of 'd' records no comparisons (written by an older fairseq-syntax-results: "
+     "run it again)"),
+], ids=["missing", "not-json", "not-results", "no-seeds", "no-comparisons"])
 def test_plot_seeds_names_the_file_and_its_problem_without_a_traceback(tmp_path, monkeypatch, capsys, content,
                                                                         message):
     from fairseq_syntax.cli import plot as plot_cli
@@ -684,12 +708,12 @@ def test_the_answer_states_each_method_against_sequence_and_its_controls():
     # its interval [-2.0, 0.5] is mask minus control [-0.5, 2.0]
     control = next(r for r in records if r["system"] == "mask_random" and "seeds" in r)
     control["significance"]["mask"]["BLEU"]["delta_ci"] = [-2.0, 0.5]
-    lines = render_markdown(records).splitlines()
+    lines = render_markdown(records, comparisons=MULTI30K).splitlines()
     start = lines.index("### Answer so far")
     # sequence 31.00 ± 1.41; mask 33 / 55 against sequence 31 / 52 (p 0.012 / 0.04: both below 0.05, both up);
     # against mask_random 32 / 54: +1 / +1 at p 0.5 / 0.75. udp: three runs, not scored over them; its control
     # and five methods of the study's grid not started (7 methods in all, the controls not counted); the study gives
-    # sequence, mask, its random control and udp five seeds each
+    # sequence, mask, its random control and udp five seeds each (dbsa_random too: no run yet)
     assert lines[start + 2] == (
         "1 of 7 methods scored over their seeds, against sequence at 31.00 ± 1.41 BLEU (2 seeds). Against the words "
         "alone: better: mask; no measurable difference: none; worse: none; mixed: none. Is it the parse? Against the "
@@ -706,17 +730,19 @@ def test_the_answer_states_each_method_against_sequence_and_its_controls():
         "| mask_random | sequence | 2 vs 2 | +1.00 | 0.300 | +2.00 | 0.200 | no measurable difference |",
         ""]
     assert lines.index("### Answer so far") < lines.index("### Commands")
-    answer = render_json(records)["datasets"]["multi30k-10k"]["answer"]
+    answer = render_json(records, comparisons=MULTI30K)["datasets"]["multi30k-10k"]["answer"]
     mask = answer["systems"][0]
     assert [control["control"] for control in mask["controls"]] == ["mask_random", "mask_struct"]
     versus_control = mask["controls"][0]["comparison"]
-    assert mask["vs_sequence"]["verdict"] == "better" and versus_control["verdict"] == "no measurable difference"
+    assert mask["vs_baseline"]["verdict"] == "better" and versus_control["verdict"] == "no measurable difference"
     assert versus_control["BLEU"] == {"delta": 1.0, "p_value": 0.5, "p_mc_se": None, "welch": None,
                                       "delta_ci": [-0.5, 2.0], "borderline": False}
     assert mask["controls"][1]["comparison"] is None  # mask_struct: no run yet
-    assert answer["systems"][1]["vs_sequence"] is None and answer["paragraph"] == lines[start + 2]
-    assert answer["planned_seeds"]["udp"] == 5 and answer["planned_seeds"]["pascal"] == 3
-    # a table that is not the study's grid lists nothing as not started, and plans no seeds
+    assert answer["systems"][1]["vs_baseline"] is None and answer["paragraph"] == lines[start + 2]
+    assert answer["planned_seeds"] == dict(MULTI30K.planned_seeds) and answer["planned_seeds"]["dbsa_random"] == 5
+    assert answer["pending"]["more seeds to come"] == ["sequence (2 of 5)", "mask (2 of 5)", "mask_random (2 of 5)",
+                                                       "udp (3 of 5)"]
+    # comparisons without a plan (the registry's) list nothing as not started, and plan no seeds
     other = [dict(r, system="other-UDP") if r["system"] == "udp" else r for r in records
              if r["dataset"] == "multi30k-10k"]
     paragraph = render_json(other)["datasets"]["multi30k-10k"]["answer"]["paragraph"]
@@ -738,19 +764,23 @@ def test_seeds_that_land_after_a_system_was_scored_are_shown_until_it_is_scored_
     # Sequence scored over seeds 1 and 2; its seeds 3, 4, 5 finished since (the study gives it five)
     records = study_records() + [seed_run("sequence", seed, 31.0, 52.0, 20, "sequence", "transformer")
                                  for seed in (3, 4, 5)]
-    lines = render_markdown(records).splitlines()
+    lines = render_markdown(records, comparisons=MULTI30K).splitlines()
     sequence = next(line for line in lines if line.startswith("| sequence | none"))
     # the row is still the record's (2 seeds: mean 31.00 ± 1.41); the runs' epochs too: (19 + 21) / 2
     assert sequence == ("| sequence | none (words only) | 2: 1, 2 (3, 4, 5 trained since, not yet scored over) | "
                         "31.00 ± 1.41 | 52.00 ± 2.83 | – | – | – | 20.0 |")
-    answer = render_json(records)["datasets"]["multi30k-10k"]["answer"]
+    answer = render_json(records, comparisons=MULTI30K)["datasets"]["multi30k-10k"]["answer"]
     assert "; seeds trained but not yet scored over: sequence (3, 4, 5); more seeds to come: mask (2 of 5), " \
            "mask_random (2 of 5), udp (3 of 5). Rule: " in answer["paragraph"]
-    # sequence 5, mask 2, mask_random 2, udp 3 runs finished
+    # sequence 5, mask 2, mask_random 2, udp 3 runs finished, of the study's 8 x 5 + 6 x 3 = 58
     assert answer["runs_finished"] == 12 and not answer["complete"]
-    block = readme_block(render_json(records), "RESULTS.md")
-    assert block[1].startswith("**The answer so far**, 12 of the study's 56 runs finished")
-    assert "| sequence | none (words only) | 2 of 5 | 31.00 ± 1.41 |" in "\n".join(block)
+    block = readme_block(render_json(records, comparisons=MULTI30K), "RESULTS.md")
+    assert block[1].startswith("**The answer so far** (multi30k-10k, 12 of the study's 58 runs finished): each "
+                               "method against sequence (31.00 ± 1.41 BLEU over 2 seeds) and against itself")
+    assert ("Still to come: not yet scored over their seeds: udp; no run yet: hier_accum, hier_accum_random, "
+            "udp_random, ldd, linearized, dbsa, pascal, dbsa_random, mask_struct, hier_accum_struct; seeds trained, "
+            "not yet scored over: sequence (3, 4, 5); more seeds: mask (2 of 5), mask_random (2 of 5), udp (3 of 5).") \
+        in block
 
 
 
@@ -768,7 +798,7 @@ def test_a_test_over_fewer_seeds_than_its_rows_show_is_a_dash_until_scored_again
     assert ("- A test made before runs that finished since (over fewer seeds than its rows show) is shown as –: "
             "scored again, it is in (`python3 -m fairseq_syntax.evaluation.seed_records stale RUNS` lists such "
             "records).") in lines
-    answer = render_json(records)["datasets"]["multi30k-10k"]["answer"]
+    answer = render_json(records, comparisons=MULTI30K)["datasets"]["multi30k-10k"]["answer"]
     mask = next(entry for entry in answer["systems"] if entry["system"] == "mask")
     assert mask["controls"][0]["comparison"] is None
     assert "Waiting for their seeds: udp, mask_random;" in answer["paragraph"]
@@ -797,7 +827,7 @@ def test_a_p_within_two_monte_carlo_errors_of_005_makes_its_verdict_borderline()
         "\n".join(lines))
     assert ("| mask | sequence | 2 vs 2 | +2.00 (+0.10 to +1.90) | 0.045±0.003, t 0.080 | +3.00 (+0.20 to +1.80) | "
             "0.012±0.001 | better (borderline) |") in lines
-    answer = render_json(records)["datasets"]["multi30k-10k"]["answer"]["systems"][0]["vs_sequence"]
+    answer = render_json(records)["datasets"]["multi30k-10k"]["answer"]["systems"][0]["vs_baseline"]
     assert answer["borderline"] and answer["BLEU"]["borderline"] and not answer["chrF"]["borderline"]
     assert answer["BLEU"]["welch"]["t"] == -2.5  # stored in mask's own record: mask minus sequence as it is
 
@@ -805,63 +835,90 @@ def test_a_p_within_two_monte_carlo_errors_of_005_makes_its_verdict_borderline()
 STUDY_SOURCES = [f"examples/multi30k/runs/{name}.run.json" for name in (
     "mask.seed1", "mask.seed2", "mask.seeds", "mask_random.seeds", "sequence.seed1", "sequence.seed2",
     "sequence.seeds", "udp.seed1", "udp.seed2", "udp.seed3")]
+README_RULE = (
+    "Rule (fixed before the results): better (worse) when BLEU and chrF are both higher (lower), each with p < 0.05 "
+    "in a paired bootstrap over test sentences and seeds; mixed when the metrics disagree; borderline when a p lies "
+    "within 2 Monte-Carlo errors of 0.05; not corrected for the several comparisons.")
 
 
-def test_the_readme_block_states_each_row_of_the_study_with_its_comparisons():
+def readme_link(results_md):
+    return (f"The full table (each comparison in every metric, its interval, Monte-Carlo error and Welch's test; the "
+            f"commands; each run's convergence): [{results_md}]({results_md}).")
+
+
+def test_the_readme_block_is_a_verdict_table_and_a_few_sentences():
     from fairseq_syntax.evaluation.study_answer import README_BEGIN, README_END, readme_block
 
     records = study_records()
-    results = render_json(records, STUDY_SOURCES)
+    results = render_json(records, STUDY_SOURCES, MULTI30K)
     block = readme_block(results, "examples/multi30k/RESULTS.md")
     assert block[0].startswith(f"{README_BEGIN} examples/multi30k/RESULTS.json`") and block[-1] == README_END
     # the table's seeds: sequence 2, mask 2, mask_random 2, udp 3 (runs not yet scored over their seeds count);
-    # the study's grid: 7 systems x 5 seeds + 7 x 3
-    assert block[1] == ("**The answer so far**, 9 of the study's 56 runs finished (multi30k-10k; the table, its "
-                        "commands and each run's convergence: `examples/multi30k/RESULTS.md`): "
-                        + results["datasets"]["multi30k-10k"]["answer"]["paragraph"])
-    assert block[3:-1] == [
-        ("| System | Structure read | Seeds | BLEU | chrF | against sequence: BLEU / chrF | against its controls: "
-         "BLEU / chrF |"),
-        "|---|---|---|---|---|---|---|",
-        "| sequence | none (words only) | 2 of 5 | 31.00 ± 1.41 | 52.00 ± 2.83 | – | – |",
+    # the study's grid: 8 systems x 5 seeds + 6 x 3; the kinds of control its methods have: random and struct
+    assert block[1:-1] == [
+        ("**The answer so far** (multi30k-10k, 9 of the study's 58 runs finished): each method against sequence "
+         "(31.00 ± 1.41 BLEU over 2 seeds) and against itself on control structures (random: random trees; struct: "
+         "random trees with the parse's phrase count and labels)."),
+        "",
+        "| Method | Seeds | vs sequence | vs its random control | vs its struct control |",
+        "|---|---|---|---|---|",
         # mask 33 / 55 against sequence 31 / 52: +2 / +3, both p below 0.05 (0.012, 0.040): better; against
         # mask_random 32 / 54: +1 / +1 at p 0.5 / 0.75 (the control's record holds the test); mask_struct: no run
-        ("| mask | parse | 2 of 5 | 33.00 ± 1.41 | 55.00 ± 0.00 | +2.00 (p 0.012) / +3.00 (p 0.040): better | "
-         "mask_random: +1.00 (p 0.500) / +1.00 (p 0.750): no measurable difference; mask_struct: – |"),
-        # the control against sequence: 32 - 31, 54 - 52 at p 0.3 / 0.2
-        ("| mask_random | control: random structures (seed 1) | 2 of 5 | 32.00 ± 1.41 | 54.00 ± 1.41 | "
-         "+1.00 (p 0.300) / +2.00 (p 0.200): no measurable difference | – |"),
-        # three runs, not scored over them: no test yet
-        "| udp | parse | 3 of 5 | 32.00 ± 2.65 | 52.00 ± 0.00 | – | udp_random: – |"]
-    # with the seed-aware test's p-values: each with its Monte-Carlo error and Welch's p
+        ("| mask | 2 of 5 | **better**: +2.00 BLEU (p 0.012) | no measurable difference: +1.00 BLEU (p 0.500) | "
+         "no run yet |"),
+        # three runs, not scored over them: no test yet; its control no run; no struct control of its own
+        "| udp | 3 of 5 | – | no run yet |  |",
+        "",
+        README_RULE,
+        ("Still to come: not yet scored over their seeds: udp; no run yet: hier_accum, hier_accum_random, udp_random, "
+         "ldd, linearized, dbsa, pascal, dbsa_random, mask_struct, hier_accum_struct; more seeds: sequence (2 of 5), "
+         "mask (2 of 5), mask_random (2 of 5), udp (3 of 5)."),
+        readme_link("examples/multi30k/RESULTS.md")]
+    # the seed-aware test's p-values: a borderline p (|0.045 - 0.05| <= 2 x 0.003) says so; chrF's p is far from
+    # 0.05 and the verdict holds in both metrics: BLEU's difference and p alone
     mask = next(r for r in records if r["system"] == "mask" and "seeds" in r)
     mask["significance"]["sequence"] = seeds_report(0.045, 0.003, 0.012, 0.0011, welch_t=2.5)
-    row = next(line for line in readme_block(render_json(records), "RESULTS.md") if line.startswith("| mask |"))
-    assert " | +2.00 (p 0.045±0.003, t 0.080) / +3.00 (p 0.012±0.001): better (borderline) | " in row
+    row = next(line for line in readme_block(render_json(records, comparisons=MULTI30K), "RESULTS.md")
+               if line.startswith("| mask |"))
+    assert row.startswith("| mask | 2 of 5 | **better** (borderline): +2.00 BLEU (p 0.045) | ")
+    # the metrics disagree (BLEU p 0.3, chrF p 0.01): mixed, each metric's difference and p; a borderline chrF p
+    # (|0.056 - 0.05| <= 2 x 0.004) is shown beside BLEU's
+    mask["significance"]["sequence"] = seeds_report(0.3, 0.004, 0.01, 0.001)
+    next(r for r in records if r["system"] == "mask_random" and "seeds" in r)["significance"]["mask"] = \
+        seeds_report(0.5, 0.005, 0.056, 0.004)
+    row = next(line for line in readme_block(render_json(records, comparisons=MULTI30K), "RESULTS.md")
+               if line.startswith("| mask |"))
+    assert row == ("| mask | 2 of 5 | mixed: +2.00 BLEU (p 0.300), +3.00 chrF (p 0.010) | no measurable difference "
+                   "(borderline): +1.00 BLEU (p 0.500), +1.00 chrF (p 0.056) | no run yet |")
 
 
-def test_the_readme_states_the_studys_answer_as_its_results_json_does():
+def readme_states_its_results_json(root: Path) -> tuple[bool, list[str]]:
+    """Whether ``root``'s README holds the study answer its examples/multi30k/RESULTS.json gives, and that block."""
     from fairseq_syntax.evaluation.study_answer import readme_block
     from fairseq_syntax.evaluation.tables import load_results_json
 
-    repo = Path(__file__).resolve().parents[2]
-    block = readme_block(load_results_json(repo / "examples/multi30k/RESULTS.json"), "examples/multi30k/RESULTS.md")
-    readme = (repo / "README.md").read_text(encoding="utf-8")
-    assert "\n".join(block) in readme, ("regenerate it: python -m fairseq_syntax.evaluation.study_answer --readme "
-                                        "README.md examples/multi30k/RESULTS.json")
+    block = readme_block(load_results_json(root / "examples/multi30k/RESULTS.json"), "examples/multi30k/RESULTS.md")
+    return "\n".join(block) in (root / "README.md").read_text(encoding="utf-8"), block
+
+
+def test_the_readme_states_the_studys_answer_as_its_results_json_does():
+    found, _ = readme_states_its_results_json(Path(__file__).resolve().parents[2])
+    assert found, "regenerate it: python -m fairseq_syntax.evaluation.study_answer --readme README.md " \
+                  "examples/multi30k/RESULTS.json"
 
 
 def test_the_readme_block_is_rewritten_in_place_and_a_readme_without_one_is_named(tmp_path, capsys):
     from fairseq_syntax.evaluation.study_answer import README_BEGIN, README_END, main
 
     results = tmp_path / "RESULTS.json"
-    results.write_text(json.dumps(render_json(study_records(), STUDY_SOURCES)))
+    results.write_text(json.dumps(render_json(study_records(), STUDY_SOURCES, MULTI30K)))
     readme = tmp_path / "README.md"
     readme.write_text(f"# Title\n\nbefore\n{README_BEGIN} old`\nstale row\n{README_END}\nafter\n")
     assert main(["--readme", str(readme), str(results)]) == 0
     text = readme.read_text()
     assert text.startswith("# Title\n\nbefore\n<!-- study answer") and text.endswith(f"{README_END}\nafter\n")
-    assert "stale row" not in text and "| mask | parse | 2 of 5 |" in text
+    assert "stale row" not in text and "| mask | 2 of 5 | **better**: +2.00 BLEU (p 0.012) |" in text
+    assert "[RESULTS.md](RESULTS.md)." in text  # the table as the README reaches it
     assert capsys.readouterr().out.endswith("study answer rewritten from " + str(results) + "\n")
     main(["--readme", str(readme), str(results)])
     assert readme.read_text() == text and "study answer unchanged" in capsys.readouterr().out
@@ -872,10 +929,14 @@ def test_the_readme_block_is_rewritten_in_place_and_a_readme_without_one_is_name
     assert readme.read_text() == "# Title\n\nno block here\n"  # left as it was
 
 
+#: Mask and its control renamed, the control declared by the comparisons (its name says nothing)
+TREE = Comparisons("sequence", {"tree_random": ("tree", "random")})
+
+
 def test_a_table_with_every_method_scored_gives_the_answer_not_the_answer_so_far():
     from fairseq_syntax.evaluation.study_answer import readme_block
 
-    # Sequence, and a method and its control over their seeds, in a table that is not the study's grid: nothing is
+    # Sequence, and a method and its control over their seeds, with comparisons that plan nothing: nothing is
     # waiting and nothing is missing, so the answer is complete
     renamed = {"mask": "tree", "mask_random": "tree_random"}
     records = []
@@ -885,16 +946,20 @@ def test_a_table_with_every_method_scored_gives_the_answer_not_the_answer_so_far
         record = dict(record, system=renamed.get(record["system"], record["system"]))
         record["significance"] = {renamed.get(name, name): test for name, test in record["significance"].items()}
         records.append(record)
-    lines = render_markdown(records).splitlines()
+    lines = render_markdown(records, comparisons=TREE).splitlines()
     assert "### Answer so far" not in lines and lines[lines.index("### Answer") + 2].startswith(
         "1 of 1 methods scored over their seeds, against sequence at 31.00 ± 1.41 BLEU (2 seeds). Against the words "
         "alone: better: tree;")
-    results = render_json(records, ["examples/multi30k/runs/sequence.seed1.run.json"])
+    results = render_json(records, ["examples/multi30k/runs/sequence.seed1.run.json"], TREE)
     assert results["datasets"]["multi30k-10k"]["answer"]["complete"] is True
-    # the seeds of the table's rows: sequence, tree and tree_random two each
-    assert readme_block(results, "RESULTS.md")[1].startswith("**The answer**, 6 runs finished (multi30k-10k; ")
+    assert results["datasets"]["multi30k-10k"]["answer"]["pending"] == {}
+    # the seeds of the table's rows: sequence, tree and tree_random two each; nothing still to come
+    block = readme_block(results, "RESULTS.md")
+    assert block[1].startswith("**The answer** (multi30k-10k, 6 runs finished): ")
+    assert not [line for line in block if line.startswith("Still to come")]
     # the study's table with runs missing is the answer so far
-    assert render_json(study_records())["datasets"]["multi30k-10k"]["answer"]["complete"] is False
+    assert render_json(study_records(), comparisons=MULTI30K)["datasets"]["multi30k-10k"]["answer"][
+        "complete"] is False
 
 
 def test_the_answer_waits_for_a_control_in_training_and_the_readme_shows_no_test_the_answer_does_not_make():
@@ -905,14 +970,180 @@ def test_the_answer_waits_for_a_control_in_training_and_the_readme_shows_no_test
     records = [dict(r, system=renamed.get(r["system"], r["system"])) for r in study_records()
                if r["dataset"] == "multi30k-10k" and r["system"] in ("sequence", "mask")]
     records.append(seed_run("tree_random", 1, 31.0, 53.0, 20))
-    answer = render_json(records)["datasets"]["multi30k-10k"]["answer"]
+    answer = render_json(records, comparisons=TREE)["datasets"]["multi30k-10k"]["answer"]
     assert answer["complete"] is False and " Waiting for their seeds: tree_random. Rule: " in answer["paragraph"]
     # Sequence not scored over its seeds: no comparison in the paragraph, none in the README's rows either
     unscored = [r for r in records if not (r["system"] == "sequence" and "seed" not in r)]
-    results = render_json(unscored)
+    results = render_json(unscored, comparisons=TREE)
     assert results["datasets"]["multi30k-10k"]["answer"]["paragraph"].startswith("No answer yet")
     tree = next(line for line in readme_block(results, "RESULTS.md") if line.startswith("| tree |"))
-    assert tree == "| tree | parse | 2 | 33.00 ± 1.41 | 55.00 ± 0.00 | – | tree_random: – |"
+    assert tree == "| tree | 2 | – | – |"
+
+
+def renamed_study(names: dict[str, str]) -> list[dict]:
+    """study_records' seeds table with systems renamed, in their records and in the tests they hold."""
+    records = []
+    for record in study_records():
+        if record["dataset"] != "multi30k-10k":
+            continue
+        record = dict(record, system=names.get(record["system"], record["system"]))
+        record["significance"] = {names.get(name, name): test for name, test in record["significance"].items()}
+        records.append(record)
+    return records
+
+
+def test_the_baseline_and_the_controls_are_the_comparisons_not_the_names():
+    from fairseq_syntax.evaluation.seeds_figure import positions, seeds_rows
+    from fairseq_syntax.evaluation.study_answer import readme_block
+
+    # the study's table with its baseline called words and Mask's control mask_shuffled: declared so, it reads as
+    # the table of sequence and mask_random does, row for row
+    records = renamed_study({"sequence": "words", "mask_random": "mask_shuffled"})
+    words = Comparisons("words", {"mask_shuffled": ("mask", "random")})
+    lines = render_markdown(records, comparisons=words).splitlines()
+    start = lines.index("## multi30k-10k") + 2
+    assert lines[start:start + 6] == [
+        ("| System | Structure read | Seeds | BLEU (mean ± sd) | chrF (mean ± sd) | p vs words (BLEU / chrF) | Control "
+         "of | p vs its method (BLEU / chrF) | Epochs (mean) |"),
+        "|---|---|---|---|---|---|---|---|---|",
+        # words is no system of the registry: its records name the parses of its data, so "parse", where the
+        # registry's sequence reads "none (words only)"
+        "| words | parse | 2: 1, 2 | 31.00 ± 1.41 | 52.00 ± 2.83 | – | – | – | 20.0 |",
+        "| mask | parse | 2: 1, 2 | 33.00 ± 1.41 | 55.00 ± 0.00 | 0.012 / 0.040 | – | – | 21.5 |",
+        ("| mask_shuffled | control: random structures (seed 1) | 2: 1, 2 | 32.00 ± 1.41 | 54.00 ± 1.41 | 0.300 / "
+         "0.200 | mask | 0.500 / 0.750 | 22.0 |"),
+        "| udp | parse | 3: 1, 2, 3 | 32.00 ± 2.65 | 52.00 ± 0.00 | – | – | – | 20.0 |"]
+    paragraph = lines[lines.index("### Answer so far") + 2]
+    # not known to read the words alone, the baseline is named
+    assert paragraph.startswith(
+        "1 of 2 methods scored over their seeds, against words at 31.00 ± 1.41 BLEU (2 seeds). Against words: better: "
+        "mask; no measurable difference: none; worse: none; mixed: none. Is it the parse? Against the same method on "
+        "random trees (random): the parse is better: none; random trees do as well: mask; random trees do better: "
+        "none; mixed: none. Waiting for their seeds: udp. Rule: ")
+    data = render_json(records, comparisons=words)
+    assert positions(seeds_rows(data)[1], words) == [0.0, 1.0, 1.7, 2.7]
+    block = readme_block(data, "RESULTS.md")
+    assert block[5:8] == [
+        "| mask | 2 | **better**: +2.00 BLEU (p 0.012) | no measurable difference: +1.00 BLEU (p 0.500) |",
+        "| udp | 3 | – |  |", ""]
+    # the same records with the registry's comparisons: no row is its baseline (sequence) and mask_shuffled is
+    # no control of the registry's, so it is a method of its own: every row in its records' place
+    default = render_markdown(records).splitlines()
+    assert [line.split(" | ")[0] for line in default if line.startswith("| ") and " | 2: 1, 2 | " in line] == [
+        "| mask", "| mask_shuffled", "| words"]
+    shuffled = next(line for line in default if line.startswith("| mask_shuffled |"))
+    assert shuffled.endswith("| – | – | – | 22.0 |")  # no p vs sequence, no method
+    assert default[default.index("### Answer so far") + 2].startswith(
+        "No answer yet: sequence, the baseline every method is tested against, is not scored over its seeds "
+        "(0 trained).")
+
+
+def test_without_a_baseline_each_method_is_tested_against_its_controls_only():
+    from fairseq_syntax.evaluation.study_answer import readme_block
+
+    records = [r for r in study_records() if r["dataset"] == "multi30k-10k"]
+    alone = Comparisons(None, {"mask_random": ("mask", "random")})
+    lines = render_markdown(records, comparisons=alone).splitlines()
+    start = lines.index("## multi30k-10k") + 2
+    # no column against a baseline; sequence is a system like the others, in its records' place (after mask's)
+    assert lines[start:start + 6] == [
+        ("| System | Structure read | Seeds | BLEU (mean ± sd) | chrF (mean ± sd) | Control of | p vs its method "
+         "(BLEU / chrF) | Epochs (mean) |"),
+        "|---|---|---|---|---|---|---|---|",
+        "| mask | parse | 2: 1, 2 | 33.00 ± 1.41 | 55.00 ± 0.00 | – | – | 21.5 |",
+        "| mask_random | control: random structures (seed 1) | 2: 1, 2 | 32.00 ± 1.41 | 54.00 ± 1.41 | mask | 0.500 / "
+        "0.750 | 22.0 |",
+        "| sequence | none (words only) | 2: 1, 2 | 31.00 ± 1.41 | 52.00 ± 2.83 | – | – | 20.0 |",
+        "| udp | parse | 3: 1, 2, 3 | 32.00 ± 2.65 | 52.00 ± 0.00 | – | – | 20.0 |"]
+    assert ("- p: two-sided p-value of the row's system against X, on a control's row (system X on control "
+            f"structures, X in its Control of column) ({SEEDS_TEST}, 1000 samples, seed 12345).") in lines
+    # mask and sequence scored over their seeds, udp not yet; mask against its control only
+    assert lines[lines.index("### Answer so far") + 2] == (
+        "2 of 3 methods scored over their seeds, each tested against its controls (no baseline). Is it the parse? "
+        "Against the same method on random trees (random): the parse is better: none; random trees do as well: mask; "
+        "random trees do better: none; mixed: none. Waiting for their seeds: udp. " + RULE_AND_TEST)
+    block = readme_block(render_json(records, comparisons=alone), "RESULTS.md")
+    assert block[1:6] == [
+        ("**The answer so far** (multi30k-10k, 9 runs finished): each method against itself on control structures "
+         "(random: random trees)."), "",
+        "| Method | Seeds | vs its random control |", "|---|---|---|",
+        "| mask | 2 | no measurable difference: +1.00 BLEU (p 0.500) |"]
+    assert block[6:8] == ["| sequence | 2 |  |", "| udp | 3 |  |"]
+
+
+def test_comparisons_go_to_json_and_back_and_bad_ones_are_named():
+    assert Comparisons.from_json(MULTI30K.to_json()) == MULTI30K
+    assert list(MULTI30K.to_json()["controls"]) == ["mask_random", "mask_struct", "udp_random", "hier_accum_random",
+                                                    "hier_accum_struct", "dbsa_random"]  # the order kept
+    assert MULTI30K.controls_of("mask") == [("mask_random", "random"), ("mask_struct", "struct")]
+    assert (MULTI30K.method_of("udp_random"), MULTI30K.kind_of("udp_random"), MULTI30K.method_of("udp")) == (
+        "udp", "random", None)
+    assert MULTI30K.kinds == ["random", "struct"]
+    # the registry's: its words-only baseline, its control systems, no plan; a plan's systems are the expected ones
+    registry = registry_comparisons(planned_seeds={"sequence": 2, "mask": 1})
+    assert registry.baseline == "sequence" and registry.controls == MULTI30K.controls
+    assert registry.expected == ("sequence", "mask")
+    for wrong, message in [
+        (dict(controls={"mask_random": ("mask", "shuffled")}),
+         "comparisons: controls.mask_random: kind 'shuffled' is not one of random, left, right, struct"),
+        (dict(controls={"mask": ("mask", "random")}), "comparisons: controls.mask: a control of itself"),
+        (dict(controls={"a": ("b", "random"), "b": ("c", "random")}),
+         "comparisons: controls.a: its method b is itself a control"),
+        (dict(baseline="a", controls={"a": ("b", "random")}), "controls.a: the baseline cannot be a control"),
+        (dict(planned_seeds={"mask": 0}), "comparisons: planned_seeds.mask: a positive number of seeds, got 0"),
+        (dict(expected=("a", "b", "a")), "comparisons: expected: a listed more than once"),
+        (dict(alpha=1.5), "comparisons: alpha: a level between 0 and 1, got 1.5"),
+        (dict(metrics=()), "comparisons: metrics: one or more distinct metric names, got []"),
+    ]:
+        with pytest.raises(ValueError) as error:
+            Comparisons(**wrong)
+        assert message in str(error.value)
+    with pytest.raises(ValueError) as error:
+        Comparisons.from_json({**MULTI30K.to_json(), "baselines": ["x"]}, "datasets.d.comparisons")
+    assert str(error.value) == "datasets.d.comparisons: unknown keys baselines"
+    with pytest.raises(ValueError) as error:
+        Comparisons.from_json({"planned_seeds": {"mask": -1}}, "datasets.d.comparisons")
+    assert str(error.value) == "datasets.d.comparisons: planned_seeds.mask: a positive number of seeds, got -1"
+
+
+def test_the_results_command_takes_the_comparisons_as_options(tmp_path, capsys):
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    records = renamed_study({"sequence": "words", "mask_random": "mask_shuffled"})
+    for index, record in enumerate(records):
+        (runs / f"{index:02d}.run.json").write_text(json.dumps(record))
+    out = tmp_path / "RESULTS.md"
+    results_cli.main([str(runs), "--out", str(out), "--baseline", "words", "--control", "mask_shuffled=mask:random",
+                      "--plan", "words=2", "--plan", "mask=3", "--plan", "mask_shuffled=2", "--plan", "udp=3"])
+    data = json.loads(out.with_suffix(".json").read_text())["datasets"]["multi30k-10k"]
+    assert data["comparisons"] == {"baseline": "words", "controls": {"mask_shuffled": {"method": "mask",
+                                                                                       "kind": "random"}},
+                                   "planned_seeds": {"words": 2, "mask": 3, "mask_shuffled": 2, "udp": 3},
+                                   "expected": ["words", "mask", "mask_shuffled", "udp"], "alpha": 0.05,
+                                   "metrics": ["BLEU", "chrF"]}
+    assert [row["Control of"] for row in data["table"]["rows"]] == [None, None, "mask", None]
+    # mask has 2 of its 3 seeds: the answer is one so far; udp has its 3 but is not scored over them yet
+    assert data["answer"]["pending"] == {"waiting for their seeds": ["udp"], "more seeds to come": ["mask (2 of 3)"]}
+    # the registry's defaults: sequence, which no row is, and the registry's controls
+    results_cli.main([str(runs), "--out", str(out)])
+    data = json.loads(out.with_suffix(".json").read_text())["datasets"]["multi30k-10k"]
+    assert data["comparisons"]["baseline"] == "sequence" and "mask_shuffled" not in data["comparisons"]["controls"]
+    assert data["comparisons"]["planned_seeds"] == {} and data["comparisons"]["expected"] == []
+    capsys.readouterr()
+    for options, message in [
+        (["--control", "mask_shuffled"], "argument --control: 'mask_shuffled': expected CONTROL=SYSTEM:KIND"),
+        (["--control", "a=b:shuffled"], "argument --control: 'a=b:shuffled': kind 'shuffled' is not one of random, "
+                                         "left, right, struct"),
+        (["--plan", "mask=0"], "argument --plan: 'mask=0': expected SYSTEM=SEEDS with SEEDS a positive number"),
+        (["--plan", "mask=2", "--plan", "mask=3"], "--plan mask: given twice"),
+        (["--control", "mask=mask:random"], "comparisons: controls.mask: a control of itself"),
+    ]:
+        with pytest.raises(SystemExit) as stop:
+            results_cli.main([str(runs), "--out", str(tmp_path / "bad.md"), *options])
+        error = capsys.readouterr().err.strip().splitlines()
+        assert stop.value.code == 2 and error[-1].startswith("fairseq-syntax-results: error: ") \
+            and message in error[-1], error
+    assert not (tmp_path / "bad.md").exists()
 
 
 def test_a_results_json_without_an_answer_is_named_without_a_traceback(tmp_path):

@@ -8,7 +8,10 @@ import sys
 
 from conftest import REPO
 
+from fairseq_syntax.evaluation.comparisons import Comparisons
 from fairseq_syntax.evaluation.seed_records import finished_runs, lacking, main, runs_read, stale_records
+
+SEQUENCE_FIRST = Comparisons("sequence")  # the baseline's record first: every other is tested against it
 
 
 def decode(runs, name):
@@ -43,12 +46,17 @@ def test_a_record_lacks_the_runs_of_its_systems_finished_since_and_is_scored_aga
     assert finished == {"mask": [1, 2], "mask_random": [1], "sequence": [1, 2, 3, 4], "udp": [1]}
     assert lacking(sequence, finished) == [] and lacking(mask, finished) == ["sequence.seed4"]
     # the records it lists, Sequence's first; the seeds: each seed any of its systems finished
-    assert stale_records(runs) == [("mask", [1, 2, 3, 4], ["sequence.seed4"], ["mask", "sequence"])]
+    assert stale_records(runs, SEQUENCE_FIRST) == [("mask", [1, 2, 3, 4], ["sequence.seed4"], ["mask", "sequence"])]
     decode(runs, "sequence.seed5")
-    assert [(name, seeds, missing) for name, seeds, missing, _ in stale_records(runs)] == [
+    assert [(name, seeds, missing) for name, seeds, missing, _ in stale_records(runs, SEQUENCE_FIRST)] == [
         ("sequence", [1, 2, 3, 4, 5], ["sequence.seed5"]),
         ("mask", [1, 2, 3, 4, 5], ["sequence.seed4", "sequence.seed5"]),
         ("mask_random", [1, 2, 3, 4, 5], ["sequence.seed5"])]
+    # the baseline named by the comparisons, not by its name: with mask_random as the baseline its record leads,
+    # the others by name
+    assert [name for name, *_ in stale_records(runs, Comparisons("mask_random"))] == [
+        "mask_random", "mask", "sequence"]
+    assert [name for name, *_ in stale_records(runs, Comparisons(None))] == ["mask", "mask_random", "sequence"]
 
 
 def test_runs_packed_into_the_archive_are_finished_runs(tmp_path):
@@ -74,6 +82,12 @@ def test_the_cli_lists_seeds_and_stale_records_and_names_a_missing_folder(tmp_pa
     assert main(["seeds", str(runs)]) == 0 and capsys.readouterr().out == "1 2 3\n"
     assert main(["stale", str(runs)]) == 0
     assert capsys.readouterr().out == "sequence\t1 2 3\tsequence.seed2 udp.seed3\tsequence udp\n"
+    # udp's record, stale too: the registry's words-only baseline (sequence) first by default, else --baseline's
+    seeds_record(runs, "udp", {"udp": [3]}, ["sequence"])
+    assert main(["stale", str(runs)]) == 0
+    assert [line.split("\t")[0] for line in capsys.readouterr().out.splitlines()] == ["sequence", "udp"]
+    assert main(["stale", str(runs), "--baseline", "udp"]) == 0
+    assert [line.split("\t")[0] for line in capsys.readouterr().out.splitlines()] == ["udp", "sequence"]
     assert main(["stale", str(tmp_path / "nowhere")]) == 2
     assert capsys.readouterr().err == f"error: {tmp_path / 'nowhere'}: no such folder of runs\n"
     (runs / "udp.seeds.run.json").write_text("{not json")

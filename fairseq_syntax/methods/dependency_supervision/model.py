@@ -5,7 +5,7 @@ fairseq's ``transformer`` whose encoder layer ``--dependency-layer`` (0-based; t
 fewer) has ``--dependency-heads`` (default 1) biaffine heads (:mod:`.attention`). The default layer, 0, is the
 authors' choice: their released config (github.com/de9uch1/dbsa) supervises encoder layer 0. Before an audit
 against that code this package's default was 3, which a 3-layer encoder clamps to its last layer: the earlier
-single-seed Multi30k ``dbsa`` run (``examples/multi30k/RESULTS.md`` at commit 03d7e4e) supervised layer 2 of 3
+single-seed ``dbsa`` run of this repository (its results table at commit 03d7e4e) supervised layer 2 of 3
 (``--dependency-layer 2`` repeats that). The encoder output
 carries the heads' attention, ``dependency_attention`` ``[B x T x T]``, for the criterion. The model reads no side
 input, so ``fairseq-generate`` and ``fairseq-interactive`` take plain tokenized text; training reads the parser's

@@ -7,8 +7,8 @@ Self-Attention for Transformer NMT" (RANLP), section 3.2, as their released code
 * the root word's last piece depends on itself.
 
 (Before an audit against the released code this module pointed a word's last piece at the head word's last piece
-and called that the authors' rule; the earlier single-seed Multi30k ``dbsa`` run (``examples/multi30k/RESULTS.md``
-at commit 03d7e4e) was trained with that rule.)
+and called that the authors' rule; this repository's earlier single-seed ``dbsa`` run (its results table at
+commit 03d7e4e) was trained with that rule.)
 
 EOS and padding have no parent (target ``IGNORE``). The 1-best tree is read from the ``src_ldd`` side input of Pu &
 Sima'an's method (channels ``BEST_OFFSET + group``, :mod:`fairseq_syntax.methods.ldd.distributions`).

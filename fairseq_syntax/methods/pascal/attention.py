@@ -15,7 +15,7 @@ signal. Shapes: ``x`` ``T x B x C``; ``structure["parent_density"]`` ``B x T x T
 ``B x H x T x T``.
 
 Where this deliberately departs from the released code: the formula is the authors', their indexing is not copied.
-An audit of ``multihead_pascal.py`` (before the Multi30k study) found that it scales the wrong rows of a batch (a
+An audit of ``multihead_pascal.py`` (before this package's study over seeds) found that it scales the wrong rows of a batch (a
 PASCAL head's rows get the Gaussians of another sentence) and misaligns left-padded sentences (fairseq left-pads
 the source; the Gaussians do not move with the tokens). Here each sentence's density is built on its padded
 positions (:mod:`.parents`) and scales that sentence's PASCAL heads only.

@@ -3,8 +3,8 @@
 fairseq's ``transformer`` whose first encoder self-attention is :class:`.attention.ParentScaledSelfAttention`
 (``--pascal-heads`` of its heads, Gaussian of ``--pascal-sigma`` around the parent, ``--pascal-parent-ignoring``);
 everything else is fairseq's. The defaults are the authors' released En-De setting: 2 PASCAL heads, sigma 1,
-parent ignoring 0.4. The paper's 2 heads are 2 of 8; with the Multi30k recipe's 4 heads the earlier single-seed
-``pascal`` run (``examples/multi30k/RESULTS.md`` at commit 03d7e4e) scaled 2 of 4. Side input: ``src_ldd`` (the
+parent ignoring 0.4. The paper's 2 heads are 2 of 8; with a smaller model's 4 heads they are 2 of 4 (as in this
+repository's earlier single-seed ``pascal`` run, the results table at commit 03d7e4e). Side input: ``src_ldd`` (the
 dependency side data of Pu & Sima'an's method, of which it reads the parser's 1-best tree, :mod:`.parents`);
 structure: ``parent_density`` ``B x T x T``.
 """
