@@ -13,6 +13,7 @@ record of another study or a missing file ends the command in one line each (sta
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 
@@ -47,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # importing fairseq leaves the root logger at DEBUG: the figure's libraries would print their font searches
+    for library in ("matplotlib", "PIL"):
+        logging.getLogger(library).setLevel(logging.WARNING)
     if args.command == "init":
         if args.output:
             path = Path(args.output)

@@ -81,9 +81,20 @@ def runs_dir(config: StudyConfig) -> Path:
     return config.folder("runs").resolve()
 
 
+def raw_reference(config: StudyConfig) -> Path:
+    """The raw test reference: corpus.reference, else RAW/TEST.TARGET(.gz)."""
+    corpus = config["corpus"]
+    if corpus["reference"]:
+        return config.resolve(corpus["reference"])
+    plain = config.resolve(corpus["raw"]) / f"{corpus['test']}.{corpus['target']}"
+    return plain if plain.is_file() else Path(f"{plain}.gz")
+
+
 def reference_path(config: StudyConfig) -> Path:
-    """The raw test reference the runs are scored against, as the data preparation keeps it in WORK."""
-    return work_dir(config) / f"test.{config['corpus']['target']}.ref"
+    """The raw test reference the runs are scored against: the copy the data preparation keeps in WORK (what the
+    records name, as OUT_DIR/test.TARGET.ref), else the corpus's own (a report on a machine without the data)."""
+    copy = work_dir(config) / f"test.{config['corpus']['target']}.ref"
+    return copy if copy.is_file() else raw_reference(config)
 
 
 def find_run(config: StudyConfig, name: str) -> Run:

@@ -1,0 +1,77 @@
+"""Runaway hypotheses: translations that loop (a phrase repeated, a sub-word stutter) until the decoder's length cap,
+what they cost in BLEU, and whether the same sentences run away in every seed (the model) or in one (chance).
+
+A hypothesis **runs away** when it has more than ``factor`` times its reference's words plus ``slack``
+(:func:`runaway_ids`; default 2 x + 5: a translation twice its reference's length plus five words is not a
+paraphrase). Its **cost** (:func:`runaway_cost`) is the corpus BLEU gained when each runaway hypothesis is cut to its
+reference's length in words (keeping its first words, as a length cap at the reference's length would): the score
+the run would have had without the loops, everything else equal; the length ratio before and after is reported too.
+Whether runaways **follow the input** (:func:`overlap`) is read from the sets of sentence ids across runs: for runs
+drawn independently of which sentences loop, two runs of r1 and r2 runaways among n sentences share r1 r2 / n of
+them on average; sharing many more says the same inputs loop again (the method, or the sentences), sharing about that
+many says chance. The source lengths of the runaway sentences against all are given beside it.
+
+Inputs are detokenized hypotheses and raw references, one per test sentence, as the scorer reads them
+(:mod:`fairseq_syntax.evaluation.scoring`).
+"""
+from __future__ import annotations
+
+import itertools
+import statistics
+from collections.abc import Mapping, Sequence
+
+from sacrebleu.metrics import BLEU
+
+DEFAULT_FACTOR = 2.0
+DEFAULT_SLACK = 5
+
+
+def runaway_ids(hyps: Sequence[str], refs: Sequence[str], factor: float = DEFAULT_FACTOR,
+                slack: int = DEFAULT_SLACK) -> list[int]:
+    """The sentence ids whose hypothesis has more than ``factor`` x its reference's words + ``slack``."""
+    if len(hyps) != len(refs):
+        raise ValueError(f"{len(hyps)} hypotheses for {len(refs)} references")
+    return [index for index, (hyp, ref) in enumerate(zip(hyps, refs))
+            if len(hyp.split()) > factor * len(ref.split()) + slack]
+
+
+def _bleu(hyps: Sequence[str], refs: Sequence[str]) -> tuple[float, float]:
+    score = BLEU().corpus_score(list(hyps), [list(refs)])
+    return score.score, score.sys_len / score.ref_len if score.ref_len else 0.0
+
+
+def runaway_cost(hyps: Sequence[str], refs: Sequence[str], factor: float = DEFAULT_FACTOR,
+                 slack: int = DEFAULT_SLACK) -> dict:
+    """A run's runaways: their ids, its BLEU and length ratio as decoded and with each runaway hypothesis cut to its
+    reference's length in words, and the difference (what the loops cost)."""
+    ids = runaway_ids(hyps, refs, factor, slack)
+    cut = list(hyps)
+    for index in ids:
+        cut[index] = " ".join(hyps[index].split()[:len(refs[index].split())])
+    bleu, ratio = _bleu(hyps, refs)
+    bleu_cut, ratio_cut = _bleu(cut, refs)
+    extra_words = sum(len(hyps[index].split()) - len(refs[index].split()) for index in ids)
+    return {"ids": ids, "count": len(ids), "extra_words": extra_words, "BLEU": bleu, "length_ratio": ratio,
+            "BLEU_cut": bleu_cut, "length_ratio_cut": ratio_cut, "cost": bleu_cut - bleu}
+
+
+def overlap(runaways: Mapping[str, Sequence[int]], sentences: int) -> list[dict]:
+    """For each pair of runs: the runaway sentences they share and the number independent runs would share on
+    average (r1 r2 / n)."""
+    pairs = []
+    for (name_a, ids_a), (name_b, ids_b) in itertools.combinations(runaways.items(), 2):
+        shared = sorted(set(ids_a) & set(ids_b))
+        pairs.append({"runs": (name_a, name_b), "shared": shared,
+                      "expected_by_chance": len(ids_a) * len(ids_b) / sentences})
+    return pairs
+
+
+def source_lengths(ids: Sequence[int], sources: Sequence[str]) -> dict:
+    """The source lengths (words) of the sentences ``ids`` against all sentences': means, and the share of the
+    sentences above the median length."""
+    lengths = [len(line.split()) for line in sources]
+    median = statistics.median(lengths)
+    chosen = [lengths[index] for index in ids]
+    return {"mean_all": statistics.fmean(lengths), "mean_runaway": statistics.fmean(chosen) if chosen else None,
+            "median_all": median,
+            "above_median_runaway": sum(length > median for length in chosen) / len(chosen) if chosen else None}

@@ -1,0 +1,156 @@
+"""``fairseq-syntax-study report``: the study's answer in its report folder, from its run records.
+
+1. Every record of the runs folder must be this study's (:func:`foreign_records`; one line each, nothing written);
+   every record over seeds that a run finished since has made stale is made again (:mod:`~fairseq_syntax.study.
+   over_seeds`), so no test stands for fewer seeds than its rows.
+2. ``RESULTS.md`` / ``RESULTS.json`` (:func:`fairseq_syntax.evaluation.results.results_of_runs`) tested as the file
+   says (:func:`comparisons_of`: every system against ``test.baseline``, every control against its method, the seeds
+   each is planned), with its verdicts (:mod:`fairseq_syntax.evaluation.study_answer`), then a section on **runaway
+   hypotheses** (:mod:`fairseq_syntax.evaluation.runaway`): per system the looping hypotheses of each run, what they
+   cost in BLEU, and whether the same sentences loop in other runs; and ``seeds.png``, each seed's BLEU.
+3. With ``--readme FILE``, the short answer between FILE's study-answer markers
+   (:func:`~fairseq_syntax.evaluation.study_answer.readme_block`); no other file outside the report folder is written.
+"""
+from __future__ import annotations
+
+import gzip
+import os
+from pathlib import Path
+
+from fairseq_syntax.evaluation.comparisons import Comparisons
+from fairseq_syntax.evaluation.runaway import overlap, runaway_cost, source_lengths
+from fairseq_syntax.study.config import StudyConfig
+from fairseq_syntax.study.grid import control_pairs, planned_seeds
+from fairseq_syntax.study.over_seeds import finished_seeds, rescore_stale
+from fairseq_syntax.study.runner import StudyError, kept, raw_reference, read_record, runs_dir
+
+
+def comparisons_of(config: StudyConfig) -> Comparisons:
+    """What the study's table tests, from its file (never from the systems' names)."""
+    plan = planned_seeds(config)
+    return Comparisons(baseline=config.baseline, controls=control_pairs(config), planned_seeds=plan,
+                       expected=tuple(plan), alpha=config["test"]["alpha"])
+
+
+def foreign_records(config: StudyConfig) -> list[str]:
+    """The records of the runs folder that are not of this study: another dataset, another study's identity, or a
+    system the file does not have; one line each."""
+    from fairseq_syntax.evaluation import packed_runs
+    from fairseq_syntax.study.grid import identity_differences
+
+    plan = planned_seeds(config)
+    problems = []
+    for path in packed_runs.glob(str(runs_dir(config) / "*.run.json")):
+        record = read_record(Path(path)) or {}
+        found = identity_differences(record.get("study"), config)
+        if record.get("dataset") != config.name:
+            found.append(f"dataset {record.get('dataset')!r}, not {config.name!r}")
+        if record.get("system") not in plan:
+            found.append(f"system {record.get('system')!r} is not one of the study's")
+        if found:
+            problems.append(f"{path}: not a record of this study ({config.path}): {'; '.join(found)}")
+    return problems
+
+
+def _read_text_lines(path: Path) -> list[str]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        return handle.read().splitlines()
+
+
+def runaway_section(config: StudyConfig) -> tuple[list[str], dict]:
+    """The report's runaway-hypotheses section (module docstring) and its JSON."""
+    from fairseq_syntax.evaluation.scoring import detokenize, read_generate_output
+
+    reference = raw_reference(config)
+    if not reference.is_file():
+        return [], {}
+    refs = _read_text_lines(reference)
+    corpus = config["corpus"]
+    source_file = reference.with_name(reference.name.replace(f".{corpus['target']}", f".{corpus['source']}"))
+    sources = _read_text_lines(source_file) if source_file.is_file() and corpus["reference"] == "" else None
+    rows, data, every_run = [], {}, {}
+    for system in planned_seeds(config):
+        runs = {}
+        for seed in finished_seeds(config, system):
+            hyps = detokenize(read_generate_output(str(kept(runs_dir(config) / f"{system}.seed{seed}.gen")),
+                                                   expected_ids=len(refs), field="H"), corpus["target"])
+            runs[seed] = runaway_cost(hyps, refs)
+            every_run[f"{system}.seed{seed}"] = runs[seed]["ids"]
+        if not runs:
+            continue
+        data[system] = {str(seed): found for seed, found in runs.items()}
+        counts = " / ".join(str(found["count"]) for found in runs.values())
+        costs = " / ".join(f"{found['cost']:.2f}" for found in runs.values())
+        ratios = " / ".join(f"{found['length_ratio']:.3f} -> {found['length_ratio_cut']:.3f}" for found in runs.values())
+        rows.append([system, " ".join(map(str, runs)), counts, costs, ratios])
+    if not rows:
+        return [], {}
+    from fairseq_syntax.evaluation.tables import markdown_table
+
+    shared = overlap(every_run, len(refs))
+    looping = sorted({index for ids in every_run.values() for index in ids})
+    repeated = sorted({index for pair in shared for index in pair["shared"]})
+    total_shared = sum(len(pair["shared"]) for pair in shared)
+    expected = sum(pair["expected_by_chance"] for pair in shared)
+    lines = ["", "## Runaway hypotheses", "",
+             "A hypothesis runs away when it has more than twice its reference's words plus 5 (a loop: a phrase "
+             "repeated, a sub-word stutter, up to the length cap). *BLEU cost*: the BLEU each run gains when each of "
+             "its runaway hypotheses is cut to its reference's length in words (fairseq_syntax/evaluation/"
+             "runaway.py); *length ratio*: as decoded -> so cut. Each cell lists the seeds in order.", ""]
+    lines += markdown_table(["System", "Seeds", "Runaways per run", "BLEU cost per run", "Length ratio per run"], rows)
+    lines += ["", f"{len(looping)} test sentences run away in some run; {len(repeated)} of them in two runs or more. "
+                  f"Over all pairs of runs, {total_shared} runaway sentences are shared where runs independent of "
+                  f"their inputs would share {expected:.1f}: the same inputs loop again, whatever the system."]
+    info = {"sentences": looping, "shared_in_two_or_more": repeated, "pairs_shared": total_shared,
+            "pairs_expected_by_chance": expected, "runs": data}
+    if sources is not None and len(sources) == len(refs):
+        lengths = source_lengths(looping, sources)
+        info["source_lengths"] = lengths
+        lines.append(f"Their sources average {lengths['mean_runaway']:.1f} words against {lengths['mean_all']:.1f} "
+                     f"for all test sentences; {lengths['above_median_runaway']:.0%} are longer than the median "
+                     f"({lengths['median_all']:g} words).")
+    return lines, info
+
+
+def write_report(config: StudyConfig, readme: str | None = None) -> list[str]:
+    """Write the report (module docstring); the lines to print."""
+    from fairseq_syntax.evaluation.results import results_of_runs
+    from fairseq_syntax.evaluation.tables import write_results
+    from fairseq_syntax.study.commands import grid_states
+
+    problems = foreign_records(config)
+    if problems:
+        raise StudyError("\n".join(problems))
+    states = grid_states(config)
+    rescore_stale(config)
+    folder = config.folder("report")
+    folder.mkdir(parents=True, exist_ok=True)
+    out_md = folder / "RESULTS.md"
+    markdown, data = results_of_runs([runs_dir(config)], comparisons_of(config))
+    extra, runaways = runaway_section(config)
+    if extra:
+        markdown = markdown.rstrip("\n") + "\n" + "\n".join(extra) + "\n"
+        data["runaway_hypotheses"] = runaways
+    md_path, json_path = write_results(out_md, markdown, data)
+    lines = [f"wrote {md_path} and {json_path} ({sum(s.state == 'done' for s in states)} of {len(states)} runs)"]
+    try:
+        from fairseq_syntax.evaluation.seeds_figure import plot_seeds
+
+        plot_seeds(str(json_path), str(folder / "seeds.png"))
+        lines.append(f"wrote {folder / 'seeds.png'}")
+    except ValueError as error:  # no system with two seeds yet
+        lines.append(f"no figure yet: {error}")
+    if readme:
+        from fairseq_syntax.evaluation.study_answer import readme_block, replace_readme_block
+        from fairseq_syntax.evaluation.tables import load_results_json
+
+        readme_path = Path(readme)
+        if not readme_path.is_file():
+            raise StudyError(f"--readme {readme}: no such file")
+        link = os.path.relpath(md_path, readme_path.parent)
+        block = readme_block(load_results_json(json_path), link, dataset=config.name)
+        readme_path.write_text(replace_readme_block(readme_path.read_text(encoding="utf-8"), block, str(readme)),
+                               encoding="utf-8")
+        lines.append(f"wrote the study answer into {readme}")
+    return lines
