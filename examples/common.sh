@@ -10,7 +10,7 @@
 # those with the same suffix, so seed k is compared with seed k).
 # Writes RUN_DIR/NAME$RUN_SUFFIX.{train.log,gen,gen.log}.gz (the training log, the decode's hypotheses and
 # its log, gzipped once the system is decoded) and RUN_DIR/NAME$RUN_SUFFIX.run.json; checkpoints go to
-# ${CKPT_ROOT:-RUN_DIR}/ckpt-NAME$RUN_SUFFIX. Once a run is scored, examples/multi30k/study.sh packs its gzipped
+# ${CKPT_ROOT:-RUN_DIR}/ckpt-NAME$RUN_SUFFIX. Once a run is scored, examples/pack_runs.py can pack its gzipped
 # files into RUN_DIR/packed.tar.xz (examples/pack_runs.py); every step here reads them from there (packed_runs.py).
 #   score_seeds NAME ARCH REF RUN_DIR "SEEDS" [TRAIN_COMMAND]: the system over those of SEEDS it has a finished run of
 # (NAME.seedS: its decode is kept), mean and sd per metric and the paired bootstrap over test sentences and seeds

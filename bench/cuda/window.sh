@@ -203,14 +203,15 @@ step4() {
   mkdir -p "$runs" "$data"
   touch "$WORK/started"
   local seeds=${SEEDS:-1 2 3} jobs=${JOBS:-8} systems=${SYSTEMS:-} epochs=${MAX_EPOCHS:-100} pairs=${PAIRS:-10000}
-  # the study's systems (controls included) in the study's order, from the method descriptions
-  [ -n "$systems" ] || systems=$(python3 -m fairseq_syntax.methods systems --study) || return 1
+  # the study's systems (controls included) in the study's order, from its file (examples/multi30k/study.toml)
+  [ -n "$systems" ] || systems=$(python3 -m fairseq_syntax.cli.study plan "$ROOT/examples/multi30k/study.toml" \
+    --systems) || return 1
   # (the committed parses cover the study's 10,000 pairs only: a dry run takes them too)
   if [ -n "$TINY" ]; then seeds=1 jobs=1 epochs=1 systems=$(head -1 <<< "$systems"); fi
   say "data-bin from the committed parses"
   # the study's subset (TRAIN_PAIRS, subset.py) with the parses found in the committed archive; CONTROLS: the
-  # data-bins of the control structures the grid's *_random systems read
-  within 300 env THREADS="$(nproc)" TRAIN_PAIRS="$pairs" CONTROLS="${CONTROLS:-random}" \
+  # data-bins of the control structures the grid's control systems read
+  within 300 env THREADS="$(nproc)" TRAIN_PAIRS="$pairs" CONTROLS="${CONTROLS:-random struct}" \
     bash "$recipe/prepare.sh" "$raw" "$data" \
     > "$LOGS/prepare.log" 2>&1 \
     || { say "prepare.sh failed: logs.tgz"; tail -5 "$LOGS/prepare.log"; return 1; }

@@ -30,9 +30,12 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     init = commands.add_parser("init", help="print a study file with every key, its default and what it does")
     init.add_argument("--output", "-o", help="write it to this file (refused if it exists) instead of stdout")
-    for name, text in (("plan", "the grid, one line a run with its state, and the cost of what is left"),
-                       ("status", "what runs where now (this machine's runs in training, the study's Slurm jobs)")):
-        commands.add_parser(name, help=text).add_argument("study", help="the study file (TOML)")
+    plan = commands.add_parser("plan", help="the grid, one line a run with its state, and the cost of what is left")
+    plan.add_argument("study", help="the study file (TOML)")
+    plan.add_argument("--systems", action="store_true", help="print only the study's systems, one NAME:ARCH:DATA[:EXTRA] "
+                      "spec a line in the file's order (each system's controls after it), as recipes take them")
+    commands.add_parser("status", help="what runs where now (this machine's runs in training, the study's Slurm "
+                        "jobs)").add_argument("study", help="the study file (TOML)")
     run = commands.add_parser("run", help="prepare the data once, then train, decode and score every missing run")
     run.add_argument("study", help="the study file (TOML)")
     run.add_argument("--executor", choices=("local", "slurm"), help="where the runs go (default: executor.kind)")
@@ -66,7 +69,11 @@ def main(argv: list[str] | None = None) -> int:
         config = load_study(args.study)
         if args.command == "plan":
             from fairseq_syntax.study.commands import plan_lines
+            from fairseq_syntax.study.grid import study_runs
 
+            if args.systems:
+                print("\n".join(dict.fromkeys(run.system.for_training_seed(1).spec() for run in study_runs(config))))
+                return 0
             print("\n".join(plan_lines(config)))
             return 0
         if args.command == "status":

@@ -16,7 +16,7 @@ import torch
 from conftest import REPO
 
 from fairseq_syntax.methods import METHODS
-from fairseq_syntax.methods.__main__ import main as methods
+from fairseq_syntax.cli.study import main as study_command
 
 sys.path.insert(0, os.path.join(REPO, "bench"))
 import run
@@ -199,8 +199,8 @@ def test_step4_grid_is_the_study_systems_in_their_order_over_three_seeds(tmp_pat
     result = sh(["bash", WINDOW, "4", str(tmp_path / "out"), "--device", "cpu"], timeout=300, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     listing = io.StringIO()
-    with contextlib.redirect_stdout(listing):  # python3 -m fairseq_syntax.methods systems --study, in this process
-        methods(["systems", "--study"])
+    with contextlib.redirect_stdout(listing):  # fairseq-syntax-study plan STUDY --systems, in this process
+        study_command(["plan", os.path.join(REPO, "examples", "multi30k", "study.toml"), "--systems"])
     study = listing.getvalue().split()
     first, second = study[:2]  # all three seeds of a system before the next
     assert (f"{len(study) * 3} runs pending; starting 4 at once: 1:{first} 2:{first} 3:{first} 1:{second}"
