@@ -1,0 +1,267 @@
+"""The study's Slurm executor: a list of items (the study's runs) as one Slurm job array, through submitit.
+
+``run_jobs`` submits ``function(item)`` for every item as one task of a job array
+(``submitit.AutoExecutor(folder, cluster="slurm")``, ``map_array``), waits for all of them while printing progress
+and returns each item's result, or the exception its job ended with: one job's failure never stops the others nor
+raises. ``study_jobs`` lists what of a study's arrays is still in the queue (for ``status``).
+
+A job is judged by its result file and the queue, never by ``sacct``: a cluster without an accounting store (a
+single-node Slurm, many small ones) has no ``sacct``, and there submitit's state is ``UNKNOWN`` for ever, so its
+``job.done()`` and ``job.result()`` would wait for ever on a job cancelled with ``scancel`` or whose node died (no
+result file). Here a job is finished when its result file is there (then ``job.result()`` returns at once:
+the function's value, or submitit's ``FailedJobError`` holding the function's traceback), or when it has left
+``squeue`` without one for ``RESULT_GRACE_S`` (a shared filesystem's lag): then it ended in an
+``UncompletedJobError`` naming the job, Slurm's line on how it ended (``CANCELLED``, ``DUE TO TIME LIMIT``,
+``DUE TO NODE FAILURE``) and its log.
+
+What submitit does with the settings (read from submitit 1.5's source): ``timeout_min`` becomes ``--time``,
+``mem_gb`` ``--mem`` (``8GB``, or MB for a fraction), ``cpus_per_task`` ``--cpus-per-task``, ``gpus_per_node``
+``--gpus-per-node``, ``slurm_partition`` ``--partition``, ``slurm_array_parallelism`` the ``%N`` of
+``--array=0-(n-1)%N``, ``slurm_additional_parameters`` any further ``#SBATCH --key=value`` (overriding the others).
+Every job also gets ``--signal=USR2@90``: 90 s before its time limit submitit's handler raises in the job (the
+function is not checkpointable), so a timed-out job ends in a ``FailedJobError`` saying "timed-out and not
+checkpointable". ``scancel`` sends SIGTERM, which submitit's job ignores, then SIGKILL after the cluster's
+``KillWait``: no result file. A single item is submitted as a plain job (id ``123``), more as an array (``123_0``...).
+
+Beside submitit's files, ``folder`` gets one ``ARRAYID_items.json`` an array: each job's id, its item's index and
+description, which ``study_jobs`` reads.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+#: seconds a job that has left the queue may take to show its result file (submitit waits as long, 15 s)
+RESULT_GRACE_S = 15.0
+#: seconds between two looks at the result files and the queue
+POLL_S = 2.0
+#: the queue's states of a job that runs (or is ending); every other state it is listed in waits
+RUNNING_STATES = {"RUNNING", "COMPLETING", "CONFIGURING", "STAGE_OUT", "SIGNALING"}
+ITEMS_SUFFIX = "_items.json"
+
+
+class SlurmError(RuntimeError):
+    """Slurm or submitit cannot be used, or the cluster refused a submission: one line saying why."""
+
+
+@dataclass(frozen=True)
+class SlurmSettings:
+    """What every job of a study asks the cluster for (the config's ``[slurm]`` section)."""
+
+    partition: str | None = None  # None or "": the cluster's default
+    cpus_per_job: int = 1
+    gpus_per_job: int = 0
+    mem_gb: float = 8.0
+    time_min: int = 240
+    array_parallelism: int = 16
+    extra: dict[str, str] = field(default_factory=dict)  # more sbatch parameters (without the leading --)
+
+    def __post_init__(self):
+        for name, minimum in (("cpus_per_job", 1), ("gpus_per_job", 0), ("time_min", 1), ("array_parallelism", 1)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                raise ValueError(f"slurm.{name}: must be an integer >= {minimum}, not {value!r}")
+        if isinstance(self.mem_gb, bool) or not isinstance(self.mem_gb, (int, float)) or not self.mem_gb > 0:
+            raise ValueError(f"slurm.mem_gb: must be a number > 0, not {self.mem_gb!r}")
+        if self.partition is not None and not isinstance(self.partition, str):
+            raise ValueError(f"slurm.partition: must be a string, not {self.partition!r}")
+        if not isinstance(self.extra, dict) or not all(isinstance(key, str) and key and not key.startswith("-")
+                                                       for key in self.extra):
+            raise ValueError(f"slurm.extra: must be a table of sbatch parameters without their '--' "
+                             f"(e.g. {{account = \"nlp\"}}), not {self.extra!r}")
+
+    def submitit_parameters(self, job_name: str) -> dict:
+        """The ``update_parameters`` of submitit's AutoExecutor for these settings."""
+        parameters = {"name": job_name, "nodes": 1, "tasks_per_node": 1, "cpus_per_task": self.cpus_per_job,
+                      "mem_gb": self.mem_gb, "timeout_min": self.time_min,
+                      "slurm_array_parallelism": self.array_parallelism}
+        if self.gpus_per_job:  # no --gpus-per-node=0: a cluster without GPUs need not know the option
+            parameters["gpus_per_node"] = self.gpus_per_job
+        if self.partition:
+            parameters["slurm_partition"] = self.partition
+        if self.extra:
+            parameters["slurm_additional_parameters"] = {key: str(value) for key, value in self.extra.items()}
+        return parameters
+
+
+def _check_slurm() -> None:
+    missing = [program for program in ("sbatch", "squeue", "srun") if shutil.which(program) is None]
+    if missing:
+        raise SlurmError(f"--executor slurm needs a Slurm cluster's commands, and {', '.join(missing)} "
+                         f"{'is' if len(missing) == 1 else 'are'} not on PATH here")
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def queue(user: str | None = None) -> dict[str, dict[str, str]] | None:
+    """The queue's jobs of ``user`` (default: this process's), by submitit's job id (``123_4`` for a task of an
+    array, ``123`` for a plain job): state, reason, node. None when ``squeue`` fails (the controller not answering)."""
+    user = user or pwd.getpwuid(os.getuid()).pw_name
+    try:
+        listed = subprocess.run(["squeue", "--noheader", "--array", f"--user={user}", "--format=%i|%T|%r|%N"],
+                                capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if listed.returncode != 0:
+        return None
+    jobs = {}
+    for line in listed.stdout.splitlines():
+        fields = line.strip().split("|")
+        if len(fields) == 4:
+            jobs[fields[0]] = {"state": fields[1], "reason": fields[2], "node": fields[3]}
+    return jobs
+
+
+def _write_items(folder: Path, jobs, descriptions: list[str], job_name: str) -> None:
+    array_id = jobs[0].job_id.split("_")[0]
+    path = folder / f"{array_id}{ITEMS_SUFFIX}"
+    record = {"job_name": job_name, "jobs": [{"job_id": job.job_id, "index": index, "description": description}
+                                             for index, (job, description) in enumerate(zip(jobs, descriptions))]}
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    os.replace(partial, path)
+
+
+def _uncompleted(job, description: str, last_state: str):
+    from submitit.core.utils import UncompletedJobError
+
+    log = job.paths.stderr
+    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+    # Slurm's own word on how the job ended, e.g. "*** JOB 13 ON node1 CANCELLED AT 2026-12-01T22:47:52 ***"
+    ended = [line.split("***")[1].strip() for line in lines if re.search(r"\*\*\* JOB .* \*\*\*", line)]
+    how = ended[0] if ended else "cancelled, timed out or its node failed"
+    return UncompletedJobError(f"Slurm job {job.job_id} ({description}) ended without a result: {how} "
+                               f"(last seen {last_state} in the queue; its log: {log})")
+
+
+def failure_line(outcome: BaseException) -> str:
+    """One line saying why a job failed: for submitit's ``FailedJobError`` the last line of the function's
+    traceback (``ZeroDivisionError: division by zero``; a timed-out job's ``...UncompletedJobError: Job not requeued
+    because: timed-out and not checkpointable.``), for any other exception its first line."""
+    from submitit.core.utils import FailedJobError
+
+    if isinstance(outcome, FailedJobError):  # the trace sits between two lines of dashes
+        trace = str(outcome).split("-" * 22)
+        return _last_line(trace[1] if len(trace) > 2 else str(outcome))
+    return str(outcome).splitlines()[0] if str(outcome) else type(outcome).__name__
+
+
+def run_jobs(function: Callable[[T], R], items: Sequence[T], settings: SlurmSettings, folder: Path, *,
+             job_name: str, describe: Callable[[T], str] = str, progress: Callable[[str], None] = print
+             ) -> list[tuple[T, R | BaseException]]:
+    """``function(item)`` for every item as one Slurm job array; waits for every job, showing progress lines (jobs
+    done / running / pending, each finished one named by ``describe``), and returns ``(item, result or exception)``
+    in the items' order. A job's exception is submitit's ``FailedJobError`` holding the function's traceback, or an
+    ``UncompletedJobError`` for a job that left the queue without a result (cancelled with ``scancel``, its node gone,
+    killed at its time limit); a job warned of its time limit ends in a ``FailedJobError`` ("timed-out and not
+    checkpointable"). One job's failure never raises. Raises ``SlurmError`` where Slurm or submitit is missing or the
+    cluster refuses the array (a partition, a memory or GPU request it cannot satisfy). ``function`` and the items
+    must be picklable and ``folder`` on a filesystem the nodes share."""
+    items = list(items)
+    if not items:
+        return []
+    _check_slurm()
+    try:
+        import submitit
+        from submitit.core.utils import FailedJobError
+    except ImportError:
+        raise SlurmError("--executor slurm needs submitit: pip install -e '.[slurm]' (from the repository)") from None
+    descriptions = [describe(item) for item in items]
+    folder = Path(folder).absolute()
+    executor = submitit.AutoExecutor(folder=folder, cluster="slurm")
+    executor.update_parameters(**settings.submitit_parameters(job_name))
+    try:
+        jobs = executor.map_array(function, items)
+    except FailedJobError as refused:  # sbatch's own error, e.g. "Requested node configuration is not available"
+        raise SlurmError(f"sbatch refused the job array {job_name!r}: {_last_line(refused)}") from None
+    _write_items(folder, jobs, descriptions, job_name)
+    array_id = jobs[0].job_id.split("_")[0]
+    total = len(jobs)
+    progress(f"{job_name}: Slurm job {'array ' if total > 1 else ''}{array_id}, {total} job{'s' * (total > 1)}; "
+             f"scancel {array_id} stops {'them' if total > 1 else 'it'}")
+
+    outcomes: dict[int, object] = {}
+    last_state = {index: "PENDING" for index in range(total)}
+    left_queue_at: dict[int, float] = {}
+    queue_failed_since = None
+    shown = None
+    try:
+        while len(outcomes) < total:
+            listed = queue()
+            now = time.monotonic()
+            if listed is None:
+                if queue_failed_since is None or now - queue_failed_since > 60:
+                    progress(f"{job_name}: squeue does not answer; trying again")
+                    queue_failed_since = now
+            else:
+                queue_failed_since = None
+            for index, job in enumerate(jobs):
+                if index in outcomes:
+                    continue
+                if job.paths.result_pickle.exists():
+                    try:
+                        outcome = job.result()  # returns at once: the result file is there
+                    except Exception as error:  # the function's error (FailedJobError) or an unreadable result
+                        outcome = error
+                elif listed is None:
+                    continue
+                elif job.job_id in listed:
+                    last_state[index] = listed[job.job_id]["state"]
+                    left_queue_at.pop(index, None)
+                    continue
+                elif now - left_queue_at.setdefault(index, now) < RESULT_GRACE_S:
+                    continue
+                else:
+                    outcome = _uncompleted(job, descriptions[index], last_state[index])
+                outcomes[index] = outcome
+                failed = isinstance(outcome, BaseException)
+                progress(f"{job_name}: {'failed' if failed else 'done'} {descriptions[index]} (job {job.job_id})"
+                         + (f": {failure_line(outcome)}" if failed else ""))
+            running = sum(1 for index in range(total) if index not in outcomes
+                          and (last_state[index] in RUNNING_STATES or index in left_queue_at))
+            counts = (len(outcomes), running, total - len(outcomes) - running)
+            if counts != shown:
+                progress(f"{job_name}: {counts[0]}/{total} done, {counts[1]} running, {counts[2]} pending")
+                shown = counts
+            if len(outcomes) < total:
+                time.sleep(POLL_S)
+    except KeyboardInterrupt:
+        progress(f"{job_name}: stopped waiting; the jobs stay in the queue (scancel {array_id} stops them)")
+        raise
+    return [(item, outcomes[index]) for index, item in enumerate(items)]
+
+
+def study_jobs(folder: Path) -> list[dict]:
+    """The jobs that ``run_jobs`` submitted under ``folder`` and the queue still lists: ``job_id``,
+    ``array_index`` (None for a plain job), ``state``, ``reason``, ``node`` and ``description`` (its item's), in
+    order of submission. Raises ``SlurmError`` when ``squeue`` fails."""
+    records = []
+    for path in sorted(Path(folder).glob(f"*{ITEMS_SUFFIX}"), key=lambda path: int(path.name.split("_")[0])):
+        try:
+            records.extend(json.loads(path.read_text(encoding="utf-8"))["jobs"])
+        except (OSError, ValueError, KeyError) as error:
+            raise SlurmError(f"{path}: not a record of run_jobs ({error})") from None
+    if not records:
+        return []
+    if shutil.which("squeue") is None:
+        raise SlurmError(f"{folder} holds Slurm jobs, and squeue is not on PATH here")
+    listed = queue()
+    if listed is None:
+        raise SlurmError("squeue failed: the Slurm controller does not answer")
+    return [{"job_id": record["job_id"], "array_index": int(record["job_id"].split("_")[1])
+             if "_" in record["job_id"] else None, **listed[record["job_id"]], "description": record["description"]}
+            for record in records if record["job_id"] in listed]

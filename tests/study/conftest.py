@@ -1,0 +1,217 @@
+"""A real single-node Slurm for the study's Slurm tests: Debian's ``slurmctld``, ``slurmd`` and ``munged``.
+
+``slurm_cluster`` (session scope) writes a ``slurm.conf`` into a temporary folder, starts its own ``munged`` (as the
+``munge`` user, with a fresh key and its own socket), ``slurmctld`` and ``slurmd`` (as root), waits until ``sinfo``
+shows the node idle and yields the environment that points Slurm's commands at it (``SLURM_CONF``, also set in
+``os.environ`` for the session, so ``sbatch`` and ``squeue`` called in this process find it). At the end it cancels
+the cluster's jobs and stops the three daemons it started (its own processes, by their ids), nothing else.
+
+Ports are free ones chosen at start and the munge socket is the cluster's own, so it never meets a Slurm or munge
+already running on the machine (nor a second test worker's cluster). The node is declared as ``CPUs=2`` whatever the
+hardware (``SlurmdParameters=config_overrides``): a test job asks for one CPU, so two run at once.
+
+Where Slurm cannot start (not installed, not root, a daemon that does not come up) the tests that use it are skipped
+with the reason; under ``CI=true`` they fail instead, since CI installs Slurm (``.ci/run``) and must run them.
+"""
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+#: every program the cluster and its tests need
+PROGRAMS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scancel", "srun")
+#: where Debian puts the daemons (not on every user's PATH)
+DAEMON_FOLDERS = ("/usr/sbin", "/sbin")
+START_TIMEOUT_S = 60
+STOP_TIMEOUT_S = 15
+
+
+def _cannot_start(reason: str):
+    message = f"a single-node Slurm cannot start here: {reason}"
+    if os.environ.get("CI") == "true":
+        pytest.fail(message + " (CI=true: the Slurm tests must run; .ci/run installs Slurm and munge)")
+    pytest.skip(message)
+
+
+def _program(name: str) -> str | None:
+    return shutil.which(name) or shutil.which(name, path=os.pathsep.join(DAEMON_FOLDERS))
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _memory_mb() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) // 1024
+    return 1024
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    if not path.exists():
+        return f"(no {path.name})"
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+SLURM_CONF = """\
+ClusterName=fsyntaxtest
+SlurmctldHost={host}
+SlurmctldPort={controller_port}
+SlurmdPort={node_port}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket={munge_socket}
+StateSaveLocation={root}/state
+SlurmdSpoolDir={root}/spool
+SlurmctldPidFile={root}/slurmctld.pid
+SlurmdPidFile={root}/slurmd.pid
+SlurmctldLogFile={root}/logs/slurmctld.log
+SlurmdLogFile={root}/logs/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SlurmdParameters=config_overrides
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+MpiDefault=none
+MailProg=/bin/true
+ReturnToService=2
+InactiveLimit=0
+# scancel sends SIGTERM, which submitit's job ignores, then SIGKILL after KillWait (30 s by default)
+KillWait=2
+NodeName={host} CPUs=2 RealMemory={memory_mb} State=UNKNOWN
+PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+"""
+
+
+class SingleNodeSlurm:
+    """The daemons of one single-node cluster under ``root``; ``start`` raises RuntimeError with the logs' tail."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.conf = root / "slurm.conf"
+        self.munge = root / "munge"
+        self.logs = root / "logs"
+        self.processes: list[tuple[str, subprocess.Popen]] = []
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"SLURM_CONF": str(self.conf)}
+
+    def _run(self, *command: str, timeout: float = 30) -> subprocess.CompletedProcess:
+        return subprocess.run(command, env={**os.environ, **self.env}, capture_output=True, text=True,
+                              timeout=timeout)
+
+    def _spawn(self, name: str, command: list[str], **user) -> None:
+        log = (self.logs / f"{name}.out").open("w")
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   env={**os.environ, **self.env}, **user)
+        log.close()
+        self.processes.append((name, process))
+
+    def _wait(self, what: str, ready, log: str) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not ready():
+            for name, process in self.processes:
+                if process.poll() is not None:
+                    raise RuntimeError(f"{name} ended (exit {process.returncode}) before {what}:\n"
+                                       f"{_tail(self.logs / f'{name}.out')}\n{_tail(self.logs / log)}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no {what} after {START_TIMEOUT_S} s:\n{_tail(self.logs / log)}")
+            time.sleep(0.5)
+
+    def start(self) -> None:
+        munge_user = pwd.getpwnam("munge")
+        for folder in ("state", "spool", "logs", "munge"):
+            (self.root / folder).mkdir()
+        # munged checks its folders: owned by its user, not writable by others, reachable by every client
+        os.chown(self.munge, munge_user.pw_uid, munge_user.pw_gid)
+        self.munge.chmod(0o755)
+        as_munge = {"user": munge_user.pw_uid, "group": munge_user.pw_gid, "extra_groups": []}
+        key = self.munge / "munge.key"
+        made = subprocess.run([_program("mungekey"), "--create", f"--keyfile={key}"], capture_output=True,
+                              text=True, **as_munge)
+        if made.returncode != 0:
+            raise RuntimeError(f"mungekey --create failed: {made.stderr.strip()}")
+        socket_path = self.munge / "munge.socket"
+        host = socket.gethostname().split(".")[0]
+        self.conf.write_text(SLURM_CONF.format(
+            host=host, root=self.root, munge_socket=socket_path, controller_port=_free_port(),
+            node_port=_free_port(), memory_mb=_memory_mb()))
+        self._spawn("munged", [_program("munged"), "--foreground", f"--socket={socket_path}", f"--key-file={key}",
+                               f"--pid-file={self.munge / 'munged.pid'}", f"--log-file={self.munge / 'munged.log'}",
+                               f"--seed-file={self.munge / 'munged.seed'}"], **as_munge)
+        self._wait("munged's socket", socket_path.exists, "munged.out")
+        self._spawn("slurmctld", [_program("slurmctld"), "-D", "-f", str(self.conf)])
+        self._wait("answer from slurmctld", lambda: self._run("sinfo", "-h").returncode == 0, "slurmctld.log")
+        self._spawn("slurmd", [_program("slurmd"), "-D", "-f", str(self.conf)])
+        self._wait(f"idle node {host}", lambda: self._run("sinfo", "-h", "-N", "-o", "%T").stdout.strip() == "idle",
+                   "slurmd.log")
+
+    def stop(self) -> None:
+        """Cancels the cluster's jobs (their steps would outlive slurmd), then stops the daemons it started."""
+        if any(name == "slurmctld" for name, _ in self.processes):
+            user = pwd.getpwuid(os.getuid()).pw_name
+            self._run("scancel", f"--user={user}")
+            deadline = time.monotonic() + STOP_TIMEOUT_S
+            while time.monotonic() < deadline and self._run("squeue", "-h", "-o", "%i").stdout.strip():
+                time.sleep(0.5)
+        for name, process in reversed(self.processes):
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                try:
+                    process.wait(STOP_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+        self.processes = []
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster():
+    """The environment of a running single-node Slurm (``{"SLURM_CONF": ...}``, also set in ``os.environ``)."""
+    missing = [name for name in PROGRAMS if _program(name) is None]
+    if missing:
+        _cannot_start(f"{', '.join(missing)} not installed (apt-get install slurmctld slurmd slurm-client munge)")
+    if os.geteuid() != 0:
+        _cannot_start("the daemons run as root here (SlurmUser=root), and this is not root")
+    try:
+        pwd.getpwnam("munge")
+    except KeyError:
+        _cannot_start("no user 'munge' (made by Debian's munge package)")
+    try:
+        import submitit  # noqa: F401  (the executor under test submits through it)
+    except ImportError:
+        _cannot_start("submitit is not installed (pip install -e '.[slurm]')")
+    # not pytest's tmp_path: its folders are root's alone (0700) and munged runs as another user
+    root = Path(tempfile.mkdtemp(prefix="slurm-test-"))
+    root.chmod(0o755)
+    cluster = SingleNodeSlurm(root)
+    saved = os.environ.get("SLURM_CONF")
+    try:
+        try:
+            cluster.start()
+        except (RuntimeError, OSError, subprocess.SubprocessError) as error:
+            _cannot_start(str(error))
+        os.environ.update(cluster.env)
+        yield cluster.env
+    finally:
+        cluster.stop()
+        if saved is None:
+            os.environ.pop("SLURM_CONF", None)
+        else:
+            os.environ["SLURM_CONF"] = saved
+        shutil.rmtree(root, ignore_errors=True)
