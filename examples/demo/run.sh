@@ -23,7 +23,13 @@ cd "$REPO"
 export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"  # this checkout's package
 # NAME:ARCH:DATA[:EXTRA] of every method's systems, baselines included, ablations left out (the method descriptions:
 # python3 -m fairseq_syntax.methods systems); SYSTEMS="..." picks others
-SYSTEMS="${SYSTEMS:-$(python3 -m fairseq_syntax.methods systems --no-ablations 2> /dev/null)}"
+# (under set -e a failed $(...) ends the script: its error is shown, and one line says which command it was)
+SYSTEMS="${SYSTEMS:-$(python3 -m fairseq_syntax.methods systems --no-ablations)}" || {
+  echo "error: python3 -m fairseq_syntax.methods systems failed (its error is above): install the package and its" \
+    "dependencies (README's set-up line)" >&2; exit 1; }
+# the data directories they read (checked here, before the data is made: a wrong SYSTEMS fails at once)
+DATA_DIRS=$(python3 -m fairseq_syntax.methods data-dirs $SYSTEMS) || {
+  echo "error: python3 -m fairseq_syntax.methods data-dirs failed (its error is above): SYSTEMS=\"$SYSTEMS\"" >&2; exit 1; }
 mkdir -p "$WORK"
 START=$(date +%s)
 
@@ -48,7 +54,7 @@ done
 # one data directory per DATA the systems read (form and POS-node convention), plus the side inputs that need a step
 # of their own: src_ldd, the labeled dependency distributions make_data.py derived from the gold trees (word level;
 # BPE pieces are grouped back into words). python3 -m: the modules of this checkout, whatever is installed.
-while read -r data form preterminals side_inputs; do
+while read -r data form preterminals side_inputs && [ -n "$data" ]; do
   echo "== fairseq-syntax-preprocess --form $form --preterminals $preterminals (data-$data)"
   rm -rf "$WORK/data-$data"
   python3 -m fairseq_syntax.cli.preprocess -s en -t de --trainpref "$WORK/bpe/train" --validpref "$WORK/bpe/valid" \
@@ -61,7 +67,7 @@ while read -r data form preterminals side_inputs; do
       --validpref "$WORK/bpe/valid" --testpref "$WORK/bpe/test" --labels universal --destdir "$WORK/data-$data" \
       > "$WORK/preprocess-ldd-$data.log" 2>&1 || { tail -20 "$WORK/preprocess-ldd-$data.log"; exit 1; }
   fi
-done < <(python3 -m fairseq_syntax.methods data-dirs $SYSTEMS 2> /dev/null)
+done <<< "$DATA_DIRS"
 
 # identical settings for every system; only the input form and the encoder differ
 MODEL=(--encoder-layers 2 --decoder-layers 2 --encoder-embed-dim 64 --decoder-embed-dim 64

@@ -38,10 +38,15 @@ else
 fi
 # The systems come from the method descriptions (python3 -m fairseq_syntax.methods systems): the default is
 # McDonald & Chiang's comparison (method syntax_mask: Sequence, Linearized, Mask); SYSTEMS=all runs every system.
+# (under set -e a failed $(...) ends the script: its error is shown, and one line says which command it was)
+systems_failed() {
+  echo "error: python3 -m fairseq_syntax.methods systems failed (its error is above): install the package and its" \
+    "dependencies (README's set-up line)" >&2; exit 1
+}
 if [ -z "${SYSTEMS:-}" ]; then
-  SYSTEMS=$(python3 -m fairseq_syntax.methods systems --method syntax_mask 2> /dev/null)
+  SYSTEMS=$(python3 -m fairseq_syntax.methods systems --method syntax_mask) || systems_failed
 elif [ "$SYSTEMS" = all ]; then
-  SYSTEMS=$(python3 -m fairseq_syntax.methods systems 2> /dev/null)
+  SYSTEMS=$(python3 -m fairseq_syntax.methods systems) || systems_failed
 fi
 cd "$REPO"
 

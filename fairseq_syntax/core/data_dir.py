@@ -149,6 +149,18 @@ def require_language_pair(data_path: str, source_lang: str | None, target_lang: 
                              "fairseq-syntax-preprocess")
 
 
+def require_meta(data_path: str) -> None:
+    """Stop with one line when a data directory of the translation task has no ``syntax.json``:
+    ``fairseq-syntax-preprocess`` writes it last, so a directory without one is a run that was stopped or a directory
+    that lost it, whose input form and side data (and the fingerprints that tie side data to its tokens) nothing
+    records. (:func:`read_meta` reading such a directory as the ``sequence`` form is for the commands that make one.)"""
+    if not os.path.exists(os.path.join(data_path, META_FILE)):
+        raise SystemExit(f"error: {os.path.join(data_path, META_FILE)}: no such file: {data_path} is a data directory "
+                         f"made halfway (fairseq-syntax-preprocess writes {META_FILE} last: a run that was stopped, or "
+                         "the file was removed), so nothing records its input form and side data: make it again with "
+                         "fairseq-syntax-preprocess")
+
+
 def require_data_dir_of(task: str, data_path: str) -> None:
     """Stop with one line when ``data_path`` is missing or made for the other task of the plugin."""
     if not os.path.isdir(data_path):

@@ -8,8 +8,10 @@ baselines (fairseq's ``transformer``) run on the same data directories.
 
 A checkpoint is checked against the data directory before its weights are loaded: the task state saved with it
 records the input form it was trained on (``syntax.json``'s form and POS-node convention), so a model given another
-form, a directory without a side input the model reads, a missing split or the other task's directory stops with
-one line saying what to make, not with fairseq's size mismatch, wrong translations or a traceback.
+form, a directory without a side input the model reads, a missing split, a split that lost a file of its source or
+target tokens, a directory without ``syntax.json`` or the other task's directory stops with one line saying what to
+make, not with fairseq's size mismatch, wrong translations, a traceback or (``fairseq-generate`` without the
+target) hypotheses with no reference.
 
 ``fairseq-interactive`` reads sentences of tokenized words (or, with ``--source-format tree``, one bracketed tree per
 line) and gives each the source tokens and side data it gets offline: parsed by ``--source-parser`` where the model
@@ -22,6 +24,7 @@ BPE is applied to the words by the task (after parsing), so fairseq's own encode
 line as it is, and its decode step removes the joiners as ``--bpe subword_nmt`` would (:meth:`build_bpe`).
 """
 import atexit
+import itertools
 import logging
 import os
 import sys
@@ -30,7 +33,6 @@ from typing import Dict, Sequence, Tuple
 
 import torch
 from fairseq import utils
-from fairseq.data import indexed_dataset
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
@@ -44,6 +46,7 @@ from fairseq_syntax.core.data_dir import (
     read_meta,
     require_data_dir_of,
     require_language_pair,
+    require_meta,
 )
 from fairseq_syntax.core.interactive_source import InteractiveSource, InteractiveSourceConfig
 from fairseq_syntax.core.pair_dataset import SyntaxLanguagePairDataset
@@ -57,6 +60,8 @@ from fairseq_syntax.core.side_inputs import (
 
 logger = logging.getLogger(__name__)
 
+#: the files of one side of a binarized split (fairseq's mmap format; fairseq-syntax-preprocess writes no other)
+BINARIZED = ("bin", "idx")
 #: task state (saved in every checkpoint): the input form of the data directory the model was trained on
 TRAINED_FORM = "syntax_source_form"
 
@@ -89,6 +94,8 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
     def setup_task(cls, cfg: SyntaxTranslationConfig, **kwargs):
         require_data_dir_of(TRANSLATION_TASK, first_data_path(cfg.data))
         require_language_pair(first_data_path(cfg.data), cfg.source_lang, cfg.target_lang)
+        for data_path in utils.split_paths(cfg.data):  # every part of --data part0:part1 is read by its syntax.json
+            require_meta(data_path)
         interactive = interactive_input.use_in_fairseq_interactive()
         task = super().setup_task(cfg, **kwargs)
         task._fairseq_interactive = interactive
@@ -113,7 +120,7 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         if self.cfg.num_batch_buckets:
             raise ValueError("syntax_translation does not support --num-batch-buckets")
-        self._require_split(split, epoch)
+        self._require_split(split, epoch, combine)
         super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
         pair = self.datasets[split]
         data_path = self._split_path(split, epoch)  # with data-bin/part0:part1 the part fairseq read the tokens from
@@ -157,17 +164,41 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
                              "--srcdict and --tgtdict")
         return meta
 
-    def _require_split(self, split: str, epoch: int) -> None:
-        """Stop with one line naming the directory and the splits it has when fairseq would not find ``split``."""
+    def _require_split(self, split: str, epoch: int, combine: bool) -> None:
+        """Stop with one line when fairseq would not find ``split`` (naming the directory and the splits it has), or
+        would find it half there: fairseq's loader reads a split whose source tokens it finds and, without its target
+        tokens, trains a step and ends in a traceback (``forward() missing ... 'prev_output_tokens'``), or decodes
+        with no reference; it ignores a source ``.bin`` without its ``.idx``. Checked as fairseq reads the split:
+        ``train``, then with ``combine`` ``train1``, ``train2``... while they are there."""
         data_path = self._split_path(split, epoch)
         src, tgt = self.cfg.source_lang, self.cfg.target_lang
-        if any(indexed_dataset.dataset_exists(os.path.join(data_path, f"{split}.{pair}.{src}"), self.cfg.dataset_impl)
-               for pair in (f"{src}-{tgt}", f"{tgt}-{src}")):
-            return
-        index = f".{src}-{tgt}.{src}.idx"
-        splits = sorted(name[: -len(index)] for name in os.listdir(data_path) if name.endswith(index))
-        raise SystemExit(f"error: {data_path} has no {split} split ({split}.{src}-{tgt}.{src}.{{bin,idx}}); its "
-                         f"splits: {', '.join(splits) or 'none'}")
+        for k in itertools.count():
+            split_k = split + (str(k) if k > 0 else "")
+            pairs = [os.path.join(data_path, f"{split_k}.{pair}.") for pair in (f"{src}-{tgt}", f"{tgt}-{src}")]
+            # the pair direction fairseq reads (the one whose source tokens are there), else any with a file there
+            stem = next((stem for stem in pairs if all(os.path.exists(f"{stem}{src}.{ext}") for ext in BINARIZED)),
+                        None) or next((stem for stem in pairs if any(os.path.exists(f"{stem}{lang}.{ext}")
+                                                                     for lang in (src, tgt) for ext in BINARIZED)),
+                                      None)
+            if stem is None:
+                if k > 0:
+                    return
+                index = f".{src}-{tgt}.{src}.idx"
+                splits = sorted(name[: -len(index)] for name in os.listdir(data_path) if name.endswith(index))
+                raise SystemExit(f"error: {data_path} has no {split} split ({split}.{src}-{tgt}.{src}.{{bin,idx}}); "
+                                 f"its splits: {', '.join(splits) or 'none'}")
+            missing = {lang: [ext for ext in BINARIZED if not os.path.exists(f"{stem}{lang}.{ext}")]
+                       for lang in (src, tgt)}
+            missing = {lang: exts for lang, exts in missing.items() if exts}
+            if missing:
+                files = " and ".join(f"{stem}{lang}.{exts[0] if len(exts) == 1 else '{' + ','.join(exts) + '}'}"
+                                     for lang, exts in missing.items())
+                sides = " and ".join(("source" if lang == src else "target") + f" ({lang})" for lang in missing)
+                raise SystemExit(f"error: {files}: no such file: {data_path} holds only part of the {split_k} split, "
+                                 f"whose {sides} tokens are missing: a data directory made halfway, or a file "
+                                 "removed: make it again with fairseq-syntax-preprocess")
+            if not combine:
+                return
 
     def _require_side_data(self, dataset) -> None:
         """Stop with one line when the models built so far read a side input the data directory lacks."""

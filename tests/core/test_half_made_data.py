@@ -1,0 +1,112 @@
+"""Issue 59, item 9: a data directory that lost a file is never trained or decoded on. ``fairseq-train`` on one
+without a target-side ``.bin``/``.idx`` trained a step and ended in a traceback (``forward() missing ...
+'prev_output_tokens'``), without ``syntax.json`` it trained (warning that the missing file "records no fingerprint"),
+and ``fairseq-generate`` without the test target printed no ``T-`` line and no word. Each now stops in one line
+naming the directory and the file, before any checkpoint is written."""
+import os
+import shutil
+import subprocess
+
+import pytest
+from conftest import REPO, TINY, TRANSLATION, run_preprocess, tiny_corpus, train
+from fairseq import options, tasks
+
+MODEL = ["--user-dir", "fairseq_syntax", "--task", "syntax_translation", "--arch", "transformer_syntax_mask_tiny"]
+REMAKE = "a data directory made halfway, or a file removed: make it again with fairseq-syntax-preprocess"
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    """A whole data directory of the preorder form (whose source has side data, src_parents): train 12, valid 4,
+    test 5 pairs."""
+    root = tmp_path_factory.mktemp("half_made")
+    raw = root / "raw"
+    raw.mkdir()
+    for split, n, seed in (("train", 12, 1), ("valid", 4, 2), ("test", 5, 3)):
+        tiny_corpus(str(raw / split), n, seed)
+    run_preprocess(raw, root / "data", "preorder", splits=("train", "valid", "test"))
+    return root / "data"
+
+
+def without(made, tmp_path, name):
+    """A copy of the data directory ``made`` without the file ``name``."""
+    data = tmp_path / "data"
+    shutil.copytree(made, data)
+    os.remove(data / name)
+    return data
+
+
+def fails_in_one_line(command):
+    """Runs a command as a user does; returns its last line of stderr after checking it failed without a
+    traceback."""
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    return result.stderr.strip().splitlines()[-1], result.stdout
+
+
+@pytest.mark.parametrize("name, split, side", [
+    ("train.en-de.de.bin", "train", "target (de)"),  # a step trained, then the traceback
+    ("valid.en-de.de.idx", "valid", "target (de)"),
+])
+def test_fairseq_train_on_a_split_without_its_target_tokens_is_one_line(made, tmp_path, name, split, side):
+    data = without(made, tmp_path, name)
+    save = tmp_path / "save"
+    line, _ = fails_in_one_line(["fairseq-train", str(data), *MODEL, "--max-epoch", "1", "--save-dir", str(save),
+                                 *TINY])
+    assert line == (f"error: {data}/{name}: no such file: {data} holds only part of the {split} split, whose {side} "
+                    f"tokens are missing: {REMAKE}")
+    assert not save.exists() or not list(save.glob("*.pt"))  # not even fairseq's crash.pt
+
+
+def test_fairseq_train_without_syntax_json_is_one_line(made, tmp_path):
+    data = without(made, tmp_path, "syntax.json")
+    save = tmp_path / "save"
+    line, _ = fails_in_one_line(["fairseq-train", str(data), *MODEL, "--max-epoch", "1", "--save-dir", str(save),
+                                 *TINY])
+    assert line == (f"error: {data}/syntax.json: no such file: {data} is a data directory made halfway "
+                    "(fairseq-syntax-preprocess writes syntax.json last: a run that was stopped, or the file was "
+                    "removed), so nothing records its input form and side data: make it again with "
+                    "fairseq-syntax-preprocess")
+    assert not save.exists() or not list(save.glob("*.pt"))
+
+
+def test_fairseq_generate_without_the_test_target_is_one_line(made, tmp_path):
+    save = tmp_path / "save"
+    train(str(made), str(save), "transformer_syntax_mask_tiny", 1)  # the whole directory trains
+    data = without(made, tmp_path, "test.en-de.de.bin")
+    line, stdout = fails_in_one_line(["fairseq-generate", str(data), *MODEL[:4], "--path",
+                                      str(save / "checkpoint_last.pt"), "--gen-subset", "test", "--cpu",
+                                      "--beam", "1"])
+    assert line == (f"error: {data}/test.en-de.de.bin: no such file: {data} holds only part of the test split, "
+                    f"whose target (de) tokens are missing: {REMAKE}")
+    assert "H-" not in stdout  # nothing decoded without its reference
+
+
+def load(data, split):
+    """The task's load_dataset of ``split``, as fairseq-train and fairseq-generate call it."""
+    args = options.parse_args_and_arch(options.get_generation_parser(), [str(data), *TRANSLATION])
+    tasks.setup_task(args).load_dataset(split, combine=True)
+
+
+def test_a_half_there_source_side_and_a_half_there_second_part_are_named(made, tmp_path):
+    data = without(made, tmp_path, "train.en-de.en.idx")
+    with pytest.raises(SystemExit) as error:  # fairseq's loader saw no source and said no train split (or none)
+        load(data, "train")
+    assert str(error.value) == (f"error: {data}/train.en-de.en.idx: no such file: {data} holds only part of the "
+                                f"train split, whose source (en) tokens are missing: {REMAKE}")
+    # both sides of the test split's target gone at once: one line for the pair of files
+    os.remove(data / "test.en-de.de.idx")
+    os.remove(data / "test.en-de.de.bin")
+    with pytest.raises(SystemExit) as error:
+        load(data, "test")
+    assert str(error.value) == (f"error: {data}/test.en-de.de.{{bin,idx}}: no such file: {data} holds only part of "
+                                f"the test split, whose target (de) tokens are missing: {REMAKE}")
+    # fairseq combines train, train1, train2...: a train1 with its source alone would end in fairseq's assertion
+    shutil.copy(made / "train.en-de.en.idx", data / "train.en-de.en.idx")
+    for extension in ("bin", "idx"):
+        shutil.copy(made / f"valid.en-de.en.{extension}", data / f"train1.en-de.en.{extension}")
+    with pytest.raises(SystemExit) as error:
+        load(data, "train")
+    assert str(error.value) == (f"error: {data}/train1.en-de.de.{{bin,idx}}: no such file: {data} holds only part "
+                                f"of the train1 split, whose target (de) tokens are missing: {REMAKE}")
