@@ -36,11 +36,21 @@
 #                    McDonald & Chiang's trees, whose POS nodes are kept; where a tree has no POS tags - crf-con
 #                    writes every preterminal as XX - a POS node is kept only over a BPE-split word, so the word's
 #                    pieces still form its subtree, Figure 1b; see fairseq_syntax.core.trees.preorder)
-#   MODELS           folder of the parser models (default OUT_DIR/models); a missing model is trained there from
-#                    the local treebanks (UD EWT, PTB sample) with the commands below, so nothing is downloaded
-#                    (hours on 2 CPU cores, minutes on a GPU; each command resumes from its last epoch when run
-#                    again, and a run record goes to preprocess/runs/)
-#   CON_MODEL, DEP_MODEL  explicit model paths or names (e.g. benepar_en3 where the network allows)
+#   MODELS           folder of the parser models (default OUT_DIR/models); a missing model of the default names
+#                    (crf-con-ptb-sample.pt, benepar-ptb-sample.pt, tagger-ptb-sample.pt, biaffine-dep-ud-ewt.pt) is
+#                    trained there from the local treebanks (UD EWT, PTB sample) with the commands below, so nothing
+#                    is downloaded (hours on 2 CPU cores, minutes on a GPU; each command resumes from its last epoch
+#                    when run again, and a run record goes to preprocess/runs/)
+#   CON_MODEL, DEP_MODEL, TAGGER  a model file or folder, or a pretrained model's name (benepar_en3, crf-con-en,
+#                    biaffine-dep-en; docs/parsers.md has a table by language), which goes to its library unchanged
+#                    and is downloaded once (before anything else runs: without the network the run stops in one
+#                    line, "could not download NAME: ...", having trained and parsed nothing). A model given here is
+#                    never trained, unless TRAIN_PARSERS=1 and it is a file that is not there yet.
+#   DEP_BACKEND      biaffine | stanza (default biaffine; stanza needs DEP_MODEL, e.g. de for a German source)
+#   TRAIN_PARSERS    1: train a missing CON_MODEL, DEP_MODEL or TAGGER file with the commands below (default: only
+#                    the default model files are trained when missing)
+#   DEP_LABELS       stanford | universal: the dependency label scheme of the LDD groups (default: the parser's,
+#                    which fairseq-syntax-parse reads from the model's labels and records beside the arcs)
 #   THREADS          torch threads per parser (default 1)
 #   WORKERS          parser processes per parse, each on its own core with one torch thread (default 1):
 #                    passed as --workers to both parse commands, which cut the input into WORKERS shards
@@ -64,7 +74,9 @@
 #                    the source lines are taken from it (found by their tokens, so a subset of its corpus works too)
 #                    and no parser is trained or run; a line it has no parse for stops the run naming the line.
 #                    Default: none, parse
-# Parses in OUT_DIR/tok that are newer than their tokens and models are kept (delete them to re-parse).
+# Parses in OUT_DIR/tok are made again only when the models that made them or their tokens changed, as their
+# records say (OUTPUT.parse.json, fairseq_syntax/parsing/parse_records.py: a model by file digest or by name); a
+# parse with no record (copied in from elsewhere) is kept. A file's date never counts (delete a parse to re-parse).
 set -euo pipefail
 
 if [ $# -lt 6 ]; then
@@ -72,6 +84,16 @@ if [ $# -lt 6 ]; then
   exit 1
 fi
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# local_or_name VALUE: a model that exists relative to the caller's folder, made absolute (the steps below run from
+# the repository root); anything else as given: a path that is not there stays one (and is named as missing), a
+# name goes to its library
+local_or_name() {
+  if [ -e "$1" ]; then realpath "$1"; else printf '%s\n' "$1"; fi
+}
+GIVEN_CON_MODEL="${CON_MODEL:+1}" GIVEN_DEP_MODEL="${DEP_MODEL:+1}" GIVEN_TAGGER="${TAGGER:+1}"
+[ -n "${CON_MODEL:-}" ] && CON_MODEL="$(local_or_name "$CON_MODEL")"
+[ -n "${DEP_MODEL:-}" ] && DEP_MODEL="$(local_or_name "$DEP_MODEL")"
+[ -n "${TAGGER:-}" ] && [ "$TAGGER" != none ] && TAGGER="$(local_or_name "$TAGGER")"
 RAW="$(realpath -m "$1")" OUT="$(realpath -m "$2")" SRC=$3 TGT=$4 TEXT=$5
 shift 5
 SPLITS=("$@")
@@ -91,7 +113,18 @@ case "$CON_BACKEND" in
   crf-con) CON_MODEL="${CON_MODEL:-$MODELS/crf-con-ptb-sample.pt}" TAGGER="${TAGGER:-$MODELS/tagger-ptb-sample.pt}" ;;
   *) echo "CON_BACKEND must be benepar or crf-con, not '$CON_BACKEND'" >&2; exit 1 ;;
 esac
-DEP_MODEL="${DEP_MODEL:-$MODELS/biaffine-dep-ud-ewt.pt}"
+DEP_BACKEND="${DEP_BACKEND:-biaffine}"
+case "$DEP_BACKEND" in
+  biaffine) DEP_MODEL="${DEP_MODEL:-$MODELS/biaffine-dep-ud-ewt.pt}" ;;
+  stanza) [ -n "${DEP_MODEL:-}" ] || { echo "DEP_BACKEND=stanza: give DEP_MODEL (a stanza name such as $SRC)" >&2
+                                       exit 1; } ;;
+  *) echo "DEP_BACKEND must be biaffine or stanza, not '$DEP_BACKEND'" >&2; exit 1 ;;
+esac
+TRAIN_PARSERS="${TRAIN_PARSERS:-}" DEP_LABELS="${DEP_LABELS:-}"
+case "$DEP_LABELS" in
+  ''|stanford|universal) ;;
+  *) echo "DEP_LABELS must be stanford or universal, not '$DEP_LABELS'" >&2; exit 1 ;;
+esac
 case "$TEXT" in
   raw|tokenized) ;;
   *) echo "TEXT must be raw or tokenized, not '$TEXT'" >&2; exit 1 ;;
@@ -102,6 +135,12 @@ for control in $CONTROLS; do  # a misspelt control stops the run now, not after 
 sys.exit(None if sys.argv[1] in known else f"CONTROLS: {sys.argv[1]!r} is not one of {known}")' "$control"
 done
 split_args=()  # fairseq-syntax-preprocess's prefixes of the parses (step 4)
+# dependency_labels: the label scheme of the LDD groups: DEP_LABELS, else the parser's, as the training split's arcs
+# record it (fairseq-syntax-parse reads it from the model's labels; parses of an archive or copied in: their labels)
+dependency_labels() {
+  if [ -n "$DEP_LABELS" ]; then echo "$DEP_LABELS"
+  else python3 -m fairseq_syntax.parsing.parse_records labels "$OUT/tok/train.arcs.jsonl.gz"; fi
+}
 # preprocess_form FORM PRETERMINALS DESTDIR [MORE fairseq-syntax-preprocess ARGS]; fairseq-preprocess never
 # overwrites a dictionary, so DESTDIR is made afresh
 preprocess_form() {
@@ -159,7 +198,7 @@ print(control_data_name("", sys.argv[1], int(sys.argv[2]))[1:])' "$control" "$se
       done
       if grep -qx arcs <<< "$changes"; then
         fairseq-syntax-preprocess-dependencies --source-lang "$SRC" --target-lang "$TGT" "${control_args[@]}" \
-          --arcs-suffix arcs.jsonl.gz --labels universal --destdir "$OUT/data-bin/sequence.$name"
+          --arcs-suffix arcs.jsonl.gz --labels "$LABELS" --destdir "$OUT/data-bin/sequence.$name"
       fi
       fairseq-syntax-control record --control "$control" --seed "$seed" "${dirs[@]}"
       echo "control $control (seed $seed): ${dirs[*]}"
@@ -183,6 +222,7 @@ if [ -n "$CONTROLS_ONLY" ]; then  # what the controls are made from must be ther
     exit 1
   fi
   [ -n "$CONTROLS" ] || { echo "CONTROLS_ONLY: no CONTROLS given" >&2; exit 1; }
+  LABELS="$(dependency_labels)"
   make_controls
   echo "done: the control data directories of $CONTROLS (seeds $CONTROL_SEEDS) in $OUT/data-bin"
   exit 0
@@ -208,6 +248,26 @@ if [ ${#missing[@]} -gt 0 ]; then
   for pair in "${SPLITS[@]}"; do echo "  ${pair%%:*}.$SRC  ${pair%%:*}.$TGT   (${pair##*:} split)" >&2; done
   echo "missing: ${missing[*]}" >&2
   exit 1
+fi
+# to_train MODEL GIVEN: whether step 2 trains MODEL (a file not there: a default one, or any with TRAIN_PARSERS=1)
+to_train() {
+  [ ! -e "$1" ] && { [ -z "$2" ] || [ "$TRAIN_PARSERS" = 1 ]; }
+}
+# The models given by name are fetched before anything is made (a local model is only checked to be there): without
+# the network this ends the run in one line, "could not download NAME: ...", with nothing trained or parsed.
+if [ -z "$PARSES" ]; then
+  if ! to_train "$CON_MODEL" "$GIVEN_CON_MODEL"; then
+    python3 -m fairseq_syntax.cli.parse fetch --kind constituency --backend "$CON_BACKEND" --model "$CON_MODEL" \
+      --lang "$SRC"
+  fi
+  if [ "$TAGGER" != none ] && ! to_train "$TAGGER" "$GIVEN_TAGGER" && [ ! -e "$TAGGER" ]; then
+    echo "error: TAGGER=$TAGGER: no such tagger file (TRAIN_PARSERS=1 trains one there)" >&2
+    exit 1
+  fi
+  if ! to_train "$DEP_MODEL" "$GIVEN_DEP_MODEL"; then
+    python3 -m fairseq_syntax.cli.parse fetch --kind dependency --backend "$DEP_BACKEND" --model "$DEP_MODEL" \
+      --lang "$SRC"
+  fi
 fi
 mkdir -p "$OUT/tok" "$OUT/bpe" "$OUT/data-bin" "$MODELS"
 cd "$REPO"
@@ -236,59 +296,64 @@ for pair in "${SPLITS[@]}"; do
   done
 done
 
-# 2. Parsers: trained offline from the local treebanks when missing, with the settings of preprocess/RESULTS.md
-#    (not with PARSES: the archive's parses are used).
+# 2. Parsers: the models given by name were fetched above; a missing default model file (or, with
+#    TRAIN_PARSERS=1, any missing model file) is trained offline from the local treebanks, with the settings of
+#    preprocess/RESULTS.md. Not with PARSES: the archive's parses are used.
 PTB_SAMPLE="$TREEBANKS/ptb-sample/wsj_0001-0159.mrg.gz"
 SUPAR_SIZE=(--n-lstm-hidden 400 --n-lstm-layers 3 --n-mlp 500)  # SuPar's published encoder and MLP sizes
+tagger_args=()
+if [ -z "$PARSES" ] && [ "$TAGGER" != none ]; then tagger_args=(--tagger "$TAGGER"); fi
 if [ -n "$PARSES" ]; then
   split_names=()
   for pair in "${SPLITS[@]}"; do split_names+=("${pair##*:}"); done
   python3 -m fairseq_syntax.parsing.archive unpack "$PARSES" "$OUT/tok" --source "$SRC" --splits "${split_names[@]}"
-elif [ ! -e "$DEP_MODEL" ]; then
-  nice -n 10 python3 preprocess/train_parser.py dependency \
-    --train "$TREEBANKS/ud-ewt/en_ewt-ud-train.conllu.gz" --dev "$TREEBANKS/ud-ewt/en_ewt-ud-dev.conllu.gz" \
-    --output "$DEP_MODEL" --work-dir "$MODELS/work/ud-ewt" --epochs 60 --batch-size 1000 "${SUPAR_SIZE[@]}" \
-    --threads "$THREADS"
-fi
-if [ -z "$PARSES" ] && [ ! -e "$CON_MODEL" ]; then
-  case "$CON_BACKEND" in
-    benepar) nice -n 10 python3 preprocess/train_parser.py benepar --ptb "$PTB_SAMPLE" \
-               --output "$CON_MODEL" --work-dir "$MODELS/work/ptb" --epochs 12 --threads "$THREADS" ;;
-    crf-con) nice -n 10 python3 preprocess/train_parser.py crf-con --ptb "$PTB_SAMPLE" \
-               --output "$CON_MODEL" --work-dir "$MODELS/work/ptb" --epochs 60 --batch-size 1000 "${SUPAR_SIZE[@]}" \
-               --threads "$THREADS" ;;
-  esac
-fi
-tagger_args=()
-if [ -z "$PARSES" ] && [ "$TAGGER" != none ]; then
-  if [ ! -e "$TAGGER" ]; then
+else
+  if to_train "$DEP_MODEL" "$GIVEN_DEP_MODEL"; then
+    [ "$DEP_BACKEND" = biaffine ] || { echo "error: DEP_MODEL=$DEP_MODEL: no such file" >&2; exit 1; }
+    nice -n 10 python3 preprocess/train_parser.py dependency \
+      --train "$TREEBANKS/ud-ewt/en_ewt-ud-train.conllu.gz" --dev "$TREEBANKS/ud-ewt/en_ewt-ud-dev.conllu.gz" \
+      --output "$DEP_MODEL" --work-dir "$MODELS/work/ud-ewt" --epochs 60 --batch-size 1000 "${SUPAR_SIZE[@]}" \
+      --threads "$THREADS"
+  fi
+  if to_train "$CON_MODEL" "$GIVEN_CON_MODEL"; then
+    case "$CON_BACKEND" in
+      benepar) nice -n 10 python3 preprocess/train_parser.py benepar --ptb "$PTB_SAMPLE" \
+                 --output "$CON_MODEL" --work-dir "$MODELS/work/ptb" --epochs 12 --threads "$THREADS" ;;
+      crf-con) nice -n 10 python3 preprocess/train_parser.py crf-con --ptb "$PTB_SAMPLE" \
+                 --output "$CON_MODEL" --work-dir "$MODELS/work/ptb" --epochs 60 --batch-size 1000 \
+                 "${SUPAR_SIZE[@]}" --threads "$THREADS" ;;
+    esac
+  fi
+  if [ "$TAGGER" != none ] && to_train "$TAGGER" "$GIVEN_TAGGER"; then
     nice -n 10 python3 preprocess/train_parser.py tagger --ptb "$PTB_SAMPLE" \
       --output "$TAGGER" --work-dir "$MODELS/work/ptb-tagger" --epochs 18 --threads "$THREADS"
   fi
-  tagger_args=(--tagger "$TAGGER")
 fi
 
 # 3. Parse the source side: one tree per line (.tree), and the arc distributions (.arcs.jsonl.gz) with the
 #    1-best dependency trees (.conllu). A sentence a parser cannot handle (over its 300-word limit, a parser
-#    error) gets a flat structure; the count is printed and the lines are listed in *.skipped. Parses newer than
-#    their tokens are kept. With PARSES they were unpacked in step 2.
+#    error) gets a flat structure; the count is printed and the lines are listed in *.skipped. A parse is made
+#    again only when its record (OUTPUT.parse.json) names other models or other tokens; one without a record
+#    (copied in) is kept. With PARSES they were unpacked in step 2.
+con_roles=("constituency=$CON_MODEL")
+[ "$TAGGER" != none ] && con_roles+=("tagger=$TAGGER")
 for pair in "${SPLITS[@]}"; do
   [ -n "$PARSES" ] && break
   split="${pair##*:}"
   tree="$OUT/tok/$split.tree"
-  if [ ! -s "$tree" ] || [ "$tree" -ot "$OUT/tok/$split.$SRC" ] || [ "$tree" -ot "$CON_MODEL" ] \
-     || { [ "$TAGGER" != none ] && [ "$tree" -ot "$TAGGER" ]; }; then
-    python3 preprocess/parse_constituency.py --backend "$CON_BACKEND" --model "$CON_MODEL" "${tagger_args[@]}" \
-      --input "$OUT/tok/$split.$SRC" --output "$OUT/tok/$split.tree" --threads "$THREADS" \
-      --workers "$WORKERS"
+  if ! python3 -m fairseq_syntax.parsing.parse_records current "$tree" --input "$OUT/tok/$split.$SRC" \
+       "${con_roles[@]}"; then
+    python3 -m fairseq_syntax.cli.parse constituency --backend "$CON_BACKEND" --model "$CON_MODEL" "${tagger_args[@]}" \
+      --input "$OUT/tok/$split.$SRC" --output "$tree" --lang "$SRC" --threads "$THREADS" --workers "$WORKERS"
   fi
   arcs="$OUT/tok/$split.arcs.jsonl.gz"
-  if [ ! -s "$arcs" ] || [ "$arcs" -ot "$OUT/tok/$split.$SRC" ] || [ "$arcs" -ot "$DEP_MODEL" ]; then
-    python3 preprocess/parse_dependency.py --model "$DEP_MODEL" --input "$OUT/tok/$split.$SRC" \
-      --arcs "$OUT/tok/$split.arcs.jsonl.gz" --conllu "$OUT/tok/$split.conllu" --threads "$THREADS" \
-      --workers "$WORKERS"
+  if ! python3 -m fairseq_syntax.parsing.parse_records current "$arcs" --input "$OUT/tok/$split.$SRC" \
+       "dependency=$DEP_MODEL"; then
+    python3 -m fairseq_syntax.cli.parse dependency --backend "$DEP_BACKEND" --model "$DEP_MODEL" \
+      --input "$OUT/tok/$split.$SRC" --output "$arcs" --conllu "$OUT/tok/$split.conllu" --lang "$SRC" --threads "$THREADS" --workers "$WORKERS"
   fi
 done
+LABELS="$(dependency_labels)"
 
 # 4. Joint BPE on the training tokens; the word-level trees and arcs go along unchanged
 #    (fairseq-syntax-preprocess carries the segmentation onto the tree leaves).
@@ -319,10 +384,10 @@ for form in sequence linearized preorder; do
   preprocess_form "$form" "$PRETERMINALS" "$OUT/data-bin/$form" "${parser_args[@]}"
 done
 preprocess_form preorder split "$OUT/data-bin/preorder-split" "${parser_args[@]}"
-# 6. The labeled dependency distributions (UD labels grouped into Pu & Sima'an's 16 groups) for the LDD models,
-#    added to the sequence-form data directory.
+# 6. The labeled dependency distributions (the parser's labels, Stanford or universal, grouped into Pu & Sima'an's
+#    16 groups) for the LDD models, added to the sequence-form data directory.
 fairseq-syntax-preprocess-dependencies --source-lang "$SRC" --target-lang "$TGT" "${split_args[@]}" \
-  --arcs-suffix arcs.jsonl.gz --labels universal --destdir "$OUT/data-bin/sequence"
+  --arcs-suffix arcs.jsonl.gz --labels "$LABELS" --destdir "$OUT/data-bin/sequence"
 # 7. Which parsers made the parses of each form (fairseq_syntax.parsing.provenance): every run record names them.
 #    With PARSES, the parsers the archive's manifest names.
 if [ -n "$PARSES" ]; then
@@ -338,7 +403,8 @@ else
   for form in linearized preorder preorder-split; do
     python3 -m fairseq_syntax.parsing.provenance "$OUT/data-bin/$form/parsers.json" "${con_models[@]}"
   done
-  python3 -m fairseq_syntax.parsing.provenance "$OUT/data-bin/sequence/parsers.json" "dependency=$DEP_MODEL"
+  python3 -m fairseq_syntax.parsing.provenance "$OUT/data-bin/sequence/parsers.json" "dependency=$DEP_MODEL" \
+    --dependency-labels "$LABELS"
 fi
 # 8. The control structures (CONTROLS, CONTROL_SEEDS; make_controls above).
 make_controls

@@ -1,5 +1,6 @@
-"""Parsers for the source side: constituency trees (benepar, SuPar CRF) and dependency arc distributions
-(SuPar biaffine), their training on local treebanks, and their evaluation. See the modules' docstrings.
+"""Parsers for the source side: constituency trees (benepar, SuPar CRF, stanza) and dependency arc distributions
+(SuPar biaffine, stanza), their training on local treebanks, and their evaluation; ``fairseq-syntax-parse``
+(:mod:`fairseq_syntax.cli.parse`) runs them. See the modules' docstrings.
 
 Importing the package registers the constituency parsers with the translation task's raw-text path
 (:mod:`fairseq_syntax.core.source_parsers`); their modules (nltk, the networks) load when a parser is asked for."""

@@ -1,11 +1,13 @@
 """Constituency parsing of tokenized sentences into one PTB-bracketed tree per line.
 
-Backends (both parse pre-tokenized sentences, on ``device``: by default CUDA when available):
+Backends (all parse pre-tokenized sentences, on ``device``: by default CUDA when available; a model is a local
+path or a library's model name, :mod:`fairseq_syntax.parsing.models`):
   * ``benepar``: the Berkeley Neural Parser (Kitaev & Klein, 2018), a model name (``benepar_en3``, downloaded
     with ``benepar.download`` where the network allows) or a local model file/directory, loaded with
     ``benepar.Parser``. It predicts POS tags when its model was trained to.
   * ``crf-con``: SuPar's CRF constituency parser (Zhang et al., 2020), a SuPar model name or local file, loaded
     with ``supar.Parser.load`` (see ``torch_load``). It predicts no POS tags: its preterminals are written ``XX``.
+  * ``stanza``: stanza's constituency parser, after its POS tagger (:mod:`fairseq_syntax.parsing.stanza_backend`).
 
 ``parse_sentences`` contract: one result per input sentence, in input order. The leaves of every tree are the
 input tokens, PTB-escaped (``text.ptb_escape_token``). A sentence the parser cannot handle (empty, longer than
@@ -88,7 +90,9 @@ class BeneparParser(ConstituencyParser):
                  max_length: int = DEFAULT_MAX_LENGTH, device: str | None = None):
         import benepar
 
-        self.parser = benepar.Parser(_locate_benepar_model(name_or_path))  # on CUDA when available
+        from fairseq_syntax.parsing.models import benepar_model_path
+
+        self.parser = benepar.Parser(benepar_model_path(name_or_path))  # on CUDA when available
         if device is not None:
             self.parser._parser.to(device)  # benepar runs where its parameters are
         self.batch_tokens = batch_tokens
@@ -136,23 +140,6 @@ class SuparCrfParser(ConstituencyParser):
         with supar_device(self.device):
             dataset = self.parser.predict(escaped, lang=None, batch_size=self.batch_tokens, verbose=False)
         return [tree_from_nltk(tree, FALLBACK_PRETERMINAL) for tree in dataset.trees]
-
-
-def _locate_benepar_model(name_or_path: str) -> str:
-    """A local path as is; a model name from nltk's data dir, downloading it once if missing."""
-    import benepar
-    from benepar.integrations.downloader import locate_model
-
-    try:
-        return locate_model(name_or_path)
-    except LookupError:
-        pass
-    if benepar.download(name_or_path, quiet=True, raise_on_error=False):
-        return locate_model(name_or_path)
-    raise LookupError(
-        f"benepar model {name_or_path!r} is not a local path and could not be downloaded (no network?); "
-        f"train one with preprocess/train_parser.py benepar and pass its path"
-    )
 
 
 class TaggedParser(ConstituencyParser):
@@ -221,16 +208,22 @@ def fairseq_interactive_parser(backend: str, model: str, tagger: str | None) -> 
 
 
 def load_parser(backend: str, model: str, max_length: int = DEFAULT_MAX_LENGTH, tagger: str | None = None,
-                device: str | None = None, batch_tokens: int = DEFAULT_BATCH_TOKENS) -> ConstituencyParser:
-    """``backend`` is ``benepar`` or ``crf-con``; ``model`` a model name or local path; ``tagger`` a POS tagger
-    file (``preprocess/train_parser.py tagger``) whose tags replace the parser's; ``device`` default: cuda when
-    available; ``batch_tokens``: the networks' batches, in padded tokens."""
+                device: str | None = None, batch_tokens: int = DEFAULT_BATCH_TOKENS, lang: str = "en"
+                ) -> ConstituencyParser:
+    """``backend`` is ``benepar``, ``crf-con`` or ``stanza``; ``model`` a model name or local path
+    (:mod:`fairseq_syntax.parsing.models`); ``tagger`` a POS tagger file (``preprocess/train_parser.py tagger``)
+    whose tags replace the parser's; ``device`` default: cuda when available; ``batch_tokens``: the networks'
+    batches, in padded tokens; ``lang``: the language of a stanza model."""
     if backend == "benepar":
         parser = BeneparParser(model, batch_tokens, max_length, device)
     elif backend == "crf-con":
         parser = SuparCrfParser(model, batch_tokens, max_length, device)
+    elif backend == "stanza":
+        from fairseq_syntax.parsing.stanza_backend import StanzaConstituencyParser
+
+        parser = StanzaConstituencyParser(model, lang, max_length, device)
     else:
-        raise ValueError(f"unknown constituency backend {backend!r}: expected 'benepar' or 'crf-con'")
+        raise ValueError(f"unknown constituency backend {backend!r}: expected 'benepar', 'crf-con' or 'stanza'")
     if tagger is None:
         return parser
     from fairseq_syntax.parsing.tagger import load_tagger

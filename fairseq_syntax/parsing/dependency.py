@@ -86,6 +86,15 @@ class DependencyParse:
     fallback: str | None = None
 
 
+def fallback_parse(words: list[str], reason: str, label_count: int) -> DependencyParse:
+    """Every word on the root; no label distribution (``dep`` need not be one of the parser's labels)."""
+    n = len(words)
+    arc_probs = torch.zeros(n, n + 1)
+    arc_probs[:, 0] = 1.0
+    label_probs = torch.zeros(n, n + 1, label_count)
+    return DependencyParse(words, arc_probs, label_probs, [0] * n, [FALLBACK_LABEL] * n, reason)
+
+
 class DependencyParser:
     """A SuPar biaffine dependency parser (model name or local file) run on pre-tokenized sentences."""
 
@@ -119,12 +128,7 @@ class DependencyParser:
             yield from parse_with_fallbacks(self._parse_chunk, chunk, self.max_length, self._fallback)
 
     def _fallback(self, words: list[str], reason: str) -> DependencyParse:
-        """Every word on the root; no label distribution (``dep`` need not be one of the parser's labels)."""
-        n = len(words)
-        arc_probs = torch.zeros(n, n + 1)
-        arc_probs[:, 0] = 1.0
-        label_probs = torch.zeros(n, n + 1, len(self.label_names))
-        return DependencyParse(words, arc_probs, label_probs, [0] * n, [FALLBACK_LABEL] * n, reason)
+        return fallback_parse(words, reason, len(self.label_names))
 
     def _parse_chunk(self, sentences: list[list[str]]) -> list[DependencyParse]:
         from supar.utils import Dataset
@@ -246,16 +250,18 @@ def conllu_of_record(record: dict, sent_id: int) -> str:
 def arcs_writer(parser: DependencyParser, arc_floor: float = DEFAULT_ARC_FLOOR,
                 label_floor: float = DEFAULT_LABEL_FLOOR, batch_size: int = DEFAULT_BATCH_SIZE) -> ParseFunction:
     """A job's parse function (:mod:`fairseq_syntax.parsing.shards`) writing the side data and the CoNLL-U file
-    (the job's two outputs) of its lines; its stats are the :class:`RetainedMass`. A line that could not be read
-    gets the empty sentence's structure, its reason as the fallback."""
+    (the job's two outputs; the side data alone when the job has one) of its lines; its stats are the
+    :class:`RetainedMass`. A line that could not be read gets the empty sentence's structure, its reason as the
+    fallback."""
     def parse(lines: Iterable[InputLine], outputs, progress) -> Outcome:
-        arcs_out, conllu_out = outputs
+        arcs_out, conllu_out = outputs if len(outputs) == 2 else (outputs[0], None)  # the CoNLL-U file is optional
         fallbacks, mass = [], RetainedMass()
         for line, parse in numbered(lines, partial(parser.parse, chunk_size=batch_size)):
             parse.fallback = line.problem or parse.fallback
             record = sparse_record(parse, parser.label_names, arc_floor, label_floor, mass)
             arcs_out.write(json.dumps(record, ensure_ascii=False) + "\n")
-            conllu_out.write(conllu_block(parse, line.number))
+            if conllu_out is not None:
+                conllu_out.write(conllu_block(parse, line.number))
             if parse.fallback is not None:
                 fallbacks.append((line.number, parse.fallback))
             progress(1)
@@ -264,11 +270,12 @@ def arcs_writer(parser: DependencyParser, arc_floor: float = DEFAULT_ARC_FLOOR,
     return parse
 
 
-def arcs_job(input_path: str, arcs_path: str, conllu_path: str, tokenize_lang: str | None, batch_size: int,
+def arcs_job(input_path: str, arcs_path: str, conllu_path: str | None, tokenize_lang: str | None, batch_size: int,
              settings: dict, load) -> ParseJob:
-    """The side data (one JSON line per input line) and the CoNLL-U file (one block per input line)."""
-    return ParseJob(input_path, tokenize_lang, [(arcs_path, LINES), (conllu_path, BLOCKS)], batch_size, settings,
-                    load)
+    """The side data (one JSON line per input line) and, unless ``conllu_path`` is None, the CoNLL-U file (one block
+    per input line)."""
+    outputs = [(arcs_path, LINES)] + ([(conllu_path, BLOCKS)] if conllu_path is not None else [])
+    return ParseJob(input_path, tokenize_lang, outputs, batch_size, settings, load)
 
 
 def parse_file(

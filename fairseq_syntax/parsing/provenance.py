@@ -11,7 +11,8 @@ directory made from control structures instead of the parses (:mod:`fairseq_synt
 ``OUT.json`` maps each ROLE (e.g. ``constituency``, ``tagger``, ``dependency``) to ``{"model": file name,
 "sha256": its first 16 hex digits}``, plus the ``scores``, ``epochs`` and ``data`` of the parser run record in
 ``--records`` (``preprocess/train_parser.py`` writes them) whose digest is the same: the record of exactly that
-model file, or none. A MODEL that is not a file (a name SuPar or benepar downloads) is recorded by name.
+model file, or none. A MODEL that is not a file (a name SuPar, benepar or stanza downloads) is recorded by name.
+``--dependency-labels stanford|universal`` adds the dependency model's label scheme as its ``"labels"``.
 """
 from __future__ import annotations
 
@@ -101,12 +102,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--records", default=os.path.join(os.path.dirname(__file__), "..", "..", "preprocess",
                                                            "runs"),
                         help="folder of the parser run records (default: the repository's preprocess/runs)")
+    parser.add_argument("--dependency-labels", choices=["stanford", "universal"],
+                        help="the label scheme of the dependency model (fairseq-syntax-parse records it beside the "
+                             "arcs), recorded as its \"labels\"")
     args = parser.parse_args(argv)
     models = role_models(parser, args.models)
     try:
         described = describe_parsers(models, read_parser_records(args.records))
     except ValueError as error:
         sys.exit(f"error: {error}")
+    if args.dependency_labels:
+        if "dependency" not in described:
+            parser.error("--dependency-labels describes the dependency=MODEL: give it too")
+        described["dependency"]["labels"] = args.dependency_labels
     with open_output(args.out) as handle:
         json.dump(described, handle, indent=1)
         handle.write("\n")

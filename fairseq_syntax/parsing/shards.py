@@ -1,7 +1,7 @@
 """Parsing a corpus in shards: on many cores of one machine, on many machines, resumably, on a GPU when present.
 
-Both parse commands (``preprocess/parse_constituency.py``, ``preprocess/parse_dependency.py``) run through
-:func:`run`, with fairseq's option names:
+``fairseq-syntax-parse`` (both kinds; ``preprocess/parse_constituency.py`` and ``preprocess/parse_dependency.py``
+call it) runs through :func:`run`, with fairseq's option names:
 
 * ``--num-shards N --shard-id K`` parses shard K only, into ``OUTPUT.shardK-of-N`` files (``.gz`` stays last:
   ``train.arcs.jsonl.shard0-of-4.gz``) and a manifest ``OUTPUT.shardK-of-N.json``, written last: a shard is

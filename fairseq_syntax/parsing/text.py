@@ -1,7 +1,8 @@
 """Parser input: one sentence per line, tokenized here or already tokenized, and PTB bracket escaping.
 
-A line is split on whitespace (``str.split()``, as fairseq splits lines). Raw text is tokenized with sacremoses
-(``-l LANG -a``, escaping off), the settings of ``examples/multi30k/prepare.sh``. An empty line stays an empty
+A line is split on whitespace (``str.split()``, as fairseq splits lines). Raw text is tokenized for its language:
+with sacremoses (``-l LANG -a``, escaping off, the settings of ``examples/multi30k/prepare.sh``) where Moses knows
+the language, else with stanza's tokenizer (:func:`tokenizer`). An empty line stays an empty
 sentence, so output line i always belongs to input line i.
 
 Bracketed trees cannot hold ``(`` or ``)`` in a leaf, so tree leaves carry the PTB escapes: every bracket
@@ -56,14 +57,29 @@ def open_output(path: str):
             yield handle
 
 
+#: the languages sacremoses tokenizes (those it has non-breaking prefixes of), less the Chinese ones: Moses does not
+#: segment text written without spaces; every other language goes to stanza's tokenizer
+MOSES_LANGUAGES = frozenset({
+    "as", "bn", "ca", "cs", "de", "el", "en", "es", "et", "fi", "fr", "ga", "gu", "hi", "hu", "is", "it", "kn", "lt",
+    "lv", "ml", "mni", "mr", "nl", "or", "pa", "pl", "pt", "ro", "ru", "sk", "sl", "sv", "ta", "te",
+})
+
+
 def tokenizer(tokenize_lang: str | None = None) -> Callable[[str], list[str]]:
-    """Line -> tokens: ``str.split``, or with ``tokenize_lang`` sacremoses on the raw line (module docstring)."""
+    """Line -> tokens: ``str.split``, or with ``tokenize_lang`` the raw line tokenized for its language: sacremoses
+    (``-l LANG -a``, no escaping) for :data:`MOSES_LANGUAGES`, stanza's tokenizer of the language (one sentence a
+    line kept: ``tokenize_no_ssplit``) for the others, its model fetched by name as stanza's parsers are
+    (:mod:`fairseq_syntax.parsing.stanza_resources`)."""
     if tokenize_lang is None:
         return str.split
-    from sacremoses import MosesTokenizer
+    if tokenize_lang in MOSES_LANGUAGES:
+        from sacremoses import MosesTokenizer
 
-    moses = MosesTokenizer(lang=tokenize_lang)
-    return lambda line: moses.tokenize(line.strip(), aggressive_dash_splits=True, escape=False)
+        moses = MosesTokenizer(lang=tokenize_lang)
+        return lambda line: moses.tokenize(line.strip(), aggressive_dash_splits=True, escape=False)
+    from fairseq_syntax.parsing.stanza_resources import stanza_tokenizer
+
+    return stanza_tokenizer(tokenize_lang)
 
 
 def read_sentences(path: str, tokenize_lang: str | None = None) -> Iterator[list[str]]:

@@ -114,10 +114,14 @@ def supar_safe_globals() -> Iterator[None]:
 
 
 def load_supar_parser(name_or_path: str, device: str | None = None, **kwargs) -> Parser:
-    """``supar.Parser.load`` (a local file, or a model name SuPar downloads) under ``supar_safe_globals``, moved to
-    ``device`` when given (SuPar puts it on CUDA whenever CUDA is available)."""
+    """``supar.Parser.load`` (a local file, or a model name SuPar downloads: ``models.supar_model_path``, which ends
+    in one line without the network) under ``supar_safe_globals``, moved to ``device`` when given (SuPar puts it on
+    CUDA whenever CUDA is available)."""
+    from fairseq_syntax.parsing.models import supar_model_path
+
+    path = supar_model_path(name_or_path)
     with supar_safe_globals():
-        parser = Parser.load(name_or_path, **kwargs)
+        parser = Parser.load(path, **kwargs)
     if device is not None:
         parser.model.to(device)
         parser.args.device = device

@@ -480,16 +480,18 @@ def tagger_model(corpus):
 
 
 def parse_command(name, models, source, out_dir, *extra):
-    """Runs one parse command in this process; returns its output files (the CoNLL-U one gzipped)."""
+    """Runs one parse command in this process; returns its output files (the CoNLL-U one gzipped), the record of
+    what made them (fairseq_syntax.parsing.parse_records) among them."""
     out_dir.mkdir(exist_ok=True)
     common = ["--input", str(source), "--max-length", str(MAX_LENGTH), "--batch-size", "2", "--device", "cpu", *extra]
     if name == "biaffine":
-        outputs = [out_dir / "out.arcs.jsonl", out_dir / "out.conllu.gz", out_dir / "out.arcs.jsonl.skipped"]
+        outputs = [out_dir / "out.arcs.jsonl", out_dir / "out.conllu.gz", out_dir / "out.arcs.jsonl.parse.json",
+                   out_dir / "out.arcs.jsonl.skipped"]
         argv = ["--model", models["biaffine"], "--arcs", str(outputs[0]), "--conllu", str(outputs[1]), *common]
         script = "parse_dependency.py"
     else:
         backend, _, tagger = name.partition("+")
-        outputs = [out_dir / "out.tree", out_dir / "out.tree.skipped"]
+        outputs = [out_dir / "out.tree", out_dir / "out.tree.parse.json", out_dir / "out.tree.skipped"]
         argv = ["--backend", backend, "--model", models[backend], "--output", str(outputs[0]), *common]
         argv += ["--tagger", models["tagger"]] if tagger else []
         script = "parse_constituency.py"
@@ -544,8 +546,10 @@ def test_workers_keep_finished_shards_and_parse_the_rest(all_models, tmp_path):
                             capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "1 of 3 shards already parsed; parsing 2 with 2 worker(s) on cpu" in result.stderr
-    assert contents([out / "out.arcs.jsonl", out / "out.conllu.gz", out / "out.arcs.jsonl.skipped"]) == single
-    assert sorted(p.name for p in out.iterdir()) == ["out.arcs.jsonl", "out.arcs.jsonl.skipped", "out.conllu.gz"]
+    assert contents([out / "out.arcs.jsonl", out / "out.conllu.gz", out / "out.arcs.jsonl.parse.json",
+                     out / "out.arcs.jsonl.skipped"]) == single
+    assert sorted(p.name for p in out.iterdir()) == ["out.arcs.jsonl", "out.arcs.jsonl.parse.json",
+                                                     "out.arcs.jsonl.skipped", "out.conllu.gz"]
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")

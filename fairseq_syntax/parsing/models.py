@@ -1,0 +1,146 @@
+"""What a parser's ``--model`` names, and fetching a pretrained model by name: a model name is a name, a path a path.
+
+A model argument that exists on disk (a file or a folder) is a local model, loaded from there. Anything else is the
+name of a library's pretrained model (benepar ``benepar_en3``, SuPar ``biaffine-dep-en`` / ``crf-con-en``, stanza
+``de`` / ``de_hdt``), handed to that library unchanged, which downloads it once into its own cache (nltk's data
+folder, ``~/.cache/supar``, stanza's resources folder) where the network allows. A name is never trained and never
+looked for as a file of the current folder. An argument that looks like a path (``models/x.pt``, ``./x``, a file
+suffix) but is not there is a missing file, not a name.
+
+Without the network a name ends in one line, :class:`ModelUnavailable`'s message
+``could not download NAME: REASON``; the libraries' own messages (nltk's ``[nltk_data]`` lines, SuPar's
+``Downloading: ...``, stanza's log) are held back while they try, so that line is all a user sees.
+
+``fairseq-syntax-parse fetch`` (:func:`fairseq_syntax.parsing.backends.fetch`) fetches the model of a name now, or
+says in that one line why it cannot, so that a recipe stops before hours of other work.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import sys
+import tempfile
+import urllib.error
+
+#: the parse command's backends, by kind
+CONSTITUENCY_BACKENDS = ("benepar", "crf-con", "stanza")
+DEPENDENCY_BACKENDS = ("biaffine", "stanza")
+#: file suffixes of model files: an argument ending in one is a path, even when nothing is there
+MODEL_SUFFIXES = (".pt", ".pth", ".zip", ".bin", ".model", ".tar", ".gz")
+
+
+class ModelUnavailable(Exception):
+    """A model that cannot be had: its one-line message says which and why (the commands print it alone)."""
+
+
+def is_local(model: str) -> bool:
+    """Whether ``model`` is a file or folder on disk (then it is loaded from there, never downloaded)."""
+    return os.path.exists(model)
+
+
+def looks_like_path(model: str) -> bool:
+    """Whether an argument that is not on disk was meant as a path rather than a library's model name."""
+    return os.sep in model or model.startswith(".") or model.lower().endswith(MODEL_SUFFIXES)
+
+
+def check_model_argument(model: str, role: str = "model") -> None:
+    """:class:`ModelUnavailable` for a path that is not there (it would otherwise be taken for a name)."""
+    if not is_local(model) and looks_like_path(model):
+        raise ModelUnavailable(f"{model}: no such {role} file or folder")
+
+
+def reason_of(error: BaseException, name: str = "") -> str:
+    """The cause of a failed download in words: the innermost network error of the chain (urllib's, or requests'
+    that stanza downloads with), else the error's own message."""
+    chain, seen = [], set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        chain.append(error)
+        error = error.__cause__ or error.__context__
+    for candidate in reversed(chain):
+        if isinstance(candidate, urllib.error.URLError):
+            return _one_line(candidate.reason)
+    for candidate in chain:
+        if type(candidate).__module__.startswith(("requests", "urllib3")):
+            inner = candidate.args[0] if candidate.args else candidate
+            while getattr(inner, "reason", None) is not None:  # MaxRetryError -> NameResolutionError ...
+                inner = inner.reason
+            return _one_line(inner).split("): ", 1)[-1]  # "HTTPSConnection(host=..., port=443): Failed to ..."
+    message = _one_line(chain[0]) or type(chain[0]).__name__
+    return message.removeprefix(f"Error loading {name}: ")  # nltk's (benepar's) own words around the reason
+
+
+def _one_line(value) -> str:
+    return " ".join(str(value).split())[:300]
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Everything written to this process's stdout and stderr, Python's or a library's own handle or logging
+    handler, goes to a temporary file for the block, then the two are restored."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    with tempfile.TemporaryFile() as held:
+        try:
+            os.dup2(held.fileno(), 1)
+            os.dup2(held.fileno(), 2)
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for descriptor in saved:
+                os.close(descriptor)
+
+
+@contextlib.contextmanager
+def downloading(name: str):
+    """Around a library's download of ``name``: its printing held back; any failure becomes
+    ``ModelUnavailable("could not download NAME: REASON")``."""
+    try:
+        with _quiet():
+            yield
+    except ModelUnavailable:
+        raise
+    except Exception as error:  # noqa: BLE001 (the libraries raise anything from OSError to ValueError)
+        raise ModelUnavailable(f"could not download {name}: {reason_of(error, name)}") from None
+
+
+def supar_model_path(name_or_path: str) -> str:
+    """A local SuPar file as is; a SuPar name downloaded into SuPar's cache, its path there."""
+    check_model_argument(name_or_path)
+    if is_local(name_or_path):
+        return name_or_path
+    import supar
+    from supar.utils.fn import download
+
+    known = supar.MODEL["github"]
+    if name_or_path not in known and "://" not in name_or_path:
+        raise ModelUnavailable(f"could not download {name_or_path}: not a name of SuPar's pretrained models "
+                               f"({', '.join(sorted(known))}) and no such file")
+    with downloading(name_or_path):
+        return download(known.get(name_or_path, name_or_path))
+
+
+def benepar_model_path(name_or_path: str) -> str:
+    """A local benepar model as is; a benepar name from nltk's data folder, downloaded there once if missing."""
+    check_model_argument(name_or_path)
+    if is_local(name_or_path):
+        return name_or_path
+    import benepar
+    from benepar.integrations.downloader import locate_model
+
+    try:
+        return locate_model(name_or_path)
+    except LookupError:
+        pass
+    with downloading(name_or_path):
+        benepar.download(name_or_path, quiet=True, raise_on_error=True)
+    try:
+        return locate_model(name_or_path)
+    except LookupError:
+        raise ModelUnavailable(f"could not download {name_or_path}: benepar fetched nothing under that name") from None

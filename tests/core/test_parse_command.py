@@ -1,0 +1,299 @@
+"""fairseq-syntax-parse (fairseq_syntax/cli/parse.py): a model name is a name, a path a path; parses are kept until
+their models or tokens change; the label scheme follows the model; raw German text through ``--lang de``; stanza as
+a backend with a tiny German model trained here, offline.
+
+The network is made unreachable for every test here (``HTTPS_PROXY`` to a closed local port), so a pretrained name
+always meets the case the docs promise: one line ``could not download NAME: REASON`` and nothing written. The
+commands of docs/parsers.md's "Parse your corpus" table are run here with every option they show
+(tests/recipes/test_docs.py checks that).
+"""
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import REPO, TINY_SUPAR_SIZES, TREEBANK
+
+from fairseq_syntax.cli import parse
+from fairseq_syntax.parsing import labels, parse_records, training
+from fairseq_syntax.parsing.dependency import read_arc_distributions
+from fairseq_syntax.parsing.text import tokenizer
+
+torch.set_num_threads(1)
+GSD_DEV = Path(REPO).parent / "shared" / "data" / "ud-de-gsd" / "de_gsd-ud-dev.conllu.gz"
+GERMAN = ["Das Haus, das ich sah.", "Ich hatte Gelegenheit, seine Seminare zu besuchen.", ""]
+#: sacremoses -l de -a on GERMAN, by hand: the commas and full stops split off, nothing else
+GERMAN_TOKENS = [["Das", "Haus", ",", "das", "ich", "sah", "."],
+                 ["Ich", "hatte", "Gelegenheit", ",", "seine", "Seminare", "zu", "besuchen", "."], []]
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch, tmp_path):
+    """No download can succeed here, whatever the machine's network; stanza's resources folder is a fresh one."""
+    for variable in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
+        monkeypatch.setenv(variable, "http://127.0.0.1:9")
+    monkeypatch.setenv("STANZA_RESOURCES_DIR", str(tmp_path / "stanza_resources"))
+
+
+def run_parse(argv, capfd):
+    """fairseq-syntax-parse in this process: (exit status, stderr lines)."""
+    try:
+        parse.main(argv)
+        status = 0
+    except SystemExit as stop:
+        status = stop.code if isinstance(stop.code, int) else 1
+        if isinstance(stop.code, str):
+            print(stop.code, file=sys.stderr)
+    return status, capfd.readouterr().err.strip().splitlines()
+
+
+def stanford_conllu(subject, verb, obj):
+    """A treebank sentence in Stanford labels: "the N V the N on the mat ." (det nsubj root det dobj prep det pobj
+    punct)."""
+    rows = [("the", 2, "det"), (subject, 3, "nsubj"), (verb, 0, "root"), ("the", 5, "det"), (obj, 3, "dobj"),
+            ("on", 3, "prep"), ("the", 8, "det"), ("mat", 6, "pobj"), (".", 3, "punct")]
+    return "".join(f"{i}\t{w}\t_\t_\t_\t_\t{h}\t{r}\t_\t_\n" for i, (w, h, r) in enumerate(rows, 1)) + "\n"
+
+
+def train_tiny_supar(conllu_text, folder, name):
+    path = folder / f"{name}.conllu"
+    path.write_text(conllu_text, encoding="utf-8")
+    model = str(folder / f"{name}.pt")
+    training.train_supar_dependency(str(path), str(path), model, epochs=1, size=training.SuparSize(
+        **TINY_SUPAR_SIZES), batch_tokens=40, learning_rate=1e-2, verbose=False)
+    return model
+
+
+def gsd_slice(count):
+    """The first ``count`` sentences of GSD dev, without multi-word token ranges and empty nodes (SuPar reads
+    words only)."""
+    blocks = gzip.open(GSD_DEV, "rt", encoding="utf-8").read().split("\n\n")[:count]
+    keep = lambda line: line.startswith("#") or not ("-" in line.split("\t")[0] or "." in line.split("\t")[0])  # noqa
+    return "".join("\n".join(filter(keep, block.split("\n"))) + "\n\n" for block in blocks)
+
+
+@pytest.fixture(scope="module")
+def german_model(tmp_path_factory):
+    """A tiny SuPar biaffine parser trained (one epoch) on 40 sentences of German GSD dev."""
+    return train_tiny_supar(gsd_slice(40), tmp_path_factory.mktemp("german"), "biaffine-de-gsd-tiny")
+
+
+# ---------------------------------------------------------------------------------------------- names and paths
+
+
+@pytest.mark.parametrize("argv", [
+    ["dependency", "--backend", "biaffine", "--model", "biaffine-dep-en"],
+    ["constituency", "--backend", "crf-con", "--model", "crf-con-en"],
+    ["constituency", "--backend", "benepar", "--model", "benepar_en3"],
+    ["constituency", "--backend", "benepar", "--model", "benepar_de2", "--lang", "de"],
+    ["constituency", "--backend", "crf-con", "--model", "crf-con-xlmr", "--lang", "de"],
+    ["dependency", "--backend", "stanza", "--model", "en"],
+    ["dependency", "--backend", "stanza", "--model", "de", "--lang", "de"],
+    ["constituency", "--backend", "stanza", "--model", "de", "--lang", "de"],
+], ids=lambda argv: argv[4])
+def test_a_name_not_on_disk_ends_in_one_line_and_writes_nothing(tmp_path, monkeypatch, capfd, argv):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "input.txt").write_text("the cat sees the dog .\n")
+    output = "out.arcs.jsonl.gz" if argv[0] == "dependency" else "out.tree"
+    status, lines = run_parse([*argv, "--input", "input.txt", "--output", output], capfd)
+    name = argv[4]
+    assert status != 0
+    assert len(lines) == 1 and lines[0].startswith(f"error: could not download {name}: "), lines
+    assert len(lines[0]) > len(f"error: could not download {name}: ")  # a reason is given
+    assert sorted(os.listdir(tmp_path)) == ["input.txt"]  # no model trained, nothing parsed, no record
+    assert not (tmp_path / "stanza_resources").exists()  # a resources folder the failed download made is gone
+
+
+def test_a_path_that_is_not_there_is_named_as_a_missing_file_not_downloaded(tmp_path, capfd):
+    (tmp_path / "input.txt").write_text("a b\n")
+    status, lines = run_parse(["dependency", "--backend", "biaffine", "--model", "models/biaffine.pt", "--input",
+                               str(tmp_path / "input.txt"), "--output", str(tmp_path / "a.arcs.jsonl")], capfd)
+    assert status == 1 and lines == ["error: models/biaffine.pt: no such model file or folder"]
+
+
+def test_the_installed_command_prints_no_traceback(tmp_path):
+    (tmp_path / "input.txt").write_text("a b\n")
+    done = subprocess.run([sys.executable, "-m", "fairseq_syntax.cli.parse", "fetch", "--kind", "dependency",
+                           "--backend", "biaffine", "--model", "biaffine-dep-en"], cwd=tmp_path,
+                          capture_output=True, text=True, env={**os.environ, "HTTPS_PROXY": "http://127.0.0.1:9"})
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith("error: could not download biaffine-dep-en: ")
+    assert len(done.stderr.strip().splitlines()) == 1 and os.listdir(tmp_path) == ["input.txt"]
+
+
+def test_a_recipe_given_a_name_stops_in_one_line_before_making_anything(tmp_path):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    for split in ("train", "valid"):
+        (raw / f"{split}.en").write_text("the cat sees the dog .\n")
+        (raw / f"{split}.de").write_text("die katze sieht den hund .\n")
+    out, models = tmp_path / "out", tmp_path / "models"
+    env = {**os.environ, "HTTPS_PROXY": "http://127.0.0.1:9", "CON_BACKEND": "benepar", "CON_MODEL": "benepar_en3",
+           "DEP_MODEL": "biaffine-dep-en", "MODELS": str(models)}
+    done = subprocess.run(["bash", "examples/prepare_translation.sh", str(raw), str(out), "en", "de", "raw",
+                           "train:train", "valid:valid"], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert done.stderr.strip().splitlines() == [done.stderr.strip().splitlines()[-1]]
+    assert done.stderr.strip().startswith("error: could not download benepar_en3: ")
+    assert not out.exists() and not models.exists()  # nothing trained, nothing parsed
+    assert not (Path(REPO) / "benepar_en3").exists()
+
+
+# ---------------------------------------------------------------------------------------------- records
+
+
+def test_parses_are_kept_until_their_model_or_tokens_change(tmp_path, capfd, dependency_model):
+    source, arcs = tmp_path / "train.en", tmp_path / "train.arcs.jsonl.gz"
+    source.write_text("the cat sees the dog .\nthe man likes the father .\n")
+    model = tmp_path / "dep.pt"
+    model.write_bytes(Path(dependency_model).read_bytes())
+    status, _ = run_parse(["dependency", "--backend", "biaffine", "--model", str(model), "--input", str(source),
+                           "--output", str(arcs), "--conllu", str(tmp_path / "train.conllu"), "--device", "cpu"],
+                          capfd)
+    assert status == 0
+    record = json.loads((tmp_path / "train.arcs.jsonl.parse.json").read_text())
+    assert record["models"] == {"dependency": {"model": "dep.pt",
+                                               "sha256": parse_records.model_entry(str(model))["sha256"]}}
+    assert record["labels"] == "universal" and record["outputs"] == ["train.arcs.jsonl.gz", "train.conllu"]
+    roles = {"dependency": str(model)}
+    assert parse_records.is_current(str(arcs), str(source), roles) == (
+        True, "made by the same models from the same tokens: kept")
+    os.utime(model, (2e9, 2e9))  # a model file newer than the parse: its date does not count
+    assert parse_records.is_current(str(arcs), str(source), roles)[0]
+    # parses copied in without their record (made elsewhere) are kept, whatever their date
+    copied = tmp_path / "copied"
+    copied.mkdir()
+    (copied / "train.arcs.jsonl.gz").write_bytes(arcs.read_bytes())
+    os.utime(copied / "train.arcs.jsonl.gz", (1e9, 1e9))
+    keep, why = parse_records.is_current(str(copied / "train.arcs.jsonl.gz"), str(source), roles)
+    assert keep and why.startswith("no record of the model that made it")
+    # another model at the same path (retrained), or other tokens: parse again, saying why
+    model.write_bytes(model.read_bytes() + b"\0")
+    keep, why = parse_records.is_current(str(arcs), str(source), roles)
+    assert not keep and why.startswith("dependency model dep.pt (sha256 ") and "-> dep.pt (sha256 " in why
+    model.write_bytes(Path(dependency_model).read_bytes())
+    source.write_text("the cat sees the dog .\n")
+    assert parse_records.is_current(str(arcs), str(source), roles) == (
+        False, f"its input tokens changed ({source})")
+    # a model name is compared by name
+    assert not parse_records.is_current(str(arcs), str(source), {"dependency": "biaffine-dep-en"})[0]
+
+
+def test_the_record_command_exits_by_whether_to_keep(tmp_path):
+    (tmp_path / "x.en").write_text("a\n")
+    missing = subprocess.run([sys.executable, "-m", "fairseq_syntax.parsing.parse_records", "current",
+                              str(tmp_path / "x.tree"), "--input", str(tmp_path / "x.en"), "constituency=crf-con-en"],
+                             capture_output=True, text=True)
+    assert missing.returncode == 1 and missing.stderr.strip() == f"{tmp_path / 'x.tree'}: not parsed yet"
+
+
+# ---------------------------------------------------------------------------------------------- label schemes
+
+
+def test_label_schemes_by_the_labels_only_one_has():
+    assert labels.label_scheme(["det", "nsubj", "dobj", "prep", "pobj", "root"]) == "stanford"
+    assert labels.label_scheme(["det", "nsubj", "obj", "case", "root"]) == "universal"
+    assert labels.label_scheme(["nsubj:pass", "det"]) == "universal"  # a UD subtype
+    with pytest.raises(labels.UnknownLabelScheme, match=r"mix Stanford \(dobj\) and universal \(obl\)"):
+        labels.label_scheme(["dobj", "obl"])
+    with pytest.raises(labels.UnknownLabelScheme, match="hold no label that only"):
+        labels.label_scheme(["det", "nsubj", "root"])
+
+
+def test_the_label_scheme_follows_the_model(tmp_path, capfd, dependency_model):
+    stanford_model = train_tiny_supar("".join(stanford_conllu(*sentence) for sentence in TREEBANK), tmp_path,
+                                      "stanford")
+    source = tmp_path / "input.en"
+    source.write_text("the cat sees the dog on the mat .\n")
+    for model, scheme in ((stanford_model, "stanford"), (dependency_model, "universal")):
+        arcs = tmp_path / f"{scheme}.arcs.jsonl"
+        status, lines = run_parse(["dependency", "--backend", "biaffine", "--model", model, "--input", str(source),
+                                   "--output", str(arcs), "--device", "cpu"], capfd)
+        assert status == 0
+        assert f"{arcs}: {scheme} dependency labels (fairseq-syntax-preprocess-dependencies --labels {scheme})" in lines
+        assert parse_records.labels_of(str(arcs)) == scheme  # the record's: read from the model's own labels
+
+
+# ---------------------------------------------------------------------------------------------- German
+
+
+def test_german_raw_text_is_tokenized_by_moses_de():
+    split = tokenizer("de")
+    assert [split(line) for line in GERMAN] == GERMAN_TOKENS
+    assert split("Das Haus, das ich sah.") == "Das Haus , das ich sah .".split()
+
+
+def test_german_raw_text_parsed_by_a_tiny_gsd_parser_grouped_into_the_16_ldd_groups(tmp_path, capfd,
+                                                                                      german_model):
+    from fairseq_syntax.methods.ldd import distributions
+
+    raw = tmp_path / "raw.de"
+    raw.write_text("\n".join(GERMAN) + "\n", encoding="utf-8")
+    arcs = tmp_path / "raw.arcs.jsonl.gz"
+    status, lines = run_parse(["dependency", "--backend", "biaffine", "--lang", "de", "--raw", "--model",
+                               german_model, "--input", str(raw), "--output", str(arcs), "--conllu",
+                               str(tmp_path / "raw.conllu"), "--device", "cpu"], capfd)
+    assert status == 0, lines
+    records = list(read_arc_distributions(str(arcs)))
+    assert [record["words"] for record in records] == GERMAN_TOKENS
+    assert records[2]["fallback"] == "empty line"
+    assert parse_records.labels_of(str(arcs)) == "universal"  # GSD is UD: read from the model's labels
+    index = distributions.label_index(distributions.UNIVERSAL_GROUPS)
+    inside = outside = 0.0
+    for record in records[:2]:
+        for arc in distributions.labeled_arcs(record):
+            if distributions.label_group(arc.label, index) == distributions.OUTSIDE:
+                outside += arc.probability
+            else:
+                inside += arc.probability
+    words = sum(len(words) for words in GERMAN_TOKENS)
+    print(f"German, tiny GSD parser: {100 * outside / words:.1f}% of the labeled mass outside the 16 groups")
+    assert 0 < inside + outside <= words + 1e-3  # at most one unit of mass a word (the floors drop some)
+    assert 0 <= outside < inside + outside
+
+
+# ---------------------------------------------------------------------------------------------- stanza
+
+
+@pytest.fixture(scope="module")
+def stanza_german_model(tmp_path_factory):
+    """A tiny stanza graph parser (no pretrained vectors, no tags) trained offline for 2 steps on 20 GSD
+    sentences: stanza's own trainer, stanza.models.parser."""
+    from stanza.models import parser as stanza_parser
+
+    folder = tmp_path_factory.mktemp("stanza")
+    treebank = folder / "de_gsd.conllu"
+    treebank.write_text("\n\n".join(gzip.open(GSD_DEV, "rt", encoding="utf-8").read().split("\n\n")[:20]) + "\n\n",
+                        encoding="utf-8")
+    stanza_parser.main(["--train_file", str(treebank), "--eval_file", str(treebank), "--lang", "de", "--shorthand",
+                        "de_gsd", "--no_pretrain", "--no_upos", "--no_xpos", "--no_ufeats", "--hidden_dim", "16",
+                        "--char_hidden_dim", "16", "--deep_biaff_hidden_dim", "16", "--deep_biaff_output_dim", "8",
+                        "--word_emb_dim", "16", "--char_emb_dim", "8", "--tag_emb_dim", "8", "--transformed_dim",
+                        "16", "--num_layers", "1", "--max_steps", "2", "--eval_interval", "2", "--batch_size", "300",
+                        "--no_checkpoint", "--save_dir", str(folder), "--save_name", "de_tiny_parser.pt", "--cpu",
+                        "--output_file", str(folder / "dev.pred.conllu")])
+    return str(folder / "de_tiny_parser.pt")
+
+
+def test_stanza_parses_german_with_its_full_distributions(tmp_path, capfd, stanza_german_model):
+    raw = tmp_path / "raw.de"
+    raw.write_text("\n".join(GERMAN) + "\n", encoding="utf-8")
+    arcs = tmp_path / "stanza.arcs.jsonl"
+    status, lines = run_parse(["dependency", "--backend", "stanza", "--lang", "de", "--raw", "--model",
+                               stanza_german_model, "--input", str(raw), "--output", str(arcs), "--device", "cpu"],
+                              capfd)
+    assert status == 0, lines
+    records = list(read_arc_distributions(str(arcs)))  # checked: each dependent's heads sum to <= 1, a tree
+    assert [record["words"] for record in records] == GERMAN_TOKENS
+    for record in records[:2]:
+        heads = {}
+        for dependent, head, probability, _ in record["arcs"]:
+            heads[dependent] = heads.get(dependent, 0) + probability
+        assert all(0.98 <= mass <= 1 + 1e-3 for mass in heads.values())  # the 1e-3 floor drops little
+        assert len(record["best"]) == len(record["words"])
+    assert json.loads((tmp_path / "stanza.arcs.jsonl.parse.json").read_text())["labels"] == "universal"
