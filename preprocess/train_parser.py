@@ -44,6 +44,8 @@ def get_parser() -> argparse.ArgumentParser:
     dependency = commands.add_parser("dependency", help="SuPar biaffine dependency parser on CoNLL-U")
     dependency.add_argument("--train", required=True, help="CoNLL-U (plain or .gz)")
     dependency.add_argument("--dev", required=True, help="CoNLL-U for model selection and the UAS/LAS report")
+    dependency.add_argument("--test", help="CoNLL-U neither trained on nor selected by (e.g. another treebank of the "
+                            "language): its UAS/LAS recorded beside dev's")
     _add_size_options(dependency, training.SuparSize)
 
     for name, help_text in (("crf-con", "SuPar CRF constituency parser"), ("benepar", "benepar ChartParser")):
@@ -111,6 +113,8 @@ def main(argv=None) -> None:
                                         args.batch_size or 5000, args.lr or training.SUPAR_OPTIMIZER["lr"], args.seed)
         measured = report.measure_dependency(args.output, dev)
         data, split = os.path.basename(args.train), os.path.basename(args.dev)
+        if args.test:
+            tested = report.measure_dependency(args.output, training.plain_copy(args.test, args.work_dir))
     elif args.command == "tagger":
         splits = training.prepare_ptb(args.ptb, args.work_dir, args.heldout, args.dev_fraction)
         train, dev = (sentences_from_trees(training.read_bracketed(splits[split])) for split in ("train", "dev"))
@@ -136,6 +140,10 @@ def main(argv=None) -> None:
     record = report.training_record(args.command, args.output, data, split, measured, state, sys.argv)
     if args.note:
         record["note"] = args.note
+    if getattr(args, "test", None):
+        record["test"] = {"split": os.path.basename(args.test), "scores": tested.scores,
+                          "evaluated_sentences": tested.sentences,
+                          "sentences_per_second": tested.sentences_per_second}
     path = args.record or record_path(args.output)
     report.write_record(path, record)
     print(f"{args.output}: {state.epochs} epochs ({state.minutes:.1f} min, best epoch {state.best_epoch}); "

@@ -26,7 +26,7 @@ from conftest import REPO, tiny_corpus
 ROOT = Path(REPO)
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 #: the docs/ pages the README links to, one per topic
-TOPICS = ["methods", "data", "parsers", "usage", "gpu", "results", "errors", "adding-a-method"]
+TOPICS = ["methods", "data", "parsers", "usage", "study", "gpu", "results", "errors", "adding-a-method"]
 #: the own-data example at the tests' size: the same commands with the tiny arch and one epoch
 SIZE_CUTS = {"--arch transformer_syntax_mask ": "--arch transformer_syntax_mask_tiny ",
              "--max-epoch 30": "--max-epoch 2", "--beam 5": "--beam 5 --max-len-a 0 --max-len-b 12"}
@@ -37,6 +37,8 @@ RUN_ELSEWHERE = {
     "fairseq-syntax-parse": "tests/core/test_parse_command.py",  # parsers.md, "Parse your corpus"
     "fairseq-train DATA": "tests/recipes/test_end_to_end.py",  # the distributed loop of docs/gpu.md
     "fairseq-interactive": "tests/recipes/test_interactive_parsing.py",  # raw text in, translation out (usage.md)
+    # study.md: init, plan, run (--jobs, --only, --executor slurm), status, report --readme on a tiny study
+    "fairseq-syntax-study": "tests/study/test_tiny_study.py",
     # parsers.md, "A cluster, step by step": the guide run as written on a small corpus
     **{program: "tests/recipes/test_large_corpus.py" for program in (
         "python3 -m fairseq_syntax.parsing.normalize", "python3 -m fairseq_syntax.cli.merge_dictionaries",
