@@ -1,0 +1,404 @@
+"""fairseq_syntax.study.prepare: a tiny study's data (the demo generator's corpus, its parses packed into a parse
+archive; sequence, mask with its random control over 2 seeds, udp) made once, exactly the grid's directories, as
+examples/prepare_translation.sh makes them: a second prepare changes nothing, a changed setting is refused naming
+the output, a killed prepare leaves nothing that looks whole, and a folder prepare_translation.sh made is adopted
+without a byte of it rewritten."""
+import gzip
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+from fairseq_syntax.study.config import load_study
+from fairseq_syntax.study.grid import data_directories, data_fingerprint
+from fairseq_syntax.study.prepare import MANIFEST, STAGING, PrepareError, damaged, prepare, subset_lines
+
+SPLITS = {"train": 60, "valid": 10, "test": 10}
+SUBSET = 50
+MERGES = 50
+STUDY = """\
+[study]
+name = "tiny"
+work = "{work}"
+[corpus]
+raw = "raw"
+text = "tokenized"
+subset = {subset}
+[parses]
+archive = "parses"
+[bpe]
+merges = {merges}
+[seeds]
+count = 2
+[[systems]]
+name = "sequence"
+[[systems]]
+name = "mask"
+controls = ["random"]
+[[systems]]
+name = "udp"
+"""
+#: the grid's data directories, by hand: Sequence and UDP read the sequence form (UDP its LDD side data), Mask the
+#: preorder form, its random control the preorder form of the random trees drawn with each training seed
+GRID = ["sequence", "preorder", "preorder.random", "preorder.random-s2"]
+STEPS = ["subset", "tokens", "parses:archive", "bpe", "controls:random", "controls:random-s2", "data-bin/sequence",
+         "data-bin/preorder", "data-bin/preorder.random", "data-bin/preorder.random-s2", "reference"]
+
+
+def write_study(folder: Path, work: str, merges: int = MERGES, name: str = "study.toml") -> Path:
+    path = folder / name
+    path.write_text(STUDY.format(work=work, subset=SUBSET, merges=merges), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """The demo generator's corpus as raw (already tokenized) text, and its gold parses packed into a parse archive
+    as prepare_translation.sh's PARSES reads it (the parser models it names are stand-in files)."""
+    from fairseq_syntax.parsing import archive
+    from fairseq_syntax.parsing.dependency import conllu_of_record
+
+    folder = tmp_path_factory.mktemp("study")
+    demo = folder / "demo"
+    subprocess.run([sys.executable, "examples/demo/make_data.py", "--out", str(demo), "--seed", "1",
+                    *[f"--{split}={count}" for split, count in SPLITS.items()]], cwd=REPO, check=True,
+                   capture_output=True)
+    raw, tok, models = folder / "raw", folder / "tok", folder / "parser-models"
+    for made in (raw, tok, models):
+        made.mkdir()
+    for split in SPLITS:
+        for lang in ("en", "de"):
+            shutil.copy(demo / f"{split}.{lang}", raw / f"{split}.{lang}")
+            shutil.copy(demo / f"{split}.{lang}", tok / f"{split}.{lang}")
+        shutil.copy(demo / f"{split}.tree", tok / f"{split}.tree")
+        lines = (demo / f"{split}.arcs.jsonl").read_text().splitlines()
+        with gzip.open(tok / f"{split}.arcs.jsonl.gz", "wt") as out:
+            out.write("".join(line + "\n" for line in lines))
+        (tok / f"{split}.conllu").write_text("".join(conllu_of_record(json.loads(line), k)
+                                                     for k, line in enumerate(lines, 1)))
+    for name in ("crf-con.pt", "tagger.pt", "biaffine.pt"):
+        (models / name).write_bytes(name.encode())
+    archive.pack(str(tok), str(folder / "parses"), "en", list(SPLITS),
+                 {"constituency": str(models / "crf-con.pt"), "tagger": str(models / "tagger.pt"),
+                  "dependency": str(models / "biaffine.pt")}, str(folder / "no-records"))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def prepared(corpus):
+    """The tiny study prepared once: (its config, the progress lines, the names prepare returned)."""
+    config = load_study(write_study(corpus, "work"))
+    lines = []
+    names = prepare(config, lines.append)
+    return config, lines, names
+
+
+def snapshot(folder: Path) -> dict:
+    return {str(path.relative_to(folder)): (path.stat().st_mtime_ns, path.stat().st_size)
+            for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+def test_prepare_makes_exactly_the_grids_directories(corpus, prepared):
+    config, lines, names = prepared
+    work = corpus / "work"
+    assert names == data_directories(config) == GRID
+    assert sorted(path.name for path in (work / "data-bin").iterdir()) == sorted(GRID)
+    assert not (work / STAGING).exists()
+    # one progress line a step, with its counts, then the summary
+    assert [line.split(":")[0] if not line.startswith("parses:") and not line.startswith("controls:")
+            else ":".join(line.split(":")[:2]) for line in lines[:-1]] == STEPS
+    assert lines[0] == f"subset: {SUBSET} of {SPLITS['train']} training pairs drawn (seed 1) into raw/train.{{en,de}}.gz"
+    assert f"pairs: train {SUBSET}, valid 10, test 10" in lines[1]
+    # the subset is examples/multi30k/subset.py's draw: the same line numbers, the raw lines at those numbers
+    spec = importlib.util.spec_from_file_location("subset", os.path.join(REPO, "examples/multi30k/subset.py"))
+    subset = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(subset)
+    chosen = subset.chosen_lines(SPLITS["train"], SUBSET, 1)
+    assert chosen == subset_lines(SPLITS["train"], SUBSET, 1)
+    assert (work / "raw/train.lines").read_text() == "".join(f"{n}\n" for n in chosen)
+    raw = (corpus / "raw/train.en").read_text().splitlines()
+    assert (work / "tok/train.en").read_text().splitlines() == [raw[n - 1] for n in chosen]
+    # what each directory holds: the LDD side data where UDP reads it, the control and seed where one was drawn
+    sequence = json.loads((work / "data-bin/sequence/syntax.json").read_text())
+    assert sequence["form"] == "sequence" and set(sequence["side_data"]) == {"ldd"}
+    assert list(json.loads((work / "data-bin/sequence/parsers.json").read_text())) == ["dependency"]
+    for name, control in (("preorder", None), ("preorder.random", {"structure": "random", "seed": 1}),
+                          ("preorder.random-s2", {"structure": "random", "seed": 2})):
+        meta = json.loads((work / "data-bin" / name / "syntax.json").read_text())
+        assert meta["form"] == "preorder" and set(meta["side_data"]) == {"parents"} and meta.get("control") == control
+        parsers = json.loads((work / "data-bin" / name / "parsers.json").read_text())
+        assert list(parsers) == ["constituency", "tagger"] + (["control"] if control else [])
+    # the two seeds' random trees differ (each line drawn from its seed and line number), the words do not
+    one, two = ((work / f"bpe/{name}/train.tree").read_text() for name in ("random", "random-s2"))
+    assert one != two and [t.split() for t in one.splitlines()] != [t.split() for t in two.splitlines()]
+    assert (work / "test.de.ref").read_bytes() == (corpus / "raw/test.de").read_bytes()
+    manifest = json.loads((work / MANIFEST).read_text())
+    assert list(manifest["steps"]) == STEPS
+
+
+def test_a_second_prepare_changes_nothing(corpus, prepared):
+    config, _, _ = prepared
+    before = snapshot(corpus / "work")
+    lines = []
+    assert prepare(config, lines.append) == GRID
+    assert snapshot(corpus / "work") == before
+    assert all(": made already, kept (" in line for line in lines[:-1]) and len(lines) == len(STEPS) + 1
+
+
+def test_a_changed_setting_is_refused_naming_the_output(corpus, prepared, tmp_path):
+    """bpe.merges changed: the BPE step stops before anything is written, in one line naming what it made and the
+    key that differs; the steps before it (same settings) are kept."""
+    shutil.copytree(corpus / "work", corpus / "work-merges", symlinks=True)
+    try:
+        config = load_study(write_study(corpus, "work-merges", merges=MERGES - 10, name="merges.toml"))
+        before = snapshot(corpus / "work-merges")
+        with pytest.raises(PrepareError) as refused:
+            prepare(config, lambda line: None)
+        message = str(refused.value)
+        assert "\n" not in message
+        assert message.startswith(f"{corpus / 'work-merges' / 'bpe' / 'codes'}: made from other inputs or settings")
+        assert f"bpe.merges: {MERGES} when made, {MERGES - 10} now" in message
+        assert snapshot(corpus / "work-merges") == before
+    finally:
+        shutil.rmtree(corpus / "work-merges")
+
+
+def test_missing_files_are_named_at_once_before_anything_runs(corpus, tmp_path):
+    (tmp_path / "raw").mkdir()
+    shutil.copy(corpus / "raw/train.en", tmp_path / "raw/train.en")
+    shutil.copytree(corpus / "parses", tmp_path / "parses")
+    study = write_study(tmp_path, "work")
+    study.write_text(study.read_text().replace('archive = "parses"', 'archive = "no-parses"'))
+    with pytest.raises(PrepareError) as refused:
+        prepare(load_study(study), lambda line: None)
+    assert str(refused.value).splitlines() == [
+        f"{study}: corpus.raw: {tmp_path / 'raw'} lacks train.de[.gz], valid.en[.gz], valid.de[.gz], test.en[.gz], "
+        "test.de[.gz] (corpus.train = 'train', corpus.valid = 'valid', corpus.test = 'test', corpus.source 'en', "
+        "corpus.target 'de')",
+        f"{study}: parses.archive: {tmp_path / 'no-parses'}: no parse archive there (no MANIFEST.json)"]
+    assert not (tmp_path / "work").exists()
+
+
+def test_a_killed_prepare_leaves_nothing_that_looks_whole(corpus, prepared):
+    """The last two control directories taken away (their records stay: made again), the prepare killed while it
+    builds the last one: no directory under its final name but the finished ones, each as recorded; the next
+    prepare makes the rest, the same bytes as the first time."""
+    config, _, _ = prepared
+    work = corpus / "work-killed"
+    shutil.copytree(corpus / "work", work, symlinks=True)
+    try:
+        recorded = {name: data_fingerprint(corpus / "work/data-bin" / name) for name in GRID}
+        for name in ("preorder.random", "preorder.random-s2"):
+            shutil.rmtree(work / "data-bin" / name)
+        study = write_study(corpus, "work-killed", name="killed.toml")
+        building = work / STAGING / "data-bin_preorder.random-s2" / "data-bin" / "preorder.random-s2"
+        process = subprocess.Popen([sys.executable, "-c", "import sys; from fairseq_syntax.study.config import "
+                                    "load_study; from fairseq_syntax.study.prepare import prepare; "
+                                    "prepare(load_study(sys.argv[1]))", str(study)], cwd=REPO,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 300
+        while not building.exists() and process.poll() is None and time.time() < deadline:
+            time.sleep(0.002)
+        process.send_signal(signal.SIGKILL)
+        assert process.wait() == -signal.SIGKILL  # killed, not finished
+        manifest = json.loads((work / MANIFEST).read_text())
+        for name in (path.name for path in (work / "data-bin").iterdir()):
+            outputs = manifest["steps"][f"data-bin/{name}"]["outputs"]
+            assert damaged(work / "data-bin" / name, outputs[f"data-bin/{name}"]) is None, name
+        assert not (work / "data-bin/preorder.random-s2").exists()
+        assert (work / "data-bin/preorder.random").is_dir()  # finished before the kill
+        lines = []
+        assert prepare(load_study(study), lines.append) == GRID
+        assert "data-bin/preorder.random-s2: made again (data-bin/preorder.random-s2: missing)" in lines
+        assert {name: data_fingerprint(work / "data-bin" / name) for name in GRID} == recorded
+        assert not (work / STAGING).exists()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def legacy(corpus, prepared):
+    """examples/prepare_translation.sh on the same subset, parse archive and BPE size, with the random control of
+    seed 2 (CONTROLS=random CONTROL_SEEDS=2): the folder examples/multi30k/prepare.sh makes."""
+    raw, out = corpus / "legacy-raw", corpus / "legacy"
+    subprocess.run([sys.executable, "examples/multi30k/subset.py", str(corpus / "raw"), str(raw), "--pairs",
+                    str(SUBSET), "--seed", "1"], cwd=REPO, check=True, capture_output=True)
+    for lang in ("en", "de"):
+        for split in ("valid", "test"):
+            shutil.copy(corpus / f"raw/{split}.{lang}", raw / f"{split}.{lang}")
+    env = {**os.environ, "PARSES": str(corpus / "parses"), "BPE_SIZE": str(MERGES), "CONTROLS": "random",
+           "CONTROL_SEEDS": "2", "MODELS": str(corpus / "no-models")}
+    result = subprocess.run(["bash", "examples/prepare_translation.sh", str(raw), str(out), "en", "de", "tokenized",
+                             "train:train", "valid:valid", "test:test"], cwd=REPO, env=env, capture_output=True,
+                            text=True, timeout=1200)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (out / "raw").mkdir()  # prepare.sh's subset.py leaves the subset there
+    for name in ("train.en.gz", "train.de.gz", "train.lines"):
+        shutil.copy(raw / name, out / "raw" / name)
+    (out / "test.de.ref").write_bytes((corpus / "raw/test.de").read_bytes())
+    return out
+
+
+def test_the_same_data_as_prepare_translation(corpus, prepared, legacy):
+    """Every directory both make holds the same binarized data, dictionaries and parsers.json; BPE and parses the
+    same bytes. syntax.json differs in one way only: the study's sequence form is made from placeholder trees (it
+    reads no structure), so it records pos_tags "untagged" and no preterminal modes."""
+    work = corpus / "work"
+    for name in ("sequence", "preorder", "preorder.random-s2"):
+        assert data_fingerprint(work / "data-bin" / name) == data_fingerprint(legacy / "data-bin" / name), name
+        assert (work / "data-bin" / name / "parsers.json").read_text() == \
+            (legacy / "data-bin" / name / "parsers.json").read_text(), name
+        mine, theirs = (json.loads((folder / "data-bin" / name / "syntax.json").read_text())
+                        for folder in (work, legacy))
+        if name == "sequence":
+            assert (mine.pop("pos_tags"), theirs.pop("pos_tags")) == ("untagged", "tagged")
+            for meta in (mine, theirs):
+                for split in meta["splits"].values():
+                    split.pop("preterminal_modes")
+        assert mine == theirs, name
+    for path in ("bpe/codes", "bpe/vocab.en", "bpe/train.en", "bpe/test.de", "tok/train.en", "tok/valid.tree",
+                 "tok/parses.json", "bpe/random-s2/train.tree"):
+        assert (work / path).read_bytes() == (legacy / path).read_bytes(), path
+
+
+def test_a_folder_made_by_prepare_translation_is_adopted_as_it_is(corpus, legacy, tmp_path):
+    """No record there: every step is rebuilt in the staging folder and compared; the legacy outputs are recorded
+    as they are (not one rewritten), what the grid lacks (the seed-1 control) is made; a prepare after it finds
+    everything made. A legacy output that differs from the rebuild is refused, naming it."""
+    work = corpus / "work-legacy"
+    shutil.copytree(legacy, work, symlinks=True)
+    try:
+        before = snapshot(work)
+        config = load_study(write_study(corpus, "work-legacy", name="legacy.toml"))
+        lines = []
+        assert prepare(config, lines.append) == GRID
+        after = snapshot(work)
+        assert {path: stamp for path, stamp in after.items() if path in before} == before
+        made = sorted({path.split("/")[1] for path in set(after) - set(before) if path.startswith("data-bin/")})
+        assert made == ["preorder.random"]
+        adopted = [line.split(":")[0] for line in lines if "identical to a rebuild" in line]
+        assert adopted == ["subset", "tokens", "parses", "bpe", "controls", "data-bin/sequence", "data-bin/preorder",
+                           "data-bin/preorder.random-s2", "reference"]
+        again = []
+        prepare(config, again.append)
+        assert all(": made already, kept (" in line for line in again[:-1])
+        assert snapshot(work) == after
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(legacy, work, symlinks=True)
+    try:
+        vocabulary = work / "bpe/vocab.en"
+        vocabulary.write_text(vocabulary.read_text() + "extra 1\n")
+        with pytest.raises(PrepareError) as refused:
+            prepare(load_study(corpus / "legacy.toml"), lambda line: None)
+        assert str(refused.value).startswith(f"{vocabulary}: there without a record in {work / MANIFEST}, and not what "
+                                             f"{corpus / 'legacy.toml'} makes (other content)")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_a_second_prepare_started_meanwhile_waits_then_finds_everything_made(corpus, prepared):
+    """WORK/prepare.lock held (as by a prepare in progress): another prepare says it waits, and once the lock is
+    given back finds every step made."""
+    import fcntl
+    import threading
+
+    config, _, _ = prepared
+    lines, names = [], []
+    with open(corpus / "work" / "prepare.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        waiting = threading.Thread(target=lambda: names.extend(prepare(config, lines.append)))
+        waiting.start()
+        deadline = time.time() + 120
+        while not lines and time.time() < deadline:
+            time.sleep(0.01)
+        assert lines == [f"waiting for another preparation of {corpus / 'work'} (prepare.lock) to end"]
+        fcntl.flock(lock, fcntl.LOCK_UN)
+    waiting.join(timeout=300)
+    assert names == GRID
+    assert all(": made already, kept (" in line for line in lines[1:-1]) and len(lines) == len(STEPS) + 2
+
+
+PARSER_STUB = '''#!/usr/bin/env python3
+"""A stand-in fairseq-syntax-parse: records its arguments, writes a flat tree (NN over each word) or a left chain."""
+import argparse, gzip, json, os, sys
+with open(os.environ["PARSE_STUB_LOG"], "a") as log:
+    log.write(json.dumps(sys.argv[1:]) + "\\n")
+parser = argparse.ArgumentParser()
+parser.add_argument("kind")
+for option in ("--backend", "--model", "--tagger", "--lang", "--input", "--output", "--conllu", "--workers",
+               "--num-shards"):
+    parser.add_argument(option)
+args = parser.parse_args()
+sentences = [line.split() for line in open(args.input)]
+if args.kind == "constituency":
+    with open(args.output, "w") as out:
+        out.write("".join("(S " + " ".join(f"(NN {w})" for w in words) + ")\\n" for words in sentences))
+else:
+    from fairseq_syntax.parsing.dependency import conllu_of_record
+    records = [{"words": words, "arcs": [[k, k - 1, 1.0, {"root" if k == 1 else "dep": 1.0}]
+                                         for k in range(1, len(words) + 1)],
+                "best": [[k - 1, "root" if k == 1 else "dep"] for k in range(1, len(words) + 1)]}
+               for words in sentences]
+    with gzip.open(args.output, "wt") as out:
+        out.write("".join(json.dumps(record) + "\\n" for record in records))
+    with open(args.conllu, "w") as out:
+        out.write("".join(conllu_of_record(record, k) for k, record in enumerate(records, 1)))
+from fairseq_syntax.parsing.parse_records import write_record
+models = {args.kind: args.model} | ({"tagger": args.tagger} if args.tagger else {})
+write_record([args.output] + ([args.conllu] if args.conllu else []), args.kind, args.backend, models,
+             "universal" if args.kind == "dependency" else None, args.input, args.lang, False)
+'''
+
+
+def test_the_parsers_the_file_names_parse_the_source_side(corpus, tmp_path, monkeypatch):
+    """No archive: fairseq-syntax-parse runs each parser the file names on each split's tokens (a stand-in here),
+    once; the data directories record the parsers (a pretrained name as given, a file by name and digest)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "fairseq-syntax-parse").write_text(PARSER_STUB)
+    (bin_dir / "fairseq-syntax-parse").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("PARSE_STUB_LOG", str(tmp_path / "calls.jsonl"))
+    monkeypatch.setenv("PYTHONPATH", REPO)
+    shutil.copytree(corpus / "raw", tmp_path / "raw")
+    (tmp_path / "biaffine.pt").write_bytes(b"a dependency parser")
+    study = tmp_path / "study.toml"
+    study.write_text(STUDY.format(work="work", subset=0, merges=MERGES)
+                     .replace('archive = "parses"', 'constituency = "crf-con-en"\ndependency = "biaffine.pt"\n'
+                                                   'workers = 2')
+                     .replace('controls = ["random"]\n', "").replace("count = 2", "count = 1"))
+    lines = []
+    assert prepare(load_study(study), lines.append) == ["sequence", "preorder"]
+    work = tmp_path / "work"
+    calls = [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
+    staging = {split: work / STAGING / "parses_constituency" / "tok" for split in SPLITS}
+    assert calls[:3] == [["constituency", "--backend", "crf-con", "--model", "crf-con-en", "--lang", "en", "--input",
+                          str(work / f"tok/{split}.en"), "--output", str(staging[split] / f"{split}.tree"),
+                          "--workers", "2", "--num-shards", "2"] for split in SPLITS]
+    assert [call[:5] for call in calls[3:]] == [["dependency", "--backend", "biaffine", "--model",
+                                                 str(tmp_path / "biaffine.pt")]] * 3
+    assert "parses:constituency: lines parsed by crf-con-en: train 60, valid 10, test 10; 0 fallback lines" \
+        in "\n".join(lines)
+    preorder = json.loads((work / "data-bin/preorder/syntax.json").read_text())
+    assert preorder["parser"] == {"backend": "crf-con", "model": "crf-con-en", "tagger": None}
+    assert json.loads((work / "data-bin/preorder/parsers.json").read_text()) == {"constituency": {"model": "crf-con-en"}}
+    dependency = json.loads((work / "data-bin/sequence/parsers.json").read_text())["dependency"]
+    assert dependency["model"] == "biaffine.pt" and len(dependency["sha256"]) == 16
+    assert dependency["labels"] == "universal"  # the parse record's scheme, which the LDD groups were made with
+    assert json.loads((work / "data-bin/sequence/syntax.json").read_text())["ldd"]["labels"] == "universal"
+    assert json.loads((work / "tok/valid.arcs.jsonl.parse.json").read_text())["input"]["file"] == "valid.en"
+    assert (work / "tok/train.tree").read_text().splitlines()[0] == \
+        "(S " + " ".join(f"(NN {w})" for w in (work / "tok/train.en").read_text().split("\n")[0].split()) + ")"
+    # parsed once: a second prepare runs no parser
+    prepare(load_study(study), lambda line: None)
+    assert len((tmp_path / "calls.jsonl").read_text().splitlines()) == 6
