@@ -104,8 +104,11 @@ def conllu_bytes(arcs_lines: list[bytes], numbers: list[int], path: str) -> byte
 
 
 def pack(tok_dir: str, archive: str, source: str, splits: list[str], models: dict[str, str],
-         records_dir: str) -> dict:
-    """Writes ARCHIVE (module docstring) from TOK_DIR's parses; returns the manifest."""
+         records_dir: str, kinds: tuple[str, ...] = (TREES, ARCS)) -> dict:
+    """Writes ARCHIVE (module docstring) from TOK_DIR's parses; returns the manifest. ``kinds``: the parses it holds
+    (a source language with no constituency parser here: the dependency arcs only, ``(ARCS,)``)."""
+    if ARCS not in kinds or not set(kinds) <= {TREES, ARCS}:
+        raise ArchiveError(f"an archive holds the arcs and optionally the trees, not {list(kinds)}")
     manifest = {"format": FORMAT, "source": source, "splits": {},
                 "parsers": describe_parsers(models, read_parser_records(records_dir))}
     compressed = {}
@@ -114,7 +117,7 @@ def pack(tok_dir: str, archive: str, source: str, splits: list[str], models: dic
         tokens = read_bytes(token_path)
         count = len(lines_of(tokens, token_path))
         entry = {"lines": count, "tokens_sha256": sha256(tokens), "files": {}, "fallbacks": {}}
-        for kind in (TREES, ARCS):
+        for kind in kinds:
             path = os.path.join(tok_dir, f"{split}.{kind}")
             data = read_bytes(path)
             if len(lines_of(data, path)) != count:
@@ -228,8 +231,10 @@ def unpack_split(archive: str, manifest: dict, tok_dir: str, source: str, split:
     whole = sha256(token_data) == entry["tokens_sha256"]
     chosen = list(range(1, len(tokens) + 1)) if whole else \
         matching_lines(tokens, archived_words, token_path, archive, split)
-    trees = stored_lines(archive, entry, TREES)
-    picked = {TREES: [trees[k - 1] for k in chosen], ARCS: [arcs[k - 1] for k in chosen]}
+    picked = {ARCS: [arcs[k - 1] for k in chosen]}
+    if TREES in entry["files"]:  # an archive of a language without a constituency parser holds the arcs only
+        trees = stored_lines(archive, entry, TREES)
+        picked = {TREES: [trees[k - 1] for k in chosen], **picked}
     fallbacks = 0
     for kind, lines in picked.items():
         path = os.path.join(tok_dir, f"{split}.{kind}")
@@ -293,6 +298,8 @@ def get_parser() -> argparse.ArgumentParser:
     pack_command.add_argument("--records", default=os.path.join(os.path.dirname(__file__), "..", "..",
                                                                 "preprocess", "runs"),
                               help="folder of the parser run records (default: the repository's preprocess/runs)")
+    pack_command.add_argument("--arcs-only", action="store_true",
+                              help="the dependency parses only (a source language with no constituency parser)")
     verify_command = commands.add_parser("verify", help="check ARCHIVE's checksums")
     verify_command.add_argument("archive")
     unpack_command = commands.add_parser("unpack", help="write the parses of TOK_DIR's tokens from ARCHIVE")
@@ -315,7 +322,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         if args.command == "pack":
             models = role_models(parser, args.models)
-            manifest = pack(args.tok_dir, args.archive, args.source, args.splits, models, args.records)
+            manifest = pack(args.tok_dir, args.archive, args.source, args.splits, models, args.records,
+                            (ARCS,) if args.arcs_only else (TREES, ARCS))
             total = sum(os.path.getsize(os.path.join(args.archive, name)) for name in os.listdir(args.archive))
             contents = ", ".join(f"{split} ({entry['lines']} lines)" for split, entry in manifest["splits"].items())
             print(f"{args.archive}: parses of {contents}; {total / 1e6:.2f} MB", file=sys.stderr)

@@ -146,3 +146,24 @@ def test_the_command_prints_one_line_on_error(packed, tmp_path, capsys):
     _, store = packed
     with pytest.raises(SystemExit, match=r"^error: .*nowhere/train.en: no such file"):
         archive.main(["unpack", store, str(tmp_path / "nowhere"), "--source", "en", "--splits", "train"])
+
+
+def test_an_archive_of_the_arcs_only_gives_back_the_arcs_and_no_trees(tmp_path):
+    """A source language without a constituency parser (German here): the dependency parses alone are packed
+    (``--arcs-only``), and unpacking writes the arcs, their fallbacks and the CoNLL-U, and no tree file."""
+    tok, store = str(tmp_path / "tok"), str(tmp_path / "parses")
+    make_parsed(tok)
+    for name in ("train.tree", "train.tree.skipped"):
+        os.remove(os.path.join(tok, name))
+    with pytest.raises(archive.ArchiveError, match="train.tree: no such file"):  # both kinds by default
+        archive.pack(tok, store, "en", ["train"], {}, str(tmp_path / "no-records"))
+    archive.main(["pack", tok, store, "--source", "en", "--splits", "train", "--records", str(tmp_path / "none"),
+                  "--arcs-only"])
+    assert sorted(os.listdir(store)) == ["MANIFEST.json", "SHA256SUMS", "train.arcs.jsonl.xz"]
+    fresh = str(tmp_path / "fresh")
+    write_tok(fresh, "train", SENTENCES)
+    [done] = archive.unpack(store, fresh, "en", ["train"])
+    assert (done.lines, done.whole, done.fallbacks) == (4, True, 1)
+    for name in ("train.arcs.jsonl.gz", "train.conllu", "train.arcs.jsonl.gz.skipped"):
+        assert read(os.path.join(fresh, name)) == read(os.path.join(tok, name)), name
+    assert not os.path.exists(os.path.join(fresh, "train.tree"))
