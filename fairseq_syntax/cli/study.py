@@ -19,6 +19,7 @@ from pathlib import Path
 
 from fairseq_syntax.study.config import ConfigError, load_study, template
 from fairseq_syntax.study.runner import StudyError
+from fairseq_syntax.study.slurm import SlurmError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         for problem in error.problems:
             print(f"error: {problem}", file=sys.stderr)
         return 2
-    except StudyError as error:
+    except (StudyError, SlurmError) as error:
         for line in str(error).splitlines():
             print(f"error: {line}", file=sys.stderr)
         return 2

@@ -156,7 +156,7 @@ def run_study(config: StudyConfig, executor: str, jobs: int, only: list[str] | N
 
 def _run_on_slurm(config: StudyConfig, tasks: list[RunTask], progress) -> list:
     from fairseq_syntax.study.runner import RunOutcome, execute
-    from fairseq_syntax.study.slurm import SlurmSettings, run_jobs
+    from fairseq_syntax.study.slurm import SlurmSettings, failure_line, run_jobs
 
     slurm = config["slurm"]
     settings = SlurmSettings(partition=slurm["partition"] or None, cpus_per_job=slurm["cpus_per_job"],
@@ -168,7 +168,7 @@ def _run_on_slurm(config: StudyConfig, tasks: list[RunTask], progress) -> list:
     outcomes = []
     for task, result in results:
         if isinstance(result, BaseException):
-            outcomes.append(RunOutcome(task.run_name, "failed", f"{type(result).__name__}: {result}".splitlines()[0]))
+            outcomes.append(RunOutcome(task.run_name, "failed", failure_line(result)))
         else:
             outcomes.append(result)
     return outcomes

@@ -81,12 +81,13 @@ def score_over_seeds(config: StudyConfig, system: str) -> Path:
         raise StudyError(f"{runs}/{system}.seed{own[0]}.run.json: the run's record is missing")
     hyps = [str(kept(runs / f"{system}.seed{seed}.gen")) for seed in own]
     logs = [str(kept(runs / f"{system}.seed{seed}.train.log")) for seed in own]
-    args = [",".join(hyps), str(reference_path(config))]
+    args, names = [",".join(hyps), str(reference_path(config))], []
     for partner in compared_with(config, system):
         theirs = finished_seeds(config, partner)
-        if theirs:
-            args += [",".join(str(kept(runs / f"{partner}.seed{seed}.gen")) for seed in theirs),
-                     "--baseline-name", partner]
+        if theirs:  # the partners' decodes are positional: all of them before the options, their names in order
+            args.append(",".join(str(kept(runs / f"{partner}.seed{seed}.gen")) for seed in theirs))
+            names += ["--baseline-name", partner]
+    args += names
     args += ["--lang", config["corpus"]["target"], "--bootstrap", str(config["test"]["bootstrap_rounds"])]
     for option, key in (("--device", "device"), ("--decode-command", "decode_command")):
         if first.get(key):
