@@ -107,11 +107,11 @@ def find_run(config: StudyConfig, name: str) -> Run:
 # -- what is kept of a run ----------------------------------------------------------------------------------------
 
 def kept(path: Path) -> Path | None:
-    """The kept form of a run's file (``FILE.gz``, ``FILE``, or packed in the runs' archive), else None."""
-    for candidate in (Path(f"{path}.gz"), path):
-        if candidate.is_file() or packed_runs.has(candidate):
-            return candidate
-    return None
+    """The kept form of a run's file: ``FILE.gz`` (there or packed in the runs' archive), else None. Not ``FILE``:
+    a run writes its decode and logs plain while it runs and gzips them once whole, so a plain file is one in progress
+    (or left by a run killed partway), never a finished run's."""
+    candidate = Path(f"{path}.gz")
+    return candidate if candidate.is_file() or packed_runs.has(candidate) else None
 
 
 def read_record(path: Path) -> dict | None:
@@ -289,11 +289,13 @@ def decode(config: StudyConfig, run: Run) -> bool:
                                 env=_environment(config), cwd=REPO_ROOT, pass_fds=tuple(_CLAIMS)).returncode
     if status != 0:
         return False
-    write_kept_decode(str(output), f"{output}.gz")
+    # the kept decode appears whole or not at all: it is what marks the run decoded
+    write_kept_decode(str(output), f"{output}.partial.gz")  # gzipped: its name ends in .gz
+    os.replace(f"{output}.partial.gz", f"{output}.gz")
     output.unlink()
     for path in (runs / f"{run.name}.train.log", log):
         make_log_portable(str(path), str(work), REPO_ROOT)
-        path.with_name(path.name + ".gz").write_bytes(gzip.compress(path.read_bytes(), mtime=0))
+        packed_runs.write_atomically(path.with_name(path.name + ".gz"), gzip.compress(path.read_bytes(), mtime=0))
         path.unlink()
     return True
 
