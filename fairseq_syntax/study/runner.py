@@ -111,7 +111,8 @@ def kept(path: Path) -> Path | None:
     a run writes its decode and logs plain while it runs and gzips them once whole, so a plain file is one in progress
     (or left by a run killed partway), never a finished run's."""
     candidate = Path(f"{path}.gz")
-    return candidate if candidate.is_file() or packed_runs.has(candidate) else None
+    # find_member, not packed_runs.has: has() also answers for the plain twin of a .gz name
+    return candidate if candidate.is_file() or packed_runs.find_member(candidate) is not None else None
 
 
 def read_record(path: Path) -> dict | None:
