@@ -47,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("study", help="the study file (TOML)")
     report.add_argument("--readme", metavar="FILE",
                         help="also write the short answer between the study-answer markers of FILE (e.g. README.md)")
+    report.add_argument("--out", metavar="FOLDER", help="write RESULTS.md, RESULTS.json and seeds.png into FOLDER "
+                        "instead of study.report (to compare with the committed ones)")
     return parser
 
 
@@ -93,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
             return run_study(config, executor, jobs, only=args.only)
         from fairseq_syntax.study.report import write_report
 
-        for line in write_report(config, readme=args.readme):
+        for line in write_report(config, readme=args.readme, out=args.out):
             print(line)
         return 0
     except ConfigError as error:

@@ -113,8 +113,8 @@ def runaway_section(config: StudyConfig) -> tuple[list[str], dict]:
     return lines, info
 
 
-def write_report(config: StudyConfig, readme: str | None = None) -> list[str]:
-    """Write the report (module docstring); the lines to print."""
+def write_report(config: StudyConfig, readme: str | None = None, out: str | None = None) -> list[str]:
+    """Write the report (module docstring) into ``out``, by default the study's report folder; the lines to print."""
     from fairseq_syntax.evaluation.results import results_of_runs
     from fairseq_syntax.evaluation.tables import write_results
     from fairseq_syntax.study.commands import grid_states
@@ -124,7 +124,7 @@ def write_report(config: StudyConfig, readme: str | None = None) -> list[str]:
         raise StudyError("\n".join(problems))
     states = grid_states(config)
     rescore_stale(config)
-    folder = config.folder("report")
+    folder = Path(out) if out else config.folder("report")
     folder.mkdir(parents=True, exist_ok=True)
     out_md = folder / "RESULTS.md"
     markdown, data = results_of_runs([runs_dir(config)], comparisons_of(config))
