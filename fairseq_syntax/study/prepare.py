@@ -66,6 +66,7 @@ from fairseq_syntax.study.runner import REPO_ROOT, StudyError
 
 MANIFEST = "prepared.json"
 LOCK = "prepare.lock"
+_HELD_LOCKS: tuple[int, ...] = ()  # the lock's descriptor while a prepare holds it, inherited by each step's process
 STAGING = ".staging"
 FORMAT = 1
 SPLITS = ("train", "valid", "test")
@@ -284,6 +285,10 @@ class Preparation:
             archive = self.config.resolve(parses["archive"])
             if not (archive / "MANIFEST.json").is_file():
                 problems.append(f"{where}: parses.archive: {archive}: no parse archive there (no MANIFEST.json)")
+            elif self.needs.trees and TREES not in _archive_kinds(archive):
+                problems.append(f"{where}: parses.archive: {archive} holds dependency parses only (packed with "
+                                "--arcs-only), and the grid's systems read tree input forms: give parses.constituency "
+                                "too, or an archive with trees")
         else:
             for kind, needed, readers in (("constituency", self.needs.trees, "tree input forms"),
                                           ("dependency", self.needs.arcs, "dependency side data (src_ldd)")):
@@ -526,8 +531,9 @@ class Preparation:
         from fairseq_syntax.parsing import archive
 
         store = self.config.resolve(self.config["parses"]["archive"])
-        outputs = [f"tok/{split}.{kind}" for split in SPLITS for kind in (TREES, ARCS, CONLLU)] + ["tok/parses.json"]
-        optional = [f"tok/{split}.{kind}.skipped" for split in SPLITS for kind in (TREES, ARCS)]
+        kinds = _archive_kinds(store)  # an archive packed with --arcs-only holds no trees
+        outputs = [f"tok/{split}.{kind}" for split in SPLITS for kind in kinds] + ["tok/parses.json"]
+        optional = [f"tok/{split}.{kind}.skipped" for split in SPLITS for kind in kinds if kind != CONLLU]
         recipe = {"parses.archive": "sha256:" + archive.sha256((store / archive.MANIFEST).read_bytes()),
                   "corpus.source": self.src, **self.token_inputs()}
 
@@ -649,7 +655,7 @@ class Preparation:
                        str(tokens), *outputs, "--workers", workers, "--num-shards", workers]
         with open(log, "w", encoding="utf-8") as out:
             status = subprocess.run([*program, *options], stdout=out, stderr=subprocess.STDOUT, cwd=REPO_ROOT,
-                                    env=_environment()).returncode
+                                    env=_environment(), pass_fds=_HELD_LOCKS).returncode
         if status != 0:
             raise PrepareError(f"{self.config.path}: parses.{kind}: parsing {tokens.name} with {parses[kind]} failed: "
                                f"{_error_line(log)} (the whole log: {log})")
@@ -788,7 +794,8 @@ class Preparation:
         log = scratch / "preprocess.log"
         with open(log, "w", encoding="utf-8") as out:
             status = subprocess.run([sys.executable, "-m", "fairseq_syntax.cli.preprocess", *arguments], stdout=out,
-                                    stderr=subprocess.STDOUT, cwd=REPO_ROOT, env=_environment()).returncode
+                                    stderr=subprocess.STDOUT, cwd=REPO_ROOT, env=_environment(),
+                                    pass_fds=_HELD_LOCKS).returncode
         if status != 0:
             raise PrepareError(f"fairseq-syntax-preprocess ({destination.name}): {_error_line(log)} (the whole log: "
                                f"{log})")
@@ -912,10 +919,15 @@ class Preparation:
             except BlockingIOError:
                 self.progress(f"waiting for another preparation of {self.work} ({LOCK}) to end")
                 fcntl.flock(lock, fcntl.LOCK_EX)
+            global _HELD_LOCKS
+            # every step's process holds the lock too: a prepare killed mid-step leaves its child writing into the
+            # staging folder, and the next prepare must wait for that child before it clears the folder
+            _HELD_LOCKS = (lock.fileno(),)
             try:
                 self.read_manifest()
                 self.steps()
             finally:
+                _HELD_LOCKS = ()
                 fcntl.flock(lock, fcntl.LOCK_UN)
         names = data_directories(self.config)
         self.progress(f"prepared: {len(names)} data directories in {self.work / 'data-bin'}: {', '.join(names)}")
@@ -1003,11 +1015,20 @@ def parse_program() -> list[str] | None:
     return None
 
 
+def _archive_kinds(store: Path) -> list[str]:
+    """The parse files a parse archive holds for every split (TREES, ARCS, CONLLU; ARCS and CONLLU only for an
+    archive packed with ``--arcs-only``), in that order."""
+    splits = json.loads((store / "MANIFEST.json").read_text(encoding="utf-8")).get("splits", {})
+    held = set.intersection(*(set(entry.get("files", {})) for entry in splits.values())) if splits else set()
+    return [kind for kind in (TREES, ARCS, CONLLU) if kind in held]
+
+
 def _subword_nmt(arguments: list[str], log: Path, stdin=None, stdout=None) -> None:
     """``subword-nmt ARGUMENTS`` (its console script's entry point, by this Python)."""
     with open(log, "a", encoding="utf-8") as err:
         status = subprocess.run([sys.executable, "-c", "from subword_nmt.subword_nmt import main; main()",
-                                 *arguments], stdin=stdin, stdout=stdout or err, stderr=err).returncode
+                                 *arguments], stdin=stdin, stdout=stdout or err, stderr=err,
+                                pass_fds=_HELD_LOCKS).returncode
     if status != 0:
         raise PrepareError(f"subword-nmt {arguments[0]} failed: {_last_line(log)} (the whole log: {log})")
 
