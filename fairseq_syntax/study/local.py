@@ -1,19 +1,24 @@
 """The local executor: N runs at once on this machine, each in a process of its own on cores of its own.
 
 Each run is ``python -m fairseq_syntax.study.runner STUDY.toml RUN`` (:func:`fairseq_syntax.study.runner.execute`),
-its console output in ``WORK/logs/RUN.log``. Slot ``i`` of ``jobs`` gets cores ``i*T .. i*T+T-1`` (T:
-``training.threads``, modulo the machine's cores) by CPU affinity, so two runs of one thread each never share a core.
+its console output in ``WORK/logs/RUN.log``. Each run gets ``training.threads`` cores of its own by CPU affinity,
+claimed with a ``flock`` on ``TMPDIR/fairseq-syntax-study-cores-UID/coreN.lock`` that the run's process inherits: so
+two runs never share a core, whether they are of one ``run --jobs N`` or of two studies run at once on one machine
+(each pool takes the cores the other has not claimed). A run waits while fewer cores than it needs are free, so
+``--jobs`` beyond the free cores runs as many at once as there are cores for.
 A progress line is printed whenever a run starts or ends and every ``interval`` seconds: the runs done / to do, the
 elapsed time with an estimate of the rest, and the current runs' epochs (read from their training logs). Interrupted
 (Ctrl-C, a killed ``run``), the children are stopped; the next ``run`` goes on from their checkpoints.
 """
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -34,9 +39,31 @@ def current_epoch(log: Path) -> int | None:
     return int(found[-1]) if found else None
 
 
-def _cores(slot: int, threads: int) -> set[int]:
-    available = sorted(os.sched_getaffinity(0))
-    return {available[(slot * threads + offset) % len(available)] for offset in range(threads)}
+def core_claims_folder() -> Path:
+    """Where this user's runs claim their cores, one lock file a core (shared by every study on the machine)."""
+    folder = Path(tempfile.gettempdir()) / f"fairseq-syntax-study-cores-{os.getuid()}"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def claim_cores(threads: int) -> tuple[set[int], list[int]] | None:
+    """``threads`` cores of this process's affinity that no other run holds, with the open lock files that hold
+    them (to be passed to the run's process and closed once it is started); None when fewer are free."""
+    cores, held = set(), []
+    for core in sorted(os.sched_getaffinity(0)):
+        descriptor = os.open(core_claims_folder() / f"core{core}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(descriptor)
+            continue
+        cores.add(core)
+        held.append(descriptor)
+        if len(cores) == threads:
+            return cores, held
+    for descriptor in held:
+        os.close(descriptor)
+    return None
 
 
 def _eta(elapsed: float, finished: int, remaining: int) -> str:
@@ -56,6 +83,7 @@ def run_local(config: StudyConfig, tasks: Sequence[RunTask], jobs: int, progress
     active: dict[int, tuple[subprocess.Popen, RunTask]] = {}
     outcomes: list[RunOutcome] = []
     started, last_line = time.time(), 0.0
+    waiting_for_cores = False
     total = len(waiting)
 
     def report(now: float) -> None:
@@ -71,13 +99,27 @@ def run_local(config: StudyConfig, tasks: Sequence[RunTask], jobs: int, progress
             changed = False
             for slot in range(jobs):
                 if slot not in active and waiting:
+                    claim = claim_cores(min(threads, len(os.sched_getaffinity(0))))
+                    if claim is None:  # every core is another run's: wait for one to end
+                        if not waiting_for_cores:
+                            progress(f"== {len(waiting)} runs waiting for a free core (the claims in "
+                                     f"{core_claims_folder()})")
+                            waiting_for_cores = True
+                        break
+                    waiting_for_cores = False
+                    cores, held = claim
                     task = waiting.pop(0)
-                    cores = _cores(slot, threads)
-                    with open(logs / f"{task.run_name}.log", "a", encoding="utf-8") as log:
-                        child = subprocess.Popen(
-                            [sys.executable, "-m", "fairseq_syntax.study.runner", task.config_path, task.run_name],
-                            stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT, start_new_session=True,
-                            preexec_fn=lambda cores=cores: os.sched_setaffinity(0, cores))
+                    try:
+                        with open(logs / f"{task.run_name}.log", "a", encoding="utf-8") as log:
+                            # the run's process holds the claims until it ends, even if this pool is killed
+                            child = subprocess.Popen(
+                                [sys.executable, "-m", "fairseq_syntax.study.runner", task.config_path,
+                                 task.run_name], stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT,
+                                start_new_session=True, pass_fds=tuple(held),
+                                preexec_fn=lambda cores=cores: os.sched_setaffinity(0, cores))
+                    finally:
+                        for descriptor in held:
+                            os.close(descriptor)
                     active[slot] = (child, task)
                     progress(f"== start {task.run_name} on core(s) {','.join(map(str, sorted(cores)))} "
                              f"(log: {logs / (task.run_name + '.log')})")

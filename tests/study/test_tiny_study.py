@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -61,9 +62,15 @@ controls = ["random"]
 RUNS = ["sequence.seed1", "sequence.seed2", "mask.seed1", "mask.seed2", "mask_random.seed1", "mask_random.seed2"]
 
 
+#: the tiny study's runs claim their cores here (fairseq_syntax.study.local), not beside this machine's real runs,
+#: whose claims would keep them waiting; this module's runs still compete with each other for the cores
+CORE_CLAIMS = tempfile.mkdtemp(prefix="tiny-study-cores-")
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "TMPDIR": CORE_CLAIMS}
+
+
 def study(*args, cwd, timeout=900, check=True):
     result = subprocess.run(["fairseq-syntax-study", *args], cwd=cwd, capture_output=True, text=True,
-                            timeout=timeout, env={**os.environ, "OMP_NUM_THREADS": "1"})
+                            timeout=timeout, env=ENV)
     if check:
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return result
@@ -196,7 +203,8 @@ def test_a_killed_run_resumes_and_two_runs_at_once_train_it_once(finished, tmp_p
     kept = {path: path.stat().st_mtime_ns for path in (folder / "runs").glob("*.seed[12].*")}
     log = folder / "runs" / "sequence.seed3.train.log"
     first = subprocess.Popen(["fairseq-syntax-study", "run", "study.toml", "--only", "sequence.seed3"], cwd=folder,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+                             env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             start_new_session=True)
     checkpoints = folder / "work" / "ckpt" / "ckpt-sequence.seed3"
     deadline = time.time() + 300
     while time.time() < deadline and not list(checkpoints.glob("checkpoint_last.pt")):
@@ -214,7 +222,7 @@ def test_a_killed_run_resumes_and_two_runs_at_once_train_it_once(finished, tmp_p
     state = study("plan", "study.toml", cwd=folder).stdout
     assert any(line.split()[:2] == ["sequence.seed3", "partway"] for line in state.splitlines())
     both = [subprocess.Popen(["fairseq-syntax-study", "run", "study.toml", "--only", "sequence.seed3"], cwd=folder,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+                             env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(2)]
     outputs = [process.communicate(timeout=600)[0] for process in both]
     assert sum("== sequence.seed3: done" in output for output in outputs) == 1, outputs
     assert log.with_name(log.name + ".gz").is_file()

@@ -1,0 +1,50 @@
+"""fairseq_syntax.study.local's core claims: a run's cores are its own across pools (two studies run at once on
+one machine had both pinned their first run to core 0), held by the run's process until it ends."""
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+from fairseq_syntax.study import local
+
+
+@pytest.fixture
+def two_cores(monkeypatch, tmp_path):
+    """A machine of cores 0 and 1, its claims in a folder of this test's own."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    return tmp_path
+
+
+def test_claims_take_free_cores_and_none_when_all_are_held(two_cores):
+    first = local.claim_cores(1)
+    second = local.claim_cores(1)
+    assert first[0] == {0} and second[0] == {1}  # the second pool gets the core the first did not claim
+    assert local.claim_cores(1) is None  # both held: a third run waits
+    for descriptor in first[1]:
+        os.close(descriptor)
+    assert local.claim_cores(1)[0] == {0}  # released with its holder
+    assert local.core_claims_folder() == two_cores / f"fairseq-syntax-study-cores-{os.getuid()}"
+
+
+def test_a_run_needing_more_cores_than_are_free_claims_none(two_cores):
+    held = local.claim_cores(1)
+    assert held[0] == {0}
+    assert local.claim_cores(2) is None
+    # what it tried is not kept: core 1 is still free for a run of one thread
+    assert local.claim_cores(1)[0] == {1}
+
+
+def test_a_claim_passed_to_a_process_is_held_until_that_process_ends(two_cores):
+    cores, held = local.claim_cores(1)
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE,
+                             pass_fds=tuple(held))
+    for descriptor in held:  # as the pool does once the run's process is started
+        os.close(descriptor)
+    try:
+        assert local.claim_cores(2) is None  # core 0 is still the child's
+    finally:
+        child.communicate(b"")
+    assert local.claim_cores(2)[0] == {0, 1}
