@@ -129,12 +129,16 @@ def run_study(config: StudyConfig, executor: str, jobs: int, only: list[str] | N
             raise StudyError(f"--only {name}: no such run in the study ({config.path}; plan lists them)")
     from fairseq_syntax.study.prepare import prepare
 
-    prepare(config, progress=progress)
     to_run = [found.run for found in states if found.state != "done" and (not only or found.run.name in only)]
+    if to_run:  # the data of the runs left to do only: a fresh machine makes none for finished runs
+        prepare(config, progress=progress, only=[run.name for run in to_run])
     held = [run.name for run in to_run if is_claimed(config, run.name)]
     tasks = [RunTask(str(config.path.resolve()), run.name) for run in to_run if run.name not in held]
-    progress(f"== {len(states) - len(to_run)} runs done, {len(tasks)} to run"
-             + (f", {len(held)} in training elsewhere ({', '.join(held)})" if held else ""))
+    done = sum(found.state == "done" for found in states)
+    left_out = len(states) - done - len(to_run)  # not done, and not named by --only
+    progress(f"== {done} runs done, {len(tasks)} to run"
+             + (f", {len(held)} in training elsewhere ({', '.join(held)})" if held else "")
+             + (f", {left_out} not asked for (--only)" if left_out else ""))
     if tasks and executor == "local":
         from fairseq_syntax.study.local import run_local
 

@@ -3,7 +3,7 @@
 grid needs and never twice.
 
 :func:`prepare` runs these steps, each only where a run of the grid needs it (a study of ``sequence`` and ``udp``
-parses no trees):
+parses no trees; with ``only``, a run of those named: ``run`` makes no data for finished runs):
 
 1. ``subset`` (``corpus.subset`` > 0): that many training pairs drawn without replacement,
    ``random.Random(corpus.subset_seed).sample`` over the line numbers, kept in their order (the draw of
@@ -54,7 +54,7 @@ import random
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -125,10 +125,11 @@ class Needs:
         return list(dict.fromkeys((d.control, d.seed) for d in self.directories if d.control))
 
 
-def grid_needs(config: StudyConfig) -> Needs:
+def grid_needs(config: StudyConfig, only: Collection[str] | None = None) -> Needs:
     """The data directories of :func:`~fairseq_syntax.study.grid.study_runs`, each real-parse directory a control
-    directory's dictionary comes from before it, and which carry the LDD side data (any run reading ``src_ldd``
-    from it; a sequence-form control directory always: its arcs are what it changes)."""
+    directory's dictionary comes from before it, and which carry the LDD side data (any run of the grid reading
+    ``src_ldd`` from it; a sequence-form control directory always: its arcs are what it changes). With ``only`` (run
+    names), the directories those runs read and their controls' bases: each made as the whole grid would make it."""
     runs = study_runs(config)
     ldd_names = {run.data for run in runs if LDD_INPUT in run.system.side_inputs}
     default_preterminals = config["parses"]["preterminals"]
@@ -150,6 +151,10 @@ def grid_needs(config: StudyConfig) -> Needs:
                                                      seed=system.control_seed))
     # the bases first, in first-use order, then the controls: a control directory's dictionary is its base's
     ordered = [d for d in found.values() if not d.control] + [d for d in found.values() if d.control]
+    if only is not None:
+        read = {run.data for run in runs if run.name in only}
+        read |= {d.base for d in ordered if d.name in read}
+        ordered = [d for d in ordered if d.name in read]
     return Needs(ordered)
 
 
@@ -235,15 +240,16 @@ class Step:
 class Preparation:
     """The steps of one :func:`prepare` call over ``WORK`` (the module docstring)."""
 
-    def __init__(self, config: StudyConfig, progress: Callable[[str], None]):
+    def __init__(self, config: StudyConfig, progress: Callable[[str], None], only: Collection[str] | None = None):
         self.config = config
         self.progress = progress
+        self.only = only
         self.work = config.folder("work").resolve()
         corpus = config["corpus"]
         self.src, self.tgt = corpus["source"], corpus["target"]
         self.stems = {"train": corpus["train"], "valid": corpus["valid"], "test": corpus["test"]}
         self.raw = config.resolve(corpus["raw"])
-        self.needs = grid_needs(config)
+        self.needs = grid_needs(config, only)
         self.manifest_path = self.work / MANIFEST
         self.manifest: dict = {"format": FORMAT, "steps": {}}
         self.parses_key = ""  # the record of the parses: parses:archive, or "" (one per parser kind)
@@ -930,7 +936,12 @@ class Preparation:
                 _HELD_LOCKS = ()
                 fcntl.flock(lock, fcntl.LOCK_UN)
         names = data_directories(self.config)
-        self.progress(f"prepared: {len(names)} data directories in {self.work / 'data-bin'}: {', '.join(names)}")
+        if self.only is not None:
+            made = {d.name for d in self.needs.directories}
+            names = [name for name in names if name in made]
+        later = len(data_directories(self.config)) - len(names)
+        self.progress(f"prepared: {len(names)} data directories in {self.work / 'data-bin'}: {', '.join(names)}"
+                      + (f" ({later} more when their runs are run)" if later else ""))
         return names
 
     def steps(self) -> None:
@@ -947,12 +958,14 @@ class Preparation:
         shutil.rmtree(self.work / STAGING, ignore_errors=True)
 
 
-def prepare(config: StudyConfig, progress: Callable[[str], None] = print) -> list[str]:
-    """Make (or find made) under ``study.work`` everything the study's runs read (the module docstring); return the
-    names of its data directories under ``WORK/data-bin``, in the grid's first-use order (real-parse directories
-    before the control directories made with their dictionaries). A problem stops it with :class:`PrepareError`,
-    one line each."""
-    return Preparation(config, progress).prepare()
+def prepare(config: StudyConfig, progress: Callable[[str], None] = print,
+            only: Collection[str] | None = None) -> list[str]:
+    """Make (or find made) under ``study.work`` everything the study's runs read (the module docstring), or with
+    ``only`` what those runs read (``run`` passes the runs it is about to run: a study's finished runs need no data
+    on a fresh machine); return the names of the data directories under ``WORK/data-bin``, in the grid's first-use
+    order (real-parse directories before the control directories made with their dictionaries). A problem stops it
+    with :class:`PrepareError`, one line each."""
+    return Preparation(config, progress, only).prepare()
 
 
 # -- helpers ---------------------------------------------------------------------------------------------------------

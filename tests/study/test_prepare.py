@@ -20,7 +20,7 @@ from conftest import REPO
 
 from fairseq_syntax.study.config import load_study
 from fairseq_syntax.study.grid import data_directories, data_fingerprint
-from fairseq_syntax.study.prepare import MANIFEST, STAGING, PrepareError, damaged, prepare, subset_lines
+from fairseq_syntax.study.prepare import MANIFEST, STAGING, PrepareError, damaged, grid_needs, prepare, subset_lines
 
 SPLITS = {"train": 60, "valid": 10, "test": 10}
 SUBSET = 50
@@ -100,6 +100,19 @@ def prepared(corpus):
     lines = []
     names = prepare(config, lines.append)
     return config, lines, names
+
+
+def test_only_some_runs_need_the_directories_they_read_and_their_controls_bases(corpus):
+    config = load_study(write_study(corpus, "work-only", name="only.toml"))
+    needs = grid_needs(config, only=["udp.seed2", "mask_random.seed2"])
+    # UDP reads the sequence form with its LDD side data; Mask's random control of seed 2 the preorder form of the
+    # random trees of seed 2, made with the dictionary of the real-parse preorder directory
+    assert [d.name for d in needs.directories] == ["sequence", "preorder", "preorder.random-s2"]
+    assert needs.controls == [("random", 2)] and needs.trees and needs.arcs
+    # each as the whole grid makes it: sequence carries the LDD side data here too
+    assert [d.ldd for d in needs.directories] == [d.ldd for d in grid_needs(config).directories
+                                                  if d.name in ("sequence", "preorder", "preorder.random-s2")]
+    assert grid_needs(config, only=[]).directories == []  # the study's runs all done: no data directory
 
 
 def snapshot(folder: Path) -> dict:
