@@ -104,7 +104,7 @@ def runaway_section(config: StudyConfig) -> tuple[list[str], dict]:
                   f"their inputs would share {expected:.1f}: the same inputs loop again, whatever the system."]
     info = {"sentences": looping, "shared_in_two_or_more": repeated, "pairs_shared": total_shared,
             "pairs_expected_by_chance": expected, "runs": data}
-    if sources is not None and len(sources) == len(refs):
+    if looping and sources is not None and len(sources) == len(refs):  # no runaway: no mean length of theirs
         lengths = source_lengths(looping, sources)
         info["source_lengths"] = lengths
         lines.append(f"Their sources average {lengths['mean_runaway']:.1f} words against {lengths['mean_all']:.1f} "
