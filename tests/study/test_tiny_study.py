@@ -160,6 +160,38 @@ def test_the_report_equals_a_hand_computation_from_the_decodes(finished):
     assert "| mask | 2 of 2 |" in readme and "[report/RESULTS.md](report/RESULTS.md)" in readme
 
 
+def test_a_study_with_no_runaway_hypothesis_reports_none(finished, tmp_path):
+    """Every decode's hypotheses made its references: the runaway section says no sentence runs
+    away and, with no looping source to average, has no source-length line (it had formatted None: a traceback on the
+    De->En study's first run, which had no runaway)."""
+    import gzip
+
+    from fairseq_syntax.study.config import load_study
+    from fairseq_syntax.study.report import runaway_section
+
+    folder, _, _, _ = finished
+    shutil.copytree(folder / "raw", tmp_path / "raw")
+    (tmp_path / "runs").mkdir()
+    references = (folder / "raw" / "test.de").read_text(encoding="utf-8").splitlines()
+    for decode in (folder / "runs").glob("*.seed[12].gen.gz"):
+        # a kept decode holds its H lines (id, score, words) and fairseq's summary line: each hypothesis becomes its
+        # (tokenized) reference
+        lines = gzip.decompress(decode.read_bytes()).decode().splitlines()
+        assert {line.split("\t")[0] for line in lines[:-1]} == {f"H-{index}" for index in range(len(references))}
+        clean = "".join(f"H-{index}\t\t{words}\n" for index, words in enumerate(references)) + lines[-1] + "\n"
+        (tmp_path / "runs" / decode.name).write_bytes(gzip.compress(clean.encode()))
+    for record in (folder / "runs").glob("*.seed[12].run.json"):
+        shutil.copy(record, tmp_path / "runs" / record.name)
+    (tmp_path / "study.toml").write_text(STUDY.format(epochs=2), encoding="utf-8")
+    lines, info = runaway_section(load_study(tmp_path / "study.toml"))
+    assert info["sentences"] == [] and info["pairs_shared"] == 0 and "source_lengths" not in info
+    assert set(info["runs"]) == {"sequence", "mask", "mask_random"}
+    assert all(found["count"] == 0 and found["cost"] == 0.0 for runs in info["runs"].values()
+               for found in runs.values())
+    assert "0 test sentences run away in some run; 0 of them in two runs or more." in "\n".join(lines)
+    assert not any(line.startswith("Their sources average") for line in lines)
+
+
 def test_a_second_run_trains_nothing_and_keeps_every_file(finished):
     folder, _, _, _ = finished
     kept = {path: path.stat().st_mtime_ns for path in (folder / "runs").glob("*.seed*.*")}
