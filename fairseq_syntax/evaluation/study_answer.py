@@ -141,8 +141,9 @@ def _test_text(systems: Sequence[SeedSystem]) -> str:
     """The test the answer's p-values come from: its rounds, from the records (several settings: each named)."""
     rounds = sorted({report.get("n_samples") for system in systems if system.over_seeds
                      for report in system.over_seeds.get("significance", {}).values() if report.get("n_samples")})
-    shown = " / ".join(f"{count:,}" for count in rounds) or "?"
-    return (f"Test: two-sided seed-aware paired bootstrap ({shown} rounds; each p ± its Monte-Carlo standard error), "
+    # no system scored over its seeds yet (a study's first runs): no test has run, so no rounds to name
+    shown = f"{' / '.join(f'{count:,}' for count in rounds)} rounds; " if rounds else "none run yet; "
+    return (f"Test: two-sided seed-aware paired bootstrap ({shown}each p ± its Monte-Carlo standard error), "
             "with Welch's t-test over the seeds' scores beside it; not corrected for the table's several comparisons.")
 
 

@@ -1167,3 +1167,12 @@ def test_a_run_without_a_seed_in_a_seeds_table_is_a_row_with_no_seeds_not_a_trac
     # sequence: (31 + 32) / 2 = 31.5, sd 0.71; linearized (its input the linearized parse): one run, no seed to list
     assert "| sequence | none (words only) | 2: 1, 2 | 31.50 ± 0.71 | 50.00 ± 0.00 | – | – | – | 20.0 |" in lines
     assert "| linearized | parse | – | 30.00 ± 0.00 | 52.00 ± 0.00 | – | – | – | 20.0 |" in lines
+
+
+def test_an_answer_with_no_system_tested_yet_names_no_rounds():
+    """A study's first runs (only its baseline scored over seeds): the answer's test line says no test has run, not
+    "(? rounds" (the De->En report of its Sequence seeds had that)."""
+    from fairseq_syntax.evaluation.study_answer import _test_text
+
+    assert _test_text([]).startswith("Test: two-sided seed-aware paired bootstrap (none run yet; each p ± its ")
+    assert "?" not in _test_text([])
