@@ -176,8 +176,11 @@ def main(argv: list[str] | None = None) -> dict:
     if args.run_seeds and (not re.fullmatch(r"\d+(,\d+)*", args.run_seeds)
                            or args.run_seeds.count(",") != args.hyp.count(",")):
         parser.error(f"--run-seeds takes one seed per HYP file, comma-separated like HYP, got {args.run_seeds!r}")
+    # over seeds when any side has several (a system's first seed against a baseline's five is a test over seeds),
+    # or when --run-seeds names HYP's: read as one run, a comma-separated BASELINE would be taken for one file name
+    over_seeds = any("," in paths for paths in (args.hyp, *args.baselines)) or bool(args.run_seeds)
     if args.bootstrap is None:  # the seed-aware test's p-values need more rounds to hold (mc_standard_error)
-        args.bootstrap = SEED_BOOTSTRAP_ROUNDS if "," in args.hyp else ONE_RUN_BOOTSTRAP_ROUNDS
+        args.bootstrap = SEED_BOOTSTRAP_ROUNDS if over_seeds else ONE_RUN_BOOTSTRAP_ROUNDS
     if args.baselines and (args.bootstrap <= 0 or args.seed <= 0):
         parser.error("--bootstrap and --seed must be positive (sacrebleu treats seed 0 as unseeded)")
     edges = None
@@ -199,9 +202,9 @@ def main(argv: list[str] | None = None) -> dict:
         raise ScoringInputError(f"{args.ref}: no references to score" + (
             f": all of them are left out by --skipped {args.skipped}" if args.skipped else " (an empty file)"))
     tokenize = "none" if args.tok else "13a"
-    if "," in args.hyp:
+    if over_seeds:
         if edges:
-            parser.error("--by-length scores one run; give one HYP file")
+            parser.error("--by-length scores one run of each system; give one HYP file and one of each BASELINE")
         report = _main_over_seeds(args, refs, tokenize, names)
         _write_outputs(args, report)
         return report

@@ -580,7 +580,10 @@ def _metric_cell(system: SeedSystem, metric: str) -> Cell:
     if found is None:
         return Cell(None, "–")
     mean, sd = found
-    return Cell({"mean": mean, "sd": sd, "per_seed": system.per_seed(metric)}, f"{mean:.2f} ± {sd:.2f}")
+    per_seed = system.per_seed(metric)
+    # one seed has no spread to show: "± 0.00" would read as runs that agree exactly
+    shown = f"{mean:.2f} ± {sd:.2f}" if len(per_seed) != 1 else f"{mean:.2f} (one seed)"
+    return Cell({"mean": mean, "sd": sd, "per_seed": per_seed}, shown)
 
 
 def _seeds_cell(system: SeedSystem) -> Cell:

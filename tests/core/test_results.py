@@ -1166,7 +1166,8 @@ def test_a_run_without_a_seed_in_a_seeds_table_is_a_row_with_no_seeds_not_a_trac
     lines = render_markdown(runs + [older]).splitlines()
     # sequence: (31 + 32) / 2 = 31.5, sd 0.71; linearized (its input the linearized parse): one run, no seed to list
     assert "| sequence | none (words only) | 2: 1, 2 | 31.50 ± 0.71 | 50.00 ± 0.00 | – | – | – | 20.0 |" in lines
-    assert "| linearized | parse | – | 30.00 ± 0.00 | 52.00 ± 0.00 | – | – | – | 20.0 |" in lines
+    # one run has no spread: its score alone, not "± 0.00" (which would read as runs that agree exactly)
+    assert "| linearized | parse | – | 30.00 (one seed) | 52.00 (one seed) | – | – | – | 20.0 |" in lines
 
 
 def test_an_answer_with_no_system_tested_yet_names_no_rounds():

@@ -536,6 +536,30 @@ def test_vectorised_bleu_and_chrf_equal_sacrebleus_on_any_sums_of_sentence_stati
         assert whole == pytest.approx(metric.corpus_score(hyps, [refs]).score)
 
 
+def test_a_systems_first_seed_is_tested_over_seeds_against_a_baseline_of_several(tmp_path, files):
+    # the study's first run of a control (one seed) against its method's three: the seed-aware test, with the
+    # baseline's comma-separated decodes read one by one (read as one run's file, they were "no such file")
+    ref, hyp = files
+    bases = [write_lines(tmp_path / f"base{k}.txt", [text] * 6) for k, text in
+             enumerate(("A man.", "A dog.", "A boy."), start=1)]
+    record_path = tmp_path / "mask_random.seeds.run.json"
+    log = tmp_path / "train1.log"
+    log.write_text("2024-05-01 10:00:03 | INFO | train | epoch 004 | loss 4.4 | num_updates 120 | wall 60\n")
+    score_cli.main([str(hyp), str(ref), ",".join(map(str, bases)), "--bootstrap", "50", "--record",
+                    str(record_path), "--dataset", "d", "--system", "mask_random", "--arch", "a", "--train-log",
+                    str(log), "--train-command", "fairseq-train data --seed 1", "--baseline-name", "mask",
+                    "--run-seeds", "1"])
+    record = json.loads(record_path.read_text())
+    assert record["seeds"] == 1 and record["seed_list"] == [1]
+    versus = record["significance"]["mask"]
+    assert (versus["seeds_a"], versus["seeds_b"]) == (3, 1)
+    bootstrap = seed_bootstrap([["A man."] * 6, ["A dog."] * 6, ["A boy."] * 6], [HYPOTHESES], REFERENCES,
+                               n_samples=50)
+    for field, value in bootstrap["BLEU"].items():
+        assert versus["BLEU"][field] == (pytest.approx(value) if value is not None else None), field
+    assert versus["BLEU"]["welch"] is None  # one seed on a side: no spread to test
+
+
 def test_seed_bootstrap_over_random_draws():
     empty = [[""] * 3, [""] * 3, [""] * 3]
     # every round: 100 against 0, so no round is at or below 0: p = 2 / (n + 1), whatever the draws
