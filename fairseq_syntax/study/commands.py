@@ -64,23 +64,36 @@ def grid_states(config: StudyConfig) -> list[RunState]:
     return states
 
 
-def cost_estimate(config: StudyConfig, states: list[RunState]) -> str:
-    """The remaining runs' cost from the finished ones: wall time per run (each system's mean where it has finished
-    runs, else all finished runs' mean) times the runs left, and the CPU thread-hours or GPU-hours of that."""
+def finished_wall_times(config: StudyConfig, states: list[RunState]) -> dict[str, list[float]]:
+    """Each system's finished runs' wall times in seconds, from their records."""
     walls: dict[str, list[float]] = {}
     for found in states:
         if found.state == "done":
             record = read_record(runs_dir(config) / f"{found.run.name}.run.json") or {}
             if isinstance(record.get("wall_time_s"), (int, float)):
                 walls.setdefault(found.run.system.name, []).append(record["wall_time_s"])
+    return walls
+
+
+def expected_wall_seconds(walls: dict[str, list[float]], runs: list[Run]) -> float | None:
+    """The summed wall time ``runs`` should take, each at its system's finished runs' mean (else every finished
+    run's mean); None with no finished run."""
+    if not walls:
+        return None
+    overall = statistics.fmean(value for values in walls.values() for value in values)
+    return sum(statistics.fmean(walls[run.system.name]) if run.system.name in walls else overall for run in runs)
+
+
+def cost_estimate(config: StudyConfig, states: list[RunState]) -> str:
+    """The remaining runs' cost from the finished ones: wall time per run (each system's mean where it has finished
+    runs, else all finished runs' mean) times the runs left, and the CPU thread-hours or GPU-hours of that."""
+    walls = finished_wall_times(config, states)
     left = [found for found in states if found.state != "done"]
     if not left:
         return "nothing left to run"
-    if not walls:
+    seconds = expected_wall_seconds(walls, [found.run for found in left])
+    if seconds is None:
         return f"{len(left)} runs left; no finished run to estimate their cost from yet"
-    overall = statistics.fmean(value for values in walls.values() for value in values)
-    seconds = sum(statistics.fmean(walls[found.run.system.name]) if found.run.system.name in walls else overall
-                  for found in left)
     training = config["training"]
     unit = (f"{seconds / 3600 * training['threads']:.1f} CPU thread-hours" if training["device"] == "cpu"
             else f"{seconds / 3600:.1f} GPU-hours")
@@ -142,7 +155,10 @@ def run_study(config: StudyConfig, executor: str, jobs: int, only: list[str] | N
     if tasks and executor == "local":
         from fairseq_syntax.study.local import run_local
 
-        outcomes = run_local(config, tasks, jobs, progress=progress)
+        # until a run of this call ends, the time left is estimated from the study's finished runs
+        expected = expected_wall_seconds(finished_wall_times(config, states),
+                                         [run for run in to_run if run.name not in held])
+        outcomes = run_local(config, tasks, jobs, progress=progress, expected_seconds=expected)
     elif tasks:
         outcomes = _run_on_slurm(config, tasks, progress)
     else:

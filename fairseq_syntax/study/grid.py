@@ -25,9 +25,12 @@ from pathlib import Path
 from fairseq_syntax.core.method import System
 from fairseq_syntax.study.config import NOT_TRAINING_KEYS, TRAINING_SECTIONS, StudyConfig
 
-#: options of a training command that may differ between two runs of the same setting: where it reads and writes,
-#: its seed, its budget (a cap that may grow) and who loads its batches
-RUN_SPECIFIC_OPTIONS = ("--save-dir", "--seed", "--max-epoch", "--max-update", "--num-workers")
+#: options a run's training command may change between its first start and a resume from its checkpoints: its
+#: budget (a cap that may grow) and who loads its batches; nothing else, or the checkpoints are of another run
+RESUMABLE_OPTIONS = ("--max-epoch", "--max-update", "--num-workers")
+#: options of a training command that may differ between two runs of the same setting: where it writes and its seed,
+#: beside those a resume may change
+RUN_SPECIFIC_OPTIONS = ("--save-dir", "--seed", *RESUMABLE_OPTIONS)
 
 
 @dataclass(frozen=True)

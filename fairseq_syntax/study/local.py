@@ -66,16 +66,24 @@ def claim_cores(threads: int) -> tuple[set[int], list[int]] | None:
     return None
 
 
-def _eta(elapsed: float, finished: int, remaining: int) -> str:
-    if not finished:
+def _eta(elapsed: float, finished: int, remaining: int, expected_seconds: float | None = None,
+         jobs: int = 1) -> str:
+    """The time left: from this pool's ended runs once one has ended, before that from ``expected_seconds`` (the
+    summed wall time the runs should take, estimated from the study's finished runs) shared by ``jobs``."""
+    if finished:
+        seconds = elapsed / finished * remaining
+    elif expected_seconds is not None:
+        seconds = max(expected_seconds / jobs - elapsed, 0.0)
+    else:
         return "?"
-    seconds = elapsed / finished * remaining
     return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
 
 
 def run_local(config: StudyConfig, tasks: Sequence[RunTask], jobs: int, progress: Callable[[str], None] = print,
-              interval: float = 60.0) -> list[RunOutcome]:
-    """Run ``tasks`` with ``jobs`` at once; each one's outcome, in the order they ended."""
+              interval: float = 60.0, expected_seconds: float | None = None) -> list[RunOutcome]:
+    """Run ``tasks`` with ``jobs`` at once; each one's outcome, in the order they ended. ``expected_seconds``: the
+    summed wall time the tasks should take (from the study's finished runs), for the estimate of the time left
+    before the first task ends."""
     threads = config["training"]["threads"]
     logs = work_dir(config) / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -92,7 +100,7 @@ def run_local(config: StudyConfig, tasks: Sequence[RunTask], jobs: int, progress
             for _, task in active.values())
         done = len(outcomes)
         progress(f"[{done}/{total} runs ended, {len(waiting)} waiting] {(now - started) / 60:.0f} min elapsed, "
-                 f"about {_eta(now - started, done, total - done)} to go; running: {running or 'none'}")
+                 f"about {_eta(now - started, done, total - done, expected_seconds, min(jobs, total))} to go; running: {running or 'none'}")
 
     try:
         while waiting or active:

@@ -37,6 +37,7 @@ import fairseq_syntax
 from fairseq_syntax.evaluation import packed_runs
 from fairseq_syntax.study.config import StudyConfig, load_study
 from fairseq_syntax.study.grid import (
+    RESUMABLE_OPTIONS,
     Run,
     command_text,
     decode_arguments,
@@ -207,13 +208,14 @@ def _environment(config: StudyConfig) -> dict[str, str]:
 
 
 def _resume_key(command: str) -> str:
+    """The training command without the options a resume may change (grid.RESUMABLE_OPTIONS) and their values."""
     words = command.split()
     kept_words, skip = [], False
     for word in words:
         if skip:
             skip = False
             continue
-        if word in ("--max-epoch", "--max-update", "--num-workers"):
+        if word in RESUMABLE_OPTIONS:
             skip = True
             continue
         kept_words.append(word)

@@ -48,3 +48,14 @@ def test_a_claim_passed_to_a_process_is_held_until_that_process_ends(two_cores):
     finally:
         child.communicate(b"")
     assert local.claim_cores(2)[0] == {0, 1}
+
+
+def test_the_time_left_is_estimated_from_the_studys_records_until_a_run_of_the_pool_ends():
+    # nothing to go on: no ended run, no record
+    assert local._eta(elapsed=600, finished=0, remaining=4) == "?"
+    # 4 runs expected to take 1 h each (4 h summed), 2 at once, 10 min in: 2 h - 10 min = 110 min left
+    assert local._eta(elapsed=600, finished=0, remaining=4, expected_seconds=4 * 3600, jobs=2) == "1.8 h"
+    # past the estimate, it says none left rather than a negative time
+    assert local._eta(elapsed=9000, finished=0, remaining=4, expected_seconds=3600, jobs=1) == "0 min"
+    # once a run has ended, the pool's own pace: 1 ended in 50 min, 3 left -> 150 min
+    assert local._eta(elapsed=3000, finished=1, remaining=3, expected_seconds=4 * 3600, jobs=2) == "2.5 h"
