@@ -18,7 +18,8 @@
 # OUT_DIR gets tok/ (tokens, trees, arcs), bpe/ and data-bin/{sequence,linearized,preorder,preorder-split};
 # data-bin/sequence also gets the LDD side data, and each form a parsers.json naming the parsers of its syntax.
 # With CONTROLS, also data-bin/FORM.CONTROL for every form and control (e.g. preorder.random, sequence.random);
-# CONTROLS_ONLY=1 makes only those, from an OUT_DIR made before.
+# to add controls to a folder made before, use `fairseq-syntax-study run` (docs/study.md), which makes only what is
+# missing.
 # Settings from the environment (the dataset scripts set their own defaults for BPE_SIZE and MAX_TRAIN_WORDS):
 #   BPE_SIZE         joint BPE merges (default 10000)
 #   MAX_TRAIN_WORDS  0 (default): keep every training pair. N > 0: leave out the training pairs with more than N
@@ -66,9 +67,6 @@
 #   CONTROL_SEEDS    the seeds to draw each random control with (default: CONTROL_SEED, default 1; each line draws
 #                    from the seed and its line number): seed 1 gives data-bin/FORM.CONTROL, seed K
 #                    data-bin/FORM.CONTROL-sK (a study run draws its control with its training seed)
-#   CONTROLS_ONLY    1: make only the control data directories, from OUT_DIR's parses (tok/), BPE'd text (bpe/) and
-#                    dictionaries (data-bin/FORM) that an earlier run made; nothing else is made again, and a control
-#                    directory that records its control and seed already is kept (RAW_DIR is not read)
 #   TREEBANKS        the treebanks for parser training (default ../shared/data beside the repository)
 #   PARSES           a parse archive (fairseq_syntax.parsing.archive, e.g. examples/multi30k/parses): the parses of
 #                    the source lines are taken from it (found by their tokens, so a subset of its corpus works too)
@@ -105,7 +103,7 @@ PRETERMINALS="${PRETERMINALS:-auto}"
 MODELS="$(realpath -m "${MODELS:-$OUT/models}")"  # absolute: the steps below run from the repository root
 THREADS="${THREADS:-1}"
 WORKERS="${WORKERS:-1}"
-CONTROLS="${CONTROLS:-}" CONTROL_SEEDS="${CONTROL_SEEDS:-${CONTROL_SEED:-1}}" CONTROLS_ONLY="${CONTROLS_ONLY:-}"
+CONTROLS="${CONTROLS:-}" CONTROL_SEEDS="${CONTROL_SEEDS:-${CONTROL_SEED:-1}}"
 PARSES="${PARSES:+$(realpath -m "$PARSES")}"
 TREEBANKS="$(realpath -m "${TREEBANKS:-$REPO/../shared/data}")"
 case "$CON_BACKEND" in
@@ -158,7 +156,6 @@ preprocess_form() {
 #    dependency data, with the LDD side data), with the real FORM's dictionary (sequence: the same token data; a
 #    tree form's dictionary also holds "(X", the binary controls' inner-node label, in place of a padding filler, so
 #    every other token keeps its index), its parsers.json, and the control recorded in syntax.json and parsers.json.
-#    With CONTROLS_ONLY, a directory that records the same control and seed already is kept.
 make_controls() {
   local control seed name changes forms form dict preterminals split lang dirs control_args
   for control in $CONTROLS; do
@@ -170,11 +167,6 @@ make_controls() {
 print(control_data_name("", sys.argv[1], int(sys.argv[2]))[1:])' "$control" "$seed")
       dirs=()
       for form in $forms; do dirs+=("$OUT/data-bin/$form.$name"); done
-      if [ -n "$CONTROLS_ONLY" ] && fairseq-syntax-control recorded --control "$control" --seed "$seed" "${dirs[@]}" \
-          2> /dev/null; then
-        echo "control $control (seed $seed): made already, kept: ${dirs[*]}"
-        continue
-      fi
       mkdir -p "$OUT/bpe/$name"
       control_args=()
       for pair in "${SPLITS[@]}"; do
@@ -205,29 +197,6 @@ print(control_data_name("", sys.argv[1], int(sys.argv[2]))[1:])' "$control" "$se
     done
   done
 }
-if [ -n "$CONTROLS_ONLY" ]; then  # what the controls are made from must be there: all of it named at once
-  cd "$REPO"
-  missing=()
-  for pair in "${SPLITS[@]}"; do
-    split="${pair##*:}"
-    for file in "tok/$split.tree" "tok/$split.arcs.jsonl.gz" "bpe/$split.$SRC" "bpe/$split.$TGT"; do
-      [ -f "$OUT/$file" ] || missing+=("$file")
-    done
-  done
-  for form in sequence linearized preorder preorder-split; do
-    [ -f "$OUT/data-bin/$form/dict.$SRC.txt" ] || missing+=("data-bin/$form/dict.$SRC.txt")
-  done
-  if [ ${#missing[@]} -gt 0 ]; then
-    echo "CONTROLS_ONLY: $OUT lacks what an earlier run of this script makes: ${missing[*]}" >&2
-    exit 1
-  fi
-  [ -n "$CONTROLS" ] || { echo "CONTROLS_ONLY: no CONTROLS given" >&2; exit 1; }
-  LABELS="$(dependency_labels)"
-  make_controls
-  echo "done: the control data directories of $CONTROLS (seeds $CONTROL_SEEDS) in $OUT/data-bin"
-  exit 0
-fi
-
 # 0. Every raw file, gzipped or not; all missing ones are named at once.
 declare -A RAW_FILE
 missing=()

@@ -12,10 +12,9 @@
 # parser is trained or run, and a fresh machine has every data directory in minutes. PARSES= (empty) parses
 # instead, with the parsers of preprocess/RESULTS.md (trained when missing: hours), as the whole corpus needs.
 # TRAIN_PAIRS=N (default 0: all 29,000) trains on N pairs drawn by subset.py (SUBSET_SEED, default 1) into
-# OUT_DIR/raw; the study uses TRAIN_PAIRS=10000 CONTROLS=random (examples/multi30k/README.md, "The study"), and
-# its later controls, drawn with each training seed, are added to that OUT_DIR with
-#   TRAIN_PAIRS=10000 CONTROLS_ONLY=1 CONTROLS="random struct" CONTROL_SEEDS="1 2 3" prepare.sh RAW_DIR OUT_DIR
-# The other steps and settings (BPE_SIZE, default 10000 here; CONTROLS, CONTROL_SEEDS, CONTROLS_ONLY, CON_BACKEND,
+# OUT_DIR/raw. The study itself is `fairseq-syntax-study run examples/multi30k/study.toml`, which makes its data
+# (its controls with each training seed included) from the same parses.
+# The other steps and settings (BPE_SIZE, default 10000 here; CONTROLS, CONTROL_SEEDS, CON_BACKEND,
 # PRETERMINALS, MODELS, CON_MODEL, DEP_MODEL, THREADS, WORKERS, TREEBANKS, MAX_TRAIN_WORDS: default 0, every training
 # pair is kept) are those of examples/prepare_translation.sh.
 set -euo pipefail
@@ -28,10 +27,7 @@ if [ -z "${PARSES+set}" ] && [ "$TRAIN_PAIRS" != 0 ] && [ -f "$HERE/parses/MANIF
   PARSES="$HERE/parses"  # the committed parses hold the study's subset (10,000 pairs, seed 1), valid and test
 fi
 if [ "$TRAIN_PAIRS" != 0 ]; then
-  # CONTROLS_ONLY makes the control data directories from what an earlier run made, the subset's included
-  if [ -z "${CONTROLS_ONLY:-}" ]; then
-    python3 "$HERE/subset.py" "$RAW" "$OUT/raw" --pairs "$TRAIN_PAIRS" --seed "${SUBSET_SEED:-1}"
-  fi
+  python3 "$HERE/subset.py" "$RAW" "$OUT/raw" --pairs "$TRAIN_PAIRS" --seed "${SUBSET_SEED:-1}"
   RAW="$OUT/raw"
 fi
 PARSES="${PARSES:-}" BPE_SIZE="${BPE_SIZE:-10000}" MAX_TRAIN_WORDS="${MAX_TRAIN_WORDS:-0}" \

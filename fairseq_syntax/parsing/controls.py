@@ -449,8 +449,7 @@ def get_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     make = commands.add_parser("make", help="control versions of a split's parses")
     record = commands.add_parser("record", help="record a control in data directories (syntax.json, parsers.json)")
-    recorded = commands.add_parser("recorded", help="exit 0 when every DATA_DIR records this control already")
-    for command in (make, record, recorded):
+    for command in (make, record):
         command.add_argument("--control", choices=CONTROLS, required=True)
         command.add_argument("--seed", type=int, default=1, help="the random control's seed (default 1)")
     make.add_argument("in_prefix", help="reads IN_PREFIX.TREES_SUFFIX and IN_PREFIX.ARCS_SUFFIX, whichever exist")
@@ -464,26 +463,13 @@ def get_parser() -> argparse.ArgumentParser:
     for command in (make, stats):
         command.add_argument("--trees-suffix", default="tree")
         command.add_argument("--arcs-suffix", default="arcs.jsonl.gz")
-    for command in (record, recorded):
-        command.add_argument("data_dirs", nargs="+", metavar="DATA_DIR")
+    record.add_argument("data_dirs", nargs="+", metavar="DATA_DIR")
     dictionary = commands.add_parser("dictionary", help="a tree form's dictionary for its control data directory")
     dictionary.add_argument("real", help="the real form's dict.SRC.txt")
     dictionary.add_argument("out")
     inputs = commands.add_parser("inputs", help="what a control changes: trees, arcs (one a line)")
     inputs.add_argument("--control", choices=CONTROLS, required=True)
     return parser
-
-
-def is_recorded(data_dir: str, control: str, seed: int) -> bool:
-    """Whether ``data_dir``'s syntax.json records ``control`` drawn with ``seed`` (a directory ``record`` finished)."""
-    path = os.path.join(data_dir, META_FILE)
-    if not os.path.exists(path):
-        return False
-    with open(path, encoding="utf-8") as handle:
-        try:
-            return json.load(handle).get(CONTROL_KEY) == {"structure": control, "seed": seed}
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from None
 
 
 def _made(args) -> Iterator[str]:
@@ -529,12 +515,6 @@ def main(argv: list[str] | None = None) -> None:
         elif args.command == "record":
             for data_dir in args.data_dirs:
                 record_control(data_dir, args.control, args.seed)
-        elif args.command == "recorded":
-            missing = [data_dir for data_dir in args.data_dirs if not is_recorded(data_dir, args.control, args.seed)]
-            if missing:
-                print(f"not made yet with {describe({'structure': args.control, 'seed': args.seed})}: "
-                      f"{' '.join(missing)}", file=sys.stderr)
-                sys.exit(1)
         elif args.command == "inputs":
             print("\n".join(CONTROL_INPUTS[args.control]))
         elif args.command == "stats":

@@ -42,7 +42,6 @@ from fairseq_syntax.study.grid import (
     command_text,
     decode_arguments,
     identity_differences,
-    same_training,
     study_identity,
     study_runs,
     train_arguments,
@@ -306,8 +305,6 @@ def decode(config: StudyConfig, run: Run) -> bool:
 def score_arguments(config: StudyConfig, run: Run) -> list[str]:
     """fairseq-syntax-score's arguments for one run: its decode, the reference, the baseline's run of the same seed
     where decoded, and the record's facts."""
-    from fairseq_syntax.study.grid import compared_with  # noqa: F401 (the partners of a single run: the baseline)
-
     work, runs = work_dir(config), runs_dir(config)
     checkpoints = work / "ckpt" / f"ckpt-{run.name}"
     test = config["test"]

@@ -384,17 +384,13 @@ def test_stats_of_the_parse_and_its_controls(tmp_path, capsys):
     assert json.loads((tmp_path / "structures.json").read_text())["rows"][1]["inner_nodes"] == 3
 
 
-def test_recorded_says_whether_a_directory_holds_the_control(tmp_path):
+def test_record_writes_the_control_and_its_seed_into_the_directorys_syntax_json(tmp_path):
     data = tmp_path / "preorder.struct-s2"
     data.mkdir()
-    with pytest.raises(SystemExit) as stopped:
-        controls.main(["recorded", "--control", "struct", "--seed", "2", str(data)])
-    assert stopped.value.code == 1
     (data / "syntax.json").write_text('{"form": "preorder"}\n')
     controls.main(["record", "--control", "struct", "--seed", "2", str(data)])
-    controls.main(["recorded", "--control", "struct", "--seed", "2", str(data)])  # returns: exit 0
-    with pytest.raises(SystemExit):
-        controls.main(["recorded", "--control", "struct", "--seed", "3", str(data)])
+    assert json.loads((data / "syntax.json").read_text()) == {"form": "preorder",
+                                                                "control": {"structure": "struct", "seed": 2}}
 
 
 def test_the_parsers_summary_of_a_run_record_names_its_control():

@@ -2,7 +2,8 @@
 archive; sequence, mask with its random control over 2 seeds, udp) made once, exactly the grid's directories, as
 examples/prepare_translation.sh makes them: a second prepare changes nothing, a changed setting is refused naming
 the output, a killed prepare leaves nothing that looks whole, and a folder prepare_translation.sh made is adopted
-without a byte of it rewritten."""
+without a byte of it rewritten; with a parse archive (PARSES) the script finds a subset's lines by their tokens and
+trains no parser."""
 import gzip
 import importlib.util
 import json
@@ -239,9 +240,9 @@ def test_a_killed_prepare_leaves_nothing_that_looks_whole(corpus, prepared):
 
 
 @pytest.fixture(scope="module")
-def legacy(corpus, prepared):
+def legacy_run(corpus, prepared):
     """examples/prepare_translation.sh on the same subset, parse archive and BPE size, with the random control of
-    seed 2 (CONTROLS=random CONTROL_SEEDS=2): the folder examples/multi30k/prepare.sh makes."""
+    seed 2 (CONTROLS=random CONTROL_SEEDS=2): (the folder examples/multi30k/prepare.sh makes, the script's result)."""
     raw, out = corpus / "legacy-raw", corpus / "legacy"
     subprocess.run([sys.executable, "examples/multi30k/subset.py", str(corpus / "raw"), str(raw), "--pairs",
                     str(SUBSET), "--seed", "1"], cwd=REPO, check=True, capture_output=True)
@@ -258,7 +259,37 @@ def legacy(corpus, prepared):
     for name in ("train.en.gz", "train.de.gz", "train.lines"):
         shutil.copy(raw / name, out / "raw" / name)
     (out / "test.de.ref").write_bytes((corpus / "raw/test.de").read_bytes())
-    return out
+    return out, result
+
+
+@pytest.fixture(scope="module")
+def legacy(legacy_run):
+    return legacy_run[0]
+
+
+def test_prepare_translation_takes_a_subsets_parses_from_the_archive_and_names_its_parsers(corpus, legacy_run):
+    """With PARSES, the script finds each line of a subset of the archive's corpus by its tokens: no parser is trained
+    or run, and each form's parsers.json names the archive's parsers (the models' digests as the archive has them)."""
+    from fairseq_syntax.parsing.provenance import model_digest
+
+    out, result = legacy_run
+    assert not (corpus / "no-models").exists() or os.listdir(corpus / "no-models") == []  # nothing trained
+    assert "train_parser" not in result.stdout + result.stderr
+    assert "parses of train from" in result.stderr and f"{SUBSET} lines (its lines found by their tokens)" in \
+        result.stderr
+    trees = (corpus / "tok" / "train.tree").read_text().splitlines()
+    subset = (out / "tok" / "train.tree").read_text().splitlines()
+    assert len(subset) == SUBSET and set(subset) <= set(trees)
+    for form in ("sequence", "linearized", "preorder", "preorder-split"):
+        assert (out / "data-bin" / form / "syntax.json").is_file(), form
+    preorder = json.loads((out / "data-bin" / "preorder" / "parsers.json").read_text())
+    assert list(preorder) == ["constituency", "tagger"]
+    models = corpus / "parser-models"
+    assert preorder["constituency"] == {"model": "crf-con.pt", "sha256": model_digest(str(models / "crf-con.pt"))}
+    sequence = json.loads((out / "data-bin" / "sequence" / "parsers.json").read_text())
+    assert list(sequence) == ["dependency"]
+    side_data = json.loads((out / "data-bin" / "sequence" / "syntax.json").read_text())["side_data"]
+    assert set(side_data["ldd"]) == set(SPLITS)
 
 
 def test_the_same_data_as_prepare_translation(corpus, prepared, legacy):
