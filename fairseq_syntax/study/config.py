@@ -6,7 +6,10 @@ The keys are declared once, in :data:`SECTIONS` (each :class:`Key` with its type
 documentation); :func:`template` prints them as the file ``fairseq-syntax-study init`` writes, and
 :func:`load_study` reads a file into a :class:`StudyConfig`, naming every problem in one line with its key
 (``study.toml: training.patience: must be an integer >= 1, not 'five'``) and raising :class:`ConfigError` with all
-of them. Paths in the file are relative to the file's folder.
+of them. Paths in the file are relative to the file's folder. A file may name a ``study.base``: another study file
+whose keys it takes, section by section, where it does not set them itself (and its ``[[systems]]`` unless it has
+its own), as a GPU study takes the CPU study's grid and changes only the device; the base's paths are read as this
+file's (keep the two in one folder), and a problem of a key names the file the key was read from.
 
 A system is a system of the method registry (``python3 -m fairseq_syntax.methods systems --controls``: the baselines,
 each method's systems and ablations) by name; its ``controls`` are control kinds
@@ -95,6 +98,7 @@ def _nonempty(value) -> str | None:
 #: every section of a study file but [[systems]], in the template's order: (section, its one-line doc, its keys)
 SECTIONS: dict[str, tuple[str, list[Key]]] = {
     "study": ("What the study is called and where its files go (paths relative to this file).", [
+        Key("base", "", "another study file whose keys this one takes where it does not set them (beside it)", _text),
         Key("name", None, "the study's name: its run records' dataset and its table's title", _nonempty),
         Key("work", "work", "folder of the prepared data and the checkpoints (large; not committed)", _nonempty),
         Key("runs", "runs", "folder of the run records, kept training logs and decodes (small; commit it)",
@@ -308,13 +312,7 @@ def load_study(path: str | os.PathLike, known_systems: Sequence[str] | None = No
     registry's, controls included); a system or control it does not know is a problem of the file."""
     path = Path(path)
     where = str(path)
-    try:
-        with open(path, "rb") as handle:
-            raw = tomllib.load(handle)
-    except FileNotFoundError:
-        raise ConfigError([f"{where}: no such file"]) from None
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError([f"{where}: not a TOML file: {error}"]) from None
+    raw, origins = _read_with_base(path, [])
     problems: list[str] = []
     sections: dict[str, dict[str, Any]] = {}
     for unknown in sorted(set(raw) - set(SECTIONS) - {"systems"}):
@@ -324,28 +322,81 @@ def load_study(path: str | os.PathLike, known_systems: Sequence[str] | None = No
         if not isinstance(given, dict):
             problems.append(f"{where}: {section}: must be a table ([{section}]), not {given!r}")
             given = {}
-        sections[section] = _read_keys(where, section, keys, given, problems)
-    systems = _read_systems(where, raw.get("systems"), sections, problems, known_systems)
+        sections[section] = _read_keys(lambda key, section=section: origins.get((section, key), where), section,
+                                       keys, given, problems)
+    systems = _read_systems(origins.get(("systems", ""), where), raw.get("systems"), sections, problems,
+                            known_systems)
     if problems:
         raise ConfigError(problems)
     return StudyConfig(path=path, sections=sections, systems=tuple(systems))
 
 
-def _read_keys(where: str, section: str, keys: list[Key], given: dict, problems: list[str]) -> dict[str, Any]:
+def _read_toml(path: Path) -> dict:
+    try:
+        with open(path, "rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise ConfigError([f"{path}: no such file"]) from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError([f"{path}: not a TOML file: {error}"]) from None
+
+
+def _read_with_base(path: Path, named_by: list[Path]) -> tuple[dict, dict[tuple[str, str], str]]:
+    """The file's tables over those of its ``study.base`` (and that one's base): each section's keys merged, the
+    file's own winning; ``systems`` the file's own when it has any. With them, the file each key was read from
+    (``(section, key)``; ``("systems", "")``), which a problem of the key names. ``named_by``: the files that led
+    here (a base that names one of them is a circle)."""
+    raw = _read_toml(path)
+    own = {(section, key): str(path) for section, keys in raw.items() if isinstance(keys, dict) for key in keys}
+    own[("systems", "")] = str(path)
+    study = raw.get("study")
+    base = study.get("base", "") if isinstance(study, dict) else ""
+    if not base:
+        return raw, own
+    where = named_by[0] if named_by else path
+    if not isinstance(base, str):
+        raise ConfigError([f"{path}: study.base: must be a file name (text), not {base!r}"])
+    base_path = (path.parent / os.path.expanduser(base)).resolve()
+    if base_path in {p.resolve() for p in (*named_by, path)}:
+        raise ConfigError([f"{path}: study.base: {base} leads back to {where}: a circle of bases"])
+    if not base_path.is_file():
+        raise ConfigError([f"{path}: study.base: {base}: no such file (a base is named relative to the file)"])
+    merged, origins = _read_with_base(base_path, [*named_by, path])
+    if "systems" not in raw:
+        del own[("systems", "")]
+    origins.update(own)
+    for section, keys in raw.items():
+        if section == "systems":
+            merged["systems"] = keys
+        elif isinstance(keys, dict) and isinstance(merged.get(section), dict):
+            merged[section] = {**merged[section], **keys}
+        else:
+            merged[section] = keys
+    merged["study"] = {**merged.get("study", {}), "base": base}
+    return merged, origins
+
+
+def _read_keys(where: str | Callable[[str], str], section: str, keys: list[Key], given: dict,
+               problems: list[str]) -> dict[str, Any]:
+    """``section``'s values, defaults filled in; each problem named with its file (``where``, or ``where(key)``
+    where a study's keys come from several files)."""
+    def at(key: str) -> str:
+        return where(key) if callable(where) else where
+
     known = {key.name for key in keys}
     for unknown in sorted(set(given) - known):
-        problems.append(f"{where}: {section}.{unknown}: unknown key (known: {', '.join(sorted(known))})")
+        problems.append(f"{at(unknown)}: {section}.{unknown}: unknown key (known: {', '.join(sorted(known))})")
     values = {}
     for key in keys:
         if key.name not in given:
             if key.default is None:
-                problems.append(f"{where}: {section}.{key.name}: required ({key.doc})")
+                problems.append(f"{at(key.name)}: {section}.{key.name}: required ({key.doc})")
                 continue
             values[key.name] = key.default
             continue
         problem = key.check(given[key.name])
         if problem:
-            problems.append(f"{where}: {section}.{key.name}: {problem}")
+            problems.append(f"{at(key.name)}: {section}.{key.name}: {problem}")
         values[key.name] = given[key.name]
     return values
 

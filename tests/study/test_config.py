@@ -111,6 +111,43 @@ def test_missing_file_and_bad_toml_are_one_line(tmp_path):
     assert len(found) == 1 and found[0].startswith(f"{tmp_path / 'study.toml'}: not a TOML file")
 
 
+def test_a_study_takes_the_keys_of_its_base_where_it_sets_none(tmp_path):
+    write(tmp_path, MINIMAL.replace('[corpus]', '[training]\npatience = 3\nmax_epoch = 50\n[corpus]'))
+    gpu = tmp_path / "gpu.toml"
+    gpu.write_text('[study]\nbase = "study.toml"\nname = "tiny-gpu"\nruns = "runs-gpu"\n'
+                   '[training]\ndevice = "cuda"\nmax_epoch = 20\n', encoding="utf-8")
+    config = load_study(gpu)
+    assert config.name == "tiny-gpu" and config["study"]["runs"] == "runs-gpu" and config["study"]["work"] == "work"
+    # a section's keys one by one: its own over the base's, the base's where it sets none, the defaults after them
+    assert (config["training"]["device"], config["training"]["max_epoch"], config["training"]["patience"],
+            config["training"]["lr"]) == ("cuda", 20, 3, 0.001)
+    assert config["corpus"]["raw"] == "raw" and config.resolve(config["corpus"]["raw"]) == tmp_path / "raw"
+    assert [(e.name, e.seeds, e.controls) for e in config.systems] == [
+        ("sequence", 3, {}), ("mask", 2, {"random": 2, "struct": 1})]  # the base's grid
+    # [[systems]] of its own replace the base's whole grid; a base's base is read too
+    one = tmp_path / "one.toml"
+    one.write_text('[study]\nbase = "gpu.toml"\n[[systems]]\nname = "sequence"\nseeds = 1\n', encoding="utf-8")
+    config = load_study(one)
+    assert [(e.name, e.seeds) for e in config.systems] == [("sequence", 1)]
+    assert config.name == "tiny-gpu" and config["training"]["device"] == "cuda"
+
+
+def test_a_missing_base_and_a_circle_of_bases_are_one_line(tmp_path):
+    found = problems_of(tmp_path, '[study]\nbase = "cpu.toml"\nname = "x"\n')
+    assert found == [f"{tmp_path / 'study.toml'}: study.base: cpu.toml: no such file (a base is named relative to "
+                     "the file)"]
+    (tmp_path / "a.toml").write_text('[study]\nbase = "study.toml"\n', encoding="utf-8")
+    found = problems_of(tmp_path, '[study]\nbase = "a.toml"\nname = "x"\n')
+    assert found == [f"{tmp_path / 'a.toml'}: study.base: study.toml leads back to {tmp_path / 'study.toml'}: a circle "
+                     "of bases"]
+    # a problem of a key names the file it was read from: the base's, or the file's own
+    (tmp_path / "cpu.toml").write_text(MINIMAL.replace("[corpus]", "[training]\npatience = 0\n[corpus]"),
+                                       encoding="utf-8")
+    found = problems_of(tmp_path, '[study]\nbase = "cpu.toml"\n[bpe]\nmerges = "many"\n')
+    assert found == [f"{tmp_path / 'study.toml'}: bpe.merges: must be an integer >= 1, not 'many'",
+                     f"{tmp_path / 'cpu.toml'}: training.patience: must be an integer >= 1, not 0"]
+
+
 def test_the_grid_its_pairs_and_its_commands(tmp_path):
     config = load_study(write(tmp_path, MINIMAL))
     names = [run.name for run in study_runs(config)]
