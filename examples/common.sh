@@ -12,14 +12,6 @@
 # its log, gzipped once the system is decoded) and RUN_DIR/NAME$RUN_SUFFIX.run.json; checkpoints go to
 # ${CKPT_ROOT:-RUN_DIR}/ckpt-NAME$RUN_SUFFIX. Once a run is scored, examples/pack_runs.py can pack its gzipped
 # files into RUN_DIR/packed.tar.xz (examples/pack_runs.py); every step here reads them from there (packed_runs.py).
-#   score_seeds NAME ARCH REF RUN_DIR "SEEDS" [TRAIN_COMMAND]: the system over those of SEEDS it has a finished run of
-# (NAME.seedS: its decode is kept), mean and sd per metric and the paired bootstrap over test sentences and seeds
-# (scoring.seed_bootstrap, $SEED_BOOTSTRAP rounds, default 10000) against each of $BASELINES and against its controls
-# NAME_CONTROL (a control: against its system), each over those of SEEDS that one has finished, as the record
-# RUN_DIR/NAME.seeds.run.json (fairseq-syntax-results makes one row of it per system): five seeds of one system are
-# tested against the three of another as well as against five. The training command (unless given), device, parsers,
-# decode command and dataset (else $DATASET) are the first seed's, from its run record: the seeds of a study are
-# trained over several machines, and the first seed's checkpoint folder may be on another.
 # Records and the logs kept beside them hold no path of this machine: $OUT_DIR (the recipe's output folder, exported
 # by the recipe) is written as OUT_DIR, paths in the repository relative to it (and in logs, Python's site-packages
 # as SITE_PACKAGES).
@@ -213,108 +205,6 @@ training_facts() {
   if [ -f "$1/device.txt" ]; then TRAINING_FACTS+=(--device "$(cat "$1/device.txt")"); fi
   if [ -f "$1/parsers.json" ]; then TRAINING_FACTS+=(--parsers "$1/parsers.json"); fi
   if [ -f "$1/decode_command.txt" ]; then TRAINING_FACTS+=(--decode-command "$(cat "$1/decode_command.txt")"); fi
-}
-
-# recorded_facts RUN_JSON PARSERS_OUT: TRAINING_FACTS as training_facts gives them, RECORDED_COMMAND (the training
-# command) and RECORDED_DATASET, from a kept run record (there or packed) instead of a checkpoint folder; its parsers
-# are written to PARSERS_OUT.
-recorded_facts() {
-  local facts=() record
-  record=$(python3 "$PACKED_RUNS" cat "$1") || return 1
-  mapfile -d '' facts < <(python3 - "$record" "$2" <<'EOF'
-import json, sys
-record = json.loads(sys.argv[1])
-if record.get("parsers"):
-    with open(sys.argv[2], "w", encoding="utf-8") as out:
-        json.dump(record["parsers"], out)
-for key in ("command", "device", "decode_command", "dataset"):
-    sys.stdout.write(f"{record.get(key) or ''}\0")
-EOF
-  )
-  if [ "${#facts[@]}" -ne 4 ]; then echo "$1: not a readable run record" >&2; return 1; fi
-  RECORDED_COMMAND=${facts[0]} RECORDED_DATASET=${facts[3]} TRAINING_FACTS=()
-  if [ -n "${facts[1]}" ]; then TRAINING_FACTS+=(--device "${facts[1]}"); fi
-  if [ -s "$2" ]; then TRAINING_FACTS+=(--parsers "$2"); fi
-  if [ -n "${facts[2]}" ]; then TRAINING_FACTS+=(--decode-command "${facts[2]}"); fi
-}
-
-# finished_seeds RUN_DIR NAME "SEEDS" [PACKED]: those of SEEDS that NAME has a finished run of, in order: its decode
-# kept, gzipped (RUN_DIR/NAME.seedS.gen.gz; run_system writes it once the decode is whole) or packed; PACKED: the
-# packed files as packed_runs.py ls --packed lists them, if listed already
-finished_seeds() {
-  local runs=$1 name=$2 seeds=$3 packed=${4-} seed found=()
-  [ -n "$packed" ] || packed=$(python3 "$PACKED_RUNS" ls --packed "$runs/*.seed*.gen") || return 1
-  for seed in $seeds; do
-    if [ -f "$runs/$name.seed$seed.gen.gz" ] || grep -qxF "$runs/$name.seed$seed.gen" <<< "$packed"; then
-      found+=("$seed")
-    fi
-  done
-  echo "${found[*]}"
-}
-
-score_seeds() {
-  local name=$1 arch=$2 ref=$3 runs=$4 seeds=$5 train_command=${6:-}
-  local seed base hyps=() logs=() baseline_files=() baseline_names=() files listing own theirs control
-  local parsers status
-  listing=$(python3 "$PACKED_RUNS" ls --packed "$runs/*.seed*.gen") || return 1
-  own=$(finished_seeds "$runs" "$name" "$seeds" "$listing")
-  if [ -z "$own" ]; then
-    echo "score_seeds $name: no finished run of seeds $seeds in $runs" >&2
-    return 1
-  fi
-  local first="$runs/$name.seed${own%% *}.run.json"
-  for seed in $own; do
-    hyps+=("$(kept "$runs/$name.seed$seed.gen")")
-    logs+=("$(kept "$runs/$name.seed$seed.train.log")")
-  done
-  # the baselines, then the system's controls where it has them; a control (NAME_CONTROL) against its system, so that
-  # the pair is compared whichever of the two is scored last
-  local versus="${BASELINES:-}"
-  for control in $(python3 "$SYNTAX_REPO/fairseq_syntax/core/control_kinds.py"); do  # a file: no package import
-    versus+=" ${name}_$control"
-    [[ "$name" == *_"$control" ]] && versus+=" ${name%_"$control"}"
-  done
-  local tested=" "
-  for base in $versus; do
-    # itself, or one named twice (udp_random's method udp is one of the BASELINES too), is not tested against
-    [ "$base" = "$name" ] || [[ "$tested" == *" $base "* ]] && continue
-    tested+="$base "
-    theirs=$(finished_seeds "$runs" "$base" "$seeds" "$listing")
-    [ -n "$theirs" ] || continue
-    files=()
-    for seed in $theirs; do files+=("$(kept "$runs/$base.seed$seed.gen")"); done
-    baseline_files+=("$(IFS=,; echo "${files[*]}")")
-    baseline_names+=(--baseline-name "$base")
-  done
-  # the seeds' runs share data and device: the first seed's facts stand for them
-  parsers=$(mktemp)
-  local dataset=${DATASET:-unnamed}
-  if have_kept "$first"; then
-    recorded_facts "$first" "$parsers" || { rm -f "$parsers"; return 1; }
-    train_command=${train_command:-$RECORDED_COMMAND}
-    # the dataset its runs were recorded under, whatever the caller's environment says: a record over seeds
-    # filed under another name would sit in a table of its own, apart from its runs and those it is tested against
-    if [ -n "$RECORDED_DATASET" ] && [ "$RECORDED_DATASET" != "$dataset" ]; then
-      [ -n "${DATASET:-}" ] && echo "score_seeds $name: dataset $RECORDED_DATASET, as its runs' records say" \
-        "(not DATASET=$DATASET)" >&2
-      dataset=$RECORDED_DATASET
-    fi
-  else
-    training_facts "${CKPT_ROOT:-$runs}/ckpt-$name.seed${own%% *}"
-  fi
-  if [ -z "$train_command" ]; then
-    echo "score_seeds $name: no training command (none given, and no run record $first)" >&2
-    rm -f "$parsers"; return 1
-  fi
-  portable_paths "$runs"
-  fairseq-syntax-score "$(IFS=,; echo "${hyps[*]}")" "$ref" "${baseline_files[@]}" "${baseline_names[@]}" \
-    ${SCORE_ARGS//--by-length [0-9,]*/} --bootstrap "${SEED_BOOTSTRAP:-10000}" "${TRAINING_FACTS[@]}" \
-    "${PORTABLE_PATHS[@]}" --run-seeds "$(echo $own | tr ' ' ,)" --record "$runs/$name.seeds.run.json" \
-    --dataset "$dataset" --system "$name" --arch "$arch" --train-log "$(IFS=,; echo "${logs[*]}")" \
-    --train-command "$train_command"
-  status=$?
-  rm -f "$parsers"
-  return $status
 }
 
 # run_systems DATA_BIN REF RUN_DIR RESULTS [fairseq-train args]: train, decode and score each NAME:ARCH:DATA[:EXTRA]

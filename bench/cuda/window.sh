@@ -21,12 +21,11 @@
 #   3  bench/run.py at the papers' size (6+6 layers, d=512, 8 heads) for every system, 16/32/64 words, as many
 #      rounds as fit (its --time-budget: the results are those of the rounds measured), in PRECISION (default fp32;
 #      bf16 or fp16: fairseq's own --bf16 / --fp16, bench/run.py --precision)
-#   4  the Multi30k study grid (examples/multi30k/README.md): the data-bins built on this machine from the parses
-#      committed under examples/multi30k/parses/, then JOBS (default 8) pending runs (SYSTEMS x SEEDS without a run
-#      record in examples/multi30k/runs-gpu; SYSTEMS defaults to `python3 -m fairseq_syntax.methods systems
-#      --study`, SEEDS to 1 2 3) trained at once on the GPU, decoded and scored; brings back the
-#      records, training logs and decodes (multi30k-runs.tgz, to unpack in examples/multi30k/ and commit) and
-#      status.txt, never checkpoints: a run cut short starts afresh in a later window
+#   4  the Multi30k study on GPUs (examples/multi30k/study-gpu.toml, or STUDY): `fairseq-syntax-study run` of its
+#      pending runs, JOBS (default 8) at once on the GPU, in the foreground until the step's deadline; the data-bins
+#      are made on this machine from the committed parses and .window's raw text; brings back status.txt (the plan
+#      after the step) and study-runs.tgz (the records, training logs and decodes of the runs it finished, to unpack
+#      in the study's folder and commit), never checkpoints: a run cut short starts afresh in a later window
 # A step its timeout cut still leaves what it had; bench/from_logs.py rebuilds RESULTS.* from bench.log (steps 2-3
 # do that themselves when the benchmark did not finish).
 # --device cpu --tiny: the step's CPU dry run (tests/recipes/test_window.py): tiny models, one short length, one
@@ -194,68 +193,45 @@ step3() {
   bench --model-size large --repeats 2 ${archs:+--archs "$archs"}
 }
 
-# the Multi30k study grid; MULTI30K (default examples/multi30k) is the recipe's folder, RUNS_DIR its GPU runs
+# the study's grid: `fairseq-syntax-study run` on STUDY (default examples/multi30k/study-gpu.toml) in the foreground,
+# JOBS runs at once, until the step's deadline stops it (timeout's SIGTERM: the runs stop with it, as on Ctrl-C); its
+# data-bins are made here (minutes on one core) and kept in WORK for the window's next step 4 on the same machine
 step4() {
-  local recipe=${MULTI30K:-$ROOT/examples/multi30k}
-  [ -d "$recipe/parses" ] || { say "error: $recipe/parses/ does not exist: the grid is built from the study's committed parses"; return 1; }
-  local raw=$WINDOW_DIR/data/multi30k runs=${RUNS_DIR:-$recipe/runs-gpu} data=$WORK/multi30k
-  [ -d "$raw" ] || { say "error: $raw: run bench/cuda/window.sh prepare and carry .window"; return 1; }
-  mkdir -p "$runs" "$data"
-  touch "$WORK/started"
-  local seeds=${SEEDS:-1 2 3} jobs=${JOBS:-8} systems=${SYSTEMS:-} epochs=${MAX_EPOCHS:-100} pairs=${PAIRS:-10000}
-  # the study's systems (controls included) in the study's order, from its file (examples/multi30k/study.toml)
-  [ -n "$systems" ] || systems=$(python3 -m fairseq_syntax.cli.study plan "$ROOT/examples/multi30k/study.toml" \
-    --systems) || return 1
-  # (the committed parses cover the study's 10,000 pairs only: a dry run takes them too)
-  if [ -n "$TINY" ]; then seeds=1 jobs=1 epochs=1 systems=$(head -1 <<< "$systems"); fi
-  say "data-bin from the committed parses"
-  # the study's subset (TRAIN_PAIRS, subset.py) with the parses found in the committed archive; CONTROLS: the
-  # data-bins of the control structures the grid's control systems read
-  within 300 env THREADS="$(nproc)" TRAIN_PAIRS="$pairs" CONTROLS="${CONTROLS:-random struct}" \
-    bash "$recipe/prepare.sh" "$raw" "$data" \
-    > "$LOGS/prepare.log" 2>&1 \
-    || { say "prepare.sh failed: logs.tgz"; tail -5 "$LOGS/prepare.log"; return 1; }
-  # the pending runs, all three seeds of a system before the next; JOBS of them start now, the rest wait for a
-  # later window (a run must end within this step: its checkpoints do not come back)
-  local pending=() system seed name
-  for system in $systems; do
-    for seed in $seeds; do
-      name=${system%%:*}.seed$seed
-      # finished: its record is there, or packed with its logs and decodes (examples/pack_runs.py pack runs-gpu)
-      [ -f "$runs/$name.run.json" ] || python3 "$ROOT/fairseq_syntax/evaluation/packed_runs.py" has --packed \
-        "$runs/$name.run.json" || pending+=("$seed:$system")
-    done
-  done
-  local starting=("${pending[@]:0:$jobs}")
-  say "${#pending[@]} runs pending; starting ${#starting[@]} at once: ${starting[*]}"
-  local run_device=$DEVICE
-  for run in "${starting[@]}"; do
-    seed=${run%%:*} system=${run#*:}
-    name=${system%%:*}.seed$seed
-    DEVICE=$run_device SEED=$seed RUN_SUFFIX=.seed$seed RUNS=$runs SYSTEMS=$system RAW=$raw MAX_EPOCHS=$epochs \
-      OMP_NUM_THREADS=1 RESULTS="$data/RESULTS.md" \
-      within 60 bash "$recipe/run.sh" "$data" > "$LOGS/$name.out" 2>&1 &
-  done
-  wait
-  for seed in $seeds; do  # each seed's runs against the baselines of the same seed decoded by now
-    DEVICE=$run_device SEED=$seed RUN_SUFFIX=.seed$seed RUNS=$runs RAW=$raw RESCORE=1 RESULTS="$data/RESULTS.md" \
-      within 20 bash "$recipe/run.sh" "$data" > "$LOGS/rescore.seed$seed.out" 2>&1
-  done
+  local study=${STUDY:-$ROOT/examples/multi30k/study-gpu.toml} jobs=${JOBS:-8}
+  [ -f "$study" ] || { say "error: $study: no such study file"; return 1; }
+  local folder name
+  folder=$(cd "$(dirname "$study")" && pwd) name=$(basename "$study")
+  local raw=${RAW:-$WINDOW_DIR/data/multi30k} runs=${RUNS_DIR:-$folder/runs-gpu}
+  [ -d "$raw" ] || { say "error: $raw: no corpus (run bench/cuda/window.sh prepare and carry .window)"; return 1; }
+  # the window's study: STUDY as its base, beside it (its relative paths stay right), the raw text of .window, its
+  # runs in RUNS_DIR and its data and checkpoints in WORK; --tiny: its first system, one seed, one epoch, on DEVICE
+  local window_study=$folder/.window-$name
   {
-    echo "runs started in this step (finished: a run record; else cut, its log in logs.tgz):"
-    for run in "${starting[@]}"; do
-      seed=${run%%:*} system=${run#*:}
-      name=${system%%:*}.seed$seed
-      local epochs_done
-      epochs_done=$(zcat -f "$runs/$name.train.log"* 2> /dev/null | grep -c "| valid on")
-      if [ -f "$runs/$name.run.json" ]; then echo "  $name finished, $epochs_done epochs"
-      else echo "  $name cut after $epochs_done epochs"; cp "$runs/$name.train.log" "$LOGS/" 2> /dev/null; fi
-    done
-    echo "still pending after this step: $((${#pending[@]} - ${#starting[@]})) runs"
-  } | tee "$OUTDIR/status.txt"
-  # what this step wrote in the runs folder, without checkpoints (they stay in $data/ckpt)
+    printf '[study]\nbase = "%s"\nruns = "%s"\nwork = "%s"\n[corpus]\nraw = "%s"\n' "$name" "$runs" "$WORK/study" "$raw"
+    printf '[training]\ndevice = "%s"\n' "$DEVICE"
+    if [ -n "$TINY" ]; then
+      local first
+      first=$(python3 -m fairseq_syntax.cli.study plan "$study" --systems | awk 'NR == 1') || return 1
+      printf 'max_epoch = 1\n[[systems]]\nname = "%s"\nseeds = 1\n' "${first%%:*}"
+    fi
+  } > "$window_study"
+  mkdir -p "$runs"
+  touch "$WORK/started"
+  python3 -m fairseq_syntax.cli.study plan "$window_study" > "$LOGS/plan.before.txt" 2>&1 \
+    || { say "the study file is refused:"; cat "$LOGS/plan.before.txt"; rm -f "$window_study"; return 1; }
+  say "$(tail -2 "$LOGS/plan.before.txt" | head -1 | xargs); $jobs at once until the step's deadline"
+  # a run must end within this step: its checkpoints do not come back, so a run cut short starts afresh later
+  timeout -k 20 "$(left 40)" python3 -m fairseq_syntax.cli.study run "$window_study" \
+    --executor local --jobs "$jobs" > "$LOGS/run.log" 2>&1
+  local rc=$?  # 124: the deadline stopped it, as planned; another failure is the step's
+  say "run: exit $rc$([ $rc = 124 ] && echo ', stopped at the deadline') ($(grep -c ': done$' "$LOGS/run.log") runs done in this step; logs.tgz: run.log)"
+  python3 -m fairseq_syntax.cli.study plan "$window_study" > "$OUTDIR/status.txt" 2>&1
+  tail -2 "$OUTDIR/status.txt"
+  rm -f "$window_study"
+  # what this step wrote in the runs folder, never checkpoints (they stay in WORK)
   (cd "$runs/.." && find "$(basename "$runs")" -type f -newer "$WORK/started" ! -name '*.pt' -print0 \
-    | tar czf "$OUTDIR/multi30k-runs.tgz" --null -T -)
+    | tar czf "$OUTDIR/study-runs.tgz" --null -T -)
+  [ $rc = 0 ] || [ $rc = 124 ]
 }
 
 say "start ($DEVICE${TINY:+, tiny}; $(left 0) s to its deadline)"

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -90,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.jobs is not None and args.jobs < 1:
                 print("error: --jobs must be at least 1", file=sys.stderr)
                 return 2
+            # killed (kill, timeout, a window's deadline) as if by Ctrl-C: the local runs stop with it, to go on
+            # from their checkpoints at the next run; Slurm's jobs stay queued
+            signal.signal(signal.SIGTERM, _interrupted)
             executor = args.executor or config["executor"]["kind"]
             jobs = args.jobs or config["executor"]["jobs"]
             return run_study(config, executor, jobs, only=args.only)
@@ -111,8 +116,18 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def _interrupted(signum, frame):
+    raise KeyboardInterrupt
+
+
 def cli_main() -> None:
-    sys.exit(main())
+    try:
+        status = main()
+        sys.stdout.flush()
+    except BrokenPipeError:  # its reader had enough (plan ... | head): no traceback, as for any Unix filter
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        status = 0
+    sys.exit(status)
 
 
 if __name__ == "__main__":

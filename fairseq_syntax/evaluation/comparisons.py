@@ -5,8 +5,7 @@ structures (:mod:`fairseq_syntax.core.control_kinds`). Which system is the basel
 which method and of what kind, how many seeds each system is to get and which systems the study has are the study's
 choices, not something to read from the systems' names: :class:`Comparisons` holds them, the results table
 (:mod:`~fairseq_syntax.evaluation.results`), its answer (:mod:`~fairseq_syntax.evaluation.study_answer`), its figure
-(:mod:`~fairseq_syntax.evaluation.seeds_figure`) and the check of stale records
-(:mod:`~fairseq_syntax.evaluation.seed_records`) take one, and RESULTS.json records the one its seeds table was made
+(:mod:`~fairseq_syntax.evaluation.seeds_figure`) take one, and RESULTS.json records the one its seeds table was made
 with (:meth:`Comparisons.to_json`), so that what is read back from it needs no configuration.
 
 :func:`registry_comparisons` is the one the method registry describes: the registry's words-only baseline and each

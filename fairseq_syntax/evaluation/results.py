@@ -715,8 +715,8 @@ def _seeds_notes(systems: Sequence[SeedSystem], comparisons: Comparisons) -> lis
     if any(system.p_values(name) and system.test_against(by_name[name]) is None
            for system in systems for name in (system.over_seeds or {}).get("significance", {}) if name in by_name):
         notes.append("- A test made before runs that finished since (over fewer seeds than its rows show) is "
-                     "shown as –: scored again, it is in (`python3 -m fairseq_syntax.evaluation.seed_records stale "
-                     "RUNS` lists such records).")
+                     "shown as –: scored again, it is in (`fairseq-syntax-study report` scores such records again "
+                     "before it writes the table).")
     notes.append(f"- {EPOCHS}: the epochs each run trained up to its patience stop (replayed from its validation "
                  "curve, see Convergence), and beside it those that runs resumed before the patience count was kept "
                  "trained past that stop.")

@@ -429,7 +429,7 @@ def seed_run(system, seed, bleu, chrf, epochs, data="preorder", arch="transforme
 
 
 def over_seeds(system, bleu, chrf, epochs, versus, parsers=CONSTITUENCY):
-    """The record of score_seeds (fairseq-syntax-score over the seeds' outputs): means, sds, per-seed values."""
+    """The record over seeds (fairseq-syntax-score over the seeds' outputs): means, sds, per-seed values."""
     runs = seed_run(system, 1, 0, 0, 0)
     mean = {name: sum(values) / len(values) for name, values in (("BLEU", bleu), ("chrF", chrf))}
     sd = {name: (sum((v - mean[name]) ** 2 for v in values) / (len(values) - 1)) ** 0.5
@@ -796,8 +796,8 @@ def test_a_test_over_fewer_seeds_than_its_rows_show_is_a_dash_until_scored_again
     row = next(line for line in lines if line.startswith("| mask_random |"))
     assert row.endswith("| 0.300 / 0.200 | mask | – | 22.0 |")  # against Sequence, over 2 and 2 seeds: shown
     assert ("- A test made before runs that finished since (over fewer seeds than its rows show) is shown as –: "
-            "scored again, it is in (`python3 -m fairseq_syntax.evaluation.seed_records stale RUNS` lists such "
-            "records).") in lines
+            "scored again, it is in (`fairseq-syntax-study report` scores such records again before it writes the "
+            "table).") in lines
     answer = render_json(records, comparisons=MULTI30K)["datasets"]["multi30k-10k"]["answer"]
     mask = next(entry for entry in answer["systems"] if entry["system"] == "mask")
     assert mask["controls"][0]["comparison"] is None

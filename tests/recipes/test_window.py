@@ -1,8 +1,6 @@
 """bench/cuda/window.sh, the plan for a short GPU window: the CPU dry run of each step (``--device cpu --tiny``)
 leaves at most 8 files with what the step promises; step 4 starts the pending runs of the grid and brings back what
 they wrote, never checkpoints. What cuts a step short leaves: tests/recipes/test_bench.py."""
-import contextlib
-import io
 import json
 import os
 import re
@@ -16,7 +14,8 @@ import torch
 from conftest import REPO
 
 from fairseq_syntax.methods import METHODS
-from fairseq_syntax.cli.study import main as study_command
+from study.test_prepare import corpus  # noqa: F401 (the fixture: the demo corpus and its parse archive)
+from study.tiny_study_file import SETTINGS
 
 sys.path.insert(0, os.path.join(REPO, "bench"))
 import run
@@ -137,101 +136,102 @@ def test_prepare_copies_the_data_beside_the_repository_for_the_window(tmp_path):
     assert (repo / ".window" / "commit.txt").exists() and "carry: .devpkgs .window" in result.stdout
 
 
-FAKE_RUN = r"""#!/usr/bin/env bash
-# a stand-in for examples/multi30k/run.sh: the record, log and decode of $SYSTEMS, and a checkpoint in $RUNS
-name=${SYSTEMS%%:*}$RUN_SUFFIX
-mkdir -p "$RUNS"
-if [ -n "${RESCORE:-}" ]; then touch "$RUNS/rescored$RUN_SUFFIX"; exit 0; fi
-echo "{\"device\": \"$DEVICE\", \"seed\": $SEED, \"raw\": \"$RAW\", \"data\": \"$1\"}" > "$RUNS/$name.run.json"
-printf '| valid on 1\n| valid on 2\n' | gzip > "$RUNS/$name.train.log.gz"
-echo H-0 | gzip > "$RUNS/$name.gen.gz"
-touch "$RUNS/checkpoint_best.pt"
-"""
+#: a tiny study on the demo generator's corpus (its gold parses as the parse archive): Sequence, two seeds, one
+#: epoch; its raw text elsewhere (the window's study file names it)
+STEP4_STUDY = SETTINGS.format(epochs=1).replace('name = "tiny"', 'name = "window-tiny"').replace(
+    'raw = "raw"', 'raw = "raw-elsewhere"') + '[[systems]]\nname = "sequence"\n'
 
 
-def fake_recipe(folder):
-    (folder / "parses").mkdir(parents=True)
-    (folder / "run.sh").write_text(FAKE_RUN)
-    (folder / "prepare.sh").write_text('mkdir -p "$2/data-bin"; echo "prepared $1 with $THREADS threads"\n')
-    return folder
+def step4(out, env, *flags):
+    result = sh(["bash", WINDOW, "4", str(out), "--device", "cpu", *flags], timeout=1200, env=env)
+    files = sorted(os.listdir(out))
+    listed = sorted(sh(["tar", "tzf", str(out / "study-runs.tgz")]).stdout.split()) if "study-runs.tgz" in files else []
+    return result, files, listed
 
 
-def test_step4_starts_jobs_pending_runs_at_once_and_brings_back_what_they_wrote_without_checkpoints(tmp_path):
-    recipe, runs, window = fake_recipe(tmp_path / "multi30k"), tmp_path / "runs-gpu", tmp_path / "window"
-    (window / "data" / "multi30k").mkdir(parents=True)
-    runs.mkdir()
-    (runs / "a.seed1.run.json").write_text("{}")  # came back from an earlier window: not run again
-    env = {**os.environ, "MULTI30K": str(recipe), "RUNS_DIR": str(runs), "WINDOW_DIR": str(window),
-           "SYSTEMS": "a:transformer:sequence b:transformer_syntax_mask:preorder", "SEEDS": "1 2", "JOBS": "2",
-           "WORK": str(tmp_path / "work"), "STEP_SECONDS": "200"}
-
-    def step(out):
-        result = sh(["bash", WINDOW, "4", str(out), "--device", "cpu"], timeout=300, env=env)
-        assert result.returncode == 0, result.stdout + result.stderr
-        assert sorted(os.listdir(out)) == ["logs.tgz", "multi30k-runs.tgz", "status.txt"]
-        listed = sh(["tar", "tzf", str(out / "multi30k-runs.tgz")]).stdout.split()
-        return result.stdout, (out / "status.txt").read_text(), sorted(listed)
-
-    stdout, status, listed = step(tmp_path / "out1")
-    assert "3 runs pending; starting 2 at once: 2:a:transformer:sequence 1:b:transformer_syntax_mask:preorder" in stdout
-    assert "a.seed2 finished, 2 epochs" in status and "b.seed1 finished" in status
-    assert "still pending after this step: 1 runs" in status
-    assert listed == ["runs-gpu/a.seed2.gen.gz", "runs-gpu/a.seed2.run.json", "runs-gpu/a.seed2.train.log.gz",
-                      "runs-gpu/b.seed1.gen.gz", "runs-gpu/b.seed1.run.json", "runs-gpu/b.seed1.train.log.gz",
-                      "runs-gpu/rescored.seed1", "runs-gpu/rescored.seed2"]  # no checkpoint
-    record = json.loads((runs / "b.seed1.run.json").read_text())
-    assert record["device"] == "cpu" and record["raw"] == str(window / "data" / "multi30k")
-    # the runs brought back, packed as the study's lanes pack theirs: a packed record still marks its run finished
-    subprocess.run([sys.executable, os.path.join(REPO, "examples", "pack_runs.py"), "pack", str(runs)], check=True,
-                   capture_output=True)
-    assert not (runs / "b.seed1.run.json").exists() and (runs / "a.seed1.run.json").exists()  # a.seed1: no outputs
-    # the next window: the run left
-    stdout, status, listed = step(tmp_path / "out2")
-    assert "1 runs pending; starting 1 at once: 2:b:transformer_syntax_mask:preorder" in stdout
-    assert "runs-gpu/b.seed2.run.json" in listed and "runs-gpu/a.seed2.run.json" not in listed
-
-
-def test_step4_grid_is_the_study_systems_in_their_order_over_three_seeds(tmp_path):
-    recipe, window = fake_recipe(tmp_path / "multi30k"), tmp_path / "window"
-    (window / "data" / "multi30k").mkdir(parents=True)
-    env = {**os.environ, "MULTI30K": str(recipe), "RUNS_DIR": str(tmp_path / "runs"), "WINDOW_DIR": str(window),
-           "JOBS": "4", "WORK": str(tmp_path / "work")}
-    result = sh(["bash", WINDOW, "4", str(tmp_path / "out"), "--device", "cpu"], timeout=300, env=env)
-    assert result.returncode == 0, result.stdout + result.stderr
-    listing = io.StringIO()
-    with contextlib.redirect_stdout(listing):  # fairseq-syntax-study plan STUDY --systems, in this process
-        study_command(["plan", os.path.join(REPO, "examples", "multi30k", "study.toml"), "--systems"])
-    study = listing.getvalue().split()
-    first, second = study[:2]  # all three seeds of a system before the next
-    assert (f"{len(study) * 3} runs pending; starting 4 at once: 1:{first} 2:{first} 3:{first} 1:{second}"
-            in result.stdout)
+def test_step4_runs_the_studys_pending_runs_and_brings_back_what_they_wrote_never_checkpoints(corpus, tmp_path):
+    folder = tmp_path / "study"
+    shutil.copytree(corpus / "parses", folder / "parses")
+    (folder / "study.toml").write_text(STEP4_STUDY, encoding="utf-8")
+    claims = tmp_path / "claims"  # its runs claim their cores here, not beside this machine's other runs
+    claims.mkdir()
+    env = {**os.environ, "STUDY": str(folder / "study.toml"), "RAW": str(corpus / "raw"), "JOBS": "2",
+           "WORK": str(tmp_path / "work"), "STEP_SECONDS": "1100", "OMP_NUM_THREADS": "1", "TMPDIR": str(claims)}
+    result, files, listed = step4(tmp_path / "out1", env)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert files == ["logs.tgz", "status.txt", "study-runs.tgz"]
+    assert "2 to do; 2 at once until the step's deadline" in result.stdout
+    assert "run: exit 0 (2 runs done in this step" in result.stdout
+    status = (tmp_path / "out1" / "status.txt").read_text()
+    assert [line.split()[:2] for line in status.splitlines() if line.startswith("  sequence.")] == [
+        ["sequence.seed1", "done"], ["sequence.seed2", "done"]]
+    assert listed == [f"runs-gpu/sequence.seed{seed}.{kind}" for seed in (1, 2)
+                      for kind in ("gen.gz", "gen.log.gz", "run.json", "train.log.gz")] + [
+        "runs-gpu/sequence.seeds.run.json"]  # the system over its seeds; no checkpoint
+    assert list((tmp_path / "work" / "study" / "ckpt").rglob("checkpoint_best.pt"))  # they stay in WORK
+    record = json.loads((folder / "runs-gpu" / "sequence.seed1.run.json").read_text())
+    assert record["dataset"] == "window-tiny" and record["device"].startswith("cpu")
+    assert not list(folder.glob(".window-*"))  # the window's study file is gone with the step
+    # the records are the study's own: the study file read with these runs takes them as done, refusing none
+    (folder / "gpu.toml").write_text(f'[study]\nbase = "study.toml"\nruns = "runs-gpu"\n[corpus]\nraw = '
+                                     f'"{corpus / "raw"}"\n', encoding="utf-8")
+    plan = sh(["fairseq-syntax-study", "plan", "gpu.toml"], cwd=folder)
+    assert plan.returncode == 0 and "2 done" in plan.stdout, plan.stdout + plan.stderr
+    # the next window: nothing left, nothing trained again, nothing brought back
+    kept = {path: path.stat().st_mtime_ns for path in (folder / "runs-gpu").iterdir()}
+    result, files, listed = step4(tmp_path / "out2", env)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "2 done; 2 at once" in result.stdout and "0 runs done in this step" in result.stdout and listed == []
+    assert {path: path.stat().st_mtime_ns for path in (folder / "runs-gpu").iterdir()} == kept
 
 
-def test_step4_says_it_needs_the_committed_parses(tmp_path):
-    (tmp_path / "multi30k").mkdir()
-    result = sh(["bash", WINDOW, "4", str(tmp_path / "out"), "--device", "cpu", "--tiny"], timeout=300,
-                env={**os.environ, "MULTI30K": str(tmp_path / "multi30k"), "WORK": str(tmp_path / "w")})
-    assert result.returncode == 1
-    assert "parses/ does not exist: the grid is built from the study's committed parses" in result.stdout
+def test_step4_stops_its_runs_at_the_deadline_and_leaves_none_running(corpus, tmp_path):
+    import psutil
+
+    folder = tmp_path / "study"
+    shutil.copytree(corpus / "parses", folder / "parses")
+    (folder / "study.toml").write_text(STEP4_STUDY.replace("patience = 1\nmax_epoch = 1\n", "patience = 1000\n"
+                                                           "max_epoch = 100000\n"), encoding="utf-8")
+    claims = tmp_path / "claims"
+    claims.mkdir()
+    env = {**os.environ, "STUDY": str(folder / "study.toml"), "RAW": str(corpus / "raw"), "JOBS": "2",
+           "WORK": str(tmp_path / "work"), "STEP_SECONDS": "120", "OMP_NUM_THREADS": "1", "TMPDIR": str(claims)}
+    result, files, _ = step4(tmp_path / "out", env)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "run: exit 124, stopped at the deadline (0 runs done in this step" in result.stdout
+    status = (tmp_path / "out" / "status.txt").read_text()
+    assert not any(line.split()[1:2] == ["done"] for line in status.splitlines() if line.startswith("  sequence."))
+    left = [process for process in psutil.process_iter(["cmdline"])
+            if any(str(tmp_path) in part for part in process.info["cmdline"] or [])]
+    assert left == [], [process.info["cmdline"] for process in left]  # no run outlives its step
+
+
+def test_step4_names_a_missing_study_file_or_corpus(tmp_path):
+    env = {**os.environ, "WORK": str(tmp_path / "w"), "STUDY": str(tmp_path / "none.toml")}
+    result, _, _ = step4(tmp_path / "out1", env, "--tiny")
+    assert result.returncode == 1 and f"error: {tmp_path / 'none.toml'}: no such study file" in result.stdout
+    (tmp_path / "study.toml").write_text(STEP4_STUDY, encoding="utf-8")
+    env.update(STUDY=str(tmp_path / "study.toml"), RAW=str(tmp_path / "no-corpus"))
+    result, _, _ = step4(tmp_path / "out2", env, "--tiny")
+    assert result.returncode == 1 and f"error: {tmp_path / 'no-corpus'}: no corpus (run bench/cuda/window.sh " \
+        "prepare and carry .window)" in result.stdout
 
 
 @pytest.mark.skipif(not os.environ.get("FAIRSEQ_SYNTAX_STEP4_ON_PARSES"),
                     reason="step 4 on the committed Multi30k parses (the study's 10,000 pairs: its data-bins and one "
                            "epoch of Sequence, about 10 minutes on 2 cores): set FAIRSEQ_SYNTAX_STEP4_ON_PARSES=1")
-def test_step4_trains_one_study_run_and_brings_back_its_record_not_its_checkpoints(tmp_path):
-    # a copy of the recipe's folder, so that its RESULTS.md and runs are the copy's
-    sandbox = tmp_path / "repo"
-    (sandbox / "examples").mkdir(parents=True)
-    for name in ("common.sh", "prepare_translation.sh"):
-        shutil.copy(os.path.join(REPO, "examples", name), sandbox / "examples" / name)
-    shutil.copytree(os.path.join(REPO, "examples", "multi30k"), sandbox / "examples" / "multi30k",
-                    ignore=shutil.ignore_patterns("work", "runs", "runs-gpu"))
-    os.symlink(os.path.join(REPO, "fairseq_syntax"), sandbox / "fairseq_syntax")
+def test_step4_tiny_trains_the_gpu_studys_first_run_on_the_committed_parses(tmp_path):
+    # a copy of the study's folder, so that the window's study file and runs are the copy's
+    folder = tmp_path / "multi30k"
+    shutil.copytree(os.path.join(REPO, "examples", "multi30k"), folder,
+                    ignore=shutil.ignore_patterns("work*", "runs*", "analysis", "logs"))
     window = tmp_path / "window"
     shutil.copytree(os.path.join(REPO, "..", "shared", "data", "multi30k"), window / "data" / "multi30k")
-    result, files = dry_run(4, tmp_path / "out", MULTI30K=str(sandbox / "examples" / "multi30k"),
-                            RUNS_DIR=str(tmp_path / "runs"), WINDOW_DIR=str(window))
+    claims = tmp_path / "claims"
+    claims.mkdir()
+    result, files = dry_run(4, tmp_path / "out", STUDY=str(folder / "study-gpu.toml"), WINDOW_DIR=str(window),
+                            TMPDIR=str(claims))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert files == ["logs.tgz", "multi30k-runs.tgz", "status.txt"]
-    listed = sh(["tar", "tzf", str(tmp_path / "out" / "multi30k-runs.tgz")]).stdout.split()
-    assert "runs/sequence.seed1.run.json" in listed and not any(name.endswith(".pt") for name in listed)
+    assert files == ["logs.tgz", "status.txt", "study-runs.tgz"]
+    listed = sh(["tar", "tzf", str(tmp_path / "out" / "study-runs.tgz")]).stdout.split()
+    assert "runs-gpu/sequence.seed1.run.json" in listed and not any(name.endswith(".pt") for name in listed)

@@ -16,43 +16,10 @@ import pytest
 from sacrebleu.metrics import BLEU
 
 from conftest import REPO
+from study.tiny_study_file import SETTINGS
 from study.test_prepare import corpus  # noqa: F401 (the fixture: the demo corpus and its parse archive)
 
-STUDY = """\
-[study]
-name = "tiny"
-work = "work"
-runs = "runs"
-report = "report"
-[corpus]
-raw = "raw"
-text = "tokenized"
-[parses]
-archive = "parses"
-[bpe]
-merges = 50
-[model]
-encoder_layers = 1
-decoder_layers = 1
-embed_dim = 16
-ffn_dim = 32
-heads = 2
-dropout = 0.0
-[training]
-batch_sentences = 16
-lr = 5e-3
-warmup_updates = 10
-patience = 1
-max_epoch = {epochs}
-[decoding]
-beam = 2
-batch_size = 16
-[seeds]
-count = 2
-[test]
-bootstrap_rounds = 200
-run_bootstrap_rounds = 100
-by_length = []
+STUDY = SETTINGS + """\
 [[systems]]
 name = "sequence"
 [[systems]]

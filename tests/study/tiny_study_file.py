@@ -1,0 +1,40 @@
+"""The settings of the tests' tiny studies (tests/study/test_tiny_study.py, the window's step 4 in
+tests/recipes/test_window.py): the demo corpus as tokenized raw text in ``raw``, its parse archive in ``parses``,
+tiny models; ``{epochs}`` is the epoch cap. A study file is these settings and its ``[[systems]]``."""
+
+SETTINGS = """\
+[study]
+name = "tiny"
+work = "work"
+runs = "runs"
+report = "report"
+[corpus]
+raw = "raw"
+text = "tokenized"
+[parses]
+archive = "parses"
+[bpe]
+merges = 50
+[model]
+encoder_layers = 1
+decoder_layers = 1
+embed_dim = 16
+ffn_dim = 32
+heads = 2
+dropout = 0.0
+[training]
+batch_sentences = 16
+lr = 5e-3
+warmup_updates = 10
+patience = 1
+max_epoch = {epochs}
+[decoding]
+beam = 2
+batch_size = 16
+[seeds]
+count = 2
+[test]
+bootstrap_rounds = 200
+run_bootstrap_rounds = 100
+by_length = []
+"""
