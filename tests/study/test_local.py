@@ -59,3 +59,21 @@ def test_the_time_left_is_estimated_from_the_studys_records_until_a_run_of_the_p
     assert local._eta(elapsed=9000, finished=0, remaining=4, expected_seconds=3600, jobs=1) == "0 min"
     # once a run has ended, the pool's own pace: 1 ended in 50 min, 3 left -> 150 min
     assert local._eta(elapsed=3000, finished=1, remaining=3, expected_seconds=4 * 3600, jobs=2) == "2.5 h"
+
+
+def test_a_cpu_run_is_recorded_with_the_processors_model_and_vector_instructions(tmp_path):
+    from fairseq_syntax.study.config import load_study
+    from fairseq_syntax.study.runner import cpu_model, device_text
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Gold 6430\n"
+                       "flags\t\t: fpu avx2\n\nprocessor\t: 1\nmodel name\t: Intel(R) Xeon(R) Gold 6430\n")
+    assert cpu_model(str(cpuinfo)) == "Intel(R) Xeon(R) Gold 6430"
+    cpuinfo.write_text("processor\t: 0\nmodel name\t: \n")  # no name given: Python's word for it, never empty
+    assert cpu_model(str(cpuinfo)) and cpu_model(str(tmp_path / "none")) == cpu_model(str(cpuinfo))
+    (tmp_path / "study.toml").write_text('[study]\nname = "x"\n[corpus]\nraw = "raw"\n[training]\nthreads = 2\n'
+                                         '[[systems]]\nname = "sequence"\n', encoding="utf-8")
+    import torch
+
+    assert device_text(load_study(tmp_path / "study.toml")) == (
+        f"cpu ({cpu_model()}, {torch.backends.cpu.get_cpu_capability()}, {os.cpu_count()} cores, 2 thread(s) per run)")
