@@ -1,5 +1,5 @@
 """The repository stays lean: its tracked files are code, run records, generated tables and figures, at most 3 MB
-(the project's goal; the test holds them at 3.5 MB until the cut below lands), plus data artifacts that save hours,
+(the project's goal; the test holds them at 3.45 MB until the cut below lands), plus data artifacts that save hours,
 at most 20 MB (issue 60: room for the German parses).
 
 A data artifact is a file named in a ``SHA256SUMS`` beside it (compressed and checksummed): the Multi30k parses
@@ -16,11 +16,13 @@ import pytest
 from conftest import REPO as REPO_PATH
 
 # The goal is 3 MB. The study command and the parser work of issues 59 and 60 (study/, parsing/, their tests and docs:
-# about 330 KB) took the tree from 2.99 to 3.30 MB (2026-12-02); until the retired shell of the Multi30k recipe
-# (run.sh's seeds scoring, common.sh's score_seeds, seed_records.py, replaced by study/over_seeds.py) and the
-# overlap between study/prepare.py and examples/prepare_translation.sh are removed, the test holds the tree at 3.5 MB
-# so that it still fails on any growth beyond this session's. Not the goal: the closing note of that session says so.
-CODE_RECORDS_TABLES_BYTES = int(3.5 * 1024 * 1024)
+# about 330 KB) took the tree from 2.99 to 3.30 MB (2026-12-02), and the study records to 3.39; the retired shell of
+# the Multi30k recipe (run.sh, replicate_gpu.sh, common.sh's score_seeds, seed_records.py: study/ does their work)
+# took it back to 3.36 (2026-12-03). What is left to cut is the overlap between study/prepare.py and
+# examples/prepare_translation.sh (the shell recipes' data path, which the iwslt15 and Multi30k prepare.sh and the
+# raw-text decoding's docs still use). Until then the test holds the tree at 3.45 MB, so that it fails on growth
+# beyond the study records still to come. Not the goal: the closing notes say so.
+CODE_RECORDS_TABLES_BYTES = int(3.45 * 1024 * 1024)
 DATA_ARTIFACT_BYTES = 20 * 1024 * 1024
 REPO = Path(REPO_PATH)
 
@@ -61,5 +63,5 @@ def test_code_records_and_tables_stay_under_3_mb_and_data_artifacts_under_12_mb(
     other_bytes = sum(size for size, _ in other)
     largest = ", ".join(f"{name} {size // 1024} KB" for size, name in other[:5])
     assert other_bytes <= CODE_RECORDS_TABLES_BYTES, \
-        f"code, records and tables take {other_bytes / 2**20:.2f} MB (at most 3.5; the goal is 3): the largest are {largest}"
+        f"code, records and tables take {other_bytes / 2**20:.2f} MB (at most 3.45; the goal is 3): the largest are {largest}"
     assert artifact_bytes <= DATA_ARTIFACT_BYTES, f"data artifacts take {artifact_bytes / 2**20:.2f} MB (at most 20)"
