@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from fairseq_syntax.study.config import ConfigError, load_study, template
+from fairseq_syntax.evaluation.results import RecordError
 from fairseq_syntax.study.runner import StudyError
 from fairseq_syntax.study.slurm import SlurmError
 
@@ -107,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         for problem in error.problems:
             print(f"error: {problem}", file=sys.stderr)
         return 2
-    except (StudyError, SlurmError) as error:
+    except (StudyError, SlurmError, RecordError) as error:  # a record the table cannot read: one line, its file
         for line in str(error).splitlines():
             print(f"error: {line}", file=sys.stderr)
         return 2

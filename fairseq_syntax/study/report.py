@@ -123,6 +123,9 @@ def write_report(config: StudyConfig, readme: str | None = None, out: str | None
     if problems:
         raise StudyError("\n".join(problems))
     states = grid_states(config)
+    if not any(state.state == "done" for state in states):
+        raise StudyError(f"{config.path}: no run of the study has finished yet ({len(states)} to do): nothing to "
+                         f"report; fairseq-syntax-study run {config.path} trains them")
     rescore_stale(config)
     folder = Path(out) if out else config.folder("report")
     folder.mkdir(parents=True, exist_ok=True)

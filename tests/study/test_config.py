@@ -148,6 +148,17 @@ def test_a_missing_base_and_a_circle_of_bases_are_one_line(tmp_path):
                      f"{tmp_path / 'cpu.toml'}: training.patience: must be an integer >= 1, not 0"]
 
 
+def test_report_before_any_run_has_finished_says_so_in_one_line_and_writes_nothing(tmp_path):
+    study = write(tmp_path, MINIMAL)
+    result = subprocess.run([sys.executable, "-m", "fairseq_syntax.cli.study", "report", str(study)],
+                            capture_output=True, text=True, cwd=REPO)
+    assert result.returncode == 2 and result.stdout == ""
+    # 8 runs: Sequence's 3 seeds, Mask's 2, its random control's 2 and its structure control's 1
+    assert result.stderr == (f"error: {study}: no run of the study has finished yet (8 to do): nothing to report; "
+                             f"fairseq-syntax-study run {study} trains them\n")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["study.toml"]
+
+
 def test_the_grid_its_pairs_and_its_commands(tmp_path):
     config = load_study(write(tmp_path, MINIMAL))
     names = [run.name for run in study_runs(config)]
