@@ -142,7 +142,10 @@ def train_arguments(config: StudyConfig, run: Run, work: Path | str) -> list[str
 
 
 def decode_arguments(config: StudyConfig, run: Run, work: Path | str) -> list[str]:
-    """The arguments after ``fairseq-generate``: the best checkpoint on the test split, BPE removed, beam search."""
+    """The arguments after ``fairseq-generate``: the best checkpoint on the test split, BPE removed, beam search;
+    on a CPU its batches loaded in the decoding process (``--num-workers 0``): a loader worker buys nothing there,
+    and one that cannot start (its socket's path under a long TMPDIR is too long for AF_UNIX) left fairseq-generate
+    waiting for it for good."""
     decoding = config["decoding"]
     args = [f"{work}/data-bin/{run.data}", "--user-dir", "fairseq_syntax", "--task", "syntax_translation",
             "--path", f"{work}/ckpt/ckpt-{run.name}/checkpoint_best.pt", "--gen-subset", "test",
@@ -150,6 +153,8 @@ def decode_arguments(config: StudyConfig, run: Run, work: Path | str) -> list[st
             str(decoding["batch_size"]), *decoding["extra_args"]]
     if config["training"]["device"] == "cpu":
         args.append("--cpu")
+        if not any(arg.startswith("--num-workers") for arg in args):
+            args += ["--num-workers", "0"]
     return args
 
 

@@ -142,6 +142,15 @@ STEP4_STUDY = SETTINGS.format(epochs=1).replace('name = "tiny"', 'name = "window
     'raw = "raw"', 'raw = "raw-elsewhere"') + '[[systems]]\nname = "sequence"\n'
 
 
+def own_tmpdir(tmp_path) -> str:
+    """A TMPDIR of the step's own, where its runs claim their cores (not beside this machine's other runs). Its path
+    is long, as a user's may be: past AF_UNIX's 108 bytes for the socket of a torch loader worker under it, which left
+    fairseq-generate waiting for good (the study decodes on a CPU without loader workers now)."""
+    folder = tmp_path / ("claims-" + "x" * 60)
+    folder.mkdir()
+    return str(folder)
+
+
 def step4(out, env, *flags):
     result = sh(["bash", WINDOW, "4", str(out), "--device", "cpu", *flags], timeout=1200, env=env)
     files = sorted(os.listdir(out))
@@ -153,8 +162,7 @@ def test_step4_runs_the_studys_pending_runs_and_brings_back_what_they_wrote_neve
     folder = tmp_path / "study"
     shutil.copytree(corpus / "parses", folder / "parses")
     (folder / "study.toml").write_text(STEP4_STUDY, encoding="utf-8")
-    claims = tmp_path / "claims"  # its runs claim their cores here, not beside this machine's other runs
-    claims.mkdir()
+    claims = own_tmpdir(tmp_path)
     env = {**os.environ, "STUDY": str(folder / "study.toml"), "RAW": str(corpus / "raw"), "JOBS": "2",
            "WORK": str(tmp_path / "work"), "STEP_SECONDS": "1100", "OMP_NUM_THREADS": "1", "TMPDIR": str(claims)}
     result, files, listed = step4(tmp_path / "out1", env)
@@ -192,8 +200,7 @@ def test_step4_stops_its_runs_at_the_deadline_and_leaves_none_running(corpus, tm
     shutil.copytree(corpus / "parses", folder / "parses")
     (folder / "study.toml").write_text(STEP4_STUDY.replace("patience = 1\nmax_epoch = 1\n", "patience = 1000\n"
                                                            "max_epoch = 100000\n"), encoding="utf-8")
-    claims = tmp_path / "claims"
-    claims.mkdir()
+    claims = own_tmpdir(tmp_path)
     env = {**os.environ, "STUDY": str(folder / "study.toml"), "RAW": str(corpus / "raw"), "JOBS": "2",
            "WORK": str(tmp_path / "work"), "STEP_SECONDS": "120", "OMP_NUM_THREADS": "1", "TMPDIR": str(claims)}
     result, files, _ = step4(tmp_path / "out", env)
@@ -227,8 +234,7 @@ def test_step4_tiny_trains_the_gpu_studys_first_run_on_the_committed_parses(tmp_
                     ignore=shutil.ignore_patterns("work*", "runs*", "analysis", "logs"))
     window = tmp_path / "window"
     shutil.copytree(os.path.join(REPO, "..", "shared", "data", "multi30k"), window / "data" / "multi30k")
-    claims = tmp_path / "claims"
-    claims.mkdir()
+    claims = own_tmpdir(tmp_path)
     result, files = dry_run(4, tmp_path / "out", STUDY=str(folder / "study-gpu.toml"), WINDOW_DIR=str(window),
                             TMPDIR=str(claims))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

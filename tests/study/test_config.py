@@ -15,6 +15,7 @@ from fairseq_syntax.study.grid import (
     settings_digest,
     study_runs,
     compared_with,
+    decode_arguments,
     train_arguments,
     training_differences,
 )
@@ -177,6 +178,13 @@ def test_the_grid_its_pairs_and_its_commands(tmp_path):
                         "syntax_translation", "--arch"]
     assert args[args.index("--seed") + 1] == "2" and args[args.index("--save-dir") + 1] == "W/ckpt/ckpt-mask_random.seed2"
     assert args[-3:] == ["--patience", "5", "--best-checkpoint-metric", "nll_loss", "--cpu", "--num-workers", "0"][-3:]
+    # decoding: the best checkpoint on the test split; on a CPU without loader workers, on a GPU with fairseq's
+    assert decode_arguments(config, run, "W") == [
+        "W/data-bin/preorder.random-s2", "--user-dir", "fairseq_syntax", "--task", "syntax_translation", "--path",
+        "W/ckpt/ckpt-mask_random.seed2/checkpoint_best.pt", "--gen-subset", "test", "--post-process", "subword_nmt",
+        "--beam", "5", "--batch-size", "128", "--cpu", "--num-workers", "0"]
+    on_gpu = config.with_changes("training", device="cuda")
+    assert decode_arguments(on_gpu, run, "W")[-4:] == ["--beam", "5", "--batch-size", "128"]
 
 
 # a Multi30k study record's training command, as the recipes wrote it (examples/multi30k/runs, mask_random.seed2)
