@@ -221,7 +221,7 @@ step4() {
     || { say "the study file is refused:"; cat "$LOGS/plan.before.txt"; rm -f "$window_study"; return 1; }
   say "$(tail -2 "$LOGS/plan.before.txt" | head -1 | xargs); $jobs at once until the step's deadline"
   # a run must end within this step: its checkpoints do not come back, so a run cut short starts afresh later
-  timeout -k 20 "$(left 40)" python3 -m fairseq_syntax.cli.study run "$window_study" \
+  within 40 python3 -m fairseq_syntax.cli.study run "$window_study" \
     --executor local --jobs "$jobs" > "$LOGS/run.log" 2>&1
   local rc=$?  # 124: the deadline stopped it, as planned; another failure is the step's
   say "run: exit $rc$([ $rc = 124 ] && echo ', stopped at the deadline') ($(grep -c ': done$' "$LOGS/run.log") runs done in this step; logs.tgz: run.log)"

@@ -348,7 +348,8 @@ def _read_with_base(path: Path, named_by: list[Path]) -> tuple[dict, dict[tuple[
     here (a base that names one of them is a circle)."""
     raw = _read_toml(path)
     own = {(section, key): str(path) for section, keys in raw.items() if isinstance(keys, dict) for key in keys}
-    own[("systems", "")] = str(path)
+    if "systems" in raw:
+        own[("systems", "")] = str(path)
     study = raw.get("study")
     base = study.get("base", "") if isinstance(study, dict) else ""
     if not base:
@@ -362,8 +363,6 @@ def _read_with_base(path: Path, named_by: list[Path]) -> tuple[dict, dict[tuple[
     if not base_path.is_file():
         raise ConfigError([f"{path}: study.base: {base}: no such file (a base is named relative to the file)"])
     merged, origins = _read_with_base(base_path, [*named_by, path])
-    if "systems" not in raw:
-        del own[("systems", "")]
     origins.update(own)
     for section, keys in raw.items():
         if section == "systems":
@@ -372,7 +371,6 @@ def _read_with_base(path: Path, named_by: list[Path]) -> tuple[dict, dict[tuple[
             merged[section] = {**merged[section], **keys}
         else:
             merged[section] = keys
-    merged["study"] = {**merged.get("study", {}), "base": base}
     return merged, origins
 
 

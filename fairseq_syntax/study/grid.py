@@ -136,9 +136,14 @@ def train_arguments(config: StudyConfig, run: Run, work: Path | str) -> list[str
     # the system's own options, as the recipes pass a spec's EXTRA (``--option=value``)
     model_args = run.system.model_args
     args += [f"{key}={value}" for key, value in zip(model_args[::2], model_args[1::2])]
-    if training["device"] == "cpu" and not any(arg.startswith("--num-workers") for arg in args):
-        args += ["--num-workers", "0"]
+    if training["device"] == "cpu":
+        args += _in_process_loading(args)
     return args
+
+
+def _in_process_loading(args: list[str]) -> list[str]:
+    """``--num-workers 0`` unless ``args`` choose their loader workers: on a CPU a worker buys nothing."""
+    return [] if any(arg.startswith("--num-workers") for arg in args) else ["--num-workers", "0"]
 
 
 def decode_arguments(config: StudyConfig, run: Run, work: Path | str) -> list[str]:
@@ -152,9 +157,7 @@ def decode_arguments(config: StudyConfig, run: Run, work: Path | str) -> list[st
             "--post-process", "subword_nmt", "--beam", str(decoding["beam"]), "--batch-size",
             str(decoding["batch_size"]), *decoding["extra_args"]]
     if config["training"]["device"] == "cpu":
-        args.append("--cpu")
-        if not any(arg.startswith("--num-workers") for arg in args):
-            args += ["--num-workers", "0"]
+        args += ["--cpu", *_in_process_loading(args)]
     return args
 
 
