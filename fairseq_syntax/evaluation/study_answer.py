@@ -28,7 +28,8 @@ p-values, Monte-Carlo errors, Welch tests and verdicts, each control with its co
 controls: the verdict with the headline metric's difference and p), and a few sentences (what was run, how many
 runs are in, the rule, what is still to come, the link to the full table). ``python -m
 fairseq_syntax.evaluation.study_answer --readme README.md RESULTS.json`` rewrites it between the README's markers
-(:data:`README_BEGIN`, :data:`README_END`).
+(:data:`README_BEGIN`, :data:`README_END`); a README with several studies' answers has one block each, the first
+line of each naming its RESULTS.json, and only that RESULTS.json's block is rewritten.
 """
 import argparse
 import os
@@ -353,13 +354,25 @@ def readme_block(results: dict[str, Any], results_md: str, dataset: str | None =
     return lines + [README_END]
 
 
+def _answer_of(line: str) -> str:
+    """The RESULTS.json a study answer's first line names (what follows :data:`README_BEGIN`, up to its backquote)."""
+    return line[len(README_BEGIN):].split("`")[0].strip()
+
+
 def replace_readme_block(text: str, block: Sequence[str], path: str = "README.md") -> str:
-    """``text`` (a README) with the lines from its :data:`README_BEGIN` line to its :data:`README_END` line
-    replaced by ``block``; a README without both markers, in that order, is a ValueError naming it."""
+    """``text`` (a README) with the lines from its :data:`README_BEGIN` line to the next :data:`README_END` line
+    replaced by ``block``: the study answer of the RESULTS.json that ``block``'s first line names, where the README
+    holds one (a README may state several studies' answers), else the README's only study answer. A README without
+    one, or with several and none of that RESULTS.json, is a ValueError naming it."""
     lines = text.split("\n")
-    begin = next((i for i, line in enumerate(lines) if line.startswith(README_BEGIN)), None)
-    end = next((i for i, line in enumerate(lines) if line == README_END), None)
-    if begin is None or end is None or end < begin:
+    begins = [i for i, line in enumerate(lines) if line.startswith(README_BEGIN)]
+    same = [i for i in begins if _answer_of(lines[i]) == _answer_of(block[0])]
+    begin = same[0] if same else begins[0] if len(begins) == 1 else None
+    if len(begins) > 1 and begin is None:
+        raise ValueError(f"{path}: {len(begins)} study answers, none of {_answer_of(block[0])} (lines "
+                         f"{', '.join(str(i + 1) for i in begins)})")
+    end = next((i for i in range(begin, len(lines)) if lines[i] == README_END), None) if begin is not None else None
+    if begin is None or end is None:
         raise ValueError(f"{path}: no study answer to replace (a line starting {README_BEGIN!r}, then a line "
                          f"{README_END!r})")
     return "\n".join(lines[:begin] + list(block) + lines[end + 1:])
