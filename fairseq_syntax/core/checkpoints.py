@@ -25,9 +25,24 @@ whole checkpoint.
 A finished run is not trained on. fairseq tests ``--max-update`` only after a training step, so resuming a run whose
 checkpoint already has ``--max-update`` updates trained one more and saved it over the finished checkpoints; the
 resume now ends ``fairseq-train`` there, with exit status 0 and a log line saying so.
+
+A checkpoint is checked against the data directory it is given before its weights are loaded, by
+``fairseq-generate``, ``fairseq-interactive`` and resumed ``fairseq-train`` alike: every load of a checkpoint file made
+for a task (the task fairseq-generate/-interactive set up from the command line, the trainer's task) passes the loaded
+state to the task's ``check_checkpoint(path, state)`` where it has one. The plugin's tasks record the source and target
+dictionaries they were trained with (their symbols, in order: :data:`TRAINED_DICTIONARIES`) in their task state, which
+fairseq saves in every checkpoint; :func:`dictionary_mismatch` compares them with the dictionaries the data directory
+gives (``dict.SRC.txt``, ``dict.TGT.txt``) and names the first difference: the sizes, or the first entry that differs
+(with its line in the dictionary file). A checkpoint saved before the dictionaries were recorded is compared by size,
+against the rows of its embedding matrices (``encoder.embed_tokens.weight``: one a source entry,
+``decoder.embed_tokens.weight``: one a target entry); another dictionary of the same size then goes unnoticed. Without
+the check, another corpus's data directory was fairseq's ``size mismatch for decoder.embed_tokens.weight`` traceback
+(or, from fairseq-train, two tracebacks ending "please ensure that the architectures match") where the sizes differ,
+and silently wrong translations where they do not.
 """
 import argparse
 import contextlib
+import contextvars
 import copy
 import glob
 import logging
@@ -64,6 +79,72 @@ def allow_fairseq_checkpoints() -> None:
 
 
 logger = logging.getLogger(__name__)
+
+#: task state (saved in every checkpoint by the plugin's tasks): ``{"source": [symbol, ...], "target": [...]}``, the
+#: dictionaries the model was trained with (their symbols in index order)
+TRAINED_DICTIONARIES = "syntax_dictionaries"
+#: the state dict keys whose rows are one a source / target dictionary entry (fairseq's encoder-decoder models)
+EMBEDDINGS = {"source": "encoder.embed_tokens.weight", "target": "decoder.embed_tokens.weight"}
+#: the task a checkpoint file now being loaded is for (set while fairseq loads checkpoints for a task)
+_LOADING_FOR: contextvars.ContextVar = contextvars.ContextVar("checkpoint_loaded_for", default=None)
+
+
+def dictionary_record(source, target) -> dict:
+    """What :data:`TRAINED_DICTIONARIES` holds for two fairseq dictionaries."""
+    return {"source": list(source.symbols), "target": list(target.symbols)}
+
+
+def dictionary_mismatch(path: str, state: dict, dictionaries: dict) -> str | None:
+    """One line (``error: ...``) saying how the dictionaries of the checkpoint ``path`` (loaded as ``state``) differ
+    from ``dictionaries`` (``{"source": (dict file, Dictionary), "target": (...)}``), the data directory's, or None
+    where they agree. Compared with the checkpoint's :data:`TRAINED_DICTIONARIES` entry where its task state has one,
+    else by size with its embedding matrices (:data:`EMBEDDINGS`); the source side is reported where both differ."""
+    recorded = (state.get("task_state") or {}).get(TRAINED_DICTIONARIES)
+    for side, (file, dictionary) in dictionaries.items():
+        here = list(dictionary.symbols)
+        if recorded is not None and side in recorded:
+            trained = list(recorded[side])
+            if trained == here:
+                continue
+            if len(trained) != len(here):
+                how = f"{len(trained)} entries in the checkpoint, {len(here)} in {file}"
+            else:
+                index = next(i for i, (a, b) in enumerate(zip(trained, here)) if a != b)
+                line = index - dictionary.nspecial + 1
+                where = f"{file}:{line}" if line >= 1 else f"{file} (special symbol {index})"
+                how = f"entry {index} is {trained[index]!r} in the checkpoint, {here[index]!r} at {where}"
+        else:
+            weight = (state.get("model") or {}).get(EMBEDDINGS[side])
+            if weight is None or weight.shape[0] == len(here):
+                continue
+            how = (f"its {EMBEDDINGS[side]} has {weight.shape[0]} rows (one an entry), {file} gives {len(here)} "
+                   "entries")
+        trained_on = _trained_data(state)
+        return (f"error: {path} was trained with another {side} dictionary than {file}: {how}; give the data "
+                f"directory it was trained on{f' ({trained_on})' if trained_on else ''}, or one made with its "
+                "dictionaries (fairseq-syntax-preprocess --srcdict and --tgtdict of that directory)")
+    return None
+
+
+def _trained_data(state: dict) -> str | None:
+    """The ``--data`` a checkpoint was trained with, as its configuration records it."""
+    cfg = state.get("cfg")
+    task = getattr(cfg, "task", None) if cfg is not None else None
+    if task is None and state.get("args") is not None:
+        task = state["args"]
+    data = getattr(task, "data", None) if task is not None else None
+    return str(data) if data else None
+
+
+@contextlib.contextmanager
+def loading_for(task) -> Iterator[None]:
+    """Checkpoint files loaded in this block are checked by ``task.check_checkpoint(path, state)`` (where ``task``
+    has one) before fairseq builds or fills a model from them."""
+    token = _LOADING_FOR.set(task)
+    try:
+        yield
+    finally:
+        _LOADING_FOR.reset(token)
 
 
 @contextlib.contextmanager
@@ -144,6 +225,30 @@ def _refuse_cut_short(load_checkpoint_to_cpu):
     return load
 
 
+def _check_for_the_task(load_checkpoint_to_cpu):
+    """Every checkpoint file loaded within :func:`loading_for` is checked by that task before it is used."""
+    def load(path, *args, **kwargs):
+        state = load_checkpoint_to_cpu(path, *args, **kwargs)
+        check = getattr(_LOADING_FOR.get(), "check_checkpoint", None)
+        if check is not None:
+            check(path, state)
+        return state
+
+    return load
+
+
+def _load_for_the_given_task(load_model_ensemble_and_task):
+    """fairseq-generate/-interactive load their ``--path`` for the task set up from the command line (its data
+    directory): the files are checked by that task. Without one (``task=None``), the task is made from each
+    checkpoint's own configuration and checks the input form in its ``load_state_dict``."""
+    def load(filenames, *args, **kwargs):
+        task = kwargs["task"] if "task" in kwargs else (args[1] if len(args) > 1 else None)
+        with loading_for(task):
+            return load_model_ensemble_and_task(filenames, *args, **kwargs)
+
+    return load
+
+
 def _require_checkpoint_files(load_model_ensemble_and_task):
     """fairseq-generate/-interactive ``--path`` (and the plugin's commands that load a checkpoint): a file that is
     not there is one line, not fairseq's OSError."""
@@ -174,7 +279,8 @@ def _resume_from_a_whole_checkpoint(load_checkpoint):
                                f"resuming from {whole}, the newest whole checkpoint beside it")
                 cfg = _with_restore_file(cfg, whole[: len(whole) - len(f"{suffix}.pt")] + ".pt")
         try:
-            loaded = load_checkpoint(cfg, trainer, **passthrough_args)
+            with loading_for(getattr(trainer, "task", None)):
+                loaded = load_checkpoint(cfg, trainer, **passthrough_args)
         except ValueError as error:
             if "parameter group that doesn't match the size" not in str(error):
                 raise
@@ -240,11 +346,12 @@ def _with_restore_file(cfg, restore_file: str):
 
 def make_checkpoints_crash_safe() -> None:
     """Route fairseq's checkpoint writes through :class:`CrashSafePathManager`, and its checkpoint loads through
-    the checks for files cut short (once per process)."""
+    the checks for files cut short and the checks of the task they are loaded for (once per process)."""
     if checkpoint_utils.PathManager is CrashSafePathManager:
         return
     checkpoint_utils.PathManager = CrashSafePathManager
-    checkpoint_utils.load_checkpoint_to_cpu = _refuse_cut_short(checkpoint_utils.load_checkpoint_to_cpu)
+    checkpoint_utils.load_checkpoint_to_cpu = _check_for_the_task(
+        _refuse_cut_short(checkpoint_utils.load_checkpoint_to_cpu))
     checkpoint_utils.load_checkpoint = _resume_from_a_whole_checkpoint(checkpoint_utils.load_checkpoint)
     checkpoint_utils.load_model_ensemble_and_task = _require_checkpoint_files(
-        checkpoint_utils.load_model_ensemble_and_task)
+        _load_for_the_given_task(checkpoint_utils.load_model_ensemble_and_task))

@@ -11,7 +11,10 @@ records the input form it was trained on (``syntax.json``'s form and POS-node co
 form, a directory without a side input the model reads, a missing split, a split that lost a file of its source or
 target tokens, a directory without ``syntax.json`` or the other task's directory stops with one line saying what to
 make, not with fairseq's size mismatch, wrong translations, a traceback or (``fairseq-generate`` without the
-target) hypotheses with no reference.
+target) hypotheses with no reference. Its dictionaries are recorded too, and compared with the data directory's
+(:func:`fairseq_syntax.core.checkpoints.dictionary_mismatch`), for ``fairseq-generate``, ``fairseq-interactive`` and
+resumed ``fairseq-train`` alike (:meth:`SyntaxTranslationTask.check_checkpoint`): another corpus's data directory of
+the same form stops with one line naming the checkpoint, the dictionary file and the first difference.
 
 ``fairseq-interactive`` reads sentences of tokenized words (or, with ``--source-format tree``, one bracketed tree per
 line) and gives each the source tokens and side data it gets offline: parsed by ``--source-parser`` where the model
@@ -37,6 +40,7 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
 from fairseq_syntax.core import interactive_input
+from fairseq_syntax.core.checkpoints import TRAINED_DICTIONARIES, dictionary_mismatch, dictionary_record
 from fairseq_syntax.core.bpe import BPE_JOINER, BPE_META_KEY, data_dir_bpe
 from fairseq_syntax.core.cpu_autocast import CpuAutocastConfig, CpuAutocastMixin
 from fairseq_syntax.core.data_dir import (
@@ -88,7 +92,8 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
         self._interactive_lines = 0  # fairseq-interactive sends lines in chunks; number them across chunks
         self._bad_lines = 0  # interactive lines that could not be converted (reported, given an empty hypothesis)
         self._model_max_source_positions: int | None = None  # the shortest limit of the models built
-        self.state.merge_state_dict({TRAINED_FORM: source_form_of(self.meta)})
+        self.state.merge_state_dict({TRAINED_FORM: source_form_of(self.meta),
+                                     TRAINED_DICTIONARIES: dictionary_record(src_dict, tgt_dict)})
 
     @classmethod
     def setup_task(cls, cfg: SyntaxTranslationConfig, **kwargs):
@@ -104,8 +109,27 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
     def load_state_dict(self, state_dict):
         """Called with a checkpoint's task state before its model is built (``checkpoint_utils``): stops when the
         model was trained on another input form than this data directory holds, which would otherwise be a size
-        mismatch of the embeddings or, with equal dictionary sizes, silently wrong translations."""
-        trained, here = state_dict.get(TRAINED_FORM), source_form_of(self.meta)
+        mismatch of the embeddings or, with equal dictionary sizes, silently wrong translations. The recorded
+        dictionaries are this task's own (:meth:`check_checkpoint` compared them)."""
+        self._require_trained_form(state_dict)
+        super().load_state_dict({key: value for key, value in state_dict.items()
+                                 if key not in (TRAINED_FORM, TRAINED_DICTIONARIES)})
+
+    def check_checkpoint(self, path: str, state: dict) -> None:
+        """A checkpoint file loaded for this task (fairseq-generate/-interactive ``--path``, the checkpoint
+        fairseq-train resumes from), before a model is built or filled from it: its input form, then its
+        dictionaries against this data directory's ``dict.SRC.txt`` and ``dict.TGT.txt``."""
+        self._require_trained_form(state.get("task_state") or {})
+        data_path = first_data_path(self.cfg.data)
+        problem = dictionary_mismatch(path, state, {
+            "source": (os.path.join(data_path, f"dict.{self.cfg.source_lang}.txt"), self.src_dict),
+            "target": (os.path.join(data_path, f"dict.{self.cfg.target_lang}.txt"), self.tgt_dict),
+        })
+        if problem is not None:
+            raise SystemExit(problem)
+
+    def _require_trained_form(self, task_state: dict) -> None:
+        trained, here = task_state.get(TRAINED_FORM), source_form_of(self.meta)
         if trained is not None and trained != here:
             data_path = first_data_path(self.cfg.data)
             raise SystemExit(
@@ -114,7 +138,6 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
                 f"fairseq-syntax-preprocess {_form_options(trained)} with --srcdict and --tgtdict of the directory "
                 "it was trained on"
             )
-        super().load_state_dict({key: value for key, value in state_dict.items() if key != TRAINED_FORM})
 
     # ------------------------------------------------------------------ data
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):

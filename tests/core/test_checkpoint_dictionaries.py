@@ -1,0 +1,159 @@
+"""A checkpoint given another corpus's data directory (same input form, other dictionaries) is refused in one line
+naming the checkpoint, the dictionary file and how they differ, by fairseq-generate, fairseq-interactive and resumed
+fairseq-train (:func:`fairseq_syntax.core.checkpoints.dictionary_mismatch`); fairseq alone stopped with "size mismatch
+for decoder.embed_tokens.weight" (or, with equal sizes, translated with the wrong words).
+
+The other data directories are the training corpus made again with a hand-edited dictionary (``--srcdict`` with
+``--joined-dictionary``): two lines swapped (the same size, a known first difference) or one line added."""
+import filecmp
+import os
+import shutil
+import subprocess
+
+import pytest
+import torch
+from conftest import REPO, TINY, preprocess_in_process, train
+from fairseq import checkpoint_utils
+from fairseq.data import Dictionary
+
+import fairseq_syntax  # noqa: F401  (routes fairseq's checkpoint loads through the plugin's checks)
+from fairseq_syntax.core.checkpoints import TRAINED_DICTIONARIES, dictionary_mismatch
+from fairseq_syntax.core.translation_task import SyntaxTranslationConfig, SyntaxTranslationTask
+
+SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]  # fairseq's four symbols before a dictionary file's first line
+
+
+@pytest.fixture(scope="module")
+def trained(data_dirs, tmp_path_factory):
+    """The save directory of a tiny transformer trained 2 updates on the sequence form of the tiny corpus."""
+    save = tmp_path_factory.mktemp("trained")
+    train(data_dirs["sequence"], str(save), "transformer_tiny", 10, "--max-update", "2")
+    return save
+
+
+@pytest.fixture(scope="module")
+def other_dictionaries(data_dirs, raw_corpus, tmp_path_factory):
+    """name -> (data directory, its dictionary lines): the training data made again with its dictionary's lines 4
+    and 5 swapped ("swapped": same size), or with a line added at the end ("longer")."""
+    trained_lines = open(os.path.join(data_dirs["sequence"], "dict.en.txt"), encoding="utf-8").read().splitlines()
+    swapped = list(trained_lines)
+    swapped[3], swapped[4] = swapped[4], swapped[3]
+    out = {}
+    for name, dictionary in (("swapped", swapped), ("longer", trained_lines + ["zebra 1"])):
+        folder = tmp_path_factory.mktemp(name)
+        path = folder / "dict.txt"
+        path.write_text("\n".join(dictionary) + "\n", encoding="utf-8")
+        preprocess_in_process(raw_corpus, str(folder / "data"), "sequence", "--srcdict", str(path))
+        out[name] = (str(folder / "data"), dictionary)
+    return out
+
+
+def fix(data_dirs) -> str:
+    return (f"give the data directory it was trained on ({data_dirs['sequence']}), or one made with its dictionaries "
+            "(fairseq-syntax-preprocess --srcdict and --tgtdict of that directory)")
+
+
+def refused(result):
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr
+    return result.stderr.strip().splitlines()[-1]
+
+
+def test_the_checkpoint_records_its_dictionaries(data_dirs, trained):
+    state = torch.load(trained / "checkpoint_last.pt", map_location="cpu", weights_only=False)
+    words = [line.split()[0] for line in open(os.path.join(data_dirs["sequence"], "dict.en.txt"), encoding="utf-8")]
+    assert len(words) == 20  # 13 words of the tiny corpus, padded to a multiple of 8 by fairseq (24 with SPECIALS)
+    assert state["task_state"][TRAINED_DICTIONARIES] == {"source": SPECIALS + words, "target": SPECIALS + words}
+
+
+def test_generate_with_a_dictionary_of_the_same_size_names_the_first_differing_entry(data_dirs, trained,
+                                                                                    other_dictionaries):
+    data, lines = other_dictionaries["swapped"]
+    checkpoint = str(trained / "checkpoint_last.pt")
+    result = subprocess.run(["fairseq-generate", data, "--user-dir", "fairseq_syntax", "--task", "syntax_translation",
+                             "--path", checkpoint, "--cpu", "--gen-subset", "test"],
+                            cwd=REPO, capture_output=True, text=True, check=False)
+    # file line 4 is symbol 7 (after the four special symbols): 'man' here, 'dog' in the training dictionary
+    assert lines[3].split()[0] == "man"
+    assert refused(result) == (
+        f"error: {checkpoint} was trained with another source dictionary than {data}/dict.en.txt: entry 7 is 'dog' "
+        f"in the checkpoint, 'man' at {data}/dict.en.txt:4; {fix(data_dirs)}")
+    assert "H-" not in result.stdout
+
+
+def test_interactive_with_a_larger_dictionary_names_the_sizes(data_dirs, trained, other_dictionaries):
+    data, _ = other_dictionaries["longer"]
+    checkpoint = str(trained / "checkpoint_last.pt")
+    result = subprocess.run(["fairseq-interactive", data, "--user-dir", "fairseq_syntax", "--task",
+                             "syntax_translation", "--path", checkpoint, "--cpu"], input="the cat sees the dog .\n",
+                            cwd=REPO, capture_output=True, text=True, check=False)
+    assert refused(result) == (
+        f"error: {checkpoint} was trained with another source dictionary than {data}/dict.en.txt: 24 entries in the "
+        f"checkpoint, 25 in {data}/dict.en.txt; {fix(data_dirs)}")
+
+
+def test_resumed_training_on_another_dictionary_is_refused_before_anything_is_written(data_dirs, trained,
+                                                                                     other_dictionaries, tmp_path):
+    data, _ = other_dictionaries["swapped"]
+    save = tmp_path / "save"
+    shutil.copytree(trained, save)
+    result = subprocess.run(["fairseq-train", data, "--user-dir", "fairseq_syntax", "--task", "syntax_translation",
+                             "--arch", "transformer_tiny", "--max-epoch", "10", "--save-dir", str(save), *TINY,
+                             "--max-update", "4"], cwd=REPO, capture_output=True, text=True, check=False)
+    assert refused(result) == (
+        f"error: {save}/checkpoint_last.pt was trained with another source dictionary than {data}/dict.en.txt: "
+        f"entry 7 is 'dog' in the checkpoint, 'man' at {data}/dict.en.txt:4; {fix(data_dirs)}")
+    assert sorted(os.listdir(save)) == sorted(os.listdir(trained))
+    assert all(filecmp.cmp(save / name, trained / name, shallow=False) for name in os.listdir(trained))
+
+
+def task_of(data: str) -> SyntaxTranslationTask:
+    return SyntaxTranslationTask.setup_task(SyntaxTranslationConfig(data=data, source_lang="en", target_lang="de"))
+
+
+def test_the_data_directory_it_was_trained_on_loads(data_dirs, trained):
+    models, _ = checkpoint_utils.load_model_ensemble([str(trained / "checkpoint_last.pt")],
+                                                     task=task_of(data_dirs["sequence"]))
+    assert models[0].encoder.embed_tokens.weight.shape[0] == 24
+
+
+def test_a_checkpoint_that_does_not_record_its_dictionaries_is_compared_by_its_embedding_rows(
+        data_dirs, trained, other_dictionaries, tmp_path):
+    state = torch.load(trained / "checkpoint_last.pt", map_location="cpu", weights_only=False)
+    del state["task_state"][TRAINED_DICTIONARIES]  # as checkpoints were saved before the plugin recorded them
+    old = str(tmp_path / "old.pt")
+    torch.save(state, old)
+    data, _ = other_dictionaries["longer"]
+    with pytest.raises(SystemExit) as stopped:
+        checkpoint_utils.load_model_ensemble([old], task=task_of(data))
+    assert str(stopped.value) == (
+        f"error: {old} was trained with another source dictionary than {data}/dict.en.txt: its "
+        f"encoder.embed_tokens.weight has 24 rows (one an entry), {data}/dict.en.txt gives 25 entries; "
+        f"{fix(data_dirs)}")
+    # a dictionary of the same size cannot be told from the rows: it loads (the limit docs/errors.md states)
+    models, _ = checkpoint_utils.load_model_ensemble([old], task=task_of(other_dictionaries["swapped"][0]))
+    assert models[0].encoder.embed_tokens.weight.shape[0] == 24
+
+
+def dictionary(*words) -> Dictionary:
+    made = Dictionary()
+    for word in words:
+        made.add_symbol(word)
+    return made
+
+
+def test_the_target_side_is_named_where_only_it_differs():
+    source, target = dictionary("a", "b"), dictionary("x", "y")
+    state = {"task_state": {TRAINED_DICTIONARIES: {"source": list(source.symbols),
+                                                   "target": SPECIALS + ["x", "z"]}}}
+    problem = dictionary_mismatch("c.pt", state, {"source": ("D/dict.en.txt", source),
+                                                  "target": ("D/dict.de.txt", target)})
+    assert problem.startswith("error: c.pt was trained with another target dictionary than D/dict.de.txt: entry 5 "
+                              "is 'z' in the checkpoint, 'y' at D/dict.de.txt:2; give the data directory it was "
+                              "trained on, or one made")
+    assert dictionary_mismatch("c.pt", state, {"source": ("D/dict.en.txt", source),
+                                               "target": ("D/dict.de.txt", dictionary("x", "z"))}) is None
+    rows = {"model": {"encoder.embed_tokens.weight": torch.zeros(6, 2), "decoder.embed_tokens.weight":
+                      torch.zeros(7, 2)}}
+    assert "its decoder.embed_tokens.weight has 7 rows (one an entry), D/dict.de.txt gives 6 entries" in \
+        dictionary_mismatch("c.pt", rows, {"source": ("D/dict.en.txt", source), "target": ("D/dict.de.txt", target)})
