@@ -116,19 +116,31 @@ def plan_lines(config: StudyConfig) -> list[str]:
 
 
 def status_lines(config: StudyConfig) -> list[str]:
-    """What runs where now: the runs in training on this machine's claims (with their epochs), and the study's
-    Slurm jobs in the queue."""
-    lines = []
-    for found in grid_states(config):
-        if found.state == "running":
-            lines.append(f"  {found.run.name}: running, {found.detail}")
-    slurm_folder = work_dir(config) / "slurm"
-    if slurm_folder.is_dir():
+    """What runs where now, counted apart: the runs in training (a process holds their claim, on this machine or a
+    Slurm node; with their epochs and the Slurm job that runs each), the study's Slurm jobs queued (waiting for a
+    node or a slot of the array) and those running that no run's training holds yet (starting, or ending)."""
+    training = [found for found in grid_states(config) if found.state == "running"]
+    jobs = []
+    if (work_dir(config) / "slurm").is_dir():
         from fairseq_syntax.study.slurm import study_jobs
 
-        for job in study_jobs(slurm_folder):
-            lines.append(f"  slurm job {job.get('job_id')}: {job.get('state')} {job.get('description', '')}")
-    return [f"study {config.name}: " + (f"{len(lines)} running" if lines else "nothing running"), *lines]
+        jobs = study_jobs(work_dir(config) / "slurm")
+    in_training = {found.run.name for found in training}
+    lines = []
+    for found in training:
+        runs_it = "".join(f", slurm job {job['job_id']} on {job['node']}" for job in jobs
+                          if job["running"] and job["description"] == found.run.name)
+        lines.append(f"  {found.run.name}: in training, {found.detail}{runs_it}")
+    starting = [job for job in jobs if job["running"] and job["description"] not in in_training]
+    queued = [job for job in jobs if not job["running"]]
+    lines += [f"  {job['description']}: queued, slurm job {job['job_id']} {job['state']} ({job['reason']})"
+              for job in queued]
+    lines += [f"  {job['description']}: slurm job {job['job_id']} {job['state']} on {job['node']}, starting or ending "
+              "(no process holds the run)" for job in starting]
+    counts = [f"{len(training)} run{'s' * (len(training) != 1)} in training" if training else "",
+              f"{len(queued)} slurm job{'s' * (len(queued) != 1)} queued" if queued else "",
+              f"{len(starting)} slurm job{'s' * (len(starting) != 1)} starting or ending" if starting else ""]
+    return [f"study {config.name}: " + (", ".join(filter(None, counts)) or "nothing in training or queued"), *lines]
 
 
 def run_study(config: StudyConfig, executor: str, jobs: int, only: list[str] | None = None,
@@ -184,7 +196,8 @@ def _run_on_slurm(config: StudyConfig, tasks: list[RunTask], progress) -> list:
                              time_min=slurm["time_min"], array_parallelism=slurm["array_parallelism"],
                              extra={key: str(value) for key, value in slurm["extra"].items()})
     results = run_jobs(execute, tasks, settings, work_dir(config) / "slurm", job_name=f"study-{config.name}",
-                       describe=str, progress=progress)
+                       describe=str, progress=progress,
+                       failure=lambda outcome: (outcome.detail or "failed") if outcome.state == "failed" else None)
     outcomes = []
     for task, result in results:
         if isinstance(result, BaseException):

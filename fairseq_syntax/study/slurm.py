@@ -8,11 +8,18 @@ raises. ``study_jobs`` lists what of a study's arrays is still in the queue (for
 A job is judged by its result file and the queue, never by ``sacct``: a cluster without an accounting store (a
 single-node Slurm, many small ones) has no ``sacct``, and there submitit's state is ``UNKNOWN`` for ever, so its
 ``job.done()`` and ``job.result()`` would wait for ever on a job cancelled with ``scancel`` or whose node died (no
-result file). Here a job is finished when its result file is there (then ``job.result()`` returns at once:
-the function's value, or submitit's ``FailedJobError`` holding the function's traceback), or when it has left
-``squeue`` without one for ``RESULT_GRACE_S`` (a shared filesystem's lag): then it ended in an
-``UncompletedJobError`` naming the job, Slurm's line on how it ended (``CANCELLED``, ``DUE TO TIME LIMIT``,
-``DUE TO NODE FAILURE``) and its log.
+result file). The queue is ``squeue --states=all``: the jobs waiting or running, and those that ended within the
+controller's ``MinJobAge`` (300 s by default) with Slurm's end state (``CANCELLED``, ``TIMEOUT``, ``NODE_FAIL``...).
+A job is finished when its result file is there (then ``job.result()`` returns at once: the function's value, or
+submitit's ``FailedJobError`` holding the function's traceback), or when it has ended in the queue (or left it)
+without one for ``RESULT_GRACE_S`` (a shared filesystem's lag): then it ended in an ``UncompletedJobError`` naming
+the job, Slurm's line on how it ended (``CANCELLED``, ``DUE TO TIME LIMIT``, ``DUE TO NODE FAILURE``) and its log.
+
+A finished job is judged by its own outcome: it failed when it ended in an exception, or when ``run_jobs``'s
+``failure`` says its returned value is a failure (a study run returns a failed outcome when its training was
+killed: ``scancel`` sends SIGTERM to every process of the job, the training dies of it, the function returns). The
+progress line then says ``failed``, the function's reason and Slurm's own line where Slurm ended the job
+(``*** JOB 13 ON node1 CANCELLED AT 2026-12-01T22:47:52 ***`` in the job's log, else its end state in the queue).
 
 What submitit does with the settings (read from submitit 1.5's source): ``timeout_min`` becomes ``--time``,
 ``mem_gb`` ``--mem`` (``8GB``, or MB for a fraction), ``cpus_per_task`` ``--cpus-per-task``, ``gpus_per_node``
@@ -46,8 +53,13 @@ R = TypeVar("R")
 RESULT_GRACE_S = 15.0
 #: seconds between two looks at the result files and the queue
 POLL_S = 2.0
-#: the queue's states of a job that runs (or is ending); every other state it is listed in waits
+#: the queue's states of a job that runs (or is ending); every other state it is listed in waits, or has ended
 RUNNING_STATES = {"RUNNING", "COMPLETING", "CONFIGURING", "STAGE_OUT", "SIGNALING"}
+#: the end states ``squeue --states=all`` lists a job in until the controller forgets it (``MinJobAge``)
+ENDED_STATES = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE",
+                "OUT_OF_MEMORY"}
+#: the end states in which Slurm, not the job's own program, ended it
+ENDED_BY_SLURM = ENDED_STATES - {"COMPLETED", "FAILED"}
 ITEMS_SUFFIX = "_items.json"
 
 
@@ -109,10 +121,12 @@ def _last_line(text: str) -> str:
 
 def queue(user: str | None = None) -> dict[str, dict[str, str]] | None:
     """The queue's jobs of ``user`` (default: this process's), by submitit's job id (``123_4`` for a task of an
-    array, ``123`` for a plain job): state, reason, node. None when ``squeue`` fails (the controller not answering)."""
+    array, ``123`` for a plain job): state, reason, node; the jobs that have ended too, while the controller keeps
+    them (``MinJobAge``), in one of ``ENDED_STATES``. None when ``squeue`` fails (the controller not answering)."""
     user = user or pwd.getpwuid(os.getuid()).pw_name
     try:
-        listed = subprocess.run(["squeue", "--noheader", "--array", f"--user={user}", "--format=%i|%T|%r|%N"],
+        listed = subprocess.run(["squeue", "--noheader", "--array", "--states=all", f"--user={user}",
+                                 "--format=%i|%T|%r|%N"],
                                 capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -136,16 +150,22 @@ def _write_items(folder: Path, jobs, descriptions: list[str], job_name: str) -> 
     os.replace(partial, path)
 
 
+def slurm_end(job, state: str) -> str:
+    """Slurm's own word on how ``job`` ended, where Slurm ended it: the line its log got (``JOB 13 ON node1
+    CANCELLED AT 2026-12-01T22:47:52``, ``... DUE TO TIME LIMIT``, ``... DUE TO NODE FAILURE``), else its end
+    state ``state`` in the queue where that is one of ``ENDED_BY_SLURM``; "" for a job that ended by itself."""
+    log = job.paths.stderr
+    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+    ended = [line.split("***")[1].strip() for line in lines if re.search(r"\*\*\* JOB .* \*\*\*", line)]
+    return ended[0] if ended else state if state in ENDED_BY_SLURM else ""
+
+
 def _uncompleted(job, description: str, last_state: str):
     from submitit.core.utils import UncompletedJobError
 
-    log = job.paths.stderr
-    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
-    # Slurm's own word on how the job ended, e.g. "*** JOB 13 ON node1 CANCELLED AT 2026-12-01T22:47:52 ***"
-    ended = [line.split("***")[1].strip() for line in lines if re.search(r"\*\*\* JOB .* \*\*\*", line)]
-    how = ended[0] if ended else "cancelled, timed out or its node failed"
+    how = slurm_end(job, last_state) or "cancelled, timed out or its node failed"
     return UncompletedJobError(f"Slurm job {job.job_id} ({description}) ended without a result: {how} "
-                               f"(last seen {last_state} in the queue; its log: {log})")
+                               f"(last seen {last_state} in the queue; its log: {job.paths.stderr})")
 
 
 def failure_line(outcome: BaseException) -> str:
@@ -161,16 +181,18 @@ def failure_line(outcome: BaseException) -> str:
 
 
 def run_jobs(function: Callable[[T], R], items: Sequence[T], settings: SlurmSettings, folder: Path, *,
-             job_name: str, describe: Callable[[T], str] = str, progress: Callable[[str], None] = print
-             ) -> list[tuple[T, R | BaseException]]:
-    """``function(item)`` for every item as one Slurm job array; waits for every job, showing progress lines (jobs
-    done / running / pending, each finished one named by ``describe``), and returns ``(item, result or exception)``
-    in the items' order. A job's exception is submitit's ``FailedJobError`` holding the function's traceback, or an
-    ``UncompletedJobError`` for a job that left the queue without a result (cancelled with ``scancel``, its node gone,
-    killed at its time limit); a job warned of its time limit ends in a ``FailedJobError`` ("timed-out and not
-    checkpointable"). One job's failure never raises. Raises ``SlurmError`` where Slurm or submitit is missing or the
-    cluster refuses the array (a partition, a memory or GPU request it cannot satisfy). ``function`` and the items
-    must be picklable and ``folder`` on a filesystem the nodes share."""
+             job_name: str, describe: Callable[[T], str] = str, progress: Callable[[str], None] = print,
+             failure: Callable[[R], str | None] = lambda result: None) -> list[tuple[T, R | BaseException]]:
+    """``function(item)`` for every item as one Slurm job array; waits for every job, showing progress lines (each
+    job that ends, named by ``describe``: ``done``, or ``failed`` with the reason; the counts of jobs done, failed,
+    running and pending), and returns ``(item, result or exception)`` in the items' order. A job's exception is
+    submitit's ``FailedJobError`` holding the function's traceback, or an ``UncompletedJobError`` for a job that
+    ended without a result (cancelled with ``scancel``, its node gone, killed at its time limit); a job warned of its
+    time limit ends in a ``FailedJobError`` ("timed-out and not checkpointable"). ``failure(result)``: why a value
+    the function returned is a failure, None where it is not. One job's failure never raises. Raises
+    ``SlurmError`` where Slurm or submitit is missing or the cluster refuses the array (a partition, a memory or GPU
+    request it cannot satisfy). ``function`` and the items must be picklable and ``folder`` on a filesystem the
+    nodes share."""
     items = list(items)
     if not items:
         return []
@@ -195,8 +217,9 @@ def run_jobs(function: Callable[[T], R], items: Sequence[T], settings: SlurmSett
              f"scancel {array_id} stops {'them' if total > 1 else 'it'}")
 
     outcomes: dict[int, object] = {}
+    failed: set[int] = set()
     last_state = {index: "PENDING" for index in range(total)}
-    left_queue_at: dict[int, float] = {}
+    ended_at: dict[int, float] = {}  # when a job was first seen ended in the queue, or gone from it
     queue_failed_since = None
     shown = None
     try:
@@ -212,6 +235,8 @@ def run_jobs(function: Callable[[T], R], items: Sequence[T], settings: SlurmSett
             for index, job in enumerate(jobs):
                 if index in outcomes:
                     continue
+                if listed is not None and job.job_id in listed:
+                    last_state[index] = listed[job.job_id]["state"]
                 if job.paths.result_pickle.exists():
                     try:
                         outcome = job.result()  # returns at once: the result file is there
@@ -219,23 +244,29 @@ def run_jobs(function: Callable[[T], R], items: Sequence[T], settings: SlurmSett
                         outcome = error
                 elif listed is None:
                     continue
-                elif job.job_id in listed:
-                    last_state[index] = listed[job.job_id]["state"]
-                    left_queue_at.pop(index, None)
+                elif job.job_id in listed and last_state[index] not in ENDED_STATES:
+                    ended_at.pop(index, None)  # waiting or running (again, after a requeue)
                     continue
-                elif now - left_queue_at.setdefault(index, now) < RESULT_GRACE_S:
+                elif now - ended_at.setdefault(index, now) < RESULT_GRACE_S:
                     continue
                 else:
                     outcome = _uncompleted(job, descriptions[index], last_state[index])
                 outcomes[index] = outcome
-                failed = isinstance(outcome, BaseException)
-                progress(f"{job_name}: {'failed' if failed else 'done'} {descriptions[index]} (job {job.job_id})"
-                         + (f": {failure_line(outcome)}" if failed else ""))
+                reason = failure_line(outcome) if isinstance(outcome, BaseException) else failure(outcome)
+                if reason is None:
+                    progress(f"{job_name}: done {descriptions[index]} (job {job.job_id})")
+                    continue
+                failed.add(index)
+                slurm_word = slurm_end(job, last_state[index])
+                if slurm_word and slurm_word not in reason:
+                    reason += f"; Slurm: {slurm_word}"
+                progress(f"{job_name}: failed {descriptions[index]} (job {job.job_id}): {reason}")
             running = sum(1 for index in range(total) if index not in outcomes
-                          and (last_state[index] in RUNNING_STATES or index in left_queue_at))
-            counts = (len(outcomes), running, total - len(outcomes) - running)
+                          and (last_state[index] in RUNNING_STATES or index in ended_at))
+            counts = (len(outcomes) - len(failed), len(failed), running, total - len(outcomes) - running)
             if counts != shown:
-                progress(f"{job_name}: {counts[0]}/{total} done, {counts[1]} running, {counts[2]} pending")
+                progress(f"{job_name}: {counts[0]} done, {counts[1]} failed, {counts[2]} running, {counts[3]} pending "
+                         f"(of {total})")
                 shown = counts
             if len(outcomes) < total:
                 time.sleep(POLL_S)
@@ -246,9 +277,10 @@ def run_jobs(function: Callable[[T], R], items: Sequence[T], settings: SlurmSett
 
 
 def study_jobs(folder: Path) -> list[dict]:
-    """The jobs that ``run_jobs`` submitted under ``folder`` and the queue still lists: ``job_id``,
-    ``array_index`` (None for a plain job), ``state``, ``reason``, ``node`` and ``description`` (its item's), in
-    order of submission. Raises ``SlurmError`` when ``squeue`` fails."""
+    """The jobs that ``run_jobs`` submitted under ``folder`` that wait or run now: ``job_id``, ``array_index``
+    (None for a plain job), ``state``, ``reason``, ``node``, ``description`` (its item's) and ``running`` (its state
+    is one of ``RUNNING_STATES``; else it waits), in order of submission. Raises ``SlurmError`` when ``squeue``
+    fails."""
     records = []
     for path in sorted(Path(folder).glob(f"*{ITEMS_SUFFIX}"), key=lambda path: int(path.name.split("_")[0])):
         try:
@@ -263,5 +295,7 @@ def study_jobs(folder: Path) -> list[dict]:
     if listed is None:
         raise SlurmError("squeue failed: the Slurm controller does not answer")
     return [{"job_id": record["job_id"], "array_index": int(record["job_id"].split("_")[1])
-             if "_" in record["job_id"] else None, **listed[record["job_id"]], "description": record["description"]}
-            for record in records if record["job_id"] in listed]
+             if "_" in record["job_id"] else None, **listed[record["job_id"]], "description": record["description"],
+             "running": listed[record["job_id"]]["state"] in RUNNING_STATES}
+            for record in records
+            if record["job_id"] in listed and listed[record["job_id"]]["state"] not in ENDED_STATES]

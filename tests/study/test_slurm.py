@@ -1,7 +1,11 @@
 """The study's Slurm executor (fairseq_syntax/study/slurm.py) against a real single-node Slurm (conftest.py's
-``slurm_cluster``), no mock: results, a function that raises, a job cancelled with ``scancel``, the queue as
-``status`` shows it, a request the cluster refuses. The jobs are a few seconds of Python each (slurm_job_functions)."""
+``slurm_cluster``), no mock: results, a function that raises, a job cancelled with ``scancel`` (one that leaves no
+result, one whose function returns a failed outcome as a study run does), a job at its time limit, each printed
+failed when it ends; the queue as ``status`` shows it (runs in training and queued jobs apart), a request the
+cluster refuses. The jobs are a few seconds of Python each (slurm_job_functions), the time limit's half a minute."""
 import os
+import re
+import socket
 import subprocess
 import threading
 import time
@@ -35,7 +39,7 @@ def test_every_item_comes_back_as_its_result(cluster, tmp_path):
     assert outcomes == [(2, 4), (3, 9), (4, 16)]
     assert sorted(line.split(" (job")[0] for line in lines if " done n=" in line) == [
         "squares: done n=2", "squares: done n=3", "squares: done n=4"]
-    assert lines[-1] == "squares: 3/3 done, 0 running, 0 pending"
+    assert lines[-1] == "squares: 3 done, 0 failed, 0 running, 0 pending (of 3)"
     # one array of three (all at once: fewer than array_parallelism), each job with the settings' request
     script = "\n".join(path.read_text() for path in tmp_path.glob("*_submission.sh"))
     for flag in ("--array=0-2%3", "--cpus-per-task=1", "--mem=256MB", "--time=5", "--job-name=squares"):
@@ -56,9 +60,29 @@ def test_a_job_whose_function_raises_comes_back_as_its_exception(cluster, tmp_pa
     failed = [line for line in lines if " failed " in line]
     assert len(failed) == 1 and failed[0].startswith("inverses: failed 0 (job ")
     assert failed[0].endswith("): ZeroDivisionError: division by zero")
+    assert lines[-1] == "inverses: 2 done, 1 failed, 0 running, 0 pending (of 3)"
+
+
+def _in_background(**run_jobs_arguments) -> tuple[threading.Thread, dict, list[str]]:
+    """``run_jobs`` in a thread: the thread, a dict that gets its ``outcomes``, and its progress lines."""
+    lines, done = [], {}
+    thread = threading.Thread(target=lambda: done.update(outcomes=run_jobs(**run_jobs_arguments,
+                                                                           progress=lines.append)))
+    thread.start()
+    return thread, done, lines
+
+
+def _wait_for(path: Path, thread: threading.Thread, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert time.monotonic() < deadline, f"no {path.name} within {seconds} s"
+        assert thread.is_alive(), f"run_jobs ended before {path.name}"
+        time.sleep(0.2)
 
 
 def test_a_cancelled_job_comes_back_as_an_exception_and_the_others_return(cluster, tmp_path):
+    """A job whose function is plain Python: it ignores scancel's SIGTERM (submitit's handler), dies of the SIGKILL
+    after ``KillWait`` and leaves no result; it comes back as an ``UncompletedJobError`` with Slurm's line."""
     from submitit.core.utils import FailedJobError, UncompletedJobError
 
     releases = [tmp_path / name for name in ("first", "second", "third")]
@@ -66,21 +90,15 @@ def test_a_cancelled_job_comes_back_as_an_exception_and_the_others_return(cluste
         release.touch()  # only the first waits (until cancelled)
     folder = tmp_path / "jobs"
     one_at_a_time = SlurmSettings(cpus_per_job=1, mem_gb=0.25, time_min=5, array_parallelism=1)
-    done = {}
-    waiting = threading.Thread(target=lambda: done.update(outcomes=run_jobs(
-        functions.wait_for_release, [str(path) for path in releases], one_at_a_time, folder, job_name="waits",
-        describe=lambda path: Path(path).name, progress=lambda line: None)))
-    waiting.start()
+    waiting, done, lines = _in_background(
+        function=functions.wait_for_release, items=[str(path) for path in releases], settings=one_at_a_time,
+        folder=folder, job_name="waits", describe=lambda path: Path(path).name)
     try:
-        deadline = time.monotonic() + 60
-        while not (tmp_path / "first.started").exists():
-            assert time.monotonic() < deadline, "the first job did not start within 60 s"
-            assert waiting.is_alive(), "run_jobs ended before its first job started"
-            time.sleep(0.2)
+        _wait_for(tmp_path / "first.started", waiting)
         # status: the first job runs, the two others wait for the array's one slot
         queued = study_jobs(folder)
-        assert [(job["array_index"], job["state"], job["description"]) for job in queued] == [
-            (0, "RUNNING", "first"), (1, "PENDING", "second"), (2, "PENDING", "third")]
+        assert [(job["array_index"], job["state"], job["description"], job["running"]) for job in queued] == [
+            (0, "RUNNING", "first", True), (1, "PENDING", "second", False), (2, "PENDING", "third", False)]
         assert queued[1]["reason"] == "JobArrayTaskLimit"
         assert queued[0]["job_id"] == f"{queued[0]['job_id'].split('_')[0]}_0"
         subprocess.run(["scancel", queued[0]["job_id"]], check=True)
@@ -95,6 +113,118 @@ def test_a_cancelled_job_comes_back_as_an_exception_and_the_others_return(cluste
     assert f"Slurm job {queued[0]['job_id']} (first) ended without a result" in str(cancelled)
     assert "CANCELLED AT" in str(cancelled)
     assert [outcome for _, outcome in outcomes[1:]] == ["released: second", "released: third"]
+    failed = [line for line in lines if " failed first " in line]
+    assert len(failed) == 1 and failed[0].startswith(
+        f"waits: failed first (job {queued[0]['job_id']}): Slurm job {queued[0]['job_id']} (first) ended without a "
+        f"result: JOB ") and " CANCELLED AT " in failed[0], failed
+    assert lines[-1] == "waits: 2 done, 1 failed, 0 running, 0 pending (of 3)"
+
+
+def test_a_cancelled_job_whose_function_returns_a_failed_outcome_is_printed_failed_when_it_ends(cluster, tmp_path):
+    """A study run's job cancelled with scancel: its training (here a child process) dies of Slurm's SIGTERM, the
+    function returns a failed outcome, and the progress line says failed, with the outcome's reason and Slurm's line
+    on the cancel; the counts count it failed, never done."""
+    cancelled, released = tmp_path / "cancelled", tmp_path / "released"
+    released.touch()  # the second job's child ends by itself at once
+    names = {str(cancelled): "mask.seed1", str(released): "mask.seed2"}
+    folder = tmp_path / "jobs"
+    waiting, done, lines = _in_background(
+        function=functions.child_until_release, items=[str(cancelled), str(released)], settings=TINY, folder=folder,
+        job_name="cancel", describe=names.get, failure=lambda outcome: outcome[1] if outcome[0] == "failed" else None)
+    try:
+        _wait_for(cancelled.with_name("cancelled.started"), waiting)
+        deadline = time.monotonic() + 60
+        while not any(line.startswith("cancel: done mask.seed2 ") for line in lines):
+            assert time.monotonic() < deadline and waiting.is_alive(), lines
+            time.sleep(0.2)
+        [job] = [job["job_id"] for job in study_jobs(folder) if job["description"] == "mask.seed1"]
+        subprocess.run(["scancel", job], check=True)
+        waiting.join(90)
+        assert not waiting.is_alive(), "run_jobs still waits 90 s after the cancel"
+    finally:
+        cancelled.touch()  # whatever happened, the first job ends
+    assert done["outcomes"] == [(str(cancelled), ("failed", "the child ended by SIGTERM")),
+                                (str(released), ("done", "the child ended with exit status 0"))]
+    host = socket.gethostname().split(".")[0]
+    failed = [line for line in lines if " failed mask" in line]
+    assert len(failed) == 1 and re.fullmatch(
+        rf"cancel: failed mask\.seed1 \(job {job}\): the child ended by SIGTERM; "
+        rf"Slurm: JOB \d+ ON {host} CANCELLED AT \d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d", failed[0]), failed
+    assert not any(line.startswith("cancel: done mask.seed1") for line in lines)
+    counts = [line for line in lines if line.endswith("(of 2)")]
+    assert all(not line.startswith("cancel: 2 done") for line in counts), counts
+    assert lines.index(failed[0]) < lines.index(counts[-1])
+    assert counts[-1] == "cancel: 1 done, 1 failed, 0 running, 0 pending (of 2)"
+
+
+def test_a_job_at_its_time_limit_is_printed_failed_when_it_ends(cluster, tmp_path):
+    """A job of one minute whose function runs longer: submitit's warning of the limit (``--signal=USR2@90``, here
+    at once) ends it in a ``FailedJobError``, printed failed with submitit's reason (half a minute of waiting)."""
+    from submitit.core.utils import FailedJobError
+
+    lines = []
+    one_minute = SlurmSettings(cpus_per_job=1, mem_gb=0.25, time_min=1)
+    outcomes = run_jobs(functions.child_until_release, [str(tmp_path / "never")], one_minute, tmp_path / "jobs",
+                        job_name="limit", describe=lambda path: "sequence.seed1", progress=lines.append,
+                        failure=lambda outcome: outcome[1] if outcome[0] == "failed" else None)
+    assert isinstance(outcomes[0][1], FailedJobError)
+    job = lines[0].split("Slurm job ")[1].split(",")[0]
+    assert [line for line in lines if " failed sequence" in line] == [
+        f"limit: failed sequence.seed1 (job {job}): submitit.core.utils.UncompletedJobError: Job not requeued "
+        "because: timed-out and not checkpointable."]
+    assert lines[-1] == "limit: 0 done, 1 failed, 0 running, 0 pending (of 1)"
+
+
+def test_status_counts_runs_in_training_and_queued_jobs_apart(cluster, tmp_path):
+    """``status`` of a study whose runs are Slurm jobs: a job holding its run's claim is a run in training (one
+    line, with its job), a running job whose run no process holds is counted on its own (starting or ending), and
+    a job that waits for the array's slot is queued; ended jobs are not listed."""
+    from fairseq_syntax.study.commands import status_lines
+    from fairseq_syntax.study.config import load_study
+    from fairseq_syntax.study.runner import work_dir
+
+    from .tiny_study_file import SETTINGS
+
+    (tmp_path / "study.toml").write_text(SETTINGS.format(epochs=1) + '[[systems]]\nname = "sequence"\n'
+                                         '[[systems]]\nname = "mask"\n', encoding="utf-8")
+    config = load_study(tmp_path / "study.toml")
+    assert status_lines(config) == ["study tiny: nothing in training or queued"]
+    claims = work_dir(config) / "claims"
+    claims.mkdir(parents=True)
+    runs = ["sequence.seed1", "sequence.seed2", "mask.seed1"]
+    releases = [tmp_path / f"release-{name}" for name in runs]
+    # sequence.seed1's job holds the run's claim, sequence.seed2's does not; two at a time, so mask.seed1 waits
+    items = [(str(claims / "sequence.seed1.lock"), str(releases[0])), ("", str(releases[1])),
+             (str(claims / "mask.seed1.lock"), str(releases[2]))]
+    two_at_a_time = SlurmSettings(cpus_per_job=1, mem_gb=0.25, time_min=5, array_parallelism=2)
+    waiting, done, lines = _in_background(
+        function=functions.hold_claim_until_release, items=items, settings=two_at_a_time,
+        folder=work_dir(config) / "slurm", job_name="study-tiny", describe=lambda item: runs[items.index(item)])
+    try:
+        for release in releases[:2]:
+            _wait_for(release.with_name(release.name + ".started"), waiting)
+        array = lines[0].split("Slurm job array ")[1].split(",")[0]
+        host = socket.gethostname().split(".")[0]
+        assert status_lines(config) == [
+            "study tiny: 1 run in training, 1 slurm job queued, 1 slurm job starting or ending",
+            f"  sequence.seed1: in training, starting, slurm job {array}_0 on {host}",
+            f"  mask.seed1: queued, slurm job {array}_2 PENDING (JobArrayTaskLimit)",
+            f"  sequence.seed2: slurm job {array}_1 RUNNING on {host}, starting or ending (no process holds the run)"]
+    finally:
+        for release in releases:
+            release.touch()
+    waiting.join(90)
+    assert not waiting.is_alive(), "run_jobs still waits 90 s after the releases"
+    assert [outcome for _, outcome in done["outcomes"]] == [f"released: {release.name}" for release in releases]
+    deadline = time.monotonic() + 60  # a job whose result is written may still be ending (its Python exiting)
+    while study_jobs(work_dir(config) / "slurm"):
+        assert time.monotonic() < deadline, study_jobs(work_dir(config) / "slurm")
+        time.sleep(0.5)
+    # the queue still knows the ended jobs (MinJobAge): status leaves them out by their end state
+    known = subprocess.run(["squeue", "--noheader", "--array", "--states=all", f"--jobs={array}", "--format=%i %T"],
+                           capture_output=True, text=True, check=True).stdout.splitlines()
+    assert sorted(known) == [f"{array}_{index} COMPLETED" for index in range(3)]
+    assert status_lines(config) == ["study tiny: nothing in training or queued"]
 
 
 def test_a_request_the_cluster_cannot_satisfy_is_one_line(cluster, tmp_path):
