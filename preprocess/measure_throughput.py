@@ -21,6 +21,9 @@ one.
 ``tag`` (``measure_throughput.py tag --tagger MODEL --input IN --output OUT``) is the tagger alone as a parse
 command (the batches ``parse_constituency.py --tagger`` gives it, shards and workers alike): one line of tags per
 input line.
+
+The sample and the parses go to a temporary folder (``TMPDIR``), removed when the script ends, stopped by SIGTERM
+or Ctrl-C too (:mod:`fairseq_syntax.core.stopping`: its parse workers are stopped, one line, exit status 143 or 130).
 """
 import argparse
 import json
@@ -30,12 +33,12 @@ import runpy
 import shlex
 import statistics
 import sys
-import tempfile
 import time
 from itertools import islice
 
 import torch
 
+from fairseq_syntax.core.stopping import stopping_cleanly, temporary_directory
 from fairseq_syntax.parsing import shards
 from fairseq_syntax.parsing.batching import DEFAULT_BATCH_TOKENS
 from fairseq_syntax.parsing.constituency import DEFAULT_BATCH_SIZE
@@ -184,7 +187,7 @@ def main(argv: list[str] | None = None) -> dict:
     if missing:
         raise SystemExit(f"error: no such model file: {', '.join(missing)}")
     rows = []
-    with tempfile.TemporaryDirectory(prefix="throughput-") as work:
+    with temporary_directory("throughput") as work:
         sample = os.path.join(work, "sample.txt")
         words = write_sample(args.input, args.lines, args.tokenize, sample)
         for parser in models:
@@ -213,4 +216,8 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["tag"]:  # a parse command (and its shard workers, which stop on their own signal handler)
+        main()
+    else:
+        with stopping_cleanly("measure_throughput.py"):
+            main()

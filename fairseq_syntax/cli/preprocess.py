@@ -24,13 +24,17 @@ DATA_FILE_PATTERNS`: dictionaries, binarized splits and side data of any form, s
 stopped run left): the command refuses, naming the files, rather than mixing an earlier run's side data with new
 tokens. ``--overwrite`` removes exactly those files (other files, e.g. ``parsers.json``, stay) once every split has
 been converted, so bad input stops the run before anything is removed. Nothing is written there before that point.
+
+The converted splits are written to a temporary folder first (``TMPDIR``, :func:`fairseq_syntax.core.stopping.
+temporary_directory`), a copy the size of the corpus, removed when the command ends, stopped by SIGTERM or Ctrl-C
+too (:func:`~fairseq_syntax.core.stopping.stopping_cleanly`: one line, exit status 143 or 130); what a SIGKILL left
+there is removed by the next run.
 """
 import argparse
 import logging
 import os
 import shutil
 import sys
-import tempfile
 from collections import Counter
 from typing import List, Optional, Tuple
 
@@ -59,6 +63,7 @@ from fairseq_syntax.core.interactive_source import (
     UNTAGGED,
 )
 from fairseq_syntax.core.source_parsers import BACKENDS
+from fairseq_syntax.core.stopping import stopping_cleanly, temporary_directory
 from fairseq_syntax.core.text_lines import TextLineError, read_lines_or_errors
 from fairseq_syntax.parsing.provenance import model_digest
 from fairseq_syntax.parsing.text import ptb_escape_token
@@ -330,7 +335,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     fairseq_argv = fairseq_arguments(args, fairseq_extra)  # checked before anything is written
     os.makedirs(args.destdir, exist_ok=True)
 
-    with tempfile.TemporaryDirectory(prefix="fairseq-syntax-") as tmp:
+    with temporary_directory("preprocess") as tmp:
         parents, summary, tagged = {}, {}, Counter()
         for split, prefix in splits:
             try:
@@ -375,7 +380,8 @@ def main(argv: Optional[List[str]] = None) -> None:
 
 
 def cli_main() -> None:
-    main(sys.argv[1:])
+    with stopping_cleanly("fairseq-syntax-preprocess"):
+        main(sys.argv[1:])
 
 
 if __name__ == "__main__":

@@ -20,7 +20,9 @@ A data directory made with ``--skip-invalid`` lists the source lines left out in
 command reads it from ``--destdir`` and leaves those lines out of ``P.SRC`` and of the arcs file too (they are
 neither read nor checked), and says how many.
 
-Every problem stops with ``FILE:LINE: problem``.
+Every problem stops with ``FILE:LINE: problem``. Each split's side data is written to ``.partial`` files first and
+renamed when whole; stopped by SIGTERM or Ctrl-C, the command removes them and ends in one line
+(:func:`fairseq_syntax.core.stopping.stopping_cleanly`).
 """
 import argparse
 import logging
@@ -45,6 +47,7 @@ from fairseq_syntax.core.data_dir import (
     with_side_data,
     write_meta,
 )
+from fairseq_syntax.core.stopping import stopping_cleanly
 from fairseq_syntax.core.text_lines import TextLineError, iter_lines_or_errors, read_lines_or_errors
 from fairseq_syntax.methods.ldd import distributions as dependency
 from fairseq_syntax.methods.ldd.side_input import (
@@ -320,7 +323,8 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, MassReport]:
 
 
 def cli_main() -> None:
-    main(sys.argv[1:])
+    with stopping_cleanly("fairseq-syntax-preprocess-dependencies"):
+        main(sys.argv[1:])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,178 @@
+"""Commands that write temporary files, stopped by SIGTERM (what ``kill`` and ``timeout`` send) or SIGINT (Ctrl-C)
+mid-work, remove them and end in one line with exit status 128 + the signal (:mod:`fairseq_syntax.core.stopping`):
+``fairseq-syntax-preprocess`` (its copy of the corpus in TMPDIR), ``fairseq-syntax-preprocess-dependencies`` (its
+``.partial`` side data in the data directory) and ``preprocess/measure_throughput.py`` (its sample and parses in
+TMPDIR, and its parse workers). What a SIGKILL leaves in TMPDIR is removed by the next run.
+
+Each command runs with TMPDIR set to a fresh folder of the test, and is signalled once it is seen working (its
+temporary folder or ``.partial`` file there), with thousands of lines left to convert."""
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+from conftest import REPO, run_preprocess, tiny_corpus, write_arcs
+from test_measurements import tiny_tagger  # noqa: F401  (the fixture: an untrained tagger)
+
+from fairseq_syntax.core import stopping
+from fairseq_syntax.core.stopping import OWNER_FILE, PREFIX, remove_abandoned, temporary_directory
+
+LINES = 5000  # enough work left after the command is seen working for the signal to land mid-work
+
+
+def wait_for(condition, process, what: str, seconds: float = 300):
+    """Poll ``condition()`` until it returns something true; fail when ``process`` ends first or time runs out."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        if process.poll() is not None:
+            pytest.fail(f"the command ended (status {process.returncode}) before {what}: {process.stderr.read()[-3000:]}")
+        time.sleep(0.02)
+    process.kill()
+    pytest.fail(f"no {what} within {seconds} s")
+
+
+def folders(tmpdir, start=PREFIX):
+    return sorted(name for name in os.listdir(tmpdir) if name.startswith(start))
+
+
+def stopped(process, signum):
+    """Send ``signum``; the command's exit status and the last line of its stderr."""
+    process.send_signal(signum)
+    _, stderr = process.communicate(timeout=300)
+    assert "Traceback" not in stderr, stderr[-3000:]
+    return process.returncode, stderr.strip().splitlines()[-1]
+
+
+def environment(tmpdir):
+    return dict(os.environ, TMPDIR=str(tmpdir), OMP_NUM_THREADS="1")
+
+
+@pytest.fixture(scope="module")
+def long_corpus(tmp_path_factory):
+    """``LINES`` training pairs of the tiny corpus with their trees and arcs files."""
+    raw = tmp_path_factory.mktemp("long")
+    tiny_corpus(str(raw / "train"), LINES, 1)
+    write_arcs(str(raw / "train"))
+    return raw
+
+
+def preprocess_command(raw, dest):
+    return [sys.executable, "-m", "fairseq_syntax.cli.preprocess", "-s", "en", "-t", "de", "--trainpref",
+            f"{raw}/train", "--form", "preorder", "--destdir", str(dest), "--joined-dictionary", "--workers", "1"]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_preprocess_stopped_mid_work_removes_its_copy_of_the_corpus(long_corpus, tmp_path, signum):
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    process = subprocess.Popen(preprocess_command(long_corpus, tmp_path / "data"), cwd=REPO, env=environment(tmpdir),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    copy = wait_for(lambda: [name for name in folders(tmpdir, PREFIX + "preprocess-")
+                             if os.path.exists(tmpdir / name / "train.en")], process, "its copy of the corpus")
+    assert copy[0].startswith(f"{PREFIX}preprocess-{process.pid}-")
+    status, last = stopped(process, signum)
+    name = signal.Signals(signum).name
+    assert (status, last) == (128 + signum, f"fairseq-syntax-preprocess: stopped by {name}; the temporary files it "
+                                            "made are removed")
+    assert os.listdir(tmpdir) == []
+    assert not os.path.exists(tmp_path / "data" / "syntax.json")  # not made: the next run says it was stopped
+
+
+def test_what_a_sigkill_left_is_removed_by_the_next_run(long_corpus, small_corpus, tmp_path, monkeypatch, caplog):
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    process = subprocess.Popen(preprocess_command(long_corpus, tmp_path / "data"), cwd=REPO, env=environment(tmpdir),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: folders(tmpdir, PREFIX + "preprocess-"), process, "its copy of the corpus")
+    process.send_signal(signal.SIGKILL)  # nothing runs: the folder stays
+    process.communicate(timeout=60)
+    left = folders(tmpdir)
+    assert len(left) == 1 and json.loads((tmpdir / left[0] / OWNER_FILE).read_text())["pid"] == process.pid
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmpdir))
+    with caplog.at_level(logging.WARNING, logger=stopping.__name__):
+        run_preprocess(small_corpus, tmp_path / "small", "sequence")
+    assert os.listdir(tmpdir) == []
+    assert f"removed {tmpdir / left[0]}: the temporary folder of a run (process {process.pid}) that was killed " \
+           "without cleaning up" in caplog.messages
+
+
+def test_preprocess_dependencies_stopped_mid_work_removes_its_partial_side_data(long_corpus, tmp_path):
+    data = tmp_path / "data"
+    run_preprocess(long_corpus, data, "sequence", splits=("train",))
+    before = sorted(os.listdir(data))
+    process = subprocess.Popen([sys.executable, "-m", "fairseq_syntax.methods.ldd.preprocess", "--destdir", str(data),
+                                "-s", "en", "-t", "de", "--labels", "stanford", "--trainpref",
+                                f"{long_corpus}/train"], cwd=REPO, env=environment(tmp_path),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: [name for name in os.listdir(data) if name.endswith(".partial")], process,
+             "its .partial side data")
+    assert stopped(process, signal.SIGTERM) == (143, "fairseq-syntax-preprocess-dependencies: stopped by SIGTERM; "
+                                                     "the temporary files it made are removed")
+    assert sorted(os.listdir(data)) == before  # no .partial, no side data
+
+
+def test_measure_throughput_stopped_mid_work_stops_its_workers_and_removes_its_folder(tiny_tagger,  # noqa: F811
+                                                                                     tmp_path):
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    sentences = tmp_path / "sentences.txt"
+    sentences.write_text("The cat sleeps and the dog runs .\n" * 20000)
+    process = subprocess.Popen([sys.executable, os.path.join(REPO, "preprocess", "measure_throughput.py"),
+                                "--input", str(sentences), "--lines", "20000", "--tagger", tiny_tagger,
+                                "--workers", "2", "--repeats", "1", "--no-gpu", "--out", str(tmp_path / "out.json")],
+                               cwd=REPO, env=environment(tmpdir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True)
+    # the shard workers are started once their logs are there
+    wait_for(lambda: [name for folder in folders(tmpdir, PREFIX + "throughput-")
+                      for name in os.listdir(tmpdir / folder) if ".shard" in name], process, "its parse workers")
+    assert stopped(process, signal.SIGTERM) == (143, "measure_throughput.py: stopped by SIGTERM; the temporary "
+                                                     "files it made are removed")
+    assert os.listdir(tmpdir) == []
+    assert not (tmp_path / "out.json").exists()
+
+
+def dead_pid() -> int:
+    finished = subprocess.Popen([sys.executable, "-c", "pass"])
+    finished.wait()
+    return finished.pid
+
+
+def test_only_folders_of_processes_no_longer_running_here_are_removed(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    here, me = socket.gethostname(), os.getpid()
+    start = stopping._start_time(me)
+    owners = {
+        f"{PREFIX}dead": {"host": here, "pid": dead_pid(), "start": None},
+        f"{PREFIX}reused": {"host": here, "pid": me, "start": start - 1},  # the pid now is another process's
+        f"{PREFIX}alive": {"host": here, "pid": me, "start": start},
+        f"{PREFIX}elsewhere": {"host": here + "-another", "pid": dead_pid(), "start": None},
+        "other-dead": {"host": here, "pid": dead_pid(), "start": None},  # not one of ours by its name
+    }
+    for name, owner in owners.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / OWNER_FILE).write_text(json.dumps(owner))
+    (tmp_path / f"{PREFIX}study-cores-0").mkdir()  # a folder of the package without an owner file: kept
+    assert sorted(remove_abandoned()) == [str(tmp_path / f"{PREFIX}dead"), str(tmp_path / f"{PREFIX}reused")]
+    assert sorted(os.listdir(tmp_path)) == sorted([f"{PREFIX}alive", f"{PREFIX}elsewhere", "other-dead",
+                                                   f"{PREFIX}study-cores-0"])
+
+
+def test_a_temporary_directory_names_its_owner_and_is_removed_on_an_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with pytest.raises(ValueError), temporary_directory("test") as folder:
+        assert os.path.dirname(folder) == str(tmp_path)
+        assert os.path.basename(folder).startswith(f"{PREFIX}test-{os.getpid()}-")
+        owner = json.loads(open(os.path.join(folder, OWNER_FILE)).read())
+        assert owner == {"host": socket.gethostname(), "pid": os.getpid(), "start": stopping._start_time(os.getpid())}
+        raise ValueError
+    assert os.listdir(tmp_path) == []
