@@ -72,6 +72,9 @@ def import_models() -> None:
     from fairseq import utils
 
     utils.import_user_module(Namespace(user_dir=USER_DIR))
+    import fairseq_syntax
+
+    fairseq_syntax.register()  # where this process imported the package before fairseq, the user dir loads nothing
     import hier_accum_dense.dense  # noqa: F401  (registers transformer_hier_accum_dense)
 
 

@@ -6,14 +6,12 @@ the encoder and model bases, side inputs, the data directory format, the tasks);
 analysis, described by one :class:`~fairseq_syntax.core.method.Method`. :mod:`fairseq_syntax.parsing` trains and
 runs the parsers; :mod:`fairseq_syntax.evaluation` scores translations and writes the results tables.
 
-Importing the package registers every task, model and criterion with fairseq (methods first: their side inputs
-and interactive options are part of the translation task's configuration) and the constituency parsers with the
-translation task's raw-text path (:mod:`fairseq_syntax.core.source_parsers`), and lets fairseq's own command-line
-tools load fairseq checkpoints under torch >= 2.6, and save them so that a run killed while saving leaves every
-checkpoint whole (:mod:`fairseq_syntax.core.checkpoints`), resume ``--patience`` where it stood
-(:mod:`fairseq_syntax.core.early_stopping`), list the task's options under ``--help``
-(:mod:`fairseq_syntax.core.command_help`), and train with ``--bf16`` on a GPU without fairseq's TPU path
-(:mod:`fairseq_syntax.core.mixed_precision`).
+
+The plugin (:mod:`fairseq_syntax.plugin`: every task, model, criterion and side input registered with fairseq, and
+fairseq's fixes) loads when fairseq imports the package (``--user-dir fairseq_syntax``, or any import of the package
+in a process that has imported fairseq) or when :func:`register` is called; importing the package alone loads
+neither torch nor fairseq, so the commands that only read files (``fairseq-syntax-study init``, ``plan``,
+``status``, ``report``; the method descriptions of :mod:`fairseq_syntax.methods`) start without them.
 
 Papers (the docstrings cite them by author and year):
 
@@ -30,14 +28,15 @@ Cited in passing: Papineni et al. 2002 (BLEU), Isozaki et al. 2010 (RIBES), Koeh
 Dozat & Manning 2017 (biaffine dependency parser), Kitaev & Klein 2018 (benepar), Devlin et al. 2019 (BERT
 masking), Tai et al. 2015 (SST node labels).
 """
-from fairseq_syntax.core import checkpoints, command_help, early_stopping, mixed_precision
+import sys
 
-checkpoints.allow_fairseq_checkpoints()
-checkpoints.make_checkpoints_crash_safe()
-early_stopping.make_patience_resumable()
-command_help.list_task_options_in_help()
-mixed_precision.decouple_bf16_from_tpu()
 
-from fairseq_syntax import parsing  # noqa: E402,F401  (registers the constituency parsers of fairseq-interactive)
-from fairseq_syntax import methods  # noqa: E402,F401  (registers the models and side inputs)
-from fairseq_syntax.core import tasks  # noqa: E402,F401  (registers the tasks and the criterion)
+def register() -> None:
+    """Loads the plugin (:mod:`fairseq_syntax.plugin`) in this process, once: for code that imported the package
+    before fairseq (fairseq's ``--user-dir`` then finds it imported and loads nothing) and needs the registered
+    tasks and models, e.g. to load a checkpoint."""
+    from fairseq_syntax import plugin  # noqa: F401  (importing it registers everything)
+
+
+if "fairseq" in sys.modules:  # imported by fairseq (--user-dir) or after it: fairseq's tools need the plugin
+    register()

@@ -52,6 +52,7 @@ def registry_systems(settings: run.Settings) -> list:
     (:func:`run.measured_systems`); bench's own variants are left out."""
     from fairseq.models import ARCH_MODEL_REGISTRY
 
+    measure.import_models()  # the registry's models, as fairseq-train's --user-dir registers them
     archs, skipped = run.choose_archs(Namespace(archs=None, quick=False), set(ARCH_MODEL_REGISTRY), settings)
     archs = [a for a in archs if a.variant is None]
     return archs, run.measured_systems([run.System.of(a) for a in archs], run.data_forms(archs)), skipped

@@ -9,7 +9,7 @@ import logging
 import sys
 
 from fairseq_syntax.evaluation.seeds_figure import plot_seeds
-from fairseq_syntax.methods import METHODS
+from fairseq_syntax.methods import plots
 
 
 def get_parser() -> argparse.ArgumentParser:
@@ -22,11 +22,10 @@ def get_parser() -> argparse.ArgumentParser:
     seeds.add_argument("--dataset", help="whose table (default: the first of several seeds)")
     seeds.add_argument("--metric", default="BLEU", help="BLEU (default) or chrF")
     seeds.set_defaults(run=lambda args: plot_seeds(args.results_json, args.output, args.dataset, args.metric))
-    for method in METHODS:
-        for plot in method.plots:
-            command = commands.add_parser(plot.name, help=f"{plot.help} ({method.citation})")
-            plot.add_arguments(command)
-            command.set_defaults(run=plot.run)
+    for method, plot in plots():
+        command = commands.add_parser(plot.name, help=f"{plot.help} ({method.citation})")
+        plot.add_arguments(command)
+        command.set_defaults(run=plot.run)
     return parser
 
 

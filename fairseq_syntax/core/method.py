@@ -48,6 +48,11 @@ class System:
     controls: tuple[str, ...] = ()  # control structures it is also run on (on_control), e.g. ("random",)
     control: str = ""  # the control structure its data directory holds instead of the parses (on_control sets it)
     control_seed: int = 1  # the seed its control structures were drawn with (for_training_seed sets it)
+    #: the side data its training reads, as its model class says (tests/core/test_methods.py checks the two agree):
+    #: the ``net_input`` entries beyond tokens and lengths its encoder reads (``side_inputs``), then the targets of
+    #: its training loss (``supervision_inputs``, e.g. the parses a supervised attention head learns from, which
+    #: decoding does not need); plain data, so that reading the descriptions loads no model
+    side_inputs: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.task not in TASKS:
@@ -80,18 +85,6 @@ class System:
         return tuple(self.on_control(control) for control in self.controls)
 
     @property
-    def side_inputs(self) -> tuple[str, ...]:
-        """The side data its training reads (its model class says): the ``net_input`` entries beyond tokens and
-        lengths its encoder reads, then the targets of its training loss (``supervision_inputs``, e.g. the parses a
-        supervised attention head learns from, which decoding does not need)."""
-        from fairseq.models import ARCH_MODEL_REGISTRY
-
-        model = ARCH_MODEL_REGISTRY[self.arch]
-        encoder = getattr(model, "encoder_class", None) or getattr(getattr(model, "encoder_model", None),
-                                                                   "encoder_class", None)
-        return tuple(dict.fromkeys(getattr(encoder, "side_inputs", ()) + getattr(encoder, "supervision_inputs", ())))
-
-    @property
     def tiny_arch(self) -> str:
         return f"{self.arch}_tiny"
 
@@ -117,7 +110,13 @@ class Method:
     title: str  # e.g. "Syntax attention masks"
     citation: str  # authors and year, e.g. "McDonald & Chiang 2021"
     systems: tuple[System, ...]
-    plots: tuple[PlotCommand, ...] = ()
+    #: its modules (by name in its folder) that register with fairseq: models, tasks, criteria, side inputs; the
+    #: plugin imports them (:func:`fairseq_syntax.methods.register`), the description does not, so reading it
+    #: loads neither torch nor fairseq
+    modules: tuple[str, ...] = ()
+    #: its modules (by name in its folder) whose ``PLOT`` (a :class:`PlotCommand`) is a subcommand of
+    #: ``fairseq-syntax-plot`` (:func:`fairseq_syntax.methods.plots`)
+    plot_modules: tuple[str, ...] = ()
     #: model options whose code paths the CUDA equality test must also cover (one test per entry)
     cuda_variants: tuple[tuple[str, ...], ...] = ()
     notes: str = ""  # one line for the README table

@@ -19,7 +19,9 @@ from torch import Tensor, nn
 def load_model(checkpoint: str, data: Optional[str] = None) -> Tuple[nn.Module, object]:
     """(model in eval mode on CPU, task) of a fairseq checkpoint; ``data`` replaces the data dir it was trained on
     (the task reads its dictionary there)."""
-    import fairseq_syntax  # noqa: F401  (registers every task and model, lets torch load fairseq checkpoints)
+    import fairseq_syntax
+
+    fairseq_syntax.register()  # every task and model registered; torch may load fairseq checkpoints
 
     overrides = {"data": data} if data else None
     try:

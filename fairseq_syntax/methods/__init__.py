@@ -1,16 +1,22 @@
 """The methods, one folder per paper. ``METHODS`` is the registry: adding a method is a new folder whose
 ``__init__.py`` defines ``METHOD`` (a :class:`~fairseq_syntax.core.method.Method`) plus one line here.
 
+The descriptions are plain data: importing this package loads neither torch nor fairseq. A method's models, tasks,
+criteria and side inputs (its ``Method.modules``) register with fairseq when the plugin loads them
+(:func:`register`, called by :mod:`fairseq_syntax.plugin`); its plots load when ``fairseq-syntax-plot`` asks
+(:func:`plots`).
+
 ``python -m fairseq_syntax.methods`` prints what the recipes, the benchmark and the README read from it.
 
 The registry describes methods, not a study: which systems a study trains, with how many seeds, is its config's.
 What a study's comparisons may take from here is what the descriptions say: each control system's method and
 control kind (:func:`control_pairs`) and the baseline that reads the words alone (:func:`words_baseline`).
 """
+import importlib
 import re
 from collections.abc import Iterator
 
-from fairseq_syntax.core.method import System
+from fairseq_syntax.core.method import Method, PlotCommand, System
 from fairseq_syntax.methods import (
     dependency_supervision,
     hier_accum,
@@ -28,6 +34,25 @@ METHODS = (
     pascal.METHOD,
     dependency_supervision.METHOD,
 )
+
+
+def _module(method: Method, name: str):
+    return importlib.import_module(f"{__name__}.{method.name}.{name}")
+
+
+def register() -> None:
+    """Imports every method's ``modules`` (registry order), which registers its models, tasks, criteria and side
+    inputs with fairseq; the plugin (:mod:`fairseq_syntax.plugin`) calls it."""
+    for method in METHODS:
+        for name in method.modules:
+            _module(method, name)
+
+
+def plots() -> Iterator[tuple[Method, PlotCommand]]:
+    """Each method's plot commands (the ``PLOT`` of each of its ``plot_modules``, imported now), registry order."""
+    for method in METHODS:
+        for name in method.plot_modules:
+            yield method, _module(method, name).PLOT
 
 
 def systems(task: str | None = "translation", baselines: bool = True, ablations: bool = True,

@@ -18,12 +18,18 @@ descriptions (:data:`fairseq_syntax.methods.METHODS`).
 import argparse
 import sys
 
-from fairseq_syntax.core.side_inputs import SIDE_INPUTS
+import fairseq_syntax
 from fairseq_syntax.methods import METHODS, control_pairs, system_of_spec, systems
 
 
-def _side_inputs(method) -> list[str]:
-    return sorted({name for system in method.systems for name in system.side_inputs})
+def _side_data_text(method) -> str:
+    """Its side inputs, each with how it is made (the registered side input says: the plugin loads them, so the
+    tables load torch and fairseq; the other commands read the descriptions only)."""
+    fairseq_syntax.register()
+    from fairseq_syntax.core.side_inputs import SIDE_INPUTS
+
+    names = sorted({name for system in method.systems for name in system.side_inputs})
+    return ", ".join(f"`{name}` ({SIDE_INPUTS[name].made_by})" for name in names) or "none"
 
 
 def readme_table() -> str:
@@ -33,7 +39,7 @@ def readme_table() -> str:
     for method in METHODS:
         own = [system for system in method.systems if not system.baseline]
         inputs = ", ".join(dict.fromkeys(f"`{system.data}`" for system in own))
-        side = ", ".join(f"`{name}` ({SIDE_INPUTS[name].made_by})" for name in _side_inputs(method)) or "none"
+        side = _side_data_text(method)
         archs = ", ".join(f"`{arch}`" for arch in method.archs)
         rows.append(f"| {method.title} | {method.citation} | {archs} | {inputs} | {side} |")
     return "\n".join(rows)
@@ -49,7 +55,7 @@ def docs_table() -> str:
                             + ("" if s.task == "translation" else f" ({s.task})")
                             for s in method.systems_with_controls)
         archs = ", ".join(f"`{arch}`" for arch in method.archs)
-        side_text = ", ".join(f"`{name}` ({SIDE_INPUTS[name].made_by})" for name in _side_inputs(method)) or "none"
+        side_text = _side_data_text(method)
         rows.append(f"| {method.title} (`methods/{method.name}`) | {method.citation} | {archs} | {specs} | "
                     f"{side_text} | {method.notes} |")
     return "\n".join(rows)

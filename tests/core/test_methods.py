@@ -5,7 +5,7 @@ import pytest
 from conftest import REPO
 
 from fairseq_syntax.cli.plot import get_parser
-from fairseq_syntax.methods import METHODS, control_pairs, system_of_spec, systems, words_baseline
+from fairseq_syntax.methods import METHODS, control_pairs, plots, system_of_spec, systems, words_baseline
 from fairseq_syntax.methods.__main__ import docs_table, main, readme_table
 
 
@@ -90,12 +90,25 @@ def test_every_arch_and_tiny_arch_is_registered():
         assert system.arch in ARCH_MODEL_REGISTRY and system.tiny_arch in ARCH_MODEL_REGISTRY
 
 
+def test_declared_side_inputs_are_those_the_model_class_reads():
+    # a description's side inputs are plain data (reading them loads no model); the encoder class of its registered
+    # architecture says what it reads (side_inputs), then what its training loss reads (supervision_inputs)
+    from fairseq.models import ARCH_MODEL_REGISTRY
+
+    for system in systems(task=None, controls=True):
+        model = ARCH_MODEL_REGISTRY[system.arch]
+        encoder = getattr(model, "encoder_class", None) or getattr(getattr(model, "encoder_model", None),
+                                                                   "encoder_class", None)
+        reads = tuple(dict.fromkeys(getattr(encoder, "side_inputs", ()) + getattr(encoder, "supervision_inputs", ())))
+        assert system.side_inputs == reads, system.name
+
+
 def test_plot_subcommands_are_the_methods_plots():
     # every method's analyses, plus the one figure that belongs to no method: a results table over seeds
     commands = get_parser()._subparsers._group_actions[0].choices
-    assert sorted(plot.name for method in METHODS for plot in method.plots) == [
+    assert sorted(plot.name for _, plot in plots()) == [
         "constituent-prior", "cross-attention-share", "ldd-attention", "mask-strengths"]
-    assert sorted(commands) == sorted(["seeds"] + [plot.name for method in METHODS for plot in method.plots])
+    assert sorted(commands) == sorted(["seeds"] + [plot.name for _, plot in plots()])
 
 
 def test_readme_method_table_is_the_generated_one():

@@ -16,6 +16,7 @@ import pytest
 from sacrebleu.metrics import BLEU
 
 from conftest import REPO
+from study.forbid_torch import study_forbidding_torch
 from study.tiny_study_file import SETTINGS
 from study.test_prepare import corpus  # noqa: F401 (the fixture: the demo corpus and its parse archive)
 
@@ -125,6 +126,21 @@ def test_the_report_equals_a_hand_computation_from_the_decodes(finished):
     readme = (folder / "README.md").read_text()
     assert readme.startswith("# Mine\n") and readme.endswith("\n\nkept\n") and "\nold\n" not in readme
     assert "| mask | 2 of 2 |" in readme and "[report/RESULTS.md](report/RESULTS.md)" in readme
+
+
+def test_plan_status_and_report_of_the_finished_study_import_neither_torch_nor_fairseq(finished, tmp_path):
+    """The commands that only read files, each with torch and fairseq forbidden (tests/study/forbid_torch.py), on the
+    trained study: plan shows every run done, status nothing running, and report writes the same RESULTS.json."""
+    folder, _, _, _ = finished
+    plan = study_forbidding_torch("plan", "study.toml", cwd=folder)
+    assert plan.returncode == 0, plan.stderr
+    assert [line.split()[:2] for line in plan.stdout.splitlines()[1:1 + len(RUNS)]] == [[run, "done"] for run in RUNS]
+    status = study_forbidding_torch("status", "study.toml", cwd=folder)
+    assert (status.returncode, status.stdout) == (0, "study tiny: nothing in training or queued\n"), status.stderr
+    report = study_forbidding_torch("report", "study.toml", "--out", str(tmp_path / "again"), cwd=folder)
+    assert report.returncode == 0, report.stderr
+    assert (json.loads((tmp_path / "again" / "RESULTS.json").read_text())
+            == json.loads((folder / "report" / "RESULTS.json").read_text()))
 
 
 def test_a_study_with_no_runaway_hypothesis_reports_none(finished, tmp_path):

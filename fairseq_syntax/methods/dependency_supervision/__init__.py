@@ -8,7 +8,6 @@ Transformer NMT", RANLP (the fairseq form of LISA, Strubell et al. 2018, EMNLP).
 * :mod:`.model`: ``transformer_dependency_supervised`` (+ ``_tiny``), which needs no parse at test time.
 """
 from fairseq_syntax.core.method import Method, System
-from fairseq_syntax.methods.dependency_supervision import criterion, model  # noqa: F401  (registers both)
 
 METHOD = Method(
     name="dependency_supervision",
@@ -17,7 +16,9 @@ METHOD = Method(
     # the recipes' --criterion is replaced by the one that adds the dependency loss (the last --criterion wins)
     # its control (dbsa_random) learns to attend to the parents of the random projective trees UDP's control reads
     systems=(System("dbsa", "transformer_dependency_supervised", "sequence",
-                    model_args=("--criterion", "label_smoothed_cross_entropy_with_dependency"), controls=("random",)),),
+                    model_args=("--criterion", "label_smoothed_cross_entropy_with_dependency"), controls=("random",),
+                    side_inputs=("src_ldd",)),),  # the parents its loss learns, from the LDD side data
+    modules=("criterion", "model"),
     notes="one encoder head trained (criterion label_smoothed_cross_entropy_with_dependency, --dependency-weight) to "
           "attend to each token's parent; no parser at test time; --dependency-heads, --dependency-layer",
 )

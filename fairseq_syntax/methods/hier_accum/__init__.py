@@ -10,20 +10,21 @@ Accumulation", sections 4.1-4.4 and 5.
   ``fairseq-syntax-plot cross-attention-share``.
 """
 from fairseq_syntax.core.method import Method, System
-from fairseq_syntax.methods.hier_accum import analysis, model  # noqa: F401  (registers the models)
 
 METHOD = Method(
     name="hier_accum",
     title="Hierarchical accumulation",
     citation="Nguyen et al. 2020",
     systems=(
-        System("hier_accum", "transformer_hier_accum", "preorder", "split", controls=("random", "struct")),
+        System("hier_accum", "transformer_hier_accum", "preorder", "split", controls=("random", "struct"),
+               side_inputs=("src_parents",)),
         System("transformer_classifier", "transformer_classifier", "sequence", task="classification",
                baseline=True),
         System("hier_accum_classifier", "transformer_hier_accum_classifier", "preorder", "drop",
-               task="classification"),
+               task="classification", side_inputs=("src_parents",)),
     ),
-    plots=(analysis.PLOT,),
+    modules=("model",),
+    plot_modules=("analysis",),
     cuda_variants=(("--no-hier-embed",), ("--no-subtree-mask",)),
     notes="node values accumulated from their subtrees, subtree-masked self-attention, tree-aware cross-attention "
           "(translation and SST classification)",

@@ -6,13 +6,13 @@ Dependency-Aware Self-Attention", ACL, section 3.
 * :mod:`.model`: ``transformer_pascal`` (+ ``_tiny``), reading the dependency side data ``src_ldd``.
 """
 from fairseq_syntax.core.method import Method, System
-from fairseq_syntax.methods.pascal import model  # noqa: F401  (registers the model)
 
 METHOD = Method(
     name="pascal",
     title="Parent-scaled self-attention (PASCAL)",
     citation="Bugliarello & Okazaki 2020",
-    systems=(System("pascal", "transformer_pascal", "sequence"),),
+    systems=(System("pascal", "transformer_pascal", "sequence", side_inputs=("src_ldd",)),),
+    modules=("model",),
     notes="first-layer heads whose scores are scaled by a Gaussian centred on each token's dependency parent (the "
           "parser's 1-best tree, from the LDD side data); --pascal-heads, --pascal-sigma, --pascal-parent-ignoring",
 )

@@ -9,7 +9,6 @@ bracketed tree, *Linearized*).
 * :mod:`.analysis`: the learned strengths and masks (Figures 2-4), ``fairseq-syntax-plot mask-strengths``.
 """
 from fairseq_syntax.core.method import Method, System
-from fairseq_syntax.methods.syntax_mask import analysis, model  # noqa: F401  (registers the model)
 
 METHOD = Method(
     name="syntax_mask",
@@ -19,9 +18,10 @@ METHOD = Method(
         System("sequence", "transformer", "sequence", baseline=True),
         System("linearized", "transformer", "linearized", baseline=True),
         System("mask", "transformer_syntax_mask", "preorder",
-               controls=("random", "struct")),
+               controls=("random", "struct"), side_inputs=("src_parents",)),
     ),
-    plots=(analysis.PLOT,),
+    modules=("model",),
+    plot_modules=("analysis",),
     # on CUDA the bias is a one-hot product by default (--mask-bias auto); the gather, the CPU's way, is tested there too
     cuda_variants=(("--mask-bias", "gather"),),
     notes="preorder tree without closing brackets; 9 relation masks, a learnable strength per relation and head",

@@ -9,7 +9,6 @@ sections 4-5 and 7.
 * :mod:`.analysis`: the constituent prior of every layer (Figure 5), ``fairseq-syntax-plot constituent-prior``.
 """
 from fairseq_syntax.core.method import Method, System
-from fairseq_syntax.methods.tree_transformer import analysis, model, task  # noqa: F401  (registers model and task)
 
 METHOD = Method(
     name="tree_transformer",
@@ -19,7 +18,8 @@ METHOD = Method(
         System("constituent", "transformer_constituent", "sequence"),
         System("tree_transformer_lm", "tree_transformer_lm", "sequence", task="masked_lm"),
     ),
-    plots=(analysis.PLOT,),
+    modules=("model", "task"),
+    plot_modules=("analysis",),
     cuda_variants=(("--constituent-diagonal", "zero"),),
     notes="trees are induced, no parser: constituent priors from neighbour links, Algorithm 1 parses with F1",
 )

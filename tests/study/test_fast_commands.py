@@ -1,0 +1,116 @@
+"""The commands that only read files (``fairseq-syntax-study init``, ``plan``, ``status``, ``report``) import neither
+torch nor fairseq, each run in a process of its own under :mod:`study.forbid_torch` (every import of torch, fairseq
+or fairseq_cli refused and reported); the plugin still loads with fairseq (``--user-dir fairseq_syntax``, or the
+package imported after fairseq) and with :func:`fairseq_syntax.register`; ``bench/study_commands.py`` writes its
+table. The report of a finished study under the same guard: tests/study/test_tiny_study.py."""
+import json
+import statistics
+import subprocess
+import sys
+
+from conftest import REPO
+from study.forbid_torch import forbidding_torch, study_forbidding_torch
+from study.test_prepare import corpus  # noqa: F401 (the fixture: the demo corpus and its parse archive)
+from study.tiny_study_file import SETTINGS
+
+from fairseq_syntax.study.config import template
+
+#: the words and the masks with their structure-only control, two seeds each (the settings' seeds.count)
+STUDY = SETTINGS.format(epochs=2) + '[[systems]]\nname = "sequence"\n[[systems]]\nname = "mask"\ncontrols = ["struct"]\n'
+RUNS = ["sequence.seed1", "sequence.seed2", "mask.seed1", "mask.seed2", "mask_struct.seed1", "mask_struct.seed2"]
+
+
+def test_the_guard_refuses_the_plugin_and_lets_the_method_registry_through():
+    # the plugin registers fairseq models: torch is the first thing it asks for, and the guard names who asked
+    plugin = forbidding_torch("fairseq_syntax.plugin", cwd=REPO)
+    assert plugin.returncode == 3
+    assert "forbid_torch: import of torch refused; asked by:" in plugin.stderr
+    assert "fairseq_syntax/core/checkpoints.py" in plugin.stderr
+    # the method descriptions are plain data: 12 translation systems (tests/core/test_methods.py lists them)
+    registry = forbidding_torch("fairseq_syntax.methods.__main__:main", "systems", cwd=REPO)
+    assert registry.returncode == 0, registry.stderr
+    assert len(registry.stdout.splitlines()) == 12 and registry.stdout.startswith("sequence:transformer:sequence\n")
+
+
+def test_init_plan_status_and_report_import_neither_torch_nor_fairseq(corpus, tmp_path):  # noqa: F811
+    for name in ("raw", "parses"):
+        (tmp_path / name).symlink_to(corpus / name)
+    (tmp_path / "study.toml").write_text(STUDY, encoding="utf-8")
+    init = study_forbidding_torch("init", cwd=tmp_path)
+    assert (init.returncode, init.stdout, init.stderr) == (0, template(), "")
+    written = study_forbidding_torch("init", "-o", "new.toml", cwd=tmp_path)
+    assert written.returncode == 0, written.stderr
+    assert (tmp_path / "new.toml").read_text(encoding="utf-8") == template()
+
+    plan = study_forbidding_torch("plan", "study.toml", cwd=tmp_path)
+    assert plan.returncode == 0, plan.stderr
+    lines = plan.stdout.splitlines()
+    assert [line.split()[:3] for line in lines[1:1 + len(RUNS)]] == [[run, "to", "do"] for run in RUNS]
+    assert lines[0] == "study tiny: 6 runs (study.toml)" and lines[1 + len(RUNS)] == "  6 to do"
+    systems = study_forbidding_torch("plan", "study.toml", "--systems", cwd=tmp_path)
+    assert systems.stdout.splitlines() == ["sequence:transformer:sequence", "mask:transformer_syntax_mask:preorder",
+                                           "mask_struct:transformer_syntax_mask:preorder.struct"]
+
+    status = study_forbidding_torch("status", "study.toml", cwd=tmp_path)
+    assert (status.returncode, status.stdout, status.stderr) == (0, "study tiny: nothing in training or queued\n", "")
+
+    # no run has finished: report says so in one line (a finished study's report: test_tiny_study.py)
+    report = study_forbidding_torch("report", "study.toml", cwd=tmp_path)
+    assert (report.returncode, report.stdout) == (2, "")
+    assert report.stderr == ("error: study.toml: no run of the study has finished yet (6 to do): nothing to report; "
+                             "fairseq-syntax-study run study.toml trains them\n")
+
+
+def test_fairseq_loads_the_plugin_with_the_user_dir_and_register_loads_it_after_the_package():
+    registries = """
+import sys
+from fairseq.criterions import CRITERION_REGISTRY
+from fairseq.models import ARCH_MODEL_REGISTRY
+from fairseq.tasks import TASK_REGISTRY
+from fairseq import checkpoint_utils
+from fairseq_syntax.core.side_inputs import SIDE_INPUTS
+print(sorted({"transformer_syntax_mask_tiny", "transformer_ldd", "tree_transformer_lm"} & set(ARCH_MODEL_REGISTRY)),
+      sorted({"syntax_translation", "sentence_masked_lm"} & set(TASK_REGISTRY)),
+      "label_smoothed_cross_entropy_with_dependency" in CRITERION_REGISTRY, sorted(SIDE_INPUTS),
+      checkpoint_utils.PathManager.__name__)
+"""
+    expected = ("['transformer_ldd', 'transformer_syntax_mask_tiny', 'tree_transformer_lm'] "
+                "['sentence_masked_lm', 'syntax_translation'] True ['src_ldd', 'src_parents'] CrashSafePathManager\n")
+    ways = {
+        # fairseq-train's way: the package imported by its folder's path
+        "user dir": "from argparse import Namespace\nfrom fairseq import utils\n"
+                    "utils.import_user_module(Namespace(user_dir='fairseq_syntax'))\n",
+        # a script that imports fairseq, then the package
+        "after fairseq": "import fairseq\nimport fairseq_syntax.study\n",
+        # the package first (nothing of fairseq loaded), then the plugin asked for
+        "register": "import sys, fairseq_syntax\nassert 'torch' not in sys.modules\nfairseq_syntax.register()\n",
+    }
+    for way, code in ways.items():
+        result = subprocess.run([sys.executable, "-c", code + registries], cwd=REPO, capture_output=True, text=True,
+                                timeout=300)
+        assert (result.returncode, result.stdout) == (0, expected), (way, result.stderr[-3000:])
+    # the package alone loads nothing of fairseq's: its tasks stay unregistered
+    alone = subprocess.run([sys.executable, "-c", "import sys, fairseq_syntax.study.grid, fairseq_syntax.methods\n"
+                            "print(sorted(name for name in ('torch', 'fairseq') if name in sys.modules))"],
+                           cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert (alone.returncode, alone.stdout) == (0, "[]\n"), alone.stderr
+
+
+def test_the_benchmark_times_each_command_and_writes_its_table(corpus, tmp_path):  # noqa: F811
+    for name in ("raw", "parses"):
+        (tmp_path / name).symlink_to(corpus / name)
+    (tmp_path / "study.toml").write_text(STUDY, encoding="utf-8")
+    out = tmp_path / "bench"
+    result = subprocess.run([sys.executable, "bench/study_commands.py", "--study", str(tmp_path / "study.toml"),
+                             "--commands", "init", "plan", "status", "--repeats", "2", "--out", str(out)],
+                            cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    table = json.loads((out / "RESULTS.json").read_text())
+    assert [row["command"] for row in table["rows"]] == ["init", "plan", "status", "import of the plugin"]
+    for row in table["rows"]:
+        assert len(row["wall_seconds"]) == 2 and all(seconds > 0 for seconds in row["wall_seconds"])
+        assert row["median_wall_seconds"] == statistics.median(row["wall_seconds"])
+    assert [row["imports_torch"] for row in table["rows"]] == [False, False, False, True]
+    assert table["facts"]["study"] == "study.toml" and "cores" in table["facts"]["machine"]
+    markdown = (out / "RESULTS.md").read_text()
+    assert "| plan |" in markdown and "| import of the plugin |" in markdown
