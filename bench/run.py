@@ -429,7 +429,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
     changes["model_size"] = args.model_size
     if args.precision == "fp16" and args.device != "cuda":
         raise SystemExit("error: --precision fp16 needs --device cuda (fairseq's --fp16 does not train on a CPU)")
-    if args.precision != "fp32" and settings.speed_length is not None and args.device == "cpu":
+    if args.precision != "fp32" and changes.get("speed_length", settings.speed_length) is not None \
+            and args.device == "cpu":
         raise SystemExit("error: --precision with the CPU speed options: add --no-speed-options (they compare "
                          "their own bf16 variants against fp32)")
     changes["precision"] = args.precision

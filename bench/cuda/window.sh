@@ -1,53 +1,140 @@
 #!/usr/bin/env bash
-# A short window on a machine with a GPU (one GPU, 16 cores, no network, about 30 minutes in all and commands of at
-# most 10 minutes; the working tree travels, ignored folders only when named; at most 8 files of 16 MiB come back),
-# used in full. Each step runs in the foreground, ends under 9 minutes by its own timeout (STEP_SECONDS, default
-# 530), and leaves at most 8 files in OUTDIR (its secondary logs packed as logs.tgz). No step depends on a job that
-# outlives it: a job left running dies when the window closes. No step reads the data beside the repository
-# (../shared): `prepare` copies what they need into .window/.
-#
-#   bash bench/cuda/window.sh prepare                               # before the window, on the development machine
-#   bash bench/cuda/window.sh STEP OUTDIR [--device cpu] [--tiny]   # on the GPU machine, STEP 1 to 4 in turn
-#
-# prepare: .devpkgs/ (fairseq for the offline machine: bench/cuda/make_devpkgs.sh, when missing) and .window/ (a copy
-#   of SHARED_DATA, default ../shared/data, and the commit of this tree); carry both with the working tree.
-# The steps, in order of value (bench/cuda/README.md says what each brings back and how long it takes):
-#   1  set-up check (setup.txt), then the CUDA tests (tests.log, tests.xml): tests/core/test_cuda.py, every
-#      system and every `cuda_variants` entry of the method descriptions (the gathered mask bias among them, one-hot
-#      being the default on CUDA) equal to the CPU in fp32, within tolerance of fp32 in fp16 and bf16, and trained by
-#      fairseq-train --fp16 and --bf16; and the structure test of tests/core/test_structure.py
-#   2  torch.profiler over one training step of every system at 64 words (profile.txt, profile.json), then
-#      bench/run.py at the recipe size for the systems not measured on a GPU since their fixes (STEP2_ARCHS) (RESULTS.md, RESULTS.json, RESULTS.details.json.gz, bench.log), in PRECISION too
-#   3  bench/run.py at the papers' size (6+6 layers, d=512, 8 heads) for every system, 16/32/64 words, as many
-#      rounds as fit (its --time-budget: the results are those of the rounds measured), in PRECISION (default fp32;
-#      bf16 or fp16: fairseq's own --bf16 / --fp16, bench/run.py --precision)
-#   4  the Multi30k study on GPUs (examples/multi30k/study-gpu.toml, or STUDY): `fairseq-syntax-study run` of its
-#      pending runs, JOBS (default 8) at once on the GPU, in the foreground until the step's deadline; the data-bins
-#      are made on this machine from the committed parses and .window's raw text; brings back status.txt (the plan
-#      after the step) and study-runs.tgz (the records, training logs and decodes of the runs it finished, to unpack
-#      in the study's folder and commit), never checkpoints: a run cut short starts afresh in a later window
-# A step its timeout cut still leaves what it had; bench/from_logs.py rebuilds RESULTS.* from bench.log (steps 2-3
-# do that themselves when the benchmark did not finish).
-# --device cpu --tiny: the step's CPU dry run (tests/recipes/test_window.py): tiny models, one short length, one
-# round. ARCHS (comma-separated, bench/run.py --list) replaces the systems of steps 2 and 3.
+# A short window on a machine with a GPU, used in full: each step runs in the foreground, ends under 9 minutes by its
+# own timeout and leaves at most 8 files in OUTDIR. `bash bench/cuda/window.sh --help` says what each step does and
+# what it takes; bench/cuda/README.md what each brings back and how long it takes.
 set -uo pipefail
+CALLER=$PWD  # the paths given are relative to it; the script runs in the repository's root
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ROOT=$PWD
 # the systems not measured on a GPU since their fixes (the window of 2026-11-27 measured the mask model, its one-hot
 # bias, PASCAL and dependency-supervised attention: bench/cuda/README.md), and the mask model with its new default
 STEP2_ARCHS=transformer_syntax_mask,transformer_ldd,transformer_constituent,transformer_hier_accum
-STEP_SECONDS=${STEP_SECONDS:-530}
-WINDOW_DIR=${WINDOW_DIR:-$ROOT/.window}
 
 usage() {
-  sed -n '9,10p' "${BASH_SOURCE[0]}" >&2
+  cat << 'USAGE'
+usage: bash bench/cuda/window.sh prepare [--data DIR] [--window-dir DIR]  # before the window, on this machine
+       bash bench/cuda/window.sh STEP OUTDIR [options]                    # on the GPU machine, STEP 1 to 4 in turn
+
+A short window on a machine with a GPU (one GPU, 16 cores, no network, about 30 minutes in all and commands of at
+most 10 minutes; the working tree travels, ignored folders only when named; at most 8 files of 16 MiB come back),
+used in full. Each step runs in the foreground, ends under 9 minutes by its own timeout (--step-seconds), and leaves
+at most 8 files in OUTDIR (its secondary logs packed as logs.tgz; more than 8 files: all of them as stepN.tgz). No
+step depends on a job that outlives it: a job left running dies when the window closes. No step reads the data
+beside the repository (../shared): `prepare` copies what they need into .window/.
+
+prepare: .devpkgs/ (fairseq for the offline machine: bench/cuda/make_devpkgs.sh, when missing) and .window/ (a copy
+  of --data, default ../shared/data, and the commit of this tree); carry both with the working tree.
+The steps, in order of value:
+  1  set-up check (setup.txt), then the CUDA tests (tests.log, tests.xml): tests/core/test_cuda.py, every system and
+     every `cuda_variants` entry of the method descriptions (the gathered mask bias among them, one-hot being the
+     default on CUDA) equal to the CPU in fp32, within tolerance of fp32 in fp16 and bf16, and trained by
+     fairseq-train --fp16 and --bf16; and the structure test of tests/core/test_structure.py
+  2  torch.profiler over one training step of every system at 64 words (profile.txt, profile.json), then
+     bench/run.py at the recipe size for the systems not measured on a GPU since their fixes (STEP2_ARCHS in this
+     script, or --archs) (RESULTS.md, RESULTS.json, RESULTS.details.json.gz, bench.log), in --precision
+  3  bench/run.py at the papers' size (6+6 layers, d=512, 8 heads) for every system (or --archs), 16/32/64 words, as
+     many rounds as fit (its --time-budget: the results are those of the rounds measured), in --precision
+  4  the Multi30k study on GPUs (--study): `fairseq-syntax-study run` of its pending runs, --jobs at once on the
+     GPU, in the foreground until the step's deadline; the data-bins are made on this machine from the committed
+     parses and .window's raw text; brings back status.txt (the plan after the step) and study-runs.tgz (the
+     records, training logs and decodes of the runs it finished, to unpack in the study's folder and commit), never
+     checkpoints: a run cut short starts afresh in a later window
+A step its timeout cut still leaves what it had; bench/from_logs.py rebuilds RESULTS.* from bench.log (steps 2-3 do
+that themselves when the benchmark did not finish).
+
+options of prepare:
+  --data DIR            the data to copy (default ../shared/data beside the repository)
+  --window-dir DIR      where (default .window)
+options of every step:
+  --device cpu|cuda     default cuda; cpu with --tiny: the step's CPU dry run (tests/recipes/test_window.py)
+  --tiny                tiny models, one short length, one round; in step 4 the study's first system, one seed,
+                        one epoch
+  --step-seconds N      the step's time limit (default 530)
+  --window-dir DIR      what prepare made (default .window)
+  --work DIR            data, checkpoints and scratch (default $TMPDIR/window-stepSTEP, TMPDIR default /tmp)
+options of steps 2 and 3:
+  --archs LIST          the systems, comma-separated (bench/run.py --list; default: step 2 STEP2_ARCHS, step 3 all)
+  --precision P         fp32 (default), bf16 or fp16: fairseq's own --bf16 / --fp16 (bench/run.py --precision)
+options of step 4:
+  --study FILE          the study (default examples/multi30k/study-gpu.toml)
+  --raw DIR             its raw corpus (default WINDOW_DIR/data/multi30k)
+  --runs-dir DIR        where its records go (default runs-gpu/ beside the study file)
+  --jobs N              runs at once on the GPU (default 8)
+  -h, --help            this text
+USAGE
+}
+fail() {
+  echo "bench/cuda/window.sh: error: $*" >&2
   exit 2
 }
+# path PATH: PATH made absolute, relative to the caller's folder
+path() {
+  (cd "$CALLER" && realpath -m "$1")
+}
+# option OPTION: the steps OPTION is for ("prepare", "1 2 3 4", ...), empty for an unknown option
+option() {
+  case $1 in
+    --data) echo prepare ;;
+    --window-dir) echo "prepare 1 2 3 4" ;;
+    --device|--tiny|--step-seconds|--work) echo "1 2 3 4" ;;
+    --deadline) echo "1 2 3 4" ;;  # not for a user: the step's outer run gives its inner run the deadline
+    --archs|--precision) echo "2 3" ;;
+    --study|--raw|--runs-dir|--jobs) echo 4 ;;
+  esac
+}
+
+for arg in "$@"; do
+  case $arg in -h|--help) usage; exit 0 ;; esac
+done
+[ $# -ge 1 ] || fail "give prepare or a step (1 to 4) and its OUTDIR (--help)"
+STEP=$1
+shift
+case $STEP in
+  prepare) ;;
+  1|2|3|4) [ $# -ge 1 ] && [[ $1 != -* ]] || fail "step $STEP: give its OUTDIR (--help)"
+           OUTDIR=$(path "$1"); shift ;;
+  *) fail "'$STEP' is not prepare or a step (1 to 4) (--help)" ;;
+esac
+ARGS=()  # the options again, their paths absolute: for the step's inner run
+DATA=$ROOT/../shared/data
+WINDOW_DIR=$ROOT/.window DEVICE=cuda TINY= STEP_SECONDS=530 WORK= DEADLINE= ARCHS= PRECISION=fp32 STUDY= RAW=
+RUNS_DIR= JOBS=8
+while [ $# -gt 0 ]; do
+  steps=$(option "$1")
+  [ -n "$steps" ] || fail "unknown option '$1' (--help lists them)"
+  [[ " $steps " == *" $STEP "* ]] || fail "$1 is not an option of ${STEP/#[1-4]/step $STEP} (--help)"
+  if [ "$1" = --tiny ]; then TINY=1 ARGS+=(--tiny); shift; continue; fi
+  [ $# -ge 2 ] || fail "$1 needs a value"
+  case $1 in
+    --data) DATA=$(path "$2") ;;
+    --window-dir) WINDOW_DIR=$(path "$2") ;;
+    --device) [[ $2 =~ ^(cpu|cuda)$ ]] || fail "--device must be cpu or cuda, not '$2'"; DEVICE=$2 ;;
+    --step-seconds) [[ $2 =~ ^[1-9][0-9]*$ ]] || fail "--step-seconds must be a whole number above 0, not '$2'"
+                    STEP_SECONDS=$2 ;;
+    --work) WORK=$(path "$2") ;;
+    --deadline) [[ $2 =~ ^[0-9]+$ ]] || fail "--deadline must be a time in seconds since 1970, not '$2'"; DEADLINE=$2 ;;
+    --archs) [[ $2 =~ ^[^,[:space:]]+(,[^,[:space:]]+)*$ ]] || fail "--archs must be names and commas, not '$2'"
+             ARCHS=$2 ;;
+    --precision) [[ $2 =~ ^(fp32|bf16|fp16)$ ]] || fail "--precision must be fp32, bf16 or fp16, not '$2'"
+                 PRECISION=$2 ;;
+    --study) STUDY=$(path "$2") ;;
+    --raw) RAW=$(path "$2") ;;
+    --runs-dir) RUNS_DIR=$(path "$2") ;;
+    --jobs) [[ $2 =~ ^[1-9][0-9]*$ ]] || fail "--jobs must be a whole number above 0, not '$2'"; JOBS=$2 ;;
+  esac
+  case $1 in
+    --data|--window-dir|--work|--study|--raw|--runs-dir) ARGS+=("$1" "$(path "$2")") ;;
+    --deadline) ;;
+    *) ARGS+=("$1" "$2") ;;
+  esac
+  shift 2
+done
+[ "$PRECISION" != fp16 ] || [ "$DEVICE" = cuda ] || fail "--precision fp16 needs --device cuda (fairseq's --fp16)"
 
 prepare() {
   [ -d .devpkgs ] || bash bench/cuda/make_devpkgs.sh
-  local shared=${SHARED_DATA:-$ROOT/../shared/data}
-  [ -d "$shared" ] || { echo "error: $shared: no data to copy (set SHARED_DATA)" >&2; exit 1; }
+  local shared=$DATA
+  [ -d "$shared" ] || { echo "error: $shared: no data to copy (give --data DIR)" >&2; exit 1; }
   rm -rf "$WINDOW_DIR"
   mkdir -p "$WINDOW_DIR"
   cp -rL "$shared" "$WINDOW_DIR/data"
@@ -57,27 +144,11 @@ prepare() {
   du -sh .devpkgs "$WINDOW_DIR"
   echo "carry: .devpkgs .window (64 MiB in all, with the working tree)"
 }
-
-[ $# -ge 1 ] || usage
-if [ "$1" = prepare ]; then
+if [ "$STEP" = prepare ]; then
   prepare
   exit 0
 fi
-[ $# -ge 2 ] || usage
-STEP=$1 OUTDIR=$2
-shift 2
-ARGS=("$@")
-DEVICE=cuda TINY=
-while [ $# -gt 0 ]; do
-  case $1 in
-    --device) DEVICE=$2; shift 2 ;;
-    --tiny) TINY=1; shift ;;
-    *) usage ;;
-  esac
-done
-case $STEP in 1|2|3|4) ;; *) usage ;; esac
 mkdir -p "$OUTDIR/logs"
-OUTDIR=$(cd "$OUTDIR" && pwd)
 LOGS=$OUTDIR/logs
 
 # pack: the secondary logs as one logs.tgz; if more than 8 files are left, all of them in one step$STEP.tgz
@@ -93,11 +164,11 @@ pack() {
   fi
 }
 
-if [ -z "${WINDOW_DEADLINE:-}" ]; then
-  # the step itself runs again under one timeout; packing happens here, after it, whatever it left
+if [ -z "$DEADLINE" ]; then
+  # the step itself runs again under one timeout, told its deadline; packing happens here, after it, whatever it left
   started=$(date +%s)
-  WINDOW_DEADLINE=$((started + STEP_SECONDS)) timeout -k 10 $((STEP_SECONDS + 15)) \
-    bash "${BASH_SOURCE[0]}" "$STEP" "$OUTDIR" "${ARGS[@]}" 2>&1 | tee "$LOGS/window.log"
+  timeout -k 10 $((STEP_SECONDS + 15)) bash "${BASH_SOURCE[0]}" "$STEP" "$OUTDIR" "${ARGS[@]}" \
+    --deadline $((started + STEP_SECONDS)) 2>&1 | tee "$LOGS/window.log"
   rc=${PIPESTATUS[0]}
   pack
   echo "== step $STEP: exit $rc after $(($(date +%s) - started)) s; $OUTDIR: $(ls "$OUTDIR" | tr '\n' ' ')"
@@ -106,7 +177,7 @@ fi
 
 # seconds left before the step's deadline, less RESERVE (default 10) for what follows
 left() {
-  local seconds=$((WINDOW_DEADLINE - $(date +%s) - ${1:-10}))
+  local seconds=$((DEADLINE - $(date +%s) - ${1:-10}))
   [ "$seconds" -gt 1 ] && echo "$seconds" || echo 1
 }
 # within COMMAND...: COMMAND under a timeout that ends it RESERVE seconds before the deadline (first argument)
@@ -133,7 +204,7 @@ if ! python3 -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("
   source bench/cuda/device_setup.sh
 fi
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
-WORK=${WORK:-${TMPDIR:-/tmp}/window-step$STEP}
+[ -n "$WORK" ] || WORK=${TMPDIR:-/tmp}/window-step$STEP
 mkdir -p "$WORK"
 
 step1() {
@@ -160,7 +231,7 @@ step1() {
 # if it did not write its tables, bench/from_logs.py rebuilds them from its log
 bench() {
   local command=(python3 bench/run.py --device "$DEVICE" --out "$OUTDIR" --work "$WORK/bench" --no-speed-options
-    --no-preprocess-throughput --deadline $((WINDOW_DEADLINE - 45)) --precision "${PRECISION:-fp32}" "$@")
+    --no-preprocess-throughput --deadline $((DEADLINE - 45)) --precision "$PRECISION" "$@")
   [ -n "$TINY" ] && command+=(--quick --lengths 8 --repeats 1)
   say "benchmark: ${command[*]}"
   echo "# command: ${command[*]}" > "$OUTDIR/bench.log"
@@ -177,7 +248,8 @@ bench() {
 
 step2() {
   # the profile may take 40% of the step; the benchmark the rest
-  local archs=${ARCHS:-$STEP2_ARCHS} profile=(--words 64 --deadline $(($(date +%s) + STEP_SECONDS * 2 / 5)))
+  local archs=$ARCHS profile=(--words 64 --deadline $(($(date +%s) + STEP_SECONDS * 2 / 5)))
+  [ -n "$archs" ] || archs=$STEP2_ARCHS
   [ -n "$TINY" ] && profile+=(--tiny --words 8)
   say "profile of one training step"
   within 300 python3 bench/profile_step.py --device "$DEVICE" --out "$OUTDIR" --work "$WORK/profile" \
@@ -187,24 +259,29 @@ step2() {
 }
 
 step3() {
-  local archs=${ARCHS:-}
+  local archs=$ARCHS
   # --quick (the dry run) benchmarks one system unless told which: every one of them then
   [ -n "$TINY" ] && [ -z "$archs" ] && archs=$(python3 bench/run.py --list | awk 'NR > 1 {print $1}' | paste -sd,)
   bench --model-size large --repeats 2 ${archs:+--archs "$archs"}
 }
 
-# the study's grid: `fairseq-syntax-study run` on STUDY (default examples/multi30k/study-gpu.toml) in the foreground,
-# JOBS runs at once, until the step's deadline stops it (timeout's SIGTERM: the runs stop with it, as on Ctrl-C); its
-# data-bins are made here (minutes on one core) and kept in WORK for the window's next step 4 on the same machine
+# the study's grid: `fairseq-syntax-study run` on --study (default examples/multi30k/study-gpu.toml) in the
+# foreground, --jobs runs at once, until the step's deadline stops it (timeout's SIGTERM: the runs stop with it, as
+# on Ctrl-C); its data-bins are made here (minutes on one core) and kept in --work for the window's next step 4 on
+# the same machine
 step4() {
-  local study=${STUDY:-$ROOT/examples/multi30k/study-gpu.toml} jobs=${JOBS:-8}
+  local study=$STUDY jobs=$JOBS
+  [ -n "$study" ] || study=$ROOT/examples/multi30k/study-gpu.toml
   [ -f "$study" ] || { say "error: $study: no such study file"; return 1; }
   local folder name
   folder=$(cd "$(dirname "$study")" && pwd) name=$(basename "$study")
-  local raw=${RAW:-$WINDOW_DIR/data/multi30k} runs=${RUNS_DIR:-$folder/runs-gpu}
+  local raw=$RAW runs=$RUNS_DIR
+  [ -n "$raw" ] || raw=$WINDOW_DIR/data/multi30k
+  [ -n "$runs" ] || runs=$folder/runs-gpu
   [ -d "$raw" ] || { say "error: $raw: no corpus (run bench/cuda/window.sh prepare and carry .window)"; return 1; }
-  # the window's study: STUDY as its base, beside it (its relative paths stay right), the raw text of .window, its
-  # runs in RUNS_DIR and its data and checkpoints in WORK; --tiny: its first system, one seed, one epoch, on DEVICE
+  # the window's study: the study as its base, beside it (its relative paths stay right), the raw text of .window,
+  # its runs in the runs folder and its data and checkpoints in WORK; --tiny: its first system, one seed, one
+  # epoch, on DEVICE
   local window_study=$folder/.window-$name
   {
     printf '[study]\nbase = "%s"\nruns = "%s"\nwork = "%s"\n[corpus]\nraw = "%s"\n' "$name" "$runs" "$WORK/study" "$raw"

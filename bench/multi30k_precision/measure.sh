@@ -5,7 +5,12 @@
 # then: python3 bench/multi30k_precision/summarize.py > bench/multi30k_precision/RESULTS.md
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-DATA_BIN=$1
+case ${1:-} in
+  -h|--help) sed -n '2,5p' "${BASH_SOURCE[0]}" | cut -c3-; exit 0 ;;
+esac
+[ $# = 1 ] || { echo "bench/multi30k_precision/measure.sh: error: give one DATA_BIN (--help)" >&2; exit 2; }
+[ -d "$1" ] || { echo "bench/multi30k_precision/measure.sh: error: $1: no such folder (DATA_BIN)" >&2; exit 2; }
+DATA_BIN=$(cd "$1" && pwd)
 cd "$HERE/../.."
 export ONEDNN_PRIMITIVE_CACHE_CAPACITY=64 LRU_CACHE_CAPACITY=64
 measure() {  # measure NAME THREADS BF16(0/1) ARCH FORM

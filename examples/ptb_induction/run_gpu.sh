@@ -1,26 +1,81 @@
 #!/usr/bin/env bash
-# The Tree Transformer at the paper's scale on one GPU, three seeds: 10 layers x 512, 8 heads, FFN 2048,
-# C_ii as the authors' code (0), their optimisation (Adam lr 1e-4 constant, 64-sentence batches), WSJ text with the
-# PTB sample's words (TEXT=ptb), each seed's Tree Transformer and its plain-Transformer twin trained at once, then
-# run.sh's evaluation (Algorithm 1 with the paper's rule, the rule chosen on a dev split, without </s>, per layer;
-# masked-word perplexity). Detaches (setsid) and returns at once with its log:
-#   source bench/cuda/device_setup.sh && bash examples/ptb_induction/run_gpu.sh      (then: tail -f its log)
-# UPDATES (default 60000, the paper trains 60-100k) and SEEDS ("1 2 3") can be set; STOP_HOURS (default 0.4) caps
-# each training run. This needs a GPU machine held for hours, not a short window (a machine with a GPU for a short
-# time, commands of at most 10 minutes): a detached job dies when the machine goes back; after training, run.sh's
-# evaluation (induction, perplexity) runs on one CPU thread for longer than the training; and the checkpoints
-# (100-420 MB each) are too large to bring back from a window and evaluate elsewhere. The data are read from
-# SHARED_DATA (bench/cuda/window.sh prepare copies them to .window/data: carry .window, set SHARED_DATA=.window/data).
+# The Tree Transformer at the paper's scale on one GPU, three seeds, each seed's run.sh detached:
+# `examples/ptb_induction/run_gpu.sh --help` says what it does and takes.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-LOG=${LOG:-$HERE/run_gpu.log}
-source "$HERE/../common.sh"
-detach "$LOG" "$0" "$@"
-export TEXT=ptb MODEL_SIZE=paper DIAGONAL=zero OPTIMISER=authors DEVICE=cuda UPDATES=${UPDATES:-60000}
-export EXTRA_TRAINING="--stop-time-hours ${STOP_HOURS:-0.4}"
+ROOT=$(cd "$HERE/../.." && pwd)
+
+usage() {
+  cat << 'USAGE'
+usage: examples/ptb_induction/run_gpu.sh [options] [DATA_DIR]
+
+The Tree Transformer at the paper's scale on one GPU, one run.sh per seed, all at once: 10 layers x 512, 8 heads,
+FFN 2048 (--model-size paper), C_ii as the authors' code (--diagonal zero), their optimisation (--optimiser
+authors: Adam lr 1e-4 constant, 64-sentence batches), WSJ text with the PTB sample's words (--text ptb); each
+seed's Tree Transformer and its plain-Transformer twin trained at once, then run.sh's evaluation (Algorithm 1 with
+the paper's rule, the rule chosen on a dev split, without </s>, per layer; masked-word perplexity). It detaches
+(setsid) and returns at once with its log (then: tail -f the log); each seed's output goes to run_gpu.seedK.log:
+  source bench/cuda/device_setup.sh && bash examples/ptb_induction/run_gpu.sh .window/data
+
+This needs a GPU machine held for hours, not a short window (a machine with a GPU for a short time, commands of at
+most 10 minutes): a detached job dies when the machine goes back; after training, run.sh's evaluation (induction,
+perplexity) runs on one CPU thread for longer than the training; and the checkpoints (100-420 MB each) are too
+large to bring back from a window and evaluate elsewhere.
+
+DATA_DIR: passed to run.sh (default ../shared/data beside the repository; on a GPU machine the copy that
+`bash bench/cuda/window.sh prepare` makes: carry .window, give .window/data).
+
+options:
+  --updates N       training updates per model (default 60000; the paper trains 60-100k)
+  --seeds LIST      comma-separated seeds (default 1,2,3)
+  --stop-hours H    caps each training run (fairseq-train --stop-time-hours; default 0.4)
+  --log FILE        the detached job's log (default examples/ptb_induction/run_gpu.log)
+  --foreground      run here, without detaching
+  -h, --help        this text
+USAGE
+}
+fail() {
+  echo "examples/ptb_induction/run_gpu.sh: error: $*" >&2
+  exit 2
+}
+
+UPDATES=60000 SEEDS=1,2,3 STOP_HOURS=0.4 LOG=$HERE/run_gpu.log FOREGROUND= DATA=
+ARGS=("$@")
+while [ $# -gt 0 ]; do
+  case $1 in
+    -h|--help) usage; exit 0 ;;
+    --foreground) FOREGROUND=1; shift; continue ;;
+    --updates|--seeds|--stop-hours|--log) [ $# -ge 2 ] || fail "$1 needs a value" ;;
+    -*) fail "unknown option '$1' (--help lists them)" ;;
+    *) [ -z "$DATA" ] || fail "one DATA_DIR only, not '$DATA' and '$1'"
+       DATA=$1; shift; continue ;;
+  esac
+  case $1 in
+    --updates) [[ $2 =~ ^[1-9][0-9]*$ ]] || fail "--updates must be a whole number above 0, not '$2'"; UPDATES=$2 ;;
+    --seeds) [[ $2 =~ ^[0-9]+(,[0-9]+)*$ ]] || fail "--seeds must be numbers separated by commas, not '$2'"; SEEDS=$2 ;;
+    --stop-hours) [[ $2 =~ ^[0-9]*\.?[0-9]+$ ]] || fail "--stop-hours must be a number of hours, not '$2'"
+                  STOP_HOURS=$2 ;;
+    --log) LOG=$2 ;;
+  esac
+  shift 2
+done
+data=$DATA  # run.sh's default when none is given
+[ -n "$data" ] || data=$ROOT/../shared/data
+[ -d "$data" ] || fail "$data: no such folder (DATA_DIR, see --help)"
+
+if [ -z "$FOREGROUND" ]; then
+  # in a session of its own (setsid, nohup): it outlives the shell that started it, as the GPU machine's 10-minute
+  # command limit needs
+  mkdir -p "$(dirname "$LOG")"
+  setsid nohup bash "$0" --foreground "${ARGS[@]}" > "$LOG" 2>&1 < /dev/null &
+  echo "started (pid $!); log: $LOG"
+  exit 0
+fi
 start=$(date +%s)
-for seed in ${SEEDS:-1 2 3}; do
-  SEED=$seed bash "$HERE/run.sh" "$@" > "$HERE/run_gpu.seed$seed.log" 2>&1 &
+for seed in ${SEEDS//,/ }; do
+  bash "$HERE/run.sh" --text ptb --model-size paper --diagonal zero --optimiser authors --device cuda \
+    --updates "$UPDATES" --stop-hours "$STOP_HOURS" --seed "$seed" ${DATA:+"$DATA"} \
+    > "$HERE/run_gpu.seed$seed.log" 2>&1 &
 done
 wait
 echo "done in $(( $(date +%s) - start )) s; RESULTS.md rewritten by the last run to finish"

@@ -212,7 +212,7 @@ def main() -> None:
             "table": values, "last_minus_baseline": []}
         seed_lines, seed_values = seed_table(chosen)
         if seed_lines:
-            out += ["Over seeds (runs NAME.seedK, `SEEDS=... run.sh`):", ""] + seed_lines + [""]
+            out += ["Over seeds (runs NAME.seedK, `run.sh --seeds ...`):", ""] + seed_lines + [""]
             entry["over_seeds"] = seed_values
         # each tree model against the Transformer trained for as long
         for budget in sorted({run.settings["max_update"] for run in chosen}, key=lambda value: int(value or 0)):

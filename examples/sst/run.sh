@@ -1,39 +1,76 @@
 #!/usr/bin/env bash
 # Stanford Sentiment Treebank (SST-5 and SST-2): the tiny hierarchical-accumulation classifier of Nguyen et al.
-# (2020, Section 5.2: 2 layers, d = 64, 4 heads) against a plain Transformer classifier of the same size.
-#
-# Usage: examples/sst/run.sh [SST_DIR]    (SST_DIR holds train.txt(.gz) and dev.txt(.gz); default: $SHARED_DATA/sst,
-# SHARED_DATA defaulting to ../shared/data beside the repository; on a GPU machine the copy that
-# bench/cuda/window.sh prepare makes: SHARED_DATA=.window/data)
-#
-# Every run trains on CPU for at most --max-update updates or STOP_HOURS hours, one thread, niced, and logs to
-# examples/sst/logs/NAME.log, gzipped (NAME.log.gz) once the run ends, and packed with the others into
-# examples/sst/logs/packed.tar.xz (examples/pack_runs.py); a run whose log says it finished is
-# skipped, and one whose packed log does not (cut short) must be unpacked to run again.
-# RESULTS.md and RESULTS.json are then written from the logs by results.py. Settings follow the paper's Appendix 7.4
-# (Adam, lr 7e-4, dropout 0.5, 2048-token batches) except the length of training: the paper trains 15k updates with
-# 8000 warm-up updates (about 25 minutes a run here).
-# LONG=1 adds the main comparison (Transformer vs the tree model trained on every node label) at that length, as
-# runs NAME.15k. RUNS="NAME ..." does only the runs named (to train two at a time, one per core, from two shells).
-# SEEDS="1 2 3" runs that comparison at that length once per seed instead (NAME.15k.seedK, all at once: meant for
-# a GPU, DEVICE=cuda), and RESULTS.md gains the mean and sd over seeds.
+# (2020, Section 5.2) against a plain Transformer classifier of the same size: `examples/sst/run.sh --help` says
+# what it does and takes.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-SST=${1:-${SHARED_DATA:-$ROOT/../shared/data}/sst}
+
+usage() {
+  cat << 'USAGE'
+usage: examples/sst/run.sh [options] [SST_DIR]
+
+Stanford Sentiment Treebank (SST-5 and SST-2): the tiny hierarchical-accumulation classifier of Nguyen et al.
+(2020, Section 5.2: 2 layers, d = 64, 4 heads) against a plain Transformer classifier of the same size.
+SST_DIR holds train.txt(.gz) and dev.txt(.gz) (default: ../shared/data/sst beside the repository; on a GPU machine
+the copy that `bash bench/cuda/window.sh prepare` makes, .window/data/sst).
+
+Every run trains for at most --max-update updates or --stop-hours hours, one thread, niced, and logs to
+examples/sst/logs/NAME.log, gzipped (NAME.log.gz) once the run ends, and packed with the others into
+examples/sst/logs/packed.tar.xz (examples/pack_runs.py); a run whose log says it finished is skipped, and one whose
+packed log does not (cut short) must be unpacked to run again. RESULTS.md and RESULTS.json are then written from the
+logs by results.py. Settings follow the paper's Appendix 7.4 (Adam, lr 7e-4, dropout 0.5, 2048-token batches)
+except the length of training: the paper trains 15k updates with 8000 warm-up updates (about 25 minutes a run here).
+
+options:
+  --max-update N    updates per run (default 3000)
+  --stop-hours H    hours per run at most (default 0.22)
+  --long            add the main comparison (Transformer vs the tree model trained on every node label) at the
+                    paper's length, as runs NAME.15k
+  --runs LIST       only the runs named, comma-separated (to train two at a time, one per core, from two shells)
+  --seeds LIST      run that comparison at the paper's length once per seed instead (comma-separated; runs
+                    NAME.15k.seedK, all at once: meant for a GPU, --device cuda); RESULTS.md gains the mean and sd
+                    over seeds
+  --device cpu|cuda default cpu
+  -h, --help        this text
+USAGE
+}
+fail() {
+  echo "examples/sst/run.sh: error: $*" >&2
+  exit 2
+}
+
+SST=$ROOT/../shared/data/sst SST_GIVEN= MAX_UPDATE=3000 STOP_HOURS=0.22 LONG= RUNS= SEEDS= DEVICE=cpu
+while [ $# -gt 0 ]; do
+  case $1 in
+    -h|--help) usage; exit 0 ;;
+    --long) LONG=1; shift; continue ;;
+    --max-update|--stop-hours|--runs|--seeds|--device) [ $# -ge 2 ] || fail "$1 needs a value" ;;
+    -*) fail "unknown option '$1' (--help lists them)" ;;
+    *) [ -z "$SST_GIVEN" ] || fail "one SST_DIR only, not '$SST_GIVEN' and '$1'"
+       SST=$1 SST_GIVEN=$1; shift; continue ;;
+  esac
+  case $1 in
+    --max-update) [[ $2 =~ ^[1-9][0-9]*$ ]] || fail "--max-update must be a whole number above 0, not '$2'"
+                  MAX_UPDATE=$2 ;;
+    --stop-hours) [[ $2 =~ ^[0-9]*\.?[0-9]+$ ]] || fail "--stop-hours must be a number of hours, not '$2'"
+                  STOP_HOURS=$2 ;;
+    --runs) [[ $2 =~ ^[^,[:space:]]+(,[^,[:space:]]+)*$ ]] || fail "--runs must be names separated by commas, not '$2'"
+            RUNS=" ${2//,/ } " ;;
+    --seeds) [[ $2 =~ ^[0-9]+(,[0-9]+)*$ ]] || fail "--seeds must be numbers separated by commas, not '$2'"
+             SEEDS=${2//,/ } ;;
+    --device) [[ $2 =~ ^(cpu|cuda)$ ]] || fail "--device must be cpu or cuda, not '$2'"; DEVICE=$2 ;;
+  esac
+  shift 2
+done
+[ -z "$SEEDS" ] || [ -z "$LONG" ] || fail "--seeds replaces the runs of --long: give one of them"
 WORK=$HERE/work
 LOGS=$HERE/logs
 PACKED_RUNS=$ROOT/fairseq_syntax/evaluation/packed_runs.py  # reads the archive
 PACK_RUNS=$ROOT/examples/pack_runs.py  # packs into it
-MAX_UPDATE=${MAX_UPDATE:-3000}
-STOP_HOURS=${STOP_HOURS:-0.22}
-export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1  # one thread per run, set for fairseq-train
 
-mkdir -p "$WORK" "$LOGS"
-[ -f "$WORK/data/sst2/dict.txt" ] || python3 "$HERE/prepare.py" --sst "$SST" --out "$WORK/data"
-
-DEVICE=${DEVICE:-cpu}
 COMMON=(
   --user-dir "$ROOT/fairseq_syntax" --task tree_classification --criterion tree_cross_entropy
   $([ "$DEVICE" = cuda ] || echo --cpu)
@@ -48,7 +85,7 @@ run() {  # run NAME DATASET ARGS...
   local name=$1 dataset=$2
   shift 2
   local log="$LOGS/$name.log"
-  if [ -n "${RUNS:-}" ] && [[ " $RUNS " != *" $name "* ]]; then
+  if [ -n "$RUNS" ] && [[ $RUNS != *" $name "* ]]; then
     return
   fi
   if [[ "$(python3 "$PACKED_RUNS" cat "$log" 2> /dev/null)" == *"done training"* ]]; then
@@ -70,37 +107,55 @@ pack_logs() {  # the finished runs' gzipped logs into logs/packed.tar.xz, with t
   if compgen -G "$LOGS/*.log.gz" > /dev/null; then python3 "$PACK_RUNS" pack-folder "$LOGS"; fi
 }
 
-if [ -n "${SEEDS:-}" ]; then
-  PAPER_LENGTH=(--max-update 15000 --warmup-updates 8000 --stop-time-hours 1.5)
-  for seed in $SEEDS; do
-    for dataset in sst5 sst2; do
-      run "$dataset.transformer.15k.seed$seed" "$dataset" "${TRANSFORMER[@]}" "${PAPER_LENGTH[@]}" --seed "$seed" &
-      run "$dataset.hier-nodes.15k.seed$seed" "$dataset" "${HIER[@]}" --node-labels "${PAPER_LENGTH[@]}" \
-        --seed "$seed" &
+PAPER_LENGTH=(--max-update 15000 --warmup-updates 8000 --stop-time-hours 1.5)  # later options override COMMON's
+# each COMMAND: COMMAND NAME DATASET ARGS... for every run of the options given
+each() {
+  local command=$1 seed dataset
+  if [ -n "$SEEDS" ]; then
+    for seed in $SEEDS; do
+      for dataset in sst5 sst2; do
+        $command "$dataset.transformer.15k.seed$seed" "$dataset" "${TRANSFORMER[@]}" "${PAPER_LENGTH[@]}" --seed "$seed"
+        $command "$dataset.hier-nodes.15k.seed$seed" "$dataset" "${HIER[@]}" --node-labels "${PAPER_LENGTH[@]}" \
+          --seed "$seed"
+      done
     done
-  done
+    return
+  fi
+  $command sst5.transformer sst5 "${TRANSFORMER[@]}"
+  $command sst5.hier sst5 "${HIER[@]}"
+  $command sst5.hier-nodes sst5 "${HIER[@]}" --node-labels
+  $command sst5.hier-nodes-no-hier-embed sst5 "${HIER[@]}" --node-labels --no-hier-embed
+  $command sst5.hier-nodes-no-subtree-mask sst5 "${HIER[@]}" --node-labels --no-subtree-mask
+  $command sst2.transformer sst2 "${TRANSFORMER[@]}"
+  $command sst2.hier sst2 "${HIER[@]}"
+  $command sst2.hier-nodes sst2 "${HIER[@]}" --node-labels
+  if [ -n "$LONG" ]; then
+    $command sst5.transformer.15k sst5 "${TRANSFORMER[@]}" "${PAPER_LENGTH[@]}"
+    $command sst5.hier-nodes.15k sst5 "${HIER[@]}" --node-labels "${PAPER_LENGTH[@]}"
+    $command sst2.transformer.15k sst2 "${TRANSFORMER[@]}" "${PAPER_LENGTH[@]}"
+    $command sst2.hier-nodes.15k sst2 "${HIER[@]}" --node-labels "${PAPER_LENGTH[@]}"
+  fi
+}
+planned=()
+plan() { planned+=("$1"); }
+in_background() { run "$@" & }
+
+# what can be known before any work: each run named by --runs is one of these options' runs; the corpus is there
+each plan
+for name in $RUNS; do
+  [[ " ${planned[*]} " == *" $name "* ]] || fail "--runs: no run '$name' with these options (they are: ${planned[*]})"
+done
+if [ ! -f "$WORK/data/sst2/dict.txt" ] && [ ! -d "$SST" ]; then
+  fail "$SST: no such folder (SST_DIR, see --help)"
+fi
+mkdir -p "$WORK" "$LOGS"
+[ -f "$WORK/data/sst2/dict.txt" ] || python3 "$HERE/prepare.py" --sst "$SST" --out "$WORK/data"
+if [ -n "$SEEDS" ]; then
+  each in_background  # meant for a GPU: all at once
   wait
-  pack_logs
-  python3 "$HERE/results.py" "$LOGS" --out "$HERE/RESULTS.md"
-  exit 0
+else
+  each run
 fi
-
-run sst5.transformer sst5 "${TRANSFORMER[@]}"
-run sst5.hier sst5 "${HIER[@]}"
-run sst5.hier-nodes sst5 "${HIER[@]}" --node-labels
-run sst5.hier-nodes-no-hier-embed sst5 "${HIER[@]}" --node-labels --no-hier-embed
-run sst5.hier-nodes-no-subtree-mask sst5 "${HIER[@]}" --node-labels --no-subtree-mask
-run sst2.transformer sst2 "${TRANSFORMER[@]}"
-run sst2.hier sst2 "${HIER[@]}"
-run sst2.hier-nodes sst2 "${HIER[@]}" --node-labels
-if [ -n "${LONG:-}" ]; then
-  PAPER_LENGTH=(--max-update 15000 --warmup-updates 8000 --stop-time-hours 1.5)  # later options override COMMON's
-  run sst5.transformer.15k sst5 "${TRANSFORMER[@]}" "${PAPER_LENGTH[@]}"
-  run sst5.hier-nodes.15k sst5 "${HIER[@]}" --node-labels "${PAPER_LENGTH[@]}"
-  run sst2.transformer.15k sst2 "${TRANSFORMER[@]}" "${PAPER_LENGTH[@]}"
-  run sst2.hier-nodes.15k sst2 "${HIER[@]}" --node-labels "${PAPER_LENGTH[@]}"
-fi
-
 pack_logs
 python3 "$HERE/results.py" "$LOGS" --out "$HERE/RESULTS.md"
 echo "wrote $HERE/RESULTS.md and RESULTS.json"

@@ -141,6 +141,18 @@ def test_archs_fairseq_does_not_know_are_skipped_and_reported(capsys):
     assert "no arch transformer_hier_accum_dense_tiny registered" in capsys.readouterr().out
 
 
+def test_a_precision_on_the_cpu_goes_with_no_speed_options_and_is_refused_with_them():
+    """bench/cuda/window.sh's CPU dry run of steps 2-3 passes --no-speed-options --precision bf16 --quick."""
+    import run
+
+    settings = run.settings_from(run.parse_args(["--quick", "--no-speed-options", "--precision", "bf16"]))
+    assert (settings.precision, settings.speed_length) == ("bf16", None)
+    with pytest.raises(SystemExit, match="--precision with the CPU speed options: add --no-speed-options"):
+        run.settings_from(run.parse_args(["--quick", "--precision", "bf16"]))
+    with pytest.raises(SystemExit, match="--precision fp16 needs --device cuda"):
+        run.settings_from(run.parse_args(["--quick", "--no-speed-options", "--precision", "fp16"]))
+
+
 def test_a_variant_trains_its_own_arch_against_the_same_baseline():
     import run
 

@@ -50,7 +50,7 @@ def test_no_ratio_for_models_that_did_not_train_at_the_same_time(make_results):
 
 
 def test_a_run_shorter_than_the_log_interval_has_no_speed_and_no_traceback(make_results):
-    # UPDATES=10 run.sh, fairseq's --log-interval 25: no train_inner line, so no logged tokens/s
+    # run.sh --updates 10, fairseq's --log-interval 25: no train_inner line, so no logged tokens/s
     assert make_results["median_words_per_second"]("2026-11-29 00:00:01 | INFO | valid | loss 7.5\n") is None
     assert make_results["speed_cell"](None).text == "–"
     # with lines: the median of the logged values, (2000 + 2100) / 2 over an even count

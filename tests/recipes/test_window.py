@@ -16,6 +16,7 @@ from conftest import REPO
 from fairseq_syntax.methods import METHODS
 from study.test_prepare import corpus  # noqa: F401 (the fixture: the demo corpus and its parse archive)
 from study.tiny_study_file import SETTINGS
+from test_script_options import shell_code
 
 sys.path.insert(0, os.path.join(REPO, "bench"))
 import run
@@ -29,12 +30,12 @@ def sh(args, **kwargs):
 ROW_KEYS = ("arch", "form", "src_words", "model", "tokens_per_s_ratio", "peak_mem_ratio", "generate_ratio", "device")
 
 
-def dry_run(step, out, **env):
-    """``window.sh STEP OUT --device cpu --tiny``; the step's time limit is raised from 530 s to 1500 s because the
-    shared cores of a development machine can be many times slower than the GPU machine's 16 (the dry run checks
-    that the step works, not how long it takes)."""
-    result = sh(["bash", WINDOW, str(step), str(out), "--device", "cpu", "--tiny"], cwd=REPO, timeout=1800,
-                env={**os.environ, "WORK": str(out) + "-work", "STEP_SECONDS": "1500", **env})
+def dry_run(step, out, *flags, **env):
+    """``window.sh STEP OUT --device cpu --tiny FLAGS...``; the step's time limit is raised from 530 s to 1500 s
+    because the shared cores of a development machine can be many times slower than the GPU machine's 16 (the dry
+    run checks that the step works, not how long it takes)."""
+    result = sh(["bash", WINDOW, str(step), str(out), "--device", "cpu", "--tiny", "--work", str(out) + "-work",
+                 "--step-seconds", "1500", *flags], cwd=REPO, timeout=1800, env={**os.environ, **env})
     files = sorted(os.listdir(out))
     assert len(files) <= 8, files
     return result, files
@@ -60,7 +61,7 @@ def test_step1_runs_the_set_up_check_and_names_every_cuda_variant_and_the_struct
 
 def test_step2_profiles_and_benchmarks_with_decoding_ratios(tmp_path):
     archs = "transformer_syntax_mask,transformer_syntax_mask:one_hot"
-    result, files = dry_run(2, tmp_path / "out", ARCHS=archs)
+    result, files = dry_run(2, tmp_path / "out", "--archs", archs)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert files == ["RESULTS.details.json.gz", "RESULTS.json", "RESULTS.md", "bench.log", "logs.tgz",
                      "profile.json", "profile.txt"]
@@ -80,7 +81,8 @@ def test_step2_profiles_and_benchmarks_with_decoding_ratios(tmp_path):
 
 
 def test_step3_benchmarks_what_it_is_given_at_the_large_size(tmp_path):
-    result, files = dry_run(3, tmp_path / "out", ARCHS="transformer_ldd")  # a system that reads parser side data
+    # a system that reads parser side data, in bf16 (bench/run.py --precision: fairseq's --bf16)
+    result, files = dry_run(3, tmp_path / "out", "--archs", "transformer_ldd", "--precision", "bf16")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert files == ["RESULTS.details.json.gz", "RESULTS.json", "RESULTS.md", "bench.log", "logs.tgz"]
     rows = json.loads((tmp_path / "out" / "RESULTS.json").read_text())
@@ -88,7 +90,8 @@ def test_step3_benchmarks_what_it_is_given_at_the_large_size(tmp_path):
     assert [(r["arch"], r["form"], r["baseline"]) for r in rows] == [
         ("transformer_ldd_tiny", "sequence", "transformer_tiny (sequence)"),
         ("transformer_tiny", "sequence", "transformer_tiny (preorder)")]
-    assert "--model-size large" in (tmp_path / "out" / "bench.log").read_text().splitlines()[0]
+    command = (tmp_path / "out" / "bench.log").read_text().splitlines()[0]
+    assert "--precision bf16" in command and "--model-size large" in command
     # what --model-size large trains outside the dry run: the papers' 6+6 layers, d=512
     options = run.model_args(run.System("transformer_ldd", run.Form("sequence")), run.Settings(model_size="large"))
     assert options[options.index("--encoder-layers") + 1] == "6"
@@ -101,9 +104,12 @@ def test_step2_benchmarks_registered_systems_the_mask_model_among_them():
     archs = re.search(r"^STEP2_ARCHS=(\S+)$", text, re.MULTILINE)[1].split(",")
     known = {arch.key for arch in run.benchmark_archs()}
     assert set(archs) <= known and "transformer_syntax_mask" in archs
-    # no step reads the data beside the repository: only `prepare` does, on the development machine
-    code = [line.split("#")[0].strip() for line in text.splitlines()]
-    assert [line for line in code if "../shared" in line] == ["local shared=${SHARED_DATA:-$ROOT/../shared/data}"]
+    # no step reads the data beside the repository: only `prepare` does (its --data), on the development machine
+    code = [line.strip() for line in shell_code(text)]  # without comments and the usage text
+    assert [line for line in code if "../shared" in line] == ["DATA=$ROOT/../shared/data"]
+    prepare = re.search(r"^prepare\(\) \{\n(.*?)^\}$", text, re.MULTILINE | re.DOTALL)[1]
+    readers = [line for line in code if re.search(r"\$\{?DATA\b", line)]
+    assert readers == ["local shared=$DATA"] and "local shared=$DATA" in prepare
 
 
 def test_a_step_leaves_at_most_eight_files_whatever_it_made(tmp_path):
@@ -114,10 +120,11 @@ def test_a_step_leaves_at_most_eight_files_whatever_it_made(tmp_path):
     many = 'step1() {\n  for k in $(seq 1 12); do echo "$k" > "$OUTDIR/file$k.txt"; done\n}\n'
     (fake / "bench" / "cuda" / "window.sh").write_text(script.replace("step1() {", many + "original_step1() {", 1))
     out = tmp_path / "out"
-    result = sh(["bash", str(fake / "bench" / "cuda" / "window.sh"), "1", str(out), "--device", "cpu"], timeout=300,
-                env={**os.environ, "WORK": str(tmp_path / "w")})
+    # the folders given relative to the caller's folder (the script runs in the repository's root)
+    result = sh(["bash", str(fake / "bench" / "cuda" / "window.sh"), "1", "out", "--device", "cpu", "--work", "w"],
+                timeout=300, cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert os.listdir(out) == ["step1.tgz"]
+    assert os.listdir(out) == ["step1.tgz"] and (tmp_path / "w").is_dir()
     listed = sh(["tar", "tzf", str(out / "step1.tgz")]).stdout
     assert "./file12.txt" in listed and "./logs.tgz" in listed
 
@@ -129,8 +136,7 @@ def test_prepare_copies_the_data_beside_the_repository_for_the_window(tmp_path):
     (shared / "multi30k").mkdir(parents=True)
     (shared / "multi30k" / "val.en.gz").write_bytes(b"x")
     os.chmod(shared / "multi30k" / "val.en.gz", 0o444)  # the shared data are read-only
-    result = sh(["bash", str(repo / "bench" / "cuda" / "window.sh"), "prepare"], timeout=120,
-                env={**os.environ, "SHARED_DATA": str(shared)})
+    result = sh(["bash", str(repo / "bench" / "cuda" / "window.sh"), "prepare", "--data", str(shared)], timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert (repo / ".window" / "data" / "multi30k" / "val.en.gz").read_bytes() == b"x"
     assert (repo / ".window" / "commit.txt").exists() and "carry: .devpkgs .window" in result.stdout
@@ -151,7 +157,7 @@ def own_tmpdir(tmp_path) -> str:
     return str(folder)
 
 
-def step4(out, env, *flags):
+def step4(out, flags, env=None):
     result = sh(["bash", WINDOW, "4", str(out), "--device", "cpu", *flags], timeout=1200, env=env)
     files = sorted(os.listdir(out))
     listed = sorted(sh(["tar", "tzf", str(out / "study-runs.tgz")]).stdout.split()) if "study-runs.tgz" in files else []
@@ -162,10 +168,10 @@ def test_step4_runs_the_studys_pending_runs_and_brings_back_what_they_wrote_neve
     folder = tmp_path / "study"
     shutil.copytree(corpus / "parses", folder / "parses")
     (folder / "study.toml").write_text(STEP4_STUDY, encoding="utf-8")
-    claims = own_tmpdir(tmp_path)
-    env = {**os.environ, "STUDY": str(folder / "study.toml"), "RAW": str(corpus / "raw"), "JOBS": "2",
-           "WORK": str(tmp_path / "work"), "STEP_SECONDS": "1100", "OMP_NUM_THREADS": "1", "TMPDIR": str(claims)}
-    result, files, listed = step4(tmp_path / "out1", env)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TMPDIR": own_tmpdir(tmp_path)}
+    flags = ["--study", str(folder / "study.toml"), "--raw", str(corpus / "raw"), "--jobs", "2", "--work",
+             str(tmp_path / "work"), "--step-seconds", "1100"]
+    result, files, listed = step4(tmp_path / "out1", flags, env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert files == ["logs.tgz", "status.txt", "study-runs.tgz"]
     assert "2 to do; 2 at once until the step's deadline" in result.stdout
@@ -187,7 +193,7 @@ def test_step4_runs_the_studys_pending_runs_and_brings_back_what_they_wrote_neve
     assert plan.returncode == 0 and "2 done" in plan.stdout, plan.stdout + plan.stderr
     # the next window: nothing left, nothing trained again, nothing brought back
     kept = {path: path.stat().st_mtime_ns for path in (folder / "runs-gpu").iterdir()}
-    result, files, listed = step4(tmp_path / "out2", env)
+    result, files, listed = step4(tmp_path / "out2", flags, env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "2 done; 2 at once" in result.stdout and "0 runs done in this step" in result.stdout and listed == []
     assert {path: path.stat().st_mtime_ns for path in (folder / "runs-gpu").iterdir()} == kept
@@ -200,10 +206,10 @@ def test_step4_stops_its_runs_at_the_deadline_and_leaves_none_running(corpus, tm
     shutil.copytree(corpus / "parses", folder / "parses")
     (folder / "study.toml").write_text(STEP4_STUDY.replace("patience = 1\nmax_epoch = 1\n", "patience = 1000\n"
                                                            "max_epoch = 100000\n"), encoding="utf-8")
-    claims = own_tmpdir(tmp_path)
-    env = {**os.environ, "STUDY": str(folder / "study.toml"), "RAW": str(corpus / "raw"), "JOBS": "2",
-           "WORK": str(tmp_path / "work"), "STEP_SECONDS": "120", "OMP_NUM_THREADS": "1", "TMPDIR": str(claims)}
-    result, files, _ = step4(tmp_path / "out", env)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TMPDIR": own_tmpdir(tmp_path)}
+    flags = ["--study", str(folder / "study.toml"), "--raw", str(corpus / "raw"), "--jobs", "2", "--work",
+             str(tmp_path / "work"), "--step-seconds", "120"]
+    result, files, _ = step4(tmp_path / "out", flags, env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "run: exit 124, stopped at the deadline (0 runs done in this step" in result.stdout
     status = (tmp_path / "out" / "status.txt").read_text()
@@ -214,12 +220,12 @@ def test_step4_stops_its_runs_at_the_deadline_and_leaves_none_running(corpus, tm
 
 
 def test_step4_names_a_missing_study_file_or_corpus(tmp_path):
-    env = {**os.environ, "WORK": str(tmp_path / "w"), "STUDY": str(tmp_path / "none.toml")}
-    result, _, _ = step4(tmp_path / "out1", env, "--tiny")
+    flags = ["--tiny", "--work", str(tmp_path / "w")]
+    result, _, _ = step4(tmp_path / "out1", [*flags, "--study", str(tmp_path / "none.toml")])
     assert result.returncode == 1 and f"error: {tmp_path / 'none.toml'}: no such study file" in result.stdout
     (tmp_path / "study.toml").write_text(STEP4_STUDY, encoding="utf-8")
-    env.update(STUDY=str(tmp_path / "study.toml"), RAW=str(tmp_path / "no-corpus"))
-    result, _, _ = step4(tmp_path / "out2", env, "--tiny")
+    result, _, _ = step4(tmp_path / "out2", [*flags, "--study", str(tmp_path / "study.toml"), "--raw",
+                                             str(tmp_path / "no-corpus")])
     assert result.returncode == 1 and f"error: {tmp_path / 'no-corpus'}: no corpus (run bench/cuda/window.sh " \
         "prepare and carry .window)" in result.stdout
 
@@ -234,9 +240,8 @@ def test_step4_tiny_trains_the_gpu_studys_first_run_on_the_committed_parses(tmp_
                     ignore=shutil.ignore_patterns("work*", "runs*", "analysis", "logs"))
     window = tmp_path / "window"
     shutil.copytree(os.path.join(REPO, "..", "shared", "data", "multi30k"), window / "data" / "multi30k")
-    claims = own_tmpdir(tmp_path)
-    result, files = dry_run(4, tmp_path / "out", STUDY=str(folder / "study-gpu.toml"), WINDOW_DIR=str(window),
-                            TMPDIR=str(claims))
+    result, files = dry_run(4, tmp_path / "out", "--study", str(folder / "study-gpu.toml"), "--window-dir",
+                            str(window), TMPDIR=own_tmpdir(tmp_path))
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert files == ["logs.tgz", "status.txt", "study-runs.tgz"]
     listed = sh(["tar", "tzf", str(tmp_path / "out" / "study-runs.tgz")]).stdout.split()
