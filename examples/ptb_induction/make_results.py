@@ -42,10 +42,10 @@ BASELINES = ("left-branching", "right-branching")
 LABELS = ("NP", "VP", "PP", "ADJP", "SBAR", "ADVP")
 SCORES = "scores.json.gz"
 # The run this file leads with, the first of these that is kept: run.sh's WSJ text with the authors' C_ii and
-# optimisation, fresh masks (TEXT=ptb DIAGONAL=zero OPTIMISER=authors UPDATES=6000 run.sh, kept since issue 53);
+# optimisation, fresh masks (run.sh --diagonal zero --optimiser authors --updates 6000, kept since issue 53);
 # without it, the setting under which the links learned PTB phrases before issue 53's fix (repeated masks;
-# EVAL_TEXT=1 DIAGONAL=zero OPTIMISER=authors UPDATES=16000). Its figure is the one kept (constituent_prior.png,
-# copied by run.sh).
+# --text mixed --eval-text --diagonal zero --optimiser authors --updates 16000). Its figure is the one kept
+# (constituent_prior.png, copied by run.sh).
 HEADLINES = ("logs-ptb-text-diagonal-zero-authors-optimiser",
              "logs-eval-text-diagonal-zero-authors-optimiser-repeated-masks")
 # The line sentence_masked_lm logs since its masks are fresh every epoch with a kept data-loader worker (issue 53).
@@ -161,7 +161,7 @@ def wall_seconds(log: str) -> float:
 def median_words_per_second(log: str) -> float | None:
     """fairseq's logged training tokens/s, median over the longest part of a resumed run (parts may differ in
     precision or load, so they are not pooled); None for a run shorter than fairseq's --log-interval (no
-    ``train_inner`` line: ``UPDATES=10 run.sh``, a try of the recipe)."""
+    ``train_inner`` line: ``run.sh --updates 10``, a try of the recipe)."""
     parts = [re.findall(r"train_inner .*? wps=([\d.]+)", part) for part in log_parts(log)]
     longest = max(parts, key=len)
     return statistics.median(float(wps) for wps in longest) if longest else None
@@ -252,10 +252,10 @@ def recipe_run(logs: str) -> dict:
     tree_command = command(tree_log)
     bf16 = "--cpu-bf16-autocast" in tree_command
     settings = {
-        "text": "ptb" if "train/ptb-lm" in corpus_log else "mixed",  # TEXT=ptb: WSJ text, Mikolov's preprocessing
-        "transductive": "train/ptb-sample" in corpus_log,  # trained on the evaluation sentences' words (EVAL_TEXT=1)
+        "text": "ptb" if "train/ptb-lm" in corpus_log else "mixed",  # --text ptb: WSJ text, Mikolov's preprocessing
+        "transductive": "train/ptb-sample" in corpus_log,  # trained on the evaluation sentences' words (--eval-text)
         "diagonal_zero": "--constituent-diagonal zero" in tree_command,  # C_ii = 0 as in the authors' code
-        "authors_optimiser": "--lr-scheduler fixed" in tree_command,  # OPTIMISER=authors
+        "authors_optimiser": "--lr-scheduler fixed" in tree_command,  # --optimiser authors
         "precision": "bf16" if bf16 else "fp32",
         "updates": int(one(r"--max-update (\d+)", tree_command, "update budget").group(1)),
     }
@@ -263,13 +263,13 @@ def recipe_run(logs: str) -> dict:
     settings["size"] = (layers, int(one(r"--encoder-embed-dim (\d+)", tree_command, "model width").group(1)))
     settings["masks"] = masks(tree_log, config_setting(tree_log, "num_workers"))
     seed = int(one(r"'seed': (\d+)", tree_log, "seed").group(1))  # fairseq logs its configuration, the seed in it
-    reproduce = (("TEXT=ptb " if settings["text"] == "ptb" else "TEXT=mixed ")
-                 + ({8: "MODEL_SIZE=medium ", 10: "MODEL_SIZE=paper "}.get(layers, ""))
-                 + ("EVAL_TEXT=1 " if settings["transductive"] and settings["text"] == "mixed" else "")
-                 + ("DIAGONAL=zero " if settings["diagonal_zero"] else "")
-                 + ("OPTIMISER=authors " if settings["authors_optimiser"] else "")
-                 + (f"SEED={seed} " if seed != 1 else "")
-                 + f"PRECISION={settings['precision']} UPDATES={settings['updates']} examples/ptb_induction/run.sh")
+    reproduce = ("examples/ptb_induction/run.sh" + (" --text ptb" if settings["text"] == "ptb" else " --text mixed")
+                 + ({8: " --model-size medium", 10: " --model-size paper"}.get(layers, ""))
+                 + (" --eval-text" if settings["transductive"] and settings["text"] == "mixed" else "")
+                 + (" --diagonal zero" if settings["diagonal_zero"] else "")
+                 + (" --optimiser authors" if settings["authors_optimiser"] else "")
+                 + (f" --seed {seed}" if seed != 1 else "")
+                 + f" --precision {settings['precision']} --updates {settings['updates']}")
     preprocess = read(logs, "preprocess.log")
     parses = {label: score(run_scores, logs, file) for label, file in PARSES.items()}
     parses.update({f"layer {layer}": score(run_scores, logs, f"induce_layer{layer}.json") for layer in range(layers)})
@@ -305,7 +305,7 @@ def exploratory_runs(logs: str, specs: list) -> list:
         diagonal = config_setting(log, "constituent_diagonal")
         training = training_summary(log)
         settings = {
-            # the binarized corpus of EVAL_TEXT=1 run.sh (work-eval-text*/bin) holds the PTB sample's words
+            # the binarized corpus of run.sh --text mixed --eval-text (work-eval-text*/bin) holds the sample's words
             "transductive": "work-eval-text" in config_setting(log, "data"),
             "diagonal_zero": diagonal == "zero",
             "authors_optimiser": config_setting(log, "lr_scheduler") == "fixed",
@@ -674,7 +674,7 @@ def differences(headline: dict) -> list:
     ] if s["transductive"] else [
         "- Training text: Multi30k captions, UD EWT web text and SST movie reviews (raw words), not WSJ, because",
         "  only the PTB sample is at hand and it is the evaluation set; so the PTB sentences are out of domain",
-        "  (`EVAL_TEXT=1 run.sh` adds their words to the training text).",
+        "  (`run.sh --text mixed --eval-text` adds their words to the training text).",
     ]) + [
         f"- Size and budget: {s['size'][0]} layers, d_model {s['size'][1]}, 4 heads, FFN {4 * s['size'][1]}, "
         "word-level vocabulary, trained for the",
@@ -688,7 +688,7 @@ def differences(headline: dict) -> list:
         "  above). The link scores are scaled by d_model / 2 as in the paper.",
     ] if s["diagonal_zero"] else [
         "- The constituent prior has C_ii = 1 (eq. 3, an empty product); the authors' code leaves the diagonal",
-        "  near 0 (`DIAGONAL=zero run.sh`). The link scores are scaled by d_model / 2 as in the paper.",
+        "  near 0 (`run.sh --diagonal zero`). The link scores are scaled by d_model / 2 as in the paper.",
     ]) + [
         "- Masked-word perplexity leaves out words that are `<unk>` to the model (counted above); both systems",
         "  share the dictionary, so they are scored on the same words.",
@@ -840,18 +840,16 @@ def render(runs: list) -> tuple:
         "",
         "### Data",
         "",
-        "Training text: with `TEXT=ptb` the WSJ text of `ptb-lm` and the PTB sample's words (Mikolov's "
+        "Training text: with `--text ptb` the WSJ text of `ptb-lm` and the PTB sample's words (Mikolov's "
         "preprocessing);",
-        "with `TEXT=mixed` Multi30k, UD EWT and SST words, and with `EVAL_TEXT=1` the PTB sample's words; the runs "
+        "with `--text mixed` Multi30k, UD EWT and SST words, and with `--eval-text` the PTB sample's words; the runs "
         "made by",
-        "hand used the binarized data of `EVAL_TEXT=1 DIAGONAL=zero run.sh`. `<unk>` to the model: the PTB sample's "
-        "words the",
-        "masked-word perplexity leaves out, those the corpus itself writes `<unk>` (Mikolov's 10k vocabulary; the "
-        "mixed text",
-        "applies none) and those fairseq maps to `<unk>` as seen under 3 times in the training text. fairseq-"
-        "preprocess's",
-        "\"% replaced\" counts only the last, over the tokens with `</s>`; RESULTS.md gave it as the rate before "
-        "issue 53.",
+        "hand used the binarized data of `run.sh --text mixed --eval-text --diagonal zero`. `<unk>` to the model:",
+        "the PTB sample's words the masked-word perplexity leaves out, those the corpus itself writes `<unk>` "
+        "(Mikolov's",
+        "10k vocabulary; the mixed text applies none) and those fairseq maps to `<unk>` as seen under 3 times in the",
+        "training text. fairseq-preprocess's \"% replaced\" counts only the last, over the tokens with `</s>`;",
+        "RESULTS.md gave it as the rate before issue 53.",
         "",
     ]
     table = data_table(recipe)

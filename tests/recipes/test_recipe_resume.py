@@ -1,7 +1,7 @@
 """Recipes that go on from a run's checkpoints (issue 50, item 10): a run killed during its first save has its
 epoch's checkpoint and checkpoint_best.pt but no checkpoint_last.pt; the recipes used to delete such a save
-directory and train afresh. examples/common.sh's has_checkpoint decides for run_system and
-examples/ptb_induction/run.sh alike."""
+directory and train afresh. examples/common.sh's has_checkpoint decides for run_system (examples/ptb_induction/run.sh
+the same way: tests/recipes/test_ptb_recipe.py)."""
 import os
 import subprocess
 
