@@ -47,7 +47,8 @@ from fairseq_syntax.parsing.dependency import DEFAULT_BATCH_SIZE as ARCS_BATCH_S
 from fairseq_syntax.parsing.dependency import DEFAULT_BATCH_TOKENS as ARCS_BATCH_TOKENS
 from fairseq_syntax.parsing.labels import UnknownLabelScheme
 from fairseq_syntax.parsing.models import CONSTITUENCY_BACKENDS, DEPENDENCY_BACKENDS, ModelUnavailable
-from fairseq_syntax.parsing.parse_records import write_record
+from fairseq_syntax.parsing.parse_records import record_path, write_record
+from fairseq_syntax.parsing.text import output_problem
 
 MODEL_HELP = ("a local model file or folder, or a pretrained model's name, handed to the backend's library and "
               "downloaded once where the network allows (docs/parsers.md has a table by language)")
@@ -134,6 +135,19 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> shards.ParseRun:
     return result
 
 
+def check_outputs(args: argparse.Namespace) -> None:
+    """One line (``SystemExit``) for an output that cannot be written, before any model is loaded: a folder, or in
+    a folder that is not there (:func:`fairseq_syntax.parsing.text.output_problem`); the files written beside
+    ``--output`` (its fallback list and record) too."""
+    outputs = [("--output", args.output), ("--conllu", getattr(args, "conllu", None)), ("--skipped", args.skipped),
+               (None, args.output + ".skipped" if args.skipped is None else None), (None, record_path(args.output))]
+    for option, path in outputs:
+        problem = path is not None and output_problem(path)
+        if problem:
+            raise SystemExit(f"error: {option} {path}: {problem}" if option else
+                             f"error: {path} (written beside --output): {problem}")
+
+
 def main(argv: list[str] | None = None) -> shards.ParseRun | None:
     parser = get_parser()
     args = parser.parse_args(argv)
@@ -142,6 +156,7 @@ def main(argv: list[str] | None = None) -> shards.ParseRun | None:
             fetch(args.parser_kind, args.backend, args.model, args.lang, args.tagger)
             return None
         shards.check_arguments(parser, args)
+        check_outputs(args)
         torch.set_num_threads(args.threads)
         return _run(args, argv)
     except ModelUnavailable as error:

@@ -19,22 +19,30 @@ from fairseq_syntax.parsing import shards
 from fairseq_syntax.parsing.models import (
     CONSTITUENCY_BACKENDS,
     DEPENDENCY_BACKENDS,
+    TAGGER,
+    WANTED,
     ModelUnavailable,
     benepar_model_path,
     check_model_argument,
+    check_model_file,
     supar_model_path,
 )
 from fairseq_syntax.parsing.shards import LINES, ParseJob, model_identity
 
 
 def fetch(kind: str, backend: str, model: str, lang: str = "en", tagger: str | None = None) -> None:
-    """Downloads a model name once (nothing for a local model); :class:`ModelUnavailable` in one line when it
-    cannot. A stanza name is fetched by loading its pipeline (stanza downloads what the pipeline lacks)."""
+    """Downloads a model name once; a local model (and the tagger) is looked at, not loaded: one of another kind
+    than the backend reads is refused (:func:`fairseq_syntax.parsing.models.check_model_file`).
+    :class:`ModelUnavailable` in one line when it cannot. A stanza name is fetched by loading its pipeline (stanza
+    downloads what the pipeline lacks)."""
     if tagger is not None:
         check_model_argument(tagger, "tagger")
         if not os.path.exists(tagger):
             raise ModelUnavailable(f"{tagger}: no such tagger file (a tagger is a local model: "
                                    "preprocess/train_parser.py tagger makes one)")
+        check_model_file(tagger, TAGGER)
+    if (kind, backend) in WANTED:
+        check_model_file(model, WANTED[kind, backend])
     if backend == "benepar":
         benepar_model_path(model)
     elif backend in ("crf-con", "biaffine"):

@@ -90,9 +90,10 @@ class BeneparParser(ConstituencyParser):
                  max_length: int = DEFAULT_MAX_LENGTH, device: str | None = None):
         import benepar
 
-        from fairseq_syntax.parsing.models import benepar_model_path
+        from fairseq_syntax.parsing.models import WANTED, benepar_model_path, load_model
 
-        self.parser = benepar.Parser(benepar_model_path(name_or_path))  # on CUDA when available
+        self.parser = load_model(name_or_path, WANTED["constituency", "benepar"],  # on CUDA when available
+                                 lambda: benepar.Parser(benepar_model_path(name_or_path)))
         if device is not None:
             self.parser._parser.to(device)  # benepar runs where its parameters are
         self.batch_tokens = batch_tokens
@@ -125,10 +126,10 @@ class SuparCrfParser(ConstituencyParser):
                  max_length: int = DEFAULT_MAX_LENGTH, device: str | None = None):
         from fairseq_syntax.parsing.torch_load import load_supar_parser
 
+        from fairseq_syntax.parsing.models import WANTED
+
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.parser = load_supar_parser(name_or_path, device=self.device)
-        if self.parser.NAME != "crf-constituency":
-            raise ValueError(f"{name_or_path} is a SuPar {self.parser.NAME!r} parser, not 'crf-constituency'")
+        self.parser = load_supar_parser(name_or_path, self.device, WANTED["constituency", "crf-con"])
         self.batch_tokens = batch_tokens
         self.max_length = max_length
 

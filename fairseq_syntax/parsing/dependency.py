@@ -109,10 +109,10 @@ class DependencyParser:
     ):
         from fairseq_syntax.parsing.torch_load import load_supar_parser
 
+        from fairseq_syntax.parsing.models import WANTED
+
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        self.parser = load_supar_parser(name_or_path, device=self.device)
-        if self.parser.NAME != "biaffine-dependency":
-            raise ValueError(f"{name_or_path} is a SuPar {self.parser.NAME!r} parser, not 'biaffine-dependency'")
+        self.parser = load_supar_parser(name_or_path, self.device, WANTED["dependency", "biaffine"])
         self.batch_tokens = batch_tokens
         self.buckets = buckets
         self.max_length = max_length

@@ -13,6 +13,17 @@ Without the network a name ends in one line, :class:`ModelUnavailable`'s message
 
 ``fairseq-syntax-parse fetch`` (:func:`fairseq_syntax.parsing.backends.fetch`) fetches the model of a name now, or
 says in that one line why it cannot, so that a recipe stops before hours of other work.
+
+Every parser, tagger and stanza model is loaded through :func:`load_model`, which turns any failure into one
+:class:`ModelUnavailable` line: the path, what it holds (:func:`fairseq_syntax.parsing.model_files.describe`,
+read without running anything from the file) and what the backend reads, e.g.
+
+    dep.pt: a SuPar 'biaffine-dependency' parser; the crf-con backend reads a SuPar 'crf-constituency' parser ...
+    x.pt: no model: 600 bytes that are no torch file; --tagger reads a POS tagger ...
+    x.pt: a POS tagger that does not load (RuntimeError: ...)
+
+A local file of another kind is refused before the library reads it (:func:`check_model_file`, which the parse
+command also runs before its workers start).
 """
 from __future__ import annotations
 
@@ -22,6 +33,8 @@ import os
 import sys
 import tempfile
 import urllib.error
+from dataclasses import dataclass
+from typing import Callable, TypeVar
 
 #: the parse command's backends, by kind
 CONSTITUENCY_BACKENDS = ("benepar", "crf-con", "stanza")
@@ -32,6 +45,82 @@ MODEL_SUFFIXES = (".pt", ".pth", ".zip", ".bin", ".model", ".tar", ".gz")
 
 class ModelUnavailable(Exception):
     """A model that cannot be had: its one-line message says which and why (the commands print it alone)."""
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """What a loader reads: the kinds of :mod:`fairseq_syntax.parsing.model_files` it takes, who reads it, and
+    the words for it."""
+
+    kinds: tuple[str, ...]
+    reader: str  # "the crf-con backend", "--tagger"
+    words: str
+
+
+SUPAR_MAKERS = {"crf-constituency": "crf-con", "biaffine-dependency": "dependency"}
+
+
+def supar_parser(name: str, reader: str) -> Wanted:
+    """A SuPar parser of SuPar's ``NAME`` (``crf-constituency``, ``biaffine-dependency``)."""
+    return Wanted((f"supar:{name}",), reader, f"a SuPar {name!r} parser (a SuPar model name, or the file of "
+                                             f"preprocess/train_parser.py {SUPAR_MAKERS.get(name, name)})")
+
+
+#: what each backend of the parse command reads, by (kind of parse, backend); and the tagger
+WANTED = {
+    ("constituency", "crf-con"): supar_parser("crf-constituency", "the crf-con backend"),
+    ("dependency", "biaffine"): supar_parser("biaffine-dependency", "the biaffine backend"),
+    ("constituency", "benepar"): Wanted(("benepar",), "the benepar backend", "a benepar model (a benepar model name, "
+                                        "its folder, or the file of preprocess/train_parser.py benepar)"),
+    ("dependency", "stanza"): Wanted(("stanza:dependency", "stanza-resources"), "the stanza backend",
+                                     "a stanza dependency parser's file, a stanza resources folder or a model name"),
+    ("constituency", "stanza"): Wanted(("stanza-resources",), "the stanza backend",
+                                       "a stanza resources folder or a model name"),
+}
+TAGGER = Wanted(("tagger",), "--tagger", "a POS tagger (the file of preprocess/train_parser.py tagger)")
+#: how much of a library's error a load failure's line keeps
+REASON_CHARACTERS = 200
+#: any SuPar parser (training resumes and reports)
+ANY_SUPAR = Wanted((), "this command", "a SuPar parser")
+Model = TypeVar("Model")
+
+
+def check_model_file(model: str, wanted: Wanted) -> None:
+    """:class:`ModelUnavailable` for a local file or folder that holds another kind of model, or none, than
+    ``wanted``; nothing for a name, a model of that kind, or a torch file of unknown contents (its loader tells)."""
+    if not is_local(model):
+        return
+    from fairseq_syntax.parsing.model_files import describe
+
+    held = describe(model)
+    if held.kind is None or held.kind in wanted.kinds:
+        return
+    if not wanted.kinds and held.kind.startswith("supar:"):
+        return
+    raise ModelUnavailable(f"{model}: {held.words}; {wanted.reader} reads {wanted.words}")
+
+
+def load_model(model: str, wanted: Wanted, load: Callable[[], Model]) -> Model:
+    """``load()`` (which loads ``model``), its failure, whatever it is, in one :class:`ModelUnavailable` line (the
+    module docstring); a local file of another kind is refused before ``load`` runs."""
+    check_model_file(model, wanted)
+    try:
+        return load()
+    except ModelUnavailable:
+        raise
+    except Exception as error:  # noqa: BLE001 (unpickling, torch and the libraries raise anything)
+        message = " ".join(str(error).split())
+        reason = f"{type(error).__name__}: " + (message if len(message) <= REASON_CHARACTERS else
+                                                message[:REASON_CHARACTERS].rsplit(" ", 1)[0] + " ...")
+        if not is_local(model):
+            raise ModelUnavailable(f"{model}: the model of this name does not load ({reason}); {wanted.reader} "
+                                   f"reads {wanted.words}") from None
+        from fairseq_syntax.parsing.model_files import describe
+
+        held = describe(model)
+        if held.kind is not None and held.kind in wanted.kinds:
+            raise ModelUnavailable(f"{model}: {held.words} that does not load ({reason})") from None
+        raise ModelUnavailable(f"{model}: {held.words}; {wanted.reader} reads {wanted.words} ({reason})") from None
 
 
 def is_local(model: str) -> bool:

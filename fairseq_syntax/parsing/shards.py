@@ -61,6 +61,7 @@ import torch
 from tqdm import tqdm
 
 from fairseq_syntax.core.text_lines import TextLineError, iter_lines_or_errors
+from fairseq_syntax.parsing.models import ModelUnavailable
 from fairseq_syntax.parsing.provenance import model_digest
 from fairseq_syntax.parsing.report import ParseReport
 from fairseq_syntax.parsing.text import atomic_path, open_output, open_text, tokenizer
@@ -71,6 +72,10 @@ PROGRESS_SECONDS = 1.0  # how often a worker writes its progress
 LOG_LINES_SHOWN = 15  # lines of a failed worker's log printed
 PARENT_POLL_SECONDS = 0.2  # how often a worker looks whether the process that started it is still there
 PARENT_GONE_EXIT = 3  # a worker's exit status when its parent is gone
+#: a worker's exit status when it stopped in one line before parsing, its model not loading
+#: (:func:`fairseq_syntax.parsing.models.load_model`): the parent prints that line alone, stops the other workers
+#: and removes their shards' files
+WORKER_REFUSED_EXIT = 4
 #: what a worker's interpreter runs before the command's script (``python -c WORKER_PRELUDE SCRIPT ARGS``): before
 #: the script's imports (torch takes seconds to import, minutes on a loaded machine), the kernel is asked to signal
 #: this process the moment its parent dies (Linux's PR_SET_PDEATHSIG), and a parent gone already ends it at once
@@ -386,6 +391,13 @@ def _shard_files(job: ParseJob, shard: Shard) -> list[str]:
                                                                    stem + ".lock"]
 
 
+def _remove_unfinished(job: ParseJob, shard: Shard) -> None:
+    """Every file of a shard that was not finished: its outputs (whole or ``.partial``), progress, log and lock."""
+    for path in _shard_files(job, shard) + [shard.path(output) + ".partial" for output, _ in job.outputs]:
+        if os.path.exists(path):
+            os.remove(path)
+
+
 def _other_layouts(job: ParseJob, count: int) -> dict[int, list[str]]:
     """``{N: manifests}`` of the finished shards of OUTPUT cut into another number of shards than ``count``."""
     stem = job.outputs[0][0].removesuffix(".gz")
@@ -587,15 +599,52 @@ def _log_tail(path: str) -> str:
         return ""
 
 
+def _refusal(log: str) -> str:
+    """The one line a worker that refused to parse ended its log with (:data:`WORKER_REFUSED_EXIT`)."""
+    lines = [line for line in _log_tail(log).splitlines() if line.startswith("error: ")]
+    return lines[-1] if lines else f"error: a worker stopped before parsing (exit status {WORKER_REFUSED_EXIT})"
+
+
+def _stop_workers(running: dict) -> None:
+    for process, log, *_ in running.values():
+        process.terminate()
+    for process, log, *_ in running.values():
+        process.wait()
+        log.close()
+
+
+class _WorkersBar:
+    """The bar of a run's workers, and its status line before it, shown once a worker has loaded its model (its
+    progress file is there): a model that does not load leaves its one line alone on the terminal."""
+
+    def __init__(self, status: str, total: int, initial: int):
+        self.status, self.total, self.initial, self.bar = status, total, initial, None
+
+    def update(self, count: int) -> None:
+        if self.bar is None:
+            print(self.status, file=sys.stderr)
+            self.bar = tqdm(total=self.total, initial=self.initial, unit="sent")
+        self.bar.update(count)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
 def _run_workers(job: ParseJob, source: InputFile, todo: list[Shard], workers: int, device: str,
-                 command: list[str], progress: tqdm) -> None:
-    """Each shard of ``todo`` in a subprocess (``command`` + its shard options), ``workers`` at a time."""
+                 command: list[str], progress) -> None:
+    """Each shard of ``todo`` in a subprocess (``command`` + its shard options), ``workers`` at a time, counted on
+    ``progress`` (its ``update(0)`` once a worker has loaded its model: :class:`_WorkersBar`). After a failure no
+    worker starts; a worker whose model does not load (:data:`WORKER_REFUSED_EXIT`) stops the others too: its line
+    is the error, and the files of every shard left unfinished are removed."""
     waiting, running, failed = deque(todo), {}, []
     try:
-        while waiting or running:
+        while running or (waiting and not failed):
             while waiting and len(running) < workers and not failed:
                 shard = waiting.popleft()
                 stem = _manifest_path(job, shard).removesuffix(".json")
+                if os.path.exists(stem + ".progress"):  # an earlier run's: not a sign of this worker's model
+                    os.remove(stem + ".progress")
                 log = open(stem + ".log", "w", encoding="utf-8")  # noqa: SIM115 (closed when the worker ends)
                 argv = [command[0], "-c", WORKER_PRELUDE, *command[1:],  # python -c PRELUDE SCRIPT ARGS
                         "--num-shards", str(shard.count), "--shard-id", str(shard.index), "--workers", "1",
@@ -607,6 +656,8 @@ def _run_workers(job: ParseJob, source: InputFile, todo: list[Shard], workers: i
             time.sleep(POLL_SECONDS)
             for shard, (process, log, shown, slot) in list(running.items()):
                 stem = _manifest_path(job, shard).removesuffix(".json")
+                if os.path.exists(stem + ".progress"):
+                    progress.update(0)  # its model loaded
                 done = process.poll() is not None
                 succeeded = done and process.returncode == 0
                 count = shard.lines(source.lines) if succeeded else _read_progress(stem + ".progress")
@@ -618,14 +669,20 @@ def _run_workers(job: ParseJob, source: InputFile, todo: list[Shard], workers: i
                     del running[shard]
                     if process.returncode != 0:
                         failed.append((shard, process.returncode, stem + ".log"))
+            refused = [log for _, code, log in failed if code == WORKER_REFUSED_EXIT]
+            if refused:
+                line = _refusal(refused[0])
+                stopped = list(running)
+                _stop_workers(running)
+                running.clear()
+                for shard in stopped + [shard for shard, *_ in failed]:
+                    _remove_unfinished(job, shard)
+                raise SystemExit(line)
     except BaseException:  # a KeyboardInterrupt: the workers started here stop too; finished shards are kept
-        for process, log, *_ in running.values():
-            process.terminate()
-        for process, log, *_ in running.values():
-            process.wait()
-            log.close()
+        _stop_workers(running)
         raise
     if failed:
+        progress.update(0)
         details = "\n".join(f"shard {shard.index} exited with {code}; the end of {log}:\n{_log_tail(log)}"
                             for shard, code, log in failed)
         raise SystemExit(f"error: {len(failed)} worker(s) failed; the finished shards are kept, run again to parse "
@@ -633,6 +690,18 @@ def _run_workers(job: ParseJob, source: InputFile, todo: list[Shard], workers: i
 
 
 # --------------------------------------------------------------------------------------------------------- run
+
+
+def _load(job: ParseJob, device: str, worker: bool) -> ParseFunction:
+    """The job's parse function (its models loaded); in a worker, a model that does not load is its one line and
+    :data:`WORKER_REFUSED_EXIT`."""
+    try:
+        return job.load(device)
+    except ModelUnavailable as error:
+        if not worker:
+            raise
+        print(f"error: {error}", file=sys.stderr, flush=True)
+        raise SystemExit(WORKER_REFUSED_EXIT) from None
 
 
 def run(job: ParseJob, args: argparse.Namespace, command: list[str]) -> ParseRun:
@@ -647,7 +716,9 @@ def run(job: ParseJob, args: argparse.Namespace, command: list[str]) -> ParseRun
         source = scan_input(job.input)
         shard = Shard(args.shard_id, args.num_shards, job.chunk)
         progress_file = ProgressFile(args.progress_file)
-        parse = job.load(device) if shard.lines(source.lines) else None
+        worker = getattr(args, "parent_pid", None) is not None
+        parse = _load(job, device, worker) if shard.lines(source.lines) else None
+        progress_file.flush()  # 0 lines: for the parent (a worker's), the sign that the model loaded
         with tqdm(total=shard.lines(source.lines), unit="sent", disable=args.progress_file is not None) as bar:
 
             def progress(count: int) -> None:
@@ -677,20 +748,25 @@ def run(job: ParseJob, args: argparse.Namespace, command: list[str]) -> ParseRun
             todo.append(shard)
             if os.path.exists(_manifest_path(job, shard)):  # stale: another input or other settings
                 print(f"{job.outputs[0][0]}: {problem}: parsing it again", file=sys.stderr)
-    print(f"{job.outputs[0][0]}: {count - len(todo) - len(held)} of {count} shards already parsed; parsing "
-          f"{len(todo)} with {min(args.workers, len(todo))} worker(s) on {device}", file=sys.stderr)
+    status = (f"{job.outputs[0][0]}: {count - len(todo) - len(held)} of {count} shards already parsed; parsing "
+              f"{len(todo)} with {min(args.workers, len(todo))} worker(s) on {device}")
     start = time.perf_counter()
     empty = [shard for shard in todo if shard.lines(source.lines) == 0]
-    for shard in empty:
-        parse_shard(job, source, shard, None, lambda n: None)
     todo = [shard for shard in todo if shard not in empty]
-    with tqdm(total=source.lines, initial=finished_lines, unit="sent") as progress:
-        if args.workers == 1 and todo:
-            parse = job.load(device)
+    if args.workers == 1 or not todo:
+        parse = job.load(device) if todo else None  # a model that does not load: the run's one line, nothing written
+        print(status, file=sys.stderr)
+        with tqdm(total=source.lines, initial=finished_lines, unit="sent") as progress:
             for shard in todo:
                 parse_shard(job, source, shard, parse, progress.update)
-        elif todo:
+    else:
+        progress = _WorkersBar(status, source.lines, finished_lines)
+        try:
             _run_workers(job, source, todo, args.workers, device, command, progress)
+        finally:
+            progress.close()
+    for shard in empty:
+        parse_shard(job, source, shard, None, lambda n: None)
     seconds = time.perf_counter() - start
     merged = merge(job, count, source)
     # the rate of this run: the lines it parsed, not those of the shards an earlier run left

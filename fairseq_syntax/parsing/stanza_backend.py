@@ -59,6 +59,12 @@ def load_stanza_pipeline(model: str, lang: str, kind: str, device: str | None = 
     """``(pipeline, pretagged)``: a stanza Pipeline that parses pre-tokenized sentences of ``lang`` (``kind``:
     dependency or constituency), from ``model`` as the module docstring says; ``pretagged``: it runs the parser
     alone, on words without tags (a model file that reads none)."""
+    from fairseq_syntax.parsing.models import WANTED, load_model
+
+    return load_model(model, WANTED[kind, "stanza"], lambda: _load_stanza_pipeline(model, lang, kind, device))
+
+
+def _load_stanza_pipeline(model: str, lang: str, kind: str, device: str | None):
     import stanza
 
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -104,9 +110,6 @@ def _pipeline_of_model_file(path: str, common: dict):
             json.dump({common["lang"]: {"lang_name": common["lang"]}}, handle)
         pipeline = stanza.Pipeline(processors="depparse", depparse_model_path=path, depparse_pretagged=True,
                                    dir=folder, download_method=None, **common)
-    except Exception as error:  # noqa: BLE001
-        raise ModelUnavailable(f"{path}: not a stanza dependency parser model ({' '.join(str(error).split())[:200]})"
-                               ) from None
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     args = pipeline.processors["depparse"].trainer.args

@@ -202,9 +202,15 @@ class Tagger:
 
 def load_tagger(path: str, device: str | None = None, batch_tokens: int | None = None) -> Tagger:
     """The tagger saved at ``path``, on ``device`` (default: cuda when available), tagging in batches of
-    ``batch_tokens`` padded tokens when given (else 64 sentences)."""
+    ``batch_tokens`` padded tokens when given (else 64 sentences); a file that is no tagger, or does not load, is
+    one line (``models.load_model``); read by torch's weights-only unpickler (a tagger is lists, numbers and
+    tensors)."""
+    from fairseq_syntax.parsing.models import TAGGER, check_model_argument, load_model
+
+    check_model_argument(path, "tagger")
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    tagger = Tagger.from_state(torch.load(path, map_location=device, weights_only=False), device)
+    tagger = load_model(path, TAGGER, lambda: Tagger.from_state(torch.load(path, map_location=device,
+                                                                           weights_only=True), device))
     tagger.batch_tokens = batch_tokens
     return tagger
 

@@ -1,7 +1,7 @@
 """Parser input: one sentence per line, tokenized here or already tokenized, and PTB bracket escaping.
 
 A line is split on whitespace (``str.split()``, as fairseq splits lines). Raw text is tokenized for its language:
-with sacremoses (``-l LANG -a``, escaping off, the settings of ``examples/multi30k/prepare.sh``) where Moses knows
+with sacremoses (``-l LANG -a``, escaping off, the settings of a study's raw text) where Moses knows
 the language, else with stanza's tokenizer (:func:`tokenizer`). An empty line stays an empty
 sentence, so output line i always belongs to input line i.
 
@@ -30,19 +30,37 @@ def open_text(path: str, mode: str = "r"):
     return open(path, mode, encoding="utf-8")
 
 
+def output_problem(path: str) -> str | None:
+    """Why a whole file cannot be written at ``path`` (:func:`open_output`), in words, or None: it is a folder, its
+    folder is not there (it is not made) or is no folder, or the folder is not writable."""
+    folder = os.path.dirname(path) or "."
+    if os.path.isdir(path):
+        return "a folder, not a file: give a file's path"
+    if not os.path.exists(folder):
+        return f"no such folder {folder} (make it first)"
+    if not os.path.isdir(folder):
+        return f"{folder} is a file, not a folder"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"the folder {folder} is not writable"
+    return None
+
+
 @contextmanager
 def atomic_path(path: str) -> Iterator[str]:
     """Yields ``PATH.partial`` to write; it is renamed to ``path`` when the block ends without error and removed
-    when the block raises. A run killed while writing (a time limit) thus never leaves a cut-short ``path``
-    newer than its input, which the recipes would keep as a finished parse."""
+    when the block raises, or the rename fails. A run killed while writing (a time limit) thus never leaves a
+    cut-short ``path`` newer than its input, which the recipes would keep as a finished parse. A ``path`` that is a
+    folder is refused (:class:`IsADirectoryError`) before anything is written."""
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path}: {output_problem(path)}")
     temporary = f"{path}.partial"
     try:
         yield temporary
+        os.replace(temporary, path)
     except BaseException:
         if os.path.exists(temporary):
             os.remove(temporary)
         raise
-    os.replace(temporary, path)
 
 
 @contextmanager

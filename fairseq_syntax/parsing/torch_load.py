@@ -113,19 +113,27 @@ def supar_safe_globals() -> Iterator[None]:
         yield
 
 
-def load_supar_parser(name_or_path: str, device: str | None = None, **kwargs) -> Parser:
+def load_supar_parser(name_or_path: str, device: str | None = None, wanted=None, **kwargs) -> Parser:
     """``supar.Parser.load`` (a local file, or a model name SuPar downloads: ``models.supar_model_path``, which ends
     in one line without the network) under ``supar_safe_globals``, moved to ``device`` when given (SuPar puts it on
-    CUDA whenever CUDA is available)."""
-    from fairseq_syntax.parsing.models import supar_model_path
+    CUDA whenever CUDA is available). ``wanted`` (:class:`fairseq_syntax.parsing.models.Wanted`, default: any SuPar
+    parser) is the parser it must be; any failure is one line (``models.load_model``)."""
+    from fairseq_syntax.parsing.models import ANY_SUPAR, load_model, supar_model_path
 
-    path = supar_model_path(name_or_path)
-    with supar_safe_globals():
-        parser = Parser.load(path, **kwargs)
-    if device is not None:
-        parser.model.to(device)
-        parser.args.device = device
-    return parser
+    wanted = wanted or ANY_SUPAR
+
+    def load() -> Parser:
+        path = supar_model_path(name_or_path)
+        with supar_safe_globals():
+            parser = Parser.load(path, **kwargs)
+        if wanted.kinds and f"supar:{parser.NAME}" not in wanted.kinds:
+            raise ValueError(f"{name_or_path} is a SuPar {parser.NAME!r} parser, not {wanted.words}")
+        if device is not None:
+            parser.model.to(device)
+            parser.args.device = device
+        return parser
+
+    return load_model(name_or_path, wanted, load)
 
 
 #: the seed of SuPar's length buckets (below)
