@@ -12,8 +12,13 @@ Thin command line over ``fairseq_syntax.parsing.training``:
       --output MODELS/biaffine-dep-ud-ewt.pt --work-dir MODELS/work --epochs 4
 
 Run again with the same --output, it resumes after the last finished epoch (OUTPUT.checkpoint): --epochs is the
-total. The best epoch on dev is the model; its score on the held-out data, its parsing speed and the training time
-over every sitting go into a run record (--record).
+total. The best epoch on dev is the model (--output's folder is made when missing); with --record PATH its score on
+the held-out data, its parsing speed and the training time over every sitting go into that run record, which
+preprocess/make_results.py tabulates from preprocess/runs/ (--record preprocess/runs/NAME.json for the repository's
+table); without --record nothing but the model is written.
+
+The options are checked before anything is read or written, each in one line: --heldout and --dev-fraction are
+fractions in (0, 1), --epochs at least 1, the data files must be there.
 """
 import argparse
 import dataclasses
@@ -24,6 +29,7 @@ import torch
 
 from fairseq_syntax.parsing import training
 from fairseq_syntax.parsing import training_report as report
+from fairseq_syntax.parsing.models import ModelUnavailable
 from fairseq_syntax.parsing.tagger import TaggerSize, sentences_from_conllu, sentences_from_trees, train_tagger
 
 
@@ -76,8 +82,8 @@ def get_parser() -> argparse.ArgumentParser:
                              help="learning rate (default: SuPar's 2e-3, as for the tagger; benepar's 8e-4)")
         command.add_argument("--seed", type=int, default=1)
         command.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-        command.add_argument("--record", help="run record to write (default: preprocess/runs/NAME.json for "
-                                              "--output NAME.pt), tabulated by preprocess/make_results.py")
+        command.add_argument("--record", help="write the run record here (none by default); "
+                                              "preprocess/make_results.py tabulates those in preprocess/runs/")
         command.add_argument("--note", help="what the model is for, kept in the record and shown under the "
                                             "parsers table (e.g. trained only to measure a parser's speed)")
     return parser
@@ -96,16 +102,67 @@ def extra_training_sentences(paths: list, tagset: set) -> list:
     return kept
 
 
-def record_path(output: str) -> str:
-    """preprocess/runs/NAME.json for the model file NAME.pt: the run record make_results.py tabulates."""
-    name = os.path.splitext(os.path.basename(output))[0]
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "runs", f"{name}.json")
+def _fraction(option: str, value: float, meaning: str) -> str | None:
+    if 0 < value < 1:
+        return None
+    return f"{option} {value:g}: a fraction in (0, 1) is meant ({meaning})"
+
+
+def _writable(option: str, path: str | None) -> str | None:
+    """Why ``path`` (a file to write; its folder is made) cannot be written."""
+    if path is None:
+        return None
+    if os.path.isdir(path):
+        return f"{option} {path}: a folder, not a file: give a file's path"
+    folder = os.path.dirname(os.path.abspath(path))
+    while not os.path.exists(folder):
+        folder = os.path.dirname(folder)
+    if not os.path.isdir(folder):
+        return f"{option} {path}: {folder} is a file, not a folder"
+    return None
+
+
+def option_problems(args) -> list:
+    """Every option that cannot work, one line each (module docstring)."""
+    problems = []
+    if args.epochs < 1:
+        problems.append(f"--epochs {args.epochs}: train at least 1 epoch (--epochs is the total, over every sitting)")
+    if hasattr(args, "heldout"):
+        problems.append(_fraction("--heldout", args.heldout, "0.1 keeps the last tenth of the trees for evaluation"))
+        problems.append(_fraction("--dev-fraction", args.dev_fraction,
+                                  "0.1 selects the epoch on the last tenth of the rest"))
+    for option, value in (("--batch-size", args.batch_size), ("--threads", args.threads)):
+        if value is not None and value < 1:
+            problems.append(f"{option} {value}: at least 1")
+    if args.lr is not None and not args.lr > 0:
+        problems.append(f"--lr {args.lr:g}: a learning rate above 0")
+    files = [("--train", getattr(args, "train", None)), ("--dev", getattr(args, "dev", None)),
+             ("--test", getattr(args, "test", None)), ("--ptb", getattr(args, "ptb", None)),
+             *(("--extra-conllu", path) for path in getattr(args, "extra_conllu", []))]
+    for option, path in files:
+        if path is not None and not os.path.isfile(path):
+            problems.append(f"{option} {path}: " + ("a folder, not a file" if os.path.isdir(path) else "no such file"))
+    problems.append(_writable("--output", args.output))
+    problems.append(_writable("--record", args.record))
+    if os.path.exists(args.work_dir) and not os.path.isdir(args.work_dir):
+        problems.append(f"--work-dir {args.work_dir}: a file, not a folder")
+    return [problem for problem in problems if problem]
 
 
 def main(argv=None) -> None:
     args = get_parser().parse_args(argv)
+    problems = option_problems(args)
+    if problems:
+        raise SystemExit("\n".join(f"error: {problem}" for problem in problems))
     torch.set_num_threads(args.threads)
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+    try:
+        train(args)
+    except ModelUnavailable as error:  # a checkpoint to resume from that does not load
+        raise SystemExit(f"error: {error}") from None
+
+
+def train(args) -> None:
     if args.command == "dependency":
         train = training.plain_copy(args.train, args.work_dir)
         dev = training.plain_copy(args.dev, args.work_dir)
@@ -144,10 +201,10 @@ def main(argv=None) -> None:
         record["test"] = {"split": os.path.basename(args.test), "scores": tested.scores,
                           "evaluated_sentences": tested.sentences,
                           "sentences_per_second": tested.sentences_per_second}
-    path = args.record or record_path(args.output)
-    report.write_record(path, record)
+    if args.record:
+        report.write_record(args.record, record)
     print(f"{args.output}: {state.epochs} epochs ({state.minutes:.1f} min, best epoch {state.best_epoch}); "
-          f"{measured.summary()}; record {path}", file=sys.stderr)
+          f"{measured.summary()}" + (f"; record {args.record}" if args.record else ""), file=sys.stderr)
 
 
 if __name__ == "__main__":
