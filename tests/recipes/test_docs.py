@@ -37,6 +37,7 @@ RUN_ELSEWHERE = {
     "fairseq-syntax-parse": "tests/core/test_parse_command.py",  # parsers.md, "Parse your corpus"
     "fairseq-train DATA": "tests/recipes/test_end_to_end.py",  # the distributed loop of docs/gpu.md
     "fairseq-interactive": "tests/recipes/test_interactive_parsing.py",  # raw text in, translation out (usage.md)
+    "fairseq-train --help": "tests/recipes/test_user_dir.py",  # --user-dir from another folder (usage.md)
     # study.md: init, plan, run (--jobs, --only, --executor slurm), status, report --readme on a tiny study
     "fairseq-syntax-study": "tests/study/test_tiny_study.py",
     # parsers.md, "A cluster, step by step": the guide run as written on a small corpus
