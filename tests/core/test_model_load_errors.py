@@ -239,3 +239,69 @@ def test_no_partial_file_outlives_a_failed_write(tmp_path):
             handle.write("(S (XX a))\n")
             target.mkdir()
     assert sorted(os.listdir(tmp_path)) == ["a-folder", "out.tree"] and target.is_dir()
+
+
+# ---------------------------------------------------------------------------------------------- the workers' parent
+
+
+class FakeWorker:
+    """A worker process that ends at its second poll with ``EXIT[shard]`` (None: runs on), its last log line an
+    error when it refused; it leaves a lock and a ``.partial`` output as a killed worker does."""
+
+    EXIT: dict = {}
+    started: list = []
+    terminated: list = []
+
+    def __init__(self, argv, stdout, stderr, env):
+        self.shard = int(argv[argv.index("--shard-id") + 1])
+        self.stem = argv[argv.index("--progress-file") + 1].removesuffix(".progress")
+        FakeWorker.started.append(self.shard)
+        open(self.stem + ".lock", "w").close()
+        open(self.stem + ".partial", "w").close()  # the stem is the shard's output: out.txt.shardK-of-3
+        stdout.write("a warning first\n" + (f"error: shard {self.shard}'s model does not load\n"
+                                            if FakeWorker.EXIT[self.shard] == 4 else ""))
+        stdout.flush()
+        self.polls, self.returncode = 0, None
+
+    def poll(self):
+        self.polls += 1
+        if self.polls == 2:
+            self.returncode = FakeWorker.EXIT[self.shard]
+        return self.returncode
+
+    def terminate(self):
+        FakeWorker.terminated.append(self.shard)
+        self.returncode = -15
+
+    def wait(self):
+        return self.returncode
+
+
+@pytest.mark.parametrize("exits, message, started, terminated", [
+    # two workers fail: the third shard is never started (the parent used to wait for it for good)
+    ({0: 1, 1: 1, 2: 0}, "error: 2 worker(s) failed; the finished shards are kept", [0, 1], []),
+    # shard 1 refuses (its model does not load) while shard 0 runs on: shard 0 is stopped, its files removed
+    ({0: None, 1: 4, 2: 0}, "error: shard 1's model does not load", [0, 1], [0]),
+])
+def test_a_refusing_worker_stops_the_others_and_leaves_no_file(tmp_path, monkeypatch, exits, message, started,
+                                                                terminated):
+    from fairseq_syntax.parsing import shards
+
+    source = tmp_path / "input.txt"
+    source.write_text("a\nb\nc\n")
+    job = shards.ParseJob(str(source), None, [(str(tmp_path / "out.txt"), shards.LINES)], 1, {"model": "m"},
+                          lambda device: None)
+    monkeypatch.setattr(shards, "POLL_SECONDS", 0)
+    monkeypatch.setattr(shards.subprocess, "Popen", FakeWorker)
+    FakeWorker.EXIT, FakeWorker.started, FakeWorker.terminated = exits, [], []
+    todo = [shards.Shard(index, 3, 1) for index in range(3)]
+    with pytest.raises(SystemExit) as stop:
+        shards._run_workers(job, shards.scan_input(str(source)), todo, 2, "cpu", ["python", "parse"],
+                            shards._WorkersBar("status", 3, 0))
+    assert str(stop.value).startswith(message)
+    assert (FakeWorker.started, FakeWorker.terminated) == (started, terminated)
+    left = sorted(os.listdir(tmp_path))
+    if exits[1] == 4:
+        assert left == ["input.txt"]  # no lock, log or .partial of shard 0 or 1
+    else:  # an ordinary failure keeps the logs to read
+        assert "out.txt.shard0-of-3.log" in left and "out.txt.shard1-of-3.log" in left
