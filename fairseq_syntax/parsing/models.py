@@ -85,6 +85,10 @@ ANY_SUPAR = Wanted((), "this command", "a SuPar parser")
 Model = TypeVar("Model")
 
 
+def _fits(kind: str, wanted: Wanted) -> bool:
+    return kind in wanted.kinds or (not wanted.kinds and kind.startswith("supar:"))
+
+
 def check_model_file(model: str, wanted: Wanted) -> None:
     """:class:`ModelUnavailable` for a local file or folder that holds another kind of model, or none, than
     ``wanted``; nothing for a name, a model of that kind, or a torch file of unknown contents (its loader tells)."""
@@ -93,9 +97,7 @@ def check_model_file(model: str, wanted: Wanted) -> None:
     from fairseq_syntax.parsing.model_files import describe
 
     held = describe(model)
-    if held.kind is None or held.kind in wanted.kinds:
-        return
-    if not wanted.kinds and held.kind.startswith("supar:"):
+    if held.kind is None or _fits(held.kind, wanted):
         return
     raise ModelUnavailable(f"{model}: {held.words}; {wanted.reader} reads {wanted.words}")
 
@@ -118,7 +120,7 @@ def load_model(model: str, wanted: Wanted, load: Callable[[], Model]) -> Model:
         from fairseq_syntax.parsing.model_files import describe
 
         held = describe(model)
-        if held.kind is not None and held.kind in wanted.kinds:
+        if held.kind is not None and _fits(held.kind, wanted):
             raise ModelUnavailable(f"{model}: {held.words} that does not load ({reason})") from None
         raise ModelUnavailable(f"{model}: {held.words}; {wanted.reader} reads {wanted.words} ({reason})") from None
 
