@@ -24,6 +24,7 @@ from fairseq_syntax.study.runner import (
     StudyError,
     _environment,
     add_identity,
+    detokenizing,
     kept,
     read_record,
     reference_path,
@@ -88,7 +89,7 @@ def score_over_seeds(config: StudyConfig, system: str) -> Path:
             args.append(",".join(str(kept(runs / f"{partner}.seed{seed}.gen")) for seed in theirs))
             names += ["--baseline-name", partner]
     args += names
-    args += ["--lang", config["corpus"]["target"], "--bootstrap", str(config["test"]["bootstrap_rounds"])]
+    args += [*detokenizing(config), "--bootstrap", str(config["test"]["bootstrap_rounds"])]
     for option, key in (("--device", "device"), ("--decode-command", "decode_command")):
         if first.get(key):
             args += [option, first[key]]

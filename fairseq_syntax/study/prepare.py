@@ -23,7 +23,8 @@ parses no trees; with ``only``, a run of those named: ``run`` makes no data for 
    of a directory made from the parses, and a study that adds a tree system later finds it unchanged;
 6. ``controls:CONTROL-sK`` and ``data-bin/FORM.CONTROL[-sK]``: the control structures of every control kind and
    control seed the grid reads (``fairseq-syntax-control``), binarized with the real directory's dictionary;
-7. ``reference``: the raw test reference, as the runs score against it, in ``WORK/test.TARGET.ref``.
+7. ``reference``: the test reference as the runs score against it, in ``WORK/test.TARGET.ref``: the raw one, or
+   for a corpus of ``tokenized`` text the test target's tokens (:meth:`Preparation.reference_step`).
 
 Made once. Each step's record in ``WORK/prepared.json`` holds its *recipe* (the settings it was made with, by their
 keys in the study file, and the SHA-256 of each input's content) and what it made (each file's content digest and
@@ -892,16 +893,26 @@ class Preparation:
         self.run(Step(f"controls:{name}", recipe, outputs, build))
 
     def reference_step(self) -> None:
-        source = self.reference_source()
+        """The test reference the runs are scored against: the raw one (``corpus.reference``, else the test split's
+        target file); for a corpus of ``tokenized`` text without ``corpus.reference``, its tokens as the tokens step
+        made them (Moses' entities unescaped, nothing re-tokenized): such a corpus is scored on its tokens."""
         target = f"test.{self.tgt}.ref"
-        recipe = {"corpus.reference": self.config["corpus"]["reference"] or f"corpus.raw/{source.name}",
-                  f"input {source.name}": content_digest(source)}
+        if self.config["corpus"]["text"] == "tokenized" and not self.config["corpus"]["reference"]:
+            source = self.work / f"tok/test.{self.tgt}"
+            recipe = {"corpus.reference": f"tok/test.{self.tgt} (corpus.text tokenized)",
+                      f"input tok/test.{self.tgt}": self.input_digest("tokens", f"tok/test.{self.tgt}")}
+            what = f"the test reference's tokens tok/test.{self.tgt}"
+        else:
+            source = self.reference_source()
+            recipe = {"corpus.reference": self.config["corpus"]["reference"] or f"corpus.raw/{source.name}",
+                      f"input {source.name}": content_digest(source)}
+            what = f"the raw test reference {source.name}"
 
         def build(staging: Path) -> str:
             opener = gzip.open if source.name.endswith(".gz") else open
             with opener(source, "rb") as handle, open(staging / target, "wb") as out:
                 shutil.copyfileobj(handle, out)
-            return f"the raw test reference {source.name}, {_line_count(staging / target)} lines"
+            return f"{what}, {_line_count(staging / target)} lines"
 
         self.run(Step("reference", recipe, [target], build))
 

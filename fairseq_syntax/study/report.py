@@ -22,7 +22,7 @@ from fairseq_syntax.evaluation.runaway import overlap, runaway_cost, source_leng
 from fairseq_syntax.study.config import StudyConfig
 from fairseq_syntax.study.grid import control_pairs, planned_seeds
 from fairseq_syntax.study.over_seeds import finished_seeds, rescore_stale
-from fairseq_syntax.study.runner import StudyError, kept, raw_reference, read_record, runs_dir
+from fairseq_syntax.study.runner import StudyError, kept, raw_reference, read_record, reference_path, runs_dir
 
 
 def comparisons_of(config: StudyConfig) -> Comparisons:
@@ -65,16 +65,19 @@ def runaway_section(config: StudyConfig) -> tuple[list[str], dict]:
     reference = raw_reference(config)
     if not reference.is_file():
         return [], {}
-    refs = _read_text_lines(reference)
     corpus = config["corpus"]
+    # the reference the runs are scored against: a tokenized corpus's tokens where the data preparation kept them
+    refs = _read_text_lines(reference_path(config) if corpus["text"] == "tokenized" else reference)
     source_file = reference.with_name(reference.name.replace(f".{corpus['target']}", f".{corpus['source']}"))
     sources = _read_text_lines(source_file) if source_file.is_file() and corpus["reference"] == "" else None
     rows, data, every_run = [], {}, {}
     for system in planned_seeds(config):
         runs = {}
         for seed in finished_seeds(config, system):
-            hyps = detokenize(read_generate_output(str(kept(runs_dir(config) / f"{system}.seed{seed}.gen")),
-                                                   expected_ids=len(refs), field="H"), corpus["target"])
+            hyps = read_generate_output(str(kept(runs_dir(config) / f"{system}.seed{seed}.gen")),
+                                        expected_ids=len(refs), field="H")
+            if corpus["text"] == "raw":  # as the runs are scored (runner.detokenizing)
+                hyps = detokenize(hyps, corpus["target"])
             runs[seed] = runaway_cost(hyps, refs)
             every_run[f"{system}.seed{seed}"] = runs[seed]["ids"]
         if not runs:
@@ -144,10 +147,14 @@ def write_report(config: StudyConfig, readme: str | None = None, out: str | None
         lines.append(f"wrote {folder / 'seeds.png'}")
     except ValueError as error:  # no system with two seeds yet
         lines.append(f"no figure yet: {error}")
-    if readme:
-        from fairseq_syntax.evaluation.study_answer import readme_block, replace_readme_block
-        from fairseq_syntax.evaluation.tables import load_results_json
+    from fairseq_syntax.evaluation.study_answer import readme_block, replace_readme_block
+    from fairseq_syntax.evaluation.tables import load_results_json
 
+    try:  # the answer a person reads first, printed last: the verdict table (the README's block, its markers left out)
+        lines += ["", *readme_block(load_results_json(json_path), os.path.relpath(md_path), dataset=config.name)[1:-1]]
+    except ValueError as error:  # a table with no answer to give
+        lines.append(f"no answer yet: {error}")
+    if readme:
         readme_path = Path(readme)
         if not readme_path.is_file():
             raise StudyError(f"--readme {readme}: no such file")

@@ -318,6 +318,14 @@ def decode(config: StudyConfig, run: Run) -> bool:
     return True
 
 
+def detokenizing(config: StudyConfig) -> list[str]:
+    """fairseq-syntax-score's ``--lang`` for a corpus of raw text (the hypotheses Moses-detokenized, then scored
+    against the raw reference); none for a corpus of tokenized text, which is scored on its tokens (against the
+    reference's tokens the data preparation keeps, :func:`reference_path`)."""
+    corpus = config["corpus"]
+    return ["--lang", corpus["target"]] if corpus["text"] == "raw" else []
+
+
 def score_arguments(config: StudyConfig, run: Run) -> list[str]:
     """fairseq-syntax-score's arguments for one run: its decode, the reference, the baseline's run of the same seed
     where decoded, and the record's facts."""
@@ -330,8 +338,7 @@ def score_arguments(config: StudyConfig, run: Run) -> list[str]:
         theirs = kept(runs / f"{baseline}.seed{run.seed}.gen")
         if theirs is not None:
             args += [str(theirs), "--baseline-name", baseline]
-    args += ["--lang", config["corpus"]["target"], "--bootstrap", str(test["run_bootstrap_rounds"]),
-             "--run-seed", str(run.seed)]
+    args += [*detokenizing(config), "--bootstrap", str(test["run_bootstrap_rounds"]), "--run-seed", str(run.seed)]
     if test["by_length"]:
         args += ["--by-length", ",".join(map(str, test["by_length"]))]
     for option, fact in (("--device", "device.txt"), ("--decode-command", "decode_command.txt")):
