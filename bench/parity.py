@@ -26,7 +26,7 @@ import precision as precisions  # noqa: E402
 from recipe import MODEL_SIZE  # noqa: E402
 
 BPE_MERGES = 1500
-# the benchmark's model size (the Multi30k recipe) with the demo's dropout, optimizer and batches (examples/demo/run.sh)
+# the benchmark's model size (the Multi30k recipe) with the demo study's dropout and optimizer (examples/demo/study.toml)
 PARITY_RECIPE = MODEL_SIZE + [
     "--task", "syntax_translation", "--dropout", "0.1", "--criterion", "label_smoothed_cross_entropy",
     "--label-smoothing", "0.1", "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--lr", "2e-3",
@@ -44,7 +44,7 @@ def run_command(cmd: List[str], stdout=subprocess.PIPE) -> subprocess.CompletedP
 
 
 def prepare_demo_data(work: str) -> str:
-    """The demo's data steps (examples/demo/run.sh): corpus, joint BPE, preorder data directory."""
+    """The demo study's data steps (examples/demo/study.toml): corpus, joint BPE, preorder data directory."""
     raw, bpe, data = (os.path.join(work, name) for name in ("raw", "bpe", "data-preorder"))
     run_command([sys.executable, os.path.join(REPO, "examples", "demo", "make_data.py"), "--out", raw,
                  "--train", "8000", "--valid", "500", "--test", "500", "--seed", "1"])

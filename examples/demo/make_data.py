@@ -5,7 +5,10 @@ Usage: ``python3 examples/demo/make_data.py --out DIR --train 8000 --valid 500 -
 ``{train,valid,test}.{en,de,tree,arcs.jsonl}`` to DIR: tokenized source, tokenized target, one single-line PTB
 bracketed tree per line whose leaves are exactly the source tokens, and per line the labeled dependency
 distributions of the source sentence (the parser side data of ``fairseq-syntax-preprocess-dependencies``, see
-"Dependency side data" below). The same seed gives the same files.
+"Dependency side data" below). The same seed gives the same files. With ``--archive ARCHIVE`` the gold trees and
+dependency distributions are also packed into a parse archive (:mod:`fairseq_syntax.parsing.archive`, its parsers
+named :data:`GOLD_PARSERS`), which a study reads as ``parses.archive`` (``examples/demo/study.toml``): the demo's
+study runs no parser.
 
 Source grammar (a PCFG; each right-hand side is drawn with the probability given)::
 
@@ -701,6 +704,39 @@ def write_corpus(corpus: dict[str, list[Tree]], out_dir: str, seed: int) -> None
                 arcs.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
+#: what the parse archive names as the parsers of its parses (a name, not a model file: no parser made them)
+GOLD_PARSERS = {"constituency": "gold trees (examples/demo/make_data.py)",
+                "dependency": "gold dependencies with noisy distributions (examples/demo/make_data.py)"}
+
+
+def write_archive(out_dir: str, archive_dir: str, splits: list[str]) -> None:
+    """Pack the gold parses that :func:`write_corpus` wrote into ``out_dir`` into the parse archive ``archive_dir``,
+    in the layout :func:`fairseq_syntax.parsing.archive.pack` reads (tokens, trees, gzipped arcs and their 1-best
+    CoNLL-U a split). Imports the package (torch and fairseq with it): only when an archive is asked for."""
+    import contextlib
+    import gzip
+    import io
+    import tempfile
+
+    from fairseq_syntax.parsing import archive
+    from fairseq_syntax.parsing.dependency import conllu_of_record
+
+    with tempfile.TemporaryDirectory() as tok:
+        for split in splits:
+            for suffix in ("en", "tree"):
+                os.symlink(os.path.abspath(os.path.join(out_dir, f"{split}.{suffix}")),
+                           os.path.join(tok, f"{split}.{suffix}"))
+            with open(os.path.join(out_dir, f"{split}.{ARCS_SUFFIX}"), encoding="utf-8") as source:
+                lines = source.read().splitlines()
+            with gzip.open(os.path.join(tok, f"{split}.{ARCS_SUFFIX}.gz"), "wt", encoding="utf-8") as arcs:
+                arcs.write("".join(line + "\n" for line in lines))
+            with open(os.path.join(tok, f"{split}.conllu"), "w", encoding="utf-8") as conllu:
+                conllu.write("".join(conllu_of_record(json.loads(line), number)
+                                     for number, line in enumerate(lines, 1)))
+        with contextlib.redirect_stderr(io.StringIO()):  # its progress lines name the temporary folder
+            archive.pack(tok, archive_dir, "en", splits, GOLD_PARSERS, os.path.join(tok, "no-parser-records"))
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, help="output directory")
@@ -710,6 +746,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--max-tokens", type=int, default=MAX_TOKENS,
                         help=f"longest source sentence, final '.' included (default {MAX_TOKENS})")
+    parser.add_argument("--archive", help="also pack the gold parses into this parse archive folder (a study's "
+                        "parses.archive)")
     args = parser.parse_args(argv)
     if args.max_tokens < MIN_TOKENS:
         parser.error(f"--max-tokens must be >= {MIN_TOKENS}")
@@ -723,6 +761,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         lengths = [len(leaves(tree)) for tree in trees]
         mean = sum(lengths) / max(len(lengths), 1)
         print(f"{split}: {len(trees)} sentences, {mean:.1f} source tokens on average, written to {args.out}")
+    if args.archive:
+        write_archive(args.out, args.archive, list(sizes))
+        print(f"the gold parses of {', '.join(sizes)}: parse archive {args.archive}")
 
 
 if __name__ == "__main__":

@@ -345,3 +345,34 @@ def test_the_arcs_file_is_read_back_by_the_project_reader_one_record_per_tree(de
                 labels = heads[gold_head][1]
                 assert max(labels, key=labels.get) == gold_label
                 assert record["best"][dependent - 1] == [gold_head, gold_label]  # the 1-best tree is the gold one
+
+
+def test_the_gold_parses_are_packed_into_a_parse_archive_a_study_reads(tmp_path):
+    """--archive: the gold trees and dependency distributions as a parse archive whose checksums hold, naming the
+    generator as their parser; unpacked for the tokens, it gives back the generator's files line for line, and the
+    CoNLL-U of each record's 1-best (gold) tree."""
+    import gzip
+    import json
+
+    from fairseq_syntax.parsing import archive
+
+    out, store, tok = tmp_path / "data", tmp_path / "parses", tmp_path / "tok"
+    subprocess.run([sys.executable, str(MAKE_DATA), "--out", str(out), "--archive", str(store), "--train", "30",
+                    "--valid", "5", "--test", "5", "--seed", "2"], check=True, capture_output=True, text=True)
+    manifest = archive.verify(str(store))
+    assert manifest["source"] == "en" and {split: entry["lines"] for split, entry in manifest["splits"].items()} == \
+        {"train": 30, "valid": 5, "test": 5}
+    assert manifest["parsers"] == {role: {"model": name} for role, name in make_data.GOLD_PARSERS.items()}
+    tok.mkdir()
+    for split in SPLITS:
+        (tok / f"{split}.en").write_bytes((out / f"{split}.en").read_bytes())
+    for done in archive.unpack(str(store), str(tok), "en", list(SPLITS)):
+        assert done.whole and done.fallbacks == 0
+    for split in SPLITS:
+        assert (tok / f"{split}.tree").read_text() == (out / f"{split}.tree").read_text()
+        arcs = gzip.decompress((tok / f"{split}.arcs.jsonl.gz").read_bytes()).decode()
+        assert arcs == (out / f"{split}.arcs.jsonl").read_text()
+        first = json.loads(arcs.splitlines()[0])
+        rows = [line.split("\t") for line in (tok / f"{split}.conllu").read_text().split("\n\n")[0].splitlines()
+                if line and not line.startswith("#")]
+        assert [[int(row[6]), row[7]] for row in rows] == first["best"]  # the gold heads and labels

@@ -4,7 +4,8 @@ A command is a line (with its ``\\`` continuations) of a fenced ``bash`` block. 
 
 * run here, as shown: the own-data example (README) in a folder holding a tiny corpus as ``mine/``, with the
   model's size, the training's length and the hypotheses' length cut (``SIZE_CUTS``), and the main job
-  (``bash examples/demo/run.sh``) with a smaller grid (its environment variables) into a temporary folder;
+  (``bash examples/demo/run.sh``) on a study file that takes the demo's as its base, with a smaller grid
+  (``DEMO_CUTS``), in a temporary folder;
 * run by CI exactly: the README's set-up and test commands are the lines of ``.ci/run``;
 * run by another test (``RUN_ELSEWHERE``): that test file runs the program with every option the page shows;
 * not runnable here (``NOT_RUN_HERE``: a cluster's scheduler, several GPUs): the page says so.
@@ -12,8 +13,7 @@ A command is a line (with its ``\\`` continuations) of a fenced ``bash`` block. 
 A command that is none of these fails the test: a page cannot show a command no test runs.
 """
 import ast
-import contextlib
-import io
+import json
 import os
 import re
 import subprocess
@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, tiny_corpus
+from study.tiny_study_file import TINY_MODEL
 
 ROOT = Path(REPO)
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -188,32 +189,79 @@ def test_the_own_data_example_trains_decodes_and_scores(tmp_path):
     assert re.search(r"BLEU\S*\s*[:=]?\s*\d", done.stdout + done.stderr)
 
 
-def test_the_main_job_ends_with_a_table_a_terminal_shows(tmp_path):
-    """The Quickstart's main job, as shown, on a smaller grid: two systems, one epoch, 300 training sentences, 30 test
-    sentences."""
-    from fairseq_syntax.methods.__main__ import main as methods
+#: the main job at the tests' size: a study file that takes the demo's as its base, with 200 of its 4,000 training
+#: pairs, a tiny model, one epoch and two systems
+DEMO_CUTS = """\
+[study]
+base = "{base}"
+name = "demo-cut"
+[corpus]
+subset = 200
+[bpe]
+merges = 200
+""" + TINY_MODEL + """\
+[training]
+max_epoch = 1
+warmup_updates = 10
+[decoding]
+beam = 2
+[test]
+bootstrap_rounds = 200
+run_bootstrap_rounds = 100
+[[systems]]
+name = "sequence"
+[[systems]]
+name = "mask"
+"""
 
-    listing = io.StringIO()
-    with contextlib.redirect_stdout(listing):  # python3 -m fairseq_syntax.methods systems, in this process
-        methods(["systems"])
-    systems = listing.getvalue().split()
-    chosen = " ".join(spec for spec in systems if spec.split(":")[0] in ("sequence", "mask"))
-    env = {**os.environ, "EPOCHS": "1", "TRAIN_SENTENCES": "300", "VALID_SENTENCES": "30", "TEST_SENTENCES": "30",
-           "BPE_MERGES": "200", "SYSTEMS": chosen}
-    work = tmp_path / "work"
-    done = subprocess.run([*QUICKSTART[1].split(), str(work)], cwd=REPO, env=env, capture_output=True, text=True)
+
+def test_the_main_job_makes_the_data_runs_the_study_and_ends_with_its_verdict_table(tmp_path):
+    """The Quickstart's main job, as shown, on a study file that takes the demo's as its base (``--study``): the
+    data made beside that file, the grid planned, trained, decoded and scored, and the verdict table printed last;
+    its row is the rule applied to the p-values of the report's RESULTS.json."""
+    study = tmp_path / "demo-cut.toml"
+    study.write_text(DEMO_CUTS.format(base=ROOT / "examples" / "demo" / "study.toml"), encoding="utf-8")
+    claims = tmp_path / "claims"  # the runs claim their cores here, not beside this machine's other studies
+    claims.mkdir()
+    done = subprocess.run([*QUICKSTART[1].split(), "--study", str(study), "--jobs", "2"], cwd=REPO,
+                          env={**os.environ, "TMPDIR": str(claims), "OMP_NUM_THREADS": "1"}, capture_output=True,
+                          text=True, timeout=1500)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    printed = done.stdout[done.stdout.index("== results\n") + len("== results\n"):].splitlines()
-    assert printed[0] == "demo: 2 runs"
-    assert printed[1].split() == ["system", "BLEU", "chrF", "p", "vs", "sequence", "(BLEU", "/", "chrF)", "training"]
-    rows = {line.split()[0]: line.split()[1:] for line in printed[3:5]}
-    assert sorted(rows) == ["mask", "sequence"] and rows["sequence"][2] == "–"  # no p-value against itself
-    assert re.fullmatch(r"0\.\d{3} / 0\.\d{3}", " ".join(rows["mask"][2:5]))
-    assert all(len(line) < 100 for line in printed[:5])
-    # then only where the rest is: the full table, each system's command in it
-    assert re.fullmatch(r"== demo finished in \d+ s", printed[5])
-    assert printed[6:] == [f"the full table, with each system's command: {work}/RESULTS.md"]
-    assert "fairseq-train" in (work / "RESULTS.md").read_text()
+    for made in ("data/train.en", "data/test.de", "parses/MANIFEST.json", "RESULTS.md", "runs/mask.seed1.run.json"):
+        assert (tmp_path / "work" / made).is_file(), made
+    assert (tmp_path / "work" / "data" / "train.en").read_text().count("\n") == 4000
+    out = done.stdout.splitlines()
+    assert out[0].startswith("== data: the synthetic corpus and its gold parses")
+    plan = out.index(f"study demo-cut: 2 runs ({study})")
+    assert [line.split()[:2] for line in out[plan + 1:plan + 3]] == [["sequence.seed1", "to"], ["mask.seed1", "to"]]
+    assert "== 2 of 2 runs done" in out
+    # the end: the verdict table, the rule, the link to the full table, the time
+    table = out.index("| Method | Seeds | vs sequence |")
+    assert out[table + 2].startswith("| mask | 1 of 1 | ") and out[table + 3] == ""
+    assert out[table + 4].startswith("Rule (fixed before the results): ")
+    link = os.path.relpath(tmp_path / "work" / "RESULTS.md", REPO)  # as the run.sh's folder reaches it
+    assert out[table + 5].startswith("The full table (") and out[table + 5].endswith(f"[{link}]({link}).")
+    assert re.fullmatch(r"== demo finished in \d+ s", out[-1]) and table + 6 == len(out) - 1
+    from fairseq_syntax.evaluation.study_answer import verdict
+
+    entry = json.loads((tmp_path / "work" / "RESULTS.json").read_text())["datasets"]["demo-cut"]
+    found = entry["answer"]["systems"][0]["vs_baseline"]
+    expected = verdict({metric: found[metric]["delta"] for metric in ("BLEU", "chrF")},
+                       {metric: found[metric]["p_value"] for metric in ("BLEU", "chrF")})
+    assert found["verdict"] == expected and f"| mask | 1 of 1 | {'**' if expected in ('better', 'worse') else ''}" \
+        f"{expected}" in out[table + 2]
+
+
+def test_the_main_job_says_what_it_takes_and_refuses_what_it_does_not(tmp_path):
+    shown = subprocess.run(["bash", "examples/demo/run.sh", "--help"], cwd=REPO, capture_output=True, text=True)
+    assert shown.returncode == 0 and shown.stdout.startswith("usage: bash examples/demo/run.sh [--study FILE]")
+    assert "--jobs N" in shown.stdout
+    for args, message in ((["--epochs", "3"], "error: --epochs: no such option (bash examples/demo/run.sh --help)"),
+                          (["--study", str(tmp_path / "none.toml")],
+                           f"error: --study {tmp_path / 'none.toml'}: no such file"),
+                          (["--jobs"], "error: --jobs needs a number")):
+        refused = subprocess.run(["bash", "examples/demo/run.sh", *args], cwd=REPO, capture_output=True, text=True)
+        assert (refused.returncode, refused.stderr, refused.stdout) == (2, message + "\n", ""), args
 
 
 def test_a_virtual_environment_made_in_the_checkout_is_ignored():

@@ -1,5 +1,5 @@
 """The recipes whose logs are packed (examples/sst/logs/packed.tar.xz, examples/ptb_induction/packed.tar.xz with its
-six run folders, examples/demo/logs/packed.tar.xz, examples/multi30k/runs/packed.tar.xz) regenerate their committed
+six run folders, examples/demo/runs/packed.tar.xz, examples/multi30k/runs/packed.tar.xz) regenerate their committed
 RESULTS.md and RESULTS.json from the archives byte for byte: every reader finds the packed logs, scores and decodes
 as it found the gzipped files, and none is listed twice or left out."""
 import os
@@ -13,8 +13,8 @@ from conftest import REPO
 COMMANDS = {
     "sst": [sys.executable, "examples/sst/results.py", "examples/sst/logs", "--out"],
     "ptb_induction": [sys.executable, "examples/ptb_induction/make_results.py", "--out"],
-    "demo": [sys.executable, "-m", "fairseq_syntax.cli.results", "examples/demo/logs", "--out"],
-    # the study's report (docs/study.md) into a folder of its own: RESULTS.md, RESULTS.json and seeds.png
+    # a study's report (docs/study.md) into a folder of its own: RESULTS.md, RESULTS.json and seeds.png
+    "demo": [sys.executable, "-m", "fairseq_syntax.cli.study", "report", "examples/demo/our-run.toml", "--out"],
     "multi30k": [sys.executable, "-m", "fairseq_syntax.cli.study", "report", "examples/multi30k/study.toml", "--out"],
 }
 

@@ -2,6 +2,16 @@
 tests/recipes/test_window.py): the demo corpus as tokenized raw text in ``raw``, its parse archive in ``parses``,
 tiny models; ``{epochs}`` is the epoch cap. A study file is these settings and its ``[[systems]]``."""
 
+#: the tests' tiny Transformer (a [model] section), for the study files that take a recipe's as their base
+TINY_MODEL = """\
+[model]
+encoder_layers = 1
+decoder_layers = 1
+embed_dim = 16
+ffn_dim = 32
+heads = 2
+"""
+
 SETTINGS = """\
 [study]
 name = "tiny"
@@ -15,12 +25,7 @@ text = "tokenized"
 archive = "parses"
 [bpe]
 merges = 50
-[model]
-encoder_layers = 1
-decoder_layers = 1
-embed_dim = 16
-ffn_dim = 32
-heads = 2
+""" + TINY_MODEL + """\
 dropout = 0.0
 [training]
 batch_sentences = 16
