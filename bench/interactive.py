@@ -3,7 +3,7 @@
 
     python3 bench/interactive.py --work ../interactive-bench        # writes bench/interactive/RESULTS.{md,json}
 
-Everything at the recipes' sizes (``examples/prepare_translation.sh``): the parsers with SuPar's published encoder
+Everything at the recipes' sizes (``examples/train_parsers.py``): the parsers with SuPar's published encoder
 (``--n-lstm-hidden 400 --n-lstm-layers 3 --n-mlp 500``) and the POS tagger's default size, the translation models
 at the Multi30k recipe's (``bench/recipe.py``). Speed is the networks' size, not their training: the parsers are
 trained one epoch (batches of 100 tokens; the weights kept where the dev score stays 0) on the first
@@ -40,7 +40,7 @@ sys.path.insert(0, HERE)
 from recipe import MODEL_SIZE, TRAINING  # noqa: E402
 
 DATA = os.path.join(REPO, "..", "shared", "data")
-SUPAR_SIZE = dict(n_lstm_hidden=400, n_lstm_layers=3, n_mlp=500)  # examples/prepare_translation.sh's SUPAR_SIZE
+SUPAR_SIZE = dict(n_lstm_hidden=400, n_lstm_layers=3, n_mlp=500)  # examples/train_parsers.py's SUPAR_SIZE
 GENERATION = ["--beam", "5", "--max-len-a", "1.3", "--max-len-b", "5", "--buffer-size", "64", "--batch-size", "64",
               "--cpu", "-s", "en", "-t", "de"]
 ONE_THREAD = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
@@ -61,7 +61,7 @@ def log(message: str) -> None:
 
 
 def sentences(path: str, lang: str, count: int) -> list[str]:
-    """The first ``count`` lines, tokenized and (the source) PTB-escaped as examples/prepare_translation.sh does."""
+    """The first ``count`` lines, tokenized and (the source) PTB-escaped as a study's data preparation does."""
     from itertools import islice
 
     from fairseq_syntax.core.trees import ptb_escape_token

@@ -51,7 +51,7 @@ ARCHIVE_NAME, CHECKSUMS, RECORD_SUFFIX = packed_runs.ARCHIVE_NAME, packed_runs.C
 archive_members, existing_path = packed_runs.archive_members, packed_runs.existing_path
 member_name = packed_runs.member_name
 
-# what run_system (examples/common.sh) keeps of a run, gzipped, beside its record
+# what a study run (fairseq_syntax/study/runner.py) keeps of a run, gzipped, beside its record
 KEPT_SUFFIXES = (".train.log.gz", ".gen.gz", ".gen.log.gz")
 XZ_PRESET = 9 | lzma.PRESET_EXTREME
 

@@ -305,7 +305,7 @@ def render(records: list, throughput: dict | None = None, scaling: dict | None =
         "",
         "Each command resumes from its last finished epoch when run again (`--epochs` is the total), and rewrites its",
         "record; a record written with `--epochs` equal to the epochs already trained just re-evaluates the model. A",
-        "model below its goal continues with its command and the recipe's total (`examples/prepare_translation.sh`: 60",
+        "model below its goal continues with its command and the recipes' total (`examples/train_parsers.py`: 60",
         "epochs for crf-con and the biaffine parser), on a GPU in minutes.",
         "",
         "```",

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Multi30k training speed of fp32 against --cpu-bf16-autocast, with 1 or 2 torch threads: 40 updates of the
-# reference model (3+3 layers, d=256) on the data dirs of examples/multi30k/prepare.sh, each run alone.
+# reference model (3+3 layers, d=256) on the data dirs of the Multi30k study (its work-study/), each run alone.
 #   bench/multi30k_precision/measure.sh DATA_BIN   (e.g. examples/multi30k/work/data-bin)
 # then: python3 bench/multi30k_precision/summarize.py > bench/multi30k_precision/RESULTS.md
 set -euo pipefail

@@ -101,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--device", help="what HYP's system was trained on, e.g. 'NVIDIA H100' or 'cpu'")
     record.add_argument("--parsers", metavar="PARSERS_JSON",
                         help="the parsers that made the source-side syntax of HYP's training data (DATA/parsers.json "
-                             "of examples/prepare_translation.sh, see fairseq_syntax.parsing.provenance)")
+                             "of a study's data, see fairseq_syntax.parsing.provenance)")
     return parser
 
 

@@ -1,6 +1,6 @@
 """What ``fairseq-interactive`` makes of its input lines for ``--task syntax_translation``: the source tokens and side
-data the same sentence gets when it is preprocessed offline, as the recipes do (``examples/prepare_translation.sh``:
-tokenize, PTB-escape, parse, apply BPE, ``fairseq-syntax-preprocess``).
+data the same sentence gets when it is preprocessed offline, as a study's data preparation does
+(``fairseq_syntax/study/prepare.py``: tokenize, PTB-escape, parse, apply BPE, ``fairseq-syntax-preprocess``).
 
 Per line:
 

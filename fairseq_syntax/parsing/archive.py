@@ -8,7 +8,7 @@ for hours (``examples/multi30k/parses/``).
     python3 -m fairseq_syntax.parsing.archive unpack ARCHIVE TOK_DIR --source en --splits train valid test
     python3 -m fairseq_syntax.parsing.archive provenance TOK_DIR/parses.json DATA/parsers.json --without dependency
 
-``pack`` reads what ``examples/prepare_translation.sh`` leaves in ``TOK_DIR`` for each split: the tokens
+``pack`` reads what a study's data preparation leaves in ``WORK/tok`` (``TOK_DIR``) for each split: the tokens
 ``SPLIT.SRC``, one tree a line ``SPLIT.tree``, the side data ``SPLIT.arcs.jsonl.gz`` (the parser's records, its
 probabilities already rounded to 4 significant digits) and the 1-best trees ``SPLIT.conllu``, with the parsers'
 fallback listings ``*.skipped``. ``ARCHIVE`` gets:
@@ -22,7 +22,7 @@ fallback listings ``*.skipped``. ``ARCHIVE`` gets:
 
 ``unpack`` checks ``SHA256SUMS`` first, then writes ``TOK_DIR/SPLIT.{tree,arcs.jsonl.gz,conllu}`` (and the fallback
 listings) for the tokens now in ``TOK_DIR/SPLIT.SRC``: the parse of a line is found by its tokens, so a subset of the
-corpus (``examples/multi30k/subset.py``) or a training split filtered by length gets its own lines' parses, in its
+corpus (a study's ``corpus.subset``) or a training split filtered by length gets its own lines' parses, in its
 order, numbered as a parse of that file would be. A line the archive has no parse for stops the run naming the
 line (tokens made by another tokenizer version, another corpus): nothing is parsed silently in its place. A line
 that occurs twice in the corpus takes the parse at its own line number where the file is the whole split, else the
@@ -49,7 +49,7 @@ CHECKSUMS = "SHA256SUMS"
 PROVENANCE = "parses.json"  # written into TOK_DIR by unpack
 FORMAT = 1
 XZ_PRESET = 9 | lzma.PRESET_EXTREME
-# what prepare_translation.sh names each parse file in TOK_DIR, and the file that holds it in the archive
+# what a study names each parse file in TOK_DIR, and the file that holds it in the archive
 TREES, ARCS, CONLLU = "tree", "arcs.jsonl.gz", "conllu"
 STORED = {TREES: "tree.xz", ARCS: "arcs.jsonl.xz"}
 
@@ -214,7 +214,7 @@ def matching_lines(tokens: list[bytes], archived_words: list[tuple], token_path:
             raise ArchiveError(
                 f"{token_path}:{number}: no parse of this line in {archive} (split {split}): the parses were made "
                 "from other tokens (another corpus, or another sacremoses version's tokenization); parse the "
-                "corpus instead (leave PARSES empty)")
+                "corpus instead (a parser per kind in the study's [parses])")
     return chosen
 
 

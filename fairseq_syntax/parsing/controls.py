@@ -63,8 +63,8 @@ own parse: not on other lines, nor on how the parsing was sharded.
   with each seed, phrases (inner nodes) per sentence, depth and, for dependency trees, heads per sentence and the mean
   arc length (:func:`structure_stats`), as a Markdown table (and TABLE.json beside it).
 
-``examples/prepare_translation.sh`` with ``CONTROLS="random struct"`` and ``CONTROL_SEEDS="1 2 3"`` makes
-``data-bin/FORM.CONTROL`` (seed 1) and ``data-bin/FORM.CONTROL-sK`` (seed K) with these commands.
+A study (:mod:`fairseq_syntax.study.prepare`) makes ``data-bin/FORM.CONTROL`` (seed 1) and
+``data-bin/FORM.CONTROL-sK`` (seed K) of each control and control seed its grid reads with these functions.
 """
 from __future__ import annotations
 

@@ -15,8 +15,9 @@ writes ``tok/train.en`` and ``tok/train.de`` (making ``tok/``). ``--text`` says 
 The two sides must have the same number of lines, and an empty line is an error naming its file and line, except
 with ``--max-words N`` (a training split): then the pairs with more than N words, or no word, on either side are
 left out, counted on the console and listed in ``--removed`` (input line, reason, words per side). Input files may
-be gzipped. This is step 1 of ``examples/prepare_translation.sh``, which runs this module; a corpus normalized here
-and parsed elsewhere (docs/parsers.md, "A large corpus") has the tokens the recipe would make.
+be gzipped. This is the tokens step of a study's data (:mod:`fairseq_syntax.study.prepare`), which calls this
+module; a corpus normalized here and parsed elsewhere (docs/parsers.md, "A large corpus") has the tokens the study
+would make.
 """
 from __future__ import annotations
 
@@ -79,7 +80,8 @@ def normalize(text: str, src: str, tgt: str, src_file: str, tgt_file: str, out_p
             for path, tokens in ((src_file, source), (tgt_file, target)):
                 if not tokens:
                     raise SystemExit(f"{path}:{number}: empty line (a pair needs both sides; only a training split "
-                                     "filtered with MAX_TRAIN_WORDS > 0 leaves such pairs out)")
+                                     "filtered by --max-words, a study's corpus.max_train_words, leaves such pairs "
+                                     "out)")
             out_src.write(" ".join(ptb_escape_token(t) for t in source) + "\n")
             out_tgt.write(" ".join(target) + "\n")
     if max_words > 0 and listing_path is not None:

@@ -17,8 +17,8 @@ downloads by that name. ``labels`` is the dependency label scheme of the model (
 exits 0 when ``OUTPUT`` is to be kept: its record names the same models and input tokens, or it has no record (a
 parse copied in from elsewhere, or made before records were written: kept, and said so: delete it to parse again);
 exits 1, saying why, when it is missing or its models or tokens changed. A file's date never counts: a parse
-copied in, older than the model file beside it, is kept. ``examples/prepare_translation.sh`` asks this before each
-parse.
+copied in, older than the model file beside it, is kept. A script that parses a corpus in steps asks this before
+each parse.
 
     python3 -m fairseq_syntax.parsing.parse_records labels ARCS
 

@@ -1,7 +1,7 @@
 """Which parsers made a corpus's source-side syntax, so that every result trained on it can say so.
 
-``examples/prepare_translation.sh`` writes ``DATA/parsers.json`` beside each binarized input form; a recipe's
-``run_system`` keeps a copy with the run's checkpoints when training starts, and the run record takes it from there
+A study's data preparation (:mod:`fairseq_syntax.study.prepare`) writes ``DATA/parsers.json`` beside each binarized
+input form; a study run keeps a copy with its checkpoints when training starts, and the run record takes it from there
 (``fairseq-syntax-score --parsers``), so a table that mixes runs of older and newer parses tells them apart. A data
 directory made from control structures instead of the parses (:mod:`fairseq_syntax.parsing.controls`) has a
 ``"control"`` entry there too, so its rows say which structure they read.

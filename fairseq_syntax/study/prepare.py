@@ -1,14 +1,12 @@
-"""A study's data, made once: everything under ``WORK`` that the grid's runs read, as
-``examples/prepare_translation.sh`` makes it (and ``examples/multi30k/prepare.sh`` for a subset), but only what the
-grid needs and never twice.
+"""A study's data, made once: everything under ``WORK`` that the grid's runs read, only what the grid needs and never
+twice.
 
 :func:`prepare` runs these steps, each only where a run of the grid needs it (a study of ``sequence`` and ``udp``
 parses no trees; with ``only``, a run of those named: ``run`` makes no data for finished runs):
 
 1. ``subset`` (``corpus.subset`` > 0): that many training pairs drawn without replacement,
-   ``random.Random(corpus.subset_seed).sample`` over the line numbers, kept in their order (the draw of
-   ``examples/multi30k/subset.py``: the Multi30k study's 10,000 pairs), into ``WORK/raw/TRAIN.{SRC,TGT}.gz`` and
-   ``WORK/raw/TRAIN.lines``;
+   the first of one random order of all the line numbers (:func:`subset_lines`), kept in their order, into
+   ``WORK/raw/TRAIN.{SRC,TGT}.gz`` and ``WORK/raw/TRAIN.lines``;
 2. ``tokens``: ``tok/SPLIT.{SRC,TGT}`` (:mod:`fairseq_syntax.parsing.normalize`: sacremoses for raw text, Moses'
    entities unescaped for ``tokenized`` text, the source's brackets PTB-escaped; ``corpus.max_train_words`` leaves
    out long training pairs, counted and listed in ``tok/train.removed.tsv``);
@@ -36,11 +34,8 @@ after recording them, so a killed prepare leaves nothing half-made under the fin
 missing is made again). ``WORK/prepare.lock`` (``flock``) makes a second prepare wait for the first, then find
 everything made.
 
-A folder made by ``prepare_translation.sh`` (no ``prepared.json``) is *adopted*: each step whose outputs are there
-without a record is built in the staging folder and compared (files by their content; a data directory by its
-fingerprint, ``parsers.json`` and the form, side data and control of its ``syntax.json``); identical outputs are
-recorded as they are (nothing of them is rewritten), different ones stop the run naming the first difference.
-Parses made by a parser without a record cannot be rebuilt cheaply and are refused, naming what to do.
+An output there without a record (made by something else than a study's preparation) stops :func:`prepare` with
+one line naming it: nothing is overwritten. Parses made elsewhere come in as a parse archive (``parses.archive``).
 """
 from __future__ import annotations
 
@@ -230,9 +225,6 @@ class Step:
     build: Callable[[Path], str]
     optional: list[str] = field(default_factory=list)
     keep_staging: bool = False  # a parse: its staging keeps the finished shards of a killed run
-    #: outputs there without a record: None, rebuilt and compared; else a function that says why they cannot be
-    #: kept as they are (None: kept without a rebuild: parses whose parse records name the file's models)
-    adoptable: Callable[[list[str]], str | None] | None = None
     upgrade: Callable[[dict, list[str]], bool] | None = None  # may a recorded output be rebuilt for these changes?
 
 
@@ -288,6 +280,7 @@ class Preparation:
             problems.append(f"{where}: corpus.reference: {self.config.resolve(self.config['corpus']['reference'])}: "
                             "no such file")
         parses = self.config["parses"]
+        named = []  # the parsers given by a pretrained name
         if parses["archive"]:
             archive = self.config.resolve(parses["archive"])
             if not (archive / "MANIFEST.json").is_file():
@@ -307,10 +300,29 @@ class Preparation:
                 elif self.model_path(parses[kind]) is None and _looks_like_path(parses[kind]):
                     problems.append(f"{where}: parses.{kind}: {self.config.resolve(parses[kind])}: no such file "
                                     "(a study never trains a parser)")
+                elif self.model_path(parses[kind]) is None:
+                    named.append(kind)
             if self.needs.trees and parses["tagger"] and self.model_path(parses["tagger"]) is None:
                 problems.append(f"{where}: parses.tagger: {self.config.resolve(parses['tagger'])}: no such file")
+        if not problems:  # a parser given by name is downloaded now, before anything is made (or it cannot be)
+            problems = [problem for kind in named if (problem := self.fetch_problem(kind))]
         if problems:
             raise PrepareError("\n".join(problems))
+
+    def fetch_problem(self, kind: str) -> str | None:
+        """Why the parser ``parses.KIND`` names cannot be had (``fairseq-syntax-parse fetch``: its library's download
+        failed), or None once it is there (downloaded now, or before)."""
+        program = parse_program()
+        if program is None:  # this checkout's older parse scripts download when they parse
+            return None
+        parses = self.config["parses"]
+        done = subprocess.run([*program, "fetch", "--kind", kind, "--backend", parses[f"{kind}_backend"], "--model",
+                               parses[kind], "--lang", self.src], capture_output=True, text=True, cwd=REPO_ROOT,
+                              env=_environment())
+        if done.returncode == 0:
+            return None
+        lines = [line.strip() for line in done.stderr.splitlines() if line.strip()] or ["no output"]
+        return f"{self.config.path}: parses.{kind}: {lines[-1].removeprefix('error: ')}"
 
     def model_path(self, value: str) -> Path | None:
         path = self.config.resolve(value)
@@ -360,22 +372,10 @@ class Preparation:
                 raise PrepareError(f"{self.work / present[0]}: made from other inputs or settings than "
                                    f"{self.config.path} gives ({'; '.join(differences)}): not overwritten; give "
                                    "study.work another folder, or remove it to make it again")
-        elif present and step.adoptable is not None:
-            refused = step.adoptable(present)
-            if refused is not None or len(present) < len(step.outputs):
-                raise PrepareError(f"{refused or self.work / present[0]}: parses there without a record in "
-                                   f"{self.manifest_path} of what made them, and no parse record naming the file's "
-                                   f"parsers and tokens: not overwritten; remove them to parse again, or pack them "
-                                   "into an archive (python3 -m fairseq_syntax.parsing.archive pack) and give "
-                                   "parses.archive")
-            outputs = {out: describe(self.work / out) for out in step.outputs + step.optional
-                       if (self.work / out).exists()}
-            summary = f"{len(step.outputs)} parse files, their parse records naming {self.config.path}'s parsers"
-            self.manifest["steps"][step.key] = {"recipe": step.recipe, "outputs": outputs, "summary": summary,
-                                                "adopted": True}
-            self.write_manifest()
-            self.progress(f"{step.key}: found made by an earlier preparation, kept ({summary})")
-            return
+        elif present:
+            raise PrepareError(f"{self.work / present[0]}: there without a record in {self.manifest_path} of what "
+                               "made it (not made by a study's preparation): not overwritten; give study.work another "
+                               "folder, or remove it to make it again")
         staging = self.work / STAGING / step.key.replace("/", "_").replace(":", "_")
         recipe_file = staging / "recipe.json"
         recipe_text = json.dumps(step.recipe, sort_keys=True)
@@ -389,10 +389,6 @@ class Preparation:
         lost = [out for out in step.outputs if out not in made]
         if lost:
             raise PrepareError(f"{step.key}: the step made no {', '.join(lost)} (internal error)")
-        adopting = entry is None and present
-        if adopting:
-            self.adopt(step, staging, made, summary)
-            return
         if entry is not None and entry["recipe"] != step.recipe and present:  # an upgrade: same files, more of them
             for out in present:
                 self.check_superset(self.work / out, staging / out)
@@ -423,32 +419,6 @@ class Preparation:
                 if not (new / item.name).is_file() or content_digest(item) != content_digest(new / item.name):
                     raise PrepareError(f"{old}: adding its side data would change {item.name}: not overwritten; "
                                        "remove the directory to make it again")
-
-    def adopt(self, step: Step, staging: Path, made: list[str], summary: str) -> None:
-        """Outputs there without a record (a folder made by prepare_translation.sh): recorded as they are where
-        identical to the rebuild in ``staging``; the missing ones moved in; a difference stops the run."""
-        outputs = {}
-        for out in made:
-            there, built = self.work / out, staging / out
-            if not there.exists():
-                continue
-            difference = output_difference(there, built)
-            if difference:
-                raise PrepareError(f"{there}: there without a record in {self.manifest_path}, and not what "
-                                   f"{self.config.path} makes ({difference}): not overwritten; give study.work "
-                                   "another folder, or remove it to make it again")
-            outputs[out] = describe(there)
-        for out in made:
-            if out not in outputs:
-                outputs[out] = describe(staging / out)
-        self.manifest["steps"][step.key] = {"recipe": step.recipe, "outputs": outputs, "summary": summary,
-                                            "adopted": True}
-        self.write_manifest()
-        for out in made:
-            if not (self.work / out).exists():
-                self.place(staging / out, self.work / out)
-        shutil.rmtree(staging)
-        self.progress(f"{step.key}: found made by an earlier preparation, identical to a rebuild: kept ({summary})")
 
     # -- the steps ------------------------------------------------------------------------------------------------
 
@@ -569,14 +539,6 @@ class Preparation:
 
         return model_entry(str(self.model_path(value) or value))
 
-    def models_of(self, kind: str) -> dict[str, str]:
-        """ROLE -> the model (a resolved path, or a name) of the parses of ``kind``, as parse records name roles."""
-        parses = self.config["parses"]
-        models = {kind: parses[kind]}
-        if kind == "constituency" and parses["tagger"]:
-            models["tagger"] = parses["tagger"]
-        return {role: str(self.model_path(model) or model) for role, model in models.items()}
-
     def dependency_labels(self) -> str:
         """The label scheme of the dependency parses (the LDD groups): their record's, else the labels' own."""
         from fairseq_syntax.parsing.parse_records import labels_of
@@ -622,22 +584,7 @@ class Preparation:
             return (f"lines parsed by {parses[kind]}: {', '.join(counts)}; {fallbacks} fallback lines (flat "
                     "structures), listed in tok/*.skipped")
 
-        def adoptable(present: list[str]) -> str | None:
-            """Parses there without a study record are kept where their parse records (fairseq-syntax-parse's)
-            name the file's models and the tokens now in tok/; else the reason."""
-            from fairseq_syntax.parsing.parse_records import is_current, read_record
-
-            for split in SPLITS:
-                output = str(self.work / outputs[SPLITS.index(split) * (1 if kind == "constituency" else 2)])
-                if read_record(output) is None:
-                    return f"{output}: no parse record ({Path(output).name.removesuffix('.gz')}{RECORD})"
-                current, why = is_current(output, str(self.work / f"tok/{split}.{self.src}"), self.models_of(kind))
-                if not current:
-                    return f"{output}: {why}"
-            return None
-
-        self.run(Step(f"parses:{kind}", recipe, outputs, build, optional=optional, keep_staging=True,
-                      adoptable=adoptable))
+        self.run(Step(f"parses:{kind}", recipe, outputs, build, optional=optional, keep_staging=True))
 
     def parse(self, kind: str, tokens: Path, output: Path, conllu: Path | None, log: Path) -> None:
         """One split parsed by the file's parser: ``fairseq-syntax-parse`` where installed, else this checkout's
@@ -984,14 +931,14 @@ def prepare(config: StudyConfig, progress: Callable[[str], None] = print,
 def subset_lines(total: int, pairs: int, seed: int) -> list[int]:
     """1-based line numbers of the training subset, ascending: the first ``pairs`` of one random order of all
     ``total`` lines (``random.Random(seed).sample(range(total), total)``), so that a smaller subset of one seed lies
-    inside every larger one. For Multi30k's 10,000 of 29,000 pairs this is ``examples/multi30k/subset.py``'s draw
+    inside every larger one. For Multi30k's 10,000 of 29,000 pairs this is the draw of its committed parses
     (``sample(range(total), pairs)`` fills its first ``pairs`` places the same way whenever it draws from a pool)."""
     order = random.Random(seed).sample(range(total), total)
     return sorted(number + 1 for number in order[:pairs])
 
 
 def _raw_lines(path: Path) -> list[str]:
-    """A raw file's lines as ``subset.py`` reads them (split on ``\\n`` only, a final empty line dropped)."""
+    """A raw file's lines (split on ``\\n`` only, a final empty line dropped)."""
     opener = gzip.open if path.name.endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8", newline="\n") as handle:
         lines = handle.read().split("\n")
@@ -1100,37 +1047,6 @@ def _quiet(log: Path):
         finally:
             root.handlers = saved
             handler.close()
-
-
-def output_difference(there: Path, built: Path) -> str:
-    """How an output found there differs from its rebuild ('' when identical): files by their content; a data
-    directory by its fingerprint (binarized data and dictionaries), parsers.json and the form, side data, BPE and
-    control its syntax.json records."""
-    if there.is_dir() != built.is_dir():
-        return "a directory where a file is made, or the other way round"
-    if not there.is_dir():
-        return "" if content_digest(there) == content_digest(built) else "other content"
-    for item in sorted(built.iterdir()):
-        if item.suffix in (".bin", ".idx") or item.name.startswith("dict."):
-            if not (there / item.name).is_file():
-                return f"no {item.name}"
-            if content_digest(there / item.name) != content_digest(item):
-                return f"{item.name} differs"
-    for item in sorted(there.iterdir()):
-        if (item.suffix in (".bin", ".idx") or item.name.startswith("dict.")) and not (built / item.name).exists():
-            return f"{item.name} is not made by the study"
-    for name in ("parsers.json",):
-        mine = json.loads((there / name).read_text(encoding="utf-8")) if (there / name).is_file() else None
-        theirs = json.loads((built / name).read_text(encoding="utf-8"))
-        if mine != theirs:
-            return f"{name} differs ({_shown(mine)} there, {_shown(theirs)} made)"
-    meta_there = json.loads((there / "syntax.json").read_text(encoding="utf-8")) \
-        if (there / "syntax.json").is_file() else {}
-    meta_built = json.loads((built / "syntax.json").read_text(encoding="utf-8"))
-    for key in ("form", "preterminals", "side_data", "bpe", "ldd", "control"):
-        if meta_there.get(key) != meta_built.get(key):
-            return f"syntax.json's {key} differs ({_shown(meta_there.get(key))} there, {_shown(meta_built.get(key))} made)"
-    return ""
 
 
 __all__ = ["DataDirectory", "Needs", "PrepareError", "grid_needs", "prepare", "subset_lines"]

@@ -36,7 +36,7 @@ def write_tok(folder, split, lines):
 
 
 def make_parsed(folder):
-    """A TOK_DIR as prepare_translation.sh leaves it: tokens, trees, arcs, CoNLL-U, fallback listings."""
+    """A TOK_DIR as a study's data preparation leaves it: tokens, trees, arcs, CoNLL-U, fallback listings."""
     write_tok(folder, "train", SENTENCES)
     with open(os.path.join(folder, "train.tree"), "w") as out:
         out.write("".join(tree + "\n" for tree in TREES))

@@ -125,25 +125,6 @@ def test_the_installed_command_prints_no_traceback(tmp_path):
     assert len(done.stderr.strip().splitlines()) == 1 and os.listdir(tmp_path) == ["input.txt"]
 
 
-def test_a_recipe_given_a_name_stops_in_one_line_before_making_anything(tmp_path):
-    raw = tmp_path / "raw"
-    raw.mkdir()
-    for split in ("train", "valid"):
-        (raw / f"{split}.en").write_text("the cat sees the dog .\n")
-        (raw / f"{split}.de").write_text("die katze sieht den hund .\n")
-    out, models = tmp_path / "out", tmp_path / "models"
-    env = {**os.environ, "HTTPS_PROXY": "http://127.0.0.1:9", "CON_BACKEND": "benepar", "CON_MODEL": "benepar_en3",
-           "DEP_MODEL": "biaffine-dep-en", "MODELS": str(models)}
-    done = subprocess.run(["bash", "examples/prepare_translation.sh", str(raw), str(out), "en", "de", "raw",
-                           "train:train", "valid:valid"], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=600)
-    assert done.returncode == 1, done.stderr[-2000:]
-    assert done.stderr.strip().splitlines() == [done.stderr.strip().splitlines()[-1]]
-    assert done.stderr.strip().startswith("error: could not download benepar_en3: ")
-    assert not out.exists() and not models.exists()  # nothing trained, nothing parsed
-    assert not (Path(REPO) / "benepar_en3").exists()
-
-
 # ---------------------------------------------------------------------------------------------- records
 
 

@@ -2,7 +2,7 @@
 parse at decoding time (mask, Linearized, hierarchical accumulation: a constituency tree; LDD, PASCAL: dependency
 distributions; the list comes from the method registry).
 
-The data are made as the recipes make them (``examples/prepare_translation.sh``): words PTB-escaped, parsed by tiny
+The data are made as a study makes them (``fairseq_syntax/study/prepare.py``): words PTB-escaped, parsed by tiny
 parsers (SuPar's crf-con with a POS tagger, SuPar's biaffine dependency parser) through
 ``preprocess/parse_constituency.py`` and ``preprocess/parse_dependency.py``, joint BPE learnt and applied with
 ``subword-nmt ... --vocabulary ... --vocabulary-threshold 1``, ``fairseq-syntax-preprocess`` recording the BPE and

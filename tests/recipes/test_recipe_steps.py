@@ -1,12 +1,33 @@
-"""The recipes' shared steps (examples/common.sh, as the shell recipes use them): resuming a run, its loader
-workers, the files run_system keeps, a packed run not trained again, records that name no folder of the machine; and
-the SST recipe's table over seeds. A study's runs over seeds are fairseq-syntax-study's (tests/study/)."""
+"""The steps of one study run (fairseq_syntax.study.runner, as every recipe's study runs them): resuming a run,
+its loader workers, the files it keeps of a decode, a packed run not trained again; and the SST recipe's table over
+seeds. A whole study end to end: tests/study/test_tiny_study.py."""
 import gzip
+import json
 import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import REPO
+
+from fairseq_syntax.study import runner
+from fairseq_syntax.study.config import load_study
+from fairseq_syntax.study.grid import command_text, settings_digest, study_runs, train_arguments
+
+STUDY = """\
+[study]
+name = "steps"
+[corpus]
+raw = "raw"
+[training]
+max_epoch = 20
+{extra}
+[[systems]]
+name = "sequence"
+[[systems]]
+name = "mask"
+"""
 
 
 def test_sst_results_give_mean_and_sd_over_seeds():
@@ -26,115 +47,120 @@ def test_sst_results_give_mean_and_sd_over_seeds():
                                "dev accuracy, last (mean ± sd)": {"mean": 42.0, "sd": 8 ** 0.5}}]
 
 
+@pytest.fixture
+def study(tmp_path):
+    """A study of Sequence and Mask in tmp_path (its work and runs folders there), and its Mask run."""
+    def make(extra: str = ""):
+        (tmp_path / "study.toml").write_text(STUDY.format(extra=extra), encoding="utf-8")
+        config = load_study(tmp_path / "study.toml")
+        return config, next(run for run in study_runs(config) if run.system.name == "mask")
+    return make
+
+
 def test_a_run_resumes_under_a_larger_budget_or_other_loader_workers_but_not_other_settings():
-    """run_system resumes a checkpoint only for the same command, up to its budget and --num-workers (who loads the
-    batches, not which): what examples/common.sh's resume_key compares."""
-    started = "fairseq-train data --arch transformer --max-epoch 20 --seed 1 --cpu"
-    script = f"""
-source examples/common.sh
-same() {{ [ "$(resume_key "$1")" = "$(resume_key "{started}")" ] && echo same || echo other; }}
-same "fairseq-train data --arch transformer --max-epoch 30 --seed 1 --cpu --num-workers 0"
-same "fairseq-train data --arch transformer --max-epoch 20 --seed 2 --cpu"
-same "fairseq-train data --arch transformer --max-epoch 20 --seed 1 --cpu --max-tokens 10"
-"""
-    result = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True, check=False)
-    assert result.stdout.split() == ["same", "other", "other"], result.stderr
+    """A run's checkpoints are gone on from only by the same command, up to its budget and --num-workers (who loads
+    the batches, not which): what runner._resume_key compares."""
+    started = runner._resume_key("fairseq-train data --arch transformer --max-epoch 20 --seed 1 --cpu")
+    assert runner._resume_key("fairseq-train data --arch transformer --max-epoch 30 --seed 1 --cpu --num-workers 0") \
+        == started
+    assert runner._resume_key("fairseq-train data --arch transformer --max-epoch 20 --seed 2 --cpu") != started
+    assert runner._resume_key("fairseq-train data --arch transformer --max-epoch 20 --seed 1 --cpu --max-tokens 10") \
+        != started
 
 
-def test_a_cpu_run_loads_its_batches_in_the_training_process_unless_it_chooses_its_loader_workers():
-    """run_system adds --num-workers 0 to a --cpu run that does not choose its own (fairseq's persistent loader
-    workers pile up, one pair an epoch): what examples/common.sh's main_process_loader decides."""
-    script = """
-source examples/common.sh
-for args in "--arch transformer --cpu --seed 1" "--cpu --num-workers 2" "--cpu --num-workers=2" "--arch transformer" \\
-            "--cpu-bf16-autocast"; do
-  if main_process_loader $args; then echo added; else echo kept; fi
-done
-"""
-    result = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True, check=False)
-    assert result.stdout.split() == ["added", "kept", "kept", "kept", "kept"], result.stderr
+@pytest.mark.parametrize("extra,added,options", [("", True, 1), ('extra_args = ["--num-workers", "2"]', False, 1),
+                                                 ('extra_args = ["--num-workers=2"]', False, 1),
+                                                 ('device = "cuda"', False, 0)])
+def test_a_cpu_run_loads_its_batches_in_the_training_process_unless_it_chooses_its_loader_workers(study, extra, added,
+                                                                                                 options):
+    """--num-workers 0 on a CPU that does not choose its own (fairseq's persistent loader workers pile up, ~1 GB
+    each); a GPU run, or one that chooses, keeps what it has."""
+    config, run = study(extra)
+    args = train_arguments(config, run, "W")
+    assert (args[-2:] == ["--num-workers", "0"]) is added
+    assert sum(arg.startswith("--num-workers") for arg in args) == options
 
 
-def test_run_system_keeps_the_decode_hypotheses_and_gzipped_logs(tmp_path):
-    """run_system's files once a run is decoded, with fairseq-train, fairseq-generate and fairseq-syntax-score
-    replaced by scripts that print what the real ones would: the decode keeps its H- lines in id order (its D- lines
-    repeat them; S-, T-, P- are dropped), the logs are gzipped, the plain files are gone."""
-    bin_dir, runs = tmp_path / "bin", tmp_path / "runs"
-    bin_dir.mkdir()
-    stubs = {
-        "fairseq-train": 'echo "epoch 001 | valid on \'valid\' subset | loss 4.1"',
-        "fairseq-generate": "printf 'S-1\\tb\\nT-1\\tB\\nH-1\\t-0.25\\tzwei\\nD-1\\t-0.25\\tzwei\\nP-1\\t-0.2 -0.3\\n"
-                            "S-0\\ta\\nT-0\\tA\\nH-0\\t-0.123456\\teins\\nD-0\\t-0.123456\\teins\\nP-0\\t-0.1\\n"
-                            "Generate test with beam=5: BLEU4 = 50.00\\n'; echo 'generate log' >&2",
-        "fairseq-syntax-score": 'echo "$@" > "$SCORED"',
-    }
-    for name, body in stubs.items():
-        (bin_dir / name).write_text(f"#!/usr/bin/env bash\n{body}\n")
-        (bin_dir / name).chmod(0o755)
-    script = f"""
-source examples/common.sh
-run_system mask transformer_syntax_mask {tmp_path}/data {tmp_path}/test.de {runs} -- --seed 1 --cpu
-"""
-    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", SCORED=str(tmp_path / "scored"))
-    result = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True, check=False, env=env)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert sorted(path.name for path in runs.iterdir()) == ["ckpt-mask", "mask.gen.gz", "mask.gen.log.gz",
-                                                             "mask.train.log.gz"]
-    with gzip.open(runs / "mask.gen.gz", "rt", encoding="utf-8") as kept:
-        assert kept.read() == ("H-0\t\teins\nH-1\t\tzwei\n"
-                               "Generate test with beam=5: BLEU4 = 50.00\n")
-    with gzip.open(runs / "mask.gen.log.gz", "rt", encoding="utf-8") as log:
-        assert log.read() == "generate log\n"
-    assert f"{runs}/mask.gen.gz {tmp_path}/test.de" in (tmp_path / "scored").read_text()
+def fake_fairseq(monkeypatch, calls: list, generate_output: str = ""):
+    """runner's subprocess.run standing in for fairseq-train (rc 0) and fairseq-generate (``generate_output`` on its
+    stdout, a line on its stderr); each call's module recorded."""
+    def run(argv, stdout=None, stderr=None, **_):
+        module = argv[2]
+        calls.append(module)
+        if module == "fairseq_cli.generate":
+            stdout.write(generate_output)
+            stderr.write("generate log\n")
+        else:
+            stdout.write("epoch 001 | valid on 'valid' subset | loss 4.1\n")
+        return subprocess.CompletedProcess(argv, 0)
+    monkeypatch.setattr(runner.subprocess, "run", run)
 
 
-def test_a_packed_run_is_not_trained_again_even_with_its_checkpoint_left_and_an_unreadable_archive_stops(tmp_path):
-    """run_system on a finished run (its outputs packed) whose checkpoint is still there: it says so and trains
-    nothing (resuming would train a finished run on); with an archive it cannot read, the script stops."""
-    runs, bin_dir = tmp_path / "runs", tmp_path / "bin"
+def test_a_run_killed_during_its_first_save_goes_on_from_its_checkpoint(study, monkeypatch):
+    """A kill during the first save leaves the epoch's checkpoint and checkpoint_best.pt, no checkpoint_last.pt:
+    any whole checkpoint is one to go on from (fairseq-train resumes from the newest); nothing is removed."""
+    config, run = study()
+    checkpoints = runner.work_dir(config) / "ckpt" / f"ckpt-{run.name}"
+    checkpoints.mkdir(parents=True)
+    command = command_text("fairseq-train", train_arguments(config, run, runner.work_dir(config)))
+    (checkpoints / "train_command.txt").write_text(command + "\n")
+    for name in ("checkpoint_1_5.pt", "checkpoint_best.pt"):
+        (checkpoints / name).write_bytes(b"PK")
+    runner.runs_dir(config).mkdir()
+    (runner.runs_dir(config) / f"{run.name}.train.log").write_text("epoch 1's log\n")
+    calls = []
+    fake_fairseq(monkeypatch, calls)
+    assert runner.train(config, run) and calls == ["fairseq_cli.train"]
+    assert sorted(path.name for path in checkpoints.glob("*.pt")) == ["checkpoint_1_5.pt", "checkpoint_best.pt"]
+    log = (runner.runs_dir(config) / f"{run.name}.train.log").read_text()
+    assert log.startswith("epoch 1's log\n") and "valid on" in log  # the log goes on
+    # checkpoints of another command (another seed) are not gone on from: one line naming the folder
+    (checkpoints / "train_command.txt").write_text(command.replace("--seed 1", "--seed 2") + "\n")
+    with pytest.raises(runner.StudyError, match=f"^{checkpoints} holds checkpoints of another command"):
+        runner.train(config, run)
+
+
+def test_a_decode_keeps_its_hypotheses_and_gzipped_logs(study, monkeypatch):
+    """fairseq-generate's output kept as its H- lines in id order (its D- lines repeat them; S-, T-, P- dropped),
+    both logs gzipped, the plain files gone."""
+    config, run = study()
+    runs = runner.runs_dir(config)
     runs.mkdir()
-    bin_dir.mkdir()
+    (runner.work_dir(config) / "ckpt" / f"ckpt-{run.name}").mkdir(parents=True)
+    (runs / f"{run.name}.train.log").write_text("training\n")
+    calls = []
+    fake_fairseq(monkeypatch, calls, "S-1\tb\nT-1\tB\nH-1\t-0.25\tzwei\nD-1\t-0.25\tzwei\nP-1\t-0.2 -0.3\n"
+                                     "S-0\ta\nT-0\tA\nH-0\t-0.123456\teins\nD-0\t-0.123456\teins\nP-0\t-0.1\n"
+                                     "Generate test with beam=5: BLEU4 = 50.00\n")
+    assert runner.decode(config, run) and calls == ["fairseq_cli.generate"]
+    assert sorted(path.name for path in runs.iterdir()) == [f"{run.name}.gen.gz", f"{run.name}.gen.log.gz",
+                                                            f"{run.name}.train.log.gz"]
+    assert gzip.decompress((runs / f"{run.name}.gen.gz").read_bytes()).decode() == (
+        "H-0\t\teins\nH-1\t\tzwei\nGenerate test with beam=5: BLEU4 = 50.00\n")
+    assert gzip.decompress((runs / f"{run.name}.gen.log.gz").read_bytes()).decode() == "generate log\n"
+
+
+def test_a_packed_run_is_finished_and_not_trained_again_even_with_its_checkpoint_left(study, monkeypatch):
+    """A run whose record and decode are packed in the runs' archive is done: execute trains nothing, though its
+    checkpoint is still there (resuming would train a finished run on)."""
+    config, run = study()
+    runs = runner.runs_dir(config)
+    runs.mkdir()
     for suffix in (".gen.gz", ".gen.log.gz", ".train.log.gz"):
-        (runs / f"mask{suffix}").write_bytes(gzip.compress(b"kept\n"))
-    (runs / "mask.run.json").write_text('{"system": "mask"}\n')
+        (runs / f"{run.name}{suffix}").write_bytes(gzip.compress(b"kept\n"))
+    record = {"dataset": "steps", "system": "mask", "seed": 1,
+              "command": command_text("fairseq-train", train_arguments(config, run, "OUT_DIR")),
+              "study": {"name": "steps", "settings": settings_digest(config)}}
+    (runs / f"{run.name}.run.json").write_text(json.dumps(record))
     subprocess.run([sys.executable, os.path.join(REPO, "examples", "pack_runs.py"), "pack", str(runs)], check=True,
                    capture_output=True)
-    (runs / "ckpt-mask").mkdir()
-    (runs / "ckpt-mask" / "checkpoint_last.pt").write_bytes(b"")
-    (bin_dir / "fairseq-train").write_text(f"#!/usr/bin/env bash\ntouch {tmp_path}/trained\n")
-    (bin_dir / "fairseq-train").chmod(0o755)
-    script = f"""
-set -euo pipefail
-source examples/common.sh
-run_system mask transformer_syntax_mask {tmp_path}/data {tmp_path}/test.de {runs} -- --seed 1 --cpu || echo "returned $?"
-"""
-    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
-    result = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True, check=False, env=env)
-    assert result.stdout.strip() == "returned 1", result.stdout + result.stderr
-    assert f"mask's outputs are packed in {runs}/packed.tar.xz" in result.stderr
-    assert not (tmp_path / "trained").exists()
-    (runs / "SHA256SUMS").write_text(f"{'0' * 64}  packed.tar.xz\n")  # not the archive's checksum
-    result = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True, check=False, env=env)
-    assert result.returncode == 2 and "returned" not in result.stdout, result.stdout + result.stderr
-    assert f"error: cannot tell whether {runs}/mask.gen is kept (the error above): stopped" in result.stderr
-    assert "its SHA-256 is not the one" in result.stderr and not (tmp_path / "trained").exists()
+    assert not (runs / f"{run.name}.gen.gz").exists() and (runs / "packed.tar.xz").is_file()
+    checkpoints = runner.work_dir(config) / "ckpt" / f"ckpt-{run.name}"
+    checkpoints.mkdir(parents=True)
+    (checkpoints / "checkpoint_last.pt").write_bytes(b"PK")
+    calls = []
+    fake_fairseq(monkeypatch, calls)
+    outcome = runner.execute(runner.RunTask(str(config.path), run.name))
+    assert (outcome.state, calls) == ("finished", [])
 
 
-def test_records_name_paths_relative_to_the_repository_that_holds_the_runs_folder(tmp_path):
-    """A lane run from a worktree writes into another checkout's runs folder: its records' paths are made relative
-    to that checkout (they named the folder by its absolute path); a runs folder outside any repository keeps the
-    recipe's own repository as the root."""
-    checkout = tmp_path / "checkout"
-    runs = checkout / "examples" / "multi30k" / "runs"
-    runs.mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", str(checkout)], check=True)
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    script = f"""
-source examples/common.sh
-portable_paths {runs}; echo "${{PORTABLE_PATHS[@]}}"
-portable_paths {outside}; echo "${{PORTABLE_PATHS[@]}}"
-"""
-    result = subprocess.run(["bash", "-c", script], cwd=REPO, capture_output=True, text=True, check=True,
-                            env={k: v for k, v in os.environ.items() if k != "OUT_DIR"})
-    assert result.stdout.splitlines() == [f"--repo-root {checkout.resolve()}", f"--repo-root {REPO}"]

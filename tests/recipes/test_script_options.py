@@ -13,10 +13,6 @@ import pytest
 from conftest import REPO
 
 ROOT = Path(REPO)
-#: the translation recipes, being turned into study files by issue 68's item 1 (their environment variables go with
-#: prepare_translation.sh and common.sh); the scan takes them in once that lands
-IN_REWORK = ("examples/demo/", "examples/iwslt15_en_vi/", "examples/multi30k/", "examples/multi30k_de_en/",
-             "examples/prepare_translation.sh", "examples/common.sh")
 #: (file, variable) -> why the script may read it: none of them is a setting of the script
 NOT_CONFIGURATION = {
     ("bench/cuda/window.sh", "TMPDIR"): "the system's temporary folder, where --work goes by default",
@@ -32,7 +28,7 @@ PYTHON_READ = re.compile(r"""os\.environ\.get\(\s*["'](\w+)|os\.getenv\(\s*["'](
 
 def scripts(suffix: str) -> list[Path]:
     found = [*ROOT.glob(f"examples/**/*{suffix}"), *ROOT.glob(f"bench/**/*{suffix}")]
-    return sorted(path for path in found if not str(path.relative_to(ROOT)).startswith(IN_REWORK))
+    return sorted(found)
 
 
 def shell_code(text: str) -> list[str]:
@@ -116,6 +112,11 @@ def run_script(script, *args, cwd=REPO, **env):
                               "--work DIR", "--archs LIST", "--precision P", "--study FILE", "--raw DIR",
                               "--runs-dir DIR", "--jobs N"]),
     ("bench/multi30k_precision/measure.sh", ["DATA_BIN"]),
+    ("examples/demo/run.sh", ["--study FILE", "--jobs N"]),
+    ("examples/multi30k/run.sh", ["--study FILE", "--jobs N", "--executor local|slurm"]),
+    ("examples/multi30k_de_en/run.sh", ["--study FILE", "--jobs N", "--executor local|slurm"]),
+    ("examples/iwslt15_en_vi/run.sh", ["--corpus DIR_OR_URL", "--treebanks DIR", "--study FILE", "--jobs N",
+                                       "--executor local|slurm"]),
 ])
 def test_each_script_says_what_it_takes(script, options):
     result = run_script(script, "--help")

@@ -1,13 +1,12 @@
 """fairseq_syntax.study.prepare: a tiny study's data (the demo generator's corpus, its parses packed into a parse
-archive; sequence, mask with its random control over 2 seeds, udp) made once, exactly the grid's directories, as
-examples/prepare_translation.sh makes them: a second prepare changes nothing, a changed setting is refused naming
-the output, a killed prepare leaves nothing that looks whole, and a folder prepare_translation.sh made is adopted
-without a byte of it rewritten; with a parse archive (PARSES) the script finds a subset's lines by their tokens and
-trains no parser."""
+archive; sequence, mask with its random control over 2 seeds, udp) made once, exactly the grid's directories: a
+second prepare changes nothing, a changed setting is refused naming the output, a killed prepare leaves nothing that
+looks whole, outputs there without a record are refused and kept, and a parser named by a pretrained name that
+cannot be downloaded stops it before anything is made; the parsers the file names parse the source side."""
 import gzip
-import importlib.util
 import json
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -64,7 +63,7 @@ def write_study(folder: Path, work: str, merges: int = MERGES, name: str = "stud
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     """The demo generator's corpus as raw (already tokenized) text, and its gold parses packed into a parse archive
-    as prepare_translation.sh's PARSES reads it (the parser models it names are stand-in files)."""
+    (the parser models it names are stand-in files)."""
     from fairseq_syntax.parsing import archive
     from fairseq_syntax.parsing.dependency import conllu_of_record
 
@@ -132,11 +131,8 @@ def test_prepare_makes_exactly_the_grids_directories(corpus, prepared):
             else ":".join(line.split(":")[:2]) for line in lines[:-1]] == STEPS
     assert lines[0] == f"subset: {SUBSET} of {SPLITS['train']} training pairs drawn (seed 1) into raw/train.{{en,de}}.gz"
     assert f"pairs: train {SUBSET}, valid 10, test 10" in lines[1]
-    # the subset is examples/multi30k/subset.py's draw: the same line numbers, the raw lines at those numbers
-    spec = importlib.util.spec_from_file_location("subset", os.path.join(REPO, "examples/multi30k/subset.py"))
-    subset = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(subset)
-    chosen = subset.chosen_lines(SPLITS["train"], SUBSET, 1)
+    # the subset: the first 50 of one random order of the 60 line numbers (seed 1), ascending; the raw lines at them
+    chosen = sorted(number + 1 for number in random.Random(1).sample(range(SPLITS["train"]), SPLITS["train"])[:SUBSET])
     assert chosen == subset_lines(SPLITS["train"], SUBSET, 1)
     assert (work / "raw/train.lines").read_text() == "".join(f"{n}\n" for n in chosen)
     raw = (corpus / "raw/train.en").read_text().splitlines()
@@ -145,6 +141,12 @@ def test_prepare_makes_exactly_the_grids_directories(corpus, prepared):
     sequence = json.loads((work / "data-bin/sequence/syntax.json").read_text())
     assert sequence["form"] == "sequence" and set(sequence["side_data"]) == {"ldd"}
     assert list(json.loads((work / "data-bin/sequence/parsers.json").read_text())) == ["dependency"]
+    # the parsers the archive names, as its manifest describes the model files (name and digest)
+    from fairseq_syntax.parsing.provenance import model_digest
+
+    preorder = json.loads((work / "data-bin/preorder/parsers.json").read_text())
+    assert preorder["constituency"] == {"model": "crf-con.pt",
+                                        "sha256": model_digest(str(corpus / "parser-models" / "crf-con.pt"))}
     for name, control in (("preorder", None), ("preorder.random", {"structure": "random", "seed": 1}),
                           ("preorder.random-s2", {"structure": "random", "seed": 2})):
         meta = json.loads((work / "data-bin" / name / "syntax.json").read_text())
@@ -239,115 +241,44 @@ def test_a_killed_prepare_leaves_nothing_that_looks_whole(corpus, prepared):
         shutil.rmtree(work, ignore_errors=True)
 
 
-@pytest.fixture(scope="module")
-def legacy_run(corpus, prepared):
-    """examples/prepare_translation.sh on the same subset, parse archive and BPE size, with the random control of
-    seed 2 (CONTROLS=random CONTROL_SEEDS=2): (the folder examples/multi30k/prepare.sh makes, the script's result)."""
-    raw, out = corpus / "legacy-raw", corpus / "legacy"
-    subprocess.run([sys.executable, "examples/multi30k/subset.py", str(corpus / "raw"), str(raw), "--pairs",
-                    str(SUBSET), "--seed", "1"], cwd=REPO, check=True, capture_output=True)
-    for lang in ("en", "de"):
-        for split in ("valid", "test"):
-            shutil.copy(corpus / f"raw/{split}.{lang}", raw / f"{split}.{lang}")
-    env = {**os.environ, "PARSES": str(corpus / "parses"), "BPE_SIZE": str(MERGES), "CONTROLS": "random",
-           "CONTROL_SEEDS": "2", "MODELS": str(corpus / "no-models")}
-    result = subprocess.run(["bash", "examples/prepare_translation.sh", str(raw), str(out), "en", "de", "tokenized",
-                             "train:train", "valid:valid", "test:test"], cwd=REPO, env=env, capture_output=True,
-                            text=True, timeout=1200)
-    assert result.returncode == 0, result.stderr[-3000:]
-    (out / "raw").mkdir()  # prepare.sh's subset.py leaves the subset there
-    for name in ("train.en.gz", "train.de.gz", "train.lines"):
-        shutil.copy(raw / name, out / "raw" / name)
-    (out / "test.de.ref").write_bytes((corpus / "raw/test.de").read_bytes())
-    return out, result
-
-
-@pytest.fixture(scope="module")
-def legacy(legacy_run):
-    return legacy_run[0]
-
-
-def test_prepare_translation_takes_a_subsets_parses_from_the_archive_and_names_its_parsers(corpus, legacy_run):
-    """With PARSES, the script finds each line of a subset of the archive's corpus by its tokens: no parser is trained
-    or run, and each form's parsers.json names the archive's parsers (the models' digests as the archive has them)."""
-    from fairseq_syntax.parsing.provenance import model_digest
-
-    out, result = legacy_run
-    assert not (corpus / "no-models").exists() or os.listdir(corpus / "no-models") == []  # nothing trained
-    assert "train_parser" not in result.stdout + result.stderr
-    assert "parses of train from" in result.stderr and f"{SUBSET} lines (its lines found by their tokens)" in \
-        result.stderr
-    trees = (corpus / "tok" / "train.tree").read_text().splitlines()
-    subset = (out / "tok" / "train.tree").read_text().splitlines()
-    assert len(subset) == SUBSET and set(subset) <= set(trees)
-    for form in ("sequence", "linearized", "preorder", "preorder-split"):
-        assert (out / "data-bin" / form / "syntax.json").is_file(), form
-    preorder = json.loads((out / "data-bin" / "preorder" / "parsers.json").read_text())
-    assert list(preorder) == ["constituency", "tagger"]
-    models = corpus / "parser-models"
-    assert preorder["constituency"] == {"model": "crf-con.pt", "sha256": model_digest(str(models / "crf-con.pt"))}
-    sequence = json.loads((out / "data-bin" / "sequence" / "parsers.json").read_text())
-    assert list(sequence) == ["dependency"]
-    side_data = json.loads((out / "data-bin" / "sequence" / "syntax.json").read_text())["side_data"]
-    assert set(side_data["ldd"]) == set(SPLITS)
-
-
-def test_the_same_data_as_prepare_translation(corpus, prepared, legacy):
-    """Every directory both make holds the same binarized data, dictionaries and parsers.json; BPE and parses the
-    same bytes. syntax.json differs in one way only: the study's sequence form is made from placeholder trees (it
-    reads no structure), so it records pos_tags "untagged" and no preterminal modes."""
-    work = corpus / "work"
-    for name in ("sequence", "preorder", "preorder.random-s2"):
-        assert data_fingerprint(work / "data-bin" / name) == data_fingerprint(legacy / "data-bin" / name), name
-        assert (work / "data-bin" / name / "parsers.json").read_text() == \
-            (legacy / "data-bin" / name / "parsers.json").read_text(), name
-        mine, theirs = (json.loads((folder / "data-bin" / name / "syntax.json").read_text())
-                        for folder in (work, legacy))
-        if name == "sequence":
-            assert (mine.pop("pos_tags"), theirs.pop("pos_tags")) == ("untagged", "tagged")
-            for meta in (mine, theirs):
-                for split in meta["splits"].values():
-                    split.pop("preterminal_modes")
-        assert mine == theirs, name
-    for path in ("bpe/codes", "bpe/vocab.en", "bpe/train.en", "bpe/test.de", "tok/train.en", "tok/valid.tree",
-                 "tok/parses.json", "bpe/random-s2/train.tree"):
-        assert (work / path).read_bytes() == (legacy / path).read_bytes(), path
-
-
-def test_a_folder_made_by_prepare_translation_is_adopted_as_it_is(corpus, legacy, tmp_path):
-    """No record there: every step is rebuilt in the staging folder and compared; the legacy outputs are recorded
-    as they are (not one rewritten), what the grid lacks (the seed-1 control) is made; a prepare after it finds
-    everything made. A legacy output that differs from the rebuild is refused, naming it."""
-    work = corpus / "work-legacy"
-    shutil.copytree(legacy, work, symlinks=True)
+def test_outputs_there_without_a_record_are_refused_and_kept(corpus, prepared):
+    """A folder whose BPE was made by something else than a study's preparation (its record of the step gone):
+    the step stops in one line naming the file, which stays as it was; nothing after it is made."""
+    work = corpus / "work-unrecorded"
+    shutil.copytree(corpus / "work", work, symlinks=True)
     try:
+        manifest = json.loads((work / MANIFEST).read_text())
+        for key in [key for key in manifest["steps"] if key == "bpe" or key.startswith(("controls:", "data-bin/"))]:
+            del manifest["steps"][key]
+        (work / MANIFEST).write_text(json.dumps(manifest))
+        shutil.rmtree(work / "data-bin")
         before = snapshot(work)
-        config = load_study(write_study(corpus, "work-legacy", name="legacy.toml"))
-        lines = []
-        assert prepare(config, lines.append) == GRID
-        after = snapshot(work)
-        assert {path: stamp for path, stamp in after.items() if path in before} == before
-        made = sorted({path.split("/")[1] for path in set(after) - set(before) if path.startswith("data-bin/")})
-        assert made == ["preorder.random"]
-        adopted = [line.split(":")[0] for line in lines if "identical to a rebuild" in line]
-        assert adopted == ["subset", "tokens", "parses", "bpe", "controls", "data-bin/sequence", "data-bin/preorder",
-                           "data-bin/preorder.random-s2", "reference"]
-        again = []
-        prepare(config, again.append)
-        assert all(": made already, kept (" in line for line in again[:-1])
-        assert snapshot(work) == after
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    shutil.copytree(legacy, work, symlinks=True)
-    try:
-        vocabulary = work / "bpe/vocab.en"
-        vocabulary.write_text(vocabulary.read_text() + "extra 1\n")
         with pytest.raises(PrepareError) as refused:
-            prepare(load_study(corpus / "legacy.toml"), lambda line: None)
-        assert str(refused.value).startswith(f"{vocabulary}: there without a record in {work / MANIFEST}, and not what "
-                                             f"{corpus / 'legacy.toml'} makes (other content)")
+            prepare(load_study(write_study(corpus, "work-unrecorded", name="unrecorded.toml")), lambda line: None)
+        assert str(refused.value) == (f"{work / 'bpe/codes'}: there without a record in {work / MANIFEST} of what "
+                                      "made it (not made by a study's preparation): not overwritten; give study.work "
+                                      "another folder, or remove it to make it again")
+        assert snapshot(work) == before
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def test_a_parser_named_by_a_name_that_cannot_be_downloaded_stops_it_before_anything_is_made(corpus, tmp_path,
+                                                                                            monkeypatch):
+    """No network (a proxy nobody answers): the study names benepar_en3, which its library would download; prepare
+    stops in one line, the library's reason, with no WORK made."""
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    shutil.copytree(corpus / "raw", tmp_path / "raw")
+    study = tmp_path / "study.toml"
+    study.write_text(STUDY.format(work="work", subset=0, merges=MERGES).replace(
+        'archive = "parses"', 'constituency = "benepar_en3"\nconstituency_backend = "benepar"').replace(
+        '[[systems]]\nname = "udp"\n', ""))
+    with pytest.raises(PrepareError) as refused:
+        prepare(load_study(study), lambda line: None)
+    assert len(str(refused.value).splitlines()) == 1
+    assert str(refused.value).startswith(f"{study}: parses.constituency: could not download benepar_en3: ")
+    assert not (tmp_path / "work").exists()
 
 
 def test_a_second_prepare_started_meanwhile_waits_then_finds_everything_made(corpus, prepared):
@@ -375,6 +306,8 @@ def test_a_second_prepare_started_meanwhile_waits_then_finds_everything_made(cor
 PARSER_STUB = '''#!/usr/bin/env python3
 """A stand-in fairseq-syntax-parse: records its arguments, writes a flat tree (NN over each word) or a left chain."""
 import argparse, gzip, json, os, sys
+if sys.argv[1] == "fetch":  # a parser given by name: there already
+    sys.exit(0)
 with open(os.environ["PARSE_STUB_LOG"], "a") as log:
     log.write(json.dumps(sys.argv[1:]) + "\\n")
 parser = argparse.ArgumentParser()
