@@ -76,11 +76,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "plan":
             from fairseq_syntax.study.commands import plan_lines
             from fairseq_syntax.study.grid import study_runs
+            from fairseq_syntax.study.over_sizes import plan_lines as sizes_plan_lines
 
             if args.systems:
                 print("\n".join(dict.fromkeys(run.system.for_training_seed(1).spec() for run in study_runs(config))))
                 return 0
-            print("\n".join(plan_lines(config)))
+            # a study over training-set sizes shows each size in turn
+            print("\n".join((sizes_plan_lines if config.size_list else plan_lines)(config)))
             return 0
         if args.command == "status":
             from fairseq_syntax.study.commands import status_lines
@@ -89,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "run":
             from fairseq_syntax.study.commands import run_study
+            from fairseq_syntax.study.over_sizes import run_sizes
 
             if args.jobs is not None and args.jobs < 1:
                 print("error: --jobs must be at least 1", file=sys.stderr)
@@ -98,10 +101,13 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, _interrupted)
             executor = args.executor or config["executor"]["kind"]
             jobs = args.jobs or config["executor"]["jobs"]
-            return run_study(config, executor, jobs, only=args.only)
+            # a study over sizes: each size's protocol sweep, then each size's grid
+            return (run_sizes if config.size_list else run_study)(config, executor, jobs, only=args.only)
+        from fairseq_syntax.study.over_sizes import write_sizes_report
         from fairseq_syntax.study.report import write_report
 
-        for line in write_report(config, readme=args.readme, out=args.out):
+        for line in (write_sizes_report if config.size_list else write_report)(config, readme=args.readme,
+                                                                                out=args.out):
             print(line)
         return 0
     except ConfigError as error:

@@ -201,7 +201,7 @@ def _run_on_slurm(config: StudyConfig, tasks: list[RunTask], progress) -> list:
     outcomes = []
     for task, result in results:
         if isinstance(result, BaseException):
-            outcomes.append(RunOutcome(task.run_name, "failed", failure_line(result)))
+            outcomes.append(RunOutcome(str(task), "failed", failure_line(result)))
         else:
             outcomes.append(result)
     return outcomes

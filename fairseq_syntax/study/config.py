@@ -91,6 +91,14 @@ _text = _type_check(str, "a string")
 _flag = _type_check(bool, "true or false")
 
 
+def _sizes_list(value: list) -> str | None:
+    """A list of training-set sizes: positive integers, each once."""
+    if not value or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in value):
+        return f"must be a list of positive integers (training pairs), not {value!r}"
+    twice = sorted({v for v in value if value.count(v) > 1})
+    return f"lists {', '.join(map(str, twice))} twice" if twice else None
+
+
 def _nonempty(value) -> str | None:
     return _text(value) or (None if value.strip() else "must not be empty")
 
@@ -115,8 +123,9 @@ SECTIONS: dict[str, tuple[str, list[Key]]] = {
         Key("train", "train", "file stem of the training split", _nonempty),
         Key("valid", "valid", "file stem of the validation split (model selection, early stopping)", _nonempty),
         Key("test", "test", "file stem of the test split (scored)", _nonempty),
-        Key("subset", 0, "train on this many training pairs drawn at random without replacement (0: all)",
-            _integer(0)),
+        Key("subset", 0, "train on this many training pairs drawn at random without replacement (0: all); a list "
+            "of sizes ([1000, 5000]) makes one study a size, each subset inside the larger ones ([sizes])",
+            lambda value: _sizes_list(value) if isinstance(value, list) else _integer(0)(value)),
         Key("subset_seed", 1, "the seed of that draw", _integer(0)),
         Key("max_train_words", 0, "leave out training pairs longer than this many words on either side (0: keep all;"
             " counted and listed)", _integer(0)),
@@ -239,13 +248,37 @@ class SystemEntry:
         return f"{self.name}_{kind}"
 
 
+#: the sections a size of ``[sizes.N]`` may set or sweep: the protocol, never the data, the parses or the decoding
+SIZE_SECTIONS = ("bpe", "model", "training")
+
+
+@dataclass(frozen=True)
+class SizeEntry:
+    """One ``[sizes.N]`` table: what changes at N training pairs (``settings``: section -> key -> value), the
+    protocol sweep (section -> key -> candidate values) or the study file whose runs are that size's."""
+    pairs: int
+    settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    sweep: dict[str, dict[str, list]] = field(default_factory=dict)
+    study_file: str = ""
+
+
 @dataclass(frozen=True)
 class StudyConfig:
     """A validated study file: ``sections[section][key]`` for every key of :data:`SECTIONS` (defaults filled in),
-    the systems in the file's order, the file and its folder."""
+    the systems in the file's order, the file and its folder; ``sizes``: its ``[sizes.N]`` tables, by N, where
+    ``corpus.subset`` lists sizes; ``point``: for one size of such a study (:mod:`fairseq_syntax.study.sizes`), its
+    label (``n1000``, ``n1000/sweep/merges2000-dropout0.3``)."""
     path: Path
     sections: dict[str, dict[str, Any]]
     systems: tuple[SystemEntry, ...]
+    sizes: dict[int, SizeEntry] = field(default_factory=dict)
+    point: str = ""
+
+    @property
+    def size_list(self) -> list[int]:
+        """The training-set sizes of a study over sizes, ascending (empty for a study of one training set)."""
+        subset = self.sections["corpus"]["subset"]
+        return sorted(subset) if isinstance(subset, list) else []
 
     def __getitem__(self, section: str) -> dict[str, Any]:
         return self.sections[section]
@@ -315,8 +348,8 @@ def load_study(path: str | os.PathLike, known_systems: Sequence[str] | None = No
     raw, origins = _read_with_base(path, [])
     problems: list[str] = []
     sections: dict[str, dict[str, Any]] = {}
-    for unknown in sorted(set(raw) - set(SECTIONS) - {"systems"}):
-        problems.append(f"{where}: [{unknown}]: unknown section (known: {', '.join([*SECTIONS, 'systems'])})")
+    for unknown in sorted(set(raw) - set(SECTIONS) - {"systems", "sizes"}):
+        problems.append(f"{where}: [{unknown}]: unknown section (known: {', '.join([*SECTIONS, 'sizes', 'systems'])})")
     for section, (_, keys) in SECTIONS.items():
         given = raw.get(section, {})
         if not isinstance(given, dict):
@@ -326,9 +359,10 @@ def load_study(path: str | os.PathLike, known_systems: Sequence[str] | None = No
                                        keys, given, problems)
     systems = _read_systems(origins.get(("systems", ""), where), raw.get("systems"), sections, problems,
                             known_systems)
+    sizes = _read_sizes(lambda size: origins.get(("sizes", size), where), raw.get("sizes", {}), sections, problems)
     if problems:
         raise ConfigError(problems)
-    return StudyConfig(path=path, sections=sections, systems=tuple(systems))
+    return StudyConfig(path=path, sections=sections, systems=tuple(systems), sizes=sizes)
 
 
 def _read_toml(path: Path) -> dict:
@@ -397,6 +431,83 @@ def _read_keys(where: str | Callable[[str], str], section: str, keys: list[Key],
             problems.append(f"{at(key.name)}: {section}.{key.name}: {problem}")
         values[key.name] = given[key.name]
     return values
+
+
+def _read_sizes(where: Callable[[str], str], given, sections: dict, problems: list[str]) -> dict[int, SizeEntry]:
+    """The ``[sizes.N]`` tables: each names a size of ``corpus.subset`` and holds keys of :data:`SIZE_SECTIONS`
+    (``training.warmup_updates = 100``), a ``sweep`` of such keys (``sweep.bpe.merges = [1000, 2000]``) or a
+    ``study_file`` whose runs are that size's; every value checked as its key is."""
+    if not isinstance(given, dict):
+        problems.append(f"{where('')}: sizes: must be tables [sizes.N], not {given!r}")
+        return {}
+    subset = sections["corpus"].get("subset")
+    listed = subset if isinstance(subset, list) else []
+    keys_of = {section: {key.name: key for key in SECTIONS[section][1]} for section in SIZE_SECTIONS}
+    entries = {}
+    for name, table in given.items():
+        at = where(name)
+        if not name.isdigit() or int(name) not in listed:
+            problems.append(f"{at}: sizes.{name}: not one of corpus.subset's sizes ({listed or 'it lists none'})")
+            continue
+        if not isinstance(table, dict):
+            problems.append(f"{at}: sizes.{name}: must be a table, not {table!r}")
+            continue
+        settings: dict[str, dict[str, Any]] = {}
+        sweep: dict[str, dict[str, list]] = {}
+        study_file = table.get("study_file", "")
+        if not isinstance(study_file, str):
+            problems.append(f"{at}: sizes.{name}.study_file: must be a file name, not {study_file!r}")
+            study_file = ""
+        for section, values in table.items():
+            if section == "study_file":
+                continue
+            label = f"sizes.{name}.{section}"
+            if section == "sweep":
+                if not isinstance(values, dict) or not values:
+                    problems.append(f"{at}: {label}: must hold keys with candidate lists "
+                                    f"(sweep.bpe.merges = [1000, 2000]), not {values!r}")
+                    continue
+                for swept, candidates in values.items():
+                    if swept not in keys_of or not isinstance(candidates, dict):
+                        problems.append(f"{at}: {label}.{swept}: only keys of [{'], ['.join(SIZE_SECTIONS)}] are "
+                                        "swept")
+                        continue
+                    for key, options in candidates.items():
+                        where_key = f"{at}: {label}.{swept}.{key}"
+                        if key not in keys_of[swept]:
+                            problems.append(f"{where_key}: unknown key (known: {', '.join(sorted(keys_of[swept]))})")
+                        elif not isinstance(options, list) or len(options) < 2:
+                            problems.append(f"{where_key}: must list two or more candidates, not {options!r}")
+                        elif len(set(map(repr, options))) < len(options):
+                            problems.append(f"{where_key}: lists a candidate twice ({options!r})")
+                        else:
+                            for option in options:
+                                problem = keys_of[swept][key].check(option)
+                                if problem:
+                                    problems.append(f"{where_key}: a candidate {problem}")
+                            sweep.setdefault(swept, {})[key] = list(options)
+                continue
+            if section not in keys_of or not isinstance(values, dict):
+                problems.append(f"{at}: {label}: a size sets keys of [{'], ['.join(SIZE_SECTIONS)}], a sweep or "
+                                "a study_file only")
+                continue
+            for key, value in values.items():
+                if key not in keys_of[section]:
+                    problems.append(f"{at}: {label}.{key}: unknown key (known: {', '.join(sorted(keys_of[section]))})")
+                    continue
+                problem = keys_of[section][key].check(value)
+                if problem:
+                    problems.append(f"{at}: {label}.{key}: {problem}")
+                settings.setdefault(section, {})[key] = value
+        both = {f"{section}.{key}" for section, keys in sweep.items() for key in keys
+                if key in settings.get(section, {})}
+        if both:
+            problems.append(f"{at}: sizes.{name}: {', '.join(sorted(both))} both set and swept")
+        if study_file and (settings or sweep):
+            problems.append(f"{at}: sizes.{name}: a study_file's runs have that study's protocol: no keys or sweep "
+                            "beside it")
+        entries[int(name)] = SizeEntry(pairs=int(name), settings=settings, sweep=sweep, study_file=study_file)
+    return dict(sorted(entries.items()))
 
 
 def _registry_systems() -> list[str]:

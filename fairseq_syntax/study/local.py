@@ -85,8 +85,19 @@ def run_local(config: StudyConfig, tasks: Sequence[RunTask], jobs: int, progress
     summed wall time the tasks should take (from the study's finished runs), for the estimate of the time left
     before the first task ends."""
     threads = config["training"]["threads"]
-    logs = work_dir(config) / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
+    studies: dict[str, StudyConfig] = {}
+
+    def study_of(task: RunTask) -> StudyConfig:
+        """The study a task's run belongs to (a point of a study over sizes has its own folders)."""
+        if task.point not in studies:
+            studies[task.point] = task.study() if task.point else config
+        return studies[task.point]
+
+    def log_of(task: RunTask) -> Path:
+        logs = work_dir(study_of(task)) / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        return logs / f"{task.run_name}.log"
+
     waiting = list(tasks)
     active: dict[int, tuple[subprocess.Popen, RunTask]] = {}
     outcomes: list[RunOutcome] = []
@@ -96,7 +107,7 @@ def run_local(config: StudyConfig, tasks: Sequence[RunTask], jobs: int, progress
 
     def report(now: float) -> None:
         running = ", ".join(
-            f"{task.run_name} (epoch {current_epoch(runs_dir(config) / f'{task.run_name}.train.log') or 0})"
+            f"{task} (epoch {current_epoch(runs_dir(study_of(task)) / f'{task.run_name}.train.log') or 0})"
             for _, task in active.values())
         done = len(outcomes)
         progress(f"[{done}/{total} runs ended, {len(waiting)} waiting] {(now - started) / 60:.0f} min elapsed, "
@@ -118,19 +129,20 @@ def run_local(config: StudyConfig, tasks: Sequence[RunTask], jobs: int, progress
                     cores, held = claim
                     task = waiting.pop(0)
                     try:
-                        with open(logs / f"{task.run_name}.log", "a", encoding="utf-8") as log:
+                        with open(log_of(task), "a", encoding="utf-8") as log:
                             # the run's process holds the claims until it ends, even if this pool is killed
                             child = subprocess.Popen(
                                 [sys.executable, "-m", "fairseq_syntax.study.runner", task.config_path,
-                                 task.run_name], stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT,
+                                 task.run_name, *([task.point] if task.point else [])], stdout=log,
+                                stderr=subprocess.STDOUT, cwd=REPO_ROOT,
                                 start_new_session=True, pass_fds=tuple(held),
                                 preexec_fn=lambda cores=cores: os.sched_setaffinity(0, cores))
                     finally:
                         for descriptor in held:
                             os.close(descriptor)
                     active[slot] = (child, task)
-                    progress(f"== start {task.run_name} on core(s) {','.join(map(str, sorted(cores)))} "
-                             f"(log: {logs / (task.run_name + '.log')})")
+                    progress(f"== start {task} on core(s) {','.join(map(str, sorted(cores)))} "
+                             f"(log: {log_of(task)})")
                     changed = True
             for slot, (child, task) in list(active.items()):
                 status = child.poll()
@@ -138,9 +150,9 @@ def run_local(config: StudyConfig, tasks: Sequence[RunTask], jobs: int, progress
                     continue
                 del active[slot]
                 state = STATES.get(status, "failed")
-                outcomes.append(RunOutcome(task.run_name, state, "" if state != "failed" else
-                                           f"exit status {status}; see {logs / (task.run_name + '.log')}"))
-                progress(f"== {task.run_name}: {state}")
+                outcomes.append(RunOutcome(str(task), state, "" if state != "failed" else
+                                           f"exit status {status}; see {log_of(task)}"))
+                progress(f"== {task}: {state}")
                 changed = True
             now = time.time()
             if changed or now - last_line >= interval:
@@ -152,6 +164,6 @@ def run_local(config: StudyConfig, tasks: Sequence[RunTask], jobs: int, progress
             os.killpg(child.pid, signal.SIGTERM)  # the runner and the training it started
         for child, task in active.values():
             child.wait()
-            progress(f"== {task.run_name}: stopped (it goes on from its checkpoint at the next run)")
+            progress(f"== {task}: stopped (it goes on from its checkpoint at the next run)")
         raise
     return outcomes

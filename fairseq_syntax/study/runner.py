@@ -48,23 +48,31 @@ from fairseq_syntax.study.grid import (
     train_arguments,
     training_differences,
 )
+from fairseq_syntax.study.records import StudyError, kept, read_record, runs_dir, work_dir  # noqa: F401 (re-exported)
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(fairseq_syntax.__file__))
 REPO_ROOT = os.path.dirname(PACKAGE_DIR)
 
 
-class StudyError(RuntimeError):
-    """A problem that stops a run or a command, in one line."""
-
-
 @dataclass(frozen=True)
 class RunTask:
-    """What a worker or a Slurm job is given: the study file and a run's name (``SYSTEM.seedK``)."""
+    """What a worker or a Slurm job is given: the study file and a run's name (``SYSTEM.seedK``); in a study over
+    sizes, the point of the study it belongs to (``n1000``, ``n1000/sweep/LABEL``: :mod:`~fairseq_syntax.study.sizes`)."""
     config_path: str
     run_name: str
+    point: str = ""
 
     def __str__(self) -> str:
-        return self.run_name
+        return f"{self.point}/{self.run_name}" if self.point else self.run_name
+
+    def study(self) -> StudyConfig:
+        """The study (or the point of a study over sizes) the run belongs to, read from its file."""
+        config = load_study(self.config_path)
+        if not self.point:
+            return config
+        from fairseq_syntax.study.sizes import point_config
+
+        return point_config(config, self.point)
 
 
 @dataclass(frozen=True)
@@ -72,14 +80,6 @@ class RunOutcome:
     run_name: str
     state: str  # "done" (finished now), "finished" (already), "held" (another process has it), "failed"
     detail: str = ""
-
-
-def work_dir(config: StudyConfig) -> Path:
-    return config.folder("work").resolve()
-
-
-def runs_dir(config: StudyConfig) -> Path:
-    return config.folder("runs").resolve()
 
 
 def raw_reference(config: StudyConfig) -> Path:
@@ -106,21 +106,6 @@ def find_run(config: StudyConfig, name: str) -> Run:
 
 
 # -- what is kept of a run ----------------------------------------------------------------------------------------
-
-def kept(path: Path) -> Path | None:
-    """The kept form of a run's file: ``FILE.gz`` (there or packed in the runs' archive), else None. Not ``FILE``:
-    a run writes its decode and logs plain while it runs and gzips them once whole, so a plain file is one in progress
-    (or left by a run killed partway), never a finished run's."""
-    candidate = Path(f"{path}.gz")
-    # find_member, not packed_runs.has: has() also answers for the plain twin of a .gz name
-    return candidate if candidate.is_file() or packed_runs.find_member(candidate) is not None else None
-
-
-def read_record(path: Path) -> dict | None:
-    if path.is_file() or packed_runs.has(path):
-        return json.loads(packed_runs.read_bytes(path).decode("utf-8"))
-    return None
-
 
 def record_problems(config: StudyConfig, run: Run, record: dict) -> list[str]:
     """Why a kept record is not this study's run (empty: it is): another study, changed settings, or - for a record
@@ -371,7 +356,7 @@ def score(config: StudyConfig, run: Run) -> bool:
 
 def execute(task: RunTask) -> RunOutcome:
     """Run one study run to its record (the module docstring's steps); what executors call."""
-    config = load_study(task.config_path)
+    config = task.study()
     run = find_run(config, task.run_name)
     runs_dir(config).mkdir(parents=True, exist_ok=True)
     with claim(config, run.name) as held:
@@ -396,13 +381,13 @@ def execute(task: RunTask) -> RunOutcome:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m fairseq_syntax.study.runner STUDY.toml RUN``: one run, as the local pool starts it."""
+    """``python -m fairseq_syntax.study.runner STUDY.toml RUN [POINT]``: one run, as the local pool starts it."""
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 2:
-        print("usage: python -m fairseq_syntax.study.runner STUDY.toml RUN", file=sys.stderr)
+    if len(argv) not in (2, 3):
+        print("usage: python -m fairseq_syntax.study.runner STUDY.toml RUN [POINT]", file=sys.stderr)
         return 2
     try:
-        outcome = execute(RunTask(argv[0], argv[1]))
+        outcome = execute(RunTask(*argv))
     except (StudyError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -1,0 +1,317 @@
+"""``plan`` and ``run`` of a study over training-set sizes (:mod:`fairseq_syntax.study.sizes`).
+
+``plan`` shows each size in turn: its protocol sweep (each candidate's run with its state and, once finished, its
+validation negative log-likelihood per sentence), the protocol chosen or what it waits for, then the size's grid,
+each run named ``nN/SYSTEM.seedK``, and the cost of what is left estimated from **that size's** finished runs (its
+sweep's included), since a run at 1,000 pairs says little of one at 10,000.
+
+``run`` first runs every size's sweep, then every size whose protocol is known (the sizes in ascending order, one
+pool of ``--jobs`` runs over all of them), so that one command run again and again brings the whole curve in.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fairseq_syntax.study.commands import (
+    RunState,
+    expected_wall_seconds,
+    finished_wall_times,
+    grid_states,
+)
+from fairseq_syntax.study.config import StudyConfig
+from fairseq_syntax.study.grid import Run, study_runs
+from fairseq_syntax.study.runner import RunOutcome, RunTask, StudyError
+from fairseq_syntax.study.sizes import Point, points, size_problems
+
+
+def _value_text(values: dict) -> str:
+    return ", ".join(f"{section}.{key} {value}" for section, keys in values.items() for key, value in keys.items())
+
+
+def checked_points(config: StudyConfig) -> list[Point]:
+    """The study's sizes, after the checks ``run`` makes before it prepares anything (StudyError, one line each)."""
+    problems = size_problems(config)
+    if problems:
+        raise StudyError("\n".join(problems))
+    return points(config)
+
+
+def _sweep_states(point: Point) -> list[tuple[str, RunState, StudyConfig]]:
+    found = []
+    for candidate, study in point.sweep:
+        for state in grid_states(study):
+            found.append((f"{study.point}/{state.run.name}", state, study))
+    return found
+
+
+def _waiting_runs(config: StudyConfig, point: Point) -> list[Run]:
+    """The runs a size's grid will have once its protocol is chosen (their names do not depend on it)."""
+    return study_runs(config)
+
+
+def size_lines(config: StudyConfig, point: Point) -> list[str]:
+    """``plan``'s lines for one size."""
+    head = f"size {point.pairs}"
+    if point.given:
+        lines = [f"{head}: the runs of {point.config.path.name} ({point.config.name}), read as they are"]
+    else:
+        lines = [f"{head} ({config.name}.{point.label})"]
+    sweep = _sweep_states(point)
+    walls: dict[str, list[float]] = {}
+    if sweep:
+        width = max(len(name) for name, _, _ in sweep)
+        lines.append(f"  protocol sweep of {config.baseline}, seed 1 (the lowest validation negative log-likelihood "
+                     "per sentence is chosen):")
+        results = {found.candidate.label: found for found in point.results}
+        for name, state, study in sweep:
+            label = study.point.rsplit("/", 1)[-1]
+            detail = state.detail
+            if label in results:
+                found = results[label]
+                detail = (f"valid NLL {found.nll_per_sentence:.2f} nats/sentence (epoch {found.best_epoch} of "
+                          f"{found.epochs})")
+            lines.append(f"  {name:<{width}}  {state.state:<8} {detail}")
+            for system, values in finished_wall_times(study, [state]).items():
+                walls.setdefault(system, []).extend(values)
+        chosen = point.chosen
+        lines.append(f"  protocol: {_value_text(chosen.candidate.values)} (sweep candidate {chosen.candidate.label})"
+                     if chosen else f"  protocol: {point.waiting}")
+    elif not point.given:
+        lines.append("  protocol: the file's, no sweep")
+    if point.config is None:
+        runs = _waiting_runs(config, point)
+        seeds: dict[str, int] = {}
+        for run in runs:
+            seeds[run.system.name] = seeds.get(run.system.name, 0) + 1
+        lines.append(f"  {len(runs)} runs wait for the protocol ({point.label}/SYSTEM.seedK): "
+                     + ", ".join(f"{system} {count} seed{'s' if count > 1 else ''}" for system, count in seeds.items()))
+        lines.append("  cost: " + _cost(walls, runs, config["training"]))
+        return lines
+    states = [state for state in grid_states(point.config) if state.run.system.name in _systems(config)]
+    width = max(len(state.run.name) for state in states) + len(point.label) + 1
+    for state in states:
+        lines.append(f"  {point.label + '/' + state.run.name:<{width}}  {state.state:<8} {state.detail:<24} "
+                     f"reads data-bin/{state.run.data}")
+    counts = {name: sum(1 for state in states if state.state == name)
+              for name in ("done", "running", "partway", "failed", "to do")}
+    lines.append("  " + ", ".join(f"{count} {name}" for name, count in counts.items() if count))
+    own = finished_wall_times(point.config, states)
+    for system, values in walls.items():
+        own.setdefault(system, values)
+    lines.append("  cost: " + _cost(own, [state.run for state in states if state.state != "done"],
+                                    point.config["training"]))
+    return lines
+
+
+def _cost(walls: dict[str, list[float]], left: list[Run], training: dict) -> str:
+    """What the runs left of one size cost, from that size's finished runs (each system's mean wall time where it
+    has some, else the size's mean)."""
+    if not left:
+        return "nothing left to run"
+    seconds = expected_wall_seconds(walls, left)
+    if seconds is None:
+        return f"{len(left)} runs left; no run of this size has finished yet to estimate their cost from"
+    unit = (f"{seconds / 3600 * training['threads']:.1f} CPU thread-hours" if training["device"] == "cpu"
+            else f"{seconds / 3600:.1f} GPU-hours")
+    return (f"{len(left)} runs left: about {unit}, from this size's {sum(map(len, walls.values()))} finished runs")
+
+
+def _systems(config: StudyConfig) -> set[str]:
+    """The systems of a study over sizes' grid, controls included (a given study may have more)."""
+    return {run.system.name for run in study_runs(config)}
+
+
+def plan_lines(config: StudyConfig) -> list[str]:
+    found = checked_points(config)
+    lines = [f"study {config.name}: {len(found)} sizes, {', '.join(str(point.pairs) for point in found)} training "
+             f"pairs ({config.path})"]
+    for point in found:
+        lines += size_lines(config, point)
+    return lines
+
+
+def _tasks(config: StudyConfig, study: StudyConfig, only: set[str] | None, keep: set[str] | None,
+           progress: Callable[[str], None]) -> tuple[list[RunTask], int]:
+    """The runs of ``study`` (a point, or a sweep candidate) left to do, their data prepared; and how many are done."""
+    from fairseq_syntax.study.prepare import prepare
+    from fairseq_syntax.study.runner import is_claimed
+
+    states = [state for state in grid_states(study) if keep is None or state.run.system.name in keep]
+    named = {f"{study.point}/{state.run.name}": state for state in states}
+    to_run = [state.run for name, state in named.items()
+              if state.state != "done" and (only is None or name in only)]
+    if to_run:
+        progress(f"== {study.point}: preparing the data of {len(to_run)} runs")
+        prepare(study, progress=progress, only=[run.name for run in to_run])
+    tasks = [RunTask(str(config.path.resolve()), run.name, point=study.point) for run in to_run
+             if not is_claimed(study, run.name)]
+    return tasks, sum(state.state == "done" for state in states)
+
+
+def run_sizes(config: StudyConfig, executor: str, jobs: int, only: list[str] | None = None,
+              progress: Callable[[str], None] = print) -> int:
+    """``run`` on a study over sizes (module docstring); 0 when every size's grid is done."""
+    found = checked_points(config)
+    wanted = set(only) if only else None
+    if wanted:
+        known = {f"{study.point}/{state.run.name}" for point in found for _, study in point.sweep
+                 for state in grid_states(study)}
+        known |= {f"{point.label}/{run.name}" for point in found for run in study_runs(config)}
+        unknown = sorted(wanted - known)
+        if unknown:
+            raise StudyError(f"--only {unknown[0]}: no such run in the study ({config.path}; plan lists them)")
+    outcomes: list[RunOutcome] = []
+    for phase in ("sweep", "grid"):
+        tasks, done = [], 0
+        for point in (found if phase == "sweep" else points(config)):
+            if phase == "sweep":
+                for _, study in point.sweep:
+                    more, finished = _tasks(config, study, wanted, None, progress)
+                    tasks, done = tasks + more, done + finished
+            elif point.config is not None:
+                more, finished = _tasks(config, point.config, wanted, _systems(config), progress)
+                tasks, done = tasks + more, done + finished
+            elif phase == "grid":
+                progress(f"== size {point.pairs}: {point.waiting}")
+        progress(f"== {phase}: {done} runs done, {len(tasks)} to run")
+        if tasks:
+            outcomes += _execute(config, tasks, executor, jobs, progress)
+    from fairseq_syntax.study.over_seeds import rescore_stale
+
+    left = 0
+    for point in points(config):
+        if point.config is None:
+            left += len(study_runs(config))
+            continue
+        rescore_stale(point.config, progress=progress)
+        left += sum(state.state != "done" for state in grid_states(point.config)
+                    if state.run.system.name in _systems(config))
+    for outcome in outcomes:
+        if outcome.state == "failed":
+            progress(f"== failed: {outcome.run_name}: {outcome.detail}")
+    progress("== every size's runs are done" if not left else f"== {left} runs of the sizes' grids not done")
+    return 0 if not left else 1
+
+
+def _execute(config: StudyConfig, tasks: list[RunTask], executor: str, jobs: int,
+             progress: Callable[[str], None]) -> list[RunOutcome]:
+    if executor == "local":
+        from fairseq_syntax.study.local import run_local
+
+        return run_local(config, tasks, jobs, progress=progress)
+    from fairseq_syntax.study.commands import _run_on_slurm
+
+    return _run_on_slurm(config, tasks, progress)
+
+
+
+
+# -- report ---------------------------------------------------------------------------------------------------------
+
+def _sweep_markdown(found: list[Point]) -> tuple[list[str], dict]:
+    """Each size's protocol sweep: every candidate's validation loss, the one chosen (test BLEU shown, not used)."""
+    lines, data = [], {}
+    for point in found:
+        if not point.sweep:
+            continue
+        chosen = point.chosen
+        results = {result.candidate.label: result for result in point.results}
+        lines += ["", f"**{point.pairs:,} pairs**: " + (f"chosen {chosen.candidate.label}" if chosen else
+                                                           point.waiting), "",
+                  "| Candidate | Valid NLL per sentence (nats) | Valid nll_loss (bits/token) | Best epoch / epochs | "
+                  "Test BLEU (not used) |", "|---|---|---|---|---|"]
+        rows = []
+        for candidate, _ in point.sweep:
+            result = results.get(candidate.label)
+            if result is None:
+                lines.append(f"| {candidate.label} | not run yet | | | |")
+                rows.append({"candidate": candidate.label, "values": candidate.values})
+                continue
+            mark = " **(chosen)**" if chosen and chosen.candidate.label == candidate.label else ""
+            bleu = f"{result.bleu:.2f}" if isinstance(result.bleu, (int, float)) else ""
+            lines.append(f"| {candidate.label}{mark} | {result.nll_per_sentence:.3f} | {result.nll_per_token_bits:.3f}"
+                         f" | {result.best_epoch} / {result.epochs} | {bleu} |")
+            rows.append({"candidate": candidate.label, "values": candidate.values,
+                         "valid_nll_per_sentence": result.nll_per_sentence,
+                         "valid_nll_loss_bits": result.nll_per_token_bits, "best_epoch": result.best_epoch,
+                         "epochs": result.epochs, "test_BLEU": result.bleu})
+        data[str(point.pairs)] = {"candidates": rows, "chosen": chosen.candidate.label if chosen else None}
+    return lines, data
+
+
+def write_sizes_report(config: StudyConfig, readme: str | None = None, out: str | None = None) -> list[str]:
+    """``report`` on a study over sizes: each size's own report (``REPORT/nN``; a given study's is its own), then
+    the curve (``RESULTS.md``, ``RESULTS.json``, ``curve.png``) and, with ``readme``, its block in that file."""
+    import os
+    from pathlib import Path
+
+    from fairseq_syntax.evaluation.curve import curve_data, curve_markdown, readme_block, replace_block
+    from fairseq_syntax.evaluation.tables import load_results_json, write_results
+    from fairseq_syntax.study.report import write_report
+
+    found = checked_points(config)
+    folder = Path(out) if out else config.folder("report")
+    folder.mkdir(parents=True, exist_ok=True)
+    lines, curve_points, reports = [], [], {}
+    for point in found:
+        results = None
+        if point.given:
+            path = point.config.folder("report") / "RESULTS.json"
+            if path.is_file():
+                results = load_results_json(path)
+                reports[point.pairs] = path
+            else:
+                lines.append(f"size {point.pairs}: {point.config.path.name} has no report yet "
+                             f"(fairseq-syntax-study report {point.config.path})")
+        elif point.config is not None and any(state.state == "done" for state in grid_states(point.config)):
+            own = folder / point.label
+            lines += write_report(point.config, out=str(own))
+            results = load_results_json(own / "RESULTS.json")
+            reports[point.pairs] = own / "RESULTS.json"
+        else:
+            lines.append(f"size {point.pairs}: no run of its grid has finished yet"
+                         + (f" ({point.waiting})" if point.waiting else ""))
+        curve_points.append({"pairs": point.pairs, "dataset": point.config.name if point.config else "",
+                             "results": results})
+    methods = {entry.name: [entry.control_name(kind) for kind in entry.controls] for entry in config.systems
+               if entry.name != config.baseline}
+    data = curve_data(curve_points, config.baseline, methods)
+    sweep_lines, sweep_data = _sweep_markdown(found)
+    md = folder / "RESULTS.md"
+    links = [f"[{pairs:,} pairs]({os.path.relpath(path.with_suffix('.md'), folder)})" for pairs, path in
+             reports.items()]
+    markdown = [f"# {config.name}: the study over training-set sizes", "",
+                f"Generated by `fairseq-syntax-study report {config.path.name}` from each size's report "
+                f"({', '.join(links) or 'none yet'}). Each size trains every system with one protocol; the subsets "
+                "are nested (each inside the larger ones).", "", "![the curve](curve.png)", *curve_markdown(data),
+                "", "## Each size's protocol", "",
+                "Chosen for the baseline by its validation negative log-likelihood per sentence at its best epoch "
+                "(comparable across BPE vocabularies); every system of that size is trained with it.", *sweep_lines]
+    json_data = {"generated_by": "fairseq-syntax-study report (fairseq_syntax.study.over_sizes)",
+                 "study": config.name, "curve": data, "sweeps": sweep_data,
+                 "reports": {str(pairs): os.path.relpath(path, folder) for pairs, path in reports.items()}}
+    md_path, json_path = write_results(md, "\n".join(markdown) + "\n", json_data)
+    lines.append(f"wrote {md_path} and {json_path}")
+    try:
+        from fairseq_syntax.evaluation.curve_figure import plot_curve
+
+        plot_curve(data, folder / "curve.png")
+        lines.append(f"wrote {folder / 'curve.png'}")
+    except ValueError as error:
+        lines.append(f"no curve yet: {error}")
+    if readme:
+        readme_path = Path(readme)
+        if not readme_path.is_file():
+            raise StudyError(f"--readme {readme}: no such file")
+        block = readme_block(data, os.path.relpath(md_path, readme_path.parent),
+                             os.path.relpath(folder / "curve.png", readme_path.parent), config.name)
+        try:
+            text = replace_block(readme_path.read_text(encoding="utf-8"), block, str(readme))
+        except ValueError as error:
+            raise StudyError(str(error)) from None
+        readme_path.write_text(text, encoding="utf-8")
+        lines.append(f"wrote the sizes answer into {readme}")
+    return lines
+
+
+__all__ = ["plan_lines", "run_sizes", "size_lines", "write_sizes_report"]

@@ -1,0 +1,245 @@
+"""A study over training-set sizes: does syntax help more when data is scarce?
+
+A study file whose ``corpus.subset`` lists sizes (``[1000, 2500, 5000, 10000]``) is one study a size, each an
+ordinary study of this package (a :class:`~fairseq_syntax.study.config.StudyConfig` with ``corpus.subset`` the
+size), called a *point*:
+
+- **Nested subsets.** Every size draws the first N lines of one random order of the training lines
+  (:func:`~fairseq_syntax.study.prepare.subset_lines`, ``corpus.subset_seed``), so each smaller subset lies inside
+  every larger one, and a parse archive made for the largest subset covers them all.
+- **Where a point's files go.** Size N is named ``NAME.nN``, its data and checkpoints are in ``WORK/nN``, its records in
+  ``RUNS/nN``, its report in ``REPORT/nN``. A ``[sizes.N]`` table may instead name a ``study_file``: that study's runs
+  are size N's, read as they are (the Multi30k study's 10,000-pair runs are the curve's 10,000 point).
+- **One protocol a size.** ``[sizes.N]`` sets keys of ``[bpe]``, ``[model]`` and ``[training]`` for that size (the
+  warm-up, the epoch cap); every system of that size is trained with them, as every system of a one-size study is.
+- **The protocol sweep.** ``sweep.SECTION.KEY = [a, b]`` lists candidates; each combination (the product, in the
+  file's order) is a study of the baseline alone, seed 1, named ``NAME.nN.sweep.LABEL`` (``LABEL``: each key's name and
+  value, ``merges2000-dropout0.3``) in ``WORK/nN/sweep/LABEL`` and ``RUNS/nN/sweep/LABEL``. The size's protocol is the
+  candidate with the lowest **validation negative log-likelihood per sentence** at its best epoch (fairseq's
+  ``nll_loss``, bits per target token, times ln 2 times the validation split's target tokens per sentence, ``wpb /
+  bsz`` of its validation line): per-token losses of different BPE vocabularies are not comparable, a sentence's
+  likelihood is. Test scores of the sweep are shown and never used. Until every candidate has run the size's grid
+  waits (:attr:`Point.waiting`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import itertools
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fairseq_syntax.study.config import ConfigError, SystemEntry, StudyConfig, load_study
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One combination of a size's sweep: its label and values (section -> key -> value)."""
+    label: str
+    values: dict[str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """A finished sweep run: its validation negative log-likelihood per sentence (nats) at its best epoch, that
+    epoch, the per-token nll (bits) and the epochs it trained; its test BLEU (shown, never used to choose)."""
+    candidate: Candidate
+    nll_per_sentence: float
+    nll_per_token_bits: float
+    best_epoch: int
+    epochs: int
+    bleu: float | None
+
+
+@dataclass(frozen=True)
+class Point:
+    """One size of a study over sizes: its sweep's studies, what they found, and its own study (None while its
+    sweep is not finished: ``waiting`` says why)."""
+    pairs: int
+    label: str
+    sweep: tuple[tuple[Candidate, StudyConfig], ...]
+    results: tuple[SweepResult, ...]
+    config: StudyConfig | None
+    waiting: str = ""
+    given: bool = False  # its runs are another study file's (sizes.N.study_file)
+
+    @property
+    def chosen(self) -> SweepResult | None:
+        return min(self.results, key=lambda found: found.nll_per_sentence) if self.sweep and \
+            len(self.results) == len(self.sweep) else None
+
+
+def _value_text(value: Any) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def candidates(sweep: dict[str, dict[str, list]]) -> list[Candidate]:
+    """Every combination of a sweep's candidate values, in the file's order (the last key varying fastest)."""
+    keys = [(section, key) for section, values in sweep.items() for key in values]
+    found = []
+    for combination in itertools.product(*(sweep[section][key] for section, key in keys)):
+        values: dict[str, dict[str, Any]] = {}
+        for (section, key), value in zip(keys, combination):
+            values.setdefault(section, {})[key] = value
+        label = "-".join(f"{key}{_value_text(value)}" for (_, key), value in zip(keys, combination))
+        found.append(Candidate(label, values))
+    return found
+
+
+def _derived(config: StudyConfig, label: str, name: str, folders: dict[str, str], pairs: int,
+             settings: list[dict[str, dict[str, Any]]], systems: tuple[SystemEntry, ...]) -> StudyConfig:
+    sections = {section: dict(keys) for section, keys in config.sections.items()}
+    sections["corpus"]["subset"] = pairs
+    sections["study"].update(name=name, **folders)
+    for layer in settings:
+        for section, values in layer.items():
+            sections[section].update(values)
+    return dataclasses.replace(config, sections=sections, systems=systems, sizes={}, point=label)
+
+
+def _folders(study: dict[str, Any], suffix: str) -> dict[str, str]:
+    return {key: f"{study[key]}/{suffix}" for key in ("work", "runs", "report")}
+
+
+def sweep_studies(config: StudyConfig, pairs: int) -> list[tuple[Candidate, StudyConfig]]:
+    """Size ``pairs``'s sweep: each candidate's study (the baseline alone, seed 1)."""
+    entry = config.sizes.get(pairs)
+    if entry is None or not entry.sweep:
+        return []
+    study = config["study"]
+    found = []
+    for candidate in candidates(entry.sweep):
+        suffix = f"n{pairs}/sweep/{candidate.label}"
+        folders = _folders(study, suffix)
+        folders["report"] = folders["runs"]
+        found.append((candidate, _derived(config, suffix, f"{study['name']}.n{pairs}.sweep.{candidate.label}",
+                                          folders, pairs, [entry.settings, candidate.values],
+                                          (SystemEntry(name=config.baseline, seeds=1),))))
+    return found
+
+
+def sweep_result(candidate: Candidate, study: StudyConfig) -> SweepResult | None:
+    """What a finished sweep run found (its kept training log and record), None before it has finished."""
+    from fairseq_syntax.study.records import kept, read_record, runs_dir
+
+    runs = runs_dir(study)
+    name = f"{study.baseline}.seed1"
+    log = kept(runs / f"{name}.train.log")
+    if log is None or kept(runs / f"{name}.gen") is None:
+        return None
+    record = read_record(runs / f"{name}.run.json") or {}
+    return validation_result(candidate, log, record.get("metrics", {}).get("BLEU"))
+
+
+def validation_result(candidate: Candidate, log: Path, bleu: float | None = None) -> SweepResult:
+    """The best epoch of a training log by validation ``nll_loss`` and its negative log-likelihood per sentence."""
+    from fairseq_syntax.evaluation.results import parse_valid_curve
+
+    nll = dict(parse_valid_curve(log, "nll_loss"))
+    tokens, sentences = dict(parse_valid_curve(log, "wpb")), dict(parse_valid_curve(log, "bsz"))
+    if not nll:
+        raise ValueError(f"{log}: no validation line with nll_loss")
+    best = min(nll, key=lambda epoch: (nll[epoch], epoch))
+    per_sentence = nll[best] * math.log(2) * tokens[best] / sentences[best]
+    return SweepResult(candidate, per_sentence, nll[best], best, max(nll), bleu)
+
+
+def point_of(config: StudyConfig, pairs: int) -> Point:
+    """Size ``pairs`` of a study over sizes (module docstring)."""
+    entry = config.sizes.get(pairs)
+    study = config["study"]
+    label = f"n{pairs}"
+    if entry is not None and entry.study_file:
+        path = config.path.parent / entry.study_file
+        given = load_study(path)
+        problems = given_problems(config, given, pairs)
+        if problems:
+            raise ConfigError(problems)
+        return Point(pairs, label, (), (), dataclasses.replace(given, point=label), given=True)
+    sweep = tuple(sweep_studies(config, pairs))
+    results = tuple(found for found in (sweep_result(candidate, sub) for candidate, sub in sweep) if found)
+    settings = [entry.settings] if entry else []
+    chosen = min(results, key=lambda found: found.nll_per_sentence) if sweep and len(results) == len(sweep) \
+        else None
+    if sweep and chosen is None:
+        return Point(pairs, label, sweep, results, None,
+                     waiting=f"waits for its sweep ({len(results)} of {len(sweep)} candidates run)")
+    if chosen is not None:
+        settings.append(chosen.candidate.values)
+    own = _derived(config, label, f"{study['name']}.{label}", _folders(study, label), pairs, settings,
+                   config.systems)
+    return Point(pairs, label, sweep, results, own)
+
+
+def given_problems(config: StudyConfig, given: StudyConfig, pairs: int) -> list[str]:
+    """Why a ``study_file`` cannot be size ``pairs`` of ``config``: another corpus or draw, another size, or systems
+    of the curve it lacks."""
+    where = f"{config.path}: sizes.{pairs}.study_file: {given.path}"
+    problems = []
+    mine, theirs = config["corpus"], given["corpus"]
+    if theirs["subset"] != pairs:
+        problems.append(f"{where}: its corpus.subset is {theirs['subset']!r}, not {pairs}")
+    for key in ("source", "target", "text", "train", "valid", "test", "subset_seed", "max_train_words"):
+        if mine[key] != theirs[key]:
+            problems.append(f"{where}: its corpus.{key} is {theirs[key]!r}, this file's {mine[key]!r}")
+    if config.resolve(mine["raw"]).resolve() != given.resolve(theirs["raw"]).resolve():
+        problems.append(f"{where}: its corpus.raw is another folder ({theirs['raw']})")
+    names = {entry.name for entry in given.systems}
+    missing = [entry.name for entry in config.systems if entry.name not in names]
+    if missing:
+        problems.append(f"{where}: it has no {', '.join(missing)}")
+    return problems
+
+
+def points(config: StudyConfig) -> list[Point]:
+    """Every size of a study over sizes, ascending."""
+    return [point_of(config, pairs) for pairs in config.size_list]
+
+
+def point_config(config: StudyConfig, label: str) -> StudyConfig:
+    """The study of one point (``n1000``) or sweep candidate (``n1000/sweep/LABEL``) of a study over sizes, as a
+    run's process finds it again from the file; StudyError while a size's protocol is not chosen."""
+    from fairseq_syntax.study.records import StudyError
+
+    size, _, rest = label.partition("/")
+    if not size.startswith("n") or not size[1:].isdigit() or int(size[1:]) not in config.size_list:
+        raise StudyError(f"{config.path}: no size {label!r} in the study (corpus.subset: {config.size_list})")
+    pairs = int(size[1:])
+    if rest:
+        for candidate, study in sweep_studies(config, pairs):
+            if f"{size}/sweep/{candidate.label}" == label:
+                return study
+        raise StudyError(f"{config.path}: no sweep candidate {label!r} (fairseq-syntax-study plan lists them)")
+    point = point_of(config, pairs)
+    if point.config is None:
+        raise StudyError(f"{config.path}: size {pairs}: {point.waiting}")
+    return point.config
+
+
+def corpus_pairs(config: StudyConfig) -> int | None:
+    """The training pairs of the corpus (lines of its source training file), None where the file is missing."""
+    corpus = config["corpus"]
+    plain = config.resolve(corpus["raw"]) / f"{corpus['train']}.{corpus['source']}"
+    for path, opener in ((plain, open), (Path(f"{plain}.gz"), gzip.open)):
+        if path.is_file():
+            with opener(path, "rb") as handle:
+                return sum(block.count(b"\n") for block in iter(lambda: handle.read(1 << 20), b""))
+    return None
+
+
+def size_problems(config: StudyConfig) -> list[str]:
+    """Sizes the corpus cannot give: above its training pairs (one line naming them)."""
+    total = corpus_pairs(config)
+    if total is None:
+        return []
+    above = [pairs for pairs in config.size_list if pairs > total]
+    if above:
+        return [f"{config.path}: corpus.subset: {', '.join(map(str, above))} above the corpus's {total} training "
+                "pairs"]
+    return []
+
+
+__all__ = ["Candidate", "Point", "SweepResult", "candidates", "point_config", "point_of", "points",
+           "size_problems", "sweep_studies", "validation_result"]
