@@ -120,8 +120,8 @@ def _sizes_text(sizes: Sequence[int]) -> str:
 
 
 def method_sentences(data: dict[str, Any]) -> list[str]:
-    """One sentence per method: at which sizes it is better than the words (and where it is worse), and at those
-    sizes whether its controls do as well."""
+    """One sentence per method: at which sizes it is better than the words, worse, or neither (no measurable
+    difference, or the metrics disagree), and where it is better whether its controls do as well."""
     sentences = []
     for method, controls in data["methods"].items():
         by_size = data["systems"][method]
@@ -129,11 +129,16 @@ def method_sentences(data: dict[str, Any]) -> list[str]:
         missing = [pairs for pairs in data["sizes"] if not by_size[str(pairs)]]
         better = [pairs for pairs in scored if by_size[str(pairs)]["verdict"] == "better"]
         worse = [pairs for pairs in scored if by_size[str(pairs)]["verdict"] == "worse"]
-        text = f"**{method}**: "
-        text += f"better than the words at {_sizes_text(better)} pairs" if better else \
-            f"better than the words at none of the {len(scored)} sizes scored" if scored else "no size scored yet"
+        unclear = [pairs for pairs in scored if pairs not in better and pairs not in worse]
+        parts = []
+        if better:
+            parts.append(f"better than the words at {_sizes_text(better)} pairs")
         if worse:
-            text += f", worse at {_sizes_text(worse)}"
+            parts.append(f"worse {'than the words ' if not parts else ''}at {_sizes_text(worse)} pairs")
+        if unclear:
+            parts.append(f"no clear difference {'from the words ' if not parts else ''}at {_sizes_text(unclear)} "
+                         "pairs")
+        text = f"**{method}**: " + (", ".join(parts) or "no size scored yet")
         for control in controls:
             versus = data["vs_control"][method][control]
             if not better:

@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 from pathlib import Path
 
 from fairseq_syntax.study.config import StudyConfig
@@ -80,10 +81,13 @@ def _eta(elapsed: float, finished: int, remaining: int, expected_seconds: float 
 
 
 def run_local(config: StudyConfig, tasks: Sequence[RunTask], jobs: int, progress: Callable[[str], None] = print,
-              interval: float = 60.0, expected_seconds: float | None = None) -> list[RunOutcome]:
+              interval: float = 60.0, expected_seconds: float | None = None,
+              more: Callable[[RunOutcome], list[RunTask]] | None = None,
+              order: Callable[[RunTask], Any] | None = None) -> list[RunOutcome]:
     """Run ``tasks`` with ``jobs`` at once; each one's outcome, in the order they ended. ``expected_seconds``: the
     summed wall time the tasks should take (from the study's finished runs), for the estimate of the time left
-    before the first task ends."""
+    before the first task ends. ``more``: called with each ended run's outcome, the tasks its end made ready (they
+    join the waiting ones, which are then sorted by ``order``)."""
     threads = config["training"]["threads"]
     studies: dict[str, StudyConfig] = {}
 
@@ -154,6 +158,13 @@ def run_local(config: StudyConfig, tasks: Sequence[RunTask], jobs: int, progress
                                            f"exit status {status}; see {log_of(task)}"))
                 progress(f"== {task}: {state}")
                 changed = True
+                added = more(outcomes[-1]) if more is not None else []
+                if added:
+                    waiting += added
+                    total += len(added)
+                    if order is not None:
+                        waiting.sort(key=order)
+                    progress(f"== {len(added)} runs ready now: {', '.join(map(str, added))}")
             now = time.time()
             if changed or now - last_line >= interval:
                 report(now)

@@ -131,15 +131,16 @@ def plan_lines(config: StudyConfig) -> list[str]:
 
 
 def _tasks(config: StudyConfig, study: StudyConfig, only: set[str] | None, keep: set[str] | None,
-           progress: Callable[[str], None]) -> tuple[list[RunTask], int]:
-    """The runs of ``study`` (a point, or a sweep candidate) left to do, their data prepared; and how many are done."""
+           queued: set[str], progress: Callable[[str], None]) -> tuple[list[RunTask], int]:
+    """The runs of ``study`` (a point, or a sweep candidate) left to do and not yet ``queued``, their data
+    prepared; and how many are done."""
     from fairseq_syntax.study.prepare import prepare
     from fairseq_syntax.study.runner import is_claimed
 
     states = [state for state in grid_states(study) if keep is None or state.run.system.name in keep]
     named = {f"{study.point}/{state.run.name}": state for state in states}
     to_run = [state.run for name, state in named.items()
-              if state.state != "done" and (only is None or name in only)]
+              if state.state != "done" and (only is None or name in only) and name not in queued]
     if to_run:
         progress(f"== {study.point}: preparing the data of {len(to_run)} runs")
         prepare(study, progress=progress, only=[run.name for run in to_run])
@@ -148,9 +149,33 @@ def _tasks(config: StudyConfig, study: StudyConfig, only: set[str] | None, keep:
     return tasks, sum(state.state == "done" for state in states)
 
 
+def _ready(config: StudyConfig, only: set[str] | None, queued: set[str],
+           progress: Callable[[str], None]) -> tuple[list[RunTask], int]:
+    """Every run that can start now and is not ``queued``: each size's sweep, and the grid of each size whose
+    protocol is chosen; and how many runs of those are done. ``queued`` gains the tasks returned."""
+    tasks, done = [], 0
+    for point in points(config):
+        studies = [(study, None) for _, study in point.sweep]
+        if point.config is not None:
+            studies.append((point.config, _systems(config)))
+        for study, keep in studies:
+            more, finished = _tasks(config, study, only, keep, queued, progress)
+            tasks, done = tasks + more, done + finished
+    queued.update(str(task) for task in tasks)
+    return tasks, done
+
+
+def _priority(task: RunTask) -> tuple[int, int]:
+    """Smaller sizes first, a size's sweep before its grid: the curve's first point is whole soonest."""
+    size, _, rest = task.point.partition("/")
+    return int(size[1:]), 0 if rest else 1
+
+
 def run_sizes(config: StudyConfig, executor: str, jobs: int, only: list[str] | None = None,
               progress: Callable[[str], None] = print) -> int:
-    """``run`` on a study over sizes (module docstring); 0 when every size's grid is done."""
+    """``run`` on a study over sizes (module docstring); 0 when every size's grid is done. Each size's grid joins
+    the runs to do as soon as its sweep's last run ends (locally: in the same pool, while other runs go on; on
+    Slurm: the next round of jobs). Within one ``run`` a failed run is not tried again."""
     found = checked_points(config)
     wanted = set(only) if only else None
     if wanted:
@@ -160,22 +185,27 @@ def run_sizes(config: StudyConfig, executor: str, jobs: int, only: list[str] | N
         unknown = sorted(wanted - known)
         if unknown:
             raise StudyError(f"--only {unknown[0]}: no such run in the study ({config.path}; plan lists them)")
+    queued: set[str] = set()
+    tasks, done = _ready(config, wanted, queued, progress)
+    progress(f"== {done} runs done, {len(tasks)} to run now"
+             + "".join(f"; size {point.pairs}: {point.waiting}" for point in found if point.config is None))
     outcomes: list[RunOutcome] = []
-    for phase in ("sweep", "grid"):
-        tasks, done = [], 0
-        for point in (found if phase == "sweep" else points(config)):
-            if phase == "sweep":
-                for _, study in point.sweep:
-                    more, finished = _tasks(config, study, wanted, None, progress)
-                    tasks, done = tasks + more, done + finished
-            elif point.config is not None:
-                more, finished = _tasks(config, point.config, wanted, _systems(config), progress)
-                tasks, done = tasks + more, done + finished
-            elif phase == "grid":
-                progress(f"== size {point.pairs}: {point.waiting}")
-        progress(f"== {phase}: {done} runs done, {len(tasks)} to run")
-        if tasks:
-            outcomes += _execute(config, tasks, executor, jobs, progress)
+    if executor == "local":
+        from fairseq_syntax.study.local import run_local
+
+        def more(outcome: RunOutcome) -> list[RunTask]:
+            if "/sweep/" not in outcome.run_name or outcome.state == "failed":
+                return []  # only a sweep run's end can make a size's protocol chosen
+            return _ready(config, wanted, queued, progress)[0]
+
+        outcomes = run_local(config, sorted(tasks, key=_priority), jobs, progress=progress, more=more,
+                             order=_priority)
+    else:
+        from fairseq_syntax.study.commands import _run_on_slurm
+
+        while tasks:
+            outcomes += _run_on_slurm(config, sorted(tasks, key=_priority), progress)
+            tasks = _ready(config, wanted, queued, progress)[0]
     from fairseq_syntax.study.over_seeds import rescore_stale
 
     left = 0
@@ -191,19 +221,6 @@ def run_sizes(config: StudyConfig, executor: str, jobs: int, only: list[str] | N
             progress(f"== failed: {outcome.run_name}: {outcome.detail}")
     progress("== every size's runs are done" if not left else f"== {left} runs of the sizes' grids not done")
     return 0 if not left else 1
-
-
-def _execute(config: StudyConfig, tasks: list[RunTask], executor: str, jobs: int,
-             progress: Callable[[str], None]) -> list[RunOutcome]:
-    if executor == "local":
-        from fairseq_syntax.study.local import run_local
-
-        return run_local(config, tasks, jobs, progress=progress)
-    from fairseq_syntax.study.commands import _run_on_slurm
-
-    return _run_on_slurm(config, tasks, progress)
-
-
 
 
 # -- report ---------------------------------------------------------------------------------------------------------
