@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from fairseq_syntax.study.config import ConfigError, load_study, template
+from fairseq_syntax.study.devices import require_device
 from fairseq_syntax.evaluation.results import RecordError
 from fairseq_syntax.study.runner import StudyError
 from fairseq_syntax.study.slurm import SlurmError
@@ -81,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.systems:
                 print("\n".join(dict.fromkeys(run.system.for_training_seed(1).spec() for run in study_runs(config))))
                 return 0
+            require_device(config, config["executor"]["kind"])  # a GPU study where this machine trains on none
             # a study over training-set sizes shows each size in turn
             print("\n".join((sizes_plan_lines if config.size_list else plan_lines)(config)))
             return 0
@@ -101,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, _interrupted)
             executor = args.executor or config["executor"]["kind"]
             jobs = args.jobs or config["executor"]["jobs"]
+            require_device(config, executor)
             # a study over sizes: each size's protocol sweep, then each size's grid
             return (run_sizes if config.size_list else run_study)(config, executor, jobs, only=args.only)
         from fairseq_syntax.study.over_sizes import write_sizes_report

@@ -273,6 +273,12 @@ class StudyConfig:
     systems: tuple[SystemEntry, ...]
     sizes: dict[int, SizeEntry] = field(default_factory=dict)
     point: str = ""
+    #: the file each key was read from (``(section, key)``), where a study's keys come from several (``study.base``)
+    origins: dict[tuple[str, str], str] = field(default_factory=dict, compare=False, repr=False)
+
+    def key_file(self, section: str, key: str) -> str:
+        """The file ``section.key`` was read from (a base's, or this file's), for a line about the key."""
+        return self.origins.get((section, key), str(self.path))
 
     @property
     def size_list(self) -> list[int]:
@@ -360,9 +366,31 @@ def load_study(path: str | os.PathLike, known_systems: Sequence[str] | None = No
     systems = _read_systems(origins.get(("systems", ""), where), raw.get("systems"), sections, problems,
                             known_systems)
     sizes = _read_sizes(lambda size: origins.get(("sizes", size), where), raw.get("sizes", {}), sections, problems)
+    problems += _precision_problems(lambda key: origins.get(key, where), sections["training"], sizes)
     if problems:
         raise ConfigError(problems)
-    return StudyConfig(path=path, sections=sections, systems=tuple(systems), sizes=sizes)
+    return StudyConfig(path=path, sections=sections, systems=tuple(systems), sizes=sizes, origins=origins)
+
+
+def _precision_problems(at: Callable[[tuple[str, str]], str], training: dict,
+                        sizes: dict[int, SizeEntry]) -> list[str]:
+    """fp16 is fairseq's ``--fp16``, a GPU's: with ``device = "cpu"`` every run would fail at its start (the file's
+    training, or a size's settings or sweep, which give every combination of their values)."""
+    fix = "give bf16 (--cpu-bf16-autocast on a CPU) or fp32, or device = \"cuda\""
+    problems = []
+    on_cpu = training.get("precision") == "fp16" and training.get("device") == "cpu"
+    if on_cpu:
+        named, device_file = at(("training", "precision")), at(("training", "device"))
+        problems.append(f"{named}: training.precision: fp16 trains on a GPU only, and training.device is \"cpu\""
+                        f"{f' ({device_file})' if device_file != named else ''}: {fix}")
+    for pairs, entry in sizes.items():
+        own, swept = entry.settings.get("training", {}), entry.sweep.get("training", {})
+        precisions = swept.get("precision", [own.get("precision", training.get("precision"))])
+        devices = swept.get("device", [own.get("device", training.get("device"))])
+        if "fp16" in precisions and "cpu" in devices and not on_cpu:  # the file's own is said above
+            problems.append(f"{at(('sizes', str(pairs)))}: sizes.{pairs}: training.precision fp16 with "
+                            f"training.device \"cpu\": fp16 trains on a GPU only; {fix}")
+    return problems
 
 
 def _read_toml(path: Path) -> dict:

@@ -37,6 +37,7 @@ from pathlib import Path
 import fairseq_syntax
 from fairseq_syntax.evaluation import packed_runs
 from fairseq_syntax.study.config import StudyConfig, load_study
+from fairseq_syntax.study.devices import cuda_problem
 from fairseq_syntax.study.grid import (
     RESUMABLE_OPTIONS,
     Run,
@@ -189,12 +190,14 @@ def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
 
 
 def device_text(config: StudyConfig) -> str:
-    """What a run is recorded as trained on. A CPU's model and the vector instructions torch uses on it are named:
-    machines differ (the same run took 1.7 times as long on an AVX2 machine as on an AVX-512 one)."""
+    """What a run is recorded as trained on, measured in the run's process: the GPU fairseq-train uses (without
+    ``--cpu`` it takes the first visible one where torch sees a GPU, else the CPU), or the CPU. A CPU's model and
+    the vector instructions torch uses on it are named: machines differ (the same run took 1.7 times as long on an
+    AVX2 machine as on an AVX-512 one)."""
     import torch
 
-    if config["training"]["device"] == "cuda":
-        return torch.cuda.get_device_name() if torch.cuda.is_available() else "cuda"
+    if config["training"]["device"] == "cuda" and torch.cuda.is_available():
+        return torch.cuda.get_device_name(0)
     return (f"cpu ({cpu_model()}, {torch.backends.cpu.get_cpu_capability()}, {os.cpu_count()} cores, "
             f"{config['training']['threads']} thread(s) per run)")
 
@@ -229,14 +232,16 @@ def _executable(program_module: str, args: list[str]) -> list[str]:
               for previous, arg in zip(["", *args], args)]]
 
 
-def _fail(config: StudyConfig, run: Run, step: str, log: Path | None) -> RunOutcome:
+def _fail(config: StudyConfig, run: Run, step: str, log: Path | None, why: str = "") -> RunOutcome:
+    """``WORK/failed/RUN.txt`` (its first line what ``plan`` shows: ``why``, else the step; then the log's last
+    lines) and the failed outcome."""
     tail = ""
     if log is not None and log.is_file():
         tail = "\n".join(log.read_text(encoding="utf-8", errors="replace").splitlines()[-20:])
     folder = work_dir(config) / "failed"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{run.name}.txt").write_text(f"{step} failed\n{tail}\n", encoding="utf-8")
-    return RunOutcome(run.name, "failed", f"{step} failed; see {log}")
+    (folder / f"{run.name}.txt").write_text(f"{why or step + ' failed'}\n{tail}\n", encoding="utf-8")
+    return RunOutcome(run.name, "failed", why or f"{step} failed; see {log}")
 
 
 def train(config: StudyConfig, run: Run) -> bool:
@@ -364,6 +369,9 @@ def execute(task: RunTask) -> RunOutcome:
             return RunOutcome(run.name, "held", "another process trains it")
         if finished(config, run):
             return RunOutcome(run.name, "finished")
+        problem = cuda_problem(config, run.name)  # here, on the machine that trains (a Slurm job's node)
+        if problem is not None:
+            return _fail(config, run, "checking the device", None, problem)
         data = work_dir(config) / "data-bin" / run.data
         if not (data / "syntax.json").is_file():
             raise StudyError(f"{data}: the run's data directory is not prepared (fairseq-syntax-study run prepares "

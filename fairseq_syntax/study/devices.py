@@ -1,0 +1,108 @@
+"""Whether this machine can train a study's runs on the device its file names, told without torch.
+
+``training.device = "cuda"`` on a machine whose torch sees no GPU does not fail: fairseq-train falls back to the CPU
+(the grid gives ``--cpu`` only for ``device = "cpu"``), so every run trained on the CPU at a hundredth of the speed
+and was recorded as a GPU run. Two checks stop that:
+
+* ``fairseq-syntax-study plan`` and ``run`` (:func:`device_problem`), where the runs train on this machine (executor
+  ``local``): the file's ``training.device`` (and any size's) is ``cuda`` but no NVIDIA GPU is visible. These
+  commands import no torch (tests/study/test_fast_commands.py), so the GPUs are counted as the driver lists them:
+  ``/proc/driver/nvidia/gpus/`` (one folder a GPU), else ``nvidia-smi -L`` where it is on the PATH; a
+  ``CUDA_VISIBLE_DEVICES`` that is empty or starts with ``-1`` hides them all, as it does from torch. A machine with
+  an AMD driver (``/dev/kfd``) is not judged here. With executor ``slurm`` the login node is not the machine that
+  trains: nothing is checked here.
+* the run's own process (:func:`cuda_problem`, called by :func:`fairseq_syntax.study.runner.execute` on the node
+  that trains, a Slurm job's too): torch's ``torch.cuda.is_available()``. A run that would fall back fails in one
+  line (``WORK/failed/RUN.txt``, which ``plan`` shows) before anything is trained.
+
+``training.precision = "fp16"`` with ``device = "cpu"`` is a problem of the file itself
+(:func:`fairseq_syntax.study.config.load_study`).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping
+
+from fairseq_syntax.study.config import ConfigError, StudyConfig
+
+#: the NVIDIA driver's folder of GPUs (one entry a GPU, named by its PCI address)
+PROC_GPUS = "/proc/driver/nvidia/gpus"
+#: AMD's kernel driver (ROCm): torch.cuda may see its GPUs, which this module does not count
+AMD_DRIVER = "/dev/kfd"
+NVIDIA_SMI_TIMEOUT_S = 20
+
+
+def visible_gpus(environ: Mapping[str, str] = os.environ, proc_gpus: str = PROC_GPUS,
+                 nvidia_smi: str | None = "nvidia-smi", amd_driver: str = AMD_DRIVER) -> tuple[int | None, str]:
+    """(the number of NVIDIA GPUs a process started here would see, or None where it cannot be told; how it was
+    told, for the error line)."""
+    hidden = environ.get("CUDA_VISIBLE_DEVICES")
+    if hidden is not None and (not hidden.strip() or hidden.split(",")[0].strip() == "-1"):
+        return 0, f"CUDA_VISIBLE_DEVICES={hidden!r} hides every GPU"
+    try:
+        listed = len(os.listdir(proc_gpus))
+    except OSError:
+        listed = None
+    if listed:
+        return listed, f"{proc_gpus} lists {listed}"
+    smi = shutil.which(nvidia_smi) if nvidia_smi else None
+    if smi is not None:
+        try:
+            lines = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=NVIDIA_SMI_TIMEOUT_S,
+                                   check=False).stdout.splitlines()
+        except (OSError, subprocess.TimeoutExpired):
+            lines = []
+        count = sum(line.startswith("GPU ") for line in lines)
+        if count:
+            return count, f"nvidia-smi -L lists {count}"
+    if os.path.exists(amd_driver):
+        return None, f"{amd_driver}: an AMD driver, whose GPUs torch may see"
+    return 0, f"no NVIDIA driver lists one ({proc_gpus} {'is empty' if listed == 0 else 'is not there'}" + (
+        ", nvidia-smi -L lists none)" if smi is not None else ", no nvidia-smi)")
+
+
+def _devices(config: StudyConfig) -> set[str]:
+    """Every ``training.device`` the study's runs train on: the file's, and each size's setting or sweep."""
+    devices = {config["training"]["device"]}
+    for entry in config.sizes.values():
+        devices.add(entry.settings.get("training", {}).get("device", config["training"]["device"]))
+        devices.update(entry.sweep.get("training", {}).get("device", []))
+    return devices
+
+
+def device_problem(config: StudyConfig, executor: str, **machine) -> str | None:
+    """The line that refuses a study whose runs would train here on a GPU this machine does not have (the module
+    docstring), or None. ``machine``: :func:`visible_gpus`'s arguments (tests)."""
+    if executor != "local" or "cuda" not in _devices(config):
+        return None
+    count, why = visible_gpus(**machine)
+    if count is None or count > 0:
+        return None
+    return (f"{config.key_file('training', 'device')}: training.device: \"cuda\", but this machine shows no GPU "
+            f"({why}), and executor local trains here: fairseq-train would fall back to the CPU. Run it where a GPU "
+            "is (executor slurm with slurm.gpus_per_job), or give device = \"cpu\"")
+
+
+def require_device(config: StudyConfig, executor: str) -> None:
+    """:class:`ConfigError` with :func:`device_problem`'s line where it has one."""
+    problem = device_problem(config, executor)
+    if problem is not None:
+        raise ConfigError([problem])
+
+
+def cuda_problem(config: StudyConfig, run_name: str) -> str | None:
+    """In the run's own process (where it trains): the line that fails a ``device = "cuda"`` run torch sees no GPU
+    for, else None."""
+    if config["training"]["device"] != "cuda":
+        return None
+    import torch
+
+    if torch.cuda.is_available():
+        return None
+    seen = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return (f"{run_name}: training.device is \"cuda\" ({config.key_file('training', 'device')}), but torch sees no "
+            f"GPU on {os.uname().nodename}" + (f" (CUDA_VISIBLE_DEVICES={seen!r})" if seen is not None else "")
+            + ": nothing trained (fairseq-train would fall back to the CPU); give the jobs a GPU "
+            "(slurm.gpus_per_job, a GPU partition)")
