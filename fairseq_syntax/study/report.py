@@ -7,13 +7,16 @@
    says (:func:`comparisons_of`: every system against ``test.baseline``, every control against its method, the seeds
    each is planned), with its verdicts (:mod:`fairseq_syntax.evaluation.study_answer`), then a section on **runaway
    hypotheses** (:mod:`fairseq_syntax.evaluation.runaway`): per system the looping hypotheses of each run, what they
-   cost in BLEU, and whether the same sentences loop in other runs; and ``seeds.png``, each seed's BLEU.
+   cost in BLEU, and whether the same sentences loop in other runs; and ``seeds.png``, each seed's BLEU. The section
+   reads the test set the runs were scored on (:func:`runaway_inputs`) from the runs folder where it is kept there
+   (``RUNS/test.TARGET.ref`` and ``RUNS/test.SOURCE.src``, gzipped or packed with the runs), so a clone without the
+   study's data reports what the machine that has it reports; else from the data; without either, the report says
+   it has no such section.
 3. With ``--readme FILE``, the short answer between FILE's study-answer markers
    (:func:`~fairseq_syntax.evaluation.study_answer.readme_block`); no other file outside the report folder is written.
 """
 from __future__ import annotations
 
-import gzip
 import os
 from pathlib import Path
 
@@ -52,24 +55,51 @@ def foreign_records(config: StudyConfig) -> list[str]:
     return problems
 
 
-def _read_text_lines(path: Path) -> list[str]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as handle:
-        return handle.read().splitlines()
+def kept_test_set(config: StudyConfig) -> tuple[Path, Path]:
+    """Where the runs folder keeps the test set its runs were scored on (each file gzipped, or packed with the runs):
+    the reference as scored (``WORK/test.TARGET.ref``) and the test source."""
+    corpus, runs = config["corpus"], runs_dir(config)
+    return runs / f"test.{corpus['target']}.ref", runs / f"test.{corpus['source']}.src"
+
+
+def _test_lines(kept_name: Path, data_file: Path | None) -> list[str] | None:
+    """The lines of a test file: the runs folder's kept copy of it, else the data's file (None: neither is there).
+    Both there, they must be the same lines."""
+    from fairseq_syntax.evaluation.scoring import read_lines
+
+    data = read_lines(data_file) if data_file is not None and data_file.is_file() else None
+    copy = kept(kept_name)
+    if copy is None:
+        return data
+    lines = read_lines(copy)
+    if data is not None and lines != data:
+        number = next((n for n, (a, b) in enumerate(zip(lines, data), 1) if a != b), min(len(lines), len(data)) + 1)
+        raise StudyError(f"{copy}: line {number} differs from {data_file}: the runs were scored on another test set "
+                         "than the study's data has")
+    return lines
+
+
+def runaway_inputs(config: StudyConfig) -> tuple[list[str] | None, list[str] | None]:
+    """The test reference the runs were scored against (a ``tokenized`` corpus's tokens where the data preparation
+    kept them) and the test source (None where the corpus names its own reference: no source file goes with it), each
+    from the runs folder's kept copy (:func:`kept_test_set`), else from the data; None where neither has it."""
+    corpus = config["corpus"]
+    reference = raw_reference(config)
+    scored = reference_path(config) if corpus["text"] == "tokenized" else reference
+    source = reference.with_name(reference.name.replace(f".{corpus['target']}", f".{corpus['source']}"))
+    kept_reference, kept_source = kept_test_set(config)
+    return (_test_lines(kept_reference, scored),
+            _test_lines(kept_source, source if corpus["reference"] == "" else None))
 
 
 def runaway_section(config: StudyConfig) -> tuple[list[str], dict]:
-    """The report's runaway-hypotheses section (module docstring) and its JSON."""
+    """The report's runaway-hypotheses section (module docstring) and its JSON; none without a test reference."""
     from fairseq_syntax.evaluation.scoring import detokenize, read_generate_output
 
-    reference = raw_reference(config)
-    if not reference.is_file():
+    refs, sources = runaway_inputs(config)
+    if refs is None:
         return [], {}
     corpus = config["corpus"]
-    # the reference the runs are scored against: a tokenized corpus's tokens where the data preparation kept them
-    refs = _read_text_lines(reference_path(config) if corpus["text"] == "tokenized" else reference)
-    source_file = reference.with_name(reference.name.replace(f".{corpus['target']}", f".{corpus['source']}"))
-    sources = _read_text_lines(source_file) if source_file.is_file() and corpus["reference"] == "" else None
     rows, data, every_run = [], {}, {}
     for system in planned_seeds(config):
         runs = {}
@@ -140,6 +170,9 @@ def write_report(config: StudyConfig, readme: str | None = None, out: str | None
         data["runaway_hypotheses"] = runaways
     md_path, json_path = write_results(out_md, markdown, data)
     lines = [f"wrote {md_path} and {json_path} ({sum(s.state == 'done' for s in states)} of {len(states)} runs)"]
+    if not extra:
+        reference, _ = kept_test_set(config)
+        lines.append(f"no runaway section: no test reference ({reference}.gz kept with the runs, or the study's data)")
     try:
         from fairseq_syntax.evaluation.seeds_figure import plot_seeds
 

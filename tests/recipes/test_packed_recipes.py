@@ -1,7 +1,9 @@
 """The recipes whose logs are packed (examples/sst/logs/packed.tar.xz, examples/ptb_induction/packed.tar.xz with its
-six run folders, examples/demo/runs/packed.tar.xz, examples/multi30k/runs/packed.tar.xz) regenerate their committed
-RESULTS.md and RESULTS.json from the archives byte for byte: every reader finds the packed logs, scores and decodes
-as it found the gzipped files, and none is listed twice or left out."""
+six run folders, examples/demo/runs/packed.tar.xz, examples/multi30k/runs/packed.tar.xz and
+examples/multi30k_de_en/runs/packed.tar.xz) regenerate their committed RESULTS.md and RESULTS.json from the archives
+byte for byte: every reader finds the packed logs, scores and decodes as it found the gzipped files, and none is
+listed twice or left out. A study's runs keep the test set they were scored on, so that a clone without the study's
+data (the demo's is made by run.sh, the Multi30k corpus fetched) reports what the machine with it reports."""
 import os
 import subprocess
 import sys
@@ -16,6 +18,8 @@ COMMANDS = {
     # a study's report (docs/study.md) into a folder of its own: RESULTS.md, RESULTS.json and seeds.png
     "demo": [sys.executable, "-m", "fairseq_syntax.cli.study", "report", "examples/demo/our-run.toml", "--out"],
     "multi30k": [sys.executable, "-m", "fairseq_syntax.cli.study", "report", "examples/multi30k/study.toml", "--out"],
+    "multi30k_de_en": [sys.executable, "-m", "fairseq_syntax.cli.study", "report", "examples/multi30k_de_en/study.toml",
+                       "--out"],
 }
 
 
@@ -32,3 +36,18 @@ def test_a_recipe_regenerates_its_results_from_its_packed_logs(recipe, tmp_path)
     for name in ("RESULTS.md", "RESULTS.json"):
         with open(os.path.join(folder, name), encoding="utf-8") as committed:
             assert (tmp_path / name).read_text(encoding="utf-8") == committed.read(), f"{recipe}/{name}"
+
+
+@pytest.mark.parametrize("recipe", sorted(name for name, command in COMMANDS.items() if "report" in command))
+def test_a_study_keeps_the_test_set_its_runs_were_scored_on(recipe):
+    from fairseq_syntax.evaluation.scoring import read_lines
+    from fairseq_syntax.study.config import load_study
+    from fairseq_syntax.study.report import kept_test_set
+    from fairseq_syntax.study.runner import kept, read_record, runs_dir
+
+    config = load_study(os.path.join(REPO, COMMANDS[recipe][COMMANDS[recipe].index("report") + 1]))
+    record = read_record(runs_dir(config) / f"{config.baseline}.seeds.run.json")
+    sentences = record["per_seed_metrics"]["n_sentences"][0]  # as many as the runs were scored on
+    for name in kept_test_set(config):
+        assert kept(name) is not None, f"{name}.gz: not kept with the runs"
+        assert len(read_lines(kept(name))) == sentences, name
