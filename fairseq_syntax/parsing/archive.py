@@ -5,6 +5,7 @@ for hours (``examples/multi30k/parses/``).
     python3 -m fairseq_syntax.parsing.archive pack TOK_DIR ARCHIVE --source en --splits train valid test \\
         --models constituency=MODELS/crf-con.pt tagger=MODELS/tagger.pt dependency=MODELS/biaffine.pt
     python3 -m fairseq_syntax.parsing.archive verify ARCHIVE
+    python3 -m fairseq_syntax.parsing.archive lines ARCHIVE
     python3 -m fairseq_syntax.parsing.archive unpack ARCHIVE TOK_DIR --source en --splits train valid test
     python3 -m fairseq_syntax.parsing.archive provenance TOK_DIR/parses.json DATA/parsers.json --without dependency
 
@@ -16,6 +17,9 @@ fallback listings ``*.skipped``. ``ARCHIVE`` gets:
 - ``SPLIT.tree.xz`` and ``SPLIT.arcs.jsonl.xz``: the files' bytes, xz-compressed, nothing rounded further;
 - no CoNLL-U: each record holds its 1-best tree (``best``), and ``pack`` checks that the CoNLL-U file is exactly
   what :func:`~fairseq_syntax.parsing.dependency.conllu_of_record` makes of the records, so ``unpack`` rebuilds it;
+- ``SPLIT.lines.xz``: what the archive covers, the digest of each parsed line's text, one a line
+  (:mod:`fairseq_syntax.parsing.coverage`): ``fairseq-syntax-study plan`` checks a study's lines against it without
+  tokenizing them (``lines`` writes it into an archive packed without one);
 - ``MANIFEST.json``: per split the line count, the SHA-256 of the tokens the parses were made from and of each
   file's uncompressed bytes, the fallback lines; the parsers that made them (:mod:`provenance`: file name, digest,
   scores and epochs of the run record); ``SHA256SUMS`` (``sha256sum -c`` reads it) of every compressed file.
@@ -23,8 +27,9 @@ fallback listings ``*.skipped``. ``ARCHIVE`` gets:
 ``unpack`` checks ``SHA256SUMS`` first, then writes ``TOK_DIR/SPLIT.{tree,arcs.jsonl.gz,conllu}`` (and the fallback
 listings) for the tokens now in ``TOK_DIR/SPLIT.SRC``: the parse of a line is found by its tokens, so a subset of the
 corpus (a study's ``corpus.subset``) or a training split filtered by length gets its own lines' parses, in its
-order, numbered as a parse of that file would be. A line the archive has no parse for stops the run naming the
-line (tokens made by another tokenizer version, another corpus): nothing is parsed silently in its place. A line
+order, numbered as a parse of that file would be. An archive holds the parses of the lines it was made from only
+(a study's archive: its ``corpus.subset`` draw, and its valid and test lines); a line it has no parse for stops the
+run naming the line: nothing is parsed silently in its place. A line
 that occurs twice in the corpus takes the parse at its own line number where the file is the whole split, else the
 first one's. ``TOK_DIR/parses.json`` records the archive and its parsers; ``provenance`` writes a data directory's
 ``parsers.json`` from it, as :mod:`fairseq_syntax.parsing.provenance` does from model files.
@@ -40,7 +45,7 @@ import os
 import sys
 from dataclasses import dataclass
 
-from fairseq_syntax.parsing.dependency import conllu_of_record
+from fairseq_syntax.parsing.coverage import ArchiveError, content_lines, lines_file, lines_name
 from fairseq_syntax.parsing.provenance import describe_parsers, read_parser_records, role_models
 from fairseq_syntax.parsing.text import atomic_path, open_output
 
@@ -52,10 +57,6 @@ XZ_PRESET = 9 | lzma.PRESET_EXTREME
 # what a study names each parse file in TOK_DIR, and the file that holds it in the archive
 TREES, ARCS, CONLLU = "tree", "arcs.jsonl.gz", "conllu"
 STORED = {TREES: "tree.xz", ARCS: "arcs.jsonl.xz"}
-
-
-class ArchiveError(Exception):
-    """A problem with a file, named in the message: the command prints it as one line."""
 
 
 def sha256(data: bytes) -> str:
@@ -91,6 +92,8 @@ def read_fallbacks(path: str) -> list[list]:
 
 def conllu_bytes(arcs_lines: list[bytes], numbers: list[int], path: str) -> bytes:
     """The CoNLL-U file of the records, record k numbered ``numbers[k]``."""
+    from fairseq_syntax.parsing.dependency import conllu_of_record  # torch: not for a study's plan
+
     blocks = []
     for number, line in zip(numbers, arcs_lines):
         try:
@@ -117,6 +120,7 @@ def pack(tok_dir: str, archive: str, source: str, splits: list[str], models: dic
         tokens = read_bytes(token_path)
         count = len(lines_of(tokens, token_path))
         entry = {"lines": count, "tokens_sha256": sha256(tokens), "files": {}, "fallbacks": {}}
+        compressed[lines_name(split)] = lines_file(line.decode("utf-8") for line in lines_of(tokens, token_path))
         for kind in kinds:
             path = os.path.join(tok_dir, f"{split}.{kind}")
             data = read_bytes(path)
@@ -186,6 +190,29 @@ def stored_lines(archive: str, entry: dict, kind: str) -> list[bytes]:
     return lines
 
 
+def add_lines(archive: str) -> list[str]:
+    """Writes ``SPLIT.lines.xz`` into an archive packed without it, for each split, from the archive's own content
+    (:func:`~fairseq_syntax.parsing.coverage.content_lines`), and lists it in ``SHA256SUMS`` (checked first);
+    returns the names written."""
+    manifest = verify(archive)
+    checksums_path = os.path.join(archive, CHECKSUMS)
+    listed = {name: digest for digest, name in (line.split("  ", 1) for line in
+                                                read_bytes(checksums_path).decode("utf-8").splitlines())}
+    written = []
+    for split, entry in manifest["splits"].items():
+        name = lines_name(split)
+        if name not in listed:
+            data = lines_file(content_lines(archive, entry))
+            with atomic_path(os.path.join(archive, name)) as temporary, open(temporary, "wb") as out:
+                out.write(data)
+            listed[name] = sha256(data)
+            written.append(name)
+    names = sorted(name for name in listed if name != MANIFEST) + [MANIFEST]
+    with open_output(checksums_path) as out:
+        out.write("".join(f"{listed[name]}  {name}\n" for name in names))
+    return written
+
+
 # ---------------------------------------------------------------------------------------------------- unpack
 
 
@@ -212,9 +239,11 @@ def matching_lines(tokens: list[bytes], archived_words: list[tuple], token_path:
             chosen.append(first[words])
         else:
             raise ArchiveError(
-                f"{token_path}:{number}: no parse of this line in {archive} (split {split}): the parses were made "
-                "from other tokens (another corpus, or another sacremoses version's tokenization); parse the "
-                "corpus instead (a parser per kind in the study's [parses])")
+                f"{token_path}:{number}: no parse of this line in {archive} ({split} split, {len(archived_words)} "
+                "lines): an archive holds the parses of the lines it was made from only; a line of another draw or "
+                "corpus needs a parser (parses.constituency and parses.dependency, by name or path, in place of "
+                "parses.archive), and tokens made otherwise (another sacremoses version) the archive packed again "
+                "from them")
     return chosen
 
 
@@ -302,6 +331,9 @@ def get_parser() -> argparse.ArgumentParser:
                               help="the dependency parses only (a source language with no constituency parser)")
     verify_command = commands.add_parser("verify", help="check ARCHIVE's checksums")
     verify_command.add_argument("archive")
+    lines_command = commands.add_parser("lines", help="write the digests of ARCHIVE's lines (SPLIT.lines.xz) into "
+                                                      "an archive packed without them")
+    lines_command.add_argument("archive")
     unpack_command = commands.add_parser("unpack", help="write the parses of TOK_DIR's tokens from ARCHIVE")
     unpack_command.add_argument("archive")
     unpack_command.add_argument("tok_dir")
@@ -330,6 +362,10 @@ def main(argv: list[str] | None = None) -> None:
         elif args.command == "verify":
             manifest = verify(args.archive)
             print(f"{args.archive}: every checksum matches ({', '.join(manifest['splits'])})", file=sys.stderr)
+        elif args.command == "lines":
+            written = add_lines(args.archive)
+            print(f"{args.archive}: " + (f"wrote {', '.join(written)}" if written else "every split's lines listed "
+                                         "already"), file=sys.stderr)
         elif args.command == "unpack":
             for done in unpack(args.archive, args.tok_dir, args.source, args.splits):
                 how = "the whole split" if done.whole else "its lines found by their tokens"

@@ -1,12 +1,15 @@
 """Parse archives (fairseq_syntax.parsing.archive): packed parses come back byte for byte, for the whole split or
-for a subset of its lines found by their tokens; damage and foreign tokens are refused naming the file and line."""
+for a subset of its lines found by their tokens; damage and foreign tokens are refused naming the file and line; an
+archive says which lines it covers (fairseq_syntax.parsing.coverage), an archive packed without that list computes
+it from its own content."""
 import gzip
 import json
+import lzma
 import os
 
 import pytest
 
-from fairseq_syntax.parsing import archive
+from fairseq_syntax.parsing import archive, coverage
 from fairseq_syntax.parsing.dependency import conllu_of_record
 
 SENTENCES = ["a dog runs", "the cat", "a dog runs", "birds fly high"]
@@ -65,7 +68,8 @@ def packed(tmp_path):
 
 def test_pack_stores_no_conllu_and_unpack_gives_every_file_back(packed, tmp_path):
     tok, store = packed
-    assert sorted(os.listdir(store)) == ["MANIFEST.json", "SHA256SUMS", "train.arcs.jsonl.xz", "train.tree.xz"]
+    assert sorted(os.listdir(store)) == ["MANIFEST.json", "SHA256SUMS", "train.arcs.jsonl.xz", "train.lines.xz",
+                                         "train.tree.xz"]
     manifest = archive.verify(store)
     assert manifest["splits"]["train"]["lines"] == 4
     assert manifest["splits"]["train"]["fallbacks"]["tree"] == [[4, "over 300 words"]]
@@ -159,7 +163,7 @@ def test_an_archive_of_the_arcs_only_gives_back_the_arcs_and_no_trees(tmp_path):
         archive.pack(tok, store, "en", ["train"], {}, str(tmp_path / "no-records"))
     archive.main(["pack", tok, store, "--source", "en", "--splits", "train", "--records", str(tmp_path / "none"),
                   "--arcs-only"])
-    assert sorted(os.listdir(store)) == ["MANIFEST.json", "SHA256SUMS", "train.arcs.jsonl.xz"]
+    assert sorted(os.listdir(store)) == ["MANIFEST.json", "SHA256SUMS", "train.arcs.jsonl.xz", "train.lines.xz"]
     fresh = str(tmp_path / "fresh")
     write_tok(fresh, "train", SENTENCES)
     [done] = archive.unpack(store, fresh, "en", ["train"])
@@ -167,3 +171,47 @@ def test_an_archive_of_the_arcs_only_gives_back_the_arcs_and_no_trees(tmp_path):
     for name in ("train.arcs.jsonl.gz", "train.conllu", "train.arcs.jsonl.gz.skipped"):
         assert read(os.path.join(fresh, name)) == read(os.path.join(tok, name)), name
     assert not os.path.exists(os.path.join(fresh, "train.tree"))
+
+
+def test_a_lines_key_is_what_tokenization_leaves_of_it():
+    # sacremoses -a: spaces between tokens, @-@ around a split hyphen; the study's tokens: brackets PTB-escaped
+    raw = "A well-known dog (sic) doesn't\tbark."
+    tokens = "A well @-@ known dog -LRB- sic -RRB- doesn 't bark ."
+    assert coverage.line_key(raw) == coverage.line_key(tokens) == "Awell-knowndog(sic)doesn'tbark."
+    # Moses-tokenized text: its entities unescaped as the tokens step unescapes them
+    assert coverage.line_key("doesn &apos;t &amp; more", entities=True) == coverage.line_key("doesn 't & more")
+    assert coverage.line_key("doesn &apos;t") != coverage.line_key("doesn 't")  # raw text keeps its entities
+    assert coverage.line_digest(raw) == coverage.line_digest(tokens) != coverage.line_digest("A dog (sic)")
+    assert len(coverage.line_digest(raw)) == 16
+
+
+def test_an_archive_lists_the_digest_of_each_of_its_lines(packed):
+    _, store = packed
+    with lzma.open(os.path.join(store, "train.lines.xz"), "rt") as listed:
+        assert listed.read().splitlines() == [coverage.line_digest(line) for line in SENTENCES]
+    assert archive.verify(store)  # listed in SHA256SUMS
+    assert coverage.covered(store, "train") == {coverage.line_digest(line) for line in SENTENCES}  # 3 distinct
+    assert coverage.line_digest("a  dog runs") in coverage.covered(store, "train")
+    assert coverage.line_digest("a dog walks") not in coverage.covered(store, "train")
+    with pytest.raises(archive.ArchiveError, match=r"MANIFEST.json holds no parses of the test split \(it has: "
+                                                   r"train\)"):
+        coverage.covered(store, "test")
+
+
+@pytest.mark.parametrize("kinds", ["trees and arcs", "arcs only"])
+def test_an_archive_packed_without_the_list_computes_it_from_its_content_and_lines_writes_it(packed, tmp_path,
+                                                                                             kinds):
+    tok, _ = packed
+    store = str(tmp_path / "old")
+    archive.pack(tok, store, "en", ["train"], {}, str(tmp_path / "no-records"),
+                 (archive.TREES, archive.ARCS) if kinds == "trees and arcs" else (archive.ARCS,))
+    listed = read(os.path.join(store, "train.lines.xz"))
+    sums = read(os.path.join(store, "SHA256SUMS"))
+    # as an archive packed before the list was written
+    os.remove(os.path.join(store, "train.lines.xz"))
+    with open(os.path.join(store, "SHA256SUMS"), "wb") as out:
+        out.write(b"".join(line + b"\n" for line in sums.splitlines() if b"train.lines.xz" not in line))
+    assert coverage.covered(store, "train") == {coverage.line_digest(line) for line in SENTENCES}
+    archive.main(["lines", store])
+    assert read(os.path.join(store, "train.lines.xz")) == listed and read(os.path.join(store, "SHA256SUMS")) == sums
+    assert archive.add_lines(store) == []  # every split's list there already: nothing written
