@@ -13,6 +13,7 @@ import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fairseq_syntax.study.checks import check_study
 from fairseq_syntax.study.config import StudyConfig
 from fairseq_syntax.study.grid import Run, study_runs
 from fairseq_syntax.study.local import current_epoch
@@ -103,6 +104,8 @@ def cost_estimate(config: StudyConfig, states: list[RunState]) -> str:
 
 def plan_lines(config: StudyConfig) -> list[str]:
     states = grid_states(config)
+    # every check run makes before it trains, for the runs it would run
+    check_study(config, config["executor"]["kind"], [found.run.name for found in states if found.state != "done"])
     width = max(len(found.run.name) for found in states)
     lines = [f"study {config.name}: {len(states)} runs ({config.path})"]
     for found in states:
@@ -155,6 +158,7 @@ def run_study(config: StudyConfig, executor: str, jobs: int, only: list[str] | N
     from fairseq_syntax.study.prepare import prepare
 
     to_run = [found.run for found in states if found.state != "done" and (not only or found.run.name in only)]
+    check_study(config, executor, [run.name for run in to_run])  # plan's checks, before anything is made
     if to_run:  # the data of the runs left to do only: a fresh machine makes none for finished runs
         prepare(config, progress=progress, only=[run.name for run in to_run])
     held = [run.name for run in to_run if is_claimed(config, run.name)]

@@ -10,8 +10,10 @@ pool of ``--jobs`` runs over all of them), so that one command run again and aga
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
+from fairseq_syntax.study.checks import study_problems
 from fairseq_syntax.study.commands import (
     RunState,
     expected_wall_seconds,
@@ -121,8 +123,32 @@ def _systems(config: StudyConfig) -> set[str]:
     return {run.system.name for run in study_runs(config)}
 
 
+def check_sizes(config: StudyConfig, found: list[Point], executor: str, only: set[str] | None = None) -> None:
+    """Every check ``run`` makes before it trains (:mod:`fairseq_syntax.study.checks`), for each size's sweep and
+    grid (of the runs ``only`` names); a size whose sweep is not finished has its data checked as its grid will
+    read it (the grid's systems on its first candidate's settings)."""
+    problems = []
+    for point in found:
+        studies = [(study, None) for _, study in point.sweep]
+        if point.config is not None:
+            studies.append((point.config, _systems(config)))
+        for study, keep in studies:
+            problems += study_problems(study, executor, [
+                state.run.name for state in grid_states(study) if state.state != "done"
+                and (keep is None or state.run.system.name in keep)
+                and (only is None or f"{study.point}/{state.run.name}" in only)])
+        if point.config is None and point.sweep:
+            waiting = dataclasses.replace(point.sweep[0][1], systems=config.systems)
+            problems += study_problems(waiting, executor, [
+                run.name for run in study_runs(waiting) if only is None or f"{point.label}/{run.name}" in only],
+                work=False)
+    if problems:
+        raise StudyError("\n".join(dict.fromkeys(problems)))
+
+
 def plan_lines(config: StudyConfig) -> list[str]:
     found = checked_points(config)
+    check_sizes(config, found, config["executor"]["kind"])
     lines = [f"study {config.name}: {len(found)} sizes, {', '.join(str(point.pairs) for point in found)} training "
              f"pairs ({config.path})"]
     for point in found:
@@ -185,6 +211,7 @@ def run_sizes(config: StudyConfig, executor: str, jobs: int, only: list[str] | N
         unknown = sorted(wanted - known)
         if unknown:
             raise StudyError(f"--only {unknown[0]}: no such run in the study ({config.path}; plan lists them)")
+    check_sizes(config, found, executor, wanted)  # plan's checks, before anything is made
     queued: set[str] = set()
     tasks, done = _ready(config, wanted, queued, progress)
     progress(f"== {done} runs done, {len(tasks)} to run now"

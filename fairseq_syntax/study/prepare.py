@@ -230,8 +230,15 @@ class Step:
 
 # -- the preparation -------------------------------------------------------------------------------------------------
 
+class Unmade(Exception):
+    """A dry run (:meth:`Preparation.dry_run`) has come to a step it would make."""
+
+
 class Preparation:
-    """The steps of one :func:`prepare` call over ``WORK`` (the module docstring)."""
+    """The steps of one :func:`prepare` call over ``WORK`` (the module docstring). A step's code outside its
+    ``build`` only reads: :meth:`dry_run` runs the steps making nothing."""
+
+    dry = False  # a dry run: stop at the first step to make (Unmade)
 
     def __init__(self, config: StudyConfig, progress: Callable[[str], None], only: Collection[str] | None = None):
         self.config = config
@@ -263,7 +270,23 @@ class Preparation:
         return self.raw_file(self.stems["test"], self.tgt)
 
     def check(self) -> None:
-        """Every missing file and parser, all named at once."""
+        """Every missing file and parser (:meth:`problems`), all named at once; then each parser given by a
+        pretrained name is downloaded, before anything is made (or it cannot be)."""
+        problems = self.problems() or [problem for kind in self.named_parsers()
+                                       if (problem := self.fetch_problem(kind))]
+        if problems:
+            raise PrepareError("\n".join(problems))
+
+    def named_parsers(self) -> list[str]:
+        """The kinds of parser the grid needs that the file gives by a pretrained name."""
+        parses = self.config["parses"]
+        return [] if parses["archive"] else [
+            kind for kind, needed in (("constituency", self.needs.trees), ("dependency", self.needs.arcs))
+            if needed and parses[kind] and not _looks_like_path(parses[kind]) and self.model_path(parses[kind]) is None]
+
+    def problems(self) -> list[str]:
+        """Every missing file and parser, one line each (:mod:`fairseq_syntax.study.checks` adds what else ``run``
+        checks before it trains)."""
         where = self.config.path
         problems = []
         if not self.raw.is_dir():
@@ -280,7 +303,6 @@ class Preparation:
             problems.append(f"{where}: corpus.reference: {self.config.resolve(self.config['corpus']['reference'])}: "
                             "no such file")
         parses = self.config["parses"]
-        named = []  # the parsers given by a pretrained name
         if parses["archive"]:
             archive = self.config.resolve(parses["archive"])
             if not (archive / "MANIFEST.json").is_file():
@@ -300,14 +322,9 @@ class Preparation:
                 elif self.model_path(parses[kind]) is None and _looks_like_path(parses[kind]):
                     problems.append(f"{where}: parses.{kind}: {self.config.resolve(parses[kind])}: no such file "
                                     "(a study never trains a parser)")
-                elif self.model_path(parses[kind]) is None:
-                    named.append(kind)
             if self.needs.trees and parses["tagger"] and self.model_path(parses["tagger"]) is None:
                 problems.append(f"{where}: parses.tagger: {self.config.resolve(parses['tagger'])}: no such file")
-        if not problems:  # a parser given by name is downloaded now, before anything is made (or it cannot be)
-            problems = [problem for kind in named if (problem := self.fetch_problem(kind))]
-        if problems:
-            raise PrepareError("\n".join(problems))
+        return problems
 
     def fetch_problem(self, kind: str) -> str | None:
         """Why the parser ``parses.KIND`` names cannot be had (``fairseq-syntax-parse fetch``: its library's download
@@ -376,6 +393,8 @@ class Preparation:
             raise PrepareError(f"{self.work / present[0]}: there without a record in {self.manifest_path} of what "
                                "made it (not made by a study's preparation): not overwritten; give study.work another "
                                "folder, or remove it to make it again")
+        if self.dry:
+            raise Unmade(step.key)
         staging = self.work / STAGING / step.key.replace("/", "_").replace(":", "_")
         recipe_file = staging / "recipe.json"
         recipe_text = json.dumps(step.recipe, sort_keys=True)
@@ -913,7 +932,21 @@ class Preparation:
         for directory in self.needs.directories:
             self.data_step(directory)
         self.reference_step()
-        shutil.rmtree(self.work / STAGING, ignore_errors=True)
+        if not self.dry:
+            shutil.rmtree(self.work / STAGING, ignore_errors=True)
+
+    def dry_run(self) -> None:
+        """What :func:`prepare` would refuse in ``WORK`` as it is, making nothing: each step's recipe against its
+        record, up to the first step it would make (everything after it is made from that step's outputs); one
+        line of :class:`PrepareError` (an output made from other inputs or settings, or there without a record)."""
+        if not self.work.is_dir():
+            return
+        self.read_manifest()
+        self.dry, self.progress = True, lambda line: None
+        try:
+            self.steps()
+        except Unmade:
+            pass
 
 
 def prepare(config: StudyConfig, progress: Callable[[str], None] = print,
@@ -933,8 +966,12 @@ def subset_lines(total: int, pairs: int, seed: int) -> list[int]:
     ``total`` lines (``random.Random(seed).sample(range(total), total)``), so that a smaller subset of one seed lies
     inside every larger one. For Multi30k's 10,000 of 29,000 pairs this is the draw of its committed parses
     (``sample(range(total), pairs)`` fills its first ``pairs`` places the same way whenever it draws from a pool)."""
-    order = random.Random(seed).sample(range(total), total)
-    return sorted(number + 1 for number in order[:pairs])
+    return sorted(draw_order(total, seed)[:pairs])
+
+
+def draw_order(total: int, seed: int) -> list[int]:
+    """The random order of the 1-based line numbers whose first lines :func:`subset_lines` draws."""
+    return [number + 1 for number in random.Random(seed).sample(range(total), total)]
 
 
 def _raw_lines(path: Path) -> list[str]:

@@ -1,0 +1,204 @@
+"""Every check ``fairseq-syntax-study run`` makes before it trains, in one place: ``plan`` makes them too, so that
+``plan`` answering 0 means ``run`` starts training. Each problem is one line naming the file and the key; nothing
+is made, and nothing is checked for a study whose runs are all done (``run`` makes nothing for them).
+
+- the corpus's files, and the parsers or the parse archive the grid's systems read
+  (:meth:`~fairseq_syntax.study.prepare.Preparation.problems`);
+- ``corpus.subset`` within the training split, and the two sides of each split of one length;
+- the parse archive's **coverage** of the lines the study reads: the training lines ``corpus.subset`` draws
+  (:func:`~fairseq_syntax.study.prepare.subset_lines`; all of them without a subset) and every valid and test line,
+  each found by the digest of its text (:mod:`fairseq_syntax.parsing.coverage`: without tokenizing the corpus;
+  a training line ``corpus.max_train_words`` leaves out needs no parse). A study the archive does not cover is
+  refused naming how many lines are missing and the two ways on: parsers by name or path, or a draw of lines the
+  archive holds (the largest ``corpus.subset`` of the study's ``corpus.subset_seed``, else of seeds 0 to 9, that
+  lies inside it);
+- the work folder: an output made there from other inputs or settings (another ``corpus.raw``), or there without
+  its record (:meth:`~fairseq_syntax.study.prepare.Preparation.dry_run`);
+- the executor: ``slurm`` needs submitit (found, not imported) and Slurm's commands.
+
+A parser given by a pretrained name is downloaded by ``run`` (before it makes anything), not by ``plan``; the run
+records are checked where the runs' states are read (:func:`fairseq_syntax.study.commands.grid_states`).
+"""
+from __future__ import annotations
+
+import functools
+import importlib.util
+import shutil
+from collections.abc import Collection
+from pathlib import Path
+
+from fairseq_syntax.parsing.coverage import ArchiveError, covered, line_digest
+from fairseq_syntax.parsing.text import MOSES_LANGUAGES
+from fairseq_syntax.study.config import StudyConfig
+from fairseq_syntax.study.prepare import Preparation, PrepareError, _raw_lines, draw_order, subset_lines
+from fairseq_syntax.study.runner import StudyError
+
+#: the seeds whose draws a refusal tries besides the study's own, for a draw of lines the archive holds
+DRAW_SEEDS = range(10)
+
+
+class RawSide:
+    """One raw file's lines and, as asked, each line's digest (:func:`~fairseq_syntax.parsing.coverage.line_digest`;
+    ``entities``: of Moses-tokenized text)."""
+
+    def __init__(self, path: Path):
+        self.lines = _raw_lines(path)
+        self.digests: dict[tuple[int, bool], str] = {}
+
+    def digest(self, number: int, entities: bool) -> str:
+        """The digest of 1-based line ``number``."""
+        if (number, entities) not in self.digests:
+            self.digests[number, entities] = line_digest(self.lines[number - 1], entities)
+        return self.digests[number, entities]
+
+
+@functools.lru_cache(maxsize=8)
+def _raw_side(path: str, stamp: tuple) -> RawSide:
+    return RawSide(Path(path))
+
+
+def raw_side(path: Path) -> RawSide:
+    """A raw file's lines, read once a process while it stays as it is (each size of a study reads them)."""
+    status = path.stat()
+    return _raw_side(str(path.resolve()), (status.st_mtime_ns, status.st_size))
+
+
+def study_problems(config: StudyConfig, executor: str, runs: Collection[str], work: bool = True) -> list[str]:
+    """What stops ``run`` before it trains ``runs`` (the names of the runs left to do), one line each (module
+    docstring); ``work``: the work folder too."""
+    if not runs:
+        return []
+    preparation = Preparation(config, lambda line: None, only=runs)
+    problems = preparation.problems()
+    if not problems:
+        problems = corpus_problems(preparation) or coverage_problems(preparation)
+    if not problems and work:
+        try:
+            preparation.dry_run()
+        except PrepareError as error:
+            problems.append(str(error))
+    return problems + executor_problems(config, executor)
+
+
+def check_study(config: StudyConfig, executor: str, runs: Collection[str]) -> None:
+    """:func:`study_problems` as one :class:`StudyError` (a line each)."""
+    problems = study_problems(config, executor, runs)
+    if problems:
+        raise StudyError("\n".join(problems))
+
+
+def executor_problems(config: StudyConfig, executor: str) -> list[str]:
+    """What the executor needs that is not here: submitit and Slurm's commands for ``slurm``."""
+    if executor != "slurm":
+        return []
+    where = f"{config.path}: executor slurm (executor.kind, or run's --executor)"
+    if importlib.util.find_spec("submitit") is None:
+        return [f"{where} needs submitit, which is not installed here: pip install -e '.[slurm]' (from the "
+                "repository)"]
+    missing = [program for program in ("sbatch", "squeue", "srun") if shutil.which(program) is None]
+    if missing:
+        return [f"{where} needs a Slurm cluster's commands, and {', '.join(missing)} "
+                f"{'is' if len(missing) == 1 else 'are'} not on PATH here"]
+    return []
+
+
+def corpus_problems(preparation: Preparation) -> list[str]:
+    """A split whose two sides differ in length; a ``corpus.subset`` above the training pairs."""
+    config, corpus = preparation.config, preparation.config["corpus"]
+    problems = []
+    for split, stem in preparation.stems.items():
+        paths = [preparation.raw_file(stem, lang) for lang in (preparation.src, preparation.tgt)]
+        counts = [len(raw_side(path).lines) for path in paths]
+        if counts[0] != counts[1]:
+            problems.append(f"{config.path}: corpus.{split}: {paths[0]} has {counts[0]} lines, {paths[1]} "
+                            f"{counts[1]}")
+        elif split == "train" and corpus["subset"] > counts[0]:
+            problems.append(f"{config.path}: corpus.subset: {corpus['subset']} pairs, but the training split has "
+                            f"{counts[0]}")
+    return problems
+
+
+def coverage_problems(preparation: Preparation) -> list[str]:
+    """The lines the study reads that its parse archive has no parse of, a line a split (module docstring)."""
+    config, needs = preparation.config, preparation.needs
+    if not config["parses"]["archive"] or not (needs.trees or needs.arcs):
+        return []
+    archive = config.resolve(config["parses"]["archive"])
+    corpus = config["corpus"]
+    entities = corpus["text"] == "tokenized"
+    kinds = [f"parses.{kind}" for kind, needed in (("constituency", needs.trees), ("dependency", needs.arcs))
+             if needed]
+    offline = ("python3 examples/train_parsers.py --study FILE trains them without the network" if
+               preparation.src == "en" else "docs/parsers.md, 'Local models', trains them without the network")
+    parsers = f"give the parsers instead ({' and '.join(kinds)}, by pretrained name or path: {offline})"
+    problems = []
+    for split, stem in preparation.stems.items():
+        path = preparation.raw_file(stem, preparation.src)
+        side = raw_side(path)
+        try:
+            held = covered(str(archive), split)
+        except ArchiveError as error:
+            problems.append(f"{config.path}: parses.archive: {error}")
+            continue
+        numbers = subset_lines(len(side.lines), corpus["subset"], corpus["subset_seed"]) \
+            if split == "train" and corpus["subset"] else range(1, len(side.lines) + 1)
+        missing = [number for number in numbers if side.digest(number, entities) not in held]
+        if split == "train" and missing and corpus["max_train_words"]:
+            missing = kept_lines(preparation, missing)
+        if not missing:
+            continue
+        what = (f"of the {len(numbers)} training lines corpus.subset draws (corpus.subset = {corpus['subset']}, "
+                f"corpus.subset_seed = {corpus['subset_seed']}" if split == "train" and corpus["subset"] else
+                f"of the {len(numbers)} lines of corpus.{split} ({stem!r}")
+        head = (f"{config.path}: parses.archive: {archive} has no parse of {len(missing)} {what}; the first: "
+                f"{path.name} line {missing[0]})")
+        if split == "train":
+            problems.append(f"{head}: {parsers}, or {own_draw(side, held, corpus, entities)}")
+        else:
+            problems.append(f"{head}: parses of another corpus or tokenization; {parsers}")
+    return problems
+
+
+def own_draw(side: RawSide, held: frozenset[str], corpus: dict, entities: bool) -> str:
+    """A draw of training lines the archive holds, as the file would ask for it: the study's seed first, then the
+    seed among :data:`DRAW_SEEDS` whose draw lies inside the archive the longest."""
+    total, wanted = len(side.lines), corpus["subset"] or len(side.lines)
+    best = (0, corpus["subset_seed"])
+    for seed in dict.fromkeys([corpus["subset_seed"], *DRAW_SEEDS]):
+        inside = 0
+        for number in draw_order(total, seed):
+            if side.digest(number, entities) not in held:
+                break
+            inside += 1
+        if inside >= wanted:
+            return f"draw lines it holds (corpus.subset_seed = {seed} draws all {wanted} from them)"
+        best = max(best, (inside, seed), key=lambda found: found[0])
+    if not best[0]:
+        return (f"a draw of lines it holds (no corpus.subset_seed of {corpus['subset_seed']} or "
+                f"{DRAW_SEEDS.start}-{DRAW_SEEDS.stop - 1} draws one of them: an archive of another corpus?)")
+    return f"draw lines it holds (corpus.subset = {best[0]} or fewer, with corpus.subset_seed = {best[1]})"
+
+
+def kept_lines(preparation: Preparation, numbers: list[int]) -> list[int]:
+    """Those of the training lines ``numbers`` that ``corpus.max_train_words`` keeps (the tokens step's count:
+    none empty and none over the limit on either side), tokenized as that step tokenizes them; a raw language that
+    sacremoses does not tokenize (stanza's, with torch) is counted by its spaces."""
+    from fairseq_syntax.parsing.text import tokenizer
+
+    corpus = preparation.config["corpus"]
+    limit = corpus["max_train_words"]
+    sides = []
+    for lang in (preparation.src, preparation.tgt):
+        raw = corpus["text"] == "raw" and lang in MOSES_LANGUAGES
+        split = tokenizer(lang if raw else None)
+        lines = raw_side(preparation.raw_file(preparation.stems["train"], lang)).lines
+        sides.append((split, lines))
+    kept = []
+    for number in numbers:
+        counts = [len(split(lines[number - 1])) for split, lines in sides]
+        if min(counts) > 0 and max(counts) <= limit:
+            kept.append(number)
+    return kept
+
+
+__all__ = ["check_study", "corpus_problems", "coverage_problems", "executor_problems", "study_problems"]
