@@ -24,7 +24,9 @@ measure() {  # measure NAME THREADS BF16(0/1) ARCH FORM
     --lr 1e-3 --lr-scheduler inverse_sqrt --warmup-updates 1000 --clip-norm 1.0 --max-tokens 4096 --max-update 40 \
     --cpu --seed 1 --max-source-positions 1024 --no-save --log-format simple --log-interval 10 \
     --disable-validation "${extra[@]}" 2>&1 | grep -v "fairseq_cli.train | {" > "$HERE/$name.log"
-  gzip -n -f "$HERE/$name.log"  # kept as NAME.log.gz; summarize.py reads either
+  # kept as NAME.log.gz (the committed ones are packed: examples/pack_runs.py unpack-folder this folder before a
+  # new measurement, pack-folder after it); summarize.py reads either
+  gzip -n -f "$HERE/$name.log"
 }
 measure seqfp32t2 2 0 transformer sequence
 measure seqbf16t1 1 1 transformer sequence

@@ -1,4 +1,5 @@
-"""Table of bench/multi30k_precision/*.log (written by measure.sh; kept gzipped, NAME.log.gz): target tokens/s of
+"""Table of bench/multi30k_precision/*.log (written by measure.sh; kept gzipped, NAME.log.gz,
+then packed into packed.tar.xz beside it: read from there): target tokens/s of
 updates 31-40."""
 import pathlib
 import re

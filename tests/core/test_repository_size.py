@@ -3,11 +3,13 @@
 at most 20 MB (issue 60: room for the German parses).
 
 A data artifact is a file named in a ``SHA256SUMS`` beside it (compressed and checksummed): the Multi30k parses
-(``examples/multi30k/parses``, hours of parsing) and the packed logs and decodes of trained runs
+(``examples/multi30k/parses``, hours of parsing), the packed logs and decodes of trained runs
 (``examples/*/packed.tar.xz``, ``examples/*/runs/`` and ``logs/``: the Multi30k study's alone are about 70 CPU
-thread-hours). Everything else (the package, tests, bench, recipes, docs, the records over seeds, RESULTS tables
+thread-hours) with the test set they were scored on, and the packed logs and raw measurements of the benchmarks
+(``bench/**/packed.tar.xz``). Each is checked against its digest here. Everything else (the package, tests, bench, recipes, docs, the records over seeds, RESULTS tables
 and figures) counts against the 3 MB. Sizes are those of the files git tracks, as a clone has them.
 """
+import hashlib
 import subprocess
 from pathlib import Path
 
@@ -50,6 +52,15 @@ def test_data_artifacts_are_read_from_each_folders_sha256sums(tmp_path):
     (tmp_path / "runs" / "SHA256SUMS").write_text("ab" * 32 + "  packed.tar.xz\n" + "cd" * 32 + " *b.xz\n\n")
     files = [tmp_path / "runs" / "SHA256SUMS", tmp_path / "runs" / "packed.tar.xz", tmp_path / "README.md"]
     assert data_artifacts(files) == {tmp_path / "runs" / "packed.tar.xz", tmp_path / "runs" / "b.xz"}
+
+
+def test_every_data_artifact_has_the_digest_its_sha256sums_lists():
+    files = [f for f in tracked_files(REPO) if f.is_file()]
+    for sums in (f for f in files if f.name == "SHA256SUMS"):
+        for line in filter(str.strip, sums.read_text(encoding="utf-8").splitlines()):
+            digest, name = line.split(maxsplit=1)
+            artifact = sums.parent / name.lstrip("*")
+            assert hashlib.sha256(artifact.read_bytes()).hexdigest() == digest, f"{artifact}: not the digest {sums} lists"
 
 
 def test_code_records_and_tables_stay_under_3_mb_and_data_artifacts_under_12_mb():
