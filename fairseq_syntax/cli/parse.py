@@ -29,10 +29,12 @@ digest and, for dependencies, the label scheme of the model (stanford or univers
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 import torch
 
+from fairseq_syntax.core.stopping import stopping_cleanly
 from fairseq_syntax.parsing import shards
 from fairseq_syntax.parsing.backends import DependencyJob, constituency_job, fetch
 from fairseq_syntax.parsing.batching import DEFAULT_BATCH_TOKENS
@@ -149,16 +151,21 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> shards.ParseRun | None:
+    """The command. SIGTERM and Ctrl-C stop it in one line with what it was writing removed (``.partial`` outputs,
+    the temporary folder a stanza model file starts in, the unfinished shards of its workers: finished shards are
+    kept); a worker keeps the stop of :data:`~fairseq_syntax.parsing.shards.WORKER_PRELUDE`."""
     parser = get_parser()
     args = parser.parse_args(argv)
+    worker = getattr(args, "parent_pid", None) is not None
     try:
-        if args.kind == "fetch":
-            fetch(args.parser_kind, args.backend, args.model, args.lang, args.tagger)
-            return None
-        shards.check_arguments(parser, args)
-        check_outputs(args)
-        torch.set_num_threads(args.threads)
-        return _run(args, argv)
+        with contextlib.nullcontext() if worker else stopping_cleanly("fairseq-syntax-parse"):
+            if args.kind == "fetch":
+                fetch(args.parser_kind, args.backend, args.model, args.lang, args.tagger)
+                return None
+            shards.check_arguments(parser, args)
+            check_outputs(args)
+            torch.set_num_threads(args.threads)
+            return _run(args, argv)
     except ModelUnavailable as error:
         sys.exit(f"error: {error}")
 

@@ -392,10 +392,12 @@ def _shard_files(job: ParseJob, shard: Shard) -> list[str]:
 
 
 def _remove_unfinished(job: ParseJob, shard: Shard) -> None:
-    """Every file of a shard that was not finished: its outputs (whole or ``.partial``), progress, log and lock."""
-    for path in _shard_files(job, shard) + [shard.path(output) + ".partial" for output, _ in job.outputs]:
-        if os.path.exists(path):
-            os.remove(path)
+    """Every file of a shard that was not finished: its outputs, manifest and progress (whole or ``.partial``: a
+    worker stopped while writing one), log and lock."""
+    for path in _shard_files(job, shard):
+        for written in (path, path + ".partial"):
+            if os.path.exists(written):
+                os.remove(written)
 
 
 def _other_layouts(job: ParseJob, count: int) -> dict[int, list[str]]:
@@ -678,8 +680,11 @@ def _run_workers(job: ParseJob, source: InputFile, todo: list[Shard], workers: i
                 for shard in stopped + [shard for shard, *_ in failed]:
                     _remove_unfinished(job, shard)
                 raise SystemExit(line)
-    except BaseException:  # a KeyboardInterrupt: the workers started here stop too; finished shards are kept
+    except BaseException:  # Ctrl-C or SIGTERM: the workers started here stop, their unfinished shards' files go;
+        stopped = list(running)  # finished shards are kept
         _stop_workers(running)
+        for shard in stopped:
+            _remove_unfinished(job, shard)
         raise
     if failed:
         progress.update(0)

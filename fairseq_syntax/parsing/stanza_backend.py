@@ -29,8 +29,6 @@ import contextlib
 import json
 import os
 import re
-import shutil
-import tempfile
 from functools import partial
 from itertools import islice
 from typing import Iterable, Iterator
@@ -38,6 +36,7 @@ from typing import Iterable, Iterator
 import numpy as np
 import torch
 
+from fairseq_syntax.core.stopping import temporary_directory
 from fairseq_syntax.core.trees import Tree, ptb_escape_token, ptb_unescape_token
 from fairseq_syntax.parsing.dependency import (
     DEFAULT_BATCH_SIZE,
@@ -101,17 +100,16 @@ def _load_stanza_pipeline(model: str, lang: str, kind: str, device: str | None):
 
 def _pipeline_of_model_file(path: str, common: dict):
     """A Pipeline of stanza's dependency parser alone, from its model file: stanza wants a resources.json to start,
-    so a one-language one is written to a temporary folder for the start and removed."""
+    so a one-language one is written to a temporary folder for the start and removed, on SIGTERM too (within
+    :func:`~fairseq_syntax.core.stopping.stopping_cleanly`, as ``fairseq-syntax-parse`` runs; a SIGKILL's folder goes
+    at the next run's start: :func:`~fairseq_syntax.core.stopping.temporary_directory`)."""
     import stanza
 
-    folder = tempfile.mkdtemp(prefix="stanza-resources-")
-    try:
+    with temporary_directory("stanza-resources") as folder:
         with open(os.path.join(folder, "resources.json"), "w", encoding="utf-8") as handle:
             json.dump({common["lang"]: {"lang_name": common["lang"]}}, handle)
         pipeline = stanza.Pipeline(processors="depparse", depparse_model_path=path, depparse_pretagged=True,
                                    dir=folder, download_method=None, **common)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
     args = pipeline.processors["depparse"].trainer.args
     tags = [name for name in ("upos", "xpos", "ufeats") if args.get(f"use_{name}", False)]
     if tags:

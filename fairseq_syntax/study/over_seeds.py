@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
+from fairseq_syntax.core.stopping import temporary_directory
 from fairseq_syntax.study.config import StudyConfig
 from fairseq_syntax.study.grid import planned_seeds, registry_systems, study_identity, compared_with
 from fairseq_syntax.study.runner import (
@@ -94,7 +94,8 @@ def score_over_seeds(config: StudyConfig, system: str) -> Path:
         if first.get(key):
             args += [option, first[key]]
     arch = first.get("arch") or registry_systems()[system].arch
-    with tempfile.TemporaryDirectory() as scratch:
+    # removed when scoring ends, or run is stopped (SIGTERM, Ctrl-C); a SIGKILL's folder at the next run's start
+    with temporary_directory("over-seeds") as scratch:
         if first.get("parsers"):
             parsers = Path(scratch) / "parsers.json"
             parsers.write_text(json.dumps(first["parsers"]), encoding="utf-8")

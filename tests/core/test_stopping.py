@@ -1,8 +1,9 @@
 """Commands that write temporary files, stopped by SIGTERM (what ``kill`` and ``timeout`` send) or SIGINT (Ctrl-C)
 mid-work, remove them and end in one line with exit status 128 + the signal (:mod:`fairseq_syntax.core.stopping`):
 ``fairseq-syntax-preprocess`` (its copy of the corpus in TMPDIR), ``fairseq-syntax-preprocess-dependencies`` (its
-``.partial`` side data in the data directory) and ``preprocess/measure_throughput.py`` (its sample and parses in
-TMPDIR, and its parse workers). What a SIGKILL leaves in TMPDIR is removed by the next run.
+``.partial`` side data in the data directory), ``fairseq-syntax-parse`` (the folder a stanza model file starts from
+in TMPDIR, its ``.partial`` output, its workers' unfinished shards) and ``preprocess/measure_throughput.py`` (its
+sample and parses in TMPDIR, and its parse workers). What a SIGKILL leaves in TMPDIR is removed by the next run.
 
 Each command runs with TMPDIR set to a fresh folder of the test, and is signalled once it is seen working (its
 temporary folder or ``.partial`` file there), with thousands of lines left to convert."""
@@ -19,6 +20,7 @@ import time
 import pytest
 from conftest import REPO, run_preprocess, tiny_corpus, write_arcs
 from test_measurements import tiny_tagger  # noqa: F401  (the fixture: an untrained tagger)
+from test_parse_command import GSD_DEV, stanza_german_model  # noqa: F401  (the fixture: a tiny stanza parser file)
 
 from fairseq_syntax.core import stopping
 from fairseq_syntax.core.stopping import OWNER_FILE, PREFIX, remove_abandoned, temporary_directory
@@ -139,6 +141,80 @@ def test_measure_throughput_stopped_mid_work_stops_its_workers_and_removes_its_f
                                                      "files it made are removed")
     assert os.listdir(tmpdir) == []
     assert not (tmp_path / "out.json").exists()
+
+
+#: fairseq-syntax-parse in a process whose stanza Pipeline takes ten minutes to start (a loaded machine, a large
+#: model): the signal lands while the temporary folder the Pipeline starts from is there
+SLOW_STANZA = """
+import sys, time
+import stanza
+class Slow(stanza.Pipeline):
+    def __init__(self, *args, **kwargs):
+        time.sleep(600)
+        super().__init__(*args, **kwargs)
+stanza.Pipeline = Slow
+from fairseq_syntax.cli import parse
+parse.main(sys.argv[1:])
+"""
+
+
+def start_parse(model, tmp_path, lines: int, *extra, program=("-m", "fairseq_syntax.cli.parse")):
+    """fairseq-syntax-parse (``program``: how Python starts it) of ``lines`` German sentences with the stanza model
+    file, into ``tmp_path/out``, TMPDIR ``tmp_path/tmp``: (the process, out, tmp)."""
+    import gzip
+
+    out, tmpdir = tmp_path / "out", tmp_path / "tmp"
+    out.mkdir()
+    tmpdir.mkdir()
+    sentences = [" ".join(line.split("\t")[1] for line in block.splitlines() if line[:1].isdigit())
+                 for block in gzip.open(GSD_DEV, "rt", encoding="utf-8").read().split("\n\n")[:20]]
+    (tmp_path / "in.txt").write_text("".join(f"{sentences[k % 20]}\n" for k in range(lines)), encoding="utf-8")
+    process = subprocess.Popen([sys.executable, *program, "dependency", "--backend", "stanza", "--lang", "de",
+                                "--model", model, "--input", str(tmp_path / "in.txt"), "--output",
+                                str(out / "arcs.jsonl"), "--device", "cpu", *extra],
+                               cwd=REPO, env=environment(tmpdir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True)
+    return process, out, tmpdir
+
+
+def test_parse_stopped_while_a_stanza_model_file_starts_removes_its_folder(stanza_german_model,  # noqa: F811
+                                                                          tmp_path):
+    process, out, tmpdir = start_parse(stanza_german_model, tmp_path, 10, program=("-c", SLOW_STANZA))
+    started = wait_for(lambda: [name for name in folders(tmpdir, PREFIX + "stanza-resources-")
+                                if os.path.exists(tmpdir / name / "resources.json")], process,
+                       "the folder its stanza Pipeline starts from")
+    assert started[0].startswith(f"{PREFIX}stanza-resources-{process.pid}-")
+    assert stopped(process, signal.SIGTERM) == (143, "fairseq-syntax-parse: stopped by SIGTERM; the temporary files "
+                                                     "it made are removed")
+    assert os.listdir(tmpdir) == [] and os.listdir(out) == []
+
+
+def test_parse_stopped_mid_parse_leaves_no_partial_output(stanza_german_model, tmp_path):  # noqa: F811
+    process, out, tmpdir = start_parse(stanza_german_model, tmp_path, 20000, "--batch-size", "20")
+    wait_for(lambda: os.path.exists(out / "arcs.jsonl.partial"), process, "its .partial output")
+    assert stopped(process, signal.SIGINT) == (130, "fairseq-syntax-parse: stopped by SIGINT; the temporary files "
+                                                    "it made are removed")
+    assert os.listdir(out) == [] and os.listdir(tmpdir) == []
+
+
+def test_parse_workers_stopped_mid_parse_leave_only_finished_shards(stanza_german_model, tmp_path):  # noqa: F811
+    process, out, tmpdir = start_parse(stanza_german_model, tmp_path, 20000, "--batch-size", "20", "--workers", "2",
+                                       "--num-shards", "4")
+    # both workers parsing: their shards' outputs are being written
+    wait_for(lambda: len([name for name in os.listdir(out) if name.endswith(".partial")]) >= 2, process,
+             "two workers writing their shards", seconds=600)
+    assert stopped(process, signal.SIGTERM) == (143, "fairseq-syntax-parse: stopped by SIGTERM; the temporary files "
+                                                     "it made are removed")
+    left = sorted(os.listdir(out))
+    finished = {name.removesuffix(".json") for name in left if name.endswith(".json")}
+    # what is left is finished shards' files only (a shard is finished once its manifest is there): the stopped
+    # workers' shards, whose outputs were .partial, are gone with their logs, progress and locks
+    def finished_shards(name):
+        return [stem for stem in finished if name == stem or name.startswith(stem + ".")]
+
+    assert len(finished) <= 2 and all(finished_shards(name) for name in left), left
+    assert not [name for name in left if name.endswith(".partial")], left
+    assert os.listdir(tmpdir) == []
 
 
 def dead_pid() -> int:

@@ -33,6 +33,11 @@ name = "sequence"
 
 
 def write(folder, executor="local", training="", name="study.toml"):
+    """The study file, beside a corpus of three pairs a split (plan checks the files the runs read)."""
+    (folder / "raw").mkdir(exist_ok=True)
+    for split in ("train", "valid", "test"):
+        for side in ("en", "de"):
+            (folder / "raw" / f"{split}.{side}").write_text("a b .\nc d .\ne f .\n", encoding="utf-8")
     path = folder / name
     path.write_text(STUDY.format(executor=executor, training=training), encoding="utf-8")
     return path
@@ -41,7 +46,7 @@ def write(folder, executor="local", training="", name="study.toml"):
 def fake_nvidia_smi(folder, output: str) -> str:
     """An ``nvidia-smi`` that prints ``output`` for ``-L``; its path."""
     script = folder / "nvidia-smi"
-    script.write_text(f"#!/bin/sh\n[ \"$1\" = -L ] && printf '%s' '{output}'\n", encoding="utf-8")
+    script.write_text(f"#!/bin/sh\n[ \"$1\" = -L ] && printf '%b' '{output}'\n", encoding="utf-8")
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     return str(script)
 
@@ -100,7 +105,7 @@ def test_plan_and_run_refuse_it_in_one_line_without_torch(tmp_path, monkeypatch)
     for command in (["plan", "study.toml"], ["run", "study.toml"]):
         refused = study_forbidding_torch(*command, cwd=tmp_path)
         assert (refused.returncode, refused.stdout, refused.stderr) == (2, "", expected), refused.stderr
-    assert sorted(os.listdir(tmp_path)) == ["study.toml"]  # nothing prepared
+    assert sorted(os.listdir(tmp_path)) == ["raw", "study.toml"]  # nothing prepared
     # executor slurm: the login node plans it, the job checks its own node
     write(tmp_path, executor="slurm")
     planned = study_forbidding_torch("plan", "study.toml", cwd=tmp_path)
