@@ -9,7 +9,9 @@ A :class:`System` is one row of a results table: a name, a registered fairseq ar
 is registered with it, see :func:`fairseq_syntax.core.model.register_architectures`), the data directory it reads
 (input form and POS-node convention, :mod:`fairseq_syntax.core.input_forms`), the side inputs its encoder reads
 (:mod:`fairseq_syntax.core.side_inputs`) and extra model options. Baselines are systems too (fairseq's
-``transformer`` on the sequence and linearized forms belong to McDonald & Chiang 2021).
+``transformer`` on the sequence and linearized forms belong to McDonald & Chiang 2021). A side input that does not
+come with the input form is made by a function its method declares (``Method.side_data``,
+:mod:`fairseq_syntax.core.side_data`), which any method's systems may read.
 
 A system's ``controls`` name the control structures (:mod:`fairseq_syntax.core.control_kinds`) it is also run
 on: :meth:`System.on_control` derives that system, ``NAME_CONTROL`` on the data directory ``DATA.CONTROL`` (e.g.
@@ -22,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from fairseq_syntax.core.control_kinds import CONTROLS, control_data_name, control_seed_for_run
+from fairseq_syntax.core.side_data import SideData
 
 TASKS = ("translation", "classification", "masked_lm")
 
@@ -120,6 +123,17 @@ class Method:
     #: model options whose code paths the CUDA equality test must also cover (one test per entry)
     cuda_variants: tuple[tuple[str, ...], ...] = ()
     notes: str = ""  # one line for the README table
+    #: the side inputs it makes from a split's tokens, parses and BPE (:class:`~fairseq_syntax.core.side_data.
+    #: SideData`, with the function that makes each): the study makes those its grid's systems read, whichever
+    #: method's systems they are
+    side_data: tuple[SideData, ...] = ()
+    #: the package of its folder, where its ``modules`` and ``plot_modules`` are (default
+    #: ``fairseq_syntax.methods.NAME``; a method installed from another package names its own)
+    package: str = ""
+
+    @property
+    def module_prefix(self) -> str:
+        return self.package or f"fairseq_syntax.methods.{self.name}"
 
     @property
     def systems_with_controls(self) -> tuple[System, ...]:

@@ -1,5 +1,7 @@
 """The methods, one folder per paper. ``METHODS`` is the registry: adding a method is a new folder whose
-``__init__.py`` defines ``METHOD`` (a :class:`~fairseq_syntax.core.method.Method`) plus one line here.
+``__init__.py`` defines ``METHOD`` (a :class:`~fairseq_syntax.core.method.Method`) plus one line here. A method
+in another installed package joins it through the entry point group ``fairseq_syntax.methods`` (``NAME =
+PACKAGE:METHOD``; its ``Method.package`` is then that package), after these, in the order of their names.
 
 The descriptions are plain data: importing this package loads neither torch nor fairseq. A method's models, tasks,
 criteria and side inputs (its ``Method.modules``) register with fairseq when the plugin loads them
@@ -15,8 +17,11 @@ control kind (:func:`control_pairs`) and the baseline that reads the words alone
 import importlib
 import re
 from collections.abc import Iterator
+from dataclasses import replace
+from importlib.metadata import entry_points
 
 from fairseq_syntax.core.method import Method, PlotCommand, System
+from fairseq_syntax.core.side_data import FORM_SIDE_INPUTS, SideData
 from fairseq_syntax.methods import (
     dependency_supervision,
     hier_accum,
@@ -26,6 +31,21 @@ from fairseq_syntax.methods import (
     tree_transformer,
 )
 
+#: the entry point group through which another installed package adds a method
+ENTRY_POINTS = "fairseq_syntax.methods"
+
+
+def installed_methods() -> tuple[Method, ...]:
+    """The methods other installed packages add (:data:`ENTRY_POINTS`), in the order of their entry points' names."""
+    found = []
+    for point in sorted(entry_points(group=ENTRY_POINTS), key=lambda point: point.name):
+        method = point.load()
+        if not isinstance(method, Method):
+            raise TypeError(f"entry point {point.name} = {point.value} ({ENTRY_POINTS}) is not a Method")
+        found.append(method if method.package else replace(method, package=point.module))
+    return tuple(found)
+
+
 METHODS = (
     syntax_mask.METHOD,
     ldd.METHOD,
@@ -33,11 +53,12 @@ METHODS = (
     hier_accum.METHOD,
     pascal.METHOD,
     dependency_supervision.METHOD,
+    *installed_methods(),
 )
 
 
 def _module(method: Method, name: str):
-    return importlib.import_module(f"{__name__}.{method.name}.{name}")
+    return importlib.import_module(f"{method.module_prefix}.{name}")
 
 
 def register() -> None:
@@ -65,6 +86,21 @@ def systems(task: str | None = "translation", baselines: bool = True, ablations:
             if (task is None or system.task == task) and (baselines or not system.baseline) and (
                     ablations or not system.ablation):
                 yield system
+
+
+def side_data() -> dict[str, SideData]:
+    """Every side input a method of the registry makes (:attr:`~fairseq_syntax.core.method.Method.side_data`), by
+    name, registry order; a name declared twice, or one an input form makes, is a ValueError."""
+    found: dict[str, SideData] = {}
+    made_by_forms = {name for names in FORM_SIDE_INPUTS.values() for name in names}
+    for method in METHODS:
+        for declared in method.side_data:
+            if declared.input in found or declared.input in made_by_forms:
+                raise ValueError(f"method {method.name}: side input {declared.input} is made elsewhere already")
+            if declared.suffix in {other.suffix for other in found.values()}:
+                raise ValueError(f"method {method.name}: side data suffix {declared.suffix!r} is another's already")
+            found[declared.input] = declared
+    return found
 
 
 def control_pairs(task: str | None = None) -> dict[str, tuple[str, str]]:

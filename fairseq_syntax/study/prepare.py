@@ -1,8 +1,8 @@
 """A study's data, made once: everything under ``WORK`` that the grid's runs read, only what the grid needs and never
 twice.
 
-:func:`prepare` runs these steps, each only where a run of the grid needs it (a study of ``sequence`` and ``udp``
-parses no trees; with ``only``, a run of those named: ``run`` makes no data for finished runs):
+:func:`prepare` runs these steps, each only where a run of the grid needs it (a study whose systems read the
+sequence form parses no trees; with ``only``, a run of those named: ``run`` makes no data for finished runs):
 
 1. ``subset`` (``corpus.subset`` > 0): that many training pairs drawn without replacement,
    the first of one random order of all the line numbers (:func:`subset_lines`), kept in their order, into
@@ -15,7 +15,8 @@ parses no trees; with ``only``, a run of those named: ``run`` makes no data for 
    a study never trains a parser): ``tok/SPLIT.tree``, ``tok/SPLIT.arcs.jsonl.gz`` and ``tok/SPLIT.conllu``;
 4. ``bpe``: joint BPE (``subword-nmt``, ``bpe.merges``) learned on the training tokens, applied to every split;
 5. ``data-bin/NAME`` for every real-parse data directory a run reads (``fairseq-syntax-preprocess --form``), with
-   the LDD side data in ``data-bin/sequence`` where a run reads it (``fairseq-syntax-preprocess-dependencies``) and
+   the side data its runs read that does not come with the form, each made by the function its method declares
+   (:class:`~fairseq_syntax.core.side_data.SideData`: the study names no method or side input), and
    ``parsers.json`` (:mod:`fairseq_syntax.parsing.provenance`). The ``sequence`` form reads no structure, so it is
    made from placeholder trees (each word under an ``XX`` node): its tokens, dictionaries and fingerprint are those
    of a directory made from the parses, and a study that adds a tree system later finds it unchanged;
@@ -40,6 +41,7 @@ one line naming it: nothing is overwritten. Parses made elsewhere come in as a p
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import gzip
 import hashlib
@@ -55,7 +57,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fairseq_syntax.core.control_kinds import CONTROL_INPUTS, control_data_name
-from fairseq_syntax.core.method import data_dir_name
+from fairseq_syntax.core.method import System, data_dir_name
+from fairseq_syntax.core.side_data import FORM_SIDE_INPUTS, SideData, SideDataJob, SplitFiles
 from fairseq_syntax.study.config import StudyConfig
 from fairseq_syntax.study.grid import data_directories, data_fingerprint, study_runs
 from fairseq_syntax.study.runner import REPO_ROOT, StudyError
@@ -68,10 +71,10 @@ FORMAT = 1
 SPLITS = ("train", "valid", "test")
 #: the tree forms' POS-node placeholder (crf-con's): the sequence form's stand-in trees carry it
 PLACEHOLDER_TAG = "XX"
-#: the side input of the dependency systems, made by fairseq-syntax-preprocess-dependencies into the sequence form
-LDD_INPUT = "src_ldd"
 #: parses made by a parser: where each kind goes in tok/ (besides its fallback listing, FILE.skipped)
 TREES, ARCS, CONLLU = "tree", "arcs.jsonl.gz", "conllu"
+#: the file of each parse kind a side data may read (core.side_data.PARSE_KINDS)
+PARSE_FILES = {"trees": TREES, "arcs": ARCS}
 RECORD = ".parse.json"  # fairseq-syntax-parse's record beside each parse (fairseq_syntax.parsing.parse_records)
 
 
@@ -81,16 +84,31 @@ class PrepareError(StudyError):
 
 # -- what the grid reads --------------------------------------------------------------------------------------------
 
+def registered_side_data() -> dict[str, SideData]:
+    """The side inputs the methods make (:func:`fairseq_syntax.methods.side_data`), by name."""
+    from fairseq_syntax.methods import side_data
+
+    return side_data()
+
+
 @dataclass(frozen=True)
 class DataDirectory:
-    """One data directory the grid reads: its name, input form and POS-node convention, whether it carries the LDD
-    side data, and the control (with its seed) it is made from ('' for the parses)."""
+    """One data directory the grid reads: its name, input form and POS-node convention, the side data made into it
+    (the methods' :class:`~fairseq_syntax.core.side_data.SideData`, registry order), and the control (with its
+    seed) it is made from ('' for the parses)."""
     name: str
     form: str
     preterminals: str
-    ldd: bool
+    side_data: tuple[SideData, ...] = ()
     control: str = ""
     seed: int = 1
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        """The parse kinds it is made from: the trees of a tree form, and those its side data reads."""
+        kinds = {"trees"} if self.form != "sequence" else set()
+        kinds |= {kind for side in self.side_data for kind in side.reads}
+        return tuple(kind for kind in PARSE_FILES if kind in kinds)
 
     @property
     def base(self) -> str:
@@ -110,41 +128,76 @@ class Needs:
 
     @property
     def trees(self) -> bool:
-        return any(d.form != "sequence" for d in self.directories)
+        return any("trees" in d.reads for d in self.directories)
 
     @property
     def arcs(self) -> bool:
-        return any(d.ldd for d in self.directories)
+        return any("arcs" in d.reads for d in self.directories)
+
+    def readers(self, kind: str) -> str:
+        """What reads the parses of ``kind``, for a message: tree input forms and side inputs by name."""
+        sides = list(dict.fromkeys(side.input for d in self.directories for side in d.side_data if kind in side.reads))
+        forms = kind == "trees" and any(d.form != "sequence" for d in self.directories)
+        return " and ".join((["tree input forms"] if forms else []) + ([f"side data {', '.join(sides)}"] if sides
+                                                                          else []))
 
     @property
     def controls(self) -> list[tuple[str, int]]:
         return list(dict.fromkeys((d.control, d.seed) for d in self.directories if d.control))
 
 
+def system_side_data(config: StudyConfig, system: System, made: dict[str, SideData]) -> tuple[SideData, ...]:
+    """The side data a system reads that is made into its data directory (the rest comes with its input form);
+    a side input that neither its form nor a method makes, or one not made for its form, stops the study."""
+    found = []
+    for name in system.side_inputs:
+        if name in FORM_SIDE_INPUTS.get(system.form, ()):
+            continue
+        if name not in made:
+            raise PrepareError(f"{config.path}: systems: {system.name} reads side input {name}, which neither its "
+                               f"input form {system.form} nor a method of the registry makes")
+        if system.form not in made[name].forms:
+            raise PrepareError(f"{config.path}: systems: {system.name} reads side input {name} on the {system.form} "
+                               f"form, which its method makes for the {', '.join(made[name].forms)} form only")
+        found.append(made[name])
+    return tuple(found)
+
+
 def grid_needs(config: StudyConfig, only: Collection[str] | None = None) -> Needs:
     """The data directories of :func:`~fairseq_syntax.study.grid.study_runs`, each real-parse directory a control
-    directory's dictionary comes from before it, and which carry the LDD side data (any run of the grid reading
-    ``src_ldd`` from it; a sequence-form control directory always: its arcs are what it changes). With ``only`` (run
-    names), the directories those runs read and their controls' bases: each made as the whole grid would make it."""
+    directory's dictionary comes from before it, and the side data made into each (what any run of the grid reads
+    from it that does not come with its form, registry order). A control directory is made from the control's
+    structures: each run on it must read something the control changes (the trees of a tree form, or side data made
+    from the parses it changes), and its side data must be made from what the control changes only. With ``only``
+    (run names), the directories those runs read and their controls' bases: each made as the whole grid would make
+    it."""
     runs = study_runs(config)
-    ldd_names = {run.data for run in runs if LDD_INPUT in run.system.side_inputs}
+    made = registered_side_data()
     default_preterminals = config["parses"]["preterminals"]
     found: dict[str, DataDirectory] = {}
+    sides: dict[str, set[str]] = {}
     for run in runs:
         system = run.system
         preterminals = default_preterminals if system.preterminals == "auto" else system.preterminals
         base = data_dir_name(system.form, system.preterminals)
-        if base not in found:
-            found[base] = DataDirectory(base, system.form, preterminals, ldd=base in ldd_names)
-        elif base in ldd_names and not found[base].ldd:
-            found[base] = DataDirectory(base, system.form, preterminals, ldd=True)
+        reads = system_side_data(config, system, made)
         if system.control:
-            if system.form == "sequence" and "arcs" not in CONTROL_INPUTS[system.control]:
-                raise PrepareError(f"{config.path}: systems: {system.name} reads the sequence form on the "
-                                   f"{system.control!r} control, which changes no dependency data")
-            found.setdefault(run.data, DataDirectory(run.data, system.form, preterminals,
-                                                     ldd=system.form == "sequence", control=system.control,
+            changes = CONTROL_INPUTS[system.control]
+            unchanged = [side.input for side in reads if not set(side.reads) <= set(changes)]
+            if unchanged or not (reads or (system.form != "sequence" and "trees" in changes)):
+                what = f"side data {', '.join(unchanged)} made from parses" if unchanged else "no structure"
+                raise PrepareError(f"{config.path}: systems: {system.name} reads {what} that the {system.control!r} "
+                                   f"control does not change (it changes the {' and '.join(changes)})")
+            found.setdefault(base, DataDirectory(base, system.form, preterminals))
+            found.setdefault(run.data, DataDirectory(run.data, system.form, preterminals, control=system.control,
                                                      seed=system.control_seed))
+            sides.setdefault(run.data, set()).update(side.input for side in reads)
+        else:
+            found.setdefault(base, DataDirectory(base, system.form, preterminals))
+            sides.setdefault(base, set()).update(side.input for side in reads)
+    found = {name: dataclasses.replace(d, side_data=tuple(side for side in made.values()
+                                                           if side.input in sides.get(name, ())))
+             for name, d in found.items()}
     # the bases first, in first-use order, then the controls: a control directory's dictionary is its base's
     ordered = [d for d in found.values() if not d.control] + [d for d in found.values() if d.control]
     if only is not None:
@@ -225,7 +278,10 @@ class Step:
     build: Callable[[Path], str]
     optional: list[str] = field(default_factory=list)
     keep_staging: bool = False  # a parse: its staging keeps the finished shards of a killed run
-    upgrade: Callable[[dict, list[str]], bool] | None = None  # may a recorded output be rebuilt for these changes?
+    #: may a recorded output (its recipe, the differences) be rebuilt for these changes?
+    upgrade: Callable[[dict, list[str]], bool] | None = None
+    #: what a recipe entry a record lacks stood for when it was made (a side data of a method added since: not made)
+    absent: dict = field(default_factory=dict)
 
 
 # -- the preparation -------------------------------------------------------------------------------------------------
@@ -253,6 +309,7 @@ class Preparation:
         self.manifest_path = self.work / MANIFEST
         self.manifest: dict = {"format": FORMAT, "steps": {}}
         self.parses_key = ""  # the record of the parses: parses:archive, or "" (one per parser kind)
+        self.settings_made: dict[str, dict] = {}  # each side data's settings (side_data_settings), once asked
 
     # -- checks before anything runs --------------------------------------------------------------------------------
 
@@ -309,11 +366,11 @@ class Preparation:
                 problems.append(f"{where}: parses.archive: {archive}: no parse archive there (no MANIFEST.json)")
             elif self.needs.trees and TREES not in _archive_kinds(archive):
                 problems.append(f"{where}: parses.archive: {archive} holds dependency parses only (packed with "
-                                "--arcs-only), and the grid's systems read tree input forms: give parses.constituency "
-                                "too, or an archive with trees")
+                                f"--arcs-only), and the grid's systems read {self.needs.readers('trees')}: give "
+                                "parses.constituency too, or an archive with trees")
         else:
-            for kind, needed, readers in (("constituency", self.needs.trees, "tree input forms"),
-                                          ("dependency", self.needs.arcs, "dependency side data (src_ldd)")):
+            for kind, needed, readers in (("constituency", self.needs.trees, self.needs.readers("trees")),
+                                          ("dependency", self.needs.arcs, self.needs.readers("arcs"))):
                 if not needed:
                     continue
                 if not parses[kind]:
@@ -376,8 +433,9 @@ class Preparation:
     def run(self, step: Step) -> None:
         entry = self.manifest["steps"].get(step.key)
         present = [out for out in step.outputs if (self.work / out).exists()]
+        made_with = None if entry is None else {**step.absent, **entry["recipe"]}
         if entry is not None:
-            differences = recipe_differences(entry["recipe"], step.recipe)
+            differences = recipe_differences(made_with, step.recipe)
             if not differences:
                 broken = {out: why for out, rec in entry["outputs"].items()
                           if (why := damaged(self.work / out, rec)) is not None}
@@ -385,7 +443,7 @@ class Preparation:
                     self.progress(f"{step.key}: made already, kept ({entry.get('summary', '')})")
                     return
                 self.progress(f"{step.key}: made again ({', '.join(f'{o}: {w}' for o, w in broken.items())})")
-            elif present and not (step.upgrade is not None and step.upgrade(entry, differences)):
+            elif present and not (step.upgrade is not None and step.upgrade(made_with, differences)):
                 raise PrepareError(f"{self.work / present[0]}: made from other inputs or settings than "
                                    f"{self.config.path} gives ({'; '.join(differences)}): not overwritten; give "
                                    "study.work another folder, or remove it to make it again")
@@ -408,7 +466,7 @@ class Preparation:
         lost = [out for out in step.outputs if out not in made]
         if lost:
             raise PrepareError(f"{step.key}: the step made no {', '.join(lost)} (internal error)")
-        if entry is not None and entry["recipe"] != step.recipe and present:  # an upgrade: same files, more of them
+        if entry is not None and made_with != step.recipe and present:  # an upgrade: same files, more of them
             for out in present:
                 self.check_superset(self.work / out, staging / out)
         self.manifest["steps"][step.key] = {
@@ -432,7 +490,7 @@ class Preparation:
             os.replace(built, target)
 
     def check_superset(self, old: Path, new: Path) -> None:
-        """An upgraded data directory (the LDD side data added) keeps every binarized file and dictionary it had."""
+        """An upgraded data directory (side data added) keeps every binarized file and dictionary it had."""
         for item in sorted(old.iterdir()):
             if item.suffix in (".bin", ".idx") or item.name.startswith("dict."):
                 if not (new / item.name).is_file() or content_digest(item) != content_digest(new / item.name):
@@ -559,7 +617,8 @@ class Preparation:
         return model_entry(str(self.model_path(value) or value))
 
     def dependency_labels(self) -> str:
-        """The label scheme of the dependency parses (the LDD groups): their record's, else the labels' own."""
+        """The label scheme of the dependency parses (``parsers.json`` records it): their record's, else the labels'
+        own."""
         from fairseq_syntax.parsing.parse_records import labels_of
 
         try:
@@ -662,45 +721,55 @@ class Preparation:
 
     def parser_recipe(self, directory: DataDirectory) -> dict:
         """What a data directory records of its parsers (syntax.json's ``parser``, ``parsers.json``)."""
-        parses = self.config["parses"]
-        if directory.form == "sequence" and not directory.ldd:
+        parses, reads = self.config["parses"], directory.reads
+        if not reads:
             return {"parsers": {}}
         if parses["archive"]:
-            roles = ["dependency"] if directory.ldd else []
             return {"parsers": {"archive": self.input_digest(self.parses_key, "tok/parses.json"),
-                                "roles": roles if directory.form == "sequence" else "all but dependency"}}
-        recipe = {}
-        if directory.form != "sequence":
-            recipe["parser"] = {"backend": parses["constituency_backend"],
-                                "model": self.model_identity(parses["constituency"]),
-                                "tagger": self.model_identity(parses["tagger"]) if parses["tagger"] else None}
-        elif directory.ldd:
-            recipe["parser"] = {"dependency": self.model_identity(parses["dependency"])}
-        return recipe
+                                "roles": _archive_roles(reads)}}
+        parser = {}
+        if "trees" in reads:
+            parser.update({"backend": parses["constituency_backend"],
+                           "model": self.model_identity(parses["constituency"]),
+                           "tagger": self.model_identity(parses["tagger"]) if parses["tagger"] else None})
+        if "arcs" in reads:
+            parser["dependency"] = self.model_identity(parses["dependency"])
+        return {"parser": parser}
 
     def structure_inputs(self, directory: DataDirectory) -> dict[str, str]:
         """The digests of the parses (or control structures) a data directory is made from."""
         inputs = {}
         for split in SPLITS:
-            if directory.control:
-                key = f"controls:{directory.control_name}"
-                if directory.form != "sequence":
-                    inputs[f"input bpe/{directory.control_name}/{split}.{TREES}"] = \
-                        self.input_digest(key, f"bpe/{directory.control_name}/{split}.{TREES}")
-                if directory.ldd:
-                    inputs[f"input bpe/{directory.control_name}/{split}.{ARCS}"] = \
-                        self.input_digest(key, f"bpe/{directory.control_name}/{split}.{ARCS}")
-            else:
-                if directory.form != "sequence":
-                    inputs[f"input tok/{split}.{TREES}"] = self.input_digest(self.trees_key, f"tok/{split}.{TREES}")
-                if directory.ldd:
-                    inputs[f"input tok/{split}.{ARCS}"] = self.input_digest(self.arcs_key, f"tok/{split}.{ARCS}")
+            for kind in directory.reads:
+                path = self.structure_file(directory, split, kind)
+                key = f"controls:{directory.control_name}" if directory.control else self.parses_record(kind)
+                inputs[f"input {path}"] = self.input_digest(key, path)
         return inputs
+
+    def structure_file(self, directory: DataDirectory, split: str, kind: str) -> str:
+        """A split's parses of ``kind`` a data directory is made from (path under WORK): the control's structures
+        for a control directory, else the parses."""
+        folder = f"bpe/{directory.control_name}" if directory.control else "tok"
+        return f"{folder}/{split}.{PARSE_FILES[kind]}"
+
+    def side_data_settings(self, side: SideData) -> dict:
+        """The settings a side data is made with (:attr:`~fairseq_syntax.core.side_data.SideData.settings`, from the
+        training split's parses), asked once."""
+        if side.input not in self.settings_made:
+            parses = {kind: str(self.work / f"tok/train.{PARSE_FILES[kind]}") for kind in side.reads}
+            try:
+                self.settings_made[side.input] = dict(side.settings(parses))
+            except ValueError as error:
+                raise PrepareError(f"{self.config.path}: side input {side.input}: {error}") from None
+        return self.settings_made[side.input]
 
     def data_step(self, directory: DataDirectory) -> None:
         name = f"data-bin/{directory.name}"
-        recipe = {"form": directory.form, "preterminals": directory.preterminals, "ldd": directory.ldd,
-                  **({"ldd_labels": self.dependency_labels()} if directory.ldd else {}),
+        # every side data a method makes, by its suffix: whether it is made here, and its settings where it is
+        made_here = {side.suffix: side in directory.side_data for side in registered_side_data().values()}
+        recipe = {"form": directory.form, "preterminals": directory.preterminals, **made_here,
+                  **{f"{side.suffix}_{key}": value for side in directory.side_data
+                     for key, value in self.side_data_settings(side).items()},
                   "model.max_source_positions": self.config["model"]["max_source_positions"],
                   "trees": "placeholder" if directory.form == "sequence" else "parses",
                   **self.parser_recipe(directory),
@@ -713,35 +782,33 @@ class Preparation:
                            f"input data-bin/{directory.base}":
                                self.input_digest(f"data-bin/{directory.base}", f"data-bin/{directory.base}")})
 
-        def upgrade(entry: dict, differences: list[str]) -> bool:
-            """A real-parse sequence directory made without the LDD side data gets it (a study that adds a
-            dependency system): every file it had stays as it was (checked before the rename)."""
-            made = entry["recipe"]
-            return (directory.ldd and not made.get("ldd") and not directory.control
-                    and {k for k in set(made) | set(recipe) if made.get(k) != recipe.get(k)}
-                    <= {"ldd", "ldd_labels", "parsers", "parser"} | {k for k in recipe if k.endswith(f".{ARCS}")})
+        def upgrade(made: dict, differences: list[str]) -> bool:
+            """A real-parse directory made without some of the side data its runs read now gets it (a study that
+            adds a system reading it), with its settings and the parses it is made from: every file it had stays as
+            it was (checked before the rename)."""
+            added = [side for side in directory.side_data if not made.get(side.suffix)]
+            allowed = {"parsers", "parser"} | {key for side in added for key in recipe
+                                               if key == side.suffix or key.startswith(f"{side.suffix}_")
+                                               or any(key.endswith(f".{PARSE_FILES[kind]}") for kind in side.reads)}
+            return (bool(added) and not directory.control
+                    and {k for k in set(made) | set(recipe) if made.get(k) != recipe.get(k)} <= allowed)
 
         def build(staging: Path) -> str:
             return self.build_data_directory(directory, staging / "data-bin" / directory.name, staging / "scratch")
 
-        self.run(Step(name, recipe, [name], build, upgrade=upgrade))
+        self.run(Step(name, recipe, [name], build, upgrade=upgrade, absent=dict.fromkeys(made_here, False)))
 
     def build_data_directory(self, directory: DataDirectory, destination: Path, scratch: Path) -> str:
-        from fairseq_syntax.methods.ldd import preprocess as ldd_preprocess
-
         scratch.mkdir(parents=True)
         destination.parent.mkdir(parents=True)
         prefixes = []
         for split in SPLITS:
             for lang in (self.src, self.tgt):
                 (scratch / f"{split}.{lang}").symlink_to(self.work / f"bpe/{split}.{lang}")
-            structures = self.work / (f"bpe/{directory.control_name}" if directory.control else "tok")
             if directory.form == "sequence":
                 placeholder_trees(self.work / f"tok/{split}.{self.src}", scratch / f"{split}.{TREES}")
             else:
-                (scratch / f"{split}.{TREES}").symlink_to(structures / f"{split}.{TREES}")
-            if directory.ldd:
-                (scratch / f"{split}.{ARCS}").symlink_to(structures / f"{split}.{ARCS}")
+                (scratch / f"{split}.{TREES}").symlink_to(self.work / self.structure_file(directory, split, "trees"))
             prefixes += [f"--{split}pref", str(scratch / split)]
         arguments = ["--source-lang", self.src, "--target-lang", self.tgt, *prefixes, "--trees-suffix", TREES,
                      "--form", directory.form, "--preterminals", directory.preterminals, "--max-source-positions",
@@ -772,12 +839,8 @@ class Preparation:
         if status != 0:
             raise PrepareError(f"fairseq-syntax-preprocess ({destination.name}): {_error_line(log)} (the whole log: "
                                f"{log})")
-        with _quiet(scratch / "preprocess-dependencies.log"):
-            if directory.ldd:
-                _call(ldd_preprocess.main, ["--source-lang", self.src, "--target-lang", self.tgt, *prefixes,
-                                            "--arcs-suffix", ARCS, "--labels", self.dependency_labels(), "--destdir",
-                                            str(destination)], f"fairseq-syntax-preprocess-dependencies "
-                                                               f"({destination.name})", scratch)
+        for side in directory.side_data:
+            self.make_side_data(side, directory, destination, scratch)
         self.write_parsers(directory, destination)
         if directory.control:
             from fairseq_syntax.parsing.controls import record_control
@@ -791,8 +854,22 @@ class Preparation:
                 + (f", side data {', '.join(side)}" if side else "")
                 + (f", control {directory.control} seed {directory.seed}" if directory.control else ""))
 
+    def make_side_data(self, side: SideData, directory: DataDirectory, destination: Path, scratch: Path) -> None:
+        """One side data made into the data directory ``destination`` by its method's maker, from each split's BPE,
+        words and the parses (or control structures) it reads; its output goes to a log in ``scratch``, and its
+        failure stops the preparation in one line."""
+        splits = tuple(SplitFiles(split, str(self.work / f"bpe/{split}.{self.src}"),
+                                  str(self.work / f"bpe/{split}.{self.tgt}"), str(self.work / f"tok/{split}.{self.src}"),
+                                  {kind: str(self.work / self.structure_file(directory, split, kind))
+                                   for kind in side.reads}) for split in SPLITS)
+        folder = scratch / side.suffix
+        folder.mkdir()
+        job = SideDataJob(str(destination), self.src, self.tgt, splits, self.side_data_settings(side), str(folder))
+        _call(side.make, job, f"side input {side.input} ({destination.name})", scratch / f"side-data.{side.suffix}.log")
+
     def write_parsers(self, directory: DataDirectory, destination: Path) -> None:
-        """``parsers.json``: the parsers of what the directory reads (none for a sequence directory without LDD)."""
+        """``parsers.json``: the parsers of what the directory reads (none for a sequence directory without side
+        data made from parses)."""
         from fairseq_syntax.parsing import archive
         from fairseq_syntax.parsing.provenance import describe_parsers, read_parser_records
 
@@ -800,23 +877,23 @@ class Preparation:
         parses = self.config["parses"]
         if parses["archive"]:
             record = str(self.work / "tok/parses.json")
+            roles = _archive_roles(directory.reads)
             try:
-                if directory.form != "sequence":
-                    archive.write_provenance(record, str(out), [], without=["dependency"])
-                elif directory.ldd:
-                    archive.write_provenance(record, str(out), ["dependency"])
-                else:
+                if not directory.reads:
                     out.write_text("{}\n", encoding="utf-8")
+                elif isinstance(roles, list):
+                    archive.write_provenance(record, str(out), roles)
+                else:
+                    archive.write_provenance(record, str(out), [], without=[] if roles == "all" else ["dependency"])
             except archive.ArchiveError as error:
                 raise PrepareError(f"{self.config.path}: parses.archive: {error}") from None
             return
-        if directory.form != "sequence":
+        models = {}
+        if "trees" in directory.reads:
             models = {"constituency": parses["constituency"]} | ({"tagger": parses["tagger"]} if parses["tagger"]
                                                                   else {})
-        elif directory.ldd:
-            models = {"dependency": parses["dependency"]}
-        else:
-            models = {}
+        if "arcs" in directory.reads:
+            models["dependency"] = parses["dependency"]
         models = {role: str(self.model_path(model) or model) for role, model in models.items()}
         described = describe_parsers(models, read_parser_records(str(Path(REPO_ROOT) / "preprocess" / "runs")))
         if "dependency" in described:
@@ -828,9 +905,8 @@ class Preparation:
         from fairseq_syntax.parsing.controls import control_arcs_file, control_tree_file
 
         name = control_data_name("", control, seed)[1:]
-        wants = {d.form != "sequence" for d in self.needs.directories if d.control == control and d.seed == seed}
-        make_trees = True in wants
-        make_arcs = any(d.ldd for d in self.needs.directories if d.control == control and d.seed == seed)
+        reads = {kind for d in self.needs.directories if d.control == control and d.seed == seed for kind in d.reads}
+        make_trees, make_arcs = "trees" in reads, "arcs" in reads
         outputs, recipe = [], {"control": control, "control_seed": seed}
         for split in SPLITS:
             if make_trees:
@@ -891,6 +967,10 @@ class Preparation:
     @property
     def arcs_key(self) -> str:
         return self.parses_key or "parses:dependency"
+
+    def parses_record(self, kind: str) -> str:
+        """The record that holds the parses of ``kind`` (:data:`PARSE_FILES`)."""
+        return self.trees_key if kind == "trees" else self.arcs_key
 
     def prepare(self) -> list[str]:
         self.check()
@@ -1000,6 +1080,14 @@ def _last_line(path: Path) -> str:
     return lines[-1].strip() if lines else "no output"
 
 
+def _archive_roles(reads: tuple[str, ...]) -> list[str] | str:
+    """The parser roles of a parse archive a data directory made from the parses of ``reads`` records:
+    ``["dependency"]`` for the dependency parses alone, else ``all but dependency`` or ``all``."""
+    if "trees" not in reads:
+        return ["dependency"]
+    return "all" if "arcs" in reads else "all but dependency"
+
+
 def _looks_like_path(value: str) -> bool:
     return "/" in value or value.endswith((".pt", ".pth", ".zip", ".gz")) or value.startswith((".", "~"))
 
@@ -1045,13 +1133,17 @@ def _subword_nmt(arguments: list[str], log: Path, stdin=None, stdout=None) -> No
         raise PrepareError(f"subword-nmt {arguments[0]} failed: {_last_line(log)} (the whole log: {log})")
 
 
-def _call(main: Callable[[list[str]], None], arguments: list[str], what: str, scratch: Path) -> None:
-    """A command's ``main`` in this process; its exit with an error becomes one line."""
+def _call(function: Callable, argument, what: str, log: Path) -> None:
+    """``function(argument)`` in this process (a side data's maker), its console output into ``log``; its exit with
+    an error, or a ValueError, becomes one line."""
     try:
-        main(arguments)
+        with _quiet(log):
+            function(argument)
+    except ValueError as error:
+        raise PrepareError(f"{what}: {str(error).splitlines()[0]}") from None
     except SystemExit as error:
         if error.code not in (None, 0):
-            message = error.code if isinstance(error.code, str) else _last_line(scratch / "preprocess.log")
+            message = error.code if isinstance(error.code, str) else _last_line(log)
             raise PrepareError(f"{what}: {str(message).removeprefix('error: ').splitlines()[0]}") from None
 
 

@@ -103,6 +103,21 @@ def test_declared_side_inputs_are_those_the_model_class_reads():
         assert system.side_inputs == reads, system.name
 
 
+def test_every_side_input_a_system_reads_is_made_by_its_form_or_a_method():
+    """The side data a method declares (its maker) is of a registered side input with the same files; every side input
+    a system reads comes with its form or is declared: what a study makes for it."""
+    from fairseq_syntax.core.side_data import FORM_SIDE_INPUTS
+    from fairseq_syntax.core.side_inputs import SIDE_INPUTS
+    from fairseq_syntax.methods import side_data
+
+    made = side_data()
+    assert {name: (side.suffix, side.reads) for name, side in made.items()} == {"src_ldd": ("ldd", ("arcs",))}
+    assert all(SIDE_INPUTS[name].suffix == side.suffix for name, side in made.items())
+    for system in systems(task=None, controls=True):
+        for name in system.side_inputs:
+            assert name in FORM_SIDE_INPUTS.get(system.form, ()) or system.form in made[name].forms, system.name
+
+
 def test_plot_subcommands_are_the_methods_plots():
     # every method's analyses, plus the one figure that belongs to no method: a results table over seeds
     commands = get_parser()._subparsers._group_actions[0].choices

@@ -109,9 +109,11 @@ def test_only_some_runs_need_the_directories_they_read_and_their_controls_bases(
     # random trees of seed 2, made with the dictionary of the real-parse preorder directory
     assert [d.name for d in needs.directories] == ["sequence", "preorder", "preorder.random-s2"]
     assert needs.controls == [("random", 2)] and needs.trees and needs.arcs
-    # each as the whole grid makes it: sequence carries the LDD side data here too
-    assert [d.ldd for d in needs.directories] == [d.ldd for d in grid_needs(config).directories
-                                                  if d.name in ("sequence", "preorder", "preorder.random-s2")]
+    # each as the whole grid makes it: sequence carries the LDD side data here too, made from the dependency parses
+    assert [[side.input for side in d.side_data] for d in needs.directories] == [["src_ldd"], [], []]
+    assert [d.reads for d in needs.directories] == [("arcs",), ("trees",), ("trees",)]
+    assert needs.directories == [d for d in grid_needs(config).directories
+                                 if d.name in ("sequence", "preorder", "preorder.random-s2")]
     assert grid_needs(config, only=[]).directories == []  # the study's runs all done: no data directory
 
 
@@ -161,13 +163,40 @@ def test_prepare_makes_exactly_the_grids_directories(corpus, prepared):
     assert list(manifest["steps"]) == STEPS
 
 
-def test_a_second_prepare_changes_nothing(corpus, prepared):
-    config, _, _ = prepared
-    before = snapshot(corpus / "work")
+def assert_prepare_keeps_everything(config, work: Path) -> None:
+    """prepare again: every step says it is made already, and no file of WORK changes."""
+    before = snapshot(work)
     lines = []
     assert prepare(config, lines.append) == GRID
-    assert snapshot(corpus / "work") == before
+    assert snapshot(work) == before
     assert all(": made already, kept (" in line for line in lines[:-1]) and len(lines) == len(STEPS) + 1
+
+
+def test_a_second_prepare_changes_nothing(corpus, prepared):
+    config, _, _ = prepared
+    assert_prepare_keeps_everything(config, corpus / "work")
+
+
+def test_a_method_added_since_keeps_what_was_made(corpus, prepared, monkeypatch):
+    """A method with side data of its own installed after the data was made (its records lack its key): no system of
+    the study reads it, so every step finds its outputs made and keeps them; a study system reading a side input
+    that no method makes is refused in one line naming it."""
+    from fairseq_syntax.core.side_data import SideData
+    from fairseq_syntax.methods import side_data
+    from fairseq_syntax.study import prepare as preparation
+
+    def never(job):
+        raise AssertionError("made")
+
+    added = {**side_data(), "src_other": SideData("src_other", "other", ("trees",), never)}
+    monkeypatch.setattr(preparation, "registered_side_data", lambda: added)
+    config, _, _ = prepared
+    assert_prepare_keeps_everything(config, corpus / "work")
+    monkeypatch.setattr(preparation, "registered_side_data", lambda: {})
+    with pytest.raises(PrepareError) as refused:
+        grid_needs(config)
+    assert str(refused.value) == (f"{config.path}: systems: udp reads side input src_ldd, which neither its input "
+                                  "form sequence nor a method of the registry makes")
 
 
 def test_a_changed_setting_is_refused_naming_the_output(corpus, prepared, tmp_path):

@@ -5,11 +5,14 @@ Dependency Distributions for Neural Machine Translation", sections 3.1-3.2, Tabl
 * :mod:`.side_input`: the side input ``src_ldd`` (stored sparse per word with the 1-best tree, batched at word
   level), and its conversion of ``fairseq-interactive`` lines with a dependency parser;
 * :mod:`.preprocess`: ``fairseq-syntax-preprocess-dependencies`` (parser output -> ``.ldd`` side data);
+* :mod:`.making`: the maker of ``src_ldd`` this description declares, which a study calls where its systems read it;
 * :mod:`.attention`: ``softmax((Q K^T / sqrt(d)) * LDD_h)``, one head per label group, and LDA;
 * :mod:`.model`: ``transformer_ldd`` (+ ``_tiny``) with ``--syntax-variant``;
 * :mod:`.analysis`: the LDD layer's heads for one sentence (Figures 5-6), ``fairseq-syntax-plot ldd-attention``.
 """
 from fairseq_syntax.core.method import Method, System
+from fairseq_syntax.core.side_data import SideData
+from fairseq_syntax.methods.ldd import making
 
 LDD = ("src_ldd",)  # the side input of side_input.py, read by every system
 
@@ -31,6 +34,8 @@ METHOD = Method(
     ),
     modules=("model", "side_input"),
     plot_modules=("analysis",),
+    # made from the dependency parses; PASCAL and DBSA read it too
+    side_data=(SideData("src_ldd", "ldd", ("arcs",), making.make, making.settings),),
     notes="the parser's arc x label probabilities in 16 label groups, one per head of the first encoder layer; "
           "--syntax-variant ldd, udd, ldp, udp, uldd, uudd, lda, lda_weights",
 )

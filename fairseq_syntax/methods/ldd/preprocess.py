@@ -47,6 +47,7 @@ from fairseq_syntax.core.data_dir import (
     with_side_data,
     write_meta,
 )
+from fairseq_syntax.core.side_data import side_data_builder
 from fairseq_syntax.core.stopping import stopping_cleanly
 from fairseq_syntax.core.text_lines import TextLineError, iter_lines_or_errors, read_lines_or_errors
 from fairseq_syntax.methods.ldd import distributions as dependency
@@ -178,10 +179,7 @@ def convert_sentence(
 def convert_split(prefix: str, tokens_prefix: str, args, index: dict, listing: str) -> MassReport:
     """One split's side data; the lines ``listing`` (``{split}.skipped.tsv``, where it exists) names are left out of
     the source and the arcs file, as fairseq-syntax-preprocess left them out of the binarized source."""
-    from fairseq.data.indexed_dataset import (
-        MMapIndexedDataset,
-        MMapIndexedDatasetBuilder,
-    )
+    from fairseq.data.indexed_dataset import MMapIndexedDataset
 
     source_file, arcs_file = f"{prefix}.{args.source_lang}", f"{prefix}.{args.arcs_suffix}"
     if not MMapIndexedDataset.exists(tokens_prefix):
@@ -231,9 +229,7 @@ def convert_split(prefix: str, tokens_prefix: str, args, index: dict, listing: s
                          f"{left_out}, but {tokens_prefix}.bin has {len(token_sizes)} sentences: the data directory "
                          "was not made from these files")
     report = MassReport(left_out=len(skipped))
-    out_prefix = f"{tokens_prefix}.{SUFFIX}"
-    builder = MMapIndexedDatasetBuilder(f"{out_prefix}.bin.partial", dtype=STORAGE_DTYPE)
-    try:
+    with side_data_builder(f"{tokens_prefix}.{SUFFIX}", STORAGE_DTYPE) as builder:  # only a whole split is kept
         for number, size in zip(kept, token_sizes):
             record, line = record_of(number), source[number - 1]
             n_tokens = len(line.split())
@@ -249,15 +245,6 @@ def convert_split(prefix: str, tokens_prefix: str, args, index: dict, listing: s
             raise SystemExit(f"error: {arcs_file}: no probability of its {report.dependents} words' distributions "
                              f"reaches --floor {args.floor:g}, so the side data would be all zeros and the model "
                              "would learn from no parse: lower --floor, or check the arcs file")
-        builder.finalize(f"{out_prefix}.idx.partial")
-    except BaseException:
-        for partial in (f"{out_prefix}.bin.partial", f"{out_prefix}.idx.partial"):
-            if os.path.exists(partial):
-                os.remove(partial)
-        raise
-    # only a complete split replaces what was there
-    os.replace(f"{out_prefix}.bin.partial", f"{out_prefix}.bin")
-    os.replace(f"{out_prefix}.idx.partial", f"{out_prefix}.idx")
     return report
 
 
