@@ -15,8 +15,8 @@ A dataset trained with several seeds is tested as its comparisons say
 method registry's words-only baseline, ``sequence``), --control (default: each control system the registry
 describes, with its method and kind: ``python -m fairseq_syntax.methods controls``; any --control replaces them
 all) and --plan (default: none, each row complete with the seeds it has; given, the planned systems are the
-study's, in the order given, and one without a run is listed as such). A study's own command builds them from its
-config and calls :func:`fairseq_syntax.evaluation.results.write_run_results` itself.
+study's, in the order given, and one without a run is listed as such). A study's own report builds them from its
+config and calls :func:`fairseq_syntax.evaluation.results.results_of_runs` itself.
 
 The table lists its records by their path relative to the working directory when they lie under it (the recipes
 run from the repository root and pass absolute directories; a committed table must not name one machine's paths).

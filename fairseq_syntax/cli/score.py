@@ -3,7 +3,7 @@
     fairseq-syntax-score HYP REF [BASELINE ...] [--tok] [--lang de] [--json OUT] [--bootstrap N]
                          [--by-length 10,20,30,40,50] [--skipped SPLIT.skipped.tsv]
                          [--record RUN.run.json --dataset D --system S --arch A --train-log LOG
-                          --train-command CMD [--baseline-name NAME ...] [--decode-command CMD]
+                          --train-command ARGV_JSON [--baseline-name NAME ...] [--decode-command ARGV_JSON]
                           [--out-dir OUT_DIR] [--repo-root REPO]]
 
 HYP and BASELINE are fairseq-generate stdout (D- lines, or H- lines with --tok / --lang) or plain text, one
@@ -16,7 +16,11 @@ bootstrap over test sentences and seeds (scoring.seed_bootstrap, 10,000 rounds u
 each p with its Monte-Carlo error and Welch's t-test over the seeds beside it; a baseline may have another number of
 seeds).
 
-A record names no folder of this machine: its paths under ``--out-dir`` (the recipe's output folder; default: the
+A record holds each command as its argv list with a display string beside it
+(:mod:`fairseq_syntax.evaluation.run_commands`): ``--train-command`` and ``--decode-command`` name JSON files that
+hold one list of words each, program first (a study run's checkpoints folder keeps ``train_command.json`` and
+``decode_command.json``); the scoring's own command is recorded from its arguments. A record names no folder of this
+machine: its paths under ``--out-dir`` (the recipe's output folder; default: the
 environment's OUT_DIR, which the recipes export) are written as ``OUT_DIR/...``, and those under ``--repo-root``
 (default: the checkout this package runs from, if it runs from one) relative to it (results.portable_paths).
 """
@@ -25,12 +29,12 @@ import json
 import logging
 import os
 import re
-import shlex
 import sys
 from pathlib import Path
 
 from fairseq_syntax.evaluation import packed_runs
 from fairseq_syntax.evaluation.results import RecordError, load_record, record_run
+from fairseq_syntax.evaluation.run_commands import command_fields
 from fairseq_syntax.evaluation.scoring import (
     SEED_BOOTSTRAP_ROUNDS,
     ScoringInputError,
@@ -85,13 +89,15 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--system", help="name of HYP's system in the results table")
     record.add_argument("--arch")
     record.add_argument("--train-log", help="fairseq-train log of HYP's system (updates, wall time)")
-    record.add_argument("--train-command", help="the training command, as it was run")
+    record.add_argument("--train-command", metavar="ARGV_JSON",
+                        help="the training command as it was run: a JSON file holding its words, program first")
     record.add_argument("--baseline-name", dest="baseline_names", action="append", default=[],
                         help="name of each BASELINE's system, in order (default: its path)")
     record.add_argument("--run-seed", type=int, help="the training seed of HYP's run")
     record.add_argument("--run-seeds", help="the training seeds of comma-separated HYP files, in their order, e.g. "
                                             "1,2,3")
-    record.add_argument("--decode-command", help="the command that decoded HYP (one seed's, for several)")
+    record.add_argument("--decode-command", metavar="ARGV_JSON",
+                        help="the command that decoded HYP (one seed's, for several): a JSON file holding its words")
     record.add_argument("--out-dir", default=os.environ.get("OUT_DIR") or None,
                         help="the recipe's output folder (data, checkpoints): written as OUT_DIR in the record "
                              "(default: $OUT_DIR)")
@@ -171,6 +177,9 @@ def main(argv: list[str] | None = None) -> dict:
         # a rescore of a packed run would leave two records of it, the new one beside the stale packed one
         parser.error(f"--record {args.record}: its run is packed ({packed.label}): unpack it first (python3 "
                      "examples/pack_runs.py unpack RUNS_DIR NAME)")
+    if args.record:  # the commands a record holds, read before anything is scored
+        args.train_argv = read_argv(args.train_command)
+        args.decode_argv = read_argv(args.decode_command) if args.decode_command else None
     if len(args.baseline_names) > len(args.baselines):
         parser.error("more --baseline-name than BASELINE files")
     if args.run_seeds and (not re.fullmatch(r"\d+(,\d+)*", args.run_seeds)
@@ -237,6 +246,14 @@ def _read_json(path: str):
         raise RecordError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from None
 
 
+def read_argv(path: str) -> list[str]:
+    """The command a JSON file holds: a list of its words (strings), program first."""
+    words = _read_json(path)
+    if not (isinstance(words, list) and words and all(isinstance(word, str) for word in words)):
+        raise RecordError(f"{path}: a command is a JSON list of its words (strings), program first")
+    return words
+
+
 def _write_outputs(args, report: dict) -> None:
     """--json and --record of a report (one run, or a system over seeds)."""
     if args.json_out:
@@ -248,21 +265,21 @@ def _write_outputs(args, report: dict) -> None:
         if os.path.exists(args.record):  # a rescore: what the training recorded stays unless given anew
             previous = load_record(args.record)
             facts = {key: previous.get(key) if value is None else value for key, value in facts.items()}
-        extra = {key: value for key, value in (("seed", args.run_seed), *facts.items(),
-                                                ("decode_command", args.decode_command),
-                                                ("score_command", score_command(args)),
+        commands = {**(command_fields("decode_command", args.decode_argv) if args.decode_argv else {}),
+                    **command_fields("score_command", score_command(args))}
+        extra = {key: value for key, value in (("seed", args.run_seed), *facts.items(), *commands.items(),
                                                 ("seeds", report.get("seeds")), ("seed_list", report.get("seed_list")),
                                                 ("metrics_sd", report.get("metrics_sd")),
                                                 ("per_seed_metrics", report.get("per_seed_metrics")))
                  if value is not None}
         record_run(args.record, dataset=args.dataset, system=args.system, arch=args.arch,
-                   command=args.train_command, train_log=args.train_log, metrics=report["metrics"],
+                   command=args.train_argv, train_log=args.train_log, metrics=report["metrics"],
                    significance=report["significance"], by_length=report.get("by_length", {}).get("hyp"),
                    out_dir=args.out_dir, root=args.repo_root, **extra)
 
 
-def score_command(args) -> str:
-    """The scoring as a command line: the inputs and the options that change a score or a p-value (not the
+def score_command(args) -> list[str]:
+    """The scoring as a command's words: the inputs and the options that change a score or a p-value (not the
     record's own facts)."""
     words = ["fairseq-syntax-score", args.hyp, args.ref, *args.baselines]
     words += [option for option, on in (("--tok", args.tok),) if on]
@@ -273,7 +290,7 @@ def score_command(args) -> str:
             words += [option, str(value)]
     for name in args.baseline_names:
         words += ["--baseline-name", name]
-    return shlex.join(words)
+    return words
 
 
 def cli_main() -> None:

@@ -94,11 +94,18 @@ def dictionary_record(source, target) -> dict:
     return {"source": list(source.symbols), "target": list(target.symbols)}
 
 
-def dictionary_mismatch(path: str, state: dict, dictionaries: dict) -> str | None:
+#: how to make a data directory with a translation checkpoint's dictionaries (the end of the refusal)
+MADE_WITH = "its dictionaries (fairseq-syntax-preprocess --srcdict and --tgtdict of that directory)"
+
+
+def dictionary_mismatch(path: str, state: dict, dictionaries: dict, embeddings: dict[str, str] = EMBEDDINGS,
+                        made_with: str = MADE_WITH) -> str | None:
     """One line (``error: ...``) saying how the dictionaries of the checkpoint ``path`` (loaded as ``state``) differ
     from ``dictionaries`` (``{"source": (dict file, Dictionary), "target": (...)}``), the data directory's, or None
     where they agree. Compared with the checkpoint's :data:`TRAINED_DICTIONARIES` entry where its task state has one,
-    else by size with its embedding matrices (:data:`EMBEDDINGS`); the source side is reported where both differ."""
+    else by size with its embedding matrices (``embeddings``: side -> state dict key, :data:`EMBEDDINGS` for an
+    encoder-decoder); the source side is reported where both differ. ``made_with``: how to make a directory with
+    the checkpoint's dictionaries."""
     recorded = (state.get("task_state") or {}).get(TRAINED_DICTIONARIES)
     for side, (file, dictionary) in dictionaries.items():
         here = list(dictionary.symbols)
@@ -114,15 +121,15 @@ def dictionary_mismatch(path: str, state: dict, dictionaries: dict) -> str | Non
                 where = f"{file}:{line}" if line >= 1 else f"{file} (special symbol {index})"
                 how = f"entry {index} is {trained[index]!r} in the checkpoint, {here[index]!r} at {where}"
         else:
-            weight = (state.get("model") or {}).get(EMBEDDINGS[side])
+            weight = (state.get("model") or {}).get(embeddings.get(side))
             if weight is None or weight.shape[0] == len(here):
                 continue
-            how = (f"its {EMBEDDINGS[side]} has {weight.shape[0]} rows (one an entry), {file} gives {len(here)} "
+            how = (f"its {embeddings[side]} has {weight.shape[0]} rows (one an entry), {file} gives {len(here)} "
                    "entries")
         trained_on = _trained_data(state)
         return (f"error: {path} was trained with another {side} dictionary than {file}: {how}; give the data "
-                f"directory it was trained on{f' ({trained_on})' if trained_on else ''}, or one made with its "
-                "dictionaries (fairseq-syntax-preprocess --srcdict and --tgtdict of that directory)")
+                f"directory it was trained on{f' ({trained_on})' if trained_on else ''}, or one made with "
+                f"{made_with}")
     return None
 
 
@@ -249,15 +256,20 @@ def _load_for_the_given_task(load_model_ensemble_and_task):
     return load
 
 
+def require_checkpoint_file(filename: str) -> None:
+    """A checkpoint file that is not there: one line (``SystemExit``), not fairseq's OSError."""
+    if not os.path.isfile(filename):
+        problem = "a directory, not a checkpoint file" if os.path.isdir(filename) else "no such checkpoint"
+        raise SystemExit(f"error: {filename}: {problem}")
+
+
 def _require_checkpoint_files(load_model_ensemble_and_task):
     """fairseq-generate/-interactive ``--path`` (and the plugin's commands that load a checkpoint): a file that is
     not there is one line, not fairseq's OSError."""
     def load(filenames, *args, **kwargs):
         suffix, shards = kwargs.get("suffix", ""), kwargs.get("num_shards", 1)
         for filename in filenames if suffix == "" and shards == 1 else ():  # sharded models: fairseq's own check
-            if not os.path.isfile(filename):
-                problem = "a directory, not a checkpoint file" if os.path.isdir(filename) else "no such checkpoint"
-                raise SystemExit(f"error: {filename}: {problem}")
+            require_checkpoint_file(filename)
         return load_model_ensemble_and_task(filenames, *args, **kwargs)
 
     return load

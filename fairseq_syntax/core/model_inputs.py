@@ -6,11 +6,13 @@ LongTensor; a batch is ``B x T``, right-padded with the dictionary's pad index.
 """
 from __future__ import annotations
 
+import copy
 import os
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
-from fairseq import checkpoint_utils
+from fairseq import checkpoint_utils, tasks
+from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from fairseq.data import data_utils
 from fairseq.tasks.masked_lm import MaskedLMTask
 from torch import Tensor, nn
@@ -18,17 +20,30 @@ from torch import Tensor, nn
 
 def load_model(checkpoint: str, data: Optional[str] = None) -> Tuple[nn.Module, object]:
     """(model in eval mode on CPU, task) of a fairseq checkpoint; ``data`` replaces the data dir it was trained on
-    (the task reads its dictionary there)."""
+    (the task reads its dictionary there). The task is set up from the checkpoint's configuration and checks the
+    checkpoint before a model is built (its ``check_checkpoint``, where it has one: the plugin's tasks compare the
+    input form and the dictionaries the model was trained with against the data directory's), so another corpus's
+    data directory is one line naming both, not a size-mismatch traceback or a model reading the wrong words."""
     import fairseq_syntax
+    from fairseq_syntax.core.checkpoints import require_checkpoint_file
 
     fairseq_syntax.register()  # every task and model registered; torch may load fairseq checkpoints
 
-    overrides = {"data": data} if data else None
+    require_checkpoint_file(checkpoint)
+    state = checkpoint_utils.load_checkpoint_to_cpu(checkpoint)  # as trained: a refusal names its data directory
+    cfg = convert_namespace_to_omegaconf(state["args"]) if state.get("args") is not None else state["cfg"]
+    task_cfg = copy.deepcopy(cfg.task)
+    if data:
+        task_cfg.data = data
     try:
-        models, _, task = checkpoint_utils.load_model_ensemble_and_task([checkpoint], arg_overrides=overrides)
+        task = tasks.setup_task(task_cfg, from_checkpoint=True)
     except FileNotFoundError as error:
         raise FileNotFoundError(f"loading {checkpoint}: {error}; if the data dir it was trained on moved (or was "
                                 "given as a relative path), pass it with --data") from error
+    check = getattr(task, "check_checkpoint", None)
+    if check is not None:
+        check(checkpoint, state)
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task([checkpoint], task=task, state=state)
     return models[0].eval(), task
 
 

@@ -26,7 +26,8 @@ ParseFunction = Callable[[List[List[str]]], List[ParsedSentence]]
 
 @dataclass(frozen=True)
 class ConstituencyParsers:
-    #: (backend, model name or path, POS tagger path or None) -> the parse function of that parser
+    #: (backend, model name or path, POS tagger path or None) -> the parse function of that parser; a model that
+    #: cannot be had (no such file, no model of that kind, a name without the network) is a one-line ValueError
     load: Callable[[str, str, Optional[str]], ParseFunction]
     #: a model name or path -> its backend, or None where it cannot tell
     backend_of: Callable[[str], Optional[str]]

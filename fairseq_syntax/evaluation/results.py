@@ -4,12 +4,15 @@ A run record is one JSON file per trained-and-scored system, written by the reci
 ``*.run.json``:
 
     {"dataset": "news-de", "system": "syntax masks", "arch": "transformer_syntax_mask",
-     "command": "fairseq-train ...", "updates": 4540, "epochs": 20, "wall_time_s": 4812.0,
+     "command": "fairseq-train DATA ...", "command_argv": ["fairseq-train", "DATA", ...],
+     "updates": 4540, "epochs": 20, "wall_time_s": 4812.0,
      "train_log": "work/masks/train.log",
      "metrics": {"BLEU": 38.1, "chrF": 62.3, ..., "tokenize": "13a", "signatures": {...}},
      "significance": {"transformer": {"BLEU": {"p_value": 0.004, ...}, "chrF": {...}, "n_samples": 1000, ...}}}
 
-``metrics`` is what ``scoring.corpus_scores`` returns (or any dict of numbers, e.g. an accuracy); ``significance``
+Each command is held as its argv list beside a display string (``command`` and ``command_argv``, likewise
+``decode_command`` and ``score_command``: :mod:`fairseq_syntax.evaluation.run_commands`, which also reads the records
+of the old form, whose commands are text only). ``metrics`` is what ``scoring.corpus_scores`` returns (or any dict of numbers, e.g. an accuracy); ``significance``
 maps a baseline's system name to ``scoring.paired_bootstrap``'s report of this system against it. Optional fields:
 ``seed``, ``device`` (what it was trained on), ``valid`` (one run's validation curve: the statistic its best
 checkpoint is chosen by and ``[epoch, value]`` per epoch, ``parse_valid_curve``), ``parsers`` (the ``parsers.json`` of its training data,
@@ -24,8 +27,8 @@ of several seeds gets one row per system (:mod:`fairseq_syntax.evaluation.seed_s
 (:mod:`fairseq_syntax.evaluation.convergence`); what it compares (the baseline, each control's method and kind,
 the seeds planned) is a :class:`~fairseq_syntax.evaluation.comparisons.Comparisons`, given or, when none is, the
 method registry's (:func:`~fairseq_syntax.evaluation.comparisons.registry_comparisons`), and recorded in
-RESULTS.json. :func:`results_of_runs` and :func:`write_run_results` are the whole of ``fairseq-syntax-results``
-for a caller in Python (the study's report). Logs and decodes are kept gzipped beside their
+RESULTS.json. :func:`results_of_runs` is the whole of ``fairseq-syntax-results`` for a caller in Python (the
+study's report). Logs and decodes are kept gzipped beside their
 records, and finished runs' are packed into their folder's archive (:mod:`packed_runs`): every reader here
 (``open_text``, ``read_text``, ``parse_train_log``, and ``scoring.read_lines``) takes ``name`` or ``name.gz``, whichever
 exists, else the packed copy.
@@ -47,6 +50,14 @@ from fairseq_syntax.evaluation import packed_runs
 from fairseq_syntax.evaluation.comparisons import Comparisons, registry_comparisons
 from fairseq_syntax.evaluation.convergence import replay
 from fairseq_syntax.evaluation.packed_runs import RECORD_SUFFIX, existing_path, find_member
+from fairseq_syntax.evaluation.run_commands import (
+    command_fields,
+    command_text,
+    option_value,
+    record_argv,
+    with_argv,
+    with_seed_variable,
+)
 from fairseq_syntax.evaluation.seed_systems import (
     P_VALUE_READING,
     SeedSystem,
@@ -56,7 +67,7 @@ from fairseq_syntax.evaluation.seed_systems import (
     structure_read,
 )
 from fairseq_syntax.evaluation.study_answer import study_answer
-from fairseq_syntax.evaluation.tables import Cell, Table, markdown_table, table_json, write_results
+from fairseq_syntax.evaluation.tables import Cell, Table, markdown_table, table_json
 
 REQUIRED_FIELDS = ("dataset", "system", "arch", "command", "updates", "epochs", "wall_time_s", "train_log",
                    "metrics", "significance")
@@ -199,16 +210,10 @@ def parse_train_log(path) -> dict[str, float]:
     return {"updates": updates, "epochs": epochs, "wall_time_s": earlier_runs_wall + run_wall}
 
 
-def command_option(command: str, option: str) -> str | None:
-    """The value ``command`` gives ``option`` (``--patience 5``, ``--patience=5``, quoted or not), else None."""
-    found = re.search(rf"{re.escape(option)}[ =]['\"]?([\w.-]+)", command)
-    return found.group(1) if found else None
-
-
-def best_checkpoint_metric(command: str) -> str:
-    """The validation statistic that fairseq-train ``command`` chooses its best checkpoint by (fairseq's default:
+def best_checkpoint_metric(argv: list[str]) -> str:
+    """The validation statistic that fairseq-train ``argv`` chooses its best checkpoint by (fairseq's default:
     loss)."""
-    return command_option(command, "--best-checkpoint-metric") or "loss"
+    return option_value(argv, "--best-checkpoint-metric") or "loss"
 
 
 def parse_valid_curve(path, metric: str = "loss") -> list[tuple[int, float]]:
@@ -313,23 +318,25 @@ def make_log_portable(path, out_dir: str | None = None, root: str | None = None)
     return changed
 
 
-def record_run(path, *, dataset: str, system: str, arch: str, command: str, train_log, metrics: dict,
+def record_run(path, *, dataset: str, system: str, arch: str, command: list[str], train_log, metrics: dict,
                significance: dict | None = None, by_length: list[dict] | None = None,
                out_dir: str | None = None, root: str | None = None, **extra) -> dict:
     """Write the run record of one system to `path` (by convention `<name>.run.json`) and return it.
 
     updates, epochs and wall_time_s come from `train_log` (see parse_train_log; comma-separated logs, one per seed,
     give the means); `by_length` is the system's `scoring.bleu_by_length` rows, if scored. `extra` fields go into
-    the record as they are: `seed` (of one run), `device`, `decode_command`, `score_command`, and for a system over
+    the record as they are: `seed` (of one run), `device`, `decode_command` and `score_command` (each with its
+    argv, `run_commands.command_fields`), and for a system over
     seeds `seeds` (how many), `seed_list` (which), `metrics_sd` (standard deviation over seeds of each metric in
     `metrics`, their means) and `per_seed_metrics` (each numeric metric's value per seed, in `seed_list`'s order).
     With `out_dir` (the recipe's output folder) or `root` (the repository), the record's paths are written by
-    `portable_paths`. A record of one run also holds its validation curve (`valid`) of the statistic `command`
-    chooses the best checkpoint by, so a table can show that training converged.
+    `portable_paths`. `command` is the training command's argv (program first), kept with its display string. A
+    record of one run also holds its validation curve (`valid`) of the statistic `command` chooses the best
+    checkpoint by, so a table can show that training converged.
     """
     logs = [parse_train_log(log) for log in str(train_log).split(",")]
     train = {key: type(logs[0][key])(statistics.fmean(log[key] for log in logs)) for key in logs[0]}
-    record = {"dataset": dataset, "system": system, "arch": arch, "command": command,
+    record = {"dataset": dataset, "system": system, "arch": arch, **command_fields("command", command),
               **train, "train_log": str(train_log), "metrics": metrics, "significance": significance or {}, **extra}
     if len(logs) == 1:  # one run: its validation curve (a record over seeds has its runs' records for theirs)
         metric = best_checkpoint_metric(command)
@@ -347,7 +354,8 @@ def record_run(path, *, dataset: str, system: str, arch: str, command: str, trai
 
 
 def load_record(path) -> dict:
-    """The run record ``path``: the file, or its packed copy (a finished run's record is packed with its outputs)."""
+    """The run record ``path``: the file, or its packed copy (a finished run's record is packed with its outputs),
+    each command with its argv (:func:`~fairseq_syntax.evaluation.run_commands.with_argv`)."""
     try:
         record = json.loads(packed_runs.read_bytes(path).decode("utf-8"))
     except json.JSONDecodeError as error:
@@ -357,7 +365,7 @@ def load_record(path) -> dict:
     missing = [field for field in REQUIRED_FIELDS if field not in record]
     if missing:
         raise RecordError(f"{path}: run record lacks {', '.join(missing)}")
-    return record
+    return with_argv(record)
 
 
 def find_record_files(paths: Iterable) -> list[Path]:
@@ -602,8 +610,8 @@ def run_convergence(run: dict) -> dict | None:
     curve = run.get("valid", {}).get("curve")
     if not curve:
         return None
-    patience = int(command_option(run["command"], "--patience") or 0)
-    return replay(curve, patience, "--maximize-best-checkpoint-metric" in run["command"])
+    argv = record_argv(run) or []
+    return replay(curve, int(option_value(argv, "--patience") or 0), "--maximize-best-checkpoint-metric" in argv)
 
 
 def _epochs_cell(system: SeedSystem) -> Cell:
@@ -654,29 +662,24 @@ def _seeds_table(systems: Sequence[SeedSystem], comparisons: Comparisons) -> Tab
     return table
 
 
-def with_seed_variable(command: str, seed: int) -> str:
-    """A seed's command with that seed written as ``$SEED`` (``--seed 1``, ``NAME.seed1``, a control's data
-    directory ``DATA.CONTROL-s2`` -> ``$SEED``)."""
-    command = re.sub(rf"(--seed[ =]){seed}(?!\d)", r"\g<1>$SEED", command)
-    command = re.sub(rf"(\.[a-z]+)-s{seed}(?![\w.-])", r"\g<1>-s$SEED", command)
-    return re.sub(rf"\.seed{seed}(?!\d)", ".seed$SEED", command)
-
-
 def seed_commands(system: SeedSystem) -> dict[str, Any]:
-    """The commands of a row: its first seed's training and decoding with the seed as ``$SEED``, and the scoring
-    over its seeds (each where recorded)."""
+    """The commands of a row (display strings): its first seed's training and decoding with the seed as ``$SEED``
+    (:func:`~fairseq_syntax.evaluation.run_commands.with_seed_variable`), and the scoring over its seeds (each where
+    recorded)."""
     first = system.runs[0] if system.runs else system.over_seeds
     seed = first.get("seed", (system.seeds or [None])[0])
-    train = first["command"] if system.runs else system.over_seeds["command"]
-    commands = {"system": system.name, "seeds": system.seeds,
-                "train": with_seed_variable(train, seed) if seed is not None else train}
+
+    def shown(field: str) -> str:
+        return first[field] if seed is None else command_text(with_seed_variable(record_argv(first, field), seed))
+
+    commands = {"system": system.name, "seeds": system.seeds, "train": shown("command")}
     if first.get("decode_command"):
-        commands["decode"] = with_seed_variable(first["decode_command"], seed)
+        commands["decode"] = shown("decode_command")
     score = (system.over_seeds or {}).get("score_command")
     if score:
         commands["score"] = score
     elif first.get("score_command"):
-        commands["score"] = with_seed_variable(first["score_command"], seed)
+        commands["score"] = shown("score_command")
     return commands
 
 
@@ -740,7 +743,7 @@ def convergence_table(systems: Sequence[SeedSystem]) -> Table | None:
         curve = run["valid"]["curve"]
         replayed = run_convergence(run)
         kept_epoch, kept = replayed["kept"]
-        cap = int(command_option(run["command"], "--max-epoch") or 0)
+        cap = int(option_value(record_argv(run) or [], "--max-epoch") or 0)
         last = curve[-1][0]
         stopped = (f"patience, epoch {replayed['stop']}" if replayed["stop"] else
                    "epoch cap" if cap and last >= cap else "–")
@@ -872,10 +875,3 @@ def results_of_runs(inputs: Iterable, comparisons: Comparisons | None = None) ->
     records = [load_record(path) for path in paths]
     sources = [displayed_path(path) for path in paths]
     return render_markdown(records, sources, comparisons), render_json(records, sources, comparisons)
-
-
-def write_run_results(inputs: Iterable, out_md, comparisons: Comparisons | None = None) -> tuple[Path, Path]:
-    """Write :func:`results_of_runs` to ``out_md`` (RESULTS.md) and RESULTS.json beside it; returns both paths.
-    RecordError (or PackedRunsError, OSError) names the record or folder that cannot be read."""
-    markdown, data = results_of_runs(inputs, comparisons)
-    return write_results(out_md, markdown, data)

@@ -11,8 +11,12 @@ from fairseq_syntax.core.source_parsers import ConstituencyParsers, register_con
 
 def _load(backend, model, tagger):
     from fairseq_syntax.parsing.constituency import fairseq_interactive_parser
+    from fairseq_syntax.parsing.models import ModelUnavailable
 
-    return fairseq_interactive_parser(backend, model, tagger)
+    try:
+        return fairseq_interactive_parser(backend, model, tagger)
+    except ModelUnavailable as error:  # the task's one line (core.source_parsers: a ValueError)
+        raise ValueError(str(error)) from None
 
 
 def _backend_of(model):

@@ -4,8 +4,9 @@ and ``report`` (:mod:`fairseq_syntax.study.report`).
 
 A run's state (:func:`run_state`): **done** (its record and decode are kept), **running** (a process holds its claim),
 **failed** (its last attempt failed: ``WORK/failed/RUN.txt``; the next ``run`` tries it again from its checkpoint),
-**partway** (checkpoints, no record: a run that was stopped), **to do**; a kept record of another study or setting
-makes the command stop before anything runs, naming the record and what differs.
+**partway** (checkpoints, no record: a run that was stopped), **to do**; a record of the runs folder of another study
+or setting (a run's, in the grid or not, or a system's over its seeds) makes the command stop before anything runs,
+naming the record and each setting that differs (:mod:`~fairseq_syntax.study.record_checks`).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from fairseq_syntax.study.checks import check_study
 from fairseq_syntax.study.config import StudyConfig
 from fairseq_syntax.study.grid import Run, study_runs
 from fairseq_syntax.study.local import current_epoch
+from fairseq_syntax.study.record_checks import refuse_foreign_records
 from fairseq_syntax.study.runner import (
     RunTask,
     StudyError,
@@ -53,7 +55,10 @@ def run_state(config: StudyConfig, run: Run) -> RunState:
 
 
 def grid_states(config: StudyConfig) -> list[RunState]:
-    """Every run's state; StudyError naming every kept record of another study or setting at once."""
+    """Every run's state; StudyError naming every record of the runs folder of another study or setting at once
+    (:func:`~fairseq_syntax.study.record_checks.refuse_foreign_records`: those of runs outside the grid and over
+    seeds too)."""
+    refuse_foreign_records(config)
     states, refused = [], []
     for run in study_runs(config):
         try:

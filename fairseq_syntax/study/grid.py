@@ -1,24 +1,26 @@
 """A study's grid: every run (a system of the method registry, or one on control structures, with one training seed)
-that its file asks for, the exact fairseq commands each is trained and decoded with, and the study's identity.
+that its file asks for, the exact fairseq commands each is trained and decoded with (argv lists), and the study's
+identity.
 
 A :class:`Run` is ``SYSTEM.seedK``: its data directory is the registry system's for that training seed (a control run
 reads the structures drawn with its training seed, ``FORM.CONTROL-sK``: :meth:`~fairseq_syntax.core.method.System.
 for_training_seed`), its checkpoints ``WORK/ckpt/ckpt-SYSTEM.seedK``, its record ``RUNS/SYSTEM.seedK.run.json``.
 The training command is built here from the file's ``[model]`` and ``[training]`` and the system's own options, in
-the order the project's recipes have always used (so a record made by the recipes and one made by the study command
-compare equal, :func:`same_training`).
+the order the project's recipes have always used, piece by piece with what each piece comes from
+(:func:`train_pieces`: a key of the study file such as ``training.lr``, the run, the system, or the study's fixed
+options), so that a record of the old form, which holds only its command, is compared with the file by key
+(:mod:`~fairseq_syntax.study.record_checks`).
 
-The study's identity (:func:`study_identity`), written into every record it makes: the study's name, a SHA-256 of the
-settings that change what a run is trained on or how (:data:`~fairseq_syntax.study.config.TRAINING_SECTIONS`, less
-paths and thread counts), and the fingerprints of the data directories a run read. A record whose identity differs
-from the file's is of another study or a changed setting, and is refused, naming what differs.
+The study's identity (:func:`study_identity`), written into every record it makes: the study's name, the settings
+that change what a run is trained on or how, by their keys in the study file (:func:`study_settings`:
+:data:`~fairseq_syntax.study.config.TRAINING_SECTIONS`, less paths and thread counts), and the fingerprints of the
+data directories a run read. A record whose identity differs from the file's is of another study or a changed
+setting, and is refused, naming each key that differs (:mod:`~fairseq_syntax.study.record_checks`).
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import shlex
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,9 +30,12 @@ from fairseq_syntax.study.config import NOT_TRAINING_KEYS, TRAINING_SECTIONS, St
 #: options a run's training command may change between its first start and a resume from its checkpoints: its
 #: budget (a cap that may grow) and who loads its batches; nothing else, or the checkpoints are of another run
 RESUMABLE_OPTIONS = ("--max-epoch", "--max-update", "--num-workers")
-#: options of a training command that may differ between two runs of the same setting: where it writes and its seed,
-#: beside those a resume may change
-RUN_SPECIFIC_OPTIONS = ("--save-dir", "--seed", *RESUMABLE_OPTIONS)
+
+#: what a piece of a training command comes from where it is no key of the study file (:func:`train_pieces`)
+DATA_DIRECTORY = "the run's data directory"
+THE_RUN = "the run's name and seed"
+THE_SYSTEM = "the system's own options"
+FIXED = "the study's fixed options"
 
 
 @dataclass(frozen=True)
@@ -38,7 +43,6 @@ class Run:
     """One run of the grid: ``system`` (a registry system, possibly on a control) trained with ``seed``."""
     system: System
     seed: int
-    control_of: str | None = None  # the method system a control run is the control of
 
     @property
     def name(self) -> str:
@@ -66,7 +70,7 @@ def study_runs(config: StudyConfig) -> list[Run]:
         runs += [Run(system.for_training_seed(seed), seed) for seed in range(1, entry.seeds + 1)]
         for kind, seeds in entry.controls.items():
             control = registry[entry.control_name(kind)]
-            runs += [Run(control.for_training_seed(seed), seed, control_of=entry.name) for seed in range(1, seeds + 1)]
+            runs += [Run(control.for_training_seed(seed), seed) for seed in range(1, seeds + 1)]
     return runs
 
 
@@ -107,38 +111,56 @@ def _precision_args(training: dict) -> list[str]:
     return {"fp32": [], "bf16": ["--bf16"], "fp16": ["--fp16"]}[precision]
 
 
-def train_arguments(config: StudyConfig, run: Run, work: Path | str) -> list[str]:
-    """The arguments after ``fairseq-train``: the data directory, the task, the shared model and protocol, the
-    precision, the system's own options; ``--num-workers 0`` on a CPU (fairseq's loader workers each hold ~1 GB
-    and stay for the run)."""
+def train_pieces(config: StudyConfig, run: Run, work: Path | str) -> list[tuple[str, list[str]]]:
+    """The arguments after ``fairseq-train`` in pieces, each with what it comes from: a key of the study file
+    (``model.embed_dim``), or :data:`DATA_DIRECTORY`, :data:`THE_RUN`, :data:`THE_SYSTEM`, :data:`FIXED`. The data
+    directory, the task, the shared model and protocol, the precision, the system's own options; ``--num-workers 0``
+    on a CPU (fairseq's loader workers each hold ~1 GB and stay for the run)."""
     model, training = config["model"], config["training"]
-    work = str(work)
-    args = [f"{work}/data-bin/{run.data}", "--user-dir", "fairseq_syntax", "--task", "syntax_translation",
-            "--arch", run.system.arch, "--save-dir", f"{work}/ckpt/ckpt-{run.name}", "--no-epoch-checkpoints",
-            "--log-format", "simple", "--log-interval", "50",
-            "--encoder-layers", str(model["encoder_layers"]), "--decoder-layers", str(model["decoder_layers"]),
-            "--encoder-embed-dim", str(model["embed_dim"]), "--decoder-embed-dim", str(model["embed_dim"]),
-            "--encoder-ffn-embed-dim", str(model["ffn_dim"]), "--decoder-ffn-embed-dim", str(model["ffn_dim"]),
-            "--encoder-attention-heads", str(model["heads"]), "--decoder-attention-heads", str(model["heads"])]
-    if model["share_all_embeddings"]:
-        args.append("--share-all-embeddings")
-    args += ["--dropout", str(model["dropout"]), "--weight-decay", str(training["weight_decay"]),
-             "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", str(training["label_smoothing"]),
-             "--optimizer", training["optimizer"]]
-    if training["optimizer"] == "adam":
-        args += ["--adam-betas", training["adam_betas"]]
-    args += ["--lr", _number_text(training["lr"]), "--lr-scheduler", training["lr_scheduler"],
-             "--warmup-updates", str(training["warmup_updates"]), "--clip-norm", str(training["clip_norm"]),
-             "--seed", str(run.seed), "--max-source-positions", str(model["max_source_positions"]),
-             "--batch-size", str(training["batch_sentences"]), "--max-epoch", str(training["max_epoch"]),
-             "--patience", str(training["patience"]), "--best-checkpoint-metric", "nll_loss",
-             *_precision_args(training), *training["extra_args"]]
-    # the system's own options, as the recipes pass a spec's EXTRA (``--option=value``)
-    model_args = run.system.model_args
-    args += [f"{key}={value}" for key, value in zip(model_args[::2], model_args[1::2])]
+    pieces = [(DATA_DIRECTORY, [f"{work}/data-bin/{run.data}"]),
+              (FIXED, ["--user-dir", "fairseq_syntax", "--task", "syntax_translation"]),
+              (THE_SYSTEM, ["--arch", run.system.arch]),
+              (THE_RUN, ["--save-dir", f"{work}/ckpt/ckpt-{run.name}"]),
+              (FIXED, ["--no-epoch-checkpoints", "--log-format", "simple", "--log-interval", "50"]),
+              ("model.encoder_layers", ["--encoder-layers", str(model["encoder_layers"])]),
+              ("model.decoder_layers", ["--decoder-layers", str(model["decoder_layers"])]),
+              ("model.embed_dim", ["--encoder-embed-dim", str(model["embed_dim"]),
+                                   "--decoder-embed-dim", str(model["embed_dim"])]),
+              ("model.ffn_dim", ["--encoder-ffn-embed-dim", str(model["ffn_dim"]),
+                                 "--decoder-ffn-embed-dim", str(model["ffn_dim"])]),
+              ("model.heads", ["--encoder-attention-heads", str(model["heads"]),
+                               "--decoder-attention-heads", str(model["heads"])]),
+              ("model.share_all_embeddings", ["--share-all-embeddings"] if model["share_all_embeddings"] else []),
+              ("model.dropout", ["--dropout", str(model["dropout"])]),
+              ("training.weight_decay", ["--weight-decay", str(training["weight_decay"])]),
+              (FIXED, ["--criterion", "label_smoothed_cross_entropy"]),
+              ("training.label_smoothing", ["--label-smoothing", str(training["label_smoothing"])]),
+              ("training.optimizer", ["--optimizer", training["optimizer"]]),
+              ("training.adam_betas", ["--adam-betas", training["adam_betas"]] if training["optimizer"] == "adam"
+               else []),
+              ("training.lr", ["--lr", _number_text(training["lr"])]),
+              ("training.lr_scheduler", ["--lr-scheduler", training["lr_scheduler"]]),
+              ("training.warmup_updates", ["--warmup-updates", str(training["warmup_updates"])]),
+              ("training.clip_norm", ["--clip-norm", str(training["clip_norm"])]),
+              (THE_RUN, ["--seed", str(run.seed)]),
+              ("model.max_source_positions", ["--max-source-positions", str(model["max_source_positions"])]),
+              ("training.batch_sentences", ["--batch-size", str(training["batch_sentences"])]),
+              ("training.max_epoch", ["--max-epoch", str(training["max_epoch"])]),
+              ("training.patience", ["--patience", str(training["patience"])]),
+              (FIXED, ["--best-checkpoint-metric", "nll_loss"]),
+              ("training.precision", _precision_args(training)),
+              ("training.extra_args", list(training["extra_args"])),
+              # the system's own options, as the recipes pass a spec's EXTRA (``--option=value``)
+              (THE_SYSTEM, [f"{key}={value}" for key, value in zip(run.system.model_args[::2],
+                                                                    run.system.model_args[1::2])])]
     if training["device"] == "cpu":
-        args += _in_process_loading(args)
-    return args
+        pieces.append(("training.device", _in_process_loading([word for _, words in pieces for word in words])))
+    return pieces
+
+
+def train_arguments(config: StudyConfig, run: Run, work: Path | str) -> list[str]:
+    """The arguments after ``fairseq-train`` (:func:`train_pieces`, one list)."""
+    return [word for _, words in train_pieces(config, run, work) for word in words]
 
 
 def _in_process_loading(args: list[str]) -> list[str]:
@@ -161,11 +183,6 @@ def decode_arguments(config: StudyConfig, run: Run, work: Path | str) -> list[st
     return args
 
 
-def command_text(program: str, args: list[str]) -> str:
-    """A command as its record holds it: the words joined by spaces, as the recipes wrote them."""
-    return " ".join([program, *args])
-
-
 def _number_text(value: float) -> str:
     """A learning rate as a user writes it (1e-3, not 0.001): the recipes' records hold it so."""
     text = repr(float(value))
@@ -174,62 +191,16 @@ def _number_text(value: float) -> str:
     return short if len(short) < len(text) else text
 
 
-def _options(command: str) -> dict[str, list[str]]:
-    """A fairseq command's options, each with its values (``--x=v`` as ``--x v``); the program and the data
-    directory under ``PROGRAM``."""
-    words = command.replace("(0.9, 0.98)", "(0.9,0.98)").split()
-    options: dict[str, list[str]] = {}
-    current = "PROGRAM"
-    for word in words:
-        if word.startswith("--"):
-            current, _, value = word.partition("=")
-            options.setdefault(current, [])
-            if value:
-                options[current].append(value)
-        else:
-            options.setdefault(current, []).append(word)
-    return options
-
-
-def _canonical_number(value: str) -> str:
-    try:
-        return repr(float(value))
-    except ValueError:
-        return value
-
-
-def training_differences(recorded: str, expected: str) -> list[str]:
-    """How a recorded training command differs from the one the file gives (options that may differ between runs
-    of one setting left out; the data directory compared by its name, the control seed's ``-sK`` left out, since a
-    control run of an early study read the seed-1 structures and its record says which it read)."""
-    mine, theirs = _options(recorded), _options(expected)
-    for options in (mine, theirs):
-        for key in RUN_SPECIFIC_OPTIONS:
-            options.pop(key, None)
-        program = options.pop("PROGRAM", [])
-        options["DATA"] = [_data_name(program[1])] if len(program) > 1 else []
-    differences = []
-    # values that are numbers compare as numbers (1e-3 and 0.001 alike)
-    canonical = lambda values: None if values is None else [_canonical_number(v) for v in values]  # noqa: E731
-    for key in sorted(set(mine) | set(theirs)):
-        if canonical(mine.get(key)) != canonical(theirs.get(key)):
-            shown = lambda values: "absent" if values is None else (" ".join(values) or "set")  # noqa: E731
-            differences.append(f"{key}: {shown(mine.get(key))} (file: {shown(theirs.get(key))})")
-    return differences
-
-
-def _data_name(path: str) -> str:
-    name = path.rstrip("/").rsplit("/", 1)[-1]
-    base, dot, control = name.rpartition(".")
-    return f"{base}.{control.split('-s')[0]}" if dot else name
-
-
-def same_training(recorded: str, expected: str) -> bool:
-    return not training_differences(recorded, expected)
+def study_settings(config: StudyConfig) -> dict[str, object]:
+    """The settings that change a run, by their keys in the study file (``training.lr``): the keys of
+    :data:`TRAINING_SECTIONS` less :data:`NOT_TRAINING_KEYS`, each value as a record's JSON holds it."""
+    return json.loads(json.dumps({f"{section}.{key}": value for section in TRAINING_SECTIONS
+                                  for key, value in config[section].items() if (section, key) not in NOT_TRAINING_KEYS}))
 
 
 def settings_digest(config: StudyConfig) -> str:
-    """SHA-256 of the settings that change a run (:data:`TRAINING_SECTIONS` less :data:`NOT_TRAINING_KEYS`)."""
+    """SHA-256 of the settings that change a run (:data:`TRAINING_SECTIONS` less :data:`NOT_TRAINING_KEYS`): what a
+    record of the old form holds in place of :func:`study_settings`."""
     settings = {section: {key: value for key, value in config[section].items()
                           if (section, key) not in NOT_TRAINING_KEYS} for section in TRAINING_SECTIONS}
     return "sha256:" + hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
@@ -248,27 +219,9 @@ def data_fingerprint(directory: Path) -> str:
 
 
 def study_identity(config: StudyConfig, data: str | None = None, work: Path | None = None) -> dict:
-    """What a record of this study carries: the study's name, its settings' digest and, for a run, the fingerprint
-    of the data directory it read."""
-    identity = {"name": config.name, "settings": settings_digest(config)}
+    """What a record of this study carries: the study's name, its settings by key (:func:`study_settings`) and, for
+    a run, the fingerprint of the data directory it read."""
+    identity = {"name": config.name, "settings": study_settings(config)}
     if data is not None and work is not None:
         identity["data"] = {data: data_fingerprint(work / "data-bin" / data)}
     return identity
-
-
-def identity_differences(recorded: dict | None, config: StudyConfig) -> list[str]:
-    """How a record's study identity differs from the file's (empty: the same study and settings)."""
-    if not recorded:
-        return []
-    found = []
-    if recorded.get("name") != config.name:
-        found.append(f"study {recorded.get('name')!r}, not {config.name!r}")
-    if recorded.get("settings") != settings_digest(config):
-        found.append("settings digest differs (a setting of [corpus], [parses], [bpe], [model], [training] or "
-                     "[decoding] changed since it ran)")
-    return found
-
-
-def iter_quoted(command: str) -> Iterator[str]:
-    """A command's words for a shell (the record's text is space-joined; the Adam betas need quotes)."""
-    yield from shlex.split(command.replace("(0.9, 0.98)", "'(0.9, 0.98)'"))

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from fairseq_syntax.core.stopping import temporary_directory
+from fairseq_syntax.evaluation.run_commands import record_argv
 from fairseq_syntax.study.config import StudyConfig
 from fairseq_syntax.study.grid import planned_seeds, registry_systems, study_identity, compared_with
 from fairseq_syntax.study.runner import (
@@ -90,21 +91,23 @@ def score_over_seeds(config: StudyConfig, system: str) -> Path:
             names += ["--baseline-name", partner]
     args += names
     args += [*detokenizing(config), "--bootstrap", str(config["test"]["bootstrap_rounds"])]
-    for option, key in (("--device", "device"), ("--decode-command", "decode_command")):
-        if first.get(key):
-            args += [option, first[key]]
+    if first.get("device"):
+        args += ["--device", first["device"]]
     arch = first.get("arch") or registry_systems()[system].arch
     # removed when scoring ends, or run is stopped (SIGTERM, Ctrl-C); a SIGKILL's folder at the next run's start
     with temporary_directory("over-seeds") as scratch:
-        if first.get("parsers"):
-            parsers = Path(scratch) / "parsers.json"
-            parsers.write_text(json.dumps(first["parsers"]), encoding="utf-8")
-            args += ["--parsers", str(parsers)]
+        # the first seed's facts, as files: its parsers and its commands' argv lists (run_commands.record_argv)
+        facts = {"--parsers": first.get("parsers"), "--decode-command": record_argv(first, "decode_command"),
+                 "--train-command": record_argv(first, "command")}
+        for option, fact in facts.items():
+            if fact:
+                path = Path(scratch) / f"{option[2:]}.json"
+                path.write_text(json.dumps(fact), encoding="utf-8")
+                args += [option, str(path)]
         record = runs / f"{system}.seeds.run.json"
         args += ["--repo-root", REPO_ROOT, "--out-dir", str(work_dir(config)),
                  "--run-seeds", ",".join(map(str, own)), "--record", str(record), "--dataset", config.name,
-                 "--system", system, "--arch", arch, "--train-log", ",".join(logs),
-                 "--train-command", first["command"]]
+                 "--system", system, "--arch", arch, "--train-log", ",".join(logs)]
         status = subprocess.run([sys.executable, "-m", "fairseq_syntax.cli.score", *args],
                                 env=_environment(config), cwd=REPO_ROOT).returncode
     if status != 0:

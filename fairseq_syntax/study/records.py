@@ -1,9 +1,8 @@
 """Where a study's runs keep what they made, and how it is read back: the work and runs folders, a run's kept
 files (gzipped there, or packed in the runs' archive: :mod:`fairseq_syntax.evaluation.packed_runs`), its record
-(``RUNS/RUN.run.json``), and the one-line error every study command stops with."""
+(``RUNS/RUN.run.json``, each command with its argv), and the one-line error every study command stops with."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from fairseq_syntax.evaluation import packed_runs
@@ -32,6 +31,8 @@ def kept(path: Path) -> Path | None:
 
 
 def read_record(path: Path) -> dict | None:
-    if path.is_file() or packed_runs.has(path):
-        return json.loads(packed_runs.read_bytes(path).decode("utf-8"))
-    return None
+    """The run record ``path`` (there, or packed; :func:`fairseq_syntax.evaluation.results.load_record`: each command
+    with its argv, a record that cannot be read one line naming it); None where there is none."""
+    from fairseq_syntax.evaluation.results import load_record
+
+    return load_record(path) if path.is_file() or packed_runs.has(path) else None

@@ -1,6 +1,7 @@
 """``fairseq-syntax-study report``: the study's answer in its report folder, from its run records.
 
-1. Every record of the runs folder must be this study's (:func:`foreign_records`; one line each, nothing written);
+1. Every record of the runs folder must be this study's (:func:`~fairseq_syntax.study.record_checks.
+   refuse_foreign_records`, as ``plan`` and ``run`` check them; one line each, nothing written);
    every record over seeds that a run finished since has made stale is made again (:mod:`~fairseq_syntax.study.
    over_seeds`), so no test stands for fewer seeds than its rows.
 2. ``RESULTS.md`` / ``RESULTS.json`` (:func:`fairseq_syntax.evaluation.results.results_of_runs`) tested as the file
@@ -25,7 +26,7 @@ from fairseq_syntax.evaluation.runaway import overlap, runaway_cost, source_leng
 from fairseq_syntax.study.config import StudyConfig
 from fairseq_syntax.study.grid import control_pairs, planned_seeds
 from fairseq_syntax.study.over_seeds import finished_seeds, rescore_stale
-from fairseq_syntax.study.runner import StudyError, kept, raw_reference, read_record, reference_path, runs_dir
+from fairseq_syntax.study.runner import StudyError, kept, raw_reference, reference_path, runs_dir
 
 
 def comparisons_of(config: StudyConfig) -> Comparisons:
@@ -33,26 +34,6 @@ def comparisons_of(config: StudyConfig) -> Comparisons:
     plan = planned_seeds(config)
     return Comparisons(baseline=config.baseline, controls=control_pairs(config), planned_seeds=plan,
                        expected=tuple(plan), alpha=config["test"]["alpha"])
-
-
-def foreign_records(config: StudyConfig) -> list[str]:
-    """The records of the runs folder that are not of this study: another dataset, another study's identity, or a
-    system the file does not have; one line each."""
-    from fairseq_syntax.evaluation import packed_runs
-    from fairseq_syntax.study.grid import identity_differences
-
-    plan = planned_seeds(config)
-    problems = []
-    for path in packed_runs.glob(str(runs_dir(config) / "*.run.json")):
-        record = read_record(Path(path)) or {}
-        found = identity_differences(record.get("study"), config)
-        if record.get("dataset") != config.name:
-            found.append(f"dataset {record.get('dataset')!r}, not {config.name!r}")
-        if record.get("system") not in plan:
-            found.append(f"system {record.get('system')!r} is not one of the study's")
-        if found:
-            problems.append(f"{path}: not a record of this study ({config.path}): {'; '.join(found)}")
-    return problems
 
 
 def kept_test_set(config: StudyConfig) -> tuple[Path, Path]:
@@ -152,10 +133,7 @@ def write_report(config: StudyConfig, readme: str | None = None, out: str | None
     from fairseq_syntax.evaluation.tables import write_results
     from fairseq_syntax.study.commands import grid_states
 
-    problems = foreign_records(config)
-    if problems:
-        raise StudyError("\n".join(problems))
-    states = grid_states(config)
+    states = grid_states(config)  # every record of the runs folder this study's, or a line each and nothing written
     if not any(state.state == "done" for state in states):
         raise StudyError(f"{config.path}: no run of the study has finished yet ({len(states)} to do): nothing to "
                          f"report; fairseq-syntax-study run {config.path} trains them")

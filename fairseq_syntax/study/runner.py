@@ -10,11 +10,13 @@ takes a :class:`RunTask` (the study file and the run's name, so that a job needs
    never trained again; a record of another study or a changed setting is refused, naming what differs.
 3. **Train.** ``fairseq-train`` with the grid's command (:func:`~fairseq_syntax.study.grid.train_arguments`); a run
    with checkpoints goes on from its newest (fairseq's own resume) if they were made by the same command up to its
-   budget, and its log continues; checkpoints of another command stop the run with the folder named.
+   budget (the argv lists compared, :func:`resume_key`; ``CKPT/train_command.json`` holds it), and its log
+   continues; checkpoints of another command stop the run with the folder named.
 4. **Decode** the checkpoint with the best validation nll_loss (``fairseq-generate``), kept as its hypotheses only
    (:func:`~fairseq_syntax.evaluation.scoring.write_kept_decode`), logs made portable and gzipped.
 5. **Score** (``fairseq-syntax-score``) against the raw test reference, with the paired bootstrap against the
-   baseline's run of the same seed where it is decoded, into the run record, with the study's identity.
+   baseline's run of the same seed where it is decoded, into the run record (each command as its argv list, with a
+   display string beside it), with the study's identity (its settings by key).
 
 A failure leaves ``WORK/failed/RUN.txt`` (the step and the log's last lines) for ``plan`` to show; the next ``run``
 tries the run again, from its checkpoint.
@@ -36,19 +38,18 @@ from pathlib import Path
 
 import fairseq_syntax
 from fairseq_syntax.evaluation import packed_runs
+from fairseq_syntax.evaluation.run_commands import as_old_form, command_text, old_form_words
 from fairseq_syntax.study.config import StudyConfig, load_study
 from fairseq_syntax.study.devices import cuda_problem
 from fairseq_syntax.study.grid import (
     RESUMABLE_OPTIONS,
     Run,
-    command_text,
     decode_arguments,
-    identity_differences,
     study_identity,
     study_runs,
     train_arguments,
-    training_differences,
 )
+from fairseq_syntax.study.record_checks import record_problems, refusal
 from fairseq_syntax.study.records import StudyError, kept, read_record, runs_dir, work_dir  # noqa: F401 (re-exported)
 
 PACKAGE_DIR = os.path.dirname(os.path.abspath(fairseq_syntax.__file__))
@@ -108,27 +109,17 @@ def find_run(config: StudyConfig, name: str) -> Run:
 
 # -- what is kept of a run ----------------------------------------------------------------------------------------
 
-def record_problems(config: StudyConfig, run: Run, record: dict) -> list[str]:
-    """Why a kept record is not this study's run (empty: it is): another study, changed settings, or - for a record
-    made before records carried the study's identity - a training command other than the file's."""
-    problems = identity_differences(record.get("study"), config)
-    if record.get("dataset") != config.name:
-        problems.append(f"dataset {record.get('dataset')!r}, not the study's name {config.name!r}")
-    expected = command_text("fairseq-train", train_arguments(config, run, "OUT_DIR"))
-    problems += training_differences(record.get("command", ""), expected)
-    return problems
-
-
 def finished(config: StudyConfig, run: Run) -> bool:
-    """Whether ``run`` has a kept decode and a record of this study; StudyError for a record of another one."""
+    """Whether ``run`` has a kept decode and a record of this study; StudyError for a record of another study or
+    setting (:func:`~fairseq_syntax.study.record_checks.record_problems`)."""
     runs = runs_dir(config)
     record_path = runs / f"{run.name}.run.json"
     record = read_record(record_path)
     if record is None or kept(runs / f"{run.name}.gen") is None:
         return False
-    problems = record_problems(config, run, record)
+    problems = record_problems(config, record_path, record)
     if problems:
-        raise StudyError(f"{record_path}: not a run of this study ({config.path}): {'; '.join(problems)}")
+        raise StudyError(refusal(config, record_path, problems))
     return True
 
 
@@ -210,19 +201,34 @@ def _environment(config: StudyConfig) -> dict[str, str]:
     return env
 
 
-def _resume_key(command: str) -> str:
-    """The training command without the options a resume may change (grid.RESUMABLE_OPTIONS) and their values."""
-    words = command.split()
+#: the files of a run's checkpoints folder that hold the commands it was trained and decoded by (argv lists, JSON)
+TRAIN_COMMAND, DECODE_COMMAND = "train_command.json", "decode_command.json"
+#: what checkpoints of the old form hold instead of TRAIN_COMMAND: the command's words joined by spaces
+OLD_TRAIN_COMMAND = "train_command.txt"
+
+
+def resume_key(argv: list[str]) -> list[str]:
+    """``argv`` without the options a resume may change (grid.RESUMABLE_OPTIONS) and their values."""
     kept_words, skip = [], False
-    for word in words:
+    for word in argv:
         if skip:
             skip = False
-            continue
-        if word in RESUMABLE_OPTIONS:
+        elif word in RESUMABLE_OPTIONS:
             skip = True
-            continue
-        kept_words.append(word)
-    return " ".join(kept_words)
+        elif not word.startswith(tuple(f"{option}=" for option in RESUMABLE_OPTIONS)):
+            kept_words.append(word)
+    return kept_words
+
+
+def checkpoints_command(checkpoints: Path, argv: list[str]) -> tuple[list[str] | None, list[str]]:
+    """(the command ``checkpoints`` were trained by, ``argv`` in the same form): from TRAIN_COMMAND; from
+    OLD_TRAIN_COMMAND, both as words of the old form (:func:`~fairseq_syntax.evaluation.run_commands.as_old_form`);
+    None where neither file is there."""
+    if (checkpoints / TRAIN_COMMAND).is_file():
+        return json.loads((checkpoints / TRAIN_COMMAND).read_text(encoding="utf-8")), argv
+    if (checkpoints / OLD_TRAIN_COMMAND).is_file():
+        return old_form_words((checkpoints / OLD_TRAIN_COMMAND).read_text(encoding="utf-8")), as_old_form(argv)
+    return None, argv
 
 
 def _executable(program_module: str, args: list[str]) -> list[str]:
@@ -248,16 +254,15 @@ def train(config: StudyConfig, run: Run) -> bool:
     """Train ``run`` (or go on from its checkpoints) to its patience stop; its log in RUNS/RUN.train.log."""
     work, runs = work_dir(config), runs_dir(config)
     args = train_arguments(config, run, work)
-    command = command_text("fairseq-train", args)
+    argv = ["fairseq-train", *args]
     checkpoints = work / "ckpt" / f"ckpt-{run.name}"
     log = runs / f"{run.name}.train.log"
     mode = "w"
     if any(checkpoints.glob("checkpoint*.pt")):
-        recorded = (checkpoints / "train_command.txt").read_text(encoding="utf-8").strip() \
-            if (checkpoints / "train_command.txt").is_file() else ""
-        if _resume_key(recorded) != _resume_key(command):
-            raise StudyError(f"{checkpoints} holds checkpoints of another command ({checkpoints}/train_command.txt): "
-                             "remove the folder to train the run afresh")
+        recorded, mine = checkpoints_command(checkpoints, argv)
+        if recorded is None or resume_key(recorded) != resume_key(mine):
+            raise StudyError(f"{checkpoints} holds checkpoints of another command (its {TRAIN_COMMAND} or "
+                             f"{OLD_TRAIN_COMMAND}, or neither): remove the folder to train the run afresh")
         mode = "a"
         print(f"== resume {run.name} from its checkpoints", flush=True)
         packed_gz = Path(f"{log}.gz")
@@ -269,13 +274,13 @@ def train(config: StudyConfig, run: Run) -> bool:
         (runs / f"{run.name}.run.json").unlink(missing_ok=True)  # an earlier run's record: not this run's facts
     for stale in (f"{run.name}.train.log.gz", f"{run.name}.gen.gz", f"{run.name}.gen.log.gz"):
         (runs / stale).unlink(missing_ok=True)
-    (checkpoints / "train_command.txt").write_text(command + "\n", encoding="utf-8")
+    (checkpoints / TRAIN_COMMAND).write_text(json.dumps(argv) + "\n", encoding="utf-8")
     if not (checkpoints / "device.txt").is_file():
         (checkpoints / "device.txt").write_text(device_text(config) + "\n", encoding="utf-8")
     parsers = work / "data-bin" / run.data / "parsers.json"
     if parsers.is_file() and not (checkpoints / "parsers.json").is_file():
         shutil.copyfile(parsers, checkpoints / "parsers.json")
-    print(f"== train {run.name}: {command}", flush=True)
+    print(f"== train {run.name}: {command_text(argv)}", flush=True)
     with open(log, mode, encoding="utf-8") as out:
         status = subprocess.run(_executable("fairseq_cli.train", args), stdout=out, stderr=subprocess.STDOUT,
                                 env=_environment(config), cwd=REPO_ROOT, pass_fds=tuple(_CLAIMS)).returncode
@@ -290,7 +295,7 @@ def decode(config: StudyConfig, run: Run) -> bool:
     work, runs = work_dir(config), runs_dir(config)
     args = decode_arguments(config, run, work)
     checkpoints = work / "ckpt" / f"ckpt-{run.name}"
-    (checkpoints / "decode_command.txt").write_text(command_text("fairseq-generate", args) + "\n", encoding="utf-8")
+    (checkpoints / DECODE_COMMAND).write_text(json.dumps(["fairseq-generate", *args]) + "\n", encoding="utf-8")
     output, log = runs / f"{run.name}.gen", runs / f"{run.name}.gen.log"
     with open(output, "w", encoding="utf-8") as out, open(log, "w", encoding="utf-8") as err:
         status = subprocess.run(_executable("fairseq_cli.generate", args), stdout=out, stderr=err,
@@ -331,15 +336,16 @@ def score_arguments(config: StudyConfig, run: Run) -> list[str]:
     args += [*detokenizing(config), "--bootstrap", str(test["run_bootstrap_rounds"]), "--run-seed", str(run.seed)]
     if test["by_length"]:
         args += ["--by-length", ",".join(map(str, test["by_length"]))]
-    for option, fact in (("--device", "device.txt"), ("--decode-command", "decode_command.txt")):
-        if (checkpoints / fact).is_file():
-            args += [option, (checkpoints / fact).read_text(encoding="utf-8").strip()]
+    if (checkpoints / "device.txt").is_file():
+        args += ["--device", (checkpoints / "device.txt").read_text(encoding="utf-8").strip()]
+    if (checkpoints / DECODE_COMMAND).is_file():
+        args += ["--decode-command", str(checkpoints / DECODE_COMMAND)]
     if (checkpoints / "parsers.json").is_file():
         args += ["--parsers", str(checkpoints / "parsers.json")]
     args += ["--repo-root", REPO_ROOT, "--out-dir", str(work), "--record", str(runs / f"{run.name}.run.json"),
              "--dataset", config.name, "--system", run.system.name, "--arch", run.system.arch,
              "--train-log", str(kept(runs / f"{run.name}.train.log")),
-             "--train-command", (checkpoints / "train_command.txt").read_text(encoding="utf-8").strip()]
+             "--train-command", str(checkpoints / TRAIN_COMMAND)]
     return args
 
 

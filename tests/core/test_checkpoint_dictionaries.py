@@ -157,3 +157,20 @@ def test_the_target_side_is_named_where_only_it_differs():
                       torch.zeros(7, 2)}}
     assert "its decoder.embed_tokens.weight has 7 rows (one an entry), D/dict.de.txt gives 6 entries" in \
         dictionary_mismatch("c.pt", rows, {"source": ("D/dict.en.txt", source), "target": ("D/dict.de.txt", target)})
+
+
+def test_the_evaluation_commands_loader_refuses_another_dictionary_in_one_line(data_dirs, trained, other_dictionaries):
+    """fairseq_syntax.core.model_inputs.load_model (the analyses' and the Tree Transformer commands' loader, with
+    their --data): the task it sets up from the checkpoint checks it as fairseq-generate's does."""
+    from fairseq_syntax.core.model_inputs import load_model
+
+    checkpoint = str(trained / "checkpoint_last.pt")
+    data, _ = other_dictionaries["swapped"]
+    with pytest.raises(SystemExit) as stopped:
+        load_model(checkpoint, data)
+    assert str(stopped.value) == (
+        f"error: {checkpoint} was trained with another source dictionary than {data}/dict.en.txt: entry 7 is 'dog' "
+        f"in the checkpoint, 'man' at {data}/dict.en.txt:4; {fix(data_dirs)}")
+    model, task = load_model(checkpoint, data_dirs["sequence"])
+    assert model.encoder.embed_tokens.weight.shape[0] == 24 and not model.training
+    assert task.cfg.data == data_dirs["sequence"]

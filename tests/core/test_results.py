@@ -28,6 +28,7 @@ from fairseq_syntax.evaluation.results import (
     render_json,
     render_markdown,
 )
+from fairseq_syntax.evaluation.run_commands import command_fields, record_argv
 from fairseq_syntax.evaluation.tables import Cell, Table, markdown_table, table_json, write_results
 from fairseq_syntax.evaluation.scoring import read_generate_output
 
@@ -133,9 +134,10 @@ def test_parse_valid_curve_keeps_the_last_value_of_an_epoch_validated_twice(tmp_
 
 
 def test_best_checkpoint_metric_is_read_from_the_training_command():
-    assert best_checkpoint_metric("fairseq-train d --patience 5 --best-checkpoint-metric nll_loss --cpu") == "nll_loss"
-    assert best_checkpoint_metric("fairseq-train d --best-checkpoint-metric=accuracy") == "accuracy"
-    assert best_checkpoint_metric("fairseq-train d --patience 5") == "loss"  # fairseq's default
+    assert best_checkpoint_metric(["fairseq-train", "d", "--patience", "5", "--best-checkpoint-metric", "nll_loss",
+                                   "--cpu"]) == "nll_loss"
+    assert best_checkpoint_metric(["fairseq-train", "d", "--best-checkpoint-metric=accuracy"]) == "accuracy"
+    assert best_checkpoint_metric(["fairseq-train", "d", "--patience", "5"]) == "loss"  # fairseq's default
 
 
 def write_records(directory):
@@ -145,12 +147,12 @@ def write_records(directory):
     log.write_text(STDOUT_LOG)
     baseline = record_run(
         directory / "baseline.run.json", dataset="multi30k", system="transformer", arch="transformer",
-        command="fairseq-train data --arch transformer", train_log=log,
+        command=["fairseq-train", "data", "--arch", "transformer"], train_log=log,
         metrics={"BLEU": 38.123, "chrF": 62.3, "TER": 45.0, "tokenize": "13a",
                  "signatures": {"BLEU": "nrefs:1|tok:13a"}})
     masks = record_run(
         directory / "masks.run.json", dataset="multi30k", system="syntax masks", arch="transformer_syntax_mask",
-        command="fairseq-train data --arch transformer_syntax_mask | tee log", train_log=log,
+        command=["fairseq-train", "data", "--arch", "transformer_syntax_mask", "|", "tee", "log"], train_log=log,
         metrics={"BLEU": 39.0, "chrF": 63.456, "TER": 44.2, "RIBES": 80.0, "tokenize": "13a",
                  "signatures": {"BLEU": "nrefs:1|tok:13a"}},
         significance={"transformer": {"test": "paired bootstrap resampling (sacrebleu)", "n_samples": 1000,
@@ -278,7 +280,7 @@ def test_bleu_by_length_is_recorded_and_rendered_per_system(tmp_path):
     rows = [{"bucket": "(0,10]", "low": 0, "high": 10, "n_sentences": 3, "BLEU": 41.5},
             {"bucket": "(10,inf)", "low": 10, "high": None, "n_sentences": 0, "BLEU": None}]
     masks = record_run(tmp_path / "masks.run.json", dataset="multi30k", system="syntax masks",
-                       arch=masks["arch"], command=masks["command"], train_log=masks["train_log"],
+                       arch=masks["arch"], command=masks["command_argv"], train_log=masks["train_log"],
                        metrics=masks["metrics"], by_length=rows)
     assert json.loads((tmp_path / "masks.run.json").read_text())["by_length"] == rows
     lines = render_markdown([baseline, masks]).splitlines()
@@ -389,23 +391,32 @@ def test_a_record_writes_the_output_folder_as_out_dir_and_repository_paths_relat
     record = record_run(
         repo / "examples" / "runs" / "mask.seed1.run.json", dataset="multi30k-10k", system="mask",
         arch="transformer_syntax_mask", train_log=log, metrics={"BLEU": 30.0},
-        command=f"fairseq-train {out}/data-bin/preorder --save-dir {out}/ckpt/ckpt-mask.seed1 --seed 1",
-        decode_command=f"fairseq-generate {out}/data-bin/preorder --path={out}/ckpt/ckpt-mask.seed1/checkpoint_best.pt",
-        score_command=f"fairseq-syntax-score {repo}/examples/runs/a.gen.gz,{repo}/examples/runs/b.gen.gz "
-                      f"{out}/test.de.ref {tmp_path}/repo-old/c.gen {repo}",
+        command=["fairseq-train", f"{out}/data-bin/preorder", "--save-dir", f"{out}/ckpt/ckpt-mask.seed1", "--seed",
+                 "1"],
+        **command_fields("decode_command", ["fairseq-generate", f"{out}/data-bin/preorder",
+                                            f"--path={out}/ckpt/ckpt-mask.seed1/checkpoint_best.pt"]),
+        **command_fields("score_command", ["fairseq-syntax-score",
+                                           f"{repo}/examples/runs/a.gen.gz,{repo}/examples/runs/b.gen.gz",
+                                           f"{out}/test.de.ref", f"{tmp_path}/repo-old/c.gen", str(repo)]),
         out_dir=str(out), root=str(repo))
     assert json.loads((repo / "examples" / "runs" / "mask.seed1.run.json").read_text()) == record
     assert record["command"] == ("fairseq-train OUT_DIR/data-bin/preorder --save-dir OUT_DIR/ckpt/ckpt-mask.seed1 "
                                  "--seed 1")
+    assert record["command_argv"] == ["fairseq-train", "OUT_DIR/data-bin/preorder", "--save-dir",
+                                      "OUT_DIR/ckpt/ckpt-mask.seed1", "--seed", "1"]
     assert record["decode_command"] == ("fairseq-generate OUT_DIR/data-bin/preorder "
                                         "--path=OUT_DIR/ckpt/ckpt-mask.seed1/checkpoint_best.pt")
+    assert record["decode_command_argv"] == ["fairseq-generate", "OUT_DIR/data-bin/preorder",
+                                             "--path=OUT_DIR/ckpt/ckpt-mask.seed1/checkpoint_best.pt"]
     assert record["train_log"] == "examples/runs/mask.seed1.train.log"
     # a sibling folder whose name begins like the repository's is not in it; the repository itself is "."
     assert record["score_command"] == (f"fairseq-syntax-score examples/runs/a.gen.gz,examples/runs/b.gen.gz "
                                        f"OUT_DIR/test.de.ref {tmp_path}/repo-old/c.gen .")
+    assert record["score_command_argv"][-1] == "."
     # the default output folder, inside the repository, is still OUT_DIR
     inside = record_run(tmp_path / "x.run.json", dataset="d", system="s", arch="a", train_log=log, metrics={},
-                        command=f"fairseq-train {repo}/examples/work/data-bin", out_dir=str(repo / "examples" / "work"),
+                        command=["fairseq-train", f"{repo}/examples/work/data-bin"],
+                        out_dir=str(repo / "examples" / "work"),
                         root=str(repo))
     assert inside["command"] == "fairseq-train OUT_DIR/data-bin"
 
@@ -418,10 +429,12 @@ def seed_run(system, seed, bleu, chrf, epochs, data="preorder", arch="transforme
     """The record of one seed's run, as run_system writes it (paths already portable)."""
     return {"dataset": "multi30k-10k", "system": system, "arch": arch, "seed": seed, "updates": 157 * epochs,
             "epochs": epochs, "wall_time_s": 600.0, "train_log": f"examples/multi30k/runs/{system}.seed{seed}.train.log.gz",
-            "command": f"fairseq-train OUT_DIR/data-bin/{data} --arch {arch} --save-dir "
-                       f"OUT_DIR/ckpt/ckpt-{system}.seed{seed} --seed {seed} --patience 5",
-            "decode_command": f"fairseq-generate OUT_DIR/data-bin/{data} --path "
-                              f"OUT_DIR/ckpt/ckpt-{system}.seed{seed}/checkpoint_best.pt --beam 5",
+            **command_fields("command", ["fairseq-train", f"OUT_DIR/data-bin/{data}", "--arch", arch, "--save-dir",
+                                         f"OUT_DIR/ckpt/ckpt-{system}.seed{seed}", "--seed", str(seed), "--patience",
+                                         "5"]),
+            **command_fields("decode_command", ["fairseq-generate", f"OUT_DIR/data-bin/{data}", "--path",
+                                                f"OUT_DIR/ckpt/ckpt-{system}.seed{seed}/checkpoint_best.pt", "--beam",
+                                                "5"]),
             "metrics": {"BLEU": bleu, "chrF": chrf, "tokenize": "13a", "signatures": {"BLEU": "nrefs:1|tok:13a"}},
             "significance": {"sequence": {"test": "paired bootstrap resampling (sacrebleu)", "n_samples": 1000,
                                           "seed": 12345, "BLEU": {"p_value": 0.9}, "chrF": {"p_value": 0.9}}},
@@ -436,8 +449,10 @@ def over_seeds(system, bleu, chrf, epochs, versus, parsers=CONSTITUENCY):
           for name, values in (("BLEU", bleu), ("chrF", chrf))}
     return dict(runs, seed=None, seeds=len(bleu), seed_list=list(range(1, len(bleu) + 1)), epochs=epochs,
                 metrics={**mean, "tokenize": "13a"}, metrics_sd=sd, per_seed_metrics={"BLEU": bleu, "chrF": chrf},
-                score_command=f"fairseq-syntax-score examples/multi30k/runs/{system}.seed1.gen.gz,"
-                              f"examples/multi30k/runs/{system}.seed2.gen.gz OUT_DIR/test.de.ref --bootstrap 1000",
+                **command_fields("score_command", [
+                    "fairseq-syntax-score",
+                    f"examples/multi30k/runs/{system}.seed1.gen.gz,examples/multi30k/runs/{system}.seed2.gen.gz",
+                    "OUT_DIR/test.de.ref", "--bootstrap", "1000"]),
                 significance={name: {"test": SEEDS_TEST, "n_samples": 1000, "seed": 12345,
                                      "BLEU": {"p_value": p_bleu}, "chrF": {"p_value": p_chrf}}
                               for name, (p_bleu, p_chrf) in versus.items()},
@@ -530,7 +545,8 @@ def test_a_study_over_seeds_has_one_row_per_system_and_its_commands_below(tmp_pa
 
 def with_curve(record, curve, command_tail):
     """``record`` with a validation curve of nll_loss and its command's stopping options."""
-    return dict(record, valid={"metric": "nll_loss", "curve": curve}, command=record["command"] + command_tail)
+    return dict(record, valid={"metric": "nll_loss", "curve": curve},
+                **command_fields("command", record_argv(record) + command_tail.split()))
 
 
 def test_convergence_table_names_the_checkpoint_fairseq_kept_and_the_epochs_past_patience():

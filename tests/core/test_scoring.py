@@ -8,8 +8,10 @@ import itertools
 import json
 import math
 import re
+import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +19,7 @@ from nltk.translate.ribes_score import corpus_ribes
 from sacrebleu.metrics import BLEU
 
 from fairseq_syntax.cli import score as score_cli
+from fairseq_syntax.evaluation.results import RecordError
 from fairseq_syntax.evaluation.scoring import (
     ScoringInputError,
     SeedDraws,
@@ -284,6 +287,12 @@ def test_score_command_tokenized_mode_scores_h_against_t_lines(tmp_path):
     assert report["metrics"]["BLEU"] != pytest.approx(corpus_scores(HYPOTHESES, REFERENCES)["BLEU"])
 
 
+def argv_file(path: Path, *words: str) -> str:
+    """A command's words as fairseq-syntax-score's --train-command and --decode-command take them: a JSON list."""
+    path.write_text(json.dumps(list(words)), encoding="utf-8")
+    return str(path)
+
+
 def test_score_command_writes_a_run_record(tmp_path, files):
     ref, hyp = files
     log = tmp_path / "train.log"
@@ -293,15 +302,32 @@ def test_score_command_writes_a_run_record(tmp_path, files):
     record_path = tmp_path / "runs" / "masks.run.json"
     score_cli.main([str(hyp), str(ref), str(baseline), "--bootstrap", "50", "--record", str(record_path),
                     "--dataset", "multi30k", "--system", "masks", "--arch", "transformer_syntax_mask",
-                    "--train-log", str(log), "--train-command", "fairseq-train data", "--baseline-name", "base",
-                    "--by-length", "7,11"])
+                    "--train-log", str(log), "--train-command", argv_file(tmp_path / "train.json", "fairseq-train",
+                                                                          "data", "--adam-betas", "(0.9, 0.98)"),
+                    "--decode-command", argv_file(tmp_path / "decode.json", "fairseq-generate", "data"),
+                    "--baseline-name", "base", "--by-length", "7,11"])
     record = json.loads(record_path.read_text())
+    # each command as its words, and a display string a shell splits into the same words
+    assert record["command_argv"] == ["fairseq-train", "data", "--adam-betas", "(0.9, 0.98)"]
+    assert record["command"] == "fairseq-train data --adam-betas '(0.9, 0.98)'"
+    assert (record["decode_command"], record["decode_command_argv"]) == ("fairseq-generate data",
+                                                                        ["fairseq-generate", "data"])
+    assert record["score_command_argv"] == ["fairseq-syntax-score", str(hyp), str(ref), str(baseline), "--by-length",
+                                            "7,11", "--bootstrap", "50", "--seed", "12345", "--baseline-name", "base"]
+    assert shlex.split(record["score_command"]) == record["score_command_argv"]
     assert (record["system"], record["updates"], record["epochs"], record["wall_time_s"]) == ("masks", 120, 4, 61)
     assert record["by_length"] == bleu_by_length(HYPOTHESES, REFERENCES, (7, 11))
     assert record["metrics"]["BLEU"] == pytest.approx(corpus_scores(HYPOTHESES, REFERENCES)["BLEU"])
     assert list(record["significance"]) == ["base"] and record["significance"]["base"]["n_samples"] == 50
     with pytest.raises(SystemExit):
         score_cli.main([str(hyp), str(ref), "--record", str(record_path), "--system", "masks"])
+    # a command that is no list of words: one line naming its file, before anything is scored or written
+    before = record_path.read_text()
+    (tmp_path / "text.json").write_text('"fairseq-train data"')
+    with pytest.raises(RecordError, match=r"text.json: a command is a JSON list of its words"):
+        score_cli.main([str(hyp), str(ref), "--record", str(record_path), "--dataset", "multi30k", "--system",
+                        "masks", "--arch", "a", "--train-log", str(log), "--train-command", str(tmp_path / "text.json")])
+    assert record_path.read_text() == before
 
 
 def test_a_record_takes_the_output_folder_from_the_environment_and_the_checkout_as_root(tmp_path, files,
@@ -315,9 +341,11 @@ def test_a_record_takes_the_output_folder_from_the_environment_and_the_checkout_
     record_path = tmp_path / "masks.run.json"
     score_cli.main([str(hyp), str(ref), "--record", str(record_path), "--dataset", "d", "--system", "masks",
                     "--arch", "a", "--train-log", str(log),
-                    "--train-command", f"fairseq-train {tmp_path}/data-bin --user-dir {REPO}/fairseq_syntax"])
+                    "--train-command", argv_file(tmp_path / "train.json", "fairseq-train", f"{tmp_path}/data-bin",
+                                                 "--user-dir", f"{REPO}/fairseq_syntax")])
     record = json.loads(record_path.read_text())
     assert record["command"] == "fairseq-train OUT_DIR/data-bin --user-dir fairseq_syntax"
+    assert record["command_argv"] == ["fairseq-train", "OUT_DIR/data-bin", "--user-dir", "fairseq_syntax"]
     assert record["train_log"] == "OUT_DIR/train.log"
     assert record["score_command"] == "fairseq-syntax-score OUT_DIR/hyp.txt OUT_DIR/ref.txt"
 
@@ -331,7 +359,8 @@ def test_a_rescore_keeps_the_device_and_parsers_the_training_recorded(tmp_path, 
     parsers.write_text('{"dependency": {"model": "biaffine.pt", "sha256": "0123456789abcdef"}}\n')
     record_path = tmp_path / "ldd.run.json"
     common = [str(hyp), str(ref), "--bootstrap", "10", "--record", str(record_path), "--dataset", "multi30k",
-              "--system", "ldd", "--arch", "transformer_ldd", "--train-log", str(log), "--train-command", "train"]
+              "--system", "ldd", "--arch", "transformer_ldd", "--train-log", str(log),
+              "--train-command", argv_file(tmp_path / "train.json", "train")]
     score_cli.main(common + ["--device", "NVIDIA H100", "--parsers", str(parsers)])
     recorded = {"device": "NVIDIA H100", "parsers": {"dependency": {"model": "biaffine.pt",
                                                                     "sha256": "0123456789abcdef"}}}
@@ -547,7 +576,8 @@ def test_a_systems_first_seed_is_tested_over_seeds_against_a_baseline_of_several
     log.write_text("2024-05-01 10:00:03 | INFO | train | epoch 004 | loss 4.4 | num_updates 120 | wall 60\n")
     score_cli.main([str(hyp), str(ref), ",".join(map(str, bases)), "--bootstrap", "50", "--record",
                     str(record_path), "--dataset", "d", "--system", "mask_random", "--arch", "a", "--train-log",
-                    str(log), "--train-command", "fairseq-train data --seed 1", "--baseline-name", "mask",
+                    str(log), "--train-command", argv_file(tmp_path / "train.json", "fairseq-train", "data"),
+                    "--baseline-name", "mask",
                     "--run-seeds", "1"])
     record = json.loads(record_path.read_text())
     assert record["seeds"] == 1 and record["seed_list"] == [1]
@@ -590,7 +620,8 @@ def test_score_command_over_seeds_records_mean_sd_and_seed_aware_p_values(tmp_pa
     record_path = tmp_path / "mask.seeds.run.json"
     score_cli.main([f"{hyp},{hyp_2}", str(ref), f"{base_1},{base_2},{base_3}", "--bootstrap", "50", "--record",
                     str(record_path), "--dataset", "multi30k", "--system", "mask", "--arch", "a",
-                    "--train-log", f"{logs[0]},{logs[1]}", "--train-command", "fairseq-train data --seed 1",
+                    "--train-log", f"{logs[0]},{logs[1]}",
+                    "--train-command", argv_file(tmp_path / "train.json", "fairseq-train", "data", "--seed", "1"),
                     "--baseline-name", "sequence", "--device", "cpu", "--run-seeds", "1,2"])
     record = json.loads(record_path.read_text())
     expected = seed_scores([HYPOTHESES, SEED_2], REFERENCES)

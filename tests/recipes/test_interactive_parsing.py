@@ -281,6 +281,22 @@ def test_a_tree_model_without_a_parser_is_one_line(trained):
         "bracketed tree per line")
 
 
+@pytest.mark.parametrize("system, option", [("mask", "--source-parser"), ("ldd", "--source-dependency-parser")])
+def test_a_parser_model_that_cannot_be_had_is_one_line(trained, models, tmp_path, system, option):
+    """A --source-parser (or --source-dependency-parser) that is not there, or no model of its kind, or a name
+    without the network: the parsing library's one line (fairseq_syntax.parsing.models), not its traceback."""
+    data, _, checkpoint = trained[system]
+    missing = str(tmp_path / "missing.pt")
+    tagger = ["--source-tagger", models["tagger"]] if option == "--source-parser" else []
+    result = subprocess.run(["fairseq-interactive", str(data), "--user-dir", "fairseq_syntax", "--task",
+                             "syntax_translation", "--path", str(checkpoint), "--cpu", option, missing, *tagger],
+                            input="the cat sees the dog .\n", cwd=REPO, capture_output=True, text=True,
+                            env=ONE_THREAD)
+    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert result.stderr.splitlines()[-1] == f"error: {missing}: no such model file or folder"
+    assert "H-" not in result.stdout
+
+
 @pytest.mark.parametrize("options, message", [
     ({"source_tagger": None}, "{meta} records trees tagged by the POS tagger tagger.pt: give it as --source-tagger"),
     ({"source_parser_backend": "benepar"}, "{meta} records trees of a crf-con parser (crf-con.pt), "

@@ -13,7 +13,7 @@ from conftest import REPO
 
 from fairseq_syntax.study import runner
 from fairseq_syntax.study.config import load_study
-from fairseq_syntax.study.grid import command_text, settings_digest, study_runs, train_arguments
+from fairseq_syntax.study.grid import study_identity, study_runs, train_arguments
 
 STUDY = """\
 [study]
@@ -59,13 +59,16 @@ def study(tmp_path):
 
 def test_a_run_resumes_under_a_larger_budget_or_other_loader_workers_but_not_other_settings():
     """A run's checkpoints are gone on from only by the same command, up to its budget and --num-workers (who loads
-    the batches, not which): what runner._resume_key compares."""
-    started = runner._resume_key("fairseq-train data --arch transformer --max-epoch 20 --seed 1 --cpu")
-    assert runner._resume_key("fairseq-train data --arch transformer --max-epoch 30 --seed 1 --cpu --num-workers 0") \
-        == started
-    assert runner._resume_key("fairseq-train data --arch transformer --max-epoch 20 --seed 2 --cpu") != started
-    assert runner._resume_key("fairseq-train data --arch transformer --max-epoch 20 --seed 1 --cpu --max-tokens 10") \
-        != started
+    the batches, not which): what runner.resume_key compares, word by word."""
+    started = ["fairseq-train", "data", "--arch", "transformer", "--max-epoch", "20", "--seed", "1", "--cpu"]
+    assert runner.resume_key(started) == ["fairseq-train", "data", "--arch", "transformer", "--seed", "1", "--cpu"]
+    assert runner.resume_key([*started[:4], "--max-epoch=30", *started[6:], "--num-workers", "0"]) \
+        == runner.resume_key(started)
+    assert runner.resume_key([*started[:7], "2", "--cpu"]) != runner.resume_key(started)
+    assert runner.resume_key([*started, "--max-tokens", "10"]) != runner.resume_key(started)
+    # a word that holds a space is one word: Adam's betas quoted or not are other commands
+    betas = [*started, "--adam-betas", "(0.9, 0.98)"]
+    assert runner.resume_key([*started, "--adam-betas", "(0.9,", "0.98)"]) != runner.resume_key(betas)
 
 
 @pytest.mark.parametrize("extra,added,options", [("", True, 1), ('extra_args = ["--num-workers", "2"]', False, 1),
@@ -102,8 +105,8 @@ def test_a_run_killed_during_its_first_save_goes_on_from_its_checkpoint(study, m
     config, run = study()
     checkpoints = runner.work_dir(config) / "ckpt" / f"ckpt-{run.name}"
     checkpoints.mkdir(parents=True)
-    command = command_text("fairseq-train", train_arguments(config, run, runner.work_dir(config)))
-    (checkpoints / "train_command.txt").write_text(command + "\n")
+    argv = ["fairseq-train", *train_arguments(config, run, runner.work_dir(config))]
+    (checkpoints / "train_command.json").write_text(json.dumps(argv) + "\n")
     for name in ("checkpoint_1_5.pt", "checkpoint_best.pt"):
         (checkpoints / name).write_bytes(b"PK")
     runner.runs_dir(config).mkdir()
@@ -114,10 +117,38 @@ def test_a_run_killed_during_its_first_save_goes_on_from_its_checkpoint(study, m
     assert sorted(path.name for path in checkpoints.glob("*.pt")) == ["checkpoint_1_5.pt", "checkpoint_best.pt"]
     log = (runner.runs_dir(config) / f"{run.name}.train.log").read_text()
     assert log.startswith("epoch 1's log\n") and "valid on" in log  # the log goes on
+    assert json.loads((checkpoints / "train_command.json").read_text()) == argv
     # checkpoints of another command (another seed) are not gone on from: one line naming the folder
-    (checkpoints / "train_command.txt").write_text(command.replace("--seed 1", "--seed 2") + "\n")
+    seed = argv.index("--seed") + 1
+    (checkpoints / "train_command.json").write_text(json.dumps([*argv[:seed], "2", *argv[seed + 1:]]) + "\n")
     with pytest.raises(runner.StudyError, match=f"^{checkpoints} holds checkpoints of another command"):
         runner.train(config, run)
+
+
+def test_checkpoints_of_the_old_form_go_on_under_their_command_and_no_other(study, monkeypatch):
+    """Checkpoints a study made before commands were kept as argv lists hold ``train_command.txt`` (the words joined
+    by spaces, Adam's betas unquoted): the run goes on from them when that text is this command's, and writes
+    train_command.json; a text of another command, or no command at all, stops it."""
+    config, run = study()
+    checkpoints = runner.work_dir(config) / "ckpt" / f"ckpt-{run.name}"
+    checkpoints.mkdir(parents=True)
+    (checkpoints / "checkpoint_last.pt").write_bytes(b"PK")
+    runner.runs_dir(config).mkdir()
+    argv = ["fairseq-train", *train_arguments(config, run, runner.work_dir(config))]
+    assert "(0.9, 0.98)" in argv
+    (checkpoints / "train_command.txt").write_text(" ".join(argv).replace("--max-epoch 20", "--max-epoch 10") + "\n")
+    calls = []
+    fake_fairseq(monkeypatch, calls)
+    assert runner.train(config, run) and calls == ["fairseq_cli.train"]
+    assert json.loads((checkpoints / "train_command.json").read_text()) == argv
+    (checkpoints / "train_command.json").unlink()
+    (checkpoints / "train_command.txt").write_text(" ".join(argv).replace("--dropout 0.3", "--dropout 0.1") + "\n")
+    with pytest.raises(runner.StudyError, match=f"^{checkpoints} holds checkpoints of another command"):
+        runner.train(config, run)
+    (checkpoints / "train_command.txt").unlink()
+    with pytest.raises(runner.StudyError, match=f"^{checkpoints} holds checkpoints of another command"):
+        runner.train(config, run)
+    assert calls == ["fairseq_cli.train"]
 
 
 def test_a_decode_keeps_its_hypotheses_and_gzipped_logs(study, monkeypatch):
@@ -148,9 +179,9 @@ def test_a_packed_run_is_finished_and_not_trained_again_even_with_its_checkpoint
     runs.mkdir()
     for suffix in (".gen.gz", ".gen.log.gz", ".train.log.gz"):
         (runs / f"{run.name}{suffix}").write_bytes(gzip.compress(b"kept\n"))
-    record = {"dataset": "steps", "system": "mask", "seed": 1,
-              "command": command_text("fairseq-train", train_arguments(config, run, "OUT_DIR")),
-              "study": {"name": "steps", "settings": settings_digest(config)}}
+    record = {"dataset": "steps", "system": "mask", "arch": run.system.arch, "seed": 1, "command": "fairseq-train",
+              "command_argv": ["fairseq-train"], "updates": 1, "epochs": 1, "wall_time_s": 1.0, "train_log": "l",
+              "metrics": {}, "significance": {}, "study": study_identity(config)}
     (runs / f"{run.name}.run.json").write_text(json.dumps(record))
     subprocess.run([sys.executable, os.path.join(REPO, "examples", "pack_runs.py"), "pack", str(runs)], check=True,
                    capture_output=True)

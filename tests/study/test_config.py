@@ -9,15 +9,16 @@ import pytest
 from conftest import REPO
 from fairseq_syntax.study.config import SECTIONS, ConfigError, load_study, template
 from fairseq_syntax.study.grid import (
-    command_text,
+    Run,
     control_pairs,
     planned_seeds,
+    registry_systems,
     settings_digest,
+    study_settings,
     study_runs,
     compared_with,
     decode_arguments,
     train_arguments,
-    training_differences,
 )
 
 MINIMAL = """
@@ -199,13 +200,51 @@ RECORDED = ("fairseq-train OUT_DIR/data-bin/preorder.random --user-dir fairseq_s
             "--best-checkpoint-metric nll_loss --cpu --num-workers 0")
 
 
-def test_a_recorded_command_is_compared_option_by_option(tmp_path):
+def test_a_record_of_the_old_form_is_compared_word_by_word_and_each_difference_named_by_its_key(tmp_path):
+    """A record of the old form holds its command as text only: read once into words (Adam's betas as two), it is
+    compared with the command the file gives its run, and each difference is named by the key of the study file that
+    gives those words; a control run that read the seed-1 structures is the same run."""
+    from fairseq_syntax.evaluation.run_commands import record_argv, with_argv
+    from fairseq_syntax.study.record_checks import command_differences
+
     config = load_study(write(tmp_path, MINIMAL))
     run = study_runs(config)[6]  # mask_random.seed2: the record read seed 1's structures, as the first runs did
-    assert training_differences(RECORDED, command_text("fairseq-train", train_arguments(config, run, "OUT_DIR"))) == []
-    changed = load_study(write(tmp_path, MINIMAL + "[training]\nlr = 5e-4\npatience = 10\n"))
-    found = training_differences(RECORDED, command_text("fairseq-train", train_arguments(changed, run, "OUT_DIR")))
-    assert found == ["--lr: 1e-3 (file: 5e-4)", "--patience: 5 (file: 10)"]
+    assert run.name == "mask_random.seed2" and run.data == "preorder.random-s2"
+    words = record_argv(with_argv({"command": RECORDED}))
+    assert words[words.index("--adam-betas") + 1:words.index("--lr")] == ["(0.9,", "0.98)"]
+    assert command_differences(words, config, run) == []
+    changed = load_study(write(tmp_path, MINIMAL + "[training]\nlr = 5e-4\npatience = 10\nmax_epoch = 50\n"
+                                                    "[model]\nshare_all_embeddings = false\n"))
+    assert command_differences(words, changed, run) == [
+        "model.share_all_embeddings: --share-all-embeddings (file: absent)", "training.lr: 1e-3 (file: 5e-4)",
+        "training.max_epoch: 100 (file: 50)", "training.patience: 5 (file: 10)"]
+    runs = {run.name: run for run in study_runs(config)}
+    seed_three = Run(registry_systems()["mask_random"].for_training_seed(3), 3)
+    assert seed_three.data == "preorder.random-s3"  # a record of seed 1's structures is that run's too
+    assert command_differences(words, config, seed_three) == [
+        "the run's name and seed: OUT_DIR/ckpt/ckpt-mask_random.seed2 (file: OUT_DIR/ckpt/ckpt-mask_random.seed3)",
+        "the run's name and seed: 2 (file: 3)"]
+    assert command_differences(words, config, runs["mask.seed2"]) == [
+        "the run's data directory: OUT_DIR/data-bin/preorder.random (file: OUT_DIR/data-bin/preorder)",
+        "the run's name and seed: OUT_DIR/ckpt/ckpt-mask_random.seed2 (file: OUT_DIR/ckpt/ckpt-mask.seed2)"]
+
+
+def test_a_record_names_its_settings_by_their_keys_in_the_study_file(tmp_path):
+    """The settings a record carries are the file's keys that change a run (paths and thread counts left out), so a
+    changed one is named by its key."""
+    from fairseq_syntax.study.record_checks import settings_differences
+
+    config = load_study(write(tmp_path, MINIMAL))
+    settings = study_settings(config)
+    assert settings["training.lr"] == 0.001 and settings["training.adam_betas"] == "(0.9, 0.98)"
+    assert settings["model.embed_dim"] == 256 and settings["corpus.source"] == "en"
+    assert not {"corpus.raw", "corpus.reference", "parses.workers", "training.threads"} & set(settings)
+    assert not any(key.startswith(("study.", "seeds.", "test.", "executor.", "slurm.")) for key in settings)
+    assert settings_differences(settings, config) == []
+    changed = load_study(write(tmp_path, MINIMAL + "[training]\nmax_epoch = 7\nthreads = 4\n[bpe]\nmerges = 800\n"))
+    assert settings_differences(settings, changed) == ["bpe.merges: 10000 (file: 800)",
+                                                       "training.max_epoch: 100 (file: 7)"]
+    assert settings_differences({**settings, "model.gone": 1}, config) == ["model.gone: 1 (file: absent)"]
 
 
 def test_the_settings_digest_follows_what_changes_a_run(tmp_path):

@@ -81,6 +81,16 @@ def test_run_trains_every_run_two_at_once_and_plan_shows_them_done(finished):
         record = json.loads((folder / "runs" / f"{name}.run.json").read_text())
         assert record["dataset"] == "tiny" and record["study"]["name"] == "tiny"
         assert (folder / "runs" / f"{name}.gen.gz").is_file()
+        # each command as the words it ran with, the display string beside it; the settings by their keys
+        checkpoints = folder / "work" / "ckpt" / f"ckpt-{name}"
+        train = json.loads((checkpoints / "train_command.json").read_text())
+        assert train[0] == "fairseq-train" and record["command_argv"] == [
+            word.replace(str(folder / "work"), "OUT_DIR") for word in train]
+        assert record["command_argv"][record["command_argv"].index("--adam-betas") + 1] == "(0.9, 0.98)"
+        assert "--adam-betas '(0.9, 0.98)'" in record["command"]
+        assert record["decode_command_argv"][0] == "fairseq-generate" and record["score_command_argv"][0] == \
+            "fairseq-syntax-score"
+        assert record["study"]["settings"]["training.max_epoch"] == 2
 
 
 def tokenized_bleu(folder: Path, name: str) -> float:
@@ -187,14 +197,14 @@ def test_a_second_run_trains_nothing_and_keeps_every_file(finished):
 
 def test_refusals_are_one_line_and_train_nothing(finished, tmp_path):
     folder, _, _, _ = finished
-    # a changed setting: the recorded runs are of another training command
+    # a changed setting: every record, each run's and each system's over its seeds, names the key that changed
     changed = folder / "changed.toml"
     changed.write_text(STUDY.format(epochs=2).replace("lr = 5e-3", "lr = 1e-3"), encoding="utf-8")
     result = study("run", "changed.toml", cwd=folder, check=False)
     assert result.returncode == 2 and result.stdout.count("== start") == 0
     errors = result.stderr.strip().splitlines()
-    assert len(errors) == 6 and all("not a run of this study" in line and "--lr: 5e-3 (file: 1e-3)" in line
-                                    for line in errors), result.stderr
+    assert len(errors) == 9 and all(line.endswith(": not a record of this study (changed.toml): "
+                                                  "training.lr: 0.005 (file: 0.001)") for line in errors), result.stderr
     # another study's records: the same runs under another name
     other = folder / "other.toml"
     other.write_text(STUDY.format(epochs=2).replace('name = "tiny"', 'name = "other"'), encoding="utf-8")

@@ -282,8 +282,12 @@ class InteractiveDependencies:
         self.label_index = label_index(LABEL_TABLES[labels])
         self.arc_floor, self.label_floor = cfg.source_dependency_arc_floor, cfg.source_dependency_label_floor
         from fairseq_syntax.parsing.dependency import DependencyParser
+        from fairseq_syntax.parsing.models import ModelUnavailable
 
-        self.parser = DependencyParser(cfg.source_dependency_parser)
+        try:
+            self.parser = DependencyParser(cfg.source_dependency_parser)
+        except ModelUnavailable as error:  # the task's one line (a ValueError, as for the options above)
+            raise ValueError(str(error)) from None
 
     def __call__(self, sentences: List[List[str]], numbers: Sequence[int],
                  segment: Callable[[str], List[str]]) -> List[Union[tuple, BadLine]]:

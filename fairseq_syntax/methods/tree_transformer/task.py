@@ -39,6 +39,7 @@ from fairseq.data.shorten_dataset import maybe_shorten_dataset
 from fairseq.tasks import register_task
 from fairseq.tasks.masked_lm import MaskedLMConfig, MaskedLMTask
 
+from fairseq_syntax.core.checkpoints import TRAINED_DICTIONARIES, dictionary_mismatch
 from fairseq_syntax.core.cpu_autocast import CpuAutocastConfig, CpuAutocastMixin
 
 logger = logging.getLogger(__name__)
@@ -80,8 +81,33 @@ class SentenceMaskedLMConfig(MaskedLMConfig, CpuAutocastConfig):
     pass
 
 
+#: the state dict key whose rows are one a dictionary entry (a RoBERTa-style encoder's token embeddings)
+EMBEDDINGS = {"source": "encoder.sentence_encoder.embed_tokens.weight"}
+
+
 @register_task("sentence_masked_lm", dataclass=SentenceMaskedLMConfig)
 class SentenceMaskedLMTask(CpuAutocastMixin, MaskedLMTask):
+    def __init__(self, cfg, dictionary=None):
+        super().__init__(cfg, dictionary)
+        # saved in every checkpoint: the dictionary (with <mask>) the model is trained with, for check_checkpoint
+        self.state.merge_state_dict({TRAINED_DICTIONARIES: {"source": list(self.dictionary.symbols)}})
+
+    def load_state_dict(self, state_dict):
+        """A checkpoint's task state; its recorded dictionary was compared by :meth:`check_checkpoint`, this task's
+        own stays."""
+        super().load_state_dict({key: value for key, value in state_dict.items() if key != TRAINED_DICTIONARIES})
+
+    def check_checkpoint(self, path: str, state: dict) -> None:
+        """A checkpoint loaded for this task (resumed training; the evaluation commands' ``--data``,
+        :func:`fairseq_syntax.core.model_inputs.load_model`): its dictionary against this data directory's
+        ``dict.txt``, else one line naming both (a checkpoint saved before the record: by its embedding rows)."""
+        dict_file = os.path.join(utils.split_paths(self.cfg.data)[0], "dict.txt")
+        problem = dictionary_mismatch(path, state, {"source": (dict_file, self.dictionary)}, EMBEDDINGS,
+                                      "its dictionary (fairseq-preprocess --only-source --srcdict with that "
+                                      "directory's dict.txt)")
+        if problem is not None:
+            raise SystemExit(problem)
+
     def _load_dataset_split(self, split, epoch, combine):
         paths = utils.split_paths(self.cfg.data)
         split_path = os.path.join(paths[(epoch - 1) % len(paths)], split)

@@ -1,0 +1,91 @@
+"""The commands a run record holds: each as its argv list (what ran, word for word) with a display string beside it.
+
+A record's command fields are ``command`` (the training), ``decode_command`` and ``score_command``; beside each,
+``FIELD_argv`` holds its words, program first (:func:`command_fields` writes both). The words are what every reader
+uses (:func:`option_value`, :func:`with_seed_variable`); the display string (:func:`command_text`) is for people and
+is never read back.
+
+**Records of the old form.** Records written before records held argv lists (the committed Multi30k studies' among
+them), and a study run's checkpoints of the old form (``train_command.txt``), hold each command as its words joined
+by spaces, unquoted. :func:`old_form_words` is the one place such a text is split, once, with :func:`shlex.split`.
+Every run record is read through ``results.load_record``, which calls :func:`with_argv`: each command field with no
+argv beside it is split so, its text kept as the display string. A word of the old form that held a space comes back
+as two (Adam's betas, ``(0.9, 0.98)``, as ``(0.9,`` and ``0.98)``); the words serve to display the command (joined
+by spaces again, :func:`command_text` gives the text back) and to read single-word options, which that split keeps
+whole. Nothing is written back to the record.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+
+#: the fields of a record that hold a command; each has its argv beside it under ``FIELD + ARGV``
+COMMAND_FIELDS = ("command", "decode_command", "score_command")
+ARGV = "_argv"
+#: a word the display quotes: one with a space or a quote in it, or an empty one
+_NEEDS_QUOTES = re.compile(r"""[\s'"\\]|^$""")
+
+
+def command_text(argv: list[str]) -> str:
+    """The display string of ``argv``: its words joined by spaces, a word quoted only where it holds a space or a
+    quote (``$SEED``, :func:`with_seed_variable`'s placeholder, stays a variable)."""
+    return " ".join(shlex.quote(word) if _NEEDS_QUOTES.search(word) else word for word in argv)
+
+
+def command_fields(field: str, argv: list[str]) -> dict[str, object]:
+    """A record's ``field`` (its display string) and ``field_argv`` (its words)."""
+    return {field: command_text(argv), field + ARGV: list(argv)}
+
+
+def record_argv(record: dict, field: str = "command") -> list[str] | None:
+    """The words of ``record``'s command ``field`` (a record read by :func:`with_argv`), None where it has none."""
+    return record.get(field + ARGV)
+
+
+def old_form_words(text: str) -> list[str]:
+    """The words of a command of the old form (module docstring): its text split once with :func:`shlex.split`,
+    here and nowhere else."""
+    return shlex.split(text)
+
+
+def with_argv(record: dict) -> dict:
+    """``record`` with the argv of each command field it holds: as written, or for a record of the old form
+    :func:`old_form_words` of its text."""
+    upgraded = dict(record)
+    for field in COMMAND_FIELDS:
+        text = record.get(field)
+        if isinstance(text, str) and not isinstance(record.get(field + ARGV), list):
+            upgraded[field + ARGV] = old_form_words(text)
+    return upgraded
+
+
+def as_old_form(argv: list[str]) -> list[str]:
+    """The words ``argv`` comes back as from a record of the old form (its words joined by spaces, then
+    :func:`old_form_words`): what a command of the old form is compared with."""
+    return old_form_words(" ".join(argv))
+
+
+def option_value(argv: list[str], option: str) -> str | None:
+    """The value ``argv`` gives ``option`` (``--patience 5`` or ``--patience=5``; the last where given twice, as
+    argparse takes it), else None."""
+    found = None
+    for index, word in enumerate(argv):
+        if word == option and index + 1 < len(argv):
+            found = argv[index + 1]
+        elif word.startswith(option + "="):
+            found = word[len(option) + 1:]
+    return found
+
+
+def with_seed_variable(argv: list[str], seed: int) -> list[str]:
+    """A seed's command with that seed written as ``$SEED``: the value of ``--seed``, a run's name ``NAME.seedK``
+    and a control's data directory ``DATA.CONTROL-sK`` within a word."""
+    words = []
+    for index, word in enumerate(argv):
+        if index and argv[index - 1] == "--seed" and word == str(seed):
+            word = "$SEED"
+        elif word == f"--seed={seed}":
+            word = "--seed=$SEED"
+        word = re.sub(rf"(\.[a-z]+)-s{seed}(?![\w.-])", r"\g<1>-s$SEED", word)
+        words.append(re.sub(rf"\.seed{seed}(?!\d)", ".seed$SEED", word))
+    return words

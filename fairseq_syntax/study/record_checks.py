@@ -1,0 +1,139 @@
+"""Every record of a study's runs folder checked against its study file. ``plan``, ``run`` and ``report`` check them
+all before anything else (:func:`refuse_foreign_records`), and a run checks its own before it counts as finished
+(:func:`record_problems`). A record is refused in one line naming it and each difference: another study (its name
+or dataset), a system the file does not have, or a changed setting, named by its key in the study file; nothing is
+written.
+
+A record's file names its run: ``SYSTEM.seedK.run.json`` (one run) or ``SYSTEM.seeds.run.json`` (the system over its
+seeds, whose facts are its first seed's). Its settings are compared
+
+- key by key where the record names them (its ``study`` identity, :func:`~fairseq_syntax.study.grid.study_identity`);
+- for a record of the old form, which holds the settings' digest only (or, made before records had an identity, no
+  settings at all): an equal digest is the same settings; otherwise its training command (its words,
+  :func:`~fairseq_syntax.evaluation.run_commands.with_argv`) is compared word by word with the command the file gives
+  its run, each difference named by what gives those words (:func:`~fairseq_syntax.study.grid.train_pieces`: a key
+  of the study file, the run, the system). A control run of the first studies read the seed-1 structures for every
+  seed (``DATA.CONTROL``, not ``DATA.CONTROL-sK``); its record says so, and that is no difference.
+"""
+from __future__ import annotations
+
+import json
+import re
+from difflib import SequenceMatcher
+from pathlib import Path
+
+from fairseq_syntax.evaluation import packed_runs
+from fairseq_syntax.evaluation.run_commands import as_old_form, record_argv
+from fairseq_syntax.study.config import StudyConfig
+from fairseq_syntax.study.grid import (
+    Run,
+    planned_seeds,
+    registry_systems,
+    settings_digest,
+    study_settings,
+    train_pieces,
+)
+from fairseq_syntax.study.records import StudyError, read_record, runs_dir
+
+#: a record's file name: a run's (``SYSTEM.seedK``) or a system's over its seeds (``SYSTEM.seeds``)
+RECORD_NAME = re.compile(r"^(?P<system>.+)\.(?:seed(?P<seed>\d+)|seeds)\.run\.json$")
+#: how a record writes the study's work folder (:func:`fairseq_syntax.evaluation.results.portable_paths`)
+OUT_DIR = "OUT_DIR"
+_ABSENT = object()
+
+
+def _shown(value) -> str:
+    return "absent" if value is _ABSENT else json.dumps(value, ensure_ascii=False)
+
+
+def settings_differences(recorded: dict, config: StudyConfig) -> list[str]:
+    """Each key whose value in ``recorded`` (a record's settings by key) is not the file's: ``KEY: RECORDED (file:
+    VALUE)``, in the file's order."""
+    mine = study_settings(config)
+    keys = [*mine, *(key for key in recorded if key not in mine)]
+    return [f"{key}: {_shown(recorded.get(key, _ABSENT))} (file: {_shown(mine.get(key, _ABSENT))})"
+            for key in keys if recorded.get(key, _ABSENT) != mine.get(key, _ABSENT)]
+
+
+def command_differences(recorded: list[str], config: StudyConfig, run: Run) -> list[str]:
+    """How a record's training command of the old form (its words) differs from the one the file gives ``run``: for
+    each stretch of words that differs, what gives them (a key of the study file, the run, the system) and both
+    words, ``KEY: RECORDED (file: WORDS)``."""
+    expected, sources = ["fairseq-train"], ["the program"]
+    empty_at: dict[int, list[str]] = {}  # where a piece that gives no words would have given them
+    for source, words in train_pieces(config, run, OUT_DIR):
+        words = as_old_form(words)
+        if not words:
+            empty_at.setdefault(len(expected), []).append(source)
+        expected += words
+        sources += [source] * len(words)
+    recorded = list(recorded)
+    seed_one = f"{OUT_DIR}/data-bin/{registry_systems()[run.system.name].data}"
+    if len(recorded) > 1 and recorded[1] == seed_one:  # read the seed-1 structures, as the first control runs did
+        recorded[1] = expected[1]
+    found = []
+    for tag, mine, mine_end, theirs, theirs_end in SequenceMatcher(a=recorded, b=expected,
+                                                                   autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        what = list(dict.fromkeys(sources[theirs:theirs_end])) or empty_at.get(theirs, [])
+        found.append(f"{', '.join(what) or 'words the file does not give'}: "
+                     f"{' '.join(recorded[mine:mine_end]) or 'absent'} "
+                     f"(file: {' '.join(expected[theirs:theirs_end]) or 'absent'})")
+    return found
+
+
+def record_problems(config: StudyConfig, path: Path, record: dict) -> list[str]:
+    """Why the record ``path`` is not one of this study's (module docstring); empty: it is."""
+    named = RECORD_NAME.match(path.name)
+    if named is None:
+        return ["not a study's record name (SYSTEM.seedK.run.json or SYSTEM.seeds.run.json)"]
+    system, identity = named["system"], record.get("study") or {}
+    problems = []
+    if identity and identity.get("name") != config.name:
+        problems.append(f"study {identity.get('name')!r}, not {config.name!r}")
+    if record.get("dataset") not in (config.name, identity.get("name")):
+        problems.append(f"dataset {record.get('dataset')!r}, not {config.name!r}")
+    if record.get("system") != system:
+        problems.append(f"system {record.get('system')!r}, not its file name's {system!r}")
+    if named["seed"] is not None and record.get("seed", int(named["seed"])) != int(named["seed"]):
+        problems.append(f"seed {record.get('seed')!r}, not its file name's {named['seed']}")
+    if system not in planned_seeds(config):
+        return [*problems, f"system {system!r} is not one of the study's"]
+    settings = identity.get("settings")
+    if isinstance(settings, dict):
+        return problems + settings_differences(settings, config)
+    if settings is not None and settings == settings_digest(config):
+        return problems
+    # a record of the old form: its training command, word by word
+    seed = int(named["seed"]) if named["seed"] is not None else (record.get("seed_list") or [1])[0]
+    words = record_argv(record)
+    if not words:
+        return [*problems, "no settings and no training command to compare with the file's"]
+    found = command_differences(words, config, Run(registry_systems()[system].for_training_seed(seed), seed))
+    if not found and settings is not None:
+        found = ["its settings' digest is not the file's: a setting of [corpus], [parses], [bpe] or [decoding] "
+                 "changed (a record of the old form keeps their digest only)"]
+    return problems + found
+
+
+def refusal(config: StudyConfig, path, problems: list[str]) -> str:
+    """The one line that refuses the record ``path``."""
+    return f"{path}: not a record of this study ({config.path}): {'; '.join(problems)}"
+
+
+def foreign_records(config: StudyConfig) -> list[str]:
+    """A line for each record of the runs folder (there or packed) that is not this study's."""
+    lines = []
+    for path in packed_runs.glob(str(runs_dir(config) / f"*{packed_runs.RECORD_SUFFIX}")):
+        problems = record_problems(config, Path(path), read_record(Path(path)) or {})
+        if problems:
+            lines.append(refusal(config, path, problems))
+    return lines
+
+
+def refuse_foreign_records(config: StudyConfig) -> None:
+    """StudyError naming every record of the runs folder that is not this study's, one line each."""
+    lines = foreign_records(config)
+    if lines:
+        raise StudyError("\n".join(lines))

@@ -1,0 +1,181 @@
+"""Every record of a study's runs folder is checked by ``plan``, ``run`` and ``report`` alike
+(fairseq_syntax/study/record_checks.py): a record of another study or of a changed setting, one run's or a system's
+over its seeds, in the grid or not, is refused in one line naming the record and each setting that differs by its key
+in the study file, and nothing is written. The tiny study's records here are written as a run writes them (each
+command as its argv list beside its display string, the study's settings by key); nothing is trained. Records of the
+old form (commands as text, the settings' digest or no identity: the committed Multi30k studies') are still read, and
+compared by their words."""
+import gzip
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from study.test_prepare import corpus  # noqa: F401 (the fixture: the demo corpus and its parse archive)
+from study.tiny_study_file import SETTINGS
+
+from fairseq_syntax.evaluation.run_commands import command_fields, command_text
+from fairseq_syntax.study.config import load_study
+from fairseq_syntax.study.grid import settings_digest, study_identity, study_runs, train_arguments
+
+STUDY = SETTINGS.format(epochs=2) + """\
+[[systems]]
+name = "sequence"
+[[systems]]
+name = "mask"
+seeds = 1
+"""
+KEPT = ["sequence.seed1", "sequence.seed2", "mask.seed1"]
+
+
+def study(*args, cwd):
+    return subprocess.run(["fairseq-syntax-study", *args], cwd=cwd, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+
+def record_of(config, name: str, **changes) -> dict:
+    """The record a run of ``config`` named ``name`` (``SYSTEM.seedK``, or ``SYSTEM.seeds`` over seeds 1-2) leaves:
+    its commands as argv lists with their display strings, the study's identity."""
+    system, _, seed = name.partition(".seed")
+    first = 1 if seed == "s" else int(seed)
+    run = next(run for run in study_runs(config) if run.system.name == system and run.seed == first)
+    record = {"dataset": config.name, "system": system, "arch": run.system.arch,
+              **({"seeds": 2, "seed_list": [1, 2]} if seed == "s" else {"seed": first}),
+              **command_fields("command", ["fairseq-train", *train_arguments(config, run, "OUT_DIR")]),
+              "updates": 20, "epochs": 2, "wall_time_s": 3.0, "train_log": f"runs/{run.name}.train.log.gz",
+              "metrics": {"BLEU": 1.5}, "significance": {}, "study": study_identity(config)}
+    return {**record, **changes}
+
+
+def keep(folder: Path, name: str, record: dict) -> Path:
+    """``record`` kept as ``RUNS/NAME.run.json``, with a kept decode beside a run's."""
+    runs = folder / "runs"
+    runs.mkdir(exist_ok=True)
+    if not name.endswith(".seeds"):
+        (runs / f"{name}.gen.gz").write_bytes(gzip.compress(b"H-0\t\tein Hund\n"))
+    path = runs / f"{name}.run.json"
+    path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def tiny(corpus, tmp_path):  # noqa: F811
+    """A tiny study whose runs folder holds three finished runs' records and Sequence's over its seeds."""
+    for name in ("raw", "parses"):
+        shutil.copytree(corpus / name, tmp_path / name)
+    (tmp_path / "study.toml").write_text(STUDY, encoding="utf-8")
+    config = load_study(tmp_path / "study.toml")
+    for name in [*KEPT, "sequence.seeds"]:
+        keep(tmp_path, name, record_of(config, name))
+    return tmp_path, config
+
+
+def files(folder: Path) -> dict:
+    return {path: (path.read_bytes(), path.stat().st_mtime_ns) for path in folder.rglob("*") if path.is_file()}
+
+
+def refusals(folder: Path, study_file: str = "study.toml", commands=("plan", "run", "report")) -> list[str]:
+    """The lines each of ``commands`` refuses the study with (the same for each: rc 2), every file as it was."""
+    before = files(folder)
+    found = {}
+    for command in commands:
+        result = study(command, study_file, cwd=folder)
+        assert result.returncode == 2 and result.stdout == "", (command, result.stdout, result.stderr)
+        found[command] = result.stderr.splitlines()
+    assert len({tuple(lines) for lines in found.values()}) == 1, found
+    assert files(folder) == before  # nothing rewritten, nothing prepared or reported
+    return found[commands[0]]
+
+
+def refusal(folder: Path, name: str, *differences: str, study_file: str = "study.toml") -> str:
+    return (f"error: {folder / 'runs' / name}.run.json: not a record of this study ({study_file}): "
+            + "; ".join(differences))
+
+
+def test_the_records_of_the_study_pass_and_name_their_settings_by_key(tiny):
+    folder, config = tiny
+    result = study("plan", "study.toml", cwd=folder)
+    assert result.returncode == 0, result.stderr
+    states = {line.split()[0]: line.split()[1] for line in result.stdout.splitlines()[1:-2]}
+    assert states == {"sequence.seed1": "done", "sequence.seed2": "done", "mask.seed1": "done"}
+    record = json.loads((folder / "runs" / "mask.seed1.run.json").read_text())
+    assert record["study"]["settings"]["training.max_epoch"] == 2 and record["study"]["settings"]["bpe.merges"] == 50
+
+
+def test_a_changed_setting_is_refused_by_plan_run_and_report_naming_its_key(tiny):
+    """The study file's max_epoch raised after its runs: every record, each run's and Sequence's over its seeds, is
+    refused naming ``training.max_epoch`` (it was refused unnamed, as 'settings digest differs')."""
+    folder, _ = tiny
+    (folder / "changed.toml").write_text(STUDY.replace("max_epoch = 2", "max_epoch = 3"), encoding="utf-8")
+    lines = refusals(folder, "changed.toml")
+    assert sorted(lines) == sorted(refusal(folder, name, "training.max_epoch: 2 (file: 3)", study_file="changed.toml")
+                                   for name in [*KEPT, "sequence.seeds"])
+    # two settings changed: both named, in the file's order
+    (folder / "changed.toml").write_text(STUDY.replace("max_epoch = 2", "max_epoch = 3").replace("lr = 5e-3",
+                                                                                              "lr = 1e-3"))
+    assert refusals(folder, "changed.toml", ("plan",))[0] == refusal(
+        folder, "mask.seed1", "training.lr: 0.005 (file: 0.001)", "training.max_epoch: 2 (file: 3)",
+        study_file="changed.toml")
+
+
+def test_a_record_over_seeds_of_another_study_is_refused_and_not_rewritten(tiny):
+    """Mask's record over its seeds copied from another study (same systems, its own name): refused by plan, run
+    and report alike, and run does not make it again over this study's seeds."""
+    folder, config = tiny
+    other = config.with_changes("study", name="other")
+    keep(folder, "mask.seeds", record_of(other, "mask.seeds", dataset="other"))
+    assert refusals(folder) == [refusal(folder, "mask.seeds", "study 'other', not 'tiny'")]
+
+
+def test_a_run_record_of_another_study_outside_the_grid_is_refused(tiny):
+    """Records of runs the grid does not have: Sequence's seed 5 of another study (the file gives it 2), and a run of
+    a system the study does not have; neither has a decode kept beside it."""
+    folder, config = tiny
+    other = config.with_changes("model", embed_dim=32)
+    keep(folder, "sequence.seed5", record_of(other, "sequence.seed2", seed=5))
+    (folder / "runs" / "sequence.seed5.gen.gz").unlink()
+    keep(folder, "ldd.seed1", record_of(config, "sequence.seed1", system="ldd"))
+    (folder / "runs" / "ldd.seed1.gen.gz").unlink()
+    assert sorted(refusals(folder)) == [refusal(folder, "ldd.seed1", "system 'ldd' is not one of the study's"),
+                                        refusal(folder, "sequence.seed5", "model.embed_dim: 32 (file: 16)")]
+
+
+def test_a_record_names_its_own_run(tiny):
+    """A record renamed to another run's name (its system, or its seed, not its file name's) is that run's no more."""
+    folder, config = tiny
+    shutil.copy(folder / "runs" / "sequence.seed1.run.json", folder / "runs" / "mask.seed2.run.json")
+    shutil.copy(folder / "runs" / "sequence.seed1.run.json", folder / "runs" / "sequence.seed3.run.json")
+    assert sorted(refusals(folder, commands=("plan",))) == [
+        refusal(folder, "mask.seed2", "system 'sequence', not its file name's 'mask'", "seed 1, not its file name's 2"),
+        refusal(folder, "sequence.seed3", "seed 1, not its file name's 3")]
+
+
+def test_records_of_the_old_form_are_read_and_compared_by_their_words(tiny):
+    """A record of the old form holds its training command as text (read once into words) and the settings' digest,
+    or no identity at all: the same command (Adam's betas and all) is this study's run; another is refused naming
+    each key whose words differ; a digest that differs while the command is the same names the sections it can come
+    from."""
+    folder, config = tiny
+    run = next(run for run in study_runs(config) if run.name == "mask.seed1")
+    text = " ".join(["fairseq-train", *train_arguments(config, run, "OUT_DIR")])
+    assert "--adam-betas (0.9, 0.98)" in text and text != command_text(["fairseq-train",
+                                                                        *train_arguments(config, run, "OUT_DIR")])
+    old = {key: value for key, value in record_of(config, "mask.seed1").items()
+           if key not in ("study", "command_argv")}
+    keep(folder, "mask.seed1", {**old, "command": text})
+    plan = study("plan", "study.toml", cwd=folder)
+    assert plan.returncode == 0 and any(line.split()[:2] == ["mask.seed1", "done"] for line in plan.stdout.splitlines())
+    keep(folder, "mask.seed1", {**old, "command": text, "study": {"name": "tiny", "settings": settings_digest(config)}})
+    assert study("plan", "study.toml", cwd=folder).returncode == 0
+    keep(folder, "mask.seed1", {**old, "command": text.replace("--lr 5e-3", "--lr 1e-3").replace(
+        "--encoder-layers 1", "--encoder-layers 3")})
+    assert refusals(folder) == [refusal(folder, "mask.seed1", "model.encoder_layers: 3 (file: 1)",
+                                        "training.lr: 1e-3 (file: 5e-3)")]
+    merged = config.with_changes("bpe", merges=60)
+    keep(folder, "mask.seed1", {**old, "command": text, "study": {"name": "tiny", "settings": settings_digest(merged)}})
+    assert refusals(folder, commands=("plan",)) == [refusal(
+        folder, "mask.seed1", "its settings' digest is not the file's: a setting of [corpus], [parses], [bpe] or "
+        "[decoding] changed (a record of the old form keeps their digest only)")]
