@@ -330,7 +330,13 @@ def template() -> str:
     lines += ["# The systems: [[systems]] entries, one a system, each with these keys:"]
     lines += [f"#   {key.name}: {key.doc}" for key in SYSTEM_KEYS]
     lines += ["[[systems]]", "name = \"sequence\"", "",
-              "[[systems]]", "name = \"mask\"", "controls = [\"random\"]", ""]
+              "[[systems]]", "name = \"mask\"", "controls = [\"random\"]", "",
+              "# A study over training-set sizes: corpus.subset = [1000, 5000], and a [sizes.N] table a size, with",
+              f"# keys of [{'], ['.join(SIZE_SECTIONS)}] for that size, sweep.SECTION.KEY = [values] (every combination "
+              "is a",
+              "# run of the baseline, seed 1; the lowest validation NLL per sentence is the size's protocol), or",
+              "# study_file = \"other.toml\" (a study already run at that size, read as it is):",
+              "# [sizes.1000]", "# training.warmup_updates = 100", "# sweep.bpe.merges = [1000, 2000, 4000]", ""]
     return "\n".join(lines)
 
 
