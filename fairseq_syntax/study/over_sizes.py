@@ -283,6 +283,39 @@ def _sweep_markdown(found: list[Point]) -> tuple[list[str], dict]:
     return lines, data
 
 
+def _spent(study: StudyConfig, keep: set[str] | None) -> dict:
+    """What a study's finished runs (of the systems in ``keep``, None: all) cost: their count, the CPU thread-hours
+    (wall time times training.threads; on a GPU, GPU-hours) of their records' wall times, and the mean per run."""
+    states = [state for state in grid_states(study) if keep is None or state.run.system.name in keep]
+    walls = [wall for values in finished_wall_times(study, states).values() for wall in values]
+    training = study["training"]
+    hours = sum(walls) / 3600 * (training["threads"] if training["device"] == "cpu" else 1)
+    return {"runs": len(walls), "hours": hours, "unit": "CPU thread-hours" if training["device"] == "cpu"
+            else "GPU-hours", "per_run": hours / len(walls) if walls else None}
+
+
+def _cost_markdown(config: StudyConfig, found: list[Point]) -> tuple[list[str], dict]:
+    """What each size's finished runs cost, its sweep and its grid apart, measured from their records."""
+    data, rows = {}, []
+    for point in found:
+        sweep = [_spent(study, None) for _, study in point.sweep]
+        grid = _spent(point.config, _systems(config)) if point.config is not None else None
+        entry = {"sweep_runs": sum(part["runs"] for part in sweep),
+                 "sweep_hours": sum(part["hours"] for part in sweep), "grid": grid}
+        data[str(point.pairs)] = entry
+        grid_text = (f"{grid['runs']} | {grid['hours']:.1f} | {grid['per_run']:.2f}" if grid and grid["runs"]
+                     else "0 | | ")
+        rows.append(f"| {point.pairs:,} | {entry['sweep_runs']} | "
+                    f"{entry['sweep_hours']:.1f} | {grid_text} |" if entry["sweep_runs"] else
+                    f"| {point.pairs:,} | 0 | | {grid_text} |")
+    unit = next((part["unit"] for entry in data.values() for part in [entry["grid"]] if part), "CPU thread-hours")
+    return ["", "## What each size cost", "",
+            f"Measured: the wall time of each finished run in its record, times its threads ({unit}); the runs "
+            "left cost about as much each (`fairseq-syntax-study plan` estimates them per size).", "",
+            f"| Size (pairs) | Sweep runs | Sweep {unit} | Grid runs | Grid {unit} | Per grid run |",
+            "|---|---|---|---|---|---|", *rows], data
+
+
 def write_sizes_report(config: StudyConfig, readme: str | None = None, out: str | None = None) -> list[str]:
     """``report`` on a study over sizes: each size's own report (``REPORT/nN``; a given study's is its own), then
     the curve (``RESULTS.md``, ``RESULTS.json``, ``curve.png``) and, with ``readme``, its block in that file."""
@@ -321,6 +354,7 @@ def write_sizes_report(config: StudyConfig, readme: str | None = None, out: str 
                if entry.name != config.baseline}
     data = curve_data(curve_points, config.baseline, methods)
     sweep_lines, sweep_data = _sweep_markdown(found)
+    cost_lines, cost_data = _cost_markdown(config, found)
     md = folder / "RESULTS.md"
     links = [f"[{pairs:,} pairs]({os.path.relpath(path.with_suffix('.md'), folder)})" for pairs, path in
              reports.items()]
@@ -330,9 +364,10 @@ def write_sizes_report(config: StudyConfig, readme: str | None = None, out: str 
                 "are nested (each inside the larger ones).", "", "![the curve](curve.png)", *curve_markdown(data),
                 "", "## Each size's protocol", "",
                 "Chosen for the baseline by its validation negative log-likelihood per sentence at its best epoch "
-                "(comparable across BPE vocabularies); every system of that size is trained with it.", *sweep_lines]
+                "(comparable across BPE vocabularies); every system of that size is trained with it.", *sweep_lines,
+                *cost_lines]
     json_data = {"generated_by": "fairseq-syntax-study report (fairseq_syntax.study.over_sizes)",
-                 "study": config.name, "curve": data, "sweeps": sweep_data,
+                 "study": config.name, "curve": data, "sweeps": sweep_data, "cost": cost_data,
                  "reports": {str(pairs): os.path.relpath(path, folder) for pairs, path in reports.items()}}
     md_path, json_path = write_results(md, "\n".join(markdown) + "\n", json_data)
     lines.append(f"wrote {md_path} and {json_path}")

@@ -122,6 +122,21 @@ def test_the_protocol_is_the_sweep_candidate_of_lowest_validation_nll_per_senten
     assert "== every size's runs are done" in run.stdout
 
 
+def test_each_sizes_cost_is_its_records_wall_times(finished):
+    """The report's cost of a size: its sweep's and its grid's records' wall times summed, in thread-hours (the tiny
+    study trains on one thread a run)."""
+    folder, _, _, _ = finished
+    cost = json.loads((folder / "report/RESULTS.json").read_text())["cost"]
+    walls = {kind: [json.loads(path.read_text())["wall_time_s"] for path in (folder / "runs/n20").glob(pattern)]
+             for kind, pattern in (("sweep", "sweep/*/sequence.seed1.run.json"), ("grid", "*.seed1.run.json"))}
+    assert len(walls["sweep"]) == 2 and len(walls["grid"]) == 3
+    assert cost["20"]["sweep_runs"] == 2 and cost["20"]["sweep_hours"] == pytest.approx(sum(walls["sweep"]) / 3600)
+    assert cost["20"]["grid"]["runs"] == 3
+    assert cost["20"]["grid"]["hours"] == pytest.approx(sum(walls["grid"]) / 3600)
+    assert cost["40"]["sweep_runs"] == 0 and cost["40"]["grid"]["runs"] == 3
+    assert "## What each size cost" in (folder / "report/RESULTS.md").read_text()
+
+
 def test_the_curve_is_the_decodes_differences(finished):
     folder, _, _, report = finished
     results = json.loads((folder / "report/RESULTS.json").read_text())
