@@ -90,6 +90,13 @@ def expected_wall_seconds(walls: dict[str, list[float]], runs: list[Run]) -> flo
     return sum(statistics.fmean(walls[run.system.name]) if run.system.name in walls else overall for run in runs)
 
 
+def device_hours(training: dict, seconds: float) -> tuple[float, str]:
+    """Wall ``seconds`` of a run as what it used: CPU thread-hours (times ``training.threads``), or GPU-hours."""
+    if training["device"] == "cpu":
+        return seconds / 3600 * training["threads"], "CPU thread-hours"
+    return seconds / 3600, "GPU-hours"
+
+
 def cost_estimate(config: StudyConfig, states: list[RunState]) -> str:
     """The remaining runs' cost from the finished ones: wall time per run (each system's mean where it has finished
     runs, else all finished runs' mean) times the runs left, and the CPU thread-hours or GPU-hours of that."""
@@ -100,10 +107,9 @@ def cost_estimate(config: StudyConfig, states: list[RunState]) -> str:
     seconds = expected_wall_seconds(walls, [found.run for found in left])
     if seconds is None:
         return f"{len(left)} runs left; no finished run to estimate their cost from yet"
-    training = config["training"]
-    unit = (f"{seconds / 3600 * training['threads']:.1f} CPU thread-hours" if training["device"] == "cpu"
-            else f"{seconds / 3600:.1f} GPU-hours")
-    return (f"{len(left)} runs left: about {seconds / 3600:.1f} h of one run's wall time each summed ({unit}), "
+    hours, unit = device_hours(config["training"], seconds)
+    return (f"{len(left)} runs left: about {seconds / 3600:.1f} h of one run's wall time each summed "
+            f"({hours:.1f} {unit}), "
             f"from {sum(map(len, walls.values()))} finished runs")
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from fairseq_syntax.study.checks import study_problems
 from fairseq_syntax.study.commands import (
     RunState,
+    device_hours,
     expected_wall_seconds,
     finished_wall_times,
     grid_states,
@@ -44,11 +45,6 @@ def _sweep_states(point: Point) -> list[tuple[str, RunState, StudyConfig]]:
         for state in grid_states(study):
             found.append((f"{study.point}/{state.run.name}", state, study))
     return found
-
-
-def _waiting_runs(config: StudyConfig, point: Point) -> list[Run]:
-    """The runs a size's grid will have once its protocol is chosen (their names do not depend on it)."""
-    return study_runs(config)
 
 
 def size_lines(config: StudyConfig, point: Point) -> list[str]:
@@ -81,7 +77,7 @@ def size_lines(config: StudyConfig, point: Point) -> list[str]:
     elif not point.given:
         lines.append("  protocol: the file's, no sweep")
     if point.config is None:
-        runs = _waiting_runs(config, point)
+        runs = study_runs(config)  # the grid's runs once the protocol is chosen: their names do not depend on it
         seeds: dict[str, int] = {}
         for run in runs:
             seeds[run.system.name] = seeds.get(run.system.name, 0) + 1
@@ -113,9 +109,8 @@ def _cost(walls: dict[str, list[float]], left: list[Run], training: dict) -> str
     seconds = expected_wall_seconds(walls, left)
     if seconds is None:
         return f"{len(left)} runs left; no run of this size has finished yet to estimate their cost from"
-    unit = (f"{seconds / 3600 * training['threads']:.1f} CPU thread-hours" if training["device"] == "cpu"
-            else f"{seconds / 3600:.1f} GPU-hours")
-    return (f"{len(left)} runs left: about {unit}, from this size's {sum(map(len, walls.values()))} finished runs")
+    hours, unit = device_hours(training, seconds)
+    return (f"{len(left)} runs left: about {hours:.1f} {unit}, from this size's {sum(map(len, walls.values()))} finished runs")
 
 
 def _systems(config: StudyConfig) -> set[str]:
@@ -288,10 +283,8 @@ def _spent(study: StudyConfig, keep: set[str] | None) -> dict:
     (wall time times training.threads; on a GPU, GPU-hours) of their records' wall times, and the mean per run."""
     states = [state for state in grid_states(study) if keep is None or state.run.system.name in keep]
     walls = [wall for values in finished_wall_times(study, states).values() for wall in values]
-    training = study["training"]
-    hours = sum(walls) / 3600 * (training["threads"] if training["device"] == "cpu" else 1)
-    return {"runs": len(walls), "hours": hours, "unit": "CPU thread-hours" if training["device"] == "cpu"
-            else "GPU-hours", "per_run": hours / len(walls) if walls else None}
+    hours, unit = device_hours(study["training"], sum(walls))
+    return {"runs": len(walls), "hours": hours, "unit": unit, "per_run": hours / len(walls) if walls else None}
 
 
 def _cost_markdown(config: StudyConfig, found: list[Point]) -> tuple[list[str], dict]:
