@@ -368,22 +368,17 @@ def seed_scale(n_seeds: int) -> float:
 
 
 def welch_test(a: Sequence[float], b: Sequence[float]) -> dict | None:
-    """Welch's two-sample t-test of mean(b) - mean(a) over per-seed scores (unequal variances): ``t = (mean_b -
-    mean_a) / sqrt(s_a^2 / k_a + s_b^2 / k_b)``, Welch-Satterthwaite ``df = (v_a + v_b)^2 / (v_a^2 / (k_a - 1) +
-    v_b^2 / (k_b - 1))`` with ``v = s^2 / k``, and the two-sided p of Student's t with df degrees of freedom
-    (scipy.stats.t). None when a system has fewer than two seeds or both sets have no spread (no variance to test
+    """Welch's two-sample t-test of mean(b) - mean(a) over per-seed scores (unequal variances;
+    ``scipy.stats.ttest_ind(b, a, equal_var=False)``): t, the Welch-Satterthwaite degrees of freedom and the
+    two-sided p. None when a system has fewer than two seeds or both sets have no spread (no variance to test
     against)."""
-    from scipy.stats import t as student_t
+    from scipy.stats import ttest_ind
 
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if len(a) < 2 or len(b) < 2:
+    if len(a) < 2 or len(b) < 2 or a.var(ddof=1) + b.var(ddof=1) == 0:
         return None
-    var_a, var_b = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
-    if var_a + var_b == 0:
-        return None
-    t_value = (b.mean() - a.mean()) / np.sqrt(var_a + var_b)
-    df = (var_a + var_b) ** 2 / (var_a ** 2 / (len(a) - 1) + var_b ** 2 / (len(b) - 1))
-    return {"t": float(t_value), "df": float(df), "p_value": float(2 * student_t.sf(abs(t_value), df))}
+    test = ttest_ind(b, a, equal_var=False)
+    return {"t": float(test.statistic), "df": float(test.df), "p_value": float(test.pvalue)}
 
 
 def bleu_from_statistics(stats: np.ndarray, metric: BLEU) -> np.ndarray:
