@@ -1,45 +1,4 @@
-"""Each method's attention and structure maths in half precision against float32, on the CPU (issue 48, item 2).
-
-fairseq's ``--bf16`` / ``--fp16`` turn the model and every float32 tensor of the batch (side data included) into
-bfloat16 / float16, so each method's functions run on half inputs. Here they run on edge values (large learned
-strengths, spans of 256-512 tokens, a chain of depth 150, a PASCAL sigma of 1e-4, link probabilities near 0 and 1,
-padded rows) twice: once in the half format and once in float32 on the SAME values (inputs and parameters rounded to
-the format first, then given to the float32 run), so every difference comes from the rounding inside the function.
-The whole models (losses and gradients of one batch) are compared in ``tests/core/test_half_precision.py``.
-
-What is compared: the output and the gradient of ``sum(output * g)`` (``g`` a fixed random tensor rounded to the
-format) with respect to every float input and parameter, each as its largest absolute difference over the largest
-absolute float32 value (0 when equal, inf when the half run gives inf/NaN). Left out: ``k_proj.bias`` and the Tree
-Transformer's ``link_key.bias``, whose gradients are 0 in exact arithmetic (a softmax ignores a constant added to a
-row of scores, and a word's two link scores share the term ``q_i . b``), so their rounding noise has no scale to be
-measured against.
-
-Tolerances, from the formats. ``u`` is the largest relative error of one rounding to nearest: bfloat16 keeps 8
-significant bits, u = 2^-8 = 3.9e-3; float16 11 bits, u = 2^-11 = 4.9e-4 (and its largest finite value is 65504,
-its smallest subnormal 6e-8). Between its rounded inputs and its output an attention layer rounds about four
-times (projections, scores, probabilities times values, output projection), each by at most u of its own result;
-with results of the output's scale that is 4u, and a softmax turns an absolute error of its scores into a relative
-error of its probabilities, scores here being of size one or less. So outputs within ``FORWARD = 4u``; a gradient
-is a sum of products of as many rounded factors, twice as many steps: ``BACKWARD = 8u``. A step kept in float32
-rounds only when its result is cast back: ``CAST = u``; the maths done wholly in float32 from the same inputs (the
-Tree Transformer's links and prior) equals the float32 run up to float32's own rounding, ``FLOAT32 = 1e-6``.
-What these catch is what the formats break: an exp of a strength past 65504, a log of a probability float16 made
-0, a cumulative sum whose differences drown in its rounding, positions past 256 that bfloat16 cannot hold, a sum
-of hundreds of terms that stops growing. Each of those fails here when its cast is taken out (issue 48).
-
-Sums on a GPU: CUDA's ``scatter_add`` adds one term at a time with an atomic add in the tensor's own dtype (a
-bfloat16 sum of equal terms stops growing once it is 2^8 to 2^9 times a term), while the CPU kernel adds in float32.
-So the half runs emulate CUDA: :class:`AtomicAddsInTheirDtype` computes every half ``scatter_add`` term by term,
-rounding after each addition (the order of a GPU's atomic adds varies; every order rounds each addition). The
-CPU's own ``index_put_(accumulate=True)`` (the backward of a table lookup) already adds term by term in the
-tensor's dtype.
-
-core/structure.py holds no floating-point maths: parents, relations, dominance, leaf and node positions are integer
-or boolean tensors whatever the model's dtype (checked below, with the float32 coefficients hierarchical
-accumulation derives from them). The tree classifiers (``core/classifier.py``) run these encoders unchanged and
-add a mean over tokens (a torch reduction, which sums in float32) and a linear layer; the Tree Transformer LM
-(``tree_transformer_lm``) builds the same ``TreeTransformerEncoder``: the functions tested here are theirs.
-"""
+"""Each method's maths in bf16/fp16 against float32 on the same rounded values, on the CPU (issue 48, item 2)."""
 import contextlib
 import copy
 from typing import Callable, Dict, Optional
@@ -76,16 +35,15 @@ from fairseq_syntax.methods.tree_transformer.attention import (
 
 #: u: the largest relative error of one rounding to nearest (half the spacing of the numbers at 1)
 UNIT_ROUNDOFF = {torch.bfloat16: 2.0**-8, torch.float16: 2.0**-11}
-FORWARD, BACKWARD, CAST = 4, 8, 1  # tolerances in multiples of u (module docstring)
+FORWARD, BACKWARD, CAST = 4, 8, 1  # in u: ~4 roundings forward, twice that in a gradient, one cast back
 FLOAT32 = 1e-6
-#: gradients that are 0 in exact arithmetic (module docstring)
+#: gradients that are 0 in exact arithmetic (a softmax ignores a row's constant): no scale to measure noise by
 UNDETERMINED = ("k_proj.bias", "link_key.bias")
 FORMATS = pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
 
 
 class AtomicAddsInTheirDtype(TorchDispatchMode):
-    """Every float16/bfloat16 ``scatter_add`` computed as CUDA's atomic adds compute it: term by term, each sum
-    rounded to the tensor's dtype (module docstring). ``calls`` counts the emulated ones."""
+    """Every half ``scatter_add`` computed as CUDA's atomic adds do: term by term, each sum rounded to its dtype."""
 
     def __init__(self):
         super().__init__()
@@ -102,10 +60,7 @@ class AtomicAddsInTheirDtype(TorchDispatchMode):
 
 
 def scatter_add_term_by_term(target: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
-    """``target.scatter_add(dim, index, source)`` with each term added on its own and rounded to ``target``'s dtype.
-
-    Round r adds the r-th term of every destination (the destinations of one round are distinct), in the order of
-    ``source``."""
+    """``target.scatter_add(dim, index, source)`` with each term added on its own and rounded to ``target``'s dtype."""
     destination = torch.arange(target.numel()).view(target.shape).gather(dim, index).flatten()
     terms = source[tuple(slice(0, size) for size in index.shape)].flatten()
     by_destination = torch.sort(destination, stable=True).indices
@@ -123,9 +78,7 @@ def scatter_add_term_by_term(target: Tensor, dim: int, index: Tensor, source: Te
 
 
 def test_the_emulated_atomic_adds_round_every_addition():
-    # 500 terms of 1.5e-3 (in bfloat16: 0.00150299): the float32 sum is 0.7515; adding term by term in bfloat16 stops
-    # at 0.5, where the spacing is 2^-8 = 0.0039 and a term is below half of it; float16 (spacing 2^-11 at 0.5)
-    # keeps growing, each addition rounded; in float32 the emulation is the plain sum
+    # bfloat16 term-by-term sums of 500 x 1.5e-3 stop at 0.5 (spacing 2^-8); float16 keeps growing; float32 exact
     terms = torch.full((1, 500), 1.5e-3)
     index = torch.zeros(1, 500, dtype=torch.long)
     bf16 = scatter_add_term_by_term(torch.zeros(1, 1, dtype=torch.bfloat16), 1, index, terms.bfloat16())
@@ -156,11 +109,7 @@ def half_against_float32(
     function: Callable[..., Tensor], dtype: torch.dtype, module: Optional[nn.Module] = None,
     inputs: Optional[Dict[str, Tensor]] = None, data: Optional[Dict[str, Tensor]] = None, seed: int = 0,
 ) -> Dict[str, float]:
-    """``function(module, **inputs)`` in ``dtype`` against float32 on the same rounded values: the relative error of
-    the output (``"output"``) and of the gradient of each float input and parameter (``"d" + name``). Float inputs
-    get gradients, integer and boolean inputs are passed as they are; ``data`` (side data: no gradient reaches it
-    in training) is rounded to ``dtype`` and passed in ``dtype`` and in float32, without gradients. The half run
-    emulates CUDA's atomic adds (:class:`AtomicAddsInTheirDtype`). Skips when the CPU has no kernel for ``dtype``."""
+    """Relative errors of ``function``'s output and float gradients in ``dtype`` against float32 on rounded values."""
     inputs = {name: value.to(dtype).float() if value.is_floating_point() else value
               for name, value in (inputs or {}).items()}
     data = {name: value.to(dtype).float() for name, value in (data or {}).items()}
@@ -231,13 +180,11 @@ def test_structures_are_integers_and_the_accumulation_coefficients_float32():
     assert all(value.dtype in (torch.long, torch.bool) for value in st.leaf_node_split(parents).values())
     structure = accumulation_structure(parents, embedding_size=8, subtree_mask=True)
     floats = {name for name, value in structure.items() if value.is_floating_point()}
-    # the coefficients of eqs. 11-12 (per node, and laid out on the T positions since issue 48's reductions) and the
-    # subtree mask as an additive bias: float32, cast to the activations' dtype where they are used
+    # the coefficients of eqs. 11-12 and the subtree mask: float32, cast to the activations' dtype where used
     assert floats == {"node_over_leaf", "node_over_node", "inverse_branch_size", "leaf_coefficients",
                       "leaf_under_node", "node_over_node_positions", "kept_rows", "attention_bias"}
     assert all(structure[name].dtype == torch.float32 for name in floats)
-    # the chain: node i (depth i) has the 3 leaves at depth 150 below it, |P(i, j)| = 150 - i nodes on each branch,
-    # so 1 / (|L(i)| (|P(i, j)| + 1)) = 1 / (3 (151 - i)), in float32
+    # node i of the chain: 1 / (|L(i)| (|P(i, j)| + 1)) = 1 / (3 (151 - i)), in float32
     inverse = structure["inverse_branch_size"][0, :150, :3]
     want = 1.0 / (3.0 * (151 - torch.arange(150, dtype=torch.float64)))
     assert torch.equal(inverse, want.float()[:, None].expand(150, 3))
@@ -265,9 +212,7 @@ def test_plain_attention_over_long_padded_rows(dtype, need_weights):
 @FORMATS
 @pytest.mark.parametrize("bias", ["gather", "one_hot"])
 def test_syntax_mask_with_large_strengths_over_a_deep_chain(dtype, bias):
-    """Strengths far past the cap (exp(60) overflows float16; capped at exp(9) = 8103 it does not) beside small ones,
-    on a chain of depth 100 and a flat tree of 120 leaves: the bias and its gradient with respect to the strengths,
-    which sums B·T·T terms into each of the table's cells (``attention.py`` looks them up in float32)."""
+    """Strengths past the cap (exp(60) overflows float16) on a chain of depth 100 and 120 flat leaves: bias, grads."""
     torch.manual_seed(0)
     strengths = torch.rand(4, NUM_RELATIONS) * 2 - 1
     strengths[0, :3] = torch.tensor([60.0, 20.0, MAX_LOG_PENALTY + 1])
@@ -287,8 +232,7 @@ def test_syntax_mask_with_large_strengths_over_a_deep_chain(dtype, bias):
 
 
 def long_parse(words: int) -> dict:
-    """A parser record of ``words`` words: word d's head is d + 1 with probability 0.997 (the last word's the root),
-    d - 1 with 0.002 and d - 2 with 0.001, labelled nsubj 0.999 / det 0.001: arcs near 1 and near the floor."""
+    """A parser record of ``words`` words: heads d + 1 (p 0.997), d - 1 (0.002), d - 2 (0.001): arcs near 1 and 0."""
     arcs = []
     for dependent in range(1, words + 1):
         heads = [dependent + 1 if dependent < words else 0, dependent - 1, dependent - 2]
@@ -300,8 +244,7 @@ def long_parse(words: int) -> dict:
 
 
 def long_ldd_batch(words: int, length: int):
-    """(word_pairs float32, token_words, not_dependent, padding, eos) of :func:`long_parse` with every other word in
-    two BPE pieces (1.5 tokens a word), EOS, then padding to ``length``."""
+    """(word_pairs, token_words, not_dependent, padding, eos) of :func:`long_parse`, padded to ``length``."""
     pieces = [1 + word % 2 for word in range(words)]
     word_pairs, token_words, not_dependent = one_word_batch(long_parse(words), pieces, length)
     tokens = sum(pieces)
@@ -313,8 +256,7 @@ def long_ldd_batch(words: int, length: int):
 @FORMATS
 @pytest.mark.parametrize("variant", ["ldd", "lda", "lda_weights"])
 def test_labeled_dependency_heads_over_a_long_sentence(dtype, variant):
-    """The side data in the half format (as fairseq's ``--fp16`` / ``--bf16`` turn it), probabilities near 1 and
-    near the floor, 200 positions with 19 padded: the distributions of the variant and the 16 heads reading them."""
+    """Half side data, probabilities near 1 and the floor, 200 positions, 19 padded: variant and head distributions."""
     torch.manual_seed(0)
     word_pairs, token_words, _, padding, eos = long_ldd_batch(120, 200)
     if variant == "ldd":
@@ -338,8 +280,7 @@ def test_labeled_dependency_heads_over_a_long_sentence(dtype, variant):
 
 
 def link_scores(length: int, batch: int = 2) -> Dict[str, Tensor]:
-    """Link queries and keys ``B x T x 16`` whose neighbour scores are large, so that the link probabilities are
-    near 1 (equal scores on both sides) and near 0 (a strong right score against a weak left one)."""
+    """Link queries and keys ``B x T x 16`` whose link probabilities are near 1 and near 0."""
     torch.manual_seed(0)
     query = torch.randn(batch, length, 16)
     key = query.roll(1, dims=1) + 0.05 * torch.randn(batch, length, 16)
@@ -349,9 +290,7 @@ def link_scores(length: int, batch: int = 2) -> Dict[str, Tensor]:
 
 @FORMATS
 def test_links_and_prior_over_512_tokens_stay_in_float32(dtype):
-    """Eqs. 5-8 and 3-4 on half link queries and keys of a 512-token row and a 300-token one: links near 0 and 1 over
-    three layers, the prior from their log-space cumulative sum. Both come back in float32 (the prior multiplies
-    hundreds of links, each of which bfloat16 would move by up to 2^-8 of itself) and equal the float32 run's."""
+    """Eqs. 5-8 and 3-4 on 512 and 300 half tokens: links and prior come back in float32, equal to float32's."""
     length = 512
     token_mask = ~padding_mask([512, 300], length)
     scores = link_scores(length)
@@ -372,10 +311,7 @@ def test_links_and_prior_over_512_tokens_stay_in_float32(dtype):
 
 @FORMATS
 def test_prior_of_half_links_is_computed_in_float32(dtype):
-    """``constituent_prior`` given links in the half format (near 1: 0.98 .. 1, and every 50th 1e-6) over 512
-    tokens: their logs add up to about -5 along a row, where bfloat16's spacing (2^-5) is larger than a link's log
-    (about -0.01), so ``C_ij = exp(-|S_j - S_i|)`` needs the cumulative sum S in float32, which gives the float32
-    run's prior on the same rounded links."""
+    """``constituent_prior`` of half links over 512 tokens needs S in float32: it equals the float32 run's prior."""
     torch.manual_seed(0)
     links = 0.98 + 0.02 * torch.rand(2, 511)
     links[:, ::50] = 1e-6
@@ -399,17 +335,14 @@ def test_constituent_attention_over_padded_rows(dtype):
 # ------------------------------------------------------------------------------------------ hier_accum
 
 
-#: a chain of depth 150 with 3 leaves, and 500 leaves under one node. Without EOS: EOS is a leaf at depth 0, whose
-#: d(d+1)/2 candidate triples all go to the dropped bin, which the emulation would add one by one
+#: a chain of depth 150 with 3 leaves, and 500 leaves under one node
 TREES = {"chain150": chain(150, leaves=3), "flat500": [-1] + [0] * 500}
 
 
 @FORMATS
 @pytest.mark.parametrize("tree", list(TREES))
 def test_hierarchical_accumulation_over_deep_and_wide_subtrees(dtype, tree):
-    """Eqs. 5-10 and 16 with hierarchical embeddings (|E| = 8, so the last bins collect the deep and wide indices):
-    the node values and the gradients of the values, leaf weights and embedding tables. Positive leaf weights, so
-    the histogram's bins grow with every term (``accumulation.py`` sums them in float32)."""
+    """Eqs. 5-10 and 16 with |E| = 8: node values and gradients of values, leaf weights and embedding tables."""
     torch.manual_seed(0)
     parents = parents_batch(TREES[tree], append_eos=False)
     structure = accumulation_structure(parents, embedding_size=8)
@@ -436,8 +369,7 @@ def test_hierarchical_self_attention_with_subtree_masks(dtype):
 
 @FORMATS
 def test_parent_positions_past_256_are_exact(dtype):
-    """Positions of the parents (mean positions of 1 or 2 pieces: integers and halves up to 450) from side data in
-    the half format: float32, and exactly the float32 run's (bfloat16 holds the integers only up to 256)."""
+    """Parent positions (up to 450, halves) from half side data: float32, exactly the float32 run's."""
     word_pairs, token_words, not_dependent, _, _ = long_ldd_batch(300, 480)
     want = parent_positions(word_pairs, token_words, not_dependent)
     got = parent_positions(word_pairs.to(dtype), token_words, not_dependent)
@@ -449,10 +381,7 @@ def test_parent_positions_past_256_are_exact(dtype):
 @FORMATS
 @pytest.mark.parametrize("sigma", [1.0, 1e-4])
 def test_parent_scaled_heads_with_sigma_near_zero(dtype, sigma):
-    """The PASCAL heads' scores times the Gaussian over a 180-token sentence; at sigma 1e-4 the density peaks at
-    1 / (sigma sqrt(2 pi)) = 3989 and scores times it leave float16's 65504 (``attention.py`` multiplies in
-    float32). Those scores are large, so the PASCAL rows are saturated softmaxes: 1 at a parent of positive score,
-    0 there and uniform over the other keys (density 0) otherwise, in every format."""
+    """PASCAL scores times a Gaussian of sigma 1e-4 (peak 3989) stay finite in float16: saturated softmax rows."""
     torch.manual_seed(0)
     word_pairs, token_words, not_dependent, padding, _ = long_ldd_batch(120, 200)
     density = parent_density(parent_positions(word_pairs.to(dtype), token_words, not_dependent), sigma)
@@ -470,10 +399,7 @@ def test_parent_scaled_heads_with_sigma_near_zero(dtype, sigma):
 
 @FORMATS
 def test_dependency_loss_of_parents_given_almost_no_attention(dtype):
-    """Eq. 9's -log A_dep[t, parent(t)] where the supervised head gives the parent as little as 2e-19 (a biaffine
-    weight scaled up, as training can make it; 43 of the 104 supervised tokens get less than 6e-8, float16's
-    smallest number): float16 would round them to 0 and take their gradient 1/p past 65504; the attention hands its
-    probabilities on in float32. bfloat16 has float32's range: it needs no cast, only its rounding."""
+    """Eq. 9's -log A_dep where the parent gets 2e-19 (below float16's 6e-8): finite, as in float32."""
     torch.manual_seed(0)
     attention = DependencyBasedSelfAttention(32, 4, dependency_heads=1)
     with torch.no_grad():
