@@ -1,8 +1,4 @@
-"""fairseq_syntax.parsing.controls: control structures over the parses' words, POS nodes and labels.
-
-The expected trees are derived by hand from the algorithms of the module docstring and the draws of
-``random.Random(f"{seed}:{line}")``, which each test asserts first.
-"""
+"""fairseq_syntax.parsing.controls: control structures over the parses' words, POS nodes and labels."""
 import itertools
 from collections import Counter
 

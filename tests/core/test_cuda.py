@@ -1,13 +1,4 @@
-"""Every model of the package computes on CUDA what it computes on CPU, and trains and decodes there through fairseq's
-own CLIs. Skipped without a GPU (CI has none): run ``python -m pytest tests/core/test_cuda.py`` on a machine with one
-(step 1 of ``bench/cuda/window.sh`` runs it with the structure test of ``tests/core/test_structure.py``).
-
-The models are every system of the method descriptions (:data:`fairseq_syntax.methods.METHODS`, at their tiny size) and
-each method's ``cuda_variants``. Each model is built once on CPU with dropout off; a copy is moved to the GPU and both
-get the same batch: the loss, every parameter's gradient and (for translation) the beam-search hypotheses and their
-scores must agree. The same comparison with the CPU on both sides runs everywhere (one case per task), so that a
-change that breaks the comparison itself fails in CI, not in a GPU window.
-"""
+"""Every model computes on CUDA what it computes on the CPU, and trains and decodes there. Skipped without a GPU."""
 import copy
 import gzip
 import json
@@ -34,8 +25,7 @@ needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUD
 
 
 def assert_same_on(device, task, model, criterion, sample, args, translation=True):
-    """A copy of ``model`` on ``device`` given ``sample`` there gives the loss, gradients and beam search of ``model``
-    on the CPU."""
+    """A copy of ``model`` on ``device`` gives the loss, gradients and beam search of ``model`` on the CPU."""
     on_gpu = copy.deepcopy(model).to(device)
     sample_gpu = utils.move_to_cuda(sample) if device == "cuda" else copy.deepcopy(sample)
     assert all(p.device.type == device for p in on_gpu.parameters())
@@ -59,8 +49,7 @@ def assert_same_on(device, task, model, criterion, sample, args, translation=Tru
 
 
 def method_cases(task):
-    """Every system of the method descriptions for ``task`` (baselines too), and for translation each method's
-    ``cuda_variants`` on its first translation system: (system, extra model options)."""
+    """(system, extra model options) of every system for ``task``, and each method's ``cuda_variants``."""
     for method in METHODS:
         own = [system for system in method.systems if system.task == task]
         for system in own:
@@ -113,8 +102,7 @@ def masked_lm_dir(raw_corpus, tmp_path_factory):
 
 @pytest.mark.parametrize("kind", CASES)
 def test_the_comparison_runs_with_the_cpu_on_both_sides(request, kind):
-    """The first case of each task through the whole comparison, the copy on the CPU (as is, it must agree exactly:
-    the tolerances are the GPU's)."""
+    """The first case of each task through the whole comparison, the copy on the CPU: it must agree."""
     system, extra = next(method_cases(kind)).values
     assert_same_on("cpu", *CASES[kind](request, system, extra), translation=kind == "translation")
 
@@ -168,8 +156,7 @@ def test_benchmark_trains_on_the_gpu(tmp_path):
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("kind, system, extra", ALL_CASES)
 def test_every_model_in_half_precision_on_cuda(request, kind, system, extra, dtype):
-    """The loss and gradients in float16 / bfloat16 on the GPU within the tolerances of
-    tests/core/test_half_precision.py (the same comparison on the CPU) of float32's on the CPU."""
+    """Loss and gradients in float16 / bfloat16 on the GPU within test_half_precision.py's tolerances of float32's."""
     errors = check_half_precision(CASES[kind](request, system, extra), dtype, "cuda")
     print(f"HALF {kind} {system.name}{''.join(extra)} {dtype} loss {errors['loss']:.2e} "
           f"gradients {errors['gradients']:.2e} worst {errors['worst'][0]:.2e} {errors['worst'][1]}")
@@ -181,8 +168,7 @@ OVERFLOW = "gradient overflow detected"
 
 
 def mixed_precision_commands(request, flag, save_root):
-    """name -> the fairseq-train command of each translation system (baselines included), both tree classifiers
-    and the Tree Transformer LM, trained MIXED_PRECISION_UPDATES updates with ``flag`` (--fp16 or --bf16)."""
+    """name -> fairseq-train command of every system, trained MIXED_PRECISION_UPDATES updates with ``flag``."""
     common = ["--optimizer", "adam", "--lr", "0.002", "--max-update", str(MIXED_PRECISION_UPDATES), "--seed", "1",
               "--no-save", "--disable-validation", "--log-format", "simple", "--log-interval", "10",
               "--num-workers", "0", flag]
@@ -211,9 +197,7 @@ def mixed_precision_commands(request, flag, save_root):
 
 
 def run_at_once(commands, log_dir):
-    """Runs every command at once (one GPU, many host cores: the window's time is short), each one's output into a
-    file of ``log_dir`` (a pipe per process would fill and stall the processes while the first is waited for);
-    name -> (exit, log)."""
+    """Runs every command at once, each one's output into a file of ``log_dir``; name -> (exit, log)."""
     import subprocess
 
     processes = {}
@@ -235,11 +219,7 @@ def train_losses(log):
 @needs_cuda
 @pytest.mark.parametrize("flag", ["--fp16", "--bf16"])
 def test_fairseq_train_in_mixed_precision_on_the_gpu(request, tmp_path, flag):
-    """fairseq-train with ``--fp16`` (float16, dynamic loss scaling) and ``--bf16`` (bfloat16, untied from fairseq's
-    TPU path by :mod:`fairseq_syntax.core.mixed_precision`) trains every system MIXED_PRECISION_UPDATES updates on
-    the GPU: every logged loss finite and below the uniform distribution's, the loss lower at the end than at the
-    start, and (fp16) no more gradient-overflow skips than fairseq's transformer on the same data plus one (the loss
-    scaler's first skips depend on the gradients at initialisation)."""
+    """--fp16 / --bf16 train every system on the GPU: losses finite, falling; fp16 skips <= the transformer's + 1."""
     results = run_at_once(mixed_precision_commands(request, flag, tmp_path), str(tmp_path))
     failures, summary = [], []
     for name, (code, log) in results.items():

@@ -1,8 +1,4 @@
-"""Issue 59, item 9: a data directory that lost a file is never trained or decoded on. ``fairseq-train`` on one
-without a target-side ``.bin``/``.idx`` trained a step and ended in a traceback (``forward() missing ...
-'prev_output_tokens'``), without ``syntax.json`` it trained (warning that the missing file "records no fingerprint"),
-and ``fairseq-generate`` without the test target printed no ``T-`` line and no word. Each now stops in one line
-naming the directory and the file, before any checkpoint is written."""
+"""Issue 59, item 9: a data directory that lost a file is never trained or decoded on."""
 import os
 import shutil
 import subprocess

@@ -1,18 +1,4 @@
-"""Every model of the package in half precision as fairseq trains it: ``--fp16`` and ``--bf16`` turn the model and
-the batch's float tensors (side data included) into float16 / bfloat16 (``Trainer._prepare_sample``), so every
-method's attention and structure code runs in that format. On the same batch the loss and the gradients must stay
-within a tolerance of float32's; the maths of each method on edge values is tested in
-``tests/core/test_half_precision_maths.py``, the same comparison on CUDA and short ``fairseq-train --fp16 / --bf16``
-runs in ``tests/core/test_cuda.py``.
-
-Tolerances, from the formats: bfloat16 keeps 8 significant bits (relative rounding 2^-9, machine epsilon
-2^-8 = 3.9e-3), float16 11 (2^-11 = 4.9e-4). A tiny model's loss is a sum over a few hundred tokens of terms each
-rounded a few dozen times, so its relative error should stay within a few epsilons: 3e-2 for bfloat16 (about 8
-epsilons), 5e-3 for float16 (10). Gradients pass through the backward of every layer, each adding its rounding:
-the relative L2 error of all gradients together within 0.15 (bfloat16) and 0.03 (float16), and every gradient
-finite. What these bounds catch is what the formats break: an overflow (inf/NaN in fp16 past 65504), a log of an
-underflowed 0, a cumulative sum that loses a term, a mask that no longer masks.
-"""
+"""Every model in --fp16/--bf16 as fairseq trains it: loss within 3e-2 (bf16) / 5e-3 (fp16) of float32's."""
 import pytest
 import torch
 from conftest import check_half_precision
@@ -27,8 +13,7 @@ def test_every_model_trains_in_bfloat16_on_the_cpu(request, kind, system, extra)
     check_half_precision(CASES[kind](request, system, extra), torch.bfloat16)
 
 
-#: float16 on the CPU: its kernels are slow there (no hardware fp16 arithmetic), so one case per task runs here; every
-#: case runs in float16 on CUDA (tests/core/test_cuda.py), where --fp16 is used
+#: float16 on the CPU is slow: one case per task here; every case in float16 on CUDA (tests/core/test_cuda.py)
 FIRST_CASES = [pytest.param(kind, *next(method_cases(kind)).values, id=f"{kind}-first") for kind in CASES]
 
 
@@ -38,8 +23,7 @@ def test_the_first_model_of_each_task_trains_in_float16_on_the_cpu(request, kind
 
 
 def test_the_comparison_sees_a_model_broken_in_half_precision(request):
-    """The check fails on a model whose half-precision maths is wrong: the first translation system with its
-    output projection scaled so that its logits overflow float16 (65504) gives non-finite gradients or a loss off."""
+    """The check fails on a model whose logits overflow float16: non-finite gradients or a loss off."""
     system, extra = next(method_cases("translation")).values
     task, model, criterion, sample, args = CASES["translation"](request, system, extra)
     with torch.no_grad():
@@ -72,8 +56,7 @@ def test_bf16_no_longer_implies_a_tpu(bf16, tpu, argv, untied):
 
 
 def test_fairseq_train_bf16_trains_on_the_cpu(data_dirs, tmp_path):
-    """``fairseq-train --bf16 --cpu`` goes through fairseq's bf16 path (model in bfloat16, fp32 master weights in
-    FP16Optimizer), not its TPU path, with the plugin loaded; the losses are finite."""
+    """``fairseq-train --bf16 --cpu`` goes through fairseq's bf16 path (not TPU) with the plugin; losses finite."""
     from conftest import TRANSLATION, run
 
     log = run(["fairseq-train", data_dirs["preorder"], *TRANSLATION, "--arch", "transformer_syntax_mask_tiny",
@@ -89,8 +72,7 @@ def test_fairseq_train_bf16_trains_on_the_cpu(data_dirs, tmp_path):
 
 
 def test_commands_run_at_once_with_long_outputs(tmp_path):
-    """The CUDA mixed-precision test runs fairseq-train for every system at once: each process writes more than a
-    pipe holds (fairseq logs its whole configuration), and none may stall while another is waited for."""
+    """Commands run at once each write more than a pipe holds; none stalls while another is waited for."""
     import sys
 
     talk = "import sys; sys.stdout.write('x' * 1_000_000 + '\\nloss {}\\n'.format(sys.argv[1]))"

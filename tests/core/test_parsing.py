@@ -1,9 +1,4 @@
-"""Tests for fairseq_syntax.parsing: tiny parsers trained in seconds on sentences the tests write themselves.
-
-The treebank is ``the N V the N .`` in CoNLL-U (det, nsubj, root, det, obj, punct) and as PTB trees. Expected
-values are derived by hand (bracket counts, escapes, fallback lines) or from the parser's own scores and
-decoder (distributions, 1-best trees).
-"""
+"""Tests for fairseq_syntax.parsing: tiny parsers trained in seconds on sentences the tests write themselves."""
 import gzip
 import itertools
 import pickle
@@ -121,8 +116,7 @@ GOLD = "(S (NP (DT The) (NN cat)) (VP (VBZ sits) (PP (IN on) (NP (DT the) (NN ma
 
 
 def test_bracket_score_counts_brackets_by_hand():
-    # Gold brackets: S(0,6) NP(0,2) VP(2,6) PP(3,6) NP(4,6); the final '.' is deleted, so S ends at 6.
-    # The prediction attaches the PP low wrongly: PP(3,4) is wrong, the other four match.
+    # Gold brackets: S(0,6) NP(0,2) VP(2,6) PP(3,6) NP(4,6); the final '.' is deleted, so S ends at 6
     predicted = "(S (NP (DT The) (NN cat)) (VP (VBZ sits) (PP (IN on)) (NP (DT the) (NN mat))) (. .))"
     score = bracket_score([parse_tree(GOLD)], [parse_tree(predicted)])
     assert (score.matched, score.gold, score.predicted) == (4, 5, 5)

@@ -1,8 +1,4 @@
-"""Issue 60, item 7: setup.py's ``python_requires`` is a Python the package runs on. It said ``>=3.9`` while
-modules put ``X | None`` (3.10) in signatures evaluated at import and ``fairseq_syntax.study.config`` reads TOML with
-the standard library's ``tomllib`` (3.11). Only 3.11 is measured here, so the check is on the source: every module
-parses as the stated minimum's grammar, and what it needs of a newer Python at run time (a ``|`` union in an
-annotation Python evaluates, a standard-library module added later) is no newer than the minimum."""
+"""Issue 60, item 7: setup.py's ``python_requires`` is a Python the package runs on."""
 import ast
 import re
 from pathlib import Path

@@ -1,21 +1,4 @@
-"""No hand-written result numbers: the README and the docs hold results only in blocks generated from RESULTS.json.
-
-Tests of :mod:`fairseq_syntax.evaluation.result_blocks` (each kind of block from a RESULTS.json written here by hand,
-its lines derived by hand), of the study answers of the README (one block per study, each rewritten on its own), and
-two checks of the committed files: every generated block equals what its RESULTS.json gives, and no result number
-stands outside a generated block in ``README.md``, ``docs/*.md`` or ``examples/*/README.md``.
-
-**What counts as a result number** (:data:`RESULT_PATTERNS`): a score with its metric next to it (``+0.16 BLEU``,
-``31.6 / 48.6 sentence F1``, ``chrF -0.93``, ``UAS 86.42``, an accuracy), a p-value (``p 0.041``, ``p = 0.70``,
-``Welch 0.059``), a mean ± sd (``31.37 ± 0.79``) and a count of shared runaway sentences (``63 shared``): the numbers
-a run, a test over runs or an analysis of runs gives, which a new run or a rescoring changes. **Not** results, and
-allowed in prose: options and hyperparameters (``--lr 1e-3``, ``p < 0.05``: alpha is a setting, so ``p <`` is not
-matched), sizes and counts of data, of a plan's runs and seeds (``10,000 pairs``, ``5 seeds``), times and speeds of
-runs (``6 to 8 minutes``; the measured speed and memory ratios are the benchmarks' own generated tables under
-``bench/``, which ``docs/gpu.md`` quotes), statistics of the data and its parses (phrases per tree, arc mass kept),
-and numbers a paper published, cited with the paper and written without a metric beside them. Fenced code blocks
-and inline code are commands and options, never scanned.
-"""
+"""No hand-written result numbers: the README and the docs hold results only in blocks generated from RESULTS.json."""
 import json
 import re
 from pathlib import Path

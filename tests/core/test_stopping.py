@@ -1,12 +1,4 @@
-"""Commands that write temporary files, stopped by SIGTERM (what ``kill`` and ``timeout`` send) or SIGINT (Ctrl-C)
-mid-work, remove them and end in one line with exit status 128 + the signal (:mod:`fairseq_syntax.core.stopping`):
-``fairseq-syntax-preprocess`` (its copy of the corpus in TMPDIR), ``fairseq-syntax-preprocess-dependencies`` (its
-``.partial`` side data in the data directory), ``fairseq-syntax-parse`` (the folder a stanza model file starts from
-in TMPDIR, its ``.partial`` output, its workers' unfinished shards) and ``preprocess/measure_throughput.py`` (its
-sample and parses in TMPDIR, and its parse workers). What a SIGKILL leaves in TMPDIR is removed by the next run.
-
-Each command runs with TMPDIR set to a fresh folder of the test, and is signalled once it is seen working (its
-temporary folder or ``.partial`` file there), with thousands of lines left to convert."""
+"""Commands stopped by SIGTERM or SIGINT mid-work remove their temporary files and exit 128 + signal in one line."""
 import json
 import logging
 import os
@@ -143,8 +135,7 @@ def test_measure_throughput_stopped_mid_work_stops_its_workers_and_removes_its_f
     assert not (tmp_path / "out.json").exists()
 
 
-#: fairseq-syntax-parse in a process whose stanza Pipeline takes ten minutes to start (a loaded machine, a large
-#: model): the signal lands while the temporary folder the Pipeline starts from is there
+#: a stanza Pipeline that takes ten minutes to start: the signal lands while its temporary folder is there
 SLOW_STANZA = """
 import sys, time
 import stanza
@@ -159,8 +150,7 @@ parse.main(sys.argv[1:])
 
 
 def start_parse(model, tmp_path, lines: int, *extra, program=("-m", "fairseq_syntax.cli.parse")):
-    """fairseq-syntax-parse (``program``: how Python starts it) of ``lines`` German sentences with the stanza model
-    file, into ``tmp_path/out``, TMPDIR ``tmp_path/tmp``: (the process, out, tmp)."""
+    """fairseq-syntax-parse of ``lines`` German sentences with the stanza model file: (process, out, tmp)."""
     import gzip
 
     out, tmpdir = tmp_path / "out", tmp_path / "tmp"
@@ -207,8 +197,7 @@ def test_parse_workers_stopped_mid_parse_leave_only_finished_shards(stanza_germa
                                                      "it made are removed")
     left = sorted(os.listdir(out))
     finished = {name.removesuffix(".json") for name in left if name.endswith(".json")}
-    # what is left is finished shards' files only (a shard is finished once its manifest is there): the stopped
-    # workers' shards, whose outputs were .partial, are gone with their logs, progress and locks
+    # only finished shards' files are left: the stopped workers' .partial outputs, logs, progress and locks are gone
     def finished_shards(name):
         return [stem for stem in finished if name == stem or name.startswith(stem + ".")]
 

@@ -259,8 +259,7 @@ def test_left_and_right_padding_agree_up_to_the_shift():
 
 # --- hierarchical accumulation (Nguyen et al. 2020, section 4.1) --------------------------------------------
 
-# (S (NP a b) (VP c (NP d e))) without preterminals, as Nguyen et al. build it, followed by EOS:
-# positions 0 S, 1 NP, 2 a, 3 b, 4 VP, 5 c, 6 NP, 7 d, 8 e, 9 EOS.
+# (S (NP a b) (VP c (NP d e))) without preterminals + EOS: 0 S, 1 NP, 2 a, 3 b, 4 VP, 5 c, 6 NP, 7 d, 8 e, 9 EOS
 HIER = [-1, 0, 1, 1, 0, 4, 4, 6, 6]
 
 

@@ -1,8 +1,4 @@
-"""Tests for fairseq_syntax.core.trees. Expected token lists and parent arrays are written out by hand.
-
-The running example is McDonald & Chiang's (2021) Figure 1 sentence "He is my father ." with
-"father" split by BPE into "fa@@ ther".
-"""
+"""Tests for fairseq_syntax.core.trees."""
 import gzip
 import pickle
 from pathlib import Path
