@@ -1,9 +1,4 @@
-"""Shared fixtures: a tiny parallel corpus with gold trees, written by the tests themselves, and a tiny dependency
-parser trained on the same kind of sentences.
-
-Source sentences are ``the N V the N .`` with gold trees; one noun (``father``) is BPE-split into ``fa@@ ther`` so
-split words are exercised; the target reorders subject/object, so a model must read the source.
-"""
+"""Shared fixtures: a tiny corpus ``the N V the N .`` (father BPE-split, target reordered) and tiny parsers."""
 import itertools
 import json
 import os
@@ -20,8 +15,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOUNS = ["cat", "dog", "father", "man"]
 VERBS = ["sees", "likes"]
 BPE = {"father": ["fa@@", "ther"]}
-# subword-nmt merges that rebuild every word of the corpus whole, except father -> fa@@ ther (BPE); raw_corpus writes
-# them to CODES, and preprocess records them (fairseq-syntax-preprocess --bpe-codes checks every word against them)
+# subword-nmt merges that rebuild every word whole but father -> fa@@ ther; raw_corpus writes them to CODES
 BPE_MERGES = ["f a", "t h", "th e", "the r</w>", "th e</w>", "c a", "ca t</w>", "d o", "do g</w>", "m a", "ma n</w>",
               "s e", "se e", "see s</w>", "l i", "li k", "lik e", "like s</w>"]
 CODES = "codes"
@@ -73,8 +67,7 @@ def write_codes(raw_dir) -> str:
 
 
 def preprocess_arguments(raw_dir: str, dest: str, form: str, *extra: str) -> list[str]:
-    """fairseq-syntax-preprocess's arguments for raw_dir's three splits; with the BPE codes of raw_dir recorded where
-    it has them."""
+    """fairseq-syntax-preprocess's arguments for raw_dir's three splits, with its BPE codes where it has them."""
     codes = os.path.join(raw_dir, CODES)
     return ["-s", "en", "-t", "de",
             "--trainpref", f"{raw_dir}/train", "--validpref", f"{raw_dir}/valid", "--testpref", f"{raw_dir}/test",
@@ -89,9 +82,7 @@ def preprocess(raw_dir: str, dest: str, form: str, *extra: str):
 
 
 def preprocess_in_process(raw_dir: str, dest: str, form: str, *extra: str) -> None:
-    """What :func:`preprocess` makes, with the same arguments, made in this process: for the fixtures that only need
-    the data directories (a new interpreter takes seconds to import the package; the command itself is tested by
-    tests/core/test_preprocess.py and the recipes' tests)."""
+    """What :func:`preprocess` makes with the same arguments, made in this process (no interpreter start)."""
     from fairseq_syntax.cli import preprocess as command
 
     command.main(preprocess_arguments(raw_dir, dest, form, *extra))
@@ -108,8 +99,7 @@ def raw_corpus(tmp_path_factory):
 
 @pytest.fixture
 def small_corpus(tmp_path):
-    """A fresh copy per test (edit it freely) of a smaller corpus, with arcs files: train 12, valid 4, test 5 pairs,
-    for tests that preprocess it again and again."""
+    """A fresh copy per test of a smaller corpus with arcs files: train 12, valid 4, test 5 pairs."""
     raw = tmp_path / "small"
     raw.mkdir()
     for split, n, seed in (("train", 12, 1), ("valid", 4, 2), ("test", 5, 3)):
@@ -167,8 +157,7 @@ def train(data, save_dir, arch, epochs, *extra):
 
 
 def arcs_record(words):
-    """An uncertain parse of "the N V the N ." in Stanford labels; 0.3 of word 5's mass is on "prep" (outside);
-    the 1-best tree is the most probable head and label of each word."""
+    """An uncertain parse of "the N V the N ." in Stanford labels: 0.3 of word 5's mass on "prep"."""
     return {"words": words, "arcs": [
         [1, 2, 0.9, {"det": 0.95, "amod": 0.05}], [1, 5, 0.1, {"det": 1.0}],
         [2, 3, 1.0, {"nsubj": 0.8, "dobj": 0.2}],
@@ -232,8 +221,7 @@ TRANSLATION = ["--task", "syntax_translation", "--user-dir", os.path.join(REPO, 
 
 
 def build_on_cpu(argv):
-    """(task, model, criterion, sample, args): the model in eval mode (no dropout); the sample holds the first 8
-    sentences of the test split (valid for tree classification)."""
+    """(task, model, criterion, sample, args): the model in eval mode; the sample: 8 test sentences."""
     args = options.parse_args_and_arch(options.get_training_parser(), [*argv, "--cpu", "--dropout", "0"])
     task = tasks.setup_task(args)
     torch.manual_seed(1)
@@ -298,8 +286,7 @@ def parents_batch(*trees, **options):
 
 
 def random_accumulation_inputs(rng, max_nodes, embedding_size, average, left_pad):
-    """(parents ``3 x T``, embeddings or None, values ``3 x 2 x T x 4``, leaf weights ``3 x T``, structure) in
-    float64 with gradients: three random trees of 1..max_nodes nodes, as hierarchical_accumulation takes them."""
+    """(parents, embeddings or None, values, leaf weights, structure) of three random trees, float64, with grads."""
     from fairseq_syntax.methods.hier_accum.accumulation import (
         HierarchicalEmbeddings,
         accumulation_structure,
@@ -315,9 +302,7 @@ def random_accumulation_inputs(rng, max_nodes, embedding_size, average, left_pad
 
 
 def one_word_batch(record, pieces, length, left_pad=False):
-    """(word_pairs, token_words, not_dependent) of one parser record as the collater and an encoder see them: its
-    words split into ``pieces`` BPE tokens, then EOS, padded to ``length``; ``not_dependent``: True at EOS and
-    padding."""
+    """(word_pairs, token_words, not_dependent) of one parser record, words in ``pieces`` tokens, EOS, padding."""
     from fairseq_syntax.methods.ldd import distributions
     from fairseq_syntax.methods.ldd.side_input import collate_ldd, record_item
 
@@ -334,11 +319,7 @@ def one_word_batch(record, pieces, length, left_pad=False):
 
 
 def half_precision_errors(task, model, criterion, sample, dtype, device="cpu"):
-    """The loss and gradients of ``model`` (float32, on the CPU) against a copy turned into ``dtype`` on ``device``
-    as fairseq's ``--fp16`` / ``--bf16`` do it (the model, and every float32 tensor of the batch: ``model.to(dtype)``,
-    ``Trainer._prepare_sample``): ``{"loss": relative error, "gradients": relative L2 error of all gradients
-    together, "worst": (relative error, name) of the worst gradient among those above 1e-3 of the largest,
-    "nonfinite": names of gradients with inf/NaN}``."""
+    """Loss and gradient errors of ``model`` turned into ``dtype`` on ``device`` (as --fp16/--bf16) against float32."""
     import copy
 
     from fairseq import utils
@@ -366,7 +347,6 @@ def half_precision_errors(task, model, criterion, sample, dtype, device="cpu"):
 
 
 #: dtype -> (loss, gradients): the largest relative errors of :func:`half_precision_errors` against float32
-#: (tests/core/test_half_precision.py says where they come from)
 HALF_PRECISION_TOLERANCES = {torch.bfloat16: (3e-2, 0.15), torch.float16: (5e-3, 0.03)}
 
 
@@ -396,9 +376,7 @@ class WordTask:
 
 
 def load_old_state_dict(trained, loaded, old: dict, new_name: str) -> None:
-    """Load ``old`` (``trained``'s state dict as a version before a change of parameters wrote it) into ``loaded``
-    (a model of other weights) as fairseq does, checking that the old names do not load without the model's
-    ``upgrade_state_dict_named`` (the error names ``new_name``) and that the upgrade gives ``trained``'s weights."""
+    """Load ``old`` into ``loaded`` as fairseq does: refused without the upgrade (names ``new_name``), equal with it."""
     import pytest
     import torch
 

@@ -1,9 +1,4 @@
-"""The synthetic demo data (examples/demo/make_data.py): files, determinism, the tree-to-target transfer and the
-dependency side data (head rules and noise).
-
-Expected targets and dependencies below are derived by hand from the lexicon tables, transfer rules and head rules in
-make_data's docstring.
-"""
+"""The synthetic demo data (examples/demo/make_data.py); expected values by hand from its tables and rules."""
 import importlib.util
 import random
 import re
@@ -348,9 +343,7 @@ def test_the_arcs_file_is_read_back_by_the_project_reader_one_record_per_tree(de
 
 
 def test_the_gold_parses_are_packed_into_a_parse_archive_a_study_reads(tmp_path):
-    """--archive: the gold trees and dependency distributions as a parse archive whose checksums hold, naming the
-    generator as their parser; unpacked for the tokens, it gives back the generator's files line for line, and the
-    CoNLL-U of each record's 1-best (gold) tree."""
+    """--archive: a parse archive whose checksums hold and which unpacks to the generator's files and gold CoNLL-U."""
     import gzip
     import json
 

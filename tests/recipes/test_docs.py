@@ -1,17 +1,4 @@
-"""README.md and docs/*.md: every command they show is run by a test, and every link in them resolves.
-
-A command is a line (with its ``\\`` continuations) of a fenced ``bash`` block. Each is one of:
-
-* run here, as shown: the own-data example (README) in a folder holding a tiny corpus as ``mine/``, with the
-  model's size, the training's length and the hypotheses' length cut (``SIZE_CUTS``), and the main job
-  (``bash examples/demo/run.sh``) on a study file that takes the demo's as its base, with a smaller grid
-  (``DEMO_CUTS``), in a temporary folder;
-* run by CI exactly: the README's set-up and test commands are the lines of ``.ci/run``;
-* run by another test (``RUN_ELSEWHERE``): that test file runs the program with every option the page shows;
-* not runnable here (``NOT_RUN_HERE``: a cluster's scheduler, several GPUs): the page says so.
-
-A command that is none of these fails the test: a page cannot show a command no test runs.
-"""
+"""README.md and docs/*.md: every command they show is run by a test, and every link in them resolves."""
 import ast
 import json
 import os

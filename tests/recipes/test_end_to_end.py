@@ -1,5 +1,4 @@
-"""fairseq's own CLIs with --user-dir fairseq_syntax: train, generate, interactive, --restore-file, and training
-under fairseq's distributed data parallel on CPU (2 processes, gloo), on the tiny corpus of conftest.py."""
+"""fairseq's CLIs with --user-dir: train, generate, interactive, --restore-file, DDP on CPU (2 processes, gloo)."""
 import os
 import re
 import socket
@@ -48,8 +47,7 @@ EVAL_BLEU = ("--eval-bleu", "--eval-bleu-args", '{"beam": 1}', "--best-checkpoin
 
 @pytest.fixture(scope="module")
 def baseline(data_dirs, tmp_path_factory):
-    """form -> the save directory of fairseq's transformer trained one epoch on that form, trained when first asked
-    for; the sequence form's run validates with --eval-bleu (the test of its checkpoints reads it too: one run)."""
+    """form -> save directory of fairseq's transformer trained one epoch on it (sequence: with --eval-bleu)."""
     made = {}
 
     def save_dir(form):
@@ -78,18 +76,14 @@ def update_losses(log: str) -> dict:
     return {int(update): loss for loss, update in re.findall(r" loss=([\d.]+),.* num_updates=(\d+),", log)}
 
 
-#: the options of the resumed runs below: no dropout (the losses of a run and its resumed copy must be equal to the
-#: bit), and "better" a higher validation loss, so that the epochs after the first (whose losses fall) are the
-#: validations without improvement that --patience 2 counts: the uninterrupted run stops after epoch 3
+#: resumed runs: no dropout (losses equal to the bit); "better" is a higher loss, so --patience 2 stops at epoch 3
 RESUME_OPTIONS = ("--dropout", "0", "--patience", "2", "--best-checkpoint-metric", "loss",
                   "--maximize-best-checkpoint-metric")
 
 
 @pytest.fixture(scope="module")
 def resumed_runs(data_dirs, tmp_path_factory):
-    """(uninterrupted, [first, second, rest]): the logs of one run of at most 8 epochs that --patience 2 stops after
-    epoch 3, and of the same run cut at two epoch boundaries (after epoch 1, after epoch 2) and resumed each time
-    (fairseq-train again with a larger --max-epoch). The two tests below read them."""
+    """(uninterrupted, [first, second, rest]): logs of a run --patience 2 stops after epoch 3, and of it cut twice."""
     root = tmp_path_factory.mktemp("resume")
     whole = train(data_dirs["sequence"], str(root / "whole"), "transformer_tiny", 8, *RESUME_OPTIONS).stdout
     parts = [train(data_dirs["sequence"], str(root / "parts"), "transformer_tiny", epochs, *RESUME_OPTIONS).stdout
@@ -98,9 +92,7 @@ def resumed_runs(data_dirs, tmp_path_factory):
 
 
 def test_resuming_at_an_epoch_boundary_repeats_the_uninterrupted_run_exactly(resumed_runs):
-    # fairseq's own translation task does not (its end-of-epoch checkpoint resumes with batches ordered by the
-    # next epoch's seed while the uninterrupted run keeps the first epoch's); the syntax tasks build each epoch's
-    # batches from its own seed in both runs (docs/usage.md, "Resuming")
+    # fairseq's own translation task does not; the syntax tasks build each epoch's batches from its own seed
     whole, (first, second, rest) = resumed_runs
     assert "Loaded checkpoint" in second and "Loaded checkpoint" in rest
     resumed = {**update_losses(first), **update_losses(second), **update_losses(rest)}
@@ -115,8 +107,7 @@ def valid_losses(log: str) -> dict:
 
 
 def test_a_resumed_run_stops_early_where_the_uninterrupted_run_stops(resumed_runs):
-    # the uninterrupted run stops after epoch 3 (RESUME_OPTIONS). The run cut after epoch 2 saved its count (1) and
-    # resumes it; fairseq alone counted afresh from epoch 3 and stopped after epoch 5.
+    # the uninterrupted run stops after epoch 3 (RESUME_OPTIONS)
     whole, (first, second, rest) = resumed_runs
     losses = valid_losses(whole)
     assert sorted(losses) == [1, 2, 3] and losses[1] > losses[2] > losses[3]  # the premise of the count above
@@ -128,8 +119,7 @@ def test_a_resumed_run_stops_early_where_the_uninterrupted_run_stops(resumed_run
 
 
 def test_resuming_after_a_kill_while_saving_falls_back_to_the_whole_checkpoint(data_dirs, tmp_path):
-    # a kill while fairseq copied update 3's checkpoint onto checkpoint_last.pt left it at 0 bytes (now the copy is
-    # atomic, so this is what older runs or other tools leave); the interval checkpoint written first is whole
+    # a kill while copying update 3's checkpoint onto checkpoint_last.pt left it empty; the interval one is whole
     save = tmp_path / "save"
     options = ("--save-interval-updates", "1", "--keep-interval-updates", "1", "--disable-validation")
     train(data_dirs["sequence"], str(save), "transformer_tiny", 10, "--max-update", "3", *options)
@@ -147,8 +137,7 @@ def test_resuming_after_a_kill_while_saving_falls_back_to_the_whole_checkpoint(d
 
 
 def test_checkpoints_of_training_with_eval_bleu_load_for_generation(data_dirs, baseline):
-    # --eval-bleu puts numpy arrays (BLEU n-gram counts) into the checkpoint; torch's weights-only loader must
-    # still accept it (fairseq_syntax.core.checkpoints allow-lists numpy's array reconstructors)
+    # --eval-bleu puts numpy arrays into the checkpoint; torch's weights-only loader must still accept it
     save = baseline("sequence")  # trained with EVAL_BLEU
     import fairseq_syntax  # noqa: F401  (installs the allow-list, as --user-dir does)
 
@@ -184,8 +173,7 @@ GOOD_TREE = "(S (NP (DT the) (NN cat)) (VP (VBZ sees) (NP (DT the) (NN dog))) (.
 
 @pytest.mark.parametrize("buffer_size", ["1", "4"])
 def test_interactive_reports_bad_lines_and_translates_the_rest(data_dirs, mask_checkpoint, buffer_size):
-    # line 3 is malformed, line 5 blank, line 6 an untreed sentence (--source-format tree): each is reported with its
-    # number, gets an empty hypothesis with score -inf, and the lines after it are translated
+    # lines 3 (malformed), 5 (blank), 6 (untreed) are reported by number, get empty hypotheses, score -inf
     lines = [GOOD_TREE, GOOD_TREE, "(S (NP the cat", GOOD_TREE, "", "the cat sees the dog .", GOOD_TREE]
     result = subprocess.run(["fairseq-interactive", data_dirs["preorder"], "--user-dir", "fairseq_syntax", "--task",
                              "syntax_translation", "--path", mask_checkpoint, "--cpu", "-s", "en", "-t", "de",
@@ -206,10 +194,7 @@ def test_interactive_reports_bad_lines_and_translates_the_rest(data_dirs, mask_c
 @pytest.mark.parametrize("from_file", [False, True], ids=["stdin", "input-file"])
 def test_interactive_reports_unreadable_and_too_long_lines_and_keeps_the_ids(data_dirs, mask_checkpoint, tmp_path,
                                                                                from_file):
-    # line 2 holds a Latin-1 byte, line 3 a lone carriage return, line 4 is longer than --max-source-positions 20
-    # (the preorder form: S and 12 x (NN, cat), 25 tokens + EOS; GOOD_TREE has 16 + EOS), line 5 ends with \r\n.
-    # fairseq used to die (--input) or translate <unk> (stdin), split line 3 in two, and stop at line 4 or, with
-    # --skip-invalid-size-inputs-valid-test, print no hypothesis for it
+    # line 2: a Latin-1 byte, 3: a lone \r, 4: 26 tokens > --max-source-positions 20, 5: ends with \r\n
     too_long = "(S " + " ".join(["(NN cat)"] * 12) + ")"
     raw = (GOOD_TREE.encode() + b"\n(S (NN caf\xe9))\n(S (NN cat)\r (VBZ sees))\n" + too_long.encode() + b"\n"
            + GOOD_TREE.encode() + b"\r\n")
@@ -234,8 +219,7 @@ def test_interactive_reports_unreadable_and_too_long_lines_and_keeps_the_ids(dat
 
 
 def test_a_model_on_a_data_directory_of_another_form_is_one_line_saying_which_to_make(data_dirs, mask_checkpoint):
-    # the two dictionaries of the tiny corpus have the same size, so the weights loaded and fairseq-generate
-    # translated the sequence form with a preorder model; on real data it said "size mismatch for ..."
+    # the two dictionaries have the same size: the weights would load without the dictionary check
     result = subprocess.run(["fairseq-generate", data_dirs["sequence"], "--user-dir", "fairseq_syntax", "--task",
                              "syntax_translation", "--path", mask_checkpoint, "--cpu", "--gen-subset", "test"],
                             cwd=REPO, capture_output=True, text=True, check=False)

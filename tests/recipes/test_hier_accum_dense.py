@@ -1,8 +1,4 @@
-"""bench/hier_accum_dense: the naive (dense) hierarchical accumulation gives the values and gradients of the package's
-factored one (itself checked against the paper's equations in tests/methods/hier_accum/test_hier_accum.py), and
-``transformer_hier_accum_dense``, the model the benchmark's ``transformer_hier_accum:dense`` variant trains, is
-``transformer_hier_accum`` with the dense accumulation plugged into its attention hooks: same parameters, same
-outputs, and the dense function called in every encoder layer and cross-attention."""
+"""bench/hier_accum_dense: the dense accumulation and model equal the factored ones (values, gradients, outputs)."""
 import os
 import random
 import sys

@@ -1,19 +1,4 @@
-"""Raw text in, translation out: ``fairseq-interactive`` with the parsers, end to end, for every system that reads a
-parse at decoding time (mask, Linearized, hierarchical accumulation: a constituency tree; LDD, PASCAL: dependency
-distributions; the list comes from the method registry).
-
-The data are made as a study makes them (``fairseq_syntax/study/prepare.py``): words PTB-escaped, parsed by tiny
-parsers (SuPar's crf-con with a POS tagger, SuPar's biaffine dependency parser) through
-``preprocess/parse_constituency.py`` and ``preprocess/parse_dependency.py``, joint BPE learnt and applied with
-``subword-nmt ... --vocabulary ... --vocabulary-threshold 1``, ``fairseq-syntax-preprocess`` recording the BPE and
-the parser. Raw input lines - an empty one, one starting with ``(``, one with a tab, a 300-word one, one with a
-non-ASCII word and an unseen word whose BPE the vocabulary changes (built from the codes, :func:`vocabulary_split_word`) - go through ``fairseq-interactive`` with the
-parsers and no BPE option; the same lines go through the offline path and ``fairseq-generate``. Every line the
-offline path keeps must get the same source tokens, hypothesis and score; every other line (the empty one, a line
-the offline path leaves out as too long for the model) must be reported as ``<input>:N: ...``, with the lines after
-it translated under their own ids. Decoding runs one sentence a batch on both paths and each parser sees the same
-sentences together (one buffer), so the numbers are equal to the bit.
-"""
+"""Raw text in, translation out: fairseq-interactive with the parsers equals the offline path, per parsed system."""
 import json
 import os
 import re
@@ -59,11 +44,7 @@ PARSE_READERS = [system for system in systems(baselines=True, ablations=False)
 
 
 def vocabulary_split_word(codes, vocabulary) -> tuple[str, list[str], list[str]]:
-    """A word whose BPE the vocabulary changes, built from a codes file and a vocabulary (threshold 1): the first
-    merge ``a b`` of two characters whose product is not a non-final token of the vocabulary (``ab@@``), then a
-    letter no merge names, ``c``. The codes alone join a and b and nothing else (no other merge holds c, and ``ab``
-    has no other split): ``ab@@ c``. apply-bpe --vocabulary finds ``ab@@`` missing and undoes that merge, leaving the
-    characters, which no merge made: ``a@@ b@@ c``. Returns the word, its pieces with and without the vocabulary."""
+    """A word whose BPE the vocabulary changes (codes: ``ab@@ c``; with the vocabulary: ``a@@ b@@ c``)."""
     merges = [tuple(line.split()) for line in codes.read_text(encoding="utf-8").splitlines()[1:]]
     known = {word for word, count in (line.split() for line in vocabulary.read_text(encoding="utf-8").splitlines())
              if int(count) >= 1}
@@ -116,9 +97,7 @@ def models(dependency_model, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def corpus(models, tmp_path_factory):
-    """The work folder: train/valid (60/8 pairs) and the raw LINES as the recipes prepare them (words, parses, BPE);
-    ``lines.txt`` the raw input, ``kept.txt`` the 0-based numbers of the LINES the offline path holds (the others
-    are empty)."""
+    """The work folder: train/valid (60/8 pairs), LINES prepared as the recipes do; lines.txt, kept.txt."""
     work = tmp_path_factory.mktemp("interactive_parsing")
     for split, n, seed in (("train", 60, 1), ("valid", 8, 2)):
         tiny_corpus(str(work / split), n, seed)
@@ -141,9 +120,7 @@ def corpus(models, tmp_path_factory):
 
 
 def preprocess(work, models, system, dest, split_args, *extra):
-    """fairseq-syntax-preprocess of a system's data directory as the recipes run it, recording the BPE and the
-    parser; the sequence form with the LDD side data (fairseq-syntax-preprocess-dependencies), as the recipes'
-    data-bin/sequence has it."""
+    """fairseq-syntax-preprocess of a system's data directory as the recipes run it (BPE and parser recorded)."""
     preprocess_command.main(["-s", "en", "-t", "de", *split_args, "--form", system.form, "--preterminals",
                              system.preterminals, "--destdir", str(dest), "--workers", "1",
                              "--bpe-codes", str(work / "codes"), "--bpe-vocabulary", str(work / "vocab.en"),
@@ -160,8 +137,7 @@ DECODED = [*PARSE_READERS, next(system for system in systems() if system.baselin
 
 @pytest.fixture(scope="module")
 def trained(corpus, models, tmp_path_factory):
-    """system name -> (data directory, offline directory of LINES, checkpoint): one data directory per DATA of the
-    systems, every system trained 3 updates, the training runs side by side."""
+    """system name -> (data directory, offline directory of LINES, checkpoint), each trained 3 updates."""
     work, _ = corpus
     made, runs, directories = {}, {}, {}
     for system in DECODED:
@@ -212,8 +188,7 @@ def test_raw_lines_decode_through_the_parsers_as_offline(corpus, models, trained
     rows = [row.split("\t") for row in skipped_path.read_text().splitlines()] if skipped_path.exists() else []
     skipped = {int(row[0]) - 1 for row in rows}
     offline_lines = [number for index, number in enumerate(kept) if index not in skipped]
-    # every line but the empty one is a sentence; only the 300-word one may be too long for a model's input form,
-    # and not in the sequence form (300 words of the training text, each one BPE piece: 301 tokens of 1024)
+    # every line but the empty one is a sentence; only the 300-word one may be too long (not in sequence form)
     assert kept == [0, 2, 3, 4, 5, 6] and {kept[index] for index in skipped} <= {4}, rows
     assert [row[1] for row in rows] == ["over-long source"] * len(rows) and (4 in offline_lines or
                                                                                system.form != "sequence"), rows
@@ -234,17 +209,14 @@ def test_raw_lines_decode_through_the_parsers_as_offline(corpus, models, trained
         if number != 1:  # a line the model cannot take: offline it is left out for its length
             assert f"<input>:{number + 1}: too long: " in err
     assert f"{len(bad)} bad input lines" in err
-    # a sentence whose first word is a bracket is a sentence, not a tree: translated, its source that of the words
-    # -LRB- the dog -RRB- ... offline (the pieces of -LRB- are <unk> here: the tiny training text has no bracket)
+    # a sentence starting with a bracket is a sentence, not a tree: its source is the words -LRB- the dog -RRB- ...
     assert 2 in expected and sources[2] == expected[2][0]
     if system.form != "sequence":  # the parser's tree, with the tagger's POS tags (crf-con alone writes XX)
         assert "(XX" not in sources[0][0] and ("(DT" in sources[0][0]) == (system.preterminals != "split")
 
 
 def test_the_recorded_bpe_is_the_recipes_subword_nmt_apply_bpe(corpus):
-    """The BPE syntax.json records segments every word of the corpus and of LINES as the CLI did, the unseen and the
-    non-ASCII words included, and the unseen word as the vocabulary makes it, not as the codes alone would
-    (fairseq's --bpe subword_nmt)."""
+    """syntax.json's BPE segments every word as the CLI did, the unseen word as the vocabulary makes it."""
     from fairseq_syntax.core.bpe import SubwordNmtBpe
 
     work, _ = corpus
@@ -283,8 +255,7 @@ def test_a_tree_model_without_a_parser_is_one_line(trained):
 
 @pytest.mark.parametrize("system, option", [("mask", "--source-parser"), ("ldd", "--source-dependency-parser")])
 def test_a_parser_model_that_cannot_be_had_is_one_line(trained, models, tmp_path, system, option):
-    """A --source-parser (or --source-dependency-parser) that is not there, or no model of its kind, or a name
-    without the network: the parsing library's one line (fairseq_syntax.parsing.models), not its traceback."""
+    """A --source-parser that is not there, or of another kind: the parsing library's one line, no traceback."""
     data, _, checkpoint = trained[system]
     missing = str(tmp_path / "missing.pt")
     tagger = ["--source-tagger", models["tagger"]] if option == "--source-parser" else []
@@ -331,8 +302,7 @@ def docs_recipe() -> str:
 
 
 def test_the_docs_recipe_runs_as_written(trained, models, tmp_path):
-    """Each command of docs/usage.md's recipe, run as written from a folder laid out as the recipes leave it: OUT's
-    data-bin/, models/ and ckpt/ (the tiny systems and parsers), the plugin folder, sentences.txt."""
+    """Each command of docs/usage.md's recipe, run as written from a folder laid out as the recipes leave it."""
     out = tmp_path / "examples" / "multi30k" / "work"
     for name, system in (("preorder", "mask"), ("sequence", "ldd")):
         (out / "data-bin").mkdir(parents=True, exist_ok=True)

@@ -1,15 +1,4 @@
-"""docs/parsers.md, "A cluster, step by step", run as written on a small corpus (issue 50, item 9): the tokens, three
-shard processes of the array job's script (trees and arcs), the merge script's commands, BPE, the training split cut
-in two parts, each part's dictionary, their merge, the two parts binarized with it and given their LDD side data, and
-ten updates of training on both parts (epochs alternate between them, each with its own side data).
-
-The page's commands are compared with :data:`GUIDE` (so that neither changes without the other), then run in a folder
-with links to the repository's ``preprocess/`` and ``fairseq_syntax/``, with the sizes of :data:`SUBSTITUTIONS` (64
-shards -> 3, parts of 2,250,000 lines -> 20, the model's size and training length). The script ``parse.sbatch`` is
-written from the page and run by bash, three array tasks at once, then the commands of ``merge.sbatch``; ``sbatch``
-itself needs a cluster. The Python commands run in this process (the page's command line, parsed by the program's own
-``main``), so that the test stays under a minute of one core.
-"""
+"""docs/parsers.md's cluster guide run as written on a small corpus (sizes of SUBSTITUTIONS), ending in training."""
 import os
 import re
 import shlex
@@ -127,8 +116,7 @@ def substituted(text: str) -> str:
 
 
 def raw_corpus(folder: Path) -> None:
-    """Raw text (sacremoses tokenizes it): ``the N V the N.``, every 7th line with a bracketed aside, which the
-    parsers see PTB-escaped."""
+    """Raw text ``the N V the N.``, every 7th line with a bracketed aside (PTB-escaped for the parsers)."""
     (folder / "raw").mkdir()
     for split, count in (("train", TRAIN_LINES), ("valid", VALID_LINES)):
         english, german = [], []
@@ -142,8 +130,7 @@ def raw_corpus(folder: Path) -> None:
 
 
 def tiny_models(folder: Path, dependency_model: str) -> None:
-    """MODELS/ with the page's file names: tiny crf-con and biaffine parsers trained on the conftest treebank,
-    and an untrained tagger of fixed seed."""
+    """MODELS/ with the page's file names: tiny crf-con and biaffine parsers, and an untrained tagger."""
     import shutil
 
     import torch
@@ -219,8 +206,7 @@ def run_array_job(work: Path) -> None:
 
 
 def run_merge(script: str, work: Path) -> None:
-    """``sbatch --dependency=afterok:$job merge.sbatch`` once the tasks are done: the script's commands, in this
-    process (two interpreters fewer: the test stays near a minute)."""
+    """``sbatch --dependency=afterok:$job merge.sbatch``: the script's commands, in this process."""
     for command in section_commands_of(script):
         assert command.startswith("set -") or run_in_process(command), command
     assert not list((work / "tok").glob("*.shard*"))  # the merge removed the shards
@@ -319,8 +305,7 @@ def test_merge_dictionaries_names_the_file_and_line_of_a_bad_entry(tmp_path, con
     (None, "src.en: no such file"),
 ])
 def test_normalize_names_the_file_and_line_of_bad_input_and_writes_nothing(tmp_path, source, problem):
-    """The guide's first command: bad input is one line naming file and line, and no tokens are left behind for
-    the parsers to read (the outputs appear whole or not at all)."""
+    """Bad input to the guide's first command is one line naming file and line, and leaves no tokens behind."""
     from fairseq_syntax.parsing import normalize
 
     if source is not None:

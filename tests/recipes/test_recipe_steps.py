@@ -1,6 +1,4 @@
-"""The steps of one study run (fairseq_syntax.study.runner, as every recipe's study runs them): resuming a run,
-its loader workers, the files it keeps of a decode, a packed run not trained again; and the SST recipe's table over
-seeds. A whole study end to end: tests/study/test_tiny_study.py."""
+"""The steps of one study run (fairseq_syntax.study.runner), and the SST recipe's table over seeds."""
 import gzip
 import json
 import os
@@ -58,8 +56,7 @@ def study(tmp_path):
 
 
 def test_a_run_resumes_under_a_larger_budget_or_other_loader_workers_but_not_other_settings():
-    """A run's checkpoints are gone on from only by the same command, up to its budget and --num-workers (who loads
-    the batches, not which): what runner.resume_key compares, word by word."""
+    """A run goes on from checkpoints only of the same command, budget and --num-workers aside (runner.resume_key)."""
     started = ["fairseq-train", "data", "--arch", "transformer", "--max-epoch", "20", "--seed", "1", "--cpu"]
     assert runner.resume_key(started) == ["fairseq-train", "data", "--arch", "transformer", "--seed", "1", "--cpu"]
     assert runner.resume_key([*started[:4], "--max-epoch=30", *started[6:], "--num-workers", "0"]) \
@@ -76,8 +73,7 @@ def test_a_run_resumes_under_a_larger_budget_or_other_loader_workers_but_not_oth
                                                  ('device = "cuda"', False, 0)])
 def test_a_cpu_run_loads_its_batches_in_the_training_process_unless_it_chooses_its_loader_workers(study, extra, added,
                                                                                                  options):
-    """--num-workers 0 on a CPU that does not choose its own (fairseq's persistent loader workers pile up, ~1 GB
-    each); a GPU run, or one that chooses, keeps what it has."""
+    """--num-workers 0 on a CPU that does not choose its own; a GPU run, or one that chooses, keeps what it has."""
     config, run = study(extra)
     args = train_arguments(config, run, "W")
     assert (args[-2:] == ["--num-workers", "0"]) is added
@@ -85,8 +81,7 @@ def test_a_cpu_run_loads_its_batches_in_the_training_process_unless_it_chooses_i
 
 
 def fake_fairseq(monkeypatch, calls: list, generate_output: str = ""):
-    """runner's subprocess.run standing in for fairseq-train (rc 0) and fairseq-generate (``generate_output`` on its
-    stdout, a line on its stderr); each call's module recorded."""
+    """runner's subprocess.run standing in for fairseq-train and fairseq-generate; each call's module recorded."""
     def run(argv, stdout=None, stderr=None, **_):
         module = argv[2]
         calls.append(module)
@@ -100,8 +95,7 @@ def fake_fairseq(monkeypatch, calls: list, generate_output: str = ""):
 
 
 def test_a_run_killed_during_its_first_save_goes_on_from_its_checkpoint(study, monkeypatch):
-    """A kill during the first save leaves the epoch's checkpoint and checkpoint_best.pt, no checkpoint_last.pt:
-    any whole checkpoint is one to go on from (fairseq-train resumes from the newest); nothing is removed."""
+    """A kill during the first save leaves checkpoints to go on from: nothing is removed."""
     config, run = study()
     checkpoints = runner.work_dir(config) / "ckpt" / f"ckpt-{run.name}"
     checkpoints.mkdir(parents=True)
@@ -126,9 +120,7 @@ def test_a_run_killed_during_its_first_save_goes_on_from_its_checkpoint(study, m
 
 
 def test_checkpoints_of_the_old_form_go_on_under_their_command_and_no_other(study, monkeypatch):
-    """Checkpoints a study made before commands were kept as argv lists hold ``train_command.txt`` (the words joined
-    by spaces, Adam's betas unquoted): the run goes on from them when that text is this command's, and writes
-    train_command.json; a text of another command, or no command at all, stops it."""
+    """Old checkpoints with ``train_command.txt`` go on when it is this command's; another command stops them."""
     config, run = study()
     checkpoints = runner.work_dir(config) / "ckpt" / f"ckpt-{run.name}"
     checkpoints.mkdir(parents=True)
@@ -152,8 +144,7 @@ def test_checkpoints_of_the_old_form_go_on_under_their_command_and_no_other(stud
 
 
 def test_a_decode_keeps_its_hypotheses_and_gzipped_logs(study, monkeypatch):
-    """fairseq-generate's output kept as its H- lines in id order (its D- lines repeat them; S-, T-, P- dropped),
-    both logs gzipped, the plain files gone."""
+    """fairseq-generate's output kept as its H- lines in id order, both logs gzipped, the plain files gone."""
     config, run = study()
     runs = runner.runs_dir(config)
     runs.mkdir()
@@ -172,8 +163,7 @@ def test_a_decode_keeps_its_hypotheses_and_gzipped_logs(study, monkeypatch):
 
 
 def test_a_packed_run_is_finished_and_not_trained_again_even_with_its_checkpoint_left(study, monkeypatch):
-    """A run whose record and decode are packed in the runs' archive is done: execute trains nothing, though its
-    checkpoint is still there (resuming would train a finished run on)."""
+    """A run whose record and decode are packed in the runs' archive is done: execute trains nothing."""
     config, run = study()
     runs = runner.runs_dir(config)
     runs.mkdir()

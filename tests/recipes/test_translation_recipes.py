@@ -1,11 +1,4 @@
-"""The translation recipes as a user runs them (``bash examples/NAME/run.sh``), each on a study file that takes the
-recipe's as its base (``--study``) with a tiny model on the CPU.
-
-IWSLT'15 En->Vi without the data: the corpus from a stand-in folder (``--corpus``: entities, literal brackets, a
-114-word pair and one with an empty side, the release's dev and test sizes) and a stand-in parser. The corpus is
-fetched and checked, the bad training pairs are left out and listed, the entities unescaped, and the runs are scored
-on their tokens against the reference's tokens. Multi30k En->De on 100 of its pairs: the corpus checked where it
-lies, the study's data made from its committed parses, one run trained, decoded, scored and reported."""
+"""The translation recipes run as a user runs them (``bash examples/NAME/run.sh``) on tiny studies on the CPU."""
 import html
 import json
 import os
@@ -53,8 +46,7 @@ TARGET = ["con", "mèo", "&apos;", "&quot;", "&amp;", "chó", "thấy", "một",
 
 
 def stand_in(folder: Path) -> None:
-    """The release's six files, Moses-tokenized with XML escapes: 40 training pairs plus a 114-word pair and one with
-    an empty Vietnamese side (lines 41 and 42), and dev and test of the release's sizes."""
+    """The release's six files: 40 training pairs, a 114-word pair and one with an empty side, dev and test."""
     rng = random.Random(1)
     folder.mkdir()
     line = lambda words: " ".join(rng.choice(words) for _ in range(rng.randint(3, 9))) + " ."  # noqa: E731
@@ -158,9 +150,7 @@ name = "mask"
 
 
 def test_the_multi30k_recipe_runs_its_study_from_the_committed_parses(tmp_path):
-    """100 pairs of the study's subset (inside the committed parses' 10,000: the same seed's draw), Sequence and
-    Mask: no parser runs, the parses of the subset's lines come from the archive, and the report ends in the verdict
-    table; the raw text, checked where it lies, is not copied."""
+    """100 pairs, Sequence and Mask from the committed parses: no parser runs, the report ends in the verdict table."""
     raw = Path(REPO).parent / "shared" / "data" / "multi30k"
     if not raw.is_dir():
         pytest.skip(f"{raw}: the Multi30k corpus is not beside the repository")

@@ -1,10 +1,4 @@
-"""Issue 70, item 7: ``--user-dir`` from a folder other than the repository's root (docs/usage.md).
-
-fairseq imports the user dir by its path before any plugin code runs (``fairseq.utils.import_user_module``): a
-relative ``fairseq_syntax`` resolves from the working folder, else beside fairseq's own package, else fairseq raises
-``FileNotFoundError``. ``python -m fairseq_syntax.user_dir`` prints the installed package's folder, which works from
-anywhere; a copy of the package beside fairseq (where a non-editable install puts it) is found by the relative name.
-"""
+"""Issue 70, item 7: ``--user-dir`` from a folder other than the repository's root (docs/usage.md)."""
 import os
 import shutil
 import subprocess

@@ -149,9 +149,7 @@ STEP4_STUDY = SETTINGS.format(epochs=1).replace('name = "tiny"', 'name = "window
 
 
 def own_tmpdir(tmp_path) -> str:
-    """A TMPDIR of the step's own, where its runs claim their cores (not beside this machine's other runs). Its path
-    is long, as a user's may be: past AF_UNIX's 108 bytes for the socket of a torch loader worker under it, which left
-    fairseq-generate waiting for good (the study decodes on a CPU without loader workers now)."""
+    """A TMPDIR of the step's own, where its runs claim their cores (not beside this machine's other runs)."""
     folder = tmp_path / ("claims-" + "x" * 60)
     folder.mkdir()
     return str(folder)

@@ -1,9 +1,4 @@
-"""Tests for hierarchical accumulation (Nguyen et al. 2020) and the ``transformer_hier_accum`` model.
-
-The (factored) accumulation is checked against a literal implementation of the paper's equations (5)-(10), which
-builds the tensor S of every sentence in Python loops; the rest against values derived by hand on small trees and
-against fairseq's own full-sequence decoding.
-"""
+"""Hierarchical accumulation (Nguyen et al. 2020) against eqs. (5)-(10) in loops; ``transformer_hier_accum``."""
 import os
 import random
 import re
@@ -37,8 +32,7 @@ USER_DIR = os.path.dirname(os.path.abspath(fairseq_syntax.__file__))
 
 
 def reference_accumulation(parents, values, leaf_weights, embeddings, average):
-    """Eqs. (5)-(10) for one sentence: ``parents`` list (absolute positions, PAD allowed), ``values`` ``H x T x d``,
-    ``leaf_weights`` ``T``. Returns ``values`` with every node row replaced by ``V(U(S + E), w)``."""
+    """Eqs. (5)-(10) for one sentence: ``values`` ``H x T x d`` with every node row replaced by ``V(U(S + E), w)``."""
     valid = [p for p in range(len(parents)) if parents[p] != st.PAD]
     children = {p: [c for c in valid if parents[c] == p] for p in valid}
 
@@ -90,8 +84,7 @@ def reference_accumulation(parents, values, leaf_weights, embeddings, average):
 @pytest.mark.parametrize("embedding_size", [0, 3])
 @pytest.mark.parametrize("left_pad", [False, True])
 def test_accumulation_matches_the_papers_equations(average, embedding_size, left_pad):
-    # the factored accumulation against the per-sentence loop over eqs. 5-10 (the naive dense one of
-    # bench/hier_accum_dense: tests/recipes/test_hier_accum_dense.py)
+    # the factored accumulation against the per-sentence loop over eqs. 5-10
     rng = random.Random(f"{average}-{embedding_size}-{left_pad}")  # str seeds are stable, hash() of str is not
     torch.manual_seed(rng.randrange(1000))
     for _ in range(3):
@@ -114,12 +107,7 @@ def test_accumulation_matches_the_papers_equations(average, embedding_size, left
 
 
 def reference_branches(parents):
-    """The branches of one row, by walking up its parent array (absolute positions, PAD allowed).
-
-    Returns ``nodes`` and ``leaves`` (positions, left to right) and ``branch[a][c]``: the nodes P(i, j) on the path
-    from node i = nodes[a] down to leaf j = leaves[c], i first (empty when j is not under i). Eq. 9's indices of
-    (i, j) are ``|V_i^j| = len(branch[a][c])`` and ``|H_i^j|``, j's rank among the leaves under i (1 for the
-    leftmost)."""
+    """The branches of one row, by walking up its parent array (absolute positions, PAD allowed)."""
     valid = [p for p in range(len(parents)) if parents[p] != st.PAD]
     nodes = [p for p in valid if p in parents]
     leaves = [p for p in valid if p not in parents]
@@ -191,8 +179,7 @@ def test_structure_agrees_with_a_walk_up_the_parent_array(embedding_size):
                         a * 2 * embedding_size + embedding_size + min(horizontal, embedding_size) - 1,
                     ))
     torch.testing.assert_close(structure["inverse_branch_size"], expected_inverse)
-    # each row lists K candidate triples (source, vertical bin, horizontal bin); those that are none go to the
-    # dropped bin m * 2|E|
+    # each row lists K candidate triples; those that are none go to the dropped bin m * 2|E|
     source, bins = structure["embedding_source"], structure["embedding_bins"]
     dropped, candidates = expected_inverse.size(1) * 2 * embedding_size, source.size(1)
     triples = [(b, s, v, h) for b in range(source.size(0))
@@ -229,19 +216,15 @@ def test_accumulation_gradients_by_hand():
     weights = torch.tensor([[0.0, 2.0, 0.0, 1.0, 1.0, 1.0]], requires_grad=True)
     out = hierarchical_accumulation(values, weights, accumulation_structure(parents_batch(SMALL)))
     out.sum().backward()
-    # w_a is read by S only, over the branch (a, S): (1 + 10) / 2 / 3; w_b by NP, (2 + 20) / 2 / 2, and by S,
-    # (2 + 20 + 10) / 3 / 3; w_c likewise with 4; EOS is under no node, and the nodes' entries are not read
+    # w_a: (1 + 10) / 2 / 3; w_b: (2 + 20) / 2 / 2 + (2 + 20 + 10) / 3 / 3; w_c likewise with 4; EOS none
     assert weights.grad.flatten().tolist() == pytest.approx([0, 11 / 6, 0, 5.5 + 32 / 9, 6 + 34 / 9, 0])
-    # a leaf keeps its own row (1) and adds w_j / (branch length) / |L(i)| for each node i above it; the node rows
-    # are replaced: NP is read by NP, (w_b / 2 + w_c / 2) / 2, and S, (w_b / 3 + w_c / 3) / 3; S by S only,
-    # (w_a / 2 + w_b / 3 + w_c / 3) / 3
+    # leaves keep their rows, plus w_j / branch length / |L(i)| per node i above; node rows are replaced
     assert values.grad.flatten().tolist() == pytest.approx(
         [5 / 9, 1 + 1 / 3, 1 / 2 + 2 / 9, 1 + 1 / 4 + 1 / 9, 1 + 1 / 4 + 1 / 9, 1])
 
 
 def test_a_row_without_nodes_passes_its_values_and_gradient_through():
-    # a one-word sentence with its POS node dropped (a leaf and EOS) beside a tree: its values come back as they are,
-    # its gradient is the upstream one, and its leaf weights, read by no node, get none
+    # a one-word sentence (a leaf and EOS) beside a tree: values and gradient pass unchanged, leaf weights get none
     embeddings = HierarchicalEmbeddings(2, 4).double()
     structure = accumulation_structure(parents_batch([-1], SMALL), embedding_size=2)
     values = torch.randn(2, 1, 6, 4, dtype=torch.float64, requires_grad=True)
@@ -268,16 +251,14 @@ def test_inverse_branch_sizes_by_hand():
 
 
 def test_hierarchical_embedding_term_counts_each_index_by_hand():
-    # With identity tables the embedding term of node i is its histogram [vertical | horizontal] of
-    # sum_j c_ij sum_{t on the branch i -> j} (index of (t, j)); zero values isolate it.
+    # with identity tables node i's embedding term is its [vertical | horizontal] histogram; zero values isolate it
     embeddings = HierarchicalEmbeddings(3, 6)
     with torch.no_grad():
         embeddings.vertical.copy_(torch.eye(3))
         embeddings.horizontal.copy_(torch.eye(3))
     structure = accumulation_structure(parents_batch(SMALL), embedding_size=3)
     out = hierarchical_accumulation(torch.zeros(1, 1, 6, 6), torch.ones(1, 6), structure, embeddings)[0, 0]
-    # S: c = 1/6 for a (branch S), 1/9 for b and c (branch S, NP). (t, j) indices: vertical (S,a) 1, (S,b) 2,
-    # (S,c) 2, (NP,b) 1, (NP,c) 1; horizontal (S,a) 1, (S,b) 2, (S,c) 3, (NP,b) 1, (NP,c) 2.
+    # S: c = 1/6 for a (branch S), 1/9 for b and c (branch S, NP)
     assert out[0].tolist() == pytest.approx([1 / 6 + 2 / 9, 2 / 9, 0, 1 / 6 + 1 / 9, 2 / 9, 1 / 9])
     # NP: c = 1/4 for b and c; (NP,b) = (1; 1), (NP,c) = (1; 2)
     assert out[2].tolist() == pytest.approx([1 / 2, 0, 0, 1 / 4, 1 / 4, 0])
@@ -296,7 +277,6 @@ def test_subtree_mask_by_hand():
     mask = accumulation_structure(parents_batch(HIER, SMALL), subtree_mask=True)["attention_mask"]
     assert mask.shape == (2, 1, 10, 10)
     # node queries see their subtree, leaf queries (EOS included) see the leaves
-    #          S  NP a  b  VP c  NP d  e  EOS
     expected = [
         [1, 1, 1, 1, 1, 1, 1, 1, 1, 0],  # S
         [0, 1, 1, 1, 0, 0, 0, 0, 0, 0],  # NP(a b)
@@ -331,8 +311,7 @@ def test_node_output_depends_only_on_its_subtree():
 
 
 def test_without_subtree_masks_equal_nodes_stay_equal():
-    # nodes with the same input (an unlabelled tree's "(X" tokens carry no position) get the same query; without
-    # subtree masks they attend to the same keys, so their outputs are equal: the -SubMask ablation on SST
+    # nodes with the same input and no subtree masks give equal outputs: the -SubMask ablation on SST
     torch.manual_seed(0)
     attention = HierarchicalSelfAttention(8, 2, 0.0, embedding_size=4).eval()
     x = torch.randn(10, 1, 8)
@@ -445,9 +424,7 @@ def test_ablation_switches(data_dir):
 
 
 def test_a_reordered_structure_selects_a_tensor_only_when_read_and_composes_orders():
-    """Beam search reorders the encoder's output at every step; the decoder reads only what it needs (after the first
-    step, the padding bias). Two reorders in a row equal one by the composed order, and select from the original
-    tensors only what is read, once."""
+    """Two reorders of the encoder output equal one by the composed order, and select only what is read, once."""
     rng = random.Random(5)
     trees = [random_preorder_tree(rng, rng.randint(3, 12)) for _ in range(3)]
     structure = accumulation_structure(parents_batch(*trees), 4, subtree_mask=True)
@@ -465,10 +442,7 @@ def test_a_reordered_structure_selects_a_tensor_only_when_read_and_composes_orde
 
 
 def test_incremental_decoding_equals_full_decoding_and_accumulates_once(data_dir):
-    """Decoded one step at a time as beam search does, the decoder gives the full pass's outputs: two beams a
-    sentence with different target prefixes; at step 2 hypotheses move among a sentence's beams (the batch keeps its
-    size: the cached source keys and values stay as they are), at step 4 the second sentence finishes and leaves the
-    batch (its rows leave the cache)."""
+    """Step-by-step decoding (beams reordered at step 2, a sentence ending at step 4) equals the full pass."""
     _, model, sample, _ = build(data_dir)
     model.eval()
     net_input = sample["net_input"]
@@ -561,14 +535,12 @@ def test_cross_attention_share_matches_fairseqs_alignment_output(data_dir):
             _, extra = model.decoder(net_input["prev_output_tokens"], encoder_out, alignment_layer=layer)
             on_nodes = (extra["attn"][0] * is_node.unsqueeze(1)).sum(-1)[real]
             assert on_nodes.mean().item() == pytest.approx(expected, rel=1e-5)
-    # the 5 trees have 4 + 3 + 5 + 5 + 4 nodes (POS nodes dropped, except (NN fire@@ fighter)) and 6 + 3 + 7 + 6 + 6
-    # subword leaves
+    # the 5 trees have 4 + 3 + 5 + 5 + 4 nodes and 6 + 3 + 7 + 6 + 6 subword leaves
     assert share.node_fraction == pytest.approx(21 / 49) and share.target_tokens == int(real.sum())
 
 
 def test_cross_attention_with_zero_queries_is_the_mean_of_leaves_and_accumulated_nodes():
-    # q = 0: every score is 0, so each decoder position averages the source values [L W_V; N'] over the real
-    # positions; N' by the paper's equations (reference_accumulation), padding left out
+    # q = 0: each decoder position averages the source values over the real positions
     from fairseq_syntax.methods.hier_accum.attention import HierarchicalCrossAttention, SourceTree
 
     torch.manual_seed(0)

@@ -8,8 +8,7 @@ import torch
 from fairseq_syntax.methods.ldd import distributions as dep
 from fairseq_syntax.methods.ldd.distributions import OUTSIDE
 
-# "the father sees ." ; father is BPE-split: tokens the fa@@ ther sees . (+ EOS)
-# A tiny parser output: every dependent's arc probabilities and each arc's label probabilities sum to 1.
+# "the father sees .": tokens the fa@@ ther sees . EOS; arc and label probabilities sum to 1
 RECORD = {
     "words": ["the", "father", "sees", "."],
     "arcs": [

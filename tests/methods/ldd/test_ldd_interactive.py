@@ -118,8 +118,7 @@ def test_interactive_tokens_and_side_input_equal_the_offline_ones(offline, check
     assert expected.shape[:2] == (12, NUM_STORED_CHANNELS) and expected[:, :BEST_OFFSET].sum() > 0
     assert expected[:, BEST_OFFSET:].sum() > 0  # the parser's 1-best tree travels with the distributions
     assert torch.equal(ldd, expected)
-    # one line per buffer (fairseq-interactive's default): each sentence parsed alone. The parser's sums differ in
-    # the last float bits between a batch of 1 and of 12: a few 1/65535 storage quanta (side_input.QUANTISATION)
+    # one line per buffer (fairseq-interactive's default): each sentence parsed alone
     for index, line in enumerate(lines):
         torch.testing.assert_close(interactive_batch(task, models, [line])[1],
                                    offline_batch(dataset, [index]), rtol=1e-3, atol=1e-4)

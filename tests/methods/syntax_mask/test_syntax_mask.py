@@ -170,8 +170,7 @@ def test_analysis_strengths_ranges_and_sentence_masks():
 
 
 def test_weights_by_hand_with_zero_queries_and_keys():
-    # (S a b) without EOS; q = k = 0, so only the bias moves the softmax. s_parent = ln 3, every other s = 0:
-    # row (S: self -exp(0) = -1, parent of a and of b -exp(ln 3) = -3 -> softmax(-1, -3, -3) = .7870, .1065, .1065
+    # (S a b) without EOS; q = k = 0, so only the bias moves the softmax
     strengths = torch.zeros(1, 9)
     strengths[0, relations.PARENT] = np.log(3.0)
     attn = RelationMaskAttention(4, 1, torch.nn.Parameter(strengths)).eval()

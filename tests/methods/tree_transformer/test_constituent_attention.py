@@ -68,8 +68,7 @@ def test_prior_of_one_token_is_one():
 
 
 def test_neighbour_links_from_hand_set_scores():
-    # d = 1 and scale 1, so s_{i,j} = q_i k_j. Word 1: s_{1,2} = ln 3, s_{1,0} = 0, so p_{1,2} = 3/4, p_{1,0} = 1/4.
-    # Words 0 and 2 have one neighbour each: p_{0,1} = p_{2,1} = 1.
+    # d = 1 and scale 1, so s_{i,j} = q_i k_j
     query = torch.tensor([[[5.0], [1.0], [-2.0]]])
     key = torch.tensor([[[0.0], [7.0], [math.log(3.0)]]])
     a_hat = neighbour_link_probabilities(query, key, None, scale=1.0)

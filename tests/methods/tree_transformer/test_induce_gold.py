@@ -1,8 +1,4 @@
-"""Issue 60, item 8: ``fairseq-syntax-induce`` refuses a ``--gold`` that is not the trees of its ``--input``. Only
-the word counts were compared, so a probe that reversed every input line's words got rc 0 and a full F1 report
-against trees of other word orders. Now the words must mostly match, word by word, as the PTB recipe writes them
-(lower case, ``N`` for numbers, ``<unk>`` outside the vocabulary): checked on the recipe's real data (the PTB
-sample's trees and their words in examples/ptb_induction/make_corpus.py's preprocessing) and by hand."""
+"""Issue 60, item 8: ``fairseq-syntax-induce`` refuses a ``--gold`` that is not the trees of its ``--input``."""
 import gzip
 import importlib.util
 import itertools

@@ -1,5 +1,4 @@
-"""Algorithm 1 and the trivial trees (fairseq_syntax.methods.tree_transformer.induction) on hand-set link probabilities,
-and the fairseq-syntax-induce command, masked-word perplexity and prior plot on a tiny trained Tree Transformer."""
+"""Algorithm 1 and trivial trees on hand-set links; fairseq-syntax-induce, masked-word perplexity, prior plot."""
 import json
 import math
 import subprocess
@@ -29,8 +28,7 @@ CUTE_DOG = np.array([
 
 
 def test_algorithm_1_on_hand_set_links():
-    # top: weakest link 2 (0.5) -> (0..2)(3..6), both at layer 2. Left: link 0 (0.7) -> 0 | (1 2).
-    # Right: link 3 (0.6) -> 3 | (4..6) at layer 1: link 4 (0.3) -> 4 | (5 6).
+    # top: weakest link 2 (0.5) -> (0..2)(3..6), both at layer 2
     assert induce_tree(CUTE_DOG, min_layer=1) == ((0, (1, 2)), (3, (4, (5, 6))))
 
 
@@ -87,9 +85,7 @@ def test_trivial_trees_and_spans():
     # uniform split: the root splits after word 1, 2 or 3 with 1/3 each; a 3-word side splits either way, 1/2
     (random_tree, {((0, 1), (2, 3)): 1 / 3, (0, (1, (2, 3))): 1 / 6, (0, ((1, 2), 3)): 1 / 6,
                    (((0, 1), 2), 3): 1 / 6, ((0, (1, 2)), 3): 1 / 6}),
-    # shift-reduce, the coin flips after "shift shift" (forced moves in brackets): R [S] R [S R] -> left-branching and
-    # R [S] S [R R] -> balanced, 1/4 each; S R R [S R] -> ((0 (1 2)) 3) and S R S [R R] -> (0 ((1 2) 3)), 1/8 each;
-    # S S [R R R] -> right-branching, 1/4
+    # shift-reduce after "shift shift": left-branching, balanced, right-branching 1/4 each, the other two 1/8
     (random_shift_reduce_tree, {((0, 1), (2, 3)): 1 / 4, (0, (1, (2, 3))): 1 / 4, (0, ((1, 2), 3)): 1 / 8,
                                 (((0, 1), 2), 3): 1 / 4, ((0, (1, 2)), 3): 1 / 8}),
 ])
@@ -186,8 +182,7 @@ def test_induce_command_reports_f1_and_writes_trees(trained, capsys):
     assert [" ".join(parse_tree(tree).leaves()) for tree in trees] == SENTENCES
     scores = json.loads((trained / "scores.json").read_text())
     right = scores["subsets"]["all"]["right-branching"]
-    # right-branching by hand: sentences 1-2 have gold {(0,2),(2,5),(3,5)} and predict {(1,5),(2,5),(3,5)} -> 2/3;
-    # sentence 3 (the comma goes) has gold {(0,2),(2,6),(3,6)} and predicts {(1,6),(2,6),(3,6),(4,6)} -> P 1/2, R 2/3
+    # right-branching: sentences 1-2 F1 2/3; sentence 3 (the comma goes) P 1/2, R 2/3
     assert right["sentence_f1"] == pytest.approx((2 / 3 + 2 / 3 + 4 / 7) / 3)
     assert right["corpus_precision"] == pytest.approx(6 / 10) and right["corpus_recall"] == pytest.approx(6 / 9)
     assert sorted(name for name in scores["subsets"]["all"] if name.startswith("random")) == [
@@ -217,8 +212,7 @@ def test_induce_command_reports_f1_and_writes_trees(trained, capsys):
 
 @pytest.mark.parametrize("option, value, fits", [("--min-layer", "3", "2"), ("--layer", "-1", "0")])
 def test_layers_the_model_lacks_are_refused_before_any_link_is_computed(trained, monkeypatch, option, value, fits):
-    """Issue 50, item 11: the default --min-layer 2 on a model of 2 layers computed every sentence's links, then
-    ended in induce_tree's ValueError; the 3-layer model here has layers 0 to 2."""
+    """A layer the 3-layer model lacks is refused in one line, before any link is computed."""
     from fairseq_syntax.methods.tree_transformer import induce
 
     def no_links(*args, **kwargs):
@@ -234,8 +228,7 @@ def test_layers_the_model_lacks_are_refused_before_any_link_is_computed(trained,
 
 
 def test_missing_files_of_the_evaluation_commands_are_one_line(tmp_path):
-    """Issue 50, item 4: fairseq-syntax-induce with a missing input, fairseq-syntax-masked-ppl with a missing
-    checkpoint (tracebacks before)."""
+    """fairseq-syntax-induce with a missing input, fairseq-syntax-masked-ppl with a missing checkpoint: one line."""
     from fairseq_syntax.methods.tree_transformer import induce, masked_lm
 
     (tmp_path / "input.txt").write_text("the cat saw a dog\n")
@@ -258,8 +251,7 @@ def test_masked_word_perplexity_masks_each_word_once(trained):
     model, task = load_model(str(trained / "checkpoints" / "checkpoint_best.pt"))
     sentences = [sentence.split() for sentence in SENTENCES] + [["the", "zebra", "ran"]]
     result = masked_word_perplexity(model, task, sentences)
-    # reference: one forward pass per word, that word alone masked; "zebra" (twice) and "ran" are not in the
-    # dictionary
+    # reference: one forward pass per word, that word alone masked; "zebra" and "ran" are unknown
     nll, count = 0.0, 0
     with torch.no_grad():
         for words in sentences:
@@ -297,8 +289,7 @@ def test_constituent_prior_heatmaps(trained):
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(ValueError, match="layers \\[3\\] do not exist"):
         plot_constituent_priors(priors, words, str(path), layers=[3])
-    # a model with C_ii = 0 (--constituent-diagonal zero) is drawn with its own diagonal; layer 0's links come
-    # from the embeddings, before any attention, so its prior is otherwise the same
+    # a model with C_ii = 0 (--constituent-diagonal zero) is drawn with its own diagonal
     for layer in tree_encoder(model).layers:
         layer.self_attn.diagonal = 0.0
     without_self = sentence_priors(model, task, words)
@@ -311,8 +302,7 @@ def test_the_rule_is_chosen_on_dev_sentences_only():
     from fairseq_syntax.methods.tree_transformer.induce import candidate_rules, select_rule
     from fairseq_syntax.methods.tree_transformer.parseval import gold_sentence
 
-    # gold ((a b) c): layer 0 joins a-b (0.9) and cuts b-c (0.1); layer 1 links everything (0.95), so the paper's
-    # Algorithm 1 from m = 1 leaves the sentence flat (F1 0) and a rule that reaches layer 0 gets the span (F1 1)
+    # gold ((a b) c): layer 0 cuts b-c, layer 1 links all: Algorithm 1 from m = 1 gives F1 0, from layer 0 F1 1
     gold = [gold_sentence(parse_tree("(S (NP (DT a) (NN b)) (VP (VBZ c)))"))] * 2
     links = [np.array([[0.9, 0.1], [0.95, 0.95]])] * 2
     assert len(candidate_rules(2)) == 2 * 5 + 2  # m in {0, 1} x 5 thresholds, greedy from each layer
@@ -323,10 +313,7 @@ def test_the_rule_is_chosen_on_dev_sentences_only():
 
 
 def test_another_dictionary_is_refused_in_one_line_by_the_commands_and_resumed_training(trained, tmp_path):
-    """sentence_masked_lm records its dictionary in its checkpoints and checks it against the data directory's
-    dict.txt (fairseq_syntax.core.checkpoints.dictionary_mismatch): the induction and perplexity commands' --data
-    (core.model_inputs.load_model) and a resumed fairseq-train stop in one line naming both; fairseq stopped with a
-    size-mismatch traceback, or read the words with the wrong embeddings where the sizes agree."""
+    """Another dictionary than the checkpoint's: induce, masked-ppl and resumed fairseq-train stop in one line."""
     import shutil
 
     import fairseq_syntax

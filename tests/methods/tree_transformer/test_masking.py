@@ -1,10 +1,4 @@
-"""``sentence_masked_lm`` shows the model fresh masks every epoch (issue 53), through fairseq's own batch iterator.
-
-fairseq-train keeps its data-loader worker across epochs (``--num-workers`` >= 1, ``reuse_dataloader``); fairseq's
-``MaskTokensDataset`` learnt the new epoch only in the main process, so the worker drew epoch 1's masks again. The
-test walks the training loop of ``fairseq_cli.train`` (``Trainer.get_train_iterator``, ``next_epoch_itr``) for two
-epochs with one worker and compares what the model would be fed with fairseq's own draw for (seed, epoch, sentence).
-"""
+"""``sentence_masked_lm`` shows the model fresh masks every epoch (issue 53), through fairseq's own batch iterator."""
 import random
 import subprocess
 
