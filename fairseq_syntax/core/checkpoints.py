@@ -1,45 +1,18 @@
-"""Loading fairseq checkpoints under torch >= 2.6.
+"""Loading and saving fairseq checkpoints safely.
 
-torch 2.6 made ``torch.load(weights_only=True)`` the default. fairseq checkpoints hold their training arguments as
-an ``argparse.Namespace``, which the weights-only unpickler refuses, so ``fairseq-generate``,
-``fairseq-interactive`` and ``fairseq-train --restore-file`` fail on any checkpoint. Rather than turning
-``weights_only`` off (which would let a checkpoint run arbitrary code), we allow exactly the one extra class a
-fairseq checkpoint needs; ``Namespace`` only stores attributes, so allowing it executes nothing.
-
-Training with ``--eval-bleu`` also stores numpy arrays and scalars (the BLEU n-gram counts in the meters), which
-need numpy's array and scalar reconstructors and dtype classes; these build arrays from bytes and run no other code
-(torch's documentation lists them for numpy checkpoints).
-
-Saving that a kill cannot break (:func:`make_checkpoints_crash_safe`). fairseq writes the first checkpoint of a save
-(e.g. ``checkpoint_1_40.pt``) to ``NAME.tmp`` and renames it, but then copies it onto the other names
-(``checkpoint_last.pt``, ``checkpoint_best.pt``) in place: a run killed during that copy leaves ``checkpoint_last.pt``
-cut short (often 0 bytes) and the next run dies resuming from it. Long CPU runs are killed mid-run often, so every
-write of fairseq's checkpoint code now goes to ``NAME.tmp`` in the same directory, is flushed to disk and renamed
-over ``NAME`` (:func:`write_atomically`): a kill leaves the previous file or the new one, whole. For checkpoints cut
-short before (or by other tools), resuming from ``checkpoint_last.pt`` falls back to the newest whole checkpoint
-beside it and says so, as it does where ``checkpoint_last.pt`` does not exist but other checkpoints of the run do (a
-kill during the first save, after ``checkpoint_1_40.pt`` and ``checkpoint_best.pt`` were written, where fairseq
-would train again from update 1 and write over them); loading one by name stops with one line naming it and that
-whole checkpoint.
-
-A finished run is not trained on. fairseq tests ``--max-update`` only after a training step, so resuming a run whose
-checkpoint already has ``--max-update`` updates trained one more and saved it over the finished checkpoints; the
-resume now ends ``fairseq-train`` there, with exit status 0 and a log line saying so.
-
-A checkpoint is checked against the data directory it is given before its weights are loaded, by
-``fairseq-generate``, ``fairseq-interactive`` and resumed ``fairseq-train`` alike: every load of a checkpoint file made
-for a task (the task fairseq-generate/-interactive set up from the command line, the trainer's task) passes the loaded
-state to the task's ``check_checkpoint(path, state)`` where it has one. The plugin's tasks record the source and target
-dictionaries they were trained with (their symbols, in order: :data:`TRAINED_DICTIONARIES`) in their task state, which
-fairseq saves in every checkpoint; :func:`dictionary_mismatch` compares them with the dictionaries the data directory
-gives (``dict.SRC.txt``, ``dict.TGT.txt``) and names the first difference: the sizes, or the first entry that differs
-(with its line in the dictionary file). A checkpoint saved before the dictionaries were recorded is compared by size,
-against the rows of its embedding matrices (``encoder.embed_tokens.weight``: one a source entry,
-``decoder.embed_tokens.weight``: one a target entry); another dictionary of the same size then goes unnoticed. Without
-the check, another corpus's data directory was fairseq's ``size mismatch for decoder.embed_tokens.weight`` traceback
-(or, from fairseq-train, two tracebacks ending "please ensure that the architectures match") where the sizes differ,
-and silently wrong translations where they do not.
-"""
+* torch >= 2.6 loads with ``weights_only=True``. fairseq checkpoints hold an ``argparse.Namespace`` (and, with
+  ``--eval-bleu``, numpy arrays and scalars); exactly those classes are allow-listed (they store data and run no
+  code), rather than turning ``weights_only`` off.
+* Crash-safe saving (:func:`make_checkpoints_crash_safe`): every checkpoint write goes to ``NAME.tmp``, is flushed
+  and renamed over ``NAME`` (:func:`write_atomically`), so a kill leaves the previous file or the new one, whole.
+  Resuming from a ``checkpoint_last.pt`` that is cut short or missing (while other checkpoints of the run exist)
+  falls back to the newest whole checkpoint and says so; loading a cut-short file by name stops with one line.
+* A run resumed at ``--max-update`` ends ``fairseq-train`` with exit status 0 instead of training one more update.
+* Before weights are loaded, every checkpoint loaded for a task goes to the task's ``check_checkpoint(path,
+  state)``. The plugin's tasks record their source and target dictionaries (:data:`TRAINED_DICTIONARIES`) in the
+  task state; :func:`dictionary_mismatch` compares them with the data directory's ``dict.SRC.txt`` / ``dict.TGT.txt``
+  and names the first difference (the sizes, or the first differing entry and its line). A checkpoint without that
+  record is compared by size with its embedding matrices (:data:`EMBEDDINGS`)."""
 import argparse
 import contextlib
 import contextvars
@@ -57,6 +30,8 @@ import torch
 from fairseq import checkpoint_utils
 from fairseq.file_io import PathManager
 from omegaconf import DictConfig, open_dict
+
+from fairseq_syntax.core.files import atomic_path
 
 try:  # numpy >= 2
     from numpy._core import multiarray as _multiarray
@@ -80,8 +55,7 @@ def allow_fairseq_checkpoints() -> None:
 
 logger = logging.getLogger(__name__)
 
-#: task state (saved in every checkpoint by the plugin's tasks): ``{"source": [symbol, ...], "target": [...]}``, the
-#: dictionaries the model was trained with (their symbols in index order)
+#: task state: ``{"source": [symbol, ...], "target": [...]}``, the trained dictionaries in index order
 TRAINED_DICTIONARIES = "syntax_dictionaries"
 #: the state dict keys whose rows are one a source / target dictionary entry (fairseq's encoder-decoder models)
 EMBEDDINGS = {"source": "encoder.embed_tokens.weight", "target": "decoder.embed_tokens.weight"}
@@ -100,12 +74,11 @@ MADE_WITH = "its dictionaries (fairseq-syntax-preprocess --srcdict and --tgtdict
 
 def dictionary_mismatch(path: str, state: dict, dictionaries: dict, embeddings: dict[str, str] = EMBEDDINGS,
                         made_with: str = MADE_WITH) -> str | None:
-    """One line (``error: ...``) saying how the dictionaries of the checkpoint ``path`` (loaded as ``state``) differ
-    from ``dictionaries`` (``{"source": (dict file, Dictionary), "target": (...)}``), the data directory's, or None
-    where they agree. Compared with the checkpoint's :data:`TRAINED_DICTIONARIES` entry where its task state has one,
-    else by size with its embedding matrices (``embeddings``: side -> state dict key, :data:`EMBEDDINGS` for an
-    encoder-decoder); the source side is reported where both differ. ``made_with``: how to make a directory with
-    the checkpoint's dictionaries."""
+    """One line (``error: ...``) saying how the dictionaries of checkpoint ``path`` (loaded as ``state``) differ from
+    ``dictionaries`` (``{"source": (dict file, Dictionary), "target": (...)}``), or None where they agree.
+    Compared with :data:`TRAINED_DICTIONARIES` where the task state has it, else by size with ``embeddings`` (side
+    -> state dict key); the source side is reported where both differ. ``made_with``: how to make a matching
+    directory."""
     recorded = (state.get("task_state") or {}).get(TRAINED_DICTIONARIES)
     for side, (file, dictionary) in dictionaries.items():
         here = list(dictionary.symbols)
@@ -158,23 +131,13 @@ def loading_for(task) -> Iterator[None]:
 def write_atomically(path: str) -> Iterator[BinaryIO]:
     """A binary handle on ``path + ".tmp"``; when the block ends without an error the data is flushed to disk and
     the file renamed over ``path``, else it is removed and ``path`` stays as it was."""
-    partial = path + ".tmp"
-    try:
-        with open(partial, "wb") as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(partial)
-        raise
-    os.replace(partial, path)
+    with atomic_path(path, ".tmp", sync=True) as partial, open(partial, "wb") as handle:
+        yield handle
 
 
 class CrashSafePathManager(PathManager):
-    """fairseq's ``PathManager`` as ``fairseq.checkpoint_utils`` sees it: copies onto other checkpoint names are
-    atomic, and the rename of a freshly written checkpoint comes after its data is on disk. Paths that need
-    fairseq's remote-file handlers are left to it."""
+    """fairseq's ``PathManager`` for ``fairseq.checkpoint_utils``: copies onto other checkpoint names are atomic, and
+    a fresh checkpoint is renamed after its data is on disk. Remote paths are left to fairseq."""
 
     @staticmethod
     def copy(src_path: str, dst_path: str, overwrite: bool = False) -> bool:
@@ -192,9 +155,8 @@ class CrashSafePathManager(PathManager):
 
 
 def cut_short(path: str) -> str | None:
-    """Why the checkpoint file ``path`` cannot be whole (``0 bytes``, ``N bytes, no end of its zip archive``), or
-    None. torch writes zip archives, whose directory sits at the end, so a file cut short lacks it; a file in
-    torch's legacy format (a pickle) is left to torch."""
+    """Why checkpoint ``path`` cannot be whole (``0 bytes``, ``N bytes, no end of its zip archive``), or None. A
+    legacy (pickle) file is left to torch."""
     if not os.path.isfile(path):
         return None
     size = os.path.getsize(path)
@@ -208,8 +170,8 @@ def cut_short(path: str) -> str | None:
 
 
 def newest_whole_checkpoint(directory: str, suffix: str = "", excluding: str = "") -> str | None:
-    """The most recently written checkpoint ``checkpoint*{suffix}.pt`` of ``directory`` that is not cut short,
-    other than ``excluding``; fairseq writes each save's files at once, so the newest file holds the latest state."""
+    """The most recently written ``checkpoint*{suffix}.pt`` of ``directory`` that is not cut short, other than
+    ``excluding``."""
     candidates = [path for path in glob.glob(os.path.join(glob.escape(directory), f"checkpoint*{suffix}.pt"))
                   if os.path.abspath(path) != os.path.abspath(excluding) and cut_short(path) is None]
     return max(candidates, key=lambda path: (os.path.getmtime(path), path), default=None)
@@ -245,9 +207,8 @@ def _check_for_the_task(load_checkpoint_to_cpu):
 
 
 def _load_for_the_given_task(load_model_ensemble_and_task):
-    """fairseq-generate/-interactive load their ``--path`` for the task set up from the command line (its data
-    directory): the files are checked by that task. Without one (``task=None``), the task is made from each
-    checkpoint's own configuration and checks the input form in its ``load_state_dict``."""
+    """fairseq-generate/-interactive's ``--path`` files are checked by the task set up from the command line; with
+    ``task=None`` the task made from each checkpoint checks the input form in its ``load_state_dict``."""
     def load(filenames, *args, **kwargs):
         task = kwargs["task"] if "task" in kwargs else (args[1] if len(args) > 1 else None)
         with loading_for(task):
@@ -264,8 +225,7 @@ def require_checkpoint_file(filename: str) -> None:
 
 
 def _require_checkpoint_files(load_model_ensemble_and_task):
-    """fairseq-generate/-interactive ``--path`` (and the plugin's commands that load a checkpoint): a file that is
-    not there is one line, not fairseq's OSError."""
+    """A ``--path`` file that is not there is one line, not fairseq's OSError."""
     def load(filenames, *args, **kwargs):
         suffix, shards = kwargs.get("suffix", ""), kwargs.get("num_shards", 1)
         for filename in filenames if suffix == "" and shards == 1 else ():  # sharded models: fairseq's own check
@@ -304,9 +264,8 @@ def _resume_from_a_whole_checkpoint(load_checkpoint):
 
 
 def _optimizer_mismatch_message(cfg, trainer) -> str:
-    """torch's optimizer refuses a saved state whose parameters are not the model's (a checkpoint written before a
-    model's parameters changed, such as the Tree Transformer's two link projections merged into one): the weights
-    load (the model upgrades them), the optimizer's moments cannot be matched to the new parameters."""
+    """The one line for an optimizer state whose parameters are not the model's (a checkpoint of an older parameter
+    layout): the weights load, the optimizer's moments cannot."""
     restore = cfg.restore_file
     if restore == "checkpoint_last.pt":
         restore = os.path.join(cfg.save_dir, f"checkpoint_last{trainer.checkpoint_suffix}.pt")
@@ -316,11 +275,8 @@ def _optimizer_mismatch_message(cfg, trainer) -> str:
 
 
 def _stop_if_trained_to_max_update(trainer) -> None:
-    """End ``fairseq-train`` (exit status 0) when the checkpoint it resumed from has ``--max-update`` updates.
-
-    fairseq tests ``num_updates >= max_update`` only after a training step, so the same command run again on a
-    finished run trained one more update and saved it over the finished checkpoints (a recipe run again to go on
-    from where it stopped changed the model it had already evaluated)."""
+    """End ``fairseq-train`` (exit status 0) when the resumed checkpoint has ``--max-update`` updates (fairseq tests
+    ``num_updates >= max_update`` only after a step)."""
     max_update = getattr(getattr(getattr(trainer, "cfg", None), "optimization", None), "max_update", 0)
     if max_update and trainer.get_num_updates() >= max_update:
         logger.info(f"the checkpoint resumed from has {trainer.get_num_updates()} updates, --max-update is "
@@ -329,10 +285,8 @@ def _stop_if_trained_to_max_update(trainer) -> None:
 
 
 def _resume_without_last(cfg, last: str, suffix: str):
-    """``cfg`` resuming from the newest whole checkpoint of the save directory when ``checkpoint_last.pt`` is
-    missing there: fairseq would start afresh and write over them. A kill during a run's first save leaves them so
-    (the epoch's checkpoint and ``checkpoint_best.pt`` written, ``checkpoint_last.pt`` not yet), as does a run with
-    ``--no-last-checkpoints``."""
+    """``cfg`` resuming from the newest whole checkpoint when ``checkpoint_last.pt`` is missing but others exist (a
+    kill during the first save, or ``--no-last-checkpoints``); fairseq would start afresh and write over them."""
     whole = newest_whole_checkpoint(cfg.save_dir, suffix, excluding=last)
     if whole is None:
         return cfg  # a first run: fairseq starts afresh (or from --finetune-from-model)
@@ -357,8 +311,8 @@ def _with_restore_file(cfg, restore_file: str):
 
 
 def make_checkpoints_crash_safe() -> None:
-    """Route fairseq's checkpoint writes through :class:`CrashSafePathManager`, and its checkpoint loads through
-    the checks for files cut short and the checks of the task they are loaded for (once per process)."""
+    """Route fairseq's checkpoint writes through :class:`CrashSafePathManager` and its loads through the cut-short
+    and task checks (once per process)."""
     if checkpoint_utils.PathManager is CrashSafePathManager:
         return
     checkpoint_utils.PathManager = CrashSafePathManager

@@ -24,6 +24,7 @@ import json
 import os
 
 from fairseq_syntax.core.bpe import BPE_FILE_PATTERNS
+from fairseq_syntax.core.files import write_atomically
 from fairseq_syntax.core.text_lines import read_lines
 
 META_FILE = "syntax.json"
@@ -46,9 +47,7 @@ def read_meta(data_path: str) -> dict:
 def write_meta(data_path: str, meta: dict) -> None:
     """Writes ``syntax.json`` whole or not at all: a run killed while writing leaves the one there was."""
     path = os.path.join(data_path, META_FILE)
-    with open(path + ".partial", "w") as f:
-        json.dump(meta, f, indent=1)
-    os.replace(path + ".partial", path)
+    write_atomically(path, json.dumps(meta, indent=1))
 
 
 #: ``syntax.json`` entry ``{suffix: {split: fingerprint}}``: the source tokens each split's side data was made for

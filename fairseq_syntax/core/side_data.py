@@ -28,6 +28,8 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from fairseq_syntax.core.files import atomic_path
+
 #: the parses a side input may be made from: constituency trees (one bracketed tree a line, its leaves the words)
 #: and dependency parses (:mod:`fairseq_syntax.parsing.dependency`'s JSON lines); the same kinds a control changes
 #: (:data:`fairseq_syntax.core.control_kinds.CONTROL_INPUTS`)
@@ -101,17 +103,10 @@ def side_data_builder(prefix: str, dtype):
     the block ends and removed where it raises: only a whole split replaces what was there."""
     from fairseq.data.indexed_dataset import MMapIndexedDatasetBuilder
 
-    builder = MMapIndexedDatasetBuilder(f"{prefix}.bin.partial", dtype=dtype)
-    try:
+    with atomic_path(f"{prefix}.bin") as data, atomic_path(f"{prefix}.idx") as index:
+        builder = MMapIndexedDatasetBuilder(data, dtype=dtype)
         yield builder
-        builder.finalize(f"{prefix}.idx.partial")
-    except BaseException:
-        for partial in (f"{prefix}.bin.partial", f"{prefix}.idx.partial"):
-            if os.path.exists(partial):
-                os.remove(partial)
-        raise
-    os.replace(f"{prefix}.bin.partial", f"{prefix}.bin")
-    os.replace(f"{prefix}.idx.partial", f"{prefix}.idx")
+        builder.finalize(index)
 
 
 def write_token_items(job: SideDataJob, split: SplitFiles, suffix: str, items: Iterable, dtype) -> int:

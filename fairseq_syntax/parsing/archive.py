@@ -1,39 +1,31 @@
-"""Parses kept with a corpus: the source side's constituency trees and dependency side data, compressed and
-checksummed, so that a new machine makes every data directory in minutes instead of training and running parsers
-for hours (``examples/multi30k/parses/``).
+r"""Parses kept with a corpus: the source side's constituency trees and dependency side data, compressed and
+checksummed, so a new machine makes every data directory in minutes instead of hours of parsing
+(``examples/multi30k/parses/``).
 
-    python3 -m fairseq_syntax.parsing.archive pack TOK_DIR ARCHIVE --source en --splits train valid test \\
+    python3 -m fairseq_syntax.parsing.archive pack TOK_DIR ARCHIVE --source en --splits train valid test \
         --models constituency=MODELS/crf-con.pt tagger=MODELS/tagger.pt dependency=MODELS/biaffine.pt
     python3 -m fairseq_syntax.parsing.archive verify ARCHIVE
     python3 -m fairseq_syntax.parsing.archive lines ARCHIVE
     python3 -m fairseq_syntax.parsing.archive unpack ARCHIVE TOK_DIR --source en --splits train valid test
     python3 -m fairseq_syntax.parsing.archive provenance TOK_DIR/parses.json DATA/parsers.json --without dependency
 
-``pack`` reads what a study's data preparation leaves in ``WORK/tok`` (``TOK_DIR``) for each split: the tokens
-``SPLIT.SRC``, one tree a line ``SPLIT.tree``, the side data ``SPLIT.arcs.jsonl.gz`` (the parser's records, its
-probabilities already rounded to 4 significant digits) and the 1-best trees ``SPLIT.conllu``, with the parsers'
-fallback listings ``*.skipped``. ``ARCHIVE`` gets:
+``pack`` reads, per split of ``TOK_DIR`` (a study's ``WORK/tok``), ``SPLIT.SRC``, ``SPLIT.tree``,
+``SPLIT.arcs.jsonl.gz``, ``SPLIT.conllu`` and the fallback listings ``*.skipped``, and writes:
 
-- ``SPLIT.tree.xz`` and ``SPLIT.arcs.jsonl.xz``: the files' bytes, xz-compressed, nothing rounded further;
-- no CoNLL-U: each record holds its 1-best tree (``best``), and ``pack`` checks that the CoNLL-U file is exactly
-  what :func:`~fairseq_syntax.parsing.dependency.conllu_of_record` makes of the records, so ``unpack`` rebuilds it;
-- ``SPLIT.lines.xz``: what the archive covers, the digest of each parsed line's text, one a line
-  (:mod:`fairseq_syntax.parsing.coverage`): ``fairseq-syntax-study plan`` checks a study's lines against it without
-  tokenizing them (``lines`` writes it into an archive packed without one);
-- ``MANIFEST.json``: per split the line count, the SHA-256 of the tokens the parses were made from and of each
-  file's uncompressed bytes, the fallback lines; the parsers that made them (:mod:`provenance`: file name, digest,
-  scores and epochs of the run record); ``SHA256SUMS`` (``sha256sum -c`` reads it) of every compressed file.
+- ``SPLIT.tree.xz``, ``SPLIT.arcs.jsonl.xz``: the files' bytes, xz-compressed;
+- no CoNLL-U: ``pack`` checks it is exactly what
+  :func:`~fairseq_syntax.parsing.dependency.conllu_of_record` makes of the records, and ``unpack`` rebuilds it;
+- ``SPLIT.lines.xz``: the digest of each parsed line (:mod:`fairseq_syntax.parsing.coverage`), which
+  ``fairseq-syntax-study plan`` checks a study's lines against (``lines`` adds it to an archive without one);
+- ``MANIFEST.json``: per split the line count, SHA-256 of the tokens and of each file's uncompressed bytes, the
+  fallback lines, and the parsers (:mod:`provenance`); ``SHA256SUMS`` of every compressed file.
 
-``unpack`` checks ``SHA256SUMS`` first, then writes ``TOK_DIR/SPLIT.{tree,arcs.jsonl.gz,conllu}`` (and the fallback
-listings) for the tokens now in ``TOK_DIR/SPLIT.SRC``: the parse of a line is found by its tokens, so a subset of the
-corpus (a study's ``corpus.subset``) or a training split filtered by length gets its own lines' parses, in its
-order, numbered as a parse of that file would be. An archive holds the parses of the lines it was made from only
-(a study's archive: its ``corpus.subset`` draw, and its valid and test lines); a line it has no parse for stops the
-run naming the line: nothing is parsed silently in its place. A line
-that occurs twice in the corpus takes the parse at its own line number where the file is the whole split, else the
-first one's. ``TOK_DIR/parses.json`` records the archive and its parsers; ``provenance`` writes a data directory's
-``parsers.json`` from it, as :mod:`fairseq_syntax.parsing.provenance` does from model files.
-"""
+``unpack`` checks ``SHA256SUMS``, then writes ``TOK_DIR/SPLIT.{tree,arcs.jsonl.gz,conllu}`` (and fallback
+listings) for the tokens in ``TOK_DIR/SPLIT.SRC``: a line's parse is found by its tokens, so a subset or a
+length-filtered split gets its own lines' parses in its order. A line with no parse in the archive stops the run
+naming it. A line occurring twice takes the parse at its own line number where the file is the whole split, else
+the first one's. ``TOK_DIR/parses.json`` records the archive and its parsers; ``provenance`` writes a data
+directory's ``parsers.json`` from it."""
 from __future__ import annotations
 
 import argparse
@@ -45,9 +37,10 @@ import os
 import sys
 from dataclasses import dataclass
 
+from fairseq_syntax.core.files import write_atomically
 from fairseq_syntax.parsing.coverage import ArchiveError, content_lines, lines_file, lines_name
 from fairseq_syntax.parsing.provenance import describe_parsers, read_parser_records, role_models
-from fairseq_syntax.parsing.text import atomic_path, open_output
+from fairseq_syntax.parsing.text import open_output
 
 MANIFEST = "MANIFEST.json"
 CHECKSUMS = "SHA256SUMS"
@@ -108,8 +101,8 @@ def conllu_bytes(arcs_lines: list[bytes], numbers: list[int], path: str) -> byte
 
 def pack(tok_dir: str, archive: str, source: str, splits: list[str], models: dict[str, str],
          records_dir: str, kinds: tuple[str, ...] = (TREES, ARCS)) -> dict:
-    """Writes ARCHIVE (module docstring) from TOK_DIR's parses; returns the manifest. ``kinds``: the parses it holds
-    (a source language with no constituency parser here: the dependency arcs only, ``(ARCS,)``)."""
+    """Writes ARCHIVE from TOK_DIR's parses; returns the manifest. ``kinds``: the parses it holds (``(ARCS,)`` for a
+    language without a constituency parser)."""
     if ARCS not in kinds or not set(kinds) <= {TREES, ARCS}:
         raise ArchiveError(f"an archive holds the arcs and optionally the trees, not {list(kinds)}")
     manifest = {"format": FORMAT, "source": source, "splits": {},
@@ -141,8 +134,7 @@ def pack(tok_dir: str, archive: str, source: str, splits: list[str], models: dic
         manifest["splits"][split] = entry
     os.makedirs(archive, exist_ok=True)
     for name, data in compressed.items():
-        with atomic_path(os.path.join(archive, name)) as temporary, open(temporary, "wb") as out:
-            out.write(data)
+        write_atomically(os.path.join(archive, name), data)
     with open_output(os.path.join(archive, MANIFEST)) as out:
         json.dump(manifest, out, indent=1, ensure_ascii=False)
         out.write("\n")
@@ -191,9 +183,8 @@ def stored_lines(archive: str, entry: dict, kind: str) -> list[bytes]:
 
 
 def add_lines(archive: str) -> list[str]:
-    """Writes ``SPLIT.lines.xz`` into an archive packed without it, for each split, from the archive's own content
-    (:func:`~fairseq_syntax.parsing.coverage.content_lines`), and lists it in ``SHA256SUMS`` (checked first);
-    returns the names written."""
+    """Writes ``SPLIT.lines.xz`` per split into an archive packed without it, from its own content, and lists it in
+    ``SHA256SUMS`` (checked first); returns the names written."""
     manifest = verify(archive)
     checksums_path = os.path.join(archive, CHECKSUMS)
     listed = {name: digest for digest, name in (line.split("  ", 1) for line in
@@ -203,8 +194,7 @@ def add_lines(archive: str) -> list[str]:
         name = lines_name(split)
         if name not in listed:
             data = lines_file(content_lines(archive, entry))
-            with atomic_path(os.path.join(archive, name)) as temporary, open(temporary, "wb") as out:
-                out.write(data)
+            write_atomically(os.path.join(archive, name), data)
             listed[name] = sha256(data)
             written.append(name)
     names = sorted(name for name in listed if name != MANIFEST) + [MANIFEST]
@@ -277,8 +267,7 @@ def unpack_split(archive: str, manifest: dict, tok_dir: str, source: str, split:
     conllu = conllu_bytes(picked[ARCS], list(range(1, len(chosen) + 1)), f"{archive}/{STORED[ARCS]}")
     if whole and sha256(conllu) != entry["files"][CONLLU]["sha256"]:
         raise ArchiveError(f"{archive}: the CoNLL-U rebuilt for {split} is not the one packed")
-    with atomic_path(os.path.join(tok_dir, f"{split}.{CONLLU}")) as temporary, open(temporary, "wb") as out:
-        out.write(conllu)
+    write_atomically(os.path.join(tok_dir, f"{split}.{CONLLU}"), conllu)
     return Unpacked(split, len(chosen), whole, fallbacks)
 
 
@@ -296,8 +285,7 @@ def unpack(archive: str, tok_dir: str, source: str, splits: list[str]) -> list[U
 
 
 def write_provenance(parses_json: str, out_path: str, roles: list[str], without: list[str] = ()) -> dict:
-    """A data directory's ``parsers.json`` (:mod:`provenance`'s format) for ``roles`` (none: every role but those
-    ``without``), from unpack's record."""
+    """A data directory's ``parsers.json`` for ``roles`` (none: every role but ``without``), from unpack's record."""
     parsers = json.loads(read_bytes(parses_json))["parsers"]
     roles = roles or [role for role in parsers if role not in without]
     missing = [role for role in roles if role not in parsers]

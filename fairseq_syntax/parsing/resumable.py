@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from fairseq_syntax.parsing.text import atomic_path
+from fairseq_syntax.core.files import atomic_path
 
 
 def checkpoint_path(path: str) -> str:

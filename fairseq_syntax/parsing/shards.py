@@ -1,46 +1,34 @@
 """Parsing a corpus in shards: on many cores of one machine, on many machines, resumably, on a GPU when present.
 
-``fairseq-syntax-parse`` (both kinds; ``preprocess/parse_constituency.py`` and ``preprocess/parse_dependency.py``
-call it) runs through :func:`run`, with fairseq's option names:
+``fairseq-syntax-parse`` runs through :func:`run`, with fairseq's option names:
 
 * ``--num-shards N --shard-id K`` parses shard K only, into ``OUTPUT.shardK-of-N`` files (``.gz`` stays last:
-  ``train.arcs.jsonl.shard0-of-4.gz``) and a manifest ``OUTPUT.shardK-of-N.json``, written last: a shard is
-  finished exactly when its manifest is there (every file is written whole, then renamed, ``text.open_output``).
-  One task of a cluster array job.
-* ``--num-shards N --merge`` writes OUTPUT from its N finished shards, only when every one is present, whole and
-  made from the same input with the same settings (else it names the missing and stale ones and writes nothing),
-  then removes the shard files. The fallback listing (``OUTPUT.skipped``) is the union of the shards', in the
-  line numbers of the whole input.
-* ``--workers W`` (with ``--num-shards N``, default W) parses the shards that are not finished yet in W local
-  processes of one torch thread each, under one progress bar with an ETA, then merges them. A run killed and
-  started again keeps the finished shards and parses only the others; ``--workers 1 --num-shards N`` does the same
-  in this process.
+  ``train.arcs.jsonl.shard0-of-4.gz``) and, last, a manifest ``OUTPUT.shardK-of-N.json``: a shard is finished
+  exactly when its manifest is there (files are written whole, then renamed). One task of a cluster array job.
+* ``--num-shards N --merge`` writes OUTPUT from its N finished shards only when every one is present, whole and made
+  from the same input and settings (else it names the missing and stale ones and writes nothing), then removes the
+  shard files. ``OUTPUT.skipped`` is the union of the shards', in the whole input's line numbers.
+* ``--workers W`` (with ``--num-shards N``, default W) parses the unfinished shards in W local processes of one
+  torch thread each, under one progress bar, then merges. A rerun keeps the finished shards.
 
-Shard layout: the input is cut into chunks of ``--batch-size`` consecutive lines, the sentences a parser reads and
-batches together; shard K holds chunks K, K+N, K+2N, ... (interleaved, so every shard gets a like share of long and
-short sentences). Every chunk is parsed exactly as in a single run, and SuPar's length buckets are drawn under a
-fixed seed per chunk (``torch_load.supar_device``), so the merged files equal a single run's byte for byte on the
-same device with one torch thread (more threads may change the last bits of a float).
+Shard layout: the input is cut into chunks of ``--batch-size`` lines; shard K holds chunks K, K+N, K+2N, ... Each
+chunk is parsed as in a single run, SuPar's length buckets under a fixed seed per chunk
+(``torch_load.supar_device``), so the merged files equal a single run's byte for byte on the same device with one
+torch thread.
 
-``--device cpu|cuda`` (default: cuda when available) is where the parsers run. With ``--workers W`` and several
-GPUs, the W workers running at a time hold slots 0 .. W-1, and slot k sees GPU k mod (their number): W up to the
-number of GPUs gives each running worker a GPU of its own.
+``--device cpu|cuda`` (default: cuda when available). With ``--workers W`` and several GPUs, running worker slot k
+sees GPU k mod (their number).
 
-An input line that cannot be read (bad UTF-8, a carriage return inside it) is parsed as an empty sentence, and
-listed as a fallback with the reason, so every output line still belongs to its input line.
+An unreadable input line (bad UTF-8, a carriage return) is parsed as an empty sentence and listed as a fallback.
 
-One live process at a time parses a shard: it holds ``OUTPUT.shardK-of-N.lock`` (``flock``, released by the
-system when the process ends, however it ends), and another that finds it held stops with one line naming the
-holder's pid; ``--workers`` leaves such a shard to its holder. A worker stops as soon as the process that started
-it is gone, so a killed run leaves no worker parsing on: from its interpreter's first line (:data:`WORKER_PRELUDE`,
-before the script's imports) the kernel signals it when its parent dies, and a watchdog thread
-(:func:`watch_parent`) looks every :data:`PARENT_POLL_SECONDS` where that signal does not exist.
-"""
+One live process parses a shard: it holds ``OUTPUT.shardK-of-N.lock`` (``flock``); another finding it held stops
+with one line naming the holder's pid (``--workers`` leaves the shard to it). A worker stops as soon as the
+process that started it is gone: :data:`WORKER_PRELUDE` asks the kernel to signal it when its parent dies, and
+:func:`watch_parent` polls every :data:`PARENT_POLL_SECONDS` where that signal does not exist."""
 from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import glob
 import hashlib
 import json
@@ -55,16 +43,18 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TextIO, TypeVar
 
 import torch
 from tqdm import tqdm
 
+from fairseq_syntax.core.files import atomic_path, held_lock, is_locked
 from fairseq_syntax.core.text_lines import TextLineError, iter_lines_or_errors
 from fairseq_syntax.parsing.models import ModelUnavailable
 from fairseq_syntax.parsing.provenance import model_digest
 from fairseq_syntax.parsing.report import ParseReport
-from fairseq_syntax.parsing.text import atomic_path, open_output, open_text, tokenizer
+from fairseq_syntax.parsing.text import open_output, open_text, tokenizer
 
 LINES, BLOCKS = "lines", "blocks"  # one record per input line: a line, or lines up to a blank one (CoNLL-U)
 POLL_SECONDS = 0.5  # how often the workers' progress is read
@@ -72,13 +62,10 @@ PROGRESS_SECONDS = 1.0  # how often a worker writes its progress
 LOG_LINES_SHOWN = 15  # lines of a failed worker's log printed
 PARENT_POLL_SECONDS = 0.2  # how often a worker looks whether the process that started it is still there
 PARENT_GONE_EXIT = 3  # a worker's exit status when its parent is gone
-#: a worker's exit status when it stopped in one line before parsing, its model not loading
-#: (:func:`fairseq_syntax.parsing.models.load_model`): the parent prints that line alone, stops the other workers
-#: and removes their shards' files
+#: a worker's exit status when its model did not load (one line): the parent prints it and stops the others
 WORKER_REFUSED_EXIT = 4
-#: what a worker's interpreter runs before the command's script (``python -c WORKER_PRELUDE SCRIPT ARGS``): before
-#: the script's imports (torch takes seconds to import, minutes on a loaded machine), the kernel is asked to signal
-#: this process the moment its parent dies (Linux's PR_SET_PDEATHSIG), and a parent gone already ends it at once
+#: run before the worker's script (``python -c WORKER_PRELUDE SCRIPT ARGS``), before its slow imports: PR_SET_PDEATHSIG,
+#: and exit if the parent is gone already
 WORKER_PRELUDE = """
 import ctypes, os, runpy, signal, sys
 parent = int(sys.argv[sys.argv.index("--parent-pid") + 1])
@@ -152,8 +139,7 @@ def select_device(requested: str | None) -> str:
 
 
 def model_identity(name_or_path: str | None) -> str | None:
-    """What a shard records of a model: a local file's digest (a model retrained at the same path is another), or
-    the name of one a library downloads."""
+    """What a shard records of a model: a local file's digest, or the name of one a library downloads."""
     if name_or_path is None or not os.path.isfile(name_or_path):
         return name_or_path
     return f"{os.path.basename(name_or_path)} sha256:{model_digest(name_or_path)}"
@@ -324,40 +310,25 @@ def _lock_path(job: ParseJob, shard: Shard) -> str:
 
 def _holder(lock_path: str) -> int | None:
     """The pid of the live process holding the shard's lock, or None when none does."""
-    if not os.path.exists(lock_path):
+    if not is_locked(lock_path):
         return None
-    with open(lock_path, "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            text = handle.read().strip()
-            return int(text) if text.isdigit() else -1
-        fcntl.flock(handle, fcntl.LOCK_UN)
-        return None
+    text = Path(lock_path).read_text().strip()
+    return int(text) if text.isdigit() else -1
 
 
 @contextlib.contextmanager
 def _shard_lock(job: ParseJob, shard: Shard) -> Iterator[None]:
     """Held while this process parses ``shard``; another live process holding it stops this one with one line."""
     path = _lock_path(job, shard)
-    with open(path, "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.seek(0)
-            holder = handle.read().strip() or "unknown"
+    with held_lock(path, wait=False) as descriptor:
+        if descriptor is None:
+            holder = Path(path).read_text().strip() or "unknown"
             raise SystemExit(f"error: shard {shard.index} of {shard.count} ({shard.path(job.outputs[0][0])}) is being "
                              f"parsed by another process (pid {holder}, holding {path}): let it finish, or stop it "
-                             "and run again") from None
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"{os.getpid()}\n")
-        handle.flush()
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+                             "and run again")
+        os.ftruncate(descriptor, 0)
+        os.write(descriptor, f"{os.getpid()}\n".encode())
+        yield
 
 
 def _finished(job: ParseJob, source: InputFile, shard: Shard) -> tuple[dict | None, str | None]:
@@ -433,9 +404,8 @@ class ProgressFile:
 
 
 def watch_parent(parent: int, what: str) -> None:
-    """Stop this process (a worker) as soon as ``parent``, the process that started it, is gone: now, if it
-    already is (killed while this one was starting), and from then on by a daemon thread, whatever this process is
-    doing (loading a model, parsing a chunk). Its shard lock goes with it; its files stay ``.partial``."""
+    """Stop this worker as soon as ``parent`` is gone: now if it already is, and from then on by a daemon thread. Its
+    shard lock goes with it; its files stay ``.partial``."""
     def gone() -> bool:
         return os.getppid() != parent
 
@@ -575,8 +545,7 @@ def merge(job: ParseJob, count: int, source: InputFile | None = None, remove: bo
 
 
 def _worker_environment(slot: int, device: str) -> dict:
-    """The environment of the worker in ``slot`` (0 .. workers - 1, a slot a running worker holds alone): one
-    thread, and on CUDA the slot's GPU, slot mod (the GPUs visible here)."""
+    """The environment of worker ``slot``: one thread, and on CUDA GPU slot mod (the visible GPUs)."""
     environment = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     if device == "cuda":
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -616,8 +585,8 @@ def _stop_workers(running: dict) -> None:
 
 
 class _WorkersBar:
-    """The bar of a run's workers, and its status line before it, shown once a worker has loaded its model (its
-    progress file is there): a model that does not load leaves its one line alone on the terminal."""
+    """The workers' bar and its status line, shown once a worker has loaded its model (a model that does not load
+    leaves its one line alone on the terminal)."""
 
     def __init__(self, status: str, total: int, initial: int):
         self.status, self.total, self.initial, self.bar = status, total, initial, None
@@ -636,9 +605,9 @@ class _WorkersBar:
 def _run_workers(job: ParseJob, source: InputFile, todo: list[Shard], workers: int, device: str,
                  command: list[str], progress) -> None:
     """Each shard of ``todo`` in a subprocess (``command`` + its shard options), ``workers`` at a time, counted on
-    ``progress`` (its ``update(0)`` once a worker has loaded its model: :class:`_WorkersBar`). After a failure no
-    worker starts; a worker whose model does not load (:data:`WORKER_REFUSED_EXIT`) stops the others too: its line
-    is the error, and the files of every shard left unfinished are removed."""
+    ``progress``. After a failure no worker starts; a worker whose model does not load
+    (:data:`WORKER_REFUSED_EXIT`) stops the others: its line is the error, and every unfinished shard's files are
+    removed."""
     waiting, running, failed = deque(todo), {}, []
     try:
         while running or (waiting and not failed):
@@ -781,8 +750,8 @@ def run(job: ParseJob, args: argparse.Namespace, command: list[str]) -> ParseRun
 
 
 def report_run(result: ParseRun, args: argparse.Namespace, output: str, skipped: str) -> None:
-    """The command's last words: the whole output's fallbacks go to ``skipped`` and the summary to stderr; one
-    shard says where it is and what comes next."""
+    """The command's last words: the fallbacks go to ``skipped``, the summary to stderr; one shard says what comes
+    next."""
     if result.whole:
         result.report.write_skipped(skipped)
         print(f"{output}: {result.report.summary()}; fallbacks listed in {skipped}", file=sys.stderr)

@@ -16,6 +16,7 @@ import os
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
+from fairseq_syntax.core.files import atomic_path
 from fairseq_syntax.core.trees import (  # noqa: F401  (the escapes live with the trees; imported from here too)
     PTB_ESCAPES,
     ptb_escape_token,
@@ -43,24 +44,6 @@ def output_problem(path: str) -> str | None:
     if not os.access(folder, os.W_OK | os.X_OK):
         return f"the folder {folder} is not writable"
     return None
-
-
-@contextmanager
-def atomic_path(path: str) -> Iterator[str]:
-    """Yields ``PATH.partial`` to write; it is renamed to ``path`` when the block ends without error and removed
-    when the block raises, or the rename fails. A run killed while writing (a time limit) thus never leaves a
-    cut-short ``path`` newer than its input, which the recipes would keep as a finished parse. A ``path`` that is a
-    folder is refused (:class:`IsADirectoryError`) before anything is written."""
-    if os.path.isdir(path):
-        raise IsADirectoryError(f"{path}: {output_problem(path)}")
-    temporary = f"{path}.partial"
-    try:
-        yield temporary
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.remove(temporary)
-        raise
 
 
 @contextmanager

@@ -12,7 +12,6 @@ elapsed time with an estimate of the rest, and the current runs' epochs (read fr
 """
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import signal
@@ -24,6 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from pathlib import Path
 
+from fairseq_syntax.core.files import try_lock
 from fairseq_syntax.study.config import StudyConfig
 from fairseq_syntax.study.runner import REPO_ROOT, RunOutcome, RunTask, runs_dir, work_dir
 
@@ -53,9 +53,7 @@ def claim_cores(threads: int) -> tuple[set[int], list[int]] | None:
     cores, held = set(), []
     for core in sorted(os.sched_getaffinity(0)):
         descriptor = os.open(core_claims_folder() / f"core{core}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not try_lock(descriptor):
             os.close(descriptor)
             continue
         cores.add(core)

@@ -46,6 +46,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence, TypeVar
 
+from fairseq_syntax.core.files import write_atomically
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -145,9 +147,7 @@ def _write_items(folder: Path, jobs, descriptions: list[str], job_name: str) -> 
     path = folder / f"{array_id}{ITEMS_SUFFIX}"
     record = {"job_name": job_name, "jobs": [{"job_id": job.job_id, "index": index, "description": description}
                                              for index, (job, description) in enumerate(zip(jobs, descriptions))]}
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    os.replace(partial, path)
+    write_atomically(path, json.dumps(record, indent=1) + "\n")
 
 
 def slurm_end(job, state: str) -> str:

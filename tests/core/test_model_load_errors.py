@@ -21,7 +21,8 @@ from test_parse_command import run_parse
 
 from fairseq_syntax.parsing import training
 from fairseq_syntax.parsing.model_files import describe
-from fairseq_syntax.parsing.text import atomic_path, open_output
+from fairseq_syntax.core.files import atomic_path
+from fairseq_syntax.parsing.text import open_output
 
 torch.set_num_threads(1)
 RANDOM_BYTES = 600
