@@ -1,44 +1,29 @@
 """``python3 bench/run.py [--quick]``: training speed and memory of every syntax architecture of the method registry
-as ratios to fairseq's ``transformer`` trained on the same batches in the same run, at several source lengths; the
-throughput of ``fairseq-syntax-preprocess`` and the bytes of side data per sentence; and CPU speed options
-(bf16, threads, batch size) against fp32. Writes ``RESULTS.md`` and ``RESULTS.json`` (a list of rows
+as ratios to fairseq's ``transformer`` on the same batches in the same run, at several source lengths; the
+throughput of ``fairseq-syntax-preprocess`` and side-data bytes per sentence; CPU speed options (bf16, threads,
+batch size) against fp32. Writes ``RESULTS.md``, ``RESULTS.json`` (rows
 ``{"arch", "src_words", "tokens_per_s_ratio", "peak_mem_ratio", "repeats", ...}``) and ``RESULTS.details.json.gz``
-(everything else, with every raw measurement) to ``--out`` (default: this folder).
+(every raw measurement) to ``--out`` (default: this folder).
 
 Method:
-* Data: per source length, a synthetic corpus (:mod:`synthetic`: random PTB-style trees of exactly that many
-  words, BPE-split words, parser side data for dependencies), preprocessed by ``fairseq-syntax-preprocess`` into
-  every input form a benchmarked architecture reads, all sharing one dictionary (``--srcdict``), so that the
-  output layer is the same size for every form.
-* Batches: fairseq's ``batch_by_size`` with ``--max-tokens`` over the longest form (preorder, POS nodes kept) gives
-  lists of sentence ids; every system trains on those same sentences, whatever its input form.
-* Systems: each architecture, and fairseq's ``transformer`` on each input form used (its baseline: same token
-  batches). The transformer on the sequence form (not with ``--quick``) and on other forms is also reported
-  against the transformer on the preorder form, for context. Model sizes are the Multi30k recipe's (3+3 layers,
-  d=256, FFN 1024, 4 heads, shared embeddings, dropout 0.3, label-smoothed cross-entropy, Adam; :mod:`recipe`).
-* Measurement: each run is a fresh (forked) process (``measure.py``) through fairseq's ``Trainer.train_step``, one
-  torch thread; tokens/s are target tokens per CPU second of that process (the time it computed, not the time it
-  waited for the shared cores); peak memory is the peak RSS training added. Rounds run every system once, in
-  alternating order (A B C, C B A, ...; each baseline next to the systems on its input form); ratios are taken within
-  a round and the median over rounds is reported.
-* Speed options (:data:`SPEED_OPTIONS`: bf16 variants of :mod:`precision`, two threads, doubled batches) run right
-  after the fp32 run of the same system in the same round, at one length, and are reported as ratios to it.
+* Data: per source length, a synthetic corpus (:mod:`synthetic`) preprocessed into every input form benchmarked,
+  all with one dictionary (``--srcdict``), so the output layer is the same size for every form.
+* Batches: ``batch_by_size`` with ``--max-tokens`` over the longest form (preorder, POS nodes kept) gives sentence
+  ids; every system trains on those sentences.
+* Systems: each architecture and fairseq's ``transformer`` on each input form used (its baseline); the transformer
+  on other forms is also reported against the preorder form. Model sizes: the Multi30k recipe's (:mod:`recipe`).
+* Measurement: a fresh forked process per run (``measure.py``) through ``Trainer.train_step``, one torch thread;
+  tokens/s are target tokens per CPU second of that process; peak memory is the peak RSS training added. Rounds run
+  every system once in alternating order (A B C, C B A, ...); ratios are taken within a round, the median reported.
+* Speed options (:data:`SPEED_OPTIONS`) run right after the fp32 run of the same system in the same round, at one
+  length, reported as ratios to it.
 
-``--device cuda --out bench/cuda``: the same systems and batches trained on a GPU (fairseq-train without ``--cpu``),
-timed by the wall clock after ``torch.cuda.synchronize()`` with more updates per run (GPU steps take milliseconds),
-peak memory from ``torch.cuda.max_memory_allocated``; the CPU speed options and the preprocessing throughput are
-not measured there.
+``--device cuda --out bench/cuda``: the same on a GPU, timed by the wall clock after ``torch.cuda.synchronize()``,
+peak memory from ``torch.cuda.max_memory_allocated``; no CPU speed options or preprocessing throughput.
 
-The architectures come from the method descriptions (:mod:`fairseq_syntax.methods`, see
-:func:`benchmark_archs`): one per translation system that is neither a baseline nor an ablation, on that system's
-data directory (``System.form`` / ``System.preterminals``), with the dependency side data of
-``fairseq-syntax-preprocess-dependencies`` when its encoder reads ``src_ldd``; a method added to the registry is
-benchmarked without a change here (``--list`` prints them). Architectures fairseq does not know (not registered
-yet) are skipped, and the skip is printed and recorded. A :class:`Variant` is the benchmark's own: an architecture
-computed another way (:data:`VARIANTS`: ``transformer_hier_accum:dense`` trains ``transformer_hier_accum_dense`` of
-``hier_accum_dense/dense.py``, the naive accumulation), reported as a row of its own, ``ARCH (LABEL)``, against the
-same baseline on the same batches; variants are measured in fp32 only (no speed options).
-"""
+Architectures: one per translation system of :mod:`fairseq_syntax.methods` that is neither baseline nor ablation
+(:func:`benchmark_archs`, ``--list``); one fairseq does not know is skipped and recorded. A :class:`Variant`
+(:data:`VARIANTS`) is an architecture computed another way, its own row ``ARCH (LABEL)``, fp32 only."""
 import argparse
 import gzip
 import json
@@ -74,16 +59,15 @@ class Form:
 
     @property
     def name(self) -> str:
-        from fairseq_syntax.core.method import data_dir_name  # fairseq is imported after TQDM_DISABLE is set
+        from fairseq_syntax.core.method import data_dir_name  # after TQDM_DISABLE is set
 
         return data_dir_name(self.form, self.preterminals)
 
 
 @dataclass(frozen=True)
 class Variant:
-    """An architecture computed another way, the benchmark's own: ``--archs ARCH:KEY``, reported as
-    ``ARCH (LABEL)``. It trains ``arch`` (an arch bench/ registers, without ``_tiny``) instead of the architecture,
-    with its ``model_options`` added."""
+    """An architecture computed another way (``--archs ARCH:KEY``, row ``ARCH (LABEL)``): trains ``arch`` (without
+    ``_tiny``) with ``model_options`` added."""
 
     key: str
     label: str
@@ -113,16 +97,14 @@ class Arch:
 
 #: bench/'s own variants, by the architecture they apply to; each is benchmarked right after that architecture
 NAIVE_HIER_ACCUM = Variant("dense", "dense, naive", arch="transformer_hier_accum_dense")
-#: the mask bias as a matrix product (its backward has no scatter-add, the suspected cause of the mask model's
-#: slowness on the GPU: bench/cuda/README.md)
+#: the mask bias as a matrix product (no scatter-add in its backward: bench/cuda/README.md)
 ONE_HOT_MASK_BIAS = Variant("one_hot", "one-hot bias", model_options=("--mask-bias", "one_hot"))
 VARIANTS: Dict[str, Tuple[Variant, ...]] = {"transformer_hier_accum": (NAIVE_HIER_ACCUM,),
                                             "transformer_syntax_mask": (ONE_HOT_MASK_BIAS,)}
 
 
 def registry_archs(systems) -> Tuple[Arch, ...]:
-    """One :class:`Arch` per :class:`fairseq_syntax.core.method.System`: its arch and data directory, the dependency
-    side data when its encoder reads ``src_ldd``, its model options; then the :data:`VARIANTS` of that arch."""
+    """One :class:`Arch` per :class:`fairseq_syntax.core.method.System`, then the :data:`VARIANTS` of its arch."""
     archs: List[Arch] = []
     for system in systems:
         dependencies = "dependencies" if "src_ldd" in system.side_inputs else None
@@ -138,8 +120,7 @@ def registry_archs(systems) -> Tuple[Arch, ...]:
 
 @lru_cache(maxsize=None)
 def benchmark_archs() -> Tuple[Arch, ...]:
-    """The benchmarked architectures, from the method registry: every translation system that is neither a baseline
-    nor an ablation (registry order), and the :data:`VARIANTS`."""
+    """Every translation system of the registry that is neither baseline nor ablation, and the :data:`VARIANTS`."""
     from fairseq_syntax import methods
 
     return registry_archs(methods.systems(task="translation", baselines=False, ablations=False))
@@ -150,9 +131,7 @@ REFERENCE_FORM = Form(report.REFERENCE_FORM)  # the longest form: it sets the ba
 CONTEXT_FORMS = (Form("sequence"),)  # the transformer on these is always reported against REFERENCE_FORM
 
 
-# CPU speed options, each measured right after the fp32 run of the same system in the same round.
-# name -> (spec overrides, systems it is tried on: "archs" = every architecture and the reference transformer,
-#          "reference" = the transformer on the reference form only, compared by wall-clock when threads change)
+# CPU speed options: name -> (spec overrides, "archs" | "reference": the systems tried on)
 SPEED_THRESHOLD = 1.3  # an option is worth proposing from this speed-up on (if BLEU holds: bench/parity.py)
 SPEED_OPTIONS = {
     "bf16_autocast": ({"precision": "bf16_autocast"}, "archs"),
@@ -164,8 +143,7 @@ SPEED_OPTIONS = {
 }
 
 
-#: --precision -> fairseq-train's own flags: the model and batch in that format, fp32 master weights; --fp16 with
-#: fairseq's dynamic loss scaling; --bf16 without (fairseq_syntax.core.mixed_precision unties it from the TPU path)
+#: --precision -> fairseq-train's flags (fp32 master weights; --fp16 with dynamic loss scaling)
 PRECISION_FLAGS = {"fp32": [], "bf16": ["--bf16"], "fp16": ["--fp16"]}
 
 
@@ -193,8 +171,7 @@ class Settings:
         return "tiny" if self.tiny else self.model_size
 
 
-#: what --device cuda changes: CUDA warm-up (kernel selection, allocator), steps of milliseconds need more of them to
-#: time, and the CPU-only measurements are left out
+#: what --device cuda changes: more warm-up and timed steps, no CPU-only measurements
 ON_CUDA = dict(device="cuda", warmup=3, updates=20, speed_length=None, preprocess_sentences=0, generate_batches=3)
 GENERATE_BEAM = 5  # fairseq-generate's default, and the recipes'
 QUICK = Settings(lengths=(8,), repeats=1, warmup=1, updates=1, max_tokens=1024, speed_length=8,
@@ -214,9 +191,8 @@ def arch_name(name: str, settings: Settings) -> str:
 
 
 def model_args(system: "System", settings: Settings) -> List[str]:
-    """fairseq-train's options after DATA for ``system``: its arch (the variant's, if it has one), the recipe's
-    sizes (not for the *_tiny archs), the training options and last its own options (so a system's ``--criterion``,
-    such as the dependency loss, replaces the recipe's)."""
+    """fairseq-train's options after DATA for ``system``: its arch, the recipe's sizes (not for *_tiny), the training
+    options, then its own options (a system's ``--criterion`` replaces the recipe's)."""
     training = recipe.TRAINING if settings.device == "cpu" else [a for a in recipe.TRAINING if a != "--cpu"]
     return (["--arch", arch_name(system.trained_arch, settings)]
             + ([] if settings.tiny else recipe.MODEL_SIZES[settings.model_size] + recipe.REGULARISATION)
@@ -227,8 +203,7 @@ def model_args(system: "System", settings: Settings) -> List[str]:
 
 
 def write_dictionary(path: str) -> None:
-    """Every token any form can hold (source and target pieces, ``(LABEL`` nodes), count 1: one shared dictionary
-    of the same size (about 10k, like Multi30k's joint BPE) for every form and corpus size."""
+    """Every token any form can hold, count 1: one dictionary (about 10k) for every form and corpus size."""
     vocab = synthetic.vocabulary()
     tokens = set()
     for index, word in enumerate(vocab):
@@ -240,8 +215,7 @@ def write_dictionary(path: str) -> None:
 
 
 def preprocess(raw_prefix: str, form: Form, dest: str, dictionary: str, dependencies: bool) -> Dict[str, float]:
-    """fairseq-syntax-preprocess (and the dependency side data), in this process; returns the CPU and wall
-    seconds of the first."""
+    """fairseq-syntax-preprocess (and the dependency side data) in this process; returns its CPU and wall seconds."""
     from fairseq_syntax.cli import preprocess as syntax_preprocess
     from fairseq_syntax.methods.ldd import preprocess as preprocess_dependencies
 
@@ -499,8 +473,8 @@ def prepare_data(work: str, archs: List[Arch], forms: List[Form], settings: Sett
 
 
 def preprocess_throughput(work: str, settings: Settings) -> Dict:
-    """Sentences per CPU second (and per wall second) of fairseq-syntax-preprocess --form preorder on one corpus,
-    the tool's own set-up included, its imports not."""
+    """Sentences per CPU (and wall) second of fairseq-syntax-preprocess --form preorder, set-up included, imports
+    not."""
     n_words, count = settings.speed_length or settings.lengths[0], settings.preprocess_sentences
     raw = os.path.join(work, "preprocess", "train")
     os.makedirs(os.path.dirname(raw), exist_ok=True)
@@ -537,15 +511,13 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict]:
 
 
 def data_forms(archs: Sequence[Arch], context: Sequence[Form] = ()) -> list[Form]:
-    """The data directories the benchmark makes: the reference form (it sets the batches) first, then each
-    architecture's form and the ``context`` forms."""
+    """The data directories: the reference form first, then each architecture's and the ``context`` forms."""
     return [REFERENCE_FORM] + [f for f in dict.fromkeys([a.input_form for a in archs] + list(context))
                                if f != REFERENCE_FORM]
 
 
 def measured_systems(arch_systems: Sequence[System], forms: Sequence[Form]) -> list[System]:
-    """What a round measures, in order: per input form fairseq's transformer, then the systems on that form (each
-    baseline next to its systems, so that a round cut short by a time limit still pairs them)."""
+    """What a round measures, in order: per input form the transformer, then the systems on that form."""
     return [s for form in forms for s in [System(BASELINE, form)] + [a for a in arch_systems if a.form == form]]
 
 
@@ -587,9 +559,9 @@ def benchmark(args: argparse.Namespace, settings: Settings, work: str, measurer:
 
 def run_rounds(measurer: Measurer, systems: List[System], dirs: Dict, batches: Dict, settings: Settings,
                started: float | None = None) -> tuple[dict, bool]:
-    """{(system, length, option): [measurement per round, each with its "round" (from 1)]}; option "fp32" is the
-    plain run. With ``settings.time_budget_min`` (from ``started``) or ``settings.deadline``, no measurement starts
-    that would end after it (judged by the longest so far); the second value says whether that stopped the rounds."""
+    """{(system, length, option): [measurement per round, with its "round" from 1]}; option "fp32" is the plain run.
+    No measurement starts that would end after ``settings.time_budget_min`` (from ``started``) or
+    ``settings.deadline`` (judged by the longest so far); the second value says whether that stopped the rounds."""
     measurements: Dict[Tuple[System, int, str], List[Dict]] = {}
     started = time.time() if started is None else started
     limits = [started + 60 * settings.time_budget_min] if settings.time_budget_min is not None else []
@@ -681,8 +653,8 @@ PLACE_AND_TIME_OPTIONS = ("--out", "--work", "--time-budget", "--deadline")
 
 
 def reproducing_command(argv: Sequence[str]) -> str:
-    """The command that measures what this run measured, to the table's default place (``--out`` is this folder,
-    or ``bench/cuda`` on a GPU); ``--time-budget`` and ``--deadline`` only cut rounds, which the table counts."""
+    """The command that measures what this run measured, to the table's default ``--out``; ``--time-budget`` and
+    ``--deadline`` are left out."""
     kept, skip = [], False
     for argument in argv:
         if skip:

@@ -1,14 +1,11 @@
 """Synthetic parallel data for the no-download demo: an English-like source with gold constituency trees and a
 head-final target that is a deterministic function of the source *tree* (not of its word sequence).
 
-Usage: ``python3 examples/demo/make_data.py --out DIR --train 8000 --valid 500 --test 500 --seed 1`` writes
-``{train,valid,test}.{en,de,tree,arcs.jsonl}`` to DIR: tokenized source, tokenized target, one single-line PTB
-bracketed tree per line whose leaves are exactly the source tokens, and per line the labeled dependency
-distributions of the source sentence (the parser side data of ``fairseq-syntax-preprocess-dependencies``, see
-"Dependency side data" below). The same seed gives the same files. With ``--archive ARCHIVE`` the gold trees and
-dependency distributions are also packed into a parse archive (:mod:`fairseq_syntax.parsing.archive`, its parsers
-named :data:`GOLD_PARSERS`), which a study reads as ``parses.archive`` (``examples/demo/study.toml``): the demo's
-study runs no parser.
+``python3 examples/demo/make_data.py --out DIR --train 8000 --valid 500 --test 500 --seed 1`` writes
+``{train,valid,test}.{en,de,tree,arcs.jsonl}``: tokenized source and target, one single-line PTB tree per line
+(leaves = the source tokens) and the labeled dependency distributions of each source sentence. The same seed gives
+the same files. ``--archive ARCHIVE`` also packs the gold parses into a parse archive
+(:mod:`fairseq_syntax.parsing.archive`, parsers named :data:`GOLD_PARSERS`), the demo study's ``parses.archive``.
 
 Source grammar (a PCFG; each right-hand side is drawn with the probability given)::
 
@@ -28,13 +25,10 @@ Source grammar (a PCFG; each right-hand side is drawn with the probability given
            | WHNP(WDT) S(NP VP-without-object) (object relative, 0.3: "the dog that the cat saw")
 
 Every NP PP, NP SBAR, NP CC NP, PP object and embedded clause is one level deeper; MAX_DEPTH bounds recursion.
-Sentences outside MIN_TOKENS..MAX_TOKENS tokens (with the final ".") are redrawn, and so is any source sentence
-already drawn, so no sentence occurs twice in or across the splits. Labels: S NP VP PP SBAR WHNP ADJP DT JJ NN NNS
-VBD VBZ VBP IN PRP CC WDT and ".". The vocabulary has 519 source words, among them compounds that BPE splits
-(firefighter, watermelon, extraordinary, ...) and words whose translation depends on their syntactic role: noun
-vs verb (watch/watches, saw, flies, ducks, parks, books, trains, rings, lights, ...), light as noun / verb /
-adjective, that as DT / WDT / IN, read as VBP / VBD, and fish / sheep as NN or NNS (the number is in the tree, not
-in the word).
+Sentences outside MIN_TOKENS..MAX_TOKENS tokens (with the final ".") and repeated source sentences are redrawn: no
+sentence occurs twice in or across splits. 519 source words, among them compounds that BPE splits and words whose
+translation depends on their syntactic role (watch/watches, saw, flies, light as noun / verb / adjective, that as
+DT / WDT / IN, read as VBP / VBD, fish / sheep as NN or NNS: the number is in the tree, not the word).
 
 Transfer rules (``translate``), applied recursively to the tree:
 
@@ -42,46 +36,39 @@ Transfer rules (``translate``), applied recursively to the tree:
 * VP -> [object NP + OBJECT_MARKER] [complement clause] [PPs as NP + postposition] verb  (verb-final, SOV).
   The verb is its stem + PRESENT or PAST (from VBZ/VBP vs VBD) + PLURAL_AGREEMENT when the subject is plural.
   The subject of a subject-relative clause is the noun phrase the clause modifies.
-* NP -> [relative clauses] [NP-attached PPs] DT noun adjectives: a PP attached to an NP becomes a genitive-like
-  prefix ``NP postposition GENITIVE_MARKER`` before that NP, a relative clause becomes ``clause relativizer``
-  before it, adjectives follow the noun, plural nouns take NOUN_PLURAL.
+* NP -> [relative clauses] [NP-attached PPs] DT noun adjectives: an NP-attached PP becomes the prefix
+  ``NP postposition GENITIVE_MARKER``, a relative clause ``clause relativizer``; plural nouns take NOUN_PLURAL.
 * PP -> NP postposition; SBAR complement -> clause complementizer.
 * NP number: NNS or a plural pronoun -> plural; "X and Y" -> plural; "X or Y" -> number of Y; NP PP / NP SBAR ->
   number of the inner NP.
-* Every word is relexicalised by (POS, word) with the tables below: target words are made-up strings, distinct
-  per lexicon entry (he/him, she/her, they/them, we/us and a/an share one) and from every source word.
+* Every word is relexicalised by (POS, word): made-up target strings, distinct per lexicon entry (he/him, she/her,
+  they/them, we/us and a/an share one) and from every source word.
 
 So "the man saw the dog with the telescope ." has two targets: with the PP on the VP
-``ja fome ja lemo wo ja vizeko wa lofizu .``, with the PP on "the dog" ``ja fome ja vizeko wa nu ja lemo wo
-lofizu .``. The target is a function of the tree, but the word sequence alone decides neither where a PP or a
-relative clause attaches (which moves words and, for "the dog near the cats that ran", sets the relative verb's
-agreement), nor the number of "fish" and "sheep": a model that reads the tree can reach BLEU 100, one that reads
-only the words cannot.
+``ja fome ja lemo wo ja vizeko wa lofizu .``, with the PP on "the dog"
+``ja fome ja vizeko wa nu ja lemo wo lofizu .``. The words alone decide neither PP / relative-clause attachment
+nor the number of "fish" and "sheep": a model that reads the tree can reach BLEU 100, one that reads only the
+words cannot.
 
-Dependency side data (``{split}.arcs.jsonl``, the format of ``fairseq_syntax.parsing.dependency``: one JSON object
-``{"words": [...], "arcs": [[dependent, head, P(head | dependent), {label: P(label | dependent, head)}], ...]}``
-per line), for the labeled-dependency model (``transformer_ldd``, ``--labels universal``), made without a parser:
+Dependency side data (``{split}.arcs.jsonl``, the format of ``fairseq_syntax.parsing.dependency``: per line
+``{"words": [...], "arcs": [[dependent, head, P(head | dependent), {label: P(label | dependent, head)}], ...]}``)
+for ``transformer_ldd`` (``--labels universal``), made without a parser:
 
-* Gold dependencies from the gold tree by head rules (``HEAD_CHILDREN``: the head child of a phrase is its first
-  child with a label listed, in order): S -> VP, else the first S (S CC S); VP -> the verb; NP -> NN | NNS | PRP,
-  else the first NP (NP PP, NP SBAR, NP CC NP); PP -> its NP (UD's content head: the noun, not the preposition);
-  SBAR -> its S; WHNP -> WDT; ADJP -> the first JJ. Every other child's head word depends on the head child's head
-  word with the UD v2 label ``DEPENDENCY_LABELS[phrase, child]``: in S nsubj (NP), conj (the second S), punct (.);
-  in VP obj (NP), ccomp (SBAR), obl (PP); in NP det, amod (JJ, ADJP), nmod (PP), acl:relcl (SBAR), conj (NP); in PP
-  case (IN); in SBAR mark (IN that), nsubj / obj (WHNP: subject / object relative, by whether the relative S has a
-  subject); in ADJP conj (JJ). A CC is cc of the conjunct after it (UD v2). The sentence's head word is the root.
-  So "the man saw the dog with the telescope ." has telescope -> saw (obl) with the PP on the VP and telescope ->
-  dog (nmod) with the PP on "the dog"; with ``--labels universal`` obl is in the paper's object group, and nmod,
-  acl:relcl, case and mark are outside the 16 groups (as SD's prep, rcmod and mark were in the paper).
-* Noise, as a parser's distributions would have it (``noisy_arcs``, its own generator per split seeded by --seed
-  and the split name, so the other files do not depend on it): per word the gold head gets a mass drawn uniformly
-  from GOLD_HEAD_MASS (0.80-0.95); the rest goes to 1 or 2 other heads (other words or the root, uniformly), two
-  shares split at a cut in the middle half. Each arc to the root is labeled ``root`` (1.0); each arc to a word
-  puts a mass drawn per word from GOLD_LABEL_MASS (0.85-0.97) on the word's gold label (``parataxis`` for the root
-  word) and the rest on one confusable label (LABEL_CONFUSIONS: nsubj <-> obj, obl <-> nmod, det -> amod, ...).
-  Probabilities are multiples of 1e-4, so each word's head mass sums to exactly 1. The parser's 1-best tree
-  (``best``) is the gold tree: the gold head and label have the most mass in every row, and they form a tree.
-"""
+* Gold dependencies by head rules (``HEAD_CHILDREN``: a phrase's head child is its first child with a listed label,
+  in order): S -> VP, else the first S; VP -> the verb; NP -> NN | NNS | PRP, else the first NP; PP -> its NP (UD's
+  content head); SBAR -> its S; WHNP -> WDT; ADJP -> the first JJ. Every other child's head word depends on the
+  head child's with the UD v2 label ``DEPENDENCY_LABELS[phrase, child]``: in S nsubj (NP), conj (the second S),
+  punct (.); in VP obj (NP), ccomp (SBAR), obl (PP); in NP det, amod (JJ, ADJP), nmod (PP), acl:relcl (SBAR), conj
+  (NP); in PP case (IN); in SBAR mark (IN that), nsubj / obj (WHNP: subject / object relative); in ADJP conj (JJ).
+  A CC is cc of the conjunct after it. The sentence's head word is the root. So telescope -> saw (obl) with the PP
+  on the VP, telescope -> dog (nmod) with it on "the dog"; under ``--labels universal`` obl is in the paper's object
+  group, and nmod, acl:relcl, case and mark are outside the 16 groups (as SD's prep, rcmod and mark were).
+* Noise (``noisy_arcs``, its own generator per split from --seed and the split name): per word the gold head gets a
+  mass drawn uniformly from GOLD_HEAD_MASS (0.80-0.95), the rest goes to 1 or 2 other heads (words or the root,
+  uniformly; two shares split at a cut in the middle half). An arc to the root is labeled ``root`` (1.0); an arc
+  to a word puts a mass from GOLD_LABEL_MASS (0.85-0.97) on the gold label (``parataxis`` for the root word) and
+  the rest on one confusable label (LABEL_CONFUSIONS). Probabilities are multiples of 1e-4, so each word's head
+  mass sums to exactly 1. The 1-best tree (``best``) is the gold tree."""
 from __future__ import annotations
 
 import argparse
@@ -96,11 +83,8 @@ from typing import Sequence
 
 @dataclass
 class Tree:
-    """A node: interior nodes carry a label and children, leaves (words) no children.
-
-    The same shape as ``fairseq_syntax.core.trees.Tree``, which ``translate`` accepts as well. A local class keeps this
-    script on the standard library: importing ``fairseq_syntax`` loads fairseq and torch, seconds for no use here.
-    """
+    """A node: interior nodes carry a label and children, leaves (words) none. The shape of
+    ``fairseq_syntax.core.trees.Tree``, kept local so the script needs only the standard library."""
 
     label: str
     children: list["Tree"] = field(default_factory=list)
@@ -399,8 +383,7 @@ def translate(tree: Tree) -> list[str]:
 
 # ---------------------------------------------------------------------------------------------------- dependencies
 
-#: Head rules: the head child of a phrase is its first child whose label is in the phrase's entry, tried in this
-#: order; a preterminal's head is its word. The clause's head is its verb; PP follows UD (content head: the noun).
+#: Head rules (module docstring); a preterminal's head is its word.
 HEAD_CHILDREN: dict[str, tuple[str, ...]] = {
     "S": ("VP", "S"),  # a clause: its VP; the top-level S CC S .: the first clause
     "VP": VERB_TAGS,  # the verb
@@ -411,9 +394,7 @@ HEAD_CHILDREN: dict[str, tuple[str, ...]] = {
     "ADJP": ("JJ",),  # the first adjective
 }
 
-#: UD v2 label of the head word of a non-head child, by (phrase, child label). Two exceptions (``gold_dependencies``):
-#: a CC depends on the conjunct after it (UD v2), not on the phrase's head; a relative clause's WHNP is the verb's
-#: nsubj when the clause has no subject (subject relative), else its obj (object relative).
+#: UD v2 label of a non-head child's head word by (phrase, child label); exceptions in ``gold_dependencies``.
 DEPENDENCY_LABELS: dict[tuple[str, str], str] = {
     ("S", "NP"): "nsubj", ("S", "S"): "conj", ("S", "CC"): "cc", ("S", "."): "punct",
     ("VP", "NP"): "obj", ("VP", "SBAR"): "ccomp", ("VP", "PP"): "obl",
@@ -424,7 +405,6 @@ DEPENDENCY_LABELS: dict[tuple[str, str], str] = {
 }
 ROOT_LABEL = "root"
 
-# The noise model of ``noisy_arcs`` (module docstring, "Dependency side data").
 GOLD_HEAD_MASS = (0.80, 0.95)  # P(gold head | word), drawn uniformly per word
 GOLD_LABEL_MASS = (0.85, 0.97)  # P(main label | word, head), drawn uniformly per word
 ALTERNATIVE_HEADS = (1, 2)  # the rest of the head mass goes to this many other heads (the root included)
@@ -444,8 +424,7 @@ class HeadRuleError(ValueError):
 
 
 def gold_dependencies(tree) -> list[tuple[int, str]]:
-    """The UD-style dependency tree of a constituency tree by ``HEAD_CHILDREN`` and ``DEPENDENCY_LABELS``: per word
-    (in order) its head (1-based word index, 0 = the root) and label."""
+    """Per word (in order) its head (1-based, 0 = root) and UD label by ``HEAD_CHILDREN`` and ``DEPENDENCY_LABELS``."""
     arcs: dict[int, tuple[int, str]] = {}
     position = 0
 
@@ -503,13 +482,8 @@ def _units(bounds: tuple[float, float]) -> tuple[int, int]:
 
 
 def noisy_arcs(words: list[str], gold: list[tuple[int, str]], rng: random.Random) -> dict:
-    """A parser-like record (``fairseq_syntax.parsing.dependency`` side-data format) around the gold tree ``gold``.
-
-    Per word: the gold head gets a mass drawn from GOLD_HEAD_MASS, the rest is split over 1 or 2
-    (ALTERNATIVE_HEADS) other heads drawn uniformly from the other words and the root (two shares: a cut drawn
-    in the middle half); every arc's labels are ``_label_distribution`` with a main-label mass drawn once per word
-    from GOLD_LABEL_MASS. Masses are multiples of 1/PROBABILITY_UNIT, so each word's heads sum to exactly 1.
-    """
+    """A parser-like record (``fairseq_syntax.parsing.dependency`` format) around the gold tree ``gold``, by the
+    noise model of the module docstring."""
     if len(words) != len(gold):
         raise ValueError(f"{len(words)} words but {len(gold)} gold arcs")
     arcs = []
@@ -578,7 +552,7 @@ class _Generator:
         return Tree("S", [subject, self.verb_phrase(depth, noun_phrase_number(subject))])
 
     def noun_phrase(self, depth: int, case: str, pronoun_allowed: bool = True) -> Tree:
-        """Pronouns are not heads of NP PP / NP SBAR ("him with the hat" is not English-like)."""
+        """Pronouns do not head NP PP / NP SBAR."""
         if depth >= self.max_depth:
             kinds = {"base": 0.87, "pronoun": 0.13}
         else:
@@ -710,9 +684,8 @@ GOLD_PARSERS = {"constituency": "gold trees (examples/demo/make_data.py)",
 
 
 def write_archive(out_dir: str, archive_dir: str, splits: list[str]) -> None:
-    """Pack the gold parses that :func:`write_corpus` wrote into ``out_dir`` into the parse archive ``archive_dir``,
-    in the layout :func:`fairseq_syntax.parsing.archive.pack` reads (tokens, trees, gzipped arcs and their 1-best
-    CoNLL-U a split). Imports the package (torch and fairseq with it): only when an archive is asked for."""
+    """Pack the gold parses :func:`write_corpus` wrote to ``out_dir`` into the parse archive ``archive_dir``
+    (:func:`fairseq_syntax.parsing.archive.pack`'s layout). Imports the package (torch, fairseq) only then."""
     import contextlib
     import gzip
     import io

@@ -1,24 +1,19 @@
 """One description per paper: what a method registers and what it needs, read by everything that lists methods.
 
 A method folder (``fairseq_syntax/methods/<name>/``) ends its ``__init__.py`` with one :class:`Method`. The
-benchmark's system list (``bench/run.py``), the recipes' system lists (``python -m fairseq_syntax.methods``), the
-CUDA test parameters (``tests/core/test_cuda.py``), the subcommands of ``fairseq-syntax-plot`` and the README's
-method table are derived from these descriptions; nothing lists the methods by hand a second time.
+benchmark, the recipes' system lists (``python -m fairseq_syntax.methods``), the CUDA tests,
+``fairseq-syntax-plot`` and the README's method table derive from these descriptions.
 
-A :class:`System` is one row of a results table: a name, a registered fairseq architecture (its ``_tiny`` sibling
-is registered with it, see :func:`fairseq_syntax.core.model.register_architectures`), the data directory it reads
-(input form and POS-node convention, :mod:`fairseq_syntax.core.input_forms`), the side inputs its encoder reads
-(:mod:`fairseq_syntax.core.side_inputs`) and extra model options. Baselines are systems too (fairseq's
-``transformer`` on the sequence and linearized forms belong to McDonald & Chiang 2021). A side input that does not
-come with the input form is made by a function its method declares (``Method.side_data``,
-:mod:`fairseq_syntax.core.side_data`), which any method's systems may read.
+A :class:`System` is one row of a results table: a name, a registered architecture (with its ``_tiny`` sibling),
+the data directory it reads (input form and POS-node convention, :mod:`fairseq_syntax.core.input_forms`), the side
+inputs its encoder reads (:mod:`fairseq_syntax.core.side_inputs`) and extra model options. Baselines are systems
+too. A side input that does not come with the input form is made by a function a method declares
+(``Method.side_data``, :mod:`fairseq_syntax.core.side_data`).
 
-A system's ``controls`` name the control structures (:mod:`fairseq_syntax.core.control_kinds`) it is also run
-on: :meth:`System.on_control` derives that system, ``NAME_CONTROL`` on the data directory ``DATA.CONTROL`` (e.g.
-``mask_random`` on ``preorder.random``), made from the control parses with the same BPE and dictionary; same
-architecture and options, so the two rows differ in the structure they read only. A run of training seed K reads
-the structures drawn with control seed K (:meth:`System.for_training_seed`: ``DATA.CONTROL-sK``).
-"""
+A system's ``controls`` (:mod:`fairseq_syntax.core.control_kinds`): :meth:`System.on_control` derives
+``NAME_CONTROL`` on ``DATA.CONTROL`` (e.g. ``mask_random`` on ``preorder.random``), same architecture and options.
+A run of training seed K reads the structures of control seed K (:meth:`System.for_training_seed`:
+``DATA.CONTROL-sK``)."""
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -30,10 +25,8 @@ TASKS = ("translation", "classification", "masked_lm")
 
 
 def data_dir_name(form: str, preterminals: str, control: str = "", control_seed: int = 1) -> str:
-    """A recipe's data directory of an input form: the form, suffixed with the POS-node convention unless it is the
-    default ``auto``, and with ``.CONTROL`` (``.CONTROL-sK`` for control seed K > 1,
-    :func:`~fairseq_syntax.core.control_kinds.control_data_name`) where it holds a control structure instead of the
-    parses."""
+    """A data directory's name: the form, suffixed with the POS-node convention unless ``auto``, and with
+    ``.CONTROL`` (``.CONTROL-sK`` for control seed K > 1) where it holds a control structure."""
     name = form if preterminals == "auto" else f"{form}-{preterminals}"
     return control_data_name(name, control, control_seed) if control else name
 
@@ -51,10 +44,8 @@ class System:
     controls: tuple[str, ...] = ()  # control structures it is also run on (on_control), e.g. ("random",)
     control: str = ""  # the control structure its data directory holds instead of the parses (on_control sets it)
     control_seed: int = 1  # the seed its control structures were drawn with (for_training_seed sets it)
-    #: the side data its training reads, as its model class says (tests/core/test_methods.py checks the two agree):
-    #: the ``net_input`` entries beyond tokens and lengths its encoder reads (``side_inputs``), then the targets of
-    #: its training loss (``supervision_inputs``, e.g. the parses a supervised attention head learns from, which
-    #: decoding does not need); plain data, so that reading the descriptions loads no model
+    #: the ``net_input`` entries its encoder reads (``side_inputs``), then its training loss's targets
+    #: (``supervision_inputs``), as its model class says (tests/core/test_methods.py)
     side_inputs: tuple[str, ...] = ()
 
     def __post_init__(self):
@@ -70,9 +61,8 @@ class System:
         return data_dir_name(self.form, self.preterminals, self.control, self.control_seed)
 
     def for_training_seed(self, seed: int) -> "System":
-        """The system as a run of training seed ``seed`` trains it: on a control, on the structures drawn with the
-        control seed of that run (:func:`~fairseq_syntax.core.control_kinds.control_seed_for_run`, the training
-        seed), so its data directory is ``DATA.CONTROL-sSEED`` (seed 1: ``DATA.CONTROL``); other systems as they are."""
+        """The system as training seed ``seed`` trains it: a control system reads ``DATA.CONTROL-sSEED`` (seed 1:
+        ``DATA.CONTROL``); others as they are."""
         if not self.control:
             return self
         return replace(self, control_seed=control_seed_for_run(self.control, seed))
@@ -113,9 +103,8 @@ class Method:
     title: str  # e.g. "Syntax attention masks"
     citation: str  # authors and year, e.g. "McDonald & Chiang 2021"
     systems: tuple[System, ...]
-    #: its modules (by name in its folder) that register with fairseq: models, tasks, criteria, side inputs; the
-    #: plugin imports them (:func:`fairseq_syntax.methods.register`), the description does not, so reading it
-    #: loads neither torch nor fairseq
+    #: its modules that register with fairseq (imported by :func:`fairseq_syntax.methods.register`, not by the
+    #: description)
     modules: tuple[str, ...] = ()
     #: its modules (by name in its folder) whose ``PLOT`` (a :class:`PlotCommand`) is a subcommand of
     #: ``fairseq-syntax-plot`` (:func:`fairseq_syntax.methods.plots`)
@@ -123,12 +112,9 @@ class Method:
     #: model options whose code paths the CUDA equality test must also cover (one test per entry)
     cuda_variants: tuple[tuple[str, ...], ...] = ()
     notes: str = ""  # one line for the README table
-    #: the side inputs it makes from a split's tokens, parses and BPE (:class:`~fairseq_syntax.core.side_data.
-    #: SideData`, with the function that makes each): the study makes those its grid's systems read, whichever
-    #: method's systems they are
+    #: the side inputs it makes from a split's tokens, parses and BPE (:class:`~fairseq_syntax.core.side_data.SideData`)
     side_data: tuple[SideData, ...] = ()
-    #: the package of its folder, where its ``modules`` and ``plot_modules`` are (default
-    #: ``fairseq_syntax.methods.NAME``; a method installed from another package names its own)
+    #: the package of its ``modules`` (default ``fairseq_syntax.methods.NAME``)
     package: str = ""
 
     @property

@@ -1,35 +1,24 @@
 """Batched tree structure: from padded parent arrays to the tensors every method needs.
 
-A sentence's tree (after BPE) is stored as its preorder node sequence plus a parent array (``trees.preorder``):
-interior nodes are label tokens (``(NP``), leaves are subwords, a word split by BPE is a subtree under its POS
-node, and ``parents[k] < k`` is the index of token k's parent (``-1`` for the root; int16 on disk, O(n) per
-sentence). Everything a method needs is derived from that array per batch, never stored per pair. A batch is a
-LongTensor ``parents`` of shape ``B x T`` whose entries are ABSOLUTE positions in the padded row, ``ROOT = -1`` for
-roots and ``PAD = -2`` at padding. A row may hold several roots: fairseq appends EOS to every source, and
-``collate_parents`` makes it a one-node tree of its own.
+A sentence's tree (after BPE) is its preorder node sequence plus a parent array (``trees.preorder``): interior
+nodes are label tokens (``(NP``), leaves are subwords, a BPE-split word is a subtree under its POS node,
+``parents[k] < k`` (``-1`` for the root). A batch is a LongTensor ``parents`` ``B x T`` of ABSOLUTE positions in
+the padded row, ``ROOT = -1`` for roots and ``PAD = -2`` at padding. A row may hold several roots:
+``collate_parents`` makes fairseq's EOS a one-node tree of its own.
 
-Everything here is vectorised over the batch and over position pairs; the only Python loop runs ``ceil(log2 T)``
-pointer-doubling steps, a number the batch's shape fixes. Results are created on the input's device, so the same
-code runs on CPU and CUDA, and none of them asks the device for a value (which on a GPU makes the host wait for
-it) except where a shape depends on the data (:func:`tree_sizes`, which collation computes on the host; a caller
-without them reads them once) and the checks of batches that did not come from ``collate_parents``. Memory is O(B T^2), held in bool tensors where
-possible.
+Everything is vectorised over the batch and position pairs; the only Python loop is ``ceil(log2 T)``
+pointer-doubling steps. Results are on the input's device, and nothing reads a value back from it except
+data-dependent shapes (:func:`tree_sizes`) and the checks of batches not made by ``collate_parents``. Memory is
+O(B T^2), in bool tensors where possible.
 
-* ``collate_parents``: per-sentence parent arrays -> ``B x T`` (left or right padding, optional EOS root), checked
-  on the host; ``validate_parents`` checks the ``B x T`` convention (every function below calls it, and with
-  ``collated=True`` only checks the type and shape of a batch ``collate_parents`` made).
-* ``is_leaf``: ``B x T`` bool, True at non-padding positions without children; ``tree_sizes``: the most leaves and
-  nodes in a row and the deepest leaf, the shapes of hierarchical accumulation's tensors.
-* ``ancestor_or_self``: ``B x T x T`` dominance (i is j or an ancestor of j). The nine tree relations of
-  McDonald & Chiang (2021), section 2, are built on it in :mod:`fairseq_syntax.methods.syntax_mask.relations`.
-* For hierarchical accumulation (Nguyen et al. 2020, sections 4.1-4.2): ``leaf_node_split`` (gather positions of
-  the ``n`` leaves L, ``B x n``, and the ``m`` nonterminal nodes N, ``B x m``) and ``dominance_blocks`` (the subtree
-  rule R as ``B x m x m`` node-over-node and ``B x m x n`` node-over-leaf masks). Branch lengths ``|P(i, j)|`` and
-  the embedding indices of eq. 9 follow from their sums (:mod:`fairseq_syntax.methods.hier_accum.accumulation`).
+* ``collate_parents``: per-sentence parent arrays -> ``B x T``; ``validate_parents`` checks the convention.
+* ``is_leaf``: ``B x T`` bool; ``tree_sizes``: most leaves and nodes in a row and the deepest leaf.
+* ``ancestor_or_self``: ``B x T x T`` dominance (i is j or an ancestor of j); the nine relations of McDonald &
+  Chiang (2021), section 2, build on it (:mod:`fairseq_syntax.methods.syntax_mask.relations`).
+* Hierarchical accumulation (Nguyen et al. 2020, sections 4.1-4.2): ``leaf_node_split`` (leaves L ``B x n``, nodes N
+  ``B x m``) and ``dominance_blocks`` (the subtree rule R as ``B x m x m`` and ``B x m x n`` masks).
 
-Leaves are the positions without children (subwords, and the EOS root); nodes are all other non-padding
-positions. Whether POS preterminals are nodes is decided when the tree is built, not here.
-"""
+Leaves are the positions without children (subwords, the EOS root); nodes are all other non-padding positions."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -130,13 +119,9 @@ def _check_preorder(parents: torch.Tensor, offsets: torch.Tensor) -> None:
 
 
 def validate_parents(parents: torch.Tensor, collated: bool = False) -> torch.LongTensor:
-    """Check the ``B x T`` batch convention and return ``parents`` as a LongTensor.
-
-    Each entry must be ``PAD``, ``ROOT`` or an earlier non-padding position of the same row; ``parents[k] < k``
-    also guarantees that walking up the parents ends. That check reads its answer back from the tensor's device (on
-    a GPU the host waits for it), so a batch made by :func:`collate_parents`, which checked every sentence on the
-    host, is passed with ``collated=True`` and only its type and shape are checked.
-    """
+    """Check the ``B x T`` convention and return ``parents`` as a LongTensor: each entry ``PAD``, ``ROOT`` or an
+    earlier non-padding position of the row. With ``collated=True`` (a :func:`collate_parents` batch, checked on
+    the host) only type and shape are checked, so the device is not waited for."""
     if not isinstance(parents, torch.Tensor) or parents.dim() != 2:
         raise ValueError(f"parents must be a B x T tensor, got {getattr(parents, 'shape', type(parents))}")
     if parents.dtype == torch.bool or parents.is_floating_point() or parents.is_complex():
@@ -164,14 +149,10 @@ def _index_among(selected: torch.BoolTensor) -> torch.LongTensor:
 
 
 def ancestor_or_self(parents: torch.Tensor, collated: bool = False) -> torch.BoolTensor:
-    """``B x T x T``: ``dom[b, i, j]`` is True when i is j or an ancestor of j; False where i or j is padding.
+    """``B x T x T``: ``dom[b, i, j]`` True when i is j or an ancestor of j; False at padding.
 
-    By pointer doubling, in a number of steps fixed by ``T`` (no loop that asks the device how deep the trees are):
-    ``up`` holds each position's ``2^s``-th ancestor (a root, and padding, its own), and after step s column j of
-    ``dom`` marks j's ancestors less than ``2^(s+1)`` steps up, those of j and those of ``up[j]``; a node is at most
-    ``T - 1`` steps below its root, so ``ceil(log2 T)`` steps mark them all. ``collated``: see
-    :func:`validate_parents`.
-    """
+    Pointer doubling: ``up`` holds each position's ``2^s``-th ancestor (roots and padding their own); after step s
+    column j marks j's ancestors under ``2^(s+1)`` steps up, so ``ceil(log2 T)`` steps mark them all."""
     parents = validate_parents(parents, collated)
     batch, length = parents.shape
     positions = torch.arange(length, device=parents.device)
@@ -208,8 +189,7 @@ def _compact(selected: torch.BoolTensor, width: int) -> tuple[torch.LongTensor, 
 
 
 def batch_maxima(*per_row: torch.Tensor) -> list[int]:
-    """The maximum over the batch of each ``B`` tensor (a count or a depth per row), read from the device in one go
-    (on a GPU the host waits for it once); 0 for an empty batch. For shapes that depend on the data."""
+    """The maximum over the batch of each ``B`` tensor, read from the device in one go; 0 for an empty batch."""
     if not per_row[0].numel():
         return [0] * len(per_row)
     return torch.stack(per_row).amax(1).tolist()
@@ -217,11 +197,9 @@ def batch_maxima(*per_row: torch.Tensor) -> list[int]:
 
 def tree_sizes(parents: torch.Tensor, collated: bool = False,
                dominance: torch.BoolTensor | None = None) -> dict[str, int]:
-    """The shapes of a batch's structure that depend on its data: ``leaves`` and ``nodes``, the most leaves and
-    nonterminal nodes in a row, and ``depth``, the most node ancestors of a leaf. Read in one go (on a GPU the host
-    waits for it once); the side input ``src_parents`` computes them on the host as it collates the batch
-    (``net_input["src_parents_sizes"]``), so a model there need not. ``dominance``: ``ancestor_or_self(parents)``
-    when the caller has it. ``collated``: see :func:`validate_parents`."""
+    """``leaves``, ``nodes`` (most in a row) and ``depth`` (most node ancestors of a leaf), read in one go; the side
+    input ``src_parents`` computes them on the host (``net_input["src_parents_sizes"]``). ``dominance``:
+    ``ancestor_or_self(parents)`` when the caller has it."""
     parents = validate_parents(parents, collated)
     leaves = is_leaf(parents, collated=True)
     nodes = ~leaves & (parents != PAD)
@@ -234,14 +212,11 @@ def tree_sizes(parents: torch.Tensor, collated: bool = False,
 def leaf_node_split(
     parents: torch.Tensor, collated: bool = False, widths: tuple[int, int] | None = None
 ) -> dict[str, torch.Tensor]:
-    """Gather positions of each row's leaves L and nonterminal nodes N (Nguyen et al. 2020, section 4.1).
+    """Positions of each row's leaves L and nodes N (Nguyen et al. 2020, section 4.1).
 
-    Returns ``leaf_pos`` / ``leaf_mask`` (``B x n``, n = most leaves in a row) and ``node_pos`` / ``node_mask``
-    (``B x m``, m = most nodes in a row): positions in left-to-right (preorder) order, padded with position 0
-    and mask False. ``x.gather(1, leaf_pos)`` picks the leaves of a ``B x T`` tensor. ``widths``: ``(n, m)`` when the
-    caller has them (:func:`batch_maxima`), else they are read from the device. ``collated``: see
-    :func:`validate_parents`.
-    """
+    Returns ``leaf_pos`` / ``leaf_mask`` (``B x n``) and ``node_pos`` / ``node_mask`` (``B x m``), in preorder,
+    padded with position 0 and mask False. ``widths``: ``(n, m)`` when known (:func:`batch_maxima`), else read
+    from the device."""
     parents = validate_parents(parents, collated)
     leaves = is_leaf(parents, collated=True)
     nodes = ~leaves & (parents != PAD)
@@ -269,13 +244,11 @@ def _block(
 def dominance_blocks(
     parents: torch.Tensor, split: dict[str, torch.Tensor], dominance: torch.BoolTensor | None = None
 ) -> tuple[torch.BoolTensor, torch.BoolTensor]:
-    """The subtree rule R of Nguyen et al. (2020), section 4.1, on the split of ``leaf_node_split``.
+    """The subtree rule R of Nguyen et al. (2020), section 4.1, on :func:`leaf_node_split`'s split.
 
-    Returns ``(node_over_node, node_over_leaf)``: ``B x m x m``, True when node t is node i or in its subtree
-    (``D_it``), and ``B x m x n``, True when leaf j is under node i (``A_ij``); False at padding. ``D`` and ``A`` are
-    the coefficients of the factored accumulation in :mod:`fairseq_syntax.methods.hier_accum.accumulation`.
-    ``dominance``: ``ancestor_or_self(parents)`` when the caller has it.
-    """
+    Returns ``(node_over_node, node_over_leaf)``: ``B x m x m``, True when node t is node i or under it
+    (``D_it``), and ``B x m x n``, True when leaf j is under node i (``A_ij``); False at padding. ``dominance``:
+    ``ancestor_or_self(parents)`` when the caller has it."""
     dom = ancestor_or_self(parents) if dominance is None else dominance
     node_pos, node_mask = split["node_pos"], split["node_mask"]
     node_over_node = _block(dom, node_pos, node_mask, node_pos, node_mask)

@@ -1,31 +1,22 @@
 """Task ``syntax_translation``: fairseq's ``translation`` plus per-sentence source syntax.
 
-Loads what ``fairseq-syntax-preprocess`` wrote: the token stream of the chosen input form (``sequence``,
-``linearized`` or ``preorder``) through fairseq's own loader, and every side input found beside it
-(``{split}.{src}-{tgt}.{src}.{suffix}``, :mod:`fairseq_syntax.core.side_inputs`). Which side inputs reach
-``net_input`` is decided by the model (``model.encoder.side_inputs``, recorded when the task builds it), so the
-baselines (fairseq's ``transformer``) run on the same data directories.
+Loads what ``fairseq-syntax-preprocess`` wrote: the tokens of the input form (``sequence``, ``linearized`` or
+``preorder``) through fairseq's loader, and the side inputs beside it (``{split}.{src}-{tgt}.{src}.{suffix}``,
+:mod:`fairseq_syntax.core.side_inputs`); the model (``model.encoder.side_inputs``) decides which reach
+``net_input``, so baselines run on the same data directories.
 
-A checkpoint is checked against the data directory before its weights are loaded: the task state saved with it
-records the input form it was trained on (``syntax.json``'s form and POS-node convention), so a model given another
-form, a directory without a side input the model reads, a missing split, a split that lost a file of its source or
-target tokens, a directory without ``syntax.json`` or the other task's directory stops with one line saying what to
-make, not with fairseq's size mismatch, wrong translations, a traceback or (``fairseq-generate`` without the
-target) hypotheses with no reference. Its dictionaries are recorded too, and compared with the data directory's
-(:func:`fairseq_syntax.core.checkpoints.dictionary_mismatch`), for ``fairseq-generate``, ``fairseq-interactive`` and
-resumed ``fairseq-train`` alike (:meth:`SyntaxTranslationTask.check_checkpoint`): another corpus's data directory of
-the same form stops with one line naming the checkpoint, the dictionary file and the first difference.
+A checkpoint is checked before its weights load (:meth:`SyntaxTranslationTask.check_checkpoint`): its task state
+records the input form (``syntax.json``'s form and POS-node convention) and the dictionaries
+(:func:`fairseq_syntax.core.checkpoints.dictionary_mismatch`). Another form, a missing side input or split, a
+split without its source or target files, a directory without ``syntax.json``, or another corpus's dictionaries
+stop with one line.
 
-``fairseq-interactive`` reads sentences of tokenized words (or, with ``--source-format tree``, one bracketed tree per
-line) and gives each the source tokens and side data it gets offline: parsed by ``--source-parser`` where the model
-reads a constituency tree, segmented with the BPE the data directory records, turned into its input form
-(:mod:`fairseq_syntax.core.interactive_source`). A side input that does not come with the tree (e.g. ``src_ldd``)
-brings its own conversion of the words (``SideInput.interactive``) and its options, which are options of this task.
-The lines are read as preprocessing reads files (:mod:`fairseq_syntax.core.interactive_input`); one that cannot be
-read or converted, or is longer than the model takes, is reported and gets an empty hypothesis. The data directory's
-BPE is applied to the words by the task (after parsing), so fairseq's own encode step gets a BPE that leaves the
-line as it is, and its decode step removes the joiners as ``--bpe subword_nmt`` would (:meth:`build_bpe`).
-"""
+``fairseq-interactive`` reads tokenized sentences (``--source-format tree``: one bracketed tree per line) and
+gives each the source tokens and side data it gets offline (:mod:`fairseq_syntax.core.interactive_source`): parsed
+by ``--source-parser``, segmented with the data directory's BPE, turned into the input form; other side inputs
+convert the words themselves (``SideInput.interactive``). A line that cannot be read or converted, or is too long,
+is reported and gets an empty hypothesis. The task applies the BPE after parsing, so fairseq's encode step leaves
+the line as it is and its decode step removes the joiners (:meth:`build_bpe`)."""
 import atexit
 import itertools
 import logging
@@ -107,18 +98,15 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
         return task
 
     def load_state_dict(self, state_dict):
-        """Called with a checkpoint's task state before its model is built (``checkpoint_utils``): stops when the
-        model was trained on another input form than this data directory holds, which would otherwise be a size
-        mismatch of the embeddings or, with equal dictionary sizes, silently wrong translations. The recorded
-        dictionaries are this task's own (:meth:`check_checkpoint` compared them)."""
+        """A checkpoint's task state, before its model is built: stops when the model was trained on another input
+        form than this data directory holds."""
         self._require_trained_form(state_dict)
         super().load_state_dict({key: value for key, value in state_dict.items()
                                  if key not in (TRAINED_FORM, TRAINED_DICTIONARIES)})
 
     def check_checkpoint(self, path: str, state: dict) -> None:
-        """A checkpoint file loaded for this task (fairseq-generate/-interactive ``--path``, the checkpoint
-        fairseq-train resumes from), before a model is built or filled from it: its input form, then its
-        dictionaries against this data directory's ``dict.SRC.txt`` and ``dict.TGT.txt``."""
+        """A checkpoint loaded for this task, before a model is built from it: its input form, then its dictionaries
+        against ``dict.SRC.txt`` and ``dict.TGT.txt``."""
         self._require_trained_form(state.get("task_state") or {})
         data_path = first_data_path(self.cfg.data)
         problem = dictionary_mismatch(path, state, {
@@ -170,8 +158,8 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
         self._require_side_data(self.datasets[split])
 
     def _split_path(self, split: str, epoch: int) -> str:
-        """The data path fairseq's translation task reads ``split`` from in ``epoch``: with several (``--data
-        part0:part1``) the training split cycles through them, one a epoch, the others come from the first."""
+        """The data path fairseq reads ``split`` from in ``epoch``: with ``--data part0:part1`` the training split
+        cycles through the parts, the others come from the first."""
         paths = utils.split_paths(self.cfg.data)
         return paths[(epoch - 1) % len(paths)] if split == self.cfg.train_subset else paths[0]
 
@@ -188,11 +176,9 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
         return meta
 
     def _require_split(self, split: str, epoch: int, combine: bool) -> None:
-        """Stop with one line when fairseq would not find ``split`` (naming the directory and the splits it has), or
-        would find it half there: fairseq's loader reads a split whose source tokens it finds and, without its target
-        tokens, trains a step and ends in a traceback (``forward() missing ... 'prev_output_tokens'``), or decodes
-        with no reference; it ignores a source ``.bin`` without its ``.idx``. Checked as fairseq reads the split:
-        ``train``, then with ``combine`` ``train1``, ``train2``... while they are there."""
+        """Stop with one line (naming the directory and its splits) when fairseq would not find ``split``, or would
+        find its source tokens without its target tokens or a ``.bin`` without its ``.idx``. Checked as fairseq
+        reads: ``train``, then with ``combine`` ``train1``, ``train2``... while they are there."""
         data_path = self._split_path(split, epoch)
         src, tgt = self.cfg.source_lang, self.cfg.target_lang
         for k in itertools.count():
@@ -238,10 +224,8 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
                              "make it, or train another system")
 
     def build_criterion(self, cfg, from_checkpoint=False):
-        """The criterion, checked against the models built: a model with supervision inputs (its training targets,
-        e.g. the dependency-supervised encoder's parse) must be trained by a criterion that reads them, and such a
-        criterion needs a model that has them; the data directory must then hold them (checked for every split
-        loaded), since without them the model would train unsupervised without a word."""
+        """The criterion, checked against the models built: a model with supervision inputs needs a criterion that
+        reads them and vice versa, and the data directory must hold them (checked for every split loaded)."""
         criterion = super().build_criterion(cfg, from_checkpoint)
         reads = tuple(getattr(criterion, "supervision_inputs", ()))
         name = getattr(cfg, "_name", None) or getattr(cfg, "criterion", None) or type(criterion).__name__
@@ -266,9 +250,7 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
     def get_batch_iterator(self, dataset, *args, **kwargs):
         if isinstance(dataset, SyntaxLanguagePairDataset):
             dataset = dataset.batching(self.batched_side_inputs(dataset))
-        # fairseq's batch_by_size drops the last batch when its size is not a multiple of
-        # --required-batch-size-multiple (default 8): fairseq-generate then silently skips up to 7 test sentences
-        # and training never sees the same few pairs. Batches of any size are fine on CPU and GPU alike.
+        # fairseq's batch_by_size drops a last batch that is no multiple of --required-batch-size-multiple: keep it
         if len(args) > 4:  # positional: max_tokens, max_sentences, max_positions, ignore_invalid, multiple, ...
             args = args[:4] + (1,) + args[5:]
         else:
@@ -332,8 +314,8 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
         missing = [name for name in self.model_side_inputs if name not in net_input]
         if not missing and not self._bad_lines:
             return super().inference_step(generator, models, sample, prefix_tokens, constraints)
-        # fairseq-interactive batches only tokens and lengths: find each row's side data by its tokens, and give
-        # the rows of bad lines (an empty source) an empty hypothesis so the output stays aligned with the input
+        # fairseq-interactive batches only tokens and lengths: find each row's side data by its tokens; bad lines get an
+        # empty hypothesis
         src_tokens = net_input["src_tokens"]
         bad = src_tokens.ne(self.source_dictionary.pad()).sum(dim=1).eq(1)
         if not bad.any():
@@ -365,8 +347,8 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
         logger.error(f"{message}; this line gets an empty hypothesis (score -inf)")
 
     def build_bpe(self, args):
-        """fairseq's ``--bpe``; in fairseq-interactive a BPE whose encode step leaves the line as it is (the task
-        segments each word after parsing: :meth:`_segmenter`) and whose decode step removes the joiners."""
+        """fairseq's ``--bpe``; in fairseq-interactive one whose encode leaves the line as it is (the task segments
+        after parsing: :meth:`_segmenter`) and whose decode removes the joiners."""
         given = super().build_bpe(args)
         if not self._fairseq_interactive:
             return given
@@ -378,8 +360,8 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
         return JoinerRemoval() if given is not None or self.meta.get(BPE_META_KEY) is not None else None
 
     def _segmenter(self):
-        """word -> BPE pieces: the BPE syntax.json records, else fairseq's ``--bpe`` (a data directory made before
-        it was recorded); without either, the words as they are, unless the dictionary holds BPE pieces."""
+        """word -> BPE pieces: the BPE syntax.json records, else fairseq's ``--bpe``; without either the words as
+        they are, unless the dictionary holds BPE pieces."""
         data_path = first_data_path(self.cfg.data)
         try:
             recorded = data_dir_bpe(data_path, self.meta)
@@ -418,8 +400,8 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
 
 
 class JoinerRemoval:
-    """The BPE fairseq-interactive gets from :meth:`SyntaxTranslationTask.build_bpe`: encoding is the task's, after
-    parsing; decoding removes subword-nmt's joiners, as fairseq's ``subword_nmt`` BPE does."""
+    """The BPE fairseq-interactive gets from :meth:`SyntaxTranslationTask.build_bpe`: encoding is the task's;
+    decoding removes subword-nmt's joiners."""
 
     def encode(self, line: str) -> str:
         return line

@@ -1,34 +1,24 @@
 """Constituency trees in PTB bracket notation: reading, cleaning, BPE and the linearizations the models consume.
 
-Pure functions over a small ``Tree`` dataclass; numpy is the only dependency. Every walk over a tree is iterative:
-a parser's long unary chain can be deeper than Python's recursion limit.
+Pure functions over a small ``Tree`` dataclass (numpy only). Every walk is iterative: a parser's long unary chain
+can be deeper than Python's recursion limit.
 
-* Reading: ``parse_tree`` (one bracketed tree), ``read_trees`` (one tree per line, e.g. parser output or SST),
-  ``read_ptb`` (pretty-printed multi-line ``.mrg`` files). Malformed input raises ``TreeError`` naming the
-  file, the line and the problem.
-* ``clean_ptb``: the usual Penn Treebank cleanup (remove ``-NONE-`` empty elements and the constituents they
-  leave empty, strip function tags and co-indices).
-* ``apply_bpe``: a word split into subwords becomes several leaves under its preterminal, so the subwords form
-  a subtree (McDonald & Chiang 2021, Figure 1b; Nguyen et al. 2020, Appendix 7.4 / Figure 7).
-* ``preorder``: the one stored form of a tree, McDonald & Chiang's (2021) "Mask" input: a preorder traversal with
-  interior node ``X`` written as the token ``(X``, leaves as themselves and no closing brackets (their section 2),
-  together with the parent array that carries the structure. Out: tokens ``list[str]`` of length n, parents
-  ``np.int16[n]`` with ``parents[k] < k`` and ``-1`` for the root. Everything else the methods need (relations,
-  dominance, leaves and nodes) is derived from the parent array per batch (:mod:`fairseq_syntax.core.structure`).
-* ``linearize``: McDonald & Chiang's (2021) "Linearized" baseline (section 3.2): interior ``X`` -> ``(X``,
-  children, ``)``.
-* ``words``: their "Sequence" baseline input (the leaves).
-* ``ptb_escape_token``: a bracket character cannot be a leaf, so tree leaves carry the PTB escapes (``(`` ->
-  ``-LRB-``, ``a(b`` -> ``a-LRB-b``, as benepar writes them); the source words of every data directory are escaped
-  alike, so tree leaves and source words are the same strings. ``ptb_unescape_token`` inverts it.
+* Reading: ``parse_tree``, ``read_trees`` (one tree per line), ``read_ptb`` (multi-line ``.mrg``); malformed input
+  raises ``TreeError`` naming file, line and problem.
+* ``clean_ptb``: remove ``-NONE-`` and the constituents left empty, strip function tags and co-indices.
+* ``apply_bpe``: a split word's subwords become leaves under its preterminal, a subtree (McDonald & Chiang 2021,
+  Figure 1b; Nguyen et al. 2020, Appendix 7.4 / Figure 7).
+* ``preorder``: McDonald & Chiang's (2021) "Mask" input (section 2): interior ``X`` as ``(X``, leaves as themselves,
+  no closing brackets, plus the parent array. Out: tokens ``list[str]`` length n, parents ``np.int16[n]``,
+  ``parents[k] < k``, ``-1`` for the root (:mod:`fairseq_syntax.core.structure` derives the rest per batch).
+* ``linearize``: their "Linearized" baseline (section 3.2): ``(X``, children, ``)``. ``words``: their "Sequence".
+* ``ptb_escape_token``: leaves carry the PTB escapes (``(`` -> ``-LRB-``, ``a(b`` -> ``a-LRB-b``, as benepar), and
+  source words are escaped alike; ``ptb_unescape_token`` inverts it.
 
-Preterminals (POS nodes, all of whose children are leaves) can be kept, dropped, or kept only over BPE-split
-words: McDonald & Chiang count POS nodes as tree nodes (their Table 1 has more interior nodes than words; their
-Figure 1b keeps a split word's subwords under its POS node); Nguyen et al. (2020) omit them (footnote 2) except as
-the root of a split word's subwords (Appendix 7.4). ``auto`` (the default) is McDonald & Chiang's structure as far as
-a tree allows: ``keep`` when the tree has POS tags, ``split`` when its preterminals are a parser's placeholder (SuPar's
-crf-con writes every one as ``XX``), so a split word still forms a subtree and a whole word attaches to its phrase.
-"""
+Preterminals (POS nodes) can be kept, dropped, or kept only over BPE-split words: McDonald & Chiang count them as
+nodes (Table 1, Figure 1b); Nguyen et al. (2020) omit them (footnote 2) except over a split word (Appendix 7.4).
+``auto`` (default): ``keep`` when the tree has POS tags, ``split`` when its preterminals are a placeholder
+(SuPar's crf-con writes ``XX``)."""
 from __future__ import annotations
 
 import gzip
@@ -266,9 +256,9 @@ def to_bracketed(tree: Tree) -> str:
 def _rebuild(
     tree: Tree, on_leaf: Callable[[Tree], list[Tree]], on_node: Callable[[Tree, list[Tree]], list[Tree]]
 ) -> list[Tree]:
-    """A new tree, bottom up: each leaf becomes ``on_leaf(leaf)`` and each interior node ``on_node(node, its
-    rebuilt children)`` (each a list: a node may become none or several). Leaves are visited left to right.
-    Iterative, so a tree deeper than Python's recursion limit (a parser's long unary chain) is no error."""
+    """A new tree, bottom up: each leaf becomes ``on_leaf(leaf)`` and each interior node
+    ``on_node(node, rebuilt children)`` (each a list: a node may become none or several). Leaves are visited left
+    to right."""
     built: list[list[Tree]] = [[]]  # per open node (and the top), the rebuilt children so far
     stack: list[tuple[Tree, bool]] = [(tree, False)]  # (node, its children are rebuilt)
     while stack:

@@ -1,71 +1,49 @@
 """Control structures: the parses' words and labels under a structure that is not the parse.
 
-"Does the syntax help, and is it the parse that helps?" Pham, Macháček & Bojar (2019, "Promoting the Knowledge of
-Source Syntax in Transformer NMT Is Not Needed") found that trivial trees give a Transformer the same gains as real
-parses. A control replaces the structure of every parse and keeps everything else, so each method reads it
-unchanged, from the same kind of files, and a table row on a control differs from its real-parse row in the
-structure only. The controls by name, and how their data directories are named, are in
-:mod:`fairseq_syntax.core.control_kinds`.
+Pham, Macháček & Bojar (2019, "Promoting the Knowledge of Source Syntax in Transformer NMT Is Not Needed") found
+that trivial trees give a Transformer the same gains as real parses. A control replaces the structure of every
+parse and keeps everything else, so a table row on a control differs from its real-parse row in the structure
+only. Names and data directories: :mod:`fairseq_syntax.core.control_kinds`.
 
-* constituency (a ``.tree`` file): the POS nodes stay (the preterminal over each word, with its tag, its words as
-  they are; a word attached directly to a phrase stays a bare word: together the *units*, left to right), and
-  everything above them is replaced.
+* constituency (``.tree``): the *units* (POS nodes with their words, and words attached directly to a phrase, left
+  to right) stay; everything above them is replaced.
 
-  - ``random``, ``left``, ``right``: a binary tree over the units whose inner nodes are labelled ``X``
-    (:data:`~fairseq_syntax.core.control_kinds.CONTROL_LABEL`), except the root, which keeps the parse's root label.
-    ``random``: a random binary bracketing, drawn top-down: a span of k > 1 units splits after a point drawn
-    uniformly from its k - 1 gaps (so the bracketings are not uniform over binary trees: balanced ones are likelier),
-    left span before right. ``right``: right-branching, ``(S p1 (X p2 (X p3 p4)))``; ``left``: left-branching,
-    ``(S (X (X p1 p2) p3) p4)``. A tree whose root has one unit (a one-word sentence) keeps it under the root.
-  - ``struct``, the structure-only control: a tree over the units with the parse's phrases, each with its number of
-    children, and the parse's phrase labels; only which units each phrase spans changes. The draw is exact and
-    uniform over all ordered trees whose leaves are the n units in order and whose k inner nodes have the parse's
-    multiset of child counts (unary phrases included): a tree is its preorder sequence of child counts (its
-    Łukasiewicz word: n zeros and the k counts, summing to n + k - 1), and by the cycle lemma (Dvoretzky & Motzkin
-    1947; Stanley, *Enumerative Combinatorics* 2, Lemma 5.3.7) exactly one of the n + k rotations of any
-    arrangement of these numbers is such a word (the one starting right after the first minimum of the partial
-    sums of count - 1). A uniformly shuffled arrangement, rotated so, is therefore a uniform draw: each tree comes
-    from exactly n + k arrangements. Labels: the root keeps the parse's root label, the other inner nodes take the
-    parse's other phrase labels in a uniformly shuffled order (the multiset kept). So the control has the parse's
-    number of phrases, arities and labels, and a one-word or all-flat parse is its own control.
+  - ``random``, ``left``, ``right``: a binary tree over the units, inner nodes labelled ``X``
+    (:data:`~fairseq_syntax.core.control_kinds.CONTROL_LABEL`), the root keeping the parse's root label.
+    ``random``: drawn top-down, a span of k > 1 units splits after a point drawn uniformly from its k - 1 gaps
+    (balanced trees are likelier), left span before right. ``right``: ``(S p1 (X p2 (X p3 p4)))``; ``left``:
+    ``(S (X (X p1 p2) p3) p4)``. A root with one unit keeps it.
+  - ``struct``: the parse's phrases with their child counts and labels; only the units each spans change. Uniform
+    over ordered trees with the n units as leaves and the parse's multiset of k child counts (unary included): a
+    tree is its preorder child-count sequence (Łukasiewicz word: n zeros and the k counts, summing to n + k - 1),
+    and by the cycle lemma (Dvoretzky & Motzkin 1947; Stanley, *Enumerative Combinatorics* 2, Lemma 5.3.7) exactly
+    one of the n + k rotations of any arrangement is such a word (starting right after the first minimum of the
+    partial sums of count - 1); a shuffled arrangement so rotated is a uniform draw. The root keeps the parse's root
+    label, the other inner nodes take the other phrase labels shuffled. A one-word or flat parse is its own control.
   - A root that is itself a POS node stays as it is.
-* dependency (an ``.arcs.jsonl.gz`` file, :mod:`fairseq_syntax.parsing.dependency`): a record of the same format
-  whose 1-best tree (``best``) is the control tree and whose distribution (``arcs``) is one-hot on it, so LDD,
-  UDP/LDP and dependency-supervised attention read the same tree. ``random``: a random projective tree, drawn
-  top-down: a span of words takes a head drawn uniformly from its words; the words left of it and right of it form
-  two spans whose heads depend on it, left span before right; the whole sentence's head is the root. ``left``:
-  each word's head is its left neighbour, the first word is the root; ``right``: each word's head is its right
-  neighbour, the last word is the root. Labels: each word keeps the label the parser gave it in its 1-best tree,
-  except that the control's root and the parse's root (the first word on the root) trade labels, so the root still
-  carries ``root`` and the sentence keeps its labels; only the structure changes (a projective tree over n words
-  always has n - 1 arcs, so ``random`` is structure-only already, and ``struct`` makes no dependency data:
-  :data:`~fairseq_syntax.core.control_kinds.CONTROL_INPUTS`). A record the parser fell back on keeps its
-  ``fallback`` key (its labels are the fallback's, ``dep``). The CoNLL-U file is written from the control records.
+* dependency (``.arcs.jsonl.gz``, :mod:`fairseq_syntax.parsing.dependency`): a record whose 1-best tree (``best``)
+  is the control tree and whose ``arcs`` are one-hot on it. ``random``: a random projective tree drawn top-down: a
+  span takes a head uniformly from its words, the words left and right of it form two spans whose heads depend on
+  it (left first); the sentence's head is the root. ``left``: each word's head is its left neighbour, the first
+  word the root; ``right``: the right neighbour, the last word the root. Each word keeps its 1-best label, except
+  that the control's root and the parse's root trade labels (the root carries ``root``). ``struct`` makes no
+  dependency data (:data:`~fairseq_syntax.core.control_kinds.CONTROL_INPUTS`). A fallback record keeps its
+  ``fallback`` key. The CoNLL-U file is written from the control records.
 
-Randomness: line ``k`` (1-based) of a file draws from ``random.Random(f"{seed}:{k}")`` and only where there is a
-choice (a span of one word or two units draws nothing), so a line's control depends on its seed, its number and its
-own parse: not on other lines, nor on how the parsing was sharded.
+Randomness: line ``k`` (1-based) draws from ``random.Random(f"{seed}:{k}")``, only where there is a choice, so a
+line's control depends on its seed, number and parse only.
 
-``fairseq-syntax-control`` makes the files, records them and measures them:
+``fairseq-syntax-control``:
 
-* ``make --control random --seed 1 IN_PREFIX OUT_PREFIX``: ``IN_PREFIX.tree`` -> ``OUT_PREFIX.tree`` and
-  ``IN_PREFIX.arcs.jsonl.gz`` -> ``OUT_PREFIX.arcs.jsonl.gz`` + ``OUT_PREFIX.conllu`` (whichever inputs exist and the
-  control changes; each output appears whole or not at all);
-* ``dictionary REAL_DICT OUT_DICT``: a tree form's dictionary for the control (the real form's, plus
-  ``(X``, written where fairseq's first padding filler ``madeupwordNNNN`` was, so the dictionary keeps its size and
-  every other token its index);
-* ``record --control random --seed 1 DATA_DIR...``: adds ``"control": {"structure": "random", "seed": 1}`` to each
-  data directory's ``syntax.json`` and ``parsers.json``; run records copy ``parsers.json``
-  (:mod:`fairseq_syntax.parsing.provenance`), so each table row says which structure it read. ``recorded`` (same
-  arguments) exits 0 when every directory records that control already, 1 when one does not;
-* ``inputs --control struct``: what the control changes (``trees``, ``arcs``), for the recipe;
-* ``stats IN_PREFIX --controls random struct --seeds 1 2 3 [--out TABLE.md]``: for the parse and each control drawn
-  with each seed, phrases (inner nodes) per sentence, depth and, for dependency trees, heads per sentence and the mean
-  arc length (:func:`structure_stats`), as a Markdown table (and TABLE.json beside it).
-
-A study (:mod:`fairseq_syntax.study.prepare`) makes ``data-bin/FORM.CONTROL`` (seed 1) and
-``data-bin/FORM.CONTROL-sK`` (seed K) of each control and control seed its grid reads with these functions.
-"""
+* ``make --control random --seed 1 IN_PREFIX OUT_PREFIX``: ``.tree`` -> ``.tree``, ``.arcs.jsonl.gz`` ->
+  ``.arcs.jsonl.gz`` + ``.conllu`` (whichever exist and the control changes; each output whole or not at all);
+* ``dictionary REAL_DICT OUT_DICT``: the real dictionary plus ``(X`` in place of fairseq's first filler
+  ``madeupwordNNNN`` (same size, every other index kept);
+* ``record --control random --seed 1 DATA_DIR...``: adds ``"control": {"structure": "random", "seed": 1}`` to
+  ``syntax.json`` and ``parsers.json``; ``recorded`` (same arguments) exits 0 when every directory has it, else 1;
+* ``inputs --control struct``: what the control changes (``trees``, ``arcs``);
+* ``stats IN_PREFIX --controls random struct --seeds 1 2 3 [--out TABLE.md]``: phrases per sentence, depth and,
+  for dependency trees, heads per sentence and mean arc length (:func:`structure_stats`), as Markdown (and JSON)."""
 from __future__ import annotations
 
 import argparse
@@ -104,8 +82,7 @@ def line_rng(seed: int, line: int) -> random.Random:
 
 
 def pos_nodes(tree: trees.Tree) -> list[trees.Tree]:
-    """What a control tree keeps of ``tree``, left to right: its POS nodes (preterminals, with their words) and any
-    word attached directly to a phrase."""
+    """The units of ``tree`` left to right: its POS nodes and words attached directly to a phrase."""
     found, stack = [], [tree]
     while stack:
         node = stack.pop()
@@ -169,9 +146,8 @@ def phrase_nodes(tree: trees.Tree) -> list[trees.Tree]:
 
 
 def lukasiewicz_rotation(counts: list[int]) -> list[int]:
-    """The one rotation of ``counts`` (child counts, zeros for leaves, summing to ``len(counts) - 1``) that is the
-    preorder child-count sequence of a tree: it starts right after the first minimum of the partial sums of
-    ``count - 1`` (the cycle lemma, module docstring)."""
+    """The rotation of ``counts`` (child counts, zeros for leaves, summing to ``len(counts) - 1``) that is a tree's
+    preorder sequence: it starts right after the first minimum of the partial sums of ``count - 1``."""
     if sum(counts) != len(counts) - 1:
         raise ValueError(f"child counts {counts} sum to {sum(counts)}, a tree of {len(counts)} nodes needs "
                          f"{len(counts) - 1}")
@@ -205,9 +181,7 @@ def tree_of_counts(counts: list[int], labels: list[str], units: list[trees.Tree]
 
 
 def structure_only_tree(tree: trees.Tree, rng: random.Random) -> trees.Tree:
-    """The ``struct`` control of ``tree`` (module docstring): its units under a uniform draw of the ordered trees
-    whose inner nodes have the parse's child counts, the root labelled as the parse's root and the other inner nodes
-    with the parse's other phrase labels, shuffled. Draws: ``rng.shuffle`` of the counts, then of the labels."""
+    """The ``struct`` control of ``tree``. Draws: ``rng.shuffle`` of the counts, then of the labels."""
     units, phrases = pos_nodes(tree), phrase_nodes(tree)
     counts = [len(node.children) for node in phrases] + [0] * len(units)
     rng.shuffle(counts)
@@ -238,8 +212,7 @@ def control_heads(n: int, control: str, rng: random.Random) -> list[int]:
 
 def control_record(record: dict, control: str, rng: random.Random, source: str = "<record>",
                    line: int | None = None) -> dict:
-    """The control version of one side-data record (format in :mod:`fairseq_syntax.parsing.dependency`): the
-    ``control`` tree as its 1-best tree and its one-hot distribution, labels as the module docstring says."""
+    """The control version of one side-data record: the ``control`` tree as ``best``, one-hot ``arcs``."""
     best = record.get("best")
     if best is None:
         where = source if line is None else f"{source}:{line}"
@@ -341,8 +314,8 @@ def record_control(data_dir: str, control: str, seed: int) -> None:
 
 
 def tree_shape(tree: trees.Tree) -> tuple[int, int]:
-    """(phrases, depth) of a constituency tree: its inner nodes above the units (:func:`phrase_nodes`) and the most
-    of them on one path from the root down to a unit (0 for a root that is a POS node)."""
+    """(phrases, depth): inner nodes above the units and the most of them on one root-to-unit path (0 for a POS
+    root)."""
     phrases, depth, stack = 0, 0, [(tree, 0)]
     while stack:
         node, above = stack.pop()
@@ -355,9 +328,9 @@ def tree_shape(tree: trees.Tree) -> tuple[int, int]:
 
 
 def dependency_shape(heads: list[int]) -> tuple[int, int, list[int]]:
-    """(heads, depth, arc lengths) of a dependency tree (``heads[k]`` the 1-based head of word k + 1, 0 = root): the
-    words with a dependent, the most words on one path from the root word down (the root word alone: 1), and
-    ``|dependent - head|`` of every arc but the root's."""
+    """(heads, depth, arc lengths) of ``heads`` (``heads[k]`` the 1-based head of word k + 1, 0 = root): words with a
+    dependent, most words on a root-to-leaf path (root word alone: 1), ``|dependent - head|`` of each non-root
+    arc."""
     depths = [0] * len(heads)
     for word in range(1, len(heads) + 1):
         path, node = [], word
@@ -389,10 +362,9 @@ def _stats_row(structure: str, seed: int | None, kind: str, shapes: list[tuple])
 def structure_stats(in_prefix: str, controls: list[str], seeds: list[int], trees_suffix: str = "tree",
                     arcs_suffix: str = "arcs.jsonl.gz") -> list[dict]:
     """For ``IN_PREFIX.tree`` and ``IN_PREFIX.arcs.jsonl.gz`` (whichever exist), one row for the parse and one per
-    control that changes that input and seed (a control that draws nothing: once, seed None), each with the mean
-    over sentences of the inner nodes and the depth (:func:`tree_shape`, :func:`dependency_shape`) and, for
-    dependency trees, the mean length of all their arcs (pooled over sentences). The controls are drawn as ``make``
-    draws them, line by line, in memory."""
+    changing control and seed (a control that draws nothing: once, seed None): means over sentences of
+    :func:`tree_shape` / :func:`dependency_shape`, and for dependency trees the mean arc length pooled over
+    sentences. Controls are drawn as ``make`` draws them."""
     from fairseq_syntax.core.control_kinds import SEEDED_CONTROLS
     from fairseq_syntax.parsing.dependency import read_arc_distributions
 

@@ -1,41 +1,33 @@
 """Dependency parsing with SuPar's biaffine parser (Dozat & Manning, 2017), keeping the full distributions.
 
 The labeled dependency distributions (LDD) of Pu & Sima'an (2022) come from the parser's scores.
-``model(words, feats)`` gives ``s_arc [B, L, L]`` (dependent, head) and ``s_rel [B, L, L, R]``, with
-``L = 1 + longest sentence`` and position 0 the root. For a sentence of n words we keep
+``model(words, feats)`` gives ``s_arc [B, L, L]`` (dependent, head) and ``s_rel [B, L, L, R]``,
+``L = 1 + longest sentence``, position 0 the root. For a sentence of n words:
 
     P(head j | dependent i) = softmax_j s_arc[i, j]      arc_probs   [n, n+1]    (row i-1 = word i, column 0 = root)
     P(label r | i, j)       = softmax_r s_rel[i, j, r]   label_probs [n, n+1, R]
 
-A word cannot head itself, so ``j = i`` is left out of the arc softmax; SuPar's ``<bos>`` placeholder label
-(never a training target) is left out of the label softmax. The 1-best tree is the parser's own prediction:
-its decoder (``model.decode``: argmax, then MST when the argmax is not a tree; Eisner with ``proj``), as
-``parser.predict`` does by default (``tree=True, proj=False``). SuPar sorts sentences into length buckets;
-results are put back in input order. Words reach the network PTB-unescaped (``-LRB-`` -> ``(``, as in UD), so
-raw and escaped input parse alike; the output keeps the words exactly as given.
+``j = i`` is left out of the arc softmax, SuPar's ``<bos>`` label out of the label softmax. The 1-best tree is the
+parser's decoder's (``model.decode``: argmax, MST when that is not a tree; Eisner with ``proj``), as
+``parser.predict`` gives it. Results come back in input order. Words reach the network PTB-unescaped (``-LRB-`` ->
+``(``); the output keeps them as given.
 
-Side-data format (``*.arcs.jsonl``, word level, one JSON object per input line, the same line order)::
+Side-data format (``*.arcs.jsonl``, one JSON object per input line)::
 
     {"words": ["A", "dog", "runs"],
      "arcs": [[1, 2, 0.98, {"det": 0.99}], [2, 3, 0.95, {"nsubj": 0.97, "obj": 0.02}], [3, 0, 0.99, {"root": 1.0}]],
      "best": [[2, "det"], [3, "nsubj"], [0, "root"]]}
 
-``best`` is the parser's 1-best labeled tree (the one the CoNLL-U file holds): per word in order its head and
-label. Pu & Sima'an's 1-best variants (UDP, LDP) read it; it is a tree, which a per-word argmax of ``arcs`` need
-not be (two words may each take the other as head). Files written before it existed lack the key.
+``best``: the 1-best labeled tree (head, label per word), read by Pu & Sima'an's UDP and LDP; a per-word argmax of
+``arcs`` need not be a tree. ``arcs``:
+``[dependent, head, P(head | dependent), {label: P(label | dependent, head)}]``, 1-based, head 0 the root, kept
+where ``P(head | dependent) >= arc_floor`` and labels where ``P(label | dependent, head) >= label_floor``, 4
+significant digits; so each sum is at most 1, and the dropped part is reported as retained mass. A sentence the
+parser cannot handle (empty, over ``max_length`` words, an error) gets the flat structure (every word on the root,
+``dep``, probability 1) and ``"fallback"``: the reason. ``read_arc_distributions`` reads and checks the format.
 
-``arcs`` lists ``[dependent, head, P(head | dependent), {label: P(label | dependent, head)}]`` with 1-based word
-indices and head 0 for the root. Kept are the pairs with ``P(head | dependent) >= arc_floor`` and, for
-each, the labels with ``P(label | dependent, head) >= label_floor``; numbers have 4 significant digits. So a
-dependent's arc probabilities sum to at most 1, and so do an arc's label probabilities; what the floors drop is
-reported as retained probability mass. A sentence the parser cannot handle (empty line, over ``max_length``
-words, an error) gets the flat structure (every word on the root, label ``dep``, probability 1) and a key
-``"fallback"`` with the reason (its ``best`` is that flat tree); ``read_arc_distributions`` reads and checks the
-format.
-
-The 1-best labeled tree is written as CoNLL-U (``# sent_id`` = input line; HEAD and DEPREL filled, other
-columns ``_``; fallbacks carry a ``# fallback`` comment; an empty line gives a sentence with comments only).
-"""
+The 1-best tree is also written as CoNLL-U (``# sent_id`` = input line; HEAD and DEPREL, other columns ``_``;
+fallbacks carry a ``# fallback`` comment)."""
 from __future__ import annotations
 
 import json
@@ -66,8 +58,7 @@ DEFAULT_MAX_LENGTH = 300
 DEFAULT_BATCH_SIZE = 1000  # sentences read and bucketed by length together (the chunks of a sharded run)
 DEFAULT_BATCH_TOKENS = 5000  # words per network batch
 DEFAULT_ARC_FLOOR = 1e-3
-# Labels are many (UD EWT: 50) and mostly improbable; at 1e-2 the side data is half the size of 1e-3 and keeps
-# about 99% of the labeled mass (Multi30k, README).
+# at 1e-2 the side data is half the size of 1e-3 and keeps ~99% of the labeled mass (Multi30k)
 DEFAULT_LABEL_FLOOR = 1e-2
 FALLBACK_LABEL = "dep"  # UD's and Stanford's "unspecified dependency"
 SIGNIFICANT_DIGITS = 4
@@ -241,18 +232,15 @@ def conllu_block(parse: DependencyParse, sent_id: int) -> str:
 
 
 def conllu_of_record(record: dict, sent_id: int) -> str:
-    """A side-data record's 1-best tree (its ``words``, ``best`` and ``fallback``) as the CoNLL-U block
-    :func:`conllu_block` writes for the parse it came from: the CoNLL-U file holds nothing the record lacks."""
+    """A side-data record's 1-best tree as the CoNLL-U block :func:`conllu_block` writes for its parse."""
     heads, labels = [head for head, _ in record["best"]], [label for _, label in record["best"]]
     return conllu_block(DependencyParse(record["words"], None, None, heads, labels, record.get("fallback")), sent_id)
 
 
 def arcs_writer(parser: DependencyParser, arc_floor: float = DEFAULT_ARC_FLOOR,
                 label_floor: float = DEFAULT_LABEL_FLOOR, batch_size: int = DEFAULT_BATCH_SIZE) -> ParseFunction:
-    """A job's parse function (:mod:`fairseq_syntax.parsing.shards`) writing the side data and the CoNLL-U file
-    (the job's two outputs; the side data alone when the job has one) of its lines; its stats are the
-    :class:`RetainedMass`. A line that could not be read gets the empty sentence's structure, its reason as the
-    fallback."""
+    """A job's parse function (:mod:`fairseq_syntax.parsing.shards`) writing the side data and, with a second output,
+    the CoNLL-U file; its stats are the :class:`RetainedMass`. An unreadable line is a fallback with its reason."""
     def parse(lines: Iterable[InputLine], outputs, progress) -> Outcome:
         arcs_out, conllu_out = outputs if len(outputs) == 2 else (outputs[0], None)  # the CoNLL-U file is optional
         fallbacks, mass = [], RetainedMass()
@@ -287,8 +275,8 @@ def parse_file(
     arc_floor: float = DEFAULT_ARC_FLOOR,
     label_floor: float = DEFAULT_LABEL_FLOOR,
 ) -> tuple[ParseReport, RetainedMass]:
-    """Parse ``input_path`` (one sentence per line) into the side-data file and the CoNLL-U file (each gzipped
-    when its name ends in ``.gz``; each appears only once whole, see ``text.open_output``)."""
+    """Parse ``input_path`` (one sentence per line) into the side-data and CoNLL-U files (gzipped when named ``.gz``;
+    each appears only whole)."""
     job = arcs_job(input_path, arcs_path, conllu_path, tokenize_lang, DEFAULT_BATCH_SIZE, {},
                    lambda device: arcs_writer(parser, arc_floor, label_floor))
     run = parse_whole(job, device="")  # the parser is loaded: the job's load ignores the device
@@ -363,11 +351,9 @@ def _check_record(record, source: str, line: int) -> None:
 
 
 def read_arc_distributions(path: str, skip: Container[int] = ()) -> Iterator[dict | None]:
-    """The records of a side-data file (plain or .gz), checked; a malformed line raises naming file and line.
-
-    The lines numbered in ``skip`` (1-based) are neither parsed nor checked, and give None, so the records stay
-    aligned with the lines: the pairs ``fairseq-syntax-preprocess --skip-invalid`` left out, which may be the very
-    lines that cannot be read."""
+    """The checked records of a side-data file (plain or .gz); a malformed line raises naming file and line. The
+    1-based lines in ``skip`` (those ``--skip-invalid`` dropped) are not read and give None, keeping the
+    alignment."""
     for number, line in enumerate(iter_lines_or_errors(path), 1):  # streamed: a corpus's file need not fit memory
         if number in skip:
             yield None

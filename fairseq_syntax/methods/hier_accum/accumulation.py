@@ -1,52 +1,35 @@
-"""Hierarchical accumulation: Nguyen et al. (2020), "Tree-structured attention with hierarchical accumulation"
+"""Hierarchical accumulation: Nguyen et al. (2020), "Tree-structured attention with hierarchical accumulation",
 Sections 4.1-4.4.
 
 A sentence is its preorder sequence of ``T`` positions: leaves L (subwords, and fairseq's EOS as a root of its
-own) and nonterminal nodes N. The value of a node is accumulated from its subtree (eqs. 5-10, 16):
+own) and nonterminal nodes N. A node's value accumulates its subtree (eqs. 5-10, 16):
 
     n'_i = 1/|L(i)| * sum_{j in L(i)} w_j * (x_j + sum_{t on P(i,j)} (N_t + E_tj)) / (|P(i,j)| + 1)
 
-with ``L(i)`` the leaves under node i, ``P(i,j)`` the nodes on the branch from i down to leaf j (i included),
-``x`` / ``N`` the leaf / node values, ``w = L u`` one scalar weight per leaf (eq. 16; ``u_s`` in the encoder, ``u_c``
-in the cross-attention, eq. 23) and ``E_tj = [e^v_|V_t^j|; e^h_|H_t^j|]`` the hierarchical embedding of node t and
-leaf j (eq. 9). ``average="official"`` divides by ``|P(i,j)|`` instead, as the authors' public code does.
+``L(i)``: the leaves under node i; ``P(i,j)``: the nodes from i down to leaf j (i included); ``x`` / ``N``: leaf /
+node values; ``w = L u``: one weight per leaf (eq. 16; ``u_s`` in the encoder, ``u_c`` in the cross-attention, eq.
+23); ``E_tj = [e^v_|V_t^j|; e^h_|H_t^j|]`` (eq. 9). ``average="official"`` divides by ``|P(i,j)|``, as the
+authors' code does.
 
-The sum is linear in the values, so it is computed without ever forming the paper's ``m x n x d`` tensor S. With the
-``n`` leaves and ``m`` nodes of each row gathered by :func:`fairseq_syntax.core.structure.leaf_node_split`:
+The sum is linear in the values, so the ``m x n x d`` tensor S is never formed. With the ``n`` leaves and ``m``
+nodes of each row (:func:`fairseq_syntax.core.structure.leaf_node_split`):
 
     c = w[None, :] * inverse_branch_size                # c_ij = w_j / (|L(i)| (|P(i,j)| + 1)),  B x m x n
     g = node_over_node * (c @ node_over_leaf^T)         # g_it = D_it sum_j c_ij A_tj,           B x m x m
     n' = [c | g] @ v  +  histogram(c) @ [E^v | E^h]     # B x H x m x d, written back at the node positions
 
-The embedding term sums ``c_ij`` over the triples (i, t, j) with t on P(i, j), binned by the embedding index of
-(t, j): a ``B x m x 2|E|`` histogram times the tables, shared by all heads (Section 4.2).
+The embedding term bins ``c_ij`` over the triples (i, t, j), t on P(i, j), by the embedding index of (t, j): a
+``B x m x 2|E|`` histogram times the tables, shared by all heads (Section 4.2).
 
-A layer runs the same sums on the ``T`` positions (:func:`position_accumulation`), so it gathers, scatters and
-places nothing: with ``B x T x T`` blocks built once per batch (``c`` and ``g`` are then zero outside the node rows,
-and ``c`` outside the leaf columns, ``g`` outside the node columns)
+:func:`position_accumulation` runs the same sums on the ``T`` positions with ``B x T x T`` blocks built once per
+batch, in one batched product over the un-split values ``B x T x C``:
 
     c = w[None, :] * leaf_coefficients                  # inverse_branch_size at (node row, leaf column)
     M = c + node_over_node_positions * (c @ leaf_under_node) + kept_rows      # kept_rows: 1 at (p, p), p no node
     v' = M @ v  +  histogram(c) @ [E^v | E^h]           # leaf and padding rows: 1 * v_p, the others' terms 0
 
-one batched matrix product over the un-split values ``B x T x C`` instead of one per head; the number of operators a
-layer dispatches (forward and backward) then does not grow with what the ``m x n`` form gathers and places.
-
 Subtree masking (eq. 11): a node query attends to the nodes and leaves of its own subtree, a leaf query to the
-leaves only.
-
-* :func:`accumulation_structure`: ``parents`` ``B x T`` (see :mod:`fairseq_syntax.core.structure`) -> dict of the
-  per-batch tensors below, built once per batch and shared by all layers.
-* :class:`HierarchicalEmbeddings`: coefficients ``B x m x n`` -> embedding term ``B x m x d_head``.
-* :func:`hierarchical_accumulation`: values ``B x H x T x d_head``, leaf weights ``B x T`` -> values with the node
-  rows replaced by their accumulation, ``B x H x T x d_head`` (``bench/hier_accum_dense`` computes the same with
-  the naive dense tensors S and E, for the benchmark).
-* :func:`factored_node_accumulation`: the fast accumulation above, ``B x H x m x d_head`` for the m nodes.
-* :func:`position_accumulation`: the same on the positions, what :func:`hierarchical_accumulation` runs when the
-  structure has the position blocks (:func:`accumulation_structure` builds them) and no other accumulation is asked
-  for.
-* :func:`reorder_structure`: the structure of a reordered batch (beam search).
-"""
+leaves only."""
 from collections.abc import Mapping
 from typing import Callable, Dict, Iterator, Optional
 
@@ -66,42 +49,35 @@ def accumulation_structure(
     parents: Tensor, embedding_size: int = 0, average: str = "paper", subtree_mask: Optional[bool] = None,
     collated: bool = False, sizes: Optional[Dict[str, int]] = None,
 ) -> Structure:
-    """Per-batch tensors of hierarchical accumulation, from a ``B x T`` parent batch.
+    """Per-batch tensors of hierarchical accumulation from ``parents`` ``B x T``, shared by all layers.
 
-    Returns a dict with (``n`` / ``m`` = most leaves / nodes in a row; float tensors are float32):
+    Returns a dict (``n`` / ``m`` = most leaves / nodes in a row; float tensors are float32):
 
     * ``leaf_pos`` ``B x n``, ``node_pos`` ``B x m``: positions of the leaves and nodes (0 where padded);
     * ``is_node`` ``B x T`` bool and ``node_ordinal`` ``B x T``: nonterminal positions and their index in ``node_pos``;
-    * ``node_over_leaf`` ``B x m x n`` (``A``) and ``node_over_node`` ``B x m x m`` (``D``, the diagonal included),
-      float: 1 when the leaf / node is in the subtree of the row's node;
+    * ``node_over_leaf`` ``B x m x n`` (``A``) and ``node_over_node`` ``B x m x m`` (``D``, diagonal included): 1 when
+      the leaf / node is in the subtree of the row's node;
     * ``inverse_branch_size`` ``B x m x n``: ``1 / (|L(i)| (|P(i,j)| + 1))`` for leaf j under node i (``|P(i,j)|``
       with ``average="official"``), else 0;
-    * with ``embedding_size`` > 0 (``|E|``, the rows of each embedding table; larger indices use the last row):
-      ``embedding_source`` ``B x K`` and ``embedding_bins`` ``B x 2K``: for each triple (i, t, j) with node t on the
-      branch from node i to leaf j, the entry ``i * n + j`` of its row's ``m x n`` coefficients, and the bins
-      ``i * 2|E| + vertical index - 1`` and ``i * 2|E| + |E| + horizontal index - 1`` of its row's ``m x 2|E|``
-      histogram. Each row lists ``K = n d (d + 1) / 2`` candidate triples, d the deepest leaf's node ancestors in
-      the batch: for every leaf all pairs ``k <= r < d`` of its ancestors' depths; a pair beyond the leaf's own depth
-      is no triple and goes to bin ``m * 2|E|``, which the histogram drops. A fixed number per row keeps the layout
-      batch-major, so :func:`reorder_structure` follows beams by indexing rows;
-    * the same on the ``T`` positions, for :func:`position_accumulation` (``B x T x T`` float32):
-      ``leaf_coefficients`` (``inverse_branch_size`` at node row i, leaf column j), ``leaf_under_node`` (1 at leaf
-      row j, node column t when t is over j), ``node_over_node_positions`` (1 at node row i, node column t when i is
-      over t or is t) and ``kept_rows`` (1 on the diagonal at the leaves and the padding); with embeddings,
-      ``position_embedding_source`` ``B x K`` and ``position_embedding_bins`` ``B x 2 x K``: the triples above
-      with the rows' node and leaf positions (``p_i * T + p_j``) and their bins in the vertical and in the
-      horizontal table's ``T x |E|`` histogram (``p_i * |E| + index - 1``); a candidate that is no triple reads
-      entry ``(0, 0)``, always 0, into bin 0;
-    * with ``subtree_mask`` not None, ``attention_mask`` bool, True where a query may attend to a key: ``B x 1 x T x T``
-      under the subtree rule of eq. 11 when True, ``B x 1 x 1 x T`` (every non-padding key) when False. A padding
-      query attends to itself, so no row of the softmax is empty. ``attention_bias``: the same as a float32
-      additive mask (0 where allowed, -inf elsewhere), as the attention kernel takes it.
+    * with ``embedding_size`` > 0 (``|E|``; larger indices use the last row): ``embedding_source`` ``B x K`` (entry
+      ``i * n + j`` of the row's ``m x n`` coefficients) and ``embedding_bins`` ``B x 2K`` (bins
+      ``i * 2|E| + vertical index - 1`` and ``i * 2|E| + |E| + horizontal index - 1`` of the ``m x 2|E|`` histogram)
+      for each triple (i, t, j). ``K = n d (d + 1) / 2`` candidates per row, d the batch's deepest leaf's node
+      ancestors; a candidate beyond a leaf's depth goes to bin ``m * 2|E|``, dropped. The fixed count keeps the layout
+      batch-major for :func:`reorder_structure`;
+    * the same on the ``T`` positions for :func:`position_accumulation` (``B x T x T`` float32): ``leaf_coefficients``
+      (``inverse_branch_size`` at node row i, leaf column j), ``leaf_under_node`` (1 at leaf row j, node column t over
+      j), ``node_over_node_positions`` (1 at node row i, node column t, i over or at t), ``kept_rows`` (1 on the
+      diagonal at leaves and padding); with embeddings ``position_embedding_source`` ``B x K`` (``p_i * T + p_j``) and
+      ``position_embedding_bins`` ``B x 2 x K`` (``p_i * |E| + index - 1`` in each table's ``T x |E|`` histogram); a
+      candidate that is no triple reads entry ``(0, 0)``, always 0, into bin 0;
+    * with ``subtree_mask`` not None, ``attention_mask`` bool (True: may attend): ``B x 1 x T x T`` under eq. 11 when
+      True, ``B x 1 x 1 x T`` (every non-padding key) when False; a padding query attends to itself. ``attention_bias``:
+      the same as a float32 additive mask (0 / -inf).
 
-    The dominance matrix is computed once and shared by the blocks, the depths and the mask. ``sizes``: the batch's
-    shapes ``n``, ``m``, ``d`` (:func:`fairseq_syntax.core.structure.tree_sizes`, which collation computes on the
-    host), else they are read from the device. ``collated``: see
-    :func:`fairseq_syntax.core.structure.validate_parents`.
-    """
+    ``sizes``: the batch's ``n``, ``m``, ``d`` (:func:`fairseq_syntax.core.structure.tree_sizes`, computed on the
+    host at collation), else read from the device. ``collated``: see
+    :func:`fairseq_syntax.core.structure.validate_parents`."""
     if average not in AVERAGES:
         raise ValueError(f"average must be one of {AVERAGES}, got {average!r}")
     if embedding_size < 0:
@@ -114,8 +90,7 @@ def accumulation_structure(
     sizes = sizes or st.tree_sizes(parents, collated=True, dominance=dominance)
     split = st.leaf_node_split(parents, collated=True, widths=(sizes["leaves"], sizes["nodes"]))
     node_over_node, node_over_leaf = st.dominance_blocks(parents, split, dominance)
-    # |P(i, j)| = depth(j) - depth(i) for leaf j under node i, the depths read off the dominance blocks (as are the
-    # embedding indices)
+    # |P(i, j)| = depth(j) - depth(i) for leaf j under node i
     node_depth = node_over_node.sum(1) - 1  # B x m: proper node ancestors of each node
     leaf_depth = node_over_leaf.sum(1)  # B x n: node ancestors of each leaf
     path_length = (leaf_depth.unsqueeze(1) - node_depth.unsqueeze(2)) * node_over_leaf
@@ -144,8 +119,7 @@ def accumulation_structure(
 
 
 def additive_mask(allowed: Tensor) -> Tensor:
-    """A boolean attention mask (True: may attend) as the float32 bias ``scaled_dot_product_attention`` makes of it
-    (0 or -inf), once per batch rather than in every layer's call."""
+    """A boolean attention mask (True: may attend) as a float32 bias (0 or -inf), once per batch."""
     return torch.zeros(allowed.shape, device=allowed.device).masked_fill(~allowed, float("-inf"))
 
 
@@ -154,12 +128,10 @@ def _embedding_bins(
 ) -> Dict[str, Tensor]:
     """``embedding_source`` and ``embedding_bins`` of :func:`accumulation_structure`.
 
-    The triples (i, t, j) are, for each leaf j with node ancestors ``a_0`` (the root) ... ``a_{d-1}`` (its parent),
-    the ``d (d + 1) / 2`` pairs ``i = a_k``, ``t = a_r``, ``k <= r``; then ``|V_t^j| = d - r`` (the nodes from t down to
-    j, t included) and ``|H_t^j|`` is j's rank among the leaves of t (1 for its leftmost leaf), both capped at
-    ``embedding_size``. Every leaf gets the pairs of the deepest leaf, ``deepest`` (the batch's); those with
-    ``r >= d`` go to the dropped bin.
-    """
+    For leaf j with node ancestors ``a_0`` (root) ... ``a_{d-1}`` (parent), the triples are the ``d (d + 1) / 2``
+    pairs ``i = a_k``, ``t = a_r``, ``k <= r``; ``|V_t^j| = d - r`` and ``|H_t^j|`` is j's rank among t's leaves
+    (1 for the leftmost), both capped at ``embedding_size``. Every leaf gets the batch's ``deepest`` pairs;
+    ``r >= d`` goes to the dropped bin."""
     batch, nodes, leaves = node_over_leaf.shape
     device = node_over_leaf.device
     levels = deepest
@@ -186,8 +158,8 @@ def _embedding_bins(
 def _position_blocks(
     out: Structure, dominance: Tensor, is_leaf: Tensor, is_node: Tensor, average: str, embedding_size: int
 ) -> Dict[str, Tensor]:
-    """The position blocks of :func:`accumulation_structure` (its docstring), from the dominance ``B x T x T``, the
-    leaf and node masks ``B x T`` and the blocks already in ``out``."""
+    """The position blocks of :func:`accumulation_structure` from the dominance ``B x T x T``, the leaf and node
+    masks ``B x T`` and the blocks already in ``out``."""
     batch, length = is_node.shape
     node_over_position = dominance & is_node.unsqueeze(2)  # B x T x T: node i (row) over or at position j
     under = node_over_position & is_leaf.unsqueeze(1)  # node i over leaf j
@@ -209,8 +181,7 @@ def _position_blocks(
         none = bins[:, :candidates] == nodes * 2 * embedding_size  # candidate triples that are none
         node, leaf = source.div(leaves, rounding_mode="floor"), source.remainder(leaves)
         source = out["node_pos"].gather(1, node) * length + out["leaf_pos"].gather(1, leaf)
-        # a triple that is none reads entry (0, 0) of c, which is 0 (no position is both a node and a leaf), and
-        # adds it to bin 0: nothing to drop, so the histogram is a plain view for the tables' products
+        # a triple that is none reads c[0, 0] = 0 into bin 0: nothing to drop
         blocks["position_embedding_source"] = source.masked_fill(none, 0)
         row = out["node_pos"].gather(1, bins.div(2 * embedding_size, rounding_mode="floor").clamp(max=nodes - 1))
         binned = row * embedding_size + bins.remainder(embedding_size)  # p_i * |E| + index - 1, in either table
@@ -220,9 +191,7 @@ def _position_blocks(
 
 class ReorderedStructure(Mapping):
     """The structure of a reordered batch: row ``r`` of each tensor is row ``order[r]`` of ``base``'s, selected when
-    first read. Beam search reorders the encoder's output at every step, and after the first step the decoder reads
-    only ``padding_bias`` (the cross-attention keeps its accumulated keys and values in the incremental state), so
-    selecting the twenty tensors of the structure at every step cost about twenty operators a step."""
+    first read (after beam search's first step the decoder reads only ``padding_bias``)."""
 
     def __init__(self, base: Structure, order: Tensor):
         self.base, self.order = base, order
@@ -244,22 +213,16 @@ class ReorderedStructure(Mapping):
 
 
 def reorder_structure(structure: Structure, new_order: Tensor) -> Structure:
-    """The structure of the batch whose row ``r`` is row ``new_order[r]`` of ``structure``'s batch (fairseq's
-    ``reorder_encoder_out``: beam expansion and reordering). Every tensor is batch-major. A
-    :class:`ReorderedStructure`: a reordered structure is reordered by composing the orders (one small selection),
-    and a tensor is selected only when read."""
+    """The structure of the batch whose row ``r`` is row ``new_order[r]`` of ``structure``'s (fairseq's
+    ``reorder_encoder_out``); orders compose, and a tensor is selected only when read."""
     if isinstance(structure, ReorderedStructure):
         return ReorderedStructure(structure.base, structure.order.index_select(0, new_order))
     return ReorderedStructure(structure, new_order)
 
 
 class HierarchicalEmbeddings(nn.Module):
-    """Vertical and horizontal embedding tables ``E^v, E^h`` (``|E| x d/2`` each, paper eq. 9), shared by heads.
-
-    Both are one parameter, ``tables`` ``2 x |E| x d/2`` (vertical first), so the position path multiplies them in
-    one batched product and the optimizer updates one tensor instead of two; :attr:`vertical` and :attr:`horizontal`
-    are its views. Checkpoints written with the two parameters load through :meth:`upgrade_state_dict_named`.
-    """
+    """Vertical and horizontal tables ``E^v, E^h`` (``|E| x d/2`` each, eq. 9), shared by heads, stored as one
+    parameter ``tables`` ``2 x |E| x d/2`` (vertical first); :attr:`vertical` and :attr:`horizontal` are views."""
 
     def __init__(self, size: int, dim: int):
         super().__init__()
@@ -281,7 +244,7 @@ class HierarchicalEmbeddings(nn.Module):
         return self.tables[1]
 
     def upgrade_state_dict_named(self, state_dict: Dict[str, Tensor], name: str) -> None:
-        """Checkpoints written before the tables were one parameter hold ``vertical`` and ``horizontal``."""
+        """Loads checkpoints that hold ``vertical`` and ``horizontal`` as two parameters."""
         prefix = name + "." if name else ""
         merge_checkpoint_entries(state_dict, [f"{prefix}vertical", f"{prefix}horizontal"], f"{prefix}tables",
                                  combine=torch.stack)
@@ -291,10 +254,7 @@ class HierarchicalEmbeddings(nn.Module):
         if "embedding_bins" not in structure:
             raise ValueError("the structure has no embedding bins: build it with embedding_size > 0")
         batch, nodes, leaves = coefficients.shape
-        # The histogram is summed in float32 (float64 stays float64) and then cast to the coefficients' dtype: a bin
-        # adds up to hundreds of terms in a deep or wide subtree (and, in the backward, so does a coefficient), which
-        # a GPU adds one at a time in the tensor's dtype, and a bfloat16 sum stops growing once it is a few hundred
-        # times a term.
+        # summed in float32 (float64 stays): a bfloat16 bin stops growing at a few hundred terms
         summed = torch.promote_types(coefficients.dtype, torch.float32)
         values = as_dtype(coefficients, summed).reshape(batch, nodes * leaves)
         values = values.gather(1, structure["embedding_source"])
@@ -312,12 +272,11 @@ def hierarchical_accumulation(
     embeddings: Optional[HierarchicalEmbeddings] = None,
     node_accumulation: Optional[NodeAccumulation] = None,
 ) -> Tensor:
-    """Replace the node rows of ``values`` (``B x H x T x d``) by ``V(U(S + E), w)`` (paper eq. 10).
+    """Replace the node rows of ``values`` (``B x H x T x d``) by ``V(U(S + E), w)`` (eq. 10).
 
-    ``leaf_weights`` ``B x T`` is ``w`` (read at the leaves only). Leaf and padding rows are returned unchanged.
-    ``node_accumulation`` computes the node rows (default :func:`factored_node_accumulation`; the benchmark passes
-    the naive dense one of ``bench/hier_accum_dense``, which gives the same values).
-    """
+    ``leaf_weights`` ``B x T``: ``w``, read at the leaves. Leaf and padding rows are returned unchanged.
+    ``node_accumulation``: default :func:`factored_node_accumulation` (the benchmark passes the dense one of
+    ``bench/hier_accum_dense``)."""
     batch, heads, length, dim = values.shape
     if structure["node_pos"].size(1) == 0:
         return values
@@ -352,9 +311,8 @@ def factored_node_accumulation(
 def position_accumulation(
     values: Tensor, leaf_weights: Tensor, structure: Structure, embeddings: Optional[HierarchicalEmbeddings] = None
 ) -> Tensor:
-    """:func:`hierarchical_accumulation` on the ``T`` positions (module docstring): ``values`` ``B x H x T x d``
-    with every node row replaced by its accumulation, the leaf and padding rows as they are (each is ``1 * v_p`` plus
-    zeros), from the position blocks of :func:`accumulation_structure`."""
+    """:func:`hierarchical_accumulation` on the ``T`` positions: ``values`` ``B x H x T x d`` with node rows
+    accumulated, leaf and padding rows unchanged, from the position blocks of :func:`accumulation_structure`."""
     batch, heads, length, dim = values.shape
     dtype = values.dtype
     c = as_dtype(structure["leaf_coefficients"], dtype) * as_dtype(leaf_weights, dtype).unsqueeze(1)  # B x T x T
@@ -370,11 +328,8 @@ def position_accumulation(
 
 
 def _position_embedding_term(c: Tensor, structure: Structure, embeddings: HierarchicalEmbeddings) -> Tensor:
-    """:class:`HierarchicalEmbeddings` of the position coefficients ``c`` ``B x T x T`` (zero outside the node rows):
-    ``B T x d``, the histogram summed in float32 as there. The histogram is ``2 x B T x |E|``, a block per table
-    (``position_embedding_bins``), so the two tables (``embeddings.tables`` ``2 x |E| x d/2``) multiply their blocks
-    in one batched product: no selection, copy or cut per row, forward or backward; both blocks read the same
-    coefficients (an expanded view)."""
+    """:class:`HierarchicalEmbeddings` of the position coefficients ``c`` ``B x T x T``: ``B T x d``. The histogram
+    is ``2 x B T x |E|``, a block per table, multiplied by ``embeddings.tables`` in one batched product."""
     batch, length, _ = c.shape
     size = embeddings.size
     summed = torch.promote_types(c.dtype, torch.float32)
@@ -387,5 +342,5 @@ def _position_embedding_term(c: Tensor, structure: Structure, embeddings: Hierar
 
 
 def as_dtype(tensor: Tensor, dtype: torch.dtype) -> Tensor:
-    """``tensor`` in ``dtype``; no operator at all when it already is (``Tensor.to`` dispatches one even then)."""
+    """``tensor`` in ``dtype``, dispatching no operator when it already is."""
     return tensor if tensor.dtype == dtype else tensor.to(dtype)

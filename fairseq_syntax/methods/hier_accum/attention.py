@@ -7,27 +7,18 @@ Hierarchical Accumulation", eqs. 12-18 (encoder) and 21-24 (decoder cross-attent
     Att_N = softmax(mu([A_NN; A_NL])) [N'; L'],   Att_L = softmax(mu([A_LN; A_LL])) [N'; L']   (eqs. 17-18)
     Att_Q = softmax([A_QN; A_QL]) [N'; L'],  target queries Q, w = L u_c, no mu            (eqs. 21-24)
 
-``mu`` is subtree masking (eq. 11: a node query sees its own subtree, a leaf query the leaves); ``N'`` is computed
-by :mod:`fairseq_syntax.methods.hier_accum.accumulation` without the ``m x n x d`` tensor ``S = F(...)``.
+``mu`` is subtree masking (eq. 11); ``N'`` comes from :mod:`fairseq_syntax.methods.hier_accum.accumulation`
+without the ``m x n x d`` tensor ``S = F(...)``.
 
-* :class:`HierarchicalSelfAttention`: one attention over all ``T`` source positions (leaves and nodes) with
-  subtree masking (eq. 11); values ``L W_V`` at the leaves and the accumulated ``N'`` (eq. 16) at the nodes, with
-  ``w = L u_s``. ``x`` ``T x B x C`` -> ``T x B x C`` (and weights ``B x H x T x T``).
-* :class:`HierarchicalCrossAttention`: target queries attend to all source positions ``[N'; L]`` without subtree
-  masking; the node values are accumulated as in the encoder with ``w = L u_c``, ``L`` the encoder's output at the
-  leaves. It follows the call fairseq's ``TransformerDecoderLayerBase`` makes to its ``encoder_attn`` (query
-  ``Tq x B x C``, key = value = the encoder states ``S x B x C``, and as ``key_padding_mask`` what the decoder got
-  as ``encoder_out["encoder_padding_mask"][0]``): :class:`~fairseq_syntax.methods.hier_accum.model.HierAccumDecoder`
-  hands it a :class:`SourceTree`, the source's padding mask ``B x S`` with the structure the encoder built (no
-  gradient flows through either, so fairseq's activation checkpointing of the layer passes it through as is).
-  Keys and accumulated values depend only on the source, so during incremental decoding they are computed at the
-  first step and kept in the incremental state (``B x H x S x d`` each), where only finished sentences leaving the
-  batch change them (beam search moves hypotheses among a sentence's beams, which share the source); the original
-  implementation recomputed the accumulation at every step. Returns ``(Tq x B x C, weights)``; weights, when asked
-  for, are ``B x Tq x S`` (mean over heads) or ``H x B x Tq x S`` with ``need_head_weights``, as fairseq's
-  ``MultiheadAttention`` returns them.
-* :func:`attend`: scaled dot-product attention with a boolean mask, optionally returning the weights.
-"""
+* :class:`HierarchicalSelfAttention`: one attention over all ``T`` source positions with subtree masking; ``x``
+  ``T x B x C`` -> ``T x B x C`` (weights ``B x H x T x T``).
+* :class:`HierarchicalCrossAttention`: target queries over all source positions ``[N'; L]``, no subtree masking, node
+  values accumulated with ``w = L u_c``. Called as fairseq's ``encoder_attn`` (query ``Tq x B x C``, key = value =
+  encoder states ``S x B x C``); its ``key_padding_mask`` is a :class:`SourceTree` (the padding ``B x S`` and the
+  encoder's structure). Keys and accumulated values depend only on the source: computed at the first decoding step
+  and cached (``B x H x S x d`` each). Returns ``(Tq x B x C, weights)``; weights ``B x Tq x S`` (head mean) or
+  ``H x B x Tq x S`` with ``need_head_weights``, as fairseq's ``MultiheadAttention``.
+* :func:`attend`: scaled dot-product attention with a boolean mask, optionally returning the weights."""
 from typing import Dict, NamedTuple, Optional, Tuple
 
 import torch
@@ -55,8 +46,7 @@ class SourceTree(NamedTuple):
 
 
 def merge_projections(state_dict: Dict[str, Tensor], name: str, old: Tuple[str, ...], new: str) -> None:
-    """An old checkpoint's separate projections ``old`` of module ``name`` as the fused ``new`` (weights and
-    biases, rows in order), for the modules' ``upgrade_state_dict_named``."""
+    """Separate projections ``old`` of module ``name`` in a checkpoint as the fused ``new`` (rows in order)."""
     prefix = name + "." if name else ""
     for suffix in ("weight", "bias"):
         merge_checkpoint_entries(state_dict, [f"{prefix}{part}.{suffix}" for part in old], f"{prefix}{new}.{suffix}")
@@ -68,11 +58,9 @@ def attend(
 ) -> Tuple[Tensor, Optional[Tensor]]:
     """Scaled dot-product attention, ``B x H x Tq x d`` queries over ``B x H x Tk x d`` keys and values.
 
-    ``mask`` (broadcastable to ``B x H x Tq x Tk``) is True where a query may attend to a key; every row needs one.
-    ``bias``: the same mask as the kernel's additive float mask (0 / -inf), when the caller has it built once per
-    batch (the kernel would otherwise make it from ``mask`` in every call).
-    Returns the output ``B x H x Tq x d`` and, when ``need_weights``, the probabilities ``B x H x Tq x Tk``.
-    """
+    ``mask`` (broadcastable to ``B x H x Tq x Tk``): True where a query may attend; every row needs one. ``bias``:
+    the same mask as an additive float mask (0 / -inf), built once per batch. Returns the output
+    ``B x H x Tq x d`` and, with ``need_weights``, the probabilities ``B x H x Tq x Tk``."""
     if not need_weights:
         additive = mask if bias is None else as_dtype(bias, q.dtype)
         return F.scaled_dot_product_attention(q, k, v, attn_mask=additive, dropout_p=dropout_p), None
@@ -84,23 +72,19 @@ def attend(
 
 
 class HierarchicalSelfAttention(StructuredSelfAttention):
-    """Encoder self-attention over leaves and nodes (paper eqs. 12-18).
+    """Encoder self-attention over leaves and nodes (eqs. 12-18).
 
-    One attention over all ``T`` positions computes the four affinity blocks ``A_NL, A_LL, A_NN, A_LN`` at once;
-    ``structure["attention_mask"]`` applies subtree masking (or only hides padding, for the -SubMask ablation).
-    Values: ``L W_V`` at the leaves, the accumulated ``N'`` (eq. 16) at the nodes, with ``w = L u_s``.
-    ``embedding_size`` is |E| of ``--hier-embed-size`` (its default is the one definition); 0 turns the hierarchical
-    embeddings off (the -HierEmb ablation). ``key_padding_mask`` is accepted for the layer's call and not needed: the
-    structure's mask already hides padding.
-    """
+    One attention over all ``T`` positions computes the blocks ``A_NL, A_LL, A_NN, A_LN`` at once;
+    ``structure["attention_mask"]`` applies subtree masking (or only hides padding: the -SubMask ablation).
+    Values: ``L W_V`` at the leaves, ``N'`` (eq. 16) at the nodes, ``w = L u_s``. ``embedding_size``: |E| of
+    ``--hier-embed-size``; 0 is the -HierEmb ablation. ``key_padding_mask`` is accepted and not needed."""
 
     #: computes the node values; the benchmark's naive variant (``bench/hier_accum_dense``) overrides it
     node_accumulation = staticmethod(factored_node_accumulation)
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float, embedding_size: int):
         super().__init__(embed_dim, num_heads, dropout=dropout)
-        # W_Q, W_K, W_V as one C -> 3C map holding the base's three as it initialised them (fused_linear). Until
-        # then the names reach the base's modules (FusedPart).
+        # W_Q, W_K, W_V as one C -> 3C map initialised as the base's three (fused_linear)
         self.in_proj = fused_linear(*(self._modules.pop(name) for name in ("q_proj", "k_proj", "v_proj")))
         self.leaf_weight = nn.Linear(embed_dim, 1, bias=False)  # u_s
         self.embeddings = HierarchicalEmbeddings(embedding_size, self.head_dim) if embedding_size else None
@@ -110,7 +94,7 @@ class HierarchicalSelfAttention(StructuredSelfAttention):
     v_proj = FusedPart("in_proj", 2, 3)  # W_V
 
     def upgrade_state_dict_named(self, state_dict: Dict[str, Tensor], name: str) -> None:
-        """Checkpoints written before issue 48 hold ``q_proj``, ``k_proj`` and ``v_proj`` (fairseq's names)."""
+        """Checkpoints with fairseq's separate ``q_proj``, ``k_proj``, ``v_proj``."""
         merge_projections(state_dict, name, ("q_proj", "k_proj", "v_proj"), "in_proj")
 
     def project(self, x: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
@@ -156,7 +140,7 @@ class HierarchicalCrossAttention(StructuredSelfAttention):
     v_proj = FusedPart("kv_proj", 1, 2)  # W_V
 
     def upgrade_state_dict_named(self, state_dict: Dict[str, Tensor], name: str) -> None:
-        """Checkpoints written before issue 48 hold ``k_proj`` and ``v_proj`` (fairseq's names)."""
+        """Checkpoints with fairseq's separate ``k_proj`` and ``v_proj``."""
         merge_projections(state_dict, name, ("k_proj", "v_proj"), "kv_proj")
 
     def source_keys_values(self, source: Tensor, structure: Structure) -> Tuple[Tensor, Tensor]:
@@ -211,14 +195,9 @@ class HierarchicalCrossAttention(StructuredSelfAttention):
     def reorder_incremental_state(self, incremental_state: IncrementalState, new_order: Tensor) -> IncrementalState:
         """Follow the beam search: row b of the cache becomes row ``new_order[b]``.
 
-        A reorder that keeps the batch size is skipped, as fairseq's ``MultiheadAttention`` skips it for its
-        encoder-decoder attention: beam search only moves hypotheses among one sentence's beams, whose source rows
-        (and so cached keys and values) are the same. Copying ``2 x B x H x S x d`` per layer and step held
-        hierarchical accumulation's beam search at 0.91x the transformer's speed at 64 source words, 1.07x without
-        (CPU, one thread: ``bench/run.py --archs transformer_hier_accum --lengths 64 --repeats 2
-        --no-speed-options --no-preprocess-throughput --generate-batches 2``, before and after). Rows are selected when finished sentences leave the batch (``new_order`` is then
-        shorter than the cache).
-        """
+        Skipped when the batch size is kept, as fairseq's encoder-decoder attention does: beams of one sentence
+        share its source rows. Rows are selected when finished sentences leave the batch (``new_order`` shorter
+        than the cache)."""
         cache = self._get_input_buffer(incremental_state)
         if cache and cache["prev_key"].size(0) != new_order.size(0):
             reordered = {name: tensor.index_select(0, new_order) for name, tensor in cache.items()}

@@ -1,30 +1,24 @@
 """Labeled dependency distributions (LDD): Pu & Sima'an (2022), "Passing Parser Uncertainty to the Transformer:
 Labeled Dependency Distributions for Neural Machine Translation", section 3.1, Table 1 and Appendix A.
 
-From a biaffine parser's output (one record per sentence, see :mod:`fairseq_syntax.parsing.dependency`) we form
+From a biaffine parser's records (:mod:`fairseq_syntax.parsing.dependency`):
 
     p(i, j, l) = P(head j, label l | dependent i) = P(head j | i) * P(label l | i, j)        (section 3.1)
 
-and sum it into the 16 label groups of Appendix A (``LDD_l``, one matrix per attention head). Labels outside the
-groups keep their mass in one extra channel, ``OUTSIDE``: the unlabeled variants (UDD, UDP) need the whole arc
-probability, and the LDD layer reads only the 16 groups.
+summed into the 16 label groups of Appendix A (``LDD_l``, one matrix per attention head). Labels outside the
+groups keep their mass in the channel ``OUTSIDE`` (the unlabeled variants UDD, UDP need the whole arc
+probability). The 1-best variants (UDP, LDP) read the parser's 1-best tree, 17 more channels
+(``BEST_OFFSET + group``).
 
-The 1-best variants (UDP, LDP) read the parser's 1-best labeled tree, stored beside the distributions as 17 more
-channels (``BEST_OFFSET + group``: 1 at the tree's arc of each dependent, in the group of its label).
+Subwords (the paper works on words): every BPE token of a dependent word takes the word's row. A head word's mass
+is shared evenly among its pieces (``--ldd-subword-heads share``, default: a row sums to its word's distribution)
+or copied to each (``copy``: a row may sum to more than 1). The root (head 0) is fairseq's EOS token (the paper's
+``<bos>``). EOS and padding rows are zero.
 
-Subwords: the paper works on words and says nothing of BPE. Every BPE token of a dependent word takes the word's
-row. A head word's mass is shared evenly among its pieces (``--ldd-subword-heads share``, the default), so each
-token's row sums to its word's distribution (a word's P(group h | i) <= 1) and no piece of a word is preferred;
-``copy`` gives every piece of the head word the whole mass (a row then sums to more than 1 where heads are split:
-"the" over "fa@@ ther" gets 2 x 0.95). The root (head 0) is fairseq's EOS token, the one sentinel a fairseq source
-has (the paper's ``<bos>`` plays that part), so ``p(i, root, l)`` sits in the EOS column. EOS and padding rows are
-zero (they are no dependents).
-
-Shapes: word level: ``B x NUM_STORED_CHANNELS x S x S`` (34 channels: 16 groups, OUTSIDE, then the same 17 for
-the 1-best tree; row/column 0 = root, S = words + 2 with an all-zero word for padding) and ``token_words``
-``B x T`` (the word of each token); a syntax variant (Table 1) turns them into the ``B x 16 x T x T`` tensor the 16
-heads of the LDD layer read (:func:`variant_distribution`).
-"""
+Shapes: word level ``B x NUM_STORED_CHANNELS x S x S`` (34 channels: 16 groups, OUTSIDE, the same 17 for the
+1-best tree; row/column 0 = root, S = words + 2 with an all-zero word for padding) and ``token_words`` ``B x T``;
+a variant (Table 1) makes the ``B x 16 x T x T`` tensor of the LDD layer's 16 heads
+(:func:`variant_distribution`)."""
 from typing import Dict, List, NamedTuple, Sequence, Tuple
 
 import numpy as np
@@ -66,16 +60,11 @@ STANFORD_GROUPS: Tuple[Tuple[str, ...], ...] = (
     ("punct",),
 )
 
-#: Our adaptation of Appendix A to Universal Dependencies v2 (e.g. UD English EWT 2.16). A label ``a:b`` not listed
-#: falls back to ``a`` (``nsubj:outer`` -> nsubj, ``obl:arg`` -> obl). SD -> UD: auxpass -> aux:pass; acomp became
-#: xcomp, pcomp has no UD counterpart; dobj -> obj; pobj, the noun of a prepositional phrase, is in UD that noun
-#: attached to the phrase's head, as ``obl`` when the head is a predicate (the preposition becomes its ``case``):
-#: obl joins the objects. ``nmod`` (the same for a noun head) stays outside, since with the fallback it would also
-#: bring in nmod:poss (SD poss, outside). npadvmod/tmod -> obl:npmod, obl:tmod, nmod:npmod, nmod:tmod (UD <= 2.13)
-#: and obl:unmarked, nmod:unmarked (UD 2.14+); predet -> det:predet; preconj -> cc:preconj; num -> nummod (SD
-#: number and quantmod became compound and advmod, which are not moved). Outside, as their SD counterparts (prep,
-#: poss, nn, mark, prt, rcmod, partmod, ...) are: case, mark, nmod, compound, flat, fixed, acl, expl, parataxis,
-#: discourse, list, vocative, dep, ...
+#: Appendix A adapted to Universal Dependencies v2. A label ``a:b`` not listed falls back to ``a``. SD -> UD: auxpass ->
+#: aux:pass; acomp -> xcomp; dobj -> obj; pobj -> obl (joins the objects; ``nmod`` stays outside, or the fallback would
+#: bring in nmod:poss); npadvmod/tmod -> obl:npmod, obl:tmod, nmod:npmod, nmod:tmod (UD <= 2.13), obl:unmarked,
+#: nmod:unmarked (UD 2.14+); predet -> det:predet; preconj -> cc:preconj; num -> nummod. Outside, as their SD
+#: counterparts: case, mark, nmod, compound, flat, fixed, acl, expl, parataxis, discourse, list, vocative, dep, ...
 UNIVERSAL_GROUPS: Tuple[Tuple[str, ...], ...] = (
     ("root",),
     ("aux", "aux:pass", "cop"),
@@ -97,8 +86,7 @@ UNIVERSAL_GROUPS: Tuple[Tuple[str, ...], ...] = (
 
 LABEL_TABLES: Dict[str, Tuple[Tuple[str, ...], ...]] = {"stanford": STANFORD_GROUPS, "universal": UNIVERSAL_GROUPS}
 
-#: Table 1 of the paper (and ``lda_weights``, our earlier reading of LDA); see variant_distribution and
-#: fairseq_syntax.methods.ldd.attention for what each gives the 16 heads
+#: Table 1 of the paper, and ``lda_weights`` (see variant_distribution)
 SYNTAX_VARIANTS = ("ldd", "udd", "ldp", "udp", "uldd", "uudd", "lda", "lda_weights")
 
 
@@ -253,10 +241,8 @@ def variant_distribution(
 
 
 class FirstBatchCheck:
-    """Whether the check that side data holds the parser's 1-best tree is due: on a model's (or criterion's) first
-    batch only. Side data made before the 1-best tree was stored lacks it in every sentence (and
-    ``fairseq-syntax-preprocess-dependencies`` counts the parser records without one), so the first batch tells; the
-    check reads its answer back from the device, which on a GPU would make the host wait at every step."""
+    """Whether the check that side data holds the 1-best tree is due: on the first batch only (side data without it
+    lacks it in every sentence, and the check waits for the device)."""
 
     def __init__(self):
         self.done = False
@@ -267,7 +253,7 @@ class FirstBatchCheck:
 
 
 def _check_one_best(best: Tensor, token_words: Tensor, not_dependent: Tensor, reader: str) -> None:
-    """Every dependent token's word has one 1-best arc: side data made before the 1-best tree was stored has none."""
+    """Every dependent token's word has one 1-best arc, else the side data has no 1-best tree."""
     per_word = best.sum(dim=(1, 3))  # B x S: 1-best arcs of each word
     per_token = per_word.gather(1, token_words).masked_fill(not_dependent, 1.0)
     if not torch.all(per_token == 1):
@@ -280,10 +266,9 @@ def _check_one_best(best: Tensor, token_words: Tensor, not_dependent: Tensor, re
 
 def one_best_head_words(word_pairs: Tensor, token_words: Tensor, not_dependent: Tensor, reader: str,
                         check: bool = True) -> Tensor:
-    """``B x T``: the word index of the 1-best head of each token's word, the word itself for the root word and at
-    ``not_dependent`` tokens (EOS, padding); for the methods that read the parser's 1-best tree from ``src_ldd``
-    (``reader`` names them in the error raised when the side data has no 1-best tree, unless ``check`` is False:
-    :class:`FirstBatchCheck`)."""
+    """``B x T``: the word index of the 1-best head of each token's word; the word itself for the root word and at
+    ``not_dependent`` tokens. ``reader`` names the method in the error for side data without a 1-best tree
+    (checked unless ``check`` is False)."""
     best = word_pairs[:, BEST_OFFSET:]
     if check:
         _check_one_best(best, token_words, not_dependent, reader)

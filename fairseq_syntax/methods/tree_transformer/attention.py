@@ -4,32 +4,23 @@ Self-Attention", sections 4-5.
 Every layer ``l`` turns its input ``x`` (``B x T x C``) into link probabilities ``a^l`` between neighbours and a
 constituent prior ``C^l`` that scales the self-attention probabilities of all its heads:
 
-* neighbouring attention (eqs. 5-7): ``s_{i,j} = q_i . k_j / (d_model / 2)`` with link query/key projections of
-  their own (one ``C -> 2C`` layer, ``link_proj``, queries first; a checkpoint with the two ``C -> C`` layers
-  ``link_query``/``link_key`` of earlier versions is upgraded on loading), for ``j = i +- 1``;
-  ``p_{i,i+1}, p_{i,i-1} = softmax(s_{i,i+1}, s_{i,i-1})`` (a word with one neighbour, e.g. the first or last, links
-  to it with probability 1); ``a_hat_i = sqrt(p_{i,i+1} p_{i+1,i})``;
-* hierarchical constraint (eq. 8): ``a^l = a^{l-1} + (1 - a^{l-1}) a_hat^l`` with ``a^{-1} = 0``, so links only
-  grow from layer to layer;
-* constituent prior (eqs. 3-4): ``C_ij = prod_{k=i}^{j-1} a_k = exp(sum_{k=i}^{j-1} log a_k)``, symmetric,
-  ``C_ii = 1`` (the authors' code has ``C_ii`` near 0: ``diagonal=0`` does that). With ``S_j = sum_{k<j} log a_k``
-  (one cumulative sum) ``C_ij = exp(-|S_j - S_i|)``: O(T^2), not the O(T^3) of summing every span;
+* neighbouring attention (eqs. 5-7): ``s_{i,j} = q_i . k_j / (d_model / 2)`` with link query/key projections
+  (``link_proj``, ``C -> 2C``, queries first), for ``j = i +- 1``; ``p_{i,i+1}, p_{i,i-1} = softmax(s_{i,i+1},
+  s_{i,i-1})`` (a word with one neighbour links to it with probability 1); ``a_hat_i = sqrt(p_{i,i+1} p_{i+1,i})``;
+* hierarchical constraint (eq. 8): ``a^l = a^{l-1} + (1 - a^{l-1}) a_hat^l``, ``a^{-1} = 0``;
+* constituent prior (eqs. 3-4): ``C_ij = prod_{k=i}^{j-1} a_k``, symmetric, ``C_ii = 1`` (the authors' code: near 0,
+  ``diagonal=0``). With ``S_j = sum_{k<j} log a_k``, ``C_ij = exp(-|S_j - S_i|)``: O(T^2);
 * attention (eq. 2): ``E = C * softmax(Q K^T / sqrt(d_k))``, the same ``C`` for every head, not renormalised (as in
   the authors' code).
 
-Everything is computed in log space and in float32, whatever the model's dtype (the link queries and keys are cast
-to float32, and so are the links the prior reads): ``log p`` is ``-softplus`` of a score difference, and ``log a``
-is taken of ``max(a, MIN_LINK)``, so no ``log(0)`` reaches the forward or the backward pass. The links stay float32
-from layer to layer: the prior's cumulative sum of their logs reaches about -5 along 512 tokens, where bfloat16's
-spacing (2^-5) exceeds a link's log near 1, and a product of hundreds of links would add up their roundings.
-Padding may be on either side: a link exists only between two real tokens, and ``C`` is zero wherever a padding
-position is involved.
+Computed in log space and float32 whatever the model's dtype: ``log p`` is ``-softplus`` of a score difference,
+``log a`` is taken of ``max(a, MIN_LINK)``, and links stay float32 across layers (bfloat16's spacing near the
+prior's cumulative sums exceeds a link's log near 1). Padding may be on either side: links exist only between real
+tokens, and ``C`` is zero wherever padding is involved.
 
-Shapes: ``query``/``key`` ``B x T x C``; ``token_mask`` ``B x T`` (True at real tokens) or None; link
-probabilities ``B x (T-1)`` (entry ``k`` links positions ``k`` and ``k+1``; 0 where either is padding); prior
-``B x T x T``. The attention module takes ``x`` ``T x B x C`` like every
-:class:`~fairseq_syntax.core.attention.StructuredSelfAttention`.
-"""
+Shapes: ``query``/``key`` ``B x T x C``; ``token_mask`` ``B x T`` (True at real tokens) or None; links
+``B x (T-1)`` (entry ``k`` links ``k`` and ``k+1``; 0 at padding); prior ``B x T x T``. The module takes ``x``
+``T x B x C``."""
 from typing import Dict, NamedTuple, Optional, Tuple
 
 import torch
@@ -39,14 +30,12 @@ from torch import Tensor, nn
 from fairseq_syntax.core.attention import Structure, StructuredSelfAttention
 from fairseq_syntax.core.fused_linear import FusedPart, merge_checkpoint_entries
 
-#: Floor under a link probability before its log: keeps ``log a`` and its gradient ``1 / a`` finite in float32
-#: (the authors add 1e-9 instead); a prior of 1e-9 is no attention at all.
+#: Floor under a link probability before its log (the authors add 1e-9)
 MIN_LINK = 1e-9
 
 
 class LinkMasks(NamedTuple):
-    """What the padding of a batch says about its links and pairs, the same for every layer: built once per batch
-    (:func:`link_masks`, the encoder's structure) and shared by the layers."""
+    """What a batch's padding says about its links and pairs, built once per batch (:func:`link_masks`)."""
 
     no_link: Tensor  # B x (T-1), bool: position k or k+1 is padding, so there is no link k
     no_left: Tensor  # B x (T-1), bool: link k has no link k-1 (word k has no left neighbour)
@@ -55,10 +44,7 @@ class LinkMasks(NamedTuple):
 
 
 def link_masks(token_mask: Optional[Tensor], batch: int, length: int, device: torch.device) -> LinkMasks:
-    """The :class:`LinkMasks` of ``token_mask`` (``B x T``, True at real tokens; None: every position is one).
-
-    The masks say where there is nothing (``masked_fill`` takes them as they are) and the pair mask is float32 (it
-    multiplies the float32 prior): a layer then negates or casts none of them, in its forward or its backward."""
+    """The :class:`LinkMasks` of ``token_mask`` (``B x T``, True at real tokens; None: no padding)."""
     if token_mask is None:
         no_link = torch.zeros(batch, max(length - 1, 0), dtype=torch.bool, device=device)
         pairs = None
@@ -87,8 +73,7 @@ def neighbour_link_probabilities(
     if length < 2:
         return query.new_zeros(batch, 0, dtype=torch.float32)
     masks = masks or link_masks(token_mask, batch, length, query.device)
-    # every pair's score in one product, of which the links read the two diagonals next to the main one (fewer
-    # operators forward and backward than a product and a sum per diagonal; T x T is the attention's size anyway)
+    # every pair's score in one product; the links read the two diagonals next to the main one
     scores = torch.bmm(query.float() / scale, key.float().transpose(1, 2))  # B x T x T: s_{i,j}
     right = scores.diagonal(1, 1, 2)  # s_{k,k+1}
     left = scores.diagonal(-1, 1, 2)  # s_{k+1,k}
@@ -129,11 +114,9 @@ def constituent_prior(links: Tensor, token_mask: Optional[Tensor] = None, diagon
 
 
 class ConstituentAttention(StructuredSelfAttention):
-    """Self-attention constrained by a constituent prior (Tree Transformer, eq. 2), one per encoder layer.
-
-    The layers of one encoder pass their links on as the attention's ``carry``: this layer takes ``a^{l-1}``
-    (None in the first layer) and returns its own ``a^l`` (``B x (T-1)``) with its output.
-    """
+    """Self-attention under a constituent prior (Tree Transformer, eq. 2), one per encoder layer. The layers pass
+    their links on as ``carry``: this layer takes ``a^{l-1}`` (None in the first) and returns ``a^l``
+    ``B x (T-1)``."""
 
     fused = False
 
@@ -141,9 +124,7 @@ class ConstituentAttention(StructuredSelfAttention):
                  diagonal: float = 1.0):
         super().__init__(embed_dim, num_heads, dropout=dropout, bias=bias)
         self.diagonal = diagonal  # C_ii (see constituent_prior)
-        # the link queries and keys (eq. 5) in one projection, queries first: one matrix product and two parameters
-        # instead of two and four (each parameter costs the optimizer and the gradient clipping a dozen operators a
-        # step); nn.Linear draws every entry from the same range as two C x C layers would (the fan-in is C either way)
+        # the link queries and keys (eq. 5) in one projection, queries first
         self.link_proj = nn.Linear(embed_dim, 2 * embed_dim, bias=bias)
         self.link_scale = embed_dim / 2  # the paper's d = d_model / 2 (256 at d_model 512, as in the authors' code)
 
@@ -151,10 +132,8 @@ class ConstituentAttention(StructuredSelfAttention):
     link_key = FusedPart("link_proj", 1, 2)  # the link-key map of eq. 5: the second half
 
     def upgrade_state_dict_named(self, state_dict: Dict[str, Tensor], name: str) -> None:
-        """Checkpoints written before the merge hold ``link_query.*`` and ``link_key.*`` (two ``C x C`` layers):
-        concatenate them, queries first, into ``link_proj.*``. fairseq's ``load_state_dict`` calls this on every
-        module of the model, with ``name`` the module's prefix in the state dict (as for ``MultiheadAttention``'s
-        old ``in_proj_weight``)."""
+        """Checkpoints with ``link_query.*`` and ``link_key.*`` (two ``C x C`` layers): concatenated, queries first,
+        into ``link_proj.*``."""
         prefix = name + "." if name else ""
         for suffix in ("weight", "bias"):
             merge_checkpoint_entries(state_dict, [f"{prefix}link_query.{suffix}", f"{prefix}link_key.{suffix}"],

@@ -1,31 +1,25 @@
-"""fairseq-syntax-induce: unsupervised constituency parsing with a Tree Transformer (Wang, Lee & Chen 2019,
-section 6, Algorithm 1) and its grammar-induction F1 against gold trees, with trivial baselines.
+"""fairseq-syntax-induce: unsupervised constituency parsing with a Tree Transformer (Wang, Lee & Chen 2019, section
+6, Algorithm 1) and its grammar-induction F1 against gold trees, with trivial baselines.
 
     fairseq-syntax-induce CKPT --input SENTENCES --gold TREES [--output INDUCED] [--json OUT]
                           [--min-layer 2] [--threshold 0.8] [--descend-above 0.7] [--layer L]
                           [--short 10] [--random-seeds 5] [--data DIR] [--batch-size 32]
                           [--select-on-dev K] [--without-eos] [--max-differing 0.05]
 
-CKPT is a ``tree_transformer_lm*`` (masked LM) or ``transformer_constituent*`` (translation) checkpoint. SENTENCES
-has one sentence per line: the words the model reads, normalised as in training (e.g. lowercased), optionally
-split by subword-nmt BPE (``@@ `` joins pieces; a word's link to the next word is the link after its last piece).
-Line i must hold the words of gold tree i that count under the F1 convention of
-:mod:`fairseq_syntax.methods.tree_transformer.parseval` (punctuation and traces removed by POS tag), the same number
-of them, and mostly the same words: a ``--gold`` whose words under half match the input's word by word (ignoring
-case, with digits as ``N``, ``<unk>`` for any word: :func:`word_matches`) is the trees of other sentences, refused.
-The same rule is applied to each sentence: a sentence under half of whose words match its gold tree's "differs";
-any is warned of in one line (``K of N sentences' words differ from their gold tree's (first: line L)``), and more
-than ``--max-differing`` of them (default :data:`MAX_DIFFERING_SENTENCES`) are refused.
-TREES is PTB bracketed trees (``.mrg``, multi-line or one per line, ``.gz`` allowed).
+CKPT: a ``tree_transformer_lm*`` (masked LM) or ``transformer_constituent*`` (translation) checkpoint. SENTENCES:
+one sentence per line, the words the model reads (normalised as in training), optionally subword-nmt BPE (a word's
+link to the next is the link after its last piece). Line i must hold the words of gold tree i that count under
+:mod:`fairseq_syntax.methods.tree_transformer.parseval`, as many and mostly the same (:func:`word_matches`): a
+``--gold`` with under half the words matching is refused; sentences under half matching are warned of in one line
+and refused above ``--max-differing`` (default :data:`MAX_DIFFERING_SENTENCES`). TREES: PTB bracketed trees
+(``.mrg``, ``.gz`` allowed).
 
-Reports, for all sentences and for those of at most ``--short`` words: sentence-level mean F1 (the paper's
-number) and corpus-level F1 of the induced trees and of left-branching, right-branching and random trees of two
-draws (``RANDOM_DRAWS``: a uniform split point, :func:`.induction.random_tree`; shift-reduce coin flips as in Kim et
-al.'s code, :func:`.induction.random_shift_reduce_tree`), each the mean over ``--random-seeds`` seeds, scored by the
-same rules, and recall per gold label (NP VP PP ADJP SBAR ADVP).
-``--output`` writes the induced trees, one bracketed tree per line, every constituent labelled ``X``.
-``--select-on-dev K`` chooses the parsing rule on every K-th sentence (never on the sentences it reports).
-"""
+Reports, for all sentences and those of at most ``--short`` words: sentence-level mean F1 (the paper's number) and
+corpus-level F1 of the induced trees and of left-branching, right-branching and random trees (``RANDOM_DRAWS``:
+:func:`.induction.random_tree`, :func:`.induction.random_shift_reduce_tree` as in Kim et al.'s code; mean over
+``--random-seeds``), and recall per gold label (NP VP PP ADJP SBAR ADVP). ``--output`` writes the induced trees,
+constituents labelled ``X``. ``--select-on-dev K`` chooses the parsing rule on every K-th sentence (never on those
+it reports)."""
 from __future__ import annotations
 
 import argparse
@@ -114,17 +108,12 @@ def sentence_links(model, task, token_lines: Sequence[Sequence[str]], batch_size
 
 #: the input's stand-in for a word outside the model's vocabulary (the PTB recipe's ptb-lm text): it may be any word
 UNKNOWN_WORD = "<unk>"
-#: the least share of the gold trees' words that must match the input's, word by word (:func:`word_matches`), for
-#: ``--gold`` to be the trees of these sentences. Measured on the PTB recipe's data (its ``ptb.txt`` made by
-#: examples/ptb_induction/make_corpus.py from ptb-lm's vocabulary, against the 3,396 trees of ptb-sample, 71,537
-#: words that count): the true pairing matches 100% (65,258 words equal ignoring case or with digits as N, and 6,279
-#: <unk>); every line's words reversed (the probe that passed unseen) 12.1%; each sentence against the trees of the
-#: other sentences of its length 9.9%; the lines shifted by one 7.7%, shuffled 7.2%. Half is far from both.
+#: the least share of the gold trees' words that must match the input's (:func:`word_matches`). On the PTB recipe's data
+#: the true pairing matches 100%; reversed lines 12.1%, other sentences of the same length 9.9%, lines shifted by one
+#: 7.7%, shuffled 7.2%
 MIN_MATCHING_WORDS = 0.5
-#: the largest share of sentences that may differ from their gold tree (under MIN_MATCHING_WORDS of a sentence's words
-#: matching) before --gold is refused. The PTB recipe's own pairing has none (every word matches); a --gold with half
-#: its trees of other sentences (25 of 47 words matching, which passes the whole-file rule) has half. Above 5%, at
-#: least one sentence in twenty is scored against another sentence's tree.
+#: the largest share of sentences that may differ from their gold tree before --gold is refused (the PTB recipe's
+#: pairing has none)
 MAX_DIFFERING_SENTENCES = 0.05
 
 
@@ -165,10 +154,8 @@ def check_sentences(words: Sequence[Sequence[str]], gold: Sequence[GoldSentence]
 
 def check_alignment(words: Sequence[Sequence[str]], gold: Sequence[GoldSentence], input_path: str,
                     gold_path: str) -> None:
-    """Raise unless sentence i has as many words as gold tree i has words that count, and the words mostly match:
-    trees of other sentences of the same lengths (a --gold of another file) would be scored as if they were these
-    sentences' (at least :data:`MIN_MATCHING_WORDS` of the words must match, word by word; sentence by sentence,
-    :func:`check_sentences`)."""
+    """Raise unless sentence i has as many words as gold tree i has words that count, and at least
+    :data:`MIN_MATCHING_WORDS` of all words match (sentence by sentence: :func:`check_sentences`)."""
     if len(words) != len(gold):
         raise ValueError(f"{input_path} has {len(words)} sentences but {gold_path} has {len(gold)} trees")
     for line, (sentence, reference) in enumerate(zip(words, gold), 1):
@@ -292,8 +279,7 @@ def cli_main(argv=None) -> None:
 
 
 def check_layers(args, num_layers: int) -> None:
-    """Stop with one line before any sentence is read by the model when the layers asked for are not the model's
-    (the default ``--min-layer 2`` is the paper's, for a model of 10 layers)."""
+    """Stop with one line before the model reads anything when the layers asked for are not the model's."""
     option, layer = ("--layer", args.layer) if args.layer is not None else ("--min-layer", args.min_layer)
     if not 0 <= layer < num_layers:
         raise SystemExit(f"error: {option} {layer}: {args.checkpoint} has {num_layers} layers, 0 to "
