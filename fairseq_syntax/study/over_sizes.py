@@ -11,7 +11,9 @@ pool of ``--jobs`` runs over all of them), so that one command run again and aga
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable
+from pathlib import Path
 
 from fairseq_syntax.study.checks import study_problems
 from fairseq_syntax.study.commands import (
@@ -247,8 +249,9 @@ def run_sizes(config: StudyConfig, executor: str, jobs: int, only: list[str] | N
 
 # -- report ---------------------------------------------------------------------------------------------------------
 
-def _sweep_markdown(found: list[Point]) -> tuple[list[str], dict]:
-    """Each size's protocol sweep: every candidate's validation loss, the one chosen (test BLEU shown, not used)."""
+def _sweep_markdown(found: list[Point], report: Path) -> tuple[list[str], dict]:
+    """Each size's protocol sweep: every candidate's validation loss, the one chosen (test BLEU shown, not used), and
+    where its runs' records are (relative to the ``report`` folder; the size's own report leaves them out)."""
     lines, data = [], {}
     for point in found:
         if not point.sweep:
@@ -274,7 +277,11 @@ def _sweep_markdown(found: list[Point]) -> tuple[list[str], dict]:
                          "valid_nll_per_sentence": result.nll_per_sentence,
                          "valid_nll_loss_bits": result.nll_per_token_bits, "best_epoch": result.best_epoch,
                          "epochs": result.epochs, "test_BLEU": result.bleu})
-        data[str(point.pairs)] = {"candidates": rows, "chosen": chosen.candidate.label if chosen else None}
+        records = os.path.relpath(point.sweep[0][1].folder("runs").parent, report)
+        lines += ["", f"Each candidate is {point.sweep[0][1].baseline}'s run with its values; its record, log and "
+                      f"commands: `{records}/LABEL/`."]
+        data[str(point.pairs)] = {"candidates": rows, "chosen": chosen.candidate.label if chosen else None,
+                                  "records": records}
     return lines, data
 
 
@@ -312,9 +319,6 @@ def _cost_markdown(config: StudyConfig, found: list[Point]) -> tuple[list[str], 
 def write_sizes_report(config: StudyConfig, readme: str | None = None, out: str | None = None) -> list[str]:
     """``report`` on a study over sizes: each size's own report (``REPORT/nN``; a given study's is its own), then
     the curve (``RESULTS.md``, ``RESULTS.json``, ``curve.png``) and, with ``readme``, its block in that file."""
-    import os
-    from pathlib import Path
-
     from fairseq_syntax.evaluation.curve import curve_data, curve_markdown, readme_block, replace_block
     from fairseq_syntax.evaluation.tables import load_results_json, write_results
     from fairseq_syntax.study.report import write_report
@@ -346,7 +350,7 @@ def write_sizes_report(config: StudyConfig, readme: str | None = None, out: str 
     methods = {entry.name: [entry.control_name(kind) for kind in entry.controls] for entry in config.systems
                if entry.name != config.baseline}
     data = curve_data(curve_points, config.baseline, methods)
-    sweep_lines, sweep_data = _sweep_markdown(found)
+    sweep_lines, sweep_data = _sweep_markdown(found, folder)
     cost_lines, cost_data = _cost_markdown(config, found)
     md = folder / "RESULTS.md"
     links = [f"[{pairs:,} pairs]({os.path.relpath(path.with_suffix('.md'), folder)})" for pairs, path in

@@ -36,6 +36,18 @@ def comparisons_of(config: StudyConfig) -> Comparisons:
                        expected=tuple(plan), alpha=config["test"]["alpha"])
 
 
+def own_records(config: StudyConfig) -> list[Path]:
+    """The run records of the study's own runs folder, packed or not; a folder below it is another study's (a size's
+    protocol sweep: ``over_sizes`` reports it)."""
+    from fairseq_syntax.evaluation import packed_runs
+
+    runs = runs_dir(config)
+    found = [path for path in packed_runs.rglob(runs, packed_runs.RECORD_SUFFIX) if path.parent == runs]
+    if not found:
+        raise StudyError(f"{runs}: no *{packed_runs.RECORD_SUFFIX} run records in this folder")
+    return found
+
+
 def kept_test_set(config: StudyConfig) -> tuple[Path, Path]:
     """Where the runs folder keeps the test set its runs were scored on (each file gzipped, or packed with the runs):
     the reference as scored (``WORK/test.TARGET.ref``) and the test source."""
@@ -141,7 +153,7 @@ def write_report(config: StudyConfig, readme: str | None = None, out: str | None
     folder = Path(out) if out else config.folder("report")
     folder.mkdir(parents=True, exist_ok=True)
     out_md = folder / "RESULTS.md"
-    markdown, data = results_of_runs([runs_dir(config)], comparisons_of(config))
+    markdown, data = results_of_runs(own_records(config), comparisons_of(config))
     extra, runaways = runaway_section(config)
     if extra:
         markdown = markdown.rstrip("\n") + "\n" + "\n".join(extra) + "\n"

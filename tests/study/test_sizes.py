@@ -116,6 +116,8 @@ def test_the_protocol_is_the_sweep_candidate_of_lowest_validation_nll_per_senten
         == chosen
     results = json.loads((folder / "report/RESULTS.json").read_text())
     assert results["sweeps"]["20"]["chosen"] == f"merges{chosen}"
+    assert results["sweeps"]["20"]["records"] == "../runs/n20/sweep"  # the size's own report leaves its sweep out
+    assert set(json.loads((folder / "report/n20/RESULTS.json").read_text())["datasets"]) == {"tiny.n20"}
     for row in results["sweeps"]["20"]["candidates"]:
         merges = row["values"]["bpe"]["merges"]
         assert row["valid_nll_per_sentence"] == pytest.approx(found[merges], rel=1e-9)
