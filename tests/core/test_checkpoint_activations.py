@@ -1,11 +1,4 @@
-"""``--checkpoint-activations`` (fairseq's ``checkpoint_wrapper``, as ``TransformerEncoderBase`` applies it) wraps
-every encoder layer of every translation system (and the hier-accum decoder's layers) and changes no number beyond
-float rounding: the loss and every gradient of one training batch equal those of the same model built without the
-flag.
-
-Recomputing a layer in the backward pass must not change what it computes, so a layer that reads state it does not
-receive as an argument (a list filled by the forward pass, an attribute set around the call) would fail here.
-"""
+"""``--checkpoint-activations`` wraps every encoder layer and changes no loss or gradient beyond float rounding."""
 import pytest
 import torch
 from conftest import TRANSLATION, build_on_cpu, loss_and_gradients
@@ -30,18 +23,14 @@ def test_checkpointed_layers_compute_the_same_loss_and_gradients(translation_dat
     decoder_layers = checkpointed.decoder.layers
     assert all(wrapped(layer) for layer in decoder_layers)
     checkpointed.load_state_dict(plain.state_dict())
-    # training mode, where checkpointing is used; dropout is 0, and the one random draw left (PASCAL's parent
-    # ignoring) starts from the same seed in both runs and is replayed by the recomputation (fairseq's checkpoint
-    # function restores the RNG state)
+    # training mode, dropout 0; PASCAL's one random draw starts from the same seed and is replayed
     plain.train()
     checkpointed.train()
     torch.manual_seed(1)
     loss, gradients = loss_and_gradients(plain, criterion, sample)
     torch.manual_seed(1)
     loss_checkpointed, gradients_checkpointed = loss_and_gradients(checkpointed, criterion, sample)
-    # the checkpointed forward runs without grad, where torch may pick another fused attention kernel for the same
-    # sum (the mask model's learned bias needs grad in the plain run): equal up to float rounding (measured 1 ulp on
-    # an AVX-512 CPU, 0 on AVX2); a layer reading the wrong state differs by far more
+    # the checkpointed forward may pick another fused kernel: equal up to float rounding (1 ulp measured)
     torch.testing.assert_close(loss_checkpointed, loss, rtol=1e-6, atol=0)
     assert gradients and gradients_checkpointed.keys() == gradients.keys()
     for name, gradient in gradients.items():

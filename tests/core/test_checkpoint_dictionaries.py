@@ -1,10 +1,4 @@
-"""A checkpoint given another corpus's data directory (same input form, other dictionaries) is refused in one line
-naming the checkpoint, the dictionary file and how they differ, by fairseq-generate, fairseq-interactive and resumed
-fairseq-train (:func:`fairseq_syntax.core.checkpoints.dictionary_mismatch`); fairseq alone stopped with "size mismatch
-for decoder.embed_tokens.weight" (or, with equal sizes, translated with the wrong words).
-
-The other data directories are the training corpus made again with a hand-edited dictionary (``--srcdict`` with
-``--joined-dictionary``): two lines swapped (the same size, a known first difference) or one line added."""
+"""A checkpoint given another corpus's dictionaries is refused in one line by generate, interactive and train."""
 import filecmp
 import os
 import shutil
@@ -33,8 +27,7 @@ def trained(data_dirs, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def other_dictionaries(data_dirs, raw_corpus, tmp_path_factory):
-    """name -> (data directory, its dictionary lines): the training data made again with its dictionary's lines 4
-    and 5 swapped ("swapped": same size), or with a line added at the end ("longer")."""
+    """name -> (data directory, dictionary lines): lines 4 and 5 swapped ("swapped") or one added ("longer")."""
     trained_lines = open(os.path.join(data_dirs["sequence"], "dict.en.txt"), encoding="utf-8").read().splitlines()
     swapped = list(trained_lines)
     swapped[3], swapped[4] = swapped[4], swapped[3]
@@ -160,8 +153,7 @@ def test_the_target_side_is_named_where_only_it_differs():
 
 
 def test_the_evaluation_commands_loader_refuses_another_dictionary_in_one_line(data_dirs, trained, other_dictionaries):
-    """fairseq_syntax.core.model_inputs.load_model (the analyses' and the Tree Transformer commands' loader, with
-    their --data): the task it sets up from the checkpoint checks it as fairseq-generate's does."""
+    """core.model_inputs.load_model's task checks the dictionary as fairseq-generate's does."""
     from fairseq_syntax.core.model_inputs import load_model
 
     checkpoint = str(trained / "checkpoint_last.pt")

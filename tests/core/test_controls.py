@@ -185,8 +185,7 @@ def test_the_dictionary_takes_the_control_label_in_place_of_a_padding_filler(tmp
 
 
 def test_end_to_end_the_preprocess_commands_read_the_controls_unchanged(tmp_path):
-    """``make`` on a tiny parse set, then fairseq-syntax-preprocess (preorder, sequence) and
-    fairseq-syntax-preprocess-dependencies on its output, and ``record``."""
+    """``make`` on a tiny parse set, then the preprocess commands on its output, and ``record``."""
     from conftest import arcs_record
     from fairseq.data import Dictionary
     from fairseq.data.indexed_dataset import MMapIndexedDataset
@@ -398,9 +397,7 @@ def test_the_parsers_summary_of_a_run_record_names_its_control():
 
 
 def test_a_control_runs_data_directory_is_named_by_its_training_seed():
-    """A study run draws its control structures with its training seed: seed 1 reads DATA.CONTROL (the name the
-    first control runs read), seed K DATA.CONTROL-sK; the controls that draw nothing have one directory; the spec
-    a lane trains is the system's with that directory (python -m fairseq_syntax.methods for-seed)."""
+    """Seed 1 reads DATA.CONTROL, seed K DATA.CONTROL-sK; controls that draw nothing have one directory."""
     import contextlib
     import io
 

@@ -1,7 +1,4 @@
-"""Checkpoints a kill cannot break (:mod:`fairseq_syntax.core.checkpoints`): every write of fairseq's checkpoint code
-goes to NAME.tmp and is renamed over NAME, so an interrupted write leaves the previous file whole; a checkpoint cut
-short before is found, resuming from it falls back to the newest whole checkpoint beside it, and loading it by name
-stops with one line naming both files. (tests/recipes/test_end_to_end.py resumes a real training run.)"""
+"""Checkpoints a kill cannot break: writes go to NAME.tmp then rename; a cut-short one is found and refused."""
 import logging
 import os
 import shutil
@@ -36,8 +33,7 @@ def test_an_interrupted_write_leaves_the_previous_file_whole(tmp_path):
 
 
 def test_fairseqs_copy_onto_checkpoint_last_is_atomic(tmp_path, monkeypatch):
-    # fairseq's save_checkpoint writes checkpoint_1_41.pt, then copies it onto checkpoint_last.pt with
-    # checkpoint_utils.PathManager.copy: a kill in the middle of that copy used to leave checkpoint_last.pt cut short
+    # save_checkpoint copies checkpoint_1_41.pt onto checkpoint_last.pt; a kill mid-copy cut it short
     assert checkpoint_utils.PathManager is CrashSafePathManager
     new, last = str(tmp_path / "checkpoint_1_41.pt"), str(tmp_path / "checkpoint_last.pt")
     torch.save({"num_updates": 41}, new)
@@ -87,9 +83,7 @@ def test_cut_short_says_why_a_file_is_not_a_whole_checkpoint(tmp_path):
 
 
 def save_dir_killed_while_saving(directory):
-    """A save directory as ``--save-interval-updates 1 --keep-interval-updates 1`` leaves it when killed while
-    copying update 41 onto checkpoint_last.pt: the older best checkpoint, the whole checkpoint_1_41.pt, and
-    checkpoint_last.pt at 0 bytes."""
+    """A save directory killed while copying update 41 onto checkpoint_last.pt (left at 0 bytes)."""
     torch.save({"num_updates": 30}, directory / "checkpoint_best.pt")
     os.utime(directory / "checkpoint_best.pt", (1000, 1000))
     torch.save({"num_updates": 41}, directory / "checkpoint_1_41.pt")
@@ -144,8 +138,7 @@ def test_loading_a_cut_short_checkpoint_by_name_names_the_whole_one(tmp_path):
 
 
 def test_resuming_without_checkpoint_last_goes_on_from_the_newest_whole_checkpoint(tmp_path, caplog):
-    """Issue 50, item 10: killed during the first save, after checkpoint_1_5.pt and checkpoint_best.pt were written
-    whole but before checkpoint_last.pt was, the rerun trained again from update 1 and wrote over them."""
+    """Killed during the first save (checkpoint_1_5.pt and best whole, no last): the rerun goes on from them."""
     torch.save({"num_updates": 5}, tmp_path / "checkpoint_1_5.pt")
     os.utime(tmp_path / "checkpoint_1_5.pt", (1000, 1000))
     torch.save({"num_updates": 5}, tmp_path / "checkpoint_best.pt")  # fairseq copies the first file onto it

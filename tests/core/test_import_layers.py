@@ -1,10 +1,4 @@
-"""The package's imports run one way: core <- parsing <- methods <- evaluation <- cli (each layer imports only those
-below it), with no circle between its files. Read from the code (every import statement, those inside functions
-too), so an import that only a rarely taken path runs is checked as well.
-
-Importing the plugin itself (``import fairseq_syntax``: registers every task and model with fairseq) is the entry
-point, not a layer, and is no edge.
-"""
+"""The package's imports run one way (core <- parsing <- methods <- evaluation <- cli), with no circle."""
 import ast
 from pathlib import Path
 
@@ -25,8 +19,7 @@ def module_files(root: Path, package: str = PACKAGE) -> dict[str, Path]:
 
 
 def imported_modules(module: str, path: Path, files: dict[str, Path]) -> set[str]:
-    """The modules of ``files`` that ``path`` (module ``module``) imports; ``from P import name`` is the module
-    ``P.name`` where there is one, else ``P``."""
+    """The modules of ``files`` that ``path`` imports; ``from P import name`` is ``P.name`` where there is one."""
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found = set()
@@ -59,8 +52,7 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
 
 
 def circles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan's algorithm, iterative): each is a set of
-    files that import one another, directly or through the others; sorted."""
+    """The strongly connected components of more than one module (Tarjan's algorithm), sorted."""
     index, low, on_stack, stack, components, counter = {}, {}, set(), [], [], 0
     for start in sorted(graph):
         if start in index:
@@ -106,10 +98,7 @@ def write_package(root: Path, sources: dict[str, str]) -> None:
 
 
 def test_the_checker_finds_an_upward_import_and_a_circle(tmp_path):
-    # a package of five files, written to break each rule once:
-    #   core/a imports parsing/p (upward); parsing/p imports core/a (so a circle of two);
-    #   evaluation/x -> evaluation/y -> evaluation/z -> evaluation/x (a circle of three, relative imports);
-    #   cli/main imports evaluation/x and the package (downward; the package is the entry point, no edge)
+    # five files breaking each rule once: an upward import, a circle of two, a circle of three; cli is downward
     write_package(tmp_path, {
         "fairseq_syntax/__init__.py": "from fairseq_syntax.cli import main\n",
         "fairseq_syntax/core/__init__.py": "",

@@ -1,12 +1,4 @@
-"""fairseq-syntax-parse (fairseq_syntax/cli/parse.py): a model name is a name, a path a path; parses are kept until
-their models or tokens change; the label scheme follows the model; raw German text through ``--lang de``; stanza as
-a backend with a tiny German model trained here, offline.
-
-The network is made unreachable for every test here (``HTTPS_PROXY`` to a closed local port), so a pretrained name
-always meets the case the docs promise: one line ``could not download NAME: REASON`` and nothing written. The
-commands of docs/parsers.md's "Parse your corpus" table are run here with every option they show
-(tests/recipes/test_docs.py checks that).
-"""
+"""fairseq-syntax-parse: names and paths, parses kept until models or tokens change, --lang de, stanza; offline."""
 import gzip
 import json
 import os
@@ -52,8 +44,7 @@ def run_parse(argv, capfd):
 
 
 def stanford_conllu(subject, verb, obj):
-    """A treebank sentence in Stanford labels: "the N V the N on the mat ." (det nsubj root det dobj prep det pobj
-    punct)."""
+    """A treebank sentence in Stanford labels: "the N V the N on the mat ."."""
     rows = [("the", 2, "det"), (subject, 3, "nsubj"), (verb, 0, "root"), ("the", 5, "det"), (obj, 3, "dobj"),
             ("on", 3, "prep"), ("the", 8, "det"), ("mat", 6, "pobj"), (".", 3, "punct")]
     return "".join(f"{i}\t{w}\t_\t_\t_\t_\t{h}\t{r}\t_\t_\n" for i, (w, h, r) in enumerate(rows, 1)) + "\n"
@@ -69,8 +60,7 @@ def train_tiny_supar(conllu_text, folder, name):
 
 
 def gsd_slice(count):
-    """The first ``count`` sentences of GSD dev, without multi-word token ranges and empty nodes (SuPar reads
-    words only)."""
+    """The first ``count`` sentences of GSD dev, without multi-word token ranges and empty nodes."""
     blocks = gzip.open(GSD_DEV, "rt", encoding="utf-8").read().split("\n\n")[:count]
     keep = lambda line: line.startswith("#") or not ("-" in line.split("\t")[0] or "." in line.split("\t")[0])  # noqa
     return "".join("\n".join(filter(keep, block.split("\n"))) + "\n\n" for block in blocks)
@@ -243,8 +233,7 @@ def test_german_raw_text_parsed_by_a_tiny_gsd_parser_grouped_into_the_16_ldd_gro
 
 @pytest.fixture(scope="module")
 def stanza_german_model(tmp_path_factory):
-    """A tiny stanza graph parser (no pretrained vectors, no tags) trained offline for 2 steps on 20 GSD
-    sentences: stanza's own trainer, stanza.models.parser."""
+    """A tiny stanza graph parser trained offline for 2 steps on 20 GSD sentences by stanza's own trainer."""
     from stanza.models import parser as stanza_parser
 
     folder = tmp_path_factory.mktemp("stanza")

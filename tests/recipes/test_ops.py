@@ -1,6 +1,4 @@
-"""bench/ops: the synchronisation counter counts what hand-made code does (each kind of operator that makes a host
-wait for a GPU, where it comes from, forward and backward; host tensors not), and the table's ratios and differences
-are taken against the transformer on the same form and size."""
+"""bench/ops: the synchronisation counter counts hand-made code; ratios are to the transformer on the same data."""
 import inspect
 import os
 import sys
@@ -171,10 +169,7 @@ def test_a_shape_read_as_a_tensor_is_on_the_host():
 
 
 def method_cases():
-    """Every translation system of the method descriptions that is not a baseline (ablations included: LDD's
-    variants read the side data their own way), with each of the method's ``cuda_variants`` and bench's own variants
-    of its arch that change options only (the mask bias's one-hot product, CUDA's default): (system, extra model
-    options)."""
+    """(system, extra model options) of every non-baseline translation system and its variants."""
     import run
 
     from fairseq_syntax.methods import METHODS
@@ -191,9 +186,7 @@ def method_cases():
 
 
 def counted_step(request, system, arch: str, extra: tuple, length: int = 2, more: int = 2):
-    """(the synchronisations of a training step of ``arch`` on ``system``'s data: forward, backward and the
-    criterion's metrics; those each step of beam search adds, from decodings held at ``length`` and ``length +
-    more`` tokens), counted after a first step (checks made on the first batch only)."""
+    """Synchronisations of a training step and of each beam-search step of ``arch``, after a first step."""
     from conftest import TRANSLATION, build_on_cpu
     from fairseq import metrics
 
@@ -229,8 +222,7 @@ TRANSFORMER_STEPS: dict = {}
 
 @pytest.mark.parametrize("system, extra", method_cases())
 def test_no_method_adds_a_synchronisation_to_a_training_or_decoding_step(request, system, extra):
-    """The host waits for the GPU at no line of the package, in training (forward, backward, the criterion's
-    metrics) or at any step of beam search, and at no more places than fairseq's transformer on the same data."""
+    """The host waits for the GPU at no line of the package, nor at more places than fairseq's transformer."""
     events, decode_events, per_decode_step = counted_step(request, system, system.tiny_arch,
                                                           (*system.model_args, *extra))
     data = request.getfixturevalue("translation_data")(system)

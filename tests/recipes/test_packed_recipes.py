@@ -1,9 +1,4 @@
-"""The recipes whose logs are packed (examples/sst/logs/packed.tar.xz, examples/ptb_induction/packed.tar.xz with its
-six run folders, examples/demo/runs/packed.tar.xz, examples/multi30k/runs/packed.tar.xz and
-examples/multi30k_de_en/runs/packed.tar.xz) regenerate their committed RESULTS.md and RESULTS.json from the archives
-byte for byte: every reader finds the packed logs, scores and decodes as it found the gzipped files, and none is
-listed twice or left out. A study's runs keep the test set they were scored on, so that a clone without the study's
-data (the demo's is made by run.sh, the Multi30k corpus fetched) reports what the machine with it reports."""
+"""Recipes whose logs are packed regenerate their committed RESULTS.md and RESULTS.json byte for byte."""
 import os
 import subprocess
 import sys
@@ -32,8 +27,7 @@ PACKED_IN = {"sst": ("logs",), "ptb_induction": (), "demo": ("runs",), "multi30k
 @pytest.mark.parametrize("recipe", sorted(COMMANDS))
 def test_a_recipe_regenerates_its_results_from_its_packed_logs(recipe, tmp_path):
     folder = os.path.join(REPO, "examples", recipe)
-    # the recipe's logs are packed (and no longer there gzipped), so this reads them from the archive: a study's in
-    # its runs folder (the Multi30k study's logs/ archive holds its parser work's logs, which no report reads)
+    # the recipe's logs are read from the archive: a study's in its runs folder
     archive = os.path.join(folder, *PACKED_IN[recipe], "packed.tar.xz")
     assert os.path.exists(archive), archive
     assert not packed_runs.glob(os.path.join(folder, *PACKED_IN[recipe], "*.gz")), recipe

@@ -1,7 +1,4 @@
-"""examples/ptb_induction/run.sh and run_gpu.sh take their settings as flags: the command RESULTS.json gives for the
-headline run makes, flag for flag, the training commands of that run's kept logs; the defaults and each setting
-reach fairseq-train; run_gpu.sh starts one run.sh per seed at the paper's scale. The recipe's steps run under a
-`nice` that writes what it was given and stops at the first training (tests/recipes/test_script_options.py)."""
+"""The PTB recipe takes flags: RESULTS.jsons command makes the kept logs training commands; settings reach training."""
 import json
 import os
 import subprocess

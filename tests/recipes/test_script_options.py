@@ -1,7 +1,4 @@
-"""The scripts of examples/ and bench/ take their settings as flags with ``--help``, never from environment variables
-(issue 68, item 10): a source scan of every shell and Python script there, each script's ``--help`` and its one-line
-refusals before any work, and examples/sst/run.sh's flags reaching fairseq-train (examples/ptb_induction/run.sh's:
-tests/recipes/test_ptb_recipe.py; bench/cuda/window.sh's: tests/recipes/test_window.py)."""
+"""The scripts of examples/ and bench/ take settings as flags with ``--help``, never environment variables."""
 import os
 import re
 import shutil
@@ -46,8 +43,7 @@ def shell_code(text: str) -> list[str]:
 
 
 def environment_reads(path: Path, root: Path = ROOT) -> list[str]:
-    """``file:line: NAME`` (the file relative to ``root``) for each read of an environment variable as configuration
-    in a script."""
+    """``file:line: NAME`` for each read of an environment variable as configuration in a script."""
     name = str(path.relative_to(root))
     text = path.read_text(encoding="utf-8")
     found = []
@@ -163,9 +159,7 @@ def test_a_bad_option_is_refused_in_one_line_before_any_work(script, args, error
 
 
 def fake_recipe(tmp_path, folder):
-    """A checkout in tmp_path with examples/FOLDER's scripts, the package (linked) and examples/pack_runs.py, whose
-    `nice` (every step of the recipes runs under it) writes the command into its log instead of running it and
-    fails for fairseq-train: the recipe stops at its first training, with what it would have run."""
+    """A checkout with examples/FOLDER's scripts whose `nice` logs commands and stops at the first training."""
     root = tmp_path / "repo"
     shutil.copytree(ROOT / "examples" / folder, root / "examples" / folder,
                     ignore=shutil.ignore_patterns("logs*", "work*", "*.tar.xz", "RESULTS.*", "*.png"))

@@ -1,10 +1,4 @@
-"""Hierarchical accumulation's fused parameters (issue 48: operators per training step): the encoder attention's
-``W_Q, W_K, W_V`` are one ``C -> 3C`` map (``in_proj``), the cross-attention's ``W_K, W_V`` one ``C -> 2C`` map
-(``kv_proj``), and each module's vertical and horizontal embedding tables one ``2 x |E| x d/2`` parameter
-(``embeddings.tables``). Checked here: the parts are the maps they stand for, a model starts from the values the
-separate maps had at the same seed (so runs before and after start alike), and checkpoints written with the separate
-parameters load and give the same outputs.
-"""
+"""Hierarchical accumulation's fused parameters equal the separate maps; old checkpoints load with equal outputs."""
 import argparse
 
 import pytest
@@ -77,8 +71,7 @@ def _model(seed: int) -> torch.nn.Module:
 
 
 def old_state_dict(state_dict: dict) -> dict:
-    """``state_dict`` as it was written before the fusion: ``in_proj.*`` split into ``q_proj, k_proj, v_proj``,
-    ``kv_proj.*`` into ``k_proj, v_proj``, ``embeddings.tables`` into ``embeddings.vertical, .horizontal``."""
+    """``state_dict`` as written before the fusion: in_proj, kv_proj and embeddings.tables split."""
     splits = {".in_proj.": ("q_proj", "k_proj", "v_proj"), ".kv_proj.": ("k_proj", "v_proj")}
     old = {}
     for name, value in state_dict.items():

@@ -1,8 +1,4 @@
-"""Hierarchical accumulation on the positions (issue 48): :func:`position_accumulation`, which the attention modules
-run with the ``B x T x T`` blocks built once per batch, against the per-layer ``m x n`` form it replaced
-(:func:`factored_node_accumulation`, then the node rows written back at the node positions), the position blocks
-against the ``m x n`` blocks they were made from, and the attention masks built once per batch as the kernel's
-additive masks against the boolean masks each layer passed before."""
+""":func:`position_accumulation` and the masks built once per batch against the per-layer forms they replaced."""
 import random
 
 import pytest
@@ -27,8 +23,7 @@ torch.set_num_threads(1)
 
 
 def per_layer_accumulation(values, weights, structure, embeddings):
-    """The node rows of the ``m x n`` form placed at the node positions, the other rows as they are: what
-    ``hierarchical_accumulation`` computed in every layer before the position blocks."""
+    """The node rows of the ``m x n`` form placed at the node positions, the other rows as they are."""
     batch, heads, length, dim = values.shape
     accumulated = factored_node_accumulation(values, weights, structure, embeddings)
     placed = accumulated.gather(2, structure["node_ordinal"][:, None, :, None].expand(batch, heads, length, dim))
@@ -99,9 +94,7 @@ def test_position_blocks_are_the_node_and_leaf_blocks_at_their_positions():
             for t in torch.nonzero(node_mask).flatten().tolist():
                 assert structure["node_over_node_positions"][b, nodes[i], nodes[t]] == \
                     structure["node_over_node"][b, i, t]
-    # every entry outside those places is zero; the kept rows are the leaves' and padding's
-    # 1 / (|L(i)| (|P(i, j)| + 1)): S over a (branch S) 1 / (3 * 2), over b and c (S, NP) 1 / (3 * 3); NP over b
-    # and c 1 / (2 * 2)
+    # zero outside those places; S over a 1 / (3 * 2), over b and c 1 / (3 * 3); NP over b and c 1 / (2 * 2)
     assert structure["leaf_coefficients"][0, 0].tolist() == pytest.approx([0, 1 / 6, 0, 1 / 9, 1 / 9, 0])
     assert structure["leaf_coefficients"][0, 2].tolist() == pytest.approx([0, 0, 0, 1 / 4, 1 / 4, 0])
     assert structure["leaf_coefficients"][0, [1, 3, 4, 5]].abs().sum() == 0
@@ -111,8 +104,7 @@ def test_position_blocks_are_the_node_and_leaf_blocks_at_their_positions():
 
 
 def test_the_masks_built_once_per_batch_give_what_each_layer_made_from_the_boolean_masks():
-    """``attention_bias`` (encoder) and ``padding_bias`` (cross-attention): the kernel's additive masks, built once
-    per batch; the attention without them (the boolean masks, as every layer passed them before) is the same."""
+    """The additive masks built once per batch give the attention of the boolean masks."""
     torch.manual_seed(0)
     parents = parents_batch([-1, 0, 0, 2, 2], [-1, 0, 0], [-1, 0, 1, 1, 0, 4, 4])  # padded rows
     structure = accumulation_structure(parents, embedding_size=3, subtree_mask=True)

@@ -1,6 +1,4 @@
-"""fairseq_syntax.methods.ldd.distributions (Pu & Sima'an 2022, section 3.1, Table 1, Appendix A): extraction of p(i, j,
-l) from a parser record, the label-group tables, word -> subword expansion and each Table 1 variant, against values
-worked out by hand."""
+"""fairseq_syntax.methods.ldd.distributions (Pu & Sima'an 2022, 3.1, Table 1) against values worked out by hand."""
 import numpy as np
 import pytest
 import torch
@@ -36,8 +34,7 @@ POSITIONS = {1: [1], 2: [2, 3], 3: [4], 4: [5], 0: [EOS]}  # word -> token posit
 
 
 def word_level(record=RECORD, table=dep.STANFORD_GROUPS, size=6):
-    """``1 x 34 x size x size`` word-level tensor of a record (distributions and 1-best tree), as the collater
-    builds it (root 0, words 1.., then the zero word of padding)."""
+    """``1 x 34 x size x size`` word-level tensor of a record, as the collater builds it."""
     index = dep.label_index(table)
     words = torch.zeros(1, dep.NUM_STORED_CHANNELS, size, size)
     for grouped in (dep.group_arcs(dep.labeled_arcs(record), index), dep.one_best_arcs(record["best"], index)):
@@ -47,8 +44,7 @@ def word_level(record=RECORD, table=dep.STANFORD_GROUPS, size=6):
 
 
 def token_level_ldd(pieces_share=True):
-    """``1 x 17 x 7 x 7`` expected token-level tensor of GROUPED, written out position by position: a head word's
-    mass is divided among its pieces (``pieces_share``) or copied to each."""
+    """``1 x 17 x 7 x 7`` expected token-level tensor of GROUPED, written out position by position."""
     ldd = torch.zeros(1, dep.NUM_CHANNELS, 7, 7)
     for (dependent, head, group), p in GROUPED.items():
         for row in POSITIONS[dependent]:
@@ -145,8 +141,7 @@ def matrix(entries):
     return m
 
 
-# arc distribution P(head | dependent) by hand, token positions; row 1 = "the", rows 2-3 = "father" (its column
-# mass halved over its two pieces), 4 = "sees", 5 = "."
+# P(head | dependent) by hand: row 1 "the", 2-3 "father" (column mass halved over its pieces), 4 "sees", 5 "."
 ARCS = {(1, 2): 0.45, (1, 3): 0.45, (1, 4): 0.1, (2, 4): 0.8, (3, 4): 0.8, (2, EOS): 0.2, (3, EOS): 0.2,
         (4, EOS): 1.0, (5, 4): 1.0}
 BEST = {(1, 2): 0.5, (1, 3): 0.5, (2, 4): 1, (3, 4): 1, (4, EOS): 1, (5, 4): 1}  # RECORD["best"]
@@ -180,8 +175,7 @@ def test_ldp_marks_the_1best_head_in_the_group_of_the_1best_label_only():
     torch.testing.assert_close(out, expected)
 
 
-# "a b": each word's most probable head is the other (.6), the root gets .4 each: a per-word argmax is the 2-cycle
-# a <-> b with nothing on the root. The parser's decoder (MST) gives the tree a -> root, b -> a.
+# "a b": a per-word argmax is the 2-cycle a <-> b; the parser's decoder (MST) gives a -> root, b -> a
 CYCLE = {"words": ["a", "b"], "arcs": [[1, 2, 0.6, {"dep": 1.0}], [1, 0, 0.4, {"root": 1.0}],
                                         [2, 1, 0.6, {"dep": 1.0}], [2, 0, 0.4, {"root": 1.0}]],
          "best": [[0, "root"], [1, "dep"]]}
@@ -197,8 +191,7 @@ def test_udp_of_a_two_cycle_argmax_is_the_parsers_tree_with_one_root():
 
 
 def test_ldp_gives_no_group_when_the_1best_label_is_outside_them():
-    # one arc "a -> b" with labels nmod .40, obl .35, obj .25 (UD): obl and obj share the object group (.60), but
-    # the 1-best label is nmod, outside the groups: no head marks the arc
+    # one arc "a -> b", labels nmod .40, obl .35, obj .25: the object group has .60 but the 1-best is nmod: no head
     record = {"words": ["a", "b"], "arcs": [[1, 2, 1.0, {"nmod": 0.40, "obl": 0.35, "obj": 0.25}],
                                             [2, 0, 1.0, {"root": 1.0}]],
               "best": [[2, "nmod"], [0, "root"]]}

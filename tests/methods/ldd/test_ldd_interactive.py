@@ -1,8 +1,4 @@
-"""fairseq-interactive with a transformer_ldd checkpoint (Pu & Sima'an 2022): lines of tokenized words are parsed
-with --source-dependency-parser and converted as the offline path (preprocess/parse_dependency.py ->
-fairseq-syntax-preprocess-dependencies -> collater) converts them, so a sentence gets the same source tokens and
-the same ``src_ldd`` tensor; the settings that conversion needs (and the BPE) come from the data directory's
-syntax.json. (tests/recipes/test_interactive_parsing.py compares whole decodes with fairseq-generate's.)"""
+"""fairseq-interactive with transformer_ldd: each line gets the offline path's source tokens and ``src_ldd``."""
 import json
 import logging
 import os
@@ -84,8 +80,7 @@ def rows_by_id(side, ids):
 
 
 def interactive_batch(task, models, lines):
-    """(source tokens, ``src_ldd`` in line order) as fairseq-interactive gets them for one buffer of lines (no
-    --tokenizer: its encode function leaves the lines as they are)."""
+    """(source tokens, ``src_ldd`` in line order) as fairseq-interactive gets them for one buffer of lines."""
     tokens, lengths = task.get_interactive_tokens_and_lengths(lines, str)
     inputs = task.build_dataset_for_inference(tokens, lengths)
     sample = inputs.collater([inputs[i] for i in range(len(inputs))])
@@ -141,9 +136,7 @@ def test_interactive_errors_say_what_to_pass_and_name_the_line(offline, checkpoi
 
     _, task = load(checkpoint, dest, source_dependency_parser=dependency_model)
     eos = task.source_dictionary.eos()
-    # a bad line is reported and becomes an empty source (its hypothesis is empty); the good lines are parsed, one
-    # that starts with a bracket too: a sentence, not a tree, unless --source-format tree. Its words -LRB-S -LRB-NP
-    # the are 6 + 7 + 1 BPE pieces (the codes merge no letter of the escapes), 15 tokens with EOS
+    # a bad line is reported and gets an empty source; a line starting with a bracket is a sentence (15 tokens)
     with caplog.at_level(logging.ERROR):
         tokens, lengths = task.get_interactive_tokens_and_lengths(["the cat sees the dog .", "", "(S (NP the"], str)
     assert lengths[0] == 7 and tokens[1].tolist() == [eos] and lengths[2] == 15

@@ -1,13 +1,4 @@
-"""Constituent attention's link queries and keys (Tree Transformer, eq. 5) from one ``C -> 2C`` projection
-(``link_proj``, queries first) rather than two ``C -> C`` layers (``link_query``, ``link_key``) as before issue 48:
-the same links, prior and attention from the same weights, and checkpoints with the two layers still load.
-
-The two-layer form is kept here as it was (:class:`TwoLinkProjections`) to compare against, with its weights cut
-from the merged layer's; old state dicts are made from a new model's own weights by splitting ``link_proj``. The two
-forms agree up to float32 rounding (1e-6: a ``C x C`` matrix product may sum in another order than the ``C x 2C``
-one); a model loaded from an old state dict has exactly the weights, so exactly the outputs, of the model it came
-from.
-"""
+"""Link queries and keys from one ``C -> 2C`` projection equal the old two layers'; old checkpoints load."""
 import argparse
 
 import pytest
@@ -129,8 +120,7 @@ def _lm(seed: int) -> torch.nn.Module:
 
 
 def old_state_dict(state_dict: dict) -> dict:
-    """``state_dict`` as the two-layer version wrote it: each ``link_proj.*`` split into ``link_query.*`` (its first
-    half) and ``link_key.*`` (its second)."""
+    """``state_dict`` as the two-layer version wrote it: ``link_proj.*`` split into ``link_query.*``, ``link_key.*``."""
     old = {}
     for name, value in state_dict.items():
         if ".link_proj." not in name:
