@@ -141,8 +141,7 @@ def dependency_model(tmp_path_factory):
     return path
 
 
-# --------------------------------------------------------------------- helpers several test folders share
-
+# --- helpers several test folders share
 #: the tiny models of fairseq-train runs in the tests
 TINY = ["--optimizer", "adam", "--lr", "0.005", "--max-tokens", "1000", "--cpu", "--seed", "1",
         "--no-epoch-checkpoints", "--log-format", "simple", "--log-interval", "1", "--num-workers", "0",
@@ -215,8 +214,7 @@ def write_sst_data(directory) -> str:
     return str(directory)
 
 
-# ------------------------------------------------------- one batch through a tiny model built on the CPU
-
+# --- one batch through a tiny model built on the CPU
 TRANSLATION = ["--task", "syntax_translation", "--user-dir", os.path.join(REPO, "fairseq_syntax")]
 
 
@@ -265,9 +263,7 @@ def translation_data(data_dirs, raw_corpus, tmp_path_factory):
     return directory
 
 
-# ------------------------------------------------- random trees for the hierarchical-accumulation tests
-
-
+# --- random trees for the hierarchical-accumulation tests
 def random_preorder_tree(rng, size):
     """Parent list of a random preorder tree of ``size`` nodes (node k hangs under a node on the path to k - 1)."""
     parents = [-1]
@@ -315,9 +311,7 @@ def one_word_batch(record, pieces, length, left_pad=False):
     return word_pairs, token_words, not_dependent
 
 
-# ------------------------------------------------ half precision: one batch in float16 / bfloat16 against float32
-
-
+# --- half precision: one batch in float16 / bfloat16 against float32
 def half_precision_errors(task, model, criterion, sample, dtype, device="cpu"):
     """Loss and gradient errors of ``model`` turned into ``dtype`` on ``device`` (as --fp16/--bf16) against float32."""
     import copy

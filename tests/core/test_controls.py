@@ -263,9 +263,7 @@ def test_end_to_end_the_preprocess_commands_read_the_controls_unchanged(tmp_path
 
 
 
-# ---------------------------------------------------------------------------------------- the structure-only control
-
-
+# --- the structure-only control
 def test_a_structure_only_tree_of_four_words_by_hand():
     rng = random.Random("1:1")
     # the parse's phrases S, NP, VP, NP have 2, 2, 2, 1 children; with the 4 POS nodes (0 children) shuffled:
@@ -341,9 +339,7 @@ def test_the_structure_only_control_makes_no_dependency_data(tmp_path, capsys):
     assert capsys.readouterr().out == "trees\ntrees\narcs\n"
 
 
-# ---------------------------------------------------------------------------------------- measures
-
-
+# --- measures
 def test_tree_and_dependency_shapes_by_hand():
     # S, NP, VP, NP; the longest path S -> VP -> NP -> (NNS cats) passes 3 phrases
     assert controls.tree_shape(trees.parse_tree(SENTENCE)) == (4, 3)

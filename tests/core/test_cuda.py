@@ -149,9 +149,7 @@ def test_benchmark_trains_on_the_gpu(tmp_path):
     assert "wall-clock second of GPU training" in (out / "RESULTS.md").read_text()
 
 
-# ------------------------------------------------------------------------------------ mixed precision on CUDA
-
-
+# --- mixed precision on CUDA
 @needs_cuda
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("kind, system, extra", ALL_CASES)

@@ -94,9 +94,7 @@ def test_the_emulated_atomic_adds_round_every_addition():
     assert mode.calls == 1
 
 
-# ------------------------------------------------------------------------------------------ the comparison
-
-
+# --- the comparison
 def relative_error(got: Tensor, want: Tensor) -> float:
     """Largest absolute difference over the largest absolute float32 value; inf when ``got`` is not finite."""
     got = got.detach().float()
@@ -169,9 +167,7 @@ def chain(depth: int, leaves: int = 1) -> list:
     return [-1] + list(range(depth - 1)) + [depth - 1] * leaves
 
 
-# ------------------------------------------------------------------------------------------ core/structure.py
-
-
+# --- core/structure.py
 def test_structures_are_integers_and_the_accumulation_coefficients_float32():
     parents = parents_batch(chain(150, leaves=3))
     assert st.ancestor_or_self(parents).dtype == torch.bool
@@ -190,9 +186,7 @@ def test_structures_are_integers_and_the_accumulation_coefficients_float32():
     assert torch.equal(inverse, want.float()[:, None].expand(150, 3))
 
 
-# ------------------------------------------------------------------------------------------ core/attention.py
-
-
+# --- core/attention.py
 @FORMATS
 @pytest.mark.parametrize("need_weights", [False, True], ids=["fused", "weights"])
 def test_plain_attention_over_long_padded_rows(dtype, need_weights):
@@ -206,9 +200,7 @@ def test_plain_attention_over_long_padded_rows(dtype, need_weights):
     assert_within(errors, dtype)
 
 
-# ------------------------------------------------------------------------------------------ syntax_mask
-
-
+# --- syntax_mask
 @FORMATS
 @pytest.mark.parametrize("bias", ["gather", "one_hot"])
 def test_syntax_mask_with_large_strengths_over_a_deep_chain(dtype, bias):
@@ -228,9 +220,7 @@ def test_syntax_mask_with_large_strengths_over_a_deep_chain(dtype, bias):
     assert_within(errors, dtype)
 
 
-# ------------------------------------------------------------------------------------------ ldd
-
-
+# --- ldd
 def long_parse(words: int) -> dict:
     """A parser record of ``words`` words: heads d + 1 (p 0.997), d - 1 (0.002), d - 2 (0.001): arcs near 1 and 0."""
     arcs = []
@@ -276,9 +266,7 @@ def test_labeled_dependency_heads_over_a_long_sentence(dtype, variant):
     assert distributions <= CAST * UNIT_ROUNDOFF[dtype]  # one division by a piece count, rounded once
 
 
-# ------------------------------------------------------------------------------------------ tree_transformer
-
-
+# --- tree_transformer
 def link_scores(length: int, batch: int = 2) -> Dict[str, Tensor]:
     """Link queries and keys ``B x T x 16`` whose link probabilities are near 1 and near 0."""
     torch.manual_seed(0)
@@ -332,9 +320,7 @@ def test_constituent_attention_over_padded_rows(dtype):
     assert_within(errors, dtype)
 
 
-# ------------------------------------------------------------------------------------------ hier_accum
-
-
+# --- hier_accum
 #: a chain of depth 150 with 3 leaves, and 500 leaves under one node
 TREES = {"chain150": chain(150, leaves=3), "flat500": [-1] + [0] * 500}
 
@@ -364,9 +350,7 @@ def test_hierarchical_self_attention_with_subtree_masks(dtype):
     assert_within(errors, dtype)
 
 
-# ------------------------------------------------------------------------------------------ pascal
-
-
+# --- pascal
 @FORMATS
 def test_parent_positions_past_256_are_exact(dtype):
     """Parent positions (up to 450, halves) from half side data: float32, exactly the float32 run's."""
@@ -394,9 +378,7 @@ def test_parent_scaled_heads_with_sigma_near_zero(dtype, sigma):
     assert_within(errors, dtype)
 
 
-# ------------------------------------------------------------------------------------------ dependency_supervision
-
-
+# --- dependency_supervision
 @FORMATS
 def test_dependency_loss_of_parents_given_almost_no_attention(dtype):
     """Eq. 9's -log A_dep where the parent gets 2e-19 (below float16's 6e-8): finite, as in float32."""

@@ -123,9 +123,7 @@ def test_a_scaling_record_without_cpu_times_uses_the_wall_times(make_results):
     assert rows["slower", 2000]["per_line_vs_smallest"] == pytest.approx(1.0)  # 15 s / 1000, 30 s / 2000
 
 
-# ---------------------------------------------------------------------------------------------- the scripts
-
-
+# --- the scripts
 @pytest.fixture(scope="module")
 def measure_scaling():
     return runpy.run_path(str(PREPROCESS / "measure_scaling.py"))

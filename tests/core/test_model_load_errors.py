@@ -171,9 +171,7 @@ def test_a_good_model_still_parses_with_workers(models, work):
     assert len((work / "out" / "out.tree").read_text().splitlines()) == 4
 
 
-# ---------------------------------------------------------------------------------------------- what files hold
-
-
+# --- what files hold
 def test_model_files_are_told_apart_without_running_anything_in_them(models, tmp_path):
     assert describe(models["crf-con"]).kind == "supar:crf-constituency"
     assert describe(models["crf-con"] + ".checkpoint").kind == "supar:crf-constituency"  # SuPar's: a whole parser
@@ -197,9 +195,7 @@ def test_model_files_are_told_apart_without_running_anything_in_them(models, tmp
     assert held.kind is None and held.words == "a torch file of one posix.system, no model"
 
 
-# ---------------------------------------------------------------------------------------------- outputs
-
-
+# --- outputs
 @pytest.mark.parametrize("where", ["missing folder", "output is a folder", "conllu is a folder", "skipped is a folder"])
 def test_an_output_that_cannot_be_written_is_refused_before_any_model_loads(models, work, capfd, where):
     out = work / "out"
@@ -242,9 +238,7 @@ def test_no_partial_file_outlives_a_failed_write(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["a-folder", "out.tree"] and target.is_dir()
 
 
-# ---------------------------------------------------------------------------------------------- the workers' parent
-
-
+# --- the workers' parent
 class FakeWorker:
     """A worker process that ends at its second poll with ``EXIT[shard]`` (None: runs on), its last log line an
     error when it refused; it leaves a lock and a ``.partial`` output as a killed worker does."""

@@ -72,9 +72,7 @@ def german_model(tmp_path_factory):
     return train_tiny_supar(gsd_slice(40), tmp_path_factory.mktemp("german"), "biaffine-de-gsd-tiny")
 
 
-# ---------------------------------------------------------------------------------------------- names and paths
-
-
+# --- names and paths
 @pytest.mark.parametrize("argv", [
     ["dependency", "--backend", "biaffine", "--model", "biaffine-dep-en"],
     ["constituency", "--backend", "crf-con", "--model", "crf-con-en"],
@@ -115,9 +113,7 @@ def test_the_installed_command_prints_no_traceback(tmp_path):
     assert len(done.stderr.strip().splitlines()) == 1 and os.listdir(tmp_path) == ["input.txt"]
 
 
-# ---------------------------------------------------------------------------------------------- records
-
-
+# --- records
 def test_parses_are_kept_until_their_model_or_tokens_change(tmp_path, capfd, dependency_model):
     source, arcs = tmp_path / "train.en", tmp_path / "train.arcs.jsonl.gz"
     source.write_text("the cat sees the dog .\nthe man likes the father .\n")
@@ -163,9 +159,7 @@ def test_the_record_command_exits_by_whether_to_keep(tmp_path):
     assert missing.returncode == 1 and missing.stderr.strip() == f"{tmp_path / 'x.tree'}: not parsed yet"
 
 
-# ---------------------------------------------------------------------------------------------- label schemes
-
-
+# --- label schemes
 def test_label_schemes_by_the_labels_only_one_has():
     assert labels.label_scheme(["det", "nsubj", "dobj", "prep", "pobj", "root"]) == "stanford"
     assert labels.label_scheme(["det", "nsubj", "obj", "case", "root"]) == "universal"
@@ -190,9 +184,7 @@ def test_the_label_scheme_follows_the_model(tmp_path, capfd, dependency_model):
         assert parse_records.labels_of(str(arcs)) == scheme  # the record's: read from the model's own labels
 
 
-# ---------------------------------------------------------------------------------------------- German
-
-
+# --- German
 def test_german_raw_text_is_tokenized_by_moses_de():
     split = tokenizer("de")
     assert [split(line) for line in GERMAN] == GERMAN_TOKENS
@@ -228,9 +220,7 @@ def test_german_raw_text_parsed_by_a_tiny_gsd_parser_grouped_into_the_16_ldd_gro
     assert 0 <= outside < inside + outside
 
 
-# ---------------------------------------------------------------------------------------------- stanza
-
-
+# --- stanza
 @pytest.fixture(scope="module")
 def stanza_german_model(tmp_path_factory):
     """A tiny stanza graph parser trained offline for 2 steps on 20 GSD sentences by stanza's own trainer."""

@@ -93,9 +93,7 @@ def input_tokens():
     return [line.split() for line in INPUT_LINES]
 
 
-# ------------------------------------------------------------------------------------------------ text and trees
-
-
+# --- text and trees
 def test_ptb_escapes_every_bracket_inside_tokens():
     assert ptb_escape_token("(") == "-LRB-"
     assert ptb_escape_token("a(b)") == "a-LRB-b-RRB-"
@@ -110,8 +108,7 @@ def test_flat_fallback_tree():
     assert flat_tree([]) == "(S )"
 
 
-# ------------------------------------------------------------------------------------------------ bracketing F1
-
+# --- bracketing F1
 GOLD = "(S (NP (DT The) (NN cat)) (VP (VBZ sits) (PP (IN on) (NP (DT the) (NN mat)))) (. .))"
 
 
@@ -138,9 +135,7 @@ def test_bracket_score_rejects_different_words():
         bracket_score([parse_tree(GOLD)], [parse_tree("(S (NP (DT A) (NN cat)))")])
 
 
-# ------------------------------------------------------------------------------------------------ constituency
-
-
+# --- constituency
 class ScriptedParser(ConstituencyParser):
     """Parses by a script: raises on the word 'boom', drops the word 'lost', else a right-branching tree."""
 
@@ -266,9 +261,7 @@ def test_tagged_parser_relabels_each_preterminal_in_word_order(tmp_path):
     assert tag_accuracy == pytest.approx(2 / 3)  # VBZ against the gold VBD
 
 
-# ------------------------------------------------------------------------------------------------ dependency
-
-
+# --- dependency
 def test_dependency_distributions_are_proper(dependency_parser):
     sentences = [tokens for tokens in input_tokens() if 0 < len(tokens) <= MAX_LENGTH]
     parses = list(dependency_parser.parse(sentences))
@@ -385,9 +378,7 @@ def test_dependency_evaluation_reports_attachment_scores(corpus, dependency_pars
     assert 0 < las <= uas <= 1  # SuPar saved the epoch with the best LAS, which beat 0
 
 
-# ------------------------------------------------------------------------------------------------ loading
-
-
+# --- loading
 def test_supar_files_load_only_inside_the_scoped_allowlist(dependency_model):
     with pytest.raises(pickle.UnpicklingError, match="supar.utils.config.Config"):
         torch.load(dependency_model)
@@ -434,9 +425,7 @@ def test_functions_stored_as_bytecode_are_never_rebuilt(tmp_path):
         torch.load(path)
 
 
-# ------------------------------------------------------------------------------------------------ PTB preparation
-
-
+# --- PTB preparation
 def test_prepare_ptb_cleans_wraps_and_splits_in_order(tmp_path):
     trees = [f"( (S (NP-SBJ-1 (NNP W{i})) (VP (VBD ran) (NP (-NONE- *T*-1))) (. .)) )" for i in range(10)]
     mrg = tmp_path / "sample.mrg"
@@ -448,8 +437,7 @@ def test_prepare_ptb_cleans_wraps_and_splits_in_order(tmp_path):
     assert lines["dev"][0] == "(TOP (S (NP (NNP W7)) (VP (VBD ran)) (. .)))"
 
 
-# ------------------------------------------------------------------------------------------------ shards and workers
-
+# --- shards and workers
 #: INPUT_LINES, a line that is no UTF-8 (line 6) and three more sentences: 9 lines, 5 chunks of --batch-size 2
 SHARD_INPUT = ("\n".join(INPUT_LINES) + "\n").encode() + b"the \xff cat .\n" + (
     b"the dog likes the cat .\nthe man sees the dog .\nthe cat likes the man .\n")
@@ -559,9 +547,7 @@ def test_shards_on_cuda_equal_the_single_run_on_cuda(all_models, tmp_path):
         assert contents(parse_command(name, all_models, source, out, *gpu, "--num-shards", "2", "--merge")) == single
 
 
-# ------------------------------------------------------------------------------------------------ module structure
-
-
+# --- module structure
 def parsing_imports() -> dict:
     """Module of fairseq_syntax/parsing -> the modules of that package it imports, at the top or in a function."""
     import ast

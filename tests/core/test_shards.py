@@ -215,9 +215,7 @@ def test_running_workers_hold_slots_and_each_slot_its_gpu(corpus, tmp_path, monk
     assert Bar.count == 7  # every line of the 4 shards (2 + 2 + 2 + 1) counted once on the bar
 
 
-# ------------------------------------------------------------------------------ issue 50, items 7 and 8
-
-
+# --- issue 50, items 7 and 8
 def model_job(corpus, tmp_path, model):
     from fairseq_syntax.parsing.shards import model_identity
 

@@ -65,7 +65,7 @@ def batch(*trees, **options):
     return st.collate_parents([np.array(tree, dtype=np.int16) for tree in trees], **options)
 
 
-# --- collation -----------------------------------------------------------------------------------------------
+# --- collation
 
 
 def test_collate_right_padding_appends_eos_root():
@@ -144,7 +144,7 @@ def test_batch_functions_reject_non_integer_and_wrong_rank():
         st.ancestor_or_self(torch.tensor([-1, 0]))
 
 
-# --- McDonald & Chiang relations (2021, section 2) ----------------------------------------------------------
+# --- McDonald & Chiang relations (2021, section 2)
 
 
 def test_relations_he_is_my_father_with_eos():
@@ -216,7 +216,7 @@ def test_padding_relation_mask_and_dominance():
     ]
 
 
-# --- per-position structure ------------------------------------------------------------------------------------
+# --- per-position structure
 
 
 def test_depths_leaves_and_spans_he_is_my_father():
@@ -257,7 +257,7 @@ def test_left_and_right_padding_agree_up_to_the_shift():
         assert torch.equal(block_left, block_right)
 
 
-# --- hierarchical accumulation (Nguyen et al. 2020, section 4.1) --------------------------------------------
+# --- hierarchical accumulation (Nguyen et al. 2020, section 4.1)
 
 # (S (NP a b) (VP c (NP d e))) without preterminals + EOS: 0 S, 1 NP, 2 a, 3 b, 4 VP, 5 c, 6 NP, 7 d, 8 e, 9 EOS
 HIER = [-1, 0, 1, 1, 0, 4, 4, 6, 6]
@@ -290,7 +290,7 @@ def test_dominance_blocks():
     ]]  # fmt: skip
 
 
-# --- agreement with a slow reference on random trees --------------------------------------------------------
+# --- agreement with a slow reference on random trees
 
 
 def random_preorder_tree(rng, size):

@@ -54,9 +54,7 @@ def father_bpe(father):
     return apply_bpe(father, split_father)
 
 
-# ------------------------------------------------------------------------------------------------ the Tree class
-
-
+# --- the Tree class
 def test_tree_structure_and_leaves(father):
     assert father.label == "S"
     assert [child.label for child in father.children] == ["NP", "VP", "."]
@@ -92,9 +90,7 @@ def test_tree_error_message_and_pickling():
     assert str(copy) == str(error) and copy.line == 7
 
 
-# ------------------------------------------------------------------------------------------------ parsing
-
-
+# --- parsing
 @pytest.mark.parametrize(
     "text",
     [
@@ -176,9 +172,7 @@ def test_a_word_with_a_bracket_is_told_to_be_ptb_escaped():
         parse_tree("(S (NN f(x)) (VB runs))")
 
 
-# ------------------------------------------------------------------------------------------------ reading files
-
-
+# --- reading files
 def test_read_trees_plain_and_gzip(tmp_path):
     lines = ["(S (NP (PRP He)) (VP (VBZ left)))", "(ROOT (UH Hello))", "(3 (2 good) (2 film))"]
     plain = tmp_path / "trees.txt"
@@ -268,9 +262,7 @@ def test_ptb_sample_counts_and_round_trips():
         assert parse_tree(to_bracketed(tree)) == tree
 
 
-# ------------------------------------------------------------------------------------------------ transforms
-
-
+# --- transforms
 def test_clean_ptb():
     tree = parse_tree(MRG.split("\n\n")[0])
     assert to_bracketed(clean_ptb(tree)) == (
@@ -309,9 +301,7 @@ def test_apply_bpe(father, father_bpe):
         apply_bpe(father, lambda word: [] if word == "father" else [word])
 
 
-# ------------------------------------------------------------------------------------------------ preorder
-
-
+# --- preorder
 def test_preorder_keep(father):
     tokens, parents = preorder(father)
     assert tokens == ["(S", "(NP", "(PRP", "He", "(VP", "(VBZ", "is", "(NP", "(PRP$", "my", "(NN", "father", "(.", "."]
@@ -395,9 +385,7 @@ def test_preorder_refuses_trees_too_long_for_int16():
     assert len(tokens) == 32767 and parents[-1] == 0
 
 
-# ------------------------------------------------------------------------------------------------ linearize
-
-
+# --- linearize
 def test_linearize(father, father_bpe):
     assert linearize(father) == [
         "(S", "(NP", "(PRP", "He", ")", ")", "(VP", "(VBZ", "is", ")", "(NP", "(PRP$", "my", ")", "(NN", "father",
@@ -415,9 +403,7 @@ def test_linearize_without_closing_brackets_is_preorder(father_bpe, mode):
     assert [token for token in linearize(father_bpe, mode) if token != ")"] == preorder(father_bpe, mode)[0]
 
 
-# ------------------------------------------------------------------------------------------------ parent arrays
-
-
+# --- parent arrays
 @pytest.mark.parametrize("tree_text", [FATHER, "(UH Hello)", "(S (VP (VB Go)))", "(3 (2 good) (2 film))"])
 def test_preorder_round_trips(tree_text):
     tree = parse_tree(tree_text)
@@ -439,8 +425,7 @@ def test_preorder_parent_arrays_are_preorders(father_bpe, mode):
     assert (again, again_parents.tolist()) == (tokens, parents.tolist())
 
 
-# ------------------------------------------------------------------------------------------------ deep trees
-
+# --- deep trees
 DEPTH = 3000  # far past Python's recursion limit (1000): a parser's long unary chain must not be a RecursionError
 
 

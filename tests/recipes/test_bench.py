@@ -268,9 +268,7 @@ def test_ratio_table_from_logs_pairs_each_system_with_its_baseline_within_a_log_
         from_logs.read_measurements([str(tmp_path / "empty.log")])
 
 
-# ------------------------------------------------------------------ cut short: round pairs, from_logs
-
-
+# --- cut short: round pairs, from_logs
 def test_a_time_budget_stops_the_rounds_and_ratios_pair_only_rounds_both_sides_ran(monkeypatch):
     import run
 
@@ -340,9 +338,7 @@ def test_from_logs_reads_device_model_command_and_decoding_from_the_log(tmp_path
     assert "Device: NVIDIA H100. Model size: large" in text and "`python3 bench/run.py --model-size large`" in text
 
 
-# ------------------------------------------------------------------ decoding at a fixed length
-
-
+# --- decoding at a fixed length
 def test_decoding_is_held_at_the_longest_references_length(data_dirs):
     import measure
 

@@ -61,9 +61,7 @@ def demo_dir(tmp_path_factory) -> Path:
     return out_dir
 
 
-# ---------------------------------------------------------------------------------------------------- the files
-
-
+# --- the files
 def test_files_are_parallel_and_trees_match_the_source(demo_dir):
     sizes = {"train": 50, "valid": 20, "test": 20}
     for split, size in sizes.items():
@@ -118,9 +116,7 @@ def test_negative_size_is_refused(tmp_path):
         make_data.main(["--out", str(tmp_path), "--train", "-1"])
 
 
-# ---------------------------------------------------------------------------------------------------- transfer
-
-
+# --- transfer
 def test_svo_becomes_sov_with_adjective_after_noun_and_plural_agreement():
     tree = "(S (NP (DT the) (NNS dogs)) (VP (VBD chased) (NP (DT a) (JJ big) (NN cat))) (. .))"
     # the -> ja, dogs -> lemo+ri; a -> ny, cat -> bame, big -> egigem, object marker wo;
@@ -190,9 +186,7 @@ def test_trees_outside_the_grammar_raise_naming_the_problem(tree, named):
         make_data.translate(parse_tree(tree))
 
 
-# ---------------------------------------------------------------------------------------------------- lexicon
-
-
+# --- lexicon
 def test_target_words_are_distinct_per_entry_and_never_source_words():
     noun_forms = [form for *_, stem in make_data.NOUN_ENTRIES for form in (stem, stem + make_data.NOUN_PLURAL)]
     inflections = [tense + agreement for tense in (make_data.PRESENT, make_data.PAST)
@@ -211,8 +205,7 @@ def test_target_words_are_distinct_per_entry_and_never_source_words():
     assert not (set(content) | set(function_words)) & source_words
 
 
-# ---------------------------------------------------------------------------------------------------- dependencies
-
+# --- dependencies
 PP_ON_VERB = ("(S (NP (DT the) (NN man)) (VP (VBD saw) (NP (DT the) (NN dog)) "
               "(PP (IN with) (NP (DT the) (NN telescope)))) (. .))")
 PP_ON_NOUN = ("(S (NP (DT the) (NN man)) (VP (VBD saw) (NP (NP (DT the) (NN dog)) "

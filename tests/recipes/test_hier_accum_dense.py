@@ -64,7 +64,7 @@ def test_dense_embeddings_index_the_tables_by_depth_and_rank_under_each_node():
     torch.testing.assert_close(rows[1], torch.stack([torch.zeros(4), torch.zeros(4), torch.cat([v[0], h[0]])]))
 
 
-# --- the model ----------------------------------------------------------------------------------------------------
+# --- the model
 
 
 @pytest.fixture(scope="module")

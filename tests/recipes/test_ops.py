@@ -108,9 +108,7 @@ def test_places_are_grouped_most_frequent_first():
     assert [(p["where"], p["count"]) for p in counter.by_place()] == [("b.py:2 (g)", 2), ("a.py:1 (f)", 1)]
 
 
-# ------------------------------------------------------------------------------------------- the table
-
-
+# --- the table
 def record(system, form, size, aten_ops, syncs_, decode_syncs, decode_ops, baseline=False):
     return {"system": system, "form": form, "size": size, "baseline": baseline, "aten_ops": aten_ops,
             "syncs": syncs_, "own_syncs": 0, "sync_places": [], "decode_syncs": decode_syncs,
@@ -165,9 +163,7 @@ def test_a_shape_read_as_a_tensor_is_on_the_host():
     assert counted(shape_on_the_host, torch.zeros(2, 3)) == []
 
 
-# ------------------------------------------------------------------- every method against fairseq's transformer
-
-
+# --- every method against fairseq's transformer
 def method_cases():
     """(system, extra model options) of every non-baseline translation system and its variants."""
     import run

@@ -28,7 +28,7 @@ USER_DIR = os.path.dirname(os.path.abspath(fairseq_syntax.__file__))
 
 
 
-# --- the paper's equations, literally ---------------------------------------------------------------------------
+# --- the paper's equations, literally
 
 
 def reference_accumulation(parents, values, leaf_weights, embeddings, average):
@@ -189,7 +189,7 @@ def test_structure_agrees_with_a_walk_up_the_parent_array(embedding_size):
     assert int((bins == dropped).sum()) == 2 * (source.numel() - len(triples))  # both bins of every other one
 
 
-# --- hand-derived values ------------------------------------------------------------------------------------------
+# --- hand-derived values
 
 # (S a (NP b c)): positions 0 S, 1 a, 2 NP, 3 b, 4 c, 5 EOS
 SMALL = [-1, 0, 0, 2, 2]
@@ -344,7 +344,7 @@ def test_empty_rows_and_sentences_without_nodes():
     torch.testing.assert_close(out, values)
 
 
-# --- the fairseq model --------------------------------------------------------------------------------------------
+# --- the fairseq model
 
 TREES = [
     "(S (NP (DT the) (NN man)) (VP (VBD saw) (NP (DT a) (NN dog))) (. .))",

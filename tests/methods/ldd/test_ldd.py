@@ -311,8 +311,7 @@ def test_missing_side_input_is_explained():
         encoder(tokens)
 
 
-# ---------------------------------------------------------------- preprocessing command and end to end
-
+# --- preprocessing command and end to end
 @pytest.fixture(scope="module")
 def ldd_data(raw_corpus, tmp_path_factory):
     dest = str(tmp_path_factory.mktemp("ldd"))

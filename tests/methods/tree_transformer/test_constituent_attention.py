@@ -19,9 +19,7 @@ from conftest import WordTask
 torch.set_num_threads(1)
 
 
-# ---------------------------------------------------------------------------------------------- prior (eqs. 3-4)
-
-
+# --- prior (eqs. 3-4)
 def test_prior_is_the_product_of_the_links_between_two_words():
     links = torch.tensor([[0.5, 0.25, 1.0]])
     expected = torch.tensor([
@@ -64,9 +62,7 @@ def test_prior_of_one_token_is_one():
     assert torch.equal(constituent_prior(torch.zeros(2, 0)), torch.ones(2, 1, 1))
 
 
-# ---------------------------------------------------------------------------------------- neighbours (eqs. 5-7)
-
-
+# --- neighbours (eqs. 5-7)
 def test_neighbour_links_from_hand_set_scores():
     # d = 1 and scale 1, so s_{i,j} = q_i k_j
     query = torch.tensor([[[5.0], [1.0], [-2.0]]])
@@ -110,9 +106,7 @@ def test_two_words_link_with_probability_one():
     assert torch.allclose(neighbour_link_probabilities(query, key, None, 1.0), torch.ones(1, 1))
 
 
-# ---------------------------------------------------------------------------------------------- hierarchy (eq. 8)
-
-
+# --- hierarchy (eq. 8)
 def test_hierarchical_constraint_by_hand():
     assert hierarchical_links(torch.tensor([0.3]), None).tolist() == pytest.approx([0.3])
     assert hierarchical_links(torch.tensor([0.5, 0.0, 1.0]), torch.tensor([0.5, 0.4, 0.2])).tolist() == \

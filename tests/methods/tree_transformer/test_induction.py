@@ -136,8 +136,7 @@ def test_sentence_links_of_a_translation_model_on_bpe_input():
     assert links[1].shape == (2, 1)
 
 
-# ---------------------------------------------------------------------------------------- a tiny trained model
-
+# --- a tiny trained model
 SENTENCES = ["the cat saw a dog", "a man liked the bird", "the dog chased a woman zebra"]
 GOLD = [
     "( (S (NP (DT the) (NN cat)) (VP (VBD saw) (NP (DT a) (NN dog))) (. .)) )",

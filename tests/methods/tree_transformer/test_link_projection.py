@@ -102,9 +102,7 @@ def test_link_query_and_key_are_the_halves_of_the_merged_projection():
                           2 * (projected[..., 8:] - attention.link_proj.bias[8:]), atol=1e-6)
 
 
-# ------------------------------------------------------------------------------------------ old checkpoints
-
-
+# --- old checkpoints
 def _translation(seed: int) -> torch.nn.Module:
     args = argparse.Namespace()
     tiny_architecture(args)
