@@ -39,16 +39,6 @@ class ConfigError(ValueError):
         super().__init__("\n".join(self.problems))
 
 
-@dataclass(frozen=True)
-class Key:
-    """One key of a section: its name, default (None: required), the check its value must pass and one line of
-    documentation (the template's comment)."""
-    name: str
-    default: Any
-    doc: str
-    check: Callable[[Any], str | None] = lambda value: None  # a problem's words, or None
-
-
 def _type_check(expected: type | tuple[type, ...], words: str) -> Callable[[Any], str | None]:
     def check(value):
         if isinstance(value, bool) and bool not in (expected if isinstance(expected, tuple) else (expected,)):
@@ -103,131 +93,205 @@ def _nonempty(value) -> str | None:
     return _text(value) or (None if value.strip() else "must not be empty")
 
 
-#: every section of a study file but [[systems]], in the template's order: (section, its one-line doc, its keys)
-SECTIONS: dict[str, tuple[str, list[Key]]] = {
-    "study": ("What the study is called and where its files go (paths relative to this file).", [
-        Key("base", "", "another study file whose keys this one takes where it does not set them (beside it)", _text),
-        Key("name", None, "the study's name: its run records' dataset and its table's title", _nonempty),
-        Key("work", "work", "folder of the prepared data and the checkpoints (large; not committed)", _nonempty),
-        Key("runs", "runs", "folder of the run records, kept training logs and decodes (small; commit it)",
-            _nonempty),
-        Key("report", "report", "folder of RESULTS.md, RESULTS.json and seeds.png (fairseq-syntax-study report)",
-            _nonempty),
-    ]),
-    "corpus": ("The parallel text: STEM.LANG or STEM.LANG.gz files in one folder.", [
-        Key("raw", None, "folder of the parallel text files", _nonempty),
-        Key("source", "en", "source language code (the side that is parsed)", _nonempty),
-        Key("target", "de", "target language code", _nonempty),
-        Key("text", "raw", "raw: untokenized (tokenized here with sacremoses); tokenized: Moses-tokenized, escaped",
-            _one_of("raw", "tokenized")),
-        Key("train", "train", "file stem of the training split", _nonempty),
-        Key("valid", "valid", "file stem of the validation split (model selection, early stopping)", _nonempty),
-        Key("test", "test", "file stem of the test split (scored)", _nonempty),
-        Key("subset", 0, "train on this many training pairs drawn at random without replacement (0: all); a list "
-            "of sizes ([1000, 5000]) makes one study a size, each subset inside the larger ones ([sizes])",
-            lambda value: _sizes_list(value) if isinstance(value, list) else _integer(0)(value)),
-        Key("subset_seed", 1, "the seed of that draw", _integer(0)),
-        Key("max_train_words", 0, "leave out training pairs longer than this many words on either side (0: keep all;"
-            " counted and listed)", _integer(0)),
-        Key("reference", "", "the raw test reference scored against (default: RAW/TEST.TARGET[.gz])", _text),
-    ]),
-    "parses": ("The source side's parses: a parse archive, or a parser per kind (a pretrained name or a path).", [
-        Key("archive", "", "a parse archive folder (MANIFEST.json; e.g. examples/multi30k/parses): no parser runs",
-            _text),
-        Key("constituency", "", "constituency parser: a pretrained name (benepar_en3, crf-con-en, ...) or a path",
-            _text),
-        Key("constituency_backend", "crf-con", "benepar, crf-con or stanza", _one_of("benepar", "crf-con", "stanza")),
-        Key("tagger", "", "POS tagger for crf-con's preterminals (a path; empty: none)", _text),
-        Key("dependency", "", "dependency parser: a pretrained name (biaffine-dep-en, ...) or a path", _text),
-        Key("dependency_backend", "biaffine", "biaffine or stanza", _one_of("biaffine", "stanza")),
-        Key("preterminals", "auto", "POS nodes in the tree input forms: auto, keep, split or drop",
-            _one_of("auto", "keep", "split", "drop")),
-        Key("workers", 1, "parser processes, each on its own core", _integer(1)),
-    ]),
-    "bpe": ("Joint BPE over both sides of the training text (subword-nmt).", [
-        Key("merges", 10000, "BPE merges learned", _integer(1)),
-    ]),
-    "model": ("The Transformer every system shares (fairseq's transformer options).", [
-        Key("encoder_layers", 3, "encoder layers", _integer(1)),
-        Key("decoder_layers", 3, "decoder layers", _integer(1)),
-        Key("embed_dim", 256, "model width d (encoder and decoder)", _integer(1)),
-        Key("ffn_dim", 1024, "feed-forward width", _integer(1)),
-        Key("heads", 4, "attention heads (encoder and decoder)", _integer(1)),
-        Key("dropout", 0.3, "dropout", _number(0.0, 1.0)),
-        Key("share_all_embeddings", True, "one embedding table for source, target and output (joint BPE)", _flag),
-        Key("max_source_positions", 1024, "the longest source, in tokens of the longest input form", _integer(1)),
-    ]),
-    "training": ("One protocol for every system: the same sentences per update, trained until validation stops "
-                 "improving.", [
-        Key("batch_sentences", 64, "sentences per update, whatever the input form (--batch-size)", _integer(1)),
-        Key("optimizer", "adam", "fairseq optimizer", _nonempty),
-        Key("adam_betas", "(0.9, 0.98)", "Adam's betas (with optimizer adam)", _text),
-        Key("lr", 1e-3, "peak learning rate", _number(0.0, open_low=True)),
-        Key("lr_scheduler", "inverse_sqrt", "fairseq learning-rate scheduler", _nonempty),
-        Key("warmup_updates", 1000, "warm-up updates", _integer(0)),
-        Key("weight_decay", 0.0001, "weight decay", _number(0.0)),
-        Key("clip_norm", 1.0, "gradient clipping norm", _number(0.0)),
-        Key("label_smoothing", 0.1, "label smoothing of the cross-entropy", _number(0.0, 1.0)),
-        Key("patience", 5, "stop once validation nll_loss has not improved for this many epochs", _integer(1)),
-        Key("max_epoch", 100, "epoch cap (a cap only: patience stops training)", _integer(1)),
-        Key("precision", "fp32", "fp32, bf16 (--bf16 on a GPU, --cpu-bf16-autocast on a CPU) or fp16 (GPU only)",
-            _one_of("fp32", "bf16", "fp16")),
-        Key("device", "cpu", "cpu or cuda (one GPU a run)", _one_of("cpu", "cuda")),
-        Key("threads", 1, "CPU threads per run (OMP_NUM_THREADS; on a CPU the run's cores)", _integer(1)),
-        Key("extra_args", [], "more fairseq-train arguments for every system, e.g. [\"--update-freq\", \"2\"]",
-            _strings),
-    ]),
-    "decoding": ("Decoding the test split with the checkpoint of the best validation nll_loss.", [
-        Key("beam", 5, "beam size", _integer(1)),
-        Key("batch_size", 128, "sentences per decoding batch", _integer(1)),
-        Key("extra_args", [], "more fairseq-generate arguments", _strings),
-    ]),
-    "seeds": ("Training seeds: seeds 1..N for each system unless the system says otherwise.", [
-        Key("count", 3, "seeds per system (N: seeds 1..N)", _integer(1)),
-    ]),
-    "test": ("The comparisons: every system against the baseline, every control against its system.", [
-        Key("baseline", "sequence", "the system every other is tested against (one of [[systems]])", _nonempty),
-        Key("bootstrap_rounds", 10000, "rounds of the seed-aware paired bootstrap over sentences and seeds",
-            _integer(100)),
-        Key("run_bootstrap_rounds", 1000, "rounds of each single run's paired bootstrap against the baseline's "
-            "run of the same seed", _integer(100)),
-        Key("alpha", 0.05, "significance level of the verdict rule", _number(0.0, 1.0, open_low=True)),
-        Key("by_length", [10, 15, 20], "source-length bins of each run's scores by length (empty: none)",
-            lambda value: None if isinstance(value, list) and all(
-                isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
-            else f"must be a list of positive integers, not {value!r}"),
-    ]),
-    "executor": ("Where the runs go: this machine (local) or a Slurm cluster (slurm, through submitit).", [
-        Key("kind", "local", "local or slurm (the --executor option overrides it)", _one_of("local", "slurm")),
-        Key("jobs", 1, "local: runs at once on this machine, each its own process and cores (--jobs overrides)",
-            _integer(1)),
-    ]),
-    "slurm": ("Slurm jobs (executor slurm): one job array a call of run, one job a run.", [
-        Key("partition", "", "partition (empty: the cluster's default)", _text),
-        Key("cpus_per_job", 1, "CPUs per job (give training.threads the same)", _integer(1)),
-        Key("gpus_per_job", 0, "GPUs per job (with training.device cuda)", _integer(0)),
-        Key("mem_gb", 8.0, "memory per job, GB", _number(0.0, open_low=True)),
-        Key("time_min", 240, "time limit per job, minutes (a run that times out resumes on the next run call)",
-            _integer(1)),
-        Key("array_parallelism", 16, "jobs of the array running at once", _integer(1)),
-        Key("extra", {}, "more sbatch parameters, e.g. {account = \"nlp\", qos = \"normal\"}",
-            lambda value: None if isinstance(value, dict) and all(isinstance(v, (str, int)) for v in value.values())
-            else f"must be a table of strings or integers, not {value!r}"),
-    ]),
-}
+def key(default: Any, doc: str, check: Callable[[Any], str | None] = lambda value: None) -> Any:
+    """A key of a section (a field of its dataclass): its default (None: required), one line of documentation (the
+    template's comment, a row of docs/study.md's tables) and the check its value must pass (a problem, or None)."""
+    metadata = {"doc": doc, "check": check}
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: type(default)(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
 
-#: the keys of a [[systems]] entry
-SYSTEM_KEYS: list[Key] = [
-    Key("name", None, "a system of the method registry (python3 -m fairseq_syntax.methods systems --controls)",
-        _nonempty),
-    Key("controls", [], "control kinds it is also trained on (random, struct, left, right), each tested against it",
-        _strings),
-    Key("seeds", 0, "its seeds 1..N (0: seeds.count)", _integer(0)),
-    Key("control_seeds", {}, "seeds of each control, e.g. {random = 5, struct = 3} (default: the system's)",
-        lambda value: None if isinstance(value, dict) and all(
-            isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in value.values())
-        else f"must be a table of integers >= 1, not {value!r}"),
-]
+
+def default_of(key_field: dataclasses.Field) -> Any:
+    """A key's default (None: required)."""
+    return key_field.default_factory() if key_field.default is dataclasses.MISSING else key_field.default
+
+
+class Section:
+    """A section of the study file: a frozen dataclass whose fields are its keys (:func:`key`) and whose docstring
+    documents it. It reads as a mapping too (``section["lr"]``, ``dict(section)``), as records store it."""
+
+    def __getitem__(self, name: str) -> Any:
+        return getattr(self, name)
+
+    def keys(self) -> list[str]:
+        return [key_field.name for key_field in dataclasses.fields(self)]
+
+    def items(self) -> list[tuple[str, Any]]:
+        return [(name, getattr(self, name)) for name in self.keys()]
+
+    @classmethod
+    def doc(cls) -> str:
+        return " ".join(cls.__doc__.split())
+
+
+def _extra(value) -> str | None:
+    if isinstance(value, dict) and all(isinstance(v, (str, int)) and k and not k.startswith("-")
+                                       for k, v in value.items()):
+        return None
+    return f"must be a table of sbatch parameters (strings or integers) without their '--', not {value!r}"
+
+
+@dataclass(frozen=True)
+class Study(Section):
+    """What the study is called and where its files go (paths relative to this file)."""
+    base: str = key("", "another study file whose keys this one takes where it does not set them (beside it)", _text)
+    name: str = key(None, "the study's name: its run records' dataset and its table's title", _nonempty)
+    work: str = key("work", "folder of the prepared data and the checkpoints (large; not committed)", _nonempty)
+    runs: str = key("runs", "folder of the run records, kept training logs and decodes (small; commit it)", _nonempty)
+    report: str = key("report", "folder of RESULTS.md, RESULTS.json and seeds.png (fairseq-syntax-study report)",
+                      _nonempty)
+
+
+@dataclass(frozen=True)
+class Corpus(Section):
+    """The parallel text: STEM.LANG or STEM.LANG.gz files in one folder."""
+    raw: str = key(None, "folder of the parallel text files", _nonempty)
+    source: str = key("en", "source language code (the side that is parsed)", _nonempty)
+    target: str = key("de", "target language code", _nonempty)
+    text: str = key("raw", "raw: untokenized (tokenized here with sacremoses); tokenized: Moses-tokenized, escaped",
+                    _one_of("raw", "tokenized"))
+    train: str = key("train", "file stem of the training split", _nonempty)
+    valid: str = key("valid", "file stem of the validation split (model selection, early stopping)", _nonempty)
+    test: str = key("test", "file stem of the test split (scored)", _nonempty)
+    subset: int | list[int] = key(
+        0, "train on this many training pairs drawn at random without replacement (0: all); a list of sizes "
+        "([1000, 5000]) makes one study a size, each subset inside the larger ones ([sizes])",
+        lambda value: _sizes_list(value) if isinstance(value, list) else _integer(0)(value))
+    subset_seed: int = key(1, "the seed of that draw", _integer(0))
+    max_train_words: int = key(0, "leave out training pairs longer than this many words on either side (0: keep all;"
+                               " counted and listed)", _integer(0))
+    reference: str = key("", "the raw test reference scored against (default: RAW/TEST.TARGET[.gz])", _text)
+
+
+@dataclass(frozen=True)
+class Parses(Section):
+    """The source side's parses: a parse archive, or a parser per kind (a pretrained name or a path)."""
+    archive: str = key("", "a parse archive folder (MANIFEST.json; e.g. examples/multi30k/parses): no parser runs",
+                       _text)
+    constituency: str = key("", "constituency parser: a pretrained name (benepar_en3, crf-con-en, ...) or a path",
+                            _text)
+    constituency_backend: str = key("crf-con", "benepar, crf-con or stanza", _one_of("benepar", "crf-con", "stanza"))
+    tagger: str = key("", "POS tagger for crf-con's preterminals (a path; empty: none)", _text)
+    dependency: str = key("", "dependency parser: a pretrained name (biaffine-dep-en, ...) or a path", _text)
+    dependency_backend: str = key("biaffine", "biaffine or stanza", _one_of("biaffine", "stanza"))
+    preterminals: str = key("auto", "POS nodes in the tree input forms: auto, keep, split or drop",
+                            _one_of("auto", "keep", "split", "drop"))
+    workers: int = key(1, "parser processes, each on its own core", _integer(1))
+
+
+@dataclass(frozen=True)
+class Bpe(Section):
+    """Joint BPE over both sides of the training text (subword-nmt)."""
+    merges: int = key(10000, "BPE merges learned", _integer(1))
+
+
+@dataclass(frozen=True)
+class Model(Section):
+    """The Transformer every system shares (fairseq's transformer options)."""
+    encoder_layers: int = key(3, "encoder layers", _integer(1))
+    decoder_layers: int = key(3, "decoder layers", _integer(1))
+    embed_dim: int = key(256, "model width d (encoder and decoder)", _integer(1))
+    ffn_dim: int = key(1024, "feed-forward width", _integer(1))
+    heads: int = key(4, "attention heads (encoder and decoder)", _integer(1))
+    dropout: float = key(0.3, "dropout", _number(0.0, 1.0))
+    share_all_embeddings: bool = key(True, "one embedding table for source, target and output (joint BPE)", _flag)
+    max_source_positions: int = key(1024, "the longest source, in tokens of the longest input form", _integer(1))
+
+
+@dataclass(frozen=True)
+class Training(Section):
+    """One protocol for every system: the same sentences per update, trained until validation stops improving."""
+    batch_sentences: int = key(64, "sentences per update, whatever the input form (--batch-size)", _integer(1))
+    optimizer: str = key("adam", "fairseq optimizer", _nonempty)
+    adam_betas: str = key("(0.9, 0.98)", "Adam's betas (with optimizer adam)", _text)
+    lr: float = key(1e-3, "peak learning rate", _number(0.0, open_low=True))
+    lr_scheduler: str = key("inverse_sqrt", "fairseq learning-rate scheduler", _nonempty)
+    warmup_updates: int = key(1000, "warm-up updates", _integer(0))
+    weight_decay: float = key(0.0001, "weight decay", _number(0.0))
+    clip_norm: float = key(1.0, "gradient clipping norm", _number(0.0))
+    label_smoothing: float = key(0.1, "label smoothing of the cross-entropy", _number(0.0, 1.0))
+    patience: int = key(5, "stop once validation nll_loss has not improved for this many epochs", _integer(1))
+    max_epoch: int = key(100, "epoch cap (a cap only: patience stops training)", _integer(1))
+    precision: str = key("fp32", "fp32, bf16 (--bf16 on a GPU, --cpu-bf16-autocast on a CPU) or fp16 (GPU only)",
+                         _one_of("fp32", "bf16", "fp16"))
+    device: str = key("cpu", "cpu or cuda (one GPU a run)", _one_of("cpu", "cuda"))
+    threads: int = key(1, "CPU threads per run (OMP_NUM_THREADS; on a CPU the run's cores)", _integer(1))
+    extra_args: list[str] = key([], "more fairseq-train arguments for every system, e.g. [\"--update-freq\", \"2\"]",
+                                _strings)
+
+
+@dataclass(frozen=True)
+class Decoding(Section):
+    """Decoding the test split with the checkpoint of the best validation nll_loss."""
+    beam: int = key(5, "beam size", _integer(1))
+    batch_size: int = key(128, "sentences per decoding batch", _integer(1))
+    extra_args: list[str] = key([], "more fairseq-generate arguments", _strings)
+
+
+@dataclass(frozen=True)
+class Seeds(Section):
+    """Training seeds: seeds 1..N for each system unless the system says otherwise."""
+    count: int = key(3, "seeds per system (N: seeds 1..N)", _integer(1))
+
+
+@dataclass(frozen=True)
+class Comparisons(Section):
+    """The comparisons: every system against the baseline, every control against its system."""
+    baseline: str = key("sequence", "the system every other is tested against (one of [[systems]])", _nonempty)
+    bootstrap_rounds: int = key(10000, "rounds of the seed-aware paired bootstrap over sentences and seeds",
+                                _integer(100))
+    run_bootstrap_rounds: int = key(1000, "rounds of each single run's paired bootstrap against the baseline's run "
+                                    "of the same seed", _integer(100))
+    alpha: float = key(0.05, "significance level of the verdict rule", _number(0.0, 1.0, open_low=True))
+    by_length: list[int] = key([10, 15, 20], "source-length bins of each run's scores by length (empty: none)",
+                               lambda value: None if isinstance(value, list) and all(
+                                   isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
+                               else f"must be a list of positive integers, not {value!r}")
+
+
+@dataclass(frozen=True)
+class Executor(Section):
+    """Where the runs go: this machine (local) or a Slurm cluster (slurm, through submitit)."""
+    kind: str = key("local", "local or slurm (the --executor option overrides it)", _one_of("local", "slurm"))
+    jobs: int = key(1, "local: runs at once on this machine, each its own process and cores (--jobs overrides)",
+                    _integer(1))
+
+
+@dataclass(frozen=True)
+class Slurm(Section):
+    """Slurm jobs (executor slurm): one job array a call of run, one job a run."""
+    partition: str = key("", "the partition (sbatch --partition; empty: the cluster's default)", _text)
+    cpus_per_job: int = key(1, "CPUs per job (--cpus-per-task; give training.threads the same)", _integer(1))
+    gpus_per_job: int = key(0, "GPUs per job, with training.device cuda (--gpus-per-node; 0: none)",
+                            _integer(0))
+    mem_gb: float = key(8.0, "memory per job, GB (--mem)", _number(0.0, open_low=True))
+    time_min: int = key(240, "time limit per job, minutes (--time; a run that times out resumes on the next "
+                        "run call)", _integer(1))
+    array_parallelism: int = key(16, "jobs of the array running at once (the P of --array=0-N%P)", _integer(1))
+    extra: dict[str, str | int] = key({}, "more sbatch parameters, e.g. {account = \"nlp\", qos = \"normal\"}",
+                                      _extra)
+
+
+@dataclass(frozen=True)
+class SystemKeys(Section):
+    """The systems: [[systems]] entries, one a system, each with these keys:"""
+    name: str = key(None, "a system of the method registry (python3 -m fairseq_syntax.methods systems --controls)",
+                    _nonempty)
+    controls: list[str] = key([], "control kinds it is also trained on (random, struct, left, right), each tested "
+                              "against it", _strings)
+    seeds: int = key(0, "its seeds 1..N (0: seeds.count)", _integer(0))
+    control_seeds: dict[str, int] = key({}, "seeds of each control, e.g. {random = 5, struct = 3} (default: the "
+                                        "system's)", lambda value: None if isinstance(value, dict) and all(
+                                            isinstance(v, int) and not isinstance(v, bool) and v >= 1
+                                            for v in value.values())
+                                        else f"must be a table of integers >= 1, not {value!r}")
+
+
+#: every section of a study file but [[systems]] and [sizes.N], in the template's order
+SECTIONS: dict[str, type[Section]] = {
+    "study": Study, "corpus": Corpus, "parses": Parses, "bpe": Bpe, "model": Model, "training": Training,
+    "decoding": Decoding, "seeds": Seeds, "test": Comparisons, "executor": Executor, "slurm": Slurm}
 
 #: the sections whose settings decide what a run trains on and how it is trained and decoded: the study's identity
 #: hashes them (not the paths, the executor or the test, which change no run)
@@ -264,13 +328,23 @@ class SizeEntry:
 
 @dataclass(frozen=True)
 class StudyConfig:
-    """A validated study file: ``sections[section][key]`` for every key of :data:`SECTIONS` (defaults filled in),
-    the systems in the file's order, the file and its folder; ``sizes``: its ``[sizes.N]`` tables, by N, where
-    ``corpus.subset`` lists sizes; ``point``: for one size of such a study (:mod:`fairseq_syntax.study.sizes`), its
-    label (``n1000``, ``n1000/sweep/merges2000-dropout0.3``)."""
+    """A validated study file: a field a section of :data:`SECTIONS` (``config.training.lr``; ``config["test"]``
+    for the ``test`` section), the systems in the file's order, the file; ``sizes``: its ``[sizes.N]`` tables, by N,
+    where ``corpus.subset`` lists sizes; ``point``: for one size of such a study (:mod:`fairseq_syntax.study.sizes`),
+    its label (``n1000``, ``n1000/sweep/merges2000-dropout0.3``)."""
     path: Path
-    sections: dict[str, dict[str, Any]]
     systems: tuple[SystemEntry, ...]
+    study: Study
+    corpus: Corpus
+    parses: Parses
+    bpe: Bpe
+    model: Model
+    training: Training
+    decoding: Decoding
+    seeds: Seeds
+    test: Comparisons
+    executor: Executor
+    slurm: Slurm
     sizes: dict[int, SizeEntry] = field(default_factory=dict)
     point: str = ""
     #: the file each key was read from (``(section, key)``), where a study's keys come from several (``study.base``)
@@ -283,15 +357,18 @@ class StudyConfig:
     @property
     def size_list(self) -> list[int]:
         """The training-set sizes of a study over sizes, ascending (empty for a study of one training set)."""
-        subset = self.sections["corpus"]["subset"]
-        return sorted(subset) if isinstance(subset, list) else []
+        return sorted(self.corpus.subset) if isinstance(self.corpus.subset, list) else []
 
-    def __getitem__(self, section: str) -> dict[str, Any]:
+    @property
+    def sections(self) -> dict[str, Section]:
+        return {section: getattr(self, section) for section in SECTIONS}
+
+    def __getitem__(self, section: str) -> Section:
         return self.sections[section]
 
     def folder(self, key: str) -> Path:
         """``study.work`` / ``study.runs`` / ``study.report`` as a path (relative to the file's folder)."""
-        return self.resolve(self.sections["study"][key])
+        return self.resolve(self.study[key])
 
     def resolve(self, value: str) -> Path:
         """A path of the file, relative to its folder (``~`` expanded)."""
@@ -300,17 +377,15 @@ class StudyConfig:
 
     @property
     def name(self) -> str:
-        return self.sections["study"]["name"]
+        return self.study.name
 
     @property
     def baseline(self) -> str:
-        return self.sections["test"]["baseline"]
+        return self.test.baseline
 
     def with_changes(self, section: str, **values) -> StudyConfig:
         """The same study with some keys of one section changed (the command line's --jobs, --executor)."""
-        sections = {name: dict(keys) for name, keys in self.sections.items()}
-        sections[section].update(values)
-        return dataclasses.replace(self, sections=sections)
+        return dataclasses.replace(self, **{section: dataclasses.replace(self[section], **values)})
 
 
 def template() -> str:
@@ -319,16 +394,15 @@ def template() -> str:
     lines = ["# A fairseq-syntax study: does source-side syntax help on this corpus?",
              "# Every key with its default; fairseq-syntax-study plan STUDY.toml checks the file before anything runs.",
              ""]
-    for section, (doc, keys) in SECTIONS.items():
-        lines += [f"# {doc}", f"[{section}]"]
-        for key in keys:
-            if key.default is None:
-                lines.append(f"{key.name} = \"\"  # REQUIRED: {key.doc}")
-            else:
-                lines.append(f"{key.name} = {_toml_value(key.default)}  # {key.doc}")
+    for section, keys in SECTIONS.items():
+        lines += [f"# {keys.doc()}", f"[{section}]"]
+        for key in dataclasses.fields(keys):
+            default, doc = default_of(key), key.metadata["doc"]
+            lines.append(f"{key.name} = \"\"  # REQUIRED: {doc}" if default is None
+                         else f"{key.name} = {_toml_value(default)}  # {doc}")
         lines.append("")
-    lines += ["# The systems: [[systems]] entries, one a system, each with these keys:"]
-    lines += [f"#   {key.name}: {key.doc}" for key in SYSTEM_KEYS]
+    lines += [f"# {SystemKeys.doc()}"]
+    lines += [f"#   {key.name}: {key.metadata['doc']}" for key in dataclasses.fields(SystemKeys)]
     lines += ["[[systems]]", "name = \"sequence\"", "",
               "[[systems]]", "name = \"mask\"", "controls = [\"random\"]", "",
               "# A study over training-set sizes: corpus.subset = [1000, 5000], and a [sizes.N] table a size, with",
@@ -359,40 +433,40 @@ def load_study(path: str | os.PathLike, known_systems: Sequence[str] | None = No
     where = str(path)
     raw, origins = _read_with_base(path, [])
     problems: list[str] = []
-    sections: dict[str, dict[str, Any]] = {}
+    sections: dict[str, Section] = {}
     for unknown in sorted(set(raw) - set(SECTIONS) - {"systems", "sizes"}):
         problems.append(f"{where}: [{unknown}]: unknown section (known: {', '.join([*SECTIONS, 'sizes', 'systems'])})")
-    for section, (_, keys) in SECTIONS.items():
+    for section, keys in SECTIONS.items():
         given = raw.get(section, {})
         if not isinstance(given, dict):
             problems.append(f"{where}: {section}: must be a table ([{section}]), not {given!r}")
             given = {}
-        sections[section] = _read_keys(lambda key, section=section: origins.get((section, key), where), section,
-                                       keys, given, problems)
+        sections[section] = keys(**_read_keys(lambda key, section=section: origins.get((section, key), where),
+                                              section, keys, given, problems))
     systems = _read_systems(origins.get(("systems", ""), where), raw.get("systems"), sections, problems,
                             known_systems)
     sizes = _read_sizes(lambda size: origins.get(("sizes", size), where), raw.get("sizes", {}), sections, problems)
     problems += _precision_problems(lambda key: origins.get(key, where), sections["training"], sizes)
     if problems:
         raise ConfigError(problems)
-    return StudyConfig(path=path, sections=sections, systems=tuple(systems), sizes=sizes, origins=origins)
+    return StudyConfig(path=path, systems=tuple(systems), sizes=sizes, origins=origins, **sections)
 
 
-def _precision_problems(at: Callable[[tuple[str, str]], str], training: dict,
+def _precision_problems(at: Callable[[tuple[str, str]], str], training: Training,
                         sizes: dict[int, SizeEntry]) -> list[str]:
     """fp16 is fairseq's ``--fp16``, a GPU's: with ``device = "cpu"`` every run would fail at its start (the file's
     training, or a size's settings or sweep, which give every combination of their values)."""
     fix = "give bf16 (--cpu-bf16-autocast on a CPU) or fp32, or device = \"cuda\""
     problems = []
-    on_cpu = training.get("precision") == "fp16" and training.get("device") == "cpu"
+    on_cpu = training.precision == "fp16" and training.device == "cpu"
     if on_cpu:
         named, device_file = at(("training", "precision")), at(("training", "device"))
         problems.append(f"{named}: training.precision: fp16 trains on a GPU only, and training.device is \"cpu\""
                         f"{f' ({device_file})' if device_file != named else ''}: {fix}")
     for pairs, entry in sizes.items():
         own, swept = entry.settings.get("training", {}), entry.sweep.get("training", {})
-        precisions = swept.get("precision", [own.get("precision", training.get("precision"))])
-        devices = swept.get("device", [own.get("device", training.get("device"))])
+        precisions = swept.get("precision", [own.get("precision", training.precision)])
+        devices = swept.get("device", [own.get("device", training.device)])
         if "fp16" in precisions and "cpu" in devices and not on_cpu:  # the file's own is said above
             problems.append(f"{at(('sizes', str(pairs)))}: sizes.{pairs}: training.precision fp16 with "
                             f"training.device \"cpu\": fp16 trains on a GPU only; {fix}")
@@ -442,28 +516,26 @@ def _read_with_base(path: Path, named_by: list[Path]) -> tuple[dict, dict[tuple[
     return merged, origins
 
 
-def _read_keys(where: str | Callable[[str], str], section: str, keys: list[Key], given: dict,
+def _read_keys(where: str | Callable[[str], str], section: str, keys: type[Section], given: dict,
                problems: list[str]) -> dict[str, Any]:
     """``section``'s values, defaults filled in; each problem named with its file (``where``, or ``where(key)``
     where a study's keys come from several files)."""
     def at(key: str) -> str:
         return where(key) if callable(where) else where
 
-    known = {key.name for key in keys}
-    for unknown in sorted(set(given) - known):
+    known = {key.name: key for key in dataclasses.fields(keys)}
+    for unknown in sorted(set(given) - set(known)):
         problems.append(f"{at(unknown)}: {section}.{unknown}: unknown key (known: {', '.join(sorted(known))})")
     values = {}
-    for key in keys:
-        if key.name not in given:
-            if key.default is None:
-                problems.append(f"{at(key.name)}: {section}.{key.name}: required ({key.doc})")
-                continue
-            values[key.name] = key.default
+    for name, key in known.items():
+        if name not in given:
+            if default_of(key) is None:
+                problems.append(f"{at(name)}: {section}.{name}: required ({key.metadata['doc']})")
             continue
-        problem = key.check(given[key.name])
+        problem = key.metadata["check"](given[name])
         if problem:
-            problems.append(f"{at(key.name)}: {section}.{key.name}: {problem}")
-        values[key.name] = given[key.name]
+            problems.append(f"{at(name)}: {section}.{name}: {problem}")
+        values[name] = given[name]
     return values
 
 
@@ -474,9 +546,10 @@ def _read_sizes(where: Callable[[str], str], given, sections: dict, problems: li
     if not isinstance(given, dict):
         problems.append(f"{where('')}: sizes: must be tables [sizes.N], not {given!r}")
         return {}
-    subset = sections["corpus"].get("subset")
+    subset = sections["corpus"].subset
     listed = subset if isinstance(subset, list) else []
-    keys_of = {section: {key.name: key for key in SECTIONS[section][1]} for section in SIZE_SECTIONS}
+    keys_of = {section: {key.name: key.metadata["check"] for key in dataclasses.fields(SECTIONS[section])}
+               for section in SIZE_SECTIONS}
     entries = {}
     for name, table in given.items():
         at = where(name)
@@ -516,7 +589,7 @@ def _read_sizes(where: Callable[[str], str], given, sections: dict, problems: li
                             problems.append(f"{where_key}: lists a candidate twice ({options!r})")
                         else:
                             for option in options:
-                                problem = keys_of[swept][key].check(option)
+                                problem = keys_of[swept][key](option)
                                 if problem:
                                     problems.append(f"{where_key}: a candidate {problem}")
                             sweep.setdefault(swept, {})[key] = list(options)
@@ -529,7 +602,7 @@ def _read_sizes(where: Callable[[str], str], given, sections: dict, problems: li
                 if key not in keys_of[section]:
                     problems.append(f"{at}: {label}.{key}: unknown key (known: {', '.join(sorted(keys_of[section]))})")
                     continue
-                problem = keys_of[section][key].check(value)
+                problem = keys_of[section][key](value)
                 if problem:
                     problems.append(f"{at}: {label}.{key}: {problem}")
                 settings.setdefault(section, {})[key] = value
@@ -556,14 +629,14 @@ def _read_systems(where: str, given, sections: dict, problems: list[str],
         problems.append(f"{where}: systems: at least one [[systems]] entry is required")
         return []
     known = set(known_systems if known_systems is not None else _registry_systems())
-    default_seeds = sections["seeds"].get("count", 3)
+    default_seeds = sections["seeds"].count
     entries, seen = [], set()
     for index, entry in enumerate(given, 1):
         label = f"systems[{index}]"
         if not isinstance(entry, dict):
             problems.append(f"{where}: {label}: must be a table ([[systems]]), not {entry!r}")
             continue
-        values = _read_keys(where, label, SYSTEM_KEYS, entry, problems)
+        values = _read_keys(where, label, SystemKeys, entry, problems)
         name = values.get("name")
         if not isinstance(name, str) or not name.strip():
             continue
@@ -593,7 +666,7 @@ def _read_systems(where: str, given, sections: dict, problems: list[str],
         for kind in sorted(set(control_seeds) - set(kinds)):
             problems.append(f"{where}: {label}.control_seeds.{kind}: not one of its controls ({kinds or 'none'})")
         entries.append(SystemEntry(name=name, seeds=seeds, controls=controls))
-    baseline = sections["test"].get("baseline")
+    baseline = sections["test"].baseline
     if isinstance(baseline, str) and baseline and baseline not in seen:
         problems.append(f"{where}: test.baseline: {baseline!r} is not one of the study's systems "
                         f"({', '.join(entry.name for entry in entries)})")

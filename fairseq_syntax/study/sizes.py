@@ -90,13 +90,11 @@ def candidates(sweep: dict[str, dict[str, list]]) -> list[Candidate]:
 
 def _derived(config: StudyConfig, label: str, name: str, folders: dict[str, str], pairs: int,
              settings: list[dict[str, dict[str, Any]]], systems: tuple[SystemEntry, ...]) -> StudyConfig:
-    sections = {section: dict(keys) for section, keys in config.sections.items()}
-    sections["corpus"]["subset"] = pairs
-    sections["study"].update(name=name, **folders)
+    config = config.with_changes("corpus", subset=pairs).with_changes("study", name=name, **folders)
     for layer in settings:
         for section, values in layer.items():
-            sections[section].update(values)
-    return dataclasses.replace(config, sections=sections, systems=systems, sizes={}, point=label)
+            config = config.with_changes(section, **values)
+    return dataclasses.replace(config, systems=systems, sizes={}, point=label)
 
 
 def _folders(study: dict[str, Any], suffix: str) -> dict[str, str]:
