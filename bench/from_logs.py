@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 
 import report
-from fairseq_syntax.evaluation.results import open_text
+from fairseq_syntax.evaluation.kept_files import open_text
 from report import BASELINE, PROGRESS_LINE, REFERENCE_FORM
 
 #: what run.py logs besides its progress lines: the device of its first measurement, its model size; window.sh

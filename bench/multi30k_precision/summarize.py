@@ -4,7 +4,7 @@ updates 31-40."""
 import pathlib
 import re
 
-from fairseq_syntax.evaluation.results import read_text
+from fairseq_syntax.evaluation.kept_files import read_text
 
 HERE = pathlib.Path(__file__).parent
 RUNS = [("seqfp32t2", "transformer", "sequence", "fp32", 2), ("seqbf16t1", "transformer", "sequence", "bf16 autocast", 1),

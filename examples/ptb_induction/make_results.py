@@ -12,7 +12,7 @@ run keeps 124 KB where gzip kept 303), from which they are read and listed as fr
 runs made by hand are rows of the same table (``EXPLORATORY``; their folder's README.md says how they were run).
 Every number in the output is read from a log or JSON score file named next to it; a missing file is an error.
 The tables are rendered, and RESULTS.md / RESULTS.json written, by the shared results library
-(``fairseq_syntax.evaluation.results``).
+(``fairseq_syntax.evaluation.tables``).
 """
 import argparse
 import collections
@@ -26,13 +26,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))  # this checkout's package
 from fairseq_syntax.evaluation import packed_runs  # noqa: E402
-from fairseq_syntax.evaluation.results import (  # noqa: E402
-    compress,
-    make_log_portable,
-    open_text,
-    portable_paths,
-    read_text,
-)
+from fairseq_syntax.evaluation.kept_files import compress, open_text, read_text  # noqa: E402
+from fairseq_syntax.evaluation.records import make_log_portable, portable_paths  # noqa: E402
 from fairseq_syntax.evaluation.tables import Cell, Table, write_results  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -6,7 +6,7 @@ beside it; without --out the Markdown goes to standard output). Each ``DATASET.R
 yet compressed; or packed into ``logs/packed.tar.xz`` by run.sh, see ``packed_runs``) gives its model settings (from fairseq's logged configuration), its size, how long it trained and
 why it stopped, and the dev accuracy after every epoch. A log without "done training" is reported as unfinished,
 never skipped. The tables are rendered, and the files written, by the shared results library
-(``fairseq_syntax.evaluation.results``).
+(``fairseq_syntax.evaluation.tables``).
 """
 import argparse
 import os
@@ -18,7 +18,7 @@ from typing import List, Optional, Tuple
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))  # this checkout's package
 from fairseq_syntax.evaluation import packed_runs  # noqa: E402
-from fairseq_syntax.evaluation.results import read_text  # noqa: E402
+from fairseq_syntax.evaluation.kept_files import read_text  # noqa: E402
 from fairseq_syntax.evaluation.tables import markdown_table, table_json, write_results  # noqa: E402
 
 LOG_SUFFIXES = (".log.gz", ".log")

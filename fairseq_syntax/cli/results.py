@@ -7,8 +7,8 @@ A directory contributes every *.run.json below it; files are taken as given. Wit
 the Markdown, a table a terminal shows (:func:`terminal_table`: system, BLEU, chrF, p against a baseline, training
 time; the demo ends with it), and --out still writes the full table, each run's command included. With --out, the
 same table goes to RESULTS.json beside RESULTS.md (one row per system, the same columns; see results.render_json).
-Records are written by `fairseq-syntax-score --record` (or fairseq_syntax.evaluation.results.record_run); see
-fairseq_syntax.evaluation.results.
+Records are written by `fairseq-syntax-score --record` (or fairseq_syntax.evaluation.records.record_run); see
+fairseq_syntax.evaluation.records.
 
 A dataset trained with several seeds is tested as its comparisons say
 (:class:`~fairseq_syntax.evaluation.comparisons.Comparisons`, recorded in RESULTS.json): --baseline (default: the
@@ -29,15 +29,9 @@ from typing import List, Optional
 from fairseq_syntax.core.control_kinds import CONTROLS
 from fairseq_syntax.evaluation.comparisons import registry_comparisons
 from fairseq_syntax.evaluation.packed_runs import PackedRunsError
-from fairseq_syntax.evaluation.results import (
-    RecordError,
-    displayed_path,
-    find_record_files,
-    format_wall_time,
-    load_record,
-    render_json,
-    render_markdown,
-)
+from fairseq_syntax.evaluation.kept_files import RecordError
+from fairseq_syntax.evaluation.records import find_record_files, load_record
+from fairseq_syntax.evaluation.results import displayed_path, format_wall_time, render_json, render_markdown
 from fairseq_syntax.evaluation.tables import write_results
 
 __all__ = ["build_parser", "displayed_path", "main", "terminal_table"]

@@ -22,7 +22,7 @@ hold one list of words each, program first (a study run's checkpoints folder kee
 ``decode_command.json``); the scoring's own command is recorded from its arguments. A record names no folder of this
 machine: its paths under ``--out-dir`` (the recipe's output folder; default: the
 environment's OUT_DIR, which the recipes export) are written as ``OUT_DIR/...``, and those under ``--repo-root``
-(default: the checkout this package runs from, if it runs from one) relative to it (results.portable_paths).
+(default: the checkout this package runs from, if it runs from one) relative to it (records.portable_paths).
 """
 import argparse
 import json
@@ -33,7 +33,8 @@ import sys
 from pathlib import Path
 
 from fairseq_syntax.evaluation import packed_runs
-from fairseq_syntax.evaluation.results import RecordError, load_record, record_run
+from fairseq_syntax.evaluation.kept_files import RecordError
+from fairseq_syntax.evaluation.records import load_record, record_run
 from fairseq_syntax.evaluation.run_commands import command_fields
 from fairseq_syntax.evaluation.scoring import (
     SEED_BOOTSTRAP_ROUNDS,
@@ -83,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--by-length", metavar="EDGES",
                         help="also BLEU per reference-length interval, e.g. 10,20,30,40,50 for "
                              "(0,10], ..., (50,inf)")
-    record = parser.add_argument_group("run record (see fairseq_syntax.evaluation.results)")
+    record = parser.add_argument_group("run record (see fairseq_syntax.evaluation.records)")
     record.add_argument("--record", metavar="RUN_JSON", help="write a run record for HYP to this file")
     record.add_argument("--dataset")
     record.add_argument("--system", help="name of HYP's system in the results table")

@@ -12,8 +12,8 @@ holds each file's text as gzip held it.
 An archive in folder ``A`` holds a file of ``A`` or of a folder below it, under its path relative to ``A`` without
 ``.gz``: ``runs/packed.tar.xz`` holds ``runs/mask.seed1.gen.gz`` as ``mask.seed1.gen``,
 ``ptb_induction/packed.tar.xz`` holds ``ptb_induction/logs/induce_min1.log.gz`` as ``logs/induce_min1.log``. Every
-reader of logs and decodes (``results.open_text``, ``results.read_text``, ``results.parse_train_log``,
-``scoring.read_lines``, and of records, ``results.load_record`` and ``results.find_record_files``) reads a file that
+reader of logs and decodes (``kept_files.open_text``, ``kept_files.read_text``, ``train_logs.parse_train_log``,
+``scoring.read_lines``, and of records, ``records.load_record`` and ``records.find_record_files``) reads a file that
 is neither there nor gzipped from the archive of its folder or of a folder above it, after the archive's SHA-256 is
 checked against ``SHA256SUMS``; ``glob`` and ``rglob`` list packed files with those on disk. A reader holds a shared
 lock on the folders whose archive it reads (``flock``), and a packer holds the folder's exclusive lock while it

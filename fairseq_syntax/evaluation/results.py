@@ -1,66 +1,29 @@
-"""Run records and the results tables generated from them (never typed by hand).
+"""The run records' results table (never typed by hand): ``render_markdown`` and ``render_json`` of the records
+(:mod:`~fairseq_syntax.evaluation.records`), written by :func:`fairseq_syntax.evaluation.tables.write_results`.
 
-A run record is one JSON file per trained-and-scored system, written by the recipes (``record_run``) and named
-``*.run.json``:
-
-    {"dataset": "news-de", "system": "syntax masks", "arch": "transformer_syntax_mask",
-     "command": "fairseq-train DATA ...", "command_argv": ["fairseq-train", "DATA", ...],
-     "updates": 4540, "epochs": 20, "wall_time_s": 4812.0,
-     "train_log": "work/masks/train.log",
-     "metrics": {"BLEU": 38.1, "chrF": 62.3, ..., "tokenize": "13a", "signatures": {...}},
-     "significance": {"transformer": {"BLEU": {"p_value": 0.004, ...}, "chrF": {...}, "n_samples": 1000, ...}}}
-
-Each command is held as its argv list beside a display string (``command`` and ``command_argv``, likewise
-``decode_command`` and ``score_command``: :mod:`fairseq_syntax.evaluation.run_commands`, which also reads the records
-of the old form, whose commands are text only). ``metrics`` is what ``scoring.corpus_scores`` returns (or any dict of numbers, e.g. an accuracy); ``significance``
-maps a baseline's system name to ``scoring.paired_bootstrap``'s report of this system against it. Optional fields:
-``seed``, ``device`` (what it was trained on), ``valid`` (one run's validation curve: the statistic its best
-checkpoint is chosen by and ``[epoch, value]`` per epoch, ``parse_valid_curve``), ``parsers`` (the ``parsers.json`` of its training data,
-``fairseq_syntax.parsing.provenance``), and for a system over seeds ``seeds`` and ``metrics_sd``. ``updates``,
-``epochs`` and ``wall_time_s`` are read from the fairseq-train log, so the table shows the budget each number
-cost.
-
-The run records' table is rendered here (``render_markdown``, ``render_json``; written by
-:func:`fairseq_syntax.evaluation.tables.write_results`, which every generated results table goes through). A dataset
-of several seeds gets one row per system (:mod:`fairseq_syntax.evaluation.seed_systems`), its answer
+A dataset of several seeds gets one row per system (:mod:`fairseq_syntax.evaluation.seed_systems`), its answer
 (:mod:`fairseq_syntax.evaluation.study_answer`) and each run's convergence
 (:mod:`fairseq_syntax.evaluation.convergence`); what it compares (the baseline, each control's method and kind,
 the seeds planned) is a :class:`~fairseq_syntax.evaluation.comparisons.Comparisons`, given or, when none is, the
 method registry's (:func:`~fairseq_syntax.evaluation.comparisons.registry_comparisons`), and recorded in
-RESULTS.json. :func:`results_of_runs` is the whole of ``fairseq-syntax-results`` for a caller in Python (the
-study's report). Logs and decodes are kept gzipped beside their
-records, and finished runs' are packed into their folder's archive (:mod:`packed_runs`): every reader here
-(``open_text``, ``read_text``, ``parse_train_log``, and ``scoring.read_lines``) takes ``name`` or ``name.gz``, whichever
-exists, else the packed copy.
+RESULTS.json. Other datasets get one row per run. :func:`results_of_runs` is the whole of ``fairseq-syntax-results``
+for a caller in Python (the study's report).
 """
-import gzip
-import io
-import json
 import os
-import re
-import shutil
 import statistics
-import sys
-from collections.abc import Iterable, Iterator, Sequence
-from pathlib import Path
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from fairseq_syntax.core.control_kinds import CONTROL_KEY
-from fairseq_syntax.evaluation import packed_runs
 from fairseq_syntax.evaluation.comparisons import Comparisons, registry_comparisons
 from fairseq_syntax.evaluation.convergence import replay
-from fairseq_syntax.evaluation.packed_runs import RECORD_SUFFIX, existing_path, find_member
-from fairseq_syntax.evaluation.run_commands import (
-    command_fields,
-    command_text,
-    option_value,
-    record_argv,
-    with_argv,
-    with_seed_variable,
-)
+from fairseq_syntax.evaluation.packed_runs import find_member
+from fairseq_syntax.evaluation.records import find_record_files, load_record
+from fairseq_syntax.evaluation.run_commands import command_text, option_value, record_argv, with_seed_variable
 from fairseq_syntax.evaluation.seed_systems import (
     P_VALUE_READING,
     SeedSystem,
+    is_number,
     is_seeds_dataset,
     probability_text,
     seed_systems,
@@ -69,328 +32,14 @@ from fairseq_syntax.evaluation.seed_systems import (
 from fairseq_syntax.evaluation.study_answer import study_answer
 from fairseq_syntax.evaluation.tables import Cell, Table, markdown_table, table_json
 
-REQUIRED_FIELDS = ("dataset", "system", "arch", "command", "updates", "epochs", "wall_time_s", "train_log",
-                   "metrics", "significance")
 # Columns in this order when present; any other numeric metric follows alphabetically.
 PREFERRED_METRICS = ("BLEU", "BLEU-1", "chrF", "TER", "RIBES")
 SIGNIFICANCE_METRICS = ("BLEU", "chrF")
 COLUMN_NAMES = {"n_sentences": "Sentences"}
 
-# fairseq's logging prefix on stdout, "2024-01-01 12:00:00 | INFO | train | <message>"; a --log-file has the
-# bare message.
-LOG_PREFIX = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \| [A-Z]+ \| (?P<logger>[^|]+?) \| (?P<message>.*)$")
-# End-of-epoch statistics printed by the simple/tqdm progress bars: "epoch 003 | loss 4.2 | ... | wall 95".
-# Mid-epoch "train_inner" lines read "epoch 003:   200 / 454 loss=..." and do not match.
-EPOCH_STATS = re.compile(r"^epoch (?P<epoch>\d+) \| (?P<fields>.*)$")
-
-
-class RecordError(ValueError):
-    """A train log or run record that cannot be used (no statistics, missing fields, unreadable JSON)."""
-
-
-def open_text(path, mode: str = "r", encoding: str = "utf-8", **kwargs):
-    """Open a text file, through gzip when its name ends in ``.gz``; ``mode`` is "r", "w" or "a".
-
-    Reading takes ``path`` or ``path.gz``, whichever exists (``existing_path``), else its packed copy
-    (``packed_runs.find_member``). A gzip file written here has no name or time stamp in its header, so the
-    same text always gives the same bytes.
-    """
-    mode = mode.replace("t", "")
-    if mode not in ("r", "w", "a"):
-        raise ValueError(f"mode must be 'r', 'w' or 'a', not {mode!r}")
-    if mode == "r":
-        found = existing_path(path)
-        try:
-            if found.name.endswith(".gz"):
-                return gzip.open(found, "rt", encoding=encoding, **kwargs)
-            return open(found, encoding=encoding, **kwargs)
-        except FileNotFoundError:
-            # not on disk, or packed since existing_path looked (a lane packs while another reads: the archive is
-            # written before the file is removed)
-            packed = find_member(path)
-            if packed is None:
-                raise
-            return io.TextIOWrapper(io.BytesIO(packed.data), encoding=encoding, **kwargs)
-    path = Path(path)
-    if not path.name.endswith(".gz"):
-        return open(path, mode, encoding=encoding, **kwargs)
-    raw = open(path, mode + "b")  # noqa: SIM115  (the caller's handle closes it, through the gzip stream)
-    compressed = gzip.GzipFile(filename="", mode=mode + "b", fileobj=raw, mtime=0)
-    compressed.myfileobj = raw  # closed with the gzip stream
-    return io.TextIOWrapper(compressed, encoding=encoding, **kwargs)
-
-
-def read_text(path) -> str:
-    """The whole text of ``path`` or ``path.gz`` (see ``open_text``)."""
-    with open_text(path) as handle:
-        return handle.read()
-
-
-def compress(path) -> Path:
-    """Gzip ``path`` into ``path.gz`` (no name or time stamp in the header) and remove ``path``; returns the new
-    path. The recipes call this (or ``gzip -n``) on their logs and decodes once a run is scored."""
-    path = Path(path)
-    target = path.with_name(path.name + ".gz")
-    with open(path, "rb") as source, open(target, "wb") as raw, \
-            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as compressed:
-        shutil.copyfileobj(source, compressed)
-    os.remove(path)
-    return target
-
-
-def _train_stats_from_message(message: str) -> tuple[int, int, float] | None:
-    """(epoch, num_updates, wall seconds) from one end-of-epoch "train" log message, else None."""
-    if message.startswith("{"):
-        # --log-format json: the "train" tag prefixes every key; "train_wall" is the wall-clock meter.
-        try:
-            stats = json.loads(message)
-        except json.JSONDecodeError:
-            return None
-        if "train_num_updates" not in stats:
-            return None
-        return int(stats["epoch"]), int(float(stats["train_num_updates"])), float(stats["train_wall"])
-    match = EPOCH_STATS.match(message)
-    if not match:
-        return None
-    fields = dict(field.split(" ", 1) for field in match.group("fields").split(" | ") if " " in field)
-    if "valid" in fields or "num_updates" not in fields or "wall" not in fields:
-        # "epoch 003 | valid on 'valid' subset | ..." is the validation line of the same epoch.
-        return None
-    return int(match.group("epoch")), int(float(fields["num_updates"])), float(fields["wall"])
-
-
-def _log_messages(path, loggers) -> Iterator[str]:
-    """The messages of fairseq-train's ``loggers`` (a name such as "train" or "valid", or a tuple of names) in a log
-    (``path`` or ``path.gz``): on stdout the lines they printed, less the timestamp prefix; in a --log-file, which has
-    no prefix, every line."""
-    loggers = (loggers,) if isinstance(loggers, str) else tuple(loggers)
-    with open_text(path, errors="replace") as handle:
-        for line in handle:
-            line = line.rstrip("\r\n")
-            prefixed = LOG_PREFIX.match(line)
-            if prefixed:
-                if prefixed.group("logger") not in loggers:
-                    continue
-                line = prefixed.group("message")
-            yield line
-
-
-#: how fairseq-train's log opens (its configuration), printed again by each run that resumes a checkpoint
-TRAIN_START = ("{'_name'", "Namespace(")
-
-
-def parse_train_log(path) -> dict[str, float]:
-    """Updates, epochs and wall-clock seconds of a fairseq-train run, from its end-of-epoch statistics lines.
-
-    Reads fairseq-train's stdout (any --log-format of simple, tqdm, json) or its --log-file, plain or gzipped
-    (``path`` or ``path.gz``). A run resumed from a checkpoint appends a second fairseq-train's output to the same
-    log, and that one's "wall" meter starts again from 0 (fairseq 0.12 restores the meter's sum but not its running
-    start), so the wall time is the sum over the log's fairseq-train runs of each one's last "wall": a run starts
-    at its configuration line, or where "wall" falls below the value before it. The time of an epoch cut short by a
-    stop is not counted (it is trained again). Returns {"updates": int, "epochs": int, "wall_time_s": float}.
-    """
-    last = None
-    earlier_runs_wall = run_wall = 0.0
-    for message in _log_messages(path, ("train", "fairseq_cli.train")):
-        if message.startswith(TRAIN_START):
-            earlier_runs_wall, run_wall = earlier_runs_wall + run_wall, 0.0
-            continue
-        stats = _train_stats_from_message(message)
-        if stats is None:
-            continue
-        if stats[2] < run_wall:  # a restart the log does not mark (e.g. a --log-file of another format)
-            earlier_runs_wall += run_wall
-        last, run_wall = stats, stats[2]
-    if last is None:
-        raise RecordError(
-            f"{path}: no end-of-epoch 'train' statistics line (fairseq prints one per finished epoch, "
-            f"e.g. 'epoch 001 | loss ... | num_updates 38 | ... | wall 12'); is this a fairseq-train log?"
-        )
-    epochs, updates, _ = last
-    return {"updates": updates, "epochs": epochs, "wall_time_s": earlier_runs_wall + run_wall}
-
-
-def best_checkpoint_metric(argv: list[str]) -> str:
-    """The validation statistic that fairseq-train ``argv`` chooses its best checkpoint by (fairseq's default:
-    loss)."""
-    return option_value(argv, "--best-checkpoint-metric") or "loss"
-
-
-def parse_valid_curve(path, metric: str = "loss") -> list[tuple[int, float]]:
-    """[(epoch, value)] of the validation statistic ``metric`` at the end of each epoch of a fairseq-train log
-    (the formats ``parse_train_log`` reads), in epoch order. A run that was resumed may validate an epoch twice (in
-    the log of the killed process and again after it); the last value of an epoch is the one kept. Empty when the log
-    has no validation line with ``metric``."""
-    curve: dict[int, float] = {}
-    for message in _log_messages(path, "valid"):
-        if message.startswith("{"):
-            try:
-                stats = json.loads(message)
-            except json.JSONDecodeError:
-                continue
-            if f"valid_{metric}" in stats and "epoch" in stats:
-                curve[int(stats["epoch"])] = float(stats[f"valid_{metric}"])
-            continue
-        match = EPOCH_STATS.match(message)
-        if not match or not match.group("fields").startswith("valid on "):
-            continue
-        fields = dict(field.split(" ", 1) for field in match.group("fields").split(" | ") if " " in field)
-        if metric in fields:
-            curve[int(match.group("epoch"))] = float(fields[metric])
-    return sorted(curve.items())
-
-
-OUT_DIR = "OUT_DIR"  # how a record writes the recipe's output folder (data, checkpoints: outside the repository)
-# a path starts a token (after a space, '=', ',', a quote or a bracket) and its prefix ends where a '/' or the token does
-_PATH_START = r"(?<![\w.~/-])"
-_PATH_END = r"(?=/|$|[\s,;:='\")\]])"
-
-
-def _path_forms(path: str) -> list[str]:
-    """How ``path`` may be written in a command: absolute (as given and with links resolved) and, when given
-    relative, as given; longest first."""
-    forms = {os.path.abspath(path), os.path.realpath(path)}
-    given = os.path.normpath(path)
-    if not os.path.isabs(given) and given != os.curdir and not given.startswith(os.pardir):
-        forms.add(given)
-    return sorted(forms, key=len, reverse=True)
-
-
-PYTHON_PATHS = (("SITE_PACKAGES", "purelib"), ("SITE_PACKAGES", "platlib"), ("PYTHON_PREFIX", None))
-
-
-def _path_rules(out_dir: str | None, root: str | None, python: bool = False) -> list:
-    """The (pattern, replacement) pairs of ``portable_paths``, in the order they apply; with ``python``, the Python
-    installation's folders too (site-packages -> ``SITE_PACKAGES``, the prefix -> ``PYTHON_PREFIX``: where a log's
-    warnings name the library file that raised them)."""
-    rules = []
-    for form in _path_forms(out_dir) if out_dir else ():
-        rules.append((re.compile(_PATH_START + re.escape(form) + _PATH_END), OUT_DIR))
-    for form in _path_forms(root) if root else ():
-        rules += [(re.compile(_PATH_START + re.escape(form) + "/"), ""),
-                  (re.compile(_PATH_START + re.escape(form) + _PATH_END), os.curdir)]
-    if python:
-        import sysconfig
-
-        folders = [(name, sysconfig.get_paths()[key] if key else sys.prefix) for name, key in PYTHON_PATHS]
-        for name, folder in folders:
-            for form in _path_forms(folder):
-                rules.append((re.compile(_PATH_START + re.escape(form) + _PATH_END), name))
-    return rules
-
-
-def portable_paths(value, out_dir: str | None = None, root: str | None = None, python: bool = False):
-    """``value`` (a string, or dicts and lists of them, e.g. a whole run record) with every path under ``out_dir``
-    written from the literal ``OUT_DIR`` (``/x/work/ckpt`` -> ``OUT_DIR/ckpt``), then every path under ``root`` (the
-    repository) relative to it (``/x/repo/examples/runs`` -> ``examples/runs``; ``root`` itself -> ``.``): a record
-    then names no folder of the machine it ran on. With ``python``, also the Python installation's folders
-    (``_path_rules``). Other text is kept."""
-    rules = _path_rules(out_dir, root, python)
-
-    def convert(item):
-        if isinstance(item, str):
-            for pattern, replacement in rules:
-                item = pattern.sub(replacement, item)
-            return item
-        if isinstance(item, dict):
-            return {key: convert(inner) for key, inner in item.items()}
-        if isinstance(item, list):
-            return [convert(inner) for inner in item]
-        return item
-
-    return convert(value)
-
-
-def make_log_portable(path, out_dir: str | None = None, root: str | None = None) -> int:
-    """Rewrite the log ``path`` (plain, or gzipped: ``open_text``) in place with ``portable_paths``, Python's folders
-    included, before the recipes keep it beside a run record: a kept log names no folder of the machine it was
-    written on. Line ends and undecodable bytes are kept as they are. Returns the number of lines changed."""
-    path = Path(path)
-    with open_text(path, errors="surrogateescape", newline="") as handle:
-        lines = handle.read().split("\n")
-    portable = portable_paths(lines, out_dir, root, python=True)
-    changed = sum(old != new for old, new in zip(lines, portable))
-    if changed:
-        temporary = path.with_name(".portable." + path.name)  # the same ending: gzipped where the log is
-        with open_text(temporary, "w", errors="surrogateescape", newline="") as out:
-            out.write("\n".join(portable))
-        os.replace(temporary, path)
-    return changed
-
-
-def record_run(path, *, dataset: str, system: str, arch: str, command: list[str], train_log, metrics: dict,
-               significance: dict | None = None, by_length: list[dict] | None = None,
-               out_dir: str | None = None, root: str | None = None, **extra) -> dict:
-    """Write the run record of one system to `path` (by convention `<name>.run.json`) and return it.
-
-    updates, epochs and wall_time_s come from `train_log` (see parse_train_log; comma-separated logs, one per seed,
-    give the means); `by_length` is the system's `scoring.bleu_by_length` rows, if scored. `extra` fields go into
-    the record as they are: `seed` (of one run), `device`, `decode_command` and `score_command` (each with its
-    argv, `run_commands.command_fields`), and for a system over
-    seeds `seeds` (how many), `seed_list` (which), `metrics_sd` (standard deviation over seeds of each metric in
-    `metrics`, their means) and `per_seed_metrics` (each numeric metric's value per seed, in `seed_list`'s order).
-    With `out_dir` (the recipe's output folder) or `root` (the repository), the record's paths are written by
-    `portable_paths`. `command` is the training command's argv (program first), kept with its display string. A
-    record of one run also holds its validation curve (`valid`) of the statistic `command` chooses the best
-    checkpoint by, so a table can show that training converged.
-    """
-    logs = [parse_train_log(log) for log in str(train_log).split(",")]
-    train = {key: type(logs[0][key])(statistics.fmean(log[key] for log in logs)) for key in logs[0]}
-    record = {"dataset": dataset, "system": system, "arch": arch, **command_fields("command", command),
-              **train, "train_log": str(train_log), "metrics": metrics, "significance": significance or {}, **extra}
-    if len(logs) == 1:  # one run: its validation curve (a record over seeds has its runs' records for theirs)
-        metric = best_checkpoint_metric(command)
-        curve = parse_valid_curve(train_log, metric)
-        if curve:
-            record["valid"] = {"metric": metric, "curve": [list(point) for point in curve]}
-    if by_length:
-        record["by_length"] = by_length
-    if out_dir or root:
-        record = portable_paths(record, out_dir, root)
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    # whole or not at all: the other lane may pack this folder's finished runs meanwhile
-    packed_runs.write_atomically(path, json.dumps(record, indent=1, ensure_ascii=False) + "\n")
-    return record
-
-
-def load_record(path) -> dict:
-    """The run record ``path``: the file, or its packed copy (a finished run's record is packed with its outputs),
-    each command with its argv (:func:`~fairseq_syntax.evaluation.run_commands.with_argv`)."""
-    try:
-        record = json.loads(packed_runs.read_bytes(path).decode("utf-8"))
-    except json.JSONDecodeError as error:
-        raise RecordError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from error
-    if not isinstance(record, dict):
-        raise RecordError(f"{path}: a run record is a JSON object, got {type(record).__name__}")
-    missing = [field for field in REQUIRED_FIELDS if field not in record]
-    if missing:
-        raise RecordError(f"{path}: run record lacks {', '.join(missing)}")
-    return with_argv(record)
-
-
-def find_record_files(paths: Iterable) -> list[Path]:
-    """Each file as given (there, or packed); each directory contributes its `*.run.json` files, those packed
-    included (recursively, sorted)."""
-    found = []
-    for path in map(Path, paths):
-        if path.is_dir():
-            in_dir = packed_runs.rglob(path, RECORD_SUFFIX)
-            if not in_dir:
-                raise RecordError(f"{path}: no *{RECORD_SUFFIX} run records in this directory")
-            found.extend(in_dir)
-        elif path.is_file() or packed_runs.find_member(path) is not None:
-            found.append(path)
-        else:
-            raise RecordError(f"{path}: no such file or directory")
-    return found
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
 
 def _metric_columns(records: Sequence[dict]) -> list[str]:
-    present = {key for record in records for key, value in record["metrics"].items() if _is_number(value)}
+    present = {key for record in records for key, value in record["metrics"].items() if is_number(value)}
     preferred = [name for name in PREFERRED_METRICS if name in present]
     return preferred + sorted(present - set(preferred))
 
@@ -410,7 +59,7 @@ def format_wall_time(seconds: float) -> str:
 
 
 def _format_metric(value) -> str:
-    if not _is_number(value):
+    if not is_number(value):
         return "–"
     return str(value) if isinstance(value, int) else f"{value:.2f}"
 
@@ -468,7 +117,7 @@ def _table_data(records: Sequence[dict]) -> tuple[list[str], list[list], list[li
         if show_tokenize:
             value.append(record["metrics"].get("tokenize"))
             cell.append(record["metrics"].get("tokenize", "–"))
-        value += [record["metrics"].get(name) if _is_number(record["metrics"].get(name)) else None
+        value += [record["metrics"].get(name) if is_number(record["metrics"].get(name)) else None
                   for name in metrics]
         cell += [_format_metric(record["metrics"].get(name)) for name in metrics]
         value += [_p_values(record["significance"].get(name)) for name in baselines]

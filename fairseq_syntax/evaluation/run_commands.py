@@ -8,7 +8,7 @@ is never read back.
 **Records of the old form.** Records written before records held argv lists (the committed Multi30k studies' among
 them), and a study run's checkpoints of the old form (``train_command.txt``), hold each command as its words joined
 by spaces, unquoted. :func:`old_form_words` is the one place such a text is split, once, with :func:`shlex.split`.
-Every run record is read through ``results.load_record``, which calls :func:`with_argv`: each command field with no
+Every run record is read through ``records.load_record``, which calls :func:`with_argv`: each command field with no
 argv beside it is split so, its text kept as the display string. A word of the old form that held a space comes back
 as two (Adam's betas, ``(0.9, 0.98)``, as ``(0.9,`` and ``0.98)``); the words serve to display the command (joined
 by spaces again, :func:`command_text` gives the text back) and to read single-word options, which that split keeps

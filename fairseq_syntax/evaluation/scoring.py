@@ -34,7 +34,7 @@ from sacremoses import MosesDetokenizer
 from fairseq_syntax.core import text_lines
 from fairseq_syntax.core.data_dir import read_skipped_lines
 from fairseq_syntax.evaluation.packed_runs import existing_path, find_member
-from fairseq_syntax.evaluation.results import open_text
+from fairseq_syntax.evaluation.kept_files import open_text
 from fairseq_syntax.evaluation.seed_systems import mean_and_sd
 
 # `S-12\t...`, `T-12\t...`, `H-12\t<score>\t...`, `D-12\t<score>\t...`, `P-12\t...` as printed by
@@ -193,7 +193,7 @@ def kept_decode(lines: Sequence[str]) -> list[str]:
 
 def write_kept_decode(generate_output, kept_path) -> None:
     """Write :func:`kept_decode` of the file ``generate_output`` to ``kept_path`` (gzipped when it ends in
-    ``.gz``: :func:`results.open_text`, the same bytes for the same text)."""
+    ``.gz``: :func:`kept_files.open_text`, the same bytes for the same text)."""
     with open_text(kept_path, "w", newline="\n") as out:
         out.writelines(line + "\n" for line in kept_decode(read_lines(generate_output)))
 

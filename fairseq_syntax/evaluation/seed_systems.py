@@ -1,6 +1,6 @@
 """The systems of a dataset trained with several seeds: a row each, the baseline first, each control after its method.
 
-A seeds dataset's records (:mod:`fairseq_syntax.evaluation.results`) are the runs of each system, one per training
+A seeds dataset's records (:mod:`fairseq_syntax.evaluation.records`) are the runs of each system, one per training
 seed (``NAME.seedK.run.json``), and, once scored over its seeds (``fairseq-syntax-score`` given one decode per
 seed), its record over them (``NAME.seeds.run.json``: the means, sds and the seed-aware tests of
 :func:`fairseq_syntax.evaluation.scoring.seed_bootstrap`). :class:`SeedSystem` joins them; :func:`seed_systems` puts
@@ -37,7 +37,7 @@ def mean_and_sd(values: Iterable[float]) -> tuple[float, float]:
     return statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else 0.0
 
 
-def _is_number(value) -> bool:
+def is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -77,10 +77,10 @@ class SeedSystem(NamedTuple):
     def per_seed(self, metric: str) -> list[float]:
         if self.over_seeds and metric in self.over_seeds.get("per_seed_metrics", {}):
             return list(self.over_seeds["per_seed_metrics"][metric])
-        return [run["metrics"][metric] for run in self.runs if _is_number(run["metrics"].get(metric))]
+        return [run["metrics"][metric] for run in self.runs if is_number(run["metrics"].get(metric))]
 
     def mean_sd(self, metric: str) -> tuple[float, float] | None:
-        if self.over_seeds and _is_number(self.over_seeds["metrics"].get(metric)):
+        if self.over_seeds and is_number(self.over_seeds["metrics"].get(metric)):
             return self.over_seeds["metrics"][metric], self.over_seeds.get("metrics_sd", {}).get(metric, 0.0)
         values = self.per_seed(metric)
         return mean_and_sd(values) if values else None

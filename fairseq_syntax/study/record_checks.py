@@ -37,7 +37,7 @@ from fairseq_syntax.study.records import StudyError, read_record, runs_dir
 
 #: a record's file name: a run's (``SYSTEM.seedK``) or a system's over its seeds (``SYSTEM.seeds``)
 RECORD_NAME = re.compile(r"^(?P<system>.+)\.(?:seed(?P<seed>\d+)|seeds)\.run\.json$")
-#: how a record writes the study's work folder (:func:`fairseq_syntax.evaluation.results.portable_paths`)
+#: how a record writes the study's work folder (:func:`fairseq_syntax.evaluation.records.portable_paths`)
 OUT_DIR = "OUT_DIR"
 _ABSENT = object()
 

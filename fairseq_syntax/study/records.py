@@ -31,8 +31,8 @@ def kept(path: Path) -> Path | None:
 
 
 def read_record(path: Path) -> dict | None:
-    """The run record ``path`` (there, or packed; :func:`fairseq_syntax.evaluation.results.load_record`: each command
+    """The run record ``path`` (there, or packed; :func:`fairseq_syntax.evaluation.records.load_record`: each command
     with its argv, a record that cannot be read one line naming it); None where there is none."""
-    from fairseq_syntax.evaluation.results import load_record
+    from fairseq_syntax.evaluation.records import load_record
 
     return load_record(path) if path.is_file() or packed_runs.has(path) else None

@@ -289,7 +289,7 @@ def train(config: StudyConfig, run: Run) -> bool:
 
 def decode(config: StudyConfig, run: Run) -> bool:
     """Decode the test split with the best checkpoint; keep the hypotheses and both logs, portable and gzipped."""
-    from fairseq_syntax.evaluation.results import make_log_portable
+    from fairseq_syntax.evaluation.records import make_log_portable
     from fairseq_syntax.evaluation.scoring import write_kept_decode
 
     work, runs = work_dir(config), runs_dir(config)

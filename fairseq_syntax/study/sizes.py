@@ -133,7 +133,7 @@ def sweep_result(candidate: Candidate, study: StudyConfig) -> SweepResult | None
 
 def validation_result(candidate: Candidate, log: Path, bleu: float | None = None) -> SweepResult:
     """The best epoch of a training log by validation ``nll_loss`` and its negative log-likelihood per sentence."""
-    from fairseq_syntax.evaluation.results import parse_valid_curve
+    from fairseq_syntax.evaluation.train_logs import parse_valid_curve
 
     nll = dict(parse_valid_curve(log, "nll_loss"))
     tokens, sentences = dict(parse_valid_curve(log, "wpb")), dict(parse_valid_curve(log, "bsz"))

@@ -1,7 +1,4 @@
-"""Parse archives (fairseq_syntax.parsing.archive): packed parses come back byte for byte, for the whole split or
-for a subset of its lines found by their tokens; damage and foreign tokens are refused naming the file and line; an
-archive says which lines it covers (fairseq_syntax.parsing.coverage), an archive packed without that list computes
-it from its own content."""
+"""Parse archives: parses come back byte for byte, whole or by tokens; damage refused by file and line; coverage."""
 import gzip
 import json
 import lzma
@@ -153,8 +150,7 @@ def test_the_command_prints_one_line_on_error(packed, tmp_path, capsys):
 
 
 def test_an_archive_of_the_arcs_only_gives_back_the_arcs_and_no_trees(tmp_path):
-    """A source language without a constituency parser (German here): the dependency parses alone are packed
-    (``--arcs-only``), and unpacking writes the arcs, their fallbacks and the CoNLL-U, and no tree file."""
+    """German without a constituency parser: ``--arcs-only`` packs and unpacks the dependency parses, no trees."""
     tok, store = str(tmp_path / "tok"), str(tmp_path / "parses")
     make_parsed(tok)
     for name in ("train.tree", "train.tree.skipped"):

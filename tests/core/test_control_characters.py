@@ -1,7 +1,4 @@
-"""Control characters in input lines (issue 50, item 3): a line may hold tabs, no other control character
-(Unicode category Cc). A NUL in the target, or in the source and its tree alike, used to reach the dictionaries
-(``\\x00be@@``) with exit 0, and fairseq-interactive turned one into ``<unk>``; now each is ``FILE:LINE: ...``
-(``<input>:N: ...`` in fairseq-interactive, that line skipped, the others read)."""
+"""Control characters other than tabs in input lines are ``FILE:LINE: ...`` (interactive: that line skipped)."""
 import io
 
 import pytest

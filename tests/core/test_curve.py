@@ -1,5 +1,4 @@
-"""The curve's words: each method's sentence in the README's sizes answer, read off hand-made verdicts, and the
-README's block equal to what the committed curve (examples/multi30k/sizes/RESULTS.json) gives."""
+"""The curve's sentences in the README's sizes answer, from hand-made verdicts and the committed curve."""
 from pathlib import Path
 
 from fairseq_syntax.evaluation.curve import README_BEGIN, README_END, method_sentences, readme_block, replace_block
@@ -12,8 +11,7 @@ def verdict(name: str) -> dict:
 
 
 def hand_curve() -> dict:
-    """mask: better at 1,000 (and beats its control there), better at 2,500 (its control as good), no measurable
-    difference at 5,000, not scored at 10,000; udp: worse at 1,000, nothing else scored."""
+    """mask: better at 1,000 and 2,500, no difference at 5,000, unscored at 10,000; udp: worse at 1,000."""
     sizes = [1000, 2500, 5000, 10000]
     return {
         "sizes": sizes, "baseline": "sequence", "methods": {"mask": ["mask_random"], "udp": ["udp_random"]},

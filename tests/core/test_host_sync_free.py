@@ -1,8 +1,4 @@
-"""The computations that replaced ones which read values back from the device (on a GPU the host waits for each;
-issue 48, ``bench/ops``) give what the plain statements give: pointer doubling against a walk up the parents, the
-shapes collation computes on the host against those read from the device, a padding mask of False against none,
-sums with zeros against boolean selections, metrics summed and derived against fairseq's weighted averages, and the
-side-data check made on the first batch only."""
+"""Computations that replaced device read-backs (issue 48, bench/ops) give what the plain statements give."""
 import math
 import random
 from types import SimpleNamespace

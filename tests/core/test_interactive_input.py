@@ -1,6 +1,4 @@
-"""The lines fairseq-interactive reads (:mod:`fairseq_syntax.core.interactive_input`): split at ``\\n`` only and
-decoded as every input file of the plugin is, so a line that cannot be read is one reported line and the ids of the
-lines after it stay those of the input. (tests/recipes/test_end_to_end.py runs fairseq-interactive on such input.)"""
+"""The lines fairseq-interactive reads: split at ``\n`` only; an unreadable line is one report, ids kept."""
 import io
 
 import pytest
@@ -11,8 +9,7 @@ from fairseq_syntax.core.interactive_input import (
     read_lines,
 )
 
-# line 1 starts with a byte order mark; line 2 holds a Latin-1 byte; line 3 a lone carriage return (an old Mac line
-# end); line 4 ends with \r\n
+# line 1 starts with a BOM; 2 holds a Latin-1 byte; 3 a lone \r; 4 ends with \r\n
 RAW = (b"\xef\xbb\xbfthe cat sees the dog .\nthe caf\xe9 .\nthe dog\r likes the man .\n  the man sees the cat .\r\n"
        b"\n")
 

@@ -1,7 +1,4 @@
-"""What fairseq-interactive makes of its lines (:mod:`fairseq_syntax.core.interactive_source`): the input format is
-said, never guessed from the line; a buffer's sentences are parsed together, an empty line never; a parser that
-does not fit the data directory stops the run; the data directory's BPE is subword-nmt's apply-bpe with its
-vocabulary. (tests/recipes/test_interactive_parsing.py runs it end to end against the offline path.)"""
+"""What fairseq-interactive makes of its lines: format said, buffers parsed together, parser and BPE checked."""
 import json
 import os
 import re
@@ -79,8 +76,7 @@ def test_a_tree_becomes_the_form_and_side_data_of_the_data_directory():
 
 
 class FakeParsers:
-    """A registered parser that writes each sentence as a flat tree of NN words, records every call, and gives the
-    flat fallback for a sentence of over 3 words."""
+    """A registered parser writing flat NN trees, recording its calls; over 3 words it gives the flat fallback."""
 
     def __init__(self):
         self.calls, self.loaded = [], []
@@ -197,8 +193,7 @@ def test_a_data_directory_without_its_bpe_is_one_line_where_its_dictionary_has_p
 
 
 def test_help_lists_the_options_of_the_task(tmp_path):
-    """fairseq acts on --help before it adds a task's options; the plugin's wrapper (core/command_help.py) lets the
-    parse that knows them print it. DATA does not exist: --help stops before the task would read it."""
+    """--help prints the task's options through the plugin's wrapper, before DATA (missing) would be read."""
     result = subprocess.run(["fairseq-interactive", str(tmp_path / "missing"), "--user-dir", "fairseq_syntax",
                              "--task", "syntax_translation", "--help"], cwd=REPO, capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.startswith("usage: fairseq-interactive"), result.stderr[-2000:]

@@ -1,6 +1,4 @@
-"""Tests for the measurement scripts of preprocess/ (measure_throughput.py, measure_scaling.py) and the tables
-make_results.py makes of their records: the speed-up, the linearity flag and the memory growth are checked against
-values worked out by hand from hand-written records; the scripts themselves on a few lines."""
+"""preprocess/'s measurement scripts and make_results.py's tables against hand-written records."""
 import json
 import os
 import runpy

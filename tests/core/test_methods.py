@@ -32,8 +32,7 @@ def test_control_systems_and_their_pairs_come_from_the_descriptions(capsys):
         "--criterion=label_smoothed_cross_entropy_with_dependency"]
     by_name = {s.name: s for s in systems(controls=True)}
     assert by_name["mask_random"].side_inputs == by_name["mask"].side_inputs  # the same system, other data
-    # each control with the system it is a control of and its kind, in registry order: what a results table tests
-    # by default (fairseq-syntax-results' --control)
+    # each control with its system and kind, in registry order (fairseq-syntax-results' --control)
     assert control_pairs() == {"mask_random": ("mask", "random"), "mask_struct": ("mask", "struct"),
                                "udp_random": ("udp", "random"), "hier_accum_random": ("hier_accum", "random"),
                                "hier_accum_struct": ("hier_accum", "struct"), "dbsa_random": ("dbsa", "random")}
@@ -91,8 +90,7 @@ def test_every_arch_and_tiny_arch_is_registered():
 
 
 def test_declared_side_inputs_are_those_the_model_class_reads():
-    # a description's side inputs are plain data (reading them loads no model); the encoder class of its registered
-    # architecture says what it reads (side_inputs), then what its training loss reads (supervision_inputs)
+    # a description's side inputs are plain data; the encoder class says what it reads, then its loss
     from fairseq.models import ARCH_MODEL_REGISTRY
 
     for system in systems(task=None, controls=True):
@@ -104,8 +102,7 @@ def test_declared_side_inputs_are_those_the_model_class_reads():
 
 
 def test_every_side_input_a_system_reads_is_made_by_its_form_or_a_method():
-    """The side data a method declares (its maker) is of a registered side input with the same files; every side input
-    a system reads comes with its form or is declared: what a study makes for it."""
+    """A method's side data is of a registered side input; every side input a system reads is made for it."""
     from fairseq_syntax.core.side_data import FORM_SIDE_INPUTS
     from fairseq_syntax.core.side_inputs import SIDE_INPUTS
     from fairseq_syntax.methods import side_data

@@ -12,7 +12,7 @@ import tarfile
 
 import pytest
 
-from fairseq_syntax.evaluation import packed_runs, results, scoring
+from fairseq_syntax.evaluation import kept_files, packed_runs, records, scoring
 
 LOG = "epoch 001 | loss 4.4 | num_updates 12 | wall 30\n"
 
@@ -50,7 +50,7 @@ def test_a_file_reads_the_same_packed_gzipped_or_plain_named_with_or_without_gz(
     assert scoring.read_lines(runs / "mask.seed1.gen") == ["H-0\t-0.5\tein Hund", "H-1\t-0.5\tzwei Katzen"]
     assert scoring.read_lines(runs / "mask.seed2.gen") == ["H-0\t-0.5\tein Hund läuft"]
     assert packed_runs.read_bytes(runs / "mask.seed3.gen.gz") == b"H-0\t-0.5\tdrei\n"
-    assert results.read_text(runs / "mask.seed1.train.log.gz") == LOG
+    assert kept_files.read_text(runs / "mask.seed1.train.log.gz") == LOG
     member = packed_runs.find_member(runs / "mask.seed1.gen.gz")
     assert member.label == f"{runs / 'packed.tar.xz'}:mask.seed1.gen"
     assert packed_runs.find_member(runs / "mask.seed2.gen") is None  # gzipped, not packed
@@ -62,7 +62,7 @@ def test_a_file_reads_the_same_packed_gzipped_or_plain_named_with_or_without_gz(
     assert [path[len(str(runs)) + 1:] for path in packed_runs.glob(str(runs / "mask.seed*.gen*"))] == [
         "mask.seed1.gen", "mask.seed2.gen.gz", "mask.seed3.gen"]
     assert [path.name for path in packed_runs.rglob(runs, ".run.json")] == ["mask.seed1.run.json"]
-    assert [path.name for path in results.find_record_files([runs])] == ["mask.seed1.run.json"]
+    assert [path.name for path in records.find_record_files([runs])] == ["mask.seed1.run.json"]
 
 
 def test_an_archive_above_a_folder_serves_its_files_and_its_folder_is_listed(tmp_path):
@@ -70,7 +70,7 @@ def test_an_archive_above_a_folder_serves_its_files_and_its_folder_is_listed(tmp
     (recipe / "logs-other").mkdir(parents=True)
     (recipe / "logs-other" / "README.md").write_text("how it was run\n")
     write_archive(recipe, {"logs/train.log": "logs/train.log\n", "logs-other/train.log": "other\n"})
-    assert results.read_text(recipe / "logs" / "train.log.gz") == "logs/train.log\n"  # logs/ is not on disk at all
+    assert kept_files.read_text(recipe / "logs" / "train.log.gz") == "logs/train.log\n"  # logs/ is not on disk at all
     assert packed_runs.read_bytes(recipe / "logs-other" / "train.log") == b"other\n"
     assert [path[len(str(recipe)) + 1:] for path in packed_runs.glob(str(recipe / "logs*"))] == ["logs", "logs-other"]
     assert [path[len(str(recipe)) + 1:] for path in packed_runs.glob(str(recipe / "logs*" / "*.log"))] == [
@@ -92,7 +92,7 @@ def test_a_damaged_unlisted_or_stale_copy_is_named_not_read(runs):
     write_archive(runs, {"mask.seed1.gen": "H-0\t-0.5\tein\n"}, listed=False)
     (runs / "SHA256SUMS").unlink()
     with pytest.raises(ValueError, match=r"packed.tar.xz: not listed in .*SHA256SUMS"):
-        results.read_text(runs / "mask.seed1.gen")
+        kept_files.read_text(runs / "mask.seed1.gen")
 
 
 def test_the_reading_commands_as_the_recipes_run_them(runs):

@@ -121,8 +121,7 @@ def test_bracket_score_counts_brackets_by_hand():
 
 
 def test_bracket_score_deletes_punctuation_by_gold_tag_and_equates_prt_advp():
-    # Predicted S covers only the words before '.', which EVALB's deletion of '.' makes equal to the gold S;
-    # its POS tags are all XX (as SuPar's), so deletion must use the gold tags.
+    # predicted S equals gold S once '.' is deleted; its POS tags are XX, so deletion uses the gold tags
     gold = parse_tree("(S (NP (PRP He)) (VP (VBD gave) (PRT (RP up))) (. .))")
     predicted = parse_tree("(S (S (XX He) (VP (XX gave) (ADVP (XX up)))) (XX .))")
     score = bracket_score([gold], [predicted])
@@ -169,8 +168,7 @@ def test_parser_errors_and_changed_words_fall_back_alone_in_order():
 
 
 class InterruptedParser(ScriptedParser):
-    """Parses its first batch, then is stopped as a time limit stops a run (KeyboardInterrupt, not an error that
-    the fallbacks would catch)."""
+    """Parses its first batch, then is stopped as a time limit stops a run (KeyboardInterrupt)."""
 
     def parse_batch(self, sentences):
         if self.batches:
@@ -391,8 +389,7 @@ def test_supar_files_load_only_inside_the_scoped_allowlist(dependency_model):
 
 
 def test_a_checkpoint_saved_after_an_epoch_that_scored_nothing_loads(tmp_path):
-    """SuPar saves the best metric with a checkpoint; before any epoch scored it is its base class Metric, which a
-    resumed training must load too (it ended in an UnpicklingError traceback)."""
+    """A SuPar checkpoint saved before any epoch scored (base Metric) loads on resuming."""
     from supar.utils import metric
 
     path = tmp_path / "checkpoint.pt"
@@ -462,8 +459,7 @@ def tagger_model(corpus):
 
 
 def parse_command(name, models, source, out_dir, *extra):
-    """Runs one parse command in this process; returns its output files (the CoNLL-U one gzipped), the record of
-    what made them (fairseq_syntax.parsing.parse_records) among them."""
+    """Runs one parse command in this process; returns its output files, the parse record among them."""
     out_dir.mkdir(exist_ok=True)
     common = ["--input", str(source), "--max-length", str(MAX_LENGTH), "--batch-size", "2", "--device", "cpu", *extra]
     if name == "biaffine":

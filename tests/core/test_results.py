@@ -1,4 +1,5 @@
-"""Tests for fairseq_syntax.evaluation.results and the fairseq-syntax-results command.
+"""Tests for the run records, their training logs and their results table (fairseq_syntax.evaluation.records,
+train_logs, results) and the fairseq-syntax-results command.
 
 The fairseq logs are written by hand in the formats fairseq 0.12's train.py and progress_bar.py print (copied
 from a real two-epoch run's output, numbers changed), and the expected table rows are written out in full.
@@ -11,23 +12,11 @@ import pytest
 
 from fairseq_syntax.cli import results as results_cli
 from fairseq_syntax.evaluation.comparisons import Comparisons, registry_comparisons
-from fairseq_syntax.evaluation.results import (
-    RecordError,
-    best_checkpoint_metric,
-    compress,
-    convergence_table,
-    existing_path,
-    find_record_files,
-    format_wall_time,
-    load_record,
-    open_text,
-    parse_train_log,
-    parse_valid_curve,
-    read_text,
-    record_run,
-    render_json,
-    render_markdown,
-)
+from fairseq_syntax.evaluation.kept_files import RecordError, compress, open_text, read_text
+from fairseq_syntax.evaluation.packed_runs import existing_path
+from fairseq_syntax.evaluation.records import find_record_files, load_record, record_run
+from fairseq_syntax.evaluation.results import convergence_table, format_wall_time, render_json, render_markdown
+from fairseq_syntax.evaluation.train_logs import best_checkpoint_metric, parse_train_log, parse_valid_curve
 from fairseq_syntax.evaluation.run_commands import command_fields, record_argv
 from fairseq_syntax.evaluation.tables import Cell, Table, markdown_table, table_json, write_results
 from fairseq_syntax.evaluation.scoring import read_generate_output
@@ -673,7 +662,7 @@ def test_plot_seeds_names_the_file_and_its_problem_without_a_traceback(tmp_path,
 def test_a_kept_log_names_no_folder_of_the_machine(tmp_path, name):
     import sysconfig
 
-    from fairseq_syntax.evaluation.results import make_log_portable
+    from fairseq_syntax.evaluation.records import make_log_portable
 
     site = sysconfig.get_paths()["purelib"]
     repo, out = tmp_path / "repo", tmp_path / "repo" / "examples" / "work"

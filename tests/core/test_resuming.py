@@ -1,8 +1,4 @@
-"""Resuming fairseq-train (:mod:`fairseq_syntax.core.checkpoints`): a finished run is not trained on (run again on a
-save directory whose checkpoint has --max-update updates, fairseq alone trained one more update and saved it over
-the finished checkpoints), and goes on with a larger --max-update; a checkpoint whose optimizer state is for other
-parameters (written before a model's parameters changed) stops with one line saying to add --reset-optimizer, and
-goes on from its upgraded weights with it."""
+"""Resuming fairseq-train: a finished run is not trained on; another model's optimizer state needs --reset-optimizer."""
 import subprocess
 
 import torch
@@ -38,8 +34,7 @@ def test_the_same_command_on_a_finished_run_trains_nothing_and_a_larger_budget_g
 
 
 def test_a_checkpoint_from_before_the_link_projections_were_merged_resumes_with_reset_optimizer(data_dirs, tmp_path):
-    """A Tree Transformer checkpoint as the code before the merge wrote it: each layer's link_proj (C -> 2C) as
-    link_query and link_key (C -> C each), and the optimizer's state for those four parameters, two more a layer."""
+    """A Tree Transformer checkpoint with link_query and link_key per layer, and their optimizer state."""
     save = tmp_path / "ckpt"
     arch = ["transformer_constituent_tiny", "--encoder-layers", "2"]
     train(data_dirs["sequence"], str(save), arch[0], 10, "--max-update", "2", *arch[1:])

@@ -4,7 +4,7 @@ written back; the options and the ``$SEED`` command read from the words."""
 import json
 import shlex
 
-from fairseq_syntax.evaluation.results import load_record, record_run
+from fairseq_syntax.evaluation.records import load_record, record_run
 from fairseq_syntax.evaluation.run_commands import (
     command_fields,
     command_text,

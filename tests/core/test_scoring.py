@@ -19,7 +19,7 @@ from nltk.translate.ribes_score import corpus_ribes
 from sacrebleu.metrics import BLEU
 
 from fairseq_syntax.cli import score as score_cli
-from fairseq_syntax.evaluation.results import RecordError
+from fairseq_syntax.evaluation.kept_files import RecordError
 from fairseq_syntax.evaluation.scoring import (
     ScoringInputError,
     SeedDraws,

@@ -1,8 +1,4 @@
-"""Tests for fairseq_syntax.parsing.shards (and parsing.batching) with a stand-in parser that needs no model: it
-writes each line upper-cased (one record a line) and as a CoNLL-U-like block (one record, several lines), and
-counts words, so that layouts, merges, resumption and refusals are checked by hand. The real parsers' sharded
-outputs are compared with single runs in test_parsing.py.
-"""
+"""fairseq_syntax.parsing.shards and batching with a stand-in parser (upper-cased lines, CoNLL-U-like blocks)."""
 import argparse
 import json
 import os
@@ -181,8 +177,7 @@ def test_device_cuda_without_a_gpu_is_one_error_line():
 
 
 def test_running_workers_hold_slots_and_each_slot_its_gpu(corpus, tmp_path, monkeypatch):
-    """A worker that starts takes the lowest slot no running worker holds, and the slot names its GPU: shard 2 starts
-    when shard 1 ends, while shard 0 still runs, so it gets shard 1's GPU, not shard 0's (2 mod 2)."""
+    """A starting worker takes the lowest free slot, which names its GPU: shard 2 gets shard 1's GPU."""
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "7,9")
     monkeypatch.setattr(shards, "POLL_SECONDS", 0)
     polls_left = {0: 3, 1: 1, 2: 1, 3: 1}  # polls until each shard's worker has finished
@@ -329,8 +324,7 @@ shards.run(job, args, shards.rerun_command(__file__, None))
 
 
 def test_workers_stop_at_once_when_their_parent_is_killed(tmp_path):
-    """Killed while its workers are still starting (importing torch), the parent used to leave workers that
-    parsed their whole shards; now each stops before parsing a line."""
+    """Killed while its workers still start (importing torch), the parent leaves workers that stop before a line."""
     import signal
     import subprocess
     import sys

@@ -1,8 +1,4 @@
-"""Side data copied by hand from another data directory (issue 50, item 1): syntax.json records each side-data
-file's own fingerprint beside the tokens' and loading checks both; where a directory records only the tokens' (made
-before), the side data's token counts are checked against the source's, so a file of other sentences is one line
-naming it and the command that remakes it, never a collate error in the middle of training. With the data of
-``data-bin/part0:part1`` (fairseq's sharding), each part's side data is read with that part's tokens."""
+"""Side data copied from another data directory is refused in one line by fingerprint or token counts."""
 import json
 import shutil
 
@@ -20,8 +16,7 @@ from fairseq_syntax.methods.ldd.side_input import COMPACT, token_counts
 
 
 def rotated_corpus(raw, dest):
-    """``raw``'s training split with each line moved up by one (the first last): the same dictionary and sentence
-    count, other sentences at each line."""
+    """``raw``'s training split with each line moved up by one: same dictionary and count, other sentences."""
     dest.mkdir()
     for name in ("train.en", "train.de", "train.tree", "train.arcs.jsonl"):
         lines = (raw / name).read_text().splitlines(keepends=True)

@@ -37,7 +37,7 @@ def test_each_dataset_its_own_block_and_a_run_without_a_comparison_or_score_show
 
 
 def test_the_command_prints_the_short_table_and_writes_the_full_one(tmp_path, capsys):
-    from fairseq_syntax.evaluation.results import REQUIRED_FIELDS
+    from fairseq_syntax.evaluation.records import REQUIRED_FIELDS
 
     runs = tmp_path / "runs"
     runs.mkdir()

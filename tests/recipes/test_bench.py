@@ -1,7 +1,4 @@
-"""bench/: the --quick smoke run writes rows with the agreed schema; the benchmarked systems are those the method
-registry describes (and bench's own dense variant); the pieces it relies on (round-paired median ratios, fairseq
-batching of the same sentences, synthetic trees and parser side data, bf16 output casting) give the values worked out
-by hand. The dense hierarchical accumulation the variant trains: test_hier_accum_dense.py."""
+"""bench/: the --quick run's rows and schema, its systems from the registry, and its pieces against hand values."""
 import gzip
 import json
 import math
@@ -226,8 +223,7 @@ def test_parser_side_data_passes_the_projects_reader_with_full_head_mass(tmp_pat
         for dependent, head, probability, labels in record["arcs"]:
             heads[dependent][head] = probability
             assert math.isclose(sum(labels.values()), 1.0)
-        # candidates: the root for the root word, and the other words: 1 word -> 1; 3 words -> 3 for the root
-        # word, 2 for the others; 6 words -> 3 each (the main head and two alternatives)
+        # candidates: the root word gets the root; 1 word -> 1, 3 words -> 3 / 2, 6 words -> 3 each
         assert sorted(len(h) for h in heads.values()) == {1: [1], 3: [2, 2, 3], 6: [3] * 6}[n]
         assert all(math.isclose(sum(h.values()), 1.0) for h in heads.values())
         assert sum(max(h, key=h.get) == 0 for h in heads.values()) == 1  # one word has the root as main head
@@ -349,8 +345,7 @@ def test_decoding_is_held_at_the_longest_references_length(data_dirs):
     batches = [list(range(8)), list(range(8, 20)), list(range(20, 25))]
     speed = measure.generation_speed(task, model, collate, measure.HostMeter(), {"batches": batches, "warmup": 1},
                                      "cpu")
-    # every target of the tiny corpus is "die N V-t die N ." (6 tokens): an untrained model's hypotheses are held at
-    # 6 tokens and EOS, over the 17 sentences of the two timed batches
+    # targets are "die N V-t die N .": hypotheses held at 6 tokens and EOS over the 17 timed sentences
     assert speed["generate_sentences"] == 17 and speed["generate_tokens"] == 17 * 7
     assert speed["generate_tokens_per_s"] > 0
 

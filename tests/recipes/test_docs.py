@@ -62,8 +62,7 @@ def fenced_blocks(text: str) -> list[tuple[str, list[str]]]:
 
 
 def shown_commands(text: str) -> list[str]:
-    """The commands of the ``bash`` blocks: continuation lines joined, comment lines and end-of-line comments (two
-    spaces, then ``#``) left out."""
+    """The commands of the ``bash`` blocks: continuations joined, comments left out."""
     commands = []
     for language, lines in fenced_blocks(text):
         if language != "bash":
@@ -176,8 +175,7 @@ def test_the_own_data_example_trains_decodes_and_scores(tmp_path):
     assert re.search(r"BLEU\S*\s*[:=]?\s*\d", done.stdout + done.stderr)
 
 
-#: the main job at the tests' size: a study file that takes the demo's as its base, with 200 of its 4,000 training
-#: pairs, a tiny model, one epoch and two systems
+#: the main job at the tests' size: 200 training pairs, a tiny model, one epoch, two systems
 DEMO_CUTS = """\
 [study]
 base = "{base}"
@@ -203,9 +201,7 @@ name = "mask"
 
 
 def test_the_main_job_makes_the_data_runs_the_study_and_ends_with_its_verdict_table(tmp_path):
-    """The Quickstart's main job, as shown, on a study file that takes the demo's as its base (``--study``): the
-    data made beside that file, the grid planned, trained, decoded and scored, and the verdict table printed last;
-    its row is the rule applied to the p-values of the report's RESULTS.json."""
+    """The Quickstart's main job on a study based on the demo's: data, grid, runs, scores, verdict table last."""
     study = tmp_path / "demo-cut.toml"
     study.write_text(DEMO_CUTS.format(base=ROOT / "examples" / "demo" / "study.toml"), encoding="utf-8")
     claims = tmp_path / "claims"  # the runs claim their cores here, not beside this machine's other studies

@@ -15,7 +15,7 @@ import pytest
 from conftest import REPO
 
 from fairseq_syntax.cli import score
-from fairseq_syntax.evaluation import packed_runs, results, scoring
+from fairseq_syntax.evaluation import kept_files, packed_runs, records, results, scoring, train_logs
 
 PACKER = Path(REPO) / "examples" / "pack_runs.py"
 _spec = importlib.util.spec_from_file_location("pack_runs", PACKER)
@@ -61,9 +61,9 @@ def test_pack_moves_a_systems_outputs_into_one_checksummed_archive_and_every_rea
     # named with or without .gz, as the records and recipes name them
     assert scoring.read_lines(runs / "mask.seed2.gen.gz") == ["H-0\t-0.5\tein Hund läuft", "H-1\t-0.5\tKatzen"]
     assert scoring.read_lines(runs / "mask.seed1.gen") == ["H-0\t-0.5\tein Hund", "H-1\t-0.5\tzwei Katzen"]
-    assert results.read_text(runs / "mask.seed1.train.log.gz") == LOG
+    assert kept_files.read_text(runs / "mask.seed1.train.log.gz") == LOG
     # the last epoch's statistics of the log: 2 epochs, 24 updates, 61 s
-    assert results.parse_train_log(runs / "mask.seed2.train.log.gz") == {"updates": 24, "epochs": 2,
+    assert train_logs.parse_train_log(runs / "mask.seed2.train.log.gz") == {"updates": 24, "epochs": 2,
                                                                           "wall_time_s": 61.0}
     assert packed_runs.has(runs / "mask.seed1.gen.log.gz") and packed_runs.has(runs / "mask_random.seed1.gen")
     assert not packed_runs.has(runs / "mask.seed3.gen.gz")
@@ -157,8 +157,8 @@ def test_log_folders_packed_into_the_archive_above_them_are_read_and_listed_as_b
     assert sorted(packed_runs.archive_members(recipe / "packed.tar.xz")) == [
         "logs-other/train.log", "logs/induce.log", "logs/scores.json", "logs/train.log"]
     # named with or without .gz; the folders are listed though only one of them is still there
-    assert results.read_text(recipe / "logs" / "induce.log.gz") == "logs/induce.log\n"
-    assert results.read_text(recipe / "logs-other" / "train.log") == "logs-other/train.log\n"
+    assert kept_files.read_text(recipe / "logs" / "induce.log.gz") == "logs/induce.log\n"
+    assert kept_files.read_text(recipe / "logs-other" / "train.log") == "logs-other/train.log\n"
     assert [path[len(str(recipe)) + 1:] for path in packed_runs.glob(str(recipe / "logs*"))] == [
         "logs", "logs-other"]
     assert [path[len(str(recipe)) + 1:] for path in packed_runs.glob(str(recipe / "logs" / "*.json"))] == [
@@ -205,14 +205,14 @@ def test_packed_records_are_found_and_read_like_files_and_a_packed_run_is_not_re
     pack_runs.pack(runs)  # the three runs, records included
     (runs / "mask.seeds.run.json").write_text(json.dumps(record))
     # a directory lists its records on disk and packed; a packed one reads as the file read
-    assert [path.name for path in results.find_record_files([runs])] == [
+    assert [path.name for path in records.find_record_files([runs])] == [
         "mask.seed1.run.json", "mask.seed2.run.json", "mask.seeds.run.json", "mask_random.seed1.run.json"]
-    assert results.find_record_files([runs / "mask.seed2.run.json"]) == [runs / "mask.seed2.run.json"]
-    with pytest.raises(results.RecordError, match=r"mask.seed1.run.json: run record lacks dataset"):
-        results.load_record(runs / "mask.seed1.run.json")  # the stand-in {"run": ...}, read from the archive
+    assert records.find_record_files([runs / "mask.seed2.run.json"]) == [runs / "mask.seed2.run.json"]
+    with pytest.raises(kept_files.RecordError, match=r"mask.seed1.run.json: run record lacks dataset"):
+        records.load_record(runs / "mask.seed1.run.json")  # the stand-in {"run": ...}, read from the archive
     # the table lists both records and says how to read the packed one
     sources = [str(runs / "mask.seeds.run.json"), str(runs / "mask_random.seed1.run.json")]
-    table = results.render_markdown([results.load_record(source) for source in sources], sources=sources)
+    table = results.render_markdown([records.load_record(source) for source in sources], sources=sources)
     assert ("The records of finished runs are packed with their logs and decodes (`packed.tar.xz` beside them): "
             "`python3 fairseq_syntax/evaluation/packed_runs.py cat RECORD` shows one.") in table
     assert "packed with" not in results.render_markdown([record], sources=[str(runs / "mask.seeds.run.json")])
@@ -224,7 +224,7 @@ def test_packed_records_are_found_and_read_like_files_and_a_packed_run_is_not_re
     # a record both packed and on disk again: one of them is stale
     (runs / "mask.seed2.run.json").write_text("{}")
     with pytest.raises(packed_runs.PackedRunsError, match=r"mask.seed2.run.json: on disk and in .*packed.tar.xz"):
-        results.find_record_files([runs])
+        records.find_record_files([runs])
     (runs / "mask.seed2.run.json").unlink()
     # rescoring a packed run would write its record beside the packed one: refused before any scoring, named
     hyp = runs / "hyp.txt"

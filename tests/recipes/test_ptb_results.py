@@ -1,6 +1,4 @@
-"""examples/ptb_induction/make_results.py: the Tree Transformer / Transformer throughput ratio is taken only over
-the minutes in which both models trained (run.sh trains them side by side, one core each); a model that trained on
-alone while the other was paused is not compared with it."""
+"""make_results.py's throughput ratio is over the minutes in which both models trained only."""
 import runpy
 import subprocess
 import sys
@@ -22,8 +20,7 @@ def log(*lines):
 
 
 def test_the_ratio_is_of_the_minutes_both_trained(make_results):
-    # both train 00:00-00:11 (two lines a minute each), then the plain model is paused and the Tree Transformer
-    # trains alone, faster, 01:00-01:19
+    # both train 00:00-00:11, then the Tree Transformer alone, faster, 01:00-01:19
     tree = log(*[(f"00:{minute:02d}:{second:02d}", 2000 + 100 * (minute % 2)) for minute in range(12)
                  for second in (10, 40)],
                *[(f"01:{minute:02d}:10", 5000) for minute in range(20)])

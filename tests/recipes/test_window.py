@@ -1,6 +1,4 @@
-"""bench/cuda/window.sh, the plan for a short GPU window: the CPU dry run of each step (``--device cpu --tiny``)
-leaves at most 8 files with what the step promises; step 4 starts the pending runs of the grid and brings back what
-they wrote, never checkpoints. What cuts a step short leaves: tests/recipes/test_bench.py."""
+"""bench/cuda/window.sh: each step's CPU dry run leaves what it promises; step 4 brings back runs, never checkpoints."""
 import json
 import os
 import re
@@ -31,9 +29,7 @@ ROW_KEYS = ("arch", "form", "src_words", "model", "tokens_per_s_ratio", "peak_me
 
 
 def dry_run(step, out, *flags, **env):
-    """``window.sh STEP OUT --device cpu --tiny FLAGS...``; the step's time limit is raised from 530 s to 1500 s
-    because the shared cores of a development machine can be many times slower than the GPU machine's 16 (the dry
-    run checks that the step works, not how long it takes)."""
+    """``window.sh STEP OUT --device cpu --tiny FLAGS...`` with the step's time limit raised to 1500 s."""
     result = sh(["bash", WINDOW, str(step), str(out), "--device", "cpu", "--tiny", "--work", str(out) + "-work",
                  "--step-seconds", "1500", *flags], cwd=REPO, timeout=1800, env={**os.environ, **env})
     files = sorted(os.listdir(out))
@@ -142,8 +138,7 @@ def test_prepare_copies_the_data_beside_the_repository_for_the_window(tmp_path):
     assert (repo / ".window" / "commit.txt").exists() and "carry: .devpkgs .window" in result.stdout
 
 
-#: a tiny study on the demo generator's corpus (its gold parses as the parse archive): Sequence, two seeds, one
-#: epoch; its raw text elsewhere (the window's study file names it)
+#: a tiny study on the demo generator's corpus: Sequence, two seeds, one epoch
 STEP4_STUDY = SETTINGS.format(epochs=1).replace('name = "tiny"', 'name = "window-tiny"').replace(
     'raw = "raw"', 'raw = "raw-elsewhere"') + '[[systems]]\nname = "sequence"\n'
 

@@ -23,12 +23,9 @@ def targets_of(record, pieces, length, left_pad=False):
 
 
 def test_targets_chain_pieces_to_the_last_and_words_to_their_heads_first_piece():
-    # the authors' rule (dbsa scripts/bpe_dependency.py): a word's last piece -> its head word's FIRST piece
-    # the(0) c@@(1) at(2) sat(3) EOS(4): the -> cat's first piece 1 (its last is 2); c@@ -> the next piece 2;
-    # at -> sat 3; sat is the root: itself; EOS: none
+    # a word's last piece -> its head word's FIRST piece; the root on itself; EOS none
     assert targets_of(THE_CAT_SAT, [1, 2, 1], 5) == [1, 2, 3, 3, IGNORE]
-    # the(0) cat(1) s@@(2) at(3) EOS(4): cat -> the root sat's first piece 2; s@@ -> 3; the root's last piece at
-    # stays on itself (3), not on its word's first piece
+    # cat -> the root sat's first piece 2; s@@ -> 3; the root's last piece stays on itself
     assert targets_of(THE_CAT_SAT, [1, 1, 2], 5) == [1, 2, 3, 3, IGNORE]
     # left padding, a split head: pads 0-1, t@@(2) he(3) cat(4) sat(5) EOS(6); the -> cat 4, cat -> sat 5
     assert targets_of(THE_CAT_SAT, [2, 1, 1], 7, left_pad=True) == [IGNORE, IGNORE, 3, 4, 5, 5, IGNORE]
@@ -107,8 +104,7 @@ def setup(argv):
 
 
 def test_training_without_the_parses_is_refused_where_the_data_is_loaded(data_dirs):
-    """Issue 50, item 6: the system on a directory without src_ldd used to be refused only by the criterion's
-    ValueError, a traceback; as fairseq-train orders it, it is one line as the split is loaded."""
+    """The system on a directory without src_ldd is refused in one line as the split is loaded."""
     data = data_dirs["sequence"]
     argv = [data, *TRANSLATION, "--arch", "transformer_dependency_supervised_tiny",
             "--criterion", "label_smoothed_cross_entropy_with_dependency"]
@@ -125,8 +121,7 @@ def test_training_without_the_parses_is_refused_where_the_data_is_loaded(data_di
 
 
 def test_the_supervised_model_and_its_criterion_go_together(ldd_dir):
-    """The model with another criterion would train its dependency heads on nothing; the criterion on another model
-    would look for attention that is not there."""
+    """The model with another criterion, or the criterion with another model, is refused."""
     with pytest.raises(SystemExit) as error:
         setup([ldd_dir, *TRANSLATION, "--arch", "transformer_dependency_supervised_tiny",
                "--criterion", "label_smoothed_cross_entropy"])

@@ -1,6 +1,4 @@
-"""transformer_ldd (Pu & Sima'an 2022, section 3.2): side-data storage and collation, the LDD layer against a hand
-computation, the LDA layer, the model's 16-head first layer, the preprocessing command and a tiny
-preprocess -> train -> generate run."""
+"""transformer_ldd (Pu & Sima'an 2022, 3.2): side data, LDD and LDA layers, the model, preprocess, a tiny run."""
 import argparse
 import json
 import math
@@ -59,8 +57,7 @@ def long_layout(record, pieces, index=STANFORD, floor=1e-3):
 def test_encoding_layout_and_quantisation():
     item = stored(RECORD_A, [1, 2])
     q75, q25 = round(0.75 * QUANTISATION), round(0.25 * QUANTISATION)
-    # 65535, n, word of each token, entries per word (word 1: det and its 1-best; word 2: root, outside, 1-best),
-    # then (64 * head + channel, q) by dependent, head, channel
+    # 65535, n, word of each token, entries per word, then (64 * head + channel, q) by dependent, head, channel
     assert item.tolist() == [COMPACT, 3, 1, 2, 2, 2, 3,
                              64 * 2 + DET_G, QUANTISATION, 64 * 2 + dep.BEST_OFFSET + DET_G, QUANTISATION,
                              64 * 0 + ROOT_G, q75, 64 * 0 + dep.OUTSIDE, q25,
@@ -70,8 +67,7 @@ def test_encoding_layout_and_quantisation():
     assert sentence.entries.tolist() == [[1, 2, DET_G, QUANTISATION], [1, 2, dep.BEST_OFFSET + DET_G, QUANTISATION],
                                          [2, 0, ROOT_G, q75], [2, 0, dep.OUTSIDE, q25],
                                          [2, 0, dep.BEST_OFFSET + ROOT_G, QUANTISATION]]
-    # the long layout (side data written before): n, word of each token, (dependent, head, group, q), the
-    # distributions sorted, then the 1-best tree; the same entries
+    # the long layout: n, words, (dependent, head, group, q), distributions sorted, the 1-best tree
     old = long_layout(RECORD_A, [1, 2])
     assert old.tolist() == [3, 1, 2, 2,
                             1, 2, DET_G, QUANTISATION,
@@ -321,8 +317,7 @@ def ldd_data(raw_corpus, tmp_path_factory):
 def test_preprocessing_reports_mass_outside_groups_and_retained(ldd_data):
     dest, reports = ldd_data
     log = reports["train"].lines("train")
-    # per sentence 8 arcs; word 1 -> 2 (det, amod), 2 -> 3 (nsubj, dobj), 5 -> 3 (dobj, nsubj) each split into two
-    # groups: 11 (dependent, head, group) entries
+    # per sentence 8 arcs; three of them split into two groups: 11 (dependent, head, group) entries
     assert log[0] == "train: 200 sentences, 1200 words, 2200 entries (1.83 per word)"
     # per sentence 0.3 of 6 words' mass is "prep": 5%
     assert log[1] == "train: mass in the arcs file 100.00%; outside the 16 groups 5.00% (prep 5.00%)"

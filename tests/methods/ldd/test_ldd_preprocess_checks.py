@@ -1,6 +1,4 @@
-"""fairseq-syntax-preprocess-dependencies on bad settings and on data directories it must not trust: a floor that
-keeps nothing, a directory made with --skip-invalid (its skipped lines are left out of the arcs too), side data
-tied to the token data it was made for and checked where it is loaded."""
+"""fairseq-syntax-preprocess-dependencies refuses bad settings and untrusted data directories."""
 import json
 import logging
 import shutil
@@ -52,8 +50,7 @@ def test_a_floor_that_is_not_a_probability_below_one_is_refused_before_anything_
 
 
 def test_side_data_that_keeps_no_probability_mass_is_refused(small_corpus, tmp_path):
-    """Every labeled pair at 0.25 (two heads of 0.5, two labels of other groups of 0.5 each): a floor of 0.3 keeps none of them,
-    where the report used to say "retained 0.00%" and training ran on all-zero side data."""
+    """Every labeled pair at 0.25: a floor of 0.3 keeps none and is refused."""
     lines = (small_corpus / "train.en").read_text().splitlines()
     with open(small_corpus / "train.arcs.jsonl", "w") as out:
         for line in lines:

@@ -1,0 +1,63 @@
+"""A run's kept files (logs, decodes, records): plain, gzipped beside their record (``NAME.gz``) or packed into their
+folder's archive (:mod:`~fairseq_syntax.evaluation.packed_runs`). Every reader (``open_text``, ``read_text``, and
+through them :mod:`~fairseq_syntax.evaluation.train_logs` and ``scoring.read_lines``) takes ``name`` or
+``name.gz``, whichever exists, else the packed copy; a gzip file written here (``open_text``, ``compress``) has no
+name or time stamp in its header, so the same text always gives the same bytes.
+"""
+import gzip
+import io
+import os
+import shutil
+from pathlib import Path
+
+from fairseq_syntax.evaluation.packed_runs import existing_path, find_member
+
+
+class RecordError(ValueError):
+    """A train log or run record that cannot be used (no statistics, missing fields, unreadable JSON)."""
+
+
+def open_text(path, mode: str = "r", encoding: str = "utf-8", **kwargs):
+    """Open a text file, through gzip when its name ends in ``.gz``; ``mode`` is "r", "w" or "a" (reading: the
+    module docstring)."""
+    mode = mode.replace("t", "")
+    if mode not in ("r", "w", "a"):
+        raise ValueError(f"mode must be 'r', 'w' or 'a', not {mode!r}")
+    if mode == "r":
+        found = existing_path(path)
+        try:
+            if found.name.endswith(".gz"):
+                return gzip.open(found, "rt", encoding=encoding, **kwargs)
+            return open(found, encoding=encoding, **kwargs)
+        except FileNotFoundError:
+            # not on disk, or packed since existing_path looked (a lane packs while another reads: the archive is
+            # written before the file is removed)
+            packed = find_member(path)
+            if packed is None:
+                raise
+            return io.TextIOWrapper(io.BytesIO(packed.data), encoding=encoding, **kwargs)
+    path = Path(path)
+    if not path.name.endswith(".gz"):
+        return open(path, mode, encoding=encoding, **kwargs)
+    raw = open(path, mode + "b")  # noqa: SIM115  (the caller's handle closes it, through the gzip stream)
+    compressed = gzip.GzipFile(filename="", mode=mode + "b", fileobj=raw, mtime=0)
+    compressed.myfileobj = raw  # closed with the gzip stream
+    return io.TextIOWrapper(compressed, encoding=encoding, **kwargs)
+
+
+def read_text(path) -> str:
+    """The whole text of ``path`` or ``path.gz`` (see ``open_text``)."""
+    with open_text(path) as handle:
+        return handle.read()
+
+
+def compress(path) -> Path:
+    """Gzip ``path`` into ``path.gz`` and remove ``path``; returns the new path. The recipes call this (or
+    ``gzip -n``) on their logs and decodes once a run is scored."""
+    path = Path(path)
+    target = path.with_name(path.name + ".gz")
+    with open(path, "rb") as source, open(target, "wb") as raw, \
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as compressed:
+        shutil.copyfileobj(source, compressed)
+    os.remove(path)
+    return target

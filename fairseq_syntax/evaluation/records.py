@@ -1,0 +1,183 @@
+"""The run record: one JSON file per trained-and-scored system, written by ``record_run`` (by the recipes and
+``fairseq-syntax-score --record``) and named ``*.run.json``:
+
+    {"dataset": "news-de", "system": "syntax masks", "arch": "transformer_syntax_mask",
+     "command": "fairseq-train DATA ...", "command_argv": ["fairseq-train", "DATA", ...],
+     "updates": 4540, "epochs": 20, "wall_time_s": 4812.0,
+     "train_log": "work/masks/train.log",
+     "metrics": {"BLEU": 38.1, "chrF": 62.3, ..., "tokenize": "13a", "signatures": {...}},
+     "significance": {"transformer": {"BLEU": {"p_value": 0.004, ...}, "chrF": {...}, "n_samples": 1000, ...}}}
+
+Each command is held as its argv list beside a display string (``command`` and ``command_argv``, likewise
+``decode_command`` and ``score_command``: :mod:`fairseq_syntax.evaluation.run_commands`, which also reads the records
+of the old form, whose commands are text only). ``metrics`` is what ``scoring.corpus_scores`` returns (or any dict of
+numbers, e.g. an accuracy); ``significance`` maps a baseline's system name to ``scoring.paired_bootstrap``'s report of
+this system against it. Optional fields: ``seed``, ``device`` (what it was trained on), ``valid`` (one run's
+validation curve: the statistic its best checkpoint is chosen by and ``[epoch, value]`` per epoch), ``parsers`` (the
+``parsers.json`` of its training data, ``fairseq_syntax.parsing.provenance``), and for a system over seeds ``seeds``
+and ``metrics_sd``. ``updates``, ``epochs`` and ``wall_time_s`` are read from the fairseq-train log
+(:mod:`~fairseq_syntax.evaluation.train_logs`), so a table shows the budget each number cost. A record names no
+folder of the machine it ran on (``portable_paths``); a finished run's is packed with its outputs (``load_record``
+and ``find_record_files`` read it there too).
+"""
+import json
+import os
+import re
+import statistics
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+from fairseq_syntax.evaluation import packed_runs
+from fairseq_syntax.evaluation.kept_files import RecordError, open_text
+from fairseq_syntax.evaluation.packed_runs import RECORD_SUFFIX
+from fairseq_syntax.evaluation.run_commands import command_fields, with_argv
+from fairseq_syntax.evaluation.train_logs import best_checkpoint_metric, parse_train_log, parse_valid_curve
+
+REQUIRED_FIELDS = ("dataset", "system", "arch", "command", "updates", "epochs", "wall_time_s", "train_log",
+                   "metrics", "significance")
+
+OUT_DIR = "OUT_DIR"  # how a record writes the recipe's output folder (data, checkpoints: outside the repository)
+# a path starts a token (after a space, '=', ',', a quote or a bracket) and its prefix ends where a '/' or the token does
+_PATH_START = r"(?<![\w.~/-])"
+_PATH_END = r"(?=/|$|[\s,;:='\")\]])"
+
+
+def _path_forms(path: str) -> list[str]:
+    """How ``path`` may be written in a command: absolute (as given and with links resolved) and, when given
+    relative, as given; longest first."""
+    forms = {os.path.abspath(path), os.path.realpath(path)}
+    given = os.path.normpath(path)
+    if not os.path.isabs(given) and given != os.curdir and not given.startswith(os.pardir):
+        forms.add(given)
+    return sorted(forms, key=len, reverse=True)
+
+
+PYTHON_PATHS = (("SITE_PACKAGES", "purelib"), ("SITE_PACKAGES", "platlib"), ("PYTHON_PREFIX", None))
+
+
+def _path_rules(out_dir: str | None, root: str | None, python: bool = False) -> list:
+    """The (pattern, replacement) pairs of ``portable_paths``, in the order they apply; with ``python``, the Python
+    installation's folders too (site-packages -> ``SITE_PACKAGES``, the prefix -> ``PYTHON_PREFIX``: where a log's
+    warnings name the library file that raised them)."""
+    rules = []
+    for form in _path_forms(out_dir) if out_dir else ():
+        rules.append((re.compile(_PATH_START + re.escape(form) + _PATH_END), OUT_DIR))
+    for form in _path_forms(root) if root else ():
+        rules += [(re.compile(_PATH_START + re.escape(form) + "/"), ""),
+                  (re.compile(_PATH_START + re.escape(form) + _PATH_END), os.curdir)]
+    if python:
+        import sysconfig
+
+        folders = [(name, sysconfig.get_paths()[key] if key else sys.prefix) for name, key in PYTHON_PATHS]
+        for name, folder in folders:
+            for form in _path_forms(folder):
+                rules.append((re.compile(_PATH_START + re.escape(form) + _PATH_END), name))
+    return rules
+
+
+def portable_paths(value, out_dir: str | None = None, root: str | None = None, python: bool = False):
+    """``value`` (a string, or dicts and lists of them, e.g. a whole run record) with every path under ``out_dir``
+    written from the literal ``OUT_DIR`` (``/x/work/ckpt`` -> ``OUT_DIR/ckpt``), then every path under ``root`` (the
+    repository) relative to it (``/x/repo/examples/runs`` -> ``examples/runs``; ``root`` itself -> ``.``): a record
+    then names no folder of the machine it ran on. With ``python``, also the Python installation's folders
+    (``_path_rules``). Other text is kept."""
+    rules = _path_rules(out_dir, root, python)
+
+    def convert(item):
+        if isinstance(item, str):
+            for pattern, replacement in rules:
+                item = pattern.sub(replacement, item)
+            return item
+        if isinstance(item, dict):
+            return {key: convert(inner) for key, inner in item.items()}
+        if isinstance(item, list):
+            return [convert(inner) for inner in item]
+        return item
+
+    return convert(value)
+
+
+def make_log_portable(path, out_dir: str | None = None, root: str | None = None) -> int:
+    """Rewrite the log ``path`` (plain, or gzipped: ``open_text``) in place with ``portable_paths``, Python's folders
+    included, before the recipes keep it beside a run record: a kept log names no folder of the machine it was
+    written on. Line ends and undecodable bytes are kept as they are. Returns the number of lines changed."""
+    path = Path(path)
+    with open_text(path, errors="surrogateescape", newline="") as handle:
+        lines = handle.read().split("\n")
+    portable = portable_paths(lines, out_dir, root, python=True)
+    changed = sum(old != new for old, new in zip(lines, portable))
+    if changed:
+        temporary = path.with_name(".portable." + path.name)  # the same ending: gzipped where the log is
+        with open_text(temporary, "w", errors="surrogateescape", newline="") as out:
+            out.write("\n".join(portable))
+        os.replace(temporary, path)
+    return changed
+
+
+def record_run(path, *, dataset: str, system: str, arch: str, command: list[str], train_log, metrics: dict,
+               significance: dict | None = None, by_length: list[dict] | None = None,
+               out_dir: str | None = None, root: str | None = None, **extra) -> dict:
+    """Write the run record of one system to `path` (by convention `<name>.run.json`) and return it.
+
+    updates, epochs and wall_time_s come from `train_log` (see parse_train_log; comma-separated logs, one per seed,
+    give the means); `by_length` is the system's `scoring.bleu_by_length` rows, if scored. `extra` fields go into
+    the record as they are: `seed` (of one run), `device`, `decode_command` and `score_command` (each with its
+    argv, `run_commands.command_fields`), and for a system over
+    seeds `seeds` (how many), `seed_list` (which), `metrics_sd` (standard deviation over seeds of each metric in
+    `metrics`, their means) and `per_seed_metrics` (each numeric metric's value per seed, in `seed_list`'s order).
+    With `out_dir` (the recipe's output folder) or `root` (the repository), the record's paths are written by
+    `portable_paths`. `command` is the training command's argv (program first), kept with its display string. A
+    record of one run also holds its validation curve (`valid`) of the statistic `command` chooses the best
+    checkpoint by, so a table can show that training converged.
+    """
+    logs = [parse_train_log(log) for log in str(train_log).split(",")]
+    train = {key: type(logs[0][key])(statistics.fmean(log[key] for log in logs)) for key in logs[0]}
+    record = {"dataset": dataset, "system": system, "arch": arch, **command_fields("command", command),
+              **train, "train_log": str(train_log), "metrics": metrics, "significance": significance or {}, **extra}
+    if len(logs) == 1:  # one run: its validation curve (a record over seeds has its runs' records for theirs)
+        metric = best_checkpoint_metric(command)
+        curve = parse_valid_curve(train_log, metric)
+        if curve:
+            record["valid"] = {"metric": metric, "curve": [list(point) for point in curve]}
+    if by_length:
+        record["by_length"] = by_length
+    if out_dir or root:
+        record = portable_paths(record, out_dir, root)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    # whole or not at all: the other lane may pack this folder's finished runs meanwhile
+    packed_runs.write_atomically(path, json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    return record
+
+
+def load_record(path) -> dict:
+    """The run record ``path``: the file, or its packed copy (a finished run's record is packed with its outputs),
+    each command with its argv (:func:`~fairseq_syntax.evaluation.run_commands.with_argv`)."""
+    try:
+        record = json.loads(packed_runs.read_bytes(path).decode("utf-8"))
+    except json.JSONDecodeError as error:
+        raise RecordError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from error
+    if not isinstance(record, dict):
+        raise RecordError(f"{path}: a run record is a JSON object, got {type(record).__name__}")
+    record = with_argv(record)
+    missing = [field for field in REQUIRED_FIELDS if field not in record]
+    if missing:
+        raise RecordError(f"{path}: run record lacks {', '.join(missing)}")
+    return record
+
+
+def find_record_files(paths: Iterable) -> list[Path]:
+    """Each file as given (there, or packed); each directory contributes its `*.run.json` files, those packed
+    included (recursively, sorted)."""
+    found = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            in_dir = packed_runs.rglob(path, RECORD_SUFFIX)
+            if not in_dir:
+                raise RecordError(f"{path}: no *{RECORD_SUFFIX} run records in this directory")
+            found.extend(in_dir)
+        elif path.is_file() or packed_runs.find_member(path) is not None:
+            found.append(path)
+        else:
+            raise RecordError(f"{path}: no such file or directory")
+    return found
