@@ -390,7 +390,7 @@ class StudyConfig:
 
 def template() -> str:
     """The file ``fairseq-syntax-study init`` prints: every key with its default and one comment line each, the
-    required ones commented with what to put there, and two example systems."""
+    required ones commented with what to put there, and two example systems of the method registry."""
     lines = ["# A fairseq-syntax study: does source-side syntax help on this corpus?",
              "# Every key with its default; fairseq-syntax-study plan STUDY.toml checks the file before anything runs.",
              ""]
@@ -403,8 +403,11 @@ def template() -> str:
         lines.append("")
     lines += [f"# {SystemKeys.doc()}"]
     lines += [f"#   {key.name}: {key.metadata['doc']}" for key in dataclasses.fields(SystemKeys)]
-    lines += ["[[systems]]", "name = \"sequence\"", "",
-              "[[systems]]", "name = \"mask\"", "controls = [\"random\"]", "",
+    from fairseq_syntax.methods import control_pairs  # the methods layer, below the study's
+
+    system, kind = next(iter(control_pairs("translation").values()))  # the registry's first system with a control
+    lines += ["[[systems]]", f"name = \"{Comparisons.baseline}\"", "",
+              "[[systems]]", f"name = \"{system}\"", f"controls = [\"{kind}\"]", "",
               "# A study over training-set sizes: corpus.subset = [1000, 5000], and a [sizes.N] table a size, with",
               f"# keys of [{'], ['.join(SIZE_SECTIONS)}] for that size, sweep.SECTION.KEY = [values] (every combination "
               "is a",
