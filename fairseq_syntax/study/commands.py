@@ -203,14 +203,9 @@ def run_study(config: StudyConfig, executor: str, jobs: int, only: list[str] | N
 
 def _run_on_slurm(config: StudyConfig, tasks: list[RunTask], progress) -> list:
     from fairseq_syntax.study.runner import RunOutcome, execute
-    from fairseq_syntax.study.slurm import SlurmSettings, failure_line, run_jobs
+    from fairseq_syntax.study.slurm import failure_line, run_jobs
 
-    slurm = config["slurm"]
-    settings = SlurmSettings(partition=slurm["partition"] or None, cpus_per_job=slurm["cpus_per_job"],
-                             gpus_per_job=slurm["gpus_per_job"], mem_gb=float(slurm["mem_gb"]),
-                             time_min=slurm["time_min"], array_parallelism=slurm["array_parallelism"],
-                             extra={key: str(value) for key, value in slurm["extra"].items()})
-    results = run_jobs(execute, tasks, settings, work_dir(config) / "slurm", job_name=f"study-{config.name}",
+    results = run_jobs(execute, tasks, config.slurm, work_dir(config) / "slurm", job_name=f"study-{config.name}",
                        describe=str, progress=progress,
                        failure=lambda outcome: (outcome.detail or "failed") if outcome.state == "failed" else None)
     outcomes = []

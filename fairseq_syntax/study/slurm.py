@@ -42,11 +42,11 @@ import re
 import shutil
 import subprocess
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence, TypeVar
 
 from fairseq_syntax.core.files import write_atomically
+from fairseq_syntax.study.config import Slurm
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -69,44 +69,19 @@ class SlurmError(RuntimeError):
     """Slurm or submitit cannot be used, or the cluster refused a submission: one line saying why."""
 
 
-@dataclass(frozen=True)
-class SlurmSettings:
-    """What every job of a study asks the cluster for (the config's ``[slurm]`` section)."""
-
-    partition: str | None = None  # None or "": the cluster's default
-    cpus_per_job: int = 1
-    gpus_per_job: int = 0
-    mem_gb: float = 8.0
-    time_min: int = 240
-    array_parallelism: int = 16
-    extra: dict[str, str] = field(default_factory=dict)  # more sbatch parameters (without the leading --)
-
-    def __post_init__(self):
-        for name, minimum in (("cpus_per_job", 1), ("gpus_per_job", 0), ("time_min", 1), ("array_parallelism", 1)):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-                raise ValueError(f"slurm.{name}: must be an integer >= {minimum}, not {value!r}")
-        if isinstance(self.mem_gb, bool) or not isinstance(self.mem_gb, (int, float)) or not self.mem_gb > 0:
-            raise ValueError(f"slurm.mem_gb: must be a number > 0, not {self.mem_gb!r}")
-        if self.partition is not None and not isinstance(self.partition, str):
-            raise ValueError(f"slurm.partition: must be a string, not {self.partition!r}")
-        if not isinstance(self.extra, dict) or not all(isinstance(key, str) and key and not key.startswith("-")
-                                                       for key in self.extra):
-            raise ValueError(f"slurm.extra: must be a table of sbatch parameters without their '--' "
-                             f"(e.g. {{account = \"nlp\"}}), not {self.extra!r}")
-
-    def submitit_parameters(self, job_name: str) -> dict:
-        """The ``update_parameters`` of submitit's AutoExecutor for these settings."""
-        parameters = {"name": job_name, "nodes": 1, "tasks_per_node": 1, "cpus_per_task": self.cpus_per_job,
-                      "mem_gb": self.mem_gb, "timeout_min": self.time_min,
-                      "slurm_array_parallelism": self.array_parallelism}
-        if self.gpus_per_job:  # no --gpus-per-node=0: a cluster without GPUs need not know the option
-            parameters["gpus_per_node"] = self.gpus_per_job
-        if self.partition:
-            parameters["slurm_partition"] = self.partition
-        if self.extra:
-            parameters["slurm_additional_parameters"] = {key: str(value) for key, value in self.extra.items()}
-        return parameters
+def submitit_parameters(settings: Slurm, job_name: str) -> dict:
+    """The ``update_parameters`` of submitit's AutoExecutor for a study's ``[slurm]`` section (checked as it was
+    read: :class:`~fairseq_syntax.study.config.Slurm`)."""
+    parameters = {"name": job_name, "nodes": 1, "tasks_per_node": 1, "cpus_per_task": settings.cpus_per_job,
+                  "mem_gb": settings.mem_gb, "timeout_min": settings.time_min,
+                  "slurm_array_parallelism": settings.array_parallelism}
+    if settings.gpus_per_job:  # no --gpus-per-node=0: a cluster without GPUs need not know the option
+        parameters["gpus_per_node"] = settings.gpus_per_job
+    if settings.partition:
+        parameters["slurm_partition"] = settings.partition
+    if settings.extra:
+        parameters["slurm_additional_parameters"] = {key: str(value) for key, value in settings.extra.items()}
+    return parameters
 
 
 def _check_slurm() -> None:
@@ -180,7 +155,7 @@ def failure_line(outcome: BaseException) -> str:
     return str(outcome).splitlines()[0] if str(outcome) else type(outcome).__name__
 
 
-def run_jobs(function: Callable[[T], R], items: Sequence[T], settings: SlurmSettings, folder: Path, *,
+def run_jobs(function: Callable[[T], R], items: Sequence[T], settings: Slurm, folder: Path, *,
              job_name: str, describe: Callable[[T], str] = str, progress: Callable[[str], None] = print,
              failure: Callable[[R], str | None] = lambda result: None) -> list[tuple[T, R | BaseException]]:
     """``function(item)`` for every item as one Slurm job array; waits for every job, showing progress lines (each
@@ -205,7 +180,7 @@ def run_jobs(function: Callable[[T], R], items: Sequence[T], settings: SlurmSett
     descriptions = [describe(item) for item in items]
     folder = Path(folder).absolute()
     executor = submitit.AutoExecutor(folder=folder, cluster="slurm")
-    executor.update_parameters(**settings.submitit_parameters(job_name))
+    executor.update_parameters(**submitit_parameters(settings, job_name))
     try:
         jobs = executor.map_array(function, items)
     except FailedJobError as refused:  # sbatch's own error, e.g. "Requested node configuration is not available"

@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 
 from fairseq_syntax.study import slurm
-from fairseq_syntax.study.slurm import SlurmError, SlurmSettings, run_jobs, study_jobs
+from fairseq_syntax.study.config import ConfigError, Slurm, load_study
+from fairseq_syntax.study.slurm import SlurmError, run_jobs, study_jobs, submitit_parameters
 
 from . import slurm_job_functions as functions
 
 #: one CPU, a quarter of a GB and five minutes a job: the node has two CPUs, both busy with other work
-TINY = SlurmSettings(cpus_per_job=1, mem_gb=0.25, time_min=5)
+TINY = Slurm(cpus_per_job=1, mem_gb=0.25, time_min=5)
 TESTS = Path(__file__).resolve().parents[1]  # where the jobs import slurm_job_functions from (as study.*)
 
 
@@ -89,7 +90,7 @@ def test_a_cancelled_job_comes_back_as_an_exception_and_the_others_return(cluste
     for release in releases[1:]:
         release.touch()  # only the first waits (until cancelled)
     folder = tmp_path / "jobs"
-    one_at_a_time = SlurmSettings(cpus_per_job=1, mem_gb=0.25, time_min=5, array_parallelism=1)
+    one_at_a_time = Slurm(cpus_per_job=1, mem_gb=0.25, time_min=5, array_parallelism=1)
     waiting, done, lines = _in_background(
         function=functions.wait_for_release, items=[str(path) for path in releases], settings=one_at_a_time,
         folder=folder, job_name="waits", describe=lambda path: Path(path).name)
@@ -163,7 +164,7 @@ def test_a_job_at_its_time_limit_is_printed_failed_when_it_ends(cluster, tmp_pat
     from submitit.core.utils import FailedJobError
 
     lines = []
-    one_minute = SlurmSettings(cpus_per_job=1, mem_gb=0.25, time_min=1)
+    one_minute = Slurm(cpus_per_job=1, mem_gb=0.25, time_min=1)
     outcomes = run_jobs(functions.child_until_release, [str(tmp_path / "never")], one_minute, tmp_path / "jobs",
                         job_name="limit", describe=lambda path: "sequence.seed1", progress=lines.append,
                         failure=lambda outcome: outcome[1] if outcome[0] == "failed" else None)
@@ -180,7 +181,6 @@ def test_status_counts_runs_in_training_and_queued_jobs_apart(cluster, tmp_path)
     line, with its job), a running job whose run no process holds is counted on its own (starting or ending), and
     a job that waits for the array's slot is queued; ended jobs are not listed."""
     from fairseq_syntax.study.commands import status_lines
-    from fairseq_syntax.study.config import load_study
     from fairseq_syntax.study.runner import work_dir
 
     from .tiny_study_file import SETTINGS
@@ -196,7 +196,7 @@ def test_status_counts_runs_in_training_and_queued_jobs_apart(cluster, tmp_path)
     # sequence.seed1's job holds the run's claim, sequence.seed2's does not; two at a time, so mask.seed1 waits
     items = [(str(claims / "sequence.seed1.lock"), str(releases[0])), ("", str(releases[1])),
              (str(claims / "mask.seed1.lock"), str(releases[2]))]
-    two_at_a_time = SlurmSettings(cpus_per_job=1, mem_gb=0.25, time_min=5, array_parallelism=2)
+    two_at_a_time = Slurm(cpus_per_job=1, mem_gb=0.25, time_min=5, array_parallelism=2)
     waiting, done, lines = _in_background(
         function=functions.hold_claim_until_release, items=items, settings=two_at_a_time,
         folder=work_dir(config) / "slurm", job_name="study-tiny", describe=lambda item: runs[items.index(item)])
@@ -228,7 +228,7 @@ def test_status_counts_runs_in_training_and_queued_jobs_apart(cluster, tmp_path)
 
 
 def test_a_request_the_cluster_cannot_satisfy_is_one_line(cluster, tmp_path):
-    too_big = SlurmSettings(mem_gb=100_000)  # 100 TB: more than the node has
+    too_big = Slurm(mem_gb=100_000)  # 100 TB: more than the node has
     with pytest.raises(SlurmError) as refused:
         run_jobs(functions.square, [1, 2], too_big, tmp_path, job_name="big")
     assert str(refused.value) == ("sbatch refused the job array 'big': sbatch: error: Batch job submission failed: "
@@ -236,24 +236,26 @@ def test_a_request_the_cluster_cannot_satisfy_is_one_line(cluster, tmp_path):
     assert study_jobs(tmp_path) == []  # nothing submitted, nothing recorded
 
 
-@pytest.mark.parametrize("settings, problem", [
-    (dict(cpus_per_job=0), "slurm.cpus_per_job: must be an integer >= 1, not 0"),
-    (dict(gpus_per_job=-1), "slurm.gpus_per_job: must be an integer >= 0, not -1"),
-    (dict(mem_gb=0), "slurm.mem_gb: must be a number > 0, not 0"),
-    (dict(time_min=1.5), "slurm.time_min: must be an integer >= 1, not 1.5"),
-    (dict(extra={"--account": "nlp"}), "slurm.extra: must be a table of sbatch parameters without their '--' "
-                                       "(e.g. {account = \"nlp\"}), not {'--account': 'nlp'}"),
+@pytest.mark.parametrize("line, problem", [
+    ("cpus_per_job = 0", "slurm.cpus_per_job: must be an integer >= 1, not 0"),
+    ("gpus_per_job = -1", "slurm.gpus_per_job: must be an integer >= 0, not -1"),
+    ("mem_gb = 0", "slurm.mem_gb: must be a number > 0.0, not 0"),
+    ("time_min = 1.5", "slurm.time_min: must be an integer >= 1, not 1.5"),
+    ('extra = {"--account" = "nlp"}', "slurm.extra: must be a table of sbatch parameters (strings or integers) "
+                                      "without their '--', not {'--account': 'nlp'}"),
 ])
-def test_settings_out_of_range_are_refused_naming_the_key(settings, problem):
-    with pytest.raises(ValueError) as refused:
-        SlurmSettings(**settings)
-    assert str(refused.value) == problem
+def test_settings_out_of_range_are_refused_naming_the_key(tmp_path, line, problem):
+    study = tmp_path / "study.toml"
+    study.write_text(f'[study]\nname = "x"\n[corpus]\nraw = "raw"\n[[systems]]\nname = "sequence"\n[slurm]\n{line}\n')
+    with pytest.raises(ConfigError) as refused:
+        load_study(study)
+    assert refused.value.problems == [f"{study}: {problem}"]
 
 
 def test_the_settings_become_submitits_parameters():
-    settings = SlurmSettings(partition="gpu", cpus_per_job=4, gpus_per_job=1, mem_gb=16, time_min=600,
-                             array_parallelism=8, extra={"account": "nlp", "qos": 2})
-    assert settings.submitit_parameters("study") == {
+    settings = Slurm(partition="gpu", cpus_per_job=4, gpus_per_job=1, mem_gb=16, time_min=600, array_parallelism=8,
+                     extra={"account": "nlp", "qos": 2})
+    assert submitit_parameters(settings, "study") == {
         "name": "study", "nodes": 1, "tasks_per_node": 1, "cpus_per_task": 4, "mem_gb": 16, "timeout_min": 600,
         "slurm_array_parallelism": 8, "gpus_per_node": 1, "slurm_partition": "gpu",
         "slurm_additional_parameters": {"account": "nlp", "qos": "2"}}
