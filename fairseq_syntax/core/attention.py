@@ -1,18 +1,15 @@
 """Multi-head self-attention with one hook for the step each syntax method changes.
 
-Vaswani et al. (2017), eq. 1: ``Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V``, per head. The four methods in
-this package differ only in how the attention weights are formed:
+Vaswani et al. (2017), eq. 1: ``Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V``, per head. Methods change:
 
-* an additive score bias (syntax masks, McDonald & Chiang 2021): override :meth:`score_bias`; the fused
-  ``scaled_dot_product_attention`` kernel is used whenever the weights themselves are not requested;
-* anything else: set ``fused = False`` and override :meth:`attention_scores` (LDD scales the scores) or
-  :meth:`attention_weights` (constituent attention rescales the probabilities).
+* an additive score bias (syntax masks, McDonald & Chiang 2021): :meth:`score_bias`; the fused
+  ``scaled_dot_product_attention`` kernel is used unless the weights are requested;
+* anything else: ``fused = False`` and :meth:`attention_scores` (LDD) or :meth:`attention_weights` (constituent
+  attention).
 
-Shapes: ``x`` is ``T x B x C`` (fairseq's time-major layout), ``key_padding_mask`` is ``B x T`` (True at padding),
-``structure`` is the per-batch dict the encoder builds (method specific, read-only). Output is ``T x B x C``, the
-weights ``B x H x T x T`` when asked for (query ``i`` attends to key ``j``), and ``carry``: what this layer passes
-to the next layer's attention as its ``carry`` argument (None here; the Tree Transformer's link probabilities).
-"""
+Shapes: ``x`` ``T x B x C``, ``key_padding_mask`` ``B x T`` (True at padding), ``structure`` the encoder's
+per-batch dict. Output ``T x B x C``, weights ``B x H x T x T`` when asked for, and ``carry`` for the next layer's
+attention (None here; the Tree Transformer's links)."""
 from typing import Dict, Optional, Tuple
 
 import torch
@@ -27,8 +24,7 @@ class StructuredSelfAttention(nn.Module):
 
     #: True when the method only adds :meth:`score_bias`, so the fused kernel computes the same thing.
     fused = True
-    #: True when :meth:`attention_weights` returns the softmax's float32 probabilities rather than casting them to the
-    #: queries' dtype (the values are weighed in their own dtype either way): for a method that takes their log.
+    #: True when :meth:`attention_weights` returns float32 probabilities (for a method that takes their log)
     float32_weights = False
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True):
@@ -95,9 +91,8 @@ class StructuredSelfAttention(nn.Module):
             weights = self.attention_weights(q, k, key_padding_mask, structure)
             out = torch.matmul(F.dropout(weights, p=dropout_p, training=self.training).to(v.dtype), v)
         out = out.permute(2, 0, 1, 3).reshape(tgt_len, bsz, self.embed_dim)
-        # The weights leave only when asked for: LDA's may be the side input itself, and a side input returned from
-        # a layer wrapped by --checkpoint-activations becomes an output of fairseq's checkpoint function, whose
-        # backward then recomputes a graph holding its own node and recurses until memory runs out.
+        # the weights leave only when asked for: a side input returned from a checkpointed layer makes fairseq's
+        # checkpoint function recurse until memory runs out
         return self.out_proj(out), weights if need_weights else None, None
 
     def project(self, x: Tensor) -> Tuple[Optional[Tensor], Optional[Tensor], Tensor]:

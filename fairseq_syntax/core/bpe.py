@@ -1,20 +1,14 @@
 """subword-nmt's BPE: its word grouping, shared by the commands that carry a word-level analysis (trees, arcs) onto
-BPE'd source tokens (``fairseq-syntax-preprocess``, ``fairseq-syntax-preprocess-dependencies``), and the BPE a data
-directory was made with, which ``fairseq-interactive`` applies to its input in process.
+BPE'd source tokens, and the BPE a data directory was made with, which ``fairseq-interactive`` applies in process.
 
-subword-nmt marks every non-final piece of a word with the ``@@`` joiner (``fa@@ th@@ er``); the pieces of a word
-are the tokens up to and including the first one without it.
+subword-nmt marks every non-final piece of a word with ``@@`` (``fa@@ th@@ er``).
 
-The recipes segment the source with ``subword-nmt apply-bpe -c CODES --vocabulary VOCAB --vocabulary-threshold 1``:
-with the vocabulary, a merge whose result is rarer in the training text than the threshold is undone, so ``one``
-can become ``o@@ n@@ e`` where the codes alone give ``o@@ ne`` (fairseq's own ``--bpe subword_nmt`` takes no
-vocabulary and would give the latter, a token the dictionary may not hold). ``fairseq-syntax-preprocess
---bpe-codes CODES [--bpe-vocabulary VOCAB --bpe-vocabulary-threshold N]`` copies the files into the data directory
-(:data:`CODES_FILE`, ``bpe.vocab.SRC``) and records them in ``syntax.json`` (:data:`BPE_META_KEY`:
-``{"codes": "bpe.codes", "vocabulary": "bpe.vocab.en", "vocabulary_threshold": 1}``, names inside the directory);
-:class:`SubwordNmtBpe` applies exactly what ``apply-bpe`` applies (subword-nmt's own ``BPE`` class with the same
-arguments), word by word.
-"""
+The recipes segment with ``subword-nmt apply-bpe -c CODES --vocabulary VOCAB --vocabulary-threshold 1``, which
+undoes merges rarer than the threshold (``o@@ n@@ e`` where the codes alone give ``o@@ ne``; fairseq's ``--bpe
+subword_nmt`` takes no vocabulary). ``fairseq-syntax-preprocess --bpe-codes CODES [--bpe-vocabulary VOCAB
+--bpe-vocabulary-threshold N]`` copies the files into the data directory and records them in ``syntax.json``
+(:data:`BPE_META_KEY`: ``{"codes": "bpe.codes", "vocabulary": "bpe.vocab.en", "vocabulary_threshold": 1}``);
+:class:`SubwordNmtBpe` applies exactly what ``apply-bpe`` does, word by word."""
 import os
 import shutil
 from typing import Optional

@@ -1,22 +1,19 @@
 """Task ``tree_classification``: one class per tree (SST-2 / SST-5), and optionally one per node.
 
-Nguyen et al. (2020, section 5.2) classify SST sentences from their trees and train on "every sentiment
-label provided in the dataset". The data directory holds
+Nguyen et al. (2020, section 5.2) classify SST sentences from their trees and train on "every sentiment label
+provided in the dataset". The data directory holds
 
-* ``{split}.tree``: one bracketed tree per line whose interior labels are classes (the SST format,
-  ``(3 (2 It) (4 (4 (2 's) (4 lovely)) ...))``); a label that is not a class marks a node without a label (e.g. the
-  neutral nodes of SST-2); the root's label must be a class;
+* ``{split}.tree``: one bracketed tree per line whose interior labels are classes (SST's format); a label that is
+  no class marks an unlabelled node (SST-2's neutral nodes); the root's label must be a class;
 * ``labels.txt``: the classes, one per line (class id = line number);
-* ``dict.txt``: the fairseq dictionary of input tokens (:func:`build_dictionary`).
+* ``dict.txt``: the input dictionary (:func:`build_dictionary`).
 
-Each tree is turned into the input form chosen with ``--input-form`` (``sequence``, ``linearized``, ``preorder``;
-:mod:`fairseq_syntax.core.input_forms`) with every interior node written ``(X``, so labels never leak into the input.
-A batch holds ``net_input`` (``src_tokens`` ``B x T``, right padded, fairseq's EOS appended; ``src_lengths``; and the
-side inputs the model's encoder lists, e.g. ``src_parents`` from the preorder form), ``target`` (``B``, the root
-class) and ``token_labels`` (``B x T``, aligned with ``src_tokens``: the class of each node token other than the root
-and of each word whose own POS node is not a token, ``-1`` elsewhere). Any encoder plugs in through
-:mod:`fairseq_syntax.core.classifier`; the criterion is ``tree_cross_entropy``.
-"""
+Each tree becomes the ``--input-form`` (:mod:`fairseq_syntax.core.input_forms`) with every interior node written
+``(X``, so labels never leak into the input. A batch holds ``net_input`` (``src_tokens`` ``B x T``, right padded,
+EOS appended; ``src_lengths``; the encoder's side inputs), ``target`` (``B``, the root class) and ``token_labels``
+(``B x T``: the class of each non-root node token and of each word whose own POS node is not a token, ``-1``
+elsewhere). Encoders plug in through :mod:`fairseq_syntax.core.classifier`; the criterion is
+``tree_cross_entropy``."""
 import copy
 import logging
 import os
@@ -50,18 +47,14 @@ LABELS_FILE, DICT_FILE = CLASSIFICATION_FILES
 def labelled_example(
     tree: trees.Tree, form: str, preterminals: str
 ) -> Tuple[List[str], Optional[np.ndarray], List[Optional[str]]]:
-    """A tree whose interior labels are classes -> (input tokens, parent array or None, label of each token).
-
-    Node tokens are ``(X`` and carry their node's label, except the root (its label is the sentence's); a word
-    carries the label of its own POS node (a node over that single word) when that node is not a token of the
-    form; every other token has None.
-    """
+    """A tree whose interior labels are classes -> (input tokens, parent array or None, label of each token): node
+    tokens carry their node's label (the root's is the sentence's); a word carries its own POS node's label when
+    that node is no token; others None."""
     interior: List[trees.Tree] = []  # interior nodes in preorder
     word_owner: List[Optional[int]] = []  # for each word, left to right: the number of its own POS node, or None
 
     def numbered(root: trees.Tree) -> trees.Tree:
-        # the form is built from a copy labelled by preorder number, which maps its node tokens back to nodes;
-        # iterative (a depth-first walk with a stack), so a tree deeper than Python's recursion limit is no error
+        # the form is built from a copy labelled by preorder number, mapping node tokens back to nodes
         top = trees.Tree("")
         stack = [(root, top, False, None)]  # (node, its parent's copy, node is a word, the word's own POS node)
         while stack:

@@ -1,19 +1,16 @@
 """Sentence classifiers for ``--task tree_classification``: any encoder of this package, or fairseq's plain
 Transformer encoder (the baseline), plus a linear classifier.
 
-The encoder comes from an encoder-decoder model class (``encoder_model``): its ``add_args``, ``build_embedding`` and
-``build_encoder`` are reused, so a syntax method needs one line to get a classifier::
+The encoder comes from an encoder-decoder model class (its ``add_args``, ``build_embedding``, ``build_encoder``)::
 
     register_classifier("transformer_syntax_mask_classifier", SyntaxMaskTransformerModel)
 
-which registers the model and two architectures, ``NAME`` (fairseq's base sizes) and ``NAME_tiny`` (2 layers,
-d = 64, 4 heads, FFN 512: the "tiny" models of Nguyen et al. 2020, section 5.2 and Appendix 7.4).
+registers ``NAME`` (fairseq's base sizes) and ``NAME_tiny`` (2 layers, d = 64, 4 heads, FFN 512: Nguyen et al.
+2020, section 5.2 and Appendix 7.4).
 
-Forward: ``src_tokens`` ``B x T`` (+ the side inputs the encoder lists) -> ``(sentence_logits B x C,
-token_logits B x T x C)``. The sentence is read at its first token (``--classifier-pooling first``: the root node of
-a right-padded preorder sequence) or as the mean of its tokens (``mean``); every token's state is classified too,
-for training on the labels of all nodes.
-"""
+Forward: ``src_tokens`` ``B x T`` (+ side inputs) -> ``(sentence_logits B x C, token_logits B x T x C)``; the
+sentence is read at its first token (``--classifier-pooling first``: the root of a right-padded preorder sequence)
+or as the mean (``mean``); every token is classified too, for the node labels."""
 from typing import Tuple, Type
 
 from fairseq.models import FairseqEncoderModel, register_model

@@ -1,13 +1,9 @@
 """``fairseq-train``/``-generate``/``-interactive --user-dir fairseq_syntax --task TASK --help`` lists the task's
-options (``syntax_translation``'s ``--source-parser``, ``--source-format``, ... among them).
+options.
 
-fairseq's ``options.parse_args_and_arch`` parses a command line twice: first with the options every command has, to
-learn ``--task`` and ``--arch``, then again after adding the options of the task and model named. ``--help`` is acted
-on by the first parse, which prints the help and exits before any task or model option was added, so fairseq's
-``--help`` never lists them. :func:`list_task_options_in_help` wraps that function (the commands call it through
-the module, after the plugin was imported by ``--user-dir``) so that, when ``-h``/``--help`` is given, its first
-parse passes over it; the second parse, which knows every option, prints the help.
-"""
+fairseq's ``options.parse_args_and_arch`` parses twice, the second time with the task's and model's options, but
+acts on ``--help`` in the first. :func:`list_task_options_in_help` wraps it so the first parse passes over
+``-h``/``--help`` and the second prints the help."""
 import functools
 import sys
 

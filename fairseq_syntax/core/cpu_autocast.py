@@ -1,20 +1,12 @@
 """``--cpu-bf16-autocast``: a task's train and valid steps under ``torch.autocast("cpu", torch.bfloat16)``.
 
-Why a task option: fairseq's ``--bf16`` casts the model's weights (its ``FP16Optimizer`` path) and its ``--amp`` is
-CUDA-only, while CPUs with bf16 matrix units gain most from autocast with fp32 weights: matmuls run in bf16, softmax,
-layer norm and the loss stay fp32 as autocast decides, the optimizer and checkpoints are fp32. Measured in
-``bench/RESULTS.md`` ("CPU speed options": 1.7-2.2x less CPU time per target token than fp32 on the benchmark's
-Multi30k-sized models, one torch thread) with BLEU parity in ``bench/PARITY.md``.
+fairseq's ``--bf16`` casts the weights and ``--amp`` is CUDA-only; with autocast the matmuls run in bf16 while
+softmax, layer norm, loss, optimizer and checkpoints stay fp32 (``bench/RESULTS.md``: 1.7-2.2x less CPU time per
+target token; BLEU parity in ``bench/PARITY.md``). No effect on CUDA tensors; generation is fp32.
 
-oneDNN keeps a bf16 kernel per batch shape: with fairseq's variable batch shapes the process grows to several GB
-unless ``ONEDNN_PRIMITIVE_CACHE_CAPACITY`` and ``LRU_CACHE_CAPACITY`` are small (the recipes set both to 64). The
-option has no effect on CUDA tensors (use fairseq's ``--fp16`` / ``--bf16`` / ``--amp`` there). Generation is fp32.
-
-It pays only on a CPU with bf16 instructions (AVX512-BF16 or AMX, what oneDNN reports): elsewhere oneDNN emulates
-bf16 and training is far slower than fp32 (about 10x on an AVX2-only AMD EPYC: 359 vs 3,925 tokens/s over the
-first 25 updates of the ptb_induction masked LM; see docs/gpu.md). The task warns when the option is on and the CPU
-has no such instructions, and the recipes default to fp32 there (:func:`default_cpu_precision`).
-"""
+oneDNN keeps a bf16 kernel per batch shape: keep ``ONEDNN_PRIMITIVE_CACHE_CAPACITY`` and ``LRU_CACHE_CAPACITY``
+small (the recipes set 64). It pays only with AVX512-BF16 or AMX: elsewhere bf16 is emulated, about 10x slower
+than fp32 (docs/gpu.md); the task warns then, and the recipes default to fp32 (:func:`default_cpu_precision`)."""
 import contextlib
 import logging
 from dataclasses import dataclass, field

@@ -1,19 +1,11 @@
 """Early stopping (``--patience``) that survives a resume.
 
-fairseq counts the validations without improvement in attributes of ``fairseq_cli.train.should_stop_early``
-(``best``, ``num_runs``), which no checkpoint keeps. A run resumed from ``checkpoint_last.pt`` starts counting
-afresh: its first validation becomes the "best" the count starts from, so the run trains up to ``--patience``
-epochs beyond the point where the uninterrupted run stops, and may then pick a later best checkpoint than that run
-would. (In the Multi30k study, 4 of 33 runs resumed after a kill trained 2-3 epochs beyond it; none found a better
-epoch there, so each decoded the checkpoint the uninterrupted run would have.)
-
-:func:`make_patience_resumable` keeps the count in every checkpoint fairseq's trainer writes (``extra_state``
-``["early_stopping"] = {"best": ..., "num_runs": ...}``, as it stood after the validation of that save) and puts
-it back when ``fairseq-train`` resumes, under the conditions on which fairseq puts back the best value it keeps
-(``checkpoint_utils.save_checkpoint.best``): not with ``--reset-optimizer``, ``--reset-meters`` or
-``--finetune-from-model``. A checkpoint without the count (written before) resumes as fairseq always did, and the
-log says so.
-"""
+fairseq keeps its count of validations without improvement (``best``, ``num_runs`` of
+``fairseq_cli.train.should_stop_early``) in no checkpoint, so a resumed run counts afresh and may train up to
+``--patience`` epochs longer and pick a later best checkpoint. :func:`make_patience_resumable` saves the count in
+every checkpoint (``extra_state["early_stopping"] = {"best": ..., "num_runs": ...}``) and restores it on resume,
+when fairseq restores its best value (not with ``--reset-optimizer``, ``--reset-meters`` or
+``--finetune-from-model``). A checkpoint without it resumes as in fairseq, and the log says so."""
 import logging
 import sys
 from types import ModuleType

@@ -1,16 +1,13 @@
 """The encoder every syntax model shares: fairseq's Transformer encoder (Vaswani et al. 2017, section 3.1) with
 syntax-aware self-attention.
 
-Embeddings, positions, dropout, final LayerNorm and the output dict are fairseq's ``TransformerEncoderBase``; what a
-method changes is (1) which attention module each layer gets (:meth:`build_self_attention`) and (2) the per-batch
-``structure`` dict those modules read, built once per batch from the side inputs the task collates
+Everything but the attention is fairseq's ``TransformerEncoderBase``; a method chooses each layer's attention
+module (:meth:`build_self_attention`) and builds the per-batch ``structure`` they read from the side inputs
 (:meth:`build_structure`, e.g. ``src_parents`` ``B x T`` -> ``relations`` ``B x T x T``).
 
-Shapes: ``src_tokens`` ``B x T`` (+ the side inputs named in ``side_inputs``) -> fairseq's encoder output dict:
-``encoder_out`` ``[T x B x C]``, ``encoder_padding_mask`` ``[B x T]``, ``encoder_embedding`` ``[B x T x C]``, with
-``return_attention`` ``encoder_attention`` (one ``B x H x T x T`` per layer), plus the method's
-:meth:`extra_outputs`.
-"""
+Shapes: ``src_tokens`` ``B x T`` (+ ``side_inputs``) -> ``encoder_out`` ``[T x B x C]``, ``encoder_padding_mask``
+``[B x T]``, ``encoder_embedding`` ``[B x T x C]``, with ``return_attention`` ``encoder_attention``
+(``B x H x T x T`` per layer), plus :meth:`extra_outputs`."""
 from typing import Dict, List, Optional
 
 import torch
@@ -85,9 +82,8 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
                 "--task syntax_translation on data made by fairseq-syntax-preprocess with the matching --form"
             )
         structure = self.build_structure(src_tokens, side_inputs)
-        # Every layer gets the padding mask, as fairseq's encoder gives it when a batch has padding. Asking whether it
-        # has any (fairseq asks once per layer) would make the host wait for the GPU; a batch without padding gets
-        # an all-False mask, which masks nothing.
+        # every layer gets the padding mask (all False without padding): asking whether there is any would wait for the
+        # GPU
         padding_mask = src_tokens.eq(self.padding_idx)
 
         token_embeddings = self.input_embeddings(src_tokens, side_inputs, token_embeddings)

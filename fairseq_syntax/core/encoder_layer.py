@@ -1,12 +1,9 @@
 """A fairseq Transformer encoder layer whose self-attention sees the sentence's syntax.
 
-Same computation as fairseq's ``TransformerEncoderLayerBase`` (Vaswani et al. 2017, section 3.1: attention and
-feed-forward sub-layers, each with residual connection and LayerNorm, pre- or post-norm), except that the
-self-attention is any :class:`~fairseq_syntax.core.attention.StructuredSelfAttention` and receives the
-per-batch ``structure`` dict. Shapes: ``x`` is ``T x B x C``, ``encoder_padding_mask`` is ``B x T`` or None; returns
-``T x B x C``, the attention weights ``B x H x T x T`` when ``need_weights``, and the attention's ``carry`` for the
-next layer (see :class:`~fairseq_syntax.core.attention.StructuredSelfAttention`).
-"""
+fairseq's ``TransformerEncoderLayerBase`` (Vaswani et al. 2017, section 3.1), except that the self-attention is
+any :class:`~fairseq_syntax.core.attention.StructuredSelfAttention` and receives the per-batch ``structure``.
+``x`` ``T x B x C``, ``encoder_padding_mask`` ``B x T`` or None -> ``T x B x C``, weights ``B x H x T x T`` when
+``need_weights``, and the attention's ``carry``."""
 from typing import Callable, Optional, Tuple
 
 from fairseq.modules.transformer_layer import TransformerEncoderLayerBase

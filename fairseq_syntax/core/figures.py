@@ -1,13 +1,8 @@
-"""Figures written small: every PNG of the package saved through a palette of 64 colours.
+"""Figures written small: every PNG of the package saved through a palette of 64 colours (Pillow's median cut and
+optimising writer): the same picture at its shown size in a third to a quarter of the bytes. Other formats are
+matplotlib's.
 
-matplotlib writes a PNG in 32-bit RGBA, most of whose colours are the anti-aliased edges of lines and text. The same
-picture quantised to 64 colours (Pillow's median cut, then its optimising PNG writer) looks the same at the size it
-is shown and takes a third to a quarter of the bytes (the Multi30k study's seeds figure: 24.8 KB -> 7.1 KB; the
-mask analysis figure: 35.8 KB -> 8.2 KB). The repository keeps one figure per analysis and redraws some of them as
-runs land, so the bytes add up. Other formats (``.pdf``, ``.svg``) are written by matplotlib as they are.
-
-    save_figure(figure, "seeds.png", dpi=96)   # figure: a matplotlib Figure; options go to Figure.savefig
-"""
+    save_figure(figure, "seeds.png", dpi=96)   # figure: a matplotlib Figure; options go to Figure.savefig"""
 from __future__ import annotations
 
 import io

@@ -1,19 +1,13 @@
 """Several linear maps of one input as one: ``[y_1; ...; y_k] = x [W_1; ...; W_k]^T + [b_1; ...; b_k]``.
 
-A method's attention often applies several ``C -> C_i`` maps to the same input (queries, keys and values; the Tree
-Transformer's link queries and keys). As one ``C -> sum C_i`` map it is one matrix product forward and two backward
-instead of ``k`` and ``2k``, and two parameters instead of ``2k``, each of which costs fairseq's Adam, its gradient
-clipping and its gradient zeroing about forty operators a step on a device without fused optimizers (issue 48:
-operators dispatched per training step). The function is the same; checkpoints of the separate maps load through
-:func:`merge_checkpoint_entries` in the module's ``upgrade_state_dict_named``.
+One ``C -> sum C_i`` map is one matrix product forward and two backward instead of ``k`` and ``2k``, and two
+parameters instead of ``2k`` (each costs the optimizer, clipping and zeroing operators every step).
 
-* :func:`fused_linear`: one ``nn.Linear`` holding the given maps' values, rows stacked in order
-  (``sum C_i x C`` weight, ``sum C_i`` bias): a model built with it starts exactly as one built with the separate
-  maps, and draws nothing from the random generator itself.
-* :class:`LinearPart` / :func:`linear_part`: map ``i`` of a fused linear as views of its parameters, for reading or
-  setting one part (``C_i x C`` weight, ``C_i`` bias).
-* :func:`merge_checkpoint_entries`: replace entries of an old state dict by their concatenation (or stack).
-"""
+* :func:`fused_linear`: one ``nn.Linear`` holding the given maps' values, rows stacked in order (``sum C_i x C``
+  weight, ``sum C_i`` bias); it draws nothing from the random generator.
+* :class:`LinearPart` / :func:`linear_part`: map ``i`` as views of the fused parameters (``C_i x C``, ``C_i``).
+* :func:`merge_checkpoint_entries`: separate maps of a checkpoint as their concatenation, for
+  ``upgrade_state_dict_named``."""
 from typing import Callable, Dict, NamedTuple, Optional, Sequence
 
 import torch
@@ -59,17 +53,16 @@ def merge_checkpoint_entries(
     state_dict: Dict[str, Tensor], old_keys: Sequence[str], new_key: str,
     combine: Callable[[Sequence[Tensor]], Tensor] = torch.cat,
 ) -> None:
-    """When ``state_dict`` holds every one of ``old_keys`` (a checkpoint written before the maps were fused), replace
-    them by ``combine`` of their values (rows stacked, in order) under ``new_key``; otherwise leave it as it is."""
+    """When ``state_dict`` holds every one of ``old_keys``, replace them by ``combine`` of their values (rows
+    stacked, in order) under ``new_key``; otherwise leave it as it is."""
     if all(key in state_dict for key in old_keys):
         state_dict[new_key] = combine([state_dict.pop(key) for key in old_keys])
 
 
 class FusedPart:
-    """A class attribute naming part ``index`` of ``parts`` of the module's fused linear ``fused`` (an attribute
-    name), read as :func:`linear_part`: ``q_proj = FusedPart("in_proj", 0, 3)``. Before ``fused`` exists (while a
-    base class's ``__init__`` still builds the separate maps), reading it raises AttributeError, which hands the
-    lookup to ``nn.Module.__getattr__`` and so to the module's own submodule of that name."""
+    """A class attribute naming part ``index`` of ``parts`` of the module's fused linear ``fused``, read as
+    :func:`linear_part` (``q_proj = FusedPart("in_proj", 0, 3)``). Before ``fused`` exists it raises
+    AttributeError, so ``nn.Module.__getattr__`` finds the module's own submodule of that name."""
 
     def __init__(self, fused: str, index: int, parts: int):
         self.fused, self.index, self.parts = fused, index, parts

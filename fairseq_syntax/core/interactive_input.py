@@ -1,17 +1,10 @@
-"""The lines ``fairseq-interactive`` reads (stdin or ``--input FILE``), read as preprocessing reads files.
+r"""The lines ``fairseq-interactive`` reads (stdin or ``--input FILE``), read as preprocessing reads files.
 
-fairseq's reader (``fairseq_cli.interactive.buffered_read``) decodes with Python's text layer: with ``--input FILE``
-a byte that is not UTF-8 ends the run with a ``UnicodeDecodeError`` after nothing was printed, on stdin (under a C
-locale) it becomes a stray character that turns the word into ``<unk>``, and a lone ``\\r`` inside a line starts a new
-line, which shifts the id of every later line. :func:`buffered_read` reads bytes instead, as every other input of
-the plugin is read (:mod:`fairseq_syntax.core.text_lines`: lines end at ``\\n`` or ``\\r\\n``, a byte order mark at
-the start is removed, a line's problem is named with its number): a line that cannot be read becomes an
-:class:`UnreadableLine`, which the task reports as ``<input>:N: problem`` and answers with an empty hypothesis, and
-the lines after it keep their ids.
-
-:func:`use_in_fairseq_interactive` puts it in place of fairseq's reader; ``syntax_translation`` does so when it is
-set up, so only tasks that know :class:`UnreadableLine` get it.
-"""
+fairseq's ``buffered_read`` decodes with Python's text layer: a non-UTF-8 byte ends the run (``--input``) or
+becomes ``<unk>`` (stdin), and a lone ``\r`` starts a new line, shifting every later id. :func:`buffered_read`
+reads bytes as :mod:`fairseq_syntax.core.text_lines` does: an unreadable line becomes an :class:`UnreadableLine`,
+reported as ``<input>:N: problem`` with an empty hypothesis, and later lines keep their ids.
+:func:`use_in_fairseq_interactive` installs it; ``syntax_translation`` does so when set up."""
 import contextlib
 import os
 import sys
@@ -58,9 +51,8 @@ def buffered_read(input: str, buffer_size: int) -> Iterator[list[str]]:
 
 
 def use_in_fairseq_interactive() -> bool:
-    """Replace ``buffered_read`` of a running ``fairseq-interactive`` (the console script's module, or the main
-    module of ``python -m fairseq_cli.interactive``); nothing happens in other commands. Returns whether it did,
-    i.e. whether this process is fairseq-interactive."""
+    """Replace ``buffered_read`` of a running ``fairseq-interactive`` (console script or
+    ``python -m fairseq_cli.interactive``); returns whether this process is fairseq-interactive."""
     replaced = False
     for name in ("fairseq_cli.interactive", "__main__"):
         module = sys.modules.get(name)

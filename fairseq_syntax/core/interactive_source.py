@@ -1,36 +1,25 @@
-"""What ``fairseq-interactive`` makes of its input lines for ``--task syntax_translation``: the source tokens and side
-data the same sentence gets when it is preprocessed offline, as a study's data preparation does
-(``fairseq_syntax/study/prepare.py``: tokenize, PTB-escape, parse, apply BPE, ``fairseq-syntax-preprocess``).
+"""What ``fairseq-interactive`` makes of its input lines for ``--task syntax_translation``: the source tokens and
+side data the same sentence gets when preprocessed offline (tokenize, PTB-escape, parse, BPE,
+``fairseq-syntax-preprocess``).
 
 Per line:
 
-1. **Words.** ``--source-format text`` (a sentence of tokenized words): fairseq's ``--tokenizer`` where one is given,
-   the line split on whitespace, every bracket PTB-escaped (``(`` -> ``-LRB-``, :func:`~fairseq_syntax.core.trees.
-   ptb_escape_token`) as the recipes escape the source before parsing and BPE. ``--source-format tree``: one
-   bracketed tree per line, its leaves the words. The format is never guessed from the line (a sentence may start
-   with ``(``): it is ``text`` unless the model reads a constituency tree and no ``--source-parser`` is given, where
-   it must be said.
-2. **Parse.** A model reading a constituency tree (the ``linearized`` and ``preorder`` forms) gets the tree
-   ``--source-parser`` gives, the lines of a buffer (``--buffer-size``) parsed together by the offline code
-   (:func:`fairseq_syntax.parsing.constituency.parse_sentences`, reached through
-   :mod:`fairseq_syntax.core.source_parsers`); a model reading a side input with a converter of its own (the
-   dependency parses of ``src_ldd``, :class:`~fairseq_syntax.core.side_inputs.SideInput`) gets that converter's.
-3. **BPE.** The BPE the data directory records (:mod:`fairseq_syntax.core.bpe`: codes, vocabulary and threshold
-   of ``subword-nmt apply-bpe``), word by word; for a directory made before it was recorded, fairseq's ``--bpe``.
-4. **Form.** The tree with its BPE'd leaves -> the input form of ``syntax.json`` and the side data that comes with it
-   (:func:`~fairseq_syntax.core.input_forms.source_form`, as ``fairseq-syntax-preprocess`` converts it).
+1. **Words.** ``--source-format text``: fairseq's ``--tokenizer`` if given, whitespace split, brackets PTB-escaped.
+   ``--source-format tree``: one bracketed tree per line. Never guessed: ``text`` unless the model reads a
+   constituency tree and no ``--source-parser`` is given, where it must be said.
+2. **Parse.** A model reading a constituency tree gets ``--source-parser``'s, a buffer's lines parsed together
+   (:func:`fairseq_syntax.parsing.constituency.parse_sentences` via :mod:`fairseq_syntax.core.source_parsers`); a
+   side input with its own converter (``src_ldd``) gets that converter's.
+3. **BPE.** The data directory's (:mod:`fairseq_syntax.core.bpe`), word by word; else fairseq's ``--bpe``.
+4. **Form.** The tree with BPE'd leaves -> the input form and its side data
+   (:func:`~fairseq_syntax.core.input_forms.source_form`).
 
-A line that cannot be converted (empty, a malformed tree, a sentence the parser gives only the flat fallback tree
-for) becomes a :class:`~fairseq_syntax.core.side_inputs.BadLine` naming its number.
+A line that cannot be converted (empty, malformed tree, only the parser's flat fallback) becomes a
+:class:`~fairseq_syntax.core.side_inputs.BadLine` naming its number.
 
-Checked before the first line, each a one-line error: the format and parser options fit the model (no parser
-where it reads no constituency tree, nor with tree input); the parser fits the data directory, whose ``syntax.json``
-records (``fairseq-syntax-preprocess --parser-backend --parser-model --parser-tagger``) the backend, the model and
-the POS tagger that made its trees (``"parser"``) and whether the trees carry POS tags (``"pos_tags"``): another
-backend, a tagger missing or extra, or a parser whose trees differ in having POS tags (SuPar's crf-con writes every
-POS node ``XX`` without a tagger, which a model trained on tagged trees reads as ``<unk>``) stop the run; another
-model file of the same kind is a warning.
-"""
+Checked before the first line, each a one-line error: the format and parser options fit the model; the parser fits
+syntax.json's ``"parser"`` (backend, model, tagger) and ``"pos_tags"``: another backend, a missing or extra
+tagger, or trees that differ in having POS tags stop the run; another model file of the same kind is a warning."""
 import logging
 import os
 from dataclasses import dataclass, field
@@ -158,8 +147,7 @@ class InteractiveSource:
 
 
 def _parsed_tree(parsed, number: int, words: List[str]) -> Union[trees.Tree, BadLine]:
-    """The parser's tree of a line, read as fairseq-syntax-preprocess reads the tree file; a BadLine where the
-    parser gave only the flat fallback tree (offline it is kept, and listed in the parse's ``.skipped`` file)."""
+    """The parser's tree of a line, read as fairseq-syntax-preprocess reads it; a BadLine for the flat fallback."""
     if parsed.fallback is not None:
         return BadLine(f"<input>:{number}: the constituency parser gave no parse of {' '.join(words)[:80]!r}: "
                        f"{parsed.fallback}")

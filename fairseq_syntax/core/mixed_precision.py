@@ -1,18 +1,12 @@
 """``fairseq-train --bf16`` on a GPU (and on a CPU with ``--cpu``), not only on a TPU.
 
-fairseq 0.12 turns ``--bf16`` into ``--tpu`` while it parses the command line (``options.parse_args_and_arch``:
-"use bfloat16; implies --tpu"), so ``fairseq-train --bf16`` on a GPU takes the XLA path and stops for want of
-``torch_xla`` (fairseq issue #4696, open: "bf16 with A100 GPUs"; its suggested fix is to decouple the two flags).
-fairseq's ``Trainer`` already has the bf16 path a GPU needs once ``tpu`` is off: the model and criterion in
-bfloat16, fp32 master weights in ``FP16Optimizer``, no loss scaling (bfloat16 has float32's exponent range).
+fairseq 0.12 turns ``--bf16`` into ``--tpu`` while parsing ("use bfloat16; implies --tpu"), so on a GPU it takes
+the XLA path and stops for want of ``torch_xla`` (fairseq issue #4696). Its ``Trainer`` has the bf16 path a GPU
+needs once ``tpu`` is off (bfloat16 model, fp32 master weights, no loss scaling).
 
-:func:`decouple_bf16_from_tpu` makes that decoupling: fairseq's CLIs hand their configuration to
-``fairseq.distributed.utils.call_main`` right after parsing, which is wrapped here to turn ``tpu`` off again when it
-was implied by ``--bf16`` and not asked for (``--tpu`` on the command line keeps the TPU path). The wrapper is
-installed when the plugin is imported (``--user-dir fairseq_syntax``), which fairseq does while parsing, before
-``call_main`` runs. Precision itself is fairseq's: ``--fp16`` (model in float16, dynamic loss scaling), ``--bf16``
-(model in bfloat16), ``--amp`` (float32 weights under autocast).
-"""
+:func:`decouple_bf16_from_tpu` wraps ``fairseq.distributed.utils.call_main`` to turn ``tpu`` off where only
+``--bf16`` implied it (``--tpu`` given keeps it); installed when the plugin is imported, before ``call_main``
+runs."""
 import functools
 import logging
 import sys

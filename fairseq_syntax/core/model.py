@@ -1,14 +1,11 @@
 """Base class of the encoder-decoder syntax models: fairseq's ``transformer`` (Vaswani et al. 2017) with a syntax
 encoder.
 
-A model subclass names its encoder class and a dataclass of its own options; everything else (decoder, embeddings,
-``--share-all-embeddings``, checkpoints, ``fairseq-generate``) is fairseq's ``TransformerModel``. Side inputs the
-task collates (``src_parents``, ...) pass through ``forward`` to the encoder; during generation fairseq hands the
-whole ``net_input`` to the encoder, so they arrive there too.
+A subclass names its encoder class and options dataclass; the rest is fairseq's ``TransformerModel``. Side inputs
+pass through ``forward`` (and fairseq's generation) to the encoder.
 
-Shapes: ``src_tokens`` ``B x S``, ``prev_output_tokens`` ``B x T`` (+ side inputs) -> fairseq's decoder output:
-logits ``B x T x V`` and the extra dict (``attn``: cross-attention ``B x T x S``, ``inner_states``).
-"""
+Shapes: ``src_tokens`` ``B x S``, ``prev_output_tokens`` ``B x T`` (+ side inputs) -> logits ``B x T x V`` and the
+extra dict (``attn``: cross-attention ``B x T x S``, ``inner_states``)."""
 import dataclasses
 from typing import Optional, Type
 

@@ -19,11 +19,8 @@ from torch import Tensor, nn
 
 
 def load_model(checkpoint: str, data: Optional[str] = None) -> Tuple[nn.Module, object]:
-    """(model in eval mode on CPU, task) of a fairseq checkpoint; ``data`` replaces the data dir it was trained on
-    (the task reads its dictionary there). The task is set up from the checkpoint's configuration and checks the
-    checkpoint before a model is built (its ``check_checkpoint``, where it has one: the plugin's tasks compare the
-    input form and the dictionaries the model was trained with against the data directory's), so another corpus's
-    data directory is one line naming both, not a size-mismatch traceback or a model reading the wrong words."""
+    """(model in eval mode on CPU, task) of a fairseq checkpoint; ``data`` replaces its data dir. The task checks the
+    checkpoint (``check_checkpoint``) before a model is built, so another corpus's data directory is one line."""
     import fairseq_syntax
     from fairseq_syntax.core.checkpoints import require_checkpoint_file
 

@@ -1,11 +1,8 @@
 """A fairseq ``LanguagePairDataset`` that also batches per-sentence side data (tree structure, dependencies).
 
-Items gain ``side`` (name -> per-sentence tensor, every side input of the data directory); the collater adds one
-batch tensor to ``net_input`` for each side input the model reads, in the same row order as fairseq's length-sorted
-``src_tokens`` (:func:`~fairseq_syntax.core.side_inputs.collate_side_inputs`). Which ones is fixed per view:
-:meth:`SyntaxLanguagePairDataset.batching` returns a view that batches the given names (the task asks for the
-model's ``side_inputs`` when it makes a batch iterator); the dataset itself batches none.
-"""
+Items gain ``side`` (name -> per-sentence tensor); the collater adds to ``net_input`` one batch tensor per side
+input of the view (:meth:`SyntaxLanguagePairDataset.batching`; the dataset itself batches none), rows in
+``src_tokens``' order (:func:`~fairseq_syntax.core.side_inputs.collate_side_inputs`)."""
 import copy
 from typing import Dict, Sequence
 

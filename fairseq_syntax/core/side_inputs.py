@@ -1,35 +1,25 @@
 """Per-sentence side data stored beside fairseq's binarized source: the contract every side input fulfils.
 
-A side input is one binarized indexed dataset ``{split}.{src}-{tgt}.{src}.{suffix}.{bin,idx}`` (fairseq mmap) with
-one item per source sentence (O(n) per sentence on disk), and a :class:`SideInput` that says
+A side input is one indexed dataset ``{split}.{src}-{tgt}.{src}.{suffix}.{bin,idx}`` (fairseq mmap), one item per
+source sentence, and a :class:`SideInput`:
 
 * ``name``: its key in ``net_input`` (what an encoder lists in ``side_inputs``);
-* ``suffix`` and ``dtype``: its files and the integer type the items are stored in;
-* ``collate(items, left_pad, T)``: the items of a batch, in batch order -> what the encoder reads: a tensor aligned
-  with ``src_tokens`` (same padding side and length ``T``, fairseq's appended EOS included), or a tuple of tensors
-  (fairseq moves tuples between devices as plain tuples, so an encoder reads them by position). One collation path
-  serves training, validation, ``tree_classification`` and ``fairseq-interactive``;
-* ``from_form(form)``: the item built from a sentence's input form (:class:`~fairseq_syntax.core.input_forms.
-  SourceForm`), for side data that comes with the tree (``src_parents``); None where it does not;
-* ``made_by``: the command that writes it, for error messages and the recipes;
-* ``token_counts(dataset)``: the number of source tokens each stored item was made for (EOS excluded), which
-  loading checks against the binarized source; by default the item's size (one entry per token);
-* ``sizes(batch)``: optional, the shapes that depend on the data of the tensors a model makes from the collated
-  batch (``{name: int}``), computed on the host where the batch is collated and passed beside it as
-  ``net_input["NAME_sizes"]`` (``src_parents_sizes``: :func:`fairseq_syntax.core.structure.tree_sizes`);
-* ``interactive``: for side data that does not come with the tree, ``interactive(cfg, meta, data_path)`` returns a
-  converter ``(sentences, line_numbers, segment) -> [(source tokens, {name: item}) or BadLine]`` (the words of each
-  line, none empty, and the data directory's BPE of a word, :mod:`fairseq_syntax.core.interactive_source`) that
-  ``fairseq-interactive`` uses instead of reading trees (e.g. a dependency parser,
-  :mod:`fairseq_syntax.methods.ldd.side_input`); ``options`` is the dataclass of task options it reads (they
-  become options of ``syntax_translation``).
+* ``suffix`` and ``dtype``: its files and stored integer type;
+* ``collate(items, left_pad, T)``: a batch's items -> a tensor aligned with ``src_tokens`` (same padding side and
+  length ``T``, EOS included), or a tuple of tensors (read by position); one path for training, validation,
+  ``tree_classification`` and ``fairseq-interactive``;
+* ``from_form(form)``: the item built from a sentence's :class:`~fairseq_syntax.core.input_forms.SourceForm`, for
+  side data that comes with the tree (``src_parents``); else None;
+* ``made_by``: the command that writes it;
+* ``token_counts(dataset)``: the source tokens (EOS excluded) each item was made for; default: the item's size;
+* ``sizes(batch)``: optional data-dependent shapes ``{name: int}`` computed on the host at collation, passed as
+  ``net_input["NAME_sizes"]``;
+* ``interactive(cfg, meta, data_path)``: for side data not from the tree, a converter ``(sentences, line_numbers,
+  segment) -> [(source tokens, {name: item}) or BadLine]`` for ``fairseq-interactive``; ``options``: its task
+  option dataclass (options of ``syntax_translation``, :func:`task_options`).
 
-Methods register their side inputs when they are imported; :mod:`fairseq_syntax` imports the methods before the
-tasks, whose configuration collects the ``options`` (:func:`task_options`).
-
-:func:`load_side_data` is where the translation task loads every side input of a split, each checked against the
-fingerprint of the tokens it was made for that ``syntax.json`` records (:mod:`fairseq_syntax.core.data_dir`).
-"""
+:func:`load_side_data` loads a split's side inputs, each checked against the fingerprints ``syntax.json`` records
+(:mod:`fairseq_syntax.core.data_dir`)."""
 import logging
 import os
 from dataclasses import dataclass
@@ -59,8 +49,7 @@ class BadLine(NamedTuple):
     message: str
 
 
-# (the words of each line, their 1-based numbers, word -> BPE pieces) -> per line: (source tokens, {side input name:
-# item}), or a BadLine (fairseq-interactive then reports the line, prints an empty hypothesis for it and goes on)
+# (words of each line, 1-based numbers, word -> BPE pieces) -> per line (source tokens, {name: item}) or a BadLine
 InteractiveConverter = Callable[[List[List[str]], Sequence[int], Callable[[str], List[str]]],
                                 List[Union[Tuple[List[str], Dict[str, torch.Tensor]], BadLine]]]
 
@@ -102,12 +91,11 @@ def task_options() -> Tuple[type, ...]:
 
 
 def load_side_data(data_path: str, split: str, src: str, tgt: str, meta: dict) -> dict[str, object]:
-    """``{name: dataset}`` of every side input found beside ``split``'s source tokens in ``data_path``, each checked
-    against what ``syntax.json`` (``meta``) records of it (:mod:`fairseq_syntax.core.data_dir`): the fingerprint of
-    the tokens it was made for and of its own files, and its sentences' token counts against the tokens'. Side data
-    made for other tokens, copied in from another data directory, or that syntax.json does not record (left from an
-    earlier run, or from a run that was stopped) stops with one line naming it and the command that makes it; a
-    directory made before fingerprints were recorded is loaded with its token counts checked, and a warning."""
+    """``{name: dataset}`` of every side input beside ``split``'s source tokens in ``data_path``, checked against
+    ``meta`` (syntax.json): the fingerprints of the tokens it was made for and of its own files, and its token
+    counts. Side data made for other tokens, copied from another directory or not recorded stops with one line
+    naming it and the command that makes it; a directory without fingerprints is loaded with its token counts
+    checked, and a warning."""
     from fairseq.data import data_utils, indexed_dataset
 
     tokens = source_prefix(data_path, split, src, tgt)
@@ -148,8 +136,7 @@ def load_side_data(data_path: str, split: str, src: str, tgt: str, meta: dict) -
 
 
 def _require_token_counts(dataset, side: SideInput, tokens: str, where: str, remake: str) -> None:
-    """Stop with one line when the side data's sentences are not as many, or not as long, as the source tokens'
-    (EOS excluded): the check that holds for directories whose syntax.json records no fingerprint."""
+    """Stop with one line when the side data's sentences are not as many, or as long, as the source tokens'."""
     from fairseq.data import indexed_dataset
 
     source = indexed_dataset.MMapIndexedDataset(tokens)  # held while its sizes (a view of its mmap) are copied
@@ -169,8 +156,8 @@ def _require_token_counts(dataset, side: SideInput, tokens: str, where: str, rem
 
 def collate_side_inputs(names: Sequence[str], items: List[Dict[str, torch.Tensor]], left_pad: bool, length: int,
                         where: str) -> Dict[str, torch.Tensor]:
-    """``{name: batch tensor}`` for each of ``names`` from the per-sentence ``items`` (batch order); a clear error
-    naming ``where`` and the command that makes the data when a sentence lacks one."""
+    """``{name: batch tensor}`` of ``names`` from the per-sentence ``items``; a sentence lacking one is an error
+    naming ``where`` and the command that makes the data."""
     batch = {}
     for name in names:
         side = SIDE_INPUTS[name]

@@ -1,14 +1,10 @@
 """The constituency parsers ``fairseq-interactive --source-parser`` parses raw text with, as core reaches them.
 
-The translation task (core) turns an input sentence into a tree with the parsers of :mod:`fairseq_syntax.parsing`,
-which build on core: core may not import them (the layers run core <- parsing <- methods). So parsing registers
-one :class:`ConstituencyParsers` here when it is imported (``fairseq_syntax`` imports it, before any task runs), and
-the task asks :func:`constituency_parsers` for it.
-
-A parse function takes the tokenized, PTB-escaped words of a buffer of lines and gives per sentence, in order, what
-``preprocess/parse_constituency.py`` writes for it (:func:`fairseq_syntax.parsing.constituency.parse_sentences`): the
-bracketed tree, and the reason where the parser gave none and the flat fallback tree stands in.
-"""
+Core may not import :mod:`fairseq_syntax.parsing` (layers: core <- parsing <- methods), so parsing registers one
+:class:`ConstituencyParsers` here when imported and the task asks :func:`constituency_parsers`. A parse function
+takes the PTB-escaped words of a buffer of lines and gives per sentence what
+:func:`fairseq_syntax.parsing.constituency.parse_sentences` gives: the tree, and the reason where the flat
+fallback stands in."""
 from dataclasses import dataclass
 from typing import Callable, List, NamedTuple, Optional
 

@@ -1,20 +1,13 @@
 """Commands that write temporary files stop on SIGTERM and SIGINT with their temporary files removed and one line.
 
-``kill`` and ``timeout`` send SIGTERM, whose default action ends a Python process at once: no ``finally`` clause
-runs, so a ``tempfile.TemporaryDirectory`` (``fairseq-syntax-preprocess``'s copy of the corpus) or a ``.partial``
-file stays where it was written for good. Ctrl-C (SIGINT) raises ``KeyboardInterrupt``, which cleans up but ends in a
-traceback. Inside :func:`stopping_cleanly` both signals raise :class:`Stopped` where the command is, so the ``with``
-blocks and ``finally`` clauses it is in remove what they made; the command then ends with one line
-(``COMMAND: stopped by SIGTERM; ...``) and exit status 128 + the signal's number (143 for SIGTERM, 130 for SIGINT),
-as a shell reports a process a signal ended. A second signal while it cleans up is ignored. A process forked from
-the command (fairseq-preprocess's ``--workers``) that gets the signal exits at once, quietly: the command cleans up.
+SIGTERM's default action ends Python at once (no ``finally`` runs), and Ctrl-C ends in a traceback. Inside
+:func:`stopping_cleanly` both raise :class:`Stopped` where the command is, so its ``with`` blocks and ``finally``
+clauses clean up; it then ends with one line (``COMMAND: stopped by SIGTERM; ...``) and exit status 128 + the
+signal's number (143, 130). A second signal while cleaning up is ignored; a forked worker exits quietly.
 
-SIGKILL (``kill -9``, a batch system's hard limit, the kernel's out-of-memory killer) cannot be caught: nothing runs.
-:func:`temporary_directory` therefore names each folder it makes ``fairseq-syntax-NAME-PID-XXXXXXXX`` and writes the
-owner's host, process id and start time into it (:data:`OWNER_FILE`); before it makes one, it removes the folders of
-earlier runs whose process no longer runs on this host (a pid reused by another process is told apart by its start
-time), and says so. What a SIGKILL left is thus removed by the next run of any command that uses it.
-"""
+SIGKILL cannot be caught: :func:`temporary_directory` names each folder ``fairseq-syntax-NAME-PID-XXXXXXXX`` and
+records the owner's host, pid and start time (:data:`OWNER_FILE`); before making one it removes, and names, the
+folders of earlier runs whose process no longer runs on this host."""
 import contextlib
 import json
 import logging
@@ -46,9 +39,9 @@ class Stopped(BaseException):
 
 @contextlib.contextmanager
 def stopping_cleanly(command: str) -> Iterator[None]:
-    """Run a command's work: SIGTERM and SIGINT raise :class:`Stopped` in it; once the blocks it is in have cleaned
-    up, one line on stderr and ``SystemExit(128 + signal)``. Installs its handlers in the main thread (a command's
-    ``cli_main``), and puts the previous ones back when the block ends."""
+    """Run a command's work: SIGTERM and SIGINT raise :class:`Stopped` in it; after cleanup, one line on stderr and
+    ``SystemExit(128 + signal)``. Installed in the main thread; the previous handlers come back when the block
+    ends."""
     owner, stopping = os.getpid(), []
 
     def stop(signum, frame):
@@ -86,9 +79,8 @@ def _signals_held() -> Iterator[None]:
 
 @contextlib.contextmanager
 def temporary_directory(name: str) -> Iterator[str]:
-    """A new folder ``PREFIX + name + "-PID-..."`` in the temporary folder (``TMPDIR``), removed when the block
-    ends, however it ends (on SIGTERM too, inside :func:`stopping_cleanly`); the folders of earlier runs killed
-    by SIGKILL are removed first (:func:`remove_abandoned`)."""
+    """A new folder ``PREFIX + name + "-PID-..."`` in ``TMPDIR``, removed when the block ends however it ends;
+    abandoned folders of killed runs are removed first (:func:`remove_abandoned`)."""
     remove_abandoned()
     folder = None
     try:
@@ -127,9 +119,8 @@ def _running(owner: dict) -> bool:
 
 
 def remove_abandoned() -> list[str]:
-    """Remove the folders of :func:`temporary_directory` in the temporary folder whose process was ended without
-    cleaning up (SIGKILL): those with an :data:`OWNER_FILE` naming this host and a process that no longer runs.
-    Returns them; a warning names each."""
+    """Remove and return the folders of :func:`temporary_directory` whose :data:`OWNER_FILE` names this host and a
+    process that no longer runs; a warning names each."""
     root = tempfile.gettempdir()
     try:
         names = [name for name in os.listdir(root) if name.startswith(PREFIX)]

@@ -1,21 +1,13 @@
-"""The text files users give the commands (sources, targets, trees, parser output, references, decodes): UTF-8, one
+r"""The text files users give the commands (sources, targets, trees, parser output, references, decodes): UTF-8, one
 item per line, every problem named ``FILE:LINE: problem``.
 
-Lines end at ``\\n`` only (a ``\\r\\n`` ending is a line ending too); a carriage return inside a line is an error at
-that line rather than a silent extra line break, which would shift every later line of the file against the others.
-Bytes that are not UTF-8 are an error at their line and column, never a ``UnicodeDecodeError`` traceback. A line
-may hold tabs (whitespace, like the space) but no other control character (Unicode category Cc: U+0000-U+001F,
-U+007F-U+009F): a NUL, an escape sequence or a C1 control left by a wrong decoding is no part of a word, and would
-otherwise end up in the tokens and the dictionaries (``w\x00a@@``) or, in ``fairseq-interactive``, as a silent
-``<unk>``; it is an error at its line and byte, as bytes that are not UTF-8 are. A byte
-order mark at the start of a file (Windows editors write one) is removed, in every file alike, so it never becomes
-part of the first word of the first line (a source token, a target token, a tree's bracket). A name
-ending in ``.gz`` is read through gzip; one that is cut short or damaged is an error naming the file.
+Lines end at ``\n`` (or ``\r\n``); a carriage return inside a line is an error at that line. Bytes that are not
+UTF-8 are an error at their line and column. Tabs are allowed; any other control character (category Cc:
+U+0000-U+001F, U+007F-U+009F) is an error at its line and byte. A byte order mark at the start of a file is
+removed. A ``.gz`` name is read through gzip; one cut short or damaged is an error naming the file.
 
 * :func:`read_lines` (path) -> the lines; the first bad line raises :class:`TextLineError`;
-* :func:`read_lines_or_errors` (path) -> per line the text or its :class:`TextLineError`, for commands that can
-  leave bad lines out and count them (``--skip-invalid``).
-"""
+* :func:`read_lines_or_errors` (path) -> per line the text or its :class:`TextLineError` (``--skip-invalid``)."""
 import gzip
 import os
 import re
