@@ -4,12 +4,9 @@
     dependency    biaffine | stanza            -> the arc distributions, one JSON line a sentence, and optionally
                                                   the 1-best trees in CoNLL-U (:mod:`fairseq_syntax.parsing.dependency`)
 
-Each job is a :class:`fairseq_syntax.parsing.shards.ParseJob` (so ``--workers``, ``--num-shards``, ``--shard-id``,
-``--merge`` and ``--device`` work alike for every backend), whose settings name the model by digest or name
-(:func:`fairseq_syntax.parsing.shards.model_identity`). :func:`fetch` makes sure a model named for download is there
-before anything is parsed; :func:`dependency_labels` is the label scheme a dependency model writes, read from its
-label vocabulary (:mod:`fairseq_syntax.parsing.labels`).
-"""
+Each job is a :class:`fairseq_syntax.parsing.shards.ParseJob` whose settings name the model by digest or name.
+:func:`fetch` makes sure a named model is there before parsing; :func:`dependency_labels` is a dependency model's
+label scheme (:mod:`fairseq_syntax.parsing.labels`)."""
 from __future__ import annotations
 
 import argparse
@@ -31,10 +28,9 @@ from fairseq_syntax.parsing.shards import LINES, ParseJob, model_identity
 
 
 def fetch(kind: str, backend: str, model: str, lang: str = "en", tagger: str | None = None) -> None:
-    """Downloads a model name once; a local model (and the tagger) is looked at, not loaded: one of another kind
-    than the backend reads is refused (:func:`fairseq_syntax.parsing.models.check_model_file`).
-    :class:`ModelUnavailable` in one line when it cannot. A stanza name is fetched by loading its pipeline (stanza
-    downloads what the pipeline lacks)."""
+    """Downloads a model name once; a local model (and tagger) of another kind than the backend reads is refused
+    without loading it. :class:`ModelUnavailable` in one line when it cannot. A stanza name is fetched by loading
+    its pipeline."""
     if tagger is not None:
         check_model_argument(tagger, "tagger")
         if not os.path.exists(tagger):

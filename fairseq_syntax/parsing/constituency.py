@@ -1,24 +1,17 @@
 """Constituency parsing of tokenized sentences into one PTB-bracketed tree per line.
 
-Backends (all parse pre-tokenized sentences, on ``device``: by default CUDA when available; a model is a local
-path or a library's model name, :mod:`fairseq_syntax.parsing.models`):
-  * ``benepar``: the Berkeley Neural Parser (Kitaev & Klein, 2018), a model name (``benepar_en3``, downloaded
-    with ``benepar.download`` where the network allows) or a local model file/directory, loaded with
-    ``benepar.Parser``. It predicts POS tags when its model was trained to.
-  * ``crf-con``: SuPar's CRF constituency parser (Zhang et al., 2020), a SuPar model name or local file, loaded
-    with ``supar.Parser.load`` (see ``torch_load``). It predicts no POS tags: its preterminals are written ``XX``.
-  * ``stanza``: stanza's constituency parser, after its POS tagger (:mod:`fairseq_syntax.parsing.stanza_backend`).
+Backends (pre-tokenized input, on ``device``, default CUDA when available; models by path or name,
+:mod:`fairseq_syntax.parsing.models`):
+  * ``benepar``: the Berkeley Neural Parser (Kitaev & Klein, 2018), ``benepar.Parser``; POS tags when its model
+    predicts them.
+  * ``crf-con``: SuPar's CRF constituency parser (Zhang et al., 2020), ``supar.Parser.load``; no POS tags
+    (preterminals ``XX``).
+  * ``stanza``: stanza's constituency parser after its POS tagger (:mod:`fairseq_syntax.parsing.stanza_backend`).
 
-``parse_sentences`` contract: one result per input sentence, in input order. The leaves of every tree are the
-input tokens, PTB-escaped (``text.ptb_escape_token``). A sentence the parser cannot handle (empty, longer than
-the parser's limit, one the parser raises on, or one whose words come back changed) gets the flat fallback tree
-``(S (XX w1) (XX w2) ...)`` (``(S )`` for an empty line) and the reason; nothing is dropped. Single-child
-``TOP``/``ROOT`` wrappers are removed, so a tree reads ``(S ...)``.
-
-Batches: ``parse_sentences`` reads ``batch_size`` sentences at a time (the chunks a sharded run deals out,
-:mod:`fairseq_syntax.parsing.shards`); within them the networks run on batches of at most ``batch_tokens`` padded
-tokens (SuPar's own token batches for crf-con, :mod:`fairseq_syntax.parsing.batching` for benepar and the tagger).
-"""
+``parse_sentences``: one result per input sentence, in order; leaves are the input tokens PTB-escaped. A sentence
+the parser cannot handle (empty, too long, raising, words changed) gets the flat tree ``(S (XX w1) (XX w2) ...)``
+(``(S )`` when empty) and the reason. ``TOP``/``ROOT`` wrappers are removed. ``batch_size`` sentences are read at
+a time; the networks run on batches of at most ``batch_tokens`` padded tokens."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -144,9 +137,8 @@ class SuparCrfParser(ConstituencyParser):
 
 
 class TaggedParser(ConstituencyParser):
-    """A parser's trees with every preterminal relabelled by a POS tagger (``tagger.Tagger``) that reads the same
-    words: SuPar's CRF parser predicts brackets only (its preterminals are ``XX``), and McDonald & Chiang's trees
-    (2021, Fig. 1b) have POS nodes."""
+    """A parser's trees with every preterminal relabelled by a POS tagger (``tagger.Tagger``): SuPar's CRF parser
+    predicts brackets only, and McDonald & Chiang's trees (2021, Fig. 1b) have POS nodes."""
 
     def __init__(self, parser: ConstituencyParser, tagger):
         self.parser, self.tagger = parser, tagger
@@ -172,10 +164,8 @@ def retag(tree: Tree, tags: list[str]) -> Tree:
 
 
 def backend_of_model(name_or_path: str) -> str | None:
-    """The backend of a model, or None where it cannot tell: a SuPar file names its parser (``crf-constituency``)
-    in its pickle, a benepar model is a directory or a file of ``config`` and ``state_dict``
-    (``preprocess/train_parser.py benepar``); a name to download tells by its prefix (``benepar_en3``, ``crf-con-en``).
-    Only the pickle's bytes are read, nothing is unpickled."""
+    """The backend of a model, or None: a SuPar file names its parser in its pickle, a benepar model is a directory
+    or a file of ``config`` and ``state_dict``, a name tells by its prefix. Nothing is unpickled."""
     import os
     import zipfile
 
@@ -194,9 +184,8 @@ def backend_of_model(name_or_path: str) -> str | None:
 
 
 def fairseq_interactive_parser(backend: str, model: str, tagger: str | None) -> Callable[[list[list[str]]], list]:
-    """What ``fairseq-interactive --source-parser`` parses a buffer of lines with
-    (:mod:`fairseq_syntax.core.source_parsers`): :func:`parse_sentences` with ``preprocess/parse_constituency.py``'s
-    defaults, the buffer's sentences read together."""
+    """What ``fairseq-interactive --source-parser`` parses a buffer with: :func:`parse_sentences` with
+    ``preprocess/parse_constituency.py``'s defaults."""
     from fairseq_syntax.core.source_parsers import ParsedSentence as Parsed
 
     parser = load_parser(backend, model, tagger=tagger)
@@ -211,10 +200,9 @@ def fairseq_interactive_parser(backend: str, model: str, tagger: str | None) -> 
 def load_parser(backend: str, model: str, max_length: int = DEFAULT_MAX_LENGTH, tagger: str | None = None,
                 device: str | None = None, batch_tokens: int = DEFAULT_BATCH_TOKENS, lang: str = "en"
                 ) -> ConstituencyParser:
-    """``backend`` is ``benepar``, ``crf-con`` or ``stanza``; ``model`` a model name or local path
-    (:mod:`fairseq_syntax.parsing.models`); ``tagger`` a POS tagger file (``preprocess/train_parser.py tagger``)
-    whose tags replace the parser's; ``device`` default: cuda when available; ``batch_tokens``: the networks'
-    batches, in padded tokens; ``lang``: the language of a stanza model."""
+    """``backend``: ``benepar``, ``crf-con`` or ``stanza``; ``model``: name or path; ``tagger``: a POS tagger file
+    whose tags replace the parser's; ``batch_tokens``: network batches in padded tokens; ``lang``: a stanza
+    model's language."""
     if backend == "benepar":
         parser = BeneparParser(model, batch_tokens, max_length, device)
     elif backend == "crf-con":
@@ -266,8 +254,7 @@ def parse_sentences(
 def write_trees(parser: ConstituencyParser, lines: Iterable[InputLine], out: TextIO,
                 batch_size: int = DEFAULT_BATCH_SIZE, progress: Callable[[int], None] = lambda count: None
                 ) -> list[tuple[int, str]]:
-    """One tree per line into ``out``; returns the fallbacks, (input line, reason), a line that could not be read
-    among them (it gets the empty sentence's tree)."""
+    """One tree per line into ``out``; returns the fallbacks (input line, reason), unreadable lines included."""
     fallbacks = []
     for line, parsed in numbered(lines, partial(parse_sentences, parser, batch_size=batch_size)):
         out.write(parsed.tree + "\n")
@@ -293,8 +280,8 @@ def parse_file(
     tokenize_lang: str | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
 ) -> ParseReport:
-    """Parse ``input_path`` (one sentence per line) into ``output_path`` (one tree per line), with a progress bar;
-    ``output_path`` appears only once whole (``text.open_output``)."""
+    """Parse ``input_path`` (one sentence per line) into ``output_path`` (one tree per line), which appears only
+    whole."""
     job = ParseJob(input_path, tokenize_lang, [(output_path, LINES)], batch_size, {},
                    lambda device: tree_writer(parser, batch_size))
     return parse_whole(job, device="").report  # the parser is loaded: the job's load ignores the device

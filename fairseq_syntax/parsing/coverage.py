@@ -1,20 +1,13 @@
 """Which source lines a parse archive (:mod:`fairseq_syntax.parsing.archive`) holds a parse of, told from a corpus's
-text without tokenizing or parsing it: what ``fairseq-syntax-study plan`` checks before a study makes anything.
+text without tokenizing or parsing it: what ``fairseq-syntax-study plan`` checks.
 
-A line's **key** is its text with every whitespace and control character and every ``@`` taken out, the PTB bracket
-escapes (``-LRB-`` ...) read as their brackets and, for a corpus of Moses-tokenized text (``entities``), Moses' XML
-entities (``&apos;`` ...) unescaped: what tokenization leaves as it was. The study's tokenizer (sacremoses ``-a``,
-no escaping; :mod:`fairseq_syntax.parsing.normalize`) only puts spaces between a line's characters, drops control
-characters and marks the hyphens it splits ``@-@``, so a raw line and its tokens have one key (both sides of the
-whole Multi30k corpus, 31,014 lines each, checked). A line's **digest** is the first 8 bytes of BLAKE2b of its key's
-UTF-8, 16 hex digits: a line missing from an archive of 10,000 lines is taken for one of them with probability
-10,000 / 2^64.
+A line's **key** is its text without whitespace, control characters and ``@``, PTB bracket escapes read as
+brackets and, with ``entities``, Moses' XML entities unescaped: what tokenization leaves unchanged (the study's
+sacremoses tokenizer, :mod:`fairseq_syntax.parsing.normalize`; checked on all of Multi30k). Its **digest**: the
+first 8 bytes of BLAKE2b of the key's UTF-8, 16 hex digits.
 
-``SPLIT.lines.xz`` in an archive (``pack`` writes it; ``lines`` adds it to an archive packed without one): one line
-a parsed line, in the archive's order, its digest; ``SHA256SUMS`` lists it. An archive without it has its coverage
-computed from its own content: the leaves of its trees, else the words of its dependency records (a few seconds for
-the 52 MB of Multi30k's: the records are large).
-"""
+``SPLIT.lines.xz`` in an archive: one digest per parsed line, in the archive's order, listed in ``SHA256SUMS``.
+Without it, coverage is computed from the archive's own trees' leaves or records' words."""
 from __future__ import annotations
 
 import functools

@@ -1,16 +1,12 @@
 """Which dependency label scheme a parser writes: Stanford dependencies or Universal Dependencies.
 
-LDD groups the labels into Pu & Sima'an's 16 groups by one of two tables
-(:data:`fairseq_syntax.methods.ldd.distributions.LABEL_TABLES`, ``--labels stanford|universal``), so the scheme
-must be the parser's: SuPar's ``biaffine-dep-en`` is trained on the PTB converted to Stanford dependencies (dobj,
-pobj, prep, nn, ...); a model trained on a UD treebank (our ``biaffine-dep-ud-ewt.pt``, the German GSD parser) and
-every stanza model write UD v2 labels (obj, obl, case, nummod, ``nsubj:pass``, ...).
+LDD groups labels by one of two tables (:data:`fairseq_syntax.methods.ldd.distributions.LABEL_TABLES`,
+``--labels stanford|universal``), which must be the parser's: SuPar's ``biaffine-dep-en`` writes Stanford labels
+(dobj, pobj, prep, nn, ...); UD-trained models and every stanza model write UD v2 (obj, obl, case, nummod,
+``nsubj:pass``, ...).
 
-:func:`label_scheme` tells them apart by the labels only one scheme has, read from a model's label vocabulary
-(SuPar's ``DEPREL`` field, stanza's ``deprel`` vocabulary) or, for parses made elsewhere, from the labels an arcs
-file holds (:func:`label_scheme_of_arcs`). Labels both schemes share (det, nsubj, amod, punct, ...) say nothing;
-a set with labels of both, or of neither, is reported, never guessed.
-"""
+:func:`label_scheme` tells them apart by the labels only one scheme has, from a model's label vocabulary or an
+arcs file (:func:`label_scheme_of_arcs`). A set with labels of both, or of neither, is reported, never guessed."""
 from __future__ import annotations
 
 from collections.abc import Iterable

@@ -1,11 +1,9 @@
 """What a model file or folder holds, read without running anything from it, for the one-line errors of
 :func:`fairseq_syntax.parsing.models.load_model`.
 
-A torch file is a pickle, in a zip archive (``ARCHIVE/data.pkl``, torch >= 1.6) or, in torch's legacy format
-(stanza saves so), the fourth of four pickles after torch's magic number, protocol version and system information.
-:func:`held_object` unpickles it with every class and function the pickle names replaced by an inert stand-in
-(:class:`Stand_in`) and every tensor by ``None``: nothing of the file is imported or called, so a file of any origin
-can be looked at. From the top-level object and the names it refers to, :func:`describe` tells
+A torch file is a pickle in a zip archive (``ARCHIVE/data.pkl``) or, in torch's legacy format (stanza's), the
+fourth of four pickles. :func:`held_object` unpickles it with every global replaced by an inert :class:`Stand_in`
+and every tensor by ``None``: nothing is imported or called. :func:`describe` tells
 
     supar:NAME          a SuPar parser: ``{"name": NAME, "args": supar Config, ...}`` (``supar.Parser.save``)
     benepar             benepar: ``{"config", "state_dict"}`` (``training.train_benepar``), or a folder of
@@ -18,8 +16,7 @@ can be looked at. From the top-level object and the names it refers to, :func:`d
     fairseq             a fairseq checkpoint: ``{"model", "cfg" or "args", "optimizer_history", ...}``
     none                no model at all: an empty file, bytes that are no pickle, text, a folder of other files
 
-and ``None`` for a torch file of other contents (then the loader is tried, and its error reported).
-"""
+and ``None`` for a torch file of other contents (the loader is tried, and its error reported)."""
 from __future__ import annotations
 
 import gzip

@@ -1,30 +1,23 @@
 """What a parser's ``--model`` names, and fetching a pretrained model by name: a model name is a name, a path a path.
 
-A model argument that exists on disk (a file or a folder) is a local model, loaded from there. Anything else is the
-name of a library's pretrained model (benepar ``benepar_en3``, SuPar ``biaffine-dep-en`` / ``crf-con-en``, stanza
-``de`` / ``de_hdt``), handed to that library unchanged, which downloads it once into its own cache (nltk's data
-folder, ``~/.cache/supar``, stanza's resources folder) where the network allows. A name is never trained and never
-looked for as a file of the current folder. An argument that looks like a path (``models/x.pt``, ``./x``, a file
-suffix) but is not there is a missing file, not a name.
+An argument that exists on disk (file or folder) is a local model. Anything else is a library's pretrained model
+name (benepar ``benepar_en3``, SuPar ``biaffine-dep-en`` / ``crf-con-en``, stanza ``de`` / ``de_hdt``), downloaded
+by that library into its cache. An argument that looks like a path (``models/x.pt``, ``./x``, a file suffix) but
+is not there is a missing file, not a name.
 
-Without the network a name ends in one line, :class:`ModelUnavailable`'s message
-``could not download NAME: REASON``; the libraries' own messages (nltk's ``[nltk_data]`` lines, SuPar's
-``Downloading: ...``, stanza's log) are held back while they try, so that line is all a user sees.
+Without the network a name ends in one line, :class:`ModelUnavailable`'s ``could not download NAME: REASON``; the
+libraries' own output is held back while they try. ``fairseq-syntax-parse fetch``
+(:func:`fairseq_syntax.parsing.backends.fetch`) fetches a name now, so a recipe stops before other work.
 
-``fairseq-syntax-parse fetch`` (:func:`fairseq_syntax.parsing.backends.fetch`) fetches the model of a name now, or
-says in that one line why it cannot, so that a recipe stops before hours of other work.
-
-Every parser, tagger and stanza model is loaded through :func:`load_model`, which turns any failure into one
-:class:`ModelUnavailable` line: the path, what it holds (:func:`fairseq_syntax.parsing.model_files.describe`,
-read without running anything from the file) and what the backend reads, e.g.
+Every parser, tagger and stanza model loads through :func:`load_model`, which turns any failure into one
+:class:`ModelUnavailable` line: the path, what it holds (:func:`fairseq_syntax.parsing.model_files.describe`) and
+what the backend reads, e.g.
 
     dep.pt: a SuPar 'biaffine-dependency' parser; the crf-con backend reads a SuPar 'crf-constituency' parser ...
     x.pt: no model: 600 bytes that are no torch file; --tagger reads a POS tagger ...
     x.pt: a POS tagger that does not load (RuntimeError: ...)
 
-A local file of another kind is refused before the library reads it (:func:`check_model_file`, which the parse
-command also runs before its workers start).
-"""
+A local file of another kind is refused before the library reads it (:func:`check_model_file`)."""
 from __future__ import annotations
 
 import contextlib
@@ -168,8 +161,8 @@ def _one_line(value) -> str:
 
 @contextlib.contextmanager
 def _quiet():
-    """Everything written to this process's stdout and stderr, Python's or a library's own handle or logging
-    handler, goes to a temporary file for the block, then the two are restored."""
+    """This process's stdout and stderr (Python's and the libraries' own handles) go to a temporary file for the
+    block."""
     sys.stdout.flush()
     sys.stderr.flush()
     saved = [os.dup(1), os.dup(2)]

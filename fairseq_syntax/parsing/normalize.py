@@ -1,24 +1,18 @@
-"""A parallel corpus as the parsers and ``fairseq-syntax-preprocess`` read it: one sentence per line, tokens
-separated by one space, the source side's brackets PTB-escaped (``(`` -> ``-LRB-``: they are tree leaves, and the
-source words must equal the leaves; :func:`fairseq_syntax.core.trees.ptb_escape_token`).
+r"""A parallel corpus as the parsers and ``fairseq-syntax-preprocess`` read it: one sentence per line, tokens
+separated by one space, the source side's brackets PTB-escaped
+(:func:`fairseq_syntax.core.trees.ptb_escape_token`).
 
-    python3 -m fairseq_syntax.parsing.normalize --text raw -s en -t de --source RAW.en --target RAW.de \\
+    python3 -m fairseq_syntax.parsing.normalize --text raw -s en -t de --source RAW.en --target RAW.de \
         --output tok/train [--max-words N --removed tok/train.removed.tsv]
 
-writes ``tok/train.en`` and ``tok/train.de`` (making ``tok/``). ``--text`` says what the input files are:
+writes ``tok/train.en`` and ``tok/train.de``. ``--text``:
 
-* ``raw``: untokenized text, tokenized here with sacremoses (``-l LANG -a``, no XML escaping; the library is called
-  because the sacremoses command line always escapes);
-* ``tokenized``: already Moses-tokenized text carrying Moses' XML escapes (``&apos; &quot; &amp; &#91;`` ...): the
-  entities are unescaped token by token and nothing is re-tokenized.
+* ``raw``: tokenized here with sacremoses (``-l LANG -a``, no XML escaping);
+* ``tokenized``: Moses-tokenized text with XML escapes (``&apos; &quot; &amp; &#91;`` ...), unescaped token by token.
 
-The two sides must have the same number of lines, and an empty line is an error naming its file and line, except
-with ``--max-words N`` (a training split): then the pairs with more than N words, or no word, on either side are
-left out, counted on the console and listed in ``--removed`` (input line, reason, words per side). Input files may
-be gzipped. This is the tokens step of a study's data (:mod:`fairseq_syntax.study.prepare`), which calls this
-module; a corpus normalized here and parsed elsewhere (docs/parsers.md, "A large corpus") has the tokens the study
-would make.
-"""
+Both sides must have the same number of lines; an empty line is an error naming file and line, except with
+``--max-words N``: pairs with more than N words, or none, on either side are left out, counted and listed in
+``--removed``. Inputs may be gzipped. The tokens step of :mod:`fairseq_syntax.study.prepare`."""
 from __future__ import annotations
 
 import argparse

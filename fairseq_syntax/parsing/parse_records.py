@@ -1,29 +1,24 @@
 """What made a parse file, written beside it, so that a parse is made again exactly when what made it changed.
 
-``fairseq-syntax-parse`` writes, with each whole output ``OUTPUT`` (trees, or arcs with their CoNLL-U file),
-``OUTPUT.parse.json`` (``train.arcs.jsonl.gz`` -> ``train.arcs.jsonl.parse.json``)::
+``fairseq-syntax-parse`` writes, with each whole ``OUTPUT``, ``OUTPUT.parse.json`` (``train.arcs.jsonl.gz`` ->
+``train.arcs.jsonl.parse.json``)::
 
     {"kind": "dependency", "backend": "biaffine", "lang": "en", "raw": false,
      "models": {"dependency": {"model": "biaffine-dep-ud-ewt.pt", "sha256": "0123456789abcdef"}},
      "labels": "universal", "input": {"file": "train.en", "sha256": "..."}, "outputs": ["train.arcs.jsonl.gz", ...]}
 
-A model is named as :mod:`fairseq_syntax.parsing.provenance` names it: a local file by its name and the first 16
-hex digits of its SHA-256 (a model retrained at the same path is another model; one moved or renamed is the same),
-a local folder (a benepar model, a stanza resources folder) by the digest of its files, a name a library
-downloads by that name. ``labels`` is the dependency label scheme of the model (:mod:`fairseq_syntax.parsing.labels`).
+Models are named as :mod:`fairseq_syntax.parsing.provenance` names them: a file by its name and the first 16 hex
+digits of its SHA-256, a folder by the digest of its files, a downloaded model by its name. ``labels``: the label
+scheme (:mod:`fairseq_syntax.parsing.labels`).
 
     python3 -m fairseq_syntax.parsing.parse_records current OUTPUT --input TOKENS ROLE=MODEL [ROLE=MODEL ...]
 
-exits 0 when ``OUTPUT`` is to be kept: its record names the same models and input tokens, or it has no record (a
-parse copied in from elsewhere, or made before records were written: kept, and said so: delete it to parse again);
-exits 1, saying why, when it is missing or its models or tokens changed. A file's date never counts: a parse
-copied in, older than the model file beside it, is kept. A script that parses a corpus in steps asks this before
-each parse.
+exits 0 when ``OUTPUT`` is to be kept (same models and input tokens, or no record: kept, and said so), 1 with the
+reason when it is missing or its models or tokens changed. File dates never count.
 
     python3 -m fairseq_syntax.parsing.parse_records labels ARCS
 
-prints the label scheme of an arcs file: its record's, else the one its labels tell (parses from an archive).
-"""
+prints the label scheme of an arcs file: its record's, else the one its labels tell."""
 from __future__ import annotations
 
 import argparse

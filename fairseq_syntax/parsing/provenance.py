@@ -1,19 +1,15 @@
 """Which parsers made a corpus's source-side syntax, so that every result trained on it can say so.
 
-A study's data preparation (:mod:`fairseq_syntax.study.prepare`) writes ``DATA/parsers.json`` beside each binarized
-input form; a study run keeps a copy with its checkpoints when training starts, and the run record takes it from there
-(``fairseq-syntax-score --parsers``), so a table that mixes runs of older and newer parses tells them apart. A data
-directory made from control structures instead of the parses (:mod:`fairseq_syntax.parsing.controls`) has a
-``"control"`` entry there too, so its rows say which structure they read.
+A study's data preparation writes ``DATA/parsers.json`` beside each input form; a run keeps a copy with its
+checkpoints and its record takes it (``fairseq-syntax-score --parsers``). Data made from control structures has a
+``"control"`` entry there too.
 
     python3 -m fairseq_syntax.parsing.provenance OUT.json ROLE=MODEL [ROLE=MODEL ...] [--records preprocess/runs]
 
-``OUT.json`` maps each ROLE (e.g. ``constituency``, ``tagger``, ``dependency``) to ``{"model": file name,
-"sha256": its first 16 hex digits}``, plus the ``scores``, ``epochs`` and ``data`` of the parser run record in
-``--records`` (``preprocess/train_parser.py`` writes them) whose digest is the same: the record of exactly that
-model file, or none. A MODEL that is not a file (a name SuPar, benepar or stanza downloads) is recorded by name.
-``--dependency-labels stanford|universal`` adds the dependency model's label scheme as its ``"labels"``.
-"""
+``OUT.json`` maps each ROLE (``constituency``, ``tagger``, ``dependency``) to
+``{"model": file name, "sha256": its first 16 hex digits}``, plus ``scores``, ``epochs`` and ``data`` of the
+parser run record in ``--records`` with the same digest. A MODEL that is no file is recorded by name.
+``--dependency-labels stanford|universal`` adds ``"labels"``."""
 from __future__ import annotations
 
 import argparse

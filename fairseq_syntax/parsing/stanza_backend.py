@@ -1,28 +1,22 @@
-"""stanza (Qi et al., 2020) as a parse backend: dependency parses of every UD language, constituency trees of the
-languages stanza has a constituency model for (German among them), on pre-tokenized sentences.
+"""stanza (Qi et al., 2020) as a parse backend: dependency parses of every UD language, constituency trees where
+stanza has a model (German among them), on pre-tokenized sentences.
 
 ``--model`` (:func:`load_stanza_pipeline`) is one of
 
-* a stanza model name, ``LANG`` or ``LANG_PACKAGE`` (``de``, ``de_hdt``: a treebank's shorthand): stanza's own
-  models of that language and package, from stanza's resources folder (``$STANZA_RESOURCES_DIR``, default
-  ``~/stanza_resources``), downloaded there once when missing (``download_method=REUSE_RESOURCES``: a folder
-  that has them is never asked online again). Without the network it ends in the one line of
-  :mod:`fairseq_syntax.parsing.models`, and a resources folder this run made is removed again;
-* a local stanza resources folder (one holding ``resources.json``, e.g. a copy of ``~/stanza_resources`` made on
-  a machine with a network): loaded with ``dir=``, nothing downloaded;
-* a local model file of stanza's dependency parser (``stanza.models.parser`` writes one): loaded with
-  ``depparse_model_path=`` and ``depparse_pretagged``; a model that reads POS tags needs its tagger, so give the
-  resources folder that holds both instead.
+* a model name ``LANG`` or ``LANG_PACKAGE`` (``de``, ``de_hdt``): from stanza's resources folder, downloaded once
+  when missing (``download_method=REUSE_RESOURCES``); without the network the one line of
+  :mod:`fairseq_syntax.parsing.models`, and a resources folder this run made is removed;
+* a local resources folder (holding ``resources.json``): loaded with ``dir=``, nothing downloaded;
+* a model file of stanza's dependency parser: loaded with ``depparse_model_path=`` and ``depparse_pretagged`` (a
+  model that reads POS tags needs the resources folder with its tagger).
 
-The input is pre-tokenized (``tokenize_pretokenized=True``): one sentence a line, stanza's words are the tokens
-given, so no multi-word-token expansion runs (German ``zum`` stays one word, as the translation model reads it).
-Words reach stanza PTB-unescaped (``-LRB-`` -> ``(``), as they reach SuPar.
+Input is pre-tokenized (``tokenize_pretokenized=True``): no multi-word-token expansion (German ``zum`` stays one
+word). Words reach stanza PTB-unescaped.
 
-Dependency parses keep the full distributions, as SuPar's do (:mod:`fairseq_syntax.parsing.dependency`): stanza's
-graph parser's forward pass yields ``log P(head j | dependent i)`` ``[B, L, L]`` and ``log P(label r | i, j)``
-``[B, L, L, R]`` (``L`` = words + 1, position 0 the root, padding columns renormalised away); the 1-best tree is
-stanza's own decoding of them (Chu-Liu/Edmonds with one root). Its labels are UD v2's.
-"""
+Dependency parses keep the full distributions (:mod:`fairseq_syntax.parsing.dependency`): the graph parser's
+forward pass yields ``log P(head j | dependent i)`` ``[B, L, L]`` and ``log P(label r | i, j)`` ``[B, L, L, R]``
+(``L`` = words + 1, position 0 the root, padding columns renormalised away); the 1-best tree is stanza's decoding
+(Chu-Liu/Edmonds, one root). Labels are UD v2's."""
 from __future__ import annotations
 
 import contextlib
@@ -99,10 +93,8 @@ def _load_stanza_pipeline(model: str, lang: str, kind: str, device: str | None):
 
 
 def _pipeline_of_model_file(path: str, common: dict):
-    """A Pipeline of stanza's dependency parser alone, from its model file: stanza wants a resources.json to start,
-    so a one-language one is written to a temporary folder for the start and removed, on SIGTERM too (within
-    :func:`~fairseq_syntax.core.stopping.stopping_cleanly`, as ``fairseq-syntax-parse`` runs; a SIGKILL's folder goes
-    at the next run's start: :func:`~fairseq_syntax.core.stopping.temporary_directory`)."""
+    """A Pipeline of stanza's dependency parser alone from its model file, via a one-language resources.json in a
+    temporary folder (:func:`~fairseq_syntax.core.stopping.temporary_directory`)."""
     import stanza
 
     with temporary_directory("stanza-resources") as folder:

@@ -1,24 +1,21 @@
 """A part-of-speech tagger trained offline: a word + character BiLSTM with a softmax over tags.
 
-The tagger of Plank, Søgaard & Goldberg (2016, "Multilingual part-of-speech tagging with bidirectional LSTM models
-with auxiliary loss", ACL; their model without the auxiliary loss): each word is the concatenation of a word
-embedding (lower-cased form; forms seen once in training become ``<unk>``, and training replaces a word by
-``<unk>`` with probability ``word_dropout`` so that the model learns to tag unseen words from characters) and the
-final states of a character BiLSTM over the original form (case, suffixes, digits); a BiLSTM over those vectors
-gives each word a vector, and a linear layer its tag scores:
+Plank, Søgaard & Goldberg (2016, "Multilingual part-of-speech tagging with bidirectional LSTM models with
+auxiliary loss", ACL), without the auxiliary loss: a word is its word embedding (lower-cased; forms seen once
+become ``<unk>``, and training replaces a word by ``<unk>`` with probability ``word_dropout``) and the final
+states of a character BiLSTM over its original form; a BiLSTM over those vectors and a linear layer give its tag
+scores:
 
     e_i = [E_w(lower(w_i)); ->LSTM_c(w_i)_last; <-LSTM_c(w_i)_first]      words (B, T) -> (B, T, d_w + 2 d_c)
     h_i = BiLSTM(e_1 .. e_n)_i                                             (B, T, 2 d_h)
     P(t_i | w) = softmax(W h_i + b)                                        (B, T, |tags|)
 
-Why this model: SuPar (the project's parsers) has no tagger, stanza's and flair's trainers expect downloaded
-embeddings, and nltk's averaged perceptron tops out near 95% with the PTB sample's 80k training words (measured);
-a character model is what generalises to the unseen words of another domain (Multi30k's captions).
+SuPar has no tagger, stanza's and flair's trainers expect downloaded embeddings, and nltk's perceptron tops out
+near 95% on the PTB sample; characters generalise to another domain's unseen words.
 
-``train_tagger`` trains on the PTB sample's trees (the split of ``training.prepare_ptb``) and, optionally, the
-words and PTB tags (XPOS) of CoNLL-U treebanks (UD EWT); resumes from ``checkpoint_path(path)``; keeps the epoch
-with the best dev accuracy. ``load_tagger(path).tag(sentences)`` tags raw (unescaped) tokens.
-"""
+``train_tagger`` trains on the PTB sample's trees (``training.prepare_ptb``'s split) and optionally CoNLL-U XPOS
+(UD EWT), resumes from ``checkpoint_path(path)``, keeps the best dev epoch. ``load_tagger(path).tag(sentences)``
+tags raw (unescaped) tokens."""
 from __future__ import annotations
 
 import dataclasses
@@ -201,10 +198,9 @@ class Tagger:
 
 
 def load_tagger(path: str, device: str | None = None, batch_tokens: int | None = None) -> Tagger:
-    """The tagger saved at ``path``, on ``device`` (default: cuda when available), tagging in batches of
-    ``batch_tokens`` padded tokens when given (else 64 sentences); a file that is no tagger, or does not load, is
-    one line (``models.load_model``); read by torch's weights-only unpickler (a tagger is lists, numbers and
-    tensors)."""
+    """The tagger saved at ``path``, on ``device`` (default: cuda when available), in batches of ``batch_tokens``
+    padded tokens (else 64 sentences); a file that is no tagger or does not load is one line
+    (``models.load_model``). Read weights-only."""
     from fairseq_syntax.parsing.models import TAGGER, check_model_argument, load_model
 
     check_model_argument(path, "tagger")

@@ -1,14 +1,8 @@
 """Parser input: one sentence per line, tokenized here or already tokenized, and PTB bracket escaping.
 
-A line is split on whitespace (``str.split()``, as fairseq splits lines). Raw text is tokenized for its language:
-with sacremoses (``-l LANG -a``, escaping off, the settings of a study's raw text) where Moses knows
-the language, else with stanza's tokenizer (:func:`tokenizer`). An empty line stays an empty
-sentence, so output line i always belongs to input line i.
-
-Bracketed trees cannot hold ``(`` or ``)`` in a leaf, so tree leaves carry the PTB escapes: every bracket
-character inside a token is replaced (``(`` -> ``-LRB-``, ``a(b`` -> ``a-LRB-b``), as benepar does
-(:func:`fairseq_syntax.core.trees.ptb_escape_token`, imported here too); ``ptb_unescape_token`` inverts it.
-"""
+A line is split on whitespace (as fairseq splits lines); raw text is tokenized for its language
+(:func:`tokenizer`). An empty line stays an empty sentence. Tree leaves carry the PTB escapes (``(`` -> ``-LRB-``,
+``a(b`` -> ``a-LRB-b``, :func:`fairseq_syntax.core.trees.ptb_escape_token`); ``ptb_unescape_token`` inverts it."""
 from __future__ import annotations
 
 import gzip
@@ -67,10 +61,9 @@ MOSES_LANGUAGES = frozenset({
 
 
 def tokenizer(tokenize_lang: str | None = None) -> Callable[[str], list[str]]:
-    """Line -> tokens: ``str.split``, or with ``tokenize_lang`` the raw line tokenized for its language: sacremoses
-    (``-l LANG -a``, no escaping) for :data:`MOSES_LANGUAGES`, stanza's tokenizer of the language (one sentence a
-    line kept: ``tokenize_no_ssplit``) for the others, its model fetched by name as stanza's parsers are
-    (:mod:`fairseq_syntax.parsing.stanza_resources`)."""
+    """Line -> tokens: ``str.split``, or with ``tokenize_lang`` the raw line tokenized: sacremoses (``-l LANG -a``,
+    no escaping) for :data:`MOSES_LANGUAGES`, else stanza's tokenizer (``tokenize_no_ssplit``, its model fetched
+    by name: :mod:`fairseq_syntax.parsing.stanza_resources`)."""
     if tokenize_lang is None:
         return str.split
     if tokenize_lang in MOSES_LANGUAGES:

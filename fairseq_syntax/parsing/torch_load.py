@@ -1,20 +1,13 @@
 """Loading SuPar parsers under torch >= 2.6 without turning off the weights-only unpickler.
 
-SuPar 1.1.4 saves a parser with ``torch.save(state, path, pickle_module=dill)``. Besides tensors the file holds
-SuPar objects (``Config``, the ``CoNLL``/``Tree`` transform, ``Field``s, ``Vocab``s, training metrics) and, because
-``Field('arcs', fn=CoNLL.get_arcs)`` keeps a classmethod as a hook, dill stores that method *by value*: as bytecode,
-rebuilt on load by ``dill._dill._create_code`` / ``_create_function``. torch >= 2.6 loads with ``weights_only=True``
-and refuses all of it (first on ``supar.utils.config.Config``); allowing dill's rebuilders would let a file run any
-code it carries.
-
-So, scoped to one load (``supar_safe_globals``), we allow:
+SuPar 1.1.4 saves with ``pickle_module=dill``: besides tensors, SuPar objects (``Config``, transforms, ``Field``s,
+``Vocab``s, metrics) and, for ``Field('arcs', fn=CoNLL.get_arcs)``, a classmethod stored *by value* (bytecode
+rebuilt by ``dill._dill._create_code`` / ``_create_function``). Allowing dill's rebuilders would let a file run any
+code, so within one load (``supar_safe_globals``) we allow:
   * exactly the SuPar classes a parser file contains (they only store attributes);
-  * stand-ins for dill's rebuilders that never build code: the stored bytecode is discarded, and a method is
-    looked up by its name on its class, which must be one of the allowed SuPar classes. What runs is the
-    installed SuPar's own method, never code from the file;
-  * a function stored by value that is not such a method loads as an inert ``StoredFunction`` that raises
-    when called.
-"""
+  * stand-ins for dill's rebuilders that discard the bytecode and look the method up by name on an allowed SuPar
+    class: the installed SuPar's code runs, never the file's;
+  * any other function stored by value loads as an inert ``StoredFunction`` that raises when called."""
 from __future__ import annotations
 
 import datetime
@@ -114,10 +107,9 @@ def supar_safe_globals() -> Iterator[None]:
 
 
 def load_supar_parser(name_or_path: str, device: str | None = None, wanted=None, **kwargs) -> Parser:
-    """``supar.Parser.load`` (a local file, or a model name SuPar downloads: ``models.supar_model_path``, which ends
-    in one line without the network) under ``supar_safe_globals``, moved to ``device`` when given (SuPar puts it on
-    CUDA whenever CUDA is available). ``wanted`` (:class:`fairseq_syntax.parsing.models.Wanted`, default: any SuPar
-    parser) is the parser it must be; any failure is one line (``models.load_model``)."""
+    """``supar.Parser.load`` (a local file or a downloaded name, ``models.supar_model_path``) under
+    ``supar_safe_globals``, moved to ``device`` when given. ``wanted`` (default: any SuPar parser) is the parser
+    it must be; any failure is one line (``models.load_model``)."""
     from fairseq_syntax.parsing.models import ANY_SUPAR, load_model, supar_model_path
 
     wanted = wanted or ANY_SUPAR
@@ -142,10 +134,8 @@ BUCKET_SEED = 1
 
 @contextmanager
 def supar_device(device: str) -> Iterator[None]:
-    """Within this block SuPar's fields put batches on ``device`` (``Field.device`` says CUDA whenever it is
-    available), and SuPar's k-means length buckets start from a fixed seed, restoring torch's random state after:
-    the batches of a set of sentences then depend on those sentences alone, not on what was parsed before, so a
-    corpus parsed in shards (``shards``) gives what one run gives."""
+    """Within this block SuPar's fields put batches on ``device`` and its k-means length buckets start from a fixed
+    seed (torch's random state restored after), so a corpus parsed in shards gives what one run gives."""
     from supar.utils.field import Field
 
     original = Field.__dict__["device"]

@@ -1,20 +1,17 @@
 """Training small parsers offline on local treebanks, so the pipeline needs no downloaded model.
 
-* ``train_supar_dependency``: SuPar's biaffine dependency parser (Dozat & Manning, 2017) on CoNLL-U (UD EWT),
-  with a char-LSTM and no pretrained embeddings (``embed=''``). Scored by UAS/LAS (``evaluate_dependency``).
-* ``prepare_ptb``: the PTB sample cleaned (``trees.clean_ptb``: no ``-NONE-`` elements, function tags or
-  indices), split in order into train / dev / held-out test, one ``(TOP ...)`` tree per line.
+* ``train_supar_dependency``: SuPar's biaffine dependency parser (Dozat & Manning, 2017) on CoNLL-U (UD EWT), with a
+  char-LSTM and no pretrained embeddings; scored by UAS/LAS (``evaluate_dependency``).
+* ``prepare_ptb``: the PTB sample cleaned (``trees.clean_ptb``), split in order into train / dev / held-out test,
+  one ``(TOP ...)`` tree per line.
 * ``train_supar_constituency``: SuPar's CRF constituency parser (Zhang et al., 2020) on those files.
 * ``train_benepar``: a benepar ``ChartParser`` (Kitaev & Klein, 2018) with a character LSTM and a small
-  partitioned-transformer encoder, trained by the loop below (benepar ships the model, not its training script)
-  and saved as one file ``{"config", "state_dict"}`` that ``benepar.Parser(path)`` loads.
-* ``evaluate_constituency``: labeled bracketing F1 (``evaluation``) of a parser through the same code path that
-  parses the corpus (``constituency.parse_sentences``).
+  partitioned-transformer encoder, trained by the loop below, saved as one file ``{"config", "state_dict"}`` that
+  ``benepar.Parser(path)`` loads.
+* ``evaluate_constituency``: labeled bracketing F1 through the corpus's parsing path.
 
-SuPar needs its optimiser settings spelled out (``SUPAR_OPTIMIZER``, its defaults from ``config.ini``), and it
-reloads its own checkpoint at the end of training, hence ``supar_safe_globals`` around ``train``. Model sizes are
-arguments: the defaults of the command line (``preprocess/train_parser.py``) are small models for a CPU.
-"""
+SuPar's optimiser settings are spelled out (``SUPAR_OPTIMIZER``, its ``config.ini`` defaults); it reloads its own
+checkpoint at the end, hence ``supar_safe_globals``. Sizes are arguments (the command line's defaults are small)."""
 from __future__ import annotations
 
 import dataclasses
@@ -73,8 +70,7 @@ class SuparSize:
     n_label_mlp: int = 100  # n_rel_mlp / n_label_mlp
 
     def encoder_arguments(self) -> dict:
-        # With no pretrained embeddings, n_pretrained must equal n_embed, or SuPar sizes its LSTM input for
-        # embeddings that are never added.
+        # with no pretrained embeddings n_pretrained must equal n_embed, or SuPar sizes its LSTM input wrongly
         sizes = dataclasses.asdict(self)
         del sizes["n_mlp"], sizes["n_label_mlp"]
         return dict(sizes, n_pretrained=self.n_embed)
@@ -114,9 +110,8 @@ class TrainingState:
 def _train_supar(parser_class, model_arguments: dict, train: str, dev: str, path: str, epochs: int,
                  batch_tokens: int, learning_rate: float, seed: int, verbose: bool, train_arguments: dict,
                  log=print):
-    """SuPar's ``Parser.train`` loop (Adam, exponential decay, clip, dev selection) with one difference: every
-    epoch's full state goes to ``checkpoint_path(path)``, and a run that finds that file continues from it (SuPar
-    saves its checkpoint only when the dev score improves, and overwrites it with a plain model at the end)."""
+    """SuPar's ``Parser.train`` loop, except that every epoch's full state goes to ``checkpoint_path(path)`` and a
+    run that finds that file continues from it."""
     from supar.utils import Dataset
     from supar.utils.fn import set_rng_state
     from supar.utils.logging import init_logger, logger
@@ -137,8 +132,7 @@ def _train_supar(parser_class, model_arguments: dict, train: str, dev: str, path
             )
             parser.checkpoint_state_dict = None
     init_logger(logger, verbose=verbose)  # SuPar's batch progress bar shows at INFO level
-    # SuPar's train() puts its own keyword defaults into the arguments (the CRF parser's EVALB ``delete`` and
-    # ``equal``, for one) before its loop reads them; so do we.
+    # SuPar's train() adds its keyword defaults (e.g. EVALB's ``delete``, ``equal``) before its loop; so do we
     defaults = {name: parameter.default for name, parameter in inspect.signature(parser_class.train).parameters.items()
                 if parameter.default is not inspect.Parameter.empty}
     args = parser.args.update(dict(defaults, train=train, dev=dev, epochs=epochs, batch_size=batch_tokens,
@@ -272,8 +266,7 @@ def _benepar_hparams(size: BeneparSize, force_root_constituent: bool):
 
 @dataclasses.dataclass
 class TreebankSentence:
-    """benepar's training input: ``words`` as raw text (unescaped) and the gold ``tree`` (TOP-rooted nltk tree).
-    The character LSTM reads only the words (no ``space_after``, which pretrained-subword models need)."""
+    """benepar's training input: ``words`` unescaped and the gold TOP-rooted nltk ``tree``."""
 
     tree: nltk.Tree
     words: list = dataclasses.field(init=False)

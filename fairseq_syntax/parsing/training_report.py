@@ -1,10 +1,7 @@
-"""What a trained parser or tagger scores on data its training never saw, how fast it parses, and its run record.
+"""What a trained parser or tagger scores on held-out data, how fast it parses, and its run record.
 
-``measure_*`` load the saved model (the best epoch on dev) the way the pipeline loads it, label the held-out data
-through the same code path that labels a corpus, and time that pass: sentences per second on this machine's device,
-the number a user needs to plan parsing a corpus. ``training_record`` is one row of ``preprocess/RESULTS.md``
-(``preprocess/make_results.py``): parser, data, split, metric, value, epochs, minutes, device, speed, command.
-"""
+``measure_*`` load the saved model as the pipeline does, label the held-out data through the corpus's code path
+and time it (sentences per second on this device). ``training_record`` is one row of ``preprocess/RESULTS.md``."""
 from __future__ import annotations
 
 import dataclasses
