@@ -1,19 +1,14 @@
-"""The methods, one folder per paper. ``METHODS`` is the registry: adding a method is a new folder whose
-``__init__.py`` defines ``METHOD`` (a :class:`~fairseq_syntax.core.method.Method`) plus one line here. A method
-in another installed package joins it through the entry point group ``fairseq_syntax.methods`` (``NAME =
-PACKAGE:METHOD``; its ``Method.package`` is then that package), after these, in the order of their names.
+"""The methods, one folder per paper. ``METHODS`` is the registry: a method is a folder whose ``__init__.py`` defines
+``METHOD`` (a :class:`~fairseq_syntax.core.method.Method`) plus one line here. Another installed package adds one
+through the entry point group ``fairseq_syntax.methods`` (``NAME = PACKAGE:METHOD``), after these, by name.
 
-The descriptions are plain data: importing this package loads neither torch nor fairseq. A method's models, tasks,
-criteria and side inputs (its ``Method.modules``) register with fairseq when the plugin loads them
-(:func:`register`, called by :mod:`fairseq_syntax.plugin`); its plots load when ``fairseq-syntax-plot`` asks
-(:func:`plots`).
+The descriptions are plain data: importing this package loads neither torch nor fairseq. A method's
+``Method.modules`` register with fairseq when the plugin calls :func:`register`; its plots load for
+``fairseq-syntax-plot`` (:func:`plots`). ``python -m fairseq_syntax.methods`` prints what the recipes, the
+benchmark and the README read.
 
-``python -m fairseq_syntax.methods`` prints what the recipes, the benchmark and the README read from it.
-
-The registry describes methods, not a study: which systems a study trains, with how many seeds, is its config's.
-What a study's comparisons may take from here is what the descriptions say: each control system's method and
-control kind (:func:`control_pairs`) and the baseline that reads the words alone (:func:`words_baseline`).
-"""
+The registry describes methods, not a study: a study's comparisons take from it each control system's method and
+kind (:func:`control_pairs`) and the words-only baseline (:func:`words_baseline`)."""
 import importlib
 import re
 from collections.abc import Iterator
@@ -113,8 +108,8 @@ def control_pairs(task: str | None = None) -> dict[str, tuple[str, str]]:
 
 
 def words_baseline() -> str:
-    """The name of the registry's translation baseline that reads the words alone (fairseq's ``transformer`` on the
-    sequence form, no side input): the baseline a study's methods are tested against unless it names another."""
+    """The registry's translation baseline that reads the words alone (fairseq's ``transformer`` on the sequence
+    form): what a study's methods are tested against unless it names another."""
     found = [system.name for system in systems(ablations=False) if system.baseline and system.form == "sequence"
              and not system.model_args and not system.control]
     if len(found) != 1:
@@ -123,8 +118,8 @@ def words_baseline() -> str:
 
 
 def system_of_spec(spec: str) -> System:
-    """The described system of a spec as ``systems`` prints it, or as a run of one seed reads it (a control on the
-    structures of control seed K: ``DATA.CONTROL-sK``); ValueError for a spec no method describes."""
+    """The described system of a spec as ``systems`` prints it (a control on control seed K: ``DATA.CONTROL-sK``);
+    ValueError for a spec no method describes."""
     described = list(systems(task=None, controls=True))
     for system in described:
         if system.spec() == spec:

@@ -2,19 +2,14 @@
 descriptions (:data:`fairseq_syntax.methods.METHODS`).
 
 * ``systems [--task translation] [--method NAME] [--no-baselines] [--no-ablations] [--controls]``: one
-  ``NAME:ARCH:DATA[:EXTRA]`` per line, the recipes' ``SYSTEMS`` format (``--controls``: with the systems on control
-  structures, e.g. ``mask_random:transformer_syntax_mask:preorder.random``);
-* ``controls``: each control system with the system it is a control of and its control kind, ``CONTROL SYSTEM
-  KIND`` a line (:func:`fairseq_syntax.methods.control_pairs`: the pairs a results table tests by default);
-* ``data-dirs SPEC...``: for the given system specs, one line per data directory they read: ``DATA FORM
-  PRETERMINALS SIDE_INPUT...`` (the recipes make each with ``fairseq-syntax-preprocess`` and add the side inputs
-  that need a step of their own, e.g. ``src_ldd``); a spec may name a control's data of one control seed
-  (``preorder.struct-s2``);
-* ``for-seed SPEC SEED``: the spec a run of training seed SEED trains (a control on the structures drawn with that
-  seed: ``mask_struct:transformer_syntax_mask:preorder.struct-s2`` for seed 2; other systems as given);
-* ``readme-table``: the README's compact method table (markdown: paper, archs, input, side data);
-* ``docs-table``: the full table of ``docs/methods.md`` (every system spec, with the method's notes).
-"""
+  ``NAME:ARCH:DATA[:EXTRA]`` per line (``--controls``: with control systems, e.g.
+  ``mask_random:transformer_syntax_mask:preorder.random``);
+* ``controls``: ``CONTROL SYSTEM KIND`` a line (:func:`fairseq_syntax.methods.control_pairs`);
+* ``data-dirs SPEC...``: one ``DATA FORM PRETERMINALS SIDE_INPUT...`` line per data directory they read (a spec may
+  name one control seed's data, ``preorder.struct-s2``);
+* ``for-seed SPEC SEED``: the spec a run of training seed SEED trains
+  (``mask_struct:transformer_syntax_mask:preorder.struct-s2`` for seed 2);
+* ``readme-table``: the README's method table; ``docs-table``: the full table of ``docs/methods.md``."""
 import argparse
 import sys
 
@@ -23,8 +18,7 @@ from fairseq_syntax.methods import METHODS, control_pairs, system_of_spec, syste
 
 
 def _side_data_text(method) -> str:
-    """Its side inputs, each with how it is made (the registered side input says: the plugin loads them, so the
-    tables load torch and fairseq; the other commands read the descriptions only)."""
+    """Its side inputs, each with how it is made (loads the plugin, hence torch and fairseq)."""
     fairseq_syntax.register()
     from fairseq_syntax.core.side_inputs import SIDE_INPUTS
 
@@ -33,8 +27,7 @@ def _side_data_text(method) -> str:
 
 
 def readme_table() -> str:
-    """The README's table: one row per method, what a user needs to pick one (the paper, the architecture to train,
-    the data directory it reads and the side data that needs a step of its own)."""
+    """The README's table: per method the paper, the architecture, the data directory and side data it needs."""
     rows = ["| method | paper | arch (+ `_tiny`) | input | side data |", "|---|---|---|---|---|"]
     for method in METHODS:
         own = [system for system in method.systems if not system.baseline]

@@ -1,12 +1,7 @@
 """Dependency-supervised self-attention: Deguchi, Tamura & Ninomiya (2019), "Dependency-Based Self-Attention for
-Transformer NMT", RANLP (the fairseq form of LISA, Strubell et al. 2018, EMNLP).
-
-* :mod:`.attention`: biaffine heads in one encoder layer;
-* :mod:`.targets`: the parent each BPE token attends to, from the parser's 1-best tree (the LDD side data);
-* :mod:`.criterion`: ``label_smoothed_cross_entropy_with_dependency``, the translation loss plus the weighted
-  dependency loss;
-* :mod:`.model`: ``transformer_dependency_supervised`` (+ ``_tiny``), which needs no parse at test time.
-"""
+Transformer NMT", RANLP (after LISA, Strubell et al. 2018): biaffine heads (:mod:`.attention`) trained on each
+token's parent (:mod:`.targets`) by :mod:`.criterion`; ``transformer_dependency_supervised`` (:mod:`.model`) needs
+no parse at test time."""
 from fairseq_syntax.core.method import Method, System
 
 METHOD = Method(

@@ -24,8 +24,7 @@ from fairseq_syntax.core.attention import Structure, StructuredSelfAttention
 
 class DependencyBasedSelfAttention(StructuredSelfAttention):
     fused = False  # the dependency heads' probabilities are an output
-    # The criterion takes the log of those probabilities: float16 would round one below 3e-8 to 0 (its smallest
-    # number is 6e-8), and the gradient 1/p of one below 1.5e-5 overflows its 65504.
+    # float32: the criterion takes their log, and float16 underflows below 6e-8
     float32_weights = True
 
     def __init__(self, embed_dim: int, num_heads: int, dependency_heads: int = 1, dropout: float = 0.0):

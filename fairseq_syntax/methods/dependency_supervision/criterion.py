@@ -78,10 +78,8 @@ class LabelSmoothedCrossEntropyWithDependency(LabelSmoothedCrossEntropyCriterion
 
     @classmethod
     def reduce_metrics(cls, logging_outputs) -> None:
-        """fairseq's metrics, and ``dependency_loss`` and ``dependency_accuracy`` derived from the sums over the
-        logged batches, as tensors: fairseq reads every shown meter of a step back from the device, which on a GPU
-        makes the host wait, and meters whose names start with ``_`` are not shown (fairseq's ``MetersDict``), so
-        the sums are kept there and the averages are only read when the progress bar prints them."""
+        """fairseq's metrics, and ``dependency_loss`` and ``dependency_accuracy`` from the logged sums, as tensors:
+        the sums are kept in meters named ``_...`` (not shown, so not read back from the device each step)."""
         super().reduce_metrics(logging_outputs)
         if not any("dependency_tokens" in log for log in logging_outputs):
             return

@@ -1,18 +1,11 @@
 """``transformer_dependency_supervised``: dependency-based self-attention (Deguchi et al. 2019; LISA, Strubell et al.
-2018) in one encoder layer, trained with criterion ``label_smoothed_cross_entropy_with_dependency`` (:mod:`.criterion`).
+2018) in one encoder layer, trained with ``label_smoothed_cross_entropy_with_dependency`` (:mod:`.criterion`).
 
-fairseq's ``transformer`` whose encoder layer ``--dependency-layer`` (0-based; the last layer when the encoder has
-fewer) has ``--dependency-heads`` (default 1) biaffine heads (:mod:`.attention`). The default layer, 0, is the
-authors' choice: their released config (github.com/de9uch1/dbsa) supervises encoder layer 0. Before an audit
-against that code this package's default was 3, which a 3-layer encoder clamps to its last layer: the earlier
-single-seed ``dbsa`` run of this repository (its results table at commit 03d7e4e) supervised layer 2 of 3
-(``--dependency-layer 2`` repeats that). The encoder output
-carries the heads' attention, ``dependency_attention`` ``[B x T x T]``, for the criterion. The model reads no side
-input, so ``fairseq-generate`` and ``fairseq-interactive`` take plain tokenized text; training reads the parser's
-1-best tree from ``src_ldd`` (``supervision_inputs``: the task adds it to the batches where the data directory has
-it). The authors also supervise a decoder head with the target's parse; this package is about source syntax, so
-only the encoder's is here.
-"""
+fairseq's ``transformer`` whose encoder layer ``--dependency-layer`` (0-based, default 0 as in the authors'
+config; the last layer when the encoder has fewer) has ``--dependency-heads`` (default 1) biaffine heads
+(:mod:`.attention`). The encoder output carries their attention, ``dependency_attention`` ``[B x T x T]``. No side
+input at test time; training reads the 1-best tree from ``src_ldd`` (``supervision_inputs``). The authors'
+decoder-side supervision (target parse) is not here: this package is about source syntax."""
 from dataclasses import dataclass, field
 
 from fairseq.dataclass import FairseqDataclass

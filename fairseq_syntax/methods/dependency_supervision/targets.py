@@ -1,21 +1,16 @@
 """The parent each source token is trained to attend to: Deguchi, Tamura & Ninomiya (2019), "Dependency-Based
-Self-Attention for Transformer NMT" (RANLP), section 3.2, as their released code maps words to BPE pieces
-(github.com/de9uch1/dbsa, ``scripts/bpe_dependency.py``, both versions in its history):
+Self-Attention for Transformer NMT" (RANLP), section 3.2, as their code maps words to BPE pieces
+(github.com/de9uch1/dbsa, ``scripts/bpe_dependency.py``):
 
-* a piece that is not its word's last depends on the next piece (so a word's pieces chain to its last piece);
-* a word's last piece depends on the **first** piece of the word's 1-best head word (the parser's tree);
+* a piece that is not its word's last depends on the next piece;
+* a word's last piece depends on the **first** piece of the word's 1-best head word;
 * the root word's last piece depends on itself.
 
-(Before an audit against the released code this module pointed a word's last piece at the head word's last piece
-and called that the authors' rule; this repository's earlier single-seed ``dbsa`` run (its results table at
-commit 03d7e4e) was trained with that rule.)
+EOS and padding have no parent (``IGNORE``). The 1-best tree is read from ``src_ldd`` (channels
+``BEST_OFFSET + group``, :mod:`fairseq_syntax.methods.ldd.distributions`).
 
-EOS and padding have no parent (target ``IGNORE``). The 1-best tree is read from the ``src_ldd`` side input of Pu &
-Sima'an's method (channels ``BEST_OFFSET + group``, :mod:`fairseq_syntax.methods.ldd.distributions`).
-
-Shapes: ``word_pairs`` ``B x C x S x S``, ``token_words`` ``B x T``, ``not_dependent`` ``B x T`` -> ``B x T`` token
-positions (int64), ``IGNORE`` where there is no target.
-"""
+Shapes: ``word_pairs`` ``B x C x S x S``, ``token_words`` ``B x T``, ``not_dependent`` ``B x T`` -> ``B x T``
+token positions (int64), ``IGNORE`` where there is no target."""
 import torch
 from torch import Tensor
 

@@ -1,14 +1,7 @@
 """Hierarchical accumulation: Nguyen, Joty, Hoi & Socher (2020), "Tree-Structured Attention with Hierarchical
-Accumulation", sections 4.1-4.4 and 5.
-
-* :mod:`.accumulation`: the per-batch structure (leaves, nodes, subtree masks, branch sizes, embedding bins) and the
-  accumulation of node values from their subtrees without the paper's ``m x n x d`` tensor;
-* :mod:`.attention`: the encoder self-attention (eqs. 12-18) and the decoder cross-attention (eqs. 21-24);
-* :mod:`.model`: ``transformer_hier_accum`` (+ ``_tiny``) and the SST classifier
-  ``transformer_hier_accum_classifier`` (task ``tree_classification``);
-* :mod:`.analysis`: the share of cross-attention on nodes vs leaves (Table 4),
-  ``fairseq-syntax-plot cross-attention-share``.
-"""
+Accumulation", sections 4.1-4.4 and 5: the accumulation (:mod:`.accumulation`), the encoder self-attention (eqs.
+12-18) and decoder cross-attention (eqs. 21-24) (:mod:`.attention`), ``transformer_hier_accum`` and its SST
+classifier (:mod:`.model`) and Table 4 (:mod:`.analysis`)."""
 from fairseq_syntax.core.method import Method, System
 
 METHOD = Method(

@@ -1,16 +1,12 @@
 """How much of the decoder's cross-attention goes to source phrases (nodes) and to tokens (leaves): Nguyen et al.
 (2020), Section 5.3 and Table 4.
 
-:func:`cross_attention_share` (model, batches) -> :class:`CrossAttentionShare`. Every batch is decoded with teacher
-forcing on its reference target; for every target token, decoder layer and head, the attention mass on the source
-nodes, leaves and EOS is recorded (the three sum to 1) and averaged over tokens, heads and layers (and per layer).
-Batches are those of a data directory made with ``--form preorder`` whose ``net_input`` holds ``src_parents``
-(``syntax_translation`` collates it when the model reads it; for another model, make the batches from
-``task.dataset(split).batching(["src_parents"])``); any encoder-decoder model whose decoder layers have
-``encoder_attn`` works, so the plain Transformer on the same preorder input can be compared with
-``transformer_hier_accum``. ``node_fraction`` is Table 4's "Leaves/Nodes" row: the nodes' share of the source
-positions, EOS left out.
-"""
+:func:`cross_attention_share` (model, batches) -> :class:`CrossAttentionShare`: with teacher forcing on the
+reference, per target token, decoder layer and head, the attention mass on source nodes, leaves and EOS (summing
+to 1), averaged over tokens, heads and layers (and per layer). Batches of a ``--form preorder`` data directory
+with ``src_parents`` (``task.dataset(split).batching(["src_parents"])``); any model whose decoder layers have
+``encoder_attn`` works. ``node_fraction`` is Table 4's "Leaves/Nodes" row: the nodes' share of source positions,
+EOS left out."""
 import logging
 from dataclasses import dataclass
 from typing import Dict, Iterable, List

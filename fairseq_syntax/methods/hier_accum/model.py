@@ -2,21 +2,16 @@
 section 4.4: fairseq's Transformer with tree-based encoder self-attention (eqs. 12-20) and decoder cross-attention
 (eqs. 21-24).
 
-Input: the preorder form of the source tree (``fairseq-syntax-preprocess --form preorder``), one token per leaf
-(subword) and per nonterminal node, and the side input ``src_parents`` ``B x T``. Nguyen et al. drop POS nodes
-except over BPE-split words (their footnote 2 and Appendix 7.4): that is ``--preterminals split``. fairseq's EOS is
-a leaf of its own (a second root), so node queries never see it and leaf queries do.
+Input: the preorder form (``fairseq-syntax-preprocess --form preorder``), one token per leaf (subword) and per
+nonterminal node, and ``src_parents`` ``B x T``. Nguyen et al. drop POS nodes except over BPE-split words
+(footnote 2, Appendix 7.4): ``--preterminals split``. fairseq's EOS is a leaf of its own (a second root).
 
-* Encoder: every layer's self-attention is :class:`~fairseq_syntax.methods.hier_accum.attention.
-  HierarchicalSelfAttention`; leaves and nodes share the LayerNorms and FFN (they are positions of one sequence).
-  Only the leaves get positional embeddings, numbered left to right (the paper's footnote 4). The structure
-  (:func:`~fairseq_syntax.methods.hier_accum.accumulation.accumulation_structure`) is built once per batch and
-  returned in ``encoder_out["source_structure"]`` (reordered with the beams).
-* Decoder: fairseq's decoder whose cross-attention is :class:`~fairseq_syntax.methods.hier_accum.attention.
-  HierarchicalCrossAttention`; it hands each layer the source padding together with that structure
-  (:class:`~fairseq_syntax.methods.hier_accum.attention.SourceTree`), so the tree is never rebuilt.
-* Ablations (paper Table 3): ``--no-hier-embed`` (encoder and decoder), ``--no-subtree-mask`` (encoder).
-"""
+* Encoder: :class:`~fairseq_syntax.methods.hier_accum.attention.HierarchicalSelfAttention` in every layer; leaves
+  and nodes share LayerNorms and FFN. Only leaves get positional embeddings, numbered left to right (footnote 4).
+  The structure is built once per batch, returned in ``encoder_out["source_structure"]``.
+* Decoder: cross-attention is :class:`~fairseq_syntax.methods.hier_accum.attention.HierarchicalCrossAttention`,
+  handed the source padding with that structure (:class:`~fairseq_syntax.methods.hier_accum.attention.SourceTree`).
+* Ablations (Table 3): ``--no-hier-embed`` (encoder and decoder), ``--no-subtree-mask`` (encoder)."""
 from dataclasses import dataclass, field
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
@@ -89,8 +84,7 @@ class HierAccumEncoder(SyntaxTransformerEncoder):
             collated=True,  # src_parents is made by collate_parents, which checked it on the host
             sizes=side_inputs.get("src_parents_sizes"),  # computed there too (none where a caller made the batch)
         )
-        # the cross-attention's padding mask (the encoder's, src_tokens == pad) as the kernel's additive mask
-        # B x 1 x 1 x S, once per batch for every decoder layer (and reordered with the beams, as the structure is)
+        # the cross-attention's padding mask as an additive B x 1 x 1 x S mask, once per batch
         structure["padding_bias"] = additive_mask(src_tokens.ne(self.padding_idx)[:, None, None, :])
         return structure
 

@@ -1,15 +1,8 @@
 """Labeled dependency distributions: Pu & Sima'an (2022), "Passing Parser Uncertainty to the Transformer: Labeled
-Dependency Distributions for Neural Machine Translation", sections 3.1-3.2, Table 1 and Appendix A.
-
-* :mod:`.distributions`: the 16 label groups, ``p(i, j, l)`` summed into them, the variants of Table 1;
-* :mod:`.side_input`: the side input ``src_ldd`` (stored sparse per word with the 1-best tree, batched at word
-  level), and its conversion of ``fairseq-interactive`` lines with a dependency parser;
-* :mod:`.preprocess`: ``fairseq-syntax-preprocess-dependencies`` (parser output -> ``.ldd`` side data);
-* :mod:`.making`: the maker of ``src_ldd`` this description declares, which a study calls where its systems read it;
-* :mod:`.attention`: ``softmax((Q K^T / sqrt(d)) * LDD_h)``, one head per label group, and LDA;
-* :mod:`.model`: ``transformer_ldd`` (+ ``_tiny``) with ``--syntax-variant``;
-* :mod:`.analysis`: the LDD layer's heads for one sentence (Figures 5-6), ``fairseq-syntax-plot ldd-attention``.
-"""
+Dependency Distributions for Neural Machine Translation", sections 3.1-3.2, Table 1 and Appendix A: the label
+groups and variants (:mod:`.distributions`), the side input ``src_ldd`` (:mod:`.side_input`, :mod:`.preprocess`,
+:mod:`.making`), the LDD layer and LDA (:mod:`.attention`), ``transformer_ldd`` (:mod:`.model`) and Figures 5-6
+(:mod:`.analysis`)."""
 from fairseq_syntax.core.method import Method, System
 from fairseq_syntax.core.side_data import SideData
 from fairseq_syntax.methods.ldd import making

@@ -1,27 +1,22 @@
 """The LDD sub-layer of Pu & Sima'an (2022), section 3.2: one attention head per dependency label group.
 
-Head h (of 16, one per group of Appendix A) scales its scaled dot-product scores element-wise by the parser's
-matrix ``LDD_h`` before the softmax:
+Head h (of 16, Appendix A's groups) scales its scores element-wise by the parser's ``LDD_h`` before the softmax:
 
     S_h = Q_h K_h^T / sqrt(d)          (eq. 3)
     N_h = softmax(S_h * LDD_h)         (eqs. 4-5)
     M_h = N_h V_h                      (eq. 6),   MultiHead = Concat(M_1 .. M_16) W_o   (eq. 7)
 
-``LDD_h[i, j]`` is the probability that token i's word depends on token j's word with a label of group h (the
-EOS column holds the root). A pair the parser gives probability 0 keeps score 0, so the head still attends there;
-the distributions nudge the scores rather than mask them. Padding keys are masked as usual.
+``LDD_h[i, j]``: the probability that token i's word depends on token j's word with a label of group h (the EOS
+column holds the root). A pair of probability 0 keeps score 0: the distributions nudge the scores, not mask them.
 
-:class:`DependencyAttentionOnly` is Table 1's LDA: "attention weights fixed equal to LDD (not learned)", so there
-are no query and key projections. Table 1 says LDA replaces S (eq. 3's scores) with the distributions, so eqs. 4-5
-give ``N_h = softmax_j(LDD_h)`` (``--syntax-variant lda``, the paper as written; the softmax of probabilities in
-[0, 1] is close to uniform: a probability of 1 weighs e = 2.7 times a 0). ``lda_weights`` reads "weights equal to
-LDD" literally: ``N_h = LDD_h`` itself, whose row sums to P(group h | i) <= 1, so a token that rarely takes a
-group-h head gets little from head h.
+:class:`DependencyAttentionOnly` is Table 1's LDA, "attention weights fixed equal to LDD (not learned)": no query
+or key projections. ``--syntax-variant lda`` (the paper as written) gives ``N_h = softmax_j(LDD_h)`` (near
+uniform: a probability of 1 weighs e times a 0); ``lda_weights`` uses ``N_h = LDD_h`` itself (rows sum to P(group
+h | i)).
 
-Shapes: ``x`` ``T x B x C``; ``structure["ldd"]`` ``B x 16 x T x T`` (see
-:func:`fairseq_syntax.methods.ldd.distributions.variant_distribution`); output ``T x B x C`` and weights
-``B x 16 x T x T``.
-"""
+Shapes: ``x`` ``T x B x C``; ``structure["ldd"]`` ``B x 16 x T x T``
+(:func:`fairseq_syntax.methods.ldd.distributions.variant_distribution`); output ``T x B x C``, weights
+``B x 16 x T x T``."""
 from typing import Optional, Tuple
 
 import torch

@@ -1,15 +1,13 @@
-"""``transformer_ldd``: Pu & Sima'an (2022), labeled dependency distributions in the first encoder layer (section 3.2).
+"""``transformer_ldd``: Pu & Sima'an (2022), labeled dependency distributions in the first encoder layer (section
+3.2).
 
-The first encoder self-attention has one head per label group (16, whatever ``--encoder-attention-heads`` says)
-and computes ``softmax((Q K^T / sqrt(d)) * LDD_h)`` (:mod:`fairseq_syntax.methods.ldd.attention`); the other
-layers, the decoder and everything else are fairseq's ``transformer``. ``--syntax-variant`` picks the row of the paper's
-Table 1 (:func:`fairseq_syntax.methods.ldd.distributions.variant_distribution`): ldd, udd, ldp, udp, uldd, uudd, or lda
-(the first layer's weights are the distributions, no queries and keys). BL is fairseq's ``transformer`` on the same data
-directory.
+The first encoder self-attention has one head per label group (16, whatever ``--encoder-attention-heads`` says):
+``softmax((Q K^T / sqrt(d)) * LDD_h)`` (:mod:`fairseq_syntax.methods.ldd.attention`); everything else is fairseq's
+``transformer``. ``--syntax-variant``: Table 1's row (ldd, udd, ldp, udp, uldd, uudd, lda;
+:func:`fairseq_syntax.methods.ldd.distributions.variant_distribution`). BL is fairseq's ``transformer``.
 
-Side input: ``src_ldd`` (word-level ``B x 34 x S x S`` and the word of each token ``B x T``,
-:mod:`fairseq_syntax.methods.ldd.side_input`); structure: ``ldd`` ``B x 16 x T x T``.
-"""
+Side input: ``src_ldd`` (``B x 34 x S x S`` and ``B x T``, :mod:`fairseq_syntax.methods.ldd.side_input`);
+structure: ``ldd`` ``B x 16 x T x T``."""
 from dataclasses import dataclass, field
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass

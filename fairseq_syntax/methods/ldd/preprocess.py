@@ -1,29 +1,22 @@
-"""``fairseq-syntax-preprocess-dependencies``: add the labeled dependency distributions (Pu & Sima'an 2022,
-section 3.1) of each source sentence to an existing data directory of the ``sequence`` form.
+"""``fairseq-syntax-preprocess-dependencies``: add the labeled dependency distributions (Pu & Sima'an 2022, section
+3.1) of each source sentence to an existing data directory of the ``sequence`` form.
 
-Inputs per split prefix ``P``: ``P.SRC``, the BPE'd source file the data directory was made from, and
-``P.ARCS_SUFFIX``, the parser's side data (one JSON object per line, ``fairseq_syntax.parsing.dependency``). For
-each sentence the words of the arcs file must equal the source tokens with BPE pieces merged, and the number of
-BPE tokens must equal the binarized sentence's. Labels are summed into the 16 groups of Appendix A (``--labels
-stanford``, as in the paper, or ``universal``, our UD adaptation); labeled pairs ``(dependent, head, group)`` below
-``--floor`` are dropped; the parser's 1-best tree (``best``), where the file has it, is stored beside them for the
-1-best variants. Output: ``{split}.SRC-TGT.SRC.ldd.{bin,idx}`` (format in ``fairseq_syntax.methods.ldd.side_input``),
-and per split a report of the probability mass: in the arcs file, outside the 16 groups (by label) and retained
-after the floor and quantisation, and the counts of sentences the parser fell back on (a flat tree whose label is
-outside the groups; kept, where the paper drops them from training) and of records without a 1-best tree. ``--labels``
-and ``--floor`` are recorded in the directory's ``syntax.json`` (``"ldd": {"labels": ..., "floor": ...}``), where
-``fairseq-interactive`` reads them to convert its own parses alike; a later run on the same directory must use the
-same settings. Each split's entry in ``"side_data"`` ties its side data to the binarized source it was made for
-(:mod:`fairseq_syntax.core.data_dir`; loading checks it).
+Inputs per split prefix ``P``: ``P.SRC`` (the BPE'd source the directory was made from) and ``P.ARCS_SUFFIX`` (the
+parser's side data, ``fairseq_syntax.parsing.dependency``). Each record's words must equal the source tokens with
+BPE merged, and the BPE token count the binarized sentence's. Labels are summed into the 16 groups of Appendix A
+(``--labels stanford`` as in the paper, or ``universal``, our UD adaptation); pairs ``(dependent, head, group)``
+below ``--floor`` are dropped; the 1-best tree (``best``) is stored where the file has it. Output:
+``{split}.SRC-TGT.SRC.ldd.{bin,idx}`` (``fairseq_syntax.methods.ldd.side_input``) and per split a report of the
+probability mass (in the file, outside the groups by label, retained after floor and quantisation), the parser's
+fallbacks (kept; the paper drops them) and records without a 1-best tree. ``--labels`` and ``--floor`` are
+recorded in ``syntax.json`` (``"ldd"``) for ``fairseq-interactive``; a later run must use the same.
+``"side_data"`` ties each split's side data to its binarized source (:mod:`fairseq_syntax.core.data_dir`).
 
-A data directory made with ``--skip-invalid`` lists the source lines left out in ``{split}.skipped.tsv``; the
-command reads it from ``--destdir`` and leaves those lines out of ``P.SRC`` and of the arcs file too (they are
-neither read nor checked), and says how many.
+Lines ``--skip-invalid`` left out (``{split}.skipped.tsv`` in ``--destdir``) are left out of ``P.SRC`` and the
+arcs file too, unread.
 
-Every problem stops with ``FILE:LINE: problem``. Each split's side data is written to ``.partial`` files first and
-renamed when whole; stopped by SIGTERM or Ctrl-C, the command removes them and ends in one line
-(:func:`fairseq_syntax.core.stopping.stopping_cleanly`).
-"""
+Every problem stops with ``FILE:LINE: problem``. Side data is written to ``.partial`` files, renamed when whole;
+stopped, the command removes them and ends in one line (:func:`fairseq_syntax.core.stopping.stopping_cleanly`)."""
 import argparse
 import logging
 import math
@@ -64,8 +57,7 @@ logger = logging.getLogger("fairseq_syntax.preprocess_dependencies")
 
 SUFFIX = "ldd"
 DEFAULT_FLOOR = 1e-3
-#: a word whose head probabilities sum to less than this in the arcs file has lost most of its distribution
-#: (a parser file keeps about 0.99 after its floors): such lines are named, the first few in the log
+#: a word whose head probabilities sum to less than this (a parser file keeps ~0.99) is named in the log
 LOW_MASS = 0.5
 LOW_MASS_LINES_LOGGED = 10
 
@@ -198,8 +190,7 @@ def convert_split(prefix: str, tokens_prefix: str, args, index: dict, listing: s
         raise SystemExit(f"error: {unreadable}")
     if not os.path.exists(arcs_file):
         raise SystemExit(f"error: {arcs_file}: no such file")
-    # The records are read as they are converted (a corpus's arcs file holds ~40 kB of parsed JSON a line, too much
-    # to hold); its lines are counted first, so that a file of another length is refused before anything is written.
+    # records are streamed; the lines are counted first, so a file of another length is refused before writing
     try:
         arcs_lines = sum(1 for _ in iter_lines_or_errors(arcs_file))
     except ValueError as error:  # a gzip file cut short
@@ -249,8 +240,8 @@ def convert_split(prefix: str, tokens_prefix: str, args, index: dict, listing: s
 
 
 def check_floor(floor: float) -> None:
-    """Stop with one line unless ``floor`` is a probability in [1/QUANTISATION, 1): NaN passes every comparison,
-    and at 1 no distribution of an uncertain parse keeps its mass, so the side data would be all zeros."""
+    """Stop with one line unless ``floor`` is in [1/QUANTISATION, 1) (NaN passes every comparison; at 1 the side data
+    would be all zeros)."""
     if math.isnan(floor):
         raise SystemExit(f"error: --floor {floor:g} is not a number: give a probability in (0, 1) (default "
                          f"{DEFAULT_FLOOR:g})")
@@ -263,8 +254,8 @@ def check_floor(floor: float) -> None:
 
 
 def record_settings(meta: dict, settings: dict, destdir: str) -> None:
-    """Adds ``"ldd": settings`` to syntax.json (keeping what fairseq-syntax-preprocess wrote), before any split is
-    converted, so side data never exists without its settings; refuses settings other than those recorded."""
+    """Adds ``"ldd": settings`` to syntax.json before any split is converted; refuses settings other than those
+    recorded."""
     path = os.path.join(destdir, META_FILE)
     recorded = meta.get(LDD_META_KEY)
     made = meta.get(SIDE_DATA_KEY, {}).get(SUFFIX)  # settings bind only side data made with them

@@ -1,35 +1,28 @@
 """Side input ``src_ldd``: the labeled dependency distributions of Pu & Sima'an (2022) (section 3.1), stored per
 source sentence at word level and expanded to BPE tokens per batch.
 
-On disk (``{split}.{src}-{tgt}.{src}.ldd.{bin,idx}``, fairseq mmap, uint16) each sentence is one flat array, in the
-compact layout (written since the side data format change that halved its size)::
+On disk (``{split}.{src}-{tgt}.{src}.ldd.{bin,idx}``, fairseq mmap, uint16) each sentence is one flat array, in
+the compact layout::
 
     [65535, n, w_1 .. w_n, c_1 .. c_W, (64 * head + channel, q) * K]
 
-or, for a sentence of more than 1023 words and in side data written before, the long layout::
+or, for a sentence of more than 1023 words (and older side data), the long layout::
 
     [n, w_1 .. w_n, (dependent, head, channel, q) * K]
 
 ``n`` BPE tokens, ``w_t`` the 1-based word of token t, then K sparse entries of the word-level tensor of
 :mod:`fairseq_syntax.methods.ldd.distributions`: dependent 1..W, head 0..W (0 = root), channel 0..33 (0..15 the
-label groups, 16 the labels outside them; 17 + g the parser's 1-best arc of the dependent, its label in group g, with
-q = 65535) and the probability quantised as ``q = round(p * 65535)`` (step 1.5e-5; distribution entries below the
-preprocessing floor are not stored). The compact layout lists the entries by dependent, ``c_d`` of dependent d, and
-packs head and channel into one value (head <= 1023, channel < 64): 4 bytes an entry and 2 a word, where the long
-layout takes 8 bytes an entry; both hold the same numbers, so the model's inputs are equal to the bit (a long-layout
-item never starts with 65535: it would be a sentence of 65535 tokens). All values must fit 16 bits. Side data made
-before the 1-best tree was stored has no channel above 16; the 1-best variants then refuse it.
+label groups, 16 outside them, 17 + g the 1-best arc with its label in group g, q = 65535) and
+``q = round(p * 65535)`` (entries below the preprocessing floor are not stored). The compact layout lists entries
+by dependent (``c_d`` of dependent d) and packs head and channel into one value: 4 bytes an entry, against 8; both
+decode to the same numbers (a long item never starts with 65535). Side data without channels above 16 has no
+1-best tree; the 1-best variants refuse it.
 
-:func:`record_item` makes that array from one parser record (:mod:`fairseq_syntax.parsing.dependency`) and the
-number of BPE pieces of each word; ``fairseq-syntax-preprocess-dependencies`` and ``fairseq-interactive``
-(:class:`InteractiveDependencies`) both call it, so a sentence gets the same array on either path.
-
-The collater (:func:`collate_ldd`) gives :class:`WordPairs`: the word-level ``B x 34 x S x S`` float32 tensor (row
-and column 0 the root, which fairseq's EOS stands for; the last word an all-zero one for padding) and the word of
-each token ``B x T`` aligned with ``src_tokens``. The model expands it to tokens
-(:func:`~fairseq_syntax.methods.ldd.distributions.variant_distribution`): at word level a batch is small and the
-``T x T`` tensors are made where the model runs.
-"""
+:func:`record_item` makes the array from one parser record and the BPE piece count of each word, for
+``fairseq-syntax-preprocess-dependencies`` and ``fairseq-interactive`` (:class:`InteractiveDependencies`) alike.
+:func:`collate_ldd` gives :class:`WordPairs`: the word-level ``B x 34 x S x S`` float32 tensor (row and column 0
+the root, i.e. fairseq's EOS; the last word all-zero for padding) and the word of each token ``B x T``; the model
+expands it to tokens (:func:`~fairseq_syntax.methods.ldd.distributions.variant_distribution`)."""
 import os
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
@@ -76,11 +69,8 @@ def quantise(probabilities: np.ndarray) -> np.ndarray:
 
 
 def encode_sentence(token_words: np.ndarray, arcs: GroupedArcs, floor: float, compact: bool = True) -> np.ndarray:
-    """The stored array (int32 values, written as uint16) of one sentence; drops entries below ``floor``. The
-    compact layout unless ``compact`` is False or the sentence has more than 1023 words (module docstring).
-
-    ``floor`` must be at least one quantisation step, so no stored entry is zero.
-    """
+    """The stored array (int32 values, written as uint16) of one sentence without entries below ``floor`` (at least
+    one quantisation step); compact unless ``compact`` is False or the sentence has over 1023 words."""
     if floor < 1 / QUANTISATION:
         raise ValueError(f"the floor {floor} is below one quantisation step (1/{QUANTISATION})")
     token_words = np.asarray(token_words, dtype=np.int64)
@@ -108,12 +98,9 @@ def encode_sentence(token_words: np.ndarray, arcs: GroupedArcs, floor: float, co
 def record_item(
     record: dict, pieces_per_word: Sequence[int], label_index: Dict[str, int], floor: float
 ) -> np.ndarray:
-    """One parser record and the BPE piece count of each of its words -> the stored array (:func:`encode_sentence`):
-    the grouped distributions and, where the record has it, the 1-best tree (channels ``BEST_OFFSET + group``).
-
-    Raises ``ValueError`` (the caller adds file and line) when the counts do not match the record's words or a
-    word has no head.
-    """
+    """One parser record and the BPE piece count of each word -> the stored array (:func:`encode_sentence`), with the
+    1-best tree where the record has it. ``ValueError`` when the counts do not match the words or a word has no
+    head."""
     words = record["words"]
     if len(pieces_per_word) != len(words):
         raise ValueError(f"{len(words)} parsed words, but BPE pieces for {len(pieces_per_word)} words")
@@ -159,8 +146,8 @@ def decode_sentence(item) -> StoredSentence:
 
 
 def token_counts(dataset) -> np.ndarray:
-    """The ``n`` of every stored sentence of a binarized ``src_ldd`` dataset (fairseq mmap), read from the items'
-    first two values (either layout, module docstring) without decoding them; -1 for an empty item."""
+    """The ``n`` of every stored sentence of a binarized ``src_ldd`` dataset (either layout), without decoding;
+    -1 for an empty item."""
     values = np.frombuffer(dataset._bin_buffer, dtype=STORAGE_DTYPE)
     sizes = np.asarray(dataset.sizes)
     if not len(values):
@@ -172,8 +159,8 @@ def token_counts(dataset) -> np.ndarray:
 
 
 class WordPairs(NamedTuple):
-    """A batch of ``src_ldd``: the word-level tensor and the word of each token (the model expands it, with its
-    ``--ldd-subword-heads`` rule; fairseq's device moves turn it into a plain tuple, so read it by position)."""
+    """A batch of ``src_ldd``: the word-level tensor and the word of each token (a plain tuple after fairseq's device
+    moves: read by position)."""
 
     word_pairs: torch.Tensor  # B x NUM_STORED_CHANNELS x S x S float32; row/column 0 = root, S - 1 = padding
     token_words: torch.Tensor  # B x T int64: word of each token, 0 (root) at EOS, S - 1 at padding
@@ -236,8 +223,7 @@ class InteractiveDependencyConfig:
 
 
 def ldd_settings(cfg, meta: dict, data_path: str) -> Tuple[str, float]:
-    """(label table, floor) the data directory's ``src_ldd`` was made with: recorded in syntax.json by
-    fairseq-syntax-preprocess-dependencies, or for an older directory given as task options."""
+    """(label table, floor) of the data directory's ``src_ldd``: from syntax.json, else the task options."""
     path = os.path.join(data_path, META_FILE)
     given = {"labels": cfg.source_dependency_labels, "floor": cfg.source_dependency_floor}
     recorded = meta.get(LDD_META_KEY)
@@ -260,16 +246,12 @@ def ldd_settings(cfg, meta: dict, data_path: str) -> Tuple[str, float]:
 
 
 class InteractiveDependencies:
-    """``fairseq-interactive`` sentences (the words :mod:`fairseq_syntax.core.interactive_source` read from a line)
-    -> the source tokens and the ``src_ldd`` item each sentence has in the data directory.
+    """``fairseq-interactive`` sentences -> source tokens and the ``src_ldd`` item each has in the data directory.
 
-    The sentences of a buffer are parsed together by ``--source-dependency-parser``; each word is BPE'd on its own
-    (the ``sequence`` form), and each parse goes through the offline code: :func:`sparse_record` (the floors of
-    ``preprocess/parse_dependency.py``: ``--source-dependency-arc-floor`` / ``--source-dependency-label-floor``),
-    then :func:`record_item` with the label table and floor ``fairseq-syntax-preprocess-dependencies`` recorded in
-    syntax.json. A sentence the parser cannot parse becomes a :class:`~fairseq_syntax.core.side_inputs.BadLine`
-    naming its line; the others are parsed as usual.
-    """
+    A buffer's sentences are parsed together by ``--source-dependency-parser``, each word BPE'd on its own, each
+    parse through :func:`sparse_record` (``--source-dependency-arc-floor`` / ``--source-dependency-label-floor``)
+    and :func:`record_item` with syntax.json's label table and floor. A sentence the parser cannot parse becomes a
+    :class:`~fairseq_syntax.core.side_inputs.BadLine`."""
 
     def __init__(self, cfg, meta: dict, data_path: str):
         if cfg.source_dependency_parser is None:

@@ -1,25 +1,20 @@
 """Parent-scaled self-attention (PASCAL): Bugliarello & Okazaki (2020), section 3 (the PASCAL head), as the authors'
-released code computes it (``fairseq/modules/multihead_pascal.py``).
+code computes it (``fairseq/modules/multihead_pascal.py``).
 
-In the first encoder layer, ``pascal_heads`` of the heads (the last ones, as the authors' code) scale their scaled
-dot-product scores element-wise by the Gaussian centred on the query token's parent (:mod:`.parents`) before the
-softmax; the other heads are plain:
+In the first encoder layer, the last ``pascal_heads`` heads scale their scores element-wise by the Gaussian
+centred on the query token's parent (:mod:`.parents`) before the softmax; the other heads are plain:
 
     S_h = Q_h K_h^T / sqrt(d)
     N_h[t, j] = S_h[t, j] * dist(p_t, j)          (PASCAL heads)
     M_h = softmax(N_h) V_h
 
 While training, each (head, query) row of a PASCAL head keeps its plain scores with probability
-``parent_ignoring`` (the authors' "parent ignoring", 0.4 in their released recipes), a dropout on the parent
-signal. Shapes: ``x`` ``T x B x C``; ``structure["parent_density"]`` ``B x T x T``; output ``T x B x C``, weights
-``B x H x T x T``.
+``parent_ignoring`` (the authors' "parent ignoring", 0.4 in their recipes). Shapes: ``x`` ``T x B x C``;
+``structure["parent_density"]`` ``B x T x T``; output ``T x B x C``, weights ``B x H x T x T``.
 
-Where this deliberately departs from the released code: the formula is the authors', their indexing is not copied.
-An audit of ``multihead_pascal.py`` (before this package's study over seeds) found that it scales the wrong rows of a batch (a
-PASCAL head's rows get the Gaussians of another sentence) and misaligns left-padded sentences (fairseq left-pads
-the source; the Gaussians do not move with the tokens). Here each sentence's density is built on its padded
-positions (:mod:`.parents`) and scales that sentence's PASCAL heads only.
-"""
+The formula is the authors', their indexing is not: ``multihead_pascal.py`` scales rows of another sentence of the
+batch and misaligns left-padded sentences. Here each sentence's density is built on its padded positions and
+scales that sentence's PASCAL heads only."""
 import torch
 from torch import Tensor
 
@@ -41,8 +36,7 @@ class ParentScaledSelfAttention(StructuredSelfAttention):
 
     def attention_scores(self, q: Tensor, k: Tensor, structure: Structure) -> Tensor:
         scores = torch.matmul(q, k.transpose(-1, -2)) * self.scaling  # B x H x T x T
-        # float32 from here to the softmax (which reads float32 anyway): the density peaks at 1 / (sigma sqrt(2 pi)),
-        # so with a small sigma the scaled scores leave float16's range (65504); the weights come back in q's dtype
+        # float32 to the softmax: with a small sigma the scaled scores leave float16's range
         scores = scores.float()
         density = structure["parent_density"].float()[:, None]  # B x 1 x T x T
         bsz, _, length, _ = scores.shape

@@ -1,13 +1,9 @@
 """``transformer_pascal``: Bugliarello & Okazaki (2020), parent-scaled self-attention in the first encoder layer.
 
 fairseq's ``transformer`` whose first encoder self-attention is :class:`.attention.ParentScaledSelfAttention`
-(``--pascal-heads`` of its heads, Gaussian of ``--pascal-sigma`` around the parent, ``--pascal-parent-ignoring``);
-everything else is fairseq's. The defaults are the authors' released En-De setting: 2 PASCAL heads, sigma 1,
-parent ignoring 0.4. The paper's 2 heads are 2 of 8; with a smaller model's 4 heads they are 2 of 4 (as in this
-repository's earlier single-seed ``pascal`` run, the results table at commit 03d7e4e). Side input: ``src_ldd`` (the
-dependency side data of Pu & Sima'an's method, of which it reads the parser's 1-best tree, :mod:`.parents`);
-structure: ``parent_density`` ``B x T x T``.
-"""
+(``--pascal-heads``, ``--pascal-sigma``, ``--pascal-parent-ignoring``; defaults: the authors' En-De setting, 2
+heads, sigma 1, parent ignoring 0.4). Side input: ``src_ldd`` (its 1-best tree, :mod:`.parents`); structure:
+``parent_density`` ``B x T x T``."""
 from dataclasses import dataclass, field
 
 from fairseq.dataclass import FairseqDataclass

@@ -1,23 +1,20 @@
-"""Where each token's dependency parent is, and the Gaussian over key positions centred there: Bugliarello &
-Okazaki (2020), "Enhancing Machine Translation with Dependency-Aware Self-Attention", section 3 (parent-scaled
-self-attention), as their released code computes it (github.com/e-bug/pascal: ``scripts/bpe_tags_mean.py`` and
+"""Where each token's dependency parent is, and the Gaussian over key positions centred there: Bugliarello & Okazaki
+(2020), "Enhancing Machine Translation with Dependency-Aware Self-Attention", section 3 (parent-scaled
+self-attention), as their code computes it (github.com/e-bug/pascal: ``scripts/bpe_tags_mean.py``,
 ``fairseq/modules/multihead_pascal.py``).
 
-* Parent position: the parser's 1-best head word of token t's word, at the mean position of that word's BPE pieces
-  (the authors' "mean" tags, their setting for the reported systems). A root word is its own parent (the authors
-  map head 0 to the word itself); fairseq's EOS, which is no word, is its own parent as well.
-* Weights: the normal density over key positions j with mean p_t and standard deviation sigma,
+* Parent position: the 1-best head word of token t's word, at the mean position of that word's BPE pieces (the
+  authors' "mean" tags). A root word, and fairseq's EOS, is its own parent.
+* Weights: the normal density over key positions j, mean p_t, standard deviation sigma (with its constant, as the
+  authors' ``normpdf``):
 
       dist(p_t, j) = exp(-(j - p_t)^2 / (2 sigma^2)) / sqrt(2 pi sigma^2)
 
-  (with its normalising constant, as the authors' ``normpdf``).
-
-The 1-best tree comes from the ``src_ldd`` side input of Pu & Sima'an's method (channels ``BEST_OFFSET + group``,
-:mod:`fairseq_syntax.methods.ldd.distributions`), so the two methods share one data path.
+The 1-best tree comes from ``src_ldd`` (channels ``BEST_OFFSET + group``,
+:mod:`fairseq_syntax.methods.ldd.distributions`).
 
 Shapes: ``word_pairs`` ``B x C x S x S``, ``token_words`` ``B x T`` -> parent positions ``B x T`` (float32);
-``parent_density(positions, sigma)`` -> ``B x T x T`` (query t, key j).
-"""
+``parent_density(positions, sigma)`` -> ``B x T x T`` (query t, key j)."""
 import math
 
 import torch
@@ -32,8 +29,7 @@ def parent_positions(word_pairs: Tensor, token_words: Tensor, not_dependent: Ten
     ``check_one_best``: refuse side data without the 1-best tree (:func:`.one_best_head_words`)."""
     bsz, length = token_words.shape
     size = word_pairs.size(-1)
-    # float32 whatever the side data's dtype (fairseq's --fp16 / --bf16 make it half): bfloat16 holds the integers
-    # only up to 256, float16 up to 2048, and a sum of a word's pieces' positions goes further
+    # float32 whatever the side data's dtype: half precision cannot hold sums of positions
     positions = torch.arange(length, device=token_words.device, dtype=torch.float32).expand(bsz, length)
     position_sum = positions.new_zeros(bsz, size).scatter_add_(1, token_words, positions)
     pieces = positions.new_zeros(bsz, size).scatter_add_(1, token_words, torch.ones_like(positions))

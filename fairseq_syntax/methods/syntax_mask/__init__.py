@@ -1,13 +1,6 @@
-"""Syntax attention masks: McDonald & Chiang (2021), "Syntax-Based Attention Masking for Neural Machine
-Translation", section 2, with their two baselines (fairseq's Transformer on the words, *Sequence*, and on the
-bracketed tree, *Linearized*).
-
-* :mod:`.relations`: the nine tree relations of a preorder-linearized tree (the masks ``M^m``);
-* :mod:`.attention`: ``softmax(Q K^T / sqrt(d) - exp(sum_m s_m M_m))`` with a learnable strength per relation
-  and head;
-* :mod:`.model`: ``transformer_syntax_mask`` (+ ``_tiny``), side input ``src_parents``;
-* :mod:`.analysis`: the learned strengths and masks (Figures 2-4), ``fairseq-syntax-plot mask-strengths``.
-"""
+"""Syntax attention masks: McDonald & Chiang (2021), "Syntax-Based Attention Masking for Neural Machine Translation",
+section 2, with their *Sequence* and *Linearized* baselines: the nine relations (:mod:`.relations`), the masked
+attention (:mod:`.attention`), ``transformer_syntax_mask`` (:mod:`.model`) and Figures 2-4 (:mod:`.analysis`)."""
 from fairseq_syntax.core.method import Method, System
 
 METHOD = Method(

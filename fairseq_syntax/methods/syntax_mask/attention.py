@@ -1,23 +1,20 @@
-"""Syntax attention masks: McDonald & Chiang (2021), "Syntax-Based Attention Masking for Neural Machine
-Translation", section 2:
+"""Syntax attention masks: McDonald & Chiang (2021), "Syntax-Based Attention Masking for Neural Machine Translation",
+section 2:
 
     alpha = softmax(Q K^T / sqrt(d_k) - exp(sum_m s^m M^m))
 
-with one binary mask ``M^m`` per tree relation (self, parent, child, left-sib, right-sib, anc, desc, left-other,
-right-other) and a learnable strength ``s^m`` per head, initialised to zero. The masks partition all pairs, so the
-sum picks one strength per pair: ``bias[b, h, i, j] = -exp(s[h, rel[b, i, j]])``. A relation left out of the
-chosen subset keeps strength 0, which adds the same constant ``-1`` to every score it covers.
+one binary mask ``M^m`` per tree relation (self, parent, child, left-sib, right-sib, anc, desc, left-other,
+right-other), a learnable strength ``s^m`` per head, initialised to zero. The masks partition all pairs:
+``bias[b, h, i, j] = -exp(s[h, rel[b, i, j]])``. A relation outside the chosen subset keeps strength 0 (a constant
+``-1``).
 
-Shapes: ``structure["relations"]`` is ``B x T x T`` (relation ids from
-:func:`fairseq_syntax.methods.syntax_mask.relations.relation_ids`, ``PAD_RELATION`` at padding); the bias is
+Shapes: ``structure["relations"]`` ``B x T x T``
+(:func:`fairseq_syntax.methods.syntax_mask.relations.relation_ids`, ``PAD_RELATION`` at padding); bias
 ``B x H x T x T``.
 
-Two computations of the same bias (tested equal, values and gradients): ``gather`` looks each pair's penalty up in
-the ``H x 10`` table (its backward scatter-adds ``B·T·T·H`` values into the table's 10·H cells), ``one_hot``
-multiplies the one-hot relations ``B x T x T x 10`` (built once per batch, ``structure["relation_one_hot"]``) by the
-table (its backward is a matrix product, which a GPU does without atomics). ``--mask-bias`` chooses; its default,
-``auto``, takes the one-hot product on CUDA and the gather elsewhere.
-"""
+``--mask-bias``: ``gather`` looks penalties up in the ``H x 10`` table (backward: scatter-add), ``one_hot``
+multiplies the one-hot relations ``B x T x T x 10`` (``structure["relation_one_hot"]``) by it (backward: a matrix
+product); ``auto`` takes the one-hot product on CUDA. Same values and gradients."""
 from typing import Optional, Sequence
 
 import torch
@@ -65,8 +62,5 @@ class RelationMaskAttention(StructuredSelfAttention):
         if "relation_one_hot" in structure:  # B x T x T x R
             return -torch.einsum("bijr,hr->bhij", structure["relation_one_hot"].to(penalties.dtype), penalties)
         relations = structure["relations"].long()  # B x T x T
-        # The lookup reads a float32 table: its backward adds B·T·T·H values into 10·H cells, which on a CPU sums in
-        # the table's dtype, and a bfloat16 sum stops growing once it is a few hundred times a term (2^8 to 2^9: 8
-        # significant bits). The bias comes back in the strengths' dtype.
-        # B x T x T x H -> B x H x T x T
+        # the lookup reads a float32 table: a bfloat16 scatter-add stops growing at a few hundred terms
         return -penalties.float().t()[relations].permute(0, 3, 1, 2).to(penalties.dtype)

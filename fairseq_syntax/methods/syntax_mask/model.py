@@ -51,10 +51,8 @@ class SyntaxMaskOptions(FairseqDataclass):
 
 
 def uses_one_hot(mask_bias: str, device: torch.device) -> bool:
-    """Whether ``--mask-bias`` computes the bias as a one-hot product on ``device``. ``auto`` takes the one-hot
-    product on CUDA, where the gather's backward (an indexed accumulate of B·T·T·H values into 10·H cells) took 95%
-    of a training step at 64 words on an H100 (``bench/cuda/README.md``), and the gather elsewhere, which on CPU is
-    as fast and needs no ``B x T x T x 10`` one-hot tensor (``bench/RESULTS.md``)."""
+    """Whether ``--mask-bias`` computes the bias as a one-hot product on ``device``: ``auto`` does on CUDA (the
+    gather's backward took 95% of a step at 64 words on an H100, ``bench/cuda/README.md``), not elsewhere."""
     return mask_bias == "one_hot" or (mask_bias == "auto" and device.type == "cuda")
 
 

@@ -1,13 +1,8 @@
 """Tree Transformer: Wang, Lee & Chen (2019), "Tree Transformer: Integrating Tree Structures into Self-Attention",
-sections 4-5 and 7.
-
-* :mod:`.attention`: constituent attention (neighbouring attention, hierarchical constraint, constituent prior);
-* :mod:`.model`: ``tree_transformer_lm`` (masked LM, task ``sentence_masked_lm`` of :mod:`.task`) and
-  ``transformer_constituent`` (the encoder in a translation model);
-* :mod:`.induction`, :mod:`.induce`: Algorithm 1 and ``fairseq-syntax-induce`` (unsupervised parsing with F1,
-  :mod:`.parseval`; link diagnostics, :mod:`.link_agreement`); :mod:`.masked_lm`: masked-word perplexity;
-* :mod:`.analysis`: the constituent prior of every layer (Figure 5), ``fairseq-syntax-plot constituent-prior``.
-"""
+sections 4-5 and 7: constituent attention (:mod:`.attention`), ``tree_transformer_lm`` and
+``transformer_constituent`` (:mod:`.model`, :mod:`.task`), Algorithm 1 and ``fairseq-syntax-induce``
+(:mod:`.induction`, :mod:`.induce`, :mod:`.parseval`, :mod:`.link_agreement`), masked-word perplexity
+(:mod:`.masked_lm`) and Figure 5 (:mod:`.analysis`)."""
 from fairseq_syntax.core.method import Method, System
 
 METHOD = Method(

@@ -1,18 +1,15 @@
 """Unsupervised parsing from Tree Transformer link probabilities: Wang, Lee & Chen (2019), section 6, Algorithm 1,
 and the trivial trees it is compared with (left-/right-branching, random by two draws).
 
-Pure functions over numpy arrays. A sentence of ``n`` words has ``links`` of shape ``L x (n-1)``: ``links[l, k]``
-is layer ``l``'s probability ``a^l_k`` that words ``k`` and ``k+1`` are in one constituent (``L x 0`` for one
-word). A tree is a nested tuple: a word is its index (``int``), a constituent the tuple of its children, e.g.
-``((0, 1), 2)`` for ``((w0 w1) w2)``. A node may have more than two children (Algorithm 1 leaves a span flat when
-no link in it is a breakpoint at the minimum layer).
+A sentence of ``n`` words has ``links`` ``L x (n-1)``: ``links[l, k]`` is layer ``l``'s ``a^l_k`` that words ``k``
+and ``k+1`` are in one constituent. A tree is a nested tuple: a word is its index, a constituent the tuple of its
+children (``((0, 1), 2)``); a node may have more than two children.
 
-Algorithm 1 (``descend_above=None``): start at the top layer; split a span at its weakest link ``b`` if
-``a^l_b <= threshold``, and parse both halves one layer lower (never below ``min_layer``); if the weakest link is
-above the threshold, retry the span one layer lower, or leave it flat at ``min_layer``. Spans of one or two words
-are not split. ``descend_above=0.7`` is the authors' released variant: a half moves one layer down only when its
-own weakest link (at the current layer) is above 0.7, and is otherwise split again at the current layer.
-"""
+Algorithm 1 (``descend_above=None``): from the top layer, split a span at its weakest link ``b`` if
+``a^l_b <= threshold`` and parse both halves one layer lower (never below ``min_layer``); else retry one layer
+lower, or leave the span flat at ``min_layer``. Spans of one or two words are not split. ``descend_above=0.7`` is
+the authors' released variant: a half moves down only when its own weakest link is above 0.7, else is split again
+at the current layer."""
 from __future__ import annotations
 
 from typing import Iterator, Optional, Sequence, Tuple, Union
@@ -85,11 +82,8 @@ def right_branching(num_words: int) -> Node:
 
 
 def random_tree(num_words: int, rng: np.random.Generator) -> Node:
-    """A random binary tree, the uniform-split draw: merge a uniformly chosen pair of adjacent nodes until one is left.
-
-    The gaps are merged in a uniformly random order, so every node's split point is uniform over its gaps (the same
-    trees as splitting top-down at a uniform point). At n=4: the balanced tree 1/3, each of the other four 1/6.
-    """
+    """A random binary tree, the uniform-split draw: merge a uniformly chosen pair of adjacent nodes until one is
+    left (every split point uniform over its gaps). At n=4: the balanced tree 1/3, each other 1/6."""
     nodes: list = list(range(num_words))
     while len(nodes) > 1:
         merge = int(rng.integers(len(nodes) - 1))
@@ -98,12 +92,9 @@ def random_tree(num_words: int, rng: np.random.Generator) -> Node:
 
 
 def random_shift_reduce_tree(num_words: int, rng: np.random.Generator) -> Node:
-    """A random binary tree, the shift-reduce draw of Kim et al.'s evaluation code (URNNG, compound PCFG: their
-    ``get_random_tree``): shift the first two words, then shift or reduce with probability 1/2 each while both are
-    possible (shift only with fewer than two nodes on the stack, reduce only once every word is shifted). Not the
-    uniform-split draw of :func:`random_tree`: at n=4 the balanced, left- and right-branching trees 1/4 each, the
-    other two 1/8 (a draw per step: SS then R (1/2) gives ((0 1) ..), then S, then R or S; SSS (1/4) gives right-
-    branching)."""
+    """A random binary tree, the shift-reduce draw of Kim et al.'s evaluation code (URNNG, compound PCFG:
+    ``get_random_tree``): shift two words, then shift or reduce with probability 1/2 while both are possible. At
+    n=4: balanced, left- and right-branching 1/4 each, the other two 1/8."""
     stack: list = []
     shifted = 0
     while shifted < num_words or len(stack) > 1:

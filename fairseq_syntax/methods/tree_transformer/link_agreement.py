@@ -1,19 +1,13 @@
 """How well each layer's link probabilities follow the gold trees, before any parsing algorithm is applied.
 
-Tree Transformer's link ``a^l_k`` (Wang, Lee & Chen 2019, eq. 8) should be high when words ``k`` and ``k+1`` sit in a
-small constituent together and low when only a large one holds both. For each layer we report Spearman's rank
-correlation, over all adjacent word pairs of all sentences, between ``a^l_k`` and minus the size (in words) of the
-smallest gold constituent holding both words: +1 means the links rank the pairs exactly as the gold trees do, 0
-no relation, and a negative value links that cut the gold constituents. F1 of Algorithm 1 mixes this with the
-algorithm's thresholds and layer schedule; this number isolates what the model has learnt.
+Tree Transformer's link ``a^l_k`` (Wang, Lee & Chen 2019, eq. 8) should be high when words ``k`` and ``k+1`` share
+a small constituent. Per layer: Spearman's rank correlation, over all adjacent word pairs, between ``a^l_k`` and
+minus the size of the smallest gold constituent holding both (+1: the links rank pairs as the gold trees do).
+Unlike F1 of Algorithm 1, it does not depend on thresholds or layer schedule. :func:`links_by_tag_pair`: the mean
+link of each POS tag pair per layer, beside the median size of its smallest gold constituent.
 
-:func:`links_by_tag_pair` says which word pairs the links join: the mean link of each pair of POS tags (``DT NN``,
-``NN IN``, ...) per layer, beside the median size of their smallest gold constituent.
-
-Inputs: per sentence, links ``L x (n-1)`` (as :mod:`fairseq_syntax.methods.tree_transformer.induction` reads them)
-and a :class:`~fairseq_syntax.methods.tree_transformer.parseval.GoldSentence` (non-trivial spans; the whole sentence
-is the fallback).
-"""
+Inputs: per sentence, links ``L x (n-1)`` and a
+:class:`~fairseq_syntax.methods.tree_transformer.parseval.GoldSentence`."""
 from __future__ import annotations
 
 from collections import defaultdict
@@ -55,12 +49,9 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def link_agreement(links: Sequence[np.ndarray], gold: Sequence[GoldSentence], offset: int = 0) -> List[float]:
-    """Per layer, Spearman's correlation between the links and minus the smallest gold constituent sizes.
-
-    ``offset`` compares the pair of words ``k, k+1`` with the link ``a_{k+offset}`` instead (pairs without such a
-    link are left out): a model whose links are high one pair away from the gold constituents (+1: to the right)
-    scores low at offset 0 and high there, which a misaligned input or a learnt shift would show.
-    """
+    """Per layer, Spearman's correlation between the links and minus the smallest gold constituent sizes. ``offset``
+    compares pair ``k, k+1`` with link ``a_{k+offset}`` (pairs without one left out), which shows links shifted
+    from the gold constituents."""
     if len(links) != len(gold):
         raise ValueError(f"{len(links)} sentences of links but {len(gold)} gold trees")
     all_sizes, all_links = [], []

@@ -1,18 +1,12 @@
 """Tree Transformer (Wang, Lee & Chen 2019): an encoder whose every layer uses constituent attention.
 
-* ``TreeTransformerEncoder``: the shared syntax encoder with
-  :class:`~fairseq_syntax.methods.tree_transformer.attention.ConstituentAttention` in every layer. It needs no side
-  inputs: the tree is induced from the text (``src_tokens`` ``B x T`` -> ``encoder_out`` ``[T x B x C]``). Its output
-  dict also holds ``link_probabilities``, a list of one ``B x (T-1)`` tensor per layer (``a^l`` of section 5, eq. 8,
-  the input of Algorithm 1).
-* ``tree_transformer_lm``: encoder-only masked language model (the paper's training, BERT masking), fairseq's
-  ``roberta`` model with this encoder; train it with fairseq's own ``--task masked_lm --criterion masked_lm``.
-  Archs ``tree_transformer_lm`` (the paper's L=10, d_model 512, 8 heads, FFN 2048, dropout 0.1) and
-  ``tree_transformer_lm_tiny``; both are ``roberta_prenorm`` otherwise (pre-norm layers like the authors' code),
-  so ``--arch roberta_prenorm`` with the same sizes is the plain Transformer encoder to compare with.
-* ``transformer_constituent``: the same encoder in fairseq's encoder-decoder ``transformer`` for translation, on
-  plain source text. Archs ``transformer_constituent`` and ``transformer_constituent_tiny``.
-"""
+* ``TreeTransformerEncoder``: :class:`~fairseq_syntax.methods.tree_transformer.attention.ConstituentAttention` in
+  every layer, no side inputs (``src_tokens`` ``B x T`` -> ``encoder_out`` ``[T x B x C]``); its output also holds
+  ``link_probabilities``, one ``B x (T-1)`` tensor per layer (``a^l``, eq. 8, the input of Algorithm 1).
+* ``tree_transformer_lm``: masked LM (the paper's training), fairseq's ``roberta`` with this encoder. Archs
+  ``tree_transformer_lm`` (L=10, d_model 512, 8 heads, FFN 2048, dropout 0.1) and ``_tiny``; otherwise
+  ``roberta_prenorm``, so ``--arch roberta_prenorm`` with the same sizes is the plain baseline.
+* ``transformer_constituent``: the same encoder in fairseq's ``transformer`` for translation (and ``_tiny``)."""
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 

@@ -1,23 +1,20 @@
 """Unlabeled bracketing F1 of induced trees in the grammar-induction convention, and recall per gold label.
 
-The convention is that of the PRPN / ON-LSTM evaluation (Shen et al. 2018a,b), which Tree Transformer (Wang, Lee &
-Chen 2019, section 7.2, Tables 1-2) follows; per-label recall is its Table 3 (after Kim et al. 2019b):
+The PRPN / ON-LSTM convention (Shen et al. 2018a,b), as Tree Transformer (Wang, Lee & Chen 2019, section 7.2,
+Tables 1-2) follows; per-label recall is its Table 3 (after Kim et al. 2019b):
 
-* words: a leaf counts only if its POS tag is in ``WORD_TAGS`` (ON-LSTM's list), so punctuation, traces
-  (``-NONE-``), currency symbols (``$``, ``#``) and brackets (``-LRB-``) leave both the sentence the model reads and
-  the gold tree;
-* gold spans: the constituents of the tree over the remaining words, as a set, so unary chains (also those the
-  removal leaves) count once; function tags are stripped from labels;
-* trivial spans are discarded from gold and prediction alike: single words and the whole sentence;
-* sentence level: precision, recall and F1 per sentence, then their means (the papers' headline number); a sentence
-  without gold spans has recall 1, and precision 1 too when nothing is predicted;
-* corpus level: matched / predicted and matched / gold summed over all sentences;
-* label recall: per gold label, the share of its non-trivial constituents whose span is predicted (each node of a
-  unary chain counts under its own label).
+* words: a leaf counts only if its POS tag is in ``WORD_TAGS`` (ON-LSTM's), so punctuation, traces, currency
+  symbols and brackets leave the sentence and the gold tree;
+* gold spans: the constituents over the remaining words, as a set (unary chains count once); function tags
+  stripped;
+* trivial spans (single words, the whole sentence) are discarded from gold and prediction;
+* sentence level: mean of per-sentence precision, recall and F1 (the headline number); no gold spans: recall 1, and
+  precision 1 when nothing is predicted;
+* corpus level: matched / predicted and matched / gold summed over sentences;
+* label recall: per gold label, the share of its non-trivial constituents predicted (each node of a unary chain
+  under its own label).
 
-Spans are ``(start, end)`` over word positions, end exclusive. Inputs: :class:`~fairseq_syntax.core.trees.Tree` gold
-trees and, per sentence, an iterable of predicted spans (trivial ones may be included; they are ignored).
-"""
+Spans are ``(start, end)``, end exclusive."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass

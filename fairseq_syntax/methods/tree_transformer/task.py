@@ -3,22 +3,15 @@ sample, ``<s> w_1 .. w_n </s>``, as Tree Transformer is trained (Wang, Lee & Che
 
 Two things differ from ``masked_lm``:
 
-* Sample building: each line of the binarized data is one sample. fairseq's own way to ask for that,
-  ``--sample-break-mode eos``, fails with numpy >= 2 (``TokenBlockDataset`` uses the removed ``np.compat.long``).
-  A sentence longer than ``--tokens-per-sample`` - 1 is refused by fairseq's size check (or skipped with
-  ``--skip-invalid-size-inputs-valid-test``), never cut.
-* Fresh masks every epoch, whatever the data loader does (:class:`SharedEpochMaskTokensDataset`). fairseq's
-  ``MaskTokensDataset`` draws sentence i's mask from (seed, epoch, i), the epoch set by ``set_epoch``; but with
-  ``--num-workers`` >= 1 (fairseq-train's default is 1) fairseq keeps one ``DataLoader`` and its worker processes
-  across epochs (``reuse_dataloader``, ``persistent_workers``), and ``set_epoch`` reaches only the main process's
-  copy of the dataset: the workers went on drawing epoch 1's masks, so every epoch showed the model the same masked
-  words. Here the epoch lives in shared memory, which the workers read at every item.
+* Each line of the binarized data is one sample (fairseq's ``--sample-break-mode eos`` fails with numpy >= 2). A
+  sentence longer than ``--tokens-per-sample`` - 1 is refused by fairseq's size check (or skipped), never cut.
+* Fresh masks every epoch (:class:`SharedEpochMaskTokensDataset`): with ``--num-workers`` >= 1 fairseq keeps its
+  data-loader workers across epochs and ``set_epoch`` reaches only the main process; here the epoch lives in shared
+  memory, read by the workers at every item.
 
-Masking (``--mask-prob 0.15`` of the tokens, 80% ``<mask>`` / 10% random / 10% unchanged), options and the
-``masked_lm`` criterion are fairseq's. Tensors: a sample is a 1-D LongTensor of n + 2 token ids; the batch's
-``net_input.src_tokens`` is (batch, max n + 2), its ``target`` the same shape with the masked positions' original
-ids and padding elsewhere.
-"""
+Masking (``--mask-prob 0.15``, 80% ``<mask>`` / 10% random / 10% unchanged), options and the ``masked_lm``
+criterion are fairseq's. A sample is a 1-D LongTensor of n + 2 ids; ``net_input.src_tokens`` is (batch, max n +
+2), ``target`` the same shape with the masked positions' original ids and padding elsewhere."""
 import logging
 import multiprocessing
 import os
@@ -46,13 +39,9 @@ logger = logging.getLogger(__name__)
 
 
 class SharedEpochMaskTokensDataset(MaskTokensDataset):
-    """fairseq's ``MaskTokensDataset`` with its epoch in shared memory.
-
-    ``MaskTokensDataset`` draws the mask of sentence ``index`` from ``hash((seed, epoch, index))``. Its ``epoch`` is
-    here a property over a ``multiprocessing.RawValue``: data-loader workers forked (or spawned) from the main
-    process share it, so the ``set_epoch`` of the main process reaches a worker that fairseq keeps across epochs.
-    The draw itself is fairseq's, unchanged: with ``--num-workers 0`` the masks are those of ``masked_lm``.
-    """
+    """fairseq's ``MaskTokensDataset`` (mask of sentence ``index`` from ``hash((seed, epoch, index))``) with
+    ``epoch`` a property over a ``multiprocessing.RawValue`` shared with data-loader workers. With
+    ``--num-workers 0`` the masks are ``masked_lm``'s."""
 
     def __init__(self, *args, **kwargs):
         self._shared_epoch = multiprocessing.RawValue("q", 0)  # before the parent's __init__, which sets epoch
@@ -68,9 +57,8 @@ class SharedEpochMaskTokensDataset(MaskTokensDataset):
 
     @classmethod
     def apply_mask(cls, dataset, *args, **kwargs):
-        """The masked input and the targets, as ``MaskTokensDataset.apply_mask`` but without its outer
-        ``LRUCacheDataset``: that cache is keyed by index alone, so it could hand a worker the last epoch's mask of a
-        sentence; the masking dataset's own cache is keyed by (seed, epoch, index)."""
+        """As ``MaskTokensDataset.apply_mask`` without its outer ``LRUCacheDataset`` (keyed by index alone, it could
+        return the last epoch's mask)."""
         dataset = LRUCacheDataset(dataset)  # the unmasked sentences, the same in every epoch
         return (cls(dataset, *args, **kwargs, return_masked_tokens=False),
                 cls(dataset, *args, **kwargs, return_masked_tokens=True))
@@ -98,9 +86,8 @@ class SentenceMaskedLMTask(CpuAutocastMixin, MaskedLMTask):
         super().load_state_dict({key: value for key, value in state_dict.items() if key != TRAINED_DICTIONARIES})
 
     def check_checkpoint(self, path: str, state: dict) -> None:
-        """A checkpoint loaded for this task (resumed training; the evaluation commands' ``--data``,
-        :func:`fairseq_syntax.core.model_inputs.load_model`): its dictionary against this data directory's
-        ``dict.txt``, else one line naming both (a checkpoint saved before the record: by its embedding rows)."""
+        """A checkpoint loaded for this task: its dictionary against this data directory's ``dict.txt`` (by embedding
+        rows where not recorded), else one line naming both."""
         dict_file = os.path.join(utils.split_paths(self.cfg.data)[0], "dict.txt")
         problem = dictionary_mismatch(path, state, {"source": (dict_file, self.dictionary)}, EMBEDDINGS,
                                       "its dictionary (fairseq-preprocess --only-source --srcdict with that "
