@@ -1,18 +1,14 @@
 """One fairseq dictionary from several: the dictionary of a corpus preprocessed in parts.
 
-``fairseq-syntax-preprocess`` holds a split in memory (about 1.2 kB a line), so a corpus of millions of lines is
-preprocessed in parts (docs/parsers.md, "A large corpus"), and fairseq trains on them as one data directory
-(``fairseq-train data-bin/part0:data-bin/part1``) with the dictionary of the first: every part must be binarized
-with the same dictionary, one that holds every part's tokens. Each part's dictionary is made first
-(``fairseq-syntax-preprocess ... --dict-only``), then
+A large corpus is preprocessed in parts (docs/parsers.md, "A large corpus") and trained on as one data directory
+(``fairseq-train data-bin/part0:data-bin/part1``), so every part must be binarized with one dictionary holding
+every part's tokens. After ``fairseq-syntax-preprocess ... --dict-only`` per part,
 
     python3 -m fairseq_syntax.cli.merge_dictionaries --output dict.txt part0/dict.en.txt part1/dict.en.txt
 
-sums their counts into one (fairseq's order: by count, then by symbol; padded to a multiple of 8 symbols, as
-fairseq-preprocess pads): the dictionary ``fairseq-preprocess --joined-dictionary`` makes of the whole split
-(``tests/recipes/test_large_corpus.py``), which every part is then binarized with (``--srcdict dict.txt``). A line
-that is not ``SYMBOL COUNT`` stops the command with ``FILE:LINE: problem``.
-"""
+sums their counts (fairseq's order: by count, then symbol; padded to a multiple of 8): the dictionary
+``fairseq-preprocess --joined-dictionary`` makes of the whole split, for ``--srcdict dict.txt``. A line that is
+not ``SYMBOL COUNT`` stops with ``FILE:LINE: problem``."""
 from __future__ import annotations
 
 import argparse

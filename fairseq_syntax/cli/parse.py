@@ -7,25 +7,18 @@
     fairseq-syntax-parse fetch --kind dependency --backend biaffine --model biaffine-dep-en
 
 ``constituency`` writes one PTB-bracketed tree a line (:mod:`fairseq_syntax.parsing.constituency`); ``dependency``
-the parser's full arc and label distributions, one JSON line a sentence, and with ``--conllu`` its 1-best trees
+the full arc and label distributions, one JSON line a sentence, and with ``--conllu`` the 1-best trees
 (:mod:`fairseq_syntax.parsing.dependency`). Line i of every output belongs to input line i; a sentence the parser
 cannot handle gets a flat fallback, listed in ``OUTPUT.skipped``.
 
-``--model`` is a local model (file or folder) or the name of a library's pretrained model, handed to it unchanged
-and downloaded once where the network allows (benepar ``benepar_en3``, ``benepar_de2``; SuPar ``crf-con-en``,
-``crf-con-xlmr``, ``biaffine-dep-en``; stanza ``en``, ``de``, ``de_hdt``, ...); without the network a name ends in
-one line, ``could not download NAME: REASON``, and nothing is written (:mod:`fairseq_syntax.parsing.models`).
-``fetch`` only downloads.
+``--model``: a local model or a library's model name (benepar ``benepar_en3``, ``benepar_de2``; SuPar
+``crf-con-en``, ``crf-con-xlmr``, ``biaffine-dep-en``; stanza ``en``, ``de``, ``de_hdt``, ...), downloaded once;
+without the network one line, ``could not download NAME: REASON``, and nothing written. ``fetch`` only downloads.
 
-The input is tokenized text (split on spaces) unless ``--raw``: then each line is tokenized for ``--lang``
-(default en) with sacremoses, or stanza's tokenizer where Moses knows no such language
-(:func:`fairseq_syntax.parsing.text.tokenizer`). ``--workers``, ``--num-shards``, ``--shard-id``, ``--merge`` and
-``--device`` cut a large corpus into shards (:mod:`fairseq_syntax.parsing.shards`).
-
-Beside each whole output, ``OUTPUT.parse.json`` records the model (name, or file name and digest), the input's
-digest and, for dependencies, the label scheme of the model (stanford or universal, read from its labels):
-:mod:`fairseq_syntax.parsing.parse_records`.
-"""
+Input is tokenized text unless ``--raw``: then tokenized for ``--lang`` (default en) with sacremoses or stanza
+(:func:`fairseq_syntax.parsing.text.tokenizer`). ``--workers``, ``--num-shards``, ``--shard-id``, ``--merge``,
+``--device``: :mod:`fairseq_syntax.parsing.shards`. ``OUTPUT.parse.json`` records the model, the input's digest
+and, for dependencies, the label scheme (:mod:`fairseq_syntax.parsing.parse_records`)."""
 from __future__ import annotations
 
 import argparse
@@ -138,9 +131,8 @@ def _run(args: argparse.Namespace, argv: list[str] | None) -> shards.ParseRun:
 
 
 def check_outputs(args: argparse.Namespace) -> None:
-    """One line (``SystemExit``) for an output that cannot be written, before any model is loaded: a folder, or in
-    a folder that is not there (:func:`fairseq_syntax.parsing.text.output_problem`); the files written beside
-    ``--output`` (its fallback list and record) too."""
+    """One line (``SystemExit``) for an output that cannot be written (a folder, or in a missing folder), the files
+    beside ``--output`` included, before any model is loaded."""
     outputs = [("--output", args.output), ("--conllu", getattr(args, "conllu", None)), ("--skipped", args.skipped),
                (None, args.output + ".skipped" if args.skipped is None else None), (None, record_path(args.output))]
     for option, path in outputs:
@@ -151,9 +143,8 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> shards.ParseRun | None:
-    """The command. SIGTERM and Ctrl-C stop it in one line with what it was writing removed (``.partial`` outputs,
-    the temporary folder a stanza model file starts in, the unfinished shards of its workers: finished shards are
-    kept); a worker keeps the stop of :data:`~fairseq_syntax.parsing.shards.WORKER_PRELUDE`."""
+    """The command. SIGTERM and Ctrl-C stop it in one line with what it was writing removed (finished shards are
+    kept)."""
     parser = get_parser()
     args = parser.parse_args(argv)
     worker = getattr(args, "parent_pid", None) is not None

@@ -1,35 +1,22 @@
 """``fairseq-syntax-preprocess``: a parallel corpus plus source trees -> a fairseq data directory with side data.
 
-Inputs per split prefix ``P``: ``P.SRC`` and ``P.TGT`` (tokenized, BPE applied: subword-nmt's ``@@`` joiner),
-``P.TREES_SUFFIX`` (one bracketed constituency tree per line over the *words* of ``P.SRC``). The BPE segmentation
-of each source line is carried onto its tree's leaves, so tree and tokens always agree. Output: what
-``fairseq-preprocess`` writes for the chosen input form (``sequence``, ``linearized``, ``preorder``), the side data
-``{split}.SRC-TGT.SRC.parents.{bin,idx}`` for ``preorder``, and ``syntax.json`` recording the form (and the
-fingerprint of the tokens the side data was made for, :mod:`fairseq_syntax.core.data_dir`).
+Inputs per split prefix ``P``: ``P.SRC`` and ``P.TGT`` (tokenized, subword-nmt BPE with ``@@``),
+``P.TREES_SUFFIX`` (one bracketed tree per line over the *words* of ``P.SRC``). Each line's BPE is carried onto
+its tree's leaves. Output: what ``fairseq-preprocess`` writes for the input form (``sequence``, ``linearized``,
+``preorder``), the side data ``{split}.SRC-TGT.SRC.parents.{bin,idx}`` for ``preorder``, and ``syntax.json`` (the
+form, the fingerprints of :mod:`fairseq_syntax.core.data_dir`, and for ``fairseq-interactive`` the BPE
+(``--bpe-codes``, ``--bpe-vocabulary``, ``--bpe-vocabulary-threshold``, copied into ``--destdir``; every source
+word checked to segment as they do), the parser (``--parser-backend``, ``--parser-model``, ``--parser-tagger``)
+and whether the trees carry POS tags).
 
-What ``fairseq-interactive`` needs to give an input sentence the same tokens is recorded too: the BPE the source
-was segmented with (``--bpe-codes``, ``--bpe-vocabulary``, ``--bpe-vocabulary-threshold``: the arguments of
-``subword-nmt apply-bpe``; the files are copied into ``--destdir``, and every source word is checked to be
-segmented as they segment it, :mod:`fairseq_syntax.core.bpe`), the parser that made the trees (``--parser-backend``,
-``--parser-model``, ``--parser-tagger``) and whether the trees carry POS tags (counted here), which
-:mod:`fairseq_syntax.core.interactive_source` checks ``--source-parser`` against.
+Every problem stops with ``FILE:LINE: problem`` unless ``--skip-invalid``: then the pair is left out, counted by
+reason and listed (``{split}.skipped.tsv``). A split without pairs stops the run.
 
-Every problem stops with ``FILE:LINE: problem`` (malformed tree, tree leaves that differ from the source words,
-line-count mismatch, over-long sentence), unless ``--skip-invalid`` is given: then the pair is left out of both
-sides and each skipped line is counted, by reason, and listed (``{split}.skipped.tsv``). A split without pairs
-(an empty file, or every pair skipped) stops too: fairseq cannot train or validate on it.
-
-``--destdir`` must not hold a data directory already (files of :data:`~fairseq_syntax.core.data_dir.
-DATA_FILE_PATTERNS`: dictionaries, binarized splits and side data of any form, syntax.json, listings, what a
-stopped run left): the command refuses, naming the files, rather than mixing an earlier run's side data with new
-tokens. ``--overwrite`` removes exactly those files (other files, e.g. ``parsers.json``, stay) once every split has
-been converted, so bad input stops the run before anything is removed. Nothing is written there before that point.
-
-The converted splits are written to a temporary folder first (``TMPDIR``, :func:`fairseq_syntax.core.stopping.
-temporary_directory`), a copy the size of the corpus, removed when the command ends, stopped by SIGTERM or Ctrl-C
-too (:func:`~fairseq_syntax.core.stopping.stopping_cleanly`: one line, exit status 143 or 130); what a SIGKILL left
-there is removed by the next run.
-"""
+``--destdir`` must not hold a data directory already (:data:`~fairseq_syntax.core.data_dir.DATA_FILE_PATTERNS`):
+the command refuses, naming the files. ``--overwrite`` removes exactly those files once every split is converted.
+Splits are converted in a temporary folder (:func:`fairseq_syntax.core.stopping.temporary_directory`), removed
+when the command ends or is stopped (:func:`~fairseq_syntax.core.stopping.stopping_cleanly`: exit status 143 or
+130)."""
 import argparse
 import logging
 import os
@@ -124,9 +111,8 @@ def convert_line(
     tree_line: str, src_line: str, form: str, preterminals: str, tree_file: str, line: int,
     bpe: Optional[SubwordNmtBpe] = None, src_file: str = "",
 ) -> Tuple[List[str], Optional[np.ndarray], str, bool]:
-    """One tree line and its BPE'd source line -> (tokens of the input form, parent array or None, the preterminal
-    mode used for this tree: ``auto`` resolved to ``keep`` or ``split``, whether the tree has POS tags). With
-    ``bpe``, each source word must be segmented as ``bpe`` segments it."""
+    """One tree line and its BPE'd source line -> (tokens of the input form, parent array or None, the resolved
+    preterminal mode, whether the tree has POS tags). With ``bpe``, each word must segment as ``bpe`` segments it."""
     try:
         tree = trees.parse_tree(tree_line, source=tree_file, line=line)
     except trees.TreeError as e:
@@ -164,9 +150,8 @@ def convert_line(
 
 def convert_split(prefix: str, args, out_prefix: str,
                   bpe: Optional[SubwordNmtBpe] = None) -> Tuple[List[np.ndarray], Counter, Counter, Counter]:
-    """Writes ``out_prefix.{src,tgt}`` in the chosen form (and ``out_prefix.skipped.tsv``, the lines skipped);
-    returns parent arrays, skip counts by reason, the number of trees under each preterminal mode and the number
-    with and without POS tags. A split left without pairs stops the run."""
+    """Writes ``out_prefix.{src,tgt}`` (and ``out_prefix.skipped.tsv``); returns parent arrays, skip counts by
+    reason, trees per preterminal mode and with / without POS tags. A split without pairs stops the run."""
     src_file, tgt_file = f"{prefix}.{args.source_lang}", f"{prefix}.{args.target_lang}"
     tree_file = f"{prefix}.{args.trees_suffix}"
     src, tgt, tree_lines = (read_lines_or_errors(path) for path in (src_file, tgt_file, tree_file))
@@ -235,8 +220,7 @@ def pos_tags(tagged: Counter) -> str:
 
 
 def parser_record(args, parser) -> Optional[dict]:
-    """syntax.json's ``parser`` (:mod:`fairseq_syntax.core.interactive_source`) from --parser-*: a local model file
-    by name and digest, a name to download as given."""
+    """syntax.json's ``parser`` from --parser-*: a local model file by name and digest, a name as given."""
     if args.parser_backend is None:
         if args.parser_model or args.parser_tagger:
             parser.error("--parser-model and --parser-tagger describe --parser-backend's parser: give it too")
@@ -271,9 +255,7 @@ def check_alignment(dest_prefix_tokens: str, dest_prefix_parents: str) -> None:
 
 
 def fairseq_arguments(args, fairseq_extra: List[str]) -> List[str]:
-    """The arguments of fairseq-preprocess (the splits' prefixes aside), checked before anything is written: fairseq
-    asserts on some only once it has written ``preprocess.log``, which made the corrected rerun refuse the directory
-    as a run that was stopped, and a missing dictionary was a traceback."""
+    """The arguments of fairseq-preprocess (splits aside), checked before anything is written."""
     from fairseq import options
     from fairseq.data import Dictionary
 

@@ -1,15 +1,4 @@
-"""Issue 70, items 1 and 2: a model file that is not one, and an output that cannot be written, are one line each.
-
-``fairseq-syntax-parse`` (and ``preprocess/parse_*.py``, which call it) loads every parser, tagger and stanza model
-through ``fairseq_syntax.parsing.models.load_model``: random bytes, an empty file, a junk folder, a fairseq checkpoint
-or a model of another kind become one line naming the path, what it holds and what the backend reads; rc 1, nothing
-written, with ``--workers 2`` no shard, log or lock left. An output in a folder that is not there, or that is a folder,
-is refused before any model is loaded, and no ``OUTPUT.partial`` outlives a failed write.
-
-The tiny models: a crf-con parser trained for one epoch here, conftest's dependency parser, an untrained tagger and
-one whose weights are gone (a tagger's file that does not load); the fairseq checkpoint holds the keys
-``fairseq.checkpoint_utils.save_checkpoint`` writes, with a one-tensor model.
-"""
+"""Issue 70, items 1 and 2: a model file that is not one, and an output that cannot be written, are one line each."""
 import os
 import subprocess
 import sys
@@ -240,8 +229,7 @@ def test_no_partial_file_outlives_a_failed_write(tmp_path):
 
 # --- the workers' parent
 class FakeWorker:
-    """A worker process that ends at its second poll with ``EXIT[shard]`` (None: runs on), its last log line an
-    error when it refused; it leaves a lock and a ``.partial`` output as a killed worker does."""
+    """A worker that ends at its second poll with ``EXIT[shard]``, leaving a lock and a ``.partial`` output."""
 
     EXIT: dict = {}
     started: list = []

@@ -1,8 +1,4 @@
-"""Reading run outputs packed into a folder's packed.tar.xz (fairseq_syntax/evaluation/packed_runs.py), from archives
-made here by hand with tarfile and sha256 (the format the recipes' packer, examples/pack_runs.py, writes: members
-named by their path below the archive's folder without .gz, the archive listed in SHA256SUMS beside it), so that the
-library reads that format whatever made it: every reader gets a file's text packed, gzipped or plain, named with or
-without .gz; an archive above a folder serves its files; a damaged, unlisted or stale copy is named, never read."""
+"""Reading outputs from hand-made packed.tar.xz archives: packed, gzipped or plain alike; bad copies named."""
 import gzip
 import hashlib
 import io

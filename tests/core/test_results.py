@@ -1,9 +1,4 @@
-"""Tests for the run records, their training logs and their results table (fairseq_syntax.evaluation.records,
-train_logs, results) and the fairseq-syntax-results command.
-
-The fairseq logs are written by hand in the formats fairseq 0.12's train.py and progress_bar.py print (copied
-from a real two-epoch run's output, numbers changed), and the expected table rows are written out in full.
-"""
+"""Run records, their training logs, the results table and fairseq-syntax-results, on hand-written fairseq logs."""
 import gzip
 import json
 from pathlib import Path
@@ -21,8 +16,7 @@ from fairseq_syntax.evaluation.run_commands import command_fields, record_argv
 from fairseq_syntax.evaluation.tables import Cell, Table, markdown_table, table_json, write_results
 from fairseq_syntax.evaluation.scoring import read_generate_output
 
-# fairseq-train stdout with the default (simple/tqdm) log format: two epochs, 3 updates each, a resumed run's
-# wall meter already at 90 s; the last end-of-epoch "train" line says 6 updates and 3725 s.
+# fairseq-train stdout (simple format): two epochs of 3 updates, wall meter from 90 s; the last says 6 and 3725 s
 STDOUT_LOG = """\
 2024-05-01 10:00:00 | INFO | fairseq_cli.train | task: TranslationTask
 2024-05-01 10:00:01 | INFO | fairseq.trainer | begin training epoch 1
@@ -77,8 +71,7 @@ def test_parse_train_log_takes_the_last_end_of_epoch_line(tmp_path, text):
 
 
 def test_parse_train_log_adds_up_the_wall_time_of_a_resumed_runs_fairseq_train_runs(tmp_path):
-    # epochs 1-2, then a start killed within epoch 3, then a start that resumes from epoch 2's checkpoint: each
-    # fairseq-train's wall meter starts from 0 again; the run's time is 500 + 510 s (the cut epoch is not counted)
+    # epochs 1-2, a start killed in epoch 3, a resumed start: each meter starts from 0; the time is 500 + 510 s
     def start(minute):
         return f"2026-11-27 10:{minute:02d}:00 | INFO | fairseq_cli.train | {{'_name': None, 'common': {{}}}}\n"
 
@@ -448,9 +441,7 @@ def over_seeds(system, bleu, chrf, epochs, versus, parsers=CONSTITUENCY):
                 parsers=parsers)
 
 
-#: the Multi30k study's comparisons (its config's): its 14 systems in the order the budget goes to them, five seeds
-#: for the eight where the answer was close, three for the rest; every method tested against the words alone
-#: (sequence) and against its controls (random trees; struct: random trees with the parse's phrase counts)
+#: the Multi30k study's comparisons: 14 systems in budget order, five or three seeds; each method vs sequence and controls
 MULTI30K_SYSTEMS = ("sequence", "mask", "mask_random", "hier_accum", "hier_accum_random", "udp", "udp_random", "ldd",
                     "linearized", "dbsa", "pascal", "dbsa_random", "mask_struct", "hier_accum_struct")
 MULTI30K_FIVE_SEEDS = ("sequence", "udp", "udp_random", "dbsa", "ldd", "mask", "mask_random", "dbsa_random")
@@ -464,8 +455,7 @@ MULTI30K = Comparisons(
 
 
 def study_records():
-    """Sequence, Mask and Mask on random trees over seeds 1 and 2, scored over their seeds; UDP's three seeds not
-    yet; and a single run of another dataset. Means and sds by hand in the tests."""
+    """Sequence, Mask, Mask on random trees over seeds 1-2, scored; UDP's three seeds not yet; another dataset's run."""
     control = dict(CONSTITUENCY, control={"structure": "random", "seed": 1})
     records = [
         seed_run("sequence", 1, 30.0, 50.0, 19, "sequence", "transformer"),
@@ -495,12 +485,10 @@ EXPECTED_SEEDS_TABLE = [
     # (30 + 32) / 2 = 31, sd |30 - 32| / sqrt(2) = 1.41; chrF (50 + 54) / 2 = 52, sd 4 / sqrt(2) = 2.83
     "| sequence | none (words only) | 2: 1, 2 | 31.00 ± 1.41 | 52.00 ± 2.83 | – | – | – | 20.0 |",
     "| mask | parse | 2: 1, 2 | 33.00 ± 1.41 | 55.00 ± 0.00 | 0.012 / 0.040 | – | – | 21.5 |",
-    # the control's row shows the test of the pair (here only the control's record, scored second, holds it) and
-    # names its method
+    # the control's row shows the test of the pair (only the control's record holds it) and names its method
     ("| mask_random | control: random structures (seed 1) | 2: 1, 2 | 32.00 ± 1.41 | 54.00 ± 1.41 | 0.300 / 0.200 "
      "| mask | 0.500 / 0.750 | 22.0 |"),
-    # not scored over its seeds yet: the mean and sd of its runs, (30 + 31 + 35) / 3 = 32, sd sqrt((4 + 1 + 9) / 2);
-    # epochs (18 + 19 + 23) / 3
+    # not scored over its seeds: mean (30 + 31 + 35) / 3 = 32, sd sqrt((4 + 1 + 9) / 2); epochs (18 + 19 + 23) / 3
     "| udp | parse | 3: 1, 2, 3 | 32.00 ± 2.65 | 52.00 ± 0.00 | – | – | – | 20.0 |",
 ]
 
@@ -539,13 +527,10 @@ def with_curve(record, curve, command_tail):
 
 
 def test_convergence_table_names_the_checkpoint_fairseq_kept_and_the_epochs_past_patience():
-    # seed 1: best 3.50 at epoch 3, then 3.60, 3.52, 3.70, 3.55, 3.51: 5 epochs without a better value, patience 5
-    # stops it at epoch 8; seed 2: still improving when the cap of 4 epochs stopped it
+    # seed 1: best 3.50 at epoch 3, patience 5 stops it at 8; seed 2: stopped by the cap of 4 epochs
     flat = [[1, 5.0], [2, 4.0], [3, 3.5], [4, 3.6], [5, 3.52], [6, 3.7], [7, 3.55], [8, 3.51]]
     falling = [[1, 5.0], [2, 4.0], [3, 3.9], [4, 3.8]]
-    # seed 3 (Sequence seed 1 of the study, in small): epoch 4 ties epoch 2's 3.663, so fairseq writes
-    # checkpoint_best.pt again at 4, but patience counts from the strict best at 2: 3, 4, 5, 6, 7 -> stop at 7;
-    # epoch 8 was trained past it (a resume that counted patience afresh)
+    # seed 3: epoch 4 ties epoch 2's 3.663 (best written again), patience counts from 2 -> stop at 7; 8 trained past
     tied = [[1, 4.0], [2, 3.663], [3, 3.7], [4, 3.663], [5, 3.7], [6, 3.68], [7, 3.69], [8, 3.7]]
     # seed 4: stopped by patience at 7 (best at 2), and the epoch past it ties the best: the checkpoint kept is 8's
     late = [[1, 4.0], [2, 3.5], [3, 3.6], [4, 3.6], [5, 3.6], [6, 3.6], [7, 3.6], [8, 3.5]]
@@ -584,8 +569,7 @@ def test_convergence_table_names_the_checkpoint_fairseq_kept_and_the_epochs_past
 def test_the_convergence_replay_follows_fairseqs_two_rules_on_ties():
     from fairseq_syntax.evaluation.convergence import kept_epoch, patience_stop, replay
 
-    # minimise: 3.0 at 2, tied at 4 and 6: the checkpoint is written at 2, 4 and 6, patience counts from 2 (epochs 3,
-    # 4, 5, 6 are its 1st to 4th validations without a strict improvement)
+    # minimise: 3.0 at 2, tied at 4 and 6: written at 2, 4, 6; patience counts from 2
     curve = [(1, 4.0), (2, 3.0), (3, 3.5), (4, 3.0), (5, 3.2), (6, 3.0)]
     assert kept_epoch(curve) == (6, 3.0)
     assert patience_stop(curve, 3) == 5 and patience_stop(curve, 4) == 6 and patience_stop(curve, 5) is None
@@ -709,16 +693,12 @@ RULE_AND_TEST = (
 
 def test_the_answer_states_each_method_against_sequence_and_its_controls():
     records = study_records()
-    # the test of mask against its control sits in the control's record (scored second), as control minus mask:
-    # its interval [-2.0, 0.5] is mask minus control [-0.5, 2.0]
+    # the control's record holds control minus mask [-2.0, 0.5]: mask minus control is [-0.5, 2.0]
     control = next(r for r in records if r["system"] == "mask_random" and "seeds" in r)
     control["significance"]["mask"]["BLEU"]["delta_ci"] = [-2.0, 0.5]
     lines = render_markdown(records, comparisons=MULTI30K).splitlines()
     start = lines.index("### Answer so far")
-    # sequence 31.00 ± 1.41; mask 33 / 55 against sequence 31 / 52 (p 0.012 / 0.04: both below 0.05, both up);
-    # against mask_random 32 / 54: +1 / +1 at p 0.5 / 0.75. udp: three runs, not scored over them; its control
-    # and five methods of the study's grid not started (7 methods in all, the controls not counted); the study gives
-    # sequence, mask, its random control and udp five seeds each (dbsa_random too: no run yet)
+    # mask 33 / 55 vs sequence 31 / 52 (p 0.012 / 0.04): up; vs mask_random +1 / +1 (p 0.5 / 0.75); udp unscored
     assert lines[start + 2] == (
         "1 of 7 methods scored over their seeds, against sequence at 31.00 ± 1.41 BLEU (2 seeds). Against the words "
         "alone: better: mask; no measurable difference: none; worse: none; mixed: none. Is it the parse? Against the "
@@ -790,9 +770,7 @@ def test_seeds_that_land_after_a_system_was_scored_are_shown_until_it_is_scored_
 
 
 def test_a_test_over_fewer_seeds_than_its_rows_show_is_a_dash_until_scored_again():
-    """Mask's control was scored against Mask's seed 1 alone (a lane of one seed): the pair's test is over 1 and 2
-    seeds where the rows show 2 and 2, so neither the table nor the answer reads it (it would pair a p over fewer
-    seeds with the means over all); once the control's record holds a test over both rows' seeds, both do."""
+    """A control's test over fewer seeds than the rows show is read by neither table nor answer until rescored."""
     records = study_records()
     control = next(r for r in records if r["system"] == "mask_random" and "seeds" in r)
     control["significance"]["mask"].update(seeds_a=1, seeds_b=2)  # a: the baseline (mask), b: the record's system
@@ -858,8 +836,7 @@ def test_the_readme_block_is_a_verdict_table_and_a_few_sentences():
     results = render_json(records, STUDY_SOURCES, MULTI30K)
     block = readme_block(results, "examples/multi30k/RESULTS.md")
     assert block[0].startswith(f"{README_BEGIN} examples/multi30k/RESULTS.json`") and block[-1] == README_END
-    # the table's seeds: sequence 2, mask 2, mask_random 2, udp 3 (runs not yet scored over their seeds count);
-    # the study's grid: 8 systems x 5 seeds + 6 x 3; the kinds of control its methods have: random and struct
+    # seeds: sequence 2, mask 2, mask_random 2, udp 3; grid 8 x 5 + 6 x 3; controls random and struct
     assert block[1:-1] == [
         ("**The answer so far** (multi30k-10k, 9 of the study's 58 runs finished): each method against sequence "
          "(31.00 ± 1.41 BLEU over 2 seeds) and against itself on control structures (random: random trees; struct: "
@@ -867,8 +844,7 @@ def test_the_readme_block_is_a_verdict_table_and_a_few_sentences():
         "",
         "| Method | Seeds | vs sequence | vs its random control | vs its struct control |",
         "|---|---|---|---|---|",
-        # mask 33 / 55 against sequence 31 / 52: +2 / +3, both p below 0.05 (0.012, 0.040): better; against
-        # mask_random 32 / 54: +1 / +1 at p 0.5 / 0.75 (the control's record holds the test); mask_struct: no run
+        # mask vs sequence +2 / +3, p 0.012 / 0.040: better; vs mask_random +1 / +1 at p 0.5 / 0.75; mask_struct: no run
         ("| mask | 2 of 5 | **better**: +2.00 BLEU (p 0.012) | no measurable difference: +1.00 BLEU (p 0.500) | "
          "no run yet |"),
         # three runs, not scored over them: no test yet; its control no run; no struct control of its own
@@ -879,15 +855,13 @@ def test_the_readme_block_is_a_verdict_table_and_a_few_sentences():
          "ldd, linearized, dbsa, pascal, dbsa_random, mask_struct, hier_accum_struct; more seeds: sequence (2 of 5), "
          "mask (2 of 5), mask_random (2 of 5), udp (3 of 5)."),
         readme_link("examples/multi30k/RESULTS.md")]
-    # the seed-aware test's p-values: a borderline p (|0.045 - 0.05| <= 2 x 0.003) says so; chrF's p is far from
-    # 0.05 and the verdict holds in both metrics: BLEU's difference and p alone
+    # a borderline p (|0.045 - 0.05| <= 2 x 0.003) says so; chrF far from 0.05 agrees: BLEU's difference and p alone
     mask = next(r for r in records if r["system"] == "mask" and "seeds" in r)
     mask["significance"]["sequence"] = seeds_report(0.045, 0.003, 0.012, 0.0011, welch_t=2.5)
     row = next(line for line in readme_block(render_json(records, comparisons=MULTI30K), "RESULTS.md")
                if line.startswith("| mask |"))
     assert row.startswith("| mask | 2 of 5 | **better** (borderline): +2.00 BLEU (p 0.045) | ")
-    # the metrics disagree (BLEU p 0.3, chrF p 0.01): mixed, each metric's difference and p; a borderline chrF p
-    # (|0.056 - 0.05| <= 2 x 0.004) is shown beside BLEU's
+    # metrics disagree (BLEU p 0.3, chrF p 0.01): mixed; a borderline chrF p is shown beside BLEU's
     mask["significance"]["sequence"] = seeds_report(0.3, 0.004, 0.01, 0.001)
     next(r for r in records if r["system"] == "mask_random" and "seeds" in r)["significance"]["mask"] = \
         seeds_report(0.5, 0.005, 0.056, 0.004)
@@ -941,8 +915,7 @@ TREE = Comparisons("sequence", {"tree_random": ("tree", "random")})
 def test_a_table_with_every_method_scored_gives_the_answer_not_the_answer_so_far():
     from fairseq_syntax.evaluation.study_answer import readme_block
 
-    # Sequence, and a method and its control over their seeds, with comparisons that plan nothing: nothing is
-    # waiting and nothing is missing, so the answer is complete
+    # Sequence, a method and its control, comparisons planning nothing: the answer is complete
     renamed = {"mask": "tree", "mask_random": "tree_random"}
     records = []
     for record in study_records():
@@ -1001,8 +974,7 @@ def test_the_baseline_and_the_controls_are_the_comparisons_not_the_names():
     from fairseq_syntax.evaluation.seeds_figure import positions, seeds_rows
     from fairseq_syntax.evaluation.study_answer import readme_block
 
-    # the study's table with its baseline called words and Mask's control mask_shuffled: declared so, it reads as
-    # the table of sequence and mask_random does, row for row
+    # baseline called words, Mask's control mask_shuffled, declared so: the same table as sequence / mask_random
     records = renamed_study({"sequence": "words", "mask_random": "mask_shuffled"})
     words = Comparisons("words", {"mask_shuffled": ("mask", "random")})
     lines = render_markdown(records, comparisons=words).splitlines()
@@ -1011,8 +983,7 @@ def test_the_baseline_and_the_controls_are_the_comparisons_not_the_names():
         ("| System | Structure read | Seeds | BLEU (mean ± sd) | chrF (mean ± sd) | p vs words (BLEU / chrF) | Control "
          "of | p vs its method (BLEU / chrF) | Epochs (mean) |"),
         "|---|---|---|---|---|---|---|---|---|",
-        # words is no system of the registry: its records name the parses of its data, so "parse", where the
-        # registry's sequence reads "none (words only)"
+        # words is no registry system: its records name the parses of its data, so "parse"
         "| words | parse | 2: 1, 2 | 31.00 ± 1.41 | 52.00 ± 2.83 | – | – | – | 20.0 |",
         "| mask | parse | 2: 1, 2 | 33.00 ± 1.41 | 55.00 ± 0.00 | 0.012 / 0.040 | – | – | 21.5 |",
         ("| mask_shuffled | control: random structures (seed 1) | 2: 1, 2 | 32.00 ± 1.41 | 54.00 ± 1.41 | 0.300 / "
@@ -1031,8 +1002,7 @@ def test_the_baseline_and_the_controls_are_the_comparisons_not_the_names():
     assert block[5:8] == [
         "| mask | 2 | **better**: +2.00 BLEU (p 0.012) | no measurable difference: +1.00 BLEU (p 0.500) |",
         "| udp | 3 | – |  |", ""]
-    # the same records with the registry's comparisons: no row is its baseline (sequence) and mask_shuffled is
-    # no control of the registry's, so it is a method of its own: every row in its records' place
+    # the registry's comparisons: no row is sequence, mask_shuffled is no control: every row its own method
     default = render_markdown(records).splitlines()
     assert [line.split(" | ")[0] for line in default if line.startswith("| ") and " | 2: 1, 2 | " in line] == [
         "| mask", "| mask_shuffled", "| words"]
@@ -1176,8 +1146,7 @@ def test_a_run_without_a_seed_in_a_seeds_table_is_a_row_with_no_seeds_not_a_trac
 
 
 def test_an_answer_with_no_system_tested_yet_names_no_rounds():
-    """A study's first runs (only its baseline scored over seeds): the answer's test line says no test has run, not
-    "(? rounds" (the De->En report of its Sequence seeds had that)."""
+    """A study with only its baseline scored: the answer's test line says no test has run."""
     from fairseq_syntax.evaluation.study_answer import _test_text
 
     assert _test_text([]).startswith("Test: two-sided seed-aware paired bootstrap (none run yet; each p ± its ")

@@ -1,8 +1,4 @@
-"""Tests for fairseq_syntax.evaluation.scoring and the fairseq-syntax-score command.
-
-Scores are checked against sacrebleu's own command line on the same files, and BLEU-1 / RIBES / length buckets
-against values worked out by hand in the comments.
-"""
+"""Tests for fairseq_syntax.evaluation.scoring and the fairseq-syntax-score command."""
 import gzip
 import itertools
 import json
@@ -111,8 +107,7 @@ def test_tokenized_bleu_matches_sacrebleu_with_no_tokenizer(tmp_path):
 
 
 def test_bleu_1_by_hand():
-    # Sentence 1: 3 of 3 unigrams match; sentence 2: "the" x4 against one "the" clips to 1 of 4.
-    # Corpus: 4 matches / 7 hypothesis words; lengths 7 vs 8 give BP = exp(1 - 8/7).
+    # sentence 1: 3 of 3 unigrams match; sentence 2: "the" x4 clips to 1 of 4; 4 / 7 matched, BP = exp(1 - 8/7)
     hyps = ["the cat sat", "the the the the"]
     refs = ["the cat sat on the mat", "the cat"]
     expected = 100 * (4 / 7) * math.exp(1 - 8 / 7)
@@ -120,8 +115,7 @@ def test_bleu_1_by_hand():
 
 
 def test_ribes_by_hand_and_against_nltk():
-    # "b a c" against "a b c": word ranks [1, 0, 2], 2 of 3 pairs ascending, Kendall tau 1/3, normalised 2/3;
-    # all words matched (p1 = 1) and no brevity penalty.
+    # "b a c" vs "a b c": ranks [1, 0, 2], tau 1/3, normalised 2/3; p1 = 1, no brevity penalty
     assert ribes(["b a c"], ["a b c"]) == pytest.approx(100 * 2 / 3)
     # The 13a tokenizer splits "mat." into "mat ." before RIBES sees the words.
     hyps, refs = ["the cat sat on the mat.", "a dog runs"], ["the cat sat on a mat.", "a big dog runs fast"]
@@ -472,9 +466,7 @@ def test_two_sided_bootstrap_p_is_twice_the_smaller_tail_at_zero():
     assert two_sided_bootstrap_p([0.0] * 10) == 1.0  # no difference ever: capped at 1
 
 
-# Three 4-word references; a hypothesis that copies j of them and leaves the others empty has every n-gram precision
-# 1 and BLEU = 100 exp(1 - 12 / 4j), the brevity penalty: j = 3: 100, j = 2: 100 e^-0.5 = 60.65, j = 1: 100 e^-2
-# = 13.53, j = 0: 0.
+# hypothesis copying j of three 4-word references: BLEU 100 exp(1 - 12 / 4j): 100, 60.65, 13.53, 0
 THREE = ["the cat sat down", "a dog ran off", "two owls flew by"]
 
 
@@ -485,15 +477,13 @@ def bleu_of_copies(j):
 def test_seed_bootstrap_resamples_sentences_and_each_systems_seeds_by_hand():
     system = [THREE, [THREE[0], THREE[1], ""]]  # seed BLEU 100 and 60.65
     baseline = [[THREE[0], "", ""], THREE]  # 13.53 and 100
-    # four rounds: (sentence ids, baseline's seeds, system's seeds). A system's score in a round: the mean m of its
-    # two seeds' scores on the round's sentences, plus sqrt(2 / (2 - 1)) times the drawn seeds' mean minus m
+    # four rounds: (sentence ids, baseline's seeds, system's seeds); a score: m + sqrt(2) (drawn seeds' mean - m)
     draws = SeedDraws(sentences=np.array([[0, 1, 2], [2, 2, 2], [1, 1, 2], [0, 0, 0]]),
                       seeds_a=np.array([[0, 1], [0, 0], [0, 0], [0, 1]]),
                       seeds_b=np.array([[0, 1], [0, 0], [0, 1], [1, 0]]))
     scale = math.sqrt(2)
     deltas = [(100 + bleu_of_copies(2)) / 2 - (bleu_of_copies(1) + 100) / 2,  # the test set itself: 23.56
-              # sentence 3 thrice: system seeds 100 and 0 (m 50), seed 1 drawn twice: 50 + sqrt(2) 50; the
-              # baseline's 0 and 100 (m 50), its seed 1 (0) drawn twice: 50 - sqrt(2) 50
+              # sentence 3 thrice: system 50 + sqrt(2) 50, baseline 50 - sqrt(2) 50
               (50 + scale * 50) - (50 - scale * 50),
               # sentences 2, 2, 3: the system's seeds 100 and 60.65, both drawn; the baseline's 0 and 100, seed 1 twice
               (100 + bleu_of_copies(2)) / 2 - (50 - scale * 50),
@@ -502,8 +492,7 @@ def test_seed_bootstrap_resamples_sentences_and_each_systems_seeds_by_hand():
     bleu = report["BLEU"]
     assert bleu["a"] == pytest.approx((bleu_of_copies(1) + 100) / 2) and bleu["b"] == pytest.approx(80.3265, abs=1e-4)
     assert bleu["delta"] == pytest.approx(deltas[0])
-    # one of the four differences is at or below 0, all four at or above: p = 2 * (1 + 1) / (4 + 1), and its
-    # Monte-Carlo error 2 sqrt(q (1 - q) / 4) with q = 0.4
+    # one of four differences <= 0, all >= 0: p = 2 * (1 + 1) / (4 + 1), MC error 2 sqrt(q (1 - q) / 4), q = 0.4
     assert bleu["p_value"] == pytest.approx(0.8) and bleu["p_mc_se"] == pytest.approx(2 * math.sqrt(0.4 * 0.6 / 4))
     assert bleu["delta_ci"] == pytest.approx(list(np.percentile(deltas, [2.5, 97.5])))
     # Welch over the seeds' scores: variances (100 - 13.53)^2 / 2 and (100 - 60.65)^2 / 2, each over 2 seeds
@@ -515,9 +504,7 @@ def test_seed_bootstrap_resamples_sentences_and_each_systems_seeds_by_hand():
 
 
 def test_the_scaled_seed_resampling_gives_the_unbiased_variance_of_a_mean_of_seeds():
-    # three seeds scoring 1, 2 and 6 (mean 3, sample variance (4 + 1 + 9) / 2 = 7) in every round; over all 27
-    # equally likely draws of three seeds, the plain resampled mean has variance (2 / 3) 7 / 3 = 14 / 9, the scaled
-    # one (factor sqrt(3 / 2)) 7 / 3 = s^2 / k
+    # seeds scoring 1, 2, 6 (variance 7): resampled mean variance (2 / 3) 7 / 3, scaled by sqrt(3 / 2): 7 / 3
     assert seed_scale(3) == pytest.approx(math.sqrt(1.5)) and seed_scale(1) == 1.0
     draws = np.array(list(itertools.product(range(3), repeat=3)))
     scores = np.tile([1.0, 2.0, 6.0], (27, 1))
@@ -528,8 +515,7 @@ def test_the_scaled_seed_resampling_gives_the_unbiased_variance_of_a_mean_of_see
 
 
 def test_welch_test_by_hand():
-    # a = 0, 2 and b = 3, 5: means 1 and 4, variances 2 and 2: t = 3 / sqrt(2 / 2 + 2 / 2) = 2.1213, df = 2, where
-    # Student's t has P(|T| > t) = 1 - t / sqrt(t^2 + 2)
+    # a = 0, 2 and b = 3, 5: t = 3 / sqrt(2 / 2 + 2 / 2) = 2.1213, df 2, P(|T| > t) = 1 - t / sqrt(t^2 + 2)
     test = welch_test([0, 2], [3, 5])
     t = 3 / math.sqrt(2)
     assert test["t"] == pytest.approx(t) and test["df"] == pytest.approx(2.0)
@@ -566,8 +552,7 @@ def test_vectorised_bleu_and_chrf_equal_sacrebleus_on_any_sums_of_sentence_stati
 
 
 def test_a_systems_first_seed_is_tested_over_seeds_against_a_baseline_of_several(tmp_path, files):
-    # the study's first run of a control (one seed) against its method's three: the seed-aware test, with the
-    # baseline's comma-separated decodes read one by one (read as one run's file, they were "no such file")
+    # a control's one seed against its method's three: the baseline's comma-separated decodes read one by one
     ref, hyp = files
     bases = [write_lines(tmp_path / f"base{k}.txt", [text] * 6) for k, text in
              enumerate(("A man.", "A dog.", "A boy."), start=1)]

@@ -1,5 +1,4 @@
-"""The short results table a terminal shows (fairseq-syntax-results --terminal; examples/demo/run.sh ends with it):
-system, BLEU, chrF, p against a baseline and training time, best BLEU first, under 100 columns."""
+"""fairseq-syntax-results --terminal: system, BLEU, chrF, p, time; best BLEU first, under 100 columns."""
 import json
 
 from fairseq_syntax.cli.results import main, terminal_table

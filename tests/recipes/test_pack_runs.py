@@ -1,8 +1,4 @@
-"""Finished runs' gzipped logs and decodes packed into their folder's packed.tar.xz by the recipes' packer
-(examples/pack_runs.py) and read by the library (fairseq_syntax/evaluation/packed_runs.py): every reader gets the
-same text from the archive, only finished runs are packed, a damaged archive is named, the archive is the same bytes
-wherever it is made, a reader waits for a packer in another process, and a recipe's log folders packed into the
-archive of the folder above them are read and listed as before."""
+"""Finished runs packed by examples/pack_runs.py and read by evaluation/packed_runs.py: same text, safe, stable."""
 import gzip
 import hashlib
 import importlib.util
@@ -27,8 +23,7 @@ LOG = ("2024-05-01 10:00:03 | INFO | train | epoch 001 | loss 4.4 | num_updates 
 
 
 def kept_run(runs, run, hypotheses, record=True):
-    """A run as run_system leaves it: its gzipped decode, train log and decode log, and its record (a stand-in
-    naming the run)."""
+    """A run as run_system leaves it: gzipped decode, train log, decode log, and a stand-in record."""
     for suffix, text in ((".gen.gz", "".join(f"H-{i}\t-0.5\t{h}\n" for i, h in enumerate(hypotheses))),
                          (".train.log.gz", LOG), (".gen.log.gz", "Generate test with beam=5: BLEU4 = 1.00\n")):
         with gzip.open(runs / f"{run}{suffix}", "wt", encoding="utf-8") as out:
@@ -237,8 +232,7 @@ def test_packed_records_are_found_and_read_like_files_and_a_packed_run_is_not_re
             "examples/pack_runs.py unpack RUNS_DIR NAME)") in refusal
 
 
-# Another process packing: it holds the folder's lock while it replaces the archive, then (a second later) writes
-# SHA256SUMS and removes the files it packed, as pack does between those steps.
+# another process packing: holds the lock while replacing the archive, then writes SHA256SUMS, removes files
 SLOW_PACKER = """
 import os, sys, time
 from pathlib import Path
@@ -266,8 +260,7 @@ def test_a_reader_waits_for_a_packer_in_another_process_and_never_sees_its_steps
     try:
         while not signal.exists():
             assert packer.poll() is None, "the packer stopped before replacing the archive"
-        # read while the archive is new and its checksum old, and while the packed file is still on disk: each
-        # reader waits for the packer's lock instead of calling the archive damaged or the file stale
+        # read mid-pack: each reader waits for the packer's lock, never calls the archive damaged or the file stale
         assert packed_runs.read_bytes(runs / "mask_random.seed1.gen") == b"H-0\t\tein\n"
         assert packed_runs.has(runs / "mask.seed1.gen.gz")
         assert "mask_random.seed1.gen" in [path.name for path in packed_runs.rglob(runs, ".gen")]
