@@ -1,40 +1,27 @@
 """One training-speed measurement in a fresh process: fairseq's own task, model, criterion and ``Trainer.train_step``
 on a fixed list of batches, reporting tokens per second and the peak memory that training adds.
 
-Usage: ``python3 bench/measure.py`` first prints ``ARCHS [names]`` (every arch fairseq knows once
-``--user-dir fairseq_syntax`` is imported, as fairseq-train does, and once the benchmark's own models of
-:mod:`hier_accum_dense.dense` are registered), then reads one JSON spec per stdin line and answers each with one
-stdout line ``RESULT {json}`` (or ``ERROR {json}``). It imports torch, fairseq and ``fairseq_syntax``
-once and forks a fresh child process per spec, so every measurement starts from the same state without paying the
-imports again. A spec::
+``python3 bench/measure.py`` first prints ``ARCHS [names]`` (every arch fairseq knows with
+``--user-dir fairseq_syntax``, and :mod:`hier_accum_dense.dense`'s), then answers each JSON spec on stdin with one
+stdout line ``RESULT {json}`` (or ``ERROR {json}``). It imports torch, fairseq and ``fairseq_syntax`` once and
+forks a child per spec. A spec::
 
     {"data": DATA_DIR, "train_args": [fairseq-train options after DATA], "batches": [[sentence ids], ...],
      "warmup": 2, "precision": "fp32", "threads": 1, "device": "cpu"}
 
-The first ``warmup`` batches are trained on and not timed (oneDNN primitive caches, Adam state allocation); each
-later batch is collated from the dataset (side inputs included: collating them is part of what a model costs) and
-trained on, timed both as wall-clock and as CPU time of this process. With one thread the CPU time is the time
-the process computed, not the time it waited for the shared cores, so it is the steadier of the two.
+The first ``warmup`` batches are not timed; each later batch is collated (side inputs included) and trained on,
+timed by wall clock and by this process's CPU time (with one thread, the steadier). Memory: ``peak_mem_mb`` is the
+peak RSS during training (after resetting it, ``/proc/self/clear_refs``) minus the RSS once everything is built.
+``precision``: one of :data:`precision.PRECISIONS`.
 
-Memory: the resident set (RSS) after the task, data, model and trainer are built is the baseline; Linux's peak-RSS
-counter is then reset (``/proc/self/clear_refs``) and ``peak_mem_mb`` is the peak RSS during training minus the
-baseline: activations, gradients, optimizer state and collated batches, as the OS sees them.
+``"generate": {"batches": [[sentence ids], ...], "warmup": 1, "beam": 5}`` (optional): beam search as
+``fairseq-generate`` runs it over those batches, hypotheses held at the longest reference's length (``--min-len``
+= ``--max-len-b``, ``--max-len-a 0``) so every system decodes the same steps; ``generate_tokens_per_s``: tokens
+(EOS included) of each best hypothesis per second.
 
-``precision``: one of :data:`precision.PRECISIONS` (fp32 and the CPU bf16 variants).
-
-``"generate": {"batches": [[sentence ids], ...], "warmup": 1, "beam": 5}`` (optional): after training, beam search
-as ``fairseq-generate`` runs it (``task.build_generator`` and ``task.inference_step``, beam 5, the model in eval
-mode) over those batches, the first ``warmup`` of them not timed. Each batch's hypotheses are held at the length of
-its longest reference (``--min-len`` = ``--max-len-b`` = that length, ``--max-len-a 0``), so that every system
-decodes the same number of steps for the same sentences, whatever its few updates of training taught it; timed as
-the training steps are (CPU time on a CPU, synchronized wall clock on a GPU): ``generate_tokens_per_s`` is the
-tokens (EOS included) of each sentence's best hypothesis per second.
-
-``device: "cuda"`` (``train_args`` without ``--cpu``): fairseq's Trainer puts the model on the GPU; each timed step
-ends with ``torch.cuda.synchronize()``, so ``tokens_per_s`` is target tokens per wall-clock second of the GPU work
-(CPU time says nothing there), and ``peak_mem_mb`` is the peak of ``torch.cuda.max_memory_allocated`` during training
-minus the memory allocated before it (the model's weights): activations, gradients, optimizer state and batches.
-"""
+``device: "cuda"`` (``train_args`` without ``--cpu``): each timed step ends with ``torch.cuda.synchronize()``;
+``tokens_per_s`` is per wall-clock second, ``peak_mem_mb`` the peak of ``torch.cuda.max_memory_allocated`` minus
+the memory allocated before training."""
 import json
 import os
 import sys
@@ -67,8 +54,7 @@ def reset_peak_rss() -> None:
 
 
 def import_models() -> None:
-    """What fairseq-train's ``--user-dir fairseq_syntax`` registers, and the benchmark's own models (the dense
-    hierarchical accumulation, ``bench/hier_accum_dense``)."""
+    """What ``--user-dir fairseq_syntax`` registers, and ``bench/hier_accum_dense``'s models."""
     from fairseq import utils
 
     utils.import_user_module(Namespace(user_dir=USER_DIR))
@@ -136,8 +122,7 @@ class CudaMeter:
 
 
 def batch_maker(task):
-    """``collate(ids)``: the batch of those training sentences as the task's batch iterator makes it (side inputs
-    included: collating them is part of what a model costs)."""
+    """``collate(ids)``: the batch of those training sentences as the task's batch iterator makes it."""
     dataset = task.dataset("train")
     if hasattr(task, "batched_side_inputs"):  # syntax_translation: the view its batch iterator batches
         dataset = dataset.batching(task.batched_side_inputs(dataset))
@@ -154,7 +139,7 @@ def clock(device: str) -> float:
 
 
 def generation_speed(task, model, collate, meter, generate: dict, device: str) -> dict:
-    """Beam search over ``generate["batches"]`` (see the module's docstring): tokens per second and what was decoded."""
+    """Beam search over ``generate["batches"]`` (module docstring): tokens per second and what was decoded."""
     from fairseq import utils
 
     model.eval()

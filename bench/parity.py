@@ -1,14 +1,11 @@
 """``python3 bench/parity.py``: does CPU bf16 training reach the BLEU of fp32? Trains one architecture on the demo
-corpus (``examples/demo``: synthetic translation with gold trees) once in fp32 and once per bf16 variant of
-:mod:`precision`, at the benchmark's model size (Multi30k recipe: 3+3 layers, d=256) with the demo's dropout and
-optimizer, the same seed and batches, then decodes the test set and scores every variant against fp32 with
-``fairseq-syntax-score`` (paired bootstrap). Writes ``PARITY.md`` and ``PARITY.json`` to ``--out`` (default: this
-folder), with each run's CPU and wall time and its peak RSS (``ru_maxrss`` of the training process).
+corpus (``examples/demo``) once in fp32 and once per bf16 variant of :mod:`precision`, at the benchmark's model
+size with the demo's dropout and optimizer, same seed and batches, then decodes the test set and scores each
+variant against fp32 with ``fairseq-syntax-score`` (paired bootstrap). Writes ``PARITY.md`` and ``PARITY.json`` to
+``--out`` (default: this folder), with each run's CPU and wall time and peak RSS.
 
-The runs train at the same time, one torch thread each, so their CPU times compare (their wall times depend on
-what else the shared cores run). ``python3 bench/parity.py --train PRECISION DATA SAVE_DIR`` is one training run
-(fairseq_cli.train with the precision applied); the main command starts those itself.
-"""
+The runs train at once, one torch thread each, so their CPU times compare.
+``python3 bench/parity.py --train PRECISION DATA SAVE_DIR`` is one training run (the main command starts those)."""
 import argparse
 import json
 import os

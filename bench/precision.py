@@ -1,16 +1,12 @@
-"""bf16 training on CPU with fairseq's ``Trainer``: the variants the benchmark measures against fp32 and the parity
-check trains with. Each call changes the whole process (a class method, the cfg), so use it in a process of its own.
+"""bf16 training on CPU with fairseq's ``Trainer``: the variants the benchmark and the parity check train with. Each
+call changes the whole process, so use it in a process of its own.
 
   ``fp32``                  fairseq as it is;
-  ``bf16_autocast``         ``Trainer.train_step`` (forward, backward, optimizer step) under
-                            ``torch.autocast("cpu", torch.bfloat16)``: fp32 weights and optimizer, matmuls in bf16,
-                            softmax / layer norm / loss in fp32 as autocast decides;
-  ``bf16_autocast_layers``  autocast only inside the encoder and decoder layers (the matmul-heavy part), their
-                            outputs cast back to fp32: embeddings, output projection and loss stay fp32;
-  ``bf16_weights``          model and criterion in bf16 with fp32 master weights in the optimizer: fairseq's own
-                            ``--bf16`` path (``FP16Optimizer`` without loss scaling), which fairseq's command line only
-                            allows together with ``--tpu``; set on the cfg here, it runs on CPU.
-"""
+  ``bf16_autocast``         ``Trainer.train_step`` under ``torch.autocast("cpu", torch.bfloat16)``: fp32 weights and
+                            optimizer, matmuls in bf16;
+  ``bf16_autocast_layers``  autocast only inside the encoder and decoder layers, outputs cast back to fp32;
+  ``bf16_weights``          model and criterion in bf16, fp32 master weights: fairseq's ``--bf16`` path
+                            (``FP16Optimizer`` without loss scaling), set on the cfg to run on CPU."""
 import functools
 
 import torch

@@ -1,22 +1,17 @@
-"""``python3 bench/profile_step.py --out DIR [--device cuda] [--words 64]``: ``torch.profiler`` over one training step
-of every benchmarked architecture (``bench/run.py --list``, its variants too) and of fairseq's transformer on each
-input form they read, on the benchmark's synthetic data and batches, after the benchmark's warm-up steps.
+"""``python3 bench/profile_step.py --out DIR [--device cuda] [--words 64]``: ``torch.profiler`` over one training
+step of every benchmarked architecture (``bench/run.py --list``, variants too) and of fairseq's transformer on
+each input form they read, on the benchmark's data and batches, after its warm-up steps.
 
-The files are written again after each system, so a run stopped by a time limit leaves the systems done so far.
-Each system runs in a fresh (forked) process, as in ``bench/measure.py``: fairseq's ``Trainer.train_step`` on the
-warm-up batches, then one step timed without the profiler (synchronized on a GPU; CPU time of the process on a CPU,
-one torch thread), the collation of its batch timed on its own, then one step (collating its batch included) under the profiler. Writes
+Each system runs in a forked process (as ``bench/measure.py``): warm-up steps, one step timed without the profiler
+(synchronized on a GPU; process CPU time on a CPU, one thread), its batch's collation timed alone, then one step
+under the profiler. Files are rewritten after each system. Writes
 
-* ``DIR/profile.txt``: a summary (each system's unprofiled step time, the kernels it launched on the GPU or the
-  ``aten::`` operator calls on a CPU, both as ratios to fairseq's transformer on the same input form), then per
-  system the profiler's table of the operators that took the most self time;
-* ``DIR/profile.json``: the same numbers, one record per system (``top``: the operators of the table).
+* ``DIR/profile.txt``: each system's unprofiled step time and GPU kernels launched (or ``aten::`` calls on a CPU),
+  as ratios to fairseq's transformer on the same form, then per system the profiler's top self-time operators;
+* ``DIR/profile.json``: the same numbers, one record per system (``top``: the table's operators).
 
-``--collate-only`` times only the collation of the batches, each system's side inputs included (``DIR/collate.txt``,
-``DIR/collate.json``): the host's share of the step, which fairseq's data-loader workers take off the training
-process. ``--tiny`` profiles the ``*_tiny`` archs (a dry run of the GPU window's plan on a CPU); ``--time-budget`` and
-``--deadline`` skip the systems that would end after them.
-"""
+``--collate-only`` times only the collation, side inputs included (``DIR/collate.{txt,json}``). ``--tiny``
+profiles the ``*_tiny`` archs; ``--time-budget`` and ``--deadline`` skip systems that would end after them."""
 import argparse
 import json
 import os
@@ -93,8 +88,7 @@ def with_baselines(records: list[dict]):
 
 
 def collate_step(spec: dict) -> dict:
-    """In a forked child: the host time (CPU time, one thread) to collate each of the batches, side inputs included, as
-    the step timed by :func:`profile_step` does before training on it; no training."""
+    """In a forked child: the host CPU time (one thread) to collate each batch, side inputs included; no training."""
     import statistics
 
     import torch

@@ -1,11 +1,9 @@
 """Ratios from interleaved measurements, and the tables of ``bench/RESULTS.md``.
 
-A measurement is one fresh training process (``bench/measure.py``): ``tokens_per_s`` (target tokens per CPU
-second), ``wall_tokens_per_s``, ``peak_mem_mb`` and, where decoding was measured, ``generate_tokens_per_s``. Measurements are grouped by repeat (round): within a round a
-system and its baseline ran back to back on the same batches, so each round gives one ratio (system / baseline)
-and the reported ratio is the median over rounds. Pairing within rounds cancels the slow drift of the load that
-other workers put on the shared cores; the median discards a round that one burst of load spoiled.
-"""
+A measurement is one training process (``bench/measure.py``): ``tokens_per_s`` (target tokens per CPU second),
+``wall_tokens_per_s``, ``peak_mem_mb``, and ``generate_tokens_per_s`` where decoding was measured. Within a round
+a system and its baseline ran back to back on the same batches: each round gives one ratio, and the median over
+rounds is reported (pairing cancels load drift; the median drops a spoiled round)."""
 import re
 import statistics
 from typing import Dict, List, Sequence
@@ -13,8 +11,7 @@ from typing import Dict, List, Sequence
 BASELINE = "transformer"  # fairseq's arch every system is compared with
 REFERENCE_FORM = "preorder"  # the longest input form: the transformer on other forms is reported against it here
 
-#: one measurement as ``run.py`` logs it (after the ``[bench HH:MM:SS]`` prefix) and ``from_logs.py`` reads it back;
-#: decoding speed (``gen``) only where it was measured (logs written before it was measured have none)
+#: one measurement as ``run.py`` logs it and ``from_logs.py`` reads it back; ``gen`` only where measured
 PROGRESS_LINE = re.compile(r"round (?P<round>\d+)/\d+\s+(?P<words>\d+) words (?P<system>.+\))\s+(?P<option>\S+)\s+"
                            r"(?P<tokens>[\d.]+) tok/s\s+(?P<wall>[\d.]+) tok/wall-s\s+(?P<mem>[\d.]+) MB"
                            r"(?:\s+(?P<gen>[\d.]+) gen-tok/s)?$")

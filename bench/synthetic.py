@@ -1,21 +1,16 @@
 """A synthetic parallel corpus with an exact number of source words per sentence, for the speed benchmark.
 
-Each source sentence is a random PTB-style constituency tree over exactly ``n`` words: the root ``S`` splits its
-span into 2-4 constituents at random cut points, each constituent of two or more words does the same under a
-random phrase label, and every word sits under a random POS preterminal. Words come from a fixed vocabulary of
-made-up syllable words; a fixed share of the word types is BPE-split into two pieces (``ka@@ ro``), so that
-preorder trees have the split-word subtrees of real BPE'd data. The target is a deterministic function of the
-source (each word reversed, in reverse order, split where the source word is), so a model can learn it.
+Each source sentence is a random PTB-style tree over exactly ``n`` words: the root ``S`` splits its span into 2-4
+constituents at random cuts, recursively under random phrase labels, every word under a random POS preterminal.
+Words are made-up syllable words; every ``SPLIT_EVERY``-th type is BPE-split in two (``ka@@ ro``). The target is a
+deterministic function of the source (each word reversed, in reverse order, split where the source word is).
 
-For the labeled-dependency model the generator also writes the parser side data that
-``fairseq-syntax-preprocess-dependencies`` reads (``*.arcs.jsonl``, see :mod:`fairseq_syntax.parsing.dependency`):
-per word a main head (probability 0.9) and two alternatives (0.07, 0.03; renormalised where a short sentence has
-fewer candidates), each with two labels (0.8, 0.2) drawn from the Universal Dependencies labels; one word has the
-root as its main head, and the main heads form a random tree (the 1-best tree, "best").
+Parser side data for ``fairseq-syntax-preprocess-dependencies`` (``*.arcs.jsonl``,
+:mod:`fairseq_syntax.parsing.dependency`): per word a main head (0.9) and two alternatives (0.07, 0.03;
+renormalised in short sentences), each with two UD labels (0.8, 0.2); the main heads form a random tree ("best").
 
-Files per prefix ``P``: ``P.en`` (BPE applied), ``P.de`` (BPE applied), ``P.tree`` (word level),
-``P.arcs.jsonl``. The same seed gives the same files.
-"""
+Files per prefix ``P``: ``P.en``, ``P.de`` (BPE applied), ``P.tree`` (word level), ``P.arcs.jsonl``; the same seed
+gives the same files."""
 import json
 import random
 from dataclasses import dataclass
@@ -90,8 +85,7 @@ def random_tree(rng: random.Random, words: List[str]) -> Tree:
 def random_arcs(rng: random.Random, words: List[str]) -> dict:
     """Parser side data for ``words``: three candidate heads per word, two labels per head (module docstring)."""
     n = len(words)
-    # the main heads form a tree (as a parser's 1-best arcs do, and as the arcs reader requires of "best"): each word
-    # hangs under a word placed before it in a random order, the first under the root
+    # the main heads form a tree: each word under a word before it in a random order, the first under the root
     order = rng.sample(range(1, n + 1), n)
     root_word = order[0]
     main_heads = {root_word: 0, **{word: rng.choice(order[:k]) for k, word in enumerate(order[1:], 1)}}

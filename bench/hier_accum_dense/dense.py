@@ -1,13 +1,12 @@
 """Hierarchical accumulation the naive way: Nguyen et al. (2020), "Tree-structured attention with hierarchical
-accumulation" (ICLR 2020), eqs. 5-10, on the dense tensors ``S`` and ``E`` as the authors' public code builds them.
+accumulation" (ICLR 2020), eqs. 5-10, on the dense tensors ``S`` and ``E`` as the authors' public code builds
+them.
 
-This is the baseline that the package's factored accumulation
-(:func:`~fairseq_syntax.methods.hier_accum.accumulation.factored_node_accumulation`) is measured against; both give
-the same values (``tests/recipes/test_hier_accum_dense.py``). This module registers the fairseq model
-``transformer_hier_accum_dense`` (archs ``transformer_hier_accum_dense`` and ``transformer_hier_accum_dense_tiny``):
-``transformer_hier_accum`` with the ``node_accumulation`` hook of its attention modules set to
-:func:`dense_node_accumulation`, which ``bench/run.py --archs transformer_hier_accum:dense`` trains. Shapes, with
-``n`` / ``m`` the most leaves / nodes in a row, ``H`` heads, ``d`` the head dimension:
+The baseline the package's :func:`~fairseq_syntax.methods.hier_accum.accumulation.factored_node_accumulation` is
+measured against (same values: ``tests/recipes/test_hier_accum_dense.py``). Registers
+``transformer_hier_accum_dense`` (and ``_tiny``): ``transformer_hier_accum`` with :func:`dense_node_accumulation`
+as its attention modules' ``node_accumulation`` (``bench/run.py --archs transformer_hier_accum:dense``). ``n`` /
+``m`` most leaves / nodes in a row, ``H`` heads, ``d`` head dimension:
 
     S = F(L, N, R)     B x H x (m+1) x n x d   row 0 the leaves; row i+1 node i's value at every leaf column under
                                                 it, 0 elsewhere (eq. 5)
@@ -17,19 +16,7 @@ the same values (``tests/recipes/test_hier_accum_dense.py``). This module regist
                                                 leaf j, divided by the branch size (eq. 6)
     N' = V(U, w)       B x H x m x d           sum_j w_j U_ij / |L(i)| over the leaves j under node i (eqs. 7, 10)
 
-The nodes are in preorder, so the nodes over leaf j from node i downwards are node i and the later rows over j: the
-branch sums are suffix sums along the node axis (the authors order nodes bottom-up and take a forward cumsum).
-Time and memory are O(B H m n d) per call; the fast version never forms a tensor of that size.
-
-* :func:`dense_node_accumulation`: values ``B x H x T x d``, leaf weights ``B x T`` and an ``accumulation_structure``
-  -> the accumulated node values ``B x H x m x d``.
-* :func:`dense_embeddings`: the node rows of ``E``, ``B x m x n x d``.
-* :class:`DenseHierAccumTransformerModel`: ``transformer_hier_accum`` whose encoder self-attention and decoder
-  cross-attention accumulate with :func:`dense_node_accumulation`; same parameters, options and checkpoints.
-
-Importing this module registers the model (``bench/measure.py`` imports it as ``hier_accum_dense.dense``, with
-``bench/`` on ``sys.path``).
-"""
+Nodes are in preorder, so branch sums are suffix sums along the node axis. O(B H m n d) time and memory per call."""
 from typing import Optional
 
 import torch
@@ -82,11 +69,7 @@ def dense_node_accumulation(
 
 def dense_embeddings(structure: Structure, embeddings: HierarchicalEmbeddings, dtype: torch.dtype) -> Tensor:
     """Rows 1..m of ``E`` (eq. 9), ``B x m x n x d``: ``[E^v[|V_i^j|]; E^h[|H_i^j|]]`` where leaf j is under node i
-    (indices capped at the tables' size), else 0.
-
-    ``|V_i^j|`` is the number of nodes from node i down to leaf j (depth of j minus depth of i) and ``|H_i^j|`` the
-    rank of leaf j among the leaves of node i, counted from 1; both are read off the structure's dominance blocks.
-    """
+    (indices capped), else 0. ``|V_i^j|``: nodes from i down to j; ``|H_i^j|``: j's rank among i's leaves, from 1."""
     under = structure["node_over_leaf"]  # B x m x n, float 0 / 1
     node_depth = structure["node_over_node"].sum(1) - 1  # B x m
     leaf_depth = under.sum(1)  # B x n

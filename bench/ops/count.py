@@ -3,28 +3,17 @@ and the host-device synchronisations it would make on a GPU, counted on a CPU ag
 the same input form, at the Multi30k recipe's size (3+3 layers, d=256) and the papers' (6+6, d=512). Writes
 ``RESULTS.md`` and ``RESULTS.json`` to ``--out`` (default: this folder).
 
-Systems: every translation system of the method registry that is neither a baseline nor an ablation (as
-``bench/run.py`` benchmarks them, without bench's own variants), and fairseq's ``transformer`` on each input form
-they read; data and batches are the benchmark's (:mod:`run`: synthetic sentences of ``--words`` words, fairseq's
-``batch_by_size`` with ``--max-tokens`` over the preorder form, the same sentences for every system).
+Systems, data and batches are ``bench/run.py``'s (without its variants). Each system and size runs in a forked
+process, one torch thread, through ``Trainer.train_step`` on batches collated beforehand:
 
-Each system at each size runs in a fresh (forked) process, one torch thread, through fairseq's
-``Trainer.train_step`` (the task's criterion, Adam, gradient clipping, metric logging: everything a training step
-does), on batches collated beforehand (collation runs in fairseq's data-loader workers, not in the step):
+* ``--warmup`` steps, then one step under ``torch.profiler``: ``aten_ops``, the ``aten::`` calls it records (nested
+  calls count each);
+* the next step under :class:`syncs.SyncCounter`: ``syncs``, each with the ``fairseq_syntax`` line it comes from;
+* beam search (beam 5) over the first ``--decode-sentences`` sentences, held at ``L`` and ``L + --decode-steps``
+  output tokens: the difference over ``--decode-steps`` is what each decoding step adds (``decode_syncs``,
+  ``decode_ops``).
 
-* ``--warmup`` steps, then one step under ``torch.profiler``: ``aten_ops``, the ``aten::`` operator calls it records
-  (as ``bench/profile_step.py`` counts them; nested calls, such as ``aten::linear`` and the ``aten::addmm`` inside it,
-  count each);
-* the next step under :class:`syncs.SyncCounter`: ``syncs``, the operators that would make the host wait for a GPU
-  (:mod:`syncs`), each with the line of ``fairseq_syntax`` it comes from (forward, or the forward line whose
-  backward runs it);
-* beam search as ``fairseq-generate`` runs it (beam 5, the model in eval mode) over the first ``--decode-sentences``
-  sentences of that batch, held at ``L`` and at ``L + --decode-steps`` output tokens (``--min-len`` =
-  ``--max-len-b``): the difference over ``--decode-steps`` is what each decoding step adds (``decode_syncs``,
-  ``decode_ops``: dispatched operators), the part of the search that runs once per batch (the encoder) cancelled.
-
-Ratios and differences are to fairseq's transformer on the same input form, at the same size.
-"""
+Ratios and differences are to fairseq's transformer on the same input form and size."""
 import argparse
 import json
 import os

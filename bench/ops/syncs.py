@@ -1,34 +1,25 @@
 """Counting, on a CPU, the operators that would make the host wait for a GPU: a torch dispatch mode over any code,
-forward and backward, that records each such operator and the line of this package (``fairseq_syntax``) it comes
-from.
+forward and backward, recording each such operator and the line of ``fairseq_syntax`` it comes from.
 
-On a GPU the host queues kernels and runs ahead; it waits for the GPU (a host-device synchronisation) whenever it
-needs a value the GPU computes: a number (``.item()``, ``bool()``, ``int()`` of a tensor), a shape that depends on
-the data, or a copy of a tensor to the host. On a CPU nothing waits, but the same operators run, so they can be
-counted there. An operator counts (:func:`sync_reason`) when it is one of
+An operator counts (:func:`sync_reason`) when it is one of
 
 * ``aten::_local_scalar_dense`` (``.item()``, ``bool()``, ``int()``, ``float()``, an ``if`` on a tensor), ``equal``;
-* ``nonzero``, ``masked_select``, ``unique*``, ``bincount`` (an output size read from the data), and
-  ``repeat_interleave`` with a tensor of repeats and no ``output_size``;
-* indexing (``index``) or ``index_put`` with a boolean mask (a ``nonzero`` inside);
-* a copy to the host: ``.tolist()``, ``.numpy()``, ``.cpu()`` of a device tensor (a
-  ``torch.overrides.TorchFunctionMode`` sees these, which on a CPU dispatch no operator). ``.to(device)`` is not
-  counted: on a CPU it cannot tell ``.to("cpu")`` from ``.to(x.device)`` (fairseq's gradient norm moves each norm
-  ``.to`` the device of the step, the host on a CPU, the GPU on a GPU);
+* ``nonzero``, ``masked_select``, ``unique*``, ``bincount``, and ``repeat_interleave`` with tensor repeats and no
+  ``output_size``;
+* ``index`` or ``index_put`` with a boolean mask;
+* a copy to the host: ``.tolist()``, ``.numpy()``, ``.cpu()`` (seen by a ``TorchFunctionMode``); ``.to(device)``
+  is not counted (on a CPU it cannot tell ``.to("cpu")`` from ``.to(x.device)``);
 
-and reads a tensor that would be on the GPU. Tensors made on the host stay there on a GPU too: a factory called
-without ``device=`` (``torch.arange(n)``, ``torch.tensor([...])``, ``torch.from_numpy``) makes a host tensor, as does
-``torch.onnx.operators.shape_as_tensor`` (a tensor's shape), and an operator whose tensor inputs are all host
-tensors makes host tensors; every other tensor (a batch, a parameter, an
-output of those) is a device tensor. ``.item()`` of a host tensor is not counted.
+and reads a tensor that would be on the GPU. Host tensors: outputs of factories without ``device=``
+(``torch.arange(n)``, ``torch.tensor``, ``torch.from_numpy``), of ``torch.onnx.operators.shape_as_tensor``, and of
+operators whose tensor inputs are all host tensors; every other tensor is a device tensor.
 
-Where: the innermost Python frame outside torch when the operator runs, and when that is in fairseq, the innermost
-line of ``fairseq_syntax`` that led there (``via``); in the backward pass, where the autograd node that runs it was made in the forward pass (read from
-the node's anomaly-mode traceback, so :class:`SyncCounter` turns anomaly mode on, without its NaN check).
+Where: the innermost frame outside torch, and when that is in fairseq, the innermost ``fairseq_syntax`` line that
+led there (``via``); in the backward pass, where the autograd node was made (its anomaly-mode traceback: anomaly
+mode is on, without its NaN check).
 
-``with SyncCounter() as counter: f()`` then ``counter.events``: one :class:`SyncEvent` per synchronising operator,
-``counter.operators``: every operator dispatched.
-"""
+``with SyncCounter() as counter: f()``: ``counter.events`` (one :class:`SyncEvent` each), ``counter.operators``
+(every operator dispatched)."""
 import os
 import re
 import sys
