@@ -4,19 +4,15 @@
     python3 examples/fetch_corpus.py multi30k --study examples/multi30k/study.toml
     python3 examples/fetch_corpus.py iwslt15-en-vi --study examples/iwslt15_en_vi/study.toml [--url DIR_OR_URL]
 
-``multi30k``: Multi30K Task 1, raw text, English and German (``{train,val,test_2016_flickr}.{en,de}.gz``), from the
-``multi30k/dataset`` repository at a fixed commit; each file is checked against its SHA-256 (the digests of
-``../shared/data/SOURCES.md``, section 1). ``iwslt15-en-vi``: the Stanford NMT release of IWSLT'15 English-Vietnamese
-(``{train,tst2012,tst2013}.{en,vi}``, https://nlp.stanford.edu/projects/nmt/); no digest is published, so each pair
-is checked to have as many lines on both sides, and the dev and test sets the sizes of McDonald & Chiang (2021),
-Table 1 (1,553 and 1,268 lines).
+``multi30k``: Multi30K Task 1 raw text, en and de (``{train,val,test_2016_flickr}.{en,de}.gz``) from the
+``multi30k/dataset`` repository at a fixed commit, each checked against its SHA-256
+(``../shared/data/SOURCES.md``). ``iwslt15-en-vi``: the Stanford NMT release
+(``{train,tst2012,tst2013}.{en,vi}``); no digests are published, so each pair must have as many lines on both
+sides, dev and test McDonald & Chiang's (2021, Table 1) 1,553 and 1,268.
 
-A file already in the folder and whole (its digest, or its pair's line counts) is kept and not fetched again. A
-fetched file is written under a temporary name and renamed once it passed its check; a file that fails it is one
-line (the file, what was expected, what was found), and nothing of it is left. ``--url`` fetches from another place
-than the corpus's own: a mirror's address, or a folder holding the files (a copy made elsewhere). ``--out DIR``
-writes into DIR instead of the study's ``corpus.raw``.
-"""
+A whole file already there is kept. A fetched file is renamed into place once it passes its check; one that fails
+is one line (file, expected, found) and is removed. ``--url``: a mirror or a folder holding the files.
+``--out DIR``: instead of the study's ``corpus.raw``."""
 from __future__ import annotations
 
 import argparse

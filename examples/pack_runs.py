@@ -1,26 +1,18 @@
-"""Packing a recipe's finished runs into their folder's archive, and back: the recipes' tool for keeping many runs'
-logs and decodes small in the repository, under a lock, while other runs of the same grid (the Multi30k study's
-lanes) go on beside them. Reading what is packed is the library's: ``fairseq_syntax/evaluation/packed_runs.py``, which
-describes the archive (``packed.tar.xz``, listed with its SHA-256 in ``SHA256SUMS``).
+"""Packing a recipe's finished runs into their folder's archive, and back, under a lock while other runs of the grid
+go on. Reading what is packed and the archive's layout (``packed.tar.xz``, listed in ``SHA256SUMS``):
+``fairseq_syntax/evaluation/packed_runs.py``.
 
     python3 examples/pack_runs.py pack RUNS_DIR [NAME]   # finished runs' *.{train.log,gen,gen.log}.gz and records
     python3 examples/pack_runs.py unpack RUNS_DIR NAME   # and back (to run a seed again)
     python3 examples/pack_runs.py pack-folder FOLDER [--into ANCESTOR]    # FOLDER's *.gz files
     python3 examples/pack_runs.py unpack-folder FOLDER [--into ANCESTOR]  # and back
 
-``pack`` takes only finished runs (named, a kept file whose run has no record stops it, naming the file; without a
-name, every finished run's files are packed and the others left where they are: the study's lanes pack after each
-run while the other lane's run goes on); ``unpack`` gives the files back as they were kept (gzipped; records as
-JSON), to run a seed again or to rescore it; both packing commands add to an archive already there, and a file it
-holds already stops them: nothing is replaced unseen. The archive is the same bytes for the same files: members
-sorted, no time stamps, owners or modes of this machine. A packer holds its folder's exclusive lock (``flock`` on the
-folder itself) from before it replaces the archive until it has written ``SHA256SUMS`` and removed the files it
-packed; readers take the shared lock (``packed_runs``), so none sees those steps half done, and two packers of one
-folder take turns.
-
-Run as a script (the recipes' shell steps), it reads the library's module by its file, so that it imports nothing but
-Python's library and answers in a fraction of the seconds that importing the package (torch, fairseq) takes.
-"""
+``pack`` takes only finished runs (named: a kept file without a record stops it; unnamed: unfinished runs' files
+stay). ``unpack`` gives the files back as kept (gzipped; records as JSON). Both add to an existing archive, and a
+file it already holds stops them. The archive is the same bytes for the same files (sorted, no time stamps, owners
+or modes). A packer holds the folder's exclusive ``flock`` until ``SHA256SUMS`` is written and the packed files
+removed; readers take the shared lock. As a script it imports only Python's library (the library module by its
+file)."""
 from __future__ import annotations
 
 import argparse
@@ -95,9 +87,7 @@ def _tar_bytes(members: dict[str, bytes]) -> bytes:
 
 @contextlib.contextmanager
 def _folder_lock(folder: Path):
-    """Holds an exclusive lock on ``folder`` (flock on the folder itself: no lock file joins the runs): two lanes
-    that pack at the same time must not each rewrite the archive and ``SHA256SUMS`` from what they held before the
-    other wrote them."""
+    """Holds an exclusive ``flock`` on ``folder`` itself, so two packers take turns."""
     if not folder.is_dir():
         raise PackedRunsError(f"{folder}: no such folder")
     descriptor = os.open(folder, os.O_RDONLY)
@@ -161,9 +151,8 @@ def _add(folder: Path, sources: list[Path]) -> list[Path]:
 
 
 def _take(folder: Path, wanted: Callable[[str], bool]) -> list[Path]:
-    """The inverse of ``_add``: the members of ``folder``'s archive that ``wanted`` picks, back as gzipped files (run
-    records as plain JSON; a file there already stops it); the archive keeps the others (none left: it goes, with
-    its checksum line)."""
+    """The inverse of ``_add``: the archive members ``wanted`` picks, back as gzipped files (records as JSON; a file
+    there already stops it); an archive left empty goes, with its checksum line."""
     archive = folder / ARCHIVE_NAME
     if not archive.exists():
         raise PackedRunsError(f"{archive}: no such archive")
@@ -186,12 +175,9 @@ def _take(folder: Path, wanted: Callable[[str], bool]) -> list[Path]:
 
 
 def pack(runs_dir, name: str | None = None) -> list[Path]:
-    """Move the kept outputs and the record of every finished run ``NAME.*`` of ``runs_dir`` (every finished run,
-    without ``name``) into its archive (added to the archive if there is one) and list it in ``SHA256SUMS``; returns
-    the files it removed. A run is finished when it has a record; a record whose run kept no outputs (a system's
-    record over its seeds, ``NAME.seeds.run.json``) stays where it is. Named, a run not finished is an error; without
-    a name, its files stay where they are (the study's lanes pack after each run while the other lane's run goes
-    on)."""
+    """Move the kept outputs and record of every finished run ``NAME.*`` of ``runs_dir`` (every finished run, without
+    ``name``) into its archive and list it in ``SHA256SUMS``; returns the files removed. A record without kept
+    outputs (``NAME.seeds.run.json``) stays. Named, an unfinished run is an error; unnamed, its files stay."""
     folder = Path(runs_dir)
     with _folder_lock(folder):
         archive = folder / ARCHIVE_NAME
@@ -243,8 +229,8 @@ def _below(folder, into) -> tuple[Path, Path, str]:
 
 
 def pack_folder(folder, into=None) -> list[Path]:
-    """Move the gzipped files of ``folder`` (not of the folders in it) into the archive of ``into`` (``folder`` or a
-    folder above it; default ``folder``); other files (a README) stay. Returns the files it removed."""
+    """Move the gzipped files of ``folder`` (not its subfolders) into the archive of ``into`` (``folder`` or an
+    ancestor; default ``folder``); returns the files removed."""
     folder, into, _ = _below(folder, into)
     with _folder_lock(into):
         sources = sorted(path for path in folder.glob("*.gz") if path.is_file())

@@ -3,30 +3,23 @@
     python3 examples/ptb_induction/make_corpus.py --data DATA --out DIR [--text ptb|mixed]
                                                   [--train-on-eval-text]
 
-``--text ptb`` (the default; the authors trained on WSJ text): ``train.txt`` is ``ptb-lm/`` (WSJ sections 21-24 in
-Mikolov's language-modelling preprocessing: lower case, ``N`` for numbers, no punctuation, ``<unk>`` outside a 10k
-vocabulary) but every 20th line, which is ``valid.txt``, plus the PTB sample's words in the same preprocessing (the
-transductive setting of unsupervised parsing, as the authors' training text contains their evaluation sentences;
-their trees are never read): a word with a digit becomes ``N``, a word the ptb-lm text never uses ``<unk>`` (the
-ptb-lm files hold 7.6k of the 10k vocabulary, so a few rare in-vocabulary words of the sample become ``<unk>``
-too; ``corpus_stats.json`` counts them). ``ptb.txt`` is the PTB sample's words the same way.
+``--text ptb`` (default; the authors trained on WSJ text): ``train.txt`` is ``ptb-lm/`` (WSJ sections 21-24 in
+Mikolov's preprocessing: lower case, ``N`` for numbers, no punctuation, ``<unk>`` outside a 10k vocabulary) but
+every 20th line (``valid.txt``), plus the PTB sample's words in the same preprocessing (the transductive setting;
+their trees are never read). ``ptb.txt`` is the PTB sample's words the same way; ``corpus_stats.json`` counts the
+words made ``<unk>``.
 
-``--text mixed`` (the earlier setting, kept as an option):
-* ``train.txt``: Multi30k train.en + UD EWT train + SST train, one sentence per line; with
-  ``--train-on-eval-text`` also the words of the PTB sample (the evaluation sentences, never their trees: the
-  transductive setting of unsupervised parsing, where the parser learns from the raw text it will parse);
+``--text mixed``:
+* ``train.txt``: Multi30k train.en + UD EWT train + SST train; with ``--train-on-eval-text`` also the PTB sample's
+  words;
 * ``valid.txt``: Multi30k val.en + UD EWT dev + SST dev;
-* ``ptb.txt``: the words of every tree of ``ptb-sample/wsj_0001-0159.mrg.gz`` that count in the grammar-induction
-  F1 convention (``fairseq_syntax.methods.tree_transformer.parseval``), aligned line by line with the trees;
+* ``ptb.txt``: the words of every tree of ``ptb-sample/wsj_0001-0159.mrg.gz`` that count in the F1 convention
+  (``fairseq_syntax.methods.tree_transformer.parseval``), line by line with the trees;
 * ``corpus_stats.json``: sentences and words per source.
 
-Only words are used, never trees: from SST the leaves of its (sentiment) trees, from UD EWT the word forms.
-Every sentence is written the way the PTB evaluation sentences are (ON-LSTM's preprocessing, which the paper's
-evaluation follows): punctuation removed, lowercased, digit runs replaced by ``N``. Punctuation is removed by POS
-tag where there is one (UD EWT's PTB tags, the PTB), else by form (Multi30k after Treebank tokenization, SST):
-tokens without a letter or digit, except ``%`` and ``&`` (which the PTB tags NN and CC), and bracket escapes.
-Sentences left without words are not written; their number is in the stats.
-"""
+Only words are used, never trees. Every sentence is normalised as the PTB evaluation sentences are (ON-LSTM's
+preprocessing): punctuation removed (by POS tag where there is one, else tokens without a letter or digit except
+``%`` and ``&``, and bracket escapes), lowercased, digit runs as ``N``. Empty sentences are dropped and counted."""
 import argparse
 import gzip
 import json
