@@ -5,10 +5,9 @@ binarization, each step's wall and CPU time and peak memory per line, and the si
     python3 preprocess/measure_scaling.py --sizes 50000 100000 200000 --workers 1 --work ../scaling-work
     python3 preprocess/make_results.py        # the tables into preprocess/RESULTS.md
 
-Per size N: N synthetic sentence pairs (``bench/synthetic.py``'s made-up words, ``--min-words`` to ``--max-words``
-a sentence, the same seed for every size), then these steps, each a process of its own whose wall time, CPU time
-(user + system, of it and its workers) and peak memory (the largest resident set of it and of its workers) are
-measured with ``os.wait4``:
+Per size N: N synthetic pairs (``bench/synthetic.py``, ``--min-words`` to ``--max-words``, one seed for every
+size), then these steps, each its own process, measured with ``os.wait4`` (wall time, CPU time of it and its
+workers, the largest resident set):
 
     parse-trees  preprocess/parse_constituency.py, crf-con, --workers W
     parse-arcs   preprocess/parse_dependency.py, biaffine, --workers W (arcs gzipped, as the recipes keep them)
@@ -18,21 +17,12 @@ measured with ``os.wait4``:
     sequence     fairseq-syntax-preprocess --form sequence --workers W
     ldd          fairseq-syntax-preprocess-dependencies (the labeled dependency side data)
 
-The parsers are tiny (SuPar's networks at a few units, trained once into ``WORK/models`` on 200 synthetic
-sentences, or given with ``--crf-con`` / ``--biaffine``; ``train_tiny_parsers``): they parse fast and wrongly, which
-is what a measurement of everything around the parser needs (a real parser's own rate is
-``measure_throughput.py``'s). The trees the data path reads are crf-con's; the arcs the LDD step reads are not the
-tiny biaffine parser's (peaked on one head a word, sparser than a real parser's) but bench/synthetic.py's
-distributions of the same sentences (``SYNTHETIC_ARCS``, written with the corpus: 3 heads a word, 2 labels a head,
-the sparsity bench/RESULTS.md measures the side data on), so that the side data has a real parser's size. Side
-data: bytes a source word of the LDD files (``.ldd.bin`` + ``.idx``) and of the preorder parents; the record also
-has the bytes a word of both arcs files. Writes ``--out``
-(JSON), which ``make_results.py`` tabulates with, per step, the CPU time per line at each size against the smallest
-(a step more than 15% slower per line is named as growing faster than linearly; CPU time, because on cores shared
-with other work the wall time measures the share a step got) and the memory each further line adds (next to nothing
-for a step that streams; else what holding the corpus costs, extrapolated to WMT'14's 4.5M lines). ``WORK/nN`` is
-made afresh for each size and kept (corpus, parses, data directories, each step's log).
-"""
+The parsers are tiny (``train_tiny_parsers``, or ``--crf-con`` / ``--biaffine``): fast and wrong, enough to
+measure everything around a parser (a real parser's rate: ``measure_throughput.py``). The LDD step reads
+bench/synthetic.py's distributions (``SYNTHETIC_ARCS``: 3 heads a word, 2 labels a head), so the side data has a
+real parser's size. Writes ``--out`` (JSON) for ``make_results.py``: per step the CPU time per line at each size
+against the smallest (over 15% slower is named as growing faster than linearly) and the memory each further line
+adds (extrapolated to WMT'14's 4.5M lines). ``WORK/nN`` is made afresh per size and kept."""
 import argparse
 import json
 import os
@@ -70,8 +60,8 @@ def pairs(count: int, seed: int, min_words: int, max_words: int):
 
 
 def write_corpus(prefix: str, count: int, seed: int, min_words: int, max_words: int) -> int:
-    """``prefix.{en,de}``: words, one sentence a line, and ``prefix.SYNTHETIC_ARCS``: the source's arc distributions
-    as bench/synthetic.py draws them (3 heads a word, 2 labels a head); returns the number of source words."""
+    """``prefix.{en,de}`` and ``prefix.SYNTHETIC_ARCS`` (bench/synthetic.py's arc distributions); returns the number
+    of source words."""
     words = 0
     with open_output(f"{prefix}.{SRC}") as source, open_output(f"{prefix}.{TGT}") as target, \
             open_output(f"{prefix}.{SYNTHETIC_ARCS}") as arcs:
@@ -84,11 +74,9 @@ def write_corpus(prefix: str, count: int, seed: int, min_words: int, max_words: 
 
 
 def train_tiny_parsers(folder: str, seed: int) -> dict:
-    """Tiny crf-con and biaffine models (kept when there): crf-con 2 epochs on synthetic trees; the biaffine parser
-    ``STAR_EPOCHS`` epochs on trees in which every word hangs from the first (label ``dep``), a structure a tiny
-    network learns in a few epochs, so that its distributions are peaked as a trained parser's are. Trained on the
-    random trees instead it learns nothing and spreads its mass over every head and label: about 31 arcs a word with
-    some 30 labels each above the floors, 0.2 CPU seconds a line for the writing alone."""
+    """Tiny crf-con and biaffine models (kept when there): crf-con 2 epochs on synthetic trees; biaffine
+    ``STAR_EPOCHS`` epochs on trees with every word on the first (label ``dep``), so its distributions are peaked
+    as a trained parser's are (on random trees it spreads its mass over every head and label)."""
     from fairseq_syntax.core.trees import Tree, to_bracketed
     from fairseq_syntax.parsing import training
 
@@ -112,10 +100,8 @@ def train_tiny_parsers(folder: str, seed: int) -> dict:
     return paths
 
 
-#: Runs ``argv[2:]`` and writes its wall seconds, exit code and ``os.wait4`` usage to ``argv[1]`` as JSON. The step
-#: is started from this small process (``python -S``, the standard library only), not from the measuring one: Linux
-#: counts into a child's peak resident set the memory of the process it was forked from (the old address space at
-#: ``exec``), and the measuring process holds torch and the tiny parsers.
+#: Runs ``argv[2:]`` and writes its wall seconds, exit code and ``os.wait4`` usage to ``argv[1]`` as JSON; a small
+#: process starts the step, since Linux counts the forking process's memory into a child's peak RSS
 LAUNCHER = """
 import json, os, subprocess, sys, time
 start = time.perf_counter()
@@ -128,8 +114,8 @@ with open(sys.argv[1], "w") as out:
 
 
 def timed(command: list[str], log: str) -> tuple[float, float, float]:
-    """Runs ``command`` from the repository root, its output into ``log``; (wall seconds, CPU seconds (user +
-    system) of it and its workers, the peak resident MB of it and of its workers, the largest of them)."""
+    """Runs ``command`` from the repository root, output into ``log``: (wall seconds, CPU seconds of it and its
+    workers, peak resident MB of the largest)."""
     usage_path = log + ".usage.json"
     with open(log, "w", encoding="utf-8") as out:
         subprocess.run([sys.executable, "-S", "-c", LAUNCHER, usage_path, *command], stdout=out,

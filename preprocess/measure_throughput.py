@@ -1,30 +1,23 @@
 #!/usr/bin/env python3
-"""Parsing throughput: sentences per second of the POS tagger, crf-con, the biaffine parser and benepar at 1 and 2
+r"""Parsing throughput: sentences per second of the POS tagger, crf-con, the biaffine parser and benepar at 1 and 2
 workers on this machine's cores, through the parse commands' own ``--workers``, and on a GPU when one is here.
 
-    python3 preprocess/measure_throughput.py --input ../shared/data/multi30k/train.en.gz --tokenize en \\
-        --lines 2000 --tagger examples/multi30k/work/models/tagger-ptb-sample.pt \\
-        --crf-con examples/multi30k/work/models/crf-con-ptb-sample.pt \\
+    python3 preprocess/measure_throughput.py --input ../shared/data/multi30k/train.en.gz --tokenize en \
+        --lines 2000 --tagger examples/multi30k/work/models/tagger-ptb-sample.pt \
+        --crf-con examples/multi30k/work/models/crf-con-ptb-sample.pt \
         --biaffine examples/multi30k/work/models/biaffine-dep-ud-ewt.pt
     python3 preprocess/make_results.py        # the table into preprocess/RESULTS.md
 
-(``--benepar MODEL`` adds benepar; a parser left out is listed in the table as not measured.) The first ``--lines``
-lines of ``--input`` are tokenized once, before (tokenization is not timed), and each parser given parses them
-with ``--workers W --num-shards W`` for each W of ``--workers`` (one torch thread a worker, ``--device cpu``),
-``--repeats`` times; with CUDA, once more at one worker on the GPU with GPU-sized batches (``GPU_BATCH``). Per run:
-the parsing seconds of the slowest worker (models loaded; a worker's rate) and the wall seconds of the whole command
-(process starts, model loading and the merge included), and the machine's load average before it: the rates are
-this machine's only when nothing else ran (cores shared with training runs give less; ``--note`` says so in the
-table). Writes ``--out`` (JSON), which ``preprocess/make_results.py`` tabulates with the speed-up of W workers over
-one.
+(``--benepar MODEL`` adds benepar.) The first ``--lines`` lines are tokenized once, untimed; each parser parses
+them with ``--workers W --num-shards W`` for each W (one thread a worker, ``--device cpu``), ``--repeats`` times;
+with CUDA once more on the GPU (``GPU_BATCH``). Per run: the slowest worker's parsing seconds, the command's wall
+seconds, and the load average before it (``--note`` marks shared cores). Writes ``--out`` (JSON) for
+``preprocess/make_results.py``.
 
-``tag`` (``measure_throughput.py tag --tagger MODEL --input IN --output OUT``) is the tagger alone as a parse
-command (the batches ``parse_constituency.py --tagger`` gives it, shards and workers alike): one line of tags per
-input line.
+``tag`` (``measure_throughput.py tag --tagger MODEL --input IN --output OUT``): the tagger alone as a parse
+command, one line of tags per input line.
 
-The sample and the parses go to a temporary folder (``TMPDIR``), removed when the script ends, stopped by SIGTERM
-or Ctrl-C too (:mod:`fairseq_syntax.core.stopping`: its parse workers are stopped, one line, exit status 143 or 130).
-"""
+Temporary files go to ``TMPDIR``, removed at the end or when stopped (:mod:`fairseq_syntax.core.stopping`)."""
 import argparse
 import json
 import os
