@@ -1,13 +1,12 @@
 #!/usr/bin/env python3
-"""The German dependency parser's training data (issue 60): UD German GSD dev + GSD test + LIT (3,696 sentences; GSD's
-train split is not obtainable here), every 20th sentence held out for model selection (184), the rest trained on
-(3,512). UD German PUD (1,000 sentences) is neither: it is the parser's test.
+"""The German dependency parser's training data: UD German GSD dev + GSD test + LIT (3,696 sentences; GSD's train
+split is not obtainable here), every 20th held out for model selection (184), the rest trained on (3,512). UD
+German PUD (1,000) is the parser's test.
 
     python3 examples/multi30k_de_en/make_parser_data.py ../shared/data OUT_DIR
 
-writes OUT_DIR/de-train.conllu.gz and OUT_DIR/de-heldout.conllu.gz (sentences in the treebanks' order, each block as
-it is there, comments and multi-word token lines included), then prints the counts.
-"""
+writes OUT_DIR/de-train.conllu.gz and OUT_DIR/de-heldout.conllu.gz (blocks as in the treebanks), then prints the
+counts."""
 import argparse
 import gzip
 import os
