@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO
-from fairseq_syntax.study.config import SECTIONS, ConfigError, load_study, template
+from fairseq_syntax.study.config import SECTIONS, ConfigError, key_tables, load_study, template
 from fairseq_syntax.study.grid import (
     Run,
     control_pairs,
@@ -62,6 +62,10 @@ def test_template_holds_every_key_with_its_default(tmp_path):
     assert config["training"]["patience"] == 5 and config["bpe"]["merges"] == 10000
     assert [entry.name for entry in config.systems] == ["sequence", "mask"]
     assert config.systems[1].controls == {"random": 3}
+    # docs/study.md's key tables come from the same fields
+    assert "\n| `patience` | `5` | stop once validation nll_loss has not improved for this many epochs |\n" in key_tables()
+    assert key_tables() in (Path(REPO) / "docs" / "study.md").read_text(encoding="utf-8"), \
+        "regenerate docs/study.md's key tables: python -m fairseq_syntax.study.config"
 
 
 def test_init_prints_the_template_and_refuses_to_overwrite(tmp_path):
