@@ -38,7 +38,7 @@ def is_model_file(value: str) -> bool:
 def commands(study: str, treebanks: Path, threads: int) -> list[list[str]]:
     """The train_parser.py commands of the study's missing model files (module docstring), in training order."""
     from fairseq_syntax.study.config import load_study
-    from fairseq_syntax.study.prepare import grid_needs
+    from fairseq_syntax.study.prepare.needs import grid_needs
 
     config = load_study(study)
     parses = config["parses"]

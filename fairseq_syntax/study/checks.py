@@ -3,17 +3,17 @@
 is made, and nothing is checked for a study whose runs are all done (``run`` makes nothing for them).
 
 - the corpus's files, and the parsers or the parse archive the grid's systems read
-  (:meth:`~fairseq_syntax.study.prepare.Preparation.problems`);
+  (:func:`fairseq_syntax.study.prepare.problems`);
 - ``corpus.subset`` within the training split, and the two sides of each split of one length;
 - the parse archive's **coverage** of the lines the study reads: the training lines ``corpus.subset`` draws
-  (:func:`~fairseq_syntax.study.prepare.subset_lines`; all of them without a subset) and every valid and test line,
-  each found by the digest of its text (:mod:`fairseq_syntax.parsing.coverage`: without tokenizing the corpus;
+  (:func:`~fairseq_syntax.study.prepare.corpus.subset_lines`; all of them without a subset) and every valid and test
+  line, each found by the digest of its text (:mod:`fairseq_syntax.parsing.coverage`: without tokenizing the corpus;
   a training line ``corpus.max_train_words`` leaves out needs no parse). A study the archive does not cover is
   refused naming how many lines are missing and the two ways on: parsers by name or path, or a draw of lines the
   archive holds (the largest ``corpus.subset`` of the study's ``corpus.subset_seed``, else of seeds 0 to 9, that
   lies inside it);
 - the work folder: an output made there from other inputs or settings (another ``corpus.raw``), or there without
-  its record (:meth:`~fairseq_syntax.study.prepare.Preparation.dry_run`);
+  its record (:func:`fairseq_syntax.study.prepare.dry_run`);
 - the executor: ``slurm`` needs submitit (found, not imported) and Slurm's commands.
 
 A parser given by a pretrained name is downloaded by ``run`` (before it makes anything), not by ``plan``; the run
@@ -30,7 +30,10 @@ from pathlib import Path
 from fairseq_syntax.parsing.coverage import ArchiveError, covered, line_digest
 from fairseq_syntax.parsing.text import MOSES_LANGUAGES
 from fairseq_syntax.study.config import StudyConfig
-from fairseq_syntax.study.prepare import Preparation, PrepareError, _raw_lines, draw_order, subset_lines
+from fairseq_syntax.study import prepare
+from fairseq_syntax.study.prepare.corpus import draw_order, raw_lines, subset_lines
+from fairseq_syntax.study.prepare.engine import PrepareError
+from fairseq_syntax.study.prepare.preparation import Preparation
 from fairseq_syntax.study.runner import StudyError
 
 #: the seeds whose draws a refusal tries besides the study's own, for a draw of lines the archive holds
@@ -42,7 +45,7 @@ class RawSide:
     ``entities``: of Moses-tokenized text)."""
 
     def __init__(self, path: Path):
-        self.lines = _raw_lines(path)
+        self.lines = raw_lines(path)
         self.digests: dict[tuple[int, bool], str] = {}
 
     def digest(self, number: int, entities: bool) -> str:
@@ -69,12 +72,12 @@ def study_problems(config: StudyConfig, executor: str, runs: Collection[str], wo
     if not runs:
         return []
     preparation = Preparation(config, lambda line: None, only=runs)
-    problems = preparation.problems()
+    problems = prepare.problems(preparation)
     if not problems:
         problems = corpus_problems(preparation) or coverage_problems(preparation)
     if not problems and work:
         try:
-            preparation.dry_run()
+            prepare.dry_run(preparation)
         except PrepareError as error:
             problems.append(str(error))
     return problems + executor_problems(config, executor)

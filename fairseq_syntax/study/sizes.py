@@ -5,8 +5,8 @@ ordinary study of this package (a :class:`~fairseq_syntax.study.config.StudyConf
 size), called a *point*:
 
 - **Nested subsets.** Every size draws the first N lines of one random order of the training lines
-  (:func:`~fairseq_syntax.study.prepare.subset_lines`, ``corpus.subset_seed``), so each smaller subset lies inside
-  every larger one, and a parse archive made for the largest subset covers them all.
+  (:func:`~fairseq_syntax.study.prepare.corpus.subset_lines`, ``corpus.subset_seed``), so each smaller subset lies
+  inside every larger one, and a parse archive made for the largest subset covers them all.
 - **Where a point's files go.** Size N is named ``NAME.nN``, its data and checkpoints are in ``WORK/nN``, its records in
   ``RUNS/nN``, its report in ``REPORT/nN``. A ``[sizes.N]`` table may instead name a ``study_file``: that study's runs
   are size N's, read as they are (the Multi30k study's 10,000-pair runs are the curve's 10,000 point).

@@ -17,7 +17,8 @@ from fairseq_syntax.cli.study import main
 from fairseq_syntax.parsing import archive
 from fairseq_syntax.study.commands import run_study
 from fairseq_syntax.study.config import load_study
-from fairseq_syntax.study.prepare import Preparation, subset_lines
+from fairseq_syntax.study.prepare.corpus import subset_lines, subset_step
+from fairseq_syntax.study.prepare.preparation import Preparation
 from fairseq_syntax.study.runner import StudyError
 
 STUDY = """\
@@ -219,7 +220,7 @@ def test_a_work_folder_made_from_another_corpus_raw_is_refused_naming_what_diffe
     path = study_file(tmp_path, corpus, subset=20, parses="parses", raw=corpus / "raw")
     work = tmp_path / "work"
     work.mkdir()
-    Preparation(load_study(path), lambda line: None).subset_step()  # the subset drawn and recorded, nothing else
+    subset_step(Preparation(load_study(path), lambda line: None))  # the subset drawn and recorded, nothing else
     status, out, err = plan(path, capsys)
     assert (status, err) == (0, "")  # the recorded step is the file's; the tokens are to make
     target = (tmp_path / "raw/train.de").read_text().splitlines()

@@ -20,7 +20,10 @@ from conftest import REPO
 
 from fairseq_syntax.study.config import load_study
 from fairseq_syntax.study.grid import data_directories, data_fingerprint
-from fairseq_syntax.study.prepare import MANIFEST, STAGING, PrepareError, damaged, grid_needs, prepare, subset_lines
+from fairseq_syntax.study.prepare import prepare
+from fairseq_syntax.study.prepare.corpus import subset_lines
+from fairseq_syntax.study.prepare.engine import MANIFEST, STAGING, PrepareError, damaged
+from fairseq_syntax.study.prepare.needs import grid_needs
 
 SPLITS = {"train": 60, "valid": 10, "test": 10}
 SUBSET = 50
@@ -181,18 +184,17 @@ def test_a_method_added_since_keeps_what_was_made(corpus, prepared, monkeypatch)
     """A method with side data of its own installed after the data was made (its records lack its key): no system of
     the study reads it, so every step finds its outputs made and keeps them; a study system reading a side input
     that no method makes is refused in one line naming it."""
+    from fairseq_syntax import methods
     from fairseq_syntax.core.side_data import SideData
-    from fairseq_syntax.methods import side_data
-    from fairseq_syntax.study import prepare as preparation
 
     def never(job):
         raise AssertionError("made")
 
-    added = {**side_data(), "src_other": SideData("src_other", "other", ("trees",), never)}
-    monkeypatch.setattr(preparation, "registered_side_data", lambda: added)
+    added = {**methods.side_data(), "src_other": SideData("src_other", "other", ("trees",), never)}
+    monkeypatch.setattr(methods, "side_data", lambda: added)
     config, _, _ = prepared
     assert_prepare_keeps_everything(config, corpus / "work")
-    monkeypatch.setattr(preparation, "registered_side_data", lambda: {})
+    monkeypatch.setattr(methods, "side_data", lambda: {})
     with pytest.raises(PrepareError) as refused:
         grid_needs(config)
     assert str(refused.value) == (f"{config.path}: systems: udp reads side input src_ldd, which neither its input "
