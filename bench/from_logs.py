@@ -1,17 +1,11 @@
 """``python3 bench/from_logs.py LOG [LOG ...] --out FILE [--json FILE] [--device NAME] [--command CMD]``: the ratio
-table of ``bench/run.py`` rebuilt from the progress lines of one or more of its runs, for runs that a time limit
-stopped before they wrote RESULTS.md (a step of ``bench/cuda/window.sh`` cut short, or a command on a GPU machine
-that allows 10 minutes a command).
+table of ``bench/run.py`` rebuilt from the progress lines of runs a time limit stopped before they wrote
+RESULTS.md.
 
-Each progress line (:data:`report.PROGRESS_LINE`) is one measurement. A (log, round) in which both a system and its
-baseline were measured at a length gives one ratio, as in ``run.py`` (they ran in the same round, on the same
-batches); the table reports the median over those ratios and how many there were.
-Pairs follow ``run.result_rows``: each architecture against fairseq's transformer on its own input form, and the
-transformer on other forms against the transformer on the preorder form.
-The device, the model size and the command are read from the logs where ``run.py`` (and ``window.sh``) wrote them
-(``device: NAME``, ``model size: SIZE``, ``# command: CMD``); the options say them for older logs, which lack them
-(their model size was the recipe's). ``--json`` writes the rows as ``RESULTS.json`` has them.
-"""
+Each progress line (:data:`report.PROGRESS_LINE`) is one measurement; a (log, round) with both a system and its
+baseline at a length gives one ratio, and the table reports their median and count. Pairs as ``run.result_rows``.
+Device, model size and command are read from the logs (``device: NAME``, ``model size: SIZE``,
+``# command: CMD``), else from the options (older logs: the recipe's size). ``--json`` writes RESULTS.json's rows."""
 import argparse
 import json
 import re

@@ -179,7 +179,7 @@ QUICK = Settings(lengths=(8,), repeats=1, warmup=1, updates=1, max_tokens=1024, 
                  tiny=True)
 
 
-# ---------------------------------------------------------------------------------------------------- helpers
+# --- helpers
 
 
 def log(message: str) -> None:
@@ -199,7 +199,7 @@ def model_args(system: "System", settings: Settings) -> List[str]:
             + training + PRECISION_FLAGS[settings.precision] + list(system.model_options))
 
 
-# ---------------------------------------------------------------------------------------------------- data
+# --- data
 
 
 def write_dictionary(path: str) -> None:
@@ -266,7 +266,7 @@ def make_batches(sizes: np.ndarray, max_tokens: int, count: int) -> List[List[in
     return [b.tolist() for b in batches[:count]]
 
 
-# ---------------------------------------------------------------------------------------------------- measuring
+# --- measuring
 
 
 @dataclass(frozen=True)
@@ -346,7 +346,7 @@ class Measurer:
         self.stderr.close()
 
 
-# ---------------------------------------------------------------------------------------------------- main
+# --- main
 
 
 def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:

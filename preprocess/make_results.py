@@ -1,20 +1,16 @@
 #!/usr/bin/env python3
-"""Write preprocess/RESULTS.md and RESULTS.json: the parsers and tagger trained here, from their run records, and
-the parsing throughput and data-path scaling measured here.
+"""Write preprocess/RESULTS.md and RESULTS.json: the parsers and tagger trained here, from their run records, and the
+parsing throughput and data-path scaling measured here.
 
     python3 preprocess/make_results.py
 
-Each ``preprocess/runs/*.json`` is the record ``train_parser.py`` wrote for one model: its score on data the training
-never saw (UD EWT dev for the dependency parser, whose model selection also used it, as SuPar's recipe does; the
-held-out last 10% of the PTB sample for the others), the epochs and minutes over every sitting, the device, and its
-labelling speed there. One row per model and metric.
-
-``preprocess/measurements/throughput.json`` (``measure_throughput.py``) becomes a table of sentences per second per
-parser, device and worker count, with the speed-up over one CPU worker; ``preprocess/measurements/scaling.json``
-(``measure_scaling.py``) a table of each data-path step's wall and CPU time and peak memory per line at each corpus
-size, naming a step whose CPU time per line grows more than ``LINEAR_TOLERANCE`` over the smallest size's, the memory
-each further line adds, and the side data's bytes per word. Either file may be missing: its section then says how to make it.
-"""
+Each ``preprocess/runs/*.json`` (``train_parser.py``'s record of one model) gives one row per metric: its score on
+unseen data (UD EWT dev for the dependency parser, also its selection set as in SuPar's recipe; the last 10% of
+the PTB sample for the others), epochs and minutes, device and labelling speed. ``measurements/throughput.json``
+(``measure_throughput.py``): sentences per second per parser, device and worker count, with the speed-up over one
+CPU worker. ``measurements/scaling.json`` (``measure_scaling.py``): each step's wall and CPU time and peak memory
+per line at each size (a step whose CPU time per line grows over ``LINEAR_TOLERANCE`` is named), the memory per
+further line, and side-data bytes per word. A missing file's section says how to make it."""
 import argparse
 import glob
 import json
@@ -111,9 +107,8 @@ def throughput_table(record: dict) -> Table:
 
 
 def scaling_rows(record: dict) -> list[dict]:
-    """Per step and size: wall and CPU seconds and peak memory, per line, and the time per line against the smallest
-    size's. The cost is the CPU time (user + system, the step's workers included): on cores shared with other work
-    the wall time measures the share a step got as much as the step. A record without CPU times uses wall times."""
+    """Per step and size: wall and CPU seconds and peak memory per line, and the time per line against the smallest
+    size's (CPU time, user + system with workers; wall time where a record has no CPU times)."""
     sizes = sorted(record["sizes"], key=lambda size: size["lines"])
     rows = []
 
@@ -139,9 +134,8 @@ def scaling_rows(record: dict) -> list[dict]:
 
 
 def memory_rows(record: dict) -> list[dict]:
-    """Per step: the memory each further line adds between the smallest and the largest size, and the peak it
-    gives at WMT'14's lines (a straight line through the two, never falling; a step that streams adds about
-    nothing)."""
+    """Per step: the memory each further line adds between the smallest and the largest size, and the peak
+    extrapolated to WMT'14's lines (a straight line, never falling)."""
     sizes = sorted(record["sizes"], key=lambda size: size["lines"])
     first, last = sizes[0], sizes[-1]
     rows = []

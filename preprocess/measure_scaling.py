@@ -5,17 +5,9 @@ binarization, each step's wall and CPU time and peak memory per line, and the si
     python3 preprocess/measure_scaling.py --sizes 50000 100000 200000 --workers 1 --work ../scaling-work
     python3 preprocess/make_results.py        # the tables into preprocess/RESULTS.md
 
-Per size N: N synthetic pairs (``bench/synthetic.py``, ``--min-words`` to ``--max-words``, one seed for every
-size), then these steps, each its own process, measured with ``os.wait4`` (wall time, CPU time of it and its
-workers, the largest resident set):
-
-    parse-trees  preprocess/parse_constituency.py, crf-con, --workers W
-    parse-arcs   preprocess/parse_dependency.py, biaffine, --workers W (arcs gzipped, as the recipes keep them)
-    bpe-learn    subword-nmt learn-joint-bpe-and-vocab (--merges)
-    bpe-apply    subword-nmt apply-bpe on both sides (the two runs summed; the peak of the larger)
-    preorder     fairseq-syntax-preprocess --form preorder --workers W
-    sequence     fairseq-syntax-preprocess --form sequence --workers W
-    ldd          fairseq-syntax-preprocess-dependencies (the labeled dependency side data)
+Per size N: N synthetic pairs (``bench/synthetic.py``, one seed for every size), then the :data:`STEPS` (crf-con
+and biaffine parsing, BPE learning and applying, the preorder and sequence forms, the LDD side data; :func:`steps`),
+each its own process measured with ``os.wait4`` (wall time, CPU time with its workers, the largest resident set).
 
 The parsers are tiny (``train_tiny_parsers``, or ``--crf-con`` / ``--biaffine``): fast and wrong, enough to
 measure everything around a parser (a real parser's rate: ``measure_throughput.py``). The LDD step reads

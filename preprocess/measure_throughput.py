@@ -45,7 +45,7 @@ PARSERS = ("tagger", "crf-con", "biaffine", "benepar")
 GPU_BATCH = ["--batch-size", "5000", "--batch-tokens", "50000"]  # a GPU wants large batches
 
 
-# ----------------------------------------------------------------------------------------------- the tagger alone
+# --- the tagger alone
 
 
 def tag_parser() -> argparse.ArgumentParser:
@@ -91,7 +91,7 @@ def tag_main(argv: list[str]) -> shards.ParseRun:
     return result
 
 
-# -------------------------------------------------------------------------------------------------- measurements
+# --- measurements
 
 
 def command(parser: str, models: dict, out: str) -> tuple[str, list[str]]:

@@ -1,13 +1,11 @@
 #!/usr/bin/env python3
-"""Parse sentences (one per line) into PTB-bracketed constituency trees (one per line): ``fairseq-syntax-parse
-constituency`` under its earlier name (``fairseq_syntax/cli/parse.py`` has the options and docs).
+r"""Parse sentences (one per line) into PTB-bracketed constituency trees (one per line):
+``fairseq-syntax-parse constituency`` (``fairseq_syntax/cli/parse.py`` has the options and docs).
 
-  python3 preprocess/parse_constituency.py --backend benepar --model MODELS/benepar-ptb.pt \\
+  python3 preprocess/parse_constituency.py --backend benepar --model MODELS/benepar-ptb.pt \
       --input train.tok.en --output train.tree
 
-is ``fairseq-syntax-parse constituency`` with the same options; ``--tokenize LANG`` (raw text) is ``--raw --lang
-LANG`` there.
-"""
+Same options; ``--tokenize LANG`` is ``--raw --lang LANG`` there."""
 import sys
 
 from fairseq_syntax.cli import parse

@@ -1,14 +1,11 @@
 #!/usr/bin/env python3
-"""Parse sentences (one per line) with a SuPar biaffine dependency parser into labeled arc distributions:
-``fairseq-syntax-parse dependency --backend biaffine`` under its earlier name (``fairseq_syntax/cli/parse.py`` has
-the options and docs).
+r"""Parse sentences (one per line) with a SuPar biaffine dependency parser into labeled arc distributions:
+``fairseq-syntax-parse dependency --backend biaffine`` (``fairseq_syntax/cli/parse.py`` has the options and docs).
 
-  python3 preprocess/parse_dependency.py --model MODELS/biaffine-dep-ud-ewt.pt \\
+  python3 preprocess/parse_dependency.py --model MODELS/biaffine-dep-ud-ewt.pt \
       --input train.tok.en --arcs train.arcs.jsonl --conllu train.conllu
 
-is ``fairseq-syntax-parse dependency --backend biaffine`` with ``--arcs`` named ``--output`` there and
-``--tokenize LANG`` (raw text) ``--raw --lang LANG``.
-"""
+``--arcs`` is ``--output`` there, ``--tokenize LANG`` is ``--raw --lang LANG``."""
 import sys
 
 from fairseq_syntax.cli import parse

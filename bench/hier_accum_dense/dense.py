@@ -81,7 +81,7 @@ def dense_embeddings(structure: Structure, embeddings: HierarchicalEmbeddings, d
     return table.to(dtype) * under.to(dtype).unsqueeze(-1)
 
 
-# ---------------------------------------------------------------------------------------------------- the model
+# --- the model
 
 
 class DenseHierarchicalSelfAttention(HierarchicalSelfAttention):

@@ -103,7 +103,7 @@ def to_bracketed(tree) -> str:
     return f"({tree.label} {' '.join(to_bracketed(child) for child in tree.children)})"
 
 
-# ---------------------------------------------------------------------------------------------------- lexicon
+# --- lexicon
 
 # "singular plural target-stem"; entries separated by "|".
 NOUNS = """
@@ -237,7 +237,7 @@ def _build_targets() -> tuple[dict[tuple[str, str], str], dict[tuple[str, str], 
 
 WORD_TARGETS, VERB_STEMS = _build_targets()
 
-# ---------------------------------------------------------------------------------------------------- transfer
+# --- transfer
 
 
 # Child-label sequences of a base NP and of a VP, matched against ``_labels(node)``.
@@ -381,7 +381,7 @@ def translate(tree: Tree) -> list[str]:
     return _clause(first) + [_word(conjunction)] + _clause(second) + [PERIOD]
 
 
-# ---------------------------------------------------------------------------------------------------- dependencies
+# --- dependencies
 
 #: Head rules (module docstring); a preterminal's head is its word.
 HEAD_CHILDREN: dict[str, tuple[str, ...]] = {
@@ -511,7 +511,7 @@ def dependency_rng(seed: int, split: str) -> random.Random:
     return random.Random(f"demo-dependencies:{seed}:{split}")
 
 
-# ---------------------------------------------------------------------------------------------------- grammar
+# --- grammar
 
 MAX_DEPTH = 3
 MIN_TOKENS, MAX_TOKENS = 5, 25

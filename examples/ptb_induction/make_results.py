@@ -3,17 +3,12 @@
     python3 examples/ptb_induction/make_results.py                   # RESULTS.md + RESULTS.json from the runs
     python3 examples/ptb_induction/make_results.py --compress LOGS   # run.sh, after a run: compress its folder
 
-A run of ``run.sh`` leaves one folder ``logs<SUFFIX>/`` beside this script (the suffix names its settings: see
-run.sh). Kept, a folder holds every step's log gzipped (``NAME.log.gz``, the command on its first line) and the
-steps' JSON scores in one ``scores.json.gz`` (``{"induce_paper.json": {...}, ...}``); a run not yet compressed
-has them as plain ``NAME.log`` / ``NAME.json``, which are read the same way (a plain file first). run.sh then
-packs the folder's gzipped files into ``packed.tar.xz`` beside this script (``packed_runs``: one xz stream over every
-run keeps 124 KB where gzip kept 303), from which they are read and listed as from the folder. Exploratory
-runs made by hand are rows of the same table (``EXPLORATORY``; their folder's README.md says how they were run).
-Every number in the output is read from a log or JSON score file named next to it; a missing file is an error.
-The tables are rendered, and RESULTS.md / RESULTS.json written, by the shared results library
-(``fairseq_syntax.evaluation.tables``).
-"""
+A run of ``run.sh`` leaves ``logs<SUFFIX>/`` beside this script (the suffix names its settings): each step's log
+gzipped (``NAME.log.gz``, the command on its first line) and the JSON scores in ``scores.json.gz``; plain
+``NAME.log`` / ``NAME.json`` of an uncompressed run are read first. run.sh then packs the gzipped files into
+``packed.tar.xz`` (``packed_runs``), read as the folder. Exploratory runs made by hand are rows too
+(``EXPLORATORY``; their folder's README.md says how). Every number is read from a file named next to it; a missing
+file is an error. Rendering: ``fairseq_syntax.evaluation.tables``."""
 import argparse
 import collections
 import datetime
@@ -36,26 +31,22 @@ SYSTEMS = {"tree_transformer_lm": "Tree Transformer", "roberta_prenorm": "Transf
 BASELINES = ("left-branching", "right-branching")
 LABELS = ("NP", "VP", "PP", "ADJP", "SBAR", "ADVP")
 SCORES = "scores.json.gz"
-# The run this file leads with, the first of these that is kept: run.sh's WSJ text with the authors' C_ii and
-# optimisation, fresh masks (run.sh --diagonal zero --optimiser authors --updates 6000, kept since issue 53);
-# without it, the setting under which the links learned PTB phrases before issue 53's fix (repeated masks;
-# --text mixed --eval-text --diagonal zero --optimiser authors --updates 16000). Its figure is the one kept
-# (constituent_prior.png, copied by run.sh).
+# The headline run, the first of these kept: WSJ text, the authors' C_ii and optimisation, fresh masks (run.sh
+# --diagonal zero --optimiser authors --updates 6000); else --text mixed --eval-text --diagonal zero --optimiser authors
+# --updates 16000 with repeated masks. Its figure is constituent_prior.png.
 HEADLINES = ("logs-ptb-text-diagonal-zero-authors-optimiser",
              "logs-eval-text-diagonal-zero-authors-optimiser-repeated-masks")
-# The line sentence_masked_lm logs since its masks are fresh every epoch with a kept data-loader worker (issue 53).
-# A run without it that loaded batches in a worker process (fairseq-train's default --num-workers 1) saw epoch 1's
-# masks in every epoch: run.sh's runs made before the fix are kept as logs*-repeated-masks/.
+# The line sentence_masked_lm logs when its masks are fresh every epoch; a run without it that loaded batches in a
+# worker process saw epoch 1's masks every epoch (logs*-repeated-masks/).
 FRESH_MASKS_LINE = "with the epoch in shared memory: fresh every epoch"
-# The random trees of the induce JSON by the name of their draw (fairseq_syntax.methods.tree_transformer.induce's
-# RANDOM_DRAWS); runs scored before the shift-reduce draw was added named the uniform-split one "random (N seeds)".
+# The random trees of the induce JSON by draw (induce's RANDOM_DRAWS); older scores name the uniform-split one "random
+# (N seeds)".
 RANDOM_DRAWS = {"uniform split": ("random, uniform split (", "random ("), "shift-reduce": ("random, shift-reduce (",)}
 RANDOM_LABELS = {"uniform split": "random, uniform split point at every node (mean of {seeds} seeds)",
                  "shift-reduce": "random, shift-reduce coin flips as in Kim et al.'s code (mean of {seeds} seeds)"}
 FIGURE = "constituent_prior.png"
-# Runs made by hand beside run.sh's (README.md in the folder: their commands): Tree Transformers only, no plain
-# Transformer trained beside them, so no perplexity or throughput ratio. Per run: its training log and the
-# parses scored (Algorithm 1 with minimum layer m, or greedy from one layer: see PARSES).
+# Runs made by hand (commands in their folder's README.md): Tree Transformers only, so no perplexity or throughput
+# ratio. Per run: its training log and the parses scored (see PARSES).
 EXPLORATORY = {
     "logs-authors-optimiser": [
         {"train": "train_tree_transformer_lm_diagonal_one.log", "parses": {"m=2": "induce_diagonal_one.json"}},
@@ -65,8 +56,8 @@ EXPLORATORY = {
     ],
 }
 # The parses of a run.sh run: label -> the JSON score file of fairseq_syntax.methods.tree_transformer.induce.
-#: parses of runs made since the rule could be chosen on a dev split (older runs have "–"): the rule chosen on every
-#: 10th sentence and the paper's rule, both scored on the other 90%; the paper's rule without the final </s>
+#: parses chosen on a dev split (older runs: "–"): the rule chosen on every 10th sentence and the paper's, both scored
+#: on the other 90%; the paper's rule without the final </s>
 LATER_PARSES = {"chosen on dev": ("induce_dev.json", "Tree Transformer (rule chosen on dev)"),
                 "m=2 on the same 90%": ("induce_dev.json", "Tree Transformer"),
                 "m=2 without </s>": ("induce_noeos.json", "Tree Transformer")}
@@ -77,7 +68,7 @@ MOVED_MODULES = {"fairseq_syntax.cli.induce": "fairseq_syntax.methods.tree_trans
                  "fairseq_syntax.evaluation.masked_lm": "fairseq_syntax.methods.tree_transformer.masked_lm"}
 
 
-# ---- reading a run folder -------------------------------------------------------------------------------------
+# --- reading a run folder
 
 def read(logs: str, name: str) -> str:
     """The text of ``logs/name``, of ``logs/name.gz``, or of its packed copy (``packed.tar.xz`` beside the logs
@@ -138,10 +129,8 @@ def log_parts(log: str) -> list:
 
 
 def wall_seconds(log: str) -> float:
-    """Wall-clock time of a training log: first to last timestamp of each part (one per "# command:" line), summed.
-
-    fairseq's own "wall" meter restarts at 0 when a run resumes from its checkpoint, so it cannot be used.
-    """
+    """Wall-clock time of a training log: first to last timestamp of each part, summed (fairseq's "wall" meter
+    restarts on resume)."""
     total = 0.0
     for part in log_parts(log):
         stamps = re.findall(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \|", part, flags=re.MULTILINE)
@@ -154,9 +143,8 @@ def wall_seconds(log: str) -> float:
 
 
 def median_words_per_second(log: str) -> float | None:
-    """fairseq's logged training tokens/s, median over the longest part of a resumed run (parts may differ in
-    precision or load, so they are not pooled); None for a run shorter than fairseq's --log-interval (no
-    ``train_inner`` line: ``run.sh --updates 10``, a try of the recipe)."""
+    """fairseq's logged training tokens/s, median over the longest part of a resumed run; None without a
+    ``train_inner`` line."""
     parts = [re.findall(r"train_inner .*? wps=([\d.]+)", part) for part in log_parts(log)]
     longest = max(parts, key=len)
     return statistics.median(float(wps) for wps in longest) if longest else None
@@ -176,10 +164,8 @@ def speeds_by_minute(log: str) -> dict:
 
 
 def side_by_side_throughput(tree_log: str, plain_log: str):
-    """Tree Transformer / Transformer training throughput while the two trained at the same time: the medians of
-    their logged tokens/s in the minutes in which both logged it, and the number of those minutes; None when there
-    are fewer than 10. run.sh trains them side by side on one core each, but a run paused or resumed alone (a
-    model trained on while the other waits) has minutes of one without the other, under another load."""
+    """Tree Transformer / Transformer training throughput while both trained at once: medians of their logged
+    tokens/s over the minutes both logged, and the number of those minutes; None under 10."""
     tree, plain = speeds_by_minute(tree_log), speeds_by_minute(plain_log)
     both = sorted(set(tree) & set(plain))
     if len(both) < 10:
@@ -190,8 +176,8 @@ def side_by_side_throughput(tree_log: str, plain_log: str):
 
 
 def config_setting(log: str, name: str) -> str:
-    """A value of fairseq's logged configuration, written ``name='value'`` (the model's Namespace) or
-    ``'name': 'value'`` (a dict), for the runs whose log has no command."""
+    """A value of fairseq's logged configuration (``name='value'`` or ``'name': 'value'``), for runs whose log has no
+    command."""
     match = re.search(rf"(?:\b{name}=|'{name}': )('[^']*'|[\w.\-]+)", log)
     if not match:
         raise ValueError(f"no '{name}' in the training log's configuration")
@@ -217,8 +203,8 @@ def training_summary(log: str) -> dict:
 
 
 def masks(log: str, num_workers: str) -> str:
-    """"fresh" when the run's masks changed every epoch, "repeated" when it saw epoch 1's in every epoch: trained
-    before the fix (no FRESH_MASKS_LINE in its log) with its batches loaded in a worker process kept across epochs."""
+    """"fresh" when the run's masks changed every epoch, "repeated" when it saw epoch 1's in every epoch (no
+    FRESH_MASKS_LINE, batches loaded in a kept worker)."""
     return "fresh" if FRESH_MASKS_LINE in log or int(num_workers) == 0 else "repeated"
 
 
@@ -331,7 +317,7 @@ def readme_command(logs: str) -> str:
     return match.group(1)
 
 
-# ---- cells ----------------------------------------------------------------------------------------------------
+# --- cells
 
 def f1_cell(parse: dict, key: str = "sentence_f1", system: str = "Tree Transformer") -> Cell:
     """"all / <=10 words" F1 in % of one parse (``parse`` an induce JSON, or None: "–")."""
@@ -383,8 +369,7 @@ def throughput_sentence(run: dict) -> str:
 
 
 def summary_row(run: dict) -> dict:
-    """One run as a machine-readable row for comparing runs: Algorithm 1 (m=2, the paper's rule) for the
-    Tree Transformer and right-branching, both scored by the same code on the same trees; F1 in %."""
+    """One run as a machine-readable row: Algorithm 1 (m=2, the paper's rule) and right-branching, F1 in %."""
     subsets = run["parses"]["m=2"]["subsets"]
     tree, right = ({subset: subsets[subset][system] for subset in subsets}
                    for system in ("Tree Transformer", "right-branching"))
@@ -401,7 +386,7 @@ def summary_row(run: dict) -> dict:
     }
 
 
-# ---- the document ---------------------------------------------------------------------------------------------
+# --- the document
 
 def runs_table(runs: list) -> Table:
     table = Table(["run", "training text", "layers x d_model", "C_ii", "optimiser", "precision", "updates", "masks",
@@ -487,11 +472,9 @@ def perplexity_table(runs: list) -> Table:
 
 
 def unknown_words(run: dict) -> dict:
-    """The PTB sample's words that are ``<unk>`` to the model: every one (the words the masked-LM perplexity leaves
-    out, both systems sharing the dictionary), those the corpus itself writes ``<unk>`` (make_corpus's count: Mikolov's
-    10k vocabulary of the ptb text; the mixed text applies no vocabulary, so none) and those fairseq maps to ``<unk>``
-    as seen under 3 times in the training text (the rest). fairseq-preprocess's "% replaced" counts only the last, of
-    the tokens with </s>; RESULTS.md gave it as the rate before issue 53."""
+    """The PTB sample's words that are ``<unk>`` to the model: all of them, those the corpus writes ``<unk>``
+    (make_corpus's count under Mikolov's 10k vocabulary), and those fairseq maps to ``<unk>`` (seen under 3 times:
+    the rest)."""
     evaluation = run["corpus"]["eval/ptb-sample"]
     total = run["perplexity"]["tree_transformer_lm"]["unknown_words"]
     written = evaluation.get("unk", 0 if run["settings"]["text"] == "mixed" else None)
@@ -861,13 +844,11 @@ def render(runs: list) -> tuple:
     return "\n".join(lines) + "\n", data
 
 
-# ---- compressing a run folder ---------------------------------------------------------------------------------
+# --- compressing a run folder
 
 def compress_run(logs: str) -> None:
-    """What run.sh does once a run is scored: gzip every ``*.log`` of ``logs`` (``NAME.log.gz``) and move every
-    ``*.json`` into ``scores.json.gz`` (``{file name: content}``, merged with the scores already there); paths in the
-    repository are written relative to it, and Python's folders by name (``portable_paths``), so that what is kept
-    names no folder of this machine."""
+    """What run.sh does once a run is scored: gzip every ``*.log`` of ``logs`` and move every ``*.json`` into
+    ``scores.json.gz`` (merged with those there), with paths made portable (``portable_paths``)."""
     bundle = os.path.join(logs, SCORES)
     found = portable_paths(scores(logs), root=REPO)
     if found:

@@ -1,13 +1,9 @@
-"""RESULTS.md and RESULTS.json for the SST recipe, written from the fairseq-train logs of ``run.sh`` (nothing is
-typed by hand).
+"""RESULTS.md and RESULTS.json for the SST recipe, from the fairseq-train logs of ``run.sh``.
 
-Usage: ``python3 examples/sst/results.py examples/sst/logs --out examples/sst/RESULTS.md`` (RESULTS.json is written
-beside it; without --out the Markdown goes to standard output). Each ``DATASET.RUN.log.gz`` (or ``.log``, a run not
-yet compressed; or packed into ``logs/packed.tar.xz`` by run.sh, see ``packed_runs``) gives its model settings (from fairseq's logged configuration), its size, how long it trained and
-why it stopped, and the dev accuracy after every epoch. A log without "done training" is reported as unfinished,
-never skipped. The tables are rendered, and the files written, by the shared results library
-(``fairseq_syntax.evaluation.tables``).
-"""
+``python3 examples/sst/results.py examples/sst/logs --out examples/sst/RESULTS.md`` (RESULTS.json beside it;
+without --out, Markdown to stdout). Each ``DATASET.RUN.log.gz`` (or plain ``.log``, or packed, ``packed_runs``)
+gives its settings, size, training time, why it stopped and the dev accuracy per epoch; a log without "done
+training" is reported unfinished. Rendering: ``fairseq_syntax.evaluation.tables``."""
 import argparse
 import os
 import re
@@ -99,8 +95,8 @@ ALIGN = "llllrrrrlrrr"
 
 
 def table(runs: List[Run]) -> Tuple[List[str], dict]:
-    """The Markdown lines of one dataset's table and the same table for RESULTS.json (numbers unrounded; a cell
-    "a (b)" is the list [a, b]; None where the Markdown has "-")."""
+    """The Markdown lines of one dataset's table and the same for RESULTS.json (numbers unrounded; "a (b)" as [a, b];
+    None for "-")."""
     cells, values = [], []
     for run in runs:
         model, labels = describe(run)

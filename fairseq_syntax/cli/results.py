@@ -3,24 +3,15 @@
     fairseq-syntax-results RUN_DIR_OR_JSON... [--out RESULTS.md] [--terminal [--against NAME]]
         [--baseline NAME] [--control CONTROL=SYSTEM:KIND ...] [--plan SYSTEM=SEEDS ...]
 
-A directory contributes every *.run.json below it; files are taken as given. With --terminal it prints, in place of
-the Markdown, a table a terminal shows (:func:`terminal_table`: system, BLEU, chrF, p against a baseline, training
-time; the demo ends with it), and --out still writes the full table, each run's command included. With --out, the
-same table goes to RESULTS.json beside RESULTS.md (one row per system, the same columns; see results.render_json).
-Records are written by `fairseq-syntax-score --record` (or fairseq_syntax.evaluation.records.record_run); see
-fairseq_syntax.evaluation.records.
+A directory contributes every *.run.json below it. ``--terminal`` prints a terminal-sized table instead
+(:func:`terminal_table`); ``--out`` writes the full table and RESULTS.json beside it (results.render_json).
+Records come from ``fairseq-syntax-score --record`` (fairseq_syntax.evaluation.records).
 
-A dataset trained with several seeds is tested as its comparisons say
-(:class:`~fairseq_syntax.evaluation.comparisons.Comparisons`, recorded in RESULTS.json): --baseline (default: the
-method registry's words-only baseline, ``sequence``), --control (default: each control system the registry
-describes, with its method and kind: ``python -m fairseq_syntax.methods controls``; any --control replaces them
-all) and --plan (default: none, each row complete with the seeds it has; given, the planned systems are the
-study's, in the order given, and one without a run is listed as such). A study's own report builds them from its
-config and calls :func:`fairseq_syntax.evaluation.results.results_of_runs` itself.
-
-The table lists its records by their path relative to the working directory when they lie under it (the recipes
-run from the repository root and pass absolute directories; a committed table must not name one machine's paths).
-"""
+Seeds are tested as the comparisons say (:class:`~fairseq_syntax.evaluation.comparisons.Comparisons`):
+``--baseline`` (default: the registry's words-only baseline), ``--control`` (default: every control system the
+registry describes; any given replaces them all), ``--plan`` (default: none; given, the study's systems in order,
+one without a run listed as such). Records are listed by their path relative to the working directory where they
+lie under it."""
 import argparse
 import re
 import sys
@@ -111,10 +102,8 @@ def _p_text(report) -> str:
 
 
 def terminal_table(records: List[dict], against: Optional[str] = None) -> str:
-    """The runs of each dataset, best BLEU first, as lines a terminal shows under 100 columns: system, BLEU, chrF,
-    the two-sided p-values (BLEU / chrF) against the run of ``against`` (default: the registry's words-only
-    baseline) and the training time (H:MM:SS). The commands and the other metrics stay in RESULTS.md, whose path
-    the caller prints."""
+    """The runs of each dataset, best BLEU first, under 100 columns: system, BLEU, chrF, p (BLEU / chrF) against
+    ``against`` (default: the words-only baseline) and the training time (H:MM:SS)."""
     if against is None:
         from fairseq_syntax.methods import words_baseline
 

@@ -1,29 +1,19 @@
 """fairseq-syntax-score: BLEU-4/BLEU-1/chrF/TER/RIBES of fairseq-generate output, with paired bootstrap p-values.
 
-    fairseq-syntax-score HYP REF [BASELINE ...] [--tok] [--lang de] [--json OUT] [--bootstrap N]
-                         [--by-length 10,20,30,40,50] [--skipped SPLIT.skipped.tsv]
-                         [--record RUN.run.json --dataset D --system S --arch A --train-log LOG
-                          --train-command ARGV_JSON [--baseline-name NAME ...] [--decode-command ARGV_JSON]
-                          [--out-dir OUT_DIR] [--repo-root REPO]]
+    fairseq-syntax-score HYP REF [BASELINE ...] [--json OUT] [--record RUN.run.json --train-command ARGV_JSON ...]
 
-HYP and BASELINE are fairseq-generate stdout (D- lines, or H- lines with --tok / --lang) or plain text, one
-hypothesis per line; REF is plain text (or generate output, whose T- lines are then the references). Every
-reference needs a hypothesis: missing ids are named and nothing is scored. See fairseq_syntax.evaluation.scoring.
+HYP and BASELINE: fairseq-generate stdout (D- lines, or H- lines with --tok / --lang) or plain text, one
+hypothesis per line; REF: plain text (or generate output's T- lines). Every reference needs a hypothesis: missing
+ids are named and nothing is scored (fairseq_syntax.evaluation.scoring).
 
-Several seeds: HYP and each BASELINE may be comma-separated files, one per training seed (``--run-seeds`` names
-them). The scores are then the mean and standard deviation over seeds, and the p-values those of the paired
-bootstrap over test sentences and seeds (scoring.seed_bootstrap, 10,000 rounds unless --bootstrap says otherwise;
-each p with its Monte-Carlo error and Welch's t-test over the seeds beside it; a baseline may have another number of
-seeds).
+Several seeds: HYP and each BASELINE may be comma-separated files, one per seed (``--run-seeds`` names them):
+scores are the mean and sd over seeds, p-values those of the paired bootstrap over sentences and seeds
+(scoring.seed_bootstrap, 10,000 rounds by default), each with its Monte-Carlo error and Welch's t-test beside it.
 
-A record holds each command as its argv list with a display string beside it
-(:mod:`fairseq_syntax.evaluation.run_commands`): ``--train-command`` and ``--decode-command`` name JSON files that
-hold one list of words each, program first (a study run's checkpoints folder keeps ``train_command.json`` and
-``decode_command.json``); the scoring's own command is recorded from its arguments. A record names no folder of this
-machine: its paths under ``--out-dir`` (the recipe's output folder; default: the
-environment's OUT_DIR, which the recipes export) are written as ``OUT_DIR/...``, and those under ``--repo-root``
-(default: the checkout this package runs from, if it runs from one) relative to it (records.portable_paths).
-"""
+``--train-command`` and ``--decode-command`` name JSON files holding one argv list each (a run's checkpoints
+folder keeps ``train_command.json`` and ``decode_command.json``; :mod:`fairseq_syntax.evaluation.run_commands`). A
+record names no folder of this machine: paths under ``--out-dir`` (default: the environment's OUT_DIR) are written
+``OUT_DIR/...``, those under ``--repo-root`` (default: this package's checkout) relative to it."""
 import argparse
 import json
 import logging
@@ -186,8 +176,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.run_seeds and (not re.fullmatch(r"\d+(,\d+)*", args.run_seeds)
                            or args.run_seeds.count(",") != args.hyp.count(",")):
         parser.error(f"--run-seeds takes one seed per HYP file, comma-separated like HYP, got {args.run_seeds!r}")
-    # over seeds when any side has several (a system's first seed against a baseline's five is a test over seeds),
-    # or when --run-seeds names HYP's: read as one run, a comma-separated BASELINE would be taken for one file name
+    # over seeds when any side has several, or --run-seeds names HYP's
     over_seeds = any("," in paths for paths in (args.hyp, *args.baselines)) or bool(args.run_seeds)
     if args.bootstrap is None:  # the seed-aware test's p-values need more rounds to hold (mc_standard_error)
         args.bootstrap = SEED_BOOTSTRAP_ROUNDS if over_seeds else ONE_RUN_BOOTSTRAP_ROUNDS
@@ -280,8 +269,7 @@ def _write_outputs(args, report: dict) -> None:
 
 
 def score_command(args) -> list[str]:
-    """The scoring as a command's words: the inputs and the options that change a score or a p-value (not the
-    record's own facts)."""
+    """The scoring as a command's words: the inputs and the options that change a score or a p-value."""
     words = ["fairseq-syntax-score", args.hyp, args.ref, *args.baselines]
     words += [option for option, on in (("--tok", args.tok),) if on]
     for option, value in (("--lang", args.lang), ("--skipped", args.skipped), ("--by-length", args.by_length),

@@ -1,23 +1,16 @@
 """The data directory format: what ``fairseq-syntax-preprocess`` writes beside fairseq's binarized files.
 
-``syntax.json`` records how the source side was made: ``{"form": "preorder", "preterminals": "split", ...}`` (the
-input form, :mod:`fairseq_syntax.core.input_forms`), the BPE the source was segmented with (``"bpe"``, its files
-copied beside, :mod:`fairseq_syntax.core.bpe`), the parser that made the trees and whether they carry POS tags
-(``"parser"``, ``"pos_tags"``, :mod:`fairseq_syntax.core.interactive_source`), plus one entry per side input whose
-preprocessing has settings a later step must reuse (e.g. ``"ldd"``: the label table and floor of the dependency
-side data). Side data files are ``{split}.{src}-{tgt}.{src}.{suffix}.{bin,idx}``
-(:mod:`fairseq_syntax.core.side_inputs`).
+``syntax.json`` records how the source side was made: ``{"form": "preorder", "preterminals": "split", ...}``
+(:mod:`fairseq_syntax.core.input_forms`), the BPE (``"bpe"``, :mod:`fairseq_syntax.core.bpe`), the parser and
+whether the trees carry POS tags (``"parser"``, ``"pos_tags"``, :mod:`fairseq_syntax.core.interactive_source`),
+and per side input the settings a later step must reuse (``"ldd"``). Side data files:
+``{split}.{src}-{tgt}.{src}.{suffix}.{bin,idx}`` (:mod:`fairseq_syntax.core.side_inputs`).
 
-Side data is tied to the token data it was made for: the command that writes a split's side data records in
-``syntax.json`` the fingerprint (:func:`files_fingerprint`) of that split's binarized source and of the side data
-files themselves, ``"side_data": {suffix: {split: {"tokens": "sha256:...", "files": "sha256:..."}}}``
-(:func:`with_side_data`), and loading checks both (:func:`fairseq_syntax.core.side_inputs.load_side_data`), so side
-data left from another preprocessing run, or copied in from another data directory, is an error, not training on
-arrays made for other tokens. (Directories made before the files' own fingerprint was recorded hold the tokens'
-alone, ``{split: "sha256:..."}``.) ``{split}.skipped.tsv`` lists the source lines
-``fairseq-syntax-preprocess --skip-invalid`` left out (``LINE<TAB>reason<TAB>message``), which the commands that
-add side data from the full corpus files leave out too.
-"""
+Side data is tied to its tokens:
+``"side_data": {suffix: {split: {"tokens": "sha256:...", "files": "sha256:..."}}}`` (:func:`with_side_data`,
+:func:`files_fingerprint`), checked on loading (:func:`fairseq_syntax.core.side_inputs.load_side_data`); older
+directories hold ``{split: "sha256:..."}``. ``{split}.skipped.tsv`` lists the lines ``--skip-invalid`` left out
+(``LINE<TAB>reason<TAB>message``)."""
 import fnmatch
 import hashlib
 import json
@@ -65,11 +58,8 @@ def source_prefix(data_path: str, split: str, src: str, tgt: str) -> str:
 
 
 def files_fingerprint(prefix: str) -> str:
-    """``sha256:HEX`` of ``PREFIX.idx`` then ``PREFIX.bin``: binarized tokens, or the side data made for them.
-
-    Both files, not the .idx alone: it holds only the sentence lengths, so side data made for other tokens of the
-    same lengths (another dictionary or BPE model, an edited corpus) would pass. Checking reads the files once per
-    load: sha256 hashes about 600 MB/s on one core, one second for 10M sentences of 30 tokens (a 600 MB .bin)."""
+    """``sha256:HEX`` of ``PREFIX.idx`` then ``PREFIX.bin`` (the .idx alone holds only lengths). About 600 MB/s on
+    one core."""
     digest = hashlib.sha256()
     for extension in (".idx", ".bin"):
         with open(prefix + extension, "rb") as f:
@@ -130,9 +120,8 @@ def data_dir_task(data_path: str) -> str | None:
 
 
 def require_language_pair(data_path: str, source_lang: str | None, target_lang: str | None) -> None:
-    """Stop with one line where fairseq's translation task would fail with a traceback on a data directory made
-    halfway (a preprocessing run stopped, files removed): no binarized split to tell the language pair from, or a
-    dictionary missing."""
+    """Stop with one line where fairseq's translation task would fail with a traceback on a half-made data directory:
+    no binarized split to tell the language pair from, or a dictionary missing."""
     names = os.listdir(data_path)
     if source_lang is None or target_lang is None:  # fairseq infers them from a file {split}.SRC-TGT.LANG...
         pairs = [name.split(".")[1] for name in names if name.count(".") >= 2 and name.split(".")[1].count("-") == 1]
@@ -149,10 +138,8 @@ def require_language_pair(data_path: str, source_lang: str | None, target_lang: 
 
 
 def require_meta(data_path: str) -> None:
-    """Stop with one line when a data directory of the translation task has no ``syntax.json``:
-    ``fairseq-syntax-preprocess`` writes it last, so a directory without one is a run that was stopped or a directory
-    that lost it, whose input form and side data (and the fingerprints that tie side data to its tokens) nothing
-    records. (:func:`read_meta` reading such a directory as the ``sequence`` form is for the commands that make one.)"""
+    """Stop with one line when a translation data directory has no ``syntax.json`` (written last: the run stopped, or
+    the file was lost)."""
     if not os.path.exists(os.path.join(data_path, META_FILE)):
         raise SystemExit(f"error: {os.path.join(data_path, META_FILE)}: no such file: {data_path} is a data directory "
                          f"made halfway (fairseq-syntax-preprocess writes {META_FILE} last: a run that was stopped, or "

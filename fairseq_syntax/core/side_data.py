@@ -1,26 +1,21 @@
-"""How the side data that does not come with an input form is made: what a method declares, what its maker is
-handed, and the writer most makers need.
+"""How the side data that does not come with an input form is made: what a method declares, what its maker is handed,
+and the writer most makers need.
 
-A side input (:mod:`fairseq_syntax.core.side_inputs`) either comes with the input form (``src_parents`` with the
-``preorder`` form: :data:`FORM_SIDE_INPUTS`, made by ``fairseq-syntax-preprocess``) or is made afterwards into a
-data directory from a split's tokens, parses and BPE. A method declares each of the latter in its description
-(``Method(side_data=(SideData(...),))``, :mod:`fairseq_syntax.core.method`), and the study builds what its grid's
-systems read by calling the makers (:mod:`fairseq_syntax.study.prepare`):
+A side input (:mod:`fairseq_syntax.core.side_inputs`) comes with the input form (:data:`FORM_SIDE_INPUTS`, made by
+``fairseq-syntax-preprocess``) or is made afterwards from a split's tokens, parses and BPE: a method declares
+those (``Method(side_data=(SideData(...),))``) and the study calls their makers
+(:mod:`fairseq_syntax.study.prepare`).
 
-* :class:`SideData`: the side input's name, the suffix of its files (``{split}.{src}-{tgt}.{src}.SUFFIX.{bin,idx}``,
-  also its key in ``syntax.json``'s ``side_data`` and in the study's record), the parses it is made from
-  (:data:`PARSE_KINDS`), the input forms it can be made for, ``make(job)`` and ``settings(parses)`` (what it is made
-  with beside its input files, e.g. the label scheme of the parses; recorded by the study with the directory).
-* :class:`SideDataJob`: one data directory made by ``fairseq-syntax-preprocess`` and, per split, its files: the BPE'd
-  source and target (what was binarized, one sentence a line), the source's words, and the parses of each kind the
-  side data reads (those of a control structure for a control directory), plus the settings and a scratch folder.
+* :class:`SideData`: the side input's name, its files' suffix (``{split}.{src}-{tgt}.{src}.SUFFIX.{bin,idx}``, also
+  its key in ``syntax.json``'s ``side_data``), the parses it reads (:data:`PARSE_KINDS`), its input forms,
+  ``make(job)`` and ``settings(parses)``.
+* :class:`SideDataJob`: one data directory and per split its files (BPE'd source and target, the source's words, the
+  parses of each kind), the settings and a scratch folder.
 * :func:`write_token_items`: one array per sentence, one entry per source token (EOS excluded), checked against the
-  binarized source and written as the split's side data, recorded in ``syntax.json``
-  (:func:`~fairseq_syntax.core.data_dir.with_side_data`) so that loading finds it tied to its tokens.
+  binarized source, written and recorded in ``syntax.json``
+  (:func:`~fairseq_syntax.core.data_dir.with_side_data`).
 
-The declarations are plain data: this module imports neither torch nor fairseq (the writer imports them when it
-runs), so the study's commands that only read files can look them up.
-"""
+Imports neither torch nor fairseq (the writer does when it runs)."""
 from __future__ import annotations
 
 import contextlib
@@ -30,9 +25,7 @@ from dataclasses import dataclass
 
 from fairseq_syntax.core.files import atomic_path
 
-#: the parses a side input may be made from: constituency trees (one bracketed tree a line, its leaves the words)
-#: and dependency parses (:mod:`fairseq_syntax.parsing.dependency`'s JSON lines); the same kinds a control changes
-#: (:data:`fairseq_syntax.core.control_kinds.CONTROL_INPUTS`)
+#: the parses a side input may be made from: constituency trees and dependency parses (the kinds a control changes)
 PARSE_KINDS = ("trees", "arcs")
 #: the side inputs that come with an input form (fairseq-syntax-preprocess --form makes them)
 FORM_SIDE_INPUTS = {"preorder": ("src_parents",)}
@@ -40,8 +33,8 @@ FORM_SIDE_INPUTS = {"preorder": ("src_parents",)}
 
 @dataclass(frozen=True)
 class SplitFiles:
-    """One split's files for a maker: ``source`` and ``target`` the BPE'd text the data directory's split was
-    binarized from, ``words`` the source's words, ``parses`` a file per parse kind the side data reads."""
+    """One split's files for a maker: ``source``, ``target`` (the BPE'd text binarized), ``words`` (the source's
+    words), ``parses`` (a file per kind read)."""
     split: str
     source: str
     target: str
@@ -51,9 +44,8 @@ class SplitFiles:
 
 @dataclass(frozen=True)
 class SideDataJob:
-    """What a maker makes side data for: the data directory ``destdir`` (made by fairseq-syntax-preprocess: its
-    ``syntax.json``, dictionaries and binarized splits), its language pair, each split's files, the settings
-    :attr:`SideData.settings` gave, and a folder the maker may write scratch files in."""
+    """What a maker makes side data for: the data directory ``destdir``, its language pair, each split's files, the
+    settings :attr:`SideData.settings` gave, and a scratch folder."""
     destdir: str
     source_lang: str
     target_lang: str
@@ -74,16 +66,13 @@ def no_settings(parses: Mapping[str, str]) -> dict:
 
 @dataclass(frozen=True)
 class SideData:
-    """How a side input that does not come with the input form is made (the module docstring).
+    """How a side input that does not come with the input form is made.
 
-    ``make(job)`` writes ``{split}.{src}-{tgt}.{src}.SUFFIX.{bin,idx}`` for every split of ``job`` and records each
-    in ``syntax.json`` (:func:`write_token_items` does both); a problem stops it with ``SystemExit`` (one line,
-    ``error: FILE:LINE: problem``) or ``ValueError``. ``settings(parses)`` gets the training split's parses (the
-    parser's, also for a control directory: a control keeps the labels) and returns the settings the side data is
-    made with beside its input files, ``{name: value}`` (JSON values), which the study records and hands to ``make``.
-    ``fairseq-syntax-study plan`` calls ``settings`` too (it checks the recorded data): it must load neither torch
-    nor fairseq, where ``make`` may.
-    """
+    ``make(job)`` writes ``{split}.{src}-{tgt}.{src}.SUFFIX.{bin,idx}`` for every split and records each in
+    ``syntax.json`` (:func:`write_token_items`); a problem is ``SystemExit`` (``error: FILE:LINE: problem``) or
+    ``ValueError``. ``settings(parses)`` gets the training split's parses and returns ``{name: value}`` (JSON) it
+    is made with, recorded by the study and handed to ``make``; ``fairseq-syntax-study plan`` calls it, so it must
+    load neither torch nor fairseq."""
     input: str  # the side input's name, as a system's ``side_inputs`` lists it: "src_ldd"
     suffix: str  # its files' suffix and its key in records: "ldd"
     reads: tuple[str, ...]  # the parse kinds it is made from (PARSE_KINDS)
@@ -110,11 +99,10 @@ def side_data_builder(prefix: str, dtype):
 
 
 def write_token_items(job: SideDataJob, split: SplitFiles, suffix: str, items: Iterable, dtype) -> int:
-    """Writes ``split``'s side data ``suffix``: ``items`` holds one integer array per line of ``split.source`` (the
-    lines ``fairseq-syntax-preprocess --skip-invalid`` left out, ``{split}.skipped.tsv``, are dropped here), each
-    with one entry per BPE token of the line; each is checked against the binarized sentence's length (EOS
-    excluded), then the files are written (``.partial`` first, renamed when whole) and recorded in ``syntax.json``.
-    Returns the number of sentences. A mismatch raises ``ValueError`` naming the file and line."""
+    """Writes ``split``'s side data ``suffix`` from ``items``, one integer array per line of ``split.source``
+    (``--skip-invalid``'s lines dropped), one entry per BPE token, each checked against the binarized length (EOS
+    excluded); files written ``.partial`` first, recorded in ``syntax.json``. Returns the sentence count; a
+    mismatch is a ``ValueError`` naming file and line."""
     import numpy as np
     import torch
     from fairseq.data.indexed_dataset import MMapIndexedDataset

@@ -127,7 +127,7 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
                 "it was trained on"
             )
 
-    # ------------------------------------------------------------------ data
+    # --- data
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         if self.cfg.num_batch_buckets:
             raise ValueError("syntax_translation does not support --num-batch-buckets")
@@ -276,7 +276,7 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
             self._require_side_data(dataset)
         return model
 
-    # ----------------------------------------------------------- interactive
+    # --- interactive
     def get_interactive_tokens_and_lengths(self, lines, encode_fn):
         numbers = range(self._interactive_lines + 1, self._interactive_lines + 1 + len(lines))
         self._interactive_lines += len(lines)

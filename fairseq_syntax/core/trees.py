@@ -101,7 +101,7 @@ class Tree:
         return to_bracketed(self)
 
 
-# ---------------------------------------------------------------------------------------------------- reading
+# --- reading
 
 
 def _tokenize(text: str, first_line: int) -> list[tuple[str, int]]:
@@ -225,7 +225,7 @@ def read_ptb(path: str) -> Iterator[Tree]:
             yield _build_tree(tree_tokens, str(path), tree_tokens[0][1], unwrap=True)
 
 
-# ---------------------------------------------------------------------------------------------------- writing
+# --- writing
 
 
 def to_bracketed(tree: Tree) -> str:
@@ -250,7 +250,7 @@ def to_bracketed(tree: Tree) -> str:
     return "".join(parts)
 
 
-# ---------------------------------------------------------------------------------------------------- transforms
+# --- transforms
 
 
 def _rebuild(
@@ -320,7 +320,7 @@ def apply_bpe(tree: Tree, segment: Callable[[str], list[str]]) -> Tree:
     return _rebuild(tree, lambda leaf: pieces(leaf.label), lambda node, children: [Tree(node.label, children)])[0]
 
 
-# ---------------------------------------------------------------------------------------------------- linearizations
+# --- linearizations
 
 
 def has_pos_tags(tree: Tree) -> bool:

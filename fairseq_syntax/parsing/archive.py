@@ -96,7 +96,7 @@ def conllu_bytes(arcs_lines: list[bytes], numbers: list[int], path: str) -> byte
     return "".join(blocks).encode("utf-8")
 
 
-# ---------------------------------------------------------------------------------------------------- pack
+# --- pack
 
 
 def pack(tok_dir: str, archive: str, source: str, splits: list[str], models: dict[str, str],
@@ -145,7 +145,7 @@ def pack(tok_dir: str, archive: str, source: str, splits: list[str], models: dic
     return manifest
 
 
-# ---------------------------------------------------------------------------------------------------- verify
+# --- verify
 
 
 def verify(archive: str) -> dict:
@@ -203,7 +203,7 @@ def add_lines(archive: str) -> list[str]:
     return written
 
 
-# ---------------------------------------------------------------------------------------------------- unpack
+# --- unpack
 
 
 @dataclass
@@ -298,7 +298,7 @@ def write_provenance(parses_json: str, out_path: str, roles: list[str], without:
     return described
 
 
-# ---------------------------------------------------------------------------------------------------- command
+# --- command
 
 
 def get_parser() -> argparse.ArgumentParser:

@@ -1,10 +1,7 @@
-"""Sentences grouped into batches by their padded size in tokens, so that a batch fits a device whatever the
-sentence lengths: the tagger's and benepar's batches (SuPar batches by tokens itself).
+"""Sentences grouped into batches by padded size in tokens (the tagger's and benepar's; SuPar batches itself).
 
-Sentences are sorted by length (ties in input order) and cut into consecutive groups whose padded size, sentences
-times the longest, is at most ``batch_tokens``; a sentence longer than that is a batch of its own. Sorting keeps
-the padding small. The grouping depends only on the lengths given, so a set of sentences is always batched alike.
-"""
+Sorted by length (ties in input order), cut into consecutive groups whose sentences times the longest is at most
+``batch_tokens``; a longer sentence is a batch of its own. The grouping depends only on the lengths."""
 from __future__ import annotations
 
 from collections.abc import Sequence

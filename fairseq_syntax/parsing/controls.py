@@ -78,7 +78,7 @@ def line_rng(seed: int, line: int) -> random.Random:
     return random.Random(f"{seed}:{line}")
 
 
-# ---------------------------------------------------------------------------------------------------- constituency
+# --- constituency
 
 
 def pos_nodes(tree: trees.Tree) -> list[trees.Tree]:
@@ -190,7 +190,7 @@ def structure_only_tree(tree: trees.Tree, rng: random.Random) -> trees.Tree:
     return tree_of_counts(lukasiewicz_rotation(counts), [tree.label, *labels], units)
 
 
-# ---------------------------------------------------------------------------------------------------- dependency
+# --- dependency
 
 
 def control_heads(n: int, control: str, rng: random.Random) -> list[int]:
@@ -232,7 +232,7 @@ def control_record(record: dict, control: str, rng: random.Random, source: str =
     return out
 
 
-# ---------------------------------------------------------------------------------------------------- files
+# --- files
 
 
 def _progress(items, path: str):
@@ -310,7 +310,7 @@ def record_control(data_dir: str, control: str, seed: int) -> None:
     _update_json(os.path.join(data_dir, PARSERS_FILE), entry, required=False)
 
 
-# ---------------------------------------------------------------------------------------------------- measures
+# --- measures
 
 
 def tree_shape(tree: trees.Tree) -> tuple[int, int]:
@@ -413,7 +413,7 @@ def stats_markdown(rows: list[dict], source: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-# ---------------------------------------------------------------------------------------------------- command
+# --- command
 
 
 def get_parser() -> argparse.ArgumentParser:

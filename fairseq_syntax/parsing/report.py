@@ -1,9 +1,5 @@
-"""What a parsing run reports: sentences, speed, and every sentence that got a fallback structure.
-
-A fallback is never silent: each one is listed with its 1-based input line and the reason, on the console and in
-a ``.skipped`` file (``LINE<TAB>REASON`` per line; the file is written even when empty, so a stale list from an
-earlier run never survives).
-"""
+"""What a parsing run reports: sentences, speed, and every sentence that got a fallback structure, with its 1-based
+line and reason, on the console and in a ``.skipped`` file (``LINE<TAB>REASON``, written even when empty)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

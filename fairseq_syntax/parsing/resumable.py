@@ -1,10 +1,6 @@
-"""What every training loop here shares to survive being killed and to report its pace: SuPar's and benepar's
-loops (``training``) and the POS tagger's (``tagger``).
-
-A module of its own so that the tagger needs nothing of ``training``: ``training`` imports ``constituency`` (to
-score parsers through the path that parses the corpus), and ``constituency`` loads the tagger, so a tagger that
-imported ``training`` closed an import circle.
-"""
+"""What every training loop here shares to survive being killed and to report its pace: SuPar's and benepar's loops
+(``training``) and the POS tagger's (``tagger``), which must not import ``training`` (an import cycle through
+``constituency``)."""
 from __future__ import annotations
 
 import time

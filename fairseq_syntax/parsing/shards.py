@@ -86,7 +86,7 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 Result = TypeVar("Result")
 
 
-# ------------------------------------------------------------------------------------------------- options
+# --- options
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -145,7 +145,7 @@ def model_identity(name_or_path: str | None) -> str | None:
     return f"{os.path.basename(name_or_path)} sha256:{model_digest(name_or_path)}"
 
 
-# --------------------------------------------------------------------------------------------- shard layout
+# --- shard layout
 
 
 @dataclass(frozen=True)
@@ -170,7 +170,7 @@ class Shard:
         return f"{stem}.shard{self.index}-of-{self.count}{gz}"
 
 
-# ----------------------------------------------------------------------------------------------------- input
+# --- input
 
 
 @dataclass(frozen=True)
@@ -229,7 +229,7 @@ def numbered(lines: Iterable[InputLine], parse: Callable[[Iterator[list[str]]], 
         yield pending.popleft(), result
 
 
-# ------------------------------------------------------------------------------------------------------ jobs
+# --- jobs
 
 
 @dataclass
@@ -382,7 +382,7 @@ def _other_layouts(job: ParseJob, count: int) -> dict[int, list[str]]:
     return layouts
 
 
-# ----------------------------------------------------------------------------------------------------- parsing
+# --- parsing
 
 
 class ProgressFile:
@@ -541,7 +541,7 @@ def merge(job: ParseJob, count: int, source: InputFile | None = None, remove: bo
     return ParseRun(ParseReport(source.lines, sum(seconds), sorted(fallbacks)), stats, True, seconds)
 
 
-# ----------------------------------------------------------------------------------------------------- workers
+# --- workers
 
 
 def _worker_environment(slot: int, device: str) -> dict:
@@ -663,7 +663,7 @@ def _run_workers(job: ParseJob, source: InputFile, todo: list[Shard], workers: i
                          f"the rest\n{details}")
 
 
-# --------------------------------------------------------------------------------------------------------- run
+# --- run
 
 
 def _load(job: ParseJob, device: str, worker: bool) -> ParseFunction:

@@ -1,8 +1,5 @@
-"""stanza's resources folder, and its tokenizer for the languages Moses does not tokenize.
-
-Kept apart from :mod:`fairseq_syntax.parsing.stanza_backend` (the parsers) so that the text module can reach the
-tokenizer without the parsers' imports.
-"""
+"""stanza's resources folder, and its tokenizer for the languages Moses does not tokenize (apart from the parsers, so
+the text module needs none of their imports)."""
 from __future__ import annotations
 
 import contextlib

@@ -237,7 +237,7 @@ def evaluate_constituency(parser: ConstituencyParser, gold_path: str) -> tuple[B
     return bracket_score(gold, predicted), sum(a == b for a, b in pairs) / max(1, len(pairs))
 
 
-# ---------------------------------------------------------------------------------------------------- benepar
+# --- benepar
 
 
 @dataclasses.dataclass

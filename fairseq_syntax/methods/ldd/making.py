@@ -1,10 +1,7 @@
-"""How ``src_ldd`` is made into a data directory of the ``sequence`` form: the maker the method declares
-(:class:`~fairseq_syntax.core.side_data.SideData`), which runs ``fairseq-syntax-preprocess-dependencies``
-(:mod:`.preprocess`) on each split's BPE'd source and dependency parses with the label groups of the parses' label
-scheme (``stanford``, Appendix A, or ``universal``).
-
-Imports neither torch nor fairseq until it makes something: the method's description refers to it.
-"""
+"""How ``src_ldd`` is made into a ``sequence`` data directory: the maker the method declares
+(:class:`~fairseq_syntax.core.side_data.SideData`), running ``fairseq-syntax-preprocess-dependencies``
+(:mod:`.preprocess`) with the label groups of the parses' scheme (``stanford``, Appendix A, or ``universal``).
+Imports neither torch nor fairseq until it makes something."""
 import os
 from collections.abc import Mapping
 

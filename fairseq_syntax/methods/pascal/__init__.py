@@ -1,10 +1,6 @@
 """Parent-scaled self-attention (PASCAL): Bugliarello & Okazaki (2020), "Enhancing Machine Translation with
-Dependency-Aware Self-Attention", ACL, section 3.
-
-* :mod:`.parents`: each token's parent position from the parser's 1-best tree, and the Gaussian around it;
-* :mod:`.attention`: the PASCAL heads, ``softmax((Q K^T / sqrt(d)) * dist(p_t, j)) V``;
-* :mod:`.model`: ``transformer_pascal`` (+ ``_tiny``), reading the dependency side data ``src_ldd``.
-"""
+Dependency-Aware Self-Attention", ACL, section 3: parent positions and their Gaussian (:mod:`.parents`), the
+PASCAL heads (:mod:`.attention`) and ``transformer_pascal`` (:mod:`.model`)."""
 from fairseq_syntax.core.method import Method, System
 
 METHOD = Method(

@@ -1,10 +1,7 @@
 """fairseq-syntax-induce: unsupervised constituency parsing with a Tree Transformer (Wang, Lee & Chen 2019, section
 6, Algorithm 1) and its grammar-induction F1 against gold trees, with trivial baselines.
 
-    fairseq-syntax-induce CKPT --input SENTENCES --gold TREES [--output INDUCED] [--json OUT]
-                          [--min-layer 2] [--threshold 0.8] [--descend-above 0.7] [--layer L]
-                          [--short 10] [--random-seeds 5] [--data DIR] [--batch-size 32]
-                          [--select-on-dev K] [--without-eos] [--max-differing 0.05]
+    fairseq-syntax-induce CKPT --input SENTENCES --gold TREES [--output INDUCED] [--json OUT] [options]
 
 CKPT: a ``tree_transformer_lm*`` (masked LM) or ``transformer_constituent*`` (translation) checkpoint. SENTENCES:
 one sentence per line, the words the model reads (normalised as in training), optionally subword-nmt BPE (a word's

@@ -1,15 +1,12 @@
 """Masked-word perplexity of a masked language model: Wang, Lee & Chen (2019), section 7.5 and footnote 3.
 
-Deterministic: every word of every sentence is masked once, one at a time, so a sentence of ``n`` words gives
-``n`` inputs with exactly one ``<mask>`` each; ``perplexity = exp(-sum log p(word) / n_masked)``. Words the
-dictionary does not know (``<unk>``) are not scored (predicting ``<unk>`` is not predicting the word); their number
-is reported. Works for any fairseq ``masked_lm`` model whose forward takes ``masked_tokens`` (``roberta*``,
-``tree_transformer_lm*``).
+Every word of every sentence is masked once, alone: ``n`` inputs of one ``<mask>`` per sentence of ``n`` words;
+``perplexity = exp(-sum log p(word) / n_masked)``. ``<unk>`` words are not scored (their number is reported). Any
+fairseq ``masked_lm`` model whose forward takes ``masked_tokens`` (``roberta*``, ``tree_transformer_lm*``).
 
     python3 -m fairseq_syntax.methods.tree_transformer.masked_lm CKPT --input SENTENCES [--data DIR] [--json OUT]
 
-Shapes: a sentence is a 1-D LongTensor ``<s> w_1 .. w_n </s>``; the model sees ``n x (n+2)`` rows.
-"""
+Shapes: a sentence is a 1-D LongTensor ``<s> w_1 .. w_n </s>``; the model sees ``n x (n+2)`` rows."""
 from __future__ import annotations
 
 import argparse

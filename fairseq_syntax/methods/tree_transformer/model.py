@@ -75,7 +75,7 @@ def tree_encoder(model: nn.Module) -> TreeTransformerEncoder:
     return encoder
 
 
-# ------------------------------------------------------------------------------------------ masked language model
+# --- masked language model
 
 
 class TreeTransformerLMEncoder(RobertaEncoder):
@@ -127,7 +127,7 @@ def tree_transformer_lm_tiny_architecture(args):
 register_architectures("tree_transformer_lm", tree_transformer_lm_architecture, tree_transformer_lm_tiny_architecture)
 
 
-# ------------------------------------------------------------------------------------------ translation
+# --- translation
 
 
 @register_model("transformer_constituent")
