@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.systems:
                 print("\n".join(dict.fromkeys(run.system.for_training_seed(1).spec() for run in study_runs(config))))
                 return 0
-            require_device(config, config["executor"]["kind"])  # a GPU study where this machine trains on none
+            require_device(config, config.executor.kind)  # a GPU study where this machine trains on none
             # a study over training-set sizes shows each size in turn
             print("\n".join((sizes_plan_lines if config.size_list else plan_lines)(config)))
             return 0
@@ -101,8 +101,8 @@ def main(argv: list[str] | None = None) -> int:
             # killed (kill, timeout, a window's deadline) as if by Ctrl-C: the local runs stop with it, to go on
             # from their checkpoints at the next run; Slurm's jobs stay queued
             signal.signal(signal.SIGTERM, _interrupted)
-            executor = args.executor or config["executor"]["kind"]
-            jobs = args.jobs or config["executor"]["jobs"]
+            executor = args.executor or config.executor.kind
+            jobs = args.jobs or config.executor.jobs
             require_device(config, executor)
             # a study over sizes: each size's protocol sweep, then each size's grid
             return (run_sizes if config.size_list else run_study)(config, executor, jobs, only=args.only)

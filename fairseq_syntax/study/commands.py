@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fairseq_syntax.study.checks import check_study
-from fairseq_syntax.study.config import StudyConfig
+from fairseq_syntax.study.config import StudyConfig, Training
 from fairseq_syntax.study.grid import Run, study_runs
 from fairseq_syntax.study.local import current_epoch
 from fairseq_syntax.study.record_checks import refuse_foreign_records
@@ -90,10 +90,10 @@ def expected_wall_seconds(walls: dict[str, list[float]], runs: list[Run]) -> flo
     return sum(statistics.fmean(walls[run.system.name]) if run.system.name in walls else overall for run in runs)
 
 
-def device_hours(training: dict, seconds: float) -> tuple[float, str]:
+def device_hours(training: Training, seconds: float) -> tuple[float, str]:
     """Wall ``seconds`` of a run as what it used: CPU thread-hours (times ``training.threads``), or GPU-hours."""
-    if training["device"] == "cpu":
-        return seconds / 3600 * training["threads"], "CPU thread-hours"
+    if training.device == "cpu":
+        return seconds / 3600 * training.threads, "CPU thread-hours"
     return seconds / 3600, "GPU-hours"
 
 
@@ -107,7 +107,7 @@ def cost_estimate(config: StudyConfig, states: list[RunState]) -> str:
     seconds = expected_wall_seconds(walls, [found.run for found in left])
     if seconds is None:
         return f"{len(left)} runs left; no finished run to estimate their cost from yet"
-    hours, unit = device_hours(config["training"], seconds)
+    hours, unit = device_hours(config.training, seconds)
     return (f"{len(left)} runs left: about {seconds / 3600:.1f} h of one run's wall time each summed "
             f"({hours:.1f} {unit}), "
             f"from {sum(map(len, walls.values()))} finished runs")
@@ -116,7 +116,7 @@ def cost_estimate(config: StudyConfig, states: list[RunState]) -> str:
 def plan_lines(config: StudyConfig) -> list[str]:
     states = grid_states(config)
     # every check run makes before it trains, for the runs it would run
-    check_study(config, config["executor"]["kind"], [found.run.name for found in states if found.state != "done"])
+    check_study(config, config.executor.kind, [found.run.name for found in states if found.state != "done"])
     width = max(len(found.run.name) for found in states)
     lines = [f"study {config.name}: {len(states)} runs ({config.path})"]
     for found in states:

@@ -65,9 +65,9 @@ def visible_gpus(environ: Mapping[str, str] = os.environ, proc_gpus: str = PROC_
 
 def _devices(config: StudyConfig) -> set[str]:
     """Every ``training.device`` the study's runs train on: the file's, and each size's setting or sweep."""
-    devices = {config["training"]["device"]}
+    devices = {config.training.device}
     for entry in config.sizes.values():
-        devices.add(entry.settings.get("training", {}).get("device", config["training"]["device"]))
+        devices.add(entry.settings.get("training", {}).get("device", config.training.device))
         devices.update(entry.sweep.get("training", {}).get("device", []))
     return devices
 
@@ -95,7 +95,7 @@ def require_device(config: StudyConfig, executor: str) -> None:
 def cuda_problem(config: StudyConfig, run_name: str) -> str | None:
     """In the run's own process (where it trains): the line that fails a ``device = "cuda"`` run torch sees no GPU
     for, else None."""
-    if config["training"]["device"] != "cuda":
+    if config.training.device != "cuda":
         return None
     import torch
 

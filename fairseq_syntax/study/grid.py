@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fairseq_syntax.core.method import System
-from fairseq_syntax.study.config import NOT_TRAINING_KEYS, TRAINING_SECTIONS, StudyConfig
+from fairseq_syntax.study.config import NOT_TRAINING_KEYS, TRAINING_SECTIONS, StudyConfig, Training
 
 #: options a run's training command may change between its first start and a resume from its checkpoints: its
 #: budget (a cap that may grow) and who loads its batches; nothing else, or the checkpoints are of another run
@@ -104,8 +104,8 @@ def compared_with(config: StudyConfig, system: str) -> list[str]:
     return list(dict.fromkeys(partners))
 
 
-def _precision_args(training: dict) -> list[str]:
-    precision, device = training["precision"], training["device"]
+def _precision_args(training: Training) -> list[str]:
+    precision, device = training.precision, training.device
     if device == "cpu":
         return {"fp32": ["--cpu"], "bf16": ["--cpu", "--cpu-bf16-autocast"]}[precision]
     return {"fp32": [], "bf16": ["--bf16"], "fp16": ["--fp16"]}[precision]
@@ -116,44 +116,44 @@ def train_pieces(config: StudyConfig, run: Run, work: Path | str) -> list[tuple[
     (``model.embed_dim``), or :data:`DATA_DIRECTORY`, :data:`THE_RUN`, :data:`THE_SYSTEM`, :data:`FIXED`. The data
     directory, the task, the shared model and protocol, the precision, the system's own options; ``--num-workers 0``
     on a CPU (fairseq's loader workers each hold ~1 GB and stay for the run)."""
-    model, training = config["model"], config["training"]
+    model, training = config.model, config.training
     pieces = [(DATA_DIRECTORY, [f"{work}/data-bin/{run.data}"]),
               (FIXED, ["--user-dir", "fairseq_syntax", "--task", "syntax_translation"]),
               (THE_SYSTEM, ["--arch", run.system.arch]),
               (THE_RUN, ["--save-dir", f"{work}/ckpt/ckpt-{run.name}"]),
               (FIXED, ["--no-epoch-checkpoints", "--log-format", "simple", "--log-interval", "50"]),
-              ("model.encoder_layers", ["--encoder-layers", str(model["encoder_layers"])]),
-              ("model.decoder_layers", ["--decoder-layers", str(model["decoder_layers"])]),
-              ("model.embed_dim", ["--encoder-embed-dim", str(model["embed_dim"]),
-                                   "--decoder-embed-dim", str(model["embed_dim"])]),
-              ("model.ffn_dim", ["--encoder-ffn-embed-dim", str(model["ffn_dim"]),
-                                 "--decoder-ffn-embed-dim", str(model["ffn_dim"])]),
-              ("model.heads", ["--encoder-attention-heads", str(model["heads"]),
-                               "--decoder-attention-heads", str(model["heads"])]),
-              ("model.share_all_embeddings", ["--share-all-embeddings"] if model["share_all_embeddings"] else []),
-              ("model.dropout", ["--dropout", str(model["dropout"])]),
-              ("training.weight_decay", ["--weight-decay", str(training["weight_decay"])]),
+              ("model.encoder_layers", ["--encoder-layers", str(model.encoder_layers)]),
+              ("model.decoder_layers", ["--decoder-layers", str(model.decoder_layers)]),
+              ("model.embed_dim", ["--encoder-embed-dim", str(model.embed_dim),
+                                   "--decoder-embed-dim", str(model.embed_dim)]),
+              ("model.ffn_dim", ["--encoder-ffn-embed-dim", str(model.ffn_dim),
+                                 "--decoder-ffn-embed-dim", str(model.ffn_dim)]),
+              ("model.heads", ["--encoder-attention-heads", str(model.heads),
+                               "--decoder-attention-heads", str(model.heads)]),
+              ("model.share_all_embeddings", ["--share-all-embeddings"] if model.share_all_embeddings else []),
+              ("model.dropout", ["--dropout", str(model.dropout)]),
+              ("training.weight_decay", ["--weight-decay", str(training.weight_decay)]),
               (FIXED, ["--criterion", "label_smoothed_cross_entropy"]),
-              ("training.label_smoothing", ["--label-smoothing", str(training["label_smoothing"])]),
-              ("training.optimizer", ["--optimizer", training["optimizer"]]),
-              ("training.adam_betas", ["--adam-betas", training["adam_betas"]] if training["optimizer"] == "adam"
+              ("training.label_smoothing", ["--label-smoothing", str(training.label_smoothing)]),
+              ("training.optimizer", ["--optimizer", training.optimizer]),
+              ("training.adam_betas", ["--adam-betas", training.adam_betas] if training.optimizer == "adam"
                else []),
-              ("training.lr", ["--lr", _number_text(training["lr"])]),
-              ("training.lr_scheduler", ["--lr-scheduler", training["lr_scheduler"]]),
-              ("training.warmup_updates", ["--warmup-updates", str(training["warmup_updates"])]),
-              ("training.clip_norm", ["--clip-norm", str(training["clip_norm"])]),
+              ("training.lr", ["--lr", _number_text(training.lr)]),
+              ("training.lr_scheduler", ["--lr-scheduler", training.lr_scheduler]),
+              ("training.warmup_updates", ["--warmup-updates", str(training.warmup_updates)]),
+              ("training.clip_norm", ["--clip-norm", str(training.clip_norm)]),
               (THE_RUN, ["--seed", str(run.seed)]),
-              ("model.max_source_positions", ["--max-source-positions", str(model["max_source_positions"])]),
-              ("training.batch_sentences", ["--batch-size", str(training["batch_sentences"])]),
-              ("training.max_epoch", ["--max-epoch", str(training["max_epoch"])]),
-              ("training.patience", ["--patience", str(training["patience"])]),
+              ("model.max_source_positions", ["--max-source-positions", str(model.max_source_positions)]),
+              ("training.batch_sentences", ["--batch-size", str(training.batch_sentences)]),
+              ("training.max_epoch", ["--max-epoch", str(training.max_epoch)]),
+              ("training.patience", ["--patience", str(training.patience)]),
               (FIXED, ["--best-checkpoint-metric", "nll_loss"]),
               ("training.precision", _precision_args(training)),
-              ("training.extra_args", list(training["extra_args"])),
+              ("training.extra_args", list(training.extra_args)),
               # the system's own options, as the recipes pass a spec's EXTRA (``--option=value``)
               (THE_SYSTEM, [f"{key}={value}" for key, value in zip(run.system.model_args[::2],
                                                                     run.system.model_args[1::2])])]
-    if training["device"] == "cpu":
+    if training.device == "cpu":
         pieces.append(("training.device", _in_process_loading([word for _, words in pieces for word in words])))
     return pieces
 
@@ -173,12 +173,12 @@ def decode_arguments(config: StudyConfig, run: Run, work: Path | str) -> list[st
     on a CPU its batches loaded in the decoding process (``--num-workers 0``): a loader worker buys nothing there,
     and one that cannot start (its socket's path under a long TMPDIR is too long for AF_UNIX) left fairseq-generate
     waiting for it for good."""
-    decoding = config["decoding"]
+    decoding = config.decoding
     args = [f"{work}/data-bin/{run.data}", "--user-dir", "fairseq_syntax", "--task", "syntax_translation",
             "--path", f"{work}/ckpt/ckpt-{run.name}/checkpoint_best.pt", "--gen-subset", "test",
-            "--post-process", "subword_nmt", "--beam", str(decoding["beam"]), "--batch-size",
-            str(decoding["batch_size"]), *decoding["extra_args"]]
-    if config["training"]["device"] == "cpu":
+            "--post-process", "subword_nmt", "--beam", str(decoding.beam), "--batch-size",
+            str(decoding.batch_size), *decoding.extra_args]
+    if config.training.device == "cpu":
         args += ["--cpu", *_in_process_loading(args)]
     return args
 

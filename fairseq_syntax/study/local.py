@@ -86,7 +86,7 @@ def run_local(config: StudyConfig, tasks: Sequence[RunTask], jobs: int, progress
     summed wall time the tasks should take (from the study's finished runs), for the estimate of the time left
     before the first task ends. ``more``: called with each ended run's outcome, the tasks its end made ready (they
     join the waiting ones, which are then sorted by ``order``)."""
-    threads = config["training"]["threads"]
+    threads = config.training.threads
     studies: dict[str, StudyConfig] = {}
 
     def study_of(task: RunTask) -> StudyConfig:

@@ -90,7 +90,7 @@ def score_over_seeds(config: StudyConfig, system: str) -> Path:
             args.append(",".join(str(kept(runs / f"{partner}.seed{seed}.gen")) for seed in theirs))
             names += ["--baseline-name", partner]
     args += names
-    args += [*detokenizing(config), "--bootstrap", str(config["test"]["bootstrap_rounds"])]
+    args += [*detokenizing(config), "--bootstrap", str(config.test.bootstrap_rounds)]
     if first.get("device"):
         args += ["--device", first["device"]]
     arch = first.get("arch") or registry_systems()[system].arch

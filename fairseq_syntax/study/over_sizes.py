@@ -23,7 +23,7 @@ from fairseq_syntax.study.commands import (
     finished_wall_times,
     grid_states,
 )
-from fairseq_syntax.study.config import StudyConfig
+from fairseq_syntax.study.config import StudyConfig, Training
 from fairseq_syntax.study.grid import Run, study_runs
 from fairseq_syntax.study.runner import RunOutcome, RunTask, StudyError
 from fairseq_syntax.study.sizes import Point, points, size_problems
@@ -85,7 +85,7 @@ def size_lines(config: StudyConfig, point: Point) -> list[str]:
             seeds[run.system.name] = seeds.get(run.system.name, 0) + 1
         lines.append(f"  {len(runs)} runs wait for the protocol ({point.label}/SYSTEM.seedK): "
                      + ", ".join(f"{system} {count} seed{'s' if count > 1 else ''}" for system, count in seeds.items()))
-        lines.append("  cost: " + _cost(walls, runs, config["training"]))
+        lines.append("  cost: " + _cost(walls, runs, config.training))
         return lines
     states = [state for state in grid_states(point.config) if state.run.system.name in _systems(config)]
     width = max(len(state.run.name) for state in states) + len(point.label) + 1
@@ -99,11 +99,11 @@ def size_lines(config: StudyConfig, point: Point) -> list[str]:
     for system, values in walls.items():
         own.setdefault(system, values)
     lines.append("  cost: " + _cost(own, [state.run for state in states if state.state != "done"],
-                                    point.config["training"]))
+                                    point.config.training))
     return lines
 
 
-def _cost(walls: dict[str, list[float]], left: list[Run], training: dict) -> str:
+def _cost(walls: dict[str, list[float]], left: list[Run], training: Training) -> str:
     """What the runs left of one size cost, from that size's finished runs (each system's mean wall time where it
     has some, else the size's mean)."""
     if not left:
@@ -145,7 +145,7 @@ def check_sizes(config: StudyConfig, found: list[Point], executor: str, only: se
 
 def plan_lines(config: StudyConfig) -> list[str]:
     found = checked_points(config)
-    check_sizes(config, found, config["executor"]["kind"])
+    check_sizes(config, found, config.executor.kind)
     lines = [f"study {config.name}: {len(found)} sizes, {', '.join(str(point.pairs) for point in found)} training "
              f"pairs ({config.path})"]
     for point in found:
@@ -290,7 +290,7 @@ def _spent(study: StudyConfig, keep: set[str] | None) -> dict:
     (wall time times training.threads; on a GPU, GPU-hours) of their records' wall times, and the mean per run."""
     states = [state for state in grid_states(study) if keep is None or state.run.system.name in keep]
     walls = [wall for values in finished_wall_times(study, states).values() for wall in values]
-    hours, unit = device_hours(study["training"], sum(walls))
+    hours, unit = device_hours(study.training, sum(walls))
     return {"runs": len(walls), "hours": hours, "unit": unit, "per_run": hours / len(walls) if walls else None}
 
 

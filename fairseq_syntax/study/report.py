@@ -33,7 +33,7 @@ def comparisons_of(config: StudyConfig) -> Comparisons:
     """What the study's table tests, from its file (never from the systems' names)."""
     plan = planned_seeds(config)
     return Comparisons(baseline=config.baseline, controls=control_pairs(config), planned_seeds=plan,
-                       expected=tuple(plan), alpha=config["test"]["alpha"])
+                       expected=tuple(plan), alpha=config.test.alpha)
 
 
 def own_records(config: StudyConfig) -> list[Path]:
@@ -51,8 +51,8 @@ def own_records(config: StudyConfig) -> list[Path]:
 def kept_test_set(config: StudyConfig) -> tuple[Path, Path]:
     """Where the runs folder keeps the test set its runs were scored on (each file gzipped, or packed with the runs):
     the reference as scored (``WORK/test.TARGET.ref``) and the test source."""
-    corpus, runs = config["corpus"], runs_dir(config)
-    return runs / f"test.{corpus['target']}.ref", runs / f"test.{corpus['source']}.src"
+    corpus, runs = config.corpus, runs_dir(config)
+    return runs / f"test.{corpus.target}.ref", runs / f"test.{corpus.source}.src"
 
 
 def _test_lines(kept_name: Path, data_file: Path | None) -> list[str] | None:
@@ -76,13 +76,13 @@ def runaway_inputs(config: StudyConfig) -> tuple[list[str] | None, list[str] | N
     """The test reference the runs were scored against (a ``tokenized`` corpus's tokens where the data preparation
     kept them) and the test source (None where the corpus names its own reference: no source file goes with it), each
     from the runs folder's kept copy (:func:`kept_test_set`), else from the data; None where neither has it."""
-    corpus = config["corpus"]
+    corpus = config.corpus
     reference = raw_reference(config)
-    scored = reference_path(config) if corpus["text"] == "tokenized" else reference
-    source = reference.with_name(reference.name.replace(f".{corpus['target']}", f".{corpus['source']}"))
+    scored = reference_path(config) if corpus.text == "tokenized" else reference
+    source = reference.with_name(reference.name.replace(f".{corpus.target}", f".{corpus.source}"))
     kept_reference, kept_source = kept_test_set(config)
     return (_test_lines(kept_reference, scored),
-            _test_lines(kept_source, source if corpus["reference"] == "" else None))
+            _test_lines(kept_source, source if corpus.reference == "" else None))
 
 
 def runaway_section(config: StudyConfig) -> tuple[list[str], dict]:
@@ -92,15 +92,15 @@ def runaway_section(config: StudyConfig) -> tuple[list[str], dict]:
     refs, sources = runaway_inputs(config)
     if refs is None:
         return [], {}
-    corpus = config["corpus"]
+    corpus = config.corpus
     rows, data, every_run = [], {}, {}
     for system in planned_seeds(config):
         runs = {}
         for seed in finished_seeds(config, system):
             hyps = read_generate_output(str(kept(runs_dir(config) / f"{system}.seed{seed}.gen")),
                                         expected_ids=len(refs), field="H")
-            if corpus["text"] == "raw":  # as the runs are scored (runner.detokenizing)
-                hyps = detokenize(hyps, corpus["target"])
+            if corpus.text == "raw":  # as the runs are scored (runner.detokenizing)
+                hyps = detokenize(hyps, corpus.target)
             runs[seed] = runaway_cost(hyps, refs)
             every_run[f"{system}.seed{seed}"] = runs[seed]["ids"]
         if not runs:
