@@ -1,21 +1,16 @@
 """A study's configuration: one TOML file (read with :mod:`tomllib`) that says everything a controlled study of
-source-side syntax needs — the corpus, its parses, BPE, the model, one training protocol for every system, the
-decoding, the systems with their control structures and seeds, and the test — validated before anything runs.
+source-side syntax needs, validated before anything runs.
 
-The keys are declared once, in :data:`SECTIONS` (each :class:`Key` with its type, default and one line of
-documentation); :func:`template` prints them as the file ``fairseq-syntax-study init`` writes, and
-:func:`load_study` reads a file into a :class:`StudyConfig`, naming every problem in one line with its key
-(``study.toml: training.patience: must be an integer >= 1, not 'five'``) and raising :class:`ConfigError` with all
-of them. Paths in the file are relative to the file's folder. A file may name a ``study.base``: another study file
-whose keys it takes, section by section, where it does not set them itself (and its ``[[systems]]`` unless it has
-its own), as a GPU study takes the CPU study's grid and changes only the device; the base's paths are read as this
-file's (keep the two in one folder), and a problem of a key names the file the key was read from.
+Each section is a frozen dataclass (:data:`SECTIONS`) whose fields are its keys, each with its default, one line of
+help and its check (:func:`key`); from them come :func:`load_study`'s checks (every problem one line naming the
+file and key: ``study.toml: training.patience: must be an integer >= 1, not 'five'``, all raised together in a
+:class:`ConfigError`), the ``init`` :func:`template` and docs/study.md's :func:`key_tables`. Paths are relative to
+the file's folder. ``study.base`` names a study file whose keys this one takes where it sets none (and its
+``[[systems]]`` unless it has its own); a problem names the file its key was read from.
 
-A system is a system of the method registry (``python3 -m fairseq_syntax.methods systems --controls``: the baselines,
-each method's systems and ablations) by name; its ``controls`` are control kinds
-(:data:`fairseq_syntax.core.control_kinds.CONTROLS`), each giving the control system ``NAME_KIND`` the registry
-describes (the same system reading control structures instead of the parses). The pairs the report tests come from
-here: every system against ``test.baseline``, every control against its system.
+A system is one of the method registry (``python3 -m fairseq_syntax.methods systems --controls``); its ``controls``
+are control kinds (:data:`fairseq_syntax.core.control_kinds.CONTROLS`), each the registry's system ``NAME_KIND``.
+The report tests every system against ``test.baseline`` and every control against its system.
 """
 from __future__ import annotations
 
@@ -37,14 +32,6 @@ class ConfigError(ValueError):
     def __init__(self, problems: Sequence[str]):
         self.problems = list(problems)
         super().__init__("\n".join(self.problems))
-
-
-def _type_check(expected: type | tuple[type, ...], words: str) -> Callable[[Any], str | None]:
-    def check(value):
-        if isinstance(value, bool) and bool not in (expected if isinstance(expected, tuple) else (expected,)):
-            return f"must be {words}, not {value!r}"
-        return None if isinstance(value, expected) else f"must be {words}, not {value!r}"
-    return check
 
 
 def _integer(minimum: int) -> Callable[[Any], str | None]:
@@ -77,8 +64,12 @@ def _strings(value) -> str | None:
     return None
 
 
-_text = _type_check(str, "a string")
-_flag = _type_check(bool, "true or false")
+def _text(value) -> str | None:
+    return None if isinstance(value, str) else f"must be a string, not {value!r}"
+
+
+def _flag(value) -> str | None:
+    return None if isinstance(value, bool) else f"must be true or false, not {value!r}"
 
 
 def _sizes_list(value: list) -> str | None:
@@ -93,7 +84,7 @@ def _nonempty(value) -> str | None:
     return _text(value) or (None if value.strip() else "must not be empty")
 
 
-def key(default: Any, doc: str, check: Callable[[Any], str | None] = lambda value: None) -> Any:
+def key(default: Any, doc: str, check: Callable[[Any], str | None]) -> Any:
     """A key of a section (a field of its dataclass): its default (None: required), one line of documentation (the
     template's comment, a row of docs/study.md's tables) and the check its value must pass (a problem, or None)."""
     metadata = {"doc": doc, "check": check}
