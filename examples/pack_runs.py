@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import gzip
 import importlib.util
 import io
@@ -42,6 +41,7 @@ PackedRunsError = packed_runs.PackedRunsError
 ARCHIVE_NAME, CHECKSUMS, RECORD_SUFFIX = packed_runs.ARCHIVE_NAME, packed_runs.CHECKSUMS, packed_runs.RECORD_SUFFIX
 archive_members, existing_path = packed_runs.archive_members, packed_runs.existing_path
 member_name = packed_runs.member_name
+files = packed_runs.files  # core/files.py: atomic writes and locks
 
 # what a study run (fairseq_syntax/study/runner.py) keeps of a run, gzipped, beside its record
 KEPT_SUFFIXES = (".train.log.gz", ".gen.gz", ".gen.log.gz")
@@ -53,7 +53,7 @@ def write_checksums(folder: Path, sums: dict[str, str]) -> None:
     if not sums:
         path.unlink(missing_ok=True)
         return
-    packed_runs.write_atomically(path, "".join(f"{sums[name]}  {name}\n" for name in sorted(sums)))
+    files.write_atomically(path, "".join(f"{sums[name]}  {name}\n" for name in sorted(sums)))
 
 
 def _run_of(file_name: str) -> str | None:
@@ -90,16 +90,14 @@ def _folder_lock(folder: Path):
     """Holds an exclusive ``flock`` on ``folder`` itself, so two packers take turns."""
     if not folder.is_dir():
         raise PackedRunsError(f"{folder}: no such folder")
-    descriptor = os.open(folder, os.O_RDONLY)
     held = os.path.realpath(folder)
-    try:
-        fcntl.flock(descriptor, fcntl.LOCK_EX)
+    with files.held_lock(folder):
         # this process's own reads of the folder need no shared lock (they would wait on this one)
         packed_runs.EXCLUSIVELY_HELD.add(held)
-        yield
-    finally:
-        packed_runs.EXCLUSIVELY_HELD.discard(held)
-        os.close(descriptor)  # releases the lock
+        try:
+            yield
+        finally:
+            packed_runs.EXCLUSIVELY_HELD.discard(held)
 
 
 def _write_archive(folder: Path, members: dict[str, bytes]) -> None:
@@ -112,13 +110,12 @@ def _write_archive(folder: Path, members: dict[str, bytes]) -> None:
         sums.pop(archive.name, None)
         write_checksums(folder, sums)
         return
-    temporary = archive.with_name(archive.name + ".partial")
-    temporary.write_bytes(_tar_bytes(members))
-    with tarfile.open(temporary, "r:xz") as tar:  # read back before anything is removed
-        if {info.name: tar.extractfile(info).read() for info in tar.getmembers()} != members:
-            raise PackedRunsError(f"{temporary}: does not read back as written")
-    sums[archive.name] = packed_runs.sha256_of(temporary)
-    os.replace(temporary, archive)
+    with files.atomic_path(archive) as temporary:
+        Path(temporary).write_bytes(_tar_bytes(members))
+        with tarfile.open(temporary, "r:xz") as tar:  # read back before anything is removed
+            if {info.name: tar.extractfile(info).read() for info in tar.getmembers()} != members:
+                raise PackedRunsError(f"{temporary}: does not read back as written")
+        sums[archive.name] = packed_runs.sha256_of(Path(temporary))
     write_checksums(folder, sums)
 
 

@@ -31,18 +31,25 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import fnmatch
 import functools
 import glob as disk_glob
 import gzip
 import hashlib
+import importlib.util
 import lzma
 import os
 import sys
 import tarfile
 from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple
+
+if __package__:
+    from fairseq_syntax.core import files
+else:  # run as a script, or loaded by its file (examples/pack_runs.py): core/files.py by its file too
+    _spec = importlib.util.spec_from_file_location("files", Path(__file__).resolve().parents[1] / "core" / "files.py")
+    files = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(files)
 
 ARCHIVE_NAME = "packed.tar.xz"
 CHECKSUMS = "SHA256SUMS"
@@ -96,20 +103,14 @@ def _reading(folders: Iterable[Path]):
     while a reader looks at their archives and files: a packer in another process holds a folder's lock exclusively
     from before it replaces the archive until it has written SHA256SUMS and removed the files it packed, so a reader
     never sees an archive before its checksum, nor a packed file still on disk beside it."""
-    descriptors = []
-    try:
+    with contextlib.ExitStack() as held:
         for folder in folders:
             if os.path.realpath(folder) in EXCLUSIVELY_HELD or not os.path.isdir(folder):
                 continue
-            try:
-                descriptors.append(os.open(folder, os.O_RDONLY))
-            except OSError:  # a folder this user may not open: no packer of this user's writes in it either
-                continue
-            fcntl.flock(descriptors[-1], fcntl.LOCK_SH)
+            # a folder this user may not open: no packer of this user's writes in it either
+            with contextlib.suppress(PermissionError):
+                held.enter_context(files.held_lock(folder, shared=True))
         yield
-    finally:
-        for descriptor in descriptors:
-            os.close(descriptor)  # releases its lock
 
 
 @functools.lru_cache(maxsize=32)

@@ -31,7 +31,8 @@ from pathlib import Path
 from fairseq_syntax.evaluation import packed_runs
 from fairseq_syntax.evaluation.kept_files import RecordError, open_text
 from fairseq_syntax.evaluation.packed_runs import RECORD_SUFFIX
-from fairseq_syntax.evaluation.run_commands import command_fields, with_argv
+from fairseq_syntax.evaluation.run_commands import command_fields, stored_form, with_argv
+from fairseq_syntax.evaluation.tables import json_text
 from fairseq_syntax.evaluation.train_logs import best_checkpoint_metric, parse_train_log, parse_valid_curve
 
 REQUIRED_FIELDS = ("dataset", "system", "arch", "command", "updates", "epochs", "wall_time_s", "train_log",
@@ -127,7 +128,8 @@ def record_run(path, *, dataset: str, system: str, arch: str, command: list[str]
     seeds `seeds` (how many), `seed_list` (which), `metrics_sd` (standard deviation over seeds of each metric in
     `metrics`, their means) and `per_seed_metrics` (each numeric metric's value per seed, in `seed_list`'s order).
     With `out_dir` (the recipe's output folder) or `root` (the repository), the record's paths are written by
-    `portable_paths`. `command` is the training command's argv (program first), kept with its display string. A
+    `portable_paths`. `command` is the training command's argv (program first); the file holds each command's argv
+    only (`run_commands.stored_form`). A
     record of one run also holds its validation curve (`valid`) of the statistic `command` chooses the best
     checkpoint by, so a table can show that training converged.
     """
@@ -146,7 +148,7 @@ def record_run(path, *, dataset: str, system: str, arch: str, command: list[str]
         record = portable_paths(record, out_dir, root)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     # whole or not at all: the other lane may pack this folder's finished runs meanwhile
-    packed_runs.write_atomically(path, json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    packed_runs.write_atomically(path, json_text(stored_form(record)))
     return record
 
 

@@ -1,18 +1,15 @@
-"""The commands a run record holds: each as its argv list (what ran, word for word) with a display string beside it.
+"""The commands a run record holds: each as its argv list (what ran, word for word).
 
-A record's command fields are ``command`` (the training), ``decode_command`` and ``score_command``; beside each,
-``FIELD_argv`` holds its words, program first (:func:`command_fields` writes both). The words are what every reader
-uses (:func:`option_value`, :func:`with_seed_variable`); the display string (:func:`command_text`) is for people and
-is never read back.
+A record's command fields are ``command`` (the training), ``decode_command`` and ``score_command``. A record holds
+each as ``FIELD_argv``, its words, program first (:func:`stored_form`); on reading, :func:`with_argv` puts the
+display string (:func:`command_text`) back under ``FIELD``, for people, never read back. The words are what every
+reader uses (:func:`option_value`, :func:`with_seed_variable`).
 
-**Records of the old form.** Records written before records held argv lists (the committed Multi30k studies' among
-them), and a study run's checkpoints of the old form (``train_command.txt``), hold each command as its words joined
-by spaces, unquoted. :func:`old_form_words` is the one place such a text is split, once, with :func:`shlex.split`.
-Every run record is read through ``records.load_record``, which calls :func:`with_argv`: each command field with no
-argv beside it is split so, its text kept as the display string. A word of the old form that held a space comes back
-as two (Adam's betas, ``(0.9, 0.98)``, as ``(0.9,`` and ``0.98)``); the words serve to display the command (joined
-by spaces again, :func:`command_text` gives the text back) and to read single-word options, which that split keeps
-whole. Nothing is written back to the record.
+**Records of the old form** (the committed Multi30k studies' per-run records) and the checkpoints of the old form
+(``train_command.txt``) hold each command as its words joined by spaces, unquoted. :func:`old_form_words` is the one
+place such a text is split, once, with :func:`shlex.split`; a word that held a space comes back as two (Adam's betas,
+``(0.9, 0.98)``, as ``(0.9,`` and ``0.98)``), which keeps every single-word option whole. Nothing is written back to
+such a record.
 """
 from __future__ import annotations
 
@@ -49,14 +46,24 @@ def old_form_words(text: str) -> list[str]:
 
 
 def with_argv(record: dict) -> dict:
-    """``record`` with the argv of each command field it holds: as written, or for a record of the old form
-    :func:`old_form_words` of its text."""
+    """``record`` (as read) with both forms of each command field it holds: the argv as written, or for a record of
+    the old form :func:`old_form_words` of its text; the display string as written, or :func:`command_text` of the
+    argv."""
     upgraded = dict(record)
     for field in COMMAND_FIELDS:
-        text = record.get(field)
-        if isinstance(text, str) and not isinstance(record.get(field + ARGV), list):
+        text, argv = record.get(field), record.get(field + ARGV)
+        if isinstance(argv, list) and not isinstance(text, str):
+            upgraded[field] = command_text(argv)
+        elif isinstance(text, str) and not isinstance(argv, list):
             upgraded[field + ARGV] = old_form_words(text)
     return upgraded
+
+
+def stored_form(record: dict) -> dict:
+    """``record`` as a file holds it: each command field's argv, without the display string :func:`with_argv` makes
+    again."""
+    return {key: value for key, value in record.items()
+            if not (key in COMMAND_FIELDS and isinstance(record.get(key + ARGV), list))}
 
 
 def as_old_form(argv: list[str]) -> list[str]:

@@ -80,15 +80,36 @@ def results_json_path(markdown_path) -> Path:
     return Path(markdown_path).with_suffix(".json")
 
 
+def _key_text(key) -> str:
+    return json.dumps(key if isinstance(key, str) else json.dumps(key), ensure_ascii=False)
+
+
+def _json_lines(value, depth: int) -> str:
+    pad, end = " " * (depth + 1), " " * depth
+    if isinstance(value, dict) and value:
+        items = (f"{pad}{_key_text(key)}: {_json_lines(item, depth + 1)}" for key, item in value.items())
+        return "{\n" + ",\n".join(items) + "\n" + end + "}"
+    if isinstance(value, (list, tuple)) and any(isinstance(item, (dict, list, tuple)) for item in value):
+        return "[\n" + ",\n".join(pad + _json_lines(item, depth + 1) for item in value) + "\n" + end + "]"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def json_text(data) -> str:
+    """``data`` as the repository's JSON files hold it (run records, RESULTS.json): indented by one space, a list of
+    numbers or strings (an argv, a seed list, an interval) on one line, UTF-8, keys in the given order, a final
+    newline; ``json.loads`` gives ``data`` back."""
+    return _json_lines(data, 0) + "\n"
+
+
 def write_results(markdown_path, markdown: str, data: dict[str, Any]) -> tuple[Path, Path]:
     """Write a recipe's results: ``markdown`` to ``markdown_path`` (RESULTS.md) and ``data`` to RESULTS.json
-    beside it (indented by one space to keep the repository lean, UTF-8, keys in the given order). Returns both paths."""
+    beside it (:func:`json_text`). Returns both paths."""
     markdown_path = Path(markdown_path)
     json_path = results_json_path(markdown_path)
     markdown_path.parent.mkdir(parents=True, exist_ok=True)
     # each whole or not at all: the other lane may read them meanwhile (its commit, its figure)
     packed_runs.write_atomically(markdown_path, markdown if markdown.endswith("\n") else markdown + "\n")
-    packed_runs.write_atomically(json_path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    packed_runs.write_atomically(json_path, json_text(data))
     return markdown_path, json_path
 
 

@@ -39,6 +39,7 @@ from pathlib import Path
 import fairseq_syntax
 from fairseq_syntax.evaluation import packed_runs
 from fairseq_syntax.evaluation.run_commands import as_old_form, command_text, old_form_words
+from fairseq_syntax.evaluation.tables import json_text
 from fairseq_syntax.study.config import StudyConfig, load_study
 from fairseq_syntax.study.devices import cuda_problem
 from fairseq_syntax.study.grid import (
@@ -352,7 +353,7 @@ def score_arguments(config: StudyConfig, run: Run) -> list[str]:
 def add_identity(path: Path, identity: dict) -> None:
     record = json.loads(path.read_text(encoding="utf-8"))
     record["study"] = identity
-    packed_runs.write_atomically(path, json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    packed_runs.write_atomically(path, json_text(record))
 
 
 def score(config: StudyConfig, run: Run) -> bool:

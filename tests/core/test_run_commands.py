@@ -27,8 +27,12 @@ def test_a_record_holds_each_command_as_its_words_and_reads_them_back(tmp_path):
     path = tmp_path / "mask_random.seed2.run.json"
     record_run(path, dataset="d", system="mask_random", arch="a", command=ARGV, train_log=tmp_path / "train.log",
                metrics={"BLEU": 1.0}, **command_fields("decode_command", ["fairseq-generate", "a b"]))
-    written = json.loads(path.read_text())
+    text = path.read_text()
+    written = json.loads(text)
     assert written["command_argv"] == ARGV and written["decode_command_argv"] == ["fairseq-generate", "a b"]
+    assert "command" not in written and "decode_command" not in written  # the file holds the words only
+    assert '"command_argv": ["fairseq-train", "OUT_DIR/data-bin/preorder.random-s2", "--adam-betas",' in text
+    written = load_record(path)
     # the display quotes only a word with a space or a quote (or none): a shell gives the same words back
     assert written["command"] == ("fairseq-train OUT_DIR/data-bin/preorder.random-s2 --adam-betas '(0.9, 0.98)' "
                                   "--seed 2 --save-dir OUT_DIR/ckpt/ckpt-mask_random.seed2 --patience=5 --name "
