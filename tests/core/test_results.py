@@ -144,7 +144,7 @@ def write_records(directory):
 
 def test_record_run_fills_training_budget_from_the_log(tmp_path):
     baseline, _ = write_records(tmp_path)
-    stored = json.loads((tmp_path / "baseline.run.json").read_text())
+    stored = load_record(tmp_path / "baseline.run.json")
     assert stored == baseline
     assert (stored["updates"], stored["epochs"], stored["wall_time_s"]) == (6, 2, 3725.0)
     assert stored["train_log"] == str(tmp_path / "logs" / "train.log") and stored["significance"] == {}
@@ -311,8 +311,8 @@ def test_write_results_puts_results_json_beside_results_md(tmp_path):
     assert markdown.read_text() == "# Title\n\n| a |\n|---|\n| 1 |\n"
     assert json_path == tmp_path / "recipe" / "RESULTS.json"
     assert json_path.read_text(encoding="utf-8") == (
-        '{\n "tables": {\n  "t": {\n   "columns": [\n    "a"\n   ],\n   "rows": [\n    {\n'
-        '     "a": 1\n    }\n   ]\n  }\n },\n "name": "ü"\n}\n')  # one space a level: the repository's tables stay lean
+        '{\n "tables": {\n  "t": {\n   "columns": ["a"],\n   "rows": [\n    {\n'
+        '     "a": 1\n    }\n   ]\n  }\n },\n "name": "ü"\n}\n')  # one space a level, a list of scalars a line
 
 
 def test_gzipped_logs_are_read_by_either_name(tmp_path):
@@ -381,7 +381,7 @@ def test_a_record_writes_the_output_folder_as_out_dir_and_repository_paths_relat
                                            f"{repo}/examples/runs/a.gen.gz,{repo}/examples/runs/b.gen.gz",
                                            f"{out}/test.de.ref", f"{tmp_path}/repo-old/c.gen", str(repo)]),
         out_dir=str(out), root=str(repo))
-    assert json.loads((repo / "examples" / "runs" / "mask.seed1.run.json").read_text()) == record
+    assert load_record(repo / "examples" / "runs" / "mask.seed1.run.json") == record
     assert record["command"] == ("fairseq-train OUT_DIR/data-bin/preorder --save-dir OUT_DIR/ckpt/ckpt-mask.seed1 "
                                  "--seed 1")
     assert record["command_argv"] == ["fairseq-train", "OUT_DIR/data-bin/preorder", "--save-dir",

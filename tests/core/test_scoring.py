@@ -16,6 +16,7 @@ from sacrebleu.metrics import BLEU
 
 from fairseq_syntax.cli import score as score_cli
 from fairseq_syntax.evaluation.kept_files import RecordError
+from fairseq_syntax.evaluation.records import load_record
 from fairseq_syntax.evaluation.scoring import (
     ScoringInputError,
     SeedDraws,
@@ -300,7 +301,7 @@ def test_score_command_writes_a_run_record(tmp_path, files):
                                                                           "data", "--adam-betas", "(0.9, 0.98)"),
                     "--decode-command", argv_file(tmp_path / "decode.json", "fairseq-generate", "data"),
                     "--baseline-name", "base", "--by-length", "7,11"])
-    record = json.loads(record_path.read_text())
+    record = load_record(record_path)
     # each command as its words, and a display string a shell splits into the same words
     assert record["command_argv"] == ["fairseq-train", "data", "--adam-betas", "(0.9, 0.98)"]
     assert record["command"] == "fairseq-train data --adam-betas '(0.9, 0.98)'"
@@ -337,7 +338,7 @@ def test_a_record_takes_the_output_folder_from_the_environment_and_the_checkout_
                     "--arch", "a", "--train-log", str(log),
                     "--train-command", argv_file(tmp_path / "train.json", "fairseq-train", f"{tmp_path}/data-bin",
                                                  "--user-dir", f"{REPO}/fairseq_syntax")])
-    record = json.loads(record_path.read_text())
+    record = load_record(record_path)
     assert record["command"] == "fairseq-train OUT_DIR/data-bin --user-dir fairseq_syntax"
     assert record["command_argv"] == ["fairseq-train", "OUT_DIR/data-bin", "--user-dir", "fairseq_syntax"]
     assert record["train_log"] == "OUT_DIR/train.log"
@@ -564,7 +565,7 @@ def test_a_systems_first_seed_is_tested_over_seeds_against_a_baseline_of_several
                     str(log), "--train-command", argv_file(tmp_path / "train.json", "fairseq-train", "data"),
                     "--baseline-name", "mask",
                     "--run-seeds", "1"])
-    record = json.loads(record_path.read_text())
+    record = load_record(record_path)
     assert record["seeds"] == 1 and record["seed_list"] == [1]
     versus = record["significance"]["mask"]
     assert (versus["seeds_a"], versus["seeds_b"]) == (3, 1)
@@ -608,7 +609,7 @@ def test_score_command_over_seeds_records_mean_sd_and_seed_aware_p_values(tmp_pa
                     "--train-log", f"{logs[0]},{logs[1]}",
                     "--train-command", argv_file(tmp_path / "train.json", "fairseq-train", "data", "--seed", "1"),
                     "--baseline-name", "sequence", "--device", "cpu", "--run-seeds", "1,2"])
-    record = json.loads(record_path.read_text())
+    record = load_record(record_path)
     expected = seed_scores([HYPOTHESES, SEED_2], REFERENCES)
     assert record["seeds"] == 2 and record["seed_list"] == [1, 2]
     assert record["device"] == "cpu" and record["wall_time_s"] == 70

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from sacrebleu.metrics import BLEU
 
+from fairseq_syntax.evaluation.records import load_record
+
 from conftest import REPO
 from study.test_prepare import PARSER_STUB
 from study.tiny_study_file import TINY_MODEL
@@ -93,7 +95,7 @@ def test_the_recipe_fetches_filters_unescapes_and_scores_on_tokens(tmp_path):
     from fairseq_syntax.evaluation.scoring import read_generate_output
 
     for run in ("sequence.seed1", "mask.seed1"):
-        record = json.loads((tmp_path / "runs" / f"{run}.run.json").read_text())
+        record = load_record(tmp_path / "runs" / f"{run}.run.json")
         hypotheses = read_generate_output(str(tmp_path / "runs" / f"{run}.gen.gz"), len(references))
         assert "--lang" not in record["score_command"]
         assert record["metrics"]["BLEU"] == pytest.approx(BLEU().corpus_score(hypotheses, [references]).score,

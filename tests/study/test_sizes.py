@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from fairseq_syntax.evaluation.records import load_record
 from study.test_prepare import corpus  # noqa: F401 (the fixture: the demo corpus and its parse archive)
 from study.test_tiny_study import tokenized_bleu, study
 from study.tiny_study_file import SETTINGS
@@ -110,7 +111,7 @@ def test_the_protocol_is_the_sweep_candidate_of_lowest_validation_nll_per_senten
     plan = study("plan", "study.toml", cwd=folder).stdout
     assert f"protocol: bpe.merges {chosen} (sweep candidate merges{chosen})" in plan
     # the size's runs were trained with it, and with the size's own warm-up
-    command = json.loads((folder / "runs/n20/sequence.seed1.run.json").read_text())["command"]
+    command = load_record(folder / "runs/n20/sequence.seed1.run.json")["command"]
     assert "--warmup-updates 5 " in command
     assert json.loads((folder / "work/n20/prepared.json").read_text())["steps"]["bpe"]["recipe"]["bpe.merges"] \
         == chosen
