@@ -37,9 +37,10 @@ def atomic_path(path, suffix: str = ".partial", sync: bool = False) -> Iterator[
         raise
 
 
-def write_atomically(path, data: bytes | str, suffix: str = ".partial") -> None:
-    """``data`` (text as UTF-8) written to ``path`` through :func:`atomic_path`."""
-    with atomic_path(path, suffix) as temporary, open(temporary, "wb") as out:
+def write_atomically(path, data: bytes | str) -> None:
+    """``data`` (text as UTF-8) written to ``path`` through :func:`atomic_path`, by a temporary file of this
+    process's own (``PATH.partial.PID``): two processes writing one file leave one's data whole."""
+    with atomic_path(path, f".partial.{os.getpid()}") as temporary, open(temporary, "wb") as out:
         out.write(data.encode("utf-8") if isinstance(data, str) else data)
 
 

@@ -83,15 +83,6 @@ def read_checksums(folder: Path) -> dict[str, str]:
     return sums
 
 
-def write_atomically(path, data: bytes | str) -> None:
-    """Write ``data`` (text as UTF-8) to ``path`` through a temporary file beside it that then replaces it: a reader
-    in another process (the other lane) sees the old file or the new one, never a part of it."""
-    path = Path(path)
-    temporary = path.with_name(f"{path.name}.partial.{os.getpid()}")
-    temporary.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
-    os.replace(temporary, path)
-
-
 #: the folders (real paths) whose exclusive lock a packer in this process holds: its own reads of them take no shared
 #: lock, which would wait on its own exclusive one
 EXCLUSIVELY_HELD: set[str] = set()

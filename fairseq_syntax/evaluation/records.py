@@ -28,6 +28,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from fairseq_syntax.core.files import atomic_path, write_atomically
 from fairseq_syntax.evaluation import packed_runs
 from fairseq_syntax.evaluation.kept_files import RecordError, open_text
 from fairseq_syntax.evaluation.packed_runs import RECORD_SUFFIX
@@ -109,10 +110,10 @@ def make_log_portable(path, out_dir: str | None = None, root: str | None = None)
     portable = portable_paths(lines, out_dir, root, python=True)
     changed = sum(old != new for old, new in zip(lines, portable))
     if changed:
-        temporary = path.with_name(".portable." + path.name)  # the same ending: gzipped where the log is
-        with open_text(temporary, "w", errors="surrogateescape", newline="") as out:
+        # the same ending: gzipped where the log is
+        with atomic_path(path, ".partial" + path.suffix) as temporary, \
+                open_text(temporary, "w", errors="surrogateescape", newline="") as out:
             out.write("\n".join(portable))
-        os.replace(temporary, path)
     return changed
 
 
@@ -148,7 +149,7 @@ def record_run(path, *, dataset: str, system: str, arch: str, command: list[str]
         record = portable_paths(record, out_dir, root)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     # whole or not at all: the other lane may pack this folder's finished runs meanwhile
-    packed_runs.write_atomically(path, json_text(stored_form(record)))
+    write_atomically(path, json_text(stored_form(record)))
     return record
 
 

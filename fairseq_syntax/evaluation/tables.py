@@ -4,15 +4,14 @@ Every generated ``RESULTS.md`` / ``RESULTS.json`` is written here (``write_resul
 :mod:`fairseq_syntax.evaluation.results`, and the recipes whose results are read from logs
 (``examples/sst/results.py``, ``examples/ptb_induction/make_results.py``, ``preprocess/make_results.py``) with
 ``markdown_table`` / ``table_json``, or a ``Table`` of ``Cell``s, which gives both from the same rows. It imports no
-other module of the evaluation but :mod:`~fairseq_syntax.evaluation.packed_runs` (for its atomic writes), so every
-module that renders or reads a table can import it.
+other module of the evaluation, so every module that renders or reads a table can import it.
 """
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from fairseq_syntax.evaluation import packed_runs
+from fairseq_syntax.core.files import write_atomically
 
 
 def markdown_cell(text) -> str:
@@ -108,8 +107,8 @@ def write_results(markdown_path, markdown: str, data: dict[str, Any]) -> tuple[P
     json_path = results_json_path(markdown_path)
     markdown_path.parent.mkdir(parents=True, exist_ok=True)
     # each whole or not at all: the other lane may read them meanwhile (its commit, its figure)
-    packed_runs.write_atomically(markdown_path, markdown if markdown.endswith("\n") else markdown + "\n")
-    packed_runs.write_atomically(json_path, json_text(data))
+    write_atomically(markdown_path, markdown if markdown.endswith("\n") else markdown + "\n")
+    write_atomically(json_path, json_text(data))
     return markdown_path, json_path
 
 

@@ -23,7 +23,6 @@ tries the run again, from its checkpoint.
 """
 from __future__ import annotations
 
-import fcntl
 import gzip
 import json
 import os
@@ -37,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import fairseq_syntax
-from fairseq_syntax.evaluation import packed_runs
+from fairseq_syntax.core.files import atomic_path, held_lock, is_locked, write_atomically
 from fairseq_syntax.evaluation.run_commands import as_old_form, command_text, old_form_words
 from fairseq_syntax.evaluation.tables import json_text
 from fairseq_syntax.study.config import StudyConfig, load_study
@@ -135,35 +134,22 @@ def claim(config: StudyConfig, name: str):
     """Yield True while this process holds ``name``'s lock, False when another process does."""
     folder = work_dir(config) / "claims"
     folder.mkdir(parents=True, exist_ok=True)
-    with open(folder / f"{name}.lock", "w") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+    with held_lock(folder / f"{name}.lock", wait=False) as descriptor:
+        if descriptor is None:
             yield False
             return
         # the training and decoding this process starts hold the lock too (an inherited descriptor): a run whose
         # runner was killed is not taken over while its fairseq-train lives on
-        os.set_inheritable(handle.fileno(), True)
-        _CLAIMS.add(handle.fileno())
+        _CLAIMS.add(descriptor)
         try:
             yield True
         finally:
-            _CLAIMS.discard(handle.fileno())
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            _CLAIMS.discard(descriptor)
 
 
 def is_claimed(config: StudyConfig, name: str) -> bool:
     """Whether a process holds ``name``'s lock now (it is in training or being decoded)."""
-    path = work_dir(config) / "claims" / f"{name}.lock"
-    if not path.exists():
-        return False
-    with open(path) as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(handle, fcntl.LOCK_UN)
-    return False
+    return is_locked(work_dir(config) / "claims" / f"{name}.lock")
 
 
 # -- the steps ------------------------------------------------------------------------------------------------------
@@ -304,12 +290,12 @@ def decode(config: StudyConfig, run: Run) -> bool:
     if status != 0:
         return False
     # the kept decode appears whole or not at all: it is what marks the run decoded
-    write_kept_decode(str(output), f"{output}.partial.gz")  # gzipped: its name ends in .gz
-    os.replace(f"{output}.partial.gz", f"{output}.gz")
+    with atomic_path(f"{output}.gz", ".partial.gz") as temporary:  # gzipped: its name ends in .gz
+        write_kept_decode(str(output), temporary)
     output.unlink()
     for path in (runs / f"{run.name}.train.log", log):
         make_log_portable(str(path), str(work), REPO_ROOT)
-        packed_runs.write_atomically(path.with_name(path.name + ".gz"), gzip.compress(path.read_bytes(), mtime=0))
+        write_atomically(path.with_name(path.name + ".gz"), gzip.compress(path.read_bytes(), mtime=0))
         path.unlink()
     return True
 
@@ -353,7 +339,7 @@ def score_arguments(config: StudyConfig, run: Run) -> list[str]:
 def add_identity(path: Path, identity: dict) -> None:
     record = json.loads(path.read_text(encoding="utf-8"))
     record["study"] = identity
-    packed_runs.write_atomically(path, json_text(record))
+    write_atomically(path, json_text(record))
 
 
 def score(config: StudyConfig, run: Run) -> bool:

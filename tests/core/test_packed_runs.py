@@ -106,10 +106,3 @@ def test_the_reading_commands_as_the_recipes_run_them(runs):
     assert "Traceback" not in missing.stderr
     refused = command("pack", runs)  # packing is the recipes' tool, not the library's
     assert refused.returncode == 2 and "invalid choice: 'pack'" in refused.stderr
-
-
-def test_a_file_is_written_whole_or_not_at_all(tmp_path):
-    path = tmp_path / "RESULTS.json"
-    path.write_text("old\n")
-    packed_runs.write_atomically(path, "new ü\n")
-    assert path.read_bytes() == "new ü\n".encode() and [p.name for p in tmp_path.iterdir()] == ["RESULTS.json"]
