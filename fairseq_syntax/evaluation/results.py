@@ -481,7 +481,8 @@ def render_json(records: Sequence[dict], sources: Sequence = (), comparisons: Co
     by metric), the BLEU-by-length table if any, the significance-test settings and sacrebleu signatures. A
     dataset of several seeds has ``"seeds": true``, the ``comparisons`` it was tested by
     (:meth:`Comparisons.to_json`; None: the registry's), each metric cell ``{"mean", "sd", "per_seed"}`` (the
-    values in the order of the row's "Seeds"), its ``commands``, one entry per row, its ``answer``
+    values in the order of the row's "Seeds"; the commands are RESULTS.md's, from the records ``run_records``
+    lists), its ``answer``
     (``study_answer``: each method against the baseline and against its controls, and the paragraph that states
     it), and ``convergence`` (``convergence_table``) when its runs recorded validation curves."""
     comparisons = comparisons or registry_comparisons()
@@ -491,8 +492,7 @@ def render_json(records: Sequence[dict], sources: Sequence = (), comparisons: Co
             systems = seed_systems(rows, comparisons)
             datasets[dataset] = {"seeds": True, "comparisons": comparisons.to_json(),
                                  "table": _seeds_table(systems, comparisons).json(),
-                                 "notes": [note[2:] for note in _seeds_notes(systems, comparisons)],
-                                 "commands": [seed_commands(system) for system in systems]}
+                                 "notes": [note[2:] for note in _seeds_notes(systems, comparisons)]}
             datasets[dataset]["answer"] = study_answer(systems, comparisons)[1]
             convergence = convergence_table(systems)
             if convergence is not None:

@@ -598,9 +598,11 @@ def test_results_json_of_a_study_holds_each_seeds_score_and_the_figure_draws_the
     assert mask["BLEU (mean ± sd)"] == {"mean": 33.0, "sd": pytest.approx(2 ** 0.5), "per_seed": [32.0, 34.0]}
     assert mask["p vs sequence (BLEU / chrF)"] == {"BLEU": 0.012, "chrF": 0.04}
     assert study["table"]["rows"][3]["BLEU (mean ± sd)"]["per_seed"] == [30.0, 31.0, 35.0]  # udp, from its runs
-    assert [c["system"] for c in study["commands"]] == ["sequence", "mask", "mask_random", "udp"]
-    assert study["commands"][3]["train"].endswith("--save-dir OUT_DIR/ckpt/ckpt-udp.seed$SEED --seed $SEED "
-                                                  "--patience 5")
+    assert "commands" not in study  # RESULTS.md shows them; the records listed in run_records hold them
+    markdown = render_markdown(study_records(), comparisons=MULTI30K)
+    assert [line for line in markdown.splitlines() if line.startswith("**")][:4] == [
+        "**sequence** (seeds 1, 2)", "**mask** (seeds 1, 2)", "**mask_random** (seeds 1, 2)", "**udp** (seeds 1, 2, 3)"]
+    assert "--save-dir OUT_DIR/ckpt/ckpt-udp.seed$SEED --seed $SEED --patience 5`" in markdown
 
     dataset, rows = seeds_rows(data)
     assert dataset == "multi30k-10k"
