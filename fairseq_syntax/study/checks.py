@@ -107,7 +107,7 @@ def executor_problems(config: StudyConfig, executor: str) -> list[str]:
 
 def corpus_problems(preparation: Preparation) -> list[str]:
     """A split whose two sides differ in length; a ``corpus.subset`` above the training pairs."""
-    config, corpus = preparation.config, preparation.config["corpus"]
+    config, corpus = preparation.config, preparation.config.corpus
     problems = []
     for split, stem in preparation.stems.items():
         paths = [preparation.raw_file(stem, lang) for lang in (preparation.src, preparation.tgt)]
@@ -115,8 +115,8 @@ def corpus_problems(preparation: Preparation) -> list[str]:
         if counts[0] != counts[1]:
             problems.append(f"{config.path}: corpus.{split}: {paths[0]} has {counts[0]} lines, {paths[1]} "
                             f"{counts[1]}")
-        elif split == "train" and corpus["subset"] > counts[0]:
-            problems.append(f"{config.path}: corpus.subset: {corpus['subset']} pairs, but the training split has "
+        elif split == "train" and corpus.subset > counts[0]:
+            problems.append(f"{config.path}: corpus.subset: {corpus.subset} pairs, but the training split has "
                             f"{counts[0]}")
     return problems
 
@@ -124,11 +124,11 @@ def corpus_problems(preparation: Preparation) -> list[str]:
 def coverage_problems(preparation: Preparation) -> list[str]:
     """The lines the study reads that its parse archive has no parse of, a line a split (module docstring)."""
     config, needs = preparation.config, preparation.needs
-    if not config["parses"]["archive"] or not (needs.trees or needs.arcs):
+    if not config.parses.archive or not (needs.trees or needs.arcs):
         return []
-    archive = config.resolve(config["parses"]["archive"])
-    corpus = config["corpus"]
-    entities = corpus["text"] == "tokenized"
+    archive = config.resolve(config.parses.archive)
+    corpus = config.corpus
+    entities = corpus.text == "tokenized"
     kinds = [f"parses.{kind}" for kind, needed in (("constituency", needs.trees), ("dependency", needs.arcs))
              if needed]
     offline = ("python3 examples/train_parsers.py --study FILE trains them without the network" if
@@ -143,15 +143,15 @@ def coverage_problems(preparation: Preparation) -> list[str]:
         except ArchiveError as error:
             problems.append(f"{config.path}: parses.archive: {error}")
             continue
-        numbers = subset_lines(len(side.lines), corpus["subset"], corpus["subset_seed"]) \
-            if split == "train" and corpus["subset"] else range(1, len(side.lines) + 1)
+        numbers = subset_lines(len(side.lines), corpus.subset, corpus.subset_seed) \
+            if split == "train" and corpus.subset else range(1, len(side.lines) + 1)
         missing = [number for number in numbers if side.digest(number, entities) not in held]
-        if split == "train" and missing and corpus["max_train_words"]:
+        if split == "train" and missing and corpus.max_train_words:
             missing = kept_lines(preparation, missing)
         if not missing:
             continue
-        what = (f"of the {len(numbers)} training lines corpus.subset draws (corpus.subset = {corpus['subset']}, "
-                f"corpus.subset_seed = {corpus['subset_seed']}" if split == "train" and corpus["subset"] else
+        what = (f"of the {len(numbers)} training lines corpus.subset draws (corpus.subset = {corpus.subset}, "
+                f"corpus.subset_seed = {corpus.subset_seed}" if split == "train" and corpus.subset else
                 f"of the {len(numbers)} lines of corpus.{split} ({stem!r}")
         head = (f"{config.path}: parses.archive: {archive} has no parse of {len(missing)} {what}; the first: "
                 f"{path.name} line {missing[0]})")
@@ -165,9 +165,9 @@ def coverage_problems(preparation: Preparation) -> list[str]:
 def own_draw(side: RawSide, held: frozenset[str], corpus: dict, entities: bool) -> str:
     """A draw of training lines the archive holds, as the file would ask for it: the study's seed first, then the
     seed among :data:`DRAW_SEEDS` whose draw lies inside the archive the longest."""
-    total, wanted = len(side.lines), corpus["subset"] or len(side.lines)
-    best = (0, corpus["subset_seed"])
-    for seed in dict.fromkeys([corpus["subset_seed"], *DRAW_SEEDS]):
+    total, wanted = len(side.lines), corpus.subset or len(side.lines)
+    best = (0, corpus.subset_seed)
+    for seed in dict.fromkeys([corpus.subset_seed, *DRAW_SEEDS]):
         inside = 0
         for number in draw_order(total, seed):
             if side.digest(number, entities) not in held:
@@ -177,7 +177,7 @@ def own_draw(side: RawSide, held: frozenset[str], corpus: dict, entities: bool) 
             return f"draw lines it holds (corpus.subset_seed = {seed} draws all {wanted} from them)"
         best = max(best, (inside, seed), key=lambda found: found[0])
     if not best[0]:
-        return (f"a draw of lines it holds (no corpus.subset_seed of {corpus['subset_seed']} or "
+        return (f"a draw of lines it holds (no corpus.subset_seed of {corpus.subset_seed} or "
                 f"{DRAW_SEEDS.start}-{DRAW_SEEDS.stop - 1} draws one of them: an archive of another corpus?)")
     return f"draw lines it holds (corpus.subset = {best[0]} or fewer, with corpus.subset_seed = {best[1]})"
 
@@ -188,11 +188,11 @@ def kept_lines(preparation: Preparation, numbers: list[int]) -> list[int]:
     sacremoses does not tokenize (stanza's, with torch) is counted by its spaces."""
     from fairseq_syntax.parsing.text import tokenizer
 
-    corpus = preparation.config["corpus"]
-    limit = corpus["max_train_words"]
+    corpus = preparation.config.corpus
+    limit = corpus.max_train_words
     sides = []
     for lang in (preparation.src, preparation.tgt):
-        raw = corpus["text"] == "raw" and lang in MOSES_LANGUAGES
+        raw = corpus.text == "raw" and lang in MOSES_LANGUAGES
         split = tokenizer(lang if raw else None)
         lines = raw_side(preparation.raw_file(preparation.stems["train"], lang)).lines
         sides.append((split, lines))

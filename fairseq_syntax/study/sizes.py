@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fairseq_syntax.study.config import ConfigError, SystemEntry, StudyConfig, load_study
+from fairseq_syntax.study.config import ConfigError, Study, StudyConfig, SystemEntry, load_study
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ def _derived(config: StudyConfig, label: str, name: str, folders: dict[str, str]
     return dataclasses.replace(config, systems=systems, sizes={}, point=label)
 
 
-def _folders(study: dict[str, Any], suffix: str) -> dict[str, str]:
+def _folders(study: Study, suffix: str) -> dict[str, str]:
     return {key: f"{study[key]}/{suffix}" for key in ("work", "runs", "report")}
 
 
@@ -106,13 +106,13 @@ def sweep_studies(config: StudyConfig, pairs: int) -> list[tuple[Candidate, Stud
     entry = config.sizes.get(pairs)
     if entry is None or not entry.sweep:
         return []
-    study = config["study"]
+    study = config.study
     found = []
     for candidate in candidates(entry.sweep):
         suffix = f"n{pairs}/sweep/{candidate.label}"
         folders = _folders(study, suffix)
         folders["report"] = folders["runs"]
-        found.append((candidate, _derived(config, suffix, f"{study['name']}.n{pairs}.sweep.{candidate.label}",
+        found.append((candidate, _derived(config, suffix, f"{study.name}.n{pairs}.sweep.{candidate.label}",
                                           folders, pairs, [entry.settings, candidate.values],
                                           (SystemEntry(name=config.baseline, seeds=1),))))
     return found
@@ -147,7 +147,7 @@ def validation_result(candidate: Candidate, log: Path, bleu: float | None = None
 def point_of(config: StudyConfig, pairs: int) -> Point:
     """Size ``pairs`` of a study over sizes (module docstring)."""
     entry = config.sizes.get(pairs)
-    study = config["study"]
+    study = config.study
     label = f"n{pairs}"
     if entry is not None and entry.study_file:
         path = config.path.parent / entry.study_file
@@ -166,7 +166,7 @@ def point_of(config: StudyConfig, pairs: int) -> Point:
                      waiting=f"waits for its sweep ({len(results)} of {len(sweep)} candidates run)")
     if chosen is not None:
         settings.append(chosen.candidate.values)
-    own = _derived(config, label, f"{study['name']}.{label}", _folders(study, label), pairs, settings,
+    own = _derived(config, label, f"{study.name}.{label}", _folders(study, label), pairs, settings,
                    config.systems)
     return Point(pairs, label, sweep, results, own)
 
@@ -176,14 +176,14 @@ def given_problems(config: StudyConfig, given: StudyConfig, pairs: int) -> list[
     of the curve it lacks."""
     where = f"{config.path}: sizes.{pairs}.study_file: {given.path}"
     problems = []
-    mine, theirs = config["corpus"], given["corpus"]
-    if theirs["subset"] != pairs:
-        problems.append(f"{where}: its corpus.subset is {theirs['subset']!r}, not {pairs}")
+    mine, theirs = config.corpus, given.corpus
+    if theirs.subset != pairs:
+        problems.append(f"{where}: its corpus.subset is {theirs.subset!r}, not {pairs}")
     for key in ("source", "target", "text", "train", "valid", "test", "subset_seed", "max_train_words"):
         if mine[key] != theirs[key]:
             problems.append(f"{where}: its corpus.{key} is {theirs[key]!r}, this file's {mine[key]!r}")
-    if config.resolve(mine["raw"]).resolve() != given.resolve(theirs["raw"]).resolve():
-        problems.append(f"{where}: its corpus.raw is another folder ({theirs['raw']})")
+    if config.resolve(mine.raw).resolve() != given.resolve(theirs.raw).resolve():
+        problems.append(f"{where}: its corpus.raw is another folder ({theirs.raw})")
     names = {entry.name for entry in given.systems}
     missing = [entry.name for entry in config.systems if entry.name not in names]
     if missing:
@@ -218,8 +218,8 @@ def point_config(config: StudyConfig, label: str) -> StudyConfig:
 
 def corpus_pairs(config: StudyConfig) -> int | None:
     """The training pairs of the corpus (lines of its source training file), None where the file is missing."""
-    corpus = config["corpus"]
-    plain = config.resolve(corpus["raw"]) / f"{corpus['train']}.{corpus['source']}"
+    corpus = config.corpus
+    plain = config.resolve(corpus.raw) / f"{corpus.train}.{corpus.source}"
     for path, opener in ((plain, open), (Path(f"{plain}.gz"), gzip.open)):
         if path.is_file():
             with opener(path, "rb") as handle:
