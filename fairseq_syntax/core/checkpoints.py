@@ -4,7 +4,7 @@
   ``--eval-bleu``, numpy arrays and scalars); exactly those classes are allow-listed (they store data and run no
   code), rather than turning ``weights_only`` off.
 * Crash-safe saving (:func:`make_checkpoints_crash_safe`): every checkpoint write goes to ``NAME.tmp``, is flushed
-  and renamed over ``NAME`` (:func:`write_atomically`), so a kill leaves the previous file or the new one, whole.
+  and renamed over ``NAME`` (:func:`~fairseq_syntax.core.files.atomic_path`), so a kill leaves the previous file or the new one, whole.
   Resuming from a ``checkpoint_last.pt`` that is cut short or missing (while other checkpoints of the run exist)
   falls back to the newest whole checkpoint and says so; loading a cut-short file by name stops with one line.
 * A run resumed at ``--max-update`` ends ``fairseq-train`` with exit status 0 instead of training one more update.
@@ -23,7 +23,6 @@ import os
 import shutil
 import zipfile
 from collections.abc import Iterator
-from typing import BinaryIO
 
 import numpy
 import torch
@@ -127,14 +126,6 @@ def loading_for(task) -> Iterator[None]:
         _LOADING_FOR.reset(token)
 
 
-@contextlib.contextmanager
-def write_atomically(path: str) -> Iterator[BinaryIO]:
-    """A binary handle on ``path + ".tmp"``; when the block ends without an error the data is flushed to disk and
-    the file renamed over ``path``, else it is removed and ``path`` stays as it was."""
-    with atomic_path(path, ".tmp", sync=True) as partial, open(partial, "wb") as handle:
-        yield handle
-
-
 class CrashSafePathManager(PathManager):
     """fairseq's ``PathManager`` for ``fairseq.checkpoint_utils``: copies onto other checkpoint names are atomic, and
     a fresh checkpoint is renamed after its data is on disk. Remote paths are left to fairseq."""
@@ -143,7 +134,8 @@ class CrashSafePathManager(PathManager):
     def copy(src_path: str, dst_path: str, overwrite: bool = False) -> bool:
         if PathManager.path_requires_pathmanager(dst_path):
             return PathManager.copy(src_path, dst_path, overwrite=overwrite)
-        with open(src_path, "rb") as source, write_atomically(dst_path) as target:
+        with open(src_path, "rb") as source, atomic_path(dst_path, ".tmp", sync=True) as partial, \
+                open(partial, "wb") as target:
             shutil.copyfileobj(source, target)
         return True
 

@@ -4,22 +4,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-
-from fairseq_syntax.core.files import atomic_path
 
 
 def checkpoint_path(path: str) -> str:
     """Where training keeps its last epoch's full state (model, optimiser, schedule, RNG, best score), so that the
     same command run again resumes after that epoch; ``path`` itself holds the best epoch's model."""
     return path + ".checkpoint"
-
-
-def write_atomically(path: str, write: Callable[[str], object]) -> None:
-    """``write(temporary path)``, then rename it to ``path``: a run killed while saving (a time limit) leaves the
-    previous file whole, so the next sitting can resume from it."""
-    with atomic_path(path) as temporary:
-        write(temporary)
 
 
 class EpochClock:

@@ -22,7 +22,6 @@ import dataclasses
 import random
 import time
 from collections import Counter
-from functools import partial
 from typing import Iterable
 
 import torch
@@ -30,13 +29,10 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from tqdm import tqdm
 
+from fairseq_syntax.core.files import atomic_path
 from fairseq_syntax.parsing.batching import token_batches
 from fairseq_syntax.parsing.evaluation import word_tags
-from fairseq_syntax.parsing.resumable import (
-    EpochClock,
-    checkpoint_path,
-    write_atomically,
-)
+from fairseq_syntax.parsing.resumable import EpochClock, checkpoint_path
 from fairseq_syntax.parsing.text import open_text, ptb_unescape_token
 
 PAD, UNK = "<pad>", "<unk>"
@@ -267,11 +263,13 @@ def train_tagger(train: list[TaggedSentence], dev: list[TaggedSentence], path: s
         improved = accuracy > best
         if improved:
             best, best_epoch = accuracy, epoch
-            write_atomically(path, partial(torch.save, tagger.state()))
+            with atomic_path(path) as temporary:
+                torch.save(tagger.state(), temporary)
         state = {"tagger": tagger.state(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
                  "python_rng": random.getstate(), "torch_rng": torch.get_rng_state(), "epoch": epoch, "best": best,
                  "best_epoch": best_epoch, "seconds": seconds}
-        write_atomically(last, partial(torch.save, state))
+        with atomic_path(last) as temporary:
+            torch.save(state, temporary)
         log(f"epoch {epoch}/{epochs}: loss {total / len(batches):.4f}; dev accuracy {100 * accuracy:.2f}"
             f"{' (saved)' if improved else ''}; {clock.line(epoch)}")
     return best

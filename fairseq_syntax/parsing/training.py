@@ -23,13 +23,13 @@ import os
 import random
 import shutil
 import time
-from functools import partial
 from typing import Optional
 
 import nltk
 import torch
 from tqdm import tqdm
 
+from fairseq_syntax.core.files import atomic_path
 from fairseq_syntax.core.trees import (
     Tree,
     clean_ptb,
@@ -44,11 +44,7 @@ from fairseq_syntax.parsing.constituency import (
     unwrap,
 )
 from fairseq_syntax.parsing.evaluation import BracketScore, bracket_score, word_tags
-from fairseq_syntax.parsing.resumable import (
-    EpochClock,
-    checkpoint_path,
-    write_atomically,
-)
+from fairseq_syntax.parsing.resumable import EpochClock, checkpoint_path
 from fairseq_syntax.parsing.text import open_text, ptb_unescape_token
 from fairseq_syntax.parsing.torch_load import load_supar_parser, supar_safe_globals
 
@@ -164,8 +160,10 @@ def _train_supar(parser_class, model_arguments: dict, train: str, dev: str, path
         improved = dev_metric > parser.best_metric
         if improved:
             parser.best_e, parser.best_metric = epoch, dev_metric
-            write_atomically(path, parser.save)
-        write_atomically(last, parser.save_checkpoint)
+            with atomic_path(path) as temporary:
+                parser.save(temporary)
+        with atomic_path(last) as temporary:
+            parser.save_checkpoint(temporary)
         log(f"epoch {epoch}/{epochs}: dev {dev_metric}{' (saved)' if improved else ''}; {clock.line(epoch)}")
     if not os.path.exists(path):
         raise RuntimeError(f"no epoch scored above 0 on {dev}, so no model was saved to {path}: "
@@ -354,12 +352,14 @@ def train_benepar(train: str, dev: str, path: str, epochs: int, size: BeneparSiz
         if improved:
             best, best_epoch = score, epoch
             model = {"config": chart_parser.config, "state_dict": chart_parser.state_dict()}
-            write_atomically(path, partial(torch.save, model))
+            with atomic_path(path) as temporary:
+                torch.save(model, temporary)
         state = {"state_dict": chart_parser.state_dict(), "optimizer": optimizer.state_dict(),
                  "scheduler": scheduler.state_dict(), "python_rng": random.getstate(),
                  "torch_rng": torch.get_rng_state(), "order": [order[id(example)] for example in examples],
                  "epoch": epoch, "seconds": seconds, "best": dataclasses.asdict(best), "best_epoch": best_epoch}
-        write_atomically(last, partial(torch.save, state))
+        with atomic_path(last) as temporary:
+            torch.save(state, temporary)
         log(f"epoch {epoch}/{epochs}: loss {total_loss / math.ceil(len(examples) / batch_size):.3f}; "
             f"dev {score}{' (saved)' if improved else ''}; {clock.line(epoch)}")
     return best

@@ -109,16 +109,3 @@ def test_train_parser_tagger_command_skips_foreign_tags_and_writes_its_record(tm
     _, published = render([dict(row, model="tagger-ptb-sample.pt")])
     assert published["table"]["rows"][0]["goal"] == 96.0
     assert "| tagger | tagger.pt | tiny.mrg + extra.conllu |" in markdown
-
-
-def test_a_save_cut_short_leaves_the_previous_checkpoint_whole(tmp_path):
-    path = tmp_path / "model.pt.checkpoint"
-    training.write_atomically(str(path), lambda target: Path(target).write_text("epoch 3"))
-
-    def killed_while_writing(target):
-        Path(target).write_text("epo")
-        raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        training.write_atomically(str(path), killed_while_writing)
-    assert path.read_text() == "epoch 3"
