@@ -271,7 +271,7 @@ def random_preorder_tree(rng, size):
         chain = [node - 1]
         while parents[chain[-1]] != -1:
             chain.append(parents[chain[-1]])
-        parents.append(rng.choice(chain))
+        parents.append(int(rng.choice(chain)))  # numpy's Generator gives numpy ints
     return parents
 
 
@@ -295,6 +295,26 @@ def random_accumulation_inputs(rng, max_nodes, embedding_size, average, left_pad
     values = torch.randn(size, 2, length, 4, dtype=torch.float64, requires_grad=True)
     weights = torch.randn(size, length, dtype=torch.float64, requires_grad=True)
     return parents, embeddings, values, weights, accumulation_structure(parents, embedding_size, average)
+
+
+def accumulation_cases(test):
+    """``test`` over both averages, no and 3 hierarchical embeddings, and right and left padding."""
+    for name, cases in (("left_pad", [False, True]), ("embedding_size", [0, 3]), ("average", ["paper", "official"])):
+        test = pytest.mark.parametrize(name, cases)(test)
+    return test
+
+
+def assert_close_with_gradients(got, want, values, weights, embeddings, tolerance=1e-6):
+    """``got`` equals ``want`` within ``tolerance``, and so do their gradients (values, weights, tables); returns
+    ``got``'s gradients."""
+    torch.testing.assert_close(got, want, rtol=tolerance, atol=tolerance)
+    inputs = [values, weights] + ([embeddings.tables] if embeddings else [])
+    upstream = torch.randn_like(want)
+    got_grads, want_grads = (torch.autograd.grad((output * upstream).sum(), inputs, materialize_grads=True)
+                             for output in (got, want))
+    for got_grad, want_grad in zip(got_grads, want_grads):
+        torch.testing.assert_close(got_grad, want_grad, rtol=tolerance, atol=tolerance)
+    return got_grads
 
 
 def one_word_batch(record, pieces, length, left_pad=False):

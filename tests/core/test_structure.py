@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 import torch
+from conftest import random_preorder_tree
 
 from fairseq_syntax.core import structure as st
 from fairseq_syntax.core.structure import PAD
@@ -291,17 +292,6 @@ def test_dominance_blocks():
 
 
 # --- agreement with a slow reference on random trees
-
-
-def random_preorder_tree(rng, size):
-    """A uniformly chosen parent for each node among the ancestors-or-self of the previous node: a preorder."""
-    parents = [-1]
-    for node in range(1, size):
-        chain = [node - 1]
-        while parents[chain[-1]] != -1:
-            chain.append(parents[chain[-1]])
-        parents.append(int(rng.choice(chain)))
-    return parents
 
 
 def strict_ancestors(parents, node):

@@ -6,7 +6,7 @@ from unittest import mock
 
 import pytest
 import torch
-from conftest import REPO, parents_batch, random_accumulation_inputs
+from conftest import REPO, accumulation_cases, assert_close_with_gradients, parents_batch, random_accumulation_inputs
 from fairseq import options, tasks
 from fairseq.models import ARCH_MODEL_REGISTRY
 
@@ -25,9 +25,7 @@ from hier_accum_dense import dense  # noqa: E402  (registers transformer_hier_ac
 torch.set_num_threads(1)
 
 
-@pytest.mark.parametrize("average", ["paper", "official"])
-@pytest.mark.parametrize("embedding_size", [0, 3])
-@pytest.mark.parametrize("left_pad", [False, True])
+@accumulation_cases
 def test_dense_accumulation_equals_the_factored_one(average, embedding_size, left_pad):
     rng = random.Random(f"dense-{average}-{embedding_size}-{left_pad}")
     torch.manual_seed(rng.randrange(1000))
@@ -36,18 +34,11 @@ def test_dense_accumulation_equals_the_factored_one(average, embedding_size, lef
             rng, 12, embedding_size, average, left_pad)
         fast = hierarchical_accumulation(values, weights, structure, embeddings)
         naive = hierarchical_accumulation(values, weights, structure, embeddings, dense.dense_node_accumulation)
-        # the structure is float32, hence the tolerance
-        torch.testing.assert_close(naive, fast, rtol=1e-6, atol=1e-6)
-        if structure["node_pos"].size(1):
+        if structure["node_pos"].size(1):  # the structure is float32, hence the tolerance
             torch.testing.assert_close(
                 dense.dense_node_accumulation(values, weights, structure, embeddings),
                 factored_node_accumulation(values, weights, structure, embeddings), rtol=1e-6, atol=1e-6)
-        upstream = torch.randn_like(fast)
-        inputs = [values, weights] + ([embeddings.tables] if embeddings else [])
-        fast_grads = torch.autograd.grad((fast * upstream).sum(), inputs, materialize_grads=True)
-        naive_grads = torch.autograd.grad((naive * upstream).sum(), inputs, materialize_grads=True)
-        for naive_grad, fast_grad in zip(naive_grads, fast_grads):
-            torch.testing.assert_close(naive_grad, fast_grad, rtol=1e-6, atol=1e-6)
+        assert_close_with_gradients(naive, fast, values, weights, embeddings)
 
 
 def test_dense_embeddings_index_the_tables_by_depth_and_rank_under_each_node():

@@ -6,7 +6,13 @@ from unittest import mock
 
 import pytest
 import torch
-from conftest import parents_batch, random_accumulation_inputs, random_preorder_tree
+from conftest import (
+    accumulation_cases,
+    assert_close_with_gradients,
+    parents_batch,
+    random_accumulation_inputs,
+    random_preorder_tree,
+)
 from fairseq import options, tasks
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
@@ -80,30 +86,19 @@ def reference_accumulation(parents, values, leaf_weights, embeddings, average):
 
 
 
-@pytest.mark.parametrize("average", ["paper", "official"])
-@pytest.mark.parametrize("embedding_size", [0, 3])
-@pytest.mark.parametrize("left_pad", [False, True])
+@accumulation_cases
 def test_accumulation_matches_the_papers_equations(average, embedding_size, left_pad):
-    # the factored accumulation against the per-sentence loop over eqs. 5-10
     rng = random.Random(f"{average}-{embedding_size}-{left_pad}")  # str seeds are stable, hash() of str is not
     torch.manual_seed(rng.randrange(1000))
     for _ in range(3):
         parents, embeddings, values, weights, structure = random_accumulation_inputs(
             rng, 11, embedding_size, average, left_pad)
-        accumulated = hierarchical_accumulation(values, weights, structure, embeddings)
         reference = torch.stack([
             reference_accumulation(parents[b].tolist(), values[b], weights[b], embeddings, average)
             for b in range(len(parents))
-        ])
-        # the structure is float32, hence the tolerance
-        torch.testing.assert_close(accumulated, reference, rtol=1e-6, atol=1e-6)
-        upstream = torch.randn_like(accumulated)
-        inputs = [values, weights] + ([embeddings.tables] if embeddings else [])
-        # a batch of one-word trees has no node, so no leaf weight is used: its gradient is zero in both
-        grads = torch.autograd.grad((accumulated * upstream).sum(), inputs, materialize_grads=True)
-        reference_grads = torch.autograd.grad((reference * upstream).sum(), inputs, materialize_grads=True)
-        for grad, reference_grad in zip(grads, reference_grads):
-            torch.testing.assert_close(grad, reference_grad, rtol=1e-6, atol=1e-6)
+        ])  # a float32 structure, hence the tolerance; one-word trees use no leaf weight: zero gradients in both
+        assert_close_with_gradients(hierarchical_accumulation(values, weights, structure, embeddings), reference,
+                                    values, weights, embeddings)
 
 
 def reference_branches(parents):

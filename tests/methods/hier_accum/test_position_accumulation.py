@@ -3,7 +3,7 @@ import random
 
 import pytest
 import torch
-from conftest import parents_batch, random_accumulation_inputs
+from conftest import accumulation_cases, assert_close_with_gradients, parents_batch, random_accumulation_inputs
 
 from fairseq_syntax.core import structure as st
 from fairseq_syntax.methods.hier_accum.accumulation import (
@@ -30,9 +30,7 @@ def per_layer_accumulation(values, weights, structure, embeddings):
     return torch.where(structure["is_node"][:, None, :, None], placed, values)
 
 
-@pytest.mark.parametrize("average", ["paper", "official"])
-@pytest.mark.parametrize("embedding_size", [0, 3])
-@pytest.mark.parametrize("left_pad", [False, True])
+@accumulation_cases
 def test_position_accumulation_equals_the_per_layer_node_form_with_gradients(average, embedding_size, left_pad):
     rng = random.Random(f"positions-{average}-{embedding_size}-{left_pad}")
     torch.manual_seed(rng.randrange(1000))
@@ -43,17 +41,11 @@ def test_position_accumulation_equals_the_per_layer_node_form_with_gradients(ave
             continue
         want = per_layer_accumulation(values, weights, structure, embeddings)
         got = position_accumulation(values, weights, structure, embeddings)
-        torch.testing.assert_close(got, want, rtol=1e-6, atol=1e-6)
         assert not torch.equal(want, values)  # nodes there, so the accumulation changed rows
         # the leaf and padding rows are the values themselves, not merely close
         keep = ~structure["is_node"][:, None, :, None].expand_as(values)
         assert torch.equal(got[keep], values[keep])
-        inputs = [values, weights] + ([embeddings.tables] if embeddings else [])
-        upstream = torch.randn_like(want)
-        want_grads = torch.autograd.grad((want * upstream).sum(), inputs, materialize_grads=True)
-        got_grads = torch.autograd.grad((got * upstream).sum(), inputs, materialize_grads=True)
-        for got_grad, want_grad in zip(got_grads, want_grads):
-            torch.testing.assert_close(got_grad, want_grad, rtol=1e-6, atol=1e-6)
+        got_grads = assert_close_with_gradients(got, want, values, weights, embeddings)
         if embeddings:  # both tables (one parameter) reach the output, so neither half's gradient is all zero
             assert all(half.abs().sum() > 0 for half in got_grads[-1])
 
