@@ -160,7 +160,7 @@ def test_every_model_in_half_precision_on_cuda(request, kind, system, extra, dty
           f"gradients {errors['gradients']:.2e} worst {errors['worst'][0]:.2e} {errors['worst'][1]}")
 
 
-#: fairseq-train updates of each mixed-precision run (module docstring of tests/core/test_half_precision.py)
+#: fairseq-train updates of each mixed-precision run
 MIXED_PRECISION_UPDATES = 200
 OVERFLOW = "gradient overflow detected"
 

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 _METRIC = r"(?:BLEU|chrF|TER|RIBES|F1|UAS|LAS)"
 _DECIMAL = r"[+\-−]?\d+\.\d+"
-#: what a result number looks like in prose (module docstring), each with the name a failure gives it
+#: a result number in prose (a score with its metric, a p-value, a mean ± sd), each named for the failure
 RESULT_PATTERNS = {
     "a score with its metric": re.compile(
         rf"(?<![\w.]){_DECIMAL}(?: ?/ ?{_DECIMAL})*%? (?:sentence |corpus |tokenized )?{_METRIC}\b"),
