@@ -3,18 +3,15 @@
 
     python3 examples/train_parsers.py --study examples/iwslt15_en_vi/study.toml [--treebanks DIR] [--threads N]
 
-A study never trains a parser (docs/study.md): its ``[parses]`` name each parser by a pretrained name (its library
-downloads it) or by a model file. This script trains each model file the study needs that does not exist yet:
-``parses.constituency`` when a system of the grid reads a tree input form (backend ``crf-con`` or ``benepar``), with
-``parses.tagger`` (the POS tags of crf-con's preterminals), and ``parses.dependency`` (backend ``biaffine``) when one
-reads dependency side data. Each with ``preprocess/train_parser.py`` and the settings of ``preprocess/RESULTS.md``:
-crf-con, benepar and the tagger on the PTB sample (``TREEBANKS/ptb-sample/wsj_0001-0159.mrg.gz``), the biaffine parser
-on UD English EWT (``TREEBANKS/ud-ewt/en_ewt-ud-{train,dev}.conllu.gz``), SuPar's published encoder and MLP sizes;
-hours on 2 CPU cores, minutes on a GPU. A command killed partway goes on from its last finished epoch when run
-again. These treebanks are English: a study of another source language is refused, naming ``corpus.source``.
-Nothing is trained for a study whose parses come from an archive, or whose parsers are names or files that are there.
-``--dry-run`` prints the commands instead.
-"""
+A study never trains a parser (docs/study.md). This script trains each model file its grid needs that is missing:
+``parses.constituency`` (``crf-con`` or ``benepar``) with ``parses.tagger`` where a system reads a tree form, and
+``parses.dependency`` (``biaffine``) where one reads dependency side data, each with
+``preprocess/train_parser.py`` and ``preprocess/RESULTS.md``'s settings: crf-con, benepar and the tagger on the
+PTB sample (``TREEBANKS/ptb-sample/wsj_0001-0159.mrg.gz``), biaffine on UD English EWT
+(``TREEBANKS/ud-ewt/en_ewt-ud-{train,dev}.conllu.gz``), SuPar's published sizes; hours on 2 CPU cores, minutes on
+a GPU. A killed command resumes from its last finished epoch. A study of another source language is refused
+(naming ``corpus.source``); nothing is trained where the parses come from an archive or the parsers are there.
+``--dry-run`` prints the commands."""
 from __future__ import annotations
 
 import argparse

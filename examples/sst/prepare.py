@@ -1,16 +1,14 @@
 """Stanford Sentiment Treebank -> two ``tree_classification`` data directories, ``sst5`` and ``sst2``.
 
-Usage: ``python3 examples/sst/prepare.py --sst SST_DIR --out DIR``. Reads ``{train,dev}.txt(.gz)``
-(one binarized tree per line, a class 0-4 on every node; SOURCES.md section 4) and writes, for each task,
-``DIR/TASK/{train,valid}.tree``, ``labels.txt`` and ``dict.txt`` (the words of the training trees, ``(X`` and ``)``).
+``python3 examples/sst/prepare.py --sst SST_DIR --out DIR`` reads ``{train,dev}.txt(.gz)`` (one binarized tree per
+line, a class 0-4 on every node) and writes per task ``DIR/TASK/{train,valid}.tree``, ``labels.txt`` and
+``dict.txt`` (the training trees' words, ``(X`` and ``)``).
 
 * SST-5: the trees as they are; classes 0 (very negative) ... 4 (very positive).
-* SST-2 (Socher et al. 2013; Tai et al. 2015): sentences whose root is neutral (2) are dropped; 0, 1 -> negative,
-  3, 4 -> positive on every node; neutral nodes inside a tree keep the label ``neutral``, which is not a class, so
-  they carry no training signal.
+* SST-2 (Socher et al. 2013; Tai et al. 2015): neutral-rooted sentences dropped; 0, 1 -> negative, 3, 4 ->
+  positive on every node; inner neutral nodes keep ``neutral``, no class, so no training signal.
 
-The test split is held out of the shared data: ``valid`` is SST's dev set. Words keep their case and PTB escapes.
-"""
+``valid`` is SST's dev set (test is held out). Words keep their case and PTB escapes."""
 import argparse
 import os
 from typing import Dict, List, Optional

@@ -11,12 +11,10 @@ records the input form (``syntax.json``'s form and POS-node convention) and the 
 split without its source or target files, a directory without ``syntax.json``, or another corpus's dictionaries
 stop with one line.
 
-``fairseq-interactive`` reads tokenized sentences (``--source-format tree``: one bracketed tree per line) and
-gives each the source tokens and side data it gets offline (:mod:`fairseq_syntax.core.interactive_source`): parsed
-by ``--source-parser``, segmented with the data directory's BPE, turned into the input form; other side inputs
-convert the words themselves (``SideInput.interactive``). A line that cannot be read or converted, or is too long,
-is reported and gets an empty hypothesis. The task applies the BPE after parsing, so fairseq's encode step leaves
-the line as it is and its decode step removes the joiners (:meth:`build_bpe`)."""
+``fairseq-interactive`` gives each input line the source tokens and side data it gets offline
+(:mod:`fairseq_syntax.core.interactive_source`); a line that cannot be read or converted, or is too long, is
+reported and gets an empty hypothesis. The task applies the BPE after parsing, so fairseq's BPE is one that only
+removes the joiners (:meth:`build_bpe`)."""
 import atexit
 import itertools
 import logging
