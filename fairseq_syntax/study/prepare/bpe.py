@@ -12,7 +12,7 @@ from fairseq_syntax.study.processes import run_logged
 
 
 def bpe_step(prep: Preparation) -> None:
-    merges, src, tgt = prep.config["bpe"]["merges"], prep.src, prep.tgt
+    merges, src, tgt = prep.config.bpe.merges, prep.src, prep.tgt
     outputs = ["bpe/codes", f"bpe/vocab.{src}", f"bpe/vocab.{tgt}"] + \
         [f"bpe/{split}.{lang}" for split in SPLITS for lang in (src, tgt)]
     recipe = {"bpe.merges": merges, **{f"input tok/{split}.{lang}": prep.input_digest("tokens", f"tok/{split}.{lang}")

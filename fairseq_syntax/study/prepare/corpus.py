@@ -44,7 +44,7 @@ def raw_lines(path: Path) -> list[str]:
 
 
 def reference_source(prep: Preparation) -> Path | None:
-    given = prep.config["corpus"]["reference"]
+    given = prep.config.corpus.reference
     if given:
         path = prep.config.resolve(given)
         return path if path.is_file() else None
@@ -63,19 +63,19 @@ def file_problems(prep: Preparation) -> list[str]:
             keys = ", ".join(f"corpus.{split} = {stem!r}" for split, stem in prep.stems.items())
             problems.append(f"{where}: corpus.raw: {prep.raw} lacks {', '.join(missing)} ({keys}, corpus.source "
                             f"{prep.src!r}, corpus.target {prep.tgt!r})")
-    if prep.config["corpus"]["reference"] and reference_source(prep) is None:
-        problems.append(f"{where}: corpus.reference: {prep.config.resolve(prep.config['corpus']['reference'])}: "
+    if prep.config.corpus.reference and reference_source(prep) is None:
+        problems.append(f"{where}: corpus.reference: {prep.config.resolve(prep.config.corpus.reference)}: "
                         "no such file")
     return problems
 
 
 def subset_step(prep: Preparation) -> dict[str, dict[str, Path]]:
     """The raw files the tokens are made from: the corpus's, or for training the subset drawn from them."""
-    corpus, src, tgt = prep.config["corpus"], prep.src, prep.tgt
+    corpus, src, tgt = prep.config.corpus, prep.src, prep.tgt
     sources = {split: {lang: prep.raw_file(stem, lang) for lang in (src, tgt)} for split, stem in prep.stems.items()}
-    if not corpus["subset"]:
+    if not corpus.subset:
         return sources
-    stem, pairs, seed = prep.stems["train"], corpus["subset"], corpus["subset_seed"]
+    stem, pairs, seed = prep.stems["train"], corpus.subset, corpus.subset_seed
     outputs = [f"raw/{stem}.{src}.gz", f"raw/{stem}.{tgt}.gz", f"raw/{stem}.lines"]
     recipe = {"corpus.subset": pairs, "corpus.subset_seed": seed, "corpus.source": src, "corpus.target": tgt,
               **{f"input corpus.raw/{path.name}": content_digest(path) for path in sources["train"].values()}}
@@ -102,15 +102,15 @@ def subset_step(prep: Preparation) -> dict[str, dict[str, Path]]:
 
 
 def tokens_step(prep: Preparation, sources: dict[str, dict[str, Path]]) -> None:
-    corpus, src, tgt = prep.config["corpus"], prep.src, prep.tgt
-    max_words = corpus["max_train_words"]
+    corpus, src, tgt = prep.config.corpus, prep.src, prep.tgt
+    max_words = corpus.max_train_words
     outputs = [f"tok/{split}.{lang}" for split in SPLITS for lang in (src, tgt)]
     optional = ["tok/train.removed.tsv"] if max_words else []
-    recipe = {"corpus.text": corpus["text"], "corpus.source": src, "corpus.target": tgt,
+    recipe = {"corpus.text": corpus.text, "corpus.source": src, "corpus.target": tgt,
               "corpus.max_train_words": max_words}
     for split, paths in sources.items():
         for lang, path in paths.items():
-            subset = split == "train" and corpus["subset"]
+            subset = split == "train" and corpus.subset
             recipe[f"input {split}.{lang}"] = prep.input_digest("subset", f"raw/{path.name}") if subset \
                 else content_digest(path)
 
@@ -121,12 +121,12 @@ def tokens_step(prep: Preparation, sources: dict[str, dict[str, Path]]) -> None:
         for split in SPLITS:
             listing = staging / "tok/train.removed.tsv" if split == "train" and max_words else None
             with quiet(staging / f"normalize.{split}.log"):
-                normalize(corpus["text"], src, tgt, str(sources[split][src]), str(sources[split][tgt]),
+                normalize(corpus.text, src, tgt, str(sources[split][src]), str(sources[split][tgt]),
                           str(staging / "tok" / split), max_words if split == "train" else 0,
                           None if listing is None else str(listing))
             counts[split] = line_count(staging / f"tok/{split}.{src}")
         text = ", ".join(f"{split} {count}" for split, count in counts.items())
-        how = "tokenized with sacremoses" if corpus["text"] == "raw" else "Moses' entities unescaped"
+        how = "tokenized with sacremoses" if corpus.text == "raw" else "Moses' entities unescaped"
         summary = f"pairs: {text} ({how}, source brackets PTB-escaped)"
         if max_words:
             removed = line_count(staging / "tok/train.removed.tsv") - 1
@@ -142,14 +142,14 @@ def reference_step(prep: Preparation) -> None:
     target file); for a corpus of ``tokenized`` text without ``corpus.reference``, its tokens as the tokens step
     made them (Moses' entities unescaped, nothing re-tokenized): such a corpus is scored on its tokens."""
     target, tokens = f"test.{prep.tgt}.ref", f"tok/test.{prep.tgt}"
-    if prep.config["corpus"]["text"] == "tokenized" and not prep.config["corpus"]["reference"]:
+    if prep.config.corpus.text == "tokenized" and not prep.config.corpus.reference:
         source = prep.work / tokens
         recipe = {"corpus.reference": f"{tokens} (corpus.text tokenized)",
                   f"input {tokens}": prep.input_digest("tokens", tokens)}
         what = f"the test reference's tokens {tokens}"
     else:
         source = reference_source(prep)
-        recipe = {"corpus.reference": prep.config["corpus"]["reference"] or f"corpus.raw/{source.name}",
+        recipe = {"corpus.reference": prep.config.corpus.reference or f"corpus.raw/{source.name}",
                   f"input {source.name}": content_digest(source)}
         what = f"the raw test reference {source.name}"
 

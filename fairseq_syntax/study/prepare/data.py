@@ -71,7 +71,7 @@ def data_step(prep: Preparation, directory: DataDirectory) -> None:
     recipe = {"form": directory.form, "preterminals": directory.preterminals, **made_here,
               **{f"{side.suffix}_{key}": value for side in directory.side_data
                  for key, value in side_data_settings(prep, side).items()},
-              "model.max_source_positions": prep.config["model"]["max_source_positions"],
+              "model.max_source_positions": prep.config.model.max_source_positions,
               "trees": "placeholder" if directory.form == "sequence" else "parses",
               **parser_recipe(prep, directory),
               **{f"input bpe/{out}": prep.input_digest("bpe", f"bpe/{out}")
@@ -100,7 +100,7 @@ def data_step(prep: Preparation, directory: DataDirectory) -> None:
 
 
 def build_data_directory(prep: Preparation, directory: DataDirectory, destination: Path, scratch: Path) -> str:
-    src, tgt, parses = prep.src, prep.tgt, prep.config["parses"]
+    src, tgt, parses = prep.src, prep.tgt, prep.config.parses
     scratch.mkdir(parents=True)
     destination.parent.mkdir(parents=True)
     prefixes = []
@@ -114,14 +114,14 @@ def build_data_directory(prep: Preparation, directory: DataDirectory, destinatio
         prefixes += [f"--{split}pref", str(scratch / split)]
     arguments = ["--source-lang", src, "--target-lang", tgt, *prefixes, "--trees-suffix", TREES,
                  "--form", directory.form, "--preterminals", directory.preterminals, "--max-source-positions",
-                 str(prep.config["model"]["max_source_positions"]), "--destdir", str(destination),
+                 str(prep.config.model.max_source_positions), "--destdir", str(destination),
                  "--joined-dictionary", "--bpe-codes", str(prep.work / "bpe/codes"), "--bpe-vocabulary",
                  str(prep.work / f"bpe/vocab.{src}"), "--bpe-vocabulary-threshold", "1"]
-    if directory.form != "sequence" and not parses["archive"]:
-        arguments += ["--parser-backend", parses["constituency_backend"], "--parser-model",
-                      str(prep.model_path(parses["constituency"]) or parses["constituency"])]
-        if parses["tagger"]:
-            arguments += ["--parser-tagger", str(prep.model_path(parses["tagger"]))]
+    if directory.form != "sequence" and not parses.archive:
+        arguments += ["--parser-backend", parses.constituency_backend, "--parser-model",
+                      str(prep.model_path(parses.constituency) or parses.constituency)]
+        if parses.tagger:
+            arguments += ["--parser-tagger", str(prep.model_path(parses.tagger))]
     if directory.control:
         dictionary = prep.work / "data-bin" / directory.base / f"dict.{src}.txt"
         if directory.form != "sequence":

@@ -110,7 +110,7 @@ def grid_needs(config: StudyConfig, only: Collection[str] | None = None) -> Need
     it."""
     runs = study_runs(config)
     made = registered_side_data()
-    default_preterminals = config["parses"]["preterminals"]
+    default_preterminals = config.parses.preterminals
     found: dict[str, DataDirectory] = {}
     sides: dict[str, set[str]] = {}
     for run in runs:

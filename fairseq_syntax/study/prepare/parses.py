@@ -52,10 +52,10 @@ def archive_roles(reads: tuple[str, ...]) -> list[str] | str:
 
 def parser_problems(prep: Preparation) -> list[str]:
     """Every missing parse archive or parser file, and a parser the grid needs that the file does not give."""
-    where, parses, needs = prep.config.path, prep.config["parses"], prep.needs
+    where, parses, needs = prep.config.path, prep.config.parses, prep.needs
     problems = []
-    if parses["archive"]:
-        archive = prep.config.resolve(parses["archive"])
+    if parses.archive:
+        archive = prep.config.resolve(parses.archive)
         if not (archive / "MANIFEST.json").is_file():
             problems.append(f"{where}: parses.archive: {archive}: no parse archive there (no MANIFEST.json)")
         elif needs.trees and TREES not in archive_kinds(archive):
@@ -70,14 +70,14 @@ def parser_problems(prep: Preparation) -> list[str]:
         elif prep.model_path(parses[kind]) is None and looks_like_path(parses[kind]):
             problems.append(f"{where}: parses.{kind}: {prep.config.resolve(parses[kind])}: no such file "
                             "(a study never trains a parser)")
-    if needs.trees and parses["tagger"] and prep.model_path(parses["tagger"]) is None:
-        problems.append(f"{where}: parses.tagger: {prep.config.resolve(parses['tagger'])}: no such file")
+    if needs.trees and parses.tagger and prep.model_path(parses.tagger) is None:
+        problems.append(f"{where}: parses.tagger: {prep.config.resolve(parses.tagger)}: no such file")
     return problems
 
 
 def needed_parsers(prep: Preparation) -> list[str]:
     """The kinds of parser the grid needs run (none with a parse archive)."""
-    if prep.config["parses"]["archive"]:
+    if prep.config.parses.archive:
         return []
     return [kind for kind in KINDS if getattr(prep.needs, KINDS[kind])]
 
@@ -85,7 +85,7 @@ def needed_parsers(prep: Preparation) -> list[str]:
 def fetch_problems(prep: Preparation) -> list[str]:
     """Why a parser the file gives by a pretrained name cannot be had (``fairseq-syntax-parse fetch``: its library's
     download failed); each is downloaded now where it was not before."""
-    parses, problems = prep.config["parses"], []
+    parses, problems = prep.config.parses, []
     for kind in needed_parsers(prep):
         if not parses[kind] or looks_like_path(parses[kind]) or prep.model_path(parses[kind]) is not None:
             continue
@@ -100,7 +100,7 @@ def fetch_problems(prep: Preparation) -> list[str]:
 
 def parses_step(prep: Preparation) -> str:
     """The parses the grid needs; returns the record key that holds them ('' for one per parser kind)."""
-    if prep.config["parses"]["archive"]:
+    if prep.config.parses.archive:
         return archive_step(prep)
     for kind in needed_parsers(prep):
         parser_step(prep, kind)
@@ -115,7 +115,7 @@ def token_inputs(prep: Preparation) -> dict[str, str]:
 def archive_step(prep: Preparation) -> str:
     from fairseq_syntax.parsing import archive
 
-    store = prep.config.resolve(prep.config["parses"]["archive"])
+    store = prep.config.resolve(prep.config.parses.archive)
     kinds = archive_kinds(store)  # an archive packed with --arcs-only holds no trees
     outputs = [f"tok/{split}.{kind}" for split in SPLITS for kind in kinds] + ["tok/parses.json"]
     optional = [f"tok/{split}.{kind}.skipped" for split in SPLITS for kind in kinds if kind != CONLLU]
@@ -150,11 +150,11 @@ def model_identity(prep: Preparation, value: str) -> dict:
 
 
 def parser_step(prep: Preparation, kind: str) -> None:
-    parses = prep.config["parses"]
+    parses = prep.config.parses
     if kind == "constituency":
         files = [TREES]
         optional = [f"tok/{split}.{TREES}{suffix}" for split in SPLITS for suffix in (".skipped", RECORD)]
-        extra = {"parses.tagger": model_identity(prep, parses["tagger"]) if parses["tagger"] else ""}
+        extra = {"parses.tagger": model_identity(prep, parses.tagger) if parses.tagger else ""}
     else:
         files = [ARCS, CONLLU]
         optional = [f"tok/{split}.{ARCS}.skipped" for split in SPLITS] + \
@@ -184,10 +184,10 @@ def parser_step(prep: Preparation, kind: str) -> None:
 def parse(prep: Preparation, kind: str, tokens: Path, made: list[Path], log: Path) -> None:
     """One split parsed by the file's parser (``fairseq-syntax-parse``) into ``made`` (the output, and for a
     dependency parser the CoNLL-U)."""
-    parses = prep.config["parses"]
+    parses = prep.config.parses
     model = str(prep.model_path(parses[kind]) or parses[kind])
-    workers = str(parses["workers"])
-    tagger = ["--tagger", str(prep.model_path(parses["tagger"]))] if kind == "constituency" and parses["tagger"] \
+    workers = str(parses.workers)
+    tagger = ["--tagger", str(prep.model_path(parses.tagger))] if kind == "constituency" and parses.tagger \
         else []
     outputs = ["--output", str(made[0])] + (["--conllu", str(made[1])] if len(made) > 1 else [])
     failed = run_logged([*parse_program(), kind, "--backend", parses[f"{kind}_backend"], "--model", model, *tagger,
@@ -200,19 +200,19 @@ def parse(prep: Preparation, kind: str, tokens: Path, made: list[Path], log: Pat
 
 def parser_recipe(prep: Preparation, directory: DataDirectory) -> dict:
     """What a data directory records of its parsers (syntax.json's ``parser``, ``parsers.json``)."""
-    parses, reads = prep.config["parses"], directory.reads
+    parses, reads = prep.config.parses, directory.reads
     if not reads:
         return {"parsers": {}}
-    if parses["archive"]:
+    if parses.archive:
         return {"parsers": {"archive": prep.input_digest(prep.parses_key, "tok/parses.json"),
                             "roles": archive_roles(reads)}}
     parser = {}
     if "trees" in reads:
-        parser.update({"backend": parses["constituency_backend"],
-                       "model": model_identity(prep, parses["constituency"]),
-                       "tagger": model_identity(prep, parses["tagger"]) if parses["tagger"] else None})
+        parser.update({"backend": parses.constituency_backend,
+                       "model": model_identity(prep, parses.constituency),
+                       "tagger": model_identity(prep, parses.tagger) if parses.tagger else None})
     if "arcs" in reads:
-        parser["dependency"] = model_identity(prep, parses["dependency"])
+        parser["dependency"] = model_identity(prep, parses.dependency)
     return {"parser": parser}
 
 
@@ -224,8 +224,8 @@ def write_parsers(prep: Preparation, directory: DataDirectory, destination: Path
     from fairseq_syntax.parsing.provenance import describe_parsers, read_parser_records
 
     out = destination / "parsers.json"
-    parses = prep.config["parses"]
-    if parses["archive"]:
+    parses = prep.config.parses
+    if parses.archive:
         roles = archive_roles(directory.reads)
         try:
             if not directory.reads:
@@ -240,9 +240,9 @@ def write_parsers(prep: Preparation, directory: DataDirectory, destination: Path
         return
     models = {}
     if "trees" in directory.reads:
-        models = {"constituency": parses["constituency"]} | ({"tagger": parses["tagger"]} if parses["tagger"] else {})
+        models = {"constituency": parses.constituency} | ({"tagger": parses.tagger} if parses.tagger else {})
     if "arcs" in directory.reads:
-        models["dependency"] = parses["dependency"]
+        models["dependency"] = parses.dependency
     models = {role: str(prep.model_path(model) or model) for role, model in models.items()}
     described = describe_parsers(models, read_parser_records(str(Path(REPO_ROOT) / "preprocess" / "runs")))
     if "dependency" in described:  # the label scheme of the dependency parses: their record's, else the labels' own

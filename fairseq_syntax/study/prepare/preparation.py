@@ -16,10 +16,10 @@ class Preparation(Build):
     def __init__(self, config: StudyConfig, progress: Callable[[str], None], only: Collection[str] | None = None):
         super().__init__(config.folder("work").resolve(), config.path, progress)
         self.config, self.only = config, only
-        corpus = config["corpus"]
-        self.src, self.tgt = corpus["source"], corpus["target"]
-        self.stems = {"train": corpus["train"], "valid": corpus["valid"], "test": corpus["test"]}
-        self.raw = config.resolve(corpus["raw"])
+        corpus = config.corpus
+        self.src, self.tgt = corpus.source, corpus.target
+        self.stems = {"train": corpus.train, "valid": corpus.valid, "test": corpus.test}
+        self.raw = config.resolve(corpus.raw)
         self.needs = grid_needs(config, only)
         self.parses_key = ""  # the record of the parses: parses:archive, or "" (one per parser kind)
         self.settings_made: dict[str, dict] = {}  # each side data's settings (data.side_data_settings), once asked
