@@ -129,7 +129,7 @@ def study_folder(study: str) -> Path:
         config = load_study(study)
     except ConfigError as error:
         raise FetchError(error.problems[0]) from None
-    return config.resolve(config["corpus"]["raw"])
+    return config.resolve(config.corpus.raw)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -319,8 +319,8 @@ class SizeEntry:
 
 @dataclass(frozen=True)
 class StudyConfig:
-    """A validated study file: a field a section of :data:`SECTIONS` (``config.training.lr``; ``config["test"]``
-    for the ``test`` section), the systems in the file's order, the file; ``sizes``: its ``[sizes.N]`` tables, by N,
+    """A validated study file: a field a section of :data:`SECTIONS` (``config.training.lr``; ``config["training"]``
+    by name), the systems in the file's order, the file; ``sizes``: its ``[sizes.N]`` tables, by N,
     where ``corpus.subset`` lists sizes; ``point``: for one size of such a study (:mod:`fairseq_syntax.study.sizes`),
     its label (``n1000``, ``n1000/sweep/merges2000-dropout0.3``)."""
     path: Path
