@@ -10,12 +10,11 @@ import re
 import statistics
 import sys
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))  # this checkout's package
 from fairseq_syntax.evaluation import packed_runs  # noqa: E402
 from fairseq_syntax.evaluation.kept_files import read_text  # noqa: E402
-from fairseq_syntax.evaluation.tables import markdown_table, table_json, write_results  # noqa: E402
+from fairseq_syntax.evaluation.tables import Cell, Table, write_results  # noqa: E402
 
 LOG_SUFFIXES = (".log.gz", ".log")
 
@@ -31,15 +30,15 @@ class Run:
     name: str
     dataset: str
     settings: dict
-    params: Optional[int] = None
-    train_trees: Optional[int] = None
-    valid_trees: Optional[int] = None
-    valid: List[Tuple[int, int, float, Optional[float]]] = field(default_factory=list)  # epoch, updates, acc, node
+    params: int | None = None
+    train_trees: int | None = None
+    valid_trees: int | None = None
+    valid: list[tuple[int, int, float, float | None]] = field(default_factory=list)  # epoch, updates, acc, node
     stopped_by: str = "unfinished"
-    seconds: Optional[float] = None
+    seconds: float | None = None
 
 
-def setting(config: str, name: str) -> Optional[str]:
+def setting(config: str, name: str) -> str | None:
     """A value from fairseq's logged configuration, written ``'name': value`` (dicts) or ``name=value`` (Namespace)."""
     match = re.search(rf"['\"]?\b{name}['\"]?(?:: |=)('[^']*'|[\w.\-]+)", config)
     return match.group(1).strip("'") if match else None
@@ -76,7 +75,7 @@ def read_run(path: str) -> Run:
     return run
 
 
-def describe(run: Run) -> Tuple[str, str]:
+def describe(run: Run) -> tuple[str, str]:
     s = run.settings
     if s["arch"] and "hier_accum" in s["arch"]:
         model = "hierarchical accumulation"
@@ -91,45 +90,34 @@ def describe(run: Run) -> Tuple[str, str]:
 
 HEADER = ["run", "model", "input (pooling)", "trained on", "params", "updates (warm-up)", "epochs", "minutes",
           "stopped by", "dev acc. best (epoch)", "dev acc. last", "dev token-label acc. last"]
-ALIGN = "llllrrrrlrrr"
 
 
-def table(runs: List[Run]) -> Tuple[List[str], dict]:
-    """The Markdown lines of one dataset's table and the same for RESULTS.json (numbers unrounded; "a (b)" as [a, b];
-    None for "-")."""
-    cells, values = [], []
+def cell(value, spec: str = ".2f") -> Cell:
+    return Cell(value, "-" if value is None else format(value, spec))
+
+
+def table(runs: list[Run]) -> Table:
+    """One dataset's table (RESULTS.json: numbers unrounded, "a (b)" as [a, b], None for "-")."""
+    table = Table(HEADER, "llllrrrrlrrr")
     for run in runs:
-        model, labels = describe(run)
         s = run.settings
-        source = f"{s['input_form']}" + (f", {s['preterminals']} POS" if s["input_form"] == "preorder" else "")
-        if run.valid:
-            best = max(run.valid, key=lambda v: v[2])
-            last = run.valid[-1]
-            best_text, last_text = f"{best[2]:.2f} ({best[0]})", f"{last[2]:.2f}"
-            node_text = f"{last[3]:.2f}" if last[3] is not None else "-"
-            updates, epochs = str(last[1]), str(last[0])
-        else:
-            best_text = last_text = node_text = updates = epochs = "-"
-        minutes = f"{run.seconds / 60:.1f}" if run.seconds is not None else "-"
-        params = f"{run.params:,}" if run.params else "-"
-        cells.append([run.name, model, f"{source} ({s['classifier_pooling']})", labels, params,
-                      f"{updates} ({s['warmup_updates']})", epochs, minutes, run.stopped_by, best_text, last_text,
-                      node_text])
+        source = s["input_form"] + (f", {s['preterminals']} POS" if s["input_form"] == "preorder" else "")
+        epoch, updates, accuracy, node = run.valid[-1] if run.valid else (None,) * 4
         best = max(run.valid, key=lambda v: v[2]) if run.valid else None
-        last = run.valid[-1] if run.valid else None
-        values.append([run.name, model, f"{source} ({s['classifier_pooling']})", labels, run.params,
-                       [last[1] if last else None, number(s["warmup_updates"])], last[0] if last else None,
-                       run.seconds / 60 if run.seconds is not None else None, run.stopped_by,
-                       [best[2], best[0]] if best else None, last[2] if last else None,
-                       last[3] if last else None])
-    return markdown_table(HEADER, cells, ALIGN), table_json(HEADER, values)
+        model, labels = describe(run)
+        table.add(run.name, model, f"{source} ({s['classifier_pooling']})", labels,
+                  cell(run.params, ","), Cell([updates, number(s["warmup_updates"])],
+                                              f"{cell(updates, 'd').text} ({s['warmup_updates']})"),
+                  cell(epoch, "d"), cell(None if run.seconds is None else run.seconds / 60, ".1f"), run.stopped_by,
+                  Cell(best and [best[2], best[0]], f"{best[2]:.2f} ({best[0]})" if best else "-"), cell(accuracy),
+                  cell(node))
+    return table
 
 
 SEED_SUFFIX = re.compile(r"\.seed(\d+)$")
-SEED_HEADER = ["runs", "seeds", "dev accuracy, best epoch (mean ± sd)", "dev accuracy, last (mean ± sd)"]
 
 
-def seed_table(runs: List[Run]) -> Tuple[List[str], dict]:
+def seed_table(runs: list[Run]) -> tuple[list[str], dict]:
     """Runs named NAME.seedK with two or more seeds: per NAME the mean and sample sd over seeds of the best-epoch
     and last dev accuracies (the best epoch is chosen on dev, the checkpoint a user would keep)."""
     groups: dict = {}
@@ -137,19 +125,17 @@ def seed_table(runs: List[Run]) -> Tuple[List[str], dict]:
         match = SEED_SUFFIX.search(run.name)
         if match and run.valid:
             groups.setdefault(run.name[: match.start()], []).append(run)
-    cells, values = [], []
+    table = Table(["runs", "seeds", "dev accuracy, best epoch (mean ± sd)", "dev accuracy, last (mean ± sd)"], "lrrr")
     for name, group in sorted(groups.items()):
-        if len(group) < 2:
-            continue
-        best = [max(v[2] for v in run.valid) for run in group]
-        last = [run.valid[-1][2] for run in group]
-        stats = [(statistics.fmean(xs), statistics.stdev(xs)) for xs in (best, last)]
-        cells.append([f"{name}.seed*", len(group)] + [f"{mean:.2f} ± {sd:.2f}" for mean, sd in stats])
-        values.append([name, len(group)] + [{"mean": mean, "sd": sd} for mean, sd in stats])
-    return (markdown_table(SEED_HEADER, cells, "lrrr") if cells else []), table_json(SEED_HEADER, values)
+        if len(group) > 1:
+            accuracies = ([max(v[2] for v in run.valid) for run in group], [run.valid[-1][2] for run in group])
+            stats = [(statistics.fmean(xs), statistics.stdev(xs)) for xs in accuracies]
+            table.add(Cell(name, f"{name}.seed*"), len(group),
+                      *(Cell({"mean": mean, "sd": sd}, f"{mean:.2f} ± {sd:.2f}") for mean, sd in stats))
+    return (table.lines() if table.rows else []), table.json()
 
 
-def number(text: Optional[str]):
+def number(text: str | None):
     """A setting's value as logged ("1000", "0.0007") as a number, else as given."""
     for kind in (int, float):
         try:
@@ -201,28 +187,25 @@ def main() -> None:
         sizes = {(run.train_trees, run.valid_trees) for run in chosen}
         out += [f"## {dataset.upper()}", ""]
         out += [f"Trees: {', '.join(f'{train} train / {valid} dev' for train, valid in sorted(sizes, key=str))}.", ""]
-        lines, values = table(chosen)
-        out += lines + [""]
+        runs_table, (seed_lines, seeds) = table(chosen), seed_table(chosen)
+        out += runs_table.lines() + [""]
         entry = data["datasets"][dataset] = {
             "trees": [{"train": train, "dev": valid} for train, valid in sorted(sizes, key=str)],
-            "table": values, "last_minus_baseline": []}
-        seed_lines, seed_values = seed_table(chosen)
+            "table": runs_table.json(), "last_minus_baseline": []}
         if seed_lines:
             out += ["Over seeds (runs NAME.seedK, `run.sh --seeds ...`):", ""] + seed_lines + [""]
-            entry["over_seeds"] = seed_values
+            entry["over_seeds"] = seeds
         # each tree model against the Transformer trained for as long
         for budget in sorted({run.settings["max_update"] for run in chosen}, key=lambda value: int(value or 0)):
             same = [run for run in chosen if run.settings["max_update"] == budget and run.valid]
             baseline = next((run for run in same if describe(run)[0] == "Transformer"), None)
             if baseline is None:
                 continue
-            reference = baseline.valid[-1][2]
-            out += [f"- {run.name} minus {baseline.name}: {run.valid[-1][2] - reference:+.2f} points "
-                    "(last evaluations)" for run in same if run is not baseline]
-            out.append("")
-            entry["last_minus_baseline"] += [{"run": run.name, "baseline": baseline.name,
-                                              "points": round(run.valid[-1][2] - reference, 2)}  # logged to 0.01
-                                             for run in same if run is not baseline]
+            points = {run.name: run.valid[-1][2] - baseline.valid[-1][2] for run in same if run is not baseline}
+            out += [f"- {name} minus {baseline.name}: {value:+.2f} points (last evaluations)"
+                    for name, value in points.items()] + [""]
+            entry["last_minus_baseline"] += [{"run": name, "baseline": baseline.name, "points": round(value, 2)}
+                                             for name, value in points.items()]  # logged to 0.01
         if any("-SubMask" in describe(run)[0] for run in chosen):
             out += ["-SubMask: every SST node is the token `(X` and, as in the paper (footnote 4), only leaves have "
                     "positions, so without subtree masks all node queries of a sentence are equal and so are all "
