@@ -336,6 +336,32 @@ def number_cell(value, spec: str) -> Cell:
     return Cell(None, "–") if value is None else Cell(value, format(value, spec))
 
 
+def run_cell(run: dict) -> Cell:
+    return Cell(run["name"], run["label"])
+
+
+TRAINING = ["parameters", "updates", "wall time", "tokens/s (median)", "best valid loss (bits)", "at update"]
+PERPLEXITY = ["parameters", "perplexity", "words scored", "`<unk>` words not scored"]
+
+
+def training_cells(row: dict) -> list:
+    return [params_cell(row["params"]), int(row["updates"]), Cell(row["seconds"], f"{row['seconds'] / 60:.1f} min"),
+            speed_cell(row["words_per_second"]), Cell(float(row["best_valid_loss"]), row["best_valid_loss"]),
+            int(row["best_at"])]
+
+
+def perplexity_cells(run: dict, arch: str) -> list:
+    result = run["perplexity"][arch]
+    return [params_cell(run["training"][arch]["params"]), Cell(result["perplexity"], f"{result['perplexity']:.1f}"),
+            *(number_cell(result[key], ",") for key in ("scored_words", "unknown_words"))]
+
+
+def kept(tables: dict, key: str, table: Table) -> list[str]:
+    """``table``'s Markdown lines; its RESULTS.json table kept as ``tables[key]``."""
+    tables[key] = table.json()
+    return table.lines()
+
+
 def settings_cells(run: dict) -> list:
     s = run["settings"]
     text = "WSJ (ptb-lm)" if s.get("text") == "ptb" else "mixed"
@@ -410,7 +436,7 @@ def run_commands_table(runs: list) -> Table:
     table = Table(["run", "command"])
     for run in runs:
         command = run["reproduce"] if run["by_hand"] else f"`{run['reproduce']}`"
-        table.add(Cell(run["name"], run["label"]), Cell(run["reproduce"], command.removeprefix("by hand: ")))
+        table.add(run_cell(run), Cell(run["reproduce"], command.removeprefix("by hand: ")))
     return table
 
 
@@ -420,14 +446,10 @@ def run_commands_section(table: Table) -> list[str]:
 
 
 def training_table(runs: list) -> Table:
-    table = Table(["run", "system", "parameters", "updates", "wall time", "tokens/s (median)",
-                   "best valid loss (bits)", "at update"], "llrrrrrr")
+    table = Table(["run", "system", *TRAINING], "llrrrrrr")
     for run in runs:
         for arch, row in run["training"].items():
-            table.add(Cell(run["name"], run["label"]), SYSTEMS[arch], params_cell(row["params"]), int(row["updates"]),
-                      Cell(row["seconds"], f"{row['seconds'] / 60:.1f} min"),
-                      speed_cell(row["words_per_second"]),
-                      Cell(float(row["best_valid_loss"]), row["best_valid_loss"]), int(row["best_at"]))
+            table.add(run_cell(run), SYSTEMS[arch], *training_cells(row))
     return table
 
 
@@ -437,7 +459,7 @@ def layers_table(runs: list) -> Table:
     table = Table(["run"] + labels + list(LATER_PARSES), "l" + "r" * (len(labels) + len(LATER_PARSES)))
     for run in runs:
         later = run.get("later_parses", {})
-        table.add(Cell(run["name"], run["label"]), *(f1_cell(run["parses"].get(label)) for label in labels),
+        table.add(run_cell(run), *(f1_cell(run["parses"].get(label)) for label in labels),
                   *(f1_cell(later.get(label), system=system) for label, (_, system) in LATER_PARSES.items()))
     return table
 
@@ -453,21 +475,16 @@ def agreement_table(runs: list) -> Table:
             if offset in shifted:
                 rows.append((label, shifted[offset]))
         for label, values in rows:
-            table.add(Cell(run["name"], run["label"]), label, *(Cell(rho, f"{rho:+.3f}") for rho in values),
+            table.add(run_cell(run), label, *(Cell(rho, f"{rho:+.3f}") for rho in values),
                       *[Cell(None, "–")] * (layers - len(values)))
     return table
 
 
 def perplexity_table(runs: list) -> Table:
-    table = Table(["run", "system", "parameters", "perplexity", "words scored", "`<unk>` words not scored"],
-                  "llrrrr")
+    table = Table(["run", "system", *PERPLEXITY], "llrrrr")
     for run in runs:
         for arch, name in SYSTEMS.items():
-            result = run["perplexity"][arch]
-            table.add(Cell(run["name"], run["label"]), name, params_cell(run["training"][arch]["params"]),
-                      Cell(result["perplexity"], f"{result['perplexity']:.1f}"),
-                      Cell(result["scored_words"], f"{result['scored_words']:,}"),
-                      Cell(result["unknown_words"], f"{result['unknown_words']:,}"))
+            table.add(run_cell(run), name, *perplexity_cells(run, arch))
     return table
 
 
@@ -492,7 +509,7 @@ def data_table(runs: list) -> Table:
         train = [stats for name, stats in run["corpus"].items() if name.startswith("train/")]
         sentences, words = sum(s["sentences"] for s in train), sum(s["words"] for s in train)
         unknown = unknown_words(run)
-        table.add(Cell(run["name"], run["label"]), Cell(sentences, f"{sentences:,}"), Cell(words, f"{words:,}"),
+        table.add(run_cell(run), Cell(sentences, f"{sentences:,}"), Cell(words, f"{words:,}"),
                   run["vocabulary"], Cell(unknown["rate"], f"{unknown['rate']:.2f}% ({unknown['total']:,})"),
                   Cell(unknown["written"], f"{unknown['written']:,}"),
                   Cell(unknown["under_threshold"], f"{unknown['under_threshold']:,}"),
@@ -531,15 +548,10 @@ def headline_sections(run: dict, tables: dict) -> list:
          if s["precision"] == "bf16" else "Precision: fp32 for both systems."),
         "",
     ]
-    table = Table(["system", "parameters", "updates", "wall time", "tokens/s (median)", "best valid loss (bits)",
-                   "at update"], "lrrrrrr")
+    table = Table(["system", *TRAINING], "lrrrrrr")
     for arch, name in SYSTEMS.items():
-        row = training[arch]
-        table.add(name, params_cell(row["params"]), int(row["updates"]), Cell(row["seconds"], f"{row['seconds'] / 60:.1f} min"),
-                  speed_cell(row["words_per_second"]),
-                  Cell(float(row["best_valid_loss"]), row["best_valid_loss"]), int(row["best_at"]))
-    tables["headline_training"] = table.json()
-    lines += table.lines() + [
+        table.add(name, *training_cells(training[arch]))
+    lines += kept(tables, "headline_training", table) + [
         "",
         throughput_sentence(run),
     ]
@@ -573,8 +585,7 @@ def headline_sections(run: dict, tables: dict) -> list:
             scores_ = result["subsets"][subset][system]
             cells += [Cell(100 * scores_[key], f"{100 * scores_[key]:.1f}") for key in ("sentence_f1", "corpus_f1")]
         table.add(label, *cells)
-    tables["headline_induction"] = table.json()
-    lines += table.lines() + [
+    lines += kept(tables, "headline_induction", table) + [
         "",
         f"Recall by gold label (%, {subsets[0]} sentences; the paper's Table 3):",
         "",
@@ -585,8 +596,7 @@ def headline_sections(run: dict, tables: dict) -> list:
         shares = [100 * recall[tag][0] / recall[tag][1] if tag in recall and recall[tag][1] else None
                   for tag in LABELS]
         table.add(label, *(Cell(share, f"{share:.1f}") if share is not None else Cell(None, "-") for share in shares))
-    tables["headline_recall"] = table.json()
-    lines += table.lines()
+    lines += kept(tables, "headline_recall", table)
     tag_pairs = paper.get("links_by_tag_pair")
     if tag_pairs:
         layers = len(tag_pairs[0]["mean_links"])
@@ -603,8 +613,7 @@ def headline_sections(run: dict, tables: dict) -> list:
         for row in tag_pairs:
             table.add(" ".join(row["tags"]), row["count"], *(Cell(v, f"{v:.2f}") for v in row["mean_links"]),
                       Cell(row["median_gold_size"], f"{row['median_gold_size']:g}"))
-        tables["headline_tag_pairs"] = table.json()
-        lines += table.lines()
+        lines += kept(tables, "headline_tag_pairs", table)
     lines += [
         "",
         "For scale, the paper (WSJ-test / WSJ-10, sentence F1): Tree Transformer L=10 trained on WSJ-train 49.5 /",
@@ -616,14 +625,10 @@ def headline_sections(run: dict, tables: dict) -> list:
         "### Masked-word perplexity (section 7.5: every word masked once, one at a time)",
         "",
     ]
-    table = Table(["system", "parameters", "perplexity", "words scored", "`<unk>` words not scored"], "lrrrr")
+    table = Table(["system", *PERPLEXITY], "lrrrr")
     for arch, name in SYSTEMS.items():
-        result = run["perplexity"][arch]
-        table.add(name, params_cell(training[arch]["params"]), Cell(result["perplexity"], f"{result['perplexity']:.1f}"),
-                  Cell(result["scored_words"], f"{result['scored_words']:,}"),
-                  Cell(result["unknown_words"], f"{result['unknown_words']:,}"))
-    tables["headline_perplexity"] = table.json()
-    lines += table.lines() + [
+        table.add(name, *perplexity_cells(run, arch))
+    lines += kept(tables, "headline_perplexity", table) + [
         "",
         f"Tree Transformer / Transformer perplexity: {perplexity_ratio(run):.3f}. For scale, the paper's Table 4 "
         "(WSJ, trained",
@@ -766,11 +771,10 @@ def render(runs: list) -> tuple:
         "now train with fresh masks.",
         "",
     ]
-    table = runs_table(runs)
-    tables["runs"] = table.json()
+    lines += kept(tables, "runs", runs_table(runs)) + [""]
     commands = run_commands_table(runs)
     tables["run_commands"] = commands.json()
-    lines += table.lines() + [""] + run_commands_section(commands) + headline_sections(headline, tables)
+    lines += run_commands_section(commands) + headline_sections(headline, tables)
 
     lines += [
         "",
@@ -779,9 +783,7 @@ def render(runs: list) -> tuple:
         "### Training",
         "",
     ]
-    table = training_table(runs)
-    tables["training"] = table.json()
-    lines += table.lines() + [
+    lines += kept(tables, "training", training_table(runs)) + [
         "",
         "### Which layers hold the structure (the paper's Figure 4)",
         "",
@@ -791,9 +793,7 @@ def render(runs: list) -> tuple:
         "alone; – where the run was not scored so.",
         "",
     ]
-    table = layers_table(runs)
-    tables["parses"] = table.json()
-    lines += table.lines() + [
+    lines += kept(tables, "parses", layers_table(runs)) + [
         "",
         "### What the links learnt",
         "",
@@ -805,16 +805,12 @@ def render(runs: list) -> tuple:
         "model whose links were aligned with the gold trees would score highest in the row a_k.",
         "",
     ]
-    table = agreement_table(runs)
-    tables["link_agreement"] = table.json()
-    lines += table.lines() + [
+    lines += kept(tables, "link_agreement", agreement_table(runs)) + [
         "",
         "### Masked-word perplexity",
         "",
     ]
-    table = perplexity_table(recipe)
-    tables["perplexity"] = table.json()
-    lines += table.lines() + [
+    lines += kept(tables, "perplexity", perplexity_table(recipe)) + [
         "",
         "### Data",
         "",
@@ -830,9 +826,7 @@ def render(runs: list) -> tuple:
         "RESULTS.md gave it as the rate before issue 53.",
         "",
     ]
-    table = data_table(recipe)
-    tables["data"] = table.json()
-    lines += table.lines() + [""] + differences(headline) + [""] + commands_section(headline, runs)
+    lines += kept(tables, "data", data_table(recipe)) + [""] + differences(headline) + [""] + commands_section(headline, runs)
     data = {
         "generated_by": "examples/ptb_induction/make_results.py (tables by fairseq_syntax.evaluation.results)",
         "units": "as in RESULTS.md, unrounded, except: wall time in seconds; an \"a / b\" F1 cell is [all, <=10 words]",
