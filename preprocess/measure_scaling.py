@@ -207,17 +207,14 @@ def main(argv: list[str] | None = None) -> dict:
     models = given if all(given.values()) else {**train_tiny_parsers(os.path.join(args.work, "models"), args.seed),
                                                 **{name: path for name, path in given.items() if path}}
     sizes = [measure_size(lines, args, models) for lines in sorted(args.sizes)]
-    from fairseq_syntax.parsing.training_report import cpu_name
+    from fairseq_syntax.parsing.training_report import cpu_name, write_record
 
     record = {"generated_by": "preprocess/measure_scaling.py",
               "command": shlex.join(["python3", "preprocess/measure_scaling.py", *argv]), "note": args.note,
               "workers": args.workers, "merges": args.merges,
               "words_per_sentence": [args.min_words, args.max_words], "cpu": cpu_name(), "cores": os.cpu_count(),
               "models": {name: os.path.basename(path) for name, path in models.items()}, "sizes": sizes}
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open_output(args.out) as handle:
-        json.dump(record, handle, indent=1)
-        handle.write("\n")
+    write_record(args.out, record)
     print(f"wrote {args.out}; python3 preprocess/make_results.py puts it into preprocess/RESULTS.md", file=sys.stderr)
     return record
 

@@ -19,7 +19,6 @@ command, one line of tags per input line.
 
 Temporary files go to ``TMPDIR``, removed at the end or when stopped (:mod:`fairseq_syntax.core.stopping`)."""
 import argparse
-import json
 import os
 import platform
 import runpy
@@ -37,7 +36,7 @@ from fairseq_syntax.parsing.batching import DEFAULT_BATCH_TOKENS
 from fairseq_syntax.parsing.constituency import DEFAULT_BATCH_SIZE
 from fairseq_syntax.parsing.shards import LINES, Outcome, ParseJob, model_identity
 from fairseq_syntax.parsing.text import open_output, tokenizer
-from fairseq_syntax.parsing.training_report import cpu_name
+from fairseq_syntax.parsing.training_report import cpu_name, write_record
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_OUT = os.path.join(HERE, "measurements", "throughput.json")
@@ -200,10 +199,7 @@ def main(argv: list[str] | None = None) -> dict:
                     "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None},
         "rows": rows,
     }
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open_output(args.out) as handle:
-        json.dump(record, handle, indent=1)
-        handle.write("\n")
+    write_record(args.out, record)
     print(f"wrote {args.out}; python3 preprocess/make_results.py puts it into preprocess/RESULTS.md", file=sys.stderr)
     return record
 

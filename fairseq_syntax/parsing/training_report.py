@@ -14,6 +14,7 @@ import time
 import torch
 
 from fairseq_syntax.parsing.provenance import model_digest
+from fairseq_syntax.parsing.text import open_output
 
 
 @dataclasses.dataclass
@@ -119,7 +120,8 @@ def training_record(parser: str, model: str, data: str, split: str, measured: Me
 
 
 def write_record(path: str, record: dict) -> None:
+    """``record`` as indented JSON, its folder made, the file written whole (``open_output``)."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path, "w", encoding="utf-8") as out:
+    with open_output(path) as out:
         json.dump(record, out, indent=1)
         out.write("\n")
