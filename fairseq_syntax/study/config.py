@@ -608,14 +608,7 @@ def _read_sizes(where: Callable[[str], str], given, sections: dict, problems: li
                 problems.append(f"{at}: {label}: a size sets keys of [{'], ['.join(SIZE_SECTIONS)}], a sweep or "
                                 "a study_file only")
                 continue
-            for key, value in values.items():
-                if key not in keys_of[section]:
-                    problems.append(f"{at}: {label}.{key}: unknown key (known: {', '.join(sorted(keys_of[section]))})")
-                    continue
-                problem = keys_of[section][key](value)
-                if problem:
-                    problems.append(f"{at}: {label}.{key}: {problem}")
-                settings.setdefault(section, {})[key] = value
+            settings[section] = _read_keys(at, label, SECTIONS[section], values, problems)
         both = {f"{section}.{key}" for section, keys in sweep.items() for key in keys
                 if key in settings.get(section, {})}
         if both:
