@@ -38,24 +38,24 @@ def commands(study: str, treebanks: Path, threads: int) -> list[list[str]]:
     from fairseq_syntax.study.prepare.needs import grid_needs
 
     config = load_study(study)
-    parses = config["parses"]
-    if parses["archive"]:
+    parses = config.parses
+    if parses.archive:
         return []
     needs = grid_needs(config)
     wanted = []
     if needs.trees:
-        wanted.append(("constituency", parses["constituency_backend"]))
-        if parses["tagger"]:
+        wanted.append(("constituency", parses.constituency_backend))
+        if parses.tagger:
             wanted.append(("tagger", "tagger"))
     if needs.arcs:
-        wanted.append(("dependency", parses["dependency_backend"]))
+        wanted.append(("dependency", parses.dependency_backend))
     found = []
     for key, backend in wanted:
         value = parses[key]
         if not value or not is_model_file(value) or config.resolve(value).exists():
             continue
-        if config["corpus"]["source"] != "en":
-            raise SystemExit(f"error: {config.path}: corpus.source: {config['corpus']['source']!r}: the treebanks "
+        if config.corpus.source != "en":
+            raise SystemExit(f"error: {config.path}: corpus.source: {config.corpus.source!r}: the treebanks "
                              f"here are English; parses.{key} {value} is not there, and this script trains English "
                              "parsers only")
         if backend not in ("crf-con", "benepar", "tagger", "biaffine"):
