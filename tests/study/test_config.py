@@ -59,7 +59,8 @@ def test_template_holds_every_key_with_its_default(tmp_path):
     filled = text.replace('name = ""  # REQUIRED', 'name = "mine"  # REQUIRED', 1).replace(
         'raw = ""  # REQUIRED', 'raw = "data"  # REQUIRED', 1)
     config = load_study(write(tmp_path, filled))
-    assert config["training"]["patience"] == 5 and config["bpe"]["merges"] == 10000
+    assert config.training.patience == 5 and config.bpe.merges == 10000
+    assert config["training"]["patience"] == 5 and dict(config.bpe) == {"merges": 10000}  # as records read it
     assert [entry.name for entry in config.systems] == ["sequence", "mask"]
     assert config.systems[1].controls == {"random": 3}
     # docs/study.md's key tables come from the same fields
@@ -124,11 +125,11 @@ def test_a_study_takes_the_keys_of_its_base_where_it_sets_none(tmp_path):
     gpu.write_text('[study]\nbase = "study.toml"\nname = "tiny-gpu"\nruns = "runs-gpu"\n'
                    '[training]\ndevice = "cuda"\nmax_epoch = 20\n', encoding="utf-8")
     config = load_study(gpu)
-    assert config.name == "tiny-gpu" and config["study"]["runs"] == "runs-gpu" and config["study"]["work"] == "work"
+    assert config.name == "tiny-gpu" and config.study.runs == "runs-gpu" and config.study.work == "work"
     # a section's keys one by one: its own over the base's, the base's where it sets none, the defaults after them
-    assert (config["training"]["device"], config["training"]["max_epoch"], config["training"]["patience"],
-            config["training"]["lr"]) == ("cuda", 20, 3, 0.001)
-    assert config["corpus"]["raw"] == "raw" and config.resolve(config["corpus"]["raw"]) == tmp_path / "raw"
+    assert (config.training.device, config.training.max_epoch, config.training.patience,
+            config.training.lr) == ("cuda", 20, 3, 0.001)
+    assert config.corpus.raw == "raw" and config.resolve(config.corpus.raw) == tmp_path / "raw"
     assert [(e.name, e.seeds, e.controls) for e in config.systems] == [
         ("sequence", 3, {}), ("mask", 2, {"random": 2, "struct": 1})]  # the base's grid
     # [[systems]] of its own replace the base's whole grid; a base's base is read too
@@ -136,7 +137,7 @@ def test_a_study_takes_the_keys_of_its_base_where_it_sets_none(tmp_path):
     one.write_text('[study]\nbase = "gpu.toml"\n[[systems]]\nname = "sequence"\nseeds = 1\n', encoding="utf-8")
     config = load_study(one)
     assert [(e.name, e.seeds) for e in config.systems] == [("sequence", 1)]
-    assert config.name == "tiny-gpu" and config["training"]["device"] == "cuda"
+    assert config.name == "tiny-gpu" and config.training.device == "cuda"
 
 
 def test_a_missing_base_and_a_circle_of_bases_are_one_line(tmp_path):
