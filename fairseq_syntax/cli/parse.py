@@ -161,6 +161,19 @@ def main(argv: list[str] | None = None) -> shards.ParseRun | None:
         sys.exit(f"error: {error}")
 
 
+def script_main(head: list[str], argv: list[str] | None = None, renamed: dict | None = None):
+    """``preprocess/parse_*.py``: :func:`main` with ``head`` and ``argv`` (default: ``sys.argv``), in which
+    ``--tokenize LANG`` is ``--raw --lang LANG`` and each option of ``renamed`` its new name."""
+    translated, words = list(head), iter(sys.argv[1:] if argv is None else argv)
+    for word in words:
+        option, equals, value = word.partition("=")
+        if option == "--tokenize":
+            translated += ["--raw", "--lang", value if equals else next(words, "")]
+        else:
+            translated.append((renamed or {}).get(option, option) + equals + value)
+    return main(translated)
+
+
 def cli_main() -> None:
     main()
 
