@@ -130,7 +130,7 @@ class Study(Section):
     name: str = key(None, "the study's name: its run records' dataset and its table's title", _nonempty)
     work: str = key("work", "folder of the prepared data and the checkpoints (large; not committed)", _nonempty)
     runs: str = key("runs", "folder of the run records, kept training logs and decodes (small; commit it)", _nonempty)
-    report: str = key("report", "folder of RESULTS.md, RESULTS.json and seeds.png (fairseq-syntax-study report)",
+    report: str = key("report", "folder of RESULTS.md, RESULTS.json and seeds.png",
                       _nonempty)
 
 
@@ -146,8 +146,8 @@ class Corpus(Section):
     valid: str = key("valid", "file stem of the validation split (model selection, early stopping)", _nonempty)
     test: str = key("test", "file stem of the test split (scored)", _nonempty)
     subset: int | list[int] = key(
-        0, "train on this many training pairs drawn at random without replacement (0: all); a list of sizes "
-        "([1000, 5000]) makes one study a size, each subset inside the larger ones ([sizes])",
+        0, "training pairs drawn at random (0: all); a list ([1000, 5000]) makes a study over sizes, each subset "
+        "inside the larger ([sizes.N])",
         lambda value: _sizes_list(value) if isinstance(value, list) else _integer(0)(value))
     subset_seed: int = key(1, "the seed of that draw", _integer(0))
     max_train_words: int = key(0, "leave out training pairs longer than this many words on either side (0: keep all;"
@@ -232,8 +232,8 @@ class Comparisons(Section):
     baseline: str = key("sequence", "the system every other is tested against (one of [[systems]])", _nonempty)
     bootstrap_rounds: int = key(10000, "rounds of the seed-aware paired bootstrap over sentences and seeds",
                                 _integer(100))
-    run_bootstrap_rounds: int = key(1000, "rounds of each single run's paired bootstrap against the baseline's run "
-                                    "of the same seed", _integer(100))
+    run_bootstrap_rounds: int = key(1000, "rounds of each run's paired bootstrap against the baseline's run of its "
+                                    "seed", _integer(100))
     alpha: float = key(0.05, "significance level of the verdict rule", _number(0.0, 1.0, open_low=True))
     by_length: list[int] = key([10, 15, 20], "source-length bins of each run's scores by length (empty: none)",
                                lambda value: None if isinstance(value, list) and all(
@@ -245,7 +245,7 @@ class Comparisons(Section):
 class Executor(Section):
     """Where the runs go: this machine (local) or a Slurm cluster (slurm, through submitit)."""
     kind: str = key("local", "local or slurm (the --executor option overrides it)", _one_of("local", "slurm"))
-    jobs: int = key(1, "local: runs at once on this machine, each its own process and cores (--jobs overrides)",
+    jobs: int = key(1, "local: runs at once, each its own process and cores (--jobs overrides)",
                     _integer(1))
 
 
