@@ -1,6 +1,5 @@
 """What fairseq-interactive makes of its lines: format said, buffers parsed together, parser and BPE checked."""
 import json
-import os
 import re
 import subprocess
 from argparse import Namespace

@@ -1,11 +1,9 @@
 """PASCAL (Bugliarello & Okazaki 2020): parent positions, the Gaussian, the parent-scaled heads, by hand."""
 import math
-import os
-import re
 
 import pytest
 import torch
-from conftest import TINY, make_ldd_data, one_word_batch, run
+from conftest import one_word_batch
 
 from fairseq_syntax.methods.pascal.attention import ParentScaledSelfAttention
 from fairseq_syntax.methods.pascal.parents import parent_density, parent_positions
@@ -91,19 +89,3 @@ def test_side_data_without_the_1best_tree_is_refused_with_the_fix():
     without = {key: value for key, value in THE_CAT_SAT.items() if key != "best"}
     with pytest.raises(ValueError, match="lacks: make it again with fairseq-syntax-preprocess-dependencies"):
         parent_positions(*one_word_batch(without, [1, 1, 1], 4))
-
-
-def test_fairseq_train_and_generate_every_test_sentence(raw_corpus, tmp_path):
-    """fairseq-train and fairseq-generate with --user-dir, on the LDD side data of the tiny corpus (its 1-best
-    trees)."""
-    data = str(tmp_path / "data")
-    make_ldd_data(raw_corpus, data)
-    save = str(tmp_path / "model")
-    log = run(["fairseq-train", data, "--user-dir", "fairseq_syntax", "--task", "syntax_translation",
-               "--arch", "transformer_pascal_tiny", "--max-update", "2", "--save-dir", save, "--disable-validation",
-               *TINY]).stdout
-    assert re.search(r"\| train \| epoch 001 \| loss [\d.]+ .*\| num_updates 2 ", log), log[-2000:]
-    out = run(["fairseq-generate", data, "--user-dir", "fairseq_syntax", "--task", "syntax_translation",
-               "--path", os.path.join(save, "checkpoint_last.pt"), "--beam", "2", "--cpu",
-               "--gen-subset", "test"]).stdout
-    assert sorted(int(i) for i in re.findall(r"^H-(\d+)\t", out, re.MULTILINE)) == list(range(21))
