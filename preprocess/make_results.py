@@ -44,20 +44,23 @@ def load_records(folder: str) -> list:
     return records
 
 
+def number(value, spec: str) -> Cell:
+    """``value`` formatted by ``spec``; "–" for None."""
+    return Cell(value, "–" if value is None else format(value, spec))
+
+
 def results_table(records: list) -> Table:
     table = Table(["parser", "model", "data", "split", "metric", "value", "goal", "epochs", "best epoch", "minutes",
                    "device", "sentences/s"], "lllllrrrrrlr")
     for record in records:
         # the evaluation split, then a test split neither trained on nor selected by (train_parser.py --test)
-        for split, scores, speed in ((record["split"], record["scores"], record["sentences_per_second"]),
-                                     *([(record["test"]["split"], record["test"]["scores"],
-                                         record["test"]["sentences_per_second"])] if record.get("test") else [])):
-            for metric, value in scores.items():
-                goal = GOALS.get((record["model"], metric)) if split == record["split"] else None
-                table.add(record["parser"], record["model"], record["data"], split, metric,
-                          Cell(value, f"{value:.2f}"), Cell(goal, "–" if goal is None else f"{goal:g}"),
-                          record["epochs"], record["best_epoch"], Cell(record["minutes"], f"{record['minutes']:.0f}"),
-                          record["device"], Cell(speed, f"{speed:.0f}"))
+        for split in (record, *([record["test"]] if record.get("test") else [])):
+            for metric, value in split["scores"].items():
+                goal = GOALS.get((record["model"], metric)) if split is record else None
+                table.add(record["parser"], record["model"], record["data"], split["split"], metric,
+                          number(value, ".2f"), number(goal, "g"), record["epochs"], record["best_epoch"],
+                          number(record["minutes"], ".0f"), record["device"],
+                          number(split["sentences_per_second"], ".0f"))
     return table
 
 
@@ -75,10 +78,6 @@ def load_measurement(name: str, folder: str = MEASUREMENTS) -> dict | None:
         return json.load(handle)
 
 
-def _speed(value: float | None) -> Cell:
-    return Cell(value, "–" if value is None else f"{value:.1f}")
-
-
 def throughput_table(record: dict) -> Table:
     """One row per parser, device and worker count; the speed-up is over the same parser on one CPU worker. A parser
     of ``PARSERS`` without rows gets one saying it was not measured, and why."""
@@ -87,22 +86,17 @@ def throughput_table(record: dict) -> Table:
     rows = record["rows"]
     single = {row["parser"]: row["sentences_per_second"] for row in rows
               if row["device"] == "cpu" and row["workers"] == 1}
-    reasons = record.get("not_measured", {})
     for parser in [*PARSERS, *sorted({row["parser"] for row in rows} - set(PARSERS))]:
         measured = [row for row in rows if row["parser"] == parser]
         if not measured:
-            reason = reasons.get(parser, "no model given")
-            table.add(parser, Cell(None, f"not measured: {reason}"), "–", Cell(None, "–"), Cell(None, "–"),
-                      _speed(None), Cell(None, "–"), _speed(None), Cell(None, "–"))
-            continue
+            reason = record.get("not_measured", {}).get(parser, "no model given")
+            table.add(parser, Cell(None, f"not measured: {reason}"), "–", *[number(None, "")] * 6)
         for row in sorted(measured, key=lambda row: (row["device"] != "cpu", row["workers"])):
-            base = single.get(parser)
-            speedup = row["sentences_per_second"] / base if base else None
+            speedup = row["sentences_per_second"] / single[parser] if single.get(parser) else None
             table.add(parser, row["model"], row["device"], row["workers"], row["sentences"],
-                      _speed(row["sentences_per_second"]),
+                      number(row["sentences_per_second"], ".1f"),
                       Cell(speedup, "–" if speedup is None else f"{speedup:.2f}x"),
-                      _speed(row["wall_sentences_per_second"]),
-                      Cell(row["load_average"], f"{row['load_average']:.1f}"))
+                      number(row["wall_sentences_per_second"], ".1f"), number(row["load_average"], ".1f"))
     return table
 
 
@@ -154,39 +148,28 @@ def scaling_tables(record: dict) -> tuple[Table, Table, Table]:
     steps = Table(["step", "lines", "wall s", "CPU s", "CPU ms per line", "CPU per line vs smallest",
                    "wall per line vs smallest", "load average before", "peak MB", "peak kB per line", "linear"],
                   "lrrrrrrrrrl")
-
-    def ratio_cell(value: float | None) -> Cell:
-        return Cell(value, "–" if value is None else f"{value:.2f}")
-
     for row in scaling_rows(record):
         ratio = row["per_line_vs_smallest"]
         verdict = (f"not linear: {100 * (ratio - 1):+.0f}% per line" if row["grows_faster_than_linearly"]
                    else "yes" if ratio is not None else "–")
-        load = row["load_average"]
-        steps.add(row["step"], row["lines"], Cell(row["seconds"], f"{row['seconds']:.1f}"),
-                  Cell(row["cpu_seconds"], f"{row['cpu_seconds']:.1f}"),
-                  Cell(row["cpu_ms_per_line"], f"{row['cpu_ms_per_line']:.3f}"), ratio_cell(ratio),
-                  ratio_cell(row["wall_per_line_vs_smallest"]), Cell(load, "–" if load is None else f"{load:.1f}"),
-                  Cell(row["peak_mb"], f"{row['peak_mb']:.0f}"),
-                  Cell(row["peak_kb_per_line"], f"{row['peak_kb_per_line']:.2f}"),
-                  Cell(not row["grows_faster_than_linearly"], verdict))
+        steps.add(row["step"], row["lines"], *(number(row[key], spec) for key, spec in (
+            ("seconds", ".1f"), ("cpu_seconds", ".1f"), ("cpu_ms_per_line", ".3f"), ("per_line_vs_smallest", ".2f"),
+            ("wall_per_line_vs_smallest", ".2f"), ("load_average", ".1f"), ("peak_mb", ".0f"),
+            ("peak_kb_per_line", ".2f"))), Cell(not row["grows_faster_than_linearly"], verdict))
     memory = Table(["step", "peak MB, smallest", "peak MB, largest", "bytes each further line adds",
                     f"peak GB at {WMT14_LINES / 1e6:g}M lines (extrapolated)"], "lrrrr")
     for row in memory_rows(record):
-        added, at_wmt = row["bytes_per_further_line"], row["peak_gb_at_wmt14"]
-        memory.add(row["step"], Cell(row["peak_mb_smallest"], f"{row['peak_mb_smallest']:.0f}"),
-                   Cell(row["peak_mb_largest"], f"{row['peak_mb_largest']:.0f}"),
-                   Cell(added, "–" if added is None else f"{added:.0f}"),
-                   Cell(at_wmt, "–" if at_wmt is None else f"{at_wmt:.1f}"))
+        memory.add(row["step"], *(number(row[key], spec) for key, spec in (
+            ("peak_mb_smallest", ".0f"), ("peak_mb_largest", ".0f"), ("bytes_per_further_line", ".0f"),
+            ("peak_gb_at_wmt14", ".1f"))))
     side = Table(["lines", "source words", "LDD side data, bytes per word", "preorder parents, bytes per word",
                   "arcs read by the LDD step (.jsonl.gz), bytes per word", "tiny parser's arcs (.jsonl.gz), bytes per word"],
                  "rrrrrr")
     for size in sorted(record["sizes"], key=lambda size: size["lines"]):
         arcs = size.get("arcs_file_bytes_per_word", {})
-        side.add(size["lines"], size["words"], Cell(size["ldd_bytes_per_word"], f"{size['ldd_bytes_per_word']:.1f}"),
-                 Cell(size["parents_bytes_per_word"], f"{size['parents_bytes_per_word']:.2f}"),
-                 *(Cell(arcs.get(key), "–" if arcs.get(key) is None else f"{arcs[key]:.1f}")
-                   for key in ("ldd_input", "parser")))
+        side.add(size["lines"], size["words"], number(size["ldd_bytes_per_word"], ".1f"),
+                 number(size["parents_bytes_per_word"], ".2f"), *(number(arcs.get(key), ".1f")
+                                                                  for key in ("ldd_input", "parser")))
     return steps, memory, side
 
 
