@@ -542,20 +542,11 @@ def headline_sections(run: dict, tables: dict) -> list:
         + f", {unknown['under_threshold']:,} seen under 3 times in the training text"
         + (" (its text is in the training text)." if s["transductive"] else " (out-of-domain text)."),
         "",
-        "### Training (masked LM, `sentence_masked_lm`, BERT masking 15% / 80-10-10)",
-        "",
-        ("Precision: bf16 autocast (`--cpu-bf16-autocast`, fp32 weights) for both systems."
-         if s["precision"] == "bf16" else "Precision: fp32 for both systems."),
-        "",
     ]
     table = Table(["system", *TRAINING], "lrrrrrr")
     for arch, name in SYSTEMS.items():
         table.add(name, *training_cells(training[arch]))
-    lines += kept(tables, "headline_training", table) + [
-        "",
-        throughput_sentence(run),
-    ]
-
+    parts = {"training": "\n".join(kept(tables, "headline_training", table))}
     subsets = list(paper["subsets"])
     draws = random_draws(paper["subsets"][subsets[0]])
     random_name = draws["uniform split"]
@@ -564,16 +555,6 @@ def headline_sections(run: dict, tables: dict) -> list:
     rows += [(name, paper, name) for name in BASELINES]
     rows += [(RANDOM_LABELS[draw].format(seeds=name[name.index("(") + 1:-len(" seeds)")]), paper, name)
              for draw, name in draws.items()]
-    lines += [
-        "",
-        "### Grammar induction (unlabeled F1, %)",
-        "",
-        "Convention of `fairseq_syntax.methods.tree_transformer.parseval` (PRPN / ON-LSTM): punctuation and traces "
-        "removed by POS",
-        "tag, single-word and whole-sentence spans discarded; *sentence F1* is the mean over sentences (the",
-        "paper's number), *corpus F1* the micro average. All rows are scored by the same code.",
-        "",
-    ]
     header = ["trees"]
     for subset in subsets:
         header += [f"{subset} ({paper['subsets'][subset][random_name]['sentences']} sent.) sentence F1",
@@ -585,56 +566,31 @@ def headline_sections(run: dict, tables: dict) -> list:
             scores_ = result["subsets"][subset][system]
             cells += [Cell(100 * scores_[key], f"{100 * scores_[key]:.1f}") for key in ("sentence_f1", "corpus_f1")]
         table.add(label, *cells)
-    lines += kept(tables, "headline_induction", table) + [
-        "",
-        f"Recall by gold label (%, {subsets[0]} sentences; the paper's Table 3):",
-        "",
-    ]
+    parts["induction"] = "\n".join(kept(tables, "headline_induction", table))
     table = Table(["trees", *LABELS], "l" + "r" * len(LABELS))
     for label, result, system in rows:
         recall = result["subsets"][subsets[0]][system]["label_recall"]
         shares = [100 * recall[tag][0] / recall[tag][1] if tag in recall and recall[tag][1] else None
                   for tag in LABELS]
         table.add(label, *(Cell(share, f"{share:.1f}") if share is not None else Cell(None, "-") for share in shares))
-    lines += kept(tables, "headline_recall", table)
+    parts["recall"] = "\n".join(kept(tables, "headline_recall", table))
     tag_pairs = paper.get("links_by_tag_pair")
     if tag_pairs:
         layers = len(tag_pairs[0]["mean_links"])
-        lines += [
-            "",
-            "Which words the links join: the mean link a_k per layer of the most frequent POS tag pairs of adjacent",
-            "words (by their mean over layers), beside the median size of the smallest gold constituent holding both "
-            "words",
-            "(2 = a two-word constituent such as `the board`).",
-            "",
-        ]
         table = Table(["tags", "pairs", *(f"layer {layer}" for layer in range(layers)), "gold size"],
                       "lr" + "r" * layers + "r")
         for row in tag_pairs:
             table.add(" ".join(row["tags"]), row["count"], *(Cell(v, f"{v:.2f}") for v in row["mean_links"]),
                       Cell(row["median_gold_size"], f"{row['median_gold_size']:g}"))
-        lines += kept(tables, "headline_tag_pairs", table)
-    lines += [
-        "",
-        "For scale, the paper (WSJ-test / WSJ-10, sentence F1): Tree Transformer L=10 trained on WSJ-train 49.5 /",
-        "66.2 (median of runs), right-branching 39.8 / 56.6, left-branching 9.0 / 19.6, random 21.6 / 31.9.",
-        "",
-        "The constituent prior C of every layer for the first PTB sentence, as in the paper's Figure 5:",
-        f"[`{FIGURE}`]({FIGURE}) (drawn by the command of `{run['name']}/constituent_prior.log.gz`).",
-        "",
-        "### Masked-word perplexity (section 7.5: every word masked once, one at a time)",
-        "",
-    ]
+        parts["recall"] += TAG_PAIRS + "\n".join(kept(tables, "headline_tag_pairs", table))
     table = Table(["system", *PERPLEXITY], "lrrrr")
     for arch, name in SYSTEMS.items():
         table.add(name, *perplexity_cells(run, arch))
-    lines += kept(tables, "headline_perplexity", table) + [
-        "",
-        f"Tree Transformer / Transformer perplexity: {perplexity_ratio(run):.3f}. For scale, the paper's Table 4 "
-        "(WSJ, trained",
-        "on WSJ-train, 10 layers): Tree-T 45.7 vs Transformer 48.5, a ratio of 0.942.",
-    ]
-    return lines
+    parts["perplexity"] = "\n".join(kept(tables, "headline_perplexity", table))
+    precision = "bf16 autocast (`--cpu-bf16-autocast`, fp32 weights)" if s["precision"] == "bf16" else "fp32"
+    return lines + HEADLINE.format(**parts, precision=precision, throughput=throughput_sentence(run),
+                                   subset=subsets[0], figure=FIGURE, name=run["name"],
+                                   ratio=perplexity_ratio(run)).split("\n")
 
 
 def differences(headline: dict) -> list:
@@ -795,6 +751,47 @@ training text. fairseq-preprocess's "% replaced" counts only the last, over the 
 RESULTS.md gave it as the rate before issue 53.
 
 {data}
+"""
+HEADLINE = """\
+### Training (masked LM, `sentence_masked_lm`, BERT masking 15% / 80-10-10)
+
+Precision: {precision} for both systems.
+
+{training}
+
+{throughput}
+
+### Grammar induction (unlabeled F1, %)
+
+Convention of `fairseq_syntax.methods.tree_transformer.parseval` (PRPN / ON-LSTM): punctuation and traces \
+removed by POS
+tag, single-word and whole-sentence spans discarded; *sentence F1* is the mean over sentences (the
+paper's number), *corpus F1* the micro average. All rows are scored by the same code.
+
+{induction}
+
+Recall by gold label (%, {subset} sentences; the paper's Table 3):
+
+{recall}
+
+For scale, the paper (WSJ-test / WSJ-10, sentence F1): Tree Transformer L=10 trained on WSJ-train 49.5 /
+66.2 (median of runs), right-branching 39.8 / 56.6, left-branching 9.0 / 19.6, random 21.6 / 31.9.
+
+The constituent prior C of every layer for the first PTB sentence, as in the paper's Figure 5:
+[`{figure}`]({figure}) (drawn by the command of `{name}/constituent_prior.log.gz`).
+
+### Masked-word perplexity (section 7.5: every word masked once, one at a time)
+
+{perplexity}
+
+Tree Transformer / Transformer perplexity: {ratio:.3f}. For scale, the paper's Table 4 (WSJ, trained
+on WSJ-train, 10 layers): Tree-T 45.7 vs Transformer 48.5, a ratio of 0.942."""
+TAG_PAIRS = """
+
+Which words the links join: the mean link a_k per layer of the most frequent POS tag pairs of adjacent
+words (by their mean over layers), beside the median size of the smallest gold constituent holding both words
+(2 = a two-word constituent such as `the board`).
+
 """
 
 
