@@ -22,7 +22,7 @@ from pathlib import Path
 from fairseq_syntax.study.config import ConfigError, load_study, template
 from fairseq_syntax.study.devices import require_device
 from fairseq_syntax.evaluation.kept_files import RecordError
-from fairseq_syntax.study.runner import StudyError
+from fairseq_syntax.study.records import StudyError
 from fairseq_syntax.study.slurm import SlurmError
 
 

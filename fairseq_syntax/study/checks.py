@@ -34,7 +34,7 @@ from fairseq_syntax.study import prepare
 from fairseq_syntax.study.prepare.corpus import draw_order, raw_lines, subset_lines
 from fairseq_syntax.study.prepare.engine import PrepareError
 from fairseq_syntax.study.prepare.preparation import Preparation
-from fairseq_syntax.study.runner import StudyError
+from fairseq_syntax.study.records import StudyError
 
 #: the seeds whose draws a refusal tries besides the study's own, for a draw of lines the archive holds
 DRAW_SEEDS = range(10)

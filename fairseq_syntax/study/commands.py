@@ -18,16 +18,9 @@ from fairseq_syntax.study.checks import check_study
 from fairseq_syntax.study.config import StudyConfig, Training
 from fairseq_syntax.study.grid import Run, study_runs
 from fairseq_syntax.study.local import current_epoch
-from fairseq_syntax.study.record_checks import refuse_foreign_records
-from fairseq_syntax.study.runner import (
-    RunTask,
-    StudyError,
-    finished,
-    is_claimed,
-    read_record,
-    runs_dir,
-    work_dir,
-)
+from fairseq_syntax.study.record_checks import finished, refuse_foreign_records
+from fairseq_syntax.study.records import StudyError, checkpoints_dir, read_record, runs_dir, work_dir
+from fairseq_syntax.study.runner import RunTask, is_claimed
 
 
 @dataclass(frozen=True)
@@ -49,7 +42,7 @@ def run_state(config: StudyConfig, run: Run) -> RunState:
     failure = work_dir(config) / "failed" / f"{run.name}.txt"
     if failure.is_file():
         return RunState(run, "failed", failure.read_text(encoding="utf-8").splitlines()[0])
-    if any((work_dir(config) / "ckpt" / f"ckpt-{run.name}").glob("checkpoint*.pt")):
+    if any(checkpoints_dir(config, run.name).glob("checkpoint*.pt")):
         return RunState(run, "partway", f"epoch {epoch}" if epoch else "")
     return RunState(run, "to do")
 

@@ -25,7 +25,9 @@ from pathlib import Path
 
 from fairseq_syntax.core.files import try_lock
 from fairseq_syntax.study.config import StudyConfig
-from fairseq_syntax.study.runner import REPO_ROOT, RunOutcome, RunTask, runs_dir, work_dir
+from fairseq_syntax.study.processes import REPO_ROOT
+from fairseq_syntax.study.records import runs_dir, work_dir
+from fairseq_syntax.study.runner import RunOutcome, RunTask
 
 EPOCH = re.compile(r"epoch (\d+) \| valid on")
 #: the runner's exit status -> its outcome's state

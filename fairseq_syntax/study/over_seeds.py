@@ -20,18 +20,9 @@ from fairseq_syntax.core.stopping import temporary_directory
 from fairseq_syntax.evaluation.run_commands import record_argv
 from fairseq_syntax.study.config import StudyConfig
 from fairseq_syntax.study.grid import planned_seeds, registry_systems, study_identity, compared_with
-from fairseq_syntax.study.runner import (
-    REPO_ROOT,
-    StudyError,
-    _environment,
-    add_identity,
-    detokenizing,
-    kept,
-    read_record,
-    reference_path,
-    runs_dir,
-    work_dir,
-)
+from fairseq_syntax.study.processes import REPO_ROOT
+from fairseq_syntax.study.records import StudyError, kept, read_record, reference_path, runs_dir, work_dir
+from fairseq_syntax.study.runner import _environment, add_identity, detokenizing
 
 
 def finished_seeds(config: StudyConfig, system: str) -> list[int]:

@@ -25,7 +25,8 @@ from fairseq_syntax.study.commands import (
 )
 from fairseq_syntax.study.config import StudyConfig, Training
 from fairseq_syntax.study.grid import Run, study_runs
-from fairseq_syntax.study.runner import RunOutcome, RunTask, StudyError
+from fairseq_syntax.study.records import StudyError
+from fairseq_syntax.study.runner import RunOutcome, RunTask
 from fairseq_syntax.study.sizes import Point, points, size_problems
 
 

@@ -1,6 +1,6 @@
 """Every record of a study's runs folder checked against its study file. ``plan``, ``run`` and ``report`` check them
 all before anything else (:func:`refuse_foreign_records`), and a run checks its own before it counts as finished
-(:func:`record_problems`). A record is refused in one line naming it and each difference: another study (its name
+(:func:`finished`). A record is refused in one line naming it and each difference: another study (its name
 or dataset), a system the file does not have, or a changed setting, named by its key in the study file; nothing is
 written.
 
@@ -33,7 +33,7 @@ from fairseq_syntax.study.grid import (
     study_settings,
     train_pieces,
 )
-from fairseq_syntax.study.records import StudyError, read_record, runs_dir
+from fairseq_syntax.study.records import StudyError, kept, read_record, runs_dir
 
 #: a record's file name: a run's (``SYSTEM.seedK``) or a system's over its seeds (``SYSTEM.seeds``)
 RECORD_NAME = re.compile(r"^(?P<system>.+)\.(?:seed(?P<seed>\d+)|seeds)\.run\.json$")
@@ -120,6 +120,20 @@ def record_problems(config: StudyConfig, path: Path, record: dict) -> list[str]:
 def refusal(config: StudyConfig, path, problems: list[str]) -> str:
     """The one line that refuses the record ``path``."""
     return f"{path}: not a record of this study ({config.path}): {'; '.join(problems)}"
+
+
+def finished(config: StudyConfig, run: Run) -> bool:
+    """Whether ``run`` has a kept decode and a record of this study; StudyError for a record of another study or
+    setting (:func:`record_problems`)."""
+    runs = runs_dir(config)
+    record_path = runs / f"{run.name}.run.json"
+    record = read_record(record_path)
+    if record is None or kept(runs / f"{run.name}.gen") is None:
+        return False
+    problems = record_problems(config, record_path, record)
+    if problems:
+        raise StudyError(refusal(config, record_path, problems))
+    return True
 
 
 def foreign_records(config: StudyConfig) -> list[str]:

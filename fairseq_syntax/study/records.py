@@ -1,10 +1,14 @@
-"""Where a study's runs keep what they made, and how it is read back: the work and runs folders, a run's kept
-files (gzipped there, or packed in the runs' archive: :mod:`fairseq_syntax.evaluation.packed_runs`), its record
-(``RUNS/RUN.run.json``, each command with its argv), and the one-line error every study command stops with."""
+"""Where a study's runs keep what they made, and how it is read back: the work and runs folders, a run's checkpoints
+(``WORK/ckpt/ckpt-RUN``), its kept files (gzipped there, or packed in the runs' archive:
+:mod:`fairseq_syntax.evaluation.packed_runs`), its record (``RUNS/RUN.run.json``, each command with its argv), the test
+set the runs are scored on (in the data, and the copy the runs folder keeps), and the one-line error every study
+command stops with."""
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
+from fairseq_syntax.core.files import write_atomically
 from fairseq_syntax.evaluation import packed_runs
 from fairseq_syntax.study.config import StudyConfig
 
@@ -19,6 +23,11 @@ def work_dir(config: StudyConfig) -> Path:
 
 def runs_dir(config: StudyConfig) -> Path:
     return config.folder("runs").resolve()
+
+
+def checkpoints_dir(config: StudyConfig, name: str) -> Path:
+    """The checkpoints of the run ``name`` and the commands that made them."""
+    return work_dir(config) / "ckpt" / f"ckpt-{name}"
 
 
 def kept(path: Path) -> Path | None:
@@ -36,3 +45,63 @@ def read_record(path: Path) -> dict | None:
     from fairseq_syntax.evaluation.records import load_record
 
     return load_record(path) if path.is_file() or packed_runs.has(path) else None
+
+
+def raw_reference(config: StudyConfig) -> Path:
+    """The raw test reference: corpus.reference, else RAW/TEST.TARGET(.gz)."""
+    corpus = config.corpus
+    if corpus.reference:
+        return config.resolve(corpus.reference)
+    plain = config.resolve(corpus.raw) / f"{corpus.test}.{corpus.target}"
+    return plain if plain.is_file() else Path(f"{plain}.gz")
+
+
+def reference_path(config: StudyConfig) -> Path:
+    """The test reference the runs are scored against: the copy the data preparation keeps in WORK (what the records
+    name, as OUT_DIR/test.TARGET.ref), else the corpus's own (a report on a machine without the data)."""
+    copy = work_dir(config) / f"test.{config.corpus.target}.ref"
+    return copy if copy.is_file() else raw_reference(config)
+
+
+def test_set(config: StudyConfig) -> tuple[Path, Path | None]:
+    """The test set the runs are scored on, in the data: the reference as scored (a ``tokenized`` corpus's tokens
+    that the data preparation keeps, else the raw reference) and the test source (None where the corpus names its own
+    reference: no source file goes with it)."""
+    corpus = config.corpus
+    reference = raw_reference(config)
+    scored = reference_path(config) if corpus.text == "tokenized" else reference
+    source = reference.with_name(reference.name.replace(f".{corpus.target}", f".{corpus.source}"))
+    return scored, source if corpus.reference == "" else None
+
+
+def kept_test_set(config: StudyConfig) -> tuple[Path, Path]:
+    """Where the runs folder keeps the test set its runs were scored on (each file gzipped, or packed with the runs):
+    ``RUNS/test.TARGET.ref`` and ``RUNS/test.SOURCE.src``."""
+    corpus, runs = config.corpus, runs_dir(config)
+    return runs / f"test.{corpus.target}.ref", runs / f"test.{corpus.source}.src"
+
+
+def kept_test_lines(kept_name: Path, data_file: Path | None) -> list[str] | None:
+    """The lines of a test file: the runs folder's kept copy of it, else the data's file (None: neither is there).
+    Both there, they must be the same lines (else StudyError naming both)."""
+    from fairseq_syntax.evaluation.scoring import read_lines
+
+    data = read_lines(data_file) if data_file is not None and data_file.is_file() else None
+    copy = kept(kept_name)
+    if copy is None:
+        return data
+    lines = read_lines(copy)
+    if data is not None and lines != data:
+        number = next((n for n, (a, b) in enumerate(zip(lines, data), 1) if a != b), min(len(lines), len(data)) + 1)
+        raise StudyError(f"{copy}: line {number} differs from {data_file}: the runs were scored on another test set "
+                         "than the study's data has")
+    return lines
+
+
+def keep_test_set(config: StudyConfig) -> None:
+    """Keep the data's test set in the runs folder (:func:`kept_test_set`, gzipped) where it is not kept yet, so that
+    a report without the data reads what the runs were scored on; StudyError where another one is kept."""
+    for kept_name, data_file in zip(kept_test_set(config), test_set(config)):
+        lines = kept_test_lines(kept_name, data_file)
+        if lines is not None and kept(kept_name) is None:
+            write_atomically(f"{kept_name}.gz", gzip.compress("".join(f"{line}\n" for line in lines).encode(), mtime=0))

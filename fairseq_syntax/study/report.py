@@ -26,7 +26,7 @@ from fairseq_syntax.evaluation.runaway import overlap, runaway_cost, source_leng
 from fairseq_syntax.study.config import StudyConfig
 from fairseq_syntax.study.grid import control_pairs, planned_seeds
 from fairseq_syntax.study.over_seeds import finished_seeds, rescore_stale
-from fairseq_syntax.study.runner import StudyError, kept, raw_reference, reference_path, runs_dir
+from fairseq_syntax.study.records import StudyError, kept, kept_test_lines, kept_test_set, runs_dir, test_set
 
 
 def comparisons_of(config: StudyConfig) -> Comparisons:
@@ -48,41 +48,12 @@ def own_records(config: StudyConfig) -> list[Path]:
     return found
 
 
-def kept_test_set(config: StudyConfig) -> tuple[Path, Path]:
-    """Where the runs folder keeps the test set its runs were scored on (each file gzipped, or packed with the runs):
-    the reference as scored (``WORK/test.TARGET.ref``) and the test source."""
-    corpus, runs = config.corpus, runs_dir(config)
-    return runs / f"test.{corpus.target}.ref", runs / f"test.{corpus.source}.src"
-
-
-def _test_lines(kept_name: Path, data_file: Path | None) -> list[str] | None:
-    """The lines of a test file: the runs folder's kept copy of it, else the data's file (None: neither is there).
-    Both there, they must be the same lines."""
-    from fairseq_syntax.evaluation.scoring import read_lines
-
-    data = read_lines(data_file) if data_file is not None and data_file.is_file() else None
-    copy = kept(kept_name)
-    if copy is None:
-        return data
-    lines = read_lines(copy)
-    if data is not None and lines != data:
-        number = next((n for n, (a, b) in enumerate(zip(lines, data), 1) if a != b), min(len(lines), len(data)) + 1)
-        raise StudyError(f"{copy}: line {number} differs from {data_file}: the runs were scored on another test set "
-                         "than the study's data has")
-    return lines
-
-
 def runaway_inputs(config: StudyConfig) -> tuple[list[str] | None, list[str] | None]:
-    """The test reference the runs were scored against (a ``tokenized`` corpus's tokens where the data preparation
-    kept them) and the test source (None where the corpus names its own reference: no source file goes with it), each
-    from the runs folder's kept copy (:func:`kept_test_set`), else from the data; None where neither has it."""
-    corpus = config.corpus
-    reference = raw_reference(config)
-    scored = reference_path(config) if corpus.text == "tokenized" else reference
-    source = reference.with_name(reference.name.replace(f".{corpus.target}", f".{corpus.source}"))
+    """The test reference the runs were scored against and the test source (:func:`~fairseq_syntax.study.records.
+    test_set`), each from the runs folder's kept copy, else from the data; None where neither has it."""
+    reference, source = test_set(config)
     kept_reference, kept_source = kept_test_set(config)
-    return (_test_lines(kept_reference, scored),
-            _test_lines(kept_source, source if corpus.reference == "" else None))
+    return kept_test_lines(kept_reference, reference), kept_test_lines(kept_source, source)
 
 
 def runaway_section(config: StudyConfig) -> tuple[list[str], dict]:

@@ -16,7 +16,9 @@ takes a :class:`RunTask` (the study file and the run's name, so that a job needs
    (:func:`~fairseq_syntax.evaluation.scoring.write_kept_decode`), logs made portable and gzipped.
 5. **Score** (``fairseq-syntax-score``) against the raw test reference, with the paired bootstrap against the
    baseline's run of the same seed where it is decoded, into the run record (each command as its argv list, with a
-   display string beside it), with the study's identity (its settings by key).
+   display string beside it), with the study's identity (its settings by key). The test set it is scored on is kept
+   in the runs folder (:func:`~fairseq_syntax.study.records.keep_test_set`, before training: a runs folder that keeps
+   another stops the run in one line naming both files).
 
 A failure leaves ``WORK/failed/RUN.txt`` (the step and the log's last lines) for ``plan`` to show; the next ``run``
 tries the run again, from its checkpoint.
@@ -35,7 +37,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import fairseq_syntax
 from fairseq_syntax.core.files import atomic_path, held_lock, is_locked, write_atomically
 from fairseq_syntax.evaluation.run_commands import as_old_form, command_text, old_form_words
 from fairseq_syntax.evaluation.tables import json_text
@@ -49,11 +50,17 @@ from fairseq_syntax.study.grid import (
     study_runs,
     train_arguments,
 )
-from fairseq_syntax.study.record_checks import record_problems, refusal
-from fairseq_syntax.study.records import StudyError, kept, read_record, runs_dir, work_dir  # noqa: F401 (re-exported)
-
-PACKAGE_DIR = os.path.dirname(os.path.abspath(fairseq_syntax.__file__))
-REPO_ROOT = os.path.dirname(PACKAGE_DIR)
+from fairseq_syntax.study.processes import PACKAGE_DIR, REPO_ROOT, environment
+from fairseq_syntax.study.record_checks import finished
+from fairseq_syntax.study.records import (
+    StudyError,
+    checkpoints_dir,
+    keep_test_set,
+    kept,
+    reference_path,
+    runs_dir,
+    work_dir,
+)
 
 
 @dataclass(frozen=True)
@@ -84,43 +91,11 @@ class RunOutcome:
     detail: str = ""
 
 
-def raw_reference(config: StudyConfig) -> Path:
-    """The raw test reference: corpus.reference, else RAW/TEST.TARGET(.gz)."""
-    corpus = config["corpus"]
-    if corpus["reference"]:
-        return config.resolve(corpus["reference"])
-    plain = config.resolve(corpus["raw"]) / f"{corpus['test']}.{corpus['target']}"
-    return plain if plain.is_file() else Path(f"{plain}.gz")
-
-
-def reference_path(config: StudyConfig) -> Path:
-    """The raw test reference the runs are scored against: the copy the data preparation keeps in WORK (what the
-    records name, as OUT_DIR/test.TARGET.ref), else the corpus's own (a report on a machine without the data)."""
-    copy = work_dir(config) / f"test.{config['corpus']['target']}.ref"
-    return copy if copy.is_file() else raw_reference(config)
-
-
 def find_run(config: StudyConfig, name: str) -> Run:
     for run in study_runs(config):
         if run.name == name:
             return run
     raise StudyError(f"{config.path}: no run {name!r} in the study's grid (fairseq-syntax-study plan lists them)")
-
-
-# -- what is kept of a run ----------------------------------------------------------------------------------------
-
-def finished(config: StudyConfig, run: Run) -> bool:
-    """Whether ``run`` has a kept decode and a record of this study; StudyError for a record of another study or
-    setting (:func:`~fairseq_syntax.study.record_checks.record_problems`)."""
-    runs = runs_dir(config)
-    record_path = runs / f"{run.name}.run.json"
-    record = read_record(record_path)
-    if record is None or kept(runs / f"{run.name}.gen") is None:
-        return False
-    problems = record_problems(config, record_path, record)
-    if problems:
-        raise StudyError(refusal(config, record_path, problems))
-    return True
 
 
 # -- claims ---------------------------------------------------------------------------------------------------------
@@ -182,10 +157,7 @@ def device_text(config: StudyConfig) -> str:
 
 def _environment(config: StudyConfig) -> dict[str, str]:
     threads = str(config["training"]["threads"])
-    env = dict(os.environ, OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
-    # the package these processes import is this one, whatever an older install left in site-packages
-    env["PYTHONPATH"] = REPO_ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return env
+    return environment(OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
 
 
 #: the files of a run's checkpoints folder that hold the commands it was trained and decoded by (argv lists, JSON)
@@ -242,7 +214,7 @@ def train(config: StudyConfig, run: Run) -> bool:
     work, runs = work_dir(config), runs_dir(config)
     args = train_arguments(config, run, work)
     argv = ["fairseq-train", *args]
-    checkpoints = work / "ckpt" / f"ckpt-{run.name}"
+    checkpoints = checkpoints_dir(config, run.name)
     log = runs / f"{run.name}.train.log"
     mode = "w"
     if any(checkpoints.glob("checkpoint*.pt")):
@@ -281,7 +253,7 @@ def decode(config: StudyConfig, run: Run) -> bool:
 
     work, runs = work_dir(config), runs_dir(config)
     args = decode_arguments(config, run, work)
-    checkpoints = work / "ckpt" / f"ckpt-{run.name}"
+    checkpoints = checkpoints_dir(config, run.name)
     (checkpoints / DECODE_COMMAND).write_text(json.dumps(["fairseq-generate", *args]) + "\n", encoding="utf-8")
     output, log = runs / f"{run.name}.gen", runs / f"{run.name}.gen.log"
     with open(output, "w", encoding="utf-8") as out, open(log, "w", encoding="utf-8") as err:
@@ -312,7 +284,7 @@ def score_arguments(config: StudyConfig, run: Run) -> list[str]:
     """fairseq-syntax-score's arguments for one run: its decode, the reference, the baseline's run of the same seed
     where decoded, and the record's facts."""
     work, runs = work_dir(config), runs_dir(config)
-    checkpoints = work / "ckpt" / f"ckpt-{run.name}"
+    checkpoints = checkpoints_dir(config, run.name)
     test = config["test"]
     args = [str(kept(runs / f"{run.name}.gen")), str(reference_path(config))]
     baseline = config.baseline
@@ -369,6 +341,7 @@ def execute(task: RunTask) -> RunOutcome:
         if not (data / "syntax.json").is_file():
             raise StudyError(f"{data}: the run's data directory is not prepared (fairseq-syntax-study run prepares "
                              "it first)")
+        keep_test_set(config)
         started = time.time()
         (work_dir(config) / "failed" / f"{run.name}.txt").unlink(missing_ok=True)
         runs = runs_dir(config)

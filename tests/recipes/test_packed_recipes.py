@@ -43,8 +43,7 @@ def test_a_recipe_regenerates_its_results_from_its_packed_logs(recipe, tmp_path)
 def test_a_study_keeps_the_test_set_its_runs_were_scored_on(recipe):
     from fairseq_syntax.evaluation.scoring import read_lines
     from fairseq_syntax.study.config import load_study
-    from fairseq_syntax.study.report import kept_test_set
-    from fairseq_syntax.study.runner import kept, read_record, runs_dir
+    from fairseq_syntax.study.records import kept, kept_test_set, read_record, runs_dir
 
     config = load_study(os.path.join(REPO, COMMANDS[recipe][COMMANDS[recipe].index("report") + 1]))
     record = read_record(runs_dir(config) / f"{config.baseline}.seeds.run.json")

@@ -10,6 +10,7 @@ import pytest
 from conftest import REPO
 
 from fairseq_syntax.study import runner
+from fairseq_syntax.study.records import StudyError, checkpoints_dir, runs_dir, work_dir
 from fairseq_syntax.study.config import load_study
 from fairseq_syntax.study.grid import study_identity, study_runs, train_arguments
 
@@ -97,36 +98,36 @@ def fake_fairseq(monkeypatch, calls: list, generate_output: str = ""):
 def test_a_run_killed_during_its_first_save_goes_on_from_its_checkpoint(study, monkeypatch):
     """A kill during the first save leaves checkpoints to go on from: nothing is removed."""
     config, run = study()
-    checkpoints = runner.work_dir(config) / "ckpt" / f"ckpt-{run.name}"
+    checkpoints = checkpoints_dir(config, run.name)
     checkpoints.mkdir(parents=True)
-    argv = ["fairseq-train", *train_arguments(config, run, runner.work_dir(config))]
+    argv = ["fairseq-train", *train_arguments(config, run, work_dir(config))]
     (checkpoints / "train_command.json").write_text(json.dumps(argv) + "\n")
     for name in ("checkpoint_1_5.pt", "checkpoint_best.pt"):
         (checkpoints / name).write_bytes(b"PK")
-    runner.runs_dir(config).mkdir()
-    (runner.runs_dir(config) / f"{run.name}.train.log").write_text("epoch 1's log\n")
+    runs_dir(config).mkdir()
+    (runs_dir(config) / f"{run.name}.train.log").write_text("epoch 1's log\n")
     calls = []
     fake_fairseq(monkeypatch, calls)
     assert runner.train(config, run) and calls == ["fairseq_cli.train"]
     assert sorted(path.name for path in checkpoints.glob("*.pt")) == ["checkpoint_1_5.pt", "checkpoint_best.pt"]
-    log = (runner.runs_dir(config) / f"{run.name}.train.log").read_text()
+    log = (runs_dir(config) / f"{run.name}.train.log").read_text()
     assert log.startswith("epoch 1's log\n") and "valid on" in log  # the log goes on
     assert json.loads((checkpoints / "train_command.json").read_text()) == argv
     # checkpoints of another command (another seed) are not gone on from: one line naming the folder
     seed = argv.index("--seed") + 1
     (checkpoints / "train_command.json").write_text(json.dumps([*argv[:seed], "2", *argv[seed + 1:]]) + "\n")
-    with pytest.raises(runner.StudyError, match=f"^{checkpoints} holds checkpoints of another command"):
+    with pytest.raises(StudyError, match=f"^{checkpoints} holds checkpoints of another command"):
         runner.train(config, run)
 
 
 def test_checkpoints_of_the_old_form_go_on_under_their_command_and_no_other(study, monkeypatch):
     """Old checkpoints with ``train_command.txt`` go on when it is this command's; another command stops them."""
     config, run = study()
-    checkpoints = runner.work_dir(config) / "ckpt" / f"ckpt-{run.name}"
+    checkpoints = checkpoints_dir(config, run.name)
     checkpoints.mkdir(parents=True)
     (checkpoints / "checkpoint_last.pt").write_bytes(b"PK")
-    runner.runs_dir(config).mkdir()
-    argv = ["fairseq-train", *train_arguments(config, run, runner.work_dir(config))]
+    runs_dir(config).mkdir()
+    argv = ["fairseq-train", *train_arguments(config, run, work_dir(config))]
     assert "(0.9, 0.98)" in argv
     (checkpoints / "train_command.txt").write_text(" ".join(argv).replace("--max-epoch 20", "--max-epoch 10") + "\n")
     calls = []
@@ -135,10 +136,10 @@ def test_checkpoints_of_the_old_form_go_on_under_their_command_and_no_other(stud
     assert json.loads((checkpoints / "train_command.json").read_text()) == argv
     (checkpoints / "train_command.json").unlink()
     (checkpoints / "train_command.txt").write_text(" ".join(argv).replace("--dropout 0.3", "--dropout 0.1") + "\n")
-    with pytest.raises(runner.StudyError, match=f"^{checkpoints} holds checkpoints of another command"):
+    with pytest.raises(StudyError, match=f"^{checkpoints} holds checkpoints of another command"):
         runner.train(config, run)
     (checkpoints / "train_command.txt").unlink()
-    with pytest.raises(runner.StudyError, match=f"^{checkpoints} holds checkpoints of another command"):
+    with pytest.raises(StudyError, match=f"^{checkpoints} holds checkpoints of another command"):
         runner.train(config, run)
     assert calls == ["fairseq_cli.train"]
 
@@ -146,9 +147,9 @@ def test_checkpoints_of_the_old_form_go_on_under_their_command_and_no_other(stud
 def test_a_decode_keeps_its_hypotheses_and_gzipped_logs(study, monkeypatch):
     """fairseq-generate's output kept as its H- lines in id order, both logs gzipped, the plain files gone."""
     config, run = study()
-    runs = runner.runs_dir(config)
+    runs = runs_dir(config)
     runs.mkdir()
-    (runner.work_dir(config) / "ckpt" / f"ckpt-{run.name}").mkdir(parents=True)
+    (checkpoints_dir(config, run.name)).mkdir(parents=True)
     (runs / f"{run.name}.train.log").write_text("training\n")
     calls = []
     fake_fairseq(monkeypatch, calls, "S-1\tb\nT-1\tB\nH-1\t-0.25\tzwei\nD-1\t-0.25\tzwei\nP-1\t-0.2 -0.3\n"
@@ -165,7 +166,7 @@ def test_a_decode_keeps_its_hypotheses_and_gzipped_logs(study, monkeypatch):
 def test_a_packed_run_is_finished_and_not_trained_again_even_with_its_checkpoint_left(study, monkeypatch):
     """A run whose record and decode are packed in the runs' archive is done: execute trains nothing."""
     config, run = study()
-    runs = runner.runs_dir(config)
+    runs = runs_dir(config)
     runs.mkdir()
     for suffix in (".gen.gz", ".gen.log.gz", ".train.log.gz"):
         (runs / f"{run.name}{suffix}").write_bytes(gzip.compress(b"kept\n"))
@@ -176,7 +177,7 @@ def test_a_packed_run_is_finished_and_not_trained_again_even_with_its_checkpoint
     subprocess.run([sys.executable, os.path.join(REPO, "examples", "pack_runs.py"), "pack", str(runs)], check=True,
                    capture_output=True)
     assert not (runs / f"{run.name}.gen.gz").exists() and (runs / "packed.tar.xz").is_file()
-    checkpoints = runner.work_dir(config) / "ckpt" / f"ckpt-{run.name}"
+    checkpoints = checkpoints_dir(config, run.name)
     checkpoints.mkdir(parents=True)
     (checkpoints / "checkpoint_last.pt").write_bytes(b"PK")
     calls = []

@@ -19,7 +19,7 @@ from fairseq_syntax.study.commands import run_study
 from fairseq_syntax.study.config import load_study
 from fairseq_syntax.study.prepare.corpus import subset_lines, subset_step
 from fairseq_syntax.study.prepare.preparation import Preparation
-from fairseq_syntax.study.runner import StudyError
+from fairseq_syntax.study.records import StudyError
 
 STUDY = """\
 [study]

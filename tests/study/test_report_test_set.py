@@ -1,6 +1,6 @@
 """The report's runaway section reads the test set its runs were scored on from the runs folder where it is kept
-there (``RUNS/test.de.ref``, ``RUNS/test.en.src``, gzipped or packed with the runs), else from the study's data: a
-clone without the data reports what the machine with it reports. Values by hand: three test sentences, the second
+there (``RUNS/test.de.ref``, ``RUNS/test.en.src``, as a run keeps them: gzipped, or packed with the runs), else from
+the study's data: a clone without the data reports what the machine with it reports. Values by hand: three test sentences, the second
 hypothesis its reference four times over (20 words > 2 x 5 + 5), so cut to its reference's 5 words it is the
 reference and every hypothesis is: BLEU 100, length ratio 28/13 -> 1."""
 import gzip
@@ -10,6 +10,8 @@ import sys
 import pytest
 
 from conftest import REPO
+from fairseq_syntax.study.config import load_study
+from fairseq_syntax.study.records import keep_test_set
 from study.tiny_study_file import SETTINGS
 
 REFERENCES = ["the cat sat down", "a dog ran far away", "birds fly high up"]
@@ -52,9 +54,10 @@ def test_the_kept_test_set_gives_the_section_the_data_gives(study):
     assert run["length_ratio"] == pytest.approx(28 / 13) and run["cost"] == pytest.approx(100.0 - run["BLEU"])
     assert info["source_lengths"] == {"mean_all": 4.0, "mean_runaway": 7.0, "median_all": 3,
                                       "above_median_runaway": 1.0}
-    # kept with the runs, gzipped, and the data gone: the same section
-    write_gzip(study / "runs" / "test.de.ref", REFERENCES)
-    write_gzip(study / "runs" / "test.en.src", SOURCES)
+    # kept with the runs as a run keeps them (gzipped), and the data gone: the same section
+    keep_test_set(load_study(study / "study.toml"))
+    for name, written in (("test.de.ref", REFERENCES), ("test.en.src", SOURCES)):
+        assert gzip.decompress((study / "runs" / f"{name}.gz").read_bytes()).decode().split("\n") == [*written, ""]
     for name in ("test.de", "test.en"):
         (study / "raw" / name).unlink()
     assert section(study) == (lines, info)
@@ -72,11 +75,14 @@ def test_no_test_set_anywhere_gives_no_section(study):
     assert section(study) == ([], {})
 
 
-def test_a_kept_reference_other_than_the_datas_stops_the_report_in_one_line(study):
-    from fairseq_syntax.study.runner import StudyError
+def test_a_kept_reference_other_than_the_datas_stops_the_report_and_a_run_in_one_line(study):
+    from fairseq_syntax.study.records import StudyError
 
     write_gzip(study / "runs" / "test.de.ref", [REFERENCES[0], "a dog ran", REFERENCES[2]])
-    with pytest.raises(StudyError) as error:
-        section(study)
-    assert str(error.value) == (f"{study}/runs/test.de.ref.gz: line 2 differs from {study}/raw/test.de: the runs "
-                                "were scored on another test set than the study's data has")
+    kept = (study / "runs" / "test.de.ref.gz").read_bytes()
+    for step in (section, lambda folder: keep_test_set(load_study(folder / "study.toml"))):
+        with pytest.raises(StudyError) as error:
+            step(study)
+        assert str(error.value) == (f"{study}/runs/test.de.ref.gz: line 2 differs from {study}/raw/test.de: the runs "
+                                    "were scored on another test set than the study's data has")
+    assert (study / "runs" / "test.de.ref.gz").read_bytes() == kept

@@ -181,7 +181,7 @@ def test_status_counts_runs_in_training_and_queued_jobs_apart(cluster, tmp_path)
     line, with its job), a running job whose run no process holds is counted on its own (starting or ending), and
     a job that waits for the array's slot is queued; ended jobs are not listed."""
     from fairseq_syntax.study.commands import status_lines
-    from fairseq_syntax.study.runner import work_dir
+    from fairseq_syntax.study.records import work_dir
 
     from .tiny_study_file import SETTINGS
 
