@@ -178,6 +178,11 @@ def paragraph(text: str) -> list[str]:
     return [*textwrap.wrap(text, WIDTH, break_long_words=False, break_on_hyphens=False), ""]
 
 
+def note_and_command(record: dict) -> list[str]:
+    note = paragraph(f"Note: {record['note']}") if record.get("note") else []
+    return note + ["```", record.get("command", "python3 " + record["generated_by"]), "```", ""]
+
+
 def throughput_section(record: dict | None) -> tuple[list[str], dict | None]:
     lines = ["## Parsing throughput", ""]
     if record is None:
@@ -201,9 +206,7 @@ def throughput_section(record: dict | None) -> tuple[list[str], dict | None]:
     lines += [*table.lines(), ""]
     if not any(row["device"] == "cuda" for row in record["rows"]):
         lines += paragraph("No GPU was here: no GPU row (the same command on a machine with CUDA adds one).")
-    if record.get("note"):
-        lines += paragraph(f"Note: {record['note']}")
-    lines += ["```", record.get("command", "python3 preprocess/measure_throughput.py"), "```", ""]
+    lines += note_and_command(record)
     lines += paragraph("Each measured run (`MODELS/`: the models given, `SAMPLE`: the tokenized sample, `WORK`: a "
                        "temporary folder):")
     lines += ["```", *(row["command"] for row in record["rows"]), "```", ""]
@@ -253,9 +256,7 @@ def scaling_section(record: dict | None) -> tuple[list[str], dict | None]:
         "sparsity `bench/RESULTS.md` measures the side data on), not the tiny parser's, whose distributions are "
         "peaked on one head (`measure_scaling.py`'s docstring); both arcs files' sizes are given.")
     lines += [*side.lines(), ""]
-    if record.get("note"):
-        lines += paragraph(f"Note: {record['note']}")
-    lines += ["```", record.get("command", "python3 preprocess/measure_scaling.py"), "```", ""]
+    lines += note_and_command(record)
     data = {"steps": steps.json(), "memory": memory.json(), "side_data": side.json(), "not_linear": flagged,
             "holds_the_corpus": [row["step"] for row in holding],
             "record": "preprocess/measurements/scaling.json"}
