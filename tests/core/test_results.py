@@ -441,7 +441,7 @@ def over_seeds(system, bleu, chrf, epochs, versus, parsers=CONSTITUENCY):
                 parsers=parsers)
 
 
-#: the Multi30k study's comparisons: 14 systems in budget order, five or three seeds; each method vs sequence and controls
+#: the Multi30k study's comparisons: 14 systems in budget order, 5 or 3 seeds; each method vs sequence, controls
 MULTI30K_SYSTEMS = ("sequence", "mask", "mask_random", "hier_accum", "hier_accum_random", "udp", "udp_random", "ldd",
                     "linearized", "dbsa", "pascal", "dbsa_random", "mask_struct", "hier_accum_struct")
 MULTI30K_FIVE_SEEDS = ("sequence", "udp", "udp_random", "dbsa", "ldd", "mask", "mask_random", "dbsa_random")

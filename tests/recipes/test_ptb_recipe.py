@@ -1,7 +1,6 @@
 """The PTB recipe takes flags: RESULTS.jsons command makes the kept logs training commands; settings reach training."""
 import json
 import os
-import subprocess
 import time
 
 import pytest
