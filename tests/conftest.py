@@ -126,6 +126,25 @@ def conllu(subject, verb, obj):
     return "".join(f"{i}\t{w}\t_\t_\t_\t_\t{h}\t{r}\t_\t_\n" for i, (w, h, r) in enumerate(rows, 1)) + "\n"
 
 
+def bracketed(subject, verb, obj):
+    """One treebank sentence as a PTB tree."""
+    return f"(TOP (S (NP (DT the) (NN {subject})) (VP (VBZ {verb}) (NP (DT the) (NN {obj}))) (. .)))\n"
+
+
+@pytest.fixture(scope="session")
+def constituency_model(tmp_path_factory):
+    """Path of a tiny SuPar crf-con parser trained (2 epochs) on TREEBANK."""
+    from fairseq_syntax.parsing import training
+
+    train = tmp_path_factory.mktemp("constituency_parser") / "train.pid"
+    train.write_text("".join(bracketed(*sentence) for sentence in TREEBANK))
+    path = str(train.parent / "crf-con.pt")
+    training.train_supar_constituency(str(train), str(train), path, epochs=2,
+                                      size=training.SuparSize(**TINY_SUPAR_SIZES), batch_tokens=8, learning_rate=1e-2,
+                                      verbose=False)
+    return path
+
+
 @pytest.fixture(scope="session")
 def dependency_model(tmp_path_factory):
     """Path of a tiny SuPar biaffine dependency parser trained (2 epochs) on TREEBANK."""

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 import torch
-from conftest import REPO, TINY_SUPAR_SIZES, TREEBANK
+from conftest import REPO, TREEBANK, bracketed
 from test_parse_command import run_parse
 
 from fairseq_syntax.parsing import training
@@ -28,8 +28,8 @@ INPUT = "the cat sees the dog .\nthe man likes the father .\nthe dog sees the ma
 
 
 @pytest.fixture(scope="module")
-def models(tmp_path_factory, dependency_model):
-    """name -> path of every model file of the tests (module docstring)."""
+def models(tmp_path_factory, constituency_model, dependency_model):
+    """name -> path of each model file: tiny parsers, a tagger, one without weights, junk, a fairseq checkpoint."""
     from fairseq import checkpoint_utils
     from omegaconf import OmegaConf
 
@@ -37,12 +37,8 @@ def models(tmp_path_factory, dependency_model):
 
     root = tmp_path_factory.mktemp("models")
     trees = root / "train.pid"
-    trees.write_text("".join(f"(TOP (S (NP (DT the) (NN {s})) (VP (VBZ {v}) (NP (DT the) (NN {o}))) (. .)))\n"
-                             for s, v, o in TREEBANK))
-    paths = {"crf-con": str(root / "crf.pt"), "dependency": dependency_model}
-    training.train_supar_constituency(str(trees), str(trees), paths["crf-con"], epochs=1,
-                                      size=training.SuparSize(**TINY_SUPAR_SIZES), batch_tokens=8,
-                                      learning_rate=1e-2, verbose=False)
+    trees.write_text("".join(bracketed(*sentence) for sentence in TREEBANK))
+    paths = {"crf-con": constituency_model, "dependency": dependency_model}
     torch.manual_seed(1)
     tagger = Tagger.build(sentences_from_trees(training.read_bracketed(str(trees))),
                           TaggerSize(word_embed=8, char_embed=4, char_hidden=8, hidden=8, layers=1))

@@ -10,7 +10,7 @@ from pathlib import Path
 import dill
 import pytest
 import torch
-from conftest import TINY_SUPAR_SIZES, TREEBANK, conllu
+from conftest import TREEBANK, bracketed, conllu
 
 from fairseq_syntax.core.text_lines import TextLineError, read_lines
 from fairseq_syntax.core.trees import Tree, parse_tree, to_bracketed
@@ -35,7 +35,6 @@ from fairseq_syntax.parsing.torch_load import StoredFunction, supar_safe_globals
 
 torch.set_num_threads(1)
 REPO = Path(__file__).resolve().parents[2]
-TINY_SUPAR = training.SuparSize(**TINY_SUPAR_SIZES)
 TINY_BENEPAR = training.BeneparSize(d_model=32, num_layers=1, num_heads=2, d_kv=8, d_ff=32, d_char_emb=8,
                                     d_label_hidden=16, d_tag_hidden=16)
 MAX_LENGTH = 18
@@ -60,10 +59,6 @@ def read_text(path):
         return handle.read()
 
 
-def bracketed(subject, verb, obj):
-    return f"(TOP (S (NP (DT the) (NN {subject})) (VP (VBZ {verb}) (NP (DT the) (NN {obj}))) (. .)))\n"
-
-
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
     root = tmp_path_factory.mktemp("parsing")
@@ -79,11 +74,9 @@ def dependency_parser(dependency_model):
 
 
 @pytest.fixture(scope="module")
-def constituency_models(corpus):
+def constituency_models(corpus, constituency_model):
     train = str(corpus / "train.pid")
-    paths = {"crf-con": str(corpus / "crf.pt"), "benepar": str(corpus / "benepar.pt")}
-    training.train_supar_constituency(train, train, paths["crf-con"], epochs=2, size=TINY_SUPAR, batch_tokens=8,
-                                      learning_rate=1e-2, verbose=False)
+    paths = {"crf-con": constituency_model, "benepar": str(corpus / "benepar.pt")}
     training.train_benepar(train, train, paths["benepar"], epochs=2, size=TINY_BENEPAR, batch_size=8,
                            log=lambda message: None)
     return paths
