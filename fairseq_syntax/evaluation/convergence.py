@@ -17,7 +17,7 @@ curve gives the epoch where the protocol stops (:func:`patience_stop`), the epoc
 checkpoint kept differs from the one an uninterrupted run would have kept (:func:`kept_epoch` of the curve up to the
 stop).
 
-``curve``: ``[(epoch, value), ...]`` in epoch order, one value per epoch (``results.parse_valid_curve``).
+``curve``: ``[(epoch, value), ...]`` in epoch order, one value per epoch (``train_logs.parse_valid_curve``).
 """
 from collections.abc import Sequence
 
