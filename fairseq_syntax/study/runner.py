@@ -18,7 +18,7 @@ takes a :class:`RunTask` (the study file and the run's name, so that a job needs
    baseline's run of the same seed where it is decoded, into the run record (each command as its argv list, with a
    display string beside it), with the study's identity (its settings by key). The test set it is scored on is kept
    in the runs folder (:func:`~fairseq_syntax.study.records.keep_test_set`, before training: a runs folder that keeps
-   another stops the run in one line naming both files).
+   another stops the run in one line naming both files); not in each size's and candidate's of a study over sizes.
 
 A failure leaves ``WORK/failed/RUN.txt`` (the step and the log's last lines) for ``plan`` to show; the next ``run``
 tries the run again, from its checkpoint.
@@ -341,7 +341,8 @@ def execute(task: RunTask) -> RunOutcome:
         if not (data / "syntax.json").is_file():
             raise StudyError(f"{data}: the run's data directory is not prepared (fairseq-syntax-study run prepares "
                              "it first)")
-        keep_test_set(config)
+        if not task.point:  # a study over sizes: one test set for every size, read from the data
+            keep_test_set(config)
         started = time.time()
         (work_dir(config) / "failed" / f"{run.name}.txt").unlink(missing_ok=True)
         runs = runs_dir(config)

@@ -186,3 +186,24 @@ def test_a_packed_run_is_finished_and_not_trained_again_even_with_its_checkpoint
     assert (outcome.state, calls) == ("finished", [])
 
 
+
+def test_a_run_keeps_its_test_set_before_training_and_a_size_of_a_study_over_sizes_keeps_none(study, monkeypatch):
+    config, run = study()
+    raw = config.resolve("raw")
+    raw.mkdir()
+    (raw / "test.de").write_text("ein hund\n", encoding="utf-8")
+    (raw / "test.en").write_text("a dog\n", encoding="utf-8")
+    data = work_dir(config) / "data-bin" / run.data
+    data.mkdir(parents=True)
+    (data / "syntax.json").write_text("{}", encoding="utf-8")
+    trained = []
+    monkeypatch.setattr(runner, "train", lambda config, run: trained.append(run.name))  # None: the run fails there
+    assert runner.execute(runner.RunTask(str(config.path), run.name)).state == "failed" and trained == [run.name]
+    kept = {name: gzip.decompress((runs_dir(config) / f"{name}.gz").read_bytes())
+            for name in ("test.de.ref", "test.en.src")}
+    assert kept == {"test.de.ref": b"ein hund\n", "test.en.src": b"a dog\n"}
+    for name in kept:
+        (runs_dir(config) / f"{name}.gz").unlink()
+    monkeypatch.setattr(runner.RunTask, "study", lambda task: config)  # a size's study, its own runs folder
+    assert runner.execute(runner.RunTask(str(config.path), run.name, "n1000")).state == "failed"
+    assert trained == [run.name] * 2 and not list(runs_dir(config).glob("test.*"))
