@@ -1,8 +1,4 @@
-"""The study's Slurm executor (fairseq_syntax/study/slurm.py) against a real single-node Slurm (conftest.py's
-``slurm_cluster``), no mock: results, a function that raises, a job cancelled with ``scancel`` (one that leaves no
-result, one whose function returns a failed outcome as a study run does), a job at its time limit, each printed
-failed when it ends; the queue as ``status`` shows it (runs in training and queued jobs apart), a request the
-cluster refuses. The jobs are a few seconds of Python each (slurm_job_functions), the time limit's half a minute."""
+"""study.slurm against a real single-node Slurm (conftest.py): results, failures, cancels, time limit, status."""
 import os
 import re
 import socket
@@ -19,16 +15,14 @@ from fairseq_syntax.study.slurm import SlurmError, run_jobs, study_jobs, submiti
 
 from . import slurm_job_functions as functions
 
-#: one CPU, a quarter of a GB and five minutes a job: the node has two CPUs, both busy with other work
 TINY = Slurm(cpus_per_job=1, mem_gb=0.25, time_min=5)
-TESTS = Path(__file__).resolve().parents[1]  # where the jobs import slurm_job_functions from (as study.*)
+TESTS = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
 def cluster(slurm_cluster, monkeypatch):
-    # sbatch passes this process's environment on to the jobs
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), *filter(None, [os.environ.get("PYTHONPATH")])]))
-    monkeypatch.setattr(slurm, "RESULT_GRACE_S", 2.0)  # a local filesystem: no lag to wait out
+    monkeypatch.setattr(slurm, "RESULT_GRACE_S", 2.0)
     monkeypatch.setattr(slurm, "POLL_S", 0.5)
     return slurm_cluster
 
@@ -41,7 +35,6 @@ def test_every_item_comes_back_as_its_result(cluster, tmp_path):
     assert sorted(line.split(" (job")[0] for line in lines if " done n=" in line) == [
         "squares: done n=2", "squares: done n=3", "squares: done n=4"]
     assert lines[-1] == "squares: 3 done, 0 failed, 0 running, 0 pending (of 3)"
-    # one array of three (all at once: fewer than array_parallelism), each job with the settings' request
     script = "\n".join(path.read_text() for path in tmp_path.glob("*_submission.sh"))
     for flag in ("--array=0-2%3", "--cpus-per-task=1", "--mem=256MB", "--time=5", "--job-name=squares"):
         assert f"#SBATCH {flag}\n" in script, flag
@@ -65,7 +58,7 @@ def test_a_job_whose_function_raises_comes_back_as_its_exception(cluster, tmp_pa
 
 
 def _in_background(**run_jobs_arguments) -> tuple[threading.Thread, dict, list[str]]:
-    """``run_jobs`` in a thread: the thread, a dict that gets its ``outcomes``, and its progress lines."""
+    """(thread running run_jobs, dict that gets its outcomes, progress lines)."""
     lines, done = [], {}
     thread = threading.Thread(target=lambda: done.update(outcomes=run_jobs(**run_jobs_arguments,
                                                                            progress=lines.append)))
@@ -82,13 +75,12 @@ def _wait_for(path: Path, thread: threading.Thread, seconds: float = 60) -> None
 
 
 def test_a_cancelled_job_comes_back_as_an_exception_and_the_others_return(cluster, tmp_path):
-    """A job whose function is plain Python: it ignores scancel's SIGTERM (submitit's handler), dies of the SIGKILL
-    after ``KillWait`` and leaves no result; it comes back as an ``UncompletedJobError`` with Slurm's line."""
+    """A cancelled job leaves no result: an UncompletedJobError with Slurm's line; the others return."""
     from submitit.core.utils import FailedJobError, UncompletedJobError
 
     releases = [tmp_path / name for name in ("first", "second", "third")]
     for release in releases[1:]:
-        release.touch()  # only the first waits (until cancelled)
+        release.touch()
     folder = tmp_path / "jobs"
     one_at_a_time = Slurm(cpus_per_job=1, mem_gb=0.25, time_min=5, array_parallelism=1)
     waiting, done, lines = _in_background(
@@ -96,7 +88,6 @@ def test_a_cancelled_job_comes_back_as_an_exception_and_the_others_return(cluste
         folder=folder, job_name="waits", describe=lambda path: Path(path).name)
     try:
         _wait_for(tmp_path / "first.started", waiting)
-        # status: the first job runs, the two others wait for the array's one slot
         queued = study_jobs(folder)
         assert [(job["array_index"], job["state"], job["description"], job["running"]) for job in queued] == [
             (0, "RUNNING", "first", True), (1, "PENDING", "second", False), (2, "PENDING", "third", False)]
@@ -122,11 +113,9 @@ def test_a_cancelled_job_comes_back_as_an_exception_and_the_others_return(cluste
 
 
 def test_a_cancelled_job_whose_function_returns_a_failed_outcome_is_printed_failed_when_it_ends(cluster, tmp_path):
-    """A study run's job cancelled with scancel: its training (here a child process) dies of Slurm's SIGTERM, the
-    function returns a failed outcome, and the progress line says failed, with the outcome's reason and Slurm's line
-    on the cancel; the counts count it failed, never done."""
+    """A cancelled job whose child dies of SIGTERM is printed failed with the reason and Slurm's line, never done."""
     cancelled, released = tmp_path / "cancelled", tmp_path / "released"
-    released.touch()  # the second job's child ends by itself at once
+    released.touch()
     names = {str(cancelled): "mask.seed1", str(released): "mask.seed2"}
     folder = tmp_path / "jobs"
     waiting, done, lines = _in_background(
@@ -159,8 +148,7 @@ def test_a_cancelled_job_whose_function_returns_a_failed_outcome_is_printed_fail
 
 
 def test_a_job_at_its_time_limit_is_printed_failed_when_it_ends(cluster, tmp_path):
-    """A job of one minute whose function runs longer: submitit's warning of the limit (``--signal=USR2@90``, here
-    at once) ends it in a ``FailedJobError``, printed failed with submitit's reason (half a minute of waiting)."""
+    """A one-minute job that runs longer ends in a FailedJobError, printed failed with submitit's reason."""
     from submitit.core.utils import FailedJobError
 
     lines = []
@@ -177,9 +165,8 @@ def test_a_job_at_its_time_limit_is_printed_failed_when_it_ends(cluster, tmp_pat
 
 
 def test_status_counts_runs_in_training_and_queued_jobs_apart(cluster, tmp_path):
-    """``status`` of a study whose runs are Slurm jobs: a job holding its run's claim is a run in training (one
-    line, with its job), a running job whose run no process holds is counted on its own (starting or ending), and
-    a job that waits for the array's slot is queued; ended jobs are not listed."""
+    """status: a job holding its run's claim is in training, one without is starting or ending, a waiting one
+    queued; ended jobs are left out."""
     from fairseq_syntax.study.commands import status_lines
     from fairseq_syntax.study.records import work_dir
 
@@ -193,7 +180,6 @@ def test_status_counts_runs_in_training_and_queued_jobs_apart(cluster, tmp_path)
     claims.mkdir(parents=True)
     runs = ["sequence.seed1", "sequence.seed2", "mask.seed1"]
     releases = [tmp_path / f"release-{name}" for name in runs]
-    # sequence.seed1's job holds the run's claim, sequence.seed2's does not; two at a time, so mask.seed1 waits
     items = [(str(claims / "sequence.seed1.lock"), str(releases[0])), ("", str(releases[1])),
              (str(claims / "mask.seed1.lock"), str(releases[2]))]
     two_at_a_time = Slurm(cpus_per_job=1, mem_gb=0.25, time_min=5, array_parallelism=2)
@@ -216,11 +202,10 @@ def test_status_counts_runs_in_training_and_queued_jobs_apart(cluster, tmp_path)
     waiting.join(90)
     assert not waiting.is_alive(), "run_jobs still waits 90 s after the releases"
     assert [outcome for _, outcome in done["outcomes"]] == [f"released: {release.name}" for release in releases]
-    deadline = time.monotonic() + 60  # a job whose result is written may still be ending (its Python exiting)
+    deadline = time.monotonic() + 60
     while study_jobs(work_dir(config) / "slurm"):
         assert time.monotonic() < deadline, study_jobs(work_dir(config) / "slurm")
         time.sleep(0.5)
-    # the queue still knows the ended jobs (MinJobAge): status leaves them out by their end state
     known = subprocess.run(["squeue", "--noheader", "--array", "--states=all", f"--jobs={array}", "--format=%i %T"],
                            capture_output=True, text=True, check=True).stdout.splitlines()
     assert sorted(known) == [f"{array}_{index} COMPLETED" for index in range(3)]
@@ -228,12 +213,12 @@ def test_status_counts_runs_in_training_and_queued_jobs_apart(cluster, tmp_path)
 
 
 def test_a_request_the_cluster_cannot_satisfy_is_one_line(cluster, tmp_path):
-    too_big = Slurm(mem_gb=100_000)  # 100 TB: more than the node has
+    too_big = Slurm(mem_gb=100_000)
     with pytest.raises(SlurmError) as refused:
         run_jobs(functions.square, [1, 2], too_big, tmp_path, job_name="big")
     assert str(refused.value) == ("sbatch refused the job array 'big': sbatch: error: Batch job submission failed: "
                                   "Requested node configuration is not available")
-    assert study_jobs(tmp_path) == []  # nothing submitted, nothing recorded
+    assert study_jobs(tmp_path) == []
 
 
 @pytest.mark.parametrize("line, problem", [
