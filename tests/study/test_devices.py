@@ -1,7 +1,4 @@
-"""A study's device is checked where its runs train (fairseq_syntax/study/devices.py): ``device = "cuda"`` on a
-machine with no visible GPU is refused by ``plan`` and ``run`` (executor local) in one line, without torch; in the
-run's own process (a Slurm job's) the run fails in one line before anything is trained; ``fp16`` on the CPU is a
-problem of the file; a run's record names the device its process measured, never "cuda" for a CPU run."""
+"""study.devices: device = "cuda" with no GPU refused in one line where the runs train; fp16 on the CPU refused."""
 import os
 import stat
 
@@ -33,7 +30,7 @@ name = "sequence"
 
 
 def write(folder, executor="local", training="", name="study.toml"):
-    """The study file, beside a corpus of three pairs a split (plan checks the files the runs read)."""
+    """The study file beside a corpus of three pairs a split."""
     (folder / "raw").mkdir(exist_ok=True)
     for split in ("train", "valid", "test"):
         for side in ("en", "de"):
@@ -44,7 +41,7 @@ def write(folder, executor="local", training="", name="study.toml"):
 
 
 def fake_nvidia_smi(folder, output: str) -> str:
-    """An ``nvidia-smi`` that prints ``output`` for ``-L``; its path."""
+    """The path of an nvidia-smi that prints ``output`` for -L."""
     script = folder / "nvidia-smi"
     script.write_text(f"#!/bin/sh\n[ \"$1\" = -L ] && printf '%b' '{output}'\n", encoding="utf-8")
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
@@ -56,22 +53,19 @@ def test_the_gpus_are_counted_as_the_driver_lists_them(tmp_path):
     proc.mkdir()
     none = dict(proc_gpus=str(proc), nvidia_smi=None, amd_driver=str(tmp_path / "kfd"))
     assert visible_gpus(environ={}, **none) == (0, f"no NVIDIA driver lists one ({proc} is empty, no nvidia-smi)")
-    for address in ("0000:17:00.0", "0000:65:00.0"):  # the driver's one folder a GPU
+    for address in ("0000:17:00.0", "0000:65:00.0"):
         (proc / address).mkdir()
     assert visible_gpus(environ={}, **none) == (2, f"{proc} lists 2")
-    # CUDA_VISIBLE_DEVICES empty or -1 hides them from torch, so from the runs too
     assert visible_gpus(environ={"CUDA_VISIBLE_DEVICES": ""}, **none) == (
         0, "CUDA_VISIBLE_DEVICES='' hides every GPU")
     assert visible_gpus(environ={"CUDA_VISIBLE_DEVICES": "-1"}, **none)[0] == 0
     assert visible_gpus(environ={"CUDA_VISIBLE_DEVICES": "1"}, **none)[0] == 2
-    # without the /proc folder: nvidia-smi -L's GPU lines
     gone = dict(none, proc_gpus=str(tmp_path / "absent"))
     smi = fake_nvidia_smi(tmp_path, "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\\n")
     assert visible_gpus(environ={}, **dict(gone, nvidia_smi=smi)) == (1, "nvidia-smi -L lists 1")
     empty = fake_nvidia_smi(tmp_path, "No devices were found\\n")
     assert visible_gpus(environ={}, **dict(gone, nvidia_smi=empty)) == (
         0, f"no NVIDIA driver lists one ({tmp_path / 'absent'} is not there, nvidia-smi -L lists none)")
-    # an AMD driver's GPUs are not counted here: not judged (torch, in the run's process, is)
     (tmp_path / "kfd").touch()
     assert visible_gpus(environ={}, **gone)[0] is None
 
@@ -85,11 +79,10 @@ def test_a_gpu_study_is_refused_where_it_would_train_on_no_gpu(tmp_path):
         f"({tmp_path / 'absent'} is not there, no nvidia-smi)), and executor local trains here: fairseq-train would "
         "fall back to the CPU. Run it where a GPU is (executor slurm with slurm.gpus_per_job), or give device = "
         "\"cpu\"")
-    assert device_problem(config, "slurm", **machine) is None  # a login node: the job checks on its node
+    assert device_problem(config, "slurm", **machine) is None
     (tmp_path / "gpus").mkdir()
     (tmp_path / "gpus" / "0000:17:00.0").mkdir()
     assert device_problem(config, "local", **dict(machine, proc_gpus=str(tmp_path / "gpus"))) is None
-    # a base's device is named in the base's file
     (tmp_path / "mine.toml").write_text('[study]\nbase = "study.toml"\nname = "mine"\n', encoding="utf-8")
     assert device_problem(load_study(tmp_path / "mine.toml"), "local", **machine).startswith(
         f"{path}: training.device: \"cuda\", but")
@@ -97,7 +90,7 @@ def test_a_gpu_study_is_refused_where_it_would_train_on_no_gpu(tmp_path):
 
 def test_plan_and_run_refuse_it_in_one_line_without_torch(tmp_path, monkeypatch):
     write(tmp_path)
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # hidden, on a GPU machine too
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     expected = ("error: study.toml: training.device: \"cuda\", but this machine shows no GPU "
                 "(CUDA_VISIBLE_DEVICES='' hides every GPU), and executor local trains here: fairseq-train would fall "
                 "back to the CPU. Run it where a GPU is (executor slurm with slurm.gpus_per_job), or give device = "
@@ -105,8 +98,7 @@ def test_plan_and_run_refuse_it_in_one_line_without_torch(tmp_path, monkeypatch)
     for command in (["plan", "study.toml"], ["run", "study.toml"]):
         refused = study_forbidding_torch(*command, cwd=tmp_path)
         assert (refused.returncode, refused.stdout, refused.stderr) == (2, "", expected), refused.stderr
-    assert sorted(os.listdir(tmp_path)) == ["raw", "study.toml"]  # nothing prepared
-    # executor slurm: the login node plans it, the job checks its own node
+    assert sorted(os.listdir(tmp_path)) == ["raw", "study.toml"]
     write(tmp_path, executor="slurm")
     planned = study_forbidding_torch("plan", "study.toml", cwd=tmp_path)
     assert planned.returncode == 0 and planned.stdout.startswith("study gpu: 1 runs (study.toml)"), planned.stderr
@@ -114,7 +106,7 @@ def test_plan_and_run_refuse_it_in_one_line_without_torch(tmp_path, monkeypatch)
 
 def test_a_run_whose_process_sees_no_gpu_fails_in_one_line_before_training(tmp_path, monkeypatch, capsys):
     path = write(tmp_path, executor="slurm")
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # the job's node, whatever this machine has
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     trained = []
     monkeypatch.setattr(runner, "train", lambda *args: trained.append(args))
@@ -124,7 +116,6 @@ def test_a_run_whose_process_sees_no_gpu_fails_in_one_line_before_training(tmp_p
             "GPU (slurm.gpus_per_job, a GPU partition)")
     assert capsys.readouterr().out == f"== sequence.seed1: failed: {line}\n"
     assert trained == [] and not (tmp_path / "work" / "ckpt").exists()
-    # plan shows the line as the run's state
     assert (tmp_path / "work" / "failed" / "sequence.seed1.txt").read_text().splitlines()[0] == line
     from fairseq_syntax.study.commands import plan_lines
 
@@ -134,26 +125,24 @@ def test_a_run_whose_process_sees_no_gpu_fails_in_one_line_before_training(tmp_p
 def test_the_record_names_the_device_the_runs_process_measured(tmp_path, monkeypatch):
     config = load_study(write(tmp_path))
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    # fairseq-train falls back to the CPU here: the CPU is what is recorded, never "cuda"
     assert runner.device_text(config) == (f"cpu ({runner.cpu_model()}, {torch.backends.cpu.get_cpu_capability()}, "
                                           f"{os.cpu_count()} cores, 1 thread(s) per run)")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda index=None: f"NVIDIA H100 80GB HBM3 #{index}")
     assert runner.device_text(config) == "NVIDIA H100 80GB HBM3 #0"
     on_cpu = config.with_changes("training", device="cpu")
-    assert runner.device_text(on_cpu).startswith("cpu (")  # --cpu: the CPU whatever GPU there is
+    assert runner.device_text(on_cpu).startswith("cpu (")
 
 
 def test_fp16_on_the_cpu_is_a_problem_of_the_file(tmp_path):
     fix = 'give bf16 (--cpu-bf16-autocast on a CPU) or fp32, or device = "cuda"'
     path = write(tmp_path, training='precision = "fp16"')
-    assert load_study(path)["training"]["precision"] == "fp16"  # on a GPU
-    path.write_text(path.read_text().replace('device = "cuda"\n', ""), encoding="utf-8")  # the default: cpu
+    assert load_study(path)["training"]["precision"] == "fp16"
+    path.write_text(path.read_text().replace('device = "cuda"\n', ""), encoding="utf-8")
     with pytest.raises(ConfigError) as raised:
         load_study(path)
     assert raised.value.problems == [f'{path}: training.precision: fp16 trains on a GPU only, and training.device is '
                                      f'"cpu": {fix}']
-    # a CPU study on the GPU study's settings: each key named in the file it was read from
     write(tmp_path, training='precision = "fp16"')
     mine = tmp_path / "mine.toml"
     mine.write_text('[study]\nbase = "study.toml"\n[training]\ndevice = "cpu"\n', encoding="utf-8")
