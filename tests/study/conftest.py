@@ -1,18 +1,5 @@
-"""A real single-node Slurm for the study's Slurm tests: Debian's ``slurmctld``, ``slurmd`` and ``munged``.
-
-``slurm_cluster`` (session scope) writes a ``slurm.conf`` into a temporary folder, starts its own ``munged`` (as the
-``munge`` user, with a fresh key and its own socket), ``slurmctld`` and ``slurmd`` (as root), waits until ``sinfo``
-shows the node idle and yields the environment that points Slurm's commands at it (``SLURM_CONF``, also set in
-``os.environ`` for the session, so ``sbatch`` and ``squeue`` called in this process find it). At the end it cancels
-the cluster's jobs and stops the three daemons it started (its own processes, by their ids), nothing else.
-
-Ports are free ones chosen at start and the munge socket is the cluster's own, so it never meets a Slurm or munge
-already running on the machine (nor a second test worker's cluster). The node is declared as ``CPUs=2`` whatever the
-hardware (``SlurmdParameters=config_overrides``): a test job asks for one CPU, so two run at once.
-
-Where Slurm cannot start (not installed, not root, a daemon that does not come up) the tests that use it are skipped
-with the reason; under ``CI=true`` they fail instead, since CI installs Slurm (``.ci/run``) and must run them.
-"""
+"""``slurm_cluster``: a single-node Slurm of its own (munged, slurmctld, slurmd; free ports, own munge socket,
+CPUs=2), stopped at the end; where it cannot start, its tests are skipped (failed under CI=true)."""
 import os
 import pwd
 import shutil
@@ -25,9 +12,7 @@ from pathlib import Path
 
 import pytest
 
-#: every program the cluster and its tests need
 PROGRAMS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scancel", "srun")
-#: where Debian puts the daemons (not on every user's PATH)
 DAEMON_FOLDERS = ("/usr/sbin", "/sbin")
 START_TIMEOUT_S = 60
 STOP_TIMEOUT_S = 15
@@ -98,7 +83,7 @@ PartitionName=test Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 
 
 class SingleNodeSlurm:
-    """The daemons of one single-node cluster under ``root``; ``start`` raises RuntimeError with the logs' tail."""
+    """The daemons of a cluster under ``root``; ``start`` raises RuntimeError with the logs' tail."""
 
     def __init__(self, root: Path):
         self.root = root
@@ -137,7 +122,6 @@ class SingleNodeSlurm:
         munge_user = pwd.getpwnam("munge")
         for folder in ("state", "spool", "logs", "munge"):
             (self.root / folder).mkdir()
-        # munged checks its folders: owned by its user, not writable by others, reachable by every client
         os.chown(self.munge, munge_user.pw_uid, munge_user.pw_gid)
         self.munge.chmod(0o755)
         as_munge = {"user": munge_user.pw_uid, "group": munge_user.pw_gid, "extra_groups": []}
@@ -182,7 +166,7 @@ class SingleNodeSlurm:
 
 @pytest.fixture(scope="session")
 def slurm_cluster():
-    """The environment of a running single-node Slurm (``{"SLURM_CONF": ...}``, also set in ``os.environ``)."""
+    """{"SLURM_CONF": ...} of a running cluster, also set in os.environ."""
     missing = [name for name in PROGRAMS if _program(name) is None]
     if missing:
         _cannot_start(f"{', '.join(missing)} not installed (apt-get install slurmctld slurmd slurm-client munge)")
@@ -193,10 +177,10 @@ def slurm_cluster():
     except KeyError:
         _cannot_start("no user 'munge' (made by Debian's munge package)")
     try:
-        import submitit  # noqa: F401  (the executor under test submits through it)
+        import submitit  # noqa: F401
     except ImportError:
         _cannot_start("submitit is not installed (pip install -e '.[slurm]')")
-    # not pytest's tmp_path: its folders are root's alone (0700) and munged runs as another user
+    # munged runs as another user: not pytest's tmp_path (0700)
     root = Path(tempfile.mkdtemp(prefix="slurm-test-"))
     root.chmod(0o755)
     cluster = SingleNodeSlurm(root)
