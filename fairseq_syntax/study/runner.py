@@ -149,14 +149,14 @@ def device_text(config: StudyConfig) -> str:
     AVX2 machine as on an AVX-512 one)."""
     import torch
 
-    if config["training"]["device"] == "cuda" and torch.cuda.is_available():
+    if config.training.device == "cuda" and torch.cuda.is_available():
         return torch.cuda.get_device_name(0)
     return (f"cpu ({cpu_model()}, {torch.backends.cpu.get_cpu_capability()}, {os.cpu_count()} cores, "
-            f"{config['training']['threads']} thread(s) per run)")
+            f"{config.training.threads} thread(s) per run)")
 
 
 def _environment(config: StudyConfig) -> dict[str, str]:
-    threads = str(config["training"]["threads"])
+    threads = str(config.training.threads)
     return environment(OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
 
 
@@ -276,8 +276,8 @@ def detokenizing(config: StudyConfig) -> list[str]:
     """fairseq-syntax-score's ``--lang`` for a corpus of raw text (the hypotheses Moses-detokenized, then scored
     against the raw reference); none for a corpus of tokenized text, which is scored on its tokens (against the
     reference's tokens the data preparation keeps, :func:`reference_path`)."""
-    corpus = config["corpus"]
-    return ["--lang", corpus["target"]] if corpus["text"] == "raw" else []
+    corpus = config.corpus
+    return ["--lang", corpus.target] if corpus.text == "raw" else []
 
 
 def score_arguments(config: StudyConfig, run: Run) -> list[str]:
@@ -285,16 +285,16 @@ def score_arguments(config: StudyConfig, run: Run) -> list[str]:
     where decoded, and the record's facts."""
     work, runs = work_dir(config), runs_dir(config)
     checkpoints = checkpoints_dir(config, run.name)
-    test = config["test"]
+    test = config.test
     args = [str(kept(runs / f"{run.name}.gen")), str(reference_path(config))]
     baseline = config.baseline
     if run.system.name != baseline:
         theirs = kept(runs / f"{baseline}.seed{run.seed}.gen")
         if theirs is not None:
             args += [str(theirs), "--baseline-name", baseline]
-    args += [*detokenizing(config), "--bootstrap", str(test["run_bootstrap_rounds"]), "--run-seed", str(run.seed)]
-    if test["by_length"]:
-        args += ["--by-length", ",".join(map(str, test["by_length"]))]
+    args += [*detokenizing(config), "--bootstrap", str(test.run_bootstrap_rounds), "--run-seed", str(run.seed)]
+    if test.by_length:
+        args += ["--by-length", ",".join(map(str, test.by_length))]
     if (checkpoints / "device.txt").is_file():
         args += ["--device", (checkpoints / "device.txt").read_text(encoding="utf-8").strip()]
     if (checkpoints / DECODE_COMMAND).is_file():
