@@ -1,14 +1,5 @@
-"""Runs a function (or imports a module) with torch and fairseq forbidden, for the tests of the commands that only read
-files (``fairseq-syntax-study init``, ``plan``, ``status``, ``report``)::
-
-    python tests/study/forbid_torch.py fairseq_syntax.cli.study:main plan STUDY.toml
-    python tests/study/forbid_torch.py fairseq_syntax.methods          (a module: only imported)
-
-A finder first on ``sys.meta_path`` refuses every import of ``torch``, ``fairseq`` and ``fairseq_cli`` (an
-ImportError) and notes who asked. The process exits with the function's status, or with 3 and each refused import
-with the lines that asked for it on stderr where there was one, even where the importer caught the ImportError
-(an optional import would have loaded torch all the same). The tests start it with :func:`forbidding_torch`.
-"""
+"""``python forbid_torch.py MODULE[:FUNCTION] ARGS``: runs it with torch, fairseq and fairseq_cli imports refused;
+exits 3, naming who asked, where one was asked for (even if caught), else with the function's status."""
 import importlib
 import importlib.abc
 import subprocess
@@ -33,8 +24,7 @@ class Forbid(importlib.abc.MetaPathFinder):
 
 
 def run(target: str, argv: list[str]) -> int:
-    """Imports ``target`` (``MODULE`` or ``MODULE:FUNCTION``, FUNCTION then called with ``argv``) under the finder;
-    its status, or FORBIDDEN_STATUS where a forbidden import was asked for."""
+    """Imports MODULE, calls FUNCTION(argv) if given; FORBIDDEN_STATUS where a forbidden import was asked for."""
     loaded = [name for name in FORBIDDEN if name in sys.modules]
     if loaded:
         print(f"forbid_torch: {loaded} already imported at start", file=sys.stderr)
@@ -55,7 +45,7 @@ def run(target: str, argv: list[str]) -> int:
     return FORBIDDEN_STATUS if finder.refused else status
 
 def forbidding_torch(target: str, *args: str, cwd) -> subprocess.CompletedProcess:
-    """``target`` with ``args`` in a new process of this script, run in ``cwd``; its output captured."""
+    """``target`` with ``args`` under this script in ``cwd``, output captured."""
     return subprocess.run([sys.executable, __file__, target, *args], cwd=cwd, capture_output=True, text=True,
                           timeout=600)
 

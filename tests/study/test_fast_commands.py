@@ -1,8 +1,4 @@
-"""The commands that only read files (``fairseq-syntax-study init``, ``plan``, ``status``, ``report``) import neither
-torch nor fairseq, each run in a process of its own under :mod:`study.forbid_torch` (every import of torch, fairseq
-or fairseq_cli refused and reported); the plugin still loads with fairseq (``--user-dir fairseq_syntax``, or the
-package imported after fairseq) and with :func:`fairseq_syntax.register`; ``bench/study_commands.py`` writes its
-table. The report of a finished study under the same guard: tests/study/test_tiny_study.py."""
+"""init, plan, status and report import neither torch nor fairseq; the plugin still loads with fairseq."""
 import json
 import statistics
 import subprocess
@@ -10,23 +6,20 @@ import sys
 
 from conftest import REPO
 from study.forbid_torch import forbidding_torch, study_forbidding_torch
-from study.test_prepare import corpus  # noqa: F401 (the fixture: the demo corpus and its parse archive)
+from study.test_prepare import corpus  # noqa: F401
 from study.tiny_study_file import SETTINGS
 
 from fairseq_syntax.study.config import template
 
-#: the words and the masks with their structure-only control, two seeds each (the settings' seeds.count)
 STUDY = SETTINGS.format(epochs=2) + '[[systems]]\nname = "sequence"\n[[systems]]\nname = "mask"\ncontrols = ["struct"]\n'
 RUNS = ["sequence.seed1", "sequence.seed2", "mask.seed1", "mask.seed2", "mask_struct.seed1", "mask_struct.seed2"]
 
 
 def test_the_guard_refuses_the_plugin_and_lets_the_method_registry_through():
-    # the plugin registers fairseq models: torch is the first thing it asks for, and the guard names who asked
     plugin = forbidding_torch("fairseq_syntax.plugin", cwd=REPO)
     assert plugin.returncode == 3
     assert "forbid_torch: import of torch refused; asked by:" in plugin.stderr
     assert "fairseq_syntax/core/checkpoints.py" in plugin.stderr
-    # the method descriptions are plain data: 12 translation systems (tests/core/test_methods.py lists them)
     registry = forbidding_torch("fairseq_syntax.methods.__main__:main", "systems", cwd=REPO)
     assert registry.returncode == 0, registry.stderr
     assert len(registry.stdout.splitlines()) == 12 and registry.stdout.startswith("sequence:transformer:sequence\n")
@@ -54,7 +47,6 @@ def test_init_plan_status_and_report_import_neither_torch_nor_fairseq(corpus, tm
     status = study_forbidding_torch("status", "study.toml", cwd=tmp_path)
     assert (status.returncode, status.stdout, status.stderr) == (0, "study tiny: nothing in training or queued\n", "")
 
-    # no run has finished: report says so in one line (a finished study's report: test_tiny_study.py)
     report = study_forbidding_torch("report", "study.toml", cwd=tmp_path)
     assert (report.returncode, report.stdout) == (2, "")
     assert report.stderr == ("error: study.toml: no run of the study has finished yet (6 to do): nothing to report; "
@@ -77,19 +69,15 @@ print(sorted({"transformer_syntax_mask_tiny", "transformer_ldd", "tree_transform
     expected = ("['transformer_ldd', 'transformer_syntax_mask_tiny', 'tree_transformer_lm'] "
                 "['sentence_masked_lm', 'syntax_translation'] True ['src_ldd', 'src_parents'] CrashSafePathManager\n")
     ways = {
-        # fairseq-train's way: the package imported by its folder's path
         "user dir": "from argparse import Namespace\nfrom fairseq import utils\n"
                     "utils.import_user_module(Namespace(user_dir='fairseq_syntax'))\n",
-        # a script that imports fairseq, then the package
         "after fairseq": "import fairseq\nimport fairseq_syntax.study\n",
-        # the package first (nothing of fairseq loaded), then the plugin asked for
         "register": "import sys, fairseq_syntax\nassert 'torch' not in sys.modules\nfairseq_syntax.register()\n",
     }
     for way, code in ways.items():
         result = subprocess.run([sys.executable, "-c", code + registries], cwd=REPO, capture_output=True, text=True,
                                 timeout=300)
         assert (result.returncode, result.stdout) == (0, expected), (way, result.stderr[-3000:])
-    # the package alone loads nothing of fairseq's: its tasks stay unregistered
     alone = subprocess.run([sys.executable, "-c", "import sys, fairseq_syntax.study.grid, fairseq_syntax.methods\n"
                             "print(sorted(name for name in ('torch', 'fairseq') if name in sys.modules))"],
                            cwd=REPO, capture_output=True, text=True, timeout=300)

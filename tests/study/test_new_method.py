@@ -1,10 +1,5 @@
-"""A method with new side data added in one folder, from outside the package (docs/adding-a-method.md): the folder
-tests/study/depth_method (each token's depth in the parser's 1-best dependency tree, made by the maker it declares)
-installed as a package with an entry point of the group ``fairseq_syntax.methods``, and a tiny study of Sequence,
-Depth and Depth on random trees (one seed, 2 epochs) run end to end through ``fairseq-syntax-study``. The study
-finds the method in the registry, makes ``src_depth`` where its systems read it (also from the random control's
-trees) and trains, decodes and reports them; its ``plan`` loads neither torch nor fairseq. The side data is checked
-against depths counted by hand from the parses."""
+"""tests/study/depth_method installed by entry point: a study of it plans without torch, makes src_depth (checked
+against depths by hand), trains, decodes and reports."""
 import gzip
 import json
 import os
@@ -18,7 +13,7 @@ import pytest
 
 from conftest import REPO
 from study.tiny_study_file import SETTINGS
-from study.test_prepare import corpus  # noqa: F401 (the fixture: the demo corpus and its parse archive)
+from study.test_prepare import corpus  # noqa: F401
 
 STUDY = SETTINGS.replace("count = 2", "count = 1") + """\
 [[systems]]
@@ -32,7 +27,6 @@ METHOD_FOLDER = Path(__file__).parent / "depth_method"
 
 
 def test_the_docs_show_the_folders_code():
-    """docs/adding-a-method.md shows this folder's description and maker as they are."""
     from recipes.test_docs import fenced_blocks
 
     sources = "".join(path.read_text(encoding="utf-8") for path in sorted(METHOD_FOLDER.glob("*.py")))
@@ -42,8 +36,7 @@ def test_the_docs_show_the_folders_code():
 
 
 def install(site: Path) -> None:
-    """The method folder as the package ``depth_method`` in ``site``, with the metadata of a distribution that
-    declares it an entry point of ``fairseq_syntax.methods`` (what ``pip install`` of a package naming it writes)."""
+    """depth_method in ``site`` with a dist-info declaring its entry point, as pip would."""
     shutil.copytree(METHOD_FOLDER, site / "depth_method", ignore=shutil.ignore_patterns("__pycache__"))
     info = site / "depth_method-0.1.dist-info"
     info.mkdir()
@@ -53,8 +46,7 @@ def install(site: Path) -> None:
 
 
 def plan_without_torch(folder: Path, env: dict) -> subprocess.CompletedProcess:
-    """``fairseq-syntax-study plan study.toml`` in ``folder`` with torch and fairseq forbidden
-    (tests/study/forbid_torch.py), in the environment where the method is installed."""
+    """``plan study.toml`` in ``folder`` with torch and fairseq forbidden."""
     return subprocess.run([sys.executable, str(Path(REPO) / "tests/study/forbid_torch.py"),
                            "fairseq_syntax.cli.study:main", "plan", "study.toml"], cwd=folder, env=env,
                           capture_output=True, text=True, timeout=600)
@@ -62,8 +54,7 @@ def plan_without_torch(folder: Path, env: dict) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def finished(corpus, tmp_path_factory):  # noqa: F811
-    """The study run to its end and reported: (its folder, the environment with the method installed, plan's output
-    before the run)."""
+    """(folder, environment with the method installed, plan before the run) of the study run and reported."""
     folder = tmp_path_factory.mktemp("new-method")
     install(folder / "site")
     for name in ("raw", "parses"):
@@ -71,7 +62,6 @@ def finished(corpus, tmp_path_factory):  # noqa: F811
     (folder / "study.toml").write_text(STUDY.format(epochs=2), encoding="utf-8")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TMPDIR": tempfile.mkdtemp(prefix="new-method-cores-"),
            "PYTHONPATH": os.pathsep.join([str(folder / "site"), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    # plan, with torch and fairseq forbidden: the method's description and its maker's module load neither
     plan = plan_without_torch(folder, env)
     assert plan.returncode == 0, plan.stdout[-2000:] + plan.stderr[-3000:]
     for command in (["run", "study.toml", "--jobs", "2"], ["report", "study.toml"]):
@@ -87,7 +77,7 @@ def test_the_study_finds_the_installed_method_and_plans_its_runs_without_torch(f
 
 
 def hand_depths(arcs: Path, source: Path) -> list[list[int]]:
-    """Each BPE token's depth, counted by walking from its word up the 1-best heads to the root."""
+    """Each BPE token's depth: steps from its word up the 1-best heads to the root."""
     depths = []
     with gzip.open(arcs, "rt", encoding="utf-8") as records, open(source, encoding="utf-8") as lines:
         for record, line in zip(records, lines):
@@ -121,16 +111,14 @@ def test_the_maker_made_the_depths_where_the_systems_read_them(finished):
             assert [made[k].tolist() for k in range(len(made))] == expected
     real = hand_depths(work / "tok/train.arcs.jsonl.gz", work / "bpe/train.en")
     control = hand_depths(work / "bpe/random/train.arcs.jsonl.gz", work / "bpe/train.en")
-    assert real != control  # the control's random trees, not the parses
-    # the record holds whether each method's side data is made, and the settings its method gave (from the parses)
+    assert real != control
     recipe = json.loads((work / "prepared.json").read_text())["steps"]["data-bin/sequence"]["recipe"]
     assert recipe["depth"] is True and recipe["ldd"] is False
     assert recipe["depth_deepest"] == max(max(sentence) for sentence in real)
-    assert recipe["parsers"]["roles"] == ["dependency"]  # the archive's dependency parser: what it is made from
+    assert recipe["parsers"]["roles"] == ["dependency"]
 
 
 def test_plan_of_the_finished_study_loads_neither_torch_nor_fairseq(finished):
-    """plan checks the recorded data (the side data's settings asked again) with torch and fairseq forbidden."""
     folder, env, _ = finished
     plan = plan_without_torch(folder, env)
     assert plan.returncode == 0, plan.stderr[-3000:]

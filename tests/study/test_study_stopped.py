@@ -1,11 +1,4 @@
-"""``fairseq-syntax-study run`` stopped by SIGTERM while it scores a system over its seeds
-(:mod:`fairseq_syntax.study.over_seeds`) leaves nothing in the temporary folder: the files it hands the scorer (the
-first seed's parsers and commands) live in a folder of :func:`fairseq_syntax.core.stopping.temporary_directory`,
-removed when run stops, and removed by the next run where a SIGKILL left it.
-
-The study is a copy of the demo's committed run (examples/demo/our-run.toml: every run done, kept packed) without
-Mask's record over its seeds, so that run has only that to make; the scorer stands in as a process that takes ten
-minutes (the bootstrap over a large test set), so the signal lands while it runs."""
+"""run stopped by SIGTERM while scoring over seeds (the demo's run, a slow scorer) leaves no temporary folder."""
 import os
 import shutil
 import signal
@@ -17,7 +10,6 @@ from conftest import REPO
 
 from fairseq_syntax.core.stopping import PREFIX
 
-#: fairseq-syntax-study with a scorer that takes ten minutes to start
 SLOW_SCORER = """
 import subprocess, sys, time
 original = subprocess.run
@@ -50,7 +42,7 @@ def test_run_stopped_while_scoring_over_seeds_leaves_nothing_in_the_temporary_fo
         time.sleep(0.05)
     scratch = folders(tmpdir)[0]
     assert scratch.startswith(f"{PREFIX}over-seeds-{process.pid}-")
-    assert "parsers.json" in os.listdir(tmpdir / scratch)  # Mask's first seed's parsers, for the scorer
+    assert "parsers.json" in os.listdir(tmpdir / scratch)
     process.send_signal(signal.SIGTERM)
     out, err = process.communicate(timeout=120)
     assert "== mask over its seeds: no record over its seeds yet" in out
