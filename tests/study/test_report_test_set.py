@@ -1,8 +1,5 @@
-"""The report's runaway section reads the test set its runs were scored on from the runs folder where it is kept
-there (``RUNS/test.de.ref``, ``RUNS/test.en.src``, as a run keeps them: gzipped, or packed with the runs), else from
-the study's data: a clone without the data reports what the machine with it reports. Values by hand: three test sentences, the second
-hypothesis its reference four times over (20 words > 2 x 5 + 5), so cut to its reference's 5 words it is the
-reference and every hypothesis is: BLEU 100, length ratio 28/13 -> 1."""
+"""The runaway section reads the test set kept in the runs folder (gzipped or packed), else the data's. By hand:
+hypothesis 2 is its reference four times (20 > 2 x 5 + 5 words); cut, all equal their references: BLEU 100."""
 import gzip
 import subprocess
 import sys
@@ -20,14 +17,14 @@ HYPOTHESES = [REFERENCES[0], " ".join([REFERENCES[1]] * 4), REFERENCES[2]]
 
 
 def write_gzip(path, lines):
-    """``lines`` kept as a run keeps its files: ``PATH.gz``."""
+    """``lines`` as PATH.gz."""
     path.with_name(path.name + ".gz").write_bytes(gzip.compress("".join(f"{line}\n" for line in lines).encode(),
                                                                 mtime=0))
 
 
 @pytest.fixture
 def study(tmp_path):
-    """A study of Sequence whose seed 1 is decoded (its kept decode), with its data in raw/."""
+    """A study of Sequence, seed 1 decoded, its data in raw/."""
     (tmp_path / "study.toml").write_text(SETTINGS.format(epochs=1) + '[[systems]]\nname = "sequence"\n',
                                          encoding="utf-8")
     (tmp_path / "runs").mkdir()
@@ -54,14 +51,12 @@ def test_the_kept_test_set_gives_the_section_the_data_gives(study):
     assert run["length_ratio"] == pytest.approx(28 / 13) and run["cost"] == pytest.approx(100.0 - run["BLEU"])
     assert info["source_lengths"] == {"mean_all": 4.0, "mean_runaway": 7.0, "median_all": 3,
                                       "above_median_runaway": 1.0}
-    # kept with the runs as a run keeps them (gzipped), and the data gone: the same section
     keep_test_set(load_study(study / "study.toml"))
     for name, written in (("test.de.ref", REFERENCES), ("test.en.src", SOURCES)):
         assert gzip.decompress((study / "runs" / f"{name}.gz").read_bytes()).decode().split("\n") == [*written, ""]
     for name in ("test.de", "test.en"):
         (study / "raw" / name).unlink()
     assert section(study) == (lines, info)
-    # packed with the runs (examples/pack_runs.py pack-folder): the same again
     packed = subprocess.run([sys.executable, "examples/pack_runs.py", "pack-folder", str(study / "runs")], cwd=REPO,
                             capture_output=True, text=True, check=False)
     assert packed.returncode == 0 and "3 files packed" in packed.stdout, packed.stderr
