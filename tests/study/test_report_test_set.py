@@ -64,6 +64,16 @@ def test_the_kept_test_set_gives_the_section_the_data_gives(study):
     assert section(study) == (lines, info)
 
 
+def test_no_runaway_hypothesis_gives_no_source_length_line(study):
+    write_gzip(study / "runs" / "sequence.seed1.gen",
+               [f"H-{index}\t-0.5\t{words}" for index, words in enumerate(REFERENCES)] + ["Generate test with beam=2"])
+    lines, info = section(study)
+    assert info["sentences"] == [] and info["pairs_shared"] == 0 and "source_lengths" not in info
+    assert (info["runs"]["sequence"]["1"]["count"], info["runs"]["sequence"]["1"]["cost"]) == (0, 0.0)
+    assert "0 test sentences run away in some run; 0 of them in two runs or more." in "\n".join(lines)
+    assert not any(line.startswith("Their sources average") for line in lines)
+
+
 def test_no_test_set_anywhere_gives_no_section(study):
     for name in ("test.de", "test.en"):
         (study / "raw" / name).unlink()
