@@ -1,20 +1,14 @@
-"""Every record of a study's runs folder is checked by ``plan``, ``run`` and ``report`` alike
-(fairseq_syntax/study/record_checks.py): a record of another study or of a changed setting, one run's or a system's
-over its seeds, in the grid or not, is refused in one line naming the record and each setting that differs by its key
-in the study file, and nothing is written. The tiny study's records here are written as a run writes them (each
-command as its argv list beside its display string, the study's settings by key); nothing is trained. Records of the
-old form (commands as text, the settings' digest or no identity: the committed Multi30k studies') are still read, and
-compared by their words."""
+"""study.record_checks: plan, run and report refuse a record of another study or setting in one line a record,
+naming each differing key, and write nothing; records of the old form are compared by their words."""
 import gzip
 import json
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from study.test_prepare import corpus  # noqa: F401 (the fixture: the demo corpus and its parse archive)
+from study.test_prepare import corpus  # noqa: F401
+from study.test_tiny_study import study as tiny_study
 from study.tiny_study_file import SETTINGS
 
 from fairseq_syntax.evaluation.run_commands import command_fields, command_text
@@ -32,13 +26,11 @@ KEPT = ["sequence.seed1", "sequence.seed2", "mask.seed1"]
 
 
 def study(*args, cwd):
-    return subprocess.run(["fairseq-syntax-study", *args], cwd=cwd, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    return tiny_study(*args, cwd=cwd, check=False)
 
 
 def record_of(config, name: str, **changes) -> dict:
-    """The record a run of ``config`` named ``name`` (``SYSTEM.seedK``, or ``SYSTEM.seeds`` over seeds 1-2) leaves:
-    its commands as argv lists with their display strings, the study's identity."""
+    """The record a run ``name`` (SYSTEM.seedK, or SYSTEM.seeds over seeds 1-2) of ``config`` leaves."""
     system, _, seed = name.partition(".seed")
     first = 1 if seed == "s" else int(seed)
     run = next(run for run in study_runs(config) if run.system.name == system and run.seed == first)
@@ -51,7 +43,7 @@ def record_of(config, name: str, **changes) -> dict:
 
 
 def keep(folder: Path, name: str, record: dict) -> Path:
-    """``record`` kept as ``RUNS/NAME.run.json``, with a kept decode beside a run's."""
+    """``record`` kept as RUNS/NAME.run.json, a run's with a decode beside it."""
     runs = folder / "runs"
     runs.mkdir(exist_ok=True)
     if not name.endswith(".seeds"):
@@ -63,7 +55,7 @@ def keep(folder: Path, name: str, record: dict) -> Path:
 
 @pytest.fixture
 def tiny(corpus, tmp_path):  # noqa: F811
-    """A tiny study whose runs folder holds three finished runs' records and Sequence's over its seeds."""
+    """A tiny study with three runs' records and Sequence's over its seeds."""
     for name in ("raw", "parses"):
         shutil.copytree(corpus / name, tmp_path / name)
     (tmp_path / "study.toml").write_text(STUDY, encoding="utf-8")
@@ -78,7 +70,7 @@ def files(folder: Path) -> dict:
 
 
 def refusals(folder: Path, study_file: str = "study.toml", commands=("plan", "run", "report")) -> list[str]:
-    """The lines each of ``commands`` refuses the study with (the same for each: rc 2), every file as it was."""
+    """The lines each of ``commands`` refuses with (the same for each, rc 2), no file changed."""
     before = files(folder)
     found = {}
     for command in commands:
@@ -86,7 +78,7 @@ def refusals(folder: Path, study_file: str = "study.toml", commands=("plan", "ru
         assert result.returncode == 2 and result.stdout == "", (command, result.stdout, result.stderr)
         found[command] = result.stderr.splitlines()
     assert len({tuple(lines) for lines in found.values()}) == 1, found
-    assert files(folder) == before  # nothing rewritten, nothing prepared or reported
+    assert files(folder) == before
     return found[commands[0]]
 
 
@@ -95,25 +87,12 @@ def refusal(folder: Path, name: str, *differences: str, study_file: str = "study
             + "; ".join(differences))
 
 
-def test_the_records_of_the_study_pass_and_name_their_settings_by_key(tiny):
-    folder, config = tiny
-    result = study("plan", "study.toml", cwd=folder)
-    assert result.returncode == 0, result.stderr
-    states = {line.split()[0]: line.split()[1] for line in result.stdout.splitlines()[1:-2]}
-    assert states == {"sequence.seed1": "done", "sequence.seed2": "done", "mask.seed1": "done"}
-    record = json.loads((folder / "runs" / "mask.seed1.run.json").read_text())
-    assert record["study"]["settings"]["training.max_epoch"] == 2 and record["study"]["settings"]["bpe.merges"] == 50
-
-
 def test_a_changed_setting_is_refused_by_plan_run_and_report_naming_its_key(tiny):
-    """The study file's max_epoch raised after its runs: every record, each run's and Sequence's over its seeds, is
-    refused naming ``training.max_epoch`` (it was refused unnamed, as 'settings digest differs')."""
     folder, _ = tiny
     (folder / "changed.toml").write_text(STUDY.replace("max_epoch = 2", "max_epoch = 3"), encoding="utf-8")
     lines = refusals(folder, "changed.toml")
     assert sorted(lines) == sorted(refusal(folder, name, "training.max_epoch: 2 (file: 3)", study_file="changed.toml")
                                    for name in [*KEPT, "sequence.seeds"])
-    # two settings changed: both named, in the file's order
     (folder / "changed.toml").write_text(STUDY.replace("max_epoch = 2", "max_epoch = 3").replace("lr = 5e-3",
                                                                                               "lr = 1e-3"))
     assert refusals(folder, "changed.toml", ("plan",))[0] == refusal(
@@ -122,8 +101,6 @@ def test_a_changed_setting_is_refused_by_plan_run_and_report_naming_its_key(tiny
 
 
 def test_a_record_over_seeds_of_another_study_is_refused_and_not_rewritten(tiny):
-    """Mask's record over its seeds copied from another study (same systems, its own name): refused by plan, run
-    and report alike, and run does not make it again over this study's seeds."""
     folder, config = tiny
     other = config.with_changes("study", name="other")
     keep(folder, "mask.seeds", record_of(other, "mask.seeds", dataset="other"))
@@ -131,8 +108,6 @@ def test_a_record_over_seeds_of_another_study_is_refused_and_not_rewritten(tiny)
 
 
 def test_a_run_record_of_another_study_outside_the_grid_is_refused(tiny):
-    """Records of runs the grid does not have: Sequence's seed 5 of another study (the file gives it 2), and a run of
-    a system the study does not have; neither has a decode kept beside it."""
     folder, config = tiny
     other = config.with_changes("model", embed_dim=32)
     keep(folder, "sequence.seed5", record_of(other, "sequence.seed2", seed=5))
@@ -144,7 +119,6 @@ def test_a_run_record_of_another_study_outside_the_grid_is_refused(tiny):
 
 
 def test_a_record_names_its_own_run(tiny):
-    """A record renamed to another run's name (its system, or its seed, not its file name's) is that run's no more."""
     folder, config = tiny
     shutil.copy(folder / "runs" / "sequence.seed1.run.json", folder / "runs" / "mask.seed2.run.json")
     shutil.copy(folder / "runs" / "sequence.seed1.run.json", folder / "runs" / "sequence.seed3.run.json")
@@ -154,10 +128,6 @@ def test_a_record_names_its_own_run(tiny):
 
 
 def test_records_of_the_old_form_are_read_and_compared_by_their_words(tiny):
-    """A record of the old form holds its training command as text (read once into words) and the settings' digest,
-    or no identity at all: the same command (Adam's betas and all) is this study's run; another is refused naming
-    each key whose words differ; a digest that differs while the command is the same names the sections it can come
-    from."""
     folder, config = tiny
     run = next(run for run in study_runs(config) if run.name == "mask.seed1")
     text = " ".join(["fairseq-train", *train_arguments(config, run, "OUT_DIR")])
