@@ -1,32 +1,23 @@
 """Reading run outputs (logs, decodes, records) that are packed into one xz archive per folder, beside the records.
 
-A run of a recipe keeps its outputs gzipped (a study over seeds: ``NAME.seedK.{train.log,gen,gen.log}.gz`` beside
-its record; the SST and PTB recipes: ``logs*/NAME.log.gz``). Packed (by ``examples/pack_runs.py``,
-the recipes' tool), they move into one archive, ``packed.tar.xz``: runs that translate the same test set, or log the
-same model's training, are much alike, and one xz stream over all of them keeps what gzip keeps one file at a time in
-a third to a half (15 translation runs of one test set: 687 KB gzipped, 265 KB packed). Its SHA-256 is listed in ``SHA256SUMS``
-beside it (``sha256sum -c`` reads it). A run's record goes in with its outputs (as JSON, the bytes it had); a record
-that no kept outputs belong to (a system's record over its seeds, ``NAME.seeds.run.json``) stays a file. The archive
-holds each file's text as gzip held it.
+A run keeps its outputs gzipped (a study over seeds: ``NAME.seedK.{train.log,gen,gen.log}.gz`` beside its record; SST
+and PTB: ``logs*/NAME.log.gz``). ``examples/pack_runs.py`` packs them into ``packed.tar.xz``: one xz stream over runs
+that are much alike keeps them in a third to a half of gzip's bytes. Its SHA-256 is listed in ``SHA256SUMS`` beside
+it. A run's record goes in with its outputs (its JSON bytes); a record without kept outputs (``NAME.seeds.run.json``)
+stays a file. Members hold each file's text as gzip held it.
 
-An archive in folder ``A`` holds a file of ``A`` or of a folder below it, under its path relative to ``A`` without
-``.gz``: ``runs/packed.tar.xz`` holds ``runs/mask.seed1.gen.gz`` as ``mask.seed1.gen``,
-``ptb_induction/packed.tar.xz`` holds ``ptb_induction/logs/induce_min1.log.gz`` as ``logs/induce_min1.log``. Every
-reader of logs and decodes (``kept_files.open_text``, ``kept_files.read_text``, ``train_logs.parse_train_log``,
-``scoring.read_lines``, and of records, ``records.load_record`` and ``records.find_record_files``) reads a file that
-is neither there nor gzipped from the archive of its folder or of a folder above it, after the archive's SHA-256 is
-checked against ``SHA256SUMS``; ``glob`` and ``rglob`` list packed files with those on disk. A reader holds a shared
-lock on the folders whose archive it reads (``flock``), and a packer holds the folder's exclusive lock while it
-replaces the archive, writes ``SHA256SUMS`` and removes what it packed (``EXCLUSIVELY_HELD`` names the folders a
-packer in this process holds, whose reads need no lock), so a reader never sees those steps half done.
+An archive in folder ``A`` holds a file of ``A`` or below under its path relative to ``A`` without ``.gz``
+(``runs/packed.tar.xz`` holds ``runs/mask.seed1.gen.gz`` as ``mask.seed1.gen``). Every reader of logs, decodes and
+records reads a file that is neither there nor gzipped from the archive of its folder or one above, after checking
+the archive's SHA-256; ``glob`` and ``rglob`` list packed files with those on disk. Readers hold a shared ``flock``
+on the folders whose archives they read; a packer holds the folder's exclusive lock while it replaces the archive,
+writes ``SHA256SUMS`` and removes what it packed (``EXCLUSIVELY_HELD``: folders this process's packer holds).
 
-The recipes' shell steps ask ``has``, ``cat`` and ``ls``, running this file as a script: it imports nothing but
-Python's library, so it answers in a fraction of the seconds that importing the package (torch, fairseq) takes.
+Run as a script it imports only Python's library (the recipes' shell steps)::
 
     python3 fairseq_syntax/evaluation/packed_runs.py has [--packed] FILE    # exit 0: FILE is there, gzipped or packed
     python3 fairseq_syntax/evaluation/packed_runs.py cat FILE               # FILE's text, wherever it is kept
-    python3 fairseq_syntax/evaluation/packed_runs.py ls [--packed] 'PATTERN'  # matching files (--packed: packed only)
-"""
+    python3 fairseq_syntax/evaluation/packed_runs.py ls [--packed] 'PATTERN'  # matching files (--packed: packed only)"""
 from __future__ import annotations
 
 import argparse
@@ -83,17 +74,15 @@ def read_checksums(folder: Path) -> dict[str, str]:
     return sums
 
 
-#: the folders (real paths) whose exclusive lock a packer in this process holds: its own reads of them take no shared
-#: lock, which would wait on its own exclusive one
+#: real paths of the folders whose exclusive lock a packer in this process holds (its reads take no shared lock)
 EXCLUSIVELY_HELD: set[str] = set()
 
 
 @contextlib.contextmanager
 def _reading(folders: Iterable[Path]):
-    """Shared locks on ``folders`` (those that exist and whose exclusive lock this process does not hold already)
-    while a reader looks at their archives and files: a packer in another process holds a folder's lock exclusively
-    from before it replaces the archive until it has written SHA256SUMS and removed the files it packed, so a reader
-    never sees an archive before its checksum, nor a packed file still on disk beside it."""
+    """Shared locks on ``folders`` (those that exist and whose exclusive lock this process does not hold) while a
+    reader looks at their archives: a reader never sees an archive before its checksum, nor a packed file still on
+    disk beside it."""
     with contextlib.ExitStack() as held:
         for folder in folders:
             if os.path.realpath(folder) in EXCLUSIVELY_HELD or not os.path.isdir(folder):
@@ -213,9 +202,9 @@ def _refuse_stale(path: Path, archive: Path, member: str) -> None:
 
 
 def glob(pattern) -> list[str]:
-    """The paths ``glob.glob(pattern)`` finds on disk, and the packed files (named without ``.gz``) and the folders
-    they lie in that match ``pattern``, from the archives of the pattern's last fixed folder and of the folders above
-    it; sorted. A file both packed and on disk (itself or gzipped) is an error naming both: one of them is stale."""
+    """The paths ``glob.glob(pattern)`` finds on disk, and the packed files (named without ``.gz``) and folders
+    matching ``pattern`` in the archives of the pattern's last fixed folder and above; sorted. A file both packed and
+    on disk is an error naming both."""
     pattern = os.path.normpath(pattern)
     parts = Path(pattern).parts
     fixed = next((index for index, part in enumerate(parts) if any(mark in part for mark in "*?[")), len(parts) - 1)
@@ -242,8 +231,8 @@ def _glob(pattern: str, parts: tuple[str, ...], folder: Path) -> list[str]:
 
 
 def rglob(folder, suffix: str) -> list[Path]:
-    """The files named ``*suffix`` in ``folder`` or below it, on disk and packed (in the archives of ``folder``, of
-    the folders below it and of those above it), sorted; a file both packed and on disk is an error naming both."""
+    """The files named ``*suffix`` in ``folder`` or below, on disk and packed (archives of ``folder``, below and
+    above it), sorted; a file both packed and on disk is an error naming both."""
     folder = Path(os.path.normpath(folder))
     archives = {*folder.rglob(ARCHIVE_NAME), *(above / ARCHIVE_NAME for above in _folders_up(folder))}
     # the files on disk and the archives as one packer left them

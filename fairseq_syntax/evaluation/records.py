@@ -8,18 +8,14 @@
      "metrics": {"BLEU": 38.1, "chrF": 62.3, ..., "tokenize": "13a", "signatures": {...}},
      "significance": {"transformer": {"BLEU": {"p_value": 0.004, ...}, "chrF": {...}, "n_samples": 1000, ...}}}
 
-Each command is held as its argv list beside a display string (``command`` and ``command_argv``, likewise
-``decode_command`` and ``score_command``: :mod:`fairseq_syntax.evaluation.run_commands`, which also reads the records
-of the old form, whose commands are text only). ``metrics`` is what ``scoring.corpus_scores`` returns (or any dict of
-numbers, e.g. an accuracy); ``significance`` maps a baseline's system name to ``scoring.paired_bootstrap``'s report of
-this system against it. Optional fields: ``seed``, ``device`` (what it was trained on), ``valid`` (one run's
-validation curve: the statistic its best checkpoint is chosen by and ``[epoch, value]`` per epoch), ``parsers`` (the
-``parsers.json`` of its training data, ``fairseq_syntax.parsing.provenance``), and for a system over seeds ``seeds``
-and ``metrics_sd``. ``updates``, ``epochs`` and ``wall_time_s`` are read from the fairseq-train log
-(:mod:`~fairseq_syntax.evaluation.train_logs`), so a table shows the budget each number cost. A record names no
-folder of the machine it ran on (``portable_paths``); a finished run's is packed with its outputs (``load_record``
-and ``find_record_files`` read it there too).
-"""
+Commands are held as argv lists beside a display string (``command``/``command_argv``, likewise ``decode_command`` and
+``score_command``: :mod:`fairseq_syntax.evaluation.run_commands`, which also reads records with text commands only).
+``metrics``: ``scoring.corpus_scores`` (or any dict of numbers); ``significance``: baseline name ->
+``scoring.paired_bootstrap``'s report against it. Optional: ``seed``, ``device``, ``valid`` (the statistic the best
+checkpoint is chosen by and ``[epoch, value]`` per epoch), ``parsers`` (the training data's ``parsers.json``), and
+over seeds ``seeds`` and ``metrics_sd``. ``updates``, ``epochs`` and ``wall_time_s`` come from the fairseq-train log.
+A record names no folder of its machine (``portable_paths``); ``load_record`` and ``find_record_files`` read packed
+records too."""
 import json
 import os
 import re
@@ -59,9 +55,8 @@ PYTHON_PATHS = (("SITE_PACKAGES", "purelib"), ("SITE_PACKAGES", "platlib"), ("PY
 
 
 def _path_rules(out_dir: str | None, root: str | None, python: bool = False) -> list:
-    """The (pattern, replacement) pairs of ``portable_paths``, in the order they apply; with ``python``, the Python
-    installation's folders too (site-packages -> ``SITE_PACKAGES``, the prefix -> ``PYTHON_PREFIX``: where a log's
-    warnings name the library file that raised them)."""
+    """The (pattern, replacement) pairs of ``portable_paths`` in order; with ``python``, site-packages ->
+    ``SITE_PACKAGES`` and the prefix -> ``PYTHON_PREFIX`` too."""
     rules = []
     for form in _path_forms(out_dir) if out_dir else ():
         rules.append((re.compile(_PATH_START + re.escape(form) + _PATH_END), OUT_DIR))
@@ -79,11 +74,9 @@ def _path_rules(out_dir: str | None, root: str | None, python: bool = False) -> 
 
 
 def portable_paths(value, out_dir: str | None = None, root: str | None = None, python: bool = False):
-    """``value`` (a string, or dicts and lists of them, e.g. a whole run record) with every path under ``out_dir``
-    written from the literal ``OUT_DIR`` (``/x/work/ckpt`` -> ``OUT_DIR/ckpt``), then every path under ``root`` (the
-    repository) relative to it (``/x/repo/examples/runs`` -> ``examples/runs``; ``root`` itself -> ``.``): a record
-    then names no folder of the machine it ran on. With ``python``, also the Python installation's folders
-    (``_path_rules``). Other text is kept."""
+    """``value`` (a string, or dicts and lists of them) with every path under ``out_dir`` written from ``OUT_DIR``
+    (``/x/work/ckpt`` -> ``OUT_DIR/ckpt``), then every path under ``root`` relative to it (``/x/repo/examples/runs``
+    -> ``examples/runs``; ``root`` itself -> ``.``); with ``python``, Python's folders too. Other text is kept."""
     rules = _path_rules(out_dir, root, python)
 
     def convert(item):
@@ -101,9 +94,8 @@ def portable_paths(value, out_dir: str | None = None, root: str | None = None, p
 
 
 def make_log_portable(path, out_dir: str | None = None, root: str | None = None) -> int:
-    """Rewrite the log ``path`` (plain, or gzipped: ``open_text``) in place with ``portable_paths``, Python's folders
-    included, before the recipes keep it beside a run record: a kept log names no folder of the machine it was
-    written on. Line ends and undecodable bytes are kept as they are. Returns the number of lines changed."""
+    """Rewrite the log ``path`` (plain or gzipped) in place with ``portable_paths``, Python's folders included. Line
+    ends and undecodable bytes are kept. Returns the number of lines changed."""
     path = Path(path)
     with open_text(path, errors="surrogateescape", newline="") as handle:
         lines = handle.read().split("\n")
@@ -120,20 +112,14 @@ def make_log_portable(path, out_dir: str | None = None, root: str | None = None)
 def record_run(path, *, dataset: str, system: str, arch: str, command: list[str], train_log, metrics: dict,
                significance: dict | None = None, by_length: list[dict] | None = None,
                out_dir: str | None = None, root: str | None = None, **extra) -> dict:
-    """Write the run record of one system to `path` (by convention `<name>.run.json`) and return it.
+    """Write the run record of one system to `path` (`<name>.run.json`) and return it.
 
-    updates, epochs and wall_time_s come from `train_log` (see parse_train_log; comma-separated logs, one per seed,
-    give the means); `by_length` is the system's `scoring.bleu_by_length` rows, if scored. `extra` fields go into
-    the record as they are: `seed` (of one run), `device`, `decode_command` and `score_command` (each with its
-    argv, `run_commands.command_fields`), and for a system over
-    seeds `seeds` (how many), `seed_list` (which), `metrics_sd` (standard deviation over seeds of each metric in
-    `metrics`, their means) and `per_seed_metrics` (each numeric metric's value per seed, in `seed_list`'s order).
-    With `out_dir` (the recipe's output folder) or `root` (the repository), the record's paths are written by
-    `portable_paths`. `command` is the training command's argv (program first); the file holds each command's argv
-    only (`run_commands.stored_form`). A
-    record of one run also holds its validation curve (`valid`) of the statistic `command` chooses the best
-    checkpoint by, so a table can show that training converged.
-    """
+    updates, epochs and wall_time_s come from `train_log` (comma-separated logs, one per seed, give the means);
+    `by_length`: `scoring.bleu_by_length` rows, if scored. `extra` fields go in as they are: `seed`, `device`,
+    `decode_command` and `score_command` (with argv), and over seeds `seeds` (how many), `seed_list`, `metrics_sd`
+    and `per_seed_metrics` (each numeric metric per seed, in `seed_list`'s order). With `out_dir` or `root` paths are
+    written by `portable_paths`. `command` is the training argv (program first); the file holds argv only
+    (`run_commands.stored_form`). A record of one run also holds its validation curve (`valid`)."""
     logs = [parse_train_log(log) for log in str(train_log).split(",")]
     train = {key: type(logs[0][key])(statistics.fmean(log[key] for log in logs)) for key in logs[0]}
     record = {"dataset": dataset, "system": system, "arch": arch, **command_fields("command", command),
@@ -154,8 +140,8 @@ def record_run(path, *, dataset: str, system: str, arch: str, command: list[str]
 
 
 def load_record(path) -> dict:
-    """The run record ``path``: the file, or its packed copy (a finished run's record is packed with its outputs),
-    each command with its argv (:func:`~fairseq_syntax.evaluation.run_commands.with_argv`)."""
+    """The run record ``path`` (the file or its packed copy), each command with its argv
+    (:func:`~fairseq_syntax.evaluation.run_commands.with_argv`)."""
     try:
         record = json.loads(packed_runs.read_bytes(path).decode("utf-8"))
     except json.JSONDecodeError as error:

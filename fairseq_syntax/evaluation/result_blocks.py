@@ -1,35 +1,25 @@
 """Result numbers in the README and the docs, generated: marked blocks of a Markdown file rewritten from a RESULTS.json.
 
-The prose of the README and the docs says what to look at; the numbers it points to stand in blocks this module
-writes from the committed results, so that they cannot drift from the tables (``tests/core/test_result_blocks.py``
-checks every committed block against its RESULTS.json, and that no result number stands outside such a block). A
-block is two marker lines and what this module writes between them::
+``tests/core/test_result_blocks.py`` checks every committed block against its RESULTS.json, and that no result number
+stands outside such a block. A block is two marker lines and what this module writes between them::
 
     <!-- results: generated from ../examples/multi30k/RESULTS.json (comparisons dbsa udp) by `python -m fairseq_syntax.evaluation.result_blocks FILE`; tests/core/test_result_blocks.py checks it -->
     ...
     <!-- end of the generated results -->
 
-The first line names the RESULTS.json (its path as the Markdown file's folder reaches it) and, in brackets, the kind
-of block and its arguments; a person writes the two lines, ``python -m fairseq_syntax.evaluation.result_blocks FILE``
-fills in what lies between them (``--check``: only say which blocks are stale, exit status 1). The kinds:
+The first line names the RESULTS.json (as the Markdown file's folder reaches it) and, in brackets, the kind and its
+arguments; ``python -m fairseq_syntax.evaluation.result_blocks FILE`` fills the block (``--check``: say which are
+stale, exit 1). The kinds:
 
 * ``comparisons [dataset=NAME] [SYSTEM ...]``: one line per comparison of a seeds table's answer
-  (:mod:`~fairseq_syntax.evaluation.study_answer`'s JSON: each method against the baseline and against each of its
-  controls, each control against the baseline) whose first system is listed (none listed: every one): the seeds of
-  each side, per metric the difference of the means over seeds (first system minus second) with its 95% interval,
-  the seed-aware bootstrap's p ± its Monte-Carlo error and Welch's t-test's p, and the verdict.
-* ``runaway [SYSTEM ...]``: the study report's runaway hypotheses (:mod:`~fairseq_syntax.evaluation.runaway`): how
-  many test sentences loop in some run and in two or more, how many runaway sentences the pairs of runs share against
-  what chance would give, the runaways' source lengths, and per listed system each seed's runaways, its BLEU as
-  decoded and with each runaway cut to its reference's length, and its length ratio both ways.
-* ``induction``: the Tree Transformer's grammar induction (``examples/ptb_induction/RESULTS.json``): sentence F1 of
-  each run trained with fresh masks every epoch, all sentences and those of at most 10 words, with its masked-word
-  perplexity over the plain Transformer's, beside the baseline trees of the headline run's table.
+  (:mod:`~fairseq_syntax.evaluation.study_answer`) whose first system is listed (none: every one): seeds, per metric
+  the difference of means (first minus second) with its 95% interval, bootstrap p ± Monte-Carlo error, Welch's p,
+  and the verdict.
+* ``runaway [SYSTEM ...]``: the study report's runaway hypotheses (:mod:`~fairseq_syntax.evaluation.runaway`).
+* ``induction``: the Tree Transformer's grammar induction (``examples/ptb_induction/RESULTS.json``).
 
-The study's short answer in the README has markers of its own (:data:`~fairseq_syntax.evaluation.study_answer.
-README_BEGIN`), written by ``fairseq-syntax-study report --readme``; :func:`generated_lines` counts both kinds of
-block (and the method table of :mod:`fairseq_syntax.methods`) as generated.
-"""
+:func:`generated_lines` also counts the study answer's block (``study_answer.README_BEGIN``) and the method table of
+:mod:`fairseq_syntax.methods` as generated."""
 import argparse
 import json
 import re
@@ -53,8 +43,7 @@ OTHER_BLOCKS = ((README_BEGIN, README_END),
 
 
 def begin_line(path: str, spec: str) -> str:
-    """A block's first line for the RESULTS.json at ``path`` (as the Markdown file reaches it) and ``spec`` (the
-    kind and its arguments, e.g. ``comparisons dbsa``)."""
+    """A block's first line for the RESULTS.json at ``path`` and ``spec`` (e.g. ``comparisons dbsa``)."""
     return (f"{BEGIN}{path} ({spec}) by `python -m {MODULE} FILE`; tests/core/test_result_blocks.py checks it -->")
 
 
@@ -236,8 +225,8 @@ def find_blocks(lines: Sequence[str], name: str) -> list[Block]:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    """A RESULTS.json's object (any generator's: the kinds check what they read); a file that cannot be read or is
-    not a JSON object is a ValueError naming it (and the line, for JSON that does not parse)."""
+    """A RESULTS.json's object; one that cannot be read or is not a JSON object is a ValueError naming it (and the
+    line, for JSON that does not parse)."""
     try:
         with open(path, encoding="utf-8") as handle:
             results = json.load(handle)
@@ -251,9 +240,8 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def block_lines(block: Block, folder: Path, name: str) -> list[str]:
-    """What ``block`` holds between its markers, from its RESULTS.json (read from ``folder``, the Markdown file's);
-    a RESULTS.json that cannot be read or does not hold what the kind needs is a ValueError naming ``name``, the
-    block's line and the RESULTS.json."""
+    """What ``block`` holds between its markers, from its RESULTS.json (read from ``folder``); one that cannot be
+    read or lacks what the kind needs is a ValueError naming ``name``, the block's line and the RESULTS.json."""
     where = f"{name}:{block.begin + 1}"
     try:
         results = _read_json(folder / block.path)
@@ -279,8 +267,8 @@ def rewrite(text: str, folder: Path, name: str) -> str:
 
 
 def generated_lines(text: str) -> set[int]:
-    """The 1-based numbers of the lines of ``text`` that a generator writes: those of this module's blocks, of the
-    study answer and of the method table, their markers included."""
+    """The 1-based numbers of the lines of ``text`` a generator writes (this module's blocks, the study answer, the
+    method table), markers included."""
     inside, numbers, end = False, set(), None
     starts = [(BEGIN, END)] + list(OTHER_BLOCKS)
     for number, line in enumerate(text.split("\n"), 1):

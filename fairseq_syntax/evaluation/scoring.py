@@ -1,22 +1,16 @@
 """Translation scores and paired significance, computed by sacrebleu and nltk (no metric is re-implemented).
 
-Metrics are those the methods' papers report: BLEU-4 and BLEU-1 (Papineni et al. 2002; Pu & Sima'an 2022, Tables
-3-6), chrF and TER (sacrebleu), RIBES (Isozaki et al. 2010, nltk's ``corpus_ribes``; Pu & Sima'an 2022), BLEU per
-reference-length interval (Pu & Sima'an 2022, Figure 4: intervals (0,10], (10,20], ..., (50, inf)), sacrebleu's
-paired bootstrap resampling test (Koehn 2004) between two runs, and between two systems trained with several seeds
-a paired bootstrap that resamples the test sentences and each system's seeds (:func:`seed_bootstrap`, on sacrebleu's
-per-sentence statistics).
+Metrics as the methods' papers report them: BLEU-4 and BLEU-1 (Papineni et al. 2002; Pu & Sima'an 2022, Tables 3-6),
+chrF and TER (sacrebleu), RIBES (Isozaki et al. 2010, nltk's ``corpus_ribes``), BLEU per reference-length interval
+(Pu & Sima'an 2022, Figure 4), sacrebleu's paired bootstrap (Koehn 2004) between two runs, and a paired bootstrap
+over test sentences and each system's seeds (:func:`seed_bootstrap`).
 
-Inputs are lists of strings, one segment per sentence, hypotheses and references in the same order. All scores
-are on a 0-100 scale (RIBES is nltk's 0-1 value times 100, as Pu & Sima'an 2022 report it).
+Inputs are lists of strings, one segment per sentence, hypotheses and references in the same order. Scores are on a
+0-100 scale (RIBES is nltk's 0-1 value times 100, as Pu & Sima'an 2022 report it).
 
-Reading fairseq-generate output checks that every input id has exactly one hypothesis: fairseq-generate has
-been seen to drop hypotheses without a warning (456 of a test set's 461), and scoring a shorter
-file, or a file shifted by one line, gives a wrong score that looks plausible. The cause is fairseq's
-``data_utils.batch_by_size``: it discards the last batch when its size is not a multiple of
-``--required-batch-size-multiple`` (default 8; fairseq issue #5036), so fairseq-generate needs
-``--required-batch-size-multiple 1``.
-"""
+Reading fairseq-generate output checks that every input id has exactly one hypothesis: fairseq's ``batch_by_size``
+drops a last batch that is not a multiple of ``--required-batch-size-multiple`` (default 8), so fairseq-generate
+needs ``--required-batch-size-multiple 1``."""
 import contextlib
 import functools
 import io
@@ -49,10 +43,9 @@ class ScoringInputError(ValueError):
 
 
 def read_lines(path) -> list[str]:
-    """One segment per line; only the line break is removed (a blank line is an empty segment). A gzipped file
-    (``.gz``, as the recipes keep their decodes) is read the same way; ``path`` may also name the file without
-    its ``.gz`` (see ``packed_runs.existing_path``), or be packed (``packed_runs``). A line that
-    is not UTF-8 raises :class:`ScoringInputError` naming file and line."""
+    """One segment per line; only the line break is removed (a blank line is an empty segment). A gzipped file is
+    read the same way; ``path`` may name the file without its ``.gz`` or be packed (``packed_runs``). A line that is
+    not UTF-8 raises :class:`ScoringInputError` naming file and line."""
     found = existing_path(path)
     try:
         try:
@@ -134,8 +127,7 @@ def _parse_generate_lines(path, lines: list[str], field: str, expected_ids: int 
         raise ScoringInputError(f"{path}: {field}- lines for ids {format_ids(extra)} beyond the {expected}")
     missing = [i for i in range(n_ids) if i not in by_id]
     if missing:
-        # both causes we know lose the last ids: a dropped final batch (fewer than 8), or lines that
-        # preprocessing skipped (the ids count the kept lines, the reference all of them)
+        # a dropped final batch, or lines preprocessing skipped
         hints = []
         if missing == list(range(n_ids - len(missing), n_ids)):
             if len(missing) < 8:
@@ -156,20 +148,12 @@ def _has_field(lines: Iterable[str], field: str) -> bool:
 
 
 def kept_decode(lines: Sequence[str]) -> list[str]:
-    """What a recipe keeps of fairseq-generate's output (``lines``, without line breaks) as its decode: the
-    hypotheses in id order and generate's own lines (its summary), nothing the scorer could need dropped.
+    """What a recipe keeps of fairseq-generate's output (``lines``, without line breaks) as its decode:
 
-    * H- lines with their score column left empty: the score (the hypothesis's mean log-probability) is read by
-      nothing and took 27% of the study's packed decodes; the column stays, so that the lines keep generate's
-      three fields (``cut -f3`` gives the hypotheses, as of generate's own output);
-    * D- lines only when one of them differs from its H- line (generate ran with a --tokenizer or --bpe that D
-      undoes); otherwise they repeat the H- lines, and :func:`read_generate_output` reads H- lines for "D";
-    * not S- and T- (the test data's own text), nor P- (per-token scores);
-    * every other line, after the hypotheses, in its order.
-
-    Of a test decode of 1,000 sentences (beam 5) it keeps 1,001 of 5,001 lines: 23 KB gzipped, where its
-    H- and D- lines with full scores took 42 KB.
-    """
+    * H- lines with their score column left empty (so ``cut -f3`` still gives the hypotheses);
+    * D- lines only when one differs from its H- line; otherwise :func:`read_generate_output` reads H- lines for "D";
+    * not S-, T- or P- lines;
+    * every other line, after the hypotheses, in its order."""
     kept_lines: dict[str, dict[int, list[str]]] = {"H": {}, "D": {}}  # kind -> id -> its lines, as kept
     texts: dict[str, dict[int, list[str]]] = {"H": {}, "D": {}}  # kind -> id -> the hypotheses of those lines
     others = []
@@ -192,8 +176,8 @@ def kept_decode(lines: Sequence[str]) -> list[str]:
 
 
 def write_kept_decode(generate_output, kept_path) -> None:
-    """Write :func:`kept_decode` of the file ``generate_output`` to ``kept_path`` (gzipped when it ends in
-    ``.gz``: :func:`kept_files.open_text`, the same bytes for the same text)."""
+    """Write :func:`kept_decode` of ``generate_output`` to ``kept_path`` (gzipped when it ends in ``.gz``, the same
+    bytes for the same text)."""
     with open_text(kept_path, "w", newline="\n") as out:
         out.writelines(line + "\n" for line in kept_decode(read_lines(generate_output)))
 
@@ -202,14 +186,11 @@ def read_generate_output(path, expected_ids: int | None = None, field: str = "D"
                          expected_from: str | None = None) -> list[str]:
     """Segments ordered by input id, from fairseq-generate stdout or from plain text (one segment a line).
 
-    field: which generate line to take: "D" (detokenized hypothesis), "H" (hypothesis after --remove-bpe,
-    still tokenized), "T" (reference as fairseq saw it) or "S" (source). A kept decode without D- lines
-    (:func:`kept_decode` drops them when each repeats its H- line) gives its H- lines for "D".
-    expected_ids: the number of inputs N; every id 0..N-1 must be present. Without it N is one more than the
-    largest id on any S/T/H/D/P line, so ids missing from the end are only caught when N is given.
-    Raises ScoringInputError naming the file and the missing, duplicated or surplus ids (or the line count of
-    a plain text file that differs from N); expected_from (e.g. the reference file) says where N came from.
-    """
+    field: "D" (detokenized hypothesis), "H" (after --remove-bpe, tokenized), "T" (reference) or "S" (source); a kept
+    decode without D- lines gives its H- lines for "D". expected_ids: the number of inputs N; every id 0..N-1 must be
+    present. Without it N is one more than the largest id, so ids missing from the end are only caught when N is
+    given. Raises ScoringInputError naming the file and the missing, duplicated or surplus ids (or a plain file's
+    line count that differs from N); expected_from says where N came from."""
     if field not in ("S", "T", "H", "D"):
         raise ValueError(f"field must be one of S, T, H, D; got {field!r}")
     source = f" (as in {expected_from})" if expected_from else ""
@@ -224,8 +205,7 @@ def read_generate_output(path, expected_ids: int | None = None, field: str = "D"
 
 
 def detokenize(lines: Iterable[str], lang: str) -> list[str]:
-    """Moses-detokenize whitespace-tokenized segments, as fairseq-generate's D- lines would be had it been run
-    with `--tokenizer moses` (undoes `@-@` aggressive hyphen splits and Moses escapes)."""
+    """Moses-detokenize whitespace-tokenized segments, as generate's D- lines with ``--tokenizer moses``."""
     detokenizer = MosesDetokenizer(lang=lang)
     return [detokenizer.detokenize(line.split()) for line in lines]
 
@@ -239,8 +219,7 @@ def check_same_length(hyps: Sequence[str], refs: Sequence[str], hyp_name: str = 
 
 
 def ribes(hyps: Sequence[str], refs: Sequence[str], tokenize: str = "13a") -> float:
-    """nltk's corpus RIBES x 100 on the tokens BLEU sees: sacrebleu's `tokenize` tokenizer, then whitespace
-    (with 'none' that is the whitespace tokens of already tokenized text)."""
+    """nltk's corpus RIBES x 100 on the tokens BLEU sees (sacrebleu's ``tokenize``, then whitespace)."""
     tokenizer = BLEU(tokenize=tokenize).tokenizer
     hyp_tokens = [tokenizer(h.rstrip()).split() for h in hyps]
     ref_tokens = [[tokenizer(r.rstrip()).split()] for r in refs]
@@ -250,10 +229,9 @@ def ribes(hyps: Sequence[str], refs: Sequence[str], tokenize: str = "13a") -> fl
 def corpus_scores(hyps: Sequence[str], refs: Sequence[str], tokenize: str = "13a") -> dict:
     """BLEU (= BLEU-4), BLEU-1, chrF, TER (sacrebleu) and RIBES (nltk) of one system against one reference.
 
-    tokenize: sacrebleu's BLEU tokenizer; "13a" for detokenized text (sacreBLEU), "none" for tokenized BLEU on
-    already tokenized text (what multi-bleu.perl reports in several papers). chrF and TER use their own
-    sacrebleu defaults. Returns the scores plus "tokenize", "n_sentences" and the sacrebleu "signatures".
-    """
+    tokenize: sacrebleu's BLEU tokenizer; "13a" for detokenized text, "none" for tokenized BLEU on tokenized text.
+    chrF and TER use sacrebleu's defaults. Returns the scores plus "tokenize", "n_sentences" and the sacrebleu
+    "signatures"."""
     check_same_length(hyps, refs)
     bleu = BLEU(tokenize=tokenize)
     bleu_1 = BLEU(tokenize=tokenize, max_ngram_order=1)
@@ -294,8 +272,8 @@ def _sacrebleu_seed(seed: int):
 
 
 def seed_scores(hyps_by_seed: Sequence[Sequence[str]], refs: Sequence[str], tokenize: str = "13a") -> dict:
-    """One system trained with several seeds: every seed's :func:`corpus_scores` (``"per_seed"``), and per metric
-    the mean and the sample standard deviation over seeds (``"mean"``, ``"sd"``; sd 0 for one seed)."""
+    """Every seed's :func:`corpus_scores` (``"per_seed"``) and per metric the mean and sample standard deviation over
+    seeds (``"mean"``, ``"sd"``; sd 0 for one seed)."""
     per_seed = [corpus_scores(hyps, refs, tokenize) for hyps in hyps_by_seed]
     mean, sd = {}, {}
     for name, value in per_seed[0].items():
@@ -306,8 +284,7 @@ def seed_scores(hyps_by_seed: Sequence[Sequence[str]], refs: Sequence[str], toke
     return {"per_seed": per_seed, "mean": mean, "sd": sd}
 
 
-#: the seed-aware bootstrap's default number of rounds: its p-values then move by about +-0.003 at 0.05 from one
-#: draw to another (mc_standard_error), where 1,000 rounds moved them by +-0.01 (issue 49: 0.042 to 0.062)
+#: the seed-aware bootstrap's default rounds: p moves by about +-0.003 at 0.05 between draws (mc_standard_error)
 SEED_BOOTSTRAP_ROUNDS = 10_000
 SEED_BOOTSTRAP_TEST = ("paired bootstrap over test sentences and training seeds (each round: the same resampled "
                        "sentences for both systems, each system's seeds resampled with replacement and their deviations "
@@ -326,8 +303,8 @@ class SeedDraws(NamedTuple):
 
 
 def seed_draws(n_samples: int, n_sentences: int, n_seeds_a: int, n_seeds_b: int, seed: int) -> SeedDraws:
-    """The draws of :func:`seed_bootstrap`, all with replacement, from ``numpy.random.default_rng(seed)``: the
-    seeds of every round first (A's, then B's), then the sentences, :data:`ROUND_BLOCK` rounds at a time."""
+    """The draws of :func:`seed_bootstrap`, with replacement, from ``numpy.random.default_rng(seed)``: every round's
+    seeds first (A's, then B's), then the sentences, :data:`ROUND_BLOCK` rounds at a time."""
     rng = np.random.default_rng(seed)
     seeds_a = rng.integers(0, n_seeds_a, (n_samples, n_seeds_a))
     seeds_b = rng.integers(0, n_seeds_b, (n_samples, n_seeds_b))
@@ -337,41 +314,30 @@ def seed_draws(n_samples: int, n_sentences: int, n_seeds_a: int, n_seeds_b: int,
 
 
 def two_sided_bootstrap_p(deltas: Sequence[float]) -> float:
-    """Two-sided p-value of "no difference" from bootstrap differences B - A: twice the smaller tail at zero,
-    ``2 (1 + min(#{delta <= 0}, #{delta >= 0})) / (n + 1)``, at most 1 (the smallest level at which the percentile
-    interval of the difference excludes 0; the +1s keep a Monte Carlo p-value from being 0)."""
+    """Two-sided p of "no difference" from bootstrap differences B - A: ``2 (1 + min(#{delta <= 0}, #{delta >= 0})) /
+    (n + 1)``, at most 1."""
     deltas = np.asarray(deltas, dtype=float)
     tail = min(int((deltas <= 0).sum()), int((deltas >= 0).sum()))
     return min(1.0, 2 * (tail + 1) / (len(deltas) + 1))
 
 
 def mc_standard_error(p_value: float, n_samples: int) -> float:
-    """The Monte-Carlo standard error of a two-sided bootstrap p (:func:`two_sided_bootstrap_p`) from ``n_samples``
-    rounds: p is twice q, the share of rounds in the smaller tail, a binomial share with standard error
-    ``sqrt(q (1 - q) / R)``; so ``2 sqrt(q (1 - q) / R)`` with ``q = p / 2`` (``sqrt(p (2 - p) / R)``, a little more
-    than the one-sided ``sqrt(p (1 - p) / R)``). At p = 0.05 and R = 10,000: 0.0031."""
+    """Monte-Carlo standard error of :func:`two_sided_bootstrap_p` from ``n_samples`` rounds: ``sqrt(p (2 - p) / R)``
+    (``2 sqrt(q (1 - q) / R)``, ``q = p / 2``). At p = 0.05 and R = 10,000: 0.0031."""
     share = min(p_value, 1.0) / 2
     return 2 * float(np.sqrt(share * (1 - share) / n_samples))
 
 
 def seed_scale(n_seeds: int) -> float:
-    """The factor :func:`seed_bootstrap` scales the deviations of a round's resampled seeds by: ``sqrt(k / (k - 1))``.
-
-    The mean of k values resampled with replacement has variance ``(k - 1) / k * s^2 / k`` about their mean (s^2
-    the sample variance, n - 1): the plain bootstrap understates the variance between training runs by the factor
-    (k - 1) / k, a third for three seeds (Efron & Tibshirani 1993, *An Introduction to the Bootstrap*: the
-    bootstrap standard error of a mean is ``sqrt((n - 1) / n) s / sqrt(n)``; Hesterberg 2015, "What teachers should
-    know about the bootstrap", The American Statistician 69(4), on this narrowness for small n). Scaling the resampled
-    mean's deviation from the full mean by ``sqrt(k / (k - 1))`` makes its variance ``s^2 / k``, the unbiased
-    estimate of the variance of a mean of k runs. One seed: no seed variance to scale (1)."""
+    """``sqrt(k / (k - 1))``, the factor :func:`seed_bootstrap` scales a round's resampled seeds' deviation by: the
+    mean of k values resampled with replacement has variance ``(k - 1) / k * s^2 / k`` (Efron & Tibshirani 1993;
+    Hesterberg 2015), scaled it is ``s^2 / k``. One seed: 1."""
     return float(np.sqrt(n_seeds / (n_seeds - 1))) if n_seeds > 1 else 1.0
 
 
 def welch_test(a: Sequence[float], b: Sequence[float]) -> dict | None:
-    """Welch's two-sample t-test of mean(b) - mean(a) over per-seed scores (unequal variances;
-    ``scipy.stats.ttest_ind(b, a, equal_var=False)``): t, the Welch-Satterthwaite degrees of freedom and the
-    two-sided p. None when a system has fewer than two seeds or both sets have no spread (no variance to test
-    against)."""
+    """Welch's t-test of mean(b) - mean(a) over per-seed scores (``scipy.stats.ttest_ind(b, a, equal_var=False)``):
+    t, degrees of freedom and two-sided p. None when a system has fewer than two seeds or neither set has spread."""
     from scipy.stats import ttest_ind
 
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
@@ -382,11 +348,9 @@ def welch_test(a: Sequence[float], b: Sequence[float]) -> dict | None:
 
 
 def bleu_from_statistics(stats: np.ndarray, metric: BLEU) -> np.ndarray:
-    """sacrebleu's ``BLEU._compute_score_from_stats`` (``compute_bleu``) of every row of ``stats`` (``n x (2 + 2N)``:
-    hypothesis length, reference length, N n-gram matches, N n-gram totals, as ``_extract_corpus_statistics`` sums
-    them), vectorised: the brevity penalty, each order's precision (with ``exp`` smoothing: the i-th order without a
-    match counts as 1 / 2^i of its n-grams; an order without n-grams ends the product), their geometric mean; 0 for a
-    row without any match. Only the settings sacreBLEU's corpus BLEU uses (``exp`` smoothing, no effective order)."""
+    """sacrebleu's ``BLEU._compute_score_from_stats`` of every row of ``stats`` (``n x (2 + 2N)``: hypothesis length,
+    reference length, N matches, N totals), vectorised, with ``exp`` smoothing and no effective order (sacreBLEU's
+    corpus BLEU); 0 for a row without any match."""
     if metric.smooth_method != "exp" or metric.effective_order:
         raise ValueError("bleu_from_statistics computes corpus BLEU with exp smoothing and no effective order only")
     order = metric.max_ngram_order
@@ -405,9 +369,9 @@ def bleu_from_statistics(stats: np.ndarray, metric: BLEU) -> np.ndarray:
 
 
 def chrf_from_statistics(stats: np.ndarray, metric: CHRF) -> np.ndarray:
-    """sacrebleu's ``CHRF._compute_f_score`` of every row of ``stats`` (``n x 3 (char order + word order)``: per
-    order hypothesis n-grams, reference n-grams, matches), vectorised: the mean precision and recall over the orders
-    where both sides have n-grams (sacreBLEU 2's default "effective order"), then F-beta x 100; 0 where none has."""
+    """sacrebleu's ``CHRF._compute_f_score`` of every row of ``stats`` (``n x 3 (char order + word order)``:
+    hypothesis n-grams, reference n-grams, matches per order), vectorised with effective order; 0 where no order has
+    n-grams."""
     if metric.eps_smoothing:
         raise ValueError("chrf_from_statistics computes chrF without eps smoothing (sacreBLEU's default) only")
     stats = np.asarray(stats, dtype=np.float64).reshape(len(stats), -1, 3)
@@ -424,8 +388,8 @@ def chrf_from_statistics(stats: np.ndarray, metric: CHRF) -> np.ndarray:
 
 
 def scores_from_statistics(metric, stats: np.ndarray) -> np.ndarray:
-    """The corpus score of each row of summed sentence statistics: vectorised for BLEU and chrF
-    (:func:`bleu_from_statistics`, :func:`chrf_from_statistics`), sacrebleu's own function row by row otherwise."""
+    """The corpus score of each row of summed sentence statistics: vectorised for BLEU and chrF, sacrebleu's own
+    function row by row otherwise."""
     if isinstance(metric, BLEU) and metric.smooth_method == "exp" and not metric.effective_order:
         return bleu_from_statistics(stats, metric)
     if isinstance(metric, CHRF) and not metric.eps_smoothing:
@@ -435,7 +399,7 @@ def scores_from_statistics(metric, stats: np.ndarray) -> np.ndarray:
 
 @functools.lru_cache(maxsize=4)
 def _metrics_with_references(tokenize: str, refs: tuple[str, ...]) -> dict:
-    """:func:`_test_metrics` with ``refs`` cached in them: sacrebleu reads a reference set once, not per system."""
+    """:func:`_test_metrics` with ``refs`` cached (sacrebleu reads a reference set once)."""
     return {name: type(metric)(**({"tokenize": tokenize} if name == "BLEU" else {}), references=[list(refs)])
             for name, metric in _test_metrics(tokenize).items()}
 
@@ -449,9 +413,7 @@ def _cached_statistics(name: str, tokenize: str, refs: tuple[str, ...], hyps: tu
 
 
 def sentence_statistics(name: str, hyps: Sequence[str], refs: Sequence[str], tokenize: str = "13a") -> np.ndarray:
-    """sacrebleu's per-sentence sufficient statistics (``m x d``) of the test metric ``name`` (BLEU, chrF), kept for
-    the process: a system's seeds are tested against several others, and the statistics of each seed's hypotheses
-    are extracted once."""
+    """sacrebleu's per-sentence statistics (``m x d``) of metric ``name`` (BLEU, chrF), cached for the process."""
     check_same_length(hyps, refs, "a seed's hypotheses", "references")
     return _cached_statistics(name, tokenize, tuple(refs), tuple(hyps))
 
@@ -464,9 +426,8 @@ def _round_counts(sentences: np.ndarray, n_sentences: int) -> np.ndarray:
 
 
 def resampled_seed_means(round_scores: np.ndarray, drawn: np.ndarray) -> np.ndarray:
-    """Each round's mean over its drawn seeds, its deviation from the round's mean over all seeds scaled by
-    :func:`seed_scale`: ``round_scores`` ``n x k`` (each seed's score on the round's sentences), ``drawn`` ``n x k``
-    (the round's seed indices)."""
+    """Each round's mean over its drawn seeds, its deviation from the mean over all seeds scaled by
+    :func:`seed_scale`: ``round_scores`` ``n x k``, ``drawn`` ``n x k`` seed indices."""
     full = round_scores.mean(axis=1)
     drawn_mean = np.take_along_axis(round_scores, drawn, axis=1).mean(axis=1)
     return full + seed_scale(round_scores.shape[1]) * (drawn_mean - full)
@@ -475,30 +436,19 @@ def resampled_seed_means(round_scores: np.ndarray, drawn: np.ndarray) -> np.ndar
 def seed_bootstrap(hyps_a_by_seed: Sequence[Sequence[str]], hyps_b_by_seed: Sequence[Sequence[str]],
                    refs: Sequence[str], n_samples: int = SEED_BOOTSTRAP_ROUNDS, seed: int = 12345,
                    tokenize: str = "13a", draws: SeedDraws | None = None) -> dict:
-    """System B (trained with ``k_b`` seeds) against baseline A (``k_a`` seeds), for BLEU and chrF.
+    """System B (``k_b`` seeds) against baseline A (``k_a`` seeds), for BLEU and chrF.
 
-    The statistic is the difference of the systems' mean-over-seeds corpus scores. Each of ``n_samples`` rounds
-    draws m test sentences with replacement (the same ids for both systems: the test is paired over sentences) and,
-    independently for each system, its k seeds with replacement; each system's score in the round is the mean over
-    all its seeds of their corpus scores on the drawn sentences, plus ``sqrt(k / (k - 1))`` times the deviation of
-    the drawn seeds' mean from it (:func:`seed_scale`: the plain resampled mean understates the variance between
-    training runs by (k - 1) / k). So the spread of the difference includes both the sentence variance and the
-    variance between training runs (Clark et al. 2011: optimizer instability), which a test of one pair of runs, or of
-    runs pooled seed by seed into a k times larger test set (seeds held fixed), does not see. Seeds are not paired
-    across systems (seed k of A and seed k of B share nothing but the number), so A and B may have different numbers
-    of seeds; with one seed each it is a paired bootstrap over sentences.
+    The statistic is the difference of the mean-over-seeds corpus scores. Each of ``n_samples`` rounds draws m test
+    sentences with replacement (the same for both systems) and, per system, its k seeds with replacement; a system's
+    round score is the mean over all its seeds on the drawn sentences plus :func:`seed_scale` times the drawn seeds'
+    deviation from it. The spread thus includes the variance between training runs (Clark et al. 2011). Seeds are not
+    paired across systems; with one seed each it is a paired bootstrap over sentences. Rounds are scored from
+    sacrebleu's per-sentence statistics (:func:`scores_from_statistics`), :data:`ROUND_BLOCK` at a time.
 
-    Each round is scored from sacrebleu's per-sentence statistics, summed with the round's sentence counts (a
-    matrix product) and turned into BLEU and chrF by the vectorised formulas of :func:`scores_from_statistics`, the
-    rounds :data:`ROUND_BLOCK` at a time: 10,000 rounds over 1,000 sentences and 5 + 5 seeds take seconds.
-
-    p: two-sided, :func:`two_sided_bootstrap_p` of the rounds' differences, with its Monte-Carlo standard error
-    (:func:`mc_standard_error`); beside it Welch's t-test over the seeds' corpus scores (:func:`welch_test`).
-    ``draws`` (default :func:`seed_draws` of ``seed``) fixes the resampling. Returns ``{"test", "n_samples", "seed",
-    "seeds_a", "seeds_b", "BLEU": {...}, "chrF": {...}}``, each metric with ``p_value``, ``p_mc_se``, the mean-over-
-    seeds scores ``a`` and ``b``, their difference ``delta``, its 95% percentile interval ``delta_ci`` over the rounds
-    and ``welch`` (None with one seed, or no spread, on a side).
-    """
+    p: :func:`two_sided_bootstrap_p` with :func:`mc_standard_error`; beside it :func:`welch_test`. ``draws`` (default
+    :func:`seed_draws` of ``seed``) fixes the resampling. Returns ``{"test", "n_samples", "seed", "seeds_a",
+    "seeds_b", "BLEU": {...}, "chrF": {...}}``, each metric with ``p_value``, ``p_mc_se``, the mean scores ``a`` and
+    ``b``, ``delta``, its 95% percentile interval ``delta_ci`` and ``welch`` (None with one seed or no spread)."""
     n_seeds_a, n_seeds_b = len(hyps_a_by_seed), len(hyps_b_by_seed)
     if not n_seeds_a or not n_seeds_b:
         raise ScoringInputError("each system needs the outputs of at least one seed")
@@ -535,12 +485,10 @@ def _test_metrics(tokenize: str) -> dict:
 
 def paired_bootstrap(hyps_a: Sequence[str], hyps_b: Sequence[str], refs: Sequence[str], n_samples: int = 1000,
                      seed: int = 12345, tokenize: str = "13a") -> dict:
-    """sacrebleu's paired bootstrap resampling test of system B against baseline A, for BLEU and chrF.
+    """sacrebleu's paired bootstrap test of system B against baseline A, for BLEU and chrF.
 
-    Returns {"BLEU": {...}, "chrF": {...}, "test", "n_samples", "seed"}, each metric with "p_value" (two-sided:
-    how likely a difference this large is by chance), the scores "a" and "b", and the bootstrap means
-    "a_mean"/"b_mean" with 95% half-widths "a_ci"/"b_ci".
-    """
+    Returns {"BLEU": {...}, "chrF": {...}, "test", "n_samples", "seed"}, each metric with two-sided "p_value", the
+    scores "a" and "b", and the bootstrap means "a_mean"/"b_mean" with 95% half-widths "a_ci"/"b_ci"."""
     check_same_length(hyps_a, refs, "system A", "references")
     check_same_length(hyps_b, refs, "system B", "references")
     if seed == 0:
@@ -559,9 +507,7 @@ def paired_bootstrap(hyps_a: Sequence[str], hyps_b: Sequence[str], refs: Sequenc
         baseline, system = results[column]
         p_value = float(system.p_value)
         if identical_outputs:
-            # Identical outputs give a zero difference in every resample; sacrebleu counts resampled
-            # differences strictly above the observed one and reports its minimum, 1/(n+1), which would
-            # call a system significantly different from itself.
+            # identical outputs: sacrebleu would report its minimum p, 1/(n+1)
             p_value = 1.0
         report[name] = {
             "p_value": p_value,
@@ -582,12 +528,11 @@ def check_length_edges(edges: Sequence[int]) -> None:
 
 def bleu_by_length(hyps: Sequence[str], refs: Sequence[str], edges: Sequence[int] = DEFAULT_LENGTH_EDGES,
                    tokenize: str = "13a") -> list[dict]:
-    """Corpus BLEU of the sentences in each reference-length interval (Pu & Sima'an 2022, Figure 4).
+    """Corpus BLEU per reference-length interval (Pu & Sima'an 2022, Figure 4).
 
-    Length is the number of whitespace-separated tokens of the reference. edges (10, 20) give the intervals
-    (0,10], (10,20], (20,inf); a reference of length 0 falls in the first. Returns one dict per interval:
-    "bucket", "low", "high" (None for the last), "n_sentences" and "BLEU" (None when the interval is empty).
-    """
+    Length is the reference's whitespace tokens. edges (10, 20) give (0,10], (10,20], (20,inf); length 0 falls in the
+    first. Returns per interval "bucket", "low", "high" (None for the last), "n_sentences" and "BLEU" (None when
+    empty)."""
     check_same_length(hyps, refs)
     check_length_edges(edges)
     bounds = [0, *edges]

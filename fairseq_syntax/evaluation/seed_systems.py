@@ -1,16 +1,11 @@
-"""The systems of a dataset trained with several seeds: a row each, the baseline first, each control after its method.
+"""The systems of a dataset trained with several seeds: a row each, the baseline first, each control after its
+method.
 
-A seeds dataset's records (:mod:`fairseq_syntax.evaluation.records`) are the runs of each system, one per training
-seed (``NAME.seedK.run.json``), and, once scored over its seeds (``fairseq-syntax-score`` given one decode per
-seed), its record over them (``NAME.seeds.run.json``: the means, sds and the seed-aware tests of
-:func:`fairseq_syntax.evaluation.scoring.seed_bootstrap`). :class:`SeedSystem` joins them; :func:`seed_systems` puts
-them in table order. The results table (:mod:`~fairseq_syntax.evaluation.results`), its answer
-(:mod:`~fairseq_syntax.evaluation.study_answer`) and its figure (:mod:`~fairseq_syntax.evaluation.seeds_figure`) all
-read them from here, and RESULTS.json's seeds table through :func:`seeds_dataset`.
-
-Which system is the baseline and which is a control of which method is the table's
-:class:`~fairseq_syntax.evaluation.comparisons.Comparisons`, never read from the names.
-"""
+A seeds dataset's records are each system's runs (``NAME.seedK.run.json``) and, once scored over its seeds, its
+record over them (``NAME.seeds.run.json``: means, sds and :func:`fairseq_syntax.evaluation.scoring.seed_bootstrap`'s
+tests). :class:`SeedSystem` joins them; :func:`seed_systems` puts them in table order; :func:`seeds_dataset` finds
+RESULTS.json's seeds table. Baseline and controls come from the table's
+:class:`~fairseq_syntax.evaluation.comparisons.Comparisons`, never from the names."""
 import statistics
 import functools
 from collections.abc import Iterable, Sequence
@@ -42,8 +37,7 @@ def is_number(value) -> bool:
 
 
 class SeedSystem(NamedTuple):
-    """A system of a seeds dataset: its record over the seeds (``fairseq-syntax-score`` given one decode per seed:
-    the seed-aware p-values), if scored yet, and its runs' records."""
+    """A system of a seeds dataset: its record over the seeds, if scored yet, and its runs' records."""
     name: str
     over_seeds: dict | None
     runs: list[dict]  # by seed
@@ -91,10 +85,8 @@ class SeedSystem(NamedTuple):
 
     def test_against(self, other: "SeedSystem") -> tuple[dict, int] | None:
         """The seed-aware test of this system against ``other`` over the seeds both rows stand for, from whichever
-        record holds one (this system's first), with the sign that turns its deltas into this system minus
-        ``other``: 1 from this system's record (``other`` its baseline ``a``, itself ``b``), -1 from ``other``'s.
-        None when neither holds a test over those seeds: a test made before runs that finished since (a control
-        scored against the baseline's first three seeds of five) is not shown as if it were over them."""
+        record holds one (this system's first), with the sign that makes deltas this system minus ``other``: 1 from
+        this system's record, -1 from ``other``'s. None when neither holds a test over those seeds."""
         for holder, baseline, sign in ((self, other, 1), (other, self, -1)):
             report = holder.p_values(baseline.name)
             tested = (report or {}).get("seeds_a"), (report or {}).get("seeds_b")
@@ -147,9 +139,8 @@ def _control_seeds_text(system: SeedSystem) -> str | None:
 
 
 def structure_read(system: SeedSystem, comparisons: Comparisons) -> str:
-    """What structure the system's training read: a control (its data's ``parsers.json`` says which; the seeds of
-    its runs' draws; a control of ``comparisons`` that recorded none: "not recorded"), the parse, or none (the
-    registry's systems that read the words only)."""
+    """What structure the system's training read: a control (from ``parsers.json``; the seeds of its draws; "not
+    recorded" where none is), the parse, or none."""
     parsers = system.facts.get("parsers") or {}
     if parsers.get(CONTROL_KEY):
         seeds = _control_seeds_text(system) or f"seed {parsers[CONTROL_KEY].get('seed', '?')}"
@@ -163,9 +154,8 @@ def structure_read(system: SeedSystem, comparisons: Comparisons) -> str:
 
 
 def is_seeds_dataset(records: Sequence[dict]) -> bool:
-    """Whether a dataset's records are runs of several seeds: one of them is a system scored over its seeds
-    (``seeds``), or a system has runs of two seeds or more. Such a dataset gets one row per system
-    (``SeedSystem``), not one per run."""
+    """Whether a dataset's records are runs of several seeds: a system scored over its seeds (``seeds``), or one with
+    runs of two seeds or more. Such a dataset gets one row per system."""
     if any("seeds" in record for record in records):
         return True
     seeds: dict[str, set] = {}

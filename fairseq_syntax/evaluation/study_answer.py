@@ -1,36 +1,23 @@
 """The answer of a seeds table, generated: does each method beat the baseline, and does it beat itself on controls?
 
-A controlled study over several seeds asks two questions of each method: does it translate better than the
-baseline (by default the words alone), and is it the parse that helps, i.e. does it beat the same method trained on
-control structures (:mod:`fairseq_syntax.core.control_kinds`)? Which system is the baseline and which is a control
-of which method is the table's :class:`~fairseq_syntax.evaluation.comparisons.Comparisons`. This module states the
-answer from the run records, by a rule fixed before the study's results were seen, so that ``RESULTS.md`` never
-says more or less than the p-values do:
+Which system is the baseline and which is a control of which method is the table's
+:class:`~fairseq_syntax.evaluation.comparisons.Comparisons`. The answer follows a rule fixed before the results were
+seen, so that ``RESULTS.md`` says no more or less than the p-values do:
 
-* a comparison is **better** when every metric of the comparisons (BLEU and chrF) lies above the other system's
-  with p < alpha each (the seed-aware paired bootstrap of ``scoring.seed_bootstrap``, two-sided), **worse** when
-  all lie below with p < alpha, **no measurable difference** when no p is below alpha, and **mixed** otherwise
-  (the metrics disagree); the p-values are not corrected for the table's several comparisons, which the text says;
-* a verdict is **borderline** when one of its p-values lies within two Monte-Carlo standard errors of alpha
-  (:func:`is_borderline`): another draw of the bootstrap's rounds could put it on the other side; Welch's t-test
-  over the per-seed scores is shown beside each p and is not part of the rule;
-* a comparison is made only once both systems are scored over their seeds (``SeedSystem.over_seeds``); until
-  then the system is listed as waiting, with its seeds done. A system with fewer seeds than the comparisons plan
-  for it, or a system of the study with no run yet, makes the answer one "so far".
+* a comparison is **better** when every metric (BLEU and chrF) lies above the other system's with p < alpha each
+  (two-sided ``scoring.seed_bootstrap``), **worse** when all lie below with p < alpha, **no measurable difference**
+  when no p is below alpha, and **mixed** otherwise; p-values are not corrected for multiple comparisons (the text
+  says so);
+* a verdict is **borderline** when a p lies within two Monte-Carlo standard errors of alpha (:func:`is_borderline`);
+  Welch's t-test is shown beside each p and is not part of the rule;
+* a comparison is made once both systems are scored over their seeds (``SeedSystem.over_seeds``); until then the
+  system is listed as waiting. A system short of its planned seeds, or with no run yet, makes the answer "so far".
 
-``study_answer(systems, comparisons)`` returns the section's Markdown lines (the paragraph and a table of every
-comparison) and its JSON (``{"alpha", "rule", "test", "systems", "controls", "planned_seeds", "runs_finished",
-"no_run_finished", "pending", "complete", "paragraph"}``, each method with its comparisons' deltas, 95% intervals,
-p-values, Monte-Carlo errors, Welch tests and verdicts, each control with its comparison against the baseline).
-
-``readme_block(results, results_md)`` is the answer a person reads in a minute, for a README, from RESULTS.json
-(which records the comparisons): a verdict table, one row per method (against the baseline, against each of its
-controls: the verdict with the headline metric's difference and p), and a few sentences (what was run, how many
-runs are in, the rule, what is still to come, the link to the full table). ``python -m
-fairseq_syntax.evaluation.study_answer --readme README.md RESULTS.json`` rewrites it between the README's markers
-(:data:`README_BEGIN`, :data:`README_END`); a README with several studies' answers has one block each, the first
-line of each naming its RESULTS.json, and only that RESULTS.json's block is rewritten.
-"""
+``study_answer(systems, comparisons)`` returns the section's Markdown lines and its JSON (``{"alpha", "rule", "test",
+"systems", "controls", "planned_seeds", "runs_finished", "no_run_finished", "pending", "complete", "paragraph"}``).
+``readme_block(results, results_md)`` is the README's verdict table from RESULTS.json; ``python -m
+fairseq_syntax.evaluation.study_answer --readme README.md RESULTS.json`` rewrites it between :data:`README_BEGIN` and
+:data:`README_END`, only the block whose first line names that RESULTS.json."""
 import argparse
 import os
 import sys
@@ -88,11 +75,10 @@ def is_borderline(p_value: float, mc_error: float | None, alpha: float = DEFAULT
 
 
 def comparison(system: SeedSystem, other: SeedSystem, comparisons: Comparisons) -> dict[str, Any] | None:
-    """``system`` against ``other``: per metric of ``comparisons`` the difference of their means over seeds (system
-    minus other), its 95% interval over the bootstrap rounds where recorded, p with its Monte-Carlo error, Welch's
-    test (its t with the sign of system minus other) and whether p is borderline; the seeds of each, the verdict and
-    whether it is borderline (at the comparisons' alpha). None until both are scored over their seeds and the test
-    is recorded."""
+    """``system`` against ``other``: per metric the difference of means over seeds (system minus other), its 95%
+    interval where recorded, p with its Monte-Carlo error, Welch's test and whether p is borderline; the seeds of
+    each, the verdict and whether it is borderline. None until both are scored over their seeds and the test is
+    recorded."""
     if system.over_seeds is None or other.over_seeds is None:
         return None
     found = system.test_against(other)
@@ -172,9 +158,9 @@ def _comparison_rows(entries: list[dict], controls: list[dict], metrics: Sequenc
 
 
 def study_answer(systems: Sequence[SeedSystem], comparisons: Comparisons) -> tuple[list[str], dict[str, Any]]:
-    """The "Answer so far" section of a seeds table (``systems`` in table order, :func:`seed_systems`) and its JSON,
-    each method tested as ``comparisons`` say; "Answer" once it is complete (every method compared with the baseline
-    and its controls, no system the comparisons expect missing or short of its planned seeds)."""
+    """The "Answer so far" section of a seeds table (``systems`` in table order) and its JSON; "Answer" once every
+    method is compared with the baseline and its controls and no expected system is missing or short of its planned
+    seeds."""
     by_name = {system.name: system for system in systems}
     name = comparisons.baseline
     baseline = by_name.get(name) if name else None
@@ -280,10 +266,8 @@ README_PENDING = {"waiting for their seeds": "not yet scored over their seeds", 
 
 
 def _readme_verdict(found: dict | None, metrics: Sequence[str]) -> str:
-    """"**better**: +1.12 BLEU (p 0.011)" of a comparison of the answer's JSON (:func:`comparison`): the verdict (a
-    finding, better or worse, in bold), the headline metric's difference and p, and each other metric's where it
-    decides the verdict too (mixed: the metrics disagree) or makes it borderline; "–" while there is none (a
-    system not yet scored over its seeds, or the one it is tested against not yet)."""
+    """"**better**: +1.12 BLEU (p 0.011)": the verdict (bold when better or worse), the headline metric's difference
+    and p, and each other metric's where it decides or makes the verdict borderline; "–" while there is none."""
     if not found:
         return "–"
     shown = [metric for index, metric in enumerate(metrics)
@@ -295,12 +279,9 @@ def _readme_verdict(found: dict | None, metrics: Sequence[str]) -> str:
 
 
 def readme_block(results: dict[str, Any], results_md: str, dataset: str | None = None) -> list[str]:
-    """The README's lines between its markers (markers included) for the seeds table of ``results`` (RESULTS.json's
-    object; ``dataset``: whose table, default the first of several seeds), made with the comparisons it records: a
-    sentence of what was run and how many runs are in, a verdict table (one row per method: its seeds, its verdict
-    against the baseline and against each kind of control, each with the headline metric's difference and p), the
-    rule in one sentence, what is still to come, and the link to the full table. ``results_md``: the table's path
-    as the README reaches it."""
+    """The README's lines between its markers (markers included) for the seeds table of ``results`` (``dataset``:
+    whose table, default the first): what was run, a verdict table (one row per method: seeds, verdict against the
+    baseline and each kind of control), the rule, what is still to come, and the link ``results_md``."""
     dataset, entry = seeds_dataset(results, dataset)
     if not isinstance(entry.get("answer"), dict) or "pending" not in entry["answer"] or "comparisons" not in entry:
         raise ValueError(f"no answer for dataset {dataset!r} (written by fairseq-syntax-results of this version)")
@@ -360,10 +341,9 @@ def _answer_of(line: str) -> str:
 
 
 def replace_readme_block(text: str, block: Sequence[str], path: str = "README.md") -> str:
-    """``text`` (a README) with the lines from its :data:`README_BEGIN` line to the next :data:`README_END` line
-    replaced by ``block``: the study answer of the RESULTS.json that ``block``'s first line names, where the README
-    holds one (a README may state several studies' answers), else the README's only study answer. A README without
-    one, or with several and none of that RESULTS.json, is a ValueError naming it."""
+    """``text`` with the lines from its :data:`README_BEGIN` line to the next :data:`README_END` line replaced by
+    ``block``: the block of the RESULTS.json ``block``'s first line names, else the README's only one. A README
+    without one, or with several and none of that RESULTS.json, is a ValueError naming it."""
     lines = text.split("\n")
     begins = [i for i, line in enumerate(lines) if line.startswith(README_BEGIN)]
     same = [i for i in begins if _answer_of(lines[i]) == _answer_of(block[0])]

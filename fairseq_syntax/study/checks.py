@@ -1,24 +1,21 @@
-"""Every check ``fairseq-syntax-study run`` makes before it trains, in one place: ``plan`` makes them too, so that
-``plan`` answering 0 means ``run`` starts training. Each problem is one line naming the file and the key; nothing
-is made, and nothing is checked for a study whose runs are all done (``run`` makes nothing for them).
+"""Every check ``fairseq-syntax-study run`` makes before it trains; ``plan`` makes them too, so that ``plan``
+answering 0 means ``run`` starts training. Each problem is one line naming the file and the key; nothing is made, and
+nothing is checked for a study whose runs are all done.
 
-- the corpus's files, and the parsers or the parse archive the grid's systems read
+- the corpus's files, and the parsers or parse archive the grid's systems read
   (:func:`fairseq_syntax.study.prepare.problems`);
-- ``corpus.subset`` within the training split, and the two sides of each split of one length;
-- the parse archive's **coverage** of the lines the study reads: the training lines ``corpus.subset`` draws
-  (:func:`~fairseq_syntax.study.prepare.corpus.subset_lines`; all of them without a subset) and every valid and test
-  line, each found by the digest of its text (:mod:`fairseq_syntax.parsing.coverage`: without tokenizing the corpus;
-  a training line ``corpus.max_train_words`` leaves out needs no parse). A study the archive does not cover is
-  refused naming how many lines are missing and the two ways on: parsers by name or path, or a draw of lines the
-  archive holds (the largest ``corpus.subset`` of the study's ``corpus.subset_seed``, else of seeds 0 to 9, that
-  lies inside it);
-- the work folder: an output made there from other inputs or settings (another ``corpus.raw``), or there without
-  its record (:func:`fairseq_syntax.study.prepare.dry_run`);
+- ``corpus.subset`` within the training split, and both sides of each split of one length;
+- the parse archive's **coverage** of the lines the study reads (the training lines ``corpus.subset`` draws, every
+  valid and test line), found by the digest of each line's text (:mod:`fairseq_syntax.parsing.coverage`); a training
+  line ``corpus.max_train_words`` leaves out needs no parse. A refusal names how many lines are missing and the two
+  ways on: parsers by name or path, or a draw the archive holds (the largest ``corpus.subset`` of the study's
+  ``corpus.subset_seed``, else of seeds 0 to 9);
+- the work folder: an output made from other inputs or settings, or one without its record
+  (:func:`fairseq_syntax.study.prepare.dry_run`);
 - the executor: ``slurm`` needs submitit (found, not imported) and Slurm's commands.
 
-A parser given by a pretrained name is downloaded by ``run`` (before it makes anything), not by ``plan``; the run
-records are checked where the runs' states are read (:func:`fairseq_syntax.study.commands.grid_states`).
-"""
+``run`` downloads a parser given by name before it makes anything, ``plan`` does not; run records are checked by
+:func:`fairseq_syntax.study.commands.grid_states`."""
 from __future__ import annotations
 
 import functools
@@ -164,7 +161,7 @@ def coverage_problems(preparation: Preparation) -> list[str]:
 
 def own_draw(side: RawSide, held: frozenset[str], corpus: dict, entities: bool) -> str:
     """A draw of training lines the archive holds, as the file would ask for it: the study's seed first, then the
-    seed among :data:`DRAW_SEEDS` whose draw lies inside the archive the longest."""
+    seed of :data:`DRAW_SEEDS` whose draw lies inside the archive the longest."""
     total, wanted = len(side.lines), corpus.subset or len(side.lines)
     best = (0, corpus.subset_seed)
     for seed in dict.fromkeys([corpus.subset_seed, *DRAW_SEEDS]):
@@ -183,9 +180,9 @@ def own_draw(side: RawSide, held: frozenset[str], corpus: dict, entities: bool) 
 
 
 def kept_lines(preparation: Preparation, numbers: list[int]) -> list[int]:
-    """Those of the training lines ``numbers`` that ``corpus.max_train_words`` keeps (the tokens step's count:
-    none empty and none over the limit on either side), tokenized as that step tokenizes them; a raw language that
-    sacremoses does not tokenize (stanza's, with torch) is counted by its spaces."""
+    """Those of the training lines ``numbers`` that ``corpus.max_train_words`` keeps (none empty or over the limit on
+    either side), tokenized as the tokens step does; a language sacremoses does not tokenize is counted by its
+    spaces."""
     from fairseq_syntax.parsing.text import tokenizer
 
     corpus = preparation.config.corpus

@@ -1,13 +1,10 @@
-"""What ``fairseq-syntax-study`` does: ``plan`` (the grid and each run's state, with a cost estimate), ``run``
-(prepare the data once, then every missing run, on this machine or a Slurm cluster), ``status`` (what runs where now)
-and ``report`` (:mod:`fairseq_syntax.study.report`).
+"""What ``fairseq-syntax-study`` does: ``plan`` (the grid, each run's state, a cost estimate), ``run`` (prepare the
+data, then every missing run, here or on Slurm), ``status`` and ``report`` (:mod:`fairseq_syntax.study.report`).
 
-A run's state (:func:`run_state`): **done** (its record and decode are kept), **running** (a process holds its claim),
-**failed** (its last attempt failed: ``WORK/failed/RUN.txt``; the next ``run`` tries it again from its checkpoint),
-**partway** (checkpoints, no record: a run that was stopped), **to do**; a record of the runs folder of another study
-or setting (a run's, in the grid or not, or a system's over its seeds) makes the command stop before anything runs,
-naming the record and each setting that differs (:mod:`~fairseq_syntax.study.record_checks`).
-"""
+A run's state (:func:`run_state`): **done** (record and decode kept), **running** (a process holds its claim),
+**failed** (``WORK/failed/RUN.txt``; the next ``run`` resumes it), **partway** (checkpoints, no record), **to do**. A
+record of another study or setting in the runs folder stops the command before anything runs, naming the record and
+each setting that differs (:mod:`~fairseq_syntax.study.record_checks`)."""
 from __future__ import annotations
 
 import statistics
@@ -48,9 +45,8 @@ def run_state(config: StudyConfig, run: Run) -> RunState:
 
 
 def grid_states(config: StudyConfig) -> list[RunState]:
-    """Every run's state; StudyError naming every record of the runs folder of another study or setting at once
-    (:func:`~fairseq_syntax.study.record_checks.refuse_foreign_records`: those of runs outside the grid and over
-    seeds too)."""
+    """Every run's state; StudyError naming at once every record of another study or setting in the runs folder
+    (grid, outside it, over seeds)."""
     refuse_foreign_records(config)
     states, refused = [], []
     for run in study_runs(config):
@@ -91,8 +87,8 @@ def device_hours(training: Training, seconds: float) -> tuple[float, str]:
 
 
 def cost_estimate(config: StudyConfig, states: list[RunState]) -> str:
-    """The remaining runs' cost from the finished ones: wall time per run (each system's mean where it has finished
-    runs, else all finished runs' mean) times the runs left, and the CPU thread-hours or GPU-hours of that."""
+    """The remaining runs' cost: wall time per run (each system's finished mean, else all finished runs') times the
+    runs left, in CPU thread-hours or GPU-hours."""
     walls = finished_wall_times(config, states)
     left = [found for found in states if found.state != "done"]
     if not left:
@@ -123,9 +119,8 @@ def plan_lines(config: StudyConfig) -> list[str]:
 
 
 def status_lines(config: StudyConfig) -> list[str]:
-    """What runs where now, counted apart: the runs in training (a process holds their claim, on this machine or a
-    Slurm node; with their epochs and the Slurm job that runs each), the study's Slurm jobs queued (waiting for a
-    node or a slot of the array) and those running that no run's training holds yet (starting, or ending)."""
+    """What runs where now: the runs in training (with their epochs and Slurm job), the study's Slurm jobs queued,
+    and those running that hold no run's claim yet."""
     training = [found for found in grid_states(config) if found.state == "running"]
     jobs = []
     if (work_dir(config) / "slurm").is_dir():

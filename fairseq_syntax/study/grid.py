@@ -1,22 +1,15 @@
-"""A study's grid: every run (a system of the method registry, or one on control structures, with one training seed)
-that its file asks for, the exact fairseq commands each is trained and decoded with (argv lists), and the study's
-identity.
+"""A study's grid: every run (a registry system, or one on control structures, with one training seed), the fairseq
+commands each is trained and decoded with (argv lists), and the study's identity.
 
-A :class:`Run` is ``SYSTEM.seedK``: its data directory is the registry system's for that training seed (a control run
-reads the structures drawn with its training seed, ``FORM.CONTROL-sK``: :meth:`~fairseq_syntax.core.method.System.
-for_training_seed`), its checkpoints ``WORK/ckpt/ckpt-SYSTEM.seedK``, its record ``RUNS/SYSTEM.seedK.run.json``.
-The training command is built here from the file's ``[model]`` and ``[training]`` and the system's own options, in
-the order the project's recipes have always used, piece by piece with what each piece comes from
-(:func:`train_pieces`: a key of the study file such as ``training.lr``, the run, the system, or the study's fixed
-options), so that a record of the old form, which holds only its command, is compared with the file by key
-(:mod:`~fairseq_syntax.study.record_checks`).
+A :class:`Run` is ``SYSTEM.seedK``: its data directory is the system's for that training seed
+(:meth:`~fairseq_syntax.core.method.System.for_training_seed`; a control reads ``FORM.CONTROL-sK``), its checkpoints
+``WORK/ckpt/ckpt-SYSTEM.seedK``, its record ``RUNS/SYSTEM.seedK.run.json``. :func:`train_pieces` builds the training
+command from ``[model]``, ``[training]`` and the system's options, each piece with what it comes from, so that a
+record holding only its command is compared with the file by key (:mod:`~fairseq_syntax.study.record_checks`).
 
-The study's identity (:func:`study_identity`), written into every record it makes: the study's name, the settings
-that change what a run is trained on or how, by their keys in the study file (:func:`study_settings`:
-:data:`~fairseq_syntax.study.config.TRAINING_SECTIONS`, less paths and thread counts), and the fingerprints of the
-data directories a run read. A record whose identity differs from the file's is of another study or a changed
-setting, and is refused, naming each key that differs (:mod:`~fairseq_syntax.study.record_checks`).
-"""
+:func:`study_identity`, written into every record: the study's name, the settings that change a run by their keys
+(:func:`study_settings`) and the fingerprints of the data directories read. A record whose identity differs is
+refused, naming each key that differs."""
 from __future__ import annotations
 
 import hashlib
@@ -27,8 +20,7 @@ from pathlib import Path
 from fairseq_syntax.core.method import System
 from fairseq_syntax.study.config import NOT_TRAINING_KEYS, TRAINING_SECTIONS, StudyConfig, Training
 
-#: options a run's training command may change between its first start and a resume from its checkpoints: its
-#: budget (a cap that may grow) and who loads its batches; nothing else, or the checkpoints are of another run
+#: options a training command may change when it resumes from its checkpoints: its budget and who loads batches
 RESUMABLE_OPTIONS = ("--max-epoch", "--max-update", "--num-workers")
 
 #: what a piece of a training command comes from where it is no key of the study file (:func:`train_pieces`)
@@ -113,9 +105,8 @@ def _precision_args(training: Training) -> list[str]:
 
 def train_pieces(config: StudyConfig, run: Run, work: Path | str) -> list[tuple[str, list[str]]]:
     """The arguments after ``fairseq-train`` in pieces, each with what it comes from: a key of the study file
-    (``model.embed_dim``), or :data:`DATA_DIRECTORY`, :data:`THE_RUN`, :data:`THE_SYSTEM`, :data:`FIXED`. The data
-    directory, the task, the shared model and protocol, the precision, the system's own options; ``--num-workers 0``
-    on a CPU (fairseq's loader workers each hold ~1 GB and stay for the run)."""
+    (``model.embed_dim``), or :data:`DATA_DIRECTORY`, :data:`THE_RUN`, :data:`THE_SYSTEM`, :data:`FIXED`;
+    ``--num-workers 0`` on a CPU."""
     model, training = config.model, config.training
     pieces = [(DATA_DIRECTORY, [f"{work}/data-bin/{run.data}"]),
               (FIXED, ["--user-dir", "fairseq_syntax", "--task", "syntax_translation"]),
@@ -170,9 +161,7 @@ def _in_process_loading(args: list[str]) -> list[str]:
 
 def decode_arguments(config: StudyConfig, run: Run, work: Path | str) -> list[str]:
     """The arguments after ``fairseq-generate``: the best checkpoint on the test split, BPE removed, beam search;
-    on a CPU its batches loaded in the decoding process (``--num-workers 0``): a loader worker buys nothing there,
-    and one that cannot start (its socket's path under a long TMPDIR is too long for AF_UNIX) left fairseq-generate
-    waiting for it for good."""
+    ``--num-workers 0`` on a CPU (a loader worker whose AF_UNIX socket path is too long hangs generate)."""
     decoding = config.decoding
     args = [f"{work}/data-bin/{run.data}", "--user-dir", "fairseq_syntax", "--task", "syntax_translation",
             "--path", f"{work}/ckpt/ckpt-{run.name}/checkpoint_best.pt", "--gen-subset", "test",
@@ -192,15 +181,15 @@ def _number_text(value: float) -> str:
 
 
 def study_settings(config: StudyConfig) -> dict[str, object]:
-    """The settings that change a run, by their keys in the study file (``training.lr``): the keys of
-    :data:`TRAINING_SECTIONS` less :data:`NOT_TRAINING_KEYS`, each value as a record's JSON holds it."""
+    """The settings that change a run by their keys (``training.lr``): :data:`TRAINING_SECTIONS` less
+    :data:`NOT_TRAINING_KEYS`, each value as a record's JSON holds it."""
     return json.loads(json.dumps({f"{section}.{key}": value for section in TRAINING_SECTIONS
                                   for key, value in config[section].items() if (section, key) not in NOT_TRAINING_KEYS}))
 
 
 def settings_digest(config: StudyConfig) -> str:
-    """SHA-256 of the settings that change a run (:data:`TRAINING_SECTIONS` less :data:`NOT_TRAINING_KEYS`): what a
-    record of the old form holds in place of :func:`study_settings`."""
+    """SHA-256 of the settings that change a run, by section (:data:`TRAINING_SECTIONS` less
+    :data:`NOT_TRAINING_KEYS`): what a record without :func:`study_settings` holds instead."""
     settings = {section: {key: value for key, value in config[section].items()
                           if (section, key) not in NOT_TRAINING_KEYS} for section in TRAINING_SECTIONS}
     return "sha256:" + hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
@@ -219,8 +208,8 @@ def data_fingerprint(directory: Path) -> str:
 
 
 def study_identity(config: StudyConfig, data: str | None = None, work: Path | None = None) -> dict:
-    """What a record of this study carries: the study's name, its settings by key (:func:`study_settings`) and, for
-    a run, the fingerprint of the data directory it read."""
+    """What a record of this study carries: name, settings by key (:func:`study_settings`) and, for a run, the
+    fingerprint of its data directory."""
     identity = {"name": config.name, "settings": study_settings(config)}
     if data is not None and work is not None:
         identity["data"] = {data: data_fingerprint(work / "data-bin" / data)}

@@ -1,13 +1,9 @@
-"""``plan`` and ``run`` of a study over training-set sizes (:mod:`fairseq_syntax.study.sizes`).
+"""``plan``, ``run`` and ``report`` of a study over training-set sizes (:mod:`fairseq_syntax.study.sizes`).
 
-``plan`` shows each size in turn: its protocol sweep (each candidate's run with its state and, once finished, its
-validation negative log-likelihood per sentence), the protocol chosen or what it waits for, then the size's grid,
-each run named ``nN/SYSTEM.seedK``, and the cost of what is left estimated from **that size's** finished runs (its
-sweep's included), since a run at 1,000 pairs says little of one at 10,000.
-
-``run`` first runs every size's sweep, then every size whose protocol is known (the sizes in ascending order, one
-pool of ``--jobs`` runs over all of them), so that one command run again and again brings the whole curve in.
-"""
+``plan`` shows each size: its protocol sweep (each candidate's state and validation NLL per sentence), the protocol
+chosen or what it waits for, the size's grid (``nN/SYSTEM.seedK``), and the cost left estimated from **that size's**
+finished runs. ``run`` runs every size's sweep, then every size whose protocol is known, in one pool of ``--jobs``
+runs, smallest size first."""
 from __future__ import annotations
 
 import dataclasses
@@ -123,8 +119,8 @@ def _systems(config: StudyConfig) -> set[str]:
 
 def check_sizes(config: StudyConfig, found: list[Point], executor: str, only: set[str] | None = None) -> None:
     """Every check ``run`` makes before it trains (:mod:`fairseq_syntax.study.checks`), for each size's sweep and
-    grid (of the runs ``only`` names); a size whose sweep is not finished has its data checked as its grid will
-    read it (the grid's systems on its first candidate's settings)."""
+    grid (the runs ``only`` names); a size whose sweep is not finished has its data checked on its first candidate's
+    settings."""
     problems = []
     for point in found:
         studies = [(study, None) for _, study in point.sweep]
@@ -197,9 +193,9 @@ def _priority(task: RunTask) -> tuple[int, int]:
 
 def run_sizes(config: StudyConfig, executor: str, jobs: int, only: list[str] | None = None,
               progress: Callable[[str], None] = print) -> int:
-    """``run`` on a study over sizes (module docstring); 0 when every size's grid is done. Each size's grid joins
-    the runs to do as soon as its sweep's last run ends (locally: in the same pool, while other runs go on; on
-    Slurm: the next round of jobs). Within one ``run`` a failed run is not tried again."""
+    """``run`` on a study over sizes; 0 when every size's grid is done. A size's grid joins the runs to do as soon as
+    its sweep's last run ends (locally: the same pool; on Slurm: the next round). Within one ``run`` a failed run is
+    not tried again."""
     found = checked_points(config)
     wanted = set(only) if only else None
     if wanted:
@@ -251,8 +247,8 @@ def run_sizes(config: StudyConfig, executor: str, jobs: int, only: list[str] | N
 # -- report ---------------------------------------------------------------------------------------------------------
 
 def _sweep_markdown(found: list[Point], report: Path) -> tuple[list[str], dict]:
-    """Each size's protocol sweep: every candidate's validation loss, the one chosen (test BLEU shown, not used), and
-    where its runs' records are (relative to the ``report`` folder; the size's own report leaves them out)."""
+    """Each size's sweep: every candidate's validation loss, the one chosen (test BLEU shown, not used), and where
+    its records are (relative to ``report``)."""
     lines, data = [], {}
     for point in found:
         if not point.sweep:
@@ -287,8 +283,8 @@ def _sweep_markdown(found: list[Point], report: Path) -> tuple[list[str], dict]:
 
 
 def _spent(study: StudyConfig, keep: set[str] | None) -> dict:
-    """What a study's finished runs (of the systems in ``keep``, None: all) cost: their count, the CPU thread-hours
-    (wall time times training.threads; on a GPU, GPU-hours) of their records' wall times, and the mean per run."""
+    """What a study's finished runs (of the systems in ``keep``, None: all) cost: their count, CPU thread-hours (wall
+    time x training.threads; on a GPU, GPU-hours) and the mean per run."""
     states = [state for state in grid_states(study) if keep is None or state.run.system.name in keep]
     walls = [wall for values in finished_wall_times(study, states).values() for wall in values]
     hours, unit = device_hours(study.training, sum(walls))
@@ -318,8 +314,8 @@ def _cost_markdown(config: StudyConfig, found: list[Point]) -> tuple[list[str], 
 
 
 def write_sizes_report(config: StudyConfig, readme: str | None = None, out: str | None = None) -> list[str]:
-    """``report`` on a study over sizes: each size's own report (``REPORT/nN``; a given study's is its own), then
-    the curve (``RESULTS.md``, ``RESULTS.json``, ``curve.png``) and, with ``readme``, its block in that file."""
+    """``report`` on a study over sizes: each size's report (``REPORT/nN``), then the curve (``RESULTS.md``,
+    ``RESULTS.json``, ``curve.png``) and, with ``readme``, its block in that file."""
     from fairseq_syntax.evaluation.curve import curve_data, curve_markdown, readme_block, replace_block
     from fairseq_syntax.evaluation.tables import load_results_json, write_results
     from fairseq_syntax.study.report import write_report

@@ -1,26 +1,21 @@
 """A study over training-set sizes: does syntax help more when data is scarce?
 
-A study file whose ``corpus.subset`` lists sizes (``[1000, 2500, 5000, 10000]``) is one study a size, each an
-ordinary study of this package (a :class:`~fairseq_syntax.study.config.StudyConfig` with ``corpus.subset`` the
-size), called a *point*:
+A study file whose ``corpus.subset`` lists sizes (``[1000, 2500, 5000, 10000]``) is one ordinary study a size (a
+*point*, a :class:`~fairseq_syntax.study.config.StudyConfig` with ``corpus.subset`` the size):
 
-- **Nested subsets.** Every size draws the first N lines of one random order of the training lines
-  (:func:`~fairseq_syntax.study.prepare.corpus.subset_lines`, ``corpus.subset_seed``), so each smaller subset lies
-  inside every larger one, and a parse archive made for the largest subset covers them all.
-- **Where a point's files go.** Size N is named ``NAME.nN``, its data and checkpoints are in ``WORK/nN``, its records in
-  ``RUNS/nN``, its report in ``REPORT/nN``. A ``[sizes.N]`` table may instead name a ``study_file``: that study's runs
-  are size N's, read as they are (the Multi30k study's 10,000-pair runs are the curve's 10,000 point).
-- **One protocol a size.** ``[sizes.N]`` sets keys of ``[bpe]``, ``[model]`` and ``[training]`` for that size (the
-  warm-up, the epoch cap); every system of that size is trained with them, as every system of a one-size study is.
-- **The protocol sweep.** ``sweep.SECTION.KEY = [a, b]`` lists candidates; each combination (the product, in the
-  file's order) is a study of the baseline alone, seed 1, named ``NAME.nN.sweep.LABEL`` (``LABEL``: each key's name and
-  value, ``merges2000-dropout0.3``) in ``WORK/nN/sweep/LABEL`` and ``RUNS/nN/sweep/LABEL``. The size's protocol is the
-  candidate with the lowest **validation negative log-likelihood per sentence** at its best epoch (fairseq's
-  ``nll_loss``, bits per target token, times ln 2 times the validation split's target tokens per sentence, ``wpb /
-  bsz`` of its validation line): per-token losses of different BPE vocabularies are not comparable, a sentence's
-  likelihood is. Test scores of the sweep are shown and never used. Until every candidate has run the size's grid
-  waits (:attr:`Point.waiting`).
-"""
+- **Nested subsets.** Every size takes the first N lines of one random order of the training lines
+  (:func:`~fairseq_syntax.study.prepare.corpus.subset_lines`, ``corpus.subset_seed``), so a parse archive made for
+  the largest covers them all.
+- **Files.** Size N is ``NAME.nN``: ``WORK/nN``, ``RUNS/nN``, ``REPORT/nN``. A ``[sizes.N]`` table may name a
+  ``study_file`` whose runs are size N's, read as they are.
+- **One protocol a size.** ``[sizes.N]`` sets keys of ``[bpe]``, ``[model]`` and ``[training]`` for every system of
+  that size.
+- **The protocol sweep.** ``sweep.SECTION.KEY = [a, b]`` lists candidates; each combination (the product, in file
+  order) is a study of the baseline alone, seed 1, ``NAME.nN.sweep.LABEL`` (``merges2000-dropout0.3``) in
+  ``WORK/nN/sweep/LABEL`` and ``RUNS/nN/sweep/LABEL``. The size's protocol is the candidate with the lowest
+  **validation negative log-likelihood per sentence** at its best epoch (``nll_loss`` in bits per token x ln 2 x
+  ``wpb / bsz``): per-token losses of different BPE vocabularies are not comparable. Test scores of the sweep are
+  shown, never used. The size's grid waits until every candidate has run (:attr:`Point.waiting`)."""
 from __future__ import annotations
 
 import dataclasses
@@ -43,8 +38,8 @@ class Candidate:
 
 @dataclass(frozen=True)
 class SweepResult:
-    """A finished sweep run: its validation negative log-likelihood per sentence (nats) at its best epoch, that
-    epoch, the per-token nll (bits) and the epochs it trained; its test BLEU (shown, never used to choose)."""
+    """A finished sweep run: validation negative log-likelihood per sentence (nats) at its best epoch, that epoch,
+    the per-token nll (bits) and the epochs trained; its test BLEU (shown, never used to choose)."""
     candidate: Candidate
     nll_per_sentence: float
     nll_per_token_bits: float
@@ -197,8 +192,8 @@ def points(config: StudyConfig) -> list[Point]:
 
 
 def point_config(config: StudyConfig, label: str) -> StudyConfig:
-    """The study of one point (``n1000``) or sweep candidate (``n1000/sweep/LABEL``) of a study over sizes, as a
-    run's process finds it again from the file; StudyError while a size's protocol is not chosen."""
+    """The study of one point (``n1000``) or sweep candidate (``n1000/sweep/LABEL``), as a run's process finds it
+    from the file; StudyError while a size's protocol is not chosen."""
     from fairseq_syntax.study.records import StudyError
 
     size, _, rest = label.partition("/")

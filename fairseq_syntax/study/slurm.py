@@ -1,38 +1,25 @@
 """The study's Slurm executor: a list of items (the study's runs) as one Slurm job array, through submitit.
 
-``run_jobs`` submits ``function(item)`` for every item as one task of a job array
-(``submitit.AutoExecutor(folder, cluster="slurm")``, ``map_array``), waits for all of them while printing progress
-and returns each item's result, or the exception its job ended with: one job's failure never stops the others nor
-raises. ``study_jobs`` lists what of a study's arrays is still in the queue (for ``status``).
+``run_jobs`` submits ``function(item)`` for every item as one task of a job array (``map_array``), waits for all of
+them while printing progress and returns each item's result or the exception its job ended with: one job's failure
+never stops the others nor raises. ``study_jobs`` lists what of a study's arrays is still queued (for ``status``).
 
-A job is judged by its result file and the queue, never by ``sacct``: a cluster without an accounting store (a
-single-node Slurm, many small ones) has no ``sacct``, and there submitit's state is ``UNKNOWN`` for ever, so its
-``job.done()`` and ``job.result()`` would wait for ever on a job cancelled with ``scancel`` or whose node died (no
-result file). The queue is ``squeue --states=all``: the jobs waiting or running, and those that ended within the
-controller's ``MinJobAge`` (300 s by default) with Slurm's end state (``CANCELLED``, ``TIMEOUT``, ``NODE_FAIL``...).
-A job is finished when its result file is there (then ``job.result()`` returns at once: the function's value, or
-submitit's ``FailedJobError`` holding the function's traceback), or when it has ended in the queue (or left it)
-without one for ``RESULT_GRACE_S`` (a shared filesystem's lag): then it ended in an ``UncompletedJobError`` naming
-the job, Slurm's line on how it ended (``CANCELLED``, ``DUE TO TIME LIMIT``, ``DUE TO NODE FAILURE``) and its log.
+A job is judged by its result file and ``squeue --states=all``, never by ``sacct`` (a cluster without accounting
+leaves submitit's state ``UNKNOWN`` for ever). A job is finished when its result file is there (``job.result()``: the
+value, or ``FailedJobError`` with the function's traceback), or when it has ended in (or left) the queue without one
+for ``RESULT_GRACE_S``: then it ended in an ``UncompletedJobError`` naming the job, Slurm's line on how it ended and
+its log. It failed when it raised, or when ``failure`` says its value is one (a study run killed by ``scancel``'s
+SIGTERM returns a failed outcome); the progress line then gives the reason and Slurm's own line (``*** JOB 13 ON
+node1 CANCELLED AT ... ***``, else its end state).
 
-A finished job is judged by its own outcome: it failed when it ended in an exception, or when ``run_jobs``'s
-``failure`` says its returned value is a failure (a study run returns a failed outcome when its training was
-killed: ``scancel`` sends SIGTERM to every process of the job, the training dies of it, the function returns). The
-progress line then says ``failed``, the function's reason and Slurm's own line where Slurm ended the job
-(``*** JOB 13 ON node1 CANCELLED AT 2026-12-01T22:47:52 ***`` in the job's log, else its end state in the queue).
+submitit's settings: ``timeout_min`` -> ``--time``, ``mem_gb`` -> ``--mem``, ``cpus_per_task``, ``gpus_per_node``,
+``slurm_partition``, ``slurm_array_parallelism`` -> the ``%N`` of ``--array``, ``slurm_additional_parameters`` ->
+further ``#SBATCH`` lines (overriding). Every job gets ``--signal=USR2@90``: a timed-out job ends in a
+``FailedJobError`` "timed-out and not checkpointable". One item is a plain job (id ``123``), more an array
+(``123_0``...).
 
-What submitit does with the settings (read from submitit 1.5's source): ``timeout_min`` becomes ``--time``,
-``mem_gb`` ``--mem`` (``8GB``, or MB for a fraction), ``cpus_per_task`` ``--cpus-per-task``, ``gpus_per_node``
-``--gpus-per-node``, ``slurm_partition`` ``--partition``, ``slurm_array_parallelism`` the ``%N`` of
-``--array=0-(n-1)%N``, ``slurm_additional_parameters`` any further ``#SBATCH --key=value`` (overriding the others).
-Every job also gets ``--signal=USR2@90``: 90 s before its time limit submitit's handler raises in the job (the
-function is not checkpointable), so a timed-out job ends in a ``FailedJobError`` saying "timed-out and not
-checkpointable". ``scancel`` sends SIGTERM, which submitit's job ignores, then SIGKILL after the cluster's
-``KillWait``: no result file. A single item is submitted as a plain job (id ``123``), more as an array (``123_0``...).
-
-Beside submitit's files, ``folder`` gets one ``ARRAYID_items.json`` an array: each job's id, its item's index and
-description, which ``study_jobs`` reads.
-"""
+``folder`` gets one ``ARRAYID_items.json`` an array: each job's id, its item's index and description, which
+``study_jobs`` reads."""
 from __future__ import annotations
 
 import json
@@ -97,9 +84,9 @@ def _last_line(text: str) -> str:
 
 
 def queue(user: str | None = None) -> dict[str, dict[str, str]] | None:
-    """The queue's jobs of ``user`` (default: this process's), by submitit's job id (``123_4`` for a task of an
-    array, ``123`` for a plain job): state, reason, node; the jobs that have ended too, while the controller keeps
-    them (``MinJobAge``), in one of ``ENDED_STATES``. None when ``squeue`` fails (the controller not answering)."""
+    """The queue's jobs of ``user`` (default: this process's) by submitit's job id (``123_4``, ``123``): state,
+    reason, node; ended jobs too while the controller keeps them, in one of ``ENDED_STATES``. None when ``squeue``
+    fails."""
     user = user or pwd.getpwuid(os.getuid()).pw_name
     try:
         listed = subprocess.run(["squeue", "--noheader", "--array", "--states=all", f"--user={user}",
@@ -126,9 +113,9 @@ def _write_items(folder: Path, jobs, descriptions: list[str], job_name: str) -> 
 
 
 def slurm_end(job, state: str) -> str:
-    """Slurm's own word on how ``job`` ended, where Slurm ended it: the line its log got (``JOB 13 ON node1
-    CANCELLED AT 2026-12-01T22:47:52``, ``... DUE TO TIME LIMIT``, ``... DUE TO NODE FAILURE``), else its end
-    state ``state`` in the queue where that is one of ``ENDED_BY_SLURM``; "" for a job that ended by itself."""
+    """Slurm's own word on how ``job`` ended, where Slurm ended it: its log's line (``JOB 13 ON node1 CANCELLED AT
+    ...``, ``... DUE TO TIME LIMIT``), else ``state`` where it is in ``ENDED_BY_SLURM``; "" for a job that ended by
+    itself."""
     log = job.paths.stderr
     lines = log.read_text(errors="replace").splitlines() if log.exists() else []
     ended = [line.split("***")[1].strip() for line in lines if re.search(r"\*\*\* JOB .* \*\*\*", line)]
@@ -144,9 +131,8 @@ def _uncompleted(job, description: str, last_state: str):
 
 
 def failure_line(outcome: BaseException) -> str:
-    """One line saying why a job failed: for submitit's ``FailedJobError`` the last line of the function's
-    traceback (``ZeroDivisionError: division by zero``; a timed-out job's ``...UncompletedJobError: Job not requeued
-    because: timed-out and not checkpointable.``), for any other exception its first line."""
+    """One line saying why a job failed: for ``FailedJobError`` the last line of the function's traceback, for any
+    other exception its first line."""
     from submitit.core.utils import FailedJobError
 
     if isinstance(outcome, FailedJobError):  # the trace sits between two lines of dashes
@@ -158,16 +144,13 @@ def failure_line(outcome: BaseException) -> str:
 def run_jobs(function: Callable[[T], R], items: Sequence[T], settings: Slurm, folder: Path, *,
              job_name: str, describe: Callable[[T], str] = str, progress: Callable[[str], None] = print,
              failure: Callable[[R], str | None] = lambda result: None) -> list[tuple[T, R | BaseException]]:
-    """``function(item)`` for every item as one Slurm job array; waits for every job, showing progress lines (each
-    job that ends, named by ``describe``: ``done``, or ``failed`` with the reason; the counts of jobs done, failed,
-    running and pending), and returns ``(item, result or exception)`` in the items' order. A job's exception is
-    submitit's ``FailedJobError`` holding the function's traceback, or an ``UncompletedJobError`` for a job that
-    ended without a result (cancelled with ``scancel``, its node gone, killed at its time limit); a job warned of its
-    time limit ends in a ``FailedJobError`` ("timed-out and not checkpointable"). ``failure(result)``: why a value
-    the function returned is a failure, None where it is not. One job's failure never raises. Raises
-    ``SlurmError`` where Slurm or submitit is missing or the cluster refuses the array (a partition, a memory or GPU
-    request it cannot satisfy). ``function`` and the items must be picklable and ``folder`` on a filesystem the
-    nodes share."""
+    """``function(item)`` for every item as one Slurm job array; waits for every job, printing progress (each job
+    that ends, named by ``describe``: ``done`` or ``failed`` with the reason; counts done, failed, running, pending),
+    and returns ``(item, result or exception)`` in the items' order: ``FailedJobError`` (the function's traceback, or
+    a time limit: "timed-out and not checkpointable") or ``UncompletedJobError`` (ended without a result).
+    ``failure(result)``: why a returned value is a failure, else None. One job's failure never raises. Raises
+    ``SlurmError`` where Slurm or submitit is missing or the cluster refuses the array. ``function`` and items must
+    be picklable and ``folder`` shared with the nodes."""
     items = list(items)
     if not items:
         return []
@@ -252,10 +235,9 @@ def run_jobs(function: Callable[[T], R], items: Sequence[T], settings: Slurm, fo
 
 
 def study_jobs(folder: Path) -> list[dict]:
-    """The jobs that ``run_jobs`` submitted under ``folder`` that wait or run now: ``job_id``, ``array_index``
-    (None for a plain job), ``state``, ``reason``, ``node``, ``description`` (its item's) and ``running`` (its state
-    is one of ``RUNNING_STATES``; else it waits), in order of submission. Raises ``SlurmError`` when ``squeue``
-    fails."""
+    """The jobs ``run_jobs`` submitted under ``folder`` that wait or run now: ``job_id``, ``array_index`` (None for a
+    plain job), ``state``, ``reason``, ``node``, ``description`` and ``running`` (state in ``RUNNING_STATES``), in
+    order of submission. Raises ``SlurmError`` when ``squeue`` fails."""
     records = []
     for path in sorted(Path(folder).glob(f"*{ITEMS_SUFFIX}"), key=lambda path: int(path.name.split("_")[0])):
         try:
