@@ -1,8 +1,5 @@
-"""The settings of the tests' tiny studies (tests/study/test_tiny_study.py, the window's step 4 in
-tests/recipes/test_window.py): the demo corpus as tokenized raw text in ``raw``, its parse archive in ``parses``,
-tiny models; ``{epochs}`` is the epoch cap. A study file is these settings and its ``[[systems]]``."""
+"""The tests' tiny study settings (demo corpus in raw/, its archive in parses/; ``{epochs}``), less [[systems]]."""
 
-#: the tests' tiny Transformer (a [model] section), for the study files that take a recipe's as their base
 TINY_MODEL = """\
 [model]
 encoder_layers = 1
