@@ -1,16 +1,9 @@
 """What a seeds table tests, as a value: the baseline, each control's method and kind, the seeds planned, the rule.
 
-A controlled study asks of each method whether it beats a baseline and whether it beats itself on control
-structures (:mod:`fairseq_syntax.core.control_kinds`). Which system is the baseline, which system is a control of
-which method and of what kind, how many seeds each system is to get and which systems the study has are the study's
-choices, not something to read from the systems' names: :class:`Comparisons` holds them, the results table
-(:mod:`~fairseq_syntax.evaluation.results`), its answer (:mod:`~fairseq_syntax.evaluation.study_answer`), its figure
-(:mod:`~fairseq_syntax.evaluation.seeds_figure`) take one, and RESULTS.json records the one its seeds table was made
-with (:meth:`Comparisons.to_json`), so that what is read back from it needs no configuration.
-
-:func:`registry_comparisons` is the one the method registry describes: the registry's words-only baseline and each
-control system's method and kind (:func:`fairseq_syntax.methods.control_pairs`), with no plan.
-"""
+These are the study's choices, never read from the systems' names: :class:`Comparisons` holds them, the results
+table, its answer and its figure take one, and RESULTS.json records it (:meth:`Comparisons.to_json`).
+:func:`registry_comparisons` is the method registry's: its words-only baseline and each control system's method and
+kind (:func:`fairseq_syntax.methods.control_pairs`), with no plan."""
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,12 +16,11 @@ DEFAULT_METRICS = ("BLEU", "chrF")
 
 @dataclass(frozen=True)
 class Comparisons:
-    """The comparisons of a seeds table: every system is tested against ``baseline`` (None: none, each method
-    against its controls only); ``controls`` maps a control system to (its method system, its control kind, one of
-    :data:`~fairseq_syntax.core.control_kinds.CONTROLS`), in the order a method's controls are listed;
-    ``planned_seeds``: how many seeds the study gives each system (empty: no plan, each row is complete with the
-    seeds it has); ``expected``: the study's systems in order (those without a run: "no run finished yet");
-    ``alpha``: the level of the verdict rule; ``metrics``: the metrics the rule reads, the first one the headline."""
+    """The comparisons of a seeds table: every system is tested against ``baseline`` (None: each method against its
+    controls only); ``controls``: control system -> (method system, kind of
+    :data:`~fairseq_syntax.core.control_kinds.CONTROLS`), in listing order; ``planned_seeds``: seeds per system
+    (empty: no plan); ``expected``: the study's systems in order; ``alpha``: the verdict rule's level; ``metrics``:
+    the metrics the rule reads, the first the headline."""
     baseline: str | None = None
     controls: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     planned_seeds: Mapping[str, int] = field(default_factory=dict)
@@ -123,10 +115,9 @@ class Comparisons:
 
 def registry_comparisons(baseline: str | None = None, controls: Mapping[str, tuple[str, str]] | None = None,
                          planned_seeds: Mapping[str, int] | None = None, **options) -> Comparisons:
-    """:class:`Comparisons` with the method registry's defaults for what is not given: ``baseline`` the registry's
-    words-only baseline (:func:`fairseq_syntax.methods.words_baseline`), ``controls`` each control system of the
-    registry with its method and kind (:func:`fairseq_syntax.methods.control_pairs`); the systems expected are
-    those of ``planned_seeds``, in its order. ``options``: ``alpha``, ``metrics``."""
+    """:class:`Comparisons` with the registry's defaults for what is not given (``baseline``:
+    :func:`fairseq_syntax.methods.words_baseline`; ``controls``: :func:`fairseq_syntax.methods.control_pairs`);
+    expected systems are those of ``planned_seeds``, in order. ``options``: ``alpha``, ``metrics``."""
     from fairseq_syntax.methods import control_pairs, words_baseline
 
     planned_seeds = dict(planned_seeds or {})

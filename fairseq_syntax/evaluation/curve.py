@@ -1,13 +1,11 @@
-"""The curve of a study over training-set sizes: each method's and each control's difference from the baseline at
-each size, with the interval of the seed-aware paired bootstrap and the verdict of the study's fixed rule, read from
-each size's ``RESULTS.json`` (the ``answer`` of :mod:`fairseq_syntax.evaluation.study_answer`), never recomputed.
+"""The curve of a study over training-set sizes: each method's and control's difference from the baseline at each
+size, with the seed-aware bootstrap's interval and the verdict, read from each size's ``RESULTS.json`` (its
+``answer``), never recomputed.
 
-:func:`curve_data` gathers them (``{"sizes", "baseline", "methods", "points", "systems"}``: per system, per size,
-``{"BLEU": {"delta", "delta_ci", "p_value"}, "chrF": ..., "verdict"}``; per method, per size, its comparison with
-each control), :func:`curve_markdown` writes the tables, :func:`method_sentences` one generated sentence per method
-(where it is better than the words, and whether its random-tree control is as good there), and
-:func:`readme_block` the README's block between :data:`README_BEGIN` and :data:`README_END`.
-"""
+:func:`curve_data` gathers them (``{"sizes", "baseline", "methods", "points", "systems"}``: per system and size
+``{"BLEU": {"delta", "delta_ci", "p_value"}, "chrF": ..., "verdict"}``; per method and size its comparison with each
+control), :func:`curve_markdown` writes the tables, :func:`method_sentences` one sentence per method, and
+:func:`readme_block` the README's block between :data:`README_BEGIN` and :data:`README_END`."""
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -59,8 +57,8 @@ def point_answer(results: dict | None, dataset: str) -> dict[str, Any]:
 
 
 def curve_data(points: Sequence[dict], baseline: str, methods: dict[str, list[str]]) -> dict[str, Any]:
-    """The curve: ``points`` are ``{"pairs", "dataset", "results"}`` (results: a size's RESULTS.json, or None before
-    it has one), ``methods`` each method's control systems, in the study file's order."""
+    """The curve: ``points`` are ``{"pairs", "dataset", "results"}`` (a size's RESULTS.json, or None), ``methods``
+    each method's control systems, in the study file's order."""
     sizes = [point["pairs"] for point in points]
     answers = {point["pairs"]: point_answer(point.get("results"), point["dataset"]) for point in points}
     systems = [name for method, controls in methods.items() for name in (method, *controls)]
@@ -120,8 +118,8 @@ def _sizes_text(sizes: Sequence[int]) -> str:
 
 
 def method_sentences(data: dict[str, Any]) -> list[str]:
-    """One sentence per method: at which sizes it is better than the words, worse, or neither (no measurable
-    difference, or the metrics disagree), and where it is better whether its controls do as well."""
+    """One sentence per method: at which sizes it is better than the words, worse, or neither, and where better
+    whether its controls do as well."""
     sentences = []
     for method, controls in data["methods"].items():
         by_size = data["systems"][method]

@@ -1,8 +1,6 @@
-"""The figure of a study over training-set sizes (``curve.png``): for BLEU and for chrF side by side, each system's
-difference from the baseline against the number of training pairs (a log axis), one line per method, its control
-dashed in the same colour beside it, each point with the 95% interval of the seed-aware paired bootstrap, zero
-marked. It draws :func:`fairseq_syntax.evaluation.curve.curve_data` and nothing else, so it shows the tables'
-numbers."""
+"""The figure of a study over sizes (``curve.png``): BLEU and chrF side by side, each system's difference from the
+baseline against training pairs (log axis), one line per method with its control dashed beside it, each point with
+its 95% bootstrap interval. It draws :func:`fairseq_syntax.evaluation.curve.curve_data` only."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,9 +1,6 @@
-"""A run's kept files (logs, decodes, records): plain, gzipped beside their record (``NAME.gz``) or packed into their
-folder's archive (:mod:`~fairseq_syntax.evaluation.packed_runs`). Every reader (``open_text``, ``read_text``, and
-through them :mod:`~fairseq_syntax.evaluation.train_logs` and ``scoring.read_lines``) takes ``name`` or
-``name.gz``, whichever exists, else the packed copy; a gzip file written here (``open_text``, ``compress``) has no
-name or time stamp in its header, so the same text always gives the same bytes.
-"""
+"""A run's kept files (logs, decodes, records): plain, gzipped (``NAME.gz``) or packed into their folder's archive
+(:mod:`~fairseq_syntax.evaluation.packed_runs`). Readers take ``name`` or ``name.gz``, whichever exists, else the
+packed copy; a gzip file written here has no name or time stamp in its header (same text, same bytes)."""
 import gzip
 import io
 import os
@@ -30,8 +27,7 @@ def open_text(path, mode: str = "r", encoding: str = "utf-8", **kwargs):
                 return gzip.open(found, "rt", encoding=encoding, **kwargs)
             return open(found, encoding=encoding, **kwargs)
         except FileNotFoundError:
-            # not on disk, or packed since existing_path looked (a lane packs while another reads: the archive is
-            # written before the file is removed)
+            # packed since existing_path looked: the archive is written before the file is removed
             packed = find_member(path)
             if packed is None:
                 raise
@@ -52,8 +48,7 @@ def read_text(path) -> str:
 
 
 def compress(path) -> Path:
-    """Gzip ``path`` into ``path.gz`` and remove ``path``; returns the new path. The recipes call this (or
-    ``gzip -n``) on their logs and decodes once a run is scored."""
+    """Gzip ``path`` into ``path.gz`` and remove ``path``; returns the new path."""
     path = Path(path)
     target = path.with_name(path.name + ".gz")
     with open(path, "rb") as source, open(target, "wb") as raw, \

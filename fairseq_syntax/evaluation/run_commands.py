@@ -1,16 +1,12 @@
 """The commands a run record holds: each as its argv list (what ran, word for word).
 
-A record's command fields are ``command`` (the training), ``decode_command`` and ``score_command``. A record holds
-each as ``FIELD_argv``, its words, program first (:func:`stored_form`); on reading, :func:`with_argv` puts the
-display string (:func:`command_text`) back under ``FIELD``, for people, never read back. The words are what every
-reader uses (:func:`option_value`, :func:`with_seed_variable`).
+A record holds ``command``, ``decode_command`` and ``score_command`` as ``FIELD_argv``, program first
+(:func:`stored_form`); :func:`with_argv` puts the display string (:func:`command_text`) back under ``FIELD`` on
+reading, never read back.
 
-**Records of the old form** (the committed Multi30k studies' per-run records) and the checkpoints of the old form
-(``train_command.txt``) hold each command as its words joined by spaces, unquoted. :func:`old_form_words` is the one
-place such a text is split, once, with :func:`shlex.split`; a word that held a space comes back as two (Adam's betas,
-``(0.9, 0.98)``, as ``(0.9,`` and ``0.98)``), which keeps every single-word option whole. Nothing is written back to
-such a record.
-"""
+**The old form** (the committed Multi30k studies' per-run records, checkpoints' ``train_command.txt``) holds a
+command as its words joined by spaces, unquoted; :func:`old_form_words` splits it once with :func:`shlex.split` (a
+word with a space comes back as two). Nothing is written back to such a record."""
 from __future__ import annotations
 
 import re
@@ -24,8 +20,8 @@ _NEEDS_QUOTES = re.compile(r"""[\s'"\\]|^$""")
 
 
 def command_text(argv: list[str]) -> str:
-    """The display string of ``argv``: its words joined by spaces, a word quoted only where it holds a space or a
-    quote (``$SEED``, :func:`with_seed_variable`'s placeholder, stays a variable)."""
+    """``argv``'s words joined by spaces, a word quoted only where it holds a space or a quote (``$SEED`` stays a
+    variable)."""
     return " ".join(shlex.quote(word) if _NEEDS_QUOTES.search(word) else word for word in argv)
 
 
@@ -40,15 +36,13 @@ def record_argv(record: dict, field: str = "command") -> list[str] | None:
 
 
 def old_form_words(text: str) -> list[str]:
-    """The words of a command of the old form (module docstring): its text split once with :func:`shlex.split`,
-    here and nowhere else."""
+    """The words of a command of the old form: its text split once with :func:`shlex.split`."""
     return shlex.split(text)
 
 
 def with_argv(record: dict) -> dict:
-    """``record`` (as read) with both forms of each command field it holds: the argv as written, or for a record of
-    the old form :func:`old_form_words` of its text; the display string as written, or :func:`command_text` of the
-    argv."""
+    """``record`` with both forms of each command field: the argv as written (old form: :func:`old_form_words`), and
+    the display string as written or :func:`command_text`."""
     upgraded = dict(record)
     for field in COMMAND_FIELDS:
         text, argv = record.get(field), record.get(field + ARGV)
@@ -60,15 +54,13 @@ def with_argv(record: dict) -> dict:
 
 
 def stored_form(record: dict) -> dict:
-    """``record`` as a file holds it: each command field's argv, without the display string :func:`with_argv` makes
-    again."""
+    """``record`` as a file holds it: each command field's argv, no display string."""
     return {key: value for key, value in record.items()
             if not (key in COMMAND_FIELDS and isinstance(record.get(key + ARGV), list))}
 
 
 def as_old_form(argv: list[str]) -> list[str]:
-    """The words ``argv`` comes back as from a record of the old form (its words joined by spaces, then
-    :func:`old_form_words`): what a command of the old form is compared with."""
+    """``argv`` as a record of the old form gives it back (joined by spaces, then :func:`old_form_words`)."""
     return old_form_words(" ".join(argv))
 
 

@@ -1,19 +1,11 @@
-"""Runaway hypotheses: translations that loop (a phrase repeated, a sub-word stutter) until the decoder's length cap,
-what they cost in BLEU, and whether the same sentences run away in every seed (the model) or in one (chance).
+"""Runaway hypotheses: translations that loop until the decoder's length cap, what they cost in BLEU, and whether the
+same sentences run away in every seed (the model) or in one (chance).
 
 A hypothesis **runs away** when it has more than ``factor`` times its reference's words plus ``slack``
-(:func:`runaway_ids`; default 2 x + 5: a translation twice its reference's length plus five words is not a
-paraphrase). Its **cost** (:func:`runaway_cost`) is the corpus BLEU gained when each runaway hypothesis is cut to its
-reference's length in words (keeping its first words, as a length cap at the reference's length would): the score
-the run would have had without the loops, everything else equal; the length ratio before and after is reported too.
-Whether runaways **follow the input** (:func:`overlap`) is read from the sets of sentence ids across runs: for runs
-drawn independently of which sentences loop, two runs of r1 and r2 runaways among n sentences share r1 r2 / n of
-them on average; sharing many more says the same inputs loop again (the method, or the sentences), sharing about that
-many says chance. The source lengths of the runaway sentences against all are given beside it.
-
-Inputs are detokenized hypotheses and raw references, one per test sentence, as the scorer reads them
-(:mod:`fairseq_syntax.evaluation.scoring`).
-"""
+(:func:`runaway_ids`; default 2 x + 5). Its **cost** (:func:`runaway_cost`) is the corpus BLEU gained when each
+runaway is cut to its reference's length in words (its first words), with the length ratio before and after.
+:func:`overlap`: two runs of r1 and r2 runaways among n sentences share r1 r2 / n on average when independent; many
+more says the same inputs loop again. Inputs are detokenized hypotheses and raw references, as the scorer reads them."""
 from __future__ import annotations
 
 import itertools
@@ -43,8 +35,8 @@ def _bleu(hyps: Sequence[str], refs: Sequence[str]) -> tuple[float, float]:
 
 def runaway_cost(hyps: Sequence[str], refs: Sequence[str], factor: float = DEFAULT_FACTOR,
                  slack: int = DEFAULT_SLACK) -> dict:
-    """A run's runaways: their ids, its BLEU and length ratio as decoded and with each runaway hypothesis cut to its
-    reference's length in words, and the difference (what the loops cost)."""
+    """A run's runaways: their ids, BLEU and length ratio as decoded and with each runaway cut to its reference's
+    length in words, and the difference."""
     ids = runaway_ids(hyps, refs, factor, slack)
     cut = list(hyps)
     for index in ids:

@@ -1,13 +1,9 @@
-"""The figure of a seeds table (``fairseq-syntax-plot seeds RESULTS.json OUT.png``): one column per system of a
-dataset trained with several seeds, each seed's test score a point (coloured by the structure the system read: the
-parse, a control structure, none), its mean with +-1 sample sd beside them, each method's controls right beside
-it, and the baseline's mean as a dashed line.
+"""The figure of a seeds table (``fairseq-syntax-plot seeds RESULTS.json OUT.png``): one column per system, each
+seed's test score a point (coloured by the structure read: parse, control, none), its mean with +-1 sample sd, each
+method's controls beside it, and the baseline's mean as a dashed line.
 
-It reads what ``fairseq-syntax-results`` wrote to RESULTS.json (:func:`fairseq_syntax.evaluation.results.render_json`:
-a dataset with ``"seeds": true``, whose metric cells hold ``{"mean", "sd", "per_seed"}``, whose rows are in table
-order, the baseline first, each control after its system, and whose ``comparisons`` name the baseline and each
-control's method), so the figure shows exactly the table's numbers and needs no configuration.
-"""
+It reads RESULTS.json's seeds dataset (cells ``{"mean", "sd", "per_seed"}``, rows in table order, and its
+``comparisons``), so it shows the table's numbers and needs no configuration."""
 from fairseq_syntax.core.figures import save_figure
 from fairseq_syntax.evaluation.comparisons import Comparisons
 from fairseq_syntax.evaluation.seed_systems import seeds_dataset
@@ -64,8 +60,8 @@ def positions(rows: list[dict], comparisons: Comparisons) -> list[float]:
 
 
 def plot_seeds(results_json: str, output: str, dataset: str | None = None, metric: str = "BLEU"):
-    """Draw the figure of the module docstring to ``output`` (a PNG at 96 dpi: small enough to commit); returns the
-    matplotlib figure. A file that is not such a RESULTS.json, or has no seeds table, is a ValueError naming it."""
+    """Draw the figure to ``output`` (a PNG at 96 dpi); returns the matplotlib figure. A file that is not such a
+    RESULTS.json, or has no seeds table, is a ValueError naming it."""
     import matplotlib
 
     matplotlib.use("Agg")

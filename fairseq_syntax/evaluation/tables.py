@@ -1,11 +1,7 @@
 """The results tables of the recipes, in Markdown (RESULTS.md) and JSON (RESULTS.json) from the same rows.
 
-Every generated ``RESULTS.md`` / ``RESULTS.json`` is written here (``write_results``): the run records' table of
-:mod:`fairseq_syntax.evaluation.results`, and the recipes whose results are read from logs
-(``examples/sst/results.py``, ``examples/ptb_induction/make_results.py``, ``preprocess/make_results.py``) with
-``markdown_table`` / ``table_json``, or a ``Table`` of ``Cell``s, which gives both from the same rows. It imports no
-other module of the evaluation, so every module that renders or reads a table can import it.
-"""
+Every generated ``RESULTS.md`` / ``RESULTS.json`` is written by ``write_results``, from ``markdown_table`` /
+``table_json`` or a ``Table`` of ``Cell``s. It imports no other module of the evaluation."""
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -20,9 +16,8 @@ def markdown_cell(text) -> str:
 
 
 def markdown_table(header: Sequence, rows: Iterable[Sequence], align: str | None = None) -> list[str]:
-    """The lines of a Markdown table: ``header``, then one line per row (cells as given, ``str()`` of each, with
-    '|' and line breaks escaped). ``align`` has one letter per column: "l" (the default) or "r" (right-aligned,
-    for numbers)."""
+    """The lines of a Markdown table: ``header``, then one line per row (``str()`` of each cell, '|' and line breaks
+    escaped). ``align``: one letter per column, "l" (default) or "r"."""
     align = align or "l" * len(header)
     if len(align) != len(header) or set(align) - {"l", "r"}:
         raise ValueError(f"align needs one of 'l' or 'r' per column ({len(header)}), got {align!r}")
@@ -37,8 +32,8 @@ def markdown_table(header: Sequence, rows: Iterable[Sequence], align: str | None
 
 
 def table_json(header: Sequence[str], rows: Iterable[Sequence]) -> dict[str, Any]:
-    """A table for RESULTS.json: ``{"columns": header, "rows": [{column: value}, ...]}``, one object per row of
-    the Markdown table, with the values unrounded (numbers as numbers, None for an empty cell)."""
+    """``{"columns": header, "rows": [{column: value}, ...]}``, one object per row, values unrounded (None for an
+    empty cell)."""
     header = list(header)
     table_rows = []
     for row in rows:
@@ -56,8 +51,8 @@ class Cell(NamedTuple):
 
 
 class Table:
-    """A results table built row by row, rendered to Markdown (``lines``) and to RESULTS.json (``json``) from the
-    same rows: a cell is a ``Cell(value, text)``, or a plain value that is its own text."""
+    """A results table built row by row, rendered to Markdown (``lines``) and JSON (``json``): a cell is a
+    ``Cell(value, text)`` or a plain value that is its own text."""
 
     def __init__(self, header: Sequence[str], align: str | None = None):
         self.header, self.align, self.rows = list(header), align, []
@@ -94,15 +89,14 @@ def _json_lines(value, depth: int) -> str:
 
 
 def json_text(data) -> str:
-    """``data`` as the repository's JSON files hold it (run records, RESULTS.json): indented by one space, a list of
-    numbers or strings (an argv, a seed list, an interval) on one line, UTF-8, keys in the given order, a final
-    newline; ``json.loads`` gives ``data`` back."""
+    """``data`` as the repository's JSON files hold it: indented by one space, a list of numbers or strings on one
+    line, UTF-8, keys in order, a final newline; ``json.loads`` gives ``data`` back."""
     return _json_lines(data, 0) + "\n"
 
 
 def write_results(markdown_path, markdown: str, data: dict[str, Any]) -> tuple[Path, Path]:
-    """Write a recipe's results: ``markdown`` to ``markdown_path`` (RESULTS.md) and ``data`` to RESULTS.json
-    beside it (:func:`json_text`). Returns both paths."""
+    """Write ``markdown`` to ``markdown_path`` (RESULTS.md) and ``data`` to RESULTS.json beside it
+    (:func:`json_text`). Returns both paths."""
     markdown_path = Path(markdown_path)
     json_path = results_json_path(markdown_path)
     markdown_path.parent.mkdir(parents=True, exist_ok=True)

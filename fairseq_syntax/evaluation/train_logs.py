@@ -1,7 +1,6 @@
-"""What a fairseq-train log says of its run: updates, epochs and wall-clock seconds (``parse_train_log``) and the
-validation curve its best checkpoint is chosen by (``parse_valid_curve``), from its stdout (any --log-format of
-simple, tqdm, json) or its --log-file, plain, gzipped or packed (:mod:`~fairseq_syntax.evaluation.kept_files`).
-"""
+"""What a fairseq-train log says of its run: updates, epochs and wall seconds (``parse_train_log``) and the
+validation curve (``parse_valid_curve``), from stdout (--log-format simple, tqdm or json) or --log-file, plain,
+gzipped or packed."""
 import json
 import re
 from collections.abc import Iterator
@@ -9,8 +8,7 @@ from collections.abc import Iterator
 from fairseq_syntax.evaluation.kept_files import RecordError, open_text
 from fairseq_syntax.evaluation.run_commands import option_value
 
-# fairseq's logging prefix on stdout, "2024-01-01 12:00:00 | INFO | train | <message>"; a --log-file has the
-# bare message.
+# stdout's prefix "2024-01-01 12:00:00 | INFO | train | <message>"; a --log-file has the bare message.
 LOG_PREFIX = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \| [A-Z]+ \| (?P<logger>[^|]+?) \| (?P<message>.*)$")
 # End-of-epoch statistics printed by the simple/tqdm progress bars: "epoch 003 | loss 4.2 | ... | wall 95".
 # Mid-epoch "train_inner" lines read "epoch 003:   200 / 454 loss=..." and do not match.
@@ -19,8 +17,7 @@ EPOCH_STATS = re.compile(r"^epoch (?P<epoch>\d+) \| (?P<fields>.*)$")
 
 def _epoch_stats(message: str, tag: str) -> dict | None:
     """The end-of-epoch statistics of ``tag`` ("train" or "valid") in one log message by name, "epoch" among them;
-    else None. In --log-format json the tag prefixes every key ("train_wall": the wall-clock meter); in the others
-    "epoch 003 | valid on 'valid' subset | ..." is the validation line of the epoch."""
+    else None (json: the tag prefixes every key, "train_wall")."""
     if message.startswith("{"):
         try:
             stats = json.loads(message)
@@ -36,9 +33,8 @@ def _epoch_stats(message: str, tag: str) -> dict | None:
 
 
 def _log_messages(path, loggers) -> Iterator[str]:
-    """The messages of fairseq-train's ``loggers`` (a name such as "train" or "valid", or a tuple of names) in a log
-    (``path`` or ``path.gz``): on stdout the lines they printed, less the timestamp prefix; in a --log-file, which has
-    no prefix, every line."""
+    """The messages of fairseq-train's ``loggers`` (a name or tuple of names) in a log (``path`` or ``path.gz``):
+    stdout lines less the timestamp prefix; every line of a --log-file."""
     loggers = (loggers,) if isinstance(loggers, str) else tuple(loggers)
     with open_text(path, errors="replace") as handle:
         for line in handle:
@@ -56,15 +52,11 @@ TRAIN_START = ("{'_name'", "Namespace(")
 
 
 def parse_train_log(path) -> dict[str, float]:
-    """Updates, epochs and wall-clock seconds of a fairseq-train run, from its end-of-epoch statistics lines.
+    """Updates, epochs and wall-clock seconds of a fairseq-train run, from its end-of-epoch statistics.
 
-    Reads fairseq-train's stdout (any --log-format of simple, tqdm, json) or its --log-file, plain or gzipped
-    (``path`` or ``path.gz``). A run resumed from a checkpoint appends a second fairseq-train's output to the same
-    log, and that one's "wall" meter starts again from 0 (fairseq 0.12 restores the meter's sum but not its running
-    start), so the wall time is the sum over the log's fairseq-train runs of each one's last "wall": a run starts
-    at its configuration line, or where "wall" falls below the value before it. The time of an epoch cut short by a
-    stop is not counted (it is trained again). Returns {"updates": int, "epochs": int, "wall_time_s": float}.
-    """
+    A resumed run appends another fairseq-train's output whose "wall" meter restarts from 0, so the wall time is the
+    sum of each run's last "wall" (a run starts at its configuration line, or where "wall" falls). An epoch cut short
+    by a stop is not counted. Returns {"updates": int, "epochs": int, "wall_time_s": float}."""
     last = None
     earlier_runs_wall = run_wall = 0.0
     for message in _log_messages(path, ("train", "fairseq_cli.train")):
@@ -94,10 +86,8 @@ def best_checkpoint_metric(argv: list[str]) -> str:
 
 
 def parse_valid_curve(path, metric: str = "loss") -> list[tuple[int, float]]:
-    """[(epoch, value)] of the validation statistic ``metric`` at the end of each epoch of a fairseq-train log
-    (the formats ``parse_train_log`` reads), in epoch order. A run that was resumed may validate an epoch twice (in
-    the log of the killed process and again after it); the last value of an epoch is the one kept. Empty when the log
-    has no validation line with ``metric``."""
+    """[(epoch, value)] of validation statistic ``metric`` at the end of each epoch, in epoch order; an epoch
+    validated twice (a resumed run) keeps its last value. Empty when no validation line has ``metric``."""
     curve: dict[int, float] = {}
     for message in _log_messages(path, "valid"):
         stats = _epoch_stats(message, "valid")

@@ -1,23 +1,13 @@
 """Whether this machine can train a study's runs on the device its file names, told without torch.
 
-``training.device = "cuda"`` on a machine whose torch sees no GPU does not fail: fairseq-train falls back to the CPU
-(the grid gives ``--cpu`` only for ``device = "cpu"``), so every run trained on the CPU at a hundredth of the speed
-and was recorded as a GPU run. Two checks stop that:
+fairseq-train falls back to the CPU where torch sees no GPU, so ``training.device = "cuda"`` is checked twice:
 
-* ``fairseq-syntax-study plan`` and ``run`` (:func:`device_problem`), where the runs train on this machine (executor
-  ``local``): the file's ``training.device`` (and any size's) is ``cuda`` but no NVIDIA GPU is visible. These
-  commands import no torch (tests/study/test_fast_commands.py), so the GPUs are counted as the driver lists them:
-  ``/proc/driver/nvidia/gpus/`` (one folder a GPU), else ``nvidia-smi -L`` where it is on the PATH; a
-  ``CUDA_VISIBLE_DEVICES`` that is empty or starts with ``-1`` hides them all, as it does from torch. A machine with
-  an AMD driver (``/dev/kfd``) is not judged here. With executor ``slurm`` the login node is not the machine that
-  trains: nothing is checked here.
-* the run's own process (:func:`cuda_problem`, called by :func:`fairseq_syntax.study.runner.execute` on the node
-  that trains, a Slurm job's too): torch's ``torch.cuda.is_available()``. A run that would fall back fails in one
-  line (``WORK/failed/RUN.txt``, which ``plan`` shows) before anything is trained.
-
-``training.precision = "fp16"`` with ``device = "cpu"`` is a problem of the file itself
-(:func:`fairseq_syntax.study.config.load_study`).
-"""
+* ``plan`` and ``run`` with executor ``local`` (:func:`device_problem`): ``cuda`` (the file's or any size's) while no
+  NVIDIA GPU is visible, counted without torch: ``/proc/driver/nvidia/gpus/``, else ``nvidia-smi -L``; an empty
+  ``CUDA_VISIBLE_DEVICES`` or one starting with ``-1`` hides them. An AMD driver (``/dev/kfd``) is not judged; with
+  ``slurm`` nothing is checked here.
+* the run's own process (:func:`cuda_problem`, from :func:`fairseq_syntax.study.runner.execute`):
+  ``torch.cuda.is_available()``; the run fails in one line (``WORK/failed/RUN.txt``) before training."""
 from __future__ import annotations
 
 import os
@@ -37,7 +27,7 @@ NVIDIA_SMI_TIMEOUT_S = 20
 def visible_gpus(environ: Mapping[str, str] = os.environ, proc_gpus: str = PROC_GPUS,
                  nvidia_smi: str | None = "nvidia-smi", amd_driver: str = AMD_DRIVER) -> tuple[int | None, str]:
     """(the number of NVIDIA GPUs a process started here would see, or None where it cannot be told; how it was
-    told, for the error line)."""
+    told)."""
     hidden = environ.get("CUDA_VISIBLE_DEVICES")
     if hidden is not None and (not hidden.strip() or hidden.split(",")[0].strip() == "-1"):
         return 0, f"CUDA_VISIBLE_DEVICES={hidden!r} hides every GPU"
@@ -73,8 +63,8 @@ def _devices(config: StudyConfig) -> set[str]:
 
 
 def device_problem(config: StudyConfig, executor: str, **machine) -> str | None:
-    """The line that refuses a study whose runs would train here on a GPU this machine does not have (the module
-    docstring), or None. ``machine``: :func:`visible_gpus`'s arguments (tests)."""
+    """The line that refuses a study whose runs would train here on a GPU this machine lacks, or None. ``machine``:
+    :func:`visible_gpus`'s arguments (tests)."""
     if executor != "local" or "cuda" not in _devices(config):
         return None
     count, why = visible_gpus(**machine)

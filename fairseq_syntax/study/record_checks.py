@@ -1,20 +1,13 @@
-"""Every record of a study's runs folder checked against its study file. ``plan``, ``run`` and ``report`` check them
-all before anything else (:func:`refuse_foreign_records`), and a run checks its own before it counts as finished
-(:func:`finished`). A record is refused in one line naming it and each difference: another study (its name
-or dataset), a system the file does not have, or a changed setting, named by its key in the study file; nothing is
-written.
+"""Every record of a study's runs folder checked against its study file: by ``plan``, ``run`` and ``report`` before
+anything else (:func:`refuse_foreign_records`), and by a run before it counts as finished (:func:`finished`). A
+record is refused in one line naming it and each difference (another study or dataset, a system the file lacks, a
+setting by its key); nothing is written.
 
-A record's file names its run: ``SYSTEM.seedK.run.json`` (one run) or ``SYSTEM.seeds.run.json`` (the system over its
-seeds, whose facts are its first seed's). Its settings are compared
-
-- key by key where the record names them (its ``study`` identity, :func:`~fairseq_syntax.study.grid.study_identity`);
-- for a record of the old form, which holds the settings' digest only (or, made before records had an identity, no
-  settings at all): an equal digest is the same settings; otherwise its training command (its words,
-  :func:`~fairseq_syntax.evaluation.run_commands.with_argv`) is compared word by word with the command the file gives
-  its run, each difference named by what gives those words (:func:`~fairseq_syntax.study.grid.train_pieces`: a key
-  of the study file, the run, the system). A control run of the first studies read the seed-1 structures for every
-  seed (``DATA.CONTROL``, not ``DATA.CONTROL-sK``); its record says so, and that is no difference.
-"""
+A record's file names its run: ``SYSTEM.seedK.run.json`` or ``SYSTEM.seeds.run.json`` (facts of its first seed).
+Settings are compared key by key where the record names them (its ``study`` identity); a record of the old form (a
+settings digest, or none) matches on an equal digest, else its training command is compared word by word with the
+file's (:func:`~fairseq_syntax.study.grid.train_pieces` names what gives each word). A first-studies control run that
+read the seed-1 structures (``DATA.CONTROL``) for every seed is no difference."""
 from __future__ import annotations
 
 import json
@@ -56,9 +49,8 @@ def settings_differences(recorded: dict, config: StudyConfig) -> list[str]:
 
 
 def command_differences(recorded: list[str], config: StudyConfig, run: Run) -> list[str]:
-    """How a record's training command of the old form (its words) differs from the one the file gives ``run``: for
-    each stretch of words that differs, what gives them (a key of the study file, the run, the system) and both
-    words, ``KEY: RECORDED (file: WORDS)``."""
+    """How a record's training command of the old form differs from the file's for ``run``: per differing stretch of
+    words, what gives them and both words, ``KEY: RECORDED (file: WORDS)``."""
     expected, sources = ["fairseq-train"], ["the program"]
     empty_at: dict[int, list[str]] = {}  # where a piece that gives no words would have given them
     for source, words in train_pieces(config, run, OUT_DIR):
@@ -84,7 +76,7 @@ def command_differences(recorded: list[str], config: StudyConfig, run: Run) -> l
 
 
 def record_problems(config: StudyConfig, path: Path, record: dict) -> list[str]:
-    """Why the record ``path`` is not one of this study's (module docstring); empty: it is."""
+    """Why the record ``path`` is not one of this study's; empty: it is."""
     named = RECORD_NAME.match(path.name)
     if named is None:
         return ["not a study's record name (SYSTEM.seedK.run.json or SYSTEM.seeds.run.json)"]
@@ -124,7 +116,7 @@ def refusal(config: StudyConfig, path, problems: list[str]) -> str:
 
 def finished(config: StudyConfig, run: Run) -> bool:
     """Whether ``run`` has a kept decode and a record of this study; StudyError for a record of another study or
-    setting (:func:`record_problems`)."""
+    setting."""
     runs = runs_dir(config)
     record_path = runs / f"{run.name}.run.json"
     record = read_record(record_path)

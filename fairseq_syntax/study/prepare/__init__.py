@@ -1,20 +1,16 @@
-"""A study's data, made once: everything under ``WORK`` that the grid's runs read, only what the grid needs and never
-twice.
+"""A study's data, made once: everything under ``WORK`` that the grid's runs read, only what they need.
 
-:func:`prepare` runs these steps, each only where a run of the grid needs it (:mod:`.needs`: a study whose systems
-read the sequence form parses no trees; with ``only``, a run of those named: ``run`` makes no data for finished
-runs), each recorded and skipped once made by the build engine (:mod:`.engine`):
+:func:`prepare` runs these steps where a run needs them (:mod:`.needs`; with ``only``, the runs named), each recorded
+and skipped once made (:mod:`.engine`):
 
-1. ``subset``, ``tokens`` (:mod:`.corpus`): the training subset drawn, every split tokenized;
-2. ``parses:archive``, or ``parses:constituency`` and ``parses:dependency`` (:mod:`.parses`);
-3. ``bpe`` (:mod:`.bpe`): joint BPE learned on the training tokens, applied to every split;
-4. ``controls:CONTROL-sK`` (:mod:`.controls`): the control structures of every control kind and seed the grid reads;
-5. ``data-bin/NAME`` (:mod:`.data`): every data directory a run reads, with its side data and ``parsers.json``;
-6. ``reference`` (:mod:`.corpus`): the test reference as the runs score against it, ``WORK/test.TARGET.ref``.
+1. ``subset``, ``tokens`` (:mod:`.corpus`): the training subset drawn, every split tokenized; 2. ``parses:archive``,
+or ``parses:constituency`` and ``parses:dependency`` (:mod:`.parses`); 3. ``bpe`` (:mod:`.bpe`): joint BPE learned on
+the training tokens, applied to every split; 4. ``controls:CONTROL-sK`` (:mod:`.controls`): the control structures of
+every control kind and seed the grid reads; 5. ``data-bin/NAME`` (:mod:`.data`): every data directory a run reads,
+with its side data and ``parsers.json``; 6. ``reference`` (:mod:`.corpus`): the test reference as the runs score
+against it, ``WORK/test.TARGET.ref``.
 
-An output there without a record (made by something else than a study's preparation) stops :func:`prepare` with
-one line naming it: nothing is overwritten. Parses made elsewhere come in as a parse archive (``parses.archive``).
-"""
+An output there without a record stops :func:`prepare` in one line naming it: nothing is overwritten."""
 from __future__ import annotations
 
 import shutil
@@ -52,9 +48,8 @@ def steps(prep: Preparation) -> None:
 
 
 def dry_run(prep: Preparation) -> None:
-    """What :func:`prepare` would refuse in ``WORK`` as it is, making nothing: each step's recipe against its
-    record, up to the first step it would make (everything after it is made from that step's outputs); one line of
-    :class:`~.engine.PrepareError` (an output made from other inputs or settings, or there without a record)."""
+    """What :func:`prepare` would refuse in ``WORK`` as it is, making nothing: each step's recipe against its record
+    up to the first step it would make; one line of :class:`~.engine.PrepareError`."""
     if not prep.work.is_dir():
         return
     prep.read_manifest()
@@ -67,14 +62,11 @@ def dry_run(prep: Preparation) -> None:
 
 def prepare(config: StudyConfig, progress: Callable[[str], None] = print,
             only: Collection[str] | None = None) -> list[str]:
-    """Make (or find made) under ``study.work`` everything the study's runs read, or with ``only`` what those runs
-    read (``run`` passes the runs it is about to run: a study's finished runs need no data on a fresh machine);
-    return the names of the data directories under ``WORK/data-bin``, in the grid's first-use order (real-parse
-    directories before the control directories made with their dictionaries). A problem stops it with
-    :class:`PrepareError`, one line each."""
+    """Make (or find made) under ``study.work`` everything the study's runs read (with ``only``, what those runs
+    read); return the data directories' names under ``WORK/data-bin`` in the grid's first-use order (real-parse
+    directories before control directories). A problem stops it with :class:`PrepareError`, one line each."""
     prep = Preparation(config, progress, only)
-    # every missing file and parser named at once; then each parser given by a pretrained name is downloaded, before
-    # anything is made (or it cannot be)
+    # every missing file and parser named at once; then named parsers downloaded, before anything is made
     found = problems(prep) or parses.fetch_problems(prep)
     if found:
         raise PrepareError("\n".join(found))

@@ -1,13 +1,11 @@
 """The corpus steps of a study's data: the training subset, the tokens and the test reference.
 
-* ``subset`` (``corpus.subset`` > 0): that many training pairs, the first of one random order of all the line numbers
-  (:func:`subset_lines`), kept in their order, into ``WORK/raw/TRAIN.{SRC,TGT}.gz`` and ``WORK/raw/TRAIN.lines``;
-* ``tokens``: ``tok/SPLIT.{SRC,TGT}`` (:mod:`fairseq_syntax.parsing.normalize`: sacremoses for raw text, Moses'
-  entities unescaped for ``tokenized`` text, the source's brackets PTB-escaped; ``corpus.max_train_words`` leaves
-  out long training pairs, listed in ``tok/train.removed.tsv``);
-* ``reference``: ``WORK/test.TARGET.ref``, the test reference as the runs score against it: the raw one, or for a
-  corpus of ``tokenized`` text without ``corpus.reference`` the test target's tokens.
-"""
+* ``subset`` (``corpus.subset`` > 0): that many training pairs (:func:`subset_lines`), in their order, into
+  ``WORK/raw/TRAIN.{SRC,TGT}.gz`` and ``WORK/raw/TRAIN.lines``;
+* ``tokens``: ``tok/SPLIT.{SRC,TGT}`` (:mod:`fairseq_syntax.parsing.normalize`); ``corpus.max_train_words`` leaves
+  out long training pairs, listed in ``tok/train.removed.tsv``;
+* ``reference``: ``WORK/test.TARGET.ref``, the raw test reference, or for ``tokenized`` text without
+  ``corpus.reference`` the test target's tokens."""
 from __future__ import annotations
 
 import gzip
@@ -22,10 +20,9 @@ from fairseq_syntax.study.processes import quiet
 
 
 def subset_lines(total: int, pairs: int, seed: int) -> list[int]:
-    """1-based line numbers of the training subset, ascending: the first ``pairs`` of one random order of all
-    ``total`` lines (``random.Random(seed).sample(range(total), total)``), so that a smaller subset of one seed lies
-    inside every larger one. For Multi30k's 10,000 of 29,000 pairs this is the draw of its committed parses
-    (``sample(range(total), pairs)`` fills its first ``pairs`` places the same way whenever it draws from a pool)."""
+    """1-based line numbers of the training subset, ascending: the first ``pairs`` of
+    ``random.Random(seed).sample(range(total), total)``, so a smaller subset of one seed lies inside every larger one
+    (for Multi30k's 10,000 of 29,000 pairs: the draw of its committed parses)."""
     return sorted(draw_order(total, seed)[:pairs])
 
 
@@ -138,9 +135,8 @@ def tokens_step(prep: Preparation, sources: dict[str, dict[str, Path]]) -> None:
 
 
 def reference_step(prep: Preparation) -> None:
-    """The test reference the runs are scored against: the raw one (``corpus.reference``, else the test split's
-    target file); for a corpus of ``tokenized`` text without ``corpus.reference``, its tokens as the tokens step
-    made them (Moses' entities unescaped, nothing re-tokenized): such a corpus is scored on its tokens."""
+    """The test reference the runs are scored against: the raw one (``corpus.reference``, else the test target file);
+    for ``tokenized`` text without ``corpus.reference``, its tokens as the tokens step made them."""
     target, tokens = f"test.{prep.tgt}.ref", f"tok/test.{prep.tgt}"
     if prep.config.corpus.text == "tokenized" and not prep.config.corpus.reference:
         source = prep.work / tokens

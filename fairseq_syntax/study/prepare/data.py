@@ -2,12 +2,10 @@
 
 Each is binarized by ``fairseq-syntax-preprocess --form`` from the BPE and the parses (a control directory from its
 control's structures, with its real-parse directory's dictionary), with the side data its runs read that does not
-come with the form, each made by the function its method declares (:class:`~fairseq_syntax.core.side_data.SideData`:
-the study names no method or side input), and ``parsers.json``. The ``sequence`` form reads no structure, so it is
-made from placeholder trees (each word under an ``XX`` node): its tokens, dictionaries and fingerprint are those of
-a directory made from the parses, and a study that adds a tree system later finds it unchanged. A real-parse
-directory made before a system reading more side data was added gets that side data, every file it had kept.
-"""
+come with the form (made by its method's :class:`~fairseq_syntax.core.side_data.SideData`), and ``parsers.json``. The
+``sequence`` form is made from placeholder trees (each word under ``XX``), so its tokens, dictionaries and
+fingerprint equal those of a directory made from the parses. A real-parse directory gains side data a newly added
+system reads, every file it had kept."""
 from __future__ import annotations
 
 import json
@@ -27,8 +25,7 @@ PLACEHOLDER_TAG = "XX"
 
 
 def placeholder_trees(tokens: Path, out: Path) -> None:
-    """One flat tree a line, each word under an ``XX`` node: the sequence form's stand-in for the parses, which it
-    does not read (fairseq-syntax-preprocess checks the leaves against the words)."""
+    """One flat tree a line, each word under an ``XX`` node: the sequence form's stand-in for the parses."""
     with open(tokens, encoding="utf-8") as source, open(out, "w", encoding="utf-8") as trees:
         for line in source:
             trees.write("(S " + " ".join(f"({PLACEHOLDER_TAG} {word})" for word in line.split()) + ")\n")
@@ -83,9 +80,8 @@ def data_step(prep: Preparation, directory: DataDirectory) -> None:
                        f"input {base}": prep.input_digest(base, base)})
 
     def upgrade(made: dict, differences: list[str]) -> bool:
-        """A real-parse directory made without some of the side data its runs read now gets it (a study that
-        adds a system reading it), with its settings and the parses it is made from: every file it had stays as
-        it was (checked before the rename)."""
+        """A real-parse directory gets the side data its runs now read but it lacks, with its settings and parses;
+        every file it had stays as it was (checked before the rename)."""
         added = [side for side in directory.side_data if not made.get(side.suffix)]
         allowed = {"parsers", "parser"} | {key for side in added for key in recipe
                                            if key == side.suffix or key.startswith(f"{side.suffix}_")
@@ -153,9 +149,8 @@ def build_data_directory(prep: Preparation, directory: DataDirectory, destinatio
 
 def make_side_data(prep: Preparation, side: SideData, directory: DataDirectory, destination: Path,
                    scratch: Path) -> None:
-    """One side data made into the data directory ``destination`` by its method's maker, from each split's BPE,
-    words and the parses (or control structures) it reads; its output goes to a log in ``scratch``, and its
-    failure stops the preparation in one line."""
+    """One side data made into ``destination`` by its method's maker from each split's BPE, words and parses (or
+    control structures); output to a log in ``scratch``, a failure stops the preparation in one line."""
     work, src, tgt = prep.work, prep.src, prep.tgt
     splits = tuple(SplitFiles(split, str(work / f"bpe/{split}.{src}"), str(work / f"bpe/{split}.{tgt}"),
                               str(work / f"tok/{split}.{src}"),

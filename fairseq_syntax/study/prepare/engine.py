@@ -1,15 +1,12 @@
 """The build engine of a study's data: what a step makes, from what, and whether it is made already.
 
-A :class:`Step` has a key, a *recipe* (the settings it is made with, by their keys in the study file, and the
-SHA-256 of each input's content: ``"input PATH"``), its outputs (paths under ``WORK``) and a build function.
-``WORK/prepared.json`` records per step its recipe and what it made (each file's content digest and size; a data
-directory's fingerprint, :func:`~fairseq_syntax.study.grid.data_fingerprint`, and its files' sizes).
-:meth:`Build.run` skips a step whose recipe is recorded and whose outputs are there with those sizes (never re-run
-because a file is newer), makes again a recorded output that is missing or of another size, and stops in one line
-at an output made from another recipe or there without a record: nothing is overwritten. A step builds into
-``WORK/.staging/KEY/`` and its outputs are renamed into place after they are recorded, so a killed build leaves
-nothing half made under the final names. ``WORK/prepare.lock`` makes a second build wait for the first.
-"""
+A :class:`Step` has a key, a *recipe* (its settings by key and the SHA-256 of each input, ``"input PATH"``), outputs
+(paths under ``WORK``) and a build function. ``WORK/prepared.json`` records per step its recipe and what it made (a
+file's content digest and size; a data directory's fingerprint and its files' sizes). :meth:`Build.run` skips a step
+whose recipe is recorded and outputs are there with those sizes (never by file times), remakes a recorded output that
+is missing or of another size, and stops in one line at an output of another recipe or without a record: nothing is
+overwritten. Steps build into ``WORK/.staging/KEY/``, renamed into place after they are recorded.
+``WORK/prepare.lock`` makes a second build wait for the first."""
 from __future__ import annotations
 
 import contextlib
@@ -110,8 +107,8 @@ def _shown(value) -> str:
 @dataclass
 class Step:
     """One step: its record's key, recipe, outputs (paths under WORK) and the function that builds them under a
-    staging folder (the same relative paths) and returns its counts for the progress line. ``optional`` outputs
-    (fallback listings) are moved and recorded where the build made them."""
+    staging folder and returns its counts for the progress line. ``optional`` outputs are moved and recorded where
+    made."""
     key: str
     recipe: dict
     outputs: list[str]
@@ -137,8 +134,8 @@ class Build:
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
-        """``WORK/prepare.lock`` held, and each step's process holds it too: a build killed mid-step leaves its
-        child writing into the staging folder, and the next build must wait for that child before it clears it."""
+        """``WORK/prepare.lock`` held, by each step's process too: the next build waits for a killed build's child
+        before it clears the staging folder."""
         self.work.mkdir(parents=True, exist_ok=True)
         with held_lock(self.work / LOCK, waiting=lambda: self.progress(
                 f"waiting for another preparation of {self.work} ({LOCK}) to end")) as descriptor:

@@ -30,9 +30,8 @@ def registered_side_data() -> dict[str, SideData]:
 
 @dataclass(frozen=True)
 class DataDirectory:
-    """One data directory the grid reads: its name, input form and POS-node convention, the side data made into it
-    (the methods' :class:`~fairseq_syntax.core.side_data.SideData`, registry order), and the control (with its
-    seed) it is made from ('' for the parses)."""
+    """One data directory the grid reads: name, input form, POS-node convention, the side data made into it (registry
+    order), and the control (with seed) it is made from ('' for the parses)."""
     name: str
     form: str
     preterminals: str
@@ -84,8 +83,8 @@ class Needs:
 
 
 def system_side_data(config: StudyConfig, system: System, made: dict[str, SideData]) -> tuple[SideData, ...]:
-    """The side data a system reads that is made into its data directory (the rest comes with its input form);
-    a side input that neither its form nor a method makes, or one not made for its form, stops the study."""
+    """The side data a system reads that is made into its data directory; a side input that neither its form nor a
+    method makes, or one not made for its form, stops the study."""
     found = []
     for name in system.side_inputs:
         if name in FORM_SIDE_INPUTS.get(system.form, ()):
@@ -101,13 +100,10 @@ def system_side_data(config: StudyConfig, system: System, made: dict[str, SideDa
 
 
 def grid_needs(config: StudyConfig, only: Collection[str] | None = None) -> Needs:
-    """The data directories of :func:`~fairseq_syntax.study.grid.study_runs`, each real-parse directory a control
-    directory's dictionary comes from before it, and the side data made into each (what any run of the grid reads
-    from it that does not come with its form, registry order). A control directory is made from the control's
-    structures: each run on it must read something the control changes (the trees of a tree form, or side data made
-    from the parses it changes), and its side data must be made from what the control changes only. With ``only``
-    (run names), the directories those runs read and their controls' bases: each made as the whole grid would make
-    it."""
+    """The data directories of :func:`~fairseq_syntax.study.grid.study_runs` (each control's real-parse base before
+    it) and the side data made into each (registry order). Each run on a control directory must read something the
+    control changes, and its side data must be made from what the control changes only. With ``only`` (run names),
+    the directories those runs read and their bases, each as the whole grid would make it."""
     runs = study_runs(config)
     made = registered_side_data()
     default_preterminals = config.parses.preterminals

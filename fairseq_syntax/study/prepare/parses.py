@@ -1,11 +1,9 @@
 """The parses of a study's source side, and what a data directory records of its parsers.
 
-``parses:archive`` unpacks a parse archive (:mod:`fairseq_syntax.parsing.archive`: parses made elsewhere);
-``parses:constituency`` and ``parses:dependency`` run the parsers the study file names (``fairseq-syntax-parse``; a
-study never trains a parser) over ``tok/SPLIT.SRC``: ``tok/SPLIT.tree``, ``tok/SPLIT.arcs.jsonl.gz`` and
-``tok/SPLIT.conllu``, with each fallback line listed in ``FILE.skipped``. A data directory's ``parsers.json``
-(:mod:`fairseq_syntax.parsing.provenance`) and recipe name the parsers of what it reads.
-"""
+``parses:archive`` unpacks a parse archive (:mod:`fairseq_syntax.parsing.archive`); ``parses:constituency`` and
+``parses:dependency`` run the file's parsers (``fairseq-syntax-parse``) over ``tok/SPLIT.SRC`` into
+``tok/SPLIT.tree``, ``tok/SPLIT.arcs.jsonl.gz`` and ``tok/SPLIT.conllu``, fallback lines listed in ``FILE.skipped``.
+A data directory's ``parsers.json`` (:mod:`fairseq_syntax.parsing.provenance`) names the parsers of what it reads."""
 from __future__ import annotations
 
 import json
@@ -35,16 +33,16 @@ def looks_like_path(value: str) -> bool:
 
 
 def archive_kinds(store: Path) -> list[str]:
-    """The parse files a parse archive holds for every split (TREES, ARCS, CONLLU; ARCS and CONLLU only for an
-    archive packed with ``--arcs-only``), in that order."""
+    """The parse files a parse archive holds for every split, in order (TREES, ARCS, CONLLU; no TREES when packed
+    with ``--arcs-only``)."""
     splits = json.loads((store / "MANIFEST.json").read_text(encoding="utf-8")).get("splits", {})
     held = set.intersection(*(set(entry.get("files", {})) for entry in splits.values())) if splits else set()
     return [kind for kind in (TREES, ARCS, CONLLU) if kind in held]
 
 
 def archive_roles(reads: tuple[str, ...]) -> list[str] | str:
-    """The parser roles of a parse archive a data directory made from the parses of ``reads`` records:
-    ``["dependency"]`` for the dependency parses alone, else ``all but dependency`` or ``all``."""
+    """The parser roles a data directory made from the archive's parses of ``reads`` records: ``["dependency"]`` for
+    dependency parses alone, else ``all but dependency`` or ``all``."""
     if "trees" not in reads:
         return ["dependency"]
     return "all" if "arcs" in reads else "all but dependency"
@@ -83,8 +81,8 @@ def needed_parsers(prep: Preparation) -> list[str]:
 
 
 def fetch_problems(prep: Preparation) -> list[str]:
-    """Why a parser the file gives by a pretrained name cannot be had (``fairseq-syntax-parse fetch``: its library's
-    download failed); each is downloaded now where it was not before."""
+    """Why a parser named by a pretrained name cannot be had (``fairseq-syntax-parse fetch`` failed); each is
+    downloaded now."""
     parses, problems = prep.config.parses, []
     for kind in needed_parsers(prep):
         if not parses[kind] or looks_like_path(parses[kind]) or prep.model_path(parses[kind]) is not None:
@@ -142,8 +140,8 @@ def archive_step(prep: Preparation) -> str:
 
 
 def model_identity(prep: Preparation, value: str) -> dict:
-    """A parser as a recipe holds it, as a parse record names it (:func:`~fairseq_syntax.parsing.parse_records.
-    model_entry`): a file or folder by name and digest, a pretrained name as given."""
+    """A parser as a recipe holds it, as a parse record names it: a file or folder by name and digest, a pretrained
+    name as given."""
     from fairseq_syntax.parsing.parse_records import model_entry
 
     return model_entry(str(prep.model_path(value) or value))
@@ -217,8 +215,8 @@ def parser_recipe(prep: Preparation, directory: DataDirectory) -> dict:
 
 
 def write_parsers(prep: Preparation, directory: DataDirectory, destination: Path) -> None:
-    """``parsers.json``: the parsers of what the directory reads (none for a sequence directory without side
-    data made from parses)."""
+    """``parsers.json``: the parsers of what the directory reads (none for a sequence directory without side data
+    from parses)."""
     from fairseq_syntax.parsing import archive
     from fairseq_syntax.parsing.parse_records import labels_of
     from fairseq_syntax.parsing.provenance import describe_parsers, read_parser_records
