@@ -1,15 +1,11 @@
 """The local executor: N runs at once on this machine, each in a process of its own on cores of its own.
 
-Each run is ``python -m fairseq_syntax.study.runner STUDY.toml RUN`` (:func:`fairseq_syntax.study.runner.execute`),
-its console output in ``WORK/logs/RUN.log``. Each run gets ``training.threads`` cores of its own by CPU affinity,
-claimed with a ``flock`` on ``TMPDIR/fairseq-syntax-study-cores-UID/coreN.lock`` that the run's process inherits: so
-two runs never share a core, whether they are of one ``run --jobs N`` or of two studies run at once on one machine
-(each pool takes the cores the other has not claimed). A run waits while fewer cores than it needs are free, so
-``--jobs`` beyond the free cores runs as many at once as there are cores for.
-A progress line is printed whenever a run starts or ends and every ``interval`` seconds: the runs done / to do, the
-elapsed time with an estimate of the rest, and the current runs' epochs (read from their training logs). Interrupted
-(Ctrl-C, a killed ``run``), the children are stopped; the next ``run`` goes on from their checkpoints.
-"""
+Each run is ``python -m fairseq_syntax.study.runner STUDY.toml RUN``, its output in ``WORK/logs/RUN.log``. It gets
+``training.threads`` cores by CPU affinity, claimed with a ``flock`` on
+``TMPDIR/fairseq-syntax-study-cores-UID/coreN.lock`` that its process inherits, so no two runs share a core, even of
+two studies; a run waits while too few cores are free. A progress line is printed when a run starts or ends and every
+``interval`` seconds (runs done / to do, elapsed and estimated time, current epochs). Interrupted, the children are
+stopped; the next ``run`` resumes from their checkpoints."""
 from __future__ import annotations
 
 import os
@@ -50,8 +46,8 @@ def core_claims_folder() -> Path:
 
 
 def claim_cores(threads: int) -> tuple[set[int], list[int]] | None:
-    """``threads`` cores of this process's affinity that no other run holds, with the open lock files that hold
-    them (to be passed to the run's process and closed once it is started); None when fewer are free."""
+    """``threads`` cores of this process's affinity that no other run holds, with the open lock files holding them
+    (passed to the run's process, closed once it starts); None when fewer are free."""
     cores, held = set(), []
     for core in sorted(os.sched_getaffinity(0)):
         descriptor = os.open(core_claims_folder() / f"core{core}.lock", os.O_RDWR | os.O_CREAT, 0o644)
@@ -69,8 +65,8 @@ def claim_cores(threads: int) -> tuple[set[int], list[int]] | None:
 
 def _eta(elapsed: float, finished: int, remaining: int, expected_seconds: float | None = None,
          jobs: int = 1) -> str:
-    """The time left: from this pool's ended runs once one has ended, before that from ``expected_seconds`` (the
-    summed wall time the runs should take, estimated from the study's finished runs) shared by ``jobs``."""
+    """The time left: from this pool's ended runs once one has ended, before that from ``expected_seconds`` shared by
+    ``jobs``."""
     if finished:
         seconds = elapsed / finished * remaining
     elif expected_seconds is not None:
@@ -85,9 +81,8 @@ def run_local(config: StudyConfig, tasks: Sequence[RunTask], jobs: int, progress
               more: Callable[[RunOutcome], list[RunTask]] | None = None,
               order: Callable[[RunTask], Any] | None = None) -> list[RunOutcome]:
     """Run ``tasks`` with ``jobs`` at once; each one's outcome, in the order they ended. ``expected_seconds``: the
-    summed wall time the tasks should take (from the study's finished runs), for the estimate of the time left
-    before the first task ends. ``more``: called with each ended run's outcome, the tasks its end made ready (they
-    join the waiting ones, which are then sorted by ``order``)."""
+    tasks' estimated summed wall time, for the first estimate. ``more``: called with each ended run's outcome,
+    returns the tasks it made ready (then sorted by ``order``)."""
     threads = config.training.threads
     studies: dict[str, StudyConfig] = {}
 

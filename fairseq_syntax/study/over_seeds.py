@@ -1,14 +1,10 @@
-"""A system's record over its seeds (``RUNS/SYSTEM.seeds.run.json``): the row of the study's table and the tests
-the verdicts read.
+"""A system's record over its seeds (``RUNS/SYSTEM.seeds.run.json``): the row of the study's table and the tests the
+verdicts read.
 
-``fairseq-syntax-score`` with one decode per seed (:func:`fairseq_syntax.evaluation.scoring.seed_bootstrap`: the
-seed-aware paired bootstrap over test sentences and training seeds, with Welch's test over the seeds' scores) against
-each system the file pairs it with (:func:`~fairseq_syntax.study.grid.compared_with`: the baseline; a method's
-controls; a control's method), each over every seed it has finished. A record is made again when it is **stale**
-(:func:`stale_reasons`): a run of its system, or of a partner, finished since it was made, so that no test in the
-table stands for fewer seeds than its rows. The facts of the record (training command, device, parsers, decode
-command) are its first seed's, from that run's record: a study's seeds may be trained on several machines.
-"""
+``fairseq-syntax-score`` with one decode per seed (:func:`fairseq_syntax.evaluation.scoring.seed_bootstrap` and
+Welch's test) against each partner (:func:`~fairseq_syntax.study.grid.compared_with`), each over every seed it has
+finished. A record is made again when **stale** (:func:`stale_reasons`: a run of its system or a partner finished
+since). Its facts (command, device, parsers) are its first seed's."""
 from __future__ import annotations
 
 import json
@@ -39,8 +35,8 @@ def _current_test(record: dict | None, partner: str, own: int, theirs: int) -> b
 
 
 def stale_reasons(config: StudyConfig, system: str) -> list[str]:
-    """Why ``system``'s record over seeds must be made (again); empty when it is up to date or has no run yet. A pair
-    is tested once: by either system's record, over the seeds both have finished (the table reads it from either)."""
+    """Why ``system``'s record over seeds must be made (again); empty when up to date or without runs. A pair is
+    tested once, by either system's record, over the seeds both have finished."""
     own = finished_seeds(config, system)
     if not own:
         return []

@@ -244,7 +244,7 @@ def run_sizes(config: StudyConfig, executor: str, jobs: int, only: list[str] | N
     return 0 if not left else 1
 
 
-# -- report ---------------------------------------------------------------------------------------------------------
+# --- report
 
 def _sweep_markdown(found: list[Point], report: Path) -> tuple[list[str], dict]:
     """Each size's sweep: every candidate's validation loss, the one chosen (test BLEU shown, not used), and where

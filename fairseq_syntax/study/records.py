@@ -1,8 +1,6 @@
-"""Where a study's runs keep what they made, and how it is read back: the work and runs folders, a run's checkpoints
-(``WORK/ckpt/ckpt-RUN``), its kept files (gzipped there, or packed in the runs' archive:
-:mod:`fairseq_syntax.evaluation.packed_runs`), its record (``RUNS/RUN.run.json``, each command with its argv), the test
-set the runs are scored on (in the data, and the copy the runs folder keeps), and the one-line error every study
-command stops with."""
+"""Where a study's runs keep what they made, and how it is read back: work and runs folders, checkpoints
+(``WORK/ckpt/ckpt-RUN``), kept files (gzipped, or packed: :mod:`fairseq_syntax.evaluation.packed_runs`), records
+(``RUNS/RUN.run.json``), the test set the runs are scored on, and the one-line error every study command stops with."""
 from __future__ import annotations
 
 import gzip
@@ -31,17 +29,16 @@ def checkpoints_dir(config: StudyConfig, name: str) -> Path:
 
 
 def kept(path: Path) -> Path | None:
-    """The kept form of a run's file: ``FILE.gz`` (there or packed in the runs' archive), else None. Not ``FILE``:
-    a run writes its decode and logs plain while it runs and gzips them once whole, so a plain file is one in progress
-    (or left by a run killed partway), never a finished run's."""
+    """The kept form of a run's file: ``FILE.gz`` (there or packed), else None. Never plain ``FILE``: that is one in
+    progress or left by a killed run."""
     candidate = Path(f"{path}.gz")
     # find_member, not packed_runs.has: has() also answers for the plain twin of a .gz name
     return candidate if candidate.is_file() or packed_runs.find_member(candidate) is not None else None
 
 
 def read_record(path: Path) -> dict | None:
-    """The run record ``path`` (there, or packed; :func:`fairseq_syntax.evaluation.records.load_record`: each command
-    with its argv, a record that cannot be read one line naming it); None where there is none."""
+    """The run record ``path`` (there or packed, each command with its argv; unreadable: one line naming it); None
+    where there is none."""
     from fairseq_syntax.evaluation.records import load_record
 
     return load_record(path) if path.is_file() or packed_runs.has(path) else None
@@ -57,16 +54,15 @@ def raw_reference(config: StudyConfig) -> Path:
 
 
 def reference_path(config: StudyConfig) -> Path:
-    """The test reference the runs are scored against: the copy the data preparation keeps in WORK (what the records
-    name, as OUT_DIR/test.TARGET.ref), else the corpus's own (a report on a machine without the data)."""
+    """The test reference the runs are scored against: the data preparation's copy in WORK (records name it
+    OUT_DIR/test.TARGET.ref), else the corpus's own."""
     copy = work_dir(config) / f"test.{config.corpus.target}.ref"
     return copy if copy.is_file() else raw_reference(config)
 
 
 def test_set(config: StudyConfig) -> tuple[Path, Path | None]:
-    """The test set the runs are scored on, in the data: the reference as scored (a ``tokenized`` corpus's tokens
-    that the data preparation keeps, else the raw reference) and the test source (None where the corpus names its own
-    reference: no source file goes with it)."""
+    """The test set the runs are scored on, in the data: the reference as scored (a ``tokenized`` corpus's kept
+    tokens, else the raw reference) and the test source (None where the corpus names its own reference)."""
     corpus = config.corpus
     reference = raw_reference(config)
     scored = reference_path(config) if corpus.text == "tokenized" else reference
@@ -75,8 +71,8 @@ def test_set(config: StudyConfig) -> tuple[Path, Path | None]:
 
 
 def kept_test_set(config: StudyConfig) -> tuple[Path, Path]:
-    """Where the runs folder keeps the test set its runs were scored on (each file gzipped, or packed with the runs):
-    ``RUNS/test.TARGET.ref`` and ``RUNS/test.SOURCE.src``."""
+    """Where the runs folder keeps its test set (gzipped, or packed): ``RUNS/test.TARGET.ref`` and
+    ``RUNS/test.SOURCE.src``."""
     corpus, runs = config.corpus, runs_dir(config)
     return runs / f"test.{corpus.target}.ref", runs / f"test.{corpus.source}.src"
 
@@ -99,8 +95,8 @@ def kept_test_lines(kept_name: Path, data_file: Path | None) -> list[str] | None
 
 
 def keep_test_set(config: StudyConfig) -> None:
-    """Keep the data's test set in the runs folder (:func:`kept_test_set`, gzipped) where it is not kept yet, so that
-    a report without the data reads what the runs were scored on; StudyError where another one is kept."""
+    """Keep the data's test set in the runs folder (:func:`kept_test_set`, gzipped) where not kept yet; StudyError
+    where another one is kept."""
     for kept_name, data_file in zip(kept_test_set(config), test_set(config)):
         lines = kept_test_lines(kept_name, data_file)
         if lines is not None and kept(kept_name) is None:

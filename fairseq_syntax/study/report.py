@@ -1,21 +1,13 @@
 """``fairseq-syntax-study report``: the study's answer in its report folder, from its run records.
 
-1. Every record of the runs folder must be this study's (:func:`~fairseq_syntax.study.record_checks.
-   refuse_foreign_records`, as ``plan`` and ``run`` check them; one line each, nothing written);
-   every record over seeds that a run finished since has made stale is made again (:mod:`~fairseq_syntax.study.
-   over_seeds`), so no test stands for fewer seeds than its rows.
+1. Every record of the runs folder must be this study's (one line each, nothing written); stale records over seeds
+   are made again (:mod:`~fairseq_syntax.study.over_seeds`).
 2. ``RESULTS.md`` / ``RESULTS.json`` (:func:`fairseq_syntax.evaluation.results.results_of_runs`) tested as the file
-   says (:func:`comparisons_of`: every system against ``test.baseline``, every control against its method, the seeds
-   each is planned), with its verdicts (:mod:`fairseq_syntax.evaluation.study_answer`), then a section on **runaway
-   hypotheses** (:mod:`fairseq_syntax.evaluation.runaway`): per system the looping hypotheses of each run, what they
-   cost in BLEU, and whether the same sentences loop in other runs; and ``seeds.png``, each seed's BLEU. The section
-   reads the test set the runs were scored on (:func:`runaway_inputs`) from the runs folder where it is kept there
-   (``RUNS/test.TARGET.ref`` and ``RUNS/test.SOURCE.src``, gzipped or packed with the runs), so a clone without the
-   study's data reports what the machine that has it reports; else from the data; without either, the report says
-   it has no such section.
-3. With ``--readme FILE``, the short answer between FILE's study-answer markers
-   (:func:`~fairseq_syntax.evaluation.study_answer.readme_block`); no other file outside the report folder is written.
-"""
+   says (:func:`comparisons_of`), with its verdicts (:mod:`fairseq_syntax.evaluation.study_answer`); a section on
+   **runaway hypotheses** (:mod:`fairseq_syntax.evaluation.runaway`), reading the test set from the runs folder's
+   kept copy (``RUNS/test.TARGET.ref``, ``RUNS/test.SOURCE.src``), else the data, else no section; and ``seeds.png``.
+3. With ``--readme FILE``, the short answer between FILE's study-answer markers; nothing else outside the report
+   folder is written."""
 from __future__ import annotations
 
 import os
@@ -37,8 +29,7 @@ def comparisons_of(config: StudyConfig) -> Comparisons:
 
 
 def own_records(config: StudyConfig) -> list[Path]:
-    """The run records of the study's own runs folder, packed or not; a folder below it is another study's (a size's
-    protocol sweep: ``over_sizes`` reports it)."""
+    """The run records of the study's own runs folder, packed or not (a folder below it is another study's)."""
     from fairseq_syntax.evaluation import packed_runs
 
     runs = runs_dir(config)
@@ -49,8 +40,8 @@ def own_records(config: StudyConfig) -> list[Path]:
 
 
 def runaway_inputs(config: StudyConfig) -> tuple[list[str] | None, list[str] | None]:
-    """The test reference the runs were scored against and the test source (:func:`~fairseq_syntax.study.records.
-    test_set`), each from the runs folder's kept copy, else from the data; None where neither has it."""
+    """The test reference the runs were scored against and the test source, each from the runs folder's kept copy,
+    else the data; None where neither has it."""
     reference, source = test_set(config)
     kept_reference, kept_source = kept_test_set(config)
     return kept_test_lines(kept_reference, reference), kept_test_lines(kept_source, source)

@@ -1,28 +1,24 @@
 """One run of a study, start to end: claim it, train (or resume), decode the best checkpoint, score, record.
 
-:func:`execute` is what every executor calls (the local pool in a process of its own, Slurm through submitit): it
-takes a :class:`RunTask` (the study file and the run's name, so that a job needs nothing else) and returns a
-:class:`RunOutcome`. The steps are those of the project's recipes, so a record made here reads like theirs:
+:func:`execute`, what every executor calls, takes a :class:`RunTask` (the study file and the run's name) and returns
+a :class:`RunOutcome`. The steps are the recipes', so its record reads like theirs:
 
-1. **Claim.** ``WORK/claims/RUN.lock`` is locked (``flock``) for as long as the process lives: two ``run`` commands,
-   or two jobs, never train one run; the lock goes with a killed process, and the next ``run`` takes the run over.
+1. **Claim.** ``WORK/claims/RUN.lock`` is ``flock``-ed while the process lives: one run never trains twice at once;
+   a killed process's lock goes with it.
 2. **Finished?** A run whose record and decode are kept (``RUNS/RUN.run.json``, ``RUNS/RUN.gen.gz``, or packed) is
-   never trained again; a record of another study or a changed setting is refused, naming what differs.
-3. **Train.** ``fairseq-train`` with the grid's command (:func:`~fairseq_syntax.study.grid.train_arguments`); a run
-   with checkpoints goes on from its newest (fairseq's own resume) if they were made by the same command up to its
-   budget (the argv lists compared, :func:`resume_key`; ``CKPT/train_command.json`` holds it), and its log
-   continues; checkpoints of another command stop the run with the folder named.
-4. **Decode** the checkpoint with the best validation nll_loss (``fairseq-generate``), kept as its hypotheses only
-   (:func:`~fairseq_syntax.evaluation.scoring.write_kept_decode`), logs made portable and gzipped.
+   never trained again; a record of another study or setting is refused, naming what differs.
+3. **Train.** ``fairseq-train`` with :func:`~fairseq_syntax.study.grid.train_arguments`; existing checkpoints are
+   resumed if made by the same command up to its budget (:func:`resume_key`, ``CKPT/train_command.json``), else the
+   run stops naming the folder.
+4. **Decode** the best-validation checkpoint (``fairseq-generate``), kept as hypotheses only
+   (:func:`~fairseq_syntax.evaluation.scoring.write_kept_decode`), logs portable and gzipped.
 5. **Score** (``fairseq-syntax-score``) against the raw test reference, with the paired bootstrap against the
-   baseline's run of the same seed where it is decoded, into the run record (each command as its argv list, with a
-   display string beside it), with the study's identity (its settings by key). The test set it is scored on is kept
-   in the runs folder (:func:`~fairseq_syntax.study.records.keep_test_set`, before training: a runs folder that keeps
-   another stops the run in one line naming both files); not in each size's and candidate's of a study over sizes.
+   baseline's run of the same seed where decoded, into the run record with the study's identity. The runs folder
+   keeps the test set (:func:`~fairseq_syntax.study.records.keep_test_set`, before training; another one kept stops
+   the run naming both); a size's or candidate's of a study over sizes keeps none.
 
-A failure leaves ``WORK/failed/RUN.txt`` (the step and the log's last lines) for ``plan`` to show; the next ``run``
-tries the run again, from its checkpoint.
-"""
+A failure leaves ``WORK/failed/RUN.txt`` (the step and the log's last lines) for ``plan``; the next ``run`` resumes
+from the checkpoint."""
 from __future__ import annotations
 
 import gzip
@@ -65,8 +61,8 @@ from fairseq_syntax.study.records import (
 
 @dataclass(frozen=True)
 class RunTask:
-    """What a worker or a Slurm job is given: the study file and a run's name (``SYSTEM.seedK``); in a study over
-    sizes, the point of the study it belongs to (``n1000``, ``n1000/sweep/LABEL``: :mod:`~fairseq_syntax.study.sizes`)."""
+    """What a worker or Slurm job is given: the study file, a run's name (``SYSTEM.seedK``) and, over sizes, its
+    point (``n1000``, ``n1000/sweep/LABEL``)."""
     config_path: str
     run_name: str
     point: str = ""
@@ -98,7 +94,7 @@ def find_run(config: StudyConfig, name: str) -> Run:
     raise StudyError(f"{config.path}: no run {name!r} in the study's grid (fairseq-syntax-study plan lists them)")
 
 
-# -- claims ---------------------------------------------------------------------------------------------------------
+# --- claims
 
 #: the descriptors of the claims this process holds, passed on to the processes it starts
 _CLAIMS: set[int] = set()
@@ -127,7 +123,7 @@ def is_claimed(config: StudyConfig, name: str) -> bool:
     return is_locked(work_dir(config) / "claims" / f"{name}.lock")
 
 
-# -- the steps ------------------------------------------------------------------------------------------------------
+# --- the steps
 
 def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
     """The processor's model name as Linux gives it (``model name`` of ``/proc/cpuinfo``), else Python's."""
@@ -143,10 +139,8 @@ def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
 
 
 def device_text(config: StudyConfig) -> str:
-    """What a run is recorded as trained on, measured in the run's process: the GPU fairseq-train uses (without
-    ``--cpu`` it takes the first visible one where torch sees a GPU, else the CPU), or the CPU. A CPU's model and
-    the vector instructions torch uses on it are named: machines differ (the same run took 1.7 times as long on an
-    AVX2 machine as on an AVX-512 one)."""
+    """What a run is recorded as trained on, measured in its process: the GPU fairseq-train uses (the first visible
+    one), or the CPU with its model and the vector instructions torch uses on it."""
     import torch
 
     if config.training.device == "cuda" and torch.cuda.is_available():
@@ -180,9 +174,9 @@ def resume_key(argv: list[str]) -> list[str]:
 
 
 def checkpoints_command(checkpoints: Path, argv: list[str]) -> tuple[list[str] | None, list[str]]:
-    """(the command ``checkpoints`` were trained by, ``argv`` in the same form): from TRAIN_COMMAND; from
-    OLD_TRAIN_COMMAND, both as words of the old form (:func:`~fairseq_syntax.evaluation.run_commands.as_old_form`);
-    None where neither file is there."""
+    """(the command ``checkpoints`` were trained by, ``argv`` in the same form): from TRAIN_COMMAND, or from
+    OLD_TRAIN_COMMAND with both as old-form words (:func:`~fairseq_syntax.evaluation.run_commands.as_old_form`); None
+    where neither file is there."""
     if (checkpoints / TRAIN_COMMAND).is_file():
         return json.loads((checkpoints / TRAIN_COMMAND).read_text(encoding="utf-8")), argv
     if (checkpoints / OLD_TRAIN_COMMAND).is_file():
@@ -273,9 +267,8 @@ def decode(config: StudyConfig, run: Run) -> bool:
 
 
 def detokenizing(config: StudyConfig) -> list[str]:
-    """fairseq-syntax-score's ``--lang`` for a corpus of raw text (the hypotheses Moses-detokenized, then scored
-    against the raw reference); none for a corpus of tokenized text, which is scored on its tokens (against the
-    reference's tokens the data preparation keeps, :func:`reference_path`)."""
+    """fairseq-syntax-score's ``--lang`` for raw text (hypotheses Moses-detokenized, scored against the raw
+    reference); none for tokenized text, scored on its tokens."""
     corpus = config.corpus
     return ["--lang", corpus.target] if corpus.text == "raw" else []
 
