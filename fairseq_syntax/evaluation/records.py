@@ -114,12 +114,11 @@ def record_run(path, *, dataset: str, system: str, arch: str, command: list[str]
                out_dir: str | None = None, root: str | None = None, **extra) -> dict:
     """Write the run record of one system to `path` (`<name>.run.json`) and return it.
 
-    updates, epochs and wall_time_s come from `train_log` (comma-separated logs, one per seed, give the means);
-    `by_length`: `scoring.bleu_by_length` rows, if scored. `extra` fields go in as they are: `seed`, `device`,
-    `decode_command` and `score_command` (with argv), and over seeds `seeds` (how many), `seed_list`, `metrics_sd`
-    and `per_seed_metrics` (each numeric metric per seed, in `seed_list`'s order). With `out_dir` or `root` paths are
-    written by `portable_paths`. `command` is the training argv (program first); the file holds argv only
-    (`run_commands.stored_form`). A record of one run also holds its validation curve (`valid`)."""
+    updates, epochs and wall_time_s come from `train_log` (comma-separated logs, one per seed: the means);
+    `by_length`: `scoring.bleu_by_length` rows. `extra` goes in as it is: `seed`, `device`, `decode_command`,
+    `score_command`, and over seeds `seeds`, `seed_list`, `metrics_sd` and `per_seed_metrics` (per seed, in
+    `seed_list`'s order). `out_dir` / `root`: paths written by `portable_paths`. `command`: the training argv; the
+    file holds argv only. A record of one run also holds its validation curve (`valid`)."""
     logs = [parse_train_log(log) for log in str(train_log).split(",")]
     train = {key: type(logs[0][key])(statistics.fmean(log[key] for log in logs)) for key in logs[0]}
     record = {"dataset": dataset, "system": system, "arch": arch, **command_fields("command", command),

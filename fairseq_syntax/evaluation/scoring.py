@@ -184,13 +184,12 @@ def write_kept_decode(generate_output, kept_path) -> None:
 
 def read_generate_output(path, expected_ids: int | None = None, field: str = "D",
                          expected_from: str | None = None) -> list[str]:
-    """Segments ordered by input id, from fairseq-generate stdout or from plain text (one segment a line).
+    """Segments ordered by input id, from fairseq-generate stdout or plain text (a segment a line).
 
-    field: "D" (detokenized hypothesis), "H" (after --remove-bpe, tokenized), "T" (reference) or "S" (source); a kept
-    decode without D- lines gives its H- lines for "D". expected_ids: the number of inputs N; every id 0..N-1 must be
-    present. Without it N is one more than the largest id, so ids missing from the end are only caught when N is
-    given. Raises ScoringInputError naming the file and the missing, duplicated or surplus ids (or a plain file's
-    line count that differs from N); expected_from says where N came from."""
+    field: "D" (detokenized), "H" (after --remove-bpe), "T" (reference) or "S" (source); a kept decode without D-
+    lines gives H- lines for "D". expected_ids: the number of inputs N, every id 0..N-1 required (without it, ids
+    missing from the end go unseen). Raises ScoringInputError naming the file and the missing, duplicated or surplus
+    ids (or a plain file's line count); expected_from says where N came from."""
     if field not in ("S", "T", "H", "D"):
         raise ValueError(f"field must be one of S, T, H, D; got {field!r}")
     source = f" (as in {expected_from})" if expected_from else ""
@@ -438,17 +437,16 @@ def seed_bootstrap(hyps_a_by_seed: Sequence[Sequence[str]], hyps_b_by_seed: Sequ
                    tokenize: str = "13a", draws: SeedDraws | None = None) -> dict:
     """System B (``k_b`` seeds) against baseline A (``k_a`` seeds), for BLEU and chrF.
 
-    The statistic is the difference of the mean-over-seeds corpus scores. Each of ``n_samples`` rounds draws m test
+    The statistic is the difference of mean-over-seeds corpus scores. Each of ``n_samples`` rounds draws m test
     sentences with replacement (the same for both systems) and, per system, its k seeds with replacement; a system's
-    round score is the mean over all its seeds on the drawn sentences plus :func:`seed_scale` times the drawn seeds'
-    deviation from it. The spread thus includes the variance between training runs (Clark et al. 2011). Seeds are not
-    paired across systems; with one seed each it is a paired bootstrap over sentences. Rounds are scored from
-    sacrebleu's per-sentence statistics (:func:`scores_from_statistics`), :data:`ROUND_BLOCK` at a time.
+    round score is its mean over all seeds on those sentences plus :func:`seed_scale` times the drawn seeds'
+    deviation from it, so the spread includes the variance between training runs (Clark et al. 2011). Seeds are not
+    paired across systems; one seed each is a paired bootstrap over sentences.
 
-    p: :func:`two_sided_bootstrap_p` with :func:`mc_standard_error`; beside it :func:`welch_test`. ``draws`` (default
+    p: :func:`two_sided_bootstrap_p` with :func:`mc_standard_error`, beside :func:`welch_test`. ``draws`` (default
     :func:`seed_draws` of ``seed``) fixes the resampling. Returns ``{"test", "n_samples", "seed", "seeds_a",
-    "seeds_b", "BLEU": {...}, "chrF": {...}}``, each metric with ``p_value``, ``p_mc_se``, the mean scores ``a`` and
-    ``b``, ``delta``, its 95% percentile interval ``delta_ci`` and ``welch`` (None with one seed or no spread)."""
+    "seeds_b", "BLEU": {...}, "chrF": {...}}``, each metric with ``p_value``, ``p_mc_se``, means ``a`` and ``b``,
+    ``delta``, its 95% percentile interval ``delta_ci`` and ``welch`` (None with one seed or no spread)."""
     n_seeds_a, n_seeds_b = len(hyps_a_by_seed), len(hyps_b_by_seed)
     if not n_seeds_a or not n_seeds_b:
         raise ScoringInputError("each system needs the outputs of at least one seed")

@@ -144,13 +144,10 @@ def failure_line(outcome: BaseException) -> str:
 def run_jobs(function: Callable[[T], R], items: Sequence[T], settings: Slurm, folder: Path, *,
              job_name: str, describe: Callable[[T], str] = str, progress: Callable[[str], None] = print,
              failure: Callable[[R], str | None] = lambda result: None) -> list[tuple[T, R | BaseException]]:
-    """``function(item)`` for every item as one Slurm job array; waits for every job, printing progress (each job
-    that ends, named by ``describe``: ``done`` or ``failed`` with the reason; counts done, failed, running, pending),
-    and returns ``(item, result or exception)`` in the items' order: ``FailedJobError`` (the function's traceback, or
-    a time limit: "timed-out and not checkpointable") or ``UncompletedJobError`` (ended without a result).
-    ``failure(result)``: why a returned value is a failure, else None. One job's failure never raises. Raises
-    ``SlurmError`` where Slurm or submitit is missing or the cluster refuses the array. ``function`` and items must
-    be picklable and ``folder`` shared with the nodes."""
+    """``function(item)`` for every item as one Slurm job array; waits for every job, printing progress, and returns
+    ``(item, result or exception)`` in the items' order (module docstring). ``failure(result)``: why a returned value
+    is a failure, else None. Raises ``SlurmError`` where Slurm or submitit is missing or the cluster refuses the
+    array. ``function`` and items must be picklable and ``folder`` shared with the nodes."""
     items = list(items)
     if not items:
         return []
