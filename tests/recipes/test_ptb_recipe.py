@@ -44,10 +44,10 @@ def kept_runs() -> list[tuple[str, str]]:
     """(folder, command) of each run.sh run RESULTS.json lists (not those made by hand), but those renamed
     *-repeated-masks after issue 53's fix (made by the recipe of their day, their options in another order)."""
     with open(os.path.join(HERE, "RESULTS.json")) as file:
-        rows = json.load(file)["tables"]["run_commands"]["rows"]
-    return [(row["run"], row["command"]) for row in rows
-            if row["command"].startswith("examples/ptb_induction/run.sh ")
-            and not row["run"].endswith("-repeated-masks")]
+        rows = json.load(file)["rows"]
+    return [(row["setting"], row["reproduce"]) for row in rows
+            if row["reproduce"].startswith("examples/ptb_induction/run.sh ")
+            and not row["setting"].endswith("-repeated-masks")]
 
 
 def test_the_kept_runs_are_the_headline_and_its_medium_size():
