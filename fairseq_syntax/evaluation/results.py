@@ -311,39 +311,60 @@ def _seeds_table(systems: Sequence[SeedSystem], comparisons: Comparisons) -> Tab
     return table
 
 
-def seed_commands(system: SeedSystem) -> dict[str, Any]:
-    """The commands of a row (display strings): its first seed's training and decoding with the seed as ``$SEED``
+def _row_commands(system: SeedSystem) -> dict[str, list[str]]:
+    """The words of a row's commands: its first seed's training and decoding with the seed as ``$SEED``
     (:func:`~fairseq_syntax.evaluation.run_commands.with_seed_variable`), and the scoring over its seeds (each where
     recorded)."""
     first = system.runs[0] if system.runs else system.over_seeds
     seed = first.get("seed", (system.seeds or [None])[0])
-
-    def shown(field: str) -> str:
-        return first[field] if seed is None else command_text(with_seed_variable(record_argv(first, field), seed))
-
-    commands = {"system": system.name, "seeds": system.seeds, "train": shown("command")}
-    if first.get("decode_command"):
-        commands["decode"] = shown("decode_command")
-    score = (system.over_seeds or {}).get("score_command")
+    commands = {}
+    for step, field in (("train", "command"), ("decode", "decode_command")):
+        words = record_argv(first, field)
+        if words:
+            commands[step] = words if seed is None else with_seed_variable(words, seed)
+    score = record_argv(system.over_seeds or {}, "score_command") or record_argv(first, "score_command")
     if score:
-        commands["score"] = score
-    elif first.get("score_command"):
-        commands["score"] = shown("score_command")
+        commands["score"] = score if system.over_seeds and record_argv(system.over_seeds, "score_command") \
+            else with_seed_variable(score, seed) if seed is not None else score
     return commands
+
+
+def _as_changes(base: list[str], words: list[str]) -> str:
+    """``words`` shown as the stretches in which they differ from ``base`` (```OLD``` -> ```NEW```, a value with its
+    option), or whole where that is no shorter."""
+    from difflib import SequenceMatcher
+
+    whole = f"`{command_text(words)}`"
+    changes = []
+    for tag, i1, i2, j1, j2 in SequenceMatcher(a=base, b=words, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        if i1 and i1 < len(base) and base[i1 - 1].startswith("-") and not base[i1].startswith("-") and \
+                j1 and words[j1 - 1] == base[i1 - 1]:
+            i1, j1 = i1 - 1, j1 - 1  # the option whose value changed
+        old, new = command_text(base[i1:i2]), command_text(words[j1:j2])
+        changes.append(f"`{old}` -> `{new}`" if old and new else f"without `{old}`" if old else f"with `{new}`")
+    shown = f"the first row's, {', '.join(changes)}"
+    return shown if len(shown) < len(whole) else whole
 
 
 def _commands_section(systems: Sequence[SeedSystem]) -> list[str]:
     lines = ["### Commands", "",
              ("Each row's runs: the training and the decoding of each seed (`$SEED`: each of the row's seeds), and "
-              "the scoring over its seeds. `OUT_DIR` is the recipe's output folder (its data and checkpoints); "
-              "other paths are relative to the repository root. A control run whose structures were drawn with its "
-              "training seed reads `DATA.CONTROL` for seed 1 and `DATA.CONTROL-s$SEED` for the others "
-              "(`fairseq_syntax.core.control_kinds`); the row's structure says which."), ""]
-    for system in systems:
-        commands = seed_commands(system)
-        seeds = ", ".join(map(str, commands["seeds"])) or "?"
+              "the scoring over its seeds; after the first row, a training or decoding command is shown by the "
+              "words in which it differs from the first row's (its records hold it whole). `OUT_DIR` is the recipe's "
+              "output folder (its data and checkpoints); other paths are relative to the repository root. A control "
+              "run whose structures "
+              "were drawn with its training seed reads `DATA.CONTROL` for seed 1 and `DATA.CONTROL-s$SEED` for the "
+              "others (`fairseq_syntax.core.control_kinds`); the row's structure says which."), ""]
+    first = _row_commands(systems[0]) if systems else {}
+    for index, system in enumerate(systems):
+        commands = _row_commands(system)
+        seeds = ", ".join(map(str, system.seeds)) or "?"
         lines += [f"**{system.name}** (seeds {seeds})", ""]
-        lines += [f"- {step}: `{commands[step]}`" for step in ("train", "decode", "score") if step in commands]
+        lines += [f"- {step}: " + (_as_changes(first[step], commands[step]) if index and step in first and
+                                   step != "score" else f"`{command_text(commands[step])}`")
+                  for step in ("train", "decode", "score") if step in commands]
         lines.append("")
     return lines
 

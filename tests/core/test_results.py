@@ -520,6 +520,19 @@ def test_a_study_over_seeds_has_one_row_per_system_and_its_commands_below(tmp_pa
            "Wall time |" in lines
 
 
+def test_a_later_rows_command_is_shown_by_the_words_that_differ_from_the_first_rows():
+    from fairseq_syntax.evaluation.results import _as_changes
+
+    shared = " --user-dir fairseq_syntax --task syntax_translation --optimizer adam --lr-scheduler inverse_sqrt" * 2
+    base = "fairseq-train D/sequence --arch transformer --save-dir C/sequence" + shared + " --max-epoch 200"
+    words = "fairseq-train D/preorder --arch t_mask --save-dir C/mask" + shared + " --max-epoch 200 --x"
+    assert _as_changes(base.split(), words.split()) == (
+        "the first row's, `D/sequence` -> `D/preorder`, `--arch transformer` -> `--arch t_mask`, "
+        "`--save-dir C/sequence` -> `--save-dir C/mask`, with `--x`")
+    assert _as_changes(base.split(), base.split()[:-2]) == "the first row's, without `--max-epoch 200`"
+    assert _as_changes(["a", "b"], ["c", "d"]) == "`c d`"  # no shorter: whole
+
+
 def with_curve(record, curve, command_tail):
     """``record`` with a validation curve of nll_loss and its command's stopping options."""
     return dict(record, valid={"metric": "nll_loss", "curve": curve},
