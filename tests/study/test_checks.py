@@ -1,17 +1,12 @@
-"""``plan`` makes every check ``run`` makes before it trains (fairseq_syntax.study.checks): each case below is refused
-by ``plan`` in one line (rc 2, nothing made), and by ``run`` before it makes anything: a corpus file missing, a grid
-reading dependency side data with neither parser nor archive, a ``corpus.raw`` that no longer matches the work
-folder (or an output there without its record), ``executor.kind = "slurm"`` without submitit, and a parse archive
-that does not hold the lines the study reads (how many are missing, and the two ways on). The archive here holds
-the 30 training lines of seed 1's draw of the demo corpus's 60 (and every valid and test line); what it covers is
-derived in each test from the raw text itself."""
+"""study.checks: plan refuses in one line (rc 2, nothing made) what run would refuse before it makes anything.
+The archive holds seed 1's draw of 30 training lines (and valid, test); what it covers is derived from the text."""
 import random
 import shutil
 import sys
 
 import pytest
 
-from study.test_prepare import corpus  # noqa: F401 (the fixture: the demo corpus and its parse archive)
+from study.test_prepare import corpus  # noqa: F401
 
 from fairseq_syntax.cli.study import main
 from fairseq_syntax.parsing import archive
@@ -37,14 +32,14 @@ name = "sequence"
 [[systems]]
 name = "mask"
 """
-HELD = 30  # the training lines of the archive: seed 1's draw
+HELD = 30
 PARSERS = ("give the parsers instead (parses.constituency, by pretrained name or path: python3 "
            "examples/train_parsers.py --study FILE trains them without the network)")
 
 
 @pytest.fixture(scope="module")
 def partial(corpus):  # noqa: F811
-    """The corpus's parse archive cut to the training lines of seed 1's draw of 30, every valid and test line."""
+    """The parse archive cut to seed 1's draw of 30 training lines, every valid and test line."""
     tok, store = corpus / "partial-tok", corpus / "partial"
     tok.mkdir()
     lines = (corpus / "tok/train.en").read_text().splitlines()
@@ -57,7 +52,7 @@ def partial(corpus):  # noqa: F811
 
 
 def study_file(folder, corpus, subset="0", seed=1, max_words=0, parses="partial", raw=None, text=STUDY):  # noqa: F811
-    """A study of the corpus in ``folder`` (its raw text linked, or copied from ``raw``), reading ``parses``."""
+    """A study in ``folder`` (raw text linked, or copied from ``raw``) reading ``parses``."""
     if raw is None:
         (folder / "raw").symlink_to(corpus / "raw")
     else:
@@ -74,7 +69,7 @@ def plan(path, capsys) -> tuple[int, str, str]:
 
 
 def refused(path, capsys) -> str:
-    """plan's one line, with rc 2, nothing on stdout and no work folder made."""
+    """plan's one line (rc 2, no stdout, no work folder)."""
     status, out, err = plan(path, capsys)
     assert (status, out) == (2, ""), err
     assert len(err.splitlines()) == 1 and err.startswith("error: ")
@@ -87,7 +82,7 @@ def train_lines(corpus, lang="en"):  # noqa: F811
 
 
 def order(seed: int, total: int = 60) -> list[int]:
-    """corpus.subset's draw (docs/study.md): the 1-based lines in one random order of the seed."""
+    """corpus.subset's draw: the 1-based lines in the seed's random order."""
     return [n + 1 for n in random.Random(seed).sample(range(total), total)]
 
 
@@ -97,8 +92,7 @@ def held_texts(corpus) -> set:  # noqa: F811
 
 
 def own_draw(corpus, wanted: int, study_seed: int) -> str:  # noqa: F811
-    """The way on by a draw: the study's seed, then seeds 0-9; the first whose draw of ``wanted`` lies inside the
-    archive, else the one whose draw lies inside it longest (the first such)."""
+    """The first of the study's seed, then 0-9, whose draw of ``wanted`` lies in the archive, else the longest."""
     lines, held = train_lines(corpus), held_texts(corpus)
     best = (0, study_seed)
     for seed in dict.fromkeys([study_seed, *range(10)]):
@@ -112,43 +106,32 @@ def own_draw(corpus, wanted: int, study_seed: int) -> str:  # noqa: F811
 def test_a_smaller_draw_of_the_archives_seed_lies_inside_it(corpus, partial, tmp_path, capsys):  # noqa: F811
     status, out, err = plan(study_file(tmp_path, corpus, subset=20), capsys)
     assert (status, err) == (0, "")
-    assert out.splitlines()[-2:] == ["  6 to do",  # seeds.count 3
+    assert out.splitlines()[-2:] == ["  6 to do",
                                      "  cost: 6 runs left; no finished run to estimate their cost from yet"]
 
 
-def test_plan_refuses_training_lines_the_archive_does_not_hold_saying_how_many_and_the_two_ways_on(
-        corpus, partial, tmp_path, capsys):  # noqa: F811
+@pytest.mark.parametrize("subset, seed, wanted", [("40", 1, 40), ("20", 2, 20), ("[20, 40]", 1, 40)])
+def test_plan_and_run_refuse_training_lines_the_archive_does_not_hold_saying_how_many_and_the_two_ways_on(
+        corpus, partial, tmp_path, capsys, subset, seed, wanted):  # noqa: F811
     lines, held = train_lines(corpus), held_texts(corpus)
-    missing = [n for n in sorted(order(1)[:40]) if lines[n - 1] not in held]
-    assert 0 < len(missing) <= 10  # 10 lines beyond the archive's 30, fewer where a line's text is in it already
-    path = study_file(tmp_path, corpus, subset=40)
-    assert refused(path, capsys) == (
-        f"{path}: parses.archive: {partial} has no parse of {len(missing)} of the 40 training lines corpus.subset "
-        f"draws (corpus.subset = 40, corpus.subset_seed = 1; the first: train.en line {missing[0]}): {PARSERS}, or "
-        f"{own_draw(corpus, 40, 1)}")
+    missing = [n for n in sorted(order(seed)[:wanted]) if lines[n - 1] not in held]
+    assert 0 < len(missing) <= (wanted - HELD if seed == 1 else wanted)
+    path = study_file(tmp_path, corpus, subset=subset, seed=seed)
+    line = refused(path, capsys)
+    assert line == (
+        f"{path}: parses.archive: {partial} has no parse of {len(missing)} of the {wanted} training lines "
+        f"corpus.subset draws (corpus.subset = {wanted}, corpus.subset_seed = {seed}; the first: train.en line "
+        f"{missing[0]}): {PARSERS}, or {own_draw(corpus, wanted, seed)}")
     assert own_draw(corpus, 40, 1).startswith("draw lines it holds (corpus.subset = ")
-    # run says the same before it makes anything
-    with pytest.raises(StudyError, match=f"^{path}: parses.archive: .* has no parse of {len(missing)} of the 40"):
-        run_study(load_study(path), "local", 1, progress=lambda line: None)
+    assert (main(["run", str(path)]), capsys.readouterr()) == (2, ("", f"error: {line}\n"))
     assert not (tmp_path / "work").exists()
 
 
-def test_another_seeds_draw_is_refused_and_the_archives_seed_named(corpus, partial, tmp_path, capsys):  # noqa: F811
-    lines, held = train_lines(corpus), held_texts(corpus)
-    missing = [n for n in sorted(order(2)[:20]) if lines[n - 1] not in held]
-    path = study_file(tmp_path, corpus, subset=20, seed=2)
-    assert refused(path, capsys) == (
-        f"{path}: parses.archive: {partial} has no parse of {len(missing)} of the 20 training lines corpus.subset "
-        f"draws (corpus.subset = 20, corpus.subset_seed = 2; the first: train.en line {missing[0]}): {PARSERS}, or "
-        f"{own_draw(corpus, 20, 2)}")
-
-
 def test_lines_max_train_words_leaves_out_need_no_parse(corpus, partial, tmp_path, capsys):  # noqa: F811
-    """Of the missing lines, those longer than the limit on a side (words: the text is tokenized) are left out."""
     source, target, held = train_lines(corpus), train_lines(corpus, "de"), held_texts(corpus)
     missing = [n for n in sorted(order(1)[:40]) if source[n - 1] not in held]
     lengths = sorted(max(len(source[n - 1].split()), len(target[n - 1].split())) for n in missing)
-    limit = lengths[len(lengths) // 2]  # keeps about half of them
+    limit = lengths[len(lengths) // 2]
     kept = [n for n in missing if max(len(source[n - 1].split()), len(target[n - 1].split())) <= limit]
     assert 0 < len(kept) < len(missing)
     path = study_file(tmp_path, corpus, subset=40, max_words=limit)
@@ -157,7 +140,7 @@ def test_lines_max_train_words_leaves_out_need_no_parse(corpus, partial, tmp_pat
         f"(corpus.subset = 40, corpus.subset_seed = 1; the first: train.en line {kept[0]}): ")
     shorter = tmp_path / "shorter"
     shorter.mkdir()
-    path = study_file(shorter, corpus, subset=40, max_words=lengths[0] - 1)  # every missing line left out
+    path = study_file(shorter, corpus, subset=40, max_words=lengths[0] - 1)
     assert plan(path, capsys)[0] == 0
 
 
@@ -169,17 +152,6 @@ def test_a_test_line_the_archive_does_not_hold_is_refused(corpus, partial, tmp_p
     assert refused(path, capsys) == (
         f"{path}: parses.archive: {partial} has no parse of 1 of the 10 lines of corpus.test ('test'; the first: "
         f"test.en line 3): parses of another corpus or tokenization; {PARSERS}")
-
-
-def test_a_size_of_a_study_over_sizes_the_archive_does_not_cover_is_refused(corpus, partial, tmp_path,
-                                                                            capsys):  # noqa: F811
-    lines, held = train_lines(corpus), held_texts(corpus)
-    missing = [n for n in sorted(order(1)[:40]) if lines[n - 1] not in held]
-    path = study_file(tmp_path, corpus, subset="[20, 40]")
-    assert refused(path, capsys) == (
-        f"{path}: parses.archive: {partial} has no parse of {len(missing)} of the 40 training lines corpus.subset "
-        f"draws (corpus.subset = 40, corpus.subset_seed = 1; the first: train.en line {missing[0]}): {PARSERS}, or "
-        f"{own_draw(corpus, 40, 1)}")
 
 
 def test_a_missing_corpus_file_is_refused(corpus, tmp_path, capsys):  # noqa: F811
@@ -200,7 +172,7 @@ def test_dependency_side_data_with_neither_parser_nor_archive_is_refused(corpus,
 
 def test_slurm_without_submitit_is_refused_by_plan_and_by_run_before_anything_is_made(corpus, tmp_path, capsys,
                                                                                       monkeypatch):  # noqa: F811
-    monkeypatch.setitem(sys.modules, "submitit", None)  # not installed: importlib finds no spec
+    monkeypatch.setitem(sys.modules, "submitit", None)
     path = study_file(tmp_path, corpus, subset=20, parses="parses",
                       text=STUDY + '[executor]\nkind = "slurm"\n')
     message = (f"{path}: executor slurm (executor.kind, or run's --executor) needs submitit, which is not installed "
@@ -220,9 +192,9 @@ def test_a_work_folder_made_from_another_corpus_raw_is_refused_naming_what_diffe
     path = study_file(tmp_path, corpus, subset=20, parses="parses", raw=corpus / "raw")
     work = tmp_path / "work"
     work.mkdir()
-    subset_step(Preparation(load_study(path), lambda line: None))  # the subset drawn and recorded, nothing else
+    subset_step(Preparation(load_study(path), lambda line: None))
     status, out, err = plan(path, capsys)
-    assert (status, err) == (0, "")  # the recorded step is the file's; the tokens are to make
+    assert (status, err) == (0, "")
     target = (tmp_path / "raw/train.de").read_text().splitlines()
     target[4] = "ein anderer Satz"
     (tmp_path / "raw/train.de").write_text("".join(line + "\n" for line in target))
