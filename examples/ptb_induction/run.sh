@@ -1,7 +1,5 @@
 #!/usr/bin/env bash
-# Tree Transformer (Wang, Lee & Chen 2019) trained as a masked LM on raw English text, then grammar induction
-# (Algorithm 1) scored against the PTB sample and masked-word perplexity (section 7.5) against a plain Transformer
-# encoder of the same size: `examples/ptb_induction/run.sh --help` says what it does and takes.
+# Tree Transformer grammar induction on the PTB sample: `examples/ptb_induction/run.sh --help`.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -11,54 +9,40 @@ usage() {
   cat << 'USAGE'
 usage: examples/ptb_induction/run.sh [options] [DATA_DIR]
 
-Tree Transformer (Wang, Lee & Chen 2019) trained as a masked LM on raw English text (never trees), then: grammar
-induction (Algorithm 1) scored against the PTB sample wsj_0001-0159 (all sentences and those of <= 10 words), and
-masked-word perplexity (section 7.5) on the same sentences against a plain Transformer encoder (roberta_prenorm) of
-the same size, trained the same way. The two models train at the same time, one thread each; every step is niced.
+Tree Transformer (Wang, Lee & Chen 2019) and a plain Transformer encoder (roberta_prenorm) of the same size,
+trained at once as masked LMs on raw text (never trees; one thread each, niced); then the Tree Transformer's
+grammar induction scored on the PTB sample wsj_0001-0159 (Algorithm 1: m=2 with threshold 0.8, m=1 and 3, each
+layer alone, the rule chosen on every 10th sentence, without </s>) and both models' masked-word perplexity
+(section 7.5).
 
-DATA_DIR: the data beside the repository (default ../shared/data; its SOURCES.md); on a GPU machine the copy that
-`bash bench/cuda/window.sh prepare` makes, .window/data.
+DATA_DIR: default ../shared/data (its SOURCES.md); on a GPU machine .window/data (bench/cuda/window.sh prepare).
 
-options (each run's files get a suffix naming its settings; the defaults have none):
-  --text ptb|mixed        training text. ptb (default): the WSJ text (ptb-lm/, sections 21-24) and the PTB sample's
-                          words, all in Mikolov's preprocessing (make_corpus.py; the transductive setting: the
-                          sample's words, never its trees), suffix -ptb-text. mixed: Multi30k train.en, the words of
-                          UD EWT train and SST train
-  --eval-text             with --text mixed: add the words of the PTB sample (never its trees), the transductive
-                          setting, in-domain text for the parser; suffix -eval-text
-  --diagonal one|zero     one (default): eq. 3's C_ii = 1. zero: --constituent-diagonal zero (a word cannot attend to
-                          itself, as in the authors' code); suffix -diagonal-zero
+options (each run's folders get a suffix naming its settings; the defaults have none):
+  --text ptb|mixed        ptb (default): the WSJ text (ptb-lm/, sections 21-24) and the PTB sample's words,
+                          Mikolov's preprocessing; -ptb-text. mixed: Multi30k, UD EWT and SST train words
+  --eval-text             with --text mixed: add the PTB sample's words; -eval-text
+  --diagonal one|zero     one (default): eq. 3's C_ii = 1. zero: C_ii = 0, the authors' code; -diagonal-zero
   --optimiser recipe|authors
-                          recipe (default): lr 1e-3 with warm-up, 4096-token batches. authors: the optimisation of
-                          the authors' code (Adam lr 1e-4 constant, eps 1e-9, 64-sentence batches, clipping 1.5);
-                          suffix -authors-optimiser
+                          recipe (default): lr 1e-3 with warm-up, 4096-token batches. authors: Adam lr 1e-4
+                          constant, eps 1e-9, 64-sentence batches, clipping 1.5; -authors-optimiser
   --model-size small|medium|paper
-                          small (default: 6 layers x 128, 4 heads, FFN 512, for a CPU), medium (8 layers x 256,
-                          4 heads, FFN 1024; suffix -medium) or paper (10 layers x 512, 8 heads, FFN 2048;
-                          suffix -paper)
-  --seed N                default 1; suffix -seedN otherwise
-  --device cpu|cuda       default cpu; cuda trains on the GPU (fp32)
-  --updates N             training updates per model (default 450). A training run cut short goes on from its newest
-                          whole checkpoint when the script is run again (also with more updates, to train longer)
-  --precision bf16|fp32   on a CPU: bf16 (--cpu-bf16-autocast, the default on a CPU with bf16 instructions) or fp32
-                          (the default elsewhere)
-  --stop-hours H          stop each training run after H hours (fairseq-train --stop-time-hours; default: none)
-  --restart               train afresh instead of going on from the run's checkpoints
+                          6 layers x 128, 4 heads, FFN 512 (default); 8 x 256, 4 heads, FFN 1024 (-medium);
+                          10 x 512, 8 heads, FFN 2048 (-paper)
+  --seed N                default 1; -seedN otherwise
+  --device cpu|cuda       default cpu; cuda trains in fp32
+  --updates N             training updates per model (default 450); run again to go on from the newest whole
+                          checkpoint (with more updates, to train longer)
+  --precision bf16|fp32   on a CPU: bf16 autocast (the default with bf16 instructions) or fp32
+  --stop-hours H          stop each training after H hours (fairseq-train --stop-time-hours)
+  --restart               train afresh, not from the run's checkpoints
   --nice N                the niceness of every step (default 10)
   -h, --help              this text
 
-The headline setting (its figure is copied beside RESULTS.md): WSJ text, the authors' C_ii and optimisation,
+The headline setting (~40 min per model on a free core; its figure is copied beside RESULTS.md):
   examples/ptb_induction/run.sh --diagonal zero --optimiser authors --precision fp32 --updates 6000
-(~40 min per model on a free core). At the paper's scale on the GPU, three seeds: run_gpu.sh.
-Masks: sentence_masked_lm draws fresh masks every epoch (issue 53); the runs made before that fix saw epoch 1's
-masks in every epoch (fairseq's data-loader worker kept across epochs) and are kept as logs*-repeated-masks/.
-Besides the paper's rule (m=2, threshold 0.8), every run also parses with the rule chosen on every 10th PTB sample
-sentence (induce_dev.json, scored on the other 90%) and without fairseq's final </s> (induce_noeos.json).
-Outputs: examples/ptb_induction/work$SUFFIX/ (corpus, binarized data, checkpoints, induced trees, the figure),
-examples/ptb_induction/logs$SUFFIX/ (every command's log, gzipped once the run is done: NAME.log.gz; the JSON
-scores in one scores.json.gz, packed into packed.tar.xz), RESULTS.md and RESULTS.json (one table of every run kept
-here, rewritten from all the logs* folders by make_results.py), constituent_prior.png (the paper's Figure 5 for the
-first PTB sentence; only the headline setting's is kept there, the others stay in work$SUFFIX/).
+The paper's scale on a GPU, three seeds: run_gpu.sh. Outputs: work$SUFFIX/ (corpus, data, checkpoints, trees,
+figure); logs$SUFFIX/ (each step's log and JSON scores, gzipped, then packed into packed.tar.xz); RESULTS.md and
+RESULTS.json, of every run (make_results.py).
 USAGE
 }
 # fail MESSAGE: one line on stderr, exit status 2 (a bad option: nothing has been done)
@@ -137,35 +121,30 @@ LOGS=$HERE/logs$SUFFIX
 HEADLINE=-ptb-text-diagonal-zero-authors-optimiser  # the settings of make_results.py's HEADLINE run (fresh masks)
 PACKED_RUNS=$ROOT/fairseq_syntax/evaluation/packed_runs.py  # reads the archive of every run (packed.tar.xz)
 PACK_RUNS=$ROOT/examples/pack_runs.py  # packs into it
-# set for the commands below, not options: this checkout's package first on the path; oneDNN keeps one kernel per
-# batch shape, which grows to GBs with --cpu-bf16-autocast unless capped; one thread per fairseq process
+# not options: this checkout's package first; oneDNN's kernel cache capped (GBs with bf16 autocast); one thread each
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 export ONEDNN_PRIMITIVE_CACHE_CAPACITY=64 LRU_CACHE_CAPACITY=64 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 if [ "$DEVICE" = cpu ] && [ -z "$PRECISION" ]; then
-  # bf16 (--cpu-bf16-autocast) on a CPU with bf16 instructions, else fp32: oneDNN emulates bf16 elsewhere, many
-  # times slower (fairseq_syntax/core/cpu_autocast.py)
+  # bf16 where the CPU has bf16 instructions, else fp32 (emulated bf16 is slow): fairseq_syntax/core/cpu_autocast.py
   PRECISION=$(python3 -c 'from fairseq_syntax.core.cpu_autocast import default_cpu_precision as d; print(d())')
 fi
 mkdir -p "$WORK" "$LOGS"
-# an earlier run of these settings, packed: its files back in the folder, where this run's replace them as they come
+# an earlier run of these settings, packed: its files back, replaced by this run's as they come
 if python3 "$PACKED_RUNS" has --packed "$LOGS/make_corpus.log"; then
   python3 "$PACK_RUNS" unpack-folder "$LOGS" --into "$HERE"
 fi
 rm -f "$LOGS/scores.json.gz"  # the scores of an earlier run of these settings; every step below writes its own again
 
-# run LOG COMMAND...: writes the command as the log's first line, then its output
-run() {
-  local log=$1
-  shift
-  echo "# command: $*" > "$log"
-  nice -n "$NICE" "$@" >> "$log" 2>&1
-}
-# resume LOG COMMAND...: like run, but the log goes on (one "# command:" line per part) when the run resumes
+# resume LOG COMMAND...: appends the command as a "# command:" line, then its output; run: in a new log
 resume() {
   local log=$1
   shift
   echo "# command: $*" >> "$log"
   nice -n "$NICE" "$@" >> "$log" 2>&1
+}
+run() {
+  : > "$1"
+  resume "$@"
 }
 
 run "$LOGS/make_corpus.log" python3 "$HERE/make_corpus.py" --data "$DATA" --out "$WORK/corpus" "${CORPUS_ARGS[@]}"
@@ -183,11 +162,10 @@ case "$DEVICE-$PRECISION" in
   cpu-bf16) TRAINING+=(--cpu --cpu-bf16-autocast) ;;
   cpu-fp32) TRAINING+=(--cpu) ;;
 esac
-# the two models train at the same time, one thread each (one per core of the 2-core machine this was made on)
+# the two models train at once, one thread each
 training=()
 for arch in tree_transformer_lm roberta_prenorm; do
-  # any checkpoint counts, not checkpoint_last.pt alone: a kill during the first save leaves the epoch's checkpoint
-  # and checkpoint_best.pt without it, and fairseq-train (with the plugin) goes on from the newest whole one
+  # any checkpoint counts (a kill during the first save leaves no checkpoint_last.pt): training goes on from the newest
   if [ -n "$RESTART" ] || ! compgen -G "$WORK/checkpoints/$arch/checkpoint*.pt" > /dev/null; then
     rm -rf "$WORK/checkpoints/$arch" "$LOGS/train_$arch.log" "$LOGS/train_$arch.log.gz"
   elif [ -f "$LOGS/train_$arch.log.gz" ] && [ ! -f "$LOGS/train_$arch.log" ]; then
@@ -205,30 +183,26 @@ done
 
 TREE_CKPT=$WORK/checkpoints/tree_transformer_lm/checkpoint_best.pt
 GOLD=$DATA/ptb-sample/wsj_0001-0159.mrg.gz
-# The evaluations, in two streams at once (one per core, as the two trainings): Algorithm 1's variants in one,
-# greedy parsing from each layer, the figure and the perplexities in the other; each step writes its own log and JSON.
+# the evaluations in two streams at once: Algorithm 1's variants; each layer, the figure and the perplexities
+# induce NAME OPTION...: the Tree Transformer's trees of the PTB sample, scored; logs/NAME.log and NAME.json
+induce() {
+  run "$LOGS/$1.log" python3 -m fairseq_syntax.methods.tree_transformer.induce "$TREE_CKPT" \
+    --input "$WORK/corpus/ptb.txt" --gold "$GOLD" "${@:2}" --json "$LOGS/$1.json"
+}
 algorithm_one() {
-  run "$LOGS/induce_paper.log" python3 -m fairseq_syntax.methods.tree_transformer.induce "$TREE_CKPT" --input "$WORK/corpus/ptb.txt" \
-    --gold "$GOLD" --min-layer 2 --threshold 0.8 --output "$WORK/induced_paper.txt" --json "$LOGS/induce_paper.json"
-  run "$LOGS/induce_released.log" python3 -m fairseq_syntax.methods.tree_transformer.induce "$TREE_CKPT" --input "$WORK/corpus/ptb.txt" \
-    --gold "$GOLD" --min-layer 2 --threshold 0.8 --descend-above 0.7 --output "$WORK/induced_released.txt" \
-    --json "$LOGS/induce_released.json"
+  induce induce_paper --min-layer 2 --threshold 0.8 --output "$WORK/induced_paper.txt"
+  induce induce_released --min-layer 2 --threshold 0.8 --descend-above 0.7 --output "$WORK/induced_released.txt"
   # the rule chosen on a dev split (every 10th sentence; scores on the others), and the input without </s>
-  run "$LOGS/induce_dev.log" python3 -m fairseq_syntax.methods.tree_transformer.induce "$TREE_CKPT" \
-    --input "$WORK/corpus/ptb.txt" --gold "$GOLD" --select-on-dev 10 --json "$LOGS/induce_dev.json"
-  run "$LOGS/induce_noeos.log" python3 -m fairseq_syntax.methods.tree_transformer.induce "$TREE_CKPT" \
-    --input "$WORK/corpus/ptb.txt" --gold "$GOLD" --min-layer 2 --threshold 0.8 --without-eos \
-    --json "$LOGS/induce_noeos.json"
+  induce induce_dev --select-on-dev 10
+  induce induce_noeos --min-layer 2 --threshold 0.8 --without-eos
   # the paper's Figure 4: Algorithm 1 with other minimum layers, and top-down greedy parsing from one layer alone
   for m in 1 3; do
-    run "$LOGS/induce_min$m.log" python3 -m fairseq_syntax.methods.tree_transformer.induce "$TREE_CKPT" --input "$WORK/corpus/ptb.txt" \
-      --gold "$GOLD" --min-layer "$m" --threshold 0.8 --json "$LOGS/induce_min$m.json"
+    induce "induce_min$m" --min-layer "$m" --threshold 0.8
   done
 }
 layers_figure_perplexity() {
   for layer in $(seq 0 $((LAYERS - 1))); do
-    run "$LOGS/induce_layer$layer.log" python3 -m fairseq_syntax.methods.tree_transformer.induce "$TREE_CKPT" --input "$WORK/corpus/ptb.txt" \
-      --gold "$GOLD" --layer "$layer" --json "$LOGS/induce_layer$layer.json"
+    induce "induce_layer$layer" --layer "$layer"
   done
   # the paper's Figure 5: the constituent prior of every layer for one sentence (the first of the PTB sample)
   run "$LOGS/constituent_prior.log" python3 -m fairseq_syntax.cli.plot constituent-prior "$TREE_CKPT" \

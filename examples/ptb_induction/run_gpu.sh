@@ -1,29 +1,21 @@
 #!/usr/bin/env bash
-# The Tree Transformer at the paper's scale on one GPU, three seeds, each seed's run.sh detached:
-# `examples/ptb_induction/run_gpu.sh --help` says what it does and takes.
+# The Tree Transformer at the paper's scale on one GPU, one detached run.sh per seed: run_gpu.sh --help
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
 
 usage() {
   cat << 'USAGE'
 usage: examples/ptb_induction/run_gpu.sh [options] [DATA_DIR]
 
-The Tree Transformer at the paper's scale on one GPU, one run.sh per seed, all at once: 10 layers x 512, 8 heads,
-FFN 2048 (--model-size paper), C_ii as the authors' code (--diagonal zero), their optimisation (--optimiser
-authors: Adam lr 1e-4 constant, 64-sentence batches), WSJ text with the PTB sample's words (--text ptb); each
-seed's Tree Transformer and its plain-Transformer twin trained at once, then run.sh's evaluation (Algorithm 1 with
-the paper's rule, the rule chosen on a dev split, without </s>, per layer; masked-word perplexity). It detaches
-(setsid) and returns at once with its log (then: tail -f the log); each seed's output goes to run_gpu.seedK.log:
+One run.sh per seed, all at once, at the paper's scale: run.sh --text ptb --model-size paper --diagonal zero
+--optimiser authors --device cuda (10 layers x 512, 8 heads; Adam lr 1e-4 constant, 64-sentence batches), each
+with its evaluation. It detaches (setsid) and returns at once (tail -f its log); seed K's output goes to
+run_gpu.seedK.log:
   source bench/cuda/device_setup.sh && bash examples/ptb_induction/run_gpu.sh .window/data
+It needs a GPU machine held for hours (bench/cuda/README.md): run.sh's evaluation runs on one CPU thread after
+the training, and the checkpoints (100-420 MB each) stay on the machine.
 
-This needs a GPU machine held for hours, not a short window (a machine with a GPU for a short time, commands of at
-most 10 minutes): a detached job dies when the machine goes back; after training, run.sh's evaluation (induction,
-perplexity) runs on one CPU thread for longer than the training; and the checkpoints (100-420 MB each) are too
-large to bring back from a window and evaluate elsewhere.
-
-DATA_DIR: passed to run.sh (default ../shared/data beside the repository; on a GPU machine the copy that
-`bash bench/cuda/window.sh prepare` makes: carry .window, give .window/data).
+DATA_DIR: passed to run.sh (default ../shared/data; on a GPU machine .window/data, bench/cuda/window.sh prepare).
 
 options:
   --updates N       training updates per model (default 60000; the paper trains 60-100k)
@@ -60,12 +52,11 @@ while [ $# -gt 0 ]; do
   shift 2
 done
 data=$DATA  # run.sh's default when none is given
-[ -n "$data" ] || data=$ROOT/../shared/data
+[ -n "$data" ] || data=$HERE/../../../shared/data
 [ -d "$data" ] || fail "$data: no such folder (DATA_DIR, see --help)"
 
 if [ -z "$FOREGROUND" ]; then
-  # in a session of its own (setsid, nohup): it outlives the shell that started it, as the GPU machine's 10-minute
-  # command limit needs
+  # a session of its own (setsid, nohup): it outlives the shell that started it
   mkdir -p "$(dirname "$LOG")"
   setsid nohup bash "$0" --foreground "${ARGS[@]}" > "$LOG" 2>&1 < /dev/null &
   echo "started (pid $!); log: $LOG"
