@@ -51,6 +51,7 @@ def test_init_plan_status_and_report_import_neither_torch_nor_fairseq(corpus, tm
     assert (report.returncode, report.stdout) == (2, "")
     assert report.stderr == ("error: study.toml: no run of the study has finished yet (6 to do): nothing to report; "
                              "fairseq-syntax-study run study.toml trains them\n")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["new.toml", "parses", "raw", "study.toml"]
 
 
 def test_fairseq_loads_the_plugin_with_the_user_dir_and_register_loads_it_after_the_package():
