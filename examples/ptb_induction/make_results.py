@@ -3,12 +3,9 @@
     python3 examples/ptb_induction/make_results.py                   # RESULTS.md + RESULTS.json from the runs
     python3 examples/ptb_induction/make_results.py --compress LOGS   # run.sh, after a run: compress its folder
 
-A run of ``run.sh`` leaves ``logs<SUFFIX>/`` beside this script (the suffix names its settings): each step's log
-gzipped (``NAME.log.gz``, the command on its first line) and the JSON scores in ``scores.json.gz``; plain
-``NAME.log`` / ``NAME.json`` of an uncompressed run are read first. run.sh then packs the gzipped files into
-``packed.tar.xz`` (``packed_runs``), read as the folder. Exploratory runs made by hand are rows too
-(``EXPLORATORY``; their folder's README.md says how). Every number is read from a file named next to it; a missing
-file is an error. Rendering: ``fairseq_syntax.evaluation.tables``."""
+A run of ``run.sh`` leaves ``logs<SUFFIX>/``: each step's log (``NAME.log[.gz]``, the command on its first line)
+and JSON scores (``NAME.json``, or all in ``scores.json.gz``), then packed into ``packed.tar.xz`` (``packed_runs``)
+and read from there. Runs made by hand are rows too (``EXPLORATORY``). A missing file is an error."""
 import argparse
 import collections
 import datetime
@@ -31,22 +28,17 @@ SYSTEMS = {"tree_transformer_lm": "Tree Transformer", "roberta_prenorm": "Transf
 BASELINES = ("left-branching", "right-branching")
 LABELS = ("NP", "VP", "PP", "ADJP", "SBAR", "ADVP")
 SCORES = "scores.json.gz"
-# The headline run, the first of these kept: WSJ text, the authors' C_ii and optimisation, fresh masks (run.sh
-# --diagonal zero --optimiser authors --updates 6000); else --text mixed --eval-text --diagonal zero --optimiser authors
-# --updates 16000 with repeated masks. Its figure is constituent_prior.png.
+# The headline run: the first of these kept. Its figure is constituent_prior.png.
 HEADLINES = ("logs-ptb-text-diagonal-zero-authors-optimiser",
              "logs-eval-text-diagonal-zero-authors-optimiser-repeated-masks")
-# The line sentence_masked_lm logs when its masks are fresh every epoch; a run without it that loaded batches in a
-# worker process saw epoch 1's masks every epoch (logs*-repeated-masks/).
+# logged by sentence_masked_lm when its masks are fresh every epoch (without it, and with workers: epoch 1's masks)
 FRESH_MASKS_LINE = "with the epoch in shared memory: fresh every epoch"
-# The random trees of the induce JSON by draw (induce's RANDOM_DRAWS); older scores name the uniform-split one "random
-# (N seeds)".
+# The random trees of the induce JSON by draw (induce's RANDOM_DRAWS; older scores: "random (N seeds)").
 RANDOM_DRAWS = {"uniform split": ("random, uniform split (", "random ("), "shift-reduce": ("random, shift-reduce (",)}
 RANDOM_LABELS = {"uniform split": "random, uniform split point at every node (mean of {seeds} seeds)",
                  "shift-reduce": "random, shift-reduce coin flips as in Kim et al.'s code (mean of {seeds} seeds)"}
 FIGURE = "constituent_prior.png"
-# Runs made by hand (commands in their folder's README.md): Tree Transformers only, so no perplexity or throughput
-# ratio. Per run: its training log and the parses scored (see PARSES).
+# Runs made by hand (commands in their folder's README.md), Tree Transformers only: training log, parses scored.
 EXPLORATORY = {
     "logs-authors-optimiser": [
         {"train": "train_tree_transformer_lm_diagonal_one.log", "parses": {"m=2": "induce_diagonal_one.json"}},
@@ -55,15 +47,13 @@ EXPLORATORY = {
                     "layer 1": "induce_diagonal_zero_layer1.json"}},
     ],
 }
-# The parses of a run.sh run: label -> the JSON score file of fairseq_syntax.methods.tree_transformer.induce.
-#: parses chosen on a dev split (older runs: "–"): the rule chosen on every 10th sentence and the paper's, both scored
-#: on the other 90%; the paper's rule without the final </s>
+# The parses of a run.sh run: label -> induce's JSON score file; LATER_PARSES: none in older runs ("–").
 LATER_PARSES = {"chosen on dev": ("induce_dev.json", "Tree Transformer (rule chosen on dev)"),
                 "m=2 on the same 90%": ("induce_dev.json", "Tree Transformer"),
                 "m=2 without </s>": ("induce_noeos.json", "Tree Transformer")}
 PARSES = {"m=1": "induce_min1.json", "m=2": "induce_paper.json", "m=3": "induce_min3.json",
           "released": "induce_released.json"}  # and "layer L": induce_layerL.json for every layer of the run
-# Modules the logged commands ran that have moved since (the package was reorganised after these runs).
+# Modules the logged commands ran that have moved since.
 MOVED_MODULES = {"fairseq_syntax.cli.induce": "fairseq_syntax.methods.tree_transformer.induce",
                  "fairseq_syntax.evaluation.masked_lm": "fairseq_syntax.methods.tree_transformer.masked_lm"}
 
@@ -71,8 +61,7 @@ MOVED_MODULES = {"fairseq_syntax.cli.induce": "fairseq_syntax.methods.tree_trans
 # --- reading a run folder
 
 def read(logs: str, name: str) -> str:
-    """The text of ``logs/name``, of ``logs/name.gz``, or of its packed copy (``packed.tar.xz`` beside the logs
-    folders: ``packed_runs``)."""
+    """The text of ``logs/name``, ``logs/name.gz`` or its packed copy."""
     path = os.path.join(logs, name)
     if not packed_runs.has(path):
         raise FileNotFoundError(f"{path} (or .gz, or packed) is missing: run examples/ptb_induction/run.sh first")
@@ -80,8 +69,7 @@ def read(logs: str, name: str) -> str:
 
 
 def scores(logs: str) -> dict:
-    """Every JSON score file of a run folder by name: those in ``scores.json.gz`` (there or packed), then the plain
-    ``*.json`` (a run not yet compressed), which take precedence."""
+    """Every JSON score file of a run folder by name: ``scores.json.gz``'s, then the plain ``*.json`` over them."""
     found = {}
     bundle = os.path.join(logs, SCORES)
     if packed_runs.has(bundle):
@@ -123,14 +111,12 @@ def one(pattern: str, text: str, what: str) -> re.Match:
 
 
 def log_parts(log: str) -> list:
-    """The parts of a log, one per "# command:" line (a run resumed from its checkpoint has several); a log
-    written without one (the exploratory runs) is one part."""
+    """The parts of a log, one per "# command:" line (a resumed run has several); one without (by hand): one."""
     return log.split("# command: ")[1:] or [log]
 
 
 def wall_seconds(log: str) -> float:
-    """Wall-clock time of a training log: first to last timestamp of each part, summed (fairseq's "wall" meter
-    restarts on resume)."""
+    """Wall-clock time of a training log: first to last timestamp of each part, summed."""
     total = 0.0
     for part in log_parts(log):
         stamps = re.findall(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \|", part, flags=re.MULTILINE)
@@ -143,8 +129,7 @@ def wall_seconds(log: str) -> float:
 
 
 def median_words_per_second(log: str) -> float | None:
-    """fairseq's logged training tokens/s, median over the longest part of a resumed run; None without a
-    ``train_inner`` line."""
+    """fairseq's logged training tokens/s, median over the longest part; None without a ``train_inner`` line."""
     parts = [re.findall(r"train_inner .*? wps=([\d.]+)", part) for part in log_parts(log)]
     longest = max(parts, key=len)
     return statistics.median(float(wps) for wps in longest) if longest else None
@@ -176,8 +161,7 @@ def side_by_side_throughput(tree_log: str, plain_log: str):
 
 
 def config_setting(log: str, name: str) -> str:
-    """A value of fairseq's logged configuration (``name='value'`` or ``'name': 'value'``), for runs whose log has no
-    command."""
+    """A value of fairseq's logged configuration (``name='value'`` or ``'name': 'value'``)."""
     match = re.search(rf"(?:\b{name}=|'{name}': )('[^']*'|[\w.\-]+)", log)
     if not match:
         raise ValueError(f"no '{name}' in the training log's configuration")
@@ -203,8 +187,7 @@ def training_summary(log: str) -> dict:
 
 
 def masks(log: str, num_workers: str) -> str:
-    """"fresh" when the run's masks changed every epoch, "repeated" when it saw epoch 1's in every epoch (no
-    FRESH_MASKS_LINE, batches loaded in a kept worker)."""
+    """"fresh" or "repeated" (epoch 1's masks in every epoch: no FRESH_MASKS_LINE, batches loaded in a worker)."""
     return "fresh" if FRESH_MASKS_LINE in log or int(num_workers) == 0 else "repeated"
 
 
@@ -401,7 +384,7 @@ def summary_row(run: dict) -> dict:
     tree, right = ({subset: subsets[subset][system] for subset in subsets}
                    for system in ("Tree Transformer", "right-branching"))
     return {
-        "setting": run["name"], "label": run["label"], **run["settings"],
+        "setting": run["name"], **run["settings"],
         "seeds": [run["training"]["tree_transformer_lm"]["seed"]],
         "sentence_f1_all": 100 * tree["all"]["sentence_f1"],
         "sentence_f1_le10": 100 * tree["<=10 words"]["sentence_f1"],
@@ -576,31 +559,38 @@ def differences(headline: dict) -> list:
                               diagonal=diagonal).split("\n")
 
 
+GOLD = "../shared/data/ptb-sample/wsj_0001-0159.mrg.gz"
+
+
+def with_variables(lines: list, variables: dict) -> list:
+    """Shell ``lines`` with each value of ``variables`` (in order) written ``$NAME``, after the lines that set them."""
+    for name, value in variables.items():
+        lines = [line.replace(value, f"${name}") for line in lines]
+    return ["```", *(f"{name}={value}" for name, value in variables.items()), *lines, "```"]
+
+
 def commands_section(headline: dict, runs: list) -> list:
-    """The headline run's logged commands, its work and logs folders written ``$W`` and ``$L``; then the commands of
-    the runs made by hand."""
-    folders = {"W": f"examples/ptb_induction/work{headline['name'][len('logs'):]}",
-               "L": f"examples/ptb_induction/{headline['name']}"}
+    """The headline run's logged commands, then those of the runs made by hand, their folders, checkpoint and gold
+    trees as shell variables."""
     lines = [
         "## Commands",
         "",
         f"The headline run's, the first line of each log (`{headline['name']}/NAME.log.gz`), with modules renamed "
         "since under their new names (" + ", ".join(f"`{old}` -> `{new}`" for old, new in MOVED_MODULES.items())
         + "):",
-        "```",
-        *(f"{variable}={folder}" for variable, folder in folders.items()),
-    ]
-    for _, line in headline["commands"]:
-        for variable, folder in folders.items():
-            line = line.replace(folder, f"${variable}")
-        lines.append(line)
-    lines.append("```")
+    ] + with_variables([line for _, line in headline["commands"]], {
+        "W": f"examples/ptb_induction/work{headline['name'][len('logs'):]}",
+        "L": f"examples/ptb_induction/{headline['name']}",
+        "T": "$W/checkpoints/tree_transformer_lm/checkpoint_best.pt", "G": GOLD})
     by_hand = [run for run in runs if run["by_hand"]]
     for folder in dict.fromkeys(run["folder"] for run in by_hand):
         in_folder = [run for run in by_hand if run["folder"] == folder]
-        lines += ["", f"The runs made by hand in `{folder}/` (its README.md): training, `DIAG` = `one` or `zero`,",
-                  "```", in_folder[0]["readme_command"], "```", "and the scoring of their trees:", "```"]
-        lines += [line for run in in_folder for _, line in run["commands"]] + ["```"]
+        lines += ["", f"The runs made by hand in `{folder}/` (its README.md): training, `DIAG` = `one` or `zero`, and "
+                  "the scoring of their trees:"]
+        lines += with_variables([in_folder[0]["readme_command"]]
+                                + [line for run in in_folder for _, line in run["commands"]],
+                                {"W": "examples/ptb_induction/work-eval-text-diagonal-zero",
+                                 "L": f"examples/ptb_induction/{folder}", "G": GOLD})
     return lines
 
 
