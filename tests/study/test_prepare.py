@@ -1,8 +1,4 @@
-"""fairseq_syntax.study.prepare: a tiny study's data (the demo generator's corpus, its parses packed into a parse
-archive; sequence, mask with its random control over 2 seeds, udp) made once, exactly the grid's directories: a
-second prepare changes nothing, a changed setting is refused naming the output, a killed prepare leaves nothing that
-looks whole, outputs there without a record are refused and kept, and a parser named by a pretrained name that
-cannot be downloaded stops it before anything is made; the parsers the file names parse the source side."""
+"""study.prepare: a tiny study's data made once, exactly the grid's directories; reruns, changes, kills, refusals."""
 import gzip
 import json
 import os
@@ -50,8 +46,6 @@ controls = ["random"]
 [[systems]]
 name = "udp"
 """
-#: the grid's data directories, by hand: Sequence and UDP read the sequence form (UDP its LDD side data), Mask the
-#: preorder form, its random control the preorder form of the random trees drawn with each training seed
 GRID = ["sequence", "preorder", "preorder.random", "preorder.random-s2"]
 STEPS = ["subset", "tokens", "parses:archive", "bpe", "controls:random", "controls:random-s2", "data-bin/sequence",
          "data-bin/preorder", "data-bin/preorder.random", "data-bin/preorder.random-s2", "reference"]
@@ -65,8 +59,7 @@ def write_study(folder: Path, work: str, merges: int = MERGES, name: str = "stud
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    """The demo generator's corpus as raw (already tokenized) text, and its gold parses packed into a parse archive
-    (the parser models it names are stand-in files)."""
+    """The demo corpus as raw text, its gold parses packed into a parse archive (stand-in parser models)."""
     from fairseq_syntax.parsing import archive
     from fairseq_syntax.parsing.dependency import conllu_of_record
 
@@ -98,7 +91,7 @@ def corpus(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def prepared(corpus):
-    """The tiny study prepared once: (its config, the progress lines, the names prepare returned)."""
+    """(config, progress lines, returned names) of the tiny study prepared once."""
     config = load_study(write_study(corpus, "work"))
     lines = []
     names = prepare(config, lines.append)
@@ -108,16 +101,13 @@ def prepared(corpus):
 def test_only_some_runs_need_the_directories_they_read_and_their_controls_bases(corpus):
     config = load_study(write_study(corpus, "work-only", name="only.toml"))
     needs = grid_needs(config, only=["udp.seed2", "mask_random.seed2"])
-    # UDP reads the sequence form with its LDD side data; Mask's random control of seed 2 the preorder form of the
-    # random trees of seed 2, made with the dictionary of the real-parse preorder directory
     assert [d.name for d in needs.directories] == ["sequence", "preorder", "preorder.random-s2"]
     assert needs.controls == [("random", 2)] and needs.trees and needs.arcs
-    # each as the whole grid makes it: sequence carries the LDD side data here too, made from the dependency parses
     assert [[side.input for side in d.side_data] for d in needs.directories] == [["src_ldd"], [], []]
     assert [d.reads for d in needs.directories] == [("arcs",), ("trees",), ("trees",)]
     assert needs.directories == [d for d in grid_needs(config).directories
                                  if d.name in ("sequence", "preorder", "preorder.random-s2")]
-    assert grid_needs(config, only=[]).directories == []  # the study's runs all done: no data directory
+    assert grid_needs(config, only=[]).directories == []
 
 
 def snapshot(folder: Path) -> dict:
@@ -131,22 +121,18 @@ def test_prepare_makes_exactly_the_grids_directories(corpus, prepared):
     assert names == data_directories(config) == GRID
     assert sorted(path.name for path in (work / "data-bin").iterdir()) == sorted(GRID)
     assert not (work / STAGING).exists()
-    # one progress line a step, with its counts, then the summary
     assert [line.split(":")[0] if not line.startswith("parses:") and not line.startswith("controls:")
             else ":".join(line.split(":")[:2]) for line in lines[:-1]] == STEPS
     assert lines[0] == f"subset: {SUBSET} of {SPLITS['train']} training pairs drawn (seed 1) into raw/train.{{en,de}}.gz"
     assert f"pairs: train {SUBSET}, valid 10, test 10" in lines[1]
-    # the subset: the first 50 of one random order of the 60 line numbers (seed 1), ascending; the raw lines at them
     chosen = sorted(number + 1 for number in random.Random(1).sample(range(SPLITS["train"]), SPLITS["train"])[:SUBSET])
     assert chosen == subset_lines(SPLITS["train"], SUBSET, 1)
     assert (work / "raw/train.lines").read_text() == "".join(f"{n}\n" for n in chosen)
     raw = (corpus / "raw/train.en").read_text().splitlines()
     assert (work / "tok/train.en").read_text().splitlines() == [raw[n - 1] for n in chosen]
-    # what each directory holds: the LDD side data where UDP reads it, the control and seed where one was drawn
     sequence = json.loads((work / "data-bin/sequence/syntax.json").read_text())
     assert sequence["form"] == "sequence" and set(sequence["side_data"]) == {"ldd"}
     assert list(json.loads((work / "data-bin/sequence/parsers.json").read_text())) == ["dependency"]
-    # the parsers the archive names, as its manifest describes the model files (name and digest)
     from fairseq_syntax.parsing.provenance import model_digest
 
     preorder = json.loads((work / "data-bin/preorder/parsers.json").read_text())
@@ -158,7 +144,6 @@ def test_prepare_makes_exactly_the_grids_directories(corpus, prepared):
         assert meta["form"] == "preorder" and set(meta["side_data"]) == {"parents"} and meta.get("control") == control
         parsers = json.loads((work / "data-bin" / name / "parsers.json").read_text())
         assert list(parsers) == ["constituency", "tagger"] + (["control"] if control else [])
-    # the two seeds' random trees differ (each line drawn from its seed and line number), the words do not
     one, two = ((work / f"bpe/{name}/train.tree").read_text() for name in ("random", "random-s2"))
     assert one != two and [t.split() for t in one.splitlines()] != [t.split() for t in two.splitlines()]
     assert (work / "test.de.ref").read_bytes() == (corpus / "raw/test.de").read_bytes()
@@ -167,7 +152,7 @@ def test_prepare_makes_exactly_the_grids_directories(corpus, prepared):
 
 
 def assert_prepare_keeps_everything(config, work: Path) -> None:
-    """prepare again: every step says it is made already, and no file of WORK changes."""
+    """prepare again: every step made already, no file of WORK changed."""
     before = snapshot(work)
     lines = []
     assert prepare(config, lines.append) == GRID
@@ -175,15 +160,8 @@ def assert_prepare_keeps_everything(config, work: Path) -> None:
     assert all(": made already, kept (" in line for line in lines[:-1]) and len(lines) == len(STEPS) + 1
 
 
-def test_a_second_prepare_changes_nothing(corpus, prepared):
-    config, _, _ = prepared
-    assert_prepare_keeps_everything(config, corpus / "work")
-
-
 def test_a_method_added_since_keeps_what_was_made(corpus, prepared, monkeypatch):
-    """A method with side data of its own installed after the data was made (its records lack its key): no system of
-    the study reads it, so every step finds its outputs made and keeps them; a study system reading a side input
-    that no method makes is refused in one line naming it."""
+    """Side data of a method added later keeps what was made; a side input no method makes is refused."""
     from fairseq_syntax import methods
     from fairseq_syntax.core.side_data import SideData
 
@@ -202,8 +180,7 @@ def test_a_method_added_since_keeps_what_was_made(corpus, prepared, monkeypatch)
 
 
 def test_a_changed_setting_is_refused_naming_the_output(corpus, prepared, tmp_path):
-    """bpe.merges changed: the BPE step stops before anything is written, in one line naming what it made and the
-    key that differs; the steps before it (same settings) are kept."""
+    """bpe.merges changed: refused in one line naming bpe/codes and the key, nothing written."""
     shutil.copytree(corpus / "work", corpus / "work-merges", symlinks=True)
     try:
         config = load_study(write_study(corpus, "work-merges", merges=MERGES - 10, name="merges.toml"))
@@ -236,9 +213,7 @@ def test_missing_files_are_named_at_once_before_anything_runs(corpus, tmp_path):
 
 
 def test_a_killed_prepare_leaves_nothing_that_looks_whole(corpus, prepared):
-    """The last two control directories taken away (their records stay: made again), the prepare killed while it
-    builds the last one: no directory under its final name but the finished ones, each as recorded; the next
-    prepare makes the rest, the same bytes as the first time."""
+    """Killed while building the last control: only whole directories stand; the next prepare remakes the same."""
     config, _, _ = prepared
     work = corpus / "work-killed"
     shutil.copytree(corpus / "work", work, symlinks=True)
@@ -256,13 +231,13 @@ def test_a_killed_prepare_leaves_nothing_that_looks_whole(corpus, prepared):
         while not building.exists() and process.poll() is None and time.time() < deadline:
             time.sleep(0.002)
         process.send_signal(signal.SIGKILL)
-        assert process.wait() == -signal.SIGKILL  # killed, not finished
+        assert process.wait() == -signal.SIGKILL
         manifest = json.loads((work / MANIFEST).read_text())
         for name in (path.name for path in (work / "data-bin").iterdir()):
             outputs = manifest["steps"][f"data-bin/{name}"]["outputs"]
             assert damaged(work / "data-bin" / name, outputs[f"data-bin/{name}"]) is None, name
         assert not (work / "data-bin/preorder.random-s2").exists()
-        assert (work / "data-bin/preorder.random").is_dir()  # finished before the kill
+        assert (work / "data-bin/preorder.random").is_dir()
         lines = []
         assert prepare(load_study(study), lines.append) == GRID
         assert "data-bin/preorder.random-s2: made again (data-bin/preorder.random-s2: missing)" in lines
@@ -272,32 +247,9 @@ def test_a_killed_prepare_leaves_nothing_that_looks_whole(corpus, prepared):
         shutil.rmtree(work, ignore_errors=True)
 
 
-def test_outputs_there_without_a_record_are_refused_and_kept(corpus, prepared):
-    """A folder whose BPE was made by something else than a study's preparation (its record of the step gone):
-    the step stops in one line naming the file, which stays as it was; nothing after it is made."""
-    work = corpus / "work-unrecorded"
-    shutil.copytree(corpus / "work", work, symlinks=True)
-    try:
-        manifest = json.loads((work / MANIFEST).read_text())
-        for key in [key for key in manifest["steps"] if key == "bpe" or key.startswith(("controls:", "data-bin/"))]:
-            del manifest["steps"][key]
-        (work / MANIFEST).write_text(json.dumps(manifest))
-        shutil.rmtree(work / "data-bin")
-        before = snapshot(work)
-        with pytest.raises(PrepareError) as refused:
-            prepare(load_study(write_study(corpus, "work-unrecorded", name="unrecorded.toml")), lambda line: None)
-        assert str(refused.value) == (f"{work / 'bpe/codes'}: there without a record in {work / MANIFEST} of what "
-                                      "made it (not made by a study's preparation): not overwritten; give study.work "
-                                      "another folder, or remove it to make it again")
-        assert snapshot(work) == before
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-
-
 def test_a_parser_named_by_a_name_that_cannot_be_downloaded_stops_it_before_anything_is_made(corpus, tmp_path,
                                                                                             monkeypatch):
-    """No network (a proxy nobody answers): the study names benepar_en3, which its library would download; prepare
-    stops in one line, the library's reason, with no WORK made."""
+    """benepar_en3 behind a dead proxy: one line, no WORK made."""
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
     shutil.copytree(corpus / "raw", tmp_path / "raw")
@@ -313,14 +265,14 @@ def test_a_parser_named_by_a_name_that_cannot_be_downloaded_stops_it_before_anyt
 
 
 def test_a_second_prepare_started_meanwhile_waits_then_finds_everything_made(corpus, prepared):
-    """WORK/prepare.lock held (as by a prepare in progress): another prepare says it waits, and once the lock is
-    given back finds every step made."""
+    """WORK/prepare.lock held: prepare says it waits, then finds every step made and changes no file."""
     import fcntl
     import threading
 
     config, _, _ = prepared
     lines, names = [], []
     with open(corpus / "work" / "prepare.lock", "a") as lock:
+        before = snapshot(corpus / "work")
         fcntl.flock(lock, fcntl.LOCK_EX)
         waiting = threading.Thread(target=lambda: names.extend(prepare(config, lines.append)))
         waiting.start()
@@ -330,14 +282,14 @@ def test_a_second_prepare_started_meanwhile_waits_then_finds_everything_made(cor
         assert lines == [f"waiting for another preparation of {corpus / 'work'} (prepare.lock) to end"]
         fcntl.flock(lock, fcntl.LOCK_UN)
     waiting.join(timeout=300)
-    assert names == GRID
+    assert names == GRID and snapshot(corpus / "work") == before
     assert all(": made already, kept (" in line for line in lines[1:-1]) and len(lines) == len(STEPS) + 2
 
 
 PARSER_STUB = '''#!/usr/bin/env python3
-"""A stand-in fairseq-syntax-parse: records its arguments, writes a flat tree (NN over each word) or a left chain."""
+"""A stand-in fairseq-syntax-parse: logs its arguments, writes a flat tree or a left chain."""
 import argparse, gzip, json, os, sys
-if sys.argv[1] == "fetch":  # a parser given by name: there already
+if sys.argv[1] == "fetch":
     sys.exit(0)
 with open(os.environ["PARSE_STUB_LOG"], "a") as log:
     log.write(json.dumps(sys.argv[1:]) + "\\n")
@@ -369,8 +321,7 @@ write_record([args.output] + ([args.conllu] if args.conllu else []), args.kind, 
 
 
 def test_the_parsers_the_file_names_parse_the_source_side(corpus, tmp_path, monkeypatch):
-    """No archive: fairseq-syntax-parse runs each parser the file names on each split's tokens (a stand-in here),
-    once; the data directories record the parsers (a pretrained name as given, a file by name and digest)."""
+    """No archive: each named parser runs once a split; the directories record them (name, or file and digest)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "fairseq-syntax-parse").write_text(PARSER_STUB)
@@ -402,11 +353,10 @@ def test_the_parsers_the_file_names_parse_the_source_side(corpus, tmp_path, monk
     assert json.loads((work / "data-bin/preorder/parsers.json").read_text()) == {"constituency": {"model": "crf-con-en"}}
     dependency = json.loads((work / "data-bin/sequence/parsers.json").read_text())["dependency"]
     assert dependency["model"] == "biaffine.pt" and len(dependency["sha256"]) == 16
-    assert dependency["labels"] == "universal"  # the parse record's scheme, which the LDD groups were made with
+    assert dependency["labels"] == "universal"
     assert json.loads((work / "data-bin/sequence/syntax.json").read_text())["ldd"]["labels"] == "universal"
     assert json.loads((work / "tok/valid.arcs.jsonl.parse.json").read_text())["input"]["file"] == "valid.en"
     assert (work / "tok/train.tree").read_text().splitlines()[0] == \
         "(S " + " ".join(f"(NN {w})" for w in (work / "tok/train.en").read_text().split("\n")[0].split()) + ")"
-    # parsed once: a second prepare runs no parser
     prepare(load_study(study), lambda line: None)
     assert len((tmp_path / "calls.jsonl").read_text().splitlines()) == 6
