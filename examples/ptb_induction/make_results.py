@@ -325,7 +325,6 @@ def run_cell(run: dict) -> Cell:
 
 
 TRAINING = ["parameters", "updates", "wall time", "tokens/s (median)", "best valid loss (bits)", "at update"]
-PERPLEXITY = ["parameters", "perplexity", "words scored", "`<unk>` words not scored"]
 
 
 def training_cells(row: dict) -> list:
@@ -336,13 +335,18 @@ def training_cells(row: dict) -> list:
 
 def perplexity_cells(run: dict, arch: str) -> list:
     result = run["perplexity"][arch]
-    return [params_cell(run["training"][arch]["params"]), Cell(result["perplexity"], f"{result['perplexity']:.1f}"),
+    return [Cell(result["perplexity"], f"{result['perplexity']:.1f}"),
             *(number_cell(result[key], ",") for key in ("scored_words", "unknown_words"))]
 
 
-def kept(tables: dict, key: str, table: Table) -> list[str]:
-    """``table``'s Markdown lines; its RESULTS.json table kept as ``tables[key]``."""
+def kept(tables: dict, key: str, table: Table, elsewhere: tuple = ()) -> list[str]:
+    """``table``'s Markdown lines; its RESULTS.json table kept as ``tables[key]``, without the columns
+    ``elsewhere`` (the same values under another key of RESULTS.json)."""
     tables[key] = table.json()
+    tables[key]["columns"] = [column for column in tables[key]["columns"] if column not in elsewhere]
+    for row in tables[key]["rows"]:
+        for column in elsewhere:
+            del row[column]
     return table.lines()
 
 
@@ -444,13 +448,13 @@ def agreement_table(runs: list) -> Table:
             if offset in shifted:
                 rows.append((label, shifted[offset]))
         for label, values in rows:
-            table.add(run_cell(run), label, *(Cell(rho, f"{rho:+.3f}") for rho in values),
+            table.add(run_cell(run), Cell(label, label.split(" (")[0]), *(Cell(rho, f"{rho:+.3f}") for rho in values),
                       *[Cell(None, "–")] * (layers - len(values)))
     return table
 
 
 def perplexity_table(runs: list) -> Table:
-    table = Table(["run", "system", *PERPLEXITY], "llrrrr")
+    table = Table(["run", "system", "perplexity", "words scored", "`<unk>` words not scored"], "llrrr")
     for run in runs:
         for arch, name in SYSTEMS.items():
             table.add(run_cell(run), name, *perplexity_cells(run, arch))
@@ -722,7 +726,9 @@ def render(runs: list) -> tuple:
         run["key"] = str(number)
     recipe = [run for run in runs if not run["by_hand"]]
     tables = {}
-    lines = INTRO.split("\n") + kept(tables, "runs", runs_table(runs)) + [""]
+    # rows[] holds each run's precision, updates and perplexity_ratio, tables.parses its m=2 F1
+    lines = INTRO.split("\n") + kept(tables, "runs", runs_table(runs), elsewhere=(
+        "precision", "updates", "perplexity ratio", "Algorithm 1, m=2")) + [""]
     lines += run_commands_section(runs) + headline_sections(headline, tables)
     detail = {key: "\n".join(kept(tables, key, table)) for key, table in (
         ("training", training_table(runs)), ("parses", layers_table(runs)), ("link_agreement", agreement_table(runs)),
