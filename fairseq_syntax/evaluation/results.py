@@ -1,14 +1,11 @@
-"""The run records' results table (never typed by hand): ``render_markdown`` and ``render_json`` of the records
-(:mod:`~fairseq_syntax.evaluation.records`), written by :func:`fairseq_syntax.evaluation.tables.write_results`.
+"""The run records' results table (never typed by hand): ``render_markdown`` and ``render_json`` of the records,
+written by :func:`fairseq_syntax.evaluation.tables.write_results`.
 
 A dataset of several seeds gets one row per system (:mod:`fairseq_syntax.evaluation.seed_systems`), its answer
-(:mod:`fairseq_syntax.evaluation.study_answer`) and each run's convergence
-(:mod:`fairseq_syntax.evaluation.convergence`); what it compares (the baseline, each control's method and kind,
-the seeds planned) is a :class:`~fairseq_syntax.evaluation.comparisons.Comparisons`, given or, when none is, the
-method registry's (:func:`~fairseq_syntax.evaluation.comparisons.registry_comparisons`), and recorded in
-RESULTS.json. Other datasets get one row per run. :func:`results_of_runs` is the whole of ``fairseq-syntax-results``
-for a caller in Python (the study's report).
-"""
+(:mod:`fairseq_syntax.evaluation.study_answer`) and each run's convergence; what it compares is a
+:class:`~fairseq_syntax.evaluation.comparisons.Comparisons` (default: the method registry's), recorded in
+RESULTS.json. Other datasets get one row per run. :func:`results_of_runs` is ``fairseq-syntax-results`` for a caller
+in Python."""
 import os
 import statistics
 from collections.abc import Iterable, Sequence
@@ -65,8 +62,8 @@ def _format_metric(value) -> str:
 
 
 def format_p(found: dict) -> str:
-    """One metric's p of a test report: ``0.041`` (a test of one run), ``0.041±0.002 (t 0.059)`` (the seed-aware
-    bootstrap: its Monte-Carlo standard error, and Welch's t-test p over the seeds' scores where it is defined)."""
+    """One metric's p: ``0.041`` (one run's test), ``0.041±0.002 (t 0.059)`` (seed-aware: Monte-Carlo error, and
+    Welch's p where defined)."""
     text = probability_text(found["p_value"])
     if found.get("p_mc_se") is not None:
         text += f"±{probability_text(found['p_mc_se'])}"
@@ -131,15 +128,15 @@ def _table_data(records: Sequence[dict]) -> tuple[list[str], list[list], list[li
 
 
 def _table(records: Sequence[dict]) -> list[str]:
-    """The systems table of RESULTS.md: the columns of :func:`_table_data` but the command, which
-    :func:`_run_commands_section` lists below the table (a command is too long for a column people read)."""
+    """The systems table of RESULTS.md: :func:`_table_data`'s columns but the command, listed below by
+    :func:`_run_commands_section`."""
     header, _, cells = _table_data(records)
     return markdown_table(header[:-1], [cell[:-1] for cell in cells])
 
 
 def _run_commands_section(records: Sequence[dict]) -> list[str]:
-    """Each row's training command, in the table's order, a line each (a row of a run of one seed of several is
-    named with its seed)."""
+    """Each row's training command, in the table's order, a line each (a run of one of several seeds named with its
+    seed)."""
     lines = ["### Commands", "", "The training command of each row (paths as the record holds them):", ""]
     for record in records:
         name = record["system"] + (f" (seed {record['seed']})" if record.get("seed") is not None else "")
@@ -192,9 +189,8 @@ def _notes(records: Sequence[dict]) -> list[str]:
 
 
 def _parses_notes(records: Sequence[dict]) -> list[str]:
-    """Which parsers made the syntax each row was trained on (a record's ``parsers``), one line per parser set:
-    a table that mixes runs of older and newer parses says which is which; a row trained on control structures
-    (the ``control`` entry, :mod:`fairseq_syntax.core.controls`) says so. Nothing when no record names any."""
+    """Which parsers made each row's syntax (a record's ``parsers``), a line per parser set; a row on control
+    structures says so. Nothing when no record names any."""
     if not any("parsers" in record for record in records):
         return []
     from fairseq_syntax.parsing.provenance import summary
@@ -312,9 +308,8 @@ def _seeds_table(systems: Sequence[SeedSystem], comparisons: Comparisons) -> Tab
 
 
 def _row_commands(system: SeedSystem) -> dict[str, list[str]]:
-    """The words of a row's commands: its first seed's training and decoding with the seed as ``$SEED``
-    (:func:`~fairseq_syntax.evaluation.run_commands.with_seed_variable`), and the scoring over its seeds (each where
-    recorded)."""
+    """The words of a row's commands: its first seed's training and decoding with the seed as ``$SEED``, and the
+    scoring over its seeds (each where recorded)."""
     first = system.runs[0] if system.runs else system.over_seeds
     seed = first.get("seed", (system.seeds or [None])[0])
     commands = {}
@@ -397,11 +392,9 @@ def _seeds_notes(systems: Sequence[SeedSystem], comparisons: Comparisons) -> lis
 
 
 def convergence_table(systems: Sequence[SeedSystem]) -> Table | None:
-    """One row per run that recorded its validation curve (:func:`run_convergence`): the epochs it trained, the
-    epoch at which ``--patience`` stops it and those it trained past that stop (a resume that counted patience
-    afresh), the epoch of the checkpoint fairseq kept and decoded (``checkpoint_best.pt``: on a tie, the last tied
-    epoch) and its value, and how far the epochs after it, up to the stop, stayed from it (a curve that has flattened
-    stays close). None when no run recorded a curve."""
+    """One row per run that recorded its validation curve (:func:`run_convergence`): epochs trained, the patience
+    stop and epochs past it, the epoch and value of the checkpoint kept (``checkpoint_best.pt``; ties: the last), and
+    how far later epochs up to the stop stayed from it. None when no run recorded a curve."""
     runs = [(system.name, run) for system in systems for run in system.runs if run.get("valid", {}).get("curve")]
     if not runs:
         return None
@@ -461,11 +454,10 @@ def _by_dataset(records: Sequence[dict]) -> dict[str, list[dict]]:
 
 
 def render_markdown(records: Sequence[dict], sources: Sequence = (), comparisons: Comparisons | None = None) -> str:
-    """One table per dataset (datasets in order of first appearance, those of several seeds first), each followed
-    by the significance-test settings and sacrebleu signatures; `sources` (record paths) are listed at the end.
-    A dataset of several seeds has one row per system over its seeds, tested as ``comparisons`` say (None: the
-    method registry's, :func:`registry_comparisons`), its answer and its commands in a section below; other
-    datasets one row per run, rows in the given order, and each row's command in a section below."""
+    """One table per dataset (in order of first appearance, those of several seeds first), each with its
+    significance-test settings and sacrebleu signatures; `sources` (record paths) listed at the end. A dataset of
+    several seeds has one row per system, tested as ``comparisons`` say (None: the registry's), its answer and
+    commands below; others one row per run, in the given order, with each row's command below."""
     comparisons = comparisons or registry_comparisons()
     lines = ["<!-- Generated by fairseq-syntax-results from run records; edit the records, not this file. -->",
              ""]
@@ -497,15 +489,11 @@ def render_markdown(records: Sequence[dict], sources: Sequence = (), comparisons
 
 def render_json(records: Sequence[dict], sources: Sequence = (), comparisons: Comparisons | None = None
                 ) -> dict[str, Any]:
-    """RESULTS.json of the run records: per dataset, the table of ``render_markdown`` with one row per system and
-    the same columns (``table_json``: numbers unrounded, "Wall time" in seconds, each "p vs" cell the p-values
-    by metric), the BLEU-by-length table if any, the significance-test settings and sacrebleu signatures. A
-    dataset of several seeds has ``"seeds": true``, the ``comparisons`` it was tested by
-    (:meth:`Comparisons.to_json`; None: the registry's), each metric cell ``{"mean", "sd", "per_seed"}`` (the
-    values in the order of the row's "Seeds"; the commands are RESULTS.md's, from the records ``run_records``
-    lists), its ``answer``
-    (``study_answer``: each method against the baseline and against its controls, and the paragraph that states
-    it), and ``convergence`` (``convergence_table``) when its runs recorded validation curves."""
+    """RESULTS.json of the run records: per dataset the table of ``render_markdown`` (``table_json``: numbers
+    unrounded, "Wall time" in seconds, each "p vs" cell the p-values by metric), the BLEU-by-length table if any, the
+    test settings and signatures. A dataset of several seeds has ``"seeds": true``, its ``comparisons``
+    (:meth:`Comparisons.to_json`), each metric cell ``{"mean", "sd", "per_seed"}`` (in the row's "Seeds" order), its
+    ``answer`` (``study_answer``) and ``convergence`` (``convergence_table``) when runs recorded validation curves."""
     comparisons = comparisons or registry_comparisons()
     datasets = {}
     for dataset, rows in _by_dataset(records).items():
@@ -531,16 +519,14 @@ def render_json(records: Sequence[dict], sources: Sequence = (), comparisons: Co
 
 
 def displayed_path(path) -> str:
-    """``path`` relative to the working directory if it lies under it, else as given: a committed table lists its
-    records without one machine's folders."""
+    """``path`` relative to the working directory if under it, else as given."""
     relative = os.path.relpath(os.path.abspath(path))
     return str(path) if relative.startswith(os.pardir) else relative
 
 
 def results_of_runs(inputs: Iterable, comparisons: Comparisons | None = None) -> tuple[str, dict[str, Any]]:
-    """(RESULTS.md's text, RESULTS.json's object) of the run records in ``inputs`` (record files or folders, as
-    :func:`find_record_files` takes them), listed by :func:`displayed_path`, the seeds tables tested as
-    ``comparisons`` say (None: the method registry's)."""
+    """(RESULTS.md's text, RESULTS.json's object) of the run records in ``inputs`` (files or folders), listed by
+    :func:`displayed_path`, seeds tables tested as ``comparisons`` say (None: the registry's)."""
     paths = find_record_files(inputs)
     records = [load_record(path) for path in paths]
     sources = [displayed_path(path) for path in paths]
