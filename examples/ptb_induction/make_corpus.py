@@ -3,23 +3,16 @@
     python3 examples/ptb_induction/make_corpus.py --data DATA --out DIR [--text ptb|mixed]
                                                   [--train-on-eval-text]
 
-``--text ptb`` (default; the authors trained on WSJ text): ``train.txt`` is ``ptb-lm/`` (WSJ sections 21-24 in
-Mikolov's preprocessing: lower case, ``N`` for numbers, no punctuation, ``<unk>`` outside a 10k vocabulary) but
-every 20th line (``valid.txt``), plus the PTB sample's words in the same preprocessing (the transductive setting;
-their trees are never read). ``ptb.txt`` is the PTB sample's words the same way; ``corpus_stats.json`` counts the
-words made ``<unk>``.
+Writes ``train.txt``, ``valid.txt``, ``ptb.txt`` (the words of every tree of ``ptb-sample/wsj_0001-0159.mrg.gz``
+that count in ``fairseq_syntax.methods.tree_transformer.parseval``'s F1, a line per tree) and
+``corpus_stats.json`` (sentences, words and ``<unk>`` words per source). ``--text ptb`` (default): ``ptb-lm/``
+(WSJ sections 21-24, Mikolov's preprocessing: ``<unk>`` outside a 10k vocabulary) but every 20th line
+(``valid.txt``), plus the PTB sample's words. ``--text mixed``: Multi30k train.en, UD EWT train and SST train
+(``--train-on-eval-text``: and the PTB sample's words); valid: their val / dev.
 
-``--text mixed``:
-* ``train.txt``: Multi30k train.en + UD EWT train + SST train; with ``--train-on-eval-text`` also the PTB sample's
-  words;
-* ``valid.txt``: Multi30k val.en + UD EWT dev + SST dev;
-* ``ptb.txt``: the words of every tree of ``ptb-sample/wsj_0001-0159.mrg.gz`` that count in the F1 convention
-  (``fairseq_syntax.methods.tree_transformer.parseval``), line by line with the trees;
-* ``corpus_stats.json``: sentences and words per source.
-
-Only words are used, never trees. Every sentence is normalised as the PTB evaluation sentences are (ON-LSTM's
-preprocessing): punctuation removed (by POS tag where there is one, else tokens without a letter or digit except
-``%`` and ``&``, and bracket escapes), lowercased, digit runs as ``N``. Empty sentences are dropped and counted."""
+Words only, never trees, normalised as the PTB evaluation sentences (ON-LSTM's preprocessing): punctuation removed
+(by POS tag, else tokens without a letter or digit but ``%`` and ``&``, and bracket escapes), lowercased, digit runs
+as ``N``; empty sentences dropped and counted."""
 import argparse
 import gzip
 import json
@@ -115,7 +108,7 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     parser.add_argument("--text", choices=("ptb", "mixed"), default="ptb",
                         help="ptb: WSJ text (ptb-lm/) and the PTB sample's words in Mikolov's preprocessing; mixed: "
-                             "Multi30k, UD EWT and SST text (the earlier setting)")
+                             "Multi30k, UD EWT and SST text")
     parser.add_argument("--train-on-eval-text", action="store_true",
                         help="with --text mixed: add the words of the PTB sample (not its trees) to train.txt "
                              "(--text ptb always does)")

@@ -181,8 +181,7 @@ def training_summary(log: str) -> dict:
         "seconds": wall_seconds(log),
         "words_per_second": median_words_per_second(log),
         "best_valid_loss": best["loss"], "best_valid_ppl": best["ppl"], "best_at": best["updates"],
-        # fairseq logs its whole configuration, the seed in it (1 unless --seed said otherwise)
-        "seed": int(one(r"'seed': (\d+)", log, "seed").group(1)),
+        "seed": int(config_setting(log, "seed")),
     }
 
 
@@ -216,17 +215,17 @@ def recipe_run(logs: str) -> dict:
     tree_command = command(tree_log)
     bf16 = "--cpu-bf16-autocast" in tree_command
     settings = {
-        "text": "ptb" if "train/ptb-lm" in corpus_log else "mixed",  # --text ptb: WSJ text, Mikolov's preprocessing
-        "transductive": "train/ptb-sample" in corpus_log,  # trained on the evaluation sentences' words (--eval-text)
-        "diagonal_zero": "--constituent-diagonal zero" in tree_command,  # C_ii = 0 as in the authors' code
-        "authors_optimiser": "--lr-scheduler fixed" in tree_command,  # --optimiser authors
+        "text": "ptb" if "train/ptb-lm" in corpus_log else "mixed",
+        "transductive": "train/ptb-sample" in corpus_log,  # trained on the evaluation sentences' words
+        "diagonal_zero": "--constituent-diagonal zero" in tree_command,
+        "authors_optimiser": "--lr-scheduler fixed" in tree_command,
         "precision": "bf16" if bf16 else "fp32",
         "updates": int(one(r"--max-update (\d+)", tree_command, "update budget").group(1)),
     }
     layers = int(one(r"--encoder-layers (\d+)", tree_command, "encoder layers").group(1))
     settings["size"] = (layers, int(one(r"--encoder-embed-dim (\d+)", tree_command, "model width").group(1)))
     settings["masks"] = masks(tree_log, config_setting(tree_log, "num_workers"))
-    seed = int(one(r"'seed': (\d+)", tree_log, "seed").group(1))  # fairseq logs its configuration, the seed in it
+    seed = int(config_setting(tree_log, "seed"))
     reproduce = ("examples/ptb_induction/run.sh" + (" --text ptb" if settings["text"] == "ptb" else " --text mixed")
                  + ({8: " --model-size medium", 10: " --model-size paper"}.get(layers, ""))
                  + (" --eval-text" if settings["transductive"] and settings["text"] == "mixed" else "")
@@ -599,9 +598,7 @@ def commands_section(headline: dict, runs: list) -> list:
 
 
 def runs_of(here: str) -> list:
-    """Every run kept beside this script, the headline first, then run.sh's others by folder, then the ones made by
-    hand."""
-    # a folder packed whole (packed.tar.xz beside it) is no longer on disk: packed_runs lists it
+    """Every run kept beside this script: the headline, run.sh's others by folder, the ones made by hand."""
     folders = [path for path in packed_runs.glob(os.path.join(here, "logs*"))
                if not os.path.isfile(path) and os.path.basename(path) not in EXPLORATORY]
     complete = [path for path in folders if "perplexity_roberta_prenorm.json" in scores(path)]
@@ -612,7 +609,7 @@ def runs_of(here: str) -> list:
     for path in complete:
         try:
             recipe.append(recipe_run(path))
-        except (ValueError, FileNotFoundError) as error:  # a log without what the table reads: name the run
+        except (ValueError, FileNotFoundError) as error:
             raise ValueError(f"{path}: {error}") from None
     kept = [name for name in HEADLINES if name in {run["name"] for run in recipe}]
     if not kept:
