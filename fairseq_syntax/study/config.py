@@ -1,17 +1,13 @@
-"""A study's configuration: one TOML file (read with :mod:`tomllib`) that says everything a controlled study of
-source-side syntax needs, validated before anything runs.
+"""A study's configuration: one TOML file that says everything a controlled study of source-side syntax needs,
+validated before anything runs.
 
-Each section is a frozen dataclass (:data:`SECTIONS`) whose fields are its keys, each with its default, one line of
-help and its check (:func:`key`); from them come :func:`load_study`'s checks (every problem one line naming the
-file and key: ``study.toml: training.patience: must be an integer >= 1, not 'five'``, all raised together in a
-:class:`ConfigError`), the ``init`` :func:`template` and docs/study.md's :func:`key_tables`. Paths are relative to
-the file's folder. ``study.base`` names a study file whose keys this one takes where it sets none (and its
-``[[systems]]`` unless it has its own); a problem names the file its key was read from.
-
-A system is one of the method registry (``python3 -m fairseq_syntax.methods systems --controls``); its ``controls``
-are control kinds (:data:`fairseq_syntax.core.control_kinds.CONTROLS`), each the registry's system ``NAME_KIND``.
-The report tests every system against ``test.baseline`` and every control against its system.
-"""
+Each section is a frozen dataclass (:data:`SECTIONS`) whose fields are its keys, each with default, one line of help
+and check (:func:`key`); from them come :func:`load_study`'s checks (one line per problem naming file and key:
+``study.toml: training.patience: must be an integer >= 1, not 'five'``, raised together in a :class:`ConfigError`),
+the ``init`` :func:`template` and docs/study.md's :func:`key_tables`. Paths are relative to the file's folder.
+``study.base`` names a study file whose keys (and ``[[systems]]``, unless it has its own) this one takes where it
+sets none. A system is one of the method registry; its ``controls`` are control kinds, each the registry's
+``NAME_KIND``."""
 from __future__ import annotations
 
 import dataclasses
@@ -464,8 +460,8 @@ def load_study(path: str | os.PathLike, known_systems: Sequence[str] | None = No
 
 def _precision_problems(at: Callable[[tuple[str, str]], str], training: Training,
                         sizes: dict[int, SizeEntry]) -> list[str]:
-    """fp16 is fairseq's ``--fp16``, a GPU's: with ``device = "cpu"`` every run would fail at its start (the file's
-    training, or a size's settings or sweep, which give every combination of their values)."""
+    """fp16 (``--fp16``) with ``device = "cpu"``, in the file's training or a size's settings or sweep: every such
+    run would fail at its start."""
     fix = "give bf16 (--cpu-bf16-autocast on a CPU) or fp32, or device = \"cuda\""
     problems = []
     on_cpu = training.precision == "fp16" and training.device == "cpu"
@@ -494,10 +490,9 @@ def _read_toml(path: Path) -> dict:
 
 
 def _read_with_base(path: Path, named_by: list[Path]) -> tuple[dict, dict[tuple[str, str], str]]:
-    """The file's tables over those of its ``study.base`` (and that one's base): each section's keys merged, the
-    file's own winning; ``systems`` the file's own when it has any. With them, the file each key was read from
-    (``(section, key)``; ``("systems", "")``), which a problem of the key names. ``named_by``: the files that led
-    here (a base that names one of them is a circle)."""
+    """The file's tables over those of its ``study.base`` chain (each section's keys merged, the file's own winning;
+    ``systems`` the file's own when it has any), and the file each key was read from (``(section, key)``;
+    ``("systems", "")``). ``named_by``: the files that led here (naming one again is a circle)."""
     raw = _read_toml(path)
     own = {(section, key): str(path) for section, keys in raw.items() if isinstance(keys, dict) for key in keys}
     if "systems" in raw:
