@@ -461,9 +461,7 @@ def perplexity_table(runs: list) -> Table:
 
 
 def unknown_words(run: dict) -> dict:
-    """The PTB sample's words that are ``<unk>`` to the model: all of them, those the corpus writes ``<unk>``
-    (make_corpus's count under Mikolov's 10k vocabulary), and those fairseq maps to ``<unk>`` (seen under 3 times:
-    the rest)."""
+    """The PTB sample's words ``<unk>`` to the model: all, those the corpus writes ``<unk>``, the rest."""
     evaluation = run["corpus"]["eval/ptb-sample"]
     total = run["perplexity"]["tree_transformer_lm"]["unknown_words"]
     written = evaluation.get("unk", 0 if run["settings"]["text"] == "mixed" else None)
@@ -546,11 +544,8 @@ def headline_sections(run: dict, tables: dict) -> list:
 
 def differences(headline: dict) -> list:
     s = headline["settings"]
-    train = [stats for name, stats in headline["corpus"].items() if name.startswith("train/")]
-    train_sentences, train_words = sum(t["sentences"] for t in train), sum(t["words"] for t in train)
     text = ("the WSJ text at hand (`ptb-lm`, Mikolov's preprocessing) and the PTB sample's words (never its trees, "
-            f"the transductive setting), {train_sentences:,} sentences / {train_words:,} words; the paper trains on "
-            "WSJ-train (about 40k sentences, 900k words) and parses WSJ-test, sentences it has not read"
+            "the transductive setting); the paper trains on WSJ-train (about 40k sentences, 900k words) and parses WSJ-test, sentences it has not read"
             if s["text"] == "ptb" else
             "Multi30k captions, UD EWT web text and SST movie reviews" + (
                 ", with the PTB sample's words (never its trees, the transductive setting)" if s["transductive"]

@@ -45,7 +45,7 @@ figure); logs$SUFFIX/ (each step's log and JSON scores, gzipped, then packed int
 RESULTS.json, of every run (make_results.py).
 USAGE
 }
-# fail MESSAGE: one line on stderr, exit status 2 (a bad option: nothing has been done)
+# fail MESSAGE: one line on stderr, exit status 2
 fail() {
   echo "examples/ptb_induction/run.sh: error: $*" >&2
   exit 2
@@ -61,7 +61,7 @@ choose() {
   list=$(printf '%s, ' "${@:1:$#-1}")
   fail "$option must be ${list%, } or $last, not '$given'"
 }
-# number NAME OPTION VALUE PATTERN WHAT: NAME=VALUE when VALUE matches the (extended) regular expression PATTERN
+# number NAME OPTION VALUE PATTERN WHAT: NAME=VALUE when VALUE matches PATTERN (extended)
 number() {
   [[ $3 =~ ^($4)$ ]] || fail "$2 must be $5, not '$3'"
   printf -v "$1" %s "$3"
@@ -118,9 +118,9 @@ esac
 [ "$SEED" = 1 ] || SUFFIX=$SUFFIX-seed$SEED
 WORK=$HERE/work$SUFFIX
 LOGS=$HERE/logs$SUFFIX
-HEADLINE=-ptb-text-diagonal-zero-authors-optimiser  # the settings of make_results.py's HEADLINE run (fresh masks)
-PACKED_RUNS=$ROOT/fairseq_syntax/evaluation/packed_runs.py  # reads the archive of every run (packed.tar.xz)
-PACK_RUNS=$ROOT/examples/pack_runs.py  # packs into it
+HEADLINE=-ptb-text-diagonal-zero-authors-optimiser  # make_results.py's HEADLINES[0]
+PACKED_RUNS=$ROOT/fairseq_syntax/evaluation/packed_runs.py  # reads packed.tar.xz
+PACK_RUNS=$ROOT/examples/pack_runs.py  # writes it
 # not options: this checkout's package first; oneDNN's kernel cache capped (GBs with bf16 autocast); one thread each
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 export ONEDNN_PRIMITIVE_CACHE_CAPACITY=64 LRU_CACHE_CAPACITY=64 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
