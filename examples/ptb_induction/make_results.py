@@ -573,9 +573,8 @@ def commands_section(headline: dict, runs: list) -> list:
     lines = [
         "## Commands",
         "",
-        f"The headline run's, the first line of each log (`{headline['name']}/NAME.log.gz`), with modules renamed "
-        "since under their new names (" + ", ".join(f"`{old}` -> `{new}`" for old, new in MOVED_MODULES.items())
-        + "):",
+        f"The headline run's, the first line of each log (`{headline['name']}/NAME.log.gz`; modules by their "
+        "current names: make_results.py's MOVED_MODULES):",
     ] + with_variables([line for _, line in headline["commands"]], {
         "W": f"examples/ptb_induction/work{headline['name'][len('logs'):]}",
         "L": f"examples/ptb_induction/{headline['name']}",
