@@ -9,7 +9,7 @@ from argparse import Namespace
 
 import pytest
 import torch
-from conftest import REPO, TINY, TINY_SUPAR_SIZES, TREEBANK, run, tiny_corpus
+from conftest import REPO, TINY, TREEBANK, run, tiny_corpus
 from fairseq import checkpoint_utils
 from fairseq.models import ARCH_MODEL_REGISTRY
 
@@ -74,19 +74,12 @@ def parse(work, name, models):
 
 
 @pytest.fixture(scope="module")
-def models(dependency_model, tmp_path_factory):
+def models(constituency_model, dependency_model, tmp_path_factory):
     """Tiny parsers of conftest's sentences: crf-con (2 epochs), a POS tagger (4 epochs), the biaffine parser."""
-    from fairseq_syntax.parsing import training
     from fairseq_syntax.parsing.tagger import TaggedSentence, TaggerSize, train_tagger
 
     root = tmp_path_factory.mktemp("parsers")
-    trees = root / "train.pid"
-    trees.write_text("".join(f"(TOP (S (NP (DT the) (NN {s})) (VP (VBZ {v}) (NP (DT the) (NN {o}))) (. .)))\n"
-                             for s, v, o in TREEBANK))
-    paths = {"crf-con": str(root / "crf-con.pt"), "tagger": str(root / "tagger.pt"), "dependency": dependency_model}
-    training.train_supar_constituency(str(trees), str(trees), paths["crf-con"], epochs=2,
-                                      size=training.SuparSize(**TINY_SUPAR_SIZES), batch_tokens=8,
-                                      learning_rate=1e-2, verbose=False)
+    paths = {"crf-con": constituency_model, "tagger": str(root / "tagger.pt"), "dependency": dependency_model}
     tagged = [TaggedSentence(["the", s, v, "the", o, "."], ["DT", "NN", "VBZ", "DT", "NN", "."])
               for s, v, o in TREEBANK]
     train_tagger(tagged, tagged, paths["tagger"], epochs=4, batch_size=8, learning_rate=2e-2, log=lambda line: None,
