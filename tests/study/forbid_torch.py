@@ -44,15 +44,15 @@ def run(target: str, argv: list[str]) -> int:
         print(f"forbid_torch: {refused}", file=sys.stderr)
     return FORBIDDEN_STATUS if finder.refused else status
 
-def forbidding_torch(target: str, *args: str, cwd) -> subprocess.CompletedProcess:
+def forbidding_torch(target: str, *args: str, cwd, env=None) -> subprocess.CompletedProcess:
     """``target`` with ``args`` under this script in ``cwd``, output captured."""
     return subprocess.run([sys.executable, __file__, target, *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=600)
+                          timeout=600, env=env)
 
 
-def study_forbidding_torch(*args: str, cwd) -> subprocess.CompletedProcess:
+def study_forbidding_torch(*args: str, cwd, env=None) -> subprocess.CompletedProcess:
     """``fairseq-syntax-study ARGS`` (its ``main``) with torch and fairseq forbidden."""
-    return forbidding_torch("fairseq_syntax.cli.study:main", *args, cwd=cwd)
+    return forbidding_torch("fairseq_syntax.cli.study:main", *args, cwd=cwd, env=env)
 
 
 if __name__ == "__main__":

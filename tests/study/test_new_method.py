@@ -5,13 +5,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
 from conftest import REPO
+from study.forbid_torch import study_forbidding_torch
 from study.tiny_study_file import SETTINGS
 from study.test_prepare import corpus  # noqa: F401
 
@@ -45,13 +45,6 @@ def install(site: Path) -> None:
                                            encoding="utf-8")
 
 
-def plan_without_torch(folder: Path, env: dict) -> subprocess.CompletedProcess:
-    """``plan study.toml`` in ``folder`` with torch and fairseq forbidden."""
-    return subprocess.run([sys.executable, str(Path(REPO) / "tests/study/forbid_torch.py"),
-                           "fairseq_syntax.cli.study:main", "plan", "study.toml"], cwd=folder, env=env,
-                          capture_output=True, text=True, timeout=600)
-
-
 @pytest.fixture(scope="module")
 def finished(corpus, tmp_path_factory):  # noqa: F811
     """(folder, environment with the method installed, plan before the run) of the study run and reported."""
@@ -62,7 +55,7 @@ def finished(corpus, tmp_path_factory):  # noqa: F811
     (folder / "study.toml").write_text(STUDY.format(epochs=2), encoding="utf-8")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "TMPDIR": tempfile.mkdtemp(prefix="new-method-cores-"),
            "PYTHONPATH": os.pathsep.join([str(folder / "site"), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    plan = plan_without_torch(folder, env)
+    plan = study_forbidding_torch("plan", "study.toml", cwd=folder, env=env)
     assert plan.returncode == 0, plan.stdout[-2000:] + plan.stderr[-3000:]
     for command in (["run", "study.toml", "--jobs", "2"], ["report", "study.toml"]):
         done = subprocess.run(["fairseq-syntax-study", *command], cwd=folder, env=env, capture_output=True, text=True,
@@ -120,7 +113,7 @@ def test_the_maker_made_the_depths_where_the_systems_read_them(finished):
 
 def test_plan_of_the_finished_study_loads_neither_torch_nor_fairseq(finished):
     folder, env, _ = finished
-    plan = plan_without_torch(folder, env)
+    plan = study_forbidding_torch("plan", "study.toml", cwd=folder, env=env)
     assert plan.returncode == 0, plan.stderr[-3000:]
     assert [line.split()[:2] for line in plan.stdout.splitlines()[1:1 + len(RUNS)]] == [[run, "done"] for run in RUNS]
 
