@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from sacrebleu.metrics import BLEU
 
+from fairseq_syntax.evaluation.records import load_record
 from study.forbid_torch import study_forbidding_torch
 from study.tiny_study_file import SETTINGS
 from study.test_prepare import corpus  # noqa: F401
@@ -65,7 +66,8 @@ def test_run_trains_every_run_two_at_once(finished):
     starts = [line for line in run.stdout.splitlines() if line.startswith("== start ") or ": done" in line]
     assert starts[0].startswith("== start sequence.seed1") and starts[1].startswith("== start sequence.seed2")
     for name in RUNS:
-        record = json.loads((folder / "runs" / f"{name}.run.json").read_text())
+        assert "command" not in json.loads((folder / "runs" / f"{name}.run.json").read_text())  # the words only
+        record = load_record(folder / "runs" / f"{name}.run.json")
         assert record["dataset"] == "tiny" and record["study"]["name"] == "tiny"
         assert (folder / "runs" / f"{name}.gen.gz").is_file()
         checkpoints = folder / "work" / "ckpt" / f"ckpt-{name}"
