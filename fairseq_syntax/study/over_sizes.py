@@ -336,7 +336,7 @@ def write_sizes_report(config: StudyConfig, readme: str | None = None, out: str 
                              f"(fairseq-syntax-study report {point.config.path})")
         elif point.config is not None and any(state.state == "done" for state in grid_states(point.config)):
             own = folder / point.label
-            lines += write_report(point.config, out=str(own))
+            lines += write_report(point.config, out=str(own), commands=False)  # the records hold them
             results = load_results_json(own / "RESULTS.json")
             reports[point.pairs] = own / "RESULTS.json"
         else:
@@ -350,6 +350,7 @@ def write_sizes_report(config: StudyConfig, readme: str | None = None, out: str 
     sweep_lines, sweep_data = _sweep_markdown(found, folder)
     cost_lines, cost_data = _cost_markdown(config, found)
     md = folder / "RESULTS.md"
+    records = os.path.relpath(config.folder("runs"), folder)
     links = [f"[{pairs:,} pairs]({os.path.relpath(path.with_suffix('.md'), folder)})" for pairs, path in
              reports.items()]
     markdown = [f"# {config.name}: the study over training-set sizes", "",
@@ -359,7 +360,9 @@ def write_sizes_report(config: StudyConfig, readme: str | None = None, out: str 
                 "", "## Each size's protocol", "",
                 "Chosen for the baseline by its validation negative log-likelihood per sentence at its best epoch "
                 "(comparable across BPE vocabularies); every system of that size is trained with it.", *sweep_lines,
-                *cost_lines]
+                "", "Each size's commands are its systems' (a one-size study's report shows them) with the size's "
+                f"settings and protocol; each run's record holds them whole (`{records}/nN/`: "
+                "`python3 fairseq_syntax/evaluation/packed_runs.py cat RECORD`).", *cost_lines]
     json_data = {"generated_by": "fairseq-syntax-study report (fairseq_syntax.study.over_sizes)",
                  "study": config.name, "curve": data, "sweeps": sweep_data, "cost": cost_data,
                  "reports": {str(pairs): os.path.relpath(path, folder) for pairs, path in reports.items()}}

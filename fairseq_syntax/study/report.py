@@ -101,8 +101,10 @@ def runaway_section(config: StudyConfig) -> tuple[list[str], dict]:
     return lines, info
 
 
-def write_report(config: StudyConfig, readme: str | None = None, out: str | None = None) -> list[str]:
-    """Write the report (module docstring) into ``out``, by default the study's report folder; the lines to print."""
+def write_report(config: StudyConfig, readme: str | None = None, out: str | None = None,
+                 commands: bool = True) -> list[str]:
+    """Write the report (module docstring) into ``out``, by default the study's report folder; the lines to print.
+    ``commands=False`` leaves the commands below the table to the records (a size of a study over sizes)."""
     from fairseq_syntax.evaluation.results import results_of_runs
     from fairseq_syntax.evaluation.tables import write_results
     from fairseq_syntax.study.commands import grid_states
@@ -115,7 +117,7 @@ def write_report(config: StudyConfig, readme: str | None = None, out: str | None
     folder = Path(out) if out else config.folder("report")
     folder.mkdir(parents=True, exist_ok=True)
     out_md = folder / "RESULTS.md"
-    markdown, data = results_of_runs(own_records(config), comparisons_of(config))
+    markdown, data = results_of_runs(own_records(config), comparisons_of(config), commands)
     extra, runaways = runaway_section(config)
     if extra:
         markdown = markdown.rstrip("\n") + "\n" + "\n".join(extra) + "\n"

@@ -108,6 +108,9 @@ def test_the_protocol_is_the_sweep_candidate_of_lowest_validation_nll_per_senten
     assert results["sweeps"]["20"]["chosen"] == f"merges{chosen}"
     assert results["sweeps"]["20"]["records"] == "../runs/n20/sweep"
     assert set(json.loads((folder / "report/n20/RESULTS.json").read_text())["datasets"]) == {"tiny.n20"}
+    # a size's commands are left to its records, which the sizes report names
+    assert "### Commands" not in (folder / "report/n20/RESULTS.md").read_text()
+    assert "each run's record holds them whole (`../runs/nN/`" in (folder / "report/RESULTS.md").read_text()
     for row in results["sweeps"]["20"]["candidates"]:
         merges = row["values"]["bpe"]["merges"]
         assert row["valid_nll_per_sentence"] == pytest.approx(found[merges], rel=1e-9)
