@@ -174,7 +174,7 @@ def test_step4_runs_the_studys_pending_runs_and_brings_back_what_they_wrote_neve
         ["sequence.seed1", "done"], ["sequence.seed2", "done"]]
     assert listed == [f"runs-gpu/sequence.seed{seed}.{kind}" for seed in (1, 2)
                       for kind in ("gen.gz", "gen.log.gz", "run.json", "train.log.gz")] + [
-        "runs-gpu/sequence.seeds.run.json"]  # the system over its seeds; no checkpoint
+        "runs-gpu/sequence.seeds.run.json", "runs-gpu/test.de.ref.gz", "runs-gpu/test.en.src.gz"]  # no checkpoint
     assert list((tmp_path / "work" / "study" / "ckpt").rglob("checkpoint_best.pt"))  # they stay in WORK
     record = json.loads((folder / "runs-gpu" / "sequence.seed1.run.json").read_text())
     assert record["dataset"] == "window-tiny" and record["device"].startswith("cpu")
