@@ -148,7 +148,10 @@ def status_lines(config: StudyConfig) -> list[str]:
 def run_study(config: StudyConfig, executor: str, jobs: int, only: list[str] | None = None,
               progress: Callable[[str], None] = print) -> int:
     """``run``: refuse another study's records, prepare the data, run every missing run, score every system over
-    its seeds; 0 when every run of the grid is done."""
+    its seeds; 0 when every run of the grid is done. A study over sizes is ``over_sizes.run_sizes``'s."""
+    if config.size_list:
+        raise StudyError(f"{config.path}: corpus.subset lists sizes {config.size_list}: a study over sizes is run "
+                         "size by size (fairseq_syntax.study.over_sizes.run_sizes, as `run` does)")
     states = grid_states(config)  # another study's records stop it here, before anything is made
     names = {found.run.name for found in states}
     for name in only or []:

@@ -192,3 +192,14 @@ def test_plan_refuses_bad_sizes_a_line_each(corpus, tmp_path, sizes, old, new, p
     lines = result.stderr.splitlines()
     assert len(lines) == len(problems) and all(any(p in line for line in lines) for p in problems), lines
     assert not (tmp_path / "work").exists()
+
+
+def test_run_study_refuses_a_study_over_sizes_before_anything_is_made(tmp_path):
+    from fairseq_syntax.study.commands import run_study
+    from fairseq_syntax.study.config import load_study
+    from fairseq_syntax.study.records import StudyError
+
+    (tmp_path / "study.toml").write_text(sizes_study("[40, 20]"))
+    with pytest.raises(StudyError, match=r"corpus.subset lists sizes \[20, 40\]: a study over sizes is run size by"):
+        run_study(load_study(tmp_path / "study.toml"), "local", 1)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["study.toml"]
