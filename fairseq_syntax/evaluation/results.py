@@ -317,10 +317,11 @@ def _row_commands(system: SeedSystem) -> dict[str, list[str]]:
         words = record_argv(first, field)
         if words:
             commands[step] = words if seed is None else with_seed_variable(words, seed)
-    score = record_argv(system.over_seeds or {}, "score_command") or record_argv(first, "score_command")
-    if score:
-        commands["score"] = score if system.over_seeds and record_argv(system.over_seeds, "score_command") \
-            else with_seed_variable(score, seed) if seed is not None else score
+    over_seeds, one_run = record_argv(system.over_seeds or {}, "score_command"), record_argv(first, "score_command")
+    if over_seeds:
+        commands["score"] = over_seeds
+    elif one_run:
+        commands["score"] = one_run if seed is None else with_seed_variable(one_run, seed)
     return commands
 
 
