@@ -8,9 +8,8 @@ and per side input the settings a later step must reuse (``"ldd"``). Side data f
 
 Side data is tied to its tokens:
 ``"side_data": {suffix: {split: {"tokens": "sha256:...", "files": "sha256:..."}}}`` (:func:`with_side_data`,
-:func:`files_fingerprint`), checked on loading (:func:`fairseq_syntax.core.side_inputs.load_side_data`); older
-directories hold ``{split: "sha256:..."}``. ``{split}.skipped.tsv`` lists the lines ``--skip-invalid`` left out
-(``LINE<TAB>reason<TAB>message``)."""
+:func:`files_fingerprint`), checked on loading (:func:`fairseq_syntax.core.side_inputs.load_side_data`).
+``{split}.skipped.tsv`` lists the lines ``--skip-invalid`` left out (``LINE<TAB>reason<TAB>message``)."""
 import fnmatch
 import hashlib
 import json

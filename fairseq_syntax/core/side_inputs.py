@@ -11,7 +11,6 @@ source sentence, and a :class:`SideInput`:
 * ``from_form(form)``: the item built from a sentence's :class:`~fairseq_syntax.core.input_forms.SourceForm`, for
   side data that comes with the tree (``src_parents``); else None;
 * ``made_by``: the command that writes it;
-* ``token_counts(dataset)``: the source tokens (EOS excluded) each item was made for; default: the item's size;
 * ``sizes(batch)``: optional data-dependent shapes ``{name: int}`` computed on the host at collation, passed as
   ``net_input["NAME_sizes"]``;
 * ``interactive(cfg, meta, data_path)``: for side data not from the tree, a converter ``(sentences, line_numbers,
@@ -20,7 +19,6 @@ source sentence, and a :class:`SideInput`:
 
 :func:`load_side_data` loads a split's side inputs, each checked against the fingerprints ``syntax.json`` records
 (:mod:`fairseq_syntax.core.data_dir`)."""
-import logging
 import os
 from dataclasses import dataclass
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
@@ -36,8 +34,6 @@ from fairseq_syntax.core.data_dir import (
     files_fingerprint,
 )
 from fairseq_syntax.core.input_forms import SourceForm
-
-logger = logging.getLogger(__name__)
 
 # (items of the batch in batch order, left_pad, T) -> batch tensor, or a tuple of them
 Collate = Callable[[List[torch.Tensor], bool, int], Union[torch.Tensor, Tuple[torch.Tensor, ...]]]
@@ -64,7 +60,6 @@ class SideInput:
     from_form: Optional[Callable[[SourceForm], Optional[np.ndarray]]] = None
     interactive: Optional[Callable[[object, dict, str], InteractiveConverter]] = None
     options: Optional[type] = None
-    token_counts: Callable[[object], np.ndarray] = lambda dataset: np.asarray(dataset.sizes)
     #: computed on the host so that a model on a GPU need not read them back from it (which makes the host wait)
     sizes: Optional[Callable[[torch.Tensor], Dict[str, int]]] = None
 
@@ -92,66 +87,33 @@ def task_options() -> Tuple[type, ...]:
 
 def load_side_data(data_path: str, split: str, src: str, tgt: str, meta: dict) -> dict[str, object]:
     """``{name: dataset}`` of every side input beside ``split``'s source tokens in ``data_path``, checked against
-    ``meta`` (syntax.json): the fingerprints of the tokens it was made for and of its own files, and its token
-    counts. Side data made for other tokens, copied from another directory or not recorded stops with one line
-    naming it and the command that makes it; a directory without fingerprints is loaded with its token counts
-    checked, and a warning."""
+    ``meta`` (syntax.json): the fingerprints of the tokens it was made for and of its own files. Side data made for
+    other tokens, copied from another directory or not recorded stops with one line naming it and the command that
+    makes it."""
     from fairseq.data import data_utils, indexed_dataset
 
     tokens = source_prefix(data_path, split, src, tgt)
-    recorded, fingerprint, found = meta.get(SIDE_DATA_KEY), None, {}
+    fingerprint, found = None, {}
     meta_path = os.path.join(data_path, META_FILE)
     for name, side in SIDE_INPUTS.items():
         prefix = f"{tokens}.{side.suffix}"
         if not indexed_dataset.dataset_exists(prefix, impl="mmap"):
             continue
         where, remake = f"{prefix}.{{bin,idx}} (side input {name})", f"remove it, or make it again with {side.made_by}"
-        entry = None if recorded is None else recorded.get(side.suffix, {}).get(split)
-        if recorded is None:
-            logger.warning(f"{where}: {meta_path} records no fingerprint of the tokens it was made for (a directory "
-                           f"made before they were recorded), so only its token counts are checked; {side.made_by} "
-                           "records one")
-        elif entry is None:
+        entry = meta.get(SIDE_DATA_KEY, {}).get(side.suffix, {}).get(split)
+        if entry is None:
             raise SystemExit(f"error: {where} is not recorded in {meta_path}: it is left from an earlier "
                              f"preprocessing run, or from a run that was stopped; {remake}")
-        else:
-            # a string: a directory made before the side data's own fingerprint was recorded beside the tokens'
-            tokens_recorded, files_recorded = (entry, None) if isinstance(entry, str) else (entry["tokens"],
-                                                                                           entry["files"])
-            fingerprint = fingerprint or files_fingerprint(tokens)
-            if tokens_recorded != fingerprint:
-                raise SystemExit(f"error: {where} was made for other tokens than {tokens}.{{bin,idx}} holds (the "
-                                 f"fingerprints in {META_FILE} differ): {remake}")
-            if files_recorded is None:
-                logger.warning(f"{where}: {meta_path} records the fingerprint of the tokens it was made for but not "
-                               "its own (a directory made before both were recorded), so only its token counts are "
-                               f"checked; {side.made_by} records both")
-            elif files_fingerprint(prefix) != files_recorded:
-                raise SystemExit(f"error: {where} is not the side data {META_FILE} records for {split} (their "
-                                 "fingerprints differ): copied in from another data directory, or changed since it "
-                                 f"was made; {remake}")
+        fingerprint = fingerprint or files_fingerprint(tokens)
+        if entry["tokens"] != fingerprint:
+            raise SystemExit(f"error: {where} was made for other tokens than {tokens}.{{bin,idx}} holds (the "
+                             f"fingerprints in {META_FILE} differ): {remake}")
+        if files_fingerprint(prefix) != entry["files"]:
+            raise SystemExit(f"error: {where} is not the side data {META_FILE} records for {split} (their "
+                             "fingerprints differ): copied in from another data directory, or changed since it "
+                             f"was made; {remake}")
         found[name] = data_utils.load_indexed_dataset(prefix, None, "mmap")
-        _require_token_counts(found[name], side, tokens, where, remake)
     return found
-
-
-def _require_token_counts(dataset, side: SideInput, tokens: str, where: str, remake: str) -> None:
-    """Stop with one line when the side data's sentences are not as many, or as long, as the source tokens'."""
-    from fairseq.data import indexed_dataset
-
-    source = indexed_dataset.MMapIndexedDataset(tokens)  # held while its sizes (a view of its mmap) are copied
-    expected = np.array(source.sizes) - 1
-    del source
-    if len(dataset) != len(expected):
-        raise SystemExit(f"error: {where} has {len(dataset)} sentences, {tokens}.{{bin,idx}} {len(expected)}: it was "
-                         f"made for other tokens; {remake}")
-    counts = side.token_counts(dataset)
-    differ = np.flatnonzero(counts != expected)
-    if len(differ):
-        first = int(differ[0])
-        raise SystemExit(f"error: {where}: sentence {first + 1} has side data for {int(counts[first])} tokens, "
-                         f"{tokens}.{{bin,idx}} {int(expected[first])} ({len(differ)} sentences differ): it was made "
-                         f"for other tokens; {remake}")
 
 
 def collate_side_inputs(names: Sequence[str], items: List[Dict[str, torch.Tensor]], left_pad: bool, length: int,
@@ -167,7 +129,7 @@ def collate_side_inputs(names: Sequence[str], items: List[Dict[str, torch.Tensor
                            f"{side.made_by}), which {len(missing)} sentences of the batch lack")
         try:
             batch[name] = side.collate([item[name] for item in items], left_pad, length)
-        except ValueError as error:  # loading checks the token counts: this is side data changed since
+        except ValueError as error:  # side data of other tokens (its fingerprints checked on loading)
             raise ValueError(f"{where}: side input {name} ({side.suffix} files) does not fit the batch's source "
                              f"tokens ({error}): it was made for other tokens; make it again with {side.made_by}"
                              ) from None

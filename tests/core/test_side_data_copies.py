@@ -1,18 +1,16 @@
-"""Side data copied from another data directory is refused in one line by fingerprint or token counts."""
+"""Side data copied from another data directory is refused in one line by its fingerprints."""
 import json
 import shutil
 
-import numpy as np
 import pytest
 import torch
-from conftest import TRANSLATION, run_preprocess, write_arcs
+from conftest import TRANSLATION, run_preprocess
 from fairseq import options, tasks
 from fairseq.data.indexed_dataset import MMapIndexedDataset
 
 from fairseq_syntax.core.data_dir import read_meta
 from fairseq_syntax.core.side_inputs import collate_side_inputs, load_side_data
 from fairseq_syntax.methods.ldd import preprocess as preprocess_dependencies
-from fairseq_syntax.methods.ldd.side_input import COMPACT, token_counts
 
 
 def rotated_corpus(raw, dest):
@@ -80,60 +78,6 @@ def test_side_data_copied_from_another_directory_is_refused(small_corpus, tmp_pa
     with pytest.raises(SystemExit) as error:  # where fairseq-train loads it
         tasks.setup_task(args).load_dataset("train")
     assert str(error.value) == message
-
-
-def with_tokens_fingerprint_only(directory):
-    """syntax.json as a directory made before the side data's own fingerprint was recorded holds it."""
-    meta = json.loads((directory / "syntax.json").read_text())
-    for splits in meta["side_data"].values():
-        for split, record in splits.items():
-            splits[split] = record["tokens"]
-    (directory / "syntax.json").write_text(json.dumps(meta))
-
-
-def test_side_data_of_other_sentences_is_refused_by_its_token_counts_where_no_fingerprint_says_it(
-        small_corpus, tmp_path, caplog):
-    other_raw = rotated_corpus(small_corpus, tmp_path / "rotated")
-    made, other = ldd_directory(small_corpus, tmp_path / "made"), ldd_directory(other_raw, tmp_path / "other")
-    with_tokens_fingerprint_only(made)
-    copy_side_data(other, made, "ldd")
-    # the BPE tokens of each line of each file (EOS excluded): "the fa@@ ther ..." has 7, the others 6
-    lengths = [len(line.split()) for line in (small_corpus / "train.en").read_text().splitlines()]
-    copied = lengths[1:] + lengths[:1]
-    differ = [k for k in range(len(lengths)) if lengths[k] != copied[k]]
-    assert differ, "the rotated corpus must put sentences of other lengths on some lines"
-    first = differ[0]
-    assert load_error(made) == (
-        f"error: {made}/train.en-de.en.ldd.{{bin,idx}} (side input src_ldd): sentence {first + 1} has side data for "
-        f"{copied[first]} tokens, {made}/train.en-de.en.{{bin,idx}} {lengths[first]} ({len(differ)} sentences "
-        "differ): it was made for other tokens; remove it, or make it again with "
-        "fairseq-syntax-preprocess-dependencies")
-    assert "records the fingerprint of the tokens it was made for but not its own" in caplog.text
-    # side data of fewer sentences
-    (tmp_path / "short").mkdir()
-    for name in ("train.en", "train.de", "train.tree"):
-        (tmp_path / "short" / name).write_text("".join((small_corpus / name).read_text().splitlines(True)[:5]))
-    write_arcs(str(tmp_path / "short" / "train"))
-    copy_side_data(ldd_directory(tmp_path / "short", tmp_path / "short-data"), made, "ldd")
-    assert load_error(made) == (
-        f"error: {made}/train.en-de.en.ldd.{{bin,idx}} (side input src_ldd) has 5 sentences, "
-        f"{made}/train.en-de.en.{{bin,idx}} 12: it was made for other tokens; remove it, or make it again with "
-        "fairseq-syntax-preprocess-dependencies")
-
-
-def test_the_token_counts_of_ldd_side_data_in_either_layout(tmp_path):
-    from fairseq.data.indexed_dataset import MMapIndexedDatasetBuilder
-
-    items = [
-        [COMPACT, 3, 1, 1, 2, 1, 1, 0, 1, 65535],  # compact: n = 3 tokens over 2 words
-        [2, 1, 2, 1, 0, 0, 65535, 2, 1, 0, 65535],  # long layout: n = 2, two entries of 4
-        [COMPACT, 1, 1, 1, 0, 65535],
-    ]
-    builder = MMapIndexedDatasetBuilder(str(tmp_path / "x.bin"), dtype=np.uint16)
-    for item in items:
-        builder.add_item(torch.tensor(item, dtype=torch.int64))
-    builder.finalize(str(tmp_path / "x.idx"))
-    assert token_counts(MMapIndexedDataset(str(tmp_path / "x"))).tolist() == [3, 2, 1]
 
 
 def test_a_collate_error_names_the_side_data_and_the_command_that_remakes_it():

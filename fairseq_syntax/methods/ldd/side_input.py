@@ -145,19 +145,6 @@ def decode_sentence(item) -> StoredSentence:
     return StoredSentence(token_words, entries)
 
 
-def token_counts(dataset) -> np.ndarray:
-    """The ``n`` of every stored sentence of a binarized ``src_ldd`` dataset (either layout), without decoding;
-    -1 for an empty item."""
-    values = np.frombuffer(dataset._bin_buffer, dtype=STORAGE_DTYPE)
-    sizes = np.asarray(dataset.sizes)
-    if not len(values):
-        return np.full(len(sizes), -1)
-    starts = np.asarray(dataset._index._pointers) // values.itemsize
-    first = values[np.minimum(starts, len(values) - 1)].astype(np.int64)
-    second = values[np.minimum(starts + 1, len(values) - 1)].astype(np.int64)
-    return np.where(sizes < 1, -1, np.where((first == COMPACT) & (sizes > 1), second, first))
-
-
 class WordPairs(NamedTuple):
     """A batch of ``src_ldd``: the word-level tensor and the word of each token (a plain tuple after fairseq's device
     moves: read by position)."""
@@ -291,5 +278,5 @@ class InteractiveDependencies:
 
 LDD = register_side_input(SideInput(
     "src_ldd", "ldd", STORAGE_DTYPE, collate_ldd, "fairseq-syntax-preprocess-dependencies",
-    interactive=InteractiveDependencies, options=InteractiveDependencyConfig, token_counts=token_counts,
+    interactive=InteractiveDependencies, options=InteractiveDependencyConfig,
 ))
