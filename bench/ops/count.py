@@ -15,7 +15,6 @@ process, one torch thread, through ``Trainer.train_step`` on batches collated be
 
 Ratios and differences are to fairseq's transformer on the same input form and size."""
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -31,6 +30,7 @@ import measure  # noqa: E402
 import report  # noqa: E402
 import run  # noqa: E402
 import syncs  # noqa: E402
+from fairseq_syntax.evaluation import tables  # noqa: E402
 
 SIZES = tuple(run.recipe.MODEL_SIZES)  # ("recipe", "large")
 BEAM = run.GENERATE_BEAM
@@ -168,22 +168,41 @@ def results_markdown(rows: list[dict], meta: dict) -> list[str]:
     lines += report.markdown_table([{c: row[c] for c in COLUMNS if c in row} for row in rows], COLUMNS)
     lines += ["", f"Command: `{meta['command']}` ({meta['minutes']} min).", "",
               "## Where each system's synchronisations come from", "",
-              "Training step: each place (the line that runs the operator, outside torch; when that is in fairseq, "
-              "`via` the line of `fairseq_syntax` that led there), the operator and how many times per step; "
-              "`backward`: it runs in the backward pass of that forward line.", ""]
-    for row in rows:
-        lines.append(f"- **{row['system']}** ({row['size']}): "
-                     + ("; ".join(_place(p, p["count"]) for p in row["sync_places"]) or "none"))
+              "Each place: the line that runs the operator, outside torch (when that is in fairseq, `via` the line "
+              "of `fairseq_syntax` that led there), and the operator; `backward`: it runs in the backward pass of "
+              "that forward line.", ""]
+    places, named = named_places(rows)
+    for name, place in places.items():
+        via = f" via `{place['via']}`" if place["via"] else ""
+        backward = " (backward)" if place["phase"] == "backward" else ""
+        lines.append(f"- {name}: `{place['where']}`{via} {place['operator']}{backward}")
+    lines += ["", "Each system's places, and how many times per training step and per decoding step:", ""]
+    for row in named:
+        lines.append(f"- **{row['system']}** ({row['size']}): {_counts(row['sync_places'])}")
         if row["decode_sync_places"]:
-            lines.append("  - per decoding step: "
-                         + "; ".join(_place(p, p["per_step"]) for p in row["decode_sync_places"]))
+            lines.append(f"  - per decoding step: {_counts(row['decode_sync_places'])}")
     return lines
 
 
-def _place(place: dict, count) -> str:
-    via = f" via `{place['via']}`" if place["via"] else ""
-    backward = " (backward)" if place.get("phase") == "backward" else ""
-    return f"`{place['where']}`{via} {place['operator']}{backward} x{count}"
+def _counts(places: dict) -> str:
+    return "; ".join(f"{name} x{count}" for name, count in places.items()) or "none"
+
+
+PLACE = ("where", "via", "operator", "phase")
+
+
+def named_places(rows: list[dict]) -> tuple[dict, list[dict]]:
+    """The distinct places of all rows' synchronisations, named p1, p2, ... in order of first appearance, and
+    the rows with ``sync_places`` as {name: count} and ``decode_sync_places`` as {name: per_step}."""
+    names: dict = {}
+    named = []
+    for row in rows:
+        row = dict(row)
+        for field, amount in (("sync_places", "count"), ("decode_sync_places", "per_step")):
+            row[field] = {names.setdefault(tuple(p[k] for k in PLACE), f"p{len(names) + 1}"): p[amount]
+                          for p in row[field]}
+        named.append(row)
+    return {name: dict(zip(PLACE, key)) for key, name in names.items()}, named
 
 
 def main(argv: Sequence[str] | None = None) -> list[dict]:
@@ -232,15 +251,14 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
 
 def write_results(args: argparse.Namespace, records: list[dict], started: float, skipped: list[str],
                   argv: Sequence[str] | None) -> None:
+    """RESULTS.md and RESULTS.json (the settings, the places of :func:`named_places` and the rows naming them)."""
     rows = compared(records)
     meta = {"words": args.words, "max_tokens": args.max_tokens, "warmup": args.warmup,
             "decode_sentences": args.decode_sentences, "minutes": round((time.time() - started) / 60, 1),
             "command": reproducing_command(sys.argv[1:] if argv is None else argv), "skipped": skipped}
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "RESULTS.json"), "w") as f:
-        json.dump({"settings": meta, "rows": rows}, f, indent=1)
-    with open(os.path.join(args.out, "RESULTS.md"), "w") as f:
-        f.write("\n".join(results_markdown(rows, meta)) + "\n")
+    places, named = named_places(rows)
+    tables.write_results(os.path.join(args.out, "RESULTS.md"), "\n".join(results_markdown(rows, meta)),
+                         {"settings": meta, "places": places, "rows": named})
 
 
 def reproducing_command(argv: Sequence[str]) -> str:

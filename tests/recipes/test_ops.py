@@ -139,6 +139,24 @@ def test_ratios_and_differences_are_to_the_transformer_on_the_same_form_and_size
     assert command > max(i for i, line in enumerate(table) if line.startswith("| "))  # below the table
 
 
+def test_each_place_is_named_once_and_each_row_counts_its_places_by_name():
+    a = {"where": "a.py:1 (f)", "via": "", "operator": "aten::nonzero", "phase": "forward"}
+    b = {"where": "b.py:2 (g)", "via": "c.py:3 (h)", "operator": "aten::nonzero", "phase": "backward"}
+    rows = [{"system": "s", "size": "recipe", "sync_places": [{**a, "count": 3}], "decode_sync_places": []},
+            {"system": "t", "size": "large", "sync_places": [{**b, "count": 1}, {**a, "count": 2}],
+             "decode_sync_places": [{**a, "count": None, "per_step": 1.5}]}]
+    places, named = count.named_places(rows)
+    assert places == {"p1": a, "p2": b}
+    assert [(r["sync_places"], r["decode_sync_places"]) for r in named] == [({"p1": 3}, {}),
+                                                                            ({"p2": 1, "p1": 2}, {"p1": 1.5})]
+    lines = count.results_markdown(rows, {"words": 8, "max_tokens": 64, "warmup": 1, "decode_sentences": 2,
+                                          "command": "c", "minutes": 1.0})
+    assert lines[-8:] == ["- p1: `a.py:1 (f)` aten::nonzero",
+                          "- p2: `b.py:2 (g)` via `c.py:3 (h)` aten::nonzero (backward)", "",
+                          "Each system's places, and how many times per training step and per decoding step:", "",
+                          "- **s** (recipe): p1 x3", "- **t** (large): p2 x1; p1 x2", "  - per decoding step: p1 x1.5"]
+
+
 def test_the_command_leaves_out_where_files_go():
     assert count.reproducing_command(["--out", "x", "--words", "16", "--work=w"]) == (
         "python3 bench/ops/count.py --words 16")
