@@ -38,7 +38,6 @@ from torch import Tensor, nn
 
 from fairseq_syntax.core import structure as st
 from fairseq_syntax.core.attention import Structure
-from fairseq_syntax.core.fused_linear import merge_checkpoint_entries
 
 AVERAGES = ("paper", "official")
 #: (values B x H x T x d, leaf weights B x T, structure, embeddings) -> node values B x H x m x d
@@ -243,12 +242,6 @@ class HierarchicalEmbeddings(nn.Module):
         """``E^h`` ``|E| x d/2``: row ``k - 1`` embeds the ``k``-th leaf of a subtree, from its left."""
         return self.tables[1]
 
-    def upgrade_state_dict_named(self, state_dict: Dict[str, Tensor], name: str) -> None:
-        """Loads checkpoints that hold ``vertical`` and ``horizontal`` as two parameters."""
-        prefix = name + "." if name else ""
-        merge_checkpoint_entries(state_dict, [f"{prefix}vertical", f"{prefix}horizontal"], f"{prefix}tables",
-                                 combine=torch.stack)
-
     def forward(self, coefficients: Tensor, structure: Structure) -> Tensor:
         """``sum_{t,j} c_ij D_it A_tj E_tj`` for every node i: ``B x m x n`` coefficients -> ``B x m x dim``."""
         if "embedding_bins" not in structure:
@@ -280,7 +273,7 @@ def hierarchical_accumulation(
     batch, heads, length, dim = values.shape
     if structure["node_pos"].size(1) == 0:
         return values
-    if node_accumulation in (None, factored_node_accumulation) and "leaf_coefficients" in structure:
+    if node_accumulation in (None, factored_node_accumulation):
         return position_accumulation(values, leaf_weights, structure, embeddings)  # the same sums, fewer operators
     accumulate = node_accumulation or factored_node_accumulation
     accumulated = accumulate(values, leaf_weights, structure, embeddings)  # B x H x m x d

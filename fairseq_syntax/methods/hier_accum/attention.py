@@ -27,7 +27,7 @@ from fairseq.incremental_decoding_utils import with_incremental_state
 from torch import Tensor, nn
 
 from fairseq_syntax.core.attention import Structure, StructuredSelfAttention
-from fairseq_syntax.core.fused_linear import FusedPart, fused_linear, merge_checkpoint_entries
+from fairseq_syntax.core.fused_linear import FusedPart, fused_linear
 from fairseq_syntax.methods.hier_accum.accumulation import (
     HierarchicalEmbeddings,
     as_dtype,
@@ -43,13 +43,6 @@ class SourceTree(NamedTuple):
 
     padding_mask: Tensor
     structure: Structure
-
-
-def merge_projections(state_dict: Dict[str, Tensor], name: str, old: Tuple[str, ...], new: str) -> None:
-    """Separate projections ``old`` of module ``name`` in a checkpoint as the fused ``new`` (rows in order)."""
-    prefix = name + "." if name else ""
-    for suffix in ("weight", "bias"):
-        merge_checkpoint_entries(state_dict, [f"{prefix}{part}.{suffix}" for part in old], f"{prefix}{new}.{suffix}")
 
 
 def attend(
@@ -93,10 +86,6 @@ class HierarchicalSelfAttention(StructuredSelfAttention):
     k_proj = FusedPart("in_proj", 1, 3)  # W_K
     v_proj = FusedPart("in_proj", 2, 3)  # W_V
 
-    def upgrade_state_dict_named(self, state_dict: Dict[str, Tensor], name: str) -> None:
-        """Checkpoints with fairseq's separate ``q_proj``, ``k_proj``, ``v_proj``."""
-        merge_projections(state_dict, name, ("q_proj", "k_proj", "v_proj"), "in_proj")
-
     def project(self, x: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
         """Queries, keys and values ``B x H x T x d`` of ``x`` ``T x B x C``: one product, then views."""
         length, batch, _ = x.shape
@@ -138,10 +127,6 @@ class HierarchicalCrossAttention(StructuredSelfAttention):
 
     k_proj = FusedPart("kv_proj", 0, 2)  # W_K, the first half of kv_proj (views of its parameters)
     v_proj = FusedPart("kv_proj", 1, 2)  # W_V
-
-    def upgrade_state_dict_named(self, state_dict: Dict[str, Tensor], name: str) -> None:
-        """Checkpoints with fairseq's separate ``k_proj`` and ``v_proj``."""
-        merge_projections(state_dict, name, ("k_proj", "v_proj"), "kv_proj")
 
     def source_keys_values(self, source: Tensor, structure: Structure) -> Tuple[Tensor, Tensor]:
         """Keys ``L W_K; N W_K`` and values ``L W_V; N'`` (eq. 23) of the source ``S x B x C``: ``B x H x S x d``."""

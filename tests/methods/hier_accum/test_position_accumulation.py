@@ -64,11 +64,6 @@ def test_hierarchical_accumulation_runs_the_position_form_unless_another_is_aske
     chosen = hierarchical_accumulation(values, weights, structure, embeddings, other)
     assert len(calls) == 1  # a hook of its own (the benchmark's dense one) still computes the node rows
     torch.testing.assert_close(chosen, default, rtol=1e-6, atol=1e-6)
-    # a structure without the position blocks (made before them) takes the per-layer form
-    old = {name: tensor for name, tensor in structure.items() if not name.startswith(
-        ("leaf_coefficients", "leaf_under_node", "node_over_node_positions", "kept_rows", "position_embedding"))}
-    torch.testing.assert_close(hierarchical_accumulation(values, weights, old, embeddings), default,
-                               rtol=1e-6, atol=1e-6)
 
 
 def test_position_blocks_are_the_node_and_leaf_blocks_at_their_positions():
