@@ -5,7 +5,6 @@ checksummed, so a new machine makes every data directory in minutes instead of h
     python3 -m fairseq_syntax.parsing.archive pack TOK_DIR ARCHIVE --source en --splits train valid test \
         --models constituency=MODELS/crf-con.pt tagger=MODELS/tagger.pt dependency=MODELS/biaffine.pt
     python3 -m fairseq_syntax.parsing.archive verify ARCHIVE
-    python3 -m fairseq_syntax.parsing.archive lines ARCHIVE
     python3 -m fairseq_syntax.parsing.archive unpack ARCHIVE TOK_DIR --source en --splits train valid test
     python3 -m fairseq_syntax.parsing.archive provenance TOK_DIR/parses.json DATA/parsers.json --without dependency
 
@@ -16,7 +15,7 @@ checksummed, so a new machine makes every data directory in minutes instead of h
 - no CoNLL-U: ``pack`` checks it is exactly what
   :func:`~fairseq_syntax.parsing.dependency.conllu_of_record` makes of the records, and ``unpack`` rebuilds it;
 - ``SPLIT.lines.xz``: the digest of each parsed line (:mod:`fairseq_syntax.parsing.coverage`), which
-  ``fairseq-syntax-study plan`` checks a study's lines against (``lines`` adds it to an archive without one);
+  ``fairseq-syntax-study plan`` checks a study's lines against;
 - ``MANIFEST.json``: per split the line count, SHA-256 of the tokens and of each file's uncompressed bytes, the
   fallback lines, and the parsers (:mod:`provenance`); ``SHA256SUMS`` of every compressed file.
 
@@ -38,7 +37,7 @@ import sys
 from dataclasses import dataclass
 
 from fairseq_syntax.core.files import write_atomically
-from fairseq_syntax.parsing.coverage import ArchiveError, content_lines, lines_file, lines_name
+from fairseq_syntax.parsing.coverage import ArchiveError, lines_file, lines_name
 from fairseq_syntax.parsing.provenance import describe_parsers, read_parser_records, role_models
 from fairseq_syntax.parsing.text import open_output
 
@@ -182,27 +181,6 @@ def stored_lines(archive: str, entry: dict, kind: str) -> list[bytes]:
     return lines
 
 
-def add_lines(archive: str) -> list[str]:
-    """Writes ``SPLIT.lines.xz`` per split into an archive packed without it, from its own content, and lists it in
-    ``SHA256SUMS`` (checked first); returns the names written."""
-    manifest = verify(archive)
-    checksums_path = os.path.join(archive, CHECKSUMS)
-    listed = {name: digest for digest, name in (line.split("  ", 1) for line in
-                                                read_bytes(checksums_path).decode("utf-8").splitlines())}
-    written = []
-    for split, entry in manifest["splits"].items():
-        name = lines_name(split)
-        if name not in listed:
-            data = lines_file(content_lines(archive, entry))
-            write_atomically(os.path.join(archive, name), data)
-            listed[name] = sha256(data)
-            written.append(name)
-    names = sorted(name for name in listed if name != MANIFEST) + [MANIFEST]
-    with open_output(checksums_path) as out:
-        out.write("".join(f"{listed[name]}  {name}\n" for name in names))
-    return written
-
-
 # --- unpack
 
 
@@ -319,9 +297,6 @@ def get_parser() -> argparse.ArgumentParser:
                               help="the dependency parses only (a source language with no constituency parser)")
     verify_command = commands.add_parser("verify", help="check ARCHIVE's checksums")
     verify_command.add_argument("archive")
-    lines_command = commands.add_parser("lines", help="write the digests of ARCHIVE's lines (SPLIT.lines.xz) into "
-                                                      "an archive packed without them")
-    lines_command.add_argument("archive")
     unpack_command = commands.add_parser("unpack", help="write the parses of TOK_DIR's tokens from ARCHIVE")
     unpack_command.add_argument("archive")
     unpack_command.add_argument("tok_dir")
@@ -350,10 +325,6 @@ def main(argv: list[str] | None = None) -> None:
         elif args.command == "verify":
             manifest = verify(args.archive)
             print(f"{args.archive}: every checksum matches ({', '.join(manifest['splits'])})", file=sys.stderr)
-        elif args.command == "lines":
-            written = add_lines(args.archive)
-            print(f"{args.archive}: " + (f"wrote {', '.join(written)}" if written else "every split's lines listed "
-                                         "already"), file=sys.stderr)
         elif args.command == "unpack":
             for done in unpack(args.archive, args.tok_dir, args.source, args.splits):
                 how = "the whole split" if done.whole else "its lines found by their tokens"

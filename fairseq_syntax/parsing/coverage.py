@@ -6,8 +6,7 @@ brackets and, with ``entities``, Moses' XML entities unescaped: what tokenizatio
 sacremoses tokenizer, :mod:`fairseq_syntax.parsing.normalize`; checked on all of Multi30k). Its **digest**: the
 first 8 bytes of BLAKE2b of the key's UTF-8, 16 hex digits.
 
-``SPLIT.lines.xz`` in an archive: one digest per parsed line, in the archive's order, listed in ``SHA256SUMS``.
-Without it, coverage is computed from the archive's own trees' leaves or records' words."""
+``SPLIT.lines.xz`` in an archive: one digest per parsed line, in the archive's order, listed in ``SHA256SUMS``."""
 from __future__ import annotations
 
 import functools
@@ -25,8 +24,6 @@ MANIFEST = "MANIFEST.json"
 #: what a key leaves out besides whitespace: control characters, and the @ of Moses' @-@
 _DROPPED = dict.fromkeys([*range(0x20), 0x7F, ord("@")])
 _ENTITY = re.compile(r"&(?:#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")  # normalize's: complete entities only
-_LEAF = re.compile(r"([^\s()]+)\)")  # a tree's leaf: the word before a closing bracket
-_WORDS = re.compile(rb'"words":\s*(\[[^\]]*\])')  # a record's words (PTB-escaped: no ']' inside a word)
 
 
 class ArchiveError(Exception):
@@ -54,7 +51,7 @@ def lines_name(split: str) -> str:
 
 
 def lines_file(lines: Iterable[str]) -> bytes:
-    """The xz-compressed ``SPLIT.lines.xz`` of a split's lines (its tokens, or its trees' leaves)."""
+    """The xz-compressed ``SPLIT.lines.xz`` of a split's lines."""
     text = "".join(line_digest(line) + "\n" for line in lines)
     return lzma.compress(text.encode("ascii"), preset=9 | lzma.PRESET_EXTREME)
 
@@ -74,24 +71,6 @@ def read_manifest(archive: str) -> dict:
         raise ArchiveError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from None
 
 
-def content_lines(archive: str, entry: dict) -> list[str]:
-    """A split's parsed lines as words joined by spaces, from its trees' leaves, else its records' words."""
-    files = entry.get("files", {})
-    kind = "tree" if "tree" in files else "arcs.jsonl.gz"
-    path = os.path.join(archive, files[kind]["stored"])
-    try:
-        lines = lzma.decompress(_read(path)).split(b"\n")[:-1]
-    except lzma.LZMAError as error:
-        raise ArchiveError(f"{path}: not an xz file ({error})") from None
-    if kind == "tree":
-        return [" ".join(_LEAF.findall(line.decode("utf-8"))) for line in lines]
-    words = []
-    for line in lines:
-        found = _WORDS.search(line)
-        words.append(" ".join(json.loads(found.group(1)) if found else json.loads(line)["words"]))
-    return words
-
-
 @functools.lru_cache(maxsize=16)
 def _split_digests(archive: str, split: str, stamp: tuple) -> frozenset[str]:
     manifest = read_manifest(archive)
@@ -100,16 +79,13 @@ def _split_digests(archive: str, split: str, stamp: tuple) -> frozenset[str]:
         raise ArchiveError(f"{archive}/{MANIFEST} holds no parses of the {split} split (it has: "
                            f"{', '.join(manifest.get('splits', {}))})")
     path = os.path.join(archive, lines_name(split))
-    if os.path.isfile(path):
-        try:
-            digests = lzma.decompress(_read(path)).decode("ascii").split()
-        except (lzma.LZMAError, UnicodeDecodeError) as error:
-            raise ArchiveError(f"{path}: not a list of line digests ({error})") from None
-    else:  # an archive packed without the list: its own lines
-        digests = [line_digest(line) for line in content_lines(archive, entry)]
+    try:
+        digests = lzma.decompress(_read(path)).decode("ascii").split()
+    except (lzma.LZMAError, UnicodeDecodeError) as error:
+        raise ArchiveError(f"{path}: not a list of line digests ({error})") from None
     if len(digests) != entry["lines"]:
-        raise ArchiveError(f"{path if os.path.isfile(path) else archive}: {len(digests)} lines, but the manifest "
-                           f"says {entry['lines']} (a damaged archive: take it again)")
+        raise ArchiveError(f"{path}: {len(digests)} lines, but the manifest says {entry['lines']} (a damaged "
+                           "archive: take it again)")
     return frozenset(digests)
 
 

@@ -192,22 +192,3 @@ def test_an_archive_lists_the_digest_of_each_of_its_lines(packed):
     with pytest.raises(archive.ArchiveError, match=r"MANIFEST.json holds no parses of the test split \(it has: "
                                                    r"train\)"):
         coverage.covered(store, "test")
-
-
-@pytest.mark.parametrize("kinds", ["trees and arcs", "arcs only"])
-def test_an_archive_packed_without_the_list_computes_it_from_its_content_and_lines_writes_it(packed, tmp_path,
-                                                                                             kinds):
-    tok, _ = packed
-    store = str(tmp_path / "old")
-    archive.pack(tok, store, "en", ["train"], {}, str(tmp_path / "no-records"),
-                 (archive.TREES, archive.ARCS) if kinds == "trees and arcs" else (archive.ARCS,))
-    listed = read(os.path.join(store, "train.lines.xz"))
-    sums = read(os.path.join(store, "SHA256SUMS"))
-    # as an archive packed before the list was written
-    os.remove(os.path.join(store, "train.lines.xz"))
-    with open(os.path.join(store, "SHA256SUMS"), "wb") as out:
-        out.write(b"".join(line + b"\n" for line in sums.splitlines() if b"train.lines.xz" not in line))
-    assert coverage.covered(store, "train") == {coverage.line_digest(line) for line in SENTENCES}
-    archive.main(["lines", store])
-    assert read(os.path.join(store, "train.lines.xz")) == listed and read(os.path.join(store, "SHA256SUMS")) == sums
-    assert archive.add_lines(store) == []  # every split's list there already: nothing written
