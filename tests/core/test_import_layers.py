@@ -1,4 +1,4 @@
-"""The package's imports run one way (core <- parsing <- methods <- evaluation <- cli), with no circle."""
+"""The package's imports run one way (core <- parsing <- methods <- evaluation <- study <- cli), with no circle."""
 import ast
 from pathlib import Path
 
@@ -6,7 +6,7 @@ from conftest import REPO
 
 PACKAGE = "fairseq_syntax"
 #: the layers, lowest first: a module may import its own layer and those before it
-LAYERS = ("core", "parsing", "methods", "evaluation", "cli")
+LAYERS = ("core", "parsing", "methods", "evaluation", "study", "cli")
 
 
 def module_files(root: Path, package: str = PACKAGE) -> dict[str, Path]:
@@ -52,42 +52,18 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
 
 
 def circles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan's algorithm), sorted."""
-    index, low, on_stack, stack, components, counter = {}, {}, set(), [], [], 0
-    for start in sorted(graph):
-        if start in index:
-            continue
-        work = [(start, iter(sorted(graph[start])))]
-        index[start] = low[start] = counter
-        counter += 1
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is None:
-                work.pop()
-                if work:
-                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
-                if low[node] == index[node]:
-                    component = []
-                    while True:
-                        member = stack.pop()
-                        on_stack.discard(member)
-                        component.append(member)
-                        if member == node:
-                            break
-                    if len(component) > 1:
-                        components.append(sorted(component))
-            elif child not in index:
-                index[child] = low[child] = counter
-                counter += 1
-                stack.append(child)
-                on_stack.add(child)
-                work.append((child, iter(sorted(graph[child]))))
-            elif child in on_stack:
-                low[node] = min(low[node], index[child])
-    return sorted(components)
+    """The sets of more than one module that each reach one another through imports, sorted."""
+    reach = {}
+    for start in graph:
+        seen, todo = set(), list(graph[start])
+        while todo:
+            node = todo.pop()
+            if node not in seen:
+                seen.add(node)
+                todo.extend(graph[node])
+        reach[start] = seen
+    return sorted(map(list, {tuple(sorted(other for other in reach[module] if module in reach[other]))
+                             for module in graph if module in reach[module]}))
 
 
 def write_package(root: Path, sources: dict[str, str]) -> None:
