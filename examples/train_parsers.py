@@ -62,21 +62,16 @@ def commands(study: str, treebanks: Path, threads: int) -> list[list[str]]:
             raise SystemExit(f"error: {config.path}: parses.{key}_backend {backend!r}: a {backend} model is not "
                              f"trained here (crf-con, benepar, tagger, biaffine are); give parses.{key} a model")
         model = config.resolve(value)
-        work = model.parent / "work" / model.stem
-        train = [sys.executable, str(REPO / "preprocess" / "train_parser.py")]
         if backend == "biaffine":
-            found.append([*train, "dependency", "--train", str(treebanks / UD_EWT.format(split="train")),
-                          "--dev", str(treebanks / UD_EWT.format(split="dev")), "--output", str(model),
-                          "--work-dir", str(work), "--epochs", "60", "--batch-size", "1000", *SUPAR_SIZE,
-                          "--threads", str(threads)])
-        elif backend == "crf-con":
-            found.append([*train, "crf-con", "--ptb", str(treebanks / PTB_SAMPLE), "--output", str(model),
-                          "--work-dir", str(work), "--epochs", "60", "--batch-size", "1000", *SUPAR_SIZE,
-                          "--threads", str(threads)])
-        else:  # benepar, tagger
-            found.append([*train, backend, "--ptb", str(treebanks / PTB_SAMPLE), "--output", str(model),
-                          "--work-dir", str(work), "--epochs", "12" if backend == "benepar" else "18",
-                          "--threads", str(threads)])
+            data = ["--train", str(treebanks / UD_EWT.format(split="train")),
+                    "--dev", str(treebanks / UD_EWT.format(split="dev"))]
+        else:
+            data = ["--ptb", str(treebanks / PTB_SAMPLE)]
+        epochs = {"benepar": ["12"], "tagger": ["18"]}.get(backend, ["60", "--batch-size", "1000", *SUPAR_SIZE])
+        found.append([sys.executable, str(REPO / "preprocess" / "train_parser.py"),
+                      "dependency" if backend == "biaffine" else backend, *data, "--output", str(model),
+                      "--work-dir", str(model.parent / "work" / model.stem), "--epochs", *epochs,
+                      "--threads", str(threads)])
     return found
 
 
