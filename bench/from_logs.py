@@ -7,7 +7,6 @@ baseline at a length gives one ratio, and the table reports their median and cou
 Device, model size and command are read from the logs (``device: NAME``, ``model size: SIZE``,
 ``# command: CMD``), else from the options (older logs: the recipe's size). ``--json`` writes RESULTS.json's rows."""
 import argparse
-import json
 import re
 import statistics
 import sys
@@ -138,8 +137,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     with open(args.out, "w") as out:
         out.write("\n".join(markdown(table, args.logs, device, command, model)) + "\n")
     if args.json:
-        with open(args.json, "w") as out:
-            json.dump(table, out, indent=1)
+        report.write_rows(args.json, table)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """``python3 bench/run.py [--quick]``: training speed and memory of every syntax architecture of the method registry
 as ratios to fairseq's ``transformer`` on the same batches in the same run, at several source lengths; the
 throughput of ``fairseq-syntax-preprocess`` and side-data bytes per sentence; CPU speed options (bf16, threads,
-batch size) against fp32. Writes ``RESULTS.md``, ``RESULTS.json`` (rows
-``{"arch", "src_words", "tokens_per_s_ratio", "peak_mem_ratio", "repeats", ...}``) and ``RESULTS.details.json.gz``
+batch size) against fp32. Writes ``RESULTS.md``, ``RESULTS.json`` (rows of
+``arch, src_words, tokens_per_s_ratio, peak_mem_ratio, repeats, ...``: :func:`report.write_rows`) and ``RESULTS.details.json.gz``
 (every raw measurement) to ``--out`` (default: this folder).
 
 Method:
@@ -640,8 +640,7 @@ def speed_rows(systems: List[System], measurements: Dict, settings: Settings) ->
 
 def write_results(out: str, rows: List[Dict], details: Dict) -> None:
     os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "RESULTS.json"), "w") as f:
-        json.dump(rows, f, indent=1)
+    report.write_rows(os.path.join(out, "RESULTS.json"), rows)
     with gzip.open(os.path.join(out, "RESULTS.details.json.gz"), "wt", encoding="utf-8") as f:  # raw measurements
         json.dump(details, f, indent=1)
     with open(os.path.join(out, "RESULTS.md"), "w") as f:

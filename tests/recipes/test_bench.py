@@ -28,8 +28,8 @@ def test_quick_run_writes_one_row_per_length_with_the_schema(tmp_path):
     result = subprocess.run([sys.executable, "bench/run.py", "--quick", "--out", str(out)], cwd=REPO,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    rows = json.loads((out / "RESULTS.json").read_text())
-    assert isinstance(rows, list) and len(rows) == 1  # one arch (the table's first, tiny), one length, no context
+    rows = report.read_rows(out / "RESULTS.json")
+    assert len(rows) == 1  # one arch (the table's first, tiny), one length, no context
     row = rows[0]
     for key, kind in ROW_KEYS.items():
         assert isinstance(row[key], kind), (key, row)
@@ -325,7 +325,7 @@ def test_from_logs_reads_device_model_command_and_decoding_from_the_log(tmp_path
                    + line(2, "transformer (sequence)", 1000, 100))  # round 2 cut before transformer_pascal
     out, rows_json = tmp_path / "RESULTS.md", tmp_path / "RESULTS.json"
     from_logs.main([str(log), "--out", str(out), "--json", str(rows_json)])
-    rows = json.loads(rows_json.read_text())
+    rows = report.read_rows(rows_json)
     assert rows == [{"arch": "transformer_pascal", "form": "sequence", "src_words": 16, "model": "large",
                      "baseline": "transformer (sequence)", "rounds": 1, "tokens_per_s_ratio": 0.8,
                      "peak_mem_ratio": 1.0, "generate_ratio": 0.9, "tokens_per_s": 800, "baseline_tokens_per_s": 1000,
