@@ -197,39 +197,17 @@ class InteractiveDependencyConfig:
         default=DEFAULT_LABEL_FLOOR,
         metadata={"help": "with --source-dependency-parser: the --label-floor preprocess/parse_dependency.py used"},
     )
-    source_dependency_labels: Optional[str] = field(
-        default=None,
-        metadata={"help": "with --source-dependency-parser, for a data directory whose syntax.json does not record "
-                  "it: the --labels (stanford, universal) given to fairseq-syntax-preprocess-dependencies"},
-    )
-    source_dependency_floor: Optional[float] = field(
-        default=None,
-        metadata={"help": "with --source-dependency-parser, for a data directory whose syntax.json does not record "
-                  "it: the --floor given to fairseq-syntax-preprocess-dependencies (its default: 0.001)"},
-    )
 
 
-def ldd_settings(cfg, meta: dict, data_path: str) -> Tuple[str, float]:
-    """(label table, floor) of the data directory's ``src_ldd``: from syntax.json, else the task options."""
-    path = os.path.join(data_path, META_FILE)
-    given = {"labels": cfg.source_dependency_labels, "floor": cfg.source_dependency_floor}
+def ldd_settings(meta: dict, data_path: str) -> Tuple[str, float]:
+    """(label table, floor) of the data directory's ``src_ldd``, as syntax.json records them."""
     recorded = meta.get(LDD_META_KEY)
     if recorded is None:
-        missing = [f"--source-dependency-{key} (the --{key} given to fairseq-syntax-preprocess-dependencies)"
-                   for key, value in given.items() if value is None]
-        if missing:
-            raise ValueError(f"{path} does not record how the src_ldd side data was made: pass {' and '.join(missing)}")
-        settings = given
-    else:
-        settings = recorded
-        conflicts = [f"--source-dependency-{key} {value} (recorded: {recorded[key]})"
-                     for key, value in given.items() if value is not None and value != recorded[key]]
-        if conflicts:
-            raise ValueError(f"{path} records other settings than {', '.join(conflicts)}: the model was trained on "
-                             "the recorded ones; leave the option out")
-    if settings["labels"] not in LABEL_TABLES:
-        raise ValueError(f"label table {settings['labels']!r}: choose from {sorted(LABEL_TABLES)}")
-    return settings["labels"], settings["floor"]
+        raise ValueError(f"{os.path.join(data_path, META_FILE)} does not record how the src_ldd side data was made: "
+                         "make it again with fairseq-syntax-preprocess-dependencies")
+    if recorded["labels"] not in LABEL_TABLES:
+        raise ValueError(f"label table {recorded['labels']!r}: choose from {sorted(LABEL_TABLES)}")
+    return recorded["labels"], recorded["floor"]
 
 
 class InteractiveDependencies:
@@ -247,7 +225,7 @@ class InteractiveDependencies:
                 "the SuPar biaffine dependency parser that made the data directory's side data, to parse the "
                 "input lines (tokenized words)"
             )
-        labels, self.floor = ldd_settings(cfg, meta, data_path)
+        labels, self.floor = ldd_settings(meta, data_path)
         self.label_index = label_index(LABEL_TABLES[labels])
         self.arc_floor, self.label_floor = cfg.source_dependency_arc_floor, cfg.source_dependency_label_floor
         from fairseq_syntax.parsing.dependency import DependencyParser

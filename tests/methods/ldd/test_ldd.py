@@ -1,16 +1,16 @@
-"""transformer_ldd (Pu & Sima'an 2022, 3.2): side data, LDD and LDA layers, the model, preprocess, a tiny run."""
+"""transformer_ldd (Pu & Sima'an 2022, 3.2): side data, LDD and LDA layers, the model, preprocess (a trained model's
+attention maps: test_ldd_interactive.py)."""
 import argparse
 import json
 import math
 import os
-import re
 import shutil
 import sys
 
 import numpy as np
 import pytest
 import torch
-from conftest import arcs_record, make_ldd_data, run
+from conftest import arcs_record, make_ldd_data
 from fairseq.data import Dictionary
 from fairseq.data.indexed_dataset import MMapIndexedDataset, MMapIndexedDatasetBuilder
 from fairseq.models.transformer import TransformerConfig
@@ -374,40 +374,6 @@ def test_preprocessing_errors_name_file_and_line(ldd_data, raw_corpus, tmp_path)
     # a failed run leaves the side data it found untouched and no partial files
     assert open(os.path.join(dest, "test.en-de.en.ldd.bin"), "rb").read() == written
     assert not [name for name in os.listdir(dest) if name.endswith(".partial")]
-
-
-ONE_THREAD = dict(os.environ, OMP_NUM_THREADS="1")
-
-
-@pytest.fixture(scope="module")
-def ldd_checkpoint(ldd_data, tmp_path_factory):
-    save = str(tmp_path_factory.mktemp("ldd_model"))
-    train_log = run([sys.executable, "-m", "fairseq_cli.train", ldd_data[0], "--user-dir", "fairseq_syntax",
-                     "--task", "syntax_translation", "--arch", "transformer_ldd_tiny", "--syntax-variant", "ldd",
-                     "--encoder-embed-dim", "32", "--decoder-embed-dim", "32", "--optimizer", "adam", "--lr", "0.005",
-                     "--max-tokens", "1000", "--max-update", "2", "--cpu", "--seed", "1", "--num-workers", "0",
-                     "--disable-validation", "--no-epoch-checkpoints", "--log-format", "simple",
-                     "--save-dir", save], env=ONE_THREAD).stdout
-    assert re.search(r"\| train \| epoch 001 \| loss [\d.]+ .*\| num_updates 2 ", train_log), train_log[-2000:]
-    return os.path.join(save, "checkpoint_last.pt")
-
-
-def test_ldd_attention_maps_and_plot_of_a_trained_model(raw_corpus, ldd_data, ldd_checkpoint, tmp_path):
-    from fairseq_syntax.cli import plot
-    from fairseq_syntax.core.model_inputs import load_model
-    from fairseq_syntax.methods.ldd.analysis import sentence_ldd_attention
-
-    model, task = load_model(ldd_checkpoint, ldd_data[0])
-    maps, tokens = sentence_ldd_attention(model, task, "test", 0)
-    with open(os.path.join(raw_corpus, "test.en")) as f:
-        first = f.readline().split()
-    assert tokens == first + ["</s>"] and maps.shape == (16, len(tokens), len(tokens))
-    np.testing.assert_allclose(maps.sum(-1), 1.0, rtol=1e-5)  # softmax rows
-    output = str(tmp_path / "ldd.png")
-    plot.main(["ldd-attention", "--path", ldd_checkpoint, "--data", ldd_data[0], "--split", "test", "--index", "0",
-               "--output", output])
-    with open(output, "rb") as f:
-        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
 
 
 def test_fallback_sentences_and_records_without_a_tree_are_counted():

@@ -8,13 +8,13 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 from conftest import REPO, preprocess_in_process, run, tiny_corpus, write_codes
 from fairseq import checkpoint_utils
 
 import fairseq_syntax  # noqa: F401  (registers the task and models; lets torch load fairseq checkpoints)
-from fairseq_syntax.core.translation_task import SyntaxTranslationConfig
 from fairseq_syntax.methods.ldd import preprocess as preprocess_dependencies
 from fairseq_syntax.methods.ldd.distributions import BEST_OFFSET, NUM_STORED_CHANNELS, expand_to_tokens
 from fairseq_syntax.methods.ldd.side_input import ldd_settings
@@ -168,27 +168,14 @@ def test_a_data_directory_without_the_ldd_side_data_is_one_line_naming_the_comma
         task.load_dataset("test")  # fairseq-generate: stopped before any batch, not a KeyError under a traceback
     _, task = load(checkpoint, str(plain), source_dependency_parser="unused: stopped before it is loaded")
     with pytest.raises(SystemExit, match=rf"^error: {plain}/syntax.json does not record how the src_ldd side data "
-                                         r"was made: pass --source-dependency-labels"):
+                                         r"was made: make it again with fairseq-syntax-preprocess-dependencies$"):
         task.get_interactive_tokens_and_lengths(["the cat sees the dog ."], str)  # fairseq-interactive
 
 
-def test_settings_come_from_syntax_json_or_options_for_older_directories(tmp_path):
-    def settings(meta, **options):
-        return ldd_settings(SyntaxTranslationConfig(**options), meta, str(tmp_path))
-
-    recorded = {"form": "sequence", "ldd": {"labels": "stanford", "floor": 0.01}}
-    assert settings(recorded) == ("stanford", 0.01)
-    assert settings(recorded, source_dependency_labels="stanford") == ("stanford", 0.01)
-    with pytest.raises(ValueError, match=r"records other settings than --source-dependency-floor 0.001 "
-                                         r"\(recorded: 0.01\)"):
-        settings(recorded, source_dependency_floor=0.001)
-    old = {"form": "sequence"}
-    with pytest.raises(ValueError, match=r"syntax.json does not record how the src_ldd side data was made: pass "
-                                         r"--source-dependency-labels .* and --source-dependency-floor"):
-        settings(old)
-    assert settings(old, source_dependency_labels="universal", source_dependency_floor=0.002) == ("universal", 0.002)
+def test_settings_come_from_syntax_json():
+    assert ldd_settings({"form": "sequence", "ldd": {"labels": "stanford", "floor": 0.01}}, "D") == ("stanford", 0.01)
     with pytest.raises(ValueError, match="label table 'ud'"):
-        settings(old, source_dependency_labels="ud", source_dependency_floor=0.002)
+        ldd_settings({"ldd": {"labels": "ud", "floor": 0.002}}, "D")
 
 
 def test_preprocessing_refuses_settings_other_than_those_recorded(offline, tmp_path):
@@ -199,3 +186,22 @@ def test_preprocessing_refuses_settings_other_than_those_recorded(offline, tmp_p
                                          r"stanford --floor 0.001"):
         preprocess_dependencies.main(["--destdir", copy, "-s", "en", "-t", "de", "--labels", "stanford",
                                       "--testpref", f"{raw}/test"])
+
+
+def test_ldd_attention_maps_and_plot_of_a_trained_model(offline, checkpoint, tmp_path):
+    from fairseq_syntax.cli import plot
+    from fairseq_syntax.core.model_inputs import load_model
+    from fairseq_syntax.methods.ldd.analysis import sentence_ldd_attention
+
+    dest, raw = offline
+    model, task = load_model(checkpoint, dest)
+    maps, tokens = sentence_ldd_attention(model, task, "test", 0)
+    with open(os.path.join(raw, "test.en")) as f:
+        first = f.readline().split()
+    assert tokens == first + ["</s>"] and maps.shape == (16, len(tokens), len(tokens))
+    np.testing.assert_allclose(maps.sum(-1), 1.0, rtol=1e-5)  # softmax rows
+    output = str(tmp_path / "ldd.png")
+    plot.main(["ldd-attention", "--path", checkpoint, "--data", dest, "--split", "test", "--index", "0",
+               "--output", output])
+    with open(output, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
