@@ -78,14 +78,30 @@ def _key_text(key) -> str:
     return json.dumps(key if isinstance(key, str) else json.dumps(key), ensure_ascii=False)
 
 
-def _json_lines(value, depth: int) -> str:
+def _flat(value) -> bool:
+    return not isinstance(value, (dict, list, tuple)) or (
+        not isinstance(value, dict) and not any(isinstance(item, (dict, list, tuple)) for item in value))
+
+
+def _json_lines(value, depth: int, flat_objects: bool = False) -> str:
     pad, end = " " * (depth + 1), " " * depth
-    if isinstance(value, dict) and value:
-        items = (f"{pad}{_key_text(key)}: {_json_lines(item, depth + 1)}" for key, item in value.items())
+    if isinstance(value, dict) and value and not (flat_objects and all(map(_flat, value.values()))):
+        items = (f"{pad}{_key_text(key)}: {_json_lines(item, depth + 1, flat_objects)}" for key, item in value.items())
         return "{\n" + ",\n".join(items) + "\n" + end + "}"
-    if isinstance(value, (list, tuple)) and any(isinstance(item, (dict, list, tuple)) for item in value):
-        return "[\n" + ",\n".join(pad + _json_lines(item, depth + 1) for item in value) + "\n" + end + "]"
+    if isinstance(value, (list, tuple)) and not _flat(value):
+        return "[\n" + ",\n".join(pad + _json_lines(item, depth + 1, flat_objects) for item in value) + "\n" + end + "]"
     return json.dumps(value, ensure_ascii=False)
+
+
+def _significant(value, digits: int):
+    """``value`` with each float to ``digits`` significant digits (keys and other values as they are)."""
+    if isinstance(value, float):
+        return float(f"{value:.{digits}g}")
+    if isinstance(value, dict):
+        return {key: _significant(item, digits) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_significant(item, digits) for item in value]
+    return value
 
 
 def json_text(data) -> str:
@@ -94,15 +110,21 @@ def json_text(data) -> str:
     return _json_lines(data, 0) + "\n"
 
 
+def results_text(data) -> str:
+    """``data`` as RESULTS.json holds it: :func:`json_text`'s layout with an object of plain values on one line, and
+    each float to 8 significant digits (the tables show at most 4)."""
+    return _json_lines(_significant(data, 8), 0, flat_objects=True) + "\n"
+
+
 def write_results(markdown_path, markdown: str, data: dict[str, Any]) -> tuple[Path, Path]:
     """Write ``markdown`` to ``markdown_path`` (RESULTS.md) and ``data`` to RESULTS.json beside it
-    (:func:`json_text`). Returns both paths."""
+    (:func:`results_text`). Returns both paths."""
     markdown_path = Path(markdown_path)
     json_path = results_json_path(markdown_path)
     markdown_path.parent.mkdir(parents=True, exist_ok=True)
     # each whole or not at all: the other lane may read them meanwhile (its commit, its figure)
     write_atomically(markdown_path, markdown if markdown.endswith("\n") else markdown + "\n")
-    write_atomically(json_path, json_text(data))
+    write_atomically(json_path, results_text(data))
     return markdown_path, json_path
 
 

@@ -307,12 +307,13 @@ def test_table_renders_markdown_and_json_from_the_same_rows():
 
 def test_write_results_puts_results_json_beside_results_md(tmp_path):
     markdown, json_path = write_results(tmp_path / "recipe" / "RESULTS.md", "# Title\n\n| a |\n|---|\n| 1 |",
-                                        {"tables": {"t": {"columns": ["a"], "rows": [{"a": 1}]}}, "name": "ü"})
+                                        {"tables": {"t": {"columns": ["a"], "rows": [{"a": 1 / 3, "b": [2.0]}]}},
+                                         "name": "ü"})
     assert markdown.read_text() == "# Title\n\n| a |\n|---|\n| 1 |\n"
     assert json_path == tmp_path / "recipe" / "RESULTS.json"
-    assert json_path.read_text(encoding="utf-8") == (
-        '{\n "tables": {\n  "t": {\n   "columns": ["a"],\n   "rows": [\n    {\n'
-        '     "a": 1\n    }\n   ]\n  }\n },\n "name": "ü"\n}\n')  # one space a level, a list of scalars a line
+    assert json_path.read_text(encoding="utf-8") == (  # one space a level; an object of plain values a line
+        '{\n "tables": {\n  "t": {\n   "columns": ["a"],\n   "rows": [\n    {"a": 0.33333333, "b": [2.0]}\n   ]\n'
+        '  }\n },\n "name": "ü"\n}\n')
 
 
 def test_gzipped_logs_are_read_by_either_name(tmp_path):
