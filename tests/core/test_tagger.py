@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import TINY_SUPAR_SIZES, TREEBANK, conllu
+from conftest import TINY_SUPAR_SIZES, TREEBANK, bracketed, conllu
 
 from fairseq_syntax.core.trees import parse_tree
 from fairseq_syntax.parsing import training
@@ -85,8 +85,7 @@ def test_supar_training_resumes_exactly_from_its_last_epoch(tmp_path):
 
 def test_train_parser_tagger_command_skips_foreign_tags_and_writes_its_record(tmp_path, capsys):
     ptb = tmp_path / "tiny.mrg"
-    ptb.write_text("".join(f"(S (NP (DT the) (NN {s})) (VP (VBZ {v}) (NP (DT the) (NN {o}))) (. .))\n"
-                           for s, v, o in TREEBANK))
+    ptb.write_text("".join(bracketed(*sentence) for sentence in TREEBANK))
     extra = tmp_path / "extra.conllu"
     extra.write_text("1\tthe\t_\t_\tDT\t_\t2\tdet\t_\t_\n2\tcat\t_\t_\tNN\t_\t0\troot\t_\t_\n\n"
                      "1\twww.x.com\t_\t_\tADD\t_\t0\troot\t_\t_\n\n")

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, TREEBANK
+from conftest import REPO, TREEBANK, bracketed
 
 SCRIPT = Path(REPO) / "preprocess" / "train_parser.py"
 RUNS = Path(REPO) / "preprocess" / "runs"
@@ -18,8 +18,7 @@ HELDOUT = "a fraction in (0, 1) is meant (0.1 keeps the last tenth of the trees 
 @pytest.fixture
 def treebank(tmp_path):
     ptb = tmp_path / "tiny.mrg"
-    ptb.write_text("".join(f"(S (NP (DT the) (NN {s})) (VP (VBZ {v}) (NP (DT the) (NN {o}))) (. .))\n"
-                           for s, v, o in TREEBANK))
+    ptb.write_text("".join(bracketed(*sentence) for sentence in TREEBANK))
     return ptb
 
 
