@@ -54,13 +54,10 @@ Dependency side data (``{split}.arcs.jsonl``, the format of ``fairseq_syntax.par
 ``{"words": [...], "arcs": [[dependent, head, P(head | dependent), {label: P(label | dependent, head)}], ...]}``)
 for ``transformer_ldd`` (``--labels universal``), made without a parser:
 
-* Gold dependencies by head rules (``HEAD_CHILDREN``: a phrase's head child is its first child with a listed label,
-  in order): S -> VP, else the first S; VP -> the verb; NP -> NN | NNS | PRP, else the first NP; PP -> its NP (UD's
-  content head); SBAR -> its S; WHNP -> WDT; ADJP -> the first JJ. Every other child's head word depends on the
-  head child's with the UD v2 label ``DEPENDENCY_LABELS[phrase, child]``: in S nsubj (NP), conj (the second S),
-  punct (.); in VP obj (NP), ccomp (SBAR), obl (PP); in NP det, amod (JJ, ADJP), nmod (PP), acl:relcl (SBAR), conj
-  (NP); in PP case (IN); in SBAR mark (IN that), nsubj / obj (WHNP: subject / object relative); in ADJP conj (JJ).
-  A CC is cc of the conjunct after it. The sentence's head word is the root. So telescope -> saw (obl) with the PP
+* Gold dependencies by the head rules ``HEAD_CHILDREN`` (a phrase's head child is its first child with a listed
+  label; PP -> its NP, UD's content head): every other child's head word depends on the head child's with the UD v2
+  label ``DEPENDENCY_LABELS[phrase, child]``, a CC as cc of the conjunct after it, a relative's WHNP as nsubj or obj
+  (subject / object relative). The sentence's head word is the root. So telescope -> saw (obl) with the PP
   on the VP, telescope -> dog (nmod) with it on "the dog"; under ``--labels universal`` obl is in the paper's object
   group, and nmod, acl:relcl, case and mark are outside the 16 groups (as SD's prep, rcmod and mark were).
 * Noise (``noisy_arcs``, its own generator per split from --seed and the split name): per word the gold head gets a
