@@ -135,10 +135,6 @@ def median_words_per_second(log: str) -> float | None:
     return statistics.median(float(wps) for wps in longest) if longest else None
 
 
-def speed_cell(words_per_second: float | None) -> Cell:
-    return Cell(words_per_second, "–" if words_per_second is None else f"{words_per_second:.0f}")
-
-
 def speeds_by_minute(log: str) -> dict:
     """fairseq's logged training tokens/s (``train_inner`` lines) by the minute of their timestamp."""
     minutes = collections.defaultdict(list)
@@ -198,12 +194,6 @@ def random_draws(subset_scores: dict) -> dict:
         if names:
             found[draw] = names[0]
     return found
-
-
-def tree_to_plain(values: dict) -> float:
-    """Ratio of the Tree Transformer's value to the plain Transformer's (``values`` keyed by arch)."""
-    tree, plain = (values[arch] for arch in SYSTEMS)
-    return tree / plain
 
 
 def recipe_run(logs: str) -> dict:
@@ -328,7 +318,7 @@ TRAINING = ["parameters", "updates", "wall time", "tokens/s (median)", "best val
 
 def training_cells(row: dict) -> list:
     return [params_cell(row["params"]), int(row["updates"]), Cell(row["seconds"], f"{row['seconds'] / 60:.1f} min"),
-            speed_cell(row["words_per_second"]), Cell(float(row["best_valid_loss"]), row["best_valid_loss"]),
+            number_cell(row["words_per_second"], ".0f"), Cell(float(row["best_valid_loss"]), row["best_valid_loss"]),
             int(row["best_at"])]
 
 
@@ -362,7 +352,8 @@ def settings_cells(run: dict) -> list:
 def perplexity_ratio(run: dict):
     if not run["perplexity"]:
         return None
-    return tree_to_plain({arch: result["perplexity"] for arch, result in run["perplexity"].items()})
+    tree, plain = (run["perplexity"][arch]["perplexity"] for arch in SYSTEMS)
+    return tree / plain
 
 
 def throughput_ratio(run: dict):

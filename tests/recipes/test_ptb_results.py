@@ -49,10 +49,10 @@ def test_no_ratio_for_models_that_did_not_train_at_the_same_time(make_results):
 def test_a_run_shorter_than_the_log_interval_has_no_speed_and_no_traceback(make_results):
     # run.sh --updates 10, fairseq's --log-interval 25: no train_inner line, so no logged tokens/s
     assert make_results["median_words_per_second"]("2026-11-29 00:00:01 | INFO | valid | loss 7.5\n") is None
-    assert make_results["speed_cell"](None).text == "–"
+    assert make_results["number_cell"](None, ".0f").text == "–"
     # with lines: the median of the logged values, (2000 + 2100) / 2 over an even count
     assert make_results["median_words_per_second"](log(("00:00:10", 2000), ("00:00:40", 2100))) == 2050
-    assert make_results["speed_cell"](2050.4).text == "2050"
+    assert make_results["number_cell"](2050.4, ".0f").text == "2050"
 
 
 def test_a_run_folder_without_its_logs_is_named_not_a_traceback(tmp_path):
