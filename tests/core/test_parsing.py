@@ -211,15 +211,6 @@ def test_constituency_file_keeps_lines_words_and_lists_fallbacks(corpus, constit
     assert "-LRB-" in lines[2] and "a-LRB-b" in lines[2] and "naïve" in lines[2]
 
 
-def test_parse_constituency_command_writes_skipped_file(corpus, constituency_models):
-    output = corpus / "cli.tree"
-    main = runpy.run_path(str(REPO / "preprocess" / "parse_constituency.py"))["main"]
-    main(["--backend", "crf-con", "--model", constituency_models["crf-con"], "--input", str(corpus / "input.txt"),
-          "--output", str(output), "--max-length", str(MAX_LENGTH)])
-    assert len(output.read_text().splitlines()) == len(INPUT_LINES)
-    assert Path(str(output) + ".skipped").read_text() == "".join(f"{n}\t{r}\n" for n, r in EXPECTED_FALLBACKS)
-
-
 class FlatParser(ConstituencyParser):
     """Puts every sentence under one S: of the gold brackets S NP VP NP, only S is found."""
 
@@ -328,15 +319,6 @@ def test_conllu_holds_the_one_best_tree_per_input_line(corpus, dependency_parser
         assert [row[1] for row in rows] == parse.words
         assert [int(row[6]) for row in rows] == parse.heads and [row[7] for row in rows] == parse.labels
     assert blocks[1] == "# sent_id = 2\n# text = \n# fallback = empty line"
-
-
-def test_parse_dependency_command(corpus, dependency_model):
-    main = runpy.run_path(str(REPO / "preprocess" / "parse_dependency.py"))["main"]
-    arcs = corpus / "cli.arcs.jsonl.gz"  # gzipped on request
-    main(["--model", dependency_model, "--input", str(corpus / "input.txt"), "--arcs", str(arcs),
-          "--conllu", str(corpus / "cli.conllu"), "--max-length", str(MAX_LENGTH)])
-    assert len(list(read_arc_distributions(str(arcs)))) == len(INPUT_LINES)
-    assert Path(str(arcs) + ".skipped").read_text() == "".join(f"{n}\t{r}\n" for n, r in EXPECTED_FALLBACKS)
 
 
 @pytest.mark.parametrize("line, problem", [
@@ -534,41 +516,3 @@ def test_shards_on_cuda_equal_the_single_run_on_cuda(all_models, tmp_path):
         for index in range(2):
             parse_command(name, all_models, source, out, *gpu, "--num-shards", "2", "--shard-id", str(index))
         assert contents(parse_command(name, all_models, source, out, *gpu, "--num-shards", "2", "--merge")) == single
-
-
-# --- module structure
-def parsing_imports() -> dict:
-    """Module of fairseq_syntax/parsing -> the modules of that package it imports, at the top or in a function."""
-    import ast
-
-    graph = {}
-    for path in (REPO / "fairseq_syntax" / "parsing").glob("*.py"):
-        imported = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module == "fairseq_syntax.parsing":
-                imported.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("fairseq_syntax.parsing."):
-                imported.add(node.module.rsplit(".", 1)[1])
-        graph[path.stem] = imported
-    return graph
-
-
-def test_the_parsing_modules_import_each_other_without_a_circle():
-    graph = parsing_imports()
-    # the circle there was: constituency -> tagger -> training -> constituency
-    assert "tagger" in graph["constituency"] and "constituency" in graph["training"]
-    assert "training" not in graph["tagger"]
-    done, path = set(), []
-
-    def visit(module):
-        assert module not in path, f"import circle: {' -> '.join([*path[path.index(module):], module])}"
-        if module in done:
-            return
-        path.append(module)
-        for imported in sorted(graph.get(module, ())):
-            visit(imported)
-        path.pop()
-        done.add(module)
-
-    for module in sorted(graph):
-        visit(module)
