@@ -20,14 +20,14 @@ from fairseq_syntax.evaluation.run_commands import command_text, option_value, r
 from fairseq_syntax.evaluation.seed_systems import (
     P_VALUE_READING,
     SeedSystem,
+    format_p,
     is_number,
     is_seeds_dataset,
-    probability_text,
     seed_systems,
     structure_read,
 )
 from fairseq_syntax.evaluation.study_answer import study_answer
-from fairseq_syntax.evaluation.tables import Cell, Table, markdown_table, table_json
+from fairseq_syntax.evaluation.tables import Cell, Table
 
 # Columns in this order when present; any other numeric metric follows alphabetically.
 PREFERRED_METRICS = ("BLEU", "BLEU-1", "chrF", "TER", "RIBES")
@@ -61,17 +61,6 @@ def _format_metric(value) -> str:
     return str(value) if isinstance(value, int) else f"{value:.2f}"
 
 
-def format_p(found: dict) -> str:
-    """One metric's p: ``0.041`` (one run's test), ``0.041±0.002 (t 0.059)`` (seed-aware: Monte-Carlo error, and
-    Welch's p where defined)."""
-    text = probability_text(found["p_value"])
-    if found.get("p_mc_se") is not None:
-        text += f"±{probability_text(found['p_mc_se'])}"
-    if (found.get("welch") or {}).get("p_value") is not None:
-        text += f" (t {probability_text(found['welch']['p_value'])})"
-    return text
-
-
 def _format_p_values(report: dict | None, metrics: Sequence[str] = SIGNIFICANCE_METRICS) -> str:
     if not report:
         return "–"
@@ -95,43 +84,30 @@ def _p_values(report: dict | None, metrics: Sequence[str] = SIGNIFICANCE_METRICS
     return values
 
 
-def _table_data(records: Sequence[dict]) -> tuple[list[str], list[list], list[list]]:
-    """The systems table: its header, each row's values (for RESULTS.json) and each row's cells (for RESULTS.md)."""
+def _runs_table(records: Sequence[dict], command: bool = False) -> Table:
+    """The systems table of a dataset of single runs; ``command``: with the training command as its last column
+    (RESULTS.json's; RESULTS.md lists the commands below the table)."""
     metrics = _metric_columns(records)
     baselines = _baseline_names(records)
     show_tokenize = any("tokenize" in record["metrics"] for record in records)
     # the seed of a run and the device (a system over seeds has a table of its own, _seeds_table)
     run_fields = [(field, title) for field, title in (("seed", "Seed"), ("device", "Device"))
                   if any(field in record for record in records)]
-    header = (["System", "Arch"] + [title for _, title in run_fields] + (["BLEU tok."] if show_tokenize else [])
-              + [COLUMN_NAMES.get(name, name) for name in metrics]
-              + [f"p vs {name} (BLEU / chrF)" for name in baselines]
-              + ["Updates", "Epochs", "Wall time", "Command"])
-    values, cells = [], []
+    table = Table(["System", "Arch"] + [title for _, title in run_fields] + (["BLEU tok."] if show_tokenize else [])
+                  + [COLUMN_NAMES.get(name, name) for name in metrics]
+                  + [f"p vs {name} (BLEU / chrF)" for name in baselines]
+                  + ["Updates", "Epochs", "Wall time"] + (["Command"] if command else []))
     for record in records:
-        value = [record["system"], record["arch"]] + [record.get(field) for field, _ in run_fields]
-        cell = [record["system"], record["arch"]] + [record.get(field, "–") for field, _ in run_fields]
-        if show_tokenize:
-            value.append(record["metrics"].get("tokenize"))
-            cell.append(record["metrics"].get("tokenize", "–"))
-        value += [record["metrics"].get(name) if is_number(record["metrics"].get(name)) else None
-                  for name in metrics]
-        cell += [_format_metric(record["metrics"].get(name)) for name in metrics]
-        value += [_p_values(record["significance"].get(name)) for name in baselines]
-        cell += [_format_p_values(record["significance"].get(name)) for name in baselines]
-        value += [record["updates"], record["epochs"], record["wall_time_s"], record["command"]]
-        cell += [record["updates"], record["epochs"], format_wall_time(record["wall_time_s"]),
-                 f"`{record['command']}`"]
-        values.append(value)
-        cells.append(cell)
-    return header, values, cells
-
-
-def _table(records: Sequence[dict]) -> list[str]:
-    """The systems table of RESULTS.md: :func:`_table_data`'s columns but the command, listed below by
-    :func:`_run_commands_section`."""
-    header, _, cells = _table_data(records)
-    return markdown_table(header[:-1], [cell[:-1] for cell in cells])
+        scores, seconds = record["metrics"], record["wall_time_s"]
+        table.add(record["system"], record["arch"],
+                  *[Cell(record.get(field), str(record.get(field, "–"))) for field, _ in run_fields],
+                  *([Cell(scores.get("tokenize"), scores.get("tokenize", "–"))] if show_tokenize else []),
+                  *[Cell(scores.get(name) if is_number(scores.get(name)) else None, _format_metric(scores.get(name)))
+                    for name in metrics],
+                  *[_p_cell(record["significance"].get(name), SIGNIFICANCE_METRICS) for name in baselines],
+                  record["updates"], record["epochs"], Cell(seconds, format_wall_time(seconds)),
+                  *([record["command"]] if command else []))
+    return table
 
 
 def _run_commands_section(records: Sequence[dict]) -> list[str]:
@@ -144,22 +120,18 @@ def _run_commands_section(records: Sequence[dict]) -> list[str]:
     return lines + [""]
 
 
-def _by_length_data(records: Sequence[dict]) -> tuple[list[str], list[list], list[list]]:
+def _by_length_table(records: Sequence[dict]) -> Table | None:
     """Systems x reference-length intervals, for the records scored with the same intervals as the first one."""
     scored = [record for record in records if record.get("by_length")]
     if not scored:
-        return [], [], []
+        return None
     buckets = [(row["bucket"], row["n_sentences"]) for row in scored[0]["by_length"]]
-    same = [r for r in scored if [(row["bucket"], row["n_sentences"]) for row in r["by_length"]] == buckets]
-    header = ["System"] + [f"{bucket} (n={count})" for bucket, count in buckets]
-    values = [[record["system"]] + [row["BLEU"] for row in record["by_length"]] for record in same]
-    cells = [[record["system"]] + [_format_metric(row["BLEU"]) for row in record["by_length"]] for record in same]
-    return header, values, cells
-
-
-def _by_length_table(records: Sequence[dict]) -> list[str]:
-    header, _, cells = _by_length_data(records)
-    return markdown_table(header, cells) if header else []
+    table = Table(["System"] + [f"{bucket} (n={count})" for bucket, count in buckets])
+    for record in scored:
+        if [(row["bucket"], row["n_sentences"]) for row in record["by_length"]] == buckets:
+            bleu = [row["BLEU"] for row in record["by_length"]]
+            table.add(record["system"], *[Cell(value, _format_metric(value)) for value in bleu])
+    return table
 
 
 def _test_notes(records: Sequence[dict], against: str = "the named baseline") -> list[str]:
@@ -472,14 +444,14 @@ def render_markdown(records: Sequence[dict], sources: Sequence = (), comparisons
             lines += study_answer(systems, comparisons)[0] + _convergence_section(systems)
             lines += _commands_section(systems) if commands else []
             continue
-        lines += [f"## {dataset}", ""] + _table(rows) + [""]
+        lines += [f"## {dataset}", ""] + _runs_table(rows).lines() + [""]
         notes = _notes(rows)
         if notes:
             lines += notes + [""]
         by_length = _by_length_table(rows)
         if by_length:
             lines += ["BLEU by reference length (tokens of the reference, sentences per interval in the header):",
-                      ""] + by_length + [""]
+                      ""] + by_length.lines() + [""]
         lines += _run_commands_section(rows)
     if sources:
         lines += ["Run records: " + ", ".join(f"`{source}`" for source in sources), ""]
@@ -510,11 +482,10 @@ def render_json(records: Sequence[dict], sources: Sequence = (), comparisons: Co
             if convergence is not None:
                 datasets[dataset]["convergence"] = convergence.json()
             continue
-        header, values, _ = _table_data(rows)
-        entry = {"table": table_json(header, values)}
-        length_header, length_values, _ = _by_length_data(rows)
-        if length_header:
-            entry["bleu_by_length"] = table_json(length_header, length_values)
+        entry = {"table": _runs_table(rows, command=True).json()}
+        by_length = _by_length_table(rows)
+        if by_length:
+            entry["bleu_by_length"] = by_length.json()
         entry["notes"] = [note[2:] for note in _notes(rows)]
         datasets[dataset] = entry
     return {"generated_by": "fairseq-syntax-results (fairseq_syntax.evaluation.results.render_json)",

@@ -26,6 +26,17 @@ def probability_text(value: float) -> str:
     return f"{value:.3f}" if value >= 0.001 else f"{value:.4f}"
 
 
+def format_p(found: dict, welch: str = " (t {})") -> str:
+    """One metric's p: ``0.041`` (one run's test), ``0.041±0.002 (t 0.059)`` (seed-aware: Monte-Carlo error, and
+    Welch's p in ``welch`` where defined)."""
+    text = probability_text(found["p_value"])
+    if found.get("p_mc_se") is not None:
+        text += f"±{probability_text(found['p_mc_se'])}"
+    if (found.get("welch") or {}).get("p_value") is not None:
+        text += welch.format(probability_text(found["welch"]["p_value"]))
+    return text
+
+
 def mean_and_sd(values: Iterable[float]) -> tuple[float, float]:
     """The mean and the sample standard deviation (n - 1) of ``values``; sd 0 for one value."""
     values = list(values)

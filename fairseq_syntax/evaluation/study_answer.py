@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from fairseq_syntax.evaluation.comparisons import DEFAULT_ALPHA, Comparisons
-from fairseq_syntax.evaluation.seed_systems import SeedSystem, probability_text, seeds_dataset, structure_read
+from fairseq_syntax.evaluation.seed_systems import SeedSystem, format_p, probability_text, seeds_dataset, structure_read
 from fairseq_syntax.evaluation.tables import load_results_json, markdown_table
 
 #: a p within this many Monte-Carlo standard errors of alpha makes its verdict borderline
@@ -112,12 +112,7 @@ def verdict_text(found: dict) -> str:
 
 def p_text(value: dict) -> str:
     """``p 0.041±0.002, t 0.059`` of one metric of a comparison (the parts it has)."""
-    text = f"p {probability_text(value['p_value'])}"
-    if value.get("p_mc_se") is not None:
-        text += f"±{probability_text(value['p_mc_se'])}"
-    if (value.get("welch") or {}).get("p_value") is not None:
-        text += f", t {probability_text(value['welch']['p_value'])}"
-    return text
+    return f"p {format_p(value, ', t {}')}"
 
 
 def _names(names: Sequence[str]) -> str:
@@ -145,7 +140,7 @@ def _comparison_rows(entries: list[dict], controls: list[dict], metrics: Sequenc
             value = found[metric]
             interval = value["delta_ci"]
             spread = f" ({interval[0]:+.2f} to {interval[1]:+.2f})" if interval else ""
-            cells += [f"{value['delta']:+.2f}{spread}", p_text(value)[2:]]
+            cells += [f"{value['delta']:+.2f}{spread}", format_p(value, ', t {}')]
         rows.append(cells + [verdict_text(found)])
 
     for entry in entries:
