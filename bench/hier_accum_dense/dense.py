@@ -2,7 +2,7 @@
 accumulation" (ICLR 2020), eqs. 5-10, on the dense tensors ``S`` and ``E`` as the authors' public code builds
 them.
 
-The baseline the package's :func:`~fairseq_syntax.methods.hier_accum.accumulation.factored_node_accumulation` is
+The baseline the package's :func:`~fairseq_syntax.methods.hier_accum.accumulation.position_accumulation` is
 measured against (same values: ``tests/recipes/test_hier_accum_dense.py``). Registers
 ``transformer_hier_accum_dense`` (and ``_tiny``): ``transformer_hier_accum`` with :func:`dense_node_accumulation`
 as its attention modules' ``node_accumulation`` (``bench/run.py --archs transformer_hier_accum:dense``). ``n`` /

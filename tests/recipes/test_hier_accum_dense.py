@@ -15,7 +15,6 @@ from fairseq_syntax.methods.hier_accum import attention, model
 from fairseq_syntax.methods.hier_accum.accumulation import (
     HierarchicalEmbeddings,
     accumulation_structure,
-    factored_node_accumulation,
     hierarchical_accumulation,
 )
 
@@ -34,11 +33,7 @@ def test_dense_accumulation_equals_the_factored_one(average, embedding_size, lef
             rng, 12, embedding_size, average, left_pad)
         fast = hierarchical_accumulation(values, weights, structure, embeddings)
         naive = hierarchical_accumulation(values, weights, structure, embeddings, dense.dense_node_accumulation)
-        if structure["node_pos"].size(1):  # the structure is float32, hence the tolerance
-            torch.testing.assert_close(
-                dense.dense_node_accumulation(values, weights, structure, embeddings),
-                factored_node_accumulation(values, weights, structure, embeddings), rtol=1e-6, atol=1e-6)
-        assert_close_with_gradients(naive, fast, values, weights, embeddings)
+        assert_close_with_gradients(naive, fast, values, weights, embeddings)  # a float32 structure: a tolerance
 
 
 def test_dense_embeddings_index_the_tables_by_depth_and_rank_under_each_node():
@@ -93,9 +88,9 @@ def test_the_dense_archs_are_registered_as_the_hier_accum_model_with_the_dense_h
     assert encoder.self_attention_class.node_accumulation is dense.dense_node_accumulation
     assert decoder.layer_class.cross_attention_class.node_accumulation is dense.dense_node_accumulation
     assert encoder.side_inputs == model.HierAccumEncoder.side_inputs
-    # the package's own classes keep the factored accumulation
-    assert attention.HierarchicalSelfAttention.node_accumulation is factored_node_accumulation
-    assert attention.HierarchicalCrossAttention.node_accumulation is factored_node_accumulation
+    # the package's own classes keep the position form
+    assert attention.HierarchicalSelfAttention.node_accumulation is None
+    assert attention.HierarchicalCrossAttention.node_accumulation is None
 
 
 @pytest.mark.parametrize("extra", [(), ("--cumulative-average", "official", "--no-subtree-mask")])

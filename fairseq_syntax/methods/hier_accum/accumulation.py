@@ -11,22 +11,16 @@ node values; ``w = L u``: one weight per leaf (eq. 16; ``u_s`` in the encoder, `
 23); ``E_tj = [e^v_|V_t^j|; e^h_|H_t^j|]`` (eq. 9). ``average="official"`` divides by ``|P(i,j)|``, as the
 authors' code does.
 
-The sum is linear in the values, so the ``m x n x d`` tensor S is never formed. With the ``n`` leaves and ``m``
-nodes of each row (:func:`fairseq_syntax.core.structure.leaf_node_split`):
+The sum is linear in the values, so the ``m x n x d`` tensor S is never formed: :func:`position_accumulation`
+runs it on the ``T`` positions with ``B x T x T`` blocks built once per batch, in one batched product over the
+un-split values ``B x T x C`` (``c_ij = w_j / (|L(i)| (|P(i,j)| + 1))`` at node row i, leaf column j):
 
-    c = w[None, :] * inverse_branch_size                # c_ij = w_j / (|L(i)| (|P(i,j)| + 1)),  B x m x n
-    g = node_over_node * (c @ node_over_leaf^T)         # g_it = D_it sum_j c_ij A_tj,           B x m x m
-    n' = [c | g] @ v  +  histogram(c) @ [E^v | E^h]     # B x H x m x d, written back at the node positions
-
-The embedding term bins ``c_ij`` over the triples (i, t, j), t on P(i, j), by the embedding index of (t, j): a
-``B x m x 2|E|`` histogram times the tables, shared by all heads (Section 4.2).
-
-:func:`position_accumulation` runs the same sums on the ``T`` positions with ``B x T x T`` blocks built once per
-batch, in one batched product over the un-split values ``B x T x C``:
-
-    c = w[None, :] * leaf_coefficients                  # inverse_branch_size at (node row, leaf column)
+    c = w[None, :] * leaf_coefficients
     M = c + node_over_node_positions * (c @ leaf_under_node) + kept_rows      # kept_rows: 1 at (p, p), p no node
     v' = M @ v  +  histogram(c) @ [E^v | E^h]           # leaf and padding rows: 1 * v_p, the others' terms 0
+
+The embedding term bins ``c_ij`` over the triples (i, t, j), t on P(i, j), by the embedding index of (t, j): a
+histogram times the tables, shared by all heads (Section 4.2).
 
 Subtree masking (eq. 11): a node query attends to the nodes and leaves of its own subtree, a leaf query to the
 leaves only."""
@@ -242,21 +236,6 @@ class HierarchicalEmbeddings(nn.Module):
         """``E^h`` ``|E| x d/2``: row ``k - 1`` embeds the ``k``-th leaf of a subtree, from its left."""
         return self.tables[1]
 
-    def forward(self, coefficients: Tensor, structure: Structure) -> Tensor:
-        """``sum_{t,j} c_ij D_it A_tj E_tj`` for every node i: ``B x m x n`` coefficients -> ``B x m x dim``."""
-        if "embedding_bins" not in structure:
-            raise ValueError("the structure has no embedding bins: build it with embedding_size > 0")
-        batch, nodes, leaves = coefficients.shape
-        # summed in float32 (float64 stays): a bfloat16 bin stops growing at a few hundred terms
-        summed = torch.promote_types(coefficients.dtype, torch.float32)
-        values = as_dtype(coefficients, summed).reshape(batch, nodes * leaves)
-        values = values.gather(1, structure["embedding_source"])
-        # the last bin collects the candidate triples that are none (accumulation_structure); it is dropped
-        histogram = values.new_zeros(batch, nodes * 2 * self.size + 1)
-        histogram = histogram.scatter_add(1, structure["embedding_bins"], torch.cat([values, values], dim=1))
-        histogram = as_dtype(histogram[:, :-1], coefficients.dtype).view(batch, nodes, 2, self.size)
-        return torch.cat([histogram[:, :, 0] @ self.vertical, histogram[:, :, 1] @ self.horizontal], dim=-1)
-
 
 def hierarchical_accumulation(
     values: Tensor,
@@ -268,37 +247,16 @@ def hierarchical_accumulation(
     """Replace the node rows of ``values`` (``B x H x T x d``) by ``V(U(S + E), w)`` (eq. 10).
 
     ``leaf_weights`` ``B x T``: ``w``, read at the leaves. Leaf and padding rows are returned unchanged.
-    ``node_accumulation``: default :func:`factored_node_accumulation` (the benchmark passes the dense one of
-    ``bench/hier_accum_dense``)."""
+    ``node_accumulation``: default :func:`position_accumulation`; another gives the node rows ``B x H x m x d``
+    (the benchmark passes the dense one of ``bench/hier_accum_dense``)."""
     batch, heads, length, dim = values.shape
     if structure["node_pos"].size(1) == 0:
         return values
-    if node_accumulation in (None, factored_node_accumulation):
-        return position_accumulation(values, leaf_weights, structure, embeddings)  # the same sums, fewer operators
-    accumulate = node_accumulation or factored_node_accumulation
-    accumulated = accumulate(values, leaf_weights, structure, embeddings)  # B x H x m x d
+    if node_accumulation is None:
+        return position_accumulation(values, leaf_weights, structure, embeddings)
+    accumulated = node_accumulation(values, leaf_weights, structure, embeddings)  # B x H x m x d
     placed = accumulated.gather(2, structure["node_ordinal"][:, None, :, None].expand(batch, heads, length, dim))
     return torch.where(structure["is_node"][:, None, :, None], placed, values)
-
-
-def factored_node_accumulation(
-    values: Tensor, leaf_weights: Tensor, structure: Structure, embeddings: Optional[HierarchicalEmbeddings] = None
-) -> Tensor:
-    """``V(U(S + E), w)`` of the ``m`` nodes, ``B x H x m x d``, by the factorisation of the module docstring."""
-    batch, _, length, _ = values.shape
-    leaf_pos, node_pos = structure["leaf_pos"], structure["node_pos"]
-    nodes = node_pos.size(1)
-    dtype = values.dtype
-    c = leaf_weights.gather(1, leaf_pos).to(dtype).unsqueeze(1) * structure["inverse_branch_size"].to(dtype)
-    g = structure["node_over_node"].to(dtype) * torch.matmul(c, structure["node_over_leaf"].to(dtype).transpose(1, 2))
-    # [c | g] as B x m x T coefficients on the positions (padded entries are 0, added at position 0)
-    coefficients = c.new_zeros(batch, nodes, length)
-    coefficients = coefficients.scatter_add(2, leaf_pos.unsqueeze(1).expand_as(c), c)
-    coefficients = coefficients.scatter_add(2, node_pos.unsqueeze(1).expand_as(g), g)
-    accumulated = torch.matmul(coefficients.unsqueeze(1), values)  # B x H x m x d
-    if embeddings is not None:
-        accumulated = accumulated + embeddings(c, structure).unsqueeze(1)
-    return accumulated
 
 
 def position_accumulation(

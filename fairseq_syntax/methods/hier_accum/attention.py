@@ -30,8 +30,8 @@ from fairseq_syntax.core.attention import Structure, StructuredSelfAttention
 from fairseq_syntax.core.fused_linear import FusedPart, fused_linear
 from fairseq_syntax.methods.hier_accum.accumulation import (
     HierarchicalEmbeddings,
+    NodeAccumulation,
     as_dtype,
-    factored_node_accumulation,
     hierarchical_accumulation,
 )
 
@@ -72,8 +72,8 @@ class HierarchicalSelfAttention(StructuredSelfAttention):
     Values: ``L W_V`` at the leaves, ``N'`` (eq. 16) at the nodes, ``w = L u_s``. ``embedding_size``: |E| of
     ``--hier-embed-size``; 0 is the -HierEmb ablation. ``key_padding_mask`` is accepted and not needed."""
 
-    #: computes the node values; the benchmark's naive variant (``bench/hier_accum_dense``) overrides it
-    node_accumulation = staticmethod(factored_node_accumulation)
+    #: computes the node values (None: :func:`position_accumulation`); the benchmark's dense variant sets it
+    node_accumulation: Optional[NodeAccumulation] = None
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float, embedding_size: int):
         super().__init__(embed_dim, num_heads, dropout=dropout)
@@ -116,7 +116,7 @@ class HierarchicalSelfAttention(StructuredSelfAttention):
 class HierarchicalCrossAttention(StructuredSelfAttention):
     """Shares the base's projections and initialisation; ``embedding_size`` 0 disables hierarchical embeddings."""
 
-    node_accumulation = staticmethod(factored_node_accumulation)
+    node_accumulation: Optional[NodeAccumulation] = None
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float, embedding_size: int):
         super().__init__(embed_dim, num_heads, dropout=dropout)

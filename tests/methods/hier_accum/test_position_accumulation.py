@@ -1,15 +1,14 @@
-""":func:`position_accumulation` and the masks built once per batch against the per-layer forms they replaced."""
+""":func:`position_accumulation`'s blocks and hook, and the masks built once per batch against the boolean masks."""
 import random
 
 import pytest
 import torch
-from conftest import accumulation_cases, assert_close_with_gradients, parents_batch, random_accumulation_inputs
+from conftest import parents_batch, random_accumulation_inputs
 
 from fairseq_syntax.core import structure as st
 from fairseq_syntax.methods.hier_accum.accumulation import (
     accumulation_structure,
     additive_mask,
-    factored_node_accumulation,
     hierarchical_accumulation,
     position_accumulation,
 )
@@ -22,48 +21,26 @@ from fairseq_syntax.methods.hier_accum.attention import (
 torch.set_num_threads(1)
 
 
-def per_layer_accumulation(values, weights, structure, embeddings):
-    """The node rows of the ``m x n`` form placed at the node positions, the other rows as they are."""
-    batch, heads, length, dim = values.shape
-    accumulated = factored_node_accumulation(values, weights, structure, embeddings)
-    placed = accumulated.gather(2, structure["node_ordinal"][:, None, :, None].expand(batch, heads, length, dim))
-    return torch.where(structure["is_node"][:, None, :, None], placed, values)
-
-
-@accumulation_cases
-def test_position_accumulation_equals_the_per_layer_node_form_with_gradients(average, embedding_size, left_pad):
-    rng = random.Random(f"positions-{average}-{embedding_size}-{left_pad}")
-    torch.manual_seed(rng.randrange(1000))
-    for _ in range(4):
-        parents, embeddings, values, weights, structure = random_accumulation_inputs(
-            rng, 12, embedding_size, average, left_pad)
-        if structure["node_pos"].size(1) == 0:
-            continue
-        want = per_layer_accumulation(values, weights, structure, embeddings)
-        got = position_accumulation(values, weights, structure, embeddings)
-        assert not torch.equal(want, values)  # nodes there, so the accumulation changed rows
-        # the leaf and padding rows are the values themselves, not merely close
-        keep = ~structure["is_node"][:, None, :, None].expand_as(values)
-        assert torch.equal(got[keep], values[keep])
-        got_grads = assert_close_with_gradients(got, want, values, weights, embeddings)
-        if embeddings:  # both tables (one parameter) reach the output, so neither half's gradient is all zero
-            assert all(half.abs().sum() > 0 for half in got_grads[-1])
-
-
 def test_hierarchical_accumulation_runs_the_position_form_unless_another_is_asked_for():
+    """The position form against eqs. 5-10: test_hier_accum.py; here a hook's node rows are placed at the nodes."""
     rng = random.Random(7)
     _, embeddings, values, weights, structure = random_accumulation_inputs(rng, 10, 2, "paper", False)
-    calls = []
-
-    def other(*args):
-        calls.append(args)
-        return factored_node_accumulation(*args)
-
     default = hierarchical_accumulation(values, weights, structure, embeddings)
     assert torch.equal(default, position_accumulation(values, weights, structure, embeddings))
+    keep = ~structure["is_node"][:, None, :, None].expand_as(values)
+    assert not torch.equal(default, values) and torch.equal(default[keep], values[keep])  # leaf rows as they are
+    # both tables (one parameter) reach the output, so neither half's gradient is all zero
+    assert all(half.abs().sum() > 0 for half in torch.autograd.grad(default.sum(), embeddings.tables)[0])
+    calls = []
+
+    def other(values, weights, structure, embeddings):  # the node rows B x H x m x d, as a hook gives them
+        calls.append(structure)
+        node_pos = structure["node_pos"][:, None, :, None].expand(-1, values.size(1), -1, values.size(3))
+        return position_accumulation(values, weights, structure, embeddings).gather(2, node_pos)
+
     chosen = hierarchical_accumulation(values, weights, structure, embeddings, other)
-    assert len(calls) == 1  # a hook of its own (the benchmark's dense one) still computes the node rows
-    torch.testing.assert_close(chosen, default, rtol=1e-6, atol=1e-6)
+    assert len(calls) == 1
+    torch.testing.assert_close(chosen, default, rtol=0, atol=0)
 
 
 def test_position_blocks_are_the_node_and_leaf_blocks_at_their_positions():
