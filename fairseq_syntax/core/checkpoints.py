@@ -11,8 +11,7 @@
 * Before weights are loaded, every checkpoint loaded for a task goes to the task's ``check_checkpoint(path,
   state)``. The plugin's tasks record their source and target dictionaries (:data:`TRAINED_DICTIONARIES`) in the
   task state; :func:`dictionary_mismatch` compares them with the data directory's ``dict.SRC.txt`` / ``dict.TGT.txt``
-  and names the first difference (the sizes, or the first differing entry and its line). A checkpoint without that
-  record is compared by size with its embedding matrices (:data:`EMBEDDINGS`)."""
+  and names the first difference (the sizes, or the first differing entry and its line)."""
 import argparse
 import contextlib
 import contextvars
@@ -56,8 +55,6 @@ logger = logging.getLogger(__name__)
 
 #: task state: ``{"source": [symbol, ...], "target": [...]}``, the trained dictionaries in index order
 TRAINED_DICTIONARIES = "syntax_dictionaries"
-#: the state dict keys whose rows are one a source / target dictionary entry (fairseq's encoder-decoder models)
-EMBEDDINGS = {"source": "encoder.embed_tokens.weight", "target": "decoder.embed_tokens.weight"}
 #: the task a checkpoint file now being loaded is for (set while fairseq loads checkpoints for a task)
 _LOADING_FOR: contextvars.ContextVar = contextvars.ContextVar("checkpoint_loaded_for", default=None)
 
@@ -71,33 +68,24 @@ def dictionary_record(source, target) -> dict:
 MADE_WITH = "its dictionaries (fairseq-syntax-preprocess --srcdict and --tgtdict of that directory)"
 
 
-def dictionary_mismatch(path: str, state: dict, dictionaries: dict, embeddings: dict[str, str] = EMBEDDINGS,
-                        made_with: str = MADE_WITH) -> str | None:
+def dictionary_mismatch(path: str, state: dict, dictionaries: dict, made_with: str = MADE_WITH) -> str | None:
     """One line (``error: ...``) saying how the dictionaries of checkpoint ``path`` (loaded as ``state``) differ from
-    ``dictionaries`` (``{"source": (dict file, Dictionary), "target": (...)}``), or None where they agree.
-    Compared with :data:`TRAINED_DICTIONARIES` where the task state has it, else by size with ``embeddings`` (side
-    -> state dict key); the source side is reported where both differ. ``made_with``: how to make a matching
-    directory."""
-    recorded = (state.get("task_state") or {}).get(TRAINED_DICTIONARIES)
+    ``dictionaries`` (``{"source": (dict file, Dictionary), "target": (...)}``), or None where they agree or the
+    task state records none (:data:`TRAINED_DICTIONARIES`: a checkpoint of another task, left to fairseq); the source
+    side is reported where both differ. ``made_with``: how to make a matching directory."""
+    recorded = (state.get("task_state") or {}).get(TRAINED_DICTIONARIES) or {}
     for side, (file, dictionary) in dictionaries.items():
         here = list(dictionary.symbols)
-        if recorded is not None and side in recorded:
-            trained = list(recorded[side])
-            if trained == here:
-                continue
-            if len(trained) != len(here):
-                how = f"{len(trained)} entries in the checkpoint, {len(here)} in {file}"
-            else:
-                index = next(i for i, (a, b) in enumerate(zip(trained, here)) if a != b)
-                line = index - dictionary.nspecial + 1
-                where = f"{file}:{line}" if line >= 1 else f"{file} (special symbol {index})"
-                how = f"entry {index} is {trained[index]!r} in the checkpoint, {here[index]!r} at {where}"
+        trained = list(recorded.get(side, here))
+        if trained == here:
+            continue
+        if len(trained) != len(here):
+            how = f"{len(trained)} entries in the checkpoint, {len(here)} in {file}"
         else:
-            weight = (state.get("model") or {}).get(embeddings.get(side))
-            if weight is None or weight.shape[0] == len(here):
-                continue
-            how = (f"its {embeddings[side]} has {weight.shape[0]} rows (one an entry), {file} gives {len(here)} "
-                   "entries")
+            index = next(i for i, (a, b) in enumerate(zip(trained, here)) if a != b)
+            line = index - dictionary.nspecial + 1
+            where = f"{file}:{line}" if line >= 1 else f"{file} (special symbol {index})"
+            how = f"entry {index} is {trained[index]!r} in the checkpoint, {here[index]!r} at {where}"
         trained_on = _trained_data(state)
         return (f"error: {path} was trained with another {side} dictionary than {file}: {how}; give the data "
                 f"directory it was trained on{f' ({trained_on})' if trained_on else ''}, or one made with "
@@ -107,11 +95,7 @@ def dictionary_mismatch(path: str, state: dict, dictionaries: dict, embeddings: 
 
 def _trained_data(state: dict) -> str | None:
     """The ``--data`` a checkpoint was trained with, as its configuration records it."""
-    cfg = state.get("cfg")
-    task = getattr(cfg, "task", None) if cfg is not None else None
-    if task is None and state.get("args") is not None:
-        task = state["args"]
-    data = getattr(task, "data", None) if task is not None else None
+    data = getattr(getattr(state.get("cfg"), "task", None), "data", None)
     return str(data) if data else None
 
 
@@ -147,18 +131,11 @@ class CrashSafePathManager(PathManager):
 
 
 def cut_short(path: str) -> str | None:
-    """Why checkpoint ``path`` cannot be whole (``0 bytes``, ``N bytes, no end of its zip archive``), or None. A
-    legacy (pickle) file is left to torch."""
-    if not os.path.isfile(path):
+    """Why checkpoint ``path`` cannot be whole (``0 bytes``, ``N bytes, no end of its zip archive``), or None."""
+    if not os.path.isfile(path) or zipfile.is_zipfile(path):
         return None
     size = os.path.getsize(path)
-    if size == 0:
-        return "0 bytes"
-    with open(path, "rb") as handle:
-        legacy = handle.read(1) == b"\x80"  # pickle protocol 2+: torch.save(..., _use_new_zipfile_serialization=0)
-    if legacy or zipfile.is_zipfile(path):
-        return None
-    return f"{size} bytes, no end of its zip archive"
+    return "0 bytes" if size == 0 else f"{size} bytes, no end of its zip archive"
 
 
 def newest_whole_checkpoint(directory: str, suffix: str = "", excluding: str = "") -> str | None:
@@ -242,28 +219,12 @@ def _resume_from_a_whole_checkpoint(load_checkpoint):
                 logger.warning(f"{last} is cut short ({reason}): a run killed while writing it leaves it so; "
                                f"resuming from {whole}, the newest whole checkpoint beside it")
                 cfg = _with_restore_file(cfg, whole[: len(whole) - len(f"{suffix}.pt")] + ".pt")
-        try:
-            with loading_for(getattr(trainer, "task", None)):
-                loaded = load_checkpoint(cfg, trainer, **passthrough_args)
-        except ValueError as error:
-            if "parameter group that doesn't match the size" not in str(error):
-                raise
-            raise SystemExit(_optimizer_mismatch_message(cfg, trainer)) from None
+        with loading_for(getattr(trainer, "task", None)):
+            loaded = load_checkpoint(cfg, trainer, **passthrough_args)
         _stop_if_trained_to_max_update(trainer)
         return loaded
 
     return resume
-
-
-def _optimizer_mismatch_message(cfg, trainer) -> str:
-    """The one line for an optimizer state whose parameters are not the model's (a checkpoint of an older parameter
-    layout): the weights load, the optimizer's moments cannot."""
-    restore = cfg.restore_file
-    if restore == "checkpoint_last.pt":
-        restore = os.path.join(cfg.save_dir, f"checkpoint_last{trainer.checkpoint_suffix}.pt")
-    return (f"error: {restore}: its optimizer state is for other parameters than this model's (a checkpoint written "
-            "before the model's parameters changed): its weights load, but training cannot go on with its "
-            "optimizer state; add --reset-optimizer to go on from its weights with a fresh optimizer")
 
 
 def _stop_if_trained_to_max_update(trainer) -> None:

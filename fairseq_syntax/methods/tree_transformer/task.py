@@ -69,10 +69,6 @@ class SentenceMaskedLMConfig(MaskedLMConfig, CpuAutocastConfig):
     pass
 
 
-#: the state dict key whose rows are one a dictionary entry (a RoBERTa-style encoder's token embeddings)
-EMBEDDINGS = {"source": "encoder.sentence_encoder.embed_tokens.weight"}
-
-
 @register_task("sentence_masked_lm", dataclass=SentenceMaskedLMConfig)
 class SentenceMaskedLMTask(CpuAutocastMixin, MaskedLMTask):
     def __init__(self, cfg, dictionary=None):
@@ -86,10 +82,10 @@ class SentenceMaskedLMTask(CpuAutocastMixin, MaskedLMTask):
         super().load_state_dict({key: value for key, value in state_dict.items() if key != TRAINED_DICTIONARIES})
 
     def check_checkpoint(self, path: str, state: dict) -> None:
-        """A checkpoint loaded for this task: its dictionary against this data directory's ``dict.txt`` (by embedding
-        rows where not recorded), else one line naming both."""
+        """A checkpoint loaded for this task: its dictionary against this data directory's ``dict.txt``, else one line
+        naming both."""
         dict_file = os.path.join(utils.split_paths(self.cfg.data)[0], "dict.txt")
-        problem = dictionary_mismatch(path, state, {"source": (dict_file, self.dictionary)}, EMBEDDINGS,
+        problem = dictionary_mismatch(path, state, {"source": (dict_file, self.dictionary)},
                                       "its dictionary (fairseq-preprocess --only-source --srcdict with that "
                                       "directory's dict.txt)")
         if problem is not None:
