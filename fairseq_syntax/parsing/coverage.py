@@ -15,15 +15,14 @@ import html
 import json
 import lzma
 import os
-import re
 from collections.abc import Iterable
 
 from fairseq_syntax.core.trees import PTB_ESCAPES
+from fairseq_syntax.parsing.normalize import ENTITY
 
 MANIFEST = "MANIFEST.json"
 #: what a key leaves out besides whitespace: control characters, and the @ of Moses' @-@
 _DROPPED = dict.fromkeys([*range(0x20), 0x7F, ord("@")])
-_ENTITY = re.compile(r"&(?:#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);")  # normalize's: complete entities only
 
 
 class ArchiveError(Exception):
@@ -33,7 +32,7 @@ class ArchiveError(Exception):
 def line_key(text: str, entities: bool = False) -> str:
     """The part of a line tokenization does not change (module docstring)."""
     if entities:
-        text = _ENTITY.sub(lambda match: html.unescape(match.group(0)), text)
+        text = ENTITY.sub(lambda match: html.unescape(match.group(0)), text)
     text = "".join(text.translate(_DROPPED).split())
     if "-" in text:
         for char, escape in PTB_ESCAPES.items():

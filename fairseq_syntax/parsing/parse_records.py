@@ -27,7 +27,7 @@ import json
 import os
 import sys
 
-from fairseq_syntax.parsing.provenance import DIGEST_LENGTH, model_digest, role_models
+from fairseq_syntax.parsing.provenance import DIGEST_LENGTH, file_sha256, model_digest, role_models
 from fairseq_syntax.parsing.text import open_output
 
 RECORD_SUFFIX = ".parse.json"
@@ -36,14 +36,6 @@ RECORD_SUFFIX = ".parse.json"
 def record_path(output: str) -> str:
     """``train.tree`` -> ``train.tree.parse.json``; ``train.arcs.jsonl.gz`` -> ``train.arcs.jsonl.parse.json``."""
     return output.removesuffix(".gz") + RECORD_SUFFIX
-
-
-def file_sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def folder_digest(folder: str) -> str:

@@ -24,13 +24,17 @@ from fairseq_syntax.parsing.text import open_output
 DIGEST_LENGTH = 16
 
 
-def model_digest(path: str) -> str:
-    """The first 16 hex digits of the file's SHA-256: enough to tell two trainings of one model apart."""
+def file_sha256(path: str) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
-    return digest.hexdigest()[:DIGEST_LENGTH]
+    return digest.hexdigest()
+
+
+def model_digest(path: str) -> str:
+    """The first 16 hex digits of the file's SHA-256: enough to tell two trainings of one model apart."""
+    return file_sha256(path)[:DIGEST_LENGTH]
 
 
 def read_parser_records(folder: str) -> list[dict]:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import glob
-import hashlib
 import json
 import math
 import os
@@ -52,7 +51,7 @@ from tqdm import tqdm
 from fairseq_syntax.core.files import atomic_path, held_lock, is_locked
 from fairseq_syntax.core.text_lines import TextLineError, iter_lines_or_errors
 from fairseq_syntax.parsing.models import ModelUnavailable
-from fairseq_syntax.parsing.provenance import model_digest
+from fairseq_syntax.parsing.provenance import file_sha256, model_digest
 from fairseq_syntax.parsing.report import ParseReport
 from fairseq_syntax.parsing.text import open_output, open_text, tokenizer
 
@@ -191,15 +190,11 @@ def scan_input(path: str) -> InputFile:
     """Counts the lines (as the parsers read them) and hashes the file; a missing file is ``SystemExit``."""
     if not os.path.isfile(path):
         raise SystemExit(f"error: {path}: no such file")
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
     try:
         lines = sum(1 for _ in iter_lines_or_errors(path))
     except TextLineError as error:  # a gzip file cut short
         raise SystemExit(f"error: {error}") from None
-    return InputFile(path, lines, digest.hexdigest())
+    return InputFile(path, lines, file_sha256(path))
 
 
 def read_input(path: str, tokenize_lang: str | None = None, shard: Shard | None = None) -> Iterator[InputLine]:
@@ -356,16 +351,12 @@ def _finished(job: ParseJob, source: InputFile, shard: Shard) -> tuple[dict | No
     return manifest, None
 
 
-def _shard_files(job: ParseJob, shard: Shard) -> list[str]:
+def _remove_shard(job: ParseJob, shard: Shard) -> None:
+    """Every file of a shard: its outputs, manifest and progress (whole or ``.partial``: a worker stopped while
+    writing one), log and lock."""
     stem = _manifest_path(job, shard).removesuffix(".json")
-    return [shard.path(output) for output, _ in job.outputs] + [stem + ".json", stem + ".progress", stem + ".log",
-                                                                   stem + ".lock"]
-
-
-def _remove_unfinished(job: ParseJob, shard: Shard) -> None:
-    """Every file of a shard that was not finished: its outputs, manifest and progress (whole or ``.partial``: a
-    worker stopped while writing one), log and lock."""
-    for path in _shard_files(job, shard):
+    for path in [shard.path(output) for output, _ in job.outputs] + [stem + end for end in
+                                                                    (".json", ".progress", ".log", ".lock")]:
         for written in (path, path + ".partial"):
             if os.path.exists(written):
                 os.remove(written)
@@ -488,12 +479,7 @@ def _records(handle: TextIO, kind: str) -> Iterator[str]:
         yield "".join(block)
 
 
-def _add_stats(total: dict, stats: dict) -> None:
-    for key, value in stats.items():
-        total[key] = total.get(key, 0) + value
-
-
-def merge(job: ParseJob, count: int, source: InputFile | None = None, remove: bool = True) -> ParseRun:
+def merge(job: ParseJob, count: int, source: InputFile | None = None) -> ParseRun:
     """OUTPUT from its ``count`` finished shards (module docstring), or ``SystemExit`` naming what is missing."""
     source = source or scan_input(job.input)
     shards = [Shard(index, count, job.chunk) for index in range(count)]
@@ -528,17 +514,14 @@ def merge(job: ParseJob, count: int, source: InputFile | None = None, remove: bo
                     raise SystemExit(f"error: {shard.path(path)} holds more than its "
                                      f"{manifests[shard.index]['lines']} records: write the shard again")
     stats: dict = {}
-    fallbacks = []
     for manifest in manifests:
-        _add_stats(stats, manifest["stats"])
-        fallbacks.extend((line, reason) for line, reason in manifest["fallbacks"])
+        for key, value in manifest["stats"].items():
+            stats[key] = stats.get(key, 0) + value
+    fallbacks = sorted((line, reason) for manifest in manifests for line, reason in manifest["fallbacks"])
     seconds = [manifest["seconds"] for manifest in manifests]
-    if remove:
-        for shard in shards:
-            for path in _shard_files(job, shard):
-                if os.path.exists(path):
-                    os.remove(path)
-    return ParseRun(ParseReport(source.lines, sum(seconds), sorted(fallbacks)), stats, True, seconds)
+    for shard in shards:
+        _remove_shard(job, shard)
+    return ParseRun(ParseReport(source.lines, sum(seconds), fallbacks), stats, True, seconds)
 
 
 # --- workers
@@ -647,13 +630,13 @@ def _run_workers(job: ParseJob, source: InputFile, todo: list[Shard], workers: i
                 _stop_workers(running)
                 running.clear()
                 for shard in stopped + [shard for shard, *_ in failed]:
-                    _remove_unfinished(job, shard)
+                    _remove_shard(job, shard)
                 raise SystemExit(line)
     except BaseException:  # Ctrl-C or SIGTERM: the workers started here stop, their unfinished shards' files go;
         stopped = list(running)  # finished shards are kept
         _stop_workers(running)
         for shard in stopped:
-            _remove_unfinished(job, shard)
+            _remove_shard(job, shard)
         raise
     if failed:
         progress.update(0)
@@ -683,14 +666,14 @@ def run(job: ParseJob, args: argparse.Namespace, command: list[str]) -> ParseRun
     for the workers."""
     if args.merge:
         return merge(job, args.num_shards)
-    if getattr(args, "parent_pid", None) is not None:  # a worker: not one instant past its parent
+    worker = getattr(args, "parent_pid", None) is not None
+    if worker:  # not one instant past its parent
         watch_parent(args.parent_pid, Shard(args.shard_id or 0, args.num_shards or 1, 1).path(job.outputs[0][0]))
     device = select_device(args.device)
     if args.shard_id is not None:
         source = scan_input(job.input)
         shard = Shard(args.shard_id, args.num_shards, job.chunk)
         progress_file = ProgressFile(args.progress_file)
-        worker = getattr(args, "parent_pid", None) is not None
         parse = _load(job, device, worker) if shard.lines(source.lines) else None
         progress_file.flush()  # 0 lines: for the parent (a worker's), the sign that the model loaded
         with tqdm(total=shard.lines(source.lines), unit="sent", disable=args.progress_file is not None) as bar:

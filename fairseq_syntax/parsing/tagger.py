@@ -218,16 +218,15 @@ def train_tagger(train: list[TaggedSentence], dev: list[TaggedSentence], path: s
     torch.manual_seed(seed)
     tagger = Tagger.build(train, size)
     device = "cuda" if torch.cuda.is_available() else "cpu"
+    last = checkpoint_path(path)
+    state = torch.load(last, map_location=device, weights_only=False) if os.path.exists(last) else None
+    if state is not None:
+        tagger = Tagger.from_state(state["tagger"], device)
     tagger.model.to(device)
     optimizer = torch.optim.Adam(tagger.model.parameters(), learning_rate, betas=(0.9, 0.9))
     scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, 0.75 ** (1 / 5000))
     first_epoch, best, best_epoch, seconds = 1, -1.0, 0, 0.0
-    last = checkpoint_path(path)
-    if os.path.exists(last):
-        state = torch.load(last, map_location=device, weights_only=False)
-        tagger = Tagger.from_state(state["tagger"], device)
-        optimizer = torch.optim.Adam(tagger.model.parameters(), learning_rate, betas=(0.9, 0.9))
-        scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, 0.75 ** (1 / 5000))
+    if state is not None:
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         random.setstate(state["python_rng"])
