@@ -1,10 +1,7 @@
-"""Control characters other than tabs in input lines are ``FILE:LINE: ...`` (interactive: that line skipped)."""
-import io
-
+"""Control characters other than tabs in input lines are ``FILE:LINE: ...``."""
 import pytest
 from conftest import run_preprocess
 
-from fairseq_syntax.core.interactive_input import UnreadableLine, read_lines
 from fairseq_syntax.core.text_lines import TextLineError, decode_line
 
 REST = "; a line may hold tabs but no other control character: remove it"
@@ -61,9 +58,3 @@ def test_a_nul_in_the_source_and_its_tree_alike_is_refused(small_corpus, tmp_pat
         run_preprocess(small_corpus, tmp_path / "out", "preorder")
     assert str(error.value).startswith(f"error: {source}:2: a control character U+0000 (NUL) at byte 2 of the line")
 
-
-def test_fairseq_interactive_reads_a_line_with_a_nul_as_one_bad_line_and_the_rest_as_text():
-    lines = list(read_lines(io.BytesIO(b"the cat sees the dog .\nthe \x00dog .\n\tthe man sees the cat .\n")))
-    assert lines == ["the cat sees the dog .", "", "the man sees the cat ."]
-    assert [type(line) is UnreadableLine for line in lines] == [False, True, False]
-    assert lines[1].message == f"<input>:2: a control character U+0000 (NUL) at byte 5 of the line{REST}"
