@@ -70,20 +70,19 @@ def build_parser() -> argparse.ArgumentParser:
 def comparisons_of(args: argparse.Namespace):
     """The :class:`~fairseq_syntax.evaluation.comparisons.Comparisons` of the command line's options (each named in
     a one-line error: a control given twice, a system planned twice, a control of itself ...)."""
-    controls = plan = None
-    if args.control:
-        controls = {}
-        for control, pair in args.control:
-            if control in controls:
-                raise ValueError(f"--control {control}: given twice")
-            controls[control] = pair
-    if args.plan:
-        plan = {}
-        for system, seeds in args.plan:
-            if system in plan:
-                raise ValueError(f"--plan {system}: given twice")
-            plan[system] = seeds
-    return registry_comparisons(args.baseline, controls, plan)
+    return registry_comparisons(args.baseline, _once("--control", args.control), _once("--plan", args.plan))
+
+
+def _once(option: str, pairs: list[tuple] | None) -> dict | None:
+    """An appended option's (name, value) pairs as a dict (None where not given); a name given twice is refused."""
+    if not pairs:
+        return None
+    found = {}
+    for name, value in pairs:
+        if name in found:
+            raise ValueError(f"{option} {name}: given twice")
+        found[name] = value
+    return found
 
 
 #: the metrics of the terminal table, and of its p-values

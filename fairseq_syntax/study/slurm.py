@@ -12,11 +12,8 @@ its log. It failed when it raised, or when ``failure`` says its value is one (a 
 SIGTERM returns a failed outcome); the progress line then gives the reason and Slurm's own line (``*** JOB 13 ON
 node1 CANCELLED AT ... ***``, else its end state).
 
-submitit's settings: ``timeout_min`` -> ``--time``, ``mem_gb`` -> ``--mem``, ``cpus_per_task``, ``gpus_per_node``,
-``slurm_partition``, ``slurm_array_parallelism`` -> the ``%N`` of ``--array``, ``slurm_additional_parameters`` ->
-further ``#SBATCH`` lines (overriding). Every job gets ``--signal=USR2@90``: a timed-out job ends in a
-``FailedJobError`` "timed-out and not checkpointable". One item is a plain job (id ``123``), more an array
-(``123_0``...).
+Every job gets ``--signal=USR2@90``: a timed-out job ends in a ``FailedJobError`` "timed-out and not
+checkpointable". One item is a plain job (id ``123``), more an array (``123_0``...).
 
 ``folder`` gets one ``ARRAYID_items.json`` an array: each job's id, its item's index and description, which
 ``study_jobs`` reads."""
