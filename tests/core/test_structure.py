@@ -8,34 +8,8 @@ from fairseq_syntax.core import structure as st
 from fairseq_syntax.core.structure import PAD
 from fairseq_syntax.methods.syntax_mask import relations
 from fairseq_syntax.methods.syntax_mask.relations import (
-    ANC as A,
-)
-from fairseq_syntax.methods.syntax_mask.relations import (
-    CHILD as C,
-)
-from fairseq_syntax.methods.syntax_mask.relations import (
-    DESC as D,
-)
-from fairseq_syntax.methods.syntax_mask.relations import (
-    LEFT_OTHER as LO,
-)
-from fairseq_syntax.methods.syntax_mask.relations import (
-    LEFT_SIB as LS,
-)
-from fairseq_syntax.methods.syntax_mask.relations import (
-    PAD_RELATION as X,
-)
-from fairseq_syntax.methods.syntax_mask.relations import (
-    PARENT as P,
-)
-from fairseq_syntax.methods.syntax_mask.relations import (
-    RIGHT_OTHER as RO,
-)
-from fairseq_syntax.methods.syntax_mask.relations import (
-    RIGHT_SIB as RS,
-)
-from fairseq_syntax.methods.syntax_mask.relations import (
-    SELF as S,
+    ANC as A, CHILD as C, DESC as D, LEFT_OTHER as LO, LEFT_SIB as LS,
+    PAD_RELATION as X, PARENT as P, RIGHT_OTHER as RO, RIGHT_SIB as RS, SELF as S,
 )
 
 # McDonald & Chiang (2021), Figure 1a in preorder with preterminals kept.
