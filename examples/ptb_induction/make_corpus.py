@@ -131,19 +131,16 @@ def main() -> None:
         in_vocabulary = lambda sentence: mikolov(sentence, vocabulary)  # noqa: E731
         write(gold, train, stats, "train/ptb-sample", in_vocabulary)
         write(gold, os.path.join(args.out, "ptb.txt"), stats, "eval/ptb-sample", in_vocabulary)
-        with open(os.path.join(args.out, "corpus_stats.json"), "w", encoding="utf-8") as out:
-            json.dump(stats, out, indent=2)
-        print(json.dumps(stats, indent=2))
-        return
-    write(multi30k(data("multi30k", "train.en.gz")), train, stats, "train/multi30k")
-    write(ud_ewt(data("ud-ewt", "en_ewt-ud-train.conllu.gz")), train, stats, "train/ud-ewt")
-    write(sst(data("sst", "train.txt.gz")), train, stats, "train/sst")
-    write(multi30k(data("multi30k", "val.en.gz")), valid, stats, "valid/multi30k")
-    write(ud_ewt(data("ud-ewt", "en_ewt-ud-dev.conllu.gz")), valid, stats, "valid/ud-ewt")
-    write(sst(data("sst", "dev.txt.gz")), valid, stats, "valid/sst")
-    write(gold, os.path.join(args.out, "ptb.txt"), stats, "eval/ptb-sample")
-    if args.train_on_eval_text:
-        write(gold, train, stats, "train/ptb-sample")
+    else:
+        write(multi30k(data("multi30k", "train.en.gz")), train, stats, "train/multi30k")
+        write(ud_ewt(data("ud-ewt", "en_ewt-ud-train.conllu.gz")), train, stats, "train/ud-ewt")
+        write(sst(data("sst", "train.txt.gz")), train, stats, "train/sst")
+        write(multi30k(data("multi30k", "val.en.gz")), valid, stats, "valid/multi30k")
+        write(ud_ewt(data("ud-ewt", "en_ewt-ud-dev.conllu.gz")), valid, stats, "valid/ud-ewt")
+        write(sst(data("sst", "dev.txt.gz")), valid, stats, "valid/sst")
+        write(gold, os.path.join(args.out, "ptb.txt"), stats, "eval/ptb-sample")
+        if args.train_on_eval_text:
+            write(gold, train, stats, "train/ptb-sample")
     with open(os.path.join(args.out, "corpus_stats.json"), "w", encoding="utf-8") as out:
         json.dump(stats, out, indent=2)
     print(json.dumps(stats, indent=2))
