@@ -160,6 +160,22 @@ def dependency_model(tmp_path_factory):
     return path
 
 
+@pytest.fixture(scope="session")
+def tagger_model(tmp_path_factory):
+    """Path of a tiny untrained POS tagger of TREEBANK's tags, seed 1: arbitrary tags, the same on every run."""
+    import torch
+
+    from fairseq_syntax.core.trees import parse_tree
+    from fairseq_syntax.parsing.tagger import Tagger, TaggerSize, sentences_from_trees
+
+    torch.manual_seed(1)
+    size = TaggerSize(word_embed=8, char_embed=4, char_hidden=8, hidden=8, layers=1, dropout=0.0, word_dropout=0.0)
+    tagger = Tagger.build(sentences_from_trees(parse_tree(bracketed(*sentence)) for sentence in TREEBANK), size)
+    path = tmp_path_factory.mktemp("tagger") / "tagger.pt"
+    torch.save(tagger.state(), path)
+    return str(path)
+
+
 # --- helpers several test folders share
 #: the tiny models of fairseq-train runs in the tests
 TINY = ["--optimizer", "adam", "--lr", "0.005", "--max-tokens", "1000", "--cpu", "--seed", "1",

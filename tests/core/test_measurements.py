@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 REPO = Path(__file__).resolve().parents[2]
 PREPROCESS = REPO / "preprocess"
@@ -154,28 +153,13 @@ def test_timed_measures_a_childs_cpu_time_and_peak_memory(measure_scaling, tmp_p
                                  str(tmp_path / "log"))
 
 
-@pytest.fixture(scope="module")
-def tiny_tagger(tmp_path_factory):
-    """An untrained tagger with a fixed seed: arbitrary tags, the same on every run."""
-    from fairseq_syntax.core.trees import parse_tree
-    from fairseq_syntax.parsing.tagger import Tagger, TaggerSize, sentences_from_trees
-
-    trees = [parse_tree(line) for line in ("(S (NP (DT the) (NN cat)) (VP (VBZ sleeps)) (. .))",
-                                           "(S (NP (DT a) (NN dog)) (VP (VBZ runs)) (. .))")]
-    torch.manual_seed(1)
-    size = TaggerSize(word_embed=4, char_embed=4, char_hidden=4, hidden=4, layers=1, dropout=0.0, word_dropout=0.0)
-    path = tmp_path_factory.mktemp("tagger") / "tagger.pt"
-    torch.save(Tagger.build(sentences_from_trees(trees), size).state(), path)
-    return str(path)
-
-
-def test_measure_throughput_times_the_tagger_at_one_and_two_workers(tiny_tagger, tmp_path):
+def test_measure_throughput_times_the_tagger_at_one_and_two_workers(tagger_model, tmp_path):
     source = tmp_path / "input.txt"
     source.write_text("The cat sleeps.\nA dog runs.\n\nThe dog sleeps.\nA cat runs.\nThe end.\nNot read.\n")
     out = tmp_path / "throughput.json"
     script = str(PREPROCESS / "measure_throughput.py")
     result = subprocess.run([sys.executable, script, "--input", str(source), "--tokenize", "en", "--lines", "6",
-                             "--tagger", tiny_tagger, "--workers", "1", "2", "--repeats", "1", "--no-gpu",
+                             "--tagger", tagger_model, "--workers", "1", "2", "--repeats", "1", "--no-gpu",
                              "--out", str(out)], capture_output=True, text=True, cwd=REPO, check=False,
                             env=dict(os.environ, OMP_NUM_THREADS="1"))
     assert result.returncode == 0, result.stderr[-3000:]
@@ -191,11 +175,11 @@ def test_measure_throughput_times_the_tagger_at_one_and_two_workers(tiny_tagger,
     assert "--workers 2 --num-shards 2" in record["rows"][1]["command"]
 
 
-def test_the_tag_command_writes_one_line_of_tags_per_line_sharded_or_not(tiny_tagger, tmp_path):
+def test_the_tag_command_writes_one_line_of_tags_per_line_sharded_or_not(tagger_model, tmp_path):
     tag_main = runpy.run_path(str(PREPROCESS / "measure_throughput.py"))["tag_main"]
     source = tmp_path / "input.txt"
     source.write_text("the cat sleeps .\na dog runs .\n\nthe dog\n")
-    common = ["--tagger", tiny_tagger, "--input", str(source), "--batch-size", "1", "--device", "cpu"]
+    common = ["--tagger", tagger_model, "--input", str(source), "--batch-size", "1", "--device", "cpu"]
     tag_main([*common, "--output", str(tmp_path / "single")])
     tag_main([*common, "--output", str(tmp_path / "sharded"), "--num-shards", "3"])  # 3 shards in this process
     tags = (tmp_path / "single").read_text().split("\n")

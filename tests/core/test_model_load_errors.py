@@ -5,10 +5,9 @@ import sys
 
 import pytest
 import torch
-from conftest import REPO, TREEBANK, bracketed
+from conftest import REPO
 from test_parse_command import run_parse
 
-from fairseq_syntax.parsing import training
 from fairseq_syntax.parsing.model_files import describe
 from fairseq_syntax.core.files import atomic_path
 from fairseq_syntax.parsing.text import open_output
@@ -28,24 +27,15 @@ INPUT = "the cat sees the dog .\nthe man likes the father .\nthe dog sees the ma
 
 
 @pytest.fixture(scope="module")
-def models(tmp_path_factory, constituency_model, dependency_model):
+def models(tmp_path_factory, constituency_model, dependency_model, tagger_model):
     """name -> path of each model file: tiny parsers, a tagger, one without weights, junk, a fairseq checkpoint."""
     from fairseq import checkpoint_utils
     from omegaconf import OmegaConf
 
-    from fairseq_syntax.parsing.tagger import Tagger, TaggerSize, sentences_from_trees
-
     root = tmp_path_factory.mktemp("models")
-    trees = root / "train.pid"
-    trees.write_text("".join(bracketed(*sentence) for sentence in TREEBANK))
-    paths = {"crf-con": constituency_model, "dependency": dependency_model}
-    torch.manual_seed(1)
-    tagger = Tagger.build(sentences_from_trees(training.read_bracketed(str(trees))),
-                          TaggerSize(word_embed=8, char_embed=4, char_hidden=8, hidden=8, layers=1))
-    paths["tagger"] = str(root / "tagger.pt")
-    torch.save(tagger.state(), paths["tagger"])
+    paths = {"crf-con": constituency_model, "dependency": dependency_model, "tagger": tagger_model}
     paths["broken tagger"] = str(root / "broken-tagger.pt")
-    torch.save({**tagger.state(), "state_dict": {}}, paths["broken tagger"])
+    torch.save({**torch.load(tagger_model), "state_dict": {}}, paths["broken tagger"])
     paths["random"] = str(root / "random.pt")
     (root / "random.pt").write_bytes(bytes(range(256)) * 2 + bytes(RANDOM_BYTES - 512))
     paths["empty"] = str(root / "empty.pt")
@@ -144,16 +134,6 @@ def test_workers_that_cannot_load_their_model_leave_nothing(models, work, model,
     else:
         assert line.startswith(f"error: {models[tagger]}: a POS tagger that does not load (RuntimeError: ")
     assert os.listdir(work / "out") == []  # no shard, manifest, log, progress file or lock
-
-
-def test_a_good_model_still_parses_with_workers(models, work):
-    done = subprocess.run([sys.executable, "-m", "fairseq_syntax.cli.parse",
-                           *parse_argv(work, "constituency", "crf-con", models["crf-con"], "--tagger",
-                                       models["tagger"]), "--workers", "2", "--batch-size", "1"],
-                          capture_output=True, text=True, cwd=work)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert sorted(os.listdir(work / "out")) == ["out.tree", "out.tree.parse.json", "out.tree.skipped"]
-    assert len((work / "out" / "out.tree").read_text().splitlines()) == 4
 
 
 # --- what files hold

@@ -420,19 +420,6 @@ def shard_fallbacks(source):
         f"6\tunreadable line: {source}:6: not valid UTF-8 (byte 0xff at byte 5 of the line)\n")
 
 
-@pytest.fixture(scope="module")
-def tagger_model(corpus):
-    """A tiny untrained POS tagger, fixed seed: its tags are arbitrary but the same on every run."""
-    from fairseq_syntax.parsing.tagger import Tagger, TaggerSize, sentences_from_trees
-
-    torch.manual_seed(1)
-    size = TaggerSize(word_embed=8, char_embed=4, char_hidden=8, hidden=8, layers=1, dropout=0.0, word_dropout=0.0)
-    tagger = Tagger.build(sentences_from_trees(training.read_bracketed(str(corpus / "train.pid"))), size)
-    path = corpus / "tagger.pt"
-    torch.save(tagger.state(), path)
-    return str(path)
-
-
 def parse_command(name, models, source, out_dir, *extra):
     """Runs one parse command in this process; returns its output files, the parse record among them."""
     out_dir.mkdir(exist_ok=True)
