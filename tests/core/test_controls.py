@@ -15,9 +15,10 @@ from fairseq_syntax.parsing import controls
 from fairseq_syntax.parsing.dependency import read_arc_distributions
 
 SENTENCE = "(S (NP (DT the) (NN dog)) (VP (VBZ sees) (NP (NNS cats))))"
-#: the controls that draw binary X-labelled trees, and those that make dependency side data
+#: the controls that draw binary X-labelled trees and make dependency side data
 BINARY = ("random", "left", "right")
-DEPENDENCY = ("random", "left", "right")
+LONGER = ("(S (NP (DT a) (JJ big) (NN dog)) (VP (VBD saw) (NP (DT the) (NN cat)) (PP (IN in) (NP (DT the) (NN park))))"
+          " (. .))")
 #: a 1-best tree of "the dog sees cats" (UD labels)
 BEST = [[2, "det"], [3, "nsubj"], [0, "root"], [3, "obj"]]
 RECORD = {"words": ["the", "dog", "sees", "cats"],
@@ -53,9 +54,7 @@ def test_one_word_and_bare_words():
 
 
 def test_a_control_tree_keeps_the_leaves_and_the_pos_nodes_with_their_tags():
-    longer = ("(S (NP (DT a) (JJ big) (NN dog)) (VP (VBD saw) (NP (DT the) (NN cat)) (PP (IN in) (NP (DT the) "
-              "(NN park)))) (. .))")
-    parses = [SENTENCE, longer, "(S (XX fa@@) (XX ther))", "(NP (XX a) (XX b) (XX c))"]
+    parses = [SENTENCE, LONGER, "(S (XX fa@@) (XX ther))", "(NP (XX a) (XX b) (XX c))"]
     for text in parses:
         tree = trees.parse_tree(text)
         preterminals = [str(node) for node in controls.pos_nodes(tree)]
@@ -65,16 +64,10 @@ def test_a_control_tree_keeps_the_leaves_and_the_pos_nodes_with_their_tags():
                 assert made.leaves() == tree.leaves() and made.label == tree.label
                 assert [str(node) for node in controls.pos_nodes(made)] == preterminals
                 # binary above the POS nodes, every inner node but the root labelled X
-                inner = [node for node in _nodes(made) if not node.is_leaf and not node.is_preterminal]
+                inner = controls.phrase_nodes(made)
                 assert all(len(node.children) == 2 for node in inner)
                 assert all(node.label == controls.CONTROL_LABEL for node in inner if node is not made)
     assert str(trees.parse_tree(SENTENCE)) == SENTENCE  # the parse is not changed
-
-
-def _nodes(tree):
-    yield tree
-    for child in tree.children:
-        yield from _nodes(child)
 
 
 def test_a_random_projective_dependency_tree_of_four_words_by_hand():
@@ -130,7 +123,7 @@ def test_random_dependency_trees_are_projective_and_use_every_head_position():
 def test_control_side_data_is_a_one_hot_distribution_on_one_tree():
     from fairseq_syntax.parsing.dependency import _check_record
 
-    for kind in DEPENDENCY:
+    for kind in BINARY:
         for seed in range(1, 20):
             made = controls.control_record(RECORD, kind, controls.line_rng(seed, 1))
             _check_record(made, "control", 1)  # the reader's checks
@@ -286,10 +279,8 @@ def _shape(tree):
 
 
 def test_a_structure_only_tree_keeps_phrases_arities_labels_and_words():
-    longer = ("(S (NP (DT a) (JJ big) (NN dog)) (VP (VBD saw) (NP (DT the) (NN cat)) (PP (IN in) (NP (DT the) "
-              "(NN park)))) (. .))")
     unary = "(S (NP (NNP John)) (VP (VBZ runs)) (. .))"
-    for text in (SENTENCE, longer, unary, "(S (NP the (NN dog)) (VBZ runs))"):
+    for text in (SENTENCE, LONGER, unary, "(S (NP the (NN dog)) (VBZ runs))"):
         tree = trees.parse_tree(text)
         seen = set()
         for seed in range(1, 40):

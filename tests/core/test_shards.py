@@ -157,6 +157,10 @@ def test_a_run_started_again_parses_only_the_shards_not_finished(corpus, tmp_pat
     assert outputs(tmp_path)[0] == "A B\nC\n\nD E F\n\nI\nJ K\n"
     assert result.report.fallbacks == expected_fallbacks(corpus) and result.stats == {"words": 9}
     assert leftovers(tmp_path) == []  # the .partial of the cut-short write was written again and renamed
+    # the rate is of the lines this run parsed: shard 0's lines 1 2 7 were an earlier run's
+    assert (result.report.sentences, result.report.earlier) == (4, 3)
+    assert result.report.summary().startswith(f"parsed 4 sentences in {result.report.seconds:.1f} s (")
+    assert ", 3 more by an earlier run; 2 got the flat fallback structure" in result.report.summary()
 
 
 def test_an_empty_shard_needs_no_parser(corpus, tmp_path):
@@ -266,15 +270,6 @@ def test_workers_with_one_shard_or_a_merge_are_refused(given, capsys):
     with pytest.raises(SystemExit):
         shards.check_arguments(parser, parser.parse_args(["--workers", "2", "--num-shards", "3", *given]))
     assert f"error: {given[0]} runs in this one process: give it no --workers" in capsys.readouterr().err
-
-
-def test_a_resumed_run_rates_only_the_lines_it_parsed(corpus, tmp_path):
-    job = stand_in_job(corpus, tmp_path)
-    shards.run(job, options(num_shards=3, shard_id=0), [])  # lines 1 2 7: an earlier run's
-    result = shards.run(job, options(num_shards=3, workers=1), [])
-    assert (result.report.sentences, result.report.earlier) == (4, 3)
-    assert result.report.summary().startswith(f"parsed 4 sentences in {result.report.seconds:.1f} s (")
-    assert ", 3 more by an earlier run; 2 got the flat fallback structure" in result.report.summary()
 
 
 def test_a_shard_is_parsed_by_one_live_process_at_a_time(corpus, tmp_path, capsys):
