@@ -4,12 +4,12 @@ first encoder layer attends to, for one source sentence of a data directory.
 * :func:`ldd_attention_maps` (model, net_input) -> ``B x 16 x T x T`` weights of the LDD layer (query i, key j);
 * :func:`sentence_ldd_attention` (model, task, split, index) -> (``16 x n x n`` array, the n source tokens with
   EOS), read from the split's binarized data and side data;
-* :func:`plot_ldd_attention` (maps ``16 x n x n``, tokens, path) -> writes a PNG, one panel per head.
+* :func:`plot_ldd_attention` (maps ``16 x n x n``, tokens, path) -> writes a PNG, one panel per head
+  (:func:`~fairseq_syntax.core.heatmaps.plot_heatmap_grid`).
 """
 from __future__ import annotations
 
 import logging
-import math
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -17,7 +17,7 @@ import torch
 from fairseq import utils
 from torch import Tensor
 
-from fairseq_syntax.core.figures import save_figure
+from fairseq_syntax.core.heatmaps import plot_heatmap_grid
 from fairseq_syntax.core.method import PlotCommand
 from fairseq_syntax.methods.ldd.distributions import GROUP_NAMES, NUM_GROUPS
 from fairseq_syntax.methods.ldd.model import LDD_LAYER, LDDEncoder
@@ -56,14 +56,9 @@ def sentence_ldd_attention(model, task, split: str, index: int) -> Tuple[np.ndar
 
 def plot_ldd_attention(
     maps: np.ndarray, tokens: Sequence[str], path: str, heads: Optional[Sequence[int]] = None, columns: int = 4
-):
+) -> None:
     """Write a PNG of ``maps`` (``16 x n x n``, rows = queries), one heatmap per head in ``heads`` (default all),
-    titled with its label group; returns the matplotlib figure."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    titled with its label group."""
     maps = np.asarray(maps)
     n = len(tokens)
     if maps.shape != (NUM_GROUPS, n, n):
@@ -72,21 +67,8 @@ def plot_ldd_attention(
     bad = [head for head in heads if not 0 <= head < NUM_GROUPS]
     if bad:
         raise ValueError(f"heads {bad} do not exist (the LDD layer has {NUM_GROUPS})")
-    columns = min(columns, len(heads))
-    rows = math.ceil(len(heads) / columns)
-    size = 1.0 + 0.28 * n
-    figure, axes = plt.subplots(rows, columns, figsize=(size * columns, size * rows), squeeze=False)
-    for axis in axes.flat[len(heads):]:
-        axis.set_visible(False)
-    for axis, head in zip(axes.flat, heads):
-        image = axis.imshow(maps[head], vmin=0.0, vmax=1.0, cmap="viridis")
-        axis.set_title(f"head {head + 1}: {GROUP_NAMES[head]}")
-        axis.set_xticks(range(n), tokens, rotation=90, fontsize=8)
-        axis.set_yticks(range(n), tokens, fontsize=8)
-    figure.colorbar(image, ax=axes.ravel().tolist(), shrink=0.6)
-    save_figure(figure, path, dpi=100, bbox_inches="tight")
-    plt.close(figure)
-    return figure
+    titles = [f"head {head + 1}: {GROUP_NAMES[head]}" for head in heads]
+    plot_heatmap_grid(maps[heads], titles, tokens, tokens, path, 0.0, 1.0, columns)
 
 
 def _add_plot_arguments(parser) -> None:

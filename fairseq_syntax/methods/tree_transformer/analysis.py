@@ -9,12 +9,11 @@ on the diagonal that grow from layer to layer are the induced constituents.
 from __future__ import annotations
 
 import logging
-import math
 from typing import Optional, Sequence
 
 import numpy as np
 
-from fairseq_syntax.core.figures import save_figure
+from fairseq_syntax.core.heatmaps import plot_heatmap_grid
 from fairseq_syntax.core.method import PlotCommand
 from fairseq_syntax.core.model_inputs import encode, first_word_position
 from fairseq_syntax.methods.tree_transformer.attention import constituent_prior
@@ -40,11 +39,6 @@ def plot_constituent_priors(
     priors: np.ndarray, words: Sequence[str], path: str, layers: Optional[Sequence[int]] = None, columns: int = 4
 ) -> None:
     """Write a PNG of ``priors`` (``L x n x n``), one heatmap per layer in ``layers`` (default: all)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     priors = np.asarray(priors)
     if priors.ndim != 3 or priors.shape[1:] != (len(words), len(words)):
         raise ValueError(f"priors must be layers x {len(words)} x {len(words)} for {len(words)} words, "
@@ -53,20 +47,7 @@ def plot_constituent_priors(
     bad = [layer for layer in layers if not 0 <= layer < priors.shape[0]]
     if bad:
         raise ValueError(f"layers {bad} do not exist (the model has {priors.shape[0]})")
-    columns = min(columns, len(layers))
-    rows = math.ceil(len(layers) / columns)
-    size = 1.0 + 0.28 * len(words)
-    figure, axes = plt.subplots(rows, columns, figsize=(size * columns, size * rows), squeeze=False)
-    for axis in axes.flat[len(layers):]:
-        axis.set_visible(False)
-    for axis, layer in zip(axes.flat, layers):
-        image = axis.imshow(priors[layer], vmin=0.0, vmax=1.0, cmap="viridis")
-        axis.set_title(f"layer {layer}")
-        axis.set_xticks(range(len(words)), words, rotation=90, fontsize=8)
-        axis.set_yticks(range(len(words)), words, fontsize=8)
-    figure.colorbar(image, ax=axes.ravel().tolist(), shrink=0.6)
-    save_figure(figure, path, dpi=100, bbox_inches="tight")
-    plt.close(figure)
+    plot_heatmap_grid(priors[layers], [f"layer {layer}" for layer in layers], words, words, path, 0.0, 1.0, columns)
 
 
 def _add_plot_arguments(parser) -> None:
