@@ -133,12 +133,6 @@ def test_layer_selection_sharing_and_freezing():
         make_encoders(SyntaxMaskOptions(mask_relations="parent,cousin"))
 
 
-def test_missing_side_input_is_a_clear_error():
-    syntax, _, tokens, _ = make_encoders()
-    with pytest.raises(ValueError, match="src_parents"):
-        syntax(tokens)
-
-
 def test_model_registers_options_as_flags():
     parser = argparse.ArgumentParser()
     SyntaxMaskTransformerModel.add_args(parser)
