@@ -12,7 +12,6 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 from fairseq import checkpoint_utils, tasks
-from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from fairseq.data import data_utils
 from fairseq.tasks.masked_lm import MaskedLMTask
 from torch import Tensor, nn
@@ -28,8 +27,7 @@ def load_model(checkpoint: str, data: Optional[str] = None) -> Tuple[nn.Module, 
 
     require_checkpoint_file(checkpoint)
     state = checkpoint_utils.load_checkpoint_to_cpu(checkpoint)  # as trained: a refusal names its data directory
-    cfg = convert_namespace_to_omegaconf(state["args"]) if state.get("args") is not None else state["cfg"]
-    task_cfg = copy.deepcopy(cfg.task)
+    task_cfg = copy.deepcopy(state["cfg"].task)
     if data:
         task_cfg.data = data
     try:
