@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from fairseq_syntax.evaluation.seed_systems import probability_text, seeds_dataset
+from fairseq_syntax.evaluation.seed_systems import seeds_dataset
 from fairseq_syntax.evaluation.study_answer import README_BEGIN, README_END, p_text, verdict_text
 from fairseq_syntax.evaluation.tables import markdown_table
 

@@ -42,12 +42,7 @@ def _metric_columns(records: Sequence[dict]) -> list[str]:
 
 
 def _baseline_names(records: Sequence[dict]) -> list[str]:
-    names = []
-    for record in records:
-        for name in record["significance"]:
-            if name not in names:
-                names.append(name)
-    return names
+    return list(dict.fromkeys(name for record in records for name in record["significance"]))
 
 
 def format_wall_time(seconds: float) -> str:
@@ -71,17 +66,10 @@ def _p_values(report: dict | None, metrics: Sequence[str] = SIGNIFICANCE_METRICS
     """Per metric the p-value, or for a seed-aware test ``{"p_value", "p_mc_se", "welch_p_value"}``."""
     if not report:
         return None
-    values = {}
-    for metric in metrics:
-        if metric not in report:
-            continue
-        found = report[metric]
-        if "p_mc_se" in found:
-            values[metric] = {"p_value": found["p_value"], "p_mc_se": found["p_mc_se"],
-                              "welch_p_value": (found.get("welch") or {}).get("p_value")}
-        else:
-            values[metric] = found["p_value"]
-    return values
+    found = {metric: report[metric] for metric in metrics if metric in report}
+    return {metric: {"p_value": value["p_value"], "p_mc_se": value["p_mc_se"],
+                     "welch_p_value": (value.get("welch") or {}).get("p_value")} if "p_mc_se" in value
+            else value["p_value"] for metric, value in found.items()}
 
 
 def _runs_table(records: Sequence[dict], command: bool = False) -> Table:
@@ -136,22 +124,14 @@ def _by_length_table(records: Sequence[dict]) -> Table | None:
 
 def _test_notes(records: Sequence[dict], against: str = "the named baseline") -> list[str]:
     """One line per significance-test setting of the records' p-values."""
-    tests = []
-    for record in records:
-        for report in record["significance"].values():
-            setting = f"{report.get('test', 'paired test')}, {report.get('n_samples', '?')} samples, " \
-                      f"seed {report.get('seed', '?')}"
-            if setting not in tests:
-                tests.append(setting)
+    reports = [report for record in records for report in record["significance"].values()]
+    tests = dict.fromkeys(f"{report.get('test', 'paired test')}, {report.get('n_samples', '?')} samples, seed "
+                          f"{report.get('seed', '?')}" for report in reports)
     return [f"- p: two-sided p-value of the row's system against {against} ({setting})." for setting in tests]
 
 
 def _signature_notes(records: Sequence[dict]) -> list[str]:
-    signatures = []
-    for record in records:
-        for metric, signature in record["metrics"].get("signatures", {}).items():
-            if (metric, signature) not in signatures:
-                signatures.append((metric, signature))
+    signatures = dict.fromkeys(pair for record in records for pair in record["metrics"].get("signatures", {}).items())
     return [f"- {metric} signature: `{signature}`" for metric, signature in signatures]
 
 
@@ -184,16 +164,6 @@ def _parses_notes(records: Sequence[dict]) -> list[str]:
 
 #: the seeds table's column of the epochs each row's runs trained
 EPOCHS = "Epochs (mean)"
-
-
-def p_vs_baseline_column(comparisons: Comparisons) -> str:
-    """The seeds table's column of each row's p-values against the baseline (``p vs sequence (BLEU / chrF)``)."""
-    return f"p vs {comparisons.baseline} ({' / '.join(comparisons.metrics)})"
-
-
-def p_vs_method_column(comparisons: Comparisons) -> str:
-    """The seeds table's column of a control row's p-values against its method."""
-    return f"p vs its method ({' / '.join(comparisons.metrics)})"
 
 
 def _control_text(control: dict) -> str:
@@ -257,9 +227,10 @@ def _seeds_table(systems: Sequence[SeedSystem], comparisons: Comparisons) -> Tab
     row, its method and its p against it."""
     by_name = {system.name: system for system in systems}
     baseline, metrics = comparisons.baseline, comparisons.metrics
+    listed = " / ".join(metrics)
     table = Table(["System", "Structure read", "Seeds"] + [f"{m} (mean ± sd)" for m in metrics]
-                  + ([p_vs_baseline_column(comparisons)] if baseline else [])
-                  + ["Control of", p_vs_method_column(comparisons), EPOCHS])
+                  + ([f"p vs {baseline} ({listed})"] if baseline else [])
+                  + ["Control of", f"p vs its method ({listed})", EPOCHS])
     for system in systems:
         method = comparisons.method_of(system.name)
         method = method if method in by_name else None

@@ -215,9 +215,8 @@ def study_answer(systems: Sequence[SeedSystem], comparisons: Comparisons) -> tup
             if answered:
                 words_only = structure_read(baseline, comparisons).startswith("none")
                 paragraph += f" Against {'the words alone' if words_only else name}: " + verdicts(
-                    [(entry["system"], entry["vs_baseline"]) for entry in answered],
-                    {"better": "better", "no measurable difference": "no measurable difference", "worse": "worse",
-                     "mixed": "mixed"}) + "."
+                    [(entry["system"], entry["vs_baseline"]) for entry in answered], {word: word for word in (
+                        "better", "no measurable difference", "worse", "mixed")}) + "."
         for kind in comparisons.kinds:
             group = [(entry["system"], control["comparison"]) for entry in entries for control in entry["controls"]
                      if control["structure"] == kind and control["comparison"]]
