@@ -67,10 +67,6 @@ class Comparisons:
         """The method system ``name`` is a control of, else None."""
         return self.controls[name][0] if name in self.controls else None
 
-    def kind_of(self, name: str) -> str | None:
-        """The control kind of control system ``name``, else None."""
-        return self.controls[name][1] if name in self.controls else None
-
     def controls_of(self, method: str) -> list[tuple[str, str]]:
         """(control system, kind) of each control of ``method``, in the order of :attr:`controls`."""
         return [(control, kind) for control, (of, kind) in self.controls.items() if of == method]

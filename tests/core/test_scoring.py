@@ -210,14 +210,6 @@ def _bootstrap_corpus():
     return refs, good, bad
 
 
-def test_paired_bootstrap_identical_systems_are_not_significant():
-    refs, good, bad = _bootstrap_corpus()
-    half = good[:15] + bad[15:]
-    report = paired_bootstrap(half, list(half), refs, n_samples=200)
-    assert report["BLEU"]["p_value"] == 1.0 and report["chrF"]["p_value"] == 1.0
-    assert report["BLEU"]["a"] == report["BLEU"]["b"]
-
-
 def test_paired_bootstrap_much_better_system_is_significant():
     refs, good, bad = _bootstrap_corpus()
     report = paired_bootstrap(bad, good, refs, n_samples=1000)
@@ -393,7 +385,8 @@ def test_score_command_tests_against_every_baseline(tmp_path, files):
                              "--baseline-name", "sequence", "--baseline-name", "linearized"])
     assert list(report["significance"]) == ["sequence", "linearized"]
     assert report["significance"]["sequence"]["BLEU"]["p_value"] < 0.05
-    assert report["significance"]["linearized"]["BLEU"]["p_value"] == 1.0  # identical outputs
+    identical = report["significance"]["linearized"]  # identical outputs: p 1, not sacrebleu's smallest
+    assert identical["BLEU"]["p_value"] == identical["chrF"]["p_value"] == 1.0
     with pytest.raises(SystemExit):
         score_cli.main([str(hyp), str(ref), str(weak), "--baseline-name", "a", "--baseline-name", "b"])
 
