@@ -12,12 +12,12 @@ CPU worker. ``measurements/scaling.json`` (``measure_scaling.py``): each step's 
 per line at each size (a step whose CPU time per line grows over ``LINEAR_TOLERANCE`` is named), the memory per
 further line, and side-data bytes per word. A missing file's section says how to make it."""
 import argparse
-import glob
 import json
 import os
 import textwrap
 
 from fairseq_syntax.evaluation.tables import Cell, Table, write_results
+from fairseq_syntax.parsing.provenance import read_parser_records
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MEASUREMENTS = os.path.join(HERE, "measurements")
@@ -34,14 +34,6 @@ THROUGHPUT_COMMAND = ("python3 preprocess/measure_throughput.py --input ../share
 #: (a model trained later, e.g. the German parser, had none)
 GOALS = {("tagger-ptb-sample.pt", "POS accuracy"): 96.0, ("crf-con-ptb-sample.pt", "F1"): 88.0,
          ("biaffine-dep-ud-ewt.pt", "UAS"): 88.0, ("biaffine-dep-ud-ewt.pt", "LAS"): 85.0}
-
-
-def load_records(folder: str) -> list:
-    records = []
-    for path in sorted(glob.glob(os.path.join(folder, "*.json"))):
-        with open(path, encoding="utf-8") as handle:
-            records.append(json.load(handle))
-    return records
 
 
 def number(value, spec: str) -> Cell:
@@ -308,7 +300,7 @@ def main() -> None:
                         help="folder of measure_throughput.py's throughput.json and measure_scaling.py's scaling.json")
     parser.add_argument("--out", default=os.path.join(HERE, "RESULTS.md"), help="RESULTS.md (RESULTS.json beside)")
     args = parser.parse_args()
-    records = load_records(args.runs)
+    records = read_parser_records(args.runs)
     if not records:
         raise SystemExit(f"make_results.py: no run record in {args.runs} (train a parser with train_parser.py)")
     write_results(args.out, *render(records, load_measurement("throughput", args.measurements),

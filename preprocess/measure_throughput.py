@@ -35,7 +35,7 @@ from fairseq_syntax.parsing import shards
 from fairseq_syntax.parsing.batching import DEFAULT_BATCH_TOKENS
 from fairseq_syntax.parsing.constituency import DEFAULT_BATCH_SIZE
 from fairseq_syntax.parsing.shards import LINES, Outcome, ParseJob, model_identity
-from fairseq_syntax.parsing.text import open_output, tokenizer
+from fairseq_syntax.parsing.text import open_output
 from fairseq_syntax.parsing.training_report import cpu_name, write_record
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -139,14 +139,11 @@ def measure(parser: str, models: dict, sample: str, words: int, workers: int, de
 
 def write_sample(path: str, lines: int, tokenize: str | None, out: str) -> int:
     """The first ``lines`` lines of ``path``, tokenized, one sentence per line; returns the number of words."""
-    from fairseq_syntax.core.text_lines import TextLineError, iter_lines_or_errors
-
-    split, words = tokenizer(tokenize), 0
+    words = 0
     with open_output(out) as handle:
-        for line in islice(iter_lines_or_errors(path), lines):
-            tokens = [] if isinstance(line, TextLineError) else split(line)
-            words += len(tokens)
-            handle.write(" ".join(tokens) + "\n")
+        for line in islice(shards.read_input(path, tokenize), lines):
+            words += len(line.tokens)
+            handle.write(" ".join(line.tokens) + "\n")
     return words
 
 

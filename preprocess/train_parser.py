@@ -54,22 +54,18 @@ def get_parser() -> argparse.ArgumentParser:
                             "language): its UAS/LAS recorded beside dev's")
     _add_size_options(dependency, training.SuparSize)
 
-    for name, help_text in (("crf-con", "SuPar CRF constituency parser"), ("benepar", "benepar ChartParser")):
-        constituency = commands.add_parser(name, help=f"{help_text} on a PTB .mrg file")
-        constituency.add_argument("--ptb", required=True, help="Penn Treebank .mrg (plain or .gz), several trees")
-        constituency.add_argument("--heldout", type=float, default=0.1, help="last part kept for evaluation")
-        constituency.add_argument("--dev-fraction", type=float, default=0.1,
-                                  help="part of the rest (its end) used for model selection")
-        _add_size_options(constituency, training.SuparSize if name == "crf-con" else training.BeneparSize)
-
-    tagger = commands.add_parser("tagger", help="BiLSTM POS tagger (fairseq_syntax.parsing.tagger) on a PTB .mrg file")
-    tagger.add_argument("--ptb", required=True, help="Penn Treebank .mrg (plain or .gz): split as for crf-con")
-    tagger.add_argument("--heldout", type=float, default=0.1, help="last part kept for evaluation")
-    tagger.add_argument("--dev-fraction", type=float, default=0.1, help="part of the rest used for model selection")
-    tagger.add_argument("--extra-conllu", nargs="*", default=[],
-                        help="more training words with their XPOS (e.g. UD EWT train); sentences with a tag the "
-                             "treebank does not use are skipped and counted")
-    _add_size_options(tagger, TaggerSize)
+    for name, help_text, size in (("crf-con", "SuPar CRF constituency parser", training.SuparSize),
+                                  ("benepar", "benepar ChartParser", training.BeneparSize),
+                                  ("tagger", "BiLSTM POS tagger (fairseq_syntax.parsing.tagger)", TaggerSize)):
+        treebank = commands.add_parser(name, help=f"{help_text} on a PTB .mrg file")
+        treebank.add_argument("--ptb", required=True, help="Penn Treebank .mrg (plain or .gz), several trees")
+        treebank.add_argument("--heldout", type=float, default=0.1, help="last part kept for evaluation")
+        treebank.add_argument("--dev-fraction", type=float, default=0.1,
+                              help="part of the rest (its end) used for model selection")
+        _add_size_options(treebank, size)
+    treebank.add_argument("--extra-conllu", nargs="*", default=[],
+                          help="more training words with their XPOS (e.g. UD EWT train); sentences with a tag the "
+                               "treebank does not use are skipped and counted")
 
     for command in commands.choices.values():
         command.add_argument("--output", required=True, help="model file to write")
