@@ -422,23 +422,3 @@ class WordTask:
 
     def max_positions(self):
         return 64
-
-
-def load_old_state_dict(trained, loaded, old: dict, new_name: str) -> None:
-    """Load ``old`` into ``loaded`` as fairseq does: refused without the upgrade (names ``new_name``), equal with it."""
-    import pytest
-    import torch
-
-    with pytest.raises(RuntimeError, match=new_name):
-        torch.nn.Module.load_state_dict(loaded, {name: value.clone() for name, value in old.items()})
-    loaded.load_state_dict(old)  # fairseq's BaseFairseqModel.load_state_dict: upgrade_state_dict, then load
-    for name, value in trained.state_dict().items():
-        assert torch.equal(loaded.state_dict()[name], value), name
-
-
-def assert_upgrade_keeps_a_new_state_dict(model) -> None:
-    """A state dict of the current parameters goes through ``upgrade_state_dict`` untouched (the same tensors)."""
-    state = model.state_dict()
-    upgraded = dict(state)
-    model.upgrade_state_dict(upgraded)
-    assert upgraded.keys() == state.keys() and all(upgraded[k] is state[k] for k in state)

@@ -5,10 +5,8 @@ parameters instead of ``2k`` (each costs the optimizer, clipping and zeroing ope
 
 * :func:`fused_linear`: one ``nn.Linear`` holding the given maps' values, rows stacked in order (``sum C_i x C``
   weight, ``sum C_i`` bias); it draws nothing from the random generator.
-* :class:`LinearPart` / :func:`linear_part`: map ``i`` as views of the fused parameters (``C_i x C``, ``C_i``).
-* :func:`merge_checkpoint_entries`: separate maps of a checkpoint as their concatenation, for
-  ``upgrade_state_dict_named``."""
-from typing import Callable, Dict, NamedTuple, Optional, Sequence
+* :class:`LinearPart` / :func:`linear_part`: map ``i`` as views of the fused parameters (``C_i x C``, ``C_i``)."""
+from typing import NamedTuple, Optional
 
 import torch
 import torch.nn.functional as F
@@ -47,16 +45,6 @@ def linear_part(fused: nn.Linear, index: int, parts: int) -> LinearPart:
     size = fused.out_features // parts
     rows = slice(index * size, (index + 1) * size)
     return LinearPart(fused.weight[rows], None if fused.bias is None else fused.bias[rows])
-
-
-def merge_checkpoint_entries(
-    state_dict: Dict[str, Tensor], old_keys: Sequence[str], new_key: str,
-    combine: Callable[[Sequence[Tensor]], Tensor] = torch.cat,
-) -> None:
-    """When ``state_dict`` holds every one of ``old_keys``, replace them by ``combine`` of their values (rows
-    stacked, in order) under ``new_key``; otherwise leave it as it is."""
-    if all(key in state_dict for key in old_keys):
-        state_dict[new_key] = combine([state_dict.pop(key) for key in old_keys])
 
 
 class FusedPart:

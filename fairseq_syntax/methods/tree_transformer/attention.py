@@ -21,14 +21,14 @@ tokens, and ``C`` is zero wherever padding is involved.
 Shapes: ``query``/``key`` ``B x T x C``; ``token_mask`` ``B x T`` (True at real tokens) or None; links
 ``B x (T-1)`` (entry ``k`` links ``k`` and ``k+1``; 0 at padding); prior ``B x T x T``. The module takes ``x``
 ``T x B x C``."""
-from typing import Dict, NamedTuple, Optional, Tuple
+from typing import NamedTuple, Optional, Tuple
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from fairseq_syntax.core.attention import Structure, StructuredSelfAttention
-from fairseq_syntax.core.fused_linear import FusedPart, merge_checkpoint_entries
+from fairseq_syntax.core.fused_linear import FusedPart
 
 #: Floor under a link probability before its log (the authors add 1e-9)
 MIN_LINK = 1e-9
@@ -130,14 +130,6 @@ class ConstituentAttention(StructuredSelfAttention):
 
     link_query = FusedPart("link_proj", 0, 2)  # the link-query map of eq. 5: the first half of link_proj (views)
     link_key = FusedPart("link_proj", 1, 2)  # the link-key map of eq. 5: the second half
-
-    def upgrade_state_dict_named(self, state_dict: Dict[str, Tensor], name: str) -> None:
-        """Checkpoints with ``link_query.*`` and ``link_key.*`` (two ``C x C`` layers): concatenated, queries first,
-        into ``link_proj.*``."""
-        prefix = name + "." if name else ""
-        for suffix in ("weight", "bias"):
-            merge_checkpoint_entries(state_dict, [f"{prefix}link_query.{suffix}", f"{prefix}link_key.{suffix}"],
-                                     f"{prefix}link_proj.{suffix}")
 
     def links_and_prior(
         self, x: Tensor, key_padding_mask: Optional[Tensor], previous: Optional[Tensor],

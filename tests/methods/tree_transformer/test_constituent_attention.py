@@ -158,6 +158,19 @@ def test_first_layer_without_carry_passes_on_its_own_neighbour_links():
     assert torch.equal(links, a_hat)  # eq. 8 with a^{-1} = 0
 
 
+def test_link_query_and_key_are_the_halves_of_the_merged_projection():
+    attention = ConstituentAttention(8, 2)
+    x = torch.randn(1, 5, 8)
+    projected = attention.link_proj(x)
+    # equal up to float32 rounding: a C x C product may sum in another order than the C x 2C one
+    assert torch.allclose(attention.link_query(x), projected[..., :8], rtol=0, atol=1e-6)
+    assert torch.allclose(attention.link_key(x), projected[..., 8:], rtol=0, atol=1e-6)
+    with torch.no_grad():
+        attention.link_key.weight.data.mul_(2.0)  # views: writing a half writes the merged layer
+    assert torch.allclose(attention.link_proj(x)[..., 8:] - attention.link_proj.bias[8:],
+                          2 * (projected[..., 8:] - attention.link_proj.bias[8:]), atol=1e-6)
+
+
 def test_gradients_stay_finite_when_links_saturate():
     model = _tiny_lm(layers=3).train()
     for module in model.modules():
