@@ -47,23 +47,10 @@ EVAL_BLEU = ("--eval-bleu", "--eval-bleu-args", '{"beam": 1}', "--best-checkpoin
 
 @pytest.fixture(scope="module")
 def baseline(data_dirs, tmp_path_factory):
-    """form -> save directory of fairseq's transformer trained one epoch on it (sequence: with --eval-bleu)."""
-    made = {}
-
-    def save_dir(form):
-        if form not in made:
-            save = tmp_path_factory.mktemp(f"baseline-{form}")
-            train(data_dirs[form], str(save), "transformer_tiny", 1, *(EVAL_BLEU if form == "sequence" else ()))
-            made[form] = save
-        return made[form]
-
-    return save_dir
-
-
-def test_the_baseline_is_fairseqs_transformer_on_the_same_task(data_dirs, baseline):
-    # the linearized form's: test_interactive_parsing.py
-    hypotheses = generate(data_dirs["sequence"], str(baseline("sequence") / "checkpoint_last.pt"))
-    assert sorted(hypotheses) == list(range(21))
+    """Save directory of fairseq's transformer trained one epoch on the sequence form, with --eval-bleu."""
+    save = tmp_path_factory.mktemp("baseline")
+    train(data_dirs["sequence"], str(save), "transformer_tiny", 1, *EVAL_BLEU)
+    return save
 
 
 def test_restore_file_continues_training(data_dirs, mask_checkpoint, tmp_path):
@@ -139,12 +126,12 @@ def test_resuming_after_a_kill_while_saving_falls_back_to_the_whole_checkpoint(d
 
 def test_checkpoints_of_training_with_eval_bleu_load_for_generation(data_dirs, baseline):
     # --eval-bleu puts numpy arrays into the checkpoint; torch's weights-only loader must still accept it
-    save = baseline("sequence")  # trained with EVAL_BLEU
+    # and fairseq's transformer generates on the same task (the linearized form's: test_interactive_parsing.py)
     import fairseq_syntax  # noqa: F401  (installs the allow-list, as --user-dir does)
 
-    state = torch.load(save / "checkpoint_best.pt", map_location="cpu")  # weights_only, torch's default
+    state = torch.load(baseline / "checkpoint_best.pt", map_location="cpu")  # weights_only, torch's default
     assert any(isinstance(v, np.ndarray) for v in _leaves(state["extra_state"]))
-    assert sorted(generate(data_dirs["sequence"], str(save / "checkpoint_best.pt"))) == list(range(21))
+    assert sorted(generate(data_dirs["sequence"], str(baseline / "checkpoint_best.pt"))) == list(range(21))
 
 
 def _leaves(tree):
@@ -156,17 +143,6 @@ def _leaves(tree):
             yield from _leaves(value)
     else:
         yield tree
-
-
-def test_interactive_reads_one_tree_per_line(data_dirs, mask_checkpoint):
-    trees = ("(S (NP (DT the) (NN cat)) (VP (VBZ sees) (NP (DT the) (NN dog))) (. .))\n"
-             "(S (NP (DT the) (NN dog)) (VP (VBZ likes) (NP (DT the) (NN man))) (. .))\n")
-    out = run(["fairseq-interactive", data_dirs["preorder"], "--user-dir", "fairseq_syntax", "--task",
-               "syntax_translation", "--path", mask_checkpoint, "--beam", "2", "--cpu", "-s", "en", "-t", "de",
-               "--source-format", "tree"], input=trees).stdout
-    sources = re.findall(r"^S-\d+\t(.*)$", out, re.M)
-    assert sources[0] == "(S (NP (DT the (NN cat (VP (VBZ sees (NP (DT the (NN dog (. ."
-    assert len(re.findall(r"^H-\d+\t", out, re.M)) == 2
 
 
 GOOD_TREE = "(S (NP (DT the) (NN cat)) (VP (VBZ sees) (NP (DT the) (NN dog))) (. .))"
@@ -183,6 +159,8 @@ def test_interactive_reports_bad_lines_and_translates_the_rest(data_dirs, mask_c
     assert result.returncode == 0, result.stderr[-3000:]
     hypotheses = dict(re.findall(r"^H-(\d+)\t(\S+)\t.*$", result.stdout, re.M))
     assert sorted(map(int, hypotheses)) == list(range(7))  # one hypothesis per input line, in order
+    assert re.findall(r"^S-0\t(.*)$", result.stdout, re.M) == [
+        "(S (NP (DT the (NN cat (VP (VBZ sees (NP (DT the (NN dog (. ."]  # a tree read as one line, in preorder
     assert [id_ for id_, score in hypotheses.items() if score == "-inf"] == ["2", "4", "5"]
     translated = re.findall(r"^H-0\t\S+\t(.*)$", result.stdout, re.M)[0]
     assert translated and re.findall(r"^H-6\t\S+\t(.*)$", result.stdout, re.M)[0] == translated
