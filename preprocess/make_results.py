@@ -94,23 +94,18 @@ def throughput_table(record: dict) -> Table:
 
 def scaling_rows(record: dict) -> list[dict]:
     """Per step and size: wall and CPU seconds and peak memory per line, and the time per line against the smallest
-    size's (CPU time, user + system with workers; wall time where a record has no CPU times)."""
+    size's (CPU time, user + system with workers)."""
     sizes = sorted(record["sizes"], key=lambda size: size["lines"])
     rows = []
-
-    def cost(size: dict, step: str) -> float:
-        measured = size["steps"][step]
-        return measured.get("cpu_seconds", measured["seconds"])
-
     for step in sizes[0]["steps"]:
-        first = sizes[0]
-        first_cost, first_wall = cost(first, step) / first["lines"], first["steps"][step]["seconds"] / first["lines"]
+        first = sizes[0]["steps"][step]
+        first_cost, first_wall = first["cpu_seconds"] / sizes[0]["lines"], first["seconds"] / sizes[0]["lines"]
         for size in sizes:
             measured = size["steps"][step]
-            per_line, wall_per_line = cost(size, step) / size["lines"], measured["seconds"] / size["lines"]
+            per_line, wall_per_line = measured["cpu_seconds"] / size["lines"], measured["seconds"] / size["lines"]
             ratio = per_line / first_cost if first_cost > 0 else None
             rows.append({"step": step, "lines": size["lines"], "seconds": measured["seconds"],
-                         "cpu_seconds": cost(size, step), "cpu_ms_per_line": 1000 * per_line,
+                         "cpu_seconds": measured["cpu_seconds"], "cpu_ms_per_line": 1000 * per_line,
                          "per_line_vs_smallest": ratio,
                          "wall_per_line_vs_smallest": wall_per_line / first_wall if first_wall > 0 else None,
                          "peak_mb": measured["peak_mb"], "peak_kb_per_line": measured["peak_mb"] * 1024 / size["lines"],

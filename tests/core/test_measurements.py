@@ -111,15 +111,6 @@ def test_scaling_memory_growth_per_line_and_at_wmt14_size(make_results):
     assert [(row["lines"], row["LDD side data, bytes per word"]) for row in side] == [(1000, 32.0), (2000, 31.0)]
 
 
-def test_a_scaling_record_without_cpu_times_uses_the_wall_times(make_results):
-    record = json.loads(json.dumps(SCALING))
-    for size in record["sizes"]:
-        for step in size["steps"].values():
-            del step["cpu_seconds"]
-    rows = {(row["step"], row["lines"]): row for row in make_results["scaling_rows"](record)}
-    assert rows["slower", 2000]["per_line_vs_smallest"] == pytest.approx(1.0)  # 15 s / 1000, 30 s / 2000
-
-
 # --- the scripts
 @pytest.fixture(scope="module")
 def measure_scaling():
