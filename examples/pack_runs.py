@@ -174,7 +174,7 @@ def _take(folder: Path, wanted: Callable[[str], bool]) -> list[Path]:
 def pack(runs_dir, name: str | None = None) -> list[Path]:
     """Move the kept outputs and record of every finished run ``NAME.*`` of ``runs_dir`` (every finished run, without
     ``name``) into its archive and list it in ``SHA256SUMS``; returns the files removed. A record without kept
-    outputs (``NAME.seeds.run.json``) stays. Named, an unfinished run is an error; unnamed, its files stay."""
+    outputs (``NAME.seeds.run.json``) stays."""
     folder = Path(runs_dir)
     with _folder_lock(folder):
         archive = folder / ARCHIVE_NAME
