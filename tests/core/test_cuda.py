@@ -108,21 +108,9 @@ def test_the_comparison_runs_with_the_cpu_on_both_sides(request, kind):
 
 
 @needs_cuda
-@pytest.mark.parametrize("system, extra", list(method_cases("translation")))
-def test_translation_models_agree_on_cuda(request, system, extra):
-    assert_same_on("cuda", *translation_case(request, system, extra))
-
-
-@needs_cuda
-@pytest.mark.parametrize("system, extra", list(method_cases("classification")))
-def test_tree_classifiers_agree_on_cuda(request, system, extra):
-    assert_same_on("cuda", *classification_case(request, system, extra), translation=False)
-
-
-@needs_cuda
-@pytest.mark.parametrize("system, extra", list(method_cases("masked_lm")))
-def test_masked_language_models_agree_on_cuda(request, system, extra):
-    assert_same_on("cuda", *masked_lm_case(request, system, extra), translation=False)
+@pytest.mark.parametrize("kind, system, extra", ALL_CASES)
+def test_every_model_agrees_on_cuda(request, kind, system, extra):
+    assert_same_on("cuda", *CASES[kind](request, system, extra), translation=kind == "translation")
 
 
 @needs_cuda
