@@ -280,17 +280,23 @@ def argv_file(path: Path, *words: str) -> str:
     return str(path)
 
 
+def record_options(tmp_path: Path, record_path: Path, system: str, *train_command: str, walls=(61,)) -> list[str]:
+    """fairseq-syntax-score's options of ``system``'s run record: a train log per wall time (4 epochs, 120 updates
+    each) and the training command's words."""
+    logs = [tmp_path / f"train{index}.log" for index in range(1, len(walls) + 1)]
+    for log, wall in zip(logs, walls):
+        log.write_text(f"2024-05-01 10:00:03 | INFO | train | epoch 004 | loss 4.4 | num_updates 120 | wall {wall}\n")
+    return ["--record", str(record_path), "--dataset", "multi30k", "--system", system, "--arch", "a", "--train-log",
+            ",".join(map(str, logs)), "--train-command", argv_file(tmp_path / "train.json", *train_command)]
+
+
 def test_score_command_writes_a_run_record(tmp_path, files):
     ref, hyp = files
-    log = tmp_path / "train.log"
-    log.write_text("2024-05-01 10:00:03 | INFO | train | epoch 004 | loss 4.396 | num_updates 120 | lr 0.001 "
-                   "| train_wall 50 | wall 61\n")
     baseline = write_lines(tmp_path / "base.txt", ["A man."] * 6)
     record_path = tmp_path / "runs" / "masks.run.json"
-    score_cli.main([str(hyp), str(ref), str(baseline), "--bootstrap", "50", "--record", str(record_path),
-                    "--dataset", "multi30k", "--system", "masks", "--arch", "transformer_syntax_mask",
-                    "--train-log", str(log), "--train-command", argv_file(tmp_path / "train.json", "fairseq-train",
-                                                                          "data", "--adam-betas", "(0.9, 0.98)"),
+    score_cli.main([str(hyp), str(ref), str(baseline), "--bootstrap", "50",
+                    *record_options(tmp_path, record_path, "masks", "fairseq-train", "data", "--adam-betas",
+                                    "(0.9, 0.98)"),
                     "--decode-command", argv_file(tmp_path / "decode.json", "fairseq-generate", "data"),
                     "--baseline-name", "base", "--by-length", "7,11"])
     record = load_record(record_path)
@@ -312,8 +318,8 @@ def test_score_command_writes_a_run_record(tmp_path, files):
     before = record_path.read_text()
     (tmp_path / "text.json").write_text('"fairseq-train data"')
     with pytest.raises(RecordError, match=r"text.json: a command is a JSON list of its words"):
-        score_cli.main([str(hyp), str(ref), "--record", str(record_path), "--dataset", "multi30k", "--system",
-                        "masks", "--arch", "a", "--train-log", str(log), "--train-command", str(tmp_path / "text.json")])
+        score_cli.main([str(hyp), str(ref), *record_options(tmp_path, record_path, "masks")[:-1],  # its command:
+                        str(tmp_path / "text.json")])
     assert record_path.read_text() == before
 
 
@@ -322,32 +328,23 @@ def test_a_record_takes_the_output_folder_from_the_environment_and_the_checkout_
     from conftest import REPO
 
     ref, hyp = files
-    log = tmp_path / "train.log"
-    log.write_text("2024-05-01 10:00:03 | INFO | train | epoch 004 | loss 4.4 | num_updates 120 | wall 61\n")
     monkeypatch.setenv("OUT_DIR", str(tmp_path))  # as the recipes export it
     record_path = tmp_path / "masks.run.json"
-    score_cli.main([str(hyp), str(ref), "--record", str(record_path), "--dataset", "d", "--system", "masks",
-                    "--arch", "a", "--train-log", str(log),
-                    "--train-command", argv_file(tmp_path / "train.json", "fairseq-train", f"{tmp_path}/data-bin",
-                                                 "--user-dir", f"{REPO}/fairseq_syntax")])
+    train = ["fairseq-train", f"{tmp_path}/data-bin", "--user-dir", f"{REPO}/fairseq_syntax"]
+    score_cli.main([str(hyp), str(ref), *record_options(tmp_path, record_path, "masks", *train)])
     record = load_record(record_path)
     assert record["command"] == "fairseq-train OUT_DIR/data-bin --user-dir fairseq_syntax"
     assert record["command_argv"] == ["fairseq-train", "OUT_DIR/data-bin", "--user-dir", "fairseq_syntax"]
-    assert record["train_log"] == "OUT_DIR/train.log"
+    assert record["train_log"] == "OUT_DIR/train1.log"
     assert record["score_command"] == "fairseq-syntax-score OUT_DIR/hyp.txt OUT_DIR/ref.txt"
 
 
 def test_a_rescore_keeps_the_device_and_parsers_the_training_recorded(tmp_path, files):
     ref, hyp = files
-    log = tmp_path / "train.log"
-    log.write_text("2024-05-01 10:00:03 | INFO | train | epoch 004 | loss 4.396 | num_updates 120 | lr 0.001 "
-                   "| train_wall 50 | wall 61\n")
     parsers = tmp_path / "parsers.json"
     parsers.write_text('{"dependency": {"model": "biaffine.pt", "sha256": "0123456789abcdef"}}\n')
     record_path = tmp_path / "ldd.run.json"
-    common = [str(hyp), str(ref), "--bootstrap", "10", "--record", str(record_path), "--dataset", "multi30k",
-              "--system", "ldd", "--arch", "transformer_ldd", "--train-log", str(log),
-              "--train-command", argv_file(tmp_path / "train.json", "train")]
+    common = [str(hyp), str(ref), "--bootstrap", "10", *record_options(tmp_path, record_path, "ldd", "train")]
     score_cli.main(common + ["--device", "NVIDIA H100", "--parsers", str(parsers)])
     recorded = {"device": "NVIDIA H100", "parsers": {"dependency": {"model": "biaffine.pt",
                                                                     "sha256": "0123456789abcdef"}}}
@@ -551,13 +548,9 @@ def test_a_systems_first_seed_is_tested_over_seeds_against_a_baseline_of_several
     bases = [write_lines(tmp_path / f"base{k}.txt", [text] * 6) for k, text in
              enumerate(("A man.", "A dog.", "A boy."), start=1)]
     record_path = tmp_path / "mask_random.seeds.run.json"
-    log = tmp_path / "train1.log"
-    log.write_text("2024-05-01 10:00:03 | INFO | train | epoch 004 | loss 4.4 | num_updates 120 | wall 60\n")
-    score_cli.main([str(hyp), str(ref), ",".join(map(str, bases)), "--bootstrap", "50", "--record",
-                    str(record_path), "--dataset", "d", "--system", "mask_random", "--arch", "a", "--train-log",
-                    str(log), "--train-command", argv_file(tmp_path / "train.json", "fairseq-train", "data"),
-                    "--baseline-name", "mask",
-                    "--run-seeds", "1"])
+    score_cli.main([str(hyp), str(ref), ",".join(map(str, bases)), "--bootstrap", "50",
+                    *record_options(tmp_path, record_path, "mask_random", "fairseq-train", "data"),
+                    "--baseline-name", "mask", "--run-seeds", "1"])
     record = load_record(record_path)
     assert record["seeds"] == 1 and record["seed_list"] == [1]
     versus = record["significance"]["mask"]
@@ -591,16 +584,10 @@ def test_score_command_over_seeds_records_mean_sd_and_seed_aware_p_values(tmp_pa
     base_1 = write_lines(tmp_path / "base1.txt", ["A man."] * 6)
     base_2 = write_lines(tmp_path / "base2.txt", ["A dog."] * 6)
     base_3 = write_lines(tmp_path / "base3.txt", ["A boy."] * 6)
-    logs = []
-    for seed, wall in ((1, 60), (2, 80)):
-        logs.append(tmp_path / f"train{seed}.log")
-        logs[-1].write_text("2024-05-01 10:00:03 | INFO | train | epoch 004 | loss 4.4 | num_updates 120 | "
-                            f"wall {wall}\n")
     record_path = tmp_path / "mask.seeds.run.json"
-    score_cli.main([f"{hyp},{hyp_2}", str(ref), f"{base_1},{base_2},{base_3}", "--bootstrap", "50", "--record",
-                    str(record_path), "--dataset", "multi30k", "--system", "mask", "--arch", "a",
-                    "--train-log", f"{logs[0]},{logs[1]}",
-                    "--train-command", argv_file(tmp_path / "train.json", "fairseq-train", "data", "--seed", "1"),
+    score_cli.main([f"{hyp},{hyp_2}", str(ref), f"{base_1},{base_2},{base_3}", "--bootstrap", "50",
+                    *record_options(tmp_path, record_path, "mask", "fairseq-train", "data", "--seed", "1",
+                                    walls=(60, 80)),
                     "--baseline-name", "sequence", "--device", "cpu", "--run-seeds", "1,2"])
     record = load_record(record_path)
     expected = seed_scores([HYPOTHESES, SEED_2], REFERENCES)
