@@ -232,28 +232,13 @@ def corpus_scores(hyps: Sequence[str], refs: Sequence[str], tokenize: str = "13a
     chrF and TER use sacrebleu's defaults. Returns the scores plus "tokenize", "n_sentences" and the sacrebleu
     "signatures"."""
     check_same_length(hyps, refs)
-    bleu = BLEU(tokenize=tokenize)
-    bleu_1 = BLEU(tokenize=tokenize, max_ngram_order=1)
-    chrf = CHRF()
-    ter = TER()
-    references = [list(refs)]
-    scores = {
-        "BLEU": bleu.corpus_score(hyps, references).score,
-        "BLEU-1": bleu_1.corpus_score(hyps, references).score,
-        "chrF": chrf.corpus_score(hyps, references).score,
-        "TER": ter.corpus_score(hyps, references).score,
-        "RIBES": ribes(hyps, refs, tokenize),
-        "tokenize": tokenize,
-        "n_sentences": len(hyps),
-    }
-    # sacrebleu's signature has no field for the n-gram order, so BLEU-1's says it here.
-    scores["signatures"] = {
-        "BLEU": str(bleu.get_signature()),
-        "BLEU-1": f"{bleu_1.get_signature()}|max_ngram_order:1",
-        "chrF": str(chrf.get_signature()),
-        "TER": str(ter.get_signature()),
-    }
-    return scores
+    metrics = {"BLEU": BLEU(tokenize=tokenize), "BLEU-1": BLEU(tokenize=tokenize, max_ngram_order=1), "chrF": CHRF(),
+               "TER": TER()}
+    scores = {name: metric.corpus_score(hyps, [list(refs)]).score for name, metric in metrics.items()}
+    signatures = {name: str(metric.get_signature()) for name, metric in metrics.items()}
+    signatures["BLEU-1"] += "|max_ngram_order:1"  # sacrebleu's signature has no field for the n-gram order
+    return {**scores, "RIBES": ribes(hyps, refs, tokenize), "tokenize": tokenize, "n_sentences": len(hyps),
+            "signatures": signatures}
 
 
 @contextlib.contextmanager
@@ -286,8 +271,9 @@ def seed_scores(hyps_by_seed: Sequence[Sequence[str]], refs: Sequence[str], toke
 #: the seed-aware bootstrap's default rounds: p moves by about +-0.003 at 0.05 between draws (mc_standard_error)
 SEED_BOOTSTRAP_ROUNDS = 10_000
 SEED_BOOTSTRAP_TEST = ("paired bootstrap over test sentences and training seeds (each round: the same resampled "
-                       "sentences for both systems, each system's seeds resampled with replacement and their deviations "
-                       "from the round's seed mean scaled by sqrt(k/(k-1)), mean-over-seeds corpus scores compared)")
+                       "sentences for both systems, each system's seeds resampled with replacement and their "
+                       "deviations from the round's seed mean scaled by sqrt(k/(k-1)), mean-over-seeds corpus scores "
+                       "compared)")
 #: rounds are drawn and scored this many at a time (a block of sentence counts is rounds x sentences floats)
 ROUND_BLOCK = 1000
 
@@ -503,12 +489,9 @@ def paired_bootstrap(hyps_a: Sequence[str], hyps_b: Sequence[str], refs: Sequenc
     identical_outputs = list(hyps_a) == list(hyps_b)
     for name, column in zip(metrics, result_columns):
         baseline, system = results[column]
-        p_value = float(system.p_value)
-        if identical_outputs:
-            # identical outputs: sacrebleu would report its minimum p, 1/(n+1)
-            p_value = 1.0
         report[name] = {
-            "p_value": p_value,
+            # identical outputs: sacrebleu would report its minimum p, 1/(n+1)
+            "p_value": 1.0 if identical_outputs else float(system.p_value),
             "a": float(baseline.score), "a_mean": float(baseline.mean), "a_ci": float(baseline.ci),
             "b": float(system.score), "b_mean": float(system.mean), "b_ci": float(system.ci),
         }
@@ -533,20 +516,15 @@ def bleu_by_length(hyps: Sequence[str], refs: Sequence[str], edges: Sequence[int
     empty)."""
     check_same_length(hyps, refs)
     check_length_edges(edges)
-    bounds = [0, *edges]
-    intervals = [(bounds[i], bounds[i + 1]) for i in range(len(edges))] + [(edges[-1], None)]
+    intervals = list(zip([0, *edges], [*edges, None]))
     members = {interval: [] for interval in intervals}
     for index, ref in enumerate(refs):
         length = len(ref.split())
-        interval = next(iv for iv in intervals if iv[1] is None or length <= iv[1])
-        members[interval].append(index)
+        members[next(iv for iv in intervals if iv[1] is None or length <= iv[1])].append(index)
     rows = []
-    for low, high in intervals:
-        chosen = members[(low, high)]
-        score = None
-        if chosen:
-            score = BLEU(tokenize=tokenize).corpus_score([hyps[i] for i in chosen],
-                                                         [[refs[i] for i in chosen]]).score
-        rows.append({"bucket": _length_bucket_name(low, high), "low": low, "high": high,
-                     "n_sentences": len(chosen), "BLEU": score})
+    for (low, high), chosen in members.items():
+        hyps_in, refs_in = [hyps[i] for i in chosen], [refs[i] for i in chosen]
+        score = BLEU(tokenize=tokenize).corpus_score(hyps_in, [refs_in]).score if chosen else None
+        rows.append({"bucket": _length_bucket_name(low, high), "low": low, "high": high, "n_sentences": len(chosen),
+                     "BLEU": score})
     return rows
