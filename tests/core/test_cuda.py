@@ -60,27 +60,28 @@ def method_cases(task):
                 yield pytest.param(main, variant, id=f"{main.name}{''.join(variant)}")
 
 
-def translation_case(request, system, extra):
-    return build_on_cpu([request.getfixturevalue("translation_data")(system), *TRANSLATION, "--arch",
-                         system.tiny_arch, *extra])
-
-
-def classification_case(request, system, extra):
-    return build_on_cpu([request.getfixturevalue("sst_dir"), "--task", "tree_classification", "--arch",
-                         system.tiny_arch, "--criterion", "tree_cross_entropy", "--input-form", system.form,
-                         "--preterminals", system.preterminals, *extra])
+def case_argv(request, kind, system, extra):
+    """The data, task and model options of ``system``'s case (``kind``: its task): build_on_cpu's and fairseq-train's."""
+    if kind == "translation":
+        return [request.getfixturevalue("translation_data")(system), *TRANSLATION, "--arch", system.tiny_arch, *extra]
+    user_dir = ["--user-dir", os.path.join(REPO, "fairseq_syntax")]
+    if kind == "classification":
+        return [request.getfixturevalue("sst_dir"), *user_dir, "--task", "tree_classification", "--arch",
+                system.tiny_arch, "--criterion", "tree_cross_entropy", "--input-form", system.form, "--preterminals",
+                system.preterminals, *extra]
+    return [request.getfixturevalue("masked_lm_dir"), *user_dir, "--task", "sentence_masked_lm", "--criterion",
+            "masked_lm", "--arch", system.tiny_arch, "--tokens-per-sample", "32", *extra]
 
 
 def masked_lm_case(request, system, extra):
-    task, model, criterion, sample, args = build_on_cpu([
-        request.getfixturevalue("masked_lm_dir"), "--user-dir", os.path.join(REPO, "fairseq_syntax"), "--task",
-        "sentence_masked_lm", "--criterion", "masked_lm", "--arch", system.tiny_arch, "--tokens-per-sample", "32",
-        *extra])
+    task, model, criterion, sample, args = build_on_cpu(case_argv(request, "masked_lm", system, extra))
     assert sample["net_input"]["src_tokens"].eq(task.mask_idx).any()
     return task, model, criterion, sample, args
 
 
-CASES = {"translation": translation_case, "classification": classification_case, "masked_lm": masked_lm_case}
+CASES = {kind: lambda request, system, extra, kind=kind: build_on_cpu(case_argv(request, kind, system, extra))
+         for kind in ("translation", "classification")}
+CASES["masked_lm"] = masked_lm_case
 #: every case of every task: (kind, system, extra model options)
 ALL_CASES = [pytest.param(kind, *param.values, id=f"{kind}-{param.id}")
              for kind in CASES for param in method_cases(kind)]
@@ -158,25 +159,11 @@ def mixed_precision_commands(request, flag, save_root):
     common = ["--optimizer", "adam", "--lr", "0.002", "--max-update", str(MIXED_PRECISION_UPDATES), "--seed", "1",
               "--no-save", "--disable-validation", "--log-format", "simple", "--log-interval", "10",
               "--num-workers", "0", flag]
-    commands = {}
-    for method in METHODS:
-        for system in method.systems:
-            if system.task == "translation":
-                data = request.getfixturevalue("translation_data")(system)
-                commands[system.name] = ["fairseq-train", data, *TRANSLATION, "--arch", system.tiny_arch,
-                                         "--max-tokens", "300", *system.model_args, *common]
-            elif system.task == "classification":
-                commands[system.name] = ["fairseq-train", request.getfixturevalue("sst_dir"), "--user-dir",
-                                         os.path.join(REPO, "fairseq_syntax"), "--task", "tree_classification",
-                                         "--arch", system.tiny_arch, "--criterion", "tree_cross_entropy",
-                                         "--input-form", system.form, "--preterminals", system.preterminals,
-                                         "--batch-size", "4", *system.model_args, *common]
-            else:
-                commands[system.name] = ["fairseq-train", request.getfixturevalue("masked_lm_dir"), "--user-dir",
-                                         os.path.join(REPO, "fairseq_syntax"), "--task", "sentence_masked_lm",
-                                         "--criterion", "masked_lm", "--arch", system.tiny_arch,
-                                         "--tokens-per-sample", "32", "--max-tokens", "300", *system.model_args,
-                                         *common]
+    batches = {"translation": ["--max-tokens", "300"], "classification": ["--batch-size", "4"],
+               "masked_lm": ["--max-tokens", "300"]}
+    commands = {system.name: ["fairseq-train", *case_argv(request, system.task, system, system.model_args),
+                              *batches[system.task], *common]
+                for method in METHODS for system in method.systems}
     for name, command in commands.items():
         command += ["--save-dir", str(save_root / name)]
     return commands
