@@ -61,7 +61,7 @@ def method_cases(task):
 
 
 def case_argv(request, kind, system, extra):
-    """The data, task and model options of ``system``'s case (``kind``: its task): build_on_cpu's and fairseq-train's."""
+    """The data, task and model options of ``system``'s case (``kind``: its task), for CPU builds and fairseq-train."""
     if kind == "translation":
         return [request.getfixturevalue("translation_data")(system), *TRANSLATION, "--arch", system.tiny_arch, *extra]
     user_dir = ["--user-dir", os.path.join(REPO, "fairseq_syntax")]
