@@ -210,14 +210,17 @@ def write_arcs(prefix):
             out.write(json.dumps(arcs_record(words)) + "\n")
 
 
-def make_ldd_data(raw_corpus, dest):
-    """The sequence form of the tiny corpus plus LDD side data from :func:`arcs_record` parses; the reports."""
+@pytest.fixture(scope="session")
+def ldd_data(raw_corpus, tmp_path_factory):
+    """(data directory, reports): the sequence form of the tiny corpus plus LDD side data from :func:`arcs_record`
+    parses."""
+    dest = str(tmp_path_factory.mktemp("ldd"))
     for split in ("train", "valid", "test"):
         write_arcs(os.path.join(raw_corpus, split))
     preprocess_in_process(raw_corpus, dest, "sequence")
     from fairseq_syntax.methods.ldd import preprocess as preprocess_dependencies
 
-    return preprocess_dependencies.main(
+    return dest, preprocess_dependencies.main(
         ["--destdir", dest, "-s", "en", "-t", "de", "--labels", "stanford", "--trainpref", f"{raw_corpus}/train",
          "--validpref", f"{raw_corpus}/valid", "--testpref", f"{raw_corpus}/test"])
 
@@ -278,7 +281,7 @@ def loss_and_gradients(model, criterion, sample):
 
 
 @pytest.fixture(scope="session")
-def translation_data(data_dirs, raw_corpus, tmp_path_factory):
+def translation_data(data_dirs, raw_corpus, tmp_path_factory, request):
     """(data directory name, side inputs) -> directory of the tiny corpus."""
     made = {}
 
@@ -287,7 +290,7 @@ def translation_data(data_dirs, raw_corpus, tmp_path_factory):
         if key not in made:
             dest = str(tmp_path_factory.mktemp(system.data))
             if key[1]:
-                make_ldd_data(raw_corpus, dest)
+                dest = request.getfixturevalue("ldd_data")[0]
             elif system.data in data_dirs:
                 dest = data_dirs[system.data]
             else:

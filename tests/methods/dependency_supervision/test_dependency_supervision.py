@@ -5,7 +5,7 @@ import re
 
 import pytest
 import torch
-from conftest import TINY, TRANSLATION, build_on_cpu, make_ldd_data, one_word_batch, run
+from conftest import TINY, TRANSLATION, build_on_cpu, one_word_batch, run
 
 from fairseq_syntax.methods.dependency_supervision.attention import (
     DependencyBasedSelfAttention,
@@ -58,11 +58,9 @@ def test_dependency_loss_sums_minus_log_attention_at_the_parent():
     assert summed.item() == pytest.approx(-math.log(0.2) - math.log(0.4)) and (tokens.item(), correct.item()) == (2, 0)
 
 
-@pytest.fixture(scope="module")
-def ldd_dir(raw_corpus, tmp_path_factory):
-    data = str(tmp_path_factory.mktemp("dbsa_data"))
-    make_ldd_data(raw_corpus, data)
-    return data
+@pytest.fixture
+def ldd_dir(ldd_data):
+    return ldd_data[0]  # conftest's sequence data directory with src_ldd
 
 
 def test_criterion_adds_the_weighted_per_token_dependency_loss(ldd_dir):

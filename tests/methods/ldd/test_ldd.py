@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 import torch
-from conftest import arcs_record, make_ldd_data
+from conftest import arcs_record
 from fairseq.data import Dictionary
 from fairseq.data.indexed_dataset import MMapIndexedDataset, MMapIndexedDatasetBuilder
 from fairseq.models.transformer import TransformerConfig
@@ -307,13 +307,7 @@ def test_missing_side_input_is_explained():
         encoder(tokens)
 
 
-# --- preprocessing command and end to end
-@pytest.fixture(scope="module")
-def ldd_data(raw_corpus, tmp_path_factory):
-    dest = str(tmp_path_factory.mktemp("ldd"))
-    return dest, make_ldd_data(raw_corpus, dest)
-
-
+# --- the preprocessing command (conftest's ldd_data)
 def test_preprocessing_reports_mass_outside_groups_and_retained(ldd_data):
     dest, reports = ldd_data
     log = reports["train"].lines("train")

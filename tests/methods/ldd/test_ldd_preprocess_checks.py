@@ -31,21 +31,18 @@ def ldd_directory(raw, dest):
     add_dependencies(raw, dest)
 
 
-@pytest.mark.parametrize("floor, problem", [
-    ("nan", "is not a number: give a probability in (0, 1) (default 0.001)"),
-    ("1", "is not below 1: a distribution's probabilities reach it only where one takes all the mass, so nothing "
-          "of the parser's uncertainty would be kept: give a probability in (0, 1) (default 0.001)"),
-    ("1.5", "is not below 1: a distribution's probabilities reach it only where one takes all the mass, so nothing "
-            "of the parser's uncertainty would be kept: give a probability in (0, 1) (default 0.001)"),
-    ("0", "is below one quantisation step (1/65535)"),
-    ("-inf", "is below one quantisation step (1/65535)"),
-])
-def test_a_floor_that_is_not_a_probability_below_one_is_refused_before_anything_is_written(
-        small_corpus, tmp_path, floor, problem):
+NOT_BELOW_1 = ("is not below 1: a distribution's probabilities reach it only where one takes all the mass, so nothing "
+               "of the parser's uncertainty would be kept: give a probability in (0, 1) (default 0.001)")
+BELOW_A_STEP = "is below one quantisation step (1/65535)"
+
+
+def test_a_floor_that_is_not_a_probability_below_one_is_refused_before_anything_is_written(small_corpus, tmp_path):
     run_preprocess(small_corpus, tmp_path, "sequence", splits=("train",))
     meta = (tmp_path / "syntax.json").read_text()
-    assert dependencies_error(small_corpus, tmp_path, f"--floor={floor}") == f"error: --floor {floor} {problem}"
-    assert (tmp_path / "syntax.json").read_text() == meta and not list(tmp_path.glob("*.ldd.*"))
+    for floor, problem in (("nan", "is not a number: give a probability in (0, 1) (default 0.001)"),
+                           ("1", NOT_BELOW_1), ("1.5", NOT_BELOW_1), ("0", BELOW_A_STEP), ("-inf", BELOW_A_STEP)):
+        assert dependencies_error(small_corpus, tmp_path, f"--floor={floor}") == f"error: --floor {floor} {problem}"
+        assert (tmp_path / "syntax.json").read_text() == meta and not list(tmp_path.glob("*.ldd.*"))
 
 
 def test_side_data_that_keeps_no_probability_mass_is_refused(small_corpus, tmp_path):
