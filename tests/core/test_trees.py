@@ -23,6 +23,7 @@ from fairseq_syntax.core.trees import (
 )
 
 FATHER = "(S (NP (PRP He)) (VP (VBZ is) (NP (PRP$ my) (NN father))) (. .))"
+FATHER_BPE = "(S (NP (PRP He)) (VP (VBZ is) (NP (PRP$ my) (NN fa@@ ther))) (. .))"
 # shared/ lies beside the repository (as in CI)
 PTB_SAMPLE = Path(__file__).resolve().parents[3] / "shared" / "data" / "ptb-sample" / "wsj_0001-0159.mrg.gz"
 
@@ -291,7 +292,7 @@ def test_clean_ptb_labels_and_nested_empties():
 
 
 def test_apply_bpe(father, father_bpe):
-    assert to_bracketed(father_bpe) == "(S (NP (PRP He)) (VP (VBZ is) (NP (PRP$ my) (NN fa@@ ther))) (. .))"
+    assert to_bracketed(father_bpe) == FATHER_BPE
     assert father_bpe.children[1].children[1].children[1].is_preterminal
     assert to_bracketed(father) == FATHER  # input unchanged
     # A word whose parent also has interior children: the pieces become leaves of that parent.
@@ -302,55 +303,29 @@ def test_apply_bpe(father, father_bpe):
 
 
 # --- preorder
-def test_preorder_keep(father):
-    tokens, parents = preorder(father)
-    assert tokens == ["(S", "(NP", "(PRP", "He", "(VP", "(VBZ", "is", "(NP", "(PRP$", "my", "(NN", "father", "(.", "."]
-    assert parents.tolist() == [-1, 0, 1, 2, 0, 4, 5, 4, 7, 8, 7, 10, 0, 12]
-    assert parents.dtype == np.int16
-
-
-@pytest.mark.parametrize("mode", ["split", "drop"])
-def test_preorder_without_preterminals(father, mode):
-    # No word is split, so "split" drops every POS node, like "drop".
-    tokens, parents = preorder(father, mode)
-    assert tokens == ["(S", "(NP", "He", "(VP", "is", "(NP", "my", "father", "."]
-    assert parents.tolist() == [-1, 0, 1, 0, 3, 3, 5, 5, 0]
-
-
-def test_preorder_bpe(father_bpe):
-    tokens, parents = preorder(father_bpe, "keep")
-    assert tokens == [
-        "(S", "(NP", "(PRP", "He", "(VP", "(VBZ", "is", "(NP", "(PRP$", "my", "(NN", "fa@@", "ther", "(.", ".",
-    ]  # fmt: skip
-    assert parents.tolist() == [-1, 0, 1, 2, 0, 4, 5, 4, 7, 8, 7, 10, 10, 0, 13]
-    tokens, parents = preorder(father_bpe, "split")
-    assert tokens == ["(S", "(NP", "He", "(VP", "is", "(NP", "my", "(NN", "fa@@", "ther", "."]
-    assert parents.tolist() == [-1, 0, 1, 0, 3, 3, 5, 5, 7, 7, 0]
-    tokens, parents = preorder(father_bpe, "drop")
-    assert tokens == ["(S", "(NP", "He", "(VP", "is", "(NP", "my", "fa@@", "ther", "."]
-    assert parents.tolist() == [-1, 0, 1, 0, 3, 3, 5, 5, 5, 0]
-
-
-def test_preorder_unary_chain():
-    tree = parse_tree("(S (VP (VB Go)))")
-    tokens, parents = preorder(tree)
-    assert (tokens, parents.tolist()) == (["(S", "(VP", "(VB", "Go"], [-1, 0, 1, 2])
-    tokens, parents = preorder(tree, "drop")
-    assert (tokens, parents.tolist()) == (["(S", "(VP", "Go"], [-1, 0, 1])
-
-
-def test_preorder_one_word_sentence():
-    tree = parse_tree("(UH Hello)")
-    assert [(t, p.tolist()) for t, p in [preorder(tree, mode) for mode in ("keep", "split", "drop")]] == [
-        (["(UH", "Hello"], [-1, 0]),
-        (["Hello"], [-1]),
-        (["Hello"], [-1]),
-    ]
-    # A split one-word sentence keeps its POS node as the one root, whatever the mode.
-    split = parse_tree("(UH Hel@@ lo)")
-    for mode in ("keep", "split", "drop"):
-        tokens, parents = preorder(split, mode)
-        assert (tokens, parents.tolist()) == (["(UH", "Hel@@", "lo"], [-1, 0, 0])
+@pytest.mark.parametrize("text, mode, tokens, parents", [
+    (FATHER, "keep", "(S (NP (PRP He (VP (VBZ is (NP (PRP$ my (NN father (. .",
+     [-1, 0, 1, 2, 0, 4, 5, 4, 7, 8, 7, 10, 0, 12]),
+    # no word is split, so "split" drops every POS node, like "drop"
+    (FATHER, "split", "(S (NP He (VP is (NP my father .", [-1, 0, 1, 0, 3, 3, 5, 5, 0]),
+    (FATHER, "drop", "(S (NP He (VP is (NP my father .", [-1, 0, 1, 0, 3, 3, 5, 5, 0]),
+    (FATHER_BPE, "keep", "(S (NP (PRP He (VP (VBZ is (NP (PRP$ my (NN fa@@ ther (. .",
+     [-1, 0, 1, 2, 0, 4, 5, 4, 7, 8, 7, 10, 10, 0, 13]),
+    (FATHER_BPE, "split", "(S (NP He (VP is (NP my (NN fa@@ ther .", [-1, 0, 1, 0, 3, 3, 5, 5, 7, 7, 0]),
+    (FATHER_BPE, "drop", "(S (NP He (VP is (NP my fa@@ ther .", [-1, 0, 1, 0, 3, 3, 5, 5, 5, 0]),
+    ("(S (VP (VB Go)))", "auto", "(S (VP (VB Go", [-1, 0, 1, 2]),
+    ("(S (VP (VB Go)))", "drop", "(S (VP Go", [-1, 0, 1]),
+    ("(UH Hello)", "keep", "(UH Hello", [-1, 0]),
+    ("(UH Hello)", "split", "Hello", [-1]),
+    ("(UH Hello)", "drop", "Hello", [-1]),
+    # a split one-word sentence keeps its POS node as the one root, whatever the mode
+    ("(UH Hel@@ lo)", "keep", "(UH Hel@@ lo", [-1, 0, 0]),
+    ("(UH Hel@@ lo)", "split", "(UH Hel@@ lo", [-1, 0, 0]),
+    ("(UH Hel@@ lo)", "drop", "(UH Hel@@ lo", [-1, 0, 0]),
+])
+def test_preorder_by_hand(text, mode, tokens, parents):
+    got_tokens, got_parents = preorder(parse_tree(text), mode)
+    assert (got_tokens, got_parents.tolist(), got_parents.dtype) == (tokens.split(), parents, np.int16)
 
 
 def test_auto_keeps_real_pos_tags_and_splits_placeholder_ones():
