@@ -62,10 +62,12 @@ EXPECTED_PROGRESS = {"updates": 6, "epochs": 2, "wall_time_s": 3725.0}
 
 
 @pytest.mark.parametrize("text", [STDOUT_LOG, JSON_LOG, LOG_FILE], ids=["simple", "json", "log-file"])
-def test_parse_train_log_takes_the_last_end_of_epoch_line(tmp_path, text):
+def test_a_train_log_gives_its_last_end_of_epoch_line_and_each_epochs_validation_value(tmp_path, text):
     log = tmp_path / "train.log"
     log.write_text(text)
     assert parse_train_log(log) == EXPECTED_PROGRESS
+    assert parse_valid_curve(log, "loss") == [(1, 4.509), (2, 4.228)]
+    assert parse_valid_curve(log, "nll_loss") == []  # not logged in these runs
 
 
 def test_parse_train_log_adds_up_the_wall_time_of_a_resumed_runs_fairseq_train_runs(tmp_path):
@@ -93,14 +95,6 @@ def test_parse_train_log_without_train_statistics_is_an_error(tmp_path):
     log.write_text(STDOUT_LOG.split("2024-05-01 10:00:02 | INFO | fairseq_cli.train | end of epoch")[0])
     with pytest.raises(RecordError, match=r"crashed.log: no end-of-epoch 'train' statistics line"):
         parse_train_log(log)
-
-
-@pytest.mark.parametrize("text", [STDOUT_LOG, JSON_LOG, LOG_FILE], ids=["simple", "json", "log-file"])
-def test_parse_valid_curve_reads_each_epochs_validation_value(tmp_path, text):
-    log = tmp_path / "train.log"
-    log.write_text(text)
-    assert parse_valid_curve(log, "loss") == [(1, 4.509), (2, 4.228)]
-    assert parse_valid_curve(log, "nll_loss") == []  # not logged in these runs
 
 
 def test_parse_valid_curve_keeps_the_last_value_of_an_epoch_validated_twice(tmp_path):
@@ -388,7 +382,8 @@ CONSTITUENCY = {"constituency": {"model": "crf-con.pt", "sha256": "0123456789abc
 def seed_run(system, seed, bleu, chrf, epochs, data="preorder", arch="transformer_syntax_mask"):
     """The record of one seed's run, as run_system writes it (paths already portable)."""
     return {"dataset": "multi30k-10k", "system": system, "arch": arch, "seed": seed, "updates": 157 * epochs,
-            "epochs": epochs, "wall_time_s": 600.0, "train_log": f"examples/multi30k/runs/{system}.seed{seed}.train.log.gz",
+            "epochs": epochs, "wall_time_s": 600.0,
+            "train_log": f"examples/multi30k/runs/{system}.seed{seed}.train.log.gz",
             **command_fields("command", ["fairseq-train", f"OUT_DIR/data-bin/{data}", "--arch", arch, "--save-dir",
                                          f"OUT_DIR/ckpt/ckpt-{system}.seed{seed}", "--seed", str(seed), "--patience",
                                          "5"]),
@@ -454,6 +449,16 @@ def study_records():
     single = dict(seed_run("sequence", 1, 38.0, 62.0, 20), dataset="multi30k")
     # in file-name order (mask.seed1.run.json, mask.seeds.run.json, ...), an earlier dataset's run first
     return [single] + sorted(records, key=lambda r: (r["system"], "seed" not in r, r.get("seed", 0)))
+
+
+def answer_of(records: list[dict], comparisons: Comparisons | None = None) -> dict:
+    """RESULTS.json's answer of the study's seeds table."""
+    return render_json(records, comparisons=comparisons)["datasets"]["multi30k-10k"]["answer"]
+
+
+def over_seeds_of(records: list[dict], system: str) -> dict:
+    """``system``'s record over its seeds among ``records``."""
+    return next(r for r in records if r["system"] == system and "seeds" in r)
 
 
 EXPECTED_SEEDS_TABLE = [
@@ -687,7 +692,7 @@ RULE_AND_TEST = (
 def test_the_answer_states_each_method_against_sequence_and_its_controls():
     records = study_records()
     # the control's record holds control minus mask [-2.0, 0.5]: mask minus control is [-0.5, 2.0]
-    control = next(r for r in records if r["system"] == "mask_random" and "seeds" in r)
+    control = over_seeds_of(records, "mask_random")
     control["significance"]["mask"]["BLEU"]["delta_ci"] = [-2.0, 0.5]
     lines = render_markdown(records, comparisons=MULTI30K).splitlines()
     start = lines.index("### Answer so far")
@@ -708,7 +713,7 @@ def test_the_answer_states_each_method_against_sequence_and_its_controls():
         "| mask_random | sequence | 2 vs 2 | +1.00 | 0.300 | +2.00 | 0.200 | no measurable difference |",
         ""]
     assert lines.index("### Answer so far") < lines.index("### Commands")
-    answer = render_json(records, comparisons=MULTI30K)["datasets"]["multi30k-10k"]["answer"]
+    answer = answer_of(records, MULTI30K)
     mask = answer["systems"][0]
     assert [control["control"] for control in mask["controls"]] == ["mask_random", "mask_struct"]
     versus_control = mask["controls"][0]["comparison"]
@@ -723,7 +728,7 @@ def test_the_answer_states_each_method_against_sequence_and_its_controls():
     # comparisons without a plan (the registry's) list nothing as not started, and plan no seeds
     other = [dict(r, system="other-UDP") if r["system"] == "udp" else r for r in records
              if r["dataset"] == "multi30k-10k"]
-    paragraph = render_json(other)["datasets"]["multi30k-10k"]["answer"]["paragraph"]
+    paragraph = answer_of(other)["paragraph"]
     assert "no run finished yet" not in paragraph and "more seeds" not in paragraph
     assert " Waiting for their seeds: other-UDP. Rule: " in paragraph  # the name as it is, only the first letter raised
 
@@ -747,7 +752,7 @@ def test_seeds_that_land_after_a_system_was_scored_are_shown_until_it_is_scored_
     # the row is still the record's (2 seeds: mean 31.00 ± 1.41); the runs' epochs too: (19 + 21) / 2
     assert sequence == ("| sequence | none (words only) | 2: 1, 2 (3, 4, 5 trained since, not yet scored over) | "
                         "31.00 ± 1.41 | 52.00 ± 2.83 | – | – | – | 20.0 |")
-    answer = render_json(records, comparisons=MULTI30K)["datasets"]["multi30k-10k"]["answer"]
+    answer = answer_of(records, MULTI30K)
     assert "; seeds trained but not yet scored over: sequence (3, 4, 5); more seeds to come: mask (2 of 5), " \
            "mask_random (2 of 5), udp (3 of 5). Rule: " in answer["paragraph"]
     # sequence 5, mask 2, mask_random 2, udp 3 runs finished, of the study's 8 x 5 + 6 x 3 = 58
@@ -765,7 +770,7 @@ def test_seeds_that_land_after_a_system_was_scored_are_shown_until_it_is_scored_
 def test_a_test_over_fewer_seeds_than_its_rows_show_is_a_dash_until_scored_again():
     """A control's test over fewer seeds than the rows show is read by neither table nor answer until rescored."""
     records = study_records()
-    control = next(r for r in records if r["system"] == "mask_random" and "seeds" in r)
+    control = over_seeds_of(records, "mask_random")
     control["significance"]["mask"].update(seeds_a=1, seeds_b=2)  # a: the baseline (mask), b: the record's system
     control["significance"]["sequence"].update(seeds_a=2, seeds_b=2)
     lines = render_markdown(records).splitlines()
@@ -774,7 +779,7 @@ def test_a_test_over_fewer_seeds_than_its_rows_show_is_a_dash_until_scored_again
     assert ("- A test made before runs that finished since (over fewer seeds than its rows show) is shown as –: "
             "scored again, it is in (`fairseq-syntax-study report` scores such records again before it writes the "
             "table).") in lines
-    answer = render_json(records, comparisons=MULTI30K)["datasets"]["multi30k-10k"]["answer"]
+    answer = answer_of(records, MULTI30K)
     mask = next(entry for entry in answer["systems"] if entry["system"] == "mask")
     assert mask["controls"][0]["comparison"] is None
     assert "Waiting for their seeds: udp, mask_random;" in answer["paragraph"]
@@ -792,7 +797,7 @@ def test_a_p_within_two_monte_carlo_errors_of_005_makes_its_verdict_borderline()
     assert is_borderline(0.044, 0.0031) and is_borderline(0.056, 0.0031) and not is_borderline(0.043, 0.0031)
     assert not is_borderline(0.05, None)
     records = study_records()
-    mask = next(r for r in records if r["system"] == "mask" and "seeds" in r)
+    mask = over_seeds_of(records, "mask")
     mask["significance"]["sequence"] = seeds_report(0.045, 0.003, 0.012, 0.0011, welch_t=-2.5)
     lines = render_markdown(records).splitlines()
     paragraph = lines[lines.index("### Answer so far") + 2]
@@ -803,7 +808,7 @@ def test_a_p_within_two_monte_carlo_errors_of_005_makes_its_verdict_borderline()
         "\n".join(lines))
     assert ("| mask | sequence | 2 vs 2 | +2.00 (+0.10 to +1.90) | 0.045±0.003, t 0.080 | +3.00 (+0.20 to +1.80) | "
             "0.012±0.001 | better (borderline) |") in lines
-    answer = render_json(records)["datasets"]["multi30k-10k"]["answer"]["systems"][0]["vs_baseline"]
+    answer = answer_of(records)["systems"][0]["vs_baseline"]
     assert answer["borderline"] and answer["BLEU"]["borderline"] and not answer["chrF"]["borderline"]
     assert answer["BLEU"]["welch"]["t"] == -2.5  # stored in mask's own record: mask minus sequence as it is
 
@@ -849,15 +854,14 @@ def test_the_readme_block_is_a_verdict_table_and_a_few_sentences():
          "mask (2 of 5), mask_random (2 of 5), udp (3 of 5)."),
         readme_link("examples/multi30k/RESULTS.md")]
     # a borderline p (|0.045 - 0.05| <= 2 x 0.003) says so; chrF far from 0.05 agrees: BLEU's difference and p alone
-    mask = next(r for r in records if r["system"] == "mask" and "seeds" in r)
+    mask = over_seeds_of(records, "mask")
     mask["significance"]["sequence"] = seeds_report(0.045, 0.003, 0.012, 0.0011, welch_t=2.5)
     row = next(line for line in readme_block(render_json(records, comparisons=MULTI30K), "RESULTS.md")
                if line.startswith("| mask |"))
     assert row.startswith("| mask | 2 of 5 | **better** (borderline): +2.00 BLEU (p 0.045) | ")
     # metrics disagree (BLEU p 0.3, chrF p 0.01): mixed; a borderline chrF p is shown beside BLEU's
     mask["significance"]["sequence"] = seeds_report(0.3, 0.004, 0.01, 0.001)
-    next(r for r in records if r["system"] == "mask_random" and "seeds" in r)["significance"]["mask"] = \
-        seeds_report(0.5, 0.005, 0.056, 0.004)
+    over_seeds_of(records, "mask_random")["significance"]["mask"] = seeds_report(0.5, 0.005, 0.056, 0.004)
     row = next(line for line in readme_block(render_json(records, comparisons=MULTI30K), "RESULTS.md")
                if line.startswith("| mask |"))
     assert row == ("| mask | 2 of 5 | mixed: +2.00 BLEU (p 0.300), +3.00 chrF (p 0.010) | no measurable difference "
@@ -912,15 +916,14 @@ def test_a_table_with_every_method_scored_gives_the_answer_not_the_answer_so_far
         "1 of 1 methods scored over their seeds, against sequence at 31.00 ± 1.41 BLEU (2 seeds). Against the words "
         "alone: better: tree;")
     results = render_json(records, ["examples/multi30k/runs/sequence.seed1.run.json"], TREE)
-    assert results["datasets"]["multi30k-10k"]["answer"]["complete"] is True
-    assert results["datasets"]["multi30k-10k"]["answer"]["pending"] == {}
+    answer = results["datasets"]["multi30k-10k"]["answer"]
+    assert answer["complete"] is True and answer["pending"] == {}
     # the seeds of the table's rows: sequence, tree and tree_random two each; nothing still to come
     block = readme_block(results, "RESULTS.md")
     assert block[1].startswith("**The answer** (multi30k-10k, 6 runs finished): ")
     assert not [line for line in block if line.startswith("Still to come")]
     # the study's table with runs missing is the answer so far
-    assert render_json(study_records(), comparisons=MULTI30K)["datasets"]["multi30k-10k"]["answer"][
-        "complete"] is False
+    assert answer_of(study_records(), MULTI30K)["complete"] is False
 
 
 def test_the_answer_waits_for_a_control_in_training_and_the_readme_shows_no_test_the_answer_does_not_make():
@@ -929,7 +932,7 @@ def test_the_answer_waits_for_a_control_in_training_and_the_readme_shows_no_test
     # tree and Sequence over their seeds; tree's control has one seed of its runs: the answer is not complete
     records = [r for r in renamed_study({"mask": "tree"}) if r["system"] in ("sequence", "tree")]
     records.append(seed_run("tree_random", 1, 31.0, 53.0, 20))
-    answer = render_json(records, comparisons=TREE)["datasets"]["multi30k-10k"]["answer"]
+    answer = answer_of(records, TREE)
     assert answer["complete"] is False and " Waiting for their seeds: tree_random. Rule: " in answer["paragraph"]
     # Sequence not scored over its seeds: no comparison in the paragraph, none in the README's rows either
     unscored = [r for r in records if not (r["system"] == "sequence" and "seed" not in r)]
