@@ -43,31 +43,22 @@ def batch(*trees, **options):
 # --- collation
 
 
-def test_collate_right_padding_appends_eos_root():
-    parents = batch([-1, 0, 1, 2], [-1], [-1, 0, 0])
-    assert parents.tolist() == [
-        [-1, 0, 1, 2, -1],
-        [-1, -1, PAD, PAD, PAD],
-        [-1, 0, 0, -1, PAD],
-    ]
+@pytest.mark.parametrize("trees, options, expected", [
+    # right padding: each row ends in its EOS root
+    ([[-1, 0, 1, 2], [-1], [-1, 0, 0]], {}, [[-1, 0, 1, 2, -1], [-1, -1, PAD, PAD, PAD], [-1, 0, 0, -1, PAD]]),
+    # left padding shifts the parents to absolute positions
+    ([[-1, 0, 1, 2], [-1], [-1, 0, 0]], {"left_pad": True},
+     [[-1, 0, 1, 2, -1], [PAD, PAD, PAD, -1, -1], [PAD, -1, 1, 1, -1]]),
+    ([[-1, 0, 1], [-1, 0]], {"append_eos": False, "pad_to_length": 4, "left_pad": True},
+     [[PAD, -1, 1, 2], [PAD, PAD, -1, 2]]),
+    ([[-1, 0], []], {}, [[-1, 0, -1], [-1, PAD, PAD]]),  # an empty sentence
+])
+def test_collate_by_hand(trees, options, expected):
+    parents = batch(*trees, **options)
+    assert parents.tolist() == expected and parents.dtype == torch.long
 
 
-def test_collate_left_padding_shifts_parents_to_absolute_positions():
-    parents = batch([-1, 0, 1, 2], [-1], [-1, 0, 0], left_pad=True)
-    assert parents.tolist() == [
-        [-1, 0, 1, 2, -1],
-        [PAD, PAD, PAD, -1, -1],
-        [PAD, -1, 1, 1, -1],
-    ]
-
-
-def test_collate_without_eos_and_with_fixed_width():
-    parents = batch([-1, 0, 1], [-1, 0], append_eos=False, pad_to_length=4, left_pad=True)
-    assert parents.tolist() == [[PAD, -1, 1, 2], [PAD, PAD, -1, 2]]
-    assert parents.dtype == torch.long
-
-
-def test_collate_accepts_torch_tensors_and_empty_sentences():
+def test_collate_accepts_torch_tensors():
     parents = st.collate_parents([torch.tensor([-1, 0]), torch.tensor([], dtype=torch.long)])
     assert parents.tolist() == [[-1, 0, -1], [-1, PAD, PAD]]
 
