@@ -6,15 +6,6 @@ A side input (:mod:`fairseq_syntax.core.side_inputs`) comes with the input form 
 those (``Method(side_data=(SideData(...),))``) and the study calls their makers
 (:mod:`fairseq_syntax.study.prepare`).
 
-* :class:`SideData`: the side input's name, its files' suffix (``{split}.{src}-{tgt}.{src}.SUFFIX.{bin,idx}``, also
-  its key in ``syntax.json``'s ``side_data``), the parses it reads (:data:`PARSE_KINDS`), its input forms,
-  ``make(job)`` and ``settings(parses)``.
-* :class:`SideDataJob`: one data directory and per split its files (BPE'd source and target, the source's words, the
-  parses of each kind), the settings and a scratch folder.
-* :func:`write_token_items`: one array per sentence, one entry per source token (EOS excluded), checked against the
-  binarized source, written and recorded in ``syntax.json``
-  (:func:`~fairseq_syntax.core.data_dir.with_side_data`).
-
 Imports neither torch nor fairseq (the writer does when it runs)."""
 from __future__ import annotations
 

@@ -11,12 +11,9 @@ pointer-doubling steps. Results are on the input's device, and nothing reads a v
 data-dependent shapes (:func:`tree_sizes`) and the checks of batches not made by ``collate_parents``. Memory is
 O(B T^2), in bool tensors where possible.
 
-* ``collate_parents``: per-sentence parent arrays -> ``B x T``; ``validate_parents`` checks the convention.
-* ``is_leaf``: ``B x T`` bool; ``tree_sizes``: most leaves and nodes in a row and the deepest leaf.
-* ``ancestor_or_self``: ``B x T x T`` dominance (i is j or an ancestor of j); the nine relations of McDonald &
-  Chiang (2021), section 2, build on it (:mod:`fairseq_syntax.methods.syntax_mask.relations`).
-* Hierarchical accumulation (Nguyen et al. 2020, sections 4.1-4.2): ``leaf_node_split`` (leaves L ``B x n``, nodes N
-  ``B x m``) and ``dominance_blocks`` (the subtree rule R as ``B x m x m`` and ``B x m x n`` masks).
+``ancestor_or_self`` (dominance) underlies the nine relations of McDonald & Chiang (2021), section 2
+(:mod:`fairseq_syntax.methods.syntax_mask.relations`); ``leaf_node_split`` and ``dominance_blocks`` give hierarchical
+accumulation's leaves, nodes and subtree rule (Nguyen et al. 2020, sections 4.1-4.2).
 
 Leaves are the positions without children (subwords, the EOS root); nodes are all other non-padding positions."""
 from __future__ import annotations

@@ -44,8 +44,7 @@ _FUNCTION_TAG = re.compile(r"[-=]")
 
 
 def ptb_escape_token(token: str) -> str:
-    """``(`` -> ``-LRB-``, ``)`` -> ``-RRB-``, ``[`` -> ``-LSB-``, ``]`` -> ``-RSB-``, ``{`` -> ``-LCB-``,
-    ``}`` -> ``-RCB-``, wherever they occur in the token."""
+    """``token`` with each bracket escaped as :data:`PTB_ESCAPES` says, wherever it occurs (``a(b`` -> ``a-LRB-b``)."""
     return "".join(PTB_ESCAPES.get(char, char) for char in token)
 
 
@@ -283,12 +282,9 @@ def _strip_function_tags(label: str) -> str:
 
 
 def clean_ptb(tree: Tree, strip_function_tags: bool = True, remove_empty: bool = True) -> Tree:
-    """PTB cleanup before parsing or evaluation; returns a new tree.
-
-    ``remove_empty``: drop ``-NONE-`` subtrees, then every constituent left without children.
-    ``strip_function_tags``: ``NP-SBJ-1`` -> ``NP``, ``PP-CLR`` -> ``PP``, ``WHNP-2`` -> ``WHNP``, ``NP=2`` -> ``NP``.
-    Words are never changed.
-    """
+    """PTB cleanup before parsing or evaluation, as a new tree: ``remove_empty`` drops ``-NONE-`` subtrees, then
+    every constituent left without children; ``strip_function_tags`` as :func:`_strip_function_tags`. Words are
+    never changed."""
 
     def clean(node: Tree, children: list[Tree]) -> list[Tree]:
         if (remove_empty and node.label == EMPTY_ELEMENT) or not children:
