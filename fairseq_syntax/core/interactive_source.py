@@ -204,11 +204,12 @@ def _load_parser(cfg, meta: dict, meta_path: str):
     tagger = cfg.source_tagger
     if recorded is not None:
         if backend != recorded["backend"]:
-            raise ValueError(f"{meta_path} records trees of a {recorded['backend']} parser ({_name(recorded['model'])}), "
-                             f"--source-parser-backend is {backend}: parse with the parser the model was trained on")
+            raise ValueError(f"{meta_path} records trees of a {recorded['backend']} parser "
+                             f"({_name(recorded['model'])}), --source-parser-backend is {backend}: parse with the "
+                             "parser the model was trained on")
         if recorded.get("tagger") and tagger is None:
-            raise ValueError(f"{meta_path} records trees tagged by the POS tagger {_name(recorded['tagger'])}: give it as "
-                             "--source-tagger")
+            raise ValueError(f"{meta_path} records trees tagged by the POS tagger {_name(recorded['tagger'])}: "
+                             "give it as --source-tagger")
         if not recorded.get("tagger") and tagger is not None:
             raise ValueError(f"{meta_path} records trees of a {backend} parser without a POS tagger: leave out "
                              "--source-tagger")
