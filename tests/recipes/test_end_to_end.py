@@ -91,7 +91,8 @@ def test_resuming_at_an_epoch_boundary_repeats_the_uninterrupted_run_exactly(res
 
 def valid_losses(log: str) -> dict:
     """epoch -> validation loss, from a fairseq-train log."""
-    return {int(epoch): loss for epoch, loss in re.findall(r"epoch (\d+) \| valid on 'valid' subset \| loss ([\d.]+)", log)}
+    found = re.findall(r"epoch (\d+) \| valid on 'valid' subset \| loss ([\d.]+)", log)
+    return {int(epoch): loss for epoch, loss in found}
 
 
 def test_a_resumed_run_stops_early_where_the_uninterrupted_run_stops(resumed_runs):
@@ -148,14 +149,19 @@ def _leaves(tree):
 GOOD_TREE = "(S (NP (DT the) (NN cat)) (VP (VBZ sees) (NP (DT the) (NN dog))) (. .))"
 
 
+def interactive(data, checkpoint, *extra, **run_options):
+    """fairseq-interactive of a tree model, one bracketed tree a line; ``run_options``: subprocess.run's."""
+    return subprocess.run(["fairseq-interactive", data, "--user-dir", "fairseq_syntax", "--task", "syntax_translation",
+                           "--path", checkpoint, "--cpu", "-s", "en", "-t", "de", "--beam", "2", "--source-format",
+                           "tree", *extra], cwd=REPO, capture_output=True, check=False, **run_options)
+
+
 @pytest.mark.parametrize("buffer_size", ["1", "4"])
 def test_interactive_reports_bad_lines_and_translates_the_rest(data_dirs, mask_checkpoint, buffer_size):
     # lines 3 (malformed), 5 (blank), 6 (untreed) are reported by number, get empty hypotheses, score -inf
     lines = [GOOD_TREE, GOOD_TREE, "(S (NP the cat", GOOD_TREE, "", "the cat sees the dog .", GOOD_TREE]
-    result = subprocess.run(["fairseq-interactive", data_dirs["preorder"], "--user-dir", "fairseq_syntax", "--task",
-                             "syntax_translation", "--path", mask_checkpoint, "--cpu", "-s", "en", "-t", "de",
-                             "--beam", "2", "--buffer-size", buffer_size, "--source-format", "tree"],
-                            input="".join(line + "\n" for line in lines), cwd=REPO, capture_output=True, text=True)
+    result = interactive(data_dirs["preorder"], mask_checkpoint, "--buffer-size", buffer_size,
+                         input="".join(line + "\n" for line in lines), text=True)
     assert result.returncode == 0, result.stderr[-3000:]
     hypotheses = dict(re.findall(r"^H-(\d+)\t(\S+)\t.*$", result.stdout, re.M))
     assert sorted(map(int, hypotheses)) == list(range(7))  # one hypothesis per input line, in order
@@ -178,12 +184,10 @@ def test_interactive_reports_unreadable_and_too_long_lines_and_keeps_the_ids(dat
     raw = (GOOD_TREE.encode() + b"\n(S (NN caf\xe9))\n(S (NN cat)\r (VBZ sees))\n" + too_long.encode() + b"\n"
            + GOOD_TREE.encode() + b"\r\n")
     (tmp_path / "input.txt").write_bytes(raw)
-    result = subprocess.run(["fairseq-interactive", data_dirs["preorder"], "--user-dir", "fairseq_syntax", "--task",
-                             "syntax_translation", "--path", mask_checkpoint, "--cpu", "-s", "en", "-t", "de",
-                             "--beam", "2", "--buffer-size", "2", "--max-source-positions", "20",
-                             "--skip-invalid-size-inputs-valid-test", "--source-format", "tree",
-                             *(["--input", str(tmp_path / "input.txt")] if from_file else [])],
-                            input=None if from_file else raw, cwd=REPO, capture_output=True, check=False)
+    result = interactive(data_dirs["preorder"], mask_checkpoint, "--buffer-size", "2", "--max-source-positions", "20",
+                         "--skip-invalid-size-inputs-valid-test",
+                         *(["--input", str(tmp_path / "input.txt")] if from_file else []),
+                         input=None if from_file else raw)
     stdout, stderr = result.stdout.decode(), result.stderr.decode()
     assert result.returncode == 0, stderr[-3000:]
     hypotheses = re.findall(r"^H-(\d+)\t(\S+)\t(.*)$", stdout, re.MULTILINE)
