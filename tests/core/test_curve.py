@@ -1,5 +1,8 @@
 """The curve's sentences in the README's sizes answer, from hand-made verdicts and the committed curve."""
+import json
 from pathlib import Path
+
+import pytest
 
 from fairseq_syntax.evaluation.curve import README_BEGIN, README_END, method_sentences, readme_block, replace_block
 
@@ -40,17 +43,11 @@ def test_the_block_replaces_the_old_one_in_place_and_a_file_without_markers_is_n
     text = f"before\n{README_BEGIN} demo-sizes -->\nstale\n{README_END}\nafter"
     replaced = replace_block(text, block, "README.md").split("\n")
     assert replaced[0] == "before" and replaced[-1] == "after" and replaced[1:-1] == block
-    try:
+    with pytest.raises(ValueError, match="^README.md: no sizes answer to replace"):
         replace_block("no block here", block, "README.md")
-    except ValueError as error:
-        assert str(error).startswith("README.md: no sizes answer to replace")
-    else:
-        raise AssertionError("a README without the markers was accepted")
 
 
 def test_the_readmes_sizes_answer_is_the_committed_curves():
-    import json
-
     results = json.loads((ROOT / "examples/multi30k/sizes/RESULTS.json").read_text(encoding="utf-8"))
     block = readme_block(results["curve"], "examples/multi30k/sizes/RESULTS.md", "examples/multi30k/sizes/curve.png",
                          results["study"])
