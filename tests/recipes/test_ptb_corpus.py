@@ -1,8 +1,8 @@
 """examples/ptb_induction/make_corpus.py --text ptb: WSJ text and the PTB sample's words in Mikolov's preprocessing
 (the Tree Transformer's in-domain training text)."""
-import importlib.util
 import json
 import os
+import runpy
 import subprocess
 import sys
 
@@ -12,18 +12,10 @@ from conftest import REPO
 SHARED = os.path.join(os.path.dirname(REPO), "shared", "data")
 
 
-def load_make_corpus():
-    spec = importlib.util.spec_from_file_location(
-        "make_corpus", os.path.join(REPO, "examples", "ptb_induction", "make_corpus.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_mikolov_preprocessing_of_a_sentence():
-    make_corpus = load_make_corpus()
+    mikolov = runpy.run_path(os.path.join(REPO, "examples", "ptb_induction", "make_corpus.py"))["mikolov"]
     vocabulary = {"pierre", "years", "old", "N"}
-    assert make_corpus.mikolov(["Pierre", "Vinken", "61", "years", "old", "10-year", "3.5"], vocabulary) == [
+    assert mikolov(["Pierre", "Vinken", "61", "years", "old", "10-year", "3.5"], vocabulary) == [
         "pierre", "<unk>", "N", "years", "old", "N", "N"]
 
 

@@ -2,6 +2,7 @@
 import gzip
 import json
 import os
+import runpy
 import subprocess
 import sys
 
@@ -30,16 +31,13 @@ name = "mask"
 
 
 def test_sst_results_give_mean_and_sd_over_seeds():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("sst_results", os.path.join(REPO, "examples", "sst", "results.py"))
-    sst = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(sst)
+    sst = runpy.run_path(os.path.join(REPO, "examples", "sst", "results.py"))
     # dev accuracies per evaluation (epoch, updates, accuracy, node accuracy); best 42 / 44, last 40 / 44
-    runs = [sst.Run("sst5.hier-nodes.15k.seed1", "sst5", {}, valid=[(1, 10, 42.0, None), (2, 20, 40.0, None)]),
-            sst.Run("sst5.hier-nodes.15k.seed2", "sst5", {}, valid=[(1, 10, 41.0, None), (2, 20, 44.0, None)]),
-            sst.Run("sst5.transformer.15k.seed1", "sst5", {}, valid=[(1, 10, 30.0, None)])]  # one seed: no row
-    lines, values = sst.seed_table(runs)
+    run = sst["Run"]
+    runs = [run("sst5.hier-nodes.15k.seed1", "sst5", {}, valid=[(1, 10, 42.0, None), (2, 20, 40.0, None)]),
+            run("sst5.hier-nodes.15k.seed2", "sst5", {}, valid=[(1, 10, 41.0, None), (2, 20, 44.0, None)]),
+            run("sst5.transformer.15k.seed1", "sst5", {}, valid=[(1, 10, 30.0, None)])]  # one seed: no row
+    lines, values = sst["seed_table"](runs)
     assert "| sst5.hier-nodes.15k.seed* | 2 | 43.00 ± 1.41 | 42.00 ± 2.83 |" in lines
     assert values["rows"] == [{"runs": "sst5.hier-nodes.15k", "seeds": 2,
                                "dev accuracy, best epoch (mean ± sd)": {"mean": 43.0, "sd": 2 ** 0.5},
