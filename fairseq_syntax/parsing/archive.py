@@ -28,7 +28,6 @@ directory's ``parsers.json`` from it."""
 from __future__ import annotations
 
 import argparse
-import gzip
 import hashlib
 import json
 import lzma
@@ -37,15 +36,21 @@ import sys
 from dataclasses import dataclass
 
 from fairseq_syntax.core.files import write_atomically
-from fairseq_syntax.parsing.coverage import ArchiveError, lines_file, lines_name
+from fairseq_syntax.parsing.coverage import (
+    MANIFEST,
+    XZ_PRESET,
+    ArchiveError,
+    lines_file,
+    lines_name,
+    read_bytes,
+    read_manifest,
+)
 from fairseq_syntax.parsing.provenance import describe_parsers, read_parser_records, role_models
 from fairseq_syntax.parsing.text import open_output
 
-MANIFEST = "MANIFEST.json"
 CHECKSUMS = "SHA256SUMS"
 PROVENANCE = "parses.json"  # written into TOK_DIR by unpack
 FORMAT = 1
-XZ_PRESET = 9 | lzma.PRESET_EXTREME
 # what a study names each parse file in TOK_DIR, and the file that holds it in the archive
 TREES, ARCS, CONLLU = "tree", "arcs.jsonl.gz", "conllu"
 STORED = {TREES: "tree.xz", ARCS: "arcs.jsonl.xz"}
@@ -53,13 +58,6 @@ STORED = {TREES: "tree.xz", ARCS: "arcs.jsonl.xz"}
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def read_bytes(path: str) -> bytes:
-    if not os.path.isfile(path):
-        raise ArchiveError(f"{path}: no such file")
-    with (gzip.open if path.endswith(".gz") else open)(path, "rb") as handle:
-        return handle.read()
 
 
 def lines_of(data: bytes, path: str) -> list[bytes]:
@@ -163,7 +161,7 @@ def verify(archive: str) -> dict:
         if sha256(read_bytes(path)) != digest:
             raise ArchiveError(f"{path}: its SHA-256 is not the one {checksums_path} lists (a damaged or changed "
                                "file: take it from the repository again)")
-    manifest = json.loads(read_bytes(os.path.join(archive, MANIFEST)))
+    manifest = read_manifest(archive)
     if manifest.get("format") != FORMAT:
         raise ArchiveError(f"{archive}/{MANIFEST}: format {manifest.get('format')!r}, this code reads {FORMAT}")
     return manifest

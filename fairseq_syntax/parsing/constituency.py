@@ -16,26 +16,21 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from functools import partial
-from itertools import islice
 from typing import TextIO
 
 import nltk
 import torch
 
+from fairseq_syntax.core.source_parsers import ParsedSentence
 from fairseq_syntax.core.trees import WRAPPER_LABELS, Tree, to_bracketed
 from fairseq_syntax.parsing.batching import DEFAULT_BATCH_TOKENS, token_batches
 from fairseq_syntax.parsing.fallbacks import parse_with_fallbacks
-from fairseq_syntax.parsing.report import ParseReport
 from fairseq_syntax.parsing.shards import (
-    LINES,
     InputLine,
     Outcome,
     ParseFunction,
-    ParseJob,
     numbered,
-    parse_whole,
 )
 from fairseq_syntax.parsing.text import ptb_escape_token, ptb_unescape_token
 
@@ -186,13 +181,10 @@ def backend_of_model(name_or_path: str) -> str | None:
 def fairseq_interactive_parser(backend: str, model: str, tagger: str | None) -> Callable[[list[list[str]]], list]:
     """What ``fairseq-interactive --source-parser`` parses a buffer with: :func:`parse_sentences` with
     ``preprocess/parse_constituency.py``'s defaults."""
-    from fairseq_syntax.core.source_parsers import ParsedSentence as Parsed
-
     parser = load_parser(backend, model, tagger=tagger)
 
-    def parse(sentences: list[list[str]]) -> list[Parsed]:
-        return [Parsed(parsed.tree, parsed.fallback)
-                for parsed in parse_sentences(parser, sentences, batch_size=max(1, len(sentences)))]
+    def parse(sentences: list[list[str]]) -> list[ParsedSentence]:
+        return list(parse_sentences(parser, sentences, batch_size=max(1, len(sentences))))
 
     return parse
 
@@ -220,18 +212,12 @@ def load_parser(backend: str, model: str, max_length: int = DEFAULT_MAX_LENGTH, 
     return TaggedParser(parser, load_tagger(tagger, device, batch_tokens))
 
 
-@dataclass
-class ParsedSentence:
-    tree: str  # bracketed, one line
-    fallback: str | None = None  # why the flat tree was written instead of the parser's
-
-
 def _checked(tree: Tree, tokens: list[str]) -> ParsedSentence:
     tree = unwrap(tree)
     expected = [ptb_escape_token(token) for token in tokens]
     if tree.leaves() != expected:
         return _fallback(tokens, f"parser changed the words to {' '.join(tree.leaves())!r}")
-    return ParsedSentence(to_bracketed(tree))
+    return ParsedSentence(to_bracketed(tree), None)
 
 
 def _parse_checked(parser: ConstituencyParser, sentences: list[list[str]]) -> list[ParsedSentence]:
@@ -246,42 +232,21 @@ def parse_sentences(
     parser: ConstituencyParser, sentences: Iterable[list[str]], batch_size: int = DEFAULT_BATCH_SIZE
 ) -> Iterator[ParsedSentence]:
     """One ``ParsedSentence`` per input sentence, in order (see the module docstring)."""
-    sentences = iter(sentences)
-    while batch := list(islice(sentences, batch_size)):
-        yield from parse_with_fallbacks(partial(_parse_checked, parser), batch, parser.max_length, _fallback)
-
-
-def write_trees(parser: ConstituencyParser, lines: Iterable[InputLine], out: TextIO,
-                batch_size: int = DEFAULT_BATCH_SIZE, progress: Callable[[int], None] = lambda count: None
-                ) -> list[tuple[int, str]]:
-    """One tree per line into ``out``; returns the fallbacks (input line, reason), unreadable lines included."""
-    fallbacks = []
-    for line, parsed in numbered(lines, partial(parse_sentences, parser, batch_size=batch_size)):
-        out.write(parsed.tree + "\n")
-        reason = line.problem or parsed.fallback
-        if reason is not None:
-            fallbacks.append((line.number, reason))
-        progress(1)
-    return fallbacks
+    return parse_with_fallbacks(partial(_parse_checked, parser), sentences, parser.max_length, _fallback, batch_size)
 
 
 def tree_writer(parser: ConstituencyParser, batch_size: int = DEFAULT_BATCH_SIZE) -> ParseFunction:
-    """:func:`write_trees` as a job's parse function (:mod:`fairseq_syntax.parsing.shards`)."""
+    """A job's parse function (:mod:`fairseq_syntax.parsing.shards`): one tree per line; the fallbacks (input line,
+    reason), unreadable lines included."""
     def parse(lines: Iterable[InputLine], outputs: list[TextIO], progress: Callable[[int], None]) -> Outcome:
-        return Outcome(write_trees(parser, lines, outputs[0], batch_size, progress))
+        fallbacks = []
+        for line, parsed in numbered(lines, partial(parse_sentences, parser, batch_size=batch_size)):
+            outputs[0].write(parsed.tree + "\n")
+            reason = line.problem or parsed.fallback
+            if reason is not None:
+                fallbacks.append((line.number, reason))
+            progress(1)
+        return Outcome(fallbacks)
 
     return parse
 
-
-def parse_file(
-    parser: ConstituencyParser,
-    input_path: str,
-    output_path: str,
-    tokenize_lang: str | None = None,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-) -> ParseReport:
-    """Parse ``input_path`` (one sentence per line) into ``output_path`` (one tree per line), which appears only
-    whole."""
-    job = ParseJob(input_path, tokenize_lang, [(output_path, LINES)], batch_size, {},
-                   lambda device: tree_writer(parser, batch_size))
-    return parse_whole(job, device="").report  # the parser is loaded: the job's load ignores the device

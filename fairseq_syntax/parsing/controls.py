@@ -359,6 +359,14 @@ def _stats_row(structure: str, seed: int | None, kind: str, shapes: list[tuple])
             "arc_length": statistics.fmean(lengths) if lengths else None}
 
 
+def _inputs(in_prefix: str, trees_suffix: str, arcs_suffix: str) -> dict[str, str]:
+    """``{"trees": IN_PREFIX.TREES_SUFFIX, "arcs": IN_PREFIX.ARCS_SUFFIX}``; ValueError when neither exists."""
+    inputs = {"trees": f"{in_prefix}.{trees_suffix}", "arcs": f"{in_prefix}.{arcs_suffix}"}
+    if not any(os.path.exists(path) for path in inputs.values()):
+        raise ValueError(f"{in_prefix}: neither {inputs['trees']} nor {inputs['arcs']} exists")
+    return inputs
+
+
 def structure_stats(in_prefix: str, controls: list[str], seeds: list[int], trees_suffix: str = "tree",
                     arcs_suffix: str = "arcs.jsonl.gz") -> list[dict]:
     """For ``IN_PREFIX.tree`` and ``IN_PREFIX.arcs.jsonl.gz`` (whichever exist), one row for the parse and one per
@@ -370,11 +378,8 @@ def structure_stats(in_prefix: str, controls: list[str], seeds: list[int], trees
 
     for control in controls:
         check_control(control)
-    inputs = {"trees": f"{in_prefix}.{trees_suffix}", "arcs": f"{in_prefix}.{arcs_suffix}"}
-    if not any(os.path.exists(path) for path in inputs.values()):
-        raise ValueError(f"{in_prefix}: neither {inputs['trees']} nor {inputs['arcs']} exists")
     rows = []
-    for kind, path in inputs.items():
+    for kind, path in _inputs(in_prefix, trees_suffix, arcs_suffix).items():
         if not os.path.exists(path):
             continue
         if kind == "trees":
@@ -445,10 +450,8 @@ def get_parser() -> argparse.ArgumentParser:
 
 
 def _made(args) -> Iterator[str]:
-    trees_in = f"{args.in_prefix}.{args.trees_suffix}"
-    arcs_in = f"{args.in_prefix}.{args.arcs_suffix}"
-    if not os.path.exists(trees_in) and not os.path.exists(arcs_in):
-        raise ValueError(f"{args.in_prefix}: neither {trees_in} nor {arcs_in} exists")
+    inputs = _inputs(args.in_prefix, args.trees_suffix, args.arcs_suffix)
+    trees_in, arcs_in = inputs["trees"], inputs["arcs"]
     changes = CONTROL_INPUTS[args.control]
     if os.path.exists(trees_in) and "trees" in changes:
         out = f"{args.out_prefix}.{args.trees_suffix}"
@@ -456,7 +459,7 @@ def _made(args) -> Iterator[str]:
     if os.path.exists(arcs_in) and "arcs" in changes:
         out, conllu = f"{args.out_prefix}.{args.arcs_suffix}", f"{args.out_prefix}.conllu"
         yield f"{out}, {conllu}: {control_arcs_file(arcs_in, out, conllu, args.control, args.seed)} sentences"
-    for kind, path in (("trees", trees_in), ("arcs", arcs_in)):
+    for kind, path in inputs.items():
         if os.path.exists(path) and kind not in changes:
             yield f"{path}: left as it is (the {args.control} control changes the {' and '.join(changes)} only)"
 

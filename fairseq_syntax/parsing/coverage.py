@@ -10,6 +10,7 @@ first 8 bytes of BLAKE2b of the key's UTF-8, 16 hex digits.
 from __future__ import annotations
 
 import functools
+import gzip
 import hashlib
 import html
 import json
@@ -21,6 +22,7 @@ from fairseq_syntax.core.trees import PTB_ESCAPES
 from fairseq_syntax.parsing.normalize import ENTITY
 
 MANIFEST = "MANIFEST.json"
+XZ_PRESET = 9 | lzma.PRESET_EXTREME
 #: what a key leaves out besides whitespace: control characters, and the @ of Moses' @-@
 _DROPPED = dict.fromkeys([*range(0x20), 0x7F, ord("@")])
 
@@ -52,20 +54,21 @@ def lines_name(split: str) -> str:
 def lines_file(lines: Iterable[str]) -> bytes:
     """The xz-compressed ``SPLIT.lines.xz`` of a split's lines."""
     text = "".join(line_digest(line) + "\n" for line in lines)
-    return lzma.compress(text.encode("ascii"), preset=9 | lzma.PRESET_EXTREME)
+    return lzma.compress(text.encode("ascii"), preset=XZ_PRESET)
 
 
-def _read(path: str) -> bytes:
+def read_bytes(path: str) -> bytes:
+    """A file's bytes (uncompressed, for ``.gz``)."""
     if not os.path.isfile(path):
         raise ArchiveError(f"{path}: no such file")
-    with open(path, "rb") as handle:
+    with (gzip.open if path.endswith(".gz") else open)(path, "rb") as handle:
         return handle.read()
 
 
 def read_manifest(archive: str) -> dict:
     path = os.path.join(archive, MANIFEST)
     try:
-        return json.loads(_read(path))
+        return json.loads(read_bytes(path))
     except json.JSONDecodeError as error:
         raise ArchiveError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from None
 
@@ -79,7 +82,7 @@ def _split_digests(archive: str, split: str, stamp: tuple) -> frozenset[str]:
                            f"{', '.join(manifest.get('splits', {}))})")
     path = os.path.join(archive, lines_name(split))
     try:
-        digests = lzma.decompress(_read(path)).decode("ascii").split()
+        digests = lzma.decompress(read_bytes(path)).decode("ascii").split()
     except (lzma.LZMAError, UnicodeDecodeError) as error:
         raise ArchiveError(f"{path}: not a list of line digests ({error})") from None
     if len(digests) != entry["lines"]:

@@ -34,14 +34,12 @@ import json
 import math
 from dataclasses import asdict, dataclass
 from functools import partial
-from itertools import islice
 from typing import Container, Iterable, Iterator
 
 import torch
 
 from fairseq_syntax.core.text_lines import TextLineError, iter_lines_or_errors
 from fairseq_syntax.parsing.fallbacks import parse_with_fallbacks
-from fairseq_syntax.parsing.report import ParseReport
 from fairseq_syntax.parsing.shards import (
     BLOCKS,
     LINES,
@@ -50,7 +48,6 @@ from fairseq_syntax.parsing.shards import (
     ParseFunction,
     ParseJob,
     numbered,
-    parse_whole,
 )
 from fairseq_syntax.parsing.text import ptb_unescape_token
 
@@ -114,12 +111,8 @@ class DependencyParser:
 
     def parse(self, sentences: Iterable[list[str]], chunk_size: int = DEFAULT_BATCH_SIZE) -> Iterator[DependencyParse]:
         """One ``DependencyParse`` per sentence, in input order; ``chunk_size`` sentences are bucketed together."""
-        sentences = iter(sentences)
-        while chunk := list(islice(sentences, chunk_size)):
-            yield from parse_with_fallbacks(self._parse_chunk, chunk, self.max_length, self._fallback)
-
-    def _fallback(self, words: list[str], reason: str) -> DependencyParse:
-        return fallback_parse(words, reason, len(self.label_names))
+        return parse_with_fallbacks(self._parse_chunk, sentences, self.max_length,
+                                    partial(fallback_parse, label_count=len(self.label_names)), chunk_size)
 
     def _parse_chunk(self, sentences: list[list[str]]) -> list[DependencyParse]:
         from supar.utils import Dataset
@@ -264,23 +257,6 @@ def arcs_job(input_path: str, arcs_path: str, conllu_path: str | None, tokenize_
     per input line)."""
     outputs = [(arcs_path, LINES)] + ([(conllu_path, BLOCKS)] if conllu_path is not None else [])
     return ParseJob(input_path, tokenize_lang, outputs, batch_size, settings, load)
-
-
-def parse_file(
-    parser: DependencyParser,
-    input_path: str,
-    arcs_path: str,
-    conllu_path: str,
-    tokenize_lang: str | None = None,
-    arc_floor: float = DEFAULT_ARC_FLOOR,
-    label_floor: float = DEFAULT_LABEL_FLOOR,
-) -> tuple[ParseReport, RetainedMass]:
-    """Parse ``input_path`` (one sentence per line) into the side-data and CoNLL-U files (gzipped when named ``.gz``;
-    each appears only whole)."""
-    job = arcs_job(input_path, arcs_path, conllu_path, tokenize_lang, DEFAULT_BATCH_SIZE, {},
-                   lambda device: arcs_writer(parser, arc_floor, label_floor))
-    run = parse_whole(job, device="")  # the parser is loaded: the job's load ignores the device
-    return run.report, RetainedMass(**run.stats)
 
 
 def _is_index(value) -> bool:

@@ -2,10 +2,11 @@
 
 Empty sentences and sentences over the parser's length limit never reach the parser. If the parser raises on a
 batch, its sentences are parsed one by one, so only the sentence it fails on falls back. Results keep the
-input order.
-"""
+input order."""
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from itertools import islice
 from typing import Callable, TypeVar
 
 Result = TypeVar("Result")
@@ -27,21 +28,24 @@ def _parse_or_retry(
 
 def parse_with_fallbacks(
     parse_batch: Callable[[list[Sentence]], list[Result]],
-    sentences: list[Sentence],
+    sentences: Iterable[Sentence],
     max_length: int,
     fallback: Callable[[Sentence, str], Result],
-) -> list[Result]:
-    """``parse_batch`` on the parseable sentences, ``fallback(sentence, reason)`` for the others."""
-    results: list[Result | None] = [None] * len(sentences)
-    parseable = []
-    for index, tokens in enumerate(sentences):
-        if not tokens:
-            results[index] = fallback(tokens, "empty line")
-        elif len(tokens) > max_length:
-            results[index] = fallback(tokens, f"too long: {len(tokens)} words > {max_length}")
-        else:
-            parseable.append(index)
-    parsed = _parse_or_retry(parse_batch, [sentences[index] for index in parseable], fallback)
-    for index, result in zip(parseable, parsed):
-        results[index] = result
-    return results
+    chunk_size: int,
+) -> Iterator[Result]:
+    """``parse_batch`` on the parseable sentences of each ``chunk_size`` read together, ``fallback(sentence,
+    reason)`` for the others."""
+    sentences = iter(sentences)
+    while chunk := list(islice(sentences, chunk_size)):
+        results: list[Result | None] = [None] * len(chunk)
+        parseable = []
+        for index, tokens in enumerate(chunk):
+            if not tokens:
+                results[index] = fallback(tokens, "empty line")
+            elif len(tokens) > max_length:
+                results[index] = fallback(tokens, f"too long: {len(tokens)} words > {max_length}")
+            else:
+                parseable.append(index)
+        for index, result in zip(parseable, _parse_or_retry(parse_batch, [chunk[k] for k in parseable], fallback)):
+            results[index] = result
+        yield from results

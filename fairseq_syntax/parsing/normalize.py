@@ -19,7 +19,6 @@ import argparse
 import html
 import os
 import re
-import sys
 from itertools import zip_longest
 from typing import Iterator
 

@@ -24,7 +24,6 @@ import json
 import os
 import re
 from functools import partial
-from itertools import islice
 from typing import Iterable, Iterator
 
 import numpy as np
@@ -156,10 +155,8 @@ class StanzaDependencyParser:
 
     def parse(self, sentences: Iterable[list[str]], chunk_size: int = DEFAULT_BATCH_SIZE
               ) -> Iterator[DependencyParse]:
-        sentences = iter(sentences)
-        while chunk := list(islice(sentences, chunk_size)):
-            yield from parse_with_fallbacks(self._parse_chunk, chunk, self.max_length,
-                                            partial(fallback_parse, label_count=len(self.label_names)))
+        return parse_with_fallbacks(self._parse_chunk, sentences, self.max_length,
+                                    partial(fallback_parse, label_count=len(self.label_names)), chunk_size)
 
     @torch.no_grad()
     def _parse_chunk(self, sentences: list[list[str]]) -> list[DependencyParse]:

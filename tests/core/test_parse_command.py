@@ -13,7 +13,6 @@ from conftest import REPO, TINY_SUPAR_SIZES, TREEBANK
 from fairseq_syntax.cli import parse
 from fairseq_syntax.parsing import labels, parse_records, training
 from fairseq_syntax.parsing.dependency import read_arc_distributions
-from fairseq_syntax.parsing.text import tokenizer
 
 torch.set_num_threads(1)
 GSD_DEV = Path(REPO).parent / "shared" / "data" / "ud-de-gsd" / "de_gsd-ud-dev.conllu.gz"
@@ -185,12 +184,6 @@ def test_the_label_scheme_follows_the_model(tmp_path, capfd, dependency_model):
 
 
 # --- German
-def test_german_raw_text_is_tokenized_by_moses_de():
-    split = tokenizer("de")
-    assert [split(line) for line in GERMAN] == GERMAN_TOKENS
-    assert split("Das Haus, das ich sah.") == "Das Haus , das ich sah .".split()
-
-
 def test_german_raw_text_parsed_by_a_tiny_gsd_parser_grouped_into_the_16_ldd_groups(tmp_path, capfd,
                                                                                       german_model):
     from fairseq_syntax.methods.ldd import distributions

@@ -20,16 +20,17 @@ from fairseq_syntax.parsing.constituency import (
     TaggedParser,
     flat_tree,
     load_parser,
-    parse_file,
     parse_sentences,
+    tree_writer,
 )
 from fairseq_syntax.parsing.dependency import (
     DependencyParser,
     RetainedMass,
+    arcs_writer,
     read_arc_distributions,
 )
-from fairseq_syntax.parsing.dependency import parse_file as parse_dependency_file
 from fairseq_syntax.parsing.evaluation import bracket_score
+from fairseq_syntax.parsing.shards import BLOCKS, LINES, ParseJob, parse_whole
 from fairseq_syntax.parsing.text import open_text, ptb_escape_token, ptb_unescape_token
 from fairseq_syntax.parsing.torch_load import StoredFunction, supar_safe_globals
 
@@ -84,6 +85,12 @@ def constituency_models(corpus, constituency_model):
 
 def input_tokens():
     return [line.split() for line in INPUT_LINES]
+
+
+def parse_file(writer, source, *outputs):
+    """A loaded parser's writer run over ``source`` in one process (``shards.parse_whole``): lines, then blocks."""
+    paths = [(str(path), kind) for path, kind in zip(outputs, (LINES, BLOCKS))]
+    return parse_whole(ParseJob(str(source), None, paths, 256, {}, lambda device: writer), device="")
 
 
 # --- text and trees
@@ -175,10 +182,10 @@ def test_a_parse_cut_short_leaves_the_earlier_output_whole_and_no_partial_file(t
     source.write_text("a b\nc\nd\n")
     write_text(output, "old\n")
     with pytest.raises(KeyboardInterrupt):
-        parse_file(InterruptedParser(), str(source), str(output), batch_size=1)
+        parse_file(tree_writer(InterruptedParser(), 1), source, output)
     assert read_text(output) == "old\n"  # not a first line newer than the input, which a recipe would keep
     assert not Path(f"{output}.partial").exists()
-    parse_file(ScriptedParser(), str(source), str(output), batch_size=1)
+    parse_file(tree_writer(ScriptedParser(), 1), source, output)
     assert read_text(output) == "(S (XX a) (XX b))\n(S (XX c))\n(S (XX d))\n"
     assert not Path(f"{output}.partial").exists()
 
@@ -194,7 +201,7 @@ def test_a_gzip_file_cut_short_is_an_error_naming_the_file(tmp_path):
 def test_constituency_file_keeps_lines_words_and_lists_fallbacks(corpus, constituency_models, backend):
     parser = load_parser(backend, constituency_models[backend], max_length=MAX_LENGTH)
     output = corpus / f"{backend}.tree"
-    report = parse_file(parser, str(corpus / "input.txt"), str(output))
+    report = parse_file(tree_writer(parser), corpus / "input.txt", output).report
     lines = output.read_text(encoding="utf-8").splitlines()
     assert len(lines) == len(INPUT_LINES)
     assert report.fallbacks == EXPECTED_FALLBACKS and report.sentences == len(INPUT_LINES)
@@ -270,8 +277,9 @@ def test_one_best_tree_is_the_parsers_own_prediction(dependency_parser):
 def test_sparse_side_data_keeps_exactly_the_pairs_above_the_floors(corpus, dependency_parser):
     arc_floor, label_floor = 0.05, 0.1
     arcs_path, conllu_path = corpus / "input.arcs.jsonl", corpus / "input.conllu"
-    report, mass = parse_dependency_file(dependency_parser, str(corpus / "input.txt"), str(arcs_path),
-                                         str(conllu_path), arc_floor=arc_floor, label_floor=label_floor)
+    run = parse_file(arcs_writer(dependency_parser, arc_floor, label_floor), corpus / "input.txt", arcs_path,
+                     conllu_path)
+    report, mass = run.report, RetainedMass(**run.stats)
     records = list(read_arc_distributions(str(arcs_path)))
     full = list(dependency_parser.parse(input_tokens()))
     assert len(records) == len(INPUT_LINES) and report.fallbacks == EXPECTED_FALLBACKS
@@ -308,7 +316,7 @@ def test_sparse_side_data_keeps_exactly_the_pairs_above_the_floors(corpus, depen
 
 def test_conllu_holds_the_one_best_tree_per_input_line(corpus, dependency_parser):
     arcs_path, conllu_path = corpus / "again.arcs.jsonl", corpus / "again.conllu"
-    parse_dependency_file(dependency_parser, str(corpus / "input.txt"), str(arcs_path), str(conllu_path))
+    parse_file(arcs_writer(dependency_parser), corpus / "input.txt", arcs_path, conllu_path)
     blocks = conllu_path.read_text(encoding="utf-8").split("\n\n")[:-1]
     assert len(blocks) == len(INPUT_LINES)
     parses = list(dependency_parser.parse(input_tokens()))
