@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from fairseq_syntax.evaluation.runaway import source_lengths_text
 from fairseq_syntax.evaluation.seed_systems import seeds_dataset
 from fairseq_syntax.evaluation.study_answer import README_BEGIN, README_END, p_text, verdict_text
 from fairseq_syntax.evaluation.tables import markdown_table
@@ -112,9 +113,7 @@ def runaway_lines(results: dict[str, Any], systems: Sequence[str] = ()) -> list[
             f"{info['pairs_expected_by_chance']:.1f}.")
     lengths = info.get("source_lengths")
     if lengths:
-        text += (f" Their sources average {lengths['mean_runaway']:.1f} words against {lengths['mean_all']:.1f} for "
-                 f"all test sentences; {lengths['above_median_runaway']:.0%} are longer than the median "
-                 f"({lengths['median_all']:g} words).")
+        text += f" {source_lengths_text(lengths)}"
     lines = [text]
     if systems:
         lines.append("")

@@ -68,3 +68,10 @@ def source_lengths(ids: Sequence[int], sources: Sequence[str]) -> dict:
     return {"mean_all": statistics.fmean(lengths), "mean_runaway": statistics.fmean(chosen) if chosen else None,
             "median_all": median,
             "above_median_runaway": sum(length > median for length in chosen) / len(chosen) if chosen else None}
+
+
+def source_lengths_text(lengths: dict) -> str:
+    """The sentence that reads :func:`source_lengths` of the runaway sentences."""
+    return (f"Their sources average {lengths['mean_runaway']:.1f} words against {lengths['mean_all']:.1f} for all "
+            f"test sentences; {lengths['above_median_runaway']:.0%} are longer than the median "
+            f"({lengths['median_all']:g} words).")

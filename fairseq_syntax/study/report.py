@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from fairseq_syntax.evaluation.comparisons import Comparisons
-from fairseq_syntax.evaluation.runaway import overlap, runaway_cost, source_lengths
+from fairseq_syntax.evaluation.runaway import overlap, runaway_cost, source_lengths, source_lengths_text
 from fairseq_syntax.study.config import StudyConfig
 from fairseq_syntax.study.grid import control_pairs, planned_seeds
 from fairseq_syntax.study.over_seeds import finished_seeds, rescore_stale
@@ -95,9 +95,7 @@ def runaway_section(config: StudyConfig) -> tuple[list[str], dict]:
     if looping and sources is not None and len(sources) == len(refs):  # no runaway: no mean length of theirs
         lengths = source_lengths(looping, sources)
         info["source_lengths"] = lengths
-        lines.append(f"Their sources average {lengths['mean_runaway']:.1f} words against {lengths['mean_all']:.1f} "
-                     f"for all test sentences; {lengths['above_median_runaway']:.0%} are longer than the median "
-                     f"({lengths['median_all']:g} words).")
+        lines.append(source_lengths_text(lengths))
     return lines, info
 
 
