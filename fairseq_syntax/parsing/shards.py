@@ -1,25 +1,18 @@
 """Parsing a corpus in shards: on many cores of one machine, on many machines, resumably, on a GPU when present.
+``fairseq-syntax-parse`` runs through :func:`run`, with fairseq's option names (docs/parsers.md, "A large corpus").
 
-``fairseq-syntax-parse`` runs through :func:`run`, with fairseq's option names:
-
-* ``--num-shards N --shard-id K`` parses shard K only, into ``OUTPUT.shardK-of-N`` files (``.gz`` stays last:
-  ``train.arcs.jsonl.shard0-of-4.gz``) and, last, a manifest ``OUTPUT.shardK-of-N.json``: a shard is finished
-  exactly when its manifest is there (files are written whole, then renamed). One task of a cluster array job.
-* ``--num-shards N --merge`` writes OUTPUT from its N finished shards only when every one is present, whole and made
-  from the same input and settings (else it names the missing and stale ones and writes nothing), then removes the
-  shard files. ``OUTPUT.skipped`` is the union of the shards', in the whole input's line numbers.
-* ``--workers W`` (with ``--num-shards N``, default W) parses the unfinished shards in W local processes of one
-  torch thread each, under one progress bar, then merges. A rerun keeps the finished shards.
+Shard K of N is written into ``OUTPUT.shardK-of-N`` files (``.gz`` stays last: ``train.arcs.jsonl.shard0-of-4.gz``)
+and, last, its manifest ``OUTPUT.shardK-of-N.json``: a shard is finished exactly when its manifest is there (files
+are written whole, then renamed). ``--merge`` writes OUTPUT only from N finished shards of the same input and
+settings (else it names the missing and stale ones), then removes them; ``OUTPUT.skipped`` is the union of theirs,
+in the whole input's line numbers. ``--workers W`` parses the unfinished shards in W processes of one torch thread
+each; with several GPUs, worker slot k sees GPU k mod their number.
 
 Shard layout: the input is cut into chunks of ``--batch-size`` lines; shard K holds chunks K, K+N, K+2N, ... Each
 chunk is parsed as in a single run, SuPar's length buckets under a fixed seed per chunk
 (``torch_load.supar_device``), so the merged files equal a single run's byte for byte on the same device with one
-torch thread.
-
-``--device cpu|cuda`` (default: cuda when available). With ``--workers W`` and several GPUs, running worker slot k
-sees GPU k mod (their number).
-
-An unreadable input line (bad UTF-8, a carriage return) is parsed as an empty sentence and listed as a fallback.
+torch thread. An unreadable input line (bad UTF-8, a carriage return) is parsed as an empty sentence and listed as
+a fallback.
 
 One live process parses a shard: it holds ``OUTPUT.shardK-of-N.lock`` (``flock``); another finding it held stops
 with one line naming the holder's pid (``--workers`` leaves the shard to it). A worker stops as soon as the

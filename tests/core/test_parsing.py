@@ -103,11 +103,6 @@ def test_ptb_escapes_every_bracket_inside_tokens():
     assert ptb_unescape_token(ptb_escape_token("{x}")) == "{x}"
 
 
-def test_flat_fallback_tree():
-    assert flat_tree(["a", "(", "b)"]) == "(S (XX a) (XX -LRB-) (XX b-RRB-))"
-    assert flat_tree([]) == "(S )"
-
-
 # --- bracketing F1
 GOLD = "(S (NP (DT The) (NN cat)) (VP (VBZ sits) (PP (IN on) (NP (DT the) (NN mat)))) (. .))"
 
