@@ -59,11 +59,8 @@ def _comparison_line(system: str, found: dict | None, metrics: Sequence[str], ag
         return f"- **{system}** vs {against}: not compared yet (waiting for the seeds of one side)"
     parts = [f"{metric} {found[metric]['delta']:+.2f} ({_signed_interval(found[metric]['delta_ci'])}"
              f"{p_text(found[metric])})" for metric in metrics]
-    verdict = verdict_text(found)
-    if found["verdict"] in ("better", "worse"):
-        verdict = f"**{found['verdict']}**{verdict[len(found['verdict']):]}"
     seeds = " vs ".join(map(str, found["seeds"]))
-    return f"- **{system}** vs {found['against']} ({seeds} seeds): {', '.join(parts)}: {verdict}"
+    return f"- **{system}** vs {found['against']} ({seeds} seeds): {', '.join(parts)}: {verdict_text(found, bold=True)}"
 
 
 def comparison_lines(results: dict[str, Any], systems: Sequence[str] = (), dataset: str | None = None) -> list[str]:

@@ -106,8 +106,10 @@ def comparison(system: SeedSystem, other: SeedSystem, comparisons: Comparisons) 
             "borderline": any(value["borderline"] for value in metrics.values())}
 
 
-def verdict_text(found: dict) -> str:
-    return found["verdict"] + (" (borderline)" if found.get("borderline") else "")
+def verdict_text(found: dict, bold: bool = False) -> str:
+    """A comparison's verdict (``bold``: a finding, better or worse, in bold) and whether it is borderline."""
+    word = f"**{found['verdict']}**" if bold and found["verdict"] in ("better", "worse") else found["verdict"]
+    return word + (" (borderline)" if found.get("borderline") else "")
 
 
 def p_text(value: dict) -> str:
@@ -268,8 +270,7 @@ def _readme_verdict(found: dict | None, metrics: Sequence[str]) -> str:
              if index == 0 or found["verdict"] == "mixed" or found[metric].get("borderline")]
     parts = ", ".join(f"{found[metric]['delta']:+.2f} {metric} (p {probability_text(found[metric]['p_value'])})"
                       for metric in shown)
-    word = f"**{found['verdict']}**" if found["verdict"] in ("better", "worse") else found["verdict"]
-    return f"{word}{' (borderline)' if found.get('borderline') else ''}: {parts}"
+    return f"{verdict_text(found, bold=True)}: {parts}"
 
 
 def readme_block(results: dict[str, Any], results_md: str, dataset: str | None = None) -> list[str]:
