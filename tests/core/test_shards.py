@@ -180,24 +180,53 @@ def test_device_cuda_without_a_gpu_is_one_error_line():
         shards.select_device("cuda")
 
 
-def test_running_workers_hold_slots_and_each_slot_its_gpu(corpus, tmp_path, monkeypatch):
+class FakeWorker:
+    """A worker that ends after ``POLLS[shard]`` polls with ``EXIT[shard]``, leaving a lock, a ``.partial`` output
+    and a log (with a refusal's line where it exits 4); ``GPUS[shard]``: the GPU it was given."""
+
+    POLLS: dict = {}
+    EXIT: dict = {}
+    GPUS: dict = {}
+    started: list = []
+    terminated: list = []
+
+    def __init__(self, argv, stdout, stderr, env):
+        self.shard = int(argv[argv.index("--shard-id") + 1])
+        stem = argv[argv.index("--progress-file") + 1].removesuffix(".progress")
+        FakeWorker.started.append(self.shard)
+        FakeWorker.GPUS[self.shard] = env.get("CUDA_VISIBLE_DEVICES")
+        open(stem + ".lock", "w").close()
+        open(stem + ".partial", "w").close()  # the stem is the shard's output: out.txt.shardK-of-N
+        stdout.write("a warning first\n" + (f"error: shard {self.shard}'s model does not load\n"
+                                            if FakeWorker.EXIT[self.shard] == 4 else ""))
+        stdout.flush()
+        self.returncode = None
+
+    def poll(self):
+        FakeWorker.POLLS[self.shard] -= 1
+        if FakeWorker.POLLS[self.shard] == 0:
+            self.returncode = FakeWorker.EXIT[self.shard]
+        return self.returncode
+
+    def terminate(self):
+        FakeWorker.terminated.append(self.shard)
+        self.returncode = -15
+
+    def wait(self):
+        return self.returncode
+
+
+@pytest.fixture
+def fake_workers(monkeypatch):
+    monkeypatch.setattr(shards, "POLL_SECONDS", 0)
+    monkeypatch.setattr(shards.subprocess, "Popen", FakeWorker)
+    FakeWorker.GPUS, FakeWorker.started, FakeWorker.terminated = {}, [], []
+
+
+def test_running_workers_hold_slots_and_each_slot_its_gpu(corpus, tmp_path, monkeypatch, fake_workers):
     """A starting worker takes the lowest free slot, which names its GPU: shard 2 gets shard 1's GPU."""
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "7,9")
-    monkeypatch.setattr(shards, "POLL_SECONDS", 0)
-    polls_left = {0: 3, 1: 1, 2: 1, 3: 1}  # polls until each shard's worker has finished
-    gpus = {}
-
-    class FakeWorker:
-        def __init__(self, argv, stdout, stderr, env):
-            self.shard = int(argv[argv.index("--shard-id") + 1])
-            gpus[self.shard] = env["CUDA_VISIBLE_DEVICES"]
-            self.returncode = None
-
-        def poll(self):
-            polls_left[self.shard] -= 1
-            if polls_left[self.shard] == 0:
-                self.returncode = 0
-            return self.returncode
+    FakeWorker.POLLS, FakeWorker.EXIT = {0: 3, 1: 1, 2: 1, 3: 1}, dict.fromkeys(range(4), 0)
 
     class Bar:
         count = 0
@@ -205,13 +234,36 @@ def test_running_workers_hold_slots_and_each_slot_its_gpu(corpus, tmp_path, monk
         def update(self, count):
             Bar.count += count
 
-    monkeypatch.setattr(shards.subprocess, "Popen", FakeWorker)
     job = stand_in_job(corpus, tmp_path)
-    source = shards.scan_input(str(corpus))
     todo = [Shard(index, 4, 2) for index in range(4)]
-    shards._run_workers(job, source, todo, 2, "cuda", ["parse"], Bar())
-    assert gpus == {0: "7", 1: "9", 2: "9", 3: "9"}
+    shards._run_workers(job, shards.scan_input(str(corpus)), todo, 2, "cuda", ["parse"], Bar())
+    assert FakeWorker.GPUS == {0: "7", 1: "9", 2: "9", 3: "9"}
     assert Bar.count == 7  # every line of the 4 shards (2 + 2 + 2 + 1) counted once on the bar
+
+
+@pytest.mark.parametrize("exits, message, started, terminated", [
+    # two workers fail: the third shard is never started (the parent used to wait for it for good)
+    ({0: 1, 1: 1, 2: 0}, "error: 2 worker(s) failed; the finished shards are kept", [0, 1], []),
+    # shard 1 refuses (its model does not load) while shard 0 runs on: shard 0 is stopped, its files removed
+    ({0: None, 1: 4, 2: 0}, "error: shard 1's model does not load", [0, 1], [0]),
+])
+def test_a_refusing_worker_stops_the_others_and_leaves_no_file(tmp_path, fake_workers, exits, message, started,
+                                                                terminated):
+    source = tmp_path / "input.txt"
+    source.write_text("a\nb\nc\n")
+    job = ParseJob(str(source), None, [(str(tmp_path / "out.txt"), LINES)], 1, {"model": "m"}, lambda device: None)
+    FakeWorker.POLLS, FakeWorker.EXIT = dict.fromkeys(range(3), 2), exits
+    todo = [Shard(index, 3, 1) for index in range(3)]
+    with pytest.raises(SystemExit) as stop:
+        shards._run_workers(job, shards.scan_input(str(source)), todo, 2, "cpu", ["python", "parse"],
+                            shards._WorkersBar("status", 3, 0))
+    assert str(stop.value).startswith(message)
+    assert (FakeWorker.started, FakeWorker.terminated) == (started, terminated)
+    left = sorted(os.listdir(tmp_path))
+    if exits[1] == 4:
+        assert left == ["input.txt"]  # no lock, log or .partial of shard 0 or 1
+    else:  # an ordinary failure keeps the logs to read
+        assert "out.txt.shard0-of-3.log" in left and "out.txt.shard1-of-3.log" in left
 
 
 # --- issue 50, items 7 and 8

@@ -261,18 +261,14 @@ def test_a_parser_model_that_cannot_be_had_is_one_line(trained, models, tmp_path
     assert "H-" not in result.stdout
 
 
-@pytest.mark.parametrize("options, message", [
-    ({"source_tagger": None}, "{meta} records trees tagged by the POS tagger tagger.pt: give it as --source-tagger"),
-    ({"source_parser_backend": "benepar"}, "{meta} records trees of a crf-con parser (crf-con.pt), "
-                                           "--source-parser-backend is benepar: parse with the parser the model was "
-                                           "trained on"),
-])
-def test_a_parser_other_than_the_data_directorys_is_one_line(trained, models, options, message):
+def test_a_tagger_left_out_of_the_data_directorys_parser_is_one_line(trained, models):
+    """The recorded parser's tagger not given (other mismatches: tests/core/test_interactive_source.py)."""
     data, _, checkpoint = trained["mask"]
-    given = {"source_parser": models["crf-con"], "source_tagger": models["tagger"], **options}
-    _, _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)],
-                                                               arg_overrides={"data": str(data), **given})
-    with pytest.raises(SystemExit, match="^error: " + re.escape(message.format(meta=data / "syntax.json")) + "$"):
+    _, _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)], arg_overrides={
+        "data": str(data), "source_parser": models["crf-con"], "source_tagger": None})
+    message = f"error: {data / 'syntax.json'} records trees tagged by the POS tagger tagger.pt: give it as " \
+              "--source-tagger"
+    with pytest.raises(SystemExit, match="^" + re.escape(message) + "$"):
         task.get_interactive_tokens_and_lengths(["the cat sees the dog ."], str)
 
 
