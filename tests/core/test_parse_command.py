@@ -76,10 +76,7 @@ def german_model(tmp_path_factory):
     ["dependency", "--backend", "biaffine", "--model", "biaffine-dep-en"],
     ["constituency", "--backend", "crf-con", "--model", "crf-con-en"],
     ["constituency", "--backend", "benepar", "--model", "benepar_en3"],
-    ["constituency", "--backend", "benepar", "--model", "benepar_de2", "--lang", "de"],
-    ["constituency", "--backend", "crf-con", "--model", "crf-con-xlmr", "--lang", "de"],
     ["dependency", "--backend", "stanza", "--model", "en"],
-    ["dependency", "--backend", "stanza", "--model", "de", "--lang", "de"],
     ["constituency", "--backend", "stanza", "--model", "de", "--lang", "de"],
 ], ids=lambda argv: argv[4])
 def test_a_name_not_on_disk_ends_in_one_line_and_writes_nothing(tmp_path, monkeypatch, capfd, argv):

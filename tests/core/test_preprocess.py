@@ -86,24 +86,15 @@ def preprocess_fails(raw, tmp_path, *extra):
     return result.stderr
 
 
-def test_line_count_mismatch(raw_corpus, tmp_path):
-    raw = corrupt(raw_corpus, tmp_path, "valid.de", 3, None)
-    err = preprocess_fails(raw, tmp_path)
-    assert "error: line-count mismatch" in err
-    assert "valid.en has 20 lines" in err and "valid.de 19" in err and "valid.tree 20" in err
-
-
-def test_malformed_tree_names_file_and_line(raw_corpus, tmp_path):
-    raw = corrupt(raw_corpus, tmp_path, "train.tree", 7, "(S (NP (DT the) (NN cat)) (VP (VBZ sees)")
-    err = preprocess_fails(raw, tmp_path)
-    assert "train.tree:7:" in err
-
-
-def test_leaf_token_mismatch_names_file_line_and_word(raw_corpus, tmp_path):
-    raw = corrupt(raw_corpus, tmp_path, "valid.tree", 5,
-                  "(S (NP (DT the) (NN cow)) (VP (VBZ sees) (NP (DT the) (NN cat))) (. .))")
-    err = preprocess_fails(raw, tmp_path)
-    assert "valid.tree:5:" in err and "'cow'" in err and "word 2" in err
+@pytest.mark.parametrize("split_file, line, new_line, said", [
+    ("valid.de", 3, None, ["error: line-count mismatch", "valid.en has 20 lines", "valid.de 19", "valid.tree 20"]),
+    ("train.tree", 7, "(S (NP (DT the) (NN cat)) (VP (VBZ sees)", ["train.tree:7:"]),  # malformed
+    ("valid.tree", 5, "(S (NP (DT the) (NN cow)) (VP (VBZ sees) (NP (DT the) (NN cat))) (. .))",
+     ["valid.tree:5:", "'cow'", "word 2"]),  # a leaf that is not the source's word
+], ids=["line counts", "malformed tree", "leaf mismatch"])
+def test_bad_input_names_file_line_and_problem(raw_corpus, tmp_path, split_file, line, new_line, said):
+    err = preprocess_fails(corrupt(raw_corpus, tmp_path, split_file, line, new_line), tmp_path)
+    assert all(words in err for words in said), err
 
 
 def test_overlong_sentence_is_an_error_and_can_be_skipped_with_a_count(raw_corpus, tmp_path):
@@ -226,7 +217,8 @@ def test_a_data_directory_is_not_written_over_unless_asked(small_corpus, tmp_pat
     run_preprocess(tiny, out, "sequence", "--overwrite")
     # the preorder run's parent arrays are gone (the mask model read them with the sequence tokens), the rest is new
     assert data_files(out) == sorted(["dict.de.txt", "dict.en.txt", "preprocess.log", "syntax.json"] + [
-        f"{split}.en-de.{lang}.{ext}" for split in ("train", "valid") for lang in ("de", "en") for ext in ("bin", "idx")])
+        f"{split}.en-de.{lang}.{ext}" for split in ("train", "valid") for lang in ("de", "en")
+        for ext in ("bin", "idx")])
     assert (out / "notes.txt").read_text() == "mine"
     assert read_meta(str(out))["form"] == "sequence" and read_meta(str(out))["side_data"] == {}
 
