@@ -33,17 +33,11 @@ only. Names and data directories: :mod:`fairseq_syntax.core.control_kinds`.
 Randomness: line ``k`` (1-based) draws from ``random.Random(f"{seed}:{k}")``, only where there is a choice, so a
 line's control depends on its seed, number and parse only.
 
-``fairseq-syntax-control``:
-
-* ``make --control random --seed 1 IN_PREFIX OUT_PREFIX``: ``.tree`` -> ``.tree``, ``.arcs.jsonl.gz`` ->
-  ``.arcs.jsonl.gz`` + ``.conllu`` (whichever exist and the control changes; each output whole or not at all);
-* ``dictionary REAL_DICT OUT_DICT``: the real dictionary plus ``(X`` in place of fairseq's first filler
-  ``madeupwordNNNN`` (same size, every other index kept);
-* ``record --control random --seed 1 DATA_DIR...``: adds ``"control": {"structure": "random", "seed": 1}`` to
-  ``syntax.json`` and ``parsers.json``; ``recorded`` (same arguments) exits 0 when every directory has it, else 1;
-* ``inputs --control struct``: what the control changes (``trees``, ``arcs``);
-* ``stats IN_PREFIX --controls random struct --seeds 1 2 3 [--out TABLE.md]``: phrases per sentence, depth and,
-  for dependency trees, heads per sentence and mean arc length (:func:`structure_stats`), as Markdown (and JSON)."""
+``fairseq-syntax-control`` (docs/methods.md): ``make`` writes a split's control parses (``.tree``;
+``.arcs.jsonl.gz`` and its ``.conllu``; each whole or not at all), ``dictionary`` the real dictionary with ``(X`` in
+place of fairseq's first filler ``madeupwordNNNN`` (same size, every other index kept), ``record`` the control into
+data directories' ``syntax.json`` and ``parsers.json``, ``inputs`` what a control changes, ``stats``
+:func:`structure_stats` as Markdown (and JSON)."""
 from __future__ import annotations
 
 import argparse
