@@ -117,16 +117,19 @@ def _systems(config: StudyConfig) -> set[str]:
     return {run.system.name for run in study_runs(config)}
 
 
+def _studies(config: StudyConfig, point: Point) -> list[tuple[StudyConfig, set[str] | None]]:
+    """A size's sweep studies (every system) and its own (the sizes' systems), where its protocol is chosen."""
+    own = [(point.config, _systems(config))] if point.config is not None else []
+    return [(study, None) for _, study in point.sweep] + own
+
+
 def check_sizes(config: StudyConfig, found: list[Point], executor: str, only: set[str] | None = None) -> None:
     """Every check ``run`` makes before it trains (:mod:`fairseq_syntax.study.checks`), for each size's sweep and
     grid (the runs ``only`` names); a size whose sweep is not finished has its data checked on its first candidate's
     settings."""
     problems = []
     for point in found:
-        studies = [(study, None) for _, study in point.sweep]
-        if point.config is not None:
-            studies.append((point.config, _systems(config)))
-        for study, keep in studies:
+        for study, keep in _studies(config, point):
             problems += study_problems(study, executor, [
                 state.run.name for state in grid_states(study) if state.state != "done"
                 and (keep is None or state.run.system.name in keep)
@@ -175,10 +178,7 @@ def _ready(config: StudyConfig, only: set[str] | None, queued: set[str],
     protocol is chosen; and how many runs of those are done. ``queued`` gains the tasks returned."""
     tasks, done = [], 0
     for point in points(config):
-        studies = [(study, None) for _, study in point.sweep]
-        if point.config is not None:
-            studies.append((point.config, _systems(config)))
-        for study, keep in studies:
+        for study, keep in _studies(config, point):
             more, finished = _tasks(config, study, only, keep, queued, progress)
             tasks, done = tasks + more, done + finished
     queued.update(str(task) for task in tasks)

@@ -1,21 +1,11 @@
-"""A study over training-set sizes: does syntax help more when data is scarce?
+"""A study over training-set sizes (``corpus.subset`` lists them): one ordinary study a size, a *point*.
 
-A study file whose ``corpus.subset`` lists sizes (``[1000, 2500, 5000, 10000]``) is one ordinary study a size (a
-*point*, a :class:`~fairseq_syntax.study.config.StudyConfig` with ``corpus.subset`` the size):
-
-- **Nested subsets.** Every size takes the first N lines of one random order of the training lines
-  (:func:`~fairseq_syntax.study.prepare.corpus.subset_lines`, ``corpus.subset_seed``), so a parse archive made for
-  the largest covers them all.
-- **Files.** Size N is ``NAME.nN``: ``WORK/nN``, ``RUNS/nN``, ``REPORT/nN``. A ``[sizes.N]`` table may name a
-  ``study_file`` whose runs are size N's, read as they are.
-- **One protocol a size.** ``[sizes.N]`` sets keys of ``[bpe]``, ``[model]`` and ``[training]`` for every system of
-  that size.
-- **The protocol sweep.** ``sweep.SECTION.KEY = [a, b]`` lists candidates; each combination (the product, in file
-  order) is a study of the baseline alone, seed 1, ``NAME.nN.sweep.LABEL`` (``merges2000-dropout0.3``) in
-  ``WORK/nN/sweep/LABEL`` and ``RUNS/nN/sweep/LABEL``. The size's protocol is the candidate with the lowest
-  **validation negative log-likelihood per sentence** at its best epoch (``nll_loss`` in bits per token x ln 2 x
-  ``wpb / bsz``): per-token losses of different BPE vocabularies are not comparable. Test scores of the sweep are
-  shown, never used. The size's grid waits until every candidate has run (:attr:`Point.waiting`)."""
+Size N takes the first N lines of one random order of the training lines (nested subsets, ``corpus.subset_seed``);
+it is ``NAME.nN`` in ``WORK/nN``, ``RUNS/nN`` and ``REPORT/nN``, or the runs of ``[sizes.N] study_file``. Its sweep's
+candidates (the product of the ``sweep.SECTION.KEY`` lists, in file order) are studies of the baseline alone, seed 1,
+in ``nN/sweep/LABEL``; the size's protocol is the candidate of lowest validation negative log-likelihood per sentence
+at its best epoch (``nll_loss`` bits/token x ln 2 x ``wpb / bsz``: per-token losses of two BPE vocabularies are not
+comparable), and its grid waits until every candidate has run."""
 from __future__ import annotations
 
 import dataclasses
@@ -154,8 +144,7 @@ def point_of(config: StudyConfig, pairs: int) -> Point:
     sweep = tuple(sweep_studies(config, pairs))
     results = tuple(found for found in (sweep_result(candidate, sub) for candidate, sub in sweep) if found)
     settings = [entry.settings] if entry else []
-    chosen = min(results, key=lambda found: found.nll_per_sentence) if sweep and len(results) == len(sweep) \
-        else None
+    chosen = Point(pairs, label, sweep, results, None).chosen
     if sweep and chosen is None:
         return Point(pairs, label, sweep, results, None,
                      waiting=f"waits for its sweep ({len(results)} of {len(sweep)} candidates run)")
