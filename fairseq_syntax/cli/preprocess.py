@@ -38,6 +38,7 @@ from fairseq_syntax.core.data_dir import (
     data_files,
     skipped_listing,
     source_prefix,
+    split_prefixes,
     with_side_data,
     write_meta,
 )
@@ -297,15 +298,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         raise SystemExit(f"error: {args.destdir} already holds a data directory ({len(earlier)} files: "
                          f"{', '.join(earlier[:4])}{', ...' if len(earlier) > 4 else ''}{stopped}): remove it, "
                          "or pass --overwrite to replace those files")
-    splits = []
-    if args.trainpref:
-        splits.append(("train", args.trainpref))
-    for kind in ("valid", "test"):
-        prefixes = getattr(args, f"{kind}pref")
-        for k, prefix in enumerate(prefixes.split(",") if prefixes else []):
-            splits.append((kind if k == 0 else f"{kind}{k}", prefix))
-    if not splits:
-        raise SystemExit("give at least one of --trainpref, --validpref, --testpref")
+    splits = split_prefixes(args)
     if args.bpe_codes is None and (args.bpe_vocabulary or args.bpe_vocabulary_threshold is not None):
         get_parser().error("--bpe-vocabulary and --bpe-vocabulary-threshold go with --bpe-codes")
     parser_entry = parser_record(args, get_parser())

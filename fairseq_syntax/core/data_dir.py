@@ -82,6 +82,19 @@ def data_files(data_path: str) -> list[str]:
                   and any(fnmatch.fnmatchcase(name, pattern) for pattern in DATA_FILE_PATTERNS))
 
 
+def split_prefixes(args) -> list[tuple[str, str]]:
+    """(split, prefix) of fairseq-preprocess's ``--trainpref``, ``--validpref`` and ``--testpref`` (the second of
+    comma-separated valid prefixes is ``valid1``, ...); SystemExit where none is given."""
+    splits = [("train", args.trainpref)] if args.trainpref else []
+    for kind in ("valid", "test"):
+        prefixes = getattr(args, f"{kind}pref")
+        splits += [(kind if k == 0 else f"{kind}{k}", prefix) for k, prefix in
+                   enumerate(prefixes.split(",") if prefixes else [])]
+    if not splits:
+        raise SystemExit("error: give at least one of --trainpref, --validpref, --testpref")
+    return splits
+
+
 def skipped_listing(data_path: str, split: str) -> str:
     return os.path.join(data_path, split + SKIPPED_SUFFIX)
 

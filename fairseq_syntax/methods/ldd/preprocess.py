@@ -37,6 +37,7 @@ from fairseq_syntax.core.data_dir import (
     read_skipped_lines,
     skipped_listing,
     source_prefix,
+    split_prefixes,
     with_side_data,
     write_meta,
 )
@@ -280,13 +281,7 @@ def main(argv: Optional[List[str]] = None) -> Dict[str, MassReport]:
             f"error: {args.destdir} holds the {meta['form']!r} form; dependency side data needs 'sequence'"
         )
     settings = {"labels": args.labels, "floor": args.floor}  # what fairseq-interactive needs to convert alike
-    splits = [("train", args.trainpref)] if args.trainpref else []
-    for kind in ("valid", "test"):
-        prefixes = getattr(args, f"{kind}pref")
-        for k, prefix in enumerate(prefixes.split(",") if prefixes else []):
-            splits.append((kind if k == 0 else f"{kind}{k}", prefix))
-    if not splits:
-        raise SystemExit("error: give at least one of --trainpref, --validpref, --testpref")
+    splits = split_prefixes(args)
     record_settings(meta, settings, args.destdir)
     index = dependency.label_index(dependency.LABEL_TABLES[args.labels])
     reports = {}
