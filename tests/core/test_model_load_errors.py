@@ -109,15 +109,6 @@ def test_a_file_of_the_right_kind_that_does_not_load_names_the_librarys_reason(m
     assert os.listdir(work / "out") == []
 
 
-def test_the_installed_command_prints_the_line_and_no_traceback(models, work):
-    done = subprocess.run([sys.executable, "-m", "fairseq_syntax.cli.parse",
-                           *parse_argv(work, "constituency", "crf-con", models["fairseq"])],
-                          capture_output=True, text=True, cwd=work)
-    assert done.returncode == 1 and "Traceback" not in done.stderr
-    assert done.stderr.splitlines() == [f"error: {models['fairseq']}: " + CASES["a fairseq checkpoint as crf-con"][4]]
-    assert os.listdir(work / "out") == []
-
-
 @pytest.mark.parametrize("model, tagger, words", [
     ("random", None, CASES["random bytes as crf-con"][4]),  # refused before any worker starts
     ("crf-con", "broken tagger", None),  # every worker refuses: their files are removed
