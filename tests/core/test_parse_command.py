@@ -1,5 +1,6 @@
-"""fairseq-syntax-parse: names and paths, parses kept until models or tokens change, --lang de, stanza; offline."""
+"""fairseq-syntax-parse: names and paths, the record beside each parse, --lang de, stanza; offline."""
 import gzip
+import hashlib
 import json
 import os
 import subprocess
@@ -110,49 +111,18 @@ def test_the_installed_command_prints_no_traceback(tmp_path):
 
 
 # --- records
-def test_parses_are_kept_until_their_model_or_tokens_change(tmp_path, capfd, dependency_model):
+def test_the_record_names_the_model_by_digest_the_labels_and_the_outputs(tmp_path, capfd, dependency_model):
     source, arcs = tmp_path / "train.en", tmp_path / "train.arcs.jsonl.gz"
     source.write_text("the cat sees the dog .\nthe man likes the father .\n")
-    model = tmp_path / "dep.pt"
-    model.write_bytes(Path(dependency_model).read_bytes())
-    status, _ = run_parse(["dependency", "--backend", "biaffine", "--model", str(model), "--input", str(source),
-                           "--output", str(arcs), "--conllu", str(tmp_path / "train.conllu"), "--device", "cpu"],
-                          capfd)
+    status, _ = run_parse(["dependency", "--backend", "biaffine", "--model", dependency_model, "--input",
+                           str(source), "--output", str(arcs), "--conllu", str(tmp_path / "train.conllu"), "--device",
+                           "cpu"], capfd)
     assert status == 0
     record = json.loads((tmp_path / "train.arcs.jsonl.parse.json").read_text())
-    assert record["models"] == {"dependency": {"model": "dep.pt",
-                                               "sha256": parse_records.model_entry(str(model))["sha256"]}}
+    digest = hashlib.sha256(Path(dependency_model).read_bytes()).hexdigest()[:16]
+    assert record["models"] == {"dependency": {"model": "dep.pt", "sha256": digest}}
+    assert record["input"] == {"file": "train.en", "sha256": hashlib.sha256(source.read_bytes()).hexdigest()}
     assert record["labels"] == "universal" and record["outputs"] == ["train.arcs.jsonl.gz", "train.conllu"]
-    roles = {"dependency": str(model)}
-    assert parse_records.is_current(str(arcs), str(source), roles) == (
-        True, "made by the same models from the same tokens: kept")
-    os.utime(model, (2e9, 2e9))  # a model file newer than the parse: its date does not count
-    assert parse_records.is_current(str(arcs), str(source), roles)[0]
-    # parses copied in without their record (made elsewhere) are kept, whatever their date
-    copied = tmp_path / "copied"
-    copied.mkdir()
-    (copied / "train.arcs.jsonl.gz").write_bytes(arcs.read_bytes())
-    os.utime(copied / "train.arcs.jsonl.gz", (1e9, 1e9))
-    keep, why = parse_records.is_current(str(copied / "train.arcs.jsonl.gz"), str(source), roles)
-    assert keep and why.startswith("no record of the model that made it")
-    # another model at the same path (retrained), or other tokens: parse again, saying why
-    model.write_bytes(model.read_bytes() + b"\0")
-    keep, why = parse_records.is_current(str(arcs), str(source), roles)
-    assert not keep and why.startswith("dependency model dep.pt (sha256 ") and "-> dep.pt (sha256 " in why
-    model.write_bytes(Path(dependency_model).read_bytes())
-    source.write_text("the cat sees the dog .\n")
-    assert parse_records.is_current(str(arcs), str(source), roles) == (
-        False, f"its input tokens changed ({source})")
-    # a model name is compared by name
-    assert not parse_records.is_current(str(arcs), str(source), {"dependency": "biaffine-dep-en"})[0]
-
-
-def test_the_record_command_exits_by_whether_to_keep(tmp_path):
-    (tmp_path / "x.en").write_text("a\n")
-    missing = subprocess.run([sys.executable, "-m", "fairseq_syntax.parsing.parse_records", "current",
-                              str(tmp_path / "x.tree"), "--input", str(tmp_path / "x.en"), "constituency=crf-con-en"],
-                             capture_output=True, text=True)
-    assert missing.returncode == 1 and missing.stderr.strip() == f"{tmp_path / 'x.tree'}: not parsed yet"
 
 
 # --- label schemes
