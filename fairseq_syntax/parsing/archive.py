@@ -6,7 +6,6 @@ checksummed, so a new machine makes every data directory in minutes instead of h
         --models constituency=MODELS/crf-con.pt tagger=MODELS/tagger.pt dependency=MODELS/biaffine.pt
     python3 -m fairseq_syntax.parsing.archive verify ARCHIVE
     python3 -m fairseq_syntax.parsing.archive unpack ARCHIVE TOK_DIR --source en --splits train valid test
-    python3 -m fairseq_syntax.parsing.archive provenance TOK_DIR/parses.json DATA/parsers.json --without dependency
 
 ``pack`` reads, per split of ``TOK_DIR`` (a study's ``WORK/tok``), ``SPLIT.SRC``, ``SPLIT.tree``,
 ``SPLIT.arcs.jsonl.gz``, ``SPLIT.conllu`` and the fallback listings ``*.skipped``, and writes:
@@ -23,8 +22,8 @@ checksummed, so a new machine makes every data directory in minutes instead of h
 listings) for the tokens in ``TOK_DIR/SPLIT.SRC``: a line's parse is found by its tokens, so a subset or a
 length-filtered split gets its own lines' parses in its order. A line with no parse in the archive stops the run
 naming it. A line occurring twice takes the parse at its own line number where the file is the whole split, else
-the first one's. ``TOK_DIR/parses.json`` records the archive and its parsers; ``provenance`` writes a data
-directory's ``parsers.json`` from it."""
+the first one's. ``TOK_DIR/parses.json`` records the archive and its parsers; :func:`write_provenance` writes a
+data directory's ``parsers.json`` from it."""
 from __future__ import annotations
 
 import argparse
@@ -300,12 +299,6 @@ def get_parser() -> argparse.ArgumentParser:
     unpack_command.add_argument("tok_dir")
     unpack_command.add_argument("--source", required=True)
     unpack_command.add_argument("--splits", nargs="+", required=True)
-    provenance_command = commands.add_parser("provenance", help="a data directory's parsers.json from unpack's record")
-    provenance_command.add_argument("parses_json")
-    provenance_command.add_argument("out")
-    provenance_command.add_argument("roles", nargs="*", help="the parsers of the form (default: all but --without)")
-    provenance_command.add_argument("--without", nargs="+", default=[], metavar="ROLE",
-                                    help="e.g. dependency: the tree forms' parsers are the others")
     return parser
 
 
@@ -323,13 +316,11 @@ def main(argv: list[str] | None = None) -> None:
         elif args.command == "verify":
             manifest = verify(args.archive)
             print(f"{args.archive}: every checksum matches ({', '.join(manifest['splits'])})", file=sys.stderr)
-        elif args.command == "unpack":
+        else:
             for done in unpack(args.archive, args.tok_dir, args.source, args.splits):
                 how = "the whole split" if done.whole else "its lines found by their tokens"
                 print(f"{args.tok_dir}: parses of {done.split} from {args.archive}, {done.lines} lines ({how}); "
                       f"{done.fallbacks} fallback lines listed in {done.split}.*.skipped", file=sys.stderr)
-        else:
-            write_provenance(args.parses_json, args.out, args.roles, args.without)
     except ArchiveError as error:
         sys.exit(f"error: {error}")
 

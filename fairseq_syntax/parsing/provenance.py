@@ -4,22 +4,17 @@ A study's data preparation writes ``DATA/parsers.json`` beside each input form; 
 checkpoints and its record takes it (``fairseq-syntax-score --parsers``). Data made from control structures has a
 ``"control"`` entry there too.
 
-    python3 -m fairseq_syntax.parsing.provenance OUT.json ROLE=MODEL [ROLE=MODEL ...] [--records preprocess/runs]
-
-``OUT.json`` maps each ROLE (``constituency``, ``tagger``, ``dependency``) to
-``{"model": file name, "sha256": its first 16 hex digits}``, plus ``scores``, ``epochs`` and ``data`` of the
-parser run record in ``--records`` with the same digest. A MODEL that is no file is recorded by name.
-``--dependency-labels stanford|universal`` adds ``"labels"``."""
+It maps each role (``constituency``, ``tagger``, ``dependency``) to ``{"model": file name, "sha256": its first 16
+hex digits}``, plus ``scores``, ``epochs`` and ``data`` of the parser run record (``preprocess/runs``) with the same
+digest (:func:`describe_parsers`); a model that is no file is recorded by name."""
 from __future__ import annotations
 
 import argparse
 import hashlib
 import json
 import os
-import sys
 
 from fairseq_syntax.core.control_kinds import CONTROL_KEY, describe
-from fairseq_syntax.parsing.text import open_output
 
 DIGEST_LENGTH = 16
 
@@ -94,32 +89,3 @@ def role_models(parser: argparse.ArgumentParser, arguments: list[str]) -> dict[s
         models[role] = model
     return models
 
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("out", help="the JSON file to write (DATA/parsers.json)")
-    parser.add_argument("models", nargs="+", metavar="ROLE=MODEL", help="e.g. constituency=models/crf-con.pt")
-    parser.add_argument("--records", default=os.path.join(os.path.dirname(__file__), "..", "..", "preprocess",
-                                                           "runs"),
-                        help="folder of the parser run records (default: the repository's preprocess/runs)")
-    parser.add_argument("--dependency-labels", choices=["stanford", "universal"],
-                        help="the label scheme of the dependency model (fairseq-syntax-parse records it beside the "
-                             "arcs), recorded as its \"labels\"")
-    args = parser.parse_args(argv)
-    models = role_models(parser, args.models)
-    try:
-        described = describe_parsers(models, read_parser_records(args.records))
-    except ValueError as error:
-        sys.exit(f"error: {error}")
-    if args.dependency_labels:
-        if "dependency" not in described:
-            parser.error("--dependency-labels describes the dependency=MODEL: give it too")
-        described["dependency"]["labels"] = args.dependency_labels
-    with open_output(args.out) as handle:
-        json.dump(described, handle, indent=1)
-        handle.write("\n")
-    print(f"{args.out}: {summary(described)}", file=sys.stderr)
-
-
-if __name__ == "__main__":
-    main()

@@ -137,7 +137,7 @@ def test_provenance_takes_the_roles_of_a_form(tmp_path):
     out = str(tmp_path / "parsers.json")
     archive.write_provenance(str(parses), out, ["constituency", "tagger"])
     assert json.loads(read(out)) == {"constituency": {"model": "c.pt"}, "tagger": {"model": "t.pt"}}
-    archive.main(["provenance", str(parses), out, "--without", "dependency"])
+    archive.write_provenance(str(parses), out, [], without=["dependency"])
     assert list(json.loads(read(out))) == ["constituency", "tagger"]
     with pytest.raises(archive.ArchiveError, match="names no benepar parser"):
         archive.write_provenance(str(parses), out, ["benepar"])

@@ -1,4 +1,5 @@
 """fairseq_syntax.parsing.provenance: the parsers.json of a corpus's data, and how run records show it."""
+import argparse
 import hashlib
 import json
 
@@ -23,25 +24,22 @@ def test_each_model_is_named_by_digest_and_gets_the_scores_of_the_record_with_th
     # the record of an earlier training of the dependency parser: another digest, so not this model's
     (records / "biaffine.json").write_text(json.dumps(
         {"model": "biaffine.pt", "sha256": "0" * 16, "scores": {"LAS": 79.8}, "epochs": 9}))
-    out = tmp_path / "data-bin" / "parsers.json"
-    out.parent.mkdir()
-    provenance.main([str(out), f"constituency={con}", f"dependency={dep}", "tagger=benepar_en3",
-                     "--records", str(records)])
-    assert json.loads(out.read_text()) == {
+    described = provenance.describe_parsers({"constituency": con, "dependency": dep, "tagger": "benepar_en3"},
+                                            provenance.read_parser_records(str(records)))
+    assert described == {
         "constituency": {"model": "crf-con.pt", "sha256": con_digest, "scores": {"F1": 87.12}, "epochs": 60,
                          "data": "wsj.mrg"},
         "dependency": {"model": "biaffine.pt", "sha256": dep_digest},
         "tagger": {"model": "benepar_en3"},  # not a file: a name a library downloads
     }
-    assert provenance.summary(json.loads(out.read_text())) == (
+    assert provenance.summary(described) == (
         f"constituency crf-con.pt (F1 87.12, 60 epochs); dependency biaffine.pt (sha256 {dep_digest}, no parser "
         "record); tagger benepar_en3")
-    assert not (tmp_path / "data-bin" / "parsers.json.partial").exists()
 
 
-def test_a_model_argument_without_a_role_is_refused(tmp_path, capsys):
+def test_a_model_argument_without_a_role_is_refused(capsys):
     with pytest.raises(SystemExit):
-        provenance.main([str(tmp_path / "parsers.json"), "models/crf-con.pt"])
+        provenance.role_models(argparse.ArgumentParser(), ["models/crf-con.pt"])
     assert "give ROLE=MODEL" in capsys.readouterr().err
 
 
