@@ -35,9 +35,9 @@ line's control depends on its seed, number and parse only.
 
 ``fairseq-syntax-control`` (docs/methods.md): ``make`` writes a split's control parses (``.tree``;
 ``.arcs.jsonl.gz`` and its ``.conllu``; each whole or not at all), ``dictionary`` the real dictionary with ``(X`` in
-place of fairseq's first filler ``madeupwordNNNN`` (same size, every other index kept), ``record`` the control into
-data directories' ``syntax.json`` and ``parsers.json``, ``inputs`` what a control changes, ``stats``
-:func:`structure_stats` as Markdown (and JSON)."""
+place of fairseq's first filler ``madeupwordNNNN`` (same size, every other index kept), ``stats``
+:func:`structure_stats` as Markdown (and JSON). :func:`record_control` writes the control into a data directory's
+``syntax.json`` and ``parsers.json``."""
 from __future__ import annotations
 
 import argparse
@@ -419,10 +419,8 @@ def get_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fairseq-syntax-control", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     make = commands.add_parser("make", help="control versions of a split's parses")
-    record = commands.add_parser("record", help="record a control in data directories (syntax.json, parsers.json)")
-    for command in (make, record):
-        command.add_argument("--control", choices=CONTROLS, required=True)
-        command.add_argument("--seed", type=int, default=1, help="the random control's seed (default 1)")
+    make.add_argument("--control", choices=CONTROLS, required=True)
+    make.add_argument("--seed", type=int, default=1, help="the random control's seed (default 1)")
     make.add_argument("in_prefix", help="reads IN_PREFIX.TREES_SUFFIX and IN_PREFIX.ARCS_SUFFIX, whichever exist")
     make.add_argument("out_prefix", help="writes OUT_PREFIX.TREES_SUFFIX, .ARCS_SUFFIX and .conllu")
     stats = commands.add_parser("stats", help="inner nodes, depth and arc length of the parse and of its controls")
@@ -434,12 +432,9 @@ def get_parser() -> argparse.ArgumentParser:
     for command in (make, stats):
         command.add_argument("--trees-suffix", default="tree")
         command.add_argument("--arcs-suffix", default="arcs.jsonl.gz")
-    record.add_argument("data_dirs", nargs="+", metavar="DATA_DIR")
     dictionary = commands.add_parser("dictionary", help="a tree form's dictionary for its control data directory")
     dictionary.add_argument("real", help="the real form's dict.SRC.txt")
     dictionary.add_argument("out")
-    inputs = commands.add_parser("inputs", help="what a control changes: trees, arcs (one a line)")
-    inputs.add_argument("--control", choices=CONTROLS, required=True)
     return parser
 
 
@@ -481,11 +476,6 @@ def main(argv: list[str] | None = None) -> None:
         if args.command == "make":
             for made in _made(args):
                 print(f"{made} ({describe({'structure': args.control, 'seed': args.seed})})", file=sys.stderr)
-        elif args.command == "record":
-            for data_dir in args.data_dirs:
-                record_control(data_dir, args.control, args.seed)
-        elif args.command == "inputs":
-            print("\n".join(CONTROL_INPUTS[args.control]))
         elif args.command == "stats":
             _stats(args)
         else:

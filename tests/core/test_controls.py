@@ -178,7 +178,7 @@ def test_the_dictionary_takes_the_control_label_in_place_of_a_padding_filler(tmp
 
 
 def test_end_to_end_the_preprocess_commands_read_the_controls_unchanged(tmp_path):
-    """``make`` on a tiny parse set, then the preprocess commands on its output, and ``record``."""
+    """``make`` on a tiny parse set, then the preprocess commands on its output, and ``record_control``."""
     from conftest import arcs_record
     from fairseq.data import Dictionary
     from fairseq.data.indexed_dataset import MMapIndexedDataset
@@ -224,8 +224,8 @@ def test_end_to_end_the_preprocess_commands_read_the_controls_unchanged(tmp_path
     preprocess_dependencies.main(["--destdir", str(data / "sequence.random"), "-s", "en", "-t", "de", "--labels",
                                   "universal", "--arcs-suffix", "arcs.jsonl.gz", *prefixes])
     (data / "preorder.random" / "parsers.json").write_text('{"constituency": {"model": "gold"}}\n')
-    controls.main(["record", "--control", "random", "--seed", "3", str(data / "preorder.random"),
-                   str(data / "sequence.random")])
+    for name in ("preorder.random", "sequence.random"):
+        controls.record_control(str(data / name), "random", 3)
 
     # the same dictionary (plus "(X" in a filler's place) and, for the sequence form, the same tokens
     real_dict, control_dict = (Dictionary.load(str(data / name / "dict.en.txt")) for name in ("preorder",
@@ -250,8 +250,8 @@ def test_end_to_end_the_preprocess_commands_read_the_controls_unchanged(tmp_path
         "constituency": {"model": "gold"}, "control": {"structure": "random", "seed": 3}}
     assert json.loads((data / "sequence.random" / "parsers.json").read_text()) == {
         "control": {"structure": "random", "seed": 3}}
-    with pytest.raises(SystemExit, match="records the control .* not .*'left'"):
-        controls.main(["record", "--control", "left", str(data / "preorder.random")])
+    with pytest.raises(ValueError, match="records the control .* not .*'left'"):
+        controls.record_control(str(data / "preorder.random"), "left", 1)
 
 
 
@@ -324,9 +324,6 @@ def test_the_structure_only_control_makes_no_dependency_data(tmp_path, capsys):
     assert (tmp_path / "q.tree").read_text() == control(SENTENCE, "struct") + "\n"
     assert not (tmp_path / "q.arcs.jsonl.gz").exists()
     assert "p.arcs.jsonl.gz: left as it is (the struct control changes the trees only)" in capsys.readouterr().err
-    controls.main(["inputs", "--control", "struct"])
-    controls.main(["inputs", "--control", "random"])
-    assert capsys.readouterr().out == "trees\ntrees\narcs\n"
 
 
 # --- measures
@@ -363,15 +360,6 @@ def test_stats_of_the_parse_and_its_controls(tmp_path, capsys):
     assert "| random | 10 | dependency: words with a dependent | 1 | 3.00 | 4.00 | 1.67 |" in table
     assert "| parse | – | constituency: phrases above the POS nodes | 1 | 4.00 | 3.00 | – |" in table
     assert json.loads((tmp_path / "structures.json").read_text())["rows"][1]["inner_nodes"] == 3
-
-
-def test_record_writes_the_control_and_its_seed_into_the_directorys_syntax_json(tmp_path):
-    data = tmp_path / "preorder.struct-s2"
-    data.mkdir()
-    (data / "syntax.json").write_text('{"form": "preorder"}\n')
-    controls.main(["record", "--control", "struct", "--seed", "2", str(data)])
-    assert json.loads((data / "syntax.json").read_text()) == {"form": "preorder",
-                                                                "control": {"structure": "struct", "seed": 2}}
 
 
 def test_the_parsers_summary_of_a_run_record_names_its_control():
