@@ -5,7 +5,6 @@ checksummed, so a new machine makes every data directory in minutes instead of h
     python3 -m fairseq_syntax.parsing.archive pack TOK_DIR ARCHIVE --source en --splits train valid test \
         --models constituency=MODELS/crf-con.pt tagger=MODELS/tagger.pt dependency=MODELS/biaffine.pt
     python3 -m fairseq_syntax.parsing.archive verify ARCHIVE
-    python3 -m fairseq_syntax.parsing.archive unpack ARCHIVE TOK_DIR --source en --splits train valid test
 
 ``pack`` reads, per split of ``TOK_DIR`` (a study's ``WORK/tok``), ``SPLIT.SRC``, ``SPLIT.tree``,
 ``SPLIT.arcs.jsonl.gz``, ``SPLIT.conllu`` and the fallback listings ``*.skipped``, and writes:
@@ -294,11 +293,6 @@ def get_parser() -> argparse.ArgumentParser:
                               help="the dependency parses only (a source language with no constituency parser)")
     verify_command = commands.add_parser("verify", help="check ARCHIVE's checksums")
     verify_command.add_argument("archive")
-    unpack_command = commands.add_parser("unpack", help="write the parses of TOK_DIR's tokens from ARCHIVE")
-    unpack_command.add_argument("archive")
-    unpack_command.add_argument("tok_dir")
-    unpack_command.add_argument("--source", required=True)
-    unpack_command.add_argument("--splits", nargs="+", required=True)
     return parser
 
 
@@ -313,14 +307,9 @@ def main(argv: list[str] | None = None) -> None:
             total = sum(os.path.getsize(os.path.join(args.archive, name)) for name in os.listdir(args.archive))
             contents = ", ".join(f"{split} ({entry['lines']} lines)" for split, entry in manifest["splits"].items())
             print(f"{args.archive}: parses of {contents}; {total / 1e6:.2f} MB", file=sys.stderr)
-        elif args.command == "verify":
+        else:
             manifest = verify(args.archive)
             print(f"{args.archive}: every checksum matches ({', '.join(manifest['splits'])})", file=sys.stderr)
-        else:
-            for done in unpack(args.archive, args.tok_dir, args.source, args.splits):
-                how = "the whole split" if done.whole else "its lines found by their tokens"
-                print(f"{args.tok_dir}: parses of {done.split} from {args.archive}, {done.lines} lines ({how}); "
-                      f"{done.fallbacks} fallback lines listed in {done.split}.*.skipped", file=sys.stderr)
     except ArchiveError as error:
         sys.exit(f"error: {error}")
 
