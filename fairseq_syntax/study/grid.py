@@ -1,15 +1,10 @@
 """A study's grid: every run (a registry system, or one on control structures, with one training seed), the fairseq
 commands each is trained and decoded with (argv lists), and the study's identity.
 
-A :class:`Run` is ``SYSTEM.seedK``: its data directory is the system's for that training seed
-(:meth:`~fairseq_syntax.core.method.System.for_training_seed`; a control reads ``FORM.CONTROL-sK``), its checkpoints
-``WORK/ckpt/ckpt-SYSTEM.seedK``, its record ``RUNS/SYSTEM.seedK.run.json``. :func:`train_pieces` builds the training
-command from ``[model]``, ``[training]`` and the system's options, each piece with what it comes from, so that a
-record holding only its command is compared with the file by key (:mod:`~fairseq_syntax.study.record_checks`).
-
-:func:`study_identity`, written into every record: the study's name, the settings that change a run by their keys
-(:func:`study_settings`) and the fingerprints of the data directories read. A record whose identity differs is
-refused, naming each key that differs."""
+A :class:`Run` is ``SYSTEM.seedK``: its data directory is the system's for that training seed (a control reads
+``FORM.CONTROL-sK``), its checkpoints ``WORK/ckpt/ckpt-SYSTEM.seedK``, its record ``RUNS/SYSTEM.seedK.run.json``.
+Each piece of a training command says what it comes from, so that a record holding only its command is compared with
+the file by key (:mod:`~fairseq_syntax.study.record_checks`)."""
 from __future__ import annotations
 
 import hashlib
