@@ -18,7 +18,6 @@ from fairseq_syntax.evaluation.packed_runs import find_member
 from fairseq_syntax.evaluation.records import find_record_files, load_record
 from fairseq_syntax.evaluation.run_commands import command_text, option_value, record_argv, with_seed_variable
 from fairseq_syntax.evaluation.seed_systems import (
-    P_VALUE_READING,
     SeedSystem,
     format_p,
     is_number,
@@ -164,6 +163,8 @@ def _parses_notes(records: Sequence[dict]) -> list[str]:
 
 #: the seeds table's column of the epochs each row's runs trained
 EPOCHS = "Epochs (mean)"
+#: the line of a report on seeds that points to the notes every such report shares, written once there
+READING = "What the columns and sections below mean: `docs/results.md`, Reading a study's RESULTS.md."
 
 
 def _control_text(control: dict) -> str:
@@ -288,14 +289,7 @@ def _as_changes(base: list[str], words: list[str]) -> str:
 
 
 def _commands_section(systems: Sequence[SeedSystem]) -> list[str]:
-    lines = ["### Commands", "",
-             ("Each row's runs: the training and the decoding of each seed (`$SEED`: each of the row's seeds), and "
-              "the scoring over its seeds; after the first row, a training or decoding command is shown by the "
-              "words in which it differs from the first row's (its records hold it whole). `OUT_DIR` is the recipe's "
-              "output folder (its data and checkpoints); other paths are relative to the repository root. A control "
-              "run whose structures "
-              "were drawn with its training seed reads `DATA.CONTROL` for seed 1 and `DATA.CONTROL-s$SEED` for the "
-              "others (`fairseq_syntax.core.control_kinds`); the row's structure says which."), ""]
+    lines = ["### Commands", ""]
     first = _row_commands(systems[0]) if systems else {}
     for index, system in enumerate(systems):
         commands = _row_commands(system)
@@ -312,15 +306,8 @@ def _seeds_notes(systems: Sequence[SeedSystem], comparisons: Comparisons) -> lis
     over_seeds = [system.over_seeds for system in systems if system.over_seeds]
     by_name = {system.name: system for system in systems}
     facts = [system.facts for system in systems]
-    notes = [("- Each row: one training run per seed listed, same data and settings; BLEU and chrF: the mean and "
-              "the sample standard deviation (n - 1) of the runs' test scores. A system is scored over every seed "
-              "it has a run of; its p-values compare it with each other system over that one's seeds.")]
-    on_control = "on a control's row (system X on control structures, X in its Control of column)"
-    against = f"{comparisons.baseline} and, {on_control}, against X" if comparisons.baseline else f"X, {on_control}"
-    notes += _test_notes(over_seeds, against)
-    if any("p_mc_se" in report.get(metric, {}) for record in over_seeds
-           for report in record["significance"].values() for metric in comparisons.metrics):
-        notes.append(f"- Each p: {P_VALUE_READING}")
+    against = "its method" if not comparisons.baseline else f"{comparisons.baseline} and on a control's row its method"
+    notes = _test_notes(over_seeds, against)
     if any(system.over_seeds is None for system in systems):
         notes.append("- p –: not scored over its seeds yet (`fairseq-syntax-score` given one decode per seed "
                      "writes its record over them).")
@@ -329,34 +316,29 @@ def _seeds_notes(systems: Sequence[SeedSystem], comparisons: Comparisons) -> lis
         notes.append("- A test made before runs that finished since (over fewer seeds than its rows show) is "
                      "shown as –: scored again, it is in (`fairseq-syntax-study report` scores such records again "
                      "before it writes the table).")
-    notes.append(f"- {EPOCHS}: the epochs each run trained up to its patience stop (replayed from its validation "
-                 "curve, see Convergence), and beside it those that runs resumed before the patience count was kept "
-                 "trained past that stop.")
     return notes + _signature_notes(facts) + _parses_notes(facts)
 
 
 def convergence_table(systems: Sequence[SeedSystem]) -> Table | None:
     """One row per run that recorded its validation curve (:func:`run_convergence`): epochs trained, the patience
-    stop and epochs past it, the epoch and value of the checkpoint kept (``checkpoint_best.pt``; ties: the last), and
-    how far later epochs up to the stop stayed from it. None when no run recorded a curve."""
+    stop and the number of epochs past it, the epoch and value of the checkpoint kept (``checkpoint_best.pt``; ties:
+    the last), and how far later epochs up to the stop stayed from it (min, max). None when no run recorded a
+    curve."""
     runs = [(system.name, run) for system in systems for run in system.runs if run.get("valid", {}).get("curve")]
     if not runs:
         return None
     metrics = list(dict.fromkeys(run["valid"]["metric"] for _, run in runs))
     metric = metrics[0] if len(metrics) == 1 else "metric"
-    table = Table(["System", "Seed", "Epochs trained", "Stopped by", "Past patience", "Checkpoint kept (epoch)",
-                   f"Valid {metric} kept", f"Valid {metric} after it, to the stop (change, min / max)"])
+    table = Table(["System", "Seed", "Epochs trained", "Patience stop", "Past patience", "Checkpoint kept (epoch)",
+                   f"Valid {metric} kept", "Change after it, to the stop: min", "max"])
     for name, run in runs:
         curve = run["valid"]["curve"]
         replayed = run_convergence(run)
         kept_epoch, kept = replayed["kept"]
         cap = int(option_value(record_argv(run) or [], "--max-epoch") or 0)
         last = curve[-1][0]
-        stopped = (f"patience, epoch {replayed['stop']}" if replayed["stop"] else
-                   "epoch cap" if cap and last >= cap else "–")
-        past = replayed["past_patience"]
-        past_text = f"{len(past)} (epochs {past[0]}-{past[-1]})" if len(past) > 1 else (
-            f"1 (epoch {past[0]})" if past else "–")
+        stopped = str(replayed["stop"]) if replayed["stop"] else "– (epoch cap)" if cap and last >= cap else "–"
+        past = len(replayed["past_patience"])
         kept_text = str(kept_epoch)
         if replayed["protocol_kept"] and replayed["protocol_kept"][0] != kept_epoch:
             kept_text += f" (past patience; to the stop: {replayed['protocol_kept'][0]})"
@@ -364,11 +346,12 @@ def convergence_table(systems: Sequence[SeedSystem]) -> Table | None:
         protocol_epoch, protocol_value = replayed["protocol_kept"]
         after = [value - protocol_value for epoch, value in curve
                  if protocol_epoch < epoch <= replayed["protocol_epochs"]]
+        spread = [Cell(value, f"{value:+.3f}") for value in (min(after), max(after))] if after else [
+            Cell(None, "–")] * 2
         name_cell = name if len(metrics) == 1 else f"{name} ({run['valid']['metric']})"
         table.add(name_cell, run.get("seed", "–"), Cell(last, str(last)), Cell(replayed["stop"], stopped),
-                  Cell(past, past_text), Cell(kept_epoch, kept_text), Cell(kept, f"{kept:.3f}"),
-                  Cell({"min": min(after), "max": max(after)} if after else None,
-                       f"{min(after):+.3f} / {max(after):+.3f} ({len(after)} epochs)" if after else "none"))
+                  Cell(past, str(past) if past else "–"), Cell(kept_epoch, kept_text), Cell(kept, f"{kept:.3f}"),
+                  *spread)
     return table
 
 
@@ -376,17 +359,7 @@ def _convergence_section(systems: Sequence[SeedSystem]) -> list[str]:
     table = convergence_table(systems)
     if table is None:
         return []
-    return ["### Convergence", "",
-            ("Each run's validation curve (from its training log). *Checkpoint kept*: the epoch of "
-             "`checkpoint_best.pt`, the checkpoint decoded: fairseq writes it again when a later epoch ties the best "
-             "value (as logged, rounded to 3 decimals) but counts patience only from a strict improvement, so after "
-             "a tie it is the last tied epoch. *Stopped by*: the epoch at which `--patience` stops the run, replayed "
-             "from the curve; *past patience*: the epochs a run trained after it because a resume counted patience "
-             "afresh (since fixed: `fairseq_syntax/core/early_stopping.py`), left out of the table's epoch means. A "
-             "run stopped by patience saw no better value in its last epochs: its curve has flattened. "
-             "`fairseq_syntax/evaluation/convergence.py` replays both rules."), ""] + table.lines() + [""]
-
-
+    return ["### Convergence", ""] + table.lines() + [""]
 
 
 def _by_dataset(records: Sequence[dict]) -> dict[str, list[dict]]:
@@ -410,7 +383,7 @@ def render_markdown(records: Sequence[dict], sources: Sequence = (), comparisons
     for dataset, rows in _by_dataset(records).items():
         if is_seeds_dataset(rows):
             systems = seed_systems(rows, comparisons)
-            lines += [f"## {dataset}", ""] + _seeds_table(systems, comparisons).lines() + [""]
+            lines += [f"## {dataset}", "", READING, ""] + _seeds_table(systems, comparisons).lines() + [""]
             lines += _seeds_notes(systems, comparisons) + [""]
             lines += study_answer(systems, comparisons)[0] + _convergence_section(systems)
             lines += _commands_section(systems) if commands else []
@@ -451,7 +424,7 @@ def render_json(records: Sequence[dict], sources: Sequence = (), comparisons: Co
             datasets[dataset]["answer"] = study_answer(systems, comparisons)[1]
             convergence = convergence_table(systems)
             if convergence is not None:
-                datasets[dataset]["convergence"] = convergence.json()
+                datasets[dataset]["convergence"] = convergence.json(lists=True)
             continue
         entry = {"table": _runs_table(rows, command=True).json()}
         by_length = _by_length_table(rows)

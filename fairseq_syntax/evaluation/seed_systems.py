@@ -14,13 +14,6 @@ from typing import Any, NamedTuple
 from fairseq_syntax.core.control_kinds import CONTROL_KEY
 from fairseq_syntax.evaluation.comparisons import Comparisons
 
-#: how a table reads each p of the seed-aware test (scoring.seed_bootstrap), for its notes
-P_VALUE_READING = ("the seed-aware paired bootstrap's two-sided p (twice the smaller share of its rounds at or beyond "
-                   "a zero difference), ± its Monte-Carlo standard error 2 sqrt(q (1 - q) / R) (q = p / 2, the smaller "
-                   "tail's share; R rounds); (t ...): Welch's t-test p over the systems' per-seed corpus scores, "
-                   "beside it and not part of the verdict rule.")
-
-
 def probability_text(value: float) -> str:
     """A p-value or its error for a table: 3 decimals, 4 below 0.001 (the smallest p of 10,000 rounds, 0.0002)."""
     return f"{value:.3f}" if value >= 0.001 else f"{value:.4f}"

@@ -65,7 +65,11 @@ class Table:
     def lines(self) -> list[str]:
         return markdown_table(self.header, ([cell.text for cell in row] for row in self.rows), self.align)
 
-    def json(self) -> dict[str, Any]:
+    def json(self, lists: bool = False) -> dict[str, Any]:
+        """:func:`table_json` of the cells' values; ``lists``: each row the list of its values, in the columns'
+        order (the column names once)."""
+        if lists:
+            return {"columns": self.header, "rows": [[cell.value for cell in row] for row in self.rows]}
         return table_json(self.header, ([cell.value for cell in row] for row in self.rows))
 
 

@@ -81,11 +81,7 @@ def runaway_section(config: StudyConfig) -> tuple[list[str], dict]:
     repeated = sorted({index for pair in shared for index in pair["shared"]})
     total_shared = sum(len(pair["shared"]) for pair in shared)
     expected = sum(pair["expected_by_chance"] for pair in shared)
-    lines = ["", "## Runaway hypotheses", "",
-             "A hypothesis runs away when it has more than twice its reference's words plus 5 (a loop: a phrase "
-             "repeated, a sub-word stutter, up to the length cap). *BLEU cost*: the BLEU each run gains when each of "
-             "its runaway hypotheses is cut to its reference's length in words (fairseq_syntax/evaluation/"
-             "runaway.py); *length ratio*: as decoded -> so cut. Each cell lists the seeds in order.", ""]
+    lines = ["", "## Runaway hypotheses", ""]  # the columns: docs/results.md, as the report's first lines say
     lines += markdown_table(["System", "Seeds", "Runaways per run", "BLEU cost per run", "Length ratio per run"], rows)
     lines += ["", f"{len(looping)} test sentences run away in some run; {len(repeated)} of them in two runs or more. "
                   f"Over all pairs of runs, {total_shared} runaway sentences are shared where runs independent of "

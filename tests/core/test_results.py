@@ -9,7 +9,7 @@ from fairseq_syntax.evaluation.comparisons import Comparisons, registry_comparis
 from fairseq_syntax.evaluation.kept_files import RecordError, compress, open_text, read_text
 from fairseq_syntax.evaluation.packed_runs import existing_path
 from fairseq_syntax.evaluation.records import find_record_files, load_record, record_run
-from fairseq_syntax.evaluation.results import convergence_table, render_json, render_markdown
+from fairseq_syntax.evaluation.results import READING, convergence_table, render_json, render_markdown
 from fairseq_syntax.evaluation.train_logs import best_checkpoint_metric, parse_train_log, parse_valid_curve
 from fairseq_syntax.evaluation.run_commands import command_fields, record_argv
 from fairseq_syntax.evaluation.tables import Cell, Table, markdown_table, table_json, write_results
@@ -478,9 +478,9 @@ def test_a_study_over_seeds_has_one_row_per_system_and_its_commands_below(tmp_pa
     # the study's table first, one row per system, each control after its system
     assert lines.index("## multi30k-10k") < lines.index("## multi30k")
     start = lines.index("## multi30k-10k") + 2
-    assert lines[start:start + 6] == EXPECTED_SEEDS_TABLE
-    assert ("- p: two-sided p-value of the row's system against sequence and, on a control's row (system X on control "
-            f"structures, X in its Control of column), against X ({SEEDS_TEST}, 1000 samples, seed 12345).") in lines
+    assert lines[start:start + 8] == [READING, ""] + EXPECTED_SEEDS_TABLE
+    assert ("- p: two-sided p-value of the row's system against sequence and on a control's row its method "
+            f"({SEEDS_TEST}, 1000 samples, seed 12345).") in lines
     assert any(line.startswith("- p –: not scored over its seeds yet") for line in lines)
     assert ("- parses of the training data (systems that read no syntax ignore them): `constituency crf-con.pt "
             "(F1 87.12)` under control random structures (seed 1): mask_random") in lines
@@ -533,24 +533,23 @@ def test_convergence_table_names_the_checkpoint_fairseq_kept_and_the_epochs_past
                seed_run("mask", 1, 32.0, 55.0, 21), seed_run("mask", 2, 34.0, 55.0, 22)]  # no curve recorded
     lines = render_markdown(records).splitlines()
     start = lines.index("### Convergence")
-    assert lines[start + 4:start + 10] == [
-        ("| System | Seed | Epochs trained | Stopped by | Past patience | Checkpoint kept (epoch) | Valid nll_loss "
-         "kept | Valid nll_loss after it, to the stop (change, min / max) |"),
-        "|---|---|---|---|---|---|---|---|",
+    assert lines[start + 2:start + 8] == [
+        ("| System | Seed | Epochs trained | Patience stop | Past patience | Checkpoint kept (epoch) | Valid nll_loss "
+         "kept | Change after it, to the stop: min | max |"),
+        "|---|---|---|---|---|---|---|---|---|",
         # after epoch 3, to the stop at 8: +0.10, +0.02, +0.20, +0.05, +0.01
-        "| sequence | 1 | 8 | patience, epoch 8 | – | 3 | 3.500 | +0.010 / +0.200 (5 epochs) |",
-        "| sequence | 2 | 4 | epoch cap | – | 4 | 3.800 | none |",
+        "| sequence | 1 | 8 | 8 | – | 3 | 3.500 | +0.010 | +0.200 |",
+        "| sequence | 2 | 4 | – (epoch cap) | – | 4 | 3.800 | – | – |",
         # after epoch 4 (the last of the tie), to the stop at 7: +0.037, +0.017, +0.027
-        "| sequence | 3 | 8 | patience, epoch 7 | 1 (epoch 8) | 4 | 3.663 | +0.017 / +0.037 (3 epochs) |",
+        "| sequence | 3 | 8 | 7 | 1 | 4 | 3.663 | +0.017 | +0.037 |",
         # the checkpoint decoded is epoch 8's, past the stop; an uninterrupted run would have kept epoch 2's
-        ("| sequence | 4 | 8 | patience, epoch 7 | 1 (epoch 8) | 8 (past patience; to the stop: 2) | 3.500 | "
-         "+0.100 / +0.100 (5 epochs) |"),
+        "| sequence | 4 | 8 | 7 | 1 | 8 (past patience; to the stop: 2) | 3.500 | +0.100 | +0.100 |",
     ]
-    assert lines[start + 10] == "" and start < lines.index("### Commands")
-    table = render_json(records)["datasets"]["multi30k-10k"]["convergence"]
-    assert table["rows"][0]["Valid nll_loss after it, to the stop (change, min / max)"] == {
-        "min": pytest.approx(0.01), "max": pytest.approx(0.2)}
-    assert (table["rows"][1]["Stopped by"], table["rows"][2]["Past patience"]) == (None, [8])
+    assert lines[start + 8] == "" and start < lines.index("### Commands")
+    table = render_json(records)["datasets"]["multi30k-10k"]["convergence"]  # the columns once, a row a list
+    assert table["columns"][-2:] == ["Change after it, to the stop: min", "max"]
+    assert table["rows"][0] == ["sequence", 1, 8, 8, 0, 3, 3.5, pytest.approx(0.01), pytest.approx(0.2)]
+    assert table["rows"][1][3:5] == [None, 0] and table["rows"][2][3:5] == [7, 1]
     # the table's epoch mean counts each run to its stop, 8, 4, 7, 7, and the epochs past it beside: 0, 0, 1, 1
     sequence = next(line for line in lines if line.startswith("| sequence | none"))
     assert sequence.endswith(" | 6.5 (+0.5 past patience) |")
@@ -947,7 +946,7 @@ def test_the_baseline_and_the_controls_are_the_comparisons_not_the_names():
     records = renamed_study({"sequence": "words", "mask_random": "mask_shuffled"})
     words = Comparisons("words", {"mask_shuffled": ("mask", "random")})
     lines = render_markdown(records, comparisons=words).splitlines()
-    start = lines.index("## multi30k-10k") + 2
+    start = lines.index("## multi30k-10k") + 4  # below the pointer to the notes every report shares
     # words is no registry system: its records name the parses of its data, so "parse"
     assert lines[start:start + 6] == [
         line.replace("sequence | none (words only)", "words | parse").replace("sequence", "words").replace(
@@ -982,7 +981,7 @@ def test_without_a_baseline_each_method_is_tested_against_its_controls_only():
     records = [r for r in study_records() if r["dataset"] == "multi30k-10k"]
     alone = Comparisons(None, {"mask_random": ("mask", "random")})
     lines = render_markdown(records, comparisons=alone).splitlines()
-    start = lines.index("## multi30k-10k") + 2
+    start = lines.index("## multi30k-10k") + 4
     # no column against a baseline; sequence is a system like the others, in its records' place (after mask's)
     assert lines[start:start + 6] == [
         ("| System | Structure read | Seeds | BLEU (mean ± sd) | chrF (mean ± sd) | Control of | p vs its method "
@@ -993,8 +992,8 @@ def test_without_a_baseline_each_method_is_tested_against_its_controls_only():
         "0.750 | 22.0 |",
         "| sequence | none (words only) | 2: 1, 2 | 31.00 ± 1.41 | 52.00 ± 2.83 | – | – | 20.0 |",
         "| udp | parse | 3: 1, 2, 3 | 32.00 ± 2.65 | 52.00 ± 0.00 | – | – | 20.0 |"]
-    assert ("- p: two-sided p-value of the row's system against X, on a control's row (system X on control "
-            f"structures, X in its Control of column) ({SEEDS_TEST}, 1000 samples, seed 12345).") in lines
+    assert f"- p: two-sided p-value of the row's system against its method ({SEEDS_TEST}, 1000 samples, seed 12345)." \
+        in lines
     # mask and sequence scored over their seeds, udp not yet; mask against its control only
     assert lines[lines.index("### Answer so far") + 2] == (
         "2 of 3 methods scored over their seeds, each tested against its controls (no baseline). Is it the parse? "
