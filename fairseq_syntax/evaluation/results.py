@@ -7,6 +7,7 @@ A dataset of several seeds gets one row per system (:mod:`fairseq_syntax.evaluat
 RESULTS.json. Other datasets get one row per run. :func:`results_of_runs` is ``fairseq-syntax-results`` for a caller
 in Python."""
 import os
+import re
 import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -251,6 +252,30 @@ def _seeds_table(systems: Sequence[SeedSystem], comparisons: Comparisons) -> Tab
     return table
 
 
+#: a path of one seed's file: ``DIR/NAME.seed3.gen.gz`` -> (``DIR/NAME.seed``, ``3``, ``.gen.gz``)
+_SEED_PATH = re.compile(r"^(.*\.seed)(\d+)(\.[^/]*)$")
+
+
+def braced(paths: Sequence[str]) -> list[str]:
+    """``paths`` with each run of consecutive paths that differ only in their seed written once,
+    ``DIR/NAME.seed{1,2,3}.gen.gz``."""
+    shown: list[tuple[str, list[str], str]] = []
+    for path in paths:
+        found = _SEED_PATH.match(path)
+        prefix, seed, suffix = found.groups() if found else (path, None, None)
+        if seed is not None and shown and shown[-1][0] == prefix and shown[-1][2] == suffix:
+            shown[-1][1].append(seed)
+        else:
+            shown.append((prefix, [seed] if seed is not None else [], suffix or ""))
+    return [prefix + (seeds[0] if len(seeds) == 1 else "{" + ",".join(seeds) + "}" if seeds else "") + suffix
+            for prefix, seeds, suffix in shown]
+
+
+def _braced_lists(argv: list[str]) -> list[str]:
+    """``argv`` with each comma-joined list of seeds' files :func:`braced`."""
+    return [",".join(braced(word.split(","))) if "," in word else word for word in argv]
+
+
 def _row_commands(system: SeedSystem) -> dict[str, list[str]]:
     """The words of a row's commands: its first seed's training and decoding with the seed as ``$SEED``, and the
     scoring over its seeds (each where recorded)."""
@@ -263,7 +288,7 @@ def _row_commands(system: SeedSystem) -> dict[str, list[str]]:
             commands[step] = words if seed is None else with_seed_variable(words, seed)
     over_seeds, one_run = record_argv(system.over_seeds or {}, "score_command"), record_argv(first, "score_command")
     if over_seeds:
-        commands["score"] = over_seeds
+        commands["score"] = _braced_lists(over_seeds)
     elif one_run:
         commands["score"] = one_run if seed is None else with_seed_variable(one_run, seed)
     return commands
@@ -398,12 +423,21 @@ def render_markdown(records: Sequence[dict], sources: Sequence = (), comparisons
                       ""] + by_length.lines() + [""]
         lines += _run_commands_section(rows)
     if sources:
-        lines += ["Run records: " + ", ".join(f"`{source}`" for source in sources), ""]
+        lines += ["Run records: " + "; ".join(f"`{folder}/`: " + ", ".join(f"`{name}`" for name in braced(names))
+                                              for folder, names in _by_folder(sources).items()), ""]
         # no count: the table is written before its newest run is packed, and must read the same after
         if any(find_member(source) is not None for source in sources):
             lines += ["The records of finished runs are packed with their logs and decodes (`packed.tar.xz` beside "
                       "them): `python3 fairseq_syntax/evaluation/packed_runs.py cat RECORD` shows one.", ""]
     return "\n".join(lines)
+
+
+def _by_folder(sources: Sequence) -> dict[str, list[str]]:
+    """The file names of ``sources`` by folder, in order."""
+    folders: dict[str, list[str]] = {}
+    for source in sources:
+        folders.setdefault(os.path.dirname(str(source)) or ".", []).append(os.path.basename(str(source)))
+    return folders
 
 
 def render_json(records: Sequence[dict], sources: Sequence = (), comparisons: Comparisons | None = None
@@ -412,7 +446,8 @@ def render_json(records: Sequence[dict], sources: Sequence = (), comparisons: Co
     unrounded, "Wall time" in seconds, each "p vs" cell the p-values by metric), the BLEU-by-length table if any, the
     test settings and signatures. A dataset of several seeds has ``"seeds": true``, its ``comparisons``
     (:meth:`Comparisons.to_json`), each metric cell ``{"mean", "sd", "per_seed"}`` (in the row's "Seeds" order), its
-    ``answer`` (``study_answer``) and ``convergence`` (``convergence_table``) when runs recorded validation curves."""
+    ``answer`` (``study_answer``) and ``convergence`` (``convergence_table``) when runs recorded validation curves.
+    ``run_records``: the records' file names by folder."""
     comparisons = comparisons or registry_comparisons()
     datasets = {}
     for dataset, rows in _by_dataset(records).items():
@@ -433,7 +468,7 @@ def render_json(records: Sequence[dict], sources: Sequence = (), comparisons: Co
         entry["notes"] = [note[2:] for note in _notes(rows)]
         datasets[dataset] = entry
     return {"generated_by": "fairseq-syntax-results (fairseq_syntax.evaluation.results.render_json)",
-            "datasets": datasets, "run_records": [str(source) for source in sources]}
+            "datasets": datasets, "run_records": _by_folder(sources)}
 
 
 def displayed_path(path) -> str:

@@ -9,7 +9,7 @@ from fairseq_syntax.evaluation.comparisons import Comparisons, registry_comparis
 from fairseq_syntax.evaluation.kept_files import RecordError, compress, open_text, read_text
 from fairseq_syntax.evaluation.packed_runs import existing_path
 from fairseq_syntax.evaluation.records import find_record_files, load_record, record_run
-from fairseq_syntax.evaluation.results import READING, convergence_table, render_json, render_markdown
+from fairseq_syntax.evaluation.results import READING, braced, convergence_table, render_json, render_markdown
 from fairseq_syntax.evaluation.train_logs import best_checkpoint_metric, parse_train_log, parse_valid_curve
 from fairseq_syntax.evaluation.run_commands import command_fields, record_argv
 from fairseq_syntax.evaluation.tables import Cell, Table, markdown_table, table_json, write_results
@@ -188,7 +188,7 @@ def test_results_command_writes_markdown_from_a_directory(tmp_path):
     results_cli.main([str(tmp_path / "runs"), "--out", str(out)])
     sources = [str(tmp_path / "runs" / name) for name in ("baseline.run.json", "masks.run.json")]
     assert out.read_text() == render_markdown(records, sources=sources)
-    assert f"Run records: `{sources[0]}`, `{sources[1]}`" in out.read_text()
+    assert f"Run records: `{tmp_path / 'runs'}/`: `baseline.run.json`, `masks.run.json`" in out.read_text()
     # RESULTS.json beside it: the same table, one row per system
     assert json.loads((out.parent / "RESULTS.json").read_text()) == render_json(records, sources=sources)
 
@@ -221,7 +221,14 @@ def test_render_json_has_the_rows_and_columns_of_the_table(tmp_path):
         ("p: two-sided p-value of the row's system against the named baseline (paired bootstrap resampling "
         "(sacrebleu), 1000 samples, seed 12345)."), "BLEU signature: `nrefs:1|tok:13a`"]
     assert "bleu_by_length" not in data["datasets"]["multi30k"]
-    assert data["run_records"] == ["runs/baseline.run.json", "runs/masks.run.json"]
+    assert data["run_records"] == {"runs": ["baseline.run.json", "masks.run.json"]}
+
+
+def test_the_files_of_a_systems_seeds_are_written_once_with_their_seeds_in_braces():
+    paths = ["r/x.seed1.gen.gz", "r/x.seed2.gen.gz", "r/y.seed1.gen.gz", "t.ref", "r/x.seeds.run.json",
+             "r/z.seed3.run.json", "r/z.seed10.run.json"]
+    assert braced(paths) == ["r/x.seed{1,2}.gen.gz", "r/y.seed1.gen.gz", "t.ref", "r/x.seeds.run.json",
+                             "r/z.seed{3,10}.run.json"]
 
 
 def test_bad_record_inputs_are_named(tmp_path):
@@ -491,8 +498,8 @@ def test_a_study_over_seeds_has_one_row_per_system_and_its_commands_below(tmp_pa
         "OUT_DIR/ckpt/ckpt-mask.seed$SEED --seed $SEED --patience 5`"),
         ("- decode: `fairseq-generate OUT_DIR/data-bin/preorder --path OUT_DIR/ckpt/ckpt-mask.seed$SEED/"
         "checkpoint_best.pt --beam 5`"),
-        ("- score: `fairseq-syntax-score examples/multi30k/runs/mask.seed1.gen.gz,examples/multi30k/runs/"
-        "mask.seed2.gen.gz OUT_DIR/test.de.ref --bootstrap 1000`")]
+        ("- score: `fairseq-syntax-score examples/multi30k/runs/mask.seed{1,2}.gen.gz OUT_DIR/test.de.ref "
+         "--bootstrap 1000`")]
     assert "| Command |" not in "\n".join(lines[start:lines.index("## multi30k")])  # commands are not a column
     # the other dataset keeps its table of runs
     assert "| System | Arch | Seed | BLEU tok. | BLEU | chrF | p vs sequence (BLEU / chrF) | Updates | Epochs | " \
