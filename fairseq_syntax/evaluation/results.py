@@ -225,30 +225,17 @@ def _p_cell(report: dict | None, metrics: Sequence[str]) -> Cell:
 
 
 def _seeds_table(systems: Sequence[SeedSystem], comparisons: Comparisons) -> Table:
-    """The seeds table: a row per system, its p against the baseline (no column without one) and, on a control's
-    row, its method and its p against it."""
-    by_name = {system.name: system for system in systems}
-    baseline, metrics = comparisons.baseline, comparisons.metrics
-    listed = " / ".join(metrics)
-    table = Table(["System", "Structure read", "Seeds"] + [f"{m} (mean ± sd)" for m in metrics]
-                  + ([f"p vs {baseline} ({listed})"] if baseline else [])
-                  + ["Control of", f"p vs its method ({listed})", EPOCHS])
+    """The seeds table: a row per system, its scores over its seeds and, on a control's row, its method (the tests
+    between them are the answer's table, :mod:`~fairseq_syntax.evaluation.study_answer`)."""
+    names = {system.name for system in systems}
+    table = Table(["System", "Structure read", "Seeds"] + [f"{m} (mean ± sd)" for m in comparisons.metrics]
+                  + ["Control of", EPOCHS])
     for system in systems:
         method = comparisons.method_of(system.name)
-        method = method if method in by_name else None
-        # each test as the answer reads it (two-sided): over the seeds both rows stand for, from the method's (or
-        # the system's) record, else the other's
-        versus_method = by_name[method].test_against(system) if method else None
-        versus_baseline = []
-        if baseline and baseline not in by_name:  # no row of the baseline's to hold the test's seeds against
-            versus_baseline = [_p_cell(system.p_values(baseline), metrics)]
-        elif baseline:
-            found = system.test_against(by_name[baseline]) if system.name != baseline else None
-            versus_baseline = [_p_cell(found[0] if found else None, metrics)]
+        method = method if method in names else None
         table.add(system.name, structure_read(system, comparisons), _seeds_cell(system),
-                  *[_metric_cell(system, metric) for metric in metrics], *versus_baseline,
-                  Cell(method, method or "–"), _p_cell(versus_method and versus_method[0], metrics),
-                  _epochs_cell(system))
+                  *[_metric_cell(system, metric) for metric in comparisons.metrics],
+                  Cell(method, method or "–"), _epochs_cell(system))
     return table
 
 
@@ -327,21 +314,11 @@ def _commands_section(systems: Sequence[SeedSystem]) -> list[str]:
     return lines
 
 
-def _seeds_notes(systems: Sequence[SeedSystem], comparisons: Comparisons) -> list[str]:
-    over_seeds = [system.over_seeds for system in systems if system.over_seeds]
-    by_name = {system.name: system for system in systems}
+def _seeds_notes(systems: Sequence[SeedSystem]) -> list[str]:
     facts = [system.facts for system in systems]
-    against = "its method" if not comparisons.baseline else f"{comparisons.baseline} and on a control's row its method"
-    notes = _test_notes(over_seeds, against)
-    if any(system.over_seeds is None for system in systems):
-        notes.append("- p –: not scored over its seeds yet (`fairseq-syntax-score` given one decode per seed "
-                     "writes its record over them).")
-    if any(system.p_values(name) and system.test_against(by_name[name]) is None
-           for system in systems for name in (system.over_seeds or {}).get("significance", {}) if name in by_name):
-        notes.append("- A test made before runs that finished since (over fewer seeds than its rows show) is "
-                     "shown as –: scored again, it is in (`fairseq-syntax-study report` scores such records again "
-                     "before it writes the table).")
-    return notes + _signature_notes(facts) + _parses_notes(facts)
+    return (_test_notes([system.over_seeds for system in systems if system.over_seeds],
+                        "the system it is tested against (the answer's table)")
+            + _signature_notes(facts) + _parses_notes(facts))
 
 
 def convergence_table(systems: Sequence[SeedSystem]) -> Table | None:
@@ -409,7 +386,7 @@ def render_markdown(records: Sequence[dict], sources: Sequence = (), comparisons
         if is_seeds_dataset(rows):
             systems = seed_systems(rows, comparisons)
             lines += [f"## {dataset}", "", READING, ""] + _seeds_table(systems, comparisons).lines() + [""]
-            lines += _seeds_notes(systems, comparisons) + [""]
+            lines += _seeds_notes(systems) + [""]
             lines += study_answer(systems, comparisons)[0] + _convergence_section(systems)
             lines += _commands_section(systems) if commands else []
             continue
@@ -455,7 +432,7 @@ def render_json(records: Sequence[dict], sources: Sequence = (), comparisons: Co
             systems = seed_systems(rows, comparisons)
             datasets[dataset] = {"seeds": True, "comparisons": comparisons.to_json(),
                                  "table": _seeds_table(systems, comparisons).json(),
-                                 "notes": [note[2:] for note in _seeds_notes(systems, comparisons)]}
+                                 "notes": [note[2:] for note in _seeds_notes(systems)]}
             datasets[dataset]["answer"] = study_answer(systems, comparisons)[1]
             convergence = convergence_table(systems)
             if convergence is not None:
