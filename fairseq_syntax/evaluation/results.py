@@ -141,8 +141,8 @@ def _notes(records: Sequence[dict]) -> list[str]:
 
 
 def _parses_notes(records: Sequence[dict]) -> list[str]:
-    """Which parsers made each row's syntax (a record's ``parsers``), a line per parser set; a row on control
-    structures says so. Nothing when no record names any."""
+    """Which parsers made each row's syntax (a record's ``parsers``), in one line, the rows of each parser set
+    together; a row on control structures says so. Nothing when no record names any."""
     if not any("parsers" in record for record in records):
         return []
     from fairseq_syntax.parsing.provenance import summary
@@ -156,8 +156,8 @@ def _parses_notes(records: Sequence[dict]) -> list[str]:
         if control:
             key += f" under control {_control_text(control)}"
         systems.setdefault(key, []).append(record["system"])
-    return [f"- parses of the training data (systems that read no syntax ignore them): {key}: {', '.join(names)}"
-            for key, names in systems.items()]
+    return ["- parses of the training data (systems that read no syntax ignore them): "
+            + "; ".join(f"{key}: {', '.join(names)}" for key, names in systems.items())]
 
 
 # ---- a dataset whose systems were trained with several seeds: one row per system ------------------------------
@@ -296,8 +296,15 @@ def _as_changes(base: list[str], words: list[str]) -> str:
             i1, j1 = i1 - 1, j1 - 1  # the option whose value changed
         old, new = command_text(base[i1:i2]), command_text(words[j1:j2])
         changes.append(f"`{old}` -> `{new}`" if old and new else f"without `{old}`" if old else f"with `{new}`")
-    shown = f"the first row's, {', '.join(changes)}"
+    shown = ", ".join(["the first row's"] + changes)
     return shown if len(shown) < len(whole) else whole
+
+
+def _renamed(words: list[str], names: dict[str, str]) -> list[str]:
+    """``words`` with each of ``names`` replaced by its value within a word."""
+    for old, new in names.items():
+        words = [word.replace(old, new) for word in words]
+    return words
 
 
 def _commands_section(systems: Sequence[SeedSystem]) -> list[str]:
@@ -305,10 +312,13 @@ def _commands_section(systems: Sequence[SeedSystem]) -> list[str]:
     first = _row_commands(systems[0]) if systems else {}
     for index, system in enumerate(systems):
         commands = _row_commands(system)
+        # the first row's runs' names (its checkpoints' folders) as this row's: a difference every row has
+        ours = {f"{systems[0].name}.seed$SEED": f"{system.name}.seed$SEED"}
         seeds = ", ".join(map(str, system.seeds)) or "?"
         lines += [f"**{system.name}** (seeds {seeds})", ""]
-        lines += [f"- {step}: " + (_as_changes(first[step], commands[step]) if index and step in first and
-                                   step != "score" else f"`{command_text(commands[step])}`")
+        lines += [f"- {step}: " + (_as_changes(_renamed(first[step], ours), commands[step])
+                                   if index and step in first and step != "score" else
+                                   f"`{command_text(commands[step])}`")
                   for step in ("train", "decode", "score") if step in commands]
         lines.append("")
     return lines

@@ -493,14 +493,15 @@ def test_a_study_over_seeds_has_one_row_per_system_and_its_commands_below(tmp_pa
     assert ("- p: two-sided p-value of the row's system against the system it is tested against (the answer's "
             f"table) ({SEEDS_TEST}, 1000 samples, seed 12345).") in lines
     assert ("- parses of the training data (systems that read no syntax ignore them): `constituency crf-con.pt "
-            "(F1 87.12)` under control random structures (seed 1): mask_random") in lines
+            "(F1 87.12)`: sequence, mask, udp; `constituency crf-con.pt (F1 87.12)` under control random structures "
+            "(seed 1): mask_random") in lines
     commands = lines[lines.index("### Commands"):lines.index("## multi30k")]
     mask = commands.index("**mask** (seeds 1, 2)")
+    # the first row's commands read with mask's name in its runs' names (ckpt-mask.seed$SEED): the rest differs
     assert commands[mask + 2:mask + 5] == [
-        ("- train: `fairseq-train OUT_DIR/data-bin/preorder --arch transformer_syntax_mask --save-dir "
-        "OUT_DIR/ckpt/ckpt-mask.seed$SEED --seed $SEED --patience 5`"),
-        ("- decode: `fairseq-generate OUT_DIR/data-bin/preorder --path OUT_DIR/ckpt/ckpt-mask.seed$SEED/"
-        "checkpoint_best.pt --beam 5`"),
+        ("- train: the first row's, `OUT_DIR/data-bin/sequence` -> `OUT_DIR/data-bin/preorder`, `--arch transformer` "
+         "-> `--arch transformer_syntax_mask`"),
+        "- decode: the first row's, `OUT_DIR/data-bin/sequence` -> `OUT_DIR/data-bin/preorder`",
         ("- score: `fairseq-syntax-score examples/multi30k/runs/mask.seed{1,2}.gen.gz OUT_DIR/test.de.ref "
          "--bootstrap 1000`")]
     assert "| Command |" not in "\n".join(lines[start:lines.index("## multi30k")])  # commands are not a column
@@ -603,7 +604,8 @@ def test_results_json_of_a_study_holds_each_seeds_score_and_the_figure_draws_the
     markdown = render_markdown(study_records(), comparisons=MULTI30K)
     assert [line for line in markdown.splitlines() if line.startswith("**")][:4] == [
         "**sequence** (seeds 1, 2)", "**mask** (seeds 1, 2)", "**mask_random** (seeds 1, 2)", "**udp** (seeds 1, 2, 3)"]
-    assert "--save-dir OUT_DIR/ckpt/ckpt-udp.seed$SEED --seed $SEED --patience 5`" in markdown
+    assert "- train: the first row's, `--arch transformer` -> `--arch transformer_ldd`" in markdown
+    assert "- decode: the first row's" in markdown.splitlines()
 
     dataset, rows = seeds_rows(data)
     assert dataset == "multi30k-10k"
