@@ -7,9 +7,9 @@ import pytest
 
 from conftest import REPO as REPO_PATH
 
-# The goal is 3 MB. The hold is the tree as it stands (3.57 MB on 2026-12-06, cut from 4.07) and a little: it fails
+# The goal is 3 MB. The hold is the tree as it stands (3.29 MB on 2026-12-07, cut from 4.07) and a little: it fails
 # on any growth, so results still to come (the sizes study) land with cuts of the same size. Lower it with each cut.
-HOLD_MB = 3.6
+HOLD_MB = 3.3
 CODE_RECORDS_TABLES_BYTES = int(HOLD_MB * 1024 * 1024)
 DATA_ARTIFACT_BYTES = 20 * 1024 * 1024
 REPO = Path(REPO_PATH)
@@ -46,10 +46,11 @@ def test_every_data_artifact_has_the_digest_its_sha256sums_lists():
         for line in filter(str.strip, sums.read_text(encoding="utf-8").splitlines()):
             digest, name = line.split(maxsplit=1)
             artifact = sums.parent / name.lstrip("*")
-            assert hashlib.sha256(artifact.read_bytes()).hexdigest() == digest, f"{artifact}: not the digest {sums} lists"
+            digest_now = hashlib.sha256(artifact.read_bytes()).hexdigest()
+            assert digest_now == digest, f"{artifact}: not the digest {sums} lists"
 
 
-def test_code_records_and_tables_stay_under_3_mb_and_data_artifacts_under_12_mb():
+def test_code_records_and_tables_stay_under_the_hold_and_data_artifacts_under_20_mb():
     files = [f for f in tracked_files(REPO) if f.is_file()]  # a file deleted but not yet committed is no size
     artifacts = data_artifacts(files)
     assert {f.relative_to(REPO).as_posix() for f in artifacts} >= {
@@ -59,6 +60,6 @@ def test_code_records_and_tables_stay_under_3_mb_and_data_artifacts_under_12_mb(
                    reverse=True)
     other_bytes = sum(size for size, _ in other)
     largest = ", ".join(f"{name} {size // 1024} KB" for size, name in other[:5])
-    assert other_bytes <= CODE_RECORDS_TABLES_BYTES, \
-        f"code, records and tables take {other_bytes / 2**20:.2f} MB (at most {HOLD_MB}; the goal is 3): the largest are {largest}"
+    assert other_bytes <= CODE_RECORDS_TABLES_BYTES, (f"code, records and tables take {other_bytes / 2**20:.2f} MB "
+                                                      f"(at most {HOLD_MB}; the goal is 3): the largest are {largest}")
     assert artifact_bytes <= DATA_ARTIFACT_BYTES, f"data artifacts take {artifact_bytes / 2**20:.2f} MB (at most 20)"
