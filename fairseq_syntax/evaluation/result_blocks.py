@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from fairseq_syntax.evaluation.runaway import source_lengths_text
+from fairseq_syntax.evaluation.runaway import source_lengths_text, system_runs
 from fairseq_syntax.evaluation.seed_systems import seeds_dataset
 from fairseq_syntax.evaluation.study_answer import p_text, verdict_text
 from fairseq_syntax.evaluation.tables import markdown_table
@@ -109,7 +109,7 @@ def runaway_lines(results: dict[str, Any], systems: Sequence[str] = ()) -> list[
     if systems:
         lines.append("")
     for system in systems:
-        runs = info["runs"][system]
+        runs = system_runs(info, system)
         counts = " / ".join(str(run["count"]) for run in runs.values())
         bleu = ", ".join(f"{run['BLEU']:.2f} -> {run['BLEU_cut']:.2f}" for run in runs.values())
         ratios = ", ".join(f"{run['length_ratio']:.3f} -> {run['length_ratio_cut']:.3f}" for run in runs.values())

@@ -48,6 +48,28 @@ def runaway_cost(hyps: Sequence[str], refs: Sequence[str], factor: float = DEFAU
             "BLEU_cut": bleu_cut, "length_ratio_cut": ratio_cut, "cost": bleu_cut - bleu}
 
 
+#: a run's numbers as RESULTS.json lists them (its ``runaway_hypotheses``: the names once, each run a list)
+RUN_COLUMNS = ("count", "extra_words", "BLEU", "length_ratio", "BLEU_cut", "length_ratio_cut", "cost")
+
+
+def runs_json(costs: Mapping[str, Mapping[int, dict]]) -> dict:
+    """:func:`runaway_cost` of each system's runs (by seed) as RESULTS.json holds them: ``columns``
+    (:data:`RUN_COLUMNS`), each run's numbers under ``runs`` and its runaways' ids under ``ids``, by system and
+    seed."""
+    return {"columns": list(RUN_COLUMNS),
+            "runs": {system: {str(seed): [found[column] for column in RUN_COLUMNS] for seed, found in runs.items()}
+                     for system, runs in costs.items()},
+            "ids": {system: {str(seed): found["ids"] for seed, found in runs.items()}
+                    for system, runs in costs.items()}}
+
+
+def system_runs(info: dict, system: str) -> dict[str, dict]:
+    """A system's runs of RESULTS.json's ``runaway_hypotheses`` (:func:`runs_json`), by seed, each as
+    :func:`runaway_cost` gives it."""
+    return {seed: dict(zip(info["columns"], values), ids=info["ids"][system][seed])
+            for seed, values in info["runs"][system].items()}
+
+
 def overlap(runaways: Mapping[str, Sequence[int]], sentences: int) -> list[dict]:
     """For each pair of runs: the runaway sentences they share and the number independent runs would share on
     average (r1 r2 / n)."""

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from fairseq_syntax.evaluation.comparisons import Comparisons
-from fairseq_syntax.evaluation.runaway import overlap, runaway_cost, source_lengths, source_lengths_text
+from fairseq_syntax.evaluation.runaway import overlap, runaway_cost, runs_json, source_lengths, source_lengths_text
 from fairseq_syntax.study.config import StudyConfig
 from fairseq_syntax.study.grid import control_pairs, planned_seeds
 from fairseq_syntax.study.over_seeds import finished_seeds, rescore_stale
@@ -67,7 +67,7 @@ def runaway_section(config: StudyConfig) -> tuple[list[str], dict]:
             every_run[f"{system}.seed{seed}"] = runs[seed]["ids"]
         if not runs:
             continue
-        data[system] = {str(seed): found for seed, found in runs.items()}
+        data[system] = runs
         counts = " / ".join(str(found["count"]) for found in runs.values())
         costs = " / ".join(f"{found['cost']:.2f}" for found in runs.values())
         ratios = " / ".join(f"{found['length_ratio']:.3f} -> {found['length_ratio_cut']:.3f}" for found in runs.values())
@@ -87,7 +87,7 @@ def runaway_section(config: StudyConfig) -> tuple[list[str], dict]:
                   f"Over all pairs of runs, {total_shared} runaway sentences are shared where runs independent of "
                   f"their inputs would share {expected:.1f}: the same inputs loop again, whatever the system."]
     info = {"sentences": looping, "shared_in_two_or_more": repeated, "pairs_shared": total_shared,
-            "pairs_expected_by_chance": expected, "runs": data}
+            "pairs_expected_by_chance": expected, **runs_json(data)}
     if looping and sources is not None and len(sources) == len(refs):  # no runaway: no mean length of theirs
         lengths = source_lengths(looping, sources)
         info["source_lengths"] = lengths

@@ -154,12 +154,11 @@ STUDY = {"datasets": {"toy": {
     "runaway_hypotheses": {
         "sentences": [3, 7, 9], "shared_in_two_or_more": [7], "pairs_shared": 2, "pairs_expected_by_chance": 0.3,
         "source_lengths": {"mean_all": 11.0, "mean_runaway": 20.0, "median_all": 10.0, "above_median_runaway": 2 / 3},
-        "runs": {"tree": {"1": {"count": 2, "BLEU": 30.0, "BLEU_cut": 30.5, "length_ratio": 1.05,
-                                "length_ratio_cut": 1.01},
-                          "2": {"count": 1, "BLEU": 31.004, "BLEU_cut": 31.2, "length_ratio": 0.9996,
-                                "length_ratio_cut": 0.99}},
-                 "words": {"1": {"count": 0, "BLEU": 31.0, "BLEU_cut": 31.0, "length_ratio": 1.0,
-                                 "length_ratio_cut": 1.0}}}}}
+        # each run's numbers a list, in the columns' order (runaway.runs_json)
+        "columns": ["count", "BLEU", "length_ratio", "BLEU_cut", "length_ratio_cut"],
+        "runs": {"tree": {"1": [2, 30.0, 1.05, 30.5, 1.01], "2": [1, 31.004, 0.9996, 31.2, 0.99]},
+                 "words": {"1": [0, 31.0, 1.0, 31.0, 1.0]}},
+        "ids": {"tree": {"1": [3, 7], "2": [7]}, "words": {"1": []}}}}
 
 COMPARISONS_LEAD = ("Each comparison of toy: per metric, the difference of the means over seeds (first system minus "
                     "second) with its 95% interval, the seed-aware bootstrap's p ± its Monte-Carlo error and Welch's "
