@@ -11,7 +11,6 @@ import time
 
 import pytest
 from conftest import REPO, run_preprocess, tiny_corpus, write_arcs
-from test_measurements import tiny_tagger  # noqa: F401  (the fixture: an untrained tagger)
 from test_parse_command import GSD_DEV, stanza_german_model  # noqa: F401  (the fixture: a tiny stanza parser file)
 
 from fairseq_syntax.core import stopping
@@ -115,14 +114,13 @@ def test_preprocess_dependencies_stopped_mid_work_removes_its_partial_side_data(
     assert sorted(os.listdir(data)) == before  # no .partial, no side data
 
 
-def test_measure_throughput_stopped_mid_work_stops_its_workers_and_removes_its_folder(tiny_tagger,  # noqa: F811
-                                                                                     tmp_path):
+def test_measure_throughput_stopped_mid_work_stops_its_workers_and_removes_its_folder(tagger_model, tmp_path):
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     sentences = tmp_path / "sentences.txt"
     sentences.write_text("The cat sleeps and the dog runs .\n" * 20000)
     process = subprocess.Popen([sys.executable, os.path.join(REPO, "preprocess", "measure_throughput.py"),
-                                "--input", str(sentences), "--lines", "20000", "--tagger", tiny_tagger,
+                                "--input", str(sentences), "--lines", "20000", "--tagger", str(tagger_model),
                                 "--workers", "2", "--repeats", "1", "--no-gpu", "--out", str(tmp_path / "out.json")],
                                cwd=REPO, env=environment(tmpdir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                text=True)

@@ -17,6 +17,7 @@ from study.tiny_study_file import SETTINGS
 from test_script_options import shell_code
 
 sys.path.insert(0, os.path.join(REPO, "bench"))
+import report
 import run
 
 WINDOW = os.path.join(REPO, "bench", "cuda", "window.sh")
@@ -67,7 +68,7 @@ def test_step2_profiles_and_benchmarks_with_decoding_ratios(tmp_path):
     assert all(r["step_ms"] > r["collate_ms"] > 0 and r["aten_calls"] > 0 and r["top"] for r in profiled)
     profile = (tmp_path / "out" / "profile.txt").read_text()
     assert "| transformer_syntax_mask (one-hot bias) (preorder) |" in profile and "aten::" in profile
-    rows = json.loads((tmp_path / "out" / "RESULTS.json").read_text())
+    rows = report.read_rows(tmp_path / "out" / "RESULTS.json")
     assert [r["arch"] for r in rows] == ["transformer_syntax_mask_tiny", "transformer_syntax_mask_tiny (one-hot bias)"]
     for row in rows:
         assert all(key in row for key in ROW_KEYS), row
@@ -81,7 +82,7 @@ def test_step3_benchmarks_what_it_is_given_at_the_large_size(tmp_path):
     result, files = dry_run(3, tmp_path / "out", "--archs", "transformer_ldd", "--precision", "bf16")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert files == ["RESULTS.details.json.gz", "RESULTS.json", "RESULTS.md", "bench.log", "logs.tgz"]
-    rows = json.loads((tmp_path / "out" / "RESULTS.json").read_text())
+    rows = report.read_rows(tmp_path / "out" / "RESULTS.json")
     # the system against the transformer on its form, and (context) that transformer against the one on preorder
     assert [(r["arch"], r["form"], r["baseline"]) for r in rows] == [
         ("transformer_ldd_tiny", "sequence", "transformer_tiny (sequence)"),
