@@ -40,8 +40,9 @@ def write_rows(path: str, rows: List[Dict]) -> None:
     """RESULTS.json: the rows as a table, ``columns`` (every key, in order of first appearance) and one list of
     values a row (null where the row has no such key); :func:`read_rows` gives the rows back."""
     columns = list(dict.fromkeys(key for row in rows for key in row))
+    table = tables.table_json(columns, ([row.get(c) for c in columns] for row in rows), lists=True)
     with open(path, "w") as f:
-        f.write(tables.json_text({"columns": columns, "rows": [[row.get(c) for c in columns] for row in rows]}))
+        f.write(tables.json_text(table))
 
 
 def read_rows(path) -> List[Dict]:

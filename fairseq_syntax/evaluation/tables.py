@@ -31,16 +31,16 @@ def markdown_table(header: Sequence, rows: Iterable[Sequence], align: str | None
     return lines
 
 
-def table_json(header: Sequence[str], rows: Iterable[Sequence]) -> dict[str, Any]:
+def table_json(header: Sequence[str], rows: Iterable[Sequence], lists: bool = False) -> dict[str, Any]:
     """``{"columns": header, "rows": [{column: value}, ...]}``, one object per row, values unrounded (None for an
-    empty cell)."""
+    empty cell); ``lists``: each row the list of its values, in the columns' order (the column names once)."""
     header = list(header)
     table_rows = []
     for row in rows:
         row = list(row)
         if len(row) != len(header):
             raise ValueError(f"a row of {len(row)} values in a table of {len(header)} columns: {row!r}")
-        table_rows.append(dict(zip(header, row)))
+        table_rows.append(row if lists else dict(zip(header, row)))
     return {"columns": header, "rows": table_rows}
 
 
@@ -66,11 +66,8 @@ class Table:
         return markdown_table(self.header, ([cell.text for cell in row] for row in self.rows), self.align)
 
     def json(self, lists: bool = False) -> dict[str, Any]:
-        """:func:`table_json` of the cells' values; ``lists``: each row the list of its values, in the columns'
-        order (the column names once)."""
-        if lists:
-            return {"columns": self.header, "rows": [[cell.value for cell in row] for row in self.rows]}
-        return table_json(self.header, ([cell.value for cell in row] for row in self.rows))
+        """:func:`table_json` of the cells' values."""
+        return table_json(self.header, ([cell.value for cell in row] for row in self.rows), lists)
 
 
 def results_json_path(markdown_path) -> Path:
