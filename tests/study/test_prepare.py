@@ -110,6 +110,29 @@ def test_only_some_runs_need_the_directories_they_read_and_their_controls_bases(
     assert grid_needs(config, only=[]).directories == []
 
 
+def test_a_controls_structures_are_made_alike_for_whichever_of_its_runs_remain(corpus):
+    """One step makes the random control's trees and dependency arcs, which its Mask and UDP runs read: a study run
+    again once its Mask runs finished (``only`` the UDP runs) finds the structures made for the whole grid, not a
+    step that reads the arcs only and is refused as made from other inputs."""
+    path = corpus / "both.toml"
+    path.write_text(STUDY.format(work="work-both", subset=SUBSET, merges=MERGES).replace(
+        'name = "udp"\n', 'name = "udp"\ncontrols = ["random"]\n'), encoding="utf-8")
+    config = load_study(path)
+    needs = grid_needs(config, only=["udp_random.seed1"])
+    assert [d.name for d in needs.directories] == ["sequence", "sequence.random"]
+    assert needs.control_reads[("random", 1)] == ("trees", "arcs") and needs.trees and needs.arcs
+    prepare(config, lambda line: None, only=["mask_random.seed1"])
+    made = json.loads((corpus / "work-both" / MANIFEST).read_text())["steps"]["controls:random"]["outputs"]
+    assert sorted(made) == sorted(f"bpe/random/{split}.{kind}" for split in SPLITS
+                                  for kind in ("tree", "arcs.jsonl.gz", "conllu"))
+    lines = []
+    prepare(config, lines.append, only=["udp_random.seed1"])
+    assert [line for line in lines if line.startswith("controls:")] == [
+        "controls:random: made already, kept (random trees and dependency trees (seed 1) for lines train 50, valid 10, "
+        "test 10)"]
+    assert (corpus / "work-both/data-bin/sequence.random/syntax.json").is_file()
+
+
 def snapshot(folder: Path) -> dict:
     return {str(path.relative_to(folder)): (path.stat().st_mtime_ns, path.stat().st_size)
             for path in sorted(folder.rglob("*")) if path.is_file()}

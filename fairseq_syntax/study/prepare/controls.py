@@ -15,7 +15,7 @@ def controls_step(prep: Preparation, control: str, seed: int) -> None:
     from fairseq_syntax.parsing.controls import control_arcs_file, control_tree_file
 
     name = control_data_name("", control, seed)[1:]
-    reads = {kind for d in prep.needs.directories if d.control == control and d.seed == seed for kind in d.reads}
+    reads = prep.needs.control_reads[control, seed]
     make_trees, make_arcs = "trees" in reads, "arcs" in reads
     outputs, recipe = [], {"control": control, "control_seed": seed}
     for split in SPLITS:

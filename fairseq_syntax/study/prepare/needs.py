@@ -59,16 +59,23 @@ class DataDirectory:
 
 @dataclass
 class Needs:
-    """What the grid reads: its data directories (first-use order), and which parses they need."""
+    """What the grid reads: its data directories (first-use order), and which parses they need. ``control_reads``
+    holds, for each control and seed, the parse kinds the whole grid's directories of it read: one step makes a
+    control's structures, the same whichever of its directories a preparation makes."""
     directories: list[DataDirectory] = field(default_factory=list)
+    control_reads: dict[tuple[str, int], tuple[str, ...]] = field(default_factory=dict)
+
+    def _reads(self, kind: str) -> bool:
+        return any(kind in d.reads for d in self.directories) or \
+            any(kind in self.control_reads[key] for key in self.controls)
 
     @property
     def trees(self) -> bool:
-        return any("trees" in d.reads for d in self.directories)
+        return self._reads("trees")
 
     @property
     def arcs(self) -> bool:
-        return any("arcs" in d.reads for d in self.directories)
+        return self._reads("arcs")
 
     def readers(self, kind: str) -> str:
         """What reads the parses of ``kind``, for a message: tree input forms and side inputs by name."""
@@ -103,7 +110,8 @@ def grid_needs(config: StudyConfig, only: Collection[str] | None = None) -> Need
     """The data directories of :func:`~fairseq_syntax.study.grid.study_runs` (each control's real-parse base before
     it) and the side data made into each (registry order). Each run on a control directory must read something the
     control changes, and its side data must be made from what the control changes only. With ``only`` (run names),
-    the directories those runs read and their bases, each as the whole grid would make it."""
+    the directories those runs read and their bases, each (and each control's structures) as the whole grid
+    would make it."""
     runs = study_runs(config)
     made = registered_side_data()
     default_preterminals = config.parses.preterminals
@@ -133,9 +141,14 @@ def grid_needs(config: StudyConfig, only: Collection[str] | None = None) -> Need
              for name, d in found.items()}
     # the bases first, in first-use order, then the controls: a control directory's dictionary is its base's
     ordered = [d for d in found.values() if not d.control] + [d for d in found.values() if d.control]
+    control_reads: dict[tuple[str, int], tuple[str, ...]] = {}
+    for d in ordered:
+        if d.control:
+            kinds = set(control_reads.get((d.control, d.seed), ())) | set(d.reads)
+            control_reads[d.control, d.seed] = tuple(kind for kind in PARSE_FILES if kind in kinds)
     if only is not None:
         read = {run.data for run in runs if run.name in only}
         read |= {d.base for d in ordered if d.name in read}
         ordered = [d for d in ordered if d.name in read]
-    return Needs(ordered)
+    return Needs(ordered, control_reads)
 
