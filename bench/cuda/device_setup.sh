@@ -1,15 +1,7 @@
-# How fairseq reached the GPU machine of bench/cuda/README.md (no network there; its image has torch, numpy,
-# Cython, sacrebleu but not fairseq). Made on the development machine by bench/cuda/make_devpkgs.sh, into .devpkgs/
-# (git-ignored):
-#   sdist of fairseq-fixed 0.12.3.1 from PyPI, unpacked: cp -r fairseq fairseq_cli .devpkgs/site/ (without *.so, *.cu,
-#     and the non-Python files of fairseq/examples; keep fairseq/clib/libbleu/*.cpp and fairseq/data/*.pyx)
-#   cp -r hydra omegaconf antlr4 sacremoses subword_nmt nltk click joblib (pure Python, from site-packages)
-#     .devpkgs/site/
-#   pip download --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux_2_17_x86_64 \
-#     -d .devpkgs/whl bitarray==3.12.3
-# and carried with the working tree; on the GPU machine, from the repository root: source bench/cuda/device_setup.sh
-# (bench/cuda/window.sh does it when fairseq is missing). The installation and the compiled helpers are made once per
-# machine, into /tmp/site: sourced again (every command of a window), it only sets PATH and PYTHONPATH.
+# fairseq on the offline GPU machine of bench/cuda/README.md (its image has torch, numpy, Cython, sacrebleu but not
+# fairseq), from .devpkgs/ (made by bench/cuda/make_devpkgs.sh and carried with the working tree). From the repository
+# root: source bench/cuda/device_setup.sh (bench/cuda/window.sh does it when fairseq is missing). The installation and
+# the compiled helpers are made once per machine, into /tmp/site: sourced again, it only sets PATH and PYTHONPATH.
 DEVICE_SETUP_ERREXIT=${-//[^e]/}  # the caller's set -e, restored at the end
 set -e
 ROOT=$PWD
