@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from fairseq_syntax.evaluation import packed_runs  # noqa: E402
 from fairseq_syntax.evaluation.kept_files import compress, open_text, read_text  # noqa: E402
 from fairseq_syntax.evaluation.records import make_log_portable, portable_paths  # noqa: E402
-from fairseq_syntax.evaluation.tables import Cell, Table, write_results  # noqa: E402
+from fairseq_syntax.evaluation.tables import Cell, Table, table_json, write_results  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -328,14 +328,10 @@ def perplexity_cells(run: dict, arch: str) -> list:
             *(number_cell(result[key], ",") for key in ("scored_words", "unknown_words"))]
 
 
-def kept(tables: dict, key: str, table: Table, elsewhere: tuple = ()) -> list[str]:
-    """``table``'s Markdown lines; its RESULTS.json table kept as ``tables[key]``, without the columns
-    ``elsewhere`` (the same values under another key of RESULTS.json)."""
-    tables[key] = table.json()
-    tables[key]["columns"] = [column for column in tables[key]["columns"] if column not in elsewhere]
-    for row in tables[key]["rows"]:
-        for column in elsewhere:
-            del row[column]
+def kept(tables: dict, key: str, table: Table) -> list[str]:
+    """``table``'s Markdown lines; its RESULTS.json table kept as ``tables[key]`` (its columns once, each row a
+    list)."""
+    tables[key] = table.json(lists=True)
     return table.lines()
 
 
@@ -372,22 +368,19 @@ def throughput_sentence(run: dict) -> str:
             "both saw the same load).")
 
 
-def summary_row(run: dict) -> dict:
-    """One run as a machine-readable row: Algorithm 1 (m=2, the paper's rule) and right-branching, F1 in %."""
-    subsets = run["parses"]["m=2"]["subsets"]
-    tree, right = ({subset: subsets[subset][system] for subset in subsets}
-                   for system in ("Tree Transformer", "right-branching"))
-    return {
-        "setting": run["name"], **run["settings"],
-        "seeds": [run["training"]["tree_transformer_lm"]["seed"]],
-        "sentence_f1_all": 100 * tree["all"]["sentence_f1"],
-        "sentence_f1_le10": 100 * tree["<=10 words"]["sentence_f1"],
-        "corpus_f1_all": 100 * tree["all"]["corpus_f1"],
-        "right_branching_all": 100 * right["all"]["sentence_f1"],
-        "right_branching_le10": 100 * right["<=10 words"]["sentence_f1"],
-        "perplexity_ratio": perplexity_ratio(run),
-        "reproduce": run["reproduce"],
-    }
+SUMMARY = ["setting", "text", "transductive", "diagonal_zero", "authors_optimiser", "precision", "updates", "size",
+           "masks", "seeds", "sentence_f1_all", "sentence_f1_le10", "corpus_f1_all", "perplexity_ratio",
+           "throughput_ratio", "reproduce"]
+
+
+def summary_row(run: dict) -> list:
+    """One run as a machine-readable row (``SUMMARY``'s columns; a setting not logged: None): Algorithm 1 (m=2, the
+    paper's rule), F1 in %."""
+    tree = {subset: scores["Tree Transformer"] for subset, scores in run["parses"]["m=2"]["subsets"].items()}
+    return [run["name"], *(run["settings"].get(key) for key in SUMMARY[1:9]),
+            [run["training"]["tree_transformer_lm"]["seed"]], 100 * tree["all"]["sentence_f1"],
+            100 * tree["<=10 words"]["sentence_f1"], 100 * tree["all"]["corpus_f1"], perplexity_ratio(run),
+            throughput_ratio(run), run["reproduce"]]
 
 
 # --- the document
@@ -708,21 +701,19 @@ def render(runs: list) -> tuple:
         run["key"] = str(number)
     recipe = [run for run in runs if not run["by_hand"]]
     tables = {}
-    # rows[] holds each run's precision, updates and perplexity_ratio, tables.parses its m=2 F1
-    lines = INTRO.split("\n") + kept(tables, "runs", runs_table(runs), elsewhere=(
-        "precision", "updates", "perplexity ratio", "Algorithm 1, m=2")) + [""]
+    lines = INTRO.split("\n") + runs_table(runs).lines() + [""]  # its values: RESULTS.json's rows
     lines += run_commands_section(runs) + headline_sections(headline, tables)
     detail = {key: "\n".join(kept(tables, key, table)) for key, table in (
         ("training", training_table(runs)), ("parses", layers_table(runs)), ("link_agreement", agreement_table(runs)),
         ("perplexity", perplexity_table(recipe)), ("data", data_table(recipe)))}
     lines += DETAIL.format(**detail).split("\n") + differences(headline) + commands_section(headline, runs)
     data = {
-        "generated_by": "examples/ptb_induction/make_results.py (tables by fairseq_syntax.evaluation.results)",
+        "generated_by": "examples/ptb_induction/make_results.py (tables by fairseq_syntax.evaluation.tables)",
         "units": "as in RESULTS.md, unrounded, except: wall time in seconds; an \"a / b\" F1 cell is [all, <=10 words]",
         "headline": headline["name"],
         "figure": FIGURE,
         "tables": tables,
-        "rows": [summary_row(run) for run in runs],
+        "rows": table_json(SUMMARY, map(summary_row, runs), lists=True),
     }
     return "\n".join(lines) + "\n", data
 

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 from fairseq_syntax.evaluation.runaway import source_lengths_text, system_runs
 from fairseq_syntax.evaluation.seed_systems import seeds_dataset
 from fairseq_syntax.evaluation.study_answer import p_text, verdict_text
-from fairseq_syntax.evaluation.tables import markdown_table
+from fairseq_syntax.evaluation.tables import markdown_table, table_rows
 
 MODULE = "fairseq_syntax.evaluation.result_blocks"
 BEGIN = "<!-- results: generated from "
@@ -121,7 +121,8 @@ def runaway_lines(results: dict[str, Any], systems: Sequence[str] = ()) -> list[
 def induction_lines(results: dict[str, Any]) -> list[str]:
     """The ``induction`` block (module docstring) of ``results`` (examples/ptb_induction/RESULTS.json's object)."""
     try:
-        headline, rows, baselines = results["headline"], results["rows"], results["tables"]["headline_induction"]
+        headline, baselines = results["headline"], results["tables"]["headline_induction"]
+        rows = table_rows(results["rows"])
     except (KeyError, TypeError):
         raise ValueError("not the results of examples/ptb_induction/make_results.py (no headline, rows and "
                          "tables.headline_induction)") from None
@@ -138,7 +139,7 @@ def induction_lines(results: dict[str, Any]) -> list[str]:
         ratio = row.get("perplexity_ratio")
         table.append([name, f"{row['sentence_f1_all']:.1f}", f"{row['sentence_f1_le10']:.1f}",
                       "–" if ratio is None else f"{ratio:.3f}"])
-    for row in baselines["rows"]:
+    for row in table_rows(baselines):
         if not row["trees"].startswith("Tree Transformer"):
             table.append([row["trees"], f"{row[every]:.1f}", f"{row[short]:.1f}", "–"])
     return markdown_table(header, table, align="lrrr")

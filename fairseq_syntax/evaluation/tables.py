@@ -44,6 +44,11 @@ def table_json(header: Sequence[str], rows: Iterable[Sequence], lists: bool = Fa
     return {"columns": header, "rows": table_rows}
 
 
+def table_rows(table: dict[str, Any]) -> list[dict[str, Any]]:
+    """The rows of a :func:`table_json` object written with ``lists``, each as ``{column: value}``."""
+    return [dict(zip(table["columns"], row)) for row in table["rows"]]
+
+
 class Cell(NamedTuple):
     """One cell of a ``Table``: its value for RESULTS.json (unrounded; None for none) and its text for RESULTS.md."""
     value: Any
@@ -84,12 +89,17 @@ def _flat(value) -> bool:
         not isinstance(value, dict) and not any(isinstance(item, (dict, list, tuple)) for item in value))
 
 
+def _flat_row(value) -> bool:
+    """A list of plain values and flat lists, at least one plain (a table row whose cells may be lists)."""
+    return all(map(_flat, value)) and not all(isinstance(item, (dict, list, tuple)) for item in value)
+
+
 def _json_lines(value, depth: int, flat_objects: bool = False) -> str:
     pad, end = " " * (depth + 1), " " * depth
     if isinstance(value, dict) and value and not (flat_objects and all(map(_flat, value.values()))):
         items = (f"{pad}{_key_text(key)}: {_json_lines(item, depth + 1, flat_objects)}" for key, item in value.items())
         return "{\n" + ",\n".join(items) + "\n" + end + "}"
-    if isinstance(value, (list, tuple)) and not _flat(value):
+    if isinstance(value, (list, tuple)) and not (_flat(value) or flat_objects and _flat_row(value)):
         return "[\n" + ",\n".join(pad + _json_lines(item, depth + 1, flat_objects) for item in value) + "\n" + end + "]"
     return json.dumps(value, ensure_ascii=False)
 
@@ -112,8 +122,8 @@ def json_text(data) -> str:
 
 
 def results_text(data) -> str:
-    """``data`` as RESULTS.json holds it: :func:`json_text`'s layout with an object of plain values on one line, and
-    each float to 8 significant digits (the tables show at most 4)."""
+    """``data`` as RESULTS.json holds it: :func:`json_text`'s layout with an object of plain values, or a list of plain
+    values and flat lists, on one line, and each float to 8 significant digits (the tables show at most 4)."""
     return _json_lines(_significant(data, 8), 0, flat_objects=True) + "\n"
 
 

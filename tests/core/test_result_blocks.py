@@ -202,19 +202,15 @@ def test_the_runaway_block_counts_shared_runaways_and_each_listed_systems_runs()
 
 
 def test_the_induction_block_lists_the_fresh_mask_runs_beside_the_baseline_trees():
-    results = {"headline": "small", "rows": [
-        {"setting": "small", "masks": "fresh", "size": [6, 128], "updates": 6000, "sentence_f1_all": 31.62,
-         "sentence_f1_le10": 48.58, "perplexity_ratio": 0.5588},
-        {"setting": "old", "masks": "repeated", "size": [6, 128], "updates": 6000, "sentence_f1_all": 14.3,
-         "sentence_f1_le10": 26.5, "perplexity_ratio": 0.64},
-        {"setting": "wide", "masks": "fresh", "size": [8, 256], "updates": 600, "sentence_f1_all": 36.45,
-         "sentence_f1_le10": 50.73, "perplexity_ratio": None}],
+    results = {"headline": "small", "rows": {
+        "columns": ["setting", "masks", "size", "updates", "sentence_f1_all", "sentence_f1_le10", "perplexity_ratio"],
+        "rows": [["small", "fresh", [6, 128], 6000, 31.62, 48.58, 0.5588],
+                 ["old", "repeated", [6, 128], 6000, 14.3, 26.5, 0.64],
+                 ["wide", "fresh", [8, 256], 600, 36.45, 50.73, None]]},
         "tables": {"headline_induction": {
             "columns": ["trees", "all sentence F1", "all corpus F1", "short sentence F1", "short corpus F1"],
-            "rows": [{"trees": "Tree Transformer, Algorithm 1", "all sentence F1": 31.62, "all corpus F1": 27.9,
-                      "short sentence F1": 48.58, "short corpus F1": 44.6},
-                     {"trees": "right-branching", "all sentence F1": 39.917, "all corpus F1": 35.6,
-                      "short sentence F1": 59.147, "short corpus F1": 55.3}]}}}
+            "rows": [["Tree Transformer, Algorithm 1", 31.62, 27.9, 48.58, 44.6],
+                     ["right-branching", 39.917, 35.6, 59.147, 55.3]]}}}
     assert induction_lines(results) == [
         "| trees | all sentence F1 | short sentence F1 | masked-word perplexity / the plain Transformer's |",
         "|---|---:|---:|---:|",

@@ -12,7 +12,7 @@ from fairseq_syntax.evaluation.records import find_record_files, load_record, re
 from fairseq_syntax.evaluation.results import READING, braced, convergence_table, render_json, render_markdown
 from fairseq_syntax.evaluation.train_logs import best_checkpoint_metric, parse_train_log, parse_valid_curve
 from fairseq_syntax.evaluation.run_commands import command_fields, record_argv
-from fairseq_syntax.evaluation.tables import Cell, Table, markdown_table, table_json, write_results
+from fairseq_syntax.evaluation.tables import Cell, Table, markdown_table, table_json, table_rows, write_results
 
 # fairseq-train stdout (simple format): two epochs of 3 updates, wall meter from 90 s; the last says 6 and 3725 s
 STDOUT_LOG = """\
@@ -288,19 +288,23 @@ def test_table_renders_markdown_and_json_from_the_same_rows():
         {"system": "Tree Transformer", "F1": [17.187, 28.83], "ratio": 0.9674},
         {"system": "random", "F1": None, "ratio": 1}]}
     assert table_json(["a"], [[1], [2]]) == {"columns": ["a"], "rows": [{"a": 1}, {"a": 2}]}
+    assert table_rows(table.json(lists=True)) == table.json()["rows"]
     with pytest.raises(ValueError, match="a row of 1 cells in a table of 3 columns"):
         table.add("short")
 
 
 def test_write_results_puts_results_json_beside_results_md(tmp_path):
     markdown, json_path = write_results(tmp_path / "recipe" / "RESULTS.md", "# Title\n\n| a |\n|---|\n| 1 |",
-                                        {"tables": {"t": {"columns": ["a"], "rows": [{"a": 1 / 3, "b": [2.0]}]}},
+                                        {"tables": {"t": {"columns": ["a"], "rows": [{"a": 1 / 3, "b": [2.0]}]},
+                                                    "l": {"columns": ["a", "b"], "rows": [["x", [1, 2]], [[3], [4]]]}},
                                          "name": "ü"})
     assert markdown.read_text() == "# Title\n\n| a |\n|---|\n| 1 |\n"
     assert json_path == tmp_path / "recipe" / "RESULTS.json"
     assert json_path.read_text(encoding="utf-8") == (  # one space a level; an object of plain values a line
         '{\n "tables": {\n  "t": {\n   "columns": ["a"],\n   "rows": [\n    {"a": 0.33333333, "b": [2.0]}\n   ]\n'
-        '  }\n },\n "name": "ü"\n}\n')
+        # a list of plain values and flat lists a line; one of lists only (no plain value) a line each
+        '  },\n  "l": {\n   "columns": ["a", "b"],\n   "rows": [\n    ["x", [1, 2]],\n    [\n     [3],\n     [4]\n    ]\n'
+        '   ]\n  }\n },\n "name": "ü"\n}\n')
 
 
 def test_gzipped_logs_are_read_by_either_name(tmp_path):

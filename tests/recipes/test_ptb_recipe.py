@@ -8,6 +8,7 @@ import pytest
 from conftest import REPO
 from fairseq_syntax.core.cpu_autocast import default_cpu_precision
 from fairseq_syntax.evaluation.packed_runs import read_bytes
+from fairseq_syntax.evaluation.tables import table_rows
 from test_script_options import fake_recipe, run_script
 
 HERE = os.path.join(REPO, "examples", "ptb_induction")
@@ -44,7 +45,7 @@ def kept_runs() -> list[tuple[str, str]]:
     """(folder, command) of each run.sh run RESULTS.json lists (not those made by hand), but those renamed
     *-repeated-masks after issue 53's fix (made by the recipe of their day, their options in another order)."""
     with open(os.path.join(HERE, "RESULTS.json")) as file:
-        rows = json.load(file)["rows"]
+        rows = table_rows(json.load(file)["rows"])
     return [(row["setting"], row["reproduce"]) for row in rows
             if row["reproduce"].startswith("examples/ptb_induction/run.sh ")
             and not row["setting"].endswith("-repeated-masks")]
