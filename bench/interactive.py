@@ -27,7 +27,6 @@ parser adds over the row without it (mask: over the trees given; ldd: over the s
 tokens with a model of the same size), and ``time ratio`` that row's CPU time per sentence over the other's.
 """
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -44,16 +43,6 @@ SUPAR_SIZE = dict(n_lstm_hidden=400, n_lstm_layers=3, n_mlp=500)  # examples/tra
 GENERATION = ["--beam", "5", "--max-len-a", "1.3", "--max-len-b", "5", "--buffer-size", "64", "--batch-size", "64",
               "--cpu", "-s", "en", "-t", "de"]
 ONE_THREAD = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-LAUNCHER = """
-import json, os, subprocess, sys, time
-start = time.perf_counter()
-with open(sys.argv[2], "rb") as lines, open(os.devnull, "wb") as out:
-    process = subprocess.Popen(sys.argv[3:], stdin=lines, stdout=out, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(process.pid, 0)
-with open(sys.argv[1], "w") as record:
-    json.dump({"seconds": time.perf_counter() - start, "exit": os.waitstatus_to_exitcode(status),
-               "cpu_seconds": usage.ru_utime + usage.ru_stime}, record)
-"""
 
 
 def log(message: str) -> None:
@@ -196,15 +185,13 @@ def train_models(work: str) -> dict:
     return checkpoints
 
 
-def cpu_seconds(work: str, command: list[str], lines: str) -> float:
-    record = os.path.join(work, "usage.json")
-    subprocess.run([sys.executable, "-S", "-c", LAUNCHER, record, lines, *command], cwd=REPO, env=ONE_THREAD,
-                   check=True)
-    with open(record) as handle:
-        usage = json.load(handle)
-    if usage["exit"]:
-        raise SystemExit(f"error: {' '.join(command)} exited {usage['exit']}")
-    return usage["cpu_seconds"]
+def cpu_seconds(command: list[str], lines: str) -> float:
+    with open(lines, "rb") as stdin:
+        process, _, cpu = report.timed_process(command, cwd=REPO, env=ONE_THREAD, stdin=stdin,
+                                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if process.returncode:
+        raise SystemExit(f"error: {' '.join(command)} exited {process.returncode}")
+    return cpu
 
 
 def main(argv=None) -> None:
@@ -237,7 +224,7 @@ def main(argv=None) -> None:
                    "syntax_translation", "--path", checkpoints[name], *GENERATION, *options]
         first = write(os.path.join(work, "one.txt"), open(lines, encoding="utf-8").readline().splitlines())
         log(f"{name}, {label}")
-        start, whole = cpu_seconds(work, command, first), cpu_seconds(work, command, lines)
+        start, whole = cpu_seconds(command, first), cpu_seconds(command, lines)
         per_sentence = (whole - start) / (args.lines - 1)
         results.append({"system": name, "arch": arch, "input": label, "sentences": args.lines,
                         "cpu_seconds": round(whole, 2), "startup_cpu_seconds": round(start, 2),

@@ -9,6 +9,8 @@ import os
 import platform
 import re
 import statistics
+import subprocess
+import time
 from typing import Dict, List, Sequence
 
 from fairseq_syntax.evaluation import tables
@@ -24,6 +26,16 @@ PROGRESS_LINE = re.compile(r"round (?P<round>\d+)/\d+\s+(?P<words>\d+) words (?P
 
 def machine() -> str:
     return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"
+
+
+def timed_process(command: list, **popen) -> tuple:
+    """Runs ``command`` (``subprocess.Popen`` options ``popen``) to its end: the process (``returncode`` set), its
+    wall seconds and its CPU seconds (user + system, ``os.wait4``)."""
+    start = time.perf_counter()
+    process = subprocess.Popen(command, **popen)
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return process, time.perf_counter() - start, usage.ru_utime + usage.ru_stime
 
 
 def write_benchmark(folder: str, title: str, text: str, facts: dict, header: list, cells: list, rows: list) -> None:

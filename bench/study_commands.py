@@ -24,7 +24,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 import report  # bench/report.py
 
@@ -51,21 +50,18 @@ def timed(target: str, argv: list[str], work: str) -> dict:
     if os.path.exists(record):
         os.remove(record)
     with open(os.devnull, "wb") as quiet:
-        start = time.perf_counter()
-        process = subprocess.Popen([sys.executable, "-c", LAUNCHER, record, target, *argv], cwd=REPO, stdout=quiet,
-                                   stderr=subprocess.PIPE)
-        _, status, usage = os.wait4(process.pid, 0)
-        wall = time.perf_counter() - start
+        process, wall, cpu = report.timed_process([sys.executable, "-c", LAUNCHER, record, target, *argv], cwd=REPO,
+                                                  stdout=quiet, stderr=subprocess.PIPE)
     errors = process.stderr.read().decode(errors="replace")
     process.stderr.close()
-    status = os.waitstatus_to_exitcode(status)
+    status = process.returncode
     if status or not os.path.exists(record):
         raise SystemExit(f"error: {target} {' '.join(argv)} exited {status}: {errors.strip()[-2000:]}")
     with open(record) as handle:
         answer = json.load(handle)
     if answer["status"]:
         raise SystemExit(f"error: {target} {' '.join(argv)} returned {answer['status']}: {errors.strip()[-2000:]}")
-    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "torch": answer["torch"],
+    return {"wall": wall, "cpu": cpu, "torch": answer["torch"],
             "fairseq": answer["fairseq"]}
 
 
