@@ -56,10 +56,8 @@ def token_level_ldd(pieces_share=True):
 def test_extraction_is_arc_times_label_probability_and_sums_to_one_per_dependent():
     arcs = dep.labeled_arcs(RECORD)
     assert dep.LabeledArc(2, 3, "dobj", 0.8 * 0.25) in arcs
-    totals = {}
-    for arc in arcs:
-        totals[arc.dependent] = totals.get(arc.dependent, 0.0) + arc.probability
-    assert totals == pytest.approx({1: 1.0, 2: 1.0, 3: 1.0, 4: 1.0})
+    totals = [sum(arc.probability for arc in arcs if arc.dependent == word) for word in range(1, 5)]
+    assert totals == pytest.approx([1.0] * 4)
 
 
 def test_grouping_sums_labels_of_a_group_and_keeps_the_rest_outside():
@@ -125,11 +123,9 @@ def test_expansion_shares_a_head_words_mass_among_its_pieces_and_copies_its_row(
 
 
 def variant(name, record=RECORD, table=dep.STANFORD_GROUPS):
-    tokens_pad = torch.zeros(1, 7, dtype=torch.bool)
-    tokens_pad[0, PAD] = True
-    eos = torch.zeros(1, 7, dtype=torch.bool)
-    eos[0, EOS] = True
-    out = dep.variant_distribution(word_level(record, table), torch.tensor([TOKEN_WORDS]), name, tokens_pad, eos)
+    position = torch.arange(7)[None]
+    out = dep.variant_distribution(word_level(record, table), torch.tensor([TOKEN_WORDS]), name, position == PAD,
+                                   position == EOS)
     assert out.shape == (1, 16, 7, 7)
     return out[0]
 
@@ -153,16 +149,10 @@ def test_ldd_and_lda_give_head_h_its_label_group(name):
     assert variant(name)[DET_G, 1, 4] == pytest.approx(0.05)
 
 
-def test_udd_sums_all_labels_including_outside_ones_for_every_head():
-    out = variant("udd")
-    for head in range(16):
-        torch.testing.assert_close(out[head], matrix(ARCS))
-
-
-def test_udp_marks_the_parsers_1best_head_of_each_dependent():
-    out = variant("udp")
-    for head in range(16):
-        torch.testing.assert_close(out[head], matrix(BEST))
+@pytest.mark.parametrize("name, expected", [("udd", ARCS), ("udp", BEST)])
+def test_udd_sums_all_labels_and_udp_marks_the_1best_head_for_every_head(name, expected):
+    # udd: every label, those outside the groups too; udp: the parser's 1-best head of each dependent
+    torch.testing.assert_close(variant(name), matrix(expected).expand(16, 7, 7))
 
 
 def test_ldp_marks_the_1best_head_in_the_group_of_the_1best_label_only():
@@ -212,10 +202,8 @@ def test_1best_variants_refuse_side_data_without_the_tree():
 def test_uniform_variants_are_constant_over_dependents_and_keys():
     # 6 non-padding keys (5 tokens + EOS); dependents are the 5 tokens
     uniform = matrix({(row, column): 1.0 for row in range(1, 6) for column in range(1, 7)})
-    uudd, uldd = variant("uudd"), variant("uldd")
-    for head in range(16):
-        torch.testing.assert_close(uudd[head], uniform / 6)
-        torch.testing.assert_close(uldd[head], uniform / 96)
+    torch.testing.assert_close(variant("uudd"), (uniform / 6).expand(16, 7, 7))
+    torch.testing.assert_close(variant("uldd"), (uniform / 96).expand(16, 7, 7))
 
 
 def test_unknown_variant_or_subword_rule_is_refused():
