@@ -7,65 +7,29 @@ head-final target that is a deterministic function of the source *tree* (not of 
 the same files. ``--archive ARCHIVE`` also packs the gold parses into a parse archive
 (:mod:`fairseq_syntax.parsing.archive`, parsers named :data:`GOLD_PARSERS`), the demo study's ``parses.archive``.
 
-Source grammar (a PCFG; each right-hand side is drawn with the probability given)::
+Source (``_Generator``, a PCFG whose probabilities it holds): S -> NP VP . | S CC S .; NP -> [DT] [JJ | ADJP]
+NN|NNS | PRP | NP PP | NP SBAR | NP CC NP; VP -> V NP PP* | V PP* | V SBAR, the verb agreeing with its subject;
+PP -> IN NP; SBAR -> IN(that) S | WHNP(WDT) S (a subject or object relative). MAX_DEPTH bounds recursion; sentences
+outside MIN_TOKENS..MAX_TOKENS tokens (with the final ".") and repeated ones are redrawn: no sentence occurs twice
+in or across splits. Some words translate by their syntactic role (saw, watch, light as noun / verb / adjective,
+that as DT / WDT / IN; fish and sheep as NN or NNS: the number is in the tree, not the word).
 
-    ROOT  -> S_clause .                                         0.85
-           | S_clause CC S_clause .    (one S over all four)      0.15
-    S     -> NP VP                     (the verb agrees with the subject)
-    NP    -> base 0.57 | PRP 0.10 | NP PP 0.15 | NP SBAR 0.09 | NP CC NP 0.09
-             (below MAX_DEPTH; at MAX_DEPTH only base 0.87 | PRP 0.13; the NP of NP PP / NP SBAR is no PRP)
-    base  -> [DT] [JJ | ADJP] NN|NNS   (plural 0.35; a bare plural drops DT 0.3; an adjective 0.35; "a" -> "an"
-                                        before a vowel)
-    ADJP  -> JJ CC JJ                  (0.2 of the adjectives)
-    VP    -> V NP PP*   (transitive 0.6) | V PP* (intransitive 0.25) | V SBAR (clausal 0.15, below MAX_DEPTH)
-             with 0 / 1 / 2 PPs at 0.65 / 0.30 / 0.05; V is VBD (past, 0.5), else VBZ (singular subject) or VBP
-    PP    -> IN NP
-    SBAR  -> IN(that) S                       (complement of say/think/...)
-           | WHNP(WDT) S(VP)                   (subject relative, 0.7: "the dog that saw the cat")
-           | WHNP(WDT) S(NP VP-without-object) (object relative, 0.3: "the dog that the cat saw")
+Target (``translate``): verb-final clauses, [object + OBJECT_MARKER] [complement clause + complementizer] [PPs as
+NP + postposition] verb, the verb its stem + PRESENT or PAST + PLURAL_AGREEMENT after a plural subject ("X and Y"
+is plural, "X or Y" has Y's number; a subject relative's subject is the NP it modifies); an NP is [relative clauses
++ relativizer] [NP-attached PPs + GENITIVE_MARKER] DT noun[+NOUN_PLURAL] adjectives. Every word is relexicalised by
+(POS, word) into made-up strings, distinct per lexicon entry and from every source word. So "the man saw the dog
+with the telescope ." has two targets: with the PP on the VP ``ja fome ja lemo wo ja vizeko wa lofizu .``, with
+the PP on "the dog" ``ja fome ja vizeko wa nu ja lemo wo lofizu .``. The words alone decide neither PP /
+relative-clause attachment nor the number of "fish" and "sheep": a model that reads the tree can reach BLEU 100,
+one that reads only the words cannot.
 
-Every NP PP, NP SBAR, NP CC NP, PP object and embedded clause is one level deeper; MAX_DEPTH bounds recursion.
-Sentences outside MIN_TOKENS..MAX_TOKENS tokens (with the final ".") and repeated source sentences are redrawn: no
-sentence occurs twice in or across splits. 519 source words, among them compounds that BPE splits and words whose
-translation depends on their syntactic role (watch/watches, saw, flies, light as noun / verb / adjective, that as
-DT / WDT / IN, read as VBP / VBD, fish / sheep as NN or NNS: the number is in the tree, not the word).
-
-Transfer rules (``translate``), applied recursively to the tree:
-
-* S -> subject, then VP; S CC S -> each clause in order; the final "." stays.
-* VP -> [object NP + OBJECT_MARKER] [complement clause] [PPs as NP + postposition] verb  (verb-final, SOV).
-  The verb is its stem + PRESENT or PAST (from VBZ/VBP vs VBD) + PLURAL_AGREEMENT when the subject is plural.
-  The subject of a subject-relative clause is the noun phrase the clause modifies.
-* NP -> [relative clauses] [NP-attached PPs] DT noun adjectives: an NP-attached PP becomes the prefix
-  ``NP postposition GENITIVE_MARKER``, a relative clause ``clause relativizer``; plural nouns take NOUN_PLURAL.
-* PP -> NP postposition; SBAR complement -> clause complementizer.
-* NP number: NNS or a plural pronoun -> plural; "X and Y" -> plural; "X or Y" -> number of Y; NP PP / NP SBAR ->
-  number of the inner NP.
-* Every word is relexicalised by (POS, word): made-up target strings, distinct per lexicon entry (he/him, she/her,
-  they/them, we/us and a/an share one) and from every source word.
-
-So "the man saw the dog with the telescope ." has two targets: with the PP on the VP
-``ja fome ja lemo wo ja vizeko wa lofizu .``, with the PP on "the dog"
-``ja fome ja vizeko wa nu ja lemo wo lofizu .``. The words alone decide neither PP / relative-clause attachment
-nor the number of "fish" and "sheep": a model that reads the tree can reach BLEU 100, one that reads only the
-words cannot.
-
-Dependency side data (``{split}.arcs.jsonl``, the format of ``fairseq_syntax.parsing.dependency``: per line
-``{"words": [...], "arcs": [[dependent, head, P(head | dependent), {label: P(label | dependent, head)}], ...]}``)
-for ``transformer_ldd`` (``--labels universal``), made without a parser:
-
-* Gold dependencies by the head rules ``HEAD_CHILDREN`` (a phrase's head child is its first child with a listed
-  label; PP -> its NP, UD's content head): every other child's head word depends on the head child's with the UD v2
-  label ``DEPENDENCY_LABELS[phrase, child]``, a CC as cc of the conjunct after it, a relative's WHNP as nsubj or obj
-  (subject / object relative). The sentence's head word is the root. So telescope -> saw (obl) with the PP
-  on the VP, telescope -> dog (nmod) with it on "the dog"; under ``--labels universal`` obl is in the paper's object
-  group, and nmod, acl:relcl, case and mark are outside the 16 groups (as SD's prep, rcmod and mark were).
-* Noise (``noisy_arcs``, its own generator per split from --seed and the split name): per word the gold head gets a
-  mass drawn uniformly from GOLD_HEAD_MASS (0.80-0.95), the rest goes to 1 or 2 other heads (words or the root,
-  uniformly; two shares split at a cut in the middle half). An arc to the root is labeled ``root`` (1.0); an arc
-  to a word puts a mass from GOLD_LABEL_MASS (0.85-0.97) on the gold label (``parataxis`` for the root word) and
-  the rest on one confusable label (LABEL_CONFUSIONS). Probabilities are multiples of 1e-4, so each word's head
-  mass sums to exactly 1. The 1-best tree (``best``) is the gold tree."""
+Dependencies (``{split}.arcs.jsonl``, the format of ``fairseq_syntax.parsing.dependency``) for ``transformer_ldd``
+(``--labels universal``), made without a parser: the gold tree by the head rules ``HEAD_CHILDREN`` with the UD v2
+labels ``DEPENDENCY_LABELS`` (telescope -> saw obl with the PP on the VP, telescope -> dog nmod with it on "the
+dog"; under ``--labels universal`` obl is in the paper's object group, and nmod, acl:relcl, case and mark are
+outside the 16 groups, as SD's prep, rcmod and mark were), spread by ``noisy_arcs``; the 1-best tree (``best``)
+is the gold tree."""
 from __future__ import annotations
 
 import argparse
@@ -102,60 +66,44 @@ def to_bracketed(tree) -> str:
 
 # --- lexicon
 
-# "singular plural target-stem"; entries separated by "|".
+# "singular[/plural] target-stem", entries separated by "|": a plural not written is _plural's.
 NOUNS = """
-dog dogs lemo | cat cats bame | horse horses lubo | bird birds gadi | cow cows mage | goat goats robo
-sheep sheep devo | pig pigs tato | mouse mice reki | rabbit rabbits fudo | fox foxes kuve | wolf wolves duto
-bear bears gido | lion lions zate | tiger tigers tepo | monkey monkeys roli | snake snakes toli
-frog frogs geze | owl owls duko | duck ducks pizi | fish fish kude | fly flies rofi | man men fome
-woman women varo | child children lizi | boy boys toti | girl girls daki | teacher teachers zabo
-farmer farmers zivo | doctor doctors voko | baker bakers mibi | student students lete | king kings pagi
-queen queens femi | soldier soldiers pafi | sailor sailors muke | pilot pilots muko | artist artists mivi
-singer singers gede | neighbour neighbours feve | friend friends bote | guide guides kibe | cook cooks mulo
-book books tifo | table tables ruvo | chair chairs zapo | box boxes romi | ball balls mapo | hat hats gofe
-coat coats lube | key keys bufo | cup cups dite | bottle bottles deti | knife knives filo | spoon spoons lode
-watch watches popi | saw saws kafe | ring rings zizi | lamp lamps pere | light lights gule | clock clocks zubo
-letter letters kazi | picture pictures rifi | window windows guro | door doors goze | bag bags gupi
-basket baskets zabi | rope ropes pigo | stick sticks tipo | stone stones lide | apple apples depe
-cake cakes lepo | flower flowers tapo | tree trees lave | plant plants mepe | ship ships mido
-train trains momo | car cars defe | boat boats beti | bicycle bicycles veto | drum drums pifo | bell bells rebe
-map maps zaro | house houses foge | garden gardens bigi | park parks reti | river rivers kume
-forest forests bipo | hill hills tumo | road roads fufo | bridge bridges rafo | village villages tafe
-city cities foto | market markets dubi | school schools vuro | kitchen kitchens pare | field fields geke
-lake lakes dupo | island islands bapi | tower towers tuto | castle castles gipo | station stations rore
-farm farms zuko | paint paints gofi | drink drinks dopi | smile smiles deme | call calls gide | kick kicks zifi
-telescope telescopes vizeko
-firefighter firefighters pezami | grandmother grandmothers vefori | schoolteacher schoolteachers melidibi
-lighthouse lighthouses pamiruko | toothbrush toothbrushes dedaki | bookshelf bookshelves fifovi
-watchtower watchtowers furupidi | skyscraper skyscrapers zemake | thunderstorm thunderstorms katedi
-wheelbarrow wheelbarrows palumi | motorcycle motorcycles buzede | newspaper newspapers begivire
-blackboard blackboards puvekibi | watermelon watermelons bazure | basketball basketballs godovori
-raincoat raincoats zegigemi | sunflower sunflowers fadime | butterfly butterflies dorite
-snowman snowmen bofekobi | fisherman fishermen lulebigi | policeman policemen bimapi
-shopkeeper shopkeepers gubake | storyteller storytellers mubobi | typewriter typewriters vedurevo
+dog lemo | cat bame | horse lubo | bird gadi | cow mage | goat robo | sheep/sheep devo | pig tato | mouse/mice reki
+rabbit fudo | fox kuve | wolf/wolves duto | bear gido | lion zate | tiger tepo | monkey roli | snake toli
+frog geze | owl duko | duck pizi | fish/fish kude | fly rofi | man/men fome | woman/women varo | child/children lizi
+boy toti | girl daki | teacher zabo | farmer zivo | doctor voko | baker mibi | student lete | king pagi | queen femi
+soldier pafi | sailor muke | pilot muko | artist mivi | singer gede | neighbour feve | friend bote | guide kibe
+cook mulo | book tifo | table ruvo | chair zapo | box romi | ball mapo | hat gofe | coat lube | key bufo | cup dite
+bottle deti | knife/knives filo | spoon lode | watch popi | saw kafe | ring zizi | lamp pere | light gule
+clock zubo | letter kazi | picture rifi | window guro | door goze | bag gupi | basket zabi | rope pigo | stick tipo
+stone lide | apple depe | cake lepo | flower tapo | tree lave | plant mepe | ship mido | train momo | car defe
+boat beti | bicycle veto | drum pifo | bell rebe | map zaro | house foge | garden bigi | park reti | river kume
+forest bipo | hill tumo | road fufo | bridge rafo | village tafe | city foto | market dubi | school vuro
+kitchen pare | field geke | lake dupo | island bapi | tower tuto | castle gipo | station rore | farm zuko
+paint gofi | drink dopi | smile deme | call gide | kick zifi | telescope vizeko | firefighter pezami
+grandmother vefori | schoolteacher melidibi | lighthouse pamiruko | toothbrush dedaki | bookshelf/bookshelves fifovi
+watchtower furupidi | skyscraper zemake | thunderstorm katedi | wheelbarrow palumi | motorcycle buzede
+newspaper begivire | blackboard puvekibi | watermelon bazure | basketball godovori | raincoat zegigemi
+sunflower fadime | butterfly dorite | snowman/snowmen bofekobi | fisherman/fishermen lulebigi
+policeman/policemen bimapi | shopkeeper gubake | storyteller mubobi | typewriter vedurevo
 """
 
-# "class base(VBP) 3sg(VBZ) past(VBD) target-stem"; class T transitive, I intransitive, C takes a that-clause.
-VERBS = """
-T see sees saw lofiz | T watch watches watched buv | T chase chases chased zufur | T find finds found vuz
-T like likes liked dab | T help helps helped vid | T follow follows followed pubav | T carry carries carried pib
-T push pushes pushed durav | T pull pulls pulled zok | T build builds built kez | T break breaks broke gop
-T open opens opened dovib | T read reads read duf | T write writes wrote kituf | T buy buys bought pap
-T sell sells sold vazev | T bring brings brought kukop | T take takes took dugid | T hold holds held bipar
-T meet meets met koged | T catch catches caught fuk | T feed feeds fed fuvuk | T wash washes washed zig
-T visit visits visited pobeb | T call calls called vomiz | T kick kicks kicked mim | T throw throws threw dibil
-T eat eats ate dezaz | T book books booked kidom | T train trains trained lok | T plant plants planted kab
-T ship ships shipped vegim | T paint paints painted gimav | T cook cooks cooked rugab
-T guide guides guided pufip | T drink drinks drank ref | T ring rings rang mikik | T light lights lit mekor
-T water waters watered deved | T draw draws drew ror | T hide hides hid pip | T lose loses lost fuged
-I run runs ran lud | I sleep sleeps slept gikug | I sit sits sat zom | I smile smiles smiled zugok
-I laugh laughs laughed bokul | I fly flies flew vur | I duck ducks ducked dig | I fish fishes fished momib
-I swim swims swam boz | I dance dances danced tobam | I sing sings sang pedef | I wait waits waited raz
-I fall falls fell dubaf | I arrive arrives arrived tav | I park parks parked firoz | I jump jumps jumped dak
-I cry cries cried mig | I rest rests rested buk | C say says said kivep | C think thinks thought reb
-C know knows knew zibag | C believe believes believed vodig | C hope hopes hoped lepaz
-C notice notices noticed zolog | C claim claims claimed kud
-"""
+# by class (T transitive, I intransitive, C takes a that-clause): "base[/past] target-stem"; the third person
+# singular is _plural's, a past not written _past's.
+VERBS = {"T": """
+see/saw lofiz | watch buv | chase zufur | find/found vuz | like dab | help vid | follow pubav | carry pib
+push durav | pull zok | build/built kez | break/broke gop | open dovib | read/read duf | write/wrote kituf
+buy/bought pap | sell/sold vazev | bring/brought kukop | take/took dugid | hold/held bipar | meet/met koged
+catch/caught fuk | feed/fed fuvuk | wash zig | visit pobeb | call vomiz | kick mim | throw/threw dibil
+eat/ate dezaz | book kidom | train lok | plant kab | ship/shipped vegim | paint gimav | cook rugab | guide pufip
+drink/drank ref | ring/rang mikik | light/lit mekor | water deved | draw/drew ror | hide/hid pip | lose/lost fuged
+""", "I": """
+run/ran lud | sleep/slept gikug | sit/sat zom | smile zugok | laugh bokul | fly/flew vur | duck dig | fish momib
+swim/swam boz | dance tobam | sing/sang pedef | wait raz | fall/fell dubaf | arrive tav | park firoz | jump dak
+cry mig | rest buk
+""", "C": """
+say/said kivep | think/thought reb | know/knew zibag | believe vodig | hope lepaz | notice zolog | claim kud
+"""}
 
 # "word target"
 ADJECTIVES = """
@@ -199,8 +147,30 @@ def _entries(table: str) -> list[list[str]]:
     return [entry.split() for line in table.strip().splitlines() for entry in line.split("|")]
 
 
-NOUN_ENTRIES = _entries(NOUNS)  # [singular, plural, stem]
-VERB_ENTRIES = _entries(VERBS)  # [class, base, 3sg, past, stem]
+def _plural(word: str) -> str:
+    """English's regular -s: boxes, flies, dogs (and the third person singular: watches, carries, sees)."""
+    if word.endswith(("s", "x", "ch", "sh")):
+        return word + "es"
+    return word[:-1] + "ies" if re.search("[^aeiou]y$", word) else word + "s"
+
+
+def _past(word: str) -> str:
+    """English's regular -ed: liked, carried, pushed."""
+    if word.endswith("e"):
+        return word + "d"
+    return word[:-1] + "ied" if re.search("[^aeiou]y$", word) else word + "ed"
+
+
+def _forms(word: str, regular) -> list[str]:
+    """``base/irregular`` -> [base, irregular]; ``base`` -> [base, regular(base)]."""
+    base, _, irregular = word.partition("/")
+    return [base, irregular or regular(base)]
+
+
+NOUN_ENTRIES = [[*_forms(word, _plural), stem] for word, stem in _entries(NOUNS)]  # [singular, plural, stem]
+# [class, base, 3sg, past, stem]
+VERB_ENTRIES = [[verb_class, base, _plural(base), past, stem] for verb_class, table in VERBS.items()
+                for word, stem in _entries(table) for base, past in [_forms(word, _past)]]
 ADJECTIVE_ENTRIES = _entries(ADJECTIVES)  # [word, target]
 VERB_TAGS = ("VBP", "VBZ", "VBD")
 
@@ -479,8 +449,11 @@ def _units(bounds: tuple[float, float]) -> tuple[int, int]:
 
 
 def noisy_arcs(words: list[str], gold: list[tuple[int, str]], rng: random.Random) -> dict:
-    """A parser-like record (``fairseq_syntax.parsing.dependency`` format) around the gold tree ``gold``, by the
-    noise model of the module docstring."""
+    """A parser-like record (``fairseq_syntax.parsing.dependency`` format) around the gold tree ``gold``: per word
+    the gold head gets a mass drawn uniformly from GOLD_HEAD_MASS, the rest goes to 1 or 2 other heads (words or the
+    root, uniformly; two shares split at a cut in the middle half). An arc to a word puts a mass from GOLD_LABEL_MASS
+    on the gold label and the rest on LABEL_CONFUSIONS' (``_label_distribution``). In multiples of 1e-4, so each
+    word's head mass sums to exactly 1."""
     if len(words) != len(gold):
         raise ValueError(f"{len(words)} words but {len(gold)} gold arcs")
     arcs = []
@@ -528,7 +501,7 @@ def _preterminal(tag: str, word: str) -> Tree:
 
 
 class _Generator:
-    """Draws source trees from the PCFG in the module docstring with one ``random.Random``."""
+    """Draws source trees from the PCFG of the module docstring with one ``random.Random``."""
 
     def __init__(self, rng: random.Random, max_depth: int = MAX_DEPTH):
         self.rng = rng
