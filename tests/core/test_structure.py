@@ -199,30 +199,6 @@ def test_depths_leaves_and_spans_he_is_my_father():
     assert node_over_leaf.tolist() == [[[first <= leaf <= last for leaf in range(6)] for first, last in spans]]
 
 
-def test_left_and_right_padding_agree_up_to_the_shift():
-    trees = [FATHER, [-1, 0, 1, 2], [-1], [-1, 0, 0, 2, 2, 0]]
-    right, left = batch(*trees), batch(*trees, left_pad=True)
-    width = right.size(1)
-    rel_right, rel_left = relations.relation_ids(right), relations.relation_ids(left)
-    dom_right, dom_left = st.ancestor_or_self(right), st.ancestor_or_self(left)
-    leaf_right, leaf_left = st.is_leaf(right), st.is_leaf(left)
-    for row, tree in enumerate(trees):
-        size = len(tree) + 1
-        shift = width - size
-        assert torch.equal(rel_left[row, shift:, shift:], rel_right[row, :size, :size])
-        assert (rel_left[row, :shift] == X).all() and (rel_left[row, :, :shift] == X).all()
-        assert torch.equal(dom_left[row, shift:, shift:], dom_right[row, :size, :size])
-        assert torch.equal(leaf_left[row, shift:], leaf_right[row, :size])
-    split_right, split_left = st.leaf_node_split(right), st.leaf_node_split(left)
-    shifts = (width - torch.tensor([len(tree) + 1 for tree in trees])).unsqueeze(1)
-    for kind in ("leaf", "node"):
-        mask = split_right[f"{kind}_mask"]
-        assert torch.equal(split_left[f"{kind}_mask"], mask)
-        assert torch.equal(split_left[f"{kind}_pos"][mask], (split_right[f"{kind}_pos"] + shifts)[mask])
-    for block_left, block_right in zip(st.dominance_blocks(left, split_left), st.dominance_blocks(right, split_right)):
-        assert torch.equal(block_left, block_right)
-
-
 # --- hierarchical accumulation (Nguyen et al. 2020, section 4.1)
 
 # (S (NP a b) (VP c (NP d e))) without preterminals + EOS: 0 S, 1 NP, 2 a, 3 b, 4 VP, 5 c, 6 NP, 7 d, 8 e, 9 EOS
