@@ -197,7 +197,7 @@ def throughput_section(record: dict | None) -> tuple[list[str], dict | None]:
     lines += paragraph("Each measured run (`MODELS/`: the models given, `SAMPLE`: the tokenized sample, `WORK`: a "
                        "temporary folder):")
     lines += ["```", *(row["command"] for row in record["rows"]), "```", ""]
-    return lines, {"table": table.json(), "record": "preprocess/measurements/throughput.json"}
+    return lines, {"table": table.json(lists=True), "record": "preprocess/measurements/throughput.json"}
 
 
 def scaling_section(record: dict | None) -> tuple[list[str], dict | None]:
@@ -244,8 +244,8 @@ def scaling_section(record: dict | None) -> tuple[list[str], dict | None]:
         "peaked on one head (`measure_scaling.py`'s docstring); both arcs files' sizes are given.")
     lines += [*side.lines(), ""]
     lines += note_and_command(record)
-    data = {"steps": steps.json(), "memory": memory.json(), "side_data": side.json(), "not_linear": flagged,
-            "holds_the_corpus": [row["step"] for row in holding],
+    data = {"steps": steps.json(lists=True), "memory": memory.json(lists=True), "side_data": side.json(lists=True),
+            "not_linear": flagged, "holds_the_corpus": [row["step"] for row in holding],
             "record": "preprocess/measurements/scaling.json"}
     return lines, data
 
@@ -284,7 +284,7 @@ def render(records: list, throughput: dict | None = None, scaling: dict | None =
     scaling_lines, scaling_data = scaling_section(scaling)
     lines += throughput_lines + scaling_lines
     data = {"generated_by": "preprocess/make_results.py", "goals": {f"{p} {m}": g for (p, m), g in GOALS.items()},
-            "table": table.json(), "throughput": throughput_data, "scaling": scaling_data}
+            "table": table.json(lists=True), "throughput": throughput_data, "scaling": scaling_data}
     return "\n".join(lines).rstrip("\n") + "\n", data
 
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from fairseq_syntax.evaluation.tables import table_rows
+
 REPO = Path(__file__).resolve().parents[2]
 PREPROCESS = REPO / "preprocess"
 
@@ -53,7 +55,7 @@ def test_throughput_table_gives_the_speed_up_over_one_cpu_worker(make_results):
     assert "| tagger | tagger.pt | cpu | 2 | 100 | 25.0 | 2.50x | 12.5 | 0.5 |" in markdown
     assert "Note: both cores were shared with two trainings" in markdown
     assert "No GPU was here" not in markdown  # there is a cuda row
-    assert data["throughput"]["table"]["rows"] == rows
+    assert table_rows(data["throughput"]["table"]) == rows
 
 
 def scaling_step(seconds, cpu_seconds, peak_mb):
