@@ -387,19 +387,6 @@ def test_preorder_round_trips(tree_text):
     assert rebuild(*preorder(bpe)) == bpe
 
 
-def test_preorder_of_dropped_preterminals_rebuilds_without_them(father_bpe):
-    rebuilt = rebuild(*preorder(father_bpe, "split"))
-    assert to_bracketed(rebuilt) == "(S (NP He) (VP is (NP my (NN fa@@ ther))) .)"
-
-
-@pytest.mark.parametrize("mode", ["keep", "split", "drop"])
-def test_preorder_parent_arrays_are_preorders(father_bpe, mode):
-    # the tokens and parents are exactly the preorder of the tree they spell, whatever POS nodes were dropped
-    tokens, parents = preorder(father_bpe, mode)
-    again, again_parents = preorder(rebuild(tokens, parents), "keep")
-    assert (again, again_parents.tolist()) == (tokens, parents.tolist())
-
-
 # --- deep trees
 DEPTH = 3000  # far past Python's recursion limit (1000): a parser's long unary chain must not be a RecursionError
 
