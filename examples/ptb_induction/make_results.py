@@ -308,11 +308,6 @@ def number_cell(value, spec: str) -> Cell:
     return Cell(None, "–") if value is None else Cell(value, format(value, spec))
 
 
-def run_cell(run: dict) -> Cell:
-    """A run in the tables after the first: its row number there (``key``)."""
-    return Cell(run["name"], run["key"])
-
-
 TRAINING = ["parameters", "updates", "wall time", "tokens/s (median)", "best valid loss (bits)", "at update"]
 
 
@@ -405,7 +400,7 @@ def training_table(runs: list) -> Table:
     table = Table(["run", "system", *TRAINING], "llrrrrrr")
     for run in runs:
         for arch, row in run["training"].items():
-            table.add(run_cell(run), SYSTEMS[arch], *training_cells(row))
+            table.add(run["key"], SYSTEMS[arch], *training_cells(row))
     return table
 
 
@@ -415,7 +410,7 @@ def layers_table(runs: list) -> Table:
     table = Table(["run"] + labels + list(LATER_PARSES), "l" + "r" * (len(labels) + len(LATER_PARSES)))
     for run in runs:
         later = run.get("later_parses", {})
-        table.add(run_cell(run), *(f1_cell(run["parses"].get(label)) for label in labels),
+        table.add(run["key"], *(f1_cell(run["parses"].get(label)) for label in labels),
                   *(f1_cell(later.get(label), system=system) for label, (_, system) in LATER_PARSES.items()))
     return table
 
@@ -427,11 +422,9 @@ def agreement_table(runs: list) -> Table:
         paper = run["parses"]["m=2"]
         shifted = paper.get("link_agreement_shifted", {})
         rows = [("a_k", paper["link_agreement"])]
-        for offset, label in (("-1", "a_{k-1} (one pair left)"), ("+1", "a_{k+1} (one pair right)")):
-            if offset in shifted:
-                rows.append((label, shifted[offset]))
+        rows += [(f"a_{{k{offset}}}", shifted[offset]) for offset in ("-1", "+1") if offset in shifted]
         for label, values in rows:
-            table.add(run_cell(run), Cell(label, label.split(" (")[0]), *(Cell(rho, f"{rho:+.3f}") for rho in values),
+            table.add(run["key"], label, *(Cell(rho, f"{rho:+.3f}") for rho in values),
                       *[Cell(None, "–")] * (layers - len(values)))
     return table
 
@@ -440,7 +433,7 @@ def perplexity_table(runs: list) -> Table:
     table = Table(["run", "system", "perplexity", "words scored", "`<unk>` words not scored"], "llrrr")
     for run in runs:
         for arch, name in SYSTEMS.items():
-            table.add(run_cell(run), name, *perplexity_cells(run, arch))
+            table.add(run["key"], name, *perplexity_cells(run, arch))
     return table
 
 
@@ -463,7 +456,7 @@ def data_table(runs: list) -> Table:
         train = [stats for name, stats in run["corpus"].items() if name.startswith("train/")]
         sentences, words = sum(s["sentences"] for s in train), sum(s["words"] for s in train)
         unknown = unknown_words(run)
-        table.add(run_cell(run), Cell(sentences, f"{sentences:,}"), Cell(words, f"{words:,}"),
+        table.add(run["key"], Cell(sentences, f"{sentences:,}"), Cell(words, f"{words:,}"),
                   run["vocabulary"], Cell(unknown["rate"], f"{unknown['rate']:.2f}% ({unknown['total']:,})"),
                   Cell(unknown["written"], f"{unknown['written']:,}"),
                   Cell(unknown["under_threshold"], f"{unknown['under_threshold']:,}"),
@@ -698,7 +691,7 @@ DIFFERENCES = """\
 def render(runs: list) -> tuple:
     headline = runs[0]
     for number, run in enumerate(runs, 1):
-        run["key"] = str(number)
+        run["key"] = number
     recipe = [run for run in runs if not run["by_hand"]]
     tables = {}
     lines = INTRO.split("\n") + runs_table(runs).lines() + [""]  # its values: RESULTS.json's rows
@@ -709,7 +702,8 @@ def render(runs: list) -> tuple:
     lines += DETAIL.format(**detail).split("\n") + differences(headline) + commands_section(headline, runs)
     data = {
         "generated_by": "examples/ptb_induction/make_results.py (tables by fairseq_syntax.evaluation.tables)",
-        "units": "as in RESULTS.md, unrounded, except: wall time in seconds; an \"a / b\" F1 cell is [all, <=10 words]",
+        "units": "as in RESULTS.md, unrounded, except: wall time in seconds; an \"a / b\" F1 cell is [all, <=10 words]; "
+                 "a table's run: its number, its row of rows counted from 1",
         "headline": headline["name"],
         "figure": FIGURE,
         "tables": tables,
