@@ -15,32 +15,25 @@ usage() {
 usage: bash bench/cuda/window.sh prepare [--data DIR] [--window-dir DIR]  # before the window, on this machine
        bash bench/cuda/window.sh STEP OUTDIR [options]                    # on the GPU machine, STEP 1 to 4 in turn
 
-A short window on a machine with a GPU (one GPU, 16 cores, no network, about 30 minutes in all and commands of at
-most 10 minutes; the working tree travels, ignored folders only when named; at most 8 files of 16 MiB come back),
-used in full. Each step runs in the foreground, ends under 9 minutes by its own timeout (--step-seconds), and leaves
-at most 8 files in OUTDIR (its secondary logs packed as logs.tgz; more than 8 files: all of them as stepN.tgz). No
-step depends on a job that outlives it: a job left running dies when the window closes. No step reads the data
-beside the repository (../shared): `prepare` copies what they need into .window/.
+The steps of a short window on a machine with one GPU (bench/cuda/README.md: what each brings back and how long it
+takes). Each runs in the foreground, ends under 9 minutes by its own timeout (--step-seconds) and leaves at most 8
+files in OUTDIR (its secondary logs as logs.tgz; more than 8 files: all of them as stepN.tgz); none reads the data
+beside the repository (../shared), and none depends on a job that outlives it.
 
 prepare: .devpkgs/ (fairseq for the offline machine: bench/cuda/make_devpkgs.sh, when missing) and .window/ (a copy
-  of --data, default ../shared/data, and the commit of this tree); carry both with the working tree.
-The steps, in order of value:
-  1  set-up check (setup.txt), then the CUDA tests (tests.log, tests.xml): tests/core/test_cuda.py, every system and
-     every `cuda_variants` entry of the method descriptions (the gathered mask bias among them, one-hot being the
-     default on CUDA) equal to the CPU in fp32, within tolerance of fp32 in fp16 and bf16, and trained by
-     fairseq-train --fp16 and --bf16; and the structure test of tests/core/test_structure.py
-  2  torch.profiler over one training step of every system at 64 words (profile.txt, profile.json), then
-     bench/run.py at the recipe size for the systems not measured on a GPU since their fixes (STEP2_ARCHS in this
-     script, or --archs) (RESULTS.md, RESULTS.json, RESULTS.details.json.gz, bench.log), in --precision
-  3  bench/run.py at the papers' size (6+6 layers, d=512, 8 heads) for every system (or --archs), 16/32/64 words, as
-     many rounds as fit (its --time-budget: the results are those of the rounds measured), in --precision
-  4  the Multi30k study on GPUs (--study): `fairseq-syntax-study run` of its pending runs, --jobs at once on the
-     GPU, in the foreground until the step's deadline; the data-bins are made on this machine from the committed
-     parses and .window's raw text; brings back status.txt (the plan after the step) and study-runs.tgz (the
-     records, training logs and decodes of the runs it finished, to unpack in the study's folder and commit), never
-     checkpoints: a run cut short starts afresh in a later window
-A step its timeout cut still leaves what it had; bench/from_logs.py rebuilds RESULTS.* from bench.log (steps 2-3 do
-that themselves when the benchmark did not finish).
+  of --data and the tree's commit); carry both with the working tree.
+  1  set-up check (setup.txt), then tests/core/test_cuda.py (every system and `cuda_variants` entry against the CPU,
+     fp16 and bf16 training) and the structure test's CUDA case (tests.log, tests.xml)
+  2  bench/profile_step.py over one training step of every system at 64 words (profile.txt, profile.json), then
+     bench/run.py at the recipe size for STEP2_ARCHS in this script or --archs (RESULTS.md, RESULTS.json,
+     RESULTS.details.json.gz, bench.log), in --precision
+  3  bench/run.py at the papers' size (6+6 layers, d=512) for every system or --archs, 16/32/64 words, rounds until
+     the deadline (the same files), in --precision
+  4  `fairseq-syntax-study run` of --study's pending runs, --jobs at once on the GPU, until the deadline; its
+     data-bins made here from the committed parses and .window's text (status.txt; study-runs.tgz: the records,
+     logs and decodes of the runs it finished, never checkpoints)
+A step its timeout cut still leaves what it had; steps 2-3 rebuild RESULTS.* from bench.log (bench/from_logs.py)
+when the benchmark did not finish.
 
 options of prepare:
   --data DIR            the data to copy (default ../shared/data beside the repository)
