@@ -178,31 +178,6 @@ def test_weights_by_hand_with_zero_queries_and_keys():
     assert weights[0, 0, 1].tolist() == pytest.approx([1 / 3] * 3, abs=1e-6)
 
 
-SPLIT_WORD_TREE = "(S (NP (XX my) (XX fa@@ ther)) (VP (XX runs)))"  # crf-con output, "father" BPE-split
-
-
-@pytest.mark.parametrize("mode, tokens, fa_to_my, fa_to_ther", [
-    # keep: every POS node; fa@@ and ther are siblings under their (XX, which is my's (XX's right sibling
-    ("keep", ["(S", "(NP", "(XX", "my", "(XX", "fa@@", "ther", "(VP", "(XX", "runs"], "right-other", "left-sib"),
-    # split (what auto gives a tree without POS tags): a POS node only over the split word, the paper's Fig. 1b
-    ("auto", ["(S", "(NP", "my", "(XX", "fa@@", "ther", "(VP", "runs"], "right-other", "left-sib"),
-    # drop: the pieces hang under NP beside my, so fa@@ is my's right sibling and no subtree holds the word
-    ("drop", ["(S", "(NP", "my", "fa@@", "ther", "(VP", "runs"], "right-sib", "left-sib"),
-])
-def test_relations_of_a_split_word_under_each_preterminal_mode(mode, tokens, fa_to_my, fa_to_ther):
-    from fairseq_syntax.core.trees import parse_tree, preorder
-
-    got_tokens, parents = preorder(parse_tree(SPLIT_WORD_TREE), mode)
-    assert got_tokens == tokens
-    rel = relations.relation_ids(structure.collate_parents([parents], append_eos=False))[0]
-    fa, my, ther = tokens.index("fa@@"), tokens.index("my"), tokens.index("ther")
-    assert relations.RELATION_NAMES[rel[fa, my]] == fa_to_my
-    assert relations.RELATION_NAMES[rel[fa, ther]] == fa_to_ther
-    if mode != "drop":  # the word's POS node is the parent of both pieces
-        node = tokens.index("fa@@") - 1
-        assert relations.RELATION_NAMES[rel[node, fa]] == relations.RELATION_NAMES[rel[node, ther]] == "parent"
-
-
 def test_one_hot_bias_equals_the_gathered_one_in_values_and_gradients():
     # the two computations of -exp(s[h, rel_ij]) (--mask-bias gather / one_hot), on a left-padded batch
     outputs, gradients = [], []
