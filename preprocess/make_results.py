@@ -194,9 +194,8 @@ def throughput_section(record: dict | None) -> tuple[list[str], dict | None]:
     if not any(row["device"] == "cuda" for row in record["rows"]):
         lines += paragraph("No GPU was here: no GPU row (the same command on a machine with CUDA adds one).")
     lines += note_and_command(record)
-    lines += paragraph("Each measured run (`MODELS/`: the models given, `SAMPLE`: the tokenized sample, `WORK`: a "
-                       "temporary folder):")
-    lines += ["```", *(row["command"] for row in record["rows"]), "```", ""]
+    lines += paragraph("Each measured run's command is its row's `command` in the record (`MODELS/`: the models given, "
+                       "`SAMPLE`: the tokenized sample, `WORK`: a temporary folder).")
     return lines, {"table": table.json(lists=True), "record": "preprocess/measurements/throughput.json"}
 
 
