@@ -199,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     archs, skipped = run.choose_archs(argparse.Namespace(archs=args.archs, quick=False), set(ARCH_MODEL_REGISTRY),
                                       settings)
     forms = run.data_forms(archs)
-    systems = run.measured_systems([run.System.of(a) for a in archs], forms)
+    systems = run.measured_systems(archs, forms)
     limits = ([started + 60 * args.time_budget] if args.time_budget is not None else []) + (
         [args.deadline] if args.deadline is not None else [])
     records, longest = [], 0.0

@@ -35,7 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -75,26 +75,6 @@ class Variant:
     model_options: Tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class Arch:
-    """One benchmarked architecture: a system of the method registry, or a :class:`Variant` of one."""
-
-    name: str  # registered arch (base size)
-    input_form: Form
-    extra_preprocessing: Optional[str] = None  # "dependencies": fairseq-syntax-preprocess-dependencies
-    variant: Optional[Variant] = None
-    model_options: Tuple[str, ...] = ()  # the system's own model options (System.model_args)
-
-    def __post_init__(self):
-        if self.extra_preprocessing not in (None, "dependencies"):
-            raise ValueError(f"{self.name}: unknown extra preprocessing {self.extra_preprocessing!r}")
-
-    @property
-    def key(self) -> str:
-        """Its name in ``--archs``."""
-        return self.name if self.variant is None else f"{self.name}:{self.variant.key}"
-
-
 #: bench/'s own variants, by the architecture they apply to; each is benchmarked right after that architecture
 NAIVE_HIER_ACCUM = Variant("dense", "dense, naive", arch="transformer_hier_accum_dense")
 #: the mask bias as a matrix product (no scatter-add in its backward: bench/cuda/README.md)
@@ -103,23 +83,20 @@ VARIANTS: Dict[str, Tuple[Variant, ...]] = {"transformer_hier_accum": (NAIVE_HIE
                                             "transformer_syntax_mask": (ONE_HOT_MASK_BIAS,)}
 
 
-def registry_archs(systems) -> Tuple[Arch, ...]:
-    """One :class:`Arch` per :class:`fairseq_syntax.core.method.System`, then the :data:`VARIANTS` of its arch."""
-    archs: List[Arch] = []
+def registry_archs(systems) -> Tuple["System", ...]:
+    """One :class:`System` per :class:`fairseq_syntax.core.method.System`, then the :data:`VARIANTS` of its arch."""
+    archs: List[System] = []
     for system in systems:
-        dependencies = "dependencies" if "src_ldd" in system.side_inputs else None
-        arch = Arch(system.arch, Form(system.form, system.preterminals), dependencies,
-                    model_options=tuple(system.model_args))
+        arch = System(system.arch, Form(system.form, system.preterminals), arch_options=tuple(system.model_args),
+                      dependencies="src_ldd" in system.side_inputs)
         if any(a.key == arch.key for a in archs):
             raise ValueError(f"two benchmarked systems train {arch.key}: the benchmark tells systems by arch")
-        archs.append(arch)
-        archs += [Arch(arch.name, arch.input_form, dependencies, variant, arch.model_options)
-                  for variant in VARIANTS.get(arch.name, ())]
+        archs += [arch] + [replace(arch, variant=variant) for variant in VARIANTS.get(arch.arch, ())]
     return tuple(archs)
 
 
 @lru_cache(maxsize=None)
-def benchmark_archs() -> Tuple[Arch, ...]:
+def benchmark_archs() -> Tuple["System", ...]:
     """Every translation system of the registry that is neither baseline nor ablation, and the :data:`VARIANTS`."""
     from fairseq_syntax import methods
 
@@ -271,16 +248,19 @@ def make_batches(sizes: np.ndarray, max_tokens: int, count: int) -> List[List[in
 
 @dataclass(frozen=True)
 class System:
-    """What one measurement trains: an architecture (or fairseq's transformer) on a data directory."""
+    """What one measurement trains: an architecture of the registry, a :class:`Variant` of one, or fairseq's
+    transformer, on a data directory."""
 
     arch: str  # registered name without _tiny
     form: Form
     variant: Optional[Variant] = None
     arch_options: Tuple[str, ...] = ()  # the method's own model options for this system (System.model_args)
+    dependencies: bool = False  # its data directory has fairseq-syntax-preprocess-dependencies' side data
 
-    @classmethod
-    def of(cls, arch: Arch) -> "System":
-        return cls(arch.name, arch.input_form, arch.variant, arch.model_options)
+    @property
+    def key(self) -> str:
+        """Its name in ``--archs``."""
+        return self.arch if self.variant is None else f"{self.arch}:{self.variant.key}"
 
     @property
     def trained_arch(self) -> str:
@@ -419,7 +399,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
     return settings
 
 
-def choose_archs(args: argparse.Namespace, registered: set, settings: Settings) -> Tuple[List[Arch], List[str]]:
+def choose_archs(args: argparse.Namespace, registered: set, settings: Settings) -> Tuple[List[System], List[str]]:
     archs = benchmark_archs()
     table = {a.key: a for a in archs}
     if args.archs:
@@ -430,20 +410,19 @@ def choose_archs(args: argparse.Namespace, registered: set, settings: Settings) 
         wanted = [table[name] for name in args.archs.split(",")]
     else:
         wanted = list(archs[:1] if args.quick else archs)
-    unregistered = [a for a in wanted if arch_name(System.of(a).trained_arch, settings) not in registered]
+    unregistered = [a for a in wanted if arch_name(a.trained_arch, settings) not in registered]
     for arch in unregistered:
-        log(f"skipped {arch.key}: fairseq has no arch {arch_name(System.of(arch).trained_arch, settings)} "
-            "registered (yet)")
+        log(f"skipped {arch.key}: fairseq has no arch {arch_name(arch.trained_arch, settings)} registered (yet)")
     return [a for a in wanted if a not in unregistered], [a.key for a in unregistered]
 
 
-def arch_listing(archs: Sequence[Arch]) -> List[str]:
+def arch_listing(archs: Sequence[System]) -> List[str]:
     """``--list``: one line per benchmarked architecture."""
     lines = []
     for arch in archs:
-        system = System.of(arch)
-        trains = " ".join(["--arch", system.trained_arch] + list(system.model_options))
-        lines.append(f"{arch.key:<32} {arch.input_form.name:<16} {arch.extra_preprocessing or '-':<14} {trains}")
+        trains = " ".join(["--arch", arch.trained_arch] + list(arch.model_options))
+        extra = "dependencies" if arch.dependencies else "-"
+        lines.append(f"{arch.key:<32} {arch.form.name:<16} {extra:<14} {trains}")
     return [f"{'--archs':<32} {'data':<16} {'extra':<14} fairseq-train"] + lines
 
 
@@ -452,11 +431,11 @@ def corpus_size(n_words: int, batches: int, max_tokens: int) -> int:
     return batches * (max_tokens // (n_words + 1) + 1)
 
 
-def prepare_data(work: str, archs: List[Arch], forms: List[Form], settings: Settings) -> Dict:
+def prepare_data(work: str, archs: List[System], forms: List[Form], settings: Settings) -> Dict:
     """Per length: raw corpus and one data directory per form. Returns {length: {form name: dest}}."""
     dictionary = os.path.join(work, "dict.txt")
     write_dictionary(dictionary)
-    with_dependencies = {a.input_form for a in archs if a.extra_preprocessing == "dependencies"}
+    with_dependencies = {a.form for a in archs if a.dependencies}
     needed = 2 * (settings.warmup + settings.updates)  # room for the doubled batches of max_tokens_x2
     dirs = {}
     for n_words in settings.lengths:
@@ -510,9 +489,9 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict]:
     return rows
 
 
-def data_forms(archs: Sequence[Arch], context: Sequence[Form] = ()) -> list[Form]:
+def data_forms(archs: Sequence[System], context: Sequence[Form] = ()) -> list[Form]:
     """The data directories: the reference form first, then each architecture's and the ``context`` forms."""
-    return [REFERENCE_FORM] + [f for f in dict.fromkeys([a.input_form for a in archs] + list(context))
+    return [REFERENCE_FORM] + [f for f in dict.fromkeys([a.form for a in archs] + list(context))
                                if f != REFERENCE_FORM]
 
 
@@ -523,14 +502,13 @@ def measured_systems(arch_systems: Sequence[System], forms: Sequence[Form]) -> l
 
 def benchmark(args: argparse.Namespace, settings: Settings, work: str, measurer: "Measurer",
               started: float) -> Dict:
-    archs, skipped = choose_archs(args, measurer.registered, settings)
-    forms = data_forms(archs, [] if args.quick else CONTEXT_FORMS)
-    arch_systems = [System.of(a) for a in archs]
+    arch_systems, skipped = choose_archs(args, measurer.registered, settings)
+    forms = data_forms(arch_systems, [] if args.quick else CONTEXT_FORMS)
     systems = measured_systems(arch_systems, forms)
     log(f"systems: {', '.join(s.label for s in systems)}; lengths {settings.lengths}; {settings.repeats} rounds")
     log(f"model size: {settings.model}")
 
-    dirs = prepare_data(work, archs, forms, settings)
+    dirs = prepare_data(work, arch_systems, forms, settings)
     throughput = None
     if settings.preprocess_sentences:
         throughput = preprocess_throughput(work, settings)

@@ -44,7 +44,7 @@ def registry_systems(settings: run.Settings) -> list:
     measure.import_models()  # the registry's models, as fairseq-train's --user-dir registers them
     archs, skipped = run.choose_archs(Namespace(archs=None, quick=False), set(ARCH_MODEL_REGISTRY), settings)
     archs = [a for a in archs if a.variant is None]
-    return archs, run.measured_systems([run.System.of(a) for a in archs], run.data_forms(archs)), skipped
+    return archs, run.measured_systems(archs, run.data_forms(archs)), skipped
 
 
 def decode(task, model, sample, length: int):

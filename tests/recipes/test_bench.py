@@ -74,29 +74,21 @@ def test_batches_are_fairseqs_batch_by_size_over_length_sorted_ids():
 def test_the_benchmarked_archs_are_the_registrys_translation_systems_and_the_bench_variants(capsys):
     import run
 
-    archs = run.benchmark_archs()
-    # what the method descriptions say today: no baselines, no ablations, translation only
-    assert [(a.key, a.input_form, a.extra_preprocessing) for a in archs] == [
-        ("transformer_syntax_mask", run.Form("preorder"), None),
-        ("transformer_syntax_mask:one_hot", run.Form("preorder"), None),
-        ("transformer_ldd", run.Form("sequence"), "dependencies"),
-        ("transformer_constituent", run.Form("sequence"), None),
-        ("transformer_hier_accum", run.Form("preorder", "split"), None),
-        ("transformer_hier_accum:dense", run.Form("preorder", "split"), None),
-        ("transformer_pascal", run.Form("sequence"), "dependencies"),
-        ("transformer_dependency_supervised", run.Form("sequence"), "dependencies"),  # its loss reads the parses
-    ]
-    assert [a.variant for a in archs] == [None, run.ONE_HOT_MASK_BIAS] + [None] * 3 + [run.NAIVE_HIER_ACCUM, None, None]
-    dependency_loss = ("--criterion", "label_smoothed_cross_entropy_with_dependency")
-    assert [a.model_options for a in archs] == [()] * 7 + [dependency_loss]
-    assert [run.System.of(a).trained_arch for a in archs] == [
-        "transformer_syntax_mask", "transformer_syntax_mask", "transformer_ldd", "transformer_constituent",
-        "transformer_hier_accum", "transformer_hier_accum_dense", "transformer_pascal",
-        "transformer_dependency_supervised"]
+    # what the method descriptions say today: no baselines, no ablations, translation only; --list: each system's
+    # --archs name, data directory, side data and what fairseq trains
     assert run.main(["--list"]) == []
-    listed = capsys.readouterr().out.splitlines()
-    assert [line.split()[:3] for line in listed[1:]] == [[a.key, a.input_form.name, a.extra_preprocessing or "-"]
-                                                          for a in archs]
+    assert [line.split() for line in capsys.readouterr().out.splitlines()[1:]] == [
+        ["transformer_syntax_mask", "preorder", "-", "--arch", "transformer_syntax_mask"],
+        ["transformer_syntax_mask:one_hot", "preorder", "-", "--arch", "transformer_syntax_mask", "--mask-bias",
+         "one_hot"],
+        ["transformer_ldd", "sequence", "dependencies", "--arch", "transformer_ldd"],
+        ["transformer_constituent", "sequence", "-", "--arch", "transformer_constituent"],
+        ["transformer_hier_accum", "preorder-split", "-", "--arch", "transformer_hier_accum"],
+        ["transformer_hier_accum:dense", "preorder-split", "-", "--arch", "transformer_hier_accum_dense"],
+        ["transformer_pascal", "sequence", "dependencies", "--arch", "transformer_pascal"],
+        ["transformer_dependency_supervised", "sequence", "dependencies", "--arch", "transformer_dependency_supervised",
+         "--criterion", "label_smoothed_cross_entropy_with_dependency"],  # its loss reads the parses
+    ]
 
 
 def test_a_method_added_to_the_registry_is_benchmarked_from_its_description():
@@ -110,13 +102,12 @@ def test_a_method_added_to_the_registry_is_benchmarked_from_its_description():
         system("transformer_new", "linearized", side_inputs=("src_ldd", "src_parents"), model_args=("--x", "1")),
         system("transformer_hier_accum", "preorder", "drop", side_inputs=("src_parents",)),
     ])
-    assert [(a.key, a.input_form.name, a.extra_preprocessing) for a in archs] == [
-        ("transformer_new", "linearized", "dependencies"),
-        ("transformer_hier_accum", "preorder-drop", None),
-        ("transformer_hier_accum:dense", "preorder-drop", None),  # a bench variant follows its arch
+    assert [(a.key, a.form.name, a.dependencies) for a in archs] == [
+        ("transformer_new", "linearized", True),
+        ("transformer_hier_accum", "preorder-drop", False),
+        ("transformer_hier_accum:dense", "preorder-drop", False),  # a bench variant follows its arch
     ]
-    new = run.System.of(archs[0])
-    options = run.model_args(new, run.QUICK)
+    options = run.model_args(archs[0], run.QUICK)
     assert options[:2] == ["--arch", "transformer_new_tiny"] and options[-2:] == ["--x", "1"]  # its own options last
     with pytest.raises(ValueError, match="two benchmarked systems train transformer_new"):
         run.registry_archs([system("transformer_new"), system("transformer_new", model_args=("--x", "2"))])
@@ -127,15 +118,10 @@ def test_archs_fairseq_does_not_know_are_skipped_and_reported(capsys):
 
     args = run.parse_args(["--archs", "transformer_ldd,transformer_syntax_mask"])
     archs, skipped = run.choose_archs(args, {"transformer", "transformer_syntax_mask"}, run.Settings())
-    assert [a.name for a in archs] == ["transformer_syntax_mask"] and skipped == ["transformer_ldd"]
+    assert [a.arch for a in archs] == ["transformer_syntax_mask"] and skipped == ["transformer_ldd"]
     assert "skipped transformer_ldd" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="not benchmarked architectures"):
         run.choose_archs(run.parse_args(["--archs", "transformer_nope"]), set(), run.Settings())
-    # a variant needs its own arch registered
-    args = run.parse_args(["--archs", "transformer_hier_accum,transformer_hier_accum:dense"])
-    archs, skipped = run.choose_archs(args, {"transformer_hier_accum_tiny"}, run.QUICK)
-    assert [a.key for a in archs] == ["transformer_hier_accum"] and skipped == ["transformer_hier_accum:dense"]
-    assert "no arch transformer_hier_accum_dense_tiny registered" in capsys.readouterr().out
 
 
 def test_a_precision_on_the_cpu_goes_with_no_speed_options_and_is_refused_with_them():
@@ -150,14 +136,17 @@ def test_a_precision_on_the_cpu_goes_with_no_speed_options_and_is_refused_with_t
         run.settings_from(run.parse_args(["--quick", "--no-speed-options", "--precision", "fp16"]))
 
 
-def test_a_variant_trains_its_own_arch_against_the_same_baseline():
+def test_a_variant_trains_its_own_arch_against_the_same_baseline(capsys):
     import run
 
     args = run.parse_args(["--archs", "transformer_hier_accum,transformer_hier_accum:dense"])
-    archs, skipped = run.choose_archs(
-        args, {"transformer_hier_accum_tiny", "transformer_hier_accum_dense_tiny"}, run.QUICK)
-    fast, dense = (run.System.of(a) for a in archs)
-    assert skipped == [] and fast.form == dense.form == run.Form("preorder", "split")
+    # a variant needs its own arch registered
+    archs, skipped = run.choose_archs(args, {"transformer_hier_accum_tiny"}, run.QUICK)
+    assert [a.key for a in archs] == ["transformer_hier_accum"] and skipped == ["transformer_hier_accum:dense"]
+    assert "no arch transformer_hier_accum_dense_tiny registered" in capsys.readouterr().out
+    fast, dense = run.choose_archs(args, {"transformer_hier_accum_tiny", "transformer_hier_accum_dense_tiny"},
+                                   run.QUICK)[0]
+    assert fast.form == dense.form == run.Form("preorder", "split")
     assert fast.arch == dense.arch == "transformer_hier_accum"
     assert fast.row_name(run.QUICK) == "transformer_hier_accum_tiny"
     assert dense.row_name(run.QUICK) == "transformer_hier_accum_tiny (dense, naive)"
