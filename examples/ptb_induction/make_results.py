@@ -28,13 +28,10 @@ SYSTEMS = {"tree_transformer_lm": "Tree Transformer", "roberta_prenorm": "Transf
 BASELINES = ("left-branching", "right-branching")
 LABELS = ("NP", "VP", "PP", "ADJP", "SBAR", "ADVP")
 SCORES = "scores.json.gz"
-# The headline run: the first of these kept. Its figure is constituent_prior.png.
-HEADLINES = ("logs-ptb-text-diagonal-zero-authors-optimiser",
-             "logs-eval-text-diagonal-zero-authors-optimiser-repeated-masks")
+HEADLINE_RUN = "logs-ptb-text-diagonal-zero-authors-optimiser"  # its figure is constituent_prior.png
 # logged by sentence_masked_lm when its masks are fresh every epoch (without it, and with workers: epoch 1's masks)
 FRESH_MASKS_LINE = "with the epoch in shared memory: fresh every epoch"
-# The random trees of the induce JSON by draw (induce's RANDOM_DRAWS; older scores: "random (N seeds)").
-RANDOM_DRAWS = {"uniform split": ("random, uniform split (", "random ("), "shift-reduce": ("random, shift-reduce (",)}
+# The random trees by induce's RANDOM_DRAWS: its JSON's "random, DRAW (N seeds)"
 RANDOM_LABELS = {"uniform split": "random, uniform split point at every node (mean of {seeds} seeds)",
                  "shift-reduce": "random, shift-reduce coin flips as in Kim et al.'s code (mean of {seeds} seeds)"}
 FIGURE = "constituent_prior.png"
@@ -187,13 +184,8 @@ def masks(log: str, num_workers: str) -> str:
 
 
 def random_draws(subset_scores: dict) -> dict:
-    """The random trees of one subset of an induce JSON, by draw (RANDOM_DRAWS), those it holds."""
-    found = {}
-    for draw, prefixes in RANDOM_DRAWS.items():
-        names = [name for name in subset_scores if any(name.startswith(prefix) for prefix in prefixes)]
-        if names:
-            found[draw] = names[0]
-    return found
+    """The random trees of one subset of an induce JSON, by draw (RANDOM_LABELS), those it holds."""
+    return {draw: name for draw in RANDOM_LABELS for name in subset_scores if name.startswith(f"random, {draw} (")}
 
 
 def recipe_run(logs: str) -> dict:
@@ -582,12 +574,9 @@ def runs_of(here: str) -> list:
             recipe.append(recipe_run(path))
         except (ValueError, FileNotFoundError) as error:
             raise ValueError(f"{path}: {error}") from None
-    kept = [name for name in HEADLINES if name in {run["name"] for run in recipe}]
-    if not kept:
-        raise FileNotFoundError(f"none of the headline runs is kept in {here}: {', '.join(HEADLINES)}")
-    if kept[0] != HEADLINES[0]:
-        print(f"make_results.py: {HEADLINES[0]} is not kept (yet): {kept[0]} leads", file=sys.stderr)
-    recipe.sort(key=lambda run: (run["name"] != kept[0], run["name"]))
+    if HEADLINE_RUN not in {run["name"] for run in recipe}:
+        raise FileNotFoundError(f"the headline run {HEADLINE_RUN} is not kept in {here}")
+    recipe.sort(key=lambda run: (run["name"] != HEADLINE_RUN, run["name"]))
     by_hand = [run for folder, specs in EXPLORATORY.items()
                for run in exploratory_runs(os.path.join(here, folder), specs)]
     return recipe + by_hand

@@ -118,7 +118,7 @@ esac
 [ "$SEED" = 1 ] || SUFFIX=$SUFFIX-seed$SEED
 WORK=$HERE/work$SUFFIX
 LOGS=$HERE/logs$SUFFIX
-HEADLINE=-ptb-text-diagonal-zero-authors-optimiser  # make_results.py's HEADLINES[0]
+HEADLINE=-ptb-text-diagonal-zero-authors-optimiser  # make_results.py's HEADLINE_RUN
 PACKED_RUNS=$ROOT/fairseq_syntax/evaluation/packed_runs.py  # reads packed.tar.xz
 PACK_RUNS=$ROOT/examples/pack_runs.py  # writes it
 # not options: this checkout's package first; oneDNN's kernel cache capped (GBs with bf16 autocast); one thread each
