@@ -89,6 +89,15 @@ def files(tmp_path):
     return write_lines(tmp_path / "ref.txt", REFERENCES), write_lines(tmp_path / "hyp.txt", HYPOTHESES)
 
 
+#: a weak baseline's three seeds: one short sentence for each reference
+BASE_SEEDS = [[text] * 6 for text in ("A man.", "A dog.", "A boy.")]
+
+
+@pytest.fixture
+def bases(tmp_path):
+    return [write_lines(tmp_path / f"base{seed}.txt", lines) for seed, lines in enumerate(BASE_SEEDS, start=1)]
+
+
 def test_scores_match_sacrebleu_command_line(files):
     ref, hyp = files
     expected = json.loads(sacrebleu_cli(ref, "-i", hyp, "-m", "bleu", "chrf", "ter", "-b", "-w", "4"))
@@ -157,33 +166,23 @@ def test_kept_decode_keeps_the_hypotheses_by_id_and_generates_own_lines(tmp_path
         assert handle.read().splitlines() == kept
 
 
-def test_missing_ids_are_named(tmp_path):
-    path = write_lines(tmp_path / "gen.out", generate_output(HYPOTHESES, [0, 2, 4]))
-    with pytest.raises(ScoringInputError, match=r"gen.out: no D- line for 3 of the 6 expected ids 0-5 "
-                                                r"\(as in ref.txt\): 1, 3, 5"):
-        read_generate_output(path, expected_ids=6, expected_from="ref.txt")
-    # Without a count only gaps below the largest id can be seen.
-    with pytest.raises(ScoringInputError, match=r"no D- line for 2 of the 5 expected ids 0-4: 1, 3 "):
-        read_generate_output(path)
-
-
-def test_surplus_duplicate_and_malformed_lines_are_errors(tmp_path):
-    path = write_lines(tmp_path / "gen.out", generate_output(HYPOTHESES, [0, 1, 2]))
-    with pytest.raises(ScoringInputError, match=r"ids 2 beyond the 2 expected ids 0-1"):
-        read_generate_output(path, expected_ids=2)
-    duplicated = write_lines(tmp_path / "dup.out", generate_output(HYPOTHESES, [0, 1, 1]))
-    with pytest.raises(ScoringInputError, match=r"dup.out:15: second D- line for id 1 \(first on line 10\)"):
-        read_generate_output(duplicated)
-    malformed = write_lines(tmp_path / "bad.out", ["S-0\tsource", "D-0\tno score column"])
-    with pytest.raises(ScoringInputError, match=r"bad.out:2: a D- line needs an id, a score and a text"):
-        read_generate_output(malformed)
-
-
-def test_plain_text_hypotheses_and_line_count(files):
-    _, hyp = files
-    assert read_generate_output(hyp, expected_ids=6) == HYPOTHESES
-    with pytest.raises(ScoringInputError, match=r"hyp.txt: 6 lines of plain text, expected 7 \(as in ref.txt\)"):
-        read_generate_output(hyp, expected_ids=7, expected_from="ref.txt")
+@pytest.mark.parametrize("lines, options, message", [
+    (generate_output(HYPOTHESES, [0, 2, 4]), dict(expected_ids=6, expected_from="ref.txt"),
+     r"gen.out: no D- line for 3 of the 6 expected ids 0-5 \(as in ref.txt\): 1, 3, 5 "),
+    # without a count only gaps below the largest id can be seen
+    (generate_output(HYPOTHESES, [0, 2, 4]), {}, r"no D- line for 2 of the 5 expected ids 0-4: 1, 3 "),
+    # only a trailing block of missing ids suggests its two causes; a gap in the middle has neither
+    (generate_output(HYPOTHESES, [0, 1, 2, 3]), dict(expected_ids=6), "--required-batch-size-multiple 1.*--skipped"),
+    (generate_output(HYPOTHESES, [0, 1, 3, 4, 5]), dict(expected_ids=6), r": 2 \(nothing was scored\)$"),
+    (generate_output(HYPOTHESES, [0, 1, 2]), dict(expected_ids=2), r"ids 2 beyond the 2 expected ids 0-1"),
+    (generate_output(HYPOTHESES, [0, 1, 1]), {}, r"gen.out:15: second D- line for id 1 \(first on line 10\)"),
+    (["S-0\tsource", "D-0\tno score column"], {}, r"gen.out:2: a D- line needs an id, a score and a text"),
+    (HYPOTHESES, dict(expected_ids=7, expected_from="ref.txt"),
+     r"gen.out: 6 lines of plain text, expected 7 \(as in ref.txt\)"),
+], ids=["missing", "missing-uncounted", "trailing", "gap", "surplus", "duplicate", "malformed", "plain-text"])
+def test_a_decode_without_one_hypothesis_an_id_is_named(tmp_path, lines, options, message):
+    with pytest.raises(ScoringInputError, match=message):
+        read_generate_output(write_lines(tmp_path / "gen.out", lines), **options)
 
 
 def test_length_mismatch_names_both_sides():
@@ -210,14 +209,6 @@ def _bootstrap_corpus():
     return refs, good, bad
 
 
-def test_paired_bootstrap_much_better_system_is_significant():
-    refs, good, bad = _bootstrap_corpus()
-    report = paired_bootstrap(bad, good, refs, n_samples=1000)
-    assert report["BLEU"]["p_value"] < 0.05 and report["chrF"]["p_value"] < 0.05
-    assert report["BLEU"]["b"] == pytest.approx(100.0) and report["BLEU"]["a"] < 50
-    assert (report["n_samples"], report["seed"]) == (1000, 12345)
-
-
 def test_paired_bootstrap_p_values_equal_sacrebleu_command_line(tmp_path):
     # Two systems one sentence apart: a small difference, so an intermediate p-value that must be sacrebleu's.
     refs, good, bad = _bootstrap_corpus()
@@ -230,7 +221,9 @@ def test_paired_bootstrap_p_values_equal_sacrebleu_command_line(tmp_path):
     cli_p_values = [float(p) for p in re.findall(r"\(p = ([0-9.]+)\)", text)]
     report = paired_bootstrap(system_a, system_b, refs)
     assert [round(report[m]["p_value"], 4) for m in ("BLEU", "chrF")] == cli_p_values
-    assert report["BLEU"]["p_value"] > 0.05
+    assert report["BLEU"]["p_value"] > 0.05 and (report["n_samples"], report["seed"]) == (1000, 12345)
+    # each system's corpus score beside the test
+    assert report["BLEU"]["a"] == pytest.approx(corpus_scores(system_a, refs)["BLEU"])
 
 
 def test_bleu_by_length_buckets():
@@ -245,13 +238,12 @@ def test_bleu_by_length_buckets():
         bleu_by_length(hyps, refs, edges=(10, 5))
 
 
-def test_score_command_writes_json_with_p_values(tmp_path, files, capsys):
+def test_score_command_writes_json_with_p_values(tmp_path, files, bases, capsys):
     ref, _ = files
     generated = write_lines(tmp_path / "gen.out", generate_output(HYPOTHESES, [5, 3, 1, 0, 2, 4]))
-    baseline = write_lines(tmp_path / "base.txt", ["A man."] * 6)
     out = tmp_path / "scores.json"
     # Reference lengths 11, 7, 8, 12, 10, 6: (0,7] holds 2, (7,11] holds 3, (11,inf) holds 1.
-    score_cli.main([str(generated), str(ref), str(baseline), "--json", str(out), "--bootstrap", "100",
+    score_cli.main([str(generated), str(ref), str(bases[0]), "--json", str(out), "--bootstrap", "100",
                     "--by-length", "7,11"])
     report = json.loads(out.read_text())
     assert report["metrics"]["BLEU"] == pytest.approx(corpus_scores(HYPOTHESES, REFERENCES)["BLEU"])
@@ -290,9 +282,9 @@ def record_options(tmp_path: Path, record_path: Path, system: str, *train_comman
             ",".join(map(str, logs)), "--train-command", argv_file(tmp_path / "train.json", *train_command)]
 
 
-def test_score_command_writes_a_run_record(tmp_path, files):
+def test_score_command_writes_a_run_record(tmp_path, files, bases):
     ref, hyp = files
-    baseline = write_lines(tmp_path / "base.txt", ["A man."] * 6)
+    baseline = bases[0]
     record_path = tmp_path / "runs" / "masks.run.json"
     score_cli.main([str(hyp), str(ref), str(baseline), "--bootstrap", "50",
                     *record_options(tmp_path, record_path, "masks", "fairseq-train", "data", "--adam-betas",
@@ -361,25 +353,14 @@ def test_score_command_detokenizes_h_lines_with_lang(tmp_path):
     assert report["metrics"]["BLEU"] == pytest.approx(corpus_scores(HYPOTHESES, REFERENCES)["BLEU"])
 
 
-def test_score_command_fails_naming_missing_ids(tmp_path, files, monkeypatch):
-    ref, _ = files
-    generated = write_lines(tmp_path / "gen.out", generate_output(HYPOTHESES, [0, 1, 2, 4]))
-    monkeypatch.setattr(sys, "argv", ["fairseq-syntax-score", str(generated), str(ref)])
-    with pytest.raises(SystemExit) as exit_info:
-        score_cli.cli_main()
-    message = str(exit_info.value.code)
-    assert message.startswith("fairseq-syntax-score: error: ")
-    assert "no D- line for 2 of the 6 expected ids 0-5" in message and ": 3, 5 " in message
-
-
-def test_score_command_tests_against_every_baseline(tmp_path, files):
-    ref, hyp = files
-    weak = write_lines(tmp_path / "weak.txt", ["A man."] * 6)
+def test_score_command_tests_against_every_baseline(tmp_path, files, bases):
+    ref, hyp, weak = *files, bases[0]
     same = write_lines(tmp_path / "same.txt", HYPOTHESES)
     report = score_cli.main([str(hyp), str(ref), str(weak), str(same), "--bootstrap", "100",
                              "--baseline-name", "sequence", "--baseline-name", "linearized"])
     assert list(report["significance"]) == ["sequence", "linearized"]
-    assert report["significance"]["sequence"]["BLEU"]["p_value"] < 0.05
+    weak_test = report["significance"]["sequence"]  # a much better system: significant in both metrics
+    assert weak_test["BLEU"]["p_value"] < 0.05 and weak_test["chrF"]["p_value"] < 0.05
     identical = report["significance"]["linearized"]  # identical outputs: p 1, not sacrebleu's smallest
     assert identical["BLEU"]["p_value"] == identical["chrF"]["p_value"] == 1.0
     with pytest.raises(SystemExit):
@@ -413,16 +394,6 @@ def test_no_references_is_one_error_not_an_index_error(tmp_path, monkeypatch):
     with pytest.raises(ScoringInputError, match=r"ref.txt: no references to score: all of them are left out by "
                                                 r"--skipped .*test.skipped.tsv"):
         score_cli.main([str(empty), str(refs), "--skipped", str(skipped)])
-
-
-def test_only_a_trailing_block_of_missing_ids_suggests_the_batch_multiple_or_skipped_lines(tmp_path):
-    path = write_lines(tmp_path / "gen.out", generate_output(HYPOTHESES[:4], [0, 1, 2, 3]))
-    with pytest.raises(ScoringInputError, match="--required-batch-size-multiple 1.*--skipped"):
-        read_generate_output(path, expected_ids=6)
-    with pytest.raises(ScoringInputError) as gap:  # a gap in the middle has neither cause
-        read_generate_output(write_lines(tmp_path / "gap.out", generate_output(HYPOTHESES, [0, 1, 3, 4, 5])),
-                             expected_ids=6)
-    assert str(gap.value).endswith("2 (nothing was scored)")
 
 
 def test_invalid_utf8_in_a_reference_names_file_and_line(tmp_path):
@@ -540,11 +511,19 @@ def test_vectorised_bleu_and_chrf_equal_sacrebleus_on_any_sums_of_sentence_stati
         assert whole == pytest.approx(metric.corpus_score(hyps, [refs]).score)
 
 
-def test_a_systems_first_seed_is_tested_over_seeds_against_a_baseline_of_several(tmp_path, files):
+def as_seed_bootstrap_computes_it(versus: dict, system: list[list[str]]) -> None:
+    """``versus``, a record's test of ``system`` against BASE_SEEDS (50 rounds), field by field as seed_bootstrap
+    computes it (pytest.approx takes no dict that holds a list, delta_ci, since pytest 9.2)."""
+    bootstrap = seed_bootstrap(BASE_SEEDS, system, REFERENCES, n_samples=50)
+    assert (versus["seeds_a"], versus["seeds_b"]) == (3, len(system))
+    assert sorted(versus["BLEU"]) == sorted(bootstrap["BLEU"])
+    for field, value in bootstrap["BLEU"].items():
+        assert versus["BLEU"][field] == (pytest.approx(value) if value is not None else None), field
+
+
+def test_a_systems_first_seed_is_tested_over_seeds_against_a_baseline_of_several(tmp_path, files, bases):
     # a control's one seed against its method's three: the baseline's comma-separated decodes read one by one
     ref, hyp = files
-    bases = [write_lines(tmp_path / f"base{k}.txt", [text] * 6) for k, text in
-             enumerate(("A man.", "A dog.", "A boy."), start=1)]
     record_path = tmp_path / "mask_random.seeds.run.json"
     score_cli.main([str(hyp), str(ref), ",".join(map(str, bases)), "--bootstrap", "50",
                     *record_options(tmp_path, record_path, "mask_random", "fairseq-train", "data"),
@@ -552,11 +531,7 @@ def test_a_systems_first_seed_is_tested_over_seeds_against_a_baseline_of_several
     record = load_record(record_path)
     assert record["seeds"] == 1 and record["seed_list"] == [1]
     versus = record["significance"]["mask"]
-    assert (versus["seeds_a"], versus["seeds_b"]) == (3, 1)
-    bootstrap = seed_bootstrap([["A man."] * 6, ["A dog."] * 6, ["A boy."] * 6], [HYPOTHESES], REFERENCES,
-                               n_samples=50)
-    for field, value in bootstrap["BLEU"].items():
-        assert versus["BLEU"][field] == (pytest.approx(value) if value is not None else None), field
+    as_seed_bootstrap_computes_it(versus, [HYPOTHESES])
     assert versus["BLEU"]["welch"] is None  # one seed on a side: no spread to test
 
 
@@ -574,14 +549,12 @@ def test_seed_bootstrap_over_random_draws():
     assert again == seed_bootstrap([HYPOTHESES, SEED_2], [SEED_2], REFERENCES, n_samples=50, seed=3)
 
 
-def test_score_command_over_seeds_records_mean_sd_and_seed_aware_p_values(tmp_path, files):
+def test_score_command_over_seeds_records_mean_sd_and_seed_aware_p_values(tmp_path, files, bases):
     from fairseq_syntax.evaluation.results import render_markdown
 
     ref, hyp = files
     hyp_2 = write_lines(tmp_path / "hyp2.txt", SEED_2)
-    base_1 = write_lines(tmp_path / "base1.txt", ["A man."] * 6)
-    base_2 = write_lines(tmp_path / "base2.txt", ["A dog."] * 6)
-    base_3 = write_lines(tmp_path / "base3.txt", ["A boy."] * 6)
+    base_1, base_2, base_3 = bases
     record_path = tmp_path / "mask.seeds.run.json"
     score_cli.main([f"{hyp},{hyp_2}", str(ref), f"{base_1},{base_2},{base_3}", "--bootstrap", "50",
                     *record_options(tmp_path, record_path, "mask", "fairseq-train", "data", "--seed", "1",
@@ -594,15 +567,7 @@ def test_score_command_over_seeds_records_mean_sd_and_seed_aware_p_values(tmp_pa
     assert record["metrics"]["BLEU"] == pytest.approx(expected["mean"]["BLEU"])
     assert record["metrics_sd"]["BLEU"] == pytest.approx(expected["sd"]["BLEU"])
     assert record["per_seed_metrics"]["BLEU"] == [seed["BLEU"] for seed in expected["per_seed"]]
-    # the baseline's three seeds against the system's two, as seed_bootstrap computes it
-    versus = record["significance"]["sequence"]
-    assert (versus["seeds_a"], versus["seeds_b"]) == (3, 2)
-    bootstrap = seed_bootstrap([["A man."] * 6, ["A dog."] * 6, ["A boy."] * 6], [HYPOTHESES, SEED_2], REFERENCES,
-                               n_samples=50)
-    # field by field: pytest.approx takes no dict that holds a list (delta_ci) since pytest 9.2
-    assert sorted(versus["BLEU"]) == sorted(bootstrap["BLEU"])
-    for field, value in bootstrap["BLEU"].items():
-        assert versus["BLEU"][field] == (pytest.approx(value) if value is not None else None), field
+    as_seed_bootstrap_computes_it(record["significance"]["sequence"], [HYPOTHESES, SEED_2])  # 3 seeds against 2
     assert record["score_command"] == (f"fairseq-syntax-score {hyp},{hyp_2} {ref} {base_1},{base_2},{base_3} "
                                        "--bootstrap 50 --seed 12345 --baseline-name sequence")
     table = render_markdown([record])
