@@ -86,36 +86,35 @@ def device_hours(training: Training, seconds: float) -> tuple[float, str]:
     return seconds / 3600, "GPU-hours"
 
 
-def cost_estimate(config: StudyConfig, states: list[RunState]) -> str:
-    """The remaining runs' cost: wall time per run (each system's finished mean, else all finished runs') times the
-    runs left, in CPU thread-hours or GPU-hours."""
-    walls = finished_wall_times(config, states)
-    left = [found for found in states if found.state != "done"]
+def cost_text(walls: dict[str, list[float]], left: list[Run], training: Training, whose: str = "") -> str:
+    """What the runs ``left`` cost at the finished runs' wall times (``walls``, by system: a system's mean, else all
+    of them's), in CPU thread-hours or GPU-hours; ``whose`` says which finished runs (" of this size")."""
     if not left:
         return "nothing left to run"
-    seconds = expected_wall_seconds(walls, [found.run for found in left])
+    seconds = expected_wall_seconds(walls, left)
     if seconds is None:
-        return f"{len(left)} runs left; no finished run to estimate their cost from yet"
-    hours, unit = device_hours(config.training, seconds)
-    return (f"{len(left)} runs left: about {seconds / 3600:.1f} h of one run's wall time each summed "
-            f"({hours:.1f} {unit}), "
-            f"from {sum(map(len, walls.values()))} finished runs")
+        return f"{len(left)} runs left; no finished run{whose} to estimate their cost from yet"
+    hours, unit = device_hours(training, seconds)
+    finished = sum(map(len, walls.values()))
+    return f"{len(left)} runs left: about {hours:.1f} {unit}, from {finished} finished runs{whose}"
+
+
+def grid_lines(states: list[RunState], prefix: str = "") -> list[str]:
+    """``plan``'s line for each run (``prefix``: its size's label and a slash) and the count of each state."""
+    width = max(len(prefix + found.run.name) for found in states)
+    lines = [f"  {prefix + found.run.name:<{width}}  {found.state:<8} {found.detail:<24} "
+             f"reads data-bin/{found.run.data}" for found in states]
+    counts = {state: sum(1 for found in states if found.state == state)
+              for state in ("done", "running", "partway", "failed", "to do")}
+    return [*lines, "  " + ", ".join(f"{count} {state}" for state, count in counts.items() if count)]
 
 
 def plan_lines(config: StudyConfig) -> list[str]:
     states = grid_states(config)
-    # every check run makes before it trains, for the runs it would run
-    check_study(config, config.executor.kind, [found.run.name for found in states if found.state != "done"])
-    width = max(len(found.run.name) for found in states)
-    lines = [f"study {config.name}: {len(states)} runs ({config.path})"]
-    for found in states:
-        read = found.run.data
-        lines.append(f"  {found.run.name:<{width}}  {found.state:<8} {found.detail:<24} reads data-bin/{read}")
-    counts = {state: sum(1 for found in states if found.state == state)
-              for state in ("done", "running", "partway", "failed", "to do")}
-    lines.append("  " + ", ".join(f"{count} {state}" for state, count in counts.items() if count))
-    lines.append("  cost: " + cost_estimate(config, states))
-    return lines
+    left = [found.run for found in states if found.state != "done"]
+    check_study(config, config.executor.kind, [run.name for run in left])  # run's checks, for the runs it would run
+    return [f"study {config.name}: {len(states)} runs ({config.path})", *grid_lines(states),
+            "  cost: " + cost_text(finished_wall_times(config, states), left, config.training)]
 
 
 def status_lines(config: StudyConfig) -> list[str]:

@@ -14,13 +14,14 @@ from pathlib import Path
 from fairseq_syntax.study.checks import study_problems
 from fairseq_syntax.study.commands import (
     RunState,
+    cost_text,
     device_hours,
-    expected_wall_seconds,
     finished_wall_times,
+    grid_lines,
     grid_states,
 )
-from fairseq_syntax.study.config import StudyConfig, Training
-from fairseq_syntax.study.grid import Run, study_runs
+from fairseq_syntax.study.config import StudyConfig
+from fairseq_syntax.study.grid import study_runs
 from fairseq_syntax.study.records import StudyError
 from fairseq_syntax.study.runner import RunOutcome, RunTask
 from fairseq_syntax.study.sizes import Point, points, size_problems
@@ -82,34 +83,15 @@ def size_lines(config: StudyConfig, point: Point) -> list[str]:
             seeds[run.system.name] = seeds.get(run.system.name, 0) + 1
         lines.append(f"  {len(runs)} runs wait for the protocol ({point.label}/SYSTEM.seedK): "
                      + ", ".join(f"{system} {count} seed{'s' if count > 1 else ''}" for system, count in seeds.items()))
-        lines.append("  cost: " + _cost(walls, runs, config.training))
+        lines.append("  cost: " + cost_text(walls, runs, config.training, " of this size"))
         return lines
     states = [state for state in grid_states(point.config) if state.run.system.name in _systems(config)]
-    width = max(len(state.run.name) for state in states) + len(point.label) + 1
-    for state in states:
-        lines.append(f"  {point.label + '/' + state.run.name:<{width}}  {state.state:<8} {state.detail:<24} "
-                     f"reads data-bin/{state.run.data}")
-    counts = {name: sum(1 for state in states if state.state == name)
-              for name in ("done", "running", "partway", "failed", "to do")}
-    lines.append("  " + ", ".join(f"{count} {name}" for name, count in counts.items() if count))
     own = finished_wall_times(point.config, states)
     for system, values in walls.items():
         own.setdefault(system, values)
-    lines.append("  cost: " + _cost(own, [state.run for state in states if state.state != "done"],
-                                    point.config.training))
-    return lines
-
-
-def _cost(walls: dict[str, list[float]], left: list[Run], training: Training) -> str:
-    """What the runs left of one size cost, from that size's finished runs (each system's mean wall time where it
-    has some, else the size's mean)."""
-    if not left:
-        return "nothing left to run"
-    seconds = expected_wall_seconds(walls, left)
-    if seconds is None:
-        return f"{len(left)} runs left; no run of this size has finished yet to estimate their cost from"
-    hours, unit = device_hours(training, seconds)
-    return (f"{len(left)} runs left: about {hours:.1f} {unit}, from this size's {sum(map(len, walls.values()))} finished runs")
+    left = [state.run for state in states if state.state != "done"]
+    return [*lines, *grid_lines(states, point.label + "/"),
+            "  cost: " + cost_text(own, left, point.config.training, " of this size")]
 
 
 def _systems(config: StudyConfig) -> set[str]:
