@@ -1,5 +1,7 @@
 """The synthetic demo data (examples/demo/make_data.py); expected values by hand from its tables and rules."""
+import gzip
 import importlib.util
+import json
 import random
 import re
 import subprocess
@@ -15,10 +17,12 @@ from fairseq_syntax.methods.ldd.distributions import (
     label_group,
     label_index,
 )
+from fairseq_syntax.parsing import archive
 from fairseq_syntax.parsing.dependency import read_arc_distributions
 
 MAKE_DATA = Path(__file__).resolve().parents[2] / "examples" / "demo" / "make_data.py"
-SPLITS = ("train", "valid", "test")
+SIZES = {"train": 50, "valid": 20, "test": 20}
+SPLITS = tuple(SIZES)
 GRAMMAR_LABELS = {"S", "NP", "VP", "PP", "SBAR", "WHNP", "ADJP", "DT", "JJ", "NN", "NNS", "VBD", "VBZ", "VBP", "IN",
                   "PRP", "CC", "WDT", "."}
 
@@ -48,10 +52,10 @@ def _load_make_data():
 make_data = _load_make_data()
 
 
-def _run_cli(out_dir: Path, seed: int, train: int = 50, valid: int = 20, test: int = 20) -> None:
-    command = [sys.executable, str(MAKE_DATA), "--out", str(out_dir), "--train", str(train), "--valid", str(valid),
-               "--test", str(test), "--seed", str(seed)]
-    subprocess.run(command, check=True, capture_output=True, text=True)
+def _run_cli(out_dir: Path, seed: int, *extra: str) -> None:
+    sizes = [f"--{split}={size}" for split, size in SIZES.items()]
+    subprocess.run([sys.executable, str(MAKE_DATA), "--out", str(out_dir), *sizes, "--seed", str(seed), *extra],
+                   check=True, capture_output=True, text=True)
 
 
 def _lines(path: Path) -> list[str]:
@@ -70,15 +74,15 @@ def _translate(bracketed: str) -> str:
 
 @pytest.fixture(scope="module")
 def demo_dir(tmp_path_factory) -> Path:
+    """The files of SIZES, seed 3, and their parse archive (--archive) in ``parses``."""
     out_dir = tmp_path_factory.mktemp("demo")
-    _run_cli(out_dir, seed=3)
+    _run_cli(out_dir, 3, "--archive", str(out_dir / "parses"))
     return out_dir
 
 
 # --- the files
 def test_files_are_parallel_and_trees_match_the_source(demo_dir):
-    sizes = {"train": 50, "valid": 20, "test": 20}
-    for split, size in sizes.items():
+    for split, size in SIZES.items():
         sources = _lines(demo_dir / f"{split}.en")
         targets = _lines(demo_dir / f"{split}.de")
         trees = list(read_trees(str(demo_dir / f"{split}.tree")))
@@ -115,8 +119,8 @@ def test_a_grammar_that_only_repeats_itself_is_an_error_not_a_hang(monkeypatch):
 
 
 def test_same_seed_same_files_other_seed_other_files(demo_dir, tmp_path):
-    _run_cli(tmp_path / "again", seed=3)
-    _run_cli(tmp_path / "other", seed=4)
+    _run_cli(tmp_path / "again", 3)
+    _run_cli(tmp_path / "other", 4)
     for split in SPLITS:
         for suffix in ("en", "de", "tree", "arcs.jsonl"):
             name = f"{split}.{suffix}"
@@ -308,29 +312,22 @@ def test_the_arcs_file_is_read_back_by_the_project_reader_one_record_per_tree(de
                 assert record["best"][dependent - 1] == [gold_head, gold_label]  # the 1-best tree is the gold one
 
 
-def test_the_gold_parses_are_packed_into_a_parse_archive_a_study_reads(tmp_path):
+def test_the_gold_parses_are_packed_into_a_parse_archive_a_study_reads(demo_dir, tmp_path):
     """--archive: a parse archive whose checksums hold and which unpacks to the generator's files and gold CoNLL-U."""
-    import gzip
-    import json
-
-    from fairseq_syntax.parsing import archive
-
-    out, store, tok = tmp_path / "data", tmp_path / "parses", tmp_path / "tok"
-    subprocess.run([sys.executable, str(MAKE_DATA), "--out", str(out), "--archive", str(store), "--train", "30",
-                    "--valid", "5", "--test", "5", "--seed", "2"], check=True, capture_output=True, text=True)
-    manifest = archive.verify(str(store))
-    assert manifest["source"] == "en" and {split: entry["lines"] for split, entry in manifest["splits"].items()} == \
-        {"train": 30, "valid": 5, "test": 5}
+    store, tok = str(demo_dir / "parses"), tmp_path / "tok"
+    manifest = archive.verify(store)
+    assert manifest["source"] == "en"
+    assert {split: entry["lines"] for split, entry in manifest["splits"].items()} == SIZES
     assert manifest["parsers"] == {role: {"model": name} for role, name in make_data.GOLD_PARSERS.items()}
     tok.mkdir()
     for split in SPLITS:
-        (tok / f"{split}.en").write_bytes((out / f"{split}.en").read_bytes())
-    for done in archive.unpack(str(store), str(tok), "en", list(SPLITS)):
+        (tok / f"{split}.en").write_bytes((demo_dir / f"{split}.en").read_bytes())
+    for done in archive.unpack(store, str(tok), "en", list(SPLITS)):
         assert done.whole and done.fallbacks == 0
     for split in SPLITS:
-        assert (tok / f"{split}.tree").read_text() == (out / f"{split}.tree").read_text()
+        assert (tok / f"{split}.tree").read_text() == (demo_dir / f"{split}.tree").read_text()
         arcs = gzip.decompress((tok / f"{split}.arcs.jsonl.gz").read_bytes()).decode()
-        assert arcs == (out / f"{split}.arcs.jsonl").read_text()
+        assert arcs == (demo_dir / f"{split}.arcs.jsonl").read_text()
         first = json.loads(arcs.splitlines()[0])
         rows = [line.split("\t") for line in (tok / f"{split}.conllu").read_text().split("\n\n")[0].splitlines()
                 if line and not line.startswith("#")]
