@@ -153,12 +153,22 @@ def side_by_side_throughput(tree_log: str, plain_log: str):
     return {"ratio": median["tree"] / median["plain"], "minutes": len(both)}
 
 
-def config_setting(log: str, name: str) -> str:
-    """A value of fairseq's logged configuration (``name='value'`` or ``'name': 'value'``)."""
+def config_setting(log: str, name: str, default: str | None = None) -> str:
+    """A value of fairseq's logged configuration (``name='value'`` or ``'name': 'value'``); ``default`` for a log
+    without it (an option added since)."""
     match = re.search(rf"(?:\b{name}=|'{name}': )('[^']*'|[\w.\-]+)", log)
-    if not match:
+    if not match and default is None:
         raise ValueError(f"no '{name}' in the training log's configuration")
-    return match.group(1).strip("'")
+    return match.group(1).strip("'") if match else default
+
+
+def model_settings(log: str) -> dict:
+    """The Tree Transformer's settings, from its training log's configuration."""
+    return {"diagonal_zero": config_setting(log, "constituent_diagonal", "one") == "zero",
+            "authors_optimiser": config_setting(log, "lr_scheduler") == "fixed",
+            "precision": "bf16" if config_setting(log, "cpu_bf16_autocast") == "True" else "fp32",
+            "size": (int(config_setting(log, "encoder_layers")), int(config_setting(log, "encoder_embed_dim"))),
+            "masks": masks(log, config_setting(log, "num_workers"))}
 
 
 def training_summary(log: str) -> dict:
@@ -194,19 +204,13 @@ def recipe_run(logs: str) -> dict:
     run_scores = scores(logs)
     corpus_log = read(logs, "make_corpus.log")
     tree_log = read(logs, "train_tree_transformer_lm.log")
-    tree_command = command(tree_log)
-    bf16 = "--cpu-bf16-autocast" in tree_command
     settings = {
         "text": "ptb" if "train/ptb-lm" in corpus_log else "mixed",
         "transductive": "train/ptb-sample" in corpus_log,  # trained on the evaluation sentences' words
-        "diagonal_zero": "--constituent-diagonal zero" in tree_command,
-        "authors_optimiser": "--lr-scheduler fixed" in tree_command,
-        "precision": "bf16" if bf16 else "fp32",
-        "updates": int(one(r"--max-update (\d+)", tree_command, "update budget").group(1)),
+        "updates": int(one(r"--max-update (\d+)", command(tree_log), "update budget").group(1)),  # the last part's
+        **model_settings(tree_log),
     }
-    layers = int(one(r"--encoder-layers (\d+)", tree_command, "encoder layers").group(1))
-    settings["size"] = (layers, int(one(r"--encoder-embed-dim (\d+)", tree_command, "model width").group(1)))
-    settings["masks"] = masks(tree_log, config_setting(tree_log, "num_workers"))
+    layers = settings["size"][0]
     seed = int(config_setting(tree_log, "seed"))
     reproduce = ("examples/ptb_induction/run.sh" + (" --text ptb" if settings["text"] == "ptb" else " --text mixed")
                  + ({8: " --model-size medium", 10: " --model-size paper"}.get(layers, ""))
@@ -247,17 +251,12 @@ def exploratory_runs(logs: str, specs: list) -> list:
     runs = []
     for spec in specs:
         log = read(logs, spec["train"])
-        diagonal = config_setting(log, "constituent_diagonal")
         training = training_summary(log)
         settings = {
             # the binarized corpus of run.sh --text mixed --eval-text (work-eval-text*/bin) holds the sample's words
             "transductive": "work-eval-text" in config_setting(log, "data"),
-            "diagonal_zero": diagonal == "zero",
-            "authors_optimiser": config_setting(log, "lr_scheduler") == "fixed",
-            "precision": "bf16" if config_setting(log, "cpu_bf16_autocast") == "True" else "fp32",
             "updates": int(training["updates"]),  # a time limit (--stop-time-hours) ended these runs
-            "size": (int(config_setting(log, "encoder_layers")), int(config_setting(log, "encoder_embed_dim"))),
-            "masks": masks(log, config_setting(log, "num_workers")),
+            **model_settings(log),
         }
         runs.append({
             "name": f"{name}#{spec['train'][len('train_'):-len('.log')]}", "by_hand": True,
