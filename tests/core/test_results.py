@@ -764,15 +764,13 @@ def test_seeds_that_land_after_a_system_was_scored_are_shown_until_it_is_scored_
     block = readme_block(render_json(records, comparisons=MULTI30K), "RESULTS.md")
     assert block[1].startswith("**The answer so far** (multi30k-10k, 12 of the study's 58 runs finished): each "
                                "method against sequence (31.00 ± 1.41 BLEU over 2 seeds) and against itself")
-    assert ("Still to come: not yet scored over their seeds: udp; no run yet: hier_accum, hier_accum_random, "
-            "udp_random, ldd, linearized, dbsa, pascal, dbsa_random, mask_struct, hier_accum_struct; seeds trained, "
-            "not yet scored over: sequence (3, 4, 5); more seeds: mask (2 of 5), mask_random (2 of 5), udp (3 of 5).") \
-        in block
+    # the line's start as test_the_readme_block_is_a_verdict_table_and_a_few_sentences checks it
+    assert block[-3].startswith("Still to come: ") and block[-3].endswith(
+        "; seeds trained, not yet scored over: sequence (3, 4, 5); more seeds: mask (2 of 5), mask_random (2 of 5), "
+        "udp (3 of 5).")
 
 
-
-def test_a_test_over_fewer_seeds_than_its_rows_show_is_a_dash_until_scored_again():
-    """A control's test over fewer seeds than the rows show is not read by the answer until rescored."""
+def test_a_control_tested_over_fewer_seeds_than_its_rows_show_is_a_dash_until_scored_again():
     records = study_records()
     control = over_seeds_of(records, "mask_random")
     control["significance"]["mask"].update(seeds_a=1, seeds_b=2)  # a: the baseline (mask), b: the record's system
@@ -1097,7 +1095,6 @@ def test_a_run_without_a_seed_in_a_seeds_table_is_a_row_with_no_seeds_not_a_trac
 
 
 def test_an_answer_with_no_system_tested_yet_names_no_rounds():
-    """A study with only its baseline scored: the answer's test line says no test has run."""
     from fairseq_syntax.evaluation.study_answer import _test_text
 
     assert _test_text([]).startswith("Test: two-sided seed-aware paired bootstrap (none run yet; each p ± its ")
