@@ -120,10 +120,7 @@ def ratio_row(system_runs: Sequence[Dict], baseline_runs: Sequence[Dict], **keys
 
 
 def markdown_table(rows: List[Dict], columns: Sequence[str]) -> List[str]:
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    for row in rows:
-        lines.append("| " + " | ".join(_cell(row.get(column, "")) for column in columns) + " |")
-    return lines
+    return tables.markdown_table(columns, ([_cell(row.get(column, "")) for column in columns] for row in rows))
 
 
 def _cell(value) -> str:
