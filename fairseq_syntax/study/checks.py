@@ -19,8 +19,6 @@ nothing is checked for a study whose runs are all done.
 from __future__ import annotations
 
 import functools
-import importlib.util
-import shutil
 from collections.abc import Collection
 from pathlib import Path
 
@@ -32,6 +30,7 @@ from fairseq_syntax.study.prepare.corpus import draw_order, raw_lines, subset_li
 from fairseq_syntax.study.prepare.engine import PrepareError
 from fairseq_syntax.study.prepare.preparation import Preparation
 from fairseq_syntax.study.records import StudyError
+from fairseq_syntax.study.slurm import slurm_missing
 
 #: the seeds whose draws a refusal tries besides the study's own, for a draw of lines the archive holds
 DRAW_SEEDS = range(10)
@@ -89,17 +88,8 @@ def check_study(config: StudyConfig, executor: str, runs: Collection[str]) -> No
 
 def executor_problems(config: StudyConfig, executor: str) -> list[str]:
     """What the executor needs that is not here: submitit and Slurm's commands for ``slurm``."""
-    if executor != "slurm":
-        return []
-    where = f"{config.path}: executor slurm (executor.kind, or run's --executor)"
-    if importlib.util.find_spec("submitit") is None:
-        return [f"{where} needs submitit, which is not installed here: pip install -e '.[slurm]' (from the "
-                "repository)"]
-    missing = [program for program in ("sbatch", "squeue", "srun") if shutil.which(program) is None]
-    if missing:
-        return [f"{where} needs a Slurm cluster's commands, and {', '.join(missing)} "
-                f"{'is' if len(missing) == 1 else 'are'} not on PATH here"]
-    return []
+    missing = slurm_missing() if executor == "slurm" else None
+    return [f"{config.path}: executor slurm (executor.kind, or run's --executor) needs {missing}"] if missing else []
 
 
 def corpus_problems(preparation: Preparation) -> list[str]:

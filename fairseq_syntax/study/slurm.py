@@ -19,6 +19,7 @@ checkpointable". One item is a plain job (id ``123``), more an array (``123_0``.
 ``study_jobs`` reads."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pwd
@@ -68,11 +69,16 @@ def submitit_parameters(settings: Slurm, job_name: str) -> dict:
     return parameters
 
 
-def _check_slurm() -> None:
+def slurm_missing() -> str | None:
+    """What ``--executor slurm`` needs that is not here (submitit, found without importing it; Slurm's commands), or
+    None."""
+    if importlib.util.find_spec("submitit") is None:
+        return "submitit, which is not installed here: pip install -e '.[slurm]' (from the repository)"
     missing = [program for program in ("sbatch", "squeue", "srun") if shutil.which(program) is None]
     if missing:
-        raise SlurmError(f"--executor slurm needs a Slurm cluster's commands, and {', '.join(missing)} "
-                         f"{'is' if len(missing) == 1 else 'are'} not on PATH here")
+        return (f"a Slurm cluster's commands, and {', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not on "
+                "PATH here")
+    return None
 
 
 def _last_line(text: str) -> str:
@@ -148,12 +154,12 @@ def run_jobs(function: Callable[[T], R], items: Sequence[T], settings: Slurm, fo
     items = list(items)
     if not items:
         return []
-    _check_slurm()
-    try:
-        import submitit
-        from submitit.core.utils import FailedJobError
-    except ImportError:
-        raise SlurmError("--executor slurm needs submitit: pip install -e '.[slurm]' (from the repository)") from None
+    missing = slurm_missing()
+    if missing:
+        raise SlurmError(f"--executor slurm needs {missing}")
+    import submitit
+    from submitit.core.utils import FailedJobError
+
     descriptions = [describe(item) for item in items]
     folder = Path(folder).absolute()
     executor = submitit.AutoExecutor(folder=folder, cluster="slurm")
