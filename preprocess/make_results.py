@@ -4,13 +4,10 @@ parsing throughput and data-path scaling measured here.
 
     python3 preprocess/make_results.py
 
-Each ``preprocess/runs/*.json`` (``train_parser.py``'s record of one model) gives one row per metric: its score on
-unseen data (UD EWT dev for the dependency parser, also its selection set as in SuPar's recipe; the last 10% of
-the PTB sample for the others), epochs and minutes, device and labelling speed. ``measurements/throughput.json``
-(``measure_throughput.py``): sentences per second per parser, device and worker count, with the speed-up over one
-CPU worker. ``measurements/scaling.json`` (``measure_scaling.py``): each step's wall and CPU time and peak memory
-per line at each size (a step whose CPU time per line grows over ``LINEAR_TOLERANCE`` is named), the memory per
-further line, and side-data bytes per word. A missing file's section says how to make it."""
+Reads ``preprocess/runs/*.json`` (``train_parser.py``'s record of one model: a row per metric),
+``measurements/throughput.json`` (``measure_throughput.py``) and ``measurements/scaling.json``
+(``measure_scaling.py``); RESULTS.md says what each table holds. A missing measurement's section says how to make
+it."""
 import argparse
 import json
 import os
@@ -25,11 +22,12 @@ PARSERS = ("tagger", "crf-con", "biaffine", "benepar")  # measure_throughput.py'
 LINEAR_TOLERANCE = 0.15  # a step more than 15% slower per line than at the smallest size is not linear
 HOLDING_BYTES = 512  # a step whose peak grows by more than this a line holds the corpus in memory
 WIDTH = 116  # Markdown paragraphs are wrapped at this width
-WMT14_LINES = 4_500_000
+WMT14_LINES = 4_500_000  # WMT'14 En-De's training pairs, for the memory extrapolation
 MODELS = "examples/multi30k/work/models"
-THROUGHPUT_COMMAND = ("python3 preprocess/measure_throughput.py --input ../shared/data/multi30k/train.en.gz --tokenize en "
-                      f"--lines 2000 --tagger {MODELS}/tagger-ptb-sample.pt --crf-con {MODELS}/crf-con-ptb-sample.pt "
-                      f"--biaffine {MODELS}/biaffine-dep-ud-ewt.pt --benepar {MODELS}/benepar-ptb-sample.pt")  # WMT'14 En-De's training pairs, for the memory extrapolation
+THROUGHPUT_COMMAND = ("python3 preprocess/measure_throughput.py --input ../shared/data/multi30k/train.en.gz "
+                      f"--tokenize en --lines 2000 --tagger {MODELS}/tagger-ptb-sample.pt --crf-con "
+                      f"{MODELS}/crf-con-ptb-sample.pt --biaffine {MODELS}/biaffine-dep-ud-ewt.pt --benepar "
+                      f"{MODELS}/benepar-ptb-sample.pt")
 #: the goal set for each model before it was trained, on its evaluation data
 #: (a model trained later, e.g. the German parser, had none)
 GOALS = {("tagger-ptb-sample.pt", "POS accuracy"): 96.0, ("crf-con-ptb-sample.pt", "F1"): 88.0,
@@ -150,7 +148,8 @@ def scaling_tables(record: dict) -> tuple[Table, Table, Table]:
             ("peak_mb_smallest", ".0f"), ("peak_mb_largest", ".0f"), ("bytes_per_further_line", ".0f"),
             ("peak_gb_at_wmt14", ".1f"))))
     side = Table(["lines", "source words", "LDD side data, bytes per word", "preorder parents, bytes per word",
-                  "arcs read by the LDD step (.jsonl.gz), bytes per word", "tiny parser's arcs (.jsonl.gz), bytes per word"],
+                  "arcs read by the LDD step (.jsonl.gz), bytes per word",
+                  "tiny parser's arcs (.jsonl.gz), bytes per word"],
                  "rrrrrr")
     for size in sorted(record["sizes"], key=lambda size: size["lines"]):
         arcs = size.get("arcs_file_bytes_per_word", {})

@@ -513,7 +513,8 @@ def headline_sections(run: dict, tables: dict) -> list:
 def differences(headline: dict) -> list:
     s = headline["settings"]
     text = ("the WSJ text at hand (`ptb-lm`, Mikolov's preprocessing) and the PTB sample's words (never its trees, "
-            "the transductive setting); the paper trains on WSJ-train (about 40k sentences, 900k words) and parses WSJ-test, sentences it has not read"
+            "the transductive setting); the paper trains on WSJ-train (about 40k sentences, 900k words) and parses "
+            "WSJ-test, sentences it has not read"
             if s["text"] == "ptb" else
             "Multi30k captions, UD EWT web text and SST movie reviews" + (
                 ", with the PTB sample's words (never its trees, the transductive setting)" if s["transductive"]
