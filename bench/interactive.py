@@ -31,6 +31,7 @@ import os
 import subprocess
 import sys
 import time
+from functools import partial
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -43,6 +44,7 @@ SUPAR_SIZE = dict(n_lstm_hidden=400, n_lstm_layers=3, n_mlp=500)  # examples/tra
 GENERATION = ["--beam", "5", "--max-len-a", "1.3", "--max-len-b", "5", "--buffer-size", "64", "--batch-size", "64",
               "--cpu", "-s", "en", "-t", "de"]
 ONE_THREAD = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+run = partial(report.run_command, env=ONE_THREAD)  # every command on one thread
 
 
 def log(message: str) -> None:
@@ -118,12 +120,6 @@ def supar_model(train, data: str, path: str, size) -> None:
                 Parser.load(checkpoint_path(path), checkpoint=True).save(path)
 
 
-def run(command: list[str]) -> None:
-    result = subprocess.run(command, cwd=REPO, env=ONE_THREAD, capture_output=True, text=True)
-    if result.returncode:
-        raise SystemExit(f"error: {' '.join(command[:3])} ... exited {result.returncode}:\n{result.stderr[-3000:]}")
-
-
 def prepare(work: str, models: dict, pairs: int) -> None:
     """Multi30k's first ``pairs`` pairs parsed, BPE'd and preprocessed as the recipes do: data-{preorder,sequence}."""
     if os.path.exists(os.path.join(work, "data-sequence", "syntax.json")):
@@ -138,7 +134,8 @@ def prepare(work: str, models: dict, pairs: int) -> None:
          os.path.join(work, "codes"), "--write-vocabulary", os.path.join(work, "vocab.en"),
          os.path.join(work, "vocab.de")])
     for lang in ("en", "de"):
-        apply_bpe(work, "train", lang)
+        report.apply_bpe(os.path.join(work, "codes"), os.path.join(work, f"vocab.{lang}"),
+                         os.path.join(work, f"train.words.{lang}"), os.path.join(work, f"train.{lang}"))
     for form in ("preorder", "sequence"):
         log(f"fairseq-syntax-preprocess --form {form}")
         dest = os.path.join(work, f"data-{form}")
@@ -157,15 +154,6 @@ def parse(work: str, name: str, models: dict) -> None:
          "--tagger", models["tagger"], "--input", words, "--output", os.path.join(work, f"{name}.tree")])
     run([sys.executable, "preprocess/parse_dependency.py", "--model", models["biaffine"], "--input", words, "--arcs",
          os.path.join(work, f"{name}.arcs.jsonl"), "--conllu", os.path.join(work, f"{name}.conllu")])
-
-
-def apply_bpe(work: str, name: str, lang: str) -> None:
-    """subword-nmt apply-bpe as the recipes call it: NAME.words.LANG -> NAME.LANG."""
-    with open(os.path.join(work, f"{name}.words.{lang}"), "rb") as words, \
-            open(os.path.join(work, f"{name}.{lang}"), "wb") as out:
-        subprocess.run(["subword-nmt", "apply-bpe", "-c", os.path.join(work, "codes"), "--vocabulary",
-                        os.path.join(work, f"vocab.{lang}"), "--vocabulary-threshold", "1"], stdin=words, stdout=out,
-                       check=True)
 
 
 SYSTEMS = {"mask": ("transformer_syntax_mask", "preorder"), "sequence": ("transformer", "sequence"),

@@ -20,6 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import precision as precisions  # noqa: E402
+from report import apply_bpe, run_command  # noqa: E402
 from recipe import MODEL_SIZE  # noqa: E402
 
 BPE_MERGES = 1500
@@ -33,13 +34,6 @@ PARITY_RECIPE = MODEL_SIZE + [
 ]
 
 
-def run_command(cmd: List[str], stdout=subprocess.PIPE) -> subprocess.CompletedProcess:
-    result = subprocess.run(cmd, cwd=REPO, stdout=stdout, stderr=subprocess.PIPE, text=True)
-    if result.returncode != 0:
-        raise SystemExit(f"error: {' '.join(cmd)} exited {result.returncode}:\n{result.stderr[-4000:]}")
-    return result
-
-
 def prepare_demo_data(work: str) -> str:
     """The demo study's data steps (examples/demo/study.toml): corpus, joint BPE, preorder data directory."""
     raw, bpe, data = (os.path.join(work, name) for name in ("raw", "bpe", "data-preorder"))
@@ -51,10 +45,7 @@ def prepare_demo_data(work: str) -> str:
     os.makedirs(bpe, exist_ok=True)
     for split in ("train", "valid", "test"):
         for lang in ("en", "de"):
-            with open(f"{raw}/{split}.{lang}") as source, open(f"{bpe}/{split}.{lang}", "w") as target:
-                subprocess.run(["subword-nmt", "apply-bpe", "-c", f"{raw}/codes", "--vocabulary",
-                                f"{raw}/vocab.{lang}", "--vocabulary-threshold", "1"], stdin=source, stdout=target,
-                               check=True)
+            apply_bpe(f"{raw}/codes", f"{raw}/vocab.{lang}", f"{raw}/{split}.{lang}", f"{bpe}/{split}.{lang}")
         shutil.copy(f"{raw}/{split}.tree", f"{bpe}/{split}.tree")
     shutil.rmtree(data, ignore_errors=True)
     run_command([sys.executable, "-m", "fairseq_syntax.cli.preprocess", "-s", "en", "-t", "de",

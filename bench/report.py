@@ -28,6 +28,25 @@ def machine() -> str:
     return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"
 
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_command(command: list, **options) -> subprocess.CompletedProcess:
+    """``command`` run in the repository's root, its output captured; a failure ends the program."""
+    result = subprocess.run(command, **{"cwd": REPO, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE,
+                                        "text": True, **options})
+    if result.returncode:
+        raise SystemExit(f"error: {' '.join(command)} exited {result.returncode}:\n{result.stderr[-3000:]}")
+    return result
+
+
+def apply_bpe(codes: str, vocabulary: str, source: str, target: str) -> None:
+    """subword-nmt apply-bpe as the recipes call it (``--vocabulary-threshold 1``): ``source`` -> ``target``."""
+    with open(source, "rb") as words, open(target, "wb") as out:
+        subprocess.run(["subword-nmt", "apply-bpe", "-c", codes, "--vocabulary", vocabulary, "--vocabulary-threshold",
+                        "1"], stdin=words, stdout=out, check=True)
+
+
 def timed_process(command: list, **popen) -> tuple:
     """Runs ``command`` (``subprocess.Popen`` options ``popen``) to its end: the process (``returncode`` set), its
     wall seconds and its CPU seconds (user + system, ``os.wait4``)."""
