@@ -1,21 +1,9 @@
-"""Every check ``fairseq-syntax-study run`` makes before it trains; ``plan`` makes them too, so that ``plan``
-answering 0 means ``run`` starts training. Each problem is one line naming the file and the key; nothing is made, and
-nothing is checked for a study whose runs are all done.
-
-- the corpus's files, and the parsers or parse archive the grid's systems read
-  (:func:`fairseq_syntax.study.prepare.problems`);
-- ``corpus.subset`` within the training split, and both sides of each split of one length;
-- the parse archive's **coverage** of the lines the study reads (the training lines ``corpus.subset`` draws, every
-  valid and test line), found by the digest of each line's text (:mod:`fairseq_syntax.parsing.coverage`); a training
-  line ``corpus.max_train_words`` leaves out needs no parse. A refusal names how many lines are missing and the two
-  ways on: parsers by name or path, or a draw the archive holds (the largest ``corpus.subset`` of the study's
-  ``corpus.subset_seed``, else of seeds 0 to 9);
-- the work folder: an output made from other inputs or settings, or one without its record
-  (:func:`fairseq_syntax.study.prepare.dry_run`);
-- the executor: ``slurm`` needs submitit (found, not imported) and Slurm's commands.
-
-``run`` downloads a parser given by name before it makes anything, ``plan`` does not; run records are checked by
-:func:`fairseq_syntax.study.commands.grid_states`."""
+"""Every check ``fairseq-syntax-study run`` makes before it trains, a line a problem naming the file and the key;
+``plan`` makes them too, so that ``plan`` answering 0 means ``run`` starts training: the corpus's files and the
+parsers or archive the systems read (:func:`fairseq_syntax.study.prepare.problems`); ``corpus.subset`` within the
+training split, both sides of a split of one length; the parse archive's coverage of the lines the study reads (by
+each line's digest, :mod:`fairseq_syntax.parsing.coverage`; a refusal names the two ways on: parsers, or a draw of
+lines the archive holds); the work folder (:func:`fairseq_syntax.study.prepare.dry_run`); the executor's needs."""
 from __future__ import annotations
 
 import functools

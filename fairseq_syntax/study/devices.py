@@ -1,13 +1,7 @@
-"""Whether this machine can train a study's runs on the device its file names, told without torch.
-
-fairseq-train falls back to the CPU where torch sees no GPU, so ``training.device = "cuda"`` is checked twice:
-
-* ``plan`` and ``run`` with executor ``local`` (:func:`device_problem`): ``cuda`` (the file's or any size's) while no
-  NVIDIA GPU is visible, counted without torch: ``/proc/driver/nvidia/gpus/``, else ``nvidia-smi -L``; an empty
-  ``CUDA_VISIBLE_DEVICES`` or one starting with ``-1`` hides them. An AMD driver (``/dev/kfd``) is not judged; with
-  ``slurm`` nothing is checked here.
-* the run's own process (:func:`cuda_problem`, from :func:`fairseq_syntax.study.runner.execute`):
-  ``torch.cuda.is_available()``; the run fails in one line (``WORK/failed/RUN.txt``) before training."""
+"""Whether this machine can train a study's runs on the device its file names. fairseq-train falls back to the CPU
+where torch sees no GPU, so ``training.device = "cuda"`` is checked twice: by ``plan`` and ``run`` with executor
+``local`` (:func:`device_problem`, GPUs counted without torch), and in the run's own process before it trains
+(:func:`cuda_problem`)."""
 from __future__ import annotations
 
 import os

@@ -1,11 +1,7 @@
-"""The local executor: N runs at once on this machine, each in a process of its own on cores of its own.
-
-Each run is ``python -m fairseq_syntax.study.runner STUDY.toml RUN``, its output in ``WORK/logs/RUN.log``. It gets
-``training.threads`` cores by CPU affinity, claimed with a ``flock`` on
-``TMPDIR/fairseq-syntax-study-cores-UID/coreN.lock`` that its process inherits, so no two runs share a core, even of
-two studies; a run waits while too few cores are free. A progress line is printed when a run starts or ends and every
-``interval`` seconds (runs done / to do, elapsed and estimated time, current epochs). Interrupted, the children are
-stopped; the next ``run`` resumes from their checkpoints."""
+"""The local executor: N runs at once, each ``python -m fairseq_syntax.study.runner STUDY.toml RUN`` (output in
+``WORK/logs/RUN.log``) on ``training.threads`` cores of its own, claimed with a ``flock`` on
+``TMPDIR/fairseq-syntax-study-cores-UID/coreN.lock`` that its process inherits: no two runs share a core, even of
+two studies. Interrupted, the children are stopped; the next ``run`` resumes from their checkpoints."""
 from __future__ import annotations
 
 import os

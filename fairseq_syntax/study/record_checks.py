@@ -1,13 +1,11 @@
-"""Every record of a study's runs folder checked against its study file: by ``plan``, ``run`` and ``report`` before
-anything else (:func:`refuse_foreign_records`), and by a run before it counts as finished (:func:`finished`). A
-record is refused in one line naming it and each difference (another study or dataset, a system the file lacks, a
-setting by its key); nothing is written.
+"""Every record of a study's runs folder checked against its study file, by ``plan``, ``run`` and ``report`` before
+anything else (:func:`refuse_foreign_records`) and by a run before it counts as finished (:func:`finished`): a record
+of another study, a system the file lacks or another setting is refused in one line naming each difference.
 
-A record's file names its run: ``SYSTEM.seedK.run.json`` or ``SYSTEM.seeds.run.json`` (facts of its first seed).
-Settings are compared key by key where the record names them (its ``study`` identity); a record of the old form (a
-settings digest, or none) matches on an equal digest, else its training command is compared word by word with the
-file's (:func:`~fairseq_syntax.study.grid.train_pieces` names what gives each word). A first-studies control run that
-read the seed-1 structures (``DATA.CONTROL``) for every seed is no difference."""
+Settings are compared key by key where the record names them; a record of the old form (a settings digest, or none)
+matches on an equal digest, else its training command is compared word by word with the file's
+(:func:`~fairseq_syntax.study.grid.train_pieces` names what gives each word). A first-studies control run that read
+the seed-1 structures (``DATA.CONTROL``) for every seed is no difference."""
 from __future__ import annotations
 
 import json

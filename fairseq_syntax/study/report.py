@@ -1,13 +1,7 @@
-"""``fairseq-syntax-study report``: the study's answer in its report folder, from its run records.
-
-1. Every record of the runs folder must be this study's (one line each, nothing written); stale records over seeds
-   are made again (:mod:`~fairseq_syntax.study.over_seeds`).
-2. ``RESULTS.md`` / ``RESULTS.json`` (:func:`fairseq_syntax.evaluation.results.results_of_runs`) tested as the file
-   says (:func:`comparisons_of`), with its verdicts (:mod:`fairseq_syntax.evaluation.study_answer`); a section on
-   **runaway hypotheses** (:mod:`fairseq_syntax.evaluation.runaway`), reading the test set from the runs folder's
-   kept copy (``RUNS/test.TARGET.ref``, ``RUNS/test.SOURCE.src``), else the data, else no section; and ``seeds.png``.
-3. With ``--readme FILE``, the short answer between FILE's study-answer markers; nothing else outside the report
-   folder is written."""
+"""``fairseq-syntax-study report``: the study's answer from its run records (every one this study's, records over
+seeds made again where stale): ``RESULTS.md`` / ``RESULTS.json`` tested as the file says (:func:`comparisons_of`),
+a section on **runaway hypotheses** (:mod:`fairseq_syntax.evaluation.runaway`) on the test set the runs folder
+keeps, else the data's, and ``seeds.png``; with ``--readme FILE``, the short answer between FILE's markers."""
 from __future__ import annotations
 
 import os

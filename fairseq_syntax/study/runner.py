@@ -1,24 +1,14 @@
-"""One run of a study, start to end: claim it, train (or resume), decode the best checkpoint, score, record.
+"""One run of a study, start to end (:func:`execute`, what every executor calls, a :class:`RunTask` in, a
+:class:`RunOutcome` out), its steps the recipes':
 
-:func:`execute`, what every executor calls, takes a :class:`RunTask` (the study file and the run's name) and returns
-a :class:`RunOutcome`. The steps are the recipes', so its record reads like theirs:
+1. **claim** ``WORK/claims/RUN.lock`` (``flock``-ed while the process and the commands it starts live);
+2. a run whose record and decode are kept is never trained again (a record of another setting is refused);
+3. **train**, or resume checkpoints made by the same command up to its budget (:func:`resume_key`);
+4. **decode** the best-validation checkpoint, kept as hypotheses only, logs portable and gzipped;
+5. **score** against the raw test reference, with the paired bootstrap against the baseline's run of the same seed,
+   into the run record with the study's identity.
 
-1. **Claim.** ``WORK/claims/RUN.lock`` is ``flock``-ed while the process lives: one run never trains twice at once;
-   a killed process's lock goes with it.
-2. **Finished?** A run whose record and decode are kept (``RUNS/RUN.run.json``, ``RUNS/RUN.gen.gz``, or packed) is
-   never trained again; a record of another study or setting is refused, naming what differs.
-3. **Train.** ``fairseq-train`` with :func:`~fairseq_syntax.study.grid.train_arguments`; existing checkpoints are
-   resumed if made by the same command up to its budget (:func:`resume_key`, ``CKPT/train_command.json``), else the
-   run stops naming the folder.
-4. **Decode** the best-validation checkpoint (``fairseq-generate``), kept as hypotheses only
-   (:func:`~fairseq_syntax.evaluation.scoring.write_kept_decode`), logs portable and gzipped.
-5. **Score** (``fairseq-syntax-score``) against the raw test reference, with the paired bootstrap against the
-   baseline's run of the same seed where decoded, into the run record with the study's identity. The runs folder
-   keeps the test set (:func:`~fairseq_syntax.study.records.keep_test_set`, before training; another one kept stops
-   the run naming both); a size's or candidate's of a study over sizes keeps none.
-
-A failure leaves ``WORK/failed/RUN.txt`` (the step and the log's last lines) for ``plan``; the next ``run`` resumes
-from the checkpoint."""
+A failure leaves ``WORK/failed/RUN.txt`` (the step and the log's last lines) for ``plan``."""
 from __future__ import annotations
 
 import gzip

@@ -1,22 +1,12 @@
-"""The study's Slurm executor: a list of items (the study's runs) as one Slurm job array, through submitit.
-
-``run_jobs`` submits ``function(item)`` for every item as one task of a job array (``map_array``), waits for all of
-them while printing progress and returns each item's result or the exception its job ended with: one job's failure
-never stops the others nor raises. ``study_jobs`` lists what of a study's arrays is still queued (for ``status``).
+"""The study's Slurm executor, through submitit: ``run_jobs`` submits ``function(item)`` for every item as one task
+of a job array and returns each item's result or the exception its job ended with (one job's failure never stops the
+others); ``study_jobs`` lists what of a study's arrays is still queued, from the ``ARRAYID_items.json`` each array
+leaves in its folder.
 
 A job is judged by its result file and ``squeue --states=all``, never by ``sacct`` (a cluster without accounting
-leaves submitit's state ``UNKNOWN`` for ever). A job is finished when its result file is there (``job.result()``: the
-value, or ``FailedJobError`` with the function's traceback), or when it has ended in (or left) the queue without one
-for ``RESULT_GRACE_S``: then it ended in an ``UncompletedJobError`` naming the job, Slurm's line on how it ended and
-its log. It failed when it raised, or when ``failure`` says its value is one (a study run killed by ``scancel``'s
-SIGTERM returns a failed outcome); the progress line then gives the reason and Slurm's own line (``*** JOB 13 ON
-node1 CANCELLED AT ... ***``, else its end state).
-
-Every job gets ``--signal=USR2@90``: a timed-out job ends in a ``FailedJobError`` "timed-out and not
-checkpointable". One item is a plain job (id ``123``), more an array (``123_0``...).
-
-``folder`` gets one ``ARRAYID_items.json`` an array: each job's id, its item's index and description, which
-``study_jobs`` reads."""
+leaves submitit's state ``UNKNOWN``): one that has left the queue without a result for ``RESULT_GRACE_S`` ended in
+an ``UncompletedJobError`` naming Slurm's own line on how it ended (``*** JOB 13 ON node1 CANCELLED AT ... ***``)
+and its log. Every job gets ``--signal=USR2@90``; one item is a plain job (id ``123``), more an array (``123_0``)."""
 from __future__ import annotations
 
 import importlib.util
