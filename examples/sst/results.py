@@ -52,19 +52,15 @@ def read_run(path: str) -> Run:
     keys = ("arch", "input_form", "preterminals", "classifier_pooling", "node_labels", "no_hier_embed",
             "no_subtree_mask", "max_update", "warmup_updates", "max_tokens", "lr", "dropout", "seed")
     run = Run(name, name.split(".")[0], {key: setting(config, key) for key in keys})
-    if match := re.search(r"num\. shared model params: ([\d,]+)", text):
-        run.params = int(match.group(1).replace(",", ""))
-    if match := re.search(r"train: (\d+) trees", text):
-        run.train_trees = int(match.group(1))
-    if match := re.search(r"valid: (\d+) trees", text):
-        run.valid_trees = int(match.group(1))
+    for attribute, pattern in (("params", r"num\. shared model params: ([\d,]+)"),
+                               ("train_trees", r"train: (\d+) trees"), ("valid_trees", r"valid: (\d+) trees")):
+        if match := re.search(pattern, text):
+            setattr(run, attribute, int(match.group(1).replace(",", "")))
     for line in text.splitlines():
         if "valid on 'valid' subset" in line:
-            epoch = int(re.search(r"epoch (\d+)", line).group(1))
-            updates = int(re.search(r"num_updates (\d+)", line).group(1))
-            accuracy = float(re.search(r"\| accuracy ([\d.]+)", line).group(1))
-            node = re.search(r"node_accuracy ([\d.]+)", line)
-            run.valid.append((epoch, updates, accuracy, float(node.group(1)) if node else None))
+            epoch, updates, accuracy, node = (re.search(rf"\b{name} ([\d.]+)", line)
+                                              for name in ("epoch", "num_updates", "accuracy", "node_accuracy"))
+            run.valid.append((int(epoch[1]), int(updates[1]), float(accuracy[1]), node and float(node[1])))
     if match := re.search(r"Stopping training due to (\w+)", text):
         run.stopped_by = {"num_updates": "max updates", "cumulative_training_time": "time limit"}.get(
             match.group(1), match.group(1))

@@ -1,7 +1,5 @@
 #!/usr/bin/env bash
-# Stanford Sentiment Treebank (SST-5 and SST-2): the tiny hierarchical-accumulation classifier of Nguyen et al.
-# (2020, Section 5.2) against a plain Transformer classifier of the same size: `examples/sst/run.sh --help` says
-# what it does and takes.
+# The SST recipe: `examples/sst/run.sh --help` says what it does and takes.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
