@@ -135,18 +135,13 @@ def test_ribes_by_hand_and_against_nltk():
                                                                                   hand_tokens_hyps))
 
 
-def test_read_generate_output_orders_by_id_and_picks_the_field(tmp_path):
+def test_a_decode_is_read_by_id_and_field_and_kept_as_its_hypotheses_and_log_lines(tmp_path):
     hyps = ["first", "", "third with\ta tab"]  # an empty hypothesis is still a hypothesis
-    path = write_lines(tmp_path / "gen.out", generate_output(hyps, [2, 0, 1]))
+    output = generate_output(hyps, [2, 0, 1])  # D- lines equal to their H- lines: generate ran without --tokenizer
+    path = write_lines(tmp_path / "gen.out", output)
     assert read_generate_output(path) == hyps
-    assert read_generate_output(path, expected_ids=3, field="H") == hyps
     assert read_generate_output(path, field="T") == REFERENCES[:3]
     assert read_generate_output(path, field="S") == ["source 0", "source 1", "source 2"]
-
-
-def test_kept_decode_keeps_the_hypotheses_by_id_and_generates_own_lines(tmp_path):
-    hyps = ["first", "", "third with\ta tab"]
-    output = generate_output(hyps, [2, 0, 1])  # D- lines equal to their H- lines: generate ran without --tokenizer
     kept = kept_decode(output)
     # by hand: the H- lines in id order, their score column empty, then the two log lines
     assert kept == ["H-0\t\tfirst", "H-1\t\t", "H-2\t\tthird with\ta tab", output[0], output[-1]]
