@@ -1,13 +1,24 @@
 """Algorithm 1 and trivial trees on hand-set links; fairseq-syntax-induce, masked-word perplexity, prior plot."""
+import argparse
 import json
 import math
-import subprocess
+import shutil
 
 import numpy as np
 import pytest
 import torch
+from fairseq import options
+from fairseq.data import Dictionary
+from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+from fairseq_cli import preprocess, train
 
+import fairseq_syntax
+from fairseq_syntax.core.checkpoints import TRAINED_DICTIONARIES
+from fairseq_syntax.core.model import tiny_architecture
+from fairseq_syntax.core.model_inputs import encode, load_model
 from fairseq_syntax.core.trees import parse_tree, to_bracketed
+from fairseq_syntax.methods.tree_transformer import induce, masked_lm
+from fairseq_syntax.methods.tree_transformer.analysis import plot_constituent_priors, sentence_priors
 from fairseq_syntax.methods.tree_transformer.induction import (
     induce_tree,
     left_branching,
@@ -17,6 +28,8 @@ from fairseq_syntax.methods.tree_transformer.induction import (
     to_tree,
     tree_spans,
 )
+from fairseq_syntax.methods.tree_transformer.model import ConstituentTransformerModel, tree_encoder
+from fairseq_syntax.methods.tree_transformer.parseval import gold_sentence
 
 # "the cute dog is wagging its tail": links k join words k and k+1; layers 0..3
 CUTE_DOG = np.array([
@@ -103,23 +116,12 @@ def test_random_tree_draws_have_their_distributions(draw, expected):
 
 
 def test_bpe_pieces_join_and_links_are_taken_at_word_boundaries():
-    from fairseq_syntax.methods.tree_transformer.induce import merge_bpe
-
-    assert merge_bpe(["the", "ca@@", "t", "s@@", "a@@", "t"]) == (["the", "cat", "sat"], [0, 2, 5])
+    assert induce.merge_bpe(["the", "ca@@", "t", "s@@", "a@@", "t"]) == (["the", "cat", "sat"], [0, 2, 5])
     with pytest.raises(ValueError, match="nothing follows"):
-        merge_bpe(["ca@@"])
+        induce.merge_bpe(["ca@@"])
 
 
 def test_sentence_links_of_a_translation_model_on_bpe_input():
-    import argparse
-
-    from fairseq.data import Dictionary
-
-    import fairseq_syntax.methods.tree_transformer.model as tree_transformer
-    from fairseq_syntax.core.model import tiny_architecture
-    from fairseq_syntax.core.model_inputs import encode
-    from fairseq_syntax.methods.tree_transformer.induce import sentence_links
-
     class Task:  # a translation task: sentences are "w_1 .. w_n </s>"
         source_dictionary = target_dictionary = Dictionary()
 
@@ -127,9 +129,9 @@ def test_sentence_links_of_a_translation_model_on_bpe_input():
         Task.source_dictionary.add_symbol(symbol)
     args = argparse.Namespace()
     tiny_architecture(args)
-    model = tree_transformer.ConstituentTransformerModel.build_model(args, Task()).eval()
+    model = ConstituentTransformerModel.build_model(args, Task()).eval()
     lines = [["the", "ca@@", "t", "sa@@", "t"], ["a", "dog"]]
-    links = sentence_links(model, Task(), lines, batch_size=2)
+    links = induce.sentence_links(model, Task(), lines, batch_size=2)
     token_links = model.encoder.link_probabilities(encode(Task(), lines[0])[None])[:, 0]  # L x 5
     # words end at tokens 0 ("the"), 2 ("t" of cat), 4; the word links follow tokens 0 and 2
     assert links[0].shape == (2, 2) and np.allclose(links[0], token_links[:, [0, 2]].numpy(), atol=1e-5)
@@ -147,34 +149,33 @@ GOLD = [
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """A 3-layer tree_transformer_lm_tiny after 4 updates of sentence_masked_lm on a toy corpus."""
+    """A 3-layer tree_transformer_lm_tiny after 4 updates of sentence_masked_lm on a toy corpus (fairseq-preprocess
+    and fairseq-train in this process)."""
     root = tmp_path_factory.mktemp("tree_transformer")
     rng = np.random.default_rng(0)
     words = {"det": ["the", "a"], "noun": ["cat", "dog", "man", "woman", "bird"], "verb": ["saw", "chased", "liked"]}
     corpus = [" ".join(rng.choice(words[kind]) for kind in ("det", "noun", "verb", "det", "noun")) for _ in range(200)]
     (root / "train.txt").write_text("\n".join(corpus) + "\n")
     (root / "valid.txt").write_text("\n".join(corpus[:16]) + "\n")
-    run = lambda *command: subprocess.run(command, check=True, capture_output=True, text=True)  # noqa: E731
-    run("fairseq-preprocess", "--only-source", "--trainpref", str(root / "train.txt"), "--validpref",
-        str(root / "valid.txt"), "--destdir", str(root / "bin"), "--workers", "1")
-    import fairseq_syntax
-
-    run("fairseq-train", str(root / "bin"), "--user-dir", fairseq_syntax.__path__[0], "--task", "sentence_masked_lm",
+    preprocess.main(options.get_preprocessing_parser().parse_args([
+        "--only-source", "--trainpref", str(root / "train.txt"), "--validpref", str(root / "valid.txt"),
+        "--destdir", str(root / "bin"), "--workers", "1"]))
+    train.main(convert_namespace_to_omegaconf(options.parse_args_and_arch(options.get_training_parser(), [
+        str(root / "bin"), "--user-dir", fairseq_syntax.__path__[0], "--task", "sentence_masked_lm",
         "--criterion", "masked_lm", "--arch", "tree_transformer_lm_tiny", "--tokens-per-sample", "16",
         "--optimizer", "adam", "--lr", "1e-3", "--max-update", "4", "--batch-size", "16", "--cpu", "--seed", "1",
-        "--save-dir", str(root / "checkpoints"), "--no-epoch-checkpoints", "--no-last-checkpoints")
+        "--save-dir", str(root / "checkpoints"), "--no-epoch-checkpoints", "--no-last-checkpoints",
+        "--num-workers", "0"])))
     (root / "input.txt").write_text("\n".join(SENTENCES) + "\n")
     (root / "gold.mrg").write_text("\n".join(GOLD) + "\n")
     return root
 
 
 def test_induce_command_reports_f1_and_writes_trees(trained, capsys):
-    from fairseq_syntax.methods.tree_transformer.induce import cli_main
-
     argv = [str(trained / "checkpoints" / "checkpoint_best.pt"), "--input", str(trained / "input.txt"),
             "--gold", str(trained / "gold.mrg"), "--min-layer", "1", "--output", str(trained / "induced.txt"),
             "--json", str(trained / "scores.json")]
-    cli_main(argv)
+    induce.cli_main(argv)
     printed = capsys.readouterr().out
     assert "right-branching" in printed and "recall by gold label" in printed
     trees = (trained / "induced.txt").read_text().splitlines()
@@ -192,7 +193,7 @@ def test_induce_command_reports_f1_and_writes_trees(trained, capsys):
     assert "links vs gold, per layer" in printed
 
     # the rule chosen on every 3rd sentence (sentence 1) and scored on sentences 2-3; without the final </s>
-    cli_main(argv[:5] + ["--select-on-dev", "3", "--without-eos", "--json", str(trained / "dev.json")])
+    induce.cli_main(argv[:5] + ["--select-on-dev", "3", "--without-eos", "--json", str(trained / "dev.json")])
     assert "rule chosen on 1 dev sentences (every 3-th)" in capsys.readouterr().out
     selected = json.loads((trained / "dev.json").read_text())
     assert selected["selection"]["dev_sentences"] == 1 and len(selected["selection"]["dev_sentence_f1"]) == 3 * 5 + 3
@@ -202,7 +203,7 @@ def test_induce_command_reports_f1_and_writes_trees(trained, capsys):
     (trained / "bad.txt").write_text("the cat saw a dog\na man liked the bird\nthe dog chased a woman , zebra\n")
     argv[argv.index("--input") + 1] = str(trained / "bad.txt")
     with pytest.raises(SystemExit) as error:  # one line, not a traceback around it (issue 50, item 11)
-        cli_main(argv)
+        induce.cli_main(argv)
     assert str(error.value) == (
         f"error: {trained}/bad.txt:3: 7 words, but gold tree 3 of {trained}/gold.mrg has 6 words that count (the dog "
         "chased a woman zebra); write the sentences without punctuation (see "
@@ -212,8 +213,6 @@ def test_induce_command_reports_f1_and_writes_trees(trained, capsys):
 @pytest.mark.parametrize("option, value, fits", [("--min-layer", "3", "2"), ("--layer", "-1", "0")])
 def test_layers_the_model_lacks_are_refused_before_any_link_is_computed(trained, monkeypatch, option, value, fits):
     """A layer the 3-layer model lacks is refused in one line, before any link is computed."""
-    from fairseq_syntax.methods.tree_transformer import induce
-
     def no_links(*args, **kwargs):
         raise AssertionError("the links were computed before the layers were checked")
 
@@ -228,8 +227,6 @@ def test_layers_the_model_lacks_are_refused_before_any_link_is_computed(trained,
 
 def test_missing_files_of_the_evaluation_commands_are_one_line(tmp_path):
     """fairseq-syntax-induce with a missing input, fairseq-syntax-masked-ppl with a missing checkpoint: one line."""
-    from fairseq_syntax.methods.tree_transformer import induce, masked_lm
-
     (tmp_path / "input.txt").write_text("the cat saw a dog\n")
     with pytest.raises(SystemExit) as error:
         induce.cli_main([str(tmp_path / "model.pt"), "--input", str(tmp_path / "missing.txt"), "--gold",
@@ -244,12 +241,9 @@ def test_missing_files_of_the_evaluation_commands_are_one_line(tmp_path):
 
 
 def test_masked_word_perplexity_masks_each_word_once(trained):
-    from fairseq_syntax.core.model_inputs import encode, load_model
-    from fairseq_syntax.methods.tree_transformer.masked_lm import masked_word_perplexity
-
     model, task = load_model(str(trained / "checkpoints" / "checkpoint_best.pt"))
     sentences = [sentence.split() for sentence in SENTENCES] + [["the", "zebra", "ran"]]
-    result = masked_word_perplexity(model, task, sentences)
+    result = masked_lm.masked_word_perplexity(model, task, sentences)
     # reference: one forward pass per word, that word alone masked; "zebra" and "ran" are unknown
     nll, count = 0.0, 0
     with torch.no_grad():
@@ -269,13 +263,6 @@ def test_masked_word_perplexity_masks_each_word_once(trained):
 
 def test_constituent_prior_heatmaps(trained):
     pytest.importorskip("matplotlib")
-    from fairseq_syntax.core.model_inputs import load_model
-    from fairseq_syntax.methods.tree_transformer.analysis import (
-        plot_constituent_priors,
-        sentence_priors,
-    )
-    from fairseq_syntax.methods.tree_transformer.model import tree_encoder
-
     model, task = load_model(str(trained / "checkpoints" / "checkpoint_best.pt"))
     words = SENTENCES[0].split()
     priors = sentence_priors(model, task, words)
@@ -298,14 +285,11 @@ def test_constituent_prior_heatmaps(trained):
 
 
 def test_the_rule_is_chosen_on_dev_sentences_only():
-    from fairseq_syntax.methods.tree_transformer.induce import candidate_rules, select_rule
-    from fairseq_syntax.methods.tree_transformer.parseval import gold_sentence
-
     # gold ((a b) c): layer 0 cuts b-c, layer 1 links all: Algorithm 1 from m = 1 gives F1 0, from layer 0 F1 1
     gold = [gold_sentence(parse_tree("(S (NP (DT a) (NN b)) (VP (VBZ c)))"))] * 2
     links = [np.array([[0.9, 0.1], [0.95, 0.95]])] * 2
-    assert len(candidate_rules(2)) == 2 * 5 + 2  # m in {0, 1} x 5 thresholds, greedy from each layer
-    name, settings, dev_f1 = select_rule(links, gold, dev=[0])
+    assert len(induce.candidate_rules(2)) == 2 * 5 + 2  # m in {0, 1} x 5 thresholds, greedy from each layer
+    name, settings, dev_f1 = induce.select_rule(links, gold, dev=[0])
     assert dev_f1["Algorithm 1, m=1, threshold 0.8"] == 0.0 and dev_f1["greedy from layer 0"] == 1.0
     assert dev_f1[name] == 1.0 and name == "Algorithm 1, m=0, threshold 0.5"  # the first rule that scores 1
     assert settings == {"min_layer": 0, "threshold": 0.5}
@@ -314,11 +298,6 @@ def test_the_rule_is_chosen_on_dev_sentences_only():
 def test_another_dictionary_is_refused_in_one_line(trained, tmp_path):
     """The masked LM task's check_checkpoint: its recorded dictionary (with <mask>) against another dict.txt. The
     sizes message and resumed training go through the same check: tests/core/test_checkpoint_dictionaries.py."""
-    import shutil
-
-    from fairseq_syntax.core.checkpoints import TRAINED_DICTIONARIES
-    from fairseq_syntax.methods.tree_transformer import induce
-
     checkpoint = str(trained / "checkpoints" / "checkpoint_best.pt")
     lines = (trained / "bin" / "dict.txt").read_text().splitlines()
     state = torch.load(checkpoint, map_location="cpu", weights_only=False)
