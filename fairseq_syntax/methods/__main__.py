@@ -1,15 +1,7 @@
 """``python -m fairseq_syntax.methods COMMAND``: what the recipes, the benchmark and the README read from the method
 descriptions (:data:`fairseq_syntax.methods.METHODS`).
 
-* ``systems [--task translation] [--method NAME] [--no-baselines] [--no-ablations] [--controls]``: one
-  ``NAME:ARCH:DATA[:EXTRA]`` per line (``--controls``: with control systems, e.g.
-  ``mask_random:transformer_syntax_mask:preorder.random``);
-* ``controls``: ``CONTROL SYSTEM KIND`` a line (:func:`fairseq_syntax.methods.control_pairs`);
-* ``data-dirs SPEC...``: one ``DATA FORM PRETERMINALS SIDE_INPUT...`` line per data directory they read (a spec may
-  name one control seed's data, ``preorder.struct-s2``);
-* ``for-seed SPEC SEED``: the spec a run of training seed SEED trains
-  (``mask_struct:transformer_syntax_mask:preorder.struct-s2`` for seed 2);
-* ``readme-table``: the README's method table; ``docs-table``: the full table of ``docs/methods.md``."""
+``--help`` lists the commands and what each prints."""
 import argparse
 import sys
 
@@ -57,16 +49,19 @@ def docs_table() -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m fairseq_syntax.methods", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    listing = commands.add_parser("systems", help="system specs, one per line")
+    listing = commands.add_parser("systems", help="system specs NAME:ARCH:DATA[:EXTRA], one a line")
     listing.add_argument("--task", default="translation", help="translation, classification or masked_lm")
     listing.add_argument("--method", choices=[method.name for method in METHODS], help="only this method's")
     listing.add_argument("--no-baselines", action="store_true")
     listing.add_argument("--no-ablations", action="store_true")
     listing.add_argument("--controls", action="store_true", help="with the systems on control structures")
-    commands.add_parser("controls", help="each control system, the system it is a control of and its kind")
-    data = commands.add_parser("data-dirs", help="the data directories the given systems read")
+    commands.add_parser("controls", help="CONTROL SYSTEM KIND a line: each control system, the system it is a "
+                        "control of and its kind")
+    data = commands.add_parser("data-dirs", help="DATA FORM PRETERMINALS SIDE_INPUT... a line: the data directories "
+                               "the given systems read (a spec may name one control seed's data, preorder.struct-s2)")
     data.add_argument("specs", nargs="*")
-    for_seed = commands.add_parser("for-seed", help="the spec a run of one training seed trains")
+    for_seed = commands.add_parser("for-seed", help="the spec a run of one training seed trains (its control data "
+                                   "preorder.struct-s2 for seed 2)")
     for_seed.add_argument("spec")
     for_seed.add_argument("seed", type=int)
     commands.add_parser("readme-table", help="the README's compact method table")
