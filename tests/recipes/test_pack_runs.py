@@ -111,20 +111,6 @@ def test_only_finished_runs_are_packed_and_nothing_packed_is_replaced(runs):
     assert scoring.read_lines(runs / "mask.seed1.gen.gz") == ["H-0\t-0.5\tein Hund", "H-1\t-0.5\tzwei Katzen"]
 
 
-def test_the_command_line_packs_and_answers_has(runs):
-    def command(*args):  # as the recipes run them: the packer's commands, and the library's readers
-        script = PACKER if args[0].startswith(("pack", "unpack")) else packed_runs.__file__
-        return subprocess.run([sys.executable, str(script), *map(str, args)], capture_output=True, text=True,
-                              check=False)
-    assert command("has", "--packed", runs / "mask.seed1.gen").returncode == 1  # there, gzipped, not packed
-    done = command("pack", runs, "mask")
-    assert done.returncode == 0 and "8 files packed into" in done.stdout
-    assert command("has", "--packed", runs / "mask.seed1.gen").returncode == 0
-    refused = command("pack", runs, "mask")
-    assert refused.returncode == 2 and "no kept run outputs mask.*" in refused.stderr
-    assert "Traceback" not in refused.stderr
-
-
 def test_log_folders_packed_into_the_archive_above_them_are_read_and_listed_as_before(tmp_path):
     recipe = tmp_path / "recipe"
     for folder, names in (("logs", ("train.log", "induce.log", "scores.json")), ("logs-other", ("train.log",))):
@@ -148,7 +134,7 @@ def test_log_folders_packed_into_the_archive_above_them_are_read_and_listed_as_b
         pack_runs.pack_folder(recipe / "logs-other", into=recipe / "logs")
 
 
-def test_pack_without_a_name_takes_every_finished_run_and_leaves_the_runs_still_going(runs):
+def test_pack_without_a_name_takes_every_finished_run_and_leaves_the_runs_still_going(runs, capsys):
     (runs / "mask.seed3.train.log").write_text(LOG)  # still training
     kept_run(runs, "mask.seed4", ["vier"], record=False)  # decoded, not scored yet
     removed = pack_runs.pack(runs)
@@ -166,6 +152,9 @@ def test_pack_without_a_name_takes_every_finished_run_and_leaves_the_runs_still_
     assert done.stdout.strip() == (f"4 files packed into {runs / 'packed.tar.xz'}; 1 files of runs not finished left "
                                    "as they are")
     assert scoring.read_lines(runs / "mask.seed4.gen") == ["H-0\t-0.5\tvier"]
+    assert pack_runs.main(["pack", str(runs), "mask_random"]) == 2  # a system with nothing left to pack: one line
+    assert capsys.readouterr().err == (f"error: {runs}: no kept run outputs "
+                                       "mask_random.*{.train.log.gz,.gen.gz,.gen.log.gz} to pack\n")
 
 
 def test_packed_records_are_found_and_read_like_files_and_a_packed_run_is_not_rescored_in_place(runs, capsys):
