@@ -13,17 +13,16 @@ esac
 DATA_BIN=$(cd "$1" && pwd)
 cd "$HERE/../.."
 export ONEDNN_PRIMITIVE_CACHE_CAPACITY=64 LRU_CACHE_CAPACITY=64
+# the recipe's model size, regularisation and training flags (bench/recipe.py), one a line
+mapfile -t RECIPE < <(python3 -c 'import sys; sys.path.insert(0, "bench"); import recipe
+print("\n".join(recipe.MODEL_SIZE + recipe.REGULARISATION + recipe.TRAINING))')
 measure() {  # measure NAME THREADS BF16(0/1) ARCH FORM
   local name=$1 threads=$2 bf16=$3 arch=$4 form=$5 extra=()
   [ "$bf16" = 1 ] && extra=(--cpu-bf16-autocast)
   OMP_NUM_THREADS=$threads MKL_NUM_THREADS=$threads fairseq-train "$DATA_BIN/$form" --user-dir fairseq_syntax \
-    --task syntax_translation --arch "$arch" --encoder-layers 3 --decoder-layers 3 --encoder-embed-dim 256 \
-    --decoder-embed-dim 256 --encoder-ffn-embed-dim 1024 --decoder-ffn-embed-dim 1024 --encoder-attention-heads 4 \
-    --decoder-attention-heads 4 --share-all-embeddings --dropout 0.3 --weight-decay 0.0001 \
-    --criterion label_smoothed_cross_entropy --label-smoothing 0.1 --optimizer adam --adam-betas "(0.9, 0.98)" \
-    --lr 1e-3 --lr-scheduler inverse_sqrt --warmup-updates 1000 --clip-norm 1.0 --max-tokens 4096 --max-update 40 \
-    --cpu --seed 1 --max-source-positions 1024 --no-save --log-format simple --log-interval 10 \
-    --disable-validation "${extra[@]}" 2>&1 | grep -v "fairseq_cli.train | {" > "$HERE/$name.log"
+    --arch "$arch" "${RECIPE[@]}" --max-tokens 4096 --max-update 40 --max-source-positions 1024 --no-save \
+    --log-format simple --log-interval 10 --disable-validation "${extra[@]}" 2>&1 \
+    | grep -v "fairseq_cli.train | {" > "$HERE/$name.log"
   # kept as NAME.log.gz (the committed ones are packed: examples/pack_runs.py unpack-folder this folder before a
   # new measurement, pack-folder after it); summarize.py reads either
   gzip -n -f "$HERE/$name.log"
