@@ -1,6 +1,4 @@
 """fairseq-syntax-induce warns of lines whose words differ from their gold tree's; over --max-differing: refused."""
-import subprocess
-
 import pytest
 
 from fairseq_syntax.core.trees import parse_tree
@@ -9,6 +7,7 @@ from fairseq_syntax.methods.tree_transformer.induce import (
     build_parser,
     check_alignment,
     check_sentences,
+    cli_main,
     differing_sentences,
 )
 from fairseq_syntax.methods.tree_transformer.parseval import gold_sentence
@@ -41,38 +40,30 @@ def test_half_the_trees_of_other_sentences_pass_the_whole_file_rule_but_not_the_
     assert MAX_DIFFERING_SENTENCES == 0.05
 
 
-@pytest.fixture
-def files(tmp_path):
-    def write(lines, trees):
-        (tmp_path / "in.txt").write_text("".join(line + "\n" for line in lines))
-        (tmp_path / "gold.mrg").write_text("".join(tree + "\n" for tree in trees))
-        (tmp_path / "model.pt").write_bytes(b"")  # the lines below come before any model is loaded
-        return tmp_path
-
-    return write
+def induce(*extra):
+    """fairseq-syntax-induce in this process: what it wrote to stderr before the one line it stopped with."""
+    with pytest.raises(SystemExit) as stopped:
+        cli_main(["model.pt", "--input", "in.txt", "--gold", "gold.mrg", *extra])
+    return str(stopped.value)
 
 
-def induce(folder, *extra):
-    return subprocess.run(["fairseq-syntax-induce", "model.pt", "--input", "in.txt", "--gold", "gold.mrg", *extra],
-                          cwd=folder, capture_output=True, text=True)
-
-
-def test_the_command_warns_of_one_sentence_in_25_and_goes_on(files):
+def test_the_command_warns_of_one_sentence_in_25_and_goes_on(tmp_path, monkeypatch, capsys):
     # 24 pairs that match, then line 25 from another sentence: 1 of 25 (4%) is not above 5%
-    folder = files(INPUT[:2] * 12 + ["a girl found the ball"], GOLD_TREES[:2] * 12 + [GOLD_TREES[2]])
-    done = induce(folder)
-    lines = done.stderr.splitlines()
-    assert lines[0] == ("warning: in.txt: 1 of 25 sentences' words differ from their gold tree's in gold.mrg (under "
-                        "half of a sentence's words match; first: line 25)")
-    assert lines[1] == "error: model.pt is cut short (0 bytes): a run killed while writing it leaves it so; there " \
-                       "is no whole checkpoint beside it"  # the model comes next: the check did not stop the run
-    refused = induce(folder, "--max-differing", "0")  # above the threshold: one line, before any model is read
-    assert refused.returncode == 1 and refused.stdout == "" and refused.stderr.splitlines() == [
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.txt").write_text("".join(line + "\n" for line in INPUT[:2] * 12 + ["a girl found the ball"]))
+    (tmp_path / "gold.mrg").write_text("".join(tree + "\n" for tree in GOLD_TREES[:2] * 12 + [GOLD_TREES[2]]))
+    (tmp_path / "model.pt").write_bytes(b"")  # the lines below come before any model is loaded
+    # the model comes next: the check did not stop the run
+    assert induce() == ("error: model.pt is cut short (0 bytes): a run killed while writing it leaves it so; there "
+                        "is no whole checkpoint beside it")
+    assert capsys.readouterr().err == ("warning: in.txt: 1 of 25 sentences' words differ from their gold tree's in "
+                                       "gold.mrg (under half of a sentence's words match; first: line 25)\n")
+    assert induce("--max-differing", "0") == (  # above the threshold: one line, before any model is read
         "error: in.txt: 1 of 25 sentences' words differ from their gold tree's in gold.mrg (under half of a sentence's "
         "words match; first: line 25): more than --max-differing 0 of them: give the trees the sentences were taken "
-        "from, in their order (or a larger --max-differing)"]
-    assert induce(folder, "--max-differing", "2").stderr.splitlines() == [
-        "error: --max-differing 2: a share of the sentences, in [0, 1]"]
+        "from, in their order (or a larger --max-differing)")
+    assert capsys.readouterr() == ("", "")
+    assert induce("--max-differing", "2") == "error: --max-differing 2: a share of the sentences, in [0, 1]"
 
 
 def test_the_help_says_where_it_refuses():
