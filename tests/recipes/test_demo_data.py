@@ -68,10 +68,6 @@ def _interior_labels(tree) -> set[str]:
     return {tree.label}.union(*(_interior_labels(child) for child in tree.children))
 
 
-def _translate(bracketed: str) -> str:
-    return " ".join(make_data.translate(parse_tree(bracketed)))
-
-
 @pytest.fixture(scope="module")
 def demo_dir(tmp_path_factory) -> Path:
     """The files of SIZES, seed 3, and their parse archive (--archive) in ``parses``."""
@@ -135,48 +131,38 @@ def test_negative_size_is_refused(tmp_path):
 
 
 # --- transfer
-def test_svo_becomes_sov_with_adjective_after_noun_and_plural_agreement():
-    tree = "(S (NP (DT the) (NNS dogs)) (VP (VBD chased) (NP (DT a) (JJ big) (NN cat))) (. .))"
+@pytest.mark.parametrize("tree, expected", [
     # the -> ja, dogs -> lemo+ri; a -> ny, cat -> bame, big -> egigem, object marker wo;
     # chase -> zufur + u (past) + n (plural subject)
-    assert _translate(tree) == "ja lemori ny bame egigem wo zufurun ."
-
-
-def test_pp_attachment_decides_the_target_of_one_word_sequence():
-    assert parse_tree(PP_ON_VERB).leaves() == parse_tree(PP_ON_NOUN).leaves()
-    # VP-attached: adverbial postposition (with -> wa) after the object, before the verb (see -> lofiz+u)
-    assert _translate(PP_ON_VERB) == "ja fome ja lemo wo ja vizeko wa lofizu ."
-    # NP-attached: genitive-like prefix "telescope wa nu" before "the dog"
-    assert _translate(PP_ON_NOUN) == "ja fome ja vizeko wa nu ja lemo wo lofizu ."
-
-
-def test_relative_clause_precedes_its_noun_and_agrees_with_it_and_homographs_follow_their_tags():
+    ("(S (NP (DT the) (NNS dogs)) (VP (VBD chased) (NP (DT a) (JJ big) (NN cat))) (. .))",
+     "ja lemori ny bame egigem wo zufurun ."),
+    # one word sequence, two targets: a VP-attached PP is an adverbial postposition (with -> wa) after the object,
+    # before the verb (see -> lofiz+u); an NP-attached one a genitive-like prefix "telescope wa nu" before "the dog"
+    (PP_ON_VERB, "ja fome ja lemo wo ja vizeko wa lofizu ."),
+    (PP_ON_NOUN, "ja fome ja vizeko wa nu ja lemo wo lofizu ."),
     # relative clause first: "the saw"(NN saw -> kafe) wo, saw(VBD see -> lofiz+u) + n because "ducks" is plural,
     # relativizer that -> yo; then the ducks (duck -> pizi+ri); object watches (NNS -> popi+ri);
     # watch (VBP -> buv+a+n)
-    assert _translate(SUBJECT_RELATIVE) == "ja kafe wo lofizun yo ja piziri ja popiri wo buvan ."
-
-
-def test_object_relative_takes_its_own_subject_and_the_main_verb_agrees_with_the_head():
-    # "the cats chased" (bame+ri, zufur+u+n) + which -> ya, before "the dog"; sleeps -> gikug+a (singular)
-    assert _translate(OBJECT_RELATIVE) == "ja bameri zufurun ya ja lemo gikuga ."
-
-
-def test_complement_clause_and_coordinated_subject_number():
+    (SUBJECT_RELATIVE, "ja kafe wo lofizun yo ja piziri ja popiri wo buvan ."),
+    # object relative: "the cats chased" (bame+ri, zufur+u+n) + which -> ya, before "the dog"; sleeps -> gikug+a
+    # (the head's number, singular)
+    (OBJECT_RELATIVE, "ja bameri zufurun ya ja lemo gikuga ."),
     # embedded clause: fish (NNS: kude+ri) and -> ne duck (pizi), "and" makes it plural: run -> lud+u+n;
     # complementizer that -> swe after the clause; she -> hi; says -> kivep+a
-    assert _translate(COMPLEMENT) == "hi ja kuderi ne ja pizi ludun swe kivepa ."
-
-
-def test_number_of_fish_comes_from_the_tag_not_the_word():
-    assert _translate("(S (NP (DT the) (NN fish)) (VP (VBD ran)) (. .))") == "ja kude ludu ."
-    assert _translate("(S (NP (DT the) (NNS fish)) (VP (VBD ran)) (. .))") == "ja kuderi ludun ."
-
-
-def test_clause_coordination_adjective_coordination_and_pronoun():
+    (COMPLEMENT, "hi ja kuderi ne ja pizi ludun swe kivepa ."),
+    # the number of fish comes from the tag, not the word
+    ("(S (NP (DT the) (NN fish)) (VP (VBD ran)) (. .))", "ja kude ludu ."),
+    ("(S (NP (DT the) (NNS fish)) (VP (VBD ran)) (. .))", "ja kuderi ludun ."),
     # an -> ny, horse -> lubo, old and tired -> epol ne azetek, rests -> buk+a; or -> hoy;
     # we -> nesa, above the lighthouse -> ja pamiruko jus, fly -> vur+a+n
-    assert _translate(CLAUSES) == "ny lubo epol ne azetek buka hoy nesa ja pamiruko jus vuran ."
+    (CLAUSES, "ny lubo epol ne azetek buka hoy nesa ja pamiruko jus vuran ."),
+])
+def test_the_target_follows_the_transfer_rules_by_hand(tree, expected):
+    assert " ".join(make_data.translate(parse_tree(tree))) == expected
+
+
+def test_the_two_attachments_are_one_word_sequence():
+    assert parse_tree(PP_ON_VERB).leaves() == parse_tree(PP_ON_NOUN).leaves()
 
 
 @pytest.mark.parametrize(
