@@ -1,19 +1,8 @@
 """Constituency trees in PTB bracket notation: reading, cleaning, BPE and the linearizations the models consume.
 
-Pure functions over a small ``Tree`` dataclass (numpy only). Every walk is iterative: a parser's long unary chain
-can be deeper than Python's recursion limit.
-
-* Reading: ``parse_tree``, ``read_trees`` (one tree per line), ``read_ptb`` (multi-line ``.mrg``); malformed input
-  raises ``TreeError`` naming file, line and problem.
-* ``clean_ptb``: remove ``-NONE-`` and the constituents left empty, strip function tags and co-indices.
-* ``apply_bpe``: a split word's subwords become leaves under its preterminal, a subtree (McDonald & Chiang 2021,
-  Figure 1b; Nguyen et al. 2020, Appendix 7.4 / Figure 7).
-* ``preorder``: McDonald & Chiang's (2021) "Mask" input (section 2): interior ``X`` as ``(X``, leaves as themselves,
-  no closing brackets, plus the parent array. Out: tokens ``list[str]`` length n, parents ``np.int16[n]``,
-  ``parents[k] < k``, ``-1`` for the root (:mod:`fairseq_syntax.core.structure` derives the rest per batch).
-* ``linearize``: their "Linearized" baseline (section 3.2): ``(X``, children, ``)``. ``words``: their "Sequence".
-* ``ptb_escape_token``: leaves carry the PTB escapes (``(`` -> ``-LRB-``, ``a(b`` -> ``a-LRB-b``, as benepar), and
-  source words are escaped alike; ``ptb_unescape_token`` inverts it.
+Pure functions over a small ``Tree`` dataclass (numpy only); malformed input raises ``TreeError`` naming file, line
+and problem. Every walk is iterative: a parser's long unary chain can be deeper than Python's recursion limit.
+Leaves carry the PTB escapes (``(`` -> ``-LRB-``, as benepar), and source words are escaped alike.
 
 Preterminals (POS nodes) can be kept, dropped, or kept only over BPE-split words: McDonald & Chiang count them as
 nodes (Table 1, Figure 1b); Nguyen et al. (2020) omit them (footnote 2) except over a split word (Appendix 7.4).
@@ -301,7 +290,8 @@ def clean_ptb(tree: Tree, strip_function_tags: bool = True, remove_empty: bool =
 def apply_bpe(tree: Tree, segment: Callable[[str], list[str]]) -> Tree:
     """Replace every word by its subwords ``segment(word)``, as sibling leaves under the word's parent.
 
-    ``(NN father)`` -> ``(NN fa@@ ther)``: the POS node becomes the root of the word's subtree. A word whose
+    ``(NN father)`` -> ``(NN fa@@ ther)``: the POS node becomes the root of the word's subtree (McDonald & Chiang
+    2021, Figure 1b; Nguyen et al. 2020, Appendix 7.4 / Figure 7). A word whose
     parent also has interior children gets its pieces as leaves of that parent. Returns a new tree.
     """
     if tree.is_leaf:
@@ -356,7 +346,8 @@ def _is_node_token(node: Tree, is_root: bool, preterminals: str) -> bool:
 
 
 def preorder(tree: Tree, preterminals: str = "auto") -> tuple[list[str], np.ndarray]:
-    """Preorder tokens without closing brackets, and the parent of each (McDonald & Chiang 2021, section 2).
+    """Preorder tokens without closing brackets, and the parent of each: McDonald & Chiang's (2021) "Mask" input
+    (section 2); :mod:`fairseq_syntax.core.structure` derives the rest per batch.
 
     Interior node ``X`` -> ``(X``; leaves as themselves. ``parents[k]`` is the index of token k's parent,
     ``-1`` for the root. ``preterminals``:
@@ -389,7 +380,7 @@ def preorder(tree: Tree, preterminals: str = "auto") -> tuple[list[str], np.ndar
 
 
 def linearize(tree: Tree, preterminals: str = "auto") -> list[str]:
-    """McDonald & Chiang's (2021) "Linearized" baseline: interior ``X`` -> ``(X``, its children, ``)``; leaves as
+    """McDonald & Chiang's (2021) "Linearized" baseline (section 3.2): interior ``X`` -> ``(X``, its children, ``)``; leaves as
     themselves.
 
     ``preterminals`` chooses the interior nodes exactly as in ``preorder``, so removing the ``)`` tokens gives
