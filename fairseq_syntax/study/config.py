@@ -1,13 +1,11 @@
 """A study's configuration: one TOML file that says everything a controlled study of source-side syntax needs,
 validated before anything runs.
 
-Each section is a frozen dataclass (:data:`SECTIONS`) whose fields are its keys, each with default, one line of help
-and check (:func:`key`); from them come :func:`load_study`'s checks (one line per problem naming file and key:
-``study.toml: training.patience: must be an integer >= 1, not 'five'``, raised together in a :class:`ConfigError`),
-the ``init`` :func:`template` and docs/study.md's :func:`key_tables`. Paths are relative to the file's folder.
-``study.base`` names a study file whose keys (and ``[[systems]]``, unless it has its own) this one takes where it
-sets none. A system is one of the method registry; its ``controls`` are control kinds, each the registry's
-``NAME_KIND``."""
+Each section is a frozen dataclass (:data:`SECTIONS`) whose fields are its keys, each with its default, one line of
+help and its check (:func:`key`): from them come :func:`load_study`'s problems (a line each naming file and key, raised
+together in a :class:`ConfigError`), the ``init`` :func:`template` and docs/study.md's :func:`key_tables`. Paths are
+relative to the file's folder; ``study.base`` names a file whose keys (and ``[[systems]]``) this one takes where it
+sets none."""
 from __future__ import annotations
 
 import dataclasses
@@ -68,9 +66,15 @@ def _flag(value) -> str | None:
     return None if isinstance(value, bool) else f"must be true or false, not {value!r}"
 
 
+def _positive_list(value) -> str | None:
+    if not isinstance(value, list) or any(_integer(1)(v) for v in value):
+        return f"must be a list of positive integers, not {value!r}"
+    return None
+
+
 def _sizes_list(value: list) -> str | None:
     """A list of training-set sizes: positive integers, each once."""
-    if not value or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in value):
+    if not value or _positive_list(value):
         return f"must be a list of positive integers (training pairs), not {value!r}"
     twice = sorted({v for v in value if value.count(v) > 1})
     return f"lists {', '.join(map(str, twice))} twice" if twice else None
@@ -232,9 +236,7 @@ class Comparisons(Section):
                                     "seed", _integer(100))
     alpha: float = key(0.05, "significance level of the verdict rule", _number(0.0, 1.0, open_low=True))
     by_length: list[int] = key([10, 15, 20], "source-length bins of each run's scores by length (empty: none)",
-                               lambda value: None if isinstance(value, list) and all(
-                                   isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in value)
-                               else f"must be a list of positive integers, not {value!r}")
+                               _positive_list)
 
 
 @dataclass(frozen=True)
@@ -269,9 +271,8 @@ class SystemKeys(Section):
                               "against it", _strings)
     seeds: int = key(0, "its seeds 1..N (0: seeds.count)", _integer(0))
     control_seeds: dict[str, int] = key({}, "seeds of each control, e.g. {random = 5, struct = 3} (default: the "
-                                        "system's)", lambda value: None if isinstance(value, dict) and all(
-                                            isinstance(v, int) and not isinstance(v, bool) and v >= 1
-                                            for v in value.values())
+                                        "system's)", lambda value: None if isinstance(value, dict) and not any(
+                                            map(_integer(1), value.values()))
                                         else f"must be a table of integers >= 1, not {value!r}")
 
 
@@ -311,6 +312,10 @@ class SizeEntry:
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     sweep: dict[str, dict[str, list]] = field(default_factory=dict)
     study_file: str = ""
+
+    def values(self, section: str, key: str, default: Any) -> list:
+        """The values ``section.key`` takes at this size: its sweep's candidates, else its setting, else ``default``."""
+        return self.sweep.get(section, {}).get(key, [self.settings.get(section, {}).get(key, default)])
 
 
 @dataclass(frozen=True)
@@ -470,10 +475,8 @@ def _precision_problems(at: Callable[[tuple[str, str]], str], training: Training
         problems.append(f"{named}: training.precision: fp16 trains on a GPU only, and training.device is \"cpu\""
                         f"{f' ({device_file})' if device_file != named else ''}: {fix}")
     for pairs, entry in sizes.items():
-        own, swept = entry.settings.get("training", {}), entry.sweep.get("training", {})
-        precisions = swept.get("precision", [own.get("precision", training.precision)])
-        devices = swept.get("device", [own.get("device", training.device)])
-        if "fp16" in precisions and "cpu" in devices and not on_cpu:  # the file's own is said above
+        if ("fp16" in entry.values("training", "precision", training.precision) and not on_cpu  # said above
+                and "cpu" in entry.values("training", "device", training.device)):
             problems.append(f"{at(('sizes', str(pairs)))}: sizes.{pairs}: training.precision fp16 with "
                             f"training.device \"cpu\": fp16 trains on a GPU only; {fix}")
     return problems

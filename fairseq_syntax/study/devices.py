@@ -49,11 +49,8 @@ def visible_gpus(environ: Mapping[str, str] = os.environ, proc_gpus: str = PROC_
 
 def _devices(config: StudyConfig) -> set[str]:
     """Every ``training.device`` the study's runs train on: the file's, and each size's setting or sweep."""
-    devices = {config.training.device}
-    for entry in config.sizes.values():
-        devices.add(entry.settings.get("training", {}).get("device", config.training.device))
-        devices.update(entry.sweep.get("training", {}).get("device", []))
-    return devices
+    return {config.training.device, *(device for entry in config.sizes.values()
+                                       for device in entry.values("training", "device", config.training.device))}
 
 
 def device_problem(config: StudyConfig, executor: str, **machine) -> str | None:
