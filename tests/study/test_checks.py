@@ -154,14 +154,6 @@ def test_a_test_line_the_archive_does_not_hold_is_refused(corpus, partial, tmp_p
         f"test.en line 3): parses of another corpus or tokenization; {PARSERS}")
 
 
-def test_a_missing_corpus_file_is_refused(corpus, tmp_path, capsys):  # noqa: F811
-    path = study_file(tmp_path, corpus, subset=20, parses="parses", raw=corpus / "raw")
-    (tmp_path / "raw/test.de").unlink()
-    assert refused(path, capsys) == (
-        f"{path}: corpus.raw: {tmp_path / 'raw'} lacks test.de[.gz] (corpus.train = 'train', corpus.valid = 'valid', "
-        "corpus.test = 'test', corpus.source 'en', corpus.target 'de')")
-
-
 def test_dependency_side_data_with_neither_parser_nor_archive_is_refused(corpus, tmp_path, capsys):  # noqa: F811
     text = STUDY.replace('archive = "{archive}"\n', "").replace('name = "mask"', 'name = "udp"')
     path = study_file(tmp_path, corpus, subset=20, text=text)

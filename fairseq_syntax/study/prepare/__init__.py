@@ -1,16 +1,8 @@
-"""A study's data, made once: everything under ``WORK`` that the grid's runs read, only what they need.
-
-:func:`prepare` runs these steps where a run needs them (:mod:`.needs`; with ``only``, the runs named), each recorded
-and skipped once made (:mod:`.engine`):
-
-1. ``subset``, ``tokens`` (:mod:`.corpus`): the training subset drawn, every split tokenized; 2. ``parses:archive``,
-or ``parses:constituency`` and ``parses:dependency`` (:mod:`.parses`); 3. ``bpe`` (:mod:`.bpe`): joint BPE learned on
-the training tokens, applied to every split; 4. ``controls:CONTROL-sK`` (:mod:`.controls`): the control structures of
-every control kind and seed the grid reads; 5. ``data-bin/NAME`` (:mod:`.data`): every data directory a run reads,
-with its side data and ``parsers.json``; 6. ``reference`` (:mod:`.corpus`): the test reference as the runs score
-against it, ``WORK/test.TARGET.ref``.
-
-An output there without a record stops :func:`prepare` in one line naming it: nothing is overwritten."""
+"""A study's data, made once: everything under ``WORK`` that the grid's runs read (:mod:`.needs`; with ``only``,
+the runs named), each step recorded and skipped once made (:mod:`.engine`): the training ``subset`` and ``tokens``
+(:mod:`.corpus`), the parses (:mod:`.parses`), ``bpe``, the ``controls``' structures, every ``data-bin/NAME`` a run
+reads (:mod:`.data`) and the test ``reference``. An output there without a record stops it in one line naming it:
+nothing is overwritten."""
 from __future__ import annotations
 
 import shutil
