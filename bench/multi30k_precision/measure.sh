@@ -14,13 +14,13 @@ DATA_BIN=$(cd "$1" && pwd)
 cd "$HERE/../.."
 export ONEDNN_PRIMITIVE_CACHE_CAPACITY=64 LRU_CACHE_CAPACITY=64
 # the recipe's model size, regularisation and training flags (bench/recipe.py), one a line
-mapfile -t RECIPE < <(python3 -c 'import sys; sys.path.insert(0, "bench"); import recipe
+mapfile -t recipe < <(python3 -c 'import sys; sys.path.insert(0, "bench"); import recipe
 print("\n".join(recipe.MODEL_SIZE + recipe.REGULARISATION + recipe.TRAINING))')
 measure() {  # measure NAME THREADS BF16(0/1) ARCH FORM
   local name=$1 threads=$2 bf16=$3 arch=$4 form=$5 extra=()
   [ "$bf16" = 1 ] && extra=(--cpu-bf16-autocast)
   OMP_NUM_THREADS=$threads MKL_NUM_THREADS=$threads fairseq-train "$DATA_BIN/$form" --user-dir fairseq_syntax \
-    --arch "$arch" "${RECIPE[@]}" --max-tokens 4096 --max-update 40 --max-source-positions 1024 --no-save \
+    --arch "$arch" "${recipe[@]}" --max-tokens 4096 --max-update 40 --max-source-positions 1024 --no-save \
     --log-format simple --log-interval 10 --disable-validation "${extra[@]}" 2>&1 \
     | grep -v "fairseq_cli.train | {" > "$HERE/$name.log"
   # kept as NAME.log.gz (the committed ones are packed: examples/pack_runs.py unpack-folder this folder before a
