@@ -233,25 +233,6 @@ def test_bleu_by_length_buckets():
         bleu_by_length(hyps, refs, edges=(10, 5))
 
 
-def test_score_command_writes_json_with_p_values(tmp_path, files, bases, capsys):
-    ref, _ = files
-    generated = write_lines(tmp_path / "gen.out", generate_output(HYPOTHESES, [5, 3, 1, 0, 2, 4]))
-    out = tmp_path / "scores.json"
-    # Reference lengths 11, 7, 8, 12, 10, 6: (0,7] holds 2, (7,11] holds 3, (11,inf) holds 1.
-    score_cli.main([str(generated), str(ref), str(bases[0]), "--json", str(out), "--bootstrap", "100",
-                    "--by-length", "7,11"])
-    report = json.loads(out.read_text())
-    assert report["metrics"]["BLEU"] == pytest.approx(corpus_scores(HYPOTHESES, REFERENCES)["BLEU"])
-    (name, baseline), = report["baselines"].items()
-    assert baseline["metrics"]["BLEU"] < report["metrics"]["BLEU"]
-    test = report["significance"][name]
-    assert test["n_samples"] == 100 and 0 < test["BLEU"]["p_value"] <= 1
-    assert [row["n_sentences"] for row in report["by_length"]["hyp"]] == [2, 3, 1]
-    printed = capsys.readouterr().out
-    assert re.search(r"gen.out\s+" + r"\s+".join(f"{report['metrics'][m]:.2f}"
-                                                 for m in ("BLEU", "BLEU-1", "chrF", "TER", "RIBES")), printed)
-
-
 def test_score_command_tokenized_mode_scores_h_against_t_lines(tmp_path):
     generated = write_lines(tmp_path / "gen.out", generate_output(HYPOTHESES, range(6)))
     report = score_cli.main([str(generated), str(generated), "--tok"])
@@ -277,15 +258,24 @@ def record_options(tmp_path: Path, record_path: Path, system: str, *train_comman
             ",".join(map(str, logs)), "--train-command", argv_file(tmp_path / "train.json", *train_command)]
 
 
-def test_score_command_writes_a_run_record(tmp_path, files, bases):
-    ref, hyp = files
-    baseline = bases[0]
+def test_score_command_prints_the_scores_and_writes_json_and_a_run_record(tmp_path, files, bases, capsys):
+    ref, _ = files
+    hyp = write_lines(tmp_path / "gen.out", generate_output(HYPOTHESES, [5, 3, 1, 0, 2, 4]))
+    baseline, out = bases[0], tmp_path / "scores.json"
     record_path = tmp_path / "runs" / "masks.run.json"
-    score_cli.main([str(hyp), str(ref), str(baseline), "--bootstrap", "50",
+    score_cli.main([str(hyp), str(ref), str(baseline), "--bootstrap", "50", "--json", str(out),
                     *record_options(tmp_path, record_path, "masks", "fairseq-train", "data", "--adam-betas",
                                     "(0.9, 0.98)"),
                     "--decode-command", argv_file(tmp_path / "decode.json", "fairseq-generate", "data"),
                     "--baseline-name", "base", "--by-length", "7,11"])
+    report = json.loads(out.read_text())
+    assert report["baselines"]["base"]["metrics"]["BLEU"] < report["metrics"]["BLEU"]
+    assert 0 < report["significance"]["base"]["BLEU"]["p_value"] <= 1
+    # reference lengths 11, 7, 8, 12, 10, 6: (0,7] holds 2, (7,11] holds 3, (11,inf) holds 1
+    assert [row["n_sentences"] for row in report["by_length"]["hyp"]] == [2, 3, 1]
+    assert re.search(r"\nmasks\s+" + r"\s+".join(f"{report['metrics'][m]:.2f}"  # the row named by --system
+                                                  for m in ("BLEU", "BLEU-1", "chrF", "TER", "RIBES")),
+                     capsys.readouterr().out)
     record = load_record(record_path)
     # each command as its words (test_run_commands: the display string a shell splits into the same words)
     assert record["command_argv"] == ["fairseq-train", "data", "--adam-betas", "(0.9, 0.98)"]
