@@ -2,18 +2,11 @@
 
     fairseq-syntax-score HYP REF [BASELINE ...] [--json OUT] [--record RUN.run.json --train-command ARGV_JSON ...]
 
-HYP and BASELINE: fairseq-generate stdout (D- lines, or H- lines with --tok / --lang) or plain text, one
-hypothesis per line; REF: plain text (or generate output's T- lines). Every reference needs a hypothesis: missing
-ids are named and nothing is scored (fairseq_syntax.evaluation.scoring).
-
-Several seeds: HYP and each BASELINE may be comma-separated files, one per seed (``--run-seeds`` names them):
-scores are the mean and sd over seeds, p-values those of the paired bootstrap over sentences and seeds
-(scoring.seed_bootstrap, 10,000 rounds by default), each with its Monte-Carlo error and Welch's t-test beside it.
-
-``--train-command`` and ``--decode-command`` name JSON files holding one argv list each (a run's checkpoints
-folder keeps ``train_command.json`` and ``decode_command.json``; :mod:`fairseq_syntax.evaluation.run_commands`). A
-record names no folder of this machine: paths under ``--out-dir`` (default: the environment's OUT_DIR) are written
-``OUT_DIR/...``, those under ``--repo-root`` (default: this package's checkout) relative to it."""
+HYP and BASELINE: fairseq-generate stdout or plain text, a hypothesis a line, every reference's (missing ids are
+named and nothing is scored); REF: plain text or generate output's T- lines. Comma-separated files are one a seed:
+the scores are then the mean and sd over seeds, the p-values the paired bootstrap's over sentences and seeds
+(scoring.seed_bootstrap) with Welch's t-test beside it. A record names no folder of this machine: paths under
+``--out-dir`` are written ``OUT_DIR/...``, those under ``--repo-root`` relative to it."""
 import argparse
 import json
 import logging
