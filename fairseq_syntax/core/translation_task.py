@@ -1,20 +1,13 @@
 """Task ``syntax_translation``: fairseq's ``translation`` plus per-sentence source syntax.
 
-Loads what ``fairseq-syntax-preprocess`` wrote: the tokens of the input form (``sequence``, ``linearized`` or
-``preorder``) through fairseq's loader, and the side inputs beside it (``{split}.{src}-{tgt}.{src}.{suffix}``,
-:mod:`fairseq_syntax.core.side_inputs`); the model (``model.encoder.side_inputs``) decides which reach
-``net_input``, so baselines run on the same data directories.
-
-A checkpoint is checked before its weights load (:meth:`SyntaxTranslationTask.check_checkpoint`): its task state
-records the input form (``syntax.json``'s form and POS-node convention) and the dictionaries
-(:func:`fairseq_syntax.core.checkpoints.dictionary_mismatch`). Another form, a missing side input or split, a
-split without its source or target files, a directory without ``syntax.json``, or another corpus's dictionaries
-stop with one line.
+Loads what ``fairseq-syntax-preprocess`` wrote: the tokens of the input form through fairseq's loader, and the side
+inputs beside them (:mod:`fairseq_syntax.core.side_inputs`); the model (``model.encoder.side_inputs``) decides which
+reach ``net_input``, so baselines run on the same data directories. Another input form, a missing side input or
+split, a split without its source or target files, or another corpus's dictionaries stop with one line.
 
 ``fairseq-interactive`` gives each input line the source tokens and side data it gets offline
-(:mod:`fairseq_syntax.core.interactive_source`); a line that cannot be read or converted, or is too long, is
-reported and gets an empty hypothesis. The task applies the BPE after parsing, so fairseq's BPE is one that only
-removes the joiners (:meth:`build_bpe`)."""
+(:mod:`fairseq_syntax.core.interactive_source`); a line that cannot be converted, or is too long, is reported and
+gets an empty hypothesis."""
 import atexit
 import itertools
 import logging
@@ -138,21 +131,10 @@ class SyntaxTranslationTask(CpuAutocastMixin, TranslationTask):
         if side_data:
             logger.info(f"{split}: side inputs {sorted(side_data)}")
         self.datasets[split] = SyntaxLanguagePairDataset(
-            pair.src,
-            pair.src_sizes,
-            pair.src_dict,
-            pair.tgt,
-            pair.tgt_sizes,
-            pair.tgt_dict,
-            left_pad_source=pair.left_pad_source,
-            left_pad_target=pair.left_pad_target,
-            align_dataset=pair.align_dataset,
-            eos=pair.eos,
-            shuffle=pair.shuffle,
-            pad_to_multiple=pair.pad_to_multiple,
-            side_data=side_data,
-            where=os.path.join(data_path, split),
-        )
+            pair.src, pair.src_sizes, pair.src_dict, pair.tgt, pair.tgt_sizes, pair.tgt_dict,
+            left_pad_source=pair.left_pad_source, left_pad_target=pair.left_pad_target,
+            align_dataset=pair.align_dataset, eos=pair.eos, shuffle=pair.shuffle, pad_to_multiple=pair.pad_to_multiple,
+            side_data=side_data, where=os.path.join(data_path, split))
         self._require_side_data(self.datasets[split])
 
     def _split_path(self, split: str, epoch: int) -> str:
