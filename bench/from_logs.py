@@ -23,36 +23,29 @@ FACT_LINES = {"device": re.compile(r"\] device: (?P<value>.+)$"),
               "command": re.compile(r"^# command: (?P<value>.+)$")}
 
 
-def read_facts(paths: Sequence[str]) -> dict[str, str]:
-    """{"device", "model", "command"}: what the logs say (values of several logs joined by "; ")."""
+def read_logs(paths: Sequence[str]) -> tuple[dict[str, str], dict[tuple[str, int], dict[tuple[str, int], dict]]]:
+    """{"device", "model", "command"}: what the logs say (values of several logs joined by "; "), and
+    {(system label, words): {(log, round): measurement}} of the fp32 lines of every log."""
     found: dict[str, list[str]] = {}
-    for path in paths:
-        with open_text(path) as log:  # NAME.log or the kept NAME.log.gz
-            for line in log:
-                for fact, pattern in FACT_LINES.items():
-                    match = pattern.search(line.rstrip("\n"))
-                    if match and match["value"] not in found.get(fact, []):
-                        found.setdefault(fact, []).append(match["value"])
-    return {fact: "; ".join(values) for fact, values in found.items()}
-
-
-def read_measurements(paths: Sequence[str]) -> dict[tuple[str, int], dict[tuple[str, int], dict]]:
-    """{(system label, words): {(log, round): measurement}} of the fp32 lines of every log."""
     measurements: dict[tuple[str, int], dict[tuple[str, int], dict]] = {}
     for path in paths:
         with open_text(path) as log:  # NAME.log or the kept NAME.log.gz
-            for line in log:
-                match = PROGRESS_LINE.search(line.rstrip("\n"))
+            for line in map(str.rstrip, log):
+                for fact, pattern in FACT_LINES.items():
+                    match = pattern.search(line)
+                    if match and match["value"] not in found.get(fact, []):
+                        found.setdefault(fact, []).append(match["value"])
+                match = PROGRESS_LINE.search(line)
                 if match and match["option"] == "fp32":
-                    by_round = measurements.setdefault((match["system"], int(match["words"])), {})
                     measured = {"tokens_per_s": float(match["tokens"]), "wall_tokens_per_s": float(match["wall"]),
                                 "peak_mem_mb": float(match["mem"])}
                     if match["gen"] is not None:
                         measured[report.GENERATE_RATIO[1]] = float(match["gen"])
-                    by_round[(path, int(match["round"]))] = measured
+                    measurements.setdefault((match["system"], int(match["words"])), {})[
+                        (path, int(match["round"]))] = measured
     if not measurements:
         raise SystemExit(f"error: no fp32 measurement lines of bench/run.py in {', '.join(paths)}")
-    return measurements
+    return {fact: "; ".join(values) for fact, values in found.items()}, measurements
 
 
 def split_label(label: str) -> tuple[str, str]:
@@ -127,13 +120,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--out", required=True, help="the table (Markdown)")
     parser.add_argument("--json", help="the rows, as RESULTS.json has them")
     args = parser.parse_args(argv)
-    facts = read_facts(args.logs)
+    facts, measurements = read_logs(args.logs)
     device = args.device or facts.get("device")
     if device is None:
         raise SystemExit("error: the logs do not say their device: give --device")
     model = args.model or facts.get("model", "recipe")
     command = args.command or facts.get("command", "python3 bench/run.py")
-    table = rows(read_measurements(args.logs), model, device)
+    table = rows(measurements, model, device)
     with open(args.out, "w") as out:
         out.write("\n".join(markdown(table, args.logs, device, command, model)) + "\n")
     if args.json:

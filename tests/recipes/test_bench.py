@@ -239,7 +239,7 @@ def test_ratio_table_from_logs_pairs_each_system_with_its_baseline_within_a_log_
                      + line(2, 16, baseline, 1000) + line(3, 16, mask, 50))  # round 3: no baseline, not counted
     second.write_text(line(1, 16, baseline, 1000) + line(1, 16, mask, 800)
                       + line(1, 16, naive, 300) + line(1, 16, "transformer (preorder-split)", 600))
-    table = from_logs.rows(from_logs.read_measurements([str(first), str(second)]))
+    table = from_logs.rows(from_logs.read_logs([str(first), str(second)])[1])
     by_arch = {row["arch"]: row for row in table}
     # ratios 0.5, 0.9, 0.8 -> median 0.8; memory 100/50, 100/100, 100/100 -> 1.0
     assert by_arch["transformer_syntax_mask"]["rounds"] == 3
@@ -250,7 +250,7 @@ def test_ratio_table_from_logs_pairs_each_system_with_its_baseline_within_a_log_
     assert by_arch["transformer"]["form"] == "preorder-split" and by_arch["transformer"]["tokens_per_s_ratio"] == 0.6
     (tmp_path / "empty.log").write_text("nothing\n")
     with pytest.raises(SystemExit, match="no fp32 measurement"):
-        from_logs.read_measurements([str(tmp_path / "empty.log")])
+        from_logs.read_logs([str(tmp_path / "empty.log")])
 
 
 # --- cut short: round pairs, from_logs
