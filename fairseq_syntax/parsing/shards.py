@@ -1,23 +1,18 @@
 """Parsing a corpus in shards: on many cores of one machine, on many machines, resumably, on a GPU when present.
-``fairseq-syntax-parse`` runs through :func:`run`, with fairseq's option names (docs/parsers.md, "A large corpus").
+``fairseq-syntax-parse`` runs through :func:`run`; layout and options: docs/parsers.md, "A large corpus".
 
-Shard K of N is written into ``OUTPUT.shardK-of-N`` files (``.gz`` stays last: ``train.arcs.jsonl.shard0-of-4.gz``)
-and, last, its manifest ``OUTPUT.shardK-of-N.json``: a shard is finished exactly when its manifest is there (files
-are written whole, then renamed). ``--merge`` writes OUTPUT only from N finished shards of the same input and
-settings (else it names the missing and stale ones), then removes them; ``OUTPUT.skipped`` is the union of theirs,
-in the whole input's line numbers. ``--workers W`` parses the unfinished shards in W processes of one torch thread
-each; with several GPUs, worker slot k sees GPU k mod their number.
-
-Shard layout: the input is cut into chunks of ``--batch-size`` lines; shard K holds chunks K, K+N, K+2N, ... Each
-chunk is parsed as in a single run, SuPar's length buckets under a fixed seed per chunk
-(``torch_load.supar_device``), so the merged files equal a single run's byte for byte on the same device with one
-torch thread. An unreadable input line (bad UTF-8, a carriage return) is parsed as an empty sentence and listed as
-a fallback.
+Shard K of N writes ``OUTPUT.shardK-of-N`` files (``.gz`` stays last: ``train.arcs.jsonl.shard0-of-4.gz``), whole,
+then its manifest ``OUTPUT.shardK-of-N.json``: a shard is finished exactly when its manifest is there. ``--merge``
+writes OUTPUT only from N finished shards of the same input and settings (else it names the missing and stale
+ones), then removes them; ``OUTPUT.skipped`` is the union of theirs, in the whole input's line numbers. With several
+GPUs, worker slot k sees GPU k mod their number. Each chunk is parsed under a fixed seed
+(``torch_load.supar_device``), so the merged files equal a single run's. An unreadable input line (bad UTF-8, a
+carriage return) is parsed as an empty sentence and listed as a fallback.
 
 One live process parses a shard: it holds ``OUTPUT.shardK-of-N.lock`` (``flock``); another finding it held stops
 with one line naming the holder's pid (``--workers`` leaves the shard to it). A worker stops as soon as the
 process that started it is gone: :data:`WORKER_PRELUDE` asks the kernel to signal it when its parent dies, and
-:func:`watch_parent` polls every :data:`PARENT_POLL_SECONDS` where that signal does not exist."""
+:func:`watch_parent` polls where that signal does not exist."""
 from __future__ import annotations
 
 import argparse
@@ -125,9 +120,7 @@ def select_device(requested: str | None) -> str:
     """``cuda`` when requested or, by default, when available; ``cpu`` otherwise."""
     if requested == "cuda" and not torch.cuda.is_available():
         raise SystemExit("error: --device cuda: torch sees no CUDA device here (torch.cuda.is_available() is False)")
-    if requested is None:
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return requested
+    return requested or ("cuda" if torch.cuda.is_available() else "cpu")
 
 
 def model_identity(name_or_path: str | None) -> str | None:
@@ -265,11 +258,15 @@ def _write_json(path: str, value: dict) -> None:
         handle.write("\n")
 
 
+def _digest(value) -> str | None:
+    """The digest of a model file's :func:`model_identity`, else None."""
+    return value.split(" sha256:")[1] if isinstance(value, str) and " sha256:" in value else None
+
+
 def _same_setting(recorded, expected) -> bool:
-    """A model file is the same where its digest is (:func:`model_identity`): moved or renamed, it made the same
-    shards."""
-    if isinstance(recorded, str) and isinstance(expected, str) and " sha256:" in recorded and " sha256:" in expected:
-        return recorded.split(" sha256:")[1] == expected.split(" sha256:")[1]
+    """A model file is the same where its digest is: moved or renamed, it made the same shards."""
+    if _digest(recorded) and _digest(expected):
+        return _digest(recorded) == _digest(expected)
     return recorded == expected
 
 
@@ -282,11 +279,11 @@ def _short(value) -> str:
 
 def _setting_change(key: str, recorded, expected) -> str:
     """What differs between a shard's setting and this run's, in words."""
-    if isinstance(recorded, str) and " sha256:" in recorded:
+    if _digest(recorded):
         name, digest = recorded.split(" sha256:")
-        if isinstance(expected, str) and " sha256:" in expected:
+        if _digest(expected):
             return (f"--{key} {name} of another digest (sha256 {digest[:12]}... in the shard, "
-                    f"{expected.split(' sha256:')[1][:12]}... now): another model file")
+                    f"{_digest(expected)[:12]}... now): another model file")
         if expected is not None and not os.path.exists(expected):
             return f"--{key} {expected} is no file here (the shard was made with {name}, sha256 {digest[:12]}...)"
     return f"{key} {_short(recorded)} (this run: {_short(expected)})"
@@ -428,13 +425,6 @@ def parse_whole(job: ParseJob, device: str, bar: bool = True) -> ParseRun:
     return ParseRun(ParseReport(source.lines, seconds, outcome.fallbacks), outcome.stats, True, [seconds])
 
 
-def _parse_nothing(lines: Iterable[InputLine], handles: list[TextIO], progress: Callable[[int], None]) -> Outcome:
-    """The parse function of an empty shard (no lines: no model loaded)."""
-    for line in lines:
-        raise AssertionError(f"line {line.number} in a shard counted empty")
-    return Outcome([])
-
-
 def parse_shard(job: ParseJob, source: InputFile, shard: Shard, parse: ParseFunction | None,
                 progress: Callable[[int], None]) -> dict:
     """Writes one shard's files and, last, its manifest; returns the manifest. An empty shard needs no parser. The
@@ -444,8 +434,8 @@ def parse_shard(job: ParseJob, source: InputFile, shard: Shard, parse: ParseFunc
         if os.path.exists(manifest_path):
             os.remove(manifest_path)  # the files are replaced next: until the new manifest, the shard is unfinished
         lines = read_input(job.input, job.tokenize, shard)
-        outcome, seconds = _parse_into(parse or _parse_nothing, lines, [shard.path(p) for p, _ in job.outputs],
-                                       progress)
+        outcome, seconds = _parse_into(parse or (lambda *_: Outcome([])), lines,  # an empty shard: no model
+                                       [shard.path(p) for p, _ in job.outputs], progress)
         return _write_manifest(job, source, shard, outcome, seconds)
 
 
@@ -617,18 +607,14 @@ def _run_workers(job: ParseJob, source: InputFile, todo: list[Shard], workers: i
                     if process.returncode != 0:
                         failed.append((shard, process.returncode, stem + ".log"))
             refused = [log for _, code, log in failed if code == WORKER_REFUSED_EXIT]
-            if refused:
+            if refused:  # the running workers are stopped below
                 line = _refusal(refused[0])
-                stopped = list(running)
-                _stop_workers(running)
-                running.clear()
-                for shard in stopped + [shard for shard, *_ in failed]:
+                for shard, *_ in failed:
                     _remove_shard(job, shard)
                 raise SystemExit(line)
-    except BaseException:  # Ctrl-C or SIGTERM: the workers started here stop, their unfinished shards' files go;
-        stopped = list(running)  # finished shards are kept
-        _stop_workers(running)
-        for shard in stopped:
+    except BaseException:  # a refusal, Ctrl-C or SIGTERM: the workers started here stop, their unfinished shards'
+        _stop_workers(running)  # files go; finished shards are kept
+        for shard in running:
             _remove_shard(job, shard)
         raise
     if failed:
