@@ -6,7 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import REPO, TREEBANK, bracketed
+from conftest import REPO
 
 ROOT = Path(REPO)
 SECTION = "### A cluster, step by step"
@@ -65,25 +65,14 @@ def raw_corpus(folder: Path) -> None:
         (folder / "raw" / f"{split}.de").write_text("\n".join(german) + "\n")
 
 
-def tiny_models(folder: Path, constituency_model: str, dependency_model: str) -> None:
-    """MODELS/ with the page's file names: tiny crf-con and biaffine parsers, and an untrained tagger."""
+def tiny_models(folder: Path, constituency_model: str, dependency_model: str, tagger_model: str) -> None:
+    """MODELS/ with the page's file names: conftest's tiny crf-con and biaffine parsers and its untrained tagger."""
     import shutil
 
-    import torch
-
-    from fairseq_syntax.parsing import training
-    from fairseq_syntax.parsing.tagger import Tagger, TaggerSize, sentences_from_trees
-
-    models = folder / "MODELS"
-    models.mkdir()
-    trees = folder / "treebank.pid"
-    trees.write_text("".join(bracketed(*sentence) for sentence in TREEBANK))
-    shutil.copy(constituency_model, models / "crf-con-ptb-sample.pt")
-    torch.manual_seed(1)
-    size = TaggerSize(word_embed=8, char_embed=4, char_hidden=8, hidden=8, layers=1, dropout=0.0, word_dropout=0.0)
-    tagger = Tagger.build(sentences_from_trees(training.read_bracketed(str(trees))), size)
-    torch.save(tagger.state(), models / "tagger-ptb-sample.pt")
-    shutil.copy(dependency_model, models / "biaffine-dep-ud-ewt.pt")
+    (folder / "MODELS").mkdir()
+    for model, name in ((constituency_model, "crf-con-ptb-sample.pt"), (tagger_model, "tagger-ptb-sample.pt"),
+                        (dependency_model, "biaffine-dep-ud-ewt.pt")):
+        shutil.copy(model, folder / "MODELS" / name)
 
 
 def expand_loops(commands: list[str]) -> list[str]:
@@ -145,7 +134,8 @@ def run_merge(script: str, work: Path) -> None:
     assert not list((work / "tok").glob("*.shard*"))  # the merge removed the shards
 
 
-def test_the_large_corpus_guide_runs_as_written(tmp_path, constituency_model, dependency_model, monkeypatch):
+def test_the_large_corpus_guide_runs_as_written(tmp_path, constituency_model, dependency_model, tagger_model,
+                                                monkeypatch):
     from fairseq.data import Dictionary
     from fairseq.data.indexed_dataset import MMapIndexedDataset
 
@@ -154,7 +144,7 @@ def test_the_large_corpus_guide_runs_as_written(tmp_path, constituency_model, de
     for name in ("preprocess", "fairseq_syntax"):
         (work / name).symlink_to(ROOT / name)
     raw_corpus(work)
-    tiny_models(work, constituency_model, dependency_model)
+    tiny_models(work, constituency_model, dependency_model, tagger_model)
     monkeypatch.chdir(work)
     blocks = section_blocks()
     assert blocks[1].startswith("#!/bin/bash\n# parse.sbatch") and blocks[2].startswith("#!/bin/bash\n# merge.sbatch")
