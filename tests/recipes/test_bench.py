@@ -225,20 +225,23 @@ def test_layer_outputs_leave_autocast_as_fp32_and_keep_other_values():
     assert out[2] is None and out[3].dtype == torch.int64
 
 
+def line(round_index, system, tokens, mem=100.0, generated=None):
+    """A progress line of bench/run.py's log at 16 words (from_logs.py reads them)."""
+    result = {"tokens_per_s": tokens, "wall_tokens_per_s": tokens, "peak_mem_mb": mem}
+    result.update({} if generated is None else {"generate_tokens_per_s": generated})
+    return f"[bench 06:49:26] {report.progress_line(round_index, 3, 16, system, 'fp32', result)}\n"
+
+
 def test_ratio_table_from_logs_pairs_each_system_with_its_baseline_within_a_log_and_round(tmp_path):
     import from_logs
-
-    def line(round_index, words, system, tokens, mem=100.0):
-        return (f"[bench 06:49:26] round {round_index}/3 {words:>3} words {system:<56} fp32{'':<20} "
-                f"{tokens:7.0f} tok/s {tokens:7.0f} tok/wall-s {mem:6.0f} MB\n")
 
     mask, baseline = "transformer_syntax_mask (preorder)", "transformer (preorder)"
     naive = "transformer_hier_accum (dense, naive) (preorder-split)"
     first, second = tmp_path / "a.log", tmp_path / "b.log"
-    first.write_text("noise\n" + line(1, 16, mask, 500) + line(1, 16, baseline, 1000, 50) + line(2, 16, mask, 900)
-                     + line(2, 16, baseline, 1000) + line(3, 16, mask, 50))  # round 3: no baseline, not counted
-    second.write_text(line(1, 16, baseline, 1000) + line(1, 16, mask, 800)
-                      + line(1, 16, naive, 300) + line(1, 16, "transformer (preorder-split)", 600))
+    first.write_text("noise\n" + line(1, mask, 500) + line(1, baseline, 1000, 50) + line(2, mask, 900)
+                     + line(2, baseline, 1000) + line(3, mask, 50))  # round 3: no baseline, not counted
+    second.write_text(line(1, baseline, 1000) + line(1, mask, 800) + line(1, naive, 300)
+                      + line(1, "transformer (preorder-split)", 600))
     table = from_logs.rows(from_logs.read_logs([str(first), str(second)])[1])
     by_arch = {row["arch"]: row for row in table}
     # ratios 0.5, 0.9, 0.8 -> median 0.8; memory 100/50, 100/100, 100/100 -> 1.0
@@ -302,16 +305,11 @@ def test_decoding_ratio_only_where_both_sides_decoded():
 def test_from_logs_reads_device_model_command_and_decoding_from_the_log(tmp_path):
     import from_logs
 
-    def line(round_index, system, tokens, generated):
-        result = {"tokens_per_s": tokens, "wall_tokens_per_s": tokens, "peak_mem_mb": 10.0,
-                  "generate_tokens_per_s": generated}
-        return f"[bench 06:49:26] {report.progress_line(round_index, 2, 16, system, 'fp32', result)}\n"
-
     log = tmp_path / "bench.log"
+    pascal, baseline = "transformer_pascal (sequence)", "transformer (sequence)"
     log.write_text("# command: python3 bench/run.py --model-size large\n[bench 06:40:00] model size: large\n"
-                   "[bench 06:41:00] device: NVIDIA H100\n"
-                   + line(1, "transformer_pascal (sequence)", 800, 90) + line(1, "transformer (sequence)", 1000, 100)
-                   + line(2, "transformer (sequence)", 1000, 100))  # round 2 cut before transformer_pascal
+                   "[bench 06:41:00] device: NVIDIA H100\n" + line(1, pascal, 800, 10, 90) + line(1, baseline, 1000, 10, 100)
+                   + line(2, baseline, 1000, 10, 100))  # round 2 cut before transformer_pascal
     out, rows_json = tmp_path / "RESULTS.md", tmp_path / "RESULTS.json"
     from_logs.main([str(log), "--out", str(out), "--json", str(rows_json)])
     rows = report.read_rows(rows_json)
