@@ -309,7 +309,7 @@ def test_from_logs_reads_device_model_command_and_decoding_from_the_log(tmp_path
     pascal, baseline = "transformer_pascal (sequence)", "transformer (sequence)"
     log.write_text("# command: python3 bench/run.py --model-size large\n[bench 06:40:00] model size: large\n"
                    "[bench 06:41:00] device: NVIDIA H100\n" + line(1, pascal, 800, 10, 90)
-                   + line(1, baseline, 1000, 10, 100) + line(2, baseline, 1000, 10, 100))  # round 2 cut before transformer_pascal
+                   + line(1, baseline, 1000, 10, 100) + line(2, baseline, 1000, 10, 100))  # round 2: no pascal
     out, rows_json = tmp_path / "RESULTS.md", tmp_path / "RESULTS.json"
     from_logs.main([str(log), "--out", str(out), "--json", str(rows_json)])
     rows = report.read_rows(rows_json)
