@@ -1,12 +1,12 @@
 """``sentence_masked_lm`` shows the model fresh masks every epoch (issue 53), through fairseq's own batch iterator."""
 import random
-import subprocess
 
 import pytest
 from fairseq import options, tasks
 from fairseq.data import MaskTokensDataset
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from fairseq.trainer import Trainer
+from fairseq_cli import preprocess
 
 import fairseq_syntax
 
@@ -22,9 +22,9 @@ def data(tmp_path_factory):
     lines = [" ".join(rng.choice(vocabulary) for _ in range(WORDS)) for _ in range(SENTENCES)]
     (root / "train.txt").write_text("\n".join(lines) + "\n")
     (root / "valid.txt").write_text("\n".join(lines[:4]) + "\n")
-    subprocess.run(["fairseq-preprocess", "--only-source", "--trainpref", str(root / "train.txt"), "--validpref",
-                    str(root / "valid.txt"), "--destdir", str(root / "bin"), "--workers", "1"],
-                   check=True, capture_output=True)
+    preprocess.main(options.get_preprocessing_parser().parse_args([  # fairseq-preprocess, in this process
+        "--only-source", "--trainpref", str(root / "train.txt"), "--validpref", str(root / "valid.txt"),
+        "--destdir", str(root / "bin"), "--workers", "1"]))
     return str(root / "bin")
 
 
