@@ -1,14 +1,7 @@
-"""One fairseq dictionary from several: the dictionary of a corpus preprocessed in parts.
-
-A large corpus is preprocessed in parts (docs/parsers.md, "A large corpus") and trained on as one data directory
-(``fairseq-train data-bin/part0:data-bin/part1``), so every part must be binarized with one dictionary holding
-every part's tokens. After ``fairseq-syntax-preprocess ... --dict-only`` per part,
-
-    python3 -m fairseq_syntax.cli.merge_dictionaries --output dict.txt part0/dict.en.txt part1/dict.en.txt
-
-sums their counts (fairseq's order: by count, then symbol; padded to a multiple of 8): the dictionary
-``fairseq-preprocess --joined-dictionary`` makes of the whole split, for ``--srcdict dict.txt``. A line that is
-not ``SYMBOL COUNT`` stops with ``FILE:LINE: problem``."""
+"""One fairseq dictionary from several: a large corpus's parts' (docs/parsers.md, "A large corpus"), their counts
+summed in fairseq's order (by count, then symbol; padded to a multiple of 8), as ``fairseq-preprocess
+--joined-dictionary`` makes it of the whole split. A line that is not ``SYMBOL COUNT`` stops with
+``FILE:LINE: problem``."""
 from __future__ import annotations
 
 import argparse

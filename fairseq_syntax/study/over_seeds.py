@@ -1,10 +1,7 @@
-"""A system's record over its seeds (``RUNS/SYSTEM.seeds.run.json``): the row of the study's table and the tests the
-verdicts read.
-
-``fairseq-syntax-score`` with one decode per seed (:func:`fairseq_syntax.evaluation.scoring.seed_bootstrap` and
-Welch's test) against each partner (:func:`~fairseq_syntax.study.grid.compared_with`), each over every seed it has
-finished. A record is made again when **stale** (:func:`stale_reasons`: a run of its system or a partner finished
-since). Its facts (command, device, parsers) are its first seed's."""
+"""A system's record over its seeds (``RUNS/SYSTEM.seeds.run.json``): the row of the study's table and the tests
+the verdicts read, by ``fairseq-syntax-score`` over every seed it and each partner
+(:func:`~fairseq_syntax.study.grid.compared_with`) has finished; made again when a run of either finished since
+(:func:`stale_reasons`). Its facts (command, device, parsers) are its first seed's."""
 from __future__ import annotations
 
 import json

@@ -1,9 +1,6 @@
-"""``plan``, ``run`` and ``report`` of a study over training-set sizes (:mod:`fairseq_syntax.study.sizes`).
-
-``plan`` shows each size: its protocol sweep (each candidate's state and validation NLL per sentence), the protocol
-chosen or what it waits for, the size's grid (``nN/SYSTEM.seedK``), and the cost left estimated from **that size's**
-finished runs. ``run`` runs every size's sweep, then every size whose protocol is known, in one pool of ``--jobs``
-runs, smallest size first."""
+"""``plan``, ``run`` and ``report`` of a study over training-set sizes (:mod:`fairseq_syntax.study.sizes`): each
+size's protocol sweep, then its grid once the protocol is chosen, in one pool of runs, smallest size first; a size's
+cost is estimated from that size's finished runs."""
 from __future__ import annotations
 
 import dataclasses
