@@ -13,7 +13,7 @@ import json
 import os
 import textwrap
 
-from fairseq_syntax.evaluation.tables import Cell, Table, write_results
+from fairseq_syntax.evaluation.tables import Cell, Table, number_cell, write_results
 from fairseq_syntax.parsing.provenance import read_parser_records
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -34,11 +34,6 @@ GOALS = {("tagger-ptb-sample.pt", "POS accuracy"): 96.0, ("crf-con-ptb-sample.pt
          ("biaffine-dep-ud-ewt.pt", "UAS"): 88.0, ("biaffine-dep-ud-ewt.pt", "LAS"): 85.0}
 
 
-def number(value, spec: str) -> Cell:
-    """``value`` formatted by ``spec``; "–" for None."""
-    return Cell(value, "–" if value is None else format(value, spec))
-
-
 def results_table(records: list) -> Table:
     table = Table(["parser", "model", "data", "split", "metric", "value", "goal", "epochs", "best epoch", "minutes",
                    "device", "sentences/s"], "lllllrrrrrlr")
@@ -48,9 +43,9 @@ def results_table(records: list) -> Table:
             for metric, value in split["scores"].items():
                 goal = GOALS.get((record["model"], metric)) if split is record else None
                 table.add(record["parser"], record["model"], record["data"], split["split"], metric,
-                          number(value, ".2f"), number(goal, "g"), record["epochs"], record["best_epoch"],
-                          number(record["minutes"], ".0f"), record["device"],
-                          number(split["sentences_per_second"], ".0f"))
+                          number_cell(value, ".2f"), number_cell(goal, "g"), record["epochs"], record["best_epoch"],
+                          number_cell(record["minutes"], ".0f"), record["device"],
+                          number_cell(split["sentences_per_second"], ".0f"))
     return table
 
 
@@ -80,13 +75,13 @@ def throughput_table(record: dict) -> Table:
         measured = [row for row in rows if row["parser"] == parser]
         if not measured:
             reason = record.get("not_measured", {}).get(parser, "no model given")
-            table.add(parser, Cell(None, f"not measured: {reason}"), "–", *[number(None, "")] * 6)
+            table.add(parser, Cell(None, f"not measured: {reason}"), "–", *[number_cell(None, "")] * 6)
         for row in sorted(measured, key=lambda row: (row["device"] != "cpu", row["workers"])):
             speedup = row["sentences_per_second"] / single[parser] if single.get(parser) else None
             table.add(parser, row["model"], row["device"], row["workers"], row["sentences"],
-                      number(row["sentences_per_second"], ".1f"),
+                      number_cell(row["sentences_per_second"], ".1f"),
                       Cell(speedup, "–" if speedup is None else f"{speedup:.2f}x"),
-                      number(row["wall_sentences_per_second"], ".1f"), number(row["load_average"], ".1f"))
+                      number_cell(row["wall_sentences_per_second"], ".1f"), number_cell(row["load_average"], ".1f"))
     return table
 
 
@@ -137,14 +132,14 @@ def scaling_tables(record: dict) -> tuple[Table, Table, Table]:
         ratio = row["per_line_vs_smallest"]
         verdict = (f"not linear: {100 * (ratio - 1):+.0f}% per line" if row["grows_faster_than_linearly"]
                    else "yes" if ratio is not None else "–")
-        steps.add(row["step"], row["lines"], *(number(row[key], spec) for key, spec in (
+        steps.add(row["step"], row["lines"], *(number_cell(row[key], spec) for key, spec in (
             ("seconds", ".1f"), ("cpu_seconds", ".1f"), ("cpu_ms_per_line", ".3f"), ("per_line_vs_smallest", ".2f"),
             ("wall_per_line_vs_smallest", ".2f"), ("load_average", ".1f"), ("peak_mb", ".0f"),
             ("peak_kb_per_line", ".2f"))), Cell(not row["grows_faster_than_linearly"], verdict))
     memory = Table(["step", "peak MB, smallest", "peak MB, largest", "bytes each further line adds",
                     f"peak GB at {WMT14_LINES / 1e6:g}M lines (extrapolated)"], "lrrrr")
     for row in memory_rows(record):
-        memory.add(row["step"], *(number(row[key], spec) for key, spec in (
+        memory.add(row["step"], *(number_cell(row[key], spec) for key, spec in (
             ("peak_mb_smallest", ".0f"), ("peak_mb_largest", ".0f"), ("bytes_per_further_line", ".0f"),
             ("peak_gb_at_wmt14", ".1f"))))
     side = Table(["lines", "source words", "LDD side data, bytes per word", "preorder parents, bytes per word",
@@ -153,8 +148,8 @@ def scaling_tables(record: dict) -> tuple[Table, Table, Table]:
                  "rrrrrr")
     for size in sorted(record["sizes"], key=lambda size: size["lines"]):
         arcs = size.get("arcs_file_bytes_per_word", {})
-        side.add(size["lines"], size["words"], number(size["ldd_bytes_per_word"], ".1f"),
-                 number(size["parents_bytes_per_word"], ".2f"), *(number(arcs.get(key), ".1f")
+        side.add(size["lines"], size["words"], number_cell(size["ldd_bytes_per_word"], ".1f"),
+                 number_cell(size["parents_bytes_per_word"], ".2f"), *(number_cell(arcs.get(key), ".1f")
                                                                   for key in ("ldd_input", "parser")))
     return steps, memory, side
 

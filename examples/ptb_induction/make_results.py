@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from fairseq_syntax.evaluation import packed_runs  # noqa: E402
 from fairseq_syntax.evaluation.kept_files import compress, open_text, read_text  # noqa: E402
 from fairseq_syntax.evaluation.records import make_log_portable, portable_paths  # noqa: E402
-from fairseq_syntax.evaluation.tables import Cell, Table, table_json, write_results  # noqa: E402
+from fairseq_syntax.evaluation.tables import Cell, Table, number_cell, table_json, write_results  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -293,10 +293,6 @@ def f1_cell(parse: dict, key: str = "sentence_f1", system: str = "Tree Transform
 def params_cell(params: str) -> Cell:
     """fairseq's logged parameter count ("3,221,249")."""
     return Cell(int(params.replace(",", "")), params)
-
-
-def number_cell(value, spec: str) -> Cell:
-    return Cell(None, "–") if value is None else Cell(value, format(value, spec))
 
 
 TRAINING = ["parameters", "updates", "wall time", "tokens/s (median)", "best valid loss (bits)", "at update"]
@@ -691,8 +687,8 @@ def render(runs: list) -> tuple:
     lines += DETAIL.format(**detail).split("\n") + differences(headline) + commands_section(headline, runs)
     data = {
         "generated_by": "examples/ptb_induction/make_results.py (tables by fairseq_syntax.evaluation.tables)",
-        "units": "as in RESULTS.md, unrounded, except: wall time in seconds; an \"a / b\" F1 cell is [all, <=10 words]; "
-                 "a table's run: its number, its row of rows counted from 1",
+        "units": "as in RESULTS.md, unrounded, except: wall time in seconds; an \"a / b\" F1 cell is [all, <=10 "
+                 "words]; a table's run: its number, its row of rows counted from 1",
         "headline": headline["name"],
         "figure": FIGURE,
         "tables": tables,

@@ -55,6 +55,11 @@ class Cell(NamedTuple):
     text: str
 
 
+def number_cell(value, spec: str) -> Cell:
+    """``value`` formatted by ``spec`` (``format``); "–" for None."""
+    return Cell(value, "–" if value is None else format(value, spec))
+
+
 class Table:
     """A results table built row by row, rendered to Markdown (``lines``) and JSON (``json``): a cell is a
     ``Cell(value, text)`` or a plain value that is its own text."""
