@@ -1,6 +1,8 @@
 """study.record_checks: plan, run and report refuse a record of another study or setting in one line a record,
 naming each differing key, and write nothing; records of the old form are compared by their words."""
+import contextlib
 import gzip
+import io
 import json
 import shutil
 from pathlib import Path
@@ -8,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from study.test_prepare import corpus  # noqa: F401
-from study.test_tiny_study import study as tiny_study
 from study.tiny_study_file import SETTINGS
 
+from fairseq_syntax.cli.study import main
 from fairseq_syntax.evaluation.run_commands import command_fields, command_text
 from fairseq_syntax.study.config import load_study
 from fairseq_syntax.study.grid import settings_digest, study_identity, study_runs, train_arguments
@@ -25,8 +27,11 @@ seeds = 1
 KEPT = ["sequence.seed1", "sequence.seed2", "mask.seed1"]
 
 
-def study(*args, cwd):
-    return tiny_study(*args, cwd=cwd, check=False)
+def study(*args, cwd) -> tuple[int, str, str]:
+    """``fairseq-syntax-study ARGS`` in ``cwd``, in this process: (status, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        return main(list(args)), out.getvalue(), err.getvalue()
 
 
 def record_of(config, name: str, **changes) -> dict:
@@ -74,9 +79,9 @@ def refusals(folder: Path, study_file: str = "study.toml", commands=("plan", "ru
     before = files(folder)
     found = {}
     for command in commands:
-        result = study(command, study_file, cwd=folder)
-        assert result.returncode == 2 and result.stdout == "", (command, result.stdout, result.stderr)
-        found[command] = result.stderr.splitlines()
+        status, out, err = study(command, study_file, cwd=folder)
+        assert (status, out) == (2, ""), (command, out, err)
+        found[command] = err.splitlines()
     assert len({tuple(lines) for lines in found.values()}) == 1, found
     assert files(folder) == before
     return found[commands[0]]
@@ -136,10 +141,10 @@ def test_records_of_the_old_form_are_read_and_compared_by_their_words(tiny):
     old = {key: value for key, value in record_of(config, "mask.seed1").items()
            if key not in ("study", "command_argv")}
     keep(folder, "mask.seed1", {**old, "command": text})
-    plan = study("plan", "study.toml", cwd=folder)
-    assert plan.returncode == 0 and any(line.split()[:2] == ["mask.seed1", "done"] for line in plan.stdout.splitlines())
+    status, plan, _ = study("plan", "study.toml", cwd=folder)
+    assert status == 0 and any(line.split()[:2] == ["mask.seed1", "done"] for line in plan.splitlines())
     keep(folder, "mask.seed1", {**old, "command": text, "study": {"name": "tiny", "settings": settings_digest(config)}})
-    assert study("plan", "study.toml", cwd=folder).returncode == 0
+    assert study("plan", "study.toml", cwd=folder)[0] == 0
     keep(folder, "mask.seed1", {**old, "command": text.replace("--lr 5e-3", "--lr 1e-3").replace(
         "--encoder-layers 1", "--encoder-layers 3")})
     assert refusals(folder) == [refusal(folder, "mask.seed1", "model.encoder_layers: 3 (file: 1)",
