@@ -67,13 +67,17 @@ def write_benchmark(folder: str, title: str, text: str, facts: dict, header: lis
     print(table)
 
 
-def write_rows(path: str, rows: List[Dict]) -> None:
-    """RESULTS.json: the rows as a table, ``columns`` (every key, in order of first appearance) and one list of
-    values a row (null where the row has no such key); :func:`read_rows` gives the rows back."""
+def rows_table(rows: List[Dict]) -> Dict:
+    """The rows as a table, ``columns`` (every key, in order of first appearance) and one list of values a row (null
+    where the row has no such key); :func:`read_rows` gives the rows back."""
     columns = list(dict.fromkeys(key for row in rows for key in row))
-    table = tables.table_json(columns, ([row.get(c) for c in columns] for row in rows), lists=True)
+    return tables.table_json(columns, ([row.get(c) for c in columns] for row in rows), lists=True)
+
+
+def write_rows(path: str, rows: List[Dict]) -> None:
+    """RESULTS.json: :func:`rows_table`."""
     with open(path, "w") as f:
-        f.write(tables.json_text(table))
+        f.write(tables.json_text(rows_table(rows)))
 
 
 def read_rows(path) -> List[Dict]:

@@ -251,14 +251,15 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
 
 def write_results(args: argparse.Namespace, records: list[dict], started: float, skipped: list[str],
                   argv: Sequence[str] | None) -> None:
-    """RESULTS.md and RESULTS.json (the settings, the places of :func:`named_places` and the rows naming them)."""
+    """RESULTS.md and RESULTS.json (the settings, the places of :func:`named_places` and the rows naming them, as
+    :func:`report.rows_table`)."""
     rows = compared(records)
     meta = {"words": args.words, "max_tokens": args.max_tokens, "warmup": args.warmup,
             "decode_sentences": args.decode_sentences, "minutes": round((time.time() - started) / 60, 1),
             "command": reproducing_command(sys.argv[1:] if argv is None else argv), "skipped": skipped}
     places, named = named_places(rows)
     tables.write_results(os.path.join(args.out, "RESULTS.md"), "\n".join(results_markdown(rows, meta)),
-                         {"settings": meta, "places": places, "rows": named})
+                         {"settings": meta, "places": places, **report.rows_table(named)})
 
 
 def reproducing_command(argv: Sequence[str]) -> str:
