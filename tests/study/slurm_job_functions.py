@@ -9,10 +9,6 @@ from pathlib import Path
 LONGEST_WAIT_S = 120
 
 
-def square(number: int) -> int:
-    return number * number
-
-
 def inverse(number: int) -> float:
     return 1 / number
 

@@ -27,34 +27,25 @@ def cluster(slurm_cluster, monkeypatch):
     return slurm_cluster
 
 
-def test_every_item_comes_back_as_its_result(cluster, tmp_path):
-    lines = []
-    outcomes = run_jobs(functions.square, [2, 3, 4], TINY, tmp_path, job_name="squares",
-                        describe=lambda number: f"n={number}", progress=lines.append)
-    assert outcomes == [(2, 4), (3, 9), (4, 16)]
-    assert sorted(line.split(" (job")[0] for line in lines if " done n=" in line) == [
-        "squares: done n=2", "squares: done n=3", "squares: done n=4"]
-    assert lines[-1] == "squares: 3 done, 0 failed, 0 running, 0 pending (of 3)"
-    script = "\n".join(path.read_text() for path in tmp_path.glob("*_submission.sh"))
-    for flag in ("--array=0-2%3", "--cpus-per-task=1", "--mem=256MB", "--time=5", "--job-name=squares"):
-        assert f"#SBATCH {flag}\n" in script, flag
-    assert "--gpus-per-node" not in script and "--partition" not in script
-
-
-def test_a_job_whose_function_raises_comes_back_as_its_exception(cluster, tmp_path):
+def test_every_item_comes_back_as_its_result_or_its_jobs_exception(cluster, tmp_path):
     from submitit.core.utils import FailedJobError
 
     lines = []
-    outcomes = run_jobs(functions.inverse, [1, 0, 4], TINY, tmp_path, job_name="inverses", progress=lines.append)
+    outcomes = run_jobs(functions.inverse, [1, 0, 4], TINY, tmp_path, job_name="inverses",
+                        describe=lambda number: f"n={number}", progress=lines.append)
     assert [item for item, _ in outcomes] == [1, 0, 4]
-    assert outcomes[0][1] == 1.0 and outcomes[2][1] == 0.25
-    assert isinstance(outcomes[1][1], FailedJobError)
-    assert "ZeroDivisionError: division by zero" in str(outcomes[1][1])
+    assert outcomes[0][1] == 1.0 and outcomes[2][1] == 0.25 and isinstance(outcomes[1][1], FailedJobError)
     assert slurm.failure_line(outcomes[1][1]) == "ZeroDivisionError: division by zero"
+    assert sorted(line.split(" (job")[0] for line in lines if " done n=" in line) == [
+        "inverses: done n=1", "inverses: done n=4"]
     failed = [line for line in lines if " failed " in line]
-    assert len(failed) == 1 and failed[0].startswith("inverses: failed 0 (job ")
+    assert len(failed) == 1 and failed[0].startswith("inverses: failed n=0 (job ")
     assert failed[0].endswith("): ZeroDivisionError: division by zero")
     assert lines[-1] == "inverses: 2 done, 1 failed, 0 running, 0 pending (of 3)"
+    script = "\n".join(path.read_text() for path in tmp_path.glob("*_submission.sh"))
+    for flag in ("--array=0-2%3", "--cpus-per-task=1", "--mem=256MB", "--time=5", "--job-name=inverses"):
+        assert f"#SBATCH {flag}\n" in script, flag
+    assert "--gpus-per-node" not in script and "--partition" not in script
 
 
 def _in_background(**run_jobs_arguments) -> tuple[threading.Thread, dict, list[str]]:
@@ -215,7 +206,7 @@ def test_status_counts_runs_in_training_and_queued_jobs_apart(cluster, tmp_path)
 def test_a_request_the_cluster_cannot_satisfy_is_one_line(cluster, tmp_path):
     too_big = Slurm(mem_gb=100_000)
     with pytest.raises(SlurmError) as refused:
-        run_jobs(functions.square, [1, 2], too_big, tmp_path, job_name="big")
+        run_jobs(functions.inverse, [1, 2], too_big, tmp_path, job_name="big")
     assert str(refused.value) == ("sbatch refused the job array 'big': sbatch: error: Batch job submission failed: "
                                   "Requested node configuration is not available")
     assert study_jobs(tmp_path) == []
