@@ -3,15 +3,9 @@
     fairseq-syntax-results RUN_DIR_OR_JSON... [--out RESULTS.md] [--terminal [--against NAME]]
         [--baseline NAME] [--control CONTROL=SYSTEM:KIND ...] [--plan SYSTEM=SEEDS ...]
 
-A directory contributes every *.run.json below it. ``--terminal`` prints a terminal-sized table instead
-(:func:`terminal_table`); ``--out`` writes the full table and RESULTS.json beside it (results.render_json).
-Records come from ``fairseq-syntax-score --record`` (fairseq_syntax.evaluation.records).
-
-Seeds are tested as the comparisons say (:class:`~fairseq_syntax.evaluation.comparisons.Comparisons`):
-``--baseline`` (default: the registry's words-only baseline), ``--control`` (default: every control system the
-registry describes; any given replaces them all), ``--plan`` (default: none; given, the study's systems in order,
-one without a run listed as such). Records are listed by their path relative to the working directory where they
-lie under it."""
+A directory gives every *.run.json below it (records of ``fairseq-syntax-score --record``), listed by its path
+relative to the working directory; seeds are tested as the options say
+(:class:`~fairseq_syntax.evaluation.comparisons.Comparisons`)."""
 import argparse
 import re
 import sys
