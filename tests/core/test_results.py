@@ -458,7 +458,6 @@ def paragraph_of(records: list[dict], comparisons: Comparisons | None = None) ->
 
 
 def over_seeds_of(records: list[dict], system: str) -> dict:
-    """``system``'s record over its seeds among ``records``."""
     return next(r for r in records if r["system"] == system and "seeds" in r)
 
 
