@@ -57,9 +57,9 @@ def test_the_time_left_is_estimated_from_the_studys_records_until_a_run_of_the_p
     assert local._eta(elapsed=3000, finished=1, remaining=3, expected_seconds=4 * 3600, jobs=2) == "2.5 h"
 
 
-def test_a_cpu_run_is_recorded_with_the_processors_model_and_vector_instructions(tmp_path):
-    from fairseq_syntax.study.config import load_study
-    from fairseq_syntax.study.runner import cpu_model, device_text
+def test_a_cpu_run_is_recorded_with_the_processors_model(tmp_path):
+    """The device line it is part of: test_devices' test_the_record_names_the_device_the_runs_process_measured."""
+    from fairseq_syntax.study.runner import cpu_model
 
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Gold 6430\n"
@@ -67,9 +67,3 @@ def test_a_cpu_run_is_recorded_with_the_processors_model_and_vector_instructions
     assert cpu_model(str(cpuinfo)) == "Intel(R) Xeon(R) Gold 6430"
     cpuinfo.write_text("processor\t: 0\nmodel name\t: \n")
     assert cpu_model(str(cpuinfo)) and cpu_model(str(tmp_path / "none")) == cpu_model(str(cpuinfo))
-    (tmp_path / "study.toml").write_text('[study]\nname = "x"\n[corpus]\nraw = "raw"\n[training]\nthreads = 2\n'
-                                         '[[systems]]\nname = "sequence"\n', encoding="utf-8")
-    import torch
-
-    assert device_text(load_study(tmp_path / "study.toml")) == (
-        f"cpu ({cpu_model()}, {torch.backends.cpu.get_cpu_capability()}, {os.cpu_count()} cores, 2 thread(s) per run)")
