@@ -6,13 +6,14 @@ import re
 import runpy
 import shutil
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 import torch
-from conftest import REPO, preprocess_in_process, run, tiny_corpus, write_codes
-from fairseq import checkpoint_utils
+from conftest import REPO, TINY, TRANSLATION, preprocess_in_process, tiny_corpus, write_codes
+from fairseq import checkpoint_utils, options
+from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+from fairseq_cli import train
 
 import fairseq_syntax  # noqa: F401  (registers the task and models; lets torch load fairseq checkpoints)
 from fairseq_syntax.methods.ldd import preprocess as preprocess_dependencies
@@ -47,11 +48,9 @@ def offline(dependency_model, tmp_path_factory):
 @pytest.fixture(scope="module")
 def checkpoint(offline, tmp_path_factory):
     save = str(tmp_path_factory.mktemp("ldd_interactive_model"))
-    run([sys.executable, "-m", "fairseq_cli.train", offline[0], "--user-dir", "fairseq_syntax", "--task",
-         "syntax_translation", "--arch", "transformer_ldd_tiny", "--encoder-embed-dim", "32", "--decoder-embed-dim",
-         "32", "--optimizer", "adam", "--lr", "0.005", "--max-tokens", "1000", "--max-epoch", "1", "--cpu",
-         "--seed", "1", "--num-workers", "0", "--disable-validation", "--no-epoch-checkpoints", "--save-dir", save],
-        env=ONE_THREAD)
+    train.main(convert_namespace_to_omegaconf(options.parse_args_and_arch(options.get_training_parser(), [
+        offline[0], *TRANSLATION, "--arch", "transformer_ldd_tiny", "--max-epoch", "1", "--disable-validation",
+        "--save-dir", save, *TINY])))  # fairseq-train, in this process
     return os.path.join(save, "checkpoint_last.pt")
 
 
