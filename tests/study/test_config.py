@@ -1,8 +1,6 @@
 """The study file (fairseq_syntax/study/config.py) and the grid it gives (fairseq_syntax/study/grid.py): every key
 with its default, one line per problem naming the key, the runs and their commands, the study's identity."""
 import dataclasses
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -67,12 +65,13 @@ def test_template_holds_every_key_with_its_default(tmp_path):
         "regenerate docs/study.md's key tables: python -m fairseq_syntax.study.config"
 
 
-def test_init_refuses_to_overwrite(tmp_path):
+def test_init_refuses_to_overwrite(tmp_path, capsys):
+    from fairseq_syntax.cli.study import main
+
     target = tmp_path / "mine.toml"
     target.write_text("kept\n")
-    result = subprocess.run([sys.executable, "-m", "fairseq_syntax.cli.study", "init", "--output", str(target)],
-                            capture_output=True, text=True, cwd=REPO)
-    assert result.returncode == 2 and "exists: not overwritten" in result.stderr and target.read_text() == "kept\n"
+    assert main(["init", "--output", str(target)]) == 2 and target.read_text() == "kept\n"
+    assert capsys.readouterr().err == f"error: {target} exists: not overwritten\n"
 
 
 def test_every_problem_is_one_line_naming_its_key(tmp_path):
