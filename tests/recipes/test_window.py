@@ -151,6 +151,16 @@ def own_tmpdir(tmp_path) -> str:
     return str(folder)
 
 
+def step4_study(corpus, tmp_path, study=STEP4_STUDY, seconds=1100):
+    """The corpus's parses with ``study`` beside them: its folder, and step 4's environment and flags."""
+    folder = tmp_path / "study"
+    shutil.copytree(corpus / "parses", folder / "parses")
+    (folder / "study.toml").write_text(study, encoding="utf-8")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TMPDIR": own_tmpdir(tmp_path)}
+    return folder, env, ["--study", str(folder / "study.toml"), "--raw", str(corpus / "raw"), "--jobs", "2",
+                         "--work", str(tmp_path / "work"), "--step-seconds", str(seconds)]
+
+
 def step4(out, flags, env=None):
     result = sh(["bash", WINDOW, "4", str(out), "--device", "cpu", *flags], timeout=1200, env=env)
     files = sorted(os.listdir(out))
@@ -159,12 +169,7 @@ def step4(out, flags, env=None):
 
 
 def test_step4_runs_the_studys_pending_runs_and_brings_back_what_they_wrote_never_checkpoints(corpus, tmp_path):
-    folder = tmp_path / "study"
-    shutil.copytree(corpus / "parses", folder / "parses")
-    (folder / "study.toml").write_text(STEP4_STUDY, encoding="utf-8")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "TMPDIR": own_tmpdir(tmp_path)}
-    flags = ["--study", str(folder / "study.toml"), "--raw", str(corpus / "raw"), "--jobs", "2", "--work",
-             str(tmp_path / "work"), "--step-seconds", "1100"]
+    folder, env, flags = step4_study(corpus, tmp_path)
     result, files, listed = step4(tmp_path / "out1", flags, env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert files == ["logs.tgz", "status.txt", "study-runs.tgz"]
@@ -196,13 +201,8 @@ def test_step4_runs_the_studys_pending_runs_and_brings_back_what_they_wrote_neve
 def test_step4_stops_its_runs_at_the_deadline_and_leaves_none_running(corpus, tmp_path):
     import psutil
 
-    folder = tmp_path / "study"
-    shutil.copytree(corpus / "parses", folder / "parses")
-    (folder / "study.toml").write_text(STEP4_STUDY.replace("patience = 1\nmax_epoch = 1\n", "patience = 1000\n"
-                                                           "max_epoch = 100000\n"), encoding="utf-8")
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "TMPDIR": own_tmpdir(tmp_path)}
-    flags = ["--study", str(folder / "study.toml"), "--raw", str(corpus / "raw"), "--jobs", "2", "--work",
-             str(tmp_path / "work"), "--step-seconds", "120"]
+    endless = STEP4_STUDY.replace("patience = 1\nmax_epoch = 1\n", "patience = 1000\nmax_epoch = 100000\n")
+    folder, env, flags = step4_study(corpus, tmp_path, endless, seconds=120)
     result, files, _ = step4(tmp_path / "out", flags, env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "run: exit 124, stopped at the deadline (0 runs done in this step" in result.stdout
