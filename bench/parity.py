@@ -20,11 +20,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import precision as precisions  # noqa: E402
-from report import apply_bpe, run_command  # noqa: E402
 from recipe import MODEL_SIZE  # noqa: E402
+from report import apply_bpe, run_command  # noqa: E402
+
+from fairseq_syntax.evaluation import tables  # noqa: E402
 
 BPE_MERGES = 1500
-# the benchmark's model size (the Multi30k recipe) with the demo study's dropout and optimizer (examples/demo/study.toml)
+# the benchmark's model size (the Multi30k recipe) with the demo study's dropout and optimizer (its study.toml)
 PARITY_RECIPE = MODEL_SIZE + [
     "--task", "syntax_translation", "--dropout", "0.1", "--criterion", "label_smoothed_cross_entropy",
     "--label-smoothing", "0.1", "--optimizer", "adam", "--adam-betas", "(0.9, 0.98)", "--lr", "2e-3",
@@ -136,15 +138,12 @@ def parity_markdown(arch: str, epochs: int, rows: List[Dict]) -> List[str]:
         f"{epochs} epochs, seed 1, one torch thread per run, all runs at the same time; "
         "test BLEU of checkpoint_best (beam 5), p = paired bootstrap against fp32 (1000 samples).",
         "",
-        "| precision | BLEU | chrF | p vs fp32 | best valid loss | CPU s | CPU speed-up | wall s | peak RSS MB |",
-        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for row in rows:
-        p = "" if row["p_vs_fp32"] is None else f"{row['p_vs_fp32']:.3f}"
-        lines.append(f"| {row['precision']} | {row['BLEU']:.2f} | {row['chrF']:.2f} | {p} | "
-                     f"{row['best_valid_loss']:.3f} | {row['cpu_s']:.0f} | {row['cpu_speedup']:.2f} | "
-                     f"{row['wall_s']:.0f} | {row['peak_rss_mb']} |")
-    return lines
+    return lines + tables.markdown_table(
+        ["precision", "BLEU", "chrF", "p vs fp32", "best valid loss", "CPU s", "CPU speed-up", "wall s", "peak RSS MB"],
+        ([r["precision"], f"{r['BLEU']:.2f}", f"{r['chrF']:.2f}",
+          "" if r["p_vs_fp32"] is None else f"{r['p_vs_fp32']:.3f}", f"{r['best_valid_loss']:.3f}",
+          f"{r['cpu_s']:.0f}", f"{r['cpu_speedup']:.2f}", f"{r['wall_s']:.0f}", r["peak_rss_mb"]] for r in rows))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> List[Dict]:
