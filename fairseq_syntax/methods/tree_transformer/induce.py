@@ -3,20 +3,14 @@
 
     fairseq-syntax-induce CKPT --input SENTENCES --gold TREES [--output INDUCED] [--json OUT] [options]
 
-CKPT: a ``tree_transformer_lm*`` (masked LM) or ``transformer_constituent*`` (translation) checkpoint. SENTENCES:
-one sentence per line, the words the model reads (normalised as in training), optionally subword-nmt BPE (a word's
-link to the next is the link after its last piece). Line i must hold the words of gold tree i that count under
-:mod:`fairseq_syntax.methods.tree_transformer.parseval`, as many and mostly the same (:func:`word_matches`): a
-``--gold`` with under half the words matching is refused; sentences under half matching are warned of in one line
-and refused above ``--max-differing`` (default :data:`MAX_DIFFERING_SENTENCES`). TREES: PTB bracketed trees
-(``.mrg``, ``.gz`` allowed).
+SENTENCES: one sentence per line, the words the model reads (normalised as in training), optionally subword-nmt BPE
+(a word's link to the next is the link after its last piece). Line i must hold the words of gold tree i that count
+under :mod:`fairseq_syntax.methods.tree_transformer.parseval`, as many and mostly the same (:func:`word_matches`):
+a ``--gold`` with under half the words matching is refused (:func:`check_alignment`, :func:`check_sentences`).
 
 Reports, for all sentences and those of at most ``--short`` words: sentence-level mean F1 (the paper's number) and
-corpus-level F1 of the induced trees and of left-branching, right-branching and random trees (``RANDOM_DRAWS``:
-:func:`.induction.random_tree`, :func:`.induction.random_shift_reduce_tree` as in Kim et al.'s code; mean over
-``--random-seeds``), and recall per gold label (NP VP PP ADJP SBAR ADVP). ``--output`` writes the induced trees,
-constituents labelled ``X``. ``--select-on-dev K`` chooses the parsing rule on every K-th sentence (never on those
-it reports)."""
+corpus-level F1 of the induced trees and of left-branching, right-branching and random trees (:data:`RANDOM_DRAWS`,
+as in Kim et al.'s code), and recall per gold label."""
 from __future__ import annotations
 
 import argparse
@@ -236,8 +230,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fairseq-syntax-induce", description=__doc__.split("\n\n")[0])
     parser.add_argument("checkpoint", help="tree_transformer_lm* or transformer_constituent* checkpoint")
     parser.add_argument("--input", required=True, help="sentences the model reads, one per line (BPE allowed)")
-    parser.add_argument("--gold", required=True, help="gold PTB trees, aligned with --input")
-    parser.add_argument("--output", help="write the induced trees here, one bracketed tree per line")
+    parser.add_argument("--gold", required=True, help="gold PTB trees (.mrg, .gz allowed), aligned with --input")
+    parser.add_argument("--output", help="write the induced trees here, one a line, constituents labelled X")
     parser.add_argument("--json", dest="json_out", help="write all scores to this JSON file")
     parser.add_argument("--min-layer", type=int, default=2, help="Algorithm 1's minimum layer m (default 2)")
     parser.add_argument("--threshold", type=float, default=0.8, help="breakpoint threshold (default 0.8)")
