@@ -44,7 +44,7 @@ from fairseq_syntax.parsing.coverage import (
     read_manifest,
 )
 from fairseq_syntax.parsing.provenance import describe_parsers, read_parser_records, role_models
-from fairseq_syntax.parsing.text import open_output
+from fairseq_syntax.parsing.text import open_output, write_json
 
 CHECKSUMS = "SHA256SUMS"
 PROVENANCE = "parses.json"  # written into TOK_DIR by unpack
@@ -130,9 +130,7 @@ def pack(tok_dir: str, archive: str, source: str, splits: list[str], models: dic
     os.makedirs(archive, exist_ok=True)
     for name, data in compressed.items():
         write_atomically(os.path.join(archive, name), data)
-    with open_output(os.path.join(archive, MANIFEST)) as out:
-        json.dump(manifest, out, indent=1, ensure_ascii=False)
-        out.write("\n")
+    write_json(os.path.join(archive, MANIFEST), manifest, ensure_ascii=False)
     names = sorted(compressed) + [MANIFEST]
     with open_output(os.path.join(archive, CHECKSUMS)) as out:
         for name in names:
@@ -250,11 +248,10 @@ def unpack(archive: str, tok_dir: str, source: str, splits: list[str]) -> list[U
     if manifest["source"] != source:
         raise ArchiveError(f"{archive} holds parses of the {manifest['source']} side, not {source}")
     done = [unpack_split(archive, manifest, tok_dir, source, split) for split in splits]
-    with open_output(os.path.join(tok_dir, PROVENANCE)) as out:
-        json.dump({"archive": os.path.basename(os.path.normpath(archive)),
-                   "manifest_sha256": sha256(read_bytes(os.path.join(archive, MANIFEST))),
-                   "parsers": manifest["parsers"]}, out, indent=1, ensure_ascii=False)
-        out.write("\n")
+    write_json(os.path.join(tok_dir, PROVENANCE), {
+        "archive": os.path.basename(os.path.normpath(archive)),
+        "manifest_sha256": sha256(read_bytes(os.path.join(archive, MANIFEST))), "parsers": manifest["parsers"]},
+        ensure_ascii=False)
     return done
 
 
@@ -266,9 +263,7 @@ def write_provenance(parses_json: str, out_path: str, roles: list[str], without:
     if missing:
         raise ArchiveError(f"{parses_json} names no {', '.join(missing)} parser (it has: {', '.join(parsers)})")
     described = {role: parsers[role] for role in roles}
-    with open_output(out_path) as out:
-        json.dump(described, out, indent=1)
-        out.write("\n")
+    write_json(out_path, described)
     return described
 
 

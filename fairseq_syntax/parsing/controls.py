@@ -60,7 +60,7 @@ from fairseq_syntax.core.control_kinds import (
     describe,
 )
 from fairseq_syntax.core.data_dir import META_FILE
-from fairseq_syntax.parsing.text import open_output
+from fairseq_syntax.parsing.text import open_output, write_json
 
 PARSERS_FILE = "parsers.json"
 #: fairseq pads a dictionary to a multiple of 8 with fillers named madeupword0000, madeupword0001, ...
@@ -291,9 +291,7 @@ def _update_json(path: str, control: dict, required: bool) -> None:
     if recorded is not None and recorded != control:
         raise ValueError(f"{path}: records the control {recorded}, not {control}: this directory was made from "
                          "other control parses; make it again")
-    with open_output(path) as out:
-        json.dump({**content, CONTROL_KEY: control}, out, indent=1)
-        out.write("\n")
+    write_json(path, {**content, CONTROL_KEY: control})
 
 
 def record_control(data_dir: str, control: str, seed: int) -> None:
@@ -464,9 +462,7 @@ def _stats(args) -> None:
     with open_output(args.out) as out:
         out.write(table)
     json_path = os.path.splitext(args.out)[0] + ".json"
-    with open_output(json_path) as out:
-        json.dump({"generated_by": f"fairseq-syntax-control stats ({source})", "rows": rows}, out, indent=1)
-        out.write("\n")
+    write_json(json_path, {"generated_by": f"fairseq-syntax-control stats ({source})", "rows": rows})
     print(f"{args.out}, {json_path}: {len(rows)} rows", file=sys.stderr)
 
 

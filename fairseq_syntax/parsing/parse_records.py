@@ -18,7 +18,7 @@ import json
 import os
 
 from fairseq_syntax.parsing.provenance import DIGEST_LENGTH, file_sha256, model_digest
-from fairseq_syntax.parsing.text import open_output
+from fairseq_syntax.parsing.text import write_json
 
 RECORD_SUFFIX = ".parse.json"
 
@@ -58,9 +58,7 @@ def write_record(outputs: list[str], kind: str, backend: str, models: dict[str, 
     if kind == "dependency":
         record["labels"] = labels
     path = record_path(outputs[0])
-    with open_output(path) as handle:
-        json.dump(record, handle, indent=1)
-        handle.write("\n")
+    write_json(path, record)
     return path
 
 

@@ -41,7 +41,7 @@ from fairseq_syntax.core.text_lines import TextLineError, iter_lines_or_errors
 from fairseq_syntax.parsing.models import ModelUnavailable
 from fairseq_syntax.parsing.provenance import file_sha256, model_digest
 from fairseq_syntax.parsing.report import ParseReport
-from fairseq_syntax.parsing.text import open_output, open_text, tokenizer
+from fairseq_syntax.parsing.text import open_output, open_text, tokenizer, write_json
 
 LINES, BLOCKS = "lines", "blocks"  # one record per input line: a line, or lines up to a blank one (CoNLL-U)
 POLL_SECONDS = 0.5  # how often the workers' progress is read
@@ -252,12 +252,6 @@ def _manifest_path(job: ParseJob, shard: Shard) -> str:
     return shard.path(job.outputs[0][0]).removesuffix(".gz") + ".json"
 
 
-def _write_json(path: str, value: dict) -> None:
-    with open_output(path) as handle:
-        json.dump(value, handle)
-        handle.write("\n")
-
-
 def _digest(value) -> str | None:
     """The digest of a model file's :func:`model_identity`, else None."""
     return value.split(" sha256:")[1] if isinstance(value, str) and " sha256:" in value else None
@@ -444,7 +438,7 @@ def _write_manifest(job: ParseJob, source: InputFile, shard: Shard, outcome: Out
     manifest = {"settings": _settings(job, source), "shard": shard.index, "num_shards": shard.count,
                 "lines": shard.lines(source.lines), "seconds": seconds, "fallbacks": outcome.fallbacks,
                 "stats": outcome.stats}
-    _write_json(manifest_path, manifest)
+    write_json(manifest_path, manifest, indent=None)
     return manifest
 
 

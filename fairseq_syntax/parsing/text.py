@@ -6,6 +6,7 @@ A line is split on whitespace (as fairseq splits lines); raw text is tokenized f
 from __future__ import annotations
 
 import gzip
+import json
 import os
 from contextlib import contextmanager
 from typing import Callable, Iterator
@@ -50,6 +51,13 @@ def open_output(path: str):
             handle = open(temporary, "w", encoding="utf-8")
         with handle:
             yield handle
+
+
+def write_json(path: str, value, indent: int | None = 1, ensure_ascii: bool = True) -> None:
+    """``value`` as JSON and a newline, written whole (:func:`open_output`)."""
+    with open_output(path) as out:
+        json.dump(value, out, indent=indent, ensure_ascii=ensure_ascii)
+        out.write("\n")
 
 
 #: the languages sacremoses tokenizes (those it has non-breaking prefixes of), less the Chinese ones: Moses does not

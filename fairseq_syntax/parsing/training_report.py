@@ -5,7 +5,6 @@ and time it (sentences per second on this device). ``training_record`` is one ro
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import platform
 import shlex
@@ -14,7 +13,7 @@ import time
 import torch
 
 from fairseq_syntax.parsing.provenance import model_digest
-from fairseq_syntax.parsing.text import open_output
+from fairseq_syntax.parsing.text import write_json
 
 
 @dataclasses.dataclass
@@ -120,8 +119,6 @@ def training_record(parser: str, model: str, data: str, split: str, measured: Me
 
 
 def write_record(path: str, record: dict) -> None:
-    """``record`` as indented JSON, its folder made, the file written whole (``open_output``)."""
+    """``record`` as indented JSON, its folder made, the file written whole."""
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open_output(path) as out:
-        json.dump(record, out, indent=1)
-        out.write("\n")
+    write_json(path, record)
