@@ -6,11 +6,18 @@ from unittest import mock
 
 import pytest
 import torch
-from conftest import REPO, accumulation_cases, assert_close_with_gradients, parents_batch, random_accumulation_inputs
-from fairseq import options, tasks
+from conftest import (
+    REPO,
+    TRANSLATION,
+    accumulation_cases,
+    assert_close_with_gradients,
+    build_on_cpu,
+    parents_batch,
+    random_accumulation_inputs,
+)
 from fairseq.models import ARCH_MODEL_REGISTRY
 
-import fairseq_syntax.core.translation_task  # noqa: F401  (registers the task)
+from fairseq_syntax import methods
 from fairseq_syntax.methods.hier_accum import attention, model
 from fairseq_syntax.methods.hier_accum.accumulation import (
     HierarchicalEmbeddings,
@@ -54,29 +61,15 @@ def test_dense_embeddings_index_the_tables_by_depth_and_rank_under_each_node():
 
 
 @pytest.fixture(scope="module")
-def data_dir(raw_corpus, tmp_path_factory):
+def data_dir(translation_data):
     """conftest's corpus in the form the benchmark trains hierarchical accumulation on (preorder, POS split)."""
-    from fairseq_syntax.cli import preprocess
-
-    dest = str(tmp_path_factory.mktemp("preorder-split"))
-    preprocess.main(["-s", "en", "-t", "de", "--trainpref", f"{raw_corpus}/train", "--validpref",
-                     f"{raw_corpus}/valid", "--testpref", f"{raw_corpus}/test", "--destdir", dest, "--form",
-                     "preorder", "--preterminals", "split", "--joined-dictionary", "--workers", "1"])
-    return dest
+    return translation_data(next(s for s in methods.systems() if s.arch == "transformer_hier_accum"))
 
 
 def build(data_dir, arch, *extra):
-    parser = options.get_training_parser()
-    args = options.parse_args_and_arch(parser, [
-        data_dir, "--task", "syntax_translation", "--arch", arch, "--cpu", "--hier-embed-size", "4",
-        "--dropout", "0", *extra,
-    ])
-    task = tasks.setup_task(args)
-    torch.manual_seed(1)
-    built = task.build_model(args).eval()
-    task.load_dataset("test")
-    dataset = task.dataset("test").batching(built.encoder.side_inputs)  # the view the task batches for the model
-    return built, dataset.collater([dataset[i] for i in range(8)])
+    """The model (seed 1) and a batch of 8 test sentences."""
+    _, built, _, sample, _ = build_on_cpu([data_dir, *TRANSLATION, "--arch", arch, "--hier-embed-size", "4", *extra])
+    return built, sample
 
 
 def test_the_dense_archs_are_registered_as_the_hier_accum_model_with_the_dense_hooks():
