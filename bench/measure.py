@@ -10,18 +10,14 @@ forks a child per spec. A spec::
      "warmup": 2, "precision": "fp32", "threads": 1, "device": "cpu"}
 
 The first ``warmup`` batches are not timed; each later batch is collated (side inputs included) and trained on,
-timed by wall clock and by this process's CPU time (with one thread, the steadier). Memory: ``peak_mem_mb`` is the
-peak RSS during training (after resetting it, ``/proc/self/clear_refs``) minus the RSS once everything is built.
+timed by wall clock and by this process's CPU time (with one thread, the steadier); ``tokens_per_s`` by the clock
+and ``peak_mem_mb`` as the device's meter reads them (:func:`clock`, :class:`HostMeter`, :class:`CudaMeter`).
 ``precision``: one of :data:`precision.PRECISIONS`.
 
 ``"generate": {"batches": [[sentence ids], ...], "warmup": 1, "beam": 5}`` (optional): beam search as
 ``fairseq-generate`` runs it over those batches, hypotheses held at the longest reference's length (``--min-len``
 = ``--max-len-b``, ``--max-len-a 0``) so every system decodes the same steps; ``generate_tokens_per_s``: tokens
-(EOS included) of each best hypothesis per second.
-
-``device: "cuda"`` (``train_args`` without ``--cpu``): each timed step ends with ``torch.cuda.synchronize()``;
-``tokens_per_s`` is per wall-clock second, ``peak_mem_mb`` the peak of ``torch.cuda.max_memory_allocated`` minus
-the memory allocated before training."""
+(EOS included) of each best hypothesis per second."""
 import json
 import os
 import sys
@@ -87,7 +83,8 @@ def build_trainer(data: str, train_args: List[str], precision: str):
 
 
 class HostMeter:
-    """CPU runs: the peak resident set added by training, as the OS sees it; nothing to wait for."""
+    """CPU runs: the peak RSS during training (reset by ``/proc/self/clear_refs``) less the RSS once everything is
+    built; nothing to wait for."""
 
     def start(self) -> None:
         self.baseline_kb = memory_status("VmRSS")
@@ -104,7 +101,8 @@ class HostMeter:
 
 
 class CudaMeter:
-    """GPU runs: the peak CUDA memory added by training; synchronizing makes the wall clock cover the GPU's work."""
+    """GPU runs (``train_args`` without ``--cpu``): the peak of ``torch.cuda.max_memory_allocated`` less the memory
+    allocated before training; synchronizing after each step makes the wall clock cover the GPU's work."""
 
     def start(self) -> None:
         torch.cuda.synchronize()

@@ -2,13 +2,8 @@
 step of every benchmarked architecture (``bench/run.py --list``, variants too) and of fairseq's transformer on
 each input form they read, on the benchmark's data and batches, after its warm-up steps.
 
-Each system runs in a forked process (as ``bench/measure.py``): warm-up steps, one step timed without the profiler
-(synchronized on a GPU; process CPU time on a CPU, one thread), its batch's collation timed alone, then one step
-under the profiler. Files are rewritten after each system. Writes
-
-* ``DIR/profile.txt``: each system's unprofiled step time and GPU kernels launched (or ``aten::`` calls on a CPU),
-  as ratios to fairseq's transformer on the same form, then per system the profiler's top self-time operators;
-* ``DIR/profile.json``: the same numbers, one record per system (``top``: the table's operators).
+Each system runs in a forked process (:func:`profile_step`); ``DIR/profile.txt`` (:func:`write_profile`: what is
+timed and counted) and ``DIR/profile.json`` (the same numbers, one record per system) are rewritten after each.
 
 ``--collate-only`` times only the collation, side inputs included (``DIR/collate.{txt,json}``). ``--tiny``
 profiles the ``*_tiny`` archs; ``--time-budget`` and ``--deadline`` skip systems that would end after them."""
@@ -37,7 +32,8 @@ def self_time_us(average, cuda: bool) -> float:
 
 
 def profile_step(spec: dict) -> dict:
-    """In a forked child: the warm-up steps, one timed step, one profiled step (see the module's docstring)."""
+    """In a forked child: the warm-up steps, one step timed without the profiler (its batch's collation timed alone),
+    then one under the profiler (its top self-time operators)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 

@@ -5,16 +5,13 @@ batch size) against fp32. Writes ``RESULTS.md``, ``RESULTS.json`` (rows of
 ``arch, src_words, tokens_per_s_ratio, peak_mem_ratio, repeats, ...``: :func:`report.write_rows`) and ``RESULTS.details.json.gz``
 (every raw measurement) to ``--out`` (default: this folder).
 
-Method:
+Method (batches, clocks and ratios as RESULTS.md states them: :func:`results_markdown`):
 * Data: per source length, a synthetic corpus (:mod:`synthetic`) preprocessed into every input form benchmarked,
   all with one dictionary (``--srcdict``), so the output layer is the same size for every form.
-* Batches: ``batch_by_size`` with ``--max-tokens`` over the longest form (preorder, POS nodes kept) gives sentence
-  ids; every system trains on those sentences.
 * Systems: each architecture and fairseq's ``transformer`` on each input form used (its baseline); the transformer
   on other forms is also reported against the preorder form. Model sizes: the Multi30k recipe's (:mod:`recipe`).
-* Measurement: a fresh forked process per run (``measure.py``) through ``Trainer.train_step``, one torch thread;
-  tokens/s are target tokens per CPU second of that process; peak memory is the peak RSS training added. Rounds run
-  every system once in alternating order (A B C, C B A, ...); ratios are taken within a round, the median reported.
+* Measurement: a fresh forked process per run (``measure.py``); rounds run every system once in alternating order
+  (A B C, C B A, ...).
 * Speed options (:data:`SPEED_OPTIONS`) run right after the fp32 run of the same system in the same round, at one
   length, reported as ratios to it.
 

@@ -3,17 +3,10 @@ and the host-device synchronisations it would make on a GPU, counted on a CPU ag
 the same input form, at the Multi30k recipe's size (3+3 layers, d=256) and the papers' (6+6, d=512). Writes
 ``RESULTS.md`` and ``RESULTS.json`` to ``--out`` (default: this folder).
 
-Systems, data and batches are ``bench/run.py``'s (without its variants). Each system and size runs in a forked
-process, one torch thread, through ``Trainer.train_step`` on batches collated beforehand:
-
-* ``--warmup`` steps, then one step under ``torch.profiler``: ``aten_ops``, the ``aten::`` calls it records (nested
-  calls count each);
-* the next step under :class:`syncs.SyncCounter`: ``syncs``, each with the ``fairseq_syntax`` line it comes from;
-* beam search (beam 5) over the first ``--decode-sentences`` sentences, held at ``L`` and ``L + --decode-steps``
-  output tokens: the difference over ``--decode-steps`` is what each decoding step adds (``decode_syncs``,
-  ``decode_ops``).
-
-Ratios and differences are to fairseq's transformer on the same input form and size."""
+Systems, data and batches are ``bench/run.py``'s (without its variants); each system and size runs in a forked
+process (:func:`count_step`); what is counted, as RESULTS.md states it: :func:`results_markdown`. A decoding step's
+counts are the difference between beam searches held at ``L`` and ``L + --decode-steps`` output tokens, over
+``--decode-steps``."""
 import argparse
 import os
 import sys
