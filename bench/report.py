@@ -1,4 +1,4 @@
-"""Ratios from interleaved measurements, and the tables of ``bench/RESULTS.md``.
+"""Ratios from interleaved measurements, the tables of ``bench/RESULTS.md``, and the commands the benchmarks run.
 
 A measurement is one training process (``bench/measure.py``): ``tokens_per_s`` (target tokens per CPU second),
 ``wall_tokens_per_s``, ``peak_mem_mb``, and ``generate_tokens_per_s`` where decoding was measured. Within a round
@@ -15,6 +15,7 @@ from typing import Dict, List, Sequence
 
 from fairseq_syntax.evaluation import tables
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BASELINE = "transformer"  # fairseq's arch every system is compared with
 REFERENCE_FORM = "preorder"  # the longest input form: the transformer on other forms is reported against it here
 
@@ -27,8 +28,6 @@ PROGRESS_LINE = re.compile(r"round (?P<round>\d+)/\d+\s+(?P<words>\d+) words (?P
 def machine() -> str:
     return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores"
 
-
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run_command(command: list, **options) -> subprocess.CompletedProcess:
