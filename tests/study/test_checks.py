@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from study.test_prepare import corpus  # noqa: F401
+from study.test_prepare import corpus, snapshot  # noqa: F401
 
 from fairseq_syntax.cli.study import main
 from fairseq_syntax.parsing import archive
@@ -173,10 +173,6 @@ def test_slurm_without_submitit_is_refused_by_plan_and_by_run_before_anything_is
     with pytest.raises(StudyError) as stopped:
         run_study(load_study(path), "slurm", 1, progress=lambda line: None)
     assert str(stopped.value) == message and not (tmp_path / "work").exists()
-
-
-def snapshot(folder):
-    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
 
 
 def test_a_work_folder_made_from_another_corpus_raw_is_refused_naming_what_differs(corpus, tmp_path,

@@ -174,15 +174,6 @@ def test_prepare_makes_exactly_the_grids_directories(corpus, prepared):
     assert list(manifest["steps"]) == STEPS
 
 
-def assert_prepare_keeps_everything(config, work: Path) -> None:
-    """prepare again: every step made already, no file of WORK changed."""
-    before = snapshot(work)
-    lines = []
-    assert prepare(config, lines.append) == GRID
-    assert snapshot(work) == before
-    assert all(": made already, kept (" in line for line in lines[:-1]) and len(lines) == len(STEPS) + 1
-
-
 def test_a_method_added_since_keeps_what_was_made(corpus, prepared, monkeypatch):
     """Side data of a method added later keeps what was made; a side input no method makes is refused."""
     from fairseq_syntax import methods
@@ -194,7 +185,9 @@ def test_a_method_added_since_keeps_what_was_made(corpus, prepared, monkeypatch)
     added = {**methods.side_data(), "src_other": SideData("src_other", "other", ("trees",), never)}
     monkeypatch.setattr(methods, "side_data", lambda: added)
     config, _, _ = prepared
-    assert_prepare_keeps_everything(config, corpus / "work")
+    before, lines = snapshot(corpus / "work"), []
+    assert prepare(config, lines.append) == GRID and snapshot(corpus / "work") == before
+    assert all(": made already, kept (" in line for line in lines[:-1]) and len(lines) == len(STEPS) + 1
     monkeypatch.setattr(methods, "side_data", lambda: {})
     with pytest.raises(PrepareError) as refused:
         grid_needs(config)
