@@ -128,7 +128,7 @@ def seed_table(runs: list[Run]) -> tuple[list[str], dict]:
             stats = [(statistics.fmean(xs), statistics.stdev(xs)) for xs in accuracies]
             table.add(Cell(name, f"{name}.seed*"), len(group),
                       *(Cell({"mean": mean, "sd": sd}, f"{mean:.2f} ± {sd:.2f}") for mean, sd in stats))
-    return (table.lines() if table.rows else []), table.json()
+    return (table.lines() if table.rows else []), table.json(lists=True)
 
 
 def number(text: str | None):
@@ -187,7 +187,7 @@ def main() -> None:
         out += runs_table.lines() + [""]
         entry = data["datasets"][dataset] = {
             "trees": [{"train": train, "dev": valid} for train, valid in sorted(sizes, key=str)],
-            "table": runs_table.json(), "last_minus_baseline": []}
+            "table": runs_table.json(lists=True), "last_minus_baseline": []}
         if seed_lines:
             out += ["Over seeds (runs NAME.seedK, `run.sh --seeds ...`):", ""] + seed_lines + [""]
             entry["over_seeds"] = seeds
