@@ -1,18 +1,11 @@
 """Counting, on a CPU, the operators that would make the host wait for a GPU: a torch dispatch mode over any code,
 forward and backward, recording each such operator and the line of ``fairseq_syntax`` it comes from.
 
-An operator counts (:func:`sync_reason`) when it is one of
-
-* ``aten::_local_scalar_dense`` (``.item()``, ``bool()``, ``int()``, ``float()``, an ``if`` on a tensor), ``equal``;
-* ``nonzero``, ``masked_select``, ``unique*``, ``bincount``, and ``repeat_interleave`` with tensor repeats and no
-  ``output_size``;
-* ``index`` or ``index_put`` with a boolean mask;
-* a copy to the host: ``.tolist()``, ``.numpy()``, ``.cpu()`` (seen by a ``TorchFunctionMode``); ``.to(device)``
-  is not counted (on a CPU it cannot tell ``.to("cpu")`` from ``.to(x.device)``);
-
-and reads a tensor that would be on the GPU. Host tensors: outputs of factories without ``device=``
-(``torch.arange(n)``, ``torch.tensor``, ``torch.from_numpy``), of ``torch.onnx.operators.shape_as_tensor``, and of
-operators whose tensor inputs are all host tensors; every other tensor is a device tensor.
+An operator counts when it reads data-dependent values back (:func:`sync_reason`: ``.item()``, ``bool()``, an ``if``
+on a tensor, ``nonzero``, a boolean mask, ...) or copies to the host (:data:`TO_HOST`; ``.to(device)`` is not
+counted: on a CPU it cannot tell ``.to("cpu")`` from ``.to(x.device)``), and reads a tensor that would be on the GPU.
+Host tensors: outputs of :data:`FACTORIES` without ``device=``, of :data:`HOST_OUTPUTS`, and of operators whose
+tensor inputs are all host tensors; every other tensor is a device tensor.
 
 Where: the innermost frame outside torch, and when that is in fairseq, the innermost ``fairseq_syntax`` line that
 led there (``via``); in the backward pass, where the autograd node was made (its anomaly-mode traceback: anomaly
@@ -63,7 +56,8 @@ def _tensors(values) -> list:
 
 
 def sync_reason(func, args, kwargs) -> Optional[str]:
-    """The operator's name when it reads data back to the host on a GPU (module docstring), else None."""
+    """The operator's name when it reads data back to the host on a GPU (:data:`ALWAYS`; ``repeat_interleave`` with
+    tensor repeats and no ``output_size``; ``index``, ``index_put`` with a boolean mask), else None."""
     name = func._overloadpacket.__name__
     if name in ALWAYS:
         return f"aten::{name}"
