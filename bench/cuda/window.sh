@@ -1,7 +1,5 @@
 #!/usr/bin/env bash
-# A short window on a machine with a GPU, used in full: each step runs in the foreground, ends under 9 minutes by its
-# own timeout and leaves at most 8 files in OUTDIR. `bash bench/cuda/window.sh --help` says what each step does and
-# what it takes; bench/cuda/README.md what each brings back and how long it takes.
+# The steps of a short GPU window: `bash bench/cuda/window.sh --help` (below) says what each does and takes.
 set -uo pipefail
 CALLER=$PWD  # the paths given are relative to it; the script runs in the repository's root
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -258,10 +256,8 @@ step3() {
   bench --model-size large --repeats 2 ${archs:+--archs "$archs"}
 }
 
-# the study's grid: `fairseq-syntax-study run` on --study (default examples/multi30k/study-gpu.toml) in the
-# foreground, --jobs runs at once, until the step's deadline stops it (timeout's SIGTERM: the runs stop with it, as
-# on Ctrl-C); its data-bins are made here (minutes on one core) and kept in --work for the window's next step 4 on
-# the same machine
+# the study's grid until the deadline (timeout's SIGTERM stops the runs, as Ctrl-C does); its data-bins stay in --work
+# for the window's next step 4 on the same machine
 step4() {
   local study=$STUDY jobs=$JOBS
   [ -n "$study" ] || study=$ROOT/examples/multi30k/study-gpu.toml
