@@ -29,10 +29,9 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from tqdm import tqdm
 
-from fairseq_syntax.core.files import atomic_path
 from fairseq_syntax.parsing.batching import token_batches
 from fairseq_syntax.parsing.evaluation import word_tags
-from fairseq_syntax.parsing.resumable import EpochClock, checkpoint_path
+from fairseq_syntax.parsing.resumable import EpochClock, checkpoint_path, restore, rng_states, save_whole
 from fairseq_syntax.parsing.text import open_text, ptb_unescape_token
 
 PAD, UNK = "<pad>", "<unk>"
@@ -227,10 +226,7 @@ def train_tagger(train: list[TaggedSentence], dev: list[TaggedSentence], path: s
     scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, 0.75 ** (1 / 5000))
     first_epoch, best, best_epoch, seconds = 1, -1.0, 0, 0.0
     if state is not None:
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        random.setstate(state["python_rng"])
-        torch.set_rng_state(state["torch_rng"])
+        restore(state, optimizer, scheduler)
         first_epoch, best, best_epoch = state["epoch"] + 1, state["best"], state["best_epoch"]
         seconds = state["seconds"]
         log(f"{path}: resuming from {last} at epoch {first_epoch} (best so far: epoch {best_epoch}, "
@@ -262,13 +258,9 @@ def train_tagger(train: list[TaggedSentence], dev: list[TaggedSentence], path: s
         improved = accuracy > best
         if improved:
             best, best_epoch = accuracy, epoch
-            with atomic_path(path) as temporary:
-                torch.save(tagger.state(), temporary)
-        state = {"tagger": tagger.state(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
-                 "python_rng": random.getstate(), "torch_rng": torch.get_rng_state(), "epoch": epoch, "best": best,
-                 "best_epoch": best_epoch, "seconds": seconds}
-        with atomic_path(last) as temporary:
-            torch.save(state, temporary)
+            save_whole(tagger.state(), path)
+        save_whole({"tagger": tagger.state(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                    **rng_states(), "epoch": epoch, "best": best, "best_epoch": best_epoch, "seconds": seconds}, last)
         log(f"epoch {epoch}/{epochs}: loss {total / len(batches):.4f}; dev accuracy {100 * accuracy:.2f}"
             f"{' (saved)' if improved else ''}; {clock.line(epoch)}")
     return best

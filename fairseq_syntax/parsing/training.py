@@ -44,7 +44,7 @@ from fairseq_syntax.parsing.constituency import (
     unwrap,
 )
 from fairseq_syntax.parsing.evaluation import BracketScore, bracket_score, word_tags
-from fairseq_syntax.parsing.resumable import EpochClock, checkpoint_path
+from fairseq_syntax.parsing.resumable import EpochClock, checkpoint_path, restore, rng_states, save_whole
 from fairseq_syntax.parsing.text import open_text, ptb_unescape_token
 from fairseq_syntax.parsing.torch_load import load_supar_parser, supar_safe_globals
 
@@ -322,10 +322,7 @@ def train_benepar(train: str, dev: str, path: str, epochs: int, size: BeneparSiz
     if os.path.exists(last):
         state = torch.load(last, map_location=device, weights_only=False)
         chart_parser.load_state_dict(state["state_dict"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        random.setstate(state["python_rng"])
-        torch.set_rng_state(state["torch_rng"])
+        restore(state, optimizer, scheduler)
         examples = [examples[index] for index in state["order"]]  # the shuffled order the next epoch starts from
         first_epoch, seconds = state["epoch"] + 1, state["seconds"]
         best, best_epoch = BracketScore(**state["best"]), state["best_epoch"]
@@ -351,15 +348,11 @@ def train_benepar(train: str, dev: str, path: str, epochs: int, size: BeneparSiz
         improved = best is None or score.f1 > best.f1
         if improved:
             best, best_epoch = score, epoch
-            model = {"config": chart_parser.config, "state_dict": chart_parser.state_dict()}
-            with atomic_path(path) as temporary:
-                torch.save(model, temporary)
-        state = {"state_dict": chart_parser.state_dict(), "optimizer": optimizer.state_dict(),
-                 "scheduler": scheduler.state_dict(), "python_rng": random.getstate(),
-                 "torch_rng": torch.get_rng_state(), "order": [order[id(example)] for example in examples],
-                 "epoch": epoch, "seconds": seconds, "best": dataclasses.asdict(best), "best_epoch": best_epoch}
-        with atomic_path(last) as temporary:
-            torch.save(state, temporary)
+            save_whole({"config": chart_parser.config, "state_dict": chart_parser.state_dict()}, path)
+        save_whole({"state_dict": chart_parser.state_dict(), "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(), **rng_states(),
+                    "order": [order[id(example)] for example in examples], "epoch": epoch, "seconds": seconds,
+                    "best": dataclasses.asdict(best), "best_epoch": best_epoch}, last)
         log(f"epoch {epoch}/{epochs}: loss {total_loss / math.ceil(len(examples) / batch_size):.3f}; "
             f"dev {score}{' (saved)' if improved else ''}; {clock.line(epoch)}")
     return best
