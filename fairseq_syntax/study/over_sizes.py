@@ -297,7 +297,7 @@ def write_sizes_report(config: StudyConfig, readme: str | None = None, out: str 
     ``RESULTS.json``, ``curve.png``) and, with ``readme``, its block in that file."""
     from fairseq_syntax.evaluation.curve import curve_data, curve_markdown, readme_block, replace_block
     from fairseq_syntax.evaluation.tables import load_results_json, write_results
-    from fairseq_syntax.study.report import write_report
+    from fairseq_syntax.study.report import write_readme, write_report
 
     found = checked_points(config)
     folder = Path(out) if out else config.folder("report")
@@ -355,16 +355,9 @@ def write_sizes_report(config: StudyConfig, readme: str | None = None, out: str 
     except ValueError as error:
         lines.append(f"no curve yet: {error}")
     if readme:
-        readme_path = Path(readme)
-        if not readme_path.is_file():
-            raise StudyError(f"--readme {readme}: no such file")
-        block = readme_block(data, os.path.relpath(md_path, readme_path.parent),
-                             os.path.relpath(folder / "curve.png", readme_path.parent), config.name)
-        try:
-            text = replace_block(readme_path.read_text(encoding="utf-8"), block, str(readme))
-        except ValueError as error:
-            raise StudyError(str(error)) from None
-        readme_path.write_text(text, encoding="utf-8")
+        write_readme(readme, lambda at: readme_block(data, os.path.relpath(md_path, at),
+                                                     os.path.relpath(folder / "curve.png", at), config.name),
+                     replace_block)
         lines.append(f"wrote the sizes answer into {readme}")
     return lines
 

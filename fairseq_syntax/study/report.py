@@ -5,6 +5,7 @@ keeps, else the data's, and ``seeds.png``; with ``--readme FILE``, the short ans
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from fairseq_syntax.evaluation.comparisons import Comparisons
@@ -130,12 +131,21 @@ def write_report(config: StudyConfig, readme: str | None = None, out: str | None
     except ValueError as error:  # a table with no answer to give
         lines.append(f"no answer yet: {error}")
     if readme:
-        readme_path = Path(readme)
-        if not readme_path.is_file():
-            raise StudyError(f"--readme {readme}: no such file")
-        link = os.path.relpath(md_path, readme_path.parent)
-        block = readme_block(load_results_json(json_path), link, dataset=config.name)
-        readme_path.write_text(replace_readme_block(readme_path.read_text(encoding="utf-8"), block, str(readme)),
-                               encoding="utf-8")
+        write_readme(readme, lambda folder: readme_block(load_results_json(json_path),
+                                                         os.path.relpath(md_path, folder), dataset=config.name),
+                     replace_readme_block)
         lines.append(f"wrote the study answer into {readme}")
     return lines
+
+
+def write_readme(readme: str, block: Callable[[Path], list[str]], replace: Callable[[str, list[str], str], str]):
+    """``--readme FILE``: FILE's answer between its markers replaced (``replace``) by ``block(FILE's folder)``; a
+    missing FILE or markers is a StudyError."""
+    path = Path(readme)
+    if not path.is_file():
+        raise StudyError(f"--readme {readme}: no such file")
+    try:
+        text = replace(path.read_text(encoding="utf-8"), block(path.parent), readme)
+    except ValueError as error:
+        raise StudyError(str(error)) from None
+    path.write_text(text, encoding="utf-8")

@@ -9,7 +9,6 @@ comparable), and its grid waits until every candidate has run."""
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import itertools
 import math
 from dataclasses import dataclass
@@ -202,13 +201,12 @@ def point_config(config: StudyConfig, label: str) -> StudyConfig:
 
 def corpus_pairs(config: StudyConfig) -> int | None:
     """The training pairs of the corpus (lines of its source training file), None where the file is missing."""
+    from fairseq_syntax.study.prepare.engine import line_count
+
     corpus = config.corpus
     plain = config.resolve(corpus.raw) / f"{corpus.train}.{corpus.source}"
-    for path, opener in ((plain, open), (Path(f"{plain}.gz"), gzip.open)):
-        if path.is_file():
-            with opener(path, "rb") as handle:
-                return sum(block.count(b"\n") for block in iter(lambda: handle.read(1 << 20), b""))
-    return None
+    found = [path for path in (plain, Path(f"{plain}.gz")) if path.is_file()]
+    return line_count(found[0]) if found else None
 
 
 def size_problems(config: StudyConfig) -> list[str]:
