@@ -110,21 +110,6 @@ def test_the_installed_command_prints_no_traceback(tmp_path):
     assert len(done.stderr.strip().splitlines()) == 1 and os.listdir(tmp_path) == ["input.txt"]
 
 
-# --- records
-def test_the_record_names_the_model_by_digest_the_labels_and_the_outputs(tmp_path, capfd, dependency_model):
-    source, arcs = tmp_path / "train.en", tmp_path / "train.arcs.jsonl.gz"
-    source.write_text("the cat sees the dog .\nthe man likes the father .\n")
-    status, _ = run_parse(["dependency", "--backend", "biaffine", "--model", dependency_model, "--input",
-                           str(source), "--output", str(arcs), "--conllu", str(tmp_path / "train.conllu"), "--device",
-                           "cpu"], capfd)
-    assert status == 0
-    record = json.loads((tmp_path / "train.arcs.jsonl.parse.json").read_text())
-    digest = hashlib.sha256(Path(dependency_model).read_bytes()).hexdigest()[:16]
-    assert record["models"] == {"dependency": {"model": "dep.pt", "sha256": digest}}
-    assert record["input"] == {"file": "train.en", "sha256": hashlib.sha256(source.read_bytes()).hexdigest()}
-    assert record["labels"] == "universal" and record["outputs"] == ["train.arcs.jsonl.gz", "train.conllu"]
-
-
 # --- label schemes
 def test_label_schemes_by_the_labels_only_one_has():
     assert labels.label_scheme(["det", "nsubj", "dobj", "prep", "pobj", "root"]) == "stanford"
@@ -136,18 +121,24 @@ def test_label_schemes_by_the_labels_only_one_has():
         labels.label_scheme(["det", "nsubj", "root"])
 
 
-def test_the_label_scheme_follows_the_model(tmp_path, capfd, dependency_model):
+def test_the_label_scheme_follows_the_model_and_the_record_names_it_by_digest(tmp_path, capfd, dependency_model):
     stanford_model = train_tiny_supar("".join(stanford_conllu(*sentence) for sentence in TREEBANK), tmp_path,
                                       "stanford")
-    source = tmp_path / "input.en"
+    source = tmp_path / "train.en"
     source.write_text("the cat sees the dog on the mat .\n")
     for model, scheme in ((stanford_model, "stanford"), (dependency_model, "universal")):
-        arcs = tmp_path / f"{scheme}.arcs.jsonl"
+        arcs = tmp_path / f"{scheme}.arcs.jsonl.gz"
         status, lines = run_parse(["dependency", "--backend", "biaffine", "--model", model, "--input", str(source),
-                                   "--output", str(arcs), "--device", "cpu"], capfd)
+                                   "--output", str(arcs), "--conllu", str(tmp_path / "train.conllu"), "--device",
+                                   "cpu"], capfd)
         assert status == 0
         assert f"{arcs}: {scheme} dependency labels (fairseq-syntax-preprocess-dependencies --labels {scheme})" in lines
         assert parse_records.labels_of(str(arcs)) == scheme  # the record's: read from the model's own labels
+    record = json.loads((tmp_path / "universal.arcs.jsonl.parse.json").read_text())
+    digest = hashlib.sha256(Path(dependency_model).read_bytes()).hexdigest()[:16]
+    assert record["models"] == {"dependency": {"model": "dep.pt", "sha256": digest}}
+    assert record["input"] == {"file": "train.en", "sha256": hashlib.sha256(source.read_bytes()).hexdigest()}
+    assert record["outputs"] == ["universal.arcs.jsonl.gz", "train.conllu"]
 
 
 # --- German
