@@ -92,11 +92,6 @@ def test_files_are_parallel_and_trees_match_the_source(demo_dir):
             assert " ".join(make_data.translate(tree)) == target
 
 
-def test_no_sentence_repeats_within_or_across_splits(demo_dir):
-    sentences = [line for split in SPLITS for line in _lines(demo_dir / f"{split}.en")]
-    assert len(set(sentences)) == len(sentences) == 90
-
-
 def test_duplicates_are_redrawn_when_the_grammar_repeats_itself(monkeypatch):
     # Only three-token sentences ("they ran ."): a few thousand exist, and the likeliest recur within 300 draws.
     monkeypatch.setattr(make_data, "MIN_TOKENS", 3)
