@@ -40,42 +40,31 @@ def test_mask_model_trains_and_generates_every_test_sentence(data_dirs, mask_che
     assert sorted(hyps) == list(range(21))
 
 
-#: --eval-bleu, with the best checkpoint the one of the highest validation BLEU
-EVAL_BLEU = ("--eval-bleu", "--eval-bleu-args", '{"beam": 1}', "--best-checkpoint-metric", "bleu",
-             "--maximize-best-checkpoint-metric")
-
-
-@pytest.fixture(scope="module")
-def baseline(data_dirs, tmp_path_factory):
-    """Save directory of fairseq's transformer trained one epoch on the sequence form, with --eval-bleu."""
-    save = tmp_path_factory.mktemp("baseline")
-    train(data_dirs["sequence"], str(save), "transformer_tiny", 1, *EVAL_BLEU)
-    return save
-
-
 def update_losses(log: str) -> dict:
     """update -> training loss, from the per-update lines of a --log-format simple --log-interval 1 log."""
     return {int(update): loss for loss, update in re.findall(r" loss=([\d.]+),.* num_updates=(\d+),", log)}
 
 
-#: resumed runs: no dropout (losses equal to the bit); "better" is a higher loss, so --patience 2 stops at epoch 3
+#: resumed runs: no dropout (losses equal to the bit); "better" is a higher loss, so --patience 2 stops at epoch 3;
+#: --eval-bleu puts numpy arrays into their checkpoints
 RESUME_OPTIONS = ("--dropout", "0", "--patience", "2", "--best-checkpoint-metric", "loss",
-                  "--maximize-best-checkpoint-metric")
+                  "--maximize-best-checkpoint-metric", "--eval-bleu", "--eval-bleu-args", '{"beam": 1}')
 
 
 @pytest.fixture(scope="module")
 def resumed_runs(data_dirs, tmp_path_factory):
-    """(uninterrupted, [first, second, rest]): logs of a run --patience 2 stops after epoch 3, and of it cut twice."""
+    """(uninterrupted, [first, second, rest], its save directory): logs of a run --patience 2 stops after epoch 3,
+    and of it cut twice; fairseq's transformer on the sequence form."""
     root = tmp_path_factory.mktemp("resume")
     whole = train(data_dirs["sequence"], str(root / "whole"), "transformer_tiny", 8, *RESUME_OPTIONS).stdout
     parts = [train(data_dirs["sequence"], str(root / "parts"), "transformer_tiny", epochs, *RESUME_OPTIONS).stdout
              for epochs in (1, 2, 8)]
-    return whole, parts
+    return whole, parts, root / "whole"
 
 
 def test_resuming_at_an_epoch_boundary_repeats_the_uninterrupted_run_exactly(resumed_runs):
     # fairseq's own translation task does not; the syntax tasks build each epoch's batches from its own seed
-    whole, (first, second, rest) = resumed_runs
+    whole, (first, second, rest), _ = resumed_runs
     assert "Loaded checkpoint" in second and "Loaded checkpoint" in rest
     resumed = {**update_losses(first), **update_losses(second), **update_losses(rest)}
     assert len(update_losses(whole)) > 2 * len(update_losses(first)) > 0
@@ -91,7 +80,7 @@ def valid_losses(log: str) -> dict:
 
 def test_a_resumed_run_stops_early_where_the_uninterrupted_run_stops(resumed_runs):
     # the uninterrupted run stops after epoch 3 (RESUME_OPTIONS)
-    whole, (first, second, rest) = resumed_runs
+    whole, (first, second, rest), _ = resumed_runs
     losses = valid_losses(whole)
     assert sorted(losses) == [1, 2, 3] and losses[1] > losses[2] > losses[3]  # the premise of the count above
     assert "early stop since valid performance hasn't improved for last 2 runs" in whole
@@ -120,14 +109,15 @@ def test_resuming_after_a_kill_while_saving_falls_back_to_the_whole_checkpoint(d
     assert torch.load(save / "checkpoint_last.pt")["optimizer_history"][-1]["num_updates"] == 4
 
 
-def test_checkpoints_of_training_with_eval_bleu_load_for_generation(data_dirs, baseline):
+def test_checkpoints_of_training_with_eval_bleu_load_for_generation(data_dirs, resumed_runs):
     # --eval-bleu puts numpy arrays into the checkpoint; torch's weights-only loader must still accept it
     # and fairseq's transformer generates on the same task (the linearized form's: test_interactive_parsing.py)
     import fairseq_syntax  # noqa: F401  (installs the allow-list, as --user-dir does)
 
-    state = torch.load(baseline / "checkpoint_best.pt", map_location="cpu")  # weights_only, torch's default
+    best = resumed_runs[2] / "checkpoint_best.pt"
+    state = torch.load(best, map_location="cpu")  # weights_only, torch's default
     assert any(isinstance(v, np.ndarray) for v in _leaves(state["extra_state"]))
-    assert sorted(generate(data_dirs["sequence"], str(baseline / "checkpoint_best.pt"))) == list(range(21))
+    assert sorted(generate(data_dirs["sequence"], str(best))) == list(range(21))
 
 
 def _leaves(tree):
