@@ -17,7 +17,7 @@ elsewhere). Encoders plug in through :mod:`fairseq_syntax.core.classifier`; the 
 import copy
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -28,6 +28,7 @@ from fairseq.tasks import FairseqTask, register_task
 
 import fairseq_syntax.core.tree_cross_entropy  # noqa: F401  (registers tree_cross_entropy, this task's criterion)
 from fairseq_syntax.core import trees
+from fairseq_syntax.core.command_help import option
 from fairseq_syntax.core.cpu_autocast import CpuAutocastConfig, CpuAutocastMixin
 from fairseq_syntax.core.data_dir import (
     CLASSIFICATION_FILES,
@@ -104,17 +105,13 @@ def build_dictionary(tree_list: Iterable[trees.Tree]) -> Dictionary:
 
 @dataclass
 class TreeClassificationConfig(CpuAutocastConfig):
-    data: Optional[str] = field(default=None, metadata={"help": "data directory ({split}.tree, labels.txt, dict.txt)"})
-    input_form: ChoiceEnum(FORMS) = field(
-        default="preorder",
-        metadata={"help": "how a tree becomes the input sequence (see fairseq_syntax.core.input_forms)"},
-    )
-    preterminals: ChoiceEnum(PRETERMINALS) = field(
-        default="drop",
-        metadata={"help": "which POS nodes are tree nodes; Nguyen et al. drop them (SST has no BPE, so 'split' is "
-                  "the same as 'drop')"},
-    )
-    max_positions: int = field(default=1024, metadata={"help": "longest input, in tokens with EOS"})
+    data: Optional[str] = option(None, "data directory ({split}.tree, labels.txt, dict.txt)")
+    input_form: ChoiceEnum(FORMS) = option(
+        "preorder", "how a tree becomes the input sequence (see fairseq_syntax.core.input_forms)")
+    preterminals: ChoiceEnum(PRETERMINALS) = option(
+        "drop", "which POS nodes are tree nodes; Nguyen et al. drop them (SST has no BPE, so 'split' is the same as "
+        "'drop')")
+    max_positions: int = option(1024, "longest input, in tokens with EOS")
 
 
 class TreeClassificationDataset(FairseqDataset):

@@ -3,11 +3,17 @@ options.
 
 fairseq's ``options.parse_args_and_arch`` parses twice, the second time with the task's and model's options, but
 acts on ``--help`` in the first. :func:`list_task_options_in_help` wraps it so the first parse passes over
-``-h``/``--help`` and the second prints the help."""
+``-h``/``--help`` and the second prints the help. :func:`option` declares one."""
 import functools
 import sys
+from dataclasses import field
 
 HELP_OPTIONS = ("-h", "--help")
+
+
+def option(default, help: str):
+    """A fairseq options dataclass field: its default and ``--help``."""
+    return field(default=default, metadata={"help": help})
 
 
 def list_task_options_in_help() -> None:

@@ -9,21 +9,21 @@ small (the recipes set 64). It pays only with AVX512-BF16 or AMX: elsewhere bf16
 than fp32 (docs/gpu.md); the task warns then, and the recipes default to fp32 (:func:`default_cpu_precision`)."""
 import contextlib
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from fairseq.dataclass import FairseqDataclass
+
+from fairseq_syntax.core.command_help import option
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
 class CpuAutocastConfig(FairseqDataclass):
-    cpu_bf16_autocast: bool = field(
-        default=False,
-        metadata={"help": "run training and validation steps under torch.autocast('cpu', torch.bfloat16): "
-                  "fp32 weights and optimizer, bf16 matmuls (CPU only; see fairseq_syntax/core/cpu_autocast.py)"},
-    )
+    cpu_bf16_autocast: bool = option(
+        False, "run training and validation steps under torch.autocast('cpu', torch.bfloat16): fp32 weights and "
+        "optimizer, bf16 matmuls (CPU only; see fairseq_syntax/core/cpu_autocast.py)")
 
 
 def cpu_has_bf16() -> bool:

@@ -22,12 +22,13 @@ syntax.json's ``"parser"`` (backend, model, tagger) and ``"pos_tags"``: another 
 tagger, or trees that differ in having POS tags stop the run; another model file of the same kind is a warning."""
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
 from fairseq_syntax.core import trees
+from fairseq_syntax.core.command_help import option
 from fairseq_syntax.core.data_dir import META_FILE
 from fairseq_syntax.core.input_forms import source_form
 from fairseq_syntax.core.side_inputs import SIDE_INPUTS, BadLine
@@ -49,29 +50,20 @@ Source = Tuple[List[str], Dict[str, torch.Tensor]]
 class InteractiveSourceConfig:
     """Options of ``--task syntax_translation`` for ``fairseq-interactive`` (module docstring)."""
 
-    source_format: Optional[str] = field(
-        default=None,
-        metadata={"help": "fairseq-interactive only: what an input line is: 'text' (a sentence of tokenized words) or "
-                  "'tree' (one bracketed constituency tree). Default: text, unless the model reads a constituency "
-                  "tree and no --source-parser is given, where it must be said"},
-    )
-    source_parser: Optional[str] = field(
-        default=None,
-        metadata={"help": "fairseq-interactive only, for models reading a constituency tree (the linearized and "
-                  "preorder forms): parse each input sentence with this constituency parser (a local model file or "
-                  "a name benepar or SuPar downloads), the one that parsed the data directory's trees"},
-    )
-    source_parser_backend: Optional[str] = field(
-        default=None,
-        metadata={"help": f"with --source-parser: its backend, one of {', '.join(BACKENDS)}. Default: the one the "
-                  "data directory's syntax.json records, else the one the model file tells"},
-    )
-    source_tagger: Optional[str] = field(
-        default=None,
-        metadata={"help": "with --source-parser: the POS tagger (preprocess/train_parser.py tagger) whose tags label "
-                  "the parser's preterminals, as when the data directory's trees were made (crf-con predicts "
-                  "none)"},
-    )
+    source_format: Optional[str] = option(
+        None, "fairseq-interactive only: what an input line is: 'text' (a sentence of tokenized words) or 'tree' (one "
+        "bracketed constituency tree). Default: text, unless the model reads a constituency tree and no "
+        "--source-parser is given, where it must be said")
+    source_parser: Optional[str] = option(
+        None, "fairseq-interactive only, for models reading a constituency tree (the linearized and preorder forms): "
+        "parse each input sentence with this constituency parser (a local model file or a name benepar or SuPar "
+        "downloads), the one that parsed the data directory's trees")
+    source_parser_backend: Optional[str] = option(
+        None, f"with --source-parser: its backend, one of {', '.join(BACKENDS)}. Default: the one the data directory's "
+        "syntax.json records, else the one the model file tells")
+    source_tagger: Optional[str] = option(
+        None, "with --source-parser: the POS tagger (preprocess/train_parser.py tagger) whose tags label the parser's "
+        "preterminals, as when the data directory's trees were made (crf-con predicts none)")
 
 
 def word_pieces(words: Sequence[str], segment: Callable[[str], List[str]]) -> List[str]:

@@ -8,21 +8,21 @@ sums over (sentences, plus labelled tokens with ``--node-labels``). Logged: ``lo
 ``accuracy`` (root, %) and ``node_accuracy`` (labelled tokens, %, whether or not they are trained on).
 """
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch.nn.functional as F
 from fairseq import metrics
 from fairseq.criterions import FairseqCriterion, register_criterion
 from fairseq.dataclass import FairseqDataclass
 
+from fairseq_syntax.core.command_help import option
+
 NO_LABEL = -1
 
 
 @dataclass
 class TreeCrossEntropyConfig(FairseqDataclass):
-    node_labels: bool = field(
-        default=False, metadata={"help": "also train on the label of every labelled node and word, not only the root"}
-    )
+    node_labels: bool = option(False, "also train on the label of every labelled node and word, not only the root")
 
 
 @register_criterion("tree_cross_entropy", dataclass=TreeCrossEntropyConfig)

@@ -10,7 +10,7 @@ the two terms on the same scale whatever the batch. Logged: ``dependency_loss`` 
 ``dependency_accuracy`` (% of tokens whose most-attended key is their parent).
 """
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from fairseq import metrics, utils
@@ -20,13 +20,14 @@ from fairseq.criterions.label_smoothed_cross_entropy import (
     LabelSmoothedCrossEntropyCriterionConfig,
 )
 
+from fairseq_syntax.core.command_help import option
 from fairseq_syntax.methods.dependency_supervision.targets import IGNORE, parent_targets
 from fairseq_syntax.methods.ldd.distributions import FirstBatchCheck
 
 
 @dataclass
 class DependencyLossConfig(LabelSmoothedCrossEntropyCriterionConfig):
-    dependency_weight: float = field(default=0.5, metadata={"help": "lambda: weight of the dependency loss"})
+    dependency_weight: float = option(0.5, "lambda: weight of the dependency loss")
 
 
 def dependency_loss(attention: torch.Tensor, targets: torch.Tensor):

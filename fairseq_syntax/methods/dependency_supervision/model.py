@@ -6,12 +6,13 @@ config; the last layer when the encoder has fewer) has ``--dependency-heads`` (d
 (:mod:`.attention`). The encoder output carries their attention, ``dependency_attention`` ``[B x T x T]``. No side
 input at test time; training reads the 1-best tree from ``src_ldd`` (``supervision_inputs``). The authors'
 decoder-side supervision (target parse) is not here: this package is about source syntax."""
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from fairseq.dataclass import FairseqDataclass
 from fairseq.models import register_model
 
 from fairseq_syntax.core.attention import StructuredSelfAttention
+from fairseq_syntax.core.command_help import option
 from fairseq_syntax.core.encoder import SyntaxTransformerEncoder
 from fairseq_syntax.core.model import SyntaxTransformerModel, register_architectures
 from fairseq_syntax.methods.dependency_supervision.attention import (
@@ -22,11 +23,11 @@ from fairseq_syntax.methods.ldd import side_input as ldd_side_input  # noqa: F40
 
 @dataclass
 class DependencySupervisionOptions(FairseqDataclass):
-    dependency_heads: int = field(default=1, metadata={"help": "heads of the supervised layer trained to attend to "
-                                                               "each token's dependency parent"})
-    dependency_layer: int = field(default=0, metadata={"help": "0-based encoder layer with those heads (the last "
-                                                               "layer when the encoder has fewer); default 0, the "
-                                                               "authors' released config"})
+    dependency_heads: int = option(
+        1, "heads of the supervised layer trained to attend to each token's dependency parent")
+    dependency_layer: int = option(
+        0, "0-based encoder layer with those heads (the last layer when the encoder has fewer); default 0, the "
+        "authors' released config")
 
 
 class DependencySupervisedEncoder(SyntaxTransformerEncoder):

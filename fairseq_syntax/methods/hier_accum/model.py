@@ -12,7 +12,7 @@ nonterminal node, and ``src_parents`` ``B x T``. Nguyen et al. drop POS nodes ex
 * Decoder: cross-attention is :class:`~fairseq_syntax.methods.hier_accum.attention.HierarchicalCrossAttention`,
   handed the source padding with that structure (:class:`~fairseq_syntax.methods.hier_accum.attention.SourceTree`).
 * Ablations (Table 3): ``--no-hier-embed`` (encoder and decoder), ``--no-subtree-mask`` (encoder)."""
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.distributed import fsdp_wrap
@@ -23,6 +23,7 @@ from fairseq.modules.transformer_layer import TransformerDecoderLayerBase
 
 from fairseq_syntax.core import structure as st
 from fairseq_syntax.core.classifier import register_classifier
+from fairseq_syntax.core.command_help import option
 from fairseq_syntax.core.encoder import SyntaxTransformerEncoder
 from fairseq_syntax.core.model import SyntaxTransformerModel, register_architectures
 from fairseq_syntax.methods.hier_accum.accumulation import (
@@ -40,24 +41,15 @@ from fairseq_syntax.methods.hier_accum.attention import (
 
 @dataclass
 class HierAccumOptions(FairseqDataclass):
-    no_hier_embed: bool = field(
-        default=False, metadata={"help": "ablation -HierEmb (Nguyen et al. 2020, Table 3): no hierarchical embeddings"}
-    )
-    no_subtree_mask: bool = field(
-        default=False,
-        metadata={"help": "ablation -SubMask (Nguyen et al. 2020, Table 3): every encoder query attends to all "
-                  "leaves and nodes"},
-    )
-    hier_embed_size: int = field(
-        default=100,
-        metadata={"help": "|E|, rows of the vertical and of the horizontal embedding table (Nguyen et al. 2020, "
-                  "Appendix 7.4); larger indices share the last row"},
-    )
-    cumulative_average: ChoiceEnum(AVERAGES) = field(
-        default="paper",
-        metadata={"help": "upward cumulative average over a branch from node i to leaf j: 'paper' divides by its "
-                  "nodes + the leaf (eq. 6), 'official' by its nodes only, as the authors' public code does"},
-    )
+    no_hier_embed: bool = option(False, "ablation -HierEmb (Nguyen et al. 2020, Table 3): no hierarchical embeddings")
+    no_subtree_mask: bool = option(
+        False, "ablation -SubMask (Nguyen et al. 2020, Table 3): every encoder query attends to all leaves and nodes")
+    hier_embed_size: int = option(
+        100, "|E|, rows of the vertical and of the horizontal embedding table (Nguyen et al. 2020, Appendix 7.4); "
+        "larger indices share the last row")
+    cumulative_average: ChoiceEnum(AVERAGES) = option(
+        "paper", "upward cumulative average over a branch from node i to leaf j: 'paper' divides by its nodes + the "
+        "leaf (eq. 6), 'official' by its nodes only, as the authors' public code does")
 
     def embedding_size(self) -> int:
         return 0 if self.no_hier_embed else self.hier_embed_size

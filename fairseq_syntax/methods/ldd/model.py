@@ -8,12 +8,13 @@ The first encoder self-attention has one head per label group (16, whatever ``--
 
 Side input: ``src_ldd`` (``B x 34 x S x S`` and ``B x T``, :mod:`fairseq_syntax.methods.ldd.side_input`);
 structure: ``ldd`` ``B x 16 x T x T``."""
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.models import register_model
 
 from fairseq_syntax.core.attention import StructuredSelfAttention
+from fairseq_syntax.core.command_help import option
 from fairseq_syntax.core.encoder import SyntaxTransformerEncoder
 from fairseq_syntax.core.model import SyntaxTransformerModel, register_architectures
 from fairseq_syntax.methods.ldd import distributions as dependency
@@ -28,17 +29,13 @@ LDD_LAYER = 0  # the paper infuses the distributions into the first encoder laye
 
 @dataclass
 class LDDOptions(FairseqDataclass):
-    syntax_variant: ChoiceEnum(dependency.SYNTAX_VARIANTS) = field(
-        default="ldd",
-        metadata={"help": "Table 1 of Pu & Sima'an: ldd (labeled distributions), udd (labels summed), ldp / udp "
-                  "(the parser's 1-best labeled / unlabeled tree), uldd / uudd (uniform), lda (attention weights "
-                  "softmax(LDD): LDD in place of the scores S of eq. 3), lda_weights (attention weights = LDD)"},
-    )
-    ldd_subword_heads: ChoiceEnum(dependency.SUBWORD_HEAD_RULES) = field(
-        default="share",
-        metadata={"help": "a head word split into BPE pieces: share its probability evenly among them (each token's "
-                  "row sums to its word's distribution) or copy it to each piece"},
-    )
+    syntax_variant: ChoiceEnum(dependency.SYNTAX_VARIANTS) = option(
+        "ldd", "Table 1 of Pu & Sima'an: ldd (labeled distributions), udd (labels summed), ldp / udp (the parser's "
+        "1-best labeled / unlabeled tree), uldd / uudd (uniform), lda (attention weights softmax(LDD): LDD in place "
+        "of the scores S of eq. 3), lda_weights (attention weights = LDD)")
+    ldd_subword_heads: ChoiceEnum(dependency.SUBWORD_HEAD_RULES) = option(
+        "share", "a head word split into BPE pieces: share its probability evenly among them (each token's row sums to "
+        "its word's distribution) or copy it to each piece")
 
 
 class LDDEncoder(SyntaxTransformerEncoder):

@@ -24,12 +24,13 @@ decode to the same numbers (a long item never starts with 65535). Side data with
 the root, i.e. fairseq's EOS; the last word all-zero for padding) and the word of each token ``B x T``; the model
 expands it to tokens (:func:`~fairseq_syntax.methods.ldd.distributions.variant_distribution`)."""
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import torch
 
+from fairseq_syntax.core.command_help import option
 from fairseq_syntax.core.data_dir import META_FILE
 from fairseq_syntax.core.side_inputs import BadLine, SideInput, register_side_input
 from fairseq_syntax.methods.ldd.distributions import (
@@ -183,20 +184,14 @@ LDD_META_KEY = "ldd"  # syntax.json entry: {"labels": ..., "floor": ...} of fair
 class InteractiveDependencyConfig:
     """Options of ``--task syntax_translation`` for ``fairseq-interactive`` with a model reading ``src_ldd``."""
 
-    source_dependency_parser: Optional[str] = field(
-        default=None,
-        metadata={"help": "fairseq-interactive only, for models reading src_ldd (transformer_ldd): parse the input "
-                  "lines (tokenized words) with this SuPar biaffine dependency parser (local path or model name), "
-                  "the one that made the data directory's side data"},
-    )
-    source_dependency_arc_floor: float = field(
-        default=DEFAULT_ARC_FLOOR,
-        metadata={"help": "with --source-dependency-parser: the --arc-floor preprocess/parse_dependency.py used"},
-    )
-    source_dependency_label_floor: float = field(
-        default=DEFAULT_LABEL_FLOOR,
-        metadata={"help": "with --source-dependency-parser: the --label-floor preprocess/parse_dependency.py used"},
-    )
+    source_dependency_parser: Optional[str] = option(
+        None, "fairseq-interactive only, for models reading src_ldd (transformer_ldd): parse the input lines "
+        "(tokenized words) with this SuPar biaffine dependency parser (local path or model name), the one that made "
+        "the data directory's side data")
+    source_dependency_arc_floor: float = option(
+        DEFAULT_ARC_FLOOR, "with --source-dependency-parser: the --arc-floor preprocess/parse_dependency.py used")
+    source_dependency_label_floor: float = option(
+        DEFAULT_LABEL_FLOOR, "with --source-dependency-parser: the --label-floor preprocess/parse_dependency.py used")
 
 
 def ldd_settings(meta: dict, data_path: str) -> Tuple[str, float]:

@@ -4,12 +4,13 @@ fairseq's ``transformer`` whose first encoder self-attention is :class:`.attenti
 (``--pascal-heads``, ``--pascal-sigma``, ``--pascal-parent-ignoring``; defaults: the authors' En-De setting, 2
 heads, sigma 1, parent ignoring 0.4). Side input: ``src_ldd`` (its 1-best tree, :mod:`.parents`); structure:
 ``parent_density`` ``B x T x T``."""
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from fairseq.dataclass import FairseqDataclass
 from fairseq.models import register_model
 
 from fairseq_syntax.core.attention import StructuredSelfAttention
+from fairseq_syntax.core.command_help import option
 from fairseq_syntax.core.encoder import SyntaxTransformerEncoder
 from fairseq_syntax.core.model import SyntaxTransformerModel, register_architectures
 from fairseq_syntax.methods.ldd import side_input as ldd_side_input  # noqa: F401  (registers the side input src_ldd)
@@ -22,12 +23,11 @@ PASCAL_LAYER = 0  # the authors' best systems use PASCAL heads in the first enco
 
 @dataclass
 class PascalOptions(FairseqDataclass):
-    pascal_heads: int = field(default=2, metadata={"help": "heads of the first encoder layer that are parent-scaled "
-                                                           "(the last ones); the authors use 2 of 8"})
-    pascal_sigma: float = field(default=1.0, metadata={"help": "standard deviation of the Gaussian over key "
-                                                               "positions centred on the parent"})
-    pascal_parent_ignoring: float = field(default=0.4, metadata={"help": "probability that a query's row of a "
-                                                                         "PASCAL head ignores its parent in training"})
+    pascal_heads: int = option(
+        2, "heads of the first encoder layer that are parent-scaled (the last ones); the authors use 2 of 8")
+    pascal_sigma: float = option(1.0, "standard deviation of the Gaussian over key positions centred on the parent")
+    pascal_parent_ignoring: float = option(
+        0.4, "probability that a query's row of a PASCAL head ignores its parent in training")
 
 
 class PascalEncoder(SyntaxTransformerEncoder):

@@ -8,7 +8,7 @@ exactly fairseq's ``transformer`` on the same tokens.
 Side input: ``src_parents`` ``B x T`` (see :mod:`fairseq_syntax.core.structure`); structure: ``relations``
 ``B x T x T``.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
@@ -16,6 +16,7 @@ from fairseq.models import register_model
 from torch import nn
 
 from fairseq_syntax.core.attention import StructuredSelfAttention
+from fairseq_syntax.core.command_help import option
 from fairseq_syntax.core.encoder import SyntaxTransformerEncoder
 from fairseq_syntax.core.model import SyntaxTransformerModel, register_architectures
 from fairseq_syntax.methods.syntax_mask.attention import RelationMaskAttention
@@ -28,26 +29,15 @@ from fairseq_syntax.methods.syntax_mask.relations import (
 
 @dataclass
 class SyntaxMaskOptions(FairseqDataclass):
-    mask_layers: str = field(
-        default="all", metadata={"help": "encoder layers (0-based, comma-separated) that get masks, or 'all'"}
-    )
-    mask_relations: str = field(
-        default="all",
-        metadata={"help": "relations with a learnable strength, comma-separated from "
-                  + ",".join(RELATION_NAMES) + ", or 'all'; the others keep strength 0"},
-    )
-    share_mask_strengths: bool = field(
-        default=False, metadata={"help": "one strength table shared by all masked layers"}
-    )
-    freeze_mask_strengths: bool = field(
-        default=False, metadata={"help": "keep all strengths at 0 (the plain transformer on preorder input)"}
-    )
-    mask_bias: ChoiceEnum(["auto", "gather", "one_hot"]) = field(
-        default="auto",
-        metadata={"help": "how the bias -exp(s[h, rel_ij]) is computed: a table lookup per pair, or one-hot "
-                  "relations times the table (the same values; see fairseq_syntax.methods.syntax_mask.attention); "
-                  "auto: one_hot on CUDA, gather elsewhere"},
-    )
+    mask_layers: str = option("all", "encoder layers (0-based, comma-separated) that get masks, or 'all'")
+    mask_relations: str = option("all", "relations with a learnable strength, comma-separated from "
+                                 + ",".join(RELATION_NAMES) + ", or 'all'; the others keep strength 0")
+    share_mask_strengths: bool = option(False, "one strength table shared by all masked layers")
+    freeze_mask_strengths: bool = option(False, "keep all strengths at 0 (the plain transformer on preorder input)")
+    mask_bias: ChoiceEnum(["auto", "gather", "one_hot"]) = option(
+        "auto", "how the bias -exp(s[h, rel_ij]) is computed: a table lookup per pair, or one-hot relations times the "
+        "table (the same values; see fairseq_syntax.methods.syntax_mask.attention); auto: one_hot on CUDA, gather "
+        "elsewhere")
 
 
 def uses_one_hot(mask_bias: str, device: torch.device) -> bool:

@@ -7,7 +7,7 @@
   ``tree_transformer_lm`` (L=10, d_model 512, 8 heads, FFN 2048, dropout 0.1) and ``_tiny``; otherwise
   ``roberta_prenorm``, so ``--arch roberta_prenorm`` with the same sizes is the plain baseline.
 * ``transformer_constituent``: the same encoder in fairseq's ``transformer`` for translation (and ``_tiny``)."""
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Dict, List, Optional
 
 import torch
@@ -24,6 +24,7 @@ from fairseq.utils import safe_getattr, safe_hasattr
 from torch import Tensor, nn
 
 from fairseq_syntax.core.attention import Structure
+from fairseq_syntax.core.command_help import option
 from fairseq_syntax.core.encoder import SyntaxTransformerEncoder
 from fairseq_syntax.core.model import (
     SyntaxTransformerModel,
@@ -35,11 +36,9 @@ from fairseq_syntax.methods.tree_transformer.attention import ConstituentAttenti
 
 @dataclass
 class ConstituentOptions(FairseqDataclass):
-    constituent_diagonal: ChoiceEnum(["one", "zero"]) = field(
-        default="one",
-        metadata={"help": "C_ii of the constituent prior: one (the paper, eq. 3: a word may attend to itself) or "
-                          "zero (the authors' code, where C_ii is about 3e-5: a word attends only to the others)"},
-    )
+    constituent_diagonal: ChoiceEnum(["one", "zero"]) = option(
+        "one", "C_ii of the constituent prior: one (the paper, eq. 3: a word may attend to itself) or zero (the "
+        "authors' code, where C_ii is about 3e-5: a word attends only to the others)")
 
 
 class TreeTransformerEncoder(SyntaxTransformerEncoder):
