@@ -1,24 +1,12 @@
-"""fairseq-syntax-parse: parse a corpus's source side, one sentence a line, with any parser, in any language.
+"""fairseq-syntax-parse: parse a corpus's source side, one sentence a line, with any parser, in any language
+(docs/parsers.md: the backends, their pretrained names by language, ``fetch`` and the record beside each output).
 
-    fairseq-syntax-parse constituency --backend {benepar,crf-con,stanza} --model NAME_OR_PATH [--tagger TAGGER]
-                                      --input FILE --output TREES [--lang LANG] [--raw]
-    fairseq-syntax-parse dependency --backend {biaffine,stanza} --model NAME_OR_PATH --input FILE
-                                    --output ARCS.jsonl.gz [--conllu FILE] [--lang LANG] [--raw]
-    fairseq-syntax-parse fetch --kind dependency --backend biaffine --model biaffine-dep-en
-
-``constituency`` writes one PTB-bracketed tree a line (:mod:`fairseq_syntax.parsing.constituency`); ``dependency``
-the full arc and label distributions, one JSON line a sentence, and with ``--conllu`` the 1-best trees
-(:mod:`fairseq_syntax.parsing.dependency`). Line i of every output belongs to input line i; a sentence the parser
-cannot handle gets a flat fallback, listed in ``OUTPUT.skipped``.
-
-``--model``: a local model or a library's model name (benepar ``benepar_en3``, ``benepar_de2``; SuPar
-``crf-con-en``, ``crf-con-xlmr``, ``biaffine-dep-en``; stanza ``en``, ``de``, ``de_hdt``, ...), downloaded once;
-without the network one line, ``could not download NAME: REASON``, and nothing written. ``fetch`` only downloads.
-
-Input is tokenized text unless ``--raw``: then tokenized for ``--lang`` (default en) with sacremoses or stanza
-(:func:`fairseq_syntax.parsing.text.tokenizer`). ``--workers``, ``--num-shards``, ``--shard-id``, ``--merge``,
-``--device``: :mod:`fairseq_syntax.parsing.shards`. ``OUTPUT.parse.json`` records the model, the input's digest
-and, for dependencies, the label scheme (:mod:`fairseq_syntax.parsing.parse_records`)."""
+``constituency`` writes one PTB-bracketed tree a line (:mod:`fairseq_syntax.parsing.constituency`), ``dependency``
+the arc and label distributions (:mod:`fairseq_syntax.parsing.dependency`). Line i of every output belongs to input
+line i; a sentence the parser cannot handle gets a flat fallback, listed in ``OUTPUT.skipped``. A name that cannot be
+downloaded is one line, ``could not download NAME: REASON``, and nothing is written. ``--workers``, ``--num-shards``,
+``--shard-id``, ``--merge``, ``--device``: :mod:`fairseq_syntax.parsing.shards`; ``OUTPUT.parse.json``:
+:mod:`fairseq_syntax.parsing.parse_records`."""
 from __future__ import annotations
 
 import argparse

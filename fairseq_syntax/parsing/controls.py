@@ -1,9 +1,8 @@
 """Control structures: the parses' words and labels under a structure that is not the parse.
 
-Pham, Macháček & Bojar (2019, "Promoting the Knowledge of Source Syntax in Transformer NMT Is Not Needed") found
-that trivial trees give a Transformer the same gains as real parses. A control replaces the structure of every
-parse and keeps everything else, so a table row on a control differs from its real-parse row in the structure
-only. Names and data directories: :mod:`fairseq_syntax.core.control_kinds`.
+Pham, Macháček & Bojar (2019, "Promoting the Knowledge of Source Syntax in Transformer NMT Is Not Needed"): trivial
+trees give a Transformer the gains of real parses. A control replaces every parse's structure and keeps the rest
+(docs/methods.md); names and data directories: :mod:`fairseq_syntax.core.control_kinds`.
 
 * constituency (``.tree``): the *units* (POS nodes with their words, and words attached directly to a phrase, left
   to right) stay; everything above them is replaced.
@@ -33,11 +32,8 @@ only. Names and data directories: :mod:`fairseq_syntax.core.control_kinds`.
 Randomness: line ``k`` (1-based) draws from ``random.Random(f"{seed}:{k}")``, only where there is a choice, so a
 line's control depends on its seed, number and parse only.
 
-``fairseq-syntax-control`` (docs/methods.md): ``make`` writes a split's control parses (``.tree``;
-``.arcs.jsonl.gz`` and its ``.conllu``; each whole or not at all), ``dictionary`` the real dictionary with ``(X`` in
-place of fairseq's first filler ``madeupwordNNNN`` (same size, every other index kept), ``stats``
-:func:`structure_stats` as Markdown (and JSON). :func:`record_control` writes the control into a data directory's
-``syntax.json`` and ``parsers.json``."""
+``fairseq-syntax-control``: ``make``, ``stats`` and ``dictionary`` (the real one with ``(X`` in place of fairseq's
+first padding filler ``madeupwordNNNN``: same size, every other index kept)."""
 from __future__ import annotations
 
 import argparse

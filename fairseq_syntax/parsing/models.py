@@ -11,13 +11,7 @@ libraries' own output is held back while they try. ``fairseq-syntax-parse fetch`
 
 Every parser, tagger and stanza model loads through :func:`load_model`, which turns any failure into one
 :class:`ModelUnavailable` line: the path, what it holds (:func:`fairseq_syntax.parsing.model_files.describe`) and
-what the backend reads, e.g.
-
-    dep.pt: a SuPar 'biaffine-dependency' parser; the crf-con backend reads a SuPar 'crf-constituency' parser ...
-    x.pt: no model: 600 bytes that are no torch file; --tagger reads a POS tagger ...
-    x.pt: a POS tagger that does not load (RuntimeError: ...)
-
-A local file of another kind is refused before the library reads it (:func:`check_model_file`)."""
+what the backend reads; a local file of another kind is refused before the library reads it."""
 from __future__ import annotations
 
 import contextlib
