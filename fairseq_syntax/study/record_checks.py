@@ -126,18 +126,12 @@ def finished(config: StudyConfig, run: Run) -> bool:
     return True
 
 
-def foreign_records(config: StudyConfig) -> list[str]:
-    """A line for each record of the runs folder (there or packed) that is not this study's."""
+def refuse_foreign_records(config: StudyConfig) -> None:
+    """StudyError naming every record of the runs folder (there or packed) that is not this study's, a line each."""
     lines = []
     for path in packed_runs.glob(str(runs_dir(config) / f"*{packed_runs.RECORD_SUFFIX}")):
         problems = record_problems(config, Path(path), read_record(Path(path)) or {})
         if problems:
             lines.append(refusal(config, path, problems))
-    return lines
-
-
-def refuse_foreign_records(config: StudyConfig) -> None:
-    """StudyError naming every record of the runs folder that is not this study's, one line each."""
-    lines = foreign_records(config)
     if lines:
         raise StudyError("\n".join(lines))
