@@ -15,23 +15,18 @@ THE_CAT_SAT = {"words": ["the", "cat", "sat"],
                "best": [[2, "det"], [3, "nsubj"], [0, "root"]]}
 
 
-def test_parent_positions_of_words_root_and_eos():
-    # tokens: the(0) cat(1) sat(2) EOS(3): the -> cat at 1, cat -> sat at 2, sat (root) -> itself, EOS -> itself
-    positions = parent_positions(*one_word_batch(THE_CAT_SAT, [1, 1, 1], 4))
-    assert positions.tolist() == [[1.0, 2.0, 2.0, 3.0]]
-
-
-def test_a_split_head_word_is_at_the_mean_of_its_pieces():
-    # tokens: the(0) c@@(1) at(2) s@@(3) at(4) EOS(5): "the" depends on cat = pieces 1, 2 -> 1.5; both pieces of cat
-    # depend on sat = pieces 3, 4 -> 3.5; sat is the root: its own mean 3.5; EOS itself (5); padding (6) itself
-    positions = parent_positions(*one_word_batch(THE_CAT_SAT, [1, 2, 2], 7))
-    assert positions[0, :6].tolist() == [1.5, 3.5, 3.5, 3.5, 3.5, 5.0]
-
-
-def test_left_padding_moves_the_positions_with_the_tokens():
-    # two padding positions first: the(2) cat(3) sat(4) EOS(5)
-    positions = parent_positions(*one_word_batch(THE_CAT_SAT, [1, 1, 1], 6, left_pad=True))
-    assert positions[0, 2:].tolist() == [3.0, 4.0, 4.0, 5.0]
+@pytest.mark.parametrize("pieces, length, left_pad, expected", [
+    # the(0) cat(1) sat(2) EOS(3): the -> cat at 1, cat -> sat at 2, sat (root) -> itself, EOS -> itself
+    ([1, 1, 1], 4, False, [1.0, 2.0, 2.0, 3.0]),
+    # the(0) c@@(1) at(2) s@@(3) at(4) EOS(5), padding: "the" depends on cat = pieces 1, 2 -> 1.5; both pieces of
+    # cat depend on sat = pieces 3, 4 -> 3.5; sat is the root: its own mean 3.5; EOS itself (5)
+    ([1, 2, 2], 7, False, [1.5, 3.5, 3.5, 3.5, 3.5, 5.0]),
+    # left padding moves the positions with the tokens: two padding positions, the(2) cat(3) sat(4) EOS(5)
+    ([1, 1, 1], 6, True, [3.0, 4.0, 4.0, 5.0]),
+])
+def test_parent_positions_of_words_split_heads_root_and_eos(pieces, length, left_pad, expected):
+    positions = parent_positions(*one_word_batch(THE_CAT_SAT, pieces, length, left_pad))[0]
+    assert (positions[-len(expected):] if left_pad else positions[:len(expected)]).tolist() == expected
 
 
 def test_gaussian_with_its_normalising_constant():
