@@ -228,33 +228,34 @@ def run_sizes(config: StudyConfig, executor: str, jobs: int, only: list[str] | N
 def _sweep_markdown(found: list[Point], report: Path) -> tuple[list[str], dict]:
     """Each size's sweep: every candidate's validation loss, the one chosen (test BLEU shown, not used), and where
     its records are (relative to ``report``)."""
+    from fairseq_syntax.evaluation.tables import markdown_table
+
     lines, data = [], {}
     for point in found:
         if not point.sweep:
             continue
         chosen = point.chosen
         results = {result.candidate.label: result for result in point.results}
-        lines += ["", f"**{point.pairs:,} pairs**: " + (f"chosen {chosen.candidate.label}" if chosen else
-                                                           point.waiting), "",
-                  "| Candidate | Valid NLL per sentence (nats) | Valid nll_loss (bits/token) | Best epoch / epochs | "
-                  "Test BLEU (not used) |", "|---|---|---|---|---|"]
-        rows = []
+        rows, cells = [], []
         for candidate, _ in point.sweep:
             result = results.get(candidate.label)
+            rows.append({"candidate": candidate.label, "values": candidate.values})
             if result is None:
-                lines.append(f"| {candidate.label} | not run yet | | | |")
-                rows.append({"candidate": candidate.label, "values": candidate.values})
+                cells.append([candidate.label, "not run yet", "", "", ""])
                 continue
             mark = " **(chosen)**" if chosen and chosen.candidate.label == candidate.label else ""
-            bleu = f"{result.bleu:.2f}" if isinstance(result.bleu, (int, float)) else ""
-            lines.append(f"| {candidate.label}{mark} | {result.nll_per_sentence:.3f} | {result.nll_per_token_bits:.3f}"
-                         f" | {result.best_epoch} / {result.epochs} | {bleu} |")
-            rows.append({"candidate": candidate.label, "values": candidate.values,
-                         "valid_nll_per_sentence": result.nll_per_sentence,
-                         "valid_nll_loss_bits": result.nll_per_token_bits, "best_epoch": result.best_epoch,
-                         "epochs": result.epochs, "test_BLEU": result.bleu})
+            cells.append([candidate.label + mark, f"{result.nll_per_sentence:.3f}", f"{result.nll_per_token_bits:.3f}",
+                          f"{result.best_epoch} / {result.epochs}",
+                          f"{result.bleu:.2f}" if isinstance(result.bleu, (int, float)) else ""])
+            rows[-1].update(valid_nll_per_sentence=result.nll_per_sentence,
+                            valid_nll_loss_bits=result.nll_per_token_bits, best_epoch=result.best_epoch,
+                            epochs=result.epochs, test_BLEU=result.bleu)
         records = os.path.relpath(point.sweep[0][1].folder("runs").parent, report)
-        lines += ["", f"Each candidate is {point.sweep[0][1].baseline}'s run with its values; its record, log and "
+        lines += ["", f"**{point.pairs:,} pairs**: " + (f"chosen {chosen.candidate.label}" if chosen else
+                                                           point.waiting), "",
+                  *markdown_table(["Candidate", "Valid NLL per sentence (nats)", "Valid nll_loss (bits/token)",
+                                   "Best epoch / epochs", "Test BLEU (not used)"], cells),
+                  "", f"Each candidate is {point.sweep[0][1].baseline}'s run with its values; its record, log and "
                       f"commands: `{records}/LABEL/`."]
         data[str(point.pairs)] = {"candidates": rows, "chosen": chosen.candidate.label if chosen else None,
                                   "records": records}
@@ -272,24 +273,24 @@ def _spent(study: StudyConfig, keep: set[str] | None) -> dict:
 
 def _cost_markdown(config: StudyConfig, found: list[Point]) -> tuple[list[str], dict]:
     """What each size's finished runs cost, its sweep and its grid apart, measured from their records."""
+    from fairseq_syntax.evaluation.tables import markdown_table
+
     data, rows = {}, []
     for point in found:
         sweep = [_spent(study, None) for _, study in point.sweep]
         grid = _spent(point.config, _systems(config)) if point.config is not None else None
-        entry = {"sweep_runs": sum(part["runs"] for part in sweep),
-                 "sweep_hours": sum(part["hours"] for part in sweep), "grid": grid}
-        data[str(point.pairs)] = entry
-        grid_text = (f"{grid['runs']} | {grid['hours']:.1f} | {grid['per_run']:.2f}" if grid and grid["runs"]
-                     else "0 | | ")
-        rows.append(f"| {point.pairs:,} | {entry['sweep_runs']} | "
-                    f"{entry['sweep_hours']:.1f} | {grid_text} |" if entry["sweep_runs"] else
-                    f"| {point.pairs:,} | 0 | | {grid_text} |")
-    unit = next((part["unit"] for entry in data.values() for part in [entry["grid"]] if part), "CPU thread-hours")
+        entry = data[str(point.pairs)] = {"sweep_runs": sum(part["runs"] for part in sweep),
+                                          "sweep_hours": sum(part["hours"] for part in sweep), "grid": grid}
+        rows.append([f"{point.pairs:,}", entry["sweep_runs"],
+                     f"{entry['sweep_hours']:.1f}" if entry["sweep_runs"] else "",
+                     *([grid["runs"], f"{grid['hours']:.1f}", f"{grid['per_run']:.2f}"] if grid and grid["runs"]
+                       else [0, "", ""])])
+    unit = next((entry["grid"]["unit"] for entry in data.values() if entry["grid"]), "CPU thread-hours")
     return ["", "## What each size cost", "",
             f"Measured: the wall time of each finished run in its record, times its threads ({unit}); the runs "
             "left cost about as much each (`fairseq-syntax-study plan` estimates them per size).", "",
-            f"| Size (pairs) | Sweep runs | Sweep {unit} | Grid runs | Grid {unit} | Per grid run |",
-            "|---|---|---|---|---|---|", *rows], data
+            *markdown_table(["Size (pairs)", "Sweep runs", f"Sweep {unit}", "Grid runs", f"Grid {unit}",
+                             "Per grid run"], rows)], data
 
 
 def write_sizes_report(config: StudyConfig, readme: str | None = None, out: str | None = None) -> list[str]:
