@@ -102,7 +102,7 @@ def table(runs: list[Run]) -> Table:
         best = max(run.valid, key=lambda v: v[2]) if run.valid else None
         model, labels = describe(run)
         table.add(run.name, model, f"{source} ({s['classifier_pooling']})", labels,
-                  cell(run.params, ","), Cell([updates, number(s["warmup_updates"])],
+                  cell(run.params, ","), Cell([updates, s["warmup_updates"] and int(s["warmup_updates"])],
                                               f"{cell(updates, 'd').text} ({s['warmup_updates']})"),
                   cell(epoch, "d"), cell(None if run.seconds is None else run.seconds / 60, ".1f"), run.stopped_by,
                   Cell(best and [best[2], best[0]], f"{best[2]:.2f} ({best[0]})" if best else "-"), cell(accuracy),
@@ -129,16 +129,6 @@ def seed_table(runs: list[Run]) -> tuple[list[str], dict]:
             table.add(Cell(name, f"{name}.seed*"), len(group),
                       *(Cell({"mean": mean, "sd": sd}, f"{mean:.2f} ± {sd:.2f}") for mean, sd in stats))
     return (table.lines() if table.rows else []), table.json(lists=True)
-
-
-def number(text: str | None):
-    """A setting's value as logged ("1000", "0.0007") as a number, else as given."""
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except (TypeError, ValueError):
-            pass
-    return text
 
 
 def main() -> None:
