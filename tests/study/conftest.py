@@ -35,13 +35,6 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _memory_mb() -> int:
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemTotal:"):
-            return int(line.split()[1]) // 1024
-    return 1024
-
-
 def _tail(path: Path, lines: int = 15) -> str:
     if not path.exists():
         return f"(no {path.name})"
@@ -134,7 +127,7 @@ class SingleNodeSlurm:
         host = socket.gethostname().split(".")[0]
         self.conf.write_text(SLURM_CONF.format(
             host=host, root=self.root, munge_socket=socket_path, controller_port=_free_port(),
-            node_port=_free_port(), memory_mb=_memory_mb()))
+            node_port=_free_port(), memory_mb=os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") >> 20))
         self._spawn("munged", [_program("munged"), "--foreground", f"--socket={socket_path}", f"--key-file={key}",
                                f"--pid-file={self.munge / 'munged.pid'}", f"--log-file={self.munge / 'munged.log'}",
                                f"--seed-file={self.munge / 'munged.seed'}"], **as_munge)
