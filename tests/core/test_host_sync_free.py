@@ -17,7 +17,7 @@ from fairseq_syntax.methods.dependency_supervision.criterion import (
     dependency_loss,
 )
 from fairseq_syntax.methods.dependency_supervision.targets import IGNORE
-from fairseq_syntax.methods.hier_accum.accumulation import accumulation_structure, reorder_structure
+from fairseq_syntax.methods.hier_accum.accumulation import accumulation_structure
 from fairseq_syntax.methods.syntax_mask.relations import NUM_RELATIONS, relation_ids
 from fairseq_syntax.methods.tree_transformer.attention import ConstituentAttention
 
@@ -96,16 +96,6 @@ def test_the_structure_from_collated_sizes_is_the_structure_read_from_the_device
     assert read.keys() == given.keys()
     for name in read:
         assert torch.equal(read[name], given[name]), name
-
-
-def test_reordering_rows_gives_the_structure_of_the_reordered_batch():
-    rng = random.Random(11)
-    trees = [random_preorder_tree(rng, rng.randint(2, 20)) for _ in range(3)]
-    new_order = torch.tensor([2, 2, 0, 1, 1, 0])  # beam expansion and reordering, every row kept
-    reordered = reorder_structure(accumulation_structure(parents_batch(*trees), 4, subtree_mask=True), new_order)
-    direct = accumulation_structure(parents_batch(*[trees[i] for i in new_order.tolist()]), 4, subtree_mask=True)
-    for name in direct:
-        assert torch.equal(reordered[name], direct[name]), name
 
 
 def test_one_hot_relations_by_comparison_are_torch_one_hot():
