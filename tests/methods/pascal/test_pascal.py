@@ -78,9 +78,3 @@ def test_parent_ignoring_leaves_rows_unscaled_only_in_training():
 def test_bad_head_counts_are_refused():
     with pytest.raises(ValueError, match="--pascal-heads 3 must be between 1 and the layer's 2 heads"):
         ParentScaledSelfAttention(embed_dim=4, num_heads=2, pascal_heads=3)
-
-
-def test_side_data_without_the_1best_tree_is_refused_with_the_fix():
-    without = {key: value for key, value in THE_CAT_SAT.items() if key != "best"}
-    with pytest.raises(ValueError, match="lacks: make it again with fairseq-syntax-preprocess-dependencies"):
-        parent_positions(*one_word_batch(without, [1, 1, 1], 4))
