@@ -141,12 +141,12 @@ def interactive(data, checkpoint, *extra, **run_options):
                            "tree", *extra], cwd=REPO, capture_output=True, check=False, **run_options)
 
 
-@pytest.mark.parametrize("buffer_size", ["1", "4"])
-def test_interactive_reports_bad_lines_and_translates_the_rest(data_dirs, mask_checkpoint, buffer_size):
-    # lines 3 (malformed), 5 (blank), 6 (untreed) are reported by number, get empty hypotheses, score -inf
+def test_interactive_reports_bad_lines_and_translates_the_rest(data_dirs, mask_checkpoint):
+    # lines 3 (malformed), 5 (blank), 6 (untreed) are reported by number, get empty hypotheses, score -inf; one line
+    # a batch (the default buffer; batches of several lines: the next test's --buffer-size 2)
     lines = [GOOD_TREE, GOOD_TREE, "(S (NP the cat", GOOD_TREE, "", "the cat sees the dog .", GOOD_TREE]
-    result = interactive(data_dirs["preorder"], mask_checkpoint, "--buffer-size", buffer_size,
-                         input="".join(line + "\n" for line in lines), text=True)
+    result = interactive(data_dirs["preorder"], mask_checkpoint, input="".join(line + "\n" for line in lines),
+                         text=True)
     assert result.returncode == 0, result.stderr[-3000:]
     hypotheses = dict(re.findall(r"^H-(\d+)\t(\S+)\t.*$", result.stdout, re.M))
     assert sorted(map(int, hypotheses)) == list(range(7))  # one hypothesis per input line, in order
