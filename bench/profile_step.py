@@ -189,22 +189,14 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     settings = run.Settings(lengths=lengths, repeats=1, warmup=1 if args.tiny else 3, updates=2, max_tokens=1024
                             if args.tiny else 4096, speed_length=None, preprocess_sentences=0, tiny=args.tiny,
                             device=args.device, model_size=args.model_size, generate_batches=0)
-    measure.import_models()  # before the forks; no CUDA in this process
-    from fairseq.models import ARCH_MODEL_REGISTRY
-
-    archs, skipped = run.choose_archs(argparse.Namespace(archs=args.archs, quick=False), set(ARCH_MODEL_REGISTRY),
-                                      settings)
-    forms = run.data_forms(archs)
-    systems = run.measured_systems(archs, forms)
+    archs, systems, skipped = run.registered_systems(args.archs, settings)  # before the forks; no CUDA here
     limits = ([started + 60 * args.time_budget] if args.time_budget is not None else []) + (
         [args.deadline] if args.deadline is not None else [])
     records, longest = [], 0.0
     with tempfile.TemporaryDirectory(prefix="profile-") as scratch:
         work = args.work or scratch
         os.makedirs(work, exist_ok=True)
-        dirs = run.prepare_data(work, archs, forms, settings)[args.words]
-        batches = run.make_batches(run.token_sizes(dirs[run.REFERENCE_FORM.name]), settings.max_tokens,
-                                   settings.warmup + 2)
+        dirs, batches = run.one_length_data(work, archs, settings, settings.warmup + 2)
         for system in systems:
             if limits and time.time() + longest > min(limits):
                 skipped.append(system.label)

@@ -413,6 +413,24 @@ def choose_archs(args: argparse.Namespace, registered: set, settings: Settings) 
     return [a for a in wanted if a not in unregistered], [a.key for a in unregistered]
 
 
+def registered_systems(names: Optional[str], settings: Settings, variants: bool = True):
+    """(archs, their systems, names skipped): ``names`` (``--archs``; None: all) that :func:`measure.import_models`
+    registers."""
+    import measure
+    from fairseq.models import ARCH_MODEL_REGISTRY
+
+    measure.import_models()
+    archs, skipped = choose_archs(argparse.Namespace(archs=names, quick=False), set(ARCH_MODEL_REGISTRY), settings)
+    archs = [a for a in archs if variants or a.variant is None]
+    return archs, measured_systems(archs, data_forms(archs)), skipped
+
+
+def one_length_data(work: str, archs: List[System], settings: Settings, batches: int) -> Tuple[Dict, List]:
+    """{form name: data directory} at ``settings``' one length, and its first ``batches`` batches."""
+    dirs = prepare_data(work, archs, data_forms(archs), settings)[settings.lengths[0]]
+    return dirs, make_batches(token_sizes(dirs[REFERENCE_FORM.name]), settings.max_tokens, batches)
+
+
 def arch_listing(archs: Sequence[System]) -> List[str]:
     """``--list``: one line per benchmarked architecture."""
     lines = []

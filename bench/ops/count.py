@@ -29,17 +29,6 @@ SIZES = tuple(run.recipe.MODEL_SIZES)  # ("recipe", "large")
 BEAM = run.GENERATE_BEAM
 
 
-def registry_systems(settings: run.Settings) -> list:
-    """fairseq's transformer on each input form, each followed by the registry's systems on that form
-    (:func:`run.measured_systems`); bench's own variants are left out."""
-    from fairseq.models import ARCH_MODEL_REGISTRY
-
-    measure.import_models()  # the registry's models, as fairseq-train's --user-dir registers them
-    archs, skipped = run.choose_archs(Namespace(archs=None, quick=False), set(ARCH_MODEL_REGISTRY), settings)
-    archs = [a for a in archs if a.variant is None]
-    return archs, run.measured_systems(archs, run.data_forms(archs)), skipped
-
-
 def decode(task, model, sample, length: int):
     """One ``task.inference_step`` (beam 5) holding every hypothesis at ``length`` tokens before EOS."""
     generator = task.build_generator([model], Namespace(beam=BEAM, max_len_a=0, max_len_b=length, min_len=length))
@@ -210,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     import torch.optim  # noqa: F401
     import torch.profiler  # noqa: F401
     first = settings_for(sizes[0], args)
-    archs, systems, skipped = registry_systems(first)
+    archs, systems, skipped = run.registered_systems(None, first, variants=False)
     if args.systems:
         wanted = args.systems.split(",")
         missing = [w for w in wanted if w not in {s.label for s in systems}]
@@ -221,9 +210,7 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="ops-") as scratch:
         work = args.work or scratch
         os.makedirs(work, exist_ok=True)
-        dirs = run.prepare_data(work, archs, run.data_forms(archs), first)[args.words]
-        batches = run.make_batches(run.token_sizes(dirs[run.REFERENCE_FORM.name]), args.max_tokens,
-                                   args.warmup + 2)
+        dirs, batches = run.one_length_data(work, archs, first, args.warmup + 2)
         for size in sizes:
             settings = settings_for(size, args)
             for system in systems:
