@@ -12,13 +12,9 @@ Thin command line over ``fairseq_syntax.parsing.training``:
       --output MODELS/biaffine-dep-ud-ewt.pt --work-dir MODELS/work --epochs 4
 
 Run again with the same --output, it resumes after the last finished epoch (OUTPUT.checkpoint): --epochs is the
-total. The best epoch on dev is the model (--output's folder is made when missing); with --record PATH its score on
-the held-out data, its parsing speed and the training time over every sitting go into that run record, which
-preprocess/make_results.py tabulates from preprocess/runs/ (--record preprocess/runs/NAME.json for the repository's
-table); without --record nothing but the model is written.
-
-The options are checked before anything is read or written, each in one line: --heldout and --dev-fraction are
-fractions in (0, 1), --epochs at least 1, the data files must be there.
+total. The best epoch on dev is the model; --record PATH writes its run record (held-out score, parsing speed,
+training time), which preprocess/make_results.py tabulates from preprocess/runs/. The options are checked before
+anything is read or written, each in one line.
 """
 import argparse
 import dataclasses
@@ -119,7 +115,7 @@ def _writable(option: str, path: str | None) -> str | None:
 
 
 def option_problems(args) -> list:
-    """Every option that cannot work, one line each (module docstring)."""
+    """Every option that cannot work, one line each."""
     problems = []
     if args.epochs < 1:
         problems.append(f"--epochs {args.epochs}: train at least 1 epoch (--epochs is the total, over every sitting)")

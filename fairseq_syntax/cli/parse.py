@@ -90,18 +90,13 @@ def get_parser() -> argparse.ArgumentParser:
 def _run(args: argparse.Namespace, argv: list[str] | None) -> shards.ParseRun:
     if not args.merge and args.workers > 1:  # a name fails here, in one line, before any worker starts
         fetch(args.kind, args.backend, args.model, args.lang, getattr(args, "tagger", None))
-    command = shards.rerun_command(__file__, argv)
-    if args.kind == "constituency":
-        result = shards.run(constituency_job(args), args, command)
-        shards.report_run(result, args, args.output, args.skipped or args.output + ".skipped")
-        if result.whole:
-            write_record([args.output], "constituency", args.backend,
-                         {"constituency": args.model, "tagger": args.tagger}, None, args.input, args.lang, args.raw)
-        return result
-    job = DependencyJob(args)
-    result = shards.run(job.job, args, command)
+    job = DependencyJob(args) if args.kind == "dependency" else None
+    result = shards.run(job.job if job else constituency_job(args), args, shards.rerun_command(__file__, argv))
     shards.report_run(result, args, args.output, args.skipped or args.output + ".skipped")
-    if result.whole:
+    if result.whole and job is None:
+        write_record([args.output], "constituency", args.backend, {"constituency": args.model, "tagger": args.tagger},
+                     None, args.input, args.lang, args.raw)
+    elif result.whole:
         print(f"{args.output}: {RetainedMass(**result.stats)} (floors: arc {args.arc_floor:g}, label "
               f"{args.label_floor:g})", file=sys.stderr)
         try:

@@ -86,25 +86,14 @@ def fallback_parse(words: list[str], reason: str, label_count: int) -> Dependenc
 class DependencyParser:
     """A SuPar biaffine dependency parser (model name or local file) run on pre-tokenized sentences."""
 
-    def __init__(
-        self,
-        name_or_path: str,
-        batch_tokens: int = DEFAULT_BATCH_TOKENS,
-        buckets: int = 8,
-        max_length: int = DEFAULT_MAX_LENGTH,
-        proj: bool = False,
-        device: str | None = None,
-    ):
-        from fairseq_syntax.parsing.torch_load import load_supar_parser
-
+    def __init__(self, name_or_path: str, batch_tokens: int = DEFAULT_BATCH_TOKENS, buckets: int = 8,
+                 max_length: int = DEFAULT_MAX_LENGTH, proj: bool = False, device: str | None = None):
         from fairseq_syntax.parsing.models import WANTED
+        from fairseq_syntax.parsing.torch_load import load_supar_parser
 
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.parser = load_supar_parser(name_or_path, self.device, WANTED["dependency", "biaffine"])
-        self.batch_tokens = batch_tokens
-        self.buckets = buckets
-        self.max_length = max_length
-        self.proj = proj
+        self.batch_tokens, self.buckets, self.max_length, self.proj = batch_tokens, buckets, max_length, proj
         relations = self.parser.transform.DEPREL
         self.label_names: list[str] = list(relations.vocab.itos)
         self.special_labels = torch.tensor([label in relations.specials for label in self.label_names])
@@ -153,15 +142,10 @@ class DependencyParser:
         parses = []
         for row, words_of_sentence in enumerate(sentences):
             n = len(words_of_sentence)
-            parses.append(
-                DependencyParse(
-                    words=words_of_sentence,
-                    arc_probs=arc_probs[row, 1 : n + 1, : n + 1].float().cpu(),
-                    label_probs=label_probs[row, 1 : n + 1, : n + 1].float().cpu(),
-                    heads=arc_preds[row, 1 : n + 1].tolist(),
-                    labels=[self.label_names[label] for label in rel_preds[row, 1 : n + 1].tolist()],
-                )
-            )
+            parses.append(DependencyParse(
+                words_of_sentence, arc_probs[row, 1:n + 1, :n + 1].float().cpu(),
+                label_probs[row, 1:n + 1, :n + 1].float().cpu(), arc_preds[row, 1:n + 1].tolist(),
+                [self.label_names[label] for label in rel_preds[row, 1:n + 1].tolist()]))
         return parses
 
 
@@ -178,20 +162,18 @@ class RetainedMass:
     def __str__(self) -> str:
         if not self.dependents:
             return "no words parsed"
-        return (
-            f"kept {100 * self.arc_mass / self.dependents:.2f}% of the arc probability mass and "
-            f"{100 * self.labeled_mass / self.dependents:.2f}% of the labeled-arc mass; "
-            f"{self.arcs / self.dependents:.2f} heads per word, {self.labels / max(self.arcs, 1):.2f} labels per arc"
-        )
+        words = self.dependents
+        return (f"kept {100 * self.arc_mass / words:.2f}% of the arc probability mass and "
+                f"{100 * self.labeled_mass / words:.2f}% of the labeled-arc mass; {self.arcs / words:.2f} heads "
+                f"per word, {self.labels / max(self.arcs, 1):.2f} labels per arc")
 
 
 def _rounded(probability: float) -> float:
     return float(f"{probability:.{SIGNIFICANT_DIGITS}g}")
 
 
-def sparse_record(
-    parse: DependencyParse, label_names: list[str], arc_floor: float, label_floor: float, mass: RetainedMass
-) -> dict:
+def sparse_record(parse: DependencyParse, label_names: list[str], arc_floor: float, label_floor: float,
+                  mass: RetainedMass) -> dict:
     """The JSON object of one sentence (module docstring); adds what it keeps to ``mass`` (parsed words only)."""
     if parse.fallback is not None:
         arcs = [[dependent, 0, 1.0, {FALLBACK_LABEL: 1.0}] for dependent in range(1, len(parse.words) + 1)]
@@ -287,9 +269,7 @@ def _check_record(record, source: str, line: int) -> None:
     def fail(problem: str):
         raise ValueError(f"{source}:{line}: {problem}")
 
-    if not isinstance(record, dict) or not isinstance(record.get("words"), list) or not isinstance(
-        record.get("arcs"), list
-    ):
+    if not (isinstance(record, dict) and all(isinstance(record.get(key), list) for key in ("words", "arcs"))):
         fail('expected an object with the lists "words" and "arcs"')
     n = len(record["words"])
     if not all(isinstance(word, str) and word for word in record["words"]):
