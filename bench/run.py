@@ -1,9 +1,9 @@
 """``python3 bench/run.py [--quick]``: training speed and memory of every syntax architecture of the method registry
 as ratios to fairseq's ``transformer`` on the same batches in the same run, at several source lengths; the
 throughput of ``fairseq-syntax-preprocess`` and side-data bytes per sentence; CPU speed options (bf16, threads,
-batch size) against fp32. Writes ``RESULTS.md``, ``RESULTS.json`` (rows of
-``arch, src_words, tokens_per_s_ratio, peak_mem_ratio, repeats, ...``: :func:`report.write_rows`) and ``RESULTS.details.json.gz``
-(every raw measurement) to ``--out`` (default: this folder).
+batch size) against fp32. Writes ``RESULTS.md``, ``RESULTS.json`` (rows of ``arch, src_words, tokens_per_s_ratio,
+peak_mem_ratio, repeats, ...``: :func:`report.write_rows`) and ``RESULTS.details.json.gz`` (every raw measurement) to
+``--out`` (default: this folder).
 
 Method (batches, clocks and ratios as RESULTS.md states them: :func:`results_markdown`):
 * Data: per source length, a synthetic corpus (:mod:`synthetic`) preprocessed into every input form benchmarked,
