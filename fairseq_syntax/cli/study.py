@@ -7,8 +7,7 @@ against itself on control structures, over seeds) on any parallel corpus, from o
     fairseq-syntax-study status STUDY.toml         what runs where now
     fairseq-syntax-study report STUDY.toml         the answer: RESULTS.md / RESULTS.json / seeds.png
 
-The steps are in :mod:`fairseq_syntax.study`; this module only reads the command line. A problem of the file, a
-record of another study or a missing file ends the command in one line each (status 2), before anything runs.
+A problem of the file, a record of another study or a missing file ends the command in one line each (status 2).
 """
 from __future__ import annotations
 
