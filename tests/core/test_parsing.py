@@ -446,11 +446,13 @@ def all_models(constituency_models, dependency_model, tagger_model):
     return {**constituency_models, "biaffine": dependency_model, "tagger": tagger_model}
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs a GPU"))])
 @pytest.mark.parametrize("name", ["crf-con+tagger", "benepar", "biaffine"])
-def test_merged_shards_equal_the_single_run_byte_for_byte(all_models, tmp_path, name):
+def test_merged_shards_equal_the_single_run_byte_for_byte(all_models, tmp_path, name, device):
     source = tmp_path / "input.txt"
     source.write_bytes(SHARD_INPUT)
-    single = contents(parse_command(name, all_models, source, tmp_path / "single"))
+    single = contents(parse_command(name, all_models, source, tmp_path / "single", "--device", device))
     assert single[-1].decode() == shard_fallbacks(source)  # every fallback once, in whole-input line numbers
     assert len(single[0].splitlines()) == 9  # one tree or JSON record per input line
     if name == "biaffine":
@@ -458,7 +460,8 @@ def test_merged_shards_equal_the_single_run_byte_for_byte(all_models, tmp_path, 
     for count in (1, 2, 3):
         out = tmp_path / f"{count}-shards"
         for index in range(count):
-            parse_command(name, all_models, source, out, "--num-shards", str(count), "--shard-id", str(index))
+            parse_command(name, all_models, source, out, "--num-shards", str(count), "--shard-id", str(index),
+                          "--device", device)
         assert not (out / ("out.arcs.jsonl" if name == "biaffine" else "out.tree")).exists()
         merged = parse_command(name, all_models, source, out, "--num-shards", str(count), "--merge")
         assert contents(merged) == single, f"{count} shards"
@@ -486,16 +489,3 @@ def test_workers_keep_finished_shards_and_parse_the_rest(all_models, tmp_path):
                      out / "out.arcs.jsonl.skipped"]) == single
     assert sorted(p.name for p in out.iterdir()) == ["out.arcs.jsonl", "out.arcs.jsonl.parse.json",
                                                      "out.arcs.jsonl.skipped", "out.conllu.gz"]
-
-
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
-def test_shards_on_cuda_equal_the_single_run_on_cuda(all_models, tmp_path):
-    source = tmp_path / "input.txt"
-    source.write_bytes(SHARD_INPUT)
-    gpu = ["--device", "cuda"]
-    for name in ("crf-con+tagger", "biaffine"):
-        single = contents(parse_command(name, all_models, source, tmp_path / f"{name}-single", *gpu))
-        out = tmp_path / f"{name}-shards"
-        for index in range(2):
-            parse_command(name, all_models, source, out, *gpu, "--num-shards", "2", "--shard-id", str(index))
-        assert contents(parse_command(name, all_models, source, out, *gpu, "--num-shards", "2", "--merge")) == single
