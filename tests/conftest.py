@@ -189,6 +189,14 @@ def train(data, save_dir, arch, epochs, *extra):
                 "--arch", arch, "--max-epoch", str(epochs), "--save-dir", save_dir, *TINY, *extra])
 
 
+def train_here(argv):
+    """fairseq-train with ``argv``, in this process (no interpreter to start)."""
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+    from fairseq_cli import train as fairseq_train
+
+    fairseq_train.main(convert_namespace_to_omegaconf(options.parse_args_and_arch(options.get_training_parser(), argv)))
+
+
 
 def arcs_record(words):
     """An uncertain parse of "the N V the N ." in Stanford labels: 0.3 of word 5's mass on "prep"."""

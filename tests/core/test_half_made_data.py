@@ -3,12 +3,10 @@ import os
 import shutil
 
 import pytest
-from conftest import REPO, TINY, TRANSLATION, run_preprocess, tiny_corpus
+from conftest import TINY, TRANSLATION, run_preprocess, tiny_corpus, train_here
 from fairseq import options, tasks
-from fairseq.dataclass.utils import convert_namespace_to_omegaconf
-from fairseq_cli import train
 
-MODEL = ["--user-dir", os.path.join(REPO, "fairseq_syntax"), "--task", "syntax_translation", "--arch", "transformer_syntax_mask_tiny"]
+MODEL = [*TRANSLATION, "--arch", "transformer_syntax_mask_tiny"]
 REMAKE = "a data directory made halfway, or a file removed: make it again with fairseq-syntax-preprocess"
 
 
@@ -36,10 +34,8 @@ def without(made, tmp_path, name):
 def train_stops(data, tmp_path):
     """fairseq-train (fairseq_cli.train, in this process) on ``data``: the one line it stops with, after checking
     that it wrote no checkpoint, not even fairseq's crash.pt."""
-    args = options.parse_args_and_arch(options.get_training_parser(), [
-        str(data), *MODEL, "--max-epoch", "1", "--save-dir", str(tmp_path / "save"), *TINY])
     with pytest.raises(SystemExit) as stopped:
-        train.main(convert_namespace_to_omegaconf(args))
+        train_here([str(data), *MODEL, "--max-epoch", "1", "--save-dir", str(tmp_path / "save"), *TINY])
     assert not list(tmp_path.glob("save/*.pt"))
     return str(stopped.value)
 

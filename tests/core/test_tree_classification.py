@@ -6,9 +6,8 @@ import os
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import LOVELY, TREES, write_sst_data
+from conftest import LOVELY, TREES, train_here, write_sst_data
 from fairseq import checkpoint_utils, options, tasks
-from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
 import fairseq_syntax.methods.hier_accum.model  # noqa: F401  (registers the classifiers)
 from fairseq_syntax.core import trees
@@ -182,16 +181,13 @@ def test_any_syntax_encoder_plugs_into_the_task(data_dir):
 
 
 def test_hier_classifier_learns_the_training_trees_end_to_end(data_dir, tmp_path):
-    from fairseq_cli import train
-
-    args = options.parse_args_and_arch(options.get_training_parser(), [
+    train_here([
         data_dir, "--user-dir", USER_DIR, "--task", "tree_classification",
         "--arch", "transformer_hier_accum_classifier_tiny", "--criterion", "tree_cross_entropy", "--node-labels",
         "--cpu", "--optimizer", "adam", "--lr", "0.005", "--max-tokens", "400", "--max-update", "40",
         "--save-dir", str(tmp_path), "--no-epoch-checkpoints", "--no-progress-bar", "--seed", "1", "--num-workers", "0",
         "--best-checkpoint-metric", "accuracy", "--maximize-best-checkpoint-metric",
     ])
-    train.main(convert_namespace_to_omegaconf(args))
     models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(tmp_path / "checkpoint_last.pt")])
     task.load_dataset("valid")
     model = models[0].eval()

@@ -10,10 +10,8 @@ import subprocess
 import numpy as np
 import pytest
 import torch
-from conftest import REPO, TINY, TRANSLATION, preprocess_in_process, tiny_corpus, write_codes
-from fairseq import checkpoint_utils, options
-from fairseq.dataclass.utils import convert_namespace_to_omegaconf
-from fairseq_cli import train
+from conftest import REPO, TINY, TRANSLATION, preprocess_in_process, tiny_corpus, train_here, write_codes
+from fairseq import checkpoint_utils
 
 import fairseq_syntax  # noqa: F401  (registers the task and models; lets torch load fairseq checkpoints)
 from fairseq_syntax.methods.ldd import preprocess as preprocess_dependencies
@@ -48,9 +46,9 @@ def offline(dependency_model, tmp_path_factory):
 @pytest.fixture(scope="module")
 def checkpoint(offline, tmp_path_factory):
     save = str(tmp_path_factory.mktemp("ldd_interactive_model"))
-    train.main(convert_namespace_to_omegaconf(options.parse_args_and_arch(options.get_training_parser(), [
+    train_here([
         offline[0], *TRANSLATION, "--arch", "transformer_ldd_tiny", "--max-epoch", "1", "--disable-validation",
-        "--save-dir", save, *TINY])))  # fairseq-train, in this process
+        "--save-dir", save, *TINY])
     return os.path.join(save, "checkpoint_last.pt")
 
 

@@ -7,10 +7,10 @@ import shutil
 import numpy as np
 import pytest
 import torch
+from conftest import train_here
 from fairseq import options
 from fairseq.data import Dictionary
-from fairseq.dataclass.utils import convert_namespace_to_omegaconf
-from fairseq_cli import preprocess, train
+from fairseq_cli import preprocess
 
 import fairseq_syntax
 from fairseq_syntax.core.checkpoints import TRAINED_DICTIONARIES
@@ -160,12 +160,12 @@ def trained(tmp_path_factory):
     preprocess.main(options.get_preprocessing_parser().parse_args([
         "--only-source", "--trainpref", str(root / "train.txt"), "--validpref", str(root / "valid.txt"),
         "--destdir", str(root / "bin"), "--workers", "1"]))
-    train.main(convert_namespace_to_omegaconf(options.parse_args_and_arch(options.get_training_parser(), [
+    train_here([
         str(root / "bin"), "--user-dir", fairseq_syntax.__path__[0], "--task", "sentence_masked_lm",
         "--criterion", "masked_lm", "--arch", "tree_transformer_lm_tiny", "--tokens-per-sample", "16",
         "--optimizer", "adam", "--lr", "1e-3", "--max-update", "4", "--batch-size", "16", "--cpu", "--seed", "1",
         "--save-dir", str(root / "checkpoints"), "--no-epoch-checkpoints", "--no-last-checkpoints",
-        "--num-workers", "0"])))
+        "--num-workers", "0"])
     (root / "input.txt").write_text("\n".join(SENTENCES) + "\n")
     (root / "gold.mrg").write_text("\n".join(GOLD) + "\n")
     return root
