@@ -23,6 +23,7 @@ import os
 import random
 import shutil
 import time
+from types import SimpleNamespace
 from typing import Optional
 
 import nltk
@@ -262,20 +263,6 @@ def _benepar_hparams(size: BeneparSize, force_root_constituent: bool):
     )
 
 
-@dataclasses.dataclass
-class TreebankSentence:
-    """benepar's training input: ``words`` unescaped and the gold TOP-rooted nltk ``tree``."""
-
-    tree: nltk.Tree
-    words: list = dataclasses.field(init=False)
-
-    def __post_init__(self):
-        self.words = [ptb_unescape_token(leaf) for leaf in self.tree.leaves()]
-
-    def pos(self):
-        return self.tree.pos()
-
-
 def _nltk_tree(tree: Tree) -> nltk.Tree:
     return nltk.Tree.fromstring(f"(TOP {to_bracketed(tree)})")
 
@@ -302,7 +289,9 @@ def train_benepar(train: str, dev: str, path: str, epochs: int, size: BeneparSiz
     torch.manual_seed(seed)
     train_trees = [_nltk_tree(tree) for tree in read_bracketed(train)]
     dev_gold = read_bracketed(dev)
-    examples = [TreebankSentence(tree) for tree in train_trees]
+    # benepar's training input: the words unescaped, the gold TOP-rooted nltk tree and its (word, tag) pairs
+    examples = [SimpleNamespace(words=[ptb_unescape_token(leaf) for leaf in tree.leaves()], tree=tree, pos=tree.pos)
+                for tree in train_trees]
     tag_vocab = {"UNK": 0, **{tag: index for index, tag in enumerate(
         sorted({tag for tree in train_trees for _, tag in tree.pos()}), start=1)}}
     chart_parser = ChartParser(
