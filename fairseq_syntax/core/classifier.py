@@ -20,7 +20,7 @@ from fairseq.models.transformer.transformer_legacy import (
 )
 from torch import Tensor, nn
 
-from fairseq_syntax.core.model import register_architectures
+from fairseq_syntax.core.model import encoder_sizes, register_architectures
 
 POOLINGS = ("first", "mean")
 
@@ -72,10 +72,7 @@ class TreeClassifierModel(FairseqEncoderModel):
 
 
 def tiny_classifier_architecture(args):
-    args.encoder_layers = getattr(args, "encoder_layers", 2)
-    args.encoder_embed_dim = getattr(args, "encoder_embed_dim", 64)
-    args.encoder_attention_heads = getattr(args, "encoder_attention_heads", 4)
-    args.encoder_ffn_embed_dim = getattr(args, "encoder_ffn_embed_dim", 512)
+    encoder_sizes(args, layers=2, embed_dim=64, ffn_embed_dim=512, heads=4)
     base_architecture(args)
 
 

@@ -16,6 +16,7 @@ from fairseq.models.transformer.transformer_legacy import (
     base_architecture,
     tiny_architecture,
 )
+from fairseq.utils import safe_getattr
 
 from fairseq_syntax.core.encoder import SyntaxTransformerEncoder
 
@@ -92,6 +93,13 @@ class SyntaxTransformerModel(TransformerModel):
         )
         extra["encoder_out"] = encoder_out  # for criteria that read the encoder's extra outputs (a dependency loss)
         return x, extra
+
+
+def encoder_sizes(args, layers: int, embed_dim: int, ffn_embed_dim: int, heads: int) -> None:
+    """The encoder sizes of an architecture, where the command line gives none."""
+    for name, size in (("layers", layers), ("embed_dim", embed_dim), ("ffn_embed_dim", ffn_embed_dim),
+                       ("attention_heads", heads)):
+        setattr(args, f"encoder_{name}", safe_getattr(args, f"encoder_{name}", size))
 
 
 def register_architectures(model_name: str, base=base_architecture, tiny=tiny_architecture) -> None:

@@ -28,6 +28,7 @@ from fairseq_syntax.core.command_help import option
 from fairseq_syntax.core.encoder import SyntaxTransformerEncoder
 from fairseq_syntax.core.model import (
     SyntaxTransformerModel,
+    encoder_sizes,
     options_from_args,
     register_architectures,
 )
@@ -108,18 +109,12 @@ class TreeTransformerLMModel(RobertaModel):
 
 
 def tree_transformer_lm_architecture(args):
-    args.encoder_layers = safe_getattr(args, "encoder_layers", 10)
-    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 512)
-    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 2048)
-    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 8)
+    encoder_sizes(args, layers=10, embed_dim=512, ffn_embed_dim=2048, heads=8)
     roberta_prenorm_architecture(args)
 
 
 def tree_transformer_lm_tiny_architecture(args):
-    args.encoder_layers = safe_getattr(args, "encoder_layers", 3)
-    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", 32)
-    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", 64)
-    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", 2)
+    encoder_sizes(args, layers=3, embed_dim=32, ffn_embed_dim=64, heads=2)
     tree_transformer_lm_architecture(args)
 
 
