@@ -84,8 +84,7 @@ class BeneparParser(ConstituencyParser):
                                  lambda: benepar.Parser(benepar_model_path(name_or_path)))
         if device is not None:
             self.parser._parser.to(device)  # benepar runs where its parameters are
-        self.batch_tokens = batch_tokens
-        self.max_length = max_length
+        self.batch_tokens, self.max_length = batch_tokens, max_length
         chart_parser = self.parser._parser
         if chart_parser.encoder is not None:  # its position table covers the words plus start and stop
             self.max_length = min(max_length, chart_parser.add_timing.timing_table.shape[0] - 2)
@@ -94,13 +93,9 @@ class BeneparParser(ConstituencyParser):
         import benepar
 
         # The network reads unescaped words (benepar trains on ptb_unescape'd PTB leaves); the tree gets escapes.
-        inputs = [
-            benepar.InputSentence(
-                words=[ptb_unescape_token(token) for token in tokens],
-                escaped_words=[ptb_escape_token(token) for token in tokens],
-            )
-            for tokens in sentences
-        ]
+        inputs = [benepar.InputSentence(words=[ptb_unescape_token(token) for token in tokens],
+                                        escaped_words=[ptb_escape_token(token) for token in tokens])
+                  for tokens in sentences]
         trees: list[Tree | None] = [None] * len(sentences)
         for batch in token_batches([len(tokens) for tokens in sentences], self.batch_tokens):
             self.parser.batch_size = len(batch)  # benepar's batches are counted in sentences: this one at once
@@ -112,14 +107,12 @@ class BeneparParser(ConstituencyParser):
 class SuparCrfParser(ConstituencyParser):
     def __init__(self, name_or_path: str, batch_tokens: int = DEFAULT_BATCH_TOKENS,
                  max_length: int = DEFAULT_MAX_LENGTH, device: str | None = None):
-        from fairseq_syntax.parsing.torch_load import load_supar_parser
-
         from fairseq_syntax.parsing.models import WANTED
+        from fairseq_syntax.parsing.torch_load import load_supar_parser
 
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         self.parser = load_supar_parser(name_or_path, self.device, WANTED["constituency", "crf-con"])
-        self.batch_tokens = batch_tokens
-        self.max_length = max_length
+        self.batch_tokens, self.max_length = batch_tokens, max_length
 
     def parse_batch(self, sentences: list[list[str]]) -> list[Tree]:
         from fairseq_syntax.parsing.torch_load import supar_device
@@ -228,9 +221,8 @@ def _fallback(tokens: list[str], reason: str) -> ParsedSentence:
     return ParsedSentence(flat_tree(tokens), reason)
 
 
-def parse_sentences(
-    parser: ConstituencyParser, sentences: Iterable[list[str]], batch_size: int = DEFAULT_BATCH_SIZE
-) -> Iterator[ParsedSentence]:
+def parse_sentences(parser: ConstituencyParser, sentences: Iterable[list[str]], batch_size: int = DEFAULT_BATCH_SIZE
+                    ) -> Iterator[ParsedSentence]:
     """One ``ParsedSentence`` per input sentence, in order (see the module docstring)."""
     return parse_with_fallbacks(partial(_parse_checked, parser), sentences, parser.max_length, _fallback, batch_size)
 

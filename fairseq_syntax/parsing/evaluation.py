@@ -72,10 +72,9 @@ class BracketScore:
         return 2 * self.precision * self.recall / total if total else 0.0
 
     def __str__(self) -> str:
-        return (
-            f"{self.sentences} sentences: P {100 * self.precision:.2f} R {100 * self.recall:.2f} "
-            f"F1 {100 * self.f1:.2f} ({self.matched} matched / {self.gold} gold / {self.predicted} predicted brackets)"
-        )
+        return (f"{self.sentences} sentences: P {100 * self.precision:.2f} R {100 * self.recall:.2f} F1 "
+                f"{100 * self.f1:.2f} ({self.matched} matched / {self.gold} gold / {self.predicted} predicted "
+                "brackets)")
 
 
 def bracket_score(gold_trees: list[Tree], predicted_trees: list[Tree]) -> BracketScore:
@@ -88,8 +87,7 @@ def bracket_score(gold_trees: list[Tree], predicted_trees: list[Tree]) -> Bracke
             raise ValueError(f"tree {index + 1}: the predicted tree has other words than the gold tree")
         deleted = {position for position, tag in enumerate(word_tags(gold)) if tag in PUNCTUATION_TAGS}
         gold_brackets, predicted_brackets = labeled_brackets(gold, deleted), labeled_brackets(predicted, deleted)
-        matched = sum((gold_brackets & predicted_brackets).values())
-        score.matched += matched
+        score.matched += sum((gold_brackets & predicted_brackets).values())
         score.gold += sum(gold_brackets.values())
         score.predicted += sum(predicted_brackets.values())
         score.sentences += 1

@@ -13,11 +13,8 @@ Result = TypeVar("Result")
 Sentence = list[str]
 
 
-def _parse_or_retry(
-    parse_batch: Callable[[list[Sentence]], list[Result]],
-    sentences: list[Sentence],
-    fallback: Callable[[Sentence, str], Result],
-) -> list[Result]:
+def _parse_or_retry(parse_batch: Callable[[list[Sentence]], list[Result]], sentences: list[Sentence],
+                    fallback: Callable[[Sentence, str], Result]) -> list[Result]:
     try:
         return parse_batch(sentences)
     except Exception as error:  # parser libraries raise many kinds (ValueError, RuntimeError, IndexError, ...)
@@ -26,13 +23,9 @@ def _parse_or_retry(
         return [result for sentence in sentences for result in _parse_or_retry(parse_batch, [sentence], fallback)]
 
 
-def parse_with_fallbacks(
-    parse_batch: Callable[[list[Sentence]], list[Result]],
-    sentences: Iterable[Sentence],
-    max_length: int,
-    fallback: Callable[[Sentence, str], Result],
-    chunk_size: int,
-) -> Iterator[Result]:
+def parse_with_fallbacks(parse_batch: Callable[[list[Sentence]], list[Result]], sentences: Iterable[Sentence],
+                         max_length: int, fallback: Callable[[Sentence, str], Result], chunk_size: int
+                         ) -> Iterator[Result]:
     """``parse_batch`` on the parseable sentences of each ``chunk_size`` read together, ``fallback(sentence,
     reason)`` for the others."""
     sentences = iter(sentences)

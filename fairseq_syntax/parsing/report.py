@@ -19,11 +19,9 @@ class ParseReport:
         return self.sentences / self.seconds if self.seconds > 0 else float("inf")
 
     def summary(self) -> str:
-        text = (
-            f"parsed {self.sentences} sentences in {self.seconds:.1f} s ({self.sentences_per_second:.1f} sentences/s)"
-            + (f", {self.earlier} more by an earlier run" if self.earlier else "")
-            + f"; {len(self.fallbacks)} got the flat fallback structure"
-        )
+        text = (f"parsed {self.sentences} sentences in {self.seconds:.1f} s ({self.sentences_per_second:.1f} "
+                f"sentences/s){f', {self.earlier} more by an earlier run' if self.earlier else ''}; "
+                f"{len(self.fallbacks)} got the flat fallback structure")
         if self.fallbacks:
             shown = ", ".join(str(line) for line, _ in self.fallbacks[:SHOWN_LINES])
             more = f" and {len(self.fallbacks) - SHOWN_LINES} more" if len(self.fallbacks) > SHOWN_LINES else ""
