@@ -106,33 +106,32 @@ pack_logs() {  # the finished runs' gzipped logs into logs/packed.tar.xz, with t
 }
 
 PAPER_LENGTH=(--max-update 15000 --warmup-updates 8000 --stop-time-hours 1.5)  # later options override COMMON's
+# paper_length COMMAND SUFFIX ARGS...: the main comparison at the paper's length, NAME.15k[SUFFIX]
+paper_length() {
+  local command=$1 suffix=$2 dataset
+  shift 2
+  for dataset in sst5 sst2; do
+    $command "$dataset.transformer.15k$suffix" "$dataset" "${TRANSFORMER[@]}" "${PAPER_LENGTH[@]}" "$@"
+    $command "$dataset.hier-nodes.15k$suffix" "$dataset" "${HIER[@]}" --node-labels "${PAPER_LENGTH[@]}" "$@"
+  done
+}
 # each COMMAND: COMMAND NAME DATASET ARGS... for every run of the options given
 each() {
   local command=$1 seed dataset
   if [ -n "$SEEDS" ]; then
-    for seed in $SEEDS; do
-      for dataset in sst5 sst2; do
-        $command "$dataset.transformer.15k.seed$seed" "$dataset" "${TRANSFORMER[@]}" "${PAPER_LENGTH[@]}" --seed "$seed"
-        $command "$dataset.hier-nodes.15k.seed$seed" "$dataset" "${HIER[@]}" --node-labels "${PAPER_LENGTH[@]}" \
-          --seed "$seed"
-      done
-    done
+    for seed in $SEEDS; do paper_length "$command" ".seed$seed" --seed "$seed"; done
     return
   fi
-  $command sst5.transformer sst5 "${TRANSFORMER[@]}"
-  $command sst5.hier sst5 "${HIER[@]}"
-  $command sst5.hier-nodes sst5 "${HIER[@]}" --node-labels
-  $command sst5.hier-nodes-no-hier-embed sst5 "${HIER[@]}" --node-labels --no-hier-embed
-  $command sst5.hier-nodes-no-subtree-mask sst5 "${HIER[@]}" --node-labels --no-subtree-mask
-  $command sst2.transformer sst2 "${TRANSFORMER[@]}"
-  $command sst2.hier sst2 "${HIER[@]}"
-  $command sst2.hier-nodes sst2 "${HIER[@]}" --node-labels
-  if [ -n "$LONG" ]; then
-    $command sst5.transformer.15k sst5 "${TRANSFORMER[@]}" "${PAPER_LENGTH[@]}"
-    $command sst5.hier-nodes.15k sst5 "${HIER[@]}" --node-labels "${PAPER_LENGTH[@]}"
-    $command sst2.transformer.15k sst2 "${TRANSFORMER[@]}" "${PAPER_LENGTH[@]}"
-    $command sst2.hier-nodes.15k sst2 "${HIER[@]}" --node-labels "${PAPER_LENGTH[@]}"
-  fi
+  for dataset in sst5 sst2; do
+    $command $dataset.transformer $dataset "${TRANSFORMER[@]}"
+    $command $dataset.hier $dataset "${HIER[@]}"
+    $command $dataset.hier-nodes $dataset "${HIER[@]}" --node-labels
+    if [ $dataset = sst5 ]; then  # the ablations
+      $command sst5.hier-nodes-no-hier-embed sst5 "${HIER[@]}" --node-labels --no-hier-embed
+      $command sst5.hier-nodes-no-subtree-mask sst5 "${HIER[@]}" --node-labels --no-subtree-mask
+    fi
+  done
+  if [ -n "$LONG" ]; then paper_length "$command" ""; fi
 }
 planned=()
 plan() { planned+=("$1"); }
