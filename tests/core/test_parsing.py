@@ -31,7 +31,7 @@ from fairseq_syntax.parsing.dependency import (
 )
 from fairseq_syntax.parsing.evaluation import bracket_score
 from fairseq_syntax.parsing.shards import BLOCKS, LINES, ParseJob, parse_whole
-from fairseq_syntax.parsing.text import open_text, ptb_escape_token, ptb_unescape_token
+from fairseq_syntax.parsing.text import ptb_escape_token, ptb_unescape_token
 from fairseq_syntax.parsing.torch_load import StoredFunction, supar_safe_globals
 
 torch.set_num_threads(1)
@@ -48,16 +48,6 @@ INPUT_LINES = [
     "the man likes the father .",
 ]
 EXPECTED_FALLBACKS = [(2, "empty line"), (4, f"too long: 20 words > {MAX_LENGTH}")]
-
-
-def write_text(path, text):
-    with open_text(str(path), "w") as handle:
-        handle.write(text)
-
-
-def read_text(path):
-    with open_text(str(path)) as handle:
-        return handle.read()
 
 
 @pytest.fixture(scope="module")
@@ -160,29 +150,6 @@ def test_parser_errors_and_changed_words_fall_back_alone_in_order():
     ]
     # One batch of the four parseable sentences, which raised; then each of them alone.
     assert parser.batches == [4, 1, 1, 1, 1]
-
-
-class InterruptedParser(ScriptedParser):
-    """Parses its first batch, then is stopped as a time limit stops a run (KeyboardInterrupt)."""
-
-    def parse_batch(self, sentences):
-        if self.batches:
-            raise KeyboardInterrupt
-        return super().parse_batch(sentences)
-
-
-@pytest.mark.parametrize("name", ["out.tree", "out.tree.gz"])
-def test_a_parse_cut_short_leaves_the_earlier_output_whole_and_no_partial_file(tmp_path, name):
-    source, output = tmp_path / "input.txt", tmp_path / name
-    source.write_text("a b\nc\nd\n")
-    write_text(output, "old\n")
-    with pytest.raises(KeyboardInterrupt):
-        parse_file(tree_writer(InterruptedParser(), 1), source, output)
-    assert read_text(output) == "old\n"  # not a first line newer than the input, which a recipe would keep
-    assert not Path(f"{output}.partial").exists()
-    parse_file(tree_writer(ScriptedParser(), 1), source, output)
-    assert read_text(output) == "(S (XX a) (XX b))\n(S (XX c))\n(S (XX d))\n"
-    assert not Path(f"{output}.partial").exists()
 
 
 def test_a_gzip_file_cut_short_is_an_error_naming_the_file(tmp_path):
