@@ -233,19 +233,6 @@ def test_the_data_directory_records_the_bpe_and_the_parser(trained, models):
     assert meta["parser"]["model"]["name"] == "crf-con.pt" and meta["parser"]["tagger"]["name"] == "tagger.pt"
 
 
-def test_a_tree_model_without_a_parser_is_one_line(trained):
-    data, _, checkpoint = trained["mask"]
-    result = subprocess.run(["fairseq-interactive", str(data), "--user-dir", "fairseq_syntax", "--task",
-                             "syntax_translation", "--path", str(checkpoint), "--cpu"],
-                            input="the cat sees the dog .\n", cwd=REPO, capture_output=True, text=True,
-                            env=ONE_THREAD)
-    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
-    assert result.stderr.splitlines()[-1] == (
-        "error: the model reads the preorder form of a constituency tree: give --source-parser MODEL (the parser "
-        "of the data directory's trees) to parse sentences of tokenized words, or --source-format tree to give one "
-        "bracketed tree per line")
-
-
 @pytest.mark.parametrize("system, option", [("mask", "--source-parser"), ("ldd", "--source-dependency-parser")])
 def test_a_parser_model_that_cannot_be_had_is_one_line(trained, models, tmp_path, system, option):
     """A --source-parser that is not there, or of another kind: the parsing library's one line, no traceback."""
