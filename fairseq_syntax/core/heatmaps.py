@@ -12,6 +12,15 @@ import numpy as np
 from fairseq_syntax.core.figures import save_figure
 
 
+def chosen(count: int, indices: Optional[Sequence[int]], what: str) -> list:
+    """``indices`` of the panels to draw (default all ``count``); ValueError for one the model lacks."""
+    indices = list(range(count)) if indices is None else list(indices)
+    bad = [index for index in indices if not 0 <= index < count]
+    if bad:
+        raise ValueError(f"{what} {bad} do not exist (there are {count})")
+    return indices
+
+
 def plot_heatmap_grid(
     matrices,
     titles: Sequence[str],

@@ -17,7 +17,7 @@ import torch
 from fairseq import utils
 from torch import Tensor
 
-from fairseq_syntax.core.heatmaps import plot_heatmap_grid
+from fairseq_syntax.core.heatmaps import chosen, plot_heatmap_grid
 from fairseq_syntax.core.method import PlotCommand
 from fairseq_syntax.methods.ldd.distributions import GROUP_NAMES, NUM_GROUPS
 from fairseq_syntax.methods.ldd.model import LDD_LAYER, LDDEncoder
@@ -63,10 +63,7 @@ def plot_ldd_attention(
     n = len(tokens)
     if maps.shape != (NUM_GROUPS, n, n):
         raise ValueError(f"maps must be {NUM_GROUPS} x {n} x {n} for {n} tokens, got shape {maps.shape}")
-    heads = list(range(NUM_GROUPS)) if heads is None else list(heads)
-    bad = [head for head in heads if not 0 <= head < NUM_GROUPS]
-    if bad:
-        raise ValueError(f"heads {bad} do not exist (the LDD layer has {NUM_GROUPS})")
+    heads = chosen(NUM_GROUPS, heads, "heads")
     titles = [f"head {head + 1}: {GROUP_NAMES[head]}" for head in heads]
     plot_heatmap_grid(maps[heads], titles, tokens, tokens, path, 0.0, 1.0, columns)
 

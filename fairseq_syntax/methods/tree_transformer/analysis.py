@@ -13,7 +13,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from fairseq_syntax.core.heatmaps import plot_heatmap_grid
+from fairseq_syntax.core.heatmaps import chosen, plot_heatmap_grid
 from fairseq_syntax.core.method import PlotCommand
 from fairseq_syntax.core.model_inputs import encode, first_word_position
 from fairseq_syntax.methods.tree_transformer.attention import constituent_prior
@@ -40,13 +40,7 @@ def plot_constituent_priors(
 ) -> None:
     """Write a PNG of ``priors`` (``L x n x n``), one heatmap per layer in ``layers`` (default: all)."""
     priors = np.asarray(priors)
-    if priors.ndim != 3 or priors.shape[1:] != (len(words), len(words)):
-        raise ValueError(f"priors must be layers x {len(words)} x {len(words)} for {len(words)} words, "
-                         f"got shape {priors.shape}")
-    layers = list(range(priors.shape[0])) if layers is None else list(layers)
-    bad = [layer for layer in layers if not 0 <= layer < priors.shape[0]]
-    if bad:
-        raise ValueError(f"layers {bad} do not exist (the model has {priors.shape[0]})")
+    layers = chosen(len(priors), layers, "layers")
     plot_heatmap_grid(priors[layers], [f"layer {layer}" for layer in layers], words, words, path, 0.0, 1.0, columns)
 
 
