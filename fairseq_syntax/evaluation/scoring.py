@@ -270,10 +270,11 @@ def seed_scores(hyps_by_seed: Sequence[Sequence[str]], refs: Sequence[str], toke
 
 #: the seed-aware bootstrap's default rounds: p moves by about +-0.003 at 0.05 between draws (mc_standard_error)
 SEED_BOOTSTRAP_ROUNDS = 10_000
-SEED_BOOTSTRAP_TEST = ("paired bootstrap over test sentences and training seeds (each round: the same resampled "
-                       "sentences for both systems, each system's seeds resampled with replacement and their "
-                       "deviations from the round's seed mean scaled by sqrt(k/(k-1)), mean-over-seeds corpus scores "
-                       "compared)")
+#: the test's name in a record and a report (docs/results.md defines it): a paired bootstrap over test sentences and
+#: training seeds; each round the same resampled sentences for both systems, each system's seeds resampled with
+#: replacement and their deviations from the round's seed mean scaled by sqrt(k/(k-1)), mean-over-seeds corpus
+#: scores compared
+SEED_BOOTSTRAP_TEST = "seed-aware paired bootstrap"
 #: rounds are drawn and scored this many at a time (a block of sentence counts is rounds x sentences floats)
 ROUND_BLOCK = 1000
 

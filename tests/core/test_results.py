@@ -370,7 +370,7 @@ def test_a_record_writes_the_output_folder_as_out_dir_and_repository_paths_relat
     assert inside["command"] == "fairseq-train OUT_DIR/data-bin"
 
 
-SEEDS_TEST = "paired bootstrap over test sentences and training seeds (...)"
+SEEDS_TEST = "seed-aware paired bootstrap"
 CONSTITUENCY = {"constituency": {"model": "crf-con.pt", "sha256": "0123456789abcdef", "scores": {"F1": 87.12}}}
 
 
