@@ -43,8 +43,9 @@ PARSE_READERS = [system for system in systems(baselines=True, ablations=False)
                  if system.form != "sequence" or decoding_inputs(system)]
 
 
-def vocabulary_split_word(codes, vocabulary) -> tuple[str, list[str], list[str]]:
-    """A word whose BPE the vocabulary changes (codes: ``ab@@ c``; with the vocabulary: ``a@@ b@@ c``)."""
+def vocabulary_split_word(codes, vocabulary) -> str:
+    """A word whose BPE the vocabulary changes (codes: ``ab@@ c``; with the vocabulary: ``a@@ b@@ c``), so that the
+    decoding test shows fairseq-interactive applying the vocabulary as the recipes' apply-bpe does."""
     merges = [tuple(line.split()) for line in codes.read_text(encoding="utf-8").splitlines()[1:]]
     known = {word for word, count in (line.split() for line in vocabulary.read_text(encoding="utf-8").splitlines())
              if int(count) >= 1}
@@ -53,7 +54,7 @@ def vocabulary_split_word(codes, vocabulary) -> tuple[str, list[str], list[str]]
     letters = [letter for letter in string.ascii_lowercase if letter not in named]
     assert pairs and letters, f"{codes}: no merge of two characters the vocabulary lacks, or no letter left"
     (a, b), c = pairs[0], letters[0]
-    return a + b + c, [a + "@@", b + "@@", c], [a + b + "@@", c]
+    return a + b + c
 
 
 def apply_bpe(work, name):
@@ -98,7 +99,7 @@ def corpus(models, tmp_path_factory):
         (work / f"{split}.words.en").write_text(words)
     run(["subword-nmt", "learn-joint-bpe-and-vocab", "--input", str(work / "train.words.en"), str(work / "train.de"),
          "-s", "25", "-o", str(work / "codes"), "--write-vocabulary", str(work / "vocab.en"), str(work / "vocab.de")])
-    unseen = vocabulary_split_word(work / "codes", work / "vocab.en")[0]
+    unseen = vocabulary_split_word(work / "codes", work / "vocab.en")
     lines = [line.format(unseen=unseen) for line in LINES]
     (work / "lines.txt").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     kept = [number for number, line in enumerate(lines) if line.split()]
@@ -206,22 +207,6 @@ def test_raw_lines_decode_through_the_parsers_as_offline(corpus, models, trained
     assert 2 in expected and sources[2] == expected[2][0]
     if system.form != "sequence":  # the parser's tree, with the tagger's POS tags (crf-con alone writes XX)
         assert "(XX" not in sources[0][0] and ("(DT" in sources[0][0]) == (system.preterminals != "split")
-
-
-def test_the_recorded_bpe_is_the_recipes_subword_nmt_apply_bpe(corpus):
-    """syntax.json's BPE segments every word as the CLI did, the unseen word as the vocabulary makes it."""
-    from fairseq_syntax.core.bpe import SubwordNmtBpe
-
-    work, _ = corpus
-    bpe = SubwordNmtBpe(str(work / "codes"), str(work / "vocab.en"), 1)
-    for name in ("train", "lines"):
-        words = (work / f"{name}.words.en").read_text(encoding="utf-8").split()
-        assert " ".join(piece for word in words for piece in bpe.segment(word)) == \
-            " ".join((work / f"{name}.en").read_text(encoding="utf-8").split())
-    unseen, with_vocabulary, codes_alone = vocabulary_split_word(work / "codes", work / "vocab.en")
-    assert unseen in (work / "lines.words.en").read_text(encoding="utf-8").split()
-    assert SubwordNmtBpe(str(work / "codes")).segment(unseen) == codes_alone
-    assert bpe.segment(unseen) == with_vocabulary != codes_alone
 
 
 def test_the_data_directory_records_the_bpe_and_the_parser(trained, models):
