@@ -1,12 +1,6 @@
-"""The parse jobs of ``fairseq-syntax-parse`` (:mod:`fairseq_syntax.cli.parse`): one per kind, any backend.
-
-    constituency  benepar | crf-con | stanza   -> one PTB tree a line (:mod:`fairseq_syntax.parsing.constituency`)
-    dependency    biaffine | stanza            -> the arc distributions, one JSON line a sentence, and optionally
-                                                  the 1-best trees in CoNLL-U (:mod:`fairseq_syntax.parsing.dependency`)
-
-Each job is a :class:`fairseq_syntax.parsing.shards.ParseJob` whose settings name the model by digest or name.
-:func:`fetch` makes sure a named model is there before parsing; :func:`dependency_labels` is a dependency model's
-label scheme (:mod:`fairseq_syntax.parsing.labels`)."""
+"""The parse jobs of ``fairseq-syntax-parse`` (:mod:`fairseq_syntax.cli.parse`), one per kind, any backend: each a
+:class:`fairseq_syntax.parsing.shards.ParseJob` whose settings name the model by digest or name. :func:`fetch` makes
+sure a named model is there before parsing."""
 from __future__ import annotations
 
 import argparse
