@@ -1,10 +1,6 @@
-r"""Parses kept with a corpus: the source side's constituency trees and dependency side data, compressed and
+"""Parses kept with a corpus: the source side's constituency trees and dependency side data, compressed and
 checksummed, so a new machine makes every data directory in minutes instead of hours of parsing
-(``examples/multi30k/parses/``).
-
-    python3 -m fairseq_syntax.parsing.archive pack TOK_DIR ARCHIVE --source en --splits train valid test \
-        --models constituency=MODELS/crf-con.pt tagger=MODELS/tagger.pt dependency=MODELS/biaffine.pt
-    python3 -m fairseq_syntax.parsing.archive verify ARCHIVE
+(``examples/multi30k/parses/``; docs/parsers.md shows ``pack``).
 
 ``pack`` reads, per split of ``TOK_DIR`` (a study's ``WORK/tok``), ``SPLIT.SRC``, ``SPLIT.tree``,
 ``SPLIT.arcs.jsonl.gz``, ``SPLIT.conllu`` and the fallback listings ``*.skipped``, and writes:
