@@ -1,14 +1,10 @@
-r"""A parallel corpus as the parsers and ``fairseq-syntax-preprocess`` read it: one sentence per line, tokens
+"""A parallel corpus as the parsers and ``fairseq-syntax-preprocess`` read it: one sentence per line, tokens
 separated by one space, the source side's brackets PTB-escaped
-(:func:`fairseq_syntax.core.trees.ptb_escape_token`).
+(:func:`fairseq_syntax.core.trees.ptb_escape_token`), written to ``OUTPUT.SRC`` and ``OUTPUT.TGT`` (docs/parsers.md
+shows the command).
 
-    python3 -m fairseq_syntax.parsing.normalize --text raw -s en -t de --source RAW.en --target RAW.de \
-        --output tok/train [--max-words N --removed tok/train.removed.tsv]
-
-writes ``tok/train.en`` and ``tok/train.de``. ``--text``:
-
-* ``raw``: tokenized here with sacremoses (``-l LANG -a``, no XML escaping);
-* ``tokenized``: Moses-tokenized text with XML escapes (``&apos; &quot; &amp; &#91;`` ...), unescaped token by token.
+``--text``: ``raw``, tokenized here with sacremoses (``-l LANG -a``, no XML escaping), or
+``tokenized``, Moses-tokenized text with XML escapes (``&apos; &quot; &amp; &#91;`` ...), unescaped token by token.
 
 Both sides must have the same number of lines; an empty line is an error naming file and line, except with
 ``--max-words N``: pairs with more than N words, or none, on either side are left out, counted and listed in
