@@ -154,35 +154,18 @@ def _cut_short_message(path: str, reason: str) -> str:
     return (f"error: {path} is cut short ({reason}): a run killed while writing it leaves it so; {remedy}")
 
 
-def _refuse_cut_short(load_checkpoint_to_cpu):
+def _checked(load_checkpoint_to_cpu):
+    """Every checkpoint file loaded: refused in one line where cut short, and within :func:`loading_for` checked by
+    that task before it is used."""
     def load(path, *args, **kwargs):
         reason = cut_short(path)
         if reason is not None:
             raise SystemExit(_cut_short_message(path, reason))
-        return load_checkpoint_to_cpu(path, *args, **kwargs)
-
-    return load
-
-
-def _check_for_the_task(load_checkpoint_to_cpu):
-    """Every checkpoint file loaded within :func:`loading_for` is checked by that task before it is used."""
-    def load(path, *args, **kwargs):
         state = load_checkpoint_to_cpu(path, *args, **kwargs)
         check = getattr(_LOADING_FOR.get(), "check_checkpoint", None)
         if check is not None:
             check(path, state)
         return state
-
-    return load
-
-
-def _load_for_the_given_task(load_model_ensemble_and_task):
-    """fairseq-generate/-interactive's ``--path`` files are checked by the task set up from the command line; with
-    ``task=None`` the task made from each checkpoint checks the input form in its ``load_state_dict``."""
-    def load(filenames, *args, **kwargs):
-        task = kwargs["task"] if "task" in kwargs else (args[1] if len(args) > 1 else None)
-        with loading_for(task):
-            return load_model_ensemble_and_task(filenames, *args, **kwargs)
 
     return load
 
@@ -194,13 +177,17 @@ def require_checkpoint_file(filename: str) -> None:
         raise SystemExit(f"error: {filename}: {problem}")
 
 
-def _require_checkpoint_files(load_model_ensemble_and_task):
-    """A ``--path`` file that is not there is one line, not fairseq's OSError."""
+def _for_the_given_task(load_model_ensemble_and_task):
+    """fairseq-generate/-interactive's ``--path`` files: one that is not there is one line, not fairseq's OSError;
+    they are checked by the task set up from the command line (with ``task=None`` the task made from each
+    checkpoint checks the input form in its ``load_state_dict``)."""
     def load(filenames, *args, **kwargs):
         suffix, shards = kwargs.get("suffix", ""), kwargs.get("num_shards", 1)
         for filename in filenames if suffix == "" and shards == 1 else ():  # sharded models: fairseq's own check
             require_checkpoint_file(filename)
-        return load_model_ensemble_and_task(filenames, *args, **kwargs)
+        task = kwargs["task"] if "task" in kwargs else (args[1] if len(args) > 1 else None)
+        with loading_for(task):
+            return load_model_ensemble_and_task(filenames, *args, **kwargs)
 
     return load
 
@@ -219,7 +206,7 @@ def _resume_from_a_whole_checkpoint(load_checkpoint):
                     raise SystemExit(_cut_short_message(last, reason) + "; remove it to start afresh")
                 logger.warning(f"{last} is cut short ({reason}): a run killed while writing it leaves it so; "
                                f"resuming from {whole}, the newest whole checkpoint beside it")
-                cfg = _with_restore_file(cfg, whole[: len(whole) - len(f"{suffix}.pt")] + ".pt")
+                cfg = _with_restore_file(cfg, whole, suffix)
         with loading_for(getattr(trainer, "task", None)):
             loaded = load_checkpoint(cfg, trainer, **passthrough_args)
         _stop_if_trained_to_max_update(trainer)
@@ -251,10 +238,12 @@ def _resume_without_last(cfg, last: str, suffix: str):
     logger.warning(f"{last} does not exist, but {whole} does: a run killed during its first save (or run with "
                    f"--no-last-checkpoints) leaves them so; resuming from {whole}, the newest whole checkpoint "
                    "beside it (to start afresh, give another --save-dir or remove them)")
-    return _with_restore_file(cfg, whole[: len(whole) - len(f"{suffix}.pt")] + ".pt")
+    return _with_restore_file(cfg, whole, suffix)
 
 
-def _with_restore_file(cfg, restore_file: str):
+def _with_restore_file(cfg, checkpoint: str, suffix: str):
+    """``cfg`` resuming from ``checkpoint`` (``--restore-file`` names it without the shard ``suffix``)."""
+    restore_file = checkpoint[: len(checkpoint) - len(f"{suffix}.pt")] + ".pt"
     cfg = copy.deepcopy(cfg)
     if isinstance(cfg, DictConfig):
         with open_dict(cfg):
@@ -270,8 +259,6 @@ def make_checkpoints_crash_safe() -> None:
     if checkpoint_utils.PathManager is CrashSafePathManager:
         return
     checkpoint_utils.PathManager = CrashSafePathManager
-    checkpoint_utils.load_checkpoint_to_cpu = _check_for_the_task(
-        _refuse_cut_short(checkpoint_utils.load_checkpoint_to_cpu))
+    checkpoint_utils.load_checkpoint_to_cpu = _checked(checkpoint_utils.load_checkpoint_to_cpu)
     checkpoint_utils.load_checkpoint = _resume_from_a_whole_checkpoint(checkpoint_utils.load_checkpoint)
-    checkpoint_utils.load_model_ensemble_and_task = _require_checkpoint_files(
-        _load_for_the_given_task(checkpoint_utils.load_model_ensemble_and_task))
+    checkpoint_utils.load_model_ensemble_and_task = _for_the_given_task(checkpoint_utils.load_model_ensemble_and_task)
