@@ -10,12 +10,8 @@ scores:
     h_i = BiLSTM(e_1 .. e_n)_i                                             (B, T, 2 d_h)
     P(t_i | w) = softmax(W h_i + b)                                        (B, T, |tags|)
 
-SuPar has no tagger, stanza's and flair's trainers expect downloaded embeddings, and nltk's perceptron tops out
-near 95% on the PTB sample; characters generalise to another domain's unseen words.
-
-``train_tagger`` trains on the PTB sample's trees (``training.prepare_ptb``'s split) and optionally CoNLL-U XPOS
-(UD EWT), resumes from ``checkpoint_path(path)``, keeps the best dev epoch. ``load_tagger(path).tag(sentences)``
-tags raw (unescaped) tokens."""
+SuPar has no tagger and stanza's and flair's trainers expect downloaded embeddings; characters generalise to another
+domain's unseen words."""
 from __future__ import annotations
 
 import dataclasses
