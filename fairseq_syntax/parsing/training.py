@@ -1,14 +1,8 @@
-"""Training small parsers offline on local treebanks, so the pipeline needs no downloaded model.
-
-* ``train_supar_dependency``: SuPar's biaffine dependency parser (Dozat & Manning, 2017) on CoNLL-U (UD EWT), with a
-  char-LSTM and no pretrained embeddings; scored by UAS/LAS (``evaluate_dependency``).
-* ``prepare_ptb``: the PTB sample cleaned (``trees.clean_ptb``), split in order into train / dev / held-out test,
-  one ``(TOP ...)`` tree per line.
-* ``train_supar_constituency``: SuPar's CRF constituency parser (Zhang et al., 2020) on those files.
-* ``train_benepar``: a benepar ``ChartParser`` (Kitaev & Klein, 2018) with a character LSTM and a small
-  partitioned-transformer encoder, trained by the loop below, saved as one file ``{"config", "state_dict"}`` that
-  ``benepar.Parser(path)`` loads.
-* ``evaluate_constituency``: labeled bracketing F1 through the corpus's parsing path.
+"""Training small parsers offline on local treebanks, so the pipeline needs no downloaded model: SuPar's biaffine
+dependency parser (Dozat & Manning, 2017) on CoNLL-U and its CRF constituency parser (Zhang et al., 2020) on the
+cleaned PTB sample (``prepare_ptb``), both with a char-LSTM and no pretrained embeddings, and a benepar
+``ChartParser`` (Kitaev & Klein, 2018) with a character LSTM and a small partitioned-transformer encoder, trained by
+the loop below and saved as one file ``{"config", "state_dict"}`` that ``benepar.Parser(path)`` loads.
 
 SuPar's optimiser settings are spelled out (``SUPAR_OPTIMIZER``, its ``config.ini`` defaults); it reloads its own
 checkpoint at the end, hence ``supar_safe_globals``. Sizes are arguments (the command line's defaults are small)."""
