@@ -1,11 +1,7 @@
 """Files written whole and locks between processes: the one way the package does either (standard library only).
 
-* :func:`atomic_path` yields ``PATH.partial`` to write; it is renamed over ``path`` when the block ends and removed
-  when it raises, so a reader, or a run killed while writing, finds the old file or the new one, never a cut-short
-  one (``sync``: the data is on disk before the rename). :func:`write_atomically` writes bytes or text through it.
-* :func:`held_lock` holds a file's ``flock`` (a folder's, opened read-only) for a block; :func:`try_lock` takes one
-  on an open descriptor without waiting; :func:`is_locked` asks whether another process holds one.
-"""
+A file written through :func:`atomic_path` is the old one or the new one to a reader, or after a run killed while
+writing it, never a cut-short one; :func:`held_lock` holds a file's (or a folder's) ``flock`` for a block."""
 from __future__ import annotations
 
 import contextlib
@@ -17,7 +13,8 @@ from typing import Callable, Iterator
 @contextlib.contextmanager
 def atomic_path(path, suffix: str = ".partial", sync: bool = False) -> Iterator[str]:
     """Yields ``path + suffix`` to write; renamed to ``path`` when the block ends without error, removed when it
-    raises or the rename fails. A ``path`` that is a folder is refused (:class:`IsADirectoryError`) first."""
+    raises or the rename fails; with ``sync`` the data is on disk before the rename. A ``path`` that is a folder is
+    refused (:class:`IsADirectoryError`) first."""
     path = os.fspath(path)
     if os.path.isdir(path):
         raise IsADirectoryError(f"{path}: a folder, not a file: give a file's path")

@@ -4,10 +4,7 @@ item per line, every problem named ``FILE:LINE: problem``.
 Lines end at ``\n`` (or ``\r\n``); a carriage return inside a line is an error at that line. Bytes that are not
 UTF-8 are an error at their line and column. Tabs are allowed; any other control character (category Cc:
 U+0000-U+001F, U+007F-U+009F) is an error at its line and byte. A byte order mark at the start of a file is
-removed. A ``.gz`` name is read through gzip; one cut short or damaged is an error naming the file.
-
-* :func:`read_lines` (path) -> the lines; the first bad line raises :class:`TextLineError`;
-* :func:`read_lines_or_errors` (path) -> per line the text or its :class:`TextLineError` (``--skip-invalid``)."""
+removed. A ``.gz`` name is read through gzip; one cut short or damaged is an error naming the file."""
 import gzip
 import os
 import re
@@ -86,8 +83,8 @@ def decoded_or_errors(raw_lines: Iterable[bytes], path: str) -> Iterator[str | T
 
 
 def read_lines_or_errors(path: str) -> List[Union[str, TextLineError]]:
-    """Every line of ``path``: its text, or the :class:`TextLineError` that says why it cannot be read (raised, not
-    returned, when the whole file cannot be read: a gzip file cut short)."""
+    """Every line of ``path``: its text, or the :class:`TextLineError` that says why it cannot be read (for
+    ``--skip-invalid``; raised, not returned, when the whole file cannot be read: a gzip file cut short)."""
     return list(iter_lines_or_errors(path))
 
 

@@ -1,12 +1,5 @@
 """Attention maps of the LDD layer (Pu & Sima'an 2022, Figures 5-6): what each of the 16 label-group heads of the
-first encoder layer attends to, for one source sentence of a data directory.
-
-* :func:`ldd_attention_maps` (model, net_input) -> ``B x 16 x T x T`` weights of the LDD layer (query i, key j);
-* :func:`sentence_ldd_attention` (model, task, split, index) -> (``16 x n x n`` array, the n source tokens with
-  EOS), read from the split's binarized data and side data;
-* :func:`plot_ldd_attention` (maps ``16 x n x n``, tokens, path) -> writes a PNG, one panel per head
-  (:func:`~fairseq_syntax.core.heatmaps.plot_heatmap_grid`).
-"""
+first encoder layer attends to (query i, key j), for one source sentence of a data directory."""
 from __future__ import annotations
 
 import logging

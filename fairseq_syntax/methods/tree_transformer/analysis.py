@@ -1,11 +1,7 @@
 """Heatmaps of the constituent prior of every layer (Wang, Lee & Chen 2019, Figure 5).
 
 ``C^l_ij`` (eqs. 3-4) is the probability that words ``i`` and ``j`` are in one constituent at layer ``l``; blocks
-on the diagonal that grow from layer to layer are the induced constituents.
-
-* :func:`sentence_priors` (model, task, words) -> ``L x n x n`` priors over the words (special tokens dropped);
-* :func:`plot_constituent_priors` (priors ``L x n x n``, words, path) -> writes a PNG, one panel per layer.
-"""
+on the diagonal that grow from layer to layer are the induced constituents."""
 from __future__ import annotations
 
 import logging
