@@ -1,12 +1,7 @@
-"""Constituency parsing of tokenized sentences into one PTB-bracketed tree per line.
-
-Backends (pre-tokenized input, on ``device``, default CUDA when available; models by path or name,
-:mod:`fairseq_syntax.parsing.models`):
-  * ``benepar``: the Berkeley Neural Parser (Kitaev & Klein, 2018), ``benepar.Parser``; POS tags when its model
-    predicts them.
-  * ``crf-con``: SuPar's CRF constituency parser (Zhang et al., 2020), ``supar.Parser.load``; no POS tags
-    (preterminals ``XX``).
-  * ``stanza``: stanza's constituency parser after its POS tagger (:mod:`fairseq_syntax.parsing.stanza_backend`).
+"""Constituency parsing of tokenized sentences into one PTB-bracketed tree per line: the Berkeley Neural Parser
+(``benepar``, Kitaev & Klein, 2018; POS tags when its model predicts them), SuPar's CRF parser (``crf-con``, Zhang
+et al., 2020; preterminals ``XX``) or stanza's (:mod:`fairseq_syntax.parsing.stanza_backend`), on ``device``
+(default CUDA when available); models by path or name (:mod:`fairseq_syntax.parsing.models`).
 
 ``parse_sentences``: one result per input sentence, in order; leaves are the input tokens PTB-escaped. A sentence
 the parser cannot handle (empty, too long, raising, words changed) gets the flat tree ``(S (XX w1) (XX w2) ...)``
