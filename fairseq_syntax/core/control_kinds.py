@@ -3,13 +3,9 @@
 A control replaces the structure of every parse and keeps the words, POS nodes and labels (Pham, Macháček & Bojar
 2019); drawing them: :mod:`fairseq_syntax.parsing.controls`. This module reads no parse.
 
-* :data:`CONTROLS`: ``random`` (random binary ``X`` trees over the POS nodes; random projective dependency trees),
-  ``left`` and ``right`` (branching trees, dependency chains), ``struct`` (a random tree with the parse's phrase
-  count, arities and labels; trees only, :data:`CONTROL_INPUTS`).
-* A control's data directory is ``DATA.CONTROL`` (``preorder.random``) for control seed 1 and ``DATA.CONTROL-sK``
-  for seed K (:func:`control_data_name`); a run's control seed is its training seed (:func:`control_seed_for_run`).
-* ``parsers.json`` and ``syntax.json`` hold ``{"control": {"structure": ..., "seed": ...}}`` (:data:`CONTROL_KEY`),
-  copied into every run record; :func:`describe` words it for a table."""
+What each of :data:`CONTROLS` draws: docs/methods.md, "Control structures: is it the parse that helps?".
+``parsers.json`` and ``syntax.json`` hold ``{"control": {"structure": ..., "seed": ...}}`` (:data:`CONTROL_KEY`),
+copied into every run record."""
 from __future__ import annotations
 
 CONTROLS = ("random", "left", "right", "struct")
