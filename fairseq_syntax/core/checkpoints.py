@@ -3,16 +3,11 @@
 * torch >= 2.6 loads with ``weights_only=True``. fairseq checkpoints hold an ``argparse.Namespace`` (and, with
   ``--eval-bleu``, numpy arrays and scalars); exactly those classes are allow-listed (they store data and run no
   code), rather than turning ``weights_only`` off.
-* Crash-safe saving (:func:`make_checkpoints_crash_safe`): every checkpoint write goes to ``NAME.tmp``, is flushed
-  and renamed over ``NAME`` (:func:`~fairseq_syntax.core.files.atomic_path`), so a kill leaves the previous file or
-  the new one, whole. Resuming from a ``checkpoint_last.pt`` that is cut short or missing (while other checkpoints
-  of the run exist) falls back to the newest whole checkpoint and says so; loading a cut-short file by name stops
-  with one line.
-* A run resumed at ``--max-update`` ends ``fairseq-train`` with exit status 0 instead of training one more update.
+* Crash-safe saving: every checkpoint write goes to ``NAME.tmp``, is flushed and renamed over ``NAME``, so a kill
+  leaves the previous file or the new one, whole. Resuming from a ``checkpoint_last.pt`` that is cut short or
+  missing (while other checkpoints of the run exist) falls back to the newest whole checkpoint and says so.
 * Before weights are loaded, every checkpoint loaded for a task goes to the task's ``check_checkpoint(path,
-  state)``. The plugin's tasks record their source and target dictionaries (:data:`TRAINED_DICTIONARIES`) in the
-  task state; :func:`dictionary_mismatch` compares them with the data directory's ``dict.SRC.txt`` / ``dict.TGT.txt``
-  and names the first difference (the sizes, or the first differing entry and its line)."""
+  state)``: the plugin's tasks compare the dictionaries their task state records (:func:`dictionary_mismatch`)."""
 import argparse
 import contextlib
 import contextvars
