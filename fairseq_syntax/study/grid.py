@@ -175,19 +175,22 @@ def _number_text(value: float) -> str:
     return short if len(short) < len(text) else text
 
 
+def _training_settings(config: StudyConfig) -> dict[str, dict]:
+    """The settings that change a run, by section: :data:`TRAINING_SECTIONS` less :data:`NOT_TRAINING_KEYS`."""
+    return {section: {key: value for key, value in config[section].items() if (section, key) not in NOT_TRAINING_KEYS}
+            for section in TRAINING_SECTIONS}
+
+
 def study_settings(config: StudyConfig) -> dict[str, object]:
-    """The settings that change a run by their keys (``training.lr``): :data:`TRAINING_SECTIONS` less
-    :data:`NOT_TRAINING_KEYS`, each value as a record's JSON holds it."""
-    return json.loads(json.dumps({f"{section}.{key}": value for section in TRAINING_SECTIONS
-                                  for key, value in config[section].items() if (section, key) not in NOT_TRAINING_KEYS}))
+    """The settings that change a run by their keys (``training.lr``), each value as a record's JSON holds it."""
+    return json.loads(json.dumps({f"{section}.{key}": value for section, keys in _training_settings(config).items()
+                                  for key, value in keys.items()}))
 
 
 def settings_digest(config: StudyConfig) -> str:
-    """SHA-256 of the settings that change a run, by section (:data:`TRAINING_SECTIONS` less
-    :data:`NOT_TRAINING_KEYS`): what a record without :func:`study_settings` holds instead."""
-    settings = {section: {key: value for key, value in config[section].items()
-                          if (section, key) not in NOT_TRAINING_KEYS} for section in TRAINING_SECTIONS}
-    return "sha256:" + hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
+    """SHA-256 of the settings that change a run, by section: what a record without :func:`study_settings` holds
+    instead."""
+    return "sha256:" + hashlib.sha256(json.dumps(_training_settings(config), sort_keys=True).encode()).hexdigest()
 
 
 def data_fingerprint(directory: Path) -> str:
