@@ -182,14 +182,13 @@ def _training_settings(config: StudyConfig) -> dict[str, dict]:
 
 
 def study_settings(config: StudyConfig) -> dict[str, object]:
-    """The settings that change a run by their keys (``training.lr``), each value as a record's JSON holds it."""
+    """The settings that change a run by their keys (``training.lr``), as a record's JSON holds them."""
     return json.loads(json.dumps({f"{section}.{key}": value for section, keys in _training_settings(config).items()
                                   for key, value in keys.items()}))
 
 
 def settings_digest(config: StudyConfig) -> str:
-    """SHA-256 of the settings that change a run, by section: what a record without :func:`study_settings` holds
-    instead."""
+    """SHA-256 of :func:`_training_settings`: what a record without :func:`study_settings` holds instead."""
     return "sha256:" + hashlib.sha256(json.dumps(_training_settings(config), sort_keys=True).encode()).hexdigest()
 
 
