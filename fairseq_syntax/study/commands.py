@@ -2,9 +2,8 @@
 data, then every missing run, here or on Slurm), ``status`` and ``report`` (:mod:`fairseq_syntax.study.report`).
 
 A run's state (:func:`run_state`): **done** (record and decode kept), **running** (a process holds its claim),
-**failed** (``WORK/failed/RUN.txt``; the next ``run`` resumes it), **partway** (checkpoints, no record), **to do**. A
-record of another study or setting in the runs folder stops the command before anything runs, naming the record and
-each setting that differs (:mod:`~fairseq_syntax.study.record_checks`)."""
+**failed** (``WORK/failed/RUN.txt``; the next ``run`` resumes it), **partway** (checkpoints, no record), **to do**.
+A record of another study or setting stops every command first (:mod:`~fairseq_syntax.study.record_checks`)."""
 from __future__ import annotations
 
 import statistics
@@ -87,8 +86,8 @@ def device_hours(training: Training, seconds: float) -> tuple[float, str]:
 
 
 def cost_text(walls: dict[str, list[float]], left: list[Run], training: Training, whose: str = "") -> str:
-    """What the runs ``left`` cost at the finished runs' wall times (``walls``, by system: a system's mean, else all
-    of them's), in CPU thread-hours or GPU-hours; ``whose`` says which finished runs (" of this size")."""
+    """What the runs ``left`` cost at their systems' mean wall times (``walls``; else all finished runs' mean), in
+    CPU thread-hours or GPU-hours; ``whose``: which finished runs (" of this size")."""
     if not left:
         return "nothing left to run"
     seconds = expected_wall_seconds(walls, left)
