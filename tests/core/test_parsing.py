@@ -213,9 +213,9 @@ def test_tagged_parser_relabels_each_preterminal_in_word_order(tmp_path):
 
 
 # --- dependency
-def test_dependency_distributions_are_proper(dependency_parser):
+def test_dependency_distributions_are_proper_and_the_one_best_tree_is_the_parsers_own(dependency_parser):
     sentences = [tokens for tokens in input_tokens() if 0 < len(tokens) <= MAX_LENGTH]
-    parses = list(dependency_parser.parse(sentences))
+    parses = list(dependency_parser.parse(sentences, chunk_size=2))
     for parse, tokens in zip(parses, sentences):
         n = len(tokens)
         assert parse.fallback is None and parse.words == tokens
@@ -225,11 +225,6 @@ def test_dependency_distributions_are_proper(dependency_parser):
         assert torch.all(parse.arc_probs[torch.arange(n), torch.arange(1, n + 1)] == 0)  # no word heads itself
         assert torch.allclose(parse.label_probs.sum(-1), torch.ones(n, n + 1), atol=1e-5)
         assert torch.all(parse.label_probs[..., dependency_parser.label_names.index("<bos>")] == 0)
-
-
-def test_one_best_tree_is_the_parsers_own_prediction(dependency_parser):
-    sentences = [tokens for tokens in input_tokens() if 0 < len(tokens) <= MAX_LENGTH]
-    parses = list(dependency_parser.parse(sentences, chunk_size=2))
     predicted = dependency_parser.parser.predict([[ptb_unescape_token(t) for t in s] for s in sentences],
                                                  tree=True, proj=False, verbose=False)
     assert [parse.heads for parse in parses] == [list(map(int, arcs)) for arcs in predicted.arcs]
