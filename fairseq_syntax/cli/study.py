@@ -36,8 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("--output", "-o", help="write it to this file (refused if it exists) instead of stdout")
     plan = commands.add_parser("plan", help="the grid, one line a run with its state, and the cost of what is left")
     plan.add_argument("study", help="the study file (TOML)")
-    plan.add_argument("--systems", action="store_true", help="print only the study's systems, one NAME:ARCH:DATA[:EXTRA] "
-                      "spec a line in the file's order (each system's controls after it), as recipes take them")
+    plan.add_argument("--systems", action="store_true", help="print only the study's systems, one "
+                      "NAME:ARCH:DATA[:EXTRA] spec a line in the file's order (each system's controls after it), as recipes take them")
     commands.add_parser("status", help="what runs where now (this machine's runs in training, the study's Slurm "
                         "jobs)").add_argument("study", help="the study file (TOML)")
     run = commands.add_parser("run", help="prepare the data once, then train, decode and score every missing run")

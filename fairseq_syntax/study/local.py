@@ -105,8 +105,9 @@ def run_local(config: StudyConfig, tasks: Sequence[RunTask], jobs: int, progress
             f"{task} (epoch {current_epoch(runs_dir(study_of(task)) / f'{task.run_name}.train.log') or 0})"
             for _, task in active.values())
         done = len(outcomes)
+        left = _eta(now - started, done, total - done, expected_seconds, min(jobs, total))
         progress(f"[{done}/{total} runs ended, {len(waiting)} waiting] {(now - started) / 60:.0f} min elapsed, "
-                 f"about {_eta(now - started, done, total - done, expected_seconds, min(jobs, total))} to go; running: {running or 'none'}")
+                 f"about {left} to go; running: {running or 'none'}")
 
     try:
         while waiting or active:

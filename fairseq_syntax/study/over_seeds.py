@@ -26,7 +26,7 @@ def finished_seeds(config: StudyConfig, system: str) -> list[int]:
 
 
 def _current_test(record: dict | None, partner: str, own: int, theirs: int) -> bool:
-    """Whether ``record`` (a system with ``own`` finished seeds) holds a test against ``partner`` over its ``theirs``."""
+    """Whether ``record`` (of a system with ``own`` finished seeds) tests it against ``partner``'s ``theirs``."""
     report = (record or {}).get("significance", {}).get(partner)
     return bool(report) and report.get("seeds_a") in (None, theirs) and report.get("seeds_b") in (None, own)
 

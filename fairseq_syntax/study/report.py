@@ -65,7 +65,8 @@ def runaway_section(config: StudyConfig) -> tuple[list[str], dict]:
         data[system] = runs
         counts = " / ".join(str(found["count"]) for found in runs.values())
         costs = " / ".join(f"{found['cost']:.2f}" for found in runs.values())
-        ratios = " / ".join(f"{found['length_ratio']:.3f} -> {found['length_ratio_cut']:.3f}" for found in runs.values())
+        ratios = " / ".join(f"{found['length_ratio']:.3f} -> {found['length_ratio_cut']:.3f}"
+                            for found in runs.values())
         rows.append([system, " ".join(map(str, runs)), counts, costs, ratios])
     if not rows:
         return [], {}
