@@ -16,6 +16,22 @@ from study.test_prepare import PARSER_STUB
 from study.tiny_study_file import TINY_MODEL
 
 RECIPE = "examples/iwslt15_en_vi/run.sh"
+#: the tiny studies' decoding, test and systems: Sequence and Mask, one seed
+TAIL = """\
+[decoding]
+beam = 1
+batch_size = 256
+[seeds]
+count = 1
+[test]
+bootstrap_rounds = 100
+run_bootstrap_rounds = 100
+by_length = []
+[[systems]]
+name = "sequence"
+[[systems]]
+name = "mask"
+"""
 STUDY = """\
 [study]
 base = "{base}"
@@ -31,18 +47,7 @@ batch_sentences = 16
 device = "cpu"
 precision = "fp32"
 max_epoch = 1
-[decoding]
-beam = 1
-batch_size = 256
-[test]
-bootstrap_rounds = 100
-run_bootstrap_rounds = 100
-by_length = []
-[[systems]]
-name = "sequence"
-[[systems]]
-name = "mask"
-"""
+""" + TAIL
 WORDS = ["the", "cat", "dog", "&apos;s", "&quot;", "&amp;", "(", ")", "sees", "a", "man", "&#91;", "&#93;", "big"]
 TARGET = ["con", "mèo", "&apos;", "&quot;", "&amp;", "chó", "thấy", "một", "người", "&#91;", "lớn"]
 
@@ -134,19 +139,7 @@ merges = 200
 [training]
 max_epoch = 1
 warmup_updates = 10
-[decoding]
-beam = 1
-batch_size = 256
-[seeds]
-count = 1
-[test]
-bootstrap_rounds = 100
-run_bootstrap_rounds = 100
-[[systems]]
-name = "sequence"
-[[systems]]
-name = "mask"
-"""
+""" + TAIL
 
 
 def test_the_multi30k_recipe_runs_its_study_from_the_committed_parses(tmp_path):
