@@ -3,6 +3,7 @@ import gzip
 import json
 import lzma
 import os
+from pathlib import Path
 
 import pytest
 
@@ -31,23 +32,18 @@ RECORDS = [record(["a", "dog", "runs"], [2, 3, 0], ["det", "nsubj", "root"]),
 
 def write_tok(folder, split, lines):
     os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, f"{split}.en"), "w") as out:
-        out.write("".join(line + "\n" for line in lines))
+    Path(folder, f"{split}.en").write_text("".join(line + "\n" for line in lines))
 
 
 def make_parsed(folder):
     """A TOK_DIR as a study's data preparation leaves it: tokens, trees, arcs, CoNLL-U, fallback listings."""
     write_tok(folder, "train", SENTENCES)
-    with open(os.path.join(folder, "train.tree"), "w") as out:
-        out.write("".join(tree + "\n" for tree in TREES))
-    with gzip.open(os.path.join(folder, "train.arcs.jsonl.gz"), "wt") as out:
-        out.write("".join(json.dumps(r) + "\n" for r in RECORDS))
-    with open(os.path.join(folder, "train.conllu"), "w") as out:
-        out.write("".join(conllu_of_record(r, n) for n, r in enumerate(RECORDS, 1)))
-    with open(os.path.join(folder, "train.tree.skipped"), "w") as out:
-        out.write("4\tover 300 words\n")
-    with open(os.path.join(folder, "train.arcs.jsonl.gz.skipped"), "w") as out:
-        out.write("4\tparser error: too long\n")
+    Path(folder, "train.tree").write_text("".join(tree + "\n" for tree in TREES))
+    Path(folder, "train.arcs.jsonl.gz").write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in RECORDS)
+                                                                  .encode()))
+    Path(folder, "train.conllu").write_text("".join(conllu_of_record(r, n) for n, r in enumerate(RECORDS, 1)))
+    Path(folder, "train.tree.skipped").write_text("4\tover 300 words\n")
+    Path(folder, "train.arcs.jsonl.gz.skipped").write_text("4\tparser error: too long\n")
 
 
 def read(path):
