@@ -1,13 +1,14 @@
 """A checkpoint given another corpus's dictionaries is refused in one line by generate, interactive and train;
 resumed at its --max-update, it trains nothing."""
 import filecmp
+import logging
 import os
 import shutil
 import subprocess
 
 import pytest
 import torch
-from conftest import REPO, TINY, preprocess_in_process, train
+from conftest import REPO, TINY, TRANSLATION, preprocess_in_process, train_here
 from fairseq import checkpoint_utils
 from fairseq.data import Dictionary
 
@@ -22,7 +23,7 @@ SPECIALS = ["<s>", "<pad>", "</s>", "<unk>"]  # fairseq's four symbols before a 
 def trained(data_dirs, tmp_path_factory):
     """The save directory of a tiny transformer trained 2 updates on the sequence form of the tiny corpus."""
     save = tmp_path_factory.mktemp("trained")
-    train(data_dirs["sequence"], str(save), "transformer_tiny", 10, "--max-update", "2")
+    train_here(train_arguments(data_dirs["sequence"], save, 2))
     return save
 
 
@@ -42,9 +43,20 @@ def other_dictionaries(data_dirs, raw_corpus, tmp_path_factory):
     return out
 
 
+def train_arguments(data, save, updates):  # fairseq-train's: a tiny transformer, up to ``updates`` updates
+    return [data, *TRANSLATION, "--arch", "transformer_tiny", "--max-epoch", "10", "--save-dir", str(save), *TINY,
+            "--max-update", str(updates)]
+
+
 def fix(data_dirs) -> str:
     return (f"give the data directory it was trained on ({data_dirs['sequence']}), or one made with its dictionaries "
             "(fairseq-syntax-preprocess --srcdict and --tgtdict of that directory)")
+
+
+def swapped(checkpoint, data, data_dirs) -> str:
+    """The refusal of ``checkpoint`` on the "swapped" dictionary's data directory ``data``."""
+    return (f"error: {checkpoint} was trained with another source dictionary than {data}/dict.en.txt: entry 7 is "
+            f"'dog' in the checkpoint, 'man' at {data}/dict.en.txt:4; {fix(data_dirs)}")
 
 
 def refused(result):
@@ -69,9 +81,7 @@ def test_generate_with_a_dictionary_of_the_same_size_names_the_first_differing_e
                             cwd=REPO, capture_output=True, text=True, check=False)
     # file line 4 is symbol 7 (after the four special symbols): 'man' here, 'dog' in the training dictionary
     assert lines[3].split()[0] == "man"
-    assert refused(result) == (
-        f"error: {checkpoint} was trained with another source dictionary than {data}/dict.en.txt: entry 7 is 'dog' "
-        f"in the checkpoint, 'man' at {data}/dict.en.txt:4; {fix(data_dirs)}")
+    assert refused(result) == swapped(checkpoint, data, data_dirs)
     assert "H-" not in result.stdout
 
 
@@ -91,12 +101,9 @@ def test_resumed_training_on_another_dictionary_is_refused_before_anything_is_wr
     data, _ = other_dictionaries["swapped"]
     save = tmp_path / "save"
     shutil.copytree(trained, save)
-    result = subprocess.run(["fairseq-train", data, "--user-dir", "fairseq_syntax", "--task", "syntax_translation",
-                             "--arch", "transformer_tiny", "--max-epoch", "10", "--save-dir", str(save), *TINY,
-                             "--max-update", "4"], cwd=REPO, capture_output=True, text=True, check=False)
-    assert refused(result) == (
-        f"error: {save}/checkpoint_last.pt was trained with another source dictionary than {data}/dict.en.txt: "
-        f"entry 7 is 'dog' in the checkpoint, 'man' at {data}/dict.en.txt:4; {fix(data_dirs)}")
+    result = subprocess.run(["fairseq-train", *train_arguments(data, save, 4)], cwd=REPO, capture_output=True,
+                            text=True, check=False)
+    assert refused(result) == swapped(f"{save}/checkpoint_last.pt", data, data_dirs)
     assert sorted(os.listdir(save)) == sorted(os.listdir(trained))
     assert all(filecmp.cmp(save / name, trained / name, shallow=False) for name in os.listdir(trained))
 
@@ -107,24 +114,25 @@ def updates_and_weights(path):
 
 
 def test_the_same_command_on_a_finished_run_trains_nothing_and_a_larger_budget_goes_on(data_dirs, trained,
-                                                                                      tmp_path):
+                                                                                      tmp_path, caplog):
     save = tmp_path / "ckpt"
     shutil.copytree(trained, save)
     last = save / "checkpoint_last.pt"
     updates, weights = updates_and_weights(last)
     assert updates == 2
     before = last.stat().st_mtime_ns
-    again = train(data_dirs["sequence"], str(save), "transformer_tiny", 10, "--max-update", "2")
-    assert ("the checkpoint resumed from has 2 updates, --max-update is 2: nothing left to train (give a larger "
-            "--max-update to train on)") in again.stdout + again.stderr
-    assert "num_updates=3" not in again.stdout + again.stderr
+    with caplog.at_level(logging.INFO), pytest.raises(SystemExit) as stopped:
+        train_here(train_arguments(data_dirs["sequence"], save, 2))
+    assert stopped.value.code == 0 and ("the checkpoint resumed from has 2 updates, --max-update is 2: nothing left "
+                                        "to train (give a larger --max-update to train on)") in caplog.text
     assert last.stat().st_mtime_ns == before  # not saved again
     updates_again, weights_again = updates_and_weights(last)
-    assert updates_again == 2
-    assert all(torch.equal(weights[name], weights_again[name]) for name in weights)
-    longer = train(data_dirs["sequence"], str(save), "transformer_tiny", 10, "--max-update", "4")
+    assert updates_again == 2 and all(torch.equal(weights[name], weights_again[name]) for name in weights)
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        train_here(train_arguments(data_dirs["sequence"], save, 4))
     assert updates_and_weights(last)[0] == 4
-    assert "nothing left to train" not in longer.stdout + longer.stderr
+    assert "nothing left to train" not in caplog.text
 
 
 def task_of(data: str) -> SyntaxTranslationTask:
@@ -166,9 +174,7 @@ def test_the_evaluation_commands_loader_refuses_another_dictionary_in_one_line(d
     data, _ = other_dictionaries["swapped"]
     with pytest.raises(SystemExit) as stopped:
         load_model(checkpoint, data)
-    assert str(stopped.value) == (
-        f"error: {checkpoint} was trained with another source dictionary than {data}/dict.en.txt: entry 7 is 'dog' "
-        f"in the checkpoint, 'man' at {data}/dict.en.txt:4; {fix(data_dirs)}")
+    assert str(stopped.value) == swapped(checkpoint, data, data_dirs)
     model, task = load_model(checkpoint, data_dirs["sequence"])
     assert model.encoder.embed_tokens.weight.shape[0] == 24 and not model.training
     assert task.cfg.data == data_dirs["sequence"]
