@@ -10,15 +10,13 @@ Hierarchical Accumulation", eqs. 12-18 (encoder) and 21-24 (decoder cross-attent
 ``mu`` is subtree masking (eq. 11); ``N'`` comes from :mod:`fairseq_syntax.methods.hier_accum.accumulation`
 without the ``m x n x d`` tensor ``S = F(...)``.
 
-* :class:`HierarchicalSelfAttention`: one attention over all ``T`` source positions with subtree masking; ``x``
-  ``T x B x C`` -> ``T x B x C`` (weights ``B x H x T x T``).
-* :class:`HierarchicalCrossAttention`: target queries over all source positions ``[N'; L]``, no subtree masking, node
-  values accumulated with ``w = L u_c``. Called as fairseq's ``encoder_attn`` (query ``Tq x B x C``, key = value =
-  encoder states ``S x B x C``); its ``key_padding_mask`` is a :class:`SourceTree` (the padding ``B x S`` and the
-  encoder's structure). Keys and accumulated values depend only on the source: computed at the first decoding step
-  and cached (``B x H x S x d`` each). Returns ``(Tq x B x C, weights)``; weights ``B x Tq x S`` (head mean) or
-  ``H x B x Tq x S`` with ``need_head_weights``, as fairseq's ``MultiheadAttention``.
-* :func:`attend`: scaled dot-product attention with a boolean mask, optionally returning the weights."""
+:class:`HierarchicalSelfAttention`: ``x`` ``T x B x C`` -> ``T x B x C`` (weights ``B x H x T x T``).
+:class:`HierarchicalCrossAttention`: target queries over all source positions ``[N'; L]``, no subtree masking, node
+values accumulated with ``w = L u_c``. Called as fairseq's ``encoder_attn`` (query ``Tq x B x C``, key = value =
+encoder states ``S x B x C``); its ``key_padding_mask`` is a :class:`SourceTree` (the padding ``B x S`` and the
+encoder's structure). Keys and accumulated values depend only on the source: computed at the first decoding step and
+cached (``B x H x S x d`` each). Returns ``(Tq x B x C, weights)``; weights ``B x Tq x S`` (head mean) or
+``H x B x Tq x S`` with ``need_head_weights``, as fairseq's ``MultiheadAttention``."""
 from typing import Dict, NamedTuple, Optional, Tuple
 
 import torch
