@@ -5,15 +5,15 @@ from unittest import mock
 import pytest
 import torch
 from conftest import (
+    TRANSLATION,
     accumulation_cases,
     assert_close_with_gradients,
+    build_on_cpu,
     parents_batch,
     random_accumulation_inputs,
     random_preorder_tree,
 )
-from fairseq import options, tasks
 
-import fairseq_syntax.core.translation_task  # noqa: F401  (registers the task)
 import fairseq_syntax.methods.hier_accum.attention as cross_module
 from fairseq_syntax.core import structure as st
 from fairseq_syntax.methods.hier_accum.accumulation import (
@@ -277,22 +277,14 @@ def data_dir(tmp_path_factory):
 
 
 def build(data_dir, *extra):
-    parser = options.get_training_parser()
-    args = options.parse_args_and_arch(parser, [
-        data_dir, "--task", "syntax_translation", "--arch", "transformer_hier_accum_tiny", "--cpu",
-        "--hier-embed-size", "4", "--dropout", "0", *extra,
-    ])
-    task = tasks.setup_task(args)
-    torch.manual_seed(1)
-    model = task.build_model(args)
-    task.load_dataset("test")
-    dataset = task.dataset("test").batching(task.model_side_inputs)
-    return task, model, dataset.collater([dataset[i] for i in range(len(dataset))]), args
+    """(task, model in eval mode, sample of the 5 pairs, args) of transformer_hier_accum_tiny with |E| = 4."""
+    task, model, _, sample, args = build_on_cpu([data_dir, *TRANSLATION, "--arch", "transformer_hier_accum_tiny",
+                                                 "--hier-embed-size", "4", *extra])
+    return task, model, sample, args
 
 
 def test_leaves_alone_get_positions_numbered_left_to_right(data_dir):
     task, model, sample, _ = build(data_dir)
-    model.eval()
     net_input = sample["net_input"]
     encoder = model.encoder
     states = encoder(**{k: v for k, v in net_input.items() if k != "prev_output_tokens"}, return_all_hiddens=True)
@@ -344,7 +336,6 @@ def test_a_reordered_structure_selects_a_tensor_only_when_read_and_composes_orde
 def test_incremental_decoding_equals_full_decoding_and_accumulates_once(data_dir):
     """Step-by-step decoding (beams reordered at step 2, a sentence ending at step 4) equals the full pass."""
     _, model, sample, _ = build(data_dir)
-    model.eval()
     net_input = sample["net_input"]
     sentences = net_input["src_tokens"].size(0)
     beams = torch.arange(sentences).repeat_interleave(2)  # rows 2j and 2j + 1: sentence j
@@ -378,7 +369,6 @@ def test_incremental_decoding_equals_full_decoding_and_accumulates_once(data_dir
 
 def test_beam_search_scores_match_a_full_forward_pass(data_dir):
     task, model, sample, args = build(data_dir)
-    model.eval()
     args.beam = 3
     generator = task.build_generator([model], args)
     hypotheses = task.inference_step(generator, [model], sample)
@@ -405,7 +395,6 @@ def test_cross_attention_share_matches_fairseqs_alignment_output(data_dir):
     is_node = ~st.is_leaf(parents) & parents.ne(st.PAD)
     real = sample["target"].ne(model.decoder.padding_idx)
     # fairseq's decoder returns one layer's cross-attention (mean over heads) as its alignment: layer by layer
-    model.eval()
     with torch.no_grad():
         encoder_out = model.encoder(net_input["src_tokens"], net_input["src_lengths"], src_parents=parents)
         for layer, expected in enumerate(share.layer_node_shares):
