@@ -6,8 +6,8 @@ import os
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import LOVELY, TREES, train_here, write_sst_data
-from fairseq import checkpoint_utils, options, tasks
+from conftest import LOVELY, TREES, build_on_cpu, train_here, write_sst_data
+from fairseq import checkpoint_utils
 
 import fairseq_syntax.methods.hier_accum.model  # noqa: F401  (registers the classifiers)
 from fairseq_syntax.core import trees
@@ -76,15 +76,9 @@ def data_dir(tmp_path_factory):
 
 
 def setup(data_dir, arch, *extra):
-    args = options.parse_args_and_arch(options.get_training_parser(), [
-        data_dir, "--task", "tree_classification", "--arch", arch, "--criterion", "tree_cross_entropy", "--cpu",
-        "--dropout", "0", *extra,
-    ])
-    task = tasks.setup_task(args)
-    torch.manual_seed(1)
-    model = task.build_model(args)
-    task.load_dataset("valid")
-    return task, model, task.build_criterion(args)
+    """(task, model in eval mode, criterion, the batch of the 8 valid trees)."""
+    return build_on_cpu([data_dir, "--user-dir", USER_DIR, "--task", "tree_classification", "--arch", arch,
+                         "--criterion", "tree_cross_entropy", *extra])[:4]
 
 
 def whole_split(task, split="valid"):
@@ -93,8 +87,7 @@ def whole_split(task, split="valid"):
 
 
 def test_batches_hold_the_side_inputs_the_model_needs_and_aligned_labels(data_dir):
-    task, model, _ = setup(data_dir, "transformer_hier_accum_classifier_tiny")
-    sample = whole_split(task)
+    task, _, _, sample = setup(data_dir, "transformer_hier_accum_classifier_tiny")
     net_input = sample["net_input"]
     # src_parents_sizes: the batch's tree shapes, computed on the host as it collates (structure.tree_sizes)
     assert set(net_input) == {"src_tokens", "src_lengths", "src_parents", "src_parents_sizes"}
@@ -111,14 +104,13 @@ def test_batches_hold_the_side_inputs_the_model_needs_and_aligned_labels(data_di
     first = next(batch for batch in alone if batch["src_parents"][0].tolist() == [-1, 0, 0, 2, 3, 3, 2, -1])
     assert first["src_parents_sizes"] == {"leaves": 5, "nodes": 3, "depth": 3}
 
-    plain_task, plain, _ = setup(data_dir, "transformer_classifier_tiny", "--input-form", "sequence")
-    assert set(whole_split(plain_task)["net_input"]) == {"src_tokens", "src_lengths"}
+    plain = setup(data_dir, "transformer_classifier_tiny", "--input-form", "sequence")[3]
+    assert set(plain["net_input"]) == {"src_tokens", "src_lengths"}
 
 
 def test_a_model_needing_parents_refuses_the_sequence_form(data_dir):
-    task, model, _ = setup(data_dir, "transformer_hier_accum_classifier_tiny", "--input-form", "sequence")
-    with pytest.raises(KeyError, match="use --input-form preorder"):
-        whole_split(task)
+    with pytest.raises(KeyError, match="use --input-form preorder"):  # as the batch is collated
+        setup(data_dir, "transformer_hier_accum_classifier_tiny", "--input-form", "sequence")
 
 
 def test_root_label_that_is_not_a_class_names_file_and_line(data_dir, tmp_path):
@@ -131,7 +123,7 @@ def test_root_label_that_is_not_a_class_names_file_and_line(data_dir, tmp_path):
 
 
 def test_every_tree_is_batched(data_dir):
-    task, model, _ = setup(data_dir, "transformer_hier_accum_classifier_tiny")
+    task = setup(data_dir, "transformer_hier_accum_classifier_tiny")[0]
     iterator = task.get_batch_iterator(dataset=task.dataset("valid"), max_tokens=20, required_batch_size_multiple=8)
     ids = sorted(i for batch in iterator.next_epoch_itr(shuffle=False) for i in batch["id"].tolist())
     assert ids == list(range(len(TREES)))
@@ -166,7 +158,7 @@ def test_criterion_sums_root_and_node_losses():
 
 
 def test_any_syntax_encoder_plugs_into_the_task(data_dir):
-    task, _, criterion = setup(data_dir, "transformer_classifier_tiny")
+    task, _, criterion, _ = setup(data_dir, "transformer_classifier_tiny")
     mask_classifier = type("MaskClassifier", (TreeClassifierModel,), {"encoder_model": SyntaxMaskTransformerModel})
     parser = argparse.ArgumentParser(argument_default=argparse.SUPPRESS)  # as fairseq's model options
     mask_classifier.add_args(parser)
@@ -200,10 +192,8 @@ def test_hier_classifier_learns_the_training_trees_end_to_end(data_dir, tmp_path
 
 
 def test_the_sentence_is_read_at_the_root_whatever_the_padding(data_dir):
-    task, model, _ = setup(data_dir, "transformer_hier_accum_classifier_tiny")
-    model.eval()
+    task, model, _, sample = setup(data_dir, "transformer_hier_accum_classifier_tiny")
     dataset = task.dataset("valid").batching(task.model_side_inputs)
-    sample = dataset.collater([dataset[i] for i in range(len(dataset))])
     tokens = sample["net_input"]["src_tokens"]
     pad = task.source_dictionary.pad()
     # right padding: position 0 of every row is the preorder root "(X", and the shorter rows end in padding
