@@ -184,20 +184,7 @@ def test_gradients_stay_finite_when_links_saturate():
     assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
 
 
-def test_lm_and_translation_models_run_and_share_the_encoder():
-    tokens = torch.tensor([[0, 4, 5, 6, 2], [0, 7, 8, 2, 1]])
-    lm = _tiny_lm(layers=2)
-    assert lm(tokens)[0].shape == (2, 5, len(lm.encoder.dictionary))
-    args = argparse.Namespace()
-    tiny_architecture(args)
-    translation = tree_transformer.ConstituentTransformerModel.build_model(args, WordTask())
-    assert tree_transformer.tree_encoder(translation) is translation.encoder
-    out, _ = translation(tokens, torch.tensor([5, 4]), tokens)
-    assert out.shape == (2, 5, len(WordTask().target_dictionary))
-    assert len(translation.encoder(tokens)["link_probabilities"]) == args.encoder_layers
-
-
-def test_constituent_diagonal_option_reaches_every_layer_of_both_models():
+def test_lm_and_translation_models_run_share_the_encoder_and_take_the_constituent_diagonal():
     parser = argparse.ArgumentParser()
     tree_transformer.TreeTransformerLMModel.add_args(parser)
     assert parser.parse_args(["--constituent-diagonal", "zero"]).constituent_diagonal == "zero"
@@ -208,6 +195,12 @@ def test_constituent_diagonal_option_reaches_every_layer_of_both_models():
     args = argparse.Namespace(constituent_diagonal="zero")
     tiny_architecture(args)
     translation = tree_transformer.ConstituentTransformerModel.build_model(args, WordTask())
-    for model in (lm, translation, _tiny_lm(layers=2)):
-        diagonals = {m.diagonal for m in model.modules() if isinstance(m, ConstituentAttention)}
-        assert diagonals == ({1.0} if model is not lm and model is not translation else {0.0})
+    tokens = torch.tensor([[0, 4, 5, 6, 2], [0, 7, 8, 2, 1]])
+    assert lm(tokens)[0].shape == (2, 5, len(lm.encoder.dictionary))
+    assert tree_transformer.tree_encoder(translation) is translation.encoder
+    out, _ = translation(tokens, torch.tensor([5, 4]), tokens)
+    assert out.shape == (2, 5, len(WordTask().target_dictionary))
+    assert len(translation.encoder(tokens)["link_probabilities"]) == args.encoder_layers
+    # C_ii in every layer of both models; 1 by default
+    for model, diagonal in ((lm, 0.0), (translation, 0.0), (_tiny_lm(layers=2), 1.0)):
+        assert {m.diagonal for m in model.modules() if isinstance(m, ConstituentAttention)} == {diagonal}
