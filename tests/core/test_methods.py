@@ -82,19 +82,13 @@ def test_side_inputs_come_from_the_model_classes():
     assert by_name["hier_accum_classifier"].side_inputs == ("src_parents",)
 
 
-def test_every_arch_and_tiny_arch_is_registered():
-    from fairseq.models import ARCH_MODEL_REGISTRY
-
-    for system in systems(task=None):
-        assert system.arch in ARCH_MODEL_REGISTRY and system.tiny_arch in ARCH_MODEL_REGISTRY
-
-
-def test_declared_side_inputs_are_those_the_model_class_reads():
+def test_every_arch_is_registered_with_its_tiny_arch_and_reads_the_declared_side_inputs():
     # a description's side inputs are plain data; the encoder class says what it reads, then its loss
     from fairseq.models import ARCH_MODEL_REGISTRY
 
     for system in systems(task=None, controls=True):
         model = ARCH_MODEL_REGISTRY[system.arch]
+        assert ARCH_MODEL_REGISTRY[system.tiny_arch] is model
         encoder = getattr(model, "encoder_class", None) or getattr(getattr(model, "encoder_model", None),
                                                                    "encoder_class", None)
         reads = tuple(dict.fromkeys(getattr(encoder, "side_inputs", ()) + getattr(encoder, "supervision_inputs", ())))
