@@ -1,7 +1,9 @@
 """--cpu-bf16-autocast: the task's train/valid steps run their matmuls in bf16 and leave weights and gradients
 fp32; without the flag nothing changes; fairseq-train accepts it and writes an fp32 checkpoint."""
+import logging
+
 import torch
-from conftest import train
+from conftest import TINY, TRANSLATION, train_here
 from torch import nn
 
 from fairseq_syntax.core import cpu_autocast
@@ -32,6 +34,7 @@ def test_matmuls_run_in_bf16_with_fp32_weights_and_gradients():
     sample = torch.randn(2, 4)
     task = Task(enabled=True)
     assert task.train_step(sample, model, None, None, 0) == torch.bfloat16
+    assert not torch.is_autocast_enabled("cpu")  # it does not leak out of the step
     assert task.valid_step(sample, model, None) == torch.bfloat16
     assert model.weight.dtype == torch.float32 and model.weight.grad.dtype == torch.float32
     # the gradient is the bf16 computation's: d(sum(W x + b))/dW = sum over the batch of x, rounded to bf16
@@ -46,15 +49,11 @@ def test_without_the_flag_steps_stay_fp32():
     assert task.valid_step(torch.randn(2, 4), model, None) == torch.float32
 
 
-def test_autocast_does_not_leak_out_of_the_step():
-    task = Task(enabled=True)
-    task.train_step(torch.randn(2, 4), nn.Linear(4, 3), None, None, 0)
-    assert not torch.is_autocast_enabled("cpu")
-
-
-def test_fairseq_train_with_the_flag_writes_an_fp32_checkpoint(data_dirs, tmp_path):
-    log = train(data_dirs["preorder"], str(tmp_path), "transformer_syntax_mask_tiny", 1, "--cpu-bf16-autocast").stdout
-    assert "cpu_bf16_autocast': True" in log or "cpu_bf16_autocast=True" in log
+def test_fairseq_train_with_the_flag_writes_an_fp32_checkpoint(data_dirs, tmp_path, caplog):
+    with caplog.at_level(logging.INFO):  # fairseq-train, in this process
+        train_here([data_dirs["preorder"], *TRANSLATION, "--arch", "transformer_syntax_mask_tiny", "--max-epoch", "1",
+                    "--save-dir", str(tmp_path), *TINY, "--cpu-bf16-autocast"])
+    assert "cpu_bf16_autocast': True" in caplog.text
     state = torch.load(tmp_path / "checkpoint_last.pt", map_location="cpu", weights_only=False)
     assert {tensor.dtype for tensor in state["model"].values() if tensor.is_floating_point()} == {torch.float32}
 
