@@ -96,15 +96,10 @@ def test_the_chains():
 
 
 def _is_projective_tree(heads):
-    n = len(heads)
-    if heads.count(0) != 1:
+    from fairseq_syntax.parsing.dependency import _cycle
+
+    if heads.count(0) != 1 or _cycle(heads):  # one root, every word's chain of heads reaches it
         return False
-    for word in range(1, n + 1):  # acyclic: every word reaches the root within n steps
-        seen, node = 0, word
-        while node != 0 and seen <= n:
-            node, seen = heads[node - 1], seen + 1
-        if node != 0:
-            return False
     arcs = [(min(word, head), max(word, head)) for word, head in enumerate(heads, 1) if head]
     return not any(a < c < b < d for a, b in arcs for c, d in arcs)  # no two arcs cross
 
