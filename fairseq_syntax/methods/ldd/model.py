@@ -2,9 +2,8 @@
 3.2).
 
 The first encoder self-attention has one head per label group (16, whatever ``--encoder-attention-heads`` says):
-``softmax((Q K^T / sqrt(d)) * LDD_h)`` (:mod:`fairseq_syntax.methods.ldd.attention`); everything else is fairseq's
-``transformer``. ``--syntax-variant``: Table 1's row (ldd, udd, ldp, udp, uldd, uudd, lda;
-:func:`fairseq_syntax.methods.ldd.distributions.variant_distribution`). BL is fairseq's ``transformer``.
+``softmax((Q K^T / sqrt(d)) * LDD_h)`` (:mod:`fairseq_syntax.methods.ldd.attention`), ``LDD_h`` as
+``--syntax-variant`` (Table 1) makes it; everything else is fairseq's ``transformer``.
 
 Side input: ``src_ldd`` (``B x 34 x S x S`` and ``B x T``, :mod:`fairseq_syntax.methods.ldd.side_input`);
 structure: ``ldd`` ``B x 16 x T x T``."""
