@@ -1,19 +1,11 @@
-"""One description per paper: what a method registers and what it needs, read by everything that lists methods.
-
-A method folder (``fairseq_syntax/methods/<name>/``) ends its ``__init__.py`` with one :class:`Method`. The
-benchmark, the recipes' system lists (``python -m fairseq_syntax.methods``), the CUDA tests,
-``fairseq-syntax-plot`` and the README's method table derive from these descriptions.
+"""One description per paper: what a method registers and what it needs, read by everything that lists methods
+(the registry: :mod:`fairseq_syntax.methods`).
 
 A :class:`System` is one row of a results table: a name, a registered architecture (with its ``_tiny`` sibling),
 the data directory it reads (input form and POS-node convention, :mod:`fairseq_syntax.core.input_forms`), the side
 inputs its encoder reads (:mod:`fairseq_syntax.core.side_inputs`) and extra model options. Baselines are systems
 too. A side input that does not come with the input form is made by a function a method declares
-(``Method.side_data``, :mod:`fairseq_syntax.core.side_data`).
-
-A system's ``controls`` (:mod:`fairseq_syntax.core.control_kinds`): :meth:`System.on_control` derives
-``NAME_CONTROL`` on ``DATA.CONTROL`` (e.g. ``mask_random`` on ``preorder.random``), same architecture and options.
-A run of training seed K reads the structures of control seed K (:meth:`System.for_training_seed`:
-``DATA.CONTROL-sK``)."""
+(``Method.side_data``, :mod:`fairseq_syntax.core.side_data`); one on control structures, :meth:`System.on_control`."""
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass, replace
