@@ -68,7 +68,6 @@ def test_position_blocks_are_the_node_and_leaf_blocks_at_their_positions():
 
 
 def test_the_masks_built_once_per_batch_give_what_each_layer_made_from_the_boolean_masks():
-    """The additive masks built once per batch give the attention of the boolean masks."""
     torch.manual_seed(0)
     parents = parents_batch([-1, 0, 0, 2, 2], [-1, 0, 0], [-1, 0, 1, 1, 0, 4, 4])  # padded rows
     structure = accumulation_structure(parents, embedding_size=3, subtree_mask=True)

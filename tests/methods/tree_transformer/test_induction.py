@@ -212,7 +212,6 @@ def test_induce_command_reports_f1_and_writes_trees(trained, capsys):
 
 @pytest.mark.parametrize("option, value, fits", [("--min-layer", "3", "2"), ("--layer", "-1", "0")])
 def test_layers_the_model_lacks_are_refused_before_any_link_is_computed(trained, monkeypatch, option, value, fits):
-    """A layer the 3-layer model lacks is refused in one line, before any link is computed."""
     def no_links(*args, **kwargs):
         raise AssertionError("the links were computed before the layers were checked")
 
