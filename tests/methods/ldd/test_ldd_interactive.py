@@ -89,12 +89,6 @@ def offline_batch(dataset, indices):
     return rows_by_id(stored["net_input"]["src_ldd"], stored["id"])
 
 
-def test_preprocessing_records_the_conversion_settings(offline):
-    with open(os.path.join(offline[0], "syntax.json")) as f:
-        meta = json.load(f)
-    assert meta["form"] == "sequence" and meta["ldd"] == {"labels": "universal", "floor": 0.001}
-
-
 def test_interactive_tokens_and_side_input_equal_the_offline_ones(offline, checkpoint, dependency_model):
     dest, raw = offline
     models, task = load(checkpoint, dest, source_dependency_parser=dependency_model)
