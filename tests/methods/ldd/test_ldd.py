@@ -174,17 +174,18 @@ def test_collate_refuses_a_batch_shorter_than_the_sentence():
         collate_ldd([stored(RECORD_A, [1, 2])], True, 3)
 
 
-def identity_ldd_layer():
-    layer = LabeledDependencyAttention(16)  # 16 heads of dimension 1: head h sees feature h only
+def identity(layer):
+    """``layer`` (16 heads of dimension 1: head h sees feature h only) with identity projections, in eval mode."""
     with torch.no_grad():
-        for proj in (layer.q_proj, layer.k_proj, layer.v_proj, layer.out_proj):
-            proj.weight.copy_(torch.eye(16))
-            proj.bias.zero_()
+        for name in ("q_proj", "k_proj", "v_proj", "out_proj"):
+            if hasattr(layer, name):
+                getattr(layer, name).weight.copy_(torch.eye(16))
+                getattr(layer, name).bias.zero_()
     return layer.eval()
 
 
 def test_ldd_layer_equals_a_hand_computation_on_three_tokens():
-    layer = identity_ldd_layer()
+    layer = identity(LabeledDependencyAttention(16))
     x = torch.zeros(3, 1, 16)  # T x B x C: tokens a, b, EOS
     x[:, 0, 0] = torch.tensor([1.0, 2.0, 0.0])
     x[:, 0, 1] = torch.tensor([0.5, -1.0, 1.0])
@@ -228,13 +229,8 @@ def test_ldd_layer_equals_a_scalar_reference_with_padding():
 
 @pytest.mark.parametrize("normalise", [True, False])
 def test_lda_weights_are_softmax_of_the_distributions_or_the_distributions_without_queries_or_keys(normalise):
-    layer = DependencyAttentionOnly(16, normalise=normalise).eval()
+    layer = identity(DependencyAttentionOnly(16, normalise=normalise))
     assert not hasattr(layer, "q_proj") and not hasattr(layer, "k_proj")
-    with torch.no_grad():
-        layer.v_proj.weight.copy_(torch.eye(16))
-        layer.v_proj.bias.zero_()
-        layer.out_proj.weight.copy_(torch.eye(16))
-        layer.out_proj.bias.zero_()
     x = torch.zeros(3, 1, 16)
     x[:, 0, 0] = torch.tensor([1.0, 2.0, 3.0])
     ldd = torch.zeros(1, 16, 3, 3)
