@@ -118,7 +118,7 @@ def test_generated_blocks_code_and_inline_code_are_not_scanned():
     text = "\n".join([
         "before",
         begin_line("RESULTS.json", "runaway"), "63 shared", END,
-        f"{README_BEGIN} RESULTS.json` -->", "| mask | +1.14 BLEU (p 0.074) |", README_END,
+        f"{README_BEGIN} RESULTS.json -->", "| mask | +1.14 BLEU (p 0.074) |", README_END,
         "```", "fairseq-syntax-score --json p 0.5 BLEU 1.0", "```",
         "a command `echo +1.00 BLEU` in prose",
         "after: p 0.5"])
@@ -282,18 +282,20 @@ def test_the_command_rewrites_stale_blocks_and_check_names_them(tmp_path, capsys
 
 
 def test_a_readme_with_two_studies_answers_rewrites_the_one_of_the_results_json_it_is_given():
-    first, second = (f"{README_BEGIN} {name}/RESULTS.json` from the study's table -->" for name in ("en", "de"))
+    first, second = (f"{README_BEGIN} {name}/RESULTS.json -->" for name in ("en", "de"))
     text = markdown("# R", first, "en answer", README_END, "prose", second, "de answer", README_END, "end")
     assert replace_readme_block(text, [second, "new de answer", README_END]) == markdown(
         "# R", first, "en answer", README_END, "prose", second, "new de answer", README_END, "end")
     assert replace_readme_block(text, [first, "new en answer", README_END]) == markdown(
         "# R", first, "new en answer", README_END, "prose", second, "de answer", README_END, "end")
-    other = f"{README_BEGIN} fr/RESULTS.json` from the study's table -->"
+    other = f"{README_BEGIN} fr/RESULTS.json -->"
     with pytest.raises(ValueError, match=r"^README.md: 2 study answers, none of fr/RESULTS.json \(lines 2, 6\)$"):
         replace_readme_block(text, [other, README_END])
     # a README with one answer has it rewritten, whichever RESULTS.json it named
     assert replace_readme_block(markdown(first, "en", README_END), [other, "fr", README_END]) == markdown(
         other, "fr", README_END)
+    with pytest.raises(ValueError, match="^README.md: no study answer to replace"):
+        replace_readme_block("# R\n\nno block here\n", [other, README_END])
 
 
 @pytest.mark.parametrize("path", documents(), ids=lambda path: str(path.relative_to(ROOT)))
@@ -306,10 +308,10 @@ def test_the_committed_blocks_are_what_their_results_json_gives(path):
 
 def test_each_study_answer_of_the_readme_is_what_its_results_json_gives():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    named = [line[len(README_BEGIN):].split("`")[0].strip() for line in text.split("\n")
+    named = [line[len(README_BEGIN):].removesuffix("-->").strip() for line in text.split("\n")
              if line.startswith(README_BEGIN)]
     assert named == ["examples/multi30k/RESULTS.json", "examples/multi30k_de_en/RESULTS.json"]
     for path in named:
         block = readme_block(load_results_json(ROOT / path), str(Path(path).with_suffix(".md")))
         assert "\n".join(block) in text, \
-            f"regenerate it: python -m fairseq_syntax.evaluation.study_answer --readme README.md {path}"
+            f"regenerate it: fairseq-syntax-study report STUDY.toml --readme README.md (the study of {path})"

@@ -822,7 +822,7 @@ def test_the_readme_block_is_a_verdict_table_and_a_few_sentences():
     records = study_records()
     results = render_json(records, STUDY_SOURCES, MULTI30K)
     block = readme_block(results, "examples/multi30k/RESULTS.md")
-    assert block[0].startswith(f"{README_BEGIN} examples/multi30k/RESULTS.json`") and block[-1] == README_END
+    assert block[0] == f"{README_BEGIN} examples/multi30k/RESULTS.json -->" and block[-1] == README_END
     # seeds: sequence 2, mask 2, mask_random 2, udp 3; grid 8 x 5 + 6 x 3; controls random and struct
     assert block[1:-1] == [
         ("**The answer so far** (multi30k-10k, 9 of the study's 58 runs finished): each method against sequence "
@@ -855,28 +855,6 @@ def test_the_readme_block_is_a_verdict_table_and_a_few_sentences():
                if line.startswith("| mask |"))
     assert row == ("| mask | 2 of 5 | mixed: +2.00 BLEU (p 0.300), +3.00 chrF (p 0.010) | no measurable difference "
                    "(borderline): +1.00 BLEU (p 0.500), +1.00 chrF (p 0.056) | no run yet |")
-
-
-def test_the_readme_block_is_rewritten_in_place_and_a_readme_without_one_is_named(tmp_path, capsys):
-    from fairseq_syntax.evaluation.study_answer import README_BEGIN, README_END, main
-
-    results = tmp_path / "RESULTS.json"
-    results.write_text(json.dumps(render_json(study_records(), STUDY_SOURCES, MULTI30K)))
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# Title\n\nbefore\n{README_BEGIN} old`\nstale row\n{README_END}\nafter\n")
-    assert main(["--readme", str(readme), str(results)]) == 0
-    text = readme.read_text()
-    assert text.startswith("# Title\n\nbefore\n<!-- study answer") and text.endswith(f"{README_END}\nafter\n")
-    assert "stale row" not in text and "| mask | 2 of 5 | **better**: +2.00 BLEU (p 0.012) |" in text
-    assert "[RESULTS.md](RESULTS.md)." in text  # the table as the README reaches it
-    assert capsys.readouterr().out.endswith("study answer rewritten from " + str(results) + "\n")
-    main(["--readme", str(readme), str(results)])
-    assert readme.read_text() == text and "study answer unchanged" in capsys.readouterr().out
-    readme.write_text("# Title\n\nno block here\n")
-    with pytest.raises(SystemExit) as stop:
-        main(["--readme", str(readme), str(results)])
-    assert str(stop.value).startswith(f"study_answer: error: {readme}: no study answer to replace")
-    assert readme.read_text() == "# Title\n\nno block here\n"  # left as it was
 
 
 #: Mask and its control renamed, the control declared by the comparisons (its name says nothing)
@@ -1064,17 +1042,15 @@ def test_the_results_command_takes_the_comparisons_as_options(tmp_path, capsys):
     assert not (tmp_path / "bad.md").exists()
 
 
-def test_a_results_json_without_an_answer_is_named_without_a_traceback(tmp_path):
-    from fairseq_syntax.evaluation.study_answer import main
+def test_a_results_json_without_an_answer_is_named_without_a_traceback():
+    from fairseq_syntax.evaluation.study_answer import readme_block
 
     data = render_json(study_records())
     del data["datasets"]["multi30k-10k"]["answer"]
-    results = tmp_path / "RESULTS.json"
-    results.write_text(json.dumps(data))
-    with pytest.raises(SystemExit) as stop:
-        main([str(results)])
-    assert str(stop.value) == (f"study_answer: error: {results}: no answer for dataset 'multi30k-10k' (written by "
-                               "fairseq-syntax-results of this version)")
+    with pytest.raises(ValueError) as error:
+        readme_block(data, "RESULTS.md")
+    assert str(error.value) == ("no answer for dataset 'multi30k-10k' (written by fairseq-syntax-results of this "
+                                "version)")
 
 
 def test_a_run_without_a_seed_in_a_seeds_table_is_a_row_with_no_seeds_not_a_traceback():
