@@ -25,7 +25,7 @@ from typing import Any
 
 from fairseq_syntax.evaluation.comparisons import DEFAULT_ALPHA, Comparisons
 from fairseq_syntax.evaluation.seed_systems import SeedSystem, format_p, probability_text, seeds_dataset, structure_read
-from fairseq_syntax.evaluation.tables import markdown_table
+from fairseq_syntax.evaluation.tables import markdown_table, replace_marked_block
 
 #: a p within this many Monte-Carlo standard errors of alpha makes its verdict borderline
 BORDERLINE_ERRORS = 2
@@ -327,24 +327,6 @@ def readme_block(results: dict[str, Any], results_md: str, dataset: str | None =
     return lines + [README_END]
 
 
-def _answer_of(line: str) -> str:
-    """The RESULTS.json a study answer's first line names (what follows :data:`README_BEGIN`)."""
-    return line[len(README_BEGIN):].removesuffix("-->").strip()
-
-
 def replace_readme_block(text: str, block: Sequence[str], path: str = "README.md") -> str:
-    """``text`` with the lines from its :data:`README_BEGIN` line to the next :data:`README_END` line replaced by
-    ``block``: the block of the RESULTS.json ``block``'s first line names, else the README's only one. A README
-    without one, or with several and none of that RESULTS.json, is a ValueError naming it."""
-    lines = text.split("\n")
-    begins = [i for i, line in enumerate(lines) if line.startswith(README_BEGIN)]
-    same = [i for i in begins if _answer_of(lines[i]) == _answer_of(block[0])]
-    begin = same[0] if same else begins[0] if len(begins) == 1 else None
-    if len(begins) > 1 and begin is None:
-        raise ValueError(f"{path}: {len(begins)} study answers, none of {_answer_of(block[0])} (lines "
-                         f"{', '.join(str(i + 1) for i in begins)})")
-    end = next((i for i in range(begin, len(lines)) if lines[i] == README_END), None) if begin is not None else None
-    if begin is None or end is None:
-        raise ValueError(f"{path}: no study answer to replace (a line starting {README_BEGIN!r}, then a line "
-                         f"{README_END!r})")
-    return "\n".join(lines[:begin] + list(block) + lines[end + 1:])
+    """``text`` with its study answer of the RESULTS.json ``block`` names (else its only one) replaced by ``block``."""
+    return replace_marked_block(text, block, README_BEGIN, README_END, "study answer", path)

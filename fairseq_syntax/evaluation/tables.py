@@ -155,3 +155,23 @@ def load_results_json(path) -> dict[str, Any]:
     if not isinstance(results, dict) or not isinstance(results.get("datasets"), dict):
         raise ValueError(f"{path}: not a RESULTS.json of fairseq-syntax-results (no 'datasets' object)")
     return results
+
+
+def replace_marked_block(text: str, block: Sequence[str], begin: str, end: str, what: str, path: str) -> str:
+    """``text`` with the lines from a line starting ``begin`` to the next line ``end`` replaced by ``block`` (whose
+    first line is such a line): the block that names what ``block`` names after ``begin``, else the only one. None,
+    or several and none of that name, is a ValueError naming ``path`` and ``what`` the block is."""
+    def named(line: str) -> str:
+        return line[len(begin):].removesuffix("-->").strip()
+
+    lines = text.split("\n")
+    begins = [i for i, line in enumerate(lines) if line.startswith(begin)]
+    same = [i for i in begins if named(lines[i]) == named(block[0])]
+    start = same[0] if same else begins[0] if len(begins) == 1 else None
+    if len(begins) > 1 and start is None:
+        raise ValueError(f"{path}: {len(begins)} {what}s, none of {named(block[0])} (lines "
+                         f"{', '.join(str(i + 1) for i in begins)})")
+    stop = next((i for i in range(start, len(lines)) if lines[i] == end), None) if start is not None else None
+    if start is None or stop is None:
+        raise ValueError(f"{path}: no {what} to replace (a line starting {begin!r}, then a line {end!r})")
+    return "\n".join(lines[:start] + list(block) + lines[stop + 1:])
