@@ -1,22 +1,7 @@
 """``fairseq-syntax-preprocess``: a parallel corpus plus source trees -> a fairseq data directory with side data.
 
-Inputs per split prefix ``P``: ``P.SRC`` and ``P.TGT`` (tokenized, subword-nmt BPE with ``@@``),
-``P.TREES_SUFFIX`` (one bracketed tree per line over the *words* of ``P.SRC``). Each line's BPE is carried onto
-its tree's leaves. Output: what ``fairseq-preprocess`` writes for the input form (``sequence``, ``linearized``,
-``preorder``), the side data ``{split}.SRC-TGT.SRC.parents.{bin,idx}`` for ``preorder``, and ``syntax.json`` (the
-form, the fingerprints of :mod:`fairseq_syntax.core.data_dir`, and for ``fairseq-interactive`` the BPE
-(``--bpe-codes``, ``--bpe-vocabulary``, ``--bpe-vocabulary-threshold``, copied into ``--destdir``; every source
-word checked to segment as they do), the parser (``--parser-backend``, ``--parser-model``, ``--parser-tagger``)
-and whether the trees carry POS tags).
-
-Every problem stops with ``FILE:LINE: problem`` unless ``--skip-invalid``: then the pair is left out, counted by
-reason and listed (``{split}.skipped.tsv``). A split without pairs stops the run.
-
-``--destdir`` must not hold a data directory already (:data:`~fairseq_syntax.core.data_dir.DATA_FILE_PATTERNS`):
-the command refuses, naming the files. ``--overwrite`` removes exactly those files once every split is converted.
-Splits are converted in a temporary folder (:func:`fairseq_syntax.core.stopping.temporary_directory`), removed
-when the command ends or is stopped (:func:`~fairseq_syntax.core.stopping.stopping_cleanly`: exit status 143 or
-130)."""
+Per split prefix ``P``: ``P.SRC``, ``P.TGT`` (BPE'd with ``@@``) and ``P.TREES_SUFFIX`` (a tree a line over the words
+of ``P.SRC``). What it checks, skips and refuses: docs/data.md."""
 import argparse
 import logging
 import os
