@@ -1,8 +1,5 @@
 """fairseq-syntax-results: render run records (*.run.json) into a Markdown results table (and RESULTS.json).
 
-    fairseq-syntax-results RUN_DIR_OR_JSON... [--out RESULTS.md] [--terminal [--against NAME]]
-        [--baseline NAME] [--control CONTROL=SYSTEM:KIND ...] [--plan SYSTEM=SEEDS ...]
-
 A directory gives every *.run.json below it (records of ``fairseq-syntax-score --record``), listed by its path
 relative to the working directory; seeds are tested as the options say
 (:class:`~fairseq_syntax.evaluation.comparisons.Comparisons`)."""

@@ -1,7 +1,5 @@
 """fairseq-syntax-score: BLEU-4/BLEU-1/chrF/TER/RIBES of fairseq-generate output, with paired bootstrap p-values.
 
-    fairseq-syntax-score HYP REF [BASELINE ...] [--json OUT] [--record RUN.run.json --train-command ARGV_JSON ...]
-
 HYP and BASELINE: fairseq-generate stdout or plain text, a hypothesis a line, every reference's (missing ids are
 named and nothing is scored); REF: plain text or generate output's T- lines. Comma-separated files are one a seed:
 the scores are then the mean and sd over seeds, the p-values the paired bootstrap's over sentences and seeds

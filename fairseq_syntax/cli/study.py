@@ -1,14 +1,7 @@
 """``fairseq-syntax-study``: the controlled study of source-side syntax (every system against the words alone and
 against itself on control structures, over seeds) on any parallel corpus, from one TOML file.
 
-    fairseq-syntax-study init > STUDY.toml         every key with its default and one comment line each
-    fairseq-syntax-study plan STUDY.toml           the grid: each run's state, the cost of what is left
-    fairseq-syntax-study run STUDY.toml            prepare the data once, then every missing run
-    fairseq-syntax-study status STUDY.toml         what runs where now
-    fairseq-syntax-study report STUDY.toml         the answer: RESULTS.md / RESULTS.json / seeds.png
-
-A problem of the file, a record of another study or a missing file ends the command in one line each (status 2).
-"""
+A problem of the file, a record of another study or a missing file ends the command in one line each (status 2)."""
 from __future__ import annotations
 
 import argparse
@@ -37,7 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     plan = commands.add_parser("plan", help="the grid, one line a run with its state, and the cost of what is left")
     plan.add_argument("study", help="the study file (TOML)")
     plan.add_argument("--systems", action="store_true", help="print only the study's systems, one "
-                      "NAME:ARCH:DATA[:EXTRA] spec a line in the file's order (each system's controls after it), as recipes take them")
+                      "NAME:ARCH:DATA[:EXTRA] spec a line in the file's order (each system's controls after it), as "
+                      "recipes take them")
     commands.add_parser("status", help="what runs where now (this machine's runs in training, the study's Slurm "
                         "jobs)").add_argument("study", help="the study file (TOML)")
     run = commands.add_parser("run", help="prepare the data once, then train, decode and score every missing run")
