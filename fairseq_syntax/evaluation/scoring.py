@@ -6,11 +6,7 @@ chrF and TER (sacrebleu), RIBES (Isozaki et al. 2010, nltk's ``corpus_ribes``), 
 over test sentences and each system's seeds (:func:`seed_bootstrap`).
 
 Inputs are lists of strings, one segment per sentence, hypotheses and references in the same order. Scores are on a
-0-100 scale (RIBES is nltk's 0-1 value times 100, as Pu & Sima'an 2022 report it).
-
-Reading fairseq-generate output checks that every input id has exactly one hypothesis: fairseq's ``batch_by_size``
-drops a last batch that is not a multiple of ``--required-batch-size-multiple`` (default 8), so fairseq-generate
-needs ``--required-batch-size-multiple 1``."""
+0-100 scale (RIBES is nltk's 0-1 value times 100, as Pu & Sima'an 2022 report it)."""
 import contextlib
 import functools
 import io
@@ -77,10 +73,6 @@ def drop_skipped(references: list[str], skipped: Sequence[int], path: str) -> li
     return [reference for number, reference in enumerate(references, 1) if number not in left_out]
 
 
-def is_generate_output(lines: Iterable[str]) -> bool:
-    return any(GENERATE_LINE.match(line) for line in lines)
-
-
 def format_ids(ids: Sequence[int]) -> str:
     """`[3, 4, 5, 9]` -> `"3-5, 9"`: names every id while keeping long runs short."""
     runs = []
@@ -143,10 +135,6 @@ def _parse_generate_lines(path, lines: list[str], field: str, expected_ids: int 
     return [by_id[i] for i in range(n_ids)]
 
 
-def _has_field(lines: Iterable[str], field: str) -> bool:
-    return any(line.startswith(field + "-") and GENERATE_LINE.match(line) for line in lines)
-
-
 def kept_decode(lines: Sequence[str]) -> list[str]:
     """What a recipe keeps of fairseq-generate's output (``lines``, without line breaks) as its decode:
 
@@ -194,8 +182,9 @@ def read_generate_output(path, expected_ids: int | None = None, field: str = "D"
         raise ValueError(f"field must be one of S, T, H, D; got {field!r}")
     source = f" (as in {expected_from})" if expected_from else ""
     lines = read_lines(path)
-    if is_generate_output(lines):
-        if field == "D" and not _has_field(lines, "D") and _has_field(lines, "H"):
+    kinds = {found.group(1) for found in map(GENERATE_LINE.match, lines) if found}
+    if kinds:
+        if field == "D" and kinds & {"D", "H"} == {"H"}:
             field = "H"  # a kept decode whose D- lines were its H- lines (kept_decode)
         return _parse_generate_lines(path, lines, field, expected_ids, source)
     if expected_ids is not None and len(lines) != expected_ids:
@@ -270,10 +259,7 @@ def seed_scores(hyps_by_seed: Sequence[Sequence[str]], refs: Sequence[str], toke
 
 #: the seed-aware bootstrap's default rounds: p moves by about +-0.003 at 0.05 between draws (mc_standard_error)
 SEED_BOOTSTRAP_ROUNDS = 10_000
-#: the test's name in a record and a report (docs/results.md defines it): a paired bootstrap over test sentences and
-#: training seeds; each round the same resampled sentences for both systems, each system's seeds resampled with
-#: replacement and their deviations from the round's seed mean scaled by sqrt(k/(k-1)), mean-over-seeds corpus
-#: scores compared
+#: the test's name in a record and a report (:func:`seed_bootstrap`; docs/results.md defines it)
 SEED_BOOTSTRAP_TEST = "seed-aware paired bootstrap"
 #: rounds are drawn and scored this many at a time (a block of sentence counts is rounds x sentences floats)
 ROUND_BLOCK = 1000
@@ -499,10 +485,6 @@ def paired_bootstrap(hyps_a: Sequence[str], hyps_b: Sequence[str], refs: Sequenc
     return report
 
 
-def _length_bucket_name(low: int, high: int | None) -> str:
-    return f"({low},{high}]" if high is not None else f"({low},inf)"
-
-
 def check_length_edges(edges: Sequence[int]) -> None:
     if not edges or list(edges) != sorted(set(edges)) or edges[0] <= 0:
         raise ValueError(f"length edges must be positive and strictly increasing, got {list(edges)}")
@@ -526,6 +508,6 @@ def bleu_by_length(hyps: Sequence[str], refs: Sequence[str], edges: Sequence[int
     for (low, high), chosen in members.items():
         hyps_in, refs_in = [hyps[i] for i in chosen], [refs[i] for i in chosen]
         score = BLEU(tokenize=tokenize).corpus_score(hyps_in, [refs_in]).score if chosen else None
-        rows.append({"bucket": _length_bucket_name(low, high), "low": low, "high": high, "n_sentences": len(chosen),
-                     "BLEU": score})
+        rows.append({"bucket": f"({low},{high}]" if high is not None else f"({low},inf)", "low": low, "high": high,
+                     "n_sentences": len(chosen), "BLEU": score})
     return rows
