@@ -190,15 +190,14 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
                             if args.tiny else 4096, speed_length=None, preprocess_sentences=0, tiny=args.tiny,
                             device=args.device, model_size=args.model_size, generate_batches=0)
     archs, systems, skipped = run.registered_systems(args.archs, settings)  # before the forks; no CUDA here
-    limits = ([started + 60 * args.time_budget] if args.time_budget is not None else []) + (
-        [args.deadline] if args.deadline is not None else [])
+    limit = run.time_limit(started, args.time_budget, args.deadline)
     records, longest = [], 0.0
     with tempfile.TemporaryDirectory(prefix="profile-") as scratch:
         work = args.work or scratch
         os.makedirs(work, exist_ok=True)
         dirs, batches = run.one_length_data(work, archs, settings, settings.warmup + 2)
         for system in systems:
-            if limits and time.time() + longest > min(limits):
+            if time.time() + longest > limit:
                 skipped.append(system.label)
                 continue
             begun = time.time()

@@ -3,28 +3,14 @@ as ratios to fairseq's ``transformer`` on the same batches in the same run, at s
 throughput of ``fairseq-syntax-preprocess`` and side-data bytes per sentence; CPU speed options (bf16, threads,
 batch size) against fp32. Writes ``RESULTS.md``, ``RESULTS.json`` (rows of ``arch, src_words, tokens_per_s_ratio,
 peak_mem_ratio, repeats, ...``: :func:`report.write_rows`) and ``RESULTS.details.json.gz`` (every raw measurement) to
-``--out`` (default: this folder).
-
-Method (batches, clocks and ratios as RESULTS.md states them: :func:`results_markdown`):
-* Data: per source length, a synthetic corpus (:mod:`synthetic`) preprocessed into every input form benchmarked,
-  all with one dictionary (``--srcdict``), so the output layer is the same size for every form.
-* Systems: each architecture and fairseq's ``transformer`` on each input form used (its baseline); the transformer
-  on other forms is also reported against the preorder form. Model sizes: the Multi30k recipe's (:mod:`recipe`).
-* Measurement: a fresh forked process per run (``measure.py``); rounds run every system once in alternating order
-  (A B C, C B A, ...).
-* Speed options (:data:`SPEED_OPTIONS`) run right after the fp32 run of the same system in the same round, at one
-  length, reported as ratios to it.
-
-``--device cuda --out bench/cuda``: the same on a GPU, timed by the wall clock after ``torch.cuda.synchronize()``,
-peak memory from ``torch.cuda.max_memory_allocated``; no CPU speed options or preprocessing throughput.
-
-Architectures: one per translation system of :mod:`fairseq_syntax.methods` that is neither baseline nor ablation
-(:func:`benchmark_archs`, ``--list``); one fairseq does not know is skipped and recorded. A :class:`Variant`
-(:data:`VARIANTS`) is an architecture computed another way, its own row ``ARCH (LABEL)``, fp32 only."""
+``--out`` (default: this folder); what is measured and how, as RESULTS.md states it: :func:`results_markdown`.
+``--device cuda --out bench/cuda``: the same on a GPU (:data:`ON_CUDA`). The architectures: :func:`benchmark_archs`
+and :data:`VARIANTS` (``--list``)."""
 import argparse
 import gzip
 import json
 import logging
+import math
 import os
 import shutil
 import statistics
@@ -364,7 +350,8 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
 
 def settings_from(args: argparse.Namespace) -> Settings:
     settings = QUICK if args.quick else Settings()
-    changes = {}
+    changes = dict(model_size=args.model_size, precision=args.precision, time_budget_min=args.time_budget,
+                   deadline=args.deadline)
     if args.lengths:
         changes["lengths"] = tuple(int(x) for x in args.lengths.split(","))
     if args.repeats:
@@ -377,17 +364,12 @@ def settings_from(args: argparse.Namespace) -> Settings:
         changes.update(ON_CUDA)
     if args.generate_batches is not None:
         changes["generate_batches"] = args.generate_batches
-    changes["model_size"] = args.model_size
+    settings = replace(settings, **changes)
     if args.precision == "fp16" and args.device != "cuda":
         raise SystemExit("error: --precision fp16 needs --device cuda (fairseq's --fp16 does not train on a CPU)")
-    if args.precision != "fp32" and changes.get("speed_length", settings.speed_length) is not None \
-            and args.device == "cpu":
+    if args.precision != "fp32" and settings.speed_length is not None and args.device == "cpu":
         raise SystemExit("error: --precision with the CPU speed options: add --no-speed-options (they compare "
                          "their own bf16 variants against fp32)")
-    changes["precision"] = args.precision
-    changes["time_budget_min"] = args.time_budget
-    changes["deadline"] = args.deadline
-    settings = Settings(**{**asdict(settings), **changes})
     if settings.speed_length is not None and settings.speed_length not in settings.lengths:
         settings.speed_length = settings.lengths[len(settings.lengths) // 2]
     if not 0 <= settings.generate_batches <= settings.updates:
@@ -556,9 +538,7 @@ def run_rounds(measurer: Measurer, systems: List[System], dirs: Dict, batches: D
     No measurement starts that would end after ``settings.time_budget_min`` (from ``started``) or
     ``settings.deadline`` (judged by the longest so far); the second value says whether that stopped the rounds."""
     measurements: Dict[Tuple[System, int, str], List[Dict]] = {}
-    started = time.time() if started is None else started
-    limits = [started + 60 * settings.time_budget_min] if settings.time_budget_min is not None else []
-    limit = min(limits + ([settings.deadline] if settings.deadline is not None else []), default=None)
+    limit = time_limit(time.time() if started is None else started, settings.time_budget_min, settings.deadline)
     longest = 0.0
     for round_index in range(settings.repeats):
         order = systems if round_index % 2 == 0 else systems[::-1]
@@ -569,7 +549,7 @@ def run_rounds(measurer: Measurer, systems: List[System], dirs: Dict, batches: D
                     runs += [(name, SPEED_OPTIONS[name][0]) for name in settings.speed_options
                              if speed_option_applies(system, SPEED_OPTIONS[name][1])]
                 for option, overrides in runs:
-                    if limit is not None and time.time() + longest > limit:
+                    if time.time() + longest > limit:
                         log(f"time budget reached: stopped in round {round_index + 1}/{settings.repeats}; the "
                             "results are those of the rounds measured")
                         return measurements, True
@@ -587,6 +567,12 @@ def run_rounds(measurer: Measurer, systems: List[System], dirs: Dict, batches: D
                                              result))
                     longest = max(longest, time.time() - measuring)
     return measurements, False
+
+
+def time_limit(started: float, budget_min: float | None, deadline: float | None) -> float:
+    """When the last measurement must end (Unix seconds): ``budget_min`` after ``started`` or ``deadline``, the
+    earlier (infinity: neither)."""
+    return min(math.inf if budget_min is None else started + 60 * budget_min, deadline or math.inf)
 
 
 def speed_option_applies(system: System, applies: str) -> bool:
@@ -619,15 +605,13 @@ def speed_rows(systems: List[System], measurements: Dict, settings: Settings) ->
     """Each speed option against fp32 (1 thread, --max-tokens as set) on the same system, same rounds."""
     rows = []
     for system in systems:
+        fp32 = measurements.get((system, settings.speed_length, "fp32"), [])
         for option in SPEED_OPTIONS:
-            key = (system, settings.speed_length, option)
-            if key in measurements and report.paired_rounds(
-                    measurements[key], measurements[(system, settings.speed_length, "fp32")])[0]:
-                row = report.ratio_row(measurements[key], measurements[(system, settings.speed_length, "fp32")],
-                                       arch=system.row_name(settings), form=system.form.name,
+            runs = measurements.get((system, settings.speed_length, option), [])
+            if report.paired_rounds(runs, fp32)[0]:
+                row = report.ratio_row(runs, fp32, arch=system.row_name(settings), form=system.form.name,
                                        src_words=settings.speed_length, option=option, baseline="fp32")
-                row["last_loss"] = statistics.median(m["last_loss"] for m in measurements[key])
-                rows.append(row)
+                rows.append({**row, "last_loss": statistics.median(m["last_loss"] for m in runs)})
     return rows
 
 
