@@ -184,7 +184,11 @@ def test_render_markdown_one_table_per_dataset(tmp_path):
 def test_results_command_writes_markdown_from_a_directory_or_prints_it(tmp_path, monkeypatch, capsys):
     records = write_records(tmp_path / "runs")
     out = tmp_path / "examples" / "multi30k" / "RESULTS.md"
-    results_cli.main([str(tmp_path / "runs"), "--out", str(out)])
+    # --terminal prints the short table (p against --baseline; no commands) beside the full one it writes
+    results_cli.main([str(tmp_path / "runs"), "--out", str(out), "--terminal", "--baseline", "transformer"])
+    printed = capsys.readouterr().out
+    assert printed.splitlines()[3].split() == ["syntax", "masks", "39.00", "63.46", "0.012", "/", "0.500", "1:02:05"]
+    assert "fairseq-train" not in printed
     sources = [str(tmp_path / "runs" / name) for name in ("baseline.run.json", "masks.run.json")]
     assert out.read_text() == render_markdown(records, sources=sources)
     assert f"Run records: `{tmp_path / 'runs'}/`: `baseline.run.json`, `masks.run.json`" in out.read_text()

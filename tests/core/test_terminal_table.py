@@ -1,7 +1,5 @@
 """fairseq-syntax-results --terminal: system, BLEU, chrF, p, time; best BLEU first, under 100 columns."""
-import json
-
-from fairseq_syntax.cli.results import main, terminal_table
+from fairseq_syntax.cli.results import terminal_table
 
 
 def record(system, bleu, chrf, seconds, p_values=None, dataset="demo"):
@@ -34,22 +32,3 @@ def test_each_dataset_its_own_block_and_a_run_without_a_comparison_or_score_show
     assert [line.split()[0] for line in blocks[0].splitlines()[3:]] == ["c", "a"]
     assert blocks[1].splitlines()[3].split() == ["b", "–", "30.00", "–", "0:00:02"]
 
-
-def test_the_command_prints_the_short_table_and_writes_the_full_one(tmp_path, capsys):
-    from fairseq_syntax.evaluation.records import REQUIRED_FIELDS
-
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    for system, bleu, p in (("sequence", 30.0, None), ("mask", 31.5, (0.04, 0.2))):
-        full = {**record(system, bleu, bleu + 20, 60.0, p), "arch": "transformer", "updates": 10, "epochs": 1,
-                "command": f"fairseq-train data --arch {system}", "train_log": f"{system}.train.log"}
-        full["metrics"].update({"tokenize": "13a", "n_sentences": 2, "signatures": {}})
-        if p:
-            full["significance"]["sequence"].update({"test": "paired bootstrap", "n_samples": 1000, "seed": 1})
-        assert set(REQUIRED_FIELDS) <= set(full)
-        (runs / f"{system}.run.json").write_text(json.dumps(full))
-    main([str(runs), "--out", str(tmp_path / "RESULTS.md"), "--terminal"])
-    printed = capsys.readouterr().out
-    assert printed.splitlines()[3].split() == ["mask", "31.50", "51.50", "0.040", "/", "0.200", "0:01:00"]
-    assert "fairseq-train" not in printed  # the commands are in the full table
-    assert "fairseq-train data --arch mask" in (tmp_path / "RESULTS.md").read_text()
