@@ -73,7 +73,6 @@ def _positive_list(value) -> str | None:
 
 
 def _sizes_list(value: list) -> str | None:
-    """A list of training-set sizes: positive integers, each once."""
     if not value or _positive_list(value):
         return f"must be a list of positive integers (training pairs), not {value!r}"
     twice = sorted({v for v in value if value.count(v) > 1})
@@ -130,8 +129,7 @@ class Study(Section):
     name: str = key(None, "the study's name: its run records' dataset and its table's title", _nonempty)
     work: str = key("work", "folder of the prepared data and the checkpoints (large; not committed)", _nonempty)
     runs: str = key("runs", "folder of the run records, kept training logs and decodes (small; commit it)", _nonempty)
-    report: str = key("report", "folder of RESULTS.md, RESULTS.json and seeds.png",
-                      _nonempty)
+    report: str = key("report", "folder of RESULTS.md, RESULTS.json and seeds.png", _nonempty)
 
 
 @dataclass(frozen=True)
@@ -243,8 +241,7 @@ class Comparisons(Section):
 class Executor(Section):
     """Where the runs go: this machine (local) or a Slurm cluster (slurm, through submitit)."""
     kind: str = key("local", "local or slurm (the --executor option overrides it)", _one_of("local", "slurm"))
-    jobs: int = key(1, "local: runs at once, each its own process and cores (--jobs overrides)",
-                    _integer(1))
+    jobs: int = key(1, "local: runs at once, each its own process and cores (--jobs overrides)", _integer(1))
 
 
 @dataclass(frozen=True)
@@ -252,8 +249,7 @@ class Slurm(Section):
     """Slurm jobs (executor slurm): one job array a call of run, one job a run."""
     partition: str = key("", "the partition (sbatch --partition; empty: the cluster's default)", _text)
     cpus_per_job: int = key(1, "CPUs per job (--cpus-per-task; give training.threads the same)", _integer(1))
-    gpus_per_job: int = key(0, "GPUs per job, with training.device cuda (--gpus-per-node; 0: none)",
-                            _integer(0))
+    gpus_per_job: int = key(0, "GPUs per job, with training.device cuda (--gpus-per-node; 0: none)", _integer(0))
     mem_gb: float = key(8.0, "memory per job, GB (--mem)", _number(0.0, open_low=True))
     time_min: int = key(240, "time limit per job, minutes (--time; a run that times out resumes on the next "
                         "run call)", _integer(1))
@@ -343,7 +339,7 @@ class StudyConfig:
     origins: dict[tuple[str, str], str] = field(default_factory=dict, compare=False, repr=False)
 
     def key_file(self, section: str, key: str) -> str:
-        """The file ``section.key`` was read from (a base's, or this file's), for a line about the key."""
+        """The file ``section.key`` was read from (a base's, or this file's)."""
         return self.origins.get((section, key), str(self.path))
 
     @property
@@ -359,7 +355,7 @@ class StudyConfig:
         return self.sections[section]
 
     def folder(self, key: str) -> Path:
-        """``study.work`` / ``study.runs`` / ``study.report`` as a path (relative to the file's folder)."""
+        """``study.work`` / ``study.runs`` / ``study.report`` as a path."""
         return self.resolve(self.study[key])
 
     def resolve(self, value: str) -> Path:
