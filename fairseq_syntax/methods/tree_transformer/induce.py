@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import re
 import sys
+from itertools import accumulate
 from typing import Dict, List, Sequence, Tuple
 
 import numpy as np
 import torch
 
+from fairseq_syntax.core.bpe import BPE_JOINER, group_bpe_words, merge_pieces
 from fairseq_syntax.core.model_inputs import (
     check_fits,
     encode,
@@ -56,27 +57,18 @@ from fairseq_syntax.methods.tree_transformer.parseval import (
     gold_sentence,
     score_trees,
 )
+from fairseq_syntax.parsing.text import open_output, write_json
 
-BPE_CONTINUATION = "@@"
 #: the random trees reported, by the name of their draw (published random baselines differ in the draw)
 RANDOM_DRAWS = {"uniform split": random_tree, "shift-reduce": random_shift_reduce_tree}
 
 
 def merge_bpe(tokens: Sequence[str]) -> Tuple[List[str], List[int]]:
     """(words, index of each word's last token) of subword-nmt output (``pie@@ ce`` -> ``piece``)."""
-    words: List[str] = []
-    last_pieces: List[int] = []
-    current = ""
-    for index, token in enumerate(tokens):
-        if token.endswith(BPE_CONTINUATION):
-            current += token[: -len(BPE_CONTINUATION)]
-            continue
-        words.append(current + token)
-        last_pieces.append(index)
-        current = ""
-    if current:
+    if tokens and tokens[-1].endswith(BPE_JOINER):
         raise ValueError(f"the last token {tokens[-1]!r} continues a word ('@@') but nothing follows it")
-    return words, last_pieces
+    pieces = group_bpe_words(list(tokens))
+    return [merge_pieces(word) for word in pieces], [end - 1 for end in accumulate(map(len, pieces))]
 
 
 def sentence_links(model, task, token_lines: Sequence[Sequence[str]], batch_size: int,
@@ -343,24 +335,22 @@ def induce_and_report(args) -> None:
               + f"  gold size {row.median_gold_size:g}")
 
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as out:
-            for tree, sentence in zip(induced, words):
-                out.write(to_bracketed(to_tree(tree, sentence)) + "\n")
+        with open_output(args.output) as out:
+            out.writelines(to_bracketed(to_tree(tree, sentence)) + "\n" for tree, sentence in zip(induced, words))
     if args.json_out:
-        with open(args.json_out, "w", encoding="utf-8") as out:
-            json.dump({
-                "checkpoint": args.checkpoint, "input": args.input, "gold": args.gold, "layers": num_layers,
-                "settings": {key: value for key, value in vars(args).items()
-                             if key in ("min_layer", "threshold", "descend_above", "layer", "short",
-                                        "select_on_dev", "without_eos")},
-                "selection": selection,
-                "differing_sentences": differing,
-                "subsets": {subset: {name: s.as_dict() for name, s in scores.items()}
-                            for subset, scores in subsets.items()},
-                "link_agreement": agreement[0],
-                "link_agreement_shifted": {f"{offset:+d}": agreement[offset] for offset in (-1, 1)},
-                "links_by_tag_pair": [dataclasses.asdict(row) for row in tag_pairs],
-            }, out, indent=2)
+        write_json(args.json_out, {
+            "checkpoint": args.checkpoint, "input": args.input, "gold": args.gold, "layers": num_layers,
+            "settings": {key: value for key, value in vars(args).items()
+                         if key in ("min_layer", "threshold", "descend_above", "layer", "short", "select_on_dev",
+                                    "without_eos")},
+            "selection": selection,
+            "differing_sentences": differing,
+            "subsets": {subset: {name: s.as_dict() for name, s in scores.items()}
+                        for subset, scores in subsets.items()},
+            "link_agreement": agreement[0],
+            "link_agreement_shifted": {f"{offset:+d}": agreement[offset] for offset in (-1, 1)},
+            "links_by_tag_pair": [dataclasses.asdict(row) for row in tag_pairs],
+        }, indent=2)
 
 
 if __name__ == "__main__":
