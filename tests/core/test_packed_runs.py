@@ -91,18 +91,18 @@ def test_a_damaged_unlisted_or_stale_copy_is_named_not_read(runs):
         kept_files.read_text(runs / "mask.seed1.gen")
 
 
-def test_the_reading_commands_as_the_recipes_run_them(runs):
-    def command(*args):
-        return subprocess.run([sys.executable, packed_runs.__file__, *map(str, args)], capture_output=True,
-                              text=True, check=False)
-    assert command("has", runs / "mask.seed2.gen").returncode == 0  # gzipped
-    assert command("has", "--packed", runs / "mask.seed2.gen").returncode == 1  # ... not packed
-    assert command("has", "--packed", runs / "mask.seed1.gen.gz").returncode == 0
-    assert command("cat", runs / "mask.seed1.train.log").stdout == LOG
-    listed = command("ls", "--packed", runs / "*.gen").stdout.split()
-    assert listed == [str(runs / "mask.seed1.gen")]  # mask.seed3.gen is on disk: not listed with --packed
-    missing = command("cat", runs / "mask.seed9.gen")
+def test_the_reading_commands_as_the_recipes_run_them(runs, capsys):
+    assert packed_runs.main(["has", str(runs / "mask.seed2.gen")]) == 0  # gzipped
+    assert packed_runs.main(["has", "--packed", str(runs / "mask.seed2.gen")]) == 1  # ... not packed
+    assert packed_runs.main(["has", "--packed", str(runs / "mask.seed1.gen.gz")]) == 0
+    assert packed_runs.main(["ls", "--packed", str(runs / "*.gen")]) == 0
+    assert capsys.readouterr().out == f"{runs / 'mask.seed1.gen'}\n"  # mask.seed3.gen is on disk: not listed
+    with pytest.raises(SystemExit):
+        packed_runs.main(["pack", str(runs)])  # packing is the recipes' tool, not the library's
+    assert "invalid choice: 'pack'" in capsys.readouterr().err
+    assert packed_runs.main(["cat", str(runs / "mask.seed1.train.log")]) == 0 and capsys.readouterr().out == LOG
+    # as the recipes' shell steps run it: a script that imports only Python's library
+    missing = subprocess.run([sys.executable, packed_runs.__file__, "cat", str(runs / "mask.seed9.gen")],
+                             capture_output=True, text=True, check=False)
     assert missing.returncode == 2 and "mask.seed9.gen: not there, gzipped or packed" in missing.stderr
     assert "Traceback" not in missing.stderr
-    refused = command("pack", runs)  # packing is the recipes' tool, not the library's
-    assert refused.returncode == 2 and "invalid choice: 'pack'" in refused.stderr
