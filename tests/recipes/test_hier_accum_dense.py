@@ -18,7 +18,7 @@ from conftest import (
 from fairseq.models import ARCH_MODEL_REGISTRY
 
 from fairseq_syntax import methods
-from fairseq_syntax.methods.hier_accum import attention, model
+from fairseq_syntax.methods.hier_accum import model
 from fairseq_syntax.methods.hier_accum.accumulation import (
     HierarchicalEmbeddings,
     accumulation_structure,
@@ -72,25 +72,12 @@ def build(data_dir, arch, *extra):
     return built, sample
 
 
-def test_the_dense_archs_are_registered_as_the_hier_accum_model_with_the_dense_hooks():
-    for arch in ("transformer_hier_accum_dense", "transformer_hier_accum_dense_tiny"):
-        assert ARCH_MODEL_REGISTRY[arch] is dense.DenseHierAccumTransformerModel
-    assert issubclass(dense.DenseHierAccumTransformerModel, model.HierAccumTransformerModel)
-    encoder = dense.DenseHierAccumTransformerModel.encoder_class
-    decoder = dense.DenseHierAccumTransformerModel.decoder_class
-    assert encoder.self_attention_class.node_accumulation is dense.dense_node_accumulation
-    assert decoder.layer_class.cross_attention_class.node_accumulation is dense.dense_node_accumulation
-    assert encoder.side_inputs == model.HierAccumEncoder.side_inputs
-    # the package's own classes keep the position form
-    assert attention.HierarchicalSelfAttention.node_accumulation is None
-    assert attention.HierarchicalCrossAttention.node_accumulation is None
-
-
 @pytest.mark.parametrize("extra", [(), ("--cumulative-average", "official", "--no-subtree-mask")])
 def test_the_dense_model_gives_the_fast_models_outputs(data_dir, extra):
     fast, sample = build(data_dir, "transformer_hier_accum_tiny", *extra)
     naive, _ = build(data_dir, "transformer_hier_accum_dense_tiny", *extra)  # same seed: same parameters
-    assert isinstance(naive, dense.DenseHierAccumTransformerModel)
+    assert ARCH_MODEL_REGISTRY["transformer_hier_accum_dense"] is type(naive) is dense.DenseHierAccumTransformerModel
+    assert isinstance(naive, model.HierAccumTransformerModel)
     fast_parameters, naive_parameters = fast.state_dict(), naive.state_dict()
     assert fast_parameters.keys() == naive_parameters.keys()
     assert all(torch.equal(fast_parameters[name], naive_parameters[name]) for name in fast_parameters)
