@@ -100,8 +100,9 @@ def current(command_line: str) -> str:
     return command_line
 
 
-def one(pattern: str, text: str, what: str) -> re.Match:
-    matches = list(re.finditer(pattern, text))
+def one(pattern: str, text: str, what: str) -> str:
+    """The group of ``pattern``'s last match in ``text``."""
+    matches = re.findall(pattern, text)
     if not matches:
         raise ValueError(f"no {what} in the log (pattern {pattern!r})")
     return matches[-1]
@@ -179,8 +180,8 @@ def training_summary(log: str) -> dict:
         raise ValueError("no validation line in the training log")
     best = min(valid, key=lambda row: float(row["loss"]))
     return {
-        "params": one(r"num\. shared model params: ([\d,]+)", log, "parameter count").group(1),
-        "updates": one(r"num_updates (\d+)", log, "update count").group(1),
+        "params": one(r"num\. shared model params: ([\d,]+)", log, "parameter count"),
+        "updates": one(r"num_updates (\d+)", log, "update count"),
         "seconds": wall_seconds(log),
         "words_per_second": median_words_per_second(log),
         "best_valid_loss": best["loss"], "best_valid_ppl": best["ppl"], "best_at": best["updates"],
@@ -207,7 +208,7 @@ def recipe_run(logs: str) -> dict:
     settings = {
         "text": "ptb" if "train/ptb-lm" in corpus_log else "mixed",
         "transductive": "train/ptb-sample" in corpus_log,  # trained on the evaluation sentences' words
-        "updates": int(one(r"--max-update (\d+)", command(tree_log), "update budget").group(1)),  # the last part's
+        "updates": int(one(r"--max-update (\d+)", command(tree_log), "update budget")),  # the last part's
         **model_settings(tree_log),
     }
     layers = settings["size"][0]
@@ -231,9 +232,9 @@ def recipe_run(logs: str) -> dict:
     return {
         "name": name, "label": f"`{name}/`", "by_hand": False, "settings": settings, "reproduce": reproduce,
         "corpus": json.loads(corpus_log[corpus_log.index("{"): corpus_log.rindex("}") + 1]),
-        "vocabulary": int(one(r"Dictionary: (\d+) types", preprocess, "dictionary size").group(1)),
+        "vocabulary": int(one(r"Dictionary: (\d+) types", preprocess, "dictionary size")),
         "ptb_unk_replaced": float(one(r"ptb\.txt: \d+ sents, \d+ tokens, ([\d.]+)% replaced", preprocess,
-                                      "PTB <unk> rate").group(1)),
+                                      "PTB <unk> rate")),
         "training": {arch: training_summary(tree_log if arch == "tree_transformer_lm"
                                             else read(logs, f"train_{arch}.log")) for arch in SYSTEMS},
         "side_by_side": side_by_side_throughput(tree_log, read(logs, "train_roberta_prenorm.log")),
@@ -245,7 +246,7 @@ def recipe_run(logs: str) -> dict:
 
 
 def exploratory_runs(logs: str, specs: list) -> list:
-    """The runs made by hand in one folder (EXPLORATORY): settings read from fairseq's logged configuration."""
+    """The runs made by hand in one folder (EXPLORATORY)."""
     name = os.path.basename(os.path.normpath(logs))
     run_scores = scores(logs)
     runs = []
@@ -311,8 +312,7 @@ def perplexity_cells(run: dict, arch: str) -> list:
 
 
 def kept(tables: dict, key: str, table: Table) -> list[str]:
-    """``table``'s Markdown lines; its RESULTS.json table kept as ``tables[key]`` (its columns once, each row a
-    list)."""
+    """``table``'s Markdown lines; its RESULTS.json form kept as ``tables[key]``."""
     tables[key] = table.json(lists=True)
     return table.lines()
 
@@ -335,8 +335,7 @@ def perplexity_ratio(run: dict):
 
 
 def throughput_ratio(run: dict):
-    """Tree Transformer / Transformer tokens/s while both trained at the same time (side_by_side_throughput);
-    None for a run without the plain Transformer, or whose two models did not train side by side."""
+    """side_by_side_throughput's ratio; None for a run without it (made by hand, or not side by side)."""
     return (run.get("side_by_side") or {}).get("ratio")
 
 
