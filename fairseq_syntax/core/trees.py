@@ -184,22 +184,18 @@ def read_trees(path: str) -> Iterator[Tree]:
             yield parse_tree(text, str(path), line_number)
 
 
-def _split_trees(tokens: Iterable[tuple[str, int]], source: str) -> Iterator[list[tuple[str, int]]]:
-    """Group a token stream into top-level bracketed trees by bracket depth."""
-    depth = 0
-    current: list[tuple[str, int]] = []
+def _split_trees(tokens: Iterable[tuple[str, int]]) -> Iterator[list[tuple[str, int]]]:
+    """Group a token stream into top-level trees by bracket depth; a stray word or ``)`` is a group of its own,
+    which :func:`_build_tree` refuses."""
+    depth, current = 0, []
     for token, line in tokens:
-        if depth == 0 and token != "(":
-            if token == ")":
-                raise TreeError("unbalanced brackets: ')' without a matching '('", source, line)
-            raise TreeError(f"bare word {token!r} outside brackets", source, line)
         current.append((token, line))
         depth += {"(": 1, ")": -1}.get(token, 0)
-        if depth == 0:
+        if depth <= 0:
             yield current
-            current = []
+            depth, current = 0, []
     if current:
-        raise TreeError(f"unbalanced brackets: {depth} '(' not closed in the tree starting here", source, current[0][1])
+        yield current
 
 
 def read_ptb(path: str) -> Iterator[Tree]:
@@ -209,7 +205,7 @@ def read_ptb(path: str) -> Iterator[Tree]:
     """
     with _open_text(path) as lines:
         tokens = ((match.group(), number) for number, text in enumerate(lines, 1) for match in _TOKEN.finditer(text))
-        for tree_tokens in _split_trees(tokens, str(path)):
+        for tree_tokens in _split_trees(tokens):
             yield _build_tree(tree_tokens, str(path), tree_tokens[0][1], unwrap=True)
 
 
