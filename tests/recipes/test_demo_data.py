@@ -4,7 +4,6 @@ import importlib.util
 import json
 import random
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -53,9 +52,9 @@ make_data = _load_make_data()
 
 
 def _run_cli(out_dir: Path, seed: int, *extra: str) -> None:
-    sizes = [f"--{split}={size}" for split, size in SIZES.items()]
-    subprocess.run([sys.executable, str(MAKE_DATA), "--out", str(out_dir), *sizes, "--seed", str(seed), *extra],
-                   check=True, capture_output=True, text=True)
+    """The script's command line, in this process (run.sh and tests/study/test_prepare.py run it as a script)."""
+    make_data.main(["--out", str(out_dir), *(f"--{split}={size}" for split, size in SIZES.items()), "--seed",
+                    str(seed), *extra])
 
 
 def _lines(path: Path) -> list[str]:
