@@ -15,6 +15,7 @@ from conftest import (
 )
 
 import fairseq_syntax.methods.hier_accum.attention as cross_module
+from fairseq_syntax import methods
 from fairseq_syntax.core import structure as st
 from fairseq_syntax.methods.hier_accum.accumulation import (
     HierarchicalEmbeddings,
@@ -244,40 +245,14 @@ def test_empty_rows_and_sentences_without_nodes():
 
 # --- the fairseq model
 
-TREES = [
-    "(S (NP (DT the) (NN man)) (VP (VBD saw) (NP (DT a) (NN dog))) (. .))",
-    "(S (NP (PRP he)) (VP (VBZ runs)) (. .))",
-    "(S (NP (DT the) (NNS dogs)) (VP (VBD ran) (PP (IN to) (NP (DT the) (NN park)))) (. .))",
-    "(S (NP (DT a) (NN firefighter)) (VP (VBZ sleeps) (ADVP (RB now))) (. .))",
-    "(S (NP (DT the) (NN dog)) (VP (VBD saw) (NP (DT the) (NN man))) (. .))",
-]
-SOURCES = [
-    "the man saw a dog .",
-    "he runs .",
-    "the dogs ran to the park .",
-    "a fire@@ fighter sleeps now .",
-    "the dog saw the man .",
-]
-
-
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory):
-    """A data directory made by fairseq-syntax-preprocess (preorder, --preterminals split); target = reversed source."""
-    from fairseq_syntax.cli import preprocess
-
-    raw = tmp_path_factory.mktemp("raw")
-    (raw / "train.en").write_text("\n".join(SOURCES) + "\n")
-    (raw / "train.de").write_text("\n".join(" ".join(reversed(s.replace("@@ ", "").split())) for s in SOURCES) + "\n")
-    (raw / "train.tree").write_text("\n".join(TREES) + "\n")
-    dest = tmp_path_factory.mktemp("data")
-    prefix = str(raw / "train")
-    preprocess.main(["-s", "en", "-t", "de", "--trainpref", prefix, "--validpref", prefix, "--testpref", prefix,
-                     "--destdir", str(dest), "--form", "preorder", "--preterminals", "split", "--joined-dictionary"])
-    return str(dest)
+def data_dir(translation_data):
+    """conftest's corpus in the hier_accum system's form (preorder, POS nodes only over split words)."""
+    return translation_data(next(s for s in methods.systems() if s.arch == "transformer_hier_accum"))
 
 
 def build(data_dir, *extra):
-    """(task, model in eval mode, sample of the 5 pairs, args) of transformer_hier_accum_tiny with |E| = 4."""
+    """(task, model in eval mode, sample of 8 test pairs, args) of transformer_hier_accum_tiny with |E| = 4."""
     task, model, _, sample, args = build_on_cpu([data_dir, *TRANSLATION, "--arch", "transformer_hier_accum_tiny",
                                                  "--hier-embed-size", "4", *extra])
     return task, model, sample, args
@@ -341,8 +316,8 @@ def test_incremental_decoding_equals_full_decoding_and_accumulates_once(data_dir
     beams = torch.arange(sentences).repeat_interleave(2)  # rows 2j and 2j + 1: sentence j
     prev = net_input["prev_output_tokens"]
     prev = torch.stack([prev[j // 2] if j % 2 == 0 else prev[(j // 2 + 1) % sentences] for j in range(2 * sentences)])
-    moves = {2: torch.tensor([1, 1, 2, 3, 5, 4, 6, 6, 9, 8]),  # within each sentence's two rows
-             4: torch.tensor([0, 1, 5, 4, 6, 7, 8, 9])}  # sentence 1 (rows 2, 3) leaves
+    moves = {2: torch.tensor([1, 1, 2, 3, 5, 4, 6, 6, 9, 8, *range(10, 16)]),  # within each sentence's two rows
+             4: torch.tensor([0, 1, 5, 4, *range(6, 16)])}  # sentence 1 (rows 2, 3) leaves
     with torch.no_grad():
         encoder_out = model.encoder(net_input["src_tokens"], net_input["src_lengths"],
                                     src_parents=net_input["src_parents"])
@@ -361,7 +336,7 @@ def test_incremental_decoding_equals_full_decoding_and_accumulates_once(data_dir
                 out, _ = model.decoder(prev[:, : t + 1], encoder_out, incremental_state=state)
                 steps.append(out)
         assert accumulations.call_count == len(model.decoder.layers)  # once per layer, at the first step
-    assert max(moves) < prev.size(1) and prev.size(0) == 8
+    assert max(moves) < prev.size(1) and prev.size(0) == 14
     incremental = torch.cat(steps, dim=1)
     real = prev.ne(model.decoder.padding_idx)  # the full pass masks target padding, one step at a time cannot
     torch.testing.assert_close(incremental[real], full[real], rtol=1e-5, atol=1e-5)
@@ -387,7 +362,7 @@ def test_beam_search_scores_match_a_full_forward_pass(data_dir):
 def test_cross_attention_share_matches_fairseqs_alignment_output(data_dir):
     from fairseq_syntax.methods.hier_accum.analysis import cross_attention_share
 
-    _, model, sample, _ = build(data_dir)
+    task, model, sample, _ = build(data_dir)
     share = cross_attention_share(model, [sample])
     assert share.node_share + share.leaf_share + share.eos_share == pytest.approx(1.0)
     net_input = sample["net_input"]
@@ -401,8 +376,10 @@ def test_cross_attention_share_matches_fairseqs_alignment_output(data_dir):
             _, extra = model.decoder(net_input["prev_output_tokens"], encoder_out, alignment_layer=layer)
             on_nodes = (extra["attn"][0] * is_node.unsqueeze(1)).sum(-1)[real]
             assert on_nodes.mean().item() == pytest.approx(expected, rel=1e-5)
-    # the 5 trees have 4 + 3 + 5 + 5 + 4 nodes and 6 + 3 + 7 + 6 + 6 subword leaves
-    assert share.node_fraction == pytest.approx(21 / 49) and share.target_tokens == int(real.sum())
+    # a tree has 4 nodes (S, NP, VP, NP) and 6 leaves, one of each more for each fa@@ ther (its NN and 2 pieces)
+    split = int(net_input["src_tokens"].eq(task.source_dictionary.index("fa@@")).sum())
+    assert split > 0 and share.node_fraction == pytest.approx((4 * 8 + split) / (10 * 8 + 2 * split))
+    assert share.target_tokens == int(real.sum())
 
 
 def test_cross_attention_with_zero_queries_is_the_mean_of_leaves_and_accumulated_nodes():
