@@ -248,8 +248,13 @@ def _settings(job: ParseJob, source: InputFile) -> dict:
                                   **job.settings}))
 
 
+def _stem(job: ParseJob, shard: Shard) -> str:
+    """The shard's first output without ``.gz``: its manifest, lock, progress and log add their endings."""
+    return shard.path(job.outputs[0][0]).removesuffix(".gz")
+
+
 def _manifest_path(job: ParseJob, shard: Shard) -> str:
-    return shard.path(job.outputs[0][0]).removesuffix(".gz") + ".json"
+    return _stem(job, shard) + ".json"
 
 
 def _digest(value) -> str | None:
@@ -283,10 +288,6 @@ def _setting_change(key: str, recorded, expected) -> str:
     return f"{key} {_short(recorded)} (this run: {_short(expected)})"
 
 
-def _lock_path(job: ParseJob, shard: Shard) -> str:
-    return _manifest_path(job, shard).removesuffix(".json") + ".lock"
-
-
 def _holder(lock_path: str) -> int | None:
     """The pid of the live process holding the shard's lock, or None when none does."""
     if not is_locked(lock_path):
@@ -298,7 +299,7 @@ def _holder(lock_path: str) -> int | None:
 @contextlib.contextmanager
 def _shard_lock(job: ParseJob, shard: Shard) -> Iterator[None]:
     """Held while this process parses ``shard``; another live process holding it stops this one with one line."""
-    path = _lock_path(job, shard)
+    path = _stem(job, shard) + ".lock"
     with held_lock(path, wait=False) as descriptor:
         if descriptor is None:
             holder = Path(path).read_text().strip() or "unknown"
@@ -314,7 +315,7 @@ def _finished(job: ParseJob, source: InputFile, shard: Shard) -> tuple[dict | No
     """(the shard's manifest, None) when it is finished with these settings, else (None, why not)."""
     path = _manifest_path(job, shard)
     if not os.path.exists(path):
-        holder = _holder(_lock_path(job, shard))
+        holder = _holder(_stem(job, shard) + ".lock")
         return None, f"shard {shard.index} is " + (f"being parsed by another process (pid {holder})" if holder
                                                       else "missing")
     try:
@@ -338,7 +339,7 @@ def _finished(job: ParseJob, source: InputFile, shard: Shard) -> tuple[dict | No
 def _remove_shard(job: ParseJob, shard: Shard) -> None:
     """Every file of a shard: its outputs, manifest and progress (whole or ``.partial``: a worker stopped while
     writing one), log and lock."""
-    stem = _manifest_path(job, shard).removesuffix(".json")
+    stem = _stem(job, shard)
     for path in [shard.path(output) for output, _ in job.outputs] + [stem + end for end in
                                                                     (".json", ".progress", ".log", ".lock")]:
         for written in (path, path + ".partial"):
@@ -573,7 +574,7 @@ def _run_workers(job: ParseJob, source: InputFile, todo: list[Shard], workers: i
         while running or (waiting and not failed):
             while waiting and len(running) < workers and not failed:
                 shard = waiting.popleft()
-                stem = _manifest_path(job, shard).removesuffix(".json")
+                stem = _stem(job, shard)
                 if os.path.exists(stem + ".progress"):  # an earlier run's: not a sign of this worker's model
                     os.remove(stem + ".progress")
                 log = open(stem + ".log", "w", encoding="utf-8")  # noqa: SIM115 (closed when the worker ends)
@@ -586,7 +587,7 @@ def _run_workers(job: ParseJob, source: InputFile, todo: list[Shard], workers: i
                                                    env=_worker_environment(slot, device)), log, 0, slot)
             time.sleep(POLL_SECONDS)
             for shard, (process, log, shown, slot) in list(running.items()):
-                stem = _manifest_path(job, shard).removesuffix(".json")
+                stem = _stem(job, shard)
                 if os.path.exists(stem + ".progress"):
                     progress.update(0)  # its model loaded
                 done = process.poll() is not None
@@ -667,7 +668,7 @@ def run(job: ParseJob, args: argparse.Namespace, command: list[str]) -> ParseRun
     todo, finished_lines, held = [], 0, []
     for shard in shards:
         manifest, problem = _finished(job, source, shard)
-        holder = _holder(_lock_path(job, shard))
+        holder = _holder(_stem(job, shard) + ".lock")
         if manifest is not None:
             finished_lines += manifest["lines"]
         elif holder:  # another live run parses it: left to that run, never a second process on one shard
