@@ -3,10 +3,7 @@ step of every benchmarked architecture (``bench/run.py --list``, variants too) a
 each input form they read, on the benchmark's data and batches, after its warm-up steps.
 
 Each system runs in a forked process (:func:`profile_step`); ``DIR/profile.txt`` (:func:`write_profile`: what is
-timed and counted) and ``DIR/profile.json`` (the same numbers, one record per system) are rewritten after each.
-
-``--collate-only`` times only the collation, side inputs included (``DIR/collate.{txt,json}``). ``--tiny``
-profiles the ``*_tiny`` archs; ``--time-budget`` and ``--deadline`` skip systems that would end after them."""
+timed and counted) and ``DIR/profile.json`` (the same numbers, one record per system) are rewritten after each."""
 import argparse
 import json
 import os
@@ -185,10 +182,9 @@ def write_profile(out: str, records: list[dict], skipped: list[str], settings: r
 def main(argv: Sequence[str] | None = None) -> list[dict]:
     args = parse_args(argv)
     started = time.time()
-    lengths = (args.words,)
-    settings = run.Settings(lengths=lengths, repeats=1, warmup=1 if args.tiny else 3, updates=2, max_tokens=1024
-                            if args.tiny else 4096, speed_length=None, preprocess_sentences=0, tiny=args.tiny,
-                            device=args.device, model_size=args.model_size, generate_batches=0)
+    settings = run.Settings(lengths=(args.words,), repeats=1, warmup=1 if args.tiny else 3, updates=2,
+                            max_tokens=1024 if args.tiny else 4096, speed_length=None, preprocess_sentences=0,
+                            tiny=args.tiny, device=args.device, model_size=args.model_size, generate_batches=0)
     archs, systems, skipped = run.registered_systems(args.archs, settings)  # before the forks; no CUDA here
     limit = run.time_limit(started, args.time_budget, args.deadline)
     records, longest = [], 0.0
@@ -217,11 +213,10 @@ def main(argv: Sequence[str] | None = None) -> list[dict]:
                 continue
             run.log(f"profiled {system.label}: {record['step_ms']:.1f} ms a step")
             write_profile(args.out, records, skipped, settings, args.words)  # what a time limit would leave
-    if args.collate_only:
-        run.log(f"wrote {args.out}/collate.txt, collate.json in {(time.time() - started) / 60:.1f} min")
-        return records
-    write_profile(args.out, records, skipped, settings, args.words)
-    run.log(f"wrote {args.out}/profile.txt, profile.json in {(time.time() - started) / 60:.1f} min")
+    if not args.collate_only:
+        write_profile(args.out, records, skipped, settings, args.words)
+    written = "collate.txt, collate.json" if args.collate_only else "profile.txt, profile.json"
+    run.log(f"wrote {args.out}/{written} in {(time.time() - started) / 60:.1f} min")
     return records
 
 
