@@ -7,7 +7,6 @@ target token; BLEU parity in ``bench/PARITY.md``). No effect on CUDA tensors; ge
 oneDNN keeps a bf16 kernel per batch shape: keep ``ONEDNN_PRIMITIVE_CACHE_CAPACITY`` and ``LRU_CACHE_CAPACITY``
 small (the recipes set 64). It pays only with AVX512-BF16 or AMX: elsewhere bf16 is emulated, about 10x slower
 than fp32 (docs/gpu.md); the task warns then, and the recipes default to fp32 (:func:`default_cpu_precision`)."""
-import contextlib
 import logging
 from dataclasses import dataclass
 
@@ -36,13 +35,6 @@ def default_cpu_precision() -> str:
     return "bf16" if cpu_has_bf16() else "fp32"
 
 
-def cpu_bf16_autocast(enabled: bool):
-    """The autocast context when ``enabled``, else a no-op context."""
-    if not enabled:
-        return contextlib.nullcontext()
-    return torch.autocast("cpu", dtype=torch.bfloat16)
-
-
 class CpuAutocastMixin:
     """Put before a fairseq task class in the bases; its config must have ``cpu_bf16_autocast``."""
 
@@ -56,9 +48,9 @@ class CpuAutocastMixin:
             )
 
     def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
-        with cpu_bf16_autocast(self.cfg.cpu_bf16_autocast):
+        with torch.autocast("cpu", torch.bfloat16, enabled=self.cfg.cpu_bf16_autocast):
             return super().train_step(sample, model, criterion, optimizer, update_num, ignore_grad=ignore_grad)
 
     def valid_step(self, sample, model, criterion):
-        with cpu_bf16_autocast(self.cfg.cpu_bf16_autocast):
+        with torch.autocast("cpu", torch.bfloat16, enabled=self.cfg.cpu_bf16_autocast):
             return super().valid_step(sample, model, criterion)

@@ -2,6 +2,7 @@
 fp32; without the flag nothing changes; fairseq-train accepts it and writes an fp32 checkpoint."""
 import logging
 
+import pytest
 import torch
 from conftest import TINY, TRANSLATION, train_here
 from torch import nn
@@ -67,19 +68,14 @@ class TaskOnABase(CpuAutocastMixin, Base):
     pass
 
 
-def test_the_option_warns_on_a_cpu_without_bf16_instructions(monkeypatch, caplog):
-    monkeypatch.setattr(cpu_autocast, "cpu_has_bf16", lambda: False)
+@pytest.mark.parametrize("has_bf16", [False, True])
+def test_the_option_warns_on_a_cpu_without_bf16_instructions_only(monkeypatch, caplog, has_bf16):
+    monkeypatch.setattr(cpu_autocast, "cpu_has_bf16", lambda: has_bf16)
     TaskOnABase(CpuAutocastConfig(cpu_bf16_autocast=False))
     assert not caplog.records
     task = TaskOnABase(CpuAutocastConfig(cpu_bf16_autocast=True))
     assert task.cfg.cpu_bf16_autocast  # the base class got the config
-    assert "without bf16 instructions" in caplog.text
-
-
-def test_no_warning_where_the_cpu_has_bf16_instructions(monkeypatch, caplog):
-    monkeypatch.setattr(cpu_autocast, "cpu_has_bf16", lambda: True)
-    TaskOnABase(CpuAutocastConfig(cpu_bf16_autocast=True))
-    assert not caplog.records
+    assert ("without bf16 instructions" in caplog.text) is not has_bf16
 
 
 def test_recipes_default_to_bf16_only_where_it_pays(monkeypatch):
