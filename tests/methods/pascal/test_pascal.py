@@ -41,27 +41,17 @@ def test_gaussian_with_its_normalising_constant():
     assert wide[0, 0, 0].item() == pytest.approx(math.exp(-1 / 8) / math.sqrt(8 * math.pi))
 
 
-def test_pascal_heads_scale_the_scores_and_the_others_do_not():
-    attention = ParentScaledSelfAttention(embed_dim=8, num_heads=4, pascal_heads=2).eval()
-    torch.manual_seed(0)
-    q, k = torch.randn(1, 4, 3, 2), torch.randn(1, 4, 3, 2)
-    density = torch.rand(1, 3, 3)
-    scores = attention.attention_scores(q, k, {"parent_density": density})
-    plain = q @ k.transpose(-1, -2) / math.sqrt(2)
-    assert torch.allclose(scores[:, :2], plain[:, :2])  # heads 0, 1: plain
-    assert torch.allclose(scores[:, 2:], plain[:, 2:] * density[:, None])  # the last two: parent-scaled
-
-
-def test_each_sentence_of_a_batch_scales_its_own_rows():
+def test_the_last_heads_scale_each_sentences_scores_by_its_own_density_and_the_others_do_not():
     # the released code scales the wrong rows of a batch (see pascal/attention.py): sentence b's heads take sentence
     # b's density
-    attention = ParentScaledSelfAttention(embed_dim=4, num_heads=2, pascal_heads=1).eval()
-    q, k = torch.ones(2, 2, 2, 2), torch.ones(2, 2, 2, 2)  # every plain score 2 / sqrt(2) = sqrt(2)
+    attention = ParentScaledSelfAttention(embed_dim=6, num_heads=3, pascal_heads=2).eval()
+    q, k = torch.ones(2, 3, 2, 2), torch.ones(2, 3, 2, 2)  # every plain score 2 / sqrt(2) = sqrt(2)
     density = torch.tensor([[[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [7.0, 8.0]]])
     scores = attention.attention_scores(q, k, {"parent_density": density})
     s = math.sqrt(2)
-    assert scores[:, 1].flatten().tolist() == pytest.approx([n * s for n in range(1, 9)])
     assert scores[:, 0].flatten().tolist() == pytest.approx([s] * 8)
+    for head in (1, 2):
+        assert scores[:, head].flatten().tolist() == pytest.approx([n * s for n in range(1, 9)])
 
 
 def test_parent_ignoring_leaves_rows_unscaled_only_in_training():
