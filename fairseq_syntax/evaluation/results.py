@@ -35,16 +35,6 @@ SIGNIFICANCE_METRICS = ("BLEU", "chrF")
 COLUMN_NAMES = {"n_sentences": "Sentences"}
 
 
-def _metric_columns(records: Sequence[dict]) -> list[str]:
-    present = {key for record in records for key, value in record["metrics"].items() if is_number(value)}
-    preferred = [name for name in PREFERRED_METRICS if name in present]
-    return preferred + sorted(present - set(preferred))
-
-
-def _baseline_names(records: Sequence[dict]) -> list[str]:
-    return list(dict.fromkeys(name for record in records for name in record["significance"]))
-
-
 def format_wall_time(seconds: float) -> str:
     seconds = round(seconds)
     return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
@@ -56,27 +46,24 @@ def _format_metric(value) -> str:
     return str(value) if isinstance(value, int) else f"{value:.2f}"
 
 
-def _format_p_values(report: dict | None, metrics: Sequence[str] = SIGNIFICANCE_METRICS) -> str:
-    if not report:
-        return "–"
-    return " / ".join(format_p(report[m]) if m in report else "–" for m in metrics)
-
-
-def _p_values(report: dict | None, metrics: Sequence[str] = SIGNIFICANCE_METRICS) -> dict[str, Any] | None:
+def _p_cell(report: dict | None) -> Cell:
     """Per metric the p-value, or for a seed-aware test ``{"p_value", "p_mc_se", "welch_p_value"}``."""
     if not report:
-        return None
-    found = {metric: report[metric] for metric in metrics if metric in report}
-    return {metric: {"p_value": value["p_value"], "p_mc_se": value["p_mc_se"],
-                     "welch_p_value": (value.get("welch") or {}).get("p_value")} if "p_mc_se" in value
-            else value["p_value"] for metric, value in found.items()}
+        return Cell(None, "–")
+    found = {metric: report[metric] for metric in SIGNIFICANCE_METRICS if metric in report}
+    return Cell({metric: {"p_value": value["p_value"], "p_mc_se": value["p_mc_se"],
+                          "welch_p_value": (value.get("welch") or {}).get("p_value")} if "p_mc_se" in value
+                 else value["p_value"] for metric, value in found.items()},
+                " / ".join(format_p(report[m]) if m in report else "–" for m in SIGNIFICANCE_METRICS))
 
 
 def _runs_table(records: Sequence[dict], command: bool = False) -> Table:
     """The systems table of a dataset of single runs; ``command``: with the training command as its last column
     (RESULTS.json's; RESULTS.md lists the commands below the table)."""
-    metrics = _metric_columns(records)
-    baselines = _baseline_names(records)
+    present = {key for record in records for key, value in record["metrics"].items() if is_number(value)}
+    metrics = [name for name in PREFERRED_METRICS if name in present]
+    metrics += sorted(present - set(metrics))
+    baselines = list(dict.fromkeys(name for record in records for name in record["significance"]))
     show_tokenize = any("tokenize" in record["metrics"] for record in records)
     # the seed of a run and the device (a system over seeds has a table of its own, _seeds_table)
     run_fields = [(field, title) for field, title in (("seed", "Seed"), ("device", "Device"))
@@ -92,7 +79,7 @@ def _runs_table(records: Sequence[dict], command: bool = False) -> Table:
                   *([Cell(scores.get("tokenize"), scores.get("tokenize", "–"))] if show_tokenize else []),
                   *[Cell(scores.get(name) if is_number(scores.get(name)) else None, _format_metric(scores.get(name)))
                     for name in metrics],
-                  *[_p_cell(record["significance"].get(name), SIGNIFICANCE_METRICS) for name in baselines],
+                  *[_p_cell(record["significance"].get(name)) for name in baselines],
                   record["updates"], record["epochs"], Cell(seconds, format_wall_time(seconds)),
                   *([record["command"]] if command else []))
     return table
@@ -154,7 +141,7 @@ def _parses_notes(records: Sequence[dict]) -> list[str]:
         described = summary(parsers) if parsers else None
         key = f"`{described}`" if described else "not recorded (trained before the data named their parsers)"
         if control:
-            key += f" under control {_control_text(control)}"
+            key += f" under control {control.get('structure', '?')} structures (seed {control.get('seed', '?')})"
         systems.setdefault(key, []).append(record["system"])
     return ["- parses of the training data (systems that read no syntax ignore them): "
             + "; ".join(f"{key}: {', '.join(names)}" for key, names in systems.items())]
@@ -166,10 +153,6 @@ def _parses_notes(records: Sequence[dict]) -> list[str]:
 EPOCHS = "Epochs (mean)"
 #: the line of a report on seeds that points to the notes every such report shares, written once there
 READING = "What the columns and sections below mean: `docs/results.md`, Reading a study's RESULTS.md."
-
-
-def _control_text(control: dict) -> str:
-    return f"{control.get('structure', '?')} structures (seed {control.get('seed', '?')})"
 
 
 def _metric_cell(system: SeedSystem, metric: str) -> Cell:
@@ -218,10 +201,6 @@ def _epochs_cell(system: SeedSystem) -> Cell:
     mean, extra = statistics.fmean(protocol), statistics.fmean(past)
     return Cell({"to_patience_stop": mean, "past_patience": extra},
                 f"{mean:.1f}" + (f" (+{extra:.1f} past patience)" if extra else ""))
-
-
-def _p_cell(report: dict | None, metrics: Sequence[str]) -> Cell:
-    return Cell(_p_values(report, metrics), _format_p_values(report, metrics))
 
 
 def _seeds_table(systems: Sequence[SeedSystem], comparisons: Comparisons) -> Table:
@@ -300,23 +279,16 @@ def _as_changes(base: list[str], words: list[str]) -> str:
     return shown if len(shown) < len(whole) else whole
 
 
-def _renamed(words: list[str], names: dict[str, str]) -> list[str]:
-    """``words`` with each of ``names`` replaced by its value within a word."""
-    for old, new in names.items():
-        words = [word.replace(old, new) for word in words]
-    return words
-
-
 def _commands_section(systems: Sequence[SeedSystem]) -> list[str]:
     lines = ["### Commands", ""]
     first = _row_commands(systems[0]) if systems else {}
     for index, system in enumerate(systems):
         commands = _row_commands(system)
         # the first row's runs' names (its checkpoints' folders) as this row's: a difference every row has
-        ours = {f"{systems[0].name}.seed$SEED": f"{system.name}.seed$SEED"}
+        theirs, ours = f"{systems[0].name}.seed$SEED", f"{system.name}.seed$SEED"
         seeds = ", ".join(map(str, system.seeds)) or "?"
         lines += [f"**{system.name}** (seeds {seeds})", ""]
-        lines += [f"- {step}: " + (_as_changes(_renamed(first[step], ours), commands[step])
+        lines += [f"- {step}: " + (_as_changes([word.replace(theirs, ours) for word in first[step]], commands[step])
                                    if index and step in first and step != "score" else
                                    f"`{command_text(commands[step])}`")
                   for step in ("train", "decode", "score") if step in commands]
@@ -367,13 +339,6 @@ def convergence_table(systems: Sequence[SeedSystem]) -> Table | None:
     return table
 
 
-def _convergence_section(systems: Sequence[SeedSystem]) -> list[str]:
-    table = convergence_table(systems)
-    if table is None:
-        return []
-    return ["### Convergence", ""] + table.lines() + [""]
-
-
 def _by_dataset(records: Sequence[dict]) -> dict[str, list[dict]]:
     """Records by dataset, in order of first appearance, the datasets of several seeds first (the study's)."""
     datasets: dict[str, list[dict]] = {}
@@ -397,7 +362,9 @@ def render_markdown(records: Sequence[dict], sources: Sequence = (), comparisons
             systems = seed_systems(rows, comparisons)
             lines += [f"## {dataset}", "", READING, ""] + _seeds_table(systems, comparisons).lines() + [""]
             lines += _seeds_notes(systems) + [""]
-            lines += study_answer(systems, comparisons)[0] + _convergence_section(systems)
+            convergence = convergence_table(systems)
+            lines += study_answer(systems, comparisons)[0]
+            lines += ["### Convergence", ""] + convergence.lines() + [""] if convergence else []
             lines += _commands_section(systems) if commands else []
             continue
         lines += [f"## {dataset}", ""] + _runs_table(rows).lines() + [""]
