@@ -124,10 +124,9 @@ def prepare(work: str, models: dict, pairs: int) -> None:
     """Multi30k's first ``pairs`` pairs parsed, BPE'd and preprocessed as the recipes do: data-{preorder,sequence}."""
     if os.path.exists(os.path.join(work, "data-sequence", "syntax.json")):
         return
-    source = write(os.path.join(work, "train.words.en"), sentences(os.path.join(DATA, "multi30k", "train.en.gz"), "en",
-                                                                   pairs))
-    target = write(os.path.join(work, "train.words.de"), sentences(os.path.join(DATA, "multi30k", "train.de.gz"), "de",
-                                                                   pairs))
+    source, target = (write(os.path.join(work, f"train.words.{lang}"),
+                            sentences(os.path.join(DATA, "multi30k", f"train.{lang}.gz"), lang, pairs))
+                      for lang in ("en", "de"))
     log(f"parsing {pairs} training sentences")
     parse(work, "train", models)
     run(["subword-nmt", "learn-joint-bpe-and-vocab", "--input", source, target, "-s", "2000", "-o",
