@@ -1,7 +1,5 @@
 """Dependency-supervised self-attention: Deguchi, Tamura & Ninomiya (2019), "Dependency-Based Self-Attention for
-Transformer NMT", RANLP (after LISA, Strubell et al. 2018): biaffine heads (:mod:`.attention`) trained on each
-token's parent (:mod:`.targets`) by :mod:`.criterion`; ``transformer_dependency_supervised`` (:mod:`.model`) needs
-no parse at test time."""
+Transformer NMT", RANLP (after LISA, Strubell et al. 2018)."""
 from fairseq_syntax.core.method import Method, System
 
 METHOD = Method(

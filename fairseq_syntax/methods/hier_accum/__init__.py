@@ -1,7 +1,5 @@
 """Hierarchical accumulation: Nguyen, Joty, Hoi & Socher (2020), "Tree-Structured Attention with Hierarchical
-Accumulation", sections 4.1-4.4 and 5: the accumulation (:mod:`.accumulation`), the encoder self-attention (eqs.
-12-18) and decoder cross-attention (eqs. 21-24) (:mod:`.attention`), ``transformer_hier_accum`` and its SST
-classifier (:mod:`.model`) and Table 4 (:mod:`.analysis`)."""
+Accumulation", sections 4.1-4.4 and 5."""
 from fairseq_syntax.core.method import Method, System
 
 METHOD = Method(

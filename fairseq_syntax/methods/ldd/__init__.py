@@ -1,8 +1,5 @@
 """Labeled dependency distributions: Pu & Sima'an (2022), "Passing Parser Uncertainty to the Transformer: Labeled
-Dependency Distributions for Neural Machine Translation", sections 3.1-3.2, Table 1 and Appendix A: the label
-groups and variants (:mod:`.distributions`), the side input ``src_ldd`` (:mod:`.side_input`, :mod:`.preprocess`,
-:mod:`.making`), the LDD layer and LDA (:mod:`.attention`), ``transformer_ldd`` (:mod:`.model`) and Figures 5-6
-(:mod:`.analysis`)."""
+Dependency Distributions for Neural Machine Translation", sections 3.1-3.2, Table 1 and Appendix A."""
 from fairseq_syntax.core.method import Method, System
 from fairseq_syntax.core.side_data import SideData
 from fairseq_syntax.methods.ldd import making

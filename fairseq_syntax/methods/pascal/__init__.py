@@ -1,6 +1,5 @@
 """Parent-scaled self-attention (PASCAL): Bugliarello & Okazaki (2020), "Enhancing Machine Translation with
-Dependency-Aware Self-Attention", ACL, section 3: parent positions and their Gaussian (:mod:`.parents`), the
-PASCAL heads (:mod:`.attention`) and ``transformer_pascal`` (:mod:`.model`)."""
+Dependency-Aware Self-Attention", ACL, section 3."""
 from fairseq_syntax.core.method import Method, System
 
 METHOD = Method(

@@ -1,6 +1,5 @@
 """Syntax attention masks: McDonald & Chiang (2021), "Syntax-Based Attention Masking for Neural Machine Translation",
-section 2, with their *Sequence* and *Linearized* baselines: the nine relations (:mod:`.relations`), the masked
-attention (:mod:`.attention`), ``transformer_syntax_mask`` (:mod:`.model`) and Figures 2-4 (:mod:`.analysis`)."""
+section 2, with their *Sequence* and *Linearized* baselines."""
 from fairseq_syntax.core.method import Method, System
 
 METHOD = Method(

@@ -1,8 +1,5 @@
 """Tree Transformer: Wang, Lee & Chen (2019), "Tree Transformer: Integrating Tree Structures into Self-Attention",
-sections 4-5 and 7: constituent attention (:mod:`.attention`), ``tree_transformer_lm`` and
-``transformer_constituent`` (:mod:`.model`, :mod:`.task`), Algorithm 1 and ``fairseq-syntax-induce``
-(:mod:`.induction`, :mod:`.induce`, :mod:`.parseval`, :mod:`.link_agreement`), masked-word perplexity
-(:mod:`.masked_lm`) and Figure 5 (:mod:`.analysis`)."""
+sections 4-5 and 7."""
 from fairseq_syntax.core.method import Method, System
 
 METHOD = Method(
