@@ -44,8 +44,8 @@ from typing import Sequence
 
 @dataclass
 class Tree:
-    """A node: interior nodes carry a label and children, leaves (words) none. The shape of
-    ``fairseq_syntax.core.trees.Tree``, kept local so the script needs only the standard library."""
+    """``fairseq_syntax.core.trees.Tree``'s shape (a leaf: a word, no children), so that the script needs only the
+    standard library."""
 
     label: str
     children: list["Tree"] = field(default_factory=list)
@@ -175,10 +175,9 @@ ADJECTIVE_ENTRIES = _entries(ADJECTIVES)  # [word, target]
 VERB_TAGS = ("VBP", "VBZ", "VBD")
 
 
-def _build_targets() -> tuple[dict[tuple[str, str], str], dict[tuple[str, str], str]]:
+def _build_targets() -> tuple[dict, dict]:
     """(POS, word) -> target word for all but verbs, and (verb POS, word) -> verb stem; a clash is a table bug."""
-    words: dict[tuple[str, str], str] = {}
-    verbs: dict[tuple[str, str], str] = {}
+    words, verbs = {}, {}
 
     def add(table: dict, tag: str, word: str, target: str) -> None:
         if table.setdefault((tag, word), target) != target:
@@ -351,7 +350,7 @@ def translate(tree: Tree) -> list[str]:
 # --- dependencies
 
 #: Head rules (module docstring); a preterminal's head is its word.
-HEAD_CHILDREN: dict[str, tuple[str, ...]] = {
+HEAD_CHILDREN = {
     "S": ("VP", "S"),  # a clause: its VP; the top-level S CC S .: the first clause
     "VP": VERB_TAGS,  # the verb
     "NP": ("NN", "NNS", "PRP", "NP"),  # a base NP: its noun; NP PP, NP SBAR, NP CC NP: the first NP
@@ -362,7 +361,7 @@ HEAD_CHILDREN: dict[str, tuple[str, ...]] = {
 }
 
 #: UD v2 label of a non-head child's head word by (phrase, child label); exceptions in ``gold_dependencies``.
-DEPENDENCY_LABELS: dict[tuple[str, str], str] = {
+DEPENDENCY_LABELS = {
     ("S", "NP"): "nsubj", ("S", "S"): "conj", ("S", "CC"): "cc", ("S", "."): "punct",
     ("VP", "NP"): "obj", ("VP", "SBAR"): "ccomp", ("VP", "PP"): "obl",
     ("NP", "DT"): "det", ("NP", "JJ"): "amod", ("NP", "ADJP"): "amod", ("NP", "PP"): "nmod",
@@ -376,7 +375,7 @@ GOLD_HEAD_MASS = (0.80, 0.95)  # P(gold head | word), drawn uniformly per word
 GOLD_LABEL_MASS = (0.85, 0.97)  # P(main label | word, head), drawn uniformly per word
 ALTERNATIVE_HEADS = (1, 2)  # the rest of the head mass goes to this many other heads (the root included)
 #: the label that takes the rest of an arc's label mass: one a parser might give instead
-LABEL_CONFUSIONS: dict[str, str] = {
+LABEL_CONFUSIONS = {
     "nsubj": "obj", "obj": "nsubj", "obl": "nmod", "nmod": "obl", "det": "amod", "amod": "compound", "case": "mark",
     "mark": "case", "cc": "advmod", "conj": "appos", "ccomp": "xcomp", "acl:relcl": "advcl", "punct": "dep",
     "parataxis": "conj",
@@ -630,8 +629,7 @@ def generate_corpus(sizes: dict[str, int], seed: int, max_tokens: int = MAX_TOKE
 
 
 def write_corpus(corpus: dict[str, list[Tree]], out_dir: str, seed: int) -> None:
-    """``{split}.en`` source tokens, ``{split}.de`` target tokens, ``{split}.tree`` bracketed source trees,
-    ``{split}.arcs.jsonl`` noisy dependency distributions around the trees' head-rule dependencies (``seed``)."""
+    """The files of the module docstring, the dependency noise drawn by ``dependency_rng(seed, split)``."""
     os.makedirs(out_dir, exist_ok=True)
     for split, trees in corpus.items():
         rng = dependency_rng(seed, split)
@@ -654,8 +652,7 @@ GOLD_PARSERS = {"constituency": "gold trees (examples/demo/make_data.py)",
 
 
 def write_archive(out_dir: str, archive_dir: str, splits: list[str]) -> None:
-    """Pack the gold parses :func:`write_corpus` wrote to ``out_dir`` into the parse archive ``archive_dir``
-    (:func:`fairseq_syntax.parsing.archive.pack`'s layout). Imports the package (torch, fairseq) only then."""
+    """Pack the gold parses in ``out_dir`` into the parse archive ``archive_dir`` (imports the package only then)."""
     import contextlib
     import gzip
     import io
@@ -670,12 +667,12 @@ def write_archive(out_dir: str, archive_dir: str, splits: list[str]) -> None:
                 os.symlink(os.path.abspath(os.path.join(out_dir, f"{split}.{suffix}")),
                            os.path.join(tok, f"{split}.{suffix}"))
             with open(os.path.join(out_dir, f"{split}.{ARCS_SUFFIX}"), encoding="utf-8") as source:
-                lines = source.read().splitlines()
+                records = source.read()
             with gzip.open(os.path.join(tok, f"{split}.{ARCS_SUFFIX}.gz"), "wt", encoding="utf-8") as arcs:
-                arcs.write("".join(line + "\n" for line in lines))
+                arcs.write(records)
             with open(os.path.join(tok, f"{split}.conllu"), "w", encoding="utf-8") as conllu:
                 conllu.write("".join(conllu_of_record(json.loads(line), number)
-                                     for number, line in enumerate(lines, 1)))
+                                     for number, line in enumerate(records.splitlines(), 1)))
         with contextlib.redirect_stderr(io.StringIO()):  # its progress lines name the temporary folder
             archive.pack(tok, archive_dir, "en", splits, GOLD_PARSERS, os.path.join(tok, "no-parser-records"))
 
