@@ -163,8 +163,6 @@ def dependency_model(tmp_path_factory):
 @pytest.fixture(scope="session")
 def tagger_model(tmp_path_factory):
     """Path of a tiny untrained POS tagger of TREEBANK's tags, seed 1: arbitrary tags, the same on every run."""
-    import torch
-
     from fairseq_syntax.core.trees import parse_tree
     from fairseq_syntax.parsing.tagger import Tagger, TaggerSize, sentences_from_trees
 
