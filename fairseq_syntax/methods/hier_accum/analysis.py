@@ -7,7 +7,6 @@ to 1), averaged over tokens, heads and layers (and per layer). Batches of a ``--
 with ``src_parents`` (``task.dataset(split).batching(["src_parents"])``); any model whose decoder layers have
 ``encoder_attn`` works. ``node_fraction`` is Table 4's "Leaves/Nodes" row: the nodes' share of source positions,
 EOS left out."""
-import logging
 from dataclasses import dataclass
 from typing import Dict, Iterable, List
 
@@ -16,8 +15,6 @@ from torch import Tensor
 
 from fairseq_syntax.core import structure as st
 from fairseq_syntax.core.method import PlotCommand
-
-logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -79,15 +76,8 @@ def cross_attention_share(model, batches: Iterable[Dict]) -> CrossAttentionShare
     if tokens == 0:
         raise ValueError("no target tokens in the batches")
     share = mass / tokens  # 3 x layers
-    node_share, leaf_share, eos_share = (float(value) for value in share.mean(1))
-    return CrossAttentionShare(
-        target_tokens=tokens,
-        node_share=node_share,
-        leaf_share=leaf_share,
-        eos_share=eos_share,
-        node_fraction=nodes / max(nodes + leaves, 1),
-        layer_node_shares=[float(value) for value in share[0]],
-    )
+    return CrossAttentionShare(tokens, *(float(value) for value in share.mean(1)), nodes / max(nodes + leaves, 1),
+                               [float(value) for value in share[0]])
 
 
 def _add_plot_arguments(parser) -> None:
