@@ -21,9 +21,15 @@ import report
 import run
 
 WINDOW = os.path.join(REPO, "bench", "cuda", "window.sh")
+
+
 def sh(args, **kwargs):
     """A command's CompletedProcess, its output as text (the caller checks its exit status)."""
     return subprocess.run(args, check=False, capture_output=True, text=True, **kwargs)
+
+
+def succeeded(result):
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
 
 ROW_KEYS = ("arch", "form", "src_words", "model", "tokens_per_s_ratio", "peak_mem_ratio", "generate_ratio", "device")
@@ -40,7 +46,7 @@ def dry_run(step, out, *flags, **env):
 
 def test_step1_runs_the_set_up_check_and_names_every_cuda_variant_and_the_structure_test(tmp_path):
     result, files = dry_run(1, tmp_path / "out")
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    succeeded(result)
     assert files == ["logs.tgz", "setup.txt", "tests.log", "tests.xml"]
     assert "set-up check: passed" in (tmp_path / "out" / "setup.txt").read_text()
     cases = ElementTree.parse(tmp_path / "out" / "tests.xml").getroot().iter("testcase")
@@ -59,7 +65,7 @@ def test_step1_runs_the_set_up_check_and_names_every_cuda_variant_and_the_struct
 def test_step2_profiles_and_benchmarks_with_decoding_ratios(tmp_path):
     archs = "transformer_syntax_mask,transformer_syntax_mask:one_hot"
     result, files = dry_run(2, tmp_path / "out", "--archs", archs)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    succeeded(result)
     assert files == ["RESULTS.details.json.gz", "RESULTS.json", "RESULTS.md", "bench.log", "logs.tgz",
                      "profile.json", "profile.txt"]
     profiled = json.loads((tmp_path / "out" / "profile.json").read_text())
@@ -80,7 +86,7 @@ def test_step2_profiles_and_benchmarks_with_decoding_ratios(tmp_path):
 def test_step3_benchmarks_what_it_is_given_at_the_large_size(tmp_path):
     # a system that reads parser side data, in bf16 (bench/run.py --precision: fairseq's --bf16)
     result, files = dry_run(3, tmp_path / "out", "--archs", "transformer_ldd", "--precision", "bf16")
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    succeeded(result)
     assert files == ["RESULTS.details.json.gz", "RESULTS.json", "RESULTS.md", "bench.log", "logs.tgz"]
     rows = report.read_rows(tmp_path / "out" / "RESULTS.json")
     # the system against the transformer on its form, and (context) that transformer against the one on preorder
@@ -120,7 +126,7 @@ def test_a_step_leaves_at_most_eight_files_whatever_it_made(tmp_path):
     # the folders given relative to the caller's folder (the script runs in the repository's root)
     result = sh(["bash", str(fake / "bench" / "cuda" / "window.sh"), "1", "out", "--device", "cpu", "--work", "w"],
                 timeout=300, cwd=tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
+    succeeded(result)
     assert os.listdir(out) == ["step1.tgz"] and (tmp_path / "w").is_dir()
     listed = sh(["tar", "tzf", str(out / "step1.tgz")]).stdout
     assert "./file12.txt" in listed and "./logs.tgz" in listed
@@ -134,7 +140,7 @@ def test_prepare_copies_the_data_beside_the_repository_for_the_window(tmp_path):
     (shared / "multi30k" / "val.en.gz").write_bytes(b"x")
     os.chmod(shared / "multi30k" / "val.en.gz", 0o444)  # the shared data are read-only
     result = sh(["bash", str(repo / "bench" / "cuda" / "window.sh"), "prepare", "--data", str(shared)], timeout=120)
-    assert result.returncode == 0, result.stdout + result.stderr
+    succeeded(result)
     assert (repo / ".window" / "data" / "multi30k" / "val.en.gz").read_bytes() == b"x"
     assert (repo / ".window" / "commit.txt").exists() and "carry: .devpkgs .window" in result.stdout
 
@@ -171,7 +177,7 @@ def step4(out, flags, env=None):
 def test_step4_runs_the_studys_pending_runs_and_brings_back_what_they_wrote_never_checkpoints(corpus, tmp_path):
     folder, env, flags = step4_study(corpus, tmp_path)
     result, files, listed = step4(tmp_path / "out1", flags, env)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    succeeded(result)
     assert files == ["logs.tgz", "status.txt", "study-runs.tgz"]
     assert "2 to do; 2 at once until the step's deadline" in result.stdout
     assert "run: exit 0 (2 runs done in this step" in result.stdout
@@ -193,7 +199,7 @@ def test_step4_runs_the_studys_pending_runs_and_brings_back_what_they_wrote_neve
     # the next window: nothing left, nothing trained again, nothing brought back
     kept = {path: path.stat().st_mtime_ns for path in (folder / "runs-gpu").iterdir()}
     result, files, listed = step4(tmp_path / "out2", flags, env)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    succeeded(result)
     assert "2 done; 2 at once" in result.stdout and "0 runs done in this step" in result.stdout and listed == []
     assert {path: path.stat().st_mtime_ns for path in (folder / "runs-gpu").iterdir()} == kept
 
@@ -204,7 +210,7 @@ def test_step4_stops_its_runs_at_the_deadline_and_leaves_none_running(corpus, tm
     endless = STEP4_STUDY.replace("patience = 1\nmax_epoch = 1\n", "patience = 1000\nmax_epoch = 100000\n")
     folder, env, flags = step4_study(corpus, tmp_path, endless, seconds=120)
     result, files, _ = step4(tmp_path / "out", flags, env)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    succeeded(result)
     assert "run: exit 124, stopped at the deadline (0 runs done in this step" in result.stdout
     status = (tmp_path / "out" / "status.txt").read_text()
     assert not any(line.split()[1:2] == ["done"] for line in status.splitlines() if line.startswith("  sequence."))
@@ -236,7 +242,7 @@ def test_step4_tiny_trains_the_gpu_studys_first_run_on_the_committed_parses(tmp_
     shutil.copytree(os.path.join(REPO, "..", "shared", "data", "multi30k"), window / "data" / "multi30k")
     result, files = dry_run(4, tmp_path / "out", "--study", str(folder / "study-gpu.toml"), "--window-dir",
                             str(window), TMPDIR=own_tmpdir(tmp_path))
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    succeeded(result)
     assert files == ["logs.tgz", "status.txt", "study-runs.tgz"]
     listed = sh(["tar", "tzf", str(tmp_path / "out" / "study-runs.tgz")]).stdout.split()
     assert "runs-gpu/sequence.seed1.run.json" in listed and not any(name.endswith(".pt") for name in listed)
