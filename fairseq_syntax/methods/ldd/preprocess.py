@@ -2,21 +2,14 @@
 3.1) of each source sentence to an existing data directory of the ``sequence`` form.
 
 Inputs per split prefix ``P``: ``P.SRC`` (the BPE'd source the directory was made from) and ``P.ARCS_SUFFIX`` (the
-parser's side data, ``fairseq_syntax.parsing.dependency``). Each record's words must equal the source tokens with
-BPE merged, and the BPE token count the binarized sentence's. Labels are summed into the 16 groups of Appendix A
-(``--labels stanford`` as in the paper, or ``universal``, our UD adaptation); pairs ``(dependent, head, group)``
-below ``--floor`` are dropped; the 1-best tree (``best``) is stored where the file has it. Output:
-``{split}.SRC-TGT.SRC.ldd.{bin,idx}`` (``fairseq_syntax.methods.ldd.side_input``) and per split a report of the
-probability mass (in the file, outside the groups by label, retained after floor and quantisation), the parser's
-fallbacks (kept; the paper drops them) and records without a 1-best tree. ``--labels`` and ``--floor`` are
-recorded in ``syntax.json`` (``"ldd"``) for ``fairseq-interactive``; a later run must use the same.
-``"side_data"`` ties each split's side data to its binarized source (:mod:`fairseq_syntax.core.data_dir`).
-
-Lines ``--skip-invalid`` left out (``{split}.skipped.tsv`` in ``--destdir``) are left out of ``P.SRC`` and the
-arcs file too, unread.
-
-Every problem stops with ``FILE:LINE: problem``. Side data is written to ``.partial`` files, renamed when whole;
-stopped, the command removes them and ends in one line (:func:`fairseq_syntax.core.stopping.stopping_cleanly`)."""
+parser's side data, ``fairseq_syntax.parsing.dependency``), both without the lines ``{split}.skipped.tsv`` names
+(left unread). Each record's words must equal the source tokens with BPE merged, and the BPE token count the
+binarized sentence's. Labels are summed into the 16 groups of Appendix A; pairs ``(dependent, head, group)`` below
+``--floor`` are dropped; the 1-best tree (``best``) is stored where the file has it. Output:
+``{split}.SRC-TGT.SRC.ldd.{bin,idx}`` (:mod:`.side_input`) and per split a report of the probability mass (in the
+file, outside the groups by label, retained after floor and quantisation), the parser's fallbacks (kept; the paper
+drops them) and records without a 1-best tree. ``--labels`` and ``--floor`` are recorded in ``syntax.json``
+(``"ldd"``) for ``fairseq-interactive``; a later run must use the same."""
 import argparse
 import logging
 import math
