@@ -251,11 +251,8 @@ def test_a_refusing_worker_stops_the_others_and_leaves_no_file(tmp_path, fake_wo
         assert "out.txt.shard0-of-3.log" in left and "out.txt.shard1-of-3.log" in left
 
 
-# --- issue 50, items 7 and 8
 def model_job(corpus, tmp_path, model):
-    from fairseq_syntax.parsing.shards import model_identity
-
-    return stand_in_job(corpus, tmp_path, settings={"model": model_identity(str(model))})
+    return stand_in_job(corpus, tmp_path, settings={"model": shards.model_identity(str(model))})
 
 
 def test_a_model_file_moved_makes_the_same_shards_and_one_changed_or_missing_is_named(corpus, tmp_path):
