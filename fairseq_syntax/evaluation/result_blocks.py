@@ -18,7 +18,6 @@ stale, exit 1). The kinds:
 * ``runaway [SYSTEM ...]``: the study report's runaway hypotheses (:mod:`~fairseq_syntax.evaluation.runaway`).
 * ``induction``: the Tree Transformer's grammar induction (``examples/ptb_induction/RESULTS.json``)."""
 import argparse
-import json
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -28,7 +27,7 @@ from typing import Any, NamedTuple
 from fairseq_syntax.evaluation.runaway import source_lengths_text, system_runs
 from fairseq_syntax.evaluation.seed_systems import seeds_dataset
 from fairseq_syntax.evaluation.study_answer import p_text, verdict_text
-from fairseq_syntax.evaluation.tables import markdown_table, table_rows
+from fairseq_syntax.evaluation.tables import load_results_json, markdown_table, table_rows
 
 MODULE = "fairseq_syntax.evaluation.result_blocks"
 BEGIN = "<!-- results: generated from "
@@ -215,27 +214,14 @@ def find_blocks(lines: Sequence[str], name: str) -> list[Block]:
     return blocks
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    """A RESULTS.json's object; one that cannot be read or is not a JSON object is a ValueError naming it (and the
-    line, for JSON that does not parse)."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            results = json.load(handle)
-    except OSError as error:
-        raise ValueError(f"{path}: {error.strerror or error}") from None
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from None
-    if not isinstance(results, dict):
-        raise ValueError(f"{path}: not a RESULTS.json (no JSON object)")
-    return results
-
-
 def block_lines(block: Block, folder: Path, name: str) -> list[str]:
     """What ``block`` holds between its markers, from its RESULTS.json (read from ``folder``); one that cannot be
     read or lacks what the kind needs is a ValueError naming ``name``, the block's line and the RESULTS.json."""
     where = f"{name}:{block.begin + 1}"
     try:
-        results = _read_json(folder / block.path)
+        results = load_results_json(folder / block.path, datasets=False)
+    except OSError as error:
+        raise ValueError(f"{where}: {folder / block.path}: {error.strerror or error}") from None
     except ValueError as error:
         raise ValueError(f"{where}: {error}") from None
     try:

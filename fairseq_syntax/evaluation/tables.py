@@ -144,16 +144,18 @@ def write_results(markdown_path, markdown: str, data: dict[str, Any]) -> tuple[P
     return markdown_path, json_path
 
 
-def load_results_json(path) -> dict[str, Any]:
-    """RESULTS.json as ``write_results`` wrote it; a file that is not valid JSON, or not such a file, is a
-    ValueError naming it (and the line, for JSON that does not parse)."""
+def load_results_json(path, datasets: bool = True) -> dict[str, Any]:
+    """RESULTS.json as ``write_results`` wrote it (``datasets``: fairseq-syntax-results', else any JSON object); a
+    file that is not valid JSON, or not such a file, is a ValueError naming it (and the line, for JSON that does not
+    parse)."""
     with open(path, encoding="utf-8") as handle:
         try:
             results = json.load(handle)
         except json.JSONDecodeError as error:
             raise ValueError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from error
-    if not isinstance(results, dict) or not isinstance(results.get("datasets"), dict):
-        raise ValueError(f"{path}: not a RESULTS.json of fairseq-syntax-results (no 'datasets' object)")
+    if not isinstance(results, dict) or datasets and not isinstance(results.get("datasets"), dict):
+        raise ValueError(f"{path}: not a RESULTS.json " + (
+            "of fairseq-syntax-results (no 'datasets' object)" if datasets else "(no JSON object)"))
     return results
 
 
