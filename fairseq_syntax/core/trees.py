@@ -282,14 +282,12 @@ def clean_ptb(tree: Tree, strip_function_tags: bool = True, remove_empty: bool =
     return cleaned[0]
 
 
-
 def apply_bpe(tree: Tree, segment: Callable[[str], list[str]]) -> Tree:
     """Replace every word by its subwords ``segment(word)``, as sibling leaves under the word's parent.
 
     ``(NN father)`` -> ``(NN fa@@ ther)``: the POS node becomes the root of the word's subtree (McDonald & Chiang
-    2021, Figure 1b; Nguyen et al. 2020, Appendix 7.4 / Figure 7). A word whose
-    parent also has interior children gets its pieces as leaves of that parent. Returns a new tree.
-    """
+    2021, Figure 1b; Nguyen et al. 2020, Appendix 7.4 / Figure 7). A word whose parent also has interior children
+    gets its pieces as leaves of that parent. Returns a new tree."""
     if tree.is_leaf:
         raise TreeError(f"apply_bpe needs a bracketed tree, got the bare word {tree.label!r}")
 
@@ -376,14 +374,10 @@ def preorder(tree: Tree, preterminals: str = "auto") -> tuple[list[str], np.ndar
 
 
 def linearize(tree: Tree, preterminals: str = "auto") -> list[str]:
-    """McDonald & Chiang's (2021) "Linearized" baseline (section 3.2): interior ``X`` -> ``(X``, its children, ``)``; leaves as
-    themselves.
-
-    ``preterminals`` chooses the interior nodes exactly as in ``preorder``, so removing the ``)`` tokens gives
-    the preorder tokens.
-    """
+    """McDonald & Chiang's (2021) "Linearized" baseline (section 3.2): interior ``X`` -> ``(X``, its children,
+    ``)``; leaves as themselves. ``preterminals`` chooses the interior nodes as in ``preorder``, so removing the
+    ``)`` tokens gives the preorder tokens."""
     preterminals = _check_linearizable(tree, preterminals)
-
     tokens: list[str] = []
     stack: list[Tree | str] = [tree]  # a node, or a closing bracket to write (iterative: trees may be deep)
     while stack:

@@ -2,7 +2,8 @@
 import pytest
 import torch
 from conftest import check_half_precision
-from test_cuda import ALL_CASES, CASES, masked_lm_dir, method_cases, run_at_once, sst_dir, train_losses  # noqa: F401  (fixtures)
+from test_cuda import masked_lm_dir, sst_dir  # noqa: F401  (fixtures)
+from test_cuda import ALL_CASES, CASES, method_cases, run_at_once, train_losses
 
 import fairseq_syntax  # noqa: F401  (registers the tasks, models and criterion)
 from fairseq_syntax.core.mixed_precision import tpu_implied_by_bf16, untie_bf16_from_tpu

@@ -27,7 +27,8 @@ def wait_for(condition, process, what: str, seconds: float = 300):
         if found:
             return found
         if process.poll() is not None:
-            pytest.fail(f"the command ended (status {process.returncode}) before {what}: {process.stderr.read()[-3000:]}")
+            pytest.fail(f"the command ended (status {process.returncode}) before {what}: "
+                        f"{process.stderr.read()[-3000:]}")
         time.sleep(0.02)
     process.kill()
     pytest.fail(f"no {what} within {seconds} s")
