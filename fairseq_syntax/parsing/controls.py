@@ -71,16 +71,18 @@ def line_rng(seed: int, line: int) -> random.Random:
 # --- constituency
 
 
-def pos_nodes(tree: trees.Tree) -> list[trees.Tree]:
-    """The units of ``tree`` left to right: its POS nodes and words attached directly to a phrase."""
-    found, stack = [], [tree]
+def units_and_phrases(tree: trees.Tree) -> tuple[list[trees.Tree], list[trees.Tree]]:
+    """The units of ``tree`` left to right (its POS nodes and words attached directly to a phrase) and its inner
+    nodes above them in preorder, the root first."""
+    units, phrases, stack = [], [], [tree]
     while stack:
         node = stack.pop()
         if node.is_leaf or node.is_preterminal:
-            found.append(node)
+            units.append(node)
         else:
+            phrases.append(node)
             stack.extend(reversed(node.children))
-    return found
+    return units, phrases
 
 
 def _split_point(start: int, end: int, control: str, rng: random.Random) -> int:
@@ -102,7 +104,7 @@ def _check_changes(control: str, kind: str) -> None:
 def control_tree(tree: trees.Tree, control: str, rng: random.Random) -> trees.Tree:
     """``tree``'s POS nodes under a ``control`` tree (module docstring); ``tree`` is not changed."""
     _check_changes(control, "trees")
-    nodes = pos_nodes(tree)
+    nodes = units_and_phrases(tree)[0]
     if len(nodes) == 1 and nodes[0] is tree:  # the root is itself a POS node
         return trees.Tree(tree.label, list(tree.children))
     if control == "struct":
@@ -122,17 +124,6 @@ def control_tree(tree: trees.Tree, control: str, rng: random.Random) -> trees.Tr
     if root is nodes[0]:  # a single POS node: under the root
         return trees.Tree(tree.label, [root])
     return trees.Tree(tree.label, root.children)
-
-
-def phrase_nodes(tree: trees.Tree) -> list[trees.Tree]:
-    """The inner nodes of ``tree`` above its units (:func:`pos_nodes`), in preorder: the root first."""
-    found, stack = [], [tree]
-    while stack:
-        node = stack.pop()
-        if not (node.is_leaf or node.is_preterminal):
-            found.append(node)
-            stack.extend(reversed(node.children))
-    return found
 
 
 def lukasiewicz_rotation(counts: list[int]) -> list[int]:
@@ -172,7 +163,7 @@ def tree_of_counts(counts: list[int], labels: list[str], units: list[trees.Tree]
 
 def structure_only_tree(tree: trees.Tree, rng: random.Random) -> trees.Tree:
     """The ``struct`` control of ``tree``. Draws: ``rng.shuffle`` of the counts, then of the labels."""
-    units, phrases = pos_nodes(tree), phrase_nodes(tree)
+    units, phrases = units_and_phrases(tree)
     counts = [len(node.children) for node in phrases] + [0] * len(units)
     rng.shuffle(counts)
     labels = [node.label for node in phrases[1:]]

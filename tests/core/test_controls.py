@@ -57,14 +57,14 @@ def test_a_control_tree_keeps_the_leaves_and_the_pos_nodes_with_their_tags():
     parses = [SENTENCE, LONGER, "(S (XX fa@@) (XX ther))", "(NP (XX a) (XX b) (XX c))"]
     for text in parses:
         tree = trees.parse_tree(text)
-        preterminals = [str(node) for node in controls.pos_nodes(tree)]
+        preterminals = [str(node) for node in controls.units_and_phrases(tree)[0]]
         for kind in BINARY:
             for seed in range(1, 20):
                 made = controls.control_tree(tree, kind, controls.line_rng(seed, 3))
                 assert made.leaves() == tree.leaves() and made.label == tree.label
-                assert [str(node) for node in controls.pos_nodes(made)] == preterminals
+                units, inner = controls.units_and_phrases(made)
+                assert [str(node) for node in units] == preterminals
                 # binary above the POS nodes, every inner node but the root labelled X
-                inner = controls.phrase_nodes(made)
                 assert all(len(node.children) == 2 for node in inner)
                 assert all(node.label == controls.CONTROL_LABEL for node in inner if node is not made)
     assert str(trees.parse_tree(SENTENCE)) == SENTENCE  # the parse is not changed
@@ -267,9 +267,9 @@ def test_a_structure_only_tree_of_four_words_by_hand():
 
 def _shape(tree):
     """(phrase labels, sorted; child counts of the phrases, sorted; units)"""
-    phrases = controls.phrase_nodes(tree)
+    units, phrases = controls.units_and_phrases(tree)
     return (sorted(node.label for node in phrases), sorted(len(node.children) for node in phrases),
-            [str(node) for node in controls.pos_nodes(tree)])
+            [str(node) for node in units])
 
 
 def test_a_structure_only_tree_keeps_phrases_arities_labels_and_words():
