@@ -293,7 +293,6 @@ def test_the_arcs_file_is_read_back_by_the_project_reader_one_record_per_tree(de
 
 
 def test_the_gold_parses_are_packed_into_a_parse_archive_a_study_reads(demo_dir, tmp_path):
-    """--archive: a parse archive whose checksums hold and which unpacks to the generator's files and gold CoNLL-U."""
     store, tok = str(demo_dir / "parses"), tmp_path / "tok"
     manifest = archive.verify(store)
     assert manifest["source"] == "en"

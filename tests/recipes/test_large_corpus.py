@@ -227,7 +227,6 @@ def test_merge_dictionaries_names_the_file_and_line_of_a_bad_entry(tmp_path, con
     (None, "src.en: no such file"),
 ])
 def test_normalize_names_the_file_and_line_of_bad_input_and_writes_nothing(tmp_path, source, problem):
-    """Bad input to the guide's first command is one line naming file and line, and leaves no tokens behind."""
     from fairseq_syntax.parsing import normalize
 
     if source is not None:

@@ -57,7 +57,6 @@ def study(tmp_path):
 
 
 def test_a_run_resumes_under_a_larger_budget_or_other_loader_workers_but_not_other_settings():
-    """A run goes on from checkpoints only of the same command, budget and --num-workers aside (runner.resume_key)."""
     started = ["fairseq-train", "data", "--arch", "transformer", "--max-epoch", "20", "--seed", "1", "--cpu"]
     assert runner.resume_key(started) == ["fairseq-train", "data", "--arch", "transformer", "--seed", "1", "--cpu"]
     assert runner.resume_key([*started[:4], "--max-epoch=30", *started[6:], "--num-workers", "0"]) \
@@ -74,7 +73,6 @@ def test_a_run_resumes_under_a_larger_budget_or_other_loader_workers_but_not_oth
                                                  ('device = "cuda"', False, 0)])
 def test_a_cpu_run_loads_its_batches_in_the_training_process_unless_it_chooses_its_loader_workers(study, extra, added,
                                                                                                  options):
-    """--num-workers 0 on a CPU that does not choose its own; a GPU run, or one that chooses, keeps what it has."""
     config, run = study(extra)
     args = train_arguments(config, run, "W")
     assert (args[-2:] == ["--num-workers", "0"]) is added
@@ -96,7 +94,6 @@ def fake_fairseq(monkeypatch, calls: list, generate_output: str = ""):
 
 
 def test_a_run_killed_during_its_first_save_goes_on_from_its_checkpoint(study, monkeypatch):
-    """A kill during the first save leaves checkpoints to go on from: nothing is removed."""
     config, run = study()
     checkpoints = checkpoints_dir(config, run.name)
     checkpoints.mkdir(parents=True)
@@ -121,7 +118,6 @@ def test_a_run_killed_during_its_first_save_goes_on_from_its_checkpoint(study, m
 
 
 def test_checkpoints_of_the_old_form_go_on_under_their_command_and_no_other(study, monkeypatch):
-    """Old checkpoints with ``train_command.txt`` go on when it is this command's; another command stops them."""
     config, run = study()
     checkpoints = checkpoints_dir(config, run.name)
     checkpoints.mkdir(parents=True)
@@ -164,7 +160,6 @@ def test_a_decode_keeps_its_hypotheses_and_gzipped_logs(study, monkeypatch):
 
 
 def test_a_packed_run_is_finished_and_not_trained_again_even_with_its_checkpoint_left(study, monkeypatch):
-    """A run whose record and decode are packed in the runs' archive is done: execute trains nothing."""
     config, run = study()
     runs = runs_dir(config)
     runs.mkdir()
@@ -184,7 +179,6 @@ def test_a_packed_run_is_finished_and_not_trained_again_even_with_its_checkpoint
     fake_fairseq(monkeypatch, calls)
     outcome = runner.execute(runner.RunTask(str(config.path), run.name))
     assert (outcome.state, calls) == ("finished", [])
-
 
 
 def test_a_run_keeps_its_test_set_before_training_and_a_size_of_a_study_over_sizes_keeps_none(study, monkeypatch):
