@@ -13,8 +13,12 @@ import torch
 from conftest import REPO, TRANSLATION, build_on_cpu
 
 sys.path.insert(0, os.path.join(REPO, "bench"))
+import from_logs  # noqa: E402
+import measure  # noqa: E402
 import precision  # noqa: E402
+import profile_step  # noqa: E402
 import report  # noqa: E402
+import run  # noqa: E402
 import synthetic  # noqa: E402
 
 from fairseq_syntax.core import trees  # noqa: E402
@@ -62,8 +66,6 @@ def test_ratios_are_paired_within_rounds_before_the_median():
 
 
 def test_batches_are_fairseqs_batch_by_size_over_length_sorted_ids():
-    import run
-
     sizes = run.np.array([5, 3, 9, 5, 3, 5])
     # sorted ids 1, 4 (3 tokens), 0, 3, 5 (5), 2 (9); at most 10 tokens = longest x sentences
     assert run.make_batches(sizes, max_tokens=10, count=3) == [[1, 4], [0, 3], [5]]
@@ -72,8 +74,6 @@ def test_batches_are_fairseqs_batch_by_size_over_length_sorted_ids():
 
 
 def test_the_benchmarked_archs_are_the_registrys_translation_systems_and_the_bench_variants(capsys):
-    import run
-
     # what the method descriptions say today: no baselines, no ablations, translation only; --list: each system's
     # --archs name, data directory, side data and what fairseq trains
     assert run.main(["--list"]) == []
@@ -92,8 +92,6 @@ def test_the_benchmarked_archs_are_the_registrys_translation_systems_and_the_ben
 
 
 def test_a_method_added_to_the_registry_is_benchmarked_from_its_description():
-    import run
-
     def system(arch, form="sequence", preterminals="auto", side_inputs=(), model_args=()):
         return SimpleNamespace(arch=arch, form=form, preterminals=preterminals, side_inputs=side_inputs,
                                model_args=model_args)
@@ -115,8 +113,6 @@ def test_a_method_added_to_the_registry_is_benchmarked_from_its_description():
 
 def test_a_precision_on_the_cpu_goes_with_no_speed_options_and_is_refused_with_them():
     """bench/cuda/window.sh's CPU dry run of steps 2-3 passes --no-speed-options --precision bf16 --quick."""
-    import run
-
     settings = run.settings_from(run.parse_args(["--quick", "--no-speed-options", "--precision", "bf16"]))
     assert (settings.precision, settings.speed_length) == ("bf16", None)
     with pytest.raises(SystemExit, match="--precision with the CPU speed options: add --no-speed-options"):
@@ -126,8 +122,6 @@ def test_a_precision_on_the_cpu_goes_with_no_speed_options_and_is_refused_with_t
 
 
 def test_a_variant_trains_its_own_arch_against_the_same_baseline(capsys):
-    import run
-
     args = run.parse_args(["--archs", "transformer_hier_accum,transformer_hier_accum:dense"])
     # an arch fairseq does not know is skipped and reported; a variant needs its own arch registered
     archs, skipped = run.choose_archs(args, {"transformer_hier_accum_tiny"}, run.QUICK)
@@ -153,7 +147,6 @@ def test_a_variant_trains_its_own_arch_against_the_same_baseline(capsys):
 
 def test_the_measuring_server_registers_the_dense_arch():
     """What measure.py's server lists first (its ARCHS line, which run.py's Measurer reads in the quick run)."""
-    import measure
     from fairseq.models import ARCH_MODEL_REGISTRY
 
     measure.import_models()
@@ -220,8 +213,6 @@ def line(round_index, system, tokens, mem=100.0, generated=None):
 
 
 def test_ratio_table_from_logs_pairs_each_system_with_its_baseline_within_a_log_and_round(tmp_path):
-    import from_logs
-
     mask, baseline = "transformer_syntax_mask (preorder)", "transformer (preorder)"
     naive = "transformer_hier_accum (dense, naive) (preorder-split)"
     first, second = tmp_path / "a.log", tmp_path / "b.log"
@@ -245,8 +236,6 @@ def test_ratio_table_from_logs_pairs_each_system_with_its_baseline_within_a_log_
 
 # --- cut short: round pairs, from_logs
 def test_a_time_budget_stops_the_rounds_and_ratios_pair_only_rounds_both_sides_ran(monkeypatch):
-    import run
-
     clock = SimpleNamespace(now=1000.0)
     monkeypatch.setattr(run.time, "time", lambda: clock.now)
     monkeypatch.setattr(run, "log", lambda message: None)
@@ -272,8 +261,6 @@ def test_a_time_budget_stops_the_rounds_and_ratios_pair_only_rounds_both_sides_r
 
 
 def test_each_baseline_is_measured_next_to_the_systems_on_its_form():
-    import run
-
     mask, ldd = run.System("transformer_syntax_mask", run.Form("preorder")), run.System("transformer_ldd",
                                                                                          run.Form("sequence"))
     systems = run.measured_systems([ldd, mask], [run.Form("preorder"), run.Form("sequence")])
@@ -290,8 +277,6 @@ def test_decoding_ratio_only_where_both_sides_decoded():
 
 
 def test_from_logs_reads_device_model_command_and_decoding_from_the_log(tmp_path):
-    import from_logs
-
     log = tmp_path / "bench.log"
     pascal, baseline = "transformer_pascal (sequence)", "transformer (sequence)"
     log.write_text("# command: python3 bench/run.py --model-size large\n[bench 06:40:00] model size: large\n"
@@ -310,8 +295,6 @@ def test_from_logs_reads_device_model_command_and_decoding_from_the_log(tmp_path
 
 # --- decoding at a fixed length
 def test_decoding_is_held_at_the_longest_references_length(data_dirs):
-    import measure
-
     task, model, _, _, _ = build_on_cpu([data_dirs["preorder"], *TRANSLATION, "--arch",
                                          "transformer_syntax_mask_tiny"])
     task.load_dataset("train")
@@ -325,18 +308,14 @@ def test_decoding_is_held_at_the_longest_references_length(data_dirs):
 
 
 def test_the_table_names_the_command_that_measures_it_without_places_or_time_limits():
-    from run import reproducing_command
-
-    assert (reproducing_command(["--no-speed-options", "--repeats", "2", "--time-budget", "110", "--out", "x",
-                                 "--work=y", "--deadline", "5"])
+    assert (run.reproducing_command(["--no-speed-options", "--repeats", "2", "--time-budget", "110", "--out", "x",
+                                     "--work=y", "--deadline", "5"])
             == "python3 bench/run.py --no-speed-options --repeats 2")
-    assert reproducing_command(["--device", "cuda", "--lengths", "16"]) == \
+    assert run.reproducing_command(["--device", "cuda", "--lengths", "16"]) == \
         "python3 bench/run.py --device cuda --lengths 16 --out bench/cuda"
 
 
 def test_the_profile_summary_sets_each_step_against_the_transformer_on_its_form_with_and_without_collation():
-    import profile_step
-
     def record(system, form, baseline, step_ms, collate_ms, kernels):
         return {"system": system, "form": form, "baseline": baseline, "step_ms": step_ms, "collate_ms": collate_ms,
                 "kernels": kernels, "aten_calls": 10 * kernels}
@@ -354,8 +333,6 @@ def test_the_profile_summary_sets_each_step_against_the_transformer_on_its_form_
 
 
 def test_the_collation_table_sets_each_system_against_the_transformer_on_its_form(tmp_path):
-    import profile_step
-
     records = [{"system": "transformer (sequence)", "form": "sequence", "baseline": True, "collate_ms": 1.25},
                {"system": "transformer_ldd (sequence)", "form": "sequence", "baseline": False, "collate_ms": 10.0}]
     profile_step.write_collation(str(tmp_path), records, 64)
