@@ -16,8 +16,6 @@ is one line (file, expected, found) and is removed. ``--url``: a mirror or a fol
 from __future__ import annotations
 
 import argparse
-import gzip
-import hashlib
 import os
 import shutil
 import sys
@@ -25,6 +23,10 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from fairseq_syntax.evaluation.packed_runs import sha256_of
+from fairseq_syntax.study.config import ConfigError, load_study
+from fairseq_syntax.study.prepare.engine import line_count
 
 
 @dataclass(frozen=True)
@@ -64,20 +66,10 @@ class FetchError(Exception):
     """One line: the file and what is wrong with it."""
 
 
-def sha256(path: Path) -> str:
-    with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
-
-
-def line_count(path: Path) -> int:
-    with (gzip.open if path.name.endswith(".gz") else open)(path, "rb") as handle:
-        return sum(1 for _ in handle)
-
-
 def problem(corpus: Corpus, folder: Path, name: str, path: Path) -> str | None:
     """Why ``path`` (holding the corpus's file ``name``) is not the file: its digest, else its lines; None if it is."""
     if name in corpus.digests:
-        found = sha256(path)
+        found = sha256_of(path)
         return None if found == corpus.digests[name] else f"SHA-256 {found}, not {corpus.digests[name]}"
     stem = name.split(".")[0]
     lines = line_count(path)
@@ -120,8 +112,6 @@ def fetch(corpus: Corpus, folder: Path, url: str, progress=print) -> list[str]:
 
 def study_folder(study: str) -> Path:
     """The ``corpus.raw`` folder of a study file (its ``study.base`` followed)."""
-    from fairseq_syntax.study.config import ConfigError, load_study
-
     try:
         config = load_study(study)
     except ConfigError as error:
