@@ -7,6 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from conftest import one_word_batch, parents_batch, random_preorder_tree
+from test_structure import strict_ancestors
 from fairseq import metrics
 
 from fairseq_syntax.core import structure as st
@@ -20,15 +21,6 @@ from fairseq_syntax.methods.dependency_supervision.targets import IGNORE
 from fairseq_syntax.methods.hier_accum.accumulation import accumulation_structure
 from fairseq_syntax.methods.syntax_mask.relations import NUM_RELATIONS, relation_ids
 from fairseq_syntax.methods.tree_transformer.attention import ConstituentAttention
-
-
-def walked_ancestors(row, k):
-    """Position k and its ancestors, walking up a row of absolute parents."""
-    found = {k}
-    while row[k] >= 0:
-        k = row[k]
-        found.add(k)
-    return found
 
 
 def random_parent_row(rng, size):
@@ -53,7 +45,7 @@ def test_pointer_doubling_agrees_with_a_walk_up_the_parents():
         parents[b, :len(row)] = torch.tensor(row)
     dominance = st.ancestor_or_self(parents)
     for b, row in enumerate(rows):
-        expected = [[i < len(row) and j < len(row) and i in walked_ancestors(row, j) for j in range(width)]
+        expected = [[i < len(row) and j < len(row) and (i == j or i in strict_ancestors(row, j)) for j in range(width)]
                     for i in range(width)]
         assert dominance[b].tolist() == expected, row
 
@@ -65,7 +57,7 @@ def python_sizes(rows):
         valid = [k for k in range(len(row)) if row[k] != st.PAD]
         row_leaves = [k for k in valid if k not in row]
         leaves, nodes = max(leaves, len(row_leaves)), max(nodes, len(valid) - len(row_leaves))
-        depth = max([depth] + [len(walked_ancestors(row, k)) - 1 for k in row_leaves])
+        depth = max([depth] + [len(strict_ancestors(row, k)) for k in row_leaves])
     return {"leaves": leaves, "nodes": nodes, "depth": depth}
 
 

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 import torch
-from conftest import random_preorder_tree
+from conftest import parents_batch, random_preorder_tree
 
 from fairseq_syntax.core import structure as st
 from fairseq_syntax.core.structure import PAD
@@ -37,10 +37,6 @@ FATHER_RELATIONS = [
 ]
 
 
-def batch(*trees, **options):
-    return st.collate_parents([np.array(tree, dtype=np.int16) for tree in trees], **options)
-
-
 # --- collation
 
 
@@ -55,7 +51,7 @@ def batch(*trees, **options):
     ([[-1, 0], []], {}, [[-1, 0, -1], [-1, PAD, PAD]]),  # an empty sentence
 ])
 def test_collate_by_hand(trees, options, expected):
-    parents = batch(*trees, **options)
+    parents = parents_batch(*trees, **options)
     assert parents.tolist() == expected and parents.dtype == torch.long
 
 
@@ -88,7 +84,7 @@ def test_collate_preorder_error_names_sentence_positions_under_left_padding():
 
 def test_collate_rejects_too_short_pad_length():
     with pytest.raises(ValueError, match="pad_to_length=3 is shorter than the longest row \\(4\\)"):
-        batch([-1, 0, 0], pad_to_length=3)
+        parents_batch([-1, 0, 0], pad_to_length=3)
 
 
 @pytest.mark.parametrize(
@@ -115,7 +111,7 @@ def test_batch_functions_reject_non_integer_and_wrong_rank():
 
 
 def test_relations_he_is_my_father_with_eos():
-    assert relations.relation_ids(batch(FATHER)).tolist() == [FATHER_RELATIONS]
+    assert relations.relation_ids(parents_batch(FATHER)).tolist() == [FATHER_RELATIONS]
     # the names --mask-relations takes, of rows (S (VP (VBZ (NP (PRP$ my He (. to the second NP (Figure 1c)
     assert [relations.RELATION_NAMES[FATHER_RELATIONS[i][7]] for i in (0, 4, 5, 7, 8, 9, 3, 12)] == [
         "anc", "parent", "left-sib", "self", "child", "desc", "left-other", "right-other"]
@@ -124,7 +120,7 @@ def test_relations_he_is_my_father_with_eos():
 def test_relations_bpe_split_word_makes_subword_siblings():
     # (NN fa@@ ther): the preterminal NN (10) has two subword leaves, 11 and 12; "." moves to 14.
     tree = [-1, 0, 1, 2, 0, 4, 5, 4, 7, 8, 7, 10, 10, 0, 13]
-    rel = relations.relation_ids(batch(tree, append_eos=False))[0]
+    rel = relations.relation_ids(parents_batch(tree, append_eos=False))[0]
     #                        S  NP PRP He VP VBZ is NP PRP$ my NN fa ther (.  .
     assert rel[11].tolist() == [D, RO, RO, RO, D, RO, RO, D, RO, RO, C, S, LS, LO, LO]  # fa@@
     assert rel[12].tolist() == [D, RO, RO, RO, D, RO, RO, D, RO, RO, C, RS, S, LO, LO]  # ther
@@ -132,7 +128,7 @@ def test_relations_bpe_split_word_makes_subword_siblings():
 
 
 def test_unary_chain():
-    parents = batch([-1, 0, 1, 2])  # (S (VP (VB go))) + EOS
+    parents = parents_batch([-1, 0, 1, 2])  # (S (VP (VB go))) + EOS
     assert relations.relation_ids(parents).tolist() == [
         [
             [S, P, A, A, LO],
@@ -152,20 +148,20 @@ def test_unary_chain():
 
 
 def test_one_word_sentence_and_eos_are_two_unrelated_roots():
-    parents = batch([-1])
+    parents = parents_batch([-1])
     assert relations.relation_ids(parents).tolist() == [[[S, LO], [RO, S]]]
     assert st.is_leaf(parents).tolist() == [[True, True]]
     assert st.ancestor_or_self(parents).tolist() == [[[True, False], [False, True]]]
 
 
 def test_two_roots_are_not_siblings_but_their_children_are():
-    rel = relations.relation_ids(batch([-1, 0, 0]))[0]
+    rel = relations.relation_ids(parents_batch([-1, 0, 0]))[0]
     assert rel[1, 2] == LS and rel[2, 1] == RS
     assert rel[0, 3] == LO and rel[3, 0] == RO
 
 
 def test_padding_relation_mask_and_dominance():
-    parents = batch([-1, 0], [-1])
+    parents = parents_batch([-1, 0], [-1])
     assert st.is_leaf(parents).tolist() == [[False, True, True], [True, True, False]]  # padding is no leaf
     assert relations.relation_ids(parents)[1].tolist() == [[S, LO, X], [RO, S, X], [X, X, X]]
     assert st.ancestor_or_self(parents).tolist() == [
@@ -178,7 +174,7 @@ def test_padding_relation_mask_and_dominance():
 
 
 def test_depths_leaves_and_spans_he_is_my_father():
-    parents = batch(FATHER)
+    parents = parents_batch(FATHER)
     #            S NP PRP He VP VBZ is NP PRP$ my NN fa (. . EOS
     depths = [[0, 1, 2, 3, 1, 2, 3, 2, 3, 4, 3, 4, 1, 2, 0]]
     assert (st.ancestor_or_self(parents).sum(1) - 1).tolist() == depths
@@ -198,7 +194,7 @@ HIER = [-1, 0, 1, 1, 0, 4, 4, 6, 6]
 
 
 def test_leaf_node_split_pads_rows_to_the_batch_maximum():
-    split = st.leaf_node_split(batch(HIER, [-1, 0, 0]))
+    split = st.leaf_node_split(parents_batch(HIER, [-1, 0, 0]))
     assert split["leaf_pos"].tolist() == [[2, 3, 5, 7, 8, 9], [1, 2, 3, 0, 0, 0]]
     assert split["leaf_mask"].tolist() == [[True] * 6, [True] * 3 + [False] * 3]
     assert split["node_pos"].tolist() == [[0, 1, 4, 6], [0, 0, 0, 0]]
@@ -206,7 +202,7 @@ def test_leaf_node_split_pads_rows_to_the_batch_maximum():
 
 
 def test_dominance_blocks():
-    parents = batch(HIER)
+    parents = parents_batch(HIER)
     node_over_node, node_over_leaf = st.dominance_blocks(parents, st.leaf_node_split(parents))
     #                           S  NP VP NP
     assert node_over_node.int().tolist() == [[
@@ -270,7 +266,7 @@ def test_vectorised_structure_matches_reference_on_random_trees(left_pad):
     trees = [random_preorder_tree(rng, int(rng.integers(1, 26))) for _ in range(50)]
     for start in range(0, len(trees), 10):
         chunk = trees[start : start + 10]
-        parents = batch(*chunk, left_pad=left_pad)
+        parents = parents_batch(*chunk, left_pad=left_pad)
         relation_matrix = relations.relation_ids(parents)
         dominance = st.ancestor_or_self(parents)
         split = st.leaf_node_split(parents)
@@ -299,7 +295,7 @@ def test_vectorised_structure_matches_reference_on_random_trees(left_pad):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_gives_the_same_results_as_cpu():
-    parents = batch(FATHER, [-1, 0, 1, 2], [-1], HIER, left_pad=True)
+    parents = parents_batch(FATHER, [-1, 0, 1, 2], [-1], HIER, left_pad=True)
     on_gpu = parents.cuda()
     assert torch.equal(relations.relation_ids(on_gpu).cpu(), relations.relation_ids(parents))
     assert torch.equal(st.ancestor_or_self(on_gpu).cpu(), st.ancestor_or_self(parents))
