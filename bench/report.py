@@ -81,8 +81,7 @@ def write_rows(path: str, rows: List[Dict]) -> None:
 
 def read_rows(path) -> List[Dict]:
     with open(path) as f:
-        table = json.load(f)
-    return [{c: value for c, value in zip(table["columns"], row) if value is not None} for row in table["rows"]]
+        return [{c: value for c, value in row.items() if value is not None} for row in tables.table_rows(json.load(f))]
 
 
 def progress_line(round_index: int, repeats: int, n_words: int, system: str, option: str, result: Dict) -> str:
