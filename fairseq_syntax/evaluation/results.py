@@ -237,11 +237,6 @@ def braced(paths: Sequence[str]) -> list[str]:
             for prefix, seeds, suffix in shown]
 
 
-def _braced_lists(argv: list[str]) -> list[str]:
-    """``argv`` with each comma-joined list of seeds' files :func:`braced`."""
-    return [",".join(braced(word.split(","))) if "," in word else word for word in argv]
-
-
 def _row_commands(system: SeedSystem) -> dict[str, list[str]]:
     """The words of a row's commands: its first seed's training and decoding with the seed as ``$SEED``, and the
     scoring over its seeds (each where recorded)."""
@@ -254,7 +249,7 @@ def _row_commands(system: SeedSystem) -> dict[str, list[str]]:
             commands[step] = words if seed is None else with_seed_variable(words, seed)
     over_seeds, one_run = record_argv(system.over_seeds or {}, "score_command"), record_argv(first, "score_command")
     if over_seeds:
-        commands["score"] = _braced_lists(over_seeds)
+        commands["score"] = [",".join(braced(word.split(","))) for word in over_seeds]  # a list of seeds' files
     elif one_run:
         commands["score"] = one_run if seed is None else with_seed_variable(one_run, seed)
     return commands

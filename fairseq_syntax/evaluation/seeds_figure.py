@@ -14,12 +14,6 @@ LABELS = {"parse": "parse", "control": "control", "none": "words only"}
 CONTROL_GAP = 0.7  # a control sits this far from its system; other columns one apart
 
 
-def _kind(structure: str) -> str:
-    if structure.startswith("control"):
-        return "control"
-    return "none" if structure.startswith("none") else "parse"
-
-
 def recorded_comparisons(results: dict, dataset: str | None = None) -> Comparisons:
     """The comparisons the seeds table of ``results`` (:func:`seeds_dataset`) was made with, as RESULTS.json
     records them; a ValueError for a table written before it recorded them."""
@@ -39,7 +33,8 @@ def seeds_rows(results: dict, dataset: str | None = None, metric: str = "BLEU") 
     for row in entry["table"]["rows"]:
         cell = row.get(column)
         if cell:
-            rows.append({"system": row["System"], "kind": _kind(row["Structure read"]), **cell})
+            kind = next((kind for kind in ("control", "none") if row["Structure read"].startswith(kind)), "parse")
+            rows.append({"system": row["System"], "kind": kind, **cell})
     if not rows:
         raise ValueError(f"no {metric} over seeds in the seeds table of {dataset!r} (its columns: "
                          f"{', '.join(entry['table'].get('columns', []))})")
@@ -100,7 +95,8 @@ def plot_seeds(results_json: str, output: str, dataset: str | None = None, metri
     if baseline:
         handles.append(Line2D([], [], color="gray", linestyle="--", linewidth=0.8,
                               label=f"{comparisons.baseline} mean"))
-    axes.legend(handles=handles, fontsize=7, ncol=3 if width >= 6 else 2, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
+    axes.legend(handles=handles, fontsize=7, ncol=3 if width >= 6 else 2, loc="lower center",
+                bbox_to_anchor=(0.5, 1.0), frameon=False)
     figure.suptitle(f"{dataset}: {metric} over seeds", fontsize=9, y=0.99)
     figure.tight_layout()
     save_figure(figure, output, dpi=96)

@@ -80,11 +80,6 @@ class Table:
         return table_json(self.header, ([cell.value for cell in row] for row in self.rows), lists)
 
 
-def results_json_path(markdown_path) -> Path:
-    """RESULTS.json beside RESULTS.md (the Markdown file's name with the suffix .json)."""
-    return Path(markdown_path).with_suffix(".json")
-
-
 def _key_text(key) -> str:
     return json.dumps(key if isinstance(key, str) else json.dumps(key), ensure_ascii=False)
 
@@ -136,7 +131,7 @@ def write_results(markdown_path, markdown: str, data: dict[str, Any]) -> tuple[P
     """Write ``markdown`` to ``markdown_path`` (RESULTS.md) and ``data`` to RESULTS.json beside it
     (:func:`results_text`). Returns both paths."""
     markdown_path = Path(markdown_path)
-    json_path = results_json_path(markdown_path)
+    json_path = markdown_path.with_suffix(".json")
     markdown_path.parent.mkdir(parents=True, exist_ok=True)
     # each whole or not at all: the other lane may read them meanwhile (its commit, its figure)
     write_atomically(markdown_path, markdown if markdown.endswith("\n") else markdown + "\n")
