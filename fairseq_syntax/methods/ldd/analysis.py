@@ -1,7 +1,5 @@
 """Attention maps of the LDD layer (Pu & Sima'an 2022, Figures 5-6): what each of the 16 label-group heads of the
 first encoder layer attends to (query i, key j), for one source sentence of a data directory."""
-from __future__ import annotations
-
 import logging
 from typing import Dict, List, Optional, Sequence, Tuple
 

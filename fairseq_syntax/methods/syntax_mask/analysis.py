@@ -6,8 +6,6 @@
 * :func:`sentence_masks` (model, tree, layer, preterminals) -> ``H x n x n`` summed masks ``-exp(s[h, rel_ij])``
   for one sentence's preorder tokens (Figure 2), and the tokens.
 """
-from __future__ import annotations
-
 import logging
 from typing import List, Tuple
 

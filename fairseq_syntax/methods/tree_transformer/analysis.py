@@ -2,8 +2,6 @@
 
 ``C^l_ij`` (eqs. 3-4) is the probability that words ``i`` and ``j`` are in one constituent at layer ``l``; blocks
 on the diagonal that grow from layer to layer are the induced constituents."""
-from __future__ import annotations
-
 import logging
 from typing import Optional, Sequence
 

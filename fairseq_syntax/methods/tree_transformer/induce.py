@@ -11,8 +11,6 @@ a ``--gold`` with under half the words matching is refused (:func:`check_alignme
 Reports, for all sentences and those of at most ``--short`` words: sentence-level mean F1 (the paper's number) and
 corpus-level F1 of the induced trees and of left-branching, right-branching and random trees (:data:`RANDOM_DRAWS`,
 as in Kim et al.'s code), and recall per gold label."""
-from __future__ import annotations
-
 import argparse
 import dataclasses
 import re

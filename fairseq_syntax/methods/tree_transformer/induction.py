@@ -10,8 +10,6 @@ Algorithm 1 (``descend_above=None``): from the top layer, split a span at its we
 lower, or leave the span flat at ``min_layer``. Spans of one or two words are not split. ``descend_above=0.7`` is
 the authors' released variant: a half moves down only when its own weakest link is above 0.7, else is split again
 at the current layer."""
-from __future__ import annotations
-
 from typing import Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np

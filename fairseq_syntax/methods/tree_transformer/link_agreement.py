@@ -8,8 +8,6 @@ link of each POS tag pair per layer, beside the median size of its smallest gold
 
 Inputs: per sentence, links ``L x (n-1)`` and a
 :class:`~fairseq_syntax.methods.tree_transformer.parseval.GoldSentence`."""
-from __future__ import annotations
-
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Dict, Iterable, List, Sequence, Tuple

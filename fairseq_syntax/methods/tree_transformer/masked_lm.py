@@ -7,8 +7,6 @@ fairseq ``masked_lm`` model whose forward takes ``masked_tokens`` (``roberta*``,
     python3 -m fairseq_syntax.methods.tree_transformer.masked_lm CKPT --input SENTENCES [--data DIR] [--json OUT]
 
 Shapes: a sentence is a 1-D LongTensor ``<s> w_1 .. w_n </s>``; the model sees ``n x (n+2)`` rows."""
-from __future__ import annotations
-
 import argparse
 import json
 import math

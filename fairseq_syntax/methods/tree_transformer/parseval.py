@@ -15,8 +15,6 @@ Tables 1-2) follows; per-label recall is its Table 3 (after Kim et al. 2019b):
   under its own label).
 
 Spans are ``(start, end)``, end exclusive."""
-from __future__ import annotations
-
 from dataclasses import asdict, dataclass
 from typing import Dict, FrozenSet, Iterable, Sequence, Tuple
 
