@@ -291,26 +291,6 @@ def f1_cell(parse: dict, key: str = "sentence_f1", system: str = "Tree Transform
     return Cell(values, " / ".join(f"{value:.1f}" for value in values))
 
 
-def params_cell(params: str) -> Cell:
-    """fairseq's logged parameter count ("3,221,249")."""
-    return Cell(int(params.replace(",", "")), params)
-
-
-TRAINING = ["parameters", "updates", "wall time", "tokens/s (median)", "best valid loss (bits)", "at update"]
-
-
-def training_cells(row: dict) -> list:
-    return [params_cell(row["params"]), int(row["updates"]), Cell(row["seconds"], f"{row['seconds'] / 60:.1f} min"),
-            number_cell(row["words_per_second"], ".0f"), Cell(float(row["best_valid_loss"]), row["best_valid_loss"]),
-            int(row["best_at"])]
-
-
-def perplexity_cells(run: dict, arch: str) -> list:
-    result = run["perplexity"][arch]
-    return [Cell(result["perplexity"], f"{result['perplexity']:.1f}"),
-            *(number_cell(result[key], ",") for key in ("scored_words", "unknown_words"))]
-
-
 def kept(tables: dict, key: str, table: Table) -> list[str]:
     """``table``'s Markdown lines; its RESULTS.json form kept as ``tables[key]``."""
     tables[key] = table.json(lists=True)
@@ -383,10 +363,14 @@ def run_commands_section(runs: list) -> list[str]:
 
 
 def training_table(runs: list) -> Table:
-    table = Table(["run", "system", *TRAINING], "llrrrrrr")
+    table = Table(["run", "system", "parameters", "updates", "wall time", "tokens/s (median)", "best valid loss (bits)",
+                   "at update"], "llrrrrrr")
     for run in runs:
         for arch, row in run["training"].items():
-            table.add(run["key"], SYSTEMS[arch], *training_cells(row))
+            table.add(run["key"], SYSTEMS[arch], Cell(int(row["params"].replace(",", "")), row["params"]),
+                      int(row["updates"]), Cell(row["seconds"], f"{row['seconds'] / 60:.1f} min"),
+                      number_cell(row["words_per_second"], ".0f"),
+                      Cell(float(row["best_valid_loss"]), row["best_valid_loss"]), int(row["best_at"]))
     return table
 
 
@@ -419,7 +403,9 @@ def perplexity_table(runs: list) -> Table:
     table = Table(["run", "system", "perplexity", "words scored", "`<unk>` words not scored"], "llrrr")
     for run in runs:
         for arch, name in SYSTEMS.items():
-            table.add(run["key"], name, *perplexity_cells(run, arch))
+            result = run["perplexity"][arch]
+            table.add(run["key"], name, Cell(result["perplexity"], f"{result['perplexity']:.1f}"),
+                      *(number_cell(result[key], ",") for key in ("scored_words", "unknown_words")))
     return table
 
 
