@@ -1,26 +1,20 @@
 """Issue 59, item 9: a data directory that lost a file is never trained or decoded on."""
 import os
 import shutil
+from pathlib import Path
 
 import pytest
-from conftest import TINY, TRANSLATION, run_preprocess, tiny_corpus, train_here
+from conftest import TINY, TRANSLATION, train_here
 from fairseq import options, tasks
 
 MODEL = [*TRANSLATION, "--arch", "transformer_syntax_mask_tiny"]
 REMAKE = "a data directory made halfway, or a file removed: make it again with fairseq-syntax-preprocess"
 
 
-@pytest.fixture(scope="module")
-def made(tmp_path_factory):
-    """A whole data directory of the preorder form (whose source has side data, src_parents): train 12, valid 4,
-    test 5 pairs."""
-    root = tmp_path_factory.mktemp("half_made")
-    raw = root / "raw"
-    raw.mkdir()
-    for split, n, seed in (("train", 12, 1), ("valid", 4, 2), ("test", 5, 3)):
-        tiny_corpus(str(raw / split), n, seed)
-    run_preprocess(raw, root / "data", "preorder", splits=("train", "valid", "test"))
-    return root / "data"
+@pytest.fixture
+def made(data_dirs):
+    """A whole data directory of the preorder form (whose source has side data, src_parents)."""
+    return Path(data_dirs["preorder"])
 
 
 def without(made, tmp_path, name):
