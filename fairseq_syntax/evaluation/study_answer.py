@@ -13,12 +13,9 @@ seen, so that ``RESULTS.md`` says no more or less than the p-values do:
 * a comparison is made once both systems are scored over their seeds (``SeedSystem.over_seeds``); until then the
   system is listed as waiting. A system short of its planned seeds, or with no run yet, makes the answer "so far".
 
-``study_answer(systems, comparisons)`` returns the section's Markdown lines and its JSON, the data the paragraph is
-written from (``{"alpha", "systems", "controls", "planned_seeds", "runs_finished", "no_run_finished", "pending",
-"complete"}``).
-``readme_block(results, results_md)`` is the README's verdict table from RESULTS.json; ``fairseq-syntax-study report
-STUDY.toml --readme README.md`` rewrites it between :data:`README_BEGIN` and :data:`README_END`
-(:func:`replace_readme_block`: only the block whose first line names that RESULTS.json)."""
+:func:`study_answer` writes the section and its JSON (the data its paragraph is written from); :func:`readme_block`
+the README's verdict table from RESULTS.json, which ``fairseq-syntax-study report STUDY.toml --readme README.md``
+rewrites."""
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
