@@ -12,7 +12,7 @@ import pytest
 import torch
 from conftest import arcs_record
 from fairseq.data import Dictionary
-from fairseq.data.indexed_dataset import MMapIndexedDataset, MMapIndexedDatasetBuilder
+from fairseq.data.indexed_dataset import MMapIndexedDataset
 from fairseq.models.transformer import TransformerConfig
 
 from fairseq_syntax.methods.ldd import distributions as dep
@@ -25,7 +25,6 @@ from fairseq_syntax.methods.ldd.model import LDDEncoder, LDDOptions
 from fairseq_syntax.methods.ldd.side_input import (
     COMPACT,
     QUANTISATION,
-    STORAGE_DTYPE,
     WordPairs,
     collate_ldd,
     decode_sentence,
@@ -131,18 +130,6 @@ def test_corrupt_items_are_refused():
         decode_sentence(torch.tensor([COMPACT, 1, 1, 2, 0, 100]))  # 2 entries counted, 1 stored
     with pytest.raises(ValueError, match="beyond the 1 words"):
         decode_sentence(torch.tensor([COMPACT, 1, 1, 1, 64 * 2, 100]))  # head 2 in a one-word sentence
-
-
-def test_storage_round_trip_through_fairseq_mmap(tmp_path):
-    prefix = str(tmp_path / "x")
-    builder = MMapIndexedDatasetBuilder(prefix + ".bin", dtype=STORAGE_DTYPE)
-    items = [stored(RECORD_A, [1, 2]), stored(RECORD_B, [1])]
-    for item in items:
-        builder.add_item(item)
-    builder.finalize(prefix + ".idx")
-    data = MMapIndexedDataset(prefix)
-    assert [data[i].tolist() for i in range(2)] == [item.tolist() for item in items]
-    assert os.path.getsize(prefix + ".bin") == 2 * (17 + 8)  # uint16: 17 + 8 values
 
 
 @pytest.mark.parametrize("left_pad", [True, False])
