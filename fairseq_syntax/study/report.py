@@ -34,19 +34,12 @@ def own_records(config: StudyConfig) -> list[Path]:
     return found
 
 
-def runaway_inputs(config: StudyConfig) -> tuple[list[str] | None, list[str] | None]:
-    """The test reference the runs were scored against and the test source, each from the runs folder's kept copy,
-    else the data; None where neither has it."""
-    reference, source = test_set(config)
-    kept_reference, kept_source = kept_test_set(config)
-    return kept_test_lines(kept_reference, reference), kept_test_lines(kept_source, source)
-
-
 def runaway_section(config: StudyConfig) -> tuple[list[str], dict]:
     """The report's runaway-hypotheses section (module docstring) and its JSON; none without a test reference."""
     from fairseq_syntax.evaluation.scoring import detokenize, read_generate_output
 
-    refs, sources = runaway_inputs(config)
+    # the test reference the runs were scored against and the test source: the runs folder's copies, else the data's
+    refs, sources = (kept_test_lines(copy, data) for copy, data in zip(kept_test_set(config), test_set(config)))
     if refs is None:
         return [], {}
     corpus = config.corpus

@@ -199,26 +199,18 @@ def point_config(config: StudyConfig, label: str) -> StudyConfig:
     return point.config
 
 
-def corpus_pairs(config: StudyConfig) -> int | None:
-    """The training pairs of the corpus (lines of its source training file), None where the file is missing."""
+def size_problems(config: StudyConfig) -> list[str]:
+    """Sizes above the corpus's training pairs (its source training file's lines), in one line; none where that file
+    is missing."""
     from fairseq_syntax.study.prepare.engine import line_count
 
     corpus = config.corpus
     plain = config.resolve(corpus.raw) / f"{corpus.train}.{corpus.source}"
     found = [path for path in (plain, Path(f"{plain}.gz")) if path.is_file()]
-    return line_count(found[0]) if found else None
-
-
-def size_problems(config: StudyConfig) -> list[str]:
-    """Sizes the corpus cannot give: above its training pairs (one line naming them)."""
-    total = corpus_pairs(config)
-    if total is None:
-        return []
+    total = line_count(found[0]) if found else math.inf
     above = [pairs for pairs in config.size_list if pairs > total]
-    if above:
-        return [f"{config.path}: corpus.subset: {', '.join(map(str, above))} above the corpus's {total} training "
-                "pairs"]
-    return []
+    return [f"{config.path}: corpus.subset: {', '.join(map(str, above))} above the corpus's {total} training pairs"] \
+        if above else []
 
 
 __all__ = ["Candidate", "Point", "SweepResult", "candidates", "point_config", "point_of", "points",

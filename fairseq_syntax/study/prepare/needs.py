@@ -122,6 +122,7 @@ def grid_needs(config: StudyConfig, only: Collection[str] | None = None) -> Need
         preterminals = default_preterminals if system.preterminals == "auto" else system.preterminals
         base = data_dir_name(system.form, system.preterminals)
         reads = system_side_data(config, system, made)
+        found.setdefault(base, DataDirectory(base, system.form, preterminals))
         if system.control:
             changes = CONTROL_INPUTS[system.control]
             unchanged = [side.input for side in reads if not set(side.reads) <= set(changes)]
@@ -129,13 +130,9 @@ def grid_needs(config: StudyConfig, only: Collection[str] | None = None) -> Need
                 what = f"side data {', '.join(unchanged)} made from parses" if unchanged else "no structure"
                 raise PrepareError(f"{config.path}: systems: {system.name} reads {what} that the {system.control!r} "
                                    f"control does not change (it changes the {' and '.join(changes)})")
-            found.setdefault(base, DataDirectory(base, system.form, preterminals))
             found.setdefault(run.data, DataDirectory(run.data, system.form, preterminals, control=system.control,
                                                      seed=system.control_seed))
-            sides.setdefault(run.data, set()).update(side.input for side in reads)
-        else:
-            found.setdefault(base, DataDirectory(base, system.form, preterminals))
-            sides.setdefault(base, set()).update(side.input for side in reads)
+        sides.setdefault(run.data if system.control else base, set()).update(side.input for side in reads)
     found = {name: dataclasses.replace(d, side_data=tuple(side for side in made.values()
                                                            if side.input in sides.get(name, ())))
              for name, d in found.items()}
