@@ -1,6 +1,7 @@
 """Issue 50, items 4 and 5: what ended in a traceback is one line saying what to do, and a run refused on its
 arguments writes nothing, so the corrected rerun is not refused as "a run that was stopped"."""
 import os
+import shutil
 
 import pytest
 from conftest import TRANSLATION, run_preprocess
@@ -48,9 +49,9 @@ def test_an_existing_destdir_is_left_as_it_was_by_a_refused_run(small_corpus, tm
     assert sorted(os.listdir(dest)) == ["parsers.json"]
 
 
-def test_a_data_directory_made_halfway_is_one_line(small_corpus, tmp_path):
+def test_a_data_directory_made_halfway_is_one_line(data_dirs, tmp_path):
     made = tmp_path / "made"
-    run_preprocess(small_corpus, made, "sequence")
+    shutil.copytree(data_dirs["sequence"], made)
     for name in os.listdir(made):  # what a run stopped after the dictionaries leaves
         if name.endswith((".bin", ".idx")):
             os.remove(made / name)
@@ -73,10 +74,9 @@ def test_a_data_directory_made_halfway_is_one_line(small_corpus, tmp_path):
     ("transformer_syntax_mask_tiny", "['src_parents']"),
     ("transformer_dependency_supervised_tiny", "['src_ldd']"),  # its training targets: the parser's trees
 ])
-def test_a_syntax_model_under_fairseqs_translation_task_is_one_line(small_corpus, tmp_path, arch, reads):
-    run_preprocess(small_corpus, tmp_path, "preorder")
+def test_a_syntax_model_under_fairseqs_translation_task_is_one_line(data_dirs, arch, reads):
     args = options.parse_args_and_arch(options.get_training_parser(), [
-        str(tmp_path), "--user-dir", TRANSLATION[-1], "--task", "translation", "--arch", arch, "--cpu"])
+        data_dirs["preorder"], "--user-dir", TRANSLATION[-1], "--task", "translation", "--arch", arch, "--cpu"])
     with pytest.raises(SystemExit) as error:  # a ValueError at the first batch before
         tasks.setup_task(args).build_model(args)
     assert str(error.value) == (
