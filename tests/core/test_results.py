@@ -718,15 +718,11 @@ def test_the_answer_states_each_method_against_sequence_and_its_controls():
     answer = answer_of(records, MULTI30K)
     mask = answer["systems"][0]
     assert [control["control"] for control in mask["controls"]] == ["mask_random", "mask_struct"]
-    versus_control = mask["controls"][0]["comparison"]
-    assert mask["vs_baseline"]["verdict"] == "better" and versus_control["verdict"] == "no measurable difference"
-    assert versus_control["BLEU"] == {"delta": 1.0, "p_value": 0.5, "p_mc_se": None, "welch": None,
-                                      "delta_ci": [-0.5, 2.0], "borderline": False}
+    assert mask["controls"][0]["comparison"]["BLEU"] == {"delta": 1.0, "p_value": 0.5, "p_mc_se": None, "welch": None,
+                                                          "delta_ci": [-0.5, 2.0], "borderline": False}
     assert mask["controls"][1]["comparison"] is None  # mask_struct: no run yet
     assert answer["systems"][1]["vs_baseline"] is None and "paragraph" not in answer
-    assert answer["planned_seeds"] == dict(MULTI30K.planned_seeds) and answer["planned_seeds"]["dbsa_random"] == 5
-    assert answer["pending"]["more seeds to come"] == ["sequence (2 of 5)", "mask (2 of 5)", "mask_random (2 of 5)",
-                                                       "udp (3 of 5)"]
+    assert answer["planned_seeds"] == dict(MULTI30K.planned_seeds)
     # comparisons without a plan (the registry's) list nothing as not started, and plan no seeds
     other = [dict(r, system="other-UDP") if r["system"] == "udp" else r for r in records
              if r["dataset"] == "multi30k-10k"]
