@@ -11,8 +11,6 @@ sys.path[:0] = [os.path.join(REPO, "bench", "ops"), os.path.join(REPO, "bench")]
 import count  # noqa: E402
 import syncs  # noqa: E402
 
-HERE = "recipes/test_ops.py"
-
 
 def line_of(function, text: str) -> int:
     """The line number of the first line of ``function`` that contains ``text``."""
@@ -166,12 +164,11 @@ def test_the_command_leaves_out_where_files_go():
         "python3 bench/ops/count.py --words 16")
 
 
-@pytest.mark.parametrize("size", ["recipe", "large", "tiny"])
-def test_the_sizes_are_the_recipe_and_the_papers(size):
-    settings = count.settings_for(size, count.parse_args(["--words", "16"]))
-    assert settings.tiny == (size == "tiny") and settings.lengths == (16,)
-    if size != "tiny":
-        assert settings.model == size
+def test_the_sizes_are_the_recipe_and_the_papers():
+    args = count.parse_args(["--words", "16"])
+    settings = [count.settings_for(size, args) for size in ("recipe", "large", "tiny")]
+    assert [(s.model, s.tiny, s.lengths) for s in settings] == [("recipe", False, (16,)), ("large", False, (16,)),
+                                                                ("tiny", True, (16,))]
 
 
 # --- every method against fairseq's transformer
