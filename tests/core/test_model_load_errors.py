@@ -152,29 +152,25 @@ def test_model_files_are_told_apart_without_running_anything_in_them(models, tmp
 
 
 # --- outputs
-@pytest.mark.parametrize("where", ["missing folder", "output is a folder", "conllu is a folder", "skipped is a folder"])
-def test_an_output_that_cannot_be_written_is_refused_before_any_model_loads(models, work, capfd, where):
+@pytest.mark.parametrize("folder, output, extra, problem", [
+    (None, "missing/x.arcs.jsonl", [], "--output OUT/missing/x.arcs.jsonl: no such folder OUT/missing (make it first)"),
+    ("x.arcs.jsonl", "x.arcs.jsonl", [], "--output OUT/x.arcs.jsonl: a folder, not a file: give a file's path"),
+    ("x.conllu", "x.arcs.jsonl", ["--conllu", "OUT/x.conllu"],
+     "--conllu OUT/x.conllu: a folder, not a file: give a file's path"),
+    ("x.arcs.jsonl.skipped", "x.arcs.jsonl", [],
+     "OUT/x.arcs.jsonl.skipped (written beside --output): a folder, not a file: give a file's path"),
+], ids=["missing folder", "output is a folder", "conllu is a folder", "skipped is a folder"])
+def test_an_output_that_cannot_be_written_is_refused_before_any_model_loads(models, work, capfd, folder, output,
+                                                                            extra, problem):
     out = work / "out"
-    output, extra = out / "x.arcs.jsonl", []
-    if where == "missing folder":
-        output, problem = out / "missing" / "x.arcs.jsonl", f"--output {out}/missing/x.arcs.jsonl: no such folder " \
-                                                            f"{out}/missing (make it first)"
-    elif where == "output is a folder":
-        output.mkdir()
-        problem = f"--output {output}: a folder, not a file: give a file's path"
-    elif where == "conllu is a folder":
-        (out / "x.conllu").mkdir()
-        extra = ["--conllu", str(out / "x.conllu")]
-        problem = f"--conllu {out}/x.conllu: a folder, not a file: give a file's path"
-    else:
-        (out / "x.arcs.jsonl.skipped").mkdir()
-        problem = f"{out}/x.arcs.jsonl.skipped (written beside --output): a folder, not a file: give a file's path"
+    if folder:
+        (out / folder).mkdir()
     before = sorted(os.listdir(out))
     # random bytes as the model: had it been loaded first, the line would be about it
     argv = ["dependency", "--backend", "biaffine", "--model", models["random"], "--input", str(work / "input.en"),
-            "--output", str(output), "--device", "cpu", *extra]
+            "--output", str(out / output), "--device", "cpu", *(word.replace("OUT", str(out)) for word in extra)]
     status, lines = run_parse(argv, capfd)
-    assert status == 1 and lines == [f"error: {problem}"]
+    assert status == 1 and lines == [f"error: {problem.replace('OUT', str(out))}"]
     assert sorted(os.listdir(out)) == before
 
 
