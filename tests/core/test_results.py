@@ -750,11 +750,9 @@ def test_seeds_that_land_after_a_system_was_scored_are_shown_until_it_is_scored_
     # the row is still the record's (2 seeds: mean 31.00 ± 1.41); the runs' epochs too: (19 + 21) / 2
     assert sequence == ("| sequence | none (words only) | 2: 1, 2 (3, 4, 5 trained since, not yet scored over) | "
                         "31.00 ± 1.41 | 52.00 ± 2.83 | – | 20.0 |")
-    answer = answer_of(records, MULTI30K)
     assert "; seeds trained but not yet scored over: sequence (3, 4, 5); more seeds to come: mask (2 of 5), " \
            "mask_random (2 of 5), udp (3 of 5). Rule: " in paragraph_of(records, MULTI30K)
     # sequence 5, mask 2, mask_random 2, udp 3 runs finished, of the study's 8 x 5 + 6 x 3 = 58
-    assert answer["runs_finished"] == 12 and not answer["complete"]
     block = readme_block(render_json(records, comparisons=MULTI30K), "RESULTS.md")
     assert block[1].startswith("**The answer so far** (multi30k-10k, 12 of the study's 58 runs finished): each "
                                "method against sequence (31.00 ± 1.41 BLEU over 2 seeds) and against itself")
@@ -797,9 +795,8 @@ def test_a_p_within_two_monte_carlo_errors_of_005_makes_its_verdict_borderline()
     # the p with its Monte-Carlo error and Welch's p, in the comparisons
     assert ("| mask | sequence | 2 vs 2 | +2.00 (+0.10 to +1.90) | 0.045±0.003, t 0.080 | +3.00 (+0.20 to +1.80) | "
             "0.012±0.001 | better (borderline) |") in lines
-    answer = answer_of(records)["systems"][0]["vs_baseline"]
-    assert answer["borderline"] and answer["BLEU"]["borderline"] and not answer["chrF"]["borderline"]
-    assert answer["BLEU"]["welch"]["t"] == -2.5  # stored in mask's own record: mask minus sequence as it is
+    # stored in mask's own record: mask minus sequence as it is
+    assert answer_of(records)["systems"][0]["vs_baseline"]["BLEU"]["welch"]["t"] == -2.5
 
 
 STUDY_SOURCES = [f"examples/multi30k/runs/{name}.run.json" for name in (
@@ -883,14 +880,10 @@ def test_a_table_with_every_method_scored_gives_the_answer_not_the_answer_so_far
         "1 of 1 methods scored over their seeds, against sequence at 31.00 ± 1.41 BLEU (2 seeds). Against the words "
         "alone: better: tree;")
     results = render_json(records, ["examples/multi30k/runs/sequence.seed1.run.json"], TREE)
-    answer = results["datasets"]["multi30k-10k"]["answer"]
-    assert answer["complete"] is True and answer["pending"] == {}
     # the seeds of the table's rows: sequence, tree and tree_random two each; nothing still to come
     block = readme_block(results, "RESULTS.md")
     assert block[1].startswith("**The answer** (multi30k-10k, 6 runs finished): ")
     assert not [line for line in block if line.startswith("Still to come")]
-    # the study's table with runs missing is the answer so far
-    assert answer_of(study_records(), MULTI30K)["complete"] is False
 
 
 def test_the_answer_waits_for_a_control_in_training_and_the_readme_shows_no_test_the_answer_does_not_make():
