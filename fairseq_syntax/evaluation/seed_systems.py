@@ -6,13 +6,14 @@ record over them (``NAME.seeds.run.json``: means, sds and :func:`fairseq_syntax.
 tests). :class:`SeedSystem` joins them; :func:`seed_systems` puts them in table order; :func:`seeds_dataset` finds
 RESULTS.json's seeds table. Baseline and controls come from the table's
 :class:`~fairseq_syntax.evaluation.comparisons.Comparisons`, never from the names."""
-import statistics
 import functools
+import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
 from fairseq_syntax.core.control_kinds import CONTROL_KEY
 from fairseq_syntax.evaluation.comparisons import Comparisons
+
 
 def probability_text(value: float) -> str:
     """A p-value or its error for a table: 3 decimals, 4 below 0.001 (the smallest p of 10,000 rounds, 0.0002)."""
@@ -83,16 +84,12 @@ class SeedSystem(NamedTuple):
         values = self.per_seed(metric)
         return mean_and_sd(values) if values else None
 
-    def p_values(self, baseline: str | None) -> dict | None:
-        """Its record's test against ``baseline`` (scoring.seed_bootstrap's report), if it holds one."""
-        return (self.over_seeds or {}).get("significance", {}).get(baseline) if baseline else None
-
     def test_against(self, other: "SeedSystem") -> tuple[dict, int] | None:
         """The seed-aware test of this system against ``other`` over the seeds both rows stand for, from whichever
         record holds one (this system's first), with the sign that makes deltas this system minus ``other``: 1 from
         this system's record, -1 from ``other``'s. None when neither holds a test over those seeds."""
         for holder, baseline, sign in ((self, other, 1), (other, self, -1)):
-            report = holder.p_values(baseline.name)
+            report = (holder.over_seeds or {}).get("significance", {}).get(baseline.name)  # seed_bootstrap's
             tested = (report or {}).get("seeds_a"), (report or {}).get("seeds_b")
             if report and (None in tested or tested == (len(baseline.seeds), len(holder.seeds))):
                 return report, sign
