@@ -10,6 +10,7 @@ import torch
 from conftest import REPO, TINY, run, train, write_sst_data
 from fairseq import checkpoint_utils
 
+from fairseq_syntax.cli import plot
 from fairseq_syntax.core.checkpoints import cut_short
 from fairseq_syntax.core.classification_task import (
     TreeClassificationConfig,
@@ -241,16 +242,18 @@ def test_distributed_data_parallel_on_cpu_with_gloo(data_dirs, tmp_path):
     assert "done training" in logs[0] and os.path.exists(tmp_path / "checkpoint_last.pt")
 
 
-def test_plot_mask_strengths_of_a_checkpoint(mask_checkpoint, tmp_path):
-    out = run(["fairseq-syntax-plot", "mask-strengths", mask_checkpoint, "--tree",
-               "(S (NP (DT the) (NN cat)) (VP (VBZ sees)) (. .))", "--output", str(tmp_path / "m")]).stdout
+def test_plot_mask_strengths_of_a_checkpoint(mask_checkpoint, tmp_path, capsys):
+    plot.main(["mask-strengths", mask_checkpoint, "--tree", "(S (NP (DT the) (NN cat)) (VP (VBZ sees)) (. .))",
+               "--output", str(tmp_path / "m")])  # fairseq-syntax-plot, in this process
+    out = capsys.readouterr().out
     assert out.splitlines()[0].split() == ["layer", "head", "min", "max", "range"]
     assert len(out.splitlines()) == 1 + 2 * 2  # transformer_syntax_mask_tiny: 2 layers x 2 heads
     assert (tmp_path / "m.strengths.png").stat().st_size > 0 and (tmp_path / "m.sentence.png").stat().st_size > 0
 
 
-def test_plot_cross_attention_share_over_the_test_set(mask_checkpoint):
-    out = run(["fairseq-syntax-plot", "cross-attention-share", mask_checkpoint]).stdout
+def test_plot_cross_attention_share_over_the_test_set(mask_checkpoint, capsys):
+    plot.main(["cross-attention-share", mask_checkpoint])
+    out = capsys.readouterr().out
     shares = [float(x) for x in re.findall(r"(?:nodes|leaves|EOS) ([\d.]+)%", out.splitlines()[0])]
     assert len(shares) == 3 and sum(shares) == pytest.approx(100.0, abs=0.2)
     assert len(out.splitlines()[1].split("%")) == 3  # two decoder layers in the tiny arch
