@@ -121,7 +121,6 @@ def test_each_script_says_what_it_takes(script, options):
 
 
 @pytest.mark.parametrize("script,args,error", [
-    ("examples/ptb_induction/run.sh", ["--text", "wsj"], "--text must be ptb or mixed, not 'wsj'"),
     ("examples/ptb_induction/run.sh", ["--model-size", "huge"],
      "--model-size must be small, medium or paper, not 'huge'"),
     ("examples/ptb_induction/run.sh", ["--updates", "many"], "--updates must be a whole number above 0, not 'many'"),
