@@ -497,20 +497,6 @@ def as_seed_bootstrap_computes_it(versus: dict, system: list[list[str]]) -> None
         assert versus["BLEU"][field] == (pytest.approx(value) if value is not None else None), field
 
 
-def test_a_systems_first_seed_is_tested_over_seeds_against_a_baseline_of_several(tmp_path, files, bases):
-    # a control's one seed against its method's three: the baseline's comma-separated decodes read one by one
-    ref, hyp = files
-    record_path = tmp_path / "mask_random.seeds.run.json"
-    score_cli.main([str(hyp), str(ref), ",".join(map(str, bases)), "--bootstrap", "50",
-                    *record_options(tmp_path, record_path, "mask_random", "fairseq-train", "data"),
-                    "--baseline-name", "mask", "--run-seeds", "1"])
-    record = load_record(record_path)
-    assert record["seeds"] == 1 and record["seed_list"] == [1]
-    versus = record["significance"]["mask"]
-    as_seed_bootstrap_computes_it(versus, [HYPOTHESES])
-    assert versus["BLEU"]["welch"] is None  # one seed on a side: no spread to test
-
-
 def test_seed_bootstrap_over_random_draws():
     empty = [[""] * 3, [""] * 3, [""] * 3]
     # every round: 100 against 0, so no round is at or below 0: p = 2 / (n + 1), whatever the draws
@@ -556,3 +542,11 @@ def test_score_command_over_seeds_records_mean_sd_and_seed_aware_p_values(tmp_pa
     one = score_cli.main([str(hyp), str(ref), str(base_1)])
     assert (over["significance"][str(base_1)]["n_samples"], one["significance"][str(base_1)]["n_samples"]) == (
         10_000, 1000)
+    # a control's one seed against its method's three: the baseline's decodes read one by one, the seed-aware test
+    score_cli.main([str(hyp), str(ref), f"{base_1},{base_2},{base_3}", "--bootstrap", "50",
+                    *record_options(tmp_path, record_path, "mask_random", "fairseq-train", "data"),
+                    "--baseline-name", "mask", "--run-seeds", "1"])
+    record = load_record(record_path)
+    assert record["seeds"] == 1 and record["seed_list"] == [1]
+    as_seed_bootstrap_computes_it(record["significance"]["mask"], [HYPOTHESES])
+    assert record["significance"]["mask"]["BLEU"]["welch"] is None  # one seed on a side: no spread to test
