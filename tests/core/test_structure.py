@@ -127,37 +127,11 @@ def test_relations_bpe_split_word_makes_subword_siblings():
     assert rel[:, 12].tolist() == [A, LO, LO, LO, A, LO, LO, A, LO, LO, P, LS, S, RO, RO]
 
 
-def test_unary_chain():
-    parents = parents_batch([-1, 0, 1, 2])  # (S (VP (VB go))) + EOS
-    assert relations.relation_ids(parents).tolist() == [
-        [
-            [S, P, A, A, LO],
-            [C, S, P, A, LO],
-            [D, C, S, P, LO],
-            [D, D, C, S, LO],
-            [RO, RO, RO, RO, S],
-        ]
-    ]
-    # a position's ancestors-or-self (the column sums of the dominance matrix) are its depth + 1
-    assert (st.ancestor_or_self(parents).sum(1) - 1).tolist() == [[0, 1, 2, 3, 0]]
-    assert st.is_leaf(parents).tolist() == [[False, False, False, True, True]]
-    split = st.leaf_node_split(parents)
-    assert (split["leaf_pos"].tolist(), split["node_pos"].tolist()) == ([[3, 4]], [[0, 1, 2]])
-    # every node spans the one word "go" (leaf 0), none the EOS (leaf 1)
-    assert st.dominance_blocks(parents, split)[1].tolist() == [[[True, False]] * 3]
-
-
 def test_one_word_sentence_and_eos_are_two_unrelated_roots():
     parents = parents_batch([-1])
     assert relations.relation_ids(parents).tolist() == [[[S, LO], [RO, S]]]
     assert st.is_leaf(parents).tolist() == [[True, True]]
     assert st.ancestor_or_self(parents).tolist() == [[[True, False], [False, True]]]
-
-
-def test_two_roots_are_not_siblings_but_their_children_are():
-    rel = relations.relation_ids(parents_batch([-1, 0, 0]))[0]
-    assert rel[1, 2] == LS and rel[2, 1] == RS
-    assert rel[0, 3] == LO and rel[3, 0] == RO
 
 
 def test_padding_relation_mask_and_dominance():
@@ -176,7 +150,7 @@ def test_padding_relation_mask_and_dominance():
 def test_depths_leaves_and_spans_he_is_my_father():
     parents = parents_batch(FATHER)
     #            S NP PRP He VP VBZ is NP PRP$ my NN fa (. . EOS
-    depths = [[0, 1, 2, 3, 1, 2, 3, 2, 3, 4, 3, 4, 1, 2, 0]]
+    depths = [[0, 1, 2, 3, 1, 2, 3, 2, 3, 4, 3, 4, 1, 2, 0]]  # ancestors-or-self (dominance column sums) - 1
     assert (st.ancestor_or_self(parents).sum(1) - 1).tolist() == depths
     split = st.leaf_node_split(parents)
     assert split["leaf_pos"].tolist() == [[3, 6, 9, 11, 13, 14]]  # He is my father . EOS: leaves 0-5
