@@ -3,8 +3,6 @@ each (``--heldout 8`` meant 8%, not 800%), and writes its run record only where 
 repository by default."""
 import os
 import runpy
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -62,14 +60,6 @@ def test_each_bad_option_has_its_line(tmp_path):
         "error: --epochs 0: train at least 1 epoch (--epochs is the total, over every sitting)",
         f"error: --train {tmp_path}/train.conllu: no such file",
         f"error: --dev {tmp_path}: a folder, not a file"]
-
-
-def test_the_command_prints_its_line_without_a_traceback(treebank, tmp_path):
-    done = subprocess.run([sys.executable, str(SCRIPT), "crf-con", "--ptb", str(treebank), "--heldout", "8",
-                           "--output", str(tmp_path / "crf.pt"), "--work-dir", str(tmp_path / "work"), "--epochs",
-                           "1"], capture_output=True, text=True, cwd=tmp_path)
-    assert done.returncode == 1 and done.stderr.splitlines() == [f"error: --heldout 8: {HELDOUT}"]
-    assert sorted(os.listdir(tmp_path)) == ["tiny.mrg"]
 
 
 def test_no_record_is_written_unless_asked_for(treebank, tmp_path, capsys):

@@ -27,8 +27,6 @@ torch.set_num_threads(1)
 USER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(trees.__file__)))  # the fairseq_syntax package
 
 
-
-
 @pytest.mark.parametrize(
     "form, preterminals, tokens, parents, labels",
     [
