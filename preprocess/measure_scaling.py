@@ -5,8 +5,8 @@ binarization, each step's wall and CPU time and peak memory per line, and the si
     python3 preprocess/measure_scaling.py --sizes 50000 100000 200000 --workers 1 --work ../scaling-work
     python3 preprocess/make_results.py        # the tables into preprocess/RESULTS.md
 
-Per size N: N synthetic pairs (``bench/synthetic.py``, one seed for every size), then the :data:`STEPS` (crf-con
-and biaffine parsing, BPE learning and applying, the preorder and sequence forms, the LDD side data; :func:`steps`),
+Per size N: N synthetic pairs (``bench/synthetic.py``, one seed for every size), then the :func:`steps` (crf-con
+and biaffine parsing, BPE learning and applying, the preorder and sequence forms, the LDD side data),
 each its own process measured with ``os.wait4`` (wall time, CPU time with its workers, the largest resident set).
 
 The parsers are tiny (``train_tiny_parsers``, or ``--crf-con`` / ``--biaffine``): fast and wrong, enough to
@@ -35,7 +35,6 @@ from fairseq_syntax.parsing.text import open_output
 DEFAULT_OUT = os.path.join(HERE, "measurements", "scaling.json")
 SYNTHETIC_ARCS = "synthetic.arcs.jsonl.gz"  # the LDD step's input (module docstring)
 SUBWORD_NMT = "import sys; from subword_nmt.subword_nmt import main; sys.argv[0] = 'subword-nmt'; main()"
-STEPS = ("parse-trees", "parse-arcs", "bpe-learn", "bpe-apply", "preorder", "sequence", "ldd")
 SRC, TGT = "en", "de"
 TRAINING_TREES = 200
 STAR_EPOCHS = 6  # the tiny biaffine parser's (train_tiny_parsers)

@@ -129,8 +129,9 @@ def test_scaling_corpus_is_the_same_for_a_seed_and_counts_its_words(measure_scal
 
     with open_text(str(tmp_path / "a.synthetic.arcs.jsonl.gz")) as arcs:  # the LDD step's input, of the same words
         assert [" ".join(json.loads(line)["words"]) for line in arcs] == source
+    committed = json.loads((PREPROCESS / "measurements" / "scaling.json").read_text())["sizes"][0]["steps"]
     assert list(measure_scaling["steps"](str(tmp_path), {"crf-con": "c.pt", "biaffine": "b.pt"}, 1, 100)) == list(
-        measure_scaling["STEPS"])
+        committed)  # the steps of the committed record, in its order
 
 
 def test_timed_measures_a_childs_cpu_time_and_peak_memory(measure_scaling, tmp_path):
