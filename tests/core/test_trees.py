@@ -126,11 +126,6 @@ def test_unary_chains_escapes_and_numeric_labels_kept():
     assert sst.leaves() == ["good", "film"]
 
 
-def test_parse_over_several_lines_and_spacing():
-    tree = parse_tree("(S\n  (NP (PRP He) )\n  (VP (VBZ left) ))\n")
-    assert to_bracketed(tree) == "(S (NP (PRP He)) (VP (VBZ left)))"
-
-
 @pytest.mark.parametrize(
     "text, problem",
     [
