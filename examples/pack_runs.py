@@ -8,11 +8,9 @@ go on. Reading what is packed and the archive's layout (``packed.tar.xz``, liste
     python3 examples/pack_runs.py unpack-folder FOLDER [--into ANCESTOR]  # and back
 
 ``pack`` takes only finished runs (named: a kept file without a record stops it; unnamed: unfinished runs' files
-stay). ``unpack`` gives the files back as kept (gzipped; records as JSON). Both add to an existing archive, and a
-file it already holds stops them. The archive is the same bytes for the same files (sorted, no time stamps, owners
-or modes). A packer holds the folder's exclusive ``flock`` until ``SHA256SUMS`` is written and the packed files
-removed; readers take the shared lock. As a script it imports only Python's library (the library module by its
-file)."""
+stay); neither replaces a file: one already where it would go stops them. A packer holds the folder's exclusive
+``flock`` until ``SHA256SUMS`` is written and the packed files removed; readers take the shared lock. As a script
+it imports only Python's library."""
 from __future__ import annotations
 
 import argparse
