@@ -16,8 +16,6 @@ from fairseq_syntax.evaluation.records import find_record_files, load_record
 from fairseq_syntax.evaluation.results import displayed_path, format_wall_time, render_json, render_markdown
 from fairseq_syntax.evaluation.tables import write_results
 
-__all__ = ["build_parser", "displayed_path", "main", "terminal_table"]
-
 _CONTROL = re.compile(r"(?P<control>[^=:\s]+)=(?P<system>[^=:\s]+):(?P<kind>[^=:\s]+)")
 _PLAN = re.compile(r"(?P<system>[^=\s]+)=(?P<seeds>\d+)")
 

@@ -177,6 +177,3 @@ def kept_lines(preparation: Preparation, numbers: list[int]) -> list[int]:
         if min(counts) > 0 and max(counts) <= limit:
             kept.append(number)
     return kept
-
-
-__all__ = ["check_study", "corpus_problems", "coverage_problems", "executor_problems", "study_problems"]
