@@ -35,21 +35,23 @@ def succeeded(result):
 ROW_KEYS = ("arch", "form", "src_words", "model", "tokens_per_s_ratio", "peak_mem_ratio", "generate_ratio", "device")
 
 
-def dry_run(step, out, *flags, **env):
-    """``window.sh STEP OUT --device cpu --tiny FLAGS...`` with the step's time limit raised to 1500 s."""
+def dry_run(step, tmp_path, *flags, **env):
+    """``window.sh STEP OUT --device cpu --tiny FLAGS...`` with the step's time limit raised to 1500 s: it succeeds
+    and leaves at most 8 files in OUT; returns OUT and their names."""
+    out = tmp_path / "out"
     result = sh(["bash", WINDOW, str(step), str(out), "--device", "cpu", "--tiny", "--work", str(out) + "-work",
                  "--step-seconds", "1500", *flags], cwd=REPO, timeout=1800, env={**os.environ, **env})
+    succeeded(result)
     files = sorted(os.listdir(out))
     assert len(files) <= 8, files
-    return result, files
+    return out, files
 
 
 def test_step1_runs_the_set_up_check_and_names_every_cuda_variant_and_the_structure_test(tmp_path):
-    result, files = dry_run(1, tmp_path / "out")
-    succeeded(result)
+    out, files = dry_run(1, tmp_path)
     assert files == ["logs.tgz", "setup.txt", "tests.log", "tests.xml"]
-    assert "set-up check: passed" in (tmp_path / "out" / "setup.txt").read_text()
-    cases = ElementTree.parse(tmp_path / "out" / "tests.xml").getroot().iter("testcase")
+    assert "set-up check: passed" in (out / "setup.txt").read_text()
+    cases = ElementTree.parse(out / "tests.xml").getroot().iter("testcase")
     names = {case.get("name"): case for case in cases}
     assert "test_cuda_gives_the_same_results_as_cpu" in names
     for method in METHODS:
@@ -64,36 +66,34 @@ def test_step1_runs_the_set_up_check_and_names_every_cuda_variant_and_the_struct
 
 def test_step2_profiles_and_benchmarks_with_decoding_ratios(tmp_path):
     archs = "transformer_syntax_mask,transformer_syntax_mask:one_hot"
-    result, files = dry_run(2, tmp_path / "out", "--archs", archs)
-    succeeded(result)
+    out, files = dry_run(2, tmp_path, "--archs", archs)
     assert files == ["RESULTS.details.json.gz", "RESULTS.json", "RESULTS.md", "bench.log", "logs.tgz",
                      "profile.json", "profile.txt"]
-    profiled = json.loads((tmp_path / "out" / "profile.json").read_text())
+    profiled = json.loads((out / "profile.json").read_text())
     assert [r["system"] for r in profiled] == ["transformer (preorder)", "transformer_syntax_mask (preorder)",
                                                "transformer_syntax_mask (one-hot bias) (preorder)"]
     assert all(r["step_ms"] > r["collate_ms"] > 0 and r["aten_calls"] > 0 and r["top"] for r in profiled)
-    profile = (tmp_path / "out" / "profile.txt").read_text()
+    profile = (out / "profile.txt").read_text()
     assert "| transformer_syntax_mask (one-hot bias) (preorder) |" in profile and "aten::" in profile
-    rows = report.read_rows(tmp_path / "out" / "RESULTS.json")
+    rows = report.read_rows(out / "RESULTS.json")
     assert [r["arch"] for r in rows] == ["transformer_syntax_mask_tiny", "transformer_syntax_mask_tiny (one-hot bias)"]
     for row in rows:
         assert all(key in row for key in ROW_KEYS), row
         assert (row["model"], row["device"], row["src_words"]) == ("tiny", "cpu", 8)
         assert row["generate_ratio"] > 0 and row["tokens_per_s_ratio"] > 0
-    assert (tmp_path / "out" / "bench.log").read_text().startswith("# command: python3 bench/run.py --device cpu")
+    assert (out / "bench.log").read_text().startswith("# command: python3 bench/run.py --device cpu")
 
 
 def test_step3_benchmarks_what_it_is_given_at_the_large_size(tmp_path):
     # a system that reads parser side data, in bf16 (bench/run.py --precision: fairseq's --bf16)
-    result, files = dry_run(3, tmp_path / "out", "--archs", "transformer_ldd", "--precision", "bf16")
-    succeeded(result)
+    out, files = dry_run(3, tmp_path, "--archs", "transformer_ldd", "--precision", "bf16")
     assert files == ["RESULTS.details.json.gz", "RESULTS.json", "RESULTS.md", "bench.log", "logs.tgz"]
-    rows = report.read_rows(tmp_path / "out" / "RESULTS.json")
+    rows = report.read_rows(out / "RESULTS.json")
     # the system against the transformer on its form, and (context) that transformer against the one on preorder
     assert [(r["arch"], r["form"], r["baseline"]) for r in rows] == [
         ("transformer_ldd_tiny", "sequence", "transformer_tiny (sequence)"),
         ("transformer_tiny", "sequence", "transformer_tiny (preorder)")]
-    command = (tmp_path / "out" / "bench.log").read_text().splitlines()[0]
+    command = (out / "bench.log").read_text().splitlines()[0]
     assert "--precision bf16" in command and "--model-size large" in command
     # what --model-size large trains outside the dry run: the papers' 6+6 layers, d=512
     options = run.model_args(run.System("transformer_ldd", run.Form("sequence")), run.Settings(model_size="large"))
@@ -240,9 +240,8 @@ def test_step4_tiny_trains_the_gpu_studys_first_run_on_the_committed_parses(tmp_
                     ignore=shutil.ignore_patterns("work*", "runs*", "analysis", "logs"))
     window = tmp_path / "window"
     shutil.copytree(os.path.join(REPO, "..", "shared", "data", "multi30k"), window / "data" / "multi30k")
-    result, files = dry_run(4, tmp_path / "out", "--study", str(folder / "study-gpu.toml"), "--window-dir",
-                            str(window), TMPDIR=own_tmpdir(tmp_path))
-    succeeded(result)
+    out, files = dry_run(4, tmp_path, "--study", str(folder / "study-gpu.toml"), "--window-dir", str(window),
+                         TMPDIR=own_tmpdir(tmp_path))
     assert files == ["logs.tgz", "status.txt", "study-runs.tgz"]
-    listed = sh(["tar", "tzf", str(tmp_path / "out" / "study-runs.tgz")]).stdout.split()
+    listed = sh(["tar", "tzf", str(out / "study-runs.tgz")]).stdout.split()
     assert "runs-gpu/sequence.seed1.run.json" in listed and not any(name.endswith(".pt") for name in listed)
