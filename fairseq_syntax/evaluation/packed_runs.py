@@ -13,11 +13,7 @@ the archive's SHA-256; ``glob`` and ``rglob`` list packed files with those on di
 on the folders whose archives they read; a packer holds the folder's exclusive lock while it replaces the archive,
 writes ``SHA256SUMS`` and removes what it packed (``EXCLUSIVELY_HELD``: folders this process's packer holds).
 
-Run as a script it imports only Python's library (the recipes' shell steps)::
-
-    python3 fairseq_syntax/evaluation/packed_runs.py has [--packed] FILE    # exit 0: FILE is there, gzipped or packed
-    python3 fairseq_syntax/evaluation/packed_runs.py cat FILE               # FILE's text, wherever it is kept
-    python3 fairseq_syntax/evaluation/packed_runs.py ls [--packed] 'PATTERN'  # matching files (--packed: packed only)"""
+Run as a script (``has``, ``cat``, ``ls``: the recipes' shell steps) it imports only Python's library."""
 from __future__ import annotations
 
 import argparse

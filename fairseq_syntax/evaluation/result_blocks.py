@@ -1,20 +1,12 @@
 """Result numbers in the README and the docs, generated: marked blocks of a Markdown file rewritten from a RESULTS.json.
 
 ``tests/core/test_result_blocks.py`` checks every committed block against its RESULTS.json, and that no result number
-stands outside such a block. A block is two marker lines and what this module writes between them::
-
-    <!-- results: generated from ../examples/multi30k/RESULTS.json (comparisons dbsa udp) by `python -m fairseq_syntax.evaluation.result_blocks FILE`; tests/core/test_result_blocks.py checks it -->
-    ...
-    <!-- end of the generated results -->
-
-The first line names the RESULTS.json (as the Markdown file's folder reaches it) and, in brackets, the kind and its
-arguments; ``python -m fairseq_syntax.evaluation.result_blocks FILE`` fills the block (``--check``: say which are
-stale, exit 1). The kinds:
+stands outside such a block. A block is its first line (:func:`begin_line`: the RESULTS.json as the Markdown file's
+folder reaches it and, in brackets, the kind and its arguments), what ``python -m
+fairseq_syntax.evaluation.result_blocks FILE`` writes, and :data:`END`. The kinds:
 
 * ``comparisons [dataset=NAME] [SYSTEM ...]``: one line per comparison of a seeds table's answer
-  (:mod:`~fairseq_syntax.evaluation.study_answer`) whose first system is listed (none: every one): seeds, per metric
-  the difference of means (first minus second) with its 95% interval, bootstrap p ± Monte-Carlo error, Welch's p,
-  and the verdict.
+  (:mod:`~fairseq_syntax.evaluation.study_answer`) whose first system is listed (none: every one).
 * ``runaway [SYSTEM ...]``: the study report's runaway hypotheses (:mod:`~fairseq_syntax.evaluation.runaway`).
 * ``induction``: the Tree Transformer's grammar induction (``examples/ptb_induction/RESULTS.json``)."""
 import argparse
