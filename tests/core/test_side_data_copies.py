@@ -1,4 +1,5 @@
 """Side data copied from another data directory is refused in one line by its fingerprints."""
+import hashlib
 import json
 import shutil
 
@@ -40,24 +41,12 @@ def load_error(directory) -> str:
     return str(error.value)
 
 
-def test_syntax_json_records_the_fingerprints_of_the_tokens_and_of_the_side_data(small_corpus, tmp_path):
-    import hashlib
-
-    made = ldd_directory(small_corpus, tmp_path / "made")
-
-    def sha256(prefix):
-        return "sha256:" + hashlib.sha256((made / f"{prefix}.idx").read_bytes()
-                                          + (made / f"{prefix}.bin").read_bytes()).hexdigest()
-
-    assert read_meta(str(made))["side_data"] == {
-        "ldd": {"train": {"tokens": sha256("train.en-de.en"), "files": sha256("train.en-de.en.ldd")}}}
-
-
 @pytest.mark.parametrize("form, suffix, made_by", [
     ("sequence", "ldd", "fairseq-syntax-preprocess-dependencies"),
     ("preorder", "parents", "fairseq-syntax-preprocess --form preorder"),
 ])
-def test_side_data_copied_from_another_directory_is_refused(small_corpus, tmp_path, form, suffix, made_by):
+def test_side_data_is_fingerprinted_and_a_copy_from_another_directory_refused(small_corpus, tmp_path, form, suffix,
+                                                                               made_by):
     other_raw = rotated_corpus(small_corpus, tmp_path / "rotated")
     if suffix == "ldd":
         made, other = ldd_directory(small_corpus, tmp_path / "made"), ldd_directory(other_raw, tmp_path / "other")
@@ -65,6 +54,12 @@ def test_side_data_copied_from_another_directory_is_refused(small_corpus, tmp_pa
         made, other = tmp_path / "made", tmp_path / "other"
         run_preprocess(small_corpus, made, form, splits=("train",))
         run_preprocess(other_raw, other, form, splits=("train",))
+    def sha256(prefix):  # .idx then .bin
+        return "sha256:" + hashlib.sha256((made / f"{prefix}.idx").read_bytes()
+                                          + (made / f"{prefix}.bin").read_bytes()).hexdigest()
+
+    assert read_meta(str(made))["side_data"] == {
+        suffix: {"train": {"tokens": sha256("train.en-de.en"), "files": sha256(f"train.en-de.en.{suffix}")}}}
     assert list(load_side_data(str(made), "train", "en", "de", read_meta(str(made))))  # its own side data loads
     copy_side_data(other, made, suffix)  # cp OTHER/train.en-de.en.SUFFIX.* DIR/: the tokens of DIR are unchanged
     files = f"{made}/train.en-de.en.{suffix}.{{bin,idx}}"
