@@ -1,6 +1,7 @@
 """The POS tagger (fairseq_syntax.parsing.tagger), training that resumes, and the parser run records."""
 import hashlib
 import json
+import os
 import runpy
 from pathlib import Path
 
@@ -85,24 +86,33 @@ def test_supar_training_resumes_exactly_from_its_last_epoch(tmp_path, dependency
     assert (state.epochs, 1 <= state.best_epoch <= 2) == (2, True)
 
 
-def test_train_parser_tagger_command_skips_foreign_tags_and_writes_its_record(tmp_path, capsys):
+def test_train_parser_tagger_command_skips_foreign_tags_and_writes_its_record_only_where_asked(tmp_path, capsys):
     ptb = tmp_path / "tiny.mrg"
     ptb.write_text("".join(bracketed(*sentence) for sentence in TREEBANK))
     extra = tmp_path / "extra.conllu"
     extra.write_text("1\tthe\t_\t_\tDT\t_\t2\tdet\t_\t_\n2\tcat\t_\t_\tNN\t_\t0\troot\t_\t_\n\n"
                      "1\twww.x.com\t_\t_\tADD\t_\t0\troot\t_\t_\n\n")
-    record = tmp_path / "record.json"
+    runs = sorted(os.listdir(REPO / "preprocess" / "runs"))
+    output = tmp_path / "models" / "tagger.pt"  # its folder is made
     main = runpy.run_path(str(REPO / "preprocess" / "train_parser.py"))["main"]
-    main(["tagger", "--ptb", str(ptb), "--extra-conllu", str(extra), "--output", str(tmp_path / "tagger.pt"),
-          "--work-dir", str(tmp_path / "work"), "--epochs", "1", "--hidden", "8", "--layers", "1", "--dropout", "0",
-          "--record", str(record)])
-    assert "1 of 2 sentences added to the training data; 1 skipped" in capsys.readouterr().err
+    common = ["tagger", "--ptb", str(ptb), "--extra-conllu", str(extra), "--output", str(output), "--work-dir",
+              str(tmp_path / "work"), "--hidden", "8", "--layers", "1", "--dropout", "0"]
+    main([*common, "--epochs", "1"])
+    err = capsys.readouterr().err
+    assert "1 of 2 sentences added to the training data; 1 skipped" in err
+    assert err.strip().splitlines()[-1].startswith(f"{output}: 1 epochs (") and "; record " not in err
+    assert sorted(os.listdir(output.parent)) == ["tagger.pt", "tagger.pt.checkpoint"]
+    record = tmp_path / "records" / "record.json"
+    main([*common, "--epochs", "2", "--record", str(record)])  # resumes, and records
+    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(f"; record {record}")
+    assert sorted(os.listdir(REPO / "preprocess" / "runs")) == runs  # never preprocess/runs/tagger.json by default
     row = json.loads(record.read_text())
     # the held-out part: round(24 trees x 0.1) = 2 sentences
-    assert (row["parser"], row["epochs"], row["best_epoch"], row["evaluated_sentences"]) == ("tagger", 1, 1, 2)
+    assert (row["parser"], row["epochs"], row["evaluated_sentences"]) == ("tagger", 2, 2)
+    assert 1 <= row["best_epoch"] <= 2
     assert row["data"] == "tiny.mrg + extra.conllu" and 0 <= row["scores"]["POS accuracy"] <= 100
     # the digest of the model file, by which the data it tags name this record (parsing.provenance)
-    assert row["sha256"] == hashlib.sha256((tmp_path / "tagger.pt").read_bytes()).hexdigest()[:16]
+    assert row["sha256"] == hashlib.sha256(output.read_bytes()).hexdigest()[:16]
     render = runpy.run_path(str(REPO / "preprocess" / "make_results.py"))["render"]
     markdown, data = render([row])
     # a goal belongs to the published model it names (make_results.GOALS), not to any tagger's file

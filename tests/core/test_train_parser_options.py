@@ -1,6 +1,5 @@
-"""``preprocess/train_parser.py`` checks its options before anything is read or written, one line
-each (``--heldout 8`` meant 8%, not 800%), and writes its run record only where ``--record`` says, never into the
-repository by default."""
+"""``preprocess/train_parser.py`` checks its options before anything is read or written, one line each
+(``--heldout 8`` meant 8%, not 800%). Its run record: tests/core/test_tagger.py."""
 import os
 import runpy
 from pathlib import Path
@@ -9,7 +8,6 @@ import pytest
 from conftest import REPO, TREEBANK, bracketed
 
 SCRIPT = Path(REPO) / "preprocess" / "train_parser.py"
-RUNS = Path(REPO) / "preprocess" / "runs"
 HELDOUT = "a fraction in (0, 1) is meant (0.1 keeps the last tenth of the trees for evaluation)"
 
 
@@ -60,19 +58,3 @@ def test_each_bad_option_has_its_line(tmp_path):
         "error: --epochs 0: train at least 1 epoch (--epochs is the total, over every sitting)",
         f"error: --train {tmp_path}/train.conllu: no such file",
         f"error: --dev {tmp_path}: a folder, not a file"]
-
-
-def test_no_record_is_written_unless_asked_for(treebank, tmp_path, capsys):
-    runs_before = sorted(os.listdir(RUNS))
-    output = tmp_path / "models" / "tagger-tiny.pt"  # its folder is made
-    common = ["tagger", "--ptb", str(treebank), "--output", str(output), "--work-dir", str(tmp_path / "work"),
-              "--hidden", "8", "--layers", "1", "--dropout", "0"]
-    assert train_parser([*common, "--epochs", "1"]) is None
-    assert sorted(os.listdir(RUNS)) == runs_before  # preprocess/runs/tagger-tiny.json was the default
-    assert sorted(os.listdir(output.parent)) == ["tagger-tiny.pt", "tagger-tiny.pt.checkpoint"]
-    last = capsys.readouterr().err.strip().splitlines()[-1]
-    assert last.startswith(f"{output}: 1 epochs (") and "; record " not in last
-    record = tmp_path / "records" / "tagger-tiny.json"
-    assert train_parser([*common, "--epochs", "2", "--record", str(record)]) is None  # resumes, and records
-    assert record.exists() and sorted(os.listdir(RUNS)) == runs_before
-    assert capsys.readouterr().err.strip().splitlines()[-1].endswith(f"; record {record}")
