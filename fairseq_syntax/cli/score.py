@@ -31,6 +31,7 @@ from fairseq_syntax.evaluation.scoring import (
     seed_scores,
     skipped_line_numbers,
 )
+from fairseq_syntax.parsing.text import write_json
 
 TABLE_METRICS = ("BLEU", "BLEU-1", "chrF", "TER", "RIBES")
 ONE_RUN_BOOTSTRAP_ROUNDS = 1000  # sacrebleu's paired bootstrap of one run against another
@@ -238,9 +239,7 @@ def read_argv(path: str) -> list[str]:
 def _write_outputs(args, report: dict) -> None:
     """--json and --record of a report (one run, or a system over seeds)."""
     if args.json_out:
-        with open(args.json_out, "w", encoding="utf-8") as handle:
-            json.dump(report, handle, indent=2, ensure_ascii=False)
-            handle.write("\n")
+        write_json(args.json_out, report, indent=2, ensure_ascii=False)
     if args.record:
         facts = {"device": args.device, "parsers": _read_json(args.parsers) if args.parsers else None}
         if os.path.exists(args.record):  # a rescore: what the training recorded stays unless given anew
