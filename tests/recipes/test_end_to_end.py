@@ -11,7 +11,6 @@ from conftest import REPO, TINY, run, train, write_sst_data
 from fairseq import checkpoint_utils
 
 from fairseq_syntax.cli import plot
-from fairseq_syntax.core.checkpoints import cut_short
 from fairseq_syntax.core.classification_task import (
     TreeClassificationConfig,
     TreeClassificationTask,
@@ -83,25 +82,6 @@ def test_a_resumed_run_stops_early_where_the_uninterrupted_run_stops(resumed_run
             and "1 validation(s) without improvement since" in rest)
     assert {**valid_losses(first), **valid_losses(second), **valid_losses(rest)} == losses
     assert "early stop since" in rest and "early stop since" not in first + second
-
-
-def test_resuming_after_a_kill_while_saving_falls_back_to_the_whole_checkpoint(data_dirs, tmp_path):
-    # a kill while copying update 3's checkpoint onto checkpoint_last.pt left it empty; the interval one is whole
-    # (and training goes on from that --restore-file, as from one given on the command line)
-    save = tmp_path / "save"
-    options = ("--save-interval-updates", "1", "--keep-interval-updates", "1", "--disable-validation")
-    train(data_dirs["sequence"], str(save), "transformer_tiny", 10, "--max-update", "3", *options)
-    # 200 pairs in batches of up to 1000 tokens: 2 updates per epoch, so update 3 is the first of epoch 2
-    assert sorted(os.listdir(save)) == ["checkpoint_2_3.pt", "checkpoint_last.pt"]
-    (save / "checkpoint_last.pt").write_bytes(b"")
-    resumed = train(data_dirs["sequence"], str(save), "transformer_tiny", 10, "--max-update", "4", *options)
-    log = resumed.stdout + resumed.stderr
-    assert (f"{save}/checkpoint_last.pt is cut short (0 bytes): a run killed while writing it leaves it so; "
-            f"resuming from {save}/checkpoint_2_3.pt, the newest whole checkpoint beside it") in log
-    assert f"Loaded checkpoint {save}/checkpoint_2_3.pt (epoch 2 @ 3 updates)" in log
-    assert re.search(r"num_updates=4\b", log) and "done training" in log
-    assert cut_short(str(save / "checkpoint_last.pt")) is None
-    assert torch.load(save / "checkpoint_last.pt")["optimizer_history"][-1]["num_updates"] == 4
 
 
 def test_checkpoints_of_training_with_eval_bleu_load_for_generation(data_dirs, resumed_runs):
