@@ -79,25 +79,6 @@ def test_preprocess_stopped_mid_work_removes_its_copy_of_the_corpus(long_corpus,
     assert not os.path.exists(tmp_path / "data" / "syntax.json")  # not made: the next run says it was stopped
 
 
-def test_what_a_sigkill_left_is_removed_by_the_next_run(long_corpus, small_corpus, tmp_path, monkeypatch, caplog):
-    tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
-    process = subprocess.Popen(preprocess_command(long_corpus, tmp_path / "data"), cwd=REPO, env=environment(tmpdir),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    wait_for(lambda: folders(tmpdir, PREFIX + "preprocess-"), process, "its copy of the corpus")
-    process.send_signal(signal.SIGKILL)  # nothing runs: the folder stays
-    process.communicate(timeout=60)
-    left = folders(tmpdir)
-    assert len(left) == 1 and json.loads((tmpdir / left[0] / OWNER_FILE).read_text())["pid"] == process.pid
-
-    monkeypatch.setattr(tempfile, "tempdir", str(tmpdir))
-    with caplog.at_level(logging.WARNING, logger=stopping.__name__):
-        run_preprocess(small_corpus, tmp_path / "small", "sequence")
-    assert os.listdir(tmpdir) == []
-    assert f"removed {tmpdir / left[0]}: the temporary folder of a run (process {process.pid}) that was killed " \
-           "without cleaning up" in caplog.messages
-
-
 def test_preprocess_dependencies_stopped_mid_work_removes_its_partial_side_data(long_corpus, tmp_path):
     data = tmp_path / "data"
     run_preprocess(long_corpus, data, "sequence", splits=("train",))
@@ -229,12 +210,19 @@ def test_only_folders_of_processes_no_longer_running_here_are_removed(tmp_path, 
                                                    f"{PREFIX}study-cores-0"])
 
 
-def test_a_temporary_directory_names_its_owner_and_is_removed_on_an_error(tmp_path, monkeypatch):
+def test_a_temporary_directory_first_removes_a_killed_runs_and_is_removed_on_an_error(tmp_path, monkeypatch, caplog):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    with pytest.raises(ValueError), temporary_directory("test") as folder:
+    killed = {"host": socket.gethostname(), "pid": dead_pid(), "start": None}  # what a SIGKILL leaves
+    (tmp_path / f"{PREFIX}preprocess-1").mkdir()
+    (tmp_path / f"{PREFIX}preprocess-1" / OWNER_FILE).write_text(json.dumps(killed))
+    with caplog.at_level(logging.WARNING, logger=stopping.__name__), pytest.raises(ValueError), \
+            temporary_directory("test") as folder:
+        assert os.listdir(tmp_path) == [os.path.basename(folder)]
         assert os.path.dirname(folder) == str(tmp_path)
         assert os.path.basename(folder).startswith(f"{PREFIX}test-{os.getpid()}-")
         owner = json.loads(open(os.path.join(folder, OWNER_FILE)).read())
         assert owner == {"host": socket.gethostname(), "pid": os.getpid(), "start": stopping._start_time(os.getpid())}
         raise ValueError
     assert os.listdir(tmp_path) == []
+    assert caplog.messages == [f"removed {tmp_path}/{PREFIX}preprocess-1: the temporary folder of a run (process "
+                               f"{killed['pid']}) that was killed without cleaning up"]
