@@ -5,7 +5,6 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-import torch.nn.functional as F
 from conftest import one_word_batch, parents_batch, random_preorder_tree
 from test_structure import strict_ancestors
 from fairseq import metrics
@@ -19,7 +18,6 @@ from fairseq_syntax.methods.dependency_supervision.criterion import (
 )
 from fairseq_syntax.methods.dependency_supervision.targets import IGNORE
 from fairseq_syntax.methods.hier_accum.accumulation import accumulation_structure
-from fairseq_syntax.methods.syntax_mask.relations import NUM_RELATIONS, relation_ids
 from fairseq_syntax.methods.tree_transformer.attention import ConstituentAttention
 
 
@@ -88,12 +86,6 @@ def test_the_structure_from_collated_sizes_is_the_structure_read_from_the_device
     assert read.keys() == given.keys()
     for name in read:
         assert torch.equal(read[name], given[name]), name
-
-
-def test_one_hot_relations_by_comparison_are_torch_one_hot():
-    relations = relation_ids(parents_batch([-1, 0, 0, 2], [-1]))
-    one_hot = relations.unsqueeze(-1) == torch.arange(NUM_RELATIONS + 1)
-    assert torch.equal(one_hot, F.one_hot(relations, NUM_RELATIONS + 1).bool())
 
 
 @pytest.mark.parametrize("attention", [StructuredSelfAttention(16, 4), ConstituentAttention(16, 4)])
