@@ -240,10 +240,7 @@ def test_the_main_job_makes_the_data_runs_the_study_and_ends_with_its_verdict_ta
         f"{expected}" in out[table + 2]
 
 
-def test_the_main_job_says_what_it_takes_and_refuses_what_it_does_not(tmp_path):
-    shown = subprocess.run(["bash", "examples/demo/run.sh", "--help"], cwd=REPO, capture_output=True, text=True)
-    assert shown.returncode == 0 and shown.stdout.startswith("usage: bash examples/demo/run.sh [--study FILE]")
-    assert "--jobs N" in shown.stdout
+def test_the_main_job_refuses_what_it_does_not_take(tmp_path):  # its --help: test_script_options.py
     for args, message in ((["--epochs", "3"], "error: --epochs: no such option (bash examples/demo/run.sh --help)"),
                           (["--study", str(tmp_path / "none.toml")],
                            f"error: --study {tmp_path / 'none.toml'}: no such file"),
