@@ -113,6 +113,10 @@ def test_best_checkpoint_metric_is_read_from_the_training_command():
     assert best_checkpoint_metric(["fairseq-train", "d", "--patience", "5"]) == "loss"  # fairseq's default
 
 
+BY_LENGTH = [{"bucket": "(0,10]", "low": 0, "high": 10, "n_sentences": 3, "BLEU": 41.5},
+             {"bucket": "(10,inf)", "low": 10, "high": None, "n_sentences": 0, "BLEU": None}]
+
+
 def write_records(directory):
     """Two hand-written records of one dataset: a baseline and a syntax system compared with it."""
     (directory / "logs").mkdir(parents=True)
@@ -129,7 +133,8 @@ def write_records(directory):
         metrics={"BLEU": 39.0, "chrF": 63.456, "TER": 44.2, "RIBES": 80.0, "tokenize": "13a",
                  "signatures": {"BLEU": "nrefs:1|tok:13a"}},
         significance={"transformer": {"test": "paired bootstrap resampling (sacrebleu)", "n_samples": 1000,
-                                      "seed": 12345, "BLEU": {"p_value": 0.0123}, "chrF": {"p_value": 0.5}}})
+                                      "seed": 12345, "BLEU": {"p_value": 0.0123}, "chrF": {"p_value": 0.5}}},
+        by_length=BY_LENGTH)
     return baseline, masks
 
 
@@ -222,7 +227,8 @@ def test_render_json_has_the_rows_and_columns_of_the_table(tmp_path):
     assert data["datasets"]["multi30k"]["notes"] == [
         ("p: two-sided p-value of the row's system against the named baseline (paired bootstrap resampling "
         "(sacrebleu), 1000 samples, seed 12345)."), "BLEU signature: `nrefs:1|tok:13a`"]
-    assert "bleu_by_length" not in data["datasets"]["multi30k"]
+    assert data["datasets"]["multi30k"]["bleu_by_length"]["rows"] == [
+        {"System": "syntax masks", "(0,10] (n=3)": 41.5, "(10,inf) (n=0)": None}]  # the baseline was not scored
     assert data["run_records"] == {"runs": ["baseline.run.json", "masks.run.json"]}
 
 
@@ -248,16 +254,11 @@ def test_bad_record_inputs_are_named(tmp_path):
 
 def test_bleu_by_length_is_recorded_and_rendered_per_system(tmp_path):
     baseline, masks = write_records(tmp_path)
-    rows = [{"bucket": "(0,10]", "low": 0, "high": 10, "n_sentences": 3, "BLEU": 41.5},
-            {"bucket": "(10,inf)", "low": 10, "high": None, "n_sentences": 0, "BLEU": None}]
-    masks = record_run(tmp_path / "masks.run.json", dataset="multi30k", system="syntax masks",
-                       arch=masks["arch"], command=masks["command_argv"], train_log=masks["train_log"],
-                       metrics=masks["metrics"], by_length=rows)
-    assert json.loads((tmp_path / "masks.run.json").read_text())["by_length"] == rows
+    assert json.loads((tmp_path / "masks.run.json").read_text())["by_length"] == BY_LENGTH
     lines = render_markdown([baseline, masks]).splitlines()
     start = lines.index("| System | (0,10] (n=3) | (10,inf) (n=0) |")
     assert lines[start + 2] == "| syntax masks | 41.50 | – |"
-    assert "| transformer |" not in "\n".join(lines[start:])  # the baseline was not scored by length
+    assert "| transformer |" not in "\n".join(lines[start:])  # not scored by length
 
 
 # ---- the helpers every recipe's RESULTS.md / RESULTS.json is written with --------------------------------------
