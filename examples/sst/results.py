@@ -3,7 +3,7 @@
 ``python3 examples/sst/results.py examples/sst/logs --out examples/sst/RESULTS.md`` (RESULTS.json beside it;
 without --out, Markdown to stdout). Each ``DATASET.RUN.log.gz`` (or plain ``.log``, or packed, ``packed_runs``)
 gives its settings, size, training time, why it stopped and the dev accuracy per epoch; a log without "done
-training" is reported unfinished. Rendering: ``fairseq_syntax.evaluation.tables``."""
+training" is reported unfinished."""
 import argparse
 import os
 import re
@@ -137,7 +137,6 @@ def main() -> None:
     parser.add_argument("--out", help="write RESULTS.md here and RESULTS.json beside it (default: the Markdown to "
                         "standard output)")
     args = parser.parse_args()
-    # gzipped, plain (a run not yet compressed), or packed (logs/packed.tar.xz, named without .gz: packed_runs)
     paths = sorted(path for suffix in LOG_SUFFIXES for path in packed_runs.glob(os.path.join(args.logs, "*" + suffix)))
     runs = [read_run(path) for path in paths]
     if not runs:
