@@ -1,11 +1,12 @@
 """Dependency-supervised self-attention (Deguchi et al. 2019): targets, biaffine scores and the loss, by hand."""
+import logging
 import math
 import os
 import re
 
 import pytest
 import torch
-from conftest import TINY, TRANSLATION, build_on_cpu, one_word_batch, run
+from conftest import TINY, TRANSLATION, build_on_cpu, one_word_batch, run, train_here
 
 from fairseq_syntax.methods.dependency_supervision.attention import (
     DependencyBasedSelfAttention,
@@ -78,13 +79,13 @@ def test_criterion_adds_the_weighted_per_token_dependency_loss(ldd_dir):
     assert [type(layer.self_attn) is DependencyBasedSelfAttention for layer in model.encoder.layers][:2] == [True, False]
 
 
-def test_train_with_the_loss_then_decode_plain_text_without_a_parser(ldd_dir, tmp_path):
+def test_train_with_the_loss_then_decode_plain_text_without_a_parser(ldd_dir, tmp_path, caplog):
     save = str(tmp_path / "model")
-    log = run(["fairseq-train", ldd_dir, "--user-dir", "fairseq_syntax", "--task", "syntax_translation",
-               "--arch", "transformer_dependency_supervised_tiny", "--criterion",
-               "label_smoothed_cross_entropy_with_dependency", "--max-update", "2", "--save-dir", save, *TINY]).stdout
-    assert re.search(r"\| train \| .*\| dependency_loss [\d.]+ \| dependency_accuracy [\d.]+ .*num_updates 2 ", log), \
-        log[-2000:]
+    with caplog.at_level(logging.INFO):
+        train_here([ldd_dir, *TRANSLATION, "--arch", "transformer_dependency_supervised_tiny", "--criterion",
+                    "label_smoothed_cross_entropy_with_dependency", "--max-update", "2", "--save-dir", save, *TINY])
+    epochs = [record.getMessage() for record in caplog.records if record.name == "train"]
+    assert re.search(r"\| dependency_loss [\d.]+ \| dependency_accuracy [\d.]+ .*num_updates 2 ", epochs[-1]), epochs
     checkpoint = os.path.join(save, "checkpoint_last.pt")
     out = run(["fairseq-interactive", ldd_dir, "--user-dir", "fairseq_syntax", "--task", "syntax_translation",
                "--path", checkpoint, "--beam", "2", "--cpu"], input="the cat sees a dog .\nthe dog runs .\n").stdout
