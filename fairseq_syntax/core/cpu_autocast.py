@@ -1,12 +1,6 @@
-"""``--cpu-bf16-autocast``: a task's train and valid steps under ``torch.autocast("cpu", torch.bfloat16)``.
-
-fairseq's ``--bf16`` casts the weights and ``--amp`` is CUDA-only; with autocast the matmuls run in bf16 while
-softmax, layer norm, loss, optimizer and checkpoints stay fp32 (``bench/RESULTS.md``: 1.7-2.2x less CPU time per
-target token; BLEU parity in ``bench/PARITY.md``). No effect on CUDA tensors; generation is fp32.
-
-oneDNN keeps a bf16 kernel per batch shape: keep ``ONEDNN_PRIMITIVE_CACHE_CAPACITY`` and ``LRU_CACHE_CAPACITY``
-small (the recipes set 64). It pays only with AVX512-BF16 or AMX: elsewhere bf16 is emulated, about 10x slower
-than fp32 (docs/gpu.md); the task warns then, and the recipes default to fp32 (:func:`default_cpu_precision`)."""
+"""``--cpu-bf16-autocast``: a task's train and valid steps under ``torch.autocast("cpu", torch.bfloat16)``: bf16
+matmuls, fp32 weights, optimizer and checkpoints; generation is fp32. Its speed, memory and the CPUs it pays on:
+docs/gpu.md; the task warns on the others, and the recipes default to fp32 there (:func:`default_cpu_precision`)."""
 import logging
 from dataclasses import dataclass
 
@@ -22,7 +16,7 @@ logger = logging.getLogger(__name__)
 class CpuAutocastConfig(FairseqDataclass):
     cpu_bf16_autocast: bool = option(
         False, "run training and validation steps under torch.autocast('cpu', torch.bfloat16): fp32 weights and "
-        "optimizer, bf16 matmuls (CPU only; see fairseq_syntax/core/cpu_autocast.py)")
+        "optimizer, bf16 matmuls (CPU only; see docs/gpu.md)")
 
 
 def cpu_has_bf16() -> bool:
