@@ -53,14 +53,7 @@ def token_level_ldd(pieces_share=True):
     return ldd
 
 
-def test_extraction_is_arc_times_label_probability_and_sums_to_one_per_dependent():
-    arcs = dep.labeled_arcs(RECORD)
-    assert dep.LabeledArc(2, 3, "dobj", 0.8 * 0.25) in arcs
-    totals = [sum(arc.probability for arc in arcs if arc.dependent == word) for word in range(1, 5)]
-    assert totals == pytest.approx([1.0] * 4)
-
-
-def test_grouping_sums_labels_of_a_group_and_keeps_the_rest_outside():
+def test_grouping_sums_arc_times_label_probabilities_of_a_group_and_keeps_the_rest_outside():
     grouped = dep.group_arcs(dep.labeled_arcs(RECORD), dep.label_index(dep.STANFORD_GROUPS))
     got = {(int(d), int(h), int(g)): p for d, h, g, p in zip(*grouped)}
     assert got == pytest.approx(GROUPED)
