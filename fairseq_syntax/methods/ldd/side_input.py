@@ -16,13 +16,7 @@ label groups, 16 outside them, 17 + g the 1-best arc with its label in group g, 
 ``q = round(p * 65535)`` (entries below the preprocessing floor are not stored). The compact layout lists entries
 by dependent (``c_d`` of dependent d) and packs head and channel into one value: 4 bytes an entry, against 8; both
 decode to the same numbers (a long item never starts with 65535). Side data without channels above 16 has no
-1-best tree; the 1-best variants refuse it.
-
-:func:`record_item` makes the array from one parser record and the BPE piece count of each word, for
-``fairseq-syntax-preprocess-dependencies`` and ``fairseq-interactive`` (:class:`InteractiveDependencies`) alike.
-:func:`collate_ldd` gives :class:`WordPairs`: the word-level ``B x 34 x S x S`` float32 tensor (row and column 0
-the root, i.e. fairseq's EOS; the last word all-zero for padding) and the word of each token ``B x T``; the model
-expands it to tokens (:func:`~fairseq_syntax.methods.ldd.distributions.variant_distribution`)."""
+1-best tree; the 1-best variants refuse it. A batch is :class:`WordPairs`."""
 import os
 from dataclasses import dataclass
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
