@@ -173,7 +173,7 @@ def model_settings(log: str) -> dict:
 
 
 def training_summary(log: str) -> dict:
-    pattern = (r"valid on 'valid' subset \| loss (?P<loss>[\d.]+) \| ppl (?P<ppl>[\d.]+) "
+    pattern = (r"valid on 'valid' subset \| loss (?P<loss>[\d.]+) \| ppl [\d.]+ "
                r".*?\| num_updates (?P<updates>\d+)")
     valid = [match.groupdict() for match in re.finditer(pattern, log)]
     if not valid:
@@ -184,7 +184,7 @@ def training_summary(log: str) -> dict:
         "updates": one(r"num_updates (\d+)", log, "update count"),
         "seconds": wall_seconds(log),
         "words_per_second": median_words_per_second(log),
-        "best_valid_loss": best["loss"], "best_valid_ppl": best["ppl"], "best_at": best["updates"],
+        "best_valid_loss": best["loss"], "best_at": best["updates"],
         "seed": int(config_setting(log, "seed")),
     }
 
@@ -265,7 +265,7 @@ def exploratory_runs(logs: str, specs: list) -> list:
             "reproduce": f"by hand: `{name}/README.md`", "folder": name,
             "training": {"tree_transformer_lm": training},
             "parses": {label: score(run_scores, logs, file) for label, file in spec["parses"].items()},
-            "perplexity": None, "train_log": spec["train"], "readme_command": readme_command(logs),
+            "perplexity": None, "readme_command": readme_command(logs),
             "commands": [(file[:-len(".json")] + ".log", current(command(read(logs, file[:-len(".json")] + ".log"))))
                          for file in spec["parses"].values()],
         })
