@@ -1,4 +1,6 @@
 """Every model in --fp16/--bf16 as fairseq trains it: loss within 3e-2 (bf16) / 5e-3 (fp16) of float32's."""
+from types import SimpleNamespace
+
 import pytest
 import torch
 from conftest import check_half_precision
@@ -33,16 +35,6 @@ def test_the_comparison_sees_a_model_broken_in_half_precision(request):
         check_half_precision((task, model, criterion, sample, args), torch.float16)
 
 
-class Common:
-    def __init__(self, bf16, tpu, cpu=False):
-        self.bf16, self.tpu, self.cpu = bf16, tpu, cpu
-
-
-class Config:
-    def __init__(self, **common):
-        self.common = Common(**common)
-
-
 @pytest.mark.parametrize("bf16, tpu, argv, untied", [
     (True, True, ["fairseq-train", "DATA", "--bf16"], True),  # --bf16 alone: fairseq set tpu, untied
     (True, True, ["fairseq-train", "DATA", "--bf16", "--tpu"], False),  # asked for a TPU: kept
@@ -50,7 +42,7 @@ class Config:
     (False, True, ["fairseq-train", "DATA", "--tpu"], False),
 ])
 def test_bf16_no_longer_implies_a_tpu(bf16, tpu, argv, untied):
-    cfg = Config(bf16=bf16, tpu=tpu)
+    cfg = SimpleNamespace(common=SimpleNamespace(bf16=bf16, tpu=tpu, cpu=False))  # fairseq's cfg, as it reads it
     assert tpu_implied_by_bf16(cfg.common, argv) is untied
     assert untie_bf16_from_tpu(cfg, argv) is untied
     assert cfg.common.tpu is (tpu and not untied)
