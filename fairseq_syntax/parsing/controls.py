@@ -56,7 +56,7 @@ from fairseq_syntax.core.control_kinds import (
     describe,
 )
 from fairseq_syntax.core.data_dir import META_FILE
-from fairseq_syntax.parsing.text import open_output, write_json
+from fairseq_syntax.parsing.text import open_output, read_json, write_json
 
 PARSERS_FILE = "parsers.json"
 #: fairseq pads a dictionary to a multiple of 8 with fillers named madeupword0000, madeupword0001, ...
@@ -265,11 +265,7 @@ def control_dictionary(real_path: str, out_path: str) -> str:
 
 def _update_json(path: str, control: dict, required: bool) -> None:
     if os.path.exists(path):
-        with open(path, encoding="utf-8") as handle:
-            try:
-                content = json.load(handle)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from None
+        content = read_json(path)
     elif required:
         raise ValueError(f"{path}: no such file (make the data directory with fairseq-syntax-preprocess first)")
     else:

@@ -14,11 +14,10 @@ scheme (:mod:`fairseq_syntax.parsing.labels`)."""
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 
 from fairseq_syntax.parsing.provenance import DIGEST_LENGTH, file_sha256, model_digest
-from fairseq_syntax.parsing.text import write_json
+from fairseq_syntax.parsing.text import read_json, write_json
 
 RECORD_SUFFIX = ".parse.json"
 
@@ -64,13 +63,7 @@ def write_record(outputs: list[str], kind: str, backend: str, models: dict[str, 
 
 def read_record(output: str) -> dict | None:
     path = record_path(output)
-    if not os.path.exists(path):
-        return None
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from None
+    return read_json(path) if os.path.exists(path) else None
 
 
 def labels_of(arcs: str) -> str:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 
 from fairseq_syntax.core.control_kinds import CONTROL_KEY, describe
+from fairseq_syntax.parsing.text import read_json
 
 DIGEST_LENGTH = 16
 
@@ -31,16 +31,8 @@ def model_digest(path: str) -> str:
 
 def read_parser_records(folder: str) -> list[dict]:
     """The parser run records (``*.json``) in ``folder``; an unreadable one is an error naming it."""
-    records = []
-    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
-        if name.endswith(".json"):
-            path = os.path.join(folder, name)
-            try:
-                with open(path, encoding="utf-8") as handle:
-                    records.append(json.load(handle))
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from None
-    return records
+    names = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+    return [read_json(os.path.join(folder, name)) for name in names if name.endswith(".json")]
 
 
 def describe_parsers(models: dict[str, str], records: list[dict]) -> dict[str, dict]:

@@ -60,6 +60,15 @@ def write_json(path: str, value, indent: int | None = 1, ensure_ascii: bool = Tr
         out.write("\n")
 
 
+def read_json(path: str):
+    """The JSON value in ``path``; JSON that does not parse is a ValueError naming the file and line."""
+    with open(path, encoding="utf-8") as handle:
+        try:
+            return json.load(handle)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from None
+
+
 #: the languages sacremoses tokenizes (those it has non-breaking prefixes of), less the Chinese ones: Moses does not
 #: segment text written without spaces; every other language goes to stanza's tokenizer
 MOSES_LANGUAGES = frozenset({
