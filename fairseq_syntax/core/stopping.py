@@ -39,9 +39,8 @@ class Stopped(BaseException):
 
 @contextlib.contextmanager
 def stopping_cleanly(command: str) -> Iterator[None]:
-    """Run a command's work: SIGTERM and SIGINT raise :class:`Stopped` in it; after cleanup, one line on stderr and
-    ``SystemExit(128 + signal)``. Installed in the main thread; the previous handlers come back when the block
-    ends."""
+    """Run a command's work as the module docstring says; installed in the main thread, the previous handlers come
+    back when the block ends."""
     owner, stopping = os.getpid(), []
 
     def stop(signum, frame):
@@ -68,13 +67,11 @@ def stopping_cleanly(command: str) -> Iterator[None]:
 @contextlib.contextmanager
 def _signals_held() -> Iterator[None]:
     """SIGTERM and SIGINT wait until the block ends (a folder made and its owner recorded, or neither)."""
-    block = getattr(signal, "pthread_sigmask", None)
-    held = block(signal.SIG_BLOCK, SIGNALS) if block is not None else None
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)  # POSIX, as the package is (core.files' flock)
     try:
         yield
     finally:
-        if held is not None:
-            block(signal.SIG_SETMASK, held)
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 @contextlib.contextmanager
