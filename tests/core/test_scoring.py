@@ -105,7 +105,7 @@ def test_scores_match_sacrebleu_command_line(files, tokenize):
                                         "-w", "4"))
     scores = corpus_scores(HYPOTHESES, REFERENCES, tokenize)
     assert [round(scores[m], 4) for m in ("BLEU", "chrF", "TER")] == expected
-    assert 0 < scores["BLEU"] < 100 and scores["n_sentences"] == 6 and scores["tokenize"] == tokenize
+    assert scores["n_sentences"] == 6 and scores["tokenize"] == tokenize
     assert f"tok:{tokenize}" in scores["signatures"]["BLEU"]
 
 
@@ -189,19 +189,12 @@ def test_detokenize_undoes_moses_tokenization():
     assert detokenize(tokenized, "de") == ["Ein Mann, der ein blau-weißes T-Shirt trägt, lacht."]
 
 
-def _bootstrap_corpus():
-    refs = [f"sentence number {i} says that the {w} is on the table today" for i, w in
-            enumerate(["cat", "dog", "cup", "book", "pen", "key", "hat", "box", "map", "toy"] * 3)]
-    good = list(refs)
-    bad = [" ".join(ref.split()[:4]) + " something else entirely" for ref in refs]
-    return refs, good, bad
-
-
 def test_paired_bootstrap_p_values_equal_sacrebleu_command_line(tmp_path):
     # Two systems one sentence apart: a small difference, so an intermediate p-value that must be sacrebleu's.
-    refs, good, bad = _bootstrap_corpus()
-    system_a = good[:20] + bad[20:]
-    system_b = good[:21] + bad[21:]
+    refs = [f"sentence number {i} says that the {w} is on the table today" for i, w in
+            enumerate(["cat", "dog", "cup", "book", "pen", "key", "hat", "box", "map", "toy"] * 3)]
+    bad = [" ".join(ref.split()[:4]) + " something else entirely" for ref in refs]
+    system_a, system_b = refs[:20] + bad[20:], refs[:21] + bad[21:]
     ref = write_lines(tmp_path / "ref.txt", refs)
     file_a = write_lines(tmp_path / "a.txt", system_a)
     file_b = write_lines(tmp_path / "b.txt", system_b)
