@@ -1,7 +1,6 @@
-""":func:`position_accumulation`'s blocks and hook, and the masks built once per batch against the boolean masks."""
+""":func:`position_accumulation`'s hook, and the masks built once per batch against the boolean masks."""
 import random
 
-import pytest
 import torch
 from conftest import parents_batch, random_accumulation_inputs
 
@@ -41,30 +40,6 @@ def test_hierarchical_accumulation_runs_the_position_form_unless_another_is_aske
     chosen = hierarchical_accumulation(values, weights, structure, embeddings, other)
     assert len(calls) == 1
     torch.testing.assert_close(chosen, default, rtol=0, atol=0)
-
-
-def test_position_blocks_are_the_node_and_leaf_blocks_at_their_positions():
-    # S(a, NP(b, c)) and EOS (appended): positions 0 S, 1 a, 2 NP, 3 b, 4 c, 5 EOS, beside a shorter padded tree
-    structure = accumulation_structure(parents_batch([-1, 0, 0, 2, 2], [-1, 0, 0]), embedding_size=2)
-    for b in range(2):
-        nodes, leaves = structure["node_pos"][b], structure["leaf_pos"][b]
-        node_mask = structure["node_over_node"][b].diagonal() > 0
-        leaf_mask = structure["node_over_leaf"][b].sum(0) > 0
-        for i in torch.nonzero(node_mask).flatten().tolist():
-            for j in torch.nonzero(leaf_mask).flatten().tolist():
-                assert structure["leaf_coefficients"][b, nodes[i], leaves[j]] == \
-                    structure["inverse_branch_size"][b, i, j]
-                assert structure["leaf_under_node"][b, leaves[j], nodes[i]] == structure["node_over_leaf"][b, i, j]
-            for t in torch.nonzero(node_mask).flatten().tolist():
-                assert structure["node_over_node_positions"][b, nodes[i], nodes[t]] == \
-                    structure["node_over_node"][b, i, t]
-    # zero outside those places; S over a 1 / (3 * 2), over b and c 1 / (3 * 3); NP over b and c 1 / (2 * 2)
-    assert structure["leaf_coefficients"][0, 0].tolist() == pytest.approx([0, 1 / 6, 0, 1 / 9, 1 / 9, 0])
-    assert structure["leaf_coefficients"][0, 2].tolist() == pytest.approx([0, 0, 0, 1 / 4, 1 / 4, 0])
-    assert structure["leaf_coefficients"][0, [1, 3, 4, 5]].abs().sum() == 0
-    assert structure["kept_rows"][0].diagonal().tolist() == [0, 1, 0, 1, 1, 1]
-    assert structure["kept_rows"][1].diagonal().tolist() == [0, 1, 1, 1, 1, 1]  # two leaves, then padding
-    assert structure["kept_rows"].sum() == structure["kept_rows"].diagonal(dim1=1, dim2=2).sum()
 
 
 def test_the_masks_built_once_per_batch_give_what_each_layer_made_from_the_boolean_masks():
