@@ -50,7 +50,7 @@ def read_run(path: str) -> Run:
     text = read_text(path)
     config = next((line for line in text.splitlines() if "fairseq_cli.train | {" in line), "")
     keys = ("arch", "input_form", "preterminals", "classifier_pooling", "node_labels", "no_hier_embed",
-            "no_subtree_mask", "max_update", "warmup_updates", "max_tokens", "lr", "dropout", "seed")
+            "no_subtree_mask", "max_update", "warmup_updates")
     run = Run(name, name.split(".")[0], {key: setting(config, key) for key in keys})
     for attribute, pattern in (("params", r"num\. shared model params: ([\d,]+)"),
                                ("train_trees", r"train: (\d+) trees"), ("valid_trees", r"valid: (\d+) trees")):
