@@ -408,13 +408,11 @@ def resampled_seed_means(round_scores: np.ndarray, drawn: np.ndarray) -> np.ndar
 def seed_bootstrap(hyps_a_by_seed: Sequence[Sequence[str]], hyps_b_by_seed: Sequence[Sequence[str]],
                    refs: Sequence[str], n_samples: int = SEED_BOOTSTRAP_ROUNDS, seed: int = 12345,
                    tokenize: str = "13a", draws: SeedDraws | None = None) -> dict:
-    """System B (``k_b`` seeds) against baseline A (``k_a`` seeds), for BLEU and chrF.
-
-    The statistic is the difference of mean-over-seeds corpus scores. Each of ``n_samples`` rounds draws m test
-    sentences with replacement (the same for both systems) and, per system, its k seeds with replacement; a system's
-    round score is its mean over all seeds on those sentences plus :func:`seed_scale` times the drawn seeds'
-    deviation from it, so the spread includes the variance between training runs (Clark et al. 2011). Seeds are not
-    paired across systems; one seed each is a paired bootstrap over sentences.
+    """System B (``k_b`` seeds) against baseline A (``k_a`` seeds), for BLEU and chrF, by the seed-aware paired
+    bootstrap of docs/results.md ('The table'): its spread includes the variance between training runs (Clark et al.
+    2011). A system's round score is its mean over all seeds on the round's sentences plus :func:`seed_scale` times
+    the drawn seeds' deviation from it. Seeds are not paired across systems; one seed each is a paired bootstrap over
+    sentences.
 
     p: :func:`two_sided_bootstrap_p` with :func:`mc_standard_error`, beside :func:`welch_test`. ``draws`` (default
     :func:`seed_draws` of ``seed``) fixes the resampling. Returns ``{"test", "n_samples", "seed", "seeds_a",
