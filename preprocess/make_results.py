@@ -9,12 +9,12 @@ Reads ``preprocess/runs/*.json`` (``train_parser.py``'s record of one model: a r
 (``measure_scaling.py``); RESULTS.md says what each table holds. A missing measurement's section says how to make
 it."""
 import argparse
-import json
 import os
 import textwrap
 
 from fairseq_syntax.evaluation.tables import Cell, Table, number_cell, write_results
 from fairseq_syntax.parsing.provenance import read_parser_records
+from fairseq_syntax.parsing.text import read_json
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MEASUREMENTS = os.path.join(HERE, "measurements")
@@ -57,10 +57,7 @@ def record_notes(records: list) -> list[str]:
 def load_measurement(name: str, folder: str = MEASUREMENTS) -> dict | None:
     """``folder/NAME.json`` (a measure_*.py record), or None when it is not there."""
     path = os.path.join(folder, f"{name}.json")
-    if not os.path.exists(path):
-        return None
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
+    return read_json(path) if os.path.exists(path) else None
 
 
 def throughput_table(record: dict) -> Table:

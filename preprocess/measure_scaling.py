@@ -30,7 +30,7 @@ REPO = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(REPO, "bench"))
 import synthetic  # bench/synthetic.py: made-up words, random trees and arcs
 
-from fairseq_syntax.parsing.text import open_output
+from fairseq_syntax.parsing.text import open_output, read_json
 
 DEFAULT_OUT = os.path.join(HERE, "measurements", "scaling.json")
 SYNTHETIC_ARCS = "synthetic.arcs.jsonl.gz"  # the LDD step's input (module docstring)
@@ -111,8 +111,7 @@ def timed(command: list[str], log: str) -> tuple[float, float, float]:
     with open(log, "w", encoding="utf-8") as out:
         subprocess.run([sys.executable, "-S", "-c", LAUNCHER, usage_path, *command], stdout=out,
                        stderr=subprocess.STDOUT, cwd=REPO, check=True)
-    with open(usage_path, encoding="utf-8") as handle:
-        usage = json.load(handle)
+    usage = read_json(usage_path)
     if usage["exit"] != 0:
         with open(log, encoding="utf-8", errors="replace") as handle:
             tail = "".join(deque(handle, 20))
