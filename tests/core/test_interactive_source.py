@@ -3,10 +3,11 @@ import json
 import re
 import subprocess
 from argparse import Namespace
+from pathlib import Path
 
 import pytest
 import torch
-from conftest import BPE_MERGES, REPO, run_preprocess, write_codes
+from conftest import BPE_MERGES, REPO, run_preprocess
 
 from fairseq_syntax.core import source_parsers
 from fairseq_syntax.core.bpe import SubwordNmtBpe
@@ -166,20 +167,19 @@ def test_fairseq_interactive_decodes_hypotheses_as_its_bpe_would():
     assert JoinerRemoval().decode("die fa@@ ther@@ s sieht .") == "die fathers sieht ."
 
 
-def test_preprocessing_records_the_bpe_and_refuses_other_codes(small_corpus, tmp_path):
-    codes = write_codes(str(small_corpus))
-    run_preprocess(small_corpus, tmp_path / "data", "preorder", "--bpe-codes", codes)
-    meta = json.loads((tmp_path / "data" / "syntax.json").read_text())
+def test_preprocessing_records_the_bpe_and_refuses_other_codes(data_dirs, raw_corpus, tmp_path):
+    data = Path(data_dirs["preorder"])  # made with --bpe-codes RAW/codes (conftest)
+    meta = json.loads((data / "syntax.json").read_text())
     assert meta["bpe"] == {"codes": "bpe.codes", "vocabulary": None, "vocabulary_threshold": None}
-    assert (tmp_path / "data" / "bpe.codes").read_text() == open(codes).read()
+    assert (data / "bpe.codes").read_text() == (Path(raw_corpus) / "codes").read_text()
     assert meta["pos_tags"] == "tagged" and meta["parser"] is None
     # without the merge "the r</w>", father stays "fa the r": not how the source was segmented
     (tmp_path / "other").write_text("#version: 0.2\n" + "\n".join(m for m in BPE_MERGES if m != "the r</w>") + "\n")
-    first = next(n for n, line in enumerate((small_corpus / "train.en").read_text().splitlines(), 1) if "fa@@" in line)
-    with pytest.raises(SystemExit, match=rf"^error: {small_corpus}/train.en:{first}: the word 'father' is segmented "
+    first = next(n for n, line in enumerate(open(f"{raw_corpus}/train.en").read().splitlines(), 1) if "fa@@" in line)
+    with pytest.raises(SystemExit, match=rf"^error: {raw_corpus}/train.en:{first}: the word 'father' is segmented "
                                          rf"'fa@@ ther', but the BPE of --bpe-codes {tmp_path}/other makes it "
                                          r"'fa@@ the@@ r': give the BPE files"):
-        run_preprocess(small_corpus, tmp_path / "data2", "preorder", "--bpe-codes", str(tmp_path / "other"))
+        run_preprocess(raw_corpus, tmp_path / "data", "preorder", "--bpe-codes", str(tmp_path / "other"))
 
 
 def test_a_data_directory_without_its_bpe_is_one_line_where_its_dictionary_has_pieces(small_corpus, tmp_path):
