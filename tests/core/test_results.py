@@ -897,7 +897,6 @@ def test_the_answer_waits_for_a_control_in_training_and_the_readme_shows_no_test
 
 
 def test_the_baseline_and_the_controls_are_the_comparisons_not_the_names():
-    from fairseq_syntax.evaluation.seeds_figure import positions, seeds_rows
     from fairseq_syntax.evaluation.study_answer import readme_block
 
     # baseline called words, Mask's control mask_shuffled, declared so: the same table as sequence / mask_random
@@ -909,14 +908,12 @@ def test_the_baseline_and_the_controls_are_the_comparisons_not_the_names():
     assert lines[start:start + 6] == [
         line.replace("sequence | none (words only)", "words | parse").replace("sequence", "words").replace(
             "mask_random", "mask_shuffled") for line in EXPECTED_SEEDS_TABLE]
-    paragraph = paragraph_of(records, words)  # the rest as test_the_answer_states_each_method_... checks it
-    # not known to read the words alone, the baseline is named
-    assert paragraph.startswith("1 of 2 methods scored over their seeds, against words at 31.00 ± 1.41 BLEU (2 "
-                                "seeds). Against words: better: mask;")
-    assert "random trees do as well: mask;" in paragraph
-    data = render_json(records, comparisons=words)
-    assert positions(seeds_rows(data)[1], words) == [0.0, 1.0, 1.7, 2.7]
-    block = readme_block(data, "RESULTS.md")
+    # not known to read the words alone, the baseline is named (the rest as test_the_answer_states_... checks it)
+    assert lines[lines.index("### Answer so far") + 2].startswith(
+        "1 of 2 methods scored over their seeds, against words at 31.00 ± 1.41 BLEU (2 seeds). Against words: better: "
+        "mask;")
+    # mask_shuffled is mask's control: its verdict in the control's column
+    block = readme_block(render_json(records, comparisons=words), "RESULTS.md")
     assert block[5:8] == [
         "| mask | 2 | **better**: +2.00 BLEU (p 0.012) | no measurable difference: +1.00 BLEU (p 0.500) |",
         "| udp | 3 | – |  |", ""]
