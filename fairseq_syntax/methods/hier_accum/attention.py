@@ -134,9 +134,6 @@ class HierarchicalCrossAttention(StructuredSelfAttention):
         leaf_weights = self.leaf_weight(source).squeeze(-1).t()
         return keys, hierarchical_accumulation(values, leaf_weights, structure, self.embeddings, self.node_accumulation)
 
-    def has_cached_source(self, incremental_state: Optional[IncrementalState]) -> bool:
-        return "prev_key" in self._get_input_buffer(incremental_state)
-
     def forward(
         self,
         query: Tensor,
@@ -150,8 +147,8 @@ class HierarchicalCrossAttention(StructuredSelfAttention):
     ) -> Tuple[Tensor, Optional[Tensor]]:
         if not static_kv:
             raise ValueError("HierarchicalCrossAttention attends to a fixed source (static_kv=True)")
-        if self.has_cached_source(incremental_state):
-            cache = self._get_input_buffer(incremental_state)
+        cache = self._get_input_buffer(incremental_state)
+        if "prev_key" in cache:
             keys, values = cache["prev_key"], cache["prev_value"]
         else:
             if not isinstance(key_padding_mask, SourceTree):
