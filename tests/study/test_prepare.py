@@ -174,20 +174,10 @@ def test_prepare_makes_exactly_the_grids_directories(corpus, prepared):
     assert list(manifest["steps"]) == STEPS
 
 
-def test_a_method_added_since_keeps_what_was_made(corpus, prepared, monkeypatch):
-    """Side data of a method added later keeps what was made; a side input no method makes is refused."""
+def test_a_side_input_no_method_makes_is_refused(prepared, monkeypatch):
     from fairseq_syntax import methods
-    from fairseq_syntax.core.side_data import SideData
 
-    def never(job):
-        raise AssertionError("made")
-
-    added = {**methods.side_data(), "src_other": SideData("src_other", "other", ("trees",), never)}
-    monkeypatch.setattr(methods, "side_data", lambda: added)
     config, _, _ = prepared
-    before, lines = snapshot(corpus / "work"), []
-    assert prepare(config, lines.append) == GRID and snapshot(corpus / "work") == before
-    assert all(": made already, kept (" in line for line in lines[:-1]) and len(lines) == len(STEPS) + 1
     monkeypatch.setattr(methods, "side_data", lambda: {})
     with pytest.raises(PrepareError) as refused:
         grid_needs(config)
@@ -280,11 +270,20 @@ def test_a_parser_named_by_a_name_that_cannot_be_downloaded_stops_it_before_anyt
     assert not (tmp_path / "work").exists()
 
 
-def test_a_second_prepare_started_meanwhile_waits_then_finds_everything_made(corpus, prepared):
-    """WORK/prepare.lock held: prepare says it waits, then finds every step made and changes no file."""
+def test_a_second_prepare_started_meanwhile_waits_then_finds_everything_made(corpus, prepared, monkeypatch):
+    """WORK/prepare.lock held: prepare says it waits, then finds every step made and changes no file, with the side
+    data of a method added since (which no system reads: not made)."""
     import fcntl
     import threading
 
+    from fairseq_syntax import methods
+    from fairseq_syntax.core.side_data import SideData
+
+    def never(job):
+        raise AssertionError("made")
+
+    added = {**methods.side_data(), "src_other": SideData("src_other", "other", ("trees",), never)}
+    monkeypatch.setattr(methods, "side_data", lambda: added)
     config, _, _ = prepared
     lines, names = [], []
     with open(corpus / "work" / "prepare.lock", "a") as lock:
