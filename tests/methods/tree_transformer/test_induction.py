@@ -186,7 +186,7 @@ def test_induce_command_reports_f1_and_writes_trees(trained, capsys):
     assert right["sentence_f1"] == pytest.approx((2 / 3 + 2 / 3 + 4 / 7) / 3)
     assert right["corpus_precision"] == pytest.approx(6 / 10) and right["corpus_recall"] == pytest.approx(6 / 9)
     assert sorted(name for name in scores["subsets"]["all"] if name.startswith("random")) == [
-        "random, shift-reduce (5 seeds)", "random, uniform split (5 seeds)"]  # each draw named (issue 53)
+        "random, shift-reduce (5 seeds)", "random, uniform split (5 seeds)"]  # each draw named
     assert "random, shift-reduce (5 seeds)" in printed
     assert scores["layers"] == 3
     assert len(scores["link_agreement"]) == 3 and all(-1 <= rho <= 1 for rho in scores["link_agreement"])
@@ -202,7 +202,7 @@ def test_induce_command_reports_f1_and_writes_trees(trained, capsys):
 
     (trained / "bad.txt").write_text("the cat saw a dog\na man liked the bird\nthe dog chased a woman , zebra\n")
     argv[argv.index("--input") + 1] = str(trained / "bad.txt")
-    with pytest.raises(SystemExit) as error:  # one line, not a traceback around it (issue 50, item 11)
+    with pytest.raises(SystemExit) as error:  # one line, not a traceback around it
         induce.cli_main(argv)
     assert str(error.value) == (
         f"error: {trained}/bad.txt:3: 7 words, but gold tree 3 of {trained}/gold.mrg has 6 words that count (the dog "

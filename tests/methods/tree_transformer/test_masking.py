@@ -1,4 +1,4 @@
-"""``sentence_masked_lm`` shows the model fresh masks every epoch (issue 53), through fairseq's own batch iterator."""
+"""``sentence_masked_lm`` shows the model fresh masks every epoch, through fairseq's own batch iterator."""
 import random
 
 import pytest
