@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from fairseq_syntax.parsing import archive, coverage
+from fairseq_syntax.parsing.coverage import read_bytes as read  # uncompressed, for .gz
 from fairseq_syntax.parsing.dependency import conllu_of_record
 
 SENTENCES = ["a dog runs", "the cat", "a dog runs", "birds fly high"]
@@ -44,11 +45,6 @@ def make_parsed(folder):
     Path(folder, "train.conllu").write_text("".join(conllu_of_record(r, n) for n, r in enumerate(RECORDS, 1)))
     Path(folder, "train.tree.skipped").write_text("4\tover 300 words\n")
     Path(folder, "train.arcs.jsonl.gz.skipped").write_text("4\tparser error: too long\n")
-
-
-def read(path):
-    with (gzip.open if path.endswith(".gz") else open)(path, "rb") as handle:
-        return handle.read()
 
 
 @pytest.fixture
