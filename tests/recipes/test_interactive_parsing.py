@@ -218,19 +218,16 @@ def test_the_data_directory_records_the_bpe_and_the_parser(trained, models):
     assert meta["parser"]["model"]["name"] == "crf-con.pt" and meta["parser"]["tagger"]["name"] == "tagger.pt"
 
 
-@pytest.mark.parametrize("system, option", [("mask", "--source-parser"), ("ldd", "--source-dependency-parser")])
+@pytest.mark.parametrize("system, option", [("mask", "source_parser"), ("ldd", "source_dependency_parser")])
 def test_a_parser_model_that_cannot_be_had_is_one_line(trained, models, tmp_path, system, option):
-    """A --source-parser that is not there, or of another kind: the parsing library's one line, no traceback."""
+    """A --source-parser (or --source-dependency-parser) that is not there: the parsing library's one line."""
     data, _, checkpoint = trained[system]
     missing = str(tmp_path / "missing.pt")
-    tagger = ["--source-tagger", models["tagger"]] if option == "--source-parser" else []
-    result = subprocess.run(["fairseq-interactive", str(data), "--user-dir", "fairseq_syntax", "--task",
-                             "syntax_translation", "--path", str(checkpoint), "--cpu", option, missing, *tagger],
-                            input="the cat sees the dog .\n", cwd=REPO, capture_output=True, text=True,
-                            env=ONE_THREAD)
-    assert result.returncode == 1 and "Traceback" not in result.stderr, result.stderr[-3000:]
-    assert result.stderr.splitlines()[-1] == f"error: {missing}: no such model file or folder"
-    assert "H-" not in result.stdout
+    tagger = {"source_tagger": models["tagger"]} if option == "source_parser" else {}
+    with pytest.raises(SystemExit, match=f"^error: {re.escape(missing)}: no such model file or folder$"):
+        _, _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)], arg_overrides={
+            "data": str(data), option: missing, **tagger})
+        task.get_interactive_tokens_and_lengths(["the cat sees the dog ."], str)
 
 
 def test_a_tagger_left_out_of_the_data_directorys_parser_is_one_line(trained, models):
