@@ -1,12 +1,11 @@
 """Attention maps of the LDD layer (Pu & Sima'an 2022, Figures 5-6): what each of the 16 label-group heads of the
 first encoder layer attends to (query i, key j), for one source sentence of a data directory."""
 import logging
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 from fairseq import utils
-from torch import Tensor
 
 from fairseq_syntax.core.heatmaps import chosen, plot_heatmap_grid
 from fairseq_syntax.core.method import PlotCommand
@@ -16,19 +15,11 @@ from fairseq_syntax.methods.ldd.model import LDD_LAYER, LDDEncoder
 logger = logging.getLogger(__name__)
 
 
-def ldd_attention_maps(model, net_input: Dict[str, Tensor]) -> Tensor:
-    """``B x 16 x T x T`` attention weights of the first encoder layer of a ``transformer_ldd`` model."""
-    if not isinstance(model.encoder, LDDEncoder):
-        raise ValueError(f"{type(model).__name__} is not a transformer_ldd model")
-    encoder_input = {name: value for name, value in net_input.items() if name != "prev_output_tokens"}
-    with torch.no_grad():
-        out = model.encoder(**encoder_input, return_attention=True)
-    return out["encoder_attention"][LDD_LAYER]
-
-
 def sentence_ldd_attention(model, task, split: str, index: int) -> Tuple[np.ndarray, List[str]]:
     """(``16 x n x n`` LDD-layer weights, the n source tokens ending in ``</s>``) of sentence ``index``
     (0-based, the line number minus one) of ``split``."""
+    if not isinstance(model.encoder, LDDEncoder):
+        raise ValueError(f"{type(model).__name__} is not a transformer_ldd model")
     if split not in task.datasets:
         task.load_dataset(split)
     dataset = task.dataset(split).batching(model.encoder.side_inputs)  # the view the task batches for the model
@@ -37,7 +28,10 @@ def sentence_ldd_attention(model, task, split: str, index: int) -> Tuple[np.ndar
     sample = dataset.collater([dataset[index]])
     device = next(model.parameters()).device
     net_input = utils.apply_to_sample(lambda tensor: tensor.to(device), sample["net_input"])  # src_ldd is a tuple
-    maps = ldd_attention_maps(model, net_input)[0]
+    with torch.no_grad():
+        out = model.encoder(**{name: value for name, value in net_input.items() if name != "prev_output_tokens"},
+                            return_attention=True)
+    maps = out["encoder_attention"][LDD_LAYER][0]
     tokens = sample["net_input"]["src_tokens"][0]
     keep = tokens.ne(task.source_dictionary.pad()).to(maps.device)  # --required-seq-len-multiple pads even one
     maps = maps[:, keep][:, :, keep]
