@@ -197,10 +197,5 @@ def _run_on_slurm(config: StudyConfig, tasks: list[RunTask], progress) -> list:
     results = run_jobs(execute, tasks, config.slurm, work_dir(config) / "slurm", job_name=f"study-{config.name}",
                        describe=str, progress=progress,
                        failure=lambda outcome: (outcome.detail or "failed") if outcome.state == "failed" else None)
-    outcomes = []
-    for task, result in results:
-        if isinstance(result, BaseException):
-            outcomes.append(RunOutcome(str(task), "failed", failure_line(result)))
-        else:
-            outcomes.append(result)
-    return outcomes
+    return [RunOutcome(str(task), "failed", failure_line(result)) if isinstance(result, BaseException) else result
+            for task, result in results]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -37,11 +38,8 @@ def checked_points(config: StudyConfig) -> list[Point]:
 
 
 def _sweep_states(point: Point) -> list[tuple[str, RunState, StudyConfig]]:
-    found = []
-    for candidate, study in point.sweep:
-        for state in grid_states(study):
-            found.append((f"{study.point}/{state.run.name}", state, study))
-    return found
+    return [(f"{study.point}/{state.run.name}", state, study) for _, study in point.sweep
+            for state in grid_states(study)]
 
 
 def size_lines(config: StudyConfig, point: Point) -> list[str]:
@@ -75,14 +73,12 @@ def size_lines(config: StudyConfig, point: Point) -> list[str]:
         lines.append("  protocol: the file's, no sweep")
     if point.config is None:
         runs = study_runs(config)  # the grid's runs once the protocol is chosen: their names do not depend on it
-        seeds: dict[str, int] = {}
-        for run in runs:
-            seeds[run.system.name] = seeds.get(run.system.name, 0) + 1
+        seeds = Counter(run.system.name for run in runs)
         lines.append(f"  {len(runs)} runs wait for the protocol ({point.label}/SYSTEM.seedK): "
                      + ", ".join(f"{system} {count} seed{'s' if count > 1 else ''}" for system, count in seeds.items()))
         lines.append("  cost: " + cost_text(walls, runs, config.training, " of this size"))
         return lines
-    states = [state for state in grid_states(point.config) if state.run.system.name in _systems(config)]
+    states = _states(point.config, _systems(config))
     own = finished_wall_times(point.config, states)
     for system, values in walls.items():
         own.setdefault(system, values)
@@ -94,6 +90,11 @@ def size_lines(config: StudyConfig, point: Point) -> list[str]:
 def _systems(config: StudyConfig) -> set[str]:
     """The systems of a study over sizes' grid, controls included (a given study may have more)."""
     return {run.system.name for run in study_runs(config)}
+
+
+def _states(study: StudyConfig, keep: set[str] | None) -> list[RunState]:
+    """The states of ``study``'s runs of the systems in ``keep`` (None: all)."""
+    return [state for state in grid_states(study) if keep is None or state.run.system.name in keep]
 
 
 def _studies(config: StudyConfig, point: Point) -> list[tuple[StudyConfig, set[str] | None]]:
@@ -110,8 +111,7 @@ def check_sizes(config: StudyConfig, found: list[Point], executor: str, only: se
     for point in found:
         for study, keep in _studies(config, point):
             problems += study_problems(study, executor, [
-                state.run.name for state in grid_states(study) if state.state != "done"
-                and (keep is None or state.run.system.name in keep)
+                state.run.name for state in _states(study, keep) if state.state != "done"
                 and (only is None or f"{study.point}/{state.run.name}" in only)])
         if point.config is None and point.sweep:
             waiting = dataclasses.replace(point.sweep[0][1], systems=config.systems)
@@ -139,7 +139,7 @@ def _tasks(config: StudyConfig, study: StudyConfig, only: set[str] | None, keep:
     from fairseq_syntax.study.prepare import prepare
     from fairseq_syntax.study.runner import is_claimed
 
-    states = [state for state in grid_states(study) if keep is None or state.run.system.name in keep]
+    states = _states(study, keep)
     named = {f"{study.point}/{state.run.name}": state for state in states}
     to_run = [state.run for name, state in named.items()
               if state.state != "done" and (only is None or name in only) and name not in queued]
@@ -214,8 +214,7 @@ def run_sizes(config: StudyConfig, executor: str, jobs: int, only: list[str] | N
             left += len(study_runs(config))
             continue
         rescore_stale(point.config, progress=progress)
-        left += sum(state.state != "done" for state in grid_states(point.config)
-                    if state.run.system.name in _systems(config))
+        left += sum(state.state != "done" for state in _states(point.config, _systems(config)))
     for outcome in outcomes:
         if outcome.state == "failed":
             progress(f"== failed: {outcome.run_name}: {outcome.detail}")
@@ -265,8 +264,7 @@ def _sweep_markdown(found: list[Point], report: Path) -> tuple[list[str], dict]:
 def _spent(study: StudyConfig, keep: set[str] | None) -> dict:
     """What a study's finished runs (of the systems in ``keep``, None: all) cost: their count, CPU thread-hours (wall
     time x training.threads; on a GPU, GPU-hours) and the mean per run."""
-    states = [state for state in grid_states(study) if keep is None or state.run.system.name in keep]
-    walls = [wall for values in finished_wall_times(study, states).values() for wall in values]
+    walls = [wall for values in finished_wall_times(study, _states(study, keep)).values() for wall in values]
     hours, unit = device_hours(study.training, sum(walls))
     return {"runs": len(walls), "hours": hours, "unit": unit, "per_run": hours / len(walls) if walls else None}
 
@@ -361,6 +359,3 @@ def write_sizes_report(config: StudyConfig, readme: str | None = None, out: str 
                      replace_block)
         lines.append(f"wrote the sizes answer into {readme}")
     return lines
-
-
-__all__ = ["plan_lines", "run_sizes", "size_lines", "write_sizes_report"]

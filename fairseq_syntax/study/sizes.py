@@ -211,7 +211,3 @@ def size_problems(config: StudyConfig) -> list[str]:
     above = [pairs for pairs in config.size_list if pairs > total]
     return [f"{config.path}: corpus.subset: {', '.join(map(str, above))} above the corpus's {total} training pairs"] \
         if above else []
-
-
-__all__ = ["Candidate", "Point", "SweepResult", "candidates", "point_config", "point_of", "points",
-           "size_problems", "sweep_studies", "validation_result"]

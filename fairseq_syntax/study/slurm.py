@@ -97,14 +97,6 @@ def queue(user: str | None = None) -> dict[str, dict[str, str]] | None:
     return jobs
 
 
-def _write_items(folder: Path, jobs, descriptions: list[str], job_name: str) -> None:
-    array_id = jobs[0].job_id.split("_")[0]
-    path = folder / f"{array_id}{ITEMS_SUFFIX}"
-    record = {"job_name": job_name, "jobs": [{"job_id": job.job_id, "index": index, "description": description}
-                                             for index, (job, description) in enumerate(zip(jobs, descriptions))]}
-    write_atomically(path, json.dumps(record, indent=1) + "\n")
-
-
 def slurm_end(job, state: str) -> str:
     """Slurm's own word on how ``job`` ended, where Slurm ended it: its log's line (``JOB 13 ON node1 CANCELLED AT
     ...``, ``... DUE TO TIME LIMIT``), else ``state`` where it is in ``ENDED_BY_SLURM``; "" for a job that ended by
@@ -158,8 +150,10 @@ def run_jobs(function: Callable[[T], R], items: Sequence[T], settings: Slurm, fo
         jobs = executor.map_array(function, items)
     except FailedJobError as refused:  # sbatch's own error, e.g. "Requested node configuration is not available"
         raise SlurmError(f"sbatch refused the job array {job_name!r}: {_last_line(refused)}") from None
-    _write_items(folder, jobs, descriptions, job_name)
     array_id = jobs[0].job_id.split("_")[0]
+    write_atomically(folder / f"{array_id}{ITEMS_SUFFIX}", json.dumps({"job_name": job_name, "jobs": [
+        {"job_id": job.job_id, "index": index, "description": description}
+        for index, (job, description) in enumerate(zip(jobs, descriptions))]}, indent=1) + "\n")
     total = len(jobs)
     progress(f"{job_name}: Slurm job {'array ' if total > 1 else ''}{array_id}, {total} job{'s' * (total > 1)}; "
              f"scancel {array_id} stops {'them' if total > 1 else 'it'}")
