@@ -57,6 +57,12 @@ def options(**given):
     return argparse.Namespace(**{**defaults, **given})
 
 
+def parse_shards(job, count, indices=None):
+    """Shards ``indices`` (default: all) of ``count``, each as its own run would parse it."""
+    for index in range(count) if indices is None else indices:
+        shards.run(job, options(num_shards=count, shard_id=index), [])
+
+
 def outputs(tmp_path):
     from fairseq_syntax.parsing.text import open_text
 
@@ -90,11 +96,10 @@ def test_a_single_run_writes_every_line_once_and_lists_the_fallbacks(corpus, tmp
 
 def test_merge_writes_nothing_until_every_shard_is_there_and_whole(corpus, tmp_path):
     job = stand_in_job(corpus, tmp_path)
-    shards.run(job, options(num_shards=3, shard_id=1), [])
+    parse_shards(job, 3, [1])
     with pytest.raises(SystemExit, match=r"shard 0 is missing; shard 2 is missing \(parse them with --num-shards 3"):
         shards.run(job, options(num_shards=3, merge=True), [])
-    for index in (0, 2):
-        shards.run(job, options(num_shards=3, shard_id=index), [])
+    parse_shards(job, 3, [0, 2])
     first = tmp_path / "out.txt.shard0-of-3"
     kept = first.read_text()
     first.write_text(kept.split("\n", 1)[1])  # one record short: a file that is not the shard's whole output
@@ -111,8 +116,7 @@ def test_merge_writes_nothing_until_every_shard_is_there_and_whole(corpus, tmp_p
 
 def test_shards_of_another_input_or_settings_are_not_merged(corpus, tmp_path):
     job = stand_in_job(corpus, tmp_path)
-    for index in range(2):
-        shards.run(job, options(num_shards=2, shard_id=index), [])
+    parse_shards(job, 2)
     other = stand_in_job(corpus, tmp_path, settings={"model": "lower"})
     with pytest.raises(SystemExit, match='shard 0 was made with other settings: model "upper" .this run: "lower".; '
                                          'shard 1 was made with other settings: model "upper" .this run: "lower".'):
@@ -125,9 +129,8 @@ def test_shards_of_another_input_or_settings_are_not_merged(corpus, tmp_path):
 
 def test_a_run_started_again_parses_only_the_shards_not_finished(corpus, tmp_path, capsys):
     job = stand_in_job(corpus, tmp_path)
-    shards.run(job, options(num_shards=3, shard_id=0), [])
+    parse_shards(job, 3, [0, 1])
     manifest = tmp_path / "out.txt.shard1-of-3.json"
-    shards.run(job, options(num_shards=3, shard_id=1), [])
     recorded = json.loads(manifest.read_text())
     manifest.write_text(json.dumps({**recorded, "settings": {**recorded["settings"], "model": "old"}}))
     (tmp_path / "out.txt.shard2-of-3.partial").write_text("A B\n")  # a write cut short: no manifest
@@ -262,8 +265,7 @@ def test_a_model_file_moved_makes_the_same_shards_and_one_changed_or_missing_is_
     model.parent.mkdir()
     model.write_bytes(b"weights")
     job = model_job(corpus, tmp_path, model)
-    for index in range(2):
-        shards.run(job, options(num_shards=2, shard_id=index), [])
+    parse_shards(job, 2)
     digest = hashlib.sha256(b"weights").hexdigest()
     renamed = tmp_path / "models" / "renamed.pt"
     model.rename(renamed)
@@ -274,8 +276,7 @@ def test_a_model_file_moved_makes_the_same_shards_and_one_changed_or_missing_is_
         f"settings: --model {model} is no file here (the shard was made with parser.pt, sha256 {digest[:12]}...); ")
     shards.run(model_job(corpus, tmp_path, renamed), options(num_shards=2, merge=True, batch_size=2), [])  # the same
     assert outputs(tmp_path)[0] == "A B\nC\n\nD E F\n\nI\nJ K\n"
-    for index in range(2):
-        shards.run(model_job(corpus, tmp_path, renamed), options(num_shards=2, shard_id=index), [])
+    parse_shards(model_job(corpus, tmp_path, renamed), 2)
     renamed.write_bytes(b"retrained")
     with pytest.raises(SystemExit) as error:
         shards.run(model_job(corpus, tmp_path, renamed), options(num_shards=2, merge=True), [])
@@ -285,8 +286,7 @@ def test_a_model_file_moved_makes_the_same_shards_and_one_changed_or_missing_is_
 
 def test_a_merge_of_another_number_of_shards_names_the_shards_there(corpus, tmp_path):
     job = stand_in_job(corpus, tmp_path)
-    for index in range(3):
-        shards.run(job, options(num_shards=3, shard_id=index), [])
+    parse_shards(job, 3)
     with pytest.raises(SystemExit) as error:
         shards.run(job, options(num_shards=2, merge=True), [])
     assert str(error.value) == (
