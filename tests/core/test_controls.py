@@ -8,7 +8,7 @@ import os
 import random
 
 import pytest
-from conftest import tiny_corpus
+from conftest import run_preprocess, tiny_corpus
 
 from fairseq_syntax.core import trees
 from fairseq_syntax.parsing import controls
@@ -178,7 +178,6 @@ def test_end_to_end_the_preprocess_commands_read_the_controls_unchanged(tmp_path
     from fairseq.data import Dictionary
     from fairseq.data.indexed_dataset import MMapIndexedDataset
 
-    from fairseq_syntax.cli import preprocess as preprocess_command
     from fairseq_syntax.methods.ldd import preprocess as preprocess_dependencies
 
     real, control_dir, data = tmp_path / "real", tmp_path / "random", tmp_path / "data-bin"
@@ -203,21 +202,17 @@ def test_end_to_end_the_preprocess_commands_read_the_controls_unchanged(tmp_path
     assert conllu[0] == "# sent_id = 2"
     assert [row.split("\t")[6:8] for row in conllu[2:]] == [[str(head), label] for head, label in records[1]["best"]]
 
-    def preprocess(prefix_dir, name, form, *extra):  # in this process: a command's start costs seconds here
-        prefixes = [item for split in ("train", "valid", "test")
-                    for item in (f"--{split}pref", f"{prefix_dir}/{split}")]
-        preprocess_command.main(["-s", "en", "-t", "de", *prefixes, "--form", form, "--destdir", str(data / name),
-                                 "--joined-dictionary", "--workers", "1", *extra])
-        return prefixes
-
-    preprocess(real, "preorder", "preorder")
+    splits = ("train", "valid", "test")
+    run_preprocess(real, data / "preorder", "preorder", splits=splits)
     controls.main(["dictionary", str(data / "preorder" / "dict.en.txt"), str(tmp_path / "dict.preorder.txt")])
-    preprocess(control_dir, "preorder.random", "preorder", "--srcdict", str(tmp_path / "dict.preorder.txt"))
-    preprocess(real, "sequence", "sequence")
-    prefixes = preprocess(control_dir, "sequence.random", "sequence", "--srcdict",
-                          str(data / "sequence" / "dict.en.txt"))
+    run_preprocess(control_dir, data / "preorder.random", "preorder", "--srcdict", str(tmp_path / "dict.preorder.txt"),
+                   splits=splits)
+    run_preprocess(real, data / "sequence", "sequence", splits=splits)
+    run_preprocess(control_dir, data / "sequence.random", "sequence", "--srcdict",
+                   str(data / "sequence" / "dict.en.txt"), splits=splits)
     preprocess_dependencies.main(["--destdir", str(data / "sequence.random"), "-s", "en", "-t", "de", "--labels",
-                                  "universal", "--arcs-suffix", "arcs.jsonl.gz", *prefixes])
+                                  "universal", "--arcs-suffix", "arcs.jsonl.gz",
+                                  *(f"--{split}pref={control_dir}/{split}" for split in splits)])
     (data / "preorder.random" / "parsers.json").write_text('{"constituency": {"model": "gold"}}\n')
     for name in ("preorder.random", "sequence.random"):
         controls.record_control(str(data / name), "random", 3)
