@@ -343,7 +343,7 @@ def induce_and_report(args) -> None:
                                     "without_eos")},
             "selection": selection,
             "differing_sentences": differing,
-            "subsets": {subset: {name: s.as_dict() for name, s in scores.items()}
+            "subsets": {subset: {name: dataclasses.asdict(s) for name, s in scores.items()}
                         for subset, scores in subsets.items()},
             "link_agreement": agreement[0],
             "link_agreement_shifted": {f"{offset:+d}": agreement[offset] for offset in (-1, 1)},

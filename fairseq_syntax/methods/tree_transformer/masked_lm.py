@@ -8,7 +8,6 @@ fairseq ``masked_lm`` model whose forward takes ``masked_tokens`` (``roberta*``,
 
 Shapes: a sentence is a 1-D LongTensor ``<s> w_1 .. w_n </s>``; the model sees ``n x (n+2)`` rows."""
 import argparse
-import json
 import math
 from dataclasses import asdict, dataclass
 from typing import Iterable
@@ -25,6 +24,7 @@ from fairseq_syntax.core.model_inputs import (
     read_sentences,
     require_files,
 )
+from fairseq_syntax.parsing.text import write_json
 
 
 @dataclass
@@ -34,9 +34,6 @@ class MaskedWordPerplexity:
     unknown_words: int  # words not scored because the dictionary maps them to <unk>
     sentences: int
     negative_log_likelihood: float  # summed over scored words, natural log
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 @torch.no_grad()
@@ -90,8 +87,7 @@ def cli_main(argv=None) -> None:
     print(f"masked-word perplexity {result.perplexity:.2f} over {result.scored_words} words of "
           f"{result.sentences} sentences ({result.unknown_words} <unk> words not scored)")
     if args.json_out:
-        with open(args.json_out, "w", encoding="utf-8") as out:
-            json.dump({"checkpoint": args.checkpoint, "input": args.input, **result.as_dict()}, out, indent=2)
+        write_json(args.json_out, {"checkpoint": args.checkpoint, "input": args.input, **asdict(result)}, indent=2)
 
 
 if __name__ == "__main__":

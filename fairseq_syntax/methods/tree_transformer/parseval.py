@@ -15,7 +15,7 @@ Tables 1-2) follows; per-label recall is its Table 3 (after Kim et al. 2019b):
   under its own label).
 
 Spans are ``(start, end)``, end exclusive."""
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Dict, FrozenSet, Iterable, Sequence, Tuple
 
 from fairseq_syntax.core.trees import Tree, TreeError, clean_ptb
@@ -100,9 +100,6 @@ class InductionScores:
     corpus_recall: float
     corpus_f1: float
     label_recall: Dict[str, Tuple[int, int]]  # label -> (gold constituents predicted, gold constituents)
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def average_scores(runs: Sequence[InductionScores]) -> InductionScores:
