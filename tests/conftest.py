@@ -195,7 +195,6 @@ def train_here(argv):
     fairseq_train.main(convert_namespace_to_omegaconf(options.parse_args_and_arch(options.get_training_parser(), argv)))
 
 
-
 def arcs_record(words):
     """An uncertain parse of "the N V the N ." in Stanford labels: 0.3 of word 5's mass on "prep"."""
     return {"words": words, "arcs": [
@@ -229,7 +228,6 @@ def ldd_data(raw_corpus, tmp_path_factory):
     return dest, preprocess_dependencies.main(
         ["--destdir", dest, "-s", "en", "-t", "de", "--labels", "stanford", "--trainpref", f"{raw_corpus}/train",
          "--validpref", f"{raw_corpus}/valid", "--testpref", f"{raw_corpus}/test"])
-
 
 
 LOVELY = "(3 (2 It) (4 (4 (2 's) (4 lovely)) (2 .)))"

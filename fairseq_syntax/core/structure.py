@@ -27,7 +27,6 @@ ROOT = -1
 PAD = -2
 
 
-
 def collate_parents(
     arrays: Sequence[np.ndarray | torch.Tensor],
     left_pad: bool = False,
