@@ -69,12 +69,12 @@ def is_borderline(p_value: float, mc_error: float | None, alpha: float = DEFAULT
     return mc_error is not None and abs(p_value - alpha) <= BORDERLINE_ERRORS * mc_error
 
 
-def comparison(system: SeedSystem, other: SeedSystem, comparisons: Comparisons) -> dict[str, Any] | None:
+def comparison(system: SeedSystem, other: SeedSystem | None, comparisons: Comparisons) -> dict[str, Any] | None:
     """``system`` against ``other``: per metric the difference of means over seeds (system minus other), its 95%
     interval where recorded, p with its Monte-Carlo error, Welch's test and whether p is borderline; the seeds of
     each, the verdict and whether it is borderline. None until both are scored over their seeds and the test is
-    recorded."""
-    if system.over_seeds is None or other.over_seeds is None:
+    recorded (or without ``other``)."""
+    if other is None or system.over_seeds is None or other.over_seeds is None:
         return None
     found = system.test_against(other)
     if found is None:
@@ -160,19 +160,16 @@ def study_answer(systems: Sequence[SeedSystem], comparisons: Comparisons) -> tup
     # a control whose method has no row is a row of its own, tested against the baseline like a method
     methods = [system for system in systems
                if system.name != name and comparisons.method_of(system.name) not in by_name]
-    entries = []
-    for system in methods:
-        entries.append({"system": system.name, "seeds": system.seeds,
-                        "vs_baseline": comparison(system, baseline, comparisons) if baseline else None,
-                        "controls": [{"control": control, "structure": kind,
-                                      "comparison": comparison(system, by_name[control], comparisons)
-                                      if control in by_name else None}
-                                     for control, kind in comparisons.controls_of(system.name)
-                                     if control in by_name or control in expected]})
+    entries = [{"system": system.name, "seeds": system.seeds, "vs_baseline": comparison(system, baseline, comparisons),
+                "controls": [{"control": control, "structure": kind,
+                              "comparison": comparison(system, by_name.get(control), comparisons)}
+                             for control, kind in comparisons.controls_of(system.name)
+                             if control in by_name or control in expected]}
+               for system in methods]
 
     # each control against the baseline too (the full table's rows; the paragraph weighs the methods only)
     method_names = {system.name for system in methods}
-    controls = [{"system": system.name, "vs_baseline": comparison(system, baseline, comparisons) if baseline else None}
+    controls = [{"system": system.name, "vs_baseline": comparison(system, baseline, comparisons)}
                 for system in systems if system.name not in method_names and system.name != name]
     # with a baseline, a method is answered once it is compared with it; without one, once scored over its seeds
     answered = [entry for entry in entries if entry["vs_baseline"] or (
@@ -190,12 +187,10 @@ def study_answer(systems: Sequence[SeedSystem], comparisons: Comparisons) -> tup
     total = len(entries) + len([system for system in no_run_finished
                                 if system != name and not comparisons.method_of(system)])
 
-    def names_with(group: list[tuple[str, dict]], wanted: str) -> str:
-        return _names([system + (" (borderline)" if found.get("borderline") else "")
-                       for system, found in group if found["verdict"] == wanted])
-
     def verdicts(group: list[tuple[str, dict]], labels: dict[str, str]) -> str:
-        return "; ".join(f"{label}: {names_with(group, wanted)}" for wanted, label in labels.items())
+        return "; ".join(f"{label}: " + _names([system + (" (borderline)" if found.get("borderline") else "")
+                                                for system, found in group if found["verdict"] == wanted])
+                         for wanted, label in labels.items())
 
     if name is not None and (baseline is None or baseline.over_seeds is None):
         done = len(baseline.runs) if baseline else 0
@@ -229,9 +224,7 @@ def study_answer(systems: Sequence[SeedSystem], comparisons: Comparisons) -> tup
     if pending:
         listed = "; ".join(f"{label}: {_names(names)}" for label, names in pending.items())
         paragraph += f" {listed[0].upper()}{listed[1:]}."  # not str.capitalize: it would lower a system's capitals
-    test = _test_text(systems)
-    rule = rule_text(comparisons)
-    paragraph += f" Rule: {rule} {test}"
+    paragraph += f" Rule: {rule_text(comparisons)} {_test_text(systems)}"
     complete = (name is None or (baseline is not None and baseline.over_seeds is not None)) and not pending
     section = ["### Answer" if complete else "### Answer so far", "", paragraph, ""]
     rows = _comparison_rows(entries, controls, metrics)
