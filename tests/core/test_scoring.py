@@ -315,10 +315,10 @@ def test_a_rescore_keeps_the_device_and_parsers_the_training_recorded(tmp_path, 
     assert json.loads(record_path.read_text())["device"] == "cpu"
 
 
-def test_score_command_detokenizes_h_lines_with_lang(tmp_path):
+def test_score_command_detokenizes_h_lines_with_lang(tmp_path, files):
     tokenized = ["A man in a blue shirt is standing on a ladder ."] + HYPOTHESES[1:]
     generated = write_lines(tmp_path / "gen.out", generate_output(tokenized, range(6)))
-    ref = write_lines(tmp_path / "ref.txt", REFERENCES)
+    ref, _ = files
     report = score_cli.main([str(generated), str(ref), "--lang", "en"])
     assert report["metrics"]["BLEU"] == pytest.approx(corpus_scores(HYPOTHESES, REFERENCES)["BLEU"])
 
