@@ -36,6 +36,12 @@ def child_until_release(release: str) -> tuple[str, str]:
     return "done", f"the child ended with exit status {child.returncode}"
 
 
+def wait_or_child(kind_and_release: tuple[str, str]):
+    """``child_until_release`` for kind "child", else ``wait_for_release``."""
+    kind, release = kind_and_release
+    return (child_until_release if kind == "child" else wait_for_release)(release)
+
+
 def hold_claim_until_release(claim_and_release: tuple[str, str]) -> str:
     """As a run in training: holds a flock on ``claim`` (none where "") until ``release`` exists."""
     claim, release = claim_and_release

@@ -65,18 +65,20 @@ def _wait_for(path: Path, thread: threading.Thread, seconds: float = 60) -> None
         time.sleep(0.2)
 
 
-def test_a_cancelled_job_comes_back_as_an_exception_and_the_others_return(cluster, tmp_path):
-    """A cancelled job leaves no result: an UncompletedJobError with Slurm's line; the others return."""
+def test_a_cancelled_job_is_failed_with_slurms_line_and_the_others_return(cluster, tmp_path):
+    """One job at a time: the first, cancelled, leaves no result (an UncompletedJobError with Slurm's line); the
+    second, whose child dies of SIGTERM, returns a failed outcome printed failed with Slurm's line, never done."""
     from submitit.core.utils import FailedJobError, UncompletedJobError
 
     releases = [tmp_path / name for name in ("first", "second", "third")]
-    for release in releases[1:]:
-        release.touch()
+    releases[2].touch()
+    items = [("wait", str(releases[0])), ("child", str(releases[1])), ("wait", str(releases[2]))]
     folder = tmp_path / "jobs"
     one_at_a_time = Slurm(cpus_per_job=1, mem_gb=0.25, time_min=5, array_parallelism=1)
     waiting, done, lines = _in_background(
-        function=functions.wait_for_release, items=[str(path) for path in releases], settings=one_at_a_time,
-        folder=folder, job_name="waits", describe=lambda path: Path(path).name)
+        function=functions.wait_or_child, items=items, settings=one_at_a_time, folder=folder, job_name="waits",
+        describe=lambda item: Path(item[1]).name,
+        failure=lambda outcome: outcome[1] if isinstance(outcome, tuple) and outcome[0] == "failed" else None)
     try:
         _wait_for(tmp_path / "first.started", waiting)
         queued = study_jobs(folder)
@@ -85,57 +87,32 @@ def test_a_cancelled_job_comes_back_as_an_exception_and_the_others_return(cluste
         assert queued[1]["reason"] == "JobArrayTaskLimit"
         assert queued[0]["job_id"] == f"{queued[0]['job_id'].split('_')[0]}_0"
         subprocess.run(["scancel", queued[0]["job_id"]], check=True)
+        _wait_for(tmp_path / "second.started", waiting, 90)
+        subprocess.run(["scancel", queued[1]["job_id"]], check=True)
         waiting.join(90)
-        assert not waiting.is_alive(), "run_jobs still waits 90 s after the cancel"
+        assert not waiting.is_alive(), "run_jobs still waits 90 s after the cancels"
     finally:
-        releases[0].touch()  # whatever happened, the first job ends
+        for release in releases:  # whatever happened, the jobs end
+            release.touch()
     outcomes = done["outcomes"]
-    assert [Path(item).name for item, _ in outcomes] == ["first", "second", "third"]
+    assert [item for item, _ in outcomes] == items
     cancelled = outcomes[0][1]
     assert type(cancelled) is UncompletedJobError and not isinstance(cancelled, FailedJobError)
     assert f"Slurm job {queued[0]['job_id']} (first) ended without a result" in str(cancelled)
     assert "CANCELLED AT" in str(cancelled)
-    assert [outcome for _, outcome in outcomes[1:]] == ["released: second", "released: third"]
-    failed = [line for line in lines if " failed first " in line]
-    assert len(failed) == 1 and failed[0].startswith(
+    assert [outcome for _, outcome in outcomes[1:]] == [("failed", "the child ended by SIGTERM"), "released: third"]
+    failed = sorted(line for line in lines if " failed " in line)  # first's, then second's
+    assert len(failed) == 2 and failed[0].startswith(
         f"waits: failed first (job {queued[0]['job_id']}): Slurm job {queued[0]['job_id']} (first) ended without a "
         f"result: JOB ") and " CANCELLED AT " in failed[0], failed
-    assert lines[-1] == "waits: 2 done, 1 failed, 0 running, 0 pending (of 3)"
-
-
-def test_a_cancelled_job_whose_function_returns_a_failed_outcome_is_printed_failed_when_it_ends(cluster, tmp_path):
-    """A cancelled job whose child dies of SIGTERM is printed failed with the reason and Slurm's line, never done."""
-    cancelled, released = tmp_path / "cancelled", tmp_path / "released"
-    released.touch()
-    names = {str(cancelled): "mask.seed1", str(released): "mask.seed2"}
-    folder = tmp_path / "jobs"
-    waiting, done, lines = _in_background(
-        function=functions.child_until_release, items=[str(cancelled), str(released)], settings=TINY, folder=folder,
-        job_name="cancel", describe=names.get, failure=lambda outcome: outcome[1] if outcome[0] == "failed" else None)
-    try:
-        _wait_for(cancelled.with_name("cancelled.started"), waiting)
-        deadline = time.monotonic() + 60
-        while not any(line.startswith("cancel: done mask.seed2 ") for line in lines):
-            assert time.monotonic() < deadline and waiting.is_alive(), lines
-            time.sleep(0.2)
-        [job] = [job["job_id"] for job in study_jobs(folder) if job["description"] == "mask.seed1"]
-        subprocess.run(["scancel", job], check=True)
-        waiting.join(90)
-        assert not waiting.is_alive(), "run_jobs still waits 90 s after the cancel"
-    finally:
-        cancelled.touch()  # whatever happened, the first job ends
-    assert done["outcomes"] == [(str(cancelled), ("failed", "the child ended by SIGTERM")),
-                                (str(released), ("done", "the child ended with exit status 0"))]
     host = socket.gethostname().split(".")[0]
-    failed = [line for line in lines if " failed mask" in line]
-    assert len(failed) == 1 and re.fullmatch(
-        rf"cancel: failed mask\.seed1 \(job {job}\): the child ended by SIGTERM; "
-        rf"Slurm: JOB \d+ ON {host} CANCELLED AT \d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d", failed[0]), failed
-    assert not any(line.startswith("cancel: done mask.seed1") for line in lines)
-    counts = [line for line in lines if line.endswith("(of 2)")]
-    assert all(not line.startswith("cancel: 2 done") for line in counts), counts
-    assert lines.index(failed[0]) < lines.index(counts[-1])
-    assert counts[-1] == "cancel: 1 done, 1 failed, 0 running, 0 pending (of 2)"
+    assert re.fullmatch(rf"waits: failed second \(job {queued[1]['job_id']}\): the child ended by SIGTERM; "
+                        rf"Slurm: JOB \d+ ON {host} CANCELLED AT \d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\d", failed[1]), failed
+    assert not any(line.startswith("waits: done second") for line in lines)
+    counts = [line for line in lines if line.endswith("(of 3)")]
+    assert all(not line.startswith("waits: 2 done") for line in counts), counts
+    assert max(map(lines.index, failed)) < lines.index(counts[-1])
+    assert counts[-1] == "waits: 1 done, 2 failed, 0 running, 0 pending (of 3)"
 
 
 def test_a_job_at_its_time_limit_is_printed_failed_when_it_ends(cluster, tmp_path):
