@@ -36,7 +36,7 @@ REQUIRED_FIELDS = ("dataset", "system", "arch", "command", "updates", "epochs", 
                    "metrics", "significance")
 
 OUT_DIR = "OUT_DIR"  # how a record writes the recipe's output folder (data, checkpoints: outside the repository)
-# a path starts a token (after a space, '=', ',', a quote or a bracket) and its prefix ends where a '/' or the token does
+# a path starts a token (after a space, '=', ',', a quote or a bracket); its prefix ends where a '/' or the token does
 _PATH_START = r"(?<![\w.~/-])"
 _PATH_END = r"(?=/|$|[\s,;:='\")\]])"
 
@@ -57,19 +57,17 @@ PYTHON_PATHS = (("SITE_PACKAGES", "purelib"), ("SITE_PACKAGES", "platlib"), ("PY
 def _path_rules(out_dir: str | None, root: str | None, python: bool = False) -> list:
     """The (pattern, replacement) pairs of ``portable_paths`` in order; with ``python``, site-packages ->
     ``SITE_PACKAGES`` and the prefix -> ``PYTHON_PREFIX`` too."""
-    rules = []
-    for form in _path_forms(out_dir) if out_dir else ():
-        rules.append((re.compile(_PATH_START + re.escape(form) + _PATH_END), OUT_DIR))
-    for form in _path_forms(root) if root else ():
-        rules += [(re.compile(_PATH_START + re.escape(form) + "/"), ""),
-                  (re.compile(_PATH_START + re.escape(form) + _PATH_END), os.curdir)]
+    def rules_of(path: str, *ends: tuple[str, str]) -> list:  # (what follows the path, its replacement)
+        return [(re.compile(_PATH_START + re.escape(form) + end), new)
+                for form in _path_forms(path) for end, new in ends]
+
+    rules = rules_of(out_dir, (_PATH_END, OUT_DIR)) if out_dir else []
+    rules += rules_of(root, ("/", ""), (_PATH_END, os.curdir)) if root else []
     if python:
         import sysconfig
 
-        folders = [(name, sysconfig.get_paths()[key] if key else sys.prefix) for name, key in PYTHON_PATHS]
-        for name, folder in folders:
-            for form in _path_forms(folder):
-                rules.append((re.compile(_PATH_START + re.escape(form) + _PATH_END), name))
+        for name, key in PYTHON_PATHS:
+            rules += rules_of(sysconfig.get_paths()[key] if key else sys.prefix, (_PATH_END, name))
     return rules
 
 
