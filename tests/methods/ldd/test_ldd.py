@@ -320,33 +320,27 @@ def test_preprocessing_errors_name_file_and_line(ldd_data, raw_corpus, tmp_path)
     raw = str(tmp_path / "test")
     with open(f"{raw_corpus}/test.en") as f:
         lines = f.read().splitlines()
-    records = [arcs_record(line.replace("@@ ", "").split()) for line in lines]
-    records[2]["words"][1] = "horse"
+    arcs = [json.dumps(arcs_record(line.replace("@@ ", "").split())) for line in lines]
 
-    def write(source_lines, arc_records):
+    def write(source_lines, arcs_lines):
         with open(raw + ".en", "w") as f:
             f.write("".join(line + "\n" for line in source_lines))
         with open(raw + ".arcs.jsonl", "w") as f:
-            f.write("".join(json.dumps(r) + "\n" for r in arc_records))
+            f.write("".join(line + "\n" for line in arcs_lines))
 
-    write(lines, records)
+    third = arcs_record(lines[2].replace("@@ ", "").split())
+    third["words"][1] = "horse"
+    write(lines, arcs[:2] + [json.dumps(third)] + arcs[3:])
     message = cli_error(raw, dest)
     assert f"{raw}.arcs.jsonl:3: the parsed words differ from the source at word 2: parsed 'horse'" in message
-    write(lines, records[:5])
-    assert "line-count mismatch" in cli_error(raw, dest) and "arcs.jsonl 5" in cli_error(raw, dest)
-    lines[3] = lines[3] + " extra"
-    records = [arcs_record(line.replace("@@ ", "").split()) for line in lines]
-    write(lines, records)
+    write(lines, arcs[:5])
+    message = cli_error(raw, dest)
+    assert "line-count mismatch" in message and "arcs.jsonl 5" in message
+    write(lines[:3] + [lines[3] + " extra"] + lines[4:], arcs)
     assert f"{raw}.en:4: 7 tokens, but sentence 4" in cli_error(raw, dest)
-    lines[3] = lines[3][: -len(" extra")]
-    write(lines, [arcs_record(line.replace("@@ ", "").split()) for line in lines])
-    with open(raw + ".arcs.jsonl") as f:
-        arcs_lines = f.read().splitlines()
-    with open(raw + ".arcs.jsonl", "w") as f:  # the last line malformed: found as the records are read
-        f.write("".join(line + "\n" for line in arcs_lines[:-1]) + "not json\n")
+    write(lines, arcs[:-1] + ["not json"])  # the last line malformed: found as the records are read
     assert f"{raw}.arcs.jsonl:{len(lines)}: not a JSON object" in cli_error(raw, dest)
-    with open(raw + ".arcs.jsonl", "a") as f:  # one line too many: refused before any record is read
-        f.write("not json\n")
+    write(lines, arcs[:-1] + ["not json"] * 2)  # one line too many: refused before any record is read
     assert f"has {len(lines)} lines, {raw}.arcs.jsonl {len(lines) + 1}" in cli_error(raw, dest)
     # a failed run leaves the side data it found untouched and no partial files
     assert open(os.path.join(dest, "test.en-de.en.ldd.bin"), "rb").read() == written
