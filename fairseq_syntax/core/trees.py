@@ -92,13 +92,9 @@ class Tree:
 # --- reading
 
 
-def _tokenize(text: str, first_line: int) -> list[tuple[str, int]]:
-    """Brackets and words of ``text``, each with the line it is on (``first_line`` is the line of text[0])."""
-    return [
-        (match.group(), line)
-        for line, line_text in enumerate(text.split("\n"), first_line)
-        for match in _TOKEN.finditer(line_text)
-    ]
+def _tokenize(lines: Iterable[str], first_line: int = 1) -> Iterator[tuple[str, int]]:
+    """Brackets and words of ``lines``, each with the number of its line (the first is ``first_line``)."""
+    return ((match.group(), line) for line, text in enumerate(lines, first_line) for match in _TOKEN.finditer(text))
 
 
 def _build_tree(tokens: list[tuple[str, int]], source: str, start_line: int | None, unwrap: bool) -> Tree:
@@ -166,7 +162,7 @@ def parse_tree(text: str, source: str = "<string>", line: int | None = None, unw
     ``ROOT`` / ``TOP`` node parsers add. Unary chains, escaped brackets (``-LRB-``) and numeric labels (SST)
     are kept as they are.
     """
-    return _build_tree(_tokenize(text, line if line is not None else 1), source, line, unwrap)
+    return _build_tree(list(_tokenize(text.split("\n"), 1 if line is None else line)), source, line, unwrap)
 
 
 def _open_text(path: str):
@@ -204,8 +200,7 @@ def read_ptb(path: str) -> Iterator[Tree]:
     Trees are found by bracket matching; blank lines between them are allowed. Empty-label wrappers are removed.
     """
     with _open_text(path) as lines:
-        tokens = ((match.group(), number) for number, text in enumerate(lines, 1) for match in _TOKEN.finditer(text))
-        for tree_tokens in _split_trees(tokens):
+        for tree_tokens in _split_trees(_tokenize(lines)):
             yield _build_tree(tree_tokens, str(path), tree_tokens[0][1], unwrap=True)
 
 
