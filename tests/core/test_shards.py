@@ -230,7 +230,7 @@ def test_running_workers_hold_slots_and_each_slot_its_gpu(corpus, tmp_path, monk
 
 
 @pytest.mark.parametrize("exits, message, started, terminated", [
-    # two workers fail: the third shard is never started (the parent used to wait for it for good)
+    # two workers fail: the third shard is never started
     ({0: 1, 1: 1, 2: 0}, "error: 2 worker(s) failed; the finished shards are kept", [0, 1], []),
     # shard 1 refuses (its model does not load) while shard 0 runs on: shard 0 is stopped, its files removed
     ({0: None, 1: 4, 2: 0}, "error: shard 1's model does not load", [0, 1], [0]),
@@ -269,7 +269,7 @@ def test_a_model_file_moved_makes_the_same_shards_and_one_changed_or_missing_is_
     digest = hashlib.sha256(b"weights").hexdigest()
     renamed = tmp_path / "models" / "renamed.pt"
     model.rename(renamed)
-    with pytest.raises(SystemExit) as error:  # "shard 0 was made with another model" before
+    with pytest.raises(SystemExit) as error:
         shards.run(model_job(corpus, tmp_path, model), options(num_shards=2, merge=True), [])
     assert str(error.value).startswith(
         f"error: cannot write {tmp_path}/out.txt, {tmp_path}/out.blocks.gz from 2 shards: shard 0 was made with other "
