@@ -140,24 +140,17 @@ def _folders_up(folder: Path) -> Iterator[Path]:
         folder = folder.parent
 
 
-def _archive_places(path) -> Iterator[tuple[Path, str]]:
-    """(archive, member) where a packed copy of ``path`` would be: its folder's archive, then each folder's above it,
-    the member its path below that folder."""
+def find_member(path) -> Member | None:
+    """The packed copy of ``path`` (named with or without ``.gz``) in the nearest archive that holds it (its folder's,
+    then each folder's above it, as its path below that folder); None when none does."""
     path = Path(os.path.normpath(path))
     member = member_name(path)
     for folder in _folders_up(path.parent):
-        yield folder / ARCHIVE_NAME, member
+        archive = folder / ARCHIVE_NAME
+        data = archive_members(archive).get(member) if archive.is_file() else None
+        if data is not None:
+            return Member(f"{archive}:{member}", data)
         member = f"{folder.name}/{member}"
-
-
-def find_member(path) -> Member | None:
-    """The packed copy of ``path`` (named with or without ``.gz``) in the nearest archive that holds it; None when
-    none does."""
-    for archive, member in _archive_places(path):
-        if archive.is_file():
-            data = archive_members(archive).get(member)
-            if data is not None:
-                return Member(f"{archive}:{member}", data)
     return None
 
 
@@ -206,23 +199,17 @@ def glob(pattern) -> list[str]:
     fixed = next((index for index, part in enumerate(parts) if any(mark in part for mark in "*?[")), len(parts) - 1)
     folder = Path(*parts[:fixed]) if fixed else Path(".")
     with _reading(_folders_up(folder)):  # the files on disk and the archives as one packer left them
-        return _glob(pattern, parts, folder)
-
-
-def _glob(pattern: str, parts: tuple[str, ...], folder: Path) -> list[str]:
-    found = {os.path.normpath(path) for path in disk_glob.glob(pattern)}
-    for archive in (above / ARCHIVE_NAME for above in _folders_up(folder)):
-        if not archive.is_file():
-            continue
-        for member in archive_members(archive):
-            path = archive.parent / member
-            for candidate in (path, *path.parents):
-                if candidate == archive.parent:
-                    break
-                if _matches(candidate, parts):
-                    if candidate == path:
-                        _refuse_stale(path, archive, member)
-                    found.add(str(candidate))
+        found = {os.path.normpath(path) for path in disk_glob.glob(pattern)}
+        for archive in (above / ARCHIVE_NAME for above in _folders_up(folder)):
+            for member in archive_members(archive) if archive.is_file() else ():
+                path = archive.parent / member
+                for candidate in (path, *path.parents):
+                    if candidate == archive.parent:
+                        break
+                    if _matches(candidate, parts):
+                        if candidate == path:
+                            _refuse_stale(path, archive, member)
+                        found.add(str(candidate))
     return sorted(found)
 
 
@@ -233,18 +220,13 @@ def rglob(folder, suffix: str) -> list[Path]:
     archives = {*folder.rglob(ARCHIVE_NAME), *(above / ARCHIVE_NAME for above in _folders_up(folder))}
     # the files on disk and the archives as one packer left them
     with _reading(sorted({folder, *(archive.parent for archive in archives)})):
-        return _rglob(folder, suffix, archives)
-
-
-def _rglob(folder: Path, suffix: str, archives: set[Path]) -> list[Path]:
-    found = {Path(os.path.normpath(path)) for path in folder.rglob(f"*{suffix}") if path.is_file()}
-    for archive in sorted(archive for archive in archives if archive.is_file()):
-        for member in archive_members(archive):
-            path = Path(os.path.normpath(archive.parent / member))
-            if not member.endswith(suffix) or os.path.relpath(path, folder).startswith(".."):
-                continue
-            _refuse_stale(path, archive, member)
-            found.add(path)
+        found = {Path(os.path.normpath(path)) for path in folder.rglob(f"*{suffix}") if path.is_file()}
+        for archive in sorted(archive for archive in archives if archive.is_file()):
+            for member in archive_members(archive):
+                path = Path(os.path.normpath(archive.parent / member))
+                if member.endswith(suffix) and not os.path.relpath(path, folder).startswith(".."):
+                    _refuse_stale(path, archive, member)
+                    found.add(path)
     return sorted(found)
 
 
