@@ -125,7 +125,3 @@ def test_the_supervised_model_and_its_criterion_go_together(ldd_dir):
     assert str(error.value) == (
         "error: --criterion label_smoothed_cross_entropy_with_dependency trains a model on side data ['src_ldd'], "
         "which --arch transformer does not learn from: give an --arch that does, or another --criterion")
-    task, _, _ = setup([ldd_dir, *TRANSLATION, "--arch", "transformer_dependency_supervised_tiny",
-                        "--criterion", "label_smoothed_cross_entropy_with_dependency"])
-    task.load_dataset("train")  # the data directory has src_ldd: accepted
-    assert "src_ldd" in task.dataset("train").side_data
