@@ -13,20 +13,12 @@ epochs, and the checkpoint an uninterrupted run would have kept. ``curve``: ``[(
 from collections.abc import Sequence
 
 
-def _at_least_as_good(value: float, best: float, maximize: bool) -> bool:
-    return value >= best if maximize else value <= best
-
-
-def _better(value: float, best: float, maximize: bool) -> bool:
-    return value > best if maximize else value < best
-
-
 def kept_epoch(curve: Sequence[Sequence[float]], maximize: bool = False) -> tuple[int, float] | None:
     """(epoch, value) of the checkpoint fairseq keeps as ``checkpoint_best.pt`` after ``curve``: the last epoch whose
     value is at least as good as every one before it (ties: the last tied epoch). None for an empty curve."""
     kept = None
     for epoch, value in curve:
-        if kept is None or _at_least_as_good(value, kept[1], maximize):
+        if kept is None or (value >= kept[1] if maximize else value <= kept[1]):  # at least as good
             kept = (int(epoch), value)
     return kept
 
@@ -38,7 +30,7 @@ def patience_stop(curve: Sequence[Sequence[float]], patience: int, maximize: boo
         return None
     best, since = None, 0
     for epoch, value in curve:
-        if best is None or _better(value, best, maximize):
+        if best is None or (value > best if maximize else value < best):  # strictly better
             best, since = value, 0
         else:
             since += 1
