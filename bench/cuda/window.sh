@@ -4,8 +4,7 @@ set -uo pipefail
 CALLER=$PWD  # the paths given are relative to it; the script runs in the repository's root
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ROOT=$PWD
-# the systems not measured on a GPU since their fixes (the window of 2026-11-27 measured the mask model, its one-hot
-# bias, PASCAL and dependency-supervised attention: bench/cuda/README.md), and the mask model with its new default
+# step 2's systems: those not measured on a GPU since their fixes, and the mask model with its new default
 STEP2_ARCHS=transformer_syntax_mask,transformer_ldd,transformer_constituent,transformer_hier_accum
 
 usage() {
@@ -67,8 +66,7 @@ option() {
   case $1 in
     --data) echo prepare ;;
     --window-dir) echo "prepare 1 2 3 4" ;;
-    --device|--tiny|--step-seconds|--work) echo "1 2 3 4" ;;
-    --deadline) echo "1 2 3 4" ;;  # not for a user: the step's outer run gives its inner run the deadline
+    --device|--tiny|--step-seconds|--work|--deadline) echo "1 2 3 4" ;;  # --deadline: from the step's outer run
     --archs|--precision) echo "2 3" ;;
     --study|--raw|--runs-dir|--jobs) echo 4 ;;
   esac
@@ -96,28 +94,26 @@ while [ $# -gt 0 ]; do
   [[ " $steps " == *" $STEP "* ]] || fail "$1 is not an option of ${STEP/#[1-4]/step $STEP} (--help)"
   if [ "$1" = --tiny ]; then TINY=1 ARGS+=(--tiny); shift; continue; fi
   [ $# -ge 2 ] || fail "$1 needs a value"
+  value=$2  # as the inner run gets it: a path made absolute
+  case $1 in --data|--window-dir|--work|--study|--raw|--runs-dir) value=$(path "$2") ;; esac
   case $1 in
-    --data) DATA=$(path "$2") ;;
-    --window-dir) WINDOW_DIR=$(path "$2") ;;
+    --data) DATA=$value ;;
+    --window-dir) WINDOW_DIR=$value ;;
     --device) [[ $2 =~ ^(cpu|cuda)$ ]] || fail "--device must be cpu or cuda, not '$2'"; DEVICE=$2 ;;
     --step-seconds) [[ $2 =~ ^[1-9][0-9]*$ ]] || fail "--step-seconds must be a whole number above 0, not '$2'"
                     STEP_SECONDS=$2 ;;
-    --work) WORK=$(path "$2") ;;
+    --work) WORK=$value ;;
     --deadline) [[ $2 =~ ^[0-9]+$ ]] || fail "--deadline must be a time in seconds since 1970, not '$2'"; DEADLINE=$2 ;;
     --archs) [[ $2 =~ ^[^,[:space:]]+(,[^,[:space:]]+)*$ ]] || fail "--archs must be names and commas, not '$2'"
              ARCHS=$2 ;;
     --precision) [[ $2 =~ ^(fp32|bf16|fp16)$ ]] || fail "--precision must be fp32, bf16 or fp16, not '$2'"
                  PRECISION=$2 ;;
-    --study) STUDY=$(path "$2") ;;
-    --raw) RAW=$(path "$2") ;;
-    --runs-dir) RUNS_DIR=$(path "$2") ;;
+    --study) STUDY=$value ;;
+    --raw) RAW=$value ;;
+    --runs-dir) RUNS_DIR=$value ;;
     --jobs) [[ $2 =~ ^[1-9][0-9]*$ ]] || fail "--jobs must be a whole number above 0, not '$2'"; JOBS=$2 ;;
   esac
-  case $1 in
-    --data|--window-dir|--work|--study|--raw|--runs-dir) ARGS+=("$1" "$(path "$2")") ;;
-    --deadline) ;;
-    *) ARGS+=("$1" "$2") ;;
-  esac
+  [ "$1" = --deadline ] || ARGS+=("$1" "$value")
   shift 2
 done
 [ "$PRECISION" != fp16 ] || [ "$DEVICE" = cuda ] || fail "--precision fp16 needs --device cuda (fairseq's --fp16)"
