@@ -164,11 +164,10 @@ def test_the_command_leaves_out_where_files_go():
         "python3 bench/ops/count.py --words 16")
 
 
-def test_the_sizes_are_the_recipe_and_the_papers():
-    args = count.parse_args(["--words", "16"])
-    settings = [count.settings_for(size, args) for size in ("recipe", "large", "tiny")]
-    assert [(s.model, s.tiny, s.lengths) for s in settings] == [("recipe", False, (16,)), ("large", False, (16,)),
-                                                                ("tiny", True, (16,))]
+@pytest.mark.parametrize("size", ["recipe", "large", "tiny"])
+def test_the_sizes_are_the_recipe_and_the_papers(size):
+    settings = count.settings_for(size, count.parse_args(["--words", "16"]))
+    assert (settings.model, settings.tiny, settings.lengths) == (size, size == "tiny", (16,))
 
 
 # --- every method against fairseq's transformer
