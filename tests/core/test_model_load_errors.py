@@ -68,7 +68,9 @@ def parse_argv(work, kind, backend, model, *extra):
             "--device", "cpu", *extra]
 
 
-CASES = {  # id: (kind, backend, model, extra options: model name -> path, the line after "error: PATH: ")
+#: id: (kind, backend, model, extra options: model name -> path, the line after "error: PATH: "); one check
+#: (parsing.models.check_model_file) of each kind of file against each reader
+CASES = {
     "random bytes as crf-con": ("constituency", "crf-con", "random", [],
                                 f"no model: {RANDOM_BYTES} bytes that are no torch file; {CRF_READS}"),
     "an empty file as crf-con": ("constituency", "crf-con", "empty", [], f"no model: an empty file; {CRF_READS}"),
@@ -76,8 +78,6 @@ CASES = {  # id: (kind, backend, model, extra options: model name -> path, the l
                                         f"model, for fairseq-generate); {CRF_READS}"),
     "a constituency model to dependency": ("dependency", "biaffine", "crf-con", [],
                                            f"a SuPar 'crf-constituency' parser; {BIAFFINE_READS}"),
-    "a dependency model to crf-con": ("constituency", "crf-con", "dependency", [],
-                                      f"a SuPar 'biaffine-dependency' parser; {CRF_READS}"),
     "a junk folder for benepar": ("constituency", "benepar", "junk", [],
                                   f"no model: a folder of 1 entry (notes.txt); {BENEPAR_READS}"),
     "a SuPar parser for stanza": ("dependency", "stanza", "dependency", [],
@@ -85,8 +85,6 @@ CASES = {  # id: (kind, backend, model, extra options: model name -> path, the l
     "a tagger as crf-con": ("constituency", "crf-con", "tagger", [], f"a POS tagger; {CRF_READS}"),
     "random bytes as --tagger": ("constituency", "crf-con", "crf-con", ["--tagger", "random"],
                                  f"no model: {RANDOM_BYTES} bytes that are no torch file; {TAGGER_READS}"),
-    "a parser as --tagger": ("constituency", "crf-con", "crf-con", ["--tagger", "dependency"],
-                             f"a SuPar 'biaffine-dependency' parser; {TAGGER_READS}"),
 }
 
 
