@@ -18,7 +18,6 @@ HYPOTHESES = [REFERENCES[0], " ".join([REFERENCES[1]] * 4), REFERENCES[2]]
 
 
 def write_gzip(path, lines):
-    """``lines`` as PATH.gz."""
     path.with_name(path.name + ".gz").write_bytes(gzip.compress("".join(f"{line}\n" for line in lines).encode(),
                                                                 mtime=0))
 
@@ -38,7 +37,6 @@ def study(tmp_path):
 
 
 def section(folder):
-    from fairseq_syntax.study.config import load_study
     from fairseq_syntax.study.report import runaway_section
 
     return runaway_section(load_study(folder / "study.toml"))
