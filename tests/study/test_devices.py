@@ -5,7 +5,6 @@ import stat
 import pytest
 import torch
 
-from conftest import REPO
 from study.forbid_torch import study_forbidding_torch
 
 from fairseq_syntax.study import runner
