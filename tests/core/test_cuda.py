@@ -94,10 +94,13 @@ def sst_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def masked_lm_dir(raw_corpus, tmp_path_factory):
+    from fairseq import options
+    from fairseq_cli import preprocess
+
     dest = str(tmp_path_factory.mktemp("masked_lm_cuda"))
-    run([sys.executable, "-m", "fairseq_cli.preprocess", "--only-source", "--trainpref", f"{raw_corpus}/train.de",
-         "--validpref", f"{raw_corpus}/valid.de", "--testpref", f"{raw_corpus}/test.de", "--destdir", dest,
-         "--workers", "1"])
+    preprocess.main(options.get_preprocessing_parser().parse_args([  # fairseq-preprocess, in this process
+        "--only-source", "--trainpref", f"{raw_corpus}/train.de", "--validpref", f"{raw_corpus}/valid.de",
+        "--testpref", f"{raw_corpus}/test.de", "--destdir", dest, "--workers", "1"]))
     return dest
 
 
