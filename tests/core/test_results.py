@@ -1,17 +1,36 @@
 """Run records, their training logs, the results table and fairseq-syntax-results, on hand-written fairseq logs."""
 import gzip
 import json
+import sysconfig
 
 import pytest
 
+from fairseq_syntax.cli import plot as plot_cli
 from fairseq_syntax.cli import results as results_cli
 from fairseq_syntax.evaluation.comparisons import Comparisons, registry_comparisons
+from fairseq_syntax.evaluation.convergence import kept_epoch, patience_stop
 from fairseq_syntax.evaluation.kept_files import RecordError, compress, open_text, read_text
-from fairseq_syntax.evaluation.records import find_record_files, load_record, record_run
-from fairseq_syntax.evaluation.results import READING, braced, convergence_table, render_json, render_markdown
-from fairseq_syntax.evaluation.train_logs import best_checkpoint_metric, parse_train_log, parse_valid_curve
+from fairseq_syntax.evaluation.records import find_record_files, load_record, make_log_portable, record_run
+from fairseq_syntax.evaluation.results import (
+    READING,
+    _as_changes,
+    braced,
+    convergence_table,
+    render_json,
+    render_markdown,
+)
 from fairseq_syntax.evaluation.run_commands import command_fields, record_argv
+from fairseq_syntax.evaluation.seeds_figure import positions, recorded_comparisons, seeds_rows
+from fairseq_syntax.evaluation.study_answer import (
+    README_BEGIN,
+    README_END,
+    _test_text,
+    is_borderline,
+    readme_block,
+    verdict,
+)
 from fairseq_syntax.evaluation.tables import Cell, Table, markdown_table, table_json, table_rows, write_results
+from fairseq_syntax.evaluation.train_logs import best_checkpoint_metric, parse_train_log, parse_valid_curve
 
 # fairseq-train stdout (simple format): two epochs of 3 updates, wall meter from 90 s; the last says 6 and 3725 s
 STDOUT_LOG = """\
@@ -510,8 +529,6 @@ def test_a_study_over_seeds_has_one_row_per_system_and_its_commands_below(tmp_pa
 
 
 def test_a_later_rows_command_is_shown_by_the_words_that_differ_from_the_first_rows():
-    from fairseq_syntax.evaluation.results import _as_changes
-
     shared = " --user-dir fairseq_syntax --task syntax_translation --optimizer adam --lr-scheduler inverse_sqrt" * 2
     base = "fairseq-train D/sequence --arch transformer --save-dir C/sequence" + shared + " --max-epoch 200"
     words = "fairseq-train D/preorder --arch t_mask --save-dir C/mask" + shared + " --max-epoch 200 --x"
@@ -568,8 +585,6 @@ def test_convergence_table_names_the_checkpoint_fairseq_kept_and_the_epochs_past
 
 
 def test_the_convergence_replay_follows_fairseqs_two_rules_on_ties():
-    from fairseq_syntax.evaluation.convergence import kept_epoch, patience_stop
-
     # minimise: 3.0 at 2, tied at 4 and 6: written at 2, 4, 6; patience counts from 2
     curve = [(1, 4.0), (2, 3.0), (3, 3.5), (4, 3.0), (5, 3.2), (6, 3.0)]
     assert kept_epoch(curve) == (6, 3.0)
@@ -582,9 +597,6 @@ def test_the_convergence_replay_follows_fairseqs_two_rules_on_ties():
 
 
 def test_results_json_of_a_study_holds_each_seeds_score_and_the_figure_draws_them(tmp_path):
-    from fairseq_syntax.cli import plot as plot_cli
-    from fairseq_syntax.evaluation.seeds_figure import positions, recorded_comparisons, seeds_rows
-
     data = render_json(study_records(), comparisons=MULTI30K)
     study = data["datasets"]["multi30k-10k"]
     assert list(data["datasets"]) == ["multi30k-10k", "multi30k"] and study["seeds"] is True
@@ -621,8 +633,6 @@ def test_results_json_of_a_study_holds_each_seeds_score_and_the_figure_draws_the
 ], ids=["missing", "not-results", "no-seeds", "no-comparisons"])
 def test_plot_seeds_names_the_file_and_its_problem_without_a_traceback(tmp_path, monkeypatch, capsys, content,
                                                                         message):
-    from fairseq_syntax.cli import plot as plot_cli
-
     results = tmp_path / "RESULTS.json"
     if content is not None:
         results.write_text(content)
@@ -635,10 +645,6 @@ def test_plot_seeds_names_the_file_and_its_problem_without_a_traceback(tmp_path,
 
 @pytest.mark.parametrize("name", ["run.train.log", "run.train.log.gz"])
 def test_a_kept_log_names_no_folder_of_the_machine(tmp_path, name):
-    import sysconfig
-
-    from fairseq_syntax.evaluation.records import make_log_portable
-
     site = sysconfig.get_paths()["purelib"]
     repo, out = tmp_path / "repo", tmp_path / "repo" / "examples" / "work"
     text = (f"fairseq-train {out}/data-bin/sequence --save-dir {out}/ckpt/a\r\n"
@@ -669,8 +675,6 @@ def test_a_kept_log_names_no_folder_of_the_machine(tmp_path, name):
     ({"BLEU": 0.8, "chrF": -0.5}, {"BLEU": 0.01, "chrF": 0.01}, "mixed"),  # both significant, opposite ways
 ])
 def test_a_comparison_verdict_follows_the_stated_rule(deltas, p_values, expected):
-    from fairseq_syntax.evaluation.study_answer import verdict
-
     assert verdict(deltas, p_values) == expected
 
 
@@ -731,8 +735,6 @@ def seeds_report(p_bleu, se_bleu, p_chrf, se_chrf, welch_t=None):
 
 
 def test_seeds_that_land_after_a_system_was_scored_are_shown_until_it_is_scored_over_them():
-    from fairseq_syntax.evaluation.study_answer import readme_block
-
     # Sequence scored over seeds 1 and 2; its seeds 3, 4, 5 finished since (the study gives it five)
     records = study_records() + [seed_run("sequence", seed, 31.0, 52.0, 20, "sequence", "transformer")
                                  for seed in (3, 4, 5)]
@@ -770,8 +772,6 @@ def test_a_control_tested_over_fewer_seeds_than_its_rows_show_is_a_dash_until_sc
 
 
 def test_a_p_within_two_monte_carlo_errors_of_005_makes_its_verdict_borderline():
-    from fairseq_syntax.evaluation.study_answer import is_borderline
-
     # |0.044 - 0.05| = 0.006 <= 2 x 0.0031; |0.043 - 0.05| = 0.007 > 0.0062; no error: never borderline
     assert is_borderline(0.044, 0.0031) and is_borderline(0.056, 0.0031) and not is_borderline(0.043, 0.0031)
     assert not is_borderline(0.05, None)
@@ -805,8 +805,6 @@ def readme_link(results_md):
 
 
 def test_the_readme_block_is_a_verdict_table_and_a_few_sentences():
-    from fairseq_syntax.evaluation.study_answer import README_BEGIN, README_END, readme_block
-
     records = study_records()
     results = render_json(records, STUDY_SOURCES, MULTI30K)
     block = readme_block(results, "examples/multi30k/RESULTS.md")
@@ -862,8 +860,6 @@ def renamed_study(names: dict[str, str]) -> list[dict]:
 
 
 def test_a_table_with_every_method_scored_gives_the_answer_not_the_answer_so_far():
-    from fairseq_syntax.evaluation.study_answer import readme_block
-
     # Sequence, a method and its control, comparisons planning nothing: the answer is complete
     records = [r for r in renamed_study({"mask": "tree", "mask_random": "tree_random"}) if r["system"] != "udp"]
     lines = render_markdown(records, comparisons=TREE).splitlines()
@@ -878,8 +874,6 @@ def test_a_table_with_every_method_scored_gives_the_answer_not_the_answer_so_far
 
 
 def test_the_answer_waits_for_a_control_in_training_and_the_readme_shows_no_test_the_answer_does_not_make():
-    from fairseq_syntax.evaluation.study_answer import readme_block
-
     # tree and Sequence over their seeds; tree's control has one seed of its runs: the answer is not complete
     records = [r for r in renamed_study({"mask": "tree"}) if r["system"] in ("sequence", "tree")]
     records.append(seed_run("tree_random", 1, 31.0, 53.0, 20))
@@ -895,8 +889,6 @@ def test_the_answer_waits_for_a_control_in_training_and_the_readme_shows_no_test
 
 
 def test_the_baseline_and_the_controls_are_the_comparisons_not_the_names():
-    from fairseq_syntax.evaluation.study_answer import readme_block
-
     # baseline called words, Mask's control mask_shuffled, declared so: the same table as sequence / mask_random
     records = renamed_study({"sequence": "words", "mask_random": "mask_shuffled"})
     words = Comparisons("words", {"mask_shuffled": ("mask", "random")})
@@ -927,8 +919,6 @@ def test_the_baseline_and_the_controls_are_the_comparisons_not_the_names():
 
 
 def test_without_a_baseline_each_method_is_tested_against_its_controls_only():
-    from fairseq_syntax.evaluation.study_answer import readme_block
-
     records = [r for r in study_records() if r["dataset"] == "multi30k-10k"]
     alone = Comparisons(None, {"mask_random": ("mask", "random")})
     lines = render_markdown(records, comparisons=alone).splitlines()
@@ -1022,8 +1012,6 @@ def test_the_results_command_takes_the_comparisons_as_options(tmp_path, capsys):
 
 
 def test_a_results_json_without_an_answer_is_named_without_a_traceback():
-    from fairseq_syntax.evaluation.study_answer import readme_block
-
     data = render_json(study_records())
     del data["datasets"]["multi30k-10k"]["answer"]
     with pytest.raises(ValueError) as error:
@@ -1044,7 +1032,5 @@ def test_a_run_without_a_seed_in_a_seeds_table_is_a_row_with_no_seeds_not_a_trac
 
 
 def test_an_answer_with_no_system_tested_yet_names_no_rounds():
-    from fairseq_syntax.evaluation.study_answer import _test_text
-
     assert _test_text([]).startswith("Test: two-sided seed-aware paired bootstrap (none run yet; each p ± its ")
     assert "?" not in _test_text([])

@@ -11,12 +11,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import REPO
 from nltk.translate.ribes_score import corpus_ribes
-from sacrebleu.metrics import BLEU
+from sacrebleu.metrics import BLEU, CHRF
 
 from fairseq_syntax.cli import score as score_cli
 from fairseq_syntax.evaluation.kept_files import RecordError
 from fairseq_syntax.evaluation.records import load_record
+from fairseq_syntax.evaluation.results import render_markdown
 from fairseq_syntax.evaluation.scoring import (
     ScoringInputError,
     SeedDraws,
@@ -286,8 +288,6 @@ def test_score_command_prints_the_scores_and_writes_json_and_a_run_record(tmp_pa
 
 def test_a_record_takes_the_output_folder_from_the_environment_and_the_checkout_as_root(tmp_path, files,
                                                                                        monkeypatch):
-    from conftest import REPO
-
     ref, hyp = files
     monkeypatch.setenv("OUT_DIR", str(tmp_path))  # as the recipes export it
     record_path = tmp_path / "masks.run.json"
@@ -464,8 +464,6 @@ def test_the_monte_carlo_error_of_a_two_sided_p():
 
 
 def test_vectorised_bleu_and_chrf_equal_sacrebleus_on_any_sums_of_sentence_statistics():
-    from sacrebleu.metrics import CHRF
-
     rng = np.random.default_rng(3)
     hyps = HYPOTHESES + ["", "a", SEED_2[4]]
     refs = REFERENCES + ["A dog.", "a", "People are walking."]
@@ -505,8 +503,6 @@ def test_seed_bootstrap_over_random_draws():
 
 
 def test_score_command_over_seeds_records_mean_sd_and_seed_aware_p_values(tmp_path, files, bases):
-    from fairseq_syntax.evaluation.results import render_markdown
-
     ref, hyp = files
     hyp_2 = write_lines(tmp_path / "hyp2.txt", SEED_2)
     base_1, base_2, base_3 = bases
