@@ -14,7 +14,8 @@ METHOD = Method(
     ),
     modules=("model",),
     plot_modules=("analysis",),
-    # on CUDA the bias is a one-hot product by default (--mask-bias auto); the gather, the CPU's way, is tested there too
+    # on CUDA the bias is a one-hot product by default (--mask-bias auto); the gather, the CPU's way, is tested there
+    # too
     cuda_variants=(("--mask-bias", "gather"),),
     notes="preorder tree without closing brackets; 9 relation masks, a learnable strength per relation and head",
 )

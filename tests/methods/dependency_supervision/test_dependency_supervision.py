@@ -67,7 +67,8 @@ def test_criterion_adds_the_weighted_per_token_dependency_loss(ldd_dir):
     assert loss.item() == pytest.approx(expected.item(), rel=1e-6)
     assert "src_ldd" in sample["net_input"] and model.encoder.side_inputs == ()
     # the supervised layer by default: encoder layer 0, as the authors' released config
-    assert [type(layer.self_attn) is DependencyBasedSelfAttention for layer in model.encoder.layers][:2] == [True, False]
+    layers = model.encoder.layers
+    assert [type(layer.self_attn) is DependencyBasedSelfAttention for layer in layers][:2] == [True, False]
 
 
 def test_train_with_the_loss_then_decode_plain_text_without_a_parser(ldd_dir, tmp_path, caplog):

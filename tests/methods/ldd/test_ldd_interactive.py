@@ -141,8 +141,8 @@ def test_a_data_directory_without_the_ldd_side_data_is_one_line_naming_the_comma
     meta = json.loads((plain / "syntax.json").read_text())
     (plain / "syntax.json").write_text(json.dumps({key: meta[key] for key in ("form", "preterminals", "bpe")}))
     _, task = load(checkpoint, str(plain))
-    with pytest.raises(SystemExit, match=rf"^error: {plain}/test: the model reads side inputs \['src_ldd'\], which this "
-                                         r"data directory lacks \(made by src_ldd: "
+    with pytest.raises(SystemExit, match=rf"^error: {plain}/test: the model reads side inputs \['src_ldd'\], which "
+                                         r"this data directory lacks \(made by src_ldd: "
                                          r"fairseq-syntax-preprocess-dependencies\)$"):
         task.load_dataset("test")  # fairseq-generate: stopped before any batch, not a KeyError under a traceback
     _, task = load(checkpoint, str(plain), source_dependency_parser="unused: stopped before it is loaded")

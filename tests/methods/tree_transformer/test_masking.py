@@ -10,7 +10,8 @@ from fairseq_cli import preprocess
 
 import fairseq_syntax
 
-SENTENCES = 64  # a multiple of 8: fairseq-fixed's batch_by_size drops a last batch short of --required-batch-size-multiple
+#: a multiple of 8: fairseq-fixed's batch_by_size drops a last batch short of --required-batch-size-multiple
+SENTENCES = 64
 WORDS = 20  # per sentence: with <s> and </s> 22 tokens, int(0.15 * 22 + u) = 3 or 4 of them masked
 
 
