@@ -245,10 +245,8 @@ def test_each_block_is_rewritten_from_its_results_json_and_the_prose_around_it_k
     ([END], f"doc.md:2: {END} without its first line"),
     ([begin_line("missing.json", "runaway"), END], "doc.md:2: {folder}/missing.json: No such file or directory"),
     ([begin_line("bad.json", "runaway"), END], "doc.md:2: {folder}/bad.json:1: not valid JSON"),
-    ([begin_line("R.json", "comparisons nobody"), END], "doc.md:2: {folder}/R.json: nobody: no row of dataset"),
     ([begin_line("R.json", "runaway dataset=toy"), END], "doc.md:2: {folder}/R.json: runaway takes system names "
                                                          "only, not dataset="),
-    ([begin_line("R.json", "induction"), END], "doc.md:2: {folder}/R.json: not the results of"),
 ])
 def test_a_block_that_cannot_be_made_is_one_error_naming_the_file_and_line(tmp_path, lines, error):
     (tmp_path / "R.json").write_text(json.dumps(STUDY))
