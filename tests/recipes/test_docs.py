@@ -120,6 +120,8 @@ def test_every_link_resolves(page):
     for target in re.findall(r"\]\(([^)\s#]+)(?:#[^)]*)?\)", text):
         if not re.match(r"[a-z]+://", target):
             assert (page.parent / target).exists(), f"{page.name}: a link to {target}, which is not there"
+    for named in re.findall(r"`((?:tests|fairseq_syntax|bench|examples|preprocess)/[\w./-]+\.(?:py|sh|toml))`", text):
+        assert (ROOT / named).exists(), f"{page.name}: names {named}, which is not there"
 
 
 def test_every_command_shown_is_run_by_a_test():
