@@ -60,12 +60,14 @@ def import_models() -> None:
     import hier_accum_dense.dense  # noqa: F401  (registers transformer_hier_accum_dense)
 
 
-def build_trainer(data: str, train_args: List[str], precision: str):
-    """fairseq_cli.train's setup: options -> cfg -> task, dataset, model, criterion, Trainer."""
+def build_trainer(data: str, train_args: List[str], precision: str = "fp32", threads: int = 1):
+    """fairseq_cli.train's setup on ``threads`` torch threads: options -> cfg -> task, dataset, model, criterion,
+    Trainer. Returns the task, the Trainer and :func:`batch_maker`'s ``collate``."""
     from fairseq import options, tasks, utils
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
     from fairseq.trainer import Trainer
 
+    torch.set_num_threads(threads)
     import_models()
     parser = options.get_training_parser()
     cfg = convert_namespace_to_omegaconf(options.parse_args_and_arch(parser, [data] + train_args))
@@ -79,7 +81,7 @@ def build_trainer(data: str, train_args: List[str], precision: str):
     model = task.build_model(cfg.model)
     precisions.wrap_model(model, precision)
     criterion = task.build_criterion(cfg.criterion)
-    return task, Trainer(cfg, task, model, criterion)
+    return task, Trainer(cfg, task, model, criterion), batch_maker(task)
 
 
 class HostMeter:
@@ -170,10 +172,8 @@ def run(spec: Dict) -> Dict:
     device = spec.get("device", "cpu")
     if (device == "cuda") == ("--cpu" in spec["train_args"]):
         raise ValueError(f"device {device!r} with train_args {'with' if device == 'cuda' else 'without'} --cpu")
-    torch.set_num_threads(spec.get("threads", 1))
-    task, trainer = build_trainer(spec["data"], spec["train_args"], precision)
+    task, trainer, collate = build_trainer(spec["data"], spec["train_args"], precision, spec.get("threads", 1))
     meter = CudaMeter() if device == "cuda" else HostMeter()
-    collate = batch_maker(task)
     batches, warmup = spec["batches"], spec.get("warmup", 2)
     if len(batches) <= warmup:
         raise ValueError(f"{len(batches)} batches leave none to time after {warmup} warm-up batches")

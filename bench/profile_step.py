@@ -35,10 +35,8 @@ def profile_step(spec: dict) -> dict:
     from torch.profiler import ProfilerActivity, profile
 
     cuda = spec["device"] == "cuda"
-    torch.set_num_threads(1)
-    task, trainer = measure.build_trainer(spec["data"], spec["train_args"], "fp32")
+    _, trainer, collate = measure.build_trainer(spec["data"], spec["train_args"])
     meter = measure.CudaMeter() if cuda else measure.HostMeter()
-    collate = measure.batch_maker(task)
     batches, warmup = spec["batches"], spec["warmup"]
     for ids in batches[:warmup]:
         trainer.train_step([collate(ids)])
@@ -84,11 +82,7 @@ def collate_step(spec: dict) -> dict:
     """In a forked child: the host CPU time (one thread) to collate each batch, side inputs included; no training."""
     import statistics
 
-    import torch
-
-    torch.set_num_threads(1)
-    task, _ = measure.build_trainer(spec["data"], spec["train_args"], "fp32")  # the model says what to batch
-    collate = measure.batch_maker(task)
+    collate = measure.build_trainer(spec["data"], spec["train_args"])[2]  # the model says what to batch
     times = []
     for ids in spec["batches"]:
         start = time.process_time()

@@ -40,9 +40,7 @@ def count_step(spec: dict) -> dict:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    torch.set_num_threads(1)
-    task, trainer = measure.build_trainer(spec["data"], spec["train_args"], "fp32")
-    collate = measure.batch_maker(task)
+    task, trainer, collate = measure.build_trainer(spec["data"], spec["train_args"])
     samples = [collate(ids) for ids in spec["batches"]]  # collated before the steps, as the data loader does
     warmup = spec["warmup"]
     for sample in samples[:warmup]:
