@@ -1,4 +1,5 @@
-"""Hierarchical accumulation (Nguyen et al. 2020) against eqs. (5)-(10) in loops; ``transformer_hier_accum``."""
+"""Hierarchical accumulation (Nguyen et al. 2020) against eqs. (5)-(10) in loops, its position form, masks and fused
+parameters; ``transformer_hier_accum``."""
 import random
 from unittest import mock
 
@@ -17,13 +18,21 @@ from conftest import (
 import fairseq_syntax.methods.hier_accum.attention as cross_module
 from fairseq_syntax import methods
 from fairseq_syntax.core import structure as st
+from fairseq_syntax.core.attention import StructuredSelfAttention
+from fairseq_syntax.core.fused_linear import fused_linear, linear_part
 from fairseq_syntax.methods.hier_accum.accumulation import (
     HierarchicalEmbeddings,
     accumulation_structure,
+    additive_mask,
     hierarchical_accumulation,
+    position_accumulation,
     reorder_structure,
 )
-from fairseq_syntax.methods.hier_accum.attention import HierarchicalSelfAttention
+from fairseq_syntax.methods.hier_accum.attention import (
+    HierarchicalCrossAttention,
+    HierarchicalSelfAttention,
+    SourceTree,
+)
 
 torch.set_num_threads(1)
 
@@ -243,6 +252,99 @@ def test_empty_rows_and_sentences_without_nodes():
     torch.testing.assert_close(out, values)
 
 
+# --- the position form and the masks built once per batch
+
+def test_hierarchical_accumulation_runs_the_position_form_unless_another_is_asked_for():
+    """The position form against eqs. 5-10: test_accumulation_matches_the_papers_equations; here a hook's node rows
+    are placed at the nodes."""
+    rng = random.Random(7)
+    _, embeddings, values, weights, structure = random_accumulation_inputs(rng, 10, 2, "paper", False)
+    default = hierarchical_accumulation(values, weights, structure, embeddings)
+    assert torch.equal(default, position_accumulation(values, weights, structure, embeddings))
+    keep = ~structure["is_node"][:, None, :, None].expand_as(values)
+    assert not torch.equal(default, values) and torch.equal(default[keep], values[keep])  # leaf rows as they are
+    # both tables (one parameter) reach the output, so neither half's gradient is all zero
+    assert all(half.abs().sum() > 0 for half in torch.autograd.grad(default.sum(), embeddings.tables)[0])
+    calls = []
+
+    def other(values, weights, structure, embeddings):  # the node rows B x H x m x d, as a hook gives them
+        calls.append(structure)
+        node_pos = structure["node_pos"][:, None, :, None].expand(-1, values.size(1), -1, values.size(3))
+        return position_accumulation(values, weights, structure, embeddings).gather(2, node_pos)
+
+    chosen = hierarchical_accumulation(values, weights, structure, embeddings, other)
+    assert len(calls) == 1
+    torch.testing.assert_close(chosen, default, rtol=0, atol=0)
+
+
+def test_the_masks_built_once_per_batch_give_what_each_layer_made_from_the_boolean_masks():
+    torch.manual_seed(0)
+    parents = parents_batch([-1, 0, 0, 2, 2], [-1, 0, 0], [-1, 0, 1, 1, 0, 4, 4])  # padded rows
+    structure = accumulation_structure(parents, embedding_size=3, subtree_mask=True)
+    allowed = structure["attention_mask"]
+    assert torch.equal(structure["attention_bias"] == 0, allowed)
+    assert torch.isinf(structure["attention_bias"][~allowed]).all() and (structure["attention_bias"] <= 0).all()
+    without = {name: tensor for name, tensor in structure.items() if name != "attention_bias"}
+    encoder = HierarchicalSelfAttention(8, 2, 0.0, 3).eval()
+    x = torch.randn(parents.size(1), 3, 8)
+    torch.testing.assert_close(encoder(x, None, structure)[0], encoder(x, None, without)[0], rtol=0, atol=1e-6)
+
+    padding = parents.eq(st.PAD)
+    structure["padding_bias"] = additive_mask(~padding[:, None, None, :])
+    assert torch.equal(torch.isinf(structure["padding_bias"][:, 0, 0]), padding)
+    without = {name: tensor for name, tensor in structure.items() if name != "padding_bias"}
+    cross = HierarchicalCrossAttention(8, 2, 0.0, 3).eval()
+    query = torch.randn(4, 3, 8)
+    got, _ = cross(query, x, x, SourceTree(padding, structure))
+    want, _ = cross(query, x, x, SourceTree(padding, without))
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-6)
+    # asked for the weights, it reads the boolean mask: none on the padding
+    _, weights = cross(query, x, x, SourceTree(padding, structure), need_weights=True)
+    assert weights[padding[:, None, :].expand_as(weights)].abs().sum() == 0
+
+
+# --- fused parameters
+
+def test_fused_linear_is_the_maps_side_by_side_and_draws_nothing():
+    torch.manual_seed(0)
+    maps = [torch.nn.Linear(4, size) for size in (3, 3, 3)]
+    x = torch.randn(2, 5, 4)
+    state = torch.get_rng_state()
+    fused = fused_linear(*maps)
+    assert torch.equal(torch.get_rng_state(), state)  # no initialisation of its own
+    assert fused.weight.shape == (9, 4) and fused.bias.shape == (9,)
+    for index, linear in enumerate(maps):
+        part = linear_part(fused, index, 3)
+        assert torch.equal(part.weight, linear.weight) and torch.equal(part.bias, linear.bias)
+        # equal up to float32 rounding: a 3 x 4 product may sum in another order than the 9 x 4 one
+        torch.testing.assert_close(fused(x)[..., 3 * index:3 * index + 3], linear(x), rtol=0, atol=1e-6)
+    with pytest.raises(ValueError, match="same input size"):
+        fused_linear(torch.nn.Linear(4, 3), torch.nn.Linear(5, 3))
+
+
+@pytest.mark.parametrize("module", [HierarchicalSelfAttention, HierarchicalCrossAttention])
+def test_attention_starts_from_the_base_classs_separate_projections(module):
+    torch.manual_seed(5)
+    base = StructuredSelfAttention(8, 2)
+    torch.manual_seed(5)
+    fused = module(8, 2, 0.0, 3)
+    for name in ("q_proj", "k_proj", "v_proj", "out_proj"):
+        assert torch.equal(getattr(fused, name).weight, getattr(base, name).weight), name
+        assert torch.equal(getattr(fused, name).bias, getattr(base, name).bias), name
+    fused_names = {"in_proj"} if module is HierarchicalSelfAttention else {"q_proj", "kv_proj"}
+    assert {name for name, _ in fused.named_children()} == fused_names | {"out_proj", "leaf_weight", "embeddings"}
+
+
+def test_embedding_tables_are_drawn_as_two_tables_and_are_one_parameter():
+    torch.manual_seed(2)
+    vertical, horizontal = torch.empty(3, 2).normal_(std=4**-0.5), torch.empty(3, 2).normal_(std=4**-0.5)
+    torch.manual_seed(2)
+    embeddings = HierarchicalEmbeddings(3, 4)
+    assert [name for name, _ in embeddings.named_parameters()] == ["tables"]
+    assert torch.equal(embeddings.vertical, vertical) and torch.equal(embeddings.horizontal, horizontal)
+    assert embeddings.vertical.data_ptr() == embeddings.tables.data_ptr()  # views, not copies
+
+
 # --- the fairseq model
 
 @pytest.fixture(scope="module")
@@ -384,8 +486,6 @@ def test_cross_attention_share_matches_fairseqs_alignment_output(data_dir):
 
 def test_cross_attention_with_zero_queries_is_the_mean_of_leaves_and_accumulated_nodes():
     # q = 0: each decoder position averages the source values over the real positions
-    from fairseq_syntax.methods.hier_accum.attention import HierarchicalCrossAttention, SourceTree
-
     torch.manual_seed(0)
     attention = HierarchicalCrossAttention(8, 2, 0.0, embedding_size=0).eval()
     torch.nn.init.zeros_(attention.q_proj.weight)
