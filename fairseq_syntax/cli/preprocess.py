@@ -219,7 +219,8 @@ def parser_record(args, parser) -> Optional[dict]:
             return model
         return {"name": os.path.basename(model), "sha256": model_digest(model)}
 
-    return {"backend": args.parser_backend, "model": identity(args.parser_model), "tagger": identity(args.parser_tagger)}
+    return {"backend": args.parser_backend, "model": identity(args.parser_model),
+            "tagger": identity(args.parser_tagger)}
 
 
 def write_parents(parents: List[np.ndarray], dest_prefix: str) -> None:

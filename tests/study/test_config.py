@@ -60,7 +60,8 @@ def test_template_holds_every_key_with_its_default(tmp_path):
     assert config["training"]["patience"] == 5 and dict(config.bpe) == {"merges": 10000}
     assert [entry.name for entry in config.systems] == ["sequence", "mask"]
     assert config.systems[1].controls == {"random": 3}
-    assert "\n| `patience` | `5` | stop once validation nll_loss has not improved for this many epochs |\n" in key_tables()
+    assert "\n| `patience` | `5` | stop once validation nll_loss has not improved for this many epochs |\n" \
+        in key_tables()
     assert key_tables() in (Path(REPO) / "docs" / "study.md").read_text(encoding="utf-8"), \
         "regenerate docs/study.md's key tables: python -m fairseq_syntax.study.config"
 
@@ -161,7 +162,8 @@ def test_the_grid_its_pairs_and_its_commands(tmp_path):
     args = train_arguments(config, run, "W")
     assert args[:6] == ["W/data-bin/preorder.random-s2", "--user-dir", "fairseq_syntax", "--task",
                         "syntax_translation", "--arch"]
-    assert args[args.index("--seed") + 1] == "2" and args[args.index("--save-dir") + 1] == "W/ckpt/ckpt-mask_random.seed2"
+    assert args[args.index("--seed") + 1] == "2"
+    assert args[args.index("--save-dir") + 1] == "W/ckpt/ckpt-mask_random.seed2"
     assert args[-3:] == ["--patience", "5", "--best-checkpoint-metric", "nll_loss", "--cpu", "--num-workers", "0"][-3:]
     assert decode_arguments(config, run, "W") == [
         "W/data-bin/preorder.random-s2", "--user-dir", "fairseq_syntax", "--task", "syntax_translation", "--path",
