@@ -3,9 +3,8 @@ table of ``bench/run.py`` rebuilt from the progress lines of runs a time limit s
 RESULTS.md.
 
 Each progress line (:data:`report.PROGRESS_LINE`) is one measurement; a (log, round) with both a system and its
-baseline at a length gives one ratio, and the table reports their median and count. Pairs as ``run.result_rows``.
-Device, model size and command are read from the logs (``device: NAME``, ``model size: SIZE``,
-``# command: CMD``), else from the options (older logs: the recipe's size). ``--json`` writes RESULTS.json's rows."""
+baseline at a length gives one ratio, and the table reports their median and count. Pairs as ``run.result_rows``;
+device, model size and command as the logs say them (:data:`FACT_LINES`), else as the options give them."""
 import argparse
 import re
 import statistics

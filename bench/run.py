@@ -127,7 +127,6 @@ class Settings:
 
     @property
     def model(self) -> str:
-        """The model size of the result rows: ``tiny``, or a key of ``recipe.MODEL_SIZES``."""
         return "tiny" if self.tiny else self.model_size
 
 
