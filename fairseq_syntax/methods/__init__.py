@@ -2,13 +2,9 @@
 ``METHOD`` (a :class:`~fairseq_syntax.core.method.Method`) plus one line here. Another installed package adds one
 through the entry point group ``fairseq_syntax.methods`` (``NAME = PACKAGE:METHOD``), after these, by name.
 
-The descriptions are plain data: importing this package loads neither torch nor fairseq. A method's
-``Method.modules`` register with fairseq when the plugin calls :func:`register`; its plots load for
-``fairseq-syntax-plot`` (:func:`plots`). ``python -m fairseq_syntax.methods`` prints what the recipes, the
-benchmark and the README read.
-
-The registry describes methods, not a study: a study's comparisons take from it each control system's method and
-kind (:func:`control_pairs`) and the words-only baseline (:func:`words_baseline`)."""
+The descriptions are plain data: importing this package loads neither torch nor fairseq; a method's modules load
+when the plugin calls :func:`register`, its plots for ``fairseq-syntax-plot`` (:func:`plots`). The registry describes
+methods, not a study."""
 import importlib
 import re
 from collections.abc import Iterator
