@@ -1,5 +1,6 @@
-"""``slurm_cluster``: a single-node Slurm of its own (munged, slurmctld, slurmd; free ports, own munge socket,
-CPUs=2), stopped at the end; where it cannot start, its tests are skipped (failed under CI=true)."""
+"""``corpus`` (test_prepare's), built once a session; ``slurm_cluster``: a single-node Slurm of its own (munged,
+slurmctld, slurmd; free ports, own munge socket, CPUs=2), stopped at the end; where it cannot start, its tests are
+skipped (failed under CI=true)."""
 import os
 import pwd
 import shutil
@@ -11,6 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from study.test_prepare import corpus  # noqa: F401
 
 PROGRAMS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scancel", "srun")
 DAEMON_FOLDERS = ("/usr/sbin", "/sbin")

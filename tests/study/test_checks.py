@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from study.test_prepare import corpus, snapshot  # noqa: F401
+from study.test_prepare import snapshot
 
 from fairseq_syntax.cli.study import main
 from fairseq_syntax.parsing import archive
@@ -38,7 +38,7 @@ PARSERS = ("give the parsers instead (parses.constituency, by pretrained name or
 
 
 @pytest.fixture(scope="module")
-def partial(corpus):  # noqa: F811
+def partial(corpus):
     """The parse archive cut to seed 1's draw of 30 training lines, every valid and test line."""
     tok, store = corpus / "partial-tok", corpus / "partial"
     tok.mkdir()
@@ -51,7 +51,7 @@ def partial(corpus):  # noqa: F811
     return store
 
 
-def study_file(folder, corpus, subset="0", seed=1, max_words=0, parses="partial", raw=None, text=STUDY):  # noqa: F811
+def study_file(folder, corpus, subset="0", seed=1, max_words=0, parses="partial", raw=None, text=STUDY):
     """A study in ``folder`` (raw text linked, or copied from ``raw``) reading ``parses``."""
     if raw is None:
         (folder / "raw").symlink_to(corpus / "raw")
@@ -77,7 +77,7 @@ def refused(path, capsys) -> str:
     return err.removeprefix("error: ").rstrip("\n")
 
 
-def train_lines(corpus, lang="en"):  # noqa: F811
+def train_lines(corpus, lang="en"):
     return (corpus / f"raw/train.{lang}").read_text().splitlines()
 
 
@@ -86,12 +86,12 @@ def order(seed: int, total: int = 60) -> list[int]:
     return [n + 1 for n in random.Random(seed).sample(range(total), total)]
 
 
-def held_texts(corpus) -> set:  # noqa: F811
+def held_texts(corpus) -> set:
     lines = train_lines(corpus)
     return {lines[n - 1] for n in order(1)[:HELD]}
 
 
-def own_draw(corpus, wanted: int, study_seed: int) -> str:  # noqa: F811
+def own_draw(corpus, wanted: int, study_seed: int) -> str:
     """The first of the study's seed, then 0-9, whose draw of ``wanted`` lies in the archive, else the longest."""
     lines, held = train_lines(corpus), held_texts(corpus)
     best = (0, study_seed)
@@ -103,7 +103,7 @@ def own_draw(corpus, wanted: int, study_seed: int) -> str:  # noqa: F811
     return f"draw lines it holds (corpus.subset = {best[0]} or fewer, with corpus.subset_seed = {best[1]})"
 
 
-def test_a_smaller_draw_of_the_archives_seed_lies_inside_it(corpus, partial, tmp_path, capsys):  # noqa: F811
+def test_a_smaller_draw_of_the_archives_seed_lies_inside_it(corpus, partial, tmp_path, capsys):
     status, out, err = plan(study_file(tmp_path, corpus, subset=20), capsys)
     assert (status, err) == (0, "")
     assert out.splitlines()[-2:] == ["  6 to do",
@@ -112,7 +112,7 @@ def test_a_smaller_draw_of_the_archives_seed_lies_inside_it(corpus, partial, tmp
 
 @pytest.mark.parametrize("subset, seed, wanted", [("40", 1, 40), ("20", 2, 20), ("[20, 40]", 1, 40)])
 def test_plan_and_run_refuse_training_lines_the_archive_does_not_hold_saying_how_many_and_the_two_ways_on(
-        corpus, partial, tmp_path, capsys, subset, seed, wanted):  # noqa: F811
+        corpus, partial, tmp_path, capsys, subset, seed, wanted):
     lines, held = train_lines(corpus), held_texts(corpus)
     missing = [n for n in sorted(order(seed)[:wanted]) if lines[n - 1] not in held]
     assert 0 < len(missing) <= (wanted - HELD if seed == 1 else wanted)
@@ -127,7 +127,7 @@ def test_plan_and_run_refuse_training_lines_the_archive_does_not_hold_saying_how
     assert not (tmp_path / "work").exists()
 
 
-def test_lines_max_train_words_leaves_out_need_no_parse(corpus, partial, tmp_path, capsys):  # noqa: F811
+def test_lines_max_train_words_leaves_out_need_no_parse(corpus, partial, tmp_path, capsys):
     source, target, held = train_lines(corpus), train_lines(corpus, "de"), held_texts(corpus)
     missing = [n for n in sorted(order(1)[:40]) if source[n - 1] not in held]
     lengths = sorted(max(len(source[n - 1].split()), len(target[n - 1].split())) for n in missing)
@@ -144,7 +144,7 @@ def test_lines_max_train_words_leaves_out_need_no_parse(corpus, partial, tmp_pat
     assert plan(path, capsys)[0] == 0
 
 
-def test_a_test_line_the_archive_does_not_hold_is_refused(corpus, partial, tmp_path, capsys):  # noqa: F811
+def test_a_test_line_the_archive_does_not_hold_is_refused(corpus, partial, tmp_path, capsys):
     path = study_file(tmp_path, corpus, subset=20, raw=corpus / "raw")
     test = (tmp_path / "raw/test.en").read_text().splitlines()
     test[2] += " again"
@@ -154,7 +154,7 @@ def test_a_test_line_the_archive_does_not_hold_is_refused(corpus, partial, tmp_p
         f"test.en line 3): parses of another corpus or tokenization; {PARSERS}")
 
 
-def test_dependency_side_data_with_neither_parser_nor_archive_is_refused(corpus, tmp_path, capsys):  # noqa: F811
+def test_dependency_side_data_with_neither_parser_nor_archive_is_refused(corpus, tmp_path, capsys):
     text = STUDY.replace('archive = "{archive}"\n', "").replace('name = "mask"', 'name = "udp"')
     path = study_file(tmp_path, corpus, subset=20, text=text)
     message = refused(path, capsys)
@@ -163,10 +163,9 @@ def test_dependency_side_data_with_neither_parser_nor_archive_is_refused(corpus,
 
 
 def test_slurm_without_submitit_is_refused_by_plan_and_by_run_before_anything_is_made(corpus, tmp_path, capsys,
-                                                                                      monkeypatch):  # noqa: F811
+                                                                                      monkeypatch):
     monkeypatch.setitem(sys.modules, "submitit", None)
-    path = study_file(tmp_path, corpus, subset=20, parses="parses",
-                      text=STUDY + '[executor]\nkind = "slurm"\n')
+    path = study_file(tmp_path, corpus, subset=20, parses="parses", text=STUDY + '[executor]\nkind = "slurm"\n')
     message = (f"{path}: executor slurm (executor.kind, or run's --executor) needs submitit, which is not installed "
                "here: pip install -e '.[slurm]' (from the repository)")
     assert refused(path, capsys) == message
@@ -175,8 +174,7 @@ def test_slurm_without_submitit_is_refused_by_plan_and_by_run_before_anything_is
     assert str(stopped.value) == message and not (tmp_path / "work").exists()
 
 
-def test_a_work_folder_made_from_another_corpus_raw_is_refused_naming_what_differs(corpus, tmp_path,
-                                                                                   capsys):  # noqa: F811
+def test_a_work_folder_made_from_another_corpus_raw_is_refused_naming_what_differs(corpus, tmp_path, capsys):
     path = study_file(tmp_path, corpus, subset=20, parses="parses", raw=corpus / "raw")
     work = tmp_path / "work"
     work.mkdir()
@@ -195,7 +193,7 @@ def test_a_work_folder_made_from_another_corpus_raw_is_refused_naming_what_diffe
     assert snapshot(work) == before
 
 
-def test_an_output_in_the_work_folder_without_its_record_is_refused(corpus, tmp_path, capsys):  # noqa: F811
+def test_an_output_in_the_work_folder_without_its_record_is_refused(corpus, tmp_path, capsys):
     path = study_file(tmp_path, corpus, subset=20, parses="parses")
     (tmp_path / "work/raw").mkdir(parents=True)
     (tmp_path / "work/raw/train.en.gz").write_bytes(b"made elsewhere")

@@ -6,12 +6,12 @@ import sys
 
 from conftest import REPO
 from study.forbid_torch import forbidding_torch, study_forbidding_torch
-from study.test_prepare import corpus  # noqa: F401
 from study.tiny_study_file import SETTINGS
 
 from fairseq_syntax.study.config import template
 
-STUDY = SETTINGS.format(epochs=2) + '[[systems]]\nname = "sequence"\n[[systems]]\nname = "mask"\ncontrols = ["struct"]\n'
+STUDY = SETTINGS.format(epochs=2) + '[[systems]]\nname = "sequence"\n[[systems]]\nname = "mask"\n' \
+    'controls = ["struct"]\n'
 
 
 def test_the_guard_refuses_the_plugin_and_lets_the_method_registry_through():
@@ -24,7 +24,7 @@ def test_the_guard_refuses_the_plugin_and_lets_the_method_registry_through():
     assert len(registry.stdout.splitlines()) == 12 and registry.stdout.startswith("sequence:transformer:sequence\n")
 
 
-def test_init_plan_systems_and_report_import_neither_torch_nor_fairseq(corpus, tmp_path):  # noqa: F811
+def test_init_plan_systems_and_report_import_neither_torch_nor_fairseq(corpus, tmp_path):
     for name in ("raw", "parses"):
         (tmp_path / name).symlink_to(corpus / name)
     (tmp_path / "study.toml").write_text(STUDY, encoding="utf-8")
@@ -77,7 +77,7 @@ print(sorted({"transformer_syntax_mask_tiny", "transformer_ldd", "tree_transform
     assert (alone.returncode, alone.stdout) == (0, "[]\n"), alone.stderr
 
 
-def test_the_benchmark_times_each_command_and_writes_its_table(corpus, tmp_path):  # noqa: F811
+def test_the_benchmark_times_each_command_and_writes_its_table(corpus, tmp_path):
     for name in ("raw", "parses"):
         (tmp_path / name).symlink_to(corpus / name)
     (tmp_path / "study.toml").write_text(STUDY, encoding="utf-8")

@@ -57,9 +57,10 @@ def write_study(folder: Path, work: str, merges: int = MERGES, name: str = "stud
     return path
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def corpus(tmp_path_factory):
-    """The demo corpus as raw text, its gold parses packed into a parse archive (stand-in parser models)."""
+    """The demo corpus as raw text, its gold parses packed into a parse archive (stand-in parser models); once a
+    session for tests/study (conftest.py), once for this module, which writes studies into it."""
     from fairseq_syntax.parsing import archive
     from fairseq_syntax.parsing.dependency import conllu_of_record
 
@@ -146,7 +147,8 @@ def test_prepare_makes_exactly_the_grids_directories(corpus, prepared):
     assert not (work / STAGING).exists()
     assert [line.split(":")[0] if not line.startswith("parses:") and not line.startswith("controls:")
             else ":".join(line.split(":")[:2]) for line in lines[:-1]] == STEPS
-    assert lines[0] == f"subset: {SUBSET} of {SPLITS['train']} training pairs drawn (seed 1) into raw/train.{{en,de}}.gz"
+    assert lines[0] == (f"subset: {SUBSET} of {SPLITS['train']} training pairs drawn (seed 1) into "
+                        "raw/train.{en,de}.gz")
     assert f"pairs: train {SUBSET}, valid 10, test 10" in lines[1]
     chosen = sorted(number + 1 for number in random.Random(1).sample(range(SPLITS["train"]), SPLITS["train"])[:SUBSET])
     assert chosen == subset_lines(SPLITS["train"], SUBSET, 1)
@@ -365,7 +367,8 @@ def test_the_parsers_the_file_names_parse_the_source_side(corpus, tmp_path, monk
         in "\n".join(lines)
     preorder = json.loads((work / "data-bin/preorder/syntax.json").read_text())
     assert preorder["parser"] == {"backend": "crf-con", "model": "crf-con-en", "tagger": None}
-    assert json.loads((work / "data-bin/preorder/parsers.json").read_text()) == {"constituency": {"model": "crf-con-en"}}
+    assert json.loads((work / "data-bin/preorder/parsers.json").read_text()) == {
+        "constituency": {"model": "crf-con-en"}}
     dependency = json.loads((work / "data-bin/sequence/parsers.json").read_text())["dependency"]
     assert dependency["model"] == "biaffine.pt" and len(dependency["sha256"]) == 16
     assert dependency["labels"] == "universal"

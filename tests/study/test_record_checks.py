@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from study.test_prepare import corpus  # noqa: F401
 from study.tiny_study_file import SETTINGS
 
 from fairseq_syntax.cli.study import main
@@ -59,7 +58,7 @@ def keep(folder: Path, name: str, record: dict) -> Path:
 
 
 @pytest.fixture
-def tiny(corpus, tmp_path):  # noqa: F811
+def tiny(corpus, tmp_path):
     """A tiny study with three runs' records and Sequence's over its seeds."""
     for name in ("raw", "parses"):
         shutil.copytree(corpus / name, tmp_path / name)

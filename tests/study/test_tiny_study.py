@@ -19,7 +19,6 @@ from fairseq_syntax.evaluation.records import load_record
 from study.forbid_torch import study_forbidding_torch
 from study.test_record_checks import study as in_process
 from study.tiny_study_file import SETTINGS
-from study.test_prepare import corpus  # noqa: F401
 
 MASK = '[[systems]]\nname = "mask"\ncontrols = ["random"]\n'
 STUDY = SETTINGS.replace('text = "tokenized"\n', 'text = "tokenized"\nsubset = 40\n') + \
@@ -72,7 +71,7 @@ def study(*args, cwd):
     return result
 
 
-def with_corpus(folder: Path, corpus: Path) -> Path:  # noqa: F811
+def with_corpus(folder: Path, corpus: Path) -> Path:
     for name in ("raw", "parses"):
         shutil.copytree(corpus / name, folder / name)
     (folder / "study.toml").write_text(STUDY.format(epochs=2), encoding="utf-8")
@@ -80,7 +79,7 @@ def with_corpus(folder: Path, corpus: Path) -> Path:  # noqa: F811
 
 
 @pytest.fixture(scope="module")
-def finished(corpus, tmp_path_factory):  # noqa: F811
+def finished(corpus, tmp_path_factory):
     """(folder, plan before without torch, run, report) of the tiny study run with --jobs 2."""
     folder = with_corpus(tmp_path_factory.mktemp("tiny"), corpus)
     before = study_forbidding_torch("plan", "study.toml", cwd=folder, env=ENV)
@@ -373,7 +372,7 @@ TABLE = "[sizes.20]\ntraining.warmup_updates = 5\nsweep.bpe.merges = [30, 60]\n"
       "sizes.20.sweep.model.heads: a candidate must be an integer >= 1, not 'four'",
       "sizes.50: not one of corpus.subset's sizes ([20, 40])"]),
 ])
-def test_plan_refuses_bad_sizes_a_line_each(corpus, tmp_path, subset, old, new, problems):  # noqa: F811
+def test_plan_refuses_bad_sizes_a_line_each(corpus, tmp_path, subset, old, new, problems):
     (with_corpus(tmp_path, corpus) / "sizes.toml").write_text(SIZES.format(sizes=subset).replace(old, new))
     status, out, err = in_process("plan", "sizes.toml", cwd=tmp_path)
     assert (status, out) == (2, "")
