@@ -1,4 +1,4 @@
-"""Dependency-supervised self-attention (Deguchi et al. 2019): targets and biaffine scores by hand, the criterion."""
+"""Dependency-supervised self-attention (Deguchi et al. 2019): targets, biaffine scores and the loss, by hand."""
 import logging
 import math
 import os
@@ -11,6 +11,7 @@ from conftest import TINY, TRANSLATION, build_on_cpu, one_word_batch, run, train
 from fairseq_syntax.methods.dependency_supervision.attention import (
     DependencyBasedSelfAttention,
 )
+from fairseq_syntax.methods.dependency_supervision.criterion import dependency_loss
 from fairseq_syntax.methods.dependency_supervision.targets import IGNORE, parent_targets
 
 THE_CAT_SAT = {"words": ["the", "cat", "sat"],
@@ -48,6 +49,14 @@ def test_biaffine_scores_of_the_dependency_head_and_plain_scores_elsewhere():
     assert scores[0, 0].flatten().tolist() == pytest.approx([s + 2, s - 1, 6 * s + 2, -1])
     # head 1: plain q . k * s = [[3, 0], [2, 2]] * s
     assert scores[0, 1].flatten().tolist() == pytest.approx([3 * s, 0, 2 * s, 2 * s])
+
+
+def test_dependency_loss_sums_minus_log_attention_at_the_parent():
+    attention = torch.tensor([[[0.2, 0.8], [0.6, 0.4]]])
+    summed, tokens, correct = dependency_loss(attention, torch.tensor([[1, IGNORE]]))
+    assert summed.item() == pytest.approx(-math.log(0.8)) and (tokens.item(), correct.item()) == (1, 1)
+    summed, tokens, correct = dependency_loss(attention, torch.tensor([[0, 1]]))
+    assert summed.item() == pytest.approx(-math.log(0.2) - math.log(0.4)) and (tokens.item(), correct.item()) == (2, 0)
 
 
 @pytest.fixture
