@@ -478,7 +478,7 @@ def main(argv: Optional[Sequence[str]] = None) -> List[Dict]:
         finally:
             measurer.close()
     details["minutes"] = round((time.time() - started) / 60, 1)
-    details["command"] = reproducing_command(sys.argv[1:] if argv is None else argv)
+    details["command"] = reproducing_command(argv)
     rows = details.pop("rows")
     write_results(args.out, rows, details)
     log(f"wrote {args.out}/RESULTS.md, RESULTS.json, RESULTS.details.json.gz in {details['minutes']} min")
@@ -627,11 +627,11 @@ def write_results(out: str, rows: List[Dict], details: Dict) -> None:
 PLACE_AND_TIME_OPTIONS = ("--out", "--work", "--time-budget", "--deadline")
 
 
-def reproducing_command(argv: Sequence[str]) -> str:
-    """The command that measures what this run measured, to the table's default ``--out``; ``--time-budget`` and
-    ``--deadline`` are left out."""
+def reproducing_command(argv: Optional[Sequence[str]], script: str = "bench/run.py") -> str:
+    """The command (``argv``; None: this process's) that measures what this run measured, to the table's default
+    ``--out``; ``--time-budget`` and ``--deadline`` are left out."""
     kept, skip = [], False
-    for argument in argv:
+    for argument in sys.argv[1:] if argv is None else argv:
         if skip:
             skip = False
             continue
@@ -642,7 +642,7 @@ def reproducing_command(argv: Sequence[str]) -> str:
         kept.append(argument)
     if "--device" in kept and kept[kept.index("--device") + 1:][:1] == ["cuda"] or "--device=cuda" in kept:
         kept += ["--out", "bench/cuda"]
-    return " ".join(["python3 bench/run.py", *kept])
+    return " ".join(["python3", script, *kept])
 
 
 def results_markdown(rows: List[Dict], details: Dict) -> List[str]:

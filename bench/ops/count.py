@@ -234,15 +234,10 @@ def write_results(args: argparse.Namespace, records: list[dict], started: float,
     rows = compared(records)
     meta = {"words": args.words, "max_tokens": args.max_tokens, "warmup": args.warmup,
             "decode_sentences": args.decode_sentences, "minutes": round((time.time() - started) / 60, 1),
-            "command": reproducing_command(sys.argv[1:] if argv is None else argv), "skipped": skipped}
+            "command": run.reproducing_command(argv, "bench/ops/count.py"), "skipped": skipped}
     places, named = named_places(rows)
     tables.write_results(os.path.join(args.out, "RESULTS.md"), "\n".join(results_markdown(rows, meta)),
                          {"settings": meta, "places": places, **report.rows_table(named)})
-
-
-def reproducing_command(argv: Sequence[str]) -> str:
-    """The command line without the options that only say where files go (as :func:`run.reproducing_command`)."""
-    return run.reproducing_command(argv).replace("python3 bench/run.py", "python3 bench/ops/count.py", 1)
 
 
 if __name__ == "__main__":

@@ -313,6 +313,8 @@ def test_the_table_names_the_command_that_measures_it_without_places_or_time_lim
             == "python3 bench/run.py --no-speed-options --repeats 2")
     assert run.reproducing_command(["--device", "cuda", "--lengths", "16"]) == \
         "python3 bench/run.py --device cuda --lengths 16 --out bench/cuda"
+    assert run.reproducing_command(["--out", "x", "--words", "16", "--work=w"], "bench/ops/count.py") == \
+        "python3 bench/ops/count.py --words 16"
 
 
 def test_the_profile_summary_sets_each_step_against_the_transformer_on_its_form_with_and_without_collation():

@@ -159,11 +159,6 @@ def test_each_place_is_named_once_and_each_row_counts_its_places_by_name():
                           "- **s** (recipe): p1 x3", "- **t** (large): p2 x1; p1 x2", "  - per decoding step: p1 x1.5"]
 
 
-def test_the_command_leaves_out_where_files_go():
-    assert count.reproducing_command(["--out", "x", "--words", "16", "--work=w"]) == (
-        "python3 bench/ops/count.py --words 16")
-
-
 @pytest.mark.parametrize("size", ["recipe", "large", "tiny"])
 def test_the_sizes_are_the_recipe_and_the_papers(size):
     settings = count.settings_for(size, count.parse_args(["--words", "16"]))
