@@ -1,12 +1,9 @@
 """fairseq-syntax-parse: parse a corpus's source side, one sentence a line, with any parser, in any language
 (docs/parsers.md: the backends, their pretrained names by language, ``fetch`` and the record beside each output).
 
-``constituency`` writes one PTB-bracketed tree a line (:mod:`fairseq_syntax.parsing.constituency`), ``dependency``
-the arc and label distributions (:mod:`fairseq_syntax.parsing.dependency`). Line i of every output belongs to input
-line i; a sentence the parser cannot handle gets a flat fallback, listed in ``OUTPUT.skipped``. A name that cannot be
-downloaded is one line, ``could not download NAME: REASON``, and nothing is written. ``--workers``, ``--num-shards``,
-``--shard-id``, ``--merge``, ``--device``: :mod:`fairseq_syntax.parsing.shards`; ``OUTPUT.parse.json``:
-:mod:`fairseq_syntax.parsing.parse_records`."""
+Line i of every output belongs to input line i; a sentence the parser cannot handle gets a flat fallback, listed in
+``OUTPUT.skipped``. ``--workers``, ``--num-shards``, ``--shard-id``, ``--merge``, ``--device``:
+:mod:`fairseq_syntax.parsing.shards`; ``OUTPUT.parse.json``: :mod:`fairseq_syntax.parsing.parse_records`."""
 from __future__ import annotations
 
 import argparse
