@@ -1,8 +1,7 @@
 """fairseq-syntax-score: BLEU-4/BLEU-1/chrF/TER/RIBES of fairseq-generate output, with paired bootstrap p-values.
 
-HYP and BASELINE: fairseq-generate stdout or plain text, a hypothesis a line, every reference's (missing ids are
-named and nothing is scored); REF: plain text or generate output's T- lines. Comma-separated files are one a seed:
-the scores are then the mean and sd over seeds, the p-values the paired bootstrap's over sentences and seeds
+Every reference needs its hypothesis (missing ids are named and nothing is scored). Comma-separated files are one a
+seed: the scores are then the mean and sd over seeds, the p-values the paired bootstrap's over sentences and seeds
 (scoring.seed_bootstrap) with Welch's t-test beside it. A record names no folder of this machine: paths under
 ``--out-dir`` are written ``OUT_DIR/...``, those under ``--repo-root`` relative to it."""
 import argparse
