@@ -28,6 +28,12 @@ TINY_SUPAR_SIZES = dict(n_embed=16, n_char_embed=8, n_char_hidden=16, n_feat_emb
                         n_lstm_layers=1, n_mlp=16, n_label_mlp=8)
 
 
+def pytest_addoption(parser):
+    parser.addoption("--step4-on-parses", action="store_true",
+                     help="also run the GPU window's step 4 on the committed Multi30k parses (its data-bins and one "
+                          "epoch of Sequence: about 10 minutes on 2 cores)")
+
+
 def tiny_corpus(prefix: str, n: int, seed: int) -> None:
     """Writes ``prefix.en`` (BPE applied), ``prefix.de``, ``prefix.tree`` (word level)."""
     rng = random.Random(seed)

@@ -230,9 +230,8 @@ def test_step4_names_a_missing_study_file_or_corpus(tmp_path):
         "prepare and carry .window)" in result.stdout
 
 
-@pytest.mark.skipif(not os.environ.get("FAIRSEQ_SYNTAX_STEP4_ON_PARSES"),
-                    reason="step 4 on the committed Multi30k parses (the study's 10,000 pairs: its data-bins and one "
-                           "epoch of Sequence, about 10 minutes on 2 cores): set FAIRSEQ_SYNTAX_STEP4_ON_PARSES=1")
+@pytest.mark.skipif("not config.getoption('--step4-on-parses')",
+                    reason="step 4 on the committed Multi30k parses (10 minutes on 2 cores): --step4-on-parses")
 def test_step4_tiny_trains_the_gpu_studys_first_run_on_the_committed_parses(tmp_path):
     # a copy of the study's folder, so that the window's study file and runs are the copy's
     folder = tmp_path / "multi30k"
