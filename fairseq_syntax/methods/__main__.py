@@ -1,12 +1,12 @@
-"""``python -m fairseq_syntax.methods COMMAND``: what the recipes, the benchmark and the README read from the method
-descriptions (:data:`fairseq_syntax.methods.METHODS`).
+"""``python -m fairseq_syntax.methods COMMAND``: the systems and the method tables of the README and docs/methods.md,
+from the method descriptions (:data:`fairseq_syntax.methods.METHODS`).
 
 ``--help`` lists the commands and what each prints."""
 import argparse
 import sys
 
 import fairseq_syntax
-from fairseq_syntax.methods import METHODS, control_pairs, system_of_spec, systems
+from fairseq_syntax.methods import METHODS, systems
 
 
 def _side_data_text(method) -> str:
@@ -55,15 +55,6 @@ def main(argv: list[str] | None = None) -> None:
     listing.add_argument("--no-baselines", action="store_true")
     listing.add_argument("--no-ablations", action="store_true")
     listing.add_argument("--controls", action="store_true", help="with the systems on control structures")
-    commands.add_parser("controls", help="CONTROL SYSTEM KIND a line: each control system, the system it is a "
-                        "control of and its kind")
-    data = commands.add_parser("data-dirs", help="DATA FORM PRETERMINALS SIDE_INPUT... a line: the data directories "
-                               "the given systems read (a spec may name one control seed's data, preorder.struct-s2)")
-    data.add_argument("specs", nargs="*")
-    for_seed = commands.add_parser("for-seed", help="the spec a run of one training seed trains (its control data "
-                                   "preorder.struct-s2 for seed 2)")
-    for_seed.add_argument("spec")
-    for_seed.add_argument("seed", type=int)
     commands.add_parser("readme-table", help="the README's compact method table")
     commands.add_parser("docs-table", help="the full method table of docs/methods.md")
     args = parser.parse_args(argv)
@@ -73,27 +64,8 @@ def main(argv: list[str] | None = None) -> None:
                               controls=args.controls):
             if chosen is None or system in chosen.systems_with_controls:
                 print(system.spec())
-    elif args.command == "data-dirs":
-        try:
-            described = [system_of_spec(spec) for spec in args.specs]
-        except ValueError as error:
-            raise SystemExit(f"error: {error}") from None
-        dirs = {}
-        for system in described:
-            entry = dirs.setdefault(system.data, [system.form, system.preterminals, []])
-            entry[2] += [name for name in system.side_inputs if name not in entry[2]]
-        for name, (form, preterminals, side) in dirs.items():
-            print(" ".join([name, form, preterminals, *side]))
-    elif args.command == "controls":
-        for control, (system, kind) in control_pairs().items():
-            print(control, system, kind)
     elif args.command == "docs-table":
         print(docs_table())
-    elif args.command == "for-seed":
-        try:
-            print(system_of_spec(args.spec).for_training_seed(args.seed).spec())
-        except ValueError as error:
-            raise SystemExit(f"error: {error}") from None
     else:
         print(readme_table())
 

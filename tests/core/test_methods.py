@@ -37,20 +37,15 @@ def test_control_systems_and_their_pairs_come_from_the_descriptions(capsys):
                                "udp_random": ("udp", "random"), "hier_accum_random": ("hier_accum", "random"),
                                "hier_accum_struct": ("hier_accum", "struct"), "dbsa_random": ("dbsa", "random")}
     assert control_pairs(task="classification") == {}  # hier_accum_classifier has no control
-    main(["controls"])
-    assert capsys.readouterr().out.splitlines()[:2] == ["mask_random mask random", "mask_struct mask struct"]
     # the baseline that reads the words alone: fairseq's transformer on the sequence form (not linearized's)
     assert words_baseline() == "sequence" and by_name["sequence"].baseline and by_name["linearized"].baseline
     # the registry describes methods, not one study's grid: no --study
     with pytest.raises(SystemExit):
         main(["systems", "--study"])
     assert "unrecognized arguments: --study" in capsys.readouterr().err
-    main(["data-dirs", by_name["hier_accum_random"].spec(), by_name["udp_random"].spec()])
-    assert capsys.readouterr().out.splitlines() == ["preorder-split.random preorder split src_parents",
-                                                    "sequence.random sequence auto src_ldd"]
 
 
-def test_a_control_run_reads_the_structures_of_its_training_seed(capsys):
+def test_a_control_run_reads_the_structures_of_its_training_seed():
     by_name = {s.name: s for s in systems(controls=True)}
     # seed 1 keeps the name the study's first control runs read; seed K reads DATA.CONTROL-sK
     assert by_name["mask_struct"].for_training_seed(1).data == "preorder.struct"
@@ -60,17 +55,13 @@ def test_a_control_run_reads_the_structures_of_its_training_seed(capsys):
         "dbsa_random:transformer_dependency_supervised:sequence.random-s3:"
         "--criterion=label_smoothed_cross_entropy_with_dependency")
     spec = "udp_random:transformer_ldd:sequence.random:--syntax-variant=udp"
-    main(["for-seed", spec, "4"])
-    main(["for-seed", "udp:transformer_ldd:sequence:--syntax-variant=udp", "4"])
-    assert capsys.readouterr().out.splitlines() == [
-        "udp_random:transformer_ldd:sequence.random-s4:--syntax-variant=udp",
-        "udp:transformer_ldd:sequence:--syntax-variant=udp"]
-    assert system_of_spec("mask_struct:transformer_syntax_mask:preorder.struct-s5").control_seed == 5
-    main(["data-dirs", "mask_struct:transformer_syntax_mask:preorder.struct-s5"])
-    assert capsys.readouterr().out == "preorder.struct-s5 preorder auto src_parents\n"
+    assert system_of_spec(spec).for_training_seed(4).spec() == (
+        "udp_random:transformer_ldd:sequence.random-s4:--syntax-variant=udp")
+    described = system_of_spec("mask_struct:transformer_syntax_mask:preorder.struct-s5")
+    assert (described.control_seed, described.data, described.form) == (5, "preorder.struct-s5", "preorder")
     for wrong in ("mask:transformer_syntax_mask:preorder-s2", "nothing:transformer:sequence"):
-        with pytest.raises(SystemExit, match="unknown system"):
-            main(["for-seed", wrong, "2"])
+        with pytest.raises(ValueError, match="unknown system"):
+            system_of_spec(wrong)
 
 
 def test_side_inputs_come_from_the_model_classes():
