@@ -31,9 +31,8 @@ class Comparisons:
     def __post_init__(self):
         # stored as plain dicts and tuples of their own: a caller's dict changed later does not change these
         object.__setattr__(self, "controls", {name: tuple(pair) for name, pair in dict(self.controls).items()})
-        object.__setattr__(self, "planned_seeds", dict(self.planned_seeds))
-        object.__setattr__(self, "expected", tuple(self.expected))
-        object.__setattr__(self, "metrics", tuple(self.metrics))
+        for name, kind in (("planned_seeds", dict), ("expected", tuple), ("metrics", tuple)):
+            object.__setattr__(self, name, kind(getattr(self, name)))
         problems = []
         if self.baseline is not None and (not isinstance(self.baseline, str) or not self.baseline):
             problems.append(f"baseline: a system name or none, got {self.baseline!r}")
