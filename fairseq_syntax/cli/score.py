@@ -34,7 +34,7 @@ from fairseq_syntax.parsing.text import write_json
 
 TABLE_METRICS = ("BLEU", "BLEU-1", "chrF", "TER", "RIBES")
 ONE_RUN_BOOTSTRAP_ROUNDS = 1000  # sacrebleu's paired bootstrap of one run against another
-RECORD_OPTIONS = ("dataset", "system", "arch", "train_log", "train_command")
+RECORD_OPTIONS = ("dataset", "system", "arch", "train_log")
 
 
 def source_checkout() -> str | None:
@@ -72,7 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--arch")
     record.add_argument("--train-log", help="fairseq-train log of HYP's system (updates, wall time)")
     record.add_argument("--train-command", metavar="ARGV_JSON",
-                        help="the training command as it was run: a JSON file holding its words, program first")
+                        help="the training command as it was run: a JSON file holding its words, program first "
+                             "(over --run-seeds: the first seed's record's, unless given)")
     record.add_argument("--baseline-name", dest="baseline_names", action="append", default=[],
                         help="name of each BASELINE's system, in order (default: its path)")
     record.add_argument("--run-seed", type=int, help="the training seed of HYP's run")
@@ -153,14 +154,16 @@ def main(argv: list[str] | None = None) -> dict:
     logging.getLogger("sacrebleu").setLevel(logging.WARNING)
     if args.tok and args.lang:
         parser.error("--tok scores tokenized text; --lang detokenizes it: use one")
-    if args.record and not all(getattr(args, option) for option in RECORD_OPTIONS):
-        parser.error("--record needs " + ", ".join("--" + o.replace("_", "-") for o in RECORD_OPTIONS))
+    # over --run-seeds, the seeds' commands, device and parsers are the first seed's record's (records.SEED_FACTS)
+    needed = RECORD_OPTIONS + (() if args.run_seeds else ("train_command",))
+    if args.record and not all(getattr(args, option) for option in needed):
+        parser.error("--record needs " + ", ".join("--" + o.replace("_", "-") for o in needed))
     if args.record and not os.path.exists(args.record) and (packed := packed_runs.find_member(args.record)):
         # a rescore of a packed run would leave two records of it, the new one beside the stale packed one
         parser.error(f"--record {args.record}: its run is packed ({packed.label}): unpack it first (python3 "
                      "examples/pack_runs.py unpack RUNS_DIR NAME)")
     if args.record:  # the commands a record holds, read before anything is scored
-        args.train_argv = read_argv(args.train_command)
+        args.train_argv = read_argv(args.train_command) if args.train_command else None
         args.decode_argv = read_argv(args.decode_command) if args.decode_command else None
     if len(args.baseline_names) > len(args.baselines):
         parser.error("more --baseline-name than BASELINE files")
@@ -241,7 +244,7 @@ def _write_outputs(args, report: dict) -> None:
         write_json(args.json_out, report, indent=2, ensure_ascii=False)
     if args.record:
         facts = {"device": args.device, "parsers": _read_json(args.parsers) if args.parsers else None}
-        if os.path.exists(args.record):  # a rescore: what the training recorded stays unless given anew
+        if os.path.exists(args.record) and not args.run_seeds:  # a rescore: the training's facts stay unless given
             previous = load_record(args.record)
             facts = {key: previous.get(key) if value is None else value for key, value in facts.items()}
         commands = {**(command_fields("decode_command", args.decode_argv) if args.decode_argv else {}),

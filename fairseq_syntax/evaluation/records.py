@@ -13,7 +13,12 @@ Commands are held as argv lists beside a display string (``command``/``command_a
 ``metrics``: ``scoring.corpus_scores`` (or any dict of numbers); ``significance``: baseline name ->
 ``scoring.paired_bootstrap``'s report against it. Optional: ``seed``, ``device``, ``valid`` (the statistic the best
 checkpoint is chosen by and ``[epoch, value]`` per epoch), ``parsers`` (the training data's ``parsers.json``), and
-over seeds ``seeds`` and ``metrics_sd``. ``updates``, ``epochs`` and ``wall_time_s`` come from the fairseq-train log.
+over seeds ``seeds``, ``seed_list``, ``metrics_sd`` and ``per_seed_metrics``. ``updates``, ``epochs`` and
+``wall_time_s`` come from the fairseq-train log (over seeds: their means).
+
+A record over seeds (``SYSTEM.seeds.run.json``, with ``seed_list``) holds what is over its seeds; its seeds' facts
+(``SEED_FACTS``: training and decoding command, device, parsers) are its first seed's record's, beside it, which
+``load_record`` reads them from. One that holds a training command (the earlier form) keeps its own.
 A record names no folder of its machine (``portable_paths``); ``load_record`` and ``find_record_files`` read packed
 records too."""
 import json
@@ -34,6 +39,8 @@ from fairseq_syntax.evaluation.train_logs import best_checkpoint_metric, parse_t
 
 REQUIRED_FIELDS = ("dataset", "system", "arch", "command", "updates", "epochs", "wall_time_s", "train_log",
                    "metrics", "significance")
+#: what a record over seeds without a training command takes from its first seed's record
+SEED_FACTS = ("command", "command_argv", "decode_command", "decode_command_argv", "device", "parsers")
 
 OUT_DIR = "OUT_DIR"  # how a record writes the recipe's output folder (data, checkpoints: outside the repository)
 # a path starts a token (after a space, '=', ',', a quote or a bracket); its prefix ends where a '/' or the token does
@@ -107,7 +114,7 @@ def make_log_portable(path, out_dir: str | None = None, root: str | None = None)
     return changed
 
 
-def record_run(path, *, dataset: str, system: str, arch: str, command: list[str], train_log, metrics: dict,
+def record_run(path, *, dataset: str, system: str, arch: str, command: list[str] | None, train_log, metrics: dict,
                significance: dict | None = None, by_length: list[dict] | None = None,
                out_dir: str | None = None, root: str | None = None, **extra) -> dict:
     """Write the run record of one system to `path` (`<name>.run.json`) and return it.
@@ -115,13 +122,15 @@ def record_run(path, *, dataset: str, system: str, arch: str, command: list[str]
     updates, epochs and wall_time_s come from `train_log` (comma-separated logs, one per seed: the means);
     `by_length`: `scoring.bleu_by_length` rows. `extra` goes in as it is: `seed`, `device`, `decode_command`,
     `score_command`, and over seeds `seeds`, `seed_list`, `metrics_sd` and `per_seed_metrics` (per seed, in
-    `seed_list`'s order). `out_dir` / `root`: paths written by `portable_paths`. `command`: the training argv; the
-    file holds argv only. A record of one run also holds its validation curve (`valid`)."""
+    `seed_list`'s order). `out_dir` / `root`: paths written by `portable_paths`. `command`: the training argv (the
+    file holds argv only; None over seeds: the first seed's). A record of one run also holds its validation curve
+    (`valid`)."""
     logs = [parse_train_log(log) for log in str(train_log).split(",")]
     train = {key: type(logs[0][key])(statistics.fmean(log[key] for log in logs)) for key in logs[0]}
-    record = {"dataset": dataset, "system": system, "arch": arch, **command_fields("command", command),
+    trained = command_fields("command", command) if command else {}
+    record = {"dataset": dataset, "system": system, "arch": arch, **trained,
               **train, "train_log": str(train_log), "metrics": metrics, "significance": significance or {}, **extra}
-    if len(logs) == 1:  # one run: its validation curve (a record over seeds has its runs' records for theirs)
+    if len(logs) == 1 and command:  # one run: its validation curve (over seeds: in its runs' records)
         metric = best_checkpoint_metric(command)
         curve = parse_valid_curve(train_log, metric)
         if curve:
@@ -136,19 +145,37 @@ def record_run(path, *, dataset: str, system: str, arch: str, command: list[str]
     return record
 
 
-def load_record(path) -> dict:
+def seed_record_path(path, record: dict, seed: int) -> Path:
+    """The record of ``seed``'s run beside the record over seeds ``path``."""
+    return Path(path).with_name(f"{record['system']}.seed{seed}{RECORD_SUFFIX}")
+
+
+def takes_seed_facts(record: dict) -> bool:
+    """Whether ``record`` is one over seeds whose seeds' facts are its first seed's (it holds no training command)."""
+    return bool(record.get("seed_list")) and "command" not in with_argv(record)
+
+
+def load_record(path, seed_facts: bool = True) -> dict:
     """The run record ``path`` (the file or its packed copy), each command with its argv
-    (:func:`~fairseq_syntax.evaluation.run_commands.with_argv`)."""
+    (:func:`~fairseq_syntax.evaluation.run_commands.with_argv`); over seeds, with its first seed's ``SEED_FACTS``
+    where it lacks them (``seed_facts=False``: as it is)."""
     try:
         record = json.loads(packed_runs.read_bytes(path).decode("utf-8"))
     except json.JSONDecodeError as error:
         raise RecordError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from error
     if not isinstance(record, dict):
         raise RecordError(f"{path}: a run record is a JSON object, got {type(record).__name__}")
+    over_seeds = takes_seed_facts(record)
     record = with_argv(record)
-    missing = [field for field in REQUIRED_FIELDS if field not in record]
+    missing = [field for field in REQUIRED_FIELDS if field not in record and not (over_seeds and field == "command")]
     if missing:
         raise RecordError(f"{path}: run record lacks {', '.join(missing)}")
+    if over_seeds and seed_facts:
+        first = seed_record_path(path, record, record["seed_list"][0])
+        if not packed_runs.has(first):
+            raise RecordError(f"{path}: the record of its first seed, {first.name}, is missing (not there or packed)")
+        facts = load_record(first)
+        record.update({field: facts[field] for field in SEED_FACTS if field in facts and field not in record})
     return record
 
 

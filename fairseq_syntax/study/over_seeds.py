@@ -1,21 +1,20 @@
 """A system's record over its seeds (``RUNS/SYSTEM.seeds.run.json``): the row of the study's table and the tests
 the verdicts read, by ``fairseq-syntax-score`` over every seed it and each partner
 (:func:`~fairseq_syntax.study.grid.compared_with`) has finished; made again when a run of either finished since
-(:func:`stale_reasons`). Its facts (command, device, parsers) are its first seed's."""
+(:func:`stale_reasons`). It holds no facts of its seeds' runs (commands, device, parsers, the study's settings):
+readers take them from its first seed's record (:data:`fairseq_syntax.evaluation.records.SEED_FACTS`), and
+:mod:`~fairseq_syntax.study.record_checks` checks each seed's."""
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
-from fairseq_syntax.core.stopping import temporary_directory
-from fairseq_syntax.evaluation.run_commands import record_argv
 from fairseq_syntax.study.config import StudyConfig
-from fairseq_syntax.study.grid import planned_seeds, registry_systems, study_identity, compared_with
+from fairseq_syntax.study.grid import planned_seeds, registry_systems, compared_with
 from fairseq_syntax.study.processes import REPO_ROOT
 from fairseq_syntax.study.records import StudyError, kept, read_record, reference_path, runs_dir, work_dir
-from fairseq_syntax.study.runner import _environment, add_identity, detokenizing
+from fairseq_syntax.study.runner import _environment, detokenizing
 
 
 def finished_seeds(config: StudyConfig, system: str) -> list[int]:
@@ -75,28 +74,15 @@ def score_over_seeds(config: StudyConfig, system: str) -> Path:
             names += ["--baseline-name", partner]
     args += names
     args += [*detokenizing(config), "--bootstrap", str(config.test.bootstrap_rounds)]
-    if first.get("device"):
-        args += ["--device", first["device"]]
     arch = first.get("arch") or registry_systems()[system].arch
-    # removed when scoring ends, or run is stopped (SIGTERM, Ctrl-C); a SIGKILL's folder at the next run's start
-    with temporary_directory("over-seeds") as scratch:
-        # the first seed's facts, as files: its parsers and its commands' argv lists (run_commands.record_argv)
-        facts = {"--parsers": first.get("parsers"), "--decode-command": record_argv(first, "decode_command"),
-                 "--train-command": record_argv(first, "command")}
-        for option, fact in facts.items():
-            if fact:
-                path = Path(scratch) / f"{option[2:]}.json"
-                path.write_text(json.dumps(fact), encoding="utf-8")
-                args += [option, str(path)]
-        record = runs / f"{system}.seeds.run.json"
-        args += ["--repo-root", REPO_ROOT, "--out-dir", str(work_dir(config)),
-                 "--run-seeds", ",".join(map(str, own)), "--record", str(record), "--dataset", config.name,
-                 "--system", system, "--arch", arch, "--train-log", ",".join(logs)]
-        status = subprocess.run([sys.executable, "-m", "fairseq_syntax.cli.score", *args],
-                                env=_environment(config), cwd=REPO_ROOT).returncode
+    record = runs / f"{system}.seeds.run.json"
+    args += ["--repo-root", REPO_ROOT, "--out-dir", str(work_dir(config)),
+             "--run-seeds", ",".join(map(str, own)), "--record", str(record), "--dataset", config.name,
+             "--system", system, "--arch", arch, "--train-log", ",".join(logs)]
+    status = subprocess.run([sys.executable, "-m", "fairseq_syntax.cli.score", *args],
+                            env=_environment(config), cwd=REPO_ROOT).returncode
     if status != 0:
         raise StudyError(f"{system}: scoring over seeds {own} failed (the error above)")
-    add_identity(record, study_identity(config))
     return record
 
 

@@ -5,7 +5,9 @@ of another study, a system the file lacks or another setting is refused in one l
 Settings are compared key by key where the record names them; a record of the old form (a settings digest, or none)
 matches on an equal digest, else its training command is compared word by word with the file's
 (:func:`~fairseq_syntax.study.grid.train_pieces` names what gives each word). A first-studies control run that read
-the seed-1 structures (``DATA.CONTROL``) for every seed is no difference."""
+the seed-1 structures (``DATA.CONTROL``) for every seed is no difference. A record over seeds that holds no training
+command (:func:`~fairseq_syntax.evaluation.records.takes_seed_facts`) has its seeds' records checked instead: each
+must be there (or packed)."""
 from __future__ import annotations
 
 import json
@@ -14,6 +16,7 @@ from difflib import SequenceMatcher
 from pathlib import Path
 
 from fairseq_syntax.evaluation import packed_runs
+from fairseq_syntax.evaluation.records import seed_record_path, takes_seed_facts
 from fairseq_syntax.evaluation.run_commands import as_old_form, record_argv
 from fairseq_syntax.study.config import StudyConfig
 from fairseq_syntax.study.grid import (
@@ -90,6 +93,10 @@ def record_problems(config: StudyConfig, path: Path, record: dict) -> list[str]:
         problems.append(f"seed {record.get('seed')!r}, not its file name's {named['seed']}")
     if system not in planned_seeds(config):
         return [*problems, f"system {system!r} is not one of the study's"]
+    if named["seed"] is None and takes_seed_facts(record):
+        seeds = {seed: seed_record_path(path, record, seed) for seed in record["seed_list"]}
+        return problems + [f"the record of its seed {seed}, {found.name}, is missing (not there or packed)"
+                           for seed, found in seeds.items() if not packed_runs.has(found)]
     settings = identity.get("settings")
     if isinstance(settings, dict):
         return problems + settings_differences(settings, config)
@@ -130,7 +137,7 @@ def refuse_foreign_records(config: StudyConfig) -> None:
     """StudyError naming every record of the runs folder (there or packed) that is not this study's, a line each."""
     lines = []
     for path in packed_runs.glob(str(runs_dir(config) / f"*{packed_runs.RECORD_SUFFIX}")):
-        problems = record_problems(config, Path(path), read_record(Path(path)) or {})
+        problems = record_problems(config, Path(path), read_record(Path(path), seed_facts=False) or {})
         if problems:
             lines.append(refusal(config, path, problems))
     if lines:

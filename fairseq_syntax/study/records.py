@@ -36,12 +36,12 @@ def kept(path: Path) -> Path | None:
     return candidate if candidate.is_file() or packed_runs.find_member(candidate) is not None else None
 
 
-def read_record(path: Path) -> dict | None:
-    """The run record ``path`` (there or packed, each command with its argv; unreadable: one line naming it); None
-    where there is none."""
+def read_record(path: Path, seed_facts: bool = True) -> dict | None:
+    """The run record ``path`` (there or packed, each command with its argv, over seeds with its first seed's facts
+    unless not ``seed_facts``; unreadable: one line naming it); None where there is none."""
     from fairseq_syntax.evaluation.records import load_record
 
-    return load_record(path) if path.is_file() or packed_runs.has(path) else None
+    return load_record(path, seed_facts) if path.is_file() or packed_runs.has(path) else None
 
 
 def raw_reference(config: StudyConfig) -> Path:

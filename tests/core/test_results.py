@@ -10,7 +10,7 @@ from fairseq_syntax.cli import results as results_cli
 from fairseq_syntax.evaluation.comparisons import Comparisons, registry_comparisons
 from fairseq_syntax.evaluation.convergence import kept_epoch, patience_stop
 from fairseq_syntax.evaluation.kept_files import RecordError, compress, open_text, read_text
-from fairseq_syntax.evaluation.records import find_record_files, load_record, make_log_portable, record_run
+from fairseq_syntax.evaluation.records import SEED_FACTS, find_record_files, load_record, make_log_portable, record_run
 from fairseq_syntax.evaluation.results import (
     READING,
     _as_changes,
@@ -18,8 +18,9 @@ from fairseq_syntax.evaluation.results import (
     convergence_table,
     render_json,
     render_markdown,
+    results_of_runs,
 )
-from fairseq_syntax.evaluation.run_commands import command_fields, record_argv
+from fairseq_syntax.evaluation.run_commands import command_fields, record_argv, stored_form
 from fairseq_syntax.evaluation.seeds_figure import positions, recorded_comparisons, seeds_rows
 from fairseq_syntax.evaluation.study_answer import (
     README_BEGIN,
@@ -524,6 +525,25 @@ def test_a_study_over_seeds_has_one_row_per_system_and_its_commands_below(tmp_pa
     # the other dataset keeps its table of runs
     assert "| System | Arch | Seed | BLEU tok. | BLEU | chrF | p vs sequence (BLEU / chrF) | Updates | Epochs | " \
            "Wall time |" in lines
+
+
+def test_a_record_over_seeds_without_its_seeds_facts_reads_them_from_its_first_seeds_record(tmp_path):
+    over = {key: value for key, value in over_seeds("mask", [32.0, 34.0], [55.0, 55.0], 21.5, {}).items()
+            if key not in (*SEED_FACTS, "seed")}
+    path = tmp_path / "mask.seeds.run.json"
+    path.write_text(json.dumps(stored_form(over)))
+    with pytest.raises(RecordError, match=r"mask.seeds.run.json: the record of its first seed, mask.seed1.run.json, "
+                                          r"is missing \(not there or packed\)$"):
+        results_of_runs([path])
+    (tmp_path / "mask.seed1.run.json").write_text(json.dumps(stored_form(seed_run("mask", 1, 32.0, 55.0, 21, "own"))))
+    lines = results_of_runs([path])[0].splitlines()  # the record over seeds alone: its row's commands are seed 1's
+    assert lines[lines.index("**mask** (seeds 1, 2)") + 2:][:2] == [
+        "- train: `fairseq-train OUT_DIR/data-bin/own --arch transformer_syntax_mask --save-dir "
+        "OUT_DIR/ckpt/ckpt-mask.seed$SEED --seed $SEED --patience 5`",
+        "- decode: `fairseq-generate OUT_DIR/data-bin/own --path OUT_DIR/ckpt/ckpt-mask.seed$SEED/checkpoint_best.pt "
+        "--beam 5`"]
+    assert ("- parses of the training data (systems that read no syntax ignore them): `constituency crf-con.pt "
+            "(F1 87.12)`: mask") in lines
 
 
 def test_a_later_rows_command_is_shown_by_the_words_that_differ_from_the_first_rows():

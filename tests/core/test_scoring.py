@@ -537,3 +537,9 @@ def test_score_command_over_seeds_records_mean_sd_and_seed_aware_p_values(tmp_pa
     assert record["seeds"] == 1 and record["seed_list"] == [1]
     as_seed_bootstrap_computes_it(record["significance"]["mask"], [HYPOTHESES])
     assert record["significance"]["mask"]["BLEU"]["welch"] is None  # one seed on a side: no spread to test
+    # without --train-command: no command or device of its own (a rescore keeps none): its first seed's record's
+    score_cli.main([str(hyp), str(ref), *record_options(tmp_path, record_path, "mask")[:-2], "--run-seeds", "2"])
+    assert not {"command_argv", "device"} & set(json.loads(record_path.read_text()))
+    seed_2 = json.loads(record_path.read_text()) | {"seed": 2, "command_argv": ["fairseq-train", "two"], "device": "x"}
+    (tmp_path / "mask.seed2.run.json").write_text(json.dumps(seed_2))
+    assert (load_record(record_path)["command"], load_record(record_path)["device"]) == ("fairseq-train two", "x")

@@ -111,6 +111,17 @@ def test_a_record_over_seeds_of_another_study_is_refused_and_not_rewritten(tiny)
     assert refusals(folder) == [refusal(folder, "mask.seeds", "study 'other', not 'tiny'")]
 
 
+def test_a_record_over_seeds_without_its_seeds_facts_needs_each_seeds_record(tiny):
+    folder, config = tiny  # the fixture's record over seeds holds them (the earlier form), and passes
+    over = {key: value for key, value in record_of(config, "sequence.seeds").items()
+            if key not in ("study", "command", "command_argv")}
+    keep(folder, "sequence.seeds", dict(over, seeds=3, seed_list=[1, 2, 3]))
+    assert refusals(folder) == [refusal(folder, "sequence.seeds", "the record of its seed 3, sequence.seed3.run.json, "
+                                                                  "is missing (not there or packed)")]
+    keep(folder, "sequence.seeds", over)
+    assert study("plan", "study.toml", cwd=folder)[0] == 0
+
+
 def test_a_run_record_of_another_study_outside_the_grid_is_refused(tiny):
     folder, config = tiny
     other = config.with_changes("model", embed_dim=32)
