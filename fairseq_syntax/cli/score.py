@@ -73,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     record.add_argument("--train-log", help="fairseq-train log of HYP's system (updates, wall time)")
     record.add_argument("--train-command", metavar="ARGV_JSON",
                         help="the training command as it was run: a JSON file holding its words, program first "
-                             "(over --run-seeds: the first seed's record's, unless given)")
+                             "(over --run-seeds: the first seed's record's)")
     record.add_argument("--baseline-name", dest="baseline_names", action="append", default=[],
                         help="name of each BASELINE's system, in order (default: its path)")
     record.add_argument("--run-seed", type=int, help="the training seed of HYP's run")

@@ -16,9 +16,8 @@ checkpoint is chosen by and ``[epoch, value]`` per epoch), ``parsers`` (the trai
 over seeds ``seeds``, ``seed_list``, ``metrics_sd`` and ``per_seed_metrics``. ``updates``, ``epochs`` and
 ``wall_time_s`` come from the fairseq-train log (over seeds: their means).
 
-A record over seeds (``SYSTEM.seeds.run.json``, with ``seed_list``) holds what is over its seeds; its seeds' facts
-(``SEED_FACTS``: training and decoding command, device, parsers) are its first seed's record's, beside it, which
-``load_record`` reads them from. One that holds a training command (the earlier form) keeps its own.
+A record over seeds (``SYSTEM.seeds.run.json``) without a training command takes its seeds' facts (``SEED_FACTS``)
+from its first seed's record beside it (``load_record``).
 A record names no folder of its machine (``portable_paths``); ``load_record`` and ``find_record_files`` read packed
 records too."""
 import json

@@ -1,9 +1,8 @@
 """A system's record over its seeds (``RUNS/SYSTEM.seeds.run.json``): the row of the study's table and the tests
 the verdicts read, by ``fairseq-syntax-score`` over every seed it and each partner
 (:func:`~fairseq_syntax.study.grid.compared_with`) has finished; made again when a run of either finished since
-(:func:`stale_reasons`). It holds no facts of its seeds' runs (commands, device, parsers, the study's settings):
-readers take them from its first seed's record (:data:`fairseq_syntax.evaluation.records.SEED_FACTS`), and
-:mod:`~fairseq_syntax.study.record_checks` checks each seed's."""
+(:func:`stale_reasons`). Its seeds' facts (commands, device, parsers, settings) are their records'
+(:data:`~fairseq_syntax.evaluation.records.SEED_FACTS`)."""
 from __future__ import annotations
 
 import subprocess
