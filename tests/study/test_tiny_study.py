@@ -121,6 +121,9 @@ def test_run_trains_every_run_two_at_once(finished):
         assert record["study"]["settings"]["training.max_epoch"] == 2
     log = gzip.decompress((folder / "runs" / "depth.seed1.train.log.gz").read_bytes()).decode()
     assert "transformer_depth" in log and "embed_depth" in log
+    over = folder / "runs" / "sequence.seeds.run.json"  # its seeds' facts are their records', read from seed 1's
+    assert not {"command_argv", "decode_command_argv", "device", "parsers", "study"} & set(json.loads(over.read_text()))
+    assert load_record(over)["command_argv"] == load_record(folder / "runs" / "sequence.seed1.run.json")["command_argv"]
 
 
 def tokenized_bleu(folder: Path, run: str) -> float:
