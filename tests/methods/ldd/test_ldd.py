@@ -522,10 +522,15 @@ def test_preprocessing_reports_mass_outside_groups_and_retained(ldd_data):
     assert all(len(decode_sentence(data[i]).token_words) == tokens.sizes[i] - 1 for i in range(21))
 
 
-def cli_error(raw, dest, *extra):
+def add_dependencies(raw, dest, *extra, split="train"):
+    """fairseq-syntax-preprocess-dependencies (Stanford labels) of ``raw``'s ``split`` into ``dest``."""
+    return preprocess_dependencies.main(["--destdir", str(dest), "-s", "en", "-t", "de", "--labels", "stanford",
+                                         f"--{split}pref", f"{raw}/{split}", *extra])
+
+
+def dependencies_error(raw, dest, *extra, split="train") -> str:
     with pytest.raises(SystemExit) as error:
-        preprocess_dependencies.main(["--destdir", dest, "-s", "en", "-t", "de", "--labels", "stanford",
-                                      "--testpref", raw, *extra])
+        add_dependencies(raw, dest, *extra, split=split)
     return str(error.value)
 
 
@@ -538,26 +543,23 @@ def test_preprocessing_errors_name_file_and_line(ldd_data, raw_corpus, tmp_path)
         lines = f.read().splitlines()
     arcs = [json.dumps(arcs_record(line.replace("@@ ", "").split())) for line in lines]
 
-    def write(source_lines, arcs_lines):
+    def refusal(source_lines, arcs_lines):
         with open(raw + ".en", "w") as f:
             f.write("".join(line + "\n" for line in source_lines))
         with open(raw + ".arcs.jsonl", "w") as f:
             f.write("".join(line + "\n" for line in arcs_lines))
+        return dependencies_error(tmp_path, dest, split="test")
 
     third = arcs_record(lines[2].replace("@@ ", "").split())
     third["words"][1] = "horse"
-    write(lines, arcs[:2] + [json.dumps(third)] + arcs[3:])
-    message = cli_error(raw, dest)
-    assert f"{raw}.arcs.jsonl:3: the parsed words differ from the source at word 2: parsed 'horse'" in message
-    write(lines, arcs[:5])
-    message = cli_error(raw, dest)
+    assert f"{raw}.arcs.jsonl:3: the parsed words differ from the source at word 2: parsed 'horse'" in refusal(
+        lines, arcs[:2] + [json.dumps(third)] + arcs[3:])
+    message = refusal(lines, arcs[:5])
     assert "line-count mismatch" in message and "arcs.jsonl 5" in message
-    write(lines[:3] + [lines[3] + " extra"] + lines[4:], arcs)
-    assert f"{raw}.en:4: 7 tokens, but sentence 4" in cli_error(raw, dest)
-    write(lines, arcs[:-1] + ["not json"])  # the last line malformed: found as the records are read
-    assert f"{raw}.arcs.jsonl:{len(lines)}: not a JSON object" in cli_error(raw, dest)
-    write(lines, arcs[:-1] + ["not json"] * 2)  # one line too many: refused before any record is read
-    assert f"has {len(lines)} lines, {raw}.arcs.jsonl {len(lines) + 1}" in cli_error(raw, dest)
+    assert f"{raw}.en:4: 7 tokens, but sentence 4" in refusal(lines[:3] + [lines[3] + " extra"] + lines[4:], arcs)
+    # the last line malformed: found as the records are read; one line too many: refused before any is read
+    assert f"{raw}.arcs.jsonl:{len(lines)}: not a JSON object" in refusal(lines, arcs[:-1] + ["not json"])
+    assert f"has {len(lines)} lines, {raw}.arcs.jsonl {len(lines) + 1}" in refusal(lines, arcs[:-1] + ["not json"] * 2)
     # a failed run leaves the side data it found untouched and no partial files
     assert open(os.path.join(dest, "test.en-de.en.ldd.bin"), "rb").read() == written
     assert not [name for name in os.listdir(dest) if name.endswith(".partial")]
@@ -589,18 +591,6 @@ def test_a_line_whose_words_keep_little_head_probability_is_named_and_counted(ca
     assert "x.arcs.jsonl:8" not in caplog.text
     assert report.low_mass == 1
     assert "test: 1 sentences have a word whose head probabilities sum to less than 0.5" in report.lines("test")[4]
-
-
-def add_dependencies(raw, dest):
-    return preprocess_dependencies.main(["--destdir", str(dest), "-s", "en", "-t", "de", "--labels", "stanford",
-                                         "--trainpref", f"{raw}/train"])
-
-
-def dependencies_error(raw, dest, *extra) -> str:
-    with pytest.raises(SystemExit) as error:
-        preprocess_dependencies.main(["--destdir", str(dest), "-s", "en", "-t", "de", "--labels", "stanford",
-                                      "--trainpref", f"{raw}/train", *extra])
-    return str(error.value)
 
 
 def ldd_directory(raw, dest):
