@@ -365,6 +365,13 @@ def assert_close_with_gradients(got, want, values, weights, embeddings, toleranc
     return got_grads
 
 
+# "the cat sat": the <- cat (det), cat <- sat (nsubj), sat root; 0.1 of "the"'s head mass off the 1-best tree
+THE_CAT_SAT = {"words": ["the", "cat", "sat"],
+               "arcs": [[1, 2, 0.9, {"det": 1.0}], [1, 3, 0.1, {"dep": 1.0}], [2, 3, 1.0, {"nsubj": 1.0}],
+                        [3, 0, 1.0, {"root": 1.0}]],
+               "best": [[2, "det"], [3, "nsubj"], [0, "root"]]}
+
+
 def one_word_batch(record, pieces, length, left_pad=False):
     """(word_pairs, token_words, not_dependent) of one parser record, words in ``pieces`` tokens, EOS, padding."""
     from fairseq_syntax.methods.ldd import distributions

@@ -6,18 +6,13 @@ import re
 
 import pytest
 import torch
-from conftest import TINY, TRANSLATION, build_on_cpu, one_word_batch, run, train_here
+from conftest import THE_CAT_SAT, TINY, TRANSLATION, build_on_cpu, one_word_batch, run, train_here
 
 from fairseq_syntax.methods.dependency_supervision.attention import (
     DependencyBasedSelfAttention,
 )
 from fairseq_syntax.methods.dependency_supervision.criterion import dependency_loss
 from fairseq_syntax.methods.dependency_supervision.targets import IGNORE, parent_targets
-
-THE_CAT_SAT = {"words": ["the", "cat", "sat"],
-               "arcs": [[1, 2, 1.0, {"det": 1.0}], [2, 3, 1.0, {"nsubj": 1.0}], [3, 0, 1.0, {"root": 1.0}]],
-               "best": [[2, "det"], [3, "nsubj"], [0, "root"]]}
-
 
 def targets_of(record, pieces, length, left_pad=False):
     return parent_targets(*one_word_batch(record, pieces, length, left_pad))[0].tolist()

@@ -3,17 +3,10 @@ import math
 
 import pytest
 import torch
-from conftest import one_word_batch
+from conftest import THE_CAT_SAT, one_word_batch
 
 from fairseq_syntax.methods.pascal.attention import ParentScaledSelfAttention
 from fairseq_syntax.methods.pascal.parents import parent_density, parent_positions
-
-# "the cat sat": the <- cat (det), cat <- sat (nsubj), sat root
-THE_CAT_SAT = {"words": ["the", "cat", "sat"],
-               "arcs": [[1, 2, 0.9, {"det": 1.0}], [1, 3, 0.1, {"dep": 1.0}], [2, 3, 1.0, {"nsubj": 1.0}],
-                        [3, 0, 1.0, {"root": 1.0}]],
-               "best": [[2, "det"], [3, "nsubj"], [0, "root"]]}
-
 
 @pytest.mark.parametrize("pieces, length, left_pad, expected", [
     # the(0) cat(1) sat(2) EOS(3): the -> cat at 1, cat -> sat at 2, sat (root) -> itself, EOS -> itself
