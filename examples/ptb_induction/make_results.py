@@ -57,11 +57,15 @@ MOVED_MODULES = {"fairseq_syntax.cli.induce": "fairseq_syntax.methods.tree_trans
 
 # --- reading a run folder
 
+def missing(what: str) -> FileNotFoundError:
+    return FileNotFoundError(f"{what} is missing: run examples/ptb_induction/run.sh first")
+
+
 def read(logs: str, name: str) -> str:
     """The text of ``logs/name``, ``logs/name.gz`` or its packed copy."""
     path = os.path.join(logs, name)
     if not packed_runs.has(path):
-        raise FileNotFoundError(f"{path} (or .gz, or packed) is missing: run examples/ptb_induction/run.sh first")
+        raise missing(f"{path} (or .gz, or packed)")
     return read_text(path)
 
 
@@ -79,18 +83,16 @@ def scores(logs: str) -> dict:
 
 def score(run_scores: dict, logs: str, name: str) -> dict:
     if name not in run_scores:
-        raise FileNotFoundError(f"{os.path.join(logs, name)} (or in {SCORES}) is missing: run "
-                                "examples/ptb_induction/run.sh first")
+        raise missing(f"{os.path.join(logs, name)} (or in {SCORES})")
     return run_scores[name]
 
 
 def command(log: str) -> str:
     """The log's command; for a run resumed from its checkpoint, the last part's (the one that set --max-update)."""
-    first = log.splitlines()[0]
-    if not first.startswith("# command: "):
-        raise ValueError(f"the log does not start with '# command: ': {first[:80]!r}")
-    parts = [line[len("# command: "):] for line in log.splitlines() if line.startswith("# command: ")]
-    return parts[-1] + (f"   # the last of {len(parts)} parts (resumed)" if len(parts) > 1 else "")
+    if not log.startswith("# command: "):
+        raise ValueError(f"the log does not start with '# command: ': {log.splitlines()[0][:80]!r}")
+    parts = log_parts(log)
+    return parts[-1].split("\n", 1)[0] + (f"   # the last of {len(parts)} parts (resumed)" if len(parts) > 1 else "")
 
 
 def current(command_line: str) -> str:
@@ -169,7 +171,8 @@ def model_settings(log: str) -> dict:
             "authors_optimiser": config_setting(log, "lr_scheduler") == "fixed",
             "precision": "bf16" if config_setting(log, "cpu_bf16_autocast") == "True" else "fp32",
             "size": (int(config_setting(log, "encoder_layers")), int(config_setting(log, "encoder_embed_dim"))),
-            "masks": masks(log, config_setting(log, "num_workers"))}
+            # "repeated": epoch 1's masks in every epoch (no FRESH_MASKS_LINE, batches loaded in a worker)
+            "masks": "fresh" if FRESH_MASKS_LINE in log or config_setting(log, "num_workers") == "0" else "repeated"}
 
 
 def training_summary(log: str) -> dict:
@@ -187,11 +190,6 @@ def training_summary(log: str) -> dict:
         "best_valid_loss": best["loss"], "best_at": best["updates"],
         "seed": int(config_setting(log, "seed")),
     }
-
-
-def masks(log: str, num_workers: str) -> str:
-    """"fresh" or "repeated" (epoch 1's masks in every epoch: no FRESH_MASKS_LINE, batches loaded in a worker)."""
-    return "fresh" if FRESH_MASKS_LINE in log or int(num_workers) == 0 else "repeated"
 
 
 def random_draws(subset_scores: dict) -> dict:
@@ -224,7 +222,7 @@ def recipe_run(logs: str) -> dict:
     parses = {label: score(run_scores, logs, file) for label, file in PARSES.items()}
     parses.update({f"layer {layer}": score(run_scores, logs, f"induce_layer{layer}.json") for layer in range(layers)})
     later = {label: run_scores.get(file) for label, (file, _) in LATER_PARSES.items()}
-    commands = [(log, current(command(read(logs, log)))) for log in (
+    commands = [current(command(read(logs, log))) for log in (
         "make_corpus.log", "preprocess.log", *(f"train_{arch}.log" for arch in SYSTEMS), "induce_paper.log",
         "induce_released.log", *(f"induce_min{m}.log" for m in (1, 3)),
         *(f"induce_layer{layer}.log" for layer in range(parses["m=2"]["layers"])), "constituent_prior.log",
@@ -266,8 +264,7 @@ def exploratory_runs(logs: str, specs: list) -> list:
             "training": {"tree_transformer_lm": training},
             "parses": {label: score(run_scores, logs, file) for label, file in spec["parses"].items()},
             "perplexity": None, "readme_command": readme_command(logs),
-            "commands": [(file[:-len(".json")] + ".log", current(command(read(logs, file[:-len(".json")] + ".log"))))
-                         for file in spec["parses"].values()],
+            "commands": [current(command(read(logs, file[:-len(".json")] + ".log"))) for file in spec["parses"].values()],
         })
     return runs
 
@@ -525,7 +522,7 @@ def commands_section(headline: dict, runs: list) -> list:
         "",
         f"The headline run's, the first line of each log (`{headline['name']}/NAME.log.gz`; modules by their "
         "current names: make_results.py's MOVED_MODULES):",
-    ] + with_variables([line for _, line in headline["commands"]], {
+    ] + with_variables(headline["commands"], {
         "W": f"examples/ptb_induction/work{headline['name'][len('logs'):]}",
         "L": f"examples/ptb_induction/{headline['name']}",
         "T": "$W/checkpoints/tree_transformer_lm/checkpoint_best.pt", "G": GOLD})
@@ -535,7 +532,7 @@ def commands_section(headline: dict, runs: list) -> list:
         lines += ["", f"The runs made by hand in `{folder}/` (its README.md): training, `DIAG` = `one` or `zero`, and "
                   "the scoring of their trees:"]
         lines += with_variables([in_folder[0]["readme_command"]]
-                                + [line for run in in_folder for _, line in run["commands"]],
+                                + [line for run in in_folder for line in run["commands"]],
                                 {"W": "examples/ptb_induction/work-eval-text-diagonal-zero",
                                  "L": f"examples/ptb_induction/{folder}", "G": GOLD})
     return lines
