@@ -386,6 +386,23 @@ def one_word_batch(record, pieces, length, left_pad=False):
     return word_pairs, token_words, not_dependent
 
 
+def tiny_encoder_parts(symbols, layers=2, heads=2, dim=8):
+    """(config, dictionary of ``symbols``, token embedding) of a tiny Transformer encoder, drawn after seed 0."""
+    from argparse import Namespace
+
+    from fairseq.data import Dictionary
+    from fairseq.models.transformer import TransformerConfig
+
+    torch.manual_seed(0)
+    dictionary = Dictionary()
+    for symbol in symbols:
+        dictionary.add_symbol(symbol)
+    config = TransformerConfig.from_namespace(Namespace(
+        encoder_layers=layers, encoder_attention_heads=heads, encoder_embed_dim=dim, encoder_ffn_embed_dim=16,
+        dropout=0.0, attention_dropout=0.0))
+    return config, dictionary, torch.nn.Embedding(len(dictionary), dim, padding_idx=dictionary.pad())
+
+
 # --- half precision: one batch in float16 / bfloat16 against float32
 def half_precision_errors(task, model, criterion, sample, dtype, device="cpu"):
     """Loss and gradient errors of ``model`` turned into ``dtype`` on ``device`` (as --fp16/--bf16) against float32."""

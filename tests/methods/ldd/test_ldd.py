@@ -1,7 +1,6 @@
 """transformer_ldd (Pu & Sima'an 2022, 3.1-3.2, Table 1): the distributions and variants against values worked out by
 hand, side data, LDD and LDA layers, the model, preprocess and its refusals of bad settings and untrusted data
 directories (a trained model's attention maps: test_ldd_interactive.py)."""
-import argparse
 import json
 import math
 import os
@@ -11,11 +10,9 @@ import sys
 import numpy as np
 import pytest
 import torch
-from conftest import TRANSLATION, arcs_record, run_preprocess
+from conftest import TRANSLATION, arcs_record, run_preprocess, tiny_encoder_parts
 from fairseq import options, tasks
-from fairseq.data import Dictionary
 from fairseq.data.indexed_dataset import MMapIndexedDataset
-from fairseq.models.transformer import TransformerConfig
 
 from fairseq_syntax.core.data_dir import read_meta, read_skipped_lines
 from fairseq_syntax.core.side_inputs import load_side_data
@@ -460,15 +457,9 @@ def test_lda_softmax_leaves_padding_keys_out():
     torch.testing.assert_close(weights[0, 0], torch.tensor([[0.0, 0.5, 0.5]] * 3))
 
 
-def make_encoder(variant="ldd", heads=2, dim=32):
-    torch.manual_seed(0)
-    d = Dictionary()
-    for w in ["a", "b@@", "c", "x"]:
-        d.add_symbol(w)
-    args = argparse.Namespace(encoder_layers=2, encoder_attention_heads=heads, encoder_embed_dim=dim,
-                              encoder_ffn_embed_dim=16, dropout=0.0, attention_dropout=0.0)
-    embed = torch.nn.Embedding(len(d), dim, padding_idx=d.pad())
-    encoder = LDDEncoder(TransformerConfig.from_namespace(args), LDDOptions(syntax_variant=variant), d, embed)
+def make_encoder(variant="ldd", dim=32):
+    config, d, embed = tiny_encoder_parts(["a", "b@@", "c", "x"], dim=dim)
+    encoder = LDDEncoder(config, LDDOptions(syntax_variant=variant), d, embed)
     tokens = torch.tensor([[4, 5, 6, d.eos()], [d.pad(), d.pad(), 7, d.eos()]])
     side = collate_ldd([stored(RECORD_A, [1, 2]), stored(RECORD_B, [1])], True, 4)
     return encoder, tokens, side
@@ -497,7 +488,7 @@ def test_the_distributions_change_the_encoder_output():
 
 def test_embed_dim_must_split_into_16_heads():
     with pytest.raises(ValueError, match="not divisible by the 16 heads of the LDD layer"):
-        make_encoder(dim=24, heads=2)
+        make_encoder(dim=24)
 
 
 def test_missing_side_input_is_explained():

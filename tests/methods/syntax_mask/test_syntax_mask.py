@@ -4,8 +4,8 @@ import argparse
 import numpy as np
 import pytest
 import torch
-from fairseq.data import Dictionary
-from fairseq.models.transformer import TransformerConfig, TransformerEncoderBase
+from conftest import tiny_encoder_parts
+from fairseq.models.transformer import TransformerEncoderBase
 
 from fairseq_syntax.core import structure
 from fairseq_syntax.methods.syntax_mask import relations
@@ -23,19 +23,8 @@ from fairseq_syntax.methods.syntax_mask.model import (
 PARENTS = [-1, 0, 1, 0, 3]
 
 
-def tiny_cfg(layers=2, heads=2, dim=8):
-    args = argparse.Namespace(encoder_layers=layers, encoder_attention_heads=heads, encoder_embed_dim=dim,
-                              encoder_ffn_embed_dim=16, dropout=0.0, attention_dropout=0.0)
-    return TransformerConfig.from_namespace(args)
-
-
-def make_encoders(options=SyntaxMaskOptions(), layers=2, heads=2, dim=8):
-    torch.manual_seed(0)
-    d = Dictionary()
-    for w in ["(S", "(NP", "He", "(VP", "is"]:
-        d.add_symbol(w)
-    cfg = tiny_cfg(layers, heads, dim)
-    embed = torch.nn.Embedding(len(d), dim, padding_idx=d.pad())
+def make_encoders(options=SyntaxMaskOptions(), layers=2):
+    cfg, d, embed = tiny_encoder_parts(["(S", "(NP", "He", "(VP", "is"], layers)
     syntax = SyntaxMaskEncoder(cfg, options, d, embed).eval()
     plain = TransformerEncoderBase(cfg, d, embed).eval()
     missing, unexpected = plain.load_state_dict(syntax.state_dict(), strict=False)
