@@ -6,7 +6,6 @@ The descriptions are plain data: importing this package loads neither torch nor 
 when the plugin calls :func:`register`, its plots for ``fairseq-syntax-plot`` (:func:`plots`). The registry describes
 methods, not a study."""
 import importlib
-import re
 from collections.abc import Iterator
 from dataclasses import replace
 from importlib.metadata import entry_points
@@ -111,20 +110,3 @@ def words_baseline() -> str:
     if len(found) != 1:
         raise ValueError(f"the registry describes {len(found)} words-only translation baselines ({found}), not one")
     return found[0]
-
-
-def system_of_spec(spec: str) -> System:
-    """The described system of a spec as ``systems`` prints it (a control on control seed K: ``DATA.CONTROL-sK``);
-    ValueError for a spec no method describes."""
-    described = list(systems(task=None, controls=True))
-    for system in described:
-        if system.spec() == spec:
-            return system
-    name = spec.split(":", 1)[0]
-    seeded = re.fullmatch(r"[^:]+:[^:]+:[^:]+-s(\d+)(:.*)?", spec)
-    for system in described:
-        if seeded and system.name == name and system.control:
-            resolved = system.for_training_seed(int(seeded.group(1)))
-            if resolved.spec() == spec:
-                return resolved
-    raise ValueError(f"unknown system {spec!r}; see python -m fairseq_syntax.methods systems --controls")

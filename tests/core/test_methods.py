@@ -5,7 +5,7 @@ import pytest
 from conftest import REPO
 
 from fairseq_syntax.cli.plot import get_parser
-from fairseq_syntax.methods import METHODS, control_pairs, plots, system_of_spec, systems, words_baseline
+from fairseq_syntax.methods import METHODS, control_pairs, plots, systems, words_baseline
 from fairseq_syntax.methods.__main__ import docs_table, main, readme_table
 
 
@@ -54,14 +54,10 @@ def test_a_control_run_reads_the_structures_of_its_training_seed():
     assert by_name["dbsa_random"].for_training_seed(3).spec() == (
         "dbsa_random:transformer_dependency_supervised:sequence.random-s3:"
         "--criterion=label_smoothed_cross_entropy_with_dependency")
-    spec = "udp_random:transformer_ldd:sequence.random:--syntax-variant=udp"
-    assert system_of_spec(spec).for_training_seed(4).spec() == (
+    assert by_name["udp_random"].for_training_seed(4).spec() == (
         "udp_random:transformer_ldd:sequence.random-s4:--syntax-variant=udp")
-    described = system_of_spec("mask_struct:transformer_syntax_mask:preorder.struct-s5")
+    described = by_name["mask_struct"].for_training_seed(5)
     assert (described.control_seed, described.data, described.form) == (5, "preorder.struct-s5", "preorder")
-    for wrong in ("mask:transformer_syntax_mask:preorder-s2", "nothing:transformer:sequence"):
-        with pytest.raises(ValueError, match="unknown system"):
-            system_of_spec(wrong)
 
 
 def test_side_inputs_come_from_the_model_classes():
