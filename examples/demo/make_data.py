@@ -38,30 +38,9 @@ import os
 import random
 import re
 import sys
-from dataclasses import dataclass, field
 from typing import Sequence
 
-
-@dataclass
-class Tree:
-    """``fairseq_syntax.core.trees.Tree``'s shape (a leaf: a word, no children), so that the script needs only the
-    standard library."""
-
-    label: str
-    children: list["Tree"] = field(default_factory=list)
-
-
-def leaves(tree) -> list[str]:
-    if not tree.children:
-        return [tree.label]
-    return [word for child in tree.children for word in leaves(child)]
-
-
-def to_bracketed(tree) -> str:
-    """Single-line PTB brackets, e.g. ``(S (NP (DT the) (NN dog)) (VP (VBD ran)) (. .))``."""
-    if not tree.children:
-        return tree.label
-    return f"({tree.label} {' '.join(to_bracketed(child) for child in tree.children)})"
+from fairseq_syntax.core.trees import Tree, to_bracketed
 
 
 # --- lexicon
@@ -558,7 +537,7 @@ class _Generator:
                 children.append(_preterminal("JJ", self.rng.choice(ADJECTIVE_WORDS)))
         noun_tag = "NNS" if number == PLURAL else "NN"
         children.append(_preterminal(noun_tag, self.rng.choice(NOUNS_BY_NUMBER[number])))
-        if leaves(children[0]) == ["a"] and leaves(children[1])[0][0] in "aeiou":
+        if children[0].leaves() == ["a"] and children[1].leaves()[0][0] in "aeiou":
             children[0] = _preterminal("DT", "an")
         return Tree("NP", children)
 
@@ -613,7 +592,7 @@ def generate_corpus(sizes: dict[str, int], seed: int, max_tokens: int = MAX_TOKE
         trees: list[Tree] = []
         while len(trees) < size:
             tree = generator.sentence()
-            words = leaves(tree)
+            words = tree.leaves()
             if not MIN_TOKENS <= len(words) <= max_tokens:
                 continue
             sentence = " ".join(words)
@@ -638,7 +617,7 @@ def write_corpus(corpus: dict[str, list[Tree]], out_dir: str, seed: int) -> None
                 open(os.path.join(out_dir, f"{split}.tree"), "w", encoding="utf-8") as bracketed, \
                 open(os.path.join(out_dir, f"{split}.{ARCS_SUFFIX}"), "w", encoding="utf-8") as arcs:
             for tree in trees:
-                words = leaves(tree)
+                words = tree.leaves()
                 source.write(" ".join(words) + "\n")
                 target.write(" ".join(translate(tree)) + "\n")
                 bracketed.write(to_bracketed(tree) + "\n")
@@ -698,7 +677,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     corpus = generate_corpus(sizes, args.seed, args.max_tokens)
     write_corpus(corpus, args.out, args.seed)
     for split, trees in corpus.items():
-        lengths = [len(leaves(tree)) for tree in trees]
+        lengths = [len(tree.leaves()) for tree in trees]
         mean = sum(lengths) / max(len(lengths), 1)
         print(f"{split}: {len(trees)} sentences, {mean:.1f} source tokens on average, written to {args.out}")
     if args.archive:

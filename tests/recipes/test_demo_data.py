@@ -4,7 +4,6 @@ import importlib.util
 import json
 import random
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -43,7 +42,6 @@ CLAUSES = ("(S (S (NP (DT an) (ADJP (JJ old) (CC and) (JJ tired)) (NN horse)) (V
 def _load_make_data():
     spec = importlib.util.spec_from_file_location("demo_make_data", MAKE_DATA)
     module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look the module up while building the class
     spec.loader.exec_module(module)
     return module
 
@@ -95,7 +93,7 @@ def test_duplicates_are_redrawn_when_the_grammar_repeats_itself(monkeypatch):
     # Only three-token sentences ("they ran ."): a few thousand exist, and the likeliest recur within 300 draws.
     monkeypatch.setattr(make_data, "MIN_TOKENS", 3)
     corpus = make_data.generate_corpus({"train": 200, "test": 100}, seed=0, max_tokens=3)
-    sentences = [" ".join(make_data.leaves(tree)) for trees in corpus.values() for tree in trees]
+    sentences = [" ".join(tree.leaves()) for trees in corpus.values() for tree in trees]
     assert len(sentences) == 300
     assert all(len(sentence.split()) == 3 for sentence in sentences)
     assert len(set(sentences)) == 300
@@ -245,7 +243,7 @@ def _heads_of(record, dependent):
 
 def test_noise_puts_the_configured_mass_on_the_gold_arc_and_each_word_sums_to_one(monkeypatch):
     tree = parse_tree(PP_ON_VERB)
-    words, gold = make_data.leaves(tree), make_data.gold_dependencies(tree)
+    words, gold = tree.leaves(), make_data.gold_dependencies(tree)
     monkeypatch.setattr(make_data, "GOLD_HEAD_MASS", (0.9, 0.9))
     monkeypatch.setattr(make_data, "GOLD_LABEL_MASS", (0.95, 0.95))
     record = make_data.noisy_arcs(words, gold, random.Random(0))
