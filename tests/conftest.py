@@ -193,6 +193,18 @@ def train(data, save_dir, arch, epochs, *extra):
                 "--arch", arch, "--max-epoch", str(epochs), "--save-dir", save_dir, *TINY, *extra])
 
 
+def only_source_data(root, train, valid) -> str:
+    """ROOT/bin: fairseq-preprocess --only-source (in this process) of the lines ``train`` and ``valid``."""
+    from fairseq_cli import preprocess
+
+    for split, lines in (("train", train), ("valid", valid)):
+        (root / f"{split}.txt").write_text("\n".join(lines) + "\n")
+    preprocess.main(options.get_preprocessing_parser().parse_args([
+        "--only-source", "--trainpref", str(root / "train.txt"), "--validpref", str(root / "valid.txt"),
+        "--destdir", str(root / "bin"), "--workers", "1"]))
+    return str(root / "bin")
+
+
 def train_here(argv):
     """fairseq-train with ``argv``, in this process (no interpreter to start)."""
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf

@@ -20,25 +20,14 @@ torch.set_num_threads(1)
 
 
 # --- prior (eqs. 3-4)
-def test_prior_is_the_product_of_the_links_between_two_words():
-    links = torch.tensor([[0.5, 0.25, 1.0]])
-    expected = torch.tensor([
-        [1.0, 0.5, 0.125, 0.125],
-        [0.5, 1.0, 0.25, 0.25],
-        [0.125, 0.25, 1.0, 1.0],
-        [0.125, 0.25, 1.0, 1.0],
-    ])
-    assert torch.allclose(constituent_prior(links)[0], expected, atol=1e-6)
-
-
-def test_prior_without_the_diagonal_keeps_every_other_product():
-    links = torch.tensor([[0.5, 0.25]])
-    expected = torch.tensor([
-        [0.0, 0.5, 0.125],
-        [0.5, 0.0, 0.25],
-        [0.125, 0.25, 0.0],
-    ])
-    assert torch.allclose(constituent_prior(links, diagonal=0.0)[0], expected, atol=1e-6)
+@pytest.mark.parametrize("links, diagonal, expected", [
+    ([0.5, 0.25, 1.0], 1.0, [[1.0, 0.5, 0.125, 0.125], [0.5, 1.0, 0.25, 0.25], [0.125, 0.25, 1.0, 1.0],
+                             [0.125, 0.25, 1.0, 1.0]]),
+    ([0.5, 0.25], 0.0, [[0.0, 0.5, 0.125], [0.5, 0.0, 0.25], [0.125, 0.25, 0.0]]),  # every other product kept
+])
+def test_prior_is_the_product_of_the_links_between_two_words(links, diagonal, expected):
+    prior = constituent_prior(torch.tensor([links]), diagonal=diagonal)[0]
+    assert torch.allclose(prior, torch.tensor(expected), atol=1e-6)
 
 
 def test_prior_of_a_zero_link_is_tiny_and_finite_with_finite_gradients():

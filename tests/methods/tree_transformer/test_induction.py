@@ -7,10 +7,8 @@ import shutil
 import numpy as np
 import pytest
 import torch
-from conftest import train_here
-from fairseq import options
+from conftest import only_source_data, train_here
 from fairseq.data import Dictionary
-from fairseq_cli import preprocess
 
 import fairseq_syntax
 from fairseq_syntax.core.checkpoints import TRAINED_DICTIONARIES
@@ -155,13 +153,8 @@ def trained(tmp_path_factory):
     rng = np.random.default_rng(0)
     words = {"det": ["the", "a"], "noun": ["cat", "dog", "man", "woman", "bird"], "verb": ["saw", "chased", "liked"]}
     corpus = [" ".join(rng.choice(words[kind]) for kind in ("det", "noun", "verb", "det", "noun")) for _ in range(200)]
-    (root / "train.txt").write_text("\n".join(corpus) + "\n")
-    (root / "valid.txt").write_text("\n".join(corpus[:16]) + "\n")
-    preprocess.main(options.get_preprocessing_parser().parse_args([
-        "--only-source", "--trainpref", str(root / "train.txt"), "--validpref", str(root / "valid.txt"),
-        "--destdir", str(root / "bin"), "--workers", "1"]))
     train_here([
-        str(root / "bin"), "--user-dir", fairseq_syntax.__path__[0], "--task", "sentence_masked_lm",
+        only_source_data(root, corpus, corpus[:16]), "--user-dir", fairseq_syntax.__path__[0], "--task", "sentence_masked_lm",
         "--criterion", "masked_lm", "--arch", "tree_transformer_lm_tiny", "--tokens-per-sample", "16",
         "--optimizer", "adam", "--lr", "1e-3", "--max-update", "4", "--batch-size", "16", "--cpu", "--seed", "1",
         "--save-dir", str(root / "checkpoints"), "--no-epoch-checkpoints", "--no-last-checkpoints",

@@ -2,11 +2,11 @@
 import random
 
 import pytest
+from conftest import only_source_data
 from fairseq import options, tasks
 from fairseq.data import MaskTokensDataset
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from fairseq.trainer import Trainer
-from fairseq_cli import preprocess
 
 import fairseq_syntax
 
@@ -21,12 +21,7 @@ def data(tmp_path_factory):
     rng = random.Random(0)
     vocabulary = [f"w{n}" for n in range(30)]
     lines = [" ".join(rng.choice(vocabulary) for _ in range(WORDS)) for _ in range(SENTENCES)]
-    (root / "train.txt").write_text("\n".join(lines) + "\n")
-    (root / "valid.txt").write_text("\n".join(lines[:4]) + "\n")
-    preprocess.main(options.get_preprocessing_parser().parse_args([  # fairseq-preprocess, in this process
-        "--only-source", "--trainpref", str(root / "train.txt"), "--validpref", str(root / "valid.txt"),
-        "--destdir", str(root / "bin"), "--workers", "1"]))
-    return str(root / "bin")
+    return only_source_data(root, lines, lines[:4])
 
 
 def fed_per_epoch(data: str, num_workers: int, epochs: int = 2):
