@@ -323,6 +323,14 @@ def translation_data(data_dirs, raw_corpus, tmp_path_factory, request):
     return directory
 
 
+@pytest.fixture(scope="session")
+def hier_accum_data(translation_data):
+    """The tiny corpus in the hier_accum system's form (preorder, POS nodes only over split words)."""
+    from fairseq_syntax import methods
+
+    return translation_data(next(s for s in methods.systems() if s.arch == "transformer_hier_accum"))
+
+
 # --- random trees for the hierarchical-accumulation tests
 def random_preorder_tree(rng, size):
     """Parent list of a random preorder tree of ``size`` nodes (node k hangs under a node on the path to k - 1)."""

@@ -17,7 +17,6 @@ from conftest import (
 )
 from fairseq.models import ARCH_MODEL_REGISTRY
 
-from fairseq_syntax import methods
 from fairseq_syntax.methods.hier_accum import model
 from fairseq_syntax.methods.hier_accum.accumulation import (
     HierarchicalEmbeddings,
@@ -59,13 +58,6 @@ def test_dense_embeddings_index_the_tables_by_depth_and_rank_under_each_node():
 
 # --- the model
 
-
-@pytest.fixture(scope="module")
-def data_dir(translation_data):
-    """conftest's corpus in the form the benchmark trains hierarchical accumulation on (preorder, POS split)."""
-    return translation_data(next(s for s in methods.systems() if s.arch == "transformer_hier_accum"))
-
-
 def build(data_dir, arch, *extra):
     """The model (seed 1) and a batch of 8 test sentences."""
     _, built, _, sample, _ = build_on_cpu([data_dir, *TRANSLATION, "--arch", arch, "--hier-embed-size", "4", *extra])
@@ -73,9 +65,9 @@ def build(data_dir, arch, *extra):
 
 
 @pytest.mark.parametrize("extra", [(), ("--cumulative-average", "official", "--no-subtree-mask")])
-def test_the_dense_model_gives_the_fast_models_outputs(data_dir, extra):
-    fast, sample = build(data_dir, "transformer_hier_accum_tiny", *extra)
-    naive, _ = build(data_dir, "transformer_hier_accum_dense_tiny", *extra)  # same seed: same parameters
+def test_the_dense_model_gives_the_fast_models_outputs(hier_accum_data, extra):
+    fast, sample = build(hier_accum_data, "transformer_hier_accum_tiny", *extra)
+    naive, _ = build(hier_accum_data, "transformer_hier_accum_dense_tiny", *extra)  # same seed: same parameters
     assert ARCH_MODEL_REGISTRY["transformer_hier_accum_dense"] is type(naive) is dense.DenseHierAccumTransformerModel
     assert isinstance(naive, model.HierAccumTransformerModel)
     fast_parameters, naive_parameters = fast.state_dict(), naive.state_dict()

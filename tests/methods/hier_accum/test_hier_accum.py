@@ -16,7 +16,6 @@ from conftest import (
 )
 
 import fairseq_syntax.methods.hier_accum.attention as cross_module
-from fairseq_syntax import methods
 from fairseq_syntax.core import structure as st
 from fairseq_syntax.core.attention import StructuredSelfAttention
 from fairseq_syntax.core.fused_linear import fused_linear, linear_part
@@ -85,8 +84,6 @@ def reference_accumulation(parents, values, leaf_weights, embeddings, average):
                 total = total + leaf_weights[leaves[c]] * sum(branch) / divisor  # eq. 7
             out[h, i] = total / len(under)
     return out
-
-
 
 
 @accumulation_cases
@@ -184,20 +181,17 @@ def test_hierarchical_embedding_term_counts_each_index_by_hand():
 def test_subtree_mask_by_hand():
     mask = accumulation_structure(parents_batch(HIER, SMALL), subtree_mask=True)["attention_mask"]
     assert mask.shape == (2, 1, 10, 10)
-    # node queries see their subtree, leaf queries (EOS included) see the leaves
-    expected = [
+    # node queries see their subtree, leaf queries (a, b, c, d, e, EOS) see the leaves
+    leaves = [0, 0, 1, 1, 0, 1, 0, 1, 1, 1]
+    assert mask[0, 0].int().tolist() == [
         [1, 1, 1, 1, 1, 1, 1, 1, 1, 0],  # S
         [0, 1, 1, 1, 0, 0, 0, 0, 0, 0],  # NP(a b)
-        [0, 0, 1, 1, 0, 1, 0, 1, 1, 1],  # a
-        [0, 0, 1, 1, 0, 1, 0, 1, 1, 1],  # b
+        leaves, leaves,
         [0, 0, 0, 0, 1, 1, 1, 1, 1, 0],  # VP
-        [0, 0, 1, 1, 0, 1, 0, 1, 1, 1],  # c
+        leaves,
         [0, 0, 0, 0, 0, 0, 1, 1, 1, 0],  # NP(d e)
-        [0, 0, 1, 1, 0, 1, 0, 1, 1, 1],  # d
-        [0, 0, 1, 1, 0, 1, 0, 1, 1, 1],  # e
-        [0, 0, 1, 1, 0, 1, 0, 1, 1, 1],  # EOS
+        leaves, leaves, leaves,
     ]
-    assert mask[0, 0].int().tolist() == expected
     # the second row is padded after its EOS (position 5): padding queries see only themselves
     assert mask[1, 0, 6:].int().tolist() == [[int(k == q) for k in range(10)] for q in range(6, 10)]
     no_mask = accumulation_structure(parents_batch(HIER, SMALL), subtree_mask=False)["attention_mask"]
@@ -347,12 +341,6 @@ def test_embedding_tables_are_drawn_as_two_tables_and_are_one_parameter():
 
 # --- the fairseq model
 
-@pytest.fixture(scope="module")
-def data_dir(translation_data):
-    """conftest's corpus in the hier_accum system's form (preorder, POS nodes only over split words)."""
-    return translation_data(next(s for s in methods.systems() if s.arch == "transformer_hier_accum"))
-
-
 def build(data_dir, *extra):
     """(task, model in eval mode, sample of 8 test pairs, args) of transformer_hier_accum_tiny with |E| = 4."""
     task, model, _, sample, args = build_on_cpu([data_dir, *TRANSLATION, "--arch", "transformer_hier_accum_tiny",
@@ -360,8 +348,8 @@ def build(data_dir, *extra):
     return task, model, sample, args
 
 
-def test_leaves_alone_get_positions_numbered_left_to_right(data_dir):
-    task, model, sample, _ = build(data_dir)
+def test_leaves_alone_get_positions_numbered_left_to_right(hier_accum_data):
+    task, model, sample, _ = build(hier_accum_data)
     net_input = sample["net_input"]
     encoder = model.encoder
     states = encoder(**{k: v for k, v in net_input.items() if k != "prev_output_tokens"}, return_all_hiddens=True)
@@ -379,9 +367,9 @@ def test_leaves_alone_get_positions_numbered_left_to_right(data_dir):
     torch.testing.assert_close(embedded[is_node], (encoder.embed_scale * encoder.embed_tokens(tokens))[is_node])
 
 
-def test_ablation_switches(data_dir):
-    _, full, _, _ = build(data_dir)
-    _, plain, sample, _ = build(data_dir, "--no-hier-embed", "--no-subtree-mask")
+def test_ablation_switches(hier_accum_data):
+    _, full, _, _ = build(hier_accum_data)
+    _, plain, sample, _ = build(hier_accum_data, "--no-hier-embed", "--no-subtree-mask")
     names = {name for name, _ in full.named_parameters()} - {name for name, _ in plain.named_parameters()}
     # the vertical and horizontal tables (one parameter) of each encoder layer and decoder cross-attention (2 + 2)
     assert len(names) == 4 and all(name.endswith("embeddings.tables") for name in names)
@@ -410,9 +398,9 @@ def test_a_reordered_structure_selects_a_tensor_only_when_read_and_composes_orde
         assert torch.equal(reordered[name], direct[name]), name
 
 
-def test_incremental_decoding_equals_full_decoding_and_accumulates_once(data_dir):
+def test_incremental_decoding_equals_full_decoding_and_accumulates_once(hier_accum_data):
     """Step-by-step decoding (beams reordered at step 2, a sentence ending at step 4) equals the full pass."""
-    _, model, sample, _ = build(data_dir)
+    _, model, sample, _ = build(hier_accum_data)
     net_input = sample["net_input"]
     sentences = net_input["src_tokens"].size(0)
     beams = torch.arange(sentences).repeat_interleave(2)  # rows 2j and 2j + 1: sentence j
@@ -444,8 +432,8 @@ def test_incremental_decoding_equals_full_decoding_and_accumulates_once(data_dir
     torch.testing.assert_close(incremental[real], full[real], rtol=1e-5, atol=1e-5)
 
 
-def test_beam_search_scores_match_a_full_forward_pass(data_dir):
-    task, model, sample, args = build(data_dir)
+def test_beam_search_scores_match_a_full_forward_pass(hier_accum_data):
+    task, model, sample, args = build(hier_accum_data)
     args.beam = 3
     generator = task.build_generator([model], args)
     hypotheses = task.inference_step(generator, [model], sample)
@@ -461,10 +449,10 @@ def test_beam_search_scores_match_a_full_forward_pass(data_dir):
         torch.testing.assert_close(hypos[0]["positional_scores"], scores, rtol=1e-4, atol=1e-4)
 
 
-def test_cross_attention_share_matches_fairseqs_alignment_output(data_dir):
+def test_cross_attention_share_matches_fairseqs_alignment_output(hier_accum_data):
     from fairseq_syntax.methods.hier_accum.analysis import cross_attention_share
 
-    task, model, sample, _ = build(data_dir)
+    task, model, sample, _ = build(hier_accum_data)
     share = cross_attention_share(model, [sample])
     assert share.node_share + share.leaf_share + share.eos_share == pytest.approx(1.0)
     net_input = sample["net_input"]
