@@ -7,7 +7,7 @@ import os
 import shutil
 from pathlib import Path
 
-from fairseq_syntax.evaluation.packed_runs import existing_path, find_member
+from fairseq_syntax.evaluation.packed_runs import read_bytes
 
 
 class RecordError(ValueError):
@@ -21,17 +21,7 @@ def open_text(path, mode: str = "r", encoding: str = "utf-8", **kwargs):
     if mode not in ("r", "w", "a"):
         raise ValueError(f"mode must be 'r', 'w' or 'a', not {mode!r}")
     if mode == "r":
-        found = existing_path(path)
-        try:
-            if found.name.endswith(".gz"):
-                return gzip.open(found, "rt", encoding=encoding, **kwargs)
-            return open(found, encoding=encoding, **kwargs)
-        except FileNotFoundError:
-            # packed since existing_path looked: the archive is written before the file is removed
-            packed = find_member(path)
-            if packed is None:
-                raise
-            return io.TextIOWrapper(io.BytesIO(packed.data), encoding=encoding, **kwargs)
+        return io.TextIOWrapper(io.BytesIO(read_bytes(path)), encoding=encoding, **kwargs)
     path = Path(path)
     if not path.name.endswith(".gz"):
         return open(path, mode, encoding=encoding, **kwargs)
