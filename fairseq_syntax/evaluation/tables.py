@@ -15,6 +15,14 @@ def markdown_cell(text) -> str:
     return str(text).replace("\n", " ").replace("|", "\\|")
 
 
+def _row(cells, header: Sequence) -> list:
+    """``cells`` as a list, one a column of ``header`` (else a ValueError)."""
+    cells = list(cells)
+    if len(cells) != len(header):
+        raise ValueError(f"a row of {len(cells)} cells in a table of {len(header)} columns: {cells!r}")
+    return cells
+
+
 def markdown_table(header: Sequence, rows: Iterable[Sequence], align: str | None = None) -> list[str]:
     """The lines of a Markdown table: ``header``, then one line per row (``str()`` of each cell, '|' and line breaks
     escaped). ``align``: one letter per column, "l" (default) or "r"."""
@@ -23,25 +31,15 @@ def markdown_table(header: Sequence, rows: Iterable[Sequence], align: str | None
         raise ValueError(f"align needs one of 'l' or 'r' per column ({len(header)}), got {align!r}")
     lines = ["| " + " | ".join(markdown_cell(cell) for cell in header) + " |",
              "|" + "".join("---:|" if letter == "r" else "---|" for letter in align)]
-    for row in rows:
-        row = list(row)
-        if len(row) != len(header):
-            raise ValueError(f"a row of {len(row)} cells in a table of {len(header)} columns: {row!r}")
-        lines.append("| " + " | ".join(markdown_cell(cell) for cell in row) + " |")
-    return lines
+    return lines + ["| " + " | ".join(markdown_cell(cell) for cell in _row(row, header)) + " |" for row in rows]
 
 
 def table_json(header: Sequence[str], rows: Iterable[Sequence], lists: bool = False) -> dict[str, Any]:
     """``{"columns": header, "rows": [{column: value}, ...]}``, one object per row, values unrounded (None for an
     empty cell); ``lists``: each row the list of its values, in the columns' order (the column names once)."""
     header = list(header)
-    table_rows = []
-    for row in rows:
-        row = list(row)
-        if len(row) != len(header):
-            raise ValueError(f"a row of {len(row)} values in a table of {len(header)} columns: {row!r}")
-        table_rows.append(row if lists else dict(zip(header, row)))
-    return {"columns": header, "rows": table_rows}
+    rows = [_row(row, header) for row in rows]
+    return {"columns": header, "rows": [row if lists else dict(zip(header, row)) for row in rows]}
 
 
 def table_rows(table: dict[str, Any]) -> list[dict[str, Any]]:
@@ -68,9 +66,8 @@ class Table:
         self.header, self.align, self.rows = list(header), align, []
 
     def add(self, *cells) -> None:
-        if len(cells) != len(self.header):
-            raise ValueError(f"a row of {len(cells)} cells in a table of {len(self.header)} columns: {cells!r}")
-        self.rows.append([cell if isinstance(cell, Cell) else Cell(cell, str(cell)) for cell in cells])
+        self.rows.append([cell if isinstance(cell, Cell) else Cell(cell, str(cell))
+                          for cell in _row(cells, self.header)])
 
     def lines(self) -> list[str]:
         return markdown_table(self.header, ([cell.text for cell in row] for row in self.rows), self.align)
