@@ -20,23 +20,29 @@ def commands(log: str) -> list[str]:
 
 
 @pytest.fixture
-def recipe(tmp_path):
-    """(run LOG NAME: the recipe's step commands; the run's result) of run.sh with ARGS in a fake checkout."""
+def checkout(tmp_path):
+    """(examples/ptb_induction of fake_recipe's checkout, an empty data folder, fake_recipe's environment)."""
     root, env = fake_recipe(tmp_path, "ptb_induction")
-    data = tmp_path / "data"
-    data.mkdir()
+    (tmp_path / "data").mkdir()
+    return root / "examples" / "ptb_induction", tmp_path / "data", env
+
+
+@pytest.fixture
+def recipe(checkout):
+    """(run LOG NAME: the recipe's step commands; the run's result) of run.sh with ARGS in a fake checkout."""
+    here, data, env = checkout
 
     def run(*args):
-        result = run_script(root / "examples" / "ptb_induction" / "run.sh", *args, str(data), **env)
+        result = run_script(here / "run.sh", *args, str(data), **env)
         assert result.returncode == 1 and "training failed: see " in result.stderr, result.stdout + result.stderr
-        folders = [path for path in (root / "examples" / "ptb_induction").iterdir() if path.name.startswith("logs")]
+        folders = [path for path in here.iterdir() if path.name.startswith("logs")]
         assert len(folders) == 1, folders
         logs = {path.name: path.read_text() for path in folders[0].iterdir()}
         for path in folders[0].iterdir():
             path.unlink()
         folders[0].rmdir()
         # paths relative to the checkout, as the kept logs have them
-        return folders[0].name, {name: text.replace(f"{root}/", "").replace(str(data), "DATA")
+        return folders[0].name, {name: text.replace(f"{here.parents[1]}/", "").replace(str(data), "DATA")
                                  for name, text in logs.items()}
     return run
 
@@ -103,12 +109,9 @@ def test_the_defaults_and_each_setting_reach_the_training(recipe):
     assert " --cpu" not in tree and " --constituent-diagonal zero " in tree
 
 
-def test_run_gpu_starts_one_run_per_seed_at_the_papers_scale_detached(tmp_path):
-    root, env = fake_recipe(tmp_path, "ptb_induction")
-    here = root / "examples" / "ptb_induction"
+def test_run_gpu_starts_one_run_per_seed_at_the_papers_scale_detached(checkout, tmp_path):
+    here, data, env = checkout
     (here / "run.sh").write_text('#!/usr/bin/env bash\necho "run.sh $*"\n')  # what each seed's run is given
-    data = tmp_path / "data"
-    data.mkdir()
     result = run_script(here / "run_gpu.sh", "--seeds", "4,5", "--updates", "100", "--log", str(tmp_path / "gpu.log"),
                         str(data), **env)
     assert result.returncode == 0 and result.stdout.startswith("started (pid "), result.stdout + result.stderr
@@ -129,13 +132,10 @@ def test_run_gpu_starts_one_run_per_seed_at_the_papers_scale_detached(tmp_path):
     assert (here / "run_gpu.seed3.log").read_text().endswith("--updates 60000 --stop-hours 0.4 --seed 3\n")
 
 
-def test_a_run_killed_during_its_first_save_goes_on_and_restart_starts_afresh(tmp_path):
+def test_a_run_killed_during_its_first_save_goes_on_and_restart_starts_afresh(checkout):
     """Any whole checkpoint is one to go on from (a kill during the first save leaves the epoch's checkpoint and
     checkpoint_best.pt, no checkpoint_last.pt): its training log goes on; --restart removes both."""
-    root, env = fake_recipe(tmp_path, "ptb_induction")
-    here = root / "examples" / "ptb_induction"
-    data = tmp_path / "data"
-    data.mkdir()
+    here, data, env = checkout
     tree = here / "work-ptb-text" / "checkpoints" / "tree_transformer_lm"
     tree.mkdir(parents=True)
     (tree / "checkpoint_1_5.pt").write_bytes(b"PK")
