@@ -1,9 +1,5 @@
-"""Every check ``fairseq-syntax-study run`` makes before it trains, a line a problem naming the file and the key;
-``plan`` makes them too, so that ``plan`` answering 0 means ``run`` starts training: the corpus's files and the
-parsers or archive the systems read (:func:`fairseq_syntax.study.prepare.problems`); ``corpus.subset`` within the
-training split, both sides of a split of one length; the parse archive's coverage of the lines the study reads (by
-each line's digest, :mod:`fairseq_syntax.parsing.coverage`; a refusal names the two ways on: parsers, or a draw of
-lines the archive holds); the work folder (:func:`fairseq_syntax.study.prepare.dry_run`); the executor's needs."""
+"""Every check ``fairseq-syntax-study run`` makes before it trains (:func:`study_problems`), a line a problem naming
+the file and the key; ``plan`` makes them too, so that ``plan`` answering 0 means ``run`` starts training."""
 from __future__ import annotations
 
 import functools
@@ -51,8 +47,10 @@ def raw_side(path: Path) -> RawSide:
 
 
 def study_problems(config: StudyConfig, executor: str, runs: Collection[str], work: bool = True) -> list[str]:
-    """What stops ``run`` before it trains ``runs`` (the names of the runs left to do), one line each (module
-    docstring); ``work``: the work folder too."""
+    """What stops ``run`` before it trains ``runs`` (the names of the runs left to do), one line each: the corpus's
+    files and parsers or archive (:func:`~fairseq_syntax.study.prepare.problems`), :func:`corpus_problems`,
+    :func:`coverage_problems`, the work folder (``work``: :func:`~fairseq_syntax.study.prepare.dry_run`) and the
+    executor's needs."""
     if not runs:
         return []
     preparation = Preparation(config, lambda line: None, only=runs)
@@ -97,7 +95,8 @@ def corpus_problems(preparation: Preparation) -> list[str]:
 
 
 def coverage_problems(preparation: Preparation) -> list[str]:
-    """The lines the study reads that its parse archive has no parse of, a line a split (module docstring)."""
+    """The lines the study reads that its parse archive has no parse of (by each line's digest), a line a split
+    naming the two ways on: parsers, or a draw of lines the archive holds."""
     config, needs = preparation.config, preparation.needs
     if not config.parses.archive or not (needs.trees or needs.arcs):
         return []
