@@ -1,9 +1,7 @@
 """``fairseq-syntax-plot``: figures (PNG) and tables of what a trained syntax model attends to, one subcommand per
-analysis. The subcommands are the methods' :class:`~fairseq_syntax.core.method.PlotCommand` s (their
-``analysis`` modules), e.g. ``mask-strengths`` (McDonald & Chiang 2021), ``ldd-attention`` (Pu & Sima'an 2022),
-``constituent-prior`` (Wang, Lee & Chen 2019), ``cross-attention-share`` (Nguyen et al. 2020), and ``seeds``: the
-figure of a results table over seeds (:mod:`fairseq_syntax.evaluation.seeds_figure`).
-"""
+analysis: the methods' :class:`~fairseq_syntax.core.method.PlotCommand` s (their ``analysis`` modules; ``--help``
+names each with its paper), and ``seeds``, the figure of a results table over seeds
+(:mod:`fairseq_syntax.evaluation.seeds_figure`)."""
 import argparse
 import logging
 import sys
