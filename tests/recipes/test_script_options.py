@@ -24,8 +24,7 @@ PYTHON_READ = re.compile(r"""os\.environ\.get\(\s*["'](\w+)|os\.getenv\(\s*["'](
 
 
 def scripts(suffix: str) -> list[Path]:
-    found = [*ROOT.glob(f"examples/**/*{suffix}"), *ROOT.glob(f"bench/**/*{suffix}")]
-    return sorted(found)
+    return sorted([*ROOT.glob(f"examples/**/*{suffix}"), *ROOT.glob(f"bench/**/*{suffix}")])
 
 
 def shell_code(text: str) -> list[str]:
@@ -120,30 +119,36 @@ def test_each_script_says_what_it_takes(script, options):
     assert all(option in result.stdout for option in options), result.stdout
 
 
-@pytest.mark.parametrize("script,args,error", [
-    ("examples/ptb_induction/run.sh", ["--model-size", "huge"],
-     "--model-size must be small, medium or paper, not 'huge'"),
-    ("examples/ptb_induction/run.sh", ["--updates", "many"], "--updates must be a whole number above 0, not 'many'"),
-    ("examples/ptb_induction/run.sh", ["--eval-text"], "--eval-text goes with --text mixed"),
-    ("examples/ptb_induction/run.sh", ["--device", "cuda", "--precision", "bf16"], "--precision is for a CPU"),
-    ("examples/ptb_induction/run.sh", ["--seed"], "--seed needs a value"),
-    ("examples/ptb_induction/run.sh", ["--updtes", "10"], "unknown option '--updtes' (--help lists them)"),
-    ("examples/ptb_induction/run.sh", ["{missing}"], "{missing}: no such folder"),
-    ("examples/ptb_induction/run_gpu.sh", ["--seeds", "1 2"], "--seeds must be numbers separated by commas"),
-    ("examples/ptb_induction/run_gpu.sh", ["{missing}"], "{missing}: no such folder"),
-    ("examples/sst/run.sh", ["--runs", "sst5.transfomer"], "--runs: no run 'sst5.transfomer' with these options"),
-    ("examples/sst/run.sh", ["--seeds", "1,2", "--long"], "--seeds replaces the runs of --long"),
-    ("examples/sst/run.sh", ["--device", "gpu"], "--device must be cpu or cuda, not 'gpu'"),
-    ("examples/sst/run.sh", ["{missing}"], "{missing}: no such folder (SST_DIR, see --help)"),
-    ("bench/cuda/window.sh", ["5", "{out}"], "'5' is not prepare or a step (1 to 4)"),
-    ("bench/cuda/window.sh", ["1"], "step 1: give its OUTDIR"),
-    ("bench/cuda/window.sh", ["2", "{out}", "--study", "s.toml"], "--study is not an option of step 2"),
-    ("bench/cuda/window.sh", ["prepare", "--jobs", "2"], "--jobs is not an option of prepare"),
-    ("bench/cuda/window.sh", ["3", "{out}", "--precision", "fp8"], "--precision must be fp32, bf16 or fp16"),
-    ("bench/cuda/window.sh", ["3", "{out}", "--device", "cpu", "--precision", "fp16"], "fp16 needs --device cuda"),
-    ("bench/cuda/window.sh", ["4", "{out}", "--jobs", "0"], "--jobs must be a whole number above 0, not '0'"),
-    ("bench/multi30k_precision/measure.sh", ["{missing}"], "{missing}: no such folder (DATA_BIN)"),
-])
+#: script -> (its arguments, the one line's error) of each refusal
+REFUSALS = {
+    "examples/ptb_induction/run.sh": [
+        (["--model-size", "huge"], "--model-size must be small, medium or paper, not 'huge'"),
+        (["--updates", "many"], "--updates must be a whole number above 0, not 'many'"),
+        (["--eval-text"], "--eval-text goes with --text mixed"),
+        (["--device", "cuda", "--precision", "bf16"], "--precision is for a CPU"),
+        (["--seed"], "--seed needs a value"),
+        (["--updtes", "10"], "unknown option '--updtes' (--help lists them)"),
+        (["{missing}"], "{missing}: no such folder")],
+    "examples/ptb_induction/run_gpu.sh": [
+        (["--seeds", "1 2"], "--seeds must be numbers separated by commas"),
+        (["{missing}"], "{missing}: no such folder")],
+    "examples/sst/run.sh": [
+        (["--runs", "sst5.transfomer"], "--runs: no run 'sst5.transfomer' with these options"),
+        (["--seeds", "1,2", "--long"], "--seeds replaces the runs of --long"),
+        (["--device", "gpu"], "--device must be cpu or cuda, not 'gpu'"),
+        (["{missing}"], "{missing}: no such folder (SST_DIR, see --help)")],
+    "bench/cuda/window.sh": [
+        (["5", "{out}"], "'5' is not prepare or a step (1 to 4)"), (["1"], "step 1: give its OUTDIR"),
+        (["2", "{out}", "--study", "s.toml"], "--study is not an option of step 2"),
+        (["prepare", "--jobs", "2"], "--jobs is not an option of prepare"),
+        (["3", "{out}", "--precision", "fp8"], "--precision must be fp32, bf16 or fp16"),
+        (["3", "{out}", "--device", "cpu", "--precision", "fp16"], "fp16 needs --device cuda"),
+        (["4", "{out}", "--jobs", "0"], "--jobs must be a whole number above 0, not '0'")],
+    "bench/multi30k_precision/measure.sh": [(["{missing}"], "{missing}: no such folder (DATA_BIN)")],
+}
+
+
+@pytest.mark.parametrize("script,args,error", [(script, *case) for script, cases in REFUSALS.items() for case in cases])
 def test_a_bad_option_is_refused_in_one_line_before_any_work(script, args, error, tmp_path):
     values = {"missing": str(tmp_path / "missing"), "out": str(tmp_path / "out")}
     args = [arg.format(**values) for arg in args]
