@@ -34,20 +34,23 @@ def wait_for(condition, process, what: str, seconds: float = 300):
     pytest.fail(f"no {what} within {seconds} s")
 
 
-def folders(tmpdir, start=PREFIX):
-    return sorted(name for name in os.listdir(tmpdir) if name.startswith(start))
+def folders(tmpdir, kind):
+    return sorted(name for name in os.listdir(tmpdir) if name.startswith(PREFIX + kind))
 
 
-def stopped(process, signum):
-    """Send ``signum``; the command's exit status and the last line of its stderr."""
+def assert_stopped(process, signum, command):
+    """Send ``signum``: the command exits 128 + signum (SIGTERM 143, SIGINT 130), its stderr's last line says so."""
     process.send_signal(signum)
     _, stderr = process.communicate(timeout=300)
     assert "Traceback" not in stderr, stderr[-3000:]
-    return process.returncode, stderr.strip().splitlines()[-1]
+    assert (process.returncode, stderr.strip().splitlines()[-1]) == (
+        128 + signum, f"{command}: stopped by {signal.Signals(signum).name}; the temporary files it made are removed")
 
 
-def environment(tmpdir):
-    return dict(os.environ, TMPDIR=str(tmpdir), OMP_NUM_THREADS="1")
+def start(command, tmpdir):
+    """``command`` started from the repository root with ``tmpdir`` as its TMPDIR; its stderr piped."""
+    return subprocess.Popen(command, cwd=REPO, env=dict(os.environ, TMPDIR=str(tmpdir), OMP_NUM_THREADS="1"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
 @pytest.fixture(scope="module")
@@ -59,22 +62,17 @@ def long_corpus(tmp_path_factory):
     return raw
 
 
-def preprocess_command(raw, dest):
-    return [sys.executable, "-m", "fairseq_syntax.cli.preprocess", "-s", "en", "-t", "de", "--trainpref",
-            f"{raw}/train", "--form", "preorder", "--destdir", str(dest), "--joined-dictionary", "--workers", "1"]
-
-
 def test_preprocess_stopped_mid_work_removes_its_copy_of_the_corpus(long_corpus, tmp_path):
     # SIGINT takes the same way out: test_parse_stopped_mid_parse_leaves_no_partial_output
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
-    process = subprocess.Popen(preprocess_command(long_corpus, tmp_path / "data"), cwd=REPO, env=environment(tmpdir),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    copy = wait_for(lambda: [name for name in folders(tmpdir, PREFIX + "preprocess-")
+    process = start([sys.executable, "-m", "fairseq_syntax.cli.preprocess", "-s", "en", "-t", "de", "--trainpref",
+                     f"{long_corpus}/train", "--form", "preorder", "--destdir", str(tmp_path / "data"),
+                     "--joined-dictionary", "--workers", "1"], tmpdir)
+    copy = wait_for(lambda: [name for name in folders(tmpdir, "preprocess-")
                              if os.path.exists(tmpdir / name / "train.en")], process, "its copy of the corpus")
     assert copy[0].startswith(f"{PREFIX}preprocess-{process.pid}-")
-    assert stopped(process, signal.SIGTERM) == (143, "fairseq-syntax-preprocess: stopped by SIGTERM; the temporary "
-                                                     "files it made are removed")
+    assert_stopped(process, signal.SIGTERM, "fairseq-syntax-preprocess")
     assert os.listdir(tmpdir) == []
     assert not os.path.exists(tmp_path / "data" / "syntax.json")  # not made: the next run says it was stopped
 
@@ -83,14 +81,11 @@ def test_preprocess_dependencies_stopped_mid_work_removes_its_partial_side_data(
     data = tmp_path / "data"
     run_preprocess(long_corpus, data, "sequence", splits=("train",))
     before = sorted(os.listdir(data))
-    process = subprocess.Popen([sys.executable, "-m", "fairseq_syntax.methods.ldd.preprocess", "--destdir", str(data),
-                                "-s", "en", "-t", "de", "--labels", "stanford", "--trainpref",
-                                f"{long_corpus}/train"], cwd=REPO, env=environment(tmp_path),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = start([sys.executable, "-m", "fairseq_syntax.methods.ldd.preprocess", "--destdir", str(data), "-s",
+                     "en", "-t", "de", "--labels", "stanford", "--trainpref", f"{long_corpus}/train"], tmp_path)
     wait_for(lambda: [name for name in os.listdir(data) if name.endswith(".partial")], process,
              "its .partial side data")
-    assert stopped(process, signal.SIGTERM) == (143, "fairseq-syntax-preprocess-dependencies: stopped by SIGTERM; "
-                                                     "the temporary files it made are removed")
+    assert_stopped(process, signal.SIGTERM, "fairseq-syntax-preprocess-dependencies")
     assert sorted(os.listdir(data)) == before  # no .partial, no side data
 
 
@@ -99,16 +94,13 @@ def test_measure_throughput_stopped_mid_work_stops_its_workers_and_removes_its_f
     tmpdir.mkdir()
     sentences = tmp_path / "sentences.txt"
     sentences.write_text("The cat sleeps and the dog runs .\n" * 20000)
-    process = subprocess.Popen([sys.executable, os.path.join(REPO, "preprocess", "measure_throughput.py"),
-                                "--input", str(sentences), "--lines", "20000", "--tagger", str(tagger_model),
-                                "--workers", "2", "--repeats", "1", "--no-gpu", "--out", str(tmp_path / "out.json")],
-                               cwd=REPO, env=environment(tmpdir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True)
+    process = start([sys.executable, os.path.join(REPO, "preprocess", "measure_throughput.py"), "--input",
+                     str(sentences), "--lines", "20000", "--tagger", str(tagger_model), "--workers", "2", "--repeats",
+                     "1", "--no-gpu", "--out", str(tmp_path / "out.json")], tmpdir)
     # the shard workers are started once their logs are there
-    wait_for(lambda: [name for folder in folders(tmpdir, PREFIX + "throughput-")
+    wait_for(lambda: [name for folder in folders(tmpdir, "throughput-")
                       for name in os.listdir(tmpdir / folder) if ".shard" in name], process, "its parse workers")
-    assert stopped(process, signal.SIGTERM) == (143, "measure_throughput.py: stopped by SIGTERM; the temporary "
-                                                     "files it made are removed")
+    assert_stopped(process, signal.SIGTERM, "measure_throughput.py")
     assert os.listdir(tmpdir) == []
     assert not (tmp_path / "out.json").exists()
 
@@ -137,31 +129,27 @@ def start_parse(model, tmp_path, lines: int, *extra, program=("-m", "fairseq_syn
     sentences = [" ".join(line.split("\t")[1] for line in block.splitlines() if line[:1].isdigit())
                  for block in gzip.open(GSD_DEV, "rt", encoding="utf-8").read().split("\n\n")[:20]]
     (tmp_path / "in.txt").write_text("".join(f"{sentences[k % 20]}\n" for k in range(lines)), encoding="utf-8")
-    process = subprocess.Popen([sys.executable, *program, "dependency", "--backend", "stanza", "--lang", "de",
-                                "--model", model, "--input", str(tmp_path / "in.txt"), "--output",
-                                str(out / "arcs.jsonl"), "--device", "cpu", *extra],
-                               cwd=REPO, env=environment(tmpdir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               text=True)
+    process = start([sys.executable, *program, "dependency", "--backend", "stanza", "--lang", "de", "--model", model,
+                     "--input", str(tmp_path / "in.txt"), "--output", str(out / "arcs.jsonl"), "--device", "cpu",
+                     *extra], tmpdir)
     return process, out, tmpdir
 
 
 def test_parse_stopped_while_a_stanza_model_file_starts_removes_its_folder(stanza_german_model,  # noqa: F811
                                                                           tmp_path):
     process, out, tmpdir = start_parse(stanza_german_model, tmp_path, 10, program=("-c", SLOW_STANZA))
-    started = wait_for(lambda: [name for name in folders(tmpdir, PREFIX + "stanza-resources-")
+    started = wait_for(lambda: [name for name in folders(tmpdir, "stanza-resources-")
                                 if os.path.exists(tmpdir / name / "resources.json")], process,
                        "the folder its stanza Pipeline starts from")
     assert started[0].startswith(f"{PREFIX}stanza-resources-{process.pid}-")
-    assert stopped(process, signal.SIGTERM) == (143, "fairseq-syntax-parse: stopped by SIGTERM; the temporary files "
-                                                     "it made are removed")
+    assert_stopped(process, signal.SIGTERM, "fairseq-syntax-parse")
     assert os.listdir(tmpdir) == [] and os.listdir(out) == []
 
 
 def test_parse_stopped_mid_parse_leaves_no_partial_output(stanza_german_model, tmp_path):  # noqa: F811
     process, out, tmpdir = start_parse(stanza_german_model, tmp_path, 20000, "--batch-size", "20")
     wait_for(lambda: os.path.exists(out / "arcs.jsonl.partial"), process, "its .partial output")
-    assert stopped(process, signal.SIGINT) == (130, "fairseq-syntax-parse: stopped by SIGINT; the temporary files "
-                                                    "it made are removed")
+    assert_stopped(process, signal.SIGINT, "fairseq-syntax-parse")
     assert os.listdir(out) == [] and os.listdir(tmpdir) == []
 
 
@@ -171,15 +159,12 @@ def test_parse_workers_stopped_mid_parse_leave_only_finished_shards(stanza_germa
     # both workers parsing: their shards' outputs are being written
     wait_for(lambda: len([name for name in os.listdir(out) if name.endswith(".partial")]) >= 2, process,
              "two workers writing their shards", seconds=600)
-    assert stopped(process, signal.SIGTERM) == (143, "fairseq-syntax-parse: stopped by SIGTERM; the temporary files "
-                                                     "it made are removed")
+    assert_stopped(process, signal.SIGTERM, "fairseq-syntax-parse")
     left = sorted(os.listdir(out))
     finished = {name.removesuffix(".json") for name in left if name.endswith(".json")}
     # only finished shards' files are left: the stopped workers' .partial outputs, logs, progress and locks are gone
-    def finished_shards(name):
-        return [stem for stem in finished if name == stem or name.startswith(stem + ".")]
-
-    assert len(finished) <= 2 and all(finished_shards(name) for name in left), left
+    assert len(finished) <= 2 and all(any(name == stem or name.startswith(stem + ".") for stem in finished)
+                                      for name in left), left
     assert not [name for name in left if name.endswith(".partial")], left
     assert os.listdir(tmpdir) == []
 
