@@ -1,9 +1,7 @@
 """fairseq-syntax-induce: unsupervised constituency parsing with a Tree Transformer (Wang, Lee & Chen 2019, section
 6, Algorithm 1) and its grammar-induction F1 against gold trees, with trivial baselines.
 
-    fairseq-syntax-induce CKPT --input SENTENCES --gold TREES [--output INDUCED] [--json OUT] [options]
-
-SENTENCES: one sentence per line, the words the model reads (normalised as in training), optionally subword-nmt BPE
+``--input``: one sentence per line, the words the model reads (normalised as in training), optionally subword-nmt BPE
 (a word's link to the next is the link after its last piece). Line i must hold the words of gold tree i that count
 under :mod:`fairseq_syntax.methods.tree_transformer.parseval`, as many and mostly the same (:func:`word_matches`):
 a ``--gold`` with under half the words matching is refused (:func:`check_alignment`, :func:`check_sentences`).

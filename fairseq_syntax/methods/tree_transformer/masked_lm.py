@@ -4,8 +4,6 @@ Every word of every sentence is masked once, alone: ``n`` inputs of one ``<mask>
 ``perplexity = exp(-sum log p(word) / n_masked)``. ``<unk>`` words are not scored (their number is reported). Any
 fairseq ``masked_lm`` model whose forward takes ``masked_tokens`` (``roberta*``, ``tree_transformer_lm*``).
 
-    python3 -m fairseq_syntax.methods.tree_transformer.masked_lm CKPT --input SENTENCES [--data DIR] [--json OUT]
-
 Shapes: a sentence is a 1-D LongTensor ``<s> w_1 .. w_n </s>``; the model sees ``n x (n+2)`` rows."""
 import argparse
 import math

@@ -46,7 +46,7 @@ def nontrivial(spans: Iterable[Span], num_words: int) -> FrozenSet[Span]:
     return frozenset((start, end) for start, end in spans if end - start > 1 and (start, end) != (0, num_words))
 
 
-def gold_sentence(tree: Tree, word_tags: FrozenSet[str] = WORD_TAGS) -> GoldSentence:
+def gold_sentence(tree: Tree) -> GoldSentence:
     """Words and non-trivial spans of a PTB tree under the convention above (``tree`` may still hold traces)."""
     tree = clean_ptb(tree)
     words: list = []
@@ -58,7 +58,7 @@ def gold_sentence(tree: Tree, word_tags: FrozenSet[str] = WORD_TAGS) -> GoldSent
             if len(node.children) > 1:
                 raise TreeError(f"({node.label} {' '.join(leaf.label for leaf in node.children)}): a POS tag over "
                                 f"{len(node.children)} words; the gold tree needs one tag per word")
-            if node.label in word_tags:
+            if node.label in WORD_TAGS:
                 words.extend(leaf.label for leaf in node.children)
                 tags.append(node.label)
             return
