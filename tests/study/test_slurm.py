@@ -5,6 +5,7 @@ import socket
 import subprocess
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -74,10 +75,9 @@ def test_a_cancelled_job_is_failed_with_slurms_line_and_the_others_return(cluste
     releases[2].touch()
     items = [("wait", str(releases[0])), ("child", str(releases[1])), ("wait", str(releases[2]))]
     folder = tmp_path / "jobs"
-    one_at_a_time = Slurm(cpus_per_job=1, mem_gb=0.25, time_min=5, array_parallelism=1)
     waiting, done, lines = _in_background(
-        function=functions.wait_or_child, items=items, settings=one_at_a_time, folder=folder, job_name="waits",
-        describe=lambda item: Path(item[1]).name,
+        function=functions.wait_or_child, items=items, settings=replace(TINY, array_parallelism=1), folder=folder,
+        job_name="waits", describe=lambda item: Path(item[1]).name,
         failure=lambda outcome: outcome[1] if isinstance(outcome, tuple) and outcome[0] == "failed" else None)
     try:
         _wait_for(tmp_path / "first.started", waiting)
@@ -120,9 +120,9 @@ def test_a_job_at_its_time_limit_is_printed_failed_when_it_ends(cluster, tmp_pat
     from submitit.core.utils import FailedJobError
 
     lines = []
-    one_minute = Slurm(cpus_per_job=1, mem_gb=0.25, time_min=1)
-    outcomes = run_jobs(functions.child_until_release, [str(tmp_path / "never")], one_minute, tmp_path / "jobs",
-                        job_name="limit", describe=lambda path: "sequence.seed1", progress=lines.append,
+    outcomes = run_jobs(functions.child_until_release, [str(tmp_path / "never")], replace(TINY, time_min=1),
+                        tmp_path / "jobs", job_name="limit", describe=lambda path: "sequence.seed1",
+                        progress=lines.append,
                         failure=lambda outcome: outcome[1] if outcome[0] == "failed" else None)
     assert isinstance(outcomes[0][1], FailedJobError)
     job = lines[0].split("Slurm job ")[1].split(",")[0]
@@ -150,9 +150,8 @@ def test_status_counts_runs_in_training_and_queued_jobs_apart(cluster, tmp_path)
     releases = [tmp_path / f"release-{name}" for name in runs]
     items = [(str(claims / "sequence.seed1.lock"), str(releases[0])), ("", str(releases[1])),
              (str(claims / "mask.seed1.lock"), str(releases[2]))]
-    two_at_a_time = Slurm(cpus_per_job=1, mem_gb=0.25, time_min=5, array_parallelism=2)
     waiting, done, lines = _in_background(
-        function=functions.hold_claim_until_release, items=items, settings=two_at_a_time,
+        function=functions.hold_claim_until_release, items=items, settings=replace(TINY, array_parallelism=2),
         folder=work_dir(config) / "slurm", job_name="study-tiny", describe=lambda item: runs[items.index(item)])
     try:
         for release in releases[:2]:
