@@ -1,9 +1,8 @@
 """What a seeds table tests, as a value: the baseline, each control's method and kind, the seeds planned, the rule.
 
 These are the study's choices, never read from the systems' names: :class:`Comparisons` holds them, the results
-table, its answer and its figure take one, and RESULTS.json records it (:meth:`Comparisons.to_json`).
-:func:`registry_comparisons` is the method registry's: its words-only baseline and each control system's method and
-kind (:func:`fairseq_syntax.methods.control_pairs`), with no plan."""
+table, its answer and its figure take one, and RESULTS.json records it (:meth:`Comparisons.to_json`); the method
+registry's: :func:`registry_comparisons`."""
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
