@@ -20,7 +20,7 @@ DEFAULT_SLACK = 5
 
 def runaway_ids(hyps: Sequence[str], refs: Sequence[str], factor: float = DEFAULT_FACTOR,
                 slack: int = DEFAULT_SLACK) -> list[int]:
-    """The sentence ids whose hypothesis has more than ``factor`` x its reference's words + ``slack``."""
+    """The ids of the runaway hypotheses (module docstring)."""
     if len(hyps) != len(refs):
         raise ValueError(f"{len(hyps)} hypotheses for {len(refs)} references")
     return [index for index, (hyp, ref) in enumerate(zip(hyps, refs))
@@ -35,8 +35,7 @@ def _bleu(hyps: Sequence[str], refs: Sequence[str]) -> tuple[float, float]:
 
 def runaway_cost(hyps: Sequence[str], refs: Sequence[str], factor: float = DEFAULT_FACTOR,
                  slack: int = DEFAULT_SLACK) -> dict:
-    """A run's runaways: their ids, BLEU and length ratio as decoded and with each runaway cut to its reference's
-    length in words, and the difference."""
+    """A run's runaways, their count and extra words, and their cost (module docstring)."""
     ids = runaway_ids(hyps, refs, factor, slack)
     cut = list(hyps)
     for index in ids:
@@ -71,8 +70,8 @@ def system_runs(info: dict, system: str) -> dict[str, dict]:
 
 
 def overlap(runaways: Mapping[str, Sequence[int]], sentences: int) -> list[dict]:
-    """For each pair of runs: the runaway sentences they share and the number independent runs would share on
-    average (r1 r2 / n)."""
+    """For each pair of runs: the runaway sentences they share, and how many independent runs would (module
+    docstring)."""
     pairs = []
     for (name_a, ids_a), (name_b, ids_b) in itertools.combinations(runaways.items(), 2):
         shared = sorted(set(ids_a) & set(ids_b))
