@@ -431,16 +431,11 @@ def parse_shard(job: ParseJob, source: InputFile, shard: Shard, parse: ParseFunc
         lines = read_input(job.input, job.tokenize, shard)
         outcome, seconds = _parse_into(parse or (lambda *_: Outcome([])), lines,  # an empty shard: no model
                                        [shard.path(p) for p, _ in job.outputs], progress)
-        return _write_manifest(job, source, shard, outcome, seconds)
-
-
-def _write_manifest(job: ParseJob, source: InputFile, shard: Shard, outcome: Outcome, seconds: float) -> dict:
-    manifest_path = _manifest_path(job, shard)
-    manifest = {"settings": _settings(job, source), "shard": shard.index, "num_shards": shard.count,
-                "lines": shard.lines(source.lines), "seconds": seconds, "fallbacks": outcome.fallbacks,
-                "stats": outcome.stats}
-    write_json(manifest_path, manifest, indent=None)
-    return manifest
+        manifest = {"settings": _settings(job, source), "shard": shard.index, "num_shards": shard.count,
+                    "lines": shard.lines(source.lines), "seconds": seconds, "fallbacks": outcome.fallbacks,
+                    "stats": outcome.stats}
+        write_json(manifest_path, manifest, indent=None)
+        return manifest
 
 
 def _records(handle: TextIO, kind: str) -> Iterator[str]:
