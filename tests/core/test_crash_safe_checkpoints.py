@@ -93,12 +93,17 @@ class RecordingTrainer:
         pass
 
 
+def resumed(save_dir, **config):
+    """The files ``checkpoint_utils.load_checkpoint`` of ``save_dir`` has a trainer load."""
+    trainer = RecordingTrainer()
+    checkpoint_utils.load_checkpoint(CheckpointConfig(save_dir=str(save_dir), **config), trainer)
+    return trainer.loaded
+
+
 def test_resuming_falls_back_to_the_newest_whole_checkpoint_and_says_so(tmp_path, caplog):
     save_dir = save_dir_killed_while_saving(tmp_path)
-    trainer = RecordingTrainer()
     with caplog.at_level(logging.WARNING):
-        checkpoint_utils.load_checkpoint(CheckpointConfig(save_dir=save_dir), trainer)
-    assert trainer.loaded == [os.path.join(save_dir, "checkpoint_1_41.pt")]
+        assert resumed(save_dir) == [os.path.join(save_dir, "checkpoint_1_41.pt")]
     assert (f"{save_dir}/checkpoint_last.pt is cut short (0 bytes): a run killed while writing it leaves it so; "
             f"resuming from {save_dir}/checkpoint_1_41.pt, the newest whole checkpoint beside it") in caplog.text
 
@@ -128,31 +133,24 @@ def test_resuming_without_checkpoint_last_goes_on_from_the_newest_whole_checkpoi
     torch.save({"num_updates": 5}, tmp_path / "checkpoint_best.pt")  # fairseq copies the first file onto it
     os.utime(tmp_path / "checkpoint_best.pt", (1001, 1001))
     (tmp_path / "checkpoint_last.pt.tmp").write_bytes(b"PK\x03\x04")  # the copy a kill cut short
-    trainer = RecordingTrainer()
     with caplog.at_level(logging.WARNING):
-        checkpoint_utils.load_checkpoint(CheckpointConfig(save_dir=str(tmp_path)), trainer)
-    assert trainer.loaded == [f"{tmp_path}/checkpoint_best.pt"]
+        assert resumed(tmp_path) == [f"{tmp_path}/checkpoint_best.pt"]
     assert (f"{tmp_path}/checkpoint_last.pt does not exist, but {tmp_path}/checkpoint_best.pt does: a run killed "
             "during its first save (or run with --no-last-checkpoints) leaves them so; resuming from "
             f"{tmp_path}/checkpoint_best.pt, the newest whole checkpoint beside it (to start afresh, give another "
             "--save-dir or remove them)") in caplog.text
     # a cut-short one is not resumed from
     (tmp_path / "checkpoint_best.pt").write_bytes(b"")
-    trainer = RecordingTrainer()
-    checkpoint_utils.load_checkpoint(CheckpointConfig(save_dir=str(tmp_path)), trainer)
-    assert trainer.loaded == [f"{tmp_path}/checkpoint_1_5.pt"]
+    assert resumed(tmp_path) == [f"{tmp_path}/checkpoint_1_5.pt"]
 
 
 def test_a_first_run_and_a_fine_tuning_run_without_checkpoint_last(tmp_path):
-    trainer = RecordingTrainer()
-    checkpoint_utils.load_checkpoint(CheckpointConfig(save_dir=str(tmp_path)), trainer)  # nothing saved yet
-    assert trainer.loaded == [f"{tmp_path}/checkpoint_last.pt"]  # fairseq's own: no such file, a fresh start
+    assert resumed(tmp_path) == [f"{tmp_path}/checkpoint_last.pt"]  # nothing saved: fairseq's own, a fresh start
     torch.save({"num_updates": 5}, tmp_path / "checkpoint_1_5.pt")
     pretrained = tmp_path / "pretrained.pt"
     torch.save({"num_updates": 100}, pretrained)
     with pytest.raises(SystemExit) as error:
-        checkpoint_utils.load_checkpoint(CheckpointConfig(save_dir=str(tmp_path),
-                                                          finetune_from_model=str(pretrained)), RecordingTrainer())
+        resumed(tmp_path, finetune_from_model=str(pretrained))
     assert str(error.value) == (
         f"error: {tmp_path} holds checkpoints of a run (the newest {tmp_path}/checkpoint_1_5.pt) but no "
         f"checkpoint_last.pt: to go on with it, give --restore-file {tmp_path}/checkpoint_1_5.pt without "
