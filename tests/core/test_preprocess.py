@@ -63,6 +63,9 @@ def test_no_side_data_for_token_only_forms(data_dirs):
         assert not os.path.exists(os.path.join(data_dirs[form], "train.en-de.en.parents.bin"))
 
 
+VALID = ("valid.en", "valid.de", "valid.tree")
+
+
 def corrupt(raw_corpus, tmp_path, split_file, line_no, new_line: bytes | None):
     """A copy of raw_corpus in tmp_path/raw whose split_file has line line_no replaced (None: removed)."""
     raw = tmp_path / "raw"
@@ -108,7 +111,7 @@ def test_overlong_sentence_is_an_error_and_can_be_skipped_with_a_count(raw_corpu
     assert f"skipped {skipped} of 200 pairs" in caplog.text
 
 
-@pytest.mark.parametrize("split_file", ["valid.en", "valid.de", "valid.tree"])
+@pytest.mark.parametrize("split_file", VALID)
 def test_invalid_utf8_names_file_line_and_byte_and_can_be_skipped(raw_corpus, tmp_path, split_file, caplog):
     original = open(f"{raw_corpus}/{split_file}", "rb").read().split(b"\n")[3]
     raw = corrupt(raw_corpus, tmp_path, split_file, 4, original[:3] + b"\xff" + original[3:])
@@ -135,7 +138,7 @@ def test_a_carriage_return_inside_a_line_is_named_not_a_line_break(raw_corpus, t
 def test_crlf_files_read_as_their_lines(raw_corpus, tmp_path):
     raw = tmp_path / "raw"
     shutil.copytree(raw_corpus, raw)
-    for name in ("valid.en", "valid.de", "valid.tree"):
+    for name in VALID:
         path = raw / name
         path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
     out = tmp_path / "crlf"
@@ -144,7 +147,7 @@ def test_crlf_files_read_as_their_lines(raw_corpus, tmp_path):
 
 
 def test_a_byte_order_mark_is_no_part_of_the_first_word(small_corpus, tmp_path):
-    for name in ("valid.en", "valid.de", "valid.tree"):
+    for name in VALID:
         path = small_corpus / name
         path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
     out = tmp_path / "bom"
@@ -157,7 +160,7 @@ def test_a_byte_order_mark_is_no_part_of_the_first_word(small_corpus, tmp_path):
 
 @pytest.mark.parametrize("form", ["sequence", "preorder"])
 def test_an_empty_split_is_refused_naming_it_and_nothing_is_written(small_corpus, tmp_path, form):
-    for name in ("valid.en", "valid.de", "valid.tree"):
+    for name in VALID:
         (small_corpus / name).write_text("")
     message = preprocess_fails(small_corpus, tmp_path / "out", form)
     assert message == (f"error: {small_corpus}/valid.en: the valid split is empty; fairseq cannot train or validate "
