@@ -299,10 +299,8 @@ def _seeds_notes(systems: Sequence[SeedSystem]) -> list[str]:
 
 
 def convergence_table(systems: Sequence[SeedSystem]) -> Table | None:
-    """One row per run that recorded its validation curve (:func:`run_convergence`): epochs trained, the patience
-    stop and the number of epochs past it, the epoch and value of the checkpoint kept (``checkpoint_best.pt``; ties:
-    the last), and how far later epochs up to the stop stayed from it (min, max). None when no run recorded a
-    curve."""
+    """One row per run that recorded its validation curve (:func:`run_convergence`; the columns: docs/results.md,
+    Reading a study's RESULTS.md); None when no run did."""
     runs = [(system.name, run) for system in systems for run in system.runs if run.get("valid", {}).get("curve")]
     if not runs:
         return None
