@@ -10,8 +10,8 @@ An archive in folder ``A`` holds a file of ``A`` or below under its path relativ
 (``runs/packed.tar.xz`` holds ``runs/mask.seed1.gen.gz`` as ``mask.seed1.gen``). Every reader of logs, decodes and
 records reads a file that is neither there nor gzipped from the archive of its folder or one above, after checking
 the archive's SHA-256; ``glob`` and ``rglob`` list packed files with those on disk. Readers hold a shared ``flock``
-on the folders whose archives they read; a packer holds the folder's exclusive lock while it replaces the archive,
-writes ``SHA256SUMS`` and removes what it packed (``EXCLUSIVELY_HELD``: folders this process's packer holds).
+on the folders whose archives they read, against the packer's exclusive one (``EXCLUSIVELY_HELD``: the folders this
+process's packer holds).
 
 Run as a script (``has``, ``cat``, ``ls``: the recipes' shell steps) it imports only Python's library."""
 from __future__ import annotations
