@@ -84,8 +84,8 @@ def _nonempty(value) -> str | None:
 
 
 def key(default: Any, doc: str, check: Callable[[Any], str | None]) -> Any:
-    """A key of a section (a field of its dataclass): its default (None: required), one line of documentation (the
-    template's comment, a row of docs/study.md's tables) and the check its value must pass (a problem, or None)."""
+    """A key of a section (a field of its dataclass): its default (None: required), its line of help and its check
+    (a problem, or None), as the module docstring says."""
     metadata = {"doc": doc, "check": check}
     if isinstance(default, (list, dict)):
         return field(default_factory=lambda: type(default)(default), metadata=metadata)
@@ -98,8 +98,8 @@ def default_of(key_field: dataclasses.Field) -> Any:
 
 
 class Section:
-    """A section of the study file: a frozen dataclass whose fields are its keys (:func:`key`) and whose docstring
-    documents it. It reads as a mapping too (``section["lr"]``, ``dict(section)``), as records store it."""
+    """A section of the study file (module docstring), its docstring its help; it reads as a mapping too
+    (``section["lr"]``, ``dict(section)``), as records store it."""
 
     def __getitem__(self, name: str) -> Any:
         return getattr(self, name)
@@ -545,9 +545,8 @@ def _read_keys(where: str | Callable[[str], str], section: str, keys: type[Secti
 
 
 def _read_sizes(where: Callable[[str], str], given, sections: dict, problems: list[str]) -> dict[int, SizeEntry]:
-    """The ``[sizes.N]`` tables: each names a size of ``corpus.subset`` and holds keys of :data:`SIZE_SECTIONS`
-    (``training.warmup_updates = 100``), a ``sweep`` of such keys (``sweep.bpe.merges = [1000, 2000]``) or a
-    ``study_file`` whose runs are that size's; every value checked as its key is."""
+    """The ``[sizes.N]`` tables (:class:`SizeEntry`), each of a size ``corpus.subset`` lists; every value checked as
+    its key is."""
     if not isinstance(given, dict):
         problems.append(f"{where('')}: sizes: must be tables [sizes.N], not {given!r}")
         return {}
