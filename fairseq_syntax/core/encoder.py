@@ -20,6 +20,13 @@ from fairseq_syntax.core.attention import Structure, StructuredSelfAttention
 from fairseq_syntax.core.encoder_layer import SyntaxEncoderLayer
 
 
+def wrapped_layer(layer: nn.Module, cfg) -> nn.Module:
+    """``layer`` wrapped as fairseq's Transformer wraps each of its layers: --checkpoint-activations, then FSDP."""
+    if cfg.checkpoint_activations:
+        layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
+    return fsdp_wrap(layer, min_num_params=0 if cfg.checkpoint_activations else cfg.min_params_to_wrap)
+
+
 class SyntaxTransformerEncoder(TransformerEncoderBase):
     """Subclasses override :meth:`build_self_attention` and :meth:`build_structure`.
 
@@ -39,13 +46,8 @@ class SyntaxTransformerEncoder(TransformerEncoderBase):
     def build_encoder_layer(self, cfg):
         layer_index = self._layers_built
         self._layers_built += 1
-        layer = SyntaxEncoderLayer(
-            cfg, lambda dim, heads, dropout: self.build_self_attention(layer_index, dim, heads, dropout)
-        )
-        # as fairseq's TransformerEncoderBase: --checkpoint-activations and FSDP wrap every layer
-        if cfg.checkpoint_activations:
-            layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
-        return fsdp_wrap(layer, min_num_params=0 if cfg.checkpoint_activations else cfg.min_params_to_wrap)
+        return wrapped_layer(SyntaxEncoderLayer(
+            cfg, lambda dim, heads, dropout: self.build_self_attention(layer_index, dim, heads, dropout)), cfg)
 
     def build_self_attention(self, layer_index: int, embed_dim: int, num_heads: int, dropout: float) -> nn.Module:
         return StructuredSelfAttention(embed_dim, num_heads, dropout=dropout)

@@ -45,7 +45,6 @@ class SideDataJob:
     scratch: str
 
     def tokens_prefix(self, split: str) -> str:
-        """``DESTDIR/{split}.{src}-{tgt}.{src}``: the split's binarized source tokens (and its side data's stem)."""
         from fairseq_syntax.core.data_dir import source_prefix
 
         return source_prefix(self.destdir, split, self.source_lang, self.target_lang)

@@ -15,16 +15,14 @@ nonterminal node, and ``src_parents`` ``B x T``. Nguyen et al. drop POS nodes ex
 from dataclasses import dataclass
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
-from fairseq.distributed import fsdp_wrap
 from fairseq.models import register_model
 from fairseq.models.transformer import TransformerConfig, TransformerDecoderBase
-from fairseq.modules.checkpoint_activations import checkpoint_wrapper
 from fairseq.modules.transformer_layer import TransformerDecoderLayerBase
 
 from fairseq_syntax.core import structure as st
 from fairseq_syntax.core.classifier import register_classifier
 from fairseq_syntax.core.command_help import option
-from fairseq_syntax.core.encoder import SyntaxTransformerEncoder
+from fairseq_syntax.core.encoder import SyntaxTransformerEncoder, wrapped_layer
 from fairseq_syntax.core.model import SyntaxTransformerModel, register_architectures
 from fairseq_syntax.methods.hier_accum.accumulation import (
     AVERAGES,
@@ -131,10 +129,7 @@ class HierAccumDecoder(TransformerDecoderBase):
         super().__init__(cfg, dictionary, embed_tokens, no_encoder_attn=no_encoder_attn)
 
     def build_decoder_layer(self, cfg, no_encoder_attn=False):
-        layer = self.layer_class(cfg, self.options, no_encoder_attn)
-        if cfg.checkpoint_activations:
-            layer = checkpoint_wrapper(layer, offload_to_cpu=cfg.offload_activations)
-        return fsdp_wrap(layer, min_num_params=0 if cfg.checkpoint_activations else cfg.min_params_to_wrap)
+        return wrapped_layer(self.layer_class(cfg, self.options, no_encoder_attn), cfg)
 
     def extract_features(self, prev_output_tokens, encoder_out, incremental_state=None, **kwargs):
         if encoder_out is not None:
