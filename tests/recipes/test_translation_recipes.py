@@ -12,7 +12,7 @@ from sacrebleu.metrics import BLEU
 from fairseq_syntax.evaluation.records import load_record
 
 from conftest import REPO
-from study.test_prepare import PARSER_STUB
+from study.test_prepare import parser_stub
 from study.tiny_study_file import TINY_MODEL
 
 RECIPE = "examples/iwslt15_en_vi/run.sh"
@@ -71,14 +71,9 @@ def test_the_recipe_fetches_filters_unescapes_and_scores_on_tokens(tmp_path):
     (tmp_path / "study.toml").write_text(STUDY.format(base=Path(REPO) / "examples/iwslt15_en_vi/study.toml"),
                                          encoding="utf-8")
     (tmp_path / "stand-in-parser.pt").write_bytes(b"a parser")  # there: no parser is trained
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "fairseq-syntax-parse").write_text(PARSER_STUB)
-    (bin_dir / "fairseq-syntax-parse").chmod(0o755)
     claims = tmp_path / "claims"  # the runs claim their cores here, not beside this machine's other studies
     claims.mkdir()
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "PYTHONPATH": REPO,
-           "PARSE_STUB_LOG": str(tmp_path / "parsed"), "TMPDIR": str(claims), "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, **parser_stub(tmp_path), "TMPDIR": str(claims), "OMP_NUM_THREADS": "1"}
     done = subprocess.run(["bash", RECIPE, "--corpus", str(tmp_path / "iwslt"), "--study", str(tmp_path / "study.toml"),
                            "--jobs", "2"], cwd=REPO, env=env, capture_output=True, text=True, timeout=1500)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -86,7 +81,7 @@ def test_the_recipe_fetches_filters_unescapes_and_scores_on_tokens(tmp_path):
     assert sorted(path.name for path in (work / "raw").iterdir()) == sorted(
         f"{stem}.{lang}" for stem in ("train", "tst2012", "tst2013") for lang in ("en", "vi"))
     assert "every parser it needs is there" in done.stdout
-    assert [json.loads(call)[0] for call in (tmp_path / "parsed").read_text().splitlines()] == ["constituency"] * 3
+    assert [json.loads(call)[0] for call in (tmp_path / "calls.jsonl").read_text().splitlines()] == ["constituency"] * 3
     # the 114-word pair and the empty side left out and listed; the other 40 kept, escaped as the recipe says
     removed = (work / "tok/train.removed.tsv").read_text().splitlines()
     assert [row.split("\t")[0] for row in removed[1:]] == ["41", "42"]

@@ -337,15 +337,19 @@ write_record([args.output] + ([args.conllu] if args.conllu else []), args.kind, 
 '''
 
 
+def parser_stub(folder: Path) -> dict:
+    """The environment in which fairseq-syntax-parse is PARSER_STUB (FOLDER/bin), logging to FOLDER/calls.jsonl."""
+    (folder / "bin").mkdir()
+    (folder / "bin" / "fairseq-syntax-parse").write_text(PARSER_STUB)
+    (folder / "bin" / "fairseq-syntax-parse").chmod(0o755)
+    return {"PATH": f"{folder / 'bin'}{os.pathsep}{os.environ['PATH']}", "PARSE_STUB_LOG": str(folder / "calls.jsonl"),
+            "PYTHONPATH": REPO}
+
+
 def test_the_parsers_the_file_names_parse_the_source_side(corpus, tmp_path, monkeypatch):
     """No archive: each named parser runs once a split; the directories record them (name, or file and digest)."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "fairseq-syntax-parse").write_text(PARSER_STUB)
-    (bin_dir / "fairseq-syntax-parse").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("PARSE_STUB_LOG", str(tmp_path / "calls.jsonl"))
-    monkeypatch.setenv("PYTHONPATH", REPO)
+    for name, value in parser_stub(tmp_path).items():
+        monkeypatch.setenv(name, value)
     shutil.copytree(corpus / "raw", tmp_path / "raw")
     (tmp_path / "biaffine.pt").write_bytes(b"a dependency parser")
     study = tmp_path / "study.toml"
