@@ -69,15 +69,6 @@ def profile_step(spec: dict) -> dict:
     }
 
 
-def with_baselines(records: list[dict]):
-    """(record, the transformer's record on its input form, or None for that transformer itself or a form without
-    one), in the records' order."""
-    baselines = {r["form"]: r for r in records if r["baseline"]}
-    for record in records:
-        baseline = baselines.get(record["form"])
-        yield record, None if baseline is record else baseline
-
-
 def collate_step(spec: dict) -> dict:
     """In a forked child: the host CPU time (one thread) to collate each batch, side inputs included; no training."""
     import statistics
@@ -96,7 +87,7 @@ def write_collation(out: str, records: list[dict], words: int) -> None:
     form."""
     os.makedirs(out, exist_ok=True)
     rows = []
-    for record, baseline in with_baselines(records):
+    for record, baseline in report.with_baselines(records):
         row = {"system": record["system"], "collate_ms": record["collate_ms"]}
         if baseline is not None:
             row["collate_ratio"] = round(record["collate_ms"] / max(baseline["collate_ms"], 1e-3), 2)
@@ -134,7 +125,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def summary_rows(records: list[dict]) -> list[dict]:
     """Each system's step time and launches against fairseq's transformer on the same input form."""
     rows = []
-    for record, baseline in with_baselines(records):
+    for record, baseline in report.with_baselines(records):
         row = {key: record[key] for key in ("system", "step_ms", "collate_ms", "kernels", "aten_calls")}
         if baseline is not None:
             row["step_time_ratio"] = round(record["step_ms"] / baseline["step_ms"], 2)

@@ -84,6 +84,14 @@ def read_rows(path) -> List[Dict]:
         return [{c: value for c, value in row.items() if value is not None} for row in tables.table_rows(json.load(f))]
 
 
+def with_baselines(records: list[dict], keys: Sequence[str] = ("form",)):
+    """(record, the transformer's record with the same ``keys``: None for that one itself, or none), in order."""
+    baselines = {tuple(r[k] for k in keys): r for r in records if r["baseline"]}
+    for record in records:
+        baseline = baselines.get(tuple(record[k] for k in keys))
+        yield record, None if baseline is record else baseline
+
+
 def progress_line(round_index: int, repeats: int, n_words: int, system: str, option: str, result: Dict) -> str:
     """The log line of one measurement (``round_index`` from 1); :data:`PROGRESS_LINE` parses it."""
     generate = f" {result['generate_tokens_per_s']:7.0f} gen-tok/s" if "generate_tokens_per_s" in result else ""

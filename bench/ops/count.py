@@ -113,12 +113,10 @@ def settings_for(size: str, args: argparse.Namespace) -> run.Settings:
 
 def compared(records: list[dict]) -> list[dict]:
     """Each record with its differences to the transformer on its form and size (None for that transformer)."""
-    baselines = {(r["form"], r["size"]): r for r in records if r["baseline"]}
     rows = []
-    for record in records:
-        base = baselines.get((record["form"], record["size"]))
+    for record, base in report.with_baselines(records, ("form", "size")):
         row = dict(record)
-        if base is not None and base is not record:
+        if base is not None:
             row["aten_ops_ratio"] = round(record["aten_ops"] / base["aten_ops"], 3)
             row["syncs_beyond"] = record["syncs"] - base["syncs"]
             row["decode_syncs_beyond"] = round(record["decode_syncs"] - base["decode_syncs"], 2)
