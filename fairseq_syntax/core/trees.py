@@ -145,13 +145,19 @@ def _build_tree(tokens: list[tuple[str, int]], source: str, start_line: int | No
     if root is None:
         raise fail(f"unbalanced brackets: {len(open_nodes)} '(' not closed in the tree starting here", tree_line)
     if unwrap:
-        while root.label in WRAPPER_LABELS and len(root.children) == 1 and not root.children[0].is_leaf:
-            root = root.children[0]
+        root = unwrapped(root)
         if root.label == "":
             raise fail(
                 f"outer wrapper '( ... )' holds {len(root.children)} items; expected exactly one tree", tree_line
             )
     return root
+
+
+def unwrapped(tree: Tree) -> Tree:
+    """``tree`` without the single-child wrappers (:data:`WRAPPER_LABELS`) above its real root."""
+    while tree.label in WRAPPER_LABELS and len(tree.children) == 1 and not tree.children[0].is_leaf:
+        tree = tree.children[0]
+    return tree
 
 
 def parse_tree(text: str, source: str = "<string>", line: int | None = None, unwrap: bool = True) -> Tree:

@@ -18,7 +18,7 @@ import nltk
 import torch
 
 from fairseq_syntax.core.source_parsers import ParsedSentence
-from fairseq_syntax.core.trees import WRAPPER_LABELS, Tree, to_bracketed
+from fairseq_syntax.core.trees import Tree, to_bracketed, unwrapped
 from fairseq_syntax.parsing.batching import DEFAULT_BATCH_TOKENS, token_batches
 from fairseq_syntax.parsing.fallbacks import parse_with_fallbacks
 from fairseq_syntax.parsing.shards import (
@@ -49,13 +49,6 @@ def tree_from_nltk(node: nltk.Tree | str, preterminal_label: str | None = None) 
     is_preterminal = all(isinstance(child, str) for child in node)
     label = preterminal_label if is_preterminal and preterminal_label is not None else node.label()
     return Tree(label, children)
-
-
-def unwrap(tree: Tree) -> Tree:
-    """Remove single-child ``TOP``/``ROOT``/empty wrappers above the real root."""
-    while tree.label in WRAPPER_LABELS and len(tree.children) == 1 and not tree.children[0].is_leaf:
-        tree = tree.children[0]
-    return tree
 
 
 class ConstituencyParser(ABC):
@@ -201,7 +194,7 @@ def load_parser(backend: str, model: str, max_length: int = DEFAULT_MAX_LENGTH, 
 
 
 def _checked(tree: Tree, tokens: list[str]) -> ParsedSentence:
-    tree = unwrap(tree)
+    tree = unwrapped(tree)
     expected = [ptb_escape_token(token) for token in tokens]
     if tree.leaves() != expected:
         return _fallback(tokens, f"parser changed the words to {' '.join(tree.leaves())!r}")

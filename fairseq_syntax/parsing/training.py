@@ -31,12 +31,12 @@ from fairseq_syntax.core.trees import (
     parse_tree,
     read_ptb,
     to_bracketed,
+    unwrapped,
 )
 from fairseq_syntax.parsing.constituency import (
     ConstituencyParser,
     parse_sentences,
     tree_from_nltk,
-    unwrap,
 )
 from fairseq_syntax.parsing.evaluation import BracketScore, bracket_score, word_tags
 from fairseq_syntax.parsing.resumable import EpochClock, checkpoint_path, restore, rng_states, save_whole
@@ -268,7 +268,7 @@ def _benepar_score(chart_parser, gold: list[Tree]) -> BracketScore:
     inputs = [benepar.InputSentence(words=[ptb_unescape_token(leaf) for leaf in tree.leaves()],
                                     escaped_words=tree.leaves())
               for tree in gold]
-    predicted = [unwrap(tree_from_nltk(tree)) for tree in chart_parser.parse(inputs, subbatch_max_tokens=2000)]
+    predicted = [unwrapped(tree_from_nltk(tree)) for tree in chart_parser.parse(inputs, subbatch_max_tokens=2000)]
     return bracket_score(gold, predicted)
 
 
