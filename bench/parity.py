@@ -24,6 +24,7 @@ from recipe import MODEL_SIZE  # noqa: E402
 from report import apply_bpe, run_command  # noqa: E402
 
 from fairseq_syntax.evaluation import tables  # noqa: E402
+from fairseq_syntax.evaluation.train_logs import parse_valid_curve  # noqa: E402
 
 BPE_MERGES = 1500
 # the benchmark's model size (the Multi30k recipe) with the demo study's dropout and optimizer (its study.toml)
@@ -72,14 +73,10 @@ def train_one(precision: str, train_args: List[str]) -> None:
 
 
 def best_valid_loss(log_path: str) -> float:
-    losses = []
-    with open(log_path) as log:
-        for line in log:
-            if "| valid on 'valid' subset" in line:
-                losses.append(float(line.split("| loss ")[1].split()[0]))
-    if not losses:
+    curve = parse_valid_curve(log_path)
+    if not curve:
         raise SystemExit(f"error: {log_path} has no validation line")
-    return min(losses)
+    return min(loss for _, loss in curve)
 
 
 def train_all(data: str, work: str, arch: str, epochs: int, precision_names: Sequence[str]) -> Dict[str, Dict]:
