@@ -55,9 +55,9 @@ def test_tagger_learns_word_determined_tags_and_resumes_exactly(tmp_path):
     data = tiny_tagged()
     log = []
     straight, split = str(tmp_path / "straight.pt"), str(tmp_path / "split.pt")
-    train_tagger(data, data, straight, epochs=4, size=TINY_TAGGER, batch_size=8, learning_rate=2e-2, log=log.append)
-    train_tagger(data, data, split, epochs=2, size=TINY_TAGGER, batch_size=8, learning_rate=2e-2, log=log.append)
-    train_tagger(data, data, split, epochs=4, size=TINY_TAGGER, batch_size=8, learning_rate=2e-2, log=log.append)
+    for path, epochs in ((straight, 4), (split, 2), (split, 4)):
+        train_tagger(data, data, path, epochs=epochs, size=TINY_TAGGER, batch_size=8, learning_rate=2e-2,
+                     log=log.append)
     assert any("resuming from" in line and "at epoch 3" in line for line in log)
     state = {name: torch.load(training.checkpoint_path(path), weights_only=False)["tagger"]["state_dict"]
              for name, path in (("straight", straight), ("split", split))}
