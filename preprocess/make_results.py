@@ -23,11 +23,6 @@ LINEAR_TOLERANCE = 0.15  # a step more than 15% slower per line than at the smal
 HOLDING_BYTES = 512  # a step whose peak grows by more than this a line holds the corpus in memory
 WIDTH = 116  # Markdown paragraphs are wrapped at this width
 WMT14_LINES = 4_500_000  # WMT'14 En-De's training pairs, for the memory extrapolation
-MODELS = "examples/multi30k/work/models"
-THROUGHPUT_COMMAND = ("python3 preprocess/measure_throughput.py --input ../shared/data/multi30k/train.en.gz "
-                      f"--tokenize en --lines 2000 --tagger {MODELS}/tagger-ptb-sample.pt --crf-con "
-                      f"{MODELS}/crf-con-ptb-sample.pt --biaffine {MODELS}/biaffine-dep-ud-ewt.pt --benepar "
-                      f"{MODELS}/benepar-ptb-sample.pt")
 #: the goal set for each model before it was trained, on its evaluation data
 #: (a model trained later, e.g. the German parser, had none)
 GOALS = {("tagger-ptb-sample.pt", "POS accuracy"): 96.0, ("crf-con-ptb-sample.pt", "F1"): 88.0,
@@ -82,10 +77,14 @@ def throughput_table(record: dict) -> Table:
     return table
 
 
+def by_size(record: dict) -> list[dict]:
+    return sorted(record["sizes"], key=lambda size: size["lines"])
+
+
 def scaling_rows(record: dict) -> list[dict]:
     """Per step and size: wall and CPU seconds and peak memory per line, and the time per line against the smallest
     size's (CPU time, user + system with workers)."""
-    sizes = sorted(record["sizes"], key=lambda size: size["lines"])
+    sizes = by_size(record)
     rows = []
     for step in sizes[0]["steps"]:
         first = sizes[0]["steps"][step]
@@ -107,7 +106,7 @@ def scaling_rows(record: dict) -> list[dict]:
 def memory_rows(record: dict) -> list[dict]:
     """Per step: the memory each further line adds between the smallest and the largest size, and the peak
     extrapolated to WMT'14's lines (a straight line, never falling)."""
-    sizes = sorted(record["sizes"], key=lambda size: size["lines"])
+    sizes = by_size(record)
     first, last = sizes[0], sizes[-1]
     rows = []
     for step in first["steps"]:
@@ -143,7 +142,7 @@ def scaling_tables(record: dict) -> tuple[Table, Table, Table]:
                   "arcs read by the LDD step (.jsonl.gz), bytes per word",
                   "tiny parser's arcs (.jsonl.gz), bytes per word"],
                  "rrrrrr")
-    for size in sorted(record["sizes"], key=lambda size: size["lines"]):
+    for size in by_size(record):
         arcs = size.get("arcs_file_bytes_per_word", {})
         side.add(size["lines"], size["words"], number_cell(size["ldd_bytes_per_word"], ".1f"),
                  number_cell(size["parents_bytes_per_word"], ".2f"), *(number_cell(arcs.get(key), ".1f")
@@ -165,9 +164,9 @@ def throughput_section(record: dict | None) -> tuple[list[str], dict | None]:
     lines = ["## Parsing throughput", ""]
     if record is None:
         return lines + paragraph(
-            "Not measured yet. With the parsers of the table above (`--benepar MODEL` adds benepar), this writes "
-            "`preprocess/measurements/throughput.json`, and `python3 preprocess/make_results.py` the table here:"
-        ) + ["```", THROUGHPUT_COMMAND, "```", ""], None
+            "Not measured yet: `preprocess/measure_throughput.py` (the command in its docstring) with the parsers of "
+            "the table above writes `preprocess/measurements/throughput.json`; then run "
+            "`python3 preprocess/make_results.py`."), None
     table = throughput_table(record)
     machine = record["machine"]
     repeats = record["rows"][0]["repeats"] if record["rows"] else "–"
@@ -197,7 +196,7 @@ def scaling_section(record: dict | None) -> tuple[list[str], dict | None]:
             "Not measured yet: `python3 preprocess/measure_scaling.py --work WORK` writes "
             "`preprocess/measurements/scaling.json`; then run `python3 preprocess/make_results.py`."), None
     steps, memory, side = scaling_tables(record)
-    sizes = ", ".join(str(size) for size in sorted(size["lines"] for size in record["sizes"]))
+    sizes = ", ".join(str(size["lines"]) for size in by_size(record))
     flagged = sorted({row["step"] for row in scaling_rows(record) if row["grows_faster_than_linearly"]})
     low, high = record["words_per_sentence"]
     lines += paragraph(
