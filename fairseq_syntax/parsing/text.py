@@ -9,14 +9,10 @@ import gzip
 import json
 import os
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Callable
 
 from fairseq_syntax.core.files import atomic_path
-from fairseq_syntax.core.trees import (  # noqa: F401  (the escapes live with the trees; imported from here too)
-    PTB_ESCAPES,
-    ptb_escape_token,
-    ptb_unescape_token,
-)
+from fairseq_syntax.core.trees import ptb_escape_token, ptb_unescape_token  # noqa: F401  (imported from here too)
 
 
 def open_text(path: str, mode: str = "r"):
@@ -91,11 +87,3 @@ def tokenizer(tokenize_lang: str | None = None) -> Callable[[str], list[str]]:
     from fairseq_syntax.parsing.stanza_resources import stanza_tokenizer
 
     return stanza_tokenizer(tokenize_lang)
-
-
-def read_sentences(path: str, tokenize_lang: str | None = None) -> Iterator[list[str]]:
-    """Tokens of each line of ``path``; with ``tokenize_lang``, Moses-tokenize the raw line first."""
-    split = tokenizer(tokenize_lang)
-    with open_text(path) as lines:
-        for line in lines:
-            yield split(line)
