@@ -155,6 +155,17 @@ def assert_within(errors: Dict[str, float], dtype: torch.dtype, forward: float =
     assert not over, f"{dtype}: beyond {forward} u (output) / {backward} u (gradients) of float32: {over}"
 
 
+def assert_attention_within(dtype: torch.dtype, attention: nn.Module, x: Tensor, *arguments, **options) -> None:
+    """``attention(x, *arguments, **options)[0]`` and its gradients in ``dtype`` within FORWARD / BACKWARD u."""
+    assert_within(half_against_float32(lambda m, x: m(x, *arguments, **options)[0], dtype, attention, {"x": x}), dtype)
+
+
+@pytest.fixture(autouse=True)
+def seeded():
+    """Every test's inputs are drawn from torch's generator seeded 0."""
+    torch.manual_seed(0)
+
+
 def padding_mask(lengths, length: int, left: bool = False) -> Tensor:
     """``B x T`` True at padding: row b has ``lengths[b]`` tokens, then (or, ``left``, before them) padding."""
     positions = torch.arange(length)
@@ -191,13 +202,10 @@ def test_structures_are_integers_and_the_accumulation_coefficients_float32():
 @pytest.mark.parametrize("need_weights", [False, True], ids=["fused", "weights"])
 def test_plain_attention_over_long_padded_rows(dtype, need_weights):
     # 256 positions; row 1 half padding on the right, row 2 on the left: their padded queries are fully padded rows
-    torch.manual_seed(0)
     attention = StructuredSelfAttention(16, 2)
     mask = padding_mask([256, 128, 200], 256)
     mask[2] = padding_mask([200], 256, left=True)[0]
-    errors = half_against_float32(lambda m, x: m(x, mask, {}, need_weights=need_weights)[0], dtype, attention,
-                                  {"x": torch.randn(256, 3, 16)})
-    assert_within(errors, dtype)
+    assert_attention_within(dtype, attention, torch.randn(256, 3, 16), mask, {}, need_weights=need_weights)
 
 
 # --- syntax_mask
@@ -205,7 +213,6 @@ def test_plain_attention_over_long_padded_rows(dtype, need_weights):
 @pytest.mark.parametrize("bias", ["gather", "one_hot"])
 def test_syntax_mask_with_large_strengths_over_a_deep_chain(dtype, bias):
     """Strengths past the cap (exp(60) overflows float16) on a chain of depth 100 and 120 flat leaves: bias, grads."""
-    torch.manual_seed(0)
     strengths = torch.rand(4, NUM_RELATIONS) * 2 - 1
     strengths[0, :3] = torch.tensor([60.0, 20.0, MAX_LOG_PENALTY + 1])
     attention = RelationMaskAttention(16, 4, nn.Parameter(strengths))
@@ -214,10 +221,7 @@ def test_syntax_mask_with_large_strengths_over_a_deep_chain(dtype, bias):
     structure = {"relations": relations}
     if bias == "one_hot":
         structure["relation_one_hot"] = relations.unsqueeze(-1) == torch.arange(NUM_RELATIONS + 1)
-    mask = parents == st.PAD
-    errors = half_against_float32(lambda m, x: m(x, mask, structure)[0], dtype, attention,
-                                  {"x": torch.randn(parents.size(1), 2, 16)})
-    assert_within(errors, dtype)
+    assert_attention_within(dtype, attention, torch.randn(parents.size(1), 2, 16), parents == st.PAD, structure)
 
 
 # --- ldd
@@ -247,7 +251,6 @@ def long_ldd_batch(words: int, length: int):
 @pytest.mark.parametrize("variant", ["ldd", "lda", "lda_weights"])
 def test_labeled_dependency_heads_over_a_long_sentence(dtype, variant):
     """Half side data, probabilities near 1 and the floor, 200 positions, 19 padded: variant and head distributions."""
-    torch.manual_seed(0)
     word_pairs, token_words, _, padding, eos = long_ldd_batch(120, 200)
     if variant == "ldd":
         attention = LabeledDependencyAttention(32)
@@ -300,7 +303,6 @@ def test_links_and_prior_over_512_tokens_stay_in_float32(dtype):
 @FORMATS
 def test_prior_of_half_links_is_computed_in_float32(dtype):
     """``constituent_prior`` of half links over 512 tokens needs S in float32: it equals the float32 run's prior."""
-    torch.manual_seed(0)
     links = 0.98 + 0.02 * torch.rand(2, 511)
     links[:, ::50] = 1e-6
     token_mask = ~padding_mask([512, 400], 512)
@@ -312,12 +314,9 @@ def test_prior_of_half_links_is_computed_in_float32(dtype):
 
 @FORMATS
 def test_constituent_attention_over_padded_rows(dtype):
-    torch.manual_seed(0)
     attention = ConstituentAttention(16, 2)
     mask = padding_mask([300, 150], 300)
-    errors = half_against_float32(lambda m, x: m(x, mask, need_weights=True)[0], dtype, attention,
-                                  {"x": torch.randn(300, 2, 16)})
-    assert_within(errors, dtype)
+    assert_attention_within(dtype, attention, torch.randn(300, 2, 16), mask, need_weights=True)
 
 
 # --- hier_accum
@@ -329,7 +328,6 @@ TREES = {"chain150": chain(150, leaves=3), "flat500": [-1] + [0] * 500}
 @pytest.mark.parametrize("tree", list(TREES))
 def test_hierarchical_accumulation_over_deep_and_wide_subtrees(dtype, tree):
     """Eqs. 5-10 and 16 with |E| = 8: node values and gradients of values, leaf weights and embedding tables."""
-    torch.manual_seed(0)
     parents = parents_batch(TREES[tree], append_eos=False)
     structure = accumulation_structure(parents, embedding_size=8)
     length = parents.size(1)
@@ -341,13 +339,10 @@ def test_hierarchical_accumulation_over_deep_and_wide_subtrees(dtype, tree):
 
 @FORMATS
 def test_hierarchical_self_attention_with_subtree_masks(dtype):
-    torch.manual_seed(0)
     parents = parents_batch([-1, 0, 1, 1, 0, 4, 4, 4] + [0] * 100, chain(30, leaves=40))
     structure = accumulation_structure(parents, embedding_size=8, subtree_mask=True)
     attention = HierarchicalSelfAttention(16, 2, 0.0, 8)
-    errors = half_against_float32(lambda m, x: m(x, None, structure)[0], dtype, attention,
-                                  {"x": torch.randn(parents.size(1), 2, 16)})
-    assert_within(errors, dtype)
+    assert_attention_within(dtype, attention, torch.randn(parents.size(1), 2, 16), None, structure)
 
 
 # --- pascal
@@ -366,29 +361,24 @@ def test_parent_positions_past_256_are_exact(dtype):
 @pytest.mark.parametrize("sigma", [1.0, 1e-4])
 def test_parent_scaled_heads_with_sigma_near_zero(dtype, sigma):
     """PASCAL scores times a Gaussian of sigma 1e-4 (peak 3989) stay finite in float16: saturated softmax rows."""
-    torch.manual_seed(0)
     word_pairs, token_words, not_dependent, padding, _ = long_ldd_batch(120, 200)
     density = parent_density(parent_positions(word_pairs.to(dtype), token_words, not_dependent), sigma)
     attention = ParentScaledSelfAttention(16, 4, pascal_heads=2)
     if sigma < 1:
         with torch.no_grad():  # the PASCAL heads' scores up to about +-30, whose product with 3989 is past 65504
             attention.q_proj.weight[8:].mul_(8)
-    errors = half_against_float32(lambda m, x: m(x, padding, {"parent_density": density})[0], dtype, attention,
-                                  {"x": torch.randn(200, 1, 16)})
-    assert_within(errors, dtype)
+    assert_attention_within(dtype, attention, torch.randn(200, 1, 16), padding, {"parent_density": density})
 
 
 # --- dependency_supervision
 @FORMATS
 def test_dependency_loss_of_parents_given_almost_no_attention(dtype):
     """Eq. 9's -log A_dep where the parent gets 2e-19 (below float16's 6e-8): finite, as in float32."""
-    torch.manual_seed(0)
     attention = DependencyBasedSelfAttention(32, 4, dependency_heads=1)
     with torch.no_grad():
         attention.biaffine_weight.mul_(20)
     mask = padding_mask([64, 40], 64)
     targets = torch.randint(0, 40, (2, 64)).masked_fill(mask, IGNORE)
-
     x = torch.randn(64, 2, 32)
     errors = half_against_float32(lambda m, x: dependency_loss(m(x, mask, {})[2], targets)[0], dtype, attention,
                                   {"x": x})
