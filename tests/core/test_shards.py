@@ -12,6 +12,8 @@ from fairseq_syntax.parsing.shards import BLOCKS, LINES, Outcome, ParseJob, Shar
 # line 3 is empty, line 5 is no UTF-8: both are fallbacks, in the line numbers of the whole input
 INPUT = b"a b\nc\n\nd e f\ng \xff h\ni\nj k\n"
 FALLBACKS = [(3, "empty line"), (5, "unreadable line: {path}:5: not valid UTF-8 (byte 0xff at byte 3 of the line)")]
+#: the stand-in parser's lines of INPUT
+UPPER = "A B\nC\n\nD E F\n\nI\nJ K\n"
 
 
 def test_shard_k_holds_every_nth_chunk_of_the_input():
@@ -57,6 +59,10 @@ def options(**given):
     return argparse.Namespace(**{**defaults, **given})
 
 
+def merge(job, count):
+    return shards.run(job, options(num_shards=count, merge=True), [])
+
+
 def parse_shards(job, count, indices=None):
     """Shards ``indices`` (default: all) of ``count``, each as its own run would parse it."""
     for index in range(count) if indices is None else indices:
@@ -88,7 +94,7 @@ def expected_fallbacks(path):
 def test_a_single_run_writes_every_line_once_and_lists_the_fallbacks(corpus, tmp_path):
     result = shards.run(stand_in_job(corpus, tmp_path), options(), [])
     lines, blocks = outputs(tmp_path)
-    assert lines == "A B\nC\n\nD E F\n\nI\nJ K\n"
+    assert lines == UPPER
     assert blocks.startswith("# line 1\na\nb\n\n# line 2\nc\n\n# line 3\n\n# line 4\nd\n")
     assert result.whole and result.report.sentences == 7 and result.stats == {"words": 9}
     assert result.report.fallbacks == expected_fallbacks(corpus)
@@ -98,20 +104,20 @@ def test_merge_writes_nothing_until_every_shard_is_there_and_whole(corpus, tmp_p
     job = stand_in_job(corpus, tmp_path)
     parse_shards(job, 3, [1])
     with pytest.raises(SystemExit, match=r"shard 0 is missing; shard 2 is missing \(parse them with --num-shards 3"):
-        shards.run(job, options(num_shards=3, merge=True), [])
+        merge(job, 3)
     parse_shards(job, 3, [0, 2])
     first = tmp_path / "out.txt.shard0-of-3"
     kept = first.read_text()
     first.write_text(kept.split("\n", 1)[1])  # one record short: a file that is not the shard's whole output
     with pytest.raises(SystemExit, match=r"out.txt.shard0-of-3 ends before its 3 records"):
-        shards.run(job, options(num_shards=3, merge=True), [])
+        merge(job, 3)
     assert not (tmp_path / "out.txt").exists()
     first.write_text(kept + "EXTRA\n")
     with pytest.raises(SystemExit, match=r"out.txt.shard0-of-3 holds more than its 3 records"):
-        shards.run(job, options(num_shards=3, merge=True), [])
+        merge(job, 3)
     first.write_text(kept)
-    shards.run(job, options(num_shards=3, merge=True), [])
-    assert outputs(tmp_path)[0] == "A B\nC\n\nD E F\n\nI\nJ K\n"
+    merge(job, 3)
+    assert outputs(tmp_path)[0] == UPPER
 
 
 def test_shards_of_another_input_or_settings_are_not_merged(corpus, tmp_path):
@@ -120,11 +126,11 @@ def test_shards_of_another_input_or_settings_are_not_merged(corpus, tmp_path):
     other = stand_in_job(corpus, tmp_path, settings={"model": "lower"})
     with pytest.raises(SystemExit, match='shard 0 was made with other settings: model "upper" .this run: "lower".; '
                                          'shard 1 was made with other settings: model "upper" .this run: "lower".'):
-        shards.run(other, options(num_shards=2, merge=True), [])
+        merge(other, 2)
     corpus.write_bytes(INPUT + b"l\n")
     with pytest.raises(SystemExit, match=r"shard 0 was made with other settings: input_lines 7 \(this run: 8\), "
                                          r"input_sha256 \"[0-9a-f]{12}\.\.\.\" \(this run: \"[0-9a-f]{12}\.\.\.\"\)"):
-        shards.run(job, options(num_shards=2, merge=True), [])
+        merge(job, 2)
 
 
 def test_a_run_started_again_parses_only_the_shards_not_finished(corpus, tmp_path, capsys):
@@ -142,7 +148,7 @@ def test_a_run_started_again_parses_only_the_shards_not_finished(corpus, tmp_pat
     assert 'shard 1 was made with other settings: model "old" (this run: "upper"): parsing it again' in err
     assert "1 of 3 shards already parsed; parsing 2 with 1 worker(s) on cpu" in err
     assert loads == ["cpu"]  # one model for both shards of this process
-    assert outputs(tmp_path)[0] == "A B\nC\n\nD E F\n\nI\nJ K\n"
+    assert outputs(tmp_path)[0] == UPPER
     assert result.report.fallbacks == expected_fallbacks(corpus) and result.stats == {"words": 9}
     assert leftovers(tmp_path) == []  # the .partial of the cut-short write was written again and renamed
     # the rate is of the lines this run parsed: shard 0's lines 1 2 7 were an earlier run's
@@ -270,16 +276,16 @@ def test_a_model_file_moved_makes_the_same_shards_and_one_changed_or_missing_is_
     renamed = tmp_path / "models" / "renamed.pt"
     model.rename(renamed)
     with pytest.raises(SystemExit) as error:
-        shards.run(model_job(corpus, tmp_path, model), options(num_shards=2, merge=True), [])
+        merge(model_job(corpus, tmp_path, model), 2)
     assert str(error.value).startswith(
         f"error: cannot write {tmp_path}/out.txt, {tmp_path}/out.blocks.gz from 2 shards: shard 0 was made with other "
         f"settings: --model {model} is no file here (the shard was made with parser.pt, sha256 {digest[:12]}...); ")
-    shards.run(model_job(corpus, tmp_path, renamed), options(num_shards=2, merge=True, batch_size=2), [])  # the same
-    assert outputs(tmp_path)[0] == "A B\nC\n\nD E F\n\nI\nJ K\n"
+    merge(model_job(corpus, tmp_path, renamed), 2)  # the same model, moved
+    assert outputs(tmp_path)[0] == UPPER
     parse_shards(model_job(corpus, tmp_path, renamed), 2)
     renamed.write_bytes(b"retrained")
     with pytest.raises(SystemExit) as error:
-        shards.run(model_job(corpus, tmp_path, renamed), options(num_shards=2, merge=True), [])
+        merge(model_job(corpus, tmp_path, renamed), 2)
     assert (f"shard 1 was made with other settings: --model renamed.pt of another digest (sha256 {digest[:12]}... in "
             f"the shard, {hashlib.sha256(b'retrained').hexdigest()[:12]}... now): another model file") in str(error.value)
 
@@ -288,7 +294,7 @@ def test_a_merge_of_another_number_of_shards_names_the_shards_there(corpus, tmp_
     job = stand_in_job(corpus, tmp_path)
     parse_shards(job, 3)
     with pytest.raises(SystemExit) as error:
-        shards.run(job, options(num_shards=2, merge=True), [])
+        merge(job, 2)
     assert str(error.value) == (
         f"error: cannot write {tmp_path}/out.txt, {tmp_path}/out.blocks.gz from 2 shards: shard 0 is missing; shard 1 "
         f"is missing; the shards there are of --num-shards 3 ({tmp_path}/out.txt.shard0-of-3.json, "
@@ -323,7 +329,7 @@ def test_a_shard_is_parsed_by_one_live_process_at_a_time(corpus, tmp_path, capsy
         assert sorted(p.name for p in tmp_path.glob("out.txt.shard*.json")) == ["out.txt.shard0-of-3.json",
                                                                                  "out.txt.shard2-of-3.json"]
     shards.run(job, options(num_shards=3, workers=1), [])  # released: parsed and merged
-    assert outputs(tmp_path)[0] == "A B\nC\n\nD E F\n\nI\nJ K\n" and leftovers(tmp_path) == []
+    assert outputs(tmp_path)[0] == UPPER and leftovers(tmp_path) == []
 
 
 SLOW_PARSER = """
