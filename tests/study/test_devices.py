@@ -27,6 +27,10 @@ count = 1
 name = "sequence"
 """
 
+NO_GPU = ('{study}: training.device: "cuda", but this machine shows no GPU ({why}), and executor local trains here: '
+          'fairseq-train would fall back to the CPU. Run it where a GPU is (executor slurm with slurm.gpus_per_job), '
+          'or give device = "cpu"')
+
 
 def write(folder, executor="local", training="", name="study.toml"):
     """The study file beside a corpus of three pairs a split."""
@@ -73,11 +77,8 @@ def test_a_gpu_study_is_refused_where_it_would_train_on_no_gpu(tmp_path):
     path = write(tmp_path)
     config = load_study(path)
     machine = dict(environ={}, proc_gpus=str(tmp_path / "absent"), nvidia_smi=None, amd_driver=str(tmp_path / "x"))
-    assert device_problem(config, "local", **machine) == (
-        f"{path}: training.device: \"cuda\", but this machine shows no GPU (no NVIDIA driver lists one "
-        f"({tmp_path / 'absent'} is not there, no nvidia-smi)), and executor local trains here: fairseq-train would "
-        "fall back to the CPU. Run it where a GPU is (executor slurm with slurm.gpus_per_job), or give device = "
-        "\"cpu\"")
+    assert device_problem(config, "local", **machine) == NO_GPU.format(
+        study=path, why=f"no NVIDIA driver lists one ({tmp_path / 'absent'} is not there, no nvidia-smi)")
     assert device_problem(config, "slurm", **machine) is None
     (tmp_path / "gpus").mkdir()
     (tmp_path / "gpus" / "0000:17:00.0").mkdir()
@@ -90,10 +91,7 @@ def test_a_gpu_study_is_refused_where_it_would_train_on_no_gpu(tmp_path):
 def test_plan_and_run_refuse_it_in_one_line_without_torch(tmp_path, monkeypatch):
     write(tmp_path)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    expected = ("error: study.toml: training.device: \"cuda\", but this machine shows no GPU "
-                "(CUDA_VISIBLE_DEVICES='' hides every GPU), and executor local trains here: fairseq-train would fall "
-                "back to the CPU. Run it where a GPU is (executor slurm with slurm.gpus_per_job), or give device = "
-                "\"cpu\"\n")
+    expected = "error: " + NO_GPU.format(study="study.toml", why="CUDA_VISIBLE_DEVICES='' hides every GPU") + "\n"
     for command in (["plan", "study.toml"], ["run", "study.toml"]):
         refused = study_forbidding_torch(*command, cwd=tmp_path)
         assert (refused.returncode, refused.stdout, refused.stderr) == (2, "", expected), refused.stderr
