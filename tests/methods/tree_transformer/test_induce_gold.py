@@ -1,9 +1,9 @@
 """fairseq-syntax-induce refuses a ``--gold`` that is not the trees of its ``--input``: the whole file (under half its
 words match) and sentence by sentence (above ``--max-differing``, else a warning)."""
 import gzip
-import importlib.util
 import itertools
 import os
+import runpy
 import subprocess
 
 import pytest
@@ -66,10 +66,7 @@ def ptb_recipe(tmp_path_factory):
     """(gold file, input file, gold sentences): the first SAMPLE_TREES PTB sample trees and their ptb.txt words."""
     if not os.path.isdir(os.path.join(SHARED, "ptb-sample")):
         pytest.skip(f"{SHARED} not present")
-    spec = importlib.util.spec_from_file_location(
-        "make_corpus", os.path.join(REPO, "examples", "ptb_induction", "make_corpus.py"))
-    make_corpus = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(make_corpus)
+    mikolov = runpy.run_path(os.path.join(REPO, "examples", "ptb_induction", "make_corpus.py"))["mikolov"]
     vocabulary = {word for split in ("valid", "test")
                   for line in gzip.open(os.path.join(SHARED, "ptb-lm", f"ptb.{split}.txt.gz"), "rt", encoding="utf-8")
                   for word in line.split()}
@@ -77,7 +74,7 @@ def ptb_recipe(tmp_path_factory):
     gold = [gold_sentence(tree) for tree in trees]
     root = tmp_path_factory.mktemp("ptb_recipe")
     (root / "gold.mrg").write_text("".join(to_bracketed(tree) + "\n" for tree in trees))
-    (root / "ptb.txt").write_text("".join(" ".join(make_corpus.mikolov(list(reference.words), vocabulary)) + "\n"
+    (root / "ptb.txt").write_text("".join(" ".join(mikolov(list(reference.words), vocabulary)) + "\n"
                                           for reference in gold))
     return root / "gold.mrg", root / "ptb.txt", gold
 
