@@ -1,6 +1,5 @@
-"""The parent each source token is trained to attend to: Deguchi, Tamura & Ninomiya (2019), "Dependency-Based
-Self-Attention for Transformer NMT" (RANLP), section 3.2, as their code maps words to BPE pieces
-(github.com/de9uch1/dbsa, ``scripts/bpe_dependency.py``):
+"""The parent each source token is trained to attend to: Deguchi, Tamura & Ninomiya (2019), section 3.2, as their
+code maps words to BPE pieces (github.com/de9uch1/dbsa, ``scripts/bpe_dependency.py``):
 
 * a piece that is not its word's last depends on the next piece;
 * a word's last piece depends on the **first** piece of the word's 1-best head word;

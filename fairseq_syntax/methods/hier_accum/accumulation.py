@@ -1,5 +1,4 @@
-"""Hierarchical accumulation: Nguyen et al. (2020), "Tree-structured attention with hierarchical accumulation",
-Sections 4.1-4.4.
+"""Hierarchical accumulation: Nguyen et al. (2020), sections 4.1-4.4.
 
 A sentence is its preorder sequence of ``T`` positions: leaves L (subwords, and fairseq's EOS as a root of its
 own) and nonterminal nodes N. A node's value accumulates its subtree (eqs. 5-10, 16):

@@ -1,6 +1,6 @@
-"""The attention modules of hierarchical accumulation: Nguyen et al. (2020), "Tree-Structured Attention with
-Hierarchical Accumulation", eqs. 12-18 (encoder) and 21-24 (decoder cross-attention). With the leaves ``L``
-(``n x d``) and nodes ``N`` (``m x d``) of a source tree, its subtree rule ``R``, per head:
+"""The attention modules of hierarchical accumulation: Nguyen et al. (2020), eqs. 12-18 (encoder) and 21-24 (decoder
+cross-attention). With the leaves ``L`` (``n x d``) and nodes ``N`` (``m x d``) of a source tree, its subtree rule
+``R``, per head:
 
     A_XY  = (X W_Q)(Y W_K)^T / sqrt(d)  for X, Y in {N, L}                              (eqs. 12-15)
     N'    = V(U(F(L W_V, N W_V, R) + E), w),  w = L u_s;    L' = L W_V                   (eq. 16)

@@ -1,6 +1,5 @@
-"""``transformer_hier_accum``: Nguyen et al. (2020), "Tree-Structured Attention with Hierarchical Accumulation",
-section 4.4: fairseq's Transformer with tree-based encoder self-attention (eqs. 12-20) and decoder cross-attention
-(eqs. 21-24).
+"""``transformer_hier_accum``: Nguyen et al. (2020), section 4.4: fairseq's Transformer with tree-based encoder
+self-attention (eqs. 12-20) and decoder cross-attention (eqs. 21-24).
 
 Input: the preorder form (``fairseq-syntax-preprocess --form preorder``), one token per leaf (subword) and per
 nonterminal node, and ``src_parents`` ``B x T``. Nguyen et al. drop POS nodes except over BPE-split words

@@ -1,5 +1,4 @@
-"""Labeled dependency distributions (LDD): Pu & Sima'an (2022), "Passing Parser Uncertainty to the Transformer:
-Labeled Dependency Distributions for Neural Machine Translation", section 3.1, Table 1 and Appendix A.
+"""Labeled dependency distributions (LDD): Pu & Sima'an (2022), section 3.1, Table 1 and Appendix A.
 
 From a biaffine parser's records (:mod:`fairseq_syntax.parsing.dependency`):
 

@@ -1,7 +1,6 @@
 """Where each token's dependency parent is, and the Gaussian over key positions centred there: Bugliarello & Okazaki
-(2020), "Enhancing Machine Translation with Dependency-Aware Self-Attention", section 3 (parent-scaled
-self-attention), as their code computes it (github.com/e-bug/pascal: ``scripts/bpe_tags_mean.py``,
-``fairseq/modules/multihead_pascal.py``).
+(2020), section 3 (parent-scaled self-attention), as their code computes it (github.com/e-bug/pascal:
+``scripts/bpe_tags_mean.py``, ``fairseq/modules/multihead_pascal.py``).
 
 * Parent position: the 1-best head word of token t's word, at the mean position of that word's BPE pieces (the
   authors' "mean" tags). A root word, and fairseq's EOS, is its own parent.

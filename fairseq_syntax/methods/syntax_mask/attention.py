@@ -1,5 +1,4 @@
-"""Syntax attention masks: McDonald & Chiang (2021), "Syntax-Based Attention Masking for Neural Machine Translation",
-section 2:
+"""Syntax attention masks: McDonald & Chiang (2021), section 2:
 
     alpha = softmax(Q K^T / sqrt(d_k) - exp(sum_m s^m M^m))
 

@@ -1,7 +1,7 @@
-"""The nine tree relations of McDonald & Chiang (2021), "Syntax-Based Attention Masking for Neural Machine
-Translation", section 2: the masks ``M^m`` of their attention bias, as one relation id per (query, key) pair.
-The nine relations partition all pairs, so ``M^m[i, j] = 1`` exactly when ``m = rel(i, j)`` and the bias
-``-exp(sum_m s^m M^m)`` is ``-exp(s[rel(i, j)])`` (definitions of ``rel`` in :func:`relation_ids`).
+"""The nine tree relations of McDonald & Chiang (2021), section 2: the masks ``M^m`` of their attention bias, as one
+relation id per (query, key) pair. The nine relations partition all pairs, so ``M^m[i, j] = 1`` exactly when
+``m = rel(i, j)`` and the bias ``-exp(sum_m s^m M^m)`` is ``-exp(s[rel(i, j)])`` (definitions of ``rel`` in
+:func:`relation_ids`).
 
 Shapes: ``parents`` ``B x T`` (the batch convention of :mod:`fairseq_syntax.core.structure`) -> relation ids
 ``B x T x T`` (int64), ``PAD_RELATION`` where the query or the key is padding.

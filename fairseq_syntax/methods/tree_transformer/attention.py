@@ -1,5 +1,4 @@
-"""Constituent attention: Wang, Lee & Chen (2019), "Tree Transformer: Integrating Tree Structures into
-Self-Attention", sections 4-5.
+"""Constituent attention: Wang, Lee & Chen (2019), sections 4-5.
 
 Every layer ``l`` turns its input ``x`` (``B x T x C``) into link probabilities ``a^l`` between neighbours and a
 constituent prior ``C^l`` that scales the self-attention probabilities of all its heads:
