@@ -43,7 +43,3 @@ def describe(entry: dict) -> str:
     structure = entry.get("structure", "?")
     seeded = structure in SEEDED_CONTROLS or structure not in CONTROLS
     return f"control {structure}" + (f" (seed {entry.get('seed', '?')})" if seeded else "")
-
-
-if __name__ == "__main__":  # the recipes ask for the names (run as a file, it imports nothing: no package import)
-    print(*CONTROLS)
