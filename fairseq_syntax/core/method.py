@@ -25,7 +25,7 @@ def data_dir_name(form: str, preterminals: str, control: str = "", control_seed:
 
 @dataclass(frozen=True)
 class System:
-    name: str  # row name in the recipes' tables, e.g. "mask", "udp"
+    name: str  # row name in the results tables, e.g. "mask", "udp"
     arch: str  # registered fairseq architecture (base size); ARCH_tiny is the test size
     form: str = "sequence"  # input form of fairseq-syntax-preprocess: sequence, linearized, preorder
     preterminals: str = "auto"  # which POS nodes are tree nodes: auto, keep, split, drop (core.trees.preorder)
@@ -74,7 +74,7 @@ class System:
         return f"{self.arch}_tiny"
 
     def spec(self) -> str:
-        """``NAME:ARCH:DATA[:EXTRA]`` as the recipes' ``SYSTEMS`` take it (EXTRA: options joined with ``=``)."""
+        """``NAME:ARCH:DATA[:EXTRA]`` (EXTRA: options joined with ``=``)."""
         extra = ":" + ",".join(f"{k}={v}" for k, v in zip(self.model_args[::2], self.model_args[1::2]))
         return f"{self.name}:{self.arch}:{self.data}" + (extra if self.model_args else "")
 
