@@ -224,7 +224,7 @@ def run_sizes(config: StudyConfig, executor: str, jobs: int, only: list[str] | N
 
 # --- report
 
-def _sweep_markdown(found: list[Point], report: Path) -> tuple[list[str], dict]:
+def _sweep_markdown(config: StudyConfig, found: list[Point], report: Path) -> tuple[list[str], dict]:
     """Each size's sweep: every candidate's validation loss, the one chosen (test BLEU shown, not used), and where
     its records are (relative to ``report``)."""
     from fairseq_syntax.evaluation.tables import markdown_table
@@ -253,11 +253,12 @@ def _sweep_markdown(found: list[Point], report: Path) -> tuple[list[str], dict]:
         lines += ["", f"**{point.pairs:,} pairs**: " + (f"chosen {chosen.candidate.label}" if chosen else
                                                            point.waiting), "",
                   *markdown_table(["Candidate", "Valid NLL per sentence (nats)", "Valid nll_loss (bits/token)",
-                                   "Best epoch / epochs", "Test BLEU (not used)"], cells),
-                  "", f"Each candidate is {point.sweep[0][1].baseline}'s run with its values; its record, log and "
-                      f"commands: `{records}/LABEL/`."]
+                                   "Best epoch / epochs", "Test BLEU (not used)"], cells)]
         data[str(point.pairs)] = {"candidates": rows, "chosen": chosen.candidate.label if chosen else None,
                                   "records": records}
+    if data:
+        lines += ["", f"Each candidate is {config.baseline}'s run with its values; its record, log and commands: "
+                      f"`{os.path.relpath(config.folder('runs'), report)}/nN/sweep/LABEL/`."]
     return lines, data
 
 
@@ -294,38 +295,41 @@ def _cost_markdown(config: StudyConfig, found: list[Point]) -> tuple[list[str], 
 def write_sizes_report(config: StudyConfig, readme: str | None = None, out: str | None = None) -> list[str]:
     """``report`` on a study over sizes: each size's report (``REPORT/nN``), then the curve (``RESULTS.md``,
     ``RESULTS.json``, ``curve.png``) and, with ``readme``, its block in that file."""
-    from fairseq_syntax.evaluation.curve import curve_data, curve_markdown, readme_block, replace_block
-    from fairseq_syntax.evaluation.tables import load_results_json, write_results
-    from fairseq_syntax.study.report import write_readme, write_report
+    from fairseq_syntax.evaluation.curve import curve_data, curve_markdown, readme_block, replace_block, sizes_text
+    from fairseq_syntax.evaluation.results import seeds_notes
+    from fairseq_syntax.evaluation.tables import write_results
+    from fairseq_syntax.study.report import comparisons_of, own_records, write_readme, write_report
 
     found = checked_points(config)
     folder = Path(out) if out else config.folder("report")
     folder.mkdir(parents=True, exist_ok=True)
-    lines, curve_points, reports = [], [], {}
+    lines, reports, notes = [], {}, {}
     for point in found:
-        results = None
         if point.given:
             path = point.config.folder("report") / "RESULTS.json"
             if path.is_file():
-                results = load_results_json(path)
                 reports[point.pairs] = path
             else:
                 lines.append(f"size {point.pairs}: {point.config.path.name} has no report yet "
                              f"(fairseq-syntax-study report {point.config.path})")
         elif point.config is not None and any(state.state == "done" for state in grid_states(point.config)):
             own = folder / point.label
-            lines += write_report(point.config, out=str(own), commands=False)  # the records hold them
-            results = load_results_json(own / "RESULTS.json")
+            lines += write_report(point.config, out=str(own), within="../RESULTS.md")
             reports[point.pairs] = own / "RESULTS.json"
+            found_notes = tuple(seeds_notes(own_records(point.config), comparisons_of(point.config)))
+            if found_notes:  # a table of one seed each keeps its own
+                notes.setdefault(found_notes, []).append(point.pairs)
         else:
             lines.append(f"size {point.pairs}: no run of its grid has finished yet"
                          + (f" ({point.waiting})" if point.waiting else ""))
-        curve_points.append({"pairs": point.pairs, "dataset": point.config.name if point.config else "",
-                             "results": results})
-    methods = {entry.name: [entry.control_name(kind) for kind in entry.controls] for entry in config.systems
-               if entry.name != config.baseline}
-    data = curve_data(curve_points, config.baseline, methods)
-    sweep_lines, sweep_data = _sweep_markdown(found, folder)
+    datasets = {point.pairs: point.config.name for point in found if point.pairs in reports}
+    curve = {"sizes": [point.pairs for point in found], "baseline": config.baseline,
+             "methods": {entry.name: [entry.control_name(kind) for kind in entry.controls]
+                         for entry in config.systems if entry.name != config.baseline},
+             "reports": {str(pairs): {"results": os.path.relpath(path, folder), "dataset": datasets[pairs]}
+                         for pairs, path in reports.items()}}
+    data = curve_data(curve, folder)
+    sweep_lines, sweep_data = _sweep_markdown(config, found, folder)
     cost_lines, cost_data = _cost_markdown(config, found)
     md = folder / "RESULTS.md"
     records = os.path.relpath(config.folder("runs"), folder)
@@ -335,6 +339,10 @@ def write_sizes_report(config: StudyConfig, readme: str | None = None, out: str 
                 f"Generated by `fairseq-syntax-study report {config.path.name}` from each size's report "
                 f"({', '.join(links) or 'none yet'}). Each size trains every system with one protocol; the subsets "
                 "are nested (each inside the larger ones).", "", "![the curve](curve.png)", *curve_markdown(data),
+                *(["", "## Each size's notes", "", "The p-values, sacrebleu signatures and parses of each size's "
+                   "table (`nN/RESULTS.md`), said once:"] if notes else []),
+                *(line for found_notes, sizes in notes.items() for line in [
+                    "", f"**{sizes_text(sizes)} pairs**", "", *(f"- {note}" for note in found_notes)]),
                 "", "## Each size's protocol", "",
                 "Chosen for the baseline by its validation negative log-likelihood per sentence at its best epoch "
                 "(comparable across BPE vocabularies); every system of that size is trained with it.", *sweep_lines,
@@ -342,8 +350,9 @@ def write_sizes_report(config: StudyConfig, readme: str | None = None, out: str 
                 f"settings and protocol; each run's record holds them whole (`{records}/nN/`: "
                 "`python3 fairseq_syntax/evaluation/packed_runs.py cat RECORD`).", *cost_lines]
     json_data = {"generated_by": "fairseq-syntax-study report (fairseq_syntax.study.over_sizes)",
-                 "study": config.name, "curve": data, "sweeps": sweep_data, "cost": cost_data,
-                 "reports": {str(pairs): os.path.relpath(path, folder) for pairs, path in reports.items()}}
+                 "study": config.name, "curve": curve,
+                 "notes": [{"sizes": sizes, "notes": list(found_notes)} for found_notes, sizes in notes.items()],
+                 "sweeps": sweep_data, "cost": cost_data}
     md_path, json_path = write_results(md, "\n".join(markdown) + "\n", json_data)
     lines.append(f"wrote {md_path} and {json_path}")
     try:

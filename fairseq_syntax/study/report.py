@@ -85,9 +85,11 @@ def runaway_section(config: StudyConfig) -> tuple[list[str], dict]:
 
 
 def write_report(config: StudyConfig, readme: str | None = None, out: str | None = None,
-                 commands: bool = True) -> list[str]:
+                 within: str | None = None) -> list[str]:
     """Write the report (module docstring) into ``out``, by default the study's report folder; the lines to print.
-    ``commands=False`` leaves the commands below the table to the records (a size of a study over sizes)."""
+    ``within``: the report this one is part of, relative to ``out`` (a size of a study over sizes): the commands
+    below the table are left to the records, its notes to that report (:func:`results.seeds_notes`), and no
+    seeds.png is drawn (the curve is that report's figure; RESULTS.json's table has each seed's scores)."""
     from fairseq_syntax.evaluation.results import results_of_runs
     from fairseq_syntax.evaluation.tables import write_results
     from fairseq_syntax.study.commands import grid_states
@@ -100,7 +102,8 @@ def write_report(config: StudyConfig, readme: str | None = None, out: str | None
     folder = Path(out) if out else config.folder("report")
     folder.mkdir(parents=True, exist_ok=True)
     out_md = folder / "RESULTS.md"
-    markdown, data = results_of_runs(own_records(config), comparisons_of(config), commands)
+    markdown, data = results_of_runs(own_records(config), comparisons_of(config), commands=within is None,
+                                     notes=within and f"in the report this one is part of (`{within}`)")
     extra, runaways = runaway_section(config)
     if extra:
         markdown = markdown.rstrip("\n") + "\n" + "\n".join(extra) + "\n"
@@ -113,8 +116,9 @@ def write_report(config: StudyConfig, readme: str | None = None, out: str | None
     try:
         from fairseq_syntax.evaluation.seeds_figure import plot_seeds
 
-        plot_seeds(str(json_path), str(folder / "seeds.png"))
-        lines.append(f"wrote {folder / 'seeds.png'}")
+        if within is None:
+            plot_seeds(str(json_path), str(folder / "seeds.png"))
+            lines.append(f"wrote {folder / 'seeds.png'}")
     except ValueError as error:  # no system with two seeds yet
         lines.append(f"no figure yet: {error}")
     from fairseq_syntax.evaluation.study_answer import readme_block, replace_readme_block

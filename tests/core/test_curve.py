@@ -1,10 +1,19 @@
-"""The curve's sentences in the README's sizes answer, from hand-made verdicts and the committed curve."""
+"""The curve's sentences in the README's sizes answer, from hand-made verdicts and the committed curve; the curve's
+numbers read from each size's report, where alone they are stored."""
 import json
 from pathlib import Path
 
 import pytest
 
-from fairseq_syntax.evaluation.curve import README_BEGIN, README_END, method_sentences, readme_block, replace_block
+from fairseq_syntax.evaluation.curve import (
+    README_BEGIN,
+    README_END,
+    curve_data,
+    load_curve,
+    method_sentences,
+    readme_block,
+    replace_block,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,10 +56,54 @@ def test_the_block_replaces_the_old_one_in_place_and_a_file_without_markers_is_n
         replace_block("no block here", block, "README.md")
 
 
+def metric(delta: float, low: float, high: float, p: float) -> dict:
+    """A metric's comparison as a size's answer holds it: the curve keeps delta, interval and p of it."""
+    return {"delta": delta, "p_value": p, "p_mc_se": 0.0002, "welch": {"t": -9.0, "df": 3.9, "p_value": 0.001},
+            "delta_ci": [low, high], "borderline": False}
+
+
+def test_the_curve_reads_each_sizes_numbers_from_its_report_and_stores_none(tmp_path):
+    """Size 1,000 scored (its report in n1000/, another dataset beside), size 2,500 not yet."""
+    bleu, chrf, versus = metric(-4.39, -5.69, -3.11, 0.0002), metric(-6.01, -7.23, -4.56, 0.0002), \
+        metric(0.05, -1.11, 1.16, 0.051)
+    report = {"datasets": {"other": {}, "demo.n1000": {
+        "seeds": True, "comparisons": {"baseline": "sequence"},
+        "table": {"columns": ["System", "Structure read", "BLEU (mean ± sd)"], "rows": [
+            {"System": "sequence", "Structure read": "none (words only)",
+             "BLEU (mean ± sd)": {"mean": 11.88, "sd": 0.67, "per_seed": [12.42, 12.07, 11.14]}},
+            {"System": "mask", "Structure read": "parse",
+             "BLEU (mean ± sd)": {"mean": 7.49, "sd": 0.68, "per_seed": [6.75, 8.10, 7.63]}}]},
+        "answer": {
+            "systems": [{"system": "mask", "vs_baseline": {"against": "sequence", "seeds": [3, 3], "BLEU": bleu,
+                                                           "chrF": chrf, "verdict": "worse", "borderline": False},
+                         "controls": [{"control": "mask_random", "comparison": {
+                             "against": "mask_random", "seeds": [3, 3], "BLEU": versus,
+                             "verdict": "no measurable difference", "borderline": True}}]}],
+            "controls": [{"system": "mask_random"}]}}}}
+    (tmp_path / "n1000").mkdir()
+    (tmp_path / "n1000/RESULTS.json").write_text(json.dumps(report), encoding="utf-8")
+    curve = {"sizes": [1000, 2500], "baseline": "sequence", "methods": {"mask": ["mask_random"]},
+             "reports": {"1000": {"results": "n1000/RESULTS.json", "dataset": "demo.n1000"}}}
+    (tmp_path / "RESULTS.json").write_text(json.dumps({"study": "demo", "curve": curve}), encoding="utf-8")
+    data = load_curve(tmp_path / "RESULTS.json")
+    assert data == curve_data(curve, tmp_path) and {key: data[key] for key in curve} == curve
+    assert data["baseline_scores"] == {"1000": {"BLEU": {"mean": 11.88, "sd": 0.67, "seeds": 3}}, "2500": {}}
+    assert data["systems"] == {
+        "mask": {"1000": {"BLEU": {"delta": -4.39, "delta_ci": [-5.69, -3.11], "p_value": 0.0002},
+                          "chrF": {"delta": -6.01, "delta_ci": [-7.23, -4.56], "p_value": 0.0002},
+                          "verdict": "worse", "borderline": False, "seeds": [3, 3]}, "2500": None},
+        "mask_random": {"1000": None, "2500": None}}
+    assert data["vs_control"] == {"mask": {"mask_random": {
+        "1000": {"BLEU": {"delta": 0.05, "delta_ci": [-1.11, 1.16], "p_value": 0.051},
+                 "verdict": "no measurable difference", "borderline": True, "seeds": [3, 3]}, "2500": None}}}
+
+
 def test_the_readmes_sizes_answer_is_the_committed_curves():
     results = json.loads((ROOT / "examples/multi30k/sizes/RESULTS.json").read_text(encoding="utf-8"))
-    block = readme_block(results["curve"], "examples/multi30k/sizes/RESULTS.md", "examples/multi30k/sizes/curve.png",
-                         results["study"])
+    assert set(results["curve"]) == {"sizes", "baseline", "methods", "reports"}  # each number in its size's report
+    assert results["curve"]["reports"]["10000"] == {"results": "../RESULTS.json", "dataset": "multi30k-10k"}
+    block = readme_block(load_curve(ROOT / "examples/multi30k/sizes/RESULTS.json"),
+                         "examples/multi30k/sizes/RESULTS.md", "examples/multi30k/sizes/curve.png", results["study"])
     lines = (ROOT / "README.md").read_text(encoding="utf-8").split("\n")
     start = lines.index(block[0])
     assert lines[start:start + len(block)] == block, (

@@ -19,6 +19,7 @@ from fairseq_syntax.evaluation.results import (
     render_json,
     render_markdown,
     results_of_runs,
+    seeds_notes,
 )
 from fairseq_syntax.evaluation.run_commands import command_fields, record_argv, stored_form
 from fairseq_syntax.evaluation.seeds_figure import positions, recorded_comparisons, seeds_rows
@@ -525,6 +526,31 @@ def test_a_study_over_seeds_has_one_row_per_system_and_its_commands_below(tmp_pa
     # the other dataset keeps its table of runs
     assert "| System | Arch | Seed | BLEU tok. | BLEU | chrF | p vs sequence (BLEU / chrF) | Updates | Epochs | " \
            "Wall time |" in lines
+
+
+def test_a_seeds_tables_notes_said_in_another_report_are_named_there_and_read_by_seeds_notes(tmp_path):
+    """A size of a study over sizes: its table's notes are said once in the report over the sizes."""
+    records = study_records()
+    notes = [f"p: two-sided p-value of the row's system against the system it is tested against (the answer's table) "
+             f"({SEEDS_TEST}, 1000 samples, seed 12345).", "BLEU signature: `nrefs:1|tok:13a`",
+             "parses of the training data (systems that read no syntax ignore them): `constituency crf-con.pt (F1 "
+             "87.12)`: sequence, mask, udp; `constituency crf-con.pt (F1 87.12)` under control random structures "
+             "(seed 1): mask_random"]
+    assert render_json(records)["datasets"]["multi30k-10k"]["notes"] == notes
+    lines = render_markdown(records, notes="in `../RESULTS.md`").splitlines()
+    start = lines.index("## multi30k-10k") + 2
+    assert lines[start:start + 12] == [READING, "", *EXPECTED_SEEDS_TABLE, "", "- p, the signatures and the parses: "
+                                       "in `../RESULTS.md`.", "", "### Answer so far"]
+    assert not set(f"- {note}" for note in notes) & set(lines[:lines.index("## multi30k")])
+    data = render_json(records, notes="in `../RESULTS.md`")["datasets"]
+    assert "notes" not in data["multi30k-10k"] and data["multi30k"]["notes"]  # a table of runs keeps its own
+    for record in records[1:]:
+        name = f"{record['system']}.seed{record['seed']}" if "seed" in record else f"{record['system']}.seeds"
+        (tmp_path / f"{name}.run.json").write_text(json.dumps(stored_form(record)))
+    assert seeds_notes([tmp_path], registry_comparisons()) == notes
+    (tmp_path / "one").mkdir()
+    (tmp_path / "one/sequence.seed1.run.json").write_text(json.dumps(stored_form(records[0])))
+    assert seeds_notes([tmp_path / "one"], registry_comparisons()) == []  # one seed: no seeds table
 
 
 def test_a_record_over_seeds_without_its_seeds_facts_reads_them_from_its_first_seeds_record(tmp_path):

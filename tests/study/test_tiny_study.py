@@ -339,8 +339,14 @@ def test_each_sizes_cost_is_its_records_wall_times(sizes):
 
 def test_the_curve_is_the_decodes_differences(sizes):
     folder, _, _, report = sizes
-    curve = json.loads((folder / "sizes/RESULTS.json").read_text())["curve"]
-    assert curve["sizes"] == [20, 40] and curve["methods"] == {"mask": ["mask_random"]}
+    from fairseq_syntax.evaluation.curve import load_curve
+
+    # the curve's RESULTS.json names each size's report, which alone holds the numbers
+    assert json.loads((folder / "sizes/RESULTS.json").read_text())["curve"] == {
+        "sizes": [20, 40], "baseline": "sequence", "methods": {"mask": ["mask_random"]},
+        "reports": {"20": {"results": "n20/RESULTS.json", "dataset": "tiny-sizes.n20"},
+                    "40": {"results": "../report/RESULTS.json", "dataset": "tiny"}}}
+    curve = load_curve(folder / "sizes/RESULTS.json")
     n20 = {system: tokenized_bleu(folder, f"runs-sizes/n20/{system}.seed1")
            for system in ("sequence", "mask", "mask_random")}
     for size, bleu in ((20, n20), (40, {system: mean_bleu(folder, system) for system in n20})):
@@ -352,6 +358,9 @@ def test_the_curve_is_the_decodes_differences(sizes):
         versus = curve["vs_control"]["mask"]["mask_random"][str(size)]
         assert versus["BLEU"]["delta"] == pytest.approx(bleu["mask"] - bleu["mask_random"], abs=1e-6)
     assert (folder / "sizes/curve.png").stat().st_size > 0 and (folder / "sizes/n20/RESULTS.md").is_file()
+    # the curve is the one figure over sizes: no size's seeds.png, nor a line on why none
+    assert not (folder / "sizes/n20/seeds.png").exists() and "seeds.png" not in report.stdout
+    assert "no figure yet" not in report.stdout
     assert "wrote" in report.stdout and "curve.png" in report.stdout
 
 
