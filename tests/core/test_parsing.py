@@ -312,9 +312,7 @@ def test_supar_files_load_only_inside_the_scoped_allowlist(dependency_model):
     assert state["transform"].HEAD.fn == CoNLL.get_arcs and state["transform"].HEAD.fn(["2", "_"]) == [2, -1]
 
 
-
 def test_a_checkpoint_saved_after_an_epoch_that_scored_nothing_loads(tmp_path):
-    """A SuPar checkpoint saved before any epoch scored (base Metric) loads on resuming."""
     from supar.utils import metric
 
     path = tmp_path / "checkpoint.pt"
