@@ -50,12 +50,10 @@ def test_bf16_no_longer_implies_a_tpu(bf16, tpu, argv, untied):
 
 def test_fairseq_train_bf16_trains_on_the_cpu(data_dirs, tmp_path):
     """``fairseq-train --bf16 --cpu`` goes through fairseq's bf16 path (not TPU) with the plugin; losses finite."""
-    from conftest import TRANSLATION, run
+    from conftest import TINY, TRANSLATION, run
 
     log = run(["fairseq-train", data_dirs["preorder"], *TRANSLATION, "--arch", "transformer_syntax_mask_tiny",
-               "--bf16", "--cpu", "--optimizer", "adam", "--lr", "0.005", "--max-tokens", "1000", "--max-update",
-               "4", "--no-save", "--log-format", "simple", "--log-interval", "1", "--num-workers", "0",
-               "--save-dir", str(tmp_path)])
+               "--bf16", *TINY, "--max-update", "4", "--no-save", "--save-dir", str(tmp_path)])
     text = log.stdout + log.stderr
     assert "training in bfloat16 on the CPU" in text and "xla" not in text.lower()
     assert "'tpu': True" not in text.split("training in bfloat16")[1].split("\n")[1]  # every group's copy untied
