@@ -153,7 +153,7 @@ def test_a_line_draws_from_its_own_seed_and_number_only(tmp_path):
         "(S (DT the) (X (NN dog) (X (VBZ sees) (NNS cats))))"}
 
 
-def test_bad_input_names_file_and_line(tmp_path, capsys):
+def test_bad_input_names_file_and_line(tmp_path):
     (tmp_path / "p.tree").write_text(f"{SENTENCE}\n(S (NN dog)\n")
     with pytest.raises(SystemExit, match=r"p\.tree:2: unbalanced brackets"):
         controls.main(["make", "--control", "random", str(tmp_path / "p"), str(tmp_path / "q")])
@@ -162,14 +162,14 @@ def test_bad_input_names_file_and_line(tmp_path, capsys):
         controls.main(["make", "--control", "left", str(tmp_path / "p2"), str(tmp_path / "q")])
 
 
-def test_the_dictionary_takes_the_control_label_in_place_of_a_padding_filler(tmp_path):
-    real = tmp_path / "dict.en.txt"
-    real.write_text("the 10\n(S 4\n(NN 3\nmadeupword0000 0\nmadeupword0001 0\n")
-    controls.main(["dictionary", str(real), str(tmp_path / "control.txt")])
-    assert (tmp_path / "control.txt").read_text() == "the 10\n(S 4\n(NN 3\n(X 0\nmadeupword0001 0\n"
-    real.write_text("the 10\n(S 4\n")
-    controls.main(["dictionary", str(real), str(tmp_path / "control.txt")])
-    assert (tmp_path / "control.txt").read_text() == "the 10\n(S 4\n(X 0\n"
+@pytest.mark.parametrize("real, control", [
+    ("the 10\n(S 4\n(NN 3\nmadeupword0000 0\nmadeupword0001 0\n", "the 10\n(S 4\n(NN 3\n(X 0\nmadeupword0001 0\n"),
+    ("the 10\n(S 4\n", "the 10\n(S 4\n(X 0\n"),  # no filler: added at the end
+])
+def test_the_dictionary_takes_the_control_label_in_place_of_a_padding_filler(tmp_path, real, control):
+    (tmp_path / "dict.en.txt").write_text(real)
+    controls.main(["dictionary", str(tmp_path / "dict.en.txt"), str(tmp_path / "control.txt")])
+    assert (tmp_path / "control.txt").read_text() == control
 
 
 def test_end_to_end_the_preprocess_commands_read_the_controls_unchanged(tmp_path):
@@ -242,7 +242,6 @@ def test_end_to_end_the_preprocess_commands_read_the_controls_unchanged(tmp_path
         "control": {"structure": "random", "seed": 3}}
     with pytest.raises(ValueError, match="records the control .* not .*'left'"):
         controls.record_control(str(data / "preorder.random"), "left", 1)
-
 
 
 # --- the structure-only control
@@ -330,7 +329,7 @@ def test_tree_and_dependency_shapes_by_hand():
         controls.dependency_shape([2, 1])
 
 
-def test_stats_of_the_parse_and_its_controls(tmp_path, capsys):
+def test_stats_of_the_parse_and_its_controls(tmp_path):
     (tmp_path / "test.tree").write_text(SENTENCE + "\n")
     with gzip.open(tmp_path / "test.arcs.jsonl.gz", "wt") as out:
         out.write(json.dumps(RECORD) + "\n")

@@ -43,7 +43,7 @@ def test_a_model_argument_without_a_role_is_refused(capsys):
     assert "give ROLE=MODEL" in capsys.readouterr().err
 
 
-def test_results_say_which_parses_each_row_was_trained_on(tmp_path):
+def test_results_say_which_parses_each_row_was_trained_on():
     base = {"dataset": "multi30k", "arch": "transformer", "command": "fairseq-train data", "updates": 6,
             "epochs": 2, "wall_time_s": 60.0, "train_log": "log", "metrics": {"BLEU": 38.0}, "significance": {}}
     parsers = {"constituency": {"model": "crf-con.pt", "sha256": "ab" * 8, "scores": {"F1": 87.12},
