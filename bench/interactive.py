@@ -74,6 +74,7 @@ def train_parsers(work: str, count: int) -> dict:
     from fairseq_syntax.core.trees import clean_ptb, read_ptb, to_bracketed
     from fairseq_syntax.parsing import training
     from fairseq_syntax.parsing.tagger import sentences_from_conllu, sentences_from_trees, train_tagger
+    from fairseq_syntax.parsing.text import open_text
 
     models = {name: os.path.join(work, f"{name}.pt") for name in ("crf-con", "tagger", "biaffine")}
     if all(os.path.exists(path) for path in models.values()):
@@ -88,9 +89,7 @@ def train_parsers(work: str, count: int) -> dict:
     tagged = sentences_from_trees(trees)
     train_tagger(tagged, tagged, models["tagger"], epochs=1, log=lambda line: None)
     log("training the biaffine parser (1 epoch, recipe size)")
-    import gzip
-
-    with gzip.open(os.path.join(DATA, "ud-ewt", "en_ewt-ud-dev.conllu.gz"), "rt", encoding="utf-8") as conllu:
+    with open_text(os.path.join(DATA, "ud-ewt", "en_ewt-ud-dev.conllu.gz")) as conllu:
         blocks = conllu.read().split("\n\n")[:count]
     ud = write(os.path.join(work, "ud.conllu"), ["\n\n".join(block.strip("\n") for block in blocks) + "\n"])
     assert sentences_from_conllu(ud)
@@ -221,11 +220,10 @@ def main(argv=None) -> None:
     for row, base in zip(results, [None, ("mask", rows[0][1]), None, ("sequence", rows[2][1])]):
         row["time_ratio"] = None if base is None else round(row["cpu_ms_per_sentence"] / by_input[base], 2)
         row["parser_share"] = None if base is None else round(1 - by_input[base] / row["cpu_ms_per_sentence"], 2)
-    command = "python3 bench/interactive.py " + " ".join(
-        f"--{k} {v}" for k, v in (("lines", args.lines), ("pairs", args.pairs),
-                                  ("parser-sentences", args.parser_sentences))
-        if v != parser.get_default(k.replace("-", "_")))
-    facts = {"command": command.strip() + " --work WORK", "machine": report.machine(),
+    from run import reproducing_command  # after the measurements: it sets TQDM_DISABLE in this environment
+
+    facts = {"command": reproducing_command(argv, "bench/interactive.py") + " --work WORK",
+             "machine": report.machine(),
              "load_average_after": round(os.getloadavg()[0], 1)}
     cells = [[row["system"], row["input"], row["sentences"], row["cpu_ms_per_sentence"],
               row["sentences_per_cpu_second"], *(("", "") if row["parser_share"] is None else
