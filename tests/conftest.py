@@ -3,6 +3,7 @@ import itertools
 import json
 import os
 import random
+import socket
 import subprocess
 import sys
 
@@ -44,6 +45,12 @@ def tiny_corpus(prefix: str, n: int, seed: int) -> None:
             tree.write(f"(S (NP (DT the) (NN {subj})) (VP (VBZ {verb}) (NP (DT the) (NN {obj}))) (. .))\n")
             en.write(f"the {bpe(subj)} {verb} the {bpe(obj)} .\n")
             de.write(f"die {obj} {verb}-t die {subj} .\n")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def run(cmd, **kwargs):

@@ -1,13 +1,12 @@
 """fairseq's CLIs with --user-dir: train, generate, interactive, --restore-file, DDP on CPU (2 processes, gloo)."""
 import os
 import re
-import socket
 import subprocess
 
 import numpy as np
 import pytest
 import torch
-from conftest import REPO, TINY, run, train, write_sst_data
+from conftest import REPO, TINY, free_port, run, train, write_sst_data
 from fairseq import checkpoint_utils
 
 from fairseq_syntax.cli import plot
@@ -19,12 +18,6 @@ from fairseq_syntax.core.translation_task import (
     SyntaxTranslationConfig,
     SyntaxTranslationTask,
 )
-
-
-def generate(data, checkpoint, *extra):
-    out = run(["fairseq-generate", data, "--user-dir", "fairseq_syntax", "--task", "syntax_translation",
-               "--path", checkpoint, "--beam", "2", "--cpu", "--gen-subset", "test", *extra]).stdout
-    return {int(m.group(1)): m.group(2) for m in re.finditer(r"^H-(\d+)\t\S+\t(.*)$", out, re.M)}
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +86,9 @@ def test_checkpoints_of_training_with_eval_bleu_load_for_generation(data_dirs, r
     best = resumed_runs[2] / "checkpoint_best.pt"
     state = torch.load(best, map_location="cpu")  # weights_only, torch's default
     assert any(isinstance(v, np.ndarray) for v in _leaves(state["extra_state"]))
-    assert sorted(generate(data_dirs["sequence"], str(best))) == list(range(21))
+    out = run(["fairseq-generate", data_dirs["sequence"], "--user-dir", "fairseq_syntax", "--task",
+               "syntax_translation", "--path", str(best), "--beam", "2", "--cpu", "--gen-subset", "test"]).stdout
+    assert sorted(map(int, re.findall(r"^H-(\d+)\t", out, re.M))) == list(range(21))
 
 
 def _leaves(tree):
@@ -110,13 +105,6 @@ def _leaves(tree):
 GOOD_TREE = "(S (NP (DT the) (NN cat)) (VP (VBZ sees) (NP (DT the) (NN dog))) (. .))"
 
 
-def interactive(data, checkpoint, *extra, **run_options):
-    """fairseq-interactive of a tree model, one bracketed tree a line; ``run_options``: subprocess.run's."""
-    return subprocess.run(["fairseq-interactive", data, "--user-dir", "fairseq_syntax", "--task", "syntax_translation",
-                           "--path", checkpoint, "--cpu", "-s", "en", "-t", "de", "--beam", "2", "--source-format",
-                           "tree", *extra], cwd=REPO, capture_output=True, check=False, **run_options)
-
-
 @pytest.mark.parametrize("from_file", [False, True], ids=["stdin", "input-file"])
 def test_interactive_reports_bad_lines_translates_the_rest_and_keeps_the_ids(data_dirs, mask_checkpoint, tmp_path,
                                                                              from_file):
@@ -126,10 +114,12 @@ def test_interactive_reports_bad_lines_translates_the_rest_and_keeps_the_ids(dat
     raw = (GOOD_TREE.encode() + b"\n(S (NP the cat\n\nthe cat sees the dog .\n(S (NN caf\xe9))\n"
            b"(S (NN cat)\r (VBZ sees))\n" + too_long.encode() + b"\n" + GOOD_TREE.encode() + b"\r\n")
     (tmp_path / "input.txt").write_bytes(raw)
-    result = interactive(data_dirs["preorder"], mask_checkpoint, "--buffer-size", "2", "--max-source-positions", "20",
-                         "--skip-invalid-size-inputs-valid-test",
-                         *(["--input", str(tmp_path / "input.txt")] if from_file else []),
-                         input=None if from_file else raw)
+    result = subprocess.run(["fairseq-interactive", data_dirs["preorder"], "--user-dir", "fairseq_syntax", "--task",
+                             "syntax_translation", "--path", mask_checkpoint, "--cpu", "-s", "en", "-t", "de", "--beam",
+                             "2", "--source-format", "tree", "--buffer-size", "2", "--max-source-positions", "20",
+                             "--skip-invalid-size-inputs-valid-test",
+                             *(["--input", str(tmp_path / "input.txt")] if from_file else [])],
+                            cwd=REPO, capture_output=True, input=None if from_file else raw)
     stdout, stderr = result.stdout.decode(), result.stderr.decode()
     assert result.returncode == 0, stderr[-3000:]
     hypotheses = re.findall(r"^H-(\d+)\t(\S+)\t(.*)$", stdout, re.MULTILINE)
@@ -197,12 +187,6 @@ def test_a_data_directory_of_the_other_task_is_one_line(tmp_path):
         TreeClassificationTask.setup_task(TreeClassificationConfig(data=str(translation)))
     with pytest.raises(SystemExit, match=rf"^error: {tmp_path}/missing: no such data directory$"):
         SyntaxTranslationTask.setup_task(SyntaxTranslationConfig(data=str(tmp_path / "missing")))
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_distributed_data_parallel_on_cpu_with_gloo(data_dirs, tmp_path):

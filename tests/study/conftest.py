@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import free_port
 from study.test_prepare import corpus  # noqa: F401
 
 PROGRAMS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scancel", "srun")
@@ -30,12 +31,6 @@ def _cannot_start(reason: str):
 
 def _program(name: str) -> str | None:
     return shutil.which(name) or shutil.which(name, path=os.pathsep.join(DAEMON_FOLDERS))
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _tail(path: Path, lines: int = 15) -> str:
@@ -129,8 +124,8 @@ class SingleNodeSlurm:
         socket_path = self.munge / "munge.socket"
         host = socket.gethostname().split(".")[0]
         self.conf.write_text(SLURM_CONF.format(
-            host=host, root=self.root, munge_socket=socket_path, controller_port=_free_port(),
-            node_port=_free_port(), memory_mb=os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") >> 20))
+            host=host, root=self.root, munge_socket=socket_path, controller_port=free_port(),
+            node_port=free_port(), memory_mb=os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") >> 20))
         self._spawn("munged", [_program("munged"), "--foreground", f"--socket={socket_path}", f"--key-file={key}",
                                f"--pid-file={self.munge / 'munged.pid'}", f"--log-file={self.munge / 'munged.log'}",
                                f"--seed-file={self.munge / 'munged.seed'}"], **as_munge)
