@@ -145,11 +145,11 @@ def test_expansion_shares_a_head_words_mass_among_its_pieces_and_copies_its_row(
     assert shared[0, :, :, PAD].abs().sum() == 0
 
 
-def variant(name, record=RECORD, table=dep.STANFORD_GROUPS):
-    position = torch.arange(7)[None]
-    out = dep.variant_distribution(word_level(record, table), torch.tensor([TOKEN_WORDS]), name, position == PAD,
-                                   position == EOS)
-    assert out.shape == (1, 16, 7, 7)
+def variant(name, record=RECORD, table=dep.STANFORD_GROUPS, token_words=TOKEN_WORDS):
+    """``16 x T x T`` of one row (the word of each token: the root 0 at EOS, the last word at padding)."""
+    size, words = len(record["words"]) + 2, torch.tensor([token_words])
+    out = dep.variant_distribution(word_level(record, table, size), words, name, words == size - 1, words == 0)
+    assert out.shape == (1, 16, len(token_words), len(token_words))
     return out[0]
 
 
@@ -195,9 +195,7 @@ CYCLE = {"words": ["a", "b"], "arcs": [[1, 2, 0.6, {"dep": 1.0}], [1, 0, 0.4, {"
 
 
 def test_udp_of_a_two_cycle_argmax_is_the_parsers_tree_with_one_root():
-    eos = torch.tensor([[False, False, True]])
-    out = dep.variant_distribution(word_level(CYCLE, size=4), torch.tensor([[1, 2, 0]]), "udp",
-                                   torch.zeros(1, 3, dtype=torch.bool), eos)[0, 0]
+    out = variant("udp", CYCLE, token_words=[1, 2, 0])[0]
     # rows a, b; columns a, b, EOS (= root): a -> root, b -> a; one root attachment, no cycle
     assert out.tolist() == [[0, 0, 1], [1, 0, 0], [0, 0, 0]]
     assert out[:, 2].sum() == 1
@@ -208,8 +206,7 @@ def test_ldp_gives_no_group_when_the_1best_label_is_outside_them():
     record = {"words": ["a", "b"], "arcs": [[1, 2, 1.0, {"nmod": 0.40, "obl": 0.35, "obj": 0.25}],
                                             [2, 0, 1.0, {"root": 1.0}]],
               "best": [[2, "nmod"], [0, "root"]]}
-    out = dep.variant_distribution(word_level(record, dep.UNIVERSAL_GROUPS, size=4), torch.tensor([[1, 2, 0]]), "ldp",
-                                   torch.zeros(1, 3, dtype=torch.bool), torch.tensor([[False, False, True]]))[0]
+    out = variant("ldp", record, dep.UNIVERSAL_GROUPS, [1, 2, 0])
     assert out[:, 0].sum() == 0  # the row of "a": no group
     assert out[ROOT_G, 1, 2] == 1 and out.sum() == 1  # "b" -> root in the root group
 
