@@ -316,6 +316,15 @@ def test_the_protocol_is_the_sweep_candidate_of_lowest_validation_nll_per_senten
     assert set(json.loads((folder / "sizes/n20/RESULTS.json").read_text())["datasets"]) == {"tiny-sizes.n20"}
     # a size's commands are left to its records, which the sizes report names
     assert "### Commands" not in (folder / "sizes/n20/RESULTS.md").read_text()
+    # and its notes (p, signatures, parses) to the sizes report, where they are said once for every size
+    assert "notes" not in json.loads((folder / "sizes/n20/RESULTS.json").read_text())["datasets"]["tiny-sizes.n20"]
+    assert ("- p, the signatures and the parses: in the report this one is part of (`../RESULTS.md`)."
+            in (folder / "sizes/n20/RESULTS.md").read_text().splitlines())
+    [notes] = results["notes"]
+    assert notes["sizes"] == [20] and notes["notes"][0].startswith("p: two-sided p-value")
+    said = (folder / "sizes/RESULTS.md").read_text().split("\n")
+    start = said.index("**20 pairs**") + 2
+    assert said[start:start + len(notes["notes"])] == [f"- {note}" for note in notes["notes"]]
     assert "each run's record holds them whole (`../runs-sizes/nN/`" in (folder / "sizes/RESULTS.md").read_text()
     for row in results["sweeps"]["20"]["candidates"]:
         merges = row["values"]["bpe"]["merges"]
