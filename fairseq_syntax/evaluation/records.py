@@ -16,8 +16,9 @@ checkpoint is chosen by and ``[epoch, value]`` per epoch), ``parsers`` (the trai
 over seeds ``seeds``, ``seed_list``, ``metrics_sd`` and ``per_seed_metrics``. ``updates``, ``epochs`` and
 ``wall_time_s`` come from the fairseq-train log (over seeds: their means).
 
-A record over seeds (``SYSTEM.seeds.run.json``) without a training command takes its seeds' facts (``SEED_FACTS``)
-from its first seed's record beside it (``load_record``).
+A record over seeds (``SYSTEM.seeds.run.json``) without a training command holds what is over its seeds only: its
+seeds' facts (``SEED_FACTS``) come from its first seed's record beside it, the rest (``OVER_SEEDS_FIELDS``: means,
+sds, per-seed values, logs) from all its seeds' records (``seeds_give``, read by ``load_record``).
 A record names no folder of its machine (``portable_paths``); ``load_record`` and ``find_record_files`` read packed
 records too."""
 import json
@@ -33,13 +34,19 @@ from fairseq_syntax.evaluation import packed_runs
 from fairseq_syntax.evaluation.kept_files import RecordError, open_text
 from fairseq_syntax.evaluation.packed_runs import RECORD_SUFFIX
 from fairseq_syntax.evaluation.run_commands import command_fields, stored_form, with_argv
+from fairseq_syntax.evaluation.seed_systems import seed_means
 from fairseq_syntax.evaluation.tables import json_text
 from fairseq_syntax.evaluation.train_logs import best_checkpoint_metric, parse_train_log, parse_valid_curve
 
 REQUIRED_FIELDS = ("dataset", "system", "arch", "command", "updates", "epochs", "wall_time_s", "train_log",
                    "metrics", "significance")
 #: what a record over seeds without a training command takes from its first seed's record
-SEED_FACTS = ("command", "command_argv", "decode_command", "decode_command_argv", "device", "parsers")
+SEED_FACTS = ("dataset", "arch", "command", "command_argv", "decode_command", "decode_command_argv", "device",
+              "parsers")
+#: what such a record takes from all its seeds' records (``seeds_give``)
+OVER_SEEDS_FIELDS = ("seeds", "updates", "epochs", "wall_time_s", "train_log", "metrics", "metrics_sd",
+                     "per_seed_metrics")
+TRAIN_FIELDS = ("updates", "epochs", "wall_time_s")  # parse_train_log's
 
 OUT_DIR = "OUT_DIR"  # how a record writes the recipe's output folder (data, checkpoints: outside the repository)
 # a path starts a token (after a space, '=', ',', a quote or a bracket); its prefix ends where a '/' or the token does
@@ -125,7 +132,7 @@ def record_run(path, *, dataset: str, system: str, arch: str, command: list[str]
     file holds argv only; None over seeds: the first seed's). A record of one run also holds its validation curve
     (`valid`)."""
     logs = [parse_train_log(log) for log in str(train_log).split(",")]
-    train = {key: type(logs[0][key])(statistics.fmean(log[key] for log in logs)) for key in logs[0]}
+    train = train_means(logs)
     trained = command_fields("command", command) if command else {}
     record = {"dataset": dataset, "system": system, "arch": arch, **trained,
               **train, "train_log": str(train_log), "metrics": metrics, "significance": significance or {}, **extra}
@@ -138,6 +145,10 @@ def record_run(path, *, dataset: str, system: str, arch: str, command: list[str]
         record["by_length"] = by_length
     if out_dir or root:
         record = portable_paths(record, out_dir, root)
+    if takes_seed_facts(record) and all(packed_runs.has(seed_record_path(path, record, seed))
+                                        for seed in record["seed_list"]):
+        given = seeds_give(path, record)  # over seeds: what its seeds' records give it, equal, is not kept twice
+        record = {key: value for key, value in record.items() if key not in given or not same(value, given[key])}
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     # whole or not at all: the other lane may pack this folder's finished runs meanwhile
     write_atomically(path, json_text(stored_form(record)))
@@ -149,6 +160,40 @@ def seed_record_path(path, record: dict, seed: int) -> Path:
     return Path(path).with_name(f"{record['system']}.seed{seed}{RECORD_SUFFIX}")
 
 
+def train_means(runs: list[dict]) -> dict:
+    """``TRAIN_FIELDS`` over ``runs`` (their logs' or records'): the means, each of the first run's type."""
+    return {key: type(runs[0][key])(statistics.fmean(run[key] for run in runs)) for key in TRAIN_FIELDS}
+
+
+def same(a, b) -> bool:
+    """Whether ``a`` and ``b`` are the same JSON, bit for bit (1 is not 1.0; keys in the same order)."""
+    return json.dumps(a) == json.dumps(b)
+
+
+def seeds_give(path, record: dict, fields: Iterable[str] = (*SEED_FACTS, *OVER_SEEDS_FIELDS)) -> dict:
+    """What the records of its seeds beside the record over seeds ``path`` give it, of ``fields``: their first's
+    ``SEED_FACTS``; ``seeds``; the means of ``TRAIN_FIELDS``; ``train_log`` (their logs, comma-joined); ``metrics``,
+    ``metrics_sd`` and ``per_seed_metrics`` (:func:`~fairseq_syntax.evaluation.scoring.seed_scores` of their
+    metrics). A seed's record missing: RecordError naming it."""
+    fields = set(fields)
+    seeds = record["seed_list"] if fields & set(OVER_SEEDS_FIELDS) else record["seed_list"][:1]
+    runs = []
+    for seed in seeds:
+        found = seed_record_path(path, record, seed)
+        if not packed_runs.has(found):
+            raise RecordError(f"{path}: the record of its seed {seed}, {found.name}, is missing (not there or packed)")
+        # after the first, its numbers and log only: its commands are not read
+        runs.append(_lacking(found, _read_object(found), (*TRAIN_FIELDS, "train_log", "metrics")) if runs else
+                    load_record(found))
+    given = {field: runs[0][field] for field in SEED_FACTS if field in runs[0]}
+    if fields & set(OVER_SEEDS_FIELDS):
+        mean, sd = seed_means([run["metrics"] for run in runs])
+        given.update(seeds=len(runs), **train_means(runs), train_log=",".join(str(run["train_log"]) for run in runs),
+                     metrics=mean, metrics_sd=sd, per_seed_metrics={name: [run["metrics"][name] for run in runs]
+                                                                    for name in sd})
+    return {field: value for field, value in given.items() if field in fields}
+
+
 def takes_seed_facts(record: dict) -> bool:
     """Whether ``record`` is one over seeds whose seeds' facts are its first seed's (it holds no training command)."""
     return bool(record.get("seed_list")) and "command" not in with_argv(record)
@@ -156,25 +201,32 @@ def takes_seed_facts(record: dict) -> bool:
 
 def load_record(path, seed_facts: bool = True) -> dict:
     """The run record ``path`` (the file or its packed copy), each command with its argv
-    (:func:`~fairseq_syntax.evaluation.run_commands.with_argv`); over seeds, with its first seed's ``SEED_FACTS``
-    where it lacks them (``seed_facts=False``: as it is)."""
+    (:func:`~fairseq_syntax.evaluation.run_commands.with_argv`); over seeds, with what its seeds' records give it
+    (:func:`seeds_give`) where it lacks it (``seed_facts=False``: as it is)."""
+    record = _read_object(path)
+    over_seeds = takes_seed_facts(record)
+    given = (*SEED_FACTS, *OVER_SEEDS_FIELDS) if over_seeds else ()
+    record = _lacking(path, with_argv(record), [field for field in REQUIRED_FIELDS if field not in given])
+    if over_seeds and seed_facts:
+        record.update(seeds_give(path, record, [field for field in given if field not in record]))
+    return record
+
+
+def _read_object(path) -> dict:
     try:
         record = json.loads(packed_runs.read_bytes(path).decode("utf-8"))
     except json.JSONDecodeError as error:
         raise RecordError(f"{path}:{error.lineno}: not valid JSON ({error.msg})") from error
     if not isinstance(record, dict):
         raise RecordError(f"{path}: a run record is a JSON object, got {type(record).__name__}")
-    over_seeds = takes_seed_facts(record)
-    record = with_argv(record)
-    missing = [field for field in REQUIRED_FIELDS if field not in record and not (over_seeds and field == "command")]
+    return record
+
+
+def _lacking(path, record: dict, fields: Iterable[str]) -> dict:
+    """``record``; RecordError naming the ``fields`` it lacks."""
+    missing = [field for field in fields if field not in record]
     if missing:
         raise RecordError(f"{path}: run record lacks {', '.join(missing)}")
-    if over_seeds and seed_facts:
-        first = seed_record_path(path, record, record["seed_list"][0])
-        if not packed_runs.has(first):
-            raise RecordError(f"{path}: the record of its first seed, {first.name}, is missing (not there or packed)")
-        facts = load_record(first)
-        record.update({field: facts[field] for field in SEED_FACTS if field in facts and field not in record})
     return record
 
 

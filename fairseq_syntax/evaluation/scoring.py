@@ -25,7 +25,7 @@ from fairseq_syntax.core import text_lines
 from fairseq_syntax.core.data_dir import read_skipped_lines
 from fairseq_syntax.evaluation.packed_runs import existing_path, find_member
 from fairseq_syntax.evaluation.kept_files import open_text
-from fairseq_syntax.evaluation.seed_systems import mean_and_sd
+from fairseq_syntax.evaluation.seed_systems import seed_means
 
 # `S-12\t...`, `T-12\t...`, `H-12\t<score>\t...`, `D-12\t<score>\t...`, `P-12\t...` as printed by
 # fairseq_cli/generate.py; other lines (logging, the final "Generate test with beam=5" line) are not data.
@@ -248,12 +248,7 @@ def seed_scores(hyps_by_seed: Sequence[Sequence[str]], refs: Sequence[str], toke
     """Every seed's :func:`corpus_scores` (``"per_seed"``) and per metric the mean and sample standard deviation over
     seeds (``"mean"``, ``"sd"``; sd 0 for one seed)."""
     per_seed = [corpus_scores(hyps, refs, tokenize) for hyps in hyps_by_seed]
-    mean, sd = {}, {}
-    for name, value in per_seed[0].items():
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            mean[name], sd[name] = mean_and_sd([scores[name] for scores in per_seed])
-        else:
-            mean[name] = value  # tokenize, signatures: the same for every seed
+    mean, sd = seed_means(per_seed)  # tokenize, signatures: the same for every seed
     return {"per_seed": per_seed, "mean": mean, "sd": sd}
 
 

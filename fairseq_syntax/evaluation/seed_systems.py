@@ -41,6 +41,18 @@ def is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def seed_means(per_seed: Sequence[dict]) -> tuple[dict, dict]:
+    """(mean, sd) over seeds of each number in the seeds' metrics (``per_seed``, the first's keys); other values (the
+    tokenizer, the signatures) the first's in the mean."""
+    mean, sd = {}, {}
+    for name, value in per_seed[0].items():
+        if is_number(value):
+            mean[name], sd[name] = mean_and_sd([scores[name] for scores in per_seed])
+        else:
+            mean[name] = value
+    return mean, sd
+
+
 class SeedSystem(NamedTuple):
     """A system of a seeds dataset: its record over the seeds, if scored yet, and its runs' records."""
     name: str

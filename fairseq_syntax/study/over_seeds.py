@@ -1,8 +1,8 @@
 """A system's record over its seeds (``RUNS/SYSTEM.seeds.run.json``): the row of the study's table and the tests
 the verdicts read, by ``fairseq-syntax-score`` over every seed it and each partner
 (:func:`~fairseq_syntax.study.grid.compared_with`) has finished; made again when a run of either finished since
-(:func:`stale_reasons`). Its seeds' facts (commands, device, parsers, settings) are their records'
-(:data:`~fairseq_syntax.evaluation.records.SEED_FACTS`)."""
+(:func:`stale_reasons`). Its seeds' facts (commands, device, parsers, settings) and scores are their records'
+(:func:`~fairseq_syntax.evaluation.records.seeds_give`)."""
 from __future__ import annotations
 
 import subprocess
@@ -36,7 +36,7 @@ def stale_reasons(config: StudyConfig, system: str) -> list[str]:
     if not own:
         return []
     runs = runs_dir(config)
-    record = read_record(runs / f"{system}.seeds.run.json")
+    record = read_record(runs / f"{system}.seeds.run.json", seed_facts=False)  # its seeds and tests: its own
     if record is None:
         return ["no record over its seeds yet"]
     reasons = []
@@ -46,7 +46,7 @@ def stale_reasons(config: StudyConfig, system: str) -> list[str]:
         theirs = finished_seeds(config, partner)
         if not theirs:
             continue
-        their_record = read_record(runs / f"{partner}.seeds.run.json")
+        their_record = read_record(runs / f"{partner}.seeds.run.json", seed_facts=False)
         their_current = their_record is not None and list(their_record.get("seed_list", [])) == theirs
         if not _current_test(record, partner, len(own), len(theirs)) and not (
                 their_current and _current_test(their_record, system, len(theirs), len(own))):

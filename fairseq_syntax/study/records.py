@@ -37,8 +37,8 @@ def kept(path: Path) -> Path | None:
 
 
 def read_record(path: Path, seed_facts: bool = True) -> dict | None:
-    """The run record ``path`` (there or packed, each command with its argv, over seeds with its first seed's facts
-    unless not ``seed_facts``; unreadable: one line naming it); None where there is none."""
+    """The run record ``path`` (there or packed, each command with its argv, over seeds with what its seeds' records
+    give it unless not ``seed_facts``; unreadable: one line naming it); None where there is none."""
     from fairseq_syntax.evaluation.records import load_record
 
     return load_record(path, seed_facts) if path.is_file() or packed_runs.has(path) else None

@@ -558,7 +558,7 @@ def test_a_record_over_seeds_without_its_seeds_facts_reads_them_from_its_first_s
             if key not in (*SEED_FACTS, "seed")}
     path = tmp_path / "mask.seeds.run.json"
     path.write_text(json.dumps(stored_form(over)))
-    with pytest.raises(RecordError, match=r"mask.seeds.run.json: the record of its first seed, mask.seed1.run.json, "
+    with pytest.raises(RecordError, match=r"mask.seeds.run.json: the record of its seed 1, mask.seed1.run.json, "
                                           r"is missing \(not there or packed\)$"):
         results_of_runs([path])
     (tmp_path / "mask.seed1.run.json").write_text(json.dumps(stored_form(seed_run("mask", 1, 32.0, 55.0, 21, "own"))))
@@ -570,6 +570,36 @@ def test_a_record_over_seeds_without_its_seeds_facts_reads_them_from_its_first_s
         "--beam 5`"]
     assert ("- parses of the training data (systems that read no syntax ignore them): `constituency crf-con.pt "
             "(F1 87.12)`: mask") in lines
+
+
+def test_a_record_over_seeds_of_what_is_over_its_seeds_only_reads_the_rest_from_all_its_seeds_records(tmp_path):
+    over = over_seeds("mask", [0.0, 0.0], [0.0, 0.0], 0, {"sequence": (0.02, 0.2)})
+    over = {key: over[key] for key in ("system", "significance", "score_command", "score_command_argv")}
+    path = tmp_path / "mask.seeds.run.json"
+    path.write_text(json.dumps(stored_form(dict(over, seed_list=[2, 1]))))  # seeds in the order they were scored
+    (tmp_path / "mask.seed2.run.json").write_text(json.dumps(stored_form(seed_run("mask", 2, 34.0, 56.0, 23))))
+    with pytest.raises(RecordError, match=r"mask.seeds.run.json: the record of its seed 1, mask.seed1.run.json, "
+                                          r"is missing \(not there or packed\)$"):
+        load_record(path)
+    (tmp_path / "mask.seed1.run.json").write_text(json.dumps(stored_form(seed_run("mask", 1, 32.0, 54.0, 20))))
+    record = load_record(path)
+    # its seeds' facts from its first seed's record (seed 2's), the rest over seed 2's and seed 1's, in that order
+    assert (record["dataset"], record["arch"], record["command_argv"][-3]) == (
+        "multi30k-10k", "transformer_syntax_mask", "2")
+    assert record["seeds"] == 2 and record["significance"] == over["significance"]
+    # updates (157 * 23 + 157 * 20) / 2 = 3375.5 and epochs 21.5 as integers, as the means of their logs are
+    assert (record["updates"], record["epochs"], record["wall_time_s"]) == (3375, 21, 600.0)
+    assert record["train_log"] == ("examples/multi30k/runs/mask.seed2.train.log.gz,"
+                                   "examples/multi30k/runs/mask.seed1.train.log.gz")
+    assert record["per_seed_metrics"] == {"BLEU": [34.0, 32.0], "chrF": [56.0, 54.0]}
+    assert record["metrics"] == {"BLEU": 33.0, "chrF": 55.0, "tokenize": "13a",
+                                 "signatures": {"BLEU": "nrefs:1|tok:13a"}}
+    assert record["metrics_sd"] == pytest.approx({"BLEU": 2 ** 0.5, "chrF": 2 ** 0.5})  # |34 - 32| / sqrt(2)
+    assert "| mask | parse | 2: 2, 1 | 33.00 ± 1.41 | 55.00 ± 1.41 | – | 21.0 |" in render_markdown([record])
+    # a field it holds is its own (a record of the earlier form holds every one), its seeds' records give the rest
+    path.write_text(json.dumps(stored_form(dict(over, seed_list=[2, 1], epochs=30, metrics_sd={"BLEU": 9.0}))))
+    record = load_record(path)
+    assert (record["epochs"], record["metrics_sd"], record["updates"]) == (30, {"BLEU": 9.0}, 3375)
 
 
 def test_a_later_rows_command_is_shown_by_the_words_that_differ_from_the_first_rows():

@@ -543,3 +543,35 @@ def test_score_command_over_seeds_records_mean_sd_and_seed_aware_p_values(tmp_pa
     seed_2 = json.loads(record_path.read_text()) | {"seed": 2, "command_argv": ["fairseq-train", "two"], "device": "x"}
     (tmp_path / "mask.seed2.run.json").write_text(json.dumps(seed_2))
     assert (load_record(record_path)["command"], load_record(record_path)["device"]) == ("fairseq-train two", "x")
+
+
+def test_a_record_over_seeds_keeps_only_what_its_seeds_records_do_not_give_it(tmp_path, files, bases):
+    ref, hyp = files
+    hyp_2 = write_lines(tmp_path / "hyp2.txt", SEED_2)
+    runs, logs = tmp_path / "runs", []
+    for seed, (output, wall) in enumerate(((hyp, 60), (hyp_2, 80)), start=1):  # each seed's run and its record
+        (tmp_path / f"seed{seed}").mkdir()
+        options = record_options(tmp_path / f"seed{seed}", runs / f"mask.seed{seed}.run.json", "mask", "fairseq-train",
+                                 walls=(wall,))
+        score_cli.main([str(output), str(ref), *options, "--run-seed", str(seed)])
+        logs.append(options[options.index("--train-log") + 1])
+    over = runs / "mask.seeds.run.json"
+    command = [f"{hyp},{hyp_2}", str(ref), str(bases[0]), "--bootstrap", "50", "--baseline-name", "sequence",
+               "--record", str(over), "--dataset", "multi30k", "--system", "mask", "--arch", "a", "--train-log",
+               ",".join(logs), "--run-seeds", "1,2"]
+    score_cli.main(command)
+    # what its seeds' records give it, bit for bit, is theirs: its mean, sds, per-seed scores, logs and run facts
+    assert list(json.loads(over.read_text())) == ["system", "significance", "score_command_argv", "seed_list"]
+    record, expected = load_record(over), seed_scores([HYPOTHESES, SEED_2], REFERENCES)
+    assert (record["metrics"], record["metrics_sd"]) == (expected["mean"], expected["sd"])
+    assert record["per_seed_metrics"]["BLEU"] == [seed["BLEU"] for seed in expected["per_seed"]]
+    assert (record["dataset"], record["arch"], record["seeds"], record["wall_time_s"], record["train_log"]) == (
+        "multi30k", "a", 2, 70.0, ",".join(logs))
+    # a seed's record scored otherwise (here: its BLEU changed by hand): the scores over seeds are the record's own
+    seed_2 = json.loads((runs / "mask.seed2.run.json").read_text())
+    seed_2["metrics"]["BLEU"] += 1
+    (runs / "mask.seed2.run.json").write_text(json.dumps(seed_2))
+    score_cli.main(command)
+    assert list(json.loads(over.read_text())) == ["system", "metrics", "significance", "score_command_argv",
+                                                  "seed_list", "metrics_sd", "per_seed_metrics"]
+    assert load_record(over)["metrics"]["BLEU"] == expected["mean"]["BLEU"]

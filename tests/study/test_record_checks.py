@@ -111,11 +111,17 @@ def test_a_record_over_seeds_of_another_study_is_refused_and_not_rewritten(tiny)
     assert refusals(folder) == [refusal(folder, "mask.seeds", "study 'other', not 'tiny'")]
 
 
-def test_a_record_over_seeds_without_its_seeds_facts_needs_each_seeds_record(tiny):
+#: the fields of a record over seeds that holds its seeds' facts nowhere, and of one that holds only what is over them
+SEEDS_RECORD_FORMS = {"without its seeds' facts": lambda key: key not in ("study", "command", "command_argv"),
+                      "what is over its seeds only": lambda key: key in ("system", "significance", "seed_list")}
+
+
+@pytest.mark.parametrize("form", SEEDS_RECORD_FORMS)
+def test_a_record_over_seeds_without_its_seeds_facts_needs_each_seeds_record(tiny, form):
     folder, config = tiny  # the fixture's record over seeds holds them (the earlier form), and passes
-    over = {key: value for key, value in record_of(config, "sequence.seeds").items()
-            if key not in ("study", "command", "command_argv")}
-    keep(folder, "sequence.seeds", dict(over, seeds=3, seed_list=[1, 2, 3]))
+    over = {key: value for key, value in record_of(config, "sequence.seeds").items() if SEEDS_RECORD_FORMS[form](key)}
+    # no dataset in the second form: its seeds' records'
+    keep(folder, "sequence.seeds", dict(over, seed_list=[1, 2, 3], **({"seeds": 3} if "seeds" in over else {})))
     assert refusals(folder) == [refusal(folder, "sequence.seeds", "the record of its seed 3, sequence.seed3.run.json, "
                                                                   "is missing (not there or packed)")]
     keep(folder, "sequence.seeds", over)

@@ -121,9 +121,11 @@ def test_run_trains_every_run_two_at_once(finished):
         assert record["study"]["settings"]["training.max_epoch"] == 2
     log = gzip.decompress((folder / "runs" / "depth.seed1.train.log.gz").read_bytes()).decode()
     assert "transformer_depth" in log and "embed_depth" in log
-    over = folder / "runs" / "sequence.seeds.run.json"  # its seeds' facts are their records', read from seed 1's
-    assert not {"command_argv", "decode_command_argv", "device", "parsers", "study"} & set(json.loads(over.read_text()))
-    assert load_record(over)["command_argv"] == load_record(folder / "runs" / "sequence.seed1.run.json")["command_argv"]
+    over = folder / "runs" / "sequence.seeds.run.json"  # what is over its seeds only: the rest is their records'
+    assert list(json.loads(over.read_text())) == ["system", "significance", "score_command_argv", "seed_list"]
+    seeds = [load_record(folder / "runs" / f"sequence.seed{seed}.run.json") for seed in (1, 2)]
+    assert load_record(over)["command_argv"] == seeds[0]["command_argv"]
+    assert load_record(over)["per_seed_metrics"]["BLEU"] == [seed["metrics"]["BLEU"] for seed in seeds]
 
 
 def tokenized_bleu(folder: Path, run: str) -> float:
