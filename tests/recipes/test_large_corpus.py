@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO
+from test_docs import fenced_blocks, shown_commands
 
 ROOT = Path(REPO)
 SECTION = "### A cluster, step by step"
@@ -32,16 +33,8 @@ def section_text() -> str:
     return text[start:text.index("\n**A GPU**", start)]
 
 
-def section_commands() -> list[str]:
-    from test_docs import shown_commands
-
-    return shown_commands(section_text())
-
-
 def section_blocks() -> list[str]:
     """The bash blocks of the section, as written (the scripts keep their comment and #SBATCH lines)."""
-    from test_docs import fenced_blocks
-
     return ["\n".join(lines) + "\n" for language, lines in fenced_blocks(section_text()) if language == "bash"]
 
 
@@ -152,7 +145,7 @@ def test_the_large_corpus_guide_runs_as_written(tmp_path, constituency_model, de
     script_lines = set(section_commands_of(blocks[1]) + section_commands_of(blocks[2]))
 
     training, submitted = None, []
-    for command in expand_loops([substituted(line) for line in section_commands()]):
+    for command in expand_loops([substituted(line) for line in shown_commands(section_text())]):
         if command in script_lines:
             continue  # in parse.sbatch or merge.sbatch, run when submitted
         if command.startswith(("sbatch ", "job=$(sbatch")):
@@ -195,8 +188,6 @@ def test_the_large_corpus_guide_runs_as_written(tmp_path, constituency_model, de
 
 
 def section_commands_of(block: str) -> list[str]:
-    from test_docs import shown_commands
-
     return [substituted(line) for line in shown_commands("```bash\n" + block + "```\n")]
 
 
