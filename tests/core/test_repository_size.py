@@ -7,9 +7,9 @@ import pytest
 
 from conftest import REPO as REPO_PATH
 
-# The goal is 3 MB. The hold is the tree as it stands (3.06 MB on 2026-12-07, cut from 4.07) and a little: it fails
-# on any growth, so results still to come (the sizes study) land with cuts of the same size. Lower it with each cut.
-HOLD_MB = 3.07
+# The goal: code, records and tables under 3 MB (2.98 MB on 2026-12-07, cut from 4.07). Results still to come (the
+# sizes study) land with cuts of their size.
+HOLD_MB = 3.0
 CODE_RECORDS_TABLES_BYTES = int(HOLD_MB * 1024 * 1024)
 DATA_ARTIFACT_BYTES = 20 * 1024 * 1024
 REPO = Path(REPO_PATH)
