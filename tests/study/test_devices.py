@@ -1,5 +1,6 @@
 """study.devices: device = "cuda" with no GPU refused in one line where the runs train; fp16 on the CPU refused."""
 import os
+import shutil
 import stat
 
 import pytest
@@ -27,6 +28,9 @@ count = 1
 name = "sequence"
 """
 
+#: a slurm study is planned and run only where the cluster's commands are (CI installs Slurm; a fresh machine may not)
+needs_slurm = pytest.mark.skipif(not all(map(shutil.which, ("sbatch", "squeue", "srun"))),
+                                 reason="sbatch, squeue, srun not on PATH (apt-get install slurm-client)")
 NO_GPU = ('{study}: training.device: "cuda", but this machine shows no GPU ({why}), and executor local trains here: '
           'fairseq-train would fall back to the CPU. Run it where a GPU is (executor slurm with slurm.gpus_per_job), '
           'or give device = "cpu"')
@@ -96,11 +100,17 @@ def test_plan_and_run_refuse_it_in_one_line_without_torch(tmp_path, monkeypatch)
         refused = study_forbidding_torch(*command, cwd=tmp_path)
         assert (refused.returncode, refused.stdout, refused.stderr) == (2, "", expected), refused.stderr
     assert sorted(os.listdir(tmp_path)) == ["raw", "study.toml"]
+
+
+@needs_slurm
+def test_plan_passes_a_gpu_study_whose_jobs_go_to_slurm(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     write(tmp_path, executor="slurm")
     planned = study_forbidding_torch("plan", "study.toml", cwd=tmp_path)
     assert planned.returncode == 0 and planned.stdout.startswith("study gpu: 1 runs (study.toml)"), planned.stderr
 
 
+@needs_slurm
 def test_a_run_whose_process_sees_no_gpu_fails_in_one_line_before_training(tmp_path, monkeypatch, capsys):
     path = write(tmp_path, executor="slurm")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
