@@ -104,6 +104,29 @@ def portable_paths(value, out_dir: str | None = None, root: str | None = None, p
     return convert(value)
 
 
+#: an absolute path in a record's text: a '/' that starts a token (as ``_PATH_START`` says), then a name
+_ABSOLUTE = re.compile(_PATH_START + r"/[\w.+@-]+(?:/[\w.+@-]*)*")
+
+
+def absolute_paths(value) -> list[str]:
+    """The absolute paths written in ``value`` (a string, or dicts and lists of them), each once, in order: what
+    :func:`portable_paths` leaves of a machine's folders."""
+    found: dict[str, None] = {}
+
+    def walk(item):
+        if isinstance(item, str):
+            found.update(dict.fromkeys(_ABSOLUTE.findall(item)))
+        elif isinstance(item, dict):
+            for inner in item.values():
+                walk(inner)
+        elif isinstance(item, list):
+            for inner in item:
+                walk(inner)
+
+    walk(value)
+    return list(found)
+
+
 def make_log_portable(path, out_dir: str | None = None, root: str | None = None) -> int:
     """Rewrite the log ``path`` (plain or gzipped) in place with ``portable_paths``, Python's folders included. Line
     ends and undecodable bytes are kept. Returns the number of lines changed."""

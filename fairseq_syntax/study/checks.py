@@ -13,7 +13,7 @@ from fairseq_syntax.study import prepare
 from fairseq_syntax.study.prepare.corpus import draw_order, raw_lines, subset_lines
 from fairseq_syntax.study.prepare.engine import PrepareError
 from fairseq_syntax.study.prepare.preparation import Preparation
-from fairseq_syntax.study.records import StudyError
+from fairseq_syntax.study.records import StudyError, project_root, runs_dir
 from fairseq_syntax.study.slurm import slurm_missing
 
 #: the seeds whose draws a refusal tries besides the study's own, for a draw of lines the archive holds
@@ -62,7 +62,17 @@ def study_problems(config: StudyConfig, executor: str, runs: Collection[str], wo
             prepare.dry_run(preparation)
         except PrepareError as error:
             problems.append(str(error))
-    return problems + executor_problems(config, executor)
+    return runs_folder_problems(config) + problems + executor_problems(config, executor)
+
+
+def runs_folder_problems(config: StudyConfig) -> list[str]:
+    """A runs folder outside the study's project: its records would name their files by this machine's paths."""
+    runs, root = runs_dir(config), project_root(config)
+    if runs == root or root in runs.parents:
+        return []
+    return [f"{config.key_file('study', 'runs')}: study.runs: {runs} lies outside the study's project {root} (the "
+            "git checkout that holds the study file, else its folder), and its records name their files relative to "
+            "it: keep the runs folder inside (the work folder may lie anywhere)"]
 
 
 def check_study(config: StudyConfig, executor: str, runs: Collection[str]) -> None:

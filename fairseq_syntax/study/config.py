@@ -128,7 +128,9 @@ class Study(Section):
     base: str = key("", "another study file whose keys this one takes where it does not set them (beside it)", _text)
     name: str = key(None, "the study's name: its run records' dataset and its table's title", _nonempty)
     work: str = key("work", "folder of the prepared data and the checkpoints (large; not committed)", _nonempty)
-    runs: str = key("runs", "folder of the run records, kept training logs and decodes (small; commit it)", _nonempty)
+    runs: str = key("runs", "folder of the run records, kept training logs and decodes (small; commit it), inside the "
+                    "study's project (the git checkout that holds this file, else its folder): records name their "
+                    "files relative to it", _nonempty)
     report: str = key("report", "folder of RESULTS.md, RESULTS.json and seeds.png", _nonempty)
 
 

@@ -12,7 +12,15 @@ from pathlib import Path
 from fairseq_syntax.study.config import StudyConfig
 from fairseq_syntax.study.grid import planned_seeds, registry_systems, compared_with
 from fairseq_syntax.study.processes import REPO_ROOT
-from fairseq_syntax.study.records import StudyError, kept, read_record, reference_path, runs_dir, work_dir
+from fairseq_syntax.study.records import (
+    StudyError,
+    kept,
+    project_root,
+    read_record,
+    reference_path,
+    runs_dir,
+    work_dir,
+)
 from fairseq_syntax.study.runner import _environment, detokenizing
 
 
@@ -75,7 +83,7 @@ def score_over_seeds(config: StudyConfig, system: str) -> Path:
     args += [*detokenizing(config), "--bootstrap", str(config.test.bootstrap_rounds)]
     arch = first.get("arch") or registry_systems()[system].arch
     record = runs / f"{system}.seeds.run.json"
-    args += ["--repo-root", REPO_ROOT, "--out-dir", str(work_dir(config)),
+    args += ["--repo-root", str(project_root(config)), "--out-dir", str(work_dir(config)),
              "--run-seeds", ",".join(map(str, own)), "--record", str(record), "--dataset", config.name,
              "--system", system, "--arch", arch, "--train-log", ",".join(logs)]
     status = subprocess.run([sys.executable, "-m", "fairseq_syntax.cli.score", *args],

@@ -7,7 +7,8 @@ matches on an equal digest, else its training command is compared word by word w
 (:func:`~fairseq_syntax.study.grid.train_pieces` names what gives each word). A first-studies control run that read
 the seed-1 structures (``DATA.CONTROL``) for every seed is no difference. A record over seeds that holds no training
 command (:func:`~fairseq_syntax.evaluation.records.takes_seed_facts`) has its seeds' records checked instead: each
-must be there (or packed)."""
+must be there (or packed). A record that holds an absolute path is refused too: a study writes its paths relative to
+its project (:func:`~fairseq_syntax.study.records.project_root`)."""
 from __future__ import annotations
 
 import json
@@ -16,7 +17,7 @@ from difflib import SequenceMatcher
 from pathlib import Path
 
 from fairseq_syntax.evaluation import packed_runs
-from fairseq_syntax.evaluation.records import seed_record_path, takes_seed_facts
+from fairseq_syntax.evaluation.records import absolute_paths, seed_record_path, takes_seed_facts
 from fairseq_syntax.evaluation.run_commands import as_old_form, record_argv
 from fairseq_syntax.study.config import StudyConfig
 from fairseq_syntax.study.grid import (
@@ -27,7 +28,7 @@ from fairseq_syntax.study.grid import (
     study_settings,
     train_pieces,
 )
-from fairseq_syntax.study.records import StudyError, kept, read_record, runs_dir
+from fairseq_syntax.study.records import StudyError, kept, project_root, read_record, runs_dir
 
 #: a record's file name: a run's (``SYSTEM.seedK``) or a system's over its seeds (``SYSTEM.seeds``)
 RECORD_NAME = re.compile(r"^(?P<system>.+)\.(?:seed(?P<seed>\d+)|seeds)\.run\.json$")
@@ -82,7 +83,8 @@ def record_problems(config: StudyConfig, path: Path, record: dict) -> list[str]:
     if named is None:
         return ["not a study's record name (SYSTEM.seedK.run.json or SYSTEM.seeds.run.json)"]
     system, identity = named["system"], record.get("study") or {}
-    problems = []
+    problems = [f"it holds the absolute path {found} (a study's record names its files relative to its project, "
+                f"{project_root(config)}, and its work folder as {OUT_DIR})" for found in absolute_paths(record)]
     if identity and identity.get("name") != config.name:
         problems.append(f"study {identity.get('name')!r}, not {config.name!r}")
     if record.get("dataset") not in (config.name, identity.get("name")):

@@ -23,6 +23,13 @@ def runs_dir(config: StudyConfig) -> Path:
     return config.folder("runs").resolve()
 
 
+def project_root(config: StudyConfig) -> Path:
+    """The study's project, which its records name their files relative to: the git checkout that holds the study
+    file (its nearest folder with ``.git``), else the study file's folder."""
+    folder = config.path.resolve().parent
+    return next((above for above in (folder, *folder.parents) if (above / ".git").exists()), folder)
+
+
 def checkpoints_dir(config: StudyConfig, name: str) -> Path:
     """The checkpoints of the run ``name`` and the commands that made them."""
     return work_dir(config) / "ckpt" / f"ckpt-{name}"

@@ -43,6 +43,7 @@ from fairseq_syntax.study.records import (
     checkpoints_dir,
     keep_test_set,
     kept,
+    project_root,
     reference_path,
     runs_dir,
     work_dir,
@@ -250,7 +251,7 @@ def decode(config: StudyConfig, run: Run) -> bool:
         write_kept_decode(str(output), temporary)
     output.unlink()
     for path in (runs / f"{run.name}.train.log", log):
-        make_log_portable(str(path), str(work), REPO_ROOT)
+        make_log_portable(str(path), str(work), str(project_root(config)))
         write_atomically(path.with_name(path.name + ".gz"), gzip.compress(path.read_bytes(), mtime=0))
         path.unlink()
     return True
@@ -284,7 +285,8 @@ def score_arguments(config: StudyConfig, run: Run) -> list[str]:
         args += ["--decode-command", str(checkpoints / DECODE_COMMAND)]
     if (checkpoints / "parsers.json").is_file():
         args += ["--parsers", str(checkpoints / "parsers.json")]
-    args += ["--repo-root", REPO_ROOT, "--out-dir", str(work), "--record", str(runs / f"{run.name}.run.json"),
+    args += ["--repo-root", str(project_root(config)), "--out-dir", str(work),
+             "--record", str(runs / f"{run.name}.run.json"),
              "--dataset", config.name, "--system", run.system.name, "--arch", run.system.arch,
              "--train-log", str(kept(runs / f"{run.name}.train.log")),
              "--train-command", str(checkpoints / TRAIN_COMMAND)]

@@ -174,6 +174,20 @@ def test_slurm_without_submitit_is_refused_by_plan_and_by_run_before_anything_is
     assert str(stopped.value) == message and not (tmp_path / "work").exists()
 
 
+def test_a_runs_folder_outside_the_studys_project_is_refused(corpus, tmp_path, capsys):
+    project = tmp_path / "project"
+    (project / "studies" / ".git").mkdir(parents=True)  # the git checkout that holds the study file
+    path = study_file(project / "studies", corpus, subset=20, parses="parses",
+                      text=STUDY.replace('name = "checks"', 'name = "checks"\nruns = "../runs"'))
+    assert refused(path, capsys) == (
+        f"{path}: study.runs: {project / 'runs'} lies outside the study's project {project / 'studies'} (the git "
+        "checkout that holds the study file, else its folder), and its records name their files relative to it: "
+        "keep the runs folder inside (the work folder may lie anywhere)")
+    (project / "studies" / ".git").rmdir()
+    (project / ".git").mkdir()  # a checkout above: the runs folder lies inside it
+    assert plan(path, capsys)[0] == 0
+
+
 def test_a_work_folder_made_from_another_corpus_raw_is_refused_naming_what_differs(corpus, tmp_path, capsys):
     path = study_file(tmp_path, corpus, subset=20, parses="parses", raw=corpus / "raw")
     work = tmp_path / "work"

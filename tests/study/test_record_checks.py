@@ -139,6 +139,15 @@ def test_a_run_record_of_another_study_outside_the_grid_is_refused(tiny):
                                         refusal(folder, "sequence.seed5", "model.embed_dim: 32 (file: 16)")]
 
 
+def test_a_record_holding_a_machines_path_is_refused_naming_it(tiny):
+    folder, config = tiny  # the study wrote it from another checkout: its own paths not made relative
+    elsewhere = "/home/someone/lanes/runs/sequence.seed2.train.log.gz"
+    keep(folder, "sequence.seed2", record_of(config, "sequence.seed2", train_log=elsewhere))
+    assert refusals(folder) == [refusal(folder, "sequence.seed2", f"it holds the absolute path {elsewhere} (a study's "
+                                        f"record names its files relative to its project, {folder}, and its work "
+                                        "folder as OUT_DIR)")]
+
+
 def test_a_record_names_its_own_run(tiny):
     folder, config = tiny
     shutil.copy(folder / "runs" / "sequence.seed1.run.json", folder / "runs" / "mask.seed2.run.json")

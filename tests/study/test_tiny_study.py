@@ -15,7 +15,7 @@ import pytest
 from sacrebleu.metrics import BLEU
 
 from conftest import REPO
-from fairseq_syntax.evaluation.records import load_record
+from fairseq_syntax.evaluation.records import absolute_paths, load_record
 from study.forbid_torch import study_forbidding_torch
 from study.test_record_checks import study as in_process
 from study.tiny_study_file import SETTINGS
@@ -119,6 +119,8 @@ def test_run_trains_every_run_two_at_once(finished):
         assert record["decode_command_argv"][0] == "fairseq-generate" and record["score_command_argv"][0] == \
             "fairseq-syntax-score"
         assert record["study"]["settings"]["training.max_epoch"] == 2
+        # relative to the study's project (no git checkout holds it: its folder), not to this package's checkout
+        assert record["train_log"] == f"runs/{name}.train.log.gz" and absolute_paths(record) == []
     log = gzip.decompress((folder / "runs" / "depth.seed1.train.log.gz").read_bytes()).decode()
     assert "transformer_depth" in log and "embed_depth" in log
     over = folder / "runs" / "sequence.seeds.run.json"  # what is over its seeds only: the rest is their records'
