@@ -16,7 +16,7 @@ setup(
         "fairseq-fixed==0.12.3.1",
         "torch>=2.0",
         "numpy",
-        # Welch's t-test over seeds (evaluation.scoring.welch_test: ttest_ind's df attribute is 1.11's)
+        # Welch's t-test over seeds (evaluation.seed_systems.welch_test: ttest_ind's df attribute is 1.11's)
         "scipy>=1.11",
         "sacrebleu>=2.0",
         "subword-nmt",

@@ -11,16 +11,20 @@
 Commands are held as argv lists beside a display string (``command``/``command_argv``, likewise ``decode_command`` and
 ``score_command``: :mod:`fairseq_syntax.evaluation.run_commands`, which also reads records with text commands only).
 ``metrics``: ``scoring.corpus_scores`` (or any dict of numbers); ``significance``: baseline name ->
-``scoring.paired_bootstrap``'s report against it. Optional: ``seed``, ``device``, ``valid`` (the statistic the best
-checkpoint is chosen by and ``[epoch, value]`` per epoch), ``parsers`` (the training data's ``parsers.json``), and
-over seeds ``seeds``, ``seed_list``, ``metrics_sd`` and ``per_seed_metrics``. ``updates``, ``epochs`` and
-``wall_time_s`` come from the fairseq-train log (over seeds: their means).
+``scoring.paired_bootstrap``'s report against it (over seeds: ``seed_bootstrap``'s). Optional: ``seed``, ``device``,
+``valid`` (the statistic the best checkpoint is chosen by and ``[epoch, value]`` per epoch), ``parsers`` (the training
+data's ``parsers.json``), and over seeds ``seeds``, ``seed_list``, ``metrics_sd`` and ``per_seed_metrics``.
+``updates``, ``epochs`` and ``wall_time_s`` come from the fairseq-train log (over seeds: their means).
 
 A record over seeds (``SYSTEM.seeds.run.json``) without a training command holds what is over its seeds only: its
 seeds' facts (``SEED_FACTS``) come from its first seed's record beside it, the rest (``OVER_SEEDS_FIELDS``: means,
-sds, per-seed values, logs) from all its seeds' records (``seeds_give``, read by ``load_record``).
+sds, per-seed values, logs) from all its seeds' records (``seeds_give``, read by ``load_record``). Its seed-aware
+tests hold their floats to ``DIGITS`` significant digits and what nothing else gives (``stored_test``), as a rule
+``{"test": "seed-aware paired bootstrap", "n_samples": 10000, "seed": 12345, "BLEU": {"p_value": 0.073992601,
+"delta_ci": [-0.1062246, 2.4890663]}, "chrF": {...}}``; ``load_record`` adds the rest (``seed_test_gives``).
 A record names no folder of its machine (``portable_paths``); ``load_record`` and ``find_record_files`` read packed
 records too."""
+import itertools
 import json
 import os
 import re
@@ -34,8 +38,14 @@ from fairseq_syntax.evaluation import packed_runs
 from fairseq_syntax.evaluation.kept_files import RecordError, open_text
 from fairseq_syntax.evaluation.packed_runs import RECORD_SUFFIX
 from fairseq_syntax.evaluation.run_commands import command_fields, stored_form, with_argv
-from fairseq_syntax.evaluation.seed_systems import seed_means
-from fairseq_syntax.evaluation.tables import json_text
+from fairseq_syntax.evaluation.seed_systems import (
+    SEED_BOOTSTRAP_TEST,
+    mc_standard_error,
+    mean_and_sd,
+    seed_means,
+    welch_test,
+)
+from fairseq_syntax.evaluation.tables import _significant, json_text
 from fairseq_syntax.evaluation.train_logs import best_checkpoint_metric, parse_train_log, parse_valid_curve
 
 REQUIRED_FIELDS = ("dataset", "system", "arch", "command", "updates", "epochs", "wall_time_s", "train_log",
@@ -47,6 +57,10 @@ SEED_FACTS = ("dataset", "arch", "command", "command_argv", "decode_command", "d
 OVER_SEEDS_FIELDS = ("seeds", "updates", "epochs", "wall_time_s", "train_log", "metrics", "metrics_sd",
                      "per_seed_metrics")
 TRAIN_FIELDS = ("updates", "epochs", "wall_time_s")  # parse_train_log's
+#: a seed-aware test's fields in ``scoring.seed_bootstrap``'s order (its metrics after them), then each metric's
+TEST_ORDER = ("test", "n_samples", "seed", "seeds_a", "seeds_b",
+              "p_value", "p_mc_se", "a", "b", "delta", "delta_ci", "welch")
+DIGITS = 8  # significant digits of a seed-aware test's floats in a record over seeds (RESULTS.json's too)
 
 OUT_DIR = "OUT_DIR"  # how a record writes the recipe's output folder (data, checkpoints: outside the repository)
 # a path starts a token (after a space, '=', ',', a quote or a bracket); its prefix ends where a '/' or the token does
@@ -170,6 +184,8 @@ def record_run(path, *, dataset: str, system: str, arch: str, command: list[str]
         record = portable_paths(record, out_dir, root)
     if takes_seed_facts(record) and all(packed_runs.has(seed_record_path(path, record, seed))
                                         for seed in record["seed_list"]):
+        record["significance"] = {partner: stored_test(path, record, partner, report)
+                                  for partner, report in record["significance"].items()}
         given = seeds_give(path, record)  # over seeds: what its seeds' records give it, equal, is not kept twice
         record = {key: value for key, value in record.items() if key not in given or not same(value, given[key])}
     Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -181,6 +197,100 @@ def record_run(path, *, dataset: str, system: str, arch: str, command: list[str]
 def seed_record_path(path, record: dict, seed: int) -> Path:
     """The record of ``seed``'s run beside the record over seeds ``path``."""
     return Path(path).with_name(f"{record['system']}.seed{seed}{RECORD_SUFFIX}")
+
+
+def _seed_record(path, system: str, seed: int, whose: str = "its") -> Path:
+    """The record of ``system``'s ``seed`` beside ``path``; RecordError where it is neither there nor packed."""
+    found = seed_record_path(path, {"system": system}, seed)
+    if not packed_runs.has(found):
+        raise RecordError(f"{path}: the record of {whose} seed {seed}, {found.name}, is missing (not there or packed)")
+    return found
+
+
+def scored_files(record: dict) -> tuple[list[str], dict[str, list[str]]]:
+    """The files ``record``'s score command scored, one a seed: HYP's, and each BASELINE's by its name
+    (``--baseline-name``, else its path); the words before its first option, as ``score_command`` writes them."""
+    words = record.get("score_command_argv") or [""]
+    inputs = [paths.split(",") for paths in itertools.takewhile(lambda word: not word.startswith("-"), words[1:])]
+    names = [value for option, value in zip(words, words[1:]) if option == "--baseline-name"]
+    partners = inputs[2:]
+    return (inputs or [[]])[0], dict(zip(names + [",".join(files) for files in partners[len(names):]], partners))
+
+
+def exact_p(p_value: float, n_samples: int) -> float:
+    """The p of ``scoring.two_sided_bootstrap_p``, ``2 k / (R + 1)`` of ``n_samples`` = R rounds, whose ``DIGITS``
+    significant digits ``p_value`` is (``p_value`` itself where none is)."""
+    share = round(p_value * (n_samples + 1) / 2)
+    exact = min(1.0, 2 * share / (n_samples + 1))
+    return exact if _significant(exact, DIGITS) == _significant(p_value, DIGITS) else p_value
+
+
+def seed_test_gives(path, record: dict, partner: str, report: dict, seeds: bool = True) -> dict:
+    """What the seed-aware test ``report`` of ``record`` (over seeds, at ``path``) against ``partner`` has from
+    elsewhere: ``seeds_a`` and ``seeds_b`` (the numbers of files its score command scored), per metric ``p_mc_se``
+    (``mc_standard_error`` of its p, :func:`exact_p`) and, with ``seeds``, ``a`` and ``b`` (the means of the
+    partner's and the system's per-seed scores: ``per_seed_metrics`` and the records of the partner's scored seeds,
+    ``PARTNER.seedK.gen`` beside ``path``), ``delta`` (b - a) and ``welch`` (``welch_test`` of the two). The test
+    computed its numbers from sacrebleu's sentence statistics in numpy: they equal these to ``DIGITS`` digits, not
+    bit for bit. A partner's seed's record missing: RecordError naming it."""
+    own, partners = scored_files(record)
+    files = partners.get(partner, [])
+    given = {"seeds_a": len(files), "seeds_b": len(own)} if files and own else {}
+    found = [re.fullmatch(re.escape(partner) + r"\.seed(\d+)\.gen(\.gz)?", Path(file).name) for file in files]
+    theirs = None
+    if seeds and files and all(found):
+        theirs = [_read_object(_seed_record(path, partner, int(seed[1]), f"{partner}'s"))["metrics"] for seed in found]
+    rounds = report.get("n_samples")
+    for metric, tested in report.items():
+        if not isinstance(tested, dict):
+            continue
+        given[metric] = {"p_mc_se": mc_standard_error(exact_p(tested["p_value"], rounds), rounds)} if rounds else {}
+        mine = record.get("per_seed_metrics", {}).get(metric)
+        if theirs is not None and mine:
+            scores = [run[metric] for run in theirs]
+            a, b = mean_and_sd(scores)[0], mean_and_sd(mine)[0]
+            given[metric].update(a=a, b=b, delta=b - a, welch=welch_test(scores, mine))
+    return given
+
+
+def _ordered(stored: dict, given: dict) -> dict:
+    """``stored`` with what it lacks of ``given``, keys in ``TEST_ORDER`` (others after, as they come)."""
+    order = (*TEST_ORDER, *{**given, **stored})
+    return dict(sorted({**given, **stored}.items(), key=lambda item: order.index(item[0])))
+
+
+def stored_test(path, record: dict, partner: str, report: dict) -> dict:
+    """A seed-aware test of a record over seeds as its file holds it: its floats to ``DIGITS`` significant digits,
+    without what :func:`seed_test_gives` gives to as many digits (its p_value stays: :func:`exact_p` reads it)."""
+    if report.get("test") != SEED_BOOTSTRAP_TEST:
+        return report
+    report = _significant(report, DIGITS)
+    try:
+        given = _significant(seed_test_gives(path, record, partner, report), DIGITS)
+    except RecordError:  # a partner's seed's record missing: what the record holds alone
+        given = _significant(seed_test_gives(path, record, partner, report, seeds=False), DIGITS)
+
+    def kept(stored: dict, given: dict) -> dict:
+        return {key: kept(value, given[key]) if isinstance(value, dict) and key in given and key != "welch" else value
+                for key, value in stored.items() if not (key in given and same(value, given[key]))}
+
+    return kept(report, given)
+
+
+def read_test(path, record: dict, partner: str, report: dict, seeds: bool) -> dict:
+    """``report`` as :func:`stored_test` wrote it, whole: what it lacks from :func:`seed_test_gives` (``seeds``: those
+    from seeds' records too, where it lacks any), each p as the test computed it (:func:`exact_p`)."""
+    if report.get("test") != SEED_BOOTSTRAP_TEST:
+        return report
+    seeds = seeds and any(field not in tested for tested in report.values() if isinstance(tested, dict)
+                          for field in ("a", "b", "delta", "welch"))
+    given = seed_test_gives(path, record, partner, report, seeds)
+    whole = _ordered(report, given)
+    for metric, tested in whole.items():
+        if isinstance(tested, dict):
+            exact = {"p_value": exact_p(tested["p_value"], report["n_samples"])} if "n_samples" in report else {}
+            whole[metric] = _ordered({**tested, **exact}, given.get(metric, {}))
+    return whole
 
 
 def train_means(runs: list[dict]) -> dict:
@@ -202,9 +312,7 @@ def seeds_give(path, record: dict, fields: Iterable[str] = (*SEED_FACTS, *OVER_S
     seeds = record["seed_list"] if fields & set(OVER_SEEDS_FIELDS) else record["seed_list"][:1]
     runs = []
     for seed in seeds:
-        found = seed_record_path(path, record, seed)
-        if not packed_runs.has(found):
-            raise RecordError(f"{path}: the record of its seed {seed}, {found.name}, is missing (not there or packed)")
+        found = _seed_record(path, record["system"], seed)
         # after the first, its numbers and log only: its commands are not read
         runs.append(_lacking(found, _read_object(found), (*TRAIN_FIELDS, "train_log", "metrics")) if runs else
                     load_record(found))
@@ -232,6 +340,8 @@ def load_record(path, seed_facts: bool = True) -> dict:
     record = _lacking(path, with_argv(record), [field for field in REQUIRED_FIELDS if field not in given])
     if over_seeds and seed_facts:
         record.update(seeds_give(path, record, [field for field in given if field not in record]))
+    record["significance"] = {partner: read_test(path, record, partner, report, seed_facts)
+                              for partner, report in record["significance"].items()}
     return record
 
 

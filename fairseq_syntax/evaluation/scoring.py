@@ -25,7 +25,7 @@ from fairseq_syntax.core import text_lines
 from fairseq_syntax.core.data_dir import read_skipped_lines
 from fairseq_syntax.evaluation.packed_runs import existing_path, find_member
 from fairseq_syntax.evaluation.kept_files import open_text
-from fairseq_syntax.evaluation.seed_systems import seed_means
+from fairseq_syntax.evaluation.seed_systems import SEED_BOOTSTRAP_TEST, mc_standard_error, seed_means, welch_test
 
 # `S-12\t...`, `T-12\t...`, `H-12\t<score>\t...`, `D-12\t<score>\t...`, `P-12\t...` as printed by
 # fairseq_cli/generate.py; other lines (logging, the final "Generate test with beam=5" line) are not data.
@@ -254,8 +254,6 @@ def seed_scores(hyps_by_seed: Sequence[Sequence[str]], refs: Sequence[str], toke
 
 #: the seed-aware bootstrap's default rounds: p moves by about +-0.003 at 0.05 between draws (mc_standard_error)
 SEED_BOOTSTRAP_ROUNDS = 10_000
-#: the test's name in a record and a report (:func:`seed_bootstrap`; docs/results.md defines it)
-SEED_BOOTSTRAP_TEST = "seed-aware paired bootstrap"
 #: rounds are drawn and scored this many at a time (a block of sentence counts is rounds x sentences floats)
 ROUND_BLOCK = 1000
 
@@ -288,30 +286,11 @@ def two_sided_bootstrap_p(deltas: Sequence[float]) -> float:
     return min(1.0, 2 * (tail + 1) / (len(deltas) + 1))
 
 
-def mc_standard_error(p_value: float, n_samples: int) -> float:
-    """Monte-Carlo standard error of :func:`two_sided_bootstrap_p` from ``n_samples`` rounds: ``sqrt(p (2 - p) / R)``
-    (``2 sqrt(q (1 - q) / R)``, ``q = p / 2``). At p = 0.05 and R = 10,000: 0.0031."""
-    share = min(p_value, 1.0) / 2
-    return 2 * float(np.sqrt(share * (1 - share) / n_samples))
-
-
 def seed_scale(n_seeds: int) -> float:
     """``sqrt(k / (k - 1))``, the factor :func:`seed_bootstrap` scales a round's resampled seeds' deviation by: the
     mean of k values resampled with replacement has variance ``(k - 1) / k * s^2 / k`` (Efron & Tibshirani 1993;
     Hesterberg 2015), scaled it is ``s^2 / k``. One seed: 1."""
     return float(np.sqrt(n_seeds / (n_seeds - 1))) if n_seeds > 1 else 1.0
-
-
-def welch_test(a: Sequence[float], b: Sequence[float]) -> dict | None:
-    """Welch's t-test of mean(b) - mean(a) over per-seed scores (``scipy.stats.ttest_ind(b, a, equal_var=False)``):
-    t, degrees of freedom and two-sided p. None when a system has fewer than two seeds or neither set has spread."""
-    from scipy.stats import ttest_ind
-
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if len(a) < 2 or len(b) < 2 or a.var(ddof=1) + b.var(ddof=1) == 0:
-        return None
-    test = ttest_ind(b, a, equal_var=False)
-    return {"t": float(test.statistic), "df": float(test.df), "p_value": float(test.pvalue)}
 
 
 def bleu_from_statistics(stats: np.ndarray, metric: BLEU) -> np.ndarray:

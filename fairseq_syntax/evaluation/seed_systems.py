@@ -7,6 +7,7 @@ tests). :class:`SeedSystem` joins them; :func:`seed_systems` puts them in table 
 RESULTS.json's seeds table. Baseline and controls come from the table's
 :class:`~fairseq_syntax.evaluation.comparisons.Comparisons`, never from the names."""
 import functools
+import math
 import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
@@ -29,6 +30,30 @@ def format_p(found: dict, welch: str = " (t {})") -> str:
     if (found.get("welch") or {}).get("p_value") is not None:
         text += welch.format(probability_text(found["welch"]["p_value"]))
     return text
+
+
+#: the seed-aware test's name in a record and a report (``scoring.seed_bootstrap``; docs/results.md defines it)
+SEED_BOOTSTRAP_TEST = "seed-aware paired bootstrap"
+
+
+def mc_standard_error(p_value: float, n_samples: int) -> float:
+    """Monte-Carlo standard error of ``scoring.two_sided_bootstrap_p`` from ``n_samples`` rounds: ``sqrt(p (2 - p) /
+    R)`` (``2 sqrt(q (1 - q) / R)``, ``q = p / 2``). At p = 0.05 and R = 10,000: 0.0031."""
+    share = min(p_value, 1.0) / 2
+    return 2 * math.sqrt(share * (1 - share) / n_samples)
+
+
+def welch_test(a: Sequence[float], b: Sequence[float]) -> dict | None:
+    """Welch's t-test of mean(b) - mean(a) over per-seed scores (``scipy.stats.ttest_ind(b, a, equal_var=False)``):
+    t, degrees of freedom and two-sided p. None when a system has fewer than two seeds or neither set has spread."""
+    import numpy as np
+    from scipy.stats import ttest_ind
+
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(a) < 2 or len(b) < 2 or a.var(ddof=1) + b.var(ddof=1) == 0:
+        return None
+    test = ttest_ind(b, a, equal_var=False)
+    return {"t": float(test.statistic), "df": float(test.df), "p_value": float(test.pvalue)}
 
 
 def mean_and_sd(values: Iterable[float]) -> tuple[float, float]:

@@ -4,13 +4,21 @@ import json
 import sysconfig
 
 import pytest
+from scipy.stats import t as student_t
 
 from fairseq_syntax.cli import plot as plot_cli
 from fairseq_syntax.cli import results as results_cli
 from fairseq_syntax.evaluation.comparisons import Comparisons, registry_comparisons
 from fairseq_syntax.evaluation.convergence import kept_epoch, patience_stop
 from fairseq_syntax.evaluation.kept_files import RecordError, compress, open_text, read_text
-from fairseq_syntax.evaluation.records import SEED_FACTS, find_record_files, load_record, make_log_portable, record_run
+from fairseq_syntax.evaluation.records import (
+    SEED_FACTS,
+    find_record_files,
+    load_record,
+    make_log_portable,
+    record_run,
+    stored_test,
+)
 from fairseq_syntax.evaluation.results import (
     READING,
     _as_changes,
@@ -586,7 +594,10 @@ def test_a_record_over_seeds_of_what_is_over_its_seeds_only_reads_the_rest_from_
     # its seeds' facts from its first seed's record (seed 2's), the rest over seed 2's and seed 1's, in that order
     assert (record["dataset"], record["arch"], record["command_argv"][-3]) == (
         "multi30k-10k", "transformer_syntax_mask", "2")
-    assert record["seeds"] == 2 and record["significance"] == over["significance"]
+    assert record["seeds"] == 2  # its test's Monte-Carlo errors from its p: 2 sqrt(q (1 - q) / 1000), q = p / 2
+    assert record["significance"] == {"sequence": {**over["significance"]["sequence"], "BLEU": {
+        "p_value": 0.02, "p_mc_se": 2 * (0.01 * 0.99 / 1000) ** 0.5}, "chrF": {
+        "p_value": 0.2, "p_mc_se": 2 * (0.1 * 0.9 / 1000) ** 0.5}}}
     # updates (157 * 23 + 157 * 20) / 2 = 3375.5 and epochs 21.5 as integers, as the means of their logs are
     assert (record["updates"], record["epochs"], record["wall_time_s"]) == (3375, 21, 600.0)
     assert record["train_log"] == ("examples/multi30k/runs/mask.seed2.train.log.gz,"
@@ -600,6 +611,56 @@ def test_a_record_over_seeds_of_what_is_over_its_seeds_only_reads_the_rest_from_
     path.write_text(json.dumps(stored_form(dict(over, seed_list=[2, 1], epochs=30, metrics_sd={"BLEU": 9.0}))))
     record = load_record(path)
     assert (record["epochs"], record["metrics_sd"], record["updates"]) == (30, {"BLEU": 9.0}, 3375)
+
+
+def test_a_seed_aware_test_held_to_8_digits_without_what_its_seeds_give_reads_back_whole(tmp_path):
+    """Mask (seeds 1, 2: BLEU 32, 34; chrF 54, 56) against Sequence (seeds 1-3: BLEU 30, 31, 35; chrF 50, 53, 53)."""
+    for system, seed, bleu, chrf in (("mask", 1, 32.0, 54.0), ("mask", 2, 34.0, 56.0), ("sequence", 1, 30.0, 50.0),
+                                     ("sequence", 2, 31.0, 53.0), ("sequence", 3, 35.0, 53.0)):
+        (tmp_path / f"{system}.seed{seed}.run.json").write_text(json.dumps(seed_run(system, seed, bleu, chrf, 20)))
+    gen = "examples/runs/{}.seed{}.gen.gz".format
+    argv = ["fairseq-syntax-score", f"{gen('mask', 1)},{gen('mask', 2)}", "OUT_DIR/test.de.ref",
+            ",".join(gen("sequence", seed) for seed in (1, 2, 3)), "--bootstrap", "10000", "--baseline-name",
+            "sequence"]
+    # p = 2 k / 10001 (k = 230; 1), error 2 sqrt(q (1 - q) / 10000), q = p / 2; a, b: the means (32, 33; 52, 55).
+    # Welch: BLEU sds^2 7 and 2: t = 1 / sqrt(7/3 + 2/2) = sqrt(0.3), df = (10/3)^2 / ((7/3)^2 / 2 + 1) = 200/67;
+    # chrF 3 and 2: t = 3 / sqrt(2), df = 2^2 / (1/2 + 1) = 8/3
+    whole = {"test": SEEDS_TEST, "n_samples": 10000, "seed": 12345, "seeds_a": 3, "seeds_b": 2}
+    for metric, k, a, b, interval, t, df in (("BLEU", 230, 32.0, 33.0, [-0.123456789, 2.5], 0.3 ** 0.5, 200 / 67),
+                                             ("chrF", 1, 52.0, 55.0, [1.5, 4.5], 3 / 2 ** 0.5, 8 / 3)):
+        whole[metric] = {"p_value": 2 * k / 10001, "p_mc_se": 2 * (k / 10001 * (1 - k / 10001) / 10000) ** 0.5,
+                         "a": a, "b": b, "delta": b - a, "delta_ci": interval,
+                         "welch": {"t": t, "df": df, "p_value": 2 * student_t.sf(t, df)}}
+    record = {"system": "mask", "significance": {"sequence": whole}, "score_command_argv": argv, "seed_list": [1, 2]}
+    path, mine = tmp_path / "mask.seeds.run.json", {"BLEU": [32.0, 34.0], "chrF": [54.0, 56.0]}
+    slim = stored_test(path, {**record, "per_seed_metrics": mine}, "sequence", whole)
+    assert slim == {"test": SEEDS_TEST, "n_samples": 10000, "seed": 12345,  # floats to 8 significant digits
+                    "BLEU": {"p_value": 0.0459954, "delta_ci": [-0.12345679, 2.5]},
+                    "chrF": {"p_value": 0.00019998, "delta_ci": [1.5, 4.5]}}
+    path.write_text(json.dumps({**record, "significance": {"sequence": slim}}))
+    read = load_record(path)["significance"]["sequence"]
+    for metric in ("BLEU", "chrF"):
+        assert read[metric]["welch"] == pytest.approx(whole[metric]["welch"], rel=1e-12)
+        whole[metric]["delta_ci"] = slim[metric]["delta_ci"]
+    assert [list(read), list(read["BLEU"])] == [list(whole), list(whole["BLEU"])]  # in seed_bootstrap's order
+    assert without_welch(read) == without_welch(whole)  # p and its error bit for bit
+    assert load_record(path, seed_facts=False)["significance"]["sequence"] == {  # without reading the seeds' records
+        **whole, **{metric: {key: whole[metric][key] for key in ("p_value", "p_mc_se", "delta_ci")}
+                    for metric in ("BLEU", "chrF")}}
+    # what its seeds do not give is kept: Mask's chrF scored otherwise (b 55.5, not the test's 55); no seed 3
+    kept = stored_test(path, {**record, "per_seed_metrics": {**mine, "chrF": [54.0, 57.0]}}, "sequence", whole)
+    assert kept["BLEU"] == slim["BLEU"] and "a" not in kept["chrF"] and kept["chrF"]["b"] == 55.0
+    assert kept["chrF"]["delta"] == 3.0 and list(kept["chrF"]["welch"].values())[:2] == [2.1213203, 2.6666667]
+    (tmp_path / "sequence.seed3.run.json").unlink()
+    with pytest.raises(RecordError, match="the record of sequence's seed 3, sequence.seed3.run.json, is missing"):
+        load_record(path)
+    kept = stored_test(path, {**record, "per_seed_metrics": mine}, "sequence", whole)
+    assert list(kept) == list(slim) and list(kept["BLEU"]) == ["p_value", "a", "b", "delta", "delta_ci", "welch"]
+
+
+def without_welch(test: dict) -> dict:
+    return {key: {field: value for field, value in found.items() if field != "welch"} if isinstance(found, dict)
+            else found for key, found in test.items()}
 
 
 def test_a_later_rows_command_is_shown_by_the_words_that_differ_from_the_first_rows():
