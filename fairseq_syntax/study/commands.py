@@ -2,7 +2,8 @@
 data, then every missing run, here or on Slurm), ``status`` and ``report`` (:mod:`fairseq_syntax.study.report`).
 
 A run's state (:func:`run_state`): **done** (record and decode kept), **running** (a process holds its claim),
-**failed** (``WORK/failed/RUN.txt``; the next ``run`` resumes it), **partway** (checkpoints, no record), **to do**.
+**failed** (``WORK/failed/RUN.txt``; the next ``run`` resumes it), **partway** (checkpoints, no record), **to do**;
+over sizes, **to take** (a grid's baseline seed 1 that ``run`` takes from its sweep: ``over_sizes.take_from_sweep``).
 A record of another study or setting stops every command first (:mod:`~fairseq_syntax.study.record_checks`)."""
 from __future__ import annotations
 
@@ -31,7 +32,8 @@ def run_state(config: StudyConfig, run: Run) -> RunState:
     if finished(config, run):
         record = read_record(runs_dir(config) / f"{run.name}.run.json") or {}
         bleu = record.get("metrics", {}).get("BLEU")
-        return RunState(run, "done", f"BLEU {bleu:.2f}" if isinstance(bleu, (int, float)) else "")
+        taken = f", from {record['from_sweep']}" if "from_sweep" in record else ""  # over_sizes.take_from_sweep
+        return RunState(run, "done", (f"BLEU {bleu:.2f}" if isinstance(bleu, (int, float)) else "") + taken)
     epoch = current_epoch(runs_dir(config) / f"{run.name}.train.log")
     if is_claimed(config, run.name):
         return RunState(run, "running", f"epoch {epoch}" if epoch else "starting")
@@ -59,12 +61,13 @@ def grid_states(config: StudyConfig) -> list[RunState]:
 
 
 def finished_wall_times(config: StudyConfig, states: list[RunState]) -> dict[str, list[float]]:
-    """Each system's finished runs' wall times in seconds, from their records."""
+    """Each system's finished runs' wall times in seconds, from their records (a run taken from a sweep is the
+    sweep's: none)."""
     walls: dict[str, list[float]] = {}
     for found in states:
         if found.state == "done":
             record = read_record(runs_dir(config) / f"{found.run.name}.run.json") or {}
-            if isinstance(record.get("wall_time_s"), (int, float)):
+            if isinstance(record.get("wall_time_s"), (int, float)) and "from_sweep" not in record:
                 walls.setdefault(found.run.system.name, []).append(record["wall_time_s"])
     return walls
 
@@ -104,7 +107,7 @@ def grid_lines(states: list[RunState], prefix: str = "") -> list[str]:
     lines = [f"  {prefix + found.run.name:<{width}}  {found.state:<8} {found.detail:<24} "
              f"reads data-bin/{found.run.data}" for found in states]
     counts = {state: sum(1 for found in states if found.state == state)
-              for state in ("done", "running", "partway", "failed", "to do")}
+              for state in ("done", "running", "partway", "failed", "to do", "to take")}
     return [*lines, "  " + ", ".join(f"{count} {state}" for state, count in counts.items() if count)]
 
 

@@ -4,11 +4,17 @@ cost is estimated from that size's finished runs."""
 from __future__ import annotations
 
 import dataclasses
+import filecmp
+import gzip
+import json
 import os
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+from fairseq_syntax.core.files import write_atomically
+from fairseq_syntax.evaluation import packed_runs
+from fairseq_syntax.evaluation.tables import json_text
 from fairseq_syntax.study.checks import study_problems
 from fairseq_syntax.study.commands import (
     RunState,
@@ -19,10 +25,10 @@ from fairseq_syntax.study.commands import (
     grid_states,
 )
 from fairseq_syntax.study.config import StudyConfig
-from fairseq_syntax.study.grid import study_runs
-from fairseq_syntax.study.records import StudyError
-from fairseq_syntax.study.runner import RunOutcome, RunTask
-from fairseq_syntax.study.sizes import Point, points, size_problems
+from fairseq_syntax.study.grid import Run, study_identity, study_runs
+from fairseq_syntax.study.records import StudyError, project_root, read_record, reference_path, runs_dir, work_dir
+from fairseq_syntax.study.runner import RunOutcome, RunTask, claim
+from fairseq_syntax.study.sizes import Point, points, size_problems, sweep_twin
 
 
 def _value_text(values: dict) -> str:
@@ -78,11 +84,13 @@ def size_lines(config: StudyConfig, point: Point) -> list[str]:
                      + ", ".join(f"{system} {count} seed{'s' if count > 1 else ''}" for system, count in seeds.items()))
         lines.append("  cost: " + cost_text(walls, runs, config.training, " of this size"))
         return lines
-    states = _states(point.config, _systems(config))
+    twin, seed1 = sweep_twin(point)[0], f"{config.baseline}.seed1"  # what run takes from the sweep
+    states = [RunState(state.run, "to take", f"from {twin.point}") if twin and state.run.name == seed1 and
+              state.state not in ("done", "running") else state for state in _states(point.config, _systems(config))]
     own = finished_wall_times(point.config, states)
     for system, values in walls.items():
         own.setdefault(system, values)
-    left = [state.run for state in states if state.state != "done"]
+    left = [state.run for state in states if state.state not in ("done", "to take")]
     return [*lines, *grid_lines(states, point.label + "/"),
             "  cost: " + cost_text(own, left, point.config.training, " of this size")]
 
@@ -132,10 +140,57 @@ def plan_lines(config: StudyConfig) -> list[str]:
     return lines
 
 
+def _data_difference(sweep: StudyConfig, grid: StudyConfig, run: Run) -> str:
+    """Where the data ``run`` read in ``sweep`` are not the grid's bytes: each binarized file and dictionary of its
+    data directory there (the sweep makes only what the baseline reads), and the test reference; "" where none."""
+    theirs, mine = (work_dir(study) / "data-bin" / run.data for study in (sweep, grid))
+    if not theirs.is_dir():
+        return f"its data ({theirs}) are not here to compare"
+    pairs = [(path, mine / path.name) for path in sorted(theirs.iterdir())
+             if path.suffix in (".bin", ".idx") or path.name.startswith("dict.")]
+    for path, grids in [*pairs, (reference_path(sweep), reference_path(grid))]:
+        if not grids.is_file() or not filecmp.cmp(path, grids, shallow=False):
+            return f"the data differ: the grid's {os.path.relpath(grids, work_dir(grid))} is not {sweep.point}'s"
+    return ""
+
+
+def take_from_sweep(point: Point, run: Run, progress: Callable[[str], None]) -> bool:
+    """Whether the grid's ``run`` is its baseline seed 1 and was taken from the chosen sweep run
+    (:func:`~fairseq_syntax.study.sizes.sweep_twin`; its data the same bytes): its kept files copied, its record made
+    the grid's (dataset and study identity) naming the sweep run (``from_sweep``); else a line says why not."""
+    grid = point.config
+    if run.name != f"{grid.baseline}.seed1":
+        return False
+    sweep, why = sweep_twin(point)
+    if sweep is not None:
+        why = _data_difference(sweep, grid, run)
+    if why:
+        progress(f"== {grid.point}/{run.name}: trained, not taken from the sweep: {why}")
+    if sweep is None or why:
+        return False
+    theirs, mine = runs_dir(sweep), runs_dir(grid)
+    mine.mkdir(parents=True, exist_ok=True)
+    with claim(grid, run.name) as held:
+        if not held:
+            return False
+        for kept in ("train.log", "gen", "gen.log"):
+            data = packed_runs.read_bytes(theirs / f"{run.name}.{kept}.gz")
+            write_atomically(mine / f"{run.name}.{kept}.gz", gzip.compress(data, mtime=0))
+        old, new = (os.path.relpath(folder, project_root(grid)) + "/" for folder in (theirs, mine))
+        record = json.loads(packed_runs.read_bytes(theirs / f"{run.name}.run.json").decode().replace(old, new))
+        parsers = work_dir(grid) / "data-bin" / run.data / "parsers.json"  # as the grid's runs record them
+        record.update(dataset=grid.name, parsers=json.loads(parsers.read_text()) if parsers.is_file() else None,
+                      study=study_identity(grid, run.data, work_dir(grid)), from_sweep=sweep.point)
+        write_atomically(mine / f"{run.name}.run.json", json_text(record))  # last: the run is finished once it is there
+    progress(f"== {grid.point}/{run.name}: taken from {sweep.point}, the same training (command, seed, data bytes)")
+    return True
+
+
 def _tasks(config: StudyConfig, study: StudyConfig, only: set[str] | None, keep: set[str] | None,
-           queued: set[str], progress: Callable[[str], None]) -> tuple[list[RunTask], int]:
+           queued: set[str], progress: Callable[[str], None], point: Point | None = None) -> tuple[list[RunTask], int]:
     """The runs of ``study`` (a point, or a sweep candidate) left to do and not yet ``queued``, their data
-    prepared; and how many are done."""
+    prepared (with ``point``, of whose grid ``study`` is: its baseline seed 1 taken from the sweep where it can be,
+    :func:`take_from_sweep`); and how many are done."""
     from fairseq_syntax.study.prepare import prepare
     from fairseq_syntax.study.runner import is_claimed
 
@@ -146,9 +201,10 @@ def _tasks(config: StudyConfig, study: StudyConfig, only: set[str] | None, keep:
     if to_run:
         progress(f"== {study.point}: preparing the data of {len(to_run)} runs")
         prepare(study, progress=progress, only=[run.name for run in to_run])
+    taken = [run for run in to_run if point is not None and take_from_sweep(point, run, progress)]
     tasks = [RunTask(str(config.path.resolve()), run.name, point=study.point) for run in to_run
-             if not is_claimed(study, run.name)]
-    return tasks, sum(state.state == "done" for state in states)
+             if run not in taken and not is_claimed(study, run.name)]
+    return tasks, sum(state.state == "done" for state in states) + len(taken)
 
 
 def _ready(config: StudyConfig, only: set[str] | None, queued: set[str],
@@ -158,7 +214,8 @@ def _ready(config: StudyConfig, only: set[str] | None, queued: set[str],
     tasks, done = [], 0
     for point in points(config):
         for study, keep in _studies(config, point):
-            more, finished = _tasks(config, study, only, keep, queued, progress)
+            more, finished = _tasks(config, study, only, keep, queued, progress,
+                                    point if study is point.config else None)
             tasks, done = tasks + more, done + finished
     queued.update(str(task) for task in tasks)
     return tasks, done
@@ -236,13 +293,16 @@ def _sweep_markdown(config: StudyConfig, found: list[Point], report: Path) -> tu
         chosen = point.chosen
         results = {result.candidate.label: result for result in point.results}
         rows, cells = [], []
+        taken = point.config is not None and "from_sweep" in (  # the grid's baseline seed 1 is the chosen run
+            read_record(runs_dir(point.config) / f"{config.baseline}.seed1.run.json") or {})
         for candidate, _ in point.sweep:
             result = results.get(candidate.label)
             rows.append({"candidate": candidate.label, "values": candidate.values})
             if result is None:
                 cells.append([candidate.label, "not run yet", "", "", ""])
                 continue
-            mark = " **(chosen)**" if chosen and chosen.candidate.label == candidate.label else ""
+            mark = (" **(chosen; the grid's seed 1)**" if taken else " **(chosen)**") \
+                if chosen and chosen.candidate.label == candidate.label else ""
             cells.append([candidate.label + mark, f"{result.nll_per_sentence:.3f}", f"{result.nll_per_token_bits:.3f}",
                           f"{result.best_epoch} / {result.epochs}",
                           f"{result.bleu:.2f}" if isinstance(result.bleu, (int, float)) else ""])
@@ -251,11 +311,13 @@ def _sweep_markdown(config: StudyConfig, found: list[Point], report: Path) -> tu
                             epochs=result.epochs, test_BLEU=result.bleu)
         records = os.path.relpath(point.sweep[0][1].folder("runs").parent, report)
         lines += ["", f"**{point.pairs:,} pairs**: " + (f"chosen {chosen.candidate.label}" if chosen else
-                                                           point.waiting), "",
+                                                           point.waiting)
+                  + (f"; its run is the grid's {config.baseline} seed 1 (the same training: not trained again)"
+                     if taken else ""), "",
                   *markdown_table(["Candidate", "Valid NLL per sentence (nats)", "Valid nll_loss (bits/token)",
                                    "Best epoch / epochs", "Test BLEU (not used)"], cells)]
         data[str(point.pairs)] = {"candidates": rows, "chosen": chosen.candidate.label if chosen else None,
-                                  "records": records}
+                                  "records": records, **({"grid_seed1": "taken"} if taken else {})}
     if data:
         lines += ["", f"Each candidate is {config.baseline}'s run with its values; its record, log and commands: "
                       f"`{os.path.relpath(config.folder('runs'), report)}/nN/sweep/LABEL/`."]

@@ -5,7 +5,8 @@ it is ``NAME.nN`` in ``WORK/nN``, ``RUNS/nN`` and ``REPORT/nN``, or the runs of 
 candidates (the product of the ``sweep.SECTION.KEY`` lists, in file order) are studies of the baseline alone, seed 1,
 in ``nN/sweep/LABEL``; the size's protocol is the candidate of lowest validation negative log-likelihood per sentence
 at its best epoch (``nll_loss`` bits/token x ln 2 x ``wpb / bsz``: per-token losses of two BPE vocabularies are not
-comparable), and its grid waits until every candidate has run."""
+comparable), and its grid waits until every candidate has run; the chosen candidate's run is the grid's baseline seed 1
+where it is the same run (:func:`sweep_twin`)."""
 from __future__ import annotations
 
 import dataclasses
@@ -103,15 +104,15 @@ def sweep_studies(config: StudyConfig, pairs: int) -> list[tuple[Candidate, Stud
 
 
 def sweep_result(candidate: Candidate, study: StudyConfig) -> SweepResult | None:
-    """What a finished sweep run found (its kept training log and record), None before it has finished."""
+    """What a finished sweep run found (its kept training log and record), None before it has finished (its record
+    written: the grid takes it, :func:`sweep_twin`)."""
     from fairseq_syntax.study.records import kept, read_record, runs_dir
 
     runs = runs_dir(study)
     name = f"{study.baseline}.seed1"
-    log = kept(runs / f"{name}.train.log")
-    if log is None or kept(runs / f"{name}.gen") is None:
+    log, record = kept(runs / f"{name}.train.log"), read_record(runs / f"{name}.run.json")
+    if log is None or kept(runs / f"{name}.gen") is None or record is None:
         return None
-    record = read_record(runs / f"{name}.run.json") or {}
     return validation_result(candidate, log, record.get("metrics", {}).get("BLEU"))
 
 
@@ -152,6 +153,31 @@ def point_of(config: StudyConfig, pairs: int) -> Point:
     own = _derived(config, label, f"{study.name}.{label}", _folders(study, label), pairs, settings,
                    config.systems)
     return Point(pairs, label, sweep, results, own)
+
+
+def sweep_twin(point: Point) -> tuple[StudyConfig | None, str]:
+    """The chosen candidate's study where its run is the grid's baseline seed 1: its record's training and decoding
+    commands are the grid's word for word with the work folder as OUT_DIR (their data paths differ by that folder
+    only); else None and why not ("" with no chosen candidate). ``run`` checks the data's bytes too."""
+    from fairseq_syntax.evaluation.run_commands import as_old_form, record_argv
+    from fairseq_syntax.study.grid import decode_arguments, study_runs, train_arguments
+    from fairseq_syntax.study.record_checks import OUT_DIR
+    from fairseq_syntax.study.records import read_record, runs_dir
+
+    chosen = point.chosen
+    if chosen is None or point.config is None:
+        return None, ""
+    sweep = next(study for candidate, study in point.sweep if candidate == chosen.candidate)
+    run = study_runs(sweep)[0]  # the baseline's seed 1, its one run
+    record = read_record(runs_dir(sweep) / f"{run.name}.run.json") or {}
+    for field, program, arguments in (("command", "fairseq-train", train_arguments),
+                                      ("decode_command", "fairseq-generate", decode_arguments)):
+        mine, theirs = [program, *arguments(point.config, run, OUT_DIR)], record_argv(record, field) or []
+        if theirs not in (mine, as_old_form(mine)):  # a record of the old form: its words split once
+            at = next((n for n, (a, b) in enumerate(zip(theirs, mine)) if a != b), min(len(theirs), len(mine)))
+            return None, (f"{sweep.point}'s {program} command differs from the grid's at word {at}: "
+                          f"{' '.join(theirs[at:at + 2]) or 'end'} (grid: {' '.join(mine[at:at + 2]) or 'end'})")
+    return sweep, ""
 
 
 def given_problems(config: StudyConfig, given: StudyConfig, pairs: int) -> list[str]:
