@@ -1,6 +1,7 @@
 """The tiny study (40 pairs; sequence, mask and the installed tests/study/depth_method) end to end through
-fairseq-syntax-study, then a study over sizes 20 and 40 whose size 40 is it: plan, run --jobs 2, reports checked by
-hand, resume, Slurm; the sizes' refusals."""
+fairseq-syntax-study, then a study over sizes 20 and 40 whose size 40 is it: plan, run --jobs 2 (the grid's baseline
+seed 1 taken from the sweep, or trained where its data differ), reports checked by hand, resume, Slurm; the sizes'
+refusals."""
 import gzip
 import json
 import math
@@ -337,14 +338,16 @@ def test_the_protocol_is_the_sweep_candidate_of_lowest_validation_nll_per_senten
 
 
 def test_each_sizes_cost_is_its_records_wall_times(sizes):
-    """A size's cost: its sweep's and grid's wall times summed, in hours."""
+    """A size's cost: its sweep's and grid's wall times summed, in hours; the grid's run taken from the sweep counts
+    in the sweep's only."""
     folder = sizes[0]
     cost = json.loads((folder / "sizes/RESULTS.json").read_text())["cost"]
-    walls = {kind: [json.loads(path.read_text())["wall_time_s"] for path in (folder / "runs-sizes/n20").glob(pattern)]
+    walls = {kind: [record["wall_time_s"] for path in (folder / "runs-sizes/n20").glob(pattern)
+                    if "from_sweep" not in (record := json.loads(path.read_text()))]
              for kind, pattern in (("sweep", "sweep/*/sequence.seed1.run.json"), ("grid", "*.seed1.run.json"))}
-    assert len(walls["sweep"]) == 2 and len(walls["grid"]) == 3
+    assert len(walls["sweep"]) == 2 and len(walls["grid"]) == 2  # mask and mask_random: sequence is the sweep's
     assert cost["20"]["sweep_runs"] == 2 and cost["20"]["sweep_hours"] == pytest.approx(sum(walls["sweep"]) / 3600)
-    assert cost["20"]["grid"]["runs"] == 3
+    assert cost["20"]["grid"]["runs"] == 2
     assert cost["20"]["grid"]["hours"] == pytest.approx(sum(walls["grid"]) / 3600)
     assert cost["40"]["sweep_runs"] == 0 and cost["40"]["grid"]["runs"] == 6
     assert "## What each size cost" in (folder / "sizes/RESULTS.md").read_text()
@@ -383,6 +386,80 @@ def test_a_third_size_leaves_the_others_done(sizes):
     plan = study("plan", "third.toml", cwd=folder).stdout
     assert states(plan, "n20/") == ["done"] * 5 and states(plan, "n40/") == ["done"] * 6
     assert "size 30 (tiny-sizes.n30)" in plan and states(plan, "n30/") == ["to do"] * 3
+
+
+def chosen_run(folder: Path) -> str:
+    """The chosen sweep run of size 20, by the lowest validation NLL per sentence."""
+    found = {f"n20/sweep/merges{merges}": _nll_per_sentence(
+        folder / f"runs-sizes/n20/sweep/merges{merges}/sequence.seed1.train.log.gz") for merges in (30, 60)}
+    return min(found, key=found.get)
+
+
+def test_the_grids_baseline_seed_1_is_the_chosen_sweep_run_taken_not_trained(sizes):
+    """The same command, seed and data: its files and record copied, the record the grid's naming the sweep run."""
+    from fairseq_syntax.study.config import load_study
+    from fairseq_syntax.study.record_checks import record_problems
+    from fairseq_syntax.study.sizes import point_config
+
+    folder, _, run, _ = sizes
+    sweep = chosen_run(folder)
+    assert f"== n20/sequence.seed1: taken from {sweep}, the same training (command, seed, data bytes)" in run.stdout
+    assert "start n20/sequence.seed1 " not in run.stdout and "start n20/mask.seed1 " in run.stdout
+    assert not (folder / "work-sizes/n20/ckpt/ckpt-sequence.seed1").exists()
+    assert (folder / "work-sizes/n20/ckpt/ckpt-mask.seed1").is_dir()
+    grid, theirs = folder / "runs-sizes/n20", folder / f"runs-sizes/{sweep}"
+    for kept in ("gen", "gen.log", "train.log"):  # the decode byte for byte
+        assert gzip.decompress((grid / f"sequence.seed1.{kept}.gz").read_bytes()) == \
+            gzip.decompress((theirs / f"sequence.seed1.{kept}.gz").read_bytes())
+    record, original = (load_record(where / "sequence.seed1.run.json") for where in (grid, theirs))
+    assert record["from_sweep"] == sweep and record["dataset"] == record["study"]["name"] == "tiny-sizes.n20"
+    assert record["train_log"] == "runs-sizes/n20/sequence.seed1.train.log.gz" and absolute_paths(record) == []
+    assert record["score_command_argv"][1] == "runs-sizes/n20/sequence.seed1.gen.gz"
+    assert record["study"]["settings"]["bpe.merges"] == int(sweep.rsplit("merges", 1)[1])
+    same = ("metrics", "command_argv", "decode_command_argv", "seed", "wall_time_s", "valid", "device")
+    assert {key: record[key] for key in same} == {key: original[key] for key in same}
+    config = point_config(load_study(folder / "sizes.toml"), "n20")
+    assert record_problems(config, grid / "sequence.seed1.run.json", record) == []
+    plan = study("plan", "sizes.toml", cwd=folder).stdout
+    assert f"  n20/sequence.seed1     done     BLEU {record['metrics']['BLEU']:.2f}, from {sweep} reads " in plan
+    results = json.loads((folder / "sizes/RESULTS.json").read_text())["sweeps"]["20"]
+    assert results["grid_seed1"] == "taken"
+    assert "; its run is the grid's sequence seed 1 (the same training: not trained again)" in \
+        (folder / "sizes/RESULTS.md").read_text()
+
+
+def test_a_grids_baseline_seed_1_whose_data_differ_from_the_sweeps_is_trained(sizes, tmp_path):
+    """Plan shows the run to take from the sweep; another command is not the sweep run; run finds a data file of the
+    sweep run's other bytes and trains it."""
+    folder = tmp_path / "copy"
+    shutil.copytree(sizes[0], folder, ignore=shutil.ignore_patterns("claims"))
+    sweep = chosen_run(folder)
+    for path in (folder / "runs-sizes/n20").glob("sequence.seed*"):  # its record over seeds too
+        path.unlink()
+    plan = study_forbidding_torch("plan", "sizes.toml", cwd=folder, env=ENV)
+    assert plan.returncode == 0, plan.stderr
+    assert f"  n20/sequence.seed1     to take  from {sweep}" in plan.stdout
+    assert plan.stdout.split("size 40")[0].endswith("  2 done, 1 to take\n  cost: nothing left to run\n")
+    from fairseq_syntax.study.config import load_study
+    from fairseq_syntax.study.sizes import point_of, sweep_twin
+
+    path = folder / f"runs-sizes/{sweep}/sequence.seed1.run.json"
+    kept, record = path.read_text(), json.loads(path.read_text())
+    at = record["command_argv"].index("--dropout") + 1
+    record["command_argv"][at] = "0.1"  # another training: the grid's run is not the sweep's
+    path.write_text(json.dumps(record))
+    assert sweep_twin(point_of(load_study(folder / "sizes.toml"), 20)) == (None, (
+        f"{sweep}'s fairseq-train command differs from the grid's at word {at}: 0.1 --weight-decay (grid: 0.0 "
+        "--weight-decay)"))
+    path.write_text(kept)
+    data = folder / f"work-sizes/{sweep}/data-bin/sequence/train.en-de.de.bin"
+    data.write_bytes(data.read_bytes()[:-1] + bytes([data.read_bytes()[-1] ^ 1]))
+    run = study("run", "sizes.toml", "--only", "n20/sequence.seed1", cwd=folder)
+    assert (f"== n20/sequence.seed1: trained, not taken from the sweep: the data differ: the grid's "
+            f"data-bin/sequence/train.en-de.de.bin is not {sweep}'s") in run.stdout
+    assert "== start n20/sequence.seed1 " in run.stdout and "== every size's runs are done" in run.stdout
+    assert (folder / "work-sizes/n20/ckpt/ckpt-sequence.seed1/checkpoint_best.pt").is_file()
+    assert "from_sweep" not in load_record(folder / "runs-sizes/n20/sequence.seed1.run.json")
 
 
 TABLE = "[sizes.20]\ntraining.warmup_updates = 5\nsweep.bpe.merges = [30, 60]\n"
