@@ -7,11 +7,13 @@ matches on an equal digest, else its training command is compared word by word w
 (:func:`~fairseq_syntax.study.grid.train_pieces` names what gives each word). A first-studies control run that read
 the seed-1 structures (``DATA.CONTROL``) for every seed is no difference. A record over seeds that holds no training
 command (:func:`~fairseq_syntax.evaluation.records.takes_seed_facts`) has its seeds' records checked instead: each
-must be there (or packed). A record that holds an absolute path is refused too: a study writes its paths relative to
-its project (:func:`~fairseq_syntax.study.records.project_root`)."""
+must be there (or packed). A record that holds an absolute path the study file does not write itself is refused too: a
+study writes its paths relative to its project (:func:`~fairseq_syntax.study.records.project_root`)."""
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import re
 from difflib import SequenceMatcher
 from pathlib import Path
@@ -77,14 +79,29 @@ def command_differences(recorded: list[str], config: StudyConfig, run: Run) -> l
     return found
 
 
+def _expanded(value):
+    if isinstance(value, str):
+        return os.path.expanduser(value)
+    if isinstance(value, dict):
+        return {key: _expanded(inner) for key, inner in value.items()}
+    return [_expanded(inner) for inner in value] if isinstance(value, (list, tuple)) else value
+
+
+def given_paths(config: StudyConfig) -> list[str]:
+    """The absolute paths the study file writes itself, in any key (``~`` expanded): a record may hold those."""
+    return absolute_paths(_expanded([dataclasses.asdict(section) for section in config.sections.values()]))
+
+
 def record_problems(config: StudyConfig, path: Path, record: dict) -> list[str]:
     """Why the record ``path`` is not one of this study's; empty: it is."""
     named = RECORD_NAME.match(path.name)
     if named is None:
         return ["not a study's record name (SYSTEM.seedK.run.json or SYSTEM.seeds.run.json)"]
     system, identity = named["system"], record.get("study") or {}
+    given = given_paths(config)
     problems = [f"it holds the absolute path {found} (a study's record names its files relative to its project, "
-                f"{project_root(config)}, and its work folder as {OUT_DIR})" for found in absolute_paths(record)]
+                f"{project_root(config)}, and its work folder as {OUT_DIR})" for found in absolute_paths(record)
+                if not any(found == path or found.startswith(path.rstrip("/") + "/") for path in given)]
     if identity and identity.get("name") != config.name:
         problems.append(f"study {identity.get('name')!r}, not {config.name!r}")
     if record.get("dataset") not in (config.name, identity.get("name")):

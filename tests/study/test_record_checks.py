@@ -148,6 +148,16 @@ def test_a_record_holding_a_machines_path_is_refused_naming_it(tiny):
                                         "folder as OUT_DIR)")]
 
 
+def test_a_record_may_hold_an_absolute_path_its_study_file_gives(tiny):
+    folder, _ = tiny
+    (folder / "study.toml").write_text(STUDY.replace('archive = "parses"', f'archive = "{folder / "parses"}"'))
+    config = load_study(folder / "study.toml")
+    for name in [*KEPT, "sequence.seeds"]:
+        keep(folder, name, record_of(config, name))
+    assert json.dumps(str(folder / "parses")) in (folder / "runs" / "mask.seed1.run.json").read_text()
+    assert study("plan", "study.toml", cwd=folder)[0] == 0
+
+
 def test_a_record_names_its_own_run(tiny):
     folder, config = tiny
     shutil.copy(folder / "runs" / "sequence.seed1.run.json", folder / "runs" / "mask.seed2.run.json")
