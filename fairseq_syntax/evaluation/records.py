@@ -19,9 +19,8 @@ data's ``parsers.json``), and over seeds ``seeds``, ``seed_list``, ``metrics_sd`
 A record over seeds (``SYSTEM.seeds.run.json``) without a training command holds what is over its seeds only: its
 seeds' facts (``SEED_FACTS``) come from its first seed's record beside it, the rest (``OVER_SEEDS_FIELDS``: means,
 sds, per-seed values, logs) from all its seeds' records (``seeds_give``, read by ``load_record``). Its seed-aware
-tests hold their floats to ``DIGITS`` significant digits and what nothing else gives (``stored_test``), as a rule
-``{"test": "seed-aware paired bootstrap", "n_samples": 10000, "seed": 12345, "BLEU": {"p_value": 0.073992601,
-"delta_ci": [-0.1062246, 2.4890663]}, "chrF": {...}}``; ``load_record`` adds the rest (``seed_test_gives``).
+tests hold, as a rule, ``test``, ``n_samples``, ``seed`` and each metric's ``p_value`` and ``delta_ci`` to ``DIGITS``
+significant digits (``stored_test``); ``load_record`` adds the rest (``seed_test_gives``).
 A record names no folder of its machine (``portable_paths``); ``load_record`` and ``find_record_files`` read packed
 records too."""
 import itertools
@@ -104,18 +103,21 @@ def portable_paths(value, out_dir: str | None = None, root: str | None = None, p
     -> ``examples/runs``; ``root`` itself -> ``.``); with ``python``, Python's folders too. Other text is kept."""
     rules = _path_rules(out_dir, root, python)
 
-    def convert(item):
-        if isinstance(item, str):
-            for pattern, replacement in rules:
-                item = pattern.sub(replacement, item)
-            return item
-        if isinstance(item, dict):
-            return {key: convert(inner) for key, inner in item.items()}
-        if isinstance(item, list):
-            return [convert(inner) for inner in item]
+    def convert(item: str) -> str:
+        for pattern, replacement in rules:
+            item = pattern.sub(replacement, item)
         return item
 
-    return convert(value)
+    return map_strings(convert, value)
+
+
+def map_strings(function, value):
+    """``value`` (a string, or dicts, lists and tuples of them) with ``function`` of each string (tuples as lists)."""
+    if isinstance(value, str):
+        return function(value)
+    if isinstance(value, dict):
+        return {key: map_strings(function, inner) for key, inner in value.items()}
+    return [map_strings(function, inner) for inner in value] if isinstance(value, (list, tuple)) else value
 
 
 #: an absolute path in a record's text: a '/' that starts a token (as ``_PATH_START`` says), then a name
@@ -126,18 +128,7 @@ def absolute_paths(value) -> list[str]:
     """The absolute paths written in ``value`` (a string, or dicts and lists of them), each once, in order: what
     :func:`portable_paths` leaves of a machine's folders."""
     found: dict[str, None] = {}
-
-    def walk(item):
-        if isinstance(item, str):
-            found.update(dict.fromkeys(_ABSOLUTE.findall(item)))
-        elif isinstance(item, dict):
-            for inner in item.values():
-                walk(inner)
-        elif isinstance(item, list):
-            for inner in item:
-                walk(inner)
-
-    walk(value)
+    map_strings(lambda text: found.update(dict.fromkeys(_ABSOLUTE.findall(text))), value)
     return list(found)
 
 
@@ -227,12 +218,9 @@ def exact_p(p_value: float, n_samples: int) -> float:
 
 def seed_test_gives(path, record: dict, partner: str, report: dict, seeds: bool = True) -> dict:
     """What the seed-aware test ``report`` of ``record`` (over seeds, at ``path``) against ``partner`` has from
-    elsewhere: ``seeds_a`` and ``seeds_b`` (the numbers of files its score command scored), per metric ``p_mc_se``
-    (``mc_standard_error`` of its p, :func:`exact_p`) and, with ``seeds``, ``a`` and ``b`` (the means of the
-    partner's and the system's per-seed scores: ``per_seed_metrics`` and the records of the partner's scored seeds,
-    ``PARTNER.seedK.gen`` beside ``path``), ``delta`` (b - a) and ``welch`` (``welch_test`` of the two). The test
-    computed its numbers from sacrebleu's sentence statistics in numpy: they equal these to ``DIGITS`` digits, not
-    bit for bit. A partner's seed's record missing: RecordError naming it."""
+    elsewhere: ``seeds_a``, ``seeds_b`` (files its score command scored), per metric ``p_mc_se`` and, with ``seeds``,
+    ``a``, ``b`` (means of the partner's seeds' records beside ``path`` and of ``per_seed_metrics``), ``delta`` and
+    ``welch``: equal to the test's (numpy) to ``DIGITS`` digits. A partner's seed's record missing: RecordError."""
     own, partners = scored_files(record)
     files = partners.get(partner, [])
     given = {"seeds_a": len(files), "seeds_b": len(own)} if files and own else {}

@@ -19,7 +19,7 @@ from difflib import SequenceMatcher
 from pathlib import Path
 
 from fairseq_syntax.evaluation import packed_runs
-from fairseq_syntax.evaluation.records import absolute_paths, seed_record_path, takes_seed_facts
+from fairseq_syntax.evaluation.records import absolute_paths, map_strings, seed_record_path, takes_seed_facts
 from fairseq_syntax.evaluation.run_commands import as_old_form, record_argv
 from fairseq_syntax.study.config import StudyConfig
 from fairseq_syntax.study.grid import (
@@ -79,17 +79,10 @@ def command_differences(recorded: list[str], config: StudyConfig, run: Run) -> l
     return found
 
 
-def _expanded(value):
-    if isinstance(value, str):
-        return os.path.expanduser(value)
-    if isinstance(value, dict):
-        return {key: _expanded(inner) for key, inner in value.items()}
-    return [_expanded(inner) for inner in value] if isinstance(value, (list, tuple)) else value
-
-
 def given_paths(config: StudyConfig) -> list[str]:
     """The absolute paths the study file writes itself, in any key (``~`` expanded): a record may hold those."""
-    return absolute_paths(_expanded([dataclasses.asdict(section) for section in config.sections.values()]))
+    return absolute_paths(map_strings(os.path.expanduser, [dataclasses.asdict(section)
+                                                           for section in config.sections.values()]))
 
 
 def record_problems(config: StudyConfig, path: Path, record: dict) -> list[str]:
