@@ -125,8 +125,8 @@ _ABSOLUTE = re.compile(_PATH_START + r"/[\w.+@-]+(?:/[\w.+@-]*)*")
 
 
 def absolute_paths(value) -> list[str]:
-    """The absolute paths written in ``value`` (a string, or dicts and lists of them), each once, in order: what
-    :func:`portable_paths` leaves of a machine's folders."""
+    """The absolute paths in ``value``'s strings, each once, in order: what :func:`portable_paths` leaves of a
+    machine's folders."""
     found: dict[str, None] = {}
     map_strings(lambda text: found.update(dict.fromkeys(_ABSOLUTE.findall(text))), value)
     return list(found)

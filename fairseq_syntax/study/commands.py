@@ -3,7 +3,7 @@ data, then every missing run, here or on Slurm), ``status`` and ``report`` (:mod
 
 A run's state (:func:`run_state`): **done** (record and decode kept), **running** (a process holds its claim),
 **failed** (``WORK/failed/RUN.txt``; the next ``run`` resumes it), **partway** (checkpoints, no record), **to do**;
-over sizes, **to take** (a grid's baseline seed 1 that ``run`` takes from its sweep: ``over_sizes.take_from_sweep``).
+over sizes, **to take** (a grid's baseline seed 1 from its sweep: ``over_sizes.take_from_sweep``).
 A record of another study or setting stops every command first (:mod:`~fairseq_syntax.study.record_checks`)."""
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def run_state(config: StudyConfig, run: Run) -> RunState:
     if finished(config, run):
         record = read_record(runs_dir(config) / f"{run.name}.run.json") or {}
         bleu = record.get("metrics", {}).get("BLEU")
-        taken = f", from {record['from_sweep']}" if "from_sweep" in record else ""  # over_sizes.take_from_sweep
+        taken = f", from {record['from_sweep']}" if "from_sweep" in record else ""
         return RunState(run, "done", (f"BLEU {bleu:.2f}" if isinstance(bleu, (int, float)) else "") + taken)
     epoch = current_epoch(runs_dir(config) / f"{run.name}.train.log")
     if is_claimed(config, run.name):
@@ -61,8 +61,7 @@ def grid_states(config: StudyConfig) -> list[RunState]:
 
 
 def finished_wall_times(config: StudyConfig, states: list[RunState]) -> dict[str, list[float]]:
-    """Each system's finished runs' wall times in seconds, from their records (a run taken from a sweep is the
-    sweep's: none)."""
+    """Each system's finished runs' wall times in seconds, from their records (none of a run taken from a sweep)."""
     walls: dict[str, list[float]] = {}
     for found in states:
         if found.state == "done":

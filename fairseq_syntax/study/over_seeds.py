@@ -12,15 +12,7 @@ from pathlib import Path
 from fairseq_syntax.study.config import StudyConfig
 from fairseq_syntax.study.grid import planned_seeds, registry_systems, compared_with
 from fairseq_syntax.study.processes import REPO_ROOT
-from fairseq_syntax.study.records import (
-    StudyError,
-    kept,
-    project_root,
-    read_record,
-    reference_path,
-    runs_dir,
-    work_dir,
-)
+from fairseq_syntax.study.records import StudyError, kept, project_root, read_record, reference_path, runs_dir, work_dir
 from fairseq_syntax.study.runner import _environment, detokenizing
 
 

@@ -7,8 +7,8 @@ matches on an equal digest, else its training command is compared word by word w
 (:func:`~fairseq_syntax.study.grid.train_pieces` names what gives each word). A first-studies control run that read
 the seed-1 structures (``DATA.CONTROL``) for every seed is no difference. A record over seeds that holds no training
 command (:func:`~fairseq_syntax.evaluation.records.takes_seed_facts`) has its seeds' records checked instead: each
-must be there (or packed). A record that holds an absolute path the study file does not write itself is refused too: a
-study writes its paths relative to its project (:func:`~fairseq_syntax.study.records.project_root`)."""
+must be there (or packed). A record holding an absolute path the study file does not write is refused too (paths are
+relative to :func:`~fairseq_syntax.study.records.project_root`)."""
 from __future__ import annotations
 
 import dataclasses
