@@ -141,8 +141,8 @@ def plan_lines(config: StudyConfig) -> list[str]:
 
 
 def _data_difference(sweep: StudyConfig, grid: StudyConfig, run: Run) -> str:
-    """Where the data ``run`` read in ``sweep`` are not the grid's bytes: each binarized file and dictionary of its
-    data directory there (the sweep makes only what the baseline reads), and the test reference; "" where none."""
+    """Where the data ``run`` read in ``sweep`` (each binarized file and dictionary there, the test reference) are not
+    the grid's bytes; "" where none."""
     theirs, mine = (work_dir(study) / "data-bin" / run.data for study in (sweep, grid))
     if not theirs.is_dir():
         return f"its data ({theirs}) are not here to compare"
@@ -155,15 +155,13 @@ def _data_difference(sweep: StudyConfig, grid: StudyConfig, run: Run) -> str:
 
 
 def take_from_sweep(point: Point, run: Run, progress: Callable[[str], None]) -> bool:
-    """Whether the grid's ``run`` is its baseline seed 1 and was taken from the chosen sweep run
-    (:func:`~fairseq_syntax.study.sizes.sweep_twin`; its data the same bytes): its kept files copied, its record made
-    the grid's (dataset and study identity) naming the sweep run (``from_sweep``); else a line says why not."""
+    """Whether the grid's ``run``, its baseline seed 1, was taken from the chosen sweep run (``sizes.sweep_twin``, the
+    same data bytes): its kept files copied, its record the grid's naming it (``from_sweep``); else a line says why."""
     grid = point.config
     if run.name != f"{grid.baseline}.seed1":
         return False
     sweep, why = sweep_twin(point)
-    if sweep is not None:
-        why = _data_difference(sweep, grid, run)
+    why = why or sweep and _data_difference(sweep, grid, run)
     if why:
         progress(f"== {grid.point}/{run.name}: trained, not taken from the sweep: {why}")
     if sweep is None or why:
@@ -189,8 +187,7 @@ def take_from_sweep(point: Point, run: Run, progress: Callable[[str], None]) -> 
 def _tasks(config: StudyConfig, study: StudyConfig, only: set[str] | None, keep: set[str] | None,
            queued: set[str], progress: Callable[[str], None], point: Point | None = None) -> tuple[list[RunTask], int]:
     """The runs of ``study`` (a point, or a sweep candidate) left to do and not yet ``queued``, their data
-    prepared (with ``point``, of whose grid ``study`` is: its baseline seed 1 taken from the sweep where it can be,
-    :func:`take_from_sweep`); and how many are done."""
+    prepared (``point``: ``study`` is its grid, :func:`take_from_sweep`); and how many are done."""
     from fairseq_syntax.study.prepare import prepare
     from fairseq_syntax.study.runner import is_claimed
 

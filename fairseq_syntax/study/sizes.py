@@ -104,8 +104,7 @@ def sweep_studies(config: StudyConfig, pairs: int) -> list[tuple[Candidate, Stud
 
 
 def sweep_result(candidate: Candidate, study: StudyConfig) -> SweepResult | None:
-    """What a finished sweep run found (its kept training log and record), None before it has finished (its record
-    written: the grid takes it, :func:`sweep_twin`)."""
+    """What a finished sweep run found (its kept training log and record), None before its record is written."""
     from fairseq_syntax.study.records import kept, read_record, runs_dir
 
     runs = runs_dir(study)
@@ -157,8 +156,7 @@ def point_of(config: StudyConfig, pairs: int) -> Point:
 
 def sweep_twin(point: Point) -> tuple[StudyConfig | None, str]:
     """The chosen candidate's study where its run is the grid's baseline seed 1: its record's training and decoding
-    commands are the grid's word for word with the work folder as OUT_DIR (their data paths differ by that folder
-    only); else None and why not ("" with no chosen candidate). ``run`` checks the data's bytes too."""
+    commands are the grid's word for word, the work folder as OUT_DIR; else None and why not ("" with none chosen)."""
     from fairseq_syntax.evaluation.run_commands import as_old_form, record_argv
     from fairseq_syntax.study.grid import decode_arguments, study_runs, train_arguments
     from fairseq_syntax.study.record_checks import OUT_DIR

@@ -1,7 +1,6 @@
 """The tiny study (40 pairs; sequence, mask and the installed tests/study/depth_method) end to end through
-fairseq-syntax-study, then a study over sizes 20 and 40 whose size 40 is it: plan, run --jobs 2 (the grid's baseline
-seed 1 taken from the sweep, or trained where its data differ), reports checked by hand, resume, Slurm; the sizes'
-refusals."""
+fairseq-syntax-study, then a study over sizes 20 and 40 whose size 40 is it: plan, run --jobs 2, reports checked by
+hand, resume, Slurm; the sizes' refusals."""
 import gzip
 import json
 import math
@@ -17,6 +16,9 @@ from sacrebleu.metrics import BLEU
 
 from conftest import REPO
 from fairseq_syntax.evaluation.records import absolute_paths, load_record
+from fairseq_syntax.study.config import load_study
+from fairseq_syntax.study.record_checks import record_problems
+from fairseq_syntax.study.sizes import point_config, point_of, sweep_twin
 from study.forbid_torch import study_forbidding_torch
 from study.test_record_checks import study as in_process
 from study.tiny_study_file import SETTINGS
@@ -304,10 +306,20 @@ def _nll_per_sentence(log: Path) -> float:
     return best[1]
 
 
+def sweep_nll(folder: Path) -> dict[int, float]:
+    return {merges: _nll_per_sentence(folder / f"runs-sizes/n20/sweep/merges{merges}/sequence.seed1.train.log.gz")
+            for merges in (30, 60)}
+
+
+def chosen_run(folder: Path) -> str:
+    """The chosen sweep run of size 20, by the lowest validation NLL per sentence."""
+    found = sweep_nll(folder)
+    return f"n20/sweep/merges{min(found, key=found.get)}"
+
+
 def test_the_protocol_is_the_sweep_candidate_of_lowest_validation_nll_per_sentence(sizes):
     folder, _, run, _ = sizes
-    found = {merges: _nll_per_sentence(folder / f"runs-sizes/n20/sweep/merges{merges}/sequence.seed1.train.log.gz")
-             for merges in (30, 60)}
+    found = sweep_nll(folder)
     chosen = min(found, key=found.get)
     plan = study("plan", "sizes.toml", cwd=folder).stdout
     assert f"protocol: bpe.merges {chosen} (sweep candidate merges{chosen})" in plan
@@ -338,8 +350,7 @@ def test_the_protocol_is_the_sweep_candidate_of_lowest_validation_nll_per_senten
 
 
 def test_each_sizes_cost_is_its_records_wall_times(sizes):
-    """A size's cost: its sweep's and grid's wall times summed, in hours; the grid's run taken from the sweep counts
-    in the sweep's only."""
+    """A size's cost: its sweep's and grid's wall times summed, in hours."""
     folder = sizes[0]
     cost = json.loads((folder / "sizes/RESULTS.json").read_text())["cost"]
     walls = {kind: [record["wall_time_s"] for path in (folder / "runs-sizes/n20").glob(pattern)
@@ -388,19 +399,7 @@ def test_a_third_size_leaves_the_others_done(sizes):
     assert "size 30 (tiny-sizes.n30)" in plan and states(plan, "n30/") == ["to do"] * 3
 
 
-def chosen_run(folder: Path) -> str:
-    """The chosen sweep run of size 20, by the lowest validation NLL per sentence."""
-    found = {f"n20/sweep/merges{merges}": _nll_per_sentence(
-        folder / f"runs-sizes/n20/sweep/merges{merges}/sequence.seed1.train.log.gz") for merges in (30, 60)}
-    return min(found, key=found.get)
-
-
 def test_the_grids_baseline_seed_1_is_the_chosen_sweep_run_taken_not_trained(sizes):
-    """The same command, seed and data: its files and record copied, the record the grid's naming the sweep run."""
-    from fairseq_syntax.study.config import load_study
-    from fairseq_syntax.study.record_checks import record_problems
-    from fairseq_syntax.study.sizes import point_config
-
     folder, _, run, _ = sizes
     sweep = chosen_run(folder)
     assert f"== n20/sequence.seed1: taken from {sweep}, the same training (command, seed, data bytes)" in run.stdout
@@ -429,8 +428,7 @@ def test_the_grids_baseline_seed_1_is_the_chosen_sweep_run_taken_not_trained(siz
 
 
 def test_a_grids_baseline_seed_1_whose_data_differ_from_the_sweeps_is_trained(sizes, tmp_path):
-    """Plan shows the run to take from the sweep; another command is not the sweep run; run finds a data file of the
-    sweep run's other bytes and trains it."""
+    """Plan shows it to take; another command is not the sweep run's; a data file of other bytes: run trains it."""
     folder = tmp_path / "copy"
     shutil.copytree(sizes[0], folder, ignore=shutil.ignore_patterns("claims"))
     sweep = chosen_run(folder)
@@ -440,9 +438,6 @@ def test_a_grids_baseline_seed_1_whose_data_differ_from_the_sweeps_is_trained(si
     assert plan.returncode == 0, plan.stderr
     assert f"  n20/sequence.seed1     to take  from {sweep}" in plan.stdout
     assert plan.stdout.split("size 40")[0].endswith("  2 done, 1 to take\n  cost: nothing left to run\n")
-    from fairseq_syntax.study.config import load_study
-    from fairseq_syntax.study.sizes import point_of, sweep_twin
-
     path = folder / f"runs-sizes/{sweep}/sequence.seed1.run.json"
     kept, record = path.read_text(), json.loads(path.read_text())
     at = record["command_argv"].index("--dropout") + 1
