@@ -81,9 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
                                             "1,2,3")
     record.add_argument("--decode-command", metavar="ARGV_JSON",
                         help="the command that decoded HYP (one seed's, for several): a JSON file holding its words")
-    record.add_argument("--out-dir", default=os.environ.get("OUT_DIR") or None,
-                        help="the recipe's output folder (data, checkpoints): written as OUT_DIR in the record "
-                             "(default: $OUT_DIR)")
+    record.add_argument("--out-dir",
+                        help="the run's output folder (data, checkpoints): written as OUT_DIR in the record")
     record.add_argument("--repo-root", default=source_checkout(),
                         help="the repository: paths under it are written relative to it in the record (default: "
                              "the checkout this package runs from)")

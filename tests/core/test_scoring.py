@@ -286,13 +286,15 @@ def test_score_command_prints_the_scores_and_writes_json_and_a_run_record(tmp_pa
     assert record_path.read_text() == before
 
 
-def test_a_record_takes_the_output_folder_from_the_environment_and_the_checkout_as_root(tmp_path, files,
-                                                                                       monkeypatch):
+def test_a_record_takes_the_output_folder_from_its_flag_not_the_environment(tmp_path, files, monkeypatch):
     ref, hyp = files
-    monkeypatch.setenv("OUT_DIR", str(tmp_path))  # as the recipes export it
+    monkeypatch.setenv("OUT_DIR", str(tmp_path))  # read by no one
     record_path = tmp_path / "masks.run.json"
     train = ["fairseq-train", f"{tmp_path}/data-bin", "--user-dir", f"{REPO}/fairseq_syntax"]
-    score_cli.main([str(hyp), str(ref), *record_options(tmp_path, record_path, "masks", *train)])
+    options = [str(hyp), str(ref), *record_options(tmp_path, record_path, "masks", *train)]
+    score_cli.main(options)
+    assert load_record(record_path)["train_log"] == f"{tmp_path}/train1.log"
+    score_cli.main([*options, "--out-dir", str(tmp_path)])
     record = load_record(record_path)
     assert record["command_argv"] == ["fairseq-train", "OUT_DIR/data-bin", "--user-dir", "fairseq_syntax"]
     assert record["train_log"] == "OUT_DIR/train1.log"
