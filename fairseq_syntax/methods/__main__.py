@@ -49,21 +49,15 @@ def docs_table() -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m fairseq_syntax.methods", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    listing = commands.add_parser("systems", help="system specs NAME:ARCH:DATA[:EXTRA], one a line")
-    listing.add_argument("--task", default="translation", help="translation, classification or masked_lm")
-    listing.add_argument("--method", choices=[method.name for method in METHODS], help="only this method's")
-    listing.add_argument("--no-baselines", action="store_true")
+    listing = commands.add_parser("systems", help="the translation systems' specs NAME:ARCH:DATA[:EXTRA], one a line")
     listing.add_argument("--no-ablations", action="store_true")
     listing.add_argument("--controls", action="store_true", help="with the systems on control structures")
     commands.add_parser("readme-table", help="the README's compact method table")
     commands.add_parser("docs-table", help="the full method table of docs/methods.md")
     args = parser.parse_args(argv)
     if args.command == "systems":
-        chosen = next((method for method in METHODS if method.name == args.method), None)
-        for system in systems(args.task, baselines=not args.no_baselines, ablations=not args.no_ablations,
-                              controls=args.controls):
-            if chosen is None or system in chosen.systems_with_controls:
-                print(system.spec())
+        for system in systems(ablations=not args.no_ablations, controls=args.controls):
+            print(system.spec())
     elif args.command == "docs-table":
         print(docs_table())
     else:
