@@ -71,13 +71,15 @@ def finished_wall_times(config: StudyConfig, states: list[RunState]) -> dict[str
     return walls
 
 
-def expected_wall_seconds(walls: dict[str, list[float]], runs: list[Run]) -> float | None:
-    """The summed wall time ``runs`` should take, each at its system's finished runs' mean (else every finished
-    run's mean); None with no finished run."""
+def expected_wall_seconds(walls: dict[str, list[float]], runs: list[Run],
+                          scaled: dict[str, float] | None = None) -> float | None:
+    """The summed wall time ``runs`` should take, each at its system's finished runs' mean, else at ``scaled``'s
+    seconds for its system, else at every finished run's mean; None with no finished run."""
     if not walls:
         return None
     overall = statistics.fmean(value for values in walls.values() for value in values)
-    return sum(statistics.fmean(walls[run.system.name]) if run.system.name in walls else overall for run in runs)
+    means = {**(scaled or {}), **{system: statistics.fmean(values) for system, values in walls.items()}}
+    return sum(means.get(run.system.name, overall) for run in runs)
 
 
 def device_hours(training: Training, seconds: float) -> tuple[float, str]:
@@ -87,17 +89,18 @@ def device_hours(training: Training, seconds: float) -> tuple[float, str]:
     return seconds / 3600, "GPU-hours"
 
 
-def cost_text(walls: dict[str, list[float]], left: list[Run], training: Training, whose: str = "") -> str:
-    """What the runs ``left`` cost at their systems' mean wall times (``walls``; else all finished runs' mean), in
-    CPU thread-hours or GPU-hours; ``whose``: which finished runs (" of this size")."""
+def cost_text(walls: dict[str, list[float]], left: list[Run], training: Training, whose: str = "",
+              scaled: dict[str, float] | None = None, how: str = "") -> str:
+    """What the runs ``left`` cost (:func:`expected_wall_seconds`), in CPU thread-hours or GPU-hours; ``whose``:
+    which finished runs (" of this size"), ``how``: whence ``scaled``."""
     if not left:
         return "nothing left to run"
-    seconds = expected_wall_seconds(walls, left)
+    seconds = expected_wall_seconds(walls, left, scaled)
     if seconds is None:
         return f"{len(left)} runs left; no finished run{whose} to estimate their cost from yet"
     hours, unit = device_hours(training, seconds)
     finished = sum(map(len, walls.values()))
-    return f"{len(left)} runs left: about {hours:.1f} {unit}, from {finished} finished runs{whose}"
+    return f"{len(left)} runs left: about {hours:.1f} {unit}, from {finished} finished runs{whose}{how}"
 
 
 def grid_lines(states: list[RunState], prefix: str = "") -> list[str]:

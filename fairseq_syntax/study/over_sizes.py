@@ -1,6 +1,6 @@
 """``plan``, ``run`` and ``report`` of a study over training-set sizes (:mod:`fairseq_syntax.study.sizes`): each
 size's protocol sweep, then its grid once the protocol is chosen, in one pool of runs, smallest size first; a size's
-cost is estimated from that size's finished runs."""
+cost is estimated from that size's finished runs (:func:`scaled_walls` for systems with none)."""
 from __future__ import annotations
 
 import dataclasses
@@ -11,6 +11,7 @@ import os
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from statistics import fmean
 
 from fairseq_syntax.core.files import write_atomically
 from fairseq_syntax.evaluation import packed_runs
@@ -48,15 +49,41 @@ def _sweep_states(point: Point) -> list[tuple[str, RunState, StudyConfig]]:
             for state in grid_states(study)]
 
 
-def size_lines(config: StudyConfig, point: Point) -> list[str]:
-    """``plan``'s lines for one size."""
+def size_walls(config: StudyConfig, point: Point) -> dict[str, list[float]]:
+    """A size's finished runs' wall times by system: its grid's, else its sweep's."""
+    walls = finished_wall_times(point.config, _states(point.config, _systems(config))) if point.config else {}
+    sweep: dict[str, list[float]] = {}
+    for _, study in point.sweep:
+        for system, values in finished_wall_times(study, grid_states(study)).items():
+            sweep.setdefault(system, []).extend(values)
+    return {**sweep, **walls}
+
+
+def scaled_walls(walls_at: dict[int, dict[str, list[float]]], pairs: int, baseline: str,
+                 runs: list[Run]) -> tuple[dict[str, float], str]:
+    """Seconds for each system of ``runs`` with no finished run at ``pairs``: the baseline's mean there x the
+    system's ratio to it at the nearest size (|log pairs|; a tie: the smaller) where both have some; and the words."""
+    walls, scaled, used = walls_at[pairs], {}, set()
+    if baseline not in walls:
+        return {}, ""
+    for system in {run.system.name for run in runs} - set(walls):
+        near = [(max(size / pairs, pairs / size), size) for size, other in walls_at.items()
+                if size != pairs and baseline in other and system in other]
+        if near:
+            used.add(size := min(near)[1])
+            scaled[system] = fmean(walls[baseline]) * fmean(walls_at[size][system]) / fmean(walls_at[size][baseline])
+    sizes = " and ".join(f"{size:,}" for size in sorted(used))
+    return scaled, f" and the systems' ratios to {baseline} at {sizes} pairs" if used else ""
+
+
+def size_lines(config: StudyConfig, point: Point, walls_at: dict[int, dict[str, list[float]]]) -> list[str]:
+    """``plan``'s lines for one size; ``walls_at``: every size's :func:`size_walls`."""
     head = f"size {point.pairs}"
     if point.given:
         lines = [f"{head}: the runs of {point.config.path.name} ({point.config.name}), read as they are"]
     else:
         lines = [f"{head} ({config.name}.{point.label})"]
     sweep = _sweep_states(point)
-    walls: dict[str, list[float]] = {}
     if sweep:
         width = max(len(name) for name, _, _ in sweep)
         lines.append(f"  protocol sweep of {config.baseline}, seed 1 (the lowest validation negative log-likelihood "
@@ -70,8 +97,6 @@ def size_lines(config: StudyConfig, point: Point) -> list[str]:
                 detail = (f"valid NLL {found.nll_per_sentence:.2f} nats/sentence (epoch {found.best_epoch} of "
                           f"{found.epochs})")
             lines.append(f"  {name:<{width}}  {state.state:<8} {detail}")
-            for system, values in finished_wall_times(study, [state]).items():
-                walls.setdefault(system, []).extend(values)
         chosen = point.chosen
         lines.append(f"  protocol: {_value_text(chosen.candidate.values)} (sweep candidate {chosen.candidate.label})"
                      if chosen else f"  protocol: {point.waiting}")
@@ -82,17 +107,15 @@ def size_lines(config: StudyConfig, point: Point) -> list[str]:
         seeds = Counter(run.system.name for run in runs)
         lines.append(f"  {len(runs)} runs wait for the protocol ({point.label}/SYSTEM.seedK): "
                      + ", ".join(f"{system} {count} seed{'s' if count > 1 else ''}" for system, count in seeds.items()))
-        lines.append("  cost: " + cost_text(walls, runs, config.training, " of this size"))
-        return lines
+        return [*lines, "  cost: " + cost_text(walls_at[point.pairs], runs, config.training, " of this size",
+                                              *scaled_walls(walls_at, point.pairs, config.baseline, runs))]
     twin, seed1 = sweep_twin(point)[0], f"{config.baseline}.seed1"  # what run takes from the sweep
     states = [RunState(state.run, "to take", f"from {twin.point}") if twin and state.run.name == seed1 and
               state.state not in ("done", "running") else state for state in _states(point.config, _systems(config))]
-    own = finished_wall_times(point.config, states)
-    for system, values in walls.items():
-        own.setdefault(system, values)
     left = [state.run for state in states if state.state not in ("done", "to take")]
     return [*lines, *grid_lines(states, point.label + "/"),
-            "  cost: " + cost_text(own, left, point.config.training, " of this size")]
+            "  cost: " + cost_text(walls_at[point.pairs], left, point.config.training, " of this size",
+                                   *scaled_walls(walls_at, point.pairs, config.baseline, left))]
 
 
 def _systems(config: StudyConfig) -> set[str]:
@@ -135,8 +158,9 @@ def plan_lines(config: StudyConfig) -> list[str]:
     check_sizes(config, found, config.executor.kind)
     lines = [f"study {config.name}: {len(found)} sizes, {', '.join(str(point.pairs) for point in found)} training "
              f"pairs ({config.path})"]
+    walls_at = {point.pairs: size_walls(config, point) for point in found}
     for point in found:
-        lines += size_lines(config, point)
+        lines += size_lines(config, point, walls_at)
     return lines
 
 

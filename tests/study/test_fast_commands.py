@@ -1,14 +1,17 @@
-"""init, plan, status and report import neither torch nor fairseq; the plugin still loads with fairseq."""
+"""init, plan, status and report import neither torch nor fairseq; the plugin still loads with fairseq; plan's cost."""
 import json
 import statistics
 import subprocess
 import sys
+from types import SimpleNamespace
 
 from conftest import REPO
 from study.forbid_torch import forbidding_torch, study_forbidding_torch
 from study.tiny_study_file import SETTINGS
 
+from fairseq_syntax.study.commands import cost_text, expected_wall_seconds
 from fairseq_syntax.study.config import template
+from fairseq_syntax.study.over_sizes import scaled_walls
 
 STUDY = SETTINGS.format(epochs=2) + '[[systems]]\nname = "sequence"\n[[systems]]\nname = "mask"\n' \
     'controls = ["struct"]\n'
@@ -97,3 +100,18 @@ def test_the_benchmark_times_each_command_and_writes_its_table(corpus, tmp_path)
     assert table["facts"]["study"] == "study.toml" and "cores" in table["facts"]["machine"]
     markdown = (out / "RESULTS.md").read_text()
     assert "| plan |" in markdown and "| import of the plugin |" in markdown
+
+
+def test_plans_cost_scales_the_baseline_by_each_systems_ratio_at_the_nearest_size_both_finished():
+    runs = [SimpleNamespace(system=SimpleNamespace(name=name)) for name in ("mask", "udp", "dbsa", "tree")]
+    walls = {1000: {"sequence": [10], "udp": [30], "dbsa": [5]}, 2500: {"sequence": [100, 300], "udp": [600]},
+             5000: {"sequence": [400], "mask": [900]}, 10000: {"sequence": [50], "udp": [5], "dbsa": [100]}}
+    # udp: 2500 and 10000 tie (x2), the smaller counts: 400 * 600/200; dbsa: 10000 (x2), not 1000 (x5): 400 * 2
+    scaled, how = scaled_walls(walls, 5000, "sequence", runs)
+    assert scaled == {"udp": 1200, "dbsa": 800}
+    assert how == " and the systems' ratios to sequence at 2,500 and 10,000 pairs"
+    assert scaled_walls({**walls, 5000: {"mask": [900]}}, 5000, "sequence", runs) == ({}, "")
+    # tree, with no ratio: the mean of the size's runs, 650; 3550 s x 2 threads
+    assert expected_wall_seconds(walls[5000], runs, scaled) == 900 + 1200 + 800 + 650
+    assert cost_text(walls[5000], runs, SimpleNamespace(device="cpu", threads=2), " of this size", scaled, how) \
+        == "4 runs left: about 2.0 CPU thread-hours, from 2 finished runs of this size" + how
