@@ -38,7 +38,7 @@ from fairseq_syntax.parsing.constituency import (
     parse_sentences,
     tree_from_nltk,
 )
-from fairseq_syntax.parsing.evaluation import BracketScore, bracket_score, word_tags
+from fairseq_syntax.parsing.evaluation import BracketScore, bracket_score
 from fairseq_syntax.parsing.resumable import EpochClock, checkpoint_path, restore, rng_states, save_whole
 from fairseq_syntax.parsing.text import open_text, ptb_unescape_token
 from fairseq_syntax.parsing.torch_load import load_supar_parser, supar_safe_globals
@@ -220,14 +220,11 @@ def train_supar_constituency(train: str, dev: str, path: str, epochs: int, size:
                         learning_rate, seed, verbose, dict(mbr=True), log)
 
 
-def evaluate_constituency(parser: ConstituencyParser, gold_path: str) -> tuple[BracketScore, float]:
-    """Parse the words of the gold trees (unescaped, as raw tokens arrive) and score the trees against them:
-    (bracket score, share of words whose preterminal is the gold POS tag)."""
+def evaluate_constituency(parser: ConstituencyParser, gold_path: str) -> BracketScore:
+    """Parse the words of the gold trees (unescaped, as raw tokens arrive) and score the trees against them."""
     gold = read_bracketed(gold_path)
     sentences = [[ptb_unescape_token(word) for word in tree.leaves()] for tree in gold]
-    predicted = [parse_tree(parsed.tree) for parsed in parse_sentences(parser, sentences)]
-    pairs = [pair for gold_tree, tree in zip(gold, predicted) for pair in zip(word_tags(gold_tree), word_tags(tree))]
-    return bracket_score(gold, predicted), sum(a == b for a, b in pairs) / max(1, len(pairs))
+    return bracket_score(gold, [parse_tree(parsed.tree) for parsed in parse_sentences(parser, sentences)])
 
 
 # --- benepar

@@ -65,20 +65,15 @@ def measure_dependency(model: str, conllu: str) -> Measured:
     return Measured({"UAS": 100 * uas, "LAS": 100 * las}, sentences, seconds)
 
 
-def measure_constituency(backend: str, model: str, gold_trees: str, tagger: str | None = None) -> Measured:
-    """Labeled bracketing F1 (EVALB's conventions, ``evaluation``) of the parser on the gold trees' words, timed;
-    with ``tagger``, the POS accuracy of the trees' preterminals too."""
+def measure_constituency(backend: str, model: str, gold_trees: str) -> Measured:
+    """Labeled bracketing F1 (EVALB's conventions, ``evaluation``) of the parser on the gold trees' words, timed."""
     from fairseq_syntax.parsing.constituency import load_parser
     from fairseq_syntax.parsing.training import evaluate_constituency
 
-    parser = load_parser(backend, model, tagger=tagger)
+    parser = load_parser(backend, model)
     start = time.perf_counter()
-    score, tag_accuracy = evaluate_constituency(parser, gold_trees)
-    seconds = time.perf_counter() - start
-    scores = {"F1": 100 * score.f1}
-    if tagger:
-        scores["POS accuracy"] = 100 * tag_accuracy
-    return Measured(scores, score.sentences, seconds)
+    score = evaluate_constituency(parser, gold_trees)
+    return Measured({"F1": 100 * score.f1}, score.sentences, time.perf_counter() - start)
 
 
 def measure_tagger(model: str, gold_trees: str) -> Measured:
