@@ -436,9 +436,9 @@ def _toml_value(value: Any) -> str:
     return repr(value)
 
 
-def load_study(path: str | os.PathLike, known_systems: Sequence[str] | None = None) -> StudyConfig:
-    """Read and validate a study file. ``known_systems``: the registry's system names (default: the method
-    registry's, controls included); a system or control it does not know is a problem of the file."""
+def load_study(path: str | os.PathLike) -> StudyConfig:
+    """Read and validate a study file; a system or control the method registry does not know is a problem of the
+    file."""
     path = Path(path)
     where = str(path)
     raw, origins = _read_with_base(path, [])
@@ -453,8 +453,7 @@ def load_study(path: str | os.PathLike, known_systems: Sequence[str] | None = No
             given = {}
         sections[section] = keys(**_read_keys(lambda key, section=section: origins.get((section, key), where),
                                               section, keys, given, problems))
-    systems = _read_systems(origins.get(("systems", ""), where), raw.get("systems"), sections, problems,
-                            known_systems)
+    systems = _read_systems(origins.get(("systems", ""), where), raw.get("systems"), sections, problems)
     sizes = _read_sizes(lambda size: origins.get(("sizes", size), where), raw.get("sizes", {}), sections, problems)
     problems += _precision_problems(lambda key: origins.get(key, where), sections["training"], sizes)
     if problems:
@@ -620,12 +619,11 @@ def _registry_systems() -> list[str]:
     return [system.name for system in systems(task=None, controls=True)]
 
 
-def _read_systems(where: str, given, sections: dict, problems: list[str],
-                  known_systems: Sequence[str] | None) -> list[SystemEntry]:
+def _read_systems(where: str, given, sections: dict, problems: list[str]) -> list[SystemEntry]:
     if not isinstance(given, list) or not given:
         problems.append(f"{where}: systems: at least one [[systems]] entry is required")
         return []
-    known = set(known_systems if known_systems is not None else _registry_systems())
+    known = set(_registry_systems())
     default_seeds = sections["seeds"].count
     entries, seen = [], set()
     for index, entry in enumerate(given, 1):
