@@ -43,8 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", help="write the Markdown here, and RESULTS.json beside it (default: the Markdown "
                         "to standard output)")
     parser.add_argument("--terminal", action="store_true", help="print a short table for the terminal (system, "
-                        "BLEU, chrF, p against --against, training time) instead of the Markdown")
-    parser.add_argument("--against", help="the baseline of --terminal's p-values (default: --baseline)")
+                        "BLEU, chrF, p against --baseline, training time) instead of the Markdown")
     parser.add_argument("--baseline", help="the system every other of a seeds table is tested against (default: "
                         "the method registry's words-only baseline, sequence)")
     parser.add_argument("--control", action="append", type=_control, metavar="CONTROL=SYSTEM:KIND",
@@ -130,7 +129,7 @@ def main(argv: Optional[List[str]] = None) -> str:
     if args.out:
         write_results(args.out, markdown, render_json(records, sources=sources, comparisons=comparisons))
     if args.terminal:
-        sys.stdout.write(terminal_table(records, args.against or comparisons.baseline))
+        sys.stdout.write(terminal_table(records, comparisons.baseline))
     elif not args.out:
         sys.stdout.write(markdown)
     return markdown
