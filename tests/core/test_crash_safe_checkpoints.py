@@ -158,7 +158,7 @@ def test_a_first_run_and_a_fine_tuning_run_without_checkpoint_last(tmp_path):
 
 
 def test_a_missing_checkpoint_to_decode_with_is_one_line(tmp_path):
-    """Issue 50, item 4: fairseq-generate/-interactive --path a missing file (fairseq's OSError before)."""
+    """fairseq-generate/-interactive --path a missing file."""
     with pytest.raises(SystemExit) as error:
         checkpoint_utils.load_model_ensemble_and_task([str(tmp_path / "missing.pt")])
     assert str(error.value) == f"error: {tmp_path}/missing.pt: no such checkpoint"

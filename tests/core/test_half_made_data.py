@@ -1,4 +1,4 @@
-"""Issue 59, item 9: a data directory that lost a file is never trained or decoded on."""
+"""A data directory that lost a file is never trained or decoded on."""
 import os
 import shutil
 from pathlib import Path

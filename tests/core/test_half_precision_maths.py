@@ -1,4 +1,4 @@
-"""Each method's maths in bf16/fp16 against float32 on the same rounded values, on the CPU (issue 48, item 2)."""
+"""Each method's maths in bf16/fp16 against float32 on the same rounded values, on the CPU."""
 import contextlib
 import copy
 from typing import Callable, Dict, Optional

@@ -1,4 +1,4 @@
-"""Computations that replaced device read-backs (issue 48, bench/ops) give what the plain statements give."""
+"""Computations without device read-backs (bench/ops) give what the plain statements give."""
 import math
 import random
 from types import SimpleNamespace

@@ -1,4 +1,4 @@
-"""Issue 70, items 1 and 2: a model file that is not one, and an output that cannot be written, are one line each."""
+"""A model file that is not one, and an output that cannot be written, are one line each."""
 import os
 import subprocess
 import sys

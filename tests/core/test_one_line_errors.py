@@ -1,4 +1,4 @@
-"""Issue 50, items 4 and 5: what ended in a traceback is one line saying what to do, and a run refused on its
+"""An error is one line saying what to do, not a traceback, and a run refused on its
 arguments writes nothing, so the corrected rerun is not refused as "a run that was stopped"."""
 import os
 import shutil

@@ -1,4 +1,4 @@
-"""Issue 60, item 7: setup.py's ``python_requires`` is a Python the package runs on."""
+"""setup.py's ``python_requires`` is a Python the package runs on."""
 import ast
 import re
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""Issue 70, item 7: ``--user-dir`` from a folder other than the repository's root (docs/usage.md)."""
+"""``--user-dir`` from a folder other than the repository's root (docs/usage.md)."""
 import os
 import shutil
 import subprocess
