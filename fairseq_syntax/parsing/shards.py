@@ -410,11 +410,11 @@ def _parse_into(parse: ParseFunction, lines: Iterable[InputLine], paths: list[st
         return outcome, time.perf_counter() - start
 
 
-def parse_whole(job: ParseJob, device: str, bar: bool = True) -> ParseRun:
+def parse_whole(job: ParseJob, device: str) -> ParseRun:
     """One process, no shard files: the outputs written directly (whole, then renamed)."""
     source = scan_input(job.input)
     parse = job.load(device)
-    with tqdm(total=source.lines, unit="sent", disable=not bar) as progress:
+    with tqdm(total=source.lines, unit="sent") as progress:
         outcome, seconds = _parse_into(parse, read_input(job.input, job.tokenize), [p for p, _ in job.outputs],
                                        progress.update)
     return ParseRun(ParseReport(source.lines, seconds, outcome.fallbacks), outcome.stats, True, [seconds])

@@ -76,11 +76,11 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-def queue(user: str | None = None) -> dict[str, dict[str, str]] | None:
-    """The queue's jobs of ``user`` (default: this process's) by submitit's job id (``123_4``, ``123``): state,
+def queue() -> dict[str, dict[str, str]] | None:
+    """The queue's jobs of this process's user by submitit's job id (``123_4``, ``123``): state,
     reason, node; ended jobs too while the controller keeps them, in one of ``ENDED_STATES``. None when ``squeue``
     fails."""
-    user = user or pwd.getpwuid(os.getuid()).pw_name
+    user = pwd.getpwuid(os.getuid()).pw_name
     try:
         listed = subprocess.run(["squeue", "--noheader", "--array", "--states=all", f"--user={user}",
                                  "--format=%i|%T|%r|%N"],
