@@ -369,8 +369,10 @@ def _cost_markdown(config: StudyConfig, found: list[Point]) -> tuple[list[str], 
                        else [0, "", ""])])
     unit = next((entry["grid"]["unit"] for entry in data.values() if entry["grid"]), "CPU thread-hours")
     return ["", "## What each size cost", "",
-            f"Measured: the wall time of each finished run in its record, times its threads ({unit}); the runs "
-            "left cost about as much each (`fairseq-syntax-study plan` estimates them per size).", "",
+            f"Measured: the wall time of each finished run in its record, times its threads ({unit}). "
+            "`fairseq-syntax-study plan` prices a run left at its system's mean at that size, else at "
+            f"{config.baseline}'s mean there times the system's ratio to {config.baseline} at the nearest size where "
+            "both have finished runs.", "",
             *markdown_table(["Size (pairs)", "Sweep runs", f"Sweep {unit}", "Grid runs", f"Grid {unit}",
                              "Per grid run"], rows)], data
 
