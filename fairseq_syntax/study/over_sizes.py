@@ -21,6 +21,7 @@ from fairseq_syntax.study.commands import (
     RunState,
     cost_text,
     device_hours,
+    expected_wall_seconds,
     finished_wall_times,
     grid_lines,
     grid_states,
@@ -74,6 +75,21 @@ def scaled_walls(walls_at: dict[int, dict[str, list[float]]], pairs: int, baseli
             scaled[system] = fmean(walls[baseline]) * fmean(walls_at[size][system]) / fmean(walls_at[size][baseline])
     sizes = " and ".join(f"{size:,}" for size in sorted(used))
     return scaled, f" and the systems' ratios to {baseline} at {sizes} pairs" if used else ""
+
+
+def queued_seconds(walls_at: dict[int, dict[str, list[float]]], baseline: str, runs: dict[str, Run],
+                   tasks: list[RunTask]) -> float | None:
+    """The summed wall time ``tasks`` should take, each size's priced as ``plan`` prices it (its
+    :func:`size_walls` in ``walls_at``, :func:`scaled_walls`; a sweep run as its run in ``runs``, the baseline's);
+    None when a size of theirs has no finished run."""
+    total = 0.0
+    for pairs in {_priority(task)[0] for task in tasks}:
+        left = [runs[task.run_name] for task in tasks if _priority(task)[0] == pairs]
+        seconds = expected_wall_seconds(walls_at[pairs], left, scaled_walls(walls_at, pairs, baseline, left)[0])
+        if seconds is None:
+            return None
+        total += seconds
+    return total
 
 
 def size_lines(config: StudyConfig, point: Point, walls_at: dict[int, dict[str, list[float]]]) -> list[str]:
@@ -252,7 +268,8 @@ def run_sizes(config: StudyConfig, executor: str, jobs: int, only: list[str] | N
               progress: Callable[[str], None] = print) -> int:
     """``run`` on a study over sizes; 0 when every size's grid is done. A size's grid joins the runs to do as soon as
     its sweep's last run ends (locally: the same pool; on Slurm: the next round). Within one ``run`` a failed run is
-    not tried again."""
+    not tried again. Locally, until a run ends, the time left is :func:`queued_seconds` of the runs queued at the
+    start (a grid queued later is not in it)."""
     found = checked_points(config)
     wanted = set(only) if only else None
     if wanted:
@@ -276,8 +293,10 @@ def run_sizes(config: StudyConfig, executor: str, jobs: int, only: list[str] | N
                 return []  # only a sweep run's end can make a size's protocol chosen
             return _ready(config, wanted, queued, progress)[0]
 
+        walls_at = {point.pairs: size_walls(config, point) for point in found}
+        expected = queued_seconds(walls_at, config.baseline, {run.name: run for run in study_runs(config)}, tasks)
         outcomes = run_local(config, sorted(tasks, key=_priority), jobs, progress=progress, more=more,
-                             order=_priority)
+                             order=_priority, expected_seconds=expected)
     else:
         from fairseq_syntax.study.commands import _run_on_slurm
 

@@ -1,4 +1,5 @@
-"""init, plan, status and report import neither torch nor fairseq; the plugin still loads with fairseq; plan's cost."""
+"""init, plan, status and report import neither torch nor fairseq; the plugin still loads with fairseq; plan's cost
+and, over sizes, run's first estimate of the time left."""
 import json
 import statistics
 import subprocess
@@ -11,7 +12,9 @@ from study.tiny_study_file import SETTINGS
 
 from fairseq_syntax.study.commands import cost_text, expected_wall_seconds
 from fairseq_syntax.study.config import template
-from fairseq_syntax.study.over_sizes import scaled_walls
+from fairseq_syntax.study.local import _eta
+from fairseq_syntax.study.over_sizes import queued_seconds, scaled_walls
+from fairseq_syntax.study.runner import RunTask
 
 STUDY = SETTINGS.format(epochs=2) + '[[systems]]\nname = "sequence"\n[[systems]]\nname = "mask"\n' \
     'controls = ["struct"]\n'
@@ -115,3 +118,20 @@ def test_plans_cost_scales_the_baseline_by_each_systems_ratio_at_the_nearest_siz
     assert expected_wall_seconds(walls[5000], runs, scaled) == 900 + 1200 + 800 + 650
     assert cost_text(walls[5000], runs, SimpleNamespace(device="cpu", threads=2), " of this size", scaled, how) \
         == "4 runs left: about 2.0 CPU thread-hours, from 2 finished runs of this size" + how
+
+
+def test_run_over_sizes_prices_its_queued_runs_as_plan_does_for_its_first_time_left():
+    runs = {f"{name}.seed1": SimpleNamespace(system=SimpleNamespace(name=name))
+            for name in ("sequence", "mask", "udp", "dbsa", "tree")}
+    walls = {1000: {"sequence": [10], "udp": [30], "dbsa": [5]}, 2500: {"sequence": [100, 300], "udp": [600]},
+             5000: {"sequence": [400], "mask": [900]}, 20000: {}}
+    tasks = [RunTask("study.toml", f"{name}.seed1", point) for name, point in [
+        ("udp", "n5000"), ("dbsa", "n5000"), ("tree", "n5000"), ("sequence", "n5000/sweep/lr2"),
+        ("mask", "n1000"), ("sequence", "n2500")]]
+    # n5000: udp 400 x 600/200 (2,500), dbsa 400 x 5/10 (1,000), tree the size's mean 650, the sweep's run
+    # sequence's 400; n1000: mask 10 x 900/400 (5,000); n2500: sequence's mean 200
+    assert queued_seconds(walls, "sequence", runs, tasks) == 1200 + 200 + 650 + 400 + 22.5 + 200
+    assert queued_seconds(walls, "sequence", runs, [*tasks, RunTask("study.toml", "sequence.seed1", "n20000")]) \
+        is None
+    # two at once, 10 minutes in: 2672.5 / 2 - 600 = 736 s
+    assert _eta(600, 0, 6, 2672.5, 2) == "12 min" and _eta(600, 0, 6, None, 2) == "?"
