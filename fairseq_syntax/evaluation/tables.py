@@ -91,14 +91,18 @@ def _flat_row(value) -> bool:
     return all(map(_flat, value)) and not all(isinstance(item, (dict, list, tuple)) for item in value)
 
 
-def _json_lines(value, depth: int, flat_objects: bool = False) -> str:
+def _json_lines(value, depth: int, flat_objects: bool = False, compact: bool = False) -> str:
+    """``compact``: no space after a ',' or ':' (a line's own separators and an indented member's ':')."""
     pad, end = " " * (depth + 1), " " * depth
     if isinstance(value, dict) and value and not (flat_objects and all(map(_flat, value.values()))):
-        items = (f"{pad}{_key_text(key)}: {_json_lines(item, depth + 1, flat_objects)}" for key, item in value.items())
+        colon = ":" if compact else ": "
+        items = (f"{pad}{_key_text(key)}{colon}{_json_lines(item, depth + 1, flat_objects, compact)}"
+                 for key, item in value.items())
         return "{\n" + ",\n".join(items) + "\n" + end + "}"
     if isinstance(value, (list, tuple)) and not (_flat(value) or flat_objects and _flat_row(value)):
-        return "[\n" + ",\n".join(pad + _json_lines(item, depth + 1, flat_objects) for item in value) + "\n" + end + "]"
-    return json.dumps(value, ensure_ascii=False)
+        return "[\n" + ",\n".join(pad + _json_lines(item, depth + 1, flat_objects, compact) for item in value) + (
+            "\n" + end + "]")
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":") if compact else None)
 
 
 def _significant(value, digits: int):
@@ -120,8 +124,9 @@ def json_text(data) -> str:
 
 def results_text(data) -> str:
     """``data`` as RESULTS.json holds it: :func:`json_text`'s layout with an object of plain values, or a list of plain
-    values and flat lists, on one line, and each float to 8 significant digits (the tables show at most 4)."""
-    return _json_lines(_significant(data, 8), 0, flat_objects=True) + "\n"
+    values and flat lists, on one line, no space after a ',' or ':' (``{"mean":21.21,"sd":0.32}``, ``"key":value``
+    for an indented member too), and each float to 8 significant digits (the tables show at most 4)."""
+    return _json_lines(_significant(data, 8), 0, flat_objects=True, compact=True) + "\n"
 
 
 def write_results(markdown_path, markdown: str, data: dict[str, Any]) -> tuple[Path, Path]:

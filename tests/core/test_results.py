@@ -39,7 +39,8 @@ from fairseq_syntax.evaluation.study_answer import (
     readme_block,
     verdict,
 )
-from fairseq_syntax.evaluation.tables import Cell, Table, markdown_table, table_json, table_rows, write_results
+from fairseq_syntax.evaluation.tables import (Cell, Table, json_text, markdown_table, table_json, table_rows,
+                                              write_results)
 from fairseq_syntax.evaluation.train_logs import best_checkpoint_metric, parse_train_log, parse_valid_curve
 
 # fairseq-train stdout (simple format): two epochs of 3 updates, wall meter from 90 s; the last says 6 and 3725 s
@@ -331,10 +332,13 @@ def test_write_results_puts_results_json_beside_results_md(tmp_path):
     assert markdown.read_text() == "# Title\n\n| a |\n|---|\n| 1 |\n"
     assert json_path == tmp_path / "recipe" / "RESULTS.json"
     assert json_path.read_text(encoding="utf-8") == (  # one space a level; an object of plain values a line
-        '{\n "tables": {\n  "t": {\n   "columns": ["a"],\n   "rows": [\n    {"a": 0.33333333, "b": [2.0]}\n   ]\n'
+        # no space after a ',' or ':', on a line or after an indented member's key
+        '{\n "tables":{\n  "t":{\n   "columns":["a"],\n   "rows":[\n    {"a":0.33333333,"b":[2.0]}\n   ]\n'
         # a list of plain values and flat lists a line; one of lists only (no plain value) a line each
-        '  },\n  "l": {\n   "columns": ["a", "b"],\n   "rows": [\n    ["x", [1, 2]],\n    [\n     [3],\n     [4]\n    ]\n'
-        '   ]\n  }\n },\n "name": "ü"\n}\n')
+        '  },\n  "l":{\n   "columns":["a","b"],\n   "rows":[\n    ["x",[1,2]],\n    [\n     [3],\n     [4]\n    ]\n'
+        '   ]\n  }\n },\n "name":"ü"\n}\n')
+    # run records (json_text) keep a space after each ',' and ':'
+    assert json_text({"a": {"b": [1, 2]}}) == '{\n "a": {\n  "b": [1, 2]\n }\n}\n'
 
 
 def test_gzipped_logs_are_read_by_either_name(tmp_path):
