@@ -33,13 +33,15 @@ def _comparison(found: dict | None) -> dict | None:
 
 def point_answer(results: dict | None, dataset: str) -> dict[str, Any]:
     """One size's comparisons from its RESULTS.json: ``{"baseline": {metric: {mean, sd, seeds}}, "vs_baseline":
-    {system: comparison}, "vs_control": {method: {control: comparison}}}`` (empty where nothing is scored)."""
-    found: dict[str, Any] = {"baseline": {}, "vs_baseline": {}, "vs_control": {}}
+    {system: comparison}, "vs_control": {method: {control: comparison}}, "planned": {system: seeds}}`` (empty where
+    nothing is scored)."""
+    found: dict[str, Any] = {"baseline": {}, "vs_baseline": {}, "vs_control": {}, "planned": {}}
     if not results or dataset not in results.get("datasets", {}):
         return found
     entry = results["datasets"][dataset]
     answer = entry.get("answer", {})
     baseline = entry.get("comparisons", {}).get("baseline")
+    found["planned"] = entry.get("comparisons", {}).get("planned_seeds", {})
     for metric in METRICS:
         try:
             _, rows = seeds_rows(results, dataset, metric)
@@ -69,6 +71,7 @@ def curve_data(curve: dict[str, Any], folder: str | Path) -> dict[str, Any]:
     return {
         **curve,
         "baseline_scores": {str(pairs): answers[pairs]["baseline"] for pairs in sizes},
+        "planned": {str(pairs): answers[pairs]["planned"] for pairs in sizes},
         "systems": {name: {str(pairs): answers[pairs]["vs_baseline"].get(name) for pairs in sizes}
                     for name in systems},
         "vs_control": {method: {control: {str(pairs): answers[pairs]["vs_control"].get(method, {}).get(control)
@@ -121,9 +124,15 @@ def sizes_text(sizes: Sequence[int]) -> str:
     return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
 
 
+def _seed_count(found: dict) -> int:
+    """The method's seeds in a comparison (its ``seeds``: the method's and the other side's counts, or one count)."""
+    seeds = found.get("seeds") or 0
+    return seeds[0] if isinstance(seeds, (list, tuple)) else seeds
+
+
 def method_sentences(data: dict[str, Any]) -> list[str]:
     """One sentence per method: at which sizes it is better than the words, worse, or neither, and where better
-    whether its controls do as well."""
+    whether its controls do as well; a size scored on fewer of the method's seeds than planned says so."""
     sentences = []
     for method, controls in data["methods"].items():
         by_size = data["systems"][method]
@@ -151,9 +160,12 @@ def method_sentences(data: dict[str, Any]) -> list[str]:
                 text += f"; there the parse beats {control} at {sizes_text(parse_wins)}"
             if as_good:
                 text += f"; {control} is not measurably worse at {sizes_text(as_good)}"
+        notes = [f"{count} of {planned} seeds so far at {pairs:,}" for pairs in scored
+                 if (count := _seed_count(by_size[str(pairs)])) < (planned := data.get("planned", {}).get(
+                     str(pairs), {}).get(method, 0))]
         if missing:
-            text += f" (no result yet at {sizes_text(missing)})"
-        sentences.append(text + ".")
+            notes.append(f"no result yet at {sizes_text(missing)}")
+        sentences.append(text + (f" ({'; '.join(notes)})" if notes else "") + ".")
     return sentences
 
 

@@ -36,13 +36,15 @@ def hand_curve() -> dict:
                                      "5000": verdict("no measurable difference"), "10000": None}},
             "udp": {"udp_random": {"1000": verdict("no measurable difference"), "2500": None, "5000": None,
                                    "10000": None}}},
+        "planned": {"1000": {"mask": 3, "udp": 3}, "2500": {"mask": 3}, "5000": {"mask": 5}, "10000": {}},
     }
 
 
 def test_each_methods_sentence_names_where_it_helps_and_whether_its_control_does_as_well():
     assert method_sentences(hand_curve()) == [
         "**mask**: better than the words at 1,000 and 2,500 pairs, no clear difference at 5,000 pairs; there the "
-        "parse beats mask_random at 1,000; mask_random is not measurably worse at 2,500 (no result yet at 10,000).",
+        "parse beats mask_random at 1,000; mask_random is not measurably worse at 2,500 (3 of 5 seeds so far at 5,000; "
+        "no result yet at 10,000).",
         "**udp**: worse than the words at 1,000 pairs (no result yet at 2,500, 5,000 and 10,000).",
     ]
 
@@ -67,7 +69,7 @@ def test_the_curve_reads_each_sizes_numbers_from_its_report_and_stores_none(tmp_
     bleu, chrf, versus = metric(-4.39, -5.69, -3.11, 0.0002), metric(-6.01, -7.23, -4.56, 0.0002), \
         metric(0.05, -1.11, 1.16, 0.051)
     report = {"datasets": {"other": {}, "demo.n1000": {
-        "seeds": True, "comparisons": {"baseline": "sequence"},
+        "seeds": True, "comparisons": {"baseline": "sequence", "planned_seeds": {"sequence": 3, "mask": 2}},
         "table": {"columns": ["System", "Structure read", "BLEU (mean ± sd)"], "rows": [
             {"System": "sequence", "Structure read": "none (words only)",
              "BLEU (mean ± sd)": {"mean": 11.88, "sd": 0.67, "per_seed": [12.42, 12.07, 11.14]}},
@@ -88,6 +90,7 @@ def test_the_curve_reads_each_sizes_numbers_from_its_report_and_stores_none(tmp_
     data = load_curve(tmp_path / "RESULTS.json")
     assert data == curve_data(curve, tmp_path) and {key: data[key] for key in curve} == curve
     assert data["baseline_scores"] == {"1000": {"BLEU": {"mean": 11.88, "sd": 0.67, "seeds": 3}}, "2500": {}}
+    assert data["planned"] == {"1000": {"sequence": 3, "mask": 2}, "2500": {}}
     assert data["systems"] == {
         "mask": {"1000": {"BLEU": {"delta": -4.39, "delta_ci": [-5.69, -3.11], "p_value": 0.0002},
                           "chrF": {"delta": -6.01, "delta_ci": [-7.23, -4.56], "p_value": 0.0002},
