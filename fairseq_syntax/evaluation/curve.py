@@ -85,13 +85,16 @@ def load_curve(path: str | Path) -> dict[str, Any]:
     return curve_data(load_results_json(path, datasets=False)["curve"], Path(path).parent)
 
 
-def _cell(found: dict | None, metric: str) -> str:
+def _cell(found: dict | None, metric: str, planned: int = 0) -> str:
+    """A comparison's difference, interval and verdict; ``planned``: the system's planned seeds (fewer scored: said)."""
     if not found or metric not in found:
         return "no result yet"
     value = found[metric]
     low, high = value.get("delta_ci", (None, None))
     interval = f" [{low:+.2f}, {high:+.2f}]" if low is not None else ""
-    return f"{value['delta']:+.2f}{interval} {found['verdict']}{' (borderline)' if found['borderline'] else ''}"
+    short = f" ({count} of {planned} seeds)" if (count := _seed_count(found)) < planned else ""
+    return (f"{value['delta']:+.2f}{interval} {found['verdict']}{' (borderline)' if found['borderline'] else ''}"
+            + short)
 
 
 def curve_markdown(data: dict[str, Any]) -> list[str]:
@@ -105,12 +108,13 @@ def curve_markdown(data: dict[str, Any]) -> list[str]:
         or "no result yet" for found in (data["baseline_scores"][str(pairs)] for pairs in sizes))]
     lines = []
     for metric in METRICS:
-        rows = [[system, *(_cell(by_size[str(pairs)], metric) for pairs in sizes)]
+        rows = [[system, *(_cell(by_size[str(pairs)], metric, _planned(data, pairs, system)) for pairs in sizes)]
                 for system, by_size in data["systems"].items()]
         lines += ["", f"**{metric}: each system minus {data['baseline']}** (95% interval of the seed-aware paired "
                       "bootstrap; the verdict of the study's rule over BLEU and chrF together)", ""]
         lines += markdown_table(head, [scores] + rows if metric == METRICS[0] else rows)
-    rows = [[f"{method} vs {control}", *(_cell(by_size[str(pairs)], "BLEU") for pairs in sizes)]
+    rows = [[f"{method} vs {control}", *(_cell(by_size[str(pairs)], "BLEU", _planned(data, pairs, method))
+                                         for pairs in sizes)]
             for method, controls in data["vs_control"].items() for control, by_size in controls.items()]
     if rows:
         lines += ["", "**Is it the parse? Each method minus itself on control structures** (BLEU, 95% interval; the "
@@ -124,10 +128,15 @@ def sizes_text(sizes: Sequence[int]) -> str:
     return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
 
 
+def _planned(data: dict[str, Any], pairs: int, system: str) -> int:
+    """The seeds the study plans for ``system`` at size ``pairs`` (0 where its report does not say)."""
+    return data.get("planned", {}).get(str(pairs), {}).get(system, 0)
+
+
 def _seed_count(found: dict) -> int:
-    """The method's seeds in a comparison (its ``seeds``: the method's and the other side's counts, or one count)."""
+    """The seeds a comparison rests on: the fewer of its two sides' (its ``seeds``: both counts, or one)."""
     seeds = found.get("seeds") or 0
-    return seeds[0] if isinstance(seeds, (list, tuple)) else seeds
+    return min(seeds) if isinstance(seeds, (list, tuple)) else seeds
 
 
 def method_sentences(data: dict[str, Any]) -> list[str]:
@@ -161,8 +170,7 @@ def method_sentences(data: dict[str, Any]) -> list[str]:
             if as_good:
                 text += f"; {control} is not measurably worse at {sizes_text(as_good)}"
         notes = [f"{count} of {planned} seeds so far at {pairs:,}" for pairs in scored
-                 if (count := _seed_count(by_size[str(pairs)])) < (planned := data.get("planned", {}).get(
-                     str(pairs), {}).get(method, 0))]
+                 if (count := _seed_count(by_size[str(pairs)])) < (planned := _planned(data, pairs, method))]
         if missing:
             notes.append(f"no result yet at {sizes_text(missing)}")
         sentences.append(text + (f" ({'; '.join(notes)})" if notes else "") + ".")

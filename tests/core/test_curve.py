@@ -9,6 +9,7 @@ from fairseq_syntax.evaluation.curve import (
     README_BEGIN,
     README_END,
     curve_data,
+    curve_markdown,
     load_curve,
     method_sentences,
     readme_block,
@@ -47,6 +48,13 @@ def test_each_methods_sentence_names_where_it_helps_and_whether_its_control_does
         "no result yet at 10,000).",
         "**udp**: worse than the words at 1,000 pairs (no result yet at 2,500, 5,000 and 10,000).",
     ]
+
+
+def test_a_tables_cell_on_fewer_seeds_than_planned_says_so():
+    data = {**hand_curve(), "baseline_scores": {"1000": {}, "2500": {}, "5000": {}, "10000": {}}}
+    assert [line for line in curve_markdown(data) if line.startswith("| mask |")][0] == (
+        "| mask | +1.00 [+0.10, +1.90] better | +1.00 [+0.10, +1.90] better | +1.00 [+0.10, +1.90] no measurable "
+        "difference (3 of 5 seeds) | no result yet |")
 
 
 def test_the_block_replaces_the_old_one_in_place_and_a_file_without_markers_is_named():
