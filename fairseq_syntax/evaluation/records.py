@@ -59,7 +59,7 @@ TRAIN_FIELDS = ("updates", "epochs", "wall_time_s")  # parse_train_log's
 #: a seed-aware test's fields in ``scoring.seed_bootstrap``'s order (its metrics after them), then each metric's
 TEST_ORDER = ("test", "n_samples", "seed", "seeds_a", "seeds_b",
               "p_value", "p_mc_se", "a", "b", "delta", "delta_ci", "welch")
-DIGITS = 8  # significant digits of a seed-aware test's floats in a record over seeds (RESULTS.json's too)
+DIGITS = 8  # significant digits of a seed-aware test's floats in a record over seeds
 
 OUT_DIR = "OUT_DIR"  # how a record writes the recipe's output folder (data, checkpoints: outside the repository)
 # a path starts a token (after a space, '=', ',', a quote or a bracket); its prefix ends where a '/' or the token does

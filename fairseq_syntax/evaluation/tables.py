@@ -125,8 +125,9 @@ def json_text(data) -> str:
 def results_text(data) -> str:
     """``data`` as RESULTS.json holds it: :func:`json_text`'s layout with an object of plain values, or a list of plain
     values and flat lists, on one line, no space after a ',' or ':' (``{"mean":21.21,"sd":0.32}``, ``"key":value``
-    for an indented member too), and each float to 8 significant digits (the tables show at most 4)."""
-    return _json_lines(_significant(data, 8), 0, flat_objects=True, compact=True) + "\n"
+    for an indented member too), and each float to 6 significant digits (the tables show at most 4; the records
+    keep 8)."""
+    return _json_lines(_significant(data, 6), 0, flat_objects=True, compact=True) + "\n"
 
 
 def write_results(markdown_path, markdown: str, data: dict[str, Any]) -> tuple[Path, Path]:

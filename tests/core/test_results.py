@@ -333,7 +333,7 @@ def test_write_results_puts_results_json_beside_results_md(tmp_path):
     assert json_path == tmp_path / "recipe" / "RESULTS.json"
     assert json_path.read_text(encoding="utf-8") == (  # one space a level; an object of plain values a line
         # no space after a ',' or ':', on a line or after an indented member's key
-        '{\n "tables":{\n  "t":{\n   "columns":["a"],\n   "rows":[\n    {"a":0.33333333,"b":[2.0]}\n   ]\n'
+        '{\n "tables":{\n  "t":{\n   "columns":["a"],\n   "rows":[\n    {"a":0.333333,"b":[2.0]}\n   ]\n'
         # a list of plain values and flat lists a line; one of lists only (no plain value) a line each
         '  },\n  "l":{\n   "columns":["a","b"],\n   "rows":[\n    ["x",[1,2]],\n    [\n     [3],\n     [4]\n    ]\n'
         '   ]\n  }\n },\n "name":"ü"\n}\n')
