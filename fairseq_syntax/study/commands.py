@@ -60,26 +60,28 @@ def grid_states(config: StudyConfig) -> list[RunState]:
     return states
 
 
-def finished_wall_times(config: StudyConfig, states: list[RunState]) -> dict[str, list[float]]:
-    """Each system's finished runs' wall times in seconds, from their records (none of a run taken from a sweep)."""
+def finished_wall_times(config: StudyConfig, states: list[RunState],
+                        key: str = "wall_time_s") -> dict[str, list[float]]:
+    """Each system's finished runs' wall times in seconds (``key``: another number of their records), from their
+    records (none of a run taken from a sweep)."""
     walls: dict[str, list[float]] = {}
     for found in states:
         if found.state == "done":
             record = read_record(runs_dir(config) / f"{found.run.name}.run.json") or {}
-            if isinstance(record.get("wall_time_s"), (int, float)) and "from_sweep" not in record:
-                walls.setdefault(found.run.system.name, []).append(record["wall_time_s"])
+            if isinstance(record.get(key), (int, float)) and "from_sweep" not in record:
+                walls.setdefault(found.run.system.name, []).append(record[key])
     return walls
 
 
-def expected_wall_seconds(walls: dict[str, list[float]], runs: list[Run],
-                          scaled: dict[str, float] | None = None) -> float | None:
-    """The summed wall time ``runs`` should take, each at its system's finished runs' mean, else at ``scaled``'s
-    seconds for its system, else at every finished run's mean; None with no finished run."""
+def expected_means(walls: dict[str, list[float]], runs: list[Run],
+                   scaled: dict[str, float] | None = None) -> list[float] | None:
+    """What each of ``runs`` should take (wall seconds, or epochs: as ``walls`` holds), its system's finished runs'
+    mean, else ``scaled``'s for its system, else every finished run's mean; None with no finished run."""
     if not walls:
         return None
     overall = statistics.fmean(value for values in walls.values() for value in values)
     means = {**(scaled or {}), **{system: statistics.fmean(values) for system, values in walls.items()}}
-    return sum(means.get(run.system.name, overall) for run in runs)
+    return [means.get(run.system.name, overall) for run in runs]
 
 
 def device_hours(training: Training, seconds: float) -> tuple[float, str]:
@@ -91,14 +93,14 @@ def device_hours(training: Training, seconds: float) -> tuple[float, str]:
 
 def cost_text(walls: dict[str, list[float]], left: list[Run], training: Training, whose: str = "",
               scaled: dict[str, float] | None = None, how: str = "") -> str:
-    """What the runs ``left`` cost (:func:`expected_wall_seconds`), in CPU thread-hours or GPU-hours; ``whose``:
-    which finished runs (" of this size"), ``how``: whence ``scaled``."""
+    """What the runs ``left`` cost (:func:`expected_means`), in CPU thread-hours or GPU-hours; ``whose``: which
+    finished runs (" of this size"), ``how``: whence ``scaled``."""
     if not left:
         return "nothing left to run"
-    seconds = expected_wall_seconds(walls, left, scaled)
+    seconds = expected_means(walls, left, scaled)
     if seconds is None:
         return f"{len(left)} runs left; no finished run{whose} to estimate their cost from yet"
-    hours, unit = device_hours(training, seconds)
+    hours, unit = device_hours(training, sum(seconds))
     finished = sum(map(len, walls.values()))
     return f"{len(left)} runs left: about {hours:.1f} {unit}, from {finished} finished runs{whose}{how}"
 
@@ -176,10 +178,11 @@ def run_study(config: StudyConfig, executor: str, jobs: int, only: list[str] | N
     if tasks and executor == "local":
         from fairseq_syntax.study.local import run_local
 
-        # until a run of this call ends, the time left is estimated from the study's finished runs
-        expected = expected_wall_seconds(finished_wall_times(config, states),
-                                         [run for run in to_run if run.name not in held])
-        outcomes = run_local(config, tasks, jobs, progress=progress, expected_seconds=expected)
+        left = [run for run in to_run if run.name not in held]
+        seconds, epochs = (expected_means(finished_wall_times(config, states, key), left)
+                           for key in ("wall_time_s", "epochs"))
+        outcomes = run_local(config, tasks, jobs, progress=progress,
+                             prices=dict(zip(map(str, tasks), zip(seconds, epochs))) if seconds and epochs else None)
     elif tasks:
         outcomes = _run_on_slurm(config, tasks, progress)
     else:

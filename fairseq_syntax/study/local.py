@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from statistics import fmean
 from typing import Any
 from pathlib import Path
 
@@ -59,26 +60,39 @@ def claim_cores(threads: int) -> tuple[set[int], list[int]] | None:
     return None
 
 
-def _eta(elapsed: float, finished: int, remaining: int, expected_seconds: float | None = None,
-         jobs: int = 1) -> str:
-    """The time left: from this pool's ended runs once one has ended, before that from ``expected_seconds`` shared by
-    ``jobs``."""
-    if finished:
-        seconds = elapsed / finished * remaining
-    elif expected_seconds is not None:
-        seconds = max(expected_seconds / jobs - elapsed, 0.0)
-    else:
+def time_left(waiting: list[float], running: list[tuple[float, float, int]], jobs: int, pace: float = 1.0) -> float:
+    """Seconds until the last run ends, ``jobs`` at once, each queued run starting on the first free slot in order.
+    ``waiting``: each queued run's expected seconds; ``running``: each running run's expected seconds and epochs,
+    and the epochs it has done (a resumed run's included); ``pace``: this machine's seconds per expected second."""
+    slots = sorted([pace * seconds * max(1 - done / epochs, 0.0) for seconds, epochs, done in running]
+                   + [0.0] * (jobs - len(running)))
+    for seconds in waiting:
+        slots[0] += pace * seconds
+        slots.sort()
+    return max(slots)
+
+
+def run_pace(now: float, begun: tuple[float, int], epoch: int, price: tuple[float, float]) -> float | None:
+    """A run's seconds per epoch since it started here (``begun``: when, with how many epochs done) over its
+    ``price``'s (seconds, epochs); None before its first epoch here."""
+    (at, first), (seconds, epochs) = begun, price
+    return (now - at) / (epoch - first) / (seconds / epochs) if epoch > first else None
+
+
+def _eta(seconds: float | None) -> str:
+    if seconds is None:
         return "?"
     return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min"
 
 
 def run_local(config: StudyConfig, tasks: Sequence[RunTask], jobs: int, progress: Callable[[str], None] = print,
-              interval: float = 60.0, expected_seconds: float | None = None,
+              interval: float = 60.0, prices: dict[str, tuple[float, float]] | None = None,
               more: Callable[[RunOutcome], list[RunTask]] | None = None,
               order: Callable[[RunTask], Any] | None = None) -> list[RunOutcome]:
-    """Run ``tasks`` with ``jobs`` at once; each one's outcome, in the order they ended. ``expected_seconds``: the
-    tasks' estimated summed wall time, for the first estimate. ``more``: called with each ended run's outcome,
-    returns the tasks it made ready (then sorted by ``order``)."""
+    """Run ``tasks`` with ``jobs`` at once; each one's outcome, in the order they ended. ``prices``: each task's
+    (``str(task)``) expected wall seconds and epochs, for :func:`time_left` (a task without one: their mean; the
+    pace: :func:`run_pace`'s mean); None: the time left from the pool's ended runs. ``more``: called with each
+    ended run's outcome, returns the tasks it made ready (then sorted by ``order``)."""
     threads = config.training.threads
     studies: dict[str, StudyConfig] = {}
 
@@ -100,12 +114,27 @@ def run_local(config: StudyConfig, tasks: Sequence[RunTask], jobs: int, progress
     waiting_for_cores = False
     total = len(waiting)
 
+    def epoch_of(task: RunTask) -> int:
+        return current_epoch(runs_dir(study_of(task)) / f"{task.run_name}.train.log") or 0
+
+    begun: dict[str, tuple[float, int]] = {}
+    paces: dict[str, float] = {}
+
     def report(now: float) -> None:
-        running = ", ".join(
-            f"{task} (epoch {current_epoch(runs_dir(study_of(task)) / f'{task.run_name}.train.log') or 0})"
-            for _, task in active.values())
+        epochs = {str(task): epoch_of(task) for _, task in active.values()}
+        running = ", ".join(f"{task} (epoch {epochs[str(task)]})" for _, task in active.values())
         done = len(outcomes)
-        left = _eta(now - started, done, total - done, expected_seconds, min(jobs, total))
+        if prices:
+            mean = tuple(map(fmean, zip(*prices.values())))
+            price = {name: prices.get(name, mean) for name in [*map(str, waiting), *epochs]}
+            paces.update({name: pace for name, epoch in epochs.items()
+                          if (pace := run_pace(now, begun[name], epoch, price[name]))})
+            left = time_left([price[str(task)][0] for task in waiting],
+                             [(*price[name], epoch) for name, epoch in epochs.items()], jobs,
+                             fmean(paces.values()) if paces else 1.0)
+        else:
+            left = (now - started) / done * (total - done) if done else None
+        left = _eta(left)
         progress(f"[{done}/{total} runs ended, {len(waiting)} waiting] {(now - started) / 60:.0f} min elapsed, "
                  f"about {left} to go; running: {running or 'none'}")
 
@@ -137,6 +166,7 @@ def run_local(config: StudyConfig, tasks: Sequence[RunTask], jobs: int, progress
                         for descriptor in held:
                             os.close(descriptor)
                     active[slot] = (child, task)
+                    begun[str(task)] = (time.time(), epoch_of(task))
                     progress(f"== start {task} on core(s) {','.join(map(str, sorted(cores)))} "
                              f"(log: {log_of(task)})")
                     changed = True

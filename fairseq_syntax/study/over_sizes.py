@@ -21,7 +21,7 @@ from fairseq_syntax.study.commands import (
     RunState,
     cost_text,
     device_hours,
-    expected_wall_seconds,
+    expected_means,
     finished_wall_times,
     grid_lines,
     grid_states,
@@ -50,12 +50,13 @@ def _sweep_states(point: Point) -> list[tuple[str, RunState, StudyConfig]]:
             for state in grid_states(study)]
 
 
-def size_walls(config: StudyConfig, point: Point) -> dict[str, list[float]]:
-    """A size's finished runs' wall times by system: its grid's, else its sweep's."""
-    walls = finished_wall_times(point.config, _states(point.config, _systems(config))) if point.config else {}
+def size_walls(config: StudyConfig, point: Point, key: str = "wall_time_s") -> dict[str, list[float]]:
+    """A size's finished runs' wall times by system (``key``: another number of their records): its grid's, else its
+    sweep's."""
+    walls = finished_wall_times(point.config, _states(point.config, _systems(config)), key) if point.config else {}
     sweep: dict[str, list[float]] = {}
     for _, study in point.sweep:
-        for system, values in finished_wall_times(study, grid_states(study)).items():
+        for system, values in finished_wall_times(study, grid_states(study), key).items():
             sweep.setdefault(system, []).extend(values)
     return {**sweep, **walls}
 
@@ -77,19 +78,19 @@ def scaled_walls(walls_at: dict[int, dict[str, list[float]]], pairs: int, baseli
     return scaled, f" and the systems' ratios to {baseline} at {sizes} pairs" if used else ""
 
 
-def queued_seconds(walls_at: dict[int, dict[str, list[float]]], baseline: str, runs: dict[str, Run],
-                   tasks: list[RunTask]) -> float | None:
-    """The summed wall time ``tasks`` should take, each size's priced as ``plan`` prices it (its
-    :func:`size_walls` in ``walls_at``, :func:`scaled_walls`; a sweep run as its run in ``runs``, the baseline's);
-    None when a size of theirs has no finished run."""
-    total = 0.0
+def queued_prices(walls_at: dict[int, dict[str, list[float]]], epochs_at: dict[int, dict[str, list[float]]],
+                  baseline: str, runs: dict[str, Run], tasks: list[RunTask]) -> dict[str, tuple[float, float]]:
+    """The wall seconds and epochs each of ``tasks`` should take, as ``plan`` prices its size (:func:`size_walls`
+    in ``walls_at``, its epochs in ``epochs_at``, :func:`scaled_walls`; a sweep run as its run in ``runs``, the
+    baseline's); none for a size with no finished run."""
+    prices = {}
     for pairs in {_priority(task)[0] for task in tasks}:
-        left = [runs[task.run_name] for task in tasks if _priority(task)[0] == pairs]
-        seconds = expected_wall_seconds(walls_at[pairs], left, scaled_walls(walls_at, pairs, baseline, left)[0])
-        if seconds is None:
-            return None
-        total += seconds
-    return total
+        queued = [task for task in tasks if _priority(task)[0] == pairs]
+        left = [runs[task.run_name] for task in queued]
+        seconds = expected_means(walls_at[pairs], left, scaled_walls(walls_at, pairs, baseline, left)[0])
+        epochs = expected_means(epochs_at[pairs], left)
+        prices.update(zip(map(str, queued), zip(seconds, epochs)) if seconds and epochs else {})
+    return prices
 
 
 def size_lines(config: StudyConfig, point: Point, walls_at: dict[int, dict[str, list[float]]]) -> list[str]:
@@ -268,8 +269,8 @@ def run_sizes(config: StudyConfig, executor: str, jobs: int, only: list[str] | N
               progress: Callable[[str], None] = print) -> int:
     """``run`` on a study over sizes; 0 when every size's grid is done. A size's grid joins the runs to do as soon as
     its sweep's last run ends (locally: the same pool; on Slurm: the next round). Within one ``run`` a failed run is
-    not tried again. Locally, until a run ends, the time left is :func:`queued_seconds` of the runs queued at the
-    start (a grid queued later is not in it)."""
+    not tried again. Locally, the time left is from :func:`queued_prices` of the runs queued at the start (a run
+    queued later, or of a size with no finished run, at their mean)."""
     found = checked_points(config)
     wanted = set(only) if only else None
     if wanted:
@@ -294,9 +295,11 @@ def run_sizes(config: StudyConfig, executor: str, jobs: int, only: list[str] | N
             return _ready(config, wanted, queued, progress)[0]
 
         walls_at = {point.pairs: size_walls(config, point) for point in found}
-        expected = queued_seconds(walls_at, config.baseline, {run.name: run for run in study_runs(config)}, tasks)
+        epochs_at = {point.pairs: size_walls(config, point, "epochs") for point in found}
+        prices = queued_prices(walls_at, epochs_at, config.baseline, {run.name: run for run in study_runs(config)},
+                               tasks)
         outcomes = run_local(config, sorted(tasks, key=_priority), jobs, progress=progress, more=more,
-                             order=_priority, expected_seconds=expected)
+                             order=_priority, prices=prices or None)
     else:
         from fairseq_syntax.study.commands import _run_on_slurm
 

@@ -10,10 +10,10 @@ from conftest import REPO
 from study.forbid_torch import forbidding_torch, study_forbidding_torch
 from study.tiny_study_file import SETTINGS
 
-from fairseq_syntax.study.commands import cost_text, expected_wall_seconds
+from fairseq_syntax.study.commands import cost_text, expected_means
 from fairseq_syntax.study.config import template
-from fairseq_syntax.study.local import _eta
-from fairseq_syntax.study.over_sizes import queued_seconds, scaled_walls
+from fairseq_syntax.study.local import _eta, time_left
+from fairseq_syntax.study.over_sizes import queued_prices, scaled_walls
 from fairseq_syntax.study.runner import RunTask
 
 STUDY = SETTINGS.format(epochs=2) + '[[systems]]\nname = "sequence"\n[[systems]]\nname = "mask"\n' \
@@ -115,23 +115,27 @@ def test_plans_cost_scales_the_baseline_by_each_systems_ratio_at_the_nearest_siz
     assert how == " and the systems' ratios to sequence at 2,500 and 10,000 pairs"
     assert scaled_walls({**walls, 5000: {"mask": [900]}}, 5000, "sequence", runs) == ({}, "")
     # tree, with no ratio: the mean of the size's runs, 650; 3550 s x 2 threads
-    assert expected_wall_seconds(walls[5000], runs, scaled) == 900 + 1200 + 800 + 650
+    assert expected_means(walls[5000], runs, scaled) == [900, 1200, 800, 650]
     assert cost_text(walls[5000], runs, SimpleNamespace(device="cpu", threads=2), " of this size", scaled, how) \
         == "4 runs left: about 2.0 CPU thread-hours, from 2 finished runs of this size" + how
 
 
-def test_run_over_sizes_prices_its_queued_runs_as_plan_does_for_its_first_time_left():
+def test_run_over_sizes_prices_its_queued_runs_as_plan_does_for_the_time_left():
     runs = {f"{name}.seed1": SimpleNamespace(system=SimpleNamespace(name=name))
             for name in ("sequence", "mask", "udp", "dbsa", "tree")}
     walls = {1000: {"sequence": [10], "udp": [30], "dbsa": [5]}, 2500: {"sequence": [100, 300], "udp": [600]},
              5000: {"sequence": [400], "mask": [900]}, 20000: {}}
+    epochs = {1000: {"sequence": [20], "udp": [30], "dbsa": [10]}, 2500: {"sequence": [40, 60], "udp": [30]},
+              5000: {"sequence": [30], "mask": [40]}, 20000: {}}
     tasks = [RunTask("study.toml", f"{name}.seed1", point) for name, point in [
         ("udp", "n5000"), ("dbsa", "n5000"), ("tree", "n5000"), ("sequence", "n5000/sweep/lr2"),
-        ("mask", "n1000"), ("sequence", "n2500")]]
+        ("mask", "n1000"), ("sequence", "n2500"), ("sequence", "n20000")]]
     # n5000: udp 400 x 600/200 (2,500), dbsa 400 x 5/10 (1,000), tree the size's mean 650, the sweep's run
-    # sequence's 400; n1000: mask 10 x 900/400 (5,000); n2500: sequence's mean 200
-    assert queued_seconds(walls, "sequence", runs, tasks) == 1200 + 200 + 650 + 400 + 22.5 + 200
-    assert queued_seconds(walls, "sequence", runs, [*tasks, RunTask("study.toml", "sequence.seed1", "n20000")]) \
-        is None
-    # two at once, 10 minutes in: 2672.5 / 2 - 600 = 736 s
-    assert _eta(600, 0, 6, 2672.5, 2) == "12 min" and _eta(600, 0, 6, None, 2) == "?"
+    # sequence's 400, epochs the system's there, else the size's mean 35; n1000: mask 10 x 900/400 (5,000) in the
+    # size's mean 20 epochs; n2500: sequence's 200 s and 50 epochs; n20000, with no finished run: none
+    prices = queued_prices(walls, epochs, "sequence", runs, tasks)
+    assert prices == {"n5000/udp.seed1": (1200, 35), "n5000/dbsa.seed1": (200, 35), "n5000/tree.seed1": (650, 35),
+                      "n5000/sweep/lr2/sequence.seed1": (400, 30), "n1000/mask.seed1": (22.5, 20),
+                      "n2500/sequence.seed1": (200, 50)}
+    # two at once, in order: 1200 | 200+650 | +400 = 1250 | 1200+22.5 | +200: the last ends at 1422.5 s
+    assert _eta(time_left([seconds for seconds, _ in prices.values()], [], 2)) == "24 min"

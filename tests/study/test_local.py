@@ -40,13 +40,18 @@ def test_a_claim_passed_to_a_process_is_held_until_that_process_ends(two_cores):
     assert local.claim_cores(2)[0] == {0, 1}
 
 
-def test_the_time_left_is_estimated_from_the_studys_records_until_a_run_of_the_pool_ends():
-    assert local._eta(elapsed=600, finished=0, remaining=4) == "?"
-    # 4 h over 2 slots, 10 min in: 110 min
-    assert local._eta(elapsed=600, finished=0, remaining=4, expected_seconds=4 * 3600, jobs=2) == "1.8 h"
-    assert local._eta(elapsed=9000, finished=0, remaining=4, expected_seconds=3600, jobs=1) == "0 min"
-    # 1 ended in 50 min, 3 left: 150 min
-    assert local._eta(elapsed=3000, finished=1, remaining=3, expected_seconds=4 * 3600, jobs=2) == "2.5 h"
+def test_the_time_left_fills_the_free_slots_in_order_and_counts_a_resumed_runs_epochs_as_done():
+    # running: 1200 s x (1 - 15/30) = 600 and 600 s x (1 - 5/20) = 450 left; the queued 600, 300, 900 go to the
+    # first free slot: 450+600 = 1050, 600+300 = 900, 900+900 = 1800
+    running = [(1200, 30, 15), (600, 20, 5)]
+    assert local.time_left([600, 300, 900], running, 2) == 1800
+    assert local.time_left([600, 300, 900], running, 2, pace=1.5) == 2700  # this machine 1.5x slower
+    assert local.time_left([], [(1200, 30, 24)], 2) == pytest.approx(240)  # resumed at epoch 24 of 30: a fifth left
+    assert local.time_left([100], [(1200, 30, 33)], 2) == 100  # past its expected epochs: none left
+    assert local.time_left([600, 300], [], 1) == 900
+    assert [local._eta(None), local._eta(1800), local._eta(5400)] == ["?", "30 min", "1.5 h"]
+    # resumed at epoch 10, epoch 14 at 600 s: 150 s an epoch against its price's 3000 s / 30 epochs
+    assert local.run_pace(600, (0, 10), 14, (3000, 30)) == 1.5 and local.run_pace(600, (0, 10), 10, (3000, 30)) is None
 
 
 def test_a_cpu_run_is_recorded_with_the_processors_model(tmp_path):

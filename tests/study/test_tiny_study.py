@@ -5,6 +5,7 @@ import gzip
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -519,6 +520,8 @@ def test_a_killed_run_resumes_and_two_runs_at_once_train_it_once(finished, tmp_p
                              env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(2)]
     outputs = [process.communicate(timeout=600)[0] for process in both]
     assert sum("== sequence.seed3: done" in output for output in outputs) == 1, outputs
+    # its time left priced from seeds 1 and 2 (under a minute each; "?" without a price), from the epoch it resumes at
+    assert any(re.search(r"about 0 min to go; running: sequence.seed3 \(epoch [12]\)", output) for output in outputs)
     assert log.with_name(log.name + ".gz").is_file()
     text = gzip.decompress(log.with_name(log.name + ".gz").read_bytes()).decode()
     assert "loaded checkpoint" in text.lower()
