@@ -22,17 +22,23 @@ from fairseq_syntax.study.processes import REPO_ROOT
 from fairseq_syntax.study.records import runs_dir, work_dir
 from fairseq_syntax.study.runner import RunOutcome, RunTask
 
-EPOCH = re.compile(r"epoch (\d+) \| valid on")
+#: a validation's line of fairseq-train: its time (fairseq's log format), its epoch
+VALIDATED = re.compile(r"^(?:(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) \|)?.*?epoch (\d+) \| valid on", re.M)
 #: the runner's exit status -> its outcome's state
 STATES = {0: "done", 3: "held"}
 
 
+def validations(log: Path) -> list[tuple[int, float | None]]:
+    """Each epoch a training log has validated, with when (as ``time.time()`` counts; None for a line without it)."""
+    text = log.read_text(encoding="utf-8", errors="replace")[-200_000:] if log.is_file() else ""
+    return [(int(epoch), time.mktime(time.strptime(when, "%Y-%m-%d %H:%M:%S")) if when else None)
+            for when, epoch in VALIDATED.findall(text)]
+
+
 def current_epoch(log: Path) -> int | None:
     """The last epoch a training log has validated (None before the first)."""
-    if not log.is_file():
-        return None
-    found = EPOCH.findall(log.read_text(encoding="utf-8", errors="replace")[-200_000:])
-    return int(found[-1]) if found else None
+    found = validations(log)
+    return found[-1][0] if found else None
 
 
 def core_claims_folder() -> Path:
@@ -72,11 +78,14 @@ def time_left(waiting: list[float], running: list[tuple[float, float, int]], job
     return max(slots)
 
 
-def run_pace(now: float, begun: tuple[float, int], epoch: int, price: tuple[float, float]) -> float | None:
-    """A run's seconds per epoch since it started here (``begun``: when, with how many epochs done) over its
-    ``price``'s (seconds, epochs); None before its first epoch here."""
-    (at, first), (seconds, epochs) = begun, price
-    return (now - at) / (epoch - first) / (seconds / epochs) if epoch > first else None
+def run_pace(validated: list[tuple[int, float | None]], price: tuple[float, float]) -> float | None:
+    """A run's seconds per epoch between the first and the last of ``validated`` (the epochs it validated here, with
+    when: its start-up left out) over its ``price``'s (seconds, epochs); None before two."""
+    timed = [(epoch, when) for epoch, when in validated if when is not None]
+    if len(timed) < 2 or timed[-1][0] == timed[0][0]:
+        return None
+    (first, start), (last, end), (seconds, epochs) = timed[0], timed[-1], price
+    return (end - start) / (last - first) / (seconds / epochs)
 
 
 def _eta(seconds: float | None) -> str:
@@ -114,21 +123,20 @@ def run_local(config: StudyConfig, tasks: Sequence[RunTask], jobs: int, progress
     waiting_for_cores = False
     total = len(waiting)
 
-    def epoch_of(task: RunTask) -> int:
-        return current_epoch(runs_dir(study_of(task)) / f"{task.run_name}.train.log") or 0
-
-    begun: dict[str, tuple[float, int]] = {}
+    begun: dict[str, float] = {}
     paces: dict[str, float] = {}
 
     def report(now: float) -> None:
-        epochs = {str(task): epoch_of(task) for _, task in active.values()}
+        found = {str(task): validations(runs_dir(study_of(task)) / f"{task.run_name}.train.log")
+                 for _, task in active.values()}
+        epochs = {name: lines[-1][0] if lines else 0 for name, lines in found.items()}
         running = ", ".join(f"{task} (epoch {epochs[str(task)]})" for _, task in active.values())
         done = len(outcomes)
         if prices:
             mean = tuple(map(fmean, zip(*prices.values())))
             price = {name: prices.get(name, mean) for name in [*map(str, waiting), *epochs]}
-            paces.update({name: pace for name, epoch in epochs.items()
-                          if (pace := run_pace(now, begun[name], epoch, price[name]))})
+            paces.update({name: pace for name, lines in found.items() if (pace := run_pace(
+                [line for line in lines if (line[1] or 0) >= begun[name]], price[name]))})
             left = time_left([price[str(task)][0] for task in waiting],
                              [(*price[name], epoch) for name, epoch in epochs.items()], jobs,
                              fmean(paces.values()) if paces else 1.0)
@@ -166,7 +174,7 @@ def run_local(config: StudyConfig, tasks: Sequence[RunTask], jobs: int, progress
                         for descriptor in held:
                             os.close(descriptor)
                     active[slot] = (child, task)
-                    begun[str(task)] = (time.time(), epoch_of(task))
+                    begun[str(task)] = time.time() - 1  # the log's times are whole seconds
                     progress(f"== start {task} on core(s) {','.join(map(str, sorted(cores)))} "
                              f"(log: {log_of(task)})")
                     changed = True

@@ -50,8 +50,22 @@ def test_the_time_left_fills_the_free_slots_in_order_and_counts_a_resumed_runs_e
     assert local.time_left([100], [(1200, 30, 33)], 2) == 100  # past its expected epochs: none left
     assert local.time_left([600, 300], [], 1) == 900
     assert [local._eta(None), local._eta(1800), local._eta(5400)] == ["?", "30 min", "1.5 h"]
-    # resumed at epoch 10, epoch 14 at 600 s: 150 s an epoch against its price's 3000 s / 30 epochs
-    assert local.run_pace(600, (0, 10), 14, (3000, 30)) == 1.5 and local.run_pace(600, (0, 10), 10, (3000, 30)) is None
+    # epochs 11 to 14 validated here, 150 s apart against its price's 3000 s / 30 epochs; one epoch: no pace yet
+    assert local.run_pace([(11, 100.0), (12, 250.0), (14, 550.0)], (3000, 30)) == 1.5
+    assert local.run_pace([(11, 100.0)], (3000, 30)) is None and local.run_pace([(11, None), (12, None)], (3000, 30)) \
+        is None
+
+
+def test_a_training_logs_validations_are_read_with_their_times(tmp_path):
+    log = tmp_path / "run.train.log"
+    log.write_text("2026-12-07 23:17:36 | INFO | train_inner | epoch 001:     50 / 79 loss=13.168\n"
+                   "2026-12-07 23:18:06 | INFO | valid | epoch 001 | valid on 'valid' subset | loss 11.027\n"
+                   "2026-12-07 23:19:16 | INFO | valid | epoch 002 | valid on 'valid' subset | loss 9.859\n"
+                   "epoch 003 | valid on 'valid' subset | loss 9.1\n")
+    found = local.validations(log)
+    assert [epoch for epoch, _ in found] == [1, 2, 3] and found[2][1] is None
+    assert found[1][1] - found[0][1] == 70  # 23:18:06 to 23:19:16
+    assert local.current_epoch(log) == 3 and local.current_epoch(tmp_path / "none.log") is None
 
 
 def test_a_cpu_run_is_recorded_with_the_processors_model(tmp_path):
