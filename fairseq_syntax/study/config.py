@@ -305,11 +305,17 @@ SIZE_SECTIONS = ("bpe", "model", "training")
 @dataclass(frozen=True)
 class SizeEntry:
     """One ``[sizes.N]`` table: what changes at N training pairs (``settings``: section -> key -> value), the
-    protocol sweep (section -> key -> candidate values) or the study file whose runs are that size's."""
+    protocol sweep (section -> key -> candidate values), the systems given more seeds at this size (``systems``:
+    name -> the file's entry with its seeds and control seeds raised) or the study file whose runs are that size's."""
     pairs: int
     settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     sweep: dict[str, dict[str, list]] = field(default_factory=dict)
     study_file: str = ""
+    systems: dict[str, SystemEntry] = field(default_factory=dict)
+
+    def systems_of(self, systems: tuple[SystemEntry, ...]) -> tuple[SystemEntry, ...]:
+        """The file's systems with this size's seeds."""
+        return tuple(self.systems.get(entry.name, entry) for entry in systems)
 
     def values(self, section: str, key: str, default: Any) -> list:
         """The values ``section.key`` takes at this size: its sweep's candidates, else its setting, else ``default``."""
@@ -454,7 +460,8 @@ def load_study(path: str | os.PathLike) -> StudyConfig:
         sections[section] = keys(**_read_keys(lambda key, section=section: origins.get((section, key), where),
                                               section, keys, given, problems))
     systems = _read_systems(origins.get(("systems", ""), where), raw.get("systems"), sections, problems)
-    sizes = _read_sizes(lambda size: origins.get(("sizes", size), where), raw.get("sizes", {}), sections, problems)
+    sizes = _read_sizes(lambda size: origins.get(("sizes", size), where), raw.get("sizes", {}), sections, systems,
+                        problems)
     problems += _precision_problems(lambda key: origins.get(key, where), sections["training"], sizes)
     if problems:
         raise ConfigError(problems)
@@ -545,7 +552,8 @@ def _read_keys(where: str | Callable[[str], str], section: str, keys: type[Secti
     return values
 
 
-def _read_sizes(where: Callable[[str], str], given, sections: dict, problems: list[str]) -> dict[int, SizeEntry]:
+def _read_sizes(where: Callable[[str], str], given, sections: dict, systems: list[SystemEntry],
+                problems: list[str]) -> dict[int, SizeEntry]:
     """The ``[sizes.N]`` tables (:class:`SizeEntry`), each of a size ``corpus.subset`` lists; every value checked as
     its key is."""
     if not isinstance(given, dict):
@@ -570,10 +578,14 @@ def _read_sizes(where: Callable[[str], str], given, sections: dict, problems: li
         if not isinstance(study_file, str):
             problems.append(f"{at}: sizes.{name}.study_file: must be a file name, not {study_file!r}")
             study_file = ""
+        raised: dict[str, SystemEntry] = {}
         for section, values in table.items():
             if section == "study_file":
                 continue
             label = f"sizes.{name}.{section}"
+            if section == "systems":
+                raised = _raised_seeds(at, label, values, systems, problems)
+                continue
             if section == "sweep":
                 if not isinstance(values, dict) or not values:
                     problems.append(f"{at}: {label}: must hold keys with candidate lists "
@@ -598,19 +610,62 @@ def _read_sizes(where: Callable[[str], str], given, sections: dict, problems: li
                             sweep.setdefault(swept, {})[key] = list(options)
                 continue
             if section not in keys_of or not isinstance(values, dict):
-                problems.append(f"{at}: {label}: a size sets keys of [{'], ['.join(SIZE_SECTIONS)}], a sweep or "
-                                "a study_file only")
+                problems.append(f"{at}: {label}: a size sets keys of [{'], ['.join(SIZE_SECTIONS)}], a sweep, "
+                                "systems' seeds or a study_file only")
                 continue
             settings[section] = _read_keys(at, label, SECTIONS[section], values, problems)
         both = {f"{section}.{key}" for section, keys in sweep.items() for key in keys
                 if key in settings.get(section, {})}
         if both:
             problems.append(f"{at}: sizes.{name}: {', '.join(sorted(both))} both set and swept")
-        if study_file and (settings or sweep):
-            problems.append(f"{at}: sizes.{name}: a study_file's runs have that study's protocol: no keys or sweep "
-                            "beside it")
-        entries[int(name)] = SizeEntry(pairs=int(name), settings=settings, sweep=sweep, study_file=study_file)
+        if study_file and (settings or sweep or raised):
+            problems.append(f"{at}: sizes.{name}: a study_file's runs have that study's protocol and seeds: no keys, "
+                            "sweep or seeds beside it")
+        entries[int(name)] = SizeEntry(pairs=int(name), settings=settings, sweep=sweep, study_file=study_file,
+                                       systems=raised)
     return dict(sorted(entries.items()))
+
+
+def _raised_seeds(at: str, label: str, given, systems: list[SystemEntry],
+                  problems: list[str]) -> dict[str, SystemEntry]:
+    """``[sizes.N]``'s ``systems.NAME = {seeds = 5, control_seeds = {random = 5}}``: more seeds for a system of the
+    file (and for its controls) at this size, never fewer than the file gives it, so no run of the grid is dropped."""
+    by_name = {entry.name: entry for entry in systems}
+    if not isinstance(given, dict) or not given:
+        problems.append(f"{at}: {label}: must name systems with their seeds "
+                        f"(systems.udp = {{seeds = 5, control_seeds = {{random = 5}}}}), not {given!r}")
+        return {}
+    raised = {}
+    for name, values in given.items():
+        where = f"{at}: {label}.{name}"
+        if name not in by_name:
+            problems.append(f"{where}: not one of the study's systems ({', '.join(by_name) or 'none'})")
+            continue
+        if not isinstance(values, dict) or set(values) - {"seeds", "control_seeds"} or not values:
+            problems.append(f"{where}: must set seeds and/or control_seeds "
+                            f"({{seeds = 5, control_seeds = {{random = 5}}}}), not {values!r}")
+            continue
+        entry = by_name[name]
+        checked = _read_keys(at, f"{label}.{name}", SystemKeys, {**values, "name": name}, problems)
+        seeds = checked["seeds"] if isinstance(checked.get("seeds"), int) and checked["seeds"] else entry.seeds
+        if seeds < entry.seeds:
+            problems.append(f"{where}.seeds: {seeds} is fewer than the file's {entry.seeds}: a size only adds seeds")
+            seeds = entry.seeds
+        controls = dict(entry.controls)
+        given_controls = checked.get("control_seeds") if isinstance(checked.get("control_seeds"), dict) else {}
+        for kind in entry.controls:  # a control's seeds follow its system's, as in [[systems]]
+            wanted = given_controls.get(kind, max(entry.controls[kind], seeds) if "seeds" in values
+                                        else entry.controls[kind])
+            if wanted < entry.controls[kind]:
+                problems.append(f"{where}.control_seeds.{kind}: {wanted} is fewer than the file's "
+                                f"{entry.controls[kind]}: a size only adds seeds")
+                wanted = entry.controls[kind]
+            controls[kind] = wanted
+        for kind in sorted(set(given_controls) - set(entry.controls)):
+            problems.append(f"{where}.control_seeds.{kind}: not one of its controls "
+                            f"({', '.join(entry.controls) or 'none'})")
+        raised[name] = SystemEntry(name=name, seeds=seeds, controls=controls)
+    return raised
 
 
 def _registry_systems() -> list[str]:

@@ -150,7 +150,7 @@ def point_of(config: StudyConfig, pairs: int) -> Point:
     if chosen is not None:
         settings.append(chosen.candidate.values)
     own = _derived(config, label, f"{study.name}.{label}", _folders(study, label), pairs, settings,
-                   config.systems)
+                   entry.systems_of(config.systems) if entry else config.systems)
     return Point(pairs, label, sweep, results, own)
 
 
