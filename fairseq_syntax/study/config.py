@@ -407,7 +407,8 @@ def template() -> str:
               "# A study over training-set sizes: corpus.subset = [1000, 5000], and a [sizes.N] table a size, with",
               f"# keys of [{'], ['.join(SIZE_SECTIONS)}] for that size, sweep.SECTION.KEY = [values] (every "
               "combination is a",
-              "# run of the baseline, seed 1; the lowest validation NLL per sentence is the size's protocol), or",
+              "# run of the baseline, seed 1; the lowest validation NLL per sentence is the size's protocol),",
+              "# systems.NAME = {seeds = 5} (more seeds at that size, its controls' too), or",
               "# study_file = \"other.toml\" (a study already run at that size, read as it is):",
               "# [sizes.1000]", "# training.warmup_updates = 100", "# sweep.bpe.merges = [1000, 2000, 4000]", ""]
     return "\n".join(lines)

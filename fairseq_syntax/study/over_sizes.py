@@ -30,7 +30,7 @@ from fairseq_syntax.study.config import StudyConfig
 from fairseq_syntax.study.grid import Run, study_identity, study_runs
 from fairseq_syntax.study.records import StudyError, project_root, read_record, reference_path, runs_dir, work_dir
 from fairseq_syntax.study.runner import RunOutcome, RunTask, claim
-from fairseq_syntax.study.sizes import Point, points, size_problems, sweep_twin
+from fairseq_syntax.study.sizes import Point, points, size_problems, size_systems, sweep_twin
 
 
 def _value_text(values: dict) -> str:
@@ -120,7 +120,7 @@ def size_lines(config: StudyConfig, point: Point, walls_at: dict[int, dict[str, 
     elif not point.given:
         lines.append("  protocol: the file's, no sweep")
     if point.config is None:
-        runs = study_runs(config)  # the grid's runs once the protocol is chosen: their names do not depend on it
+        runs = grid_runs(config, point)  # the grid's runs once the protocol is chosen: their names do not depend on it
         seeds = Counter(run.system.name for run in runs)
         lines.append(f"  {len(runs)} runs wait for the protocol ({point.label}/SYSTEM.seedK): "
                      + ", ".join(f"{system} {count} seed{'s' if count > 1 else ''}" for system, count in seeds.items()))
@@ -133,6 +133,13 @@ def size_lines(config: StudyConfig, point: Point, walls_at: dict[int, dict[str, 
     return [*lines, *grid_lines(states, point.label + "/"),
             "  cost: " + cost_text(walls_at[point.pairs], left, point.config.training, " of this size",
                                    *scaled_walls(walls_at, point.pairs, config.baseline, left))]
+
+
+def grid_runs(config: StudyConfig, point: Point) -> list[Run]:
+    """The runs of a size's grid, the sizes' systems with that size's seeds, before its protocol is chosen too."""
+    if point.config is not None:
+        return [run for run in study_runs(point.config) if run.system.name in _systems(config)]
+    return study_runs(dataclasses.replace(config, systems=size_systems(config, point.pairs)))
 
 
 def _systems(config: StudyConfig) -> set[str]:
@@ -162,7 +169,7 @@ def check_sizes(config: StudyConfig, found: list[Point], executor: str, only: se
                 state.run.name for state in _states(study, keep) if state.state != "done"
                 and (only is None or f"{study.point}/{state.run.name}" in only)])
         if point.config is None and point.sweep:
-            waiting = dataclasses.replace(point.sweep[0][1], systems=config.systems)
+            waiting = dataclasses.replace(point.sweep[0][1], systems=size_systems(config, point.pairs))
             problems += study_problems(waiting, executor, [
                 run.name for run in study_runs(waiting) if only is None or f"{point.label}/{run.name}" in only],
                 work=False)
@@ -276,7 +283,7 @@ def run_sizes(config: StudyConfig, executor: str, jobs: int, only: list[str] | N
     if wanted:
         known = {f"{study.point}/{state.run.name}" for point in found for _, study in point.sweep
                  for state in grid_states(study)}
-        known |= {f"{point.label}/{run.name}" for point in found for run in study_runs(config)}
+        known |= {f"{point.label}/{run.name}" for point in found for run in grid_runs(config, point)}
         unknown = sorted(wanted - known)
         if unknown:
             raise StudyError(f"--only {unknown[0]}: no such run in the study ({config.path}; plan lists them)")
@@ -296,8 +303,8 @@ def run_sizes(config: StudyConfig, executor: str, jobs: int, only: list[str] | N
 
         walls_at = {point.pairs: size_walls(config, point) for point in found}
         epochs_at = {point.pairs: size_walls(config, point, "epochs") for point in found}
-        prices = queued_prices(walls_at, epochs_at, config.baseline, {run.name: run for run in study_runs(config)},
-                               tasks)
+        runs = {run.name: run for point in found for run in grid_runs(config, point)}  # a name: one system
+        prices = queued_prices(walls_at, epochs_at, config.baseline, runs, tasks)
         outcomes = run_local(config, sorted(tasks, key=_priority), jobs, progress=progress, more=more,
                              order=_priority, prices=prices or None)
     else:
@@ -311,7 +318,7 @@ def run_sizes(config: StudyConfig, executor: str, jobs: int, only: list[str] | N
     left = 0
     for point in points(config):
         if point.config is None:
-            left += len(study_runs(config))
+            left += len(grid_runs(config, point))
             continue
         rescore_stale(point.config, progress=progress)
         left += sum(state.state != "done" for state in _states(point.config, _systems(config)))

@@ -150,8 +150,14 @@ def point_of(config: StudyConfig, pairs: int) -> Point:
     if chosen is not None:
         settings.append(chosen.candidate.values)
     own = _derived(config, label, f"{study.name}.{label}", _folders(study, label), pairs, settings,
-                   entry.systems_of(config.systems) if entry else config.systems)
+                   size_systems(config, pairs))
     return Point(pairs, label, sweep, results, own)
+
+
+def size_systems(config: StudyConfig, pairs: int) -> tuple[SystemEntry, ...]:
+    """The systems of size ``pairs``'s grid, with the seeds its ``[sizes.N]`` gives them."""
+    entry = config.sizes.get(pairs)
+    return entry.systems_of(config.systems) if entry else config.systems
 
 
 def sweep_twin(point: Point) -> tuple[StudyConfig | None, str]:

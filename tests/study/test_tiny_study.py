@@ -471,6 +471,15 @@ TABLE = "[sizes.20]\ntraining.warmup_updates = 5\nsweep.bpe.merges = [30, 60]\n"
      ["sizes.20.sweep.bpe.merges: must list two or more candidates, not [30]",
       "sizes.20.sweep.model.heads: a candidate must be an integer >= 1, not 'four'",
       "sizes.50: not one of corpus.subset's sizes ([20, 40])"]),
+    ("[20, 40]", "[seeds]\n", "systems.tree = {seeds = 2}\nsystems.mask = {seeds = 2, control_seeds = {struct = 2}}\n"
+     "[sizes.40]\nstudy_file = 'study.toml'\nsystems.sequence = {seeds = 2}\n[seeds]\n",
+     ["sizes.20.systems.tree: not one of the study's systems (sequence, mask)",
+      "sizes.20.systems.mask.control_seeds.struct: not one of its controls (random)",
+      "sizes.40: a study_file's runs have that study's protocol and seeds: no keys, sweep or seeds beside it"]),
+    ("[20, 40]", "[seeds]\ncount = 1\n", "systems.mask = {seeds = 3, control_seeds = {random = 1}}\n"
+     "systems.sequence = {seeds = 1}\n[seeds]\ncount = 2\n",
+     ["sizes.20.systems.mask.control_seeds.random: 1 is fewer than the file's 2: a size only adds seeds",
+      "sizes.20.systems.sequence.seeds: 1 is fewer than the file's 2: a size only adds seeds"]),
 ])
 def test_plan_refuses_bad_sizes_a_line_each(corpus, tmp_path, subset, old, new, problems):
     (with_corpus(tmp_path, corpus) / "sizes.toml").write_text(SIZES.format(sizes=subset).replace(old, new))
@@ -478,6 +487,27 @@ def test_plan_refuses_bad_sizes_a_line_each(corpus, tmp_path, subset, old, new, 
     assert (status, out) == (2, "")
     lines = err.splitlines()
     assert len(lines) == len(problems) and all(any(p in line for line in lines) for p in problems), lines
+    assert not (tmp_path / "work-sizes").exists()
+
+
+def test_a_size_may_give_a_system_and_its_controls_more_seeds_there_only(corpus, tmp_path):
+    (with_corpus(tmp_path, corpus) / "sizes.toml").write_text(SIZES.format(sizes="[20, 40]").replace(
+        "[seeds]\n", "systems.mask = {seeds = 3, control_seeds = {random = 2}}\n[seeds]\n")
+        + "[sizes.40]\nsystems.mask = {seeds = 2}\n")
+    status, plan, err = in_process("plan", "sizes.toml", cwd=tmp_path)
+    assert (status, err) == (0, "")
+    # size 20, waiting for its sweep: mask 3 seeds, mask_random 2; size 40: both 2 (a control follows its system);
+    # sequence the file's 1 seed at both
+    assert "6 runs wait for the protocol (n20/SYSTEM.seedK): sequence 1 seed, mask 3 seeds, mask_random 2 seeds" in plan
+    assert [line.split()[0] for line in plan.splitlines() if line.strip().startswith("n40/")] == [
+        "n40/sequence.seed1", "n40/mask.seed1", "n40/mask.seed2", "n40/mask_random.seed1", "n40/mask_random.seed2"]
+    for only in ("n20/mask.seed4", "n40/mask.seed3"):
+        status, out, err = in_process("run", "sizes.toml", "--only", only, cwd=tmp_path)
+        assert (status, out) == (2, "") and f"--only {only}: no such run in the study" in err
+    status, out, err = in_process("run", "sizes.toml", "--only", "n20/mask.seed3", cwd=tmp_path)
+    assert (status, err) == (1, "")  # a run of the grid, which waits for the sweep; 6 + 5 runs not done
+    assert out.splitlines() == ["== 0 runs done, 0 to run now; size 20: waits for its sweep (0 of 2 candidates run)",
+                                "== 11 runs of the sizes' grids not done"]
     assert not (tmp_path / "work-sizes").exists()
 
 
