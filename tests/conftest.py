@@ -144,33 +144,28 @@ def bracketed(subject, verb, obj):
     return f"(TOP (S (NP (DT the) (NN {subject})) (VP (VBZ {verb}) (NP (DT the) (NN {obj}))) (. .)))\n"
 
 
+def _tiny_supar(tmp_path_factory, kind: str, train_name: str, text, model_name: str) -> str:
+    """Path of a tiny SuPar parser (train_supar_KIND) trained 2 epochs on TREEBANK written by ``text``."""
+    from fairseq_syntax.parsing import training
+
+    train = tmp_path_factory.mktemp(f"{kind}_parser") / train_name
+    train.write_text("".join(text(*sentence) for sentence in TREEBANK))
+    path = str(train.parent / model_name)
+    getattr(training, f"train_supar_{kind}")(str(train), str(train), path, epochs=2, batch_tokens=8, verbose=False,
+                                             size=training.SuparSize(**TINY_SUPAR_SIZES), learning_rate=1e-2)
+    return path
+
+
 @pytest.fixture(scope="session")
 def constituency_model(tmp_path_factory):
     """Path of a tiny SuPar crf-con parser trained (2 epochs) on TREEBANK."""
-    from fairseq_syntax.parsing import training
-
-    train = tmp_path_factory.mktemp("constituency_parser") / "train.pid"
-    train.write_text("".join(bracketed(*sentence) for sentence in TREEBANK))
-    path = str(train.parent / "crf-con.pt")
-    training.train_supar_constituency(str(train), str(train), path, epochs=2,
-                                      size=training.SuparSize(**TINY_SUPAR_SIZES), batch_tokens=8, learning_rate=1e-2,
-                                      verbose=False)
-    return path
+    return _tiny_supar(tmp_path_factory, "constituency", "train.pid", bracketed, "crf-con.pt")
 
 
 @pytest.fixture(scope="session")
 def dependency_model(tmp_path_factory):
     """Path of a tiny SuPar biaffine dependency parser trained (2 epochs) on TREEBANK."""
-    from fairseq_syntax.parsing import training
-
-    root = tmp_path_factory.mktemp("dependency_parser")
-    train = root / "train.conllu"
-    train.write_text("".join(conllu(*sentence) for sentence in TREEBANK))
-    path = str(root / "dep.pt")
-    training.train_supar_dependency(str(train), str(train), path, epochs=2,
-                                    size=training.SuparSize(**TINY_SUPAR_SIZES), batch_tokens=8, learning_rate=1e-2,
-                                    verbose=False)
-    return path
+    return _tiny_supar(tmp_path_factory, "dependency", "train.conllu", conllu, "dep.pt")
 
 
 @pytest.fixture(scope="session")
