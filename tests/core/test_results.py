@@ -506,6 +506,12 @@ EXPECTED_SEEDS_TABLE = [
     # not scored over its seeds: mean (30 + 31 + 35) / 3 = 32, sd sqrt((4 + 1 + 9) / 2); epochs (18 + 19 + 23) / 3
     "| udp | parse | 3: 1, 2, 3 | 32.00 ± 2.65 | 52.00 ± 0.00 | – | 20.0 |",
 ]
+#: the notes below the seeds table of study_records
+STUDY_NOTES = [f"p: two-sided p-value of the row's system against the system it is tested against (the answer's "
+               f"table) ({SEEDS_TEST}, 1000 samples, seed 12345).", "BLEU signature: `nrefs:1|tok:13a`",
+               "parses of the training data (systems that read no syntax ignore them): `constituency crf-con.pt (F1 "
+               "87.12)`: sequence, mask, udp; `constituency crf-con.pt (F1 87.12)` under control random structures "
+               "(seed 1): mask_random"]
 
 
 def test_a_study_over_seeds_has_one_row_per_system_and_its_commands_below(tmp_path):
@@ -516,11 +522,7 @@ def test_a_study_over_seeds_has_one_row_per_system_and_its_commands_below(tmp_pa
     start = lines.index("## multi30k-10k") + 2
     assert lines[start:start + 8] == [READING, ""] + EXPECTED_SEEDS_TABLE
     assert "### Convergence" not in lines  # no run recorded a curve
-    assert ("- p: two-sided p-value of the row's system against the system it is tested against (the answer's "
-            f"table) ({SEEDS_TEST}, 1000 samples, seed 12345).") in lines
-    assert ("- parses of the training data (systems that read no syntax ignore them): `constituency crf-con.pt "
-            "(F1 87.12)`: sequence, mask, udp; `constituency crf-con.pt (F1 87.12)` under control random structures "
-            "(seed 1): mask_random") in lines
+    assert f"- {STUDY_NOTES[0]}" in lines and f"- {STUDY_NOTES[2]}" in lines
     commands = lines[lines.index("### Commands"):lines.index("## multi30k")]
     assert [line for line in commands if line.startswith("**")] == [
         "**sequence** (seeds 1, 2)", "**mask** (seeds 1, 2)", "**mask_random** (seeds 1, 2)", "**udp** (seeds 1, 2, 3)"]
@@ -542,12 +544,7 @@ def test_a_study_over_seeds_has_one_row_per_system_and_its_commands_below(tmp_pa
 
 def test_a_seeds_tables_notes_said_in_another_report_are_named_there_and_read_by_seeds_notes(tmp_path):
     """A size of a study over sizes: its table's notes are said once in the report over the sizes."""
-    records = study_records()
-    notes = [f"p: two-sided p-value of the row's system against the system it is tested against (the answer's table) "
-             f"({SEEDS_TEST}, 1000 samples, seed 12345).", "BLEU signature: `nrefs:1|tok:13a`",
-             "parses of the training data (systems that read no syntax ignore them): `constituency crf-con.pt (F1 "
-             "87.12)`: sequence, mask, udp; `constituency crf-con.pt (F1 87.12)` under control random structures "
-             "(seed 1): mask_random"]
+    records, notes = study_records(), STUDY_NOTES
     assert render_json(records)["datasets"]["multi30k-10k"]["notes"] == notes
     lines = render_markdown(records, notes="in `../RESULTS.md`").splitlines()
     start = lines.index("## multi30k-10k") + 2
