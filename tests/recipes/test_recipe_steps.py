@@ -48,11 +48,15 @@ def test_sst_results_give_mean_and_sd_over_seeds():
 
 @pytest.fixture
 def study(tmp_path):
-    """A study of Sequence and Mask in tmp_path (its work and runs folders there), and its Mask run."""
+    """A study of Sequence and Mask in tmp_path (its work and runs folders there), and its Mask run, whose
+    checkpoints folder and the runs folder are made."""
     def make(extra: str = ""):
         (tmp_path / "study.toml").write_text(STUDY.format(extra=extra), encoding="utf-8")
         config = load_study(tmp_path / "study.toml")
-        return config, next(run for run in study_runs(config) if run.system.name == "mask")
+        run = next(run for run in study_runs(config) if run.system.name == "mask")
+        checkpoints_dir(config, run.name).mkdir(parents=True)
+        runs_dir(config).mkdir()
+        return config, run
     return make
 
 
@@ -79,8 +83,10 @@ def test_a_cpu_run_loads_its_batches_in_the_training_process_unless_it_chooses_i
     assert sum(arg.startswith("--num-workers") for arg in args) == options
 
 
-def fake_fairseq(monkeypatch, calls: list, generate_output: str = ""):
-    """runner's subprocess.run standing in for fairseq-train and fairseq-generate; each call's module recorded."""
+def fake_fairseq(monkeypatch, generate_output: str = "") -> list:
+    """runner's subprocess.run standing in for fairseq-train and fairseq-generate; the list of each call's module."""
+    calls = []
+
     def run(argv, stdout=None, stderr=None, **_):
         module = argv[2]
         calls.append(module)
@@ -91,52 +97,50 @@ def fake_fairseq(monkeypatch, calls: list, generate_output: str = ""):
             stdout.write("epoch 001 | valid on 'valid' subset | loss 4.1\n")
         return subprocess.CompletedProcess(argv, 0)
     monkeypatch.setattr(runner.subprocess, "run", run)
+    return calls
+
+
+def refuses_other_command(config, run, checkpoints):
+    """train stops on checkpoints of another command, in one line naming their folder."""
+    with pytest.raises(StudyError, match=f"^{checkpoints} holds checkpoints of another command"):
+        runner.train(config, run)
 
 
 def test_a_run_killed_during_its_first_save_goes_on_from_its_checkpoint(study, monkeypatch):
     config, run = study()
     checkpoints = checkpoints_dir(config, run.name)
-    checkpoints.mkdir(parents=True)
     argv = ["fairseq-train", *train_arguments(config, run, work_dir(config))]
     (checkpoints / "train_command.json").write_text(json.dumps(argv) + "\n")
     for name in ("checkpoint_1_5.pt", "checkpoint_best.pt"):
         (checkpoints / name).write_bytes(b"PK")
-    runs_dir(config).mkdir()
     (runs_dir(config) / f"{run.name}.train.log").write_text("epoch 1's log\n")
-    calls = []
-    fake_fairseq(monkeypatch, calls)
+    calls = fake_fairseq(monkeypatch)
     assert runner.train(config, run) and calls == ["fairseq_cli.train"]
     assert sorted(path.name for path in checkpoints.glob("*.pt")) == ["checkpoint_1_5.pt", "checkpoint_best.pt"]
     log = (runs_dir(config) / f"{run.name}.train.log").read_text()
     assert log.startswith("epoch 1's log\n") and "valid on" in log  # the log goes on
     assert json.loads((checkpoints / "train_command.json").read_text()) == argv
-    # checkpoints of another command (another seed) are not gone on from: one line naming the folder
+    # checkpoints of another command (another seed) are not gone on from
     seed = argv.index("--seed") + 1
     (checkpoints / "train_command.json").write_text(json.dumps([*argv[:seed], "2", *argv[seed + 1:]]) + "\n")
-    with pytest.raises(StudyError, match=f"^{checkpoints} holds checkpoints of another command"):
-        runner.train(config, run)
+    refuses_other_command(config, run, checkpoints)
 
 
 def test_checkpoints_of_the_old_form_go_on_under_their_command_and_no_other(study, monkeypatch):
     config, run = study()
     checkpoints = checkpoints_dir(config, run.name)
-    checkpoints.mkdir(parents=True)
     (checkpoints / "checkpoint_last.pt").write_bytes(b"PK")
-    runs_dir(config).mkdir()
     argv = ["fairseq-train", *train_arguments(config, run, work_dir(config))]
     assert "(0.9, 0.98)" in argv
     (checkpoints / "train_command.txt").write_text(" ".join(argv).replace("--max-epoch 20", "--max-epoch 10") + "\n")
-    calls = []
-    fake_fairseq(monkeypatch, calls)
+    calls = fake_fairseq(monkeypatch)
     assert runner.train(config, run) and calls == ["fairseq_cli.train"]
     assert json.loads((checkpoints / "train_command.json").read_text()) == argv
     (checkpoints / "train_command.json").unlink()
     (checkpoints / "train_command.txt").write_text(" ".join(argv).replace("--dropout 0.3", "--dropout 0.1") + "\n")
-    with pytest.raises(StudyError, match=f"^{checkpoints} holds checkpoints of another command"):
-        runner.train(config, run)
+    refuses_other_command(config, run, checkpoints)
     (checkpoints / "train_command.txt").unlink()
-    with pytest.raises(StudyError, match=f"^{checkpoints} holds checkpoints of another command"):
-        runner.train(config, run)
+    refuses_other_command(config, run, checkpoints)
     assert calls == ["fairseq_cli.train"]
 
 
@@ -144,13 +148,10 @@ def test_a_decode_keeps_its_hypotheses_and_gzipped_logs(study, monkeypatch):
     """fairseq-generate's output kept as its H- lines in id order, both logs gzipped, the plain files gone."""
     config, run = study()
     runs = runs_dir(config)
-    runs.mkdir()
-    (checkpoints_dir(config, run.name)).mkdir(parents=True)
     (runs / f"{run.name}.train.log").write_text("training\n")
-    calls = []
-    fake_fairseq(monkeypatch, calls, "S-1\tb\nT-1\tB\nH-1\t-0.25\tzwei\nD-1\t-0.25\tzwei\nP-1\t-0.2 -0.3\n"
-                                     "S-0\ta\nT-0\tA\nH-0\t-0.123456\teins\nD-0\t-0.123456\teins\nP-0\t-0.1\n"
-                                     "Generate test with beam=5: BLEU4 = 50.00\n")
+    calls = fake_fairseq(monkeypatch, "S-1\tb\nT-1\tB\nH-1\t-0.25\tzwei\nD-1\t-0.25\tzwei\nP-1\t-0.2 -0.3\n"
+                                      "S-0\ta\nT-0\tA\nH-0\t-0.123456\teins\nD-0\t-0.123456\teins\nP-0\t-0.1\n"
+                                      "Generate test with beam=5: BLEU4 = 50.00\n")
     assert runner.decode(config, run) and calls == ["fairseq_cli.generate"]
     assert sorted(path.name for path in runs.iterdir()) == [f"{run.name}.gen.gz", f"{run.name}.gen.log.gz",
                                                             f"{run.name}.train.log.gz"]
@@ -162,7 +163,6 @@ def test_a_decode_keeps_its_hypotheses_and_gzipped_logs(study, monkeypatch):
 def test_a_packed_run_is_finished_and_not_trained_again_even_with_its_checkpoint_left(study, monkeypatch):
     config, run = study()
     runs = runs_dir(config)
-    runs.mkdir()
     for suffix in (".gen.gz", ".gen.log.gz", ".train.log.gz"):
         (runs / f"{run.name}{suffix}").write_bytes(gzip.compress(b"kept\n"))
     record = {"dataset": "steps", "system": "mask", "arch": run.system.arch, "seed": 1, "command": "fairseq-train",
@@ -172,11 +172,8 @@ def test_a_packed_run_is_finished_and_not_trained_again_even_with_its_checkpoint
     subprocess.run([sys.executable, os.path.join(REPO, "examples", "pack_runs.py"), "pack", str(runs)], check=True,
                    capture_output=True)
     assert not (runs / f"{run.name}.gen.gz").exists() and (runs / "packed.tar.xz").is_file()
-    checkpoints = checkpoints_dir(config, run.name)
-    checkpoints.mkdir(parents=True)
-    (checkpoints / "checkpoint_last.pt").write_bytes(b"PK")
-    calls = []
-    fake_fairseq(monkeypatch, calls)
+    (checkpoints_dir(config, run.name) / "checkpoint_last.pt").write_bytes(b"PK")
+    calls = fake_fairseq(monkeypatch)
     outcome = runner.execute(runner.RunTask(str(config.path), run.name))
     assert (outcome.state, calls) == ("finished", [])
 
