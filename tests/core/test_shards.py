@@ -87,12 +87,18 @@ def corpus(tmp_path):
     return path
 
 
+@pytest.fixture
+def job(corpus, tmp_path):
+    """The stand-in job on the corpus, its outputs in tmp_path."""
+    return stand_in_job(corpus, tmp_path)
+
+
 def expected_fallbacks(path):
     return [(line, reason.format(path=path)) for line, reason in FALLBACKS]
 
 
-def test_a_single_run_writes_every_line_once_and_lists_the_fallbacks(corpus, tmp_path):
-    result = shards.run(stand_in_job(corpus, tmp_path), options(), [])
+def test_a_single_run_writes_every_line_once_and_lists_the_fallbacks(corpus, job, tmp_path):
+    result = shards.run(job, options(), [])
     lines, blocks = outputs(tmp_path)
     assert lines == UPPER
     assert blocks.startswith("# line 1\na\nb\n\n# line 2\nc\n\n# line 3\n\n# line 4\nd\n")
@@ -100,8 +106,7 @@ def test_a_single_run_writes_every_line_once_and_lists_the_fallbacks(corpus, tmp
     assert result.report.fallbacks == expected_fallbacks(corpus)
 
 
-def test_merge_writes_nothing_until_every_shard_is_there_and_whole(corpus, tmp_path):
-    job = stand_in_job(corpus, tmp_path)
+def test_merge_writes_nothing_until_every_shard_is_there_and_whole(job, tmp_path):
     parse_shards(job, 3, [1])
     with pytest.raises(SystemExit, match=r"shard 0 is missing; shard 2 is missing \(parse them with --num-shards 3"):
         merge(job, 3)
@@ -120,8 +125,7 @@ def test_merge_writes_nothing_until_every_shard_is_there_and_whole(corpus, tmp_p
     assert outputs(tmp_path)[0] == UPPER
 
 
-def test_shards_of_another_input_or_settings_are_not_merged(corpus, tmp_path):
-    job = stand_in_job(corpus, tmp_path)
+def test_shards_of_another_input_or_settings_are_not_merged(corpus, job, tmp_path):
     parse_shards(job, 2)
     other = stand_in_job(corpus, tmp_path, settings={"model": "lower"})
     with pytest.raises(SystemExit, match='shard 0 was made with other settings: model "upper" .this run: "lower".; '
@@ -133,8 +137,7 @@ def test_shards_of_another_input_or_settings_are_not_merged(corpus, tmp_path):
         merge(job, 2)
 
 
-def test_a_run_started_again_parses_only_the_shards_not_finished(corpus, tmp_path, capsys):
-    job = stand_in_job(corpus, tmp_path)
+def test_a_run_started_again_parses_only_the_shards_not_finished(corpus, job, tmp_path, capsys):
     parse_shards(job, 3, [0, 1])
     manifest = tmp_path / "out.txt.shard1-of-3.json"
     recorded = json.loads(manifest.read_text())
@@ -157,8 +160,7 @@ def test_a_run_started_again_parses_only_the_shards_not_finished(corpus, tmp_pat
     assert ", 3 more by an earlier run; 2 got the flat fallback structure" in result.report.summary()
 
 
-def test_an_empty_shard_needs_no_parser(corpus, tmp_path):
-    job = stand_in_job(corpus, tmp_path)
+def test_an_empty_shard_needs_no_parser(job, tmp_path):
     job.load = lambda device: pytest.fail("no model is loaded for a shard without lines")
     shards.run(job, options(num_shards=5, shard_id=4), [])  # 7 lines in chunks of 2: chunk 4 does not exist
     assert (tmp_path / "out.txt.shard4-of-5").read_text() == ""
@@ -217,7 +219,7 @@ def fake_workers(monkeypatch):
     FakeWorker.GPUS, FakeWorker.started, FakeWorker.terminated = {}, [], []
 
 
-def test_running_workers_hold_slots_and_each_slot_its_gpu(corpus, tmp_path, monkeypatch, fake_workers):
+def test_running_workers_hold_slots_and_each_slot_its_gpu(corpus, job, monkeypatch, fake_workers):
     """A starting worker takes the lowest free slot, which names its GPU: shard 2 gets shard 1's GPU."""
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "7,9")
     FakeWorker.POLLS, FakeWorker.EXIT = {0: 3, 1: 1, 2: 1, 3: 1}, dict.fromkeys(range(4), 0)
@@ -228,7 +230,6 @@ def test_running_workers_hold_slots_and_each_slot_its_gpu(corpus, tmp_path, monk
         def update(self, count):
             Bar.count += count
 
-    job = stand_in_job(corpus, tmp_path)
     todo = [Shard(index, 4, 2) for index in range(4)]
     shards._run_workers(job, shards.scan_input(str(corpus)), todo, 2, "cuda", ["parse"], Bar())
     assert FakeWorker.GPUS == {0: "7", 1: "9", 2: "9", 3: "9"}
@@ -290,8 +291,7 @@ def test_a_model_file_moved_makes_the_same_shards_and_one_changed_or_missing_is_
             f"the shard, {hashlib.sha256(b'retrained').hexdigest()[:12]}... now): another model file") in str(error.value)
 
 
-def test_a_merge_of_another_number_of_shards_names_the_shards_there(corpus, tmp_path):
-    job = stand_in_job(corpus, tmp_path)
+def test_a_merge_of_another_number_of_shards_names_the_shards_there(job, tmp_path):
     parse_shards(job, 3)
     with pytest.raises(SystemExit) as error:
         merge(job, 2)
@@ -312,8 +312,7 @@ def test_workers_with_one_shard_or_a_merge_are_refused(given, capsys):
     assert f"error: {given[0]} runs in this one process: give it no --workers" in capsys.readouterr().err
 
 
-def test_a_shard_is_parsed_by_one_live_process_at_a_time(corpus, tmp_path, capsys):
-    job = stand_in_job(corpus, tmp_path)
+def test_a_shard_is_parsed_by_one_live_process_at_a_time(job, tmp_path, capsys):
     shard = Shard(1, 3, 2)
     lock = f"{tmp_path}/out.txt.shard1-of-3.lock"
     with shards._shard_lock(job, shard):  # another process holds it (flock: another open file is another holder)
