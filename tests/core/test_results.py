@@ -506,11 +506,11 @@ EXPECTED_SEEDS_TABLE = [
     # not scored over its seeds: mean (30 + 31 + 35) / 3 = 32, sd sqrt((4 + 1 + 9) / 2); epochs (18 + 19 + 23) / 3
     "| udp | parse | 3: 1, 2, 3 | 32.00 ± 2.65 | 52.00 ± 0.00 | – | 20.0 |",
 ]
+PARSES = "parses of the training data (systems that read no syntax ignore them): `constituency crf-con.pt (F1 87.12)`"
 #: the notes below the seeds table of study_records
 STUDY_NOTES = [f"p: two-sided p-value of the row's system against the system it is tested against (the answer's "
                f"table) ({SEEDS_TEST}, 1000 samples, seed 12345).", "BLEU signature: `nrefs:1|tok:13a`",
-               "parses of the training data (systems that read no syntax ignore them): `constituency crf-con.pt (F1 "
-               "87.12)`: sequence, mask, udp; `constituency crf-con.pt (F1 87.12)` under control random structures "
+               f"{PARSES}: sequence, mask, udp; `constituency crf-con.pt (F1 87.12)` under control random structures "
                "(seed 1): mask_random"]
 
 
@@ -562,13 +562,17 @@ def test_a_seeds_tables_notes_said_in_another_report_are_named_there_and_read_by
     assert seeds_notes([tmp_path / "one"], registry_comparisons()) == []  # one seed: no seeds table
 
 
+#: the refusal of mask's record over seeds 1 and 2 without seed 1's record
+SEED1_MISSING = (r"mask.seeds.run.json: the record of its seed 1, "
+                 r"mask.seed1.run.json, is missing \(not there or packed\)$")
+
+
 def test_a_record_over_seeds_without_its_seeds_facts_reads_them_from_its_first_seeds_record(tmp_path):
     over = {key: value for key, value in over_seeds("mask", [32.0, 34.0], [55.0, 55.0], 21.5, {}).items()
             if key not in (*SEED_FACTS, "seed")}
     path = tmp_path / "mask.seeds.run.json"
     path.write_text(json.dumps(stored_form(over)))
-    with pytest.raises(RecordError, match=r"mask.seeds.run.json: the record of its seed 1, mask.seed1.run.json, "
-                                          r"is missing \(not there or packed\)$"):
+    with pytest.raises(RecordError, match=SEED1_MISSING):
         results_of_runs([path])
     (tmp_path / "mask.seed1.run.json").write_text(json.dumps(stored_form(seed_run("mask", 1, 32.0, 55.0, 21, "own"))))
     lines = results_of_runs([path])[0].splitlines()  # the record over seeds alone: its row's commands are seed 1's
@@ -577,8 +581,7 @@ def test_a_record_over_seeds_without_its_seeds_facts_reads_them_from_its_first_s
         "OUT_DIR/ckpt/ckpt-mask.seed$SEED --seed $SEED --patience 5`",
         "- decode: `fairseq-generate OUT_DIR/data-bin/own --path OUT_DIR/ckpt/ckpt-mask.seed$SEED/checkpoint_best.pt "
         "--beam 5`"]
-    assert ("- parses of the training data (systems that read no syntax ignore them): `constituency crf-con.pt "
-            "(F1 87.12)`: mask") in lines
+    assert f"- {PARSES}: mask" in lines
 
 
 def test_a_record_over_seeds_of_what_is_over_its_seeds_only_reads_the_rest_from_all_its_seeds_records(tmp_path):
@@ -587,8 +590,7 @@ def test_a_record_over_seeds_of_what_is_over_its_seeds_only_reads_the_rest_from_
     path = tmp_path / "mask.seeds.run.json"
     path.write_text(json.dumps(stored_form(dict(over, seed_list=[2, 1]))))  # seeds in the order they were scored
     (tmp_path / "mask.seed2.run.json").write_text(json.dumps(stored_form(seed_run("mask", 2, 34.0, 56.0, 23))))
-    with pytest.raises(RecordError, match=r"mask.seeds.run.json: the record of its seed 1, mask.seed1.run.json, "
-                                          r"is missing \(not there or packed\)$"):
+    with pytest.raises(RecordError, match=SEED1_MISSING):
         load_record(path)
     (tmp_path / "mask.seed1.run.json").write_text(json.dumps(stored_form(seed_run("mask", 1, 32.0, 54.0, 20))))
     record = load_record(path)
@@ -813,6 +815,12 @@ def test_a_comparison_verdict_follows_the_stated_rule(deltas, p_values, expected
     assert verdict(deltas, p_values) == expected
 
 
+#: the answer's sentence on mask against mask_random (study_records)
+MASK_RANDOM_ANSWER = ("Is it the parse? Against the same method on random trees (random): the parse is better: none; "
+                      "random trees do as well: mask; random trees do better: none; mixed: none.")
+#: the systems of the study's grid with no run in study_records
+NO_RUN = ("hier_accum, hier_accum_random, udp_random, ldd, linearized, dbsa, pascal, dbsa_random, mask_struct, "
+          "hier_accum_struct")
 RULE_AND_TEST = (
     "Rule: better (worse): BLEU and chrF both higher (lower) with p < 0.05 each; no measurable difference: neither p "
     "below 0.05; mixed: the metrics disagree; borderline: a p within 2 Monte-Carlo standard errors of 0.05, whose "
@@ -831,11 +839,9 @@ def test_the_answer_states_each_method_against_sequence_and_its_controls():
     # mask 33 / 55 vs sequence 31 / 52 (p 0.012 / 0.04): up; vs mask_random +1 / +1 (p 0.5 / 0.75); udp unscored
     assert lines[start + 2] == (
         "1 of 7 methods scored over their seeds, against sequence at 31.00 ± 1.41 BLEU (2 seeds). Against the words "
-        "alone: better: mask; no measurable difference: none; worse: none; mixed: none. Is it the parse? Against the "
-        "same method on random trees (random): the parse is better: none; random trees do as well: mask; random "
-        "trees do better: none; mixed: none. Waiting for their seeds: udp; no run finished yet: hier_accum, "
-        "hier_accum_random, udp_random, ldd, linearized, dbsa, pascal, dbsa_random, mask_struct, hier_accum_struct; "
-        "more seeds to come: sequence (2 of 5), mask (2 of 5), mask_random (2 of 5), udp (3 of 5). " + RULE_AND_TEST)
+        f"alone: better: mask; no measurable difference: none; worse: none; mixed: none. {MASK_RANDOM_ANSWER} Waiting "
+        f"for their seeds: udp; no run finished yet: {NO_RUN}; more seeds to come: sequence (2 of 5), mask (2 of 5), "
+        "mask_random (2 of 5), udp (3 of 5). " + RULE_AND_TEST)
     assert lines[start + 4:start + 10] == [
         ("| System | Against | Seeds | BLEU: Δ (95% interval) | BLEU: p ± error (t) | chrF: Δ (95% interval) | "
          "chrF: p ± error (t) | Verdict |"),
@@ -959,8 +965,7 @@ def test_the_readme_block_is_a_verdict_table_and_a_few_sentences():
         "| udp | 3 of 5 | – | no run yet |  |",
         "",
         README_RULE,
-        ("Still to come: not yet scored over their seeds: udp; no run yet: hier_accum, hier_accum_random, udp_random, "
-         "ldd, linearized, dbsa, pascal, dbsa_random, mask_struct, hier_accum_struct; more seeds: sequence (2 of 5), "
+        (f"Still to come: not yet scored over their seeds: udp; no run yet: {NO_RUN}; more seeds: sequence (2 of 5), "
          "mask (2 of 5), mask_random (2 of 5), udp (3 of 5)."),
         readme_link("examples/multi30k/RESULTS.md")]
     # a borderline p (|0.045 - 0.05| <= 2 x 0.003) says so; chrF far from 0.05 agrees: BLEU's difference and p alone
@@ -1062,9 +1067,8 @@ def test_without_a_baseline_each_method_is_tested_against_its_controls_only():
     assert lines[start:start + 6] == [EXPECTED_SEEDS_TABLE[row] for row in (0, 1, 3, 4, 2, 5)]
     # mask and sequence scored over their seeds, udp not yet; mask against its control only
     assert lines[lines.index("### Answer so far") + 2] == (
-        "2 of 3 methods scored over their seeds, each tested against its controls (no baseline). Is it the parse? "
-        "Against the same method on random trees (random): the parse is better: none; random trees do as well: mask; "
-        "random trees do better: none; mixed: none. Waiting for their seeds: udp. " + RULE_AND_TEST)
+        f"2 of 3 methods scored over their seeds, each tested against its controls (no baseline). {MASK_RANDOM_ANSWER} "
+        "Waiting for their seeds: udp. " + RULE_AND_TEST)
     block = readme_block(render_json(records, comparisons=alone), "RESULTS.md")
     assert block[1:6] == [
         ("**The answer so far** (multi30k-10k, 9 runs finished): each method against itself on control structures "
