@@ -20,6 +20,7 @@ from fairseq_syntax.core.data_dir import (
     META_FILE,
     SIDE_DATA_KEY,
     SKIPPED_SUFFIX,
+    add_split_arguments,
     data_files,
     skipped_listing,
     source_prefix,
@@ -50,11 +51,7 @@ def get_parser() -> argparse.ArgumentParser:
         description=__doc__.split("\n\n")[0],
         epilog="Any other option is passed to fairseq-preprocess (e.g. --joined-dictionary, --srcdict, --workers).",
     )
-    parser.add_argument("-s", "--source-lang", required=True)
-    parser.add_argument("-t", "--target-lang", required=True)
-    parser.add_argument("--trainpref")
-    parser.add_argument("--validpref", help="comma-separated prefixes for several validation sets")
-    parser.add_argument("--testpref", help="comma-separated prefixes for several test sets")
+    add_split_arguments(parser)
     parser.add_argument("--destdir", required=True)
     parser.add_argument("--trees-suffix", default="tree", help="source trees are PREFIX.TREES_SUFFIX")
     parser.add_argument("--form", choices=FORMS, required=True)

@@ -82,6 +82,15 @@ def data_files(data_path: str) -> list[str]:
                   and any(fnmatch.fnmatchcase(name, pattern) for pattern in DATA_FILE_PATTERNS))
 
 
+def add_split_arguments(parser) -> None:
+    """fairseq-preprocess's ``-s``/``-t`` and split prefixes, which :func:`split_prefixes` reads."""
+    parser.add_argument("-s", "--source-lang", required=True)
+    parser.add_argument("-t", "--target-lang", required=True)
+    parser.add_argument("--trainpref")
+    parser.add_argument("--validpref", help="comma-separated prefixes for several validation sets")
+    parser.add_argument("--testpref", help="comma-separated prefixes for several test sets")
+
+
 def split_prefixes(args) -> list[tuple[str, str]]:
     """(split, prefix) of fairseq-preprocess's ``--trainpref``, ``--validpref`` and ``--testpref`` (the second of
     comma-separated valid prefixes is ``valid1``, ...); SystemExit where none is given."""

@@ -26,6 +26,7 @@ from fairseq_syntax.core.bpe import group_bpe_words, merge_pieces
 from fairseq_syntax.core.data_dir import (
     META_FILE,
     SIDE_DATA_KEY,
+    add_split_arguments,
     read_meta,
     read_skipped_lines,
     skipped_listing,
@@ -62,11 +63,7 @@ def get_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--destdir", required=True,
                         help="data directory made by fairseq-syntax-preprocess --form sequence")
-    parser.add_argument("-s", "--source-lang", required=True)
-    parser.add_argument("-t", "--target-lang", required=True)
-    parser.add_argument("--trainpref")
-    parser.add_argument("--validpref", help="comma-separated prefixes for several validation sets")
-    parser.add_argument("--testpref", help="comma-separated prefixes for several test sets")
+    add_split_arguments(parser)
     parser.add_argument("--arcs-suffix", default="arcs.jsonl", help="the parser's side data is PREFIX.ARCS_SUFFIX")
     parser.add_argument("--labels", choices=sorted(dependency.LABEL_TABLES), required=True,
                         help="label-group table: stanford (the paper's Appendix A) or universal (UD v2)")
