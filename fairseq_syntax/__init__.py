@@ -1,11 +1,6 @@
 """fairseq-syntax: source-side syntax for fairseq Transformers (``fairseq-train --user-dir fairseq_syntax``).
 
-Layout: :mod:`fairseq_syntax.core` holds what every method shares (trees, structure tensors, the attention base,
-the encoder and model bases, side inputs, the data directory format, the tasks); each paper is one folder under
-:mod:`fairseq_syntax.methods` with its model, attention (the equations), structure, side input, preprocessing and
-analysis, described by one :class:`~fairseq_syntax.core.method.Method`. :mod:`fairseq_syntax.parsing` trains and
-runs the parsers; :mod:`fairseq_syntax.evaluation` scores translations and writes the results tables.
-
+The package's layout and its import layers: docs/adding-a-method.md ("Layout").
 
 The plugin (:mod:`fairseq_syntax.plugin`: every task, model, criterion and side input registered with fairseq, and
 fairseq's fixes) loads when fairseq imports the package (``--user-dir fairseq_syntax``, or any import of the package
