@@ -279,11 +279,13 @@ def test_the_command_rewrites_stale_blocks_and_check_names_them(tmp_path, capsys
 
 def test_a_readme_with_two_studies_answers_rewrites_the_one_of_the_results_json_it_is_given():
     first, second = (f"{README_BEGIN} {name}/RESULTS.json -->" for name in ("en", "de"))
-    text = markdown("# R", first, "en answer", README_END, "prose", second, "de answer", README_END, "end")
-    assert replace_readme_block(text, [second, "new de answer", README_END]) == markdown(
-        "# R", first, "en answer", README_END, "prose", second, "new de answer", README_END, "end")
-    assert replace_readme_block(text, [first, "new en answer", README_END]) == markdown(
-        "# R", first, "new en answer", README_END, "prose", second, "de answer", README_END, "end")
+
+    def readme(en: str, de: str) -> str:
+        return markdown("# R", first, en, README_END, "prose", second, de, README_END, "end")
+
+    text = readme("en answer", "de answer")
+    assert replace_readme_block(text, [second, "new de answer", README_END]) == readme("en answer", "new de answer")
+    assert replace_readme_block(text, [first, "new en answer", README_END]) == readme("new en answer", "de answer")
     other = f"{README_BEGIN} fr/RESULTS.json -->"
     with pytest.raises(ValueError, match=r"^README.md: 2 study answers, none of fr/RESULTS.json \(lines 2, 6\)$"):
         replace_readme_block(text, [other, README_END])
