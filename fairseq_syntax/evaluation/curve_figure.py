@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fairseq_syntax.core.figures import save_figure
+from fairseq_syntax.core.figures import CHART_COLOURS, save_figure
 from fairseq_syntax.evaluation.curve import METRICS
 
 #: a control's points sit this factor to the right of its method's, so that their intervals do not hide each other
@@ -52,7 +52,7 @@ def plot_curve(data: dict[str, Any], output: str | Path) -> Path:
     figure.suptitle(f"Each system minus {data['baseline']} (the words alone) by training-set size; dashed: the "
                     "method on control structures", fontsize=9)
     figure.tight_layout()
-    path = save_figure(figure, output, dpi=96)
+    path = save_figure(figure, output, colours=CHART_COLOURS, dpi=96)
     plt.close(figure)
     return path
 

@@ -4,7 +4,7 @@ method's controls beside it, and the baseline's mean as a dashed line.
 
 It reads RESULTS.json's seeds dataset (cells ``{"mean", "sd", "per_seed"}``, rows in table order, and its
 ``comparisons``), so it shows the table's numbers and needs no configuration."""
-from fairseq_syntax.core.figures import save_figure
+from fairseq_syntax.core.figures import CHART_COLOURS, save_figure
 from fairseq_syntax.evaluation.comparisons import Comparisons
 from fairseq_syntax.evaluation.seed_systems import seeds_dataset
 from fairseq_syntax.evaluation.tables import load_results_json
@@ -99,6 +99,6 @@ def plot_seeds(results_json: str, output: str, dataset: str | None = None, metri
                 bbox_to_anchor=(0.5, 1.0), frameon=False)
     figure.suptitle(f"{dataset}: {metric} over seeds", fontsize=9, y=0.99)
     figure.tight_layout()
-    save_figure(figure, output, dpi=96)
+    save_figure(figure, output, colours=CHART_COLOURS, dpi=96)
     plt.close(figure)
     return figure

@@ -1,5 +1,6 @@
-"""fairseq_syntax/core/figures.py: a PNG saved through a 64-colour palette keeps flat colours exactly, holds at most
-64 colours, is smaller than matplotlib's own PNG, and other formats are written as matplotlib writes them."""
+"""fairseq_syntax/core/figures.py: a PNG saved through a palette keeps flat colours exactly, holds at most its
+colours (64, a chart's 32), is smaller than matplotlib's own PNG, and other formats are written as matplotlib writes
+them."""
 import io
 
 import pytest
@@ -10,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from fairseq_syntax.core.figures import PALETTE_COLOURS, save_figure  # noqa: E402
+from fairseq_syntax.core.figures import CHART_COLOURS, PALETTE_COLOURS, save_figure  # noqa: E402
 
 RED, GREEN, BLUE = (200, 30, 40), (20, 160, 60), (30, 60, 220)
 
@@ -37,7 +38,8 @@ def test_flat_colours_come_back_exactly_from_the_palette_and_other_formats_are_m
         assert sorted(colour for _, colour in rgb.getcolors()) == sorted([RED, GREEN, BLUE])
 
 
-def test_an_antialiased_plot_keeps_at_most_64_colours_in_fewer_bytes(tmp_path):
+@pytest.mark.parametrize("colours", [PALETTE_COLOURS, CHART_COLOURS])
+def test_an_antialiased_plot_keeps_at_most_its_colours_in_fewer_bytes(tmp_path, colours):
     figure, axes = plt.subplots(figsize=(4, 3))
     x = np.linspace(0, 6, 200)
     for phase in range(5):
@@ -46,12 +48,11 @@ def test_an_antialiased_plot_keeps_at_most_64_colours_in_fewer_bytes(tmp_path):
     axes.set_title("five sines, anti-aliased")
     plain = io.BytesIO()
     figure.savefig(plain, format="png", dpi=96)
-    path = save_figure(figure, tmp_path / "sines.png", dpi=96)
+    path = save_figure(figure, tmp_path / "sines.png", colours=colours, dpi=96)
     plt.close(figure)
     with Image.open(io.BytesIO(plain.getvalue())) as original:
-        assert len(original.convert("RGB").getcolors(maxcolors=1 << 24)) > PALETTE_COLOURS  # what is cut down
+        assert len(original.convert("RGB").getcolors(maxcolors=1 << 24)) > colours  # what is cut down
     with Image.open(path) as image:
-        assert image.mode == "P" and len(image.convert("RGB").getcolors()) <= PALETTE_COLOURS
+        assert image.mode == "P" and colours / 2 < len(image.convert("RGB").getcolors()) <= colours
         assert image.size == (384, 288)
     assert path.stat().st_size < len(plain.getvalue())
-
