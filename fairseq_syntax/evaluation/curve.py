@@ -85,14 +85,15 @@ def load_curve(path: str | Path) -> dict[str, Any]:
     return curve_data(load_results_json(path, datasets=False)["curve"], Path(path).parent)
 
 
-def _cell(found: dict | None, metric: str, planned: int = 0) -> str:
-    """A comparison's difference, interval and verdict; ``planned``: the system's planned seeds (fewer scored: said)."""
+def _cell(found: dict | None, metric: str, planned: tuple[int, int] = (0, 0), other: str = "") -> str:
+    """A comparison's difference, interval and verdict; ``planned``: the seeds planned for the system and for
+    ``other``, the system it is compared with (fewer scored: said)."""
     if not found or metric not in found:
         return "no result yet"
     value = found[metric]
     low, high = value.get("delta_ci", (None, None))
     interval = f" [{low:+.2f}, {high:+.2f}]" if low is not None else ""
-    short = f" ({count} of {planned} seeds)" if (count := _seed_count(found)) < planned else ""
+    short = f" ({gap})" if (gap := _seeds_short(found, planned, other)) else ""
     return (f"{value['delta']:+.2f}{interval} {found['verdict']}{' (borderline)' if found['borderline'] else ''}"
             + short)
 
@@ -108,13 +109,13 @@ def curve_markdown(data: dict[str, Any]) -> list[str]:
         or "no result yet" for found in (data["baseline_scores"][str(pairs)] for pairs in sizes))]
     lines = []
     for metric in METRICS:
-        rows = [[system, *(_cell(by_size[str(pairs)], metric, _planned(data, pairs, system)) for pairs in sizes)]
-                for system, by_size in data["systems"].items()]
+        rows = [[system, *(_cell(by_size[str(pairs)], metric, _planned(data, pairs, system, data["baseline"]),
+                                 data["baseline"]) for pairs in sizes)] for system, by_size in data["systems"].items()]
         lines += ["", f"**{metric}: each system minus {data['baseline']}** (95% interval of the seed-aware paired "
                       "bootstrap; the verdict of the study's rule over BLEU and chrF together)", ""]
         lines += markdown_table(head, [scores] + rows if metric == METRICS[0] else rows)
-    rows = [[f"{method} vs {control}", *(_cell(by_size[str(pairs)], "BLEU", _planned(data, pairs, method))
-                                         for pairs in sizes)]
+    rows = [[f"{method} vs {control}", *(_cell(by_size[str(pairs)], "BLEU", _planned(data, pairs, method, control),
+                                               control) for pairs in sizes)]
             for method, controls in data["vs_control"].items() for control, by_size in controls.items()]
     if rows:
         lines += ["", "**Is it the parse? Each method minus itself on control structures** (BLEU, 95% interval; the "
@@ -128,15 +129,18 @@ def sizes_text(sizes: Sequence[int]) -> str:
     return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
 
 
-def _planned(data: dict[str, Any], pairs: int, system: str) -> int:
-    """The seeds the study plans for ``system`` at size ``pairs`` (0 where its report does not say)."""
-    return data.get("planned", {}).get(str(pairs), {}).get(system, 0)
+def _planned(data: dict[str, Any], pairs: int, *systems: str) -> tuple[int, ...]:
+    """The seeds the study plans for each of ``systems`` at size ``pairs`` (0 where its report does not say)."""
+    return tuple(data.get("planned", {}).get(str(pairs), {}).get(system, 0) for system in systems)
 
 
-def _seed_count(found: dict) -> int:
-    """The seeds a comparison rests on: the fewer of its two sides' (its ``seeds``: both counts, or one)."""
-    seeds = found.get("seeds") or 0
-    return min(seeds) if isinstance(seeds, (list, tuple)) else seeds
+def _seeds_short(found: dict, planned: tuple[int, int], other: str) -> str:
+    """Where a comparison rests on fewer seeds than planned (its ``seeds``: the system's and ``other``'s count, or
+    the system's alone): "3 of 5 seeds" for the system, "OTHER 2 of 3 seeds" for the other side; "" where none."""
+    seeds = found.get("seeds") or [0]
+    seeds = seeds if isinstance(seeds, (list, tuple)) else [seeds]
+    return "; ".join(f"{name}{count} of {total} seeds" for name, count, total in zip(("", f"{other} "), seeds, planned)
+                     if count < total)
 
 
 def method_sentences(data: dict[str, Any]) -> list[str]:
@@ -169,8 +173,8 @@ def method_sentences(data: dict[str, Any]) -> list[str]:
                 text += f"; there the parse beats {control} at {sizes_text(parse_wins)}"
             if as_good:
                 text += f"; {control} is not measurably worse at {sizes_text(as_good)}"
-        notes = [f"{count} of {planned} seeds so far at {pairs:,}" for pairs in scored
-                 if (count := _seed_count(by_size[str(pairs)])) < (planned := _planned(data, pairs, method))]
+        notes = [f"{gap} so far at {pairs:,}" for pairs in scored if (gap := _seeds_short(
+            by_size[str(pairs)], _planned(data, pairs, method, data["baseline"]), data["baseline"]))]
         if missing:
             notes.append(f"no result yet at {sizes_text(missing)}")
         sentences.append(text + (f" ({'; '.join(notes)})" if notes else "") + ".")

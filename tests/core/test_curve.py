@@ -57,6 +57,24 @@ def test_a_tables_cell_on_fewer_seeds_than_planned_says_so():
         "difference (3 of 5 seeds) | no result yet |")
 
 
+def test_a_side_with_all_its_planned_seeds_is_not_short_though_the_other_plans_fewer():
+    """5,000 pairs: mask planned 5 seeds, sequence 3; each side is compared with its own plan."""
+    data = hand_curve()
+    data["planned"]["5000"] = {"mask": 5, "sequence": 3}
+    head = ("**mask**: better than the words at 1,000 and 2,500 pairs, no clear difference at 5,000 pairs; there the "
+            "parse beats mask_random at 1,000; mask_random is not measurably worse at 2,500 (")
+    notes = {}
+    for seeds in ([5, 3], [3, 3], [5, 2], [4, 1]):
+        data["systems"]["mask"]["5000"] = {**verdict("no measurable difference"), "seeds": seeds}
+        sentence = method_sentences(data)[0]
+        assert sentence.startswith(head)
+        notes[str(seeds)] = sentence[len(head):]
+    assert notes == {"[5, 3]": "no result yet at 10,000).",
+                     "[3, 3]": "3 of 5 seeds so far at 5,000; no result yet at 10,000).",
+                     "[5, 2]": "sequence 2 of 3 seeds so far at 5,000; no result yet at 10,000).",
+                     "[4, 1]": "4 of 5 seeds; sequence 1 of 3 seeds so far at 5,000; no result yet at 10,000)."}
+
+
 def test_the_block_replaces_the_old_one_in_place_and_a_file_without_markers_is_named():
     block = readme_block(hand_curve(), "sizes/RESULTS.md", "sizes/curve.png", "demo-sizes")
     text = f"before\n{README_BEGIN} demo-sizes -->\nstale\n{README_END}\nafter"
