@@ -313,10 +313,6 @@ class SizeEntry:
     study_file: str = ""
     systems: dict[str, SystemEntry] = field(default_factory=dict)
 
-    def systems_of(self, systems: tuple[SystemEntry, ...]) -> tuple[SystemEntry, ...]:
-        """The file's systems with this size's seeds."""
-        return tuple(self.systems.get(entry.name, entry) for entry in systems)
-
     def values(self, section: str, key: str, default: Any) -> list:
         """The values ``section.key`` takes at this size: its sweep's candidates, else its setting, else ``default``."""
         return self.sweep.get(section, {}).get(key, [self.settings.get(section, {}).get(key, default)])

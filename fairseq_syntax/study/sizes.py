@@ -156,8 +156,8 @@ def point_of(config: StudyConfig, pairs: int) -> Point:
 
 def size_systems(config: StudyConfig, pairs: int) -> tuple[SystemEntry, ...]:
     """The systems of size ``pairs``'s grid, with the seeds its ``[sizes.N]`` gives them."""
-    entry = config.sizes.get(pairs)
-    return entry.systems_of(config.systems) if entry else config.systems
+    raised = config.sizes[pairs].systems if pairs in config.sizes else {}
+    return tuple(raised.get(entry.name, entry) for entry in config.systems)
 
 
 def sweep_twin(point: Point) -> tuple[StudyConfig | None, str]:
